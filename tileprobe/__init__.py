@@ -1,0 +1,25 @@
+"""tileprobe: see what tileiras did with your cuTile hints.
+
+Audit (no GPU): compile a kernel ahead of time for any architecture and hint grid with the signature JIT would
+use, read each cubin, compute theoretical occupancy and give each hint a verdict. Run (GPU): time and check
+each variant. Compare / bisect compiler versions.
+"""
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from .errors import TileprobeError, ProbeError, ToolchainError, CubinError, StoreError
+from .probe import Probe, SpecArrays
+from .signature import ArraySpec, jit_signature
+
+__all__ = [
+    "__version__", "Probe", "SpecArrays", "ArraySpec", "jit_signature",
+    "TileprobeError", "ProbeError", "ToolchainError", "CubinError", "StoreError",
+]
+
+
+def __getattr__(name):  # lazy: the audit API pulls in cuTile only when used
+    if name in ("audit", "AuditResult"):
+        from . import audit as _audit
+        return getattr(_audit, name)
+    raise AttributeError(name)

@@ -1,0 +1,318 @@
+"""The one module that touches cuTile's private names.
+
+cuTile's public API gives us ``KernelSignature.from_kernel_args`` (the signature JIT would use) and
+``export_kernel`` (ahead-of-time compiles). Three things it does not give, and which live here:
+
+* **A driver-free signature.** ``from_kernel_args`` imports ``cuda.tile._load_libcuda``, which dlopens
+  ``libcuda.so.1`` and hands cuTile's C extension the address of ``cuGetProcAddress_v2``. On a machine with
+  no driver we put a module of that name in ``sys.modules`` first, whose ``cuGetProcAddress_v2`` is a ctypes
+  callback answering the few queries signature inference makes (seen with cuda-tile 1.7.0: ``cuInit``,
+  ``cuDriverGetVersion``, ``cuPointerGetAttribute(CONTEXT)``). Every other driver entry point answers
+  ``CUDA_ERROR_NOT_SUPPORTED`` and is logged in :data:`FAKE_DRIVER_CALLS`, so a cuTile release that starts
+  asking for more is caught by the tests rather than silently mis-inferring.
+* **Compiler choice.** ``cuda.tile._compile._find_compiler_bin`` is replaced so a worker compiles with one
+  given tileiras (and its ptxas / libnvvm), whatever else is installed.
+* **A view of the compiler call.** ``cuda.tile._compile.compile_cubin`` is wrapped to record the exact
+  tileiras command line (for a repro), its wall time, and to ask for YAML remarks exactly as cuTile's JIT does
+  when its disk cache is on (tileiras >= 13.4), even though the audit turns that cache off.
+
+Call :func:`install_fake_driver` before anything imports ``cuda.tile._load_libcuda`` (i.e. before the first
+``from_kernel_args`` or launch in the process). Tested against cuda-tile 1.5 … 1.7 names; :func:`check_cutile`
+raises a clear error when a name moved.
+"""
+from __future__ import annotations
+
+import ctypes
+import dataclasses
+import os
+import shutil
+import sys
+import time
+import types
+from ctypes import POINTER, c_char_p, c_int, c_uint, c_uint64, c_void_p
+from typing import Any, Callable
+
+from .errors import ToolchainError, TileprobeError
+
+CUDA_SUCCESS = 0
+CUDA_ERROR_NOT_SUPPORTED = 801
+#: Driver version the fake driver reports (CUDA 13.0, the minimum cuTile 1.x accepts).
+FAKE_DRIVER_VERSION = 13000
+#: Entry points the fake driver implements; anything else returns CUDA_ERROR_NOT_SUPPORTED.
+FAKE_DRIVER_CALLS: list[str] = []
+
+_KEEP_ALIVE: list[Any] = []
+_FAKE_CONTEXT = 0x7E11_0000
+
+
+def _impls() -> dict[str, tuple[Any, Callable]]:
+    P = POINTER
+
+    def cu_init(flags):
+        return CUDA_SUCCESS
+
+    def driver_version(out):
+        out[0] = FAKE_DRIVER_VERSION
+        return CUDA_SUCCESS
+
+    def device_count(out):
+        out[0] = 1
+        return CUDA_SUCCESS
+
+    def device_get(out, ordinal):
+        out[0] = 0
+        return CUDA_SUCCESS
+
+    def ctx_current(out):
+        out[0] = _FAKE_CONTEXT
+        return CUDA_SUCCESS
+
+    def ctx_device(out):
+        out[0] = 0
+        return CUDA_SUCCESS
+
+    def pointer_attribute(data, attribute, ptr):
+        # CU_POINTER_ATTRIBUTE_CONTEXT (1): every fake array lives in the fake current context.
+        if attribute == 1:
+            ctypes.cast(data, P(c_void_p))[0] = _FAKE_CONTEXT
+            return CUDA_SUCCESS
+        return CUDA_ERROR_NOT_SUPPORTED
+
+    return {
+        "cuInit": (ctypes.CFUNCTYPE(c_int, c_uint), cu_init),
+        "cuDriverGetVersion": (ctypes.CFUNCTYPE(c_int, P(c_int)), driver_version),
+        "cuDeviceGetCount": (ctypes.CFUNCTYPE(c_int, P(c_int)), device_count),
+        "cuDeviceGet": (ctypes.CFUNCTYPE(c_int, P(c_int), c_int), device_get),
+        "cuCtxGetCurrent": (ctypes.CFUNCTYPE(c_int, P(c_void_p)), ctx_current),
+        "cuCtxGetDevice": (ctypes.CFUNCTYPE(c_int, P(c_int)), ctx_device),
+        "cuPointerGetAttribute": (ctypes.CFUNCTYPE(c_int, c_void_p, c_int, c_uint64), pointer_attribute),
+    }
+
+
+def _make_entry(name: str):
+    impls = _impls()
+    if name in impls:
+        proto, fn = impls[name]
+
+        def logged(*args, _fn=fn, _name=name):
+            FAKE_DRIVER_CALLS.append(_name)
+            return _fn(*args)
+
+        cb = proto(logged)
+    else:
+        def unsupported(_name=name):
+            FAKE_DRIVER_CALLS.append(_name + " (unsupported)")
+            return CUDA_ERROR_NOT_SUPPORTED
+
+        cb = ctypes.CFUNCTYPE(c_int)(unsupported)
+    _KEEP_ALIVE.append(cb)
+    return cb
+
+
+_GETPROC = ctypes.CFUNCTYPE(c_int, c_char_p, POINTER(c_void_p), c_int, c_uint64, c_void_p)
+
+
+def _get_proc_address(symbol, pfn, cuda_version, flags, status):
+    pfn[0] = ctypes.cast(_make_entry(symbol.decode()), c_void_p).value
+    return CUDA_SUCCESS
+
+
+def install_fake_driver() -> None:
+    """Make cuTile's signature inference work with no GPU and no ``libcuda.so.1``.
+
+    Idempotent. Raises :class:`TileprobeError` if the real driver module was already imported in this
+    process (its function table is then fixed): run the audit in a fresh process.
+    """
+    name = "cuda.tile._load_libcuda"
+    existing = sys.modules.get(name)
+    if existing is not None:
+        if getattr(existing, "_tileprobe_fake", False):
+            return
+        raise TileprobeError(
+            "cuTile already loaded the real CUDA driver in this process, so tileprobe cannot install its "
+            "driver-free signature inference. Run the audit in a fresh Python process (the tileprobe CLI does).")
+    cb = _GETPROC(_get_proc_address)
+    _KEEP_ALIVE.append(cb)
+    mod = types.ModuleType(name)
+    mod._tileprobe_fake = True
+    mod._dll = None
+    mod._cuGetProcAddress_v2 = cb
+    mod.cuGetProcAddress_v2_ptrptr = ctypes.addressof(cb)
+    sys.modules[name] = mod
+
+
+# --- cuTile version and private names ------------------------------------------------------------------
+
+def cutile_version() -> str:
+    """The installed cuda-tile version string, e.g. ``"1.7.0"``."""
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("cuda-tile")
+    except PackageNotFoundError as e:
+        raise TileprobeError("cuda-tile is not installed: pip install 'cuda-tile[tileiras]'") from e
+
+
+def check_cutile() -> None:
+    """Check that the private names tileprobe relies on exist in the installed cuTile.
+
+    Raises :class:`TileprobeError` naming the missing name and the cuda-tile versions tileprobe was tested with.
+    """
+    from cuda.tile import _compile
+    needed = ["compile_cubin", "_find_compiler_bin", "_CompilerBinary", "_get_max_supported_bytecode_version",
+              "_get_compiler_version_string", "_tileiras_supports_remarks"]
+    missing = [n for n in needed if not hasattr(_compile, n)]
+    if missing:
+        raise TileprobeError(
+            f"cuda-tile {cutile_version()} lacks cuda.tile._compile.{', '.join(missing)}, which tileprobe uses; "
+            "tileprobe was tested with cuda-tile 1.5-1.7: pip install 'cuda-tile>=1.5,<1.8' or upgrade tileprobe.")
+
+
+# --- compiler selection and the compile hook -----------------------------------------------------------
+
+@dataclasses.dataclass
+class CompilerCall:
+    """What one tileiras invocation was: the command (argv), its wall time in seconds, remarks file."""
+    argv: list[str]
+    env_path: str
+    env_ld_library_path: str
+    seconds: float = 0.0
+    remarks_path: str | None = None
+
+
+#: Calls recorded by the compile hook since the last :func:`take_compiler_calls`.
+_CALLS: list[CompilerCall] = []
+
+
+def use_compiler(tileiras: str, lib_dirs: list[str] | None = None) -> None:
+    """Make cuTile compile with this ``tileiras`` binary (and the ptxas/libnvvm beside it).
+
+    ``lib_dirs`` go first on LD_LIBRARY_PATH; the tileiras folder goes first on PATH (tileiras runs the
+    ptxas it finds there). CUDA_HOME / CUDA_PATH are not passed to the compiler: an older toolkit there
+    makes tileiras >= 13.4 fail with only "failed to compile Tile IR program" (FIELD_NOTES, 2026-11-29).
+    """
+    from cuda.tile import _compile
+    if not os.access(tileiras, os.X_OK):
+        raise ToolchainError(f"{tileiras} is not an executable tileiras; run `tileprobe doctor`.")
+    bin_dir = os.path.dirname(os.path.abspath(tileiras))
+    ld = os.pathsep.join([*(lib_dirs or []), os.environ.get("LD_LIBRARY_PATH", "")]).strip(os.pathsep)
+    path = os.pathsep.join([bin_dir, os.environ.get("PATH", "")])
+    binary = _compile._CompilerBinary(os.path.abspath(tileiras), path, ld, pass_cuda_home_var=False)
+    _compile._find_compiler_bin = lambda: binary
+    for fn in ("_get_compiler_version_string", "_get_max_supported_bytecode_version"):
+        getattr(_compile, fn).cache_clear()
+
+
+def current_compiler() -> str:
+    """Path of the tileiras cuTile would use now. Raises :class:`ToolchainError` if none is found."""
+    from cuda.tile import _compile
+    try:
+        return _compile._find_compiler_bin().path
+    except FileNotFoundError as e:
+        raise ToolchainError(f"{e} Or install one with `tileprobe toolchain install 13.4`.") from e
+
+
+def compiler_build_string() -> str:
+    """tileiras ``--version`` output, last line (e.g. ``Cuda compilation tools, release 13.4, V13.4.92``)."""
+    from cuda.tile import _compile
+    text = _compile._get_compiler_version_string() or ""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return lines[-1] if lines else "unknown"
+
+
+def tileiras_build(tileiras: str) -> str:
+    """Run ``tileiras --version`` and return its last line, e.g. ``Cuda compilation tools, release 13.4, V13.4.92``.
+
+    Raises :class:`ToolchainError` if it does not run (a missing library, a wrong platform).
+    """
+    import subprocess
+    env = {k: v for k, v in os.environ.items() if k not in ("CUDA_HOME", "CUDA_PATH")}
+    try:
+        out = subprocess.run([tileiras, "--version"], capture_output=True, text=True, timeout=60, env=env,
+                             check=True).stdout
+    except (OSError, subprocess.SubprocessError) as e:
+        raise ToolchainError(f"{tileiras} --version failed ({e}); run `tileprobe doctor`.") from e
+    lines = [ln.strip() for ln in out.splitlines() if ln.strip()]
+    return lines[-1] if lines else "unknown"
+
+
+def install_compile_hook() -> None:
+    """Wrap ``cuda.tile._compile.compile_cubin`` to record each tileiras call (argv, seconds, remarks)."""
+    from cuda.tile import _compile
+    original = getattr(_compile.compile_cubin, "_tileprobe_original", _compile.compile_cubin)
+
+    def hooked(fname_bytecode, compiler_options, sm_arch, timeout_sec, remarks_output_file=None,
+               preview_features=(), linker_inputs=()):
+        if remarks_output_file is None and _compile._tileiras_supports_remarks(os.path.dirname(fname_bytecode)):
+            # JIT with cuTile's disk cache on (its default) asks for remarks; do the same.
+            remarks_output_file = os.path.splitext(fname_bytecode)[0] + ".remarks.yaml"
+        binary = _compile._find_compiler_bin()
+        opt, debug = _compile._tileiras_effective_opt_and_device_debug(compiler_options, sm_arch)
+        argv = [binary.path, str(fname_bytecode), "-o", os.path.splitext(fname_bytecode)[0] + ".cubin",
+                "--gpu-name", sm_arch, f"-O{opt}", *[f"--preview={f}" for f in preview_features]]
+        for p in linker_inputs:
+            argv += ["-l", str(p)]
+        argv.append("--device-debug" if debug else "--lineinfo")
+        if remarks_output_file is not None:
+            argv += ["--remark-format=yaml", "--remarks=all", f"--remarks-output-file={remarks_output_file}"]
+        call = CompilerCall(argv, binary.bin_path, binary.ld_path,
+                            remarks_path=str(remarks_output_file) if remarks_output_file else None)
+        _CALLS.append(call)
+        t0 = time.perf_counter()
+        try:
+            return original(fname_bytecode, compiler_options, sm_arch, timeout_sec, remarks_output_file,
+                            preview_features, linker_inputs)
+        finally:
+            call.seconds = time.perf_counter() - t0
+
+    hooked._tileprobe_original = original
+    _compile.compile_cubin = hooked
+
+
+def take_compiler_calls() -> list[CompilerCall]:
+    """Return and forget the compiler calls recorded since the last call."""
+    calls = list(_CALLS)
+    _CALLS.clear()
+    return calls
+
+
+def configure_context(temp_dir: str, timeout_s: float | None) -> None:
+    """Point cuTile's default context at ``temp_dir``, set the compiler timeout, and turn its disk cache off.
+
+    The audit has its own store; a cuTile cache hit would skip tileiras and hide the compile.
+    """
+    from cuda.tile._cext import default_tile_context  # type: ignore[attr-defined]
+    cfg = default_tile_context.config
+    cfg.temp_dir = temp_dir
+    cfg.compiler_timeout_sec = timeout_s
+    cfg.cache_dir = None
+
+
+def compiler_error_kind(exc: BaseException) -> tuple[str, str, int | None]:
+    """Classify a cuTile compile exception as (status, message, returncode).
+
+    status: ``timeout`` (cuTile's CompilerTimeoutError), ``compiler_crash`` (tileiras killed by a signal:
+    cuTile's CompilerExecutionError carries "Return code -N"), ``compile_error`` (anything else raised while
+    compiling: a tileiras error, a cuTile type error, an unsupported dtype for the arch).
+    """
+    import re
+    name = type(exc).__name__
+    msg = str(exc).strip()
+    if "Timeout" in name:
+        return "timeout", msg, None
+    m = re.match(r"Return code (-?\d+)", getattr(exc, "message", "") or msg)
+    rc = int(m.group(1)) if m else None
+    if rc is not None and rc < 0:
+        return "compiler_crash", msg or f"tileiras killed by signal {-rc}", rc
+    return "compile_error", f"{name}: {msg}" if msg else name, rc
+
+
+def which_tool(name: str) -> str | None:
+    """Find a CUDA tool (cuobjdump, nvdisasm, tileiras) on PATH or in the pip ``nvidia/cu13/bin`` folder."""
+    found = shutil.which(name)
+    if found:
+        return found
+    try:
+        import nvidia.cu13 as cu13  # type: ignore
+        return shutil.which(name, path=os.path.join(cu13.__path__[0], "bin"))
+    except (ImportError, AttributeError, IndexError):
+        return None

@@ -1,0 +1,186 @@
+"""The audit pipeline in one place: probes → variants → compile → cubin → occupancy → verdicts → records.
+
+No GPU is needed. ``audit()`` is what ``tileprobe audit`` runs; every other command builds on its records.
+"""
+from __future__ import annotations
+
+import platform
+import sys
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Sequence
+
+from .arch import get_arch
+from .compile import DEFAULT_TIMEOUT_S, CompileResult, Variant, compile_variants
+from .cubin import CubinInfo
+from .errors import CubinError, ProbeError, TileprobeError
+from .occupancy import theoretical_occupancy
+from .probe import KERNEL_HINTS, Probe, load_probes
+from .schema import VariantRecord
+from .verdict import assign_verdicts
+
+
+@dataclass
+class AuditResult:
+    """Records of one audit, the probe errors met on the way, and the environment it ran in."""
+    records: list[VariantRecord] = field(default_factory=list)
+    probe_errors: list[str] = field(default_factory=list)
+    environment: dict = field(default_factory=dict)
+    wall_s: float = 0.0
+    cubins: dict = field(default_factory=dict)   # cubin_sha256 -> bytes (for the store and `run`)
+
+
+def source_sha256(probe: Probe) -> str:
+    """SHA-256 over the probe file and the file that defines its kernel (the store's notion of "same code")."""
+    import hashlib
+    import inspect
+    h = hashlib.sha256()
+    files = [probe.source]
+    try:
+        files.append(inspect.getsourcefile(probe.resolve_kernel()._pyfunc))
+    except (TypeError, OSError, ProbeError):
+        pass
+    for f in dict.fromkeys(x for x in files if x):
+        with open(f, "rb") as fh:
+            h.update(fh.read())
+    return h.hexdigest()
+
+
+def plan_variants(probes: Sequence[Probe], archs: Sequence[str]) -> list[Variant]:
+    """Every (probe, case, hints, arch) to compile, in a stable order."""
+    out = []
+    for p in probes:
+        digest = source_sha256(p)
+        for arch in archs:
+            if p.archs and get_arch(arch).name not in {get_arch(a).name for a in p.archs}:
+                continue
+            for case in p.case_grid():
+                for hints in p.hint_grid():
+                    out.append(Variant(p.source or "", p.index, p.label, tuple(case.items()),
+                                       tuple(hints.items()), get_arch(arch).name, digest))
+    return out
+
+
+def record_from(res: CompileResult, with_sass: bool = False) -> VariantRecord:
+    """Turn one compile result into a variant record: read the cubin and compute occupancy."""
+    v = res.variant
+    rec = VariantRecord(kernel=v.probe_name, probe=v.probe_path, case=v.case_dict, hints=v.hints_dict,
+                        arch=v.arch, tileiras=res.tileiras, status=res.status, cuda_tile=res.cuda_tile,
+                        effective_hints=res.effective_hints, error=res.error, repro=res.repro,
+                        compile_s=round(res.compile_s, 3), symbol=res.symbol, signature=res.signature)
+    if res.status != "ok" or res.cubin is None:
+        return rec
+    try:
+        info = CubinInfo.from_bytes(res.cubin)
+    except CubinError as e:
+        rec.status, rec.error = "compile_error", f"unreadable cubin: {e}"
+        return rec
+    k = info.kernel(res.symbol) if res.symbol and any(x.name == res.symbol for x in info.kernels) else info.kernel()
+    rec.threads, rec.registers, rec.max_regs = k.threads_per_cta, k.regs_per_thread, k.max_regs
+    rec.shared_bytes, rec.driver_shared_bytes = k.smem_static_bytes, k.smem_driver_bytes
+    rec.stack_bytes = k.stack_bytes
+    rec.cluster_dims = list(k.cluster_dims) if k.cluster_dims else None
+    rec.cubin_sha256, rec.code_sha256 = info.sha256, info.code_sha256
+    if k.ptx is not None:
+        rec.ptx = {"maxnreg": k.ptx.maxnreg, "reqntid": list(k.ptx.reqntid) if k.ptx.reqntid else None,
+                   "minnctapersm": k.ptx.minnctapersm}
+    occ = theoretical_occupancy(get_arch(v.arch), k.threads_per_cta, k.regs_per_thread, k.smem_driver_bytes)
+    rec.ctas_per_sm, rec.warps_per_sm = occ.ctas_per_sm, occ.warps_per_sm
+    rec.occupancy_pct, rec.limiter = round(occ.occupancy_pct, 1), occ.limiter
+    if res.remarks:
+        from .remarks import parse_remarks
+        rec.remarks = parse_remarks(res.remarks)
+    if with_sass:
+        from .sass import sass_traits
+        try:
+            rec.sass = sass_traits(res.cubin).to_dict()
+        except TileprobeError as e:
+            rec.sass = {"error": str(e)}
+    return rec
+
+
+def resolve_compiler(tc: dict) -> dict:
+    """Fill a toolchain dict's ``tileiras`` path (default: the one cuTile would pick) and ``build`` string."""
+    from . import _cutile
+    tc = dict(tc)
+    if not tc.get("tileiras"):
+        tc["tileiras"] = _cutile.current_compiler()
+    tc["build"] = _cutile.tileiras_build(tc["tileiras"])
+    return tc
+
+
+def environment(tileiras_builds: Iterable[str] = ()) -> dict:
+    """Provenance of a result set: host, Python, cuda-tile and the tileiras builds used."""
+    from . import __version__, _cutile
+    return {"tileprobe": __version__, "python": sys.version.split()[0], "platform": platform.platform(),
+            "cuda_tile": _cutile.cutile_version(), "tileiras": sorted(set(tileiras_builds))}
+
+
+def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Sequence[dict] | None = None,
+          jobs: int | None = None, timeout_s: float = DEFAULT_TIMEOUT_S, with_sass: bool = False,
+          store=None, progress: Callable | None = None) -> AuditResult:
+    """Audit probe files for architectures, with one or more tileiras toolchains.
+
+    Args:
+        probe_paths: probe files (each defines ``probe`` or ``probes``).
+        archs: targets such as ``["sm_90", "sm_120"]`` (see :data:`tileprobe.arch.ARCHS`).
+        toolchains: ``[{"tileiras": path, "lib_dirs": [...]}]``; ``None`` = the tileiras cuTile would pick.
+        jobs: parallel compile workers (default: all CPUs).
+        timeout_s: per-variant compiler timeout (s).
+        with_sass: also disassemble each cubin for SASS traits (needs nvdisasm).
+        store: a :class:`tileprobe.store.Store`; variants already there are not compiled again and new ones are
+            saved as they finish.
+        progress: ``progress(kind, n)`` callback: ("total", n) once per toolchain, ("advance", 1) per variant.
+
+    A broken probe file is reported in ``probe_errors`` (file and line) and the other probes go on.
+    Raises :class:`TileprobeError` only when nothing can be audited (unknown arch, no probe loaded).
+    """
+    import time
+    t0 = time.perf_counter()
+    archs = [get_arch(a).name for a in archs]
+    result = AuditResult()
+    probes: list[Probe] = []
+    for path in probe_paths:
+        try:
+            probes.extend(load_probes(path))
+        except ProbeError as e:
+            result.probe_errors.append(str(e))
+    if not probes:
+        raise TileprobeError("no probe could be loaded:\n  " + "\n  ".join(result.probe_errors))
+    variants = plan_variants(probes, archs)
+    builds = []
+    for tc in toolchains or [{}]:
+        tc = resolve_compiler(tc)
+        todo = variants
+        if store is not None:
+            cached, todo = store.lookup(variants, tc)
+            result.records.extend(cached)
+        if progress:
+            progress("total", len(variants))
+            if len(variants) > len(todo):
+                progress("advance", len(variants) - len(todo))
+        for res in compile_variants(todo, tileiras=tc.get("tileiras"), lib_dirs=tc.get("lib_dirs"), jobs=jobs,
+                                    timeout_s=timeout_s):
+            rec = record_from(res, with_sass=with_sass)
+            if res.cubin is not None and rec.cubin_sha256:
+                result.cubins[rec.cubin_sha256] = res.cubin
+            if store is not None:
+                store.save_compile(res, rec, tc)
+            result.records.append(rec)
+            if progress:
+                progress("advance", 1)
+        builds.extend(r.tileiras for r in result.records if r.tileiras)
+    probe_errors = {r.error for r in result.records if r.status == "probe_error"}
+    result.probe_errors.extend(sorted(probe_errors))
+    hint_names = sorted({h for p in probes for h in p.hints} | {h for r in result.records for h in r.hints})
+    hint_names = [h for h in hint_names if h in KERNEL_HINTS]
+    assign_verdicts(result.records, hint_names)
+    order = {_order_key(v.probe_path, v.probe_name, v.case_dict, v.hints_dict, v.arch): i
+             for i, v in enumerate(variants)}
+    result.records.sort(key=lambda r: (r.tileiras, order.get(_order_key(r.probe, r.kernel, r.case, r.hints, r.arch), 0)))
+    result.environment = environment(builds)
+    result.wall_s = time.perf_counter() - t0
+    return result
+
+
+def _order_key(probe: str, kernel: str, case: dict, hints: dict, arch: str) -> tuple:
+    return (probe, kernel, repr(sorted(case.items())), repr(sorted(hints.items())), arch)

@@ -1,0 +1,146 @@
+"""``tileprobe`` command line. Each subcommand is also a Python call (``tileprobe.audit.audit`` …).
+
+``main(argv) -> int``: 0 on success (an audit with failed variants still succeeded: failures are results),
+1 when a :class:`TileprobeError` stops the command (its message says what to do), 2 for bad usage.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Sequence
+
+from .errors import TileprobeError
+
+DEFAULT_ARCHS = "sm_90,sm_120"
+
+
+def _console(stderr=False):
+    from rich.console import Console
+    return Console(stderr=stderr, highlight=False)
+
+
+def _progress_cb(console):
+    """A rich progress bar fed by audit's ``progress(kind, n)`` callback, and the context that owns it."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    prog = Progress(TextColumn("compiling"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    console=console, transient=True)
+    state = {"task": None}
+
+    def cb(kind, n):
+        if kind == "total":
+            state["task"] = prog.add_task("compile", total=n)
+        elif state["task"] is not None:
+            prog.advance(state["task"], n)
+    return prog, cb
+
+
+def _split(s: str | None) -> list[str]:
+    return [x.strip() for x in (s or "").split(",") if x.strip()]
+
+
+def _toolchains(spec: str | None) -> list[dict] | None:
+    if not spec:
+        return None
+    from .toolchain import resolve_toolchains
+    return resolve_toolchains(_split(spec))
+
+
+def _open_store(args):
+    if getattr(args, "no_store", False):
+        return None
+    from .store import Store
+    return Store.open(args.store)
+
+
+def cmd_audit(args) -> int:
+    from .audit import audit
+    err = _console(stderr=True)
+    store = _open_store(args)
+    prog, cb = _progress_cb(err)
+    with prog:
+        result = audit(args.probes, _split(args.arch), toolchains=_toolchains(args.tileiras), jobs=args.jobs,
+                       timeout_s=args.timeout, with_sass=args.sass, store=store, progress=cb)
+    for e in result.probe_errors:
+        err.print(f"[red]probe error[/]: {e}", markup=True, highlight=False)
+    if store is not None:
+        store.save_audit(result, " ".join(sys.argv[1:]) if args.command_line is None else args.command_line)
+    _emit(result.records, result.environment, args, result)
+    n_bad = sum(1 for r in result.records if not r.ok)
+    err.print(f"{len(result.records)} variants, {n_bad} failed to compile, {result.wall_s:.1f} s", highlight=False)
+    return 0
+
+
+def _emit(records, environment, args, result=None):
+    from .schema import dump
+    if args.json:
+        doc = dump(records, environment)
+        if args.json == "-":
+            json.dump(doc, sys.stdout, indent=1, default=str)
+            sys.stdout.write("\n")
+        else:
+            with open(args.json, "w", encoding="utf-8") as f:
+                json.dump(doc, f, indent=1, default=str)
+    fmt = getattr(args, "format", "table")
+    if fmt == "markdown":
+        from .report.markdown import audit_markdown
+        sys.stdout.write(audit_markdown(records, environment, command=" ".join(["tileprobe", *sys.argv[1:]])))
+    elif fmt == "table" and args.json != "-":
+        from .report.terminal import render_audit
+        render_audit(records, _console())
+
+
+def _add_common(p):
+    p.add_argument("--json", metavar="FILE", help="also write the results as JSON (schema in tileprobe/schema.py); - for stdout")
+    p.add_argument("--format", choices=["table", "markdown", "none"], default="table",
+                   help="what to print: terminal tables (default), Markdown for a bug report, or nothing")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
+    parser = argparse.ArgumentParser(prog="tileprobe", description="See what tileiras did with your cuTile hints.")
+    parser.add_argument("--version", action="version", version=f"tileprobe {__version__}")
+    sub = parser.add_subparsers(dest="cmd", required=True)
+
+    a = sub.add_parser("audit", help="compile probes ahead of time (no GPU) and judge each hint")
+    a.add_argument("probes", nargs="+", metavar="PROBE", help="probe files (see README: Writing a probe)")
+    a.add_argument("--arch", default=DEFAULT_ARCHS, help=f"comma-separated targets, sm_80 … sm_121 (default {DEFAULT_ARCHS})")
+    a.add_argument("--tileiras", metavar="V1,V2", help="compiler versions to audit with (installed with "
+                   "`tileprobe toolchain install`), e.g. 13.3.36,13.4.92; default: the one cuTile would use")
+    a.add_argument("--jobs", "-j", type=int, default=None, help="parallel compiles (default: all CPUs)")
+    a.add_argument("--timeout", type=float, default=300.0, help="per-variant compiler timeout in seconds (default 300)")
+    a.add_argument("--sass", action="store_true", help="also disassemble each cubin for SASS traits (nvdisasm)")
+    a.add_argument("--store", metavar="PATH", help="results store (default: the user data dir)")
+    a.add_argument("--no-store", action="store_true", help="do not read or write the results store")
+    a.set_defaults(func=cmd_audit, command_line=None)
+    _add_common(a)
+
+    for name, module in (("toolchain", "toolchain"), ("doctor", "doctor"), ("compare", "compare"),
+                         ("bisect", "bisect"), ("run", "run.cli"), ("report", "report.html"),
+                         ("history", "store"), ("gate", "gate")):
+        try:
+            mod = __import__(f"tileprobe.{module}", fromlist=["add_parser"])
+        except ImportError:
+            continue
+        if hasattr(mod, "add_parser"):
+            mod.add_parser(sub, _add_common)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``tileprobe`` command. Returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except TileprobeError as e:
+        _console(stderr=True).print(f"[bold red]tileprobe:[/] {e}", markup=True, highlight=False)
+        return 1
+    except KeyboardInterrupt:
+        _console(stderr=True).print("interrupted; finished variants are kept in the store", highlight=False)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,255 @@
+"""Compile variants ahead of time, in parallel worker processes, each in its own temp dir.
+
+A *variant* is one (probe, case, hints, arch). Workers are spawned processes (never forked: cuTile and the fake
+driver hold process-wide state); each installs the fake driver, selects its tileiras, turns cuTile's disk cache
+off and compiles with cuTile's public ``export_kernel`` for the signature JIT would infer. One tileiras version
+per pool, so nothing (compiler lookup, version probe, bytecode version, environment) leaks between versions.
+
+A compile error, a compiler crash (tileiras killed by a signal) or a timeout is a *result* for that variant,
+with the compiler's message and the command that repeats it — never an abort. A worker process that dies
+(e.g. a crash inside cuTile's C extension) fails only the variants it held; the pool is rebuilt.
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import hashlib
+import json
+import multiprocessing as mp
+import os
+import shlex
+import shutil
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator
+
+from .errors import ProbeError
+
+#: Default per-variant compiler timeout (s). FIELD_NOTES: most compiles < 2 s, FFT/FMHA up to 24 s, one FP4
+#: GEMM on sm_100 took 121 s.
+DEFAULT_TIMEOUT_S = 300.0
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One thing to compile: a probe's case and hint values for one architecture.
+
+    ``case`` and ``hints`` are tuples of (name, value) pairs in grid order, so a Variant is hashable.
+    """
+    probe_path: str
+    probe_index: int
+    probe_name: str
+    case: tuple
+    hints: tuple
+    arch: str
+    source_sha256: str = ""   # probe file + kernel module contents (the store's key uses it)
+
+    @property
+    def case_dict(self) -> dict:
+        return dict(self.case)
+
+    @property
+    def hints_dict(self) -> dict:
+        return dict(self.hints)
+
+    def label(self) -> str:
+        """Human label, e.g. ``w4a16_gemm GATHER=True,LOOP=True occupancy=2 sm_120``."""
+        c = ",".join(f"{k}={v}" for k, v in self.case) or "-"
+        h = ",".join(f"{k}={v}" for k, v in self.hints) or "declared"
+        return f"{self.probe_name} {c} {h} {self.arch}"
+
+
+@dataclass
+class CompileResult:
+    """What compiling one variant gave.
+
+    status: ``ok`` | ``compile_error`` | ``compiler_crash`` | ``timeout`` | ``probe_error``.
+    cubin: the cubin bytes (ok only). compile_s: tileiras wall time (s); total_s: the worker's whole time for
+    the variant (signature + Python front end + tileiras + I/O). repro: a shell command that repeats the
+    tileiras call (the bytecode is kept in ``artifact_dir`` for failed variants).
+    """
+    variant: Variant
+    status: str
+    tileiras: str = ""
+    tileiras_path: str = ""
+    cuda_tile: str = ""
+    symbol: str = ""
+    signature: list = field(default_factory=list)
+    effective_hints: dict = field(default_factory=dict)
+    cubin: bytes | None = None
+    remarks: str = ""
+    error: str = ""
+    repro: str = ""
+    compile_s: float = 0.0
+    total_s: float = 0.0
+    artifact_dir: str | None = None
+
+
+# --- worker side ---------------------------------------------------------------------------------------
+
+_WORKER: dict[str, Any] = {}
+
+
+def _init_worker(tileiras: str | None, lib_dirs: list[str] | None, timeout_s: float, tmp_root: str) -> None:
+    from . import _cutile
+    _cutile.install_fake_driver()
+    _cutile.check_cutile()
+    if tileiras:
+        _cutile.use_compiler(tileiras, lib_dirs)
+    _cutile.install_compile_hook()
+    wdir = tempfile.mkdtemp(prefix="worker-", dir=tmp_root)
+    _cutile.configure_context(wdir, timeout_s)
+    _WORKER.update(tmp=wdir, timeout_s=timeout_s, probes={}, sigs={})
+
+
+def _probe(path: str, index: int):
+    from .probe import load_probes
+    key = (path, index)
+    if key not in _WORKER["probes"]:
+        _WORKER["probes"][key] = load_probes(path)[index]
+    return _WORKER["probes"][key]
+
+
+def effective_hints(kernel, arch: str) -> dict:
+    """The hints in force for ``arch``: the kernel's declared values with its ``ByTarget`` entries resolved."""
+    by_target = kernel._compiler_options.hints_by_target()
+    eff = dict(by_target.get("default", {}))
+    eff.update(by_target.get(arch, {}))
+    return eff
+
+
+def compile_one(variant: Variant) -> CompileResult:
+    """Compile one variant in this (worker) process. Never raises for compiler or probe failures."""
+    from . import _cutile
+    from .signature import describe_signature, jit_signature
+    t0 = time.perf_counter()
+    res = CompileResult(variant, "ok", cuda_tile=_cutile.cutile_version())
+    try:
+        res.tileiras_path = _cutile.current_compiler()
+        res.tileiras = _cutile.compiler_build_string()
+        probe = _probe(variant.probe_path, variant.probe_index)
+        kernel = probe.resolve_kernel()
+        sig_key = (variant.probe_path, variant.probe_index, variant.case)
+        if sig_key not in _WORKER["sigs"]:
+            _WORKER["sigs"][sig_key] = jit_signature(kernel, probe.launch_args(variant.case_dict))
+        sig = _WORKER["sigs"][sig_key]
+        res.symbol, res.signature = sig.symbol, describe_signature(sig)
+        hints = {k: v for k, v in variant.hints if v is not None}
+        if hints:
+            kernel = kernel.replace_hints(**hints)
+        res.effective_hints = effective_hints(kernel, variant.arch)
+    except ProbeError as e:
+        res.status, res.error = "probe_error", str(e)
+        res.total_s = time.perf_counter() - t0
+        return res
+    except Exception as e:  # cuTile refused the hint values etc.
+        res.status, res.error = "probe_error", f"{type(e).__name__}: {e}"
+        res.total_s = time.perf_counter() - t0
+        return res
+    _compile_cubin(kernel, sig, variant, res)
+    res.total_s = time.perf_counter() - t0
+    return res
+
+
+def _compile_cubin(kernel, sig, variant: Variant, res: CompileResult) -> None:
+    from cuda.tile.compilation import export_kernel
+    from . import _cutile
+    vdir = tempfile.mkdtemp(prefix="v-", dir=_WORKER["tmp"])
+    _cutile.configure_context(vdir, _WORKER["timeout_s"])
+    out = os.path.join(vdir, "kernel.cubin")
+    _cutile.take_compiler_calls()
+    try:
+        export_kernel(kernel, [sig], out, gpu_code=variant.arch, output_format="cubin")
+        with open(out, "rb") as f:
+            res.cubin = f.read()
+    except Exception as e:
+        res.status, res.error, _ = _cutile.compiler_error_kind(e)
+        if not res.error:
+            res.error = traceback.format_exc(limit=3)
+    calls = _cutile.take_compiler_calls()
+    if calls:
+        call = calls[-1]
+        res.compile_s = call.seconds
+        res.repro = _repro_command(call)
+        if call.remarks_path and os.path.exists(call.remarks_path):
+            with open(call.remarks_path, encoding="utf-8", errors="replace") as f:
+                res.remarks = f.read()
+    if res.status == "ok":
+        shutil.rmtree(vdir, ignore_errors=True)
+    else:
+        res.artifact_dir = vdir  # keep the bytecode so the repro command works
+
+
+def _repro_command(call) -> str:
+    env = f"PATH={shlex.quote(call.env_path.split(os.pathsep)[0])}:$PATH"
+    if call.env_ld_library_path:
+        env += f" LD_LIBRARY_PATH={shlex.quote(call.env_ld_library_path)}"
+    return f"env -u CUDA_HOME -u CUDA_PATH {env} " + " ".join(shlex.quote(a) for a in call.argv)
+
+
+# --- parent side ---------------------------------------------------------------------------------------
+
+def default_jobs() -> int:
+    """Worker processes to use: the CPUs this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:
+        return max(1, os.cpu_count() or 1)
+
+
+def compile_variants(variants: Iterable[Variant], *, tileiras: str | None = None,
+                     lib_dirs: list[str] | None = None, jobs: int | None = None,
+                     timeout_s: float = DEFAULT_TIMEOUT_S, artifact_root: str | None = None,
+                     on_start: Callable[[int], None] | None = None) -> Iterator[CompileResult]:
+    """Compile ``variants`` with one tileiras in a pool of spawned workers; yield results as they finish.
+
+    Args:
+        tileiras: path of the tileiras binary (``None``: the one cuTile would pick).
+        lib_dirs: library folders for that tileiras (libnvvm).
+        jobs: worker processes (default: :func:`default_jobs`).
+        timeout_s: per-variant compiler timeout in seconds.
+        artifact_root: where failed variants keep their bytecode (default: a temp dir that is kept).
+
+    A worker that dies fails the variants it was holding with status ``compiler_crash`` and the pool is rebuilt.
+    """
+    variants = list(variants)
+    if not variants:
+        return
+    jobs = min(jobs or default_jobs(), len(variants))
+    tmp_root = artifact_root or tempfile.mkdtemp(prefix="tileprobe-")
+    os.makedirs(tmp_root, exist_ok=True)
+    if on_start:
+        on_start(len(variants))
+    initargs = (tileiras, lib_dirs, timeout_s, tmp_root)
+    survivors: list[Variant] = []
+    yield from _run_pool(variants, jobs, initargs, survivors)
+    # A worker died: its pool broke and every unfinished variant with it. Run those one per pool, so only the
+    # variant that kills its worker is marked.
+    for v in survivors:
+        again: list[Variant] = []
+        yield from _run_pool([v], 1, initargs, again)
+        for dead in again:
+            yield CompileResult(dead, "compiler_crash",
+                                error="the compile worker process died (a signal or a crash in cuTile's extension)")
+
+
+def _run_pool(variants, jobs, initargs, broken_out: list) -> Iterator[CompileResult]:
+    ctx = mp.get_context("spawn")
+    with cf.ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_init_worker, initargs=initargs) as pool:
+        futures = {pool.submit(compile_one, v): v for v in variants}
+        for fut in cf.as_completed(futures):
+            v = futures[fut]
+            try:
+                yield fut.result()
+            except cf.process.BrokenProcessPool:
+                broken_out.append(v)
+            except Exception as e:  # a tileprobe bug in the worker: this variant's failure, not the audit's
+                yield CompileResult(v, "compile_error", error=f"{type(e).__name__}: {e}")
+
+
+def variant_id(v: Variant, tileiras: str) -> str:
+    """Stable key of a compile: probe file content hash is added by the store; this covers the grid point."""
+    blob = json.dumps([v.probe_name, v.probe_index, list(map(list, v.case)), list(map(list, v.hints)), v.arch,
+                       tileiras], default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]

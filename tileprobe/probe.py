@@ -1,0 +1,259 @@
+"""Probe files: a kernel, how it is launched, and the grid of cases × hints to audit or run.
+
+A probe file is plain Python that defines ``probe = Probe(...)`` (or ``probes = [Probe(...), ...]``)::
+
+    import cuda.tile as ct
+    from tileprobe import Probe
+
+    @ct.kernel
+    def add(X, Y, Z, TILE: ct.Constant[int]): ...
+
+    probe = Probe(
+        kernel=add,                                   # or "pkg.module:name" / "path/to/file.py:name"
+        args=lambda case, arrays: (arrays.randn((4096,), "float32"), arrays.randn((4096,), "float32"),
+                                   arrays.empty((4096,), "float32"), case["TILE"]),
+        cases={"TILE": [128, 256]},                   # crossed; values reach args() as case["TILE"]
+        hints={"occupancy": [1, 2, 4]},               # compiler hints, crossed with the cases
+        grid=lambda case, hints, num_sms: (4096 // case["TILE"],),
+        reference=lambda case, a: {2: a[0] + a[1]},   # for `tileprobe run`: expected output per arg index
+    )
+
+``args(case, arrays)`` returns the arguments exactly as the code under test passes them to ``ct.launch``.
+``arrays`` makes device arrays: in an audit they are :class:`~tileprobe.signature.ArraySpec` (shape, dtype,
+strides, alignment; no memory), in a GPU run real tensors of the same layout — so the audit compiles the
+signature JIT would infer for the real launch.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import itertools
+import os
+import sys
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+from .errors import ProbeError
+from .signature import ArraySpec
+
+#: Compiler hints a kernel takes (``ct.kernel(...)`` / ``kernel.replace_hints``), with allowed values
+#: (cuda/tile/_compiler_options.py, cuda-tile 1.7.0).
+KERNEL_HINTS = ("occupancy", "num_ctas", "opt_level", "num_worker_warps")
+
+
+class SpecArrays:
+    """The ``arrays`` factory an audit hands to ``Probe.args``: every call returns an :class:`ArraySpec`.
+
+    Each method records how a GPU run must fill the array (``init``), so one ``args`` function serves both.
+    Shapes are tuples of elements; ``strides`` in elements (``None``: C-contiguous); ``align`` in bytes.
+    """
+
+    def _spec(self, shape, dtype, init, strides=None, align=256, offset=0) -> ArraySpec:
+        if isinstance(shape, int):
+            shape = (shape,)
+        return ArraySpec(tuple(shape), dtype, strides=strides, align=align, offset=offset, init=init)
+
+    def empty(self, shape, dtype, *, strides=None, align=256, offset=0):
+        """An output array; a checked GPU run poisons it with NaN (or a sentinel for integers)."""
+        return self._spec(shape, dtype, {"kind": "empty"}, strides, align, offset)
+
+    def zeros(self, shape, dtype, *, strides=None, align=256, offset=0):
+        """An array of zeros."""
+        return self._spec(shape, dtype, {"kind": "full", "value": 0}, strides, align, offset)
+
+    def full(self, shape, dtype, value, *, strides=None, align=256, offset=0):
+        """An array filled with ``value``."""
+        return self._spec(shape, dtype, {"kind": "full", "value": value}, strides, align, offset)
+
+    def randn(self, shape, dtype, *, scale=1.0, strides=None, align=256, offset=0):
+        """Normal(0, scale²) values, fresh per check."""
+        return self._spec(shape, dtype, {"kind": "randn", "scale": scale}, strides, align, offset)
+
+    def rand(self, shape, dtype, *, low=0.0, high=1.0, strides=None, align=256, offset=0):
+        """Uniform [low, high) values (computed in float32, then cast: works for fp8)."""
+        return self._spec(shape, dtype, {"kind": "rand", "low": low, "high": high}, strides, align, offset)
+
+    def randint(self, shape, dtype, low, high, *, strides=None, align=256, offset=0):
+        """Uniform integers in [low, high)."""
+        return self._spec(shape, dtype, {"kind": "randint", "low": low, "high": high}, strides, align, offset)
+
+    def randperm(self, n, dtype="int32", *, align=256, offset=0):
+        """A random permutation of 0 … n-1 (e.g. gather indices)."""
+        return self._spec((n,), dtype, {"kind": "randperm"}, None, align, offset)
+
+    def custom(self, shape, dtype, fill: Callable, *, strides=None, align=256, offset=0):
+        """An array a GPU run fills by calling ``fill(tensor, generator)`` (torch); the audit ignores it."""
+        return self._spec(shape, dtype, {"kind": "custom", "fill": fill}, strides, align, offset)
+
+
+@dataclass
+class Probe:
+    """One kernel, its launches and the grid to audit.
+
+    Args:
+        kernel: a ``@ct.kernel`` object, or ``"module:attr"`` / ``"file.py:attr"`` naming one.
+        args: ``args(case, arrays) -> tuple`` — the ``ct.launch`` arguments for one case (see module doc).
+        cases: constant name → list of values; every combination is one case (e.g. GATHER × LOOP).
+        hints: compiler hint → list of values (``occupancy``, ``num_ctas``, ``opt_level``,
+            ``num_worker_warps``); crossed with the cases. ``None`` as a value means "as the kernel declares".
+            Hints left out take the kernel's declared value (``ByTarget`` resolved per arch).
+        grid: ``grid(case, hints, num_sms) -> tuple`` of CTAs, for GPU runs.
+        reference: ``reference(case, args) -> {arg_index: expected}`` on torch tensors, for GPU runs.
+        tolerance: relative-error bound for the check (default: by output dtype).
+        name: label in reports (default: the kernel's function name).
+        archs: architectures this probe is meant for (default: all the audit asks for).
+
+    Raises:
+        ProbeError: an unknown hint name, an empty value list, a case name that is not a list.
+    """
+    kernel: Any
+    args: Callable[[Mapping[str, Any], Any], Sequence[Any]]
+    cases: Mapping[str, Sequence[Any]] = field(default_factory=dict)
+    hints: Mapping[str, Sequence[Any]] = field(default_factory=dict)
+    grid: Callable | None = None
+    reference: Callable | None = None
+    tolerance: float | None = None
+    name: str | None = None
+    archs: Sequence[str] | None = None
+    source: str | None = None        # set by load_probes: "file.py" and index
+    index: int = 0
+
+    def __post_init__(self):
+        for h, values in self.hints.items():
+            if h not in KERNEL_HINTS:
+                raise ProbeError(f"unknown hint {h!r}; kernel hints are {', '.join(KERNEL_HINTS)} "
+                                 "(per-load knobs such as latency or allow_tma: make them ct.Constant parameters "
+                                 "of the kernel and list them in cases=)")
+            _check_values("hints", h, values)
+        for c, values in self.cases.items():
+            _check_values("cases", c, values)
+
+    def resolve_kernel(self):
+        """The ``ct.kernel`` object (importing it when given by name). Raises ProbeError if it is not one."""
+        k = self.kernel
+        if isinstance(k, str):
+            k = import_object(k)
+        from cuda.tile._execution import kernel as kernel_type
+        if not isinstance(k, kernel_type):
+            raise ProbeError(f"kernel {self.kernel!r} is a {type(k).__name__}, not a @ct.kernel function",
+                             self.source)
+        return k
+
+    @property
+    def label(self) -> str:
+        """The probe's name in reports."""
+        if self.name:
+            return self.name
+        k = self.kernel
+        if isinstance(k, str):
+            return k.rsplit(":", 1)[-1]
+        return getattr(getattr(k, "_pyfunc", None), "__name__", "kernel")
+
+    def case_grid(self) -> list[dict]:
+        """Every case as a dict (the cross product of ``cases``, in declaration order)."""
+        return _cross(self.cases)
+
+    def hint_grid(self) -> list[dict]:
+        """Every hint combination as a dict (the cross product of ``hints``); ``[{}]`` if none."""
+        return _cross(self.hints)
+
+    def launch_args(self, case: Mapping[str, Any], arrays=None) -> tuple:
+        """Call ``args(case, arrays)``; errors become ProbeError pointing at the probe file's line."""
+        arrays = arrays or SpecArrays()
+        try:
+            return tuple(self.args(dict(case), arrays))
+        except ProbeError:
+            raise
+        except Exception as e:  # the probe's own code failed
+            raise _probe_error_from(e, self.source, f"args({case}) failed") from e
+
+
+def _check_values(kind, name, values):
+    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence) or len(values) == 0:
+        raise ProbeError(f"{kind}[{name!r}] must be a non-empty list of values, got {values!r}")
+
+
+def _cross(grid: Mapping[str, Sequence[Any]]) -> list[dict]:
+    names = list(grid)
+    return [dict(zip(names, combo)) for combo in itertools.product(*(grid[n] for n in names))]
+
+
+def import_object(spec: str):
+    """Import ``"pkg.module:attr"`` or ``"path/file.py:attr"``. Raises ProbeError with the fix."""
+    if ":" not in spec:
+        raise ProbeError(f"{spec!r}: name a kernel as 'module:attr' or 'file.py:attr'")
+    mod_name, attr = spec.rsplit(":", 1)
+    try:
+        module = _load_module(mod_name) if mod_name.endswith(".py") else importlib.import_module(mod_name)
+    except ImportError as e:
+        raise ProbeError(f"cannot import {mod_name!r} for kernel {attr!r}: {e}. Is the package installed?") from e
+    try:
+        obj = module
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+        return obj
+    except AttributeError as e:
+        raise ProbeError(f"{mod_name!r} has no attribute {attr!r}") from e
+
+
+def _load_module(path: str):
+    path = os.path.abspath(path)
+    if not os.path.isfile(path):
+        raise ProbeError(f"no such probe file: {path}")
+    name = "tileprobe_probe_" + str(abs(hash(path)))
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as e:
+        del sys.modules[name]
+        raise ProbeError(f"syntax error: {e.msg}", path, e.lineno) from e
+    except ProbeError:
+        del sys.modules[name]
+        raise
+    except Exception as e:
+        del sys.modules[name]
+        raise _probe_error_from(e, path, "loading the probe failed") from e
+    return module
+
+
+def _probe_error_from(exc: BaseException, path: str | None, what: str) -> ProbeError:
+    """A ProbeError that names the deepest line of ``path`` in the traceback of ``exc``."""
+    lineno = None
+    if path:
+        for frame in traceback.extract_tb(exc.__traceback__):
+            if os.path.abspath(frame.filename) == os.path.abspath(path.split(":")[0]):
+                lineno = frame.lineno
+    detail = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, ProbeError):
+        detail = str(exc)
+    return ProbeError(f"{what}: {detail}", path.split(":")[0] if path else None, lineno)
+
+
+def load_probes(path: str) -> list[Probe]:
+    """Load the probes a probe file defines (``probe`` or ``probes``).
+
+    Raises:
+        ProbeError: missing file, syntax or runtime error in it (with file and line), no ``probe``/``probes``,
+            or an object that is not a :class:`Probe`.
+    """
+    module = _load_module(path)
+    found = getattr(module, "probes", None)
+    if found is None:
+        found = getattr(module, "probe", None)
+        found = [found] if found is not None else None
+    if not found:
+        raise ProbeError("defines no probe: add `probe = tileprobe.Probe(kernel=..., args=...)` "
+                         "(or a list `probes = [...]`)", os.path.abspath(path))
+    out = []
+    for i, p in enumerate(found):
+        if not isinstance(p, Probe):
+            raise ProbeError(f"probes[{i}] is a {type(p).__name__}, not a tileprobe.Probe", os.path.abspath(path))
+        p.source = os.path.abspath(path)
+        p.index = i
+        out.append(p)
+    return out

@@ -1,0 +1,1 @@
+"""Renderings of variant records: terminal tables (rich), Markdown for bug reports, self-contained HTML."""

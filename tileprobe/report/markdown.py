@@ -1,0 +1,37 @@
+"""Markdown ready to paste into a compiler bug report: environment, per-version tables, reasons, repro."""
+from __future__ import annotations
+
+from typing import Iterable
+
+from ..schema import VariantRecord
+from .common import HEADERS, group_tables, row_cells, verdict_text
+
+
+def table_md(headers: list[str], rows: list[list[str]]) -> str:
+    """A GitHub-flavoured Markdown table; pipes in cells are escaped."""
+    esc = lambda c: str(c).replace("|", "\\|").replace("\n", " ")  # noqa: E731
+    out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    out += ["| " + " | ".join(esc(c) for c in row) + " |" for row in rows]
+    return "\n".join(out) + "\n"
+
+
+def environment_md(env: dict) -> str:
+    """The environment block: tileprobe, Python, platform, cuda-tile, tileiras builds, GPU if any."""
+    lines = [f"- {k}: {', '.join(map(str, v)) if isinstance(v, list) else v}" for k, v in env.items()]
+    return "\n".join(lines) + "\n"
+
+
+def audit_markdown(records: Iterable[VariantRecord], environment: dict, command: str = "") -> str:
+    """The whole audit as Markdown: one table per kernel and compiler, then the non-honoured verdicts."""
+    records = list(records)
+    parts = ["## tileprobe audit\n", environment_md(environment)]
+    if command:
+        parts.append(f"\nReproduce:\n\n```\n{command}\n```\n")
+    for (kernel, tileiras), rows in group_tables(records).items():
+        parts.append(f"\n### {kernel} — {tileiras}\n\n")
+        parts.append(table_md(HEADERS + ["verdict"], [row_cells(r) + [verdict_text(r)] for r in rows]))
+        notes = [f"- {r.arch} {r.case} {r.hints}: {verdict_text(r, long=True)}" for r in rows
+                 if not r.ok or any(v["status"] != "honoured" for v in r.verdicts.values())]
+        if notes:
+            parts.append("\n" + "\n".join(notes) + "\n")
+    return "".join(parts)

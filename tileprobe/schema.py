@@ -1,0 +1,144 @@
+"""The audit's result format: one record per variant, versioned JSON.
+
+JSON layout (``schema_version`` 1)::
+
+    {"schema_version": 1, "tool": "tileprobe 0.1.0", "created": "2026-11-29T20:00:00Z",
+     "environment": {...},                      # host, python, cuda-tile, tileiras versions used, GPU (runs)
+     "variants": [VariantRecord, ...]}
+
+Each variant record (fields of :class:`VariantRecord`):
+
+============== ======================================================================================
+kernel         probe label (kernel function name unless the probe names it)
+probe          probe file path
+case           {constant: value} of this case
+hints          {hint: value} set for this variant (absent: the kernel's declared value)
+effective_hints the hints in force for this arch after ByTarget resolution
+arch           target, e.g. "sm_90"
+tileiras       the compiler's build string, e.g. "Cuda compilation tools, release 13.4, V13.4.92"
+cuda_tile      cuda-tile version that produced the bytecode
+status         ok | compile_error | compiler_crash | timeout | probe_error
+threads        threads per CTA (EIATTR_REQNTID)
+registers      registers per thread (EIATTR_REGCOUNT)
+max_regs       register cap given to ptxas, or null
+shared_bytes   static shared memory per CTA in bytes as in the cubin (= cuobjdump SHARED)
+driver_shared_bytes  static shared memory the driver reports (shared_bytes minus any reserve it includes)
+stack_bytes    stack frame per thread in bytes (EIATTR_FRAME_SIZE; > 0 usually means spills)
+cluster_dims   [x, y, z] or null
+ctas_per_sm    theoretical CTAs per SM (cuda_occupancy.h rules)
+warps_per_sm, occupancy_pct, limiter (threads | registers | shared_memory | cta_slots)
+cubin_sha256   hash of the whole cubin file
+code_sha256    hash of the machine code and resources only (stable across hint values the compiler ignores)
+verdicts       {hint: {"status": honoured|partial|ignored|infeasible, "reason": str}}
+error, repro   the compiler's message and a command that repeats the compile (failures)
+compile_s      tileiras wall time (s)
+symbol, signature  the mangled kernel symbol and the JIT signature's constraints
+sass, remarks, ptx  SASS traits, compiler remarks, embedded-PTX directives (when collected)
+run            GPU run result (status ok|wrong|hang|crash, median_us, …) when the variant was run
+============== ======================================================================================
+
+Readers refuse a newer ``schema_version`` and say which tileprobe to install.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import TileprobeError
+
+SCHEMA_VERSION = 1
+
+
+@dataclass
+class VariantRecord:
+    """One compiled (or failed) variant with its resources, occupancy and verdicts. Units: see module doc."""
+    kernel: str
+    probe: str
+    case: dict
+    hints: dict
+    arch: str
+    tileiras: str
+    status: str
+    cuda_tile: str = ""
+    effective_hints: dict = field(default_factory=dict)
+    threads: int | None = None
+    registers: int | None = None
+    max_regs: int | None = None
+    shared_bytes: int | None = None
+    driver_shared_bytes: int | None = None
+    stack_bytes: int | None = None
+    cluster_dims: list | None = None
+    ctas_per_sm: int | None = None
+    warps_per_sm: int | None = None
+    occupancy_pct: float | None = None
+    limiter: str | None = None
+    cubin_sha256: str | None = None
+    code_sha256: str | None = None
+    verdicts: dict = field(default_factory=dict)
+    error: str = ""
+    repro: str = ""
+    compile_s: float = 0.0
+    symbol: str = ""
+    signature: list = field(default_factory=list)
+    sass: dict | None = None
+    remarks: list = field(default_factory=list)
+    ptx: dict | None = None
+    run: dict | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def hint(self, name: str):
+        """The value of hint ``name`` for this variant: set explicitly, else the effective (declared) one."""
+        if name in self.hints and self.hints[name] is not None:
+            return self.hints[name]
+        return self.effective_hints.get(name)
+
+    def group_key(self, without: str) -> tuple:
+        """Key of the variants that differ from this one only in hint ``without`` (same kernel/case/arch/compiler)."""
+        others = tuple(sorted((k, repr(v)) for k, v in self.hints.items() if k != without))
+        return (self.kernel, self.probe, tuple(sorted((k, repr(v)) for k, v in self.case.items())), others,
+                self.arch, self.tileiras)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "VariantRecord":
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+
+def dump(records: list[VariantRecord], environment: dict) -> dict:
+    """The JSON document for ``records`` (see module doc)."""
+    import datetime
+    from . import __version__
+    return {"schema_version": SCHEMA_VERSION, "tool": f"tileprobe {__version__}",
+            "created": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "environment": environment, "variants": [r.to_dict() for r in records]}
+
+
+def load(doc_or_path: Any) -> tuple[list[VariantRecord], dict]:
+    """Read an audit/run JSON document (dict or file path) into records and its environment.
+
+    Raises:
+        TileprobeError: not JSON, not a tileprobe result, or written by a newer tileprobe.
+    """
+    doc = doc_or_path
+    if not isinstance(doc, dict):
+        try:
+            with open(doc_or_path, encoding="utf-8") as f:
+                doc = json.load(f)
+        except (OSError, json.JSONDecodeError) as e:
+            raise TileprobeError(f"cannot read results {doc_or_path}: {e}. Give a file written by "
+                                 "`tileprobe audit --json` or `tileprobe run --json`.") from e
+    version = doc.get("schema_version") if isinstance(doc, dict) else None
+    if not isinstance(version, int) or "variants" not in doc:
+        raise TileprobeError(f"{doc_or_path}: not a tileprobe result (no schema_version/variants)")
+    if version > SCHEMA_VERSION:
+        raise TileprobeError(f"{doc_or_path}: written with result schema {version}, this tileprobe reads up to "
+                             f"{SCHEMA_VERSION}: upgrade tileprobe (pip install -U tileprobe)")
+    return [VariantRecord.from_dict(v) for v in doc["variants"]], doc.get("environment", {})

@@ -1,0 +1,133 @@
+"""Verdicts: did the compiler do what each hint asked, judged from the final cubin.
+
+Statuses (one per hint per variant):
+
+* ``honoured`` — the hint took effect. For ``occupancy=N``: theoretical CTAs/SM ≥ N.
+* ``partial`` — moved toward the goal and fell short (occupancy: more CTAs/SM than the baseline, fewer than N).
+* ``ignored`` — no effect: the same machine code and resources as another value of the hint, or no residency
+  change. File hashes always differ between hint values (the embedded Tile IR carries them), so this compares
+  ``code_sha256`` (machine code + resources) and residency, never the file hash.
+* ``infeasible`` — the hint cannot be met on this arch for the CTA the compiler built, whatever it does
+  (e.g. occupancy 16 × 256 threads = 4096 > 2048 threads per SM on sm_90; clusters before sm_90).
+
+The *baseline* of a variant is the variant that differs only in that hint and has its smallest value (hint-less
+variants count as the declared value).
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Iterable
+
+from .arch import get_arch
+from .schema import VariantRecord
+
+HONOURED, PARTIAL, IGNORED, INFEASIBLE = "honoured", "partial", "ignored", "infeasible"
+
+
+def assign_verdicts(records: Iterable[VariantRecord], hint_names: Iterable[str]) -> None:
+    """Fill ``record.verdicts`` for every hint in ``hint_names`` that the record sets or inherits."""
+    records = list(records)
+    for hint in hint_names:
+        groups: dict[tuple, list[VariantRecord]] = defaultdict(list)
+        for r in records:
+            groups[r.group_key(hint)].append(r)
+        for group in groups.values():
+            for r in group:
+                if r.ok and r.hint(hint) is not None:
+                    r.verdicts[hint] = _JUDGES.get(hint, _judge_generic)(hint, r, group)
+
+
+def _others(hint: str, r: VariantRecord, group: list[VariantRecord]) -> list[VariantRecord]:
+    return [o for o in group if o is not r and o.ok and o.hint(hint) != r.hint(hint)]
+
+
+def _same_code(hint, r, group) -> VariantRecord | None:
+    for o in sorted(_others(hint, r, group), key=lambda o: _sort_key(o.hint(hint))):
+        if o.code_sha256 == r.code_sha256 and _resources(o) == _resources(r):
+            return o
+    return None
+
+
+def _sort_key(v):
+    return (0, v) if isinstance(v, (int, float)) else (1, str(v))
+
+
+def _resources(r: VariantRecord) -> tuple:
+    return (r.threads, r.registers, r.shared_bytes, r.stack_bytes, tuple(r.cluster_dims or ()))
+
+
+def _fmt_res(r: VariantRecord) -> str:
+    return f"{r.threads} threads × {r.registers} registers, {r.shared_bytes:,} B shared"
+
+
+def _verdict(status: str, reason: str) -> dict:
+    return {"status": status, "reason": reason}
+
+
+def judge_occupancy(hint: str, r: VariantRecord, group: list[VariantRecord]) -> dict:
+    """Verdict for ``occupancy=N`` from residency (CTAs/SM), the arch's hard limits and the other values."""
+    n = int(r.hint(hint))
+    limits = get_arch(r.arch)
+    ctas = r.ctas_per_sm or 0
+    if n > limits.max_ctas_per_sm:
+        return _verdict(INFEASIBLE, f"{n} CTAs/SM exceeds the {limits.max_ctas_per_sm} CTA slots per SM on {r.arch}")
+    if n * r.threads > limits.max_threads_per_sm:
+        return _verdict(INFEASIBLE, f"{n} × {r.threads} threads = {n * r.threads:,} > {limits.max_threads_per_sm:,} "
+                                    f"threads per SM on {r.arch}; got {ctas} CTA(s)/SM ({_fmt_res(r)})")
+    if ctas == 0:
+        return _verdict(INFEASIBLE, f"the CTA cannot launch on {r.arch} (limiter: {r.limiter}; {_fmt_res(r)})")
+    if ctas >= n:
+        return _verdict(HONOURED, f"{ctas} CTAs/SM ≥ {n} ({_fmt_res(r)}; limiter: {r.limiter})")
+    twin = _same_code(hint, r, group)
+    if twin is not None:
+        return _verdict(IGNORED, f"same machine code and resources as {hint}={twin.hint(hint)}: {ctas} CTA(s)/SM < {n} "
+                                 f"({_fmt_res(r)}; limiter: {r.limiter})")
+    base = _baseline(hint, r, group)
+    if base is not None and ctas > (base.ctas_per_sm or 0):
+        return _verdict(PARTIAL, f"{ctas} CTAs/SM (up from {base.ctas_per_sm} at {hint}={base.hint(hint)}) "
+                                 f"but < {n}; limiter: {r.limiter} ({_fmt_res(r)})")
+    changed = ""
+    if base is not None and _resources(base) != _resources(r):
+        changed = f"; code changed vs {hint}={base.hint(hint)} ({_fmt_res(base)}) without changing residency"
+    return _verdict(IGNORED, f"{ctas} CTA(s)/SM < {n}; limiter: {r.limiter} ({_fmt_res(r)}){changed}")
+
+
+def _baseline(hint, r, group) -> VariantRecord | None:
+    cands = [o for o in group if o.ok and o.hint(hint) is not None and o is not r]
+    lower = [o for o in cands if _sort_key(o.hint(hint)) < _sort_key(r.hint(hint))]
+    return min(lower, key=lambda o: _sort_key(o.hint(hint))) if lower else None
+
+
+def judge_num_ctas(hint: str, r: VariantRecord, group: list[VariantRecord]) -> dict:
+    """Verdict for ``num_ctas=N``: the cubin's cluster size against N (clusters exist from sm_90)."""
+    n = int(r.hint(hint))
+    size = 1
+    for d in r.cluster_dims or ():
+        size *= int(d)
+    cc = get_arch(r.arch).cc
+    if n > 1 and cc < (9, 0):
+        return _verdict(INFEASIBLE, f"thread-block clusters need sm_90 or later; {r.arch} has none")
+    if size == n:
+        dims = "×".join(map(str, r.cluster_dims)) if r.cluster_dims else "none (1 CTA)"
+        return _verdict(HONOURED, f"cluster {dims} = {n} CTA(s)")
+    return _verdict(IGNORED, f"cluster of {size} CTA(s) (dims {r.cluster_dims or 'none'}), asked {n}")
+
+
+def _judge_generic(hint: str, r: VariantRecord, group: list[VariantRecord]) -> dict:
+    """opt_level / num_worker_warps: say what changed in the cubin relative to the other values."""
+    others = _others(hint, r, group)
+    if not others:
+        return _verdict(HONOURED, f"only value audited; {_fmt_res(r)}")
+    twin = _same_code(hint, r, group)
+    if twin is not None:
+        return _verdict(IGNORED, f"same machine code and resources as {hint}={twin.hint(hint)}")
+    base = min(others, key=lambda o: _sort_key(o.hint(hint)))
+    diffs = [f"{name} {a}→{b}" for name, a, b in (
+        ("threads", base.threads, r.threads), ("registers", base.registers, r.registers),
+        ("shared B", base.shared_bytes, r.shared_bytes), ("stack B", base.stack_bytes, r.stack_bytes))
+        if a != b]
+    what = ", ".join(diffs) if diffs else "machine code differs, same resources"
+    return _verdict(HONOURED, f"vs {hint}={base.hint(hint)}: {what}")
+
+
+_JUDGES = {"occupancy": judge_occupancy, "num_ctas": judge_num_ctas}
