@@ -25,6 +25,7 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import os
+import re
 import shutil
 import sys
 import time
@@ -214,9 +215,7 @@ def current_compiler() -> str:
 def compiler_build_string() -> str:
     """tileiras ``--version`` output, last line (e.g. ``Cuda compilation tools, release 13.4, V13.4.92``)."""
     from cuda.tile import _compile
-    text = _compile._get_compiler_version_string() or ""
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    return lines[-1] if lines else "unknown"
+    return parse_build(_compile._get_compiler_version_string() or "")
 
 
 def tileiras_build(tileiras: str) -> str:
@@ -231,7 +230,18 @@ def tileiras_build(tileiras: str) -> str:
                              check=True).stdout
     except (OSError, subprocess.SubprocessError) as e:
         raise ToolchainError(f"{tileiras} --version failed ({e}); run `tileprobe doctor`.") from e
-    lines = [ln.strip() for ln in out.splitlines() if ln.strip()]
+    return parse_build(out)
+
+
+def parse_build(version_text: str) -> str:
+    """The release line of ``tileiras --version`` (``Cuda compilation tools, release 13.4, V13.4.92``).
+
+    tileiras 13.4.92 prints five lines; the release line is the 4th, a ``Build …`` line follows it.
+    """
+    lines = [ln.strip() for ln in (version_text or "").splitlines() if ln.strip()]
+    for ln in lines:
+        if "release" in ln and re.search(r"V\d+\.\d+", ln):
+            return ln
     return lines[-1] if lines else "unknown"
 
 
@@ -294,7 +304,6 @@ def compiler_error_kind(exc: BaseException) -> tuple[str, str, int | None]:
     cuTile's CompilerExecutionError carries "Return code -N"), ``compile_error`` (anything else raised while
     compiling: a tileiras error, a cuTile type error, an unsupported dtype for the arch).
     """
-    import re
     name = type(exc).__name__
     msg = str(exc).strip()
     if "Timeout" in name:

@@ -17,8 +17,11 @@ DEFAULT_ARCHS = "sm_90,sm_120"
 
 
 def _console(stderr=False):
+    """A rich console; when output is not a terminal (a file, a CI log) tables get 160 columns, not 80."""
     from rich.console import Console
-    return Console(stderr=stderr, highlight=False)
+    stream = sys.stderr if stderr else sys.stdout
+    width = None if stream.isatty() else 160
+    return Console(stderr=stderr, highlight=False, width=width)
 
 
 def _progress_cb(console):

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from ..schema import VariantRecord
-from .common import HEADERS, group_tables, row_cells, verdict_text
+from .common import case_columns, group_tables, headers, hint_columns, row_cells, short_build, verdict_cells, verdict_text
 
 
 def table_md(headers: list[str], rows: list[list[str]]) -> str:
@@ -27,11 +27,17 @@ def audit_markdown(records: Iterable[VariantRecord], environment: dict, command:
     parts = ["## tileprobe audit\n", environment_md(environment)]
     if command:
         parts.append(f"\nReproduce:\n\n```\n{command}\n```\n")
-    for (kernel, tileiras), rows in group_tables(records).items():
-        parts.append(f"\n### {kernel} — {tileiras}\n\n")
-        parts.append(table_md(HEADERS + ["verdict"], [row_cells(r) + [verdict_text(r)] for r in rows]))
-        notes = [f"- {r.arch} {r.case} {r.hints}: {verdict_text(r, long=True)}" for r in rows
+    for (kernel, tileiras, arch), rows in group_tables(records).items():
+        hints, cases = hint_columns(rows), case_columns(rows)
+        parts.append(f"\n### {kernel} · {arch} · {short_build(tileiras)}\n\n")
+        parts.append(table_md(headers(hints, cases) + [f"{h} verdict" for h in hints],
+                              [row_cells(r, hints, cases) + verdict_cells(r, hints) for r in rows]))
+        notes = [f"- {_label(r)}: {verdict_text(r, long=True)}" for r in rows
                  if not r.ok or any(v["status"] != "honoured" for v in r.verdicts.values())]
         if notes:
             parts.append("\n" + "\n".join(notes) + "\n")
     return "".join(parts)
+
+
+def _label(r: VariantRecord) -> str:
+    return " ".join(f"{k}={v}" for k, v in [*r.case.items(), *r.hints.items()]) or "declared hints"

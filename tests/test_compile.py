@@ -1,0 +1,68 @@
+"""Compiles are results: errors, compiler crashes and timeouts are recorded per variant, never an abort."""
+import os
+import stat
+
+from tileprobe.audit import audit
+from tileprobe.compile import Variant, compile_variants
+
+DATA = os.path.join(os.path.dirname(__file__), "data")
+VADD = os.path.join(DATA, "probe_vadd.py")
+
+
+def _variant(arch="sm_90", tile=256, occ=1):
+    return Variant(VADD, 0, "vadd", (("TILE", tile),), (("occupancy", occ),), arch)
+
+
+def test_ok_compile_records_compiler_and_symbol():
+    [res] = list(compile_variants([_variant()], jobs=1))
+    assert res.status == "ok", res.error
+    assert res.cubin[:4] == b"\x7fELF"
+    assert "V13." in res.tileiras
+    assert res.symbol.startswith("vadd_Kt1_")
+    assert res.compile_s > 0 and res.total_s >= res.compile_s
+    assert "--gpu-name sm_90" in res.repro and "-O3" in res.repro
+
+
+def test_compile_error_is_a_result_with_message():
+    result = audit([os.path.join(DATA, "probe_failures.py")], ["sm_90", "sm_120"], jobs=2)
+    by_arch = {r.arch: r for r in result.records}
+    assert by_arch["sm_90"].status == "compile_error"
+    assert "float4_e2m1fn is not supported on sm_90" in by_arch["sm_90"].error
+    assert by_arch["sm_120"].status == "ok" and by_arch["sm_120"].threads > 0
+
+
+def _fake_tileiras(tmp_path, body):
+    """A tileiras wrapper that behaves like the real one except when compiling a kernel (``-o *.cubin``)."""
+    from tileprobe._cutile import which_tool
+    real = which_tool("tileiras")
+    script = tmp_path / "tileiras"
+    script.write_text(f"""#!/bin/bash
+case "$*" in
+  *--version*|*/probe1[0-9]*) exec {real} "$@";;
+esac
+{body}
+""")
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    return str(script)
+
+
+def test_compiler_crash_is_a_result_with_repro(tmp_path):
+    fake = _fake_tileiras(tmp_path, "kill -SEGV $$")
+    [res] = list(compile_variants([_variant()], tileiras=fake, jobs=1))
+    assert res.status == "compiler_crash", (res.status, res.error)
+    assert res.repro.split()[-1].startswith("--") and fake in res.repro
+    assert res.artifact_dir and any(f.endswith(".bytecode") for f in os.listdir(res.artifact_dir))
+
+
+def test_compiler_timeout_is_a_result(tmp_path):
+    fake = _fake_tileiras(tmp_path, "sleep 30")
+    [res] = list(compile_variants([_variant()], tileiras=fake, jobs=1, timeout_s=1.0))
+    assert res.status == "timeout", (res.status, res.error)
+    assert "timeout" in res.error.lower()
+
+
+def test_sweep_goes_on_after_failures(tmp_path):
+    fake = _fake_tileiras(tmp_path, "echo 'error: synthetic failure' >&2; exit 5")
+    results = list(compile_variants([_variant(tile=t) for t in (256, 1024)], tileiras=fake, jobs=2))
+    assert sorted(r.status for r in results) == ["compile_error", "compile_error"]
+    assert all("synthetic failure" in r.error or "Return code 5" in r.error for r in results)

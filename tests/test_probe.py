@@ -1,0 +1,87 @@
+"""Probe files: loading, grids, and errors that name the file and line."""
+import os
+import textwrap
+
+import pytest
+
+from tileprobe.errors import ProbeError
+from tileprobe.probe import Probe, SpecArrays, load_probes
+
+DATA = os.path.join(os.path.dirname(__file__), "data")
+
+
+def _write(tmp_path, text, name="p.py"):
+    p = tmp_path / name
+    p.write_text(textwrap.dedent(text))
+    return str(p)
+
+
+def test_bundled_test_probe_grid():
+    [p] = load_probes(os.path.join(DATA, "probe_vadd.py"))
+    assert p.label == "vadd"
+    assert p.case_grid() == [{"TILE": 256}, {"TILE": 1024}]
+    assert p.hint_grid() == [{"occupancy": 1}, {"occupancy": 2}]
+    args = p.launch_args({"TILE": 256})
+    assert [a.shape for a in args[:3]] == [(65536,)] * 3
+    assert args[0].init == {"kind": "randn", "scale": 1.0} and args[2].init == {"kind": "empty"}
+    assert args[3] == 256
+
+
+def test_syntax_error_names_file_and_line(tmp_path):
+    path = _write(tmp_path, """
+        from tileprobe import Probe
+        probe = Probe(kernel="x:y", args=lambda c, a: (
+    """)
+    with pytest.raises(ProbeError, match=r"p\.py:3: syntax error"):
+        load_probes(path)
+
+
+def test_runtime_error_names_line(tmp_path):
+    path = _write(tmp_path, """
+        from tileprobe import Probe
+        x = 1
+        y = x / 0
+    """)
+    with pytest.raises(ProbeError, match=r"p\.py:4: loading the probe failed: ZeroDivisionError"):
+        load_probes(path)
+
+
+def test_missing_probe_says_what_to_define(tmp_path):
+    path = _write(tmp_path, "A = 1\n")
+    with pytest.raises(ProbeError, match=r"defines no probe: add `probe = tileprobe.Probe"):
+        load_probes(path)
+
+
+def test_error_in_args_points_at_its_line(tmp_path):
+    path = _write(tmp_path, """
+        from tileprobe import Probe
+        def args(case, arrays):
+            return (arrays.empty((4,), "float32"), case["MISSING"])
+        probe = Probe(kernel="k.py:f", args=args, cases={"TILE": [1]})
+    """)
+    [p] = load_probes(path)
+    with pytest.raises(ProbeError, match=r"p\.py:4: args\(\{'TILE': 1\}\) failed: KeyError: 'MISSING'"):
+        p.launch_args({"TILE": 1})
+
+
+def test_unknown_hint_and_empty_values_rejected():
+    with pytest.raises(ProbeError, match=r"unknown hint 'allow_tma'.*ct.Constant"):
+        Probe(kernel="a:b", args=lambda c, a: (), hints={"allow_tma": [True]})
+    with pytest.raises(ProbeError, match=r"hints\['occupancy'\] must be a non-empty list"):
+        Probe(kernel="a:b", args=lambda c, a: (), hints={"occupancy": []})
+
+
+def test_kernel_that_is_not_a_kernel(tmp_path):
+    kfile = _write(tmp_path, "def f():\n    pass\n", name="k.py")
+    p = Probe(kernel=f"{kfile}:f", args=lambda c, a: ())
+    with pytest.raises(ProbeError, match="is a function, not a @ct.kernel function"):
+        p.resolve_kernel()
+    with pytest.raises(ProbeError, match="has no attribute 'nope'"):
+        Probe(kernel=f"{kfile}:nope", args=lambda c, a: ()).resolve_kernel()
+
+
+def test_spec_arrays_records_fill_recipes():
+    arr = SpecArrays()
+    assert arr.randint((2, 3), "uint8", 0, 256).init == {"kind": "randint", "low": 0, "high": 256}
+    assert arr.randperm(8).dtype == "int32"
+    assert arr.full(4, "float16", 1.5).shape == (4,)

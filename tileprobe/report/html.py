@@ -1,0 +1,365 @@
+"""``tileprobe report``: one self-contained HTML file of audit (and run) records.
+
+Per kernel: the audit table of each compiler build (the terminal table's columns, a verdict per hint with its
+reason as a tooltip and, below the table, as text), plots of registers per thread, shared memory per CTA and CTAs
+per SM against each hint that varies (x axis: the hint's values; one line per compiler version and case; verdicts
+as coloured markers; for ``occupancy`` the asked CTAs/SM as a dashed line), median time against the hint when
+records carry ``run.median_us``, and the compiler remarks (de-duplicated, with the variants that gave each).
+
+Self-contained: inline CSS, plots as inline SVG drawn by matplotlib (Agg canvas, ``svg.fonttype`` none so text
+stays text), no script and no external URL. Everything from users or compilers (kernel and case names, messages,
+remarks) goes through :func:`html.escape`; matplotlib escapes the text it writes into the SVG, and ``$`` is escaped
+so labels are never read as mathtext. matplotlib is optional (extra ``report``): without it the report has the
+tables and says how to get the plots.
+"""
+from __future__ import annotations
+
+import datetime
+import html
+import io
+import re
+from collections import defaultdict
+from typing import Iterable, Sequence
+
+from ..errors import TileprobeError
+from ..schema import VariantRecord
+from .common import HEADERS, VERDICT_MARK, fmt_kv, row_cells
+
+#: verdict → (colour, matplotlib marker); the table cells use the same colours.
+VERDICT_STYLE = {"honoured": ("#1a7f37", "o"), "partial": ("#bf8700", "D"), "ignored": ("#cf222e", "X"),
+                 "infeasible": ("#8250df", "s")}
+_LINESTYLES = ["-", "--", "-.", ":"]
+_METRICS = [("registers", "registers / thread", 1), ("shared_bytes", "shared memory / CTA (KiB)", 1024),
+            ("ctas_per_sm", "CTAs / SM", 1)]
+NO_MATPLOTLIB = ("Plots need matplotlib, which is not installed: pip install 'tileprobe[report]' "
+                 "(or pip install matplotlib) and run tileprobe report again.")
+
+_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px auto;max-width:1400px;
+color:#1f2328;padding:0 16px}
+h1{font-size:24px;margin:0 0 4px}h2{font-size:20px;border-bottom:1px solid #d0d7de;padding-bottom:4px;margin-top:36px}
+h3{font-size:15px;margin:20px 0 6px}.meta{color:#59636e;margin:0 0 12px}.meta td{padding:0 12px 0 0;vertical-align:top}
+table.audit{border-collapse:collapse;font-variant-numeric:tabular-nums;margin:4px 0}
+table.audit th,table.audit td{border:1px solid #d0d7de;padding:3px 8px;text-align:left;vertical-align:top}
+table.audit th{background:#f6f8fa}table.audit td.num{text-align:right}tr.failed td{background:#fff1f0}
+.v{display:inline-block;border-radius:10px;padding:0 8px;margin:1px 2px;color:#fff;font-size:12px;cursor:help}
+.v-honoured{background:#1a7f37}.v-partial{background:#bf8700}.v-ignored{background:#cf222e}
+.v-infeasible{background:#8250df}.v-failed{background:#59636e}
+ul.reasons{margin:4px 0 10px;padding-left:20px;color:#393f46}ul.reasons li{margin:2px 0}
+code,pre{font:12px ui-monospace,SFMono-Regular,Menlo,monospace;background:#f6f8fa;padding:1px 4px;border-radius:4px}
+pre{padding:6px;white-space:pre-wrap;overflow-wrap:anywhere}
+figure{margin:10px 0 18px}figure svg{max-width:100%;height:auto}figcaption{color:#59636e;font-size:13px}
+.note{background:#fff8c5;border:1px solid #d4a72c;padding:6px 10px;border-radius:6px}
+nav ul{columns:3;padding-left:20px}details summary{cursor:pointer;font-weight:600;margin:8px 0}
+"""
+
+
+def _e(value) -> str:
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def short_build(build: str) -> str:
+    """``Cuda compilation tools, release 13.4, V13.4.92`` → ``13.4.92`` (other strings unchanged)."""
+    m = re.search(r"V(\d+(?:\.\d+)+)", build or "")
+    return m.group(1) if m else (build or "tileiras ?")
+
+
+def _sort_value(v):
+    return (0, v, "") if isinstance(v, (int, float)) and not isinstance(v, bool) else (1, 0, repr(v))
+
+
+def _median_us(r: VariantRecord):
+    run = r.run or {}
+    value = run.get("median_us")
+    return value if isinstance(value, (int, float)) and run.get("status", "ok") == "ok" else None
+
+
+# --- tables -------------------------------------------------------------------------------------------------------
+
+def _verdict_cell(r: VariantRecord) -> str:
+    if not r.ok:
+        first = (r.error or "").strip().splitlines()
+        return f'<span class="v v-failed" title="{_e(first[0] if first else r.status)}">{_e(r.status)}</span>'
+    spans = [f'<span class="v v-{_e(v.get("status"))}" title="{_e(v.get("reason"))}">'
+             f'{_e(hint)} {_e(VERDICT_MARK.get(v.get("status"), v.get("status")))}</span>'
+             for hint, v in r.verdicts.items()]
+    return "".join(spans) or "-"
+
+
+def _label(r: VariantRecord) -> str:
+    return " ".join(x for x in (r.arch, fmt_kv(r.case) if r.case else "", fmt_kv(r.hints) if r.hints else "") if x)
+
+
+def audit_table(rows: Sequence[VariantRecord]) -> str:
+    """The audit table of one (kernel, compiler) and the reasons of every non-honoured verdict or failure."""
+    timed = any(_median_us(r) is not None for r in rows)
+    headers = HEADERS + (["median µs"] if timed else []) + ["verdict"]
+    out = ['<table class="audit"><thead><tr>', *(f"<th>{_e(h)}</th>" for h in headers), "</tr></thead><tbody>"]
+    numeric = {3, 4, 5, 6, 7}
+    for r in rows:
+        cells = [f'<td class="num">{_e(c)}</td>' if i in numeric else f"<td>{_e(c)}</td>"
+                 for i, c in enumerate(row_cells(r))]
+        if timed:
+            t = _median_us(r)
+            cells.append(f'<td class="num">{"-" if t is None else f"{t:,.1f}"}</td>')
+        cells.append(f"<td>{_verdict_cell(r)}</td>")
+        out.append(("<tr>" if r.ok else '<tr class="failed">') + "".join(cells) + "</tr>")
+    out.append("</tbody></table>")
+    notes = []
+    for r in rows:
+        if not r.ok:
+            msg = (r.error or "").strip()
+            repro = f"<br>repeat: <code>{_e(r.repro)}</code>" if r.repro else ""
+            notes.append(f"<li><b>{_e(_label(r))}</b>: {_e(r.status)}<pre>{_e(msg)}</pre>{repro}</li>")
+            continue
+        for hint, v in r.verdicts.items():
+            if v.get("status") != "honoured":
+                notes.append(f'<li><b>{_e(_label(r))}</b>: <span class="v v-{_e(v.get("status"))}">{_e(hint)} '
+                             f'{_e(v.get("status"))}</span> {_e(v.get("reason"))}</li>')
+    if notes:
+        out.append('<ul class="reasons">' + "".join(notes) + "</ul>")
+    return "".join(out)
+
+
+def remarks_section(rows: Sequence[VariantRecord]) -> str:
+    """Compiler remarks of these records, each distinct remark once with the variants that gave it."""
+    seen: dict[tuple, list[str]] = defaultdict(list)
+    for r in rows:
+        for m in r.remarks or []:
+            if not isinstance(m, dict):
+                continue
+            key = (m.get("kind", ""), m.get("name", "") or m.get("pass", ""), m.get("message", ""),
+                   tuple(m.get("details") or ()), m.get("line"))
+            seen[key].append(f"{short_build(r.tileiras)} {_label(r)}")
+    if not seen:
+        return ""
+    order = {"Failure": 0, "Missed": 1, "Analysis": 2, "Passed": 3}
+    items = sorted(seen.items(), key=lambda kv: (order.get(kv[0][0], 4), -len(kv[1]), kv[0][1]))
+    body = "".join(
+        f"<tr><td>{_e(kind)}</td><td>{_e(name)}</td><td>{_e(msg)}</td><td>{'<br>'.join(_e(d) for d in details)}</td>"
+        f'<td class="num">{_e(line if line is not None else "-")}</td>'
+        f'<td title="{_e(chr(10).join(labels))}">{len(labels)}</td></tr>'
+        for (kind, name, msg, details, line), labels in items)
+    opened = " open" if len(items) <= 12 else ""
+    return (f"<details{opened}><summary>Compiler remarks ({len(items)} distinct)</summary>"
+            '<table class="audit"><thead><tr><th>kind</th><th>remark</th><th>message</th><th>details</th>'
+            f"<th>line</th><th>variants</th></tr></thead><tbody>{body}</tbody></table></details>")
+
+
+# --- plots --------------------------------------------------------------------------------------------------------
+
+def have_matplotlib() -> bool:
+    try:
+        import matplotlib  # noqa: F401
+        return True
+    except ImportError:
+        return False
+
+
+def _mpl(text) -> str:
+    """Text for matplotlib: ``$`` escaped so names are never parsed as mathtext."""
+    return str(text).replace("$", r"\$")
+
+
+def varying_hints(rows: Sequence[VariantRecord]) -> list[str]:
+    """Hints that take two or more values among these records, in first-seen order."""
+    values: dict[str, set] = {}
+    for r in rows:
+        for h, v in r.hints.items():
+            values.setdefault(h, set()).add(repr(v))
+    return [h for h, vs in values.items() if len(vs) > 1]
+
+
+def hint_figure_svg(rows: Sequence[VariantRecord], hint: str, title: str, salt: str) -> str:
+    """An inline ``<svg>``: registers, shared memory, CTAs/SM (and time) against ``hint`` for these records.
+
+    One line per (compiler version, case, other hints); verdict markers per :data:`VERDICT_STYLE`.
+    """
+    import matplotlib
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+
+    xs = sorted({repr(r.hint(hint)): r.hint(hint) for r in rows if r.hint(hint) is not None}.values(), key=_sort_value)
+    pos = {repr(v): i for i, v in enumerate(xs)}
+    metrics = list(_METRICS)
+    if any(_median_us(r) is not None for r in rows):
+        metrics.append(("median_us", "median time (µs)", 1))
+    builds = sorted({r.tileiras for r in rows})
+    series: dict[tuple, list[VariantRecord]] = defaultdict(list)
+    for r in rows:
+        others = {k: v for k, v in r.hints.items() if k != hint}
+        series[(r.tileiras, fmt_kv(r.case) if r.case else "", fmt_kv(others) if others else "")].append(r)
+    styles = sorted({k[1:] for k in series})
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": salt, "font.size": 9}):
+        fig = Figure(figsize=(3.5 * len(metrics), 3.3), layout="constrained")
+        FigureCanvasAgg(fig)
+        axes = fig.subplots(1, len(metrics), squeeze=False)[0]
+        handles = []
+        for key, recs in sorted(series.items()):
+            colour = matplotlib.colormaps["tab10"](builds.index(key[0]) % 10)
+            ls = _LINESTYLES[styles.index(key[1:]) % len(_LINESTYLES)]
+            recs = sorted((r for r in recs if r.ok and repr(r.hint(hint)) in pos), key=lambda r: pos[repr(r.hint(hint))])
+            label = " · ".join(x for x in (short_build(key[0]), key[1], key[2]) if x)
+            for ax, (field, _, scale) in zip(axes, metrics):
+                pts = [(pos[repr(r.hint(hint))], _metric(r, field) / scale, r) for r in recs
+                       if _metric(r, field) is not None]
+                if not pts:
+                    continue
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], ls, color=colour, lw=1.6, alpha=0.85)
+                for x, y, r in pts:
+                    status = (r.verdicts.get(hint) or {}).get("status")
+                    c, m = VERDICT_STYLE.get(status, (colour, "."))
+                    ax.plot([x], [y], m, color=c, ms=7 if status else 4, mec="white", mew=0.6, zorder=3)
+            handles.append(Line2D([], [], color=colour, ls=ls, lw=1.6, label=_mpl(label)))
+        asked = hint == "occupancy" and all(isinstance(v, int) and not isinstance(v, bool) for v in xs)
+        for ax, (field, ylabel, _) in zip(axes, metrics):
+            ax.set_xticks(range(len(xs)), [_mpl(v) for v in xs])
+            ax.set_xlabel(_mpl(hint))
+            ax.set_ylabel(ylabel)
+            ax.grid(alpha=0.3)
+            ax.set_ylim(bottom=0)
+            if field == "ctas_per_sm" and asked:
+                ax.plot(range(len(xs)), xs, ":", color="#8c959f", lw=1.2, zorder=1)
+        extra = [Line2D([], [], ls="", marker=m, color=c, ms=7, label=v) for v, (c, m) in VERDICT_STYLE.items()]
+        if asked:
+            extra.append(Line2D([], [], ls=":", color="#8c959f", label="CTAs/SM asked"))
+        fig.suptitle(_mpl(title), fontsize=10)
+        fig.legend(handles=handles + extra, loc="outside lower center", ncol=min(4, len(handles) + len(extra)),
+                   frameon=False, fontsize=8)
+        buf = io.StringIO()
+        fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None, "Format": None, "Type": None})
+    return _clean_svg(buf.getvalue(), title)
+
+
+def _metric(r: VariantRecord, field: str):
+    return _median_us(r) if field == "median_us" else getattr(r, field, None)
+
+
+def _clean_svg(svg: str, title: str) -> str:
+    """matplotlib's SVG file → an inline ``<svg>``: no XML prolog, DOCTYPE (a URL), comments or namespace URLs."""
+    svg = svg[svg.index("<svg"):]
+    svg = re.sub(r"<!--.*?-->", "", svg, flags=re.S)
+    svg = re.sub(r"<metadata>.*?</metadata>", "", svg, flags=re.S)
+    svg = re.sub(r'\s+xmlns(:xlink)?="[^"]*"', "", svg, count=2)
+    return svg.replace("<svg", f'<svg role="img" aria-label="{_e(title)}"', 1)
+
+
+def kernel_plots(rows: Sequence[VariantRecord], kernel_index: int) -> str:
+    """Figures for one kernel: per arch, one per varying hint."""
+    by_arch: dict[str, list[VariantRecord]] = defaultdict(list)
+    for r in rows:
+        by_arch[r.arch].append(r)
+    out = []
+    for arch, recs in sorted(by_arch.items()):
+        for j, hint in enumerate(varying_hints(recs)):
+            title = f"{recs[0].kernel} on {arch}: resources vs {hint}"
+            svg = hint_figure_svg(recs, hint, title, salt=f"tileprobe-{kernel_index}-{arch}-{j}")
+            out.append(f'<figure class="plot">{svg}<figcaption>{_e(title)}; one line per compiler version and '
+                       f"case; markers: verdict of {_e(hint)}</figcaption></figure>")
+    return "".join(out)
+
+
+# --- the page -----------------------------------------------------------------------------------------------------
+
+def render_html(records: Iterable[VariantRecord], *, title: str = "tileprobe report", sources: Sequence[str] = (),
+                plots: bool = True) -> str:
+    """The whole report as one HTML string (see module doc). ``plots=False`` or no matplotlib: tables only."""
+    from .. import __version__
+    records = list(records)
+    kernels: dict[str, list[VariantRecord]] = defaultdict(list)
+    for r in records:
+        kernels[r.kernel].append(r)
+    with_plots = plots and have_matplotlib()
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    meta = [("generated", f"{now} by tileprobe {__version__}"), ("sources", ", ".join(sources) or "-"),
+            ("compilers", ", ".join(sorted({r.tileiras for r in records if r.tileiras})) or "-"),
+            ("cuda-tile", ", ".join(sorted({r.cuda_tile for r in records if r.cuda_tile})) or "-"),
+            ("archs", ", ".join(sorted({r.arch for r in records})) or "-"),
+            ("variants", f"{len(records)} ({sum(not r.ok for r in records)} failed to compile)")]
+    parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+             '<meta name="viewport" content="width=device-width, initial-scale=1">',
+             f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>", f"<h1>{_e(title)}</h1>",
+             '<table class="meta">' + "".join(f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>" for k, v in meta) + "</table>",
+             "<p>Verdicts: " + "".join(f'<span class="v v-{s}">{s}</span>' for s in VERDICT_STYLE)
+             + ' <span class="v v-failed">failed</span> — hover a verdict for its reason.</p>']
+    if plots and not with_plots:
+        parts.append(f'<p class="note">{_e(NO_MATPLOTLIB)}</p>')
+    if len(kernels) > 1:
+        parts.append("<nav><ul>" + "".join(f'<li><a href="#k{i}">{_e(k)}</a> ({len(v)} variants)</li>'
+                                            for i, (k, v) in enumerate(kernels.items())) + "</ul></nav>")
+    for i, (kernel, rows) in enumerate(kernels.items()):
+        parts.append(f'<section id="k{i}"><h2>{_e(kernel)}</h2>')
+        probes = sorted({r.probe for r in rows if r.probe})
+        if probes:
+            parts.append(f'<p class="meta">probe: {", ".join(f"<code>{_e(p)}</code>" for p in probes)}</p>')
+        by_build: dict[str, list[VariantRecord]] = defaultdict(list)
+        for r in rows:
+            by_build[r.tileiras].append(r)
+        for build, brows in by_build.items():
+            parts.append(f"<h3>{_e(build or 'tileiras ?')}</h3>{audit_table(brows)}")
+        if with_plots:
+            parts.append(kernel_plots(rows, i))
+        parts.append(remarks_section(rows))
+        parts.append("</section>")
+    parts.append("</body></html>\n")
+    return "\n".join(parts)
+
+
+def load_records(*, store: str | None = None, json_files: Sequence[str] = (), use_store: bool = True,
+                 kernel: str | None = None, arch: str | None = None, tileiras: str | None = None,
+                 audit_id: int | None = None) -> tuple[list[VariantRecord], list[str]]:
+    """Records from result JSON files and/or a results store (newest compile per variant), and their sources."""
+    from ..arch import get_arch
+    from ..schema import load
+    records, sources = [], []
+    arch = get_arch(arch).name if arch else None
+    for path in json_files:
+        recs, _ = load(path)
+        records.extend(r for r in recs if (not kernel or r.kernel == kernel) and (not arch or r.arch == arch)
+                       and (not tileiras or tileiras in r.tileiras))
+        sources.append(path)
+    if use_store:
+        from ..store import Store
+        with Store.open(store) as s:
+            records.extend(s.records(kernel=kernel, arch=arch, tileiras=tileiras, audit_id=audit_id))
+            sources.append(s.path + (f" (audit {audit_id})" if audit_id is not None else ""))
+    return records, sources
+
+
+def write_report(records: Iterable[VariantRecord], path: str, **kw) -> None:
+    """Write :func:`render_html` to ``path``."""
+    text = render_html(records, **kw)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def cmd_report(args) -> int:
+    records, sources = load_records(store=args.store, json_files=args.json or (),
+                                    use_store=bool(args.store) or not args.json or args.audit is not None,
+                                    kernel=args.kernel, arch=args.arch, tileiras=args.tileiras, audit_id=args.audit)
+    if not records:
+        raise TileprobeError(f"no records to report from {', '.join(sources)}: audit with a store first "
+                             "(tileprobe audit PROBE --store PATH) or pass --json FILE from `tileprobe audit --json`.")
+    write_report(records, args.output, title=args.title, sources=sources)
+    from rich.console import Console
+    note = "" if have_matplotlib() else f" (tables only: {NO_MATPLOTLIB})"
+    Console(stderr=True, highlight=False).print(f"wrote {args.output}: {len(records)} variants{note}", markup=False)
+    return 0
+
+
+def add_parser(subparsers, add_common) -> None:
+    """``tileprobe report``: a self-contained HTML report from the store and/or result JSON files."""
+    p = subparsers.add_parser("report", help="write one self-contained HTML report (tables, plots, remarks)",
+                              description="Write one self-contained HTML file from the results store and/or "
+                                          "result JSON files (tileprobe audit --json).")
+    p.add_argument("--store", metavar="PATH", help="results store (default: $TILEPROBE_STORE or the user data dir; "
+                   "read when given or when no --json is given)")
+    p.add_argument("--json", action="append", metavar="FILE", help="result JSON file (repeatable)")
+    p.add_argument("-o", "--output", required=True, metavar="FILE", help="HTML file to write")
+    p.add_argument("--kernel", help="only this kernel (probe label)")
+    p.add_argument("--arch", help="only this arch, e.g. sm_120")
+    p.add_argument("--tileiras", metavar="TEXT", help="only compiler builds containing TEXT, e.g. 13.4")
+    p.add_argument("--audit", type=int, metavar="ID", help="only the records of this stored audit (tileprobe history)")
+    p.add_argument("--title", default="tileprobe report", help="page title")
+    p.set_defaults(func=cmd_report)
