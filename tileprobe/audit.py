@@ -117,7 +117,8 @@ def environment(tileiras_builds: Iterable[str] = ()) -> dict:
 
 def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Sequence[dict] | None = None,
           jobs: int | None = None, timeout_s: float = DEFAULT_TIMEOUT_S, with_sass: bool = False,
-          store=None, progress: Callable | None = None) -> AuditResult:
+          store=None, progress: Callable | None = None,
+          select: Callable[[Variant], bool] | None = None) -> AuditResult:
     """Audit probe files for architectures, with one or more tileiras toolchains.
 
     Args:
@@ -130,6 +131,7 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
         store: a :class:`tileprobe.store.Store`; variants already there are not compiled again and new ones are
             saved as they finish.
         progress: ``progress(kind, n)`` callback: ("total", n) once per toolchain, ("advance", 1) per variant.
+        select: keep only the planned variants for which ``select(variant)`` is true (e.g. one case).
 
     A broken probe file is reported in ``probe_errors`` (file and line) and the other probes go on.
     Raises :class:`TileprobeError` only when nothing can be audited (unknown arch, no probe loaded).
@@ -147,6 +149,8 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
     if not probes:
         raise TileprobeError("no probe could be loaded:\n  " + "\n  ".join(result.probe_errors))
     variants = plan_variants(probes, archs)
+    if select is not None:
+        variants = [v for v in variants if select(v)]
     builds = []
     for tc in toolchains or [{}]:
         tc = resolve_compiler(tc)

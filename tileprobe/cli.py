@@ -69,10 +69,26 @@ def cmd_audit(args) -> int:
         err.print(f"[red]probe error[/]: {e}", markup=True, highlight=False)
     if store is not None:
         store.save_audit(result, " ".join(sys.argv[1:]) if args.command_line is None else args.command_line)
+    if args.bundle:
+        write_bundle(args.bundle, result)
     _emit(result.records, result.environment, args, result)
     n_bad = sum(1 for r in result.records if not r.ok)
     err.print(f"{len(result.records)} variants, {n_bad} failed to compile, {result.wall_s:.1f} s", highlight=False)
     return 0
+
+
+def write_bundle(folder: str, result) -> None:
+    """Hand an audit to another machine (e.g. the GPU host): ``folder/audit.json`` + ``folder/cubins/<sha256>.cubin``.
+
+    ``tileprobe run --bundle folder`` reads this layout; no tileiras is needed there.
+    """
+    from .schema import dump
+    os.makedirs(os.path.join(folder, "cubins"), exist_ok=True)
+    for sha, data in result.cubins.items():
+        with open(os.path.join(folder, "cubins", sha + ".cubin"), "wb") as f:
+            f.write(data)
+    with open(os.path.join(folder, "audit.json"), "w", encoding="utf-8") as f:
+        json.dump(dump(result.records, result.environment), f, indent=1, default=str)
 
 
 def _emit(records, environment, args, result=None):
@@ -116,6 +132,8 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--sass", action="store_true", help="also disassemble each cubin for SASS traits (nvdisasm)")
     a.add_argument("--store", metavar="PATH", help="results store (default: the user data dir)")
     a.add_argument("--no-store", action="store_true", help="do not read or write the results store")
+    a.add_argument("--bundle", metavar="DIR", help="also write DIR/audit.json and DIR/cubins/ for `tileprobe run "
+                   "--bundle DIR` on a GPU machine without tileiras")
     a.set_defaults(func=cmd_audit, command_line=None)
     _add_common(a)
 

@@ -82,6 +82,7 @@ class CompileResult:
     error: str = ""
     repro: str = ""
     compile_s: float = 0.0
+    export_s: float = 0.0
     total_s: float = 0.0
     artifact_dir: str | None = None
 
@@ -159,6 +160,7 @@ def _compile_cubin(kernel, sig, variant: Variant, res: CompileResult) -> None:
     _cutile.configure_context(vdir, _WORKER["timeout_s"])
     out = os.path.join(vdir, "kernel.cubin")
     _cutile.take_compiler_calls()
+    t0 = time.perf_counter()
     try:
         export_kernel(kernel, [sig], out, gpu_code=variant.arch, output_format="cubin")
         with open(out, "rb") as f:
@@ -167,6 +169,7 @@ def _compile_cubin(kernel, sig, variant: Variant, res: CompileResult) -> None:
         res.status, res.error, _ = _cutile.compiler_error_kind(e)
         if not res.error:
             res.error = traceback.format_exc(limit=3)
+    res.export_s = time.perf_counter() - t0
     calls = _cutile.take_compiler_calls()
     if calls:
         call = calls[-1]

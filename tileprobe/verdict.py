@@ -65,7 +65,18 @@ def _verdict(status: str, reason: str) -> dict:
 
 
 def judge_occupancy(hint: str, r: VariantRecord, group: list[VariantRecord]) -> dict:
-    """Verdict for ``occupancy=N`` from residency (CTAs/SM), the arch's hard limits and the other values."""
+    """Verdict for ``occupancy=N`` from residency (CTAs/SM), the arch's hard limits and the other values.
+
+    Reasons that are not ``honoured`` end with what the CTA would need for N (:func:`tileprobe.explain.what_it_takes`).
+    """
+    v = _judge_occupancy(hint, r, group)
+    if v["status"] in (PARTIAL, IGNORED):
+        from .explain import what_it_takes
+        v["reason"] += f"; {what_it_takes(r, int(r.hint(hint)))}"
+    return v
+
+
+def _judge_occupancy(hint: str, r: VariantRecord, group: list[VariantRecord]) -> dict:
     n = int(r.hint(hint))
     limits = get_arch(r.arch)
     ctas = r.ctas_per_sm or 0

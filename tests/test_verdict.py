@@ -1,0 +1,70 @@
+"""Verdict rules on hand-made records (numbers worked out from cuda_occupancy.h rules)."""
+from tileprobe.explain import max_regs_for, max_smem_for, what_it_takes
+from tileprobe.arch import get_arch
+from tileprobe.schema import VariantRecord
+from tileprobe.verdict import assign_verdicts
+
+
+def rec(occ, threads, regs, smem, ctas, code, arch="sm_120", case=None, limiter="registers", **kw):
+    return VariantRecord(kernel="k", probe="p.py", case=case or {"C": 1}, hints={"occupancy": occ}, arch=arch,
+                         tileiras="V13.4.92", status="ok", threads=threads, registers=regs, shared_bytes=smem,
+                         driver_shared_bytes=smem, stack_bytes=0, ctas_per_sm=ctas, limiter=limiter,
+                         code_sha256=code, **kw)
+
+
+def test_ignored_when_same_code_as_another_value():
+    rows = [rec(1, 384, 168, 100484, 1, "A"), rec(2, 384, 168, 100484, 1, "A"), rec(4, 384, 168, 100484, 1, "A")]
+    assign_verdicts(rows, ["occupancy"])
+    assert [r.verdicts["occupancy"]["status"] for r in rows] == ["honoured", "ignored", "ignored"]
+    reason = rows[1].verdicts["occupancy"]["reason"]
+    assert "same machine code and resources as occupancy=1" in reason
+    assert "2 CTAs/SM would need ≤ 80 registers per thread (has 168)" in reason
+
+
+def test_honoured_partial_and_code_changed_without_residency():
+    rows = [rec(1, 256, 255, 1000, 1, "A", arch="sm_90"), rec(2, 256, 128, 1000, 2, "B", arch="sm_90"),
+            rec(4, 256, 96, 1000, 2, "C", arch="sm_90"), rec(8, 256, 255, 90000, 1, "D", arch="sm_90")]
+    assign_verdicts(rows, ["occupancy"])
+    st = [r.verdicts["occupancy"]["status"] for r in rows]
+    assert st == ["honoured", "honoured", "partial", "ignored"]
+    assert "up from 1 at occupancy=1" in rows[2].verdicts["occupancy"]["reason"]
+    assert "8 CTAs/SM would need ≤ 32 registers per thread" in rows[3].verdicts["occupancy"]["reason"]
+
+
+def test_infeasible_by_threads_and_slots():
+    rows = [rec(16, 256, 32, 2072, 8, "A", arch="sm_90", limiter="threads"),
+            rec(32, 32, 32, 0, 32, "B", arch="sm_86")]
+    assign_verdicts(rows, ["occupancy"])
+    assert rows[0].verdicts["occupancy"]["status"] == "infeasible"
+    assert "16 × 256 threads = 4,096 > 2,048 threads per SM on sm_90" in rows[0].verdicts["occupancy"]["reason"]
+    assert rows[1].verdicts["occupancy"] == {"status": "infeasible",
+                                             "reason": "32 CTAs/SM exceeds the 16 CTA slots per SM on sm_86"}
+
+
+def test_verdicts_are_per_case_and_compiler():
+    a = rec(1, 256, 255, 0, 1, "A", case={"C": 1})
+    b = rec(2, 256, 255, 0, 1, "A", case={"C": 2})   # different case: no twin for it
+    assign_verdicts([a, b], ["occupancy"])
+    assert "same machine code" not in b.verdicts["occupancy"]["reason"]
+
+
+def test_num_ctas_against_cluster_dims():
+    def r(n, dims, arch="sm_90"):
+        x = rec(1, 128, 64, 0, 4, "A", arch=arch)
+        x.hints = {"num_ctas": n}
+        x.cluster_dims = dims
+        return x
+    rows = [r(1, None), r(2, [2, 1, 1]), r(4, None), r(2, None, arch="sm_80")]
+    assign_verdicts(rows, ["num_ctas"])
+    assert [x.verdicts["num_ctas"]["status"] for x in rows] == ["honoured", "honoured", "ignored", "infeasible"]
+
+
+def test_explain_inverts_occupancy():
+    sm120 = get_arch("sm_120")
+    assert max_regs_for(sm120, 384, 0, 1) == 168      # the one-CTA budget FIELD_NOTES saw in .maxnreg
+    assert max_regs_for(sm120, 256, 0, 2) == 128
+    assert max_regs_for(get_arch("sm_90"), 256, 0, 8) == 32
+    assert max_smem_for(sm120, 2) == 50176             # (102400 // 2 - 1024) rounded down to 128 B
+    r = rec(2, 384, 168, 100484, 1, "A")
+    assert what_it_takes(r, 2) == ("2 CTAs/SM would need ≤ 80 registers per thread (has 168) and "
+                                   "≤ 50,176 B shared per CTA (has 100,484)")

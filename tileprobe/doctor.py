@@ -1,0 +1,493 @@
+"""``tileprobe doctor``: why a compile fails or uses a compiler you did not expect, and what to do about it.
+
+What it checks (sources: cuTile's ``cuda/tile/_compile.py`` 1.7.0, ``_find_compiler_bin`` and
+``_find_pip_tileiras``; FIELD_NOTES "Picking the compiler"; strace of tileiras 13.3.36 / 13.4.92, 2026-11-29):
+
+* cuda-tile's version, and whether the private names tileprobe uses are there.
+* The pip packages ``nvidia-cuda-tileiras`` / ``nvidia-cuda-nvcc`` / ``nvidia-nvvm``: cuTile takes the pip tileiras
+  only when all three share major.minor; otherwise it skips it with a mere ``warnings.warn`` and falls back.
+* Every tileiras in sight (pip, each PATH entry, ``$CUDA_HOME/bin``, ``$CUDA_PATH/bin``, ``/usr/local/cuda*/bin``,
+  managed toolchains), its release and ``--gpu-name`` targets, and which one cuTile would pick, in cuTile's order:
+  pip packages → PATH → ``$CUDA_HOME`` (``$CUDA_PATH`` first on Windows) → default toolkit folders.
+* CUDA_HOME / CUDA_PATH. tileiras takes its CUDA root from ``$CUDA_HOME``, else ``$CUDA_PATH`` (on Linux too),
+  else the folder above its ``bin/``, and loads ``<root>/nvvm/lib64/libnvvm.so`` or ``<root>/lib/libnvvm.so.4``
+  and runs ``<root>/bin/ptxas`` from it. A root with an older toolkit (CUDA 13.0), no libnvvm, or an empty value
+  makes 13.3 and 13.4 fail every compile with only ``error: failed to compile Tile IR program`` (exit code 5).
+  cuTile 1.7 removes both variables for the pip and default-folder compilers but passes them to a tileiras found
+  on PATH or in ``$CUDA_HOME/bin``; tileprobe removes them for its own compiles.
+* The GPU and driver, if any (``nvidia-smi``, else ``libcuda.so.1`` via ctypes in a child process).
+
+:func:`diagnose` returns :class:`Finding` s and takes the environment as a mapping, so tests can fake one.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+from . import toolchain as tcm
+from .errors import TileprobeError, ToolchainError
+
+LEVELS = ("ok", "warn", "error")
+TRAP = "error: failed to compile Tile IR program"
+
+
+@dataclasses.dataclass(frozen=True)
+class Finding:
+    """One diagnosis. ``level``: ok | warn | error; ``topic``: what it is about (``"CUDA_HOME"``, ``"pip packages"``,
+    …); ``message``: what was seen; ``fix``: what to do ("" when nothing is needed)."""
+    level: str
+    topic: str
+    message: str
+    fix: str = ""
+
+    def __post_init__(self):
+        if self.level not in LEVELS:
+            raise ValueError(f"Finding.level must be one of {LEVELS}, got {self.level!r}")
+
+
+@dataclasses.dataclass
+class Compiler:
+    """A tileiras seen on this machine: ``path`` (real path), ``sources`` (where it was seen), ``version``
+    (``"13.4.92"`` or None when it does not run), ``targets`` (``--gpu-name`` values), ``error``."""
+    path: str
+    sources: list[str]
+    version: str | None = None
+    targets: list[str] = dataclasses.field(default_factory=list)
+    error: str = ""
+
+
+@dataclasses.dataclass
+class Pick:
+    """The tileiras cuTile would use: ``path``, ``source`` (why), ``passes_cuda_home`` (whether cuTile leaves
+    CUDA_HOME / CUDA_PATH in the compiler's environment), and ``skipped`` (earlier steps and why they failed)."""
+    path: str | None
+    source: str
+    passes_cuda_home: bool
+    skipped: list[str]
+
+
+def _mm(version: str) -> tuple[int, int]:
+    parts = version.split(".")
+    return int(parts[0]), int(parts[1])
+
+
+def _exe(name: str) -> str:
+    return name + (".exe" if os.name == "nt" else "")
+
+
+# --- cuTile's pick, reproduced without its cached / warning side effects ---------------------------------------
+
+def _pip_state(pip: Mapping[str, str | None]) -> tuple[str | None, str]:
+    """(pip tileiras path or None, reason) as ``_find_pip_tileiras`` decides."""
+    missing = [p for p, v in pip.items() if v is None]
+    if len(missing) == len(pip):
+        return None, "no pip tileiras packages installed"
+    if missing:
+        return None, f"pip packages incomplete (missing {', '.join(missing)})"
+    if len({_mm(v) for v in pip.values()}) != 1:
+        return None, "pip packages skipped: " + ", ".join(f"{p} {v}" for p, v in pip.items()) + " differ in major.minor"
+    cu13 = tcm.pip_cu13_dir()
+    exe = cu13 / "bin" / _exe("tileiras") if cu13 else None
+    if exe is None or not exe.is_file():
+        return None, "pip packages installed but no nvidia/cu13/bin/tileiras"
+    return str(exe), "the pip packages (nvidia-cuda-tileiras, nvidia-cuda-nvcc, nvidia-nvvm of one release)"
+
+
+def _default_toolkit_dirs() -> list[str]:
+    """cuTile's ``_get_default_cuda_toolkit_paths`` (pure: a listdir of /usr/local), or our copy of it."""
+    try:
+        from cuda.tile import _compile
+        return list(_compile._get_default_cuda_toolkit_paths())
+    except Exception:  # cuTile missing or the helper moved
+        base = Path("/usr/local")
+        found = [(float("inf"), float("inf"), "cuda")]
+        for d in base.iterdir() if base.is_dir() else ():
+            m = re.fullmatch(r"cuda-(\d+)(?:\.(\d+))?", d.name)
+            if m:
+                found.append((int(m.group(1)), int(m.group(2)) if m.group(2) else float("inf"), d.name))
+        return [str(base / n) for _, _, n in sorted(found, reverse=True)]
+
+
+def _cuda_home_passed_for(source: str) -> bool:
+    """Whether cuTile keeps CUDA_HOME/CUDA_PATH for a compiler found this way (``_CompilerBinary`` in 1.7 has
+    ``pass_cuda_home_var``: False for pip and default folders; older cuTile always passed them)."""
+    try:
+        from cuda.tile import _compile
+        has_flag = "pass_cuda_home_var" in {f.name for f in dataclasses.fields(_compile._CompilerBinary)}
+    except Exception:
+        has_flag = False
+    return not has_flag or source in ("PATH", "$CUDA_HOME/bin", "$CUDA_PATH/bin")
+
+
+def cutile_pick(env: Mapping[str, str], pip: Mapping[str, str | None]) -> Pick:
+    """Which tileiras cuTile's ``_find_compiler_bin`` would return for ``env`` (no call into it: it caches and
+    warns). ``Pick.path`` is None when cuTile would raise ``FileNotFoundError``."""
+    skipped = []
+    path, why = _pip_state(pip)
+    if path:
+        return Pick(path, "pip packages", _cuda_home_passed_for("pip"), skipped)
+    skipped.append(why)
+    found = shutil.which("tileiras", path=env.get("PATH", ""))
+    if found:
+        return Pick(found, "PATH", _cuda_home_passed_for("PATH"), skipped)
+    skipped.append("no tileiras on PATH")
+    order = ["CUDA_PATH", "CUDA_HOME"] if os.name == "nt" else ["CUDA_HOME"]
+    var = next((v for v in order if env.get(v)), None)
+    if var:
+        found = shutil.which("tileiras", path=os.path.join(env[var], "bin"))
+        if found:
+            return Pick(found, f"${var}/bin", _cuda_home_passed_for(f"${var}/bin"), skipped)
+        skipped.append(f"no tileiras in ${var}/bin")
+    for d in _default_toolkit_dirs():
+        exe = os.path.join(d, "bin", _exe("tileiras"))
+        if os.path.isfile(exe) and os.access(exe, os.X_OK):
+            return Pick(exe, "default toolkit folder", _cuda_home_passed_for("default"), skipped)
+    skipped.append("no tileiras in /usr/local/cuda*/bin")
+    return Pick(None, "none", False, skipped)
+
+
+def seen_compilers(env: Mapping[str, str], extra: Sequence[tuple[str, str]] = ()) -> list[Compiler]:
+    """Every tileiras in sight, one entry per real path, with its release and targets."""
+    cands: list[tuple[str, str]] = []
+    cu13 = tcm.pip_cu13_dir()
+    if cu13:
+        cands.append(("pip packages", str(cu13 / "bin" / _exe("tileiras"))))
+    for d in env.get("PATH", "").split(os.pathsep):
+        if d:
+            cands.append(("PATH", os.path.join(d, _exe("tileiras"))))
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        if env.get(var):
+            cands.append((f"${var}/bin", os.path.join(env[var], "bin", _exe("tileiras"))))
+    cands += [("/usr/local/cuda*", os.path.join(d, "bin", _exe("tileiras"))) for d in _default_toolkit_dirs()]
+    cands += list(extra)
+    out: dict[str, Compiler] = {}
+    for source, path in cands:
+        if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+            continue
+        real = os.path.realpath(path)
+        if real in out:
+            if source not in out[real].sources:
+                out[real].sources.append(source)
+            continue
+        c = out[real] = Compiler(real, [source])
+        try:
+            c.version, _ = tcm.tileiras_version(real, env)
+            c.targets = tcm.tileiras_targets(real, env)
+        except ToolchainError as e:
+            c.error = str(e)
+    return list(out.values())
+
+
+# --- CUDA_HOME / CUDA_PATH --------------------------------------------------------------------------------------
+
+def toolkit_version(root: str | os.PathLike) -> tuple[str | None, str]:
+    """A CUDA toolkit's version and where it was read: ``version.json`` (``cuda.version``), ``bin/nvcc --version``
+    (``V13.0.88``), or ``CUDA_VERSION`` in ``include/cuda.h`` (13000 → ``"13.0"``). ``(None, "")`` if none."""
+    root = Path(root)
+    try:
+        doc = json.loads((root / "version.json").read_text(encoding="utf-8"))
+        return str(doc["cuda"]["version"]), "version.json"
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    nvcc = root / "bin" / _exe("nvcc")
+    if nvcc.is_file():
+        try:
+            out = subprocess.run([str(nvcc), "--version"], capture_output=True, text=True, timeout=30).stdout
+            m = re.search(r"V(\d+\.\d+(?:\.\d+)?)", out) or re.search(r"release (\d+\.\d+)", out)
+            if m:
+                return m.group(1), "bin/nvcc --version"
+        except (OSError, subprocess.SubprocessError):
+            pass
+    for header in [root / "include" / "cuda.h", *sorted(root.glob("targets/*/include/cuda.h"))]:
+        try:
+            m = re.search(r"#define\s+CUDA_VERSION\s+(\d+)", header.read_text(errors="replace"))
+        except OSError:
+            continue
+        if m:
+            n = int(m.group(1))
+            return f"{n // 1000}.{n % 1000 // 10}", str(header.relative_to(root))
+    return None, ""
+
+
+def _libnvvm(root: Path) -> Path | None:
+    for rel in ("nvvm/lib64/libnvvm.so", "lib/libnvvm.so.4"):
+        if (root / rel).is_file():
+            return root / rel
+    return None
+
+
+def _check_cuda_var(var: str, env: Mapping[str, str], ref: Compiler | None, pick: Pick) -> Finding | None:
+    value = env.get(var)
+    if value is None:
+        return None
+    if var == "CUDA_PATH" and env.get("CUDA_HOME"):
+        return Finding("ok", var, f"CUDA_PATH={value} is shadowed by CUDA_HOME (tileiras reads CUDA_HOME first)")
+    used = pick.path is not None and pick.passes_cuda_home
+    level = "error" if used else "warn"
+    who = (f"cuTile passes {var} to the tileiras it uses (found via {pick.source})" if used else
+           f"cuTile and tileprobe drop {var} for their own compiles, but tileiras run from a shell or from PATH "
+           "(e.g. tileprobe's repro commands) fails")
+    ref_txt = f"tileiras {ref.version}" if ref and ref.version else "tileiras"
+    want = "%d.%d" % _mm(ref.version) if ref and ref.version else "13.x"
+    fix = (f"unset {var} (cuTile and tileprobe find tileiras without it), or point it at a CUDA {want}+ toolkit "
+           f"that has lib/libnvvm.so.4")
+    effect = (f"tileiras takes libnvvm and ptxas from ${var} instead of its own and fails every compile with only "
+              f"'{TRAP}' (exit code 5)")
+    root = Path(value)
+    if not value:
+        return Finding(level, var, f"{var} is set but empty: {ref_txt} then loads whatever libnvvm the dynamic "
+                                   f"linker finds and fails with only '{TRAP}' (exit code 5); {who}.", fix)
+    if not root.is_dir():
+        return Finding(level, var, f"{var}={value} is not a folder; {effect}; {who}.", fix)
+    version, how = toolkit_version(root)
+    if ref and ref.version and version and _mm(version) < _mm(ref.version):
+        return Finding(level, var, f"{var}={value} is CUDA {version} (from {how}), older than {ref_txt}: {effect}; "
+                                   f"{who}.", fix)
+    if _libnvvm(root) is None:
+        return Finding(level, var, f"{var}={value} has no nvvm/lib64/libnvvm.so or lib/libnvvm.so.4: {effect}; "
+                                   f"{who}.", fix)
+    if version is None:
+        return Finding("warn", var, f"{var}={value}: cannot tell its CUDA version (no version.json, bin/nvcc or "
+                                    f"include/cuda.h); tileiras takes libnvvm and ptxas from there.", fix)
+    return Finding("ok", var, f"{var}={value} is CUDA {version} (from {how}); tileiras loads libnvvm and ptxas "
+                              f"from there, which is fine for {ref_txt}")
+
+
+# --- GPU ---------------------------------------------------------------------------------------------------------
+
+_CTYPES_PROBE = r"""
+import ctypes, json
+cu = ctypes.CDLL("libcuda.so.1")
+v = ctypes.c_int(); n = ctypes.c_int(); out = {"driver_cuda": None, "gpus": []}
+assert cu.cuInit(0) == 0 and cu.cuDriverGetVersion(ctypes.byref(v)) == 0
+out["driver_cuda"] = v.value
+cu.cuDeviceGetCount(ctypes.byref(n))
+for i in range(n.value):
+    d = ctypes.c_int(); name = ctypes.create_string_buffer(256); ma = ctypes.c_int(); mi = ctypes.c_int()
+    cu.cuDeviceGet(ctypes.byref(d), i); cu.cuDeviceGetName(name, 256, d)
+    cu.cuDeviceGetAttribute(ctypes.byref(ma), 75, d); cu.cuDeviceGetAttribute(ctypes.byref(mi), 76, d)
+    out["gpus"].append({"name": name.value.decode(), "arch": f"sm_{ma.value}{mi.value}"})
+print(json.dumps(out))
+"""
+
+
+def gpu_info(env: Mapping[str, str]) -> dict | None:
+    """``{"gpus": [{name, arch}], "driver": "580.159" | None, "driver_cuda": 13000 | None}``, or None (no GPU).
+
+    Queries ``nvidia-smi`` on ``env["PATH"]`` and ``libcuda.so.1`` in a child process (so this process never
+    initialises CUDA)."""
+    info: dict = {"gpus": [], "driver": None, "driver_cuda": None}
+    smi = shutil.which("nvidia-smi", path=env.get("PATH", ""))
+    if smi:
+        try:
+            out = subprocess.run([smi, "--query-gpu=name,driver_version,compute_cap", "--format=csv,noheader"],
+                                 capture_output=True, text=True, timeout=30).stdout
+            for line in out.splitlines():
+                parts = [p.strip() for p in line.split(",")]
+                if len(parts) == 3 and re.fullmatch(r"\d+\.\d+", parts[2]):
+                    info["driver"] = parts[1]
+                    info["gpus"].append({"name": parts[0], "arch": "sm_" + parts[2].replace(".", "")})
+        except (OSError, subprocess.SubprocessError):
+            pass
+    try:
+        proc = subprocess.run([sys.executable, "-c", _CTYPES_PROBE], capture_output=True, text=True, timeout=60,
+                              env=dict(env))
+        if proc.returncode == 0:
+            probe = json.loads(proc.stdout)
+            info["driver_cuda"] = probe["driver_cuda"]
+            info["gpus"] = info["gpus"] or probe["gpus"]
+    except (OSError, subprocess.SubprocessError, ValueError):
+        pass
+    return info if info["gpus"] or info["driver_cuda"] else None
+
+
+def _check_gpu(env: Mapping[str, str], ref: Compiler | None) -> list[Finding]:
+    info = gpu_info(env)
+    if info is None:
+        return [Finding("ok", "GPU", "no GPU (no nvidia-smi, no libcuda.so.1): audits work, runs need one")]
+    cuda = info["driver_cuda"]
+    drv = f"driver {info['driver'] or '?'}" + (f" (CUDA {cuda // 1000}.{cuda % 1000 // 10})" if cuda else "")
+    gpus = ", ".join(f"{g['name']} ({g['arch']})" for g in info["gpus"]) or "no device"
+    out = [Finding("ok", "GPU", f"{gpus}; {drv}")]
+    if cuda and cuda < 13000:
+        out.append(Finding("error", "GPU", f"the driver supports CUDA {cuda // 1000}.{cuda % 1000 // 10}; cuTile "
+                                           "needs a CUDA 13.0+ driver to run kernels (audits still work)",
+                           "install an NVIDIA driver for CUDA 13 (R580 or newer)"))
+    for g in info["gpus"]:
+        if ref and ref.targets and g["arch"] not in ref.targets:
+            out.append(Finding("warn", "GPU", f"tileiras {ref.version} cannot compile for this {g['name']} "
+                                              f"({g['arch']}); it accepts {', '.join(ref.targets)}",
+                               "tileprobe toolchain install 13.4, and audit with --tileiras 13.4"))
+    return out
+
+
+# --- the report --------------------------------------------------------------------------------------------------
+
+def _check_cutile() -> Finding:
+    from . import _cutile
+    try:
+        version = _cutile.cutile_version()
+        _cutile.check_cutile()
+    except TileprobeError as e:
+        m = re.search(r"pip install .*$", str(e))
+        return Finding("error", "cuda-tile", str(e)[:m.start()].rstrip(" :;") if m else str(e),
+                       m.group(0) if m else "pip install 'cuda-tile[tileiras]'")
+    except ImportError as e:
+        return Finding("error", "cuda-tile", f"cuda.tile does not import: {e}", "pip install 'cuda-tile[tileiras]'")
+    return Finding("ok", "cuda-tile", f"cuda-tile {version}")
+
+
+def _check_pip(pip: Mapping[str, str | None]) -> Finding:
+    have = {p: v for p, v in pip.items() if v is not None}
+    listed = ", ".join(f"{p} {v}" for p, v in have.items())
+    if not have:
+        return Finding("ok", "pip packages", "no nvidia-cuda-tileiras / nvidia-cuda-nvcc / nvidia-nvvm in this "
+                                             "environment")
+    ref = pip.get(tcm.TILEIRAS_PKG) or next(iter(have.values()))
+    want = "%d.%d" % _mm(ref)
+    if len(have) < len(pip):
+        missing = [p for p in pip if pip[p] is None]
+        return Finding("warn", "pip packages", f"{listed} installed but not {', '.join(missing)}: cuTile skips the "
+                                               "pip tileiras unless all three are installed",
+                       "pip install " + " ".join(f'"{p}=={want}.*"' for p in missing))
+    odd = [p for p, v in have.items() if _mm(v) != _mm(ref)]
+    if odd:
+        return Finding("error", "pip packages",
+                       f"{listed}: major.minor differ, so cuTile silently skips the pip tileiras (a warnings.warn "
+                       "at most) and uses another compiler or none",
+                       "align them with tileiras: pip install " + " ".join(f'"{p}=={want}.*"' for p in odd)
+                       + f' (or move tileiras to their release: pip install "{tcm.TILEIRAS_PKG}=='
+                       + "%d.%d" % _mm(have[odd[0]]) + '.*")')
+    return Finding("ok", "pip packages", f"{listed} (one release: cuTile uses this tileiras first)")
+
+
+def _compiler_finding(c: Compiler, pick: Pick) -> Finding:
+    mark = "  ← cuTile's pick" if pick.path and os.path.realpath(pick.path) == c.path else ""
+    if c.error:
+        return Finding("error" if mark else "warn", "tileiras", f"{c.path} ({', '.join(c.sources)}) does not run: "
+                       f"{c.error}", "reinstall it (pip install --force-reinstall nvidia-cuda-tileiras, or "
+                                     "tileprobe toolchain install VERSION --force)")
+    targets = " ".join(c.targets) or "?"
+    return Finding("ok", "tileiras", f"{c.version} at {c.path} ({', '.join(c.sources)}); targets: {targets}{mark}")
+
+
+def _check_pick(pick: Pick, ref: Compiler | None) -> Finding:
+    why = "; ".join(pick.skipped)
+    if pick.path is None:
+        return Finding("error", "compiler choice", f"cuTile finds no tileiras ({why}): every compile raises "
+                                                   "FileNotFoundError",
+                       "pip install 'cuda-tile[tileiras]' (tileiras + ptxas + libnvvm of one release), or "
+                       "`tileprobe toolchain install 13.4` and audit with --tileiras 13.4")
+    version = ref.version if ref and ref.version else "?"
+    msg = f"cuTile would use tileiras {version} at {pick.path}, found via {pick.source}"
+    return Finding("ok", "compiler choice", msg + (f" ({why})" if why else "")
+                   + "; `tileprobe audit --tileiras V` uses the release you name instead")
+
+
+def _check_targets(ref: Compiler | None) -> Finding | None:
+    if ref is None or not ref.targets:
+        return None
+    from .arch import ARCHS
+    missing = [a for a in ARCHS if a not in ref.targets]
+    note = ("no sm_XXXa names: give sm_90, tileiras itself compiles for the arch-specific features "
+            "(it runs ptxas -arch sm_90a)")
+    if missing:
+        return Finding("warn", "targets", f"tileiras {ref.version} does not accept {', '.join(missing)} "
+                                          f"(it accepts {', '.join(ref.targets)}); {note}",
+                       "for those targets use a newer release: tileprobe toolchain install 13.4 (13.3+ accept "
+                       "sm_80 … sm_90, 13.4+ also sm_107), then audit with --tileiras 13.4")
+    return Finding("ok", "targets", f"tileiras {ref.version} accepts {', '.join(ref.targets)}; {note}")
+
+
+def _check_managed(env: Mapping[str, str]) -> list[Finding]:
+    root = tcm.toolchains_dir(env)
+    have = tcm.installed(root)
+    out = [Finding("ok", "toolchains", f"managed in {root}: " + (", ".join(t.version for t in have) or
+                                                                 "none (tileprobe toolchain install 13.4 adds one)"))]
+    for d in sorted(root.iterdir()) if root.is_dir() else ():
+        if re.fullmatch(r"\d+\.\d+\.\d+", d.name) and d.name not in {t.version for t in have}:
+            out.append(Finding("warn", "toolchains", f"{d} is an incomplete install (no readable {tcm.MANIFEST})",
+                               f"rm -r {d} && tileprobe toolchain install {d.name}"))
+    return out
+
+
+def diagnose(env: Mapping[str, str] | None = None) -> list[Finding]:
+    """Everything ``tileprobe doctor`` prints, as findings, for the environment ``env`` (default ``os.environ``).
+
+    ``env`` supplies PATH, CUDA_HOME, CUDA_PATH and TILEPROBE_TOOLCHAINS; the pip package versions come from
+    ``importlib.metadata.version`` (monkeypatch it to fake them). Never raises for a broken setup: that is a
+    finding.
+    """
+    env = dict(os.environ if env is None else env)
+    pip = tcm.pip_versions()
+    findings = [_check_cutile(), _check_pip(pip)]
+    managed = [(f"managed {t.version}", t.tileiras) for t in tcm.installed(tcm.toolchains_dir(env))]
+    compilers = seen_compilers(env, managed)
+    pick = cutile_pick(env, pip)
+    ref = next((c for c in compilers if pick.path and c.path == os.path.realpath(pick.path)), None)
+    if ref is None and pick.path is None:  # compare CUDA_HOME with the newest tileiras in sight
+        ref = max((c for c in compilers if c.version), key=lambda c: tcm._sort_key(c.version), default=None)
+    findings += [_compiler_finding(c, pick) for c in compilers]
+    if not compilers:
+        findings.append(Finding("error", "tileiras", "no tileiras anywhere (pip, PATH, CUDA_HOME, /usr/local/cuda*, "
+                                                     "managed toolchains)", "pip install 'cuda-tile[tileiras]'"))
+    findings.append(_check_pick(pick, ref if pick.path else None))
+    findings += [f for f in [_check_targets(ref)] if f]
+    findings += [f for v in ("CUDA_HOME", "CUDA_PATH") if (f := _check_cuda_var(v, env, ref, pick))]
+    findings += _check_managed(env)
+    findings += _check_gpu(env, ref)
+    return findings
+
+
+_STYLE = {"ok": "[green]✓[/]", "warn": "[yellow]![/]", "error": "[bold red]✗[/]"}
+
+
+def render(findings: Sequence[Finding], console) -> None:
+    """Print findings with rich: a mark, the topic, the message, and the fix on its own line."""
+    from rich.markup import escape
+    for f in findings:
+        console.print(f"{_STYLE[f.level]} [bold]{escape(f.topic)}[/]: {escape(f.message)}")
+        if f.fix:
+            console.print(f"    [cyan]fix[/]: {escape(f.fix)}")
+
+
+def markdown(findings: Sequence[Finding]) -> str:
+    """Findings as a Markdown list, to paste into a bug report."""
+    lines = ["## tileprobe doctor", ""]
+    for f in findings:
+        lines.append(f"- **{f.level}** {f.topic}: {f.message}" + (f"  \n  fix: {f.fix}" if f.fix else ""))
+    return "\n".join(lines) + "\n"
+
+
+def cmd_doctor(args) -> int:
+    from rich.console import Console
+    findings = diagnose()
+    if args.json:
+        doc = {"findings": [dataclasses.asdict(f) for f in findings]}
+        if args.json == "-":
+            print(json.dumps(doc, indent=1))
+        else:
+            Path(args.json).write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    if args.format == "markdown":
+        sys.stdout.write(markdown(findings))
+    elif args.format == "table" and args.json != "-":
+        render(findings, Console(highlight=False))
+    return 1 if any(f.level == "error" for f in findings) else 0
+
+
+def add_parser(subparsers, add_common: Callable | None = None) -> None:
+    """Register ``tileprobe doctor`` (exit code 0: no errors found, 1: at least one)."""
+    p = subparsers.add_parser("doctor", help="explain which tileiras cuTile uses and why compiles fail")
+    if add_common is not None:
+        add_common(p)
+    else:
+        p.add_argument("--json", metavar="FILE")
+        p.add_argument("--format", choices=["table", "markdown", "none"], default="table")
+    p.set_defaults(func=cmd_doctor)

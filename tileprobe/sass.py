@@ -1,0 +1,224 @@
+"""SASS traits: what the machine code of each kernel does, read from ``nvdisasm`` output.
+
+``sass_traits(cubin)`` disassembles a cubin (sm_80 … sm_121) with ``nvdisasm -c`` and counts, per kernel
+(``.text.<kernel>`` section): instructions, thread-local memory traffic (LDL/STL: spills and refills),
+``setmaxnreg`` (USETMAXREG, sm_90+ warp-specialised register reallocation), TMA / bulk-copy instructions
+(UTMA*, UBLK*, sm_90+) and matrix instructions (HMMA/IMMA/QMMA on sm_80+ and sm_120, HGMMA/QGMMA/IGMMA on
+sm_90, UTCHMMA/UTCQMMA/... tcgen05 on sm_100).
+
+nvdisasm comes from the ``nvidia-cuda-nvdisasm`` wheel (preferred: it matches cuTile's pip toolchain, and an
+older toolkit's nvdisasm cannot decode newer architectures), else from ``PATH``; ``nvdisasm=`` overrides both.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from tileprobe.errors import CubinError, ToolchainError
+
+__all__ = ["KernelSassTraits", "SassTraits", "TMA_DATA_OPCODES", "find_nvdisasm", "parse_nvdisasm", "sass_traits"]
+
+NVDISASM_TIMEOUT_S = 120
+
+#: TMA and bulk-copy opcodes that move data (UTMACCTL / UTMACMDFLUSH only manage descriptors and queues).
+TMA_DATA_OPCODES = frozenset({"UTMALDG", "UTMASTG", "UTMAREDG", "UTMAPF", "UBLKCP", "UBLKRED", "UBLKPF"})
+# Matrix multiply-accumulate opcodes: [HIQDBO]MMA (mma.sync), [HIQB]GMMA (sm_90 wgmma), UTC*MMA (sm_100 tcgen05).
+_MATRIX = re.compile(r"(?:UTC[A-Z]*MMA|[A-Z]?GMMA|[A-Z]MMA)")
+_TMA = re.compile(r"(?:UTMA|UBLK)[A-Z_]*")
+_SECTION = re.compile(r"^\s*\.section\s+\.text\.([^,\s]+)")
+# /*0050*/  [{] [@!UP0] OPCODE.MOD.MOD operands ;
+_INSTRUCTION = re.compile(r"^\s*/\*[0-9a-f]+\*/\s*\{?\s*(?:@!?U?P(?:T|\d+)\s+)?"
+                          r"([A-Z][A-Z0-9_]*)((?:\.[A-Z0-9_]+)*)(.*)")
+
+
+@dataclass(frozen=True)
+class KernelSassTraits:
+    """SASS facts of one ``.text.<kernel>`` section; counts are static (instructions in the code, not executed).
+
+    Attributes:
+        name: the kernel (section name without ``.text.``).
+        instructions: instructions in the section, NOPs (alignment padding) excluded.
+        opcode_counts: base opcode (text before the first '.') → count, NOPs included.
+        spill_loads: LDL instructions (loads from thread-local memory: spill refills or local arrays).
+        spill_stores: STL instructions (stores to thread-local memory).
+        setmaxnreg: ``(action, registers per thread)`` of each USETMAXREG in address order, e.g.
+            ``("DEALLOC", 32)``, ``("TRY_ALLOC", 232)``.
+        tma_counts: UTMA* / UBLK* opcode → count (TMA and bulk copies, sm_90+).
+        matrix_counts: matrix instruction opcode → count (HMMA, HGMMA, UTCHMMA, ...).
+    """
+
+    name: str
+    instructions: int
+    opcode_counts: Mapping[str, int] = field(repr=False)
+    spill_loads: int
+    spill_stores: int
+    setmaxnreg: tuple[tuple[str, int], ...]
+    tma_counts: Mapping[str, int]
+    matrix_counts: Mapping[str, int]
+
+    def __post_init__(self):
+        for name in ("instructions", "spill_loads", "spill_stores"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 0:
+                raise ValueError(f"KernelSassTraits.{name} must be a non-negative int, got {value!r}")
+
+    @property
+    def matrix_families(self) -> tuple[str, ...]:
+        """Matrix instruction opcodes present, sorted (``("HGMMA",)``)."""
+        return tuple(sorted(self.matrix_counts))
+
+    @property
+    def has_tma(self) -> bool:
+        """True when the code moves data with TMA or bulk copies (any of :data:`TMA_DATA_OPCODES`)."""
+        return any(op in TMA_DATA_OPCODES for op in self.tma_counts)
+
+    def to_dict(self) -> dict:
+        """JSON-ready summary (``opcode_counts`` left out: it is large and derivable from the cubin)."""
+        return {"instructions": self.instructions, "spill_loads": self.spill_loads,
+                "spill_stores": self.spill_stores, "setmaxnreg": [list(s) for s in self.setmaxnreg],
+                "tma": dict(self.tma_counts), "has_tma": self.has_tma, "matrix": dict(self.matrix_counts),
+                "matrix_families": list(self.matrix_families)}
+
+
+@dataclass(frozen=True)
+class SassTraits:
+    """SASS traits of every kernel in a cubin. ``target``: nvdisasm's ``.target`` line (``"sm_90a"``)."""
+
+    target: str | None
+    kernels: tuple[KernelSassTraits, ...]
+
+    def to_dict(self) -> dict:
+        """JSON-ready form for the variant record's ``sass`` field: ``{"target", "kernels": {name: {...}}}``."""
+        return {"target": self.target, "kernels": {k.name: k.to_dict() for k in self.kernels}}
+
+    def kernel(self, name: str | None = None) -> KernelSassTraits:
+        """The kernel called ``name``; with ``name=None``, the only one.
+
+        Raises:
+            CubinError: no such kernel, or ``name=None`` and there are zero or several.
+        """
+        names = [k.name for k in self.kernels]
+        if name is None and len(self.kernels) == 1:
+            return self.kernels[0]
+        for k in self.kernels:
+            if k.name == name:
+                return k
+        wanted = "pass the kernel name to choose one" if name is None else f"no kernel {name!r}"
+        raise CubinError(f"{wanted}; the cubin's code sections are: {', '.join(names) or 'none'}")
+
+
+def find_nvdisasm(nvdisasm: str | os.PathLike | None = None) -> str:
+    """Path of the nvdisasm to run: ``nvdisasm`` if given, else the pip wheel's, else the one on PATH.
+
+    Raises:
+        ToolchainError: the given path is not an executable file, or no nvdisasm is installed.
+    """
+    if nvdisasm is not None:
+        path = os.fspath(nvdisasm)
+        if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+            raise ToolchainError(f"nvdisasm {path!r} is not an executable file; pass the path of nvdisasm or "
+                                 "leave nvdisasm=None to use `pip install nvidia-cuda-nvdisasm`")
+        return path
+    found = _pip_binary("nvidia-cuda-nvdisasm", "nvdisasm") or shutil.which("nvdisasm")
+    if found is None:
+        raise ToolchainError("nvdisasm not found (not in the nvidia-cuda-nvdisasm wheel, not on PATH); "
+                             "install it with `pip install nvidia-cuda-nvdisasm`")
+    return found
+
+
+def _pip_binary(distribution: str, program: str) -> str | None:
+    """``bin/<program>`` shipped by an installed wheel (``nvidia/cu13/bin/...`` for CUDA 13), or None."""
+    from importlib import metadata
+    try:
+        files = metadata.distribution(distribution).files or ()
+    except metadata.PackageNotFoundError:
+        return None
+    for f in files:
+        if f.name == program and f.parent.name == "bin":
+            path = str(f.locate())
+            if os.path.isfile(path) and os.access(path, os.X_OK):
+                return path
+    return None
+
+
+def sass_traits(cubin: bytes | str | os.PathLike, nvdisasm: str | os.PathLike | None = None) -> SassTraits:
+    """Disassemble ``cubin`` (bytes, or a path) and return the traits of each kernel.
+
+    Raises:
+        CubinError: the input is not a cubin.
+        ToolchainError: nvdisasm is missing, fails on the cubin, or takes longer than NVDISASM_TIMEOUT_S.
+    """
+    from tileprobe.cubin import _check_header
+
+    tool = find_nvdisasm(nvdisasm)
+    if isinstance(cubin, (bytes, bytearray, memoryview)):
+        data, src = bytes(cubin), "<bytes>"
+    else:
+        src = os.fspath(cubin)
+        try:
+            with open(src, "rb") as f:
+                data = f.read()
+        except OSError as exc:
+            raise CubinError(f"{src}: cannot read the cubin ({exc.strerror or exc}); check the path") from exc
+    _check_header(data, src)
+    return parse_nvdisasm(_disassemble(tool, data, src))
+
+
+def _disassemble(tool: str, data: bytes, src: str) -> str:
+    with tempfile.TemporaryDirectory(prefix="tileprobe-sass-") as tmp:
+        path = os.path.join(tmp, "kernel.cubin")
+        with open(path, "wb") as f:
+            f.write(data)
+        try:
+            proc = subprocess.run([tool, "-c", path], capture_output=True, text=True,
+                                  timeout=NVDISASM_TIMEOUT_S)
+        except subprocess.TimeoutExpired as exc:
+            raise ToolchainError(f"{tool} took over {NVDISASM_TIMEOUT_S} s on {src}; try again, or pass "
+                                 "another nvdisasm") from exc
+        except OSError as exc:
+            raise ToolchainError(f"cannot run {tool} ({exc.strerror or exc}); reinstall it with "
+                                 "`pip install --force-reinstall nvidia-cuda-nvdisasm`") from exc
+    if proc.returncode != 0:
+        raise ToolchainError(f"{tool} failed on {src} (exit {proc.returncode}): {proc.stderr.strip()[:500]}; "
+                             "an nvdisasm older than the cubin's architecture cannot decode it: "
+                             "`pip install -U nvidia-cuda-nvdisasm`")
+    return proc.stdout
+
+
+def parse_nvdisasm(listing: str) -> SassTraits:
+    """Traits from the text of ``nvdisasm -c`` (exposed for tests and for stored listings)."""
+    target = re.search(r"^\s*\.target\s+(\S+)", listing, re.M)
+    sections: dict[str, list[tuple[str, str, str]]] = {}
+    current = None
+    for line in listing.splitlines():
+        m = _SECTION.match(line)
+        if m:
+            current = sections.setdefault(m.group(1), [])
+            continue
+        m = _INSTRUCTION.match(line)
+        if m and current is not None:
+            current.append(m.groups())
+    kernels = tuple(_kernel_traits(name, ins) for name, ins in sorted(sections.items()))
+    return SassTraits(target=target.group(1) if target else None, kernels=kernels)
+
+
+def _kernel_traits(name: str, instructions: list[tuple[str, str, str]]) -> KernelSassTraits:
+    counts = Counter(op for op, _, _ in instructions)
+    maxnreg = []
+    for op, modifiers, operands in instructions:
+        if op == "USETMAXREG":
+            value = re.findall(r"0x[0-9a-fA-F]+|\b\d+\b", operands)
+            action = modifiers.split(".")[1] if modifiers else ""
+            if value:
+                maxnreg.append((action, int(value[-1], 0)))
+    return KernelSassTraits(
+        name=name, instructions=sum(counts.values()) - counts["NOP"], opcode_counts=dict(counts),
+        spill_loads=counts["LDL"], spill_stores=counts["STL"], setmaxnreg=tuple(maxnreg),
+        tma_counts={op: n for op, n in sorted(counts.items()) if _TMA.fullmatch(op)},
+        matrix_counts={op: n for op, n in sorted(counts.items()) if _MATRIX.fullmatch(op)})

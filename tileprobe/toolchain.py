@@ -1,0 +1,625 @@
+"""Managed tileiras toolchains: one folder per compiler release, installed from the package registry.
+
+A toolchain is what one tileiras release needs to compile: ``bin/tileiras`` (wheel ``nvidia-cuda-tileiras``),
+``bin/ptxas`` (``nvidia-cuda-nvcc``) and ``lib/libnvvm.so.4`` + ``nvvm/libdevice`` (``nvidia-nvvm``). The three
+wheels are released per CUDA major.minor but their patch numbers differ (tileiras 13.3.36 ships beside nvcc and
+nvvm 13.3.33 and 13.3.73), so the companions are the newest published patch of tileiras' major.minor and the
+exact pins go into ``toolchain.json``. cuTile itself only takes the pip compiler when the three share major.minor
+(``cuda/tile/_compile.py::_find_pip_tileiras``, FIELD_NOTES "Picking the compiler").
+
+How tileiras finds its helpers (strace of 13.3.36 and 13.4.92, 2026-11-29): it takes a CUDA root, ``$CUDA_HOME``
+if set, else ``$CUDA_PATH``, else the folder above its own ``bin/``; it dlopens ``<root>/nvvm/lib64/libnvvm.so``
+then ``<root>/lib/libnvvm.so.4`` by absolute path (LD_LIBRARY_PATH plays no part) and runs ``<root>/bin/ptxas``,
+falling back to the first ``ptxas`` on PATH only when that file is missing. It never opened
+``nvvm/libdevice`` (libdevice is embedded) nor ran ``nvvm/bin/cicc``. Hence the layout below (the wheels'
+``nvidia/cu13/`` tree, flattened), the need for ptxas *beside* tileiras, and the CUDA_HOME trap: a CUDA_HOME or
+CUDA_PATH that points at an older toolkit (13.0) or at a folder without libnvvm makes 13.3 and 13.4 fail every
+compile with only ``error: failed to compile Tile IR program`` (exit 5). Toolchains are therefore always run
+with both variables removed (``_cutile.use_compiler`` does so for compiles).
+
+Layout of ``<toolchains>/<version>/``::
+
+    bin/tileiras  bin/ptxas  [bin/tileirdisasm]  lib/libnvvm.so.4  nvvm/libdevice/libdevice.10.bc  toolchain.json
+
+``<toolchains>`` is ``platformdirs.user_cache_dir("tileprobe")/toolchains`` or ``$TILEPROBE_TOOLCHAINS``.
+``nvvm/bin/cicc`` (~90 MB) is not extracted: tileiras does not use it (above).
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import hashlib
+import importlib.metadata
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+from typing import Callable, Iterable, Mapping, Sequence, TextIO
+
+from .errors import ToolchainError
+
+TILEIRAS_PKG = "nvidia-cuda-tileiras"
+NVCC_PKG = "nvidia-cuda-nvcc"
+NVVM_PKG = "nvidia-nvvm"
+#: The wheels of one toolchain, in cuTile's order (``_compile._PIP_TILEIRAS_PACKAGES``).
+PACKAGES = (TILEIRAS_PKG, NVCC_PKG, NVVM_PKG)
+SOURCES = ("managed", "pip", "path")
+MANIFEST = "toolchain.json"
+MANIFEST_SCHEMA_VERSION = 1
+_EXE = ".exe" if os.name == "nt" else ""
+_BIN_FILES = {f"tileiras{_EXE}", f"ptxas{_EXE}", f"tileirdisasm{_EXE}"}
+_SPEC_RE = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?$")
+_RELEASE_RE = re.compile(r"V(\d+\.\d+\.\d+)")
+_PUBLISHED: dict[str, list[str]] = {}
+
+
+# --- versions ---------------------------------------------------------------------------------------------------
+
+def parse_spec(spec: str) -> tuple[int, ...]:
+    """``"13.3"`` → ``(13, 3)``; ``"13.3.36"`` → ``(13, 3, 36)``.
+
+    Raises:
+        ToolchainError: anything else (``"13"``, ``"v13.3"``, ``"13.3.36rc1"``).
+    """
+    m = _SPEC_RE.match(str(spec).strip())
+    if not m:
+        raise ToolchainError(f"{spec!r} is not a tileiras version: give MAJOR.MINOR (13.4, the newest 13.4.x) "
+                             "or MAJOR.MINOR.PATCH (13.4.92); `tileprobe toolchain list --available` lists them.")
+    return tuple(int(g) for g in m.groups() if g is not None)
+
+
+def major_minor(version: str) -> tuple[int, int]:
+    """``"13.4.92"`` → ``(13, 4)``; the key cuTile compares across the three packages."""
+    parts = parse_spec(version)
+    return parts[0], parts[1]
+
+
+def _sort_key(version: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in version.split("."))
+
+
+def match_version(spec: str, published: Sequence[str], package: str = TILEIRAS_PKG) -> str:
+    """The published version a spec names: itself when exact, else the newest patch of MAJOR.MINOR.
+
+    Raises:
+        ToolchainError: no published version matches; the message lists the published ones.
+    """
+    want = parse_spec(spec)
+    hits = sorted((v for v in published if _sort_key(v)[:len(want)] == want), key=_sort_key)
+    if not hits:
+        listed = ", ".join(sorted(published, key=_sort_key)) or "none"
+        raise ToolchainError(f"{package} {spec} is not published; published: {listed}.")
+    return hits[-1]
+
+
+def companion_version(tileiras_version: str, published: Sequence[str], package: str) -> str:
+    """The newest published ``package`` release with tileiras' major.minor (its patch number differs).
+
+    Raises:
+        ToolchainError: that major.minor has no release of ``package``.
+    """
+    try:
+        return match_version("%d.%d" % major_minor(tileiras_version), published, package)
+    except ToolchainError as e:
+        raise ToolchainError(f"tileiras {tileiras_version} needs {package} of the same major.minor: {e}") from None
+
+
+def _pip(*args: str, timeout_s: float = 600) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "pip", *args, "--disable-pip-version-check"]
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise ToolchainError(f"`{' '.join(cmd)}` did not finish ({e}); check the network and pip's index.") from e
+
+
+def _pip_tail(proc: subprocess.CompletedProcess, n: int = 6) -> str:
+    lines = [ln for ln in (proc.stderr + proc.stdout).splitlines() if ln.strip() and "WARNING" not in ln]
+    return "\n  ".join(lines[-n:]) or f"exit code {proc.returncode}"
+
+
+def parse_pip_versions(text: str) -> list[str] | None:
+    """Final releases from ``pip index versions`` ("Available versions: a, b") or a ``pip download`` error
+    ("(from versions: a, b)"), ascending; ``None`` when the text has neither. Pre-releases (``13.4.46rc1``) are
+    dropped."""
+    m = re.search(r"Available versions:\s*(.*)", text) or re.search(r"\(from versions:\s*([^)]*)\)", text)
+    if not m:
+        return None
+    found = {v.strip() for v in m.group(1).split(",")}
+    return sorted((v for v in found if re.fullmatch(r"\d+\.\d+\.\d+", v)), key=_sort_key)
+
+
+def _query_published(package: str) -> list[str]:
+    proc = _pip("index", "versions", package, timeout_s=180)
+    versions = parse_pip_versions(proc.stdout) if proc.returncode == 0 else None
+    if versions is None:  # `pip index` is experimental; a failed exact pin lists the versions too
+        with tempfile.TemporaryDirectory() as tmp:
+            proc = _pip("download", "--no-deps", "--only-binary=:all:", "-d", tmp, f"{package}==0.0.0a0",
+                        timeout_s=180)
+        versions = parse_pip_versions(proc.stderr + proc.stdout)
+    if not versions:
+        raise ToolchainError(f"could not list the published versions of {package} from the package registry:\n  "
+                             f"{_pip_tail(proc)}\nCheck the network and pip's index settings (`pip config list`).")
+    return versions
+
+
+def published_versions(package: str = TILEIRAS_PKG) -> list[str]:
+    """Versions of ``package`` the package registry publishes for this platform, ascending (cached per process).
+
+    Raises:
+        ToolchainError: the registry is unreachable or lists nothing (the message carries pip's words).
+    """
+    if package not in _PUBLISHED:
+        _PUBLISHED[package] = _query_published(package)
+    return list(_PUBLISHED[package])
+
+
+# --- the Toolchain record ---------------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Toolchain:
+    """One tileiras with the ptxas and libnvvm it runs.
+
+    Attributes:
+        version: tileiras release, ``"13.3.36"``.
+        root: folder holding ``bin/`` and ``lib/`` (a managed folder, or the pip ``nvidia/cu13``).
+        tileiras: absolute path of the tileiras binary.
+        lib_dirs: folders to put first on LD_LIBRARY_PATH (``<root>/lib``; tileiras itself finds libnvvm there
+            by absolute path, so this is belt and braces).
+        pins: package → exact version (``{"nvidia-cuda-nvcc": "13.3.73", …}``).
+        source: ``"managed"`` (installed by tileprobe), ``"pip"`` (this environment's packages) or ``"path"``.
+    """
+    version: str
+    root: str
+    tileiras: str
+    lib_dirs: tuple[str, ...] = ()
+    pins: Mapping[str, str] = dataclasses.field(default_factory=dict, hash=False)
+    source: str = "managed"
+
+    def __post_init__(self):
+        if not re.fullmatch(r"\d+\.\d+\.\d+", str(self.version)):
+            raise ToolchainError(f"Toolchain.version must be MAJOR.MINOR.PATCH, got {self.version!r}")
+        if self.source not in SOURCES:
+            raise ToolchainError(f"Toolchain.source must be one of {SOURCES}, got {self.source!r}")
+        object.__setattr__(self, "lib_dirs", tuple(str(d) for d in self.lib_dirs))
+        object.__setattr__(self, "pins", dict(self.pins))
+
+    def as_dict(self) -> dict:
+        """The form ``tileprobe.audit.audit(toolchains=…)`` takes: ``{tileiras, lib_dirs, version}``."""
+        return {"tileiras": self.tileiras, "lib_dirs": list(self.lib_dirs), "version": self.version}
+
+    @classmethod
+    def from_dir(cls, root: str | os.PathLike) -> "Toolchain":
+        """Read a managed toolchain folder's ``toolchain.json``.
+
+        Raises:
+            ToolchainError: no manifest, an unreadable one, or one newer than this tileprobe.
+        """
+        root = Path(root)
+        try:
+            doc = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise ToolchainError(f"{root / MANIFEST} is unreadable ({e}); reinstall: "
+                                 f"tileprobe toolchain remove {root.name} && tileprobe toolchain install {root.name}"
+                                 ) from e
+        if int(doc.get("schema_version", 0)) > MANIFEST_SCHEMA_VERSION:
+            raise ToolchainError(f"{root / MANIFEST} has schema_version {doc['schema_version']}, newer than this "
+                                 f"tileprobe reads ({MANIFEST_SCHEMA_VERSION}); upgrade tileprobe.")
+        return cls(version=doc["version"], root=str(root), tileiras=str(root / "bin" / f"tileiras{_EXE}"),
+                   lib_dirs=(str(root / "lib"),), pins=doc.get("pins", {}), source="managed")
+
+    @classmethod
+    def from_binary(cls, tileiras: str | os.PathLike) -> "Toolchain":
+        """A tileiras given by path (source ``"path"``); its version comes from ``tileiras --version``.
+
+        Raises:
+            ToolchainError: not executable, or its ``--version`` names no release.
+        """
+        path = Path(tileiras).expanduser().resolve()
+        version, _ = tileiras_version(str(path))
+        root = path.parent.parent
+        libs = (str(root / "lib"),) if (root / "lib").is_dir() else ()
+        return cls(version=version, root=str(root), tileiras=str(path), lib_dirs=libs, pins={}, source="path")
+
+
+def compiler_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``env`` (default ``os.environ``) without CUDA_HOME / CUDA_PATH, which redirect tileiras' libnvvm/ptxas."""
+    return {k: v for k, v in (os.environ if env is None else env).items() if k not in ("CUDA_HOME", "CUDA_PATH")}
+
+
+def tileiras_version(tileiras: str, env: Mapping[str, str] | None = None) -> tuple[str, str]:
+    """Run ``tileiras --version``; return (``"13.4.92"``, ``"Cuda compilation tools, release 13.4, V13.4.92"``).
+
+    Raises:
+        ToolchainError: it does not run, or prints no ``V<major>.<minor>.<patch>``.
+    """
+    try:
+        proc = subprocess.run([tileiras, "--version"], capture_output=True, text=True, timeout=60,
+                              env=compiler_env(env))
+    except (OSError, subprocess.SubprocessError) as e:
+        raise ToolchainError(f"{tileiras} --version failed ({e}); run `tileprobe doctor`.") from e
+    m = _RELEASE_RE.search(proc.stdout)
+    if proc.returncode != 0 or not m:
+        raise ToolchainError(f"{tileiras} --version printed no release (exit {proc.returncode}): "
+                             f"{(proc.stdout + proc.stderr).strip()[-300:]!r}; run `tileprobe doctor`.")
+    line = next(ln.strip() for ln in proc.stdout.splitlines() if m.group(0) in ln)
+    return m.group(1), line
+
+
+def parse_targets(help_text: str) -> list[str]:
+    """The ``--gpu-name`` values of ``tileiras --help`` (``=sm_90  -   SM 90`` lines), in its order."""
+    return re.findall(r"^\s+=(sm_\d+[a-z]?)\b", help_text, flags=re.M)
+
+
+def tileiras_targets(tileiras: str, env: Mapping[str, str] | None = None) -> list[str]:
+    """Targets a tileiras accepts per its ``--help`` (13.3.36: sm_80 … sm_121 without sm_107); [] if it fails."""
+    try:
+        proc = subprocess.run([tileiras, "--help"], capture_output=True, text=True, timeout=60,
+                              env=compiler_env(env))
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return parse_targets(proc.stdout)
+
+
+# --- where toolchains live --------------------------------------------------------------------------------------
+
+def toolchains_dir(env: Mapping[str, str] | None = None) -> Path:
+    """``$TILEPROBE_TOOLCHAINS`` or ``platformdirs.user_cache_dir("tileprobe")/toolchains`` (not created)."""
+    env = os.environ if env is None else env
+    if env.get("TILEPROBE_TOOLCHAINS"):
+        return Path(env["TILEPROBE_TOOLCHAINS"]).expanduser()
+    from platformdirs import user_cache_dir
+    return Path(user_cache_dir("tileprobe")) / "toolchains"
+
+
+def installed(root: str | os.PathLike | None = None) -> list[Toolchain]:
+    """Managed toolchains under ``root`` (default :func:`toolchains_dir`), ascending by version.
+
+    Folders without a readable ``toolchain.json`` (an interrupted install) are skipped.
+    """
+    base = Path(root) if root is not None else toolchains_dir()
+    found = []
+    for d in base.iterdir() if base.is_dir() else ():
+        if _SPEC_RE.match(d.name) and (d / MANIFEST).is_file():
+            try:
+                found.append(Toolchain.from_dir(d))
+            except (ToolchainError, KeyError):
+                continue
+    return sorted(found, key=lambda t: _sort_key(t.version))
+
+
+def pip_versions() -> dict[str, str | None]:
+    """Installed versions of the three pip packages in this environment (``None`` = not installed)."""
+    out: dict[str, str | None] = {}
+    for pkg in PACKAGES:
+        try:
+            out[pkg] = importlib.metadata.version(pkg)
+        except importlib.metadata.PackageNotFoundError:
+            out[pkg] = None
+    return out
+
+
+def pip_cu13_dir() -> Path | None:
+    """The ``nvidia/cu13`` folder of the pip packages (``bin/tileiras``, ``lib/libnvvm.so.4``), if any."""
+    try:
+        spec = importlib.util.find_spec("nvidia.cu13")
+    except (ImportError, ValueError):
+        return None
+    locs = list(getattr(spec, "submodule_search_locations", None) or [])
+    return Path(locs[0]) if locs else None
+
+
+def pip_toolchain() -> Toolchain | None:
+    """This environment's pip tileiras as a Toolchain, when cuTile would take it: the three packages installed
+    with one major.minor and ``nvidia/cu13/bin/tileiras`` present (``_compile._find_pip_tileiras``)."""
+    versions = pip_versions()
+    if any(v is None for v in versions.values()):
+        return None
+    try:
+        if len({major_minor(v) for v in versions.values()}) != 1:
+            return None
+    except ToolchainError:
+        return None
+    cu13 = pip_cu13_dir()
+    exe = cu13 / "bin" / f"tileiras{_EXE}" if cu13 else None
+    if exe is None or not exe.is_file():
+        return None
+    return Toolchain(version=versions[TILEIRAS_PKG], root=str(cu13), tileiras=str(exe),
+                     lib_dirs=(str(cu13 / "lib"),), pins=versions, source="pip")
+
+
+# --- install / remove -------------------------------------------------------------------------------------------
+
+def wanted(member: str) -> str | None:
+    """The toolchain-relative path a wheel member is extracted to, or ``None`` to leave it out.
+
+    Kept: ``bin/{tileiras,ptxas,tileirdisasm}``, ``lib/*``, ``nvvm/**`` except ``nvvm/bin`` (cicc: unused).
+    """
+    prefix = "nvidia/cu13/"
+    if not member.startswith(prefix) or member.endswith("/"):
+        return None
+    rel = member[len(prefix):]
+    parts = rel.split("/")
+    if any(p in ("", ".", "..") for p in parts):
+        return None
+    if parts[0] == "bin":
+        return rel if len(parts) == 2 and parts[1] in _BIN_FILES else None
+    if parts[0] == "lib":
+        return rel if len(parts) == 2 else None
+    if parts[0] == "nvvm":
+        return rel if len(parts) > 2 and parts[1] != "bin" else None
+    return None
+
+
+def extract_wheel(wheel: str | os.PathLike, dest: str | os.PathLike) -> list[str]:
+    """Extract the :func:`wanted` members of a wheel into ``dest``, keeping executable bits; return their paths."""
+    out = []
+    with zipfile.ZipFile(wheel) as zf:
+        for info in zf.infolist():
+            rel = wanted(info.filename)
+            if rel is None:
+                continue
+            target = Path(dest, rel)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with zf.open(info) as src, open(target, "wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+            mode = (info.external_attr >> 16) & 0o777
+            os.chmod(target, 0o755 if rel.startswith("bin/") else (mode or 0o644) | 0o444)
+            out.append(rel)
+    return out
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _download(pins: Mapping[str, str], dest: Path) -> dict[str, Path]:
+    """``pip download`` the pinned wheels for this platform into ``dest``; return package → wheel file."""
+    from packaging.utils import canonicalize_name, parse_wheel_filename
+    dest.mkdir(parents=True, exist_ok=True)
+    proc = _pip("download", "--no-deps", "--only-binary=:all:", "-d", str(dest),
+                *[f"{p}=={v}" for p, v in pins.items()])
+    wheels = {}
+    for f in dest.glob("*.whl"):
+        name, version, _, _ = parse_wheel_filename(f.name)
+        wheels[str(canonicalize_name(name))] = f
+    missing = [p for p in pins if p not in wheels]
+    if proc.returncode != 0 or missing:
+        raise ToolchainError("could not download " + ", ".join(f"{p}=={v}" for p, v in pins.items())
+                             + f" for this platform:\n  {_pip_tail(proc)}\nCheck the network and pip's index "
+                             "settings (`pip config list`); `tileprobe toolchain list --available` shows what "
+                             "the registry offers.")
+    return wheels
+
+
+def _verify(stage: Path, pins: Mapping[str, str]) -> str:
+    """Run the staged ``tileiras --version`` / ``ptxas --version``; return tileiras' release line."""
+    version, line = tileiras_version(str(stage / "bin" / f"tileiras{_EXE}"))
+    if version != pins[TILEIRAS_PKG]:
+        raise ToolchainError(f"the {TILEIRAS_PKG} {pins[TILEIRAS_PKG]} wheel holds tileiras {version}")
+    ptxas = stage / "bin" / f"ptxas{_EXE}"
+    proc = subprocess.run([str(ptxas), "--version"], capture_output=True, text=True, timeout=60,
+                          env=compiler_env())
+    if f"V{pins[NVCC_PKG]}" not in proc.stdout:
+        raise ToolchainError(f"{ptxas} --version does not say V{pins[NVCC_PKG]}: {proc.stdout.strip()[-200:]!r}")
+    if os.name != "nt" and not (stage / "lib" / "libnvvm.so.4").is_file():
+        raise ToolchainError(f"the {NVVM_PKG} {pins[NVVM_PKG]} wheel has no lib/libnvvm.so.4, which tileiras loads")
+    return line
+
+
+def _notice(stream: TextIO | None | str, text: str) -> None:
+    """Print a progress line to ``stream``: ``"stderr"`` = ``sys.stderr`` at call time, ``None`` = silent."""
+    stream = sys.stderr if stream == "stderr" else stream
+    if stream is not None:
+        print(text, file=stream, flush=True)
+
+
+def install(version: str, *, root: str | os.PathLike | None = None, force: bool = False,
+            stream: TextIO | None | str = "stderr") -> Toolchain:
+    """Install tileiras ``version`` (``"13.3"`` = newest 13.3.x, or ``"13.3.36"``) as a managed toolchain.
+
+    Downloads ``nvidia-cuda-tileiras==V`` plus the newest ``nvidia-cuda-nvcc`` and ``nvidia-nvvm`` of V's
+    major.minor with ``pip download --no-deps --only-binary=:all:`` (this platform), extracts what tileiras
+    needs into ``<root>/<V>/``, writes ``toolchain.json`` (pins, wheel sha256s, install date, size in bytes) and
+    checks ``tileiras --version`` / ``ptxas --version``. An existing install is returned as is unless ``force``.
+    Progress lines go to ``stream`` (``None``: silent).
+
+    Raises:
+        ToolchainError: an unknown version (lists the published ones), a registry or download failure, or
+            binaries that do not run here.
+    """
+    base = Path(root) if root is not None else toolchains_dir()
+    want = parse_spec(version)
+    if len(want) == 3 and not force and (base / version / MANIFEST).is_file():
+        return Toolchain.from_dir(base / version)
+    exact = match_version(version, published_versions(TILEIRAS_PKG))
+    dest = base / exact
+    if (dest / MANIFEST).is_file() and not force:
+        return Toolchain.from_dir(dest)
+    if dest.exists() and not force:
+        raise ToolchainError(f"{dest} exists but holds no {MANIFEST} (an interrupted or foreign install); "
+                             f"`tileprobe toolchain install {exact} --force` replaces it.")
+    pins = {TILEIRAS_PKG: exact,
+            NVCC_PKG: companion_version(exact, published_versions(NVCC_PKG), NVCC_PKG),
+            NVVM_PKG: companion_version(exact, published_versions(NVVM_PKG), NVVM_PKG)}
+    _notice(stream, f"tileprobe: installing tileiras {exact} (nvcc {pins[NVCC_PKG]}, nvvm {pins[NVVM_PKG]}) "
+                    f"into {dest}")
+    base.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    work = Path(tempfile.mkdtemp(prefix=f".install-{exact}-", dir=base))
+    try:
+        wheels = _download(pins, work / "wheels")
+        stage = work / exact
+        for wheel in wheels.values():
+            extract_wheel(wheel, stage)
+        build = _verify(stage, pins)
+        size = sum(f.stat().st_size for f in stage.rglob("*") if f.is_file())
+        manifest = {
+            "schema_version": MANIFEST_SCHEMA_VERSION, "version": exact, "build": build, "pins": pins,
+            "wheels": {p: {"file": w.name, "sha256": _sha256(w)} for p, w in wheels.items()},
+            "installed_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "install_s": round(time.perf_counter() - t0, 1), "size_bytes": size,
+            "python": sys.version.split()[0], "platform": sys.platform,
+        }
+        (stage / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+        if dest.exists() and force:
+            shutil.rmtree(dest)
+        try:
+            os.rename(stage, dest)
+        except OSError:
+            if not (dest / MANIFEST).is_file():  # not a concurrent install of the same version: a real error
+                raise
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return Toolchain.from_dir(dest)
+
+
+def remove(version: str, *, root: str | os.PathLike | None = None) -> Toolchain:
+    """Delete a managed toolchain (``"13.3.36"``, or ``"13.3"`` when one 13.3.x is installed); return it.
+
+    Raises:
+        ToolchainError: not installed (lists what is), ambiguous, or the version is only pip's.
+    """
+    want = parse_spec(version)
+    have = installed(root)
+    hits = [t for t in have if _sort_key(t.version)[:len(want)] == want]
+    if len(hits) != 1:
+        pip = pip_toolchain()
+        if not hits and pip is not None and _sort_key(pip.version)[:len(want)] == want:
+            raise ToolchainError(f"tileiras {pip.version} is this environment's pip package, not a managed "
+                                 f"toolchain; remove it with `pip uninstall {' '.join(PACKAGES)}`.")
+        listed = ", ".join(t.version for t in have) or "none"
+        what = "matches several" if hits else "is not installed"
+        raise ToolchainError(f"tileiras {version} {what}; managed toolchains: {listed}.")
+    shutil.rmtree(hits[0].root)
+    return hits[0]
+
+
+# --- resolve for `audit --tileiras V1,V2` ----------------------------------------------------------------------
+
+def _local_match(spec: str, candidates: Iterable[Toolchain]) -> Toolchain | None:
+    want = parse_spec(spec)
+    hits = [t for t in candidates if _sort_key(t.version)[:len(want)] == want]
+    return max(hits, key=lambda t: _sort_key(t.version)) if hits else None
+
+
+def resolve_toolchain(spec: str, auto_install: bool = True, *, root: str | os.PathLike | None = None,
+                      stream: TextIO | None | str = "stderr") -> Toolchain:
+    """One ``--tileiras`` entry → a Toolchain. See :func:`resolve_toolchains`."""
+    if os.sep in spec or "/" in spec or spec.endswith(f"tileiras{_EXE}"):
+        return Toolchain.from_binary(spec)
+    want = parse_spec(spec)
+    local = sorted([*installed(root)] + ([p] if (p := pip_toolchain()) else []),
+                   key=lambda t: t.source != "pip")  # the environment's own compiler first
+
+    def local_exact(version: str) -> Toolchain | None:
+        return next((t for t in local if t.version == version), None)
+
+    if len(want) == 3 and (hit := local_exact(spec)):
+        return hit  # no registry needed
+    try:
+        exact = match_version(spec, published_versions(TILEIRAS_PKG))
+    except ToolchainError:
+        if len(want) == 2 and (hit := _local_match(spec, local)):
+            return hit  # registry unreachable: the newest local release of that major.minor
+        raise
+    if hit := local_exact(exact):
+        return hit
+    if not auto_install:
+        raise ToolchainError(f"tileiras {exact} is not installed; run `tileprobe toolchain install {exact}`.")
+    return install(exact, root=root, stream=stream)
+
+
+def resolve_toolchains(specs: Sequence[str], auto_install: bool = True, *, root: str | os.PathLike | None = None,
+                       stream: TextIO | None | str = "stderr") -> list[dict]:
+    """Turn ``--tileiras`` entries into compiler dicts ``{tileiras, lib_dirs, version}`` for ``audit``.
+
+    Each entry is ``MAJOR.MINOR`` (newest published patch), ``MAJOR.MINOR.PATCH`` or a path to a tileiras.
+    The current environment's pip tileiras is used in place when it is that exact version (and its nvcc/nvvm
+    match, as cuTile requires); else a managed toolchain; a missing one is installed (one line to ``stream``)
+    when ``auto_install``. Duplicates are dropped, order kept.
+
+    Raises:
+        ToolchainError: a malformed or unpublished version (lists the published ones); a missing version with
+            ``auto_install=False`` (says ``tileprobe toolchain install V``); a failed install.
+    """
+    out, seen = [], set()
+    for spec in specs:
+        tc = resolve_toolchain(spec.strip(), auto_install, root=root, stream=stream)
+        if tc.tileiras not in seen:
+            seen.add(tc.tileiras)
+            out.append(tc.as_dict())
+    return out
+
+
+# --- CLI --------------------------------------------------------------------------------------------------------
+
+def _size_mb(path: str) -> float:
+    return sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file()) / 1e6
+
+
+def cmd_install(args) -> int:
+    from rich.console import Console
+    con = Console(highlight=False)
+    for v in args.versions:
+        t0 = time.perf_counter()
+        tc = install(v, force=args.force)
+        pins = ", ".join(f"{p} {x}" for p, x in tc.pins.items())
+        con.print(f"tileiras {tc.version}: {tc.root} ({_size_mb(tc.root):.0f} MB, {time.perf_counter() - t0:.1f} s)"
+                  f"\n  {pins}")
+    return 0
+
+
+def cmd_list(args) -> int:
+    from rich.console import Console
+    from rich.table import Table
+    table = Table("version", "source", "nvcc", "nvvm")
+    table.add_column("path", overflow="fold")
+    pip = pip_toolchain()
+    rows = [*installed()] + ([pip] if pip else [])
+    for t in sorted(rows, key=lambda t: (_sort_key(t.version), t.source)):
+        src = "pip (this environment)" if t.source == "pip" else t.source
+        table.add_row(t.version, src, t.pins.get(NVCC_PKG, ""), t.pins.get(NVVM_PKG, ""), t.root)
+    con = Console(highlight=False)
+    if rows:
+        con.print(table)
+    else:
+        con.print(f"no toolchains in {toolchains_dir()}; `tileprobe toolchain install 13.4` adds one")
+    if args.available:
+        have = {t.version for t in rows}
+        marks = [f"{v}{' (installed)' if v in have else ''}" for v in published_versions(TILEIRAS_PKG)]
+        con.print(f"published {TILEIRAS_PKG}: " + ", ".join(marks))
+    return 0
+
+
+def cmd_remove(args) -> int:
+    tc = remove(args.version)
+    print(f"removed tileiras {tc.version} ({tc.root})")
+    return 0
+
+
+def add_parser(subparsers, add_common: Callable | None = None) -> None:
+    """Register ``tileprobe toolchain install|list|remove``."""
+    p = subparsers.add_parser("toolchain", help="install, list and remove tileiras releases (with ptxas and "
+                                                "libnvvm) from the package registry")
+    sub = p.add_subparsers(dest="toolchain_cmd", required=True)
+    i = sub.add_parser("install", help="install VERSION (13.4 = newest 13.4.x, or 13.4.92)")
+    i.add_argument("versions", nargs="+", metavar="VERSION")
+    i.add_argument("--force", action="store_true", help="download and install again")
+    i.set_defaults(func=cmd_install)
+    ls = sub.add_parser("list", help="installed toolchains and this environment's pip tileiras")
+    ls.add_argument("--available", action="store_true", help="also list what the package registry publishes")
+    ls.set_defaults(func=cmd_list)
+    r = sub.add_parser("remove", help="delete an installed toolchain")
+    r.add_argument("version", metavar="VERSION")
+    r.set_defaults(func=cmd_remove)
