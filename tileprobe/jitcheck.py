@@ -182,13 +182,17 @@ def main(argv=None) -> int:
     ap.add_argument("--jit-only", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.jit_only:
-        json.dump(jit_capture(args.probes, args.arch), sys.stdout)
+        rows = jit_capture(args.probes, args.arch)
+        sys.stdout.write("\n" + json.dumps(rows, default=str) + "\n")
         return 0
     import torch
     arch = args.arch or "sm_{}{}".format(*torch.cuda.get_device_capability())
     jit = subprocess.run([sys.executable, "-m", "tileprobe.jitcheck", *args.probes, "--arch", arch, "--jit-only"],
-                         capture_output=True, text=True, check=True)
-    jit_rows = json.loads(jit.stdout)
+                         capture_output=True, text=True)
+    if jit.returncode != 0:
+        print(jit.stderr[-4000:], file=sys.stderr)
+        return 2
+    jit_rows = json.loads(jit.stdout.strip().splitlines()[-1])
     work = tempfile.mkdtemp(prefix="jitcheck-")
     audit_json = os.path.join(work, "audit.json")
     subprocess.run([sys.executable, "-m", "tileprobe.cli", "audit", *args.probes, "--arch", arch, "--no-store",
