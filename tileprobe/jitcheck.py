@@ -91,7 +91,10 @@ def jit_capture(probe_paths: list[str], arch: str) -> list[dict]:
                             sha = hashlib.sha256(cubin).hexdigest()
                             with open(os.path.join("jit_cubins", sha + ".cubin"), "wb") as f:
                                 f.write(cubin)
-                            row.update(symbol=captured["sig"].symbol, cubin_sha256=sha)
+                            sig = captured["sig"]
+                            if sig.symbol is None:  # JIT mangles inside compile_tile; name it the same way
+                                sig = sig.with_mangled_symbol(k._pyfunc.__name__)
+                            row.update(symbol=sig.symbol, cubin_sha256=sha)
                         except Exception as e:  # the JIT itself failed (e.g. unsupported dtype on this arch)
                             row["error"] = f"{type(e).__name__}: {e}"
                         out.append(row)
@@ -169,7 +172,8 @@ def compare(jit_rows: list[dict], audit_doc: dict, cubin_dir: str) -> list[dict]
                        driver_shared_equal=drv["shared_bytes"] == a["driver_shared_bytes"])
         except Exception as e:  # noqa: BLE001 - report, don't stop the comparison
             row["driver_error"] = f"{type(e).__name__}: {e}"
-        row["status"] = "same" if row["symbol_equal"] and row["resources_equal"] and row["code_equal"] else "DIFFERENT"
+        same = row["bytes_equal"] or (row["symbol_equal"] and row["resources_equal"] and row["code_equal"])
+        row["status"] = "same" if same else "DIFFERENT"
         out.append(row)
     return out
 
