@@ -59,6 +59,7 @@ probe = Probe(
     args=args,
     cases={"ALLOW_TMA": [True, False]},
     hints={"occupancy": [1, 2, 4, 8, 16]},
+    knobs={"allow_tma": "ALLOW_TMA"},   # the x load's allow_tma: judged against the TMA instructions in the SASS
     grid=lambda case, hints, num_sms: (num_sms * (hints.get("occupancy") or 1),),
     reference=reference,
     name="rms_norm",

@@ -56,17 +56,19 @@ def plan_variants(probes: Sequence[Probe], archs: Sequence[str]) -> list[Variant
             for case in p.case_grid():
                 for hints in p.hint_grid():
                     out.append(Variant(p.source or "", p.index, p.label, tuple(case.items()),
-                                       tuple(hints.items()), get_arch(arch).name, digest))
+                                       tuple(hints.items()), get_arch(arch).name, digest,
+                                       tuple(p.knobs.items())))
     return out
 
 
-def record_from(res: CompileResult, with_sass: bool = False) -> VariantRecord:
+def record_from(res: CompileResult) -> VariantRecord:
     """Turn one compile result into a variant record: read the cubin and compute occupancy."""
     v = res.variant
     rec = VariantRecord(kernel=v.probe_name, probe=v.probe_path, case=v.case_dict, hints=v.hints_dict,
                         arch=v.arch, tileiras=res.tileiras, status=res.status, cuda_tile=res.cuda_tile,
                         effective_hints=res.effective_hints, error=res.error, repro=res.repro,
-                        compile_s=round(res.compile_s, 3), symbol=res.symbol, signature=res.signature)
+                        compile_s=round(res.compile_s, 3), symbol=res.symbol, signature=res.signature,
+                        knobs=dict(v.knobs))
     if res.status != "ok" or res.cubin is None:
         return rec
     try:
@@ -89,12 +91,7 @@ def record_from(res: CompileResult, with_sass: bool = False) -> VariantRecord:
     if res.remarks:
         from .remarks import parse_remarks
         rec.remarks = parse_remarks(res.remarks)
-    if with_sass:
-        from .sass import sass_traits
-        try:
-            rec.sass = sass_traits(res.cubin).to_dict()
-        except TileprobeError as e:
-            rec.sass = {"error": str(e)}
+    rec.sass = res.sass
     return rec
 
 
@@ -163,8 +160,8 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
             if len(variants) > len(todo):
                 progress("advance", len(variants) - len(todo))
         for res in compile_variants(todo, tileiras=tc.get("tileiras"), lib_dirs=tc.get("lib_dirs"), jobs=jobs,
-                                    timeout_s=timeout_s):
-            rec = record_from(res, with_sass=with_sass)
+                                    timeout_s=timeout_s, with_sass=with_sass):
+            rec = record_from(res)
             if res.cubin is not None and rec.cubin_sha256:
                 result.cubins[rec.cubin_sha256] = res.cubin
             if store is not None:
@@ -176,7 +173,7 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
     probe_errors = {r.error for r in result.records if r.status == "probe_error"}
     result.probe_errors.extend(sorted(probe_errors))
     hint_names = sorted({h for p in probes for h in p.hints} | {h for r in result.records for h in r.hints})
-    hint_names = [h for h in hint_names if h in KERNEL_HINTS]
+    hint_names = [h for h in hint_names if h in KERNEL_HINTS] + sorted({k for p in probes for k in p.knobs})
     assign_verdicts(result.records, hint_names)
     order = {_order_key(v.probe_path, v.probe_name, v.case_dict, v.hints_dict, v.arch): i
              for i, v in enumerate(variants)}

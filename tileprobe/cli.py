@@ -57,6 +57,16 @@ def _open_store(args):
     return Store.open(args.store)
 
 
+def _have_nvdisasm() -> bool:
+    from .errors import ToolchainError
+    from .sass import find_nvdisasm
+    try:
+        find_nvdisasm()
+        return True
+    except ToolchainError:
+        return False
+
+
 def cmd_audit(args) -> int:
     from .audit import audit
     err = _console(stderr=True)
@@ -64,7 +74,7 @@ def cmd_audit(args) -> int:
     prog, cb = _progress_cb(err)
     with prog:
         result = audit(args.probes, _split(args.arch), toolchains=_toolchains(args.tileiras), jobs=args.jobs,
-                       timeout_s=args.timeout, with_sass=args.sass, store=store, progress=cb)
+                       timeout_s=args.timeout, with_sass=args.sass and _have_nvdisasm(), store=store, progress=cb)
     for e in result.probe_errors:
         err.print(f"[red]probe error[/]: {e}", markup=True, highlight=False)
     if store is not None:
@@ -107,7 +117,7 @@ def _emit(records, environment, args, result=None):
         sys.stdout.write(audit_markdown(records, environment, command=" ".join(["tileprobe", *sys.argv[1:]])))
     elif fmt == "table" and args.json != "-":
         from .report.terminal import render_audit
-        render_audit(records, _console())
+        render_audit(records, _console(), brief=getattr(args, "brief", False))
 
 
 def _add_common(p):
@@ -129,11 +139,13 @@ def build_parser() -> argparse.ArgumentParser:
                    "`tileprobe toolchain install`), e.g. 13.3.36,13.4.92; default: the one cuTile would use")
     a.add_argument("--jobs", "-j", type=int, default=None, help="parallel compiles (default: all CPUs)")
     a.add_argument("--timeout", type=float, default=300.0, help="per-variant compiler timeout in seconds (default 300)")
-    a.add_argument("--sass", action="store_true", help="also disassemble each cubin for SASS traits (nvdisasm)")
+    a.add_argument("--no-sass", dest="sass", action="store_false", help="skip SASS traits (spills, TMA, matrix "
+                   "instructions from nvdisasm); on by default when nvdisasm is installed")
     a.add_argument("--store", metavar="PATH", help="results store (default: the user data dir)")
     a.add_argument("--no-store", action="store_true", help="do not read or write the results store")
     a.add_argument("--bundle", metavar="DIR", help="also write DIR/audit.json and DIR/cubins/ for `tileprobe run "
                    "--bundle DIR` on a GPU machine without tileiras")
+    a.add_argument("--brief", action="store_true", help="print reasons only for hints that were not honoured")
     a.set_defaults(func=cmd_audit, command_line=None)
     _add_common(a)
 

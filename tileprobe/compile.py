@@ -44,6 +44,7 @@ class Variant:
     hints: tuple
     arch: str
     source_sha256: str = ""   # probe file + kernel module contents (the store's key uses it)
+    knobs: tuple = ()          # (per-load hint, case constant) pairs from the probe
 
     @property
     def case_dict(self) -> dict:
@@ -78,6 +79,7 @@ class CompileResult:
     signature: list = field(default_factory=list)
     effective_hints: dict = field(default_factory=dict)
     cubin: bytes | None = None
+    sass: dict | None = None
     remarks: str = ""
     error: str = ""
     repro: str = ""
@@ -92,7 +94,8 @@ class CompileResult:
 _WORKER: dict[str, Any] = {}
 
 
-def _init_worker(tileiras: str | None, lib_dirs: list[str] | None, timeout_s: float, tmp_root: str) -> None:
+def _init_worker(tileiras: str | None, lib_dirs: list[str] | None, timeout_s: float, tmp_root: str,
+                 with_sass: bool = False) -> None:
     from . import _cutile
     _cutile.install_fake_driver()
     _cutile.check_cutile()
@@ -101,7 +104,7 @@ def _init_worker(tileiras: str | None, lib_dirs: list[str] | None, timeout_s: fl
     _cutile.install_compile_hook()
     wdir = tempfile.mkdtemp(prefix="worker-", dir=tmp_root)
     _cutile.configure_context(wdir, timeout_s)
-    _WORKER.update(tmp=wdir, timeout_s=timeout_s, probes={}, sigs={})
+    _WORKER.update(tmp=wdir, timeout_s=timeout_s, probes={}, sigs={}, with_sass=with_sass)
 
 
 def _probe(path: str, index: int):
@@ -149,8 +152,22 @@ def compile_one(variant: Variant) -> CompileResult:
         res.total_s = time.perf_counter() - t0
         return res
     _compile_cubin(kernel, sig, variant, res)
+    if res.cubin is not None and _WORKER.get("with_sass"):
+        res.sass = _sass(res.cubin, res.symbol)
     res.total_s = time.perf_counter() - t0
     return res
+
+
+def _sass(cubin: bytes, symbol: str) -> dict:
+    """SASS traits of the kernel ``symbol`` (see :mod:`tileprobe.sass`), or ``{"error": …}``."""
+    from .errors import TileprobeError
+    from .sass import sass_traits
+    try:
+        traits = sass_traits(cubin)
+        names = [k.name for k in traits.kernels]
+        return {"target": traits.target, **traits.kernel(symbol if symbol in names else None).to_dict()}
+    except TileprobeError as e:
+        return {"error": str(e)}
 
 
 def _compile_cubin(kernel, sig, variant: Variant, res: CompileResult) -> None:
@@ -204,7 +221,8 @@ def default_jobs() -> int:
 def compile_variants(variants: Iterable[Variant], *, tileiras: str | None = None,
                      lib_dirs: list[str] | None = None, jobs: int | None = None,
                      timeout_s: float = DEFAULT_TIMEOUT_S, artifact_root: str | None = None,
-                     on_start: Callable[[int], None] | None = None) -> Iterator[CompileResult]:
+                     on_start: Callable[[int], None] | None = None,
+                     with_sass: bool = False) -> Iterator[CompileResult]:
     """Compile ``variants`` with one tileiras in a pool of spawned workers; yield results as they finish.
 
     Args:
@@ -213,6 +231,7 @@ def compile_variants(variants: Iterable[Variant], *, tileiras: str | None = None
         jobs: worker processes (default: :func:`default_jobs`).
         timeout_s: per-variant compiler timeout in seconds.
         artifact_root: where failed variants keep their bytecode (default: a temp dir that is kept).
+        with_sass: also disassemble each cubin in the worker (nvdisasm) for :mod:`tileprobe.sass` traits.
 
     A worker that dies fails the variants it was holding with status ``compiler_crash`` and the pool is rebuilt.
     """
@@ -224,7 +243,7 @@ def compile_variants(variants: Iterable[Variant], *, tileiras: str | None = None
     os.makedirs(tmp_root, exist_ok=True)
     if on_start:
         on_start(len(variants))
-    initargs = (tileiras, lib_dirs, timeout_s, tmp_root)
+    initargs = (tileiras, lib_dirs, timeout_s, tmp_root, with_sass)
     survivors: list[Variant] = []
     yield from _run_pool(variants, jobs, initargs, survivors)
     # A worker died: its pool broke and every unfinished variant with it. Run those one per pool, so only the

@@ -70,17 +70,25 @@ def advice(records: Iterable[VariantRecord]) -> list[str]:
         rows.sort(key=lambda r: int(r.hint("occupancy")))
         r0 = rows[0]
         label = f"{r0.kernel} {r0.arch} " + " ".join(f"{k}={v}" for k, v in r0.case.items())
-        clean = [r for r in rows if not r.stack_bytes and r.verdicts.get("occupancy", {}).get("status") == "honoured"]
-        spills = [r for r in rows if r.stack_bytes]
+        clean = [r for r in rows if not _spills(r) and r.verdicts.get("occupancy", {}).get("status") == "honoured"]
+        spills = [r for r in rows if _spills(r)]
         best = max(clean, key=lambda r: (r.ctas_per_sm or 0, -int(r.hint("occupancy"))), default=None)
         line = f"{label.strip()}: "
         if best is not None:
-            line += (f"highest honoured occupancy without stack/spills is {best.hint('occupancy')} "
+            line += (f"highest honoured occupancy without spills is {best.hint('occupancy')} "
                      f"({best.ctas_per_sm} CTAs/SM, {best.registers} registers)")
         else:
-            line += "no occupancy value is honoured without stack use"
+            line += "no occupancy value is honoured without spills"
         if spills:
-            line += "; stack in use (spills likely) at occupancy " + ", ".join(
-                f"{r.hint('occupancy')} ({r.stack_bytes} B)" for r in spills)
+            line += "; spills at occupancy " + ", ".join(f"{r.hint('occupancy')} ({_spills(r)})" for r in spills)
         out.append(line)
     return out
+
+
+def _spills(r: VariantRecord) -> str:
+    """'' when the variant does not spill; else what shows it: LDL/STL counts (SASS) or the stack frame."""
+    sass = r.sass or {}
+    if "spill_loads" in sass:
+        n_ld, n_st = sass["spill_loads"], sass["spill_stores"]
+        return f"{n_ld} LDL/{n_st} STL, {r.stack_bytes} B stack" if n_ld or n_st else ""
+    return f"{r.stack_bytes} B stack" if r.stack_bytes else ""

@@ -40,6 +40,8 @@ from .signature import ArraySpec
 #: Compiler hints a kernel takes (``ct.kernel(...)`` / ``kernel.replace_hints``), with allowed values
 #: (cuda/tile/_compiler_options.py, cuda-tile 1.7.0).
 KERNEL_HINTS = ("occupancy", "num_ctas", "opt_level", "num_worker_warps")
+#: Per-load/store hints (arguments of ``ct.load`` / ``ct.store``) a probe can map to a case constant.
+LOAD_KNOBS = ("allow_tma", "latency")
 
 
 class SpecArrays:
@@ -103,6 +105,9 @@ class Probe:
         tolerance: relative-error bound for the check (default: by output dtype).
         name: label in reports (default: the kernel's function name).
         archs: architectures this probe is meant for (default: all the audit asks for).
+        knobs: per-load hint → the case constant that carries it, e.g. ``{"allow_tma": "ALLOW_TMA"}`` when the
+            kernel passes ``allow_tma=ALLOW_TMA`` to ``ct.load``; such knobs get verdicts too (TMA instructions
+            present or not; what a latency value changed).
 
     Raises:
         ProbeError: an unknown hint name, an empty value list, a case name that is not a list.
@@ -116,6 +121,7 @@ class Probe:
     tolerance: float | None = None
     name: str | None = None
     archs: Sequence[str] | None = None
+    knobs: Mapping[str, str] = field(default_factory=dict)
     source: str | None = None        # set by load_probes: "file.py" and index
     index: int = 0
 
@@ -128,6 +134,12 @@ class Probe:
             _check_values("hints", h, values)
         for c, values in self.cases.items():
             _check_values("cases", c, values)
+        for knob, const in self.knobs.items():
+            if knob not in LOAD_KNOBS:
+                raise ProbeError(f"unknown knob {knob!r}; per-load knobs are {', '.join(LOAD_KNOBS)}")
+            if const not in self.cases:
+                raise ProbeError(f"knobs[{knob!r}] names {const!r}, which is not in cases= "
+                                 f"({', '.join(self.cases) or 'none'}): list its values there")
 
     def resolve_kernel(self):
         """The ``ct.kernel`` object (importing it when given by name). Raises ProbeError if it is not one."""

@@ -33,6 +33,7 @@ verdicts       {hint: {"status": honoured|partial|ignored|infeasible, "reason": 
 error, repro   the compiler's message and a command that repeats the compile (failures)
 compile_s      tileiras wall time (s)
 symbol, signature  the mangled kernel symbol and the JIT signature's constraints
+knobs          {per-load hint: case constant} (e.g. {"allow_tma": "ALLOW_TMA"}) from the probe
 sass, remarks, ptx  SASS traits, compiler remarks, embedded-PTX directives (when collected)
 run            GPU run result (status ok|wrong|hang|crash, median_us, …) when the variant was run
 ============== ======================================================================================
@@ -82,6 +83,7 @@ class VariantRecord:
     compile_s: float = 0.0
     symbol: str = ""
     signature: list = field(default_factory=list)
+    knobs: dict = field(default_factory=dict)
     sass: dict | None = None
     remarks: list = field(default_factory=list)
     ptx: dict | None = None
@@ -92,16 +94,20 @@ class VariantRecord:
         return self.status == "ok"
 
     def hint(self, name: str):
-        """The value of hint ``name`` for this variant: set explicitly, else the effective (declared) one."""
+        """The value of hint ``name`` for this variant: set explicitly, else the effective (declared) one; for a
+        per-load knob, the value of the case constant that carries it."""
+        if name in self.knobs:
+            return self.case.get(self.knobs[name])
         if name in self.hints and self.hints[name] is not None:
             return self.hints[name]
         return self.effective_hints.get(name)
 
     def group_key(self, without: str) -> tuple:
         """Key of the variants that differ from this one only in hint ``without`` (same kernel/case/arch/compiler)."""
+        skip_const = self.knobs.get(without)
         others = tuple(sorted((k, repr(v)) for k, v in self.hints.items() if k != without))
-        return (self.kernel, self.probe, tuple(sorted((k, repr(v)) for k, v in self.case.items())), others,
-                self.arch, self.tileiras)
+        case = tuple(sorted((k, repr(v)) for k, v in self.case.items() if k != skip_const))
+        return (self.kernel, self.probe, case, others, self.arch, self.tileiras)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)

@@ -25,7 +25,8 @@ HONOURED, PARTIAL, IGNORED, INFEASIBLE = "honoured", "partial", "ignored", "infe
 
 
 def assign_verdicts(records: Iterable[VariantRecord], hint_names: Iterable[str]) -> None:
-    """Fill ``record.verdicts`` for every hint in ``hint_names`` that the record sets or inherits."""
+    """Fill ``record.verdicts`` for every hint in ``hint_names`` that the record sets or inherits (kernel hints
+    and the probe's per-load knobs)."""
     records = list(records)
     for hint in hint_names:
         groups: dict[tuple, list[VariantRecord]] = defaultdict(list)
@@ -34,7 +35,9 @@ def assign_verdicts(records: Iterable[VariantRecord], hint_names: Iterable[str])
         for group in groups.values():
             for r in group:
                 if r.ok and r.hint(hint) is not None:
-                    r.verdicts[hint] = _JUDGES.get(hint, _judge_generic)(hint, r, group)
+                    v = _JUDGES.get(hint, _judge_generic)(hint, r, group)
+                    if v is not None:
+                        r.verdicts[hint] = v
 
 
 def _others(hint: str, r: VariantRecord, group: list[VariantRecord]) -> list[VariantRecord]:
@@ -141,4 +144,42 @@ def _judge_generic(hint: str, r: VariantRecord, group: list[VariantRecord]) -> d
     return _verdict(HONOURED, f"vs {hint}={base.hint(hint)}: {what}")
 
 
-_JUDGES = {"occupancy": judge_occupancy, "num_ctas": judge_num_ctas}
+def _tma_ops(r: VariantRecord) -> int | None:
+    sass = r.sass or {}
+    if "tma" not in sass:
+        return None
+    from .sass import TMA_DATA_OPCODES
+    return sum(n for op, n in sass["tma"].items() if op in TMA_DATA_OPCODES)
+
+
+def judge_allow_tma(hint: str, r: VariantRecord, group: list[VariantRecord]) -> dict | None:
+    """Verdict for a load's ``allow_tma`` (a probe knob) from the TMA / bulk-copy instructions in the SASS.
+
+    Needs SASS traits (``--sass``, nvdisasm); without them no verdict is given. Other loads and stores of the
+    kernel may use TMA whatever this knob says, so ``allow_tma=False`` is judged against the ``True`` variant.
+    """
+    allowed = bool(r.hint(hint))
+    cc = get_arch(r.arch).cc
+    if cc < (9, 0):
+        return _verdict(INFEASIBLE if allowed else HONOURED, f"no TMA before sm_90 ({r.arch})")
+    n = _tma_ops(r)
+    if n is None:
+        return None
+    from .sass import TMA_DATA_OPCODES
+    ops = ", ".join(f"{op}×{c}" for op, c in sorted((r.sass or {}).get("tma", {}).items())
+                    if op in TMA_DATA_OPCODES) or "none"
+    if allowed:
+        if n:
+            return _verdict(HONOURED, f"{n} TMA/bulk-copy data instruction(s) ({ops})")
+        why = [d for rem in r.remarks if "Tma" in rem.get("name", "") for d in rem.get("details", [])]
+        return _verdict(IGNORED, "no TMA instructions" + (f"; tileiras: {why[0]}" if why else ""))
+    sib = [o for o in group if o.ok and o is not r and bool(o.hint(hint)) and _tma_ops(o) is not None]
+    if n == 0:
+        return _verdict(HONOURED, "no TMA instructions")
+    if sib and n < _tma_ops(sib[0]):
+        return _verdict(HONOURED, f"TMA data instructions {_tma_ops(sib[0])} → {n} (the others come from other "
+                                  f"loads/stores: {ops})")
+    return _verdict(IGNORED, f"still {n} TMA data instruction(s) ({ops})")
+
+
+_JUDGES = {"occupancy": judge_occupancy, "num_ctas": judge_num_ctas, "allow_tma": judge_allow_tma}

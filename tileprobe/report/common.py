@@ -28,7 +28,16 @@ def group_tables(records: Iterable[VariantRecord]) -> dict[tuple[str, str, str],
 
 
 def hint_columns(rows: Iterable[VariantRecord]) -> list[str]:
-    """Hint names that have a verdict in any of ``rows``, in first-seen order."""
+    """Kernel hints set by any of ``rows`` (their values get a column), in first-seen order."""
+    names: dict[str, None] = {}
+    for r in rows:
+        for h in r.hints:
+            names.setdefault(h, None)
+    return list(names)
+
+
+def verdict_columns(rows: Iterable[VariantRecord]) -> list[str]:
+    """Hints and per-load knobs with a verdict in any of ``rows`` (a verdict column each), first-seen order."""
     names: dict[str, None] = {}
     for r in rows:
         for h in list(r.hints) + list(r.verdicts):
@@ -91,3 +100,48 @@ def verdict_cells(r: VariantRecord, hints: list[str]) -> list[str]:
 
 
 NUMERIC = {"threads", "regs", "smem B", "stack B", "CTAs/SM"}
+
+
+def sass_columns(rows: Iterable[VariantRecord]) -> list[tuple[str, callable]]:
+    """Extra (header, cell) columns shown when the data exists: cluster dims, spills (LDL/STL), TMA, matrix ops."""
+    rows = list(rows)
+    cols: list[tuple[str, callable]] = []
+    if any(r.cluster_dims for r in rows):
+        cols.append(("cluster", lambda r: "×".join(map(str, r.cluster_dims)) if r.cluster_dims else "-"))
+    if any(r.sass and "spill_loads" in r.sass for r in rows):
+        cols.append(("LDL/STL", lambda r: f"{r.sass['spill_loads']}/{r.sass['spill_stores']}"
+                     if r.sass and "spill_loads" in r.sass else "-"))
+        cols.append(("TMA", lambda r: str(_tma(r)) if r.sass and "tma" in r.sass else "-"))
+        cols.append(("MMA", lambda r: ",".join(r.sass.get("matrix_families", [])) or "-"
+                     if r.sass and "matrix" in r.sass else "-"))
+    return cols
+
+
+def _tma(r: VariantRecord) -> int:
+    from ..sass import TMA_DATA_OPCODES
+    return sum(n for op, n in (r.sass or {}).get("tma", {}).items() if op in TMA_DATA_OPCODES)
+
+
+def remark_lines(r: VariantRecord, limit: int = 6) -> list[str]:
+    """Short lines for the compiler remarks that explain something (failures, misses, hint defaults skipped)."""
+    out = []
+    for rem in r.remarks:
+        if rem.get("kind") in ("Passed",) and "Failed" not in rem.get("name", ""):
+            continue
+        loc = f"line {rem['line']}: " if rem.get("line") else ""
+        detail = "; ".join(d.split("): ", 1)[-1] for d in rem.get("details", [])[:2])
+        out.append(f"{loc}{rem.get('message') or rem.get('name')}" + (f" ({detail})" if detail else ""))
+    return out[:limit]
+
+
+def ptx_text(r: VariantRecord) -> str:
+    """The compiler's decision as the embedded PTX states it: ``.maxnreg 168 .reqntid 384 .minnctapersm 1``."""
+    p = r.ptx or {}
+    parts = []
+    if p.get("maxnreg"):
+        parts.append(f".maxnreg {p['maxnreg']}")
+    if p.get("reqntid"):
+        parts.append(".reqntid " + ",".join(map(str, p["reqntid"])))
+    if p.get("minnctapersm"):
+        parts.append(f".minnctapersm {p['minnctapersm']}")
+    return " ".join(parts)
