@@ -18,8 +18,10 @@ __all__ = [
 ]
 
 
-def __getattr__(name):  # lazy: the audit API pulls in cuTile only when used
-    if name in ("audit", "AuditResult"):
-        from . import audit as _audit
-        return getattr(_audit, name)
-    raise AttributeError(name)
+def __getattr__(name):
+    """Lazy ``tileprobe.AuditResult`` (the audit API pulls in cuTile only when used). The function ``audit`` lives
+    in the submodule of the same name: ``from tileprobe.audit import audit``."""
+    if name == "AuditResult":
+        import importlib
+        return importlib.import_module(".audit", __name__).AuditResult
+    raise AttributeError(f"module 'tileprobe' has no attribute {name!r}")

@@ -23,12 +23,13 @@ from typing import Iterable, Sequence
 
 from ..errors import TileprobeError
 from ..schema import VariantRecord
-from .common import HEADERS, VERDICT_MARK, fmt_kv, row_cells
+from .common import (NUMERIC, VERDICT_MARK, case_columns, fmt_kv, group_tables, headers, hint_columns, row_cells,
+                     short_build)
 
 #: verdict → (colour, matplotlib marker); the table cells use the same colours.
 VERDICT_STYLE = {"honoured": ("#1a7f37", "o"), "partial": ("#bf8700", "D"), "ignored": ("#cf222e", "X"),
                  "infeasible": ("#8250df", "s")}
-_LINESTYLES = ["-", "--", "-.", ":"]
+_LINESTYLES = ["-", "--", "-.", ":"]   # one per case (cycled)
 _METRICS = [("registers", "registers / thread", 1), ("shared_bytes", "shared memory / CTA (KiB)", 1024),
             ("ctas_per_sm", "CTAs / SM", 1)]
 NO_MATPLOTLIB = ("Plots need matplotlib, which is not installed: pip install 'tileprobe[report]' "
@@ -58,12 +59,6 @@ def _e(value) -> str:
     return html.escape("" if value is None else str(value), quote=True)
 
 
-def short_build(build: str) -> str:
-    """``Cuda compilation tools, release 13.4, V13.4.92`` → ``13.4.92`` (other strings unchanged)."""
-    m = re.search(r"V(\d+(?:\.\d+)+)", build or "")
-    return m.group(1) if m else (build or "tileiras ?")
-
-
 def _sort_value(v):
     return (0, v, "") if isinstance(v, (int, float)) and not isinstance(v, bool) else (1, 0, repr(v))
 
@@ -76,41 +71,54 @@ def _median_us(r: VariantRecord):
 
 # --- tables -------------------------------------------------------------------------------------------------------
 
-def _verdict_cell(r: VariantRecord) -> str:
+def _verdict_cells(r: VariantRecord, hints: list[str]) -> list[str]:
+    """One cell per hint column: the verdict as a coloured badge whose tooltip is its reason."""
     if not r.ok:
         first = (r.error or "").strip().splitlines()
-        return f'<span class="v v-failed" title="{_e(first[0] if first else r.status)}">{_e(r.status)}</span>'
-    spans = [f'<span class="v v-{_e(v.get("status"))}" title="{_e(v.get("reason"))}">'
-             f'{_e(hint)} {_e(VERDICT_MARK.get(v.get("status"), v.get("status")))}</span>'
-             for hint, v in r.verdicts.items()]
-    return "".join(spans) or "-"
+        badge = f'<span class="v v-failed" title="{_e(first[0] if first else r.status)}">{_e(r.status)}</span>'
+        return [badge] + ["-"] * (len(hints) - 1) if hints else []
+    cells = []
+    for h in hints:
+        v = r.verdicts.get(h)
+        if not v:
+            cells.append("-")
+            continue
+        status = v.get("status")
+        cells.append(f'<span class="v v-{_e(status)}" title="{_e(v.get("reason"))}">'
+                     f'{_e(VERDICT_MARK.get(status, status))}</span>')
+    return cells
 
 
 def _label(r: VariantRecord) -> str:
-    return " ".join(x for x in (r.arch, fmt_kv(r.case) if r.case else "", fmt_kv(r.hints) if r.hints else "") if x)
+    return " ".join(f"{k}={v}" for k, v in [*r.case.items(), *r.hints.items()]) or "declared hints"
 
 
 def audit_table(rows: Sequence[VariantRecord]) -> str:
-    """The audit table of one (kernel, compiler) and the reasons of every non-honoured verdict or failure."""
+    """The audit table of one (kernel, compiler, arch) — the terminal table's columns, a verdict badge per hint
+    (reason as tooltip) — and below it the reason of every non-honoured verdict and each failure's message."""
+    hints, cases = hint_columns(rows), case_columns(rows)
     timed = any(_median_us(r) is not None for r in rows)
-    headers = HEADERS + (["median µs"] if timed else []) + ["verdict"]
-    out = ['<table class="audit"><thead><tr>', *(f"<th>{_e(h)}</th>" for h in headers), "</tr></thead><tbody>"]
-    numeric = {3, 4, 5, 6, 7}
+    cols = headers(hints, cases) + (["median µs"] if timed else [])
+    judged = hints or ["-"]   # no hint column: still one verdict column (failures show there)
+    verdict_heads = [f"{h} verdict" if len(judged) > 1 else "verdict" for h in judged]
+    out = ['<table class="audit"><thead><tr>', *(f"<th>{_e(h)}</th>" for h in cols + verdict_heads),
+           "</tr></thead><tbody>"]
     for r in rows:
-        cells = [f'<td class="num">{_e(c)}</td>' if i in numeric else f"<td>{_e(c)}</td>"
-                 for i, c in enumerate(row_cells(r))]
+        values = row_cells(r, hints, cases)
         if timed:
             t = _median_us(r)
-            cells.append(f'<td class="num">{"-" if t is None else f"{t:,.1f}"}</td>')
-        cells.append(f"<td>{_verdict_cell(r)}</td>")
+            values.append("-" if t is None else f"{t:,.1f}")
+        cells = [f'<td class="num">{_e(c)}</td>' if h in NUMERIC or h == "median µs" else f"<td>{_e(c)}</td>"
+                 for h, c in zip(cols, values)]
+        cells += [f"<td>{c}</td>" for c in _verdict_cells(r, judged)]
         out.append(("<tr>" if r.ok else '<tr class="failed">') + "".join(cells) + "</tr>")
     out.append("</tbody></table>")
     notes = []
     for r in rows:
         if not r.ok:
-            msg = (r.error or "").strip()
             repro = f"<br>repeat: <code>{_e(r.repro)}</code>" if r.repro else ""
-            notes.append(f"<li><b>{_e(_label(r))}</b>: {_e(r.status)}<pre>{_e(msg)}</pre>{repro}</li>")
+            notes.append(f"<li><b>{_e(_label(r))}</b>: {_e(r.status)}<pre>{_e((r.error or '').strip())}</pre>"
+                         f"{repro}</li>")
             continue
         for hint, v in r.verdicts.items():
             if v.get("status") != "honoured":
@@ -130,7 +138,7 @@ def remarks_section(rows: Sequence[VariantRecord]) -> str:
                 continue
             key = (m.get("kind", ""), m.get("name", "") or m.get("pass", ""), m.get("message", ""),
                    tuple(m.get("details") or ()), m.get("line"))
-            seen[key].append(f"{short_build(r.tileiras)} {_label(r)}")
+            seen[key].append(f"{short_build(r.tileiras)} {r.arch} {_label(r)}")
     if not seen:
         return ""
     order = {"Failure": 0, "Missed": 1, "Analysis": 2, "Passed": 3}
@@ -173,7 +181,8 @@ def varying_hints(rows: Sequence[VariantRecord]) -> list[str]:
 def hint_figure_svg(rows: Sequence[VariantRecord], hint: str, title: str, salt: str) -> str:
     """An inline ``<svg>``: registers, shared memory, CTAs/SM (and time) against ``hint`` for these records.
 
-    One line per (compiler version, case, other hints); verdict markers per :data:`VERDICT_STYLE`.
+    One line per (compiler version, case, other hints): colour = compiler, line style = case; older compilers
+    draw thicker, so identical lines stay visible. Verdict markers per :data:`VERDICT_STYLE`.
     """
     import matplotlib
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -181,10 +190,8 @@ def hint_figure_svg(rows: Sequence[VariantRecord], hint: str, title: str, salt: 
     from matplotlib.lines import Line2D
 
     xs = sorted({repr(r.hint(hint)): r.hint(hint) for r in rows if r.hint(hint) is not None}.values(), key=_sort_value)
-    pos = {repr(v): i for i, v in enumerate(xs)}
-    metrics = list(_METRICS)
-    if any(_median_us(r) is not None for r in rows):
-        metrics.append(("median_us", "median time (µs)", 1))
+    metrics = list(_METRICS) + ([("median_us", "median time (µs)", 1)] if any(_median_us(r) is not None
+                                                                             for r in rows) else [])
     builds = sorted({r.tileiras for r in rows})
     series: dict[tuple, list[VariantRecord]] = defaultdict(list)
     for r in rows:
@@ -197,39 +204,50 @@ def hint_figure_svg(rows: Sequence[VariantRecord], hint: str, title: str, salt: 
         axes = fig.subplots(1, len(metrics), squeeze=False)[0]
         handles = []
         for key, recs in sorted(series.items()):
-            colour = matplotlib.colormaps["tab10"](builds.index(key[0]) % 10)
-            ls = _LINESTYLES[styles.index(key[1:]) % len(_LINESTYLES)]
-            recs = sorted((r for r in recs if r.ok and repr(r.hint(hint)) in pos), key=lambda r: pos[repr(r.hint(hint))])
+            i = builds.index(key[0])
+            style = dict(color=matplotlib.colormaps["tab10"](i % 10),
+                         ls=_LINESTYLES[styles.index(key[1:]) % len(_LINESTYLES)],
+                         lw=1.4 + 2.0 * (len(builds) - 1 - i) / max(1, len(builds) - 1))
+            _draw_series(axes, metrics, recs, xs, hint, style)
             label = " · ".join(x for x in (short_build(key[0]), key[1], key[2]) if x)
-            for ax, (field, _, scale) in zip(axes, metrics):
-                pts = [(pos[repr(r.hint(hint))], _metric(r, field) / scale, r) for r in recs
-                       if _metric(r, field) is not None]
-                if not pts:
-                    continue
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], ls, color=colour, lw=1.6, alpha=0.85)
-                for x, y, r in pts:
-                    status = (r.verdicts.get(hint) or {}).get("status")
-                    c, m = VERDICT_STYLE.get(status, (colour, "."))
-                    ax.plot([x], [y], m, color=c, ms=7 if status else 4, mec="white", mew=0.6, zorder=3)
-            handles.append(Line2D([], [], color=colour, ls=ls, lw=1.6, label=_mpl(label)))
-        asked = hint == "occupancy" and all(isinstance(v, int) and not isinstance(v, bool) for v in xs)
-        for ax, (field, ylabel, _) in zip(axes, metrics):
-            ax.set_xticks(range(len(xs)), [_mpl(v) for v in xs])
-            ax.set_xlabel(_mpl(hint))
-            ax.set_ylabel(ylabel)
-            ax.grid(alpha=0.3)
-            ax.set_ylim(bottom=0)
-            if field == "ctas_per_sm" and asked:
-                ax.plot(range(len(xs)), xs, ":", color="#8c959f", lw=1.2, zorder=1)
-        extra = [Line2D([], [], ls="", marker=m, color=c, ms=7, label=v) for v, (c, m) in VERDICT_STYLE.items()]
-        if asked:
-            extra.append(Line2D([], [], ls=":", color="#8c959f", label="CTAs/SM asked"))
+            handles.append(Line2D([], [], label=_mpl(label), **style))
+        handles += [Line2D([], [], ls="", marker=m, color=c, ms=7, label=v) for v, (c, m) in VERDICT_STYLE.items()]
+        if _style_axes(axes, metrics, xs, hint):
+            handles.append(Line2D([], [], ls=":", color="#8c959f", label="CTAs/SM asked"))
         fig.suptitle(_mpl(title), fontsize=10)
-        fig.legend(handles=handles + extra, loc="outside lower center", ncol=min(4, len(handles) + len(extra)),
-                   frameon=False, fontsize=8)
+        fig.legend(handles=handles, loc="outside lower center", ncol=min(4, len(handles)), frameon=False, fontsize=8)
         buf = io.StringIO()
         fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None, "Format": None, "Type": None})
     return _clean_svg(buf.getvalue(), title)
+
+
+def _draw_series(axes, metrics, recs, xs, hint, style) -> None:
+    """One line per panel for these records (compiled ones), with a verdict marker at each point."""
+    pos = {repr(v): i for i, v in enumerate(xs)}
+    recs = sorted((r for r in recs if r.ok and repr(r.hint(hint)) in pos), key=lambda r: pos[repr(r.hint(hint))])
+    for ax, (field, _, scale) in zip(axes, metrics):
+        pts = [(pos[repr(r.hint(hint))], _metric(r, field) / scale, r) for r in recs if _metric(r, field) is not None]
+        if not pts:
+            continue
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], alpha=0.85, **style)
+        for x, y, r in pts:
+            status = (r.verdicts.get(hint) or {}).get("status")
+            c, m = VERDICT_STYLE.get(status, (style["color"], "."))
+            ax.plot([x], [y], m, color=c, ms=7 if status else 4, mec="white", mew=0.6, zorder=3)
+
+
+def _style_axes(axes, metrics, xs, hint) -> bool:
+    """Ticks at the hint values, labels, grid, y from 0; the asked CTAs/SM line for occupancy (returns whether)."""
+    asked = hint == "occupancy" and all(isinstance(v, int) and not isinstance(v, bool) for v in xs)
+    for ax, (field, ylabel, _) in zip(axes, metrics):
+        ax.set_xticks(range(len(xs)), [_mpl(v) for v in xs])
+        ax.set_xlabel(_mpl(hint))
+        ax.set_ylabel(ylabel)
+        ax.grid(alpha=0.3)
+        if field == "ctas_per_sm" and asked:
+            ax.plot(range(len(xs)), xs, ":", color="#8c959f", lw=1.2, zorder=1)
+        ax.set_ylim(bottom=0)
+    return asked
 
 
 def _metric(r: VariantRecord, field: str):
@@ -245,13 +263,21 @@ def _clean_svg(svg: str, title: str) -> str:
     return svg.replace("<svg", f'<svg role="img" aria-label="{_e(title)}"', 1)
 
 
+def _arch_order(arch: str) -> tuple:
+    from ..arch import get_arch
+    try:
+        return (get_arch(arch).cc, arch)
+    except TileprobeError:
+        return ((999, 0), arch)
+
+
 def kernel_plots(rows: Sequence[VariantRecord], kernel_index: int) -> str:
     """Figures for one kernel: per arch, one per varying hint."""
     by_arch: dict[str, list[VariantRecord]] = defaultdict(list)
     for r in rows:
         by_arch[r.arch].append(r)
     out = []
-    for arch, recs in sorted(by_arch.items()):
+    for arch, recs in sorted(by_arch.items(), key=lambda kv: _arch_order(kv[0])):
         for j, hint in enumerate(varying_hints(recs)):
             title = f"{recs[0].kernel} on {arch}: resources vs {hint}"
             svg = hint_figure_svg(recs, hint, title, salt=f"tileprobe-{kernel_index}-{arch}-{j}")
@@ -280,7 +306,8 @@ def render_html(records: Iterable[VariantRecord], *, title: str = "tileprobe rep
     parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
              '<meta name="viewport" content="width=device-width, initial-scale=1">',
              f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>", f"<h1>{_e(title)}</h1>",
-             '<table class="meta">' + "".join(f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>" for k, v in meta) + "</table>",
+             '<table class="meta">' + "".join(f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>" for k, v in meta)
+             + "</table>",
              "<p>Verdicts: " + "".join(f'<span class="v v-{s}">{s}</span>' for s in VERDICT_STYLE)
              + ' <span class="v v-failed">failed</span> — hover a verdict for its reason.</p>']
     if plots and not with_plots:
@@ -293,11 +320,9 @@ def render_html(records: Iterable[VariantRecord], *, title: str = "tileprobe rep
         probes = sorted({r.probe for r in rows if r.probe})
         if probes:
             parts.append(f'<p class="meta">probe: {", ".join(f"<code>{_e(p)}</code>" for p in probes)}</p>')
-        by_build: dict[str, list[VariantRecord]] = defaultdict(list)
-        for r in rows:
-            by_build[r.tileiras].append(r)
-        for build, brows in by_build.items():
-            parts.append(f"<h3>{_e(build or 'tileiras ?')}</h3>{audit_table(brows)}")
+        for (_, build, arch), trows in group_tables(rows).items():
+            parts.append(f"<h3>{_e(arch)} · {_e(short_build(build))}</h3>"
+                         f'<p class="meta">{_e(build)}</p>{audit_table(trows)}')
         if with_plots:
             parts.append(kernel_plots(rows, i))
         parts.append(remarks_section(rows))

@@ -1,0 +1,213 @@
+"""``tileprobe report``: one self-contained HTML file — tables, plots, verdicts, remarks, escaping, and a real
+browser (headless Chromium, Debian package ``chromium``) that must render it with no console errors.
+
+A missing Chromium fails these tests with the command that installs it (CI's ``.ci/run`` installs it).
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tileprobe.cli import main
+from tileprobe.report.html import NO_MATPLOTLIB, VERDICT_STYLE, render_html
+from tileprobe.schema import VariantRecord
+
+ROOT = Path(__file__).resolve().parents[1]
+KERNELS = ROOT / "tests" / "data" / "kernels.py"
+B133 = "Cuda compilation tools, release 13.3, V13.3.36"
+B134 = "Cuda compilation tools, release 13.4, V13.4.92"
+EVIL = "<script>alert('k')</script>"
+EVIL_CASE = "<img src=x onerror=alert(1)>"
+TAB10_BLUE = (0x1F / 255, 0x77 / 255, 0xB4 / 255)
+
+
+def rec(build, gather, occ, *, kernel="w4a16_gemm", ctas=1, regs=168, verdict="honoured", reason="ok", run_us=None,
+        status="ok", remarks=(), error=""):
+    r = VariantRecord(kernel=kernel, probe="/p/w4a16.py", case={"GATHER": gather}, hints={"occupancy": occ},
+                      arch="sm_120", tileiras=build, status=status, cuda_tile="1.7.0", threads=384, registers=regs,
+                      shared_bytes=100_484, stack_bytes=0, ctas_per_sm=ctas, warps_per_sm=12 * ctas,
+                      occupancy_pct=25.0 * ctas, limiter="registers", error=error, remarks=list(remarks))
+    if status == "ok":
+        r.verdicts = {"occupancy": {"status": verdict, "reason": reason}}
+    if run_us is not None:
+        r.run = {"status": "ok", "median_us": run_us, "gpu": "RTX 5090"}
+    return r
+
+
+REMARK = {"kind": "Missed", "pass": "tileas", "name": "RemarkMemoryTmaLoadFailed", "line": 31, "column": 9,
+          "function": "w4a16_gemm", "message": "TMA load not used", "details": ["Reason: gather"]}
+
+
+def synthetic() -> list[VariantRecord]:
+    out = []
+    for build in (B133, B134):
+        for gather in (False, True):
+            ignored = build == B134 and gather
+            out += [rec(build, gather, 1, run_us=900.0, remarks=[REMARK] if gather else []),
+                    rec(build, gather, 2, ctas=1 if ignored else 2, regs=168 if ignored else 80,
+                        verdict="ignored" if ignored else "honoured",
+                        reason="same machine code and resources as occupancy=1" if ignored else "2 CTAs/SM ≥ 2",
+                        run_us=880.0 if ignored else 610.0),
+                    rec(build, gather, 4, ctas=2 if not ignored else 1, regs=80, verdict="partial",
+                        reason="2 CTAs/SM (up from 1)")]
+    out.append(rec(B134, True, 8, status="compile_error", error="error: failed to compile Tile IR program"))
+    return out
+
+
+# --- rendering (no compiler, no browser) ---------------------------------------------------------------------------
+
+def test_report_has_tables_plots_verdicts_times_and_remarks():
+    page = render_html(synthetic(), title="w4a16", sources=["unit"])
+    assert page.startswith("<!DOCTYPE html>")
+    assert page.count('<table class="audit">') == 2 + 1          # one per (kernel, compiler, arch) + remarks
+    assert page.count("<svg") == 1                               # sm_120 × occupancy
+    svg = page[page.index("<svg"):page.index("</svg>")]
+    for label in ("registers / thread", "shared memory / CTA (KiB)", "CTAs / SM", "median time (µs)",
+                  "tileiras 13.3.36 · GATHER=True", "tileiras 13.4.92 · GATHER=True", "CTAs/SM asked", "ignored"):
+        assert label in svg
+    assert '<span class="v v-ignored" title="same machine code and resources as occupancy=1">IGNORED</span>' in page
+    assert '<span class="v v-partial" title="2 CTAs/SM (up from 1)">partial</span>' in page
+    assert "median µs" in page and "610.0" in page
+    assert "TMA load not used" in page and "Reason: gather" in page
+    assert '<tr class="failed">' in page and "error: failed to compile Tile IR program" in page
+    assert not re.search(r"https?://", page), "the report must not reference any URL"
+    assert "<script" not in page.lower() and "<link" not in page.lower()
+
+
+def test_everything_from_users_and_compilers_is_escaped():
+    r = rec(B134, EVIL_CASE, 2, kernel=EVIL, verdict="ignored", reason="<b>bold</b> & more",
+            remarks=[dict(REMARK, message="</td><script>x()</script>", details=["Shape: <64, 4>"])])
+    r.case = {"NAME": EVIL_CASE, "PRICE": "$x$"}
+    bad = rec(B134, True, 4, kernel=EVIL, status="compile_error", error="</pre><script>boom()</script>")
+    bad.repro = "tileiras <in.bc> -o out"
+    page = render_html([r, rec(B134, EVIL_CASE, 1, kernel=EVIL), bad], title=EVIL, sources=[EVIL])
+    low = page.lower()
+    assert "<script" not in low and "<img" not in low and "<b>bold" not in low and "<64" not in low
+    assert "&lt;script&gt;alert(&#x27;k&#x27;)&lt;/script&gt;" in page
+    assert "&lt;img src=x onerror=alert(1)&gt;" in page
+    assert "&lt;/pre&gt;&lt;script&gt;boom()&lt;/script&gt;" in page
+    assert "&lt;b&gt;bold&lt;/b&gt; &amp; more" in page
+    svg = page[page.index("<svg"):page.index("</svg>")]
+    assert "&lt;script&gt;" in svg                               # matplotlib escaped the title it drew
+    assert "$x$" in page                                         # shown literally, not parsed as mathtext
+
+
+def test_without_matplotlib_the_report_has_tables_and_says_how_to_get_plots(monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)       # import matplotlib → ImportError
+    page = render_html(synthetic())
+    assert "<svg" not in page and page.count('<table class="audit">') == 3
+    assert "pip install &#x27;tileprobe[report]&#x27;" in page and NO_MATPLOTLIB.startswith("Plots need matplotlib")
+
+
+# --- a real audit, the CLI, and the browser ------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def real_report(tmp_path_factory):
+    """Audit a 2-variant probe whose name and case carry HTML into a store and a JSON file; report both."""
+    d = tmp_path_factory.mktemp("report")
+    probe = d / "probe_evil.py"
+    probe.write_text(textwrap.dedent(f"""
+        from tileprobe import Probe
+        N = 1 << 16
+        probe = Probe(kernel={str(KERNELS) + ':vec_add'!r},
+                      args=lambda case, arrays: (arrays.randn((N,), "float32"), arrays.randn((N,), "float32"),
+                                                 arrays.empty((N,), "float32"), 1024),
+                      cases={{"NOTE": [{EVIL_CASE!r}]}}, hints={{"occupancy": [1, 2]}}, name={EVIL!r})
+        """))
+    store, js = str(d / "r.sqlite"), str(d / "audit.json")
+    assert main(["audit", str(probe), "--arch", "sm_90", "--jobs", "2", "--store", store, "--json", js,
+                 "--format", "none"]) == 0
+    out_store, out_json = d / "from_store.html", d / "from_json.html"
+    assert main(["report", "--store", store, "-o", str(out_store), "--title", "tiny <probe>"]) == 0
+    assert main(["report", "--json", js, "-o", str(out_json)]) == 0
+    return {"dir": d, "store": store, "html": out_store, "html_json": out_json}
+
+
+def test_report_cli_from_store_and_from_json(real_report):
+    for path in (real_report["html"], real_report["html_json"]):
+        page = path.read_text()
+        assert page.count("<svg") == 1 and "&lt;script&gt;alert(" in page and "<script" not in page.lower()
+        assert page.count("<tr>") + page.count('<tr class="failed">') >= 3     # header + 2 variants
+    assert "<title>tiny &lt;probe&gt;</title>" in real_report["html"].read_text()
+
+
+def test_report_without_records_says_what_to_do(tmp_path, capsys):
+    assert main(["report", "--store", str(tmp_path / "empty.sqlite"), "-o", str(tmp_path / "x.html")]) == 1
+    assert "no records to report" in capsys.readouterr().err
+
+
+def chromium() -> str:
+    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
+        path = shutil.which(name)
+        if path:
+            return path
+    pytest.fail("headless Chromium is needed to check that the HTML report renders, and none is on PATH. "
+                "Install it: apt-get update && apt-get install -y chromium   (Debian/Ubuntu package `chromium`)",
+                pytrace=False)
+
+
+def run_chromium(page: Path, profile: Path, *args: str) -> subprocess.CompletedProcess:
+    cmd = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+           "--disable-extensions", "--disable-background-networking", f"--user-data-dir={profile}",
+           "--enable-logging=stderr", "--v=0", *args, page.resolve().as_uri()]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc
+
+
+def browser_problems(stderr: str) -> list[str]:
+    """Console messages (any level) and failed loads Chromium logged while rendering."""
+    return [ln for ln in stderr.splitlines() if ":CONSOLE" in ln or "net::ERR_" in ln]
+
+
+def has_colour(png: Path, rgb: tuple, tol: float = 0.06) -> bool:
+    import numpy as np
+    from matplotlib.image import imread
+    img = imread(str(png))[..., :3]
+    return bool((np.abs(img - np.array(rgb)).max(axis=-1) < tol).any())
+
+
+def check_in_chromium(page: Path, tmp: Path, n_svg: int) -> None:
+    dom = run_chromium(page, tmp / "profile-dom", "--dump-dom")
+    assert browser_problems(dom.stderr) == []
+    assert dom.stdout.count("<svg") == n_svg and dom.stdout.count('<figure class="plot">') == n_svg
+    assert '<table class="audit">' in dom.stdout
+    shot = tmp / (page.stem + ".png")
+    run_chromium(page, tmp / "profile-shot", f"--screenshot={shot}", "--window-size=1400,2400", "--hide-scrollbars")
+    assert shot.stat().st_size > 20_000
+    assert has_colour(shot, TAB10_BLUE), "no plot line (tab10 blue) in the screenshot: the SVG plots did not render"
+
+
+def test_console_error_detection_works(tmp_path):
+    planted = tmp_path / "planted.html"
+    planted.write_text("<!DOCTYPE html><html><body><p>x</p><script>console.error('planted')</script></body></html>")
+    proc = run_chromium(planted, tmp_path / "profile", "--dump-dom")
+    assert any("planted" in ln for ln in browser_problems(proc.stderr))
+
+
+def test_report_renders_in_headless_chromium(real_report, tmp_path):
+    check_in_chromium(real_report["html"], tmp_path, n_svg=1)
+    page = tmp_path / "synthetic.html"
+    page.write_text(render_html(synthetic()))
+    check_in_chromium(page, tmp_path, n_svg=1)
+    assert has_colour(tmp_path / "synthetic.png", tuple(int(VERDICT_STYLE["ignored"][0][i:i + 2], 16) / 255
+                                                        for i in (1, 3, 5)))
+
+
+@pytest.mark.slow
+def test_bundled_examples_report_renders_in_headless_chromium(tmp_path):
+    """The report of examples/rms_norm.py (sm_90) and examples/w4a16_gemm.py (sm_120): 22 compiles."""
+    store = str(tmp_path / "examples.sqlite")
+    for probe, arch in (("examples/rms_norm.py", "sm_90"), ("examples/w4a16_gemm.py", "sm_120")):
+        assert main(["audit", str(ROOT / probe), "--arch", arch, "--store", store, "--format", "none"]) == 0
+    page = tmp_path / "examples.html"
+    assert main(["report", "--store", store, "-o", str(page), "--title", "tileprobe: bundled examples"]) == 0
+    text = page.read_text()
+    assert "rms_norm" in text and "w4a16_gemm" in text and "IGNORED" in text
+    check_in_chromium(page, tmp_path, n_svg=2)

@@ -1,0 +1,432 @@
+"""The results store: round trip, warm re-audit, a sweep killed with SIGKILL, concurrent writers, migrations, errors.
+
+Compiles use a tiny probe (``vec_add`` from ``tests/data/kernels.py``, sm_90, a handful of variants); everything
+else uses synthetic compile results, so it needs no compiler.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+import tileprobe.audit as audit_mod
+from tileprobe.compile import CompileResult, Variant
+from tileprobe.errors import StoreError
+from tileprobe.schema import VariantRecord, load
+from tileprobe.store import SCHEMA_VERSION, Store, compile_key
+
+ROOT = Path(__file__).resolve().parents[1]
+KERNELS = ROOT / "tests" / "data" / "kernels.py"
+TC = {"tileiras": "/opt/fake/tileiras", "build": "Cuda compilation tools, release 13.4, V13.4.92"}
+B133 = "Cuda compilation tools, release 13.3, V13.3.36"
+
+
+def write_probe(path: Path, tiles=(1024,), occupancy=(1, 2), name="vec_add") -> str:
+    """A probe file for ``vec_add`` with cases TILE × hints occupancy."""
+    path.write_text(textwrap.dedent(f"""
+        from tileprobe import Probe
+        N = 1 << 16
+        probe = Probe(
+            kernel={str(KERNELS) + ':vec_add'!r},
+            args=lambda case, arrays: (arrays.randn((N,), "float32"), arrays.randn((N,), "float32"),
+                                       arrays.empty((N,), "float32"), case["TILE"]),
+            cases={{"TILE": {list(tiles)!r}}}, hints={{"occupancy": {list(occupancy)!r}}}, name={name!r},
+            grid=lambda case, hints, num_sms: (N // case["TILE"],))
+        """))
+    return str(path)
+
+
+class CountingCompiles:
+    """Wraps ``audit.compile_variants`` and counts the variants handed to the compiler."""
+
+    def __init__(self, monkeypatch):
+        self.variants: list[Variant] = []
+        real = audit_mod.compile_variants
+
+        def counting(variants, **kw):
+            variants = list(variants)
+            self.variants.extend(variants)
+            return real(variants, **kw)
+        monkeypatch.setattr(audit_mod, "compile_variants", counting)
+
+
+@pytest.fixture(scope="module")
+def cold(tmp_path_factory):
+    """One cold audit of 4 variants into a fresh store (shared read-only by the tests below; copy to mutate)."""
+    d = tmp_path_factory.mktemp("cold")
+    probe = write_probe(d / "probe_vec.py", tiles=(1024, 2048))
+    path = str(d / "results.sqlite")
+    with Store.open(path) as store:
+        result = audit_mod.audit([probe], ["sm_90"], jobs=2, store=store)
+        audit_id = store.save_audit(result, "audit probe_vec.py --arch sm_90")
+    return {"probe": probe, "store": path, "result": result, "audit_id": audit_id}
+
+
+def copy_store(src: str, dst: Path) -> str:
+    """A consistent copy of a WAL-mode store (sqlite's backup API)."""
+    with sqlite3.connect(src) as a, sqlite3.connect(str(dst)) as b:
+        a.backup(b)
+    return str(dst)
+
+
+# --- round trip and warm re-audit -------------------------------------------------------------------------------
+
+def test_round_trip_records_cubins_and_audits(cold):
+    result = cold["result"]
+    assert len(result.records) == 4 and all(r.ok for r in result.records)
+    with Store.open(cold["store"]) as store:
+        assert store.schema_version() == SCHEMA_VERSION
+        got = store.records()
+        assert [r.to_dict() for r in got] == [r.to_dict() for r in result.records]
+        by_audit = store.records(audit_id=cold["audit_id"])
+        assert [r.verdicts for r in by_audit] == [r.verdicts for r in result.records]
+        for r in got:
+            data = store.cubin(r.cubin_sha256)
+            assert data is not None and data[:4] == b"\x7fELF"
+            assert data == result.cubins[r.cubin_sha256]
+        (audit,) = [a for a in store.audits() if a["id"] == cold["audit_id"]]
+        assert audit["command_line"] == "audit probe_vec.py --arch sm_90"
+        assert len(audit["compile_keys"]) == 4 and None not in audit["compile_keys"]
+        rows = store.compiles()
+        assert {c["source_sha256"] for c in rows} == {audit_mod.source_sha256(audit_mod.load_probes(cold["probe"])[0])}
+        assert {c["tileiras"] for c in rows} == {result.records[0].tileiras}
+        assert all(c["symbol"] and c["host"] and c["cuda_tile"] for c in rows)
+
+
+def test_cubins_are_stored_once_by_content(cold):
+    with Store.open(cold["store"]) as store:
+        n_cubins = store._query("SELECT count(*) FROM cubins")[0][0]
+        distinct = {r.cubin_sha256 for r in store.records()}
+    assert n_cubins == len(distinct)
+
+
+def test_warm_reaudit_compiles_nothing(cold, tmp_path, monkeypatch):
+    path = copy_store(cold["store"], tmp_path / "warm.sqlite")
+    counter = CountingCompiles(monkeypatch)
+    with Store.open(path) as store:
+        t0 = time.perf_counter()
+        warm = audit_mod.audit([cold["probe"]], ["sm_90"], jobs=2, store=store)
+        warm_s = time.perf_counter() - t0
+    assert counter.variants == []
+    assert [r.to_dict() for r in warm.records] == [r.to_dict() for r in cold["result"].records]
+    assert warm_s < 5, f"a warm audit of 4 variants took {warm_s:.1f} s"
+
+
+def test_edited_source_or_other_compiler_is_a_miss(cold, tmp_path, monkeypatch):
+    path = copy_store(cold["store"], tmp_path / "s.sqlite")
+    with Store.open(path) as store:
+        variants = audit_mod.plan_variants(audit_mod.load_probes(cold["probe"]), ["sm_90"])
+        build = cold["result"].records[0].tileiras
+        found, todo = store.lookup(variants, {"tileiras": "x", "build": build})
+        assert len(found) == 4 and todo == []
+        found, todo = store.lookup(variants, {"tileiras": "x", "build": B133})
+        assert found == [] and todo == variants
+        edited = [Variant(v.probe_path, v.probe_index, v.probe_name, v.case, v.hints, v.arch, "0" * 64)
+                  for v in variants]
+        assert store.lookup(edited, {"tileiras": "x", "build": build})[1] == edited
+
+
+def test_key_covers_each_field_and_not_the_path():
+    v = Variant("/a/p.py", 0, "k", (("TILE", 1024),), (("occupancy", 2),), "sm_90", "ab" * 32)
+    key = compile_key(v, TC["build"], "1.7.0")
+    same = Variant("/elsewhere/p.py", 0, "k", (("TILE", 1024),), (("occupancy", 2),), "sm_90", "ab" * 32)
+    assert compile_key(same, TC["build"], "1.7.0") == key
+    changed = [
+        Variant("/a/p.py", 1, "k", v.case, v.hints, "sm_90", v.source_sha256),
+        Variant("/a/p.py", 0, "k2", v.case, v.hints, "sm_90", v.source_sha256),
+        Variant("/a/p.py", 0, "k", (("TILE", 2048),), v.hints, "sm_90", v.source_sha256),
+        Variant("/a/p.py", 0, "k", (("TILE", True),), v.hints, "sm_90", v.source_sha256),
+        Variant("/a/p.py", 0, "k", v.case, (("occupancy", 1),), "sm_90", v.source_sha256),
+        Variant("/a/p.py", 0, "k", v.case, v.hints, "sm_120", v.source_sha256),
+        Variant("/a/p.py", 0, "k", v.case, v.hints, "sm_90", "cd" * 32),
+    ]
+    keys = {compile_key(c, TC["build"], "1.7.0") for c in changed}
+    keys |= {compile_key(v, B133, "1.7.0"), compile_key(v, TC["build"], "1.6.0")}
+    assert key not in keys and len(keys) == len(changed) + 2
+    assert compile_key(Variant("/a", 0, "k", (("A", 1),), (), "sm_90", "x"), "b", "c") != \
+        compile_key(Variant("/a", 0, "k", (), (("A", 1),), "sm_90", "x"), "b", "c")
+
+
+# --- synthetic results (no compiler) -------------------------------------------------------------------------------
+
+def fake(i: int, status: str = "ok", kernel: str = "fake") -> tuple[CompileResult, VariantRecord]:
+    v = Variant("/tmp/fake_probe.py", 0, kernel, (("I", i),), (("occupancy", 1 + i % 2),), "sm_90", "f" * 64)
+    cubin = b"\x7fELF" + i.to_bytes(4, "big") * 8 if status == "ok" else None
+    res = CompileResult(v, status, tileiras=TC["build"], cuda_tile="1.7.0", symbol=f"k{i}", cubin=cubin,
+                        error="" if status == "ok" else "boom")
+    rec = VariantRecord(kernel=kernel, probe=v.probe_path, case=v.case_dict, hints=v.hints_dict, arch="sm_90",
+                        tileiras=TC["build"], status=status, threads=128, registers=32 + i, shared_bytes=0,
+                        stack_bytes=0, ctas_per_sm=16, warps_per_sm=64, occupancy_pct=100.0, limiter="threads",
+                        cubin_sha256=None, code_sha256="c" * 64)
+    return res, rec
+
+
+def test_failed_compiles_reuse_policy(tmp_path):
+    with Store.open(tmp_path / "s.sqlite") as store:
+        results = [fake(0, "ok"), fake(1, "compile_error"), fake(2, "timeout"), fake(3, "compiler_crash"),
+                   fake(4, "probe_error")]
+        for res, rec in results:
+            store.save_compile(res, rec, TC)
+        found, todo = store.lookup([res.variant for res, _ in results], TC)
+        assert sorted(r.status for r in found) == ["compile_error", "ok"]
+        assert sorted(v.case_dict["I"] for v in todo) == [2, 3, 4]
+
+
+def test_runs_history_and_exports(tmp_path, capsys):
+    from tileprobe.cli import main
+    path = str(tmp_path / "s.sqlite")
+    with Store.open(path) as store:
+        keys = [store.save_compile(*fake(i), TC) for i in range(3)]
+        run_id = store.save_run(keys[1], {"status": "ok", "median_us": 12.5, "stdev_us": 0.2},
+                                {"name": "NVIDIA H200", "driver": "580.159", "clocks": {"sm_mhz": 1980}})
+        assert run_id >= 1
+        with pytest.raises(StoreError, match=r"no stored compile with key 'nope'"):
+            store.save_run("nope", {"median_us": 1.0}, {})
+        recs = store.records()
+        assert [r.run["median_us"] if r.run else None for r in recs] == [None, 12.5, None]
+        assert recs[1].run["gpu"] == "NVIDIA H200"
+        (run,) = store.runs()
+        assert run["gpu"] == "NVIDIA H200" and run["driver"] == "580.159" and run["clocks"] == {"sm_mhz": 1980}
+    out_json, out_csv = tmp_path / "h.json", tmp_path / "h.csv"
+    assert main(["history", "--store", path, "--json", str(out_json), "--csv", str(out_csv), "--arch", "sm_90"]) == 0
+    records, env = load(str(out_json))
+    assert len(records) == 3 and env["store"] == path
+    assert len(json.loads(out_json.read_text())["runs"]) == 1
+    rows = list(csv.DictReader(out_csv.open()))
+    assert len(rows) == 3 and {r["median_us"] for r in rows} == {"", "12.5"} and rows[0]["gpu"] in ("", "NVIDIA H200")
+    assert main(["history", "--store", path, "--kernel", "fake", "--tileiras", "13.4"]) == 0
+    assert "fake" in capsys.readouterr().out
+    assert main(["history", "--store", path, "--json", str(out_json), "--kernel", "other"]) == 0
+    assert load(str(out_json))[0] == []
+
+
+# --- SIGKILL in the middle of a sweep --------------------------------------------------------------------------------
+
+def _stored(path: str) -> dict[str, tuple]:
+    if not os.path.exists(path):
+        return {}
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5) as c:
+            rows = c.execute("SELECT key, created, record FROM compiles")
+            return {k: (created, record) for k, created, record in rows}
+    except sqlite3.OperationalError:   # not created yet
+        return {}
+
+
+def test_sweep_killed_with_sigkill_loses_nothing_and_resumes(tmp_path):
+    probe = write_probe(tmp_path / "probe_kill.py", tiles=(256, 512, 1024), occupancy=(1, 2))  # 6 variants
+    path = str(tmp_path / "kill.sqlite")
+    cmd = [sys.executable, "-m", "tileprobe.cli", "audit", probe, "--arch", "sm_90", "--jobs", "1",
+           "--store", path, "--format", "none"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 240
+        while not _stored(path):
+            assert proc.poll() is None, f"the audit ended before storing anything: {proc.stderr.read().decode()}"
+            assert time.monotonic() < deadline, "no variant stored within 240 s"
+            time.sleep(0.02)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)   # the orphaned compile workers of the killed sweep (own session)
+        except ProcessLookupError:
+            pass
+        proc.stderr.close()
+    assert proc.returncode == -signal.SIGKILL
+    before = _stored(path)
+    assert 1 <= len(before) < 6, f"{len(before)} variants stored at the kill: the kill came too late to test resume"
+
+    again = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr
+    after = _stored(path)
+    assert len(after) == 6
+    for key, row in before.items():
+        assert after[key] == row, "a variant finished before the kill was compiled (or changed) again"
+    with Store.open(path) as store:
+        (audit,) = store.audits()
+        assert audit["n_variants"] == 6 and set(audit["compile_keys"]) == set(after)
+        assert store._query("PRAGMA integrity_check")[0][0] == "ok"
+
+
+def test_ctrl_c_keeps_finished_variants(tmp_path):
+    probe = write_probe(tmp_path / "probe_int.py", tiles=(256, 512, 1024), occupancy=(1, 2))
+    path = str(tmp_path / "int.sqlite")
+    cmd = [sys.executable, "-m", "tileprobe.cli", "audit", probe, "--arch", "sm_90", "--jobs", "1", "--store", path,
+           "--format", "none"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 240
+        while not _stored(path):
+            assert proc.poll() is None and time.monotonic() < deadline, "no variant stored"
+            time.sleep(0.02)
+        os.killpg(proc.pid, signal.SIGINT)     # Ctrl-C: the whole foreground group, compile workers included
+        _, err = proc.communicate(timeout=120)
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    assert proc.returncode == 130 and "finished variants are kept in the store" in err
+    before = _stored(path)
+    assert 1 <= len(before) < 6
+    with Store.open(path) as store:
+        assert store._query("PRAGMA integrity_check")[0][0] == "ok"
+        assert len(store.records()) == len(before)
+
+
+# --- two writers at once -------------------------------------------------------------------------------------------
+
+WRITER = """
+import sys
+sys.path.insert(0, {tests!r})
+from test_store import fake, TC
+from tileprobe.store import Store
+from tileprobe.audit import AuditResult
+start, n, path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+with Store.open(path) as store:
+    recs = []
+    for i in range(start, start + n):
+        res, rec = fake(i)
+        store.save_compile(res, rec, TC)
+        recs.append(rec)
+        if i % 50 == 0:
+            store.save_audit(AuditResult(records=list(recs)), f"writer {{start}}")
+"""
+
+
+def test_two_concurrent_writers(tmp_path):
+    path = str(tmp_path / "shared.sqlite")
+    code = WRITER.format(tests=str(ROOT / "tests"))
+    # Overlapping ranges: both write 100-199; the store starts empty, so both also race to create the schema.
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(start), "200", path], cwd=ROOT,
+                              stderr=subprocess.PIPE, text=True) for start in (0, 100)]
+    for p in procs:
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+    with Store.open(path) as store:
+        assert store._query("PRAGMA integrity_check")[0][0] == "ok"
+        assert store._query("SELECT count(*) FROM compiles")[0][0] == 300
+        assert store._query("SELECT count(*) FROM cubins")[0][0] == 300
+        assert len(store.audits()) == 8
+        assert store.meta()["schema_version"] == str(SCHEMA_VERSION)
+
+
+# --- schema versions and damaged files --------------------------------------------------------------------------------
+
+#: The store as tileprobe wrote it at schema 1 (frozen here: the test must not build it with today's code).
+SCHEMA_1 = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE cubins (sha256 TEXT PRIMARY KEY, size_bytes INTEGER NOT NULL, arch TEXT, code_sha256 TEXT,
+                     data BLOB NOT NULL, created TEXT NOT NULL);
+CREATE TABLE compiles (key TEXT PRIMARY KEY, created TEXT NOT NULL, host TEXT, tileprobe TEXT, kernel TEXT NOT NULL,
+                       probe TEXT, probe_index INTEGER, source_sha256 TEXT, symbol TEXT, signature TEXT, case_json TEXT,
+                       hints_json TEXT, arch TEXT NOT NULL, tileiras TEXT, tileiras_path TEXT, cuda_tile TEXT,
+                       status TEXT NOT NULL, cubin_sha256 TEXT, compile_s REAL, record TEXT NOT NULL);
+CREATE TABLE audits (id INTEGER PRIMARY KEY AUTOINCREMENT, created TEXT NOT NULL, host TEXT, tileprobe TEXT,
+                     command_line TEXT, environment TEXT, wall_s REAL, n_variants INTEGER);
+CREATE TABLE audit_compiles (audit_id INTEGER NOT NULL, position INTEGER NOT NULL, compile_key TEXT, verdicts TEXT,
+                             PRIMARY KEY (audit_id, position));
+INSERT INTO meta VALUES ('schema_version', '1'), ('created', '2026-11-01T00:00:00.000000Z');
+PRAGMA user_version = 1;
+"""
+
+
+def test_existing_schema_1_store_is_migrated(tmp_path):
+    path = str(tmp_path / "old.sqlite")
+    res, rec = fake(7)
+    key = compile_key(res.variant, TC["build"], "1.7.0")
+    with sqlite3.connect(path) as c:
+        c.executescript(SCHEMA_1)
+        c.execute("INSERT INTO compiles (key, created, kernel, probe, case_json, hints_json, arch, tileiras, "
+                  "cuda_tile, status, record) VALUES (?, '2026-11-01T00:00:00Z', 'fake', ?, '[[\"I\",7]]', "
+                  "'[[\"occupancy\",2]]', 'sm_90', ?, '1.7.0', 'ok', ?)",
+                  (key, res.variant.probe_path, TC["build"], json.dumps(rec.to_dict())))
+        c.execute("INSERT INTO audits (created, command_line, n_variants) VALUES ('2026-11-01T00:00:00Z', 'old', 1)")
+        c.execute("INSERT INTO audit_compiles VALUES (1, 0, ?, '{}')", (key,))
+    with Store.open(path) as store:
+        assert store.schema_version() == SCHEMA_VERSION == 2
+        meta = store.meta()
+        assert meta["migrated_from"] == "1" and meta["created"] == "2026-11-01T00:00:00.000000Z"
+        (old,) = store.records()
+        assert old.registers == rec.registers and old.kernel == "fake"
+        assert store.audits()[0]["compile_keys"] == [key]
+        store.save_run(key, {"status": "ok", "median_us": 3.0}, {"name": "GPU"})   # the table schema 2 added
+        assert store.records()[0].run["median_us"] == 3.0
+    with Store.open(path) as store:       # opening again migrates nothing
+        assert store.meta()["migrated_from"] == "1"
+
+
+def test_newer_store_is_refused(tmp_path):
+    path = str(tmp_path / "new.sqlite")
+    Store.open(path).close()
+    with sqlite3.connect(path) as c:
+        c.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 7}")
+    with pytest.raises(StoreError, match=rf"store schema {SCHEMA_VERSION + 7}, written by a newer tileprobe; "
+                                         rf"tileprobe .* reads up to schema {SCHEMA_VERSION}\. Upgrade tileprobe "
+                                         r"\(pip install -U tileprobe\)"):
+        Store.open(path)
+
+
+def test_corrupt_file_is_refused_and_left_untouched(tmp_path):
+    path = tmp_path / "bad.sqlite"
+    garbage = b"this is not sqlite, it is someone's notes\n" * 200
+    path.write_bytes(garbage)
+    with pytest.raises(StoreError, match=r"is damaged or is not a tileprobe store \(sqlite: file is not a database\)\. "
+                                         r"tileprobe does not delete results: move the file aside"):
+        Store.open(path)
+    assert path.read_bytes() == garbage
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.sqlite"]
+
+
+def test_truncated_store_fails_with_store_error(cold, tmp_path):
+    path = Path(copy_store(cold["store"], tmp_path / "t.sqlite"))
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 3])
+    with pytest.raises(StoreError, match=r"damaged or is not a tileprobe store \(sqlite: database disk image is "
+                                         r"malformed"):
+        with Store.open(path) as store:
+            store.records()
+    assert path.stat().st_size == len(data) // 3
+
+
+def test_foreign_sqlite_database_is_refused(tmp_path):
+    path = str(tmp_path / "other.sqlite")
+    with sqlite3.connect(path) as c:
+        c.execute("CREATE TABLE photos (id INTEGER)")
+    with pytest.raises(StoreError, match=r"is an SQLite database but not a tileprobe results store \(tables: photos"):
+        Store.open(path)
+
+
+def test_store_location(tmp_path, monkeypatch):
+    from tileprobe.store import default_path
+    monkeypatch.setenv("TILEPROBE_STORE", str(tmp_path / "env.sqlite"))
+    assert default_path() == str(tmp_path / "env.sqlite")
+    with Store.open(None) as store:
+        assert store.path == str(tmp_path / "env.sqlite")
+    monkeypatch.delenv("TILEPROBE_STORE")
+    assert default_path().endswith(os.path.join("tileprobe", "results.sqlite"))
+    with pytest.raises(StoreError, match="is a directory"):
+        Store.open(tmp_path)
+
+
+def test_lookup_with_sass_fills_traits_from_the_stored_cubin(cold, tmp_path):
+    path = copy_store(cold["store"], tmp_path / "sass.sqlite")
+    with Store.open(path) as store:
+        variants = audit_mod.plan_variants(audit_mod.load_probes(cold["probe"]), ["sm_90"])
+        tc = {"tileiras": "x", "build": cold["result"].records[0].tileiras}
+        found, todo = store.lookup(variants, tc)
+        assert todo == [] and all(r.sass is None for r in found)
+        found, todo = store.lookup(variants, tc, with_sass=True)
+        assert todo == [] and all(isinstance(r.sass, dict) and "spill_stores" in r.sass for r in found), found[0].sass
+        assert all(r.sass is not None for r in store.lookup(variants, tc)[0])   # kept in the store

@@ -1,0 +1,489 @@
+"""``tileprobe gate``: a CI check. Audit the selected variants (reusing the results store) and test expectations.
+
+    tileprobe gate examples/w4a16_gemm.py --arch sm_120 --tileiras 13.4.92 \\
+        --where "GATHER=True,LOOP=True,occupancy=2" --expect "occupancy honoured" --expect "no spills"
+
+Exit 0 when every expectation holds for every selected variant, 1 otherwise, with one readable reason per failure
+(which variant, expected vs got, the verdict's reason). Expectations (:data:`FORMS`) are parsed strictly: anything
+else is an error that lists the accepted forms. ``--where`` picks variants by case constants and hint values; the
+audit still compiles every hint value of the selected cases, because a verdict compares a variant with the other
+values of its hint (``ignored`` needs the baseline value's code).
+
+Time expectations need GPU run records (``record.run["median_us"]``, from the store or a result JSON). Without them
+the expectation *cannot be checked*: that is reported, and fails the gate unless ``--allow-unchecked``. "Noise" of a
+run is the first of its ``noise_us``, ``stdev_us``, ``mad_us`` (µs) it records, else 0.
+
+Python API: :func:`parse_expectation`, :func:`check` (records × expectations → failures), :func:`run_gate`.
+The pytest fixture ``tileprobe_audit`` (``tileprobe/pytest_plugin.py``) wraps the same calls.
+"""
+from __future__ import annotations
+
+import ast
+import operator
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+from .errors import TileprobeError
+from .probe import KERNEL_HINTS
+from .schema import VariantRecord
+
+FORMS = """\
+  HINT honoured               the HINT verdict is honoured (HINT: {hints})
+  HINT not ignored            the HINT verdict is honoured, partial or infeasible
+  compiles                    the variant compiled (status ok)
+  no spills                   0 B stack frame per thread (and no LDL/STL when SASS traits were collected)
+  FIELD OP NUMBER             e.g. ctas_per_sm>=2, registers<=128; FIELD: {fields}; OP: <= < >= > == !=
+  FIELD OP baseline           compared with the --baseline record of the same kernel, case, hints and arch
+  time OP NUMBER[us]          median GPU time in µs (needs run records)
+  time <= baseline [+ N%]     median time no worse than the baseline's beyond the runs' noise (and N %)"""
+FIELDS = ("ctas_per_sm", "registers", "shared_bytes", "driver_shared_bytes", "stack_bytes", "threads",
+          "warps_per_sm", "occupancy_pct", "max_regs", "compile_s")
+_ALIASES = {"regs": "registers", "ctas/sm": "ctas_per_sm", "ctas": "ctas_per_sm", "smem_bytes": "shared_bytes",
+            "shared": "shared_bytes", "stack": "stack_bytes", "median_us": "time"}
+_OPS = {"<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt, "==": operator.eq, "!=": operator.ne}
+_COMPARE = re.compile(r"^\s*([a-z_/][a-z0-9_/]*)\s*(<=|>=|==|!=|<|>)\s*(.+?)\s*$", re.I)
+_BASELINE = re.compile(r"^baseline(?:\s*\+\s*(\d+(?:\.\d+)?)\s*%)?$", re.I)
+_NUMBER = re.compile(r"^(-?\d+(?:\.\d+)?)\s*(us|µs)?$", re.I)
+
+
+class GateError(TileprobeError):
+    """A malformed expectation or selection, or a baseline that does not fit."""
+
+
+def forms() -> str:
+    return FORMS.format(hints=", ".join(KERNEL_HINTS), fields=", ".join(FIELDS))
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """One parsed expectation. kind: verdict | not_ignored | compiles | no_spills | compare | time."""
+    text: str
+    kind: str
+    field: str = ""
+    op: str = ""
+    value: float | None = None      # NUMBER; None for baseline comparisons
+    baseline_pct: float = 0.0       # time <= baseline + N%
+
+    @property
+    def uses_baseline(self) -> bool:
+        return self.kind in ("compare", "time") and self.value is None
+
+
+def parse_expectation(text: str) -> Expectation:
+    """Parse one ``--expect`` string (see :data:`FORMS`).
+
+    Raises:
+        GateError: an unknown form, field, hint or number; the message lists the accepted forms.
+    """
+    t = " ".join(str(text).split())
+    low = t.lower()
+    words = low.split()
+    if low == "compiles":
+        return Expectation(t, "compiles")
+    if low in ("no spills", "no spill"):
+        return Expectation(t, "no_spills")
+    if len(words) == 2 and words[1] == "honoured" or len(words) == 3 and words[1:] == ["not", "ignored"]:
+        if words[0] not in KERNEL_HINTS:
+            raise _bad(t, f"{words[0]!r} is not a kernel hint")
+        return Expectation(t, "verdict" if len(words) == 2 else "not_ignored", field=words[0])
+    m = _COMPARE.match(t)
+    if not m:
+        raise _bad(t, "not an expectation tileprobe knows")
+    name, op, rhs = m.group(1).lower(), m.group(2), m.group(3)
+    name = _ALIASES.get(name, name)
+    if name != "time" and name not in FIELDS:
+        raise _bad(t, f"unknown field {m.group(1)!r}")
+    b = _BASELINE.match(rhs)
+    if b:
+        if b.group(1) and name != "time":
+            raise _bad(t, "'+ N%' is accepted for time only")
+        if name == "time" and op not in ("<=", "<"):
+            raise _bad(t, "time compares with the baseline as 'time <= baseline' or 'time < baseline' only")
+        return Expectation(t, "time" if name == "time" else "compare", field=name, op=op,
+                           baseline_pct=float(b.group(1) or 0))
+    n = _NUMBER.match(rhs)
+    if not n or (n.group(2) and name != "time"):
+        raise _bad(t, f"{rhs!r} is not a number (or 'baseline')")
+    return Expectation(t, "time" if name == "time" else "compare", field=name, op=op, value=float(n.group(1)))
+
+
+def _bad(text: str, why: str) -> GateError:
+    return GateError(f"cannot parse expectation {text!r}: {why}. Accepted forms:\n{forms()}")
+
+
+@dataclass
+class Failure:
+    """One expectation that one variant (or the selection) does not meet.
+
+    ``unchecked``: the expectation could not be checked (no run records, no baseline record).
+    """
+    expectation: str
+    variant: str
+    expected: str
+    got: str
+    reason: str = ""
+    unchecked: bool = False
+
+    def __str__(self) -> str:
+        head = "cannot check" if self.unchecked else f"expected {self.expected}, got {self.got}"
+        return f"{self.variant}: {head}" + (f" — {self.reason}" if self.reason else "")
+
+
+def variant_label(r: VariantRecord) -> str:
+    """``w4a16_gemm sm_120 tileiras 13.4.92 GATHER=True LOOP=True occupancy=2``."""
+    from .report.common import short_build
+    kv = " ".join(f"{k}={v}" for k, v in [*r.case.items(), *r.hints.items()])
+    return " ".join(x for x in (r.kernel, r.arch, short_build(r.tileiras), kv) if x)
+
+
+def _variant_key(r: VariantRecord) -> tuple:
+    return (r.kernel, r.arch, repr(sorted(r.case.items())), repr(sorted(r.hints.items())))
+
+
+def _noise_us(run: Mapping | None) -> float:
+    for k in ("noise_us", "stdev_us", "mad_us"):
+        v = (run or {}).get(k)
+        if isinstance(v, (int, float)):
+            return float(v)
+    return 0.0
+
+
+def _median(r: VariantRecord) -> float | None:
+    v = (r.run or {}).get("median_us")
+    return float(v) if isinstance(v, (int, float)) and (r.run or {}).get("status", "ok") == "ok" else None
+
+
+def check(records: Sequence[VariantRecord], expectations: Iterable[str | Expectation],
+          baseline: Sequence[VariantRecord] | None = None) -> list[Failure]:
+    """Every (variant, expectation) that fails, in expectation order; ``[]`` when all hold.
+
+    An empty ``records`` fails every expectation (a gate that checks nothing must not pass).
+
+    Raises:
+        GateError: a malformed expectation; a baseline holding one variant under several compilers.
+    """
+    exps = [e if isinstance(e, Expectation) else parse_expectation(e) for e in expectations]
+    base = _index_baseline(baseline or ())
+    out: list[Failure] = []
+    for e in exps:
+        if not records:
+            out.append(Failure(e.text, "(no variant)", "at least one selected variant", "none",
+                               "the selection matched no audited variant"))
+        for r in records:
+            f = _check_one(e, r, base)
+            if f is not None:
+                out.append(f)
+    return out
+
+
+def _index_baseline(records: Iterable[VariantRecord]) -> dict[tuple, VariantRecord]:
+    out: dict[tuple, VariantRecord] = {}
+    for r in records:
+        k = _variant_key(r)
+        if k in out and out[k].tileiras != r.tileiras:
+            raise GateError(f"the baseline holds {variant_label(r)} under several compilers ({out[k].tileiras}; "
+                            f"{r.tileiras}): pass --baseline-tileiras TEXT to pick one")
+        out[k] = r
+    return out
+
+
+def _check_one(e: Expectation, r: VariantRecord, base: dict) -> Failure | None:
+    label = variant_label(r)
+    if not r.ok:
+        msg = (r.error or "").strip().splitlines()
+        return Failure(e.text, label, "a compiled variant", r.status, msg[0] if msg else "")
+    if e.kind == "compiles":
+        return None
+    if e.kind in ("verdict", "not_ignored"):
+        v = r.verdicts.get(e.field)
+        if not v:
+            return Failure(e.text, label, f"a {e.field} verdict", "none",
+                           f"this variant does not set {e.field} and the kernel declares none")
+        ok = v["status"] == "honoured" if e.kind == "verdict" else v["status"] != "ignored"
+        want = "honoured" if e.kind == "verdict" else "not ignored"
+        return None if ok else Failure(e.text, label, want, v["status"], v.get("reason", ""))
+    if e.kind == "no_spills":
+        return _check_spills(e, r, label)
+    if e.kind == "compare":
+        return _check_compare(e, r, label, base)
+    return _check_time(e, r, label, base)
+
+
+def _check_spills(e: Expectation, r: VariantRecord, label: str) -> Failure | None:
+    if r.stack_bytes is None:
+        return Failure(e.text, label, "0 B stack", "unknown", "the record has no stack size", unchecked=True)
+    sass = r.sass if isinstance(r.sass, dict) else {}
+    kernels = sass.get("kernels") if isinstance(sass.get("kernels"), list) else [sass]
+    ldl = sum(int(k.get("spill_loads") or 0) for k in kernels if isinstance(k, dict))
+    stl = sum(int(k.get("spill_stores") or 0) for k in kernels if isinstance(k, dict))
+    if r.stack_bytes == 0 and ldl == stl == 0:
+        return None
+    got = f"{r.stack_bytes} B stack frame per thread" + (f", {ldl} LDL / {stl} STL in SASS" if ldl or stl else "")
+    return Failure(e.text, label, "no spills (0 B stack)", got,
+                   f"{r.registers} registers per thread (cap {r.max_regs if r.max_regs else 'none'}); "
+                   "a stack frame usually means spills")
+
+
+def _check_compare(e: Expectation, r: VariantRecord, label: str, base: dict) -> Failure | None:
+    got = getattr(r, e.field, None)
+    want, ref = e.value, "NUMBER"
+    if e.value is None:
+        b = base.get(_variant_key(r))
+        if b is None or not b.ok or getattr(b, e.field, None) is None:
+            return Failure(e.text, label, f"{e.field} {e.op} baseline", "no baseline value",
+                           "the baseline has no compiled record of this variant", unchecked=True)
+        want, ref = getattr(b, e.field), f"baseline ({_short(b)})"
+    if got is None:
+        return Failure(e.text, label, f"{e.field} {e.op} {want:g}", "unknown", "", unchecked=True)
+    if _OPS[e.op](got, want):
+        return None
+    reason = f"limiter: {r.limiter}; {r.threads} threads × {r.registers} registers, {r.shared_bytes:,} B shared"
+    if ref != "NUMBER":
+        reason = f"vs {ref}; " + reason
+    return Failure(e.text, label, f"{e.field} {e.op} {want:g}", f"{e.field} = {got:g}", reason)
+
+
+def _short(r: VariantRecord) -> str:
+    from .report.common import short_build
+    return short_build(r.tileiras)
+
+
+def _check_time(e: Expectation, r: VariantRecord, label: str, base: dict) -> Failure | None:
+    t = _median(r)
+    if t is None:
+        return Failure(e.text, label, e.text, "no run", "no GPU run record for this variant (run it with "
+                       "`tileprobe run` into the store first)", unchecked=True)
+    if e.value is not None:
+        return None if _OPS[e.op](t, e.value) else Failure(e.text, label, f"time {e.op} {e.value:g} µs",
+                                                           f"{t:,.2f} µs")
+    b = base.get(_variant_key(r))
+    bt = _median(b) if b is not None else None
+    if bt is None:
+        return Failure(e.text, label, e.text, "no baseline run", "the baseline has no GPU run of this variant",
+                       unchecked=True)
+    noise = max(_noise_us(r.run), _noise_us(b.run))
+    limit = bt * (1 + e.baseline_pct / 100) + noise
+    if _OPS[e.op](t, limit):
+        return None
+    return Failure(e.text, label, f"time {e.op} {limit:,.2f} µs (baseline {bt:,.2f} µs + noise {noise:,.2f} µs"
+                   + (f" + {e.baseline_pct:g} %" if e.baseline_pct else "") + ")", f"{t:,.2f} µs",
+                   f"baseline: {_short(b)} on {(b.run or {}).get('gpu') or 'GPU ?'}")
+
+
+# --- selecting and auditing ------------------------------------------------------------------------------------
+
+def parse_where(text: str | None) -> dict[str, Any]:
+    """``"GATHER=True,LOOP=1,occupancy=2"`` → ``{"GATHER": True, "LOOP": 1, "occupancy": 2}``.
+
+    Values are Python literals (``True``, ``2``, ``0.5``, ``None``, ``'x'``); anything else is kept as a string.
+    """
+    out: dict[str, Any] = {}
+    for item in [x.strip() for x in (text or "").split(",") if x.strip()]:
+        if "=" not in item:
+            raise GateError(f"--where {text!r}: {item!r} is not NAME=VALUE (e.g. --where \"GATHER=True,occupancy=2\")")
+        k, v = (s.strip() for s in item.split("=", 1))
+        try:
+            out[k] = ast.literal_eval(v)
+        except (ValueError, SyntaxError):
+            out[k] = v
+    return out
+
+
+def _same(actual, wanted) -> bool:
+    if isinstance(actual, bool) != isinstance(wanted, bool):
+        return str(actual) == str(wanted)
+    return actual == wanted or str(actual) == str(wanted)
+
+
+def select(records: Iterable[VariantRecord], where: Mapping[str, Any]) -> list[VariantRecord]:
+    """Records whose case constants and hint values match every ``where`` item."""
+    def ok(r):
+        return all(_same(r.case[k] if k in r.case else r.hint(k), v) for k, v in where.items())
+    return [r for r in records if ok(r)]
+
+
+def _check_where_names(where: Mapping[str, Any], probes) -> None:
+    known = {c for p in probes for c in p.cases} | set(KERNEL_HINTS)
+    bad = [k for k in where if k not in known]
+    if bad:
+        raise GateError(f"--where names {', '.join(map(repr, bad))}, which is neither a case constant of the probe "
+                        f"({', '.join(sorted({c for p in probes for c in p.cases})) or 'none'}) nor a hint "
+                        f"({', '.join(KERNEL_HINTS)})")
+
+
+def audit_selected(probe_path: str, arch: str, *, where: Mapping[str, Any] | None = None,
+                   toolchains: Sequence[dict] | None = None, store=None, jobs: int | None = None,
+                   timeout_s: float | None = None, command_line: str = ""):
+    """Audit the variants of ``probe_path`` whose case matches ``where`` (all hint values: verdicts need them).
+
+    Returns the :class:`~tileprobe.audit.AuditResult`; variants in ``store`` are not compiled again, new ones
+    are saved, and the audit is stored with ``command_line``.
+    """
+    import time
+    from .audit import AuditResult, environment, plan_variants, record_from, resolve_compiler
+    from .compile import DEFAULT_TIMEOUT_S, compile_variants
+    from .probe import load_probes
+    from .store import _judge
+    t0 = time.perf_counter()
+    where = dict(where or {})
+    probes = load_probes(probe_path)
+    _check_where_names(where, probes)
+    case_where = {k: v for k, v in where.items() if any(k in p.cases for p in probes)}
+    variants = [v for v in plan_variants(probes, [arch])
+                if all(_same(v.case_dict.get(k), want) for k, want in case_where.items())]
+    result = AuditResult()
+    for tc in toolchains or [{}]:
+        tc = resolve_compiler(tc)
+        todo = variants
+        if store is not None:
+            cached, todo = store.lookup(variants, tc)
+            result.records.extend(cached)
+        for res in compile_variants(todo, tileiras=tc.get("tileiras"), lib_dirs=tc.get("lib_dirs"), jobs=jobs,
+                                    timeout_s=timeout_s or DEFAULT_TIMEOUT_S):
+            rec = record_from(res)
+            if store is not None:
+                store.save_compile(res, rec, tc)
+            result.records.append(rec)
+    _judge(result.records)
+    if store is not None:
+        store.attach_runs(result.records)
+    result.environment = environment(r.tileiras for r in result.records)
+    result.wall_s = time.perf_counter() - t0
+    if store is not None and command_line:
+        store.save_audit(result, command_line)
+    return result
+
+
+def load_baseline(path: str, *, kernel: str | None = None, arch: str | None = None,
+                  tileiras: str | None = None) -> list[VariantRecord]:
+    """Baseline records from a result JSON file or a results store (newest compile per variant)."""
+    from .schema import load
+    import os
+    if not os.path.exists(path):
+        raise GateError(f"--baseline {path}: no such file; give a results store or a result JSON file")
+    with open(path, "rb") as f:
+        head = f.read(16)
+    if head.lstrip().startswith(b"{"):
+        records, _ = load(path)
+    else:
+        from .store import Store
+        with Store.open(path) as s:
+            records = s.records(kernel=kernel, arch=arch)
+    return [r for r in records if (not kernel or r.kernel == kernel) and (not arch or r.arch == arch)
+            and (not tileiras or tileiras in r.tileiras)]
+
+
+@dataclass
+class GateResult:
+    """What a gate checked: the selected records, the expectations and the failures."""
+    records: list[VariantRecord]
+    expectations: list[Expectation]
+    failures: list[Failure] = field(default_factory=list)
+    allow_unchecked: bool = False
+
+    @property
+    def passed(self) -> bool:
+        return not [f for f in self.failures if not (f.unchecked and self.allow_unchecked)]
+
+
+def run_gate(probe_path: str, arch: str, expectations: Sequence[str], *, where: Mapping[str, Any] | None = None,
+             toolchains: Sequence[dict] | None = None, store=None, baseline: str | None = None,
+             baseline_tileiras: str | None = None, allow_unchecked: bool = False, jobs: int | None = None,
+             timeout_s: float | None = None, command_line: str = "") -> GateResult:
+    """Parse ``expectations``, audit the selected variants (see :func:`audit_selected`) and check them."""
+    from .arch import get_arch
+    exps = [parse_expectation(e) for e in expectations]
+    if not exps:
+        raise GateError(f"give at least one --expect. Accepted forms:\n{forms()}")
+    arch = get_arch(arch).name
+    if any(e.uses_baseline for e in exps) and not baseline:
+        raise GateError("an expectation compares with 'baseline' but no --baseline STORE_OR_JSON was given")
+    result = audit_selected(probe_path, arch, where=where, toolchains=toolchains, store=store, jobs=jobs,
+                            timeout_s=timeout_s, command_line=command_line)
+    records = select(result.records, where or {})
+    base = None
+    if baseline:
+        base = load_baseline(baseline, arch=arch, tileiras=baseline_tileiras)
+        base = [b for b in base if b.kernel in {r.kernel for r in records}]
+    return GateResult(records, exps, check(records, exps, base), allow_unchecked)
+
+
+def format_result(g: GateResult) -> str:
+    """The gate's report: one block per expectation (ok / FAIL / CANNOT CHECK) with a line per failing variant."""
+    lines = []
+    for e in g.expectations:
+        fails = [f for f in g.failures if f.expectation == e.text]
+        hard = [f for f in fails if not f.unchecked]
+        if not fails:
+            lines.append(f"ok    {e.text} ({len(g.records)} variant(s))")
+            continue
+        tag = "FAIL " if hard or not g.allow_unchecked else "SKIP "
+        what = "cannot be checked" if not hard else f"{len(hard)} of {len(g.records)} variant(s)"
+        lines.append(f"{tag} {e.text}: {what}")
+        lines.extend(f"      {f}" for f in fails)
+    verdict = "passed" if g.passed else "FAILED"
+    lines.append(f"gate {verdict}: {len(g.expectations)} expectation(s) on {len(g.records)} variant(s)")
+    return "\n".join(lines)
+
+
+def cmd_gate(args) -> int:
+    import json
+    from .store import Store
+    toolchains = None
+    if args.tileiras:
+        from .toolchain import resolve_toolchains
+        toolchains = resolve_toolchains([x for x in args.tileiras.split(",") if x.strip()])
+    store = None if args.no_store else Store.open(args.store)
+    g = run_gate(args.probe, args.arch, args.expect or [], where=parse_where(args.where), toolchains=toolchains,
+                 store=store, baseline=args.baseline, baseline_tileiras=args.baseline_tileiras,
+                 allow_unchecked=args.allow_unchecked, jobs=args.jobs, timeout_s=args.timeout,
+                 command_line=_command_line(args))
+    print(format_result(g))
+    if args.json:
+        doc = {"passed": g.passed, "expectations": [e.text for e in g.expectations],
+               "failures": [f.__dict__ for f in g.failures], "variants": [r.to_dict() for r in g.records]}
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(doc, f, indent=1, default=str)
+    return 0 if g.passed else 1
+
+
+def _command_line(args) -> str:
+    """The gate's command line as stored with its audit (rebuilt from ``args``: main(argv) may run in-process)."""
+    import shlex
+    parts = ["gate", args.probe, "--arch", args.arch]
+    for flag, value in (("--tileiras", args.tileiras), ("--where", args.where), ("--baseline", args.baseline)):
+        if value:
+            parts += [flag, value]
+    for e in args.expect or []:
+        parts += ["--expect", e]
+    return shlex.join(parts)
+
+
+def add_parser(subparsers, add_common) -> None:
+    """``tileprobe gate``: exit 1 with a reason per failed expectation (see module doc)."""
+    p = subparsers.add_parser("gate", help="CI check: audit selected variants, test expectations (exit 1 on failure)",
+                              description="Audit the selected variants of a probe (reusing the results store) and "
+                                          "check expectations; exit 1 with a reason per failure.",
+                              epilog="expectations:\n" + forms(), formatter_class=_raw_formatter())
+    p.add_argument("probe", metavar="PROBE", help="probe file")
+    p.add_argument("--arch", required=True, help="one target, e.g. sm_120")
+    p.add_argument("--tileiras", metavar="V", help="compiler version(s), e.g. 13.3.36 (managed toolchains); "
+                   "default: the one cuTile would use")
+    p.add_argument("--where", metavar="NAME=VALUE,...", help="select variants by case constants and hint values")
+    p.add_argument("--expect", action="append", metavar="EXPR", help="an expectation (repeatable; forms below)")
+    p.add_argument("--baseline", metavar="STORE_OR_JSON", help="results store or result JSON to compare with")
+    p.add_argument("--baseline-tileiras", metavar="TEXT", help="use the baseline's records of this compiler build")
+    p.add_argument("--allow-unchecked", action="store_true", help="pass when an expectation cannot be checked "
+                   "(e.g. time with no run records); default: such an expectation fails")
+    p.add_argument("--store", metavar="PATH", help="results store (default: $TILEPROBE_STORE or the user data dir)")
+    p.add_argument("--no-store", action="store_true", help="do not read or write the results store")
+    p.add_argument("--jobs", "-j", type=int, default=None, help="parallel compiles (default: all CPUs)")
+    p.add_argument("--timeout", type=float, default=None, help="per-variant compiler timeout in seconds")
+    p.add_argument("--json", metavar="FILE", help="also write the outcome (failures, variants) as JSON")
+    p.set_defaults(func=cmd_gate)
+
+
+def _raw_formatter():
+    import argparse
+    return argparse.RawDescriptionHelpFormatter

@@ -1,0 +1,134 @@
+"""pytest plugin: the ``tileprobe_audit`` fixture, so a kernel repository writes its gate as tests.
+
+Registered through the ``pytest11`` entry point ``tileprobe`` (pyproject.toml); without installing tileprobe, load it
+with ``pytest -p tileprobe.pytest_plugin``. Example::
+
+    def test_w4a16_occupancy(tileprobe_audit):
+        (tileprobe_audit("probes/w4a16.py", arch="sm_120")
+            .where(GATHER=True, LOOP=True, occupancy=2)
+            .expect("occupancy honoured", "no spills", "ctas_per_sm>=2"))
+
+A failed expectation fails the test with the gate's reasons (which variant, expected vs got, the verdict's
+reason). Probe paths are taken relative to the test file, then the rootdir. The audit reuses the results store
+(``--tileprobe-store PATH``, else ``$TILEPROBE_STORE``, else the user's default; ``--tileprobe-no-store`` to
+compile everything) and is shared by the tests of one session. No GPU is needed.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Sequence
+
+import pytest
+
+
+def pytest_addoption(parser) -> None:
+    group = parser.getgroup("tileprobe", "tileprobe audits (tileprobe_audit fixture)")
+    group.addoption("--tileprobe-store", metavar="PATH", default=None,
+                    help="results store for tileprobe_audit (default: $TILEPROBE_STORE or the user data dir)")
+    group.addoption("--tileprobe-no-store", action="store_true", default=False,
+                    help="tileprobe_audit compiles every variant and stores nothing")
+    group.addoption("--tileprobe-jobs", type=int, default=None, help="parallel compiles (default: all CPUs)")
+
+
+class AuditCheck:
+    """The audit of one probe for one arch (and compiler), narrowed with :meth:`where`, checked with :meth:`expect`.
+
+    The audit runs on first use (``records`` or ``expect``) and is cached for the session.
+    """
+
+    def __init__(self, session: "_Session", probe: str, arch: str, tileiras: str | None = None,
+                 where: dict | None = None, baseline: str | None = None):
+        self._session, self.probe, self.arch, self.tileiras = session, probe, arch, tileiras
+        self._where, self.baseline = dict(where or {}), baseline
+
+    def where(self, **selection: Any) -> "AuditCheck":
+        """A narrower check: case constants and hint values, e.g. ``where(GATHER=True, occupancy=2)``."""
+        return AuditCheck(self._session, self.probe, self.arch, self.tileiras, {**self._where, **selection},
+                          self.baseline)
+
+    @property
+    def records(self) -> list:
+        """The selected :class:`~tileprobe.schema.VariantRecord` s (after the audit)."""
+        from tileprobe.gate import select
+        return select(self._session.audit(self.probe, self.arch, self.tileiras, self._where), self._where)
+
+    def check(self, *expectations: str) -> list:
+        """The :class:`~tileprobe.gate.Failure` s of these expectations (``[]``: all hold)."""
+        from tileprobe.gate import check, load_baseline, parse_expectation
+        exps = [parse_expectation(e) for e in expectations]   # malformed: GateError before any compile
+        base = load_baseline(self.baseline, arch=self.arch) if self.baseline else None
+        return check(self.records, exps, base)
+
+    def expect(self, *expectations: str) -> "AuditCheck":
+        """Fail the test with the gate's reasons unless every expectation holds; returns self for chaining."""
+        failures = self.check(*expectations)
+        if failures:
+            lines = [f"tileprobe: {len({f.expectation for f in failures})} expectation(s) failed for "
+                     f"{self.probe} on {self.arch}" + (f" where {self._where}" if self._where else "")]
+            lines += [f"  {f.expectation}: {f}" for f in failures]
+            pytest.fail("\n".join(lines), pytrace=False)
+        return self
+
+
+class _Session:
+    """Per pytest session: one store, audits cached by (probe, arch, compiler, case selection)."""
+
+    def __init__(self, config):
+        self.config = config
+        self._store = None
+        self._audits: dict[tuple, list] = {}
+
+    def store(self):
+        if self.config.getoption("tileprobe_no_store"):
+            return None
+        if self._store is None:
+            from tileprobe.store import Store
+            self._store = Store.open(self.config.getoption("tileprobe_store"))
+        return self._store
+
+    def audit(self, probe: str, arch: str, tileiras: str | None, where: dict) -> list:
+        from tileprobe.gate import audit_selected
+        key = (probe, arch, tileiras, repr(sorted(where.items(), key=lambda kv: kv[0])))
+        if key not in self._audits:
+            toolchains = None
+            if tileiras:
+                from tileprobe.toolchain import resolve_toolchains
+                toolchains = resolve_toolchains([tileiras])
+            result = audit_selected(probe, arch, where=where, toolchains=toolchains, store=self.store(),
+                                    jobs=self.config.getoption("tileprobe_jobs"),
+                                    command_line=f"pytest tileprobe_audit {probe} --arch {arch}")
+            self._audits[key] = result.records
+        return self._audits[key]
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+
+
+@pytest.fixture(scope="session")
+def _tileprobe_session(pytestconfig):
+    session = _Session(pytestconfig)
+    yield session
+    session.close()
+
+
+@pytest.fixture
+def tileprobe_audit(request, _tileprobe_session) -> Callable[..., AuditCheck]:
+    """``tileprobe_audit(probe, arch="sm_90", tileiras=None, baseline=None) -> AuditCheck`` (see module doc)."""
+    def make(probe: str, arch: str = "sm_90", *, tileiras: str | None = None,
+             baseline: str | None = None) -> AuditCheck:
+        return AuditCheck(_tileprobe_session, _resolve(probe, request), arch, tileiras, baseline=baseline)
+    return make
+
+
+def _resolve(probe: str, request) -> str:
+    if os.path.isabs(probe):
+        return probe
+    for base in (os.path.dirname(str(request.path)), str(request.config.rootpath)):
+        cand = os.path.join(base, probe)
+        if os.path.exists(cand):
+            return cand
+    return os.path.abspath(probe)
+
+
+__all__: Sequence[str] = ["AuditCheck", "tileprobe_audit"]

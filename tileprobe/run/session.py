@@ -1,0 +1,255 @@
+"""``run_probes``: time and check every audited variant on this machine's GPU, one worker under a watchdog.
+
+The timed cubin is the audited cubin: each variant's exact cubin (by ``cubin_sha256``) is loaded with cuda-core
+and launched per cuTile's calling convention (:mod:`tileprobe.run.launch`); its SHA-256 is checked first. Audit
+records and cubins can come from
+
+* an :class:`~tileprobe.audit.AuditResult` (``result.records``, ``result.cubins``),
+* a bundle directory written on another machine (``tileprobe audit … --bundle DIR``: ``DIR/audit.json`` and
+  ``DIR/cubins/<sha256>.cubin``; :func:`load_bundle`) — compile where tileiras is, run where the GPU is,
+* the results store, or anything else that maps a SHA-256 to bytes (a mapping, a callable, or an object with a
+  ``cubin(sha)`` / ``get_cubin(sha)`` / ``load_cubin(sha)`` method).
+
+Each run variant gets ``record.run`` (fields: :data:`tileprobe.run.worker.RUN_FIELDS`): status ``ok`` |
+``wrong`` | ``hang`` | ``crash`` | ``error``, ``median_us``, ``p25_us``, ``p75_us``, ``reps``, ``rel_err``,
+``warnings``, ``driver_ctas_per_sm``, ``static_ctas_per_sm``, ``occupancy_agrees``, ``error`` …; the environment
+gets ``gpu`` (name, sm, driver, clocks) and ``run`` (the settings).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from ..arch import get_arch
+from ..errors import TileprobeError
+from ..schema import VariantRecord, load
+from .watchdog import DEFAULT_TIMEOUT_S, Watchdog, WorkerStartError
+from .worker import run_dict
+
+TASK = "tileprobe.run.worker:run_variant"
+#: Record fields the worker needs (the rest of a record stays in the parent).
+_TASK_FIELDS = ("kernel", "probe", "case", "hints", "effective_hints", "arch", "symbol", "signature", "threads",
+                "registers", "driver_shared_bytes", "ctas_per_sm", "cubin_sha256")
+#: cuTile's value of each kernel hint when a kernel declares none (cuda/tile/_compiler_options.py, 1.7.0).
+HINT_DEFAULTS = {"occupancy": 1, "num_ctas": 1, "opt_level": 3}
+
+
+@dataclass
+class RunResult:
+    """The records (with ``run`` attached to those that ran), the environment (with ``gpu``), the sweep's
+    wall time (s), how many variants ran, why others did not, and why the sweep stopped early (if it did)."""
+    records: list[VariantRecord]
+    environment: dict = field(default_factory=dict)
+    wall_s: float = 0.0
+    ran: int = 0
+    skipped: list[str] = field(default_factory=list)
+    aborted: str | None = None
+    restarts: int = 0
+
+
+# --- where records and cubins come from ----------------------------------------------------------------------
+
+def load_bundle(path: str) -> tuple[list[VariantRecord], dict, Callable[[str], bytes | None]]:
+    """Read a bundle directory: ``audit.json`` (the audit's JSON) and ``cubins/<sha256>.cubin``.
+
+    Returns the records, the audit's environment and a cubin getter (SHA-256 → bytes or None).
+
+    Raises:
+        TileprobeError: no such directory, no ``audit.json``, or a result written by a newer tileprobe.
+    """
+    doc = os.path.join(path, "audit.json")
+    if not os.path.isfile(doc):
+        raise TileprobeError(f"{path}: not a tileprobe bundle (no audit.json). Make one where tileiras is with "
+                             "`tileprobe audit PROBE --arch sm_90 --bundle DIR` and copy DIR here.")
+    records, env = load(doc)
+    cubin_dir = os.path.join(path, "cubins")
+
+    def get(sha: str) -> bytes | None:
+        p = os.path.join(cubin_dir, f"{sha}.cubin")
+        try:
+            with open(p, "rb") as f:
+                return f.read()
+        except OSError:
+            return None
+    env = dict(env)
+    env["bundle"] = os.path.abspath(path)
+    return records, env, get
+
+
+def cubin_getter(source: Any) -> Callable[[str], bytes | None]:
+    """A SHA-256 → cubin-bytes function for a mapping, a callable, a bundle path, an AuditResult or a store."""
+    if source is None:
+        return lambda sha: None
+    if isinstance(source, (str, os.PathLike)):
+        return load_bundle(os.fspath(source))[2]
+    if isinstance(source, Mapping):
+        return source.get
+    if hasattr(source, "cubins") and isinstance(source.cubins, Mapping):
+        return source.cubins.get
+    for name in ("cubin", "get_cubin", "load_cubin"):
+        if callable(getattr(source, name, None)):
+            return getattr(source, name)
+    if callable(source):
+        return source
+    raise TypeError(f"cannot get cubins from a {type(source).__name__}")
+
+
+def resolve_probe_path(recorded: str, probe_paths: Sequence[str] = (), search_dirs: Sequence[str] = ()) -> str | None:
+    """The probe file on this machine for a record's ``probe`` path (written on the audit machine): a given probe
+    file with the same path or base name, the recorded path itself, or the base name in ``search_dirs``."""
+    base = os.path.basename(recorded)
+    for p in probe_paths:
+        if os.path.abspath(p) == os.path.abspath(recorded):
+            return os.path.abspath(p)
+    for p in probe_paths:
+        if os.path.basename(p) == base and os.path.isfile(p):
+            return os.path.abspath(p)
+    if os.path.isfile(recorded):
+        return os.path.abspath(recorded)
+    for d in search_dirs:
+        cand = os.path.join(d, base)
+        if os.path.isfile(cand):
+            return os.path.abspath(cand)
+    return None
+
+
+# --- the sweep -------------------------------------------------------------------------------------------------
+
+def run_probes(records: Iterable[VariantRecord], cubins: Any = None, *, probe_paths: Sequence[str] = (),
+               search_dirs: Sequence[str] = (), timeout_s: float = DEFAULT_TIMEOUT_S, reps: int | None = None,
+               warmup: int | None = None, warmup_ms: float | None = None, seed: int = 0,
+               watchdog: Watchdog | None = None, environment: dict | None = None,
+               progress: Callable[[int, int, VariantRecord], None] | None = None) -> RunResult:
+    """Check and time every ``ok`` variant compiled for this GPU's architecture.
+
+    Args:
+        records: audit records (e.g. ``AuditResult.records`` or from :func:`load_bundle`).
+        cubins: where the cubins are (see :func:`cubin_getter`); default: ``records`` must come with an
+            AuditResult passed here instead.
+        probe_paths: probe files given by the user (matched to records by path, then by base name).
+        search_dirs: more folders to look for probe files by base name (e.g. the bundle's and the working dir).
+        timeout_s: per-variant limit (s) before a variant is called ``hang`` and its worker is killed.
+        reps, warmup, warmup_ms: timing settings (:func:`tileprobe.run.timing.measure`; None: its defaults).
+        seed: base seed of the inputs; variant *i* uses ``seed + i`` (recorded in ``run["seed"]``).
+        watchdog: a running :class:`Watchdog` to use (default: one made and closed here).
+        environment: the audit's environment, to which ``gpu`` and ``run`` are added.
+        progress: ``progress(i, n, record)`` after each variant.
+
+    Returns a :class:`RunResult`; the records are the same objects, with ``run`` set on those that ran.
+
+    Raises:
+        WorkerStartError: no worker could start at all (no GPU, …). A worker that cannot be restarted in the
+            middle of a sweep stops it: ``RunResult.aborted`` says why and the variants run so far are kept.
+    """
+    t0 = time.perf_counter()
+    records = list(records)
+    get = cubin_getter(cubins)
+    own = watchdog is None
+    wd = watchdog or Watchdog(timeout_s=timeout_s)
+    result = RunResult(records, dict(environment or {}))
+    try:
+        gpu = dict(wd.start())
+        todo = _select(records, gpu.get("sm"), result.skipped)
+        for i, rec in enumerate(todo):
+            try:
+                rec.run = _run_one(wd, rec, get, probe_paths, search_dirs, timeout_s,
+                                   dict(seed=seed + i, reps=reps, warmup=warmup, warmup_ms=warmup_ms))
+            except WorkerStartError as e:
+                rec.run = run_dict(status="crash", error=f"no worker could be started for this variant: {e}")
+                result.aborted = str(e)
+                break
+            result.ran += 1
+            if progress:
+                progress(i + 1, len(todo), rec)
+        result.restarts = wd.restarts
+        result.environment["gpu"] = gpu
+        result.environment["run"] = {"timeout_s": timeout_s, "reps": reps, "warmup": warmup,
+                                     "warmup_ms": warmup_ms, "seed": seed, "block": [1, 1, 1],
+                                     "l2_flush_bytes": gpu.get("l2_flush_bytes")}
+    finally:
+        if own:
+            wd.close()
+    result.wall_s = time.perf_counter() - t0
+    return result
+
+
+def _select(records: list[VariantRecord], sm: str | None, skipped: list[str]) -> list[VariantRecord]:
+    """The records to run: compiled fine, for this GPU's architecture."""
+    todo = []
+    here = get_arch(sm).name if sm else None
+    for r in records:
+        if not r.ok:
+            continue
+        if here and get_arch(r.arch).name != here:
+            skipped.append(f"{r.kernel} {r.arch}: compiled for {r.arch}, this GPU is {here}")
+            continue
+        todo.append(r)
+    return todo
+
+
+def _run_one(wd: Watchdog, rec: VariantRecord, get, probe_paths, search_dirs, timeout_s, timing: dict) -> dict:
+    cubin = get(rec.cubin_sha256) if rec.cubin_sha256 else None
+    if cubin is None:
+        return run_dict(status="error", error=f"cubin {rec.cubin_sha256} not found (bundle incomplete?)")
+    if hashlib.sha256(cubin).hexdigest() != rec.cubin_sha256:
+        return run_dict(status="error", error=f"cubin {rec.cubin_sha256}: its bytes hash to another SHA-256; "
+                        "the file was changed after the audit")
+    path = resolve_probe_path(rec.probe, probe_paths, search_dirs)
+    if path is None:
+        return run_dict(status="error", error=f"probe file {rec.probe} not found on this machine: pass it on the "
+                        "command line (tileprobe run PROBE.py --bundle DIR)")
+    task = {"record": {k: getattr(rec, k) for k in _TASK_FIELDS}, "cubin": cubin, "probe_path": path, **timing}
+    out = wd.submit(TASK, task, timeout_s=timeout_s)
+    base = dict(seed=timing["seed"], cubin_sha256=rec.cubin_sha256, static_ctas_per_sm=rec.ctas_per_sm,
+                threads=rec.threads)
+    if out.status == "done":
+        run = run_dict(**out.value)
+    elif out.status == "hang":
+        run = run_dict(status="hang", error=out.error, **base)
+    elif out.status == "crash":
+        run = run_dict(status="crash", error=out.error, fatal=True, **base)
+    else:   # the task raised: a tileprobe bug in the worker, reported as an error of this variant
+        run = run_dict(status="error", error=out.error, **base)
+    run["roundtrip_s"] = round(out.wall_s, 6)
+    run["worker_pid"] = out.worker_pid
+    return run
+
+
+# --- reading the results ---------------------------------------------------------------------------------------
+
+def is_default_variant(rec: VariantRecord) -> bool:
+    """True when every hint of the variant is left as declared (``None``) or set to cuTile's own default
+    (:data:`HINT_DEFAULTS`). A kernel that declares other values is best probed with ``None`` in the hint list."""
+    return all(v is None or (k in HINT_DEFAULTS and v == HINT_DEFAULTS[k]) for k, v in rec.hints.items())
+
+
+def best_hints(records: Iterable[VariantRecord]) -> list[dict]:
+    """Per (kernel, case, arch, compiler): the fastest correct variant and its speed-up over the default one.
+
+    Returns dicts with ``kernel``, ``case``, ``arch``, ``best_hints``, ``best_us``, ``default_hints``,
+    ``default_us`` and ``speedup`` (default / best; None when no default variant ran correctly).
+    """
+    groups: dict = {}
+    for r in records:
+        if r.run and r.run.get("status") == "ok" and r.run.get("median_us"):
+            key = (r.kernel, json.dumps(r.case, sort_keys=True, default=str), r.arch, r.tileiras)
+            groups.setdefault(key, []).append(r)
+    out = []
+    for (kernel, _, arch, _), rows in groups.items():
+        best = min(rows, key=lambda r: r.run["median_us"])
+        default = next((r for r in rows if is_default_variant(r)), None)
+        out.append({"kernel": kernel, "case": best.case, "arch": arch, "best_hints": best.hints,
+                    "best_us": best.run["median_us"], "default_hints": default.hints if default else None,
+                    "default_us": default.run["median_us"] if default else None,
+                    "speedup": (default.run["median_us"] / best.run["median_us"]) if default else None})
+    return out
+
+
+def run_audit(result, **kw) -> RunResult:
+    """:func:`run_probes` for an :class:`~tileprobe.audit.AuditResult` (its records, cubins and environment)."""
+    kw.setdefault("environment", result.environment)
+    return run_probes(result.records, result.cubins, **kw)

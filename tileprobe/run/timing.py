@@ -1,0 +1,172 @@
+"""How long does one launch take on the GPU? CUDA events, warm-up, many repetitions, L2 flushed in between.
+
+The method (the one ``triton.testing.do_bench`` uses, so the two can be compared):
+
+1. **Estimate**: time a few launches to learn roughly how long one takes.
+2. **Warm-up**: launch until ``warmup_ms`` of GPU time (at least ``warmup`` launches): clocks ramp up, lazy
+   module loading and first-touch costs are paid outside the measurement.
+3. **Repetitions**: ``reps`` times: flush the L2 cache (write a buffer at least twice the L2 size, so the
+   inputs are not served from L2 as they would not be in a real model), record a start event, launch, record an
+   end event. Because the flush is a long kernel in the same stream, the launch is already queued when the start
+   event fires: the interval is the kernel's own GPU time, not the CPU's launch overhead.
+4. **Statistics**: median, quartiles (p25, p75), min, max, mean, in µs; the spread is the inter-quartile range
+   as a percentage of the median.
+
+Everything that touches the GPU is injected (``launch``, ``flush``, ``event_factory``, ``synchronize``), so the
+tests drive this module with a fake clock. Events follow torch's API: ``record()`` and
+``start.elapsed_time(end)`` in **milliseconds**.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import asdict, dataclass
+from typing import Callable, Sequence
+
+#: Below this median (µs) a launch is too short to time meaningfully: event resolution (~0.5 µs) and launch
+#: jitter are a large part of it.
+MIN_LAUNCH_US = 5.0
+#: Above this inter-quartile range (% of the median) the timings are called noisy.
+MAX_SPREAD_PCT = 5.0
+#: Default repetitions and warm-up (launches, and at least this much GPU time).
+DEFAULT_REPS = 100
+DEFAULT_WARMUP = 10
+DEFAULT_WARMUP_MS = 25.0
+#: Smallest L2 flush buffer (bytes): triton.testing.do_bench writes 256 MB; we write max(2 × L2, this).
+MIN_FLUSH_BYTES = 256 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class TimingStats:
+    """Per-launch GPU times of one variant, in µs. ``reps``: how many launches the statistics cover."""
+    median_us: float
+    p25_us: float
+    p75_us: float
+    min_us: float
+    max_us: float
+    mean_us: float
+    reps: int
+
+    @property
+    def spread_pct(self) -> float:
+        """Inter-quartile range as a percentage of the median (0 when the median is 0)."""
+        return 100.0 * (self.p75_us - self.p25_us) / self.median_us if self.median_us > 0 else 0.0
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["spread_pct"] = round(self.spread_pct, 3)
+        return d
+
+
+def quantile(sorted_values: Sequence[float], q: float) -> float:
+    """The ``q``-quantile (0 ≤ q ≤ 1) of sorted values by linear interpolation between closest ranks
+    (numpy's default ``method="linear"``; ``statistics.quantiles(..., method="inclusive")``).
+
+    Raises:
+        ValueError: no values, or q outside [0, 1].
+    """
+    if not sorted_values:
+        raise ValueError("quantile of no values")
+    if not 0.0 <= q <= 1.0:
+        raise ValueError(f"q={q} is outside [0, 1]")
+    pos = q * (len(sorted_values) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+
+
+def summarize(times_us: Sequence[float]) -> TimingStats:
+    """Statistics of per-launch times (µs). Raises ValueError when there are none."""
+    xs = sorted(float(t) for t in times_us)
+    if not xs:
+        raise ValueError("no timings to summarize")
+    return TimingStats(median_us=statistics.median(xs), p25_us=quantile(xs, 0.25), p75_us=quantile(xs, 0.75),
+                       min_us=xs[0], max_us=xs[-1], mean_us=statistics.fmean(xs), reps=len(xs))
+
+
+def timing_warnings(stats: TimingStats, *, min_launch_us: float = MIN_LAUNCH_US,
+                    max_spread_pct: float = MAX_SPREAD_PCT) -> list[str]:
+    """Plain-text warnings about a measurement: too short to time, or too noisy."""
+    out = []
+    if stats.median_us < min_launch_us:
+        out.append(f"launch takes {stats.median_us:.2f} µs (< {min_launch_us:g} µs): too short to time meaningfully "
+                   "(event resolution ~0.5 µs, launch jitter); give the probe a larger problem size")
+    if stats.spread_pct > max_spread_pct:
+        out.append(f"high spread: IQR is {stats.spread_pct:.1f}% of the median (> {max_spread_pct:g}%): other work "
+                   "on the GPU, clock changes or thermal throttling; rerun, or pin clocks (nvidia-smi -lgc)")
+    return out
+
+
+def measure(launch: Callable[[], None], *, event_factory: Callable[[], object], synchronize: Callable[[], None],
+            flush: Callable[[], None] | None = None, reps: int = DEFAULT_REPS, warmup: int = DEFAULT_WARMUP,
+            warmup_ms: float = DEFAULT_WARMUP_MS, max_warmup: int = 1000) -> tuple[TimingStats, list[float]]:
+    """Time ``launch`` (see the module doc for the method). Returns the statistics and the raw times (µs).
+
+    Args:
+        launch: enqueues one launch of the kernel (asynchronous).
+        event_factory: makes a timing event with ``record()`` and ``elapsed_time(end) -> ms``
+            (e.g. ``lambda: torch.cuda.Event(enable_timing=True)``).
+        synchronize: waits for the GPU (e.g. ``torch.cuda.synchronize``).
+        flush: enqueues an L2 flush (e.g. ``buffer.zero_``); ``None`` skips flushing.
+        reps: timed repetitions (≥ 1).
+        warmup: minimum untimed launches; more are added until ``warmup_ms`` of estimated GPU time.
+        max_warmup: cap on warm-up launches (a 1 µs kernel would otherwise ask for 25,000).
+
+    Raises:
+        ValueError: ``reps`` < 1.
+    """
+    if reps < 1:
+        raise ValueError(f"reps={reps}: at least one timed repetition is needed")
+    flush = flush or (lambda: None)
+    estimate = _timed(launch, flush, event_factory, synchronize, 3)
+    est_ms = max(statistics.median(estimate) / 1000.0, 1e-6)
+    n_warm = min(max(warmup, math.ceil(warmup_ms / est_ms)), max_warmup)
+    for _ in range(n_warm):
+        flush()
+        launch()
+    synchronize()
+    times = _timed(launch, flush, event_factory, synchronize, reps)
+    return summarize(times), times
+
+
+def _timed(launch, flush, event_factory, synchronize, n: int) -> list[float]:
+    pairs = [(event_factory(), event_factory()) for _ in range(n)]
+    for start, end in pairs:
+        flush()
+        start.record()
+        launch()
+        end.record()
+    synchronize()
+    return [start.elapsed_time(end) * 1000.0 for start, end in pairs]
+
+
+def flush_bytes(l2_bytes: int) -> int:
+    """Size of the L2 flush buffer (bytes): at least twice the L2 size and at least :data:`MIN_FLUSH_BYTES`."""
+    return max(2 * int(l2_bytes or 0), MIN_FLUSH_BYTES)
+
+
+class TorchTimer:
+    """The torch-backed pieces :func:`measure` takes, on the current CUDA stream: events, synchronize, L2 flush.
+
+    Args:
+        l2_bytes: the GPU's L2 size in bytes (the flush buffer is :func:`flush_bytes` of it).
+        device: torch device index or string.
+    """
+
+    def __init__(self, l2_bytes: int, device="cuda"):
+        import torch
+        self._torch = torch
+        self.flush_buffer = torch.empty(flush_bytes(l2_bytes) // 4, dtype=torch.int32, device=device)
+
+    def event(self):
+        return self._torch.cuda.Event(enable_timing=True)
+
+    def synchronize(self):
+        self._torch.cuda.synchronize()
+
+    def flush(self):
+        self.flush_buffer.zero_()
+
+    def measure(self, launch, **kw) -> tuple[TimingStats, list[float]]:
+        """:func:`measure` with this timer's events, flush and synchronize."""
+        return measure(launch, event_factory=self.event, synchronize=self.synchronize, flush=self.flush, **kw)

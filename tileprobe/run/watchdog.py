@@ -1,0 +1,283 @@
+"""The parent side of the worker: send a task, wait at most a timeout, and contain hangs and crashes.
+
+One persistent worker (:mod:`tileprobe.run.worker`, a fresh interpreter started with ``subprocess``: never a fork
+of a process that may hold CUDA state) serves task after task while it stays healthy, since starting Python,
+torch and a CUDA context costs seconds. Per task:
+
+* a result within ``timeout_s`` → ``done`` (the worker goes on; if the result says ``fatal``, a sticky CUDA
+  error broke its context, so it is replaced before the next task);
+* no result within ``timeout_s`` → ``hang``: the worker's whole process group gets SIGTERM, then SIGKILL after
+  ``grace_s``, it is reaped, and the next task starts a fresh worker;
+* the worker dies (signal, abort, exit) → ``crash`` for that task only, with the exit status and the tail of the
+  worker's log; the next task starts a fresh worker.
+
+Workers run in their own session (process group), ignore Ctrl-C, and are killed by the kernel if this process
+dies (PR_SET_PDEATHSIG), so no worker outlives its watchdog; every worker is reaped (no zombies).
+The design follows cuTile's ``tune/_tune_utils.py::_TimedBenchmarkRunner`` (task ids, ``wait(timeout)``,
+terminate → kill, fresh worker after) and pyperf's ``_utils.py::popen_killer``.
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import weakref
+from dataclasses import dataclass, field
+from multiprocessing import Pipe
+from typing import Any
+
+from ..errors import TileprobeError
+
+#: Default per-variant timeout (s): inputs, reference, one checked launch and the timed repetitions.
+DEFAULT_TIMEOUT_S = 60.0
+#: Time a new worker gets to import torch, create its CUDA context and say hello (s).
+DEFAULT_STARTUP_TIMEOUT_S = 300.0
+#: Time between SIGTERM and SIGKILL (s).
+DEFAULT_GRACE_S = 2.0
+INIT_CUDA = "tileprobe.run.worker:init_cuda"
+
+
+class WorkerStartError(TileprobeError):
+    """A worker could not start (no GPU, torch missing, CUDA init failed or timed out); the message has its log."""
+
+
+@dataclass
+class TaskOutcome:
+    """What became of one task.
+
+    status: ``done`` (the function returned ``value``), ``raised`` (it raised in the worker: ``error`` has the
+    traceback), ``hang`` (no answer within the timeout: the worker was killed), ``crash`` (the worker died).
+    wall_s: seconds from sending the task to its outcome. worker_pid: the worker that ran it.
+    """
+    status: str
+    value: Any = None
+    error: str = ""
+    wall_s: float = 0.0
+    worker_pid: int | None = None
+    exit_status: str | None = None
+
+
+@dataclass
+class _Worker:
+    proc: subprocess.Popen
+    conn: Any
+    log_path: str
+    info: dict = field(default_factory=dict)
+
+
+def _package_root() -> str:
+    import tileprobe
+    return os.path.dirname(os.path.dirname(os.path.abspath(tileprobe.__file__)))
+
+
+def describe_exit(returncode: int | None) -> str:
+    """``"killed by SIGABRT"`` / ``"exit code 3"`` / ``"still running"`` for a Popen return code."""
+    if returncode is None:
+        return "still running"
+    if returncode < 0:
+        try:
+            return f"killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"killed by signal {-returncode}"
+    return f"exit code {returncode}"
+
+
+def _tail(path: str, limit: int = 2000) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - limit))
+            return f.read().decode("utf-8", "replace").strip()
+    except OSError:
+        return ""
+
+
+class Watchdog:
+    """Runs tasks (``"module:function"`` with keyword arguments) in a worker process, within a timeout.
+
+    Args:
+        timeout_s: default per-task timeout (s).
+        init: ``"module:function"`` the worker calls at start-up (default: CUDA set-up and GPU provenance);
+            its return value is :attr:`info`.
+        startup_timeout_s: time a new worker gets to say hello (s); not counted against any task.
+        grace_s: SIGTERM → SIGKILL delay (s).
+        env: extra environment variables for workers.
+
+    Use as a context manager, or call :meth:`close`. Raises :class:`WorkerStartError` when a worker cannot
+    start (a task is never blamed for that).
+    """
+
+    def __init__(self, *, timeout_s: float = DEFAULT_TIMEOUT_S, init: str = INIT_CUDA,
+                 startup_timeout_s: float = DEFAULT_STARTUP_TIMEOUT_S, grace_s: float = DEFAULT_GRACE_S,
+                 env: dict | None = None):
+        self.timeout_s = float(timeout_s)
+        self.init = init
+        self.startup_timeout_s = float(startup_timeout_s)
+        self.grace_s = float(grace_s)
+        self.env = dict(env or {})
+        self.pids: list[int] = []          # every worker started, in order
+        self.restarts = 0                  # workers replaced after a hang, crash or sticky error
+        self.info: dict = {}
+        self._worker: _Worker | None = None
+        self._ids = itertools.count(1)
+        self._logdir = tempfile.mkdtemp(prefix="tileprobe-run-")
+        self._finalizer = weakref.finalize(self, _shutdown, self.__dict__)
+
+    # --- life cycle --------------------------------------------------------------------------------------
+    def __enter__(self) -> "Watchdog":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def start(self) -> dict:
+        """Make sure a worker is running; return its hello info (e.g. the GPU's provenance)."""
+        if self._worker is None or self._worker.proc.poll() is not None:
+            if self._worker is not None:
+                self._kill(self._worker)
+            self._worker = self._spawn()
+        return self._worker.info
+
+    def _spawn(self) -> _Worker:
+        parent, child = Pipe(duplex=True)
+        fd = child.fileno()
+        env = dict(os.environ, **self.env)
+        env["PYTHONPATH"] = os.pathsep.join(x for x in (_package_root(), env.get("PYTHONPATH")) if x)
+        log_path = os.path.join(self._logdir, f"worker-{len(self.pids) + 1}.log")
+        with open(log_path, "wb") as log:
+            proc = subprocess.Popen([sys.executable, "-m", "tileprobe.run.worker", str(fd), self.init],
+                                    pass_fds=(fd,), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                    env=env, start_new_session=True)
+        child.close()
+        self.pids.append(proc.pid)
+        w = _Worker(proc, parent, log_path)
+        try:
+            ready = parent.poll(self.startup_timeout_s)
+            msg = parent.recv() if ready else None
+        except (EOFError, OSError):
+            msg = None
+        if msg is None or msg[0] != "hello" or not msg[1]:
+            why = ("no hello within %.0f s" % self.startup_timeout_s if msg is None and proc.poll() is None
+                   else describe_exit(proc.poll()) if msg is None else "start-up failed")
+            self._kill(w)
+            info = msg[2] if msg and isinstance(msg[2], dict) else {}
+            expected = info.get("exception") in ("RuntimeError", "ImportError", "ModuleNotFoundError")
+            detail = (f"{info['exception']}: {info.get('message')}" if expected
+                      else info.get("error") or _tail(log_path))
+            raise WorkerStartError(f"the run worker could not start ({why}):\n{detail}\n"
+                                   "Check that this machine has an NVIDIA GPU, its driver, a CUDA build of torch, "
+                                   "cuda-core and cuda-bindings (python -c 'import torch; print(torch.cuda.is_available())').")
+        w.info = msg[2] or {}
+        self.info = w.info
+        return w
+
+    def close(self) -> None:
+        """Stop the worker (politely, then by force) and reap it. Safe to call twice."""
+        w, self._worker = self._worker, None
+        if w is not None:
+            try:
+                w.conn.send(("stop",))
+                w.proc.wait(timeout=max(self.grace_s, 5.0))
+            except (OSError, ValueError, subprocess.TimeoutExpired):
+                pass
+            self._kill(w)
+        _rmtree(self._logdir)
+
+    def _kill(self, w: _Worker) -> None:
+        """SIGTERM the worker's process group, SIGKILL after ``grace_s``, reap it, sweep its group."""
+        pgid = w.proc.pid   # start_new_session: the worker leads its own group
+        if w.proc.poll() is None:
+            _killpg(pgid, signal.SIGTERM)
+            try:
+                w.proc.wait(timeout=self.grace_s)
+            except subprocess.TimeoutExpired:
+                _killpg(pgid, signal.SIGKILL)
+                try:
+                    w.proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:   # stuck in the driver (D state): reaped at close
+                    pass
+        _killpg(pgid, signal.SIGKILL)   # children the worker left in its group (e.g. nvidia-smi)
+        try:
+            w.conn.close()
+        except OSError:
+            pass
+
+    # --- tasks ---------------------------------------------------------------------------------------------
+    def submit(self, fn: str, kwargs: dict | None = None, *, timeout_s: float | None = None) -> TaskOutcome:
+        """Run ``fn(**kwargs)`` in the worker; wait at most ``timeout_s`` (default :attr:`timeout_s`).
+
+        Never raises for what the task does (hang, crash, exception: see :class:`TaskOutcome`); raises
+        :class:`WorkerStartError` if no worker can be started for it.
+        """
+        self.start()
+        w = self._worker
+        timeout = self.timeout_s if timeout_s is None else float(timeout_s)
+        task_id = next(self._ids)
+        t0 = time.perf_counter()
+        try:
+            w.conn.send(("task", task_id, fn, kwargs or {}))
+            ready = w.conn.poll(timeout)
+            msg = w.conn.recv() if ready else None
+        except (EOFError, OSError):
+            return self._crashed(w, t0)
+        if msg is None:
+            if w.proc.poll() is not None:
+                return self._crashed(w, t0)
+            self._replace(w)
+            return TaskOutcome("hang", error=f"no result within {timeout:g} s: the worker (pid {w.proc.pid}) was "
+                               "killed and the next variant runs in a fresh one", wall_s=time.perf_counter() - t0,
+                               worker_pid=w.proc.pid, exit_status=describe_exit(w.proc.poll()))
+        _, got_id, ok, value = msg
+        if got_id != task_id:   # a protocol bug: do not trust this worker any more
+            self._replace(w)
+            raise RuntimeError(f"worker answered task {got_id}, expected {task_id}")
+        out = TaskOutcome("done" if ok else "raised", value=value, wall_s=time.perf_counter() - t0,
+                          worker_pid=w.proc.pid, error="" if ok else value.get("error", ""))
+        if ok and isinstance(value, dict) and value.get("fatal"):
+            self._replace(w)   # it exits by itself; make sure, and start clean next time
+        return out
+
+    def _crashed(self, w: _Worker, t0: float) -> TaskOutcome:
+        try:
+            w.proc.wait(timeout=self.grace_s + 5)
+        except subprocess.TimeoutExpired:
+            pass
+        status = describe_exit(w.proc.poll())
+        self._replace(w)
+        log = _tail(w.log_path)
+        return TaskOutcome("crash", error=f"the worker (pid {w.proc.pid}) died: {status}" + (f"\n{log}" if log else ""),
+                           wall_s=time.perf_counter() - t0, worker_pid=w.proc.pid, exit_status=status)
+
+    def _replace(self, w: _Worker) -> None:
+        self._kill(w)
+        if self._worker is w:
+            self._worker = None
+        self.restarts += 1
+
+
+def _killpg(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _rmtree(path: str) -> None:
+    import shutil
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _shutdown(state: dict) -> None:
+    """Finalizer: kill a worker the user forgot to close (at garbage collection or interpreter exit)."""
+    w = state.get("_worker")
+    if w is not None and w.proc.poll() is None:
+        _killpg(w.proc.pid, signal.SIGKILL)
+        try:
+            w.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+    _rmtree(state.get("_logdir", ""))

@@ -1,0 +1,425 @@
+"""The worker process: one fresh Python that owns the GPU context and serves many variants over a pipe.
+
+Started by :mod:`tileprobe.run.watchdog` as ``python -m tileprobe.run.worker FD INIT`` (a new interpreter: never a
+fork of a process that may hold a CUDA context), it talks over the inherited socket ``FD`` with
+``multiprocessing.connection`` messages:
+
+* worker → parent, once: ``("hello", ok, info)`` — ``info`` is what ``INIT`` (``"module:function"``) returned,
+  e.g. the GPU's provenance from :func:`init_cuda`, or the traceback when it failed;
+* parent → worker: ``("task", task_id, "module:function", kwargs)`` or ``("stop",)``;
+* worker → parent: ``("result", task_id, ok, value)`` — the function's return value (a dict), or
+  ``{"error": traceback, "exception": name}`` when it raised.
+
+A task result with ``"fatal": True`` (a sticky CUDA error broke the context) makes the worker exit right after
+replying, so the next variant runs in a clean context. The default task, :func:`run_variant`, returns the run
+record exactly as it is stored (``VariantRecord.run``; fields in :data:`RUN_FIELDS`).
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import traceback
+from typing import Any
+
+#: The fields of a stored run result (``VariantRecord.run``), with their defaults. Times in µs, durations in s.
+#: status: ok | wrong | hang | crash | error (the variant could not be set up: probe, reference or argument
+#: packing failed — the kernel was not judged).
+RUN_FIELDS: dict[str, Any] = {
+    "status": None, "median_us": None, "p25_us": None, "p75_us": None, "min_us": None, "mean_us": None,
+    "spread_pct": None, "reps": 0, "rel_err": None, "tolerance": None, "max_abs_err": None, "nan_count": 0,
+    "unwritten_count": 0, "checked": False, "warnings": [], "driver_ctas_per_sm": None,
+    "driver_ctas_per_sm_block1": None, "static_ctas_per_sm": None, "occupancy_agrees": None,
+    "driver_registers": None, "driver_shared_bytes": None, "driver_local_bytes": None, "threads": None,
+    "grid": None, "block": [1, 1, 1], "seed": None, "cubin_sha256": None, "error": "", "cuda_error": None,
+    "fatal": False, "setup_s": None, "check_s": None, "time_s": None, "wall_s": None,
+}
+
+
+def run_dict(**fields) -> dict:
+    """A run result with every field of :data:`RUN_FIELDS` (defaults for those not given)."""
+    out = {k: (list(v) if isinstance(v, list) else v) for k, v in RUN_FIELDS.items()}
+    out.update(fields)
+    return out
+
+
+# --- worker state ------------------------------------------------------------------------------------------
+
+#: Per-process state: caches, and what :func:`init_cuda` sets up (device, stream, timer, synchronize, SM count).
+_STATE: dict[str, Any] = {"probes": {}, "kernels": {}, "device": "cuda", "synchronize": None}
+_KERNEL_CACHE_SIZE = 64
+
+
+def init_plain() -> dict:
+    """An init that touches no GPU (for tests of the protocol and the watchdog)."""
+    return {"pid": os.getpid()}
+
+
+def init_cuda() -> dict:
+    """Set up CUDA in this worker: torch on device 0 with its own stream, cuda-core on the same context, the L2
+    flush buffer. Returns the GPU's provenance (:func:`gpu_info`).
+
+    Raises:
+        RuntimeError: torch sees no CUDA GPU.
+    """
+    import torch
+    from .launch import core_stream, cuda_core
+    from .timing import TorchTimer
+    if not torch.cuda.is_available():
+        raise RuntimeError("torch sees no CUDA GPU (torch.cuda.is_available() is False): tileprobe run needs an "
+                           "NVIDIA GPU, its driver and a CUDA build of torch")
+    torch.cuda.init()
+    dev = torch.cuda.current_device()
+    cuda_core().Device(dev).set_current()
+    stream = torch.cuda.Stream()
+    torch.cuda.set_stream(stream)
+    info = gpu_info(dev)
+    _STATE.update(stream=core_stream(stream.cuda_stream), torch_stream=stream, num_sms=info["num_sms"],
+                  timer=TorchTimer(info["l2_bytes"]), gpu=info, device="cuda", synchronize=torch.cuda.synchronize)
+    info["l2_flush_bytes"] = int(_STATE["timer"].flush_buffer.numel() * 4)
+    return info
+
+
+def gpu_info(dev: int = 0) -> dict:
+    """Provenance of the GPU: name, arch (``sm_90``), SMs, L2 and memory (bytes), driver, clocks (MHz), versions.
+
+    Clocks, power, temperature, performance state and the driver's release string come from ``nvidia-smi`` when
+    it is on PATH (``None`` otherwise); timings from different GPUs, drivers or clocks are not one sample.
+    """
+    import torch
+    from cuda.bindings import driver
+    from .launch import check_cu
+    props = torch.cuda.get_device_properties(dev)
+    cudev = check_cu(driver.cuDeviceGet(dev), "cuDeviceGet")
+    attr = driver.CUdevice_attribute
+    l2 = check_cu(driver.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, cudev), "cuDeviceGetAttribute")
+    drv = check_cu(driver.cuDriverGetVersion(), "cuDriverGetVersion")
+    bus = check_cu(driver.cuDeviceGetPCIBusId(32, cudev), "cuDeviceGetPCIBusId")
+    bus = c_string(bus)
+    info = {"name": props.name, "sm": f"sm_{props.major}{props.minor}", "cc": [props.major, props.minor],
+            "num_sms": props.multi_processor_count, "l2_bytes": int(l2), "memory_bytes": int(props.total_memory),
+            "cuda_driver_api": f"{drv // 1000}.{drv % 1000 // 10}", "pci_bus_id": bus,
+            "torch": torch.__version__, "torch_cuda": torch.version.cuda, "cuda_core": _version("cuda-core"),
+            "cuda_bindings": _version("cuda-bindings")}
+    info.update(nvidia_smi(bus))
+    info["clocks"] = {k.removeprefix("clock_"): info.get(k) for k in
+                      ("clock_sm_mhz", "clock_mem_mhz", "clock_max_sm_mhz", "clock_max_mem_mhz", "clock_app_sm_mhz")}
+    return info
+
+
+def c_string(buf) -> str:
+    """Text of a C char buffer (bytes or str): up to the first NUL. ``cuDeviceGetPCIBusId(32, dev)`` returns the
+    whole 32-byte buffer, NUL and what follows it included (seen on the H200, 2026-11-29)."""
+    text = buf.decode(errors="replace") if isinstance(buf, (bytes, bytearray)) else str(buf)
+    return text.split("\x00", 1)[0].strip()
+
+
+_SMI_FIELDS = [("driver_version", "driver", str), ("uuid", "uuid", str), ("clocks.sm", "clock_sm_mhz", float),
+               ("clocks.mem", "clock_mem_mhz", float), ("clocks.max.sm", "clock_max_sm_mhz", float),
+               ("clocks.max.mem", "clock_max_mem_mhz", float), ("clocks.applications.graphics",
+                                                                 "clock_app_sm_mhz", float),
+               ("power.draw", "power_w", float), ("power.limit", "power_limit_w", float),
+               ("temperature.gpu", "temperature_c", float), ("pstate", "pstate", str),
+               ("persistence_mode", "persistence_mode", str), ("compute_mode", "compute_mode", str)]
+
+
+def nvidia_smi(bus_id: str | None = None, timeout_s: float = 15.0) -> dict:
+    """GPU clocks and state from ``nvidia-smi --query-gpu`` (keys as in :data:`_SMI_FIELDS`; ``None`` for a field
+    the GPU does not report). All fields in one call; if the driver rejects one, each is asked alone. ``{}`` when
+    nvidia-smi is missing."""
+    def query(fields, bus):
+        cmd = ["nvidia-smi", f"--query-gpu={','.join(f for f, _, _ in fields)}", "--format=csv,noheader,nounits"]
+        if bus:
+            cmd += ["-i", bus]
+        text = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=True).stdout
+        return dict(zip([k for _, k, _ in fields], [v.strip() for v in text.strip().splitlines()[0].split(",")]))
+
+    raw: dict = {}
+    try:
+        try:
+            raw = query(_SMI_FIELDS, bus_id)
+        except (subprocess.SubprocessError, IndexError, ValueError, OSError):
+            bus = bus_id
+            for f in _SMI_FIELDS:
+                try:
+                    raw.update(query([f], bus))
+                except (subprocess.SubprocessError, IndexError, ValueError, OSError):
+                    if bus:   # a bus id nvidia-smi does not understand: ask device 0 instead
+                        bus = None
+                        try:
+                            raw.update(query([f], bus))
+                        except (subprocess.SubprocessError, IndexError):
+                            pass
+    except OSError:   # no nvidia-smi
+        return {}
+    out = {}
+    for _, key, conv in _SMI_FIELDS:
+        value = raw.get(key, "")
+        try:
+            out[key] = conv(value) if value and "N/A" not in value and "Not Supported" not in value else None
+        except ValueError:
+            out[key] = value
+    return out
+
+
+def _version(dist: str) -> str | None:
+    from importlib import metadata
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+# --- the variant task --------------------------------------------------------------------------------------
+
+def _probe(path: str, label: str):
+    from ..errors import ProbeError
+    from ..probe import load_probes
+    key = (path, label)
+    if key not in _STATE["probes"]:
+        probes = load_probes(path)
+        match = [p for p in probes if p.label == label] or (probes if len(probes) == 1 else [])
+        if not match:
+            raise ProbeError(f"no probe named {label!r} in {path} (it has {', '.join(p.label for p in probes)})")
+        _STATE["probes"][key] = match[0]
+    return _STATE["probes"][key]
+
+
+def _kernel(cubin: bytes, symbol: str, sha: str | None):
+    from .launch import LoadedKernel
+    cache = _STATE["kernels"]
+    key = (sha, symbol)
+    if key not in cache:
+        if len(cache) >= _KERNEL_CACHE_SIZE:
+            cache.pop(next(iter(cache)))
+        cache[key] = LoadedKernel(cubin, symbol)
+    return cache[key]
+
+
+def grid_hints(record: dict) -> dict:
+    """The hints handed to ``Probe.grid``: the variant's hints, with ``None`` (as declared) replaced by the value in
+    force (``effective_hints``)."""
+    eff = record.get("effective_hints") or {}
+    return {k: (v if v is not None else eff.get(k)) for k, v in (record.get("hints") or {}).items()}
+
+
+def run_variant(record: dict, cubin: bytes, probe_path: str, seed: int = 0, reps: int | None = None,
+                warmup: int | None = None, warmup_ms: float | None = None, timing: bool = True) -> dict:
+    """Check and time one audited variant in this worker. Returns the run record (:func:`run_dict`).
+
+    Steps: load the cubin (cached) and ask the driver for occupancy and resources; make fresh inputs with
+    :class:`~tileprobe.run.arrays.TorchArrays` (seeded with ``seed``); compute the probe's reference on them;
+    launch once and check the outputs (:mod:`~tileprobe.run.check`); then time (:mod:`~tileprobe.run.timing`).
+    Never raises for a failure of the kernel or the probe: those are statuses.
+
+    Args:
+        record: the variant record as a dict (``VariantRecord.to_dict()``: needs kernel, case, hints,
+            effective_hints, symbol, signature, threads, ctas_per_sm, cubin_sha256).
+        cubin: the audited cubin's bytes. probe_path: the probe file on this machine.
+        reps, warmup, warmup_ms: see :func:`tileprobe.run.timing.measure` (None: its defaults).
+        timing: False checks without timing.
+    """
+    from .check import check_outputs
+    from .launch import check_packing, grid3, pack_arguments
+    t0 = time.perf_counter()
+    out = run_dict(seed=seed, cubin_sha256=record.get("cubin_sha256"), static_ctas_per_sm=record.get("ctas_per_sm"))
+    args = expected = None
+    sync = _STATE["synchronize"]
+    launched = False
+    try:
+        from .arrays import TorchArrays
+        probe = _probe(probe_path, record["kernel"])
+        kernel = _kernel(cubin, record["symbol"], record.get("cubin_sha256"))
+        out["threads"] = record.get("threads")
+        facts = kernel.driver_facts(out["threads"] or 1)
+        if not out["threads"]:   # an old record without threads: the cubin's REQNTID is the driver's maximum
+            out["threads"] = facts["driver_max_threads_per_cta"]
+            facts = kernel.driver_facts(out["threads"])
+        out.update({k: v for k, v in facts.items() if k in out})
+        out["occupancy_agrees"] = (None if out["static_ctas_per_sm"] is None
+                                   else out["driver_ctas_per_sm"] == out["static_ctas_per_sm"])
+        out["warnings"].extend(_resource_warnings(record, out))
+        if probe.grid is None:
+            raise _probe_error("the probe has no grid=: tileprobe run needs grid(case, hints, num_sms)", probe)
+        case = record["case"]
+        args = probe.launch_args(case, TorchArrays(_STATE["device"], seed))
+        grid = grid3(_call_probe(probe, "grid", probe.grid, case, grid_hints(record), _STATE["num_sms"]))
+        out["grid"] = list(grid)
+        packed = pack_arguments(record["signature"], args, [p.size_bytes for p in kernel.params])
+        check_packing(packed, kernel.params)
+        if probe.reference is not None:
+            expected = _call_probe(probe, "reference", probe.reference, case, args)
+        sync()
+        out["setup_s"] = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        stream = _STATE["stream"]
+        launched = True
+        kernel.launch(stream, grid, packed)
+        sync()
+        out["status"] = "ok"
+        if expected is not None:
+            res = check_outputs(args, expected, probe.tolerance)
+            out.update(status=res.status, rel_err=res.rel_err, tolerance=res.tolerance, max_abs_err=res.max_abs_err,
+                       nan_count=res.nan_count, unwritten_count=res.unwritten_count, checked=True)
+            if res.message:
+                out["error"] = res.message
+        else:
+            out["warnings"].append("no reference= in the probe: the output was not checked")
+        expected = None
+        out["check_s"] = time.perf_counter() - t1
+        if timing:
+            _time(out, kernel, stream, grid, packed, reps, warmup, warmup_ms)
+    except Exception as exc:  # a failure of the kernel, the probe or the driver: a status, not an abort
+        _classify(out, exc, launched)
+    finally:
+        args = expected = None
+        out["wall_s"] = time.perf_counter() - t0
+    return out
+
+
+def driver_occupancy(cubin: bytes, symbol: str, threads: int) -> dict:
+    """Load a cubin and return only what the driver says of its kernel (no launch): CTAs/SM for ``threads``
+    threads per CTA (and for 1), registers, static shared and local memory (bytes). See
+    :meth:`~tileprobe.run.launch.LoadedKernel.driver_facts`."""
+    from .launch import LoadedKernel
+    return LoadedKernel(cubin, symbol).driver_facts(threads)
+
+
+def _time(out, kernel, stream, grid, packed, reps, warmup, warmup_ms):
+    from .timing import timing_warnings
+    t2 = time.perf_counter()
+    kw = {k: v for k, v in (("reps", reps), ("warmup", warmup), ("warmup_ms", warmup_ms)) if v is not None}
+    stats, _ = _STATE["timer"].measure(lambda: kernel.launch(stream, grid, packed), **kw)
+    d = stats.to_dict()
+    out.update({k: d[k] for k in ("median_us", "p25_us", "p75_us", "min_us", "mean_us", "spread_pct", "reps")})
+    out["warnings"].extend(timing_warnings(stats))
+    out["time_s"] = time.perf_counter() - t2
+
+
+def _resource_warnings(record: dict, out: dict) -> list[str]:
+    w = []
+    if out["occupancy_agrees"] is False:
+        w.append(f"occupancy: the driver says {out['driver_ctas_per_sm']} CTAs/SM for {out['threads']} threads, "
+                 f"the static model says {out['static_ctas_per_sm']}")
+    for ours, drivers, what in (("registers", "driver_registers", "registers per thread"),
+                                ("driver_shared_bytes", "driver_shared_bytes", "static shared memory (B)")):
+        if record.get(ours) is not None and out.get(drivers) is not None and record[ours] != out[drivers]:
+            w.append(f"{what}: the cubin says {record[ours]}, the driver {out[drivers]}")
+    return w
+
+
+def _probe_error(msg, probe):
+    from ..errors import ProbeError
+    return ProbeError(msg, probe.source)
+
+
+def _call_probe(probe, what, fn, *a):
+    from ..errors import ProbeError
+    from ..probe import _probe_error_from
+    try:
+        return fn(*a)
+    except ProbeError:
+        raise
+    except Exception as e:
+        if _cuda_code(e) is not None:
+            raise
+        raise _probe_error_from(e, probe.source, f"{what}() failed") from e
+
+
+def _cuda_code(exc: BaseException) -> int | None:
+    from .launch import CudaFault, error_code_from_text
+    if isinstance(exc, CudaFault):
+        return exc.code
+    return error_code_from_text(str(exc))
+
+
+def _classify(out: dict, exc: BaseException, launched: bool = True) -> None:
+    """Turn an exception into a status: a sticky CUDA error → ``crash`` + fatal (the worker must go); another
+    CUDA error once the kernel was launched → ``crash``; before it (loading the cubin, the probe, the inputs, the
+    reference, packing) → ``error``."""
+    from ..errors import TileprobeError
+    from .launch import STICKY_CUDA_ERRORS, context_status
+    code = _cuda_code(exc)
+    try:
+        ctx = context_status()
+    except Exception:  # no driver at all (CPU tests)
+        ctx = 0
+    if ctx in STICKY_CUDA_ERRORS:   # the context is broken whatever the exception said
+        code = ctx
+    text = str(exc) if isinstance(exc, TileprobeError) else f"{type(exc).__name__}: {exc}"
+    cuda_like = type(exc).__name__ in ("CUDAError", "CudaFault", "AcceleratorError") or any(
+        s in text for s in ("CUDA error", "CUDA_ERROR_"))
+    sticky = code in STICKY_CUDA_ERRORS
+    if sticky or (launched and not isinstance(exc, TileprobeError) and (code is not None or cuda_like)):
+        out.update(status="crash", error=text, cuda_error=code, fatal=code in STICKY_CUDA_ERRORS)
+        if out["fatal"]:
+            out["error"] += f" — sticky CUDA error {code} ({STICKY_CUDA_ERRORS[code]}): the worker is replaced"
+    else:
+        out.update(status="error", cuda_error=code, error=text if isinstance(exc, TileprobeError) or code is not None
+                   else "".join(traceback.format_exception(exc, limit=-4)).strip())
+
+
+# --- the process ---------------------------------------------------------------------------------------------
+
+def _import(name: str):
+    from ..probe import import_object
+    return import_object(name)
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to SIGKILL this worker when its parent dies (prctl PR_SET_PDEATHSIG), so none is left behind."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)   # PR_SET_PDEATHSIG = 1
+    except (OSError, AttributeError):
+        pass
+
+
+def serve(conn, init: str) -> int:
+    """The worker loop: hello, then tasks until ``stop`` or the parent goes away. Returns the exit code."""
+    try:
+        info = _import(init)() or {}
+        conn.send(("hello", True, info))
+    except BaseException as e:  # report why the worker cannot start, then quit
+        conn.send(("hello", False, {"error": "".join(traceback.format_exception(e)).strip(),
+                                    "exception": type(e).__name__, "message": str(e)}))
+        return 2
+    while True:
+        try:
+            msg = conn.recv()
+        except (EOFError, OSError):
+            return 0
+        if not msg or msg[0] == "stop":
+            return 0
+        _, task_id, fn, kwargs = msg
+        try:
+            value = _import(fn)(**(kwargs or {}))
+            conn.send(("result", task_id, True, value))
+        except BaseException as e:  # the task's own failure: report it; the worker stays usable
+            conn.send(("result", task_id, False, {"error": "".join(traceback.format_exception(e)).strip(),
+                                                  "exception": type(e).__name__}))
+            continue
+        if isinstance(value, dict) and value.get("fatal"):
+            return 3
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m tileprobe.run.worker FD INIT``: serve on the inherited socket FD."""
+    from multiprocessing.connection import Connection
+    if __name__ == "__main__":   # one module object, whether run with -m or imported by name
+        sys.modules.setdefault("tileprobe.run.worker", sys.modules[__name__])
+    argv = sys.argv[1:] if argv is None else argv
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the parent's business
+    _die_with_parent()
+    conn = Connection(int(argv[0]))
+    code = serve(conn, argv[1] if len(argv) > 1 else "tileprobe.run.worker:init_cuda")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)   # skip interpreter teardown: a broken CUDA context can make it hang
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,675 @@
+"""The results store: every compile, cubin, GPU run and audit in one local SQLite file.
+
+Where: ``--store PATH``, else ``$TILEPROBE_STORE``, else ``platformdirs.user_data_dir("tileprobe")/results.sqlite``.
+
+**The compile key.** A compile is identified by the SHA-256 of these fields, each written as a 4-byte big-endian
+length and then its UTF-8 bytes (the length-prefixed scheme of cutile-python's ``cutile_cache/_cache.py::cache_key``),
+in this order:
+
+1. :data:`KEY_VERSION` (one byte; bumped when this list changes, which makes every stored compile a miss)
+2. ``Variant.source_sha256``: SHA-256 of the probe file and of the file that defines its kernel
+   (:func:`tileprobe.audit.source_sha256`)
+3. the probe's index in its file, 4. the probe's name (its label in reports)
+5. the case, 6. the hints: each as JSON of its ``[name, value]`` pairs sorted by name (``true`` ≠ ``1``)
+7. the arch (``sm_90``)
+8. the tileiras build string (``tc["build"]``, from ``tileiras --version``)
+9. the cuda-tile version (it writes the bytecode tileiras compiles)
+
+Not in the key: the probe file's path (a moved file keeps its results), the tileiras path (two installs of one
+build are one compiler), the timeout, ``--jobs``, the host. Helper modules the kernel imports are not hashed:
+after editing one, audit with ``--no-store`` or another ``--store``.
+
+**What a lookup reuses.** Stored compiles with status ``ok`` or ``compile_error`` (the compiler's answer) are not
+compiled again. ``timeout``, ``compiler_crash`` and ``probe_error`` are stored for history but compiled again next
+time: a loaded machine, a killed worker or a missing import can pass on the next try.
+
+**Safe to interrupt, safe to share.** The file is in WAL mode with ``synchronous=NORMAL`` and a busy timeout of
+:data:`BUSY_TIMEOUT_S`; each save is one ``BEGIN IMMEDIATE`` transaction. A sweep killed at any point (Ctrl-C,
+``kill -9``) keeps every variant saved before the kill, and concurrent writers wait for each other. (On power loss
+the last transactions may be lost; the file stays consistent.)
+
+**Tables** (store schema :data:`SCHEMA_VERSION`, kept in ``PRAGMA user_version`` and in ``meta``):
+
+=============== ====================================================================================================
+meta            key → value: ``schema_version``, ``created``, ``created_by`` (tileprobe version), ``migrated_from``
+cubins          ``sha256`` (whole file) → ``data``, ``size_bytes``, ``arch``, ``code_sha256``: each cubin once
+compiles        ``key`` → provenance (kernel, probe, probe_index, source_sha256, symbol, signature, case, hints,
+                arch, tileiras build and path, cuda_tile, created, host, tileprobe), ``status``, ``cubin_sha256``,
+                ``compile_s`` and the :class:`~tileprobe.schema.VariantRecord` as JSON (verdicts left out: they
+                depend on the other variants of an audit)
+audits          ``id``, ``created``, ``host``, ``command_line``, ``environment`` (JSON), ``wall_s``, ``n_variants``
+audit_compiles  (``audit_id``, ``position``) → ``compile_key`` and that audit's ``verdicts`` (JSON)
+runs            ``id``, ``compile_key``, ``created``, ``host``, ``gpu_name``, ``driver``, ``clocks`` (JSON),
+                ``gpu`` (JSON), ``status``, ``median_us``, ``run`` (JSON, as ``VariantRecord.run``)
+=============== ====================================================================================================
+
+Version history: 1 — meta, cubins, compiles, audits, audit_compiles. 2 — runs, indexes for history filters.
+Older stores are migrated in place when opened (``_migrate_to_N``); a newer one is refused; a file that is not a
+tileprobe store, or is damaged, is refused and left untouched (a results store is user data, not a cache).
+"""
+from __future__ import annotations
+
+import contextlib
+import datetime
+import hashlib
+import json
+import os
+import socket
+import sqlite3
+from typing import Any, Iterable, Iterator, Sequence
+
+from .errors import StoreError
+
+SCHEMA_VERSION = 2
+KEY_VERSION = b"\x01"
+BUSY_TIMEOUT_S = 60.0
+#: Statuses a lookup reuses; other stored statuses are compiled again (see module doc).
+REUSED_STATUSES = ("ok", "compile_error")
+STORE_ENV = "TILEPROBE_STORE"
+
+_COMPILE_COLUMNS = ("key", "created", "host", "tileprobe", "kernel", "probe", "probe_index", "source_sha256",
+                    "symbol", "signature", "case_json", "hints_json", "arch", "tileiras", "tileiras_path",
+                    "cuda_tile", "status", "cubin_sha256", "compile_s", "record")
+
+
+def default_path() -> str:
+    """``$TILEPROBE_STORE``, else ``<user data dir>/tileprobe/results.sqlite``."""
+    if os.environ.get(STORE_ENV):
+        return os.environ[STORE_ENV]
+    import platformdirs
+    return os.path.join(platformdirs.user_data_dir("tileprobe"), "results.sqlite")
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _lp(*fields: str | bytes) -> bytes:
+    out = b""
+    for f in fields:
+        b = f if isinstance(f, bytes) else str(f).encode()
+        out += len(b).to_bytes(4, "big") + b
+    return out
+
+
+def _pairs_json(pairs: Iterable) -> str:
+    return json.dumps(sorted([str(k), v] for k, v in pairs), default=repr, separators=(",", ":"))
+
+
+def compile_key(variant, build: str, cuda_tile: str) -> str:
+    """The store key of compiling ``variant`` with tileiras ``build`` under cuda-tile ``cuda_tile`` (module doc)."""
+    h = hashlib.sha256(KEY_VERSION)
+    h.update(_lp(variant.source_sha256, str(variant.probe_index), variant.probe_name, _pairs_json(variant.case),
+                 _pairs_json(variant.hints), variant.arch, build, cuda_tile))
+    return h.hexdigest()
+
+
+# --- schema migrations: _migrate_to_N takes a store at version N-1 to N, inside one transaction -------------------
+
+def _migrate_to_1(c: sqlite3.Connection) -> None:
+    c.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)")
+    c.execute("CREATE TABLE cubins (sha256 TEXT PRIMARY KEY, size_bytes INTEGER NOT NULL, arch TEXT, "
+              "code_sha256 TEXT, data BLOB NOT NULL, created TEXT NOT NULL)")
+    c.execute("CREATE TABLE compiles (key TEXT PRIMARY KEY, created TEXT NOT NULL, host TEXT, tileprobe TEXT, "
+              "kernel TEXT NOT NULL, probe TEXT, probe_index INTEGER, source_sha256 TEXT, symbol TEXT, "
+              "signature TEXT, case_json TEXT, hints_json TEXT, arch TEXT NOT NULL, tileiras TEXT, "
+              "tileiras_path TEXT, cuda_tile TEXT, status TEXT NOT NULL, cubin_sha256 TEXT, compile_s REAL, "
+              "record TEXT NOT NULL)")
+    c.execute("CREATE TABLE audits (id INTEGER PRIMARY KEY AUTOINCREMENT, created TEXT NOT NULL, host TEXT, "
+              "tileprobe TEXT, command_line TEXT, environment TEXT, wall_s REAL, n_variants INTEGER)")
+    c.execute("CREATE TABLE audit_compiles (audit_id INTEGER NOT NULL, position INTEGER NOT NULL, "
+              "compile_key TEXT, verdicts TEXT, PRIMARY KEY (audit_id, position))")
+
+
+def _migrate_to_2(c: sqlite3.Connection) -> None:
+    c.execute("CREATE TABLE runs (id INTEGER PRIMARY KEY AUTOINCREMENT, compile_key TEXT NOT NULL, "
+              "created TEXT NOT NULL, host TEXT, gpu_name TEXT, driver TEXT, clocks TEXT, gpu TEXT, status TEXT, "
+              "median_us REAL, run TEXT NOT NULL)")
+    c.execute("CREATE INDEX runs_by_compile ON runs (compile_key, created)")
+    c.execute("CREATE INDEX compiles_by_kernel ON compiles (kernel, arch, created)")
+    c.execute("CREATE INDEX audit_compiles_by_key ON audit_compiles (compile_key)")
+
+
+_MIGRATIONS = {1: _migrate_to_1, 2: _migrate_to_2}
+
+
+class Store:
+    """A tileprobe results store (see module doc). Open with :meth:`Store.open`; usable as a context manager."""
+
+    def __init__(self, path: str, conn: sqlite3.Connection):
+        self.path = path
+        self._conn = conn
+        self._keys: dict[int, tuple[Any, str]] = {}   # id(record) -> (record, compile key)
+        self._cuda_tile: str | None = None
+        self.host = socket.gethostname()
+
+    # --- opening -------------------------------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, path: str | os.PathLike | None = None) -> "Store":
+        """Open (creating or migrating) the store at ``path`` (``None``: :func:`default_path`).
+
+        Raises:
+            StoreError: the file was written by a newer tileprobe, is damaged or not a tileprobe store (it is left
+                untouched), cannot be created, or stays locked by another process for :data:`BUSY_TIMEOUT_S`.
+        """
+        path = os.path.abspath(os.fspath(path) if path else default_path())
+        if os.path.isdir(path):
+            raise StoreError(f"store {path} is a directory; give a file path such as {path}/results.sqlite")
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        except (OSError, sqlite3.Error) as e:
+            raise StoreError(f"cannot open the results store {path}: {e}. Check the folder's permissions, or pass "
+                             "--store PATH (or set TILEPROBE_STORE) to put it elsewhere.") from e
+        store = cls(path, conn)
+        try:
+            with store._errors():
+                store._prepare()
+        except BaseException:
+            conn.close()
+            raise
+        return store
+
+    def _prepare(self) -> None:
+        c = self._conn
+        c.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+        version = c.execute("PRAGMA user_version").fetchone()[0]   # reads the header: a non-SQLite file fails here
+        self._refuse_newer(version)
+        if version < SCHEMA_VERSION:
+            self._migrate()       # before WAL: a file that is not ours is refused before anything changes it
+        c.execute("PRAGMA journal_mode = WAL")
+        c.execute("PRAGMA synchronous = NORMAL")
+
+    def _refuse_newer(self, version: int) -> None:
+        if version > SCHEMA_VERSION:
+            from . import __version__
+            raise StoreError(f"the results store {self.path} has store schema {version}, written by a newer "
+                             f"tileprobe; tileprobe {__version__} reads up to schema {SCHEMA_VERSION}. Upgrade "
+                             "tileprobe (pip install -U tileprobe), or pass --store PATH to use another store.")
+
+    def _check_ours(self, version: int) -> None:
+        tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        tables.discard("sqlite_sequence")
+        if (version == 0 and tables) or (version > 0 and "meta" not in tables):
+            raise StoreError(f"{self.path} is an SQLite database but not a tileprobe results store (tables: "
+                             f"{', '.join(sorted(tables)) or 'none'}; user_version {version}). It was left untouched; "
+                             "pass --store PATH (or set TILEPROBE_STORE) to use another file.")
+
+    def _migrate(self) -> None:
+        from . import __version__
+        with self._transaction() as c:
+            version = c.execute("PRAGMA user_version").fetchone()[0]   # again: another process may have migrated
+            self._refuse_newer(version)
+            if version < SCHEMA_VERSION:
+                self._check_ours(version)
+            for n in range(version + 1, SCHEMA_VERSION + 1):
+                _MIGRATIONS[n](c)
+                c.execute(f"PRAGMA user_version = {n}")
+            meta = {"schema_version": str(SCHEMA_VERSION)}
+            if version == 0:
+                meta.update(created=_now(), created_by=f"tileprobe {__version__}")
+            elif version < SCHEMA_VERSION:
+                meta.update(migrated_from=str(version), migrated=_now(), migrated_by=f"tileprobe {__version__}")
+            c.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", meta.items())
+
+    # --- plumbing ------------------------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _errors(self) -> Iterator[None]:
+        """Turn sqlite3 errors into StoreErrors that say what to do."""
+        try:
+            yield
+        except sqlite3.OperationalError as e:
+            text = str(e).lower()
+            if "locked" in text or "busy" in text:
+                raise StoreError(f"the results store {self.path} stayed locked by another process for "
+                                 f"{BUSY_TIMEOUT_S:.0f} s ({e}). Wait for the other tileprobe to finish, or pass "
+                                 "--store PATH to use another store.") from e
+            if "readonly" in text or "unable to open" in text or "disk" in text and "full" in text:
+                raise StoreError(f"cannot write the results store {self.path}: {e}. Check free space and "
+                                 "permissions, or pass --store PATH.") from e
+            raise self._damaged(e) from e
+        except sqlite3.DatabaseError as e:
+            raise self._damaged(e) from e
+
+    def _damaged(self, e: Exception) -> StoreError:
+        return StoreError(f"the results store {self.path} is damaged or is not a tileprobe store (sqlite: {e}). "
+                          "tileprobe does not delete results: move the file aside (e.g. mv it to *.bad) or pass "
+                          f"--store PATH to start another store; `sqlite3 {self.path} .recover` may salvage its rows.")
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """One ``BEGIN IMMEDIATE`` … ``COMMIT``; rolled back on any exception (KeyboardInterrupt included)."""
+        c = self._conn
+        with self._errors():
+            c.execute("BEGIN IMMEDIATE")
+            try:
+                yield c
+            except BaseException:
+                with contextlib.suppress(sqlite3.Error):
+                    c.execute("ROLLBACK")
+                raise
+            c.execute("COMMIT")
+
+    def _query(self, sql: str, params: Sequence = ()) -> list[tuple]:
+        with self._errors():
+            return self._conn.execute(sql, params).fetchall()
+
+    def close(self) -> None:
+        """Close the connection (saved data is already committed)."""
+        self._conn.close()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def schema_version(self) -> int:
+        return self._query("PRAGMA user_version")[0][0]
+
+    def meta(self) -> dict[str, str]:
+        """The ``meta`` table as a dict."""
+        return dict(self._query("SELECT key, value FROM meta"))
+
+    def cuda_tile(self) -> str:
+        if self._cuda_tile is None:
+            from ._cutile import cutile_version
+            self._cuda_tile = cutile_version()
+        return self._cuda_tile
+
+    def compile_key(self, variant, build: str) -> str:
+        """:func:`compile_key` with this process's cuda-tile version."""
+        return compile_key(variant, build, self.cuda_tile())
+
+    def key_of(self, record) -> str | None:
+        """The compile key of a record this store returned or saved, else the newest compile that matches it."""
+        hit = self._keys.get(id(record))
+        if hit is not None and hit[0] is record:
+            return hit[1]
+        rows = self._query(
+            "SELECT key FROM compiles WHERE kernel = ? AND probe = ? AND arch = ? AND tileiras = ? AND case_json = ? "
+            "AND hints_json = ? ORDER BY created DESC LIMIT 1",
+            (record.kernel, record.probe, record.arch, record.tileiras, _pairs_json(record.case.items()),
+             _pairs_json(record.hints.items())))
+        return rows[0][0] if rows else None
+
+    def _remember(self, record, key: str) -> None:
+        self._keys[id(record)] = (record, key)
+
+    # --- the audit's calls ---------------------------------------------------------------------------------------
+
+    def lookup(self, variants: Sequence, tc: dict, *, with_sass: bool = False) -> tuple[list, list]:
+        """Split ``variants`` into records already stored for compiler ``tc`` and the variants still to compile.
+
+        ``tc["build"]`` is the tileiras build string. Reused records get the variant's current probe path and
+        name, and no verdicts (the audit judges them with the rest). ``with_sass``: a reused record stored without
+        SASS traits gets them from its stored cubin (nvdisasm here, no compile), and the store keeps them.
+        """
+        from .schema import VariantRecord
+        keyed = {self.compile_key(v, tc["build"]): v for v in variants}
+        stored: dict[str, tuple[str, str]] = {}
+        keys = list(keyed)
+        for i in range(0, len(keys), 500):
+            chunk = keys[i:i + 500]
+            sql = f"SELECT key, status, record FROM compiles WHERE key IN ({','.join('?' * len(chunk))})"
+            stored.update((k, (s, r)) for k, s, r in self._query(sql, chunk))
+        found, todo = [], []
+        for key, v in keyed.items():
+            hit = stored.get(key)
+            if hit is None or hit[0] not in REUSED_STATUSES:
+                todo.append(v)
+                continue
+            rec = VariantRecord.from_dict(json.loads(hit[1]))
+            rec.probe, rec.kernel, rec.verdicts = v.probe_path, v.probe_name, {}
+            if with_sass and rec.ok and rec.sass is None:
+                self._add_sass(key, rec)
+            self._remember(rec, key)
+            found.append(rec)
+        return found, todo
+
+    def _add_sass(self, key: str, rec) -> None:
+        from .compile import _sass   # the workers' SASS summary, so stored and fresh records agree
+        cubin = self.cubin(rec.cubin_sha256) if rec.cubin_sha256 else None
+        if cubin is None:
+            return
+        rec.sass = _sass(cubin, rec.symbol)
+        record = rec.to_dict()
+        record.update(verdicts={}, run=None)
+        with self._transaction() as c:
+            c.execute("UPDATE compiles SET record = ? WHERE key = ?", (json.dumps(record, default=str), key))
+
+    def save_compile(self, res, rec, tc: dict) -> str:
+        """Store one finished compile (its record, provenance and cubin) in its own transaction; return its key."""
+        from . import __version__
+        v = res.variant
+        key = self.compile_key(v, tc["build"])
+        cubin_sha = hashlib.sha256(res.cubin).hexdigest() if res.cubin is not None else None
+        record = rec.to_dict()
+        record.update(verdicts={}, run=None)
+        row = (key, _now(), self.host, __version__, v.probe_name, v.probe_path, v.probe_index, v.source_sha256,
+               res.symbol, json.dumps(res.signature, default=str), _pairs_json(v.case), _pairs_json(v.hints), v.arch,
+               tc["build"], tc.get("tileiras") or res.tileiras_path, self.cuda_tile(), rec.status, cubin_sha,
+               res.compile_s, json.dumps(record, default=str))
+        with self._transaction() as c:
+            if res.cubin is not None:
+                c.execute("INSERT OR IGNORE INTO cubins (sha256, size_bytes, arch, code_sha256, data, created) "
+                          "VALUES (?, ?, ?, ?, ?, ?)", (cubin_sha, len(res.cubin), v.arch, rec.code_sha256,
+                                                        sqlite3.Binary(res.cubin), _now()))
+            c.execute(f"INSERT OR REPLACE INTO compiles ({', '.join(_COMPILE_COLUMNS)}) "
+                      f"VALUES ({', '.join('?' * len(_COMPILE_COLUMNS))})", row)
+        self._remember(rec, key)
+        return key
+
+    def save_audit(self, result, command_line: str) -> int:
+        """Store an audit: when, where, the command line, its environment and its records' keys and verdicts."""
+        from . import __version__
+        rows = [(self.key_of(r), json.dumps(r.verdicts, default=str)) for r in result.records]
+        with self._transaction() as c:
+            cur = c.execute("INSERT INTO audits (created, host, tileprobe, command_line, environment, wall_s, "
+                            "n_variants) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                            (_now(), self.host, __version__, command_line, json.dumps(result.environment, default=str),
+                             result.wall_s, len(result.records)))
+            audit_id = cur.lastrowid
+            c.executemany("INSERT INTO audit_compiles (audit_id, position, compile_key, verdicts) VALUES (?, ?, ?, ?)",
+                          [(audit_id, i, k, verdicts) for i, (k, verdicts) in enumerate(rows)])
+        return audit_id
+
+    def save_run(self, record_key, run: dict, gpu: dict) -> int:
+        """Store one GPU run of a stored compile; return its id.
+
+        Args:
+            record_key: a compile key, or a record this store returned or saved.
+            run: the run result as in ``VariantRecord.run`` (``status``, ``median_us``, …).
+            gpu: the GPU it ran on: ``name``, ``driver``, ``clocks`` (dict) and anything else worth keeping.
+
+        Raises:
+            StoreError: no stored compile has that key.
+        """
+        key = record_key if isinstance(record_key, str) else self.key_of(record_key)
+        if not key or not self._query("SELECT 1 FROM compiles WHERE key = ?", (key,)):
+            raise StoreError(f"no stored compile with key {key!r}: save the compile (audit with this store) first")
+        with self._transaction() as c:
+            cur = c.execute("INSERT INTO runs (compile_key, created, host, gpu_name, driver, clocks, gpu, status, "
+                            "median_us, run) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                            (key, _now(), self.host, gpu.get("name"), str(gpu.get("driver") or ""),
+                             json.dumps(gpu.get("clocks"), default=str), json.dumps(gpu, default=str),
+                             run.get("status"), run.get("median_us"), json.dumps(run, default=str)))
+            return cur.lastrowid
+
+    def cubin(self, sha256: str) -> bytes | None:
+        """A stored cubin by its SHA-256, or None."""
+        rows = self._query("SELECT data FROM cubins WHERE sha256 = ?", (sha256,))
+        return bytes(rows[0][0]) if rows else None
+
+    # --- reading back ----------------------------------------------------------------------------------------------
+
+    def _where(self, kernel=None, arch=None, tileiras=None, prefix="c.") -> tuple[str, list]:
+        conds, params = [], []
+        if kernel:
+            conds.append(f"{prefix}kernel = ?")
+            params.append(kernel)
+        if arch:
+            from .arch import get_arch
+            conds.append(f"{prefix}arch = ?")
+            params.append(get_arch(arch).name)
+        if tileiras:
+            conds.append(f"instr({prefix}tileiras, ?) > 0")
+            params.append(tileiras)
+        return (" AND ".join(conds) or "1"), params
+
+    def records(self, *, kernel: str | None = None, arch: str | None = None, tileiras: str | None = None,
+                audit_id: int | None = None, keys: Sequence[str] | None = None, latest: bool = True,
+                runs: bool = True) -> list:
+        """Stored compiles as :class:`~tileprobe.schema.VariantRecord` s, for compare and report.
+
+        Args:
+            kernel, arch: exact filters; tileiras: a substring of the build string (``"13.4"``).
+            audit_id: only that audit's records, in its order, with the verdicts it gave.
+            keys: only these compile keys.
+            latest: keep the newest compile per (kernel, probe, case, hints, arch, tileiras) — an edited kernel
+                shows its last version. Verdicts are then judged afresh over the returned records.
+            runs: attach each compile's newest GPU run as ``record.run``.
+        """
+        from .schema import VariantRecord
+        where, params = self._where(kernel, arch, tileiras)
+        sql = f"SELECT c.key, c.record, c.created FROM compiles c WHERE {where}"
+        if audit_id is not None:
+            sql = (f"SELECT c.key, c.record, c.created, a.verdicts FROM audit_compiles a JOIN compiles c "
+                   f"ON c.key = a.compile_key WHERE a.audit_id = ? AND {where} ORDER BY a.position")
+            params = [audit_id, *params]
+        rows = self._query(sql, params)
+        if keys is not None:
+            wanted = set(keys)
+            rows = [r for r in rows if r[0] in wanted]
+        out = []
+        for row in rows:
+            rec = VariantRecord.from_dict(json.loads(row[1]))
+            if audit_id is not None:
+                rec.verdicts = json.loads(row[3] or "{}")
+            out.append((row[0], row[2], rec))
+        if audit_id is None and latest:
+            newest: dict[tuple, tuple] = {}
+            for item in sorted(out, key=lambda x: x[1]):
+                r = item[2]
+                newest[(r.kernel, r.probe, repr(sorted(r.case.items())), repr(sorted(r.hints.items())), r.arch,
+                        r.tileiras)] = item
+            out = list(newest.values())
+        if runs:
+            self._attach_runs(out)
+        for key, _, rec in out:
+            self._remember(rec, key)
+        records = [rec for _, _, rec in out]
+        if audit_id is None:
+            records.sort(key=_natural_order)
+            _judge(records)
+        return records
+
+    def _attach_runs(self, items: list[tuple]) -> None:
+        keys = [k for k, _, _ in items]
+        latest: dict[str, dict] = {}
+        for i in range(0, len(keys), 500):
+            chunk = keys[i:i + 500]
+            sql = (f"SELECT compile_key, run, gpu FROM runs WHERE compile_key IN ({','.join('?' * len(chunk))}) "
+                   "ORDER BY created")
+            for key, run, gpu in self._query(sql, chunk):
+                d = json.loads(run)
+                d.setdefault("gpu", json.loads(gpu or "{}").get("name"))
+                latest[key] = d
+        for key, _, rec in items:
+            if key in latest:
+                rec.run = latest[key]
+
+    def attach_runs(self, records: Sequence) -> None:
+        """Set ``record.run`` to the newest stored GPU run of each record's compile (when there is one)."""
+        self._attach_runs([(k, None, r) for r in records if (k := self.key_of(r))])
+
+    def audits(self, *, kernel=None, arch=None, tileiras=None, limit: int | None = None) -> list[dict]:
+        """Stored audits, newest first; with filters, those holding at least one matching compile."""
+        where, params = self._where(kernel, arch, tileiras)
+        sql = ("SELECT a.id, a.created, a.host, a.tileprobe, a.command_line, a.n_variants, a.wall_s, a.environment "
+               "FROM audits a WHERE ")
+        if where != "1":
+            sql += (f"EXISTS (SELECT 1 FROM audit_compiles x JOIN compiles c ON c.key = x.compile_key "
+                    f"WHERE x.audit_id = a.id AND {where})")
+        else:
+            sql += "1"
+        sql += " ORDER BY a.id DESC" + (f" LIMIT {int(limit)}" if limit else "")
+        out = []
+        for id_, created, host, tp, cmd, n, wall, env in self._query(sql, params):
+            keys = [k for (k,) in self._query("SELECT compile_key FROM audit_compiles WHERE audit_id = ? "
+                                               "ORDER BY position", (id_,))]
+            out.append({"id": id_, "created": created, "host": host, "tileprobe": tp, "command_line": cmd,
+                        "n_variants": n, "wall_s": wall, "environment": json.loads(env or "{}"),
+                        "compile_keys": keys})
+        return out
+
+    def compiles(self, *, kernel=None, arch=None, tileiras=None, limit: int | None = None) -> list[dict]:
+        """Stored compiles, newest first, as flat dicts (provenance, resources, newest run's median)."""
+        where, params = self._where(kernel, arch, tileiras)
+        sql = (f"SELECT c.key, c.created, c.host, c.kernel, c.probe, c.source_sha256, c.symbol, c.case_json, "
+               f"c.hints_json, c.arch, c.tileiras, c.cuda_tile, c.status, c.cubin_sha256, c.compile_s, c.record, "
+               f"(SELECT r.median_us FROM runs r WHERE r.compile_key = c.key ORDER BY r.created DESC LIMIT 1), "
+               f"(SELECT r.gpu_name FROM runs r WHERE r.compile_key = c.key ORDER BY r.created DESC LIMIT 1) "
+               f"FROM compiles c WHERE {where} ORDER BY c.created DESC" + (f" LIMIT {int(limit)}" if limit else ""))
+        out = []
+        for (key, created, host, kernel_, probe, src, symbol, case, hints, arch_, build, cut, status, cubin, comp_s,
+             record, median, gpu) in self._query(sql, params):
+            rec = json.loads(record)
+            out.append({"key": key, "created": created, "host": host, "kernel": kernel_, "probe": probe,
+                        "source_sha256": src, "symbol": symbol, "case": dict(json.loads(case)),
+                        "hints": dict(json.loads(hints)), "arch": arch_, "tileiras": build, "cuda_tile": cut,
+                        "status": status, "threads": rec.get("threads"), "registers": rec.get("registers"),
+                        "shared_bytes": rec.get("shared_bytes"), "stack_bytes": rec.get("stack_bytes"),
+                        "ctas_per_sm": rec.get("ctas_per_sm"), "cubin_sha256": cubin, "compile_s": comp_s,
+                        "median_us": median, "gpu": gpu})
+        return out
+
+    def runs(self, *, kernel=None, arch=None, tileiras=None, limit: int | None = None) -> list[dict]:
+        """Stored GPU runs, newest first, with their compile's kernel, case, hints, arch and tileiras."""
+        where, params = self._where(kernel, arch, tileiras)
+        sql = (f"SELECT r.id, r.compile_key, r.created, r.host, r.gpu_name, r.driver, r.clocks, r.status, "
+               f"r.median_us, c.kernel, c.case_json, c.hints_json, c.arch, c.tileiras FROM runs r "
+               f"JOIN compiles c ON c.key = r.compile_key WHERE {where} ORDER BY r.created DESC"
+               + (f" LIMIT {int(limit)}" if limit else ""))
+        return [{"id": i, "compile_key": k, "created": cr, "host": h, "gpu": g, "driver": d,
+                 "clocks": json.loads(cl or "null"), "status": s, "median_us": m, "kernel": kn,
+                 "case": dict(json.loads(case)), "hints": dict(json.loads(hints)), "arch": a, "tileiras": t}
+                for i, k, cr, h, g, d, cl, s, m, kn, case, hints, a, t in self._query(sql, params)]
+
+
+def _natural_order(r) -> tuple:
+    """Kernel, arch (by compute capability), compiler (by version), then case and hint values (numbers by value)."""
+    import re
+    from .arch import get_arch
+    from .errors import TileprobeError
+
+    def val(v):
+        return (0, v, "") if isinstance(v, (int, float)) and not isinstance(v, bool) else (1, 0, repr(v))
+    try:
+        cc = get_arch(r.arch).cc
+    except TileprobeError:
+        cc = (999, 0)
+    m = re.search(r"V(\d+(?:\.\d+)+)", r.tileiras or "")
+    version = tuple(int(x) for x in m.group(1).split(".")) if m else ()
+    return (r.kernel, r.probe, cc, r.arch, version, r.tileiras, [(k, val(v)) for k, v in r.case.items()],
+            [(k, val(v)) for k, v in r.hints.items()])
+
+
+def _judge(records: list) -> None:
+    from .probe import KERNEL_HINTS
+    from .verdict import assign_verdicts
+    for r in records:
+        r.verdicts = {}
+    names = sorted({h for r in records for h in r.hints})
+    assign_verdicts(records, [h for h in names if h in KERNEL_HINTS])
+
+
+# --- `tileprobe history` ---------------------------------------------------------------------------------------------
+
+_CSV_COLUMNS = ["created", "kernel", "case", "hints", "arch", "tileiras", "cuda_tile", "status", "threads",
+                "registers", "shared_bytes", "stack_bytes", "ctas_per_sm", "median_us", "gpu", "compile_s", "host",
+                "probe", "source_sha256", "cubin_sha256", "key"]
+
+
+def history(store: Store, *, kernel=None, arch=None, tileiras=None, limit: int | None = None) -> dict:
+    """Audits, compiles and runs matching the filters, newest first (what ``tileprobe history`` lists)."""
+    kw = dict(kernel=kernel, arch=arch, tileiras=tileiras, limit=limit)
+    return {"store": store.path, "audits": store.audits(**kw), "compiles": store.compiles(**kw),
+            "runs": store.runs(**kw)}
+
+
+def write_history_json(store: Store, path: str, **filters) -> None:
+    """A result document (``tileprobe/schema.py``: ``report``/``compare`` read it) plus ``audits`` and ``runs``."""
+    from .schema import dump
+    records = store.records(**filters)
+    doc = dump(records, {"store": store.path})
+    hist = history(store, **filters)
+    doc.update(audits=hist["audits"], runs=hist["runs"])
+    _write_text(path, json.dumps(doc, indent=1, default=str) + "\n")
+
+
+def write_history_csv(store: Store, path: str, **filters) -> None:
+    """One CSV row per stored compile (columns: :data:`_CSV_COLUMNS`)."""
+    import csv
+    import io
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, _CSV_COLUMNS, extrasaction="ignore")
+    w.writeheader()
+    for row in store.compiles(**filters):
+        row = dict(row, case=_kv(row["case"]), hints=_kv(row["hints"]))
+        w.writerow(row)
+    _write_text(path, buf.getvalue())
+
+
+def _kv(d: dict) -> str:
+    return " ".join(f"{k}={v}" for k, v in d.items())
+
+
+def _write_text(path: str, text: str) -> None:
+    import sys
+    if path == "-":
+        sys.stdout.write(text)
+        return
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        f.write(text)
+
+
+def cmd_history(args) -> int:
+    from rich.console import Console
+    from rich.table import Table
+    filters = dict(kernel=args.kernel, arch=args.arch, tileiras=args.tileiras)
+    with Store.open(args.store) as store:
+        if args.json:
+            write_history_json(store, args.json, **filters)
+        if args.csv:
+            write_history_csv(store, args.csv, **filters)
+        if "-" in (args.json, args.csv):
+            return 0
+        hist = history(store, **filters, limit=args.limit or None)
+        console = Console(highlight=False)
+        console.print(f"store: {store.path}", markup=False)
+        t = Table(title="audits", title_justify="left")
+        for h in ("id", "when (UTC)", "host", "variants", "s", "command"):
+            t.add_column(h)
+        for a in hist["audits"]:
+            t.add_row(str(a["id"]), a["created"][:19], a["host"] or "", str(a["n_variants"]),
+                      f"{a['wall_s'] or 0:.1f}", a["command_line"] or "")
+        console.print(t)
+        t = Table(title="compiles", title_justify="left")
+        for h in ("when (UTC)", "kernel", "case", "hints", "arch", "tileiras", "status", "regs", "CTAs/SM", "µs"):
+            t.add_column(h)
+        for c in hist["compiles"]:
+            t.add_row(c["created"][:19], c["kernel"], _kv(c["case"]) or "-", _kv(c["hints"]) or "-", c["arch"],
+                      c["tileiras"] or "", c["status"], str(c["registers"] if c["registers"] is not None else "-"),
+                      str(c["ctas_per_sm"] if c["ctas_per_sm"] is not None else "-"),
+                      f"{c['median_us']:.1f}" if c["median_us"] is not None else "-")
+        console.print(t)
+        if hist["runs"]:
+            t = Table(title="runs", title_justify="left")
+            for h in ("when (UTC)", "kernel", "case", "hints", "arch", "GPU", "driver", "status", "µs"):
+                t.add_column(h)
+            for r in hist["runs"]:
+                t.add_row(r["created"][:19], r["kernel"], _kv(r["case"]) or "-", _kv(r["hints"]) or "-", r["arch"],
+                          r["gpu"] or "", r["driver"] or "", r["status"] or "",
+                          f"{r['median_us']:.1f}" if r["median_us"] is not None else "-")
+            console.print(t)
+        if args.limit:
+            console.print(f"(newest {args.limit} of each; --limit 0 lists all, --json/--csv export all)")
+    return 0
+
+
+def add_parser(subparsers, add_common) -> None:
+    """``tileprobe history``: list stored audits, compiles and runs; export JSON or CSV."""
+    p = subparsers.add_parser("history", help="list stored audits, compiles and runs; export JSON/CSV",
+                              description="List what the results store holds, newest first.")
+    p.add_argument("--store", metavar="PATH", help="results store (default: $TILEPROBE_STORE or the user data dir)")
+    p.add_argument("--kernel", help="only this kernel (probe label)")
+    p.add_argument("--arch", help="only this arch, e.g. sm_90")
+    p.add_argument("--tileiras", metavar="TEXT", help="only compiler builds containing TEXT, e.g. 13.4")
+    p.add_argument("--limit", type=int, default=20, help="rows listed per table (default 20; 0: all)")
+    p.add_argument("--json", metavar="FILE", help="export the matching records (result schema) plus audits and runs; "
+                   "- for stdout")
+    p.add_argument("--csv", metavar="FILE", help="export one row per matching compile; - for stdout")
+    p.set_defaults(func=cmd_history)
