@@ -14,9 +14,9 @@ from .compile import DEFAULT_TIMEOUT_S, CompileResult, Variant, compile_variants
 from .cubin import CubinInfo
 from .errors import CubinError, ProbeError, TileprobeError
 from .occupancy import theoretical_occupancy
-from .probe import KERNEL_HINTS, Probe, load_probes
+from .probe import Probe, load_probes
 from .schema import VariantRecord
-from .verdict import assign_verdicts
+from .verdict import judge_records
 
 
 @dataclass
@@ -153,8 +153,12 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
         tc = resolve_compiler(tc)
         todo = variants
         if store is not None:
-            cached, todo = store.lookup(variants, tc)
+            cached, todo = store.lookup(variants, tc, with_sass=with_sass)
             result.records.extend(cached)
+            for rec in cached:
+                data = store.cubin(rec.cubin_sha256) if rec.cubin_sha256 else None
+                if data is not None:
+                    result.cubins[rec.cubin_sha256] = data
         if progress:
             progress("total", len(variants))
             if len(variants) > len(todo):
@@ -172,9 +176,9 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
         builds.extend(r.tileiras for r in result.records if r.tileiras)
     probe_errors = {r.error for r in result.records if r.status == "probe_error"}
     result.probe_errors.extend(sorted(probe_errors))
-    hint_names = sorted({h for p in probes for h in p.hints} | {h for r in result.records for h in r.hints})
-    hint_names = [h for h in hint_names if h in KERNEL_HINTS] + sorted({k for p in probes for k in p.knobs})
-    assign_verdicts(result.records, hint_names)
+    judge_records(result.records)
+    if store is not None:
+        store.attach_runs(result.records)
     order = {_order_key(v.probe_path, v.probe_name, v.case_dict, v.hints_dict, v.arch): i
              for i, v in enumerate(variants)}
     result.records.sort(key=lambda r: (r.tileiras, order.get(_order_key(r.probe, r.kernel, r.case, r.hints, r.arch), 0)))

@@ -320,36 +320,16 @@ def audit_selected(probe_path: str, arch: str, *, where: Mapping[str, Any] | Non
     Returns the :class:`~tileprobe.audit.AuditResult`; variants in ``store`` are not compiled again, new ones
     are saved, and the audit is stored with ``command_line``.
     """
-    import time
-    from .audit import AuditResult, environment, plan_variants, record_from, resolve_compiler
-    from .compile import DEFAULT_TIMEOUT_S, compile_variants
+    from .audit import audit
+    from .compile import DEFAULT_TIMEOUT_S
     from .probe import load_probes
-    from .store import _judge
-    t0 = time.perf_counter()
     where = dict(where or {})
     probes = load_probes(probe_path)
     _check_where_names(where, probes)
     case_where = {k: v for k, v in where.items() if any(k in p.cases for p in probes)}
-    variants = [v for v in plan_variants(probes, [arch])
-                if all(_same(v.case_dict.get(k), want) for k, want in case_where.items())]
-    result = AuditResult()
-    for tc in toolchains or [{}]:
-        tc = resolve_compiler(tc)
-        todo = variants
-        if store is not None:
-            cached, todo = store.lookup(variants, tc)
-            result.records.extend(cached)
-        for res in compile_variants(todo, tileiras=tc.get("tileiras"), lib_dirs=tc.get("lib_dirs"), jobs=jobs,
-                                    timeout_s=timeout_s or DEFAULT_TIMEOUT_S):
-            rec = record_from(res)
-            if store is not None:
-                store.save_compile(res, rec, tc)
-            result.records.append(rec)
-    _judge(result.records)
-    if store is not None:
-        store.attach_runs(result.records)
-    result.environment = environment(r.tileiras for r in result.records)
-    result.wall_s = time.perf_counter() - t0
+    result = audit([probe_path], [arch], toolchains=toolchains, jobs=jobs, store=store,
+                   timeout_s=timeout_s or DEFAULT_TIMEOUT_S,
+                   select=lambda v: all(_same(v.case_dict.get(k), want) for k, want in case_where.items()))
     if store is not None and command_line:
         store.save_audit(result, command_line)
     return result

@@ -58,6 +58,7 @@ import socket
 import sqlite3
 from typing import Any, Iterable, Iterator, Sequence
 
+from .verdict import judge_records
 from .errors import StoreError
 
 SCHEMA_VERSION = 2
@@ -463,7 +464,7 @@ class Store:
         records = [rec for _, _, rec in out]
         if audit_id is None:
             records.sort(key=_natural_order)
-            _judge(records)
+            judge_records(records)
         return records
 
     def _attach_runs(self, items: list[tuple]) -> None:
@@ -555,15 +556,6 @@ def _natural_order(r) -> tuple:
     version = tuple(int(x) for x in m.group(1).split(".")) if m else ()
     return (r.kernel, r.probe, cc, r.arch, version, r.tileiras, [(k, val(v)) for k, v in r.case.items()],
             [(k, val(v)) for k, v in r.hints.items()])
-
-
-def _judge(records: list) -> None:
-    from .probe import KERNEL_HINTS
-    from .verdict import assign_verdicts
-    for r in records:
-        r.verdicts = {}
-    names = sorted({h for r in records for h in r.hints})
-    assign_verdicts(records, [h for h in names if h in KERNEL_HINTS])
 
 
 # --- `tileprobe history` ---------------------------------------------------------------------------------------------

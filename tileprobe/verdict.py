@@ -40,6 +40,22 @@ def assign_verdicts(records: Iterable[VariantRecord], hint_names: Iterable[str])
                         r.verdicts[hint] = v
 
 
+def judge_records(records: Iterable[VariantRecord]) -> None:
+    """(Re)compute every record's verdicts from the records alone: all kernel hints they set and all per-load
+    knobs their probes declare. Used for records read back from the store or a JSON file."""
+    from .probe import KERNEL_HINTS
+    records = list(records)
+    for r in records:
+        r.verdicts = {}
+    # hints the probe varies, and hints the kernel itself declares (``@ct.kernel(occupancy=2)``, ByTarget
+    # resolved for the arch); opt_level is always declared (default 3), so it is judged only when varied
+    hints = sorted({h for r in records for h in r.hints if h in KERNEL_HINTS}
+                   | {h for r in records for h, v in r.effective_hints.items()
+                      if v is not None and h in KERNEL_HINTS and h != "opt_level"})
+    knobs = sorted({k for r in records for k in r.knobs})
+    assign_verdicts(records, hints + knobs)
+
+
 def _others(hint: str, r: VariantRecord, group: list[VariantRecord]) -> list[VariantRecord]:
     return [o for o in group if o is not r and o.ok and o.hint(hint) != r.hint(hint)]
 
