@@ -66,3 +66,18 @@ def test_sweep_goes_on_after_failures(tmp_path):
     results = list(compile_variants([_variant(tile=t) for t in (256, 1024)], tileiras=fake, jobs=2))
     assert sorted(r.status for r in results) == ["compile_error", "compile_error"]
     assert all("synthetic failure" in r.error or "Return code 5" in r.error for r in results)
+
+
+def test_repeat_records_code_hashes_and_determinism():
+    result = audit([VADD], ["sm_90"], jobs=2, repeat=2)
+    assert len(result.records) == 4          # repeats do not add rows
+    for r in result.records:
+        assert r.deterministic is True and r.code_hashes == [r.code_sha256]
+
+
+def test_same_code_uses_any_shared_hash():
+    from tileprobe.schema import VariantRecord
+    a = VariantRecord("k", "p", {}, {}, "sm_90", "b", "ok", code_sha256="x", code_hashes=["x", "y"])
+    b = VariantRecord("k", "p", {}, {}, "sm_90", "b", "ok", code_sha256="y")
+    c = VariantRecord("k", "p", {}, {}, "sm_90", "b", "ok", code_sha256="z")
+    assert a.same_code(b) and b.same_code(a) and not a.same_code(c)

@@ -96,6 +96,23 @@ def task(name):
     return f"{HERE}:{name}"
 
 
+_BEFORE: set[int] = set()
+
+
+@pytest.fixture(autouse=True)
+def _children_before():
+    """Children this process already had (e.g. multiprocessing's resource tracker, started by an earlier test's
+    compile pool) are not this test's leftovers."""
+    _BEFORE.clear()
+    _BEFORE.update(children_of(os.getpid()))
+    yield
+
+
+def new_children() -> list[int]:
+    """Children of this process started during the current test and still there (zombies included)."""
+    return sorted(set(children_of(os.getpid())) - _BEFORE)
+
+
 def children_of(pid: int) -> list[int]:
     """Live processes whose parent is ``pid`` (from /proc; zombies count: they are what we must not leave)."""
     out = []
@@ -197,7 +214,7 @@ def test_sweep_with_faults_finishes_within_budget_and_leaves_no_process(tmp_path
     took = time.perf_counter() - t0
     assert statuses == ["done", "hang", "done", "crash", "done", "crash", "hang", "crash", "done"]
     assert took < faults * (timeout + 10)
-    assert children_of(os.getpid()) == []
+    assert new_children() == []
     assert not any(alive(p) for p in pids)
     grandchild = int((tmp_path / "grandchild").read_text())
     deadline = time.time() + 5
@@ -211,14 +228,14 @@ def test_close_stops_the_worker_and_is_idempotent():
     pid = w.start()["pid"]
     w.close()
     w.close()
-    assert not alive(pid) and children_of(os.getpid()) == []
+    assert not alive(pid) and new_children() == []
 
 
 def test_worker_that_cannot_start_raises_with_its_reason():
     with Watchdog(init=task("init_fail")) as w:
         with pytest.raises(WorkerStartError, match=r"(?s)could not start.*no GPU here, on purpose"):
             w.start()
-    assert children_of(os.getpid()) == []
+    assert new_children() == []
 
 
 def test_worker_start_timeout():
@@ -227,7 +244,7 @@ def test_worker_start_timeout():
         with pytest.raises(WorkerStartError, match=r"no hello within 1 s"):
             w.start()
     assert time.perf_counter() - t0 < 10
-    assert children_of(os.getpid()) == []
+    assert new_children() == []
 
 
 def test_describe_exit():
@@ -265,7 +282,7 @@ def test_run_probes_reports_each_fault_and_goes_on(monkeypatch):
     assert "SIGABRT" in records[3].run["error"]
     assert records[5].run["cuda_error"] == 700
     assert res.environment["gpu"]["name"] == "Fake H200"
-    assert children_of(os.getpid()) == []
+    assert new_children() == []
 
 
 def test_cli_runs_a_bundle_end_to_end(tmp_path, monkeypatch):
@@ -295,4 +312,4 @@ def test_cli_runs_a_bundle_end_to_end(tmp_path, monkeypatch):
     doc = json.loads(out.read_text())
     assert [v["run"]["status"] for v in doc["variants"]] == ["ok", "hang", "ok"]
     assert doc["environment"]["gpu"]["name"] == "Fake H200" and doc["environment"]["bundle"] == str(bundle)
-    assert children_of(os.getpid()) == []
+    assert new_children() == []

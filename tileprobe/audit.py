@@ -4,6 +4,7 @@ No GPU is needed. ``audit()`` is what ``tileprobe audit`` runs; every other comm
 """
 from __future__ import annotations
 
+import dataclasses
 import platform
 import sys
 from dataclasses import dataclass, field
@@ -115,7 +116,7 @@ def environment(tileiras_builds: Iterable[str] = ()) -> dict:
 def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Sequence[dict] | None = None,
           jobs: int | None = None, timeout_s: float = DEFAULT_TIMEOUT_S, with_sass: bool = False,
           store=None, progress: Callable | None = None,
-          select: Callable[[Variant], bool] | None = None) -> AuditResult:
+          select: Callable[[Variant], bool] | None = None, repeat: int = 1) -> AuditResult:
     """Audit probe files for architectures, with one or more tileiras toolchains.
 
     Args:
@@ -129,6 +130,9 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
             saved as they finish.
         progress: ``progress(kind, n)`` callback: ("total", n) once per toolchain, ("advance", 1) per variant.
         select: keep only the planned variants for which ``select(variant)`` is true (e.g. one case).
+        repeat: compile each variant this many times (≥ 1); records then carry ``code_hashes`` and
+            ``deterministic``, and verdicts/compare treat any shared code hash as "same code" (FIELD_NOTES:
+            tileiras is not always deterministic). Repeats bypass the store.
 
     A broken probe file is reported in ``probe_errors`` (file and line) and the other probes go on.
     Raises :class:`TileprobeError` only when nothing can be audited (unknown arch, no probe loaded).
@@ -148,6 +152,8 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
     variants = plan_variants(probes, archs)
     if select is not None:
         variants = [v for v in variants if select(v)]
+    if repeat < 1:
+        raise TileprobeError(f"--repeat {repeat}: give 1 or more compiles per variant")
     builds = []
     for tc in toolchains or [{}]:
         tc = resolve_compiler(tc)
@@ -159,20 +165,28 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
                 data = store.cubin(rec.cubin_sha256) if rec.cubin_sha256 else None
                 if data is not None:
                     result.cubins[rec.cubin_sha256] = data
+        extra = [dataclasses.replace(v, rep=i) for i in range(1, repeat) for v in variants]
         if progress:
-            progress("total", len(variants))
+            progress("total", len(variants) + len(extra))
             if len(variants) > len(todo):
                 progress("advance", len(variants) - len(todo))
-        for res in compile_variants(todo, tileiras=tc.get("tileiras"), lib_dirs=tc.get("lib_dirs"), jobs=jobs,
-                                    timeout_s=timeout_s, with_sass=with_sass):
+        repeats: dict[tuple, list[str]] = {}
+        for res in compile_variants(todo + extra, tileiras=tc.get("tileiras"), lib_dirs=tc.get("lib_dirs"),
+                                    jobs=jobs, timeout_s=timeout_s, with_sass=with_sass):
+            if progress:
+                progress("advance", 1)
+            if res.variant.rep:
+                if res.cubin is not None:
+                    repeats.setdefault(_base(res.variant), []).append(CubinInfo.from_bytes(res.cubin).code_sha256)
+                continue
             rec = record_from(res)
             if res.cubin is not None and rec.cubin_sha256:
                 result.cubins[rec.cubin_sha256] = res.cubin
             if store is not None:
                 store.save_compile(res, rec, tc)
             result.records.append(rec)
-            if progress:
-                progress("advance", 1)
+        if repeat > 1:
+            _mark_determinism(result.records, repeats, tc["build"])
         builds.extend(r.tileiras for r in result.records if r.tileiras)
     probe_errors = {r.error for r in result.records if r.status == "probe_error"}
     result.probe_errors.extend(sorted(probe_errors))
@@ -185,6 +199,19 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
     result.environment = environment(builds)
     result.wall_s = time.perf_counter() - t0
     return result
+
+
+def _base(v: Variant) -> tuple:
+    return _order_key(v.probe_path, v.probe_name, v.case_dict, v.hints_dict, v.arch)
+
+
+def _mark_determinism(records: list[VariantRecord], repeats: dict[tuple, list[str]], build: str) -> None:
+    """Attach the distinct code hashes of the repeated compiles to each ok record of compiler ``build``."""
+    for r in records:
+        if r.ok and r.tileiras == build:
+            hashes = repeats.get(_order_key(r.probe, r.kernel, r.case, r.hints, r.arch), [])
+            r.code_hashes = sorted(set(hashes) | {r.code_sha256})
+            r.deterministic = len(r.code_hashes) == 1
 
 
 def _order_key(probe: str, kernel: str, case: dict, hints: dict, arch: str) -> tuple:

@@ -74,7 +74,8 @@ def cmd_audit(args) -> int:
     prog, cb = _progress_cb(err)
     with prog:
         result = audit(args.probes, _split(args.arch), toolchains=_toolchains(args.tileiras), jobs=args.jobs,
-                       timeout_s=args.timeout, with_sass=args.sass and _have_nvdisasm(), store=store, progress=cb)
+                       timeout_s=args.timeout, with_sass=args.sass and _have_nvdisasm(), store=store, progress=cb,
+                       repeat=args.repeat)
     for e in result.probe_errors:
         err.print(f"[red]probe error[/]: {e}", markup=True, highlight=False)
     if store is not None:
@@ -145,19 +146,17 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--no-store", action="store_true", help="do not read or write the results store")
     a.add_argument("--bundle", metavar="DIR", help="also write DIR/audit.json and DIR/cubins/ for `tileprobe run "
                    "--bundle DIR` on a GPU machine without tileiras")
+    a.add_argument("--repeat", type=int, default=1, metavar="N", help="compile each variant N times and report "
+                   "variants whose machine code differs between compiles (tileiras is not always deterministic)")
     a.add_argument("--brief", action="store_true", help="print reasons only for hints that were not honoured")
     a.set_defaults(func=cmd_audit, command_line=None)
     _add_common(a)
 
-    for name, module in (("toolchain", "toolchain"), ("doctor", "doctor"), ("compare", "compare"),
-                         ("bisect", "bisect"), ("run", "run.cli"), ("report", "report.html"),
-                         ("history", "store"), ("gate", "gate")):
-        try:
-            mod = __import__(f"tileprobe.{module}", fromlist=["add_parser"])
-        except ImportError:
-            continue
-        if hasattr(mod, "add_parser"):
-            mod.add_parser(sub, _add_common)
+    from . import bisect, compare, doctor, gate, store, toolchain
+    from .report import html
+    from .run import cli as run_cli
+    for module in (toolchain, doctor, compare, bisect, run_cli, html, store, gate):
+        module.add_parser(sub, _add_common)
     return parser
 
 

@@ -95,7 +95,7 @@ def _classify(ch: Change, a: VariantRecord, b: VariantRecord) -> None:
                 (("stack B", a.stack_bytes, b.stack_bytes),) if bool(a.stack_bytes) == bool(b.stack_bytes) else ()):
             if va != vb:
                 changed.append(f"{name} {va} → {vb}")
-        if a.code_sha256 != b.code_sha256 and not changed:
+        if not a.same_code(b) and not changed:
             changed.append("machine code differs")
     t = _time_change(a, b)
     if t:

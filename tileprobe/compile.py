@@ -45,6 +45,7 @@ class Variant:
     arch: str
     source_sha256: str = ""   # probe file + kernel module contents (the store's key uses it)
     knobs: tuple = ()          # (per-load hint, case constant) pairs from the probe
+    rep: int = 0               # repeat index (audit --repeat): the same compile again, to see tileiras' noise
 
     @property
     def case_dict(self) -> dict:

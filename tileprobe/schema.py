@@ -34,6 +34,8 @@ error, repro   the compiler's message and a command that repeats the compile (fa
 compile_s      tileiras wall time (s)
 symbol, signature  the mangled kernel symbol and the JIT signature's constraints
 knobs          {per-load hint: case constant} (e.g. {"allow_tma": "ALLOW_TMA"}) from the probe
+code_hashes, deterministic  with ``audit --repeat N``: the distinct code_sha256 over N compiles of the variant,
+               and whether there was only one (null without --repeat); tileiras is not always deterministic
 sass, remarks, ptx  SASS traits, compiler remarks, embedded-PTX directives (when collected)
 run            GPU run result (status ok|wrong|hang|crash, median_us, …) when the variant was run
 ============== ======================================================================================
@@ -84,6 +86,8 @@ class VariantRecord:
     symbol: str = ""
     signature: list = field(default_factory=list)
     knobs: dict = field(default_factory=dict)
+    code_hashes: list = field(default_factory=list)
+    deterministic: bool | None = None
     sass: dict | None = None
     remarks: list = field(default_factory=list)
     ptx: dict | None = None
@@ -92,6 +96,13 @@ class VariantRecord:
     @property
     def ok(self) -> bool:
         return self.status == "ok"
+
+    def same_code(self, other: "VariantRecord") -> bool:
+        """Whether two variants can have the same machine code: equal ``code_sha256``, or — when repeated
+        compiles showed tileiras' output varies — any code hash in common."""
+        mine = set(self.code_hashes) | {self.code_sha256}
+        theirs = set(other.code_hashes) | {other.code_sha256}
+        return bool(mine & theirs)
 
     def hint(self, name: str):
         """The value of hint ``name`` for this variant: set explicitly, else the effective (declared) one; for a

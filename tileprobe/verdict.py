@@ -62,7 +62,7 @@ def _others(hint: str, r: VariantRecord, group: list[VariantRecord]) -> list[Var
 
 def _same_code(hint, r, group) -> VariantRecord | None:
     for o in sorted(_others(hint, r, group), key=lambda o: _sort_key(o.hint(hint))):
-        if o.code_sha256 == r.code_sha256 and _resources(o) == _resources(r):
+        if r.same_code(o) and _resources(o) == _resources(r):
             return o
     return None
 

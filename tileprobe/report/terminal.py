@@ -66,6 +66,9 @@ def _print_reasons(console: Console, rows: list[VariantRecord], brief: bool) -> 
         for hint, v in r.verdicts.items():
             if not brief or v["status"] != "honoured":
                 console.print(f"  {label}: {hint} {v['status']}: {v['reason']}", markup=False, highlight=False)
+        if r.deterministic is False:
+            console.print(f"    tileiras gave {len(r.code_hashes)} different machine codes over repeated compiles of "
+                          "this variant; verdicts treat any shared code as the same", markup=False, highlight=False)
         if brief:
             continue
         ptx = ptx_text(r)

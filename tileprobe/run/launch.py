@@ -53,6 +53,12 @@ STICKY_CUDA_ERRORS = {
     716: "CUDA_ERROR_MISALIGNED_ADDRESS", 717: "CUDA_ERROR_INVALID_ADDRESS_SPACE", 718: "CUDA_ERROR_INVALID_PC",
     719: "CUDA_ERROR_LAUNCH_FAILED", 214: "CUDA_ERROR_ECC_UNCORRECTABLE", 999: "CUDA_ERROR_UNKNOWN",
 }
+#: Other CUresult values by name (cuda.h, CUDA 13.4), for messages when cuda-bindings is not importable.
+_CURESULT = {"CUDA_ERROR_INVALID_VALUE": 1, "CUDA_ERROR_OUT_OF_MEMORY": 2, "CUDA_ERROR_NOT_INITIALIZED": 3,
+             "CUDA_ERROR_DEINITIALIZED": 4, "CUDA_ERROR_NO_DEVICE": 100, "CUDA_ERROR_INVALID_DEVICE": 101,
+             "CUDA_ERROR_INVALID_IMAGE": 200, "CUDA_ERROR_INVALID_CONTEXT": 201, "CUDA_ERROR_NO_BINARY_FOR_GPU": 209,
+             "CUDA_ERROR_INVALID_PTX": 218, "CUDA_ERROR_NOT_FOUND": 500, "CUDA_ERROR_NOT_READY": 600,
+             "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES": 701, "CUDA_ERROR_NOT_SUPPORTED": 801}
 #: How torch / the runtime word the same errors (cudaGetErrorString), for messages that carry no code.
 _ERROR_TEXTS = {
     "illegal memory access": 700, "the launch timed out": 702, "device-side assert": 710,
@@ -86,7 +92,8 @@ def error_code_from_text(text: str) -> int | None:
         try:
             return int(getattr(_drv().CUresult, m.group(0)))
         except (ImportError, AttributeError):
-            pass
+            if m.group(0) in _CURESULT:
+                return _CURESULT[m.group(0)]
     low = text.lower()
     for phrase, code in _ERROR_TEXTS.items():
         if phrase in low:

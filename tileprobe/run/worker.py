@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import signal
+import shutil
 import subprocess
 import sys
 import time
@@ -137,6 +138,8 @@ def nvidia_smi(bus_id: str | None = None, timeout_s: float = 15.0) -> dict:
         return dict(zip([k for _, k, _ in fields], [v.strip() for v in text.strip().splitlines()[0].split(",")]))
 
     raw: dict = {}
+    if shutil.which("nvidia-smi") is None:
+        return {}
     try:
         try:
             raw = query(_SMI_FIELDS, bus_id)
