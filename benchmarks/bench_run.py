@@ -132,7 +132,7 @@ def do_bench_table(records, cubins, reps: int) -> None:
         packed = pack_arguments(r.signature, args, [p.size_bytes for p in kernel.params])
         check_packing(packed, kernel.params)
 
-        def fn():
+        def fn(kernel=kernel, grid=grid, packed=packed):
             kernel.launch(state["stream"], grid, packed)
         ours, _ = state["timer"].measure(fn, reps=reps)
         again, _ = state["timer"].measure(fn, reps=reps)

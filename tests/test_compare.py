@@ -1,5 +1,4 @@
 """compare and bisect on hand-made records; the report's regression found between two real compilers."""
-import os
 
 import pytest
 

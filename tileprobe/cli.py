@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from typing import Sequence
@@ -93,25 +92,18 @@ def write_bundle(folder: str, result) -> None:
 
     ``tileprobe run --bundle folder`` reads this layout; no tileiras is needed there.
     """
-    from .schema import dump
+    from .schema import write_json
     os.makedirs(os.path.join(folder, "cubins"), exist_ok=True)
     for sha, data in result.cubins.items():
         with open(os.path.join(folder, "cubins", sha + ".cubin"), "wb") as f:
             f.write(data)
-    with open(os.path.join(folder, "audit.json"), "w", encoding="utf-8") as f:
-        json.dump(dump(result.records, result.environment), f, indent=1, default=str)
+    write_json(result.records, result.environment, os.path.join(folder, "audit.json"))
 
 
 def _emit(records, environment, args, result=None):
-    from .schema import dump
+    from .schema import write_json
     if args.json:
-        doc = dump(records, environment)
-        if args.json == "-":
-            json.dump(doc, sys.stdout, indent=1, default=str)
-            sys.stdout.write("\n")
-        else:
-            with open(args.json, "w", encoding="utf-8") as f:
-                json.dump(doc, f, indent=1, default=str)
+        write_json(records, environment, args.json)
     fmt = getattr(args, "format", "table")
     if fmt == "markdown":
         from .report.markdown import audit_markdown

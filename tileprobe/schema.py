@@ -138,6 +138,18 @@ def dump(records: list[VariantRecord], environment: dict) -> dict:
             "environment": environment, "variants": [r.to_dict() for r in records]}
 
 
+def write_json(records: list[VariantRecord], environment: dict, dest: str) -> None:
+    """Write the JSON document of ``records`` to file ``dest`` (``"-"``: standard output)."""
+    import sys
+    doc = dump(records, environment)
+    if dest == "-":
+        json.dump(doc, sys.stdout, indent=1, default=str)
+        sys.stdout.write("\n")
+    else:
+        with open(dest, "w", encoding="utf-8") as f:
+            json.dump(doc, f, indent=1, default=str)
+
+
 def load(doc_or_path: Any) -> tuple[list[VariantRecord], dict]:
     """Read an audit/run JSON document (dict or file path) into records and its environment.
 

@@ -7,7 +7,6 @@ Exit code: 0 when the sweep ran (``wrong``/``hang``/``crash`` variants are resul
 """
 from __future__ import annotations
 
-import json
 import sys
 
 from ..errors import TileprobeError
@@ -185,15 +184,9 @@ def run_markdown(records, environment: dict, command: str = "") -> str:
 
 def emit(result, args) -> None:
     """Write the JSON (``--json``) and print the tables (``--format``)."""
-    from ..schema import dump
+    from ..schema import write_json
     if args.json:
-        doc = dump(result.records, result.environment)
-        if args.json == "-":
-            json.dump(doc, sys.stdout, indent=1, default=str)
-            sys.stdout.write("\n")
-        else:
-            with open(args.json, "w", encoding="utf-8") as f:
-                json.dump(doc, f, indent=1, default=str)
+        write_json(result.records, result.environment, args.json)
     fmt = getattr(args, "format", "table")
     if fmt == "markdown":
         sys.stdout.write(run_markdown(result.records, result.environment,
