@@ -16,10 +16,10 @@ DEFAULT_ARCHS = "sm_90,sm_120"
 
 
 def _console(stderr=False):
-    """A rich console; when output is not a terminal (a file, a CI log) tables get 160 columns, not 80."""
+    """A rich console; when output is not a terminal (a file, a CI log) tables get 200 columns, not 80."""
     from rich.console import Console
     stream = sys.stderr if stderr else sys.stdout
-    width = None if stream.isatty() else 160
+    width = None if stream.isatty() else 200
     return Console(stderr=stderr, highlight=False, width=width)
 
 

@@ -15,6 +15,13 @@ def fmt_kv(d: dict) -> str:
     return " ".join(f"{k}={v}" for k, v in d.items()) or "-"
 
 
+def fmt_value(v) -> str:
+    """A case or hint value for a table cell: tuples as ``128×128×32``."""
+    if isinstance(v, (tuple, list)):
+        return "×".join(map(str, v))
+    return str(v)
+
+
 def fmt_int(v) -> str:
     return "-" if v is None else f"{v:,}"
 
@@ -76,7 +83,7 @@ def row_cells(r: VariantRecord, hints: list[str], cases: list[str] | None = None
     """Cells of one variant row: each case constant, each hint's value, threads, registers, shared B, stack B,
     CTAs/SM, limiter."""
     cases = list(r.case) if cases is None else cases
-    lead = [str(r.case.get(c, "-")) for c in cases] + [str(r.hints.get(h, "-")) for h in hints]
+    lead = [fmt_value(r.case.get(c, "-")) for c in cases] + [fmt_value(r.hints.get(h, "-")) for h in hints]
     if not r.ok:
         return lead + ["-", "-", "-", "-", "-", "-"]
     return lead + [str(r.threads), str(r.registers), fmt_int(r.shared_bytes), fmt_int(r.stack_bytes),

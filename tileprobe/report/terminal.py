@@ -32,7 +32,7 @@ def render_audit(records: Iterable[VariantRecord], console: Console | None = Non
         extra_columns_t = sass_columns(rows) + list(extra_columns or [])
         table = Table(title=f"{kernel} · {arch} · {short_build(tileiras)}", title_justify="left")
         for h in headers(hints, cases):
-            table.add_column(h, justify="right" if h in NUMERIC else "left", no_wrap=h in NUMERIC)
+            table.add_column(h, justify="right" if h in NUMERIC else "left", no_wrap=True)
         for name, _ in extra_columns_t:
             table.add_column(name, justify="right")
         for h in vcols:
