@@ -78,9 +78,11 @@ def bisect_versions(versions: Sequence[str], evaluate: Callable[[str], Step],
 def make_evaluator(probe: str, arch: str, where: dict, prop: str, jobs: int | None = None) -> Callable[[str], Step]:
     """An ``evaluate(version)`` that audits the selected case with that tileiras and checks ``prop``."""
     from .audit import audit
-    from .gate import check, parse_expectation, select
+    from .gate import _check_where_names, check, parse_expectation, select
+    from .probe import load_probes
     from .toolchain import resolve_toolchains
     parse_expectation(prop)  # fail early on a malformed property
+    _check_where_names(where, load_probes(probe))  # and on a --where naming nothing
 
     def evaluate(version: str) -> Step:
         tc = resolve_toolchains([version], auto_install=True)[0]

@@ -32,6 +32,8 @@ def _progress_cb(console):
 
     def cb(kind, n):
         if kind == "total":
+            if not console.is_terminal:
+                console.print(f"compiling {n} variants …", highlight=False)
             state["task"] = prog.add_task("compile", total=n)
         elif state["task"] is not None:
             prog.advance(state["task"], n)
@@ -66,9 +68,23 @@ def _have_nvdisasm() -> bool:
         return False
 
 
+def check_output_path(path: str | None, what: str) -> None:
+    """Fail before any work when an output file cannot be written (its folder is missing or read-only)."""
+    if not path or path == "-":
+        return
+    folder = os.path.dirname(os.path.abspath(path)) or "."
+    if not os.path.isdir(folder):
+        raise TileprobeError(f"{what} {path}: folder {folder} does not exist; create it or give another path")
+    if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise TileprobeError(f"{what} {path}: not writable; give another path")
+
+
 def cmd_audit(args) -> int:
     from .audit import audit
     err = _console(stderr=True)
+    check_output_path(args.json, "--json")
+    if not _split(args.arch):
+        raise TileprobeError(f"--arch {args.arch!r} names no architecture; e.g. --arch sm_90,sm_120")
     store = _open_store(args)
     prog, cb = _progress_cb(err)
     with prog:
@@ -82,8 +98,12 @@ def cmd_audit(args) -> int:
     if args.bundle:
         write_bundle(args.bundle, result)
     _emit(result.records, result.environment, args, result)
-    n_bad = sum(1 for r in result.records if not r.ok)
-    err.print(f"{len(result.records)} variants, {n_bad} failed to compile, {result.wall_s:.1f} s", highlight=False)
+    failed = sum(1 for r in result.records if r.status in ("compile_error", "compiler_crash", "timeout"))
+    broken = sum(1 for r in result.records if r.status == "probe_error")
+    summary = f"{len(result.records)} variants, {failed} failed to compile"
+    if broken or result.probe_errors:
+        summary += f", {broken} not built because of probe errors ({len(result.probe_errors)} error(s), listed above)"
+    err.print(f"{summary}, {result.wall_s:.1f} s", highlight=False)
     return 0
 
 

@@ -12,15 +12,19 @@ with the compiler's message and the command that repeats it — never an abort. 
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import hashlib
 import json
 import multiprocessing as mp
 import os
 import shlex
 import shutil
+import signal
+import sys
 import tempfile
 import time
 import traceback
+import types
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
 
@@ -98,6 +102,7 @@ _WORKER: dict[str, Any] = {}
 def _init_worker(tileiras: str | None, lib_dirs: list[str] | None, timeout_s: float, tmp_root: str,
                  with_sass: bool = False) -> None:
     from . import _cutile
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the parent's to handle: it stops the pool
     _cutile.install_fake_driver()
     _cutile.check_cutile()
     if tileiras:
@@ -258,9 +263,13 @@ def compile_variants(variants: Iterable[Variant], *, tileiras: str | None = None
 
 
 def _run_pool(variants, jobs, initargs, broken_out: list) -> Iterator[CompileResult]:
-    ctx = mp.get_context("spawn")
-    with cf.ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_init_worker, initargs=initargs) as pool:
-        futures = {pool.submit(compile_one, v): v for v in variants}
+    """Run ``variants`` in one pool. On Ctrl-C (or when the consumer stops early) queued variants are cancelled
+    and the workers are stopped at once; results already yielded are the caller's (the audit has stored them)."""
+    pool = cf.ProcessPoolExecutor(jobs, mp_context=mp.get_context("spawn"), initializer=_init_worker,
+                                  initargs=initargs)
+    try:
+        with _no_main_reimport():
+            futures = {pool.submit(compile_one, v): v for v in variants}
         for fut in cf.as_completed(futures):
             v = futures[fut]
             try:
@@ -269,6 +278,60 @@ def _run_pool(variants, jobs, initargs, broken_out: list) -> Iterator[CompileRes
                 broken_out.append(v)
             except Exception as e:  # a tileprobe bug in the worker: this variant's failure, not the audit's
                 yield CompileResult(v, "compile_error", error=f"{type(e).__name__}: {e}")
+    except BaseException:
+        _stop(pool)
+        raise
+    pool.shutdown(wait=True)
+
+
+def _stop(pool: cf.ProcessPoolExecutor) -> None:
+    """Cancel what is queued and end the workers now (terminate, then kill): no orphan keeps compiling."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())   # stdlib-private, stable since 3.8
+    pool.shutdown(wait=False, cancel_futures=True)
+    for p in procs:
+        for child in _children(p.pid):      # the tileiras / ptxas / nvdisasm a worker is waiting on
+            with contextlib.suppress(OSError):
+                os.kill(child, signal.SIGKILL)
+        if p.is_alive():
+            p.terminate()
+    for p in procs:
+        p.join(timeout=5)
+        if p.is_alive():
+            p.kill()
+
+
+def _children(pid: int | None) -> list[int]:
+    """Live child processes of ``pid`` (Linux /proc; empty elsewhere)."""
+    out = []
+    if pid is None or not os.path.isdir("/proc"):
+        return out
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        out.append(int(entry))
+            except (OSError, ValueError, IndexError):
+                continue
+    return out
+
+
+@contextlib.contextmanager
+def _no_main_reimport():
+    """Start spawned workers without re-running the caller's ``__main__``.
+
+    multiprocessing's spawn re-imports the parent's main script in each worker; a script that calls
+    ``tileprobe.audit.audit`` without an ``if __name__ == "__main__":`` guard (or code piped to ``python -``)
+    would then run again in every worker and kill the pool. The workers need only tileprobe's modules, so the
+    main module is hidden while they start.
+    """
+    main = sys.modules.get("__main__")
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        if main is not None:
+            sys.modules["__main__"] = main
 
 
 def variant_id(v: Variant, tileiras: str) -> str:

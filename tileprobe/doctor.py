@@ -478,7 +478,7 @@ def cmd_doctor(args) -> int:
     if args.format == "markdown":
         sys.stdout.write(markdown(findings))
     elif args.format == "table" and args.json != "-":
-        render(findings, Console(highlight=False))
+        render(findings, _console())
     return 1 if any(f.level == "error" for f in findings) else 0
 
 
@@ -491,3 +491,8 @@ def add_parser(subparsers, add_common: Callable | None = None) -> None:
         p.add_argument("--json", metavar="FILE")
         p.add_argument("--format", choices=["table", "markdown", "none"], default="table")
     p.set_defaults(func=cmd_doctor)
+
+
+def _console():
+    from .cli import _console as console
+    return console()

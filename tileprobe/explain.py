@@ -69,10 +69,13 @@ def advice(records: Iterable[VariantRecord]) -> list[str]:
     for rows in groups.values():
         rows.sort(key=lambda r: int(r.hint("occupancy")))
         r0 = rows[0]
-        label = f"{r0.kernel} {r0.arch} " + " ".join(f"{k}={v}" for k, v in r0.case.items())
+        from .report.common import short_build
+        others = [f"{k}={v}" for k, v in r0.hints.items() if k != "occupancy"]
+        label = " ".join([r0.kernel, r0.arch, short_build(r0.tileiras),
+                          *[f"{k}={v}" for k, v in r0.case.items()], *others])
         clean = [r for r in rows if not _spills(r) and r.verdicts.get("occupancy", {}).get("status") == "honoured"]
         spills = [r for r in rows if _spills(r)]
-        best = max(clean, key=lambda r: (r.ctas_per_sm or 0, -int(r.hint("occupancy"))), default=None)
+        best = max(clean, key=lambda r: (r.ctas_per_sm or 0, int(r.hint("occupancy"))), default=None)
         line = f"{label.strip()}: "
         if best is not None:
             line += (f"highest honoured occupancy without spills is {best.hint('occupancy')} "

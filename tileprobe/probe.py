@@ -25,6 +25,7 @@ signature JIT would infer for the real launch.
 """
 from __future__ import annotations
 
+import difflib
 import importlib
 import importlib.util
 import itertools
@@ -128,7 +129,9 @@ class Probe:
     def __post_init__(self):
         for h, values in self.hints.items():
             if h not in KERNEL_HINTS:
-                raise ProbeError(f"unknown hint {h!r}; kernel hints are {', '.join(KERNEL_HINTS)} "
+                near = difflib.get_close_matches(h, KERNEL_HINTS + LOAD_KNOBS, n=1)
+                maybe = f" (did you mean {near[0]!r}?)" if near else ""
+                raise ProbeError(f"unknown hint {h!r}{maybe}; kernel hints are {', '.join(KERNEL_HINTS)} "
                                  "(per-load knobs such as latency or allow_tma: make them ct.Constant parameters "
                                  "of the kernel and list them in cases=)")
             _check_values("hints", h, values)
@@ -145,7 +148,7 @@ class Probe:
         """The ``ct.kernel`` object (importing it when given by name). Raises ProbeError if it is not one."""
         k = self.kernel
         if isinstance(k, str):
-            k = import_object(k)
+            k = import_object(k, base_dir=os.path.dirname(self.source) if self.source else None)
         from cuda.tile._execution import kernel as kernel_type
         if not isinstance(k, kernel_type):
             raise ProbeError(f"kernel {self.kernel!r} is a {type(k).__name__}, not a @ct.kernel function",
@@ -191,11 +194,14 @@ def _cross(grid: Mapping[str, Sequence[Any]]) -> list[dict]:
     return [dict(zip(names, combo)) for combo in itertools.product(*(grid[n] for n in names))]
 
 
-def import_object(spec: str):
-    """Import ``"pkg.module:attr"`` or ``"path/file.py:attr"``. Raises ProbeError with the fix."""
+def import_object(spec: str, base_dir: str | None = None):
+    """Import ``"pkg.module:attr"`` or ``"path/file.py:attr"`` (a relative path is taken from ``base_dir``, the
+    probe file's folder, when given). Raises ProbeError with the fix."""
     if ":" not in spec:
         raise ProbeError(f"{spec!r}: name a kernel as 'module:attr' or 'file.py:attr'")
     mod_name, attr = spec.rsplit(":", 1)
+    if mod_name.endswith(".py") and base_dir and not os.path.isabs(mod_name):
+        mod_name = os.path.join(base_dir, mod_name)
     try:
         module = _load_module(mod_name) if mod_name.endswith(".py") else importlib.import_module(mod_name)
     except ImportError as e:
@@ -211,8 +217,10 @@ def import_object(spec: str):
 
 def _load_module(path: str):
     path = os.path.abspath(path)
+    if os.path.isdir(path):
+        raise ProbeError(f"{path} is a folder; give the probe files in it (e.g. {path}/*.py)")
     if not os.path.isfile(path):
-        raise ProbeError(f"no such probe file: {path}")
+        raise ProbeError(f"no such file: {path}")
     name = "tileprobe_probe_" + str(abs(hash(path)))
     if name in sys.modules:
         return sys.modules[name]
@@ -224,9 +232,11 @@ def _load_module(path: str):
     except SyntaxError as e:
         del sys.modules[name]
         raise ProbeError(f"syntax error: {e.msg}", path, e.lineno) from e
-    except ProbeError:
+    except ProbeError as e:
         del sys.modules[name]
-        raise
+        if e.path:
+            raise
+        raise _probe_error_from(e, path, "invalid probe") from e
     except Exception as e:
         del sys.modules[name]
         raise _probe_error_from(e, path, "loading the probe failed") from e

@@ -620,7 +620,7 @@ def cmd_history(args) -> int:
         if "-" in (args.json, args.csv):
             return 0
         hist = history(store, **filters, limit=args.limit or None)
-        console = Console(highlight=False)
+        console = _console()
         console.print(f"store: {store.path}", markup=False)
         t = Table(title="audits", title_justify="left")
         for h in ("id", "when (UTC)", "host", "variants", "s", "command"):
@@ -665,3 +665,8 @@ def add_parser(subparsers, add_common) -> None:
                    "- for stdout")
     p.add_argument("--csv", metavar="FILE", help="export one row per matching compile; - for stdout")
     p.set_defaults(func=cmd_history)
+
+
+def _console():
+    from .cli import _console as console
+    return console()

@@ -570,7 +570,7 @@ def _size_mb(path: str) -> float:
 
 def cmd_install(args) -> int:
     from rich.console import Console
-    con = Console(highlight=False)
+    con = _console()
     for v in args.versions:
         t0 = time.perf_counter()
         tc = install(v, force=args.force)
@@ -590,7 +590,7 @@ def cmd_list(args) -> int:
     for t in sorted(rows, key=lambda t: (_sort_key(t.version), t.source)):
         src = "pip (this environment)" if t.source == "pip" else t.source
         table.add_row(t.version, src, t.pins.get(NVCC_PKG, ""), t.pins.get(NVVM_PKG, ""), t.root)
-    con = Console(highlight=False)
+    con = _console()
     if rows:
         con.print(table)
     else:
@@ -623,3 +623,8 @@ def add_parser(subparsers, add_common: Callable | None = None) -> None:
     r = sub.add_parser("remove", help="delete an installed toolchain")
     r.add_argument("version", metavar="VERSION")
     r.set_defaults(func=cmd_remove)
+
+
+def _console():
+    from .cli import _console as console
+    return console()

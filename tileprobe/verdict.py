@@ -79,6 +79,10 @@ def _fmt_res(r: VariantRecord) -> str:
     return f"{r.threads} threads × {r.registers} registers, {r.shared_bytes:,} B shared"
 
 
+def _ctas(n: int) -> str:
+    return f"{n} CTA" if n == 1 else f"{n} CTAs"
+
+
 def _verdict(status: str, reason: str) -> dict:
     return {"status": status, "reason": reason}
 
@@ -103,14 +107,14 @@ def _judge_occupancy(hint: str, r: VariantRecord, group: list[VariantRecord]) ->
         return _verdict(INFEASIBLE, f"{n} CTAs/SM exceeds the {limits.max_ctas_per_sm} CTA slots per SM on {r.arch}")
     if n * r.threads > limits.max_threads_per_sm:
         return _verdict(INFEASIBLE, f"{n} × {r.threads} threads = {n * r.threads:,} > {limits.max_threads_per_sm:,} "
-                                    f"threads per SM on {r.arch}; got {ctas} CTA(s)/SM ({_fmt_res(r)})")
+                                    f"threads per SM on {r.arch}; got {_ctas(ctas)}/SM ({_fmt_res(r)})")
     if ctas == 0:
         return _verdict(INFEASIBLE, f"the CTA cannot launch on {r.arch} (limiter: {r.limiter}; {_fmt_res(r)})")
     if ctas >= n:
-        return _verdict(HONOURED, f"{ctas} CTAs/SM ≥ {n} ({_fmt_res(r)}; limiter: {r.limiter})")
+        return _verdict(HONOURED, f"{_ctas(ctas)}/SM ≥ {n} ({_fmt_res(r)}; limiter: {r.limiter})")
     twin = _same_code(hint, r, group)
     if twin is not None:
-        return _verdict(IGNORED, f"same machine code and resources as {hint}={twin.hint(hint)}: {ctas} CTA(s)/SM < {n} "
+        return _verdict(IGNORED, f"same machine code and resources as {hint}={twin.hint(hint)}: {_ctas(ctas)}/SM < {n} "
                                  f"({_fmt_res(r)}; limiter: {r.limiter})")
     base = _baseline(hint, r, group)
     if base is not None and ctas > (base.ctas_per_sm or 0):
@@ -119,7 +123,7 @@ def _judge_occupancy(hint: str, r: VariantRecord, group: list[VariantRecord]) ->
     changed = ""
     if base is not None and _resources(base) != _resources(r):
         changed = f"; code changed vs {hint}={base.hint(hint)} ({_fmt_res(base)}) without changing residency"
-    return _verdict(IGNORED, f"{ctas} CTA(s)/SM < {n}; limiter: {r.limiter} ({_fmt_res(r)}){changed}")
+    return _verdict(IGNORED, f"{_ctas(ctas)}/SM < {n}; limiter: {r.limiter} ({_fmt_res(r)}){changed}")
 
 
 def _baseline(hint, r, group) -> VariantRecord | None:

@@ -360,6 +360,8 @@ def write_report(records: Iterable[VariantRecord], path: str, **kw) -> None:
 
 
 def cmd_report(args) -> int:
+    from ..cli import check_output_path
+    check_output_path(args.output, "-o")
     records, sources = load_records(store=args.store, json_files=args.json or (),
                                     use_store=bool(args.store) or not args.json or args.audit is not None,
                                     kernel=args.kernel, arch=args.arch, tileiras=args.tileiras, audit_id=args.audit)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from ..schema import VariantRecord
-from .common import case_columns, group_tables, headers, hint_columns, verdict_columns, row_cells, short_build, verdict_cells, verdict_text
+from .common import case_columns, group_tables, sass_columns, headers, hint_columns, verdict_columns, row_cells, short_build, verdict_cells, verdict_text
 
 
 def table_md(headers: list[str], rows: list[list[str]]) -> str:
@@ -30,12 +30,18 @@ def audit_markdown(records: Iterable[VariantRecord], environment: dict, command:
     for (kernel, tileiras, arch), rows in group_tables(records).items():
         hints, cases, vcols = hint_columns(rows), case_columns(rows), verdict_columns(rows)
         parts.append(f"\n### {kernel} · {arch} · {short_build(tileiras)}\n\n")
-        parts.append(table_md(headers(hints, cases) + [f"{h} verdict" for h in vcols],
-                              [row_cells(r, hints, cases) + verdict_cells(r, vcols) for r in rows]))
+        extra = sass_columns(rows)
+        parts.append(table_md(headers(hints, cases) + [name for name, _ in extra] + [f"{h} verdict" for h in vcols],
+                              [row_cells(r, hints, cases) + [fn(r) for _, fn in extra] + verdict_cells(r, vcols)
+                               for r in rows]))
         notes = [f"- {_label(r)}: {verdict_text(r, long=True)}" for r in rows
                  if not r.ok or any(v["status"] != "honoured" for v in r.verdicts.values())]
         if notes:
             parts.append("\n" + "\n".join(notes) + "\n")
+    from ..explain import advice
+    lines = advice(records)
+    if lines:
+        parts.append("\n### Advice\n\n" + "".join(f"- {line}\n" for line in lines))
     return "".join(parts)
 
 
