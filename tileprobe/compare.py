@@ -174,6 +174,8 @@ def render_terminal(changes: list[Change], name_a: str, name_b: str, console=Non
         t.add_row(f"[{style[m]}]{m}[/]" if m in style else m, c.label(), _side(c.a), _side(c.b),
                   "; ".join(c.details))
     console.print(t)
+    console.print("! regression   * improvement   x code or resources changed, same residency and verdicts   "
+                  "= same machine code   ? on one side only", highlight=False, markup=False)
     n = sum(c.kind == "regression" for c in changes)
     console.print(f"{n} regression(s), {sum(c.kind == 'improvement' for c in changes)} improvement(s), "
                   f"{sum(c.kind == 'changed' for c in changes)} changed, {sum(c.kind == 'same' for c in changes)} same")

@@ -103,6 +103,8 @@ def _init_worker(tileiras: str | None, lib_dirs: list[str] | None, timeout_s: fl
                  with_sass: bool = False) -> None:
     from . import _cutile
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the parent's to handle: it stops the pool
+    import warnings
+    warnings.simplefilter("ignore")   # the parent already showed the probe's import-time warnings once
     _cutile.install_fake_driver()
     _cutile.check_cutile()
     if tileiras:

@@ -23,7 +23,7 @@ from typing import Iterable, Sequence
 
 from ..errors import TileprobeError
 from ..schema import VariantRecord
-from .common import (NUMERIC, VERDICT_MARK, case_columns, fmt_kv, group_tables, headers, hint_columns, row_cells,
+from .common import (NUMERIC, VERDICT_MARK, case_columns, verdict_columns, fmt_kv, group_tables, headers, hint_columns, row_cells,
                      short_build)
 
 #: verdict → (colour, matplotlib marker); the table cells use the same colours.
@@ -99,7 +99,7 @@ def audit_table(rows: Sequence[VariantRecord]) -> str:
     hints, cases = hint_columns(rows), case_columns(rows)
     timed = any(_median_us(r) is not None for r in rows)
     cols = headers(hints, cases) + (["median µs"] if timed else [])
-    judged = hints or ["-"]   # no hint column: still one verdict column (failures show there)
+    judged = verdict_columns(rows) or ["-"]   # hints and knobs; none: still one verdict column (failures show there)
     verdict_heads = [f"{h} verdict" if len(judged) > 1 else "verdict" for h in judged]
     out = ['<table class="audit"><thead><tr>', *(f"<th>{_e(h)}</th>" for h in cols + verdict_heads),
            "</tr></thead><tbody>"]
