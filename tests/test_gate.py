@@ -159,7 +159,7 @@ def test_format_result_lists_each_expectation():
     text = format_result(g)
     assert text.splitlines()[0] == "FAIL  occupancy honoured: 1 of 1 variant(s)"
     assert "ok    no spills (1 variant(s))" in text and "FAIL  time <= 1us: cannot be checked" in text
-    assert text.endswith("gate FAILED: 3 expectation(s) on 1 variant(s)") and not g.passed
+    assert text.endswith("gate FAILED: 2 of 3 expectation(s) not met on 1 variant(s)") and not g.passed
     g.allow_unchecked = True
     assert "SKIP  time <= 1us: cannot be checked" in format_result(g)
 
@@ -228,7 +228,7 @@ def test_gate_cli_fails_with_a_readable_reason(tiny, tmp_path, capsys):
     assert f"FAIL  registers<={limit}: 2 of 4 variant(s)" in out
     assert (f"vec_add sm_90 tileiras 13.4.92 TILE={worst} occupancy=1: expected registers <= {limit}, "
             f"got registers = {regs[worst]} — limiter: ") in out
-    assert out.rstrip().endswith("gate FAILED: 2 expectation(s) on 4 variant(s)")
+    assert out.rstrip().endswith("gate FAILED: 1 of 2 expectation(s) not met on 4 variant(s)")
 
 
 def test_gate_cli_time_cannot_be_checked_without_runs(tiny, capsys):

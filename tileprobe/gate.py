@@ -373,6 +373,8 @@ def run_gate(probe_path: str, arch: str, expectations: Sequence[str], *, where: 
              timeout_s: float | None = None, command_line: str = "") -> GateResult:
     """Parse ``expectations``, audit the selected variants (see :func:`audit_selected`) and check them."""
     from .arch import get_arch
+    if "," in arch:
+        raise GateError(f"--arch {arch!r}: a gate checks one architecture; run one gate per arch")
     exps = [parse_expectation(e) for e in expectations]
     if not exps:
         raise GateError(f"give at least one --expect. Accepted forms:\n{forms()}")
@@ -382,11 +384,27 @@ def run_gate(probe_path: str, arch: str, expectations: Sequence[str], *, where: 
     result = audit_selected(probe_path, arch, where=where, toolchains=toolchains, store=store, jobs=jobs,
                             timeout_s=timeout_s, command_line=command_line)
     records = select(result.records, where or {})
+    if not records and where:
+        raise GateError(f"--where {_fmt_where(where)} matches none of the {len(result.records)} audited variants; "
+                        f"values there: {_values(result.records, where)}")
     base = None
     if baseline:
         base = load_baseline(baseline, arch=arch, tileiras=baseline_tileiras)
         base = [b for b in base if b.kernel in {r.kernel for r in records}]
     return GateResult(records, exps, check(records, exps, base), allow_unchecked)
+
+
+def _fmt_where(where: Mapping[str, Any]) -> str:
+    return ",".join(f"{k}={v}" for k, v in where.items())
+
+
+def _values(records: Sequence[VariantRecord], where: Mapping[str, Any]) -> str:
+    """For each --where name, the values the audited variants have (to show a user what would match)."""
+    parts = []
+    for k in where:
+        vals = sorted({repr(r.case[k]) if k in r.case else repr(r.hint(k)) for r in records}, key=str)
+        parts.append(f"{k} ∈ {{{', '.join(vals)}}}")
+    return "; ".join(parts) or "none"
 
 
 def format_result(g: GateResult) -> str:
@@ -402,8 +420,12 @@ def format_result(g: GateResult) -> str:
         what = "cannot be checked" if not hard else f"{len(hard)} of {len(g.records)} variant(s)"
         lines.append(f"{tag} {e.text}: {what}")
         lines.extend(f"      {f}" for f in fails)
-    verdict = "passed" if g.passed else "FAILED"
-    lines.append(f"gate {verdict}: {len(g.expectations)} expectation(s) on {len(g.records)} variant(s)")
+    failed = {f.expectation for f in g.failures if not f.unchecked or not g.allow_unchecked}
+    if g.passed:
+        lines.append(f"gate passed: {len(g.expectations)} expectation(s) on {len(g.records)} variant(s)")
+    else:
+        lines.append(f"gate FAILED: {len(failed)} of {len(g.expectations)} expectation(s) not met on "
+                     f"{len(g.records)} variant(s)")
     return "\n".join(lines)
 
 
