@@ -138,8 +138,16 @@ def test_report_cli_from_store_and_from_json(real_report):
 
 
 def test_report_without_records_says_what_to_do(tmp_path, capsys):
+    from tileprobe.store import Store
+    Store.open(tmp_path / "empty.sqlite").close()
     assert main(["report", "--store", str(tmp_path / "empty.sqlite"), "-o", str(tmp_path / "x.html")]) == 1
     assert "no records to report" in capsys.readouterr().err
+
+
+def test_report_from_a_store_that_does_not_exist_creates_nothing(tmp_path, capsys):
+    assert main(["report", "--store", str(tmp_path / "typo.sqlite"), "-o", str(tmp_path / "x.html")]) == 1
+    assert "no results store at" in capsys.readouterr().err
+    assert not (tmp_path / "typo.sqlite").exists()
 
 
 def chromium() -> str:

@@ -149,7 +149,7 @@ def _load_side(spec: str, store_path: str | None) -> tuple[list[VariantRecord], 
         recs, env = load(spec)
         return recs, f"{spec} ({', '.join(env.get('tileiras', []))})"
     from .store import Store
-    store = Store.open(store_path)
+    store = Store.open(store_path, must_exist=bool(store_path))
     try:
         recs = store.audit_records(spec)
     except (AttributeError, KeyError) as e:

@@ -77,7 +77,7 @@ def parse_expectation(text: str) -> Expectation:
         GateError: an unknown form, field, hint or number; the message lists the accepted forms.
     """
     t = " ".join(str(text).split())
-    low = t.lower()
+    low = t.lower().replace("honored", "honoured")
     words = low.split()
     if low == "compiles":
         return Expectation(t, "compiles")

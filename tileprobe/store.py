@@ -147,14 +147,17 @@ class Store:
     # --- opening -------------------------------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, path: str | os.PathLike | None = None) -> "Store":
-        """Open (creating or migrating) the store at ``path`` (``None``: :func:`default_path`).
+    def open(cls, path: str | os.PathLike | None = None, *, must_exist: bool = False) -> "Store":
+        """Open (creating or migrating) the store at ``path`` (``None``: :func:`default_path`). ``must_exist``: for
+        commands that only read (history, report, compare), a missing file is an error rather than a new store.
 
         Raises:
             StoreError: the file was written by a newer tileprobe, is damaged or not a tileprobe store (it is left
                 untouched), cannot be created, or stays locked by another process for :data:`BUSY_TIMEOUT_S`.
         """
         path = os.path.abspath(os.fspath(path) if path else default_path())
+        if must_exist and not os.path.exists(path):
+            raise StoreError(f"no results store at {path}; check --store (audits create one there)")
         if os.path.isdir(path):
             raise StoreError(f"store {path} is a directory; give a file path such as {path}/results.sqlite")
         try:
@@ -612,7 +615,7 @@ def cmd_history(args) -> int:
     from rich.console import Console
     from rich.table import Table
     filters = dict(kernel=args.kernel, arch=args.arch, tileiras=args.tileiras)
-    with Store.open(args.store) as store:
+    with Store.open(args.store, must_exist=bool(args.store)) as store:
         if args.json:
             write_history_json(store, args.json, **filters)
         if args.csv:

@@ -346,7 +346,7 @@ def load_records(*, store: str | None = None, json_files: Sequence[str] = (), us
         sources.append(path)
     if use_store:
         from ..store import Store
-        with Store.open(store) as s:
+        with Store.open(store, must_exist=bool(store)) as s:
             records.extend(s.records(kernel=kernel, arch=arch, tileiras=tileiras, audit_id=audit_id))
             sources.append(s.path + (f" (audit {audit_id})" if audit_id is not None else ""))
     return records, sources
