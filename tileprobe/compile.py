@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import contextlib
-import hashlib
-import json
 import multiprocessing as mp
 import os
 import shlex
@@ -26,7 +24,7 @@ import time
 import traceback
 import types
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
 from .errors import ProbeError
 
@@ -229,7 +227,6 @@ def default_jobs() -> int:
 def compile_variants(variants: Iterable[Variant], *, tileiras: str | None = None,
                      lib_dirs: list[str] | None = None, jobs: int | None = None,
                      timeout_s: float = DEFAULT_TIMEOUT_S, artifact_root: str | None = None,
-                     on_start: Callable[[int], None] | None = None,
                      with_sass: bool = False) -> Iterator[CompileResult]:
     """Compile ``variants`` with one tileiras in a pool of spawned workers; yield results as they finish.
 
@@ -249,8 +246,6 @@ def compile_variants(variants: Iterable[Variant], *, tileiras: str | None = None
     jobs = min(jobs or default_jobs(), len(variants))
     tmp_root = artifact_root or tempfile.mkdtemp(prefix="tileprobe-")
     os.makedirs(tmp_root, exist_ok=True)
-    if on_start:
-        on_start(len(variants))
     initargs = (tileiras, lib_dirs, timeout_s, tmp_root, with_sass)
     survivors: list[Variant] = []
     yield from _run_pool(variants, jobs, initargs, survivors)
@@ -334,10 +329,3 @@ def _no_main_reimport():
     finally:
         if main is not None:
             sys.modules["__main__"] = main
-
-
-def variant_id(v: Variant, tileiras: str) -> str:
-    """Stable key of a compile: probe file content hash is added by the store; this covers the grid point."""
-    blob = json.dumps([v.probe_name, v.probe_index, list(map(list, v.case)), list(map(list, v.hints)), v.arch,
-                       tileiras], default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()[:16]

@@ -467,7 +467,6 @@ def markdown(findings: Sequence[Finding]) -> str:
 
 
 def cmd_doctor(args) -> int:
-    from rich.console import Console
     findings = diagnose()
     if args.json:
         doc = {"findings": [dataclasses.asdict(f) for f in findings]}

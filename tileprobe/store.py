@@ -612,7 +612,6 @@ def _write_text(path: str, text: str) -> None:
 
 
 def cmd_history(args) -> int:
-    from rich.console import Console
     from rich.table import Table
     filters = dict(kernel=args.kernel, arch=args.arch, tileiras=args.tileiras)
     with Store.open(args.store, must_exist=bool(args.store)) as store:

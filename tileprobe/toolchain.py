@@ -569,7 +569,6 @@ def _size_mb(path: str) -> float:
 
 
 def cmd_install(args) -> int:
-    from rich.console import Console
     con = _console()
     for v in args.versions:
         t0 = time.perf_counter()
@@ -581,7 +580,6 @@ def cmd_install(args) -> int:
 
 
 def cmd_list(args) -> int:
-    from rich.console import Console
     from rich.table import Table
     table = Table("version", "source", "nvcc", "nvvm")
     table.add_column("path", overflow="fold")
