@@ -219,3 +219,11 @@ def test_bundled_examples_report_renders_in_headless_chromium(tmp_path):
     text = page.read_text()
     assert "rms_norm" in text and "w4a16_gemm" in text and "IGNORED" in text
     check_in_chromium(page, tmp_path, n_svg=2)
+
+
+def test_same_kernel_name_from_two_probes_gets_two_sections():
+    a = rec("V13.4.92", True, 1)
+    b = rec("V13.4.92", True, 1)
+    a.probe, b.probe = "/x/first.py", "/y/second.py"
+    page = render_html([a, b], plots=False)
+    assert "<h2>w4a16_gemm (first.py)</h2>" in page and "<h2>w4a16_gemm (second.py)</h2>" in page

@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime
 import html
 import io
+import os
 import re
 from collections import defaultdict
 from typing import Iterable, Sequence
@@ -293,9 +294,15 @@ def render_html(records: Iterable[VariantRecord], *, title: str = "tileprobe rep
     """The whole report as one HTML string (see module doc). ``plots=False`` or no matplotlib: tables only."""
     from .. import __version__
     records = list(records)
-    kernels: dict[str, list[VariantRecord]] = defaultdict(list)
+    # one section per (kernel, probe file): two probes may name different kernels alike
+    by_key: dict[tuple[str, str], list[VariantRecord]] = defaultdict(list)
     for r in records:
-        kernels[r.kernel].append(r)
+        by_key[(r.kernel, r.probe)].append(r)
+    names = defaultdict(int)
+    for kernel, _ in by_key:
+        names[kernel] += 1
+    kernels = {(f"{k} ({os.path.basename(p)})" if names[k] > 1 and p else k): rows
+               for (k, p), rows in by_key.items()}
     with_plots = plots and have_matplotlib()
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     meta = [("generated", f"{now} by tileprobe {__version__}"), ("sources", ", ".join(sources) or "-"),
