@@ -68,3 +68,11 @@ def test_explain_inverts_occupancy():
     r = rec(2, 384, 168, 100484, 1, "A")
     assert what_it_takes(r, 2) == ("2 CTAs/SM would need ≤ 80 registers per thread (has 168) and "
                                    "≤ 50,176 B shared per CTA (has 100,484)")
+
+
+def test_tuple_and_list_case_values_are_one_group():
+    """A fresh record holds a tuple case value, the same record read back from the store a list."""
+    fresh = rec(2, 384, 168, 100484, 1, "A", case={"TILE": (64, 128)})
+    stored = rec(1, 384, 168, 100484, 1, "A", case={"TILE": [64, 128]})
+    assign_verdicts([fresh, stored], ["occupancy"])
+    assert "same machine code and resources as occupancy=1" in fresh.verdicts["occupancy"]["reason"]

@@ -16,7 +16,7 @@ from .cubin import CubinInfo
 from .errors import CubinError, ProbeError, TileprobeError
 from .occupancy import theoretical_occupancy
 from .probe import Probe, load_probes
-from .schema import VariantRecord
+from .schema import VariantRecord, canonical, value_key
 from .verdict import judge_records
 
 
@@ -65,7 +65,8 @@ def plan_variants(probes: Sequence[Probe], archs: Sequence[str]) -> list[Variant
 def record_from(res: CompileResult) -> VariantRecord:
     """Turn one compile result into a variant record: read the cubin and compute occupancy."""
     v = res.variant
-    rec = VariantRecord(kernel=v.probe_name, probe=v.probe_path, case=v.case_dict, hints=v.hints_dict,
+    rec = VariantRecord(kernel=v.probe_name, probe=v.probe_path, case=canonical(v.case_dict),
+                        hints=canonical(v.hints_dict),
                         arch=v.arch, tileiras=res.tileiras, status=res.status, cuda_tile=res.cuda_tile,
                         effective_hints=res.effective_hints, error=res.error, repro=res.repro,
                         compile_s=round(res.compile_s, 3), symbol=res.symbol, signature=res.signature,
@@ -215,4 +216,4 @@ def _mark_determinism(records: list[VariantRecord], repeats: dict[tuple, list[st
 
 
 def _order_key(probe: str, kernel: str, case: dict, hints: dict, arch: str) -> tuple:
-    return (probe, kernel, repr(sorted(case.items())), repr(sorted(hints.items())), arch)
+    return (probe, kernel, value_key(case), value_key(hints), arch)

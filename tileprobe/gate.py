@@ -26,7 +26,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from .errors import TileprobeError
 from .probe import KERNEL_HINTS
-from .schema import VariantRecord
+from .schema import VariantRecord, value_key
 
 FORMS = """\
   HINT honoured               the HINT verdict is honoured (HINT: {hints})
@@ -138,7 +138,7 @@ def variant_label(r: VariantRecord) -> str:
 
 
 def _variant_key(r: VariantRecord) -> tuple:
-    return (r.kernel, r.arch, repr(sorted(r.case.items())), repr(sorted(r.hints.items())))
+    return (r.kernel, r.arch, value_key(r.case), value_key(r.hints))
 
 
 def _noise_us(run: Mapping | None) -> float:
@@ -291,6 +291,8 @@ def parse_where(text: str | None) -> dict[str, Any]:
 
 
 def _same(actual, wanted) -> bool:
+    from .schema import canonical
+    actual, wanted = canonical(actual), canonical(wanted)
     if isinstance(actual, bool) != isinstance(wanted, bool):
         return str(actual) == str(wanted)
     return actual == wanted or str(actual) == str(wanted)

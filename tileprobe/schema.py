@@ -54,6 +54,16 @@ from .errors import TileprobeError
 SCHEMA_VERSION = 1
 
 
+def canonical(value: Any) -> Any:
+    """``value`` as it reads back from JSON (tuples become lists), so fresh and stored records compare equal."""
+    return json.loads(json.dumps(value, default=str))
+
+
+def value_key(value: Any) -> str:
+    """A stable text key for a case or hint value/dict: JSON with sorted keys (tuples and lists alike)."""
+    return json.dumps(value, sort_keys=True, default=str)
+
+
 @dataclass
 class VariantRecord:
     """One compiled (or failed) variant with its resources, occupancy and verdicts. Units: see module doc."""
@@ -116,8 +126,8 @@ class VariantRecord:
     def group_key(self, without: str) -> tuple:
         """Key of the variants that differ from this one only in hint ``without`` (same kernel/case/arch/compiler)."""
         skip_const = self.knobs.get(without)
-        others = tuple(sorted((k, repr(v)) for k, v in self.hints.items() if k != without))
-        case = tuple(sorted((k, repr(v)) for k, v in self.case.items() if k != skip_const))
+        others = tuple(sorted((k, value_key(v)) for k, v in self.hints.items() if k != without))
+        case = tuple(sorted((k, value_key(v)) for k, v in self.case.items() if k != skip_const))
         return (self.kernel, self.probe, case, others, self.arch, self.tileiras)
 
     def to_dict(self) -> dict:

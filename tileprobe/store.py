@@ -58,6 +58,7 @@ import socket
 import sqlite3
 from typing import Any, Iterable, Iterator, Sequence
 
+from .schema import value_key
 from .verdict import judge_records
 from .errors import StoreError
 
@@ -457,7 +458,7 @@ class Store:
             newest: dict[tuple, tuple] = {}
             for item in sorted(out, key=lambda x: x[1]):
                 r = item[2]
-                newest[(r.kernel, r.probe, repr(sorted(r.case.items())), repr(sorted(r.hints.items())), r.arch,
+                newest[(r.kernel, r.probe, value_key(r.case), value_key(r.hints), r.arch,
                         r.tileiras)] = item
             out = list(newest.values())
         if runs:
