@@ -6,7 +6,8 @@ Where: ``--store PATH``, else ``$TILEPROBE_STORE``, else ``platformdirs.user_dat
 length and then its UTF-8 bytes (the length-prefixed scheme of cutile-python's ``cutile_cache/_cache.py::cache_key``),
 in this order:
 
-1. :data:`KEY_VERSION` (one byte; bumped when this list changes, which makes every stored compile a miss)
+1. :data:`KEY_VERSION` (one byte; bumped when this list changes or when what a record holds changes — a new field, a
+   different reading of the cubin — which makes every stored compile a miss)
 2. ``Variant.source_sha256``: SHA-256 of the probe file and of the file that defines its kernel
    (:func:`tileprobe.audit.source_sha256`)
 3. the probe's index in its file, 4. the probe's name (its label in reports)
