@@ -61,9 +61,9 @@ def test_num_ctas_against_cluster_dims():
 
 def test_explain_inverts_occupancy():
     sm120 = get_arch("sm_120")
-    assert max_regs_for(sm120, 384, 0, 1) == 168      # the one-CTA budget FIELD_NOTES saw in .maxnreg
-    assert max_regs_for(sm120, 256, 0, 2) == 128
-    assert max_regs_for(get_arch("sm_90"), 256, 0, 8) == 32
+    assert max_regs_for(sm120, 384, 1) == 168      # the one-CTA budget FIELD_NOTES saw in .maxnreg
+    assert max_regs_for(sm120, 256, 2) == 128
+    assert max_regs_for(get_arch("sm_90"), 256, 8) == 32
     assert max_smem_for(sm120, 2) == 50176             # (102400 // 2 - 1024) rounded down to 128 B
     r = rec(2, 384, 168, 100484, 1, "A")
     assert what_it_takes(r, 2) == ("2 CTAs/SM would need ≤ 80 registers per thread (has 168) and "

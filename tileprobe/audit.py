@@ -155,7 +155,6 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
         variants = [v for v in variants if select(v)]
     if repeat < 1:
         raise TileprobeError(f"--repeat {repeat}: give 1 or more compiles per variant")
-    builds = []
     for tc in toolchains or [{}]:
         tc = resolve_compiler(tc)
         todo = variants
@@ -188,7 +187,6 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
             result.records.append(rec)
         if repeat > 1:
             _mark_determinism(result.records, repeats, tc["build"])
-        builds.extend(r.tileiras for r in result.records if r.tileiras)
     probe_errors = {r.error for r in result.records if r.status == "probe_error"}
     result.probe_errors.extend(sorted(probe_errors))
     judge_records(result.records)
@@ -197,7 +195,7 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
     order = {_order_key(v.probe_path, v.probe_name, v.case_dict, v.hints_dict, v.arch): i
              for i, v in enumerate(variants)}
     result.records.sort(key=lambda r: (r.tileiras, order.get(_order_key(r.probe, r.kernel, r.case, r.hints, r.arch), 0)))
-    result.environment = environment(builds)
+    result.environment = environment(r.tileiras for r in result.records if r.tileiras)
     result.wall_s = time.perf_counter() - t0
     return result
 

@@ -77,8 +77,7 @@ def bisect_versions(versions: Sequence[str], evaluate: Callable[[str], Step],
 
 def make_evaluator(probe: str, arch: str, where: dict, prop: str, jobs: int | None = None) -> Callable[[str], Step]:
     """An ``evaluate(version)`` that audits the selected case with that tileiras and checks ``prop``."""
-    from .audit import audit
-    from .gate import _check_where_names, check, parse_expectation, select
+    from .gate import _check_where_names, audit_selected, check, parse_expectation, select
     from .probe import load_probes
     from .toolchain import resolve_toolchains
     parse_expectation(prop)  # fail early on a malformed property
@@ -86,9 +85,7 @@ def make_evaluator(probe: str, arch: str, where: dict, prop: str, jobs: int | No
 
     def evaluate(version: str) -> Step:
         tc = resolve_toolchains([version], auto_install=True)[0]
-        cases = {k: v for k, v in where.items() if k not in ("occupancy", "num_ctas", "opt_level", "num_worker_warps")}
-        result = audit([probe], [arch], toolchains=[tc], jobs=jobs,
-                       select=lambda v: all(str(v.case_dict.get(k)) == str(x) for k, x in cases.items()))
+        result = audit_selected(probe, arch, where=where, toolchains=[tc], jobs=jobs)
         chosen = select(result.records, where)
         if not chosen:
             raise TileprobeError(f"--where {where} matches no variant of {probe}")

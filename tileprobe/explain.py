@@ -14,9 +14,9 @@ from .occupancy import theoretical_occupancy
 from .schema import VariantRecord
 
 
-def max_regs_for(limits: ArchLimits, threads: int, smem_bytes: int, ctas: int) -> int | None:
+def max_regs_for(limits: ArchLimits, threads: int, ctas: int) -> int | None:
     """Largest registers per thread (≤ 255) that still lets ``ctas`` CTAs of ``threads`` fit, registers alone
-    considered (shared memory set to 0). ``None`` if no register count does (threads or CTA slots forbid it)."""
+    considered. ``None`` if no register count does (threads or CTA slots forbid it)."""
     best = None
     for r in range(1, 256):
         if theoretical_occupancy(limits, threads, r, 0).limits["registers"] >= ctas:
@@ -46,7 +46,7 @@ def what_it_takes(r: VariantRecord, ctas: int) -> str:
         return (f"{ctas} CTAs of {r.threads} threads need {ctas * r.threads:,} threads, above the "
                 f"{limits.max_threads_per_sm:,} per SM of {r.arch}; it would take ≤ {limits.max_threads_per_sm // ctas} "
                 f"threads per CTA")
-    regs = max_regs_for(limits, r.threads, 0, ctas)
+    regs = max_regs_for(limits, r.threads, ctas)
     if regs is not None and r.registers > regs:
         needs.append(f"≤ {regs} registers per thread (has {r.registers})")
     smem = max_smem_for(limits, ctas)

@@ -164,7 +164,9 @@ def _judge_generic(hint: str, r: VariantRecord, group: list[VariantRecord]) -> d
     return _verdict(HONOURED, f"vs {hint}={base.hint(hint)}: {what}")
 
 
-def _tma_ops(r: VariantRecord) -> int | None:
+def tma_data_ops(r: VariantRecord) -> int | None:
+    """TMA / bulk-copy *data* instructions (:data:`tileprobe.sass.TMA_DATA_OPCODES`) in the variant's SASS;
+    None when the record has no SASS traits."""
     sass = r.sass or {}
     if "tma" not in sass:
         return None
@@ -182,7 +184,7 @@ def judge_allow_tma(hint: str, r: VariantRecord, group: list[VariantRecord]) -> 
     cc = get_arch(r.arch).cc
     if cc < (9, 0):
         return _verdict(INFEASIBLE if allowed else HONOURED, f"no TMA before sm_90 ({r.arch})")
-    n = _tma_ops(r)
+    n = tma_data_ops(r)
     if n is None:
         return None
     from .sass import TMA_DATA_OPCODES
@@ -193,11 +195,11 @@ def judge_allow_tma(hint: str, r: VariantRecord, group: list[VariantRecord]) -> 
             return _verdict(HONOURED, f"{n} TMA/bulk-copy data instruction(s) ({ops})")
         why = [d for rem in r.remarks if "Tma" in rem.get("name", "") for d in rem.get("details", [])]
         return _verdict(IGNORED, "no TMA instructions" + (f"; tileiras: {why[0]}" if why else ""))
-    sib = [o for o in group if o.ok and o is not r and bool(o.hint(hint)) and _tma_ops(o) is not None]
+    sib = [o for o in group if o.ok and o is not r and bool(o.hint(hint)) and tma_data_ops(o) is not None]
     if n == 0:
         return _verdict(HONOURED, "no TMA instructions")
-    if sib and n < _tma_ops(sib[0]):
-        return _verdict(HONOURED, f"TMA data instructions {_tma_ops(sib[0])} → {n} (the others come from other "
+    if sib and n < tma_data_ops(sib[0]):
+        return _verdict(HONOURED, f"TMA data instructions {tma_data_ops(sib[0])} → {n} (the others come from other "
                                   f"loads/stores: {ops})")
     return _verdict(IGNORED, f"still {n} TMA data instruction(s) ({ops})")
 

@@ -34,22 +34,18 @@ def group_tables(records: Iterable[VariantRecord]) -> dict[tuple[str, str, str],
     return out
 
 
+def _first_seen(names_per_row: Iterable[Iterable[str]]) -> list[str]:
+    return list(dict.fromkeys(n for names in names_per_row for n in names))
+
+
 def hint_columns(rows: Iterable[VariantRecord]) -> list[str]:
     """Kernel hints set by any of ``rows`` (their values get a column), in first-seen order."""
-    names: dict[str, None] = {}
-    for r in rows:
-        for h in r.hints:
-            names.setdefault(h, None)
-    return list(names)
+    return _first_seen(r.hints for r in rows)
 
 
 def verdict_columns(rows: Iterable[VariantRecord]) -> list[str]:
     """Hints and per-load knobs with a verdict in any of ``rows`` (a verdict column each), first-seen order."""
-    names: dict[str, None] = {}
-    for r in rows:
-        for h in list(r.hints) + list(r.verdicts):
-            names.setdefault(h, None)
-    return list(names)
+    return _first_seen([*r.hints, *r.verdicts] for r in rows)
 
 
 def short_build(tileiras: str) -> str:
@@ -72,11 +68,7 @@ def verdict_text(r: VariantRecord, long: bool = False) -> str:
 
 def case_columns(rows: Iterable[VariantRecord]) -> list[str]:
     """Case constant names in ``rows``, in first-seen order."""
-    names: dict[str, None] = {}
-    for r in rows:
-        for c in r.case:
-            names.setdefault(c, None)
-    return list(names)
+    return _first_seen(r.case for r in rows)
 
 
 def row_cells(r: VariantRecord, hints: list[str], cases: list[str] | None = None) -> list[str]:
@@ -109,6 +101,12 @@ def verdict_cells(r: VariantRecord, hints: list[str]) -> list[str]:
 NUMERIC = {"threads", "regs", "smem B", "stack B", "CTAs/SM"}
 
 
+def tma_data_ops(r: VariantRecord) -> int | None:
+    """TMA / bulk-copy data instructions in the variant's SASS (None without SASS traits)."""
+    from ..verdict import tma_data_ops as count
+    return count(r)
+
+
 def sass_columns(rows: Iterable[VariantRecord]) -> list[tuple[str, callable]]:
     """Extra (header, cell) columns shown when the data exists: cluster dims, spills (LDL/STL), TMA, matrix ops."""
     rows = list(rows)
@@ -118,15 +116,10 @@ def sass_columns(rows: Iterable[VariantRecord]) -> list[tuple[str, callable]]:
     if any(r.sass and "spill_loads" in r.sass for r in rows):
         cols.append(("LDL/STL", lambda r: f"{r.sass['spill_loads']}/{r.sass['spill_stores']}"
                      if r.sass and "spill_loads" in r.sass else "-"))
-        cols.append(("TMA", lambda r: str(_tma(r)) if r.sass and "tma" in r.sass else "-"))
+        cols.append(("TMA", lambda r: str(tma_data_ops(r)) if tma_data_ops(r) is not None else "-"))
         cols.append(("MMA", lambda r: ",".join(r.sass.get("matrix_families", [])) or "-"
                      if r.sass and "matrix" in r.sass else "-"))
     return cols
-
-
-def _tma(r: VariantRecord) -> int:
-    from ..sass import TMA_DATA_OPCODES
-    return sum(n for op, n in (r.sass or {}).get("tma", {}).items() if op in TMA_DATA_OPCODES)
 
 
 def remark_lines(r: VariantRecord, limit: int = 6) -> list[str]:
