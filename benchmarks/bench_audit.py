@@ -15,10 +15,10 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from tileprobe.audit import plan_variants, record_from  # noqa: E402
-from tileprobe.compile import compile_variants, default_jobs  # noqa: E402
-from tileprobe.probe import load_probes  # noqa: E402
-from tileprobe.verdict import assign_verdicts  # noqa: E402
+from tileprobe.audit.pipeline import plan_variants, record_from  # noqa: E402
+from tileprobe.audit.compile import compile_variants, default_jobs  # noqa: E402
+from tileprobe.audit.probe import load_probes  # noqa: E402
+from tileprobe.audit.verdict import assign_verdicts  # noqa: E402
 
 
 def run(variants, jobs):

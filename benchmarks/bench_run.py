@@ -116,7 +116,7 @@ def do_bench_table(records, cubins, reps: int) -> None:
         print("triton is not installed here: skipped")
         return
     import torch
-    from tileprobe.probe import load_probes
+    from tileprobe.audit.probe import load_probes
     from tileprobe.run import worker
     from tileprobe.run.arrays import TorchArrays
     from tileprobe.run.launch import LoadedKernel, check_packing, grid3, pack_arguments
@@ -157,7 +157,7 @@ def main(argv=None) -> int:
     ap.add_argument("--timeout", type=float, default=300.0, help="per-variant timeout (s)")
     ap.add_argument("--compare", type=int, default=6, help="variants compared with do_bench and repeated (≥ 5)")
     args = ap.parse_args(argv)
-    from tileprobe.audit import audit
+    from tileprobe.audit.pipeline import audit
     from tileprobe.run.session import run_probes
     from tileprobe.run.watchdog import Watchdog
     with Watchdog(timeout_s=args.timeout) as wd:

@@ -65,8 +65,8 @@ def main() -> None:
     warm_s = timed_cli(cmd)
     recompiled_cli = sum(1 for k, created in compile_rows(store).items() if rows.get(k) != created)
 
-    import tileprobe.audit as audit_mod
-    import tileprobe.compile as compile_mod
+    import tileprobe.audit.pipeline as audit_mod
+    import tileprobe.audit.compile as compile_mod
     from tileprobe.store import Store
     handed = []
     real = compile_mod.compile_variants

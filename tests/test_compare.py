@@ -2,8 +2,8 @@
 
 import pytest
 
-from tileprobe.bisect import Step, bisect_versions, candidates
-from tileprobe.compare import compare_records, render_markdown, split_by_compiler
+from tileprobe.analyses.bisect import Step, bisect_versions, candidates
+from tileprobe.analyses.compare import compare_records, render_markdown, split_by_compiler
 from tileprobe.errors import TileprobeError
 from tileprobe.schema import VariantRecord
 

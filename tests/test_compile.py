@@ -2,8 +2,8 @@
 import os
 import stat
 
-from tileprobe.audit import audit
-from tileprobe.compile import Variant, compile_variants
+from tileprobe.audit.pipeline import audit
+from tileprobe.audit.compile import Variant, compile_variants
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 VADD = os.path.join(DATA, "probe_vadd.py")
@@ -33,7 +33,7 @@ def test_compile_error_is_a_result_with_message():
 
 def _fake_tileiras(tmp_path, body):
     """A tileiras wrapper that behaves like the real one except when compiling a kernel (``-o *.cubin``)."""
-    from tileprobe._cutile import which_tool
+    from tileprobe.audit._cutile import which_tool
     real = which_tool("tileiras")
     script = tmp_path / "tileiras"
     script.write_text(f"""#!/bin/bash

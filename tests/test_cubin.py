@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from tileprobe.cubin import RESERVED_SMEM_PER_CTA_BYTES, CubinInfo
+from tileprobe.model.cubin import RESERVED_SMEM_PER_CTA_BYTES, CubinInfo
 from tileprobe.errors import CubinError, ToolchainError
-from tileprobe import sass
-from tileprobe.sass import find_nvdisasm, parse_nvdisasm, sass_traits
+from tileprobe.model import sass
+from tileprobe.model.sass import find_nvdisasm, parse_nvdisasm, sass_traits
 
 DATA = Path(__file__).resolve().parent / "data"
 CUBINS = DATA / "cubins"

@@ -3,7 +3,7 @@ import os
 
 import pytest
 
-from tileprobe.audit import audit
+from tileprobe.audit.pipeline import audit
 
 ROOT = os.path.dirname(os.path.dirname(__file__))
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-import tileprobe.compile as compile_mod
+import tileprobe.audit.compile as compile_mod
 from tileprobe.cli import main
-from tileprobe.gate import (GateError, check, format_result, parse_expectation, parse_where,
+from tileprobe.analyses.gate import (GateError, check, format_result, parse_expectation, parse_where,
                             run_gate, select)
 from tileprobe.schema import VariantRecord, dump
 from tileprobe.store import Store
@@ -153,7 +153,7 @@ def test_field_against_baseline_and_ambiguous_baseline():
 
 
 def test_format_result_lists_each_expectation():
-    from tileprobe.gate import GateResult
+    from tileprobe.analyses.gate import GateResult
     exps = [parse_expectation(e) for e in ("occupancy honoured", "no spills", "time <= 1us")]
     g = GateResult([IGNORED], exps, check([IGNORED], exps))
     text = format_result(g)

@@ -1,6 +1,6 @@
 """On a GPU: the audit's cubin is the cubin JIT builds, and the driver's occupancy equals ours.
 
-Runs ``python -m tileprobe.jitcheck`` (JIT through ``ct.launch`` with real torch tensors in one process, the
+Runs ``python -m tileprobe.run.jitcheck`` (JIT through ``ct.launch`` with real torch tensors in one process, the
 driver-free audit in another) over the bundled probes that compile for the GPU's arch. Needs the CUDA driver,
 torch, cuda-tile and tileiras. Result of 2026-11-29 on an H200: docs/NOTES.md.
 """
@@ -20,7 +20,7 @@ def test_audit_cubins_equal_jit_cubins_and_driver_occupancy(tmp_path):
                                               "examples/w4a16_gemm_sm90.py")]
     out = tmp_path / "jitcheck.json"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
-    proc = subprocess.run([sys.executable, "-m", "tileprobe.jitcheck", *probes, "--out", str(out)],
+    proc = subprocess.run([sys.executable, "-m", "tileprobe.run.jitcheck", *probes, "--out", str(out)],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
     assert out.exists(), proc.stderr[-3000:]
     doc = json.loads(out.read_text())

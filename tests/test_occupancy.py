@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from tileprobe.arch import (ARCHS, MAX_THREADS_PER_CTA, SMEM_PER_CTA_DEFAULT_BYTES, SUBPARTITIONS_PER_SM,
+from tileprobe.model.arch import (ARCHS, MAX_THREADS_PER_CTA, SMEM_PER_CTA_DEFAULT_BYTES, SUBPARTITIONS_PER_SM,
                             ArchLimits, get_arch)
 from tileprobe.errors import TileprobeError
-from tileprobe.occupancy import LIMITERS, UNLIMITED, Occupancy, theoretical_occupancy
+from tileprobe.model.occupancy import LIMITERS, UNLIMITED, Occupancy, theoretical_occupancy
 
 KB = 1024
 

@@ -5,7 +5,7 @@ import textwrap
 import pytest
 
 from tileprobe.errors import ProbeError
-from tileprobe.probe import Probe, SpecArrays, load_probes
+from tileprobe.audit.probe import Probe, SpecArrays, load_probes
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 

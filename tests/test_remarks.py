@@ -1,7 +1,7 @@
 """tileiras YAML remarks (a real 13.4.92 file, W4A16 on sm_120, trimmed) parsed and de-duplicated."""
 import os
 
-from tileprobe.remarks import parse_remarks
+from tileprobe.model.remarks import parse_remarks
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "remarks_w4a16_sm120.yaml")
 

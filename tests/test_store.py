@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-import tileprobe.audit as audit_mod
-from tileprobe.compile import CompileResult, Variant
+import tileprobe.audit.pipeline as audit_mod
+from tileprobe.audit.compile import CompileResult, Variant
 from tileprobe.errors import StoreError
 from tileprobe.schema import VariantRecord, load
 from tileprobe.store import SCHEMA_VERSION, Store, compile_key
@@ -292,7 +292,7 @@ import sys
 sys.path.insert(0, {tests!r})
 from test_store import fake, TC
 from tileprobe.store import Store
-from tileprobe.audit import AuditResult
+from tileprobe.audit.pipeline import AuditResult
 start, n, path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 with Store.open(path) as store:
     recs = []

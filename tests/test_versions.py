@@ -7,9 +7,9 @@ import os
 
 import pytest
 
-from tileprobe.audit import audit
-from tileprobe.bisect import bisect_versions, candidates, make_evaluator
-from tileprobe.compare import compare_records, split_by_compiler, match_key
+from tileprobe.audit.pipeline import audit
+from tileprobe.analyses.bisect import bisect_versions, candidates, make_evaluator
+from tileprobe.analyses.compare import compare_records, split_by_compiler, match_key
 from tileprobe.toolchain import published_versions, resolve_toolchains
 
 ROOT = os.path.dirname(os.path.dirname(__file__))

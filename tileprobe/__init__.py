@@ -9,8 +9,8 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 from .errors import TileprobeError, ProbeError, ToolchainError, CubinError, StoreError
-from .probe import Probe, SpecArrays
-from .signature import ArraySpec, jit_signature
+from .audit.probe import Probe, SpecArrays
+from .audit.signature import ArraySpec, jit_signature
 
 __all__ = [
     "__version__", "Probe", "SpecArrays", "ArraySpec", "jit_signature",
@@ -23,5 +23,5 @@ def __getattr__(name):
     in the submodule of the same name: ``from tileprobe.audit import audit``."""
     if name == "AuditResult":
         import importlib
-        return importlib.import_module(".audit", __name__).AuditResult
+        return importlib.import_module(".audit.pipeline", __name__).AuditResult
     raise AttributeError(f"module 'tileprobe' has no attribute {name!r}")

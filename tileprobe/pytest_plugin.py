@@ -49,12 +49,12 @@ class AuditCheck:
     @property
     def records(self) -> list:
         """The selected :class:`~tileprobe.schema.VariantRecord` s (after the audit)."""
-        from tileprobe.gate import select
+        from tileprobe.analyses.gate import select
         return select(self._session.audit(self.probe, self.arch, self.tileiras, self._where), self._where)
 
     def check(self, *expectations: str) -> list:
         """The :class:`~tileprobe.gate.Failure` s of these expectations (``[]``: all hold)."""
-        from tileprobe.gate import check, load_baseline, parse_expectation
+        from tileprobe.analyses.gate import check, load_baseline, parse_expectation
         exps = [parse_expectation(e) for e in expectations]   # malformed: GateError before any compile
         base = load_baseline(self.baseline, arch=self.arch) if self.baseline else None
         return check(self.records, exps, base)
@@ -87,7 +87,7 @@ class _Session:
         return self._store
 
     def audit(self, probe: str, arch: str, tileiras: str | None, where: dict) -> list:
-        from tileprobe.gate import audit_selected
+        from tileprobe.analyses.gate import audit_selected
         key = (probe, arch, tileiras, repr(sorted(where.items(), key=lambda kv: kv[0])))
         if key not in self._audits:
             toolchains = None

@@ -142,7 +142,7 @@ class VariantRecord:
 def dump(records: list[VariantRecord], environment: dict) -> dict:
     """The JSON document for ``records`` (see module doc)."""
     import datetime
-    from . import __version__
+    from ._version import __version__
     return {"schema_version": SCHEMA_VERSION, "tool": f"tileprobe {__version__}",
             "created": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "environment": environment, "variants": [r.to_dict() for r in records]}

@@ -60,7 +60,7 @@ import sqlite3
 from typing import Any, Iterable, Iterator, Sequence
 
 from .schema import value_key
-from .verdict import judge_records
+from .audit.verdict import judge_records
 from .errors import StoreError
 
 SCHEMA_VERSION = 2
@@ -189,7 +189,7 @@ class Store:
 
     def _refuse_newer(self, version: int) -> None:
         if version > SCHEMA_VERSION:
-            from . import __version__
+            from ._version import __version__
             raise StoreError(f"the results store {self.path} has store schema {version}, written by a newer "
                              f"tileprobe; tileprobe {__version__} reads up to schema {SCHEMA_VERSION}. Upgrade "
                              "tileprobe (pip install -U tileprobe), or pass --store PATH to use another store.")
@@ -203,7 +203,7 @@ class Store:
                              "pass --store PATH (or set TILEPROBE_STORE) to use another file.")
 
     def _migrate(self) -> None:
-        from . import __version__
+        from ._version import __version__
         with self._transaction() as c:
             version = c.execute("PRAGMA user_version").fetchone()[0]   # again: another process may have migrated
             self._refuse_newer(version)
@@ -281,7 +281,7 @@ class Store:
 
     def cuda_tile(self) -> str:
         if self._cuda_tile is None:
-            from ._cutile import cutile_version
+            from .audit._cutile import cutile_version
             self._cuda_tile = cutile_version()
         return self._cuda_tile
 
@@ -336,7 +336,7 @@ class Store:
         return found, todo
 
     def _add_sass(self, key: str, rec) -> None:
-        from .compile import _sass   # the workers' SASS summary, so stored and fresh records agree
+        from .audit.compile import _sass   # the workers' SASS summary, so stored and fresh records agree
         cubin = self.cubin(rec.cubin_sha256) if rec.cubin_sha256 else None
         if cubin is None:
             return
@@ -348,7 +348,7 @@ class Store:
 
     def save_compile(self, res, rec, tc: dict) -> str:
         """Store one finished compile (its record, provenance and cubin) in its own transaction; return its key."""
-        from . import __version__
+        from ._version import __version__
         v = res.variant
         key = self.compile_key(v, tc["build"])
         cubin_sha = hashlib.sha256(res.cubin).hexdigest() if res.cubin is not None else None
@@ -370,7 +370,7 @@ class Store:
 
     def save_audit(self, result, command_line: str) -> int:
         """Store an audit: when, where, the command line, its environment and its records' keys and verdicts."""
-        from . import __version__
+        from ._version import __version__
         rows = [(self.key_of(r), json.dumps(r.verdicts, default=str)) for r in result.records]
         with self._transaction() as c:
             cur = c.execute("INSERT INTO audits (created, host, tileprobe, command_line, environment, wall_s, "
@@ -417,7 +417,7 @@ class Store:
             conds.append(f"{prefix}kernel = ?")
             params.append(kernel)
         if arch:
-            from .arch import get_arch
+            from .model.arch import get_arch
             conds.append(f"{prefix}arch = ?")
             params.append(get_arch(arch).name)
         if tileiras:
@@ -548,7 +548,7 @@ class Store:
 def _natural_order(r) -> tuple:
     """Kernel, arch (by compute capability), compiler (by version), then case and hint values (numbers by value)."""
     import re
-    from .arch import get_arch
+    from .model.arch import get_arch
     from .errors import TileprobeError
 
     def val(v):

@@ -103,7 +103,7 @@ NUMERIC = {"threads", "regs", "smem B", "stack B", "CTAs/SM"}
 
 def tma_data_ops(r: VariantRecord) -> int | None:
     """TMA / bulk-copy data instructions in the variant's SASS (None without SASS traits)."""
-    from ..verdict import tma_data_ops as count
+    from ..audit.verdict import tma_data_ops as count
     return count(r)
 
 

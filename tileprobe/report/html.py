@@ -265,7 +265,7 @@ def _clean_svg(svg: str, title: str) -> str:
 
 
 def _arch_order(arch: str) -> tuple:
-    from ..arch import get_arch
+    from ..model.arch import get_arch
     try:
         return (get_arch(arch).cc, arch)
     except TileprobeError:
@@ -292,7 +292,7 @@ def kernel_plots(rows: Sequence[VariantRecord], kernel_index: int) -> str:
 def render_html(records: Iterable[VariantRecord], *, title: str = "tileprobe report", sources: Sequence[str] = (),
                 plots: bool = True) -> str:
     """The whole report as one HTML string (see module doc). ``plots=False`` or no matplotlib: tables only."""
-    from .. import __version__
+    from .._version import __version__
     records = list(records)
     # one section per (kernel, probe file): two probes may name different kernels alike
     by_key: dict[tuple[str, str], list[VariantRecord]] = defaultdict(list)
@@ -342,7 +342,7 @@ def load_records(*, store: str | None = None, json_files: Sequence[str] = (), us
                  kernel: str | None = None, arch: str | None = None, tileiras: str | None = None,
                  audit_id: int | None = None) -> tuple[list[VariantRecord], list[str]]:
     """Records from result JSON files and/or a results store (newest compile per variant), and their sources."""
-    from ..arch import get_arch
+    from ..model.arch import get_arch
     from ..schema import load
     records, sources = [], []
     arch = get_arch(arch).name if arch else None

@@ -38,7 +38,7 @@ def audit_markdown(records: Iterable[VariantRecord], environment: dict, command:
                  if not r.ok or any(v["status"] != "honoured" for v in r.verdicts.values())]
         if notes:
             parts.append("\n" + "\n".join(notes) + "\n")
-    from ..explain import advice
+    from ..audit.explain import advice
     lines = advice(records)
     if lines:
         parts.append("\n### Advice\n\n" + "".join(f"- {line}\n" for line in lines))

@@ -45,7 +45,7 @@ def render_audit(records: Iterable[VariantRecord], console: Console | None = Non
             _print_reasons(console, rows, brief)
         console.print()
     if reasons:
-        from ..explain import advice
+        from ..audit.explain import advice
         lines = advice(records)
         if lines:
             console.print("advice:", highlight=False)

@@ -20,7 +20,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping
 
-from ..signature import dtype_name
+from ..audit.signature import dtype_name
 
 #: Relative-error bound per output dtype (overridable by ``Probe.tolerance``).
 DEFAULT_TOLERANCE: dict[str, float] = {

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from ..errors import ProbeError, TileprobeError
-from ..signature import ArraySpec, dtype_name, itemsize
+from ..audit.signature import ArraySpec, dtype_name, itemsize
 
 # --- CUDA errors -------------------------------------------------------------------------------------------
 
@@ -202,7 +202,7 @@ def array_view(arg: Any) -> ArrayView | None:
         import numpy as np
         dt = np.dtype(cai["typestr"])
         shape = tuple(cai["shape"])
-        from ..signature import contiguous_strides
+        from ..audit.signature import contiguous_strides
         strides = (tuple(s // dt.itemsize for s in cai["strides"]) if cai.get("strides")
                    else contiguous_strides(shape))
         return ArrayView(int(cai["data"][0]), shape, strides, dtype_name(dt.name))

@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from ..arch import get_arch
+from ..model.arch import get_arch
 from ..errors import TileprobeError
 from ..schema import VariantRecord, load
 from .watchdog import DEFAULT_TIMEOUT_S, Watchdog, WorkerStartError

@@ -70,8 +70,8 @@ class _Worker:
 
 
 def _package_root() -> str:
-    import tileprobe
-    return os.path.dirname(os.path.dirname(os.path.abspath(tileprobe.__file__)))
+    # the folder holding the tileprobe package (this file is tileprobe/run/watchdog.py)
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def describe_exit(returncode: int | None) -> str:

@@ -179,7 +179,7 @@ def _version(dist: str) -> str | None:
 
 def _probe(path: str, label: str):
     from ..errors import ProbeError
-    from ..probe import load_probes
+    from ..audit.probe import load_probes
     key = (path, label)
     if key not in _STATE["probes"]:
         probes = load_probes(path)
@@ -320,7 +320,7 @@ def _probe_error(msg, probe):
 
 def _call_probe(probe, what, fn, *a):
     from ..errors import ProbeError
-    from ..probe import _probe_error_from
+    from ..audit.probe import _probe_error_from
     try:
         return fn(*a)
     except ProbeError:
@@ -367,7 +367,7 @@ def _classify(out: dict, exc: BaseException, launched: bool = True) -> None:
 # --- the process ---------------------------------------------------------------------------------------------
 
 def _import(name: str):
-    from ..probe import import_object
+    from ..audit.probe import import_object
     return import_object(name)
 
 

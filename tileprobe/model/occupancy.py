@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tileprobe.arch import SUBPARTITIONS_PER_SM, ArchLimits
+from tileprobe.model.arch import SUBPARTITIONS_PER_SM, ArchLimits
 from tileprobe.errors import TileprobeError
 
 #: Limiter names, in tie-break order: when several resources allow the same (smallest) number of CTAs, the

@@ -2,7 +2,7 @@
 
 Run on a machine with a GPU, the CUDA driver, torch, cuda-tile and tileiras::
 
-    python -m tileprobe.jitcheck examples/rms_norm.py ... --out jitcheck.json
+    python -m tileprobe.run.jitcheck examples/rms_norm.py ... --out jitcheck.json
 
 For every variant (case × hints) of each probe, a *JIT process* calls ``ct.launch`` with real torch tensors of the
 probe's shapes/dtypes/strides; a hook on ``cuda.tile._execution.kernel._compile`` records the signature cuTile
@@ -40,7 +40,7 @@ def _torch_array(spec, torch):
 
 
 def _materialize(args, torch):
-    from .signature import ArraySpec
+    from ..audit.signature import ArraySpec
     out = []
     for a in args:
         if isinstance(a, ArraySpec):
@@ -60,7 +60,7 @@ def jit_capture(probe_paths: list[str], arch: str) -> list[dict]:
     import torch
     from cuda.tile import _execution
 
-    from .probe import load_probes
+    from ..audit.probe import load_probes
     captured = {}
     original = _execution.kernel._compile
 
@@ -140,7 +140,7 @@ def differing_sections(a: bytes, b: bytes) -> list[str]:
 
 def compare(jit_rows: list[dict], audit_doc: dict, cubin_dir: str) -> list[dict]:
     """Join JIT captures and audit records per variant and compare them (see module doc)."""
-    from .cubin import CubinInfo
+    from ..model.cubin import CubinInfo
     recs = {(r["kernel"], json.dumps(r["case"], sort_keys=True), json.dumps(r["hints"], sort_keys=True)): r
             for r in audit_doc["variants"]}
     out = []
@@ -179,7 +179,7 @@ def compare(jit_rows: list[dict], audit_doc: dict, cubin_dir: str) -> list[dict]
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m tileprobe.jitcheck", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m tileprobe.run.jitcheck", description=__doc__.splitlines()[0])
     ap.add_argument("probes", nargs="+")
     ap.add_argument("--arch", default=None, help="default: the GPU's")
     ap.add_argument("--out", default="jitcheck.json")
@@ -191,7 +191,7 @@ def main(argv=None) -> int:
         return 0
     import torch
     arch = args.arch or "sm_{}{}".format(*torch.cuda.get_device_capability())
-    jit = subprocess.run([sys.executable, "-m", "tileprobe.jitcheck", *args.probes, "--arch", arch, "--jit-only"],
+    jit = subprocess.run([sys.executable, "-m", "tileprobe.run.jitcheck", *args.probes, "--arch", arch, "--jit-only"],
                          capture_output=True, text=True)
     if jit.returncode != 0:
         print(jit.stderr[-4000:], file=sys.stderr)
@@ -199,7 +199,7 @@ def main(argv=None) -> int:
     jit_rows = json.loads(jit.stdout.strip().splitlines()[-1])
     work = tempfile.mkdtemp(prefix="jitcheck-")
     audit_json = os.path.join(work, "audit.json")
-    subprocess.run([sys.executable, "-m", "tileprobe.cli", "audit", *args.probes, "--arch", arch, "--no-store",
+    subprocess.run([sys.executable, "-m", "tileprobe", "audit", *args.probes, "--arch", arch, "--no-store",
                     "--format", "none", "--json", audit_json, "--bundle", work], check=True)
     with open(audit_json) as f:
         doc = json.load(f)

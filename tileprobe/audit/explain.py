@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Iterable
 
-from .arch import ArchLimits, get_arch
-from .occupancy import theoretical_occupancy
-from .schema import VariantRecord
+from ..model.arch import ArchLimits, get_arch
+from ..model.occupancy import theoretical_occupancy
+from ..schema import VariantRecord
 
 
 def max_regs_for(limits: ArchLimits, threads: int, ctas: int) -> int | None:
@@ -69,7 +69,7 @@ def advice(records: Iterable[VariantRecord]) -> list[str]:
     for rows in groups.values():
         rows.sort(key=lambda r: int(r.hint("occupancy")))
         r0 = rows[0]
-        from .report.common import short_build
+        from ..report.common import short_build
         others = [f"{k}={v}" for k, v in r0.hints.items() if k != "occupancy"]
         label = " ".join([r0.kernel, r0.arch, short_build(r0.tileiras),
                           *[f"{k}={v}" for k, v in r0.case.items()], *others])

@@ -10,13 +10,13 @@ import sys
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
-from .arch import get_arch
+from ..model.arch import get_arch
 from .compile import DEFAULT_TIMEOUT_S, CompileResult, Variant, compile_variants
-from .cubin import CubinInfo
-from .errors import CubinError, ProbeError, TileprobeError
-from .occupancy import theoretical_occupancy
+from ..model.cubin import CubinInfo
+from ..errors import CubinError, ProbeError, TileprobeError
+from ..model.occupancy import theoretical_occupancy
 from .probe import Probe, load_probes
-from .schema import VariantRecord, canonical, value_key
+from ..schema import VariantRecord, canonical, value_key
 from .verdict import judge_records
 
 
@@ -91,7 +91,7 @@ def record_from(res: CompileResult) -> VariantRecord:
     rec.ctas_per_sm, rec.warps_per_sm = occ.ctas_per_sm, occ.warps_per_sm
     rec.occupancy_pct, rec.limiter = round(occ.occupancy_pct, 1), occ.limiter
     if res.remarks:
-        from .remarks import parse_remarks
+        from ..model.remarks import parse_remarks
         rec.remarks = parse_remarks(res.remarks)
     rec.sass = res.sass
     return rec
@@ -109,7 +109,8 @@ def resolve_compiler(tc: dict) -> dict:
 
 def environment(tileiras_builds: Iterable[str] = ()) -> dict:
     """Provenance of a result set: host, Python, cuda-tile and the tileiras builds used."""
-    from . import __version__, _cutile
+    from .._version import __version__
+    from . import _cutile
     return {"tileprobe": __version__, "python": sys.version.split()[0], "platform": platform.platform(),
             "cuda_tile": _cutile.cutile_version(), "tileiras": sorted(set(tileiras_builds))}
 

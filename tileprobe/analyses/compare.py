@@ -21,8 +21,8 @@ import os
 import sys
 from dataclasses import dataclass, field
 
-from .errors import TileprobeError
-from .schema import VariantRecord, load
+from ..errors import TileprobeError
+from ..schema import VariantRecord, load
 
 MARKS = {"regression": "!", "improvement": "*", "changed": "x", "same": "=", "unmatched": "?"}
 _RANK = {"regression": 0, "improvement": 1, "changed": 2, "unmatched": 3, "same": 4}
@@ -148,7 +148,7 @@ def _load_side(spec: str, store_path: str | None) -> tuple[list[VariantRecord], 
     if os.path.exists(spec):
         recs, env = load(spec)
         return recs, f"{spec} ({', '.join(env.get('tileiras', []))})"
-    from .store import Store
+    from ..store import Store
     store = Store.open(store_path, must_exist=bool(store_path))
     try:
         recs = store.audit_records(spec)
@@ -194,7 +194,7 @@ def _side(r: VariantRecord | None) -> str:
 def render_markdown(changes: list[Change], name_a: str, name_b: str, environment: dict | None = None,
                     command: str = "") -> str:
     """Markdown for a bug report: the environment, the changed variants (regressions first), the repro command."""
-    from .report.markdown import environment_md, table_md
+    from ..report.markdown import environment_md, table_md
     parts = ["## tileprobe compare\n\n", f"- A: {name_a}\n- B: {name_b}\n"]
     if environment:
         parts.append(environment_md(environment))
@@ -216,18 +216,18 @@ def to_json(changes: list[Change]) -> list[dict]:
 # --- CLI -------------------------------------------------------------------------------------------------------
 
 def cmd_compare(args) -> int:
-    from .cli import _console
+    from ..cli import _console
     env: dict = {}
     if args.probe:
-        from .audit import audit
-        from .cli import _split, _toolchains
+        from ..audit.pipeline import audit
+        from ..cli import _split, _toolchains
         if not args.tileiras or len(_split(args.tileiras)) != 2:
             raise TileprobeError("with --probe, give two compilers: --tileiras A,B (e.g. 13.3.36,13.4.92)")
         result = audit([args.probe], _split(args.arch), toolchains=_toolchains(args.tileiras), jobs=args.jobs)
         a, b, name_a, name_b = split_by_compiler(result.records)
         env = result.environment
         if args.format == "table":
-            from .report.terminal import render_audit
+            from ..report.terminal import render_audit
             render_audit(result.records, _console())
     elif len(args.results) == 2:
         a, name_a = _load_side(args.results[0], args.store)

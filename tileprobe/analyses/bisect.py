@@ -15,7 +15,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from .errors import TileprobeError
+from ..errors import TileprobeError
 
 
 @dataclass
@@ -38,7 +38,7 @@ class BisectResult:
 
 def candidates(published: Sequence[str], good: str, bad: str) -> list[str]:
     """Published releases from ``good`` to ``bad`` inclusive, in release order (either direction of time)."""
-    from .toolchain import _sort_key, match_version
+    from ..toolchain import _sort_key, match_version
     good, bad = match_version(good, published), match_version(bad, published)
     ordered = sorted(published, key=_sort_key)
     i, j = ordered.index(good), ordered.index(bad)
@@ -78,8 +78,8 @@ def bisect_versions(versions: Sequence[str], evaluate: Callable[[str], Step],
 def make_evaluator(probe: str, arch: str, where: dict, prop: str, jobs: int | None = None) -> Callable[[str], Step]:
     """An ``evaluate(version)`` that audits the selected case with that tileiras and checks ``prop``."""
     from .gate import _check_where_names, audit_selected, check, parse_expectation, select
-    from .probe import load_probes
-    from .toolchain import resolve_toolchains
+    from ..audit.probe import load_probes
+    from ..toolchain import resolve_toolchains
     parse_expectation(prop)  # fail early on a malformed property
     _check_where_names(where, load_probes(probe))  # and on a --where naming nothing
 
@@ -105,7 +105,7 @@ def _summary(r) -> str:
 
 def render_markdown(res: BisectResult, command: str = "") -> str:
     """The steps as a Markdown table and the conclusion, for a bug report."""
-    from .report.markdown import table_md
+    from ..report.markdown import table_md
     rows = [[s.version, "yes" if s.holds else "no", s.summary] for s in res.steps]
     out = [f"## tileprobe bisect: `{res.prop}`\n\n", table_md(["tileiras", "holds", "variant"], rows),
            f"\nFirst release where it changed: **{res.first_bad}** (last like the good one: {res.last_good}).\n"]
@@ -115,9 +115,9 @@ def render_markdown(res: BisectResult, command: str = "") -> str:
 
 
 def cmd_bisect(args) -> int:
-    from .cli import _console
+    from ..cli import _console
     from .gate import parse_where
-    from .toolchain import published_versions
+    from ..toolchain import published_versions
     console = _console()
     versions = candidates(published_versions(), args.good, args.bad)
     console.print(f"bisecting {len(versions)} releases: {', '.join(versions)}", highlight=False)

@@ -14,8 +14,8 @@ from ..errors import TileprobeError
 
 def add_parser(subparsers, add_common) -> None:
     """Register ``tileprobe run`` (the CLI's plug-in hook)."""
-    from .timing import DEFAULT_REPS
-    from .watchdog import DEFAULT_TIMEOUT_S
+    from ..run.timing import DEFAULT_REPS
+    from ..run.watchdog import DEFAULT_TIMEOUT_S
     p = subparsers.add_parser("run", help="check and time every variant on this machine's GPU (hangs and crashes "
                               "are contained)", description=__doc__.split("\n\n")[1])
     p.add_argument("probes", nargs="*", metavar="PROBE", help="probe files (with --bundle: which of its probes to "
@@ -38,8 +38,8 @@ def add_parser(subparsers, add_common) -> None:
 def cmd_run(args) -> int:
     """Run ``tileprobe run`` for parsed arguments; returns the exit code."""
     from rich.console import Console
-    from .session import run_probes
-    from .watchdog import Watchdog
+    from ..run.session import run_probes
+    from ..run.watchdog import Watchdog
     err = Console(stderr=True, highlight=False)
     if not args.probes and not args.bundle:
         raise TileprobeError("give probe files to audit and run, or --bundle DIR with an audit made elsewhere")
@@ -71,9 +71,9 @@ def cmd_run(args) -> int:
 
 def _audit_or_bundle(args, gpu: dict, err, store):
     import os
-    from ..arch import get_arch
+    from ..model.arch import get_arch
     if args.bundle:
-        from .session import load_bundle
+        from ..run.session import load_bundle
         records, env, cubins = load_bundle(args.bundle)
         if args.probes:
             names = {os.path.basename(p) for p in args.probes}
@@ -81,7 +81,7 @@ def _audit_or_bundle(args, gpu: dict, err, store):
         if args.arch:
             records = [r for r in records if get_arch(r.arch).name == get_arch(args.arch).name]
         return records, env, cubins, [args.bundle, os.getcwd()]
-    from ..audit import audit
+    from ..audit.pipeline import audit
     arch = get_arch(args.arch or gpu["sm"]).name
     result = audit(args.probes, [arch], jobs=args.jobs, store=store)
     if store is not None:
@@ -149,7 +149,7 @@ def _occ_cell(run: dict) -> str:
 
 def best_lines(records) -> list[str]:
     """One line per kernel case: the fastest correct hint and its speed-up over the default variant."""
-    from .session import best_hints
+    from ..run.session import best_hints
     out = []
     for b in best_hints(records):
         case = " ".join(f"{k}={v}" for k, v in b["case"].items())

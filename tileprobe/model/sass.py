@@ -154,7 +154,7 @@ def sass_traits(cubin: bytes | str | os.PathLike, nvdisasm: str | os.PathLike | 
         CubinError: the input is not a cubin.
         ToolchainError: nvdisasm is missing, fails on the cubin, or takes longer than NVDISASM_TIMEOUT_S.
     """
-    from tileprobe.cubin import _check_header
+    from tileprobe.model.cubin import _check_header
 
     tool = find_nvdisasm(nvdisasm)
     if isinstance(cubin, (bytes, bytearray, memoryview)):

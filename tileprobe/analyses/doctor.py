@@ -31,8 +31,8 @@ import sys
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
-from . import toolchain as tcm
-from .errors import TileprobeError, ToolchainError
+from .. import toolchain as tcm
+from ..errors import TileprobeError, ToolchainError
 
 LEVELS = ("ok", "warn", "error")
 TRAP = "error: failed to compile Tile IR program"
@@ -331,7 +331,7 @@ def _check_gpu(env: Mapping[str, str], ref: Compiler | None) -> list[Finding]:
 # --- the report --------------------------------------------------------------------------------------------------
 
 def _check_cutile() -> Finding:
-    from . import _cutile
+    from ..audit import _cutile
     try:
         version = _cutile.cutile_version()
         _cutile.check_cutile()
@@ -394,7 +394,7 @@ def _check_pick(pick: Pick, ref: Compiler | None) -> Finding:
 def _check_targets(ref: Compiler | None) -> Finding | None:
     if ref is None or not ref.targets:
         return None
-    from .arch import ARCHS
+    from ..model.arch import ARCHS
     missing = [a for a in ARCHS if a not in ref.targets]
     note = ("no sm_XXXa names: give sm_90, tileiras itself compiles for the arch-specific features "
             "(it runs ptxas -arch sm_90a)")
@@ -493,5 +493,5 @@ def add_parser(subparsers, add_common: Callable | None = None) -> None:
 
 
 def _console():
-    from .cli import _console as console
+    from ..cli import _console as console
     return console()

@@ -35,7 +35,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-from .errors import ProbeError
+from ..errors import ProbeError
 from .signature import ArraySpec
 
 #: Compiler hints a kernel takes (``ct.kernel(...)`` / ``kernel.replace_hints``), with allowed values

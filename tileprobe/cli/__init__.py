@@ -10,7 +10,7 @@ import os
 import sys
 from typing import Sequence
 
-from .errors import TileprobeError
+from ..errors import TileprobeError
 
 DEFAULT_ARCHS = "sm_90,sm_120"
 
@@ -47,20 +47,20 @@ def _split(s: str | None) -> list[str]:
 def _toolchains(spec: str | None) -> list[dict] | None:
     if not spec:
         return None
-    from .toolchain import resolve_toolchains
+    from ..toolchain import resolve_toolchains
     return resolve_toolchains(_split(spec))
 
 
 def _open_store(args):
     if getattr(args, "no_store", False):
         return None
-    from .store import Store
+    from ..store import Store
     return Store.open(args.store)
 
 
 def _have_nvdisasm() -> bool:
-    from .errors import ToolchainError
-    from .sass import find_nvdisasm
+    from ..errors import ToolchainError
+    from ..model.sass import find_nvdisasm
     try:
         find_nvdisasm()
         return True
@@ -80,7 +80,7 @@ def check_output_path(path: str | None, what: str) -> None:
 
 
 def cmd_audit(args) -> int:
-    from .audit import audit
+    from ..audit.pipeline import audit
     err = _console(stderr=True)
     check_output_path(args.json, "--json")
     if not _split(args.arch):
@@ -112,7 +112,7 @@ def write_bundle(folder: str, result) -> None:
 
     ``tileprobe run --bundle folder`` reads this layout; no tileiras is needed there.
     """
-    from .schema import write_json
+    from ..schema import write_json
     os.makedirs(os.path.join(folder, "cubins"), exist_ok=True)
     for sha, data in result.cubins.items():
         with open(os.path.join(folder, "cubins", sha + ".cubin"), "wb") as f:
@@ -121,15 +121,15 @@ def write_bundle(folder: str, result) -> None:
 
 
 def _emit(records, environment, args, result=None):
-    from .schema import write_json
+    from ..schema import write_json
     if args.json:
         write_json(records, environment, args.json)
     fmt = getattr(args, "format", "table")
     if fmt == "markdown":
-        from .report.markdown import audit_markdown
+        from ..report.markdown import audit_markdown
         sys.stdout.write(audit_markdown(records, environment, command=" ".join(["tileprobe", *sys.argv[1:]])))
     elif fmt == "table" and args.json != "-":
-        from .report.terminal import render_audit
+        from ..report.terminal import render_audit
         render_audit(records, _console(), brief=getattr(args, "brief", False))
 
 
@@ -140,7 +140,7 @@ def _add_common(p):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import __version__
+    from .._version import __version__
     parser = argparse.ArgumentParser(prog="tileprobe", description="See what tileiras did with your cuTile hints.")
     parser.add_argument("--version", action="version", version=f"tileprobe {__version__}")
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -164,9 +164,10 @@ def build_parser() -> argparse.ArgumentParser:
     a.set_defaults(func=cmd_audit, command_line=None)
     _add_common(a)
 
-    from . import bisect, compare, doctor, gate, store, toolchain
-    from .report import html
-    from .run import cli as run_cli
+    from .. import store, toolchain
+    from ..analyses import bisect, compare, doctor, gate
+    from ..report import html
+    from . import run as run_cli
     for module in (toolchain, doctor, compare, bisect, run_cli, html, store, gate):
         module.add_parser(sub, _add_common)
     return parser

@@ -19,7 +19,7 @@ from ctypes import POINTER, Structure, c_int32, c_int64, c_uint8, c_uint16, c_ui
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from .errors import ProbeError
+from ..errors import ProbeError
 
 #: DLPack dtype (code, bits) per dtype name. Codes from dlpack.h v1.1 (DLDataTypeCode):
 #: kDLInt 0, kDLUInt 1, kDLFloat 2, kDLBfloat 4, kDLBool 6, kDLFloat8_e4m3fn 10, kDLFloat8_e5m2 12,

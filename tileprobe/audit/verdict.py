@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Iterable
 
-from .arch import get_arch
-from .schema import VariantRecord
+from ..model.arch import get_arch
+from ..schema import VariantRecord
 
 HONOURED, PARTIAL, IGNORED, INFEASIBLE = "honoured", "partial", "ignored", "infeasible"
 
@@ -170,7 +170,7 @@ def tma_data_ops(r: VariantRecord) -> int | None:
     sass = r.sass or {}
     if "tma" not in sass:
         return None
-    from .sass import TMA_DATA_OPCODES
+    from ..model.sass import TMA_DATA_OPCODES
     return sum(n for op, n in sass["tma"].items() if op in TMA_DATA_OPCODES)
 
 
@@ -187,7 +187,7 @@ def judge_allow_tma(hint: str, r: VariantRecord, group: list[VariantRecord]) -> 
     n = tma_data_ops(r)
     if n is None:
         return None
-    from .sass import TMA_DATA_OPCODES
+    from ..model.sass import TMA_DATA_OPCODES
     ops = ", ".join(f"{op}×{c}" for op, c in sorted((r.sass or {}).get("tma", {}).items())
                     if op in TMA_DATA_OPCODES) or "none"
     if allowed:

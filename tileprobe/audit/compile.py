@@ -26,7 +26,7 @@ import types
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
-from .errors import ProbeError
+from ..errors import ProbeError
 
 #: Default per-variant compiler timeout (s). FIELD_NOTES: most compiles < 2 s, FFT/FMHA up to 24 s, one FP4
 #: GEMM on sm_100 took 121 s.
@@ -166,8 +166,8 @@ def compile_one(variant: Variant) -> CompileResult:
 
 def _sass(cubin: bytes, symbol: str) -> dict:
     """SASS traits of the kernel ``symbol`` (see :mod:`tileprobe.sass`), or ``{"error": …}``."""
-    from .errors import TileprobeError
-    from .sass import sass_traits
+    from ..errors import TileprobeError
+    from ..model.sass import sass_traits
     try:
         traits = sass_traits(cubin)
         names = [k.name for k in traits.kernels]

@@ -24,9 +24,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
-from .errors import TileprobeError
-from .probe import KERNEL_HINTS
-from .schema import VariantRecord, value_key
+from ..errors import TileprobeError
+from ..audit.probe import KERNEL_HINTS
+from ..schema import VariantRecord, value_key
 
 FORMS = """\
   HINT honoured               the HINT verdict is honoured (HINT: {hints})
@@ -132,7 +132,7 @@ class Failure:
 
 def variant_label(r: VariantRecord) -> str:
     """``w4a16_gemm sm_120 tileiras 13.4.92 GATHER=True LOOP=True occupancy=2``."""
-    from .report.common import short_build
+    from ..report.common import short_build
     kv = " ".join(f"{k}={v}" for k, v in [*r.case.items(), *r.hints.items()])
     return " ".join(x for x in (r.kernel, r.arch, short_build(r.tileiras), kv) if x)
 
@@ -245,7 +245,7 @@ def _check_compare(e: Expectation, r: VariantRecord, label: str, base: dict) -> 
 
 
 def _short(r: VariantRecord) -> str:
-    from .report.common import short_build
+    from ..report.common import short_build
     return short_build(r.tileiras)
 
 
@@ -291,7 +291,7 @@ def parse_where(text: str | None) -> dict[str, Any]:
 
 
 def _same(actual, wanted) -> bool:
-    from .schema import canonical
+    from ..schema import canonical
     actual, wanted = canonical(actual), canonical(wanted)
     if isinstance(actual, bool) != isinstance(wanted, bool):
         return str(actual) == str(wanted)
@@ -322,9 +322,9 @@ def audit_selected(probe_path: str, arch: str, *, where: Mapping[str, Any] | Non
     Returns the :class:`~tileprobe.audit.AuditResult`; variants in ``store`` are not compiled again, new ones
     are saved, and the audit is stored with ``command_line``.
     """
-    from .audit import audit
-    from .compile import DEFAULT_TIMEOUT_S
-    from .probe import load_probes
+    from ..audit.pipeline import audit
+    from ..audit.compile import DEFAULT_TIMEOUT_S
+    from ..audit.probe import load_probes
     where = dict(where or {})
     probes = load_probes(probe_path)
     _check_where_names(where, probes)
@@ -340,7 +340,7 @@ def audit_selected(probe_path: str, arch: str, *, where: Mapping[str, Any] | Non
 def load_baseline(path: str, *, kernel: str | None = None, arch: str | None = None,
                   tileiras: str | None = None) -> list[VariantRecord]:
     """Baseline records from a result JSON file or a results store (newest compile per variant)."""
-    from .schema import load
+    from ..schema import load
     import os
     if not os.path.exists(path):
         raise GateError(f"--baseline {path}: no such file; give a results store or a result JSON file")
@@ -349,7 +349,7 @@ def load_baseline(path: str, *, kernel: str | None = None, arch: str | None = No
     if head.lstrip().startswith(b"{"):
         records, _ = load(path)
     else:
-        from .store import Store
+        from ..store import Store
         with Store.open(path) as s:
             records = s.records(kernel=kernel, arch=arch)
     return [r for r in records if (not kernel or r.kernel == kernel) and (not arch or r.arch == arch)
@@ -374,7 +374,7 @@ def run_gate(probe_path: str, arch: str, expectations: Sequence[str], *, where: 
              baseline_tileiras: str | None = None, allow_unchecked: bool = False, jobs: int | None = None,
              timeout_s: float | None = None, command_line: str = "") -> GateResult:
     """Parse ``expectations``, audit the selected variants (see :func:`audit_selected`) and check them."""
-    from .arch import get_arch
+    from ..model.arch import get_arch
     if "," in arch:
         raise GateError(f"--arch {arch!r}: a gate checks one architecture; run one gate per arch")
     exps = [parse_expectation(e) for e in expectations]
@@ -433,10 +433,10 @@ def format_result(g: GateResult) -> str:
 
 def cmd_gate(args) -> int:
     import json
-    from .store import Store
+    from ..store import Store
     toolchains = None
     if args.tileiras:
-        from .toolchain import resolve_toolchains
+        from ..toolchain import resolve_toolchains
         toolchains = resolve_toolchains([x for x in args.tileiras.split(",") if x.strip()])
     store = None if args.no_store else Store.open(args.store)
     g = run_gate(args.probe, args.arch, args.expect or [], where=parse_where(args.where), toolchains=toolchains,

@@ -33,7 +33,7 @@ import types
 from ctypes import POINTER, c_char_p, c_int, c_uint, c_uint64, c_void_p
 from typing import Any, Callable
 
-from .errors import ToolchainError, TileprobeError
+from ..errors import ToolchainError, TileprobeError
 
 CUDA_SUCCESS = 0
 CUDA_ERROR_NOT_SUPPORTED = 801
