@@ -3,8 +3,9 @@
 import pytest
 
 from tileprobe.analyses.bisect import Step, bisect_versions, candidates
-from tileprobe.analyses.compare import compare_records, render_markdown, split_by_compiler
+from tileprobe.analyses.compare import Comparison, compare_records, split_by_compiler
 from tileprobe.errors import TileprobeError
+from tileprobe.report.markdown import compare_markdown
 from tileprobe.schema import VariantRecord
 
 
@@ -28,7 +29,7 @@ def test_regression_first_with_what_changed():
     assert reg.details[:2] == ["occupancy honoured → ignored", "CTAs/SM 2 → 1"]
     assert "threads 256 → 384" in reg.details
     assert changes[1].details == ["shared B 44092 → 100484"]
-    md = render_markdown(changes, A, B)
+    md = compare_markdown(Comparison(changes, A, B))
     assert "| ! | w4a16 sm_120 GATHER=True LOOP=True occupancy=2 |" in md
 
 

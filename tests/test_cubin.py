@@ -1,4 +1,4 @@
-"""tileprobe.cubin and tileprobe.sass against real cubins and a pinned oracle.
+"""tileprobe.model.cubin and tileprobe.model.sass against real cubins and a pinned oracle.
 
 Fixtures: ``tests/data/cubins/*.cubin``, built by ``tests/data/make_cubins.py``: cuTile kernels (cuda-tile
 1.7.0, tileiras 13.4.92) for sm_80/90/100/120, and ``ptx_smem4k_*`` ptxas probes for every target from sm_80 to

@@ -275,8 +275,9 @@ def test_finding_validates_level():
 
 
 def test_cli_exit_codes_and_formats(tmp_path, fake_pip, monkeypatch, capsys):
+    from tileprobe.cli import doctor as doctor_cli
     parser = argparse.ArgumentParser()
-    doctor.add_parser(parser.add_subparsers(), None)
+    doctor_cli.add_parser(parser.add_subparsers())
     fake_pip(NO_PIP)
     fake_tileiras(tmp_path / "path", "13.4.92")
     for k, v in env_with(tmp_path).items():

@@ -14,7 +14,8 @@ import pytest
 
 import tileprobe.audit.compile as compile_mod
 from tileprobe.cli import main
-from tileprobe.analyses.gate import (GateError, check, format_result, parse_expectation, parse_where,
+from tileprobe.report.terminal import gate_text
+from tileprobe.analyses.gate import (GateError, check, parse_expectation, parse_where,
                             run_gate, select)
 from tileprobe.schema import VariantRecord, dump
 from tileprobe.store import Store
@@ -152,16 +153,16 @@ def test_field_against_baseline_and_ambiguous_baseline():
         check([IGNORED], ["registers <= baseline"], base + [rec(build=B134)])
 
 
-def test_format_result_lists_each_expectation():
+def test_gate_text_lists_each_expectation():
     from tileprobe.analyses.gate import GateResult
     exps = [parse_expectation(e) for e in ("occupancy honoured", "no spills", "time <= 1us")]
     g = GateResult([IGNORED], exps, check([IGNORED], exps))
-    text = format_result(g)
+    text = gate_text(g)
     assert text.splitlines()[0] == "FAIL  occupancy honoured: 1 of 1 variant(s)"
     assert "ok    no spills (1 variant(s))" in text and "FAIL  time <= 1us: cannot be checked" in text
     assert text.endswith("gate FAILED: 2 of 3 expectation(s) not met on 1 variant(s)") and not g.passed
     g.allow_unchecked = True
-    assert "SKIP  time <= 1us: cannot be checked" in format_result(g)
+    assert "SKIP  time <= 1us: cannot be checked" in gate_text(g)
 
 
 # --- the real thing: a tiny probe, the CLI, the store -------------------------------------------------------------

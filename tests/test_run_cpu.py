@@ -561,7 +561,9 @@ def test_run_probes_checks_cubin_and_probe_before_running(tmp_path):
 
 def test_cli_registers_run_and_renders(capsys):
     from tileprobe.cli import build_parser
-    from tileprobe.run import cli as run_cli
+    from tileprobe.cli import run as run_cli
+    from tileprobe.report.common import run_cell
+    from tileprobe.report.markdown import run_markdown
     args = build_parser().parse_args(["run", "a.py", "--timeout", "5", "--reps", "7", "--format", "markdown"])
     assert args.func is run_cli.cmd_run and args.timeout == 5 and args.reps == 7
     r = _rec({"T": 1}, {"occupancy": 2}, 12.5, threads=128, registers=32, shared_bytes=0, stack_bytes=0,
@@ -571,12 +573,12 @@ def test_cli_registers_run_and_renders(capsys):
               ctas_per_sm=8, limiter="threads")
     r2.run["error"] = "no result within 5 s"
     res = session.RunResult([r, r2], {"gpu": {"name": "H200", "sm": "sm_90", "driver": "580"}})
-    md = run_cli.run_markdown(res.records, res.environment)
+    md = run_markdown(res.records, res.environment)
     assert "## tileprobe run" in md and "| hang |" in md and "12.5" in md and "no result within 5 s" in md
     run_cli.emit(res, SimpleNamespace(json=None, format="table"))
     out = capsys.readouterr().out
     assert "median" in out and "12.5" in out and "hang" in out
-    assert run_cli.run_cell(r) == "ok 12.5 µs ±1.0%"
+    assert run_cell(r) == "ok 12.5 µs ±1.0%"
 
 
 # --- the worker's variant task on CPU, with a fake kernel that computes through the packed pointers ---------

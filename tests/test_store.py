@@ -20,6 +20,7 @@ import pytest
 
 import tileprobe.audit.pipeline as audit_mod
 from tileprobe.audit.compile import CompileResult, Variant
+from tileprobe.audit.verdict import judge_records
 from tileprobe.errors import StoreError
 from tileprobe.schema import VariantRecord, load
 from tileprobe.store import SCHEMA_VERSION, Store, compile_key
@@ -85,7 +86,7 @@ def test_round_trip_records_cubins_and_audits(cold):
     assert len(result.records) == 4 and all(r.ok for r in result.records)
     with Store.open(cold["store"]) as store:
         assert store.schema_version() == SCHEMA_VERSION
-        got = store.records()
+        got = store.records(judge=judge_records)
         assert [r.to_dict() for r in got] == [r.to_dict() for r in result.records]
         by_audit = store.records(audit_id=cold["audit_id"])
         assert [r.verdicts for r in by_audit] == [r.verdicts for r in result.records]

@@ -396,8 +396,9 @@ def test_cli_install_list_remove(offline, monkeypatch, tmp_path, capsys):
     import argparse
     root, _ = offline
     fake_pip_toolchain(monkeypatch, tmp_path)
+    from tileprobe.cli import toolchain as toolchain_cli
     parser = argparse.ArgumentParser()
-    tcm.add_parser(parser.add_subparsers(), None)
+    toolchain_cli.add_parser(parser.add_subparsers())
 
     def run(*argv):
         args = parser.parse_args(argv)

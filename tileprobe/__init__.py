@@ -3,25 +3,66 @@
 Audit (no GPU): compile a kernel ahead of time for any architecture and hint grid with the signature JIT would
 use, read each cubin, compute theoretical occupancy and give each hint a verdict. Run (GPU): time and check
 each variant. Compare / bisect compiler versions.
+
+Every command is a Python call (the CLI in :mod:`tileprobe.cli` parses, calls it and renders the result):
+
+=====================  ==================================================================================
+``tileprobe audit``    :func:`tileprobe.audit.audit` → :class:`AuditResult`
+``tileprobe run``      :func:`tileprobe.run.session.run_sweep` → :class:`RunResult`
+``tileprobe compare``  :func:`tileprobe.analyses.compare.compare_results` → :class:`Comparison`
+``tileprobe bisect``   :func:`tileprobe.analyses.bisect.bisect` → :class:`~tileprobe.analyses.bisect.BisectResult`
+``tileprobe gate``     :func:`tileprobe.analyses.gate.run_gate` → :class:`GateResult`
+``tileprobe history``  :func:`tileprobe.analyses.history.history` → :class:`History`
+``tileprobe report``   :func:`tileprobe.report.html.write_html_report`
+``tileprobe doctor``   :func:`tileprobe.analyses.doctor.diagnose` → list of :class:`Finding`
+``tileprobe toolchain``  :func:`tileprobe.toolchain.install`, :func:`~tileprobe.toolchain.local_toolchains`,
+                       :func:`~tileprobe.toolchain.remove`
+=====================  ==================================================================================
+
+Names in ``__all__`` are imported on first use (PEP 562), so ``import tileprobe`` stays light (no cuTile, rich or
+torch). ``audit`` and ``bisect`` are not listed here: ``tileprobe.audit`` is the audit package.
 """
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from typing import TYPE_CHECKING
 
-from .errors import TileprobeError, ProbeError, ToolchainError, CubinError, StoreError
-from .audit.probe import Probe, SpecArrays
-from .audit.signature import ArraySpec, jit_signature
+from ._version import __version__
 
-__all__ = [
-    "__version__", "Probe", "SpecArrays", "ArraySpec", "jit_signature",
-    "TileprobeError", "ProbeError", "ToolchainError", "CubinError", "StoreError",
-]
+#: public name → the module that defines it
+_WHERE = {
+    "Probe": "audit.probe", "SpecArrays": "audit.probe", "ArraySpec": "audit.signature",
+    "jit_signature": "audit.signature", "AuditResult": "audit.pipeline", "VariantRecord": "schema",
+    "Store": "store", "Toolchain": "toolchain",
+    "compare_results": "analyses.compare", "Comparison": "analyses.compare",
+    "run_gate": "analyses.gate", "GateResult": "analyses.gate", "GateError": "analyses.gate",
+    "diagnose": "analyses.doctor", "Finding": "analyses.doctor",
+    "history": "analyses.history", "History": "analyses.history",
+    "run_sweep": "run.session", "RunResult": "run.session", "write_html_report": "report.html",
+    "TileprobeError": "errors", "ProbeError": "errors", "ToolchainError": "errors", "CubinError": "errors",
+    "StoreError": "errors",
+}
+
+__all__ = ["__version__", *_WHERE]
+
+if TYPE_CHECKING:  # the same names, for type checkers and import-graph tools
+    from .analyses.compare import Comparison, compare_results
+    from .analyses.doctor import Finding, diagnose
+    from .analyses.gate import GateError, GateResult, run_gate
+    from .analyses.history import History, history
+    from .audit.pipeline import AuditResult
+    from .audit.probe import Probe, SpecArrays
+    from .audit.signature import ArraySpec, jit_signature
+    from .errors import CubinError, ProbeError, StoreError, TileprobeError, ToolchainError
+    from .report.html import write_html_report
+    from .run.session import RunResult, run_sweep
+    from .schema import VariantRecord
+    from .store import Store
+    from .toolchain import Toolchain
 
 
-def __getattr__(name):
-    """Lazy ``tileprobe.AuditResult`` (the audit API pulls in cuTile only when used). The function ``audit`` lives
-    in the submodule of the same name: ``from tileprobe.audit import audit``."""
-    if name == "AuditResult":
+def __getattr__(name: str):
+    """The public names of :data:`__all__`, imported from their modules on first use."""
+    if name in _WHERE:
         import importlib
-        return importlib.import_module(".audit.pipeline", __name__).AuditResult
+        return getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
     raise AttributeError(f"module 'tileprobe' has no attribute {name!r}")

@@ -22,6 +22,7 @@ import pytest
 
 
 def pytest_addoption(parser) -> None:
+    """pytest hook: ``--tileprobe-store PATH``, ``--tileprobe-no-store`` and ``--tileprobe-jobs N``."""
     group = parser.getgroup("tileprobe", "tileprobe audits (tileprobe_audit fixture)")
     group.addoption("--tileprobe-store", metavar="PATH", default=None,
                     help="results store for tileprobe_audit (default: $TILEPROBE_STORE or the user data dir)")
@@ -53,7 +54,7 @@ class AuditCheck:
         return select(self._session.audit(self.probe, self.arch, self.tileiras, self._where), self._where)
 
     def check(self, *expectations: str) -> list:
-        """The :class:`~tileprobe.gate.Failure` s of these expectations (``[]``: all hold)."""
+        """The :class:`~tileprobe.analyses.gate.Failure` s of these expectations (``[]``: all hold)."""
         from tileprobe.analyses.gate import check, load_baseline, parse_expectation
         exps = [parse_expectation(e) for e in expectations]   # malformed: GateError before any compile
         base = load_baseline(self.baseline, arch=self.arch) if self.baseline else None

@@ -59,6 +59,27 @@ def canonical(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
 
+def short_build(tileiras: str) -> str:
+    """``Cuda compilation tools, release 13.4, V13.4.92`` (a record's ``tileiras``) → ``tileiras 13.4.92``;
+    ``tileiras ?`` when empty."""
+    import re
+    m = re.search(r"V(\d+\.\d+\.\d+)", tileiras or "")
+    return f"tileiras {m.group(1)}" if m else (tileiras or "tileiras ?")
+
+
+def cutile_version() -> str:
+    """The installed cuda-tile version string (a record's ``cuda_tile``), e.g. ``"1.7.0"``.
+
+    Raises:
+        TileprobeError: cuda-tile is not installed (the message says how to install it).
+    """
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("cuda-tile")
+    except PackageNotFoundError as e:
+        raise TileprobeError("cuda-tile is not installed: pip install 'cuda-tile[tileiras]'") from e
+
+
 def value_key(value: Any) -> str:
     """A stable text key for a case or hint value/dict: JSON with sorted keys (tuples and lists alike)."""
     return json.dumps(value, sort_keys=True, default=str)
@@ -105,6 +126,7 @@ class VariantRecord:
 
     @property
     def ok(self) -> bool:
+        """Whether the variant compiled (``status == "ok"``)."""
         return self.status == "ok"
 
     def same_code(self, other: "VariantRecord") -> bool:
@@ -131,10 +153,12 @@ class VariantRecord:
         return (self.kernel, self.probe, case, others, self.arch, self.tileiras)
 
     def to_dict(self) -> dict:
+        """The record as a JSON-ready dict (the ``variants`` items of the result document)."""
         return dataclasses.asdict(self)
 
     @classmethod
     def from_dict(cls, d: dict) -> "VariantRecord":
+        """A record from a ``variants`` item; keys this version does not know are ignored, missing ones default."""
         names = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in d.items() if k in names})
 

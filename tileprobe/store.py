@@ -57,11 +57,10 @@ import json
 import os
 import socket
 import sqlite3
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
-from .schema import value_key
-from .audit.verdict import judge_records
 from .errors import StoreError
+from .schema import value_key
 
 SCHEMA_VERSION = 2
 KEY_VERSION = b"\x01"
@@ -273,6 +272,7 @@ class Store:
         self.close()
 
     def schema_version(self) -> int:
+        """The store schema version of the open file (``PRAGMA user_version``; :data:`SCHEMA_VERSION` once open)."""
         return self._query("PRAGMA user_version")[0][0]
 
     def meta(self) -> dict[str, str]:
@@ -280,8 +280,13 @@ class Store:
         return dict(self._query("SELECT key, value FROM meta"))
 
     def cuda_tile(self) -> str:
+        """This process's cuda-tile version (part of every compile key), read once.
+
+        Raises:
+            TileprobeError: cuda-tile is not installed.
+        """
         if self._cuda_tile is None:
-            from .audit._cutile import cutile_version
+            from .schema import cutile_version
             self._cuda_tile = cutile_version()
         return self._cuda_tile
 
@@ -336,11 +341,11 @@ class Store:
         return found, todo
 
     def _add_sass(self, key: str, rec) -> None:
-        from .audit.compile import _sass   # the workers' SASS summary, so stored and fresh records agree
+        from .model.sass import sass_summary   # the workers' SASS summary, so stored and fresh records agree
         cubin = self.cubin(rec.cubin_sha256) if rec.cubin_sha256 else None
         if cubin is None:
             return
-        rec.sass = _sass(cubin, rec.symbol)
+        rec.sass = sass_summary(cubin, rec.symbol)
         record = rec.to_dict()
         record.update(verdicts={}, run=None)
         with self._transaction() as c:
@@ -427,7 +432,7 @@ class Store:
 
     def records(self, *, kernel: str | None = None, arch: str | None = None, tileiras: str | None = None,
                 audit_id: int | None = None, keys: Sequence[str] | None = None, latest: bool = True,
-                runs: bool = True) -> list:
+                runs: bool = True, judge: Callable[[list], None] | None = None) -> list:
         """Stored compiles as :class:`~tileprobe.schema.VariantRecord` s, for compare and report.
 
         Args:
@@ -435,8 +440,15 @@ class Store:
             audit_id: only that audit's records, in its order, with the verdicts it gave.
             keys: only these compile keys.
             latest: keep the newest compile per (kernel, probe, case, hints, arch, tileiras) — an edited kernel
-                shows its last version. Verdicts are then judged afresh over the returned records.
+                shows its last version.
             runs: attach each compile's newest GPU run as ``record.run``.
+            judge: without ``audit_id``, called with the returned records to judge their verdicts afresh (stored
+                compiles keep none: a verdict depends on the other variants), e.g.
+                :func:`tileprobe.audit.verdict.judge_records`; ``None`` leaves ``verdicts`` empty.
+
+        Raises:
+            StoreError: the store is damaged or locked (see :meth:`Store.open`); an unknown ``arch`` raises
+                :class:`~tileprobe.errors.TileprobeError`.
         """
         from .schema import VariantRecord
         where, params = self._where(kernel, arch, tileiras)
@@ -469,7 +481,8 @@ class Store:
         records = [rec for _, _, rec in out]
         if audit_id is None:
             records.sort(key=_natural_order)
-            judge_records(records)
+            if judge is not None:
+                judge(records)
         return records
 
     def _attach_runs(self, items: list[tuple]) -> None:
@@ -561,116 +574,3 @@ def _natural_order(r) -> tuple:
     version = tuple(int(x) for x in m.group(1).split(".")) if m else ()
     return (r.kernel, r.probe, cc, r.arch, version, r.tileiras, [(k, val(v)) for k, v in r.case.items()],
             [(k, val(v)) for k, v in r.hints.items()])
-
-
-# --- `tileprobe history` ---------------------------------------------------------------------------------------------
-
-_CSV_COLUMNS = ["created", "kernel", "case", "hints", "arch", "tileiras", "cuda_tile", "status", "threads",
-                "registers", "shared_bytes", "stack_bytes", "ctas_per_sm", "median_us", "gpu", "compile_s", "host",
-                "probe", "source_sha256", "cubin_sha256", "key"]
-
-
-def history(store: Store, *, kernel=None, arch=None, tileiras=None, limit: int | None = None) -> dict:
-    """Audits, compiles and runs matching the filters, newest first (what ``tileprobe history`` lists)."""
-    kw = dict(kernel=kernel, arch=arch, tileiras=tileiras, limit=limit)
-    return {"store": store.path, "audits": store.audits(**kw), "compiles": store.compiles(**kw),
-            "runs": store.runs(**kw)}
-
-
-def write_history_json(store: Store, path: str, **filters) -> None:
-    """A result document (``tileprobe/schema.py``: ``report``/``compare`` read it) plus ``audits`` and ``runs``."""
-    from .schema import dump
-    records = store.records(**filters)
-    doc = dump(records, {"store": store.path})
-    hist = history(store, **filters)
-    doc.update(audits=hist["audits"], runs=hist["runs"])
-    _write_text(path, json.dumps(doc, indent=1, default=str) + "\n")
-
-
-def write_history_csv(store: Store, path: str, **filters) -> None:
-    """One CSV row per stored compile (columns: :data:`_CSV_COLUMNS`)."""
-    import csv
-    import io
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, _CSV_COLUMNS, extrasaction="ignore")
-    w.writeheader()
-    for row in store.compiles(**filters):
-        row = dict(row, case=_kv(row["case"]), hints=_kv(row["hints"]))
-        w.writerow(row)
-    _write_text(path, buf.getvalue())
-
-
-def _kv(d: dict) -> str:
-    return " ".join(f"{k}={v}" for k, v in d.items())
-
-
-def _write_text(path: str, text: str) -> None:
-    import sys
-    if path == "-":
-        sys.stdout.write(text)
-        return
-    with open(path, "w", encoding="utf-8", newline="") as f:
-        f.write(text)
-
-
-def cmd_history(args) -> int:
-    from rich.table import Table
-    filters = dict(kernel=args.kernel, arch=args.arch, tileiras=args.tileiras)
-    with Store.open(args.store, must_exist=bool(args.store)) as store:
-        if args.json:
-            write_history_json(store, args.json, **filters)
-        if args.csv:
-            write_history_csv(store, args.csv, **filters)
-        if "-" in (args.json, args.csv):
-            return 0
-        hist = history(store, **filters, limit=args.limit or None)
-        console = _console()
-        console.print(f"store: {store.path}", markup=False)
-        t = Table(title="audits", title_justify="left")
-        for h in ("id", "when (UTC)", "host", "variants", "s", "command"):
-            t.add_column(h)
-        for a in hist["audits"]:
-            t.add_row(str(a["id"]), a["created"][:19], a["host"] or "", str(a["n_variants"]),
-                      f"{a['wall_s'] or 0:.1f}", a["command_line"] or "")
-        console.print(t)
-        t = Table(title="compiles", title_justify="left")
-        for h in ("when (UTC)", "kernel", "case", "hints", "arch", "tileiras", "status", "regs", "CTAs/SM", "µs"):
-            t.add_column(h)
-        for c in hist["compiles"]:
-            t.add_row(c["created"][:19], c["kernel"], _kv(c["case"]) or "-", _kv(c["hints"]) or "-", c["arch"],
-                      c["tileiras"] or "", c["status"], str(c["registers"] if c["registers"] is not None else "-"),
-                      str(c["ctas_per_sm"] if c["ctas_per_sm"] is not None else "-"),
-                      f"{c['median_us']:.1f}" if c["median_us"] is not None else "-")
-        console.print(t)
-        if hist["runs"]:
-            t = Table(title="runs", title_justify="left")
-            for h in ("when (UTC)", "kernel", "case", "hints", "arch", "GPU", "driver", "status", "µs"):
-                t.add_column(h)
-            for r in hist["runs"]:
-                t.add_row(r["created"][:19], r["kernel"], _kv(r["case"]) or "-", _kv(r["hints"]) or "-", r["arch"],
-                          r["gpu"] or "", r["driver"] or "", r["status"] or "",
-                          f"{r['median_us']:.1f}" if r["median_us"] is not None else "-")
-            console.print(t)
-        if args.limit:
-            console.print(f"(newest {args.limit} of each; --limit 0 lists all, --json/--csv export all)")
-    return 0
-
-
-def add_parser(subparsers, add_common) -> None:
-    """``tileprobe history``: list stored audits, compiles and runs; export JSON or CSV."""
-    p = subparsers.add_parser("history", help="list stored audits, compiles and runs; export JSON/CSV",
-                              description="List what the results store holds, newest first.")
-    p.add_argument("--store", metavar="PATH", help="results store (default: $TILEPROBE_STORE or the user data dir)")
-    p.add_argument("--kernel", help="only this kernel (probe label)")
-    p.add_argument("--arch", help="only this arch, e.g. sm_90")
-    p.add_argument("--tileiras", metavar="TEXT", help="only compiler builds containing TEXT, e.g. 13.4")
-    p.add_argument("--limit", type=int, default=20, help="rows listed per table (default 20; 0: all)")
-    p.add_argument("--json", metavar="FILE", help="export the matching records (result schema) plus audits and runs; "
-                   "- for stdout")
-    p.add_argument("--csv", metavar="FILE", help="export one row per matching compile; - for stdout")
-    p.set_defaults(func=cmd_history)
-
-
-def _console():
-    from .cli import _console as console
-    return console()

@@ -41,7 +41,7 @@ import tempfile
 import time
 import zipfile
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, Sequence, TextIO
+from typing import Iterable, Mapping, Sequence, TextIO
 
 from .errors import ToolchainError
 
@@ -562,67 +562,17 @@ def resolve_toolchains(specs: Sequence[str], auto_install: bool = True, *, root:
     return out
 
 
-# --- CLI --------------------------------------------------------------------------------------------------------
+# --- what is here -----------------------------------------------------------------------------------------------
 
-def _size_mb(path: str) -> float:
-    return sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file()) / 1e6
-
-
-def cmd_install(args) -> int:
-    con = _console()
-    for v in args.versions:
-        t0 = time.perf_counter()
-        tc = install(v, force=args.force)
-        pins = ", ".join(f"{p} {x}" for p, x in tc.pins.items())
-        con.print(f"tileiras {tc.version}: {tc.root} ({_size_mb(tc.root):.0f} MB, {time.perf_counter() - t0:.1f} s)"
-                  f"\n  {pins}")
-    return 0
-
-
-def cmd_list(args) -> int:
-    from rich.table import Table
-    table = Table("version", "source", "nvcc", "nvvm")
-    table.add_column("path", overflow="fold")
+def local_toolchains(root: str | os.PathLike | None = None) -> list[Toolchain]:
+    """What ``tileprobe toolchain list`` shows: the managed toolchains under ``root`` (default
+    :func:`toolchains_dir`) and this environment's pip tileiras when cuTile would take it, by version then
+    source."""
     pip = pip_toolchain()
-    rows = [*installed()] + ([pip] if pip else [])
-    for t in sorted(rows, key=lambda t: (_sort_key(t.version), t.source)):
-        src = "pip (this environment)" if t.source == "pip" else t.source
-        table.add_row(t.version, src, t.pins.get(NVCC_PKG, ""), t.pins.get(NVVM_PKG, ""), t.root)
-    con = _console()
-    if rows:
-        con.print(table)
-    else:
-        con.print(f"no toolchains in {toolchains_dir()}; `tileprobe toolchain install 13.4` adds one")
-    if args.available:
-        have = {t.version for t in rows}
-        marks = [f"{v}{' (installed)' if v in have else ''}" for v in published_versions(TILEIRAS_PKG)]
-        con.print(f"published {TILEIRAS_PKG}: " + ", ".join(marks))
-    return 0
+    rows = [*installed(root)] + ([pip] if pip else [])
+    return sorted(rows, key=lambda t: (_sort_key(t.version), t.source))
 
 
-def cmd_remove(args) -> int:
-    tc = remove(args.version)
-    print(f"removed tileiras {tc.version} ({tc.root})")
-    return 0
-
-
-def add_parser(subparsers, add_common: Callable | None = None) -> None:
-    """Register ``tileprobe toolchain install|list|remove``."""
-    p = subparsers.add_parser("toolchain", help="install, list and remove tileiras releases (with ptxas and "
-                                                "libnvvm) from the package registry")
-    sub = p.add_subparsers(dest="toolchain_cmd", required=True)
-    i = sub.add_parser("install", help="install VERSION (13.4 = newest 13.4.x, or 13.4.92)")
-    i.add_argument("versions", nargs="+", metavar="VERSION")
-    i.add_argument("--force", action="store_true", help="download and install again")
-    i.set_defaults(func=cmd_install)
-    ls = sub.add_parser("list", help="installed toolchains and this environment's pip tileiras")
-    ls.add_argument("--available", action="store_true", help="also list what the package registry publishes")
-    ls.set_defaults(func=cmd_list)
-    r = sub.add_parser("remove", help="delete an installed toolchain")
-    r.add_argument("version", metavar="VERSION")
-    r.set_defaults(func=cmd_remove)
-
-
-def _console():
-    from .cli import _console as console
-    return console()
+def folder_size_bytes(path: str | os.PathLike) -> int:
+    """Total size in bytes of the files under ``path`` (e.g. a toolchain's ``root``)."""
+    return sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file())

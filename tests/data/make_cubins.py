@@ -9,7 +9,7 @@ It compiles the kernels of ``kernels.py`` ahead of time with cuTile's public API
 for every target from sm_80 to sm_121 (``cubins/ptx_smem4k_<target>.cubin``, see PTX_TARGETS) and writes
 ``cubins/expected.json``: for every cubin, what ``cuobjdump -res-usage`` (REG, STACK, SHARED, LOCAL) and
 ``cuobjdump -elf`` (target, REQNTID, EIATTR_CTA_PER_CLUSTER, ...) say. ``tests/test_cubin.py`` checks
-``tileprobe.cubin`` against that file, and against a live cuobjdump when one is installed, with the parsers
+``tileprobe.model.cubin`` against that file, and against a live cuobjdump when one is installed, with the parsers
 below. Fixtures were made with cuda-tile 1.7.0, tileiras / cuobjdump 13.4.92 (recorded in the JSON).
 """
 from __future__ import annotations

@@ -6,21 +6,23 @@
 The candidates are the published ``nvidia-cuda-tileiras`` releases from GOOD to BAD (the registry's list is the
 truth; see :func:`tileprobe.toolchain.published_versions`). Each step installs the release as a managed toolchain
 if needed, audits the selected case with every hint value (a verdict compares values), and evaluates the property
-with the gate's expectation language (:func:`tileprobe.gate.parse_expectation`). Binary search assumes the property
-changes once between GOOD and BAD; every step is printed so a non-monotonic history is visible.
+with the gate's expectation language (:func:`tileprobe.analyses.gate.parse_expectation`). Binary search assumes the property
+changes once between GOOD and BAD; every step is reported (``on_step``) so a non-monotonic history is visible.
+
+Python API: :func:`bisect` (what ``tileprobe bisect`` runs) returns a :class:`BisectResult`.
 """
 from __future__ import annotations
 
-import sys
-from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Mapping, Sequence
 
 from ..errors import TileprobeError
 
 
 @dataclass
 class Step:
-    """One bisection step: the release, whether the property held, and the selected records' summary."""
+    """One bisection step: the release, whether the property held, the selected records' summary
+    (``threads × regs, shared B, CTA/SM, verdicts``) and the gate's failure lines when it did not hold."""
     version: str
     holds: bool
     summary: str
@@ -29,11 +31,18 @@ class Step:
 
 @dataclass
 class BisectResult:
-    """The steps in the order run, and the last release like GOOD and the first like BAD."""
+    """The steps in the order run, the last release like GOOD and the first like BAD, the property tested and
+    the candidate releases (GOOD first)."""
     steps: list[Step]
     last_good: str
     first_bad: str
     prop: str
+    versions: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        """``{"property", "first_bad", "last_good", "steps": [Step fields]}`` (what ``--json`` writes)."""
+        return {"property": self.prop, "first_bad": self.first_bad, "last_good": self.last_good,
+                "steps": [asdict(s) for s in self.steps]}
 
 
 def candidates(published: Sequence[str], good: str, bad: str) -> list[str]:
@@ -103,55 +112,31 @@ def _summary(r) -> str:
     return f"{r.threads} threads × {r.registers} regs, {r.shared_bytes:,} B, {r.ctas_per_sm} CTA/SM, {v}"
 
 
-def render_markdown(res: BisectResult, command: str = "") -> str:
-    """The steps as a Markdown table and the conclusion, for a bug report."""
-    from ..report.markdown import table_md
-    rows = [[s.version, "yes" if s.holds else "no", s.summary] for s in res.steps]
-    out = [f"## tileprobe bisect: `{res.prop}`\n\n", table_md(["tileiras", "holds", "variant"], rows),
-           f"\nFirst release where it changed: **{res.first_bad}** (last like the good one: {res.last_good}).\n"]
-    if command:
-        out.append(f"\nReproduce:\n\n```\n{command}\n```\n")
-    return "".join(out)
+def bisect(probe: str, *, arch: str, where: str | Mapping[str, Any], prop: str, good: str, bad: str,
+           jobs: int | None = None, on_versions: Callable[[list[str]], None] | None = None,
+           on_step: Callable[[Step], None] | None = None) -> BisectResult:
+    """``tileprobe bisect``: the first published tileiras release between ``good`` and ``bad`` where ``prop``
+    changed for the variants of ``probe`` selected by ``where`` on ``arch`` (see module doc).
 
+    Args:
+        where: ``"GATHER=True,occupancy=2"`` or a dict (case constants and hint values).
+        prop: an expectation in ``tileprobe gate --expect`` form, e.g. ``"occupancy honoured"``.
+        good, bad: releases (``13.3.36``, or ``13.3`` for its newest patch) where the property has its old and
+            its new value.
+        on_versions: called once with the candidate releases (GOOD first) before any audit.
+        on_step: called after each step (the release, whether the property held, a summary).
 
-def cmd_bisect(args) -> int:
-    from ..cli import _console
-    from .gate import parse_where
+    Raises:
+        ToolchainError: the registry cannot be reached, or a release is not published or cannot be installed.
+        GateError: a malformed ``prop`` or ``where``. TileprobeError: ``where`` matches no variant, or the
+            property has the same value at GOOD and BAD.
+    """
     from ..toolchain import published_versions
-    console = _console()
-    versions = candidates(published_versions(), args.good, args.bad)
-    console.print(f"bisecting {len(versions)} releases: {', '.join(versions)}", highlight=False)
-    evaluate = make_evaluator(args.probe, args.arch, parse_where(args.where), args.property, args.jobs)
-
-    def show(s: Step):
-        console.print(f"  tileiras {s.version}: {'holds' if s.holds else 'does not hold'} — {s.summary}",
-                      highlight=False, markup=False)
-
-    res = bisect_versions(versions, evaluate, show)
-    res.prop = args.property
-    if args.format == "markdown":
-        sys.stdout.write(render_markdown(res, " ".join(["tileprobe", *sys.argv[1:]])))
-    else:
-        console.print(f"first release where `{args.property}` changed: tileiras {res.first_bad} "
-                      f"(last like {versions[0]}: {res.last_good})", highlight=False, markup=False)
-    if args.json:
-        import json
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump({"property": res.prop, "first_bad": res.first_bad, "last_good": res.last_good,
-                       "steps": [s.__dict__ for s in res.steps]}, f, indent=1)
-    return 0
-
-
-def add_parser(sub, add_common) -> None:
-    p = sub.add_parser("bisect", help="first tileiras release where a property of a variant changed")
-    p.add_argument("probe", metavar="PROBE")
-    p.add_argument("--arch", required=True, help="one target, e.g. sm_120")
-    p.add_argument("--where", required=True, help='the variant: case constants and hint values, e.g. '
-                   '"GATHER=True,LOOP=True,occupancy=2"')
-    p.add_argument("--property", required=True, help='what to test, in `tileprobe gate --expect` form, e.g. '
-                   '"occupancy honoured", "registers<=128", "ctas_per_sm>=2", "no spills"')
-    p.add_argument("--good", required=True, help="a release where the property has its old value, e.g. 13.3.36")
-    p.add_argument("--bad", required=True, help="a release where it changed, e.g. 13.4.92")
-    p.add_argument("--jobs", "-j", type=int, default=None)
-    add_common(p)
-    p.set_defaults(func=cmd_bisect)
+    from .gate import parse_where
+    versions = candidates(published_versions(), good, bad)
+    if on_versions:
+        on_versions(versions)
+    selection = parse_where(where) if isinstance(where, str) else dict(where)
+    res = bisect_versions(versions, make_evaluator(probe, arch, selection, prop, jobs), on_step)
+    res.prop, res.versions = prop, versions
+    return res

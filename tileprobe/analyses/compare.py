@@ -13,13 +13,16 @@ Variants are matched by (kernel, case, hints, arch). Each pair gets a mark, in t
 
 Regressions are listed first. Times are compared only when both sides ran on the same GPU; the noise bound is
 the larger interquartile range of the two (or 1% of the median when a run has no spread).
+
+Python API: :func:`compare_results` (what ``tileprobe compare`` runs) returns a :class:`Comparison`;
+:func:`compare_records` compares two record lists. :mod:`tileprobe.report` renders them.
 """
 from __future__ import annotations
 
 import json
 import os
-import sys
 from dataclasses import dataclass, field
+from typing import Sequence
 
 from ..errors import TileprobeError
 from ..schema import VariantRecord, load
@@ -41,9 +44,11 @@ class Change:
 
     @property
     def mark(self) -> str:
+        """The one-character mark of :attr:`kind` (:data:`MARKS`)."""
         return MARKS[self.kind]
 
     def label(self) -> str:
+        """``kernel arch NAME=VALUE …`` (case constants, then hints; ``declared hints`` when there are none)."""
         r = self.a or self.b
         parts = [f"{k}={v}" for k, v in [*r.case.items(), *r.hints.items()]]
         return f"{r.kernel} {r.arch} " + (" ".join(parts) or "declared hints")
@@ -144,67 +149,30 @@ def split_by_compiler(records: list[VariantRecord]) -> tuple[list[VariantRecord]
             builds[0], builds[1])
 
 
-def _load_side(spec: str, store_path: str | None) -> tuple[list[VariantRecord], str]:
+def load_side(spec: str, store_path: str | None = None) -> tuple[list[VariantRecord], str]:
+    """One side of a comparison: the records of a result JSON file, or of a stored audit by id
+    (``tileprobe history`` lists them), and a name for it.
+
+    Raises:
+        TileprobeError: ``spec`` is neither a file nor a stored audit id (or the file is not a result).
+        StoreError: the store at ``store_path`` cannot be read.
+    """
     if os.path.exists(spec):
         recs, env = load(spec)
         return recs, f"{spec} ({', '.join(env.get('tileiras', []))})"
     from ..store import Store
-    store = Store.open(store_path, must_exist=bool(store_path))
-    try:
-        recs = store.audit_records(spec)
-    except (AttributeError, KeyError) as e:
-        raise TileprobeError(f"{spec!r} is neither a result file nor a stored audit id; "
-                             "see `tileprobe history` for ids") from e
+    if not spec.strip().isdigit():
+        raise _not_a_side(spec)
+    with Store.open(store_path, must_exist=bool(store_path)) as store:
+        recs = store.records(audit_id=int(spec))
+    if not recs:
+        raise _not_a_side(spec)
     return recs, f"stored audit {spec}"
 
 
-# --- rendering -------------------------------------------------------------------------------------------------
-
-def render_terminal(changes: list[Change], name_a: str, name_b: str, console=None) -> None:
-    """A rich table: mark, variant, A and B resources/verdicts, what changed."""
-    from rich.console import Console
-    from rich.table import Table
-    console = console or Console()
-    t = Table(title=f"A: {name_a}\nB: {name_b}", title_justify="left")
-    for h in ("", "variant", "A", "B", "what changed"):
-        t.add_column(h)
-    style = {"!": "bold red", "*": "green", "x": "yellow"}
-    for c in changes:
-        m = c.mark
-        t.add_row(f"[{style[m]}]{m}[/]" if m in style else m, c.label(), _side(c.a), _side(c.b),
-                  "; ".join(c.details))
-    console.print(t)
-    console.print("! regression   * improvement   x code or resources changed, same residency and verdicts   "
-                  "= same machine code   ? on one side only", highlight=False, markup=False)
-    n = sum(c.kind == "regression" for c in changes)
-    console.print(f"{n} regression(s), {sum(c.kind == 'improvement' for c in changes)} improvement(s), "
-                  f"{sum(c.kind == 'changed' for c in changes)} changed, {sum(c.kind == 'same' for c in changes)} same")
-
-
-def _side(r: VariantRecord | None) -> str:
-    if r is None:
-        return "-"
-    if not r.ok:
-        return r.status
-    v = ", ".join(f"{h} {x['status']}" for h, x in r.verdicts.items())
-    t = f"; {r.run['median_us']:.1f} µs" if r.run and r.run.get("median_us") else ""
-    return f"{r.threads}×{r.registers}r {r.shared_bytes:,}B {r.ctas_per_sm}/SM {v}{t}"
-
-
-def render_markdown(changes: list[Change], name_a: str, name_b: str, environment: dict | None = None,
-                    command: str = "") -> str:
-    """Markdown for a bug report: the environment, the changed variants (regressions first), the repro command."""
-    from ..report.markdown import environment_md, table_md
-    parts = ["## tileprobe compare\n\n", f"- A: {name_a}\n- B: {name_b}\n"]
-    if environment:
-        parts.append(environment_md(environment))
-    if command:
-        parts.append(f"\nReproduce:\n\n```\n{command}\n```\n")
-    rows = [[c.mark, c.label(), _side(c.a), _side(c.b), "; ".join(c.details)] for c in changes if c.kind != "same"]
-    parts.append("\n" + table_md(["", "variant", "A", "B", "what changed"], rows) if rows else "\nNo differences.\n")
-    same = sum(c.kind == "same" for c in changes)
-    parts.append(f"\n{same} variant(s) identical (same machine code and resources).\n")
-    return "".join(parts)
+def _not_a_side(spec: str) -> TileprobeError:
+    return TileprobeError(f"{spec!r} is neither a result file nor a stored audit id; "
+                          "see `tileprobe history` for ids")
 
 
 def to_json(changes: list[Change]) -> list[dict]:
@@ -213,50 +181,54 @@ def to_json(changes: list[Change]) -> list[dict]:
              "a": c.a.to_dict() if c.a else None, "b": c.b.to_dict() if c.b else None} for c in changes]
 
 
-# --- CLI -------------------------------------------------------------------------------------------------------
+@dataclass
+class Comparison:
+    """What :func:`compare_results` found: the :class:`Change` s (regressions first), the names of sides A and B,
+    the environment of the audit or file they came from (``{}`` for two files), and with ``probe`` the audited
+    records (both compilers)."""
+    changes: list[Change]
+    name_a: str
+    name_b: str
+    environment: dict = field(default_factory=dict)
+    audited: list[VariantRecord] = field(default_factory=list)
 
-def cmd_compare(args) -> int:
-    from ..cli import _console
+    def to_json(self) -> list[dict]:
+        """:func:`to_json` of the changes (what ``--json`` writes)."""
+        return to_json(self.changes)
+
+
+def compare_results(results: Sequence[str] = (), *, probe: str | None = None, tileiras: Sequence[str] = (),
+                    archs: Sequence[str] = ("sm_90", "sm_120"), jobs: int | None = None,
+                    store: str | None = None) -> Comparison:
+    """``tileprobe compare``: what changed between two compilers or two result sets.
+
+    Args:
+        results: two result JSON files or stored audit ids (A, B), or one file holding two compiler builds.
+        probe: instead, audit this probe file with the two compilers ``tileiras`` (versions such as
+            ``["13.3.36", "13.4.92"]``; installed as managed toolchains when missing) for ``archs``.
+        jobs: parallel compiles (None: all CPUs). store: the results store holding stored audit ids.
+
+    Raises:
+        TileprobeError: not exactly two sides to compare (the message lists the accepted forms), or a side that
+            cannot be read; ToolchainError: a compiler that cannot be resolved or installed.
+    """
     env: dict = {}
-    if args.probe:
-        from ..audit.pipeline import audit
-        from ..cli import _split, _toolchains
-        if not args.tileiras or len(_split(args.tileiras)) != 2:
+    audited: list[VariantRecord] = []
+    if probe:
+        if len(tileiras) != 2:
             raise TileprobeError("with --probe, give two compilers: --tileiras A,B (e.g. 13.3.36,13.4.92)")
-        result = audit([args.probe], _split(args.arch), toolchains=_toolchains(args.tileiras), jobs=args.jobs)
+        from ..audit import audit
+        from ..toolchain import resolve_toolchains
+        result = audit([probe], list(archs), toolchains=resolve_toolchains(list(tileiras)), jobs=jobs)
         a, b, name_a, name_b = split_by_compiler(result.records)
-        env = result.environment
-        if args.format == "table":
-            from ..report.terminal import render_audit
-            render_audit(result.records, _console())
-    elif len(args.results) == 2:
-        a, name_a = _load_side(args.results[0], args.store)
-        b, name_b = _load_side(args.results[1], args.store)
-    elif len(args.results) == 1:
-        recs, env = load(args.results[0])
+        env, audited = result.environment, result.records
+    elif len(results) == 2:
+        a, name_a = load_side(results[0], store)
+        b, name_b = load_side(results[1], store)
+    elif len(results) == 1:
+        recs, env = load(results[0])
         a, b, name_a, name_b = split_by_compiler(recs)
     else:
         raise TileprobeError("compare what? give two result files (or stored audit ids), one file holding two "
                              "compiler builds, or --probe P --tileiras A,B")
-    changes = compare_records(a, b)
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(to_json(changes), f, indent=1, default=str)
-    if args.format == "markdown":
-        sys.stdout.write(render_markdown(changes, name_a, name_b, env, " ".join(["tileprobe", *sys.argv[1:]])))
-    elif args.format == "table":
-        render_terminal(changes, name_a, name_b, _console())
-    return 0
-
-
-def add_parser(sub, add_common) -> None:
-    p = sub.add_parser("compare", help="what changed between two compiler versions or two result sets")
-    p.add_argument("results", nargs="*", metavar="RESULT", help="two result JSON files / stored audit ids, or one "
-                   "file with two compiler builds")
-    p.add_argument("--probe", help="audit this probe with the two --tileiras versions and compare them")
-    p.add_argument("--tileiras", metavar="A,B", help="two compiler versions (with --probe)")
-    p.add_argument("--arch", default="sm_90,sm_120", help="targets (with --probe)")
-    p.add_argument("--jobs", "-j", type=int, default=None)
-    p.add_argument("--store", metavar="PATH", help="results store for stored audit ids")
-    add_common(p)
-    p.set_defaults(func=cmd_compare)
+    return Comparison(compare_records(a, b), name_a, name_b, env, audited)

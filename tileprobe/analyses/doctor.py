@@ -17,7 +17,8 @@ What it checks (sources: cuTile's ``cuda/tile/_compile.py`` 1.7.0, ``_find_compi
   on PATH or in ``$CUDA_HOME/bin``; tileprobe removes them for its own compiles.
 * The GPU and driver, if any (``nvidia-smi``, else ``libcuda.so.1`` via ctypes in a child process).
 
-:func:`diagnose` returns :class:`Finding` s and takes the environment as a mapping, so tests can fake one.
+:func:`diagnose` (what ``tileprobe doctor`` runs) returns :class:`Finding` s and takes the environment as a mapping,
+so tests can fake one; :mod:`tileprobe.report` renders them.
 """
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Mapping, Sequence
 
 from .. import toolchain as tcm
 from ..errors import TileprobeError, ToolchainError
@@ -444,54 +445,3 @@ def diagnose(env: Mapping[str, str] | None = None) -> list[Finding]:
     findings += _check_managed(env)
     findings += _check_gpu(env, ref)
     return findings
-
-
-_STYLE = {"ok": "[green]✓[/]", "warn": "[yellow]![/]", "error": "[bold red]✗[/]"}
-
-
-def render(findings: Sequence[Finding], console) -> None:
-    """Print findings with rich: a mark, the topic, the message, and the fix on its own line."""
-    from rich.markup import escape
-    for f in findings:
-        console.print(f"{_STYLE[f.level]} [bold]{escape(f.topic)}[/]: {escape(f.message)}")
-        if f.fix:
-            console.print(f"    [cyan]fix[/]: {escape(f.fix)}")
-
-
-def markdown(findings: Sequence[Finding]) -> str:
-    """Findings as a Markdown list, to paste into a bug report."""
-    lines = ["## tileprobe doctor", ""]
-    for f in findings:
-        lines.append(f"- **{f.level}** {f.topic}: {f.message}" + (f"  \n  fix: {f.fix}" if f.fix else ""))
-    return "\n".join(lines) + "\n"
-
-
-def cmd_doctor(args) -> int:
-    findings = diagnose()
-    if args.json:
-        doc = {"findings": [dataclasses.asdict(f) for f in findings]}
-        if args.json == "-":
-            print(json.dumps(doc, indent=1))
-        else:
-            Path(args.json).write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
-    if args.format == "markdown":
-        sys.stdout.write(markdown(findings))
-    elif args.format == "table" and args.json != "-":
-        render(findings, _console())
-    return 1 if any(f.level == "error" for f in findings) else 0
-
-
-def add_parser(subparsers, add_common: Callable | None = None) -> None:
-    """Register ``tileprobe doctor`` (exit code 0: no errors found, 1: at least one)."""
-    p = subparsers.add_parser("doctor", help="explain which tileiras cuTile uses and why compiles fail")
-    if add_common is not None:
-        add_common(p)
-    else:
-        p.add_argument("--json", metavar="FILE")
-        p.add_argument("--format", choices=["table", "markdown", "none"], default="table")
-    p.set_defaults(func=cmd_doctor)
-
-
-def _console():
-    from ..cli import _console as console
-    return console()

@@ -13,7 +13,8 @@ Time expectations need GPU run records (``record.run["median_us"]``, from the st
 the expectation *cannot be checked*: that is reported, and fails the gate unless ``--allow-unchecked``. "Noise" of a
 run is the first of its ``noise_us``, ``stdev_us``, ``mad_us`` (µs) it records, else 0.
 
-Python API: :func:`parse_expectation`, :func:`check` (records × expectations → failures), :func:`run_gate`.
+Python API: :func:`parse_expectation`, :func:`check` (records × expectations → failures), :func:`run_gate` (what
+``tileprobe gate`` runs: a :class:`GateResult`; :func:`tileprobe.report.terminal.gate_text` prints it).
 The pytest fixture ``tileprobe_audit`` (``tileprobe/pytest_plugin.py``) wraps the same calls.
 """
 from __future__ import annotations
@@ -26,7 +27,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from ..errors import TileprobeError
 from ..audit.probe import KERNEL_HINTS
-from ..schema import VariantRecord, value_key
+from ..schema import VariantRecord, short_build, value_key
 
 FORMS = """\
   HINT honoured               the HINT verdict is honoured (HINT: {hints})
@@ -52,6 +53,7 @@ class GateError(TileprobeError):
 
 
 def forms() -> str:
+    """The accepted expectation forms (:data:`FORMS` with the hint and field names filled in), one per line."""
     return FORMS.format(hints=", ".join(KERNEL_HINTS), fields=", ".join(FIELDS))
 
 
@@ -67,6 +69,7 @@ class Expectation:
 
     @property
     def uses_baseline(self) -> bool:
+        """Whether the expectation compares with the ``--baseline`` record (``FIELD OP baseline``)."""
         return self.kind in ("compare", "time") and self.value is None
 
 
@@ -132,7 +135,6 @@ class Failure:
 
 def variant_label(r: VariantRecord) -> str:
     """``w4a16_gemm sm_120 tileiras 13.4.92 GATHER=True LOOP=True occupancy=2``."""
-    from ..report.common import short_build
     kv = " ".join(f"{k}={v}" for k, v in [*r.case.items(), *r.hints.items()])
     return " ".join(x for x in (r.kernel, r.arch, short_build(r.tileiras), kv) if x)
 
@@ -245,7 +247,6 @@ def _check_compare(e: Expectation, r: VariantRecord, label: str, base: dict) -> 
 
 
 def _short(r: VariantRecord) -> str:
-    from ..report.common import short_build
     return short_build(r.tileiras)
 
 
@@ -349,9 +350,10 @@ def load_baseline(path: str, *, kernel: str | None = None, arch: str | None = No
     if head.lstrip().startswith(b"{"):
         records, _ = load(path)
     else:
+        from ..audit.verdict import judge_records
         from ..store import Store
         with Store.open(path) as s:
-            records = s.records(kernel=kernel, arch=arch)
+            records = s.records(kernel=kernel, arch=arch, judge=judge_records)
     return [r for r in records if (not kernel or r.kernel == kernel) and (not arch or r.arch == arch)
             and (not tileiras or tileiras in r.tileiras)]
 
@@ -366,14 +368,39 @@ class GateResult:
 
     @property
     def passed(self) -> bool:
+        """True when every failure is an unchecked one and ``allow_unchecked`` lets those pass."""
         return not [f for f in self.failures if not (f.unchecked and self.allow_unchecked)]
+
+    def to_dict(self) -> dict:
+        """``{"passed", "expectations", "failures", "variants"}`` (what ``tileprobe gate --json`` writes)."""
+        return {"passed": self.passed, "expectations": [e.text for e in self.expectations],
+                "failures": [f.__dict__ for f in self.failures], "variants": [r.to_dict() for r in self.records]}
 
 
 def run_gate(probe_path: str, arch: str, expectations: Sequence[str], *, where: Mapping[str, Any] | None = None,
              toolchains: Sequence[dict] | None = None, store=None, baseline: str | None = None,
              baseline_tileiras: str | None = None, allow_unchecked: bool = False, jobs: int | None = None,
              timeout_s: float | None = None, command_line: str = "") -> GateResult:
-    """Parse ``expectations``, audit the selected variants (see :func:`audit_selected`) and check them."""
+    """``tileprobe gate``: parse ``expectations``, audit the selected variants (see :func:`audit_selected`) and
+    check them.
+
+    Args:
+        probe_path: the probe file. arch: one target, e.g. ``"sm_120"``.
+        expectations: ``--expect`` strings (:data:`FORMS`). where: case constants and hint values to select
+            (:func:`parse_where` of ``"GATHER=True,occupancy=2"``).
+        toolchains: compiler dicts (:func:`tileprobe.toolchain.resolve_toolchains`); None: cuTile's own.
+        store: a :class:`~tileprobe.store.Store` to reuse and fill (None: compile everything, store nothing).
+        baseline: a results store or result JSON to compare ``FIELD OP baseline`` with; ``baseline_tileiras``
+            picks its records of one compiler build.
+        allow_unchecked: let expectations that cannot be checked (no run records, no baseline) pass.
+        jobs: parallel compiles; timeout_s: per-variant compiler timeout (s); command_line: stored with the audit.
+
+    Returns a :class:`GateResult` (``passed``, ``failures``).
+
+    Raises:
+        GateError: several archs, no or a malformed expectation, a ``where`` that matches nothing, or a baseline
+            expectation without ``baseline``.
+    """
     from ..model.arch import get_arch
     if "," in arch:
         raise GateError(f"--arch {arch!r}: a gate checks one architecture; run one gate per arch")
@@ -407,87 +434,3 @@ def _values(records: Sequence[VariantRecord], where: Mapping[str, Any]) -> str:
         vals = sorted({repr(r.case[k]) if k in r.case else repr(r.hint(k)) for r in records}, key=str)
         parts.append(f"{k} ∈ {{{', '.join(vals)}}}")
     return "; ".join(parts) or "none"
-
-
-def format_result(g: GateResult) -> str:
-    """The gate's report: one block per expectation (ok / FAIL / CANNOT CHECK) with a line per failing variant."""
-    lines = []
-    for e in g.expectations:
-        fails = [f for f in g.failures if f.expectation == e.text]
-        hard = [f for f in fails if not f.unchecked]
-        if not fails:
-            lines.append(f"ok    {e.text} ({len(g.records)} variant(s))")
-            continue
-        tag = "FAIL " if hard or not g.allow_unchecked else "SKIP "
-        what = "cannot be checked" if not hard else f"{len(hard)} of {len(g.records)} variant(s)"
-        lines.append(f"{tag} {e.text}: {what}")
-        lines.extend(f"      {f}" for f in fails)
-    failed = {f.expectation for f in g.failures if not f.unchecked or not g.allow_unchecked}
-    if g.passed:
-        lines.append(f"gate passed: {len(g.expectations)} expectation(s) on {len(g.records)} variant(s)")
-    else:
-        lines.append(f"gate FAILED: {len(failed)} of {len(g.expectations)} expectation(s) not met on "
-                     f"{len(g.records)} variant(s)")
-    return "\n".join(lines)
-
-
-def cmd_gate(args) -> int:
-    import json
-    from ..store import Store
-    toolchains = None
-    if args.tileiras:
-        from ..toolchain import resolve_toolchains
-        toolchains = resolve_toolchains([x for x in args.tileiras.split(",") if x.strip()])
-    store = None if args.no_store else Store.open(args.store)
-    g = run_gate(args.probe, args.arch, args.expect or [], where=parse_where(args.where), toolchains=toolchains,
-                 store=store, baseline=args.baseline, baseline_tileiras=args.baseline_tileiras,
-                 allow_unchecked=args.allow_unchecked, jobs=args.jobs, timeout_s=args.timeout,
-                 command_line=_command_line(args))
-    print(format_result(g))
-    if args.json:
-        doc = {"passed": g.passed, "expectations": [e.text for e in g.expectations],
-               "failures": [f.__dict__ for f in g.failures], "variants": [r.to_dict() for r in g.records]}
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(doc, f, indent=1, default=str)
-    return 0 if g.passed else 1
-
-
-def _command_line(args) -> str:
-    """The gate's command line as stored with its audit (rebuilt from ``args``: main(argv) may run in-process)."""
-    import shlex
-    parts = ["gate", args.probe, "--arch", args.arch]
-    for flag, value in (("--tileiras", args.tileiras), ("--where", args.where), ("--baseline", args.baseline)):
-        if value:
-            parts += [flag, value]
-    for e in args.expect or []:
-        parts += ["--expect", e]
-    return shlex.join(parts)
-
-
-def add_parser(subparsers, add_common) -> None:
-    """``tileprobe gate``: exit 1 with a reason per failed expectation (see module doc)."""
-    p = subparsers.add_parser("gate", help="CI check: audit selected variants, test expectations (exit 1 on failure)",
-                              description="Audit the selected variants of a probe (reusing the results store) and "
-                                          "check expectations; exit 1 with a reason per failure.",
-                              epilog="expectations:\n" + forms(), formatter_class=_raw_formatter())
-    p.add_argument("probe", metavar="PROBE", help="probe file")
-    p.add_argument("--arch", required=True, help="one target, e.g. sm_120")
-    p.add_argument("--tileiras", metavar="V", help="compiler version(s), e.g. 13.3.36 (managed toolchains); "
-                   "default: the one cuTile would use")
-    p.add_argument("--where", metavar="NAME=VALUE,...", help="select variants by case constants and hint values")
-    p.add_argument("--expect", action="append", metavar="EXPR", help="an expectation (repeatable; forms below)")
-    p.add_argument("--baseline", metavar="STORE_OR_JSON", help="results store or result JSON to compare with")
-    p.add_argument("--baseline-tileiras", metavar="TEXT", help="use the baseline's records of this compiler build")
-    p.add_argument("--allow-unchecked", action="store_true", help="pass when an expectation cannot be checked "
-                   "(e.g. time with no run records); default: such an expectation fails")
-    p.add_argument("--store", metavar="PATH", help="results store (default: $TILEPROBE_STORE or the user data dir)")
-    p.add_argument("--no-store", action="store_true", help="do not read or write the results store")
-    p.add_argument("--jobs", "-j", type=int, default=None, help="parallel compiles (default: all CPUs)")
-    p.add_argument("--timeout", type=float, default=None, help="per-variant compiler timeout in seconds")
-    p.add_argument("--json", metavar="FILE", help="also write the outcome (failures, variants) as JSON")
-    p.set_defaults(func=cmd_gate)
-
-
-def _raw_formatter():
-    import argparse
-    return argparse.RawDescriptionHelpFormatter

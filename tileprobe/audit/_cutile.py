@@ -34,6 +34,7 @@ from ctypes import POINTER, c_char_p, c_int, c_uint, c_uint64, c_void_p
 from typing import Any, Callable
 
 from ..errors import ToolchainError, TileprobeError
+from ..schema import cutile_version  # the public version, beside the private names it gates
 
 CUDA_SUCCESS = 0
 CUDA_ERROR_NOT_SUPPORTED = 801
@@ -143,15 +144,6 @@ def install_fake_driver() -> None:
 
 
 # --- cuTile version and private names ------------------------------------------------------------------
-
-def cutile_version() -> str:
-    """The installed cuda-tile version string, e.g. ``"1.7.0"``."""
-    from importlib.metadata import PackageNotFoundError, version
-    try:
-        return version("cuda-tile")
-    except PackageNotFoundError as e:
-        raise TileprobeError("cuda-tile is not installed: pip install 'cuda-tile[tileiras]'") from e
-
 
 def check_cutile() -> None:
     """Check that the private names tileprobe relies on exist in the installed cuTile.

@@ -51,10 +51,12 @@ class Variant:
 
     @property
     def case_dict(self) -> dict:
+        """The case as ``{constant: value}`` (``case`` is a tuple of pairs, so a Variant is hashable)."""
         return dict(self.case)
 
     @property
     def hints_dict(self) -> dict:
+        """The hints set for this variant as ``{hint: value}`` (absent: the kernel's declared value)."""
         return dict(self.hints)
 
     def label(self) -> str:
@@ -159,21 +161,10 @@ def compile_one(variant: Variant) -> CompileResult:
         return res
     _compile_cubin(kernel, sig, variant, res)
     if res.cubin is not None and _WORKER.get("with_sass"):
-        res.sass = _sass(res.cubin, res.symbol)
+        from ..model.sass import sass_summary
+        res.sass = sass_summary(res.cubin, res.symbol)
     res.total_s = time.perf_counter() - t0
     return res
-
-
-def _sass(cubin: bytes, symbol: str) -> dict:
-    """SASS traits of the kernel ``symbol`` (see :mod:`tileprobe.sass`), or ``{"error": …}``."""
-    from ..errors import TileprobeError
-    from ..model.sass import sass_traits
-    try:
-        traits = sass_traits(cubin)
-        names = [k.name for k in traits.kernels]
-        return {"target": traits.target, **traits.kernel(symbol if symbol in names else None).to_dict()}
-    except TileprobeError as e:
-        return {"error": str(e)}
 
 
 def _compile_cubin(kernel, sig, variant: Variant, res: CompileResult) -> None:
@@ -236,7 +227,7 @@ def compile_variants(variants: Iterable[Variant], *, tileiras: str | None = None
         jobs: worker processes (default: :func:`default_jobs`).
         timeout_s: per-variant compiler timeout in seconds.
         artifact_root: where failed variants keep their bytecode (default: a temp dir that is kept).
-        with_sass: also disassemble each cubin in the worker (nvdisasm) for :mod:`tileprobe.sass` traits.
+        with_sass: also disassemble each cubin in the worker (nvdisasm) for :mod:`tileprobe.model.sass` traits.
 
     A worker that dies fails the variants it was holding with status ``compiler_crash`` and the pool is rebuilt.
     """

@@ -1,6 +1,6 @@
 """Explanations in numbers: what each resource would have to be for N CTAs per SM, and static advice.
 
-Everything here inverts :func:`tileprobe.occupancy.theoretical_occupancy` (cuda_occupancy.h rules) by search, so
+Everything here inverts :func:`tileprobe.model.occupancy.theoretical_occupancy` (cuda_occupancy.h rules) by search, so
 the answers use exactly the same allocation granularities (256 registers per warp, 128-byte shared memory units,
 1 KB reserved per CTA) as the occupancy numbers in the tables.
 """
@@ -11,7 +11,7 @@ from typing import Iterable
 
 from ..model.arch import ArchLimits, get_arch
 from ..model.occupancy import theoretical_occupancy
-from ..schema import VariantRecord
+from ..schema import VariantRecord, short_build
 
 
 def max_regs_for(limits: ArchLimits, threads: int, ctas: int) -> int | None:
@@ -69,7 +69,6 @@ def advice(records: Iterable[VariantRecord]) -> list[str]:
     for rows in groups.values():
         rows.sort(key=lambda r: int(r.hint("occupancy")))
         r0 = rows[0]
-        from ..report.common import short_build
         others = [f"{k}={v}" for k, v in r0.hints.items() if k != "occupancy"]
         label = " ".join([r0.kernel, r0.arch, short_build(r0.tileiras),
                           *[f"{k}={v}" for k, v in r0.case.items()], *others])

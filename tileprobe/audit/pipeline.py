@@ -123,7 +123,7 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
 
     Args:
         probe_paths: probe files (each defines ``probe`` or ``probes``).
-        archs: targets such as ``["sm_90", "sm_120"]`` (see :data:`tileprobe.arch.ARCHS`).
+        archs: targets such as ``["sm_90", "sm_120"]`` (see :data:`tileprobe.model.arch.ARCHS`).
         toolchains: ``[{"tileiras": path, "lib_dirs": [...]}]``; ``None`` = the tileiras cuTile would pick.
         jobs: parallel compile workers (default: all CPUs).
         timeout_s: per-variant compiler timeout (s).
@@ -216,3 +216,22 @@ def _mark_determinism(records: list[VariantRecord], repeats: dict[tuple, list[st
 
 def _order_key(probe: str, kernel: str, case: dict, hints: dict, arch: str) -> tuple:
     return (probe, kernel, value_key(case), value_key(hints), arch)
+
+
+def write_bundle(folder: str, result: AuditResult) -> None:
+    """Hand an audit to another machine (e.g. the GPU host): ``folder/audit.json`` (the result JSON) and
+    ``folder/cubins/<sha256>.cubin`` (every cubin of ``result``).
+
+    ``tileprobe run --bundle folder`` reads this layout (:func:`tileprobe.run.session.load_bundle`); no tileiras
+    is needed there.
+
+    Raises:
+        OSError: the folder cannot be created or written.
+    """
+    import os
+    from ..schema import write_json
+    os.makedirs(os.path.join(folder, "cubins"), exist_ok=True)
+    for sha, data in result.cubins.items():
+        with open(os.path.join(folder, "cubins", sha + ".cubin"), "wb") as f:
+            f.write(data)
+    write_json(result.records, result.environment, os.path.join(folder, "audit.json"))

@@ -19,7 +19,7 @@ A probe file is plain Python that defines ``probe = Probe(...)`` (or ``probes = 
     )
 
 ``args(case, arrays)`` returns the arguments exactly as the code under test passes them to ``ct.launch``.
-``arrays`` makes device arrays: in an audit they are :class:`~tileprobe.signature.ArraySpec` (shape, dtype,
+``arrays`` makes device arrays: in an audit they are :class:`~tileprobe.audit.signature.ArraySpec` (shape, dtype,
 strides, alignment; no memory), in a GPU run real tensors of the same layout — so the audit compiles the
 signature JIT would infer for the real launch.
 """

@@ -9,7 +9,7 @@ So the audit does not write signatures by hand: it describes each array (:class:
 strides in elements, alignment of the base address in bytes) and asks cuTile itself, through its public
 ``KernelSignature.from_kernel_args``, what JIT would infer. ``ArraySpec`` is a fake device array that speaks
 DLPack (``__dlpack__`` / ``__dlpack_device__``, device kDLCUDA) and owns no memory; the fake driver in
-:mod:`tileprobe._cutile` answers the few driver queries inference makes.
+:mod:`tileprobe.audit._cutile` answers the few driver queries inference makes.
 """
 from __future__ import annotations
 

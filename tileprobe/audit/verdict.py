@@ -90,7 +90,7 @@ def _verdict(status: str, reason: str) -> dict:
 def judge_occupancy(hint: str, r: VariantRecord, group: list[VariantRecord]) -> dict:
     """Verdict for ``occupancy=N`` from residency (CTAs/SM), the arch's hard limits and the other values.
 
-    Reasons that are not ``honoured`` end with what the CTA would need for N (:func:`tileprobe.explain.what_it_takes`).
+    Reasons that are not ``honoured`` end with what the CTA would need for N (:func:`tileprobe.audit.explain.what_it_takes`).
     """
     v = _judge_occupancy(hint, r, group)
     if v["status"] in (PARTIAL, IGNORED):
@@ -165,7 +165,7 @@ def _judge_generic(hint: str, r: VariantRecord, group: list[VariantRecord]) -> d
 
 
 def tma_data_ops(r: VariantRecord) -> int | None:
-    """TMA / bulk-copy *data* instructions (:data:`tileprobe.sass.TMA_DATA_OPCODES`) in the variant's SASS;
+    """TMA / bulk-copy *data* instructions (:data:`tileprobe.model.sass.TMA_DATA_OPCODES`) in the variant's SASS;
     None when the record has no SASS traits."""
     sass = r.sass or {}
     if "tma" not in sass:

@@ -21,7 +21,7 @@ Sources, named again on every number below:
   the primary source for 8.8 (= 8.6), 10.3 (= 10.0) and 12.1 (= 12.0), which the guide's table groups or omits.
 - ``[driver]``: on an H200 (sm_90, driver 580.159, 2026-11-29) ``cuDeviceGetAttribute`` gave every sm_90 number
   below, and ``cuOccupancyMaxActiveBlocksPerMultiprocessor`` equalled
-  :func:`tileprobe.occupancy.theoretical_occupancy` on 22,036 queries (17 register counts, 10-255; static and
+  :func:`tileprobe.model.occupancy.theoretical_occupancy` on 22,036 queries (17 register counts, 10-255; static and
   dynamic shared memory up to the opt-in maximum and one byte over; 1-1024 threads).
 
 sm_107 (compute capability 10.7) is a tileiras target but is NOT supported here: ``[occ]`` gives its CTA slots

@@ -80,7 +80,7 @@ def theoretical_occupancy(limits: ArchLimits, threads_per_cta: int, regs_per_thr
     """CTAs of a kernel that fit on one SM of ``limits``' architecture, and what limits them.
 
     Args:
-        limits: the architecture (:func:`tileprobe.arch.get_arch`).
+        limits: the architecture (:func:`tileprobe.model.arch.get_arch`).
         threads_per_cta: threads per CTA (the cubin's REQNTID product), 1-1024.
         regs_per_thread: registers per thread (cuobjdump REG), 0-255.
         smem_per_cta_bytes: shared memory per CTA in bytes as the driver reports it (static + dynamic), WITHOUT
@@ -152,7 +152,7 @@ def _ctas_by_shared_memory(limits: ArchLimits, smem_per_cta_bytes: int) -> int:
 
 def _check_inputs(limits: ArchLimits, threads_per_cta: int, regs_per_thread: int, smem_per_cta_bytes: int) -> None:
     if not isinstance(limits, ArchLimits):
-        raise TileprobeError(f"limits must be an ArchLimits (tileprobe.arch.get_arch), got {limits!r}")
+        raise TileprobeError(f"limits must be an ArchLimits (tileprobe.model.arch.get_arch), got {limits!r}")
     _check_range("threads_per_cta", threads_per_cta, 1, limits.max_threads_per_cta, limits.name)
     _check_range("regs_per_thread", regs_per_thread, 0, limits.max_regs_per_thread, limits.name)
     _check_range("smem_per_cta_bytes", smem_per_cta_bytes, 0, None, limits.name)

@@ -20,7 +20,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from tileprobe.errors import CubinError, ToolchainError
+from tileprobe.errors import CubinError, TileprobeError, ToolchainError
 
 __all__ = ["KernelSassTraits", "SassTraits", "TMA_DATA_OPCODES", "find_nvdisasm", "parse_nvdisasm", "sass_traits"]
 
@@ -222,3 +222,15 @@ def _kernel_traits(name: str, instructions: list[tuple[str, str, str]]) -> Kerne
         spill_loads=counts["LDL"], spill_stores=counts["STL"], setmaxnreg=tuple(maxnreg),
         tma_counts={op: n for op, n in sorted(counts.items()) if _TMA.fullmatch(op)},
         matrix_counts={op: n for op, n in sorted(counts.items()) if _MATRIX.fullmatch(op)})
+
+
+def sass_summary(cubin: bytes, symbol: str) -> dict:
+    """What a variant record keeps of the SASS (``VariantRecord.sass``): the target and the traits of kernel
+    ``symbol`` (the only kernel when no kernel has that name) as :meth:`KernelSassTraits.to_dict`, or ``{"error": …}``
+    when nvdisasm is missing or fails. Both fresh compiles and the store's back-filled records use this."""
+    try:
+        traits = sass_traits(cubin)
+        names = [k.name for k in traits.kernels]
+        return {"target": traits.target, **traits.kernel(symbol if symbol in names else None).to_dict()}
+    except TileprobeError as e:
+        return {"error": str(e)}

@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Iterable
 
-from ..schema import VariantRecord
+from ..schema import VariantRecord, short_build  # noqa: F401  (short_build: the renderers' label)
 
 #: Column order for a variant row: (header, function of a record).
 VERDICT_MARK = {"honoured": "honoured", "partial": "partial", "ignored": "IGNORED", "infeasible": "infeasible"}
@@ -23,6 +23,7 @@ def fmt_value(v) -> str:
 
 
 def fmt_int(v) -> str:
+    """An integer with thousands separators (``100,484``); ``-`` for None."""
     return "-" if v is None else f"{v:,}"
 
 
@@ -46,13 +47,6 @@ def hint_columns(rows: Iterable[VariantRecord]) -> list[str]:
 def verdict_columns(rows: Iterable[VariantRecord]) -> list[str]:
     """Hints and per-load knobs with a verdict in any of ``rows`` (a verdict column each), first-seen order."""
     return _first_seen([*r.hints, *r.verdicts] for r in rows)
-
-
-def short_build(tileiras: str) -> str:
-    """``Cuda compilation tools, release 13.4, V13.4.92`` → ``tileiras 13.4.92``."""
-    import re
-    m = re.search(r"V(\d+\.\d+\.\d+)", tileiras or "")
-    return f"tileiras {m.group(1)}" if m else (tileiras or "tileiras ?")
 
 
 def verdict_text(r: VariantRecord, long: bool = False) -> str:
@@ -145,3 +139,71 @@ def ptx_text(r: VariantRecord) -> str:
     if p.get("minnctapersm"):
         parts.append(f".minnctapersm {p['minnctapersm']}")
     return " ".join(parts)
+
+
+def record_side(r: VariantRecord | None) -> str:
+    """One side of a compare row: ``384×168r 100,484B 1/SM occupancy honoured; 26.0 µs`` (``-`` when absent,
+    the status when it failed)."""
+    if r is None:
+        return "-"
+    if not r.ok:
+        return r.status
+    v = ", ".join(f"{h} {x['status']}" for h, x in r.verdicts.items())
+    t = f"; {r.run['median_us']:.1f} µs" if r.run and r.run.get("median_us") else ""
+    return f"{r.threads}×{r.registers}r {r.shared_bytes:,}B {r.ctas_per_sm}/SM {v}{t}"
+
+
+# --- GPU runs -----------------------------------------------------------------------------------------------------
+
+def run_label(r: VariantRecord) -> str:
+    """``kernel arch NAME=VALUE …`` for run progress and warnings."""
+    return " ".join([r.kernel, r.arch, *(f"{k}={v}" for k, v in [*r.case.items(), *r.hints.items()])])
+
+
+def run_cell(r: VariantRecord) -> str:
+    """``ok 26.0 µs ±1.2%`` / ``wrong (rel err 0.31)`` / ``hang`` … for one record (``-`` when it did not run)."""
+    run = r.run or {}
+    st = run.get("status")
+    if st is None:
+        return "-"
+    t = f" {run['median_us']:,.1f} µs ±{run.get('spread_pct') or 0:.1f}%" if run.get("median_us") is not None else ""
+    if st == "wrong" and run.get("rel_err") is not None:
+        return f"wrong (rel err {run['rel_err']:.3g}){t}"
+    return f"{st}{t}"
+
+
+def _fmt(v, spec: str) -> str:
+    return "-" if v is None else format(v, spec)
+
+
+def _occ_cell(run: dict) -> str:
+    d = run.get("driver_ctas_per_sm")
+    if d is None:
+        return "-"
+    return f"{d}" if run.get("occupancy_agrees") is not False else f"{d} ≠ {run.get('static_ctas_per_sm')}"
+
+
+#: (header, cell function) pairs for the run columns beside the audit's.
+RUN_COLUMNS = [
+    ("status", lambda r: (r.run or {}).get("status") or "-"),
+    ("median µs", lambda r: _fmt((r.run or {}).get("median_us"), ",.1f")),
+    ("IQR %", lambda r: _fmt((r.run or {}).get("spread_pct"), ".1f")),
+    ("rel err", lambda r: _fmt((r.run or {}).get("rel_err"), ".2g")),
+    ("drv CTAs/SM", lambda r: _occ_cell(r.run or {})),
+]
+
+
+def best_lines(records: Iterable[VariantRecord]) -> list[str]:
+    """One line per kernel case (:func:`tileprobe.run.session.best_hints`): the fastest correct hint and its
+    speed-up over the default variant."""
+    from ..run.session import best_hints
+    out = []
+    for b in best_hints(records):
+        case = " ".join(f"{k}={v}" for k, v in b["case"].items())
+        hints = " ".join(f"{k}={v}" for k, v in b["best_hints"].items()) or "declared hints"
+        line = f"{b['kernel']} {b['arch']} {case}: best {hints} {b['best_us']:,.1f} µs"
+        if b["speedup"] is not None:
+            dflt = " ".join(f"{k}={v}" for k, v in b["default_hints"].items()) or "declared hints"
+            line += f", {b['speedup']:.2f}× vs default {dflt} {b['default_us']:,.1f} µs"
+        out.append(line)
+    return out

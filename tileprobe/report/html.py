@@ -158,6 +158,7 @@ def remarks_section(rows: Sequence[VariantRecord]) -> str:
 # --- plots --------------------------------------------------------------------------------------------------------
 
 def have_matplotlib() -> bool:
+    """Whether matplotlib imports (the plots need it; without it the report has tables only)."""
     try:
         import matplotlib  # noqa: F401
         return True
@@ -338,27 +339,6 @@ def render_html(records: Iterable[VariantRecord], *, title: str = "tileprobe rep
     return "\n".join(parts)
 
 
-def load_records(*, store: str | None = None, json_files: Sequence[str] = (), use_store: bool = True,
-                 kernel: str | None = None, arch: str | None = None, tileiras: str | None = None,
-                 audit_id: int | None = None) -> tuple[list[VariantRecord], list[str]]:
-    """Records from result JSON files and/or a results store (newest compile per variant), and their sources."""
-    from ..model.arch import get_arch
-    from ..schema import load
-    records, sources = [], []
-    arch = get_arch(arch).name if arch else None
-    for path in json_files:
-        recs, _ = load(path)
-        records.extend(r for r in recs if (not kernel or r.kernel == kernel) and (not arch or r.arch == arch)
-                       and (not tileiras or tileiras in r.tileiras))
-        sources.append(path)
-    if use_store:
-        from ..store import Store
-        with Store.open(store, must_exist=bool(store)) as s:
-            records.extend(s.records(kernel=kernel, arch=arch, tileiras=tileiras, audit_id=audit_id))
-            sources.append(s.path + (f" (audit {audit_id})" if audit_id is not None else ""))
-    return records, sources
-
-
 def write_report(records: Iterable[VariantRecord], path: str, **kw) -> None:
     """Write :func:`render_html` to ``path``."""
     text = render_html(records, **kw)
@@ -366,34 +346,27 @@ def write_report(records: Iterable[VariantRecord], path: str, **kw) -> None:
         f.write(text)
 
 
-def cmd_report(args) -> int:
-    from ..cli import check_output_path
-    check_output_path(args.output, "-o")
-    records, sources = load_records(store=args.store, json_files=args.json or (),
-                                    use_store=bool(args.store) or not args.json or args.audit is not None,
-                                    kernel=args.kernel, arch=args.arch, tileiras=args.tileiras, audit_id=args.audit)
+def write_html_report(output: str, *, store: str | None = None, json_files: Sequence[str] = (),
+                      use_store: bool | None = None, kernel: str | None = None, arch: str | None = None,
+                      tileiras: str | None = None, audit_id: int | None = None,
+                      title: str = "tileprobe report") -> list[VariantRecord]:
+    """``tileprobe report``: write one self-contained HTML file ``output`` from result JSON files and/or the
+    results store (:func:`tileprobe.analyses.history.load_records`); return the records it shows.
+
+    ``use_store`` None: read the store when ``store`` or ``audit_id`` is given or no ``json_files`` are.
+    ``kernel``, ``arch``, ``tileiras`` (substring of the build), ``audit_id``: filters, as ``tileprobe history``.
+
+    Raises:
+        TileprobeError: no records match (the message says how to get some), or a source cannot be read.
+        OSError: ``output`` cannot be written.
+    """
+    from ..analyses.history import load_records
+    if use_store is None:
+        use_store = bool(store) or not json_files or audit_id is not None
+    records, sources = load_records(store=store, json_files=json_files, use_store=use_store, kernel=kernel,
+                                    arch=arch, tileiras=tileiras, audit_id=audit_id)
     if not records:
         raise TileprobeError(f"no records to report from {', '.join(sources)}: audit with a store first "
                              "(tileprobe audit PROBE --store PATH) or pass --json FILE from `tileprobe audit --json`.")
-    write_report(records, args.output, title=args.title, sources=sources)
-    from rich.console import Console
-    note = "" if have_matplotlib() else f" (tables only: {NO_MATPLOTLIB})"
-    Console(stderr=True, highlight=False).print(f"wrote {args.output}: {len(records)} variants{note}", markup=False)
-    return 0
-
-
-def add_parser(subparsers, add_common) -> None:
-    """``tileprobe report``: a self-contained HTML report from the store and/or result JSON files."""
-    p = subparsers.add_parser("report", help="write one self-contained HTML report (tables, plots, remarks)",
-                              description="Write one self-contained HTML file from the results store and/or "
-                                          "result JSON files (tileprobe audit --json).")
-    p.add_argument("--store", metavar="PATH", help="results store (default: $TILEPROBE_STORE or the user data dir; "
-                   "read when given or when no --json is given)")
-    p.add_argument("--json", action="append", metavar="FILE", help="result JSON file (repeatable)")
-    p.add_argument("-o", "--output", required=True, metavar="FILE", help="HTML file to write")
-    p.add_argument("--kernel", help="only this kernel (probe label)")
-    p.add_argument("--arch", help="only this arch, e.g. sm_120")
-    p.add_argument("--tileiras", metavar="TEXT", help="only compiler builds containing TEXT, e.g. 13.4")
-    p.add_argument("--audit", type=int, metavar="ID", help="only the records of this stored audit (tileprobe history)")
-    p.add_argument("--title", default="tileprobe report", help="page title")
-    p.set_defaults(func=cmd_report)
+    write_report(records, output, title=title, sources=sources)
+    return records

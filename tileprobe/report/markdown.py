@@ -1,10 +1,16 @@
-"""Markdown ready to paste into a compiler bug report: environment, per-version tables, reasons, repro."""
+"""Markdown ready to paste into a compiler bug report: environment, per-version tables, reasons, repro; for audits,
+comparisons, bisections, doctor findings and GPU runs."""
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, Sequence
 
+from ..analyses.bisect import BisectResult
+from ..analyses.compare import Comparison
+from ..analyses.doctor import Finding
+from ..audit.explain import advice
 from ..schema import VariantRecord
-from .common import case_columns, group_tables, sass_columns, headers, hint_columns, verdict_columns, row_cells, short_build, verdict_cells, verdict_text
+from .common import (RUN_COLUMNS, best_lines, case_columns, group_tables, headers, hint_columns, record_side, row_cells,
+                     sass_columns, short_build, verdict_cells, verdict_columns, verdict_text)
 
 
 def table_md(headers: list[str], rows: list[list[str]]) -> str:
@@ -38,7 +44,6 @@ def audit_markdown(records: Iterable[VariantRecord], environment: dict, command:
                  if not r.ok or any(v["status"] != "honoured" for v in r.verdicts.values())]
         if notes:
             parts.append("\n" + "\n".join(notes) + "\n")
-    from ..audit.explain import advice
     lines = advice(records)
     if lines:
         parts.append("\n### Advice\n\n" + "".join(f"- {line}\n" for line in lines))
@@ -47,3 +52,56 @@ def audit_markdown(records: Iterable[VariantRecord], environment: dict, command:
 
 def _label(r: VariantRecord) -> str:
     return " ".join(f"{k}={v}" for k, v in [*r.case.items(), *r.hints.items()]) or "declared hints"
+
+
+def compare_markdown(comparison: Comparison, command: str = "") -> str:
+    """Markdown for a bug report: the environment, the changed variants (regressions first), the repro command."""
+    c = comparison
+    parts = ["## tileprobe compare\n\n", f"- A: {c.name_a}\n- B: {c.name_b}\n"]
+    if c.environment:
+        parts.append(environment_md(c.environment))
+    if command:
+        parts.append(f"\nReproduce:\n\n```\n{command}\n```\n")
+    rows = [[ch.mark, ch.label(), record_side(ch.a), record_side(ch.b), "; ".join(ch.details)]
+            for ch in c.changes if ch.kind != "same"]
+    parts.append("\n" + table_md(["", "variant", "A", "B", "what changed"], rows) if rows else "\nNo differences.\n")
+    same = sum(ch.kind == "same" for ch in c.changes)
+    parts.append(f"\n{same} variant(s) identical (same machine code and resources).\n")
+    return "".join(parts)
+
+
+def bisect_markdown(res: BisectResult, command: str = "") -> str:
+    """The steps as a Markdown table and the conclusion, for a bug report."""
+    rows = [[s.version, "yes" if s.holds else "no", s.summary] for s in res.steps]
+    out = [f"## tileprobe bisect: `{res.prop}`\n\n", table_md(["tileiras", "holds", "variant"], rows),
+           f"\nFirst release where it changed: **{res.first_bad}** (last like the good one: {res.last_good}).\n"]
+    if command:
+        out.append(f"\nReproduce:\n\n```\n{command}\n```\n")
+    return "".join(out)
+
+
+def doctor_markdown(findings: Sequence[Finding]) -> str:
+    """Findings as a Markdown list, to paste into a bug report."""
+    lines = ["## tileprobe doctor", ""]
+    for f in findings:
+        lines.append(f"- **{f.level}** {f.topic}: {f.message}" + (f"  \n  fix: {f.fix}" if f.fix else ""))
+    return "\n".join(lines) + "\n"
+
+
+def run_markdown(records: Sequence[VariantRecord], environment: dict, command: str = "") -> str:
+    """The audit's Markdown, then a run table (status, times, error, occupancy) and the best hints."""
+    parts = [audit_markdown(records, environment, command=command), "\n## tileprobe run\n\n"]
+    gpu = environment.get("gpu") or {}
+    if gpu:
+        parts.append(f"GPU: {gpu.get('name')} ({gpu.get('sm')}), driver {gpu.get('driver')}, SM clock "
+                     f"{gpu.get('clock_sm_mhz')} MHz (max {gpu.get('clock_max_sm_mhz')}), "
+                     f"memory clock {gpu.get('clock_mem_mhz')} MHz\n\n")
+    rows = [[r.kernel, r.arch, " ".join(f"{k}={v}" for k, v in r.case.items()) or "-",
+             " ".join(f"{k}={v}" for k, v in r.hints.items()) or "-", *[fn(r) for _, fn in RUN_COLUMNS],
+             ((r.run or {}).get("error") or "").splitlines()[0][:120] if (r.run or {}).get("error") else ""]
+            for r in records if r.run]
+    parts.append(table_md(["kernel", "arch", "case", "hints", *[h for h, _ in RUN_COLUMNS], "error"], rows))
+    best = best_lines(records)
+    if best:
+        parts.append("\n" + "\n".join(f"- {b}" for b in best) + "\n")
+    return "".join(parts)

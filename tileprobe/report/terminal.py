@@ -1,14 +1,22 @@
-"""Terminal tables (rich): one table per kernel, compiler build and arch, like the occupancy report's log."""
+"""Terminal output (rich): the audit's tables (one per kernel, compiler build and arch, like the occupancy report's
+log), and the tables and reports of compare, doctor, gate, history, toolchain list and run."""
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Sequence
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
+from ..analyses.compare import Comparison
+from ..analyses.doctor import Finding
+from ..analyses.gate import GateResult
+from ..analyses.history import History
+from ..audit.explain import advice
 from ..schema import VariantRecord
-from .common import (NUMERIC, case_columns, group_tables, headers, hint_columns, verdict_columns, ptx_text, remark_lines, row_cells,
-                     sass_columns, short_build, verdict_cells)
+from .common import (NUMERIC, RUN_COLUMNS, best_lines, case_columns, fmt_kv, group_tables, headers, hint_columns,
+                     ptx_text, record_side, remark_lines, row_cells, run_label, sass_columns, short_build,
+                     verdict_cells, verdict_columns)
 
 _STYLE = {"honoured": "green", "partial": "yellow", "ignored": "bold red", "infeasible": "magenta",
           "ok": "green", "wrong": "bold red", "hang": "bold red", "crash": "bold red"}
@@ -45,7 +53,6 @@ def render_audit(records: Iterable[VariantRecord], console: Console | None = Non
             _print_reasons(console, rows, brief)
         console.print()
     if reasons:
-        from ..audit.explain import advice
         lines = advice(records)
         if lines:
             console.print("advice:", highlight=False)
@@ -79,3 +86,133 @@ def _print_reasons(console: Console, rows: list[VariantRecord], brief: bool) -> 
             shown_remarks.add(rem)
             for line in rem:
                 console.print(f"    remark: {line}", markup=False, highlight=False)
+
+
+# --- compare ------------------------------------------------------------------------------------------------------
+
+def render_compare(comparison: Comparison, console: Console | None = None) -> None:
+    """A rich table: mark, variant, A and B resources/verdicts, what changed; then the legend and the counts."""
+    changes, console = comparison.changes, console or Console()
+    t = Table(title=f"A: {comparison.name_a}\nB: {comparison.name_b}", title_justify="left")
+    for h in ("", "variant", "A", "B", "what changed"):
+        t.add_column(h)
+    style = {"!": "bold red", "*": "green", "x": "yellow"}
+    for c in changes:
+        m = c.mark
+        t.add_row(f"[{style[m]}]{m}[/]" if m in style else m, c.label(), record_side(c.a), record_side(c.b),
+                  "; ".join(c.details))
+    console.print(t)
+    console.print("! regression   * improvement   x code or resources changed, same residency and verdicts   "
+                  "= same machine code   ? on one side only", highlight=False, markup=False)
+    n = sum(c.kind == "regression" for c in changes)
+    console.print(f"{n} regression(s), {sum(c.kind == 'improvement' for c in changes)} improvement(s), "
+                  f"{sum(c.kind == 'changed' for c in changes)} changed, {sum(c.kind == 'same' for c in changes)} same")
+
+
+# --- doctor -------------------------------------------------------------------------------------------------------
+
+_LEVEL_MARK = {"ok": "[green]✓[/]", "warn": "[yellow]![/]", "error": "[bold red]✗[/]"}
+
+
+def render_doctor(findings: Sequence[Finding], console: Console) -> None:
+    """Print findings: a mark (✓ ! ✗), the topic, the message, and the fix on its own line."""
+    for f in findings:
+        console.print(f"{_LEVEL_MARK[f.level]} [bold]{escape(f.topic)}[/]: {escape(f.message)}")
+        if f.fix:
+            console.print(f"    [cyan]fix[/]: {escape(f.fix)}")
+
+
+# --- gate ---------------------------------------------------------------------------------------------------------
+
+def gate_text(g: GateResult) -> str:
+    """The gate's report: one block per expectation (ok / FAIL / CANNOT CHECK) with a line per failing variant."""
+    lines = []
+    for e in g.expectations:
+        fails = [f for f in g.failures if f.expectation == e.text]
+        hard = [f for f in fails if not f.unchecked]
+        if not fails:
+            lines.append(f"ok    {e.text} ({len(g.records)} variant(s))")
+            continue
+        tag = "FAIL " if hard or not g.allow_unchecked else "SKIP "
+        what = "cannot be checked" if not hard else f"{len(hard)} of {len(g.records)} variant(s)"
+        lines.append(f"{tag} {e.text}: {what}")
+        lines.extend(f"      {f}" for f in fails)
+    failed = {f.expectation for f in g.failures if not f.unchecked or not g.allow_unchecked}
+    if g.passed:
+        lines.append(f"gate passed: {len(g.expectations)} expectation(s) on {len(g.records)} variant(s)")
+    else:
+        lines.append(f"gate FAILED: {len(failed)} of {len(g.expectations)} expectation(s) not met on "
+                     f"{len(g.records)} variant(s)")
+    return "\n".join(lines)
+
+
+# --- history ------------------------------------------------------------------------------------------------------
+
+def _table(title: str, headers: Sequence[str], rows: Iterable[Sequence[str]]) -> Table:
+    t = Table(title=title, title_justify="left")
+    for h in headers:
+        t.add_column(h)
+    for row in rows:
+        t.add_row(*row)
+    return t
+
+
+def _num(v, spec: str = "") -> str:
+    return "-" if v is None else format(v, spec)
+
+
+def render_history(hist: History, console: Console, limit: int | None = None) -> None:
+    """The store's path, then tables of its audits, compiles and (when any) runs; with ``limit``, a note that
+    only the newest ``limit`` of each are listed."""
+    console.print(f"store: {hist.store}", markup=False)
+    console.print(_table("audits", ("id", "when (UTC)", "host", "variants", "s", "command"),
+                         [(str(a["id"]), a["created"][:19], a["host"] or "", str(a["n_variants"]),
+                           f"{a['wall_s'] or 0:.1f}", a["command_line"] or "") for a in hist.audits]))
+    console.print(_table("compiles", ("when (UTC)", "kernel", "case", "hints", "arch", "tileiras", "status", "regs",
+                                      "CTAs/SM", "µs"),
+                         [(c["created"][:19], c["kernel"], fmt_kv(c["case"]), fmt_kv(c["hints"]), c["arch"],
+                           c["tileiras"] or "", c["status"], _num(c["registers"]), _num(c["ctas_per_sm"]),
+                           _num(c["median_us"], ".1f")) for c in hist.compiles]))
+    if hist.runs:
+        console.print(_table("runs", ("when (UTC)", "kernel", "case", "hints", "arch", "GPU", "driver", "status",
+                                      "µs"),
+                             [(r["created"][:19], r["kernel"], fmt_kv(r["case"]), fmt_kv(r["hints"]), r["arch"],
+                               r["gpu"] or "", r["driver"] or "", r["status"] or "", _num(r["median_us"], ".1f"))
+                              for r in hist.runs]))
+    if limit:
+        console.print(f"(newest {limit} of each; --limit 0 lists all, --json/--csv export all)")
+
+
+# --- toolchain list -----------------------------------------------------------------------------------------------
+
+def render_toolchains(toolchains: Sequence, console: Console, empty_hint: str) -> None:
+    """A table of :class:`~tileprobe.toolchain.Toolchain` s (version, source, nvcc and nvvm pins, path), or
+    ``empty_hint`` when there are none."""
+    if not toolchains:
+        console.print(empty_hint)
+        return
+    from ..toolchain import NVCC_PKG, NVVM_PKG
+    table = Table("version", "source", "nvcc", "nvvm")
+    table.add_column("path", overflow="fold")
+    for t in toolchains:
+        src = "pip (this environment)" if t.source == "pip" else t.source
+        table.add_row(t.version, src, t.pins.get(NVCC_PKG, ""), t.pins.get(NVVM_PKG, ""), t.root)
+    console.print(table)
+
+
+# --- run ----------------------------------------------------------------------------------------------------------
+
+def render_run(records: Sequence[VariantRecord], console: Console) -> None:
+    """The audit tables with the run columns (:data:`~tileprobe.report.common.RUN_COLUMNS`), each failed run's
+    first error line and every timing warning, then the best hint per case."""
+    render_audit(records, console, extra_columns=RUN_COLUMNS)
+    for r in records:
+        run = r.run or {}
+        if run.get("status") not in (None, "ok") or run.get("warnings"):
+            msg = (run.get("error") or "").strip().splitlines()
+            if run.get("status") != "ok":
+                console.print(f"  {run_label(r)}: {run.get('status')}: {msg[0] if msg else ''}", markup=False)
+            for w in run.get("warnings") or []:
+                console.print(f"  {run_label(r)}: warning: {w}", markup=False)
+    for line in best_lines(records):
+        console.print(line, markup=False)

@@ -1,4 +1,4 @@
-"""Real device arrays for GPU runs: the torch twin of :class:`tileprobe.probe.SpecArrays`.
+"""Real device arrays for GPU runs: the torch twin of :class:`tileprobe.audit.probe.SpecArrays`.
 
 A probe's ``args(case, arrays)`` is called twice: by the audit with ``SpecArrays`` (shape, dtype, strides,
 alignment; no memory) and by ``tileprobe run`` with :class:`TorchArrays`, whose methods have the same names and
@@ -58,7 +58,7 @@ def poison_value(dtype):
 class TorchArrays:
     """The ``arrays`` factory a GPU run hands to ``Probe.args``: every call returns a torch tensor.
 
-    Mirrors :class:`tileprobe.probe.SpecArrays` method for method (same names, parameters and defaults; a test
+    Mirrors :class:`tileprobe.audit.probe.SpecArrays` method for method (same names, parameters and defaults; a test
     compares them). Shapes in elements, ``strides`` in elements (``None``: C-contiguous; non-contiguous layouts are
     views of a larger buffer via ``as_strided``), ``align`` and ``offset`` in bytes.
 

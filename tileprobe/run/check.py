@@ -51,6 +51,7 @@ class CheckResult:
     per_arg: list = field(default_factory=list)
 
     def to_dict(self) -> dict:
+        """The fields as a JSON-ready dict (what ``record.run`` keeps of the check)."""
         return asdict(self)
 
 

@@ -14,12 +14,13 @@ the real CTA size (``cuOccupancyMaxActiveBlocksPerMultiprocessor``) and compared
 """
 from __future__ import annotations
 
-import argparse
+import getopt
 import json
 import os
 import subprocess
 import sys
 import tempfile
+from types import SimpleNamespace
 
 
 class _Captured(Exception):
@@ -178,13 +179,36 @@ def compare(jit_rows: list[dict], audit_doc: dict, cubin_dir: str) -> list[dict]
     return out
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m tileprobe.run.jitcheck", description=__doc__.splitlines()[0])
-    ap.add_argument("probes", nargs="+")
-    ap.add_argument("--arch", default=None, help="default: the GPU's")
-    ap.add_argument("--out", default="jitcheck.json")
-    ap.add_argument("--jit-only", action="store_true", help=argparse.SUPPRESS)
-    args = ap.parse_args(argv)
+USAGE = "usage: python -m tileprobe.run.jitcheck PROBE... [--arch sm_90 (default: the GPU's)] [--out jitcheck.json]"
+
+
+def parse_args(argv: list[str]) -> SimpleNamespace:
+    """``probes``, ``arch`` (None: the GPU's), ``out`` and ``jit_only`` from the command line. getopt, not
+    argparse: this GPU-host script sits below the CLI layer. Exits 2 with the usage on bad input."""
+    try:
+        opts, probes = getopt.gnu_getopt(list(argv), "h", ["arch=", "out=", "jit-only", "help"])
+    except getopt.GetoptError as e:
+        _usage_error(str(e))
+    given = dict(opts)
+    if "-h" in given or "--help" in given:
+        print(f"{USAGE}\n\n{__doc__.splitlines()[0]}")
+        sys.exit(0)
+    if not probes:
+        _usage_error("give at least one probe file")
+    return SimpleNamespace(probes=probes, arch=given.get("--arch"), out=given.get("--out", "jitcheck.json"),
+                           jit_only="--jit-only" in given)
+
+
+def _usage_error(text: str) -> None:
+    print(f"{USAGE}\nerror: {text}", file=sys.stderr)
+    sys.exit(2)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m tileprobe.run.jitcheck PROBE…``: JIT-capture in a child process, audit in another, compare;
+    write ``--out`` and print the summary. Returns 0 when every compared variant is the same, 1 otherwise, 2 when
+    the JIT process failed."""
+    args = parse_args(sys.argv[1:] if argv is None else argv)
     if args.jit_only:
         rows = jit_capture(args.probes, args.arch)
         sys.stdout.write("\n" + json.dumps(rows, default=str) + "\n")

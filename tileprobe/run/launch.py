@@ -1,7 +1,7 @@
 """Launch an audited cubin exactly as cuTile would: load, pack arguments, launch, ask the driver about it.
 
 **Calling convention** (cuTile ``docs/source/compilation.rst``, "Calling Conventions", cuda-tile 1.6/1.7; the
-signature of an audited variant is ``cutile_python_v1``, see :func:`tileprobe.signature.jit_signature`):
+signature of an audited variant is ``cutile_python_v1``, see :func:`tileprobe.audit.signature.jit_signature`):
 kernel arguments follow the Python parameters in order, except that constants (``ct.Constant`` parameters,
 :class:`ConstantConstraint`) are omitted.
 
@@ -78,6 +78,7 @@ class CudaFault(RuntimeError):
 
     @property
     def sticky(self) -> bool:
+        """Whether the error poisons the CUDA context (:data:`STICKY_CUDA_ERRORS`): the worker must be replaced."""
         return self.code in STICKY_CUDA_ERRORS
 
 
@@ -212,7 +213,7 @@ def array_view(arg: Any) -> ArrayView | None:
 def pack_arguments(signature: Sequence[dict], args: Sequence[Any],
                    param_sizes: Sequence[int] | None = None) -> list:
     """The kernel arguments (ctypes values, in order) for launch arguments ``args`` of a variant whose JIT
-    signature is ``signature`` (the record's ``signature``: :func:`tileprobe.signature.describe_signature`).
+    signature is ``signature`` (the record's ``signature``: :func:`tileprobe.audit.signature.describe_signature`).
 
     ``param_sizes`` (bytes per kernel parameter, from :func:`cubin_params`) only decides how a bool scalar is
     stored (1 byte, the default, or a 4-byte word). See the module doc for the convention.

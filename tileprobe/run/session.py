@@ -25,8 +25,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..model.arch import get_arch
-from ..errors import TileprobeError
+from ..errors import StoreError, TileprobeError
 from ..schema import VariantRecord, load
+from . import watchdog as _watchdog
 from .watchdog import DEFAULT_TIMEOUT_S, Watchdog, WorkerStartError
 from .worker import run_dict
 
@@ -41,7 +42,8 @@ HINT_DEFAULTS = {"occupancy": 1, "num_ctas": 1, "opt_level": 3}
 @dataclass
 class RunResult:
     """The records (with ``run`` attached to those that ran), the environment (with ``gpu``), the sweep's
-    wall time (s), how many variants ran, why others did not, and why the sweep stopped early (if it did)."""
+    wall time (s), how many variants ran, why others did not, why the sweep stopped early (if it did), and
+    (:func:`run_sweep` with a store) why its runs could not be stored."""
     records: list[VariantRecord]
     environment: dict = field(default_factory=dict)
     wall_s: float = 0.0
@@ -49,6 +51,7 @@ class RunResult:
     skipped: list[str] = field(default_factory=list)
     aborted: str | None = None
     restarts: int = 0
+    store_error: str | None = None
 
 
 # --- where records and cubins come from ----------------------------------------------------------------------
@@ -253,3 +256,77 @@ def run_audit(result, **kw) -> RunResult:
     """:func:`run_probes` for an :class:`~tileprobe.audit.AuditResult` (its records, cubins and environment)."""
     kw.setdefault("environment", result.environment)
     return run_probes(result.records, result.cubins, **kw)
+
+
+# --- `tileprobe run`: audit (or read a bundle), run, store -----------------------------------------------------
+
+def run_sweep(probes: Sequence[str] = (), *, arch: str | None = None, bundle: str | None = None, store=None,
+              timeout_s: float = DEFAULT_TIMEOUT_S, reps: int | None = None, warmup: int | None = None, seed: int = 0,
+              jobs: int | None = None, command_line: str = "", on_gpu: Callable[[dict], None] | None = None,
+              on_probe_error: Callable[[str], None] | None = None,
+              progress: Callable[[int, int, VariantRecord], None] | None = None) -> RunResult:
+    """``tileprobe run``: audit ``probes`` for this GPU's arch (or ``arch``), or read the audit a ``bundle``
+    directory carries (:func:`load_bundle`; ``probes`` then picks its probes by file name), then check and time
+    every variant (:func:`run_probes`) in a worker under a :class:`Watchdog`.
+
+    Args:
+        store: a :class:`~tileprobe.store.Store`: the audit reuses and fills it (saved with ``command_line``) and
+            each run is saved to it; a store error is reported in ``RunResult.store_error`` (nothing lost).
+        timeout_s: per-variant limit (s) before a hang; reps, warmup, seed: as :func:`run_probes`.
+        jobs: parallel compiles for the audit. on_gpu(gpu): once the worker is up (name, sm, num_sms, driver).
+        on_probe_error(text): for each probe the audit could not build. progress(i, n, record): after each variant.
+
+    Raises:
+        TileprobeError: neither ``probes`` nor ``bundle``; an unreadable bundle. WorkerStartError: no worker
+            could start (no GPU, …).
+    """
+    if not probes and not bundle:
+        raise TileprobeError("give probe files to audit and run, or --bundle DIR with an audit made elsewhere")
+    with _watchdog.Watchdog(timeout_s=timeout_s) as wd:
+        gpu = wd.start()
+        if on_gpu:
+            on_gpu(gpu)
+        if bundle:
+            records, env, cubins, search = _from_bundle(bundle, probes, arch)
+        else:
+            records, env, cubins, search = _audit_here(probes, arch or gpu["sm"], jobs, store, command_line,
+                                                       on_probe_error)
+        result = run_probes(records, cubins, probe_paths=probes, search_dirs=search, timeout_s=timeout_s,
+                            reps=reps, warmup=warmup, seed=seed, watchdog=wd, environment=env, progress=progress)
+    if store is not None:
+        result.store_error = save_runs(store, result)
+    return result
+
+
+def _from_bundle(bundle: str, probes: Sequence[str], arch: str | None):
+    records, env, cubins = load_bundle(bundle)
+    if probes:
+        names = {os.path.basename(p) for p in probes}
+        records = [r for r in records if os.path.basename(r.probe) in names]
+    if arch:
+        records = [r for r in records if get_arch(r.arch).name == get_arch(arch).name]
+    return records, env, cubins, [bundle, os.getcwd()]
+
+
+def _audit_here(probes: Sequence[str], arch: str, jobs: int | None, store, command_line: str, on_probe_error):
+    from ..audit import audit
+    result = audit(list(probes), [get_arch(arch).name], jobs=jobs, store=store)
+    if store is not None:
+        store.save_audit(result, command_line)
+    for e in result.probe_errors:
+        if on_probe_error:
+            on_probe_error(e)
+    return result.records, result.environment, result.cubins, [os.getcwd()]
+
+
+def save_runs(store, result: RunResult) -> str | None:
+    """Save every run of ``result`` to ``store`` (a :class:`~tileprobe.store.Store`); return None, or the
+    :class:`~tileprobe.errors.StoreError` message that stopped the saving (the runs before it are kept)."""
+    gpu = result.environment.get("gpu", {})
+    for r in result.records:
+        if r.run:
+            try:
+                store.save_run(r, r.run, gpu)
+            except StoreError as e:
+                return str(e)
+    return None

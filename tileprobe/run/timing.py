@@ -53,6 +53,7 @@ class TimingStats:
         return 100.0 * (self.p75_us - self.p25_us) / self.median_us if self.median_us > 0 else 0.0
 
     def to_dict(self) -> dict:
+        """The fields (µs, counts) and ``spread_pct`` as a JSON-ready dict (as ``record.run`` stores them)."""
         d = asdict(self)
         d["spread_pct"] = round(self.spread_pct, 3)
         return d
@@ -159,12 +160,15 @@ class TorchTimer:
         self.flush_buffer = torch.empty(flush_bytes(l2_bytes) // 4, dtype=torch.int32, device=device)
 
     def event(self):
+        """A new timing-enabled ``torch.cuda.Event``."""
         return self._torch.cuda.Event(enable_timing=True)
 
     def synchronize(self):
+        """Wait for all work on the device (``torch.cuda.synchronize``)."""
         self._torch.cuda.synchronize()
 
     def flush(self):
+        """Overwrite the L2-sized flush buffer, so the next launch starts with a cold L2."""
         self.flush_buffer.zero_()
 
     def measure(self, launch, **kw) -> tuple[TimingStats, list[float]]:

@@ -1,0 +1,116 @@
+"""What the results store (and result JSON files) hold: ``tileprobe history`` and the records other commands read.
+
+* :func:`history`: stored audits, compiles and runs matching filters, newest first (a :class:`History`).
+* :func:`write_history_json` / :func:`write_history_csv`: the same as a result document or one CSV row per compile.
+* :func:`load_records`: variant records from result JSON files and/or a store, with verdicts judged afresh
+  (``tileprobe report`` reads them).
+
+Filters everywhere: ``kernel`` (exact probe label), ``arch`` (``sm_90``; aliases such as ``90`` accepted),
+``tileiras`` (a substring of the compiler build string, e.g. ``"13.4"``).
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Sequence, TextIO
+
+from ..audit.verdict import judge_records
+from ..model.arch import get_arch
+from ..schema import VariantRecord, dump, load
+from ..store import Store
+
+#: Columns of :func:`write_history_csv`, in order (one row per stored compile; ``median_us`` and ``gpu``: its
+#: newest run).
+CSV_COLUMNS = ["created", "kernel", "case", "hints", "arch", "tileiras", "cuda_tile", "status", "threads",
+               "registers", "shared_bytes", "stack_bytes", "ctas_per_sm", "median_us", "gpu", "compile_s", "host",
+               "probe", "source_sha256", "cubin_sha256", "key"]
+
+
+@dataclass
+class History:
+    """What a store holds, newest first: ``audits`` (:meth:`Store.audits` rows), ``compiles``
+    (:meth:`Store.compiles` rows) and ``runs`` (:meth:`Store.runs` rows) of the store at path ``store``."""
+    store: str
+    audits: list[dict] = field(default_factory=list)
+    compiles: list[dict] = field(default_factory=list)
+    runs: list[dict] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        """``{"store", "audits", "compiles", "runs"}`` (JSON-ready)."""
+        return asdict(self)
+
+
+def history(store: Store, *, kernel: str | None = None, arch: str | None = None, tileiras: str | None = None,
+            limit: int | None = None) -> History:
+    """Audits, compiles and runs matching the filters (module doc), newest first, at most ``limit`` of each
+    (None or 0: all). What ``tileprobe history`` lists.
+
+    Raises:
+        StoreError: the store is damaged or locked. TileprobeError: an unknown ``arch``.
+    """
+    kw = dict(kernel=kernel, arch=arch, tileiras=tileiras, limit=limit or None)
+    return History(store.path, store.audits(**kw), store.compiles(**kw), store.runs(**kw))
+
+
+def write_history_json(store: Store, dest: str | TextIO, **filters) -> None:
+    """Write a result document (``tileprobe/schema.py``: ``report`` and ``compare`` read it) of the newest compile
+    per matching variant, with verdicts, plus ``audits`` and ``runs``, to the path or text stream ``dest``.
+
+    ``filters``: ``kernel``, ``arch``, ``tileiras`` (module doc).
+    """
+    doc = dump(store.records(**filters, judge=judge_records), {"store": store.path})
+    hist = history(store, **filters)
+    doc.update(audits=hist.audits, runs=hist.runs)
+    _write_text(dest, json.dumps(doc, indent=1, default=str) + "\n")
+
+
+def write_history_csv(store: Store, dest: str | TextIO, **filters) -> None:
+    """Write one CSV row per matching stored compile (columns: :data:`CSV_COLUMNS`; case and hints as
+    ``NAME=VALUE`` words) to the path or text stream ``dest``."""
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, CSV_COLUMNS, extrasaction="ignore")
+    w.writeheader()
+    for row in store.compiles(**filters):
+        w.writerow(dict(row, case=_kv(row["case"]), hints=_kv(row["hints"])))
+    _write_text(dest, buf.getvalue())
+
+
+def _kv(d: dict) -> str:
+    return " ".join(f"{k}={v}" for k, v in d.items())
+
+
+def _write_text(dest: str | TextIO, text: str) -> None:
+    if hasattr(dest, "write"):
+        dest.write(text)
+        return
+    with open(dest, "w", encoding="utf-8", newline="") as f:
+        f.write(text)
+
+
+def load_records(*, store: str | None = None, json_files: Sequence[str] = (), use_store: bool = True,
+                 kernel: str | None = None, arch: str | None = None, tileiras: str | None = None,
+                 audit_id: int | None = None) -> tuple[list[VariantRecord], list[str]]:
+    """Records from result JSON files and/or a results store, and the list of their sources (paths).
+
+    From the store: the newest compile per variant with verdicts judged afresh over them, or with ``audit_id``
+    that audit's records and verdicts. ``store``: its path (None: the default store, created if missing).
+
+    Raises:
+        TileprobeError: an unreadable or newer result file, an unknown ``arch``. StoreError: a store that
+            cannot be read, or a ``store`` path that does not exist.
+    """
+    records, sources = [], []
+    arch = get_arch(arch).name if arch else None
+    for path in json_files:
+        recs, _ = load(path)
+        records.extend(r for r in recs if (not kernel or r.kernel == kernel) and (not arch or r.arch == arch)
+                       and (not tileiras or tileiras in r.tileiras))
+        sources.append(path)
+    if use_store:
+        with Store.open(store, must_exist=bool(store)) as s:
+            records.extend(s.records(kernel=kernel, arch=arch, tileiras=tileiras, audit_id=audit_id,
+                                     judge=judge_records))
+            sources.append(s.path + (f" (audit {audit_id})" if audit_id is not None else ""))
+    return records, sources

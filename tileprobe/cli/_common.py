@@ -1,0 +1,108 @@
+"""What the commands share: consoles, the ``--json``/``--format`` options, comma lists, ``--tileiras`` specs, the
+results store option, the output-path check, the compile progress bar and error printing."""
+from __future__ import annotations
+
+import os
+import sys
+
+from ..errors import TileprobeError
+
+DEFAULT_ARCHS = "sm_90,sm_120"
+
+
+def console(stderr: bool = False):
+    """A rich console; when output is not a terminal (a file, a CI log) tables get 200 columns, not 80."""
+    from rich.console import Console
+    stream = sys.stderr if stderr else sys.stdout
+    width = None if stream.isatty() else 200
+    return Console(stderr=stderr, highlight=False, width=width)
+
+
+def progress_bar(con):
+    """A rich progress bar fed by audit's ``progress(kind, n)`` callback, and the context that owns it."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    prog = Progress(TextColumn("compiling"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    console=con, transient=True)
+    state = {"task": None}
+
+    def cb(kind, n):
+        if kind == "total":
+            if not con.is_terminal:
+                con.print(f"compiling {n} variants …", highlight=False)
+            state["task"] = prog.add_task("compile", total=n)
+        elif state["task"] is not None:
+            prog.advance(state["task"], n)
+    return prog, cb
+
+
+def split(s: str | None) -> list[str]:
+    """``"sm_90, sm_120,"`` → ``["sm_90", "sm_120"]`` (empty items dropped; None → [])."""
+    return [x.strip() for x in (s or "").split(",") if x.strip()]
+
+
+def toolchains(spec: str | None) -> list[dict] | None:
+    """``--tileiras 13.3.36,13.4.92`` → compiler dicts for ``audit`` (installed when missing); None when not given.
+
+    Raises:
+        ToolchainError: a malformed or unpublished version, or a failed install.
+    """
+    if not spec:
+        return None
+    from ..toolchain import resolve_toolchains
+    return resolve_toolchains(split(spec))
+
+
+def open_store(args):
+    """The results store of ``--store PATH`` (default: the user data dir), or None with ``--no-store``.
+
+    Raises:
+        StoreError: the store cannot be opened (see :meth:`tileprobe.store.Store.open`).
+    """
+    if getattr(args, "no_store", False):
+        return None
+    from ..store import Store
+    return Store.open(args.store)
+
+
+def check_output_path(path: str | None, what: str) -> None:
+    """Fail before any work when an output file cannot be written (its folder is missing or read-only).
+
+    Raises:
+        TileprobeError: naming the option ``what``, the path and the fix.
+    """
+    if not path or path == "-":
+        return
+    folder = os.path.dirname(os.path.abspath(path)) or "."
+    if not os.path.isdir(folder):
+        raise TileprobeError(f"{what} {path}: folder {folder} does not exist; create it or give another path")
+    if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise TileprobeError(f"{what} {path}: not writable; give another path")
+
+
+def add_output_options(p) -> None:
+    """Add ``--json FILE`` and ``--format table|markdown|none`` to the subparser ``p``."""
+    p.add_argument("--json", metavar="FILE", help="also write the results as JSON (schema in tileprobe/schema.py); - for stdout")
+    p.add_argument("--format", choices=["table", "markdown", "none"], default="table",
+                   help="what to print: terminal tables (default), Markdown for a bug report, or nothing")
+
+
+def command_line() -> str:
+    """This process's command as typed: ``tileprobe`` and its arguments (for "Reproduce:" blocks)."""
+    return " ".join(["tileprobe", *sys.argv[1:]])
+
+
+def write_json_doc(path: str, doc) -> None:
+    """Write ``doc`` as indented JSON to the file ``path`` (values JSON cannot hold are written as text)."""
+    import json
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(doc, f, indent=1, default=str)
+
+
+def print_error(e: TileprobeError) -> None:
+    """Print a command's :class:`TileprobeError` to stderr as ``tileprobe: MESSAGE``."""
+    console(stderr=True).print(f"[bold red]tileprobe:[/] {e}", markup=True, highlight=False)
+
+
+def print_interrupted() -> None:
+    """Tell the user, on stderr, that Ctrl-C stopped the command and what was kept."""
+    console(stderr=True).print("interrupted; finished variants are kept in the store", highlight=False)

@@ -1,0 +1,92 @@
+"""``tileprobe audit PROBE… --arch sm_90,sm_120``: compile ahead of time (no GPU), read cubins, judge each hint.
+
+Python call: :func:`tileprobe.audit.audit` (``with_sass=True`` for the SASS traits, ``store=Store.open(None)`` for
+the store), :func:`tileprobe.audit.pipeline.write_bundle` for ``--bundle``.
+"""
+from __future__ import annotations
+
+import sys
+
+from ..errors import TileprobeError
+from ._common import (DEFAULT_ARCHS, add_output_options, check_output_path, command_line, console, open_store,
+                      progress_bar, split, toolchains)
+
+
+def add_parser(sub) -> None:
+    """Register ``tileprobe audit``."""
+    a = sub.add_parser("audit", help="compile probes ahead of time (no GPU) and judge each hint")
+    a.add_argument("probes", nargs="+", metavar="PROBE", help="probe files (see README: Writing a probe)")
+    a.add_argument("--arch", default=DEFAULT_ARCHS, help=f"comma-separated targets, sm_80 … sm_121 (default {DEFAULT_ARCHS})")
+    a.add_argument("--tileiras", metavar="V1,V2", help="compiler versions to audit with (installed with "
+                   "`tileprobe toolchain install`), e.g. 13.3.36,13.4.92; default: the one cuTile would use")
+    a.add_argument("--jobs", "-j", type=int, default=None, help="parallel compiles (default: all CPUs)")
+    a.add_argument("--timeout", type=float, default=300.0, help="per-variant compiler timeout in seconds (default 300)")
+    a.add_argument("--no-sass", dest="sass", action="store_false", help="skip SASS traits (spills, TMA, matrix "
+                   "instructions from nvdisasm); on by default when nvdisasm is installed")
+    a.add_argument("--store", metavar="PATH", help="results store (default: the user data dir)")
+    a.add_argument("--no-store", action="store_true", help="do not read or write the results store")
+    a.add_argument("--bundle", metavar="DIR", help="also write DIR/audit.json and DIR/cubins/ for `tileprobe run "
+                   "--bundle DIR` on a GPU machine without tileiras")
+    a.add_argument("--repeat", type=int, default=1, metavar="N", help="compile each variant N times and report "
+                   "variants whose machine code differs between compiles (tileiras is not always deterministic)")
+    a.add_argument("--brief", action="store_true", help="print reasons only for hints that were not honoured")
+    a.set_defaults(func=cmd_audit, command_line=None)
+    add_output_options(a)
+
+
+def cmd_audit(args) -> int:
+    """Run ``tileprobe audit`` for parsed arguments; returns the exit code (0: the audit ran)."""
+    from ..audit import audit
+    from ..audit.pipeline import write_bundle
+    err = console(stderr=True)
+    check_output_path(args.json, "--json")
+    if not split(args.arch):
+        raise TileprobeError(f"--arch {args.arch!r} names no architecture; e.g. --arch sm_90,sm_120")
+    store = open_store(args)
+    prog, cb = progress_bar(err)
+    with prog:
+        result = audit(args.probes, split(args.arch), toolchains=toolchains(args.tileiras), jobs=args.jobs,
+                       timeout_s=args.timeout, with_sass=args.sass and _have_nvdisasm(), store=store, progress=cb,
+                       repeat=args.repeat)
+    for e in result.probe_errors:
+        err.print(f"[red]probe error[/]: {e}", markup=True, highlight=False)
+    if store is not None:
+        store.save_audit(result, " ".join(sys.argv[1:]) if args.command_line is None else args.command_line)
+    if args.bundle:
+        write_bundle(args.bundle, result)
+    emit(result.records, result.environment, args)
+    err.print(_summary(result), highlight=False)
+    return 0
+
+
+def _summary(result) -> str:
+    failed = sum(1 for r in result.records if r.status in ("compile_error", "compiler_crash", "timeout"))
+    broken = sum(1 for r in result.records if r.status == "probe_error")
+    summary = f"{len(result.records)} variants, {failed} failed to compile"
+    if broken or result.probe_errors:
+        summary += f", {broken} not built because of probe errors ({len(result.probe_errors)} error(s), listed above)"
+    return f"{summary}, {result.wall_s:.1f} s"
+
+
+def _have_nvdisasm() -> bool:
+    from ..errors import ToolchainError
+    from ..model.sass import find_nvdisasm
+    try:
+        find_nvdisasm()
+        return True
+    except ToolchainError:
+        return False
+
+
+def emit(records, environment: dict, args) -> None:
+    """Write ``--json`` and print ``--format`` (terminal tables, Markdown or nothing) for audit records."""
+    from ..schema import write_json
+    if args.json:
+        write_json(records, environment, args.json)
+    fmt = getattr(args, "format", "table")
+    if fmt == "markdown":
+        from ..report.markdown import audit_markdown
+        sys.stdout.write(audit_markdown(records, environment, command=command_line()))
+    elif fmt == "table" and args.json != "-":
+        from ..report.terminal import render_audit
+        render_audit(records, console(), brief=getattr(args, "brief", False))

@@ -1,0 +1,42 @@
+"""``tileprobe compare A B`` / ``--probe P --tileiras A,B``: what changed between two compilers or result sets.
+
+Python call: :func:`tileprobe.analyses.compare.compare_results`.
+"""
+from __future__ import annotations
+
+import sys
+
+from ._common import DEFAULT_ARCHS, add_output_options, command_line, console, split, write_json_doc
+
+
+def add_parser(sub) -> None:
+    """Register ``tileprobe compare``."""
+    p = sub.add_parser("compare", help="what changed between two compiler versions or two result sets")
+    p.add_argument("results", nargs="*", metavar="RESULT", help="two result JSON files / stored audit ids, or one "
+                   "file with two compiler builds")
+    p.add_argument("--probe", help="audit this probe with the two --tileiras versions and compare them")
+    p.add_argument("--tileiras", metavar="A,B", help="two compiler versions (with --probe)")
+    p.add_argument("--arch", default=DEFAULT_ARCHS, help="targets (with --probe)")
+    p.add_argument("--jobs", "-j", type=int, default=None)
+    p.add_argument("--store", metavar="PATH", help="results store for stored audit ids")
+    add_output_options(p)
+    p.set_defaults(func=cmd_compare)
+
+
+def cmd_compare(args) -> int:
+    """Run ``tileprobe compare`` for parsed arguments; returns the exit code (0: compared, whatever changed)."""
+    from ..analyses.compare import compare_results
+    c = compare_results(args.results, probe=args.probe, tileiras=split(args.tileiras), archs=split(args.arch),
+                        jobs=args.jobs, store=args.store)
+    if c.audited and args.format == "table":
+        from ..report.terminal import render_audit
+        render_audit(c.audited, console())
+    if args.json:
+        write_json_doc(args.json, c.to_json())
+    if args.format == "markdown":
+        from ..report.markdown import compare_markdown
+        sys.stdout.write(compare_markdown(c, command_line()))
+    elif args.format == "table":
+        from ..report.terminal import render_compare
+        render_compare(c, console())
+    return 0

@@ -1,0 +1,61 @@
+"""``tileprobe gate PROBE --arch A --expect …``: a CI check, exit 1 with a reason per failed expectation.
+
+Python call: :func:`tileprobe.analyses.gate.run_gate`.
+"""
+from __future__ import annotations
+
+import argparse
+import shlex
+
+from ._common import open_store, toolchains, write_json_doc
+
+
+def add_parser(sub) -> None:
+    """Register ``tileprobe gate`` (exit 1 with a reason per failed expectation; see :mod:`tileprobe.analyses.gate`)."""
+    from ..analyses.gate import forms
+    p = sub.add_parser("gate", help="CI check: audit selected variants, test expectations (exit 1 on failure)",
+                       description="Audit the selected variants of a probe (reusing the results store) and "
+                                   "check expectations; exit 1 with a reason per failure.",
+                       epilog="expectations:\n" + forms(), formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("probe", metavar="PROBE", help="probe file")
+    p.add_argument("--arch", required=True, help="one target, e.g. sm_120")
+    p.add_argument("--tileiras", metavar="V", help="compiler version(s), e.g. 13.3.36 (managed toolchains); "
+                   "default: the one cuTile would use")
+    p.add_argument("--where", metavar="NAME=VALUE,...", help="select variants by case constants and hint values")
+    p.add_argument("--expect", action="append", metavar="EXPR", help="an expectation (repeatable; forms below)")
+    p.add_argument("--baseline", metavar="STORE_OR_JSON", help="results store or result JSON to compare with")
+    p.add_argument("--baseline-tileiras", metavar="TEXT", help="use the baseline's records of this compiler build")
+    p.add_argument("--allow-unchecked", action="store_true", help="pass when an expectation cannot be checked "
+                   "(e.g. time with no run records); default: such an expectation fails")
+    p.add_argument("--store", metavar="PATH", help="results store (default: $TILEPROBE_STORE or the user data dir)")
+    p.add_argument("--no-store", action="store_true", help="do not read or write the results store")
+    p.add_argument("--jobs", "-j", type=int, default=None, help="parallel compiles (default: all CPUs)")
+    p.add_argument("--timeout", type=float, default=None, help="per-variant compiler timeout in seconds")
+    p.add_argument("--json", metavar="FILE", help="also write the outcome (failures, variants) as JSON")
+    p.set_defaults(func=cmd_gate)
+
+
+def cmd_gate(args) -> int:
+    """Run ``tileprobe gate`` for parsed arguments; returns 0 when every expectation holds, else 1."""
+    from ..analyses.gate import parse_where, run_gate
+    from ..report.terminal import gate_text
+    tcs, store = toolchains(args.tileiras), open_store(args)
+    g = run_gate(args.probe, args.arch, args.expect or [], where=parse_where(args.where), toolchains=tcs,
+                 store=store, baseline=args.baseline,
+                 baseline_tileiras=args.baseline_tileiras, allow_unchecked=args.allow_unchecked, jobs=args.jobs,
+                 timeout_s=args.timeout, command_line=_command_line(args))
+    print(gate_text(g))
+    if args.json:
+        write_json_doc(args.json, g.to_dict())
+    return 0 if g.passed else 1
+
+
+def _command_line(args) -> str:
+    """The gate's command line as stored with its audit (rebuilt from ``args``: main(argv) may run in-process)."""
+    parts = ["gate", args.probe, "--arch", args.arch]
+    for flag, value in (("--tileiras", args.tileiras), ("--where", args.where), ("--baseline", args.baseline)):
+        if value:
+            parts += [flag, value]
+    for e in args.expect or []:
+        parts += ["--expect", e]
+    return shlex.join(parts)

@@ -1,0 +1,46 @@
+"""``tileprobe history``: list stored audits, compiles and runs; export JSON or CSV.
+
+Python calls: :func:`tileprobe.analyses.history.history`, :func:`~tileprobe.analyses.history.write_history_json`,
+:func:`~tileprobe.analyses.history.write_history_csv`.
+"""
+from __future__ import annotations
+
+import sys
+
+from ._common import console
+
+
+def add_parser(sub) -> None:
+    """Register ``tileprobe history``."""
+    p = sub.add_parser("history", help="list stored audits, compiles and runs; export JSON/CSV",
+                       description="List what the results store holds, newest first.")
+    p.add_argument("--store", metavar="PATH", help="results store (default: $TILEPROBE_STORE or the user data dir)")
+    p.add_argument("--kernel", help="only this kernel (probe label)")
+    p.add_argument("--arch", help="only this arch, e.g. sm_90")
+    p.add_argument("--tileiras", metavar="TEXT", help="only compiler builds containing TEXT, e.g. 13.4")
+    p.add_argument("--limit", type=int, default=20, help="rows listed per table (default 20; 0: all)")
+    p.add_argument("--json", metavar="FILE", help="export the matching records (result schema) plus audits and runs; "
+                   "- for stdout")
+    p.add_argument("--csv", metavar="FILE", help="export one row per matching compile; - for stdout")
+    p.set_defaults(func=cmd_history)
+
+
+def cmd_history(args) -> int:
+    """Run ``tileprobe history`` for parsed arguments; returns the exit code."""
+    from ..analyses.history import history, write_history_csv, write_history_json
+    from ..store import Store
+    filters = dict(kernel=args.kernel, arch=args.arch, tileiras=args.tileiras)
+    with Store.open(args.store, must_exist=bool(args.store)) as store:
+        if args.json:
+            write_history_json(store, _dest(args.json), **filters)
+        if args.csv:
+            write_history_csv(store, _dest(args.csv), **filters)
+        if "-" in (args.json, args.csv):
+            return 0
+        from ..report.terminal import render_history
+        render_history(history(store, **filters, limit=args.limit), console(), limit=args.limit)
+    return 0
+
+
+def _dest(path: str):
+    return sys.stdout if path == "-" else path
