@@ -78,3 +78,129 @@ def test_candidates_between_good_and_bad():
     pub = ["13.1.80", "13.2.51", "13.2.78", "13.2.86", "13.3.36", "13.4.59", "13.4.92", "13.5.37"]
     assert candidates(pub, "13.3.36", "13.4.92") == ["13.3.36", "13.4.59", "13.4.92"]
     assert candidates(pub, "13.4", "13.2.78") == ["13.4.92", "13.4.59", "13.3.36", "13.2.86", "13.2.78"]
+
+
+# --- the CLI: golden output ---------------------------------------------------------------------------------------
+
+def _result_files(tmp_path):
+    import json
+    from tileprobe.schema import dump
+    a = [rec(A, 1, 384, 168, 44092, 1, "a1"), rec(A, 2, 256, 128, 44068, 2, "a2"), rec(A, 4, 256, 128, 44068, 2, "a4")]
+    b = [rec(B, 1, 384, 168, 100484, 1, "b1"), rec(B, 2, 384, 168, 100484, 1, "b1", status="ignored")]
+    pa, pb = tmp_path / "a.json", tmp_path / "b.json"
+    pa.write_text(json.dumps(dump(a, {"tileiras": [A]})))
+    pb.write_text(json.dumps(dump(b, {"tileiras": [B]})))
+    return str(pa), str(pb)
+
+
+COMPARE_ROWS = """\
+│ ! │ w4a16 sm_120 GATHER=True LOOP=True occupancy=2 │ 256×128r 44,068B 2/SM occupancy honoured │ 384×168r 100,484B 1/SM occupancy ignored  │ occupancy honoured → ignored; CTAs/SM 2 → 1; threads 256 │
+│   │                                                │                                          │                                           │ → 384; registers 128 → 168; shared B 44068 → 100484      │
+│ x │ w4a16 sm_120 GATHER=True LOOP=True occupancy=1 │ 384×168r 44,092B 1/SM occupancy honoured │ 384×168r 100,484B 1/SM occupancy honoured │ shared B 44092 → 100484                                  │
+│ ? │ w4a16 sm_120 GATHER=True LOOP=True occupancy=4 │ 256×128r 44,068B 2/SM occupancy honoured │ -                                         │ only in A                                                │
+└───┴────────────────────────────────────────────────┴──────────────────────────────────────────┴───────────────────────────────────────────┴──────────────────────────────────────────────────────────┘
+! regression   * improvement   x code or resources changed, same residency and verdicts   = same machine code   ? on one side only
+1 regression(s), 0 improvement(s), 1 changed, 0 same"""
+
+
+def test_compare_cli_prints_the_changes_table(tmp_path, capsys):
+    from tileprobe.cli import main
+    pa, pb = _result_files(tmp_path)
+    assert main(["compare", pa, pb]) == 0
+    lines = [ln.rstrip() for ln in capsys.readouterr().out.splitlines()]
+    assert lines[:2] == [f"A: {pa} (release 13.3, V13.3.36)", f"B: {pb} (release 13.4, V13.4.92)"]
+    assert lines[3].split() == ["┃", "┃", "variant", "┃", "A", "┃", "B", "┃", "what", "changed", "┃"]
+    assert "\n".join(lines[5:]) == COMPARE_ROWS
+
+
+def test_compare_cli_markdown_and_json(tmp_path, capsys):
+    import json
+    from tileprobe.cli import main
+    pa, pb = _result_files(tmp_path)
+    out_json = tmp_path / "changes.json"
+    assert main(["compare", pa, pb, "--format", "markdown", "--json", str(out_json)]) == 0
+    md = capsys.readouterr().out
+    assert md.startswith(f"## tileprobe compare\n\n- A: {pa} (release 13.3, V13.3.36)\n- B: {pb} (release 13.4, "
+                         "V13.4.92)\n\nReproduce:\n\n```\ntileprobe ")
+    assert ("| ! | w4a16 sm_120 GATHER=True LOOP=True occupancy=2 | 256×128r 44,068B 2/SM occupancy honoured | "
+            "384×168r 100,484B 1/SM occupancy ignored | occupancy honoured → ignored; CTAs/SM 2 → 1; threads 256 → "
+            "384; registers 128 → 168; shared B 44068 → 100484 |\n") in md
+    assert "| ? | w4a16 sm_120 GATHER=True LOOP=True occupancy=4 | 256×128r 44,068B 2/SM occupancy honoured | - | only in A |" in md
+    assert md.endswith("\n0 variant(s) identical (same machine code and resources).\n")
+    doc = json.loads(out_json.read_text())
+    assert [(c["kind"], c["mark"], c["details"][0]) for c in doc] == [
+        ("regression", "!", "occupancy honoured → ignored"), ("changed", "x", "shared B 44092 → 100484"),
+        ("unmatched", "?", "only in A")]
+    assert doc[0]["a"]["registers"] == 128 and doc[2]["b"] is None
+
+
+def test_compare_cli_says_what_to_give(tmp_path, capsys):
+    from tileprobe.cli import main
+    pa, _ = _result_files(tmp_path)
+    assert main(["compare"]) == 1
+    assert "compare what? give two result files (or stored audit ids)" in capsys.readouterr().err
+    assert main(["compare", pa]) == 1
+    assert "need exactly two compiler builds to compare, found 1" in capsys.readouterr().err
+    assert main(["compare", "--probe", pa, "--tileiras", "13.4"]) == 1
+    assert "with --probe, give two compilers: --tileiras A,B" in capsys.readouterr().err
+    assert main(["compare", "17", "nope.json", "--store", str(tmp_path / "s.sqlite")]) == 1
+    assert "no results store at" in capsys.readouterr().err
+    from tileprobe.store import Store
+    Store.open(tmp_path / "s.sqlite").close()
+    assert main(["compare", "17", "nope.json", "--store", str(tmp_path / "s.sqlite")]) == 1
+    assert "'17' is neither a result file nor a stored audit id" in capsys.readouterr().err
+
+
+def test_compare_two_stored_audits_by_id(tmp_path):
+    from tileprobe.analyses.compare import compare_results
+    from tileprobe.store import Store
+    pa, pb = _result_files(tmp_path)
+    with Store.open(tmp_path / "s.sqlite") as store:
+        ids = []
+        for path in (pa, pb):
+            from tileprobe.schema import load
+            records, env = load(path)
+            for i, r in enumerate(records):
+                store._remember(r, _fake_compile(store, r, i))
+            ids.append(store.save_audit(_Audit(records, env), f"audit {path}"))
+    c = compare_results([str(i) for i in ids], store=str(tmp_path / "s.sqlite"))
+    assert (c.name_a, c.name_b) == (f"stored audit {ids[0]}", f"stored audit {ids[1]}")
+    assert [ch.kind for ch in c.changes] == ["regression", "changed", "unmatched"]
+    assert c.changes[0].details[0] == "occupancy honoured → ignored"
+
+
+class _Audit:
+    def __init__(self, records, env):
+        self.records, self.environment, self.wall_s = records, env, 1.0
+
+
+def _fake_compile(store, r, i) -> str:
+    """Save ``r`` as a stored compile (a synthetic variant; no compiler) and return its key."""
+    from tileprobe.audit.compile import CompileResult, Variant
+    v = Variant("/tmp/p.py", 0, r.kernel, tuple(r.case.items()), tuple(r.hints.items()), r.arch, f"{i}" * 64)
+    res = CompileResult(v, "ok", tileiras=r.tileiras, cuda_tile="1.7.0", symbol="k", cubin=None)
+    return store.save_compile(res, r, {"tileiras": "/fake", "build": r.tileiras})
+
+
+def test_bisect_cli_prints_each_step_and_the_release(monkeypatch, capsys):
+    """``tileprobe bisect`` with the registry's list and the per-release audit faked (no network, no compiler)."""
+    import tileprobe.analyses.bisect as bisect_mod
+    import tileprobe.toolchain as tcm
+    from tileprobe.cli import main
+    monkeypatch.setattr(tcm, "_PUBLISHED", {tcm.TILEIRAS_PKG: ["13.2.86", "13.3.36", "13.4.59", "13.4.92"]})
+    holds = {"13.3.36": True, "13.4.59": True, "13.4.92": False}
+    seen = []
+
+    def evaluator(probe, arch, where, prop, jobs=None):
+        seen.append((probe, arch, where, prop))
+        return lambda v: Step(v, holds[v], f"384 threads × 168 regs at {v}")
+    monkeypatch.setattr(bisect_mod, "make_evaluator", evaluator)
+    assert main(["bisect", "p.py", "--arch", "sm_120", "--where", "GATHER=True,occupancy=2", "--property",
+                 "occupancy honoured", "--good", "13.3", "--bad", "13.4.92"]) == 0
+    assert seen == [("p.py", "sm_120", {"GATHER": True, "occupancy": 2}, "occupancy honoured")]
+    assert capsys.readouterr().out.splitlines() == [
+        "bisecting 3 releases: 13.3.36, 13.4.59, 13.4.92",
+        "  tileiras 13.3.36: holds — 384 threads × 168 regs at 13.3.36",
+        "  tileiras 13.4.92: does not hold — 384 threads × 168 regs at 13.4.92",
+        "  tileiras 13.4.59: holds — 384 threads × 168 regs at 13.4.59",
+        "first release where `occupancy honoured` changed: tileiras 13.4.92 (last like 13.3.36: 13.4.59)"]

@@ -304,3 +304,30 @@ def test_this_environment(monkeypatch):
     assert one(findings, "compiler choice").message.startswith(("cuTile would use tileiras", "cuTile finds no"))
     assert any(f.topic == "GPU" for f in findings)
     assert all(f.fix for f in findings if f.level == "error")
+
+
+def test_cli_table_marks_each_finding_and_its_fix(tmp_path, fake_pip, monkeypatch, capsys):
+    """Golden terminal output of ``tileprobe doctor`` in a fake environment: a CUDA_HOME at CUDA 13.0 beside a
+    tileiras 13.4 on PATH is an error, with its fix on the next line."""
+    from tileprobe.cli import main
+    fake_pip(NO_PIP)
+    fake_tileiras(tmp_path / "path", "13.4.92")
+    old = fake_toolkit(tmp_path / "old", "13.0.2")
+    for k, v in env_with(tmp_path, CUDA_HOME=str(old)).items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.delenv("CUDA_PATH", raising=False)
+    assert main(["doctor"]) == 1
+    out = capsys.readouterr().out
+    lines, text = out.splitlines(), " ".join(out.split())      # text: rich wraps long lines at 200 columns
+    heads = [ln.split(":")[0] for ln in lines if ln[:2] in ("✓ ", "! ", "✗ ")]
+    assert heads == ["✓ cuda-tile", "✓ pip packages", "✓ tileiras", "✓ compiler choice", "✓ targets", "✗ CUDA_HOME",
+                     "✓ toolchains", "✓ GPU"]
+    tileiras = str(tmp_path / "path" / "bin" / "tileiras")
+    assert lines[1] == "✓ pip packages: no nvidia-cuda-tileiras / nvidia-cuda-nvcc / nvidia-nvvm in this environment"
+    assert f"✓ tileiras: 13.4.92 at {tileiras} (PATH); targets: {' '.join(ALL_TARGETS)} ← cuTile's pick" in text
+    assert f"✓ compiler choice: cuTile would use tileiras 13.4.92 at {tileiras}, found via PATH" in text
+    assert (f"✗ CUDA_HOME: CUDA_HOME={old} is CUDA 13.0.2 (from version.json), older than tileiras 13.4.92: tileiras "
+            "takes libnvvm and ptxas from $CUDA_HOME instead of its own") in text
+    assert ("fix: unset CUDA_HOME (cuTile and tileprobe find tileiras without it), or point it at a CUDA 13.4+ "
+            "toolkit that has lib/libnvvm.so.4 ✓ toolchains:") in text
+    assert lines[-1] == "✓ GPU: no GPU (no nvidia-smi, no libcuda.so.1): audits work, runs need one"

@@ -300,3 +300,33 @@ def test_plugin_fixture_in_a_kernel_repository(tiny, pytester, monkeypatch):
                                  f"*registers<={regs}: vec_add sm_90 tileiras 13.4.92 TILE=2048 occupancy=1: "
                                  f"expected registers <= {regs}, got registers = *"])
     assert counter.n == 0, "the fixture compiled variants the store already held"
+
+
+def test_audit_cli_prints_tables_reasons_and_markdown(tiny, monkeypatch, capsys):
+    """Golden output of ``tileprobe audit`` over stored variants (nothing compiled): the table title, header and
+    one row per variant with its verdict, each verdict's reason, the summary line; then the Markdown form."""
+    from tileprobe.report.common import LIMITER_SHORT
+    from tileprobe.schema import short_build
+    counter = Count(monkeypatch)
+    assert main(["audit", tiny["probe"], "--arch", "sm_90", "--store", tiny["store"], "--no-sass"]) == 0
+    assert counter.n == 0
+    cap = capsys.readouterr()
+    rows = [" ".join(w for w in ln.split() if w not in "│┃") for ln in cap.out.splitlines()]
+    text = " ".join(cap.out.split())
+    recs = {(r.case["TILE"], r.hints["occupancy"]): r for r in tiny["records"]}
+    build = short_build(recs[(1024, 1)].tileiras)
+    assert rows[0] == f"vec_add · sm_90 · {build}"
+    assert "TILE occupancy threads regs smem B stack B CTAs/SM limiter verdict" in rows
+    for (tile, occ), r in recs.items():
+        v = r.verdicts["occupancy"]
+        assert (f"{tile} {occ} {r.threads} {r.registers} {r.shared_bytes:,} {r.stack_bytes:,} {r.ctas_per_sm} "
+                f"{LIMITER_SHORT[r.limiter]} {v['status']}") in rows
+        assert " ".join(f"TILE={tile} occupancy={occ}: occupancy {v['status']}: {v['reason']}".split()) in text
+    assert re.fullmatch(r"4 variants, 0 failed to compile, \d+\.\d s", cap.err.strip().splitlines()[-1])
+    assert main(["audit", tiny["probe"], "--arch", "sm_90", "--store", tiny["store"], "--no-sass",
+                 "--format", "markdown"]) == 0
+    md = capsys.readouterr().out
+    r = recs[(2048, 2)]
+    assert md.startswith("## tileprobe audit\n- tileprobe: ") and f"\n### vec_add · sm_90 · {build}\n\n" in md
+    assert (f"| 2048 | 2 | {r.threads} | {r.registers} | {r.shared_bytes:,} | {r.stack_bytes:,} | {r.ctas_per_sm} | "
+            f"{LIMITER_SHORT[r.limiter]} | {r.verdicts['occupancy']['status']} |") in md

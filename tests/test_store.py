@@ -431,3 +431,34 @@ def test_lookup_with_sass_fills_traits_from_the_stored_cubin(cold, tmp_path):
         found, todo = store.lookup(variants, tc, with_sass=True)
         assert todo == [] and all(isinstance(r.sass, dict) and "spill_stores" in r.sass for r in found), found[0].sass
         assert all(r.sass is not None for r in store.lookup(variants, tc)[0])   # kept in the store
+
+
+def test_history_cli_prints_audits_compiles_and_runs(tmp_path, capsys):
+    """Golden output of ``tileprobe history`` on a store built here (cells compared word by word)."""
+    import re
+    from tileprobe.audit import AuditResult
+    from tileprobe.cli import main
+    path = str(tmp_path / "h.sqlite")
+    with Store.open(path) as store:
+        keys = [store.save_compile(*fake(i), TC) for i in range(3)]
+        store.save_run(keys[1], {"status": "ok", "median_us": 12.5}, {"name": "NVIDIA H200", "driver": "580.159"})
+        records = [fake(i)[1] for i in range(2)]
+        for r, k in zip(records, keys):
+            store._remember(r, k)
+        store.save_audit(AuditResult(records=records, wall_s=2.5), "audit p.py --arch sm_90")
+        host = store.host
+    assert main(["history", "--store", path, "--limit", "2"]) == 0
+    when = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")
+    rows = [when.sub("WHEN", ln).replace(f" {host} ", " HOST ").split()
+            for ln in capsys.readouterr().out.splitlines()]
+    cells = [" ".join(w for w in row if w not in "│┃") for row in rows if row and row[0] in "│┃"]
+    assert rows[0] == ["store:", path]
+    assert cells == [
+        "id when (UTC) host variants s command",
+        "1 WHEN HOST 2 2.5 audit p.py --arch sm_90",
+        "when (UTC) kernel case hints arch tileiras status regs CTAs/SM µs",
+        f"WHEN fake I=2 occupancy=1 sm_90 {TC['build']} ok 34 16 -",
+        f"WHEN fake I=1 occupancy=2 sm_90 {TC['build']} ok 33 16 12.5",
+        "when (UTC) kernel case hints arch GPU driver status µs",
+        "WHEN fake I=1 occupancy=2 sm_90 NVIDIA H200 580.159 ok 12.5"]
+    assert " ".join(rows[-1]) == "(newest 2 of each; --limit 0 lists all, --json/--csv export all)"

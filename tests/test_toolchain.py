@@ -413,6 +413,16 @@ def test_cli_install_list_remove(offline, monkeypatch, tmp_path, capsys):
     assert run("toolchain", "remove", "13.3.36") == 0 and tcm.installed() == []
 
 
+def test_cli_list_without_toolchains_says_how_to_add_one(offline, capsys):
+    from tileprobe.cli import main
+    root, _ = offline
+    assert main(["toolchain", "list"]) == 0
+    assert " ".join(capsys.readouterr().out.split()) == (f"no toolchains in {root}; `tileprobe toolchain install "
+                                                          "13.4` adds one")
+    assert main(["toolchain", "remove", "13.1"]) == 1
+    assert capsys.readouterr().err.strip() == "tileprobe: tileiras 13.1 is not installed; managed toolchains: none."
+
+
 # --- the real thing -------------------------------------------------------------------------------------------
 
 KERNEL = '''
