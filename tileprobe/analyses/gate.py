@@ -25,8 +25,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..errors import TileprobeError
 from ..audit.probe import KERNEL_HINTS
+from ..errors import TileprobeError
 from ..schema import VariantRecord, short_build, value_key
 
 FORMS = """\

@@ -10,13 +10,13 @@ import sys
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
-from ..model.arch import get_arch
-from .compile import DEFAULT_TIMEOUT_S, CompileResult, Variant, compile_variants
-from ..model.cubin import CubinInfo
 from ..errors import CubinError, ProbeError, TileprobeError
+from ..model.arch import get_arch
+from ..model.cubin import CubinInfo
 from ..model.occupancy import theoretical_occupancy
-from .probe import Probe, load_probes
 from ..schema import VariantRecord, canonical, value_key
+from .compile import DEFAULT_TIMEOUT_S, CompileResult, Variant, compile_variants
+from .probe import Probe, load_probes
 from .verdict import judge_records
 
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 import math
 from typing import Callable
 
-from ..errors import ProbeError
 from ..audit.signature import contiguous_strides, dtype_name, itemsize
+from ..errors import ProbeError
 
 #: Our dtype name -> torch attribute name (torch >= 2.3 for uint16/32/64, >= 2.7 for float8_e8m0fnu).
 _TORCH_NAMES = {"bool": "bool"}

@@ -39,8 +39,8 @@ import struct
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from ..errors import ProbeError, TileprobeError
 from ..audit.signature import ArraySpec, dtype_name, itemsize
+from ..errors import ProbeError, TileprobeError
 
 # --- CUDA errors -------------------------------------------------------------------------------------------
 

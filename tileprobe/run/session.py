@@ -24,8 +24,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from ..model.arch import get_arch
 from ..errors import StoreError, TileprobeError
+from ..model.arch import get_arch
 from ..schema import VariantRecord, load
 from . import watchdog as _watchdog
 from .watchdog import DEFAULT_TIMEOUT_S, Watchdog, WorkerStartError
