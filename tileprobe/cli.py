@@ -169,6 +169,8 @@ def build_parser() -> argparse.ArgumentParser:
     from .run import cli as run_cli
     for module in (toolchain, doctor, compare, bisect, run_cli, html, store, gate):
         module.add_parser(sub, _add_common)
+    from . import cli_tune
+    cli_tune.add_parser(sub, _add_common)
     return parser
 
 
