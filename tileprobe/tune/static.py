@@ -127,7 +127,7 @@ def make_plans(problems_: Sequence[Problem], records: Sequence[VariantRecord], a
             if c.status != "ok":
                 plan.dropped[c.status] = plan.dropped.get(c.status, 0) + 1
             plan.candidates.append(c)
-        if p.default_note:
+        if p.default_note and p.probe.reference is None:
             plan.notes.append(p.default_note)
         plans.append(plan)
     return plans
