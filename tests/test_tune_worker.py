@@ -52,6 +52,7 @@ def tune_worker(monkeypatch):
         kernels[symbol] = TimedKernel(body, gpu)
         return kernels[symbol]
     monkeypatch.setattr(batch, "_kernel", lambda cubin, symbol, sha: kernels[symbol])
+    monkeypatch.setattr(worker, "_kernel", lambda cubin, symbol, sha: kernels[symbol])
     return use, gpu
 
 
@@ -188,3 +189,15 @@ def test_clock_reader_without_nvml_or_nvidia_smi(monkeypatch):
     assert r.source is None and r.read() is None
     monkeypatch.setitem(os.environ, "PATH", "")
     assert clocks.compute_capability() is None or isinstance(clocks.compute_capability(), tuple)
+
+
+def test_run_variant_burst_mode_and_clocks(tune_worker):
+    use, gpu = tune_worker
+    k = use(_add(1.0))
+    out = worker.run_variant(_healthy_record(), b"", FAULTY, reps=6, warmup=2, timing_mode="burst")
+    assert out["status"] == "ok" and out["timing_mode"] == "burst" and out["reps"] == 6
+    # two syncs around the checked launch, one after the warm-up, then one per sample
+    assert out["median_us"] == pytest.approx(42.0) and gpu.syncs == 2 + 1 + 6
+    # clocks read before the warm-up (after the checked launch) and after the samples
+    assert out["clocks_before"]["launches"] == 1 and out["clocks_after"]["launches"] == 1 + 2 + 6
+    assert out["clocks_moved"] is False and k.launches == 9

@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 
-from .worker import _STATE, _call_probe, _classify, _kernel, _probe, grid_hints
+from .worker import _STATE, _call_probe, _classify, _kernel, _probe, clock_reader, grid_hints
 
 #: Inputs kept per worker: at most this fraction of the GPU's memory (oldest dropped first).
 ARGS_CACHE_FRACTION = 0.25
@@ -74,13 +74,6 @@ def _prepare(record: dict, cubin: bytes, probe_path: str, args) -> tuple:
     return kernel, grid, packed
 
 
-def _clock_reader():
-    if "clock_reader" not in _STATE:
-        from .clocks import ClockReader
-        _STATE["clock_reader"] = ClockReader((_STATE.get("gpu") or {}).get("pci_bus_id"))
-    return _STATE["clock_reader"]
-
-
 def _result(**fields) -> dict:
     out = {"status": None, "samples_us": [], "clocks_before": None, "clocks_after": None, "grid": None,
            "error": "", "cuda_error": None, "fatal": False, "warmup_launches": None, "n": 0, "wall_s": None}
@@ -108,7 +101,7 @@ def time_batch(record: dict, cubin: bytes, probe_path: str, seed: int = 0, mode:
         out["grid"] = list(grid)
         if record.get("threads"):
             out["driver_ctas_per_sm"] = kernel.driver_facts(record["threads"])["driver_ctas_per_sm"]
-        timer, stream, clocks = _STATE["timer"], _STATE["stream"], _clock_reader()
+        timer, stream, clocks = _STATE["timer"], _STATE["stream"], clock_reader()
         seen: dict = {}
         launched = True
         fn = burst_batch if mode == "burst" else sustained_batch

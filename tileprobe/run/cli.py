@@ -28,6 +28,8 @@ def add_parser(subparsers, add_common) -> None:
     p.add_argument("--reps", type=int, default=DEFAULT_REPS, help=f"timed repetitions (default {DEFAULT_REPS})")
     p.add_argument("--warmup", type=int, default=None, help="minimum warm-up launches (default 10, and ≥ 25 ms)")
     p.add_argument("--seed", type=int, default=0, help="base seed of the random inputs (variant i uses seed + i)")
+    p.add_argument("--timing", choices=["sustained", "burst"], default="sustained", help="sustained: back to back "
+                   "as triton's do_bench (default); burst: samples each alone, as cuda.tile.tune (docs/TUNE.md)")
     p.add_argument("--jobs", "-j", type=int, default=None, help="parallel compiles for the audit (default: all CPUs)")
     p.add_argument("--store", metavar="PATH", help="results store (default: the user data dir)")
     p.add_argument("--no-store", action="store_true", help="do not read or write the results store")
@@ -50,6 +52,7 @@ def cmd_run(args) -> int:
         records, env, cubins, search = _audit_or_bundle(args, gpu, err, store)
         result = run_probes(records, cubins, probe_paths=args.probes, search_dirs=search, timeout_s=args.timeout,
                             reps=args.reps, warmup=args.warmup, seed=args.seed, watchdog=wd, environment=env,
+                            timing_mode=args.timing,
                             progress=lambda i, n, r: err.print(f"[{i}/{n}] {_label(r)}: {run_cell(r)}",
                                                                markup=False))
     if store is not None:

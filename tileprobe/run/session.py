@@ -123,6 +123,7 @@ def run_probes(records: Iterable[VariantRecord], cubins: Any = None, *, probe_pa
                search_dirs: Sequence[str] = (), timeout_s: float = DEFAULT_TIMEOUT_S, reps: int | None = None,
                warmup: int | None = None, warmup_ms: float | None = None, seed: int = 0,
                watchdog: Watchdog | None = None, environment: dict | None = None,
+               timing_mode: str = "sustained",
                progress: Callable[[int, int, VariantRecord], None] | None = None) -> RunResult:
     """Check and time every ``ok`` variant compiled for this GPU's architecture.
 
@@ -134,6 +135,7 @@ def run_probes(records: Iterable[VariantRecord], cubins: Any = None, *, probe_pa
         search_dirs: more folders to look for probe files by base name (e.g. the bundle's and the working dir).
         timeout_s: per-variant limit (s) before a variant is called ``hang`` and its worker is killed.
         reps, warmup, warmup_ms: timing settings (:func:`tileprobe.run.timing.measure`; None: its defaults).
+        timing_mode: ``sustained`` (default, as do_bench) or ``burst`` (as cuda.tile.tune); docs/TUNE.md.
         seed: base seed of the inputs; variant *i* uses ``seed + i`` (recorded in ``run["seed"]``).
         watchdog: a running :class:`Watchdog` to use (default: one made and closed here).
         environment: the audit's environment, to which ``gpu`` and ``run`` are added.
@@ -157,7 +159,8 @@ def run_probes(records: Iterable[VariantRecord], cubins: Any = None, *, probe_pa
         for i, rec in enumerate(todo):
             try:
                 rec.run = _run_one(wd, rec, get, probe_paths, search_dirs, timeout_s,
-                                   dict(seed=seed + i, reps=reps, warmup=warmup, warmup_ms=warmup_ms))
+                                   dict(seed=seed + i, reps=reps, warmup=warmup, warmup_ms=warmup_ms,
+                                        timing_mode=timing_mode))
             except WorkerStartError as e:
                 rec.run = run_dict(status="crash", error=f"no worker could be started for this variant: {e}")
                 result.aborted = str(e)
@@ -168,6 +171,7 @@ def run_probes(records: Iterable[VariantRecord], cubins: Any = None, *, probe_pa
         result.restarts = wd.restarts
         result.environment["gpu"] = gpu
         result.environment["run"] = {"timeout_s": timeout_s, "reps": reps, "warmup": warmup,
+                                     "timing_mode": timing_mode,
                                      "warmup_ms": warmup_ms, "seed": seed, "block": [1, 1, 1],
                                      "l2_flush_bytes": gpu.get("l2_flush_bytes")}
     finally:
