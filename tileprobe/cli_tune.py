@@ -25,7 +25,7 @@ def add_parser(subparsers, add_common=None) -> None:
                               description=__doc__.split("\n\n")[1])
     p.add_argument("probes", nargs="+", metavar="PROBE", help="probe files (README: Tuning)")
     p.add_argument("--budget", type=float, default=None, metavar="SECONDS",
-                   help="time for each problem's race (default: until it is decided)")
+                   help="time for the races, shared among the problems (default: until each is decided)")
     p.add_argument("--strategy", choices=["race", "exhaustive"], default="race",
                    help="race: successive elimination (default); exhaustive: every candidate sampled alike")
     p.add_argument("--timing", choices=["sustained", "burst"], default="sustained",

@@ -114,7 +114,8 @@ def tune(probe_paths: Sequence[str], *, arch: str | None = None, budget_s: float
 
     Args:
         probe_paths: probe files (see README "Tuning": ``tunable=``, ``constraint=``, ``default=``).
-        arch: target (default: this GPU's). budget_s: seconds for each problem's race (None: no limit).
+        arch: target (default: this GPU's). budget_s: seconds for the races, shared among the problems: each
+            race gets an equal share of what is left (None: no limit).
         strategy: ``race`` (successive elimination) or ``exhaustive`` (every candidate sampled alike).
         timing: ``sustained`` (default) or ``burst`` (docs/TUNE.md "Timing modes").
         export: write the JSON table for host code there (merged into an existing table).
@@ -209,11 +210,15 @@ def _environment(env: dict, gpu: dict, arch: str, num_sms, timing: TimingSetting
 
 def _race_all(result: TuneResult, plans: list[Plan], wd, get, probe_paths, bundle, timing, settings, timeout_s,
               seed, tasks, progress) -> None:
+    import dataclasses
     from ..run.watchdog import WorkerStartError
     t0 = time.perf_counter()
     search = [d for d in (bundle, os.getcwd()) if d]
-    for plan in plans:
+    for i, plan in enumerate(plans):
         raced = plan.raced()
+        share = settings.budget_s
+        if share is not None:   # the budget is shared: each race gets an equal share of what is left
+            share = max(0.0, settings.budget_s - (time.perf_counter() - t0)) / (len(plans) - i)
         if result.aborted or not raced:
             res = problem_result(plan, None, result.environment["arch"], settings.confidence)
             res.notes.append(result.aborted and f"not raced: {result.aborted}" or "no candidate left to time")
@@ -226,8 +231,8 @@ def _race_all(result: TuneResult, plans: list[Plan], wd, get, probe_paths, bundl
         if progress:
             progress("race", plan)
         try:
-            outcome = Race([c.id for c in raced], bench.measure, bench.check, settings,
-                           progress=progress).run()
+            outcome = Race([c.id for c in raced], bench.measure, bench.check,
+                           dataclasses.replace(settings, budget_s=share), progress=progress).run()
         except WorkerStartError as e:
             result.aborted, outcome = f"no GPU worker could be started: {e}", None
         res = problem_result(plan, outcome, result.environment["arch"], settings.confidence)
