@@ -181,7 +181,7 @@ def report_text(header: dict, sums: list[dict]) -> str:
                   f"verdict {s['verdict']}{' ' + str(s['tie']) if s['tie'] else ''}",
                   f"  pick {p['tileprobe']['label']}: do_bench {_f(p['tileprobe']['do_bench_us'], ',.1f', ' µs')} = "
                   f"{_f(p['tileprobe']['ratio'], '.3f', '×')} best — required ≤ {REQUIRED_RATIO}: "
-                  f"{'PASS' if s['required_ok'] else 'FAIL'}", "",
+                  f"{_verdict(s)}", "",
                   f"{'configuration':40} {'do_bench µs':>12} {'cutile µs':>18} {'tileprobe µs [95% CI]':>30} "
                   f"{'status':>16} {'SM MHz':>11}"]
         for r in sorted(s["rows"], key=lambda r: r["do_bench_us"] or float("inf")):
@@ -195,6 +195,12 @@ def report_text(header: dict, sums: list[dict]) -> str:
                          f"{(r['tileprobe_status'] or '-') + '/' + (r['do_bench_status'] or '-'):>16} {mhz:>11}")
         lines.append("")
     return "\n".join(lines)
+
+
+def _verdict(s: dict) -> str:
+    if s["picks"]["tileprobe"]["ratio"] is None:
+        return "n/a (no do_bench figure for tileprobe's pick)"
+    return "PASS" if s["required_ok"] else "FAIL"
 
 
 def _header() -> dict:

@@ -11,8 +11,8 @@ import pytest
 from tileprobe.probe import load_probes
 from tileprobe.schema import VariantRecord
 from tileprobe.tune.space import problems
-from tileprobe.tune.static import (DUPLICATE, Candidate, Plan, compile_records, constant_data_sha256, dedupe,
-                                   launch_key, make_plans)
+from tileprobe.tune.static import (DUPLICATE, Candidate, compile_records, constant_data_sha256, dedupe, launch_key,
+                                   make_plans)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RMS = os.path.join(ROOT, "examples", "rms_norm.py")

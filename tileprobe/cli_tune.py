@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import sys
 
-from .errors import TileprobeError
-
-#: Argument parsing and printing only: the domain is ``tileprobe.tune`` (the integrator moves this file into cli/).
-_FATES = ("winner", "tie", "eliminated", "duplicate_launch", "wrong", "hang", "crash", "error", "skipped")
+# Argument parsing and printing only: the domain is ``tileprobe.tune``.
+#: Table order of the candidates' fates.
+_FATES = ("winner", "tie", "ok", "eliminated", "wrong", "hang", "crash", "error", "skipped")
 
 
 def add_parser(subparsers, add_common=None) -> None:
@@ -137,20 +136,20 @@ def render(result, console) -> None:
     console.print(time_line(result.times), markup=False)
 
 
+def _counts(d: dict) -> str:
+    return f" ({', '.join(f'{k}: {n}' for k, n in d.items())})" if d else ""
+
+
 def summary_line(p) -> str:
-    """``10 configurations: 2 rejected by constraints, 1 failed to compile (compile_error), 3 duplicate
-    launches → 4 raced``."""
-    drops = p.dropped
-    rejected = sum(n for k, n in drops.items() if k.startswith("constraint:"))
-    failed = {k: n for k, n in drops.items() if not k.startswith("constraint:") and k != "duplicate_launch"}
-    dup = drops.get("duplicate_launch", 0)
-    total = sum(1 for r in p.candidates if r.get("config") is not None) + rejected
-    raced = sum(1 for r in p.candidates if r.get("config") is not None and r.get("same_launch_as") is None
-                and r.get("status") not in failed)
-    parts = [f"{rejected} rejected by constraints" + (f" ({', '.join(f'{k[11:]}: {n}' for k, n in drops.items() if k.startswith('constraint:'))})" if rejected else ""),
-             f"{sum(failed.values())} failed" + (f" ({', '.join(f'{k}: {n}' for k, n in failed.items())})" if failed else ""),
-             f"{dup} duplicate launches"]
-    return f"{total} configurations: {', '.join(parts)} → {raced} to time"
+    """``12 configurations: 7 rejected by constraints (fits: 4, …), 1 failed (compile_error: 1), 1 duplicate
+    launches → 3 to time``."""
+    rejected = {k[len("constraint:"):]: n for k, n in p.dropped.items() if k.startswith("constraint:")}
+    failed = {k: n for k, n in p.dropped.items() if not k.startswith("constraint:") and k != "duplicate_launch"}
+    rows = [r for r in p.candidates if r.get("config") is not None]
+    timed = sum(1 for r in rows if r.get("same_launch_as") is None and r.get("status") not in failed)
+    return (f"{len(rows) + sum(rejected.values())} configurations: {sum(rejected.values())} rejected by constraints"
+            f"{_counts(rejected)}, {sum(failed.values())} failed{_counts(failed)}, "
+            f"{p.dropped.get('duplicate_launch', 0)} duplicate launches → {timed} to time")
 
 
 def _render_problem(p, console) -> None:
@@ -167,8 +166,11 @@ def _render_problem(p, console) -> None:
     t = Table(show_edge=False, pad_edge=False)
     for h in ("configuration", "status", "n", "median µs", "95% CI µs", "vs pick", "grid", "regs", "CTAs/SM",
               "stack B/STL", "SM MHz", "note"):
-        t.add_column(h, justify="right" if h not in ("configuration", "status", "note") else "left")
-    for r in sorted((r for r in p.candidates if r.get("config") is not None), key=_rank):
+        t.add_column(h, justify="right" if h not in ("configuration", "status", "note") else "left",
+                     no_wrap=h != "note", overflow="fold" if h == "note" else "ellipsis")
+    rows = [r for r in p.candidates if r.get("config") is not None]
+    by_label = {r["label"]: (i, r) for i, r in enumerate(rows)}
+    for r in sorted(rows, key=lambda r: _rank(*by_label[r.get("same_launch_as") or r["label"]], r)):
         t.add_row(r["label"], r["status"], str(r.get("n") or "-"), _us(r.get("median_us")), _ci(r),
                   f"{r['median_us'] / best:.3f}×" if best and r.get("median_us") else "-", _grid(r),
                   str(r.get("registers") or "-"), str(r.get("ctas_per_sm") or "-"), _spill(r), _mhz(r), _note(r))
@@ -177,9 +179,10 @@ def _render_problem(p, console) -> None:
         console.print("  " + line, markup=False)
 
 
-def _rank(r: dict) -> tuple:
+def _rank(position: int, timed: dict, r: dict) -> tuple:
+    """Fate, median, declaration order; a duplicate right under the candidate timed for it."""
     order = {s: i for i, s in enumerate(_FATES)}
-    return (order.get(r["status"], len(order)), r.get("median_us") or float("inf"))
+    return (order.get(timed["status"], len(order)), timed.get("median_us") or float("inf"), position, r is not timed)
 
 
 def _grid(r: dict) -> str:
@@ -222,9 +225,10 @@ def verdict_lines(p) -> list[str]:
     elif p.verdict == "none":
         out.append("no winner: no candidate ran correctly")
     for r in p.candidates:
-        if r.get("status") in ("hang", "crash", "error", "wrong", "skipped") or (
-                r.get("config") is not None and r.get("status") not in ("ok",) and r.get("status") not in _FATES):
-            out.append(f"{r['status']}: {r['label']}: {(r.get('reason') or '').strip().splitlines()[0][:200] if r.get('reason') else ''}")
+        if r.get("config") is not None and r.get("status") not in ("ok", "winner", "tie", "eliminated",
+                                                                     "duplicate_launch"):
+            reason = (r.get("reason") or "").strip().splitlines()
+            out.append(f"{r['status']}: {r['label']}: {reason[0][:200] if reason else ''}")
         if r.get("check") and r["check"].get("status") == "unchecked":
             out.append(f"unchecked: {r['label']}: {r['check'].get('message')}")
     out.extend(p.notes)
