@@ -103,7 +103,7 @@ def run_step(kernel: str, step: str, probe: str, out: str, dry_run: bool) -> dic
     wall = time.perf_counter() - t0
     with open(os.path.join(out, f"{kernel}-{step}.log"), "w", encoding="utf-8") as f:
         f.write(f"$ {' '.join(cmd)}\n{text}")
-    meta = {"kernel": kernel, "step": step, "command": cmd, "wall_s": wall, "exit": code}
+    meta = {"kernel": kernel, "step": step, "command": cmd, "wall_s": wall, "exit": code, "machine": _header()}
     with open(os.path.join(out, f"{kernel}-{step}.meta.json"), "w", encoding="utf-8") as f:
         json.dump(meta, f, indent=1)
     print(f"{kernel} {step}: exit {code}, {wall:.1f} s (log: {kernel}-{step}.log)", flush=True)
@@ -218,7 +218,8 @@ def _header() -> dict:
 def report(out: str, kernels: list[str]) -> str:
     sums = [summarize(out, k) for k in kernels if _load(out, f"{k}-dobench.json") or _load(out, f"{k}-tileprobe.json")
             or _load(out, f"{k}-cutile.json")]
-    header = _header()
+    metas = [_load(out, f"{k}-{s}.meta.json") for k in kernels for s in STEPS]
+    header = next((m["machine"] for m in metas if m and m.get("machine")), None) or _header()   # where it ran
     text = report_text(header, sums)
     with open(os.path.join(out, "bench_tune.txt"), "w", encoding="utf-8") as f:
         f.write(text + "\n")

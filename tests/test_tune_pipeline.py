@@ -233,3 +233,34 @@ def test_cli_dry_run_prints_the_static_stage(space, capsys):
             "1 duplicate launches → 4 to time") in out
     assert re.search(r"TILE=1024 occupancy=2\s.*duplicate_launch.*= TILE=1024 occupancy=1", out)
     assert "time: start-up" in out and "compile" in out
+
+
+def test_bundle_without_the_target_arch_says_how_to_make_one(space, tmp_path):
+    from tileprobe.cli import write_bundle
+    from tileprobe.errors import TileprobeError
+    from tileprobe.audit import AuditResult
+    from tileprobe.schema import VariantRecord
+    rec = VariantRecord(kernel="vec_add_tune", probe=space["probe"], case={"TILE": 256}, hints={"occupancy": 1},
+                        arch="sm_120", tileiras="t", status="ok")
+    write_bundle(str(tmp_path / "b"), AuditResult(records=[rec]))
+    with pytest.raises(TileprobeError, match=r"has no sm_90 records \(it has sm_120\): make it with `tileprobe "
+                                             r"audit PROBE --arch sm_90 --bundle DIR`"):
+        tune([space["probe"]], arch="sm_90", bundle=str(tmp_path / "b"), dry_run=True)
+
+
+def test_split_machines_tune_from_a_bundle(space, tmp_path):
+    """Compile here (from the store), write a bundle, tune from it with the probe file given: no compiler used."""
+    from tileprobe.cli import write_bundle
+    from tileprobe.tune.static import compile_records, load_space
+    probs, _ = load_space([space["probe"]])
+    with Store.open(space["store"]) as s:
+        res = compile_records([space["probe"]], probs, "sm_90", store=s)
+    write_bundle(str(tmp_path / "b"), res)
+    plan = {"times": {"256": 300.0, "512": 100.0, "1024": 80.0, "2048": 200.0}}
+    with Watchdog(timeout_s=3.0, init=INIT, env={PLAN_ENV: json.dumps(plan)}) as wd:
+        out = tune([space["probe"]], bundle=str(tmp_path / "b"), arch="sm_90", watchdog=wd, tasks=TASKS)
+    (p,) = out.problems
+    assert p.pick["label"] == "TILE=1024 occupancy=1" and p.dropped == {"constraint:fits": 4,
+                                                                         "constraint:occupancy_sweep_at_1024": 3,
+                                                                         "duplicate_launch": 1}
+    assert out.environment["bundle"] == str(tmp_path / "b") and out.times["compile_s"] < 5

@@ -92,6 +92,10 @@ def _records(paths, problems, arch, bundle, store, jobs, compile_timeout_s, tool
     if bundle:
         from ..run.session import load_bundle
         records, env, get = load_bundle(bundle)
+        archs = sorted({r.arch for r in records})
+        if arch not in archs:
+            raise TileprobeError(f"the bundle {bundle} has no {arch} records (it has {', '.join(archs) or 'none'}): "
+                                 f"make it with `tileprobe audit PROBE --arch {arch} --bundle DIR`")
         return records, get, env, []
     res = compile_records(paths, problems, arch, store=store, jobs=jobs, timeout_s=compile_timeout_s,
                           toolchains=toolchains, with_sass=_have_nvdisasm(),
