@@ -6,6 +6,7 @@ Y), about 270 µs at 4 TB/s, so occupancy and TMA choices show up as bandwidth. 
 grid as ``rms_norm.py`` (the kernel and reference are taken from that file, so the two cannot drift apart).
 
     tileprobe run examples/rms_norm_large.py          # on the GPU machine
+    tileprobe tune examples/rms_norm_large.py         # the fastest correct (ALLOW_TMA, occupancy), checked
 """
 import os
 
@@ -27,6 +28,7 @@ probe = Probe(
     kernel=f"{_BASE}:rms_norm_static_persistent",
     args=args,
     cases={"ALLOW_TMA": [True, False]},
+    tunable=("ALLOW_TMA",),            # for `tileprobe tune`: one search space, TMA on/off × occupancy
     hints={"occupancy": [1, 2, 4, 8, 16]},
     grid=lambda case, hints, num_sms: (num_sms * (hints.get("occupancy") or 1),),
     reference=import_object(f"{_BASE}:reference"),

@@ -42,9 +42,18 @@ audits          ``id``, ``created``, ``host``, ``command_line``, ``environment``
 audit_compiles  (``audit_id``, ``position``) → ``compile_key`` and that audit's ``verdicts`` (JSON)
 runs            ``id``, ``compile_key``, ``created``, ``host``, ``gpu_name``, ``driver``, ``clocks`` (JSON),
                 ``gpu`` (JSON), ``status``, ``median_us``, ``run`` (JSON, as ``VariantRecord.run``)
+tunes           one row per (kernel, problem case) a ``tileprobe tune`` finished: ``id``, ``created``, ``host``,
+                ``tileprobe``, ``kernel``, ``probe``, ``source_sha256``, ``problem_json``, ``arch``, ``gpu_name``,
+                ``gpu_uuid``, ``driver``, ``tileiras`` (build), ``cuda_tile``, ``timing`` (sustained | burst),
+                ``strategy``, ``verdict`` (winner | tie | none), ``pick_json`` (the picked case values and hints),
+                ``median_us``, ``ci_lo_us``, ``ci_hi_us`` and ``result`` (JSON: the whole problem result,
+                ``tileprobe/tune/result.py``)
+tune_candidates (``tune_id``, ``position``) → ``compile_key``, ``config_json``, ``status`` (its fate), ``same_launch_as``,
+                ``n_samples``, ``median_us``, ``ci_lo_us``, ``ci_hi_us``, ``clocks_moved``, ``summary`` (JSON row)
 =============== ====================================================================================================
 
 Version history: 1 — meta, cubins, compiles, audits, audit_compiles. 2 — runs, indexes for history filters.
+3 — tunes, tune_candidates.
 Older stores are migrated in place when opened (``_migrate_to_N``); a newer one is refused; a file that is not a
 tileprobe store, or is damaged, is refused and left untouched (a results store is user data, not a cache).
 """
@@ -62,7 +71,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 from .errors import StoreError
 from .schema import value_key
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 KEY_VERSION = b"\x01"
 BUSY_TIMEOUT_S = 60.0
 #: Statuses a lookup reuses; other stored statuses are compiled again (see module doc).
@@ -132,7 +141,20 @@ def _migrate_to_2(c: sqlite3.Connection) -> None:
     c.execute("CREATE INDEX audit_compiles_by_key ON audit_compiles (compile_key)")
 
 
-_MIGRATIONS = {1: _migrate_to_1, 2: _migrate_to_2}
+def _migrate_to_3(c: sqlite3.Connection) -> None:
+    c.execute("CREATE TABLE tunes (id INTEGER PRIMARY KEY AUTOINCREMENT, created TEXT NOT NULL, host TEXT, "
+              "tileprobe TEXT, kernel TEXT NOT NULL, probe TEXT, source_sha256 TEXT, problem_json TEXT NOT NULL, "
+              "arch TEXT, gpu_name TEXT, gpu_uuid TEXT, driver TEXT, tileiras TEXT, cuda_tile TEXT, timing TEXT, "
+              "strategy TEXT, verdict TEXT, pick_json TEXT, median_us REAL, ci_lo_us REAL, ci_hi_us REAL, "
+              "result TEXT NOT NULL)")
+    c.execute("CREATE TABLE tune_candidates (tune_id INTEGER NOT NULL, position INTEGER NOT NULL, compile_key TEXT, "
+              "config_json TEXT, status TEXT NOT NULL, same_launch_as TEXT, n_samples INTEGER, median_us REAL, "
+              "ci_lo_us REAL, ci_hi_us REAL, clocks_moved INTEGER, summary TEXT NOT NULL, "
+              "PRIMARY KEY (tune_id, position))")
+    c.execute("CREATE INDEX tunes_by_problem ON tunes (kernel, problem_json, gpu_name, created)")
+
+
+_MIGRATIONS = {1: _migrate_to_1, 2: _migrate_to_2, 3: _migrate_to_3}
 
 
 class Store:
@@ -408,6 +430,61 @@ class Store:
                              json.dumps(gpu.get("clocks"), default=str), json.dumps(gpu, default=str),
                              run.get("status"), run.get("median_us"), json.dumps(run, default=str)))
             return cur.lastrowid
+
+    def save_tune(self, problem: dict, environment: dict) -> int:
+        """Store one problem's tune; return its id.
+
+        Args:
+            problem: ``ProblemResult.to_dict()`` (``tileprobe/tune/result.py``); each candidate row may carry its
+                ``compile_key``.
+            environment: the tune's environment: ``gpu`` (name, uuid, driver …), ``timing``, ``strategy``.
+        """
+        from ._version import __version__
+        gpu, pick = environment.get("gpu") or {}, problem.get("pick") or {}
+        row = (_now(), self.host, __version__, problem["kernel"], problem.get("probe"), problem.get("source_sha256"),
+               value_key(problem["problem"]), problem.get("arch"), gpu.get("name"), gpu.get("uuid"),
+               str(gpu.get("driver") or ""), problem.get("tileiras"), problem.get("cuda_tile"),
+               environment.get("timing"), environment.get("strategy"), problem.get("verdict"),
+               json.dumps(pick.get("config")) if pick else None, pick.get("median_us"), pick.get("ci_lo_us"),
+               pick.get("ci_hi_us"), json.dumps(problem, default=str))
+        with self._transaction() as c:
+            cur = c.execute("INSERT INTO tunes (created, host, tileprobe, kernel, probe, source_sha256, problem_json, "
+                            "arch, gpu_name, gpu_uuid, driver, tileiras, cuda_tile, timing, strategy, verdict, "
+                            "pick_json, median_us, ci_lo_us, ci_hi_us, result) "
+                            f"VALUES ({', '.join('?' * len(row))})", row)
+            tune_id = cur.lastrowid
+            c.executemany("INSERT INTO tune_candidates (tune_id, position, compile_key, config_json, status, "
+                          "same_launch_as, n_samples, median_us, ci_lo_us, ci_hi_us, clocks_moved, summary) "
+                          "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                          [(tune_id, i, r.get("compile_key"), json.dumps(r.get("config")), r.get("status") or "",
+                            r.get("same_launch_as"), r.get("n"), r.get("median_us"), r.get("ci_lo_us"),
+                            r.get("ci_hi_us"), None if r.get("clocks_moved") is None else int(r["clocks_moved"]),
+                            json.dumps(r, default=str)) for i, r in enumerate(problem.get("candidates") or [])])
+        return tune_id
+
+    def tunes(self, *, kernel: str | None = None, problem: dict | None = None, gpu_name: str | None = None,
+              limit: int | None = None) -> list[dict]:
+        """Stored tunes, newest first: each the stored problem result plus ``id``, ``created``, ``host``,
+        ``gpu_name``, ``driver``, ``timing`` and ``strategy``."""
+        conds, params = [], []
+        for col, value in (("kernel", kernel), ("problem_json", None if problem is None else value_key(problem)),
+                           ("gpu_name", gpu_name)):
+            if value is not None:
+                conds.append(f"{col} = ?")
+                params.append(value)
+        sql = (f"SELECT id, created, host, gpu_name, driver, timing, strategy, result FROM tunes WHERE "
+               f"{' AND '.join(conds) or '1'} ORDER BY id DESC" + (f" LIMIT {int(limit)}" if limit else ""))
+        return [{**json.loads(res), "id": i, "created": cr, "host": h, "gpu_name": g, "driver": d, "timing": t,
+                 "strategy": st} for i, cr, h, g, d, t, st, res in self._query(sql, params)]
+
+    def previous_tune(self, kernel: str, problem: dict, gpu_name: str | None, timing: str | None,
+                      other_than_tileiras: str) -> dict | None:
+        """The newest stored tune of ``kernel`` at ``problem`` on that GPU and timing mode, made with a tileiras
+        build other than ``other_than_tileiras`` (what ``tune`` compares with after a compiler upgrade)."""
+        for t in self.tunes(kernel=kernel, problem=problem, gpu_name=gpu_name):
+            if t.get("tileiras") != other_than_tileiras and t.get("timing") == timing and t.get("pick"):
+                return t
+        return None
 
     def cubin(self, sha256: str) -> bytes | None:
         """A stored cubin by its SHA-256, or None."""

@@ -109,9 +109,19 @@ class Probe:
         knobs: per-load hint → the case constant that carries it, e.g. ``{"allow_tma": "ALLOW_TMA"}`` when the
             kernel passes ``allow_tma=ALLOW_TMA`` to ``ct.load``; such knobs get verdicts too (TMA instructions
             present or not; what a latency value changed).
+        tunable: for ``tileprobe tune``: the case names that are tuning knobs (e.g. ``("TILE_M", "TILE_N")``);
+            the other case names are the problem (shapes, dtypes), tuned one at a time. Default: no tunable case
+            names, so a tune searches the hints only.
+        constraints: for ``tileprobe tune``: functions ``(case, hints) -> bool``; a configuration any of them
+            rejects is not compiled (rejections are counted by the function's name). ``constraint=`` is one.
+        default: for ``tileprobe tune``: the kernel's default configuration, ``{name: value}`` over tunable case
+            names and hints; candidates are checked against its output when there is no ``reference``.
+            Default: the first value of each tunable name, and cuTile's default of each hint (see
+            :mod:`tileprobe.tune.space`).
 
     Raises:
-        ProbeError: an unknown hint name, an empty value list, a case name that is not a list.
+        ProbeError: an unknown hint name, an empty value list, a case name that is not a list; a ``tunable`` name
+            not in ``cases``, a constraint that is not callable, a ``default`` outside the declared values.
     """
     kernel: Any
     args: Callable[[Mapping[str, Any], Any], Sequence[Any]]
@@ -123,6 +133,10 @@ class Probe:
     name: str | None = None
     archs: Sequence[str] | None = None
     knobs: Mapping[str, str] = field(default_factory=dict)
+    tunable: Sequence[str] = ()
+    constraints: Sequence[Callable] = ()
+    constraint: Callable | None = None
+    default: Mapping[str, Any] | None = None
     source: str | None = None        # set by load_probes: "file.py" and index
     index: int = 0
 
@@ -143,6 +157,7 @@ class Probe:
             if const not in self.cases:
                 raise ProbeError(f"knobs[{knob!r}] names {const!r}, which is not in cases= "
                                  f"({', '.join(self.cases) or 'none'}): list its values there")
+        _check_tuning(self)
 
     def resolve_kernel(self):
         """The ``ct.kernel`` object (importing it when given by name). Raises ProbeError if it is not one."""
@@ -182,6 +197,31 @@ class Probe:
             raise
         except Exception as e:  # the probe's own code failed
             raise _probe_error_from(e, self.source, f"args({case}) failed") from e
+
+
+def _check_tuning(probe: "Probe") -> None:
+    """Validate the opt-in tuning fields (``tunable``, ``constraint(s)``, ``default``); see :class:`Probe`."""
+    if isinstance(probe.tunable, str):
+        raise ProbeError(f"tunable={probe.tunable!r} must be a list of case names, e.g. tunable=({probe.tunable!r},)")
+    for name in probe.tunable:
+        if name not in probe.cases:
+            near = difflib.get_close_matches(str(name), list(probe.cases), n=1)
+            maybe = f" (did you mean {near[0]!r}?)" if near else ""
+            raise ProbeError(f"tunable names {name!r}, which is not in cases={{...}}{maybe}; cases are "
+                             f"{', '.join(probe.cases) or 'none'}: list its values in cases= or drop it from tunable=")
+    if callable(probe.constraints):
+        raise ProbeError("constraints= takes a list of functions; for one function write constraint=f")
+    for fn in [*probe.constraints, *([probe.constraint] if probe.constraint is not None else [])]:
+        if not callable(fn):
+            raise ProbeError(f"constraint {fn!r} is not callable: give functions (case, hints) -> bool")
+    allowed = {**{n: probe.cases[n] for n in probe.tunable}, **probe.hints}
+    for name, value in (probe.default or {}).items():
+        if name not in allowed:
+            raise ProbeError(f"default names {name!r}, which is neither a tunable case name nor a hint of this "
+                             f"probe ({', '.join(allowed) or 'none'})")
+        if value not in list(allowed[name]):
+            raise ProbeError(f"default {name}={value!r} is not among the declared values {list(allowed[name])!r}: "
+                             "the default configuration must be one of the candidates")
 
 
 def _check_values(kind, name, values):

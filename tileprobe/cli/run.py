@@ -30,6 +30,8 @@ def add_parser(sub) -> None:
     p.add_argument("--reps", type=int, default=DEFAULT_REPS, help=f"timed repetitions (default {DEFAULT_REPS})")
     p.add_argument("--warmup", type=int, default=None, help="minimum warm-up launches (default 10, and ≥ 25 ms)")
     p.add_argument("--seed", type=int, default=0, help="base seed of the random inputs (variant i uses seed + i)")
+    p.add_argument("--timing", choices=["sustained", "burst"], default="sustained", help="sustained: back to back "
+                   "as triton's do_bench (default); burst: samples each alone, as cuda.tile.tune (docs/TUNE.md)")
     p.add_argument("--jobs", "-j", type=int, default=None, help="parallel compiles for the audit (default: all CPUs)")
     p.add_argument("--store", metavar="PATH", help="results store (default: the user data dir)")
     p.add_argument("--no-store", action="store_true", help="do not read or write the results store")
@@ -48,7 +50,7 @@ def cmd_run(args) -> int:
     store = Store.open(args.store) if audit_here and not args.no_store else None
     result = run_sweep(
         args.probes, arch=args.arch, bundle=args.bundle, store=store, timeout_s=args.timeout, reps=args.reps,
-        warmup=args.warmup, seed=args.seed, jobs=args.jobs, command_line=command_line(),
+        warmup=args.warmup, seed=args.seed, jobs=args.jobs, command_line=command_line(), timing_mode=args.timing,
         on_gpu=lambda gpu: err.print(f"GPU: {gpu.get('name')} ({gpu.get('sm')}, {gpu.get('num_sms')} SMs, "
                                      f"driver {gpu.get('driver')})"),
         on_probe_error=lambda e: err.print(f"[red]probe error[/]: {e}"),

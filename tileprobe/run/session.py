@@ -126,6 +126,7 @@ def run_probes(records: Iterable[VariantRecord], cubins: Any = None, *, probe_pa
                search_dirs: Sequence[str] = (), timeout_s: float = DEFAULT_TIMEOUT_S, reps: int | None = None,
                warmup: int | None = None, warmup_ms: float | None = None, seed: int = 0,
                watchdog: Watchdog | None = None, environment: dict | None = None,
+               timing_mode: str = "sustained",
                progress: Callable[[int, int, VariantRecord], None] | None = None) -> RunResult:
     """Check and time every ``ok`` variant compiled for this GPU's architecture.
 
@@ -137,6 +138,7 @@ def run_probes(records: Iterable[VariantRecord], cubins: Any = None, *, probe_pa
         search_dirs: more folders to look for probe files by base name (e.g. the bundle's and the working dir).
         timeout_s: per-variant limit (s) before a variant is called ``hang`` and its worker is killed.
         reps, warmup, warmup_ms: timing settings (:func:`tileprobe.run.timing.measure`; None: its defaults).
+        timing_mode: ``sustained`` (default, as do_bench) or ``burst`` (as cuda.tile.tune); docs/TUNE.md.
         seed: base seed of the inputs; variant *i* uses ``seed + i`` (recorded in ``run["seed"]``).
         watchdog: a running :class:`Watchdog` to use (default: one made and closed here).
         environment: the audit's environment, to which ``gpu`` and ``run`` are added.
@@ -160,7 +162,8 @@ def run_probes(records: Iterable[VariantRecord], cubins: Any = None, *, probe_pa
         for i, rec in enumerate(todo):
             try:
                 rec.run = _run_one(wd, rec, get, probe_paths, search_dirs, timeout_s,
-                                   dict(seed=seed + i, reps=reps, warmup=warmup, warmup_ms=warmup_ms))
+                                   dict(seed=seed + i, reps=reps, warmup=warmup, warmup_ms=warmup_ms,
+                                        timing_mode=timing_mode))
             except WorkerStartError as e:
                 rec.run = run_dict(status="crash", error=f"no worker could be started for this variant: {e}")
                 result.aborted = str(e)
@@ -171,6 +174,7 @@ def run_probes(records: Iterable[VariantRecord], cubins: Any = None, *, probe_pa
         result.restarts = wd.restarts
         result.environment["gpu"] = gpu
         result.environment["run"] = {"timeout_s": timeout_s, "reps": reps, "warmup": warmup,
+                                     "timing_mode": timing_mode,
                                      "warmup_ms": warmup_ms, "seed": seed, "block": [1, 1, 1],
                                      "l2_flush_bytes": gpu.get("l2_flush_bytes")}
     finally:
@@ -262,7 +266,7 @@ def run_audit(result, **kw) -> RunResult:
 
 def run_sweep(probes: Sequence[str] = (), *, arch: str | None = None, bundle: str | None = None, store=None,
               timeout_s: float = DEFAULT_TIMEOUT_S, reps: int | None = None, warmup: int | None = None, seed: int = 0,
-              jobs: int | None = None, command_line: str = "", on_gpu: Callable[[dict], None] | None = None,
+              jobs: int | None = None, command_line: str = "", timing_mode: str = "sustained", on_gpu: Callable[[dict], None] | None = None,
               on_probe_error: Callable[[str], None] | None = None,
               progress: Callable[[int, int, VariantRecord], None] | None = None) -> RunResult:
     """``tileprobe run``: audit ``probes`` for this GPU's arch (or ``arch``), or read the audit a ``bundle``
@@ -272,7 +276,7 @@ def run_sweep(probes: Sequence[str] = (), *, arch: str | None = None, bundle: st
     Args:
         store: a :class:`~tileprobe.store.Store`: the audit reuses and fills it (saved with ``command_line``) and
             each run is saved to it; a store error is reported in ``RunResult.store_error`` (nothing lost).
-        timeout_s: per-variant limit (s) before a hang; reps, warmup, seed: as :func:`run_probes`.
+        timeout_s: per-variant limit (s) before a hang; reps, warmup, seed, timing_mode: as :func:`run_probes`.
         jobs: parallel compiles for the audit. on_gpu(gpu): once the worker is up (name, sm, num_sms, driver).
         on_probe_error(text): for each probe the audit could not build. progress(i, n, record): after each variant.
 
@@ -292,7 +296,8 @@ def run_sweep(probes: Sequence[str] = (), *, arch: str | None = None, bundle: st
             records, env, cubins, search = _audit_here(probes, arch or gpu["sm"], jobs, store, command_line,
                                                        on_probe_error)
         result = run_probes(records, cubins, probe_paths=probes, search_dirs=search, timeout_s=timeout_s,
-                            reps=reps, warmup=warmup, seed=seed, watchdog=wd, environment=env, progress=progress)
+                            reps=reps, warmup=warmup, seed=seed, watchdog=wd, environment=env, progress=progress,
+                            timing_mode=timing_mode)
     if store is not None:
         result.store_error = save_runs(store, result)
     return result

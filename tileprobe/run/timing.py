@@ -174,3 +174,57 @@ class TorchTimer:
     def measure(self, launch, **kw) -> tuple[TimingStats, list[float]]:
         """:func:`measure` with this timer's events, flush and synchronize."""
         return measure(launch, event_factory=self.event, synchronize=self.synchronize, flush=self.flush, **kw)
+
+
+# --- timing modes of `tileprobe tune` (docs/TUNE.md "Timing modes") -------------------------------------------
+
+#: ``sustained``: back to back as ``triton.testing.do_bench`` times (warm-up ≥ 25 ms, then an L2 flush and an event
+#: pair per launch, one synchronize at the end). ``burst``: as ``cuda.tile.tune`` times (3 warm-up launches, then
+#: each sample alone: L2 flush, event pair, launch, synchronize; the GPU idles between samples and batches).
+TIMING_MODES = ("sustained", "burst")
+#: Samples per sustained batch aim at this much GPU time (ms), between the bounds below.
+BATCH_MS = 25.0
+MIN_BATCH, MAX_BATCH = 5, 100
+#: cuda.tile.tune's figures (tune/_tune.py: ``_BATCH_REPEATS``, ``_WARM_UP_REPEATS``, cuda-tile 1.7.0).
+BURST_BATCH, BURST_WARMUP = 5, 3
+
+
+def sustained_batch(launch: Callable[[], None], *, event_factory, synchronize, flush=None,
+                    warmup_ms: float = DEFAULT_WARMUP_MS, batch_ms: float = BATCH_MS, min_n: int = MIN_BATCH,
+                    max_n: int = MAX_BATCH, max_warmup: int = 1000,
+                    between: Callable[[], None] | None = None) -> tuple[list[float], dict]:
+    """One batch in the ``sustained`` mode: estimate (3 timed launches), warm up for ``warmup_ms`` of GPU time,
+    call ``between()`` (e.g. read the clocks), then ``n`` timed launches, each after an L2 flush, with
+    n = ⌈batch_ms / estimate⌉ clamped to [min_n, max_n]. Returns the times (µs) and
+    ``{"warmup_launches", "n", "estimate_us"}``. Arguments as in :func:`measure`."""
+    flush = flush or (lambda: None)
+    estimate = _timed(launch, flush, event_factory, synchronize, 3)
+    est_ms = max(statistics.median(estimate) / 1000.0, 1e-6)
+    n_warm = min(max(1, math.ceil(warmup_ms / est_ms)), max_warmup)
+    for _ in range(n_warm):
+        flush()
+        launch()
+    synchronize()
+    if between:
+        between()
+    n = min(max(min_n, math.ceil(batch_ms / est_ms)), max_n)
+    times = _timed(launch, flush, event_factory, synchronize, n)
+    return times, {"warmup_launches": n_warm, "n": n, "estimate_us": statistics.median(estimate)}
+
+
+def burst_batch(launch: Callable[[], None], *, event_factory, synchronize, flush=None, n: int = BURST_BATCH,
+                warmup: int = BURST_WARMUP, between: Callable[[], None] | None = None) -> tuple[list[float], dict]:
+    """One batch in the ``burst`` mode: ``warmup`` untimed launches, ``between()``, then ``n`` samples each taken
+    alone (flush, start event, launch, end event, synchronize), as cuda.tile.tune's ``_benchmark`` does. Returns
+    the times (µs) and ``{"warmup_launches", "n"}``."""
+    flush = flush or (lambda: None)
+    for _ in range(warmup):
+        flush()
+        launch()
+    synchronize()
+    if between:
+        between()
+    times = []
+    for _ in range(n):
+        times.extend(_timed(launch, flush, event_factory, synchronize, 1))
+    return times, {"warmup_launches": warmup, "n": n}

@@ -36,6 +36,7 @@ RUN_FIELDS: dict[str, Any] = {
     "driver_registers": None, "driver_shared_bytes": None, "driver_local_bytes": None, "threads": None,
     "grid": None, "block": [1, 1, 1], "seed": None, "cubin_sha256": None, "error": "", "cuda_error": None,
     "fatal": False, "setup_s": None, "check_s": None, "time_s": None, "wall_s": None,
+    "timing_mode": None, "clocks_before": None, "clocks_after": None, "clocks_moved": None,
 }
 
 
@@ -209,7 +210,8 @@ def grid_hints(record: dict) -> dict:
 
 
 def run_variant(record: dict, cubin: bytes, probe_path: str, seed: int = 0, reps: int | None = None,
-                warmup: int | None = None, warmup_ms: float | None = None, timing: bool = True) -> dict:
+                warmup: int | None = None, warmup_ms: float | None = None, timing: bool = True,
+                timing_mode: str = "sustained") -> dict:
     """Check and time one audited variant in this worker. Returns the run record (:func:`run_dict`).
 
     Steps: load the cubin (cached) and ask the driver for occupancy and resources; make fresh inputs with
@@ -223,6 +225,9 @@ def run_variant(record: dict, cubin: bytes, probe_path: str, seed: int = 0, reps
         cubin: the audited cubin's bytes. probe_path: the probe file on this machine.
         reps, warmup, warmup_ms: see :func:`tileprobe.run.timing.measure` (None: its defaults).
         timing: False checks without timing.
+        timing_mode: ``sustained`` (:func:`~tileprobe.run.timing.measure`, as do_bench) or ``burst`` (``reps``
+            samples each synchronized alone after 3 warm-up launches, as cuda.tile.tune); the SM and memory clocks
+            are read before and after the samples (``clocks_before``, ``clocks_after``, ``clocks_moved``).
     """
     from .check import check_outputs
     from .launch import check_packing, grid3, pack_arguments
@@ -273,13 +278,21 @@ def run_variant(record: dict, cubin: bytes, probe_path: str, seed: int = 0, reps
         expected = None
         out["check_s"] = time.perf_counter() - t1
         if timing:
-            _time(out, kernel, stream, grid, packed, reps, warmup, warmup_ms)
+            _time(out, kernel, stream, grid, packed, reps, warmup, warmup_ms, timing_mode)
     except Exception as exc:  # a failure of the kernel, the probe or the driver: a status, not an abort
         _classify(out, exc, launched)
     finally:
         args = expected = None
         out["wall_s"] = time.perf_counter() - t0
     return out
+
+
+def clock_reader():
+    """This worker's :class:`~tileprobe.run.clocks.ClockReader` (made once, for the GPU of :func:`init_cuda`)."""
+    if "clock_reader" not in _STATE:
+        from .clocks import ClockReader
+        _STATE["clock_reader"] = ClockReader((_STATE.get("gpu") or {}).get("pci_bus_id"))
+    return _STATE["clock_reader"]
 
 
 def driver_occupancy(cubin: bytes, symbol: str, threads: int) -> dict:
@@ -290,11 +303,22 @@ def driver_occupancy(cubin: bytes, symbol: str, threads: int) -> dict:
     return LoadedKernel(cubin, symbol).driver_facts(threads)
 
 
-def _time(out, kernel, stream, grid, packed, reps, warmup, warmup_ms):
-    from .timing import timing_warnings
+def _time(out, kernel, stream, grid, packed, reps, warmup, warmup_ms, mode="sustained"):
+    from .clocks import clocks_moved
+    from .timing import BURST_WARMUP, DEFAULT_REPS, burst_batch, summarize, timing_warnings
     t2 = time.perf_counter()
-    kw = {k: v for k, v in (("reps", reps), ("warmup", warmup), ("warmup_ms", warmup_ms)) if v is not None}
-    stats, _ = _STATE["timer"].measure(lambda: kernel.launch(stream, grid, packed), **kw)
+    timer, clocks = _STATE["timer"], clock_reader()
+    out["timing_mode"], out["clocks_before"] = mode, clocks.read()
+    if mode == "burst":
+        times, _ = burst_batch(lambda: kernel.launch(stream, grid, packed), event_factory=timer.event,
+                               synchronize=timer.synchronize, flush=timer.flush, n=reps or DEFAULT_REPS,
+                               warmup=BURST_WARMUP if warmup is None else warmup)
+        stats = summarize(times)
+    else:
+        kw = {k: v for k, v in (("reps", reps), ("warmup", warmup), ("warmup_ms", warmup_ms)) if v is not None}
+        stats, _ = timer.measure(lambda: kernel.launch(stream, grid, packed), **kw)
+    out["clocks_after"] = clocks.read()
+    out["clocks_moved"] = clocks_moved([out["clocks_before"], out["clocks_after"]])
     d = stats.to_dict()
     out.update({k: d[k] for k in ("median_us", "p25_us", "p75_us", "min_us", "mean_us", "spread_pct", "reps")})
     out["warnings"].extend(timing_warnings(stats))

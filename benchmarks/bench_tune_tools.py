@@ -1,0 +1,178 @@
+"""The child processes of ``bench_tune.py``: the search space both tuners share, cuda.tile.tune's
+``exhaustive_search`` over it, and ``triton.testing.do_bench`` over every configuration (JIT through ``ct.launch``).
+
+    python benchmarks/bench_tune_tools.py cutile  --probe P --json F [--dry-run]
+    python benchmarks/bench_tune_tools.py dobench --probe P --json F [--dry-run]
+
+Each child loads the probe with tileprobe's own loader and takes the configurations ``tileprobe tune`` races
+(:func:`tileprobe.tune.space.problems`: tunable values × hints after the probe's constraints), so both tools search
+the same space with the same grid, arguments and hints. ``--dry-run`` builds everything that needs no GPU (the
+space, the grid, hints and argument functions) and writes the JSON without timing.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import traceback
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+
+def space(probe_path: str):
+    """(probe, problem, configurations) of a one-problem probe file."""
+    from tileprobe.probe import load_probes
+    from tileprobe.tune.space import problems
+    [probe] = load_probes(probe_path)
+    probs = problems(probe)
+    if len(probs) != 1:
+        raise SystemExit(f"{probe_path}: the benchmark needs exactly one problem, it has {len(probs)}")
+    return probe, probs[0], probs[0].configs
+
+
+def hints_of(cfg) -> dict:
+    """The hints cuTile gets (None: leave the kernel's declared value)."""
+    return {k: v for k, v in cfg.hints if v is not None}
+
+
+def grid_of(probe, prob, cfg, num_sms: int) -> tuple:
+    g = tuple(int(x) for x in probe.grid(cfg.case(prob.values), dict(cfg.hints), num_sms))
+    return g + (1,) * (3 - len(g))
+
+
+class Inputs:
+    """The launch arguments per case, made once (seed 0) on the GPU, as TileGym passes the same tensors to
+    exhaustive_search for every sample."""
+
+    def __init__(self, probe, prob, device="cuda"):
+        self.probe, self.prob, self.device, self.cache = probe, prob, device, {}
+
+    def get(self, cfg) -> tuple:
+        from tileprobe.run.arrays import TorchArrays
+        case = cfg.case(self.prob.values)
+        key = json.dumps(case, sort_keys=True, default=str)
+        if key not in self.cache:
+            self.cache[key] = self.probe.launch_args(case, TorchArrays(self.device, seed=0))
+        return self.cache[key]
+
+
+def _num_sms(dry_run: bool) -> int:
+    if dry_run:
+        return 132
+    import torch
+    return torch.cuda.get_device_properties(0).multi_processor_count
+
+
+def cutile(probe_path: str, dry_run: bool) -> dict:
+    """cuda.tile.tune.exhaustive_search over the probe's configurations; times in s, µs."""
+    t0 = time.perf_counter()
+    import cuda.tile as ct  # noqa: F401  (imported for its import time)
+    from cuda.tile.tune import exhaustive_search
+    probe, prob, configs = space(probe_path)
+    kernel = probe.resolve_kernel()
+    num_sms = _num_sms(dry_run)
+    out = {"tool": "cuda.tile.tune.exhaustive_search", "probe": probe_path, "configs": [c.label for c in configs],
+           "num_sms": num_sms, "grids": [list(grid_of(probe, prob, c, num_sms)) for c in configs],
+           "hints": [hints_of(c) for c in configs]}
+    if dry_run:
+        out["dry_run"] = True
+        return out
+    import torch
+    inputs = Inputs(probe, prob)
+    torch.cuda.init()
+    stream = torch.cuda.current_stream()
+    for c in configs:
+        inputs.get(c)
+    torch.cuda.synchronize()
+    out["setup_s"] = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    try:
+        res = exhaustive_search(list(range(len(configs))), stream, lambda i: grid_of(probe, prob, configs[i], num_sms),
+                                kernel, lambda i: inputs.get(configs[i]), lambda i: hints_of(configs[i]), quiet=True)
+        out["best"] = configs[res.best.config].label
+        out["successes"] = [{"label": configs[m.config].label, "mean_us": m.mean_us, "error_margin_us": m.error_margin_us,
+                             "samples": m.num_samples} for m in res.successes]
+        out["failures"] = [{"label": configs[c].label, "error": f"{t.__name__}: {msg}"[:500]} for c, t, msg in res.failures]
+    except Exception as e:  # every config failed: a result, not a crash of the benchmark
+        out["error"] = f"{type(e).__name__}: {e}"[:2000]
+    out["search_s"] = time.perf_counter() - t1
+    return out
+
+
+def dobench(probe_path: str, dry_run: bool) -> dict:
+    """Check every configuration against the reference, then time it with do_bench (median, warm-up 25 ms,
+    rep 100 ms: its defaults), JIT through ct.launch; SM clocks read before and after each."""
+    import cuda.tile as ct
+    probe, prob, configs = space(probe_path)
+    kernel = probe.resolve_kernel()
+    num_sms = _num_sms(dry_run)
+    out = {"tool": "triton.testing.do_bench", "probe": probe_path, "num_sms": num_sms, "rows": []}
+    if dry_run:
+        out.update(dry_run=True, configs=[c.label for c in configs])
+        return out
+    import torch
+    import triton
+    from triton.testing import do_bench
+    from tileprobe.run.clocks import ClockReader
+    out["triton"] = triton.__version__
+    reader = ClockReader()   # NVML device 0 (the GPU machine has one)
+    inputs, stream = Inputs(probe, prob), torch.cuda.current_stream()
+    broken = None
+    for cfg in configs:
+        row = {"label": cfg.label}
+        out["rows"].append(row)
+        if broken:
+            row.update(status="skipped", error=f"the CUDA context broke earlier: {broken}")
+            continue
+        try:
+            _bench_one(ct, do_bench, torch, probe, prob, cfg, kernel, inputs, stream, num_sms, reader, row)
+        except Exception as e:  # one failing configuration must not stop the benchmark
+            row.update(status="error", error="".join(traceback.format_exception_only(type(e), e)).strip()[:1000])
+            if "illegal" in str(e).lower() or "launch failure" in str(e).lower():
+                broken = row["error"]
+    ok = [r for r in out["rows"] if r.get("status") == "ok"]
+    if ok:
+        best = min(ok, key=lambda r: r["median_us"])
+        out["best"], out["best_us"] = best["label"], best["median_us"]
+    return out
+
+
+def _bench_one(ct, do_bench, torch, probe, prob, cfg, kernel, inputs, stream, num_sms, reader, row) -> None:
+    from tileprobe.run.arrays import poison
+    from tileprobe.run.check import check_outputs
+    case, args = cfg.case(prob.values), inputs.get(cfg)
+    k = kernel.replace_hints(**hints_of(cfg))
+    grid = grid_of(probe, prob, cfg, num_sms)
+    expected = probe.reference(case, args) if probe.reference else {}
+    for idx in expected:
+        poison(args[idx])
+    t0 = time.perf_counter()
+    ct.launch(stream, grid, k, args)
+    torch.cuda.synchronize()
+    row["first_launch_s"] = time.perf_counter() - t0    # JIT (a cache hit when the cutile step ran first)
+    chk = check_outputs(args, expected, probe.tolerance) if expected else None
+    before = reader.read()
+    ms = do_bench(lambda: ct.launch(stream, grid, k, args), return_mode="median")
+    row.update(status="ok" if chk is None or chk.status == "ok" else "wrong", median_us=1000.0 * ms,
+               rel_err=chk.rel_err if chk else None, clocks_before=before, clocks_after=reader.read())
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("tool", choices=["cutile", "dobench"])
+    ap.add_argument("--probe", required=True)
+    ap.add_argument("--json", required=True, help="where to write the result")
+    ap.add_argument("--dry-run", action="store_true", help="build the space and functions only (no GPU)")
+    a = ap.parse_args(argv)
+    res = (cutile if a.tool == "cutile" else dobench)(a.probe, a.dry_run)
+    with open(a.json, "w", encoding="utf-8") as f:
+        json.dump(res, f, indent=1, default=str)
+    print(json.dumps({k: v for k, v in res.items() if k in ("tool", "best", "best_us", "error", "search_s")}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,279 @@
+"""``tileprobe tune PROBE… [--budget S] [--strategy race|exhaustive] [--timing sustained|burst] [--export FILE]
+[--bundle DIR] [--arch ARCH] [--store PATH | --no-store] [--json FILE] [--dry-run]``.
+
+Finds the fastest correct configuration (tunable case values × hints) of each kernel and problem case on this
+machine's GPU: compiles the candidates in parallel (or takes them from the store or a bundle) while the GPU worker
+starts, drops failed compiles and times identical launches once, races the rest with successive elimination,
+checks the winner and every candidate within noise of it, and prints what happened with the time split.
+Exit code: 0 when the tune ran (failed candidates are results), 1 when it could not run.
+"""
+from __future__ import annotations
+
+import sys
+
+# Argument parsing and printing only: the domain is ``tileprobe.tune``.
+#: Table order of the candidates' fates.
+_FATES = ("winner", "tie", "ok", "eliminated", "wrong", "hang", "crash", "error", "skipped")
+
+
+def add_parser(subparsers, add_common=None) -> None:
+    """Register ``tileprobe tune`` (the CLI's plug-in hook; ``add_common`` is not used: tune has its own
+    ``--json``)."""
+    from ..run.watchdog import DEFAULT_TIMEOUT_S
+    p = subparsers.add_parser("tune", help="the fastest correct hints and tunable values per problem on this GPU",
+                              description=__doc__.split("\n\n")[1])
+    p.add_argument("probes", nargs="+", metavar="PROBE", help="probe files (README: Tuning)")
+    p.add_argument("--budget", type=float, default=None, metavar="SECONDS",
+                   help="time for the races, shared among the problems (default: until each is decided)")
+    p.add_argument("--strategy", choices=["race", "exhaustive"], default="race",
+                   help="race: successive elimination (default); exhaustive: every candidate sampled alike")
+    p.add_argument("--timing", choices=["sustained", "burst"], default="sustained",
+                   help="sustained: back to back as triton's do_bench (default); burst: short batches with gaps, as "
+                        "cuda.tile.tune (docs/TUNE.md)")
+    p.add_argument("--export", metavar="FILE", help="write the tuned configurations as JSON for host code "
+                   "(merged into FILE if it is a tune table)")
+    p.add_argument("--bundle", metavar="DIR", help="take the compiled candidates from `tileprobe audit --bundle DIR` "
+                   "(made where tileiras is); the probe files are still given")
+    p.add_argument("--arch", help="target (default: this GPU's)")
+    p.add_argument("--store", metavar="PATH", help="results store (default: $TILEPROBE_STORE or the user data dir)")
+    p.add_argument("--no-store", action="store_true", help="do not read or write the results store")
+    p.add_argument("--json", metavar="FILE", help="also write the whole result as JSON (tileprobe/tune/result.py); "
+                   "- for stdout")
+    p.add_argument("--format", choices=["table", "none"], default="table", help="print tables (default) or nothing")
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S,
+                   help=f"per GPU task (a batch or a check) before it is a hang, s (default {DEFAULT_TIMEOUT_S:g})")
+    p.add_argument("--jobs", "-j", type=int, default=None, help="parallel compiles (default: all CPUs)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the inputs and of the rounds' order")
+    p.add_argument("--tie-pct", type=float, default=1.0, help="medians within this %% of the best are a tie "
+                   "(default 1: what one variant reproduces between processes, docs/NOTES.md)")
+    p.add_argument("--max-samples", type=int, default=300, help="samples per candidate at most (default 300)")
+    p.add_argument("--num-sms", type=int, default=None, help="SM count the grids are made for (default: the GPU's; "
+                   "give it with --dry-run to find duplicate launches)")
+    p.add_argument("--dry-run", action="store_true", help="static stage only: compile, drop, dedupe; no GPU")
+    p.set_defaults(func=cmd_tune)
+
+
+def cmd_tune(args) -> int:
+    """Run ``tileprobe tune`` for parsed arguments; returns the exit code."""
+    from ._common import check_output_path, console as _console
+    from ..tune.pipeline import process_age_s, tune
+    startup_s = process_age_s()
+    err = _console(stderr=True)
+    for path, what in ((args.json, "--json"), (args.export, "--export")):
+        check_output_path(path, what)
+    store = None
+    if not args.no_store:
+        from ..store import Store
+        store = Store.open(args.store)
+    try:
+        result = tune(args.probes, arch=args.arch, budget_s=args.budget, strategy=args.strategy, timing=args.timing,
+                      export=args.export, bundle=args.bundle, store=store, jobs=args.jobs, timeout_s=args.timeout,
+                      seed=args.seed, tie_pct=args.tie_pct, max_samples=args.max_samples, num_sms=args.num_sms,
+                      dry_run=args.dry_run, progress=_progress(err), startup_s=startup_s)
+    finally:
+        if store is not None:
+            store.close()
+    if args.json:
+        _write_json(result, args.json)
+    if args.format == "table" and args.json != "-":
+        render(result, _console())
+    for e in result.probe_errors:
+        err.print(f"probe error: {e}", markup=False)
+    if result.aborted:
+        err.print(f"tune stopped: {result.aborted}", markup=False)
+        return 1
+    return 0
+
+
+def _write_json(result, dest: str) -> None:
+    import json
+    text = json.dumps(result.to_dict(), indent=1, default=str) + "\n"
+    if dest == "-":
+        sys.stdout.write(text)
+        return
+    with open(dest, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def _progress(console):
+    """Progress lines on stderr: compile count, GPU, each race's start and rounds."""
+    def cb(kind, data):
+        if kind == "compile" and data[0] == "total":
+            console.print(f"compiling {data[1]} candidates …", markup=False)
+        elif kind == "worker":
+            console.print(f"GPU: {data.get('name')} ({data.get('sm')}, {data.get('num_sms')} SMs, driver "
+                          f"{data.get('driver')})", markup=False)
+        elif kind == "race":
+            console.print(f"racing {data.problem.probe.label} {data.problem.label}: {len(data.raced())} "
+                          "candidates", markup=False)
+        elif kind == "round":
+            gone = f", eliminated {len(data['eliminated'])}" if data["eliminated"] else ""
+            failed = f", failed {', '.join(data['failed'])}" if data["failed"] else ""
+            console.print(f"  round {data['round']}: {data['racing']} racing{gone}{failed}, {data['left']} left "
+                          f"({data['wall_s']:.1f} s)", markup=False)
+    return cb
+
+
+# --- printing ---------------------------------------------------------------------------------------------------
+
+def _us(v) -> str:
+    return "-" if v is None else f"{v:,.1f}"
+
+
+def _ci(r: dict) -> str:
+    if r.get("ci_lo_us") is None:
+        return "-"
+    return f"[{r['ci_lo_us']:,.1f}, {r['ci_hi_us']:,.1f}]"
+
+
+def render(result, console) -> None:
+    """Print every problem of a :class:`~tileprobe.tune.result.TuneResult`, then the time split."""
+    env = result.environment
+    console.print(f"timing: {env.get('timing')} · strategy: {env.get('strategy')} · arch {env.get('arch')}"
+                  f"{' · dry run (static stage only)' if result.dry_run else ''}", markup=False)
+    for p in result.problems:
+        _render_problem(p, console)
+    console.print(time_line(result.times), markup=False)
+
+
+def _counts(d: dict) -> str:
+    return f" ({', '.join(f'{k}: {n}' for k, n in d.items())})" if d else ""
+
+
+def summary_line(p) -> str:
+    """``12 configurations: 7 rejected by constraints (fits: 4, …), 1 failed (compile_error: 1), 1 duplicate
+    launches → 3 to time``."""
+    rejected = {k[len("constraint:"):]: n for k, n in p.dropped.items() if k.startswith("constraint:")}
+    failed = {k: n for k, n in p.dropped.items() if not k.startswith("constraint:") and k != "duplicate_launch"}
+    rows = [r for r in p.candidates if r.get("config") is not None]
+    timed = sum(1 for r in rows if r.get("same_launch_as") is None and r.get("status") not in failed)
+    return (f"{len(rows) + sum(rejected.values())} configurations: {sum(rejected.values())} rejected by constraints"
+            f"{_counts(rejected)}, {sum(failed.values())} failed{_counts(failed)}, "
+            f"{p.dropped.get('duplicate_launch', 0)} duplicate launches → {timed} to time")
+
+
+def _render_problem(p, console) -> None:
+    from rich.table import Table
+    from ..report.common import short_build
+    console.print(f"\n{p.kernel} · {p.arch} · {p.label} · {short_build(p.tileiras) if p.tileiras else ''}",
+                  markup=False, style="bold")
+    console.print("  " + summary_line(p), markup=False)
+    if p.rounds:
+        n = sum(r.get("n") or 0 for r in p.candidates if r.get("same_launch_as") is None)
+        console.print(f"  race: {len(p.rounds)} rounds, {n:,} samples, stopped: {p.stop}; {p.race_s:.1f} s",
+                      markup=False)
+    best = (p.pick or {}).get("median_us")
+    t = Table(show_edge=False, pad_edge=False)
+    for h in ("configuration", "status", "n", "median µs", "95% CI µs", "vs pick", "grid", "regs", "CTAs/SM",
+              "stack B/STL", "SM MHz", "note"):
+        t.add_column(h, justify="right" if h not in ("configuration", "status", "note") else "left",
+                     no_wrap=h != "note", overflow="fold" if h == "note" else "ellipsis")
+    rows = [r for r in p.candidates if r.get("config") is not None]
+    by_label = {r["label"]: (i, r) for i, r in enumerate(rows)}
+    for r in sorted(rows, key=lambda r: _rank(*by_label[r.get("same_launch_as") or r["label"]], r)):
+        t.add_row(r["label"], r["status"], str(r.get("n") or "-"), _us(r.get("median_us")), _ci(r),
+                  f"{r['median_us'] / best:.3f}×" if best and r.get("median_us") else "-", _grid(r),
+                  str(r.get("registers") or "-"), str(r.get("ctas_per_sm") or "-"), _spill(r), _mhz(r), _note(r))
+    console.print(t)
+    for line in verdict_lines(p):
+        console.print("  " + line, markup=False)
+
+
+def _rank(position: int, timed: dict, r: dict) -> tuple:
+    """Fate, median, declaration order; a duplicate right under the candidate timed for it."""
+    order = {s: i for i, s in enumerate(_FATES)}
+    return (order.get(timed["status"], len(order)), timed.get("median_us") or float("inf"), position, r is not timed)
+
+
+def _grid(r: dict) -> str:
+    g = r.get("grid")
+    return "-" if not g else "×".join(str(x) for x in (g[:1] if g[1:] == [1, 1] else g))
+
+
+def _spill(r: dict) -> str:
+    stack = "-" if r.get("stack_bytes") is None else str(r["stack_bytes"])
+    stl = (r.get("spills") or {}).get("spill_stores")
+    return stack if stl is None else f"{stack}/{stl}"
+
+
+def _mhz(r: dict) -> str:
+    sm = (r.get("clocks") or {}).get("sm_mhz")
+    if not sm:
+        return "-"
+    text = f"{sm[0]:.0f}" if sm[0] == sm[1] else f"{sm[0]:.0f}–{sm[1]:.0f}"
+    return text + (" moved" if r.get("clocks_moved") else "")
+
+
+def _note(r: dict) -> str:
+    if r.get("same_launch_as"):
+        return f"= {r['same_launch_as']}"
+    if r["status"] in ("winner", "tie", "eliminated"):
+        return ""
+    return (r.get("reason") or "").strip().splitlines()[0][:100] if r.get("reason") else ""
+
+
+def verdict_lines(p) -> list[str]:
+    """The winner or the tie with intervals, the check, failed and skipped candidates, the compiler comparison."""
+    out = []
+    pick = p.pick
+    if p.verdict == "winner":
+        out.append(f"winner: {pick['label']}: {_us(pick.get('median_us'))} µs {_ci(pick)} ({pick.get('n')} samples)"
+                   f"{_check_text(pick)}")
+    elif p.verdict == "tie":
+        out.append(f"tie (within noise, {len(p.tie)} candidates; pick = lowest median): " +
+                   "; ".join(f"{t['label']} {_us(t.get('median_us'))} µs {_ci(t)}" for t in p.tie) + _check_text(pick))
+    elif p.verdict == "none":
+        out.append("no winner: no candidate ran correctly")
+    for r in p.candidates:
+        if r.get("config") is not None and r.get("status") not in ("ok", "winner", "tie", "eliminated",
+                                                                     "duplicate_launch"):
+            reason = (r.get("reason") or "").strip().splitlines()
+            out.append(f"{r['status']}: {r['label']}: {reason[0][:200] if reason else ''}")
+        if r.get("check") and r["check"].get("status") == "unchecked":
+            out.append(f"unchecked: {r['label']}: {r['check'].get('message')}")
+    out.extend(p.notes)
+    if p.previous:
+        out.append(previous_line(p.previous))
+    return out
+
+
+def _check_text(r: dict | None) -> str:
+    c = (r or {}).get("check") or {}
+    if c.get("status") == "ok" and c.get("rel_err") is not None:
+        return f"; checked against the {c.get('against')}: rel. error {c['rel_err']:.2g} ≤ {c.get('tolerance'):.2g}"
+    return f"; check: {c.get('status')}" if c else ""
+
+
+def previous_line(prev: dict) -> str:
+    """What changed since the tune with the previous compiler."""
+    from ..report.common import short_build
+    before = short_build(prev.get("tileiras_before") or "")
+    if not prev.get("changed"):
+        return f"since the tune with {before}: same winner"
+    now = prev.get("old_pick_now") or {}
+    old = prev.get("pick_before") or {}
+    label = " ".join(f"{k}={v}" for k, v in {**(old.get("case") or {}), **(old.get("hints") or {})}.items())
+    text = f"since the tune with {before}: the winner changed (was {label or 'declared hints'}"
+    if now.get("median_us") is not None:
+        text += f", now {now['median_us']:,.1f} µs ({now.get('status')})"
+        if prev.get("loss_pct") is not None:
+            text += f": keeping it would lose {prev['loss_pct']:.1f} % against the new winner"
+        if prev.get("old_pick_change_pct") is not None:
+            text += f"; it took {prev['median_us_before']:,.1f} µs with {before} ({prev['old_pick_change_pct']:+.1f} %)"
+    else:
+        text += ", not timed in this tune"
+    return text + ")"
+
+
+def time_line(times: dict) -> str:
+    """``time: start-up 1.9 s · plan 0.2 s · compile 12.1 s · GPU worker start 7.9 s (waited 0.0 s) · …``"""
+    def s(key):
+        v = times.get(key)
+        return "-" if v is None else f"{v:.1f} s"
+    parts = [f"start-up {s('startup_s')}", f"plan {s('plan_s')}", f"compile {s('compile_s')}"]
+    if times.get("worker_start_s") is not None:
+        parts.append(f"GPU worker start {s('worker_start_s')} (waited {s('worker_wait_s')} after compiling)")
+    if times.get("race_s") is not None:
+        parts.append(f"race {s('race_s')} (checks {s('check_s')})")
+    parts += [f"store {s('store_s')}", f"total {s('total_s')}"]
+    return "time: " + " · ".join(parts)

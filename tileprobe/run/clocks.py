@@ -1,0 +1,143 @@
+"""GPU clocks while samples are taken: SM and memory clocks (MHz) and the driver's reasons for lowering them.
+
+Read through NVML (``pynvml``, package ``nvidia-ml-py``): ``nvmlDeviceGetClockInfo`` (NVML_CLOCK_SM = 1,
+NVML_CLOCK_MEM = 2) and ``nvmlDeviceGetCurrentClocksEventReasons`` (called ``…ThrottleReasons`` before NVML 12.5);
+a reading costs microseconds and creates no CUDA context. Without pynvml, ``nvidia-smi --query-gpu`` (tens of ms
+per reading); without either, readings are ``None``. Bit meanings of the reasons are those of ``nvml.h``
+(``nvmlClocksEventReason*``, :data:`CLOCK_EVENT_REASONS`).
+
+Timings taken at different clocks are not one sample (pyperf's ``_CHECKED_METADATA`` habit): the tune reads the
+clocks just before and just after each batch and flags a candidate whose SM clock moved by more than
+:data:`CLOCK_MOVED_PCT` over its batches (:func:`clocks_moved`).
+"""
+from __future__ import annotations
+
+import shutil
+import subprocess
+from typing import Iterable
+
+#: nvml.h ``nvmlClocksEventReason*`` bits (NVML 12.x) → short names.
+CLOCK_EVENT_REASONS = {0x1: "gpu_idle", 0x2: "applications_clocks_setting", 0x4: "sw_power_cap",
+                       0x8: "hw_slowdown", 0x10: "sync_boost", 0x20: "sw_thermal_slowdown",
+                       0x40: "hw_thermal_slowdown", 0x80: "hw_power_brake_slowdown", 0x100: "display_clock_setting"}
+#: A candidate's SM clock readings spanning more than this (% of the highest) flag it: its samples were not all
+#: taken at one clock. H200 SM clocks move in steps of 15 MHz (0.8 % of 1,980 MHz), so one step passes.
+CLOCK_MOVED_PCT = 1.0
+NVML_CLOCK_SM, NVML_CLOCK_MEM = 1, 2
+
+
+def reason_names(mask: int | None) -> list[str]:
+    """The names of the bits set in an NVML clocks-event-reasons mask (unknown bits as hex)."""
+    if not mask:
+        return []
+    names = [name for bit, name in CLOCK_EVENT_REASONS.items() if mask & bit]
+    rest = mask & ~sum(CLOCK_EVENT_REASONS)
+    return names + ([hex(rest)] if rest else [])
+
+
+class ClockReader:
+    """Reads one GPU's clocks (module doc). ``pci_bus_id``: the CUDA device's bus id (``0000:19:00.0``); ``index``:
+    NVML index used when the bus id is not found. ``source`` is ``"nvml"``, ``"nvidia-smi"`` or None."""
+
+    def __init__(self, pci_bus_id: str | None = None, index: int = 0, *, nvml=None):
+        self.bus, self.index = pci_bus_id, index
+        self.source: str | None = None
+        self._nvml = self._handle = None
+        try:
+            self._open_nvml(nvml)
+        except Exception:   # no pynvml, no driver library, unknown device: fall back
+            self._nvml = self._handle = None
+        if self.source is None and shutil.which("nvidia-smi"):
+            self.source = "nvidia-smi"
+
+    def _open_nvml(self, nvml) -> None:
+        if nvml is None:
+            import pynvml as nvml
+        nvml.nvmlInit()
+        handle = None
+        for bus in _bus_variants(self.bus):
+            try:
+                handle = nvml.nvmlDeviceGetHandleByPciBusId(bus)
+                break
+            except Exception:
+                continue
+        if handle is None:
+            handle = nvml.nvmlDeviceGetHandleByIndex(self.index)
+        self._nvml, self._handle, self.source = nvml, handle, "nvml"
+
+    def read(self) -> dict | None:
+        """``{"sm_mhz", "mem_mhz", "reasons": [names], "source"}``, or None when no source works."""
+        try:
+            if self.source == "nvml":
+                return self._read_nvml()
+            if self.source == "nvidia-smi":
+                return self._read_smi()
+        except Exception:
+            return None
+        return None
+
+    def _read_nvml(self) -> dict:
+        n, h = self._nvml, self._handle
+        reasons_fn = (getattr(n, "nvmlDeviceGetCurrentClocksEventReasons", None)
+                      or getattr(n, "nvmlDeviceGetCurrentClocksThrottleReasons", None))
+        try:
+            mask = reasons_fn(h) if reasons_fn else None
+        except Exception:
+            mask = None
+        return {"sm_mhz": float(n.nvmlDeviceGetClockInfo(h, NVML_CLOCK_SM)),
+                "mem_mhz": float(n.nvmlDeviceGetClockInfo(h, NVML_CLOCK_MEM)), "reasons": reason_names(mask),
+                "source": "nvml"}
+
+    def _read_smi(self) -> dict:
+        cmd = ["nvidia-smi", "--query-gpu=clocks.sm,clocks.mem", "--format=csv,noheader,nounits"]
+        if self.bus:
+            cmd += ["-i", self.bus]
+        text = subprocess.run(cmd, capture_output=True, text=True, timeout=15, check=True).stdout
+        sm, mem = (float(x) for x in text.strip().splitlines()[0].split(",")[:2])
+        return {"sm_mhz": sm, "mem_mhz": mem, "reasons": [], "source": "nvidia-smi"}
+
+
+def _bus_variants(bus: str | None) -> list[str]:
+    """CUDA writes ``0000:19:00.0``, NVML ``00000000:19:00.0``: try both."""
+    if not bus:
+        return []
+    out = [bus]
+    domain, _, rest = bus.partition(":")
+    if rest and len(domain) == 4:
+        out.append(f"0000{domain}:{rest}")
+    return out
+
+
+def compute_capability() -> tuple[int, int] | None:
+    """The first GPU's compute capability from NVML or nvidia-smi, without a CUDA context; None when unknown.
+    (The tune compiles for it while its GPU worker starts.)"""
+    try:
+        import pynvml
+        pynvml.nvmlInit()
+        return tuple(pynvml.nvmlDeviceGetCudaComputeCapability(pynvml.nvmlDeviceGetHandleByIndex(0)))
+    except Exception:
+        pass
+    if shutil.which("nvidia-smi") is None:
+        return None
+    try:
+        text = subprocess.run(["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"],
+                              capture_output=True, text=True, timeout=15, check=True).stdout
+        major, minor = text.strip().splitlines()[0].strip().split(".")
+        return int(major), int(minor)
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        return None
+
+
+def sm_range(readings: Iterable[dict | None]) -> tuple[float, float] | None:
+    """(lowest, highest) SM clock (MHz) over readings; None when there is none."""
+    xs = [r["sm_mhz"] for r in readings if r and r.get("sm_mhz") is not None]
+    return (min(xs), max(xs)) if xs else None
+
+
+def clocks_moved(readings: Iterable[dict | None], tolerance_pct: float = CLOCK_MOVED_PCT) -> bool | None:
+    """Whether the SM clock readings span more than ``tolerance_pct`` % of the highest; None without readings."""
+    rng = sm_range(readings)
+    if rng is None:
+        return None
+    lo, hi = rng
+    return hi > 0 and (hi - lo) / hi * 100.0 > tolerance_pct

@@ -1,0 +1,142 @@
+"""The race's ``measure`` and ``check`` on a real GPU: tasks for the watchdog'd run worker.
+
+:class:`WorkerBench` turns a candidate id into a task for :mod:`tileprobe.run.batch` (the audited cubin, its
+record, the probe file on this machine, the timing mode) and the task's outcome into a
+:class:`~tileprobe.tune.race.Batch` / :class:`~tileprobe.tune.race.CheckOutcome`. A hang or a dead worker becomes
+that candidate's status; the watchdog starts a fresh worker for the next task, so the race goes on.
+torch is never imported here (the worker does that).
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass
+from typing import Callable, Mapping, Sequence
+
+from ..run import timing as run_timing
+from ..run.session import _TASK_FIELDS, resolve_probe_path
+from .race import FAILED, Batch, CheckOutcome
+from .static import Candidate
+
+TIME_TASK = "tileprobe.run.batch:time_batch"
+CHECK_TASK = "tileprobe.run.batch:check_candidate"
+
+
+@dataclass
+class TimingSettings:
+    """The timing mode of a tune, the same for every candidate (docs/TUNE.md "Timing modes").
+
+    mode: ``sustained`` (default: the required figure is do_bench's median, and do_bench times back to back) or
+    ``burst`` (cuda.tile.tune's way). sustained: ``warmup_ms`` of warm-up per batch, then about ``batch_ms`` of
+    samples (``min_n`` … ``max_n``). burst: ``burst_warmup`` launches, then ``burst_n`` samples each synchronized.
+
+    Raises:
+        ValueError: an unknown mode.
+    """
+    mode: str = "sustained"
+    warmup_ms: float = run_timing.DEFAULT_WARMUP_MS
+    batch_ms: float = run_timing.BATCH_MS
+    min_n: int = run_timing.MIN_BATCH
+    max_n: int = run_timing.MAX_BATCH
+    burst_n: int = run_timing.BURST_BATCH
+    burst_warmup: int = run_timing.BURST_WARMUP
+
+    def __post_init__(self):
+        if self.mode not in run_timing.TIMING_MODES:
+            raise ValueError(f"timing mode {self.mode!r}: use one of {', '.join(run_timing.TIMING_MODES)}")
+
+    def task_kwargs(self) -> dict:
+        """The keyword arguments of :func:`tileprobe.run.batch.time_batch` for this mode."""
+        if self.mode == "burst":
+            return {"mode": "burst", "n": self.burst_n, "warmup": self.burst_warmup}
+        return {"mode": "sustained", "warmup_ms": self.warmup_ms, "batch_ms": self.batch_ms, "min_n": self.min_n,
+                "max_n": self.max_n}
+
+    def to_dict(self) -> dict:
+        """Every setting as a JSON-ready dict (stored with each tune)."""
+        return asdict(self)
+
+
+class WorkerBench:
+    """``measure`` and ``check`` for one problem's race, through ``watchdog``.
+
+    Args:
+        watchdog: a :class:`~tileprobe.run.watchdog.Watchdog` (its worker's init must be ``init_cuda``).
+        candidates: id → :class:`~tileprobe.tune.static.Candidate` (the ones raced).
+        cubin_get: SHA-256 → cubin bytes (audit, store or bundle).
+        probe_paths, search_dirs: where the probe files are on this machine (as for ``tileprobe run``).
+        timing: the timing mode; timeout_s: per task, before it is a hang; seed: the inputs' seed.
+        default: the problem's default configuration (the timed candidate of its group), for checks without a
+            reference; it is not used once it has failed in the race.
+        tasks: (time task, check task) as ``"module:function"`` (tests plant fakes here).
+    """
+
+    def __init__(self, watchdog, candidates: Mapping[str, Candidate], cubin_get: Callable[[str], bytes | None], *,
+                 probe_paths: Sequence[str] = (), search_dirs: Sequence[str] = (), timing: TimingSettings | None = None,
+                 timeout_s: float = 60.0, seed: int = 0, default: Candidate | None = None,
+                 tasks: tuple[str, str] = (TIME_TASK, CHECK_TASK)):
+        self.wd, self.candidates, self.get = watchdog, dict(candidates), cubin_get
+        self.probe_paths, self.search_dirs = list(probe_paths), list(search_dirs)
+        self.timing = timing or TimingSettings()
+        self.timeout_s, self.seed, self.default, self.tasks = timeout_s, seed, default, tasks
+        self.failed: set[str] = set()
+        self._payloads: dict[str, dict | str] = {}
+
+    def payload(self, c: Candidate) -> dict | str:
+        """The task fields of a candidate (record, cubin, probe path), or why there are none."""
+        if c.id in self._payloads:
+            return self._payloads[c.id]
+        rec = c.record
+        cubin = self.get(rec.cubin_sha256) if rec.cubin_sha256 else None
+        path = resolve_probe_path(rec.probe, self.probe_paths, self.search_dirs)
+        if cubin is None:
+            out = f"cubin {rec.cubin_sha256} not found (bundle or store incomplete?)"
+        elif hashlib.sha256(cubin).hexdigest() != rec.cubin_sha256:
+            out = f"cubin {rec.cubin_sha256}: its bytes hash to another SHA-256; the file changed after the audit"
+        elif path is None:
+            out = f"probe file {rec.probe} not found on this machine: pass it on the command line"
+        else:
+            out = {"record": {k: getattr(rec, k) for k in _TASK_FIELDS}, "cubin": cubin, "probe_path": path}
+        self._payloads[c.id] = out
+        return out
+
+    def measure(self, cid: str, rnd: int) -> Batch:
+        """One batch of candidate ``cid`` (the race's ``measure``)."""
+        task = self.payload(self.candidates[cid])
+        if isinstance(task, str):
+            self.failed.add(cid)
+            return Batch("error", error=task)
+        out = self.wd.submit(self.tasks[0], {**task, "seed": self.seed, **self.timing.task_kwargs()},
+                             timeout_s=self.timeout_s)
+        batch = self._batch(out)
+        if batch.status != "ok":
+            self.failed.add(cid)
+        return batch
+
+    @staticmethod
+    def _batch(out) -> Batch:
+        if out.status != "done":
+            status = out.status if out.status in ("hang", "crash") else "error"
+            return Batch(status, error=out.error, wall_s=out.wall_s)
+        v = out.value
+        info = {k: v[k] for k in ("grid", "warmup_launches", "n", "driver_ctas_per_sm", "cuda_error") if k in v}
+        return Batch(v.get("status") or "error", list(v.get("samples_us") or []), v.get("clocks_before"),
+                     v.get("clocks_after"), error=v.get("error") or "", wall_s=out.wall_s, info=info)
+
+    def check(self, cid: str) -> CheckOutcome:
+        """Check candidate ``cid``'s output (the race's ``check``)."""
+        task = self.payload(self.candidates[cid])
+        if isinstance(task, str):
+            return CheckOutcome("error", {"message": task})
+        kw = {**task, "seed": self.seed}
+        d = self.default
+        if d is not None and d.id not in self.failed and d.id != cid and not isinstance(self.payload(d), str):
+            dp = self.payload(d)
+            kw.update(default=dp["record"], default_cubin=dp["cubin"])
+        out = self.wd.submit(self.tasks[1], kw, timeout_s=self.timeout_s)
+        if out.status != "done":
+            return CheckOutcome(out.status if out.status in ("hang", "crash") else "error", {"message": out.error})
+        v = dict(out.value)
+        status = v.pop("status", None) or "error"
+        if d is not None and d.id == cid and v.get("against") is None and status == "unchecked":
+            v["message"] = "this is the default configuration: without reference= there is nothing to compare with"
+        return CheckOutcome(status if status in (*FAILED, "ok", "unchecked") else "error", v)

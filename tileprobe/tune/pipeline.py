@@ -1,0 +1,294 @@
+"""``tileprobe.tune.tune()``: the whole tune in one function — plan, compile (while the GPU worker starts), drop,
+dedupe, race per problem, check, store, compare with the last compiler's tune, export. ``tileprobe tune`` is this
+call plus printing (``tileprobe/cli_tune.py``); the method is in ``docs/TUNE.md``.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import Callable, Sequence
+
+from ..model.arch import get_arch
+from ..errors import TileprobeError
+from .gpu import CHECK_TASK, TIME_TASK, TimingSettings, WorkerBench
+from .race import Race, RaceSettings
+from .result import ProblemResult, TuneResult, compare_previous, problem_result
+from .static import Plan, compile_records, dedupe, load_space, make_plans
+
+
+def process_age_s() -> float | None:
+    """Seconds since this process started (Linux ``/proc``; None elsewhere): the CLI's start-up share."""
+    try:
+        with open("/proc/self/stat") as f:
+            start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+        return max(0.0, uptime - start_ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class _WorkerStarter:
+    """Start the GPU worker in a thread (it imports torch and makes a CUDA context: seconds) while compiling."""
+
+    def __init__(self, wd):
+        self.wd, self.info, self.error = wd, None, None
+        self.t0, self.t1 = time.perf_counter(), None
+        self.thread = threading.Thread(target=self._run, name="tileprobe-worker-start", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            self.info = dict(self.wd.start())
+        except BaseException as e:  # handed to the main thread by wait()
+            self.error = e
+        finally:
+            self.t1 = time.perf_counter()
+
+    def wait(self) -> tuple[dict, float, float]:
+        """(GPU info, worker start-up s, s spent waiting for it here). Raises what the start raised."""
+        t = time.perf_counter()
+        self.thread.join()
+        waited = time.perf_counter() - t
+        if self.error is not None:
+            raise self.error
+        return self.info, self.t1 - self.t0, waited
+
+
+def _settings(strategy, budget_s, tie_pct, confidence, min_samples, max_samples, seed, timing) -> tuple:
+    try:
+        return (RaceSettings(strategy=strategy, budget_s=budget_s, tie_pct=tie_pct, confidence=confidence,
+                             min_samples=min_samples, max_samples=max_samples, seed=seed), TimingSettings(mode=timing))
+    except ValueError as e:
+        raise TileprobeError(f"tune settings: {e}") from e
+
+
+def _target_arch(arch: str | None, starter: _WorkerStarter | None) -> str:
+    """``arch`` if given; else the GPU's, from NVML / nvidia-smi without CUDA, else from the started worker."""
+    if arch:
+        return get_arch(arch).name
+    from ..run.clocks import compute_capability
+    cc = compute_capability()
+    if cc is not None:
+        return get_arch(f"sm_{cc[0]}{cc[1]}").name
+    if starter is None:
+        raise TileprobeError("no GPU found to tune for: give --arch (e.g. --arch sm_90) with --dry-run")
+    return get_arch(starter.wait()[0]["sm"]).name
+
+
+def _have_nvdisasm() -> bool:
+    """Spills are reported from the SASS when nvdisasm is installed (they are a fact, never a filter)."""
+    from ..model.sass import find_nvdisasm
+    try:
+        find_nvdisasm()
+        return True
+    except TileprobeError:
+        return False
+
+
+def _records(paths, problems, arch, bundle, store, jobs, compile_timeout_s, toolchains, progress):
+    """(records, cubin getter, environment, probe errors) from a bundle or from compiling here."""
+    if bundle:
+        from ..run.session import load_bundle
+        records, env, get = load_bundle(bundle)
+        archs = sorted({r.arch for r in records})
+        if arch not in archs:
+            raise TileprobeError(f"the bundle {bundle} has no {arch} records (it has {', '.join(archs) or 'none'}): "
+                                 f"make it with `tileprobe audit PROBE --arch {arch} --bundle DIR`")
+        return records, get, env, []
+    res = compile_records(paths, problems, arch, store=store, jobs=jobs, timeout_s=compile_timeout_s,
+                          toolchains=toolchains, with_sass=_have_nvdisasm(),
+                          progress=(lambda k, n: progress("compile", (k, n))) if progress else None)
+
+    def get(sha):
+        data = res.cubins.get(sha)
+        return data if data is not None or store is None else store.cubin(sha)
+    return res.records, get, res.environment, res.probe_errors
+
+
+def tune(probe_paths: Sequence[str], *, arch: str | None = None, budget_s: float | None = None,
+         strategy: str = "race", timing: str = "sustained", export: str | None = None, bundle: str | None = None,
+         store=None, jobs: int | None = None, timeout_s: float = 60.0, compile_timeout_s: float = 300.0,
+         seed: int = 0, tie_pct: float = 1.0, confidence: float = 0.95, min_samples: int = 10,
+         max_samples: int = 300, num_sms: int | None = None, dry_run: bool = False, watchdog=None,
+         toolchains: Sequence[dict] | None = None, tasks: tuple[str, str] = (TIME_TASK, CHECK_TASK),
+         progress: Callable | None = None, startup_s: float | None = None) -> TuneResult:
+    """Tune probe files on this machine's GPU: the fastest correct configuration per (kernel, problem case).
+
+    Args:
+        probe_paths: probe files (see README "Tuning": ``tunable=``, ``constraint=``, ``default=``).
+        arch: target (default: this GPU's). budget_s: seconds for the races, shared among the problems: each
+            race gets an equal share of what is left (None: no limit).
+        strategy: ``race`` (successive elimination) or ``exhaustive`` (every candidate sampled alike).
+        timing: ``sustained`` (default) or ``burst`` (docs/TUNE.md "Timing modes").
+        export: write the JSON table for host code there (merged into an existing table).
+        bundle: take records and cubins from ``tileprobe audit --bundle DIR`` (no tileiras needed here).
+        store: a :class:`~tileprobe.store.Store` (compiles reused, results saved, last compiler's tune compared).
+        jobs, compile_timeout_s, toolchains: as for :func:`tileprobe.audit.audit`.
+        timeout_s: per GPU task (a batch or a check) before it is a hang.
+        seed: inputs' seed and the rounds' shuffle. tie_pct, confidence, min_samples, max_samples: the race
+            (:class:`~tileprobe.tune.race.RaceSettings`).
+        num_sms: the SM count the grids are made for (default: the GPU's; needed to dedupe with ``dry_run``).
+        dry_run: stop after the static stage (no GPU needed).
+        watchdog: a :class:`~tileprobe.run.watchdog.Watchdog` to use (default: one made and closed here).
+        tasks: the worker tasks (time, check) as ``"module:function"``; tests plant fakes.
+        progress: ``progress(kind, data)`` for printing: ``compile``, ``plans``, ``worker``, ``race``, ``round``,
+            ``problem``.
+        startup_s: the caller's start-up time before this call (the CLI's: :func:`process_age_s`), for the
+            time split.
+
+    Returns a :class:`~tileprobe.tune.result.TuneResult`.
+
+    Raises:
+        TileprobeError: nothing to tune (no probe loaded), bad settings, a bundle without the GPU's arch, or no GPU
+            worker could start (:class:`~tileprobe.run.watchdog.WorkerStartError`).
+    """
+    t0 = time.perf_counter()
+    result = TuneResult(dry_run=dry_run, times={"startup_s": startup_s})
+    race_settings, timing_settings = _settings(strategy, budget_s, tie_pct, confidence, min_samples, max_samples,
+                                               seed, timing)
+    problems, result.probe_errors = load_space(probe_paths)
+    if not problems:
+        raise TileprobeError("nothing to tune: no probe could be loaded:\n  " + "\n  ".join(result.probe_errors))
+    result.times["plan_s"] = time.perf_counter() - t0
+    own = watchdog is None and not dry_run
+    if not dry_run:
+        from ..run.watchdog import Watchdog
+        watchdog = watchdog or Watchdog(timeout_s=timeout_s)
+    starter = _WorkerStarter(watchdog) if not dry_run else None
+    try:
+        arch = _target_arch(arch, starter)
+        t1 = time.perf_counter()
+        records, get, env, errors = _records(probe_paths, problems, arch, bundle, store, jobs, compile_timeout_s,
+                                             toolchains, progress)
+        result.probe_errors += [e for e in errors if e not in result.probe_errors]
+        result.times["compile_s"] = time.perf_counter() - t1
+        plans = make_plans(problems, records, arch, "not_in_bundle" if bundle else "not_compiled")
+        gpu = _gpu(result, starter, arch, progress)
+        num_sms = num_sms or gpu.get("num_sms")
+        for plan in plans:
+            if num_sms:
+                dedupe(plan, num_sms, get)
+            else:
+                plan.notes.append("no SM count (give --num-sms): duplicate launches were not looked for")
+        result.environment = _environment(env, gpu, arch, num_sms, timing_settings, race_settings, bundle)
+        if progress:
+            progress("plans", plans)
+        if dry_run:
+            result.problems = [problem_result(p, None, arch, confidence) for p in plans]
+        else:
+            _race_all(result, plans, watchdog, get, probe_paths, bundle, timing_settings, race_settings, timeout_s,
+                      seed, tasks, progress)
+    finally:
+        if own:
+            watchdog.close()
+    _finish(result, plans, store, export, t0)
+    return result
+
+
+def _gpu(result: TuneResult, starter, arch: str, progress) -> dict:
+    if starter is None:
+        return {}
+    gpu, start_s, waited_s = starter.wait()
+    result.times.update(worker_start_s=start_s, worker_wait_s=waited_s)
+    if progress:
+        progress("worker", gpu)
+    if gpu.get("sm") and get_arch(gpu["sm"]).name != arch:
+        raise TileprobeError(f"this GPU is {gpu.get('name')} ({gpu['sm']}) but the tune targets {arch}: drop --arch "
+                             f"or give --arch {gpu['sm']} (with --bundle: audit the bundle for {gpu['sm']})")
+    return gpu
+
+
+def _environment(env: dict, gpu: dict, arch: str, num_sms, timing: TimingSettings, race: RaceSettings,
+                 bundle: str | None) -> dict:
+    keep = ("name", "sm", "num_sms", "driver", "uuid", "pci_bus_id", "memory_bytes", "l2_bytes", "clocks",
+            "cuda_driver_api", "torch", "cuda_core", "l2_flush_bytes")
+    return {**{k: v for k, v in env.items() if k not in ("tileiras",)}, "arch": arch, "num_sms": num_sms,
+            "gpu": {k: gpu.get(k) for k in keep if k in gpu}, "tileiras": ", ".join(env.get("tileiras") or []),
+            "timing": timing.mode, "timing_settings": timing.to_dict(), "strategy": race.strategy,
+            "race": {"min_samples": race.min_samples, "max_samples": race.max_samples, "tie_pct": race.tie_pct,
+                     "confidence": race.confidence, "budget_s": race.budget_s, "seed": race.seed},
+            "bundle": os.path.abspath(bundle) if bundle else None}
+
+
+def _race_all(result: TuneResult, plans: list[Plan], wd, get, probe_paths, bundle, timing, settings, timeout_s,
+              seed, tasks, progress) -> None:
+    import dataclasses
+    from ..run.watchdog import WorkerStartError
+    t0 = time.perf_counter()
+    search = [d for d in (bundle, os.getcwd()) if d]
+    for i, plan in enumerate(plans):
+        raced = plan.raced()
+        share = settings.budget_s
+        if share is not None:   # the budget is shared: each race gets an equal share of what is left
+            share = max(0.0, settings.budget_s - (time.perf_counter() - t0)) / (len(plans) - i)
+        if result.aborted or not raced:
+            res = problem_result(plan, None, result.environment["arch"], settings.confidence)
+            res.notes.append(result.aborted and f"not raced: {result.aborted}" or "no candidate left to time")
+            result.problems.append(res)
+            continue
+        dflt = plan.find(plan.problem.default)
+        dflt = (dflt.same_as or dflt) if dflt is not None and dflt.status == "ok" else None
+        bench = WorkerBench(wd, {c.id: c for c in raced}, get, probe_paths=probe_paths, search_dirs=search,
+                            timing=timing, timeout_s=timeout_s, seed=seed, default=dflt, tasks=tasks)
+        if progress:
+            progress("race", plan)
+        try:
+            outcome = Race([c.id for c in raced], bench.measure, bench.check,
+                           dataclasses.replace(settings, budget_s=share), progress=progress).run()
+        except WorkerStartError as e:
+            result.aborted, outcome = f"no GPU worker could be started: {e}", None
+        res = problem_result(plan, outcome, result.environment["arch"], settings.confidence)
+        result.problems.append(res)
+        if progress:
+            progress("problem", res)
+    result.times["race_s"] = time.perf_counter() - t0
+    result.times["check_s"] = sum(p.check_s for p in result.problems)
+    result.environment["clocks"] = _clock_range(result.problems)
+
+
+def _clock_range(problems: list[ProblemResult]) -> dict:
+    out = {}
+    for key in ("sm_mhz", "mem_mhz"):
+        xs = [x for p in problems for r in p.candidates for x in ((r.get("clocks") or {}).get(key) or [])]
+        out[key] = [min(xs), max(xs)] if xs else None
+    return out
+
+
+def _finish(result: TuneResult, plans: list[Plan], store, export: str | None, t0: float) -> None:
+    """Compare with the last compiler's tune, save to the store, write the export; the time split's end."""
+    t = time.perf_counter()
+    if store is not None and not result.dry_run:
+        _link(result, plans, store)
+        _store(result, store)
+    result.times["store_s"] = time.perf_counter() - t
+    if export and not result.dry_run:
+        from .export import write_export
+        write_export(result, export)
+    result.times["total_s"] = time.perf_counter() - t0 + (result.times.get("startup_s") or 0.0)
+
+
+def _link(result: TuneResult, plans: list[Plan], store) -> None:
+    """Give each stored row its compile key and each problem its source hash (the store's provenance)."""
+    from ..audit.pipeline import source_sha256
+    for plan, res in zip(plans, result.problems):
+        try:
+            res.source_sha256 = source_sha256(plan.problem.probe)
+        except (OSError, TileprobeError):
+            pass
+        keys = {c.id: store.key_of(c.record) for c in plan.candidates if c.record is not None}
+        for row in res.candidates:
+            if row.get("config") is not None:
+                row["compile_key"] = keys.get(row["label"])
+
+
+def _store(result: TuneResult, store) -> None:
+    env = result.environment
+    gpu_name = (env.get("gpu") or {}).get("name")
+    for p in result.problems:
+        if p.verdict == "not_run":
+            continue
+        prev = store.previous_tune(p.kernel, p.problem, gpu_name, env.get("timing"), p.tileiras)
+        p.previous = compare_previous(p, prev)
+        store.save_tune(p.to_dict(), env)

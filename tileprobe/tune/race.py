@@ -1,0 +1,313 @@
+"""The GPU stage's method, as a pure object: an adaptive race between candidates, driven by injected functions.
+
+:class:`Race` never touches a GPU. It calls ``measure(candidate_id, round) -> Batch`` for samples and
+``check(candidate_id) -> CheckOutcome`` for correctness; :mod:`tileprobe.tune.gpu` provides both through the
+watchdog'd worker, the tests a fake. The method (``docs/TUNE.md``):
+
+1. **Rounds.** Each round, every candidate still racing gets one batch of samples, in an order shuffled per round
+   (seeded), so drift (clocks, temperature, other load) hits every candidate alike instead of the last ones.
+2. **Successive elimination** (``strategy="race"``): after a round, each candidate with at least ``min_samples``
+   samples whose median's confidence interval lies wholly above the leader's, and whose median is more than
+   ``tie_pct`` % above the leader's, is eliminated. ``strategy="exhaustive"`` eliminates nothing and samples
+   every candidate ``exhaustive_samples`` times.
+3. **Stop** at one survivor; or when every survivor's interval is narrower than ± ``tie_pct``/2 % and all
+   medians are within ``tie_pct`` % of the leader's (a **tie**: no winner by noise); or at ``max_samples`` per
+   candidate; or when ``budget_s`` is spent (checked before each batch).
+4. **Failures** are results: a batch that hangs, crashes or errs takes its candidate out with that status; the
+   race goes on (the measure function restarts its worker).
+5. **Correctness before a name**: the leader and every candidate within noise of it (the *finalists*) are
+   checked; a wrong one is dropped (status ``wrong``), the eliminated candidates are reinstated and judged again
+   against the new leader with the samples they have, and the race resumes if it must. Checks run even when
+   the budget is spent (one launch each).
+
+Statuses at the end: ``winner`` (the only finalist), ``tie`` (finalists when several), ``eliminated`` (with the
+round and the reason), ``hang`` / ``crash`` / ``error`` / ``wrong`` (with the error), ``skipped`` (the budget
+ran out before its first batch).
+"""
+from __future__ import annotations
+
+import random
+import statistics
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from .stats import median_ci, summary, z_value
+
+#: Statuses that take a candidate out of the race for good.
+FAILED = ("hang", "crash", "error", "wrong")
+STRATEGIES = ("race", "exhaustive")
+
+
+@dataclass
+class Batch:
+    """One batch of samples of one candidate, as the measure function returns it.
+
+    status: ``ok`` | ``hang`` | ``crash`` | ``error``. samples_us: per-launch times (µs). clocks_before/after:
+    ``{"sm_mhz", "mem_mhz", ...}`` read just before and after the samples (None when unknown). info: anything
+    else the worker said (grid, warm-up launches, driver facts).
+    """
+    status: str = "ok"
+    samples_us: list = field(default_factory=list)
+    clocks_before: dict | None = None
+    clocks_after: dict | None = None
+    error: str = ""
+    wall_s: float = 0.0
+    info: dict = field(default_factory=dict)
+
+
+@dataclass
+class CheckOutcome:
+    """A correctness check: status ``ok`` | ``wrong`` | ``unchecked`` (nothing to compare with) | ``hang`` |
+    ``crash`` | ``error``; detail: rel_err, tolerance, against (``reference`` | ``default``), message …"""
+    status: str
+    detail: dict = field(default_factory=dict)
+
+
+@dataclass
+class RaceSettings:
+    """How a race runs (module doc). Times in s; ``tie_pct`` in % of the leader's median.
+
+    The default ``tie_pct`` of 1 % is the reproducibility of one variant's median between two processes on the
+    H200 (docs/NOTES.md §3: median 0.02 %, max 1.23 %): a smaller difference is not a property of the
+    configuration.
+
+    Raises:
+        ValueError: an unknown strategy or confidence, or a count below 1.
+    """
+    strategy: str = "race"
+    min_samples: int = 10
+    max_samples: int = 300
+    exhaustive_samples: int = 100
+    tie_pct: float = 1.0
+    confidence: float = 0.95
+    budget_s: float | None = None
+    seed: int = 0
+
+    def __post_init__(self):
+        if self.strategy not in STRATEGIES:
+            raise ValueError(f"strategy {self.strategy!r}: use one of {', '.join(STRATEGIES)}")
+        z_value(self.confidence)
+        for name in ("min_samples", "max_samples", "exhaustive_samples"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name}={getattr(self, name)}: give 1 or more")
+        if self.tie_pct < 0:
+            raise ValueError(f"tie_pct={self.tie_pct}: give 0 or more (%)")
+
+
+@dataclass
+class Entry:
+    """One candidate's state: status, samples (µs), batches (clock readings, round, size), check, reason."""
+    id: str
+    status: str = "racing"
+    samples: list = field(default_factory=list)
+    batches: list = field(default_factory=list)
+    reason: str = ""
+    eliminated_round: int | None = None
+    check: dict | None = None
+    info: dict = field(default_factory=dict)
+
+    @property
+    def median(self) -> float:
+        """Median of the samples taken so far (µs). Raises StatisticsError when there are none."""
+        return statistics.median(self.samples)
+
+    def summary(self, confidence: float = 0.95) -> dict:
+        """Median and its ``confidence`` interval (µs) over the samples: :func:`tileprobe.tune.stats.summary`."""
+        return summary(self.samples, confidence)
+
+
+@dataclass
+class RaceOutcome:
+    """The race's result: every entry (input order), the verdict (``winner`` | ``tie`` | ``none``), the pick
+    (the lowest median among the finalists; None when nothing ran correctly), the tied ids (pick first), why it
+    stopped, one dict per round, and the time spent measuring and checking (s)."""
+    entries: list[Entry]
+    verdict: str
+    pick: str | None
+    tie: list[str]
+    stop: str
+    rounds: list[dict]
+    wall_s: float = 0.0
+    measure_s: float = 0.0
+    check_s: float = 0.0
+
+    def entry(self, id_: str) -> Entry:
+        """The entry of candidate ``id_``. Raises StopIteration when there is none."""
+        return next(e for e in self.entries if e.id == id_)
+
+    def ranked(self) -> list[Entry]:
+        """Entries with samples by median, then the rest in input order."""
+        timed = sorted((e for e in self.entries if e.samples), key=lambda e: e.median)
+        return timed + [e for e in self.entries if not e.samples]
+
+
+class Race:
+    """An adaptive race (module doc). ``ids``: candidate ids, unique. ``measure(id, round) -> Batch``;
+    ``check(id) -> CheckOutcome`` or None (no correctness check). ``clock``: seconds, monotonic (injected by
+    tests). ``progress(kind, data)``: called with ``("round", round_dict)`` after each round."""
+
+    def __init__(self, ids: Sequence[str], measure: Callable[[str, int], Batch],
+                 check: Callable[[str], CheckOutcome] | None = None, settings: RaceSettings | None = None,
+                 clock: Callable[[], float] = time.monotonic, progress: Callable | None = None):
+        if len(set(ids)) != len(ids):
+            raise ValueError("candidate ids must be unique")
+        self.entries = [Entry(i) for i in ids]
+        self.measure, self.check, self.clock, self.progress = measure, check, clock, progress
+        self.s = settings or RaceSettings()
+        self.rng = random.Random(self.s.seed)
+        self.rounds: list[dict] = []
+        self.stop = ""
+        self._t0 = 0.0
+        self._measure_s = self._check_s = 0.0
+
+    # --- the loop ------------------------------------------------------------------------------------------
+    def run(self) -> RaceOutcome:
+        """Race to a stop, check the finalists, repeat while a finalist turns out wrong; return the outcome."""
+        self._t0 = self.clock()
+        self._race()
+        while self.check is not None and self._check(self._finalists()):
+            for e in self.entries:
+                if e.status == "eliminated":
+                    e.status, e.eliminated_round, e.reason = "racing", None, ""
+            self._eliminate(len(self.rounds))
+            self._race()
+        return self._outcome()
+
+    def _race(self) -> None:
+        while True:
+            reason = self._stop_reason()
+            if reason:
+                self.stop = reason
+                return
+            if self._over_budget():
+                self.stop = "budget"
+                return
+            self._round(len(self.rounds) + 1)
+
+    def _over_budget(self) -> bool:
+        return self.s.budget_s is not None and self.clock() - self._t0 >= self.s.budget_s
+
+    def _racing(self) -> list[Entry]:
+        return [e for e in self.entries if e.status == "racing"]
+
+    def _round(self, r: int) -> None:
+        t0 = self.clock()
+        order = self._racing()
+        self.rng.shuffle(order)
+        failed, measured = [], 0
+        for e in order:
+            if self._over_budget():
+                break
+            self._take(e, r)
+            measured += 1
+            if e.status in FAILED:
+                failed.append(e.id)
+        out = self._eliminate(r)
+        log = {"round": r, "racing": len(order), "measured": measured, "failed": failed, "eliminated": out,
+               "left": len(self._racing()), "wall_s": round(self.clock() - t0, 6)}
+        self.rounds.append(log)
+        if self.progress:
+            self.progress("round", log)
+
+    def _take(self, e: Entry, r: int) -> None:
+        t0 = self.clock()
+        b = self.measure(e.id, r)
+        self._measure_s += self.clock() - t0
+        e.batches.append({"round": r, "status": b.status, "n": len(b.samples_us), "clocks_before": b.clocks_before,
+                          "clocks_after": b.clocks_after, "wall_s": b.wall_s})
+        e.info.update(b.info or {})
+        if b.status == "ok" and not b.samples_us:
+            b.status, b.error = "error", "the batch returned no samples"
+        if b.status != "ok":
+            e.status, e.reason = (b.status if b.status in FAILED else "error"), b.error or b.status
+            return
+        e.samples.extend(float(x) for x in b.samples_us)
+
+    # --- judging -------------------------------------------------------------------------------------------
+    def _ci(self, e: Entry) -> tuple[float, float]:
+        return median_ci(e.samples, self.s.confidence)
+
+    def _within_tie(self, e: Entry, leader: Entry) -> bool:
+        return e.median <= leader.median * (1 + self.s.tie_pct / 100.0)
+
+    def _eliminate(self, r: int) -> list[str]:
+        if self.s.strategy != "race":
+            return []
+        ready = [e for e in self._racing() if len(e.samples) >= self.s.min_samples]
+        if len(ready) < 2:
+            return []
+        leader = min(ready, key=lambda e: e.median)
+        _, leader_hi = self._ci(leader)
+        out = []
+        for e in ready:
+            lo, _ = self._ci(e)
+            if e is not leader and lo > leader_hi and not self._within_tie(e, leader):
+                e.status, e.eliminated_round = "eliminated", r
+                e.reason = (f"slower than {leader.id}: median {e.median:,.2f} µs, interval from {lo:,.2f} µs, above "
+                            f"its {leader.median:,.2f} µs (to {leader_hi:,.2f} µs)")
+                out.append(e.id)
+        return out
+
+    def _precise(self, e: Entry) -> bool:
+        lo, hi = self._ci(e)
+        return (hi - lo) / 2.0 <= e.median * self.s.tie_pct / 200.0
+
+    def _stop_reason(self) -> str | None:
+        active = self._racing()
+        if not active:
+            return "no candidate left"
+        if any(not e.samples for e in active):
+            return None
+        if self.s.strategy == "race":
+            if len(active) == 1:
+                return "one survivor"
+            leader = min(active, key=lambda e: e.median)
+            if all(len(e.samples) >= self.s.min_samples and self._precise(e) and self._within_tie(e, leader)
+                   for e in active):
+                return "within noise"
+        elif all(len(e.samples) >= self.s.exhaustive_samples for e in active):
+            return "samples complete"
+        if all(len(e.samples) >= self.s.max_samples for e in active):
+            return "max samples"
+        return None
+
+    def _finalists(self) -> list[Entry]:
+        """The leader, then every racing candidate within noise of it (interval overlaps, or within tie_pct)."""
+        timed = sorted((e for e in self._racing() if e.samples), key=lambda e: e.median)
+        if not timed:
+            return []
+        leader = timed[0]
+        _, leader_hi = self._ci(leader)
+        return [leader] + [e for e in timed[1:] if self._ci(e)[0] <= leader_hi or self._within_tie(e, leader)]
+
+    def _check(self, finalists: list[Entry]) -> bool:
+        """Check the finalists not yet checked; True when one was dropped."""
+        dropped = False
+        for e in finalists:
+            if e.check is not None:
+                continue
+            t0 = self.clock()
+            res = self.check(e.id)
+            self._check_s += self.clock() - t0
+            e.check = {"status": res.status, **(res.detail or {})}
+            if res.status in FAILED:
+                e.status = res.status
+                e.reason = (res.detail or {}).get("message") or (res.detail or {}).get("error") or res.status
+                dropped = True
+        return dropped
+
+    def _outcome(self) -> RaceOutcome:
+        for e in self._racing():
+            if not e.samples:
+                e.status, e.reason = "skipped", "the budget ran out before its first batch"
+        finalists = self._finalists()
+        verdict = "none" if not finalists else "winner" if len(finalists) == 1 else "tie"
+        for e in finalists:
+            e.status = "winner" if verdict == "winner" else "tie"
+        for e in self._racing():
+            e.status, e.eliminated_round = "eliminated", len(self.rounds)
+            e.reason = f"slower than {finalists[0].id} when the race stopped ({self.stop})"
+        return RaceOutcome(self.entries, verdict, finalists[0].id if finalists else None,
+                           [e.id for e in finalists] if verdict == "tie" else [], self.stop, self.rounds,
+                           wall_s=self.clock() - self._t0, measure_s=self._measure_s, check_s=self._check_s)
