@@ -10,7 +10,7 @@ The layout is the method (``docs/TUNE.md``):
   JSON table for host code;
 * :mod:`.pipeline` — :func:`tune`, all of it in one call.
 
-No rich, no argparse here: the command is ``tileprobe/cli_tune.py``.
+No rich, no argparse here: the command is ``tileprobe/cli/tune.py``.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """``tileprobe.tune.tune()``: the whole tune in one function — plan, compile (while the GPU worker starts), drop,
 dedupe, race per problem, check, store, compare with the last compiler's tune, export. ``tileprobe tune`` is this
-call plus printing (``tileprobe/cli_tune.py``); the method is in ``docs/TUNE.md``.
+call plus printing (``tileprobe/cli/tune.py``); the method is in ``docs/TUNE.md``.
 """
 from __future__ import annotations
 
