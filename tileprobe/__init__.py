@@ -11,9 +11,10 @@ __version__ = "0.1.0"
 from .errors import TileprobeError, ProbeError, ToolchainError, CubinError, StoreError
 from .probe import Probe, SpecArrays
 from .signature import ArraySpec, jit_signature
+from .stubs import stub_modules
 
 __all__ = [
-    "__version__", "Probe", "SpecArrays", "ArraySpec", "jit_signature",
+    "__version__", "Probe", "SpecArrays", "ArraySpec", "jit_signature", "stub_modules",
     "TileprobeError", "ProbeError", "ToolchainError", "CubinError", "StoreError",
 ]
 

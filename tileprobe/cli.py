@@ -10,6 +10,7 @@ import os
 import sys
 from typing import Sequence
 
+from .compile import DEFAULT_TIMEOUT_S
 from .errors import TileprobeError
 
 DEFAULT_ARCHS = "sm_90,sm_120"
@@ -93,6 +94,8 @@ def cmd_audit(args) -> int:
                        repeat=args.repeat)
     for e in result.probe_errors:
         err.print(f"[red]probe error[/]: {e}", markup=True, highlight=False)
+    for note in result.notes:
+        err.print(f"note: {note}", markup=False, highlight=False)
     if store is not None:
         store.save_audit(result, " ".join(sys.argv[1:]) if args.command_line is None else args.command_line)
     if args.bundle:
@@ -151,7 +154,8 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--tileiras", metavar="V1,V2", help="compiler versions to audit with (installed with "
                    "`tileprobe toolchain install`), e.g. 13.3.36,13.4.92; default: the one cuTile would use")
     a.add_argument("--jobs", "-j", type=int, default=None, help="parallel compiles (default: all CPUs)")
-    a.add_argument("--timeout", type=float, default=300.0, help="per-variant compiler timeout in seconds (default 300)")
+    a.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="per-variant compiler timeout in seconds "
+                   f"(default {DEFAULT_TIMEOUT_S:.0f}; a probe's timeout_s= wins)")
     a.add_argument("--no-sass", dest="sass", action="store_false", help="skip SASS traits (spills, TMA, matrix "
                    "instructions from nvdisasm); on by default when nvdisasm is installed")
     a.add_argument("--store", metavar="PATH", help="results store (default: the user data dir)")
@@ -164,10 +168,10 @@ def build_parser() -> argparse.ArgumentParser:
     a.set_defaults(func=cmd_audit, command_line=None)
     _add_common(a)
 
-    from . import bisect, compare, doctor, gate, store, toolchain
+    from . import bisect, cli_record, compare, doctor, gate, store, toolchain
     from .report import html
     from .run import cli as run_cli
-    for module in (toolchain, doctor, compare, bisect, run_cli, html, store, gate):
+    for module in (toolchain, doctor, compare, bisect, run_cli, html, store, gate, cli_record):
         module.add_parser(sub, _add_common)
     return parser
 
