@@ -43,7 +43,7 @@ def _header(plan: ProbePlan, origin: Origin, probe_dir: str) -> list[str]:
     where = f"{k.file}:{k.line}" if k.file else "unknown file"
     lines = [f'"""Probe of {k.name}, written {origin.sentence()}', "",
              f"Kernel: {k.spec(probe_dir) or '(cannot be imported: see TODO below)'}  (defined at {where})",
-             "Declared hints: " + " ".join(f"{h}={v}" for h, v in k.declared.items())]
+             "Declared hints: " + " ".join(f"{h}={hint_text(v)}" for h, v in k.declared.items())]
     if plan.archs:
         lines.append("Seen on: " + ", ".join(plan.archs))
     counted = f"{_n(plan.total)} launches, " if origin.kind == "record" else ""
@@ -99,7 +99,7 @@ def _case_lines(plan: ProbePlan, case: Case) -> tuple[list[str], list[str], obje
     if case.count is not None and plan.total:
         share = f" ({100 * case.count / plan.total:.0f}% of this kernel's)"
     if case.count is not None:
-        info.append(f"    # {_n(case.count)} launches{share}"
+        info.append(f"    # {_n(case.count)} launch{'' if case.count == 1 else 'es'}{share}"
                     + (f", {len(case.launches)} distinct (the most frequent is reproduced)" if len(case.launches) > 1
                        else ""))
     if case.symbol:
@@ -120,8 +120,18 @@ def _case_lines(plan: ProbePlan, case: Case) -> tuple[list[str], list[str], obje
     return launches, [f"    {case.label!r}: lambda arrays: {body},"], text
 
 
+def hint_text(value) -> str:
+    """A recorded hint value as cuTile spells it (``ByTarget(sm_100=16)`` for a by-target value)."""
+    if isinstance(value, dict) and "by_target" in value:
+        parts = [f"{t}={v}" for t, v in value["by_target"].items()]
+        if value.get("default") is not None:
+            parts.append(f"default={value['default']}")
+        return f"ByTarget({', '.join(parts)})"
+    return str(value)
+
+
 def _hints_text(hints: dict) -> str:
-    return " ".join(f"{h}={v}" for h, v in hints.items()) or "the declared hints"
+    return " ".join(f"{h}={hint_text(v)}" for h, v in hints.items()) or "the declared hints"
 
 
 def render_probe(plan: ProbePlan, origin: Origin, probe_dir: str) -> str:
