@@ -245,3 +245,54 @@ def test_launches():
     with open(out / "record.json") as f:
         data = json.load(f)
     assert [p["name"] for p in data["probes"]] == ["vadd"] and data["probes"][0]["launches"] == 3
+
+
+def test_arguments_are_described_abstractly():
+    """Tensors by dtype, shape, strides in elements and base alignment; DLPack and __cuda_array_interface__ objects
+    alike; scalars and constants by value; anything else by type only."""
+    import torch
+    from tileprobe.signature import ArraySpec
+    capture = hook.load_capture()
+    d = lambda a: capture.to_json(capture.describe(a))
+    base = torch.empty((64, 128), dtype=torch.bfloat16)
+    assert capture.align_of(base.data_ptr()) >= 64
+    view = base[:, 3:].t()
+    assert d(view) == {"kind": "array", "dtype": "torch.bfloat16", "shape": [125, 64], "strides": [1, 128],
+                       "align": capture.align_of(base.data_ptr() + 6), "protocol": "torch"}
+    assert d(view)["align"] == 2
+    spec = ArraySpec((16, 32), "float16", strides=(64, 1), address=0x7F00_0000_0010)
+    assert d(spec) == {"kind": "array", "dtype": "dlpack:2:16", "shape": [16, 32], "strides": [64, 1], "align": 16,
+                       "protocol": "dlpack"}
+
+    class CAI:
+        __cuda_array_interface__ = {"shape": (8, 4), "typestr": "<f4", "strides": (32, 4), "data": (0x1000, False),
+                                    "version": 3}
+    assert d(CAI()) == {"kind": "array", "dtype": "cai:<f4", "shape": [8, 4], "strides": [8, 1], "align": 256,
+                        "protocol": "cuda_array_interface"}
+    assert [d(v) for v in (3, 1e-6, True)] == [{"kind": "scalar", "type": "int", "value": 3},
+                                              {"kind": "scalar", "type": "float", "value": 1e-6},
+                                              {"kind": "scalar", "type": "bool", "value": True}]
+    assert d((1, 2)) == {"kind": "sequence", "type": "tuple", "items": [d(1), d(2)]}
+    assert d(object()) == {"kind": "object", "type": "builtins.object"}
+    assert capture.align_of(0x7F00_0000_0300) == 256 and capture.align_of(0x7F00_0000_0008) == 8
+
+
+def test_argument_expressions_and_the_default_hint_grid():
+    from tileprobe.record.args import args_text
+    from tileprobe.record.group import Case, hint_grid
+    from tileprobe.record.model import KernelRef, Launch
+    arr = lambda dtype, align=256, strides=(4, 1): {"kind": "array", "dtype": dtype, "shape": [2, 4],
+                                                   "strides": list(strides), "align": align}
+    text = args_text([arr("torch.float8_e4m3fn"), arr("torch.int32", 4), arr("torch.bool"), arr("cai:<f2"),
+                      arr("torch.float4_e2m1fn_x2"), {"kind": "scalar", "value": float("nan")},
+                      {"kind": "dtype", "origin": "cuda.tile", "name": "float16"}, {"kind": "object", "type": "x.Y"}])
+    assert text.exprs == ["arrays.rand((2, 4), 'float8_e4m3fn')", "arrays.zeros((2, 4), 'int32', offset=4)",
+                          "arrays.zeros((2, 4), 'bool')", "arrays.randn((2, 4), 'float16')",
+                          "arrays.empty((2, 4), 'torch.float4_e2m1fn_x2')", 'float("nan")', "ct.float16", "None"]
+    assert len(text.todos) == 2 and text.imports == {"import cuda.tile as ct"}
+    k = KernelRef("k", declared_json='{"occupancy": 4}')
+    case = lambda *hints: Case("L1", [Launch(k, {**k.declared, **h}, (1,), []) for h in hints])
+    assert hint_grid([case({"occupancy": 9})], k.declared) == {"occupancy": [8, 9, 16]}
+    assert hint_grid([case({})], k.declared) == {"occupancy": [None, 2, 8]}      # None is the declared 4
+    assert hint_grid([case({}, {"occupancy": 1, "num_ctas": 2})], k.declared, mode="launched") == {
+        "occupancy": [None, 1], "num_ctas": [None, 2]}

@@ -57,8 +57,16 @@ def align_of(ptr: int) -> int:
     return ALIGN_CAP if ptr == 0 else min(ptr & -ptr, ALIGN_CAP)
 
 
+_DTYPE_NAMES: dict = {}
+
+
 def _torch_tensor(t):
-    return ("A", str(t.dtype), tuple(t.shape), tuple(t.stride()), align_of(t.data_ptr()), "torch")
+    dt = t.dtype
+    name = _DTYPE_NAMES.get(dt)
+    if name is None:
+        name = _DTYPE_NAMES[dt] = str(dt)
+    ptr = t.data_ptr()
+    return ("A", name, t.shape, t.stride(), min(ptr & -ptr, ALIGN_CAP) if ptr else ALIGN_CAP, "torch")
 
 
 def _cai_array(a):
@@ -121,6 +129,10 @@ def _scalar(v):
     return ("S", type(v).__name__, v)
 
 
+def _int(v):
+    return ("S", "int", v)
+
+
 def _sequence(seq):
     return ("T", type(seq).__name__, tuple(describe(x) for x in seq))
 
@@ -135,7 +147,7 @@ def _other(obj):
     return ("O", name)
 
 
-_DESCRIBERS: dict = {int: _scalar, float: _scalar, bool: _scalar, str: _scalar, type(None): _scalar,
+_DESCRIBERS: dict = {int: _int, float: _scalar, bool: _scalar, str: _scalar, type(None): _scalar,
                      tuple: _sequence, list: _sequence}
 
 
@@ -240,7 +252,7 @@ class _Sites:
     the standard library, ``$TILEPROBE_RECORD_SKIP`` prefixes: skipped for the call site) and user code."""
 
     def __init__(self):
-        self.kinds: dict = {}
+        self.kinds: dict = {}      # id(code object) -> (code object, kind)
         self.internal: tuple = ()
         self.library: tuple = ()
 
@@ -258,35 +270,46 @@ class _Sites:
         self.library = tuple(os.path.join(os.path.realpath(p), "") for p in lib if p)
 
     def kind(self, code) -> int:
-        k = self.kinds.get(code)
-        if k is None:
-            if not self.internal:
-                self._prefixes()
-            fn = code.co_filename
-            path = fn if fn.startswith("<") else os.path.realpath(fn)
-            if path.startswith(self.internal):
-                k = _CUTILE
-            elif path.startswith("<") or path.startswith(self.library):
-                k = _CUTILE if code.co_name.endswith("launch") else _LIBRARY
-            else:
-                k = _USER
-            self.kinds[code] = k
+        # Keyed by id: hashing a code object hashes its bytecode and constants on every call (µs each).
+        entry = self.kinds.get(id(code))
+        if entry is not None and entry[0] is code:
+            return entry[1]
+        if not self.internal:
+            self._prefixes()
+        fn = code.co_filename
+        path = fn if fn.startswith("<") else os.path.realpath(fn)
+        if path.startswith(self.internal):
+            k = _CUTILE
+        elif path.startswith("<") or path.startswith(self.library):
+            k = _CUTILE if code.co_name.endswith("launch") else _LIBRARY
+        else:
+            k = _USER
+        self.kinds[id(code)] = (code, k)   # the code object pins its id
         return k
 
-    def sites(self, frame):
-        """(call site, launch site) as "file:line" strings: the first user frame, and the first frame outside
-        cuTile/tileprobe (the code that called ``ct.launch``, e.g. a TileGym op)."""
-        launch = call = None
+    def frames(self, frame):
+        """(call frame, launch frame): the first frame in user code, and the first outside cuTile/tileprobe (the
+        code that called ``ct.launch``, e.g. a TileGym op); either may be None."""
+        launch = None
         f = frame
         while f is not None:
             k = self.kind(f.f_code)
             if k != _CUTILE and launch is None:
-                launch = f"{f.f_code.co_filename}:{f.f_lineno}"
+                launch = f
             if k == _USER:
-                call = f"{f.f_code.co_filename}:{f.f_lineno}"
-                break
+                return f, launch
             f = f.f_back
-        return call, launch
+        return None, launch
+
+
+def _where(f):
+    """A frame's call instruction, cheap to compare: (id of its code object, instruction offset)."""
+    return (id(f.f_code), f.f_lasti) if f is not None else None
+
+
+def _site(f):
+    """A frame as "file:line" (computing the line decodes the line table: done once per distinct launch)."""
+    return f"{f.f_code.co_filename}:{f.f_lineno}" if f is not None else None
 
 
 # --- the recorder ---------------------------------------------------------------------------------------
@@ -319,6 +342,7 @@ class Recorder:
         self.overflow: dict = {}      # function key -> _Launch counting the launches not described
         self.dirty: set = set()
         self.last_flush = time.monotonic()
+        self.calls = 0
         self.arch_written = False
 
     def after_fork(self):
@@ -387,24 +411,24 @@ class Recorder:
 
     def capture(self, grid, kernel, kernel_args, kwargs, frame) -> None:
         """Count one launch; describe it (one line) the first time it is seen."""
-        if os.getpid() != self.pid:
-            self.after_fork()
         kid = self._kernel_id(kernel)
-        args = tuple(describe(a) for a in kernel_args)
-        call, launch_site = self.sites.sites(frame)
-        grid_key = tuple(grid) if isinstance(grid, (tuple, list)) else (grid,)
-        key = (kid, grid_key, args, call, launch_site, tuple(sorted(kwargs.items())) if kwargs else ())
+        get = _DESCRIBERS.get
+        args = tuple([(get(type(a)) or describe)(a) for a in kernel_args])
+        call, launch = self.sites.frames(frame)
+        grid_key = grid if type(grid) is tuple else tuple(grid) if isinstance(grid, list) else (grid,)
+        key = (kid, grid_key, args, _where(call), _where(launch), tuple(sorted(kwargs.items())) if kwargs else ())
         entry = self.launches.get(key)
         if entry is None:
-            entry = self._new_launch(key)
+            entry = self._new_launch(key, _site(call), _site(launch))
         entry.n += 1
         n = entry.n
         self.dirty.add(entry)
-        if n & (n - 1) == 0 or time.monotonic() - self.last_flush >= FLUSH_INTERVAL_S:
+        self.calls += 1
+        if n & (n - 1) == 0 or (self.calls & 1023 == 0 and time.monotonic() - self.last_flush >= FLUSH_INTERVAL_S):
             self.flush()
 
-    def _new_launch(self, key):
-        kid, grid, args, call, launch_site, kw = key
+    def _new_launch(self, key, call, launch_site):
+        kid, grid, args, _, _, kw = key
         func = self.func_of[kid]
         with self.lock:
             if self.distinct.get(func, 0) >= self.max_distinct:
