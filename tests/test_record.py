@@ -296,3 +296,17 @@ def test_argument_expressions_and_the_default_hint_grid():
     assert hint_grid([case({})], k.declared) == {"occupancy": [None, 2, 8]}      # None is the declared 4
     assert hint_grid([case({}, {"occupancy": 1, "num_ctas": 2})], k.declared, mode="launched") == {
         "occupancy": [None, 1], "num_ctas": [None, 2]}
+
+
+def test_probes_name_kernels_independently_of_this_sys_path(tmp_path):
+    from tileprobe.record.model import KernelRef
+    pkg = KernelRef("k", module="mypkg.sub.kern", file=str(tmp_path / "mypkg" / "sub" / "kern.py"), attr="k")
+    assert (pkg.spec(), pkg.import_root()) == ("mypkg.sub.kern:k", str(tmp_path))
+    site = KernelRef("k", module="tilegym.ops.cutile.rope", attr="_rope_kernel",
+                     file="/venv/lib/python3.12/site-packages/tilegym/ops/cutile/rope.py")
+    assert (site.spec(), site.import_root()) == ("tilegym.ops.cutile.rope:_rope_kernel", None)
+    top = KernelRef("k", module="kernels", file=str(tmp_path / "kernels.py"), attr="vadd")
+    assert top.spec(str(tmp_path / "out" / "probes")) == "../../kernels.py:vadd"
+    script = KernelRef("k", module="__main__", file="/far/away/app.py", attr="k")
+    assert script.in_script and script.spec("/elsewhere/deep/down/probes") == "/far/away/app.py:k"
+    assert KernelRef("k", module="m", qualname="f.<locals>.k", file="/x.py").spec() is None

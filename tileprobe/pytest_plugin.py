@@ -44,8 +44,12 @@ def pytest_configure(config) -> None:
         return
     from tileprobe.record import hook
     if not hasattr(config, "workerinput"):        # the xdist controller (or a plain session) owns DIR
+        from tileprobe.errors import TileprobeError
         from tileprobe.record.session import prepare_dir
-        prepare_dir(out, force=True)
+        try:
+            prepare_dir(out, force=True)
+        except TileprobeError as e:
+            raise pytest.UsageError(f"--tileprobe-record: {e}") from e
         config._tileprobe_record_env = {k: os.environ.get(k) for k in ("PYTHONPATH", "TILEPROBE_RECORD_DIR")}
         os.environ.update(hook.recording_env(out))   # child processes (xdist workers too) record themselves
     hook.load_capture().install(hook.launch_dir(out))

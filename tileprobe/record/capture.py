@@ -18,7 +18,9 @@ power of two, at most a second after the last write, and at exit. ``benchmarks/b
 
 Line types (``"t"``): ``process`` (argv, cwd, Python, cuda-tile), ``kernel`` (one per kernel object: function,
 where it lives, its compiler options), ``launch`` (kernel id, grid, arguments, call site), ``counts`` (absolute
-launch counts per launch id; the last one wins), ``arch`` (compute capability, once the driver is up), ``error``.
+launch counts per launch id; the last one wins), ``overflow`` (a negative launch id counting the launches of a
+kernel beyond the per-process limit of distinct launches), ``arch`` (compute capability, once the driver is up),
+``error`` (why recording stopped).
 
 Private cuTile names read here (cuda-tile 1.5–1.7; each read falls back to "unknown"): ``kernel._pyfunc``,
 ``kernel._compiler_options`` and ``ByTarget._by_target`` / ``._default``.
@@ -69,20 +71,22 @@ def _torch_tensor(t):
     return ("A", name, t.shape, t.stride(), min(ptr & -ptr, ALIGN_CAP) if ptr else ALIGN_CAP, "torch")
 
 
+def _c_strides(shape) -> tuple:
+    """C-order strides in elements (what a missing strides field means in both protocols)."""
+    out, acc = [], 1
+    for n in reversed(shape):
+        out.append(acc)
+        acc *= max(n, 1)
+    return tuple(reversed(out))
+
+
 def _cai_array(a):
     cai = a.__cuda_array_interface__
     shape = tuple(int(n) for n in cai["shape"])
     typestr = cai["typestr"]
     size = int(typestr[2:]) if typestr[2:].isdigit() else 1
     strides = cai.get("strides")
-    if strides is None:
-        strides, acc = [], 1
-        for n in reversed(shape):
-            strides.append(acc)
-            acc *= max(n, 1)
-        strides = tuple(reversed(strides))
-    else:
-        strides = tuple(int(s) // size for s in strides)
+    strides = _c_strides(shape) if strides is None else tuple(int(s) // size for s in strides)
     return ("A", "cai:" + typestr, shape, strides, align_of(cai["data"][0]), "cuda_array_interface")
 
 
@@ -111,14 +115,7 @@ def _dlpack_array(a):
     capsule = a.__dlpack__()
     t = dl["ctypes"].cast(dl["get"](capsule, b"dltensor"), dl["ctypes"].POINTER(dl["tensor"])).contents
     shape = tuple(t.shape[i] for i in range(t.ndim))
-    if t.strides:
-        strides = tuple(t.strides[i] for i in range(t.ndim))
-    else:
-        strides, acc = [], 1
-        for n in reversed(shape):
-            strides.append(acc)
-            acc *= max(n, 1)
-        strides = tuple(reversed(strides))
+    strides = tuple(t.strides[i] for i in range(t.ndim)) if t.strides else _c_strides(shape)
     ptr = (t.data or 0) + t.byte_offset
     return ("A", f"dlpack:{t.code}:{t.bits}", shape, strides, align_of(ptr), "dlpack")
 

@@ -5,7 +5,6 @@ grouping (:mod:`.group`) and writing (:mod:`.write`) work on them alone.
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 from collections import Counter
@@ -49,26 +48,16 @@ class KernelRef:
         """Whether the kernel lives in the program's main script (importing it runs the script's top level)."""
         return self.module == "__main__"
 
-    def importable(self) -> bool:
-        """Whether ``module`` imports here as it did in the recorded program: its top-level package is found on
-        this ``sys.path`` (or installed), at the place the recorded file lives in. Imports nothing."""
-        if not self.module or self.in_script or not self.file:
-            return False
-        top = self.module.split(".")[0]
-        try:
-            found = importlib.util.find_spec(top)
-        except (ImportError, ValueError):
-            return False
-        if found is None:
-            return False
-        places = list(found.submodule_search_locations or []) or [os.path.dirname(found.origin or "")]
-        real = os.path.realpath(self.file)
-        return any(real.startswith(os.path.join(os.path.realpath(p), "")) for p in places if p)
+    @property
+    def installed(self) -> bool:
+        """Whether the kernel's file is in an installed package (site-packages / dist-packages)."""
+        parts = (self.file or "").replace("\\", "/").split("/")
+        return "site-packages" in parts or "dist-packages" in parts
 
     def import_root(self) -> str | None:
-        """For a package module that does not import here (not installed, not on ``sys.path``): the folder the
-        recorded program imported it from (the file's path without the module's parts), else None."""
-        if not self.module or "." not in self.module or self.in_script or not self.file or self.importable():
+        """For a module of a package that is not installed: the folder the recorded program imported the package
+        from (the file's path without the module's parts), which a probe puts on ``sys.path``; else None."""
+        if not self.module or "." not in self.module or self.in_script or not self.file or self.installed:
             return None
         root = os.path.dirname(self.file)
         for _ in self.module.split(".")[1:]:
@@ -76,12 +65,13 @@ class KernelRef:
         return root
 
     def spec(self, probe_dir: str | None = None) -> str | None:
-        """How a probe names the kernel: ``"module:attr"`` for a module that imports (see :meth:`import_root` for
-        a package that needs its folder on ``sys.path``), else ``"path.py:attr"`` (relative to ``probe_dir`` when
-        given; a top-level module or a script), or None when it cannot be named."""
+        """How a probe names the kernel: ``"module:attr"`` for an installed module or a package's module (see
+        :meth:`import_root`), else ``"path.py:attr"`` (a top-level module next to the program, or the script itself;
+        relative to ``probe_dir`` when near it), or None when it cannot be named. Decided from the recorded file
+        alone, so it does not depend on this process's ``sys.path``."""
         if not self.attr:
             return None
-        if self.module and not self.in_script and ("." in self.module or self.importable()):
+        if self.module and not self.in_script and ("." in self.module or self.installed):
             return f"{self.module}:{self.attr}"
         if not self.file:
             return None

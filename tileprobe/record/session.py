@@ -4,7 +4,6 @@ from __future__ import annotations
 import datetime
 import os
 import shutil
-import signal
 import subprocess
 from dataclasses import dataclass, field
 
@@ -58,7 +57,8 @@ def run_command(command: list[str], out_dir: str) -> int:
     """Run ``command`` with every Python process it starts recording into ``out_dir/launches``.
 
     Returns its exit code (128 + N when a signal N ended it, as a shell reports it). Ctrl-C reaches the command
-    (same process group); this waits for it, so what it recorded is kept.
+    (same process group) and this waits for it, so what it recorded is kept; a second Ctrl-C terminates it, a
+    third kills it.
 
     Raises:
         TileprobeError: the command cannot be started (not found, not executable).
@@ -71,12 +71,17 @@ def run_command(command: list[str], out_dir: str) -> int:
         proc = subprocess.Popen(command, env=env)
     except OSError as e:
         raise TileprobeError(f"cannot start {command[0]!r}: {e.strerror or e}; check the command after --") from e
+    interrupts = 0
     while True:
         try:
             rc = proc.wait()
             break
-        except KeyboardInterrupt:
-            proc.send_signal(signal.SIGINT)
+        except KeyboardInterrupt:   # the command got the same Ctrl-C; let it finish, unless asked again
+            interrupts += 1
+            if interrupts == 2:
+                proc.terminate()
+            elif interrupts > 2:
+                proc.kill()
     return 128 - rc if rc < 0 else rc
 
 
