@@ -171,37 +171,40 @@ def args_from_signature(sig) -> tuple[list[dict], list[str]]:
 
 # --- kernels by name ------------------------------------------------------------------------------------
 
-def find_kernels(places: list[str]) -> dict[str, KernelRef]:
-    """Kernel function name → :class:`KernelRef`, from modules (packages: every submodule) and ``.py`` files.
+def find_kernels(places: list[str]) -> tuple[dict[str, KernelRef], list[str]]:
+    """Kernel function name → :class:`KernelRef`, from modules (packages: every submodule that imports) and ``.py``
+    files; and notes on the submodules that failed to import.
 
     Raises:
-        TileprobeError: a module or file that cannot be imported.
+        TileprobeError: a module or file named in ``places`` that cannot be imported.
     """
     from cuda.tile._execution import kernel as kernel_type
     from ..probe import _load_module
     found: dict[str, KernelRef] = {}
+    notes: list[str] = []
     for place in places:
         try:
-            if place.endswith(".py"):
-                modules = [_load_module(place)]
-            else:
-                top = importlib.import_module(place)
-                modules = [top] + [importlib.import_module(m.name) for m in
-                                   pkgutil.walk_packages(getattr(top, "__path__", []), top.__name__ + ".")]
+            modules = [_load_module(place) if place.endswith(".py") else importlib.import_module(place)]
         except Exception as e:
             raise TileprobeError(f"--kernels {place}: cannot import it ({type(e).__name__}: {e})") from e
+        for info in pkgutil.walk_packages(getattr(modules[0], "__path__", []), modules[0].__name__ + ".",
+                                          onerror=lambda name: notes.append(f"--kernels: {name} not searched")):
+            try:
+                modules.append(importlib.import_module(info.name))
+            except Exception as e:   # an optional backend's module: search the others
+                notes.append(f"--kernels: {info.name} not searched ({type(e).__name__}: {e})")
         for mod in modules:
             for attr, obj in list(vars(mod).items()):
-                if isinstance(obj, kernel_type):
-                    fn = obj._pyfunc
-                    if fn.__module__ != mod.__name__ and not place.endswith(".py"):
-                        continue     # imported from elsewhere: found where it is defined
-                    code = fn.__code__
-                    module = None if place.endswith(".py") else fn.__module__
-                    found.setdefault(fn.__name__, KernelRef(
-                        fn.__name__, module, fn.__qualname__, code.co_filename, code.co_firstlineno, attr, "kernel",
-                        json.dumps(_declared(obj), sort_keys=True)))
-    return found
+                if not isinstance(obj, kernel_type):
+                    continue
+                fn = obj._pyfunc
+                if fn.__module__ != mod.__name__ and not place.endswith(".py"):
+                    continue     # imported from elsewhere: found where it is defined
+                code = fn.__code__
+                found.setdefault(fn.__name__, KernelRef(
+                    fn.__name__, None if place.endswith(".py") else fn.__module__, fn.__qualname__,
+                    code.co_filename, code.co_firstlineno, attr, "kernel", json.dumps(_declared(obj), sort_keys=True)))
+    return found, notes
 
 
 def _declared(kernel) -> dict:
@@ -245,8 +248,9 @@ def probes_from_cache(path: str | None, out_dir: str, *, top: int = 10, hints: s
     from .write import Origin, summary, write_probes, write_summary
     db = cache_db(path)
     entries = read_cache(db)
-    found = find_kernels(list(kernels)) if kernels else {}
-    launches, notes = launches_from_cache(entries, found)
+    found, notes = find_kernels(list(kernels)) if kernels else ({}, [])
+    launches, more = launches_from_cache(entries, found)
+    notes += more
     prepare_dir(out_dir, force)
     plans = group(launches, top=top, hints=hints)
     for plan in plans:

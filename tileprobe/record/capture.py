@@ -148,13 +148,24 @@ _DESCRIBERS: dict = {int: _int, float: _scalar, bool: _scalar, str: _scalar, typ
                      tuple: _sequence, list: _sequence}
 
 
+def _safe(fn):
+    """An array describer that turns its own failure (a meta tensor, a producer that wants a stream) into a
+    description by type, so one odd argument does not stop the recording."""
+    def describe_array(a):
+        try:
+            return fn(a)
+        except Exception:
+            return _other(a)
+    return describe_array
+
+
 def _describer(tp):
     if hasattr(tp, "data_ptr") and hasattr(tp, "stride") and hasattr(tp, "dtype"):
-        return _torch_tensor
+        return _safe(_torch_tensor)
     if hasattr(tp, "__cuda_array_interface__"):
-        return _cai_array
+        return _safe(_cai_array)
     if hasattr(tp, "__dlpack__"):
-        return _dlpack_array
+        return _safe(_dlpack_array)
     return _other
 
 
