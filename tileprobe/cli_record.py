@@ -71,12 +71,12 @@ def cmd_record(args) -> int:
 
 
 def _print(result, out_dir: str) -> None:
+    import sys
+
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
-
-    from .cli import _console
-    err: Console = _console(stderr=True)
+    err = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 200)
     rec = result.recording
     if rec is not None:
         err.print(f"recorded {rec.total_launches:,} launches in {len(rec.processes)} process(es)"

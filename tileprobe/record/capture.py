@@ -46,6 +46,8 @@ ALIGN_CAP = 256
 DEFAULT_MAX_DISTINCT = 10000
 FLUSH_INTERVAL_S = 1.0
 HINT_FIELDS = ("num_ctas", "occupancy", "opt_level", "num_worker_warps")
+#: Packages whose frames are never the call site, wherever they are installed (kernel libraries and their hosts).
+LIBRARY_PACKAGES = ("tilegym", "torch", "flashinfer")
 
 _RECORDER = None
 _FINDER = None
@@ -257,7 +259,8 @@ _CUTILE, _LIBRARY, _USER = 0, 1, 2
 
 class _Sites:
     """Classifies frames: cuTile / tileprobe / launch wrappers (skipped for both sites), libraries (site-packages,
-    the standard library, ``$TILEPROBE_RECORD_SKIP`` prefixes: skipped for the call site) and user code."""
+    the standard library, :data:`LIBRARY_PACKAGES`, ``$TILEPROBE_RECORD_SKIP`` prefixes: skipped for the call site)
+    and user code. The prefixes are fixed at the first launch."""
 
     def __init__(self):
         self.kinds: dict = {}      # id(code object) -> (code object, kind)
@@ -273,6 +276,10 @@ class _Sites:
             internal.append(os.path.dirname(os.path.abspath(tile.__file__)))
         paths = sysconfig.get_paths()
         lib = [paths.get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")]
+        for name in LIBRARY_PACKAGES:            # also when they run from a checkout, not site-packages
+            mod = sys.modules.get(name)
+            if mod is not None and getattr(mod, "__file__", None):
+                lib.append(os.path.dirname(os.path.abspath(mod.__file__)))
         lib += [p for p in os.environ.get(ENV_SKIP, "").split(os.pathsep) if p]
         self.internal = tuple(os.path.join(os.path.realpath(p), "") for p in internal)
         self.library = tuple(os.path.join(os.path.realpath(p), "") for p in lib if p)
