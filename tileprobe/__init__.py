@@ -39,7 +39,7 @@ _WHERE = {
     "history": "analyses.history", "History": "analyses.history",
     "run_sweep": "run.session", "RunResult": "run.session", "write_html_report": "report.html",
     "TileprobeError": "errors", "ProbeError": "errors", "ToolchainError": "errors", "CubinError": "errors",
-    "StoreError": "errors",
+    "StoreError": "errors", "stub_modules": "stubs",
 }
 
 __all__ = ["__version__", *_WHERE]
@@ -57,6 +57,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and import-graph tools
     from .run.session import RunResult, run_sweep
     from .schema import VariantRecord
     from .store import Store
+    from .stubs import stub_modules
     from .toolchain import Toolchain
 
 

@@ -8,6 +8,10 @@ with ``pytest -p tileprobe.pytest_plugin``. Example::
             .where(GATHER=True, LOOP=True, occupancy=2)
             .expect("occupancy honoured", "no spills", "ctas_per_sm>=2"))
 
+``--tileprobe-record DIR`` records every ``cuda.tile.launch`` of the session (this process, and the Python processes it
+starts, xdist workers included) and writes one probe per kernel under ``DIR/probes`` when it ends, as
+``tileprobe record`` does for a program (docs/RECORD.md).
+
 A failed expectation fails the test with the gate's reasons (which variant, expected vs got, the verdict's
 reason). Probe paths are taken relative to the test file, then the rootdir. The audit reuses the results store
 (``--tileprobe-store PATH``, else ``$TILEPROBE_STORE``, else the user's default; ``--tileprobe-no-store`` to
@@ -29,6 +33,70 @@ def pytest_addoption(parser) -> None:
     group.addoption("--tileprobe-no-store", action="store_true", default=False,
                     help="tileprobe_audit compiles every variant and stores nothing")
     group.addoption("--tileprobe-jobs", type=int, default=None, help="parallel compiles (default: all CPUs)")
+    group.addoption("--tileprobe-record", metavar="DIR", default=None,
+                    help="record the session's cuda.tile launches and write probes for them under DIR/probes")
+
+
+# --- issue 12: --tileprobe-record DIR --------------------------------------------------------------------------
+
+def pytest_configure(config) -> None:
+    """With ``--tileprobe-record DIR``: record every cuTile launch of this session (and its child processes)."""
+    out = config.getoption("tileprobe_record", None)
+    if not out:
+        return
+    from tileprobe.record import hook
+    if not hasattr(config, "workerinput"):        # the xdist controller (or a plain session) owns DIR
+        from tileprobe.errors import TileprobeError
+        from tileprobe.record.session import prepare_dir
+        try:
+            prepare_dir(out, force=True)
+        except TileprobeError as e:
+            raise pytest.UsageError(f"--tileprobe-record: {e}") from e
+        config._tileprobe_record_env = {k: os.environ.get(k) for k in ("PYTHONPATH", "TILEPROBE_RECORD_DIR")}
+        os.environ.update(hook.recording_env(out))   # child processes (xdist workers too) record themselves
+    hook.load_capture().install(hook.launch_dir(out))
+
+
+def pytest_unconfigure(config) -> None:
+    """With ``--tileprobe-record DIR``: stop recording and restore the environment."""
+    out = config.getoption("tileprobe_record", None)
+    if not out:
+        return
+    from tileprobe.record import hook
+    hook.load_capture().uninstall()
+    saved = getattr(config, "_tileprobe_record_env", None)
+    if saved is None:
+        return
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+def pytest_terminal_summary(terminalreporter, config) -> None:
+    """Write the probes (in a fresh process: this one may hold the real CUDA driver) and say what was written."""
+    out = config.getoption("tileprobe_record", None)
+    if not out or hasattr(config, "workerinput"):
+        return
+    import subprocess
+    import sys
+    from tileprobe.record import hook
+    hook.load_capture().uninstall()                   # flush this process's counts first
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = hook.clean_env(os.environ)
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    proc = subprocess.run([sys.executable, "-m", "tileprobe.cli", "record", "--from-log", out], env=env,
+                          capture_output=True, text=True)
+    summary = os.path.join(out, "record.json")
+    if proc.returncode != 0 or not os.path.exists(summary):
+        terminalreporter.write_line(f"tileprobe record: writing probes failed: {(proc.stderr or proc.stdout).strip()}")
+        return
+    import json
+    with open(summary) as f:
+        data = json.load(f)
+    terminalreporter.write_line(f"tileprobe record: {data.get('launches', 0):,} launches, {len(data['probes'])} "
+                                f"probe(s) in {os.path.join(out, 'probes')}")
 
 
 class AuditCheck:

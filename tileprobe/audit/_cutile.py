@@ -317,3 +317,20 @@ def which_tool(name: str) -> str | None:
         return shutil.which(name, path=os.path.join(cu13.__path__[0], "bin"))
     except (ImportError, AttributeError, IndexError):
         return None
+
+
+# --- issue 12: where cuTile keeps its compile cache --------------------------------------------------------
+
+def compile_cache_dir() -> str | None:
+    """The folder of cuTile's compile cache (``cache.db`` inside), as cuTile picks it: ``$CUDA_TILE_CACHE_DIR``,
+    else ``$XDG_CACHE_HOME/cutile-python`` (``~/.cache/cutile-python``); None when the cache is turned off
+    (``CUDA_TILE_CACHE_DIR=0/off/none``). Asks ``cutile_cache._env`` (cuda-tile 1.7) when it exists."""
+    try:
+        from cutile_cache._env import get_cache_dir_from_env
+        return get_cache_dir_from_env()
+    except ImportError:
+        env = os.environ.get("CUDA_TILE_CACHE_DIR")
+        if env is not None:
+            return None if env.strip().lower() in ("0", "off", "none", "") else env
+        base = os.environ.get("XDG_CACHE_HOME", os.path.join(os.path.expanduser("~"), ".cache"))
+        return os.path.join(base, "cutile-python")

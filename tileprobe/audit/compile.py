@@ -28,9 +28,11 @@ from typing import Any, Iterable, Iterator
 
 from ..errors import ProbeError
 
-#: Default per-variant compiler timeout (s). FIELD_NOTES: most compiles < 2 s, FFT/FMHA up to 24 s, one FP4
-#: GEMM on sm_100 took 121 s.
-DEFAULT_TIMEOUT_S = 300.0
+#: Default per-variant compiler timeout (s). FIELD_NOTES: most compiles < 2 s, FFT/FMHA up to 24 s; FlashInfer's
+#: W4A4 FP4 GEMM on sm_100 took 167-372 s per variant on a loaded 2-core machine, and 300 s cut three of them.
+#: 900 s is about 2.4x the slowest measured, so a busier machine still finishes it; a probe can set its own
+#: (``Probe(timeout_s=...)``) and a genuinely stuck compile still ends in 15 minutes.
+DEFAULT_TIMEOUT_S = 900.0
 
 
 @dataclass(frozen=True)
@@ -142,15 +144,18 @@ def compile_one(variant: Variant) -> CompileResult:
         res.tileiras = _cutile.compiler_build_string()
         probe = _probe(variant.probe_path, variant.probe_index)
         kernel = probe.resolve_kernel()
-        sig_key = (variant.probe_path, variant.probe_index, variant.case)
-        if sig_key not in _WORKER["sigs"]:
-            _WORKER["sigs"][sig_key] = jit_signature(kernel, probe.launch_args(variant.case_dict))
-        sig = _WORKER["sigs"][sig_key]
-        res.symbol, res.signature = sig.symbol, describe_signature(sig)
         hints = {k: v for k, v in variant.hints if v is not None}
         if hints:
             kernel = kernel.replace_hints(**hints)
         res.effective_hints = effective_hints(kernel, variant.arch)
+        sig_key = (variant.probe_path, variant.probe_index, variant.case)
+        if probe.args_take_context:   # issue 12: args(case, arrays, *, arch, hints) may differ per variant
+            sig_key += (variant.arch, tuple(sorted(res.effective_hints.items())))
+        if sig_key not in _WORKER["sigs"]:
+            _WORKER["sigs"][sig_key] = jit_signature(kernel, probe.launch_args(
+                variant.case_dict, arch=variant.arch, hints=dict(res.effective_hints)))
+        sig = _WORKER["sigs"][sig_key]
+        res.symbol, res.signature = sig.symbol, describe_signature(sig)
     except ProbeError as e:
         res.status, res.error = "probe_error", str(e)
         res.total_s = time.perf_counter() - t0
@@ -159,7 +164,7 @@ def compile_one(variant: Variant) -> CompileResult:
         res.status, res.error = "probe_error", f"{type(e).__name__}: {e}"
         res.total_s = time.perf_counter() - t0
         return res
-    _compile_cubin(kernel, sig, variant, res)
+    _compile_cubin(kernel, sig, variant, res, probe.timeout_s)
     if res.cubin is not None and _WORKER.get("with_sass"):
         from ..model.sass import sass_summary
         res.sass = sass_summary(res.cubin, res.symbol)
@@ -167,11 +172,12 @@ def compile_one(variant: Variant) -> CompileResult:
     return res
 
 
-def _compile_cubin(kernel, sig, variant: Variant, res: CompileResult) -> None:
+def _compile_cubin(kernel, sig, variant: Variant, res: CompileResult, timeout_s: float | None = None) -> None:
+    """Compile with the probe's own timeout when it sets one (issue 12), else the audit's."""
     from cuda.tile.compilation import export_kernel
     from . import _cutile
     vdir = tempfile.mkdtemp(prefix="v-", dir=_WORKER["tmp"])
-    _cutile.configure_context(vdir, _WORKER["timeout_s"])
+    _cutile.configure_context(vdir, timeout_s or _WORKER["timeout_s"])
     out = os.path.join(vdir, "kernel.cubin")
     _cutile.take_compiler_calls()
     t0 = time.perf_counter()

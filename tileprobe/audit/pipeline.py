@@ -16,7 +16,7 @@ from ..model.cubin import CubinInfo
 from ..model.occupancy import theoretical_occupancy
 from ..schema import VariantRecord, canonical, value_key
 from .compile import DEFAULT_TIMEOUT_S, CompileResult, Variant, compile_variants
-from .probe import Probe, load_probes
+from .probe import NoProbeDefined, Probe, load_probes
 from .verdict import judge_records
 
 
@@ -28,6 +28,7 @@ class AuditResult:
     environment: dict = field(default_factory=dict)
     wall_s: float = 0.0
     cubins: dict = field(default_factory=dict)   # cubin_sha256 -> bytes (for the store and `run`)
+    notes: list[str] = field(default_factory=list)   # e.g. helper files skipped (issue 12)
 
 
 def source_sha256(probe: Probe) -> str:
@@ -147,10 +148,15 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
     for path in probe_paths:
         try:
             probes.extend(load_probes(path))
+        except NoProbeDefined as e:   # issue 12: a helper module among several files is not a broken probe
+            if len(probe_paths) == 1:
+                result.probe_errors.append(str(e))
+            else:
+                result.notes.append(f"{path}: skipped, it defines no probe (a helper module?)")
         except ProbeError as e:
             result.probe_errors.append(str(e))
     if not probes:
-        raise TileprobeError("no probe could be loaded:\n  " + "\n  ".join(result.probe_errors))
+        raise TileprobeError("no probe could be loaded:\n  " + "\n  ".join(result.probe_errors + result.notes))
     variants = plan_variants(probes, archs)
     if select is not None:
         variants = [v for v in variants if select(v)]

@@ -25,6 +25,7 @@ signature JIT would infer for the real launch.
 """
 from __future__ import annotations
 
+import contextlib
 import difflib
 import importlib
 import importlib.util
@@ -118,6 +119,15 @@ class Probe:
             names and hints; candidates are checked against its output when there is no ``reference``.
             Default: the first value of each tunable name, and cuTile's default of each hint (see
             :mod:`tileprobe.tune.space`).
+        timeout_s: compiler timeout per variant for this probe, in seconds (wins over ``--timeout``); for kernels
+            slower to compile than the default allows.
+        stub_modules: modules to replace by stubs while the kernel is imported (host-only dependencies such as
+            ``"flashinfer.jit"``; see :func:`tileprobe.stubs.stub_modules`).
+
+    ``args``, ``reference`` (and ``grid``, for ``arch``) may also take the architecture and the hints in force as
+    keyword parameters: ``args(case, arrays, *, arch=None, hints=None)`` gets ``arch="sm_90"`` and ``hints`` = every
+    kernel hint's value for this variant (the probe's value, else the declared one, ``ByTarget`` resolved for the
+    arch). Detected by parameter name (or ``**kwargs``); ``args(case, arrays)`` works as before.
 
     Raises:
         ProbeError: an unknown hint name, an empty value list, a case name that is not a list; a ``tunable`` name
@@ -139,6 +149,10 @@ class Probe:
     default: Mapping[str, Any] | None = None
     source: str | None = None        # set by load_probes: "file.py" and index
     index: int = 0
+    # --- issue 12: probes that fit real launch code -------------------------------------------------------
+    timeout_s: float | None = None
+    stub_modules: Sequence[str] = ()
+    # --- end issue 12 ----------------------------------------------------------------------------------------
 
     def __post_init__(self):
         for h, values in self.hints.items():
@@ -151,6 +165,10 @@ class Probe:
             _check_values("hints", h, values)
         for c, values in self.cases.items():
             _check_values("cases", c, values)
+        if self.timeout_s is not None and not self.timeout_s > 0:
+            raise ProbeError(f"timeout_s={self.timeout_s!r}: give a compiler timeout in seconds, > 0")
+        if isinstance(self.stub_modules, str):
+            raise ProbeError(f"stub_modules={self.stub_modules!r}: give a list of module names")
         for knob, const in self.knobs.items():
             if knob not in LOAD_KNOBS:
                 raise ProbeError(f"unknown knob {knob!r}; per-load knobs are {', '.join(LOAD_KNOBS)}")
@@ -163,7 +181,9 @@ class Probe:
         """The ``ct.kernel`` object (importing it when given by name). Raises ProbeError if it is not one."""
         k = self.kernel
         if isinstance(k, str):
-            k = import_object(k, base_dir=os.path.dirname(self.source) if self.source else None)
+            from ..stubs import stub_modules
+            with stub_modules(*self.stub_modules):
+                k = import_object(k, base_dir=os.path.dirname(self.source) if self.source else None)
         from cuda.tile._execution import kernel as kernel_type
         if not isinstance(k, kernel_type):
             raise ProbeError(f"kernel {self.kernel!r} is a {type(k).__name__}, not a @ct.kernel function",
@@ -188,15 +208,39 @@ class Probe:
         """Every hint combination as a dict (the cross product of ``hints``); ``[{}]`` if none."""
         return _cross(self.hints)
 
-    def launch_args(self, case: Mapping[str, Any], arrays=None) -> tuple:
-        """Call ``args(case, arrays)``; errors become ProbeError pointing at the probe file's line."""
+    def launch_args(self, case: Mapping[str, Any], arrays=None, *, arch: str | None = None,
+                    hints: Mapping[str, Any] | None = None) -> tuple:
+        """Call ``args(case, arrays)`` (with ``arch=`` / ``hints=`` when it takes them); errors become ProbeError
+        pointing at the probe file's line."""
         arrays = arrays or SpecArrays()
         try:
-            return tuple(self.args(dict(case), arrays))
+            return tuple(self.args(dict(case), arrays, **context_kwargs(self.args, arch=arch, hints=hints)))
         except ProbeError:
             raise
         except Exception as e:  # the probe's own code failed
             raise _probe_error_from(e, self.source, f"args({case}) failed") from e
+
+
+    @property
+    def args_take_context(self) -> bool:
+        """Whether ``args`` takes ``arch`` or ``hints`` (then its arguments may differ per arch and hints)."""
+        return bool(context_kwargs(self.args, arch=None, hints=None))
+
+
+# --- issue 12: arch and hints for args / grid / reference ---------------------------------------------------
+def context_kwargs(fn: Callable, **available: Any) -> dict:
+    """The keyword arguments among ``available`` (e.g. ``arch=``, ``hints=``) that ``fn`` declares by name or
+    accepts through ``**kwargs``; ``{}`` for a function that takes neither (old-style probes)."""
+    import inspect
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return {}
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return dict(available)
+    names = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    return {k: v for k, v in available.items() if k in names}
+# --- end issue 12 -------------------------------------------------------------------------------------------
 
 
 def _check_tuning(probe: "Probe") -> None:
@@ -268,7 +312,8 @@ def _load_module(path: str):
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     try:
-        spec.loader.exec_module(module)
+        with _folder_on_path(os.path.dirname(path)):   # issue 12: sibling modules (e.g. a sample's utils.py)
+            spec.loader.exec_module(module)
     except SyntaxError as e:
         del sys.modules[name]
         raise ProbeError(f"syntax error: {e.msg}", path, e.lineno) from e
@@ -281,6 +326,20 @@ def _load_module(path: str):
         del sys.modules[name]
         raise _probe_error_from(e, path, "loading the probe failed") from e
     return module
+
+
+@contextlib.contextmanager
+def _folder_on_path(folder: str):
+    """Put ``folder`` first on ``sys.path`` while a file from it is imported, so its sibling modules import (NVIDIA's
+    ``samples/AttentionFMHA.py`` imports ``utils`` from its folder); removed afterwards."""
+    added = folder not in sys.path
+    if added:
+        sys.path.insert(0, folder)
+    try:
+        yield
+    finally:
+        if added and folder in sys.path:
+            sys.path.remove(folder)
 
 
 def _probe_error_from(exc: BaseException, path: str | None, what: str) -> ProbeError:
@@ -296,12 +355,17 @@ def _probe_error_from(exc: BaseException, path: str | None, what: str) -> ProbeE
     return ProbeError(f"{what}: {detail}", path.split(":")[0] if path else None, lineno)
 
 
+class NoProbeDefined(ProbeError):
+    """A file that loads but defines neither ``probe`` nor ``probes`` (e.g. a helper module beside the probes)."""
+
+
 def load_probes(path: str) -> list[Probe]:
     """Load the probes a probe file defines (``probe`` or ``probes``).
 
     Raises:
-        ProbeError: missing file, syntax or runtime error in it (with file and line), no ``probe``/``probes``,
-            or an object that is not a :class:`Probe`.
+        NoProbeDefined: the file defines neither ``probe`` nor ``probes``.
+        ProbeError: missing file, syntax or runtime error in it (with file and line), or an object that is not a
+            :class:`Probe`.
     """
     module = _load_module(path)
     found = getattr(module, "probes", None)
@@ -309,8 +373,8 @@ def load_probes(path: str) -> list[Probe]:
         found = getattr(module, "probe", None)
         found = [found] if found is not None else None
     if not found:
-        raise ProbeError("defines no probe: add `probe = tileprobe.Probe(kernel=..., args=...)` "
-                         "(or a list `probes = [...]`)", os.path.abspath(path))
+        raise NoProbeDefined("defines no probe: add `probe = tileprobe.Probe(kernel=..., args=...)` "
+                             "(or a list `probes = [...]`)", os.path.abspath(path))
     out = []
     for i, p in enumerate(found):
         if not isinstance(p, Probe):

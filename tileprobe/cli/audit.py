@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 
+from ..audit.compile import DEFAULT_TIMEOUT_S
 from ..errors import TileprobeError
 from ._common import (DEFAULT_ARCHS, add_output_options, check_output_path, command_line, console, open_store,
                       progress_bar, split, toolchains)
@@ -20,7 +21,8 @@ def add_parser(sub) -> None:
     a.add_argument("--tileiras", metavar="V1,V2", help="compiler versions to audit with (installed with "
                    "`tileprobe toolchain install`), e.g. 13.3.36,13.4.92; default: the one cuTile would use")
     a.add_argument("--jobs", "-j", type=int, default=None, help="parallel compiles (default: all CPUs)")
-    a.add_argument("--timeout", type=float, default=300.0, help="per-variant compiler timeout in seconds (default 300)")
+    a.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="per-variant compiler timeout in seconds "
+                   f"(default {DEFAULT_TIMEOUT_S:.0f}; a probe's timeout_s= wins)")
     a.add_argument("--no-sass", dest="sass", action="store_false", help="skip SASS traits (spills, TMA, matrix "
                    "instructions from nvdisasm); on by default when nvdisasm is installed")
     a.add_argument("--store", metavar="PATH", help="results store (default: the user data dir)")
@@ -50,6 +52,8 @@ def cmd_audit(args) -> int:
                        repeat=args.repeat)
     for e in result.probe_errors:
         err.print(f"[red]probe error[/]: {e}", markup=True, highlight=False)
+    for note in result.notes:
+        err.print(f"note: {note}", markup=False, highlight=False)
     if store is not None:
         store.save_audit(result, " ".join(sys.argv[1:]) if args.command_line is None else args.command_line)
     if args.bundle:

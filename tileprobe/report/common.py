@@ -65,11 +65,24 @@ def case_columns(rows: Iterable[VariantRecord]) -> list[str]:
     return _first_seen(r.case for r in rows)
 
 
+def hint_cell(r: VariantRecord, hint: str) -> str:
+    """A hint's value in a table: the variant's value; when the variant leaves it to the kernel (``None`` or not
+    set), the value in force, e.g. ``16 (declared)`` (``ByTarget`` resolved for the arch), or ``auto`` when the
+    kernel declares none either (issue 12)."""
+    value = r.hints.get(hint)
+    if value is not None:
+        return fmt_value(value)
+    if hint not in r.effective_hints:   # not known (a variant that failed before its hints were resolved)
+        return "-"
+    declared = r.effective_hints[hint]
+    return "auto" if declared is None else f"{fmt_value(declared)} (declared)"
+
+
 def row_cells(r: VariantRecord, hints: list[str], cases: list[str] | None = None) -> list[str]:
     """Cells of one variant row: each case constant, each hint's value, threads, registers, shared B, stack B,
     CTAs/SM, limiter."""
     cases = list(r.case) if cases is None else cases
-    lead = [fmt_value(r.case.get(c, "-")) for c in cases] + [fmt_value(r.hints.get(h, "-")) for h in hints]
+    lead = [fmt_value(r.case.get(c, "-")) for c in cases] + [hint_cell(r, h) for h in hints]
     if not r.ok:
         return lead + ["-", "-", "-", "-", "-", "-"]
     return lead + [str(r.threads), str(r.registers), fmt_int(r.shared_bytes), fmt_int(r.stack_bytes),

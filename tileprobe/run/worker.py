@@ -229,6 +229,7 @@ def run_variant(record: dict, cubin: bytes, probe_path: str, seed: int = 0, reps
             samples each synchronized alone after 3 warm-up launches, as cuda.tile.tune); the SM and memory clocks
             are read before and after the samples (``clocks_before``, ``clocks_after``, ``clocks_moved``).
     """
+    from ..audit.probe import context_kwargs
     from .check import check_outputs
     from .launch import check_packing, grid3, pack_arguments
     t0 = time.perf_counter()
@@ -252,13 +253,16 @@ def run_variant(record: dict, cubin: bytes, probe_path: str, seed: int = 0, reps
         if probe.grid is None:
             raise _probe_error("the probe has no grid=: tileprobe run needs grid(case, hints, num_sms)", probe)
         case = record["case"]
-        args = probe.launch_args(case, TorchArrays(_STATE["device"], seed))
-        grid = grid3(_call_probe(probe, "grid", probe.grid, case, grid_hints(record), _STATE["num_sms"]))
+        arch, hints = record.get("arch"), {**(record.get("effective_hints") or {}), **grid_hints(record)}
+        args = probe.launch_args(case, TorchArrays(_STATE["device"], seed), arch=arch, hints=hints)
+        grid = grid3(_call_probe(probe, "grid", probe.grid, case, grid_hints(record), _STATE["num_sms"],
+                                 **context_kwargs(probe.grid, arch=arch)))
         out["grid"] = list(grid)
         packed = pack_arguments(record["signature"], args, [p.size_bytes for p in kernel.params])
         check_packing(packed, kernel.params)
         if probe.reference is not None:
-            expected = _call_probe(probe, "reference", probe.reference, case, args)
+            expected = _call_probe(probe, "reference", probe.reference, case, args,
+                                   **context_kwargs(probe.reference, arch=arch, hints=hints))
         sync()
         out["setup_s"] = time.perf_counter() - t0
         t1 = time.perf_counter()
@@ -342,11 +346,11 @@ def _probe_error(msg, probe):
     return ProbeError(msg, probe.source)
 
 
-def _call_probe(probe, what, fn, *a):
+def _call_probe(probe, what, fn, *a, **kw):
     from ..errors import ProbeError
     from ..audit.probe import _probe_error_from
     try:
-        return fn(*a)
+        return fn(*a, **kw)
     except ProbeError:
         raise
     except Exception as e:

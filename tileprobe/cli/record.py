@@ -1,0 +1,107 @@
+"""``tileprobe record``: from a real program (or cuTile's compile cache) to probe files.
+
+All argparse and rich code of the command lives here; the work is :mod:`tileprobe.record` (no rich, no argparse).
+"""
+from __future__ import annotations
+
+import os
+
+from ..errors import TileprobeError
+
+DEFAULT_OUT = "tileprobe-record"
+
+
+def add_parser(subparsers, add_common=None) -> None:
+    """Register ``tileprobe record`` (``add_common`` is unused: the command writes files, not result tables)."""
+    p = subparsers.add_parser(
+        "record", help="run a program and write probes for the kernels it launches (or read cuTile's compile cache)",
+        description="Run COMMAND with every Python process it starts recording its cuda.tile launches, then write one "
+                    "probe per kernel under DIR/probes (audit them with `tileprobe audit DIR/probes/*.py`). "
+                    "The exit code is COMMAND's. See docs/RECORD.md.",
+        usage="tileprobe record [-o DIR] [options] -- COMMAND ...\n"
+              "       tileprobe record --from-log DIR [options]\n"
+              "       tileprobe record --from-cache [PATH] [-o DIR] [--kernels MODULES]")
+    p.add_argument("command", nargs="*", metavar="COMMAND", help="the program to run, after -- (python app.py, "
+                   "python -m pkg, pytest ...)")
+    p.add_argument("-o", "--out", default=None, metavar="DIR", help=f"output folder (default ./{DEFAULT_OUT}): "
+                   "launches/ (one JSON-lines log per process), probes/, record.json")
+    p.add_argument("--top", type=int, default=10, metavar="N", help="cases written per kernel: its N most frequent "
+                   "JIT signatures (default 10); the rest are counted in the probe's header")
+    p.add_argument("--by", choices=["signature", "launch"], default="signature",
+                   help="one case per JIT signature (default; needs the kernel importable here) or per distinct "
+                   "argument list")
+    p.add_argument("--hints", choices=["around", "launched"], default="around",
+                   help="hint grid: launched values and occupancy neighbours in 1,2,4,8,16 (default), or only the "
+                   "launched values")
+    p.add_argument("--force", action="store_true", help="replace an earlier recording in DIR")
+    p.add_argument("--from-log", metavar="DIR", help="write probes from launches already recorded in DIR (e.g. by "
+                   "pytest --tileprobe-record DIR); runs nothing")
+    p.add_argument("--from-cache", nargs="?", const="", default=None, metavar="PATH",
+                   help="write probe skeletons from cuTile's compile cache (folder or cache.db; default: the one cuTile "
+                   "uses, $CUDA_TILE_CACHE_DIR or ~/.cache/cutile-python); runs nothing")
+    p.add_argument("--kernels", metavar="MODULES", help="with --from-cache: comma-separated modules or .py files to "
+                   "search for the cached kernels by name (the cache keeps only the function name)")
+    p.set_defaults(func=cmd_record)
+
+
+def cmd_record(args) -> int:
+    """Run the command recorded (or read a log / the cache), write the probes, print what was written."""
+    from ..record.session import probes_from_log, record
+    command = list(args.command or [])
+    if command and command[0] == "--":
+        command = command[1:]
+    sources = [bool(command), args.from_log is not None, args.from_cache is not None]
+    if sum(sources) != 1:
+        raise TileprobeError("give exactly one of: a COMMAND after --, --from-log DIR, or --from-cache [PATH]; "
+                             "e.g. tileprobe record -o out -- python app.py")
+    if args.from_cache is not None:
+        from ..record.cache import probes_from_cache
+        kernels = [k.strip() for k in (args.kernels or "").split(",") if k.strip()]
+        result = probes_from_cache(args.from_cache or None, args.out or DEFAULT_OUT, top=args.top, hints=args.hints,
+                                   kernels=kernels, force=args.force)
+    elif args.from_log is not None:
+        if args.out and os.path.abspath(args.out) != os.path.abspath(args.from_log):
+            raise TileprobeError("--from-log DIR writes its probes into DIR: leave out -o")
+        result = probes_from_log(args.from_log, top=args.top, by=args.by, hints=args.hints)
+    else:
+        result = record(command, args.out or DEFAULT_OUT, top=args.top, by=args.by, hints=args.hints,
+                        force=args.force)
+    _print(result, args.out or args.from_log or DEFAULT_OUT)
+    return result.exit_code or 0
+
+
+def _print(result, out_dir: str) -> None:
+    import sys
+
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+    err = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 200)
+    rec = result.recording
+    if rec is not None:
+        err.print(f"recorded {rec.total_launches:,} launches in {len(rec.processes)} process(es)"
+                  + (f"; the command exited with {result.exit_code}" if result.exit_code is not None else ""),
+                  highlight=False)
+        for e in rec.errors:
+            err.print(f"recording failed: {e}", markup=False, highlight=False)
+        if rec.unreadable:
+            err.print(f"{len(rec.unreadable)} unreadable log line(s) skipped (a process ended mid-write?): "
+                      f"{rec.unreadable[0]}", markup=False, highlight=False)
+    for note in result.notes:
+        err.print(f"note: {note}", markup=False, highlight=False)
+    if not result.written:
+        err.print("no cuda.tile launch was seen: no probe written", highlight=False)
+        return
+    table = Table(title="probes written", title_justify="left")
+    for col, just in (("probe", "left"), ("kernel", "left"), ("launches", "right"), ("cases", "right"),
+                      ("left out", "right"), ("hints", "left")):
+        table.add_column(col, justify=just)
+    for path, plan in result.written:
+        total = "-" if plan.total is None else f"{plan.total:,}"
+        cells = [os.path.relpath(path), plan.kernel.spec() or f"{plan.kernel.name} (TODO: not importable)",
+                 total, str(len(plan.cases)), str(len(plan.omitted)),
+                 " ".join(f"{h}={v}" for h, v in plan.hints.items()) or "declared"]
+        table.add_row(*(Text(c) for c in cells))   # names and paths are text, never markup
+    err.print(table)
+    err.print(f"summary: {os.path.relpath(result.summary_path)}; audit them with: tileprobe audit "
+              f"{os.path.relpath(os.path.join(out_dir, 'probes'))}/*.py --arch sm_90", highlight=False, markup=False)

@@ -1,0 +1,19 @@
+"""From a real program to probes (issue 12): record what a program launches, or read cuTile's compile cache.
+
+``record(["python", "app.py"], "out")`` runs the command with every Python process it starts recording its
+``cuda.tile.launch`` calls (:mod:`.capture`, :mod:`.hook`), then groups the launches per kernel (:mod:`.group`) and
+writes one probe file per kernel (:mod:`.write`) that ``tileprobe audit`` loads unchanged.
+``probes_from_cache(path, "out")`` writes probe skeletons from the compile cache (:mod:`.cache`).
+No rich, no argparse here: the command line is ``tileprobe/cli/record.py``. See docs/RECORD.md.
+"""
+from __future__ import annotations
+
+from .session import RecordResult, probes_from_log, record
+
+__all__ = ["RecordResult", "record", "probes_from_log", "probes_from_cache"]
+
+
+def probes_from_cache(*args, **kwargs):
+    """See :func:`tileprobe.record.cache.probes_from_cache`."""
+    from .cache import probes_from_cache as impl
+    return impl(*args, **kwargs)

@@ -1,0 +1,114 @@
+"""Recorded launch arguments → the Python expressions a probe's ``args`` returns (``arrays.randn(...)``, ``4096``).
+
+One text serves both the written probe file and the signature check (:mod:`.signatures` evaluates these very
+expressions with :class:`~tileprobe.audit.probe.SpecArrays`), so what is checked is what is written.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from ..audit.signature import DLPACK_DTYPES, contiguous_strides, itemsize
+
+#: ``__cuda_array_interface__`` typestr (without byte order) → dtype name (NumPy array-interface protocol).
+TYPESTR = {"f2": "float16", "f4": "float32", "f8": "float64", "i1": "int8", "i2": "int16", "i4": "int32",
+           "i8": "int64", "u1": "uint8", "u2": "uint16", "u4": "uint32", "u8": "uint64", "b1": "bool"}
+_DLPACK_NAMES = {f"{code}:{bits}": name for name, (code, bits) in DLPACK_DTYPES.items()}
+#: Arrays are given at least this base alignment by ``arrays.*`` (and PyTorch's allocator): only smaller
+#: recorded alignments need an ``offset=``.
+DEFAULT_ALIGN = 256
+
+
+def dtype_from(raw: str) -> str | None:
+    """A recorded dtype (``torch.bfloat16``, ``dlpack:4:16``, ``cai:<f2``) → our dtype name, or None if tileprobe
+    cannot describe it (e.g. ``torch.float4_e2m1fn_x2``)."""
+    if raw.startswith("torch."):
+        name = raw[len("torch."):]
+    elif raw.startswith("dlpack:"):
+        name = _DLPACK_NAMES.get(raw[len("dlpack:"):])
+    elif raw.startswith("cai:"):
+        name = TYPESTR.get(raw[len("cai:") + 1:])
+    else:
+        name = raw
+    return name if name in DLPACK_DTYPES else None
+
+
+@dataclass
+class ArgsText:
+    """The expressions of one launch's arguments, a comment per argument (or ""), the imports they need, and
+    TODOs (arguments tileprobe could not reproduce)."""
+    exprs: list[str] = field(default_factory=list)
+    comments: list[str] = field(default_factory=list)
+    imports: set[str] = field(default_factory=set)
+    todos: list[str] = field(default_factory=list)
+
+    def tuple_text(self, indent: str) -> str:
+        """``(\\n    expr,  # comment\\n    ...)``: the body of a case's lambda."""
+        lines = ["("]
+        for e, c in zip(self.exprs, self.comments):
+            lines.append(f"{indent}    {e},{'  # ' + c if c else ''}")
+        lines.append(f"{indent})")
+        return "\n".join(lines)
+
+
+def args_text(args: list[dict]) -> ArgsText:
+    """Expressions for a launch's argument descriptions (see :func:`tileprobe.record.capture.to_json`)."""
+    out = ArgsText()
+    for i, d in enumerate(args):
+        expr, comment = _expr(d, out, i)
+        out.exprs.append(expr)
+        out.comments.append(comment)
+    return out
+
+
+def _expr(d: dict, out: ArgsText, index: int) -> tuple[str, str]:
+    kind = d.get("kind")
+    if kind == "array":
+        return array_expr(d, out, index)
+    if kind == "scalar":
+        return scalar_expr(d.get("value")), ""
+    if kind == "sequence":
+        items = [_expr(x, out, index)[0] for x in d.get("items", [])]
+        if d.get("type") == "list":
+            return "[" + ", ".join(items) + "]", ""
+        return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")", ""
+    if kind == "dtype":
+        if d.get("origin") == "torch":
+            out.imports.add("import torch")
+            return d["name"], ""
+        out.imports.add("import cuda.tile as ct")
+        return f"ct.{d['name']}", ""
+    what = d.get("type", "object")
+    out.todos.append(f"argument {index} was a {what}; only its type is recorded: build it in args()")
+    return "None", f"TODO: a {what} was passed here"
+
+
+def scalar_expr(v) -> str:
+    """A scalar or constant as Python source (``float("nan")`` for NaN)."""
+    if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
+        return f'float("{v}")'
+    if v == "nan":
+        return 'float("nan")'
+    return repr(v)
+
+
+def array_expr(d: dict, out: ArgsText, index: int) -> tuple[str, str]:
+    """``arrays.randn(shape, dtype[, strides=…][, offset=…])``: floating inputs random, integer and bool arrays
+    zeros (in-bounds indices); values are not recorded. An alignment under 256 B becomes ``offset=`` (the
+    ``arrays`` factories align the base to 256 B, plus ``offset``)."""
+    shape, strides, align = tuple(d["shape"]), tuple(d["strides"]), int(d.get("align") or DEFAULT_ALIGN)
+    name = dtype_from(d["dtype"])
+    if name is None:
+        out.todos.append(f"argument {index} has dtype {d['dtype']}, which tileprobe cannot describe: pass its "
+                         "bytes as uint8 (and unpack in the kernel) or change the dtype")
+        return f"arrays.empty({shape!r}, {d['dtype']!r})", f"TODO: dtype {d['dtype']} unsupported"
+    fn = "randn" if name.startswith(("float1", "float3", "float6", "bfloat")) else (
+        "rand" if name.startswith("float8") else "zeros")
+    parts = [repr(shape), repr(name)]
+    if strides != contiguous_strides(shape):
+        parts.append(f"strides={strides!r}")
+    comment = ""
+    if align < DEFAULT_ALIGN:
+        parts.append(f"offset={max(align, itemsize(name))}")
+        comment = f"base address {align}-byte aligned, as launched"
+    return f"arrays.{fn}({', '.join(parts)})", comment

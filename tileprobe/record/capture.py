@@ -1,0 +1,663 @@
+"""Record every ``cuda.tile.launch`` of one Python process into a JSON-lines file — cheaply, and never in the way.
+
+This file is STANDALONE (standard library only, no import of the tileprobe package): ``tileprobe record`` loads it
+by path, under the module name :data:`MODULE_NAME`, from a generated ``sitecustomize.py`` in every Python process
+the recorded command starts, so it must not put tileprobe (or anything else) on the program's ``sys.path``.
+
+How the launch is intercepted: ``ct.launch`` is ``cuda.tile._cext.launch``, a C function that ``cuda/tile/__init__.py``
+re-exports with ``from cuda.tile._cext import launch``; cuTile has no launch hook. :func:`install` puts a
+``sys.meta_path`` finder in front that wraps the extension's ``launch`` right after the extension module has
+executed — before ``cuda.tile`` (or any user module) can take a reference to it. When ``cuda.tile`` is already
+imported, :func:`ensure_patched` wraps it and rebinds every module-level reference to the old function.
+
+What one launch costs: a type-dispatched description of each argument (for a torch tensor: dtype, shape, strides,
+``data_ptr``), a walk up the frames for the call site (classification cached per code object) and a dict lookup.
+A launch seen for the first time (new kernel object, arguments, grid or call site) writes one line at once with
+``os.write`` (unbuffered: it survives a crash); repeats only count, and counts are written when a count reaches a
+power of two, at most a second after the last write, and at exit. ``benchmarks/bench_record.py`` measures it.
+
+Line types (``"t"``): ``process`` (argv, cwd, Python, cuda-tile), ``kernel`` (one per kernel object: function,
+where it lives, its compiler options), ``launch`` (kernel id, grid, arguments, call site), ``counts`` (absolute
+launch counts per launch id; the last one wins), ``overflow`` (a negative launch id counting the launches of a
+kernel beyond the per-process limit of distinct launches), ``arch`` (compute capability, once the driver is up),
+``error`` (why recording stopped).
+
+Private cuTile names read here (cuda-tile 1.5–1.7; each read falls back to "unknown"): ``kernel._pyfunc``,
+``kernel._compiler_options`` and ``ByTarget._by_target`` / ``._default``.
+"""
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import sys
+import threading
+import time
+
+MODULE_NAME = "_tileprobe_record_capture"
+ENV_DIR = "TILEPROBE_RECORD_DIR"
+ENV_SKIP = "TILEPROBE_RECORD_SKIP"
+ENV_MAX_DISTINCT = "TILEPROBE_RECORD_MAX_DISTINCT"
+SCHEMA = 1
+#: Base-address alignment is recorded up to this many bytes (cuTile infers at most 16; 256 is PyTorch's minimum).
+ALIGN_CAP = 256
+#: Distinct launches described per kernel function and process; more are only counted (a loop whose scalar
+#: argument changes every launch would otherwise write a line per launch).
+DEFAULT_MAX_DISTINCT = 10000
+FLUSH_INTERVAL_S = 1.0
+HINT_FIELDS = ("num_ctas", "occupancy", "opt_level", "num_worker_warps")
+#: Packages whose frames are never the call site, wherever they are installed (kernel libraries and their hosts).
+LIBRARY_PACKAGES = ("tilegym", "torch", "flashinfer")
+
+_RECORDER = None
+_FINDER = None
+
+
+# --- describing arguments ------------------------------------------------------------------------------
+
+def align_of(ptr: int) -> int:
+    """Largest power of two dividing ``ptr`` (bytes), capped at :data:`ALIGN_CAP`; a null pointer counts as the cap."""
+    ptr = int(ptr)
+    return ALIGN_CAP if ptr == 0 else min(ptr & -ptr, ALIGN_CAP)
+
+
+_DTYPE_NAMES: dict = {}
+
+
+def _torch_tensor(t):
+    dt = t.dtype
+    name = _DTYPE_NAMES.get(dt)
+    if name is None:
+        name = _DTYPE_NAMES[dt] = str(dt)
+    ptr = t.data_ptr()
+    return ("A", name, t.shape, t.stride(), min(ptr & -ptr, ALIGN_CAP) if ptr else ALIGN_CAP, "torch")
+
+
+def _c_strides(shape) -> tuple:
+    """C-order strides in elements (what a missing strides field means in both protocols)."""
+    out, acc = [], 1
+    for n in reversed(shape):
+        out.append(acc)
+        acc *= max(n, 1)
+    return tuple(reversed(out))
+
+
+def _cai_array(a):
+    cai = a.__cuda_array_interface__
+    shape = tuple(int(n) for n in cai["shape"])
+    typestr = cai["typestr"]
+    size = int(typestr[2:]) if typestr[2:].isdigit() else 1
+    strides = cai.get("strides")
+    strides = _c_strides(shape) if strides is None else tuple(int(s) // size for s in strides)
+    return ("A", "cai:" + typestr, shape, strides, align_of(cai["data"][0]), "cuda_array_interface")
+
+
+_DL = {}
+
+
+def _dlpack_reader():
+    if not _DL:
+        import ctypes
+
+        class DLTensor(ctypes.Structure):
+            _fields_ = [("data", ctypes.c_void_p), ("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32),
+                        ("ndim", ctypes.c_int32), ("code", ctypes.c_uint8), ("bits", ctypes.c_uint8),
+                        ("lanes", ctypes.c_uint16), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                        ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+        get = ctypes.pythonapi.PyCapsule_GetPointer
+        get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+        _DL.update(tensor=DLTensor, get=get, ctypes=ctypes)
+    return _DL
+
+
+def _dlpack_array(a):
+    """Read a DLPack capsule without consuming it (its deleter runs when it is dropped, as the protocol says)."""
+    dl = _dlpack_reader()
+    capsule = a.__dlpack__()
+    t = dl["ctypes"].cast(dl["get"](capsule, b"dltensor"), dl["ctypes"].POINTER(dl["tensor"])).contents
+    shape = tuple(t.shape[i] for i in range(t.ndim))
+    strides = tuple(t.strides[i] for i in range(t.ndim)) if t.strides else _c_strides(shape)
+    ptr = (t.data or 0) + t.byte_offset
+    return ("A", f"dlpack:{t.code}:{t.bits}", shape, strides, align_of(ptr), "dlpack")
+
+
+def _scalar(v):
+    if type(v) is float and v != v:
+        return ("S", "float", "nan")
+    return ("S", type(v).__name__, v)
+
+
+def _int(v):
+    return ("S", "int", v)
+
+
+def _sequence(seq):
+    return ("T", type(seq).__name__, tuple(describe(x) for x in seq))
+
+
+def _other(obj):
+    tp = type(obj)
+    name = f"{tp.__module__}.{tp.__qualname__}"
+    if tp.__module__.startswith("cuda.tile") and hasattr(obj, "name"):
+        return ("D", "cuda.tile", str(obj.name))          # a cuTile dtype passed as a constant
+    if tp.__module__ == "torch" and tp.__name__ == "dtype":
+        return ("D", "torch", str(obj))
+    return ("O", name)
+
+
+_DESCRIBERS: dict = {int: _int, float: _scalar, bool: _scalar, str: _scalar, type(None): _scalar,
+                     tuple: _sequence, list: _sequence}
+
+
+def _safe(fn):
+    """An array describer that turns its own failure (a meta tensor, a producer that wants a stream) into a
+    description by type, so one odd argument does not stop the recording."""
+    def describe_array(a):
+        try:
+            return fn(a)
+        except Exception:
+            return _other(a)
+    return describe_array
+
+
+def _describer(tp):
+    if hasattr(tp, "data_ptr") and hasattr(tp, "stride") and hasattr(tp, "dtype"):
+        return _safe(_torch_tensor)
+    if hasattr(tp, "__cuda_array_interface__"):
+        return _safe(_cai_array)
+    if hasattr(tp, "__dlpack__"):
+        return _safe(_dlpack_array)
+    return _other
+
+
+def describe(arg) -> tuple:
+    """A hashable description of one launch argument (also the launch key's part for it).
+
+    Arrays: ``("A", dtype, shape, strides in elements, base-address alignment in bytes, protocol)`` where dtype is
+    ``torch.bfloat16``, ``cai:<f2`` or ``dlpack:<code>:<bits>`` (translated later). Scalars and constants:
+    ``("S", type name, value)``. Tuples/lists: ``("T", type name, items)``. dtypes: ``("D", origin, name)``.
+    Anything else: ``("O", "module.Class")``.
+    """
+    tp = type(arg)
+    fn = _DESCRIBERS.get(tp)
+    if fn is None:
+        fn = _DESCRIBERS[tp] = _describer(tp)
+    return fn(arg)
+
+
+def to_json(d: tuple):
+    """The JSON form of a :func:`describe` tuple."""
+    kind = d[0]
+    if kind == "A":
+        return {"kind": "array", "dtype": d[1], "shape": list(d[2]), "strides": list(d[3]), "align": d[4],
+                "protocol": d[5]}
+    if kind == "S":
+        return {"kind": "scalar", "type": d[1], "value": d[2]}
+    if kind == "T":
+        return {"kind": "sequence", "type": d[1], "items": [to_json(x) for x in d[2]]}
+    if kind == "D":
+        return {"kind": "dtype", "origin": d[1], "name": d[2]}
+    return {"kind": "object", "type": d[1]}
+
+
+# --- kernels --------------------------------------------------------------------------------------------
+
+def _hint_json(v):
+    if v is None or isinstance(v, (int, float, str, bool)):
+        return v
+    by = getattr(v, "_by_target", None)                 # cuda.tile.ByTarget
+    if isinstance(by, dict):
+        default = getattr(v, "_default", None)
+        return {"by_target": dict(by), "default": None if repr(default) == "UNSPECIFIED" else default}
+    return repr(v)
+
+
+def kernel_hints(kernel) -> dict:
+    """The compiler options of a kernel object (``num_ctas``, ``occupancy``, ``opt_level``, ``num_worker_warps``)."""
+    opts = getattr(kernel, "_compiler_options", None)
+    return {f: _hint_json(getattr(opts, f, None)) for f in HINT_FIELDS} if opts is not None else {}
+
+
+def _find_ref(pyfunc, kernel_type):
+    """(attribute, kind, declared hints) naming the kernel in its module: kind ``kernel`` (a module-level
+    ``@ct.kernel`` object wrapping this function) or ``function`` (the plain function; the program wraps it with
+    ``ct.kernel(...)`` at run time). ``(None, None, None)`` when the module holds neither."""
+    mod = sys.modules.get(getattr(pyfunc, "__module__", None) or "")
+    if mod is None or "<locals>" in getattr(pyfunc, "__qualname__", "<locals>"):
+        return None, None, None
+    items = list(getattr(mod, "__dict__", {}).items())
+    name = pyfunc.__name__
+    kernels = [(k, v) for k, v in items if isinstance(v, kernel_type) and getattr(v, "_pyfunc", None) is pyfunc]
+    if kernels:
+        kernels.sort(key=lambda kv: kv[0] != name)       # the attribute named like the function first
+        return kernels[0][0], "kernel", kernel_hints(kernels[0][1])
+    for k, v in items:
+        if v is pyfunc:
+            return k, "function", None
+    return None, None, None
+
+
+def describe_kernel(kernel) -> dict:
+    """Where a kernel object's function lives, how to import it, and its hints (launched and declared)."""
+    pyfunc = getattr(kernel, "_pyfunc", None)
+    out = {"hints": kernel_hints(kernel), "type": f"{type(kernel).__module__}.{type(kernel).__qualname__}"}
+    if pyfunc is None:
+        return out
+    code = getattr(pyfunc, "__code__", None)
+    attr, kind, declared = _find_ref(pyfunc, type(kernel))
+    out.update(module=pyfunc.__module__, qualname=pyfunc.__qualname__, name=pyfunc.__name__,
+               file=code.co_filename if code else None, line=code.co_firstlineno if code else None,
+               attr=attr, ref_kind=kind, declared=declared)
+    return out
+
+
+# --- call sites -----------------------------------------------------------------------------------------
+
+_CUTILE, _LIBRARY, _USER = 0, 1, 2
+
+
+class _Sites:
+    """Classifies frames: cuTile / tileprobe / launch wrappers (skipped for both sites), libraries (site-packages,
+    the standard library, :data:`LIBRARY_PACKAGES`, ``$TILEPROBE_RECORD_SKIP`` prefixes: skipped for the call site)
+    and user code. The prefixes are fixed at the first launch."""
+
+    def __init__(self):
+        self.kinds: dict = {}      # id(code object) -> (code object, kind)
+        self.internal: tuple = ()
+        self.library: tuple = ()
+
+    def _prefixes(self):
+        import sysconfig
+        here = os.path.dirname(os.path.abspath(__file__))
+        internal = [os.path.dirname(here), here]
+        tile = sys.modules.get("cuda.tile")
+        if tile is not None and getattr(tile, "__file__", None):
+            internal.append(os.path.dirname(os.path.abspath(tile.__file__)))
+        paths = sysconfig.get_paths()
+        lib = [paths.get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")]
+        for name in LIBRARY_PACKAGES:            # also when they run from a checkout, not site-packages
+            mod = sys.modules.get(name)
+            if mod is not None and getattr(mod, "__file__", None):
+                lib.append(os.path.dirname(os.path.abspath(mod.__file__)))
+        lib += [p for p in os.environ.get(ENV_SKIP, "").split(os.pathsep) if p]
+        self.internal = tuple(os.path.join(os.path.realpath(p), "") for p in internal)
+        self.library = tuple(os.path.join(os.path.realpath(p), "") for p in lib if p)
+
+    def kind(self, code) -> int:
+        # Keyed by id: hashing a code object hashes its bytecode and constants on every call (µs each).
+        entry = self.kinds.get(id(code))
+        if entry is not None and entry[0] is code:
+            return entry[1]
+        if not self.internal:
+            self._prefixes()
+        fn = code.co_filename
+        path = fn if fn.startswith("<") else os.path.realpath(fn)
+        if path.startswith(self.internal):
+            k = _CUTILE
+        elif path.startswith("<") or path.startswith(self.library):
+            k = _CUTILE if code.co_name.endswith("launch") else _LIBRARY
+        else:
+            k = _USER
+        self.kinds[id(code)] = (code, k)   # the code object pins its id
+        return k
+
+    def frames(self, frame):
+        """(call frame, launch frame): the first frame in user code, and the first outside cuTile/tileprobe (the
+        code that called ``ct.launch``, e.g. a TileGym op); either may be None."""
+        launch = None
+        f = frame
+        while f is not None:
+            k = self.kind(f.f_code)
+            if k != _CUTILE and launch is None:
+                launch = f
+            if k == _USER:
+                return f, launch
+            f = f.f_back
+        return None, launch
+
+
+def _where(f):
+    """A frame's call instruction, cheap to compare: (id of its code object, instruction offset)."""
+    return (id(f.f_code), f.f_lasti) if f is not None else None
+
+
+def _site(f):
+    """A frame as "file:line" (computing the line decodes the line table: done once per distinct launch)."""
+    return f"{f.f_code.co_filename}:{f.f_lineno}" if f is not None else None
+
+
+# --- the recorder ---------------------------------------------------------------------------------------
+
+class Recorder:
+    """Per-process launch log under ``out_dir`` (one ``launches-<pid>-<ns>.jsonl`` file, opened at the first launch).
+
+    Never raises into the program: the first failure is reported once on stderr (and in the log when it can be
+    written) and recording stops for this process.
+    """
+
+    def __init__(self, out_dir: str, max_distinct: int | None = None):
+        self.out_dir = out_dir
+        env_max = os.environ.get(ENV_MAX_DISTINCT, "")
+        self.max_distinct = max_distinct or (int(env_max) if env_max.isdigit() else DEFAULT_MAX_DISTINCT)
+        self.lock = threading.Lock()
+        self.sites = _Sites()
+        self._reset()
+
+    def _reset(self):
+        self.pid = os.getpid()
+        self.fd = None
+        self.path = None
+        self.failed = False
+        self.kernels: dict = {}       # id(kernel object) -> (object, kernel id); the object pins the id
+        self.kernel_ids: dict = {}    # JSON of the kernel description -> kernel id
+        self.func_of: list = []       # kernel id -> function key (module, qualname, file)
+        self.launches: dict = {}      # launch key -> _Launch
+        self.distinct: dict = {}      # function key -> distinct launches described
+        self.overflow: dict = {}      # function key -> _Launch counting the launches not described
+        self.dirty: set = set()
+        self.last_flush = time.monotonic()
+        self.calls = 0
+        self.arch_written = False
+
+    def after_fork(self):
+        """In a forked child: start a new log (the parent's counts and file are the parent's)."""
+        self.lock = threading.Lock()
+        self._reset()
+
+    # writing
+    def _write(self, obj: dict) -> None:
+        if self.fd is None:
+            os.makedirs(self.out_dir, exist_ok=True)
+            self.path = os.path.join(self.out_dir, f"launches-{self.pid}-{time.time_ns()}.jsonl")
+            self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            self._write({"t": "process", "v": SCHEMA, "pid": self.pid, "ppid": os.getppid(), "argv": list(sys.argv),
+                         "cwd": os.getcwd(), "python": sys.version.split()[0], "executable": sys.executable,
+                         "time": time.time(), "cuda_tile": _cutile_version()})
+        os.write(self.fd, (json.dumps(obj, default=repr) + "\n").encode())
+
+    def flush(self) -> None:
+        """Write the counts changed since the last flush."""
+        if self.dirty and self.fd is not None and not self.failed:
+            counts = {str(e.lid): e.n for e in self.dirty}
+            self.dirty = set()
+            self._write({"t": "counts", "n": counts})
+        self.last_flush = time.monotonic()
+
+    def close(self) -> None:
+        """Flush the counts (atexit)."""
+        if os.getpid() != self.pid or self.failed:
+            return
+        try:
+            self.flush()
+        except Exception as e:  # the program is exiting: report, never raise
+            self.fail(e)
+
+    def fail(self, exc: BaseException) -> None:
+        """Stop recording in this process and say so once."""
+        if self.failed:
+            return
+        self.failed = True
+        msg = f"{type(exc).__name__}: {exc}"
+        sys.stderr.write(f"tileprobe record: recording stopped in process {os.getpid()} "
+                         f"({' '.join(sys.argv)[:200]}): {msg}; the program goes on unrecorded\n")
+        try:
+            if self.fd is not None:
+                os.write(self.fd, (json.dumps({"t": "error", "error": msg}) + "\n").encode())
+        except Exception:
+            pass
+
+    # capturing
+    def _kernel_id(self, kernel) -> int:
+        ent = self.kernels.get(id(kernel))
+        if ent is not None and ent[0] is kernel:
+            return ent[1]
+        desc = describe_kernel(kernel)
+        text = json.dumps(desc, sort_keys=True, default=repr)
+        kid = self.kernel_ids.get(text)
+        if kid is None:
+            kid = self.kernel_ids[text] = len(self.func_of)
+            self.func_of.append((desc.get("module"), desc.get("qualname"), desc.get("file")))
+            self._write({"t": "kernel", "id": kid, **desc})
+        if len(self.kernels) > 4096:      # a program making a kernel object per launch: drop the pins
+            self.kernels.clear()
+        self.kernels[id(kernel)] = (kernel, kid)
+        return kid
+
+    def capture(self, grid, kernel, kernel_args, kwargs, frame) -> None:
+        """Count one launch; describe it (one line) the first time it is seen."""
+        kid = self._kernel_id(kernel)
+        get = _DESCRIBERS.get
+        args = tuple([(get(type(a)) or describe)(a) for a in kernel_args])
+        call, launch = self.sites.frames(frame)
+        grid_key = grid if type(grid) is tuple else tuple(grid) if isinstance(grid, list) else (grid,)
+        key = (kid, grid_key, args, _where(call), _where(launch), tuple(sorted(kwargs.items())) if kwargs else ())
+        entry = self.launches.get(key)
+        if entry is None:
+            entry = self._new_launch(key, _site(call), _site(launch))
+        entry.n += 1
+        n = entry.n
+        self.dirty.add(entry)
+        self.calls += 1
+        if n & (n - 1) == 0 or (self.calls & 1023 == 0 and time.monotonic() - self.last_flush >= FLUSH_INTERVAL_S):
+            self.flush()
+
+    def _new_launch(self, key, call, launch_site):
+        kid, grid, args, _, _, kw = key
+        func = self.func_of[kid]
+        with self.lock:
+            if self.distinct.get(func, 0) >= self.max_distinct:
+                # Counted under the kernel's overflow entry (one per function), not described.
+                entry = self.overflow.get(func)
+                if entry is None:
+                    entry = self.overflow[func] = _Launch(-1 - len(self.overflow))
+                    self._write({"t": "overflow", "id": entry.lid, "kernel": kid})
+                return entry
+            self.distinct[func] = self.distinct.get(func, 0) + 1
+            entry = self.launches[key] = _Launch(len(self.launches))
+            lid = entry.lid
+        self._write({"t": "launch", "id": lid, "kernel": kid, "grid": list(grid),
+                     "args": [to_json(a) for a in args], "site": call, "launch_site": launch_site,
+                     "kwargs": dict(kw)})
+        if not self.arch_written:
+            self._write_arch()
+        return entry
+
+    def _write_arch(self) -> None:
+        """The device's compute capability, once cuTile has loaded the driver (never loads it ourselves)."""
+        if "cuda.tile._load_libcuda" not in sys.modules:
+            return
+        self.arch_written = True
+        try:
+            from cuda.tile._cext import get_compute_capability
+            major, minor = get_compute_capability()
+            self._write({"t": "arch", "arch": f"sm_{major}{minor}"})
+        except Exception:
+            pass
+
+
+class _Launch:
+    """One distinct launch of this process: its id in the log and how often it happened (hashed by identity)."""
+    __slots__ = ("lid", "n")
+
+    def __init__(self, lid: int):
+        self.lid, self.n = lid, 0
+
+
+def _cutile_version():
+    try:
+        from importlib.metadata import version
+        return version("cuda-tile")
+    except Exception:
+        return None
+
+
+# --- patching ct.launch ---------------------------------------------------------------------------------
+
+def wrap(original, recorder: Recorder):
+    """A function that records each call through ``recorder`` and then calls ``original`` with the same arguments
+    (so argument errors, results and exceptions are ``original``'s)."""
+
+    def launch(*args, **kwargs):
+        if not recorder.failed and len(args) == 4:
+            try:
+                kernel_args = args[3]
+                if isinstance(kernel_args, (tuple, list)):
+                    recorder.capture(args[1], args[2], kernel_args, kwargs, sys._getframe(1))
+            except Exception as e:
+                recorder.fail(e)
+        return original(*args, **kwargs)
+
+    launch.__name__ = getattr(original, "__name__", "launch")
+    launch.__qualname__ = getattr(original, "__qualname__", "launch")
+    launch.__doc__ = getattr(original, "__doc__", None)
+    launch.__wrapped__ = original
+    launch._tileprobe_record = True
+    return launch
+
+
+def _rebind(old, new) -> int:
+    """Point every module-level name bound to ``old`` at ``new`` (e.g. a ``from cuda.tile import launch`` taken
+    before recording began). Returns how many names were rebound."""
+    n = 0
+    for mod in list(sys.modules.values()):
+        d = getattr(mod, "__dict__", None)
+        if not isinstance(d, dict):
+            continue
+        for name, value in list(d.items()):
+            if value is old:
+                try:
+                    setattr(mod, name, new)
+                    n += 1
+                except Exception:
+                    pass
+    return n
+
+
+def ensure_patched() -> bool:
+    """Wrap ``cuda.tile._cext.launch`` if it is loaded and not wrapped yet (e.g. replaced by another
+    sitecustomize), rebinding existing references. Returns whether it is wrapped now."""
+    cext = sys.modules.get("cuda.tile._cext")
+    if cext is None or _RECORDER is None:
+        return False
+    current = getattr(cext, "launch", None)
+    if current is None or getattr(current, "_tileprobe_record", False):
+        return current is not None
+    wrapped = wrap(current, _RECORDER)
+    cext.launch = wrapped
+    _rebind(current, wrapped)
+    return True
+
+
+class _PatchingLoader:
+    """Delegates to the real loader of ``cuda.tile._cext``, then wraps its ``launch``."""
+
+    def __init__(self, loader):
+        self._loader = loader
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module):
+        self._loader.exec_module(module)
+        try:
+            if _RECORDER is not None and not getattr(module.launch, "_tileprobe_record", False):
+                module.launch = wrap(module.launch, _RECORDER)
+        except Exception as e:
+            if _RECORDER is not None:
+                _RECORDER.fail(e)
+
+    def __getattr__(self, name):
+        return getattr(self._loader, name)
+
+
+class _CextFinder:
+    """``sys.meta_path`` entry that hands ``cuda.tile._cext`` a patching loader; other modules are not its business."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != "cuda.tile._cext":
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None:
+                if spec.loader is not None:
+                    spec.loader = _PatchingLoader(spec.loader)
+                return spec
+        return None
+
+    def invalidate_caches(self):
+        pass
+
+
+def install(out_dir: str | None = None):
+    """Start recording this process into ``out_dir`` (default ``$TILEPROBE_RECORD_DIR``). Idempotent.
+
+    Returns the :class:`Recorder`, or None when no folder is given.
+    """
+    global _RECORDER, _FINDER
+    if _RECORDER is not None:
+        return _RECORDER
+    out_dir = out_dir or os.environ.get(ENV_DIR)
+    if not out_dir:
+        return None
+    _RECORDER = Recorder(out_dir)
+    if "cuda.tile._cext" in sys.modules:
+        ensure_patched()
+    else:
+        _FINDER = _CextFinder()
+        sys.meta_path.insert(0, _FINDER)
+    atexit.register(_RECORDER.close)
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=lambda: _RECORDER and _RECORDER.after_fork())
+    return _RECORDER
+
+
+def uninstall() -> None:
+    """Stop recording in this process: flush, put the original ``launch`` back everywhere, remove the finder."""
+    global _RECORDER, _FINDER
+    if _FINDER is not None and _FINDER in sys.meta_path:
+        sys.meta_path.remove(_FINDER)
+    _FINDER = None
+    cext = sys.modules.get("cuda.tile._cext")
+    current = getattr(cext, "launch", None) if cext is not None else None
+    if current is not None and getattr(current, "_tileprobe_record", False):
+        original = current.__wrapped__
+        cext.launch = original
+        _rebind(current, original)
+    if _RECORDER is not None:
+        _RECORDER.close()
+        if _RECORDER.fd is not None:
+            os.close(_RECORDER.fd)
+            _RECORDER.fd = None
+    _RECORDER = None
+
+
+def bootstrap(sitecustomize_file: str) -> None:
+    """What the generated ``sitecustomize.py`` runs: install, then run the ``sitecustomize`` this one shadows
+    (further along ``sys.path``), then wrap ``launch`` again if that one replaced it."""
+    try:
+        install()
+    except Exception as e:
+        sys.stderr.write(f"tileprobe record: could not start recording in process {os.getpid()}: "
+                         f"{type(e).__name__}: {e}; the program runs unrecorded\n")
+    try:
+        _chain(os.path.dirname(os.path.abspath(sitecustomize_file)))
+    finally:
+        try:
+            ensure_patched()
+        except Exception as e:
+            if _RECORDER is not None:
+                _RECORDER.fail(e)
+
+
+def _chain(hook_dir: str) -> None:
+    import importlib.machinery
+    import importlib.util
+    rest = [p for p in sys.path if os.path.abspath(p or os.curdir) != hook_dir]
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
+    if spec is None or spec.loader is None:
+        return
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)

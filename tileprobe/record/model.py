@@ -1,0 +1,139 @@
+"""What a recording is made of, once read: kernels (where they live, their declared hints) and distinct launches.
+
+Both sources — a recorded program (:mod:`.log`) and cuTile's compile cache (:mod:`.cache`) — produce these, and
+grouping (:mod:`.group`) and writing (:mod:`.write`) work on them alone.
+"""
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+
+#: cuTile's defaults for kernel hints (``ct.kernel`` signature, cuda-tile 1.7.0 ``_execution.py``).
+HINT_DEFAULTS = {"num_ctas": None, "occupancy": None, "opt_level": 3, "num_worker_warps": None}
+
+
+@dataclass(frozen=True)
+class KernelRef:
+    """A kernel function and how a probe can import it.
+
+    ``attr`` is the name in ``module`` (or, for a script, in ``file``) of either the ``@ct.kernel`` object
+    (``ref_kind="kernel"``) or the plain function the program wraps with ``ct.kernel(...)`` at run time
+    (``ref_kind="function"``); ``None`` when the kernel cannot be imported (defined inside a function).
+    ``declared``: the hints of that ``@ct.kernel`` object (``None``: cuTile's defaults).
+    """
+    name: str
+    module: str | None = None
+    qualname: str | None = None
+    file: str | None = None
+    line: int | None = None
+    attr: str | None = None
+    ref_kind: str | None = None
+    declared_json: str | None = None   # JSON of the declared hints (a frozen dataclass needs hashable fields)
+
+    @property
+    def declared(self) -> dict:
+        """Declared hints, cuTile's defaults filled in; ``ByTarget`` values as ``{"by_target": …, "default": …}``."""
+        return {**HINT_DEFAULTS, **(json.loads(self.declared_json) if self.declared_json else {})}
+
+    @property
+    def key(self) -> tuple:
+        """Identity of the kernel function (a script's kernels by file, a module's by module)."""
+        return (None if self.module == "__main__" else self.module, self.qualname or self.name,
+                self.file if self.module in (None, "__main__") else None)
+
+    @property
+    def in_script(self) -> bool:
+        """Whether the kernel lives in the program's main script (importing it runs the script's top level)."""
+        return self.module == "__main__"
+
+    @property
+    def installed(self) -> bool:
+        """Whether the kernel's file is in an installed package (site-packages / dist-packages)."""
+        parts = (self.file or "").replace("\\", "/").split("/")
+        return "site-packages" in parts or "dist-packages" in parts
+
+    def import_root(self) -> str | None:
+        """For a module of a package that is not installed: the folder the recorded program imported the package
+        from (the file's path without the module's parts), which a probe puts on ``sys.path``; else None."""
+        if not self.module or "." not in self.module or self.in_script or not self.file or self.installed:
+            return None
+        root = os.path.dirname(self.file)
+        for _ in self.module.split(".")[1:]:
+            root = os.path.dirname(root)
+        return root
+
+    def spec(self, probe_dir: str | None = None) -> str | None:
+        """How a probe names the kernel: ``"module:attr"`` for an installed module or a package's module (see
+        :meth:`import_root`), else ``"path.py:attr"`` (a top-level module next to the program, or the script itself;
+        relative to ``probe_dir`` when near it), or None when it cannot be named. Decided from the recorded file
+        alone, so it does not depend on this process's ``sys.path``."""
+        if not self.attr:
+            return None
+        if self.module and not self.in_script and ("." in self.module or self.installed):
+            return f"{self.module}:{self.attr}"
+        if not self.file:
+            return None
+        path = self.file
+        if probe_dir:
+            rel = os.path.relpath(self.file, probe_dir)
+            if rel.split(os.sep).count(os.pardir) <= 3:   # near the probes: keep the pair movable together
+                path = rel
+        return f"{path}:{self.attr}"
+
+
+@dataclass
+class Launch:
+    """One distinct launch: kernel, the hints of the launched kernel object, grid, arguments, and counts.
+
+    ``args``: JSON argument descriptions (:func:`tileprobe.record.capture.to_json`). ``count``: launches seen
+    (None: unknown, e.g. from the compile cache). ``sites``: call site → count (the first frame in user code);
+    ``launch_sites``: the code that called ``ct.launch`` → count. ``archs``: targets seen (e.g. ``sm_90``).
+    """
+    kernel: KernelRef
+    hints: dict
+    grid: tuple | None
+    args: list
+    count: int | None = 1
+    sites: Counter = field(default_factory=Counter)
+    launch_sites: Counter = field(default_factory=Counter)
+    kwargs: dict = field(default_factory=dict)
+    archs: set = field(default_factory=set)
+    symbol: str | None = None          # known from the compile cache; computed later for recordings
+    source: str = "record"             # "record" | "cache"
+    note: str = ""
+
+    @property
+    def launch_hints(self) -> dict:
+        """Hints the launched kernel object sets differently from the declared kernel (``replace_hints`` or a
+        ``ct.kernel(...)`` made at run time): what a probe must set to reproduce the launch."""
+        declared = self.kernel.declared
+        return {h: v for h, v in self.hints.items() if h in HINT_DEFAULTS and v != declared.get(h)}
+
+    def merge_key(self) -> tuple:
+        """Launches equal under this key are the same launch (seen in several processes)."""
+        return (self.kernel.key, self.kernel.attr, _json(self.launch_hints), self.grid, _json(self.args))
+
+    def absorb(self, other: "Launch") -> None:
+        """Add another process's counts and sites of the same launch."""
+        self.count = None if self.count is None or other.count is None else self.count + other.count
+        self.sites.update(other.sites)
+        self.launch_sites.update(other.launch_sites)
+        self.archs |= other.archs
+
+
+def _json(obj) -> str:
+    return json.dumps(obj, sort_keys=True, default=repr)
+
+
+def merge(launches) -> list[Launch]:
+    """Merge equal launches (same kernel, launch hints, grid, arguments) and return them, most frequent first."""
+    out: dict[tuple, Launch] = {}
+    for la in launches:
+        key = la.merge_key()
+        if key in out:
+            out[key].absorb(la)
+        else:
+            out[key] = la
+    return sorted(out.values(), key=lambda x: -(x.count or 0))

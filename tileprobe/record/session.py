@@ -1,0 +1,133 @@
+"""Run a command with recording on, then turn what it launched into probes (``tileprobe record``'s pipeline)."""
+from __future__ import annotations
+
+import datetime
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+
+from ..errors import TileprobeError
+from . import hook
+from .group import ProbePlan, group
+from .log import Recording, read_log
+from .model import Launch
+from .write import PROBE_DIR, SUMMARY_FILE, Origin, summary, write_probes, write_summary
+
+BY_CHOICES = ("signature", "launch")
+
+
+@dataclass
+class RecordResult:
+    """What a recording gave: the command's exit code (None when nothing ran), the recording, the probe files
+    written with their plans, the summary file, and notes (things that could not be done, said once)."""
+    exit_code: int | None = None
+    recording: Recording | None = None
+    written: list[tuple[str, ProbePlan]] = field(default_factory=list)
+    summary_path: str = ""
+    notes: list[str] = field(default_factory=list)
+
+
+def now() -> str:
+    """Local time as ``YYYY-MM-DD HH:MM`` for the header of written probes."""
+    return datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
+
+
+def prepare_dir(out_dir: str, force: bool = False) -> None:
+    """Make ``out_dir`` ready for a new recording.
+
+    Raises:
+        TileprobeError: it holds an earlier recording (and ``force`` is false), or it is a non-empty folder that
+            is not a recording.
+    """
+    if os.path.isdir(out_dir) and os.listdir(out_dir):
+        ours = [n for n in (SUMMARY_FILE, hook.LAUNCH_DIR, PROBE_DIR, hook.HOOK_DIR) if os.path.exists(os.path.join(out_dir, n))]
+        if not ours:
+            raise TileprobeError(f"{out_dir} is a non-empty folder that is not a tileprobe recording: give a new or "
+                                 "empty folder with -o")
+        if not force:
+            raise TileprobeError(f"{out_dir} already holds a recording: give another folder with -o, or --force "
+                                 "to replace it")
+        for n in ours:
+            p = os.path.join(out_dir, n)
+            shutil.rmtree(p) if os.path.isdir(p) else os.remove(p)
+    os.makedirs(out_dir, exist_ok=True)
+
+
+def run_command(command: list[str], out_dir: str) -> int:
+    """Run ``command`` with every Python process it starts recording into ``out_dir/launches``.
+
+    Returns its exit code (128 + N when a signal N ended it, as a shell reports it). Ctrl-C reaches the command
+    (same process group) and this waits for it, so what it recorded is kept; a second Ctrl-C terminates it, a
+    third kills it.
+
+    Raises:
+        TileprobeError: the command cannot be started (not found, not executable).
+    """
+    if not command:
+        raise TileprobeError("no command to record: tileprobe record -o DIR -- python my_script.py")
+    env = hook.recording_env(out_dir)
+    os.makedirs(hook.launch_dir(out_dir), exist_ok=True)
+    try:
+        proc = subprocess.Popen(command, env=env)
+    except OSError as e:
+        raise TileprobeError(f"cannot start {command[0]!r}: {e.strerror or e}; check the command after --") from e
+    interrupts = 0
+    while True:
+        try:
+            rc = proc.wait()
+            break
+        except KeyboardInterrupt:   # the command got the same Ctrl-C; let it finish, unless asked again
+            interrupts += 1
+            if interrupts == 2:
+                proc.terminate()
+            elif interrupts > 2:
+                proc.kill()
+    return 128 - rc if rc < 0 else rc
+
+
+def plans_from(launches: list[Launch], *, top: int, by: str, hints: str) -> tuple[list[ProbePlan], list[str]]:
+    """Group launches into probe plans (JIT signatures computed first when ``by="signature"``)."""
+    if by not in BY_CHOICES:
+        raise TileprobeError(f"--by {by!r}: give one of {', '.join(BY_CHOICES)}")
+    if top < 1:
+        raise TileprobeError(f"--top {top}: give 1 or more cases per kernel")
+    notes = []
+    if by == "signature":
+        from .signatures import compute_symbols
+        notes = compute_symbols(launches)
+    return group(launches, top=top, hints=hints), notes
+
+
+def probes_from_log(out_dir: str, *, top: int = 10, by: str = "signature", hints: str = "around",
+                    origin: Origin | None = None, exit_code: int | None = None) -> RecordResult:
+    """Write ``out_dir/probes/*.py`` and ``out_dir/record.json`` from the launches recorded in ``out_dir/launches``."""
+    rec = read_log(hook.launch_dir(out_dir))
+    plans, notes = plans_from(rec.launches, top=top, by=by, hints=hints)
+    for name, n in rec.overflow.items():
+        notes.append(f"{name}: {n:,} launches counted but not described (over the per-process limit of distinct "
+                     "launches; TILEPROBE_RECORD_MAX_DISTINCT raises it)")
+    if origin is None:
+        command = rec.processes[0]["argv"] if rec.processes else []
+        origin = Origin("record", now(), command=command)
+    for p in (os.path.join(out_dir, PROBE_DIR),):
+        if os.path.isdir(p):
+            shutil.rmtree(p)
+    written = write_probes(plans, out_dir, origin)
+    data = summary(written, origin, out_dir, exit_code=exit_code, processes=len(rec.processes),
+                   launches=rec.total_launches, errors=rec.errors, notes=notes, unreadable=rec.unreadable)
+    path = write_summary(data, out_dir)
+    return RecordResult(exit_code, rec, written, path, notes)
+
+
+def record(command: list[str], out_dir: str, *, top: int = 10, by: str = "signature", hints: str = "around",
+           force: bool = False) -> RecordResult:
+    """Run ``command`` recorded, then write probes: ``tileprobe record -o out_dir -- command``.
+
+    The command's results and exit code are its own (``RecordResult.exit_code``); probes are written whatever it
+    returned, from every launch logged before it ended.
+    """
+    prepare_dir(out_dir, force)
+    rc = run_command(command, out_dir)
+    origin = Origin("record", now(), command=list(command))
+    return probes_from_log(out_dir, top=top, by=by, hints=hints, origin=origin, exit_code=rc)

@@ -1,0 +1,117 @@
+"""The JIT signature of each recorded launch, computed the way an audit computes it — in a child process.
+
+Grouping launches by signature needs the kernel imported and cuTile's signature inference run with the fake driver
+(:mod:`tileprobe._cutile`). That happens in a fresh ``python -m tileprobe.record.signatures`` process, so importing
+user code cannot disturb the caller (a pytest session holding the real driver, a module with side effects), and a
+failure only means "group by arguments instead". The arguments are the very expressions the probe file will
+contain (:mod:`.args`), evaluated with :class:`~tileprobe.audit.probe.SpecArrays`.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+from .args import args_text
+from .model import Launch
+
+#: Seconds the child may take to import the kernels and infer every signature.
+TIMEOUT_S = 300
+
+
+def compute_symbols(launches: list[Launch], timeout_s: float = TIMEOUT_S) -> list[str]:
+    """Set ``symbol`` on each launch whose kernel can be imported; return notes on what could not be done.
+
+    Kernels that live in the recorded script (``__main__``) are skipped: importing the script would run it.
+    """
+    todo: dict[tuple, dict] = {}
+    owners: dict[tuple, list[Launch]] = {}
+    for la in launches:
+        k = la.kernel
+        spec = k.spec()
+        if la.symbol or spec is None or k.in_script:
+            continue
+        entry = todo.setdefault(k.key, {"spec": spec, "kind": k.ref_kind, "root": k.import_root(), "launches": []})
+        entry["launches"].append(args_text(la.args).exprs)
+        owners.setdefault(k.key, []).append(la)
+    if not todo:
+        return []
+    keys = list(todo)
+    with tempfile.TemporaryDirectory(prefix="tileprobe-sig-") as tmp:
+        src, dst = os.path.join(tmp, "in.json"), os.path.join(tmp, "out.json")
+        with open(src, "w") as f:
+            json.dump([todo[k] for k in keys], f)
+        try:
+            proc = subprocess.run([sys.executable, "-m", "tileprobe.record.signatures", src, dst], env=_child_env(),
+                                  capture_output=True, text=True, timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            return [f"signatures not computed (over {timeout_s:.0f} s): launches grouped by arguments"]
+        if proc.returncode != 0 or not os.path.exists(dst):
+            tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+            return [f"signatures not computed ({tail[0]}): launches grouped by arguments"]
+        with open(dst) as f:
+            result = json.load(f)
+    notes = []
+    for key, res in zip(keys, result):
+        for la, sym in zip(owners[key], res["symbols"]):
+            la.symbol = sym
+        if res.get("error"):
+            notes.append(f"{todo[key]['spec']}: signatures not computed ({res['error']}); grouped by arguments")
+    return notes
+
+
+def _child_env() -> dict:
+    """This environment without a recording hook, with this tileprobe importable."""
+    from .hook import clean_env
+    env = clean_env(os.environ)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
+
+
+def _kernel(entry: dict):
+    import cuda.tile as ct
+    from ..audit.probe import import_object
+    if entry.get("root"):
+        sys.path.insert(0, entry["root"])
+    obj = import_object(entry["spec"])
+    return ct.kernel(obj) if entry.get("kind") == "function" else obj
+
+
+def _symbols(entry: dict) -> dict:
+    import cuda.tile as ct
+    from ..audit.probe import SpecArrays
+    from ..audit.signature import jit_signature
+    try:
+        kernel = _kernel(entry)
+    except Exception as e:
+        return {"symbols": [None] * len(entry["launches"]), "error": f"{type(e).__name__}: {e}"}
+    namespace = {"arrays": SpecArrays(), "ct": ct}
+    out = []
+    for exprs in entry["launches"]:
+        try:
+            if any("torch." in e for e in exprs):
+                import torch
+                namespace["torch"] = torch
+            args = eval("(" + "".join(e + ", " for e in exprs) + ")", namespace)
+            out.append(jit_signature(kernel, args).symbol)
+        except Exception:
+            out.append(None)
+    return {"symbols": out, "error": None}
+
+
+def main(argv: list[str]) -> int:
+    """``python -m tileprobe.record.signatures IN.json OUT.json``."""
+    from ..audit import _cutile
+    _cutile.install_fake_driver()
+    with open(argv[0]) as f:
+        entries = json.load(f)
+    with open(argv[1], "w") as f:
+        json.dump([_symbols(e) for e in entries], f)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
