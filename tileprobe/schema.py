@@ -51,7 +51,23 @@ from typing import Any
 
 from .errors import TileprobeError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+
+# Verdict statuses (schema 2). Hints with a goal tileprobe can check (occupancy: CTAs/SM ≥ N; num_ctas: cluster of
+# N CTAs; allow_tma: TMA instructions present/absent) get one of the first five; hints without one (opt_level,
+# num_worker_warps, latency and other per-load knobs) get one of the last three. README "Verdicts" explains them.
+HONOURED = "honoured"      # goal met, and the hint changed the machine code (vs the reference value)
+MET = "met"                # goal met without the hint: same machine code and resources as the reference value
+PARTIAL = "partial"        # moved toward the goal and fell short
+IGNORED = "ignored"        # goal not met, no effect
+INFEASIBLE = "infeasible"  # goal impossible on this arch for the CTA the compiler built
+CHANGED = "changed"        # no goal: the machine code or resources differ from the baseline value's
+UNCHANGED = "unchanged"    # no goal: same machine code and resources as the baseline value
+BASELINE = "baseline"      # no goal: the value the others are compared with (the lowest audited)
+GOAL_STATUSES = (HONOURED, MET, PARTIAL, IGNORED, INFEASIBLE)
+EFFECT_STATUSES = (CHANGED, UNCHANGED, BASELINE)
+#: Statuses whose reasons brief output (``--brief``, markdown, the HTML notes) shows: the hint fell short or did nothing.
+NOTEWORTHY_STATUSES = (PARTIAL, IGNORED, INFEASIBLE, UNCHANGED)
 
 
 def canonical(value: Any) -> Any:
