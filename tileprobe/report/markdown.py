@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from ..schema import VariantRecord
-from .common import case_columns, group_tables, sass_columns, headers, hint_columns, verdict_columns, row_cells, short_build, verdict_cells, verdict_text
+from .common import case_columns, group_tables, sass_columns, headers, hint_columns, verdict_columns, row_cells, short_build, verdict_cells, verdict_text, noteworthy
 
 
 def table_md(headers: list[str], rows: list[list[str]]) -> str:
@@ -22,7 +22,8 @@ def environment_md(env: dict) -> str:
 
 
 def audit_markdown(records: Iterable[VariantRecord], environment: dict, command: str = "") -> str:
-    """The whole audit as Markdown: one table per kernel and compiler, then the non-honoured verdicts."""
+    """The whole audit as Markdown: one table per kernel and compiler, then the noteworthy verdicts (partial,
+    ignored, infeasible, unchanged: :data:`tileprobe.schema.NOTEWORTHY_STATUSES`) and failures."""
     records = list(records)
     parts = ["## tileprobe audit\n", environment_md(environment)]
     if command:
@@ -35,7 +36,7 @@ def audit_markdown(records: Iterable[VariantRecord], environment: dict, command:
                               [row_cells(r, hints, cases) + [fn(r) for _, fn in extra] + verdict_cells(r, vcols)
                                for r in rows]))
         notes = [f"- {_label(r)}: {verdict_text(r, long=True)}" for r in rows
-                 if not r.ok or any(v["status"] != "honoured" for v in r.verdicts.values())]
+                 if not r.ok or any(noteworthy(v) for v in r.verdicts.values())]
         if notes:
             parts.append("\n" + "\n".join(notes) + "\n")
     from ..explain import advice
