@@ -1,8 +1,8 @@
 """The audit's result format: one record per variant, versioned JSON.
 
-JSON layout (``schema_version`` 1)::
+JSON layout (``schema_version`` 2)::
 
-    {"schema_version": 1, "tool": "tileprobe 0.1.0", "created": "2026-11-29T20:00:00Z",
+    {"schema_version": 2, "tool": "tileprobe 0.1.0", "created": "2026-11-29T20:00:00Z",
      "environment": {...},                      # host, python, cuda-tile, tileiras versions used, GPU (runs)
      "variants": [VariantRecord, ...]}
 
@@ -29,7 +29,9 @@ ctas_per_sm    theoretical CTAs per SM (cuda_occupancy.h rules)
 warps_per_sm, occupancy_pct, limiter (threads | registers | shared_memory | cta_slots)
 cubin_sha256   hash of the whole cubin file
 code_sha256    hash of the machine code and resources only (stable across hint values the compiler ignores)
-verdicts       {hint: {"status": honoured|partial|ignored|infeasible, "reason": str}}
+verdicts       {hint: {"status": S, "reason": str}}; S is honoured|met|partial|ignored|infeasible for hints
+               with a goal (occupancy, num_ctas, allow_tma) and changed|unchanged|baseline for the others
+               (opt_level, num_worker_warps, latency …); see tileprobe/verdict.py
 error, repro   the compiler's message and a command that repeats the compile (failures)
 compile_s      tileiras wall time (s)
 symbol, signature  the mangled kernel symbol and the JIT signature's constraints
@@ -40,7 +42,17 @@ sass, remarks, ptx  SASS traits, compiler remarks, embedded-PTX directives (when
 run            GPU run result (status ok|wrong|hang|crash, median_us, …) when the variant was run
 ============== ======================================================================================
 
-Readers refuse a newer ``schema_version`` and say which tileprobe to install.
+Readers refuse a newer ``schema_version`` and say which tileprobe to install; they migrate an older one in memory
+(the file is left as it is) and say so with a :class:`SchemaMigrationWarning` and ``environment["migrated_from_schema"]``
+(asv's ``update_json`` habit; :data:`MIGRATIONS`).
+
+Version history:
+
+1. (tileprobe 0.1.0, until 2026-12-01) verdict statuses honoured | partial | ignored | infeasible for every hint.
+2. (2026-12-01) ``honoured`` only when the hint changed the machine code; ``met`` when the goal was met without it;
+   hints without a goal get changed | unchanged | baseline. Migration 1 → 2: the verdicts are judged again from
+   the records (every field they need is in schema 1), since a schema-1 ``honoured`` cannot be split without the
+   other variants of its group. Nothing else changed.
 """
 from __future__ import annotations
 
@@ -196,4 +208,40 @@ def load(doc_or_path: Any) -> tuple[list[VariantRecord], dict]:
     if version > SCHEMA_VERSION:
         raise TileprobeError(f"{doc_or_path}: written with result schema {version}, this tileprobe reads up to "
                              f"{SCHEMA_VERSION}: upgrade tileprobe (pip install -U tileprobe)")
-    return [VariantRecord.from_dict(v) for v in doc["variants"]], doc.get("environment", {})
+    records = [VariantRecord.from_dict(v) for v in doc["variants"]]
+    environment = dict(doc.get("environment", {}))
+    if version < SCHEMA_VERSION:
+        migrate(records, version, environment, source=doc_or_path if not isinstance(doc_or_path, dict) else "results")
+    return records, environment
+
+
+class SchemaMigrationWarning(UserWarning):
+    """An older result file was read and migrated in memory to the current schema."""
+
+
+def update_to_2(records: list[VariantRecord]) -> str:
+    """Schema 1 → 2: judge the verdicts again with the schema-2 statuses; returns what was done."""
+    from .verdict import judge_records
+    judge_records(records)
+    return "verdicts judged again (honoured → honoured or met; opt_level/num_worker_warps/knobs → changed/unchanged/baseline)"
+
+
+#: Migrations: ``MIGRATIONS[n]`` brings records of schema n to n + 1.
+MIGRATIONS = {1: update_to_2}
+
+
+def migrate(records: list[VariantRecord], version: int, environment: dict, source: str = "results") -> None:
+    """Bring ``records`` of schema ``version`` to :data:`SCHEMA_VERSION` in place, record it in ``environment``
+    (``migrated_from_schema``) and warn (:class:`SchemaMigrationWarning`). Raises TileprobeError for a version
+    with no migration (below 1)."""
+    import warnings
+    done = []
+    for v in range(version, SCHEMA_VERSION):
+        if v not in MIGRATIONS:
+            raise TileprobeError(f"{source}: result schema {version} cannot be read (no migration from {v}); "
+                                 "audit again with this tileprobe")
+        done.append(f"{v}→{v + 1}: {MIGRATIONS[v](records)}")
+    environment["migrated_from_schema"] = version
+    warnings.warn(SchemaMigrationWarning(
+        f"{source}: result schema {version} read and migrated to {SCHEMA_VERSION} in memory ({'; '.join(done)}); "
+        "the file is unchanged: write it again (--json) to keep schema 2"), stacklevel=3)
