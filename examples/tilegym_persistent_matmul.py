@@ -3,6 +3,9 @@ the FlashInfer #4465 case: a persistent GEMM whose autotune crosses ``num_ctas``
 ``occupancy``. fp16 4096 x 4096 x 4096, tile 128 x 128 x 64 (a TileGym sm_100 autotune entry), grid as TileGym
 launches it: ``min(SMs // num_ctas, tiles) * occupancy`` cuTile blocks (a block is a cluster of ``num_ctas`` CTAs).
 
+Two probes: the FlashInfer-like grid (num_ctas 1, 2 × occupancy 1, 2, 4, 8) and larger clusters (num_ctas 4, 8, 16
+× occupancy 1, 2; 16 is above the portable cluster size 8) for ``benchmarks/gpu_cluster_check.py``.
+
 Needs ``pip install tilegym`` (and torch, which TileGym imports).
 
     tileprobe audit examples/tilegym_persistent_matmul.py --arch sm_90,sm_100
@@ -29,11 +32,12 @@ def reference(case, a):
     return {2: (a[0].float() @ a[1].float()).to(a[2].dtype)}
 
 
-probe = Probe(
-    kernel="tilegym.ops.cutile.matmul:_static_persistent_matmul_kernel",
-    args=args,
-    hints={"num_ctas": [1, 2], "occupancy": [1, 2, 4, 8]},
-    grid=grid,
-    reference=reference,
-    name="tilegym_persistent_matmul",
-)
+def _probe(name, hints):
+    return Probe(kernel="tilegym.ops.cutile.matmul:_static_persistent_matmul_kernel", args=args, hints=hints,
+                 grid=grid, reference=reference, name=name)
+
+
+probes = [
+    _probe("tilegym_persistent_matmul", {"num_ctas": [1, 2], "occupancy": [1, 2, 4, 8]}),
+    _probe("tilegym_persistent_matmul_clusters", {"num_ctas": [4, 8, 16], "occupancy": [1, 2]}),
+]

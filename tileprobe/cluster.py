@@ -178,7 +178,7 @@ def _layout_bounds(num_sms: int, num_gpcs: int, max_per_gpc: int, step: int, cta
 
 def max_cluster_size(arch: str) -> tuple[int, str]:
     """(largest cluster size, its source) on ``arch``: the non-portable maximum where sourced, else the portable 8
-    ([guide]); (1, …) before sm_90, which has no clusters."""
+    ([guide]; a larger size may exist but is not sourced); (1, …) before sm_90, which has no clusters."""
     limits = get_arch(arch)
     if limits.cc < (9, 0):
         return 1, f"thread-block clusters need sm_90 or later ([guide]); {limits.name} has none"
@@ -193,16 +193,21 @@ def cluster_note(arch: str, ctas_per_sm: int, size: int) -> str:
     clusters on the arch's reference GPU (:data:`REFERENCE_GPUS`), the portability of the size; '' for size 1."""
     if size <= 1:
         return ""
-    limit, src = max_cluster_size(get_arch(arch).name)
+    name = get_arch(arch).name
     parts = []
-    if size > limit:
-        parts.append(f"clusters of {size} exceed the largest size on {arch} ({limit}: {src})")
-    elif size > PORTABLE_CLUSTER_SIZE:
-        parts.append(f"clusters of {size} are above the portable {PORTABLE_CLUSTER_SIZE}: the launch needs "
-                     f"cudaFuncAttributeNonPortableClusterSizeAllowed ({src})")
-    gpu = REFERENCE_GPUS.get(get_arch(arch).name)
+    if size > PORTABLE_CLUSTER_SIZE:
+        limit, src = max_cluster_size(name)
+        if name not in NON_PORTABLE_CLUSTER_SIZE:
+            parts.append(f"clusters of {size} are above the portable {PORTABLE_CLUSTER_SIZE}; whether {name} runs "
+                         f"them is {NOT_SOURCED}")
+        elif size > limit:
+            parts.append(f"clusters of {size} exceed {name}'s largest, {limit} ({src})")
+        else:
+            parts.append(f"clusters of {size} are above the portable {PORTABLE_CLUSTER_SIZE}: the launch needs "
+                         f"cudaFuncAttributeNonPortableClusterSizeAllowed ({src.split(':')[0]}: up to {limit})")
+    gpu = REFERENCE_GPUS.get(name)
     if gpu is None:
-        parts.append(f"clusters of {size}: resident count {NOT_SOURCED} for {arch} (no GPU with a sourced SM "
+        parts.append(f"clusters of {size}: resident count {NOT_SOURCED} for {name} (no GPU with a sourced SM "
                      f"count); at most SMs × {ctas_per_sm} ÷ {size}")
     else:
         parts.append(active_clusters(gpu, ctas_per_sm, size).text())
