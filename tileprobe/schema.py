@@ -43,8 +43,8 @@ run            GPU run result (status ok|wrong|hang|crash, median_us, …) when 
 ============== ======================================================================================
 
 Readers refuse a newer ``schema_version`` and say which tileprobe to install; they migrate an older one in memory
-(the file is left as it is) and say so with a :class:`SchemaMigrationWarning` and ``environment["migrated_from_schema"]``
-(asv's ``update_json`` habit; :data:`MIGRATIONS`).
+(the file is left as it is) and say so with a :class:`SchemaMigrationWarning` and
+``environment["migrated_from_schema"]`` (asv's ``update_json`` habit; :data:`MIGRATIONS`).
 
 Version history:
 
@@ -78,7 +78,7 @@ UNCHANGED = "unchanged"    # no goal: same machine code and resources as the bas
 BASELINE = "baseline"      # no goal: the value the others are compared with (the lowest audited)
 GOAL_STATUSES = (HONOURED, MET, PARTIAL, IGNORED, INFEASIBLE)
 EFFECT_STATUSES = (CHANGED, UNCHANGED, BASELINE)
-#: Statuses whose reasons brief output (``--brief``, markdown, the HTML notes) shows: the hint fell short or did nothing.
+#: Statuses whose reasons brief output (``--brief``, markdown, HTML notes) shows: the hint fell short or did nothing.
 NOTEWORTHY_STATUSES = (PARTIAL, IGNORED, INFEASIBLE, UNCHANGED)
 
 
@@ -223,7 +223,8 @@ def update_to_2(records: list[VariantRecord]) -> str:
     """Schema 1 → 2: judge the verdicts again with the schema-2 statuses; returns what was done."""
     from .verdict import judge_records
     judge_records(records)
-    return "verdicts judged again (honoured → honoured or met; opt_level/num_worker_warps/knobs → changed/unchanged/baseline)"
+    return ("verdicts judged again (honoured → honoured or met; opt_level/num_worker_warps/knobs → "
+            "changed/unchanged/baseline)")
 
 
 #: Migrations: ``MIGRATIONS[n]`` brings records of schema n to n + 1.

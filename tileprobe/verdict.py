@@ -169,6 +169,9 @@ def smem_reserve_clause(r: VariantRecord, goal: int | None = None) -> str:
     return rule if alt is None else f"{alt}; {rule}"
 
 
+_RESTS = "the verdict rests on the reserve reading (within 1 KB per CTA of a boundary):"
+
+
 def _other_reserve_reading(r: VariantRecord, goal: int | None = None) -> str | None:
     """The CTAs/SM under the other reading of the reserve, as a sentence, when it differs from ``r.ctas_per_sm``
     (and, given a ``goal``, lands on the other side of it)."""
@@ -182,13 +185,12 @@ def _other_reserve_reading(r: VariantRecord, goal: int | None = None) -> str | N
     if other == ctas or (goal is not None and (other >= goal) == (ctas >= goal)):
         return None
     if not included:
-        return (f"the verdict rests on the reserve reading (within 1 KB per CTA of a boundary): if the cubin's {r.shared_bytes:,} B already included the 1 KB "
-                f"reserve, {_ctas(other)}/SM")
+        return (f"{_RESTS} if the cubin's {r.shared_bytes:,} B already included the 1 KB reserve, "
+                f"{_ctas(other)}/SM")
     need = ctas * (r.shared_bytes + limits.smem_reserved_per_cta_bytes)
     alloc = ctas * smem_allocated_per_cta_bytes(limits, r.shared_bytes)
     units = f" ({alloc:,} B in 128-B units)" if alloc != need else ""
-    text = (f"the verdict rests on the reserve reading (within 1 KB per CTA of a boundary): {_ctas(ctas)}/SM reads the cubin's {r.shared_bytes:,} B as including "
-            f"the 1 KB reserve; counted on top, {ctas} × ({r.shared_bytes:,} + 1,024) = {need:,} B{units} > "
+    text = (f"{_RESTS} {_ctas(ctas)}/SM reads the cubin's {r.shared_bytes:,} B as including the 1 KB reserve; counted on top, {ctas} × ({r.shared_bytes:,} + 1,024) = {need:,} B{units} > "
             f"{limits.smem_per_sm_bytes:,} B per SM → {_ctas(other)}/SM")
     size = cluster_size(r.cluster_dims)
     if size > 1 and other:
@@ -308,7 +310,8 @@ def judge_allow_tma(hint: str, r: VariantRecord, group: list[VariantRecord]) -> 
 def _tma_met(hint: str, r: VariantRecord, other: VariantRecord | None, reason: str) -> dict:
     """allow_tma's goal met: ``met`` when the variant with the other value is missing or has the same code."""
     if other is None:
-        return _verdict(MET, f"{reason}; the other {hint} value was not audited: nothing shows the knob changed the code")
+        return _verdict(MET, f"{reason}; the other {hint} value was not audited: nothing shows the knob changed "
+                             "the code")
     return _met_or_honoured(hint, r, [r, other], _verdict(HONOURED, reason), ref=other)
 
 
