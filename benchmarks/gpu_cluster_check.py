@@ -155,7 +155,7 @@ def bundle_configs(records, arch: str) -> list[Config]:
     for r in records:
         size = cluster_size(r.cluster_dims)
         if r.ok and r.arch == arch and size > 1:
-            label = " ".join([r.kernel, *(f"{k}={v}" for k, v in r.hints.items())])
+            label = " ".join([r.kernel, *(f"{k}={v}" for k, v in [*r.case.items(), *r.hints.items()])])
             out.append(Config("bundle", label, int(r.threads), size, 0, None, tuple(r.cluster_dims),
                               {"cubin_sha256": r.cubin_sha256, "symbol": r.symbol, "ctas_per_sm": r.ctas_per_sm,
                                "registers": r.registers, "driver_shared_bytes": r.driver_shared_bytes}))
@@ -220,11 +220,11 @@ def summary(rows: list[dict]) -> dict:
 
 def table(rows: list[dict]) -> str:
     """Plain-text table (no dependency beyond the standard library)."""
-    head = ("kind", "what", "thr", "regs", "smem B", "k", "CTA/SM m/d", "naive", "model", "driver", "ok")
+    head = ("kind", "what", "thr", "regs", "smem B", "k", "CTA/SM model/driver", "naive", "model", "driver", "ok")
     lines = ["  ".join(head)]
     for r in rows:
         lines.append("  ".join(str(x) for x in (
-            r["kind"], r["label"][:48], r["threads"], r["regs"], r["static_smem"] + r["dyn_smem_bytes"], r["size"],
+            r["kind"], r["label"][:64], r["threads"], r["regs"], r["static_smem"] + r["dyn_smem_bytes"], r["size"],
             f"{r['model_ctas_per_sm']}/{r.get('ctas_per_sm')}", r["naive"], r["model"],
             r.get("clusters") if not r.get("error") else r["error"], "yes" if r["match"] else "NO")))
     return "\n".join(lines)
