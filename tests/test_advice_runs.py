@@ -43,7 +43,8 @@ def test_advice_names_the_measured_best_and_the_disagreement():
     lines = advice(_records())
     label = "rms_norm_large sm_90 tileiras 13.4.92 ALLOW_TMA=False"
     static, measured = [line for line in lines if line.startswith(label + ":")]
-    assert static == (f"{label}: highest occupancy met without spills is 4 (4 CTAs/SM, 64 registers); "
+    assert static == (f"{label}: static pick: occupancy 4, the lowest value with the most CTAs/SM met without spills "
+                      "(4 CTAs/SM, 64 registers); "
                       "spills at occupancy 8 (40 B stack), 16 (40 B stack)")
     assert measured.startswith(f"{label}: measured on NVIDIA H200: best occupancy 16, 365.8 µs (IQR 364.2–367.4); ")
     assert ("static advice: occupancy 4; measured best: occupancy 16, 1.30× faster than 4 (473.9 µs (IQR 473.2–474.6)):"

@@ -61,8 +61,8 @@ def what_it_takes(r: VariantRecord, ctas: int) -> str:
 def advice(records: Iterable[VariantRecord]) -> list[str]:
     """Advice per (kernel, case, other hints, arch, compiler), occupancy hints only.
 
-    One static line: the highest occupancy value whose goal is met (honoured or met) without spills, and which
-    values spill. When the variants carry GPU run results (``record.run``), a second line ranks them by measured
+    One static line: the occupancy value whose goal is met (honoured or met) without spills with the most CTAs/SM
+    (the lowest such value on a tie: same residency, fewer demands on the compiler), and which values spill. When the variants carry GPU run results (``record.run``), a second line ranks them by measured
     median time with its noise and says where the static advice and the measurement disagree
     (:func:`measured_advice`).
     """
@@ -97,10 +97,10 @@ def _static_advice(rows: list[VariantRecord]) -> tuple[VariantRecord | None, str
     clean = [r for r in rows if not _spills(r)
              and r.verdicts.get("occupancy", {}).get("status") in ("honoured", "met")]
     spills = [r for r in rows if _spills(r)]
-    best = max(clean, key=lambda r: (r.ctas_per_sm or 0, int(r.hint("occupancy"))), default=None)
+    best = max(clean, key=lambda r: (r.ctas_per_sm or 0, -int(r.hint("occupancy"))), default=None)
     if best is not None:
-        line = (f"highest occupancy met without spills is {best.hint('occupancy')} "
-                f"({best.ctas_per_sm} CTAs/SM, {best.registers} registers)")
+        line = (f"static pick: occupancy {best.hint('occupancy')}, the lowest value with the most CTAs/SM met "
+                f"without spills ({best.ctas_per_sm} CTAs/SM, {best.registers} registers)")
     else:
         line = "no occupancy value is met without spills"
     if spills:
