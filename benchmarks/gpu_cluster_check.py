@@ -1,7 +1,7 @@
 """GPU check of tileprobe's cluster model (``tileprobe/cluster.py``) against ``cuOccupancyMaxActiveClusters``.
 
-On a GPU with thread-block clusters (sm_90+; written for the H200), with the CUDA driver, cuda-bindings, cuda-core
-and NVRTC (the ``nvidia-cuda-nvrtc`` wheel torch depends on). No tileiras is needed: the cuTile cubins come from a
+On a GPU with thread-block clusters (sm_90+; written for the H200), with the CUDA driver, cuda-bindings, cuda-core,
+numpy and NVRTC (or else nvcc) to compile two small kernels. No tileiras is needed: the cuTile cubins come from a
 bundle made where tileiras is.
 
 1. **GPC layout.** A tiny NVRTC kernel is launched in clusters of 16, 8, 4 and 2 CTAs (16 with
@@ -322,9 +322,36 @@ def nvrtc_cubin(source: str, arch: str, name: str, max_regs: int | None = None) 
     return bytes(Program(source, "c++", opts).compile("cubin").code)
 
 
+def nvcc_cubin(source: str, arch: str, name: str, max_regs: int | None = None, nvcc: str | None = None) -> bytes:
+    """The same with ``nvcc -cubin`` (``nvcc`` on PATH or in $CUDA_HOME/bin unless given)."""
+    import shutil
+    import subprocess
+    import tempfile
+    nvcc = nvcc or shutil.which("nvcc") or os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", "nvcc")
+    with tempfile.TemporaryDirectory() as tmp:
+        src, out = os.path.join(tmp, name), os.path.join(tmp, "k.cubin")
+        with open(src, "w", encoding="utf-8") as f:
+            f.write(source)
+        cmd = [nvcc, "-cubin", f"-arch={arch}", "-o", out, src] + ([f"-maxrregcount={max_regs}"] if max_regs else [])
+        subprocess.run(cmd, check=True, capture_output=True, timeout=300)
+        with open(out, "rb") as f:
+            return f.read()
+
+
+def compile_cubin(source: str, arch: str, name: str, max_regs: int | None = None) -> bytes:
+    """NVRTC, else nvcc (a GPU host whose NVRTC does not match cuda-bindings may still have a toolkit)."""
+    try:
+        return nvrtc_cubin(source, arch, name, max_regs)
+    except Exception as nvrtc_error:                 # noqa: BLE001 - any NVRTC failure: try nvcc, report both
+        try:
+            return nvcc_cubin(source, arch, name, max_regs)
+        except Exception as nvcc_error:              # noqa: BLE001
+            raise RuntimeError(f"cannot compile {name}: NVRTC: {nvrtc_error}; nvcc: {nvcc_error}") from nvcc_error
+
+
 def measure_layout(drv: Driver, info: dict, args) -> dict:
     """GPCs from cluster co-residency (module doc, step 1)."""
-    fn = drv.function(nvrtc_cubin(LAYOUT_SOURCE, info["arch"], "gpc_probe.cu"), "gpc_probe")
+    fn = drv.function(compile_cubin(LAYOUT_SOURCE, info["arch"], "gpc_probe.cu"), "gpc_probe")
     dyn = targeted_smem(info["arch"], 1)                  # one CTA per SM
     obs, bad, sizes = [], 0, []
     for size in sorted(CLUSTER_SIZES, reverse=True):
@@ -384,7 +411,7 @@ def _row(drv: Driver, cfg: Config, layout: dict, info: dict, functions: dict) ->
     """Query the driver for one configuration and compare (bundle rows also check the audit's numbers)."""
     key = cfg.record["cubin_sha256"] if cfg.kind == "bundle" else ("regs", cfg.reg_cap)
     if key not in functions:
-        functions[key] = drv.function(nvrtc_cubin(REGS_SOURCE, info["arch"], "regs_probe.cu", cfg.reg_cap),
+        functions[key] = drv.function(compile_cubin(REGS_SOURCE, info["arch"], "regs_probe.cu", cfg.reg_cap),
                                       "regs_probe")
     row = compare(cfg, driver_facts(drv, cfg, functions[key]), layout["sms_per_gpc"], info["arch"])
     if cfg.kind == "bundle":

@@ -123,6 +123,14 @@ def test_the_kernels_compile_with_nvrtc(gcc):
     assert regs.regs_per_thread == 64                     # the kernel needs more: the cap is what it gets
 
 
+def test_the_nvcc_fallback_builds_the_same_register_cap(gcc):
+    import nvidia                                       # the nvidia-cuda-nvcc wheel of the test extra
+    nvcc = os.path.join(list(nvidia.__path__)[0], "cu13", "bin", "nvcc")
+    assert os.path.exists(nvcc), f"no nvcc at {nvcc}: pip install -e '.[test]'"
+    cubin = gcc.nvcc_cubin(gcc.REGS_SOURCE, "sm_90", "regs_probe.cu", 96, nvcc=nvcc)
+    assert CubinInfo.from_bytes(cubin).kernel("regs_probe").regs_per_thread == 96
+
+
 def test_the_launch_configuration_carries_the_cluster(gcc):
     from cuda.bindings import driver as cu
     drv = object.__new__(gcc.Driver)                     # no GPU here: only the struct building is checked
