@@ -139,3 +139,69 @@ def test_the_launch_configuration_carries_the_cluster(gcc):
     assert (cfg.gridDimX, cfg.blockDimX, cfg.sharedMemBytes, cfg.numAttrs) == (2112, 128, 116_736, 1)
     assert cfg.attrs[0].id == cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
     assert (cfg.attrs[0].value.clusterDim.x, cfg.attrs[0].value.clusterDim.y) == (16, 1)
+
+
+class FakeDriver:
+    """Answers like a driver that follows tileprobe's rules on :data:`LAYOUT` (SM ids numbered GPC by GPC)."""
+
+    def __init__(self):
+        self.fns, self.rng = {}, random.Random(5)
+
+    def info(self):
+        return {"name": "Fake H200", "arch": "sm_90", "sms": 132, "driver": 13000, "smem_per_sm_bytes": 233_472,
+                "smem_optin_bytes": 232_448}
+
+    def function(self, cubin, symbol):
+        regs, static = (int(cubin.split(b":")[1]), int(cubin.split(b":")[2])) if cubin.startswith(b"fake:") else (0, 0)
+        self.fns[symbol + str(len(self.fns))] = (regs, static)
+        return symbol + str(len(self.fns) - 1)
+
+    def func_attr(self, fn, name):
+        return self.fns[fn][0] if name.endswith("NUM_REGS") else self.fns[fn][1]
+
+    def prepare(self, fn, dyn, size):
+        pass
+
+    def ctas_per_sm(self, fn, threads, dyn):
+        regs, static = self.fns[fn]
+        return theoretical_occupancy(get_arch("sm_90"), threads, regs, static + dyn).ctas_per_sm
+
+    def max_active_clusters(self, fn, threads, dyn, dims):
+        k = dims[0] * dims[1] * dims[2]
+        return sum(s * self.ctas_per_sm(fn, threads, dyn) // k for s in LAYOUT)
+
+    def run_layout_kernel(self, fn, n_ctas, size, dyn, spin_ns):
+        _, gpcs = _observations(LAYOUT, launches=1)
+        rows = []
+        for cluster in range(n_ctas // size):
+            sms = self.rng.sample(self.rng.choice([g for g in gpcs if len(g) >= size]), size)
+            rows += [[sm, cluster, rank, 0xC0FFEE] for rank, sm in enumerate(sms)]
+        import numpy as np
+        return np.array(rows, dtype=np.uint32)
+
+
+def test_the_whole_check_with_a_fake_driver_and_bundle(gcc, tmp_path, monkeypatch, capsys):
+    from tileprobe.schema import write_json
+    (tmp_path / "b" / "cubins").mkdir(parents=True)
+    recs = []
+    for n, regs, drv_smem in ((2, 128, 114_888), (16, 255, 116_160)):
+        r = VariantRecord(kernel="pm", probe="p.py", case={"T": 1}, hints={"num_ctas": n}, arch="sm_90",
+                          tileiras="V13.4.92", status="ok", threads=256, registers=regs, shared_bytes=drv_smem + 1024,
+                          driver_shared_bytes=drv_smem, ctas_per_sm=2 if regs == 128 else 1,
+                          cluster_dims=[n, 1, 1], cubin_sha256=f"s{n}", symbol=f"k{n}")
+        (tmp_path / "b" / "cubins" / f"s{n}.cubin").write_bytes(f"fake:{regs}:{drv_smem}".encode())
+        recs.append(r)
+    write_json(recs, {}, str(tmp_path / "b" / "audit.json"))
+    monkeypatch.setattr(gcc, "Driver", FakeDriver)
+    monkeypatch.setattr(gcc, "compile_cubin", lambda src, arch, name, regs=None: f"fake:{regs or 16}:0".encode())
+    rc = gcc.main(["--out", str(tmp_path / "o"), "--bundle", str(tmp_path / "b"), "--random", "40"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert out.startswith("Fake H200 (sm_90, 132 SMs, driver 13000): 8 GPCs of [18, 18, 18, 16, 16, 16, 16, 14] SMs "
+                          "(132 seen; cluster sizes [16, 8, 4, 2]; 0 inconsistent CTA records)")
+    import json
+    result = json.loads((tmp_path / "o" / "cluster_check.json").read_text())
+    assert result["summary"]["bundle"] == {"rows": 2, "match": 2, "naive_differs": 1, "distinct_sm_match": 2,
+                                           "errors": 0}
+    assert result["summary"]["divergent"]["rows"] == 12 and result["summary"]["random"]["rows"] == 40
+    assert all(r["reserve_reading_matches"] for r in result["rows"] if r["kind"] == "bundle")
