@@ -43,7 +43,8 @@ def test_range_texts_say_what_they_rest_on():
     h = REFERENCE_GPUS["sm_90"]
     assert active_clusters(h, 1, 16).text() == (
         "clusters of 16: 5–8 active on H100 SXM5/H200 (132 SMs in 8 GPCs of ≤ 18 SMs) (range over the GPC "
-        "layouts its SM and TPC counts allow; its own layout is not published)")
+        "layouts its SM and TPC counts allow; its own layout is not published); at most 128 CTAs resident in "
+        "clusters, fewer than the 132 of 1 CTA/SM on all 132 SMs")
     assert active_clusters(h, 1, 2).text() == ("clusters of 2: 66 active on H100 SXM5/H200 (132 SMs in 8 GPCs of "
                                                "≤ 18 SMs) (the same on every GPC layout its SM and TPC counts allow)")
     b200 = REFERENCE_GPUS["sm_100"]
@@ -52,7 +53,9 @@ def test_range_texts_say_what_they_rest_on():
     assert active_clusters(b200, 2, 2).exact and active_clusters(b200, 2, 2).low == 148
     measured = GpuLayout("H200 #0", "sm_90", 132, 8, 18, 2, "measured", H100_LIKE)
     c = active_clusters(measured, 1, 16)
-    assert (c.low, c.high, c.naive) == (7, 7, 8) and c.text().endswith("the naive 132 × 1 ÷ 16 = 8 overcounts")
+    assert (c.low, c.high, c.naive) == (7, 7, 8)
+    assert c.text().endswith("the naive 132 × 1 ÷ 16 = 8 overcounts; at most 112 CTAs resident in clusters, fewer "
+                             "than the 132 of 1 CTA/SM on all 132 SMs")
     with pytest.raises(TileprobeError, match="sums to 130, not num_sms 132"):
         GpuLayout("x", "sm_90", 132, 8, 18, 2, "typo", (18, 18, 18, 16, 16, 16, 14, 14))
 

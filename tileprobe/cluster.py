@@ -127,6 +127,11 @@ class ClusterCount:
         out = f"clusters of {self.size}: {span} active on {self.gpu.describe()} ({self.why})"
         if self.high < self.naive:
             out += f"; the naive {self.gpu.num_sms} × {self.ctas_per_sm} ÷ {self.size} = {self.naive} overcounts"
+        full = self.gpu.num_sms * self.ctas_per_sm
+        if self.high * self.size < full:
+            per = f"{self.ctas_per_sm} CTA/SM" if self.ctas_per_sm == 1 else f"{self.ctas_per_sm} CTAs/SM"
+            out += (f"; at most {self.high * self.size:,} CTAs resident in clusters, fewer than the {full:,} of "
+                    f"{per} on all {self.gpu.num_sms} SMs")
         return out
 
 
