@@ -33,6 +33,20 @@ def test_regression_first_with_what_changed():
     assert "| ! | w4a16 sm_120 GATHER=True LOOP=True occupancy=2 |" in md
 
 
+def test_honoured_and_met_rank_alike_and_no_goal_statuses_are_changes():
+    """Schema 2: honoured → met (the hint no longer makes the difference, the goal still holds) is a change, not a
+    regression; met → ignored is one; changed/unchanged of a no-goal hint are changes."""
+    a = [rec(A, 2, 256, 128, 1000, 2, "x"), rec(A, 4, 256, 128, 1000, 2, "y", status="met")]
+    b = [rec(B, 2, 256, 128, 1000, 2, "x", status="met"), rec(B, 4, 256, 128, 1000, 1, "y", status="ignored")]
+    by_occ = {c.a.hints["occupancy"]: c for c in compare_records(a, b)}
+    assert (by_occ[2].kind, by_occ[2].details) == ("changed", ["occupancy honoured → met"])
+    assert by_occ[4].kind == "regression" and by_occ[4].details[:2] == ["occupancy met → ignored", "CTAs/SM 2 → 1"]
+    c, u = rec(A, 2, 256, 128, 1000, 2, "x"), rec(B, 2, 256, 128, 1000, 2, "x")
+    c.verdicts, u.verdicts = {"opt_level": {"status": "changed"}}, {"opt_level": {"status": "unchanged"}}
+    (only,) = compare_records([c], [u])
+    assert (only.kind, only.details) == ("changed", ["opt_level changed → unchanged"])
+
+
 def test_same_code_is_same_and_unmatched_reported():
     a = [rec(A, 1, 256, 128, 1000, 2, "x"), rec(A, 4, 256, 128, 1000, 2, "y")]
     b = [rec(B, 1, 256, 128, 1000, 2, "x")]

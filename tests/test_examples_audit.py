@@ -43,6 +43,8 @@ def test_w4a16_gather_loop_occupancy_ignored_and_others_honoured(w4a16):
         if key[:2] == (True, True) and key[2] > 1:
             assert status == "ignored", (key, r.verdicts)
             assert "same machine code and resources as occupancy=1" in r.verdicts["occupancy"]["reason"]
+        elif key[2] == 1:
+            assert status == "met", (key, r.verdicts)                              # the reference value
         elif key[2] == 2:
             assert (r.threads, r.registers) == (256, 128) and status == "honoured", (key, r.verdicts)
             assert r.ctas_per_sm == 2
@@ -67,5 +69,7 @@ def test_rms_norm_sm90_occupancy_16_infeasible(rms):
         if r.hints["occupancy"] == 16:
             assert r.verdicts["occupancy"]["status"] == "infeasible"
             assert "16 × 256 threads = 4,096 > 2,048 threads per SM on sm_90" in r.verdicts["occupancy"]["reason"]
+        elif r.hints["occupancy"] == 1:
+            assert r.verdicts["occupancy"]["status"] == "met", r.verdicts       # the reference value
         elif r.hints["occupancy"] <= 4:
             assert r.verdicts["occupancy"]["status"] == "honoured", r.verdicts

@@ -49,6 +49,9 @@ IGNORED = rec(verdict="ignored", ctas=1, regs=168,
     ("occupancy honoured", "verdict", "occupancy", "", None),
     ("  num_ctas   honoured ", "verdict", "num_ctas", "", None),
     ("occupancy not ignored", "not_ignored", "occupancy", "", None),
+    ("occupancy met", "verdict", "occupancy", "", None),
+    ("occupancy honored", "verdict", "occupancy", "", None),
+    ("num_ctas took  effect", "took_effect", "num_ctas", "", None),
     ("no spills", "no_spills", "", "", None),
     ("compiles", "compiles", "", "", None),
     ("ctas_per_sm>=2", "compare", "ctas_per_sm", ">=", 2.0),
@@ -101,12 +104,34 @@ def test_where_parsing_and_selection():
 
 def test_ignored_occupancy_fails_with_variant_expected_got_and_reason():
     (f,) = check([rec(), IGNORED], ["occupancy honoured"])
-    assert f.expectation == "occupancy honoured" and (f.expected, f.got) == ("honoured", "ignored")
-    assert str(f) == ("w4a16_gemm sm_120 tileiras 13.4.92 GATHER=True LOOP=True occupancy=2: expected honoured, "
+    assert f.expectation == "occupancy honoured" and (f.expected, f.got) == ("honoured or met", "ignored")
+    assert str(f) == ("w4a16_gemm sm_120 tileiras 13.4.92 GATHER=True LOOP=True occupancy=2: expected honoured or met, "
                       "got ignored — same machine code and resources as occupancy=1: 1 CTA(s)/SM < 2 "
                       "(384 threads × 168 registers)")
     assert check([IGNORED], ["occupancy not ignored"])[0].got == "ignored"
     assert check([rec(verdict="partial")], ["occupancy not ignored"]) == []
+
+
+def test_schema1_gate_words_keep_passing_when_the_goal_is_met_without_the_hint():
+    """A gate written before schema 2 says "occupancy honoured"; a variant whose goal is met with the reference's
+    code is now ``met``: the old gate still passes, "took effect" asks for the stricter ``honoured``."""
+    met = rec(verdict="met", reason="2 CTAs/SM ≥ 2; same machine code and resources as occupancy=1")
+    assert check([met], ["occupancy honoured"]) == [] and check([met], ["occupancy met"]) == []
+    (f,) = check([met], ["occupancy took effect"])
+    assert (f.expected, f.got) == ("honoured (the hint changed the code and met its goal)", "met")
+    assert check([rec()], ["occupancy took effect"]) == []
+
+
+def test_no_goal_hint_expectations_read_changed_and_unchanged():
+    def opt(status):
+        r = rec(verdict=status)
+        r.verdicts = {"opt_level": r.verdicts.pop("occupancy")}
+        return r
+    assert check([opt("changed")], ["opt_level honoured", "opt_level took effect", "opt_level not ignored"]) == []
+    (f,) = check([opt("unchanged")], ["opt_level honoured"])
+    assert (f.expected, f.got) == ("changed (no goal to meet: the code changed)", "unchanged")
+    assert check([opt("unchanged")], ["opt_level not ignored"])[0].got == "unchanged"
+    assert check([opt("baseline")], ["opt_level not ignored"]) == []
 
 
 def test_resource_expectations():

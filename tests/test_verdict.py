@@ -15,7 +15,7 @@ def rec(occ, threads, regs, smem, ctas, code, arch="sm_120", case=None, limiter=
 def test_ignored_when_same_code_as_another_value():
     rows = [rec(1, 384, 168, 100484, 1, "A"), rec(2, 384, 168, 100484, 1, "A"), rec(4, 384, 168, 100484, 1, "A")]
     assign_verdicts(rows, ["occupancy"])
-    assert [r.verdicts["occupancy"]["status"] for r in rows] == ["honoured", "ignored", "ignored"]
+    assert [r.verdicts["occupancy"]["status"] for r in rows] == ["met", "ignored", "ignored"]
     reason = rows[1].verdicts["occupancy"]["reason"]
     assert "same machine code and resources as occupancy=1" in reason
     assert "2 CTAs/SM would need ≤ 80 registers per thread (has 168)" in reason
@@ -26,7 +26,7 @@ def test_honoured_partial_and_code_changed_without_residency():
             rec(4, 256, 96, 1000, 2, "C", arch="sm_90"), rec(8, 256, 255, 90000, 1, "D", arch="sm_90")]
     assign_verdicts(rows, ["occupancy"])
     st = [r.verdicts["occupancy"]["status"] for r in rows]
-    assert st == ["honoured", "honoured", "partial", "ignored"]
+    assert st == ["met", "honoured", "partial", "ignored"]
     assert "up from 1 at occupancy=1" in rows[2].verdicts["occupancy"]["reason"]
     assert "8 CTAs/SM would need ≤ 32 registers per thread" in rows[3].verdicts["occupancy"]["reason"]
 
@@ -56,7 +56,7 @@ def test_num_ctas_against_cluster_dims():
         return x
     rows = [r(1, None), r(2, [2, 1, 1]), r(4, None), r(2, None, arch="sm_80")]
     assign_verdicts(rows, ["num_ctas"])
-    assert [x.verdicts["num_ctas"]["status"] for x in rows] == ["honoured", "honoured", "ignored", "infeasible"]
+    assert [x.verdicts["num_ctas"]["status"] for x in rows] == ["met", "honoured", "ignored", "infeasible"]
 
 
 def test_explain_inverts_occupancy():

@@ -1,8 +1,8 @@
 """The audit's result format: one record per variant, versioned JSON.
 
-JSON layout (``schema_version`` 1)::
+JSON layout (``schema_version`` 2)::
 
-    {"schema_version": 1, "tool": "tileprobe 0.1.0", "created": "2026-11-29T20:00:00Z",
+    {"schema_version": 2, "tool": "tileprobe 0.1.0", "created": "2026-11-29T20:00:00Z",
      "environment": {...},                      # host, python, cuda-tile, tileiras versions used, GPU (runs)
      "variants": [VariantRecord, ...]}
 
@@ -29,7 +29,9 @@ ctas_per_sm    theoretical CTAs per SM (cuda_occupancy.h rules)
 warps_per_sm, occupancy_pct, limiter (threads | registers | shared_memory | cta_slots)
 cubin_sha256   hash of the whole cubin file
 code_sha256    hash of the machine code and resources only (stable across hint values the compiler ignores)
-verdicts       {hint: {"status": honoured|partial|ignored|infeasible, "reason": str}}
+verdicts       {hint: {"status": S, "reason": str}}; S is honoured|met|partial|ignored|infeasible for hints
+               with a goal (occupancy, num_ctas, allow_tma) and changed|unchanged|baseline for the others
+               (opt_level, num_worker_warps, latency …); see tileprobe/verdict.py
 error, repro   the compiler's message and a command that repeats the compile (failures)
 compile_s      tileiras wall time (s)
 symbol, signature  the mangled kernel symbol and the JIT signature's constraints
@@ -40,7 +42,17 @@ sass, remarks, ptx  SASS traits, compiler remarks, embedded-PTX directives (when
 run            GPU run result (status ok|wrong|hang|crash, median_us, …) when the variant was run
 ============== ======================================================================================
 
-Readers refuse a newer ``schema_version`` and say which tileprobe to install.
+Readers refuse a newer ``schema_version`` and say which tileprobe to install; they migrate an older one in memory
+(the file is left as it is) and say so with a :class:`SchemaMigrationWarning` and
+``environment["migrated_from_schema"]`` (asv's ``update_json`` habit; :data:`MIGRATIONS`).
+
+Version history:
+
+1. (tileprobe 0.1.0, until 2026-12-01) verdict statuses honoured | partial | ignored | infeasible for every hint.
+2. (2026-12-01) ``honoured`` only when the hint changed the machine code; ``met`` when the goal was met without it;
+   hints without a goal get changed | unchanged | baseline. Migration 1 → 2: the verdicts are judged again from
+   the records (every field they need is in schema 1), since a schema-1 ``honoured`` cannot be split without the
+   other variants of its group. Nothing else changed.
 """
 from __future__ import annotations
 
@@ -51,7 +63,23 @@ from typing import Any
 
 from .errors import TileprobeError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+
+# Verdict statuses (schema 2). Hints with a goal tileprobe can check (occupancy: CTAs/SM ≥ N; num_ctas: cluster of
+# N CTAs; allow_tma: TMA instructions present/absent) get one of the first five; hints without one (opt_level,
+# num_worker_warps, latency and other per-load knobs) get one of the last three. README "Verdicts" explains them.
+HONOURED = "honoured"      # goal met, and the hint changed the machine code (vs the reference value)
+MET = "met"                # goal met without the hint: same machine code and resources as the reference value
+PARTIAL = "partial"        # moved toward the goal and fell short
+IGNORED = "ignored"        # goal not met, no effect
+INFEASIBLE = "infeasible"  # goal impossible on this arch for the CTA the compiler built
+CHANGED = "changed"        # no goal: the machine code or resources differ from the baseline value's
+UNCHANGED = "unchanged"    # no goal: same machine code and resources as the baseline value
+BASELINE = "baseline"      # no goal: the value the others are compared with (the lowest audited)
+GOAL_STATUSES = (HONOURED, MET, PARTIAL, IGNORED, INFEASIBLE)
+EFFECT_STATUSES = (CHANGED, UNCHANGED, BASELINE)
+#: Statuses whose reasons brief output (``--brief``, markdown, HTML notes) shows: the hint fell short or did nothing.
+NOTEWORTHY_STATUSES = (PARTIAL, IGNORED, INFEASIBLE, UNCHANGED)
 
 
 def canonical(value: Any) -> Any:
@@ -184,8 +212,12 @@ def write_json(records: list[VariantRecord], environment: dict, dest: str) -> No
             json.dump(doc, f, indent=1, default=str)
 
 
-def load(doc_or_path: Any) -> tuple[list[VariantRecord], dict]:
+def load(doc_or_path: Any, judge=None) -> tuple[list[VariantRecord], dict]:
     """Read an audit/run JSON document (dict or file path) into records and its environment.
+
+    ``judge``: the verdict function (``tileprobe.audit.verdict.judge_records``) that a migration from schema 1
+    needs to judge the verdicts again with the schema-2 statuses; without it the old verdicts are dropped (this
+    module is below the audit pipeline, so the callers, which are above it, pass it in).
 
     Raises:
         TileprobeError: not JSON, not a tileprobe result, or written by a newer tileprobe.
@@ -204,4 +236,47 @@ def load(doc_or_path: Any) -> tuple[list[VariantRecord], dict]:
     if version > SCHEMA_VERSION:
         raise TileprobeError(f"{doc_or_path}: written with result schema {version}, this tileprobe reads up to "
                              f"{SCHEMA_VERSION}: upgrade tileprobe (pip install -U tileprobe)")
-    return [VariantRecord.from_dict(v) for v in doc["variants"]], doc.get("environment", {})
+    records = [VariantRecord.from_dict(v) for v in doc["variants"]]
+    environment = dict(doc.get("environment", {}))
+    if version < SCHEMA_VERSION:
+        migrate(records, version, environment, source=doc_or_path if not isinstance(doc_or_path, dict) else "results",
+                judge=judge)
+    return records, environment
+
+
+class SchemaMigrationWarning(UserWarning):
+    """An older result file was read and migrated in memory to the current schema."""
+
+
+def update_to_2(records: list[VariantRecord], judge=None) -> str:
+    """Schema 1 → 2: judge the verdicts again with the schema-2 statuses (``judge(records)``; without a judge the
+    schema-1 verdicts are dropped); returns what was done."""
+    if judge is None:
+        for r in records:
+            r.verdicts = {}
+        return "schema-1 verdicts dropped (no judge given to load)"
+    judge(records)
+    return ("verdicts judged again (honoured → honoured or met; opt_level/num_worker_warps/knobs → "
+            "changed/unchanged/baseline)")
+
+
+#: Migrations: ``MIGRATIONS[n]`` brings records of schema n to n + 1.
+MIGRATIONS = {1: update_to_2}
+
+
+def migrate(records: list[VariantRecord], version: int, environment: dict, source: str = "results",
+            judge=None) -> None:
+    """Bring ``records`` of schema ``version`` to :data:`SCHEMA_VERSION` in place, record it in ``environment``
+    (``migrated_from_schema``) and warn (:class:`SchemaMigrationWarning`). Raises TileprobeError for a version
+    with no migration (below 1)."""
+    import warnings
+    done = []
+    for v in range(version, SCHEMA_VERSION):
+        if v not in MIGRATIONS:
+            raise TileprobeError(f"{source}: result schema {version} cannot be read (no migration from {v}); "
+                                 "audit again with this tileprobe")
+        done.append(f"{v}→{v + 1}: {MIGRATIONS[v](records, judge)}")
+    environment["migrated_from_schema"] = version
+    warnings.warn(SchemaMigrationWarning(
+        f"{source}: result schema {version} read and migrated to {SCHEMA_VERSION} in memory ({'; '.join(done)}); "
+        "the file is unchanged: write it again (--json) to keep schema 2"), stacklevel=3)

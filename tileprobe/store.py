@@ -514,7 +514,9 @@ class Store:
 
         Args:
             kernel, arch: exact filters; tileiras: a substring of the build string (``"13.4"``).
-            audit_id: only that audit's records, in its order, with the verdicts it gave.
+            audit_id: only that audit's records, in its order. Their verdicts are judged afresh, like every
+                record's (the stored ones may use older rules or words, e.g. before result schema 2); the
+                verdicts the audit gave stay in ``audit_compiles`` as history.
             keys: only these compile keys.
             latest: keep the newest compile per (kernel, probe, case, hints, arch, tileiras) — an edited kernel
                 shows its last version.
@@ -558,8 +560,8 @@ class Store:
         records = [rec for _, _, rec in out]
         if audit_id is None:
             records.sort(key=_natural_order)
-            if judge is not None:
-                judge(records)
+        if judge is not None:
+            judge(records)
         return records
 
     def _attach_runs(self, items: list[tuple]) -> None:

@@ -3,7 +3,7 @@
 Variants are matched by (kernel, case, hints, arch). Each pair gets a mark, in the spirit of asv's compare:
 
 ====  =========================================================================================================
-``!``  regression: a hint honoured in A and not in B, fewer CTAs/SM, new stack use (spills), compiled → failed,
+``!``  regression: a hint's goal met in A (honoured or met) and not in B, fewer CTAs/SM, new stack use (spills), compiled → failed,
        slower beyond the measured noise
 ``*``  improvement: the reverse of any of the above
 ``x``  machine code or resources changed, residency and verdicts the same
@@ -11,7 +11,9 @@ Variants are matched by (kernel, case, hints, arch). Each pair gets a mark, in t
 ``?``  only one side has the variant
 ====  =========================================================================================================
 
-Regressions are listed first. Times are compared only when both sides ran on the same GPU; the noise bound is
+Verdict ranks: honoured = met > partial > ignored > infeasible; a change between honoured and met (the hint now
+makes, or no longer makes, the difference) and any change of a no-goal status (changed / unchanged / baseline)
+is listed as a change, not a regression. Regressions are listed first. Times are compared only when both sides ran on the same GPU; the noise bound is
 the larger interquartile range of the two (or 1% of the median when a run has no spread).
 
 Python API: :func:`compare_results` (what ``tileprobe compare`` runs) returns a :class:`Comparison`;
@@ -24,12 +26,13 @@ import os
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from ..audit.verdict import judge_records
 from ..errors import TileprobeError
 from ..schema import VariantRecord, load
 
 MARKS = {"regression": "!", "improvement": "*", "changed": "x", "same": "=", "unmatched": "?"}
 _RANK = {"regression": 0, "improvement": 1, "changed": 2, "unmatched": 3, "same": 4}
-_VERDICT_RANK = {"honoured": 3, "partial": 2, "ignored": 1, "infeasible": 0}
+_VERDICT_RANK = {"honoured": 3, "met": 3, "partial": 2, "ignored": 1, "infeasible": 0}
 
 
 @dataclass
@@ -87,8 +90,7 @@ def _classify(ch: Change, a: VariantRecord, b: VariantRecord) -> None:
             va = a.verdicts.get(hint, {}).get("status")
             vb = b.verdicts.get(hint, {}).get("status")
             if va != vb and va and vb:
-                (worse if _VERDICT_RANK.get(vb, 0) < _VERDICT_RANK.get(va, 0) else better).append(
-                    f"{hint} {va} → {vb}")
+                _verdict_change(f"{hint} {va} → {vb}", va, vb, worse, better, changed)
         if (a.ctas_per_sm or 0) != (b.ctas_per_sm or 0):
             (worse if (b.ctas_per_sm or 0) < (a.ctas_per_sm or 0) else better).append(
                 f"CTAs/SM {a.ctas_per_sm} → {b.ctas_per_sm}")
@@ -109,6 +111,15 @@ def _classify(ch: Change, a: VariantRecord, b: VariantRecord) -> None:
     ch.details = worse + better + [c for c in changed if c not in worse + better]
     ch.kind = "regression" if worse else "improvement" if better else "changed" if changed else "same"
     ch.severity = _severity(worse or better)
+
+
+def _verdict_change(text: str, va: str, vb: str, worse: list, better: list, changed: list) -> None:
+    """File one verdict change under worse / better (ranked statuses that moved) or changed (see module doc)."""
+    ra, rb = _VERDICT_RANK.get(va), _VERDICT_RANK.get(vb)
+    if ra is None or rb is None or ra == rb:
+        changed.append(text)
+    else:
+        (worse if rb < ra else better).append(text)
 
 
 def _severity(items: list[str]) -> int:
@@ -158,7 +169,7 @@ def load_side(spec: str, store_path: str | None = None) -> tuple[list[VariantRec
         StoreError: the store at ``store_path`` cannot be read.
     """
     if os.path.exists(spec):
-        recs, env = load(spec)
+        recs, env = load(spec, judge=judge_records)
         return recs, f"{spec} ({', '.join(env.get('tileiras', []))})"
     from ..store import Store
     if not spec.strip().isdigit():
@@ -226,7 +237,7 @@ def compare_results(results: Sequence[str] = (), *, probe: str | None = None, ti
         a, name_a = load_side(results[0], store)
         b, name_b = load_side(results[1], store)
     elif len(results) == 1:
-        recs, env = load(results[0])
+        recs, env = load(results[0], judge=judge_records)
         a, b, name_a, name_b = split_by_compiler(recs)
     else:
         raise TileprobeError("compare what? give two result files (or stored audit ids), one file holding two "

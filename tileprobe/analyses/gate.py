@@ -30,8 +30,11 @@ from ..errors import TileprobeError
 from ..schema import VariantRecord, short_build, value_key
 
 FORMS = """\
-  HINT honoured               the HINT verdict is honoured (HINT: {hints})
-  HINT not ignored            the HINT verdict is honoured, partial or infeasible
+  HINT honoured               the HINT goal is met: verdict honoured or met (HINT: {hints});
+                              for opt_level / num_worker_warps (no goal): verdict changed
+  HINT met                    the same as HINT honoured
+  HINT took effect            the hint changed the machine code and met its goal: verdict honoured (no goal: changed)
+  HINT not ignored            the HINT verdict is anything but ignored / unchanged
   compiles                    the variant compiled (status ok)
   no spills                   0 B stack frame per thread (and no LDL/STL when SASS traits were collected)
   FIELD OP NUMBER             e.g. ctas_per_sm>=2, registers<=128; FIELD: {fields}; OP: <= < >= > == !=
@@ -59,7 +62,7 @@ def forms() -> str:
 
 @dataclass(frozen=True)
 class Expectation:
-    """One parsed expectation. kind: verdict | not_ignored | compiles | no_spills | compare | time."""
+    """One parsed expectation. kind: verdict | took_effect | not_ignored | compiles | no_spills | compare | time."""
     text: str
     kind: str
     field: str = ""
@@ -86,10 +89,11 @@ def parse_expectation(text: str) -> Expectation:
         return Expectation(t, "compiles")
     if low in ("no spills", "no spill"):
         return Expectation(t, "no_spills")
-    if len(words) == 2 and words[1] == "honoured" or len(words) == 3 and words[1:] == ["not", "ignored"]:
+    kind = _VERDICT_FORMS.get(tuple(words[1:])) if words else None
+    if kind:
         if words[0] not in KERNEL_HINTS:
             raise _bad(t, f"{words[0]!r} is not a kernel hint")
-        return Expectation(t, "verdict" if len(words) == 2 else "not_ignored", field=words[0])
+        return Expectation(t, kind, field=words[0])
     m = _COMPARE.match(t)
     if not m:
         raise _bad(t, "not an expectation tileprobe knows")
@@ -109,6 +113,24 @@ def parse_expectation(text: str) -> Expectation:
     if not n or (n.group(2) and name != "time"):
         raise _bad(t, f"{rhs!r} is not a number (or 'baseline')")
     return Expectation(t, "time" if name == "time" else "compare", field=name, op=op, value=float(n.group(1)))
+
+
+#: Verdict expectation words after the hint → kind. Gates written for schema 1 say "honoured"; it keeps passing
+#: when the goal is met without the hint (``met``), so upgrading tileprobe does not fail a gate whose kernel is fine.
+_VERDICT_FORMS = {("honoured",): "verdict", ("met",): "verdict", ("took", "effect"): "took_effect",
+                  ("not", "ignored"): "not_ignored"}
+
+
+def verdict_holds(kind: str, status: str) -> tuple[bool, str]:
+    """(whether a verdict ``status`` meets a verdict expectation of ``kind``, what the expectation wants)."""
+    from ..schema import CHANGED, EFFECT_STATUSES, HONOURED, IGNORED, MET, UNCHANGED
+    if kind == "not_ignored":
+        return status not in (IGNORED, UNCHANGED), "not ignored"
+    if status in EFFECT_STATUSES:
+        return status == CHANGED, "changed (no goal to meet: the code changed)"
+    if kind == "took_effect":
+        return status == HONOURED, "honoured (the hint changed the code and met its goal)"
+    return status in (HONOURED, MET), "honoured or met"
 
 
 def _bad(text: str, why: str) -> GateError:
@@ -197,13 +219,12 @@ def _check_one(e: Expectation, r: VariantRecord, base: dict) -> Failure | None:
         return Failure(e.text, label, "a compiled variant", r.status, msg[0] if msg else "")
     if e.kind == "compiles":
         return None
-    if e.kind in ("verdict", "not_ignored"):
+    if e.kind in ("verdict", "took_effect", "not_ignored"):
         v = r.verdicts.get(e.field)
         if not v:
             return Failure(e.text, label, f"a {e.field} verdict", "none",
                            f"this variant does not set {e.field} and the kernel declares none")
-        ok = v["status"] == "honoured" if e.kind == "verdict" else v["status"] != "ignored"
-        want = "honoured" if e.kind == "verdict" else "not ignored"
+        ok, want = verdict_holds(e.kind, v["status"])
         return None if ok else Failure(e.text, label, want, v["status"], v.get("reason", ""))
     if e.kind == "no_spills":
         return _check_spills(e, r, label)
@@ -348,7 +369,8 @@ def load_baseline(path: str, *, kernel: str | None = None, arch: str | None = No
     with open(path, "rb") as f:
         head = f.read(16)
     if head.lstrip().startswith(b"{"):
-        records, _ = load(path)
+        from ..audit.verdict import judge_records
+        records, _ = load(path, judge=judge_records)
     else:
         from ..audit.verdict import judge_records
         from ..store import Store

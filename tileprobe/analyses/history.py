@@ -104,7 +104,7 @@ def load_records(*, store: str | None = None, json_files: Sequence[str] = (), us
     records, sources = [], []
     arch = get_arch(arch).name if arch else None
     for path in json_files:
-        recs, _ = load(path)
+        recs, _ = load(path, judge=judge_records)
         records.extend(r for r in recs if (not kernel or r.kernel == kernel) and (not arch or r.arch == arch)
                        and (not tileiras or tileiras in r.tileiras))
         sources.append(path)

@@ -59,32 +59,127 @@ def what_it_takes(r: VariantRecord, ctas: int) -> str:
 
 
 def advice(records: Iterable[VariantRecord]) -> list[str]:
-    """Static advice per (kernel, case, arch, compiler): the highest occupancy value that neither spills nor
-    loses residency, and which values spill. Occupancy hints only; one line each."""
+    """Advice per (kernel, case, other hints, arch, compiler), occupancy hints only.
+
+    One static line: the occupancy value whose goal is met (honoured or met) without spills with the most CTAs/SM
+    (the lowest such value on a tie: same residency, fewer demands on the compiler), and which values spill. When the variants carry GPU run results (``record.run``), a second line ranks them by measured
+    median time with its noise and says where the static advice and the measurement disagree
+    (:func:`measured_advice`).
+    """
+    out = []
+    for rows in _occupancy_groups(records):
+        label = _label(rows[0])
+        static, line = _static_advice(rows)
+        out.append(f"{label}: {line}")
+        measured = measured_advice(rows, static)
+        if measured:
+            out.append(f"{label}: {measured}")
+    return out
+
+
+def _occupancy_groups(records: Iterable[VariantRecord]) -> list[list[VariantRecord]]:
     groups: dict[tuple, list[VariantRecord]] = defaultdict(list)
     for r in records:
         if r.ok and r.hint("occupancy") is not None:
             groups[r.group_key("occupancy")].append(r)
-    out = []
-    for rows in groups.values():
-        rows.sort(key=lambda r: int(r.hint("occupancy")))
-        r0 = rows[0]
-        others = [f"{k}={v}" for k, v in r0.hints.items() if k != "occupancy"]
-        label = " ".join([r0.kernel, r0.arch, short_build(r0.tileiras),
-                          *[f"{k}={v}" for k, v in r0.case.items()], *others])
-        clean = [r for r in rows if not _spills(r) and r.verdicts.get("occupancy", {}).get("status") == "honoured"]
-        spills = [r for r in rows if _spills(r)]
-        best = max(clean, key=lambda r: (r.ctas_per_sm or 0, int(r.hint("occupancy"))), default=None)
-        line = f"{label.strip()}: "
-        if best is not None:
-            line += (f"highest honoured occupancy without spills is {best.hint('occupancy')} "
-                     f"({best.ctas_per_sm} CTAs/SM, {best.registers} registers)")
-        else:
-            line += "no occupancy value is honoured without spills"
-        if spills:
-            line += "; spills at occupancy " + ", ".join(f"{r.hint('occupancy')} ({_spills(r)})" for r in spills)
-        out.append(line)
-    return out
+    return [sorted(rows, key=lambda r: int(r.hint("occupancy"))) for rows in groups.values()]
+
+
+def _label(r0: VariantRecord) -> str:
+    others = [f"{k}={v}" for k, v in r0.hints.items() if k != "occupancy"]
+    return " ".join([r0.kernel, r0.arch, short_build(r0.tileiras),
+                     *[f"{k}={v}" for k, v in r0.case.items()], *others]).strip()
+
+
+def _static_advice(rows: list[VariantRecord]) -> tuple[VariantRecord | None, str]:
+    """(the advised variant or None, the static advice sentence)."""
+    clean = [r for r in rows if not _spills(r)
+             and r.verdicts.get("occupancy", {}).get("status") in ("honoured", "met")]
+    spills = [r for r in rows if _spills(r)]
+    best = max(clean, key=lambda r: (r.ctas_per_sm or 0, -int(r.hint("occupancy"))), default=None)
+    if best is not None:
+        line = (f"static pick: occupancy {best.hint('occupancy')}, the lowest value with the most CTAs/SM met "
+                f"without spills ({best.ctas_per_sm} CTAs/SM, {best.registers} registers)")
+    else:
+        line = "no occupancy value is met without spills"
+    if spills:
+        line += "; spills at occupancy " + ", ".join(f"{r.hint('occupancy')} ({_spills(r)})" for r in spills)
+    return best, line
+
+
+def measured_advice(rows: list[VariantRecord], static: VariantRecord | None) -> str:
+    """The variants of one occupancy group ranked by measured median time (µs) on one GPU, with the noise of each
+    (interquartile range, p25–p75 of the run's samples) and the verdict on the static advice: the same variant,
+    within noise of the measured best, or slower (the two disagree: "static advice: occupancy 8; measured best:
+    occupancy 2, 1.30× faster than 8"). Two medians differ beyond noise when they are further apart than the
+    larger IQR of the two (at least 1% of the smaller median): the rule of ``tileprobe compare``.
+    '' when no variant of the group ran correctly."""
+    timed = _timed(rows)
+    if not timed:
+        return ""
+    best = timed[0]
+    ties = [r for r in timed[1:] if not _differ(best, r)]
+    text = f"measured on {_gpu(best)}: best occupancy {best.hint('occupancy')}, {_time(best)}"
+    if ties:
+        text += " (within noise: " + ", ".join(f"occupancy {r.hint('occupancy')}" for r in ties) + ")"
+    text += f"; {_versus_static(best, static, timed)}"
+    text += "; ranking: " + ", ".join(f"{r.hint('occupancy')} {r.run['median_us']:,.1f}" for r in timed) + " µs"
+    failed = [r for r in rows if r.run and r.run.get("status") != "ok"]
+    if failed:
+        text += "; not ranked: " + ", ".join(f"occupancy {r.hint('occupancy')} ({r.run.get('status')})" for r in failed)
+    return text
+
+
+def _versus_static(best: VariantRecord, static: VariantRecord | None, timed: list[VariantRecord]) -> str:
+    if static is None:
+        return "no static advice to compare with"
+    occ = static.hint("occupancy")
+    if static is best:
+        return f"the static advice (occupancy {occ}) is the measured best"
+    if static not in timed:
+        return f"the static advice (occupancy {occ}) has no correct run to compare"
+    if not _differ(best, static):
+        return f"the static advice (occupancy {occ}, {_time(static)}) is within noise of it"
+    ratio = static.run["median_us"] / best.run["median_us"]
+    return (f"static advice: occupancy {occ}; measured best: occupancy {best.hint('occupancy')}, {ratio:.2f}× "
+            f"faster than {occ} ({_time(static)}): the static advice and the measurement disagree")
+
+
+def _timed(rows: list[VariantRecord]) -> list[VariantRecord]:
+    """Correct runs with a median, on the GPU most of them ran on, fastest first."""
+    ok = [r for r in rows if r.run and r.run.get("status") == "ok" and r.run.get("median_us")]
+    if not ok:
+        return []
+    names = [_gpu(r) for r in ok]
+    gpu = max(set(names), key=names.count)
+    return sorted((r for r in ok if _gpu(r) == gpu), key=lambda r: r.run["median_us"])
+
+
+def _gpu(r: VariantRecord) -> str:
+    """The run's GPU name: ``run["gpu"]`` is a name when read from the store, a dict with ``name`` elsewhere."""
+    gpu = (r.run or {}).get("gpu")
+    name = gpu.get("name") if isinstance(gpu, dict) else gpu
+    return str(name or "the GPU")
+
+
+def _iqr_us(r: VariantRecord) -> float | None:
+    p25, p75 = r.run.get("p25_us"), r.run.get("p75_us")
+    return float(p75 - p25) if p25 is not None and p75 is not None else None
+
+
+def _differ(a: VariantRecord, b: VariantRecord) -> bool:
+    """Whether two runs' medians are further apart than their noise (see :func:`measured_advice`)."""
+    ma, mb = a.run["median_us"], b.run["median_us"]
+    noise = max(_iqr_us(a) or 0.0, _iqr_us(b) or 0.0, 0.01 * min(ma, mb))
+    return abs(ma - mb) > noise
+
+
+def _time(r: VariantRecord) -> str:
+    """``288.5 µs (IQR 286.2–290.5)``."""
+    text = f"{r.run['median_us']:,.1f} µs"
+    if _iqr_us(r) is not None:
+        text += f" (IQR {r.run['p25_us']:,.1f}–{r.run['p75_us']:,.1f})"
+    return text
 
 
 def _spills(r: VariantRecord) -> str:

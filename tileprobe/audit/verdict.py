@@ -1,17 +1,33 @@
 """Verdicts: did the compiler do what each hint asked, judged from the final cubin.
 
-Statuses (one per hint per variant):
+Hints with a checkable goal (occupancy: theoretical CTAs/SM ≥ N; num_ctas: a cluster of N CTAs; allow_tma: TMA
+instructions present / absent) get one of:
 
-* ``honoured`` — the hint took effect. For ``occupancy=N``: theoretical CTAs/SM ≥ N.
-* ``partial`` — moved toward the goal and fell short (occupancy: more CTAs/SM than the baseline, fewer than N).
-* ``ignored`` — no effect: the same machine code and resources as another value of the hint, or no residency
-  change. File hashes always differ between hint values (the embedded Tile IR carries them), so this compares
-  ``code_sha256`` (machine code + resources) and residency, never the file hash.
-* ``infeasible`` — the hint cannot be met on this arch for the CTA the compiler built, whatever it does
+* ``honoured`` — the goal is met AND the hint changed the machine code: it differs from the reference value's.
+* ``met`` — the goal is met, but with the same machine code and resources as the reference value (or this is the
+  reference value): the goal was already met without the hint. (Nsight Compute's and cuda_occupancy.h's
+  "theoretical occupancy" is the CTAs/SM compared with N here.)
+* ``partial`` — moved toward the goal and fell short (occupancy: more CTAs/SM than the reference, fewer than N).
+* ``ignored`` — the goal is not met and the hint had no effect: the same machine code and resources as another
+  value of the hint, or no residency change.
+* ``infeasible`` — the goal cannot be met on this arch for the CTA the compiler built, whatever it does
   (e.g. occupancy 16 × 256 threads = 4096 > 2048 threads per SM on sm_90; clusters before sm_90).
 
-The *baseline* of a variant is the variant that differs only in that hint and has its smallest value (hint-less
-variants count as the declared value).
+Hints without a checkable goal (opt_level, num_worker_warps, latency and other per-load knobs) get one of:
+
+* ``changed`` — machine code or resources differ from the baseline value's (the reason says what changed);
+* ``unchanged`` — the same machine code and resources as the baseline value: no effect;
+* ``baseline`` — the lowest value audited, which the others are compared with.
+
+The *reference* of occupancy, num_ctas and the no-goal hints is the variant that differs only in that hint and
+has its lowest value (hint-less variants count as the declared value); of allow_tma it is the variant with the
+other value. File hashes always differ between hint values (the embedded Tile IR carries them), so "same machine
+code" compares ``code_sha256`` (machine code + resources), never the file hash.
+
+Occupancy reasons also name what they rest on: for clusters (``cluster_dims`` > 1 CTA) the resident clusters on
+the arch's reference GPU (:mod:`tileprobe.model.cluster`); when shared memory limits residency, or the other reading of
+the 1 KB per-CTA reserve would change it, the arch's reserve rule and whether a driver confirmed it
+(``ArchLimits.smem_reserve_rule``).
 """
 from __future__ import annotations
 
@@ -19,9 +35,10 @@ from collections import defaultdict
 from typing import Iterable
 
 from ..model.arch import get_arch
-from ..schema import VariantRecord
-
-HONOURED, PARTIAL, IGNORED, INFEASIBLE = "honoured", "partial", "ignored", "infeasible"
+from ..model.cluster import cluster_note, cluster_size, max_cluster_size
+from ..model.occupancy import smem_allocated_per_cta_bytes, theoretical_occupancy
+from ..schema import (BASELINE, CHANGED, HONOURED, IGNORED, INFEASIBLE, MET, PARTIAL, UNCHANGED,  # noqa: F401
+                      VariantRecord)
 
 
 def assign_verdicts(records: Iterable[VariantRecord], hint_names: Iterable[str]) -> None:
@@ -90,13 +107,95 @@ def _verdict(status: str, reason: str) -> dict:
 def judge_occupancy(hint: str, r: VariantRecord, group: list[VariantRecord]) -> dict:
     """Verdict for ``occupancy=N`` from residency (CTAs/SM), the arch's hard limits and the other values.
 
-    Reasons that are not ``honoured`` end with what the CTA would need for N (:func:`tileprobe.audit.explain.what_it_takes`).
+    A met goal is ``honoured`` only when the code differs from the reference (lowest) value's, else ``met``.
+    Reasons that are not met end with what the CTA would need for N (:func:`tileprobe.audit.explain.what_it_takes`);
+    every reason adds the cluster residency (cluster variants) and the shared-memory reserve rule it rests on.
     """
     v = _judge_occupancy(hint, r, group)
+    if v["status"] == HONOURED:
+        v = _met_or_honoured(hint, r, group, v)
     if v["status"] in (PARTIAL, IGNORED):
         from .explain import what_it_takes
         v["reason"] += f"; {what_it_takes(r, int(r.hint(hint)))}"
+    notes = [n for n in (_cluster_clause(r), smem_reserve_clause(r, int(r.hint(hint)))) if n]
+    if notes and v["status"] != INFEASIBLE:
+        v["reason"] += "; " + "; ".join(notes)
     return v
+
+
+def _reference(hint: str, r: VariantRecord, group: list[VariantRecord]) -> VariantRecord:
+    """The compiled variant of ``group`` with the lowest value of ``hint`` (``r`` itself when it has it)."""
+    cands = [o for o in group if o.ok and o.hint(hint) is not None] or [r]
+    return min(cands, key=lambda o: (_sort_key(o.hint(hint)), o is not r))
+
+
+def _met_or_honoured(hint: str, r: VariantRecord, group: list[VariantRecord], v: dict,
+                     ref: VariantRecord | None = None) -> dict:
+    """A met goal: ``met`` when ``r`` is the reference or has its machine code and resources, else ``honoured``."""
+    ref = ref if ref is not None else _reference(hint, r, group)
+    if ref is r:
+        return _verdict(MET, f"{v['reason']}; the lowest {hint} value audited: nothing shows the hint changed the code")
+    if r.same_code(ref) and _resources(ref) == _resources(r):
+        return _verdict(MET, f"{v['reason']}; same machine code and resources as {hint}={ref.hint(hint)}: "
+                             "met without the hint")
+    return _verdict(HONOURED, f"{v['reason']}; vs {hint}={ref.hint(hint)}: {_diff(ref, r)}")
+
+
+def _diff(base: VariantRecord, r: VariantRecord) -> str:
+    """What differs between two variants' resources, or that only the machine code does."""
+    diffs = [f"{name} {a}→{b}" for name, a, b in (
+        ("threads", base.threads, r.threads), ("registers", base.registers, r.registers),
+        ("shared B", base.shared_bytes, r.shared_bytes), ("stack B", base.stack_bytes, r.stack_bytes),
+        ("cluster", cluster_size(base.cluster_dims), cluster_size(r.cluster_dims))) if a != b]
+    return ", ".join(diffs) if diffs else "machine code differs, same resources"
+
+
+def _cluster_clause(r: VariantRecord) -> str:
+    """Resident clusters for a cluster variant (:func:`tileprobe.model.cluster.cluster_note`); '' without clusters."""
+    size = cluster_size(r.cluster_dims)
+    return cluster_note(r.arch, r.ctas_per_sm or 0, size) if size > 1 and r.ctas_per_sm else ""
+
+
+def smem_reserve_clause(r: VariantRecord, goal: int | None = None) -> str:
+    """What the residency rests on for shared memory: when shared memory limits it, or when the other reading of
+    the 1 KB per-CTA reserve (on top of the cubin's size instead of inside it, or the reverse) would change whether
+    ``goal`` CTAs/SM are met (any change of CTAs/SM when ``goal`` is None), the arch's reserve rule and whether a
+    driver confirmed it; '' otherwise."""
+    limits = get_arch(r.arch)
+    alt = _other_reserve_reading(r, goal)
+    if alt is None and r.limiter != "shared_memory":
+        return ""
+    rule = f"shared-memory reserve on {r.arch}: {limits.smem_reserve_rule}"
+    return rule if alt is None else f"{alt}; {rule}"
+
+
+_RESTS = "the verdict rests on the reserve reading (within 1 KB per CTA of a boundary):"
+
+
+def _other_reserve_reading(r: VariantRecord, goal: int | None = None) -> str | None:
+    """The CTAs/SM under the other reading of the reserve, as a sentence, when it differs from ``r.ctas_per_sm``
+    (and, given a ``goal``, lands on the other side of it)."""
+    if r.driver_shared_bytes is None or r.shared_bytes is None or not r.threads or r.registers is None:
+        return None
+    limits = get_arch(r.arch)
+    included = r.driver_shared_bytes < r.shared_bytes          # the cubin's size spans the reserve
+    other_smem = r.shared_bytes if included else max(r.shared_bytes - limits.smem_reserved_per_cta_bytes, 0)
+    other = theoretical_occupancy(limits, r.threads, r.registers, other_smem).ctas_per_sm
+    ctas = r.ctas_per_sm or 0
+    if other == ctas or (goal is not None and (other >= goal) == (ctas >= goal)):
+        return None
+    if not included:
+        return (f"{_RESTS} if the cubin's {r.shared_bytes:,} B already included the 1 KB reserve, "
+                f"{_ctas(other)}/SM")
+    need = ctas * (r.shared_bytes + limits.smem_reserved_per_cta_bytes)
+    alloc = ctas * smem_allocated_per_cta_bytes(limits, r.shared_bytes)
+    units = f" ({alloc:,} B in 128-B units)" if alloc != need else ""
+    text = (f"{_RESTS} {_ctas(ctas)}/SM reads the cubin's {r.shared_bytes:,} B as including the 1 KB reserve; counted on top, {ctas} × ({r.shared_bytes:,} + 1,024) = {need:,} B{units} > "
+            f"{limits.smem_per_sm_bytes:,} B per SM → {_ctas(other)}/SM")
+    size = cluster_size(r.cluster_dims)
+    if size > 1 and other:
+        text += f" (then {cluster_note(r.arch, other, size)})"
+    return text
 
 
 def _judge_occupancy(hint: str, r: VariantRecord, group: list[VariantRecord]) -> dict:
@@ -133,35 +232,38 @@ def _baseline(hint, r, group) -> VariantRecord | None:
 
 
 def judge_num_ctas(hint: str, r: VariantRecord, group: list[VariantRecord]) -> dict:
-    """Verdict for ``num_ctas=N``: the cubin's cluster size against N (clusters exist from sm_90)."""
+    """Verdict for ``num_ctas=N``: the cubin's cluster size against N (clusters exist from sm_90), ``met`` for the
+    reference (lowest) value; the reason adds the resident clusters (:func:`tileprobe.model.cluster.cluster_note`)."""
     n = int(r.hint(hint))
-    size = 1
-    for d in r.cluster_dims or ():
-        size *= int(d)
-    cc = get_arch(r.arch).cc
-    if n > 1 and cc < (9, 0):
-        return _verdict(INFEASIBLE, f"thread-block clusters need sm_90 or later; {r.arch} has none")
-    if size == n:
-        dims = "×".join(map(str, r.cluster_dims)) if r.cluster_dims else "none (1 CTA)"
-        return _verdict(HONOURED, f"cluster {dims} = {n} CTA(s)")
-    return _verdict(IGNORED, f"cluster of {size} CTA(s) (dims {r.cluster_dims or 'none'}), asked {n}")
+    size = cluster_size(r.cluster_dims)
+    limit, why = max_cluster_size(r.arch)
+    if n > 1 and limit == 1:
+        return _verdict(INFEASIBLE, why)
+    if size != n:
+        return _verdict(IGNORED, f"cluster of {size} CTA(s) (dims {r.cluster_dims or 'none'}), asked {n}")
+    dims = "×".join(map(str, r.cluster_dims)) if r.cluster_dims else "none (1 CTA)"
+    v = _verdict(HONOURED, f"cluster {dims} = {n} CTA(s)")
+    note = _cluster_clause(r)
+    if note:
+        v["reason"] += f"; {_ctas(r.ctas_per_sm or 0)}/SM per CTA residency, {note}"
+    if size > 1 and not r.ctas_per_sm:
+        return _verdict(INFEASIBLE, f"{v['reason']}; the CTA cannot launch on {r.arch} (limiter: {r.limiter})")
+    return _met_or_honoured(hint, r, group, v)
 
 
 def _judge_generic(hint: str, r: VariantRecord, group: list[VariantRecord]) -> dict:
-    """opt_level / num_worker_warps: say what changed in the cubin relative to the other values."""
-    others = _others(hint, r, group)
-    if not others:
-        return _verdict(HONOURED, f"only value audited; {_fmt_res(r)}")
+    """opt_level / num_worker_warps / latency and other knobs without a checkable goal: ``changed`` (what),
+    ``unchanged`` (same code as the baseline) or ``baseline`` (the lowest value, or the only one)."""
+    ref = _reference(hint, r, group)
+    if ref is r:
+        n = len(_others(hint, r, group))
+        return _verdict(BASELINE, f"lowest {hint} value audited: {n} other value(s) compared with it; {_fmt_res(r)}"
+                        if n else f"only value audited; {_fmt_res(r)}")
+    if r.same_code(ref) and _resources(ref) == _resources(r):
+        return _verdict(UNCHANGED, f"same machine code and resources as {hint}={ref.hint(hint)}")
     twin = _same_code(hint, r, group)
-    if twin is not None:
-        return _verdict(IGNORED, f"same machine code and resources as {hint}={twin.hint(hint)}")
-    base = min(others, key=lambda o: _sort_key(o.hint(hint)))
-    diffs = [f"{name} {a}→{b}" for name, a, b in (
-        ("threads", base.threads, r.threads), ("registers", base.registers, r.registers),
-        ("shared B", base.shared_bytes, r.shared_bytes), ("stack B", base.stack_bytes, r.stack_bytes))
-        if a != b]
-    what = ", ".join(diffs) if diffs else "machine code differs, same resources"
-    return _verdict(HONOURED, f"vs {hint}={base.hint(hint)}: {what}")
+    also = f" (same code as {hint}={twin.hint(hint)})" if twin is not None else ""
+    return _verdict(CHANGED, f"vs {hint}={ref.hint(hint)}: {_diff(ref, r)}{also}")
 
 
 def tma_data_ops(r: VariantRecord) -> int | None:
@@ -183,25 +285,34 @@ def judge_allow_tma(hint: str, r: VariantRecord, group: list[VariantRecord]) -> 
     allowed = bool(r.hint(hint))
     cc = get_arch(r.arch).cc
     if cc < (9, 0):
-        return _verdict(INFEASIBLE if allowed else HONOURED, f"no TMA before sm_90 ({r.arch})")
+        return _verdict(INFEASIBLE if allowed else MET, f"no TMA before sm_90 ({r.arch})")
     n = tma_data_ops(r)
     if n is None:
         return None
     from ..model.sass import TMA_DATA_OPCODES
     ops = ", ".join(f"{op}×{c}" for op, c in sorted((r.sass or {}).get("tma", {}).items())
                     if op in TMA_DATA_OPCODES) or "none"
+    other = next((o for o in group if o.ok and o is not r and bool(o.hint(hint)) != allowed), None)
     if allowed:
         if n:
-            return _verdict(HONOURED, f"{n} TMA/bulk-copy data instruction(s) ({ops})")
+            return _tma_met(hint, r, other, f"{n} TMA/bulk-copy data instruction(s) ({ops})")
         why = [d for rem in r.remarks if "Tma" in rem.get("name", "") for d in rem.get("details", [])]
         return _verdict(IGNORED, "no TMA instructions" + (f"; tileiras: {why[0]}" if why else ""))
     sib = [o for o in group if o.ok and o is not r and bool(o.hint(hint)) and tma_data_ops(o) is not None]
     if n == 0:
-        return _verdict(HONOURED, "no TMA instructions")
+        return _tma_met(hint, r, other, "no TMA instructions")
     if sib and n < tma_data_ops(sib[0]):
         return _verdict(HONOURED, f"TMA data instructions {tma_data_ops(sib[0])} → {n} (the others come from other "
                                   f"loads/stores: {ops})")
     return _verdict(IGNORED, f"still {n} TMA data instruction(s) ({ops})")
+
+
+def _tma_met(hint: str, r: VariantRecord, other: VariantRecord | None, reason: str) -> dict:
+    """allow_tma's goal met: ``met`` when the variant with the other value is missing or has the same code."""
+    if other is None:
+        return _verdict(MET, f"{reason}; the other {hint} value was not audited: nothing shows the knob changed "
+                             "the code")
+    return _met_or_honoured(hint, r, [r, other], _verdict(HONOURED, reason), ref=other)
 
 
 _JUDGES = {"occupancy": judge_occupancy, "num_ctas": judge_num_ctas, "allow_tma": judge_allow_tma}

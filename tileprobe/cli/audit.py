@@ -31,7 +31,8 @@ def add_parser(sub) -> None:
                    "--bundle DIR` on a GPU machine without tileiras")
     a.add_argument("--repeat", type=int, default=1, metavar="N", help="compile each variant N times and report "
                    "variants whose machine code differs between compiles (tileiras is not always deterministic)")
-    a.add_argument("--brief", action="store_true", help="print reasons only for hints that were not honoured")
+    a.add_argument("--brief", action="store_true",
+                   help="print reasons only for noteworthy verdicts (partial, ignored, infeasible, unchanged)")
     a.set_defaults(func=cmd_audit, command_line=None)
     add_output_options(a)
 

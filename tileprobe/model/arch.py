@@ -28,6 +28,11 @@ sm_107 (compute capability 10.7) is a tileiras target but is NOT supported here:
 (16) and a carveout step of 328 KB, but neither it, ``[guide]`` nor ``[cccl]`` (as read for this module) gives its
 resident threads per SM or its opt-in shared memory per CTA, and an invented limit would print a believable but
 wrong occupancy.
+
+Shared-memory reserve provenance (``ArchLimits.smem_reserve_rule``): whether the cubin's ``.nv.shared`` size
+already includes the 1 KB per-CTA reserve is read from the cubin's layout (``tileprobe/cubin.py``); on sm_90 an
+H200 driver confirmed it (CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = SHARED − 1,024, 2026-11-29); on every other arch
+it rests on the cubin layout alone. Verdicts that depend on that reading say so.
 """
 from __future__ import annotations
 
@@ -59,7 +64,9 @@ class ArchLimits:
     ``reg_alloc_unit`` is in registers per warp: a warp's ``regs_per_thread * warp_size`` is rounded up to it.
     ``max_smem_per_cta_bytes`` is the opt-in maximum a CTA may use (static + dynamic, without the reserve);
     ``smem_reserved_per_cta_bytes`` is what the driver adds to every CTA on top (1 KB on sm_80+).
-    ``source`` names where the numbers come from. Construction checks every field and raises
+    ``source`` names where the numbers come from. ``smem_reserve_rule`` says how the cubin's shared size relates to
+    the 1 KB reserve on this arch and whether a driver confirmed it ("driver-checked …" or "cubin layout only …").
+    Construction checks every field and raises
     :class:`~tileprobe.errors.TileprobeError` naming the field and its value.
     """
 
@@ -78,6 +85,7 @@ class ArchLimits:
     smem_alloc_unit_bytes: int
     warp_size: int
     source: str
+    smem_reserve_rule: str = ""
 
     def __post_init__(self) -> None:
         self._check_name()
@@ -115,6 +123,11 @@ class ArchLimits:
             value = getattr(self, field_name)
             _require(value % self.smem_alloc_unit_bytes == 0, field_name, value,
                      f"must be a multiple of smem_alloc_unit_bytes ({self.smem_alloc_unit_bytes})")
+
+    @property
+    def smem_reserve_driver_checked(self) -> bool:
+        """Whether a driver confirmed this arch's reading of the reserve in the cubin's shared size."""
+        return self.smem_reserve_rule.startswith("driver-checked")
 
     @property
     def max_threads_per_cta(self) -> int:
@@ -166,7 +179,21 @@ def _limits(cc: tuple[int, int], threads_per_sm: int, ctas_per_sm: int, smem_per
         smem_alloc_unit_bytes=128,                    # [occ] cudaOccSMemAllocationGranularity (cc 8.x-12.x)
         warp_size=32,                                 # [guide]
         source=source,
+        smem_reserve_rule=_SMEM_RESERVE_RULES.get(cc, _RESERVE_ON_TOP),
     )
+
+
+#: How the cubin's ``.nv.shared`` size relates to the 1 KB per-CTA reserve, per arch, and who confirmed it
+#: (``tileprobe/cubin.py`` module doc: ptxas 13.4.92 cubins of a PTX kernel with a 4,096-byte shared array).
+_RESERVE_INCLUDED = ("cubin layout only, not driver-checked: the cubin's shared size includes the 1 KB reserve "
+                     "(a .nv.shared.reserved.0 section; SHARED = user bytes + 1,024 with ptxas 13.4.92)")
+_RESERVE_ON_TOP = ("cubin layout only, not driver-checked: the cubin's shared size is the user's bytes and the "
+                   "driver adds the 1 KB reserve (no .nv.shared.reserved section with ptxas 13.4.92)")
+_SMEM_RESERVE_RULES = {
+    (9, 0): ("driver-checked on H200 2026-11-29: the cubin's shared size includes the 1 KB reserve "
+             "(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = SHARED − 1,024)"),
+    **{cc: _RESERVE_INCLUDED for cc in ((10, 0), (10, 3), (11, 0), (12, 0), (12, 1))},
+}
 
 
 def _source(cc: tuple[int, int], *extra: str) -> str:

@@ -1,7 +1,7 @@
 """The JIT signature of each recorded launch, computed the way an audit computes it — in a child process.
 
 Grouping launches by signature needs the kernel imported and cuTile's signature inference run with the fake driver
-(:mod:`tileprobe._cutile`). That happens in a fresh ``python -m tileprobe.record.signatures`` process, so importing
+(:mod:`tileprobe.audit._cutile`). That happens in a fresh ``python -m tileprobe.record.signatures`` process, so importing
 user code cannot disturb the caller (a pytest session holding the real driver, a module with side effects), and a
 failure only means "group by arguments instead". The arguments are the very expressions the probe file will
 contain (:mod:`.args`), evaluated with :class:`~tileprobe.audit.probe.SpecArrays`.

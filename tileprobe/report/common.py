@@ -4,10 +4,16 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Iterable
 
-from ..schema import VariantRecord, short_build  # noqa: F401  (short_build: the renderers' label)
+from ..schema import NOTEWORTHY_STATUSES, VariantRecord, short_build  # noqa: F401  (short_build: the renderers' label)
 
-#: Column order for a variant row: (header, function of a record).
-VERDICT_MARK = {"honoured": "honoured", "partial": "partial", "ignored": "IGNORED", "infeasible": "infeasible"}
+#: How a verdict status reads in text (``ignored`` in capitals: the hint fell short and did nothing).
+VERDICT_MARK = {"honoured": "honoured", "met": "met", "partial": "partial", "ignored": "IGNORED",
+                "infeasible": "infeasible", "changed": "changed", "unchanged": "unchanged", "baseline": "baseline"}
+
+
+def noteworthy(v: dict) -> bool:
+    """Whether brief output shows this verdict's reason (:data:`tileprobe.schema.NOTEWORTHY_STATUSES`)."""
+    return v.get("status") in NOTEWORTHY_STATUSES
 
 
 def fmt_kv(d: dict) -> str:

@@ -25,11 +25,12 @@ from typing import Iterable, Sequence
 from ..errors import TileprobeError
 from ..schema import VariantRecord
 from .common import (NUMERIC, VERDICT_MARK, case_columns, verdict_columns, fmt_kv, group_tables, headers, hint_columns, row_cells,
-                     short_build)
+                     short_build, noteworthy)
 
 #: verdict → (colour, matplotlib marker); the table cells use the same colours.
-VERDICT_STYLE = {"honoured": ("#1a7f37", "o"), "partial": ("#bf8700", "D"), "ignored": ("#cf222e", "X"),
-                 "infeasible": ("#8250df", "s")}
+VERDICT_STYLE = {"honoured": ("#1a7f37", "o"), "met": ("#0969da", "v"), "partial": ("#bf8700", "D"),
+                 "ignored": ("#cf222e", "X"), "infeasible": ("#8250df", "s"), "changed": ("#1b7c83", "^"),
+                 "unchanged": ("#6e7781", "x"), "baseline": ("#8c959f", ".")}
 _LINESTYLES = ["-", "--", "-.", ":"]   # one per case (cycled)
 _METRICS = [("registers", "registers / thread", 1), ("shared_bytes", "shared memory / CTA (KiB)", 1024),
             ("ctas_per_sm", "CTAs / SM", 1)]
@@ -45,8 +46,9 @@ table.audit{border-collapse:collapse;font-variant-numeric:tabular-nums;margin:4p
 table.audit th,table.audit td{border:1px solid #d0d7de;padding:3px 8px;text-align:left;vertical-align:top}
 table.audit th{background:#f6f8fa}table.audit td.num{text-align:right}tr.failed td{background:#fff1f0}
 .v{display:inline-block;border-radius:10px;padding:0 8px;margin:1px 2px;color:#fff;font-size:12px;cursor:help}
-.v-honoured{background:#1a7f37}.v-partial{background:#bf8700}.v-ignored{background:#cf222e}
-.v-infeasible{background:#8250df}.v-failed{background:#59636e}
+.v-honoured{background:#1a7f37}.v-met{background:#0969da}.v-partial{background:#bf8700}.v-ignored{background:#cf222e}
+.v-infeasible{background:#8250df}.v-changed{background:#1b7c83}.v-unchanged{background:#6e7781}
+.v-baseline{background:#8c959f}.v-failed{background:#59636e}
 ul.reasons{margin:4px 0 10px;padding-left:20px;color:#393f46}ul.reasons li{margin:2px 0}
 code,pre{font:12px ui-monospace,SFMono-Regular,Menlo,monospace;background:#f6f8fa;padding:1px 4px;border-radius:4px}
 pre{padding:6px;white-space:pre-wrap;overflow-wrap:anywhere}
@@ -96,7 +98,8 @@ def _label(r: VariantRecord) -> str:
 
 def audit_table(rows: Sequence[VariantRecord]) -> str:
     """The audit table of one (kernel, compiler, arch) — the terminal table's columns, a verdict badge per hint
-    (reason as tooltip) — and below it the reason of every non-honoured verdict and each failure's message."""
+    (reason as tooltip) — and below it the reason of every noteworthy verdict (partial, ignored, infeasible,
+    unchanged) and each failure's message."""
     hints, cases = hint_columns(rows), case_columns(rows)
     timed = any(_median_us(r) is not None for r in rows)
     cols = headers(hints, cases) + (["median µs"] if timed else [])
@@ -122,7 +125,7 @@ def audit_table(rows: Sequence[VariantRecord]) -> str:
                          f"{repro}</li>")
             continue
         for hint, v in r.verdicts.items():
-            if v.get("status") != "honoured":
+            if noteworthy(v):
                 notes.append(f'<li><b>{_e(_label(r))}</b>: <span class="v v-{_e(v.get("status"))}">{_e(hint)} '
                              f'{_e(v.get("status"))}</span> {_e(v.get("reason"))}</li>')
     if notes:

@@ -9,8 +9,8 @@ from ..analyses.compare import Comparison
 from ..analyses.doctor import Finding
 from ..audit.explain import advice
 from ..schema import VariantRecord
-from .common import (RUN_COLUMNS, best_lines, case_columns, group_tables, headers, hint_columns, record_side, row_cells,
-                     sass_columns, short_build, verdict_cells, verdict_columns, verdict_text)
+from .common import (RUN_COLUMNS, best_lines, case_columns, group_tables, headers, hint_columns, noteworthy,
+                     record_side, row_cells, sass_columns, short_build, verdict_cells, verdict_columns, verdict_text)
 
 
 def table_md(headers: list[str], rows: list[list[str]]) -> str:
@@ -28,7 +28,8 @@ def environment_md(env: dict) -> str:
 
 
 def audit_markdown(records: Iterable[VariantRecord], environment: dict, command: str = "") -> str:
-    """The whole audit as Markdown: one table per kernel and compiler, then the non-honoured verdicts."""
+    """The whole audit as Markdown: one table per kernel and compiler, then the noteworthy verdicts (partial,
+    ignored, infeasible, unchanged: :data:`tileprobe.schema.NOTEWORTHY_STATUSES`) and failures."""
     records = list(records)
     parts = ["## tileprobe audit\n", environment_md(environment)]
     if command:
@@ -41,7 +42,7 @@ def audit_markdown(records: Iterable[VariantRecord], environment: dict, command:
                               [row_cells(r, hints, cases) + [fn(r) for _, fn in extra] + verdict_cells(r, vcols)
                                for r in rows]))
         notes = [f"- {_label(r)}: {verdict_text(r, long=True)}" for r in rows
-                 if not r.ok or any(v["status"] != "honoured" for v in r.verdicts.values())]
+                 if not r.ok or any(noteworthy(v) for v in r.verdicts.values())]
         if notes:
             parts.append("\n" + "\n".join(notes) + "\n")
     lines = advice(records)

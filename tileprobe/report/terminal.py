@@ -15,10 +15,11 @@ from ..analyses.history import History
 from ..audit.explain import advice
 from ..schema import VariantRecord
 from .common import (NUMERIC, RUN_COLUMNS, best_lines, case_columns, fmt_kv, group_tables, headers, hint_columns,
-                     ptx_text, record_side, remark_lines, row_cells, run_label, sass_columns, short_build,
+                     noteworthy, ptx_text, record_side, remark_lines, row_cells, run_label, sass_columns, short_build,
                      verdict_cells, verdict_columns)
 
-_STYLE = {"honoured": "green", "partial": "yellow", "ignored": "bold red", "infeasible": "magenta",
+_STYLE = {"honoured": "green", "met": "cyan", "partial": "yellow", "ignored": "bold red", "infeasible": "magenta",
+          "changed": "blue", "unchanged": "dim", "baseline": "dim",
           "ok": "green", "wrong": "bold red", "hang": "bold red", "crash": "bold red"}
 
 
@@ -30,8 +31,8 @@ def _styled(text: str) -> str:
 def render_audit(records: Iterable[VariantRecord], console: Console | None = None, reasons: bool = True,
                  extra_columns: list[tuple[str, Callable[[VariantRecord], str]]] | None = None,
                  brief: bool = False) -> None:
-    """Print one table per (kernel, tileiras, arch); below it every verdict's reason (only the non-honoured ones
-    when ``brief``), the compiler's PTX decision and remarks, each failure's message and repro command; then
+    """Print one table per (kernel, tileiras, arch); below it every verdict's reason (only the noteworthy ones —
+    partial, ignored, infeasible, unchanged — when ``brief``), the compiler's PTX decision and remarks, each failure's message and repro command; then
     static advice. ``extra_columns``: (header, cell function) pairs, e.g. run times."""
     console = console or Console()
     records = list(records)
@@ -71,7 +72,7 @@ def _print_reasons(console: Console, rows: list[VariantRecord], brief: bool) -> 
                 console.print(f"    repeat: {r.repro}", markup=False, highlight=False, soft_wrap=True)
             continue
         for hint, v in r.verdicts.items():
-            if not brief or v["status"] != "honoured":
+            if not brief or noteworthy(v):
                 console.print(f"  {label}: {hint} {v['status']}: {v['reason']}", markup=False, highlight=False)
         if r.deterministic is False:
             console.print(f"    tileiras gave {len(r.code_hashes)} different machine codes over repeated compiles of "

@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from ..audit.verdict import judge_records
 from ..errors import StoreError, TileprobeError
 from ..model.arch import get_arch
 from ..schema import VariantRecord, load
@@ -68,7 +69,7 @@ def load_bundle(path: str) -> tuple[list[VariantRecord], dict, Callable[[str], b
     if not os.path.isfile(doc):
         raise TileprobeError(f"{path}: not a tileprobe bundle (no audit.json). Make one where tileiras is with "
                              "`tileprobe audit PROBE --arch sm_90 --bundle DIR` and copy DIR here.")
-    records, env = load(doc)
+    records, env = load(doc, judge=judge_records)
     cubin_dir = os.path.join(path, "cubins")
 
     def get(sha: str) -> bytes | None:

@@ -1,0 +1,77 @@
+"""Advice from measurements, on recorded run data: the H200 run of the bundled large RMSNorm
+(``docs/gpu/run-rms-norm-large-2026-11-29.txt``: NVIDIA H200, driver 580.159.04, tileiras 13.4.92, sm_90).
+
+Each row below is that file's table: ALLOW_TMA, occupancy → threads, registers, shared B, stack B, CTAs/SM,
+median µs, IQR % (the file's "±" and "IQR %" column: (p75 − p25) / median × 100). Occupancy 16 has the
+occupancy-8 cubin (FIELD_NOTES: "gives the occupancy-8 cubin").
+"""
+from tileprobe.audit.explain import advice, measured_advice
+from tileprobe.schema import VariantRecord
+from tileprobe.audit.verdict import judge_records
+
+H200 = "NVIDIA H200"
+RUN = {  # (ALLOW_TMA, occupancy): (threads, regs, smem, stack, ctas, median_us, iqr_pct)
+    (True, 1): (256, 255, 191_256, 256, 1, 1551.9, 1.1), (True, 2): (256, 128, 113_176, 0, 2, 288.5, 0.8),
+    (True, 4): (256, 64, 55_576, 0, 4, 289.5, 1.7), (True, 8): (256, 32, 26_744, 24, 8, 296.1, 1.1),
+    (True, 16): (256, 32, 26_744, 24, 8, 294.7, 1.0),
+    (False, 1): (256, 255, 2_072, 0, 1, 1502.8, 0.2), (False, 2): (256, 128, 2_072, 0, 2, 805.0, 0.3),
+    (False, 4): (256, 64, 2_072, 0, 4, 473.9, 0.3), (False, 8): (256, 32, 2_072, 40, 8, 370.6, 0.8),
+    (False, 16): (256, 32, 2_072, 40, 8, 365.8, 0.9),
+}
+
+
+def _record(tma, occ, run=True):
+    threads, regs, smem, stack, ctas, median, iqr_pct = RUN[(tma, occ)]
+    half = median * iqr_pct / 200
+    code = f"{tma}-{min(occ, 8)}"
+    return VariantRecord(
+        kernel="rms_norm_large", probe="examples/rms_norm_large.py", case={"ALLOW_TMA": tma},
+        hints={"occupancy": occ}, arch="sm_90", tileiras="Cuda compilation tools, release 13.4, V13.4.92",
+        status="ok", threads=threads, registers=regs, shared_bytes=smem, driver_shared_bytes=smem - 1024,
+        stack_bytes=stack, ctas_per_sm=ctas, limiter="registers" if ctas < 8 else "threads", code_sha256=code,
+        run={"status": "ok", "median_us": median, "p25_us": median - half, "p75_us": median + half,
+             "gpu": {"name": H200}} if run else None)
+
+
+def _records(run=True):
+    recs = [_record(tma, occ, run) for tma in (True, False) for occ in (1, 2, 4, 8, 16)]
+    judge_records(recs)
+    return recs
+
+
+def test_advice_names_the_measured_best_and_the_disagreement():
+    lines = advice(_records())
+    label = "rms_norm_large sm_90 tileiras 13.4.92 ALLOW_TMA=False"
+    static, measured = [line for line in lines if line.startswith(label + ":")]
+    assert static == (f"{label}: static pick: occupancy 4, the lowest value with the most CTAs/SM met without spills "
+                      "(4 CTAs/SM, 64 registers); "
+                      "spills at occupancy 8 (40 B stack), 16 (40 B stack)")
+    assert measured.startswith(f"{label}: measured on NVIDIA H200: best occupancy 16, 365.8 µs (IQR 364.2–367.4); ")
+    assert ("static advice: occupancy 4; measured best: occupancy 16, 1.30× faster than 4 (473.9 µs (IQR 473.2–474.6)):"
+            " the static advice and the measurement disagree") in measured
+    assert measured.endswith("ranking: 16 365.8, 8 370.6, 4 473.9, 2 805.0, 1 1,502.8 µs")
+
+
+def test_advice_says_when_the_static_pick_is_within_the_noise_of_the_measured_best():
+    lines = advice(_records())
+    measured = next(line for line in lines if "ALLOW_TMA=True: measured" in line)
+    # 288.5 vs 289.5 µs: 1.0 µs apart, less than occupancy 4's IQR (1.7 % of 289.5 = 4.9 µs)
+    assert "best occupancy 2, 288.5 µs (IQR 287.3–289.7) (within noise: occupancy 4);" in measured
+    assert "the static advice (occupancy 4, 289.5 µs (IQR 287.0–292.0)) is within noise of it" in measured
+    assert "disagree" not in measured
+
+
+def test_no_runs_no_measured_line_and_failed_runs_are_not_ranked():
+    assert all("measured" not in line for line in advice(_records(run=False)))
+    recs = [r for r in _records() if r.case["ALLOW_TMA"] is False]
+    recs[-1].run = {"status": "crash", "median_us": None}
+    static = next(r for r in recs if r.hints["occupancy"] == 4)
+    text = measured_advice(recs, static)
+    assert "best occupancy 8, 370.6 µs" in text and text.endswith("not ranked: occupancy 16 (crash)")
+
+
+def test_stored_runs_name_the_gpu_as_text():
+    recs = _records()
+    for r in recs:
+        r.run["gpu"] = H200                      # Store.records attaches the GPU's name, not a dict
+    assert any("measured on NVIDIA H200: best occupancy 16" in line for line in advice(recs))

@@ -1,0 +1,101 @@
+"""Verdicts that say what happened, on the bundled and TileGym probes (examples/*.py) as audited for sm_90, sm_100
+and sm_120 on 2026-12-01 (tileiras 13.4.92; 189 variants, 12 compile errors: w4a16_gemm's FP4 on sm_90). The
+records are ``tests/data/examples_records_2026-12-01.json`` (how it was made: its ``environment.note``); the
+verdicts are judged here, with today's rules.
+
+- No variant whose machine code and resources equal the reference value's (the lowest value of occupancy /
+  num_ctas; the other value of allow_tma) is called ``honoured``.
+- No hint is ``honoured`` without a goal it met (occupancy: CTAs/SM ≥ N; num_ctas: a cluster of N CTAs;
+  allow_tma: TMA instructions present / absent).
+- Hints without a goal are never honoured or ignored.
+"""
+import os
+from collections import Counter
+
+import pytest
+
+from tileprobe.model.cluster import cluster_size
+from tileprobe.schema import EFFECT_STATUSES, GOAL_STATUSES, load
+from tileprobe.audit.verdict import judge_records, tma_data_ops
+
+FIXTURE = os.path.join(os.path.dirname(__file__), "data", "examples_records_2026-12-01.json")
+GOAL_HINTS = ("occupancy", "num_ctas", "allow_tma")
+
+
+@pytest.fixture(scope="module")
+def records():
+    recs, _ = load(FIXTURE)
+    judge_records(recs)
+    return recs
+
+
+def _group(records, r, hint):
+    return [o for o in records if o.ok and o.group_key(hint) == r.group_key(hint)]
+
+
+def _reference(records, r, hint):
+    group = _group(records, r, hint)
+    if hint == "allow_tma":
+        return next((o for o in group if bool(o.hint(hint)) != bool(r.hint(hint))), None)
+    return min(group, key=lambda o: o.hint(hint))
+
+
+def _same(a, b):
+    res = lambda x: (x.threads, x.registers, x.shared_bytes, x.stack_bytes, tuple(x.cluster_dims or ()))  # noqa: E731
+    return a.same_code(b) and res(a) == res(b)
+
+
+def _goal_met(records, r, hint):
+    value = r.hint(hint)
+    if hint == "occupancy":
+        return (r.ctas_per_sm or 0) >= int(value)
+    if hint == "num_ctas":
+        return cluster_size(r.cluster_dims) == int(value)
+    if value:                                    # allow_tma=True: TMA instructions; False: fewer than with True
+        return tma_data_ops(r) > 0
+    other = _reference(records, r, hint)
+    return tma_data_ops(r) == 0 or (other is not None and tma_data_ops(r) < tma_data_ops(other))
+
+
+def test_the_fixture_is_the_whole_audit(records):
+    assert len(records) == 189 and sum(not r.ok for r in records) == 12
+    assert {r.arch for r in records} == {"sm_90", "sm_100", "sm_120"}
+    judged = Counter(h for r in records for h in r.verdicts)
+    assert judged == {"occupancy": 177, "num_ctas": 66, "allow_tma": 30}
+
+
+def test_no_variant_with_the_reference_code_is_honoured(records):
+    checked = 0
+    for r in records:
+        for hint, v in r.verdicts.items():
+            if v["status"] != "honoured":
+                continue
+            ref = _reference(records, r, hint)
+            assert ref is not None and ref is not r and not _same(r, ref), (r.kernel, r.arch, r.case, r.hints, hint)
+            checked += 1
+    assert checked == 147
+
+
+def test_nothing_is_honoured_or_met_without_a_goal_it_met(records):
+    for r in records:
+        for hint, v in r.verdicts.items():
+            assert hint in GOAL_HINTS and v["status"] in GOAL_STATUSES, (hint, v)
+            if v["status"] in ("honoured", "met"):
+                assert _goal_met(records, r, hint), (r.kernel, r.arch, r.hints, hint, v)
+
+
+def test_met_marks_the_reference_or_its_twin(records):
+    met = [(r, h) for r in records for h, v in r.verdicts.items() if v["status"] == "met"]
+    assert len(met) == 84
+    for r, hint in met:
+        ref = _reference(records, r, hint)
+        assert ref is r or _same(r, ref), (r.kernel, r.arch, r.hints, hint)
+
+
+def test_no_goal_hints_get_effect_statuses(records):
+    """The examples vary no opt_level / num_worker_warps / latency; judged as such, occupancy gets effect words."""
+    group = [r for r in records if r.kernel == "w4a16_gemm" and r.arch == "sm_120" and r.ok]
+    from tileprobe.audit.verdict import _judge_generic
+    statuses = Counter(_judge_generic("occupancy", r, [o for o in group if o.case == r.case])["status"]
+                       for r in group)
+    assert set(statuses) <= set(EFFECT_STATUSES) and statuses["baseline"] == 4 and statuses["unchanged"] == 5

@@ -1,0 +1,220 @@
+"""Thread-block clusters: how many clusters of a kernel can be resident on a GPU at once.
+
+Terms (CUDA C++ Programming Guide, "Thread Block Clusters"; the driver's launch terms grid → cluster → CTA): a
+cluster is a group of ``cluster_size`` CTAs that are guaranteed to be co-scheduled, and "all thread blocks in a
+cluster are executed in a single GPC" (a GPC, graphics processing cluster, is a group of SMs). So the resident
+clusters of a GPU depend on how many SMs each GPC has, not only on CTAs/SM × SMs.
+
+Sources, named where used:
+
+- ``[guide]``: CUDA C++ Programming Guide, "Thread Block Clusters": clusters from compute capability 9.0; "a
+  maximum of 8 thread blocks in a cluster is supported as a portable cluster size"; larger sizes are
+  "architecture-specific" (``cudaOccupancyMaxPotentialClusterSize``); all CTAs of a cluster run in one GPC.
+- ``[hopper-tg]``: NVIDIA Hopper Tuning Guide §1.4.1.3: "The maximum portable cluster size supported is 8;
+  however, NVIDIA Hopper H100 GPU allows for a nonportable cluster size of 16 by opting in"
+  (``cudaFuncAttributeNonPortableClusterSizeAllowed``); "Using larger cluster sizes may reduce the maximum number
+  of active blocks across the GPU".
+- ``[blackwell-tg]``: NVIDIA Blackwell Tuning Guide §1.4.1.2: the same sentence for the B200 (compute capability
+  10.0), and "For applications using Thread Block Clusters, it is always recommended to compute the occupancy
+  using cudaOccupancyMaxActiveClusters".
+- ``[driver-api]``: CUDA Driver API 13.4, §6.30 Occupancy, ``cuOccupancyMaxActiveClusters``: "the maximum number
+  of clusters that could co-exist on the target device"; "the calculated occupancy is not guaranteed to be
+  achievable". Its rule is not published: ``cuda_occupancy.h`` (nvidia-cuda-runtime 13.4.92) has no cluster
+  function at all, so the rule below is a model, checked against the driver by
+  ``benchmarks/gpu_cluster_check.py``.
+- ``[hopper-wp]``: NVIDIA H100 Tensor Core GPU Architecture whitepaper: full GH100 = 8 GPCs × 9 TPCs × 2 SMs
+  (144 SMs); H100 SXM5 = 8 GPCs, 66 TPCs, 132 SMs. Which TPCs are disabled varies per die, so SMs per GPC are not
+  published. The H200 uses the same GH100 with 132 SMs (``FIELD_NOTES``: the H200 here reports 132 SMs).
+- ``[b200]``: B200 = 148 SMs (two dies of 80 SMs, 74 enabled on each: Chips and Cheese, "Nvidia's B200: Keeping
+  the CUDA Juggernaut Rolling"; FlashInfer #4465 names GPUs "with at least 148 SMs"). Its GPC count is NOT
+  sourced here: published figures disagree (8 and 10).
+
+The model: a GPC with ``s`` SMs, each holding ``c`` CTAs of the kernel (per-CTA residency,
+:func:`tileprobe.model.occupancy.theoretical_occupancy`), holds ``floor(s × c / k)`` clusters of ``k`` CTAs; the GPU
+holds the sum over its GPCs. When ``k`` divides ``c`` this is ``SMs × c / k`` on every layout.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from .arch import get_arch
+from ..errors import TileprobeError
+
+#: Largest cluster every cluster-capable GPU runs ([guide]: "portable cluster size").
+PORTABLE_CLUSTER_SIZE = 8
+#: Largest cluster size with ``cudaFuncAttributeNonPortableClusterSizeAllowed``, per arch, where sourced.
+NON_PORTABLE_CLUSTER_SIZE = {"sm_90": (16, "[hopper-tg] H100"), "sm_100": (16, "[blackwell-tg] B200")}
+NOT_SOURCED = "not sourced"
+
+
+@dataclass(frozen=True)
+class GpuLayout:
+    """What is known of one GPU model's SM → GPC layout.
+
+    ``num_sms``: SMs enabled. ``num_gpcs``: GPCs, or None when not sourced. ``max_sms_per_gpc``: SMs of a full GPC
+    (an upper bound per GPC), or None. ``sms_per_tpc``: SMs are enabled and disabled in TPCs of this many.
+    ``sms_per_gpc``: the exact layout (e.g. measured on one GPU), or None. ``source``: where the numbers come from.
+    """
+    gpu: str
+    arch: str
+    num_sms: int
+    num_gpcs: int | None
+    max_sms_per_gpc: int | None
+    sms_per_tpc: int
+    source: str
+    sms_per_gpc: tuple[int, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.sms_per_gpc is not None and sum(self.sms_per_gpc) != self.num_sms:
+            raise TileprobeError(f"GpuLayout {self.gpu}: sms_per_gpc {self.sms_per_gpc} sums to "
+                                 f"{sum(self.sms_per_gpc)}, not num_sms {self.num_sms}")
+
+    def describe(self) -> str:
+        """``H100 SXM5/H200 (132 SMs in 8 GPCs of ≤ 18 SMs)``."""
+        if self.sms_per_gpc is not None:
+            return f"{self.gpu} ({self.num_sms} SMs in GPCs of {'/'.join(map(str, self.sms_per_gpc))} SMs)"
+        if self.num_gpcs is None:
+            return f"{self.gpu} ({self.num_sms} SMs)"
+        return f"{self.gpu} ({self.num_sms} SMs in {self.num_gpcs} GPCs of ≤ {self.max_sms_per_gpc} SMs)"
+
+
+#: The GPU whose layout the audit assumes per arch (the one the arch's reports come from); none for other archs.
+REFERENCE_GPUS = {
+    "sm_90": GpuLayout("H100 SXM5/H200", "sm_90", 132, 8, 18, 2, "[hopper-wp]: 8 GPCs, 66 TPCs, 132 SMs; "
+                       "full GPC = 9 TPCs × 2 SMs; SMs per GPC vary per die and are not published"),
+    "sm_100": GpuLayout("B200", "sm_100", 148, None, None, 1, "[b200]: 148 SMs; GPC count and SMs per TPC not "
+                        "sourced"),
+}
+
+
+def cluster_size(cluster_dims) -> int:
+    """CTAs per cluster: the product of ``cluster_dims`` (x, y, z); 1 for None or empty."""
+    size = 1
+    for d in cluster_dims or ():
+        size *= int(d)
+    return size
+
+
+def max_active_clusters(sms_per_gpc, ctas_per_sm: int, size: int) -> int:
+    """Clusters of ``size`` CTAs resident at once on a GPU whose GPCs have ``sms_per_gpc`` SMs, at ``ctas_per_sm``
+    CTAs per SM: Σ floor(s × ctas_per_sm / size) (module doc). Raises TileprobeError for size < 1 or
+    ctas_per_sm < 0."""
+    if size < 1 or ctas_per_sm < 0:
+        raise TileprobeError(f"cluster size {size} / CTAs per SM {ctas_per_sm}: need size ≥ 1 and CTAs/SM ≥ 0")
+    return sum(int(s) * ctas_per_sm // size for s in sms_per_gpc)
+
+
+@dataclass(frozen=True)
+class ClusterCount:
+    """Resident clusters on one GPU model: between ``low`` and ``high`` (equal when ``exact``); ``naive`` is
+    floor(SMs × CTAs/SM ÷ size), which ignores GPCs; ``why`` says what the range rests on."""
+    gpu: GpuLayout
+    size: int
+    ctas_per_sm: int
+    low: int
+    high: int
+    naive: int
+    why: str
+
+    @property
+    def exact(self) -> bool:
+        """Whether the count is known exactly (the least and the most over the allowed GPC layouts agree)."""
+        return self.low == self.high
+
+    def text(self) -> str:
+        """One clause for a verdict reason."""
+        span = f"{self.low}" if self.exact else f"{self.low}–{self.high}"
+        out = f"clusters of {self.size}: {span} active on {self.gpu.describe()} ({self.why})"
+        if self.high < self.naive:
+            out += f"; the naive {self.gpu.num_sms} × {self.ctas_per_sm} ÷ {self.size} = {self.naive} overcounts"
+        full = self.gpu.num_sms * self.ctas_per_sm
+        if self.high * self.size < full:
+            per = f"{self.ctas_per_sm} CTA/SM" if self.ctas_per_sm == 1 else f"{self.ctas_per_sm} CTAs/SM"
+            out += (f"; at most {self.high * self.size:,} CTAs resident in clusters, fewer than the {full:,} of "
+                    f"{per} on all {self.gpu.num_sms} SMs")
+        return out
+
+
+def active_clusters(gpu: GpuLayout, ctas_per_sm: int, size: int) -> ClusterCount:
+    """The resident-cluster count (or its range) of ``gpu`` at ``ctas_per_sm`` CTAs/SM, clusters of ``size``.
+
+    Exact when the layout is known or ``size`` divides ``ctas_per_sm``; else the least and most over every
+    layout the sourced facts allow (GPC count, SMs per full GPC, SMs enabled per TPC); else from
+    TPCs × floor(SMs per TPC × c / k) (any layout of whole TPCs) up to the naive count, with "GPC layout not
+    sourced".
+    """
+    naive = gpu.num_sms * ctas_per_sm // size
+    if gpu.sms_per_gpc is not None:
+        n = max_active_clusters(gpu.sms_per_gpc, ctas_per_sm, size)
+        return ClusterCount(gpu, size, ctas_per_sm, n, n, naive, "measured GPC layout")
+    if ctas_per_sm % size == 0:
+        return ClusterCount(gpu, size, ctas_per_sm, naive, naive, naive,
+                            f"{ctas_per_sm} CTAs/SM is a multiple of {size}: the same on any GPC layout")
+    if gpu.num_gpcs is None:       # every GPC holds a whole number of TPCs of sms_per_tpc SMs
+        low = gpu.num_sms // gpu.sms_per_tpc * (gpu.sms_per_tpc * ctas_per_sm // size)
+        return ClusterCount(gpu, size, ctas_per_sm, low, naive, naive, f"GPC layout {NOT_SOURCED}")
+    low, high = _layout_bounds(gpu.num_sms, gpu.num_gpcs, gpu.max_sms_per_gpc, gpu.sms_per_tpc,
+                               ctas_per_sm, size)
+    why = ("the same on every GPC layout its SM and TPC counts allow" if low == high else
+           "range over the GPC layouts its SM and TPC counts allow; its own layout is not published")
+    return ClusterCount(gpu, size, ctas_per_sm, low, high, naive, why)
+
+
+@lru_cache(maxsize=256)
+def _layout_bounds(num_sms: int, num_gpcs: int, max_per_gpc: int, step: int, ctas: int, size: int) -> tuple[int, int]:
+    """Least and most Σ floor(s × ctas / size) over ``num_gpcs`` GPC sizes s ∈ {0, step, …, max_per_gpc} that sum
+    to ``num_sms`` (dynamic programming over GPCs)."""
+    sizes = range(0, max_per_gpc + 1, step)
+    best: dict[int, tuple[int, int]] = {0: (0, 0)}      # SMs used so far -> (least, most) clusters
+    for _ in range(num_gpcs):
+        nxt: dict[int, tuple[int, int]] = {}
+        for used, (lo, hi) in best.items():
+            for s in sizes:
+                if used + s > num_sms:
+                    break
+                add = s * ctas // size
+                old = nxt.get(used + s)
+                nxt[used + s] = (lo + add, hi + add) if old is None else (min(old[0], lo + add), max(old[1], hi + add))
+        best = nxt
+    if num_sms not in best:
+        raise TileprobeError(f"no layout of {num_sms} SMs in {num_gpcs} GPCs of ≤ {max_per_gpc} SMs")
+    return best[num_sms]
+
+
+def max_cluster_size(arch: str) -> tuple[int, str]:
+    """(largest cluster size, its source) on ``arch``: the non-portable maximum where sourced, else the portable 8
+    ([guide]; a larger size may exist but is not sourced); (1, …) before sm_90, which has no clusters."""
+    limits = get_arch(arch)
+    if limits.cc < (9, 0):
+        return 1, f"thread-block clusters need sm_90 or later ([guide]); {limits.name} has none"
+    if limits.name in NON_PORTABLE_CLUSTER_SIZE:
+        size, src = NON_PORTABLE_CLUSTER_SIZE[limits.name]
+        return size, f"{src}: up to {size} with cudaFuncAttributeNonPortableClusterSizeAllowed"
+    return PORTABLE_CLUSTER_SIZE, f"portable maximum ([guide]); a larger non-portable size is {NOT_SOURCED} for {arch}"
+
+
+def cluster_note(arch: str, ctas_per_sm: int, size: int) -> str:
+    """The clause verdicts add for clusters of ``size`` CTAs at ``ctas_per_sm`` CTAs/SM on ``arch``: resident
+    clusters on the arch's reference GPU (:data:`REFERENCE_GPUS`), the portability of the size; '' for size 1."""
+    if size <= 1:
+        return ""
+    name = get_arch(arch).name
+    parts = []
+    if size > PORTABLE_CLUSTER_SIZE:
+        limit, src = max_cluster_size(name)
+        if name not in NON_PORTABLE_CLUSTER_SIZE:
+            parts.append(f"clusters of {size} are above the portable {PORTABLE_CLUSTER_SIZE}; whether {name} runs "
+                         f"them is {NOT_SOURCED}")
+        elif size > limit:
+            parts.append(f"clusters of {size} exceed {name}'s largest, {limit} ({src})")
+        else:
+            parts.append(f"clusters of {size} are above the portable {PORTABLE_CLUSTER_SIZE}: the launch needs "
+                         f"cudaFuncAttributeNonPortableClusterSizeAllowed ({src.split(':')[0]}: up to {limit})")
+    gpu = REFERENCE_GPUS.get(name)
+    if gpu is None:
+        parts.append(f"clusters of {size}: resident count {NOT_SOURCED} for {name} (no GPU with a sourced SM "
+                     f"count); at most SMs × {ctas_per_sm} ÷ {size}")
+    else:
+        parts.append(active_clusters(gpu, ctas_per_sm, size).text())
+    return "; ".join(parts)
