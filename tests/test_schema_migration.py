@@ -71,9 +71,9 @@ def test_schema_1_store_loads_with_schema_2_verdicts(tmp_path):
     path = tmp_path / "old.sqlite"
     shutil.copy(OLD_STORE, path)
     with Store.open(path, must_exist=True) as store:
-        latest = store.records()
+        latest = store.records(judge=judge_records)
         (audit,) = store.audits()
-        by_audit = store.records(audit_id=audit["id"])
+        by_audit = store.records(audit_id=audit["id"], judge=judge_records)
         raw = store._query("SELECT verdicts FROM audit_compiles", [])
     assert _statuses(latest) == EXPECTED and _statuses(by_audit) == EXPECTED
     assert {json.loads(v)["occupancy"]["status"] for (v,) in raw} == {"honoured"}   # history kept as written

@@ -514,16 +514,16 @@ class Store:
 
         Args:
             kernel, arch: exact filters; tileiras: a substring of the build string (``"13.4"``).
-            audit_id: only that audit's records, in its order. Their verdicts are judged afresh, like every
+            audit_id: only that audit's records, in its order. With ``judge``, their verdicts are judged afresh, like every
                 record's (the stored ones may use older rules or words, e.g. before result schema 2); the
                 verdicts the audit gave stay in ``audit_compiles`` as history.
             keys: only these compile keys.
             latest: keep the newest compile per (kernel, probe, case, hints, arch, tileiras) — an edited kernel
                 shows its last version.
             runs: attach each compile's newest GPU run as ``record.run``.
-            judge: without ``audit_id``, called with the returned records to judge their verdicts afresh (stored
-                compiles keep none: a verdict depends on the other variants), e.g.
-                :func:`tileprobe.audit.verdict.judge_records`; ``None`` leaves ``verdicts`` empty.
+            judge: called with the returned records to judge their verdicts afresh (stored compiles keep none: a
+                verdict depends on the other variants), e.g. :func:`tileprobe.audit.verdict.judge_records`; ``None``
+                leaves ``verdicts`` empty (with ``audit_id``: as the audit stored them).
 
         Raises:
             StoreError: the store is damaged or locked (see :meth:`Store.open`); an unknown ``arch`` raises

@@ -175,7 +175,7 @@ def load_side(spec: str, store_path: str | None = None) -> tuple[list[VariantRec
     if not spec.strip().isdigit():
         raise _not_a_side(spec)
     with Store.open(store_path, must_exist=bool(store_path)) as store:
-        recs = store.records(audit_id=int(spec))
+        recs = store.records(audit_id=int(spec), judge=judge_records)
     if not recs:
         raise _not_a_side(spec)
     return recs, f"stored audit {spec}"
