@@ -42,7 +42,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, ROOT)
 
 KERNELS = {
-    "rms": {"probe": os.path.join(ROOT, "examples", "rms_norm_large.py"),
+    "rms": {"probe": os.path.join(HERE, "probes", "rms_norm_2m.py"),
             "quick": {"cases": {"ALLOW_TMA": [True]}, "hints": {"occupancy": [1, 2, 8]}}},
     "matmul": {"probe": os.path.join(ROOT, "examples", "tilegym_matmul_tune.py"),
                "quick": {"cases": {"SIZE": [4096], "TILE_M": [128, 256], "TILE_N": [128], "TILE_K": [32, 64]},
