@@ -84,7 +84,7 @@ def test_probe_reproduces_shapes_strides_alignment_scalars_and_sites(basic):
     _, vadd = _probe_text(result, "vadd")
     assert "arrays.randn((4100,), 'float32', offset=8),  # base address 8-byte aligned, as launched" in vadd
     assert "'L1': {'count': 7, 'hints': [{}, {'occupancy': 4}], 'grid': (16,)}," in vadd
-    assert "program.py:20 (5)" in vadd
+    assert "program.py:29 (5)" in vadd
     assert "kernels.py:vadd" in vadd
     _, scale = _probe_text(result, "scale_rows")
     assert "arrays.randn((512, 64), 'float16', strides=(128, 1))," in scale and "        2.0,\n" in scale

@@ -194,8 +194,15 @@ def jit_signature(kernel, args: Sequence[Any]):
     """The ``KernelSignature`` cuTile's JIT would compile ``kernel`` for, given these launch arguments.
 
     ``args`` are what the probe would pass to ``ct.launch``, with :class:`ArraySpec` in place of tensors.
-    Uses calling convention ``cutile_python_v1``, the one ``ct.launch`` uses (the JIT cubin's mangled
-    symbol carries it: ``…_Kt1_…``; checked on the H200, see docs/NOTES.md).
+
+    Calling convention: the one ``ct.launch`` picks, i.e. the lowest that expresses the inferred constraints
+    (cuTile ``cext/tile_kernel.cpp``, ``make_signature``: ``minimum_cconv`` starts at v1 and is raised to v2 by a
+    static shape or a tuple parameter). Since cuda-tile 1.7 JIT makes every size-1 extent of an array of at most
+    5 dimensions a static shape (``shape_constant = 1``, mangled ``1s1``), so such a launch compiles under
+    ``cutile_python_v2`` (``…_Kt2_…``); all others under ``cutile_python_v1`` (``…_Kt1_…``). Both seen in JIT
+    symbols on the H200 (TileGym RoPE's ``cos`` of shape (1, seq, dim): ``Kt2``; docs/NOTES.md).
+    ``from_kernel_args`` infers static shapes only when asked for v2, so we infer under v2 and keep v1 when
+    cuTile infers the very same constraints under it.
 
     Raises:
         ProbeError: cuTile rejected the arguments (wrong count, a dtype it does not accept, …); the message
@@ -206,10 +213,19 @@ def jit_signature(kernel, args: Sequence[Any]):
     _cutile.install_fake_driver()
     args = tuple(args)
     assign_addresses(args)
+    v1 = CallingConvention.cutile_python_v1()
+    v2 = getattr(CallingConvention, "cutile_python_v2", None)
     try:
-        return KernelSignature.from_kernel_args(kernel, args, CallingConvention.cutile_python_v1())
+        if v2 is None:       # a cuTile without v2 has no static shapes nor tuples: v1 is all JIT can use
+            return KernelSignature.from_kernel_args(kernel, args, v1)
+        sig = KernelSignature.from_kernel_args(kernel, args, v2())
     except (TypeError, ValueError, RuntimeError) as e:
         raise ProbeError(f"cuTile rejected the launch arguments: {e}") from e
+    try:
+        low = KernelSignature.from_kernel_args(kernel, args, v1)
+    except (TypeError, ValueError, RuntimeError):
+        return sig           # v1 cannot express it (a tuple parameter)
+    return low if tuple(low.parameters) == tuple(sig.parameters) else sig
 
 
 def describe_signature(sig) -> list[dict]:

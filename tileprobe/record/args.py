@@ -107,8 +107,10 @@ def array_expr(d: dict, out: ArgsText, index: int) -> tuple[str, str]:
     parts = [repr(shape), repr(name)]
     if strides != contiguous_strides(shape):
         parts.append(f"strides={strides!r}")
-    comment = ""
+    notes = []
     if align < DEFAULT_ALIGN:
         parts.append(f"offset={max(align, itemsize(name))}")
-        comment = f"base address {align}-byte aligned, as launched"
-    return f"arrays.{fn}({', '.join(parts)})", comment
+        notes.append(f"base address {align}-byte aligned, as launched")
+    if any(s < 0 for s in strides):
+        notes.append("negative strides: audited as launched; tileprobe run cannot make this view")
+    return f"arrays.{fn}({', '.join(parts)})", "; ".join(notes)

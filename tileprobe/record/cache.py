@@ -121,6 +121,34 @@ def _stride(need: int, div: int, cap: int) -> int:
     return s
 
 
+def _strides(p, shape: list[int], cap: int) -> list[int]:
+    """Strides (elements) with the constraint's constants and divisibility and no overlap: the dimension whose
+    stride is the constant 1 innermost (a transposed array keeps its layout), then the others from the last to
+    the first, each spanning the ones inside it."""
+    order = sorted(range(p.ndim), key=lambda i: (p.stride_constant[i] != 1, -i))
+    strides, need = [0] * p.ndim, 1
+    for i in order:
+        const = p.stride_constant[i]
+        strides[i] = const if const is not None else _stride(need, p.stride_divisible_by[i], cap)
+        need = max(need, abs(strides[i]) * shape[i])
+    return strides
+
+
+def _overlap(p, shape: list[int], strides: list[int], cap: int) -> bool:
+    """Make the array overlap itself, as JIT saw it (``may_alias_internally``: a zero or negative stride): a zero
+    stride on the outermost free dimension whose divisibility is the cap (0 is divisible by everything), else that
+    stride negated (same divisibility). False when no dimension is free."""
+    free = [i for i in range(p.ndim) if p.stride_constant[i] is None and shape[i] > 1]
+    for i in free:
+        if p.stride_divisible_by[i] >= cap:
+            strides[i] = 0
+            return True
+    if free:
+        strides[free[0]] = -strides[free[0]]
+        return True
+    return False
+
+
 def array_from_constraint(p) -> tuple[dict, list[str]]:
     """Placeholder array description (shapes invented, divisibility, strides and alignment as the signature says)
     for a cuTile ``ArrayConstraint``, and TODO notes for what it cannot reproduce."""
@@ -133,40 +161,45 @@ def array_from_constraint(p) -> tuple[dict, list[str]]:
         return {"kind": "array", "dtype": f"cutile:{p.dtype.name}", "shape": [1] * p.ndim,
                 "strides": [1] * p.ndim, "align": 256, "protocol": "cache"}, []
     shape = [c if c is not None else _extent(d) for c, d in zip(p.shape_constant, p.shape_divisible_by)]
-    strides = [0] * p.ndim
-    need, cap = 1, max(1, DIVISIBILITY_CAP // itemsize(dtype))
-    for i in reversed(range(p.ndim)):
-        const = p.stride_constant[i]
-        strides[i] = const if const is not None else _stride(need, p.stride_divisible_by[i], cap)
-        need = strides[i] * shape[i]
+    cap = max(1, DIVISIBILITY_CAP // itemsize(dtype))
+    strides = _strides(p, shape, cap)
     align = 256 if p.base_addr_divisible_by >= DIVISIBILITY_CAP else p.base_addr_divisible_by
-    if p.index_dtype.name != "int32":
-        todos.append(f"{p.index_dtype.name} indexing: the launched array had 2^31 elements or more")
     if p.may_alias_internally:
-        todos.append("the launched array overlapped itself (e.g. a zero stride)")
+        if _overlap(p, shape, strides, cap):
+            todos.append("the launched array overlapped itself: a zero or negative stride stands for it")
+        else:
+            todos.append("the launched array overlapped itself; no stride here is free to reproduce it")
     return {"kind": "array", "dtype": dtype, "shape": shape, "strides": strides, "align": align,
             "protocol": "cache"}, todos
 
 
+def _arg_from_constraint(p, i: int, todos: list[str]) -> dict:
+    kind = type(p).__name__
+    if kind == "ArrayConstraint":
+        d, t = array_from_constraint(p)
+        todos += [f"argument {i}: {x}" for x in t]
+        return d
+    if kind == "ConstantConstraint":
+        return {"kind": "scalar", "type": type(p.value).__name__, "value": p.value}
+    if kind == "ScalarConstraint":
+        name = p.dtype.name
+        value = True if name.startswith("bool") else 1.0 if "float" in name else 1
+        todos.append(f"argument {i}: a {name} scalar; its value is not in the cache (placeholder {value!r})")
+        return {"kind": "scalar", "type": type(value).__name__, "value": value}
+    if kind == "TupleConstraint":
+        return {"kind": "sequence", "type": "tuple", "items": [_arg_from_constraint(x, i, todos) for x in p.items]}
+    if kind == "ListConstraint":
+        todos.append(f"argument {i}: a list of arrays; its length is not in the cache (placeholder 2)")
+        item = _arg_from_constraint(p.element, i, todos)
+        return {"kind": "sequence", "type": "list", "items": [item, item]}
+    return {"kind": "object", "type": kind}
+
+
 def args_from_signature(sig) -> tuple[list[dict], list[str]]:
-    """Argument descriptions (as a recording writes them) that reproduce a ``KernelSignature``, and TODO notes."""
-    args, todos = [], []
-    for i, p in enumerate(sig.parameters):
-        kind = type(p).__name__
-        if kind == "ArrayConstraint":
-            d, t = array_from_constraint(p)
-            todos += [f"argument {i}: {x}" for x in t]
-        elif kind == "ConstantConstraint":
-            d = {"kind": "scalar", "type": type(p.value).__name__, "value": p.value}
-        elif kind == "ScalarConstraint":
-            name = p.dtype.name
-            value = True if name.startswith("bool") else 1.0 if "float" in name else 1
-            d = {"kind": "scalar", "type": type(value).__name__, "value": value}
-            todos.append(f"argument {i}: a {name} scalar; its value is not in the cache (placeholder {value!r})")
-        else:
-            d = {"kind": "object", "type": kind}
-        args.append(d)
-    return args, todos
+    """Argument descriptions (as a recording writes them) that reproduce a ``KernelSignature``, and TODO notes.
+    Arrays, constants, scalars, tuples and lists of arrays; any other constraint is a TODO in the probe."""
+    todos: list[str] = []
+    return [_arg_from_constraint(p, i, todos) for i, p in enumerate(sig.parameters)], todos
 
 
 # --- kernels by name ------------------------------------------------------------------------------------

@@ -105,7 +105,7 @@ class TorchArrays:
 
     def _fill_float32(self, t, src):
         """Copy a float32 tensor into ``t`` (casting: works for fp8, bf16 and integer dtypes)."""
-        t.copy_(src.to(t.dtype))
+        copy_into(t, src.to(t.dtype))
         return t
 
     def _f32(self, shape):
@@ -151,7 +151,7 @@ class TorchArrays:
         t = self._alloc(shape, dtype, strides, align, offset)
         src = torch.randint(int(low), int(high), tuple(t.shape), generator=self.generator, device=self.device,
                             dtype=torch.int64)
-        t.copy_(src.to(torch.float32).to(t.dtype) if is_floating(t.dtype) else src.to(t.dtype))
+        copy_into(t, src.to(torch.float32).to(t.dtype) if is_floating(t.dtype) else src.to(t.dtype))
         return t
 
     def randperm(self, n, dtype="int32", *, align=256, offset=0):
@@ -167,6 +167,16 @@ class TorchArrays:
         poison(t)
         fill(t, self.generator)
         return t
+
+
+def copy_into(t, src) -> None:
+    """``t.copy_(src)``, also when ``t`` is a broadcast view (a zero stride, as ``expand`` makes and recorded probes
+    reproduce): torch refuses to copy into a tensor whose elements share memory, so each zero-stride dimension is
+    filled through its first index (the view then repeats it, as the program's own expanded tensor did)."""
+    for d, (n, s) in enumerate(zip(t.shape, t.stride())):
+        if s == 0 and n > 1:
+            t, src = t.narrow(d, 0, 1), src.narrow(d, 0, 1)
+    t.copy_(src)
 
 
 def poison(t) -> None:

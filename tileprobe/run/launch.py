@@ -1,7 +1,8 @@
 """Launch an audited cubin exactly as cuTile would: load, pack arguments, launch, ask the driver about it.
 
-**Calling convention** (cuTile ``docs/source/compilation.rst``, "Calling Conventions", cuda-tile 1.6/1.7; the
-signature of an audited variant is ``cutile_python_v1``, see :func:`tileprobe.audit.signature.jit_signature`):
+**Calling convention** (cuTile ``docs/source/compilation.rst``, "Calling Conventions", cuda-tile 1.6/1.7; an
+audited variant has the one JIT picks, ``cutile_python_v1`` or ``v2``, which pack arrays and scalars alike, see
+:func:`tileprobe.audit.signature.jit_signature`):
 kernel arguments follow the Python parameters in order, except that constants (``ct.Constant`` parameters,
 :class:`ConstantConstraint`) are omitted.
 

@@ -40,3 +40,28 @@ def scale_args():
     from tileprobe.audit.signature import ArraySpec
     x = ArraySpec((512, 64), "float16", strides=(128, 1), address=BASE + 0x300_0000)   # every other row block
     return (x, ArraySpec((512, 64), "float16", address=BASE + 0x400_0000), 2.0, 16, 64)
+
+
+@ct.kernel
+def rope_like(q, cos, sin, COS_BS: ct.Constant[int], SEQ: ct.Constant[int], TILE_H: ct.Constant[int],
+              TILE_D: ct.Constant[int]):
+    """TileGym's RoPE pattern (tilegym 1.5.1 ``ops/cutile/rope.py``, ``_rope_kernel``): ``q`` (batch, heads, seq,
+    dim) rotated in place by rows of ``cos``/``sin`` of shape (cos_bs, seq, dim), where cos_bs is 1 when one table
+    serves every batch (JIT then makes that extent a static shape: ``1s1``, calling convention v2)."""
+    bid = ct.bid(0)
+    b = bid // SEQ
+    row = bid % SEQ
+    cb = 0 if COS_BS == 1 else b
+    c = ct.load(cos, index=(cb, row, 0), shape=(1, 1, TILE_D)).reshape((1, TILE_D))
+    s = ct.load(sin, index=(cb, row, 0), shape=(1, 1, TILE_D)).reshape((1, TILE_D))
+    x1 = ct.load(q, index=(b, 0, row, 0), shape=(1, TILE_H, 1, TILE_D)).reshape((TILE_H, TILE_D))
+    x2 = ct.load(q, index=(b, 0, row, 1), shape=(1, TILE_H, 1, TILE_D)).reshape((TILE_H, TILE_D))
+    ct.store(q, index=(b, 0, row, 0), tile=(x1 * c - x2 * s).reshape((1, TILE_H, 1, TILE_D)).astype(q.dtype))
+    ct.store(q, index=(b, 0, row, 1), tile=(x2 * c + x1 * s).reshape((1, TILE_H, 1, TILE_D)).astype(q.dtype))
+
+
+@ct.kernel
+def any_array(A, N: ct.Constant[int]):
+    """Takes one array (or a tuple / list of arrays) of any layout; launched, recorded and its signature inferred,
+    never compiled (tests/test_record_layouts.py)."""
+    ct.bid(0)
