@@ -4,13 +4,25 @@ records (issue 12). Each op's output is checked against torch; the exit code is 
 Ops (tilegym 1.5.1, backend "cutile"): rms_norm (two sizes: static persistent and multi-wave kernels), softmax,
 matmul, apply_rope_base (RoPE; launched with replace_hints(occupancy=9) when TILEGYM_DISABLE_AUTOTUNE=1),
 silu_and_mul, swiglu.
+
+    python benchmarks/tilegym_workload.py [--ops rms_norm,softmax,...]   (default: all)
 """
+import argparse
 import sys
 
 import torch
 
 
+OPS = ("rms_norm", "softmax", "matmul", "rope", "silu_and_mul", "swiglu")
+
+
 def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--ops", default=",".join(OPS), help=f"comma-separated subset of {', '.join(OPS)}")
+    ops_wanted = set(p.parse_args().ops.split(","))
+    unknown = ops_wanted - set(OPS)
+    if unknown:
+        p.error(f"--ops: unknown op(s) {', '.join(sorted(unknown))}; known: {', '.join(OPS)}")
     import tilegym
     from tilegym import ops
     tilegym.set_backend("cutile")
@@ -24,6 +36,8 @@ def main() -> int:
 
     def check(name, run, reference, tol, repeat=3):
         nonlocal failures
+        if name.split()[0].replace("apply_rope_base", "rope") not in ops_wanted:
+            return
         try:
             for _ in range(repeat):
                 got = run()

@@ -97,3 +97,23 @@ def test_a_kernel_the_cache_cannot_place_is_a_todo_not_a_crash(cache, tmp_path):
     res = audit([path], ["sm_90"], select=lambda v: v.hints_dict.get("occupancy") == 2)
     assert [r.status for r in res.records] == ["probe_error"]
     assert "not a @ct.kernel" in res.records[0].error
+
+
+def test_jit_cubins_exported_with_hashes_check_without_the_cubins(cache, tmp_path):
+    """benchmarks/gpu_record_tilegym.py keeps each JIT cubin's arch, code hash and hints in jit/index.json, so the
+    machine-code check runs from the index when the GPU session's results come back without cubins."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("gpu_record_tilegym",
+                                                  os.path.join(ROOT, "benchmarks", "gpu_record_tilegym.py"))
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    folder, made = cache
+    index = script.export_jit_cubins(folder, str(tmp_path / "jit"))
+    by_symbol = {e["symbols"][0]: e for e in index}
+    assert {s: (e["arch"], e["code_sha256"], e["hints"]) for s, e in by_symbol.items()} == {
+        made["vadd"][0]: ("sm_90", made["vadd"][1], {"occupancy": 2}),
+        made["scale_rows"][0]: ("sm_100", made["scale_rows"][1], {"occupancy": 16})}
+    with_cubins = script._jit_entries(str(tmp_path))
+    for e in index:
+        os.remove(tmp_path / "jit" / e["file"])
+    assert script._jit_entries(str(tmp_path)) == with_cubins
