@@ -23,7 +23,7 @@ Step 3, ``tune``, on the GPU machine (≤ 3 minutes; every file under ``OUT/tune
     python3 benchmarks/gpu_record_tilegym.py tune --out OUT [--record DIR] [--budget 45]
 
 takes the recorded probe of TileGym's softmax kernel (``DIR/probes/_softmax_kernel.py``, default ``OUT/record``;
-when it is missing, records ``tilegym_workload.py --ops softmax`` there first), writes a tunable form of it beside
+when it is missing, records ``tilegym_workload.py --ops softmax`` into ``OUT/tune/record`` first), writes a tunable form of it beside
 the results (:data:`FITS`: the problem named by the kernel's parameters, the output checked against torch, the
 hints TileGym itself tunes for this kernel), runs ``tileprobe tune … --export OUT/tune/tuned.json``, then
 ``benchmarks/tilegym_tuned_softmax.py``, a host program that reads the table with the README's reader (no
@@ -286,10 +286,13 @@ def tunable_probe(recorded: str, kernel: str, out_dir: str, hints: dict | None =
 
 
 def _recorded_probe(out: str, record_dir: str, kernel: str, dry_run: bool) -> tuple[str, str]:
-    """The recorded probe file and how it came to be (recorded now, already there, or from the H200 log)."""
-    path = os.path.join(record_dir, "probes", f"{kernel}.py")
-    if os.path.exists(path):
-        return path, f"recorded probe {path}"
+    """The recorded probe file and how it came to be: found in ``record_dir``, else made in ``OUT/tune/record``
+    (recorded now, or from the H200 log in a dry run; an existing recording is never replaced)."""
+    for folder in (record_dir, os.path.join(out, "tune", "record")):
+        path = os.path.join(folder, "probes", f"{kernel}.py")
+        if os.path.exists(path):
+            return path, f"recorded probe {path}"
+    record_dir = os.path.join(out, "tune", "record")
     if dry_run:
         from tileprobe.record.session import probes_from_log
         from tileprobe.record.hook import launch_dir
@@ -376,7 +379,7 @@ def run_host(kernel: str, table: str, problem: dict, tune_dir: str, dry_run: boo
     ``tune_dir/host.txt``); return its exit code and the line to print."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in env.get("PYTHONPATH", "").split(os.pathsep)
-                                        if p and os.path.abspath(p) != ROOT)
+                                        if p and os.path.realpath(p) != os.path.realpath(ROOT))
     env["CUDA_TILE_CACHE_DIR"] = os.path.join(tune_dir, "cutile-cache")
     host = [sys.executable, FITS[kernel]["host"], table, "--rows", str(problem["N_ROWS"]), "--cols",
             str(problem["DIM_COLS"])] + (["--dry-run"] if dry_run else [])

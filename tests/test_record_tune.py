@@ -65,7 +65,7 @@ def test_dry_run_makes_the_recorded_probe_tunable_and_compiles_it(dry):
     out, stdout = dry
     lines = stdout.strip().splitlines()
     assert [ln[:10] for ln in lines] == ["[tune 1/4]", "[tune 2/4]", "[tune 3/4]", "[tune 4/4]"]
-    assert "probes from the H200 recording" in lines[0] and (out / "record" / "probes" / "_softmax_kernel.py").exists()
+    assert "probes from the H200 recording" in lines[0] and (out / "tune" / "record" / "probes" / "_softmax_kernel.py").exists()
     assert "problem {'N_ROWS': 4096, 'DIM_COLS': 2048}, hints {'occupancy': [None, 8]} (2 configurations)" in lines[1]
     assert "2 candidate(s) compiled, 2 to time (none dropped)" in lines[2]
     assert "skipped (a dry run exports no table" in lines[3]
