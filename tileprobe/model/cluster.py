@@ -214,8 +214,8 @@ def active_clusters(gpu: GpuLayout, ctas_per_sm: int, size: int) -> ClusterCount
 
 @lru_cache(maxsize=256)
 def _layout_bounds(num_sms: int, num_gpcs: int, max_per_gpc: int, step: int, ctas: int, size: int) -> tuple[int, int]:
-    """Least and most Σ (s ≥ size) floor(s × ctas / size) over ``num_gpcs`` GPC sizes s ∈ {0, step, …, max_per_gpc}
-    that sum to ``num_sms`` (dynamic programming over GPCs)."""
+    """Least and most Σ (s ≥ size) floor(s × ctas / size) over ``num_gpcs`` GPC sizes
+    s ∈ {0, step, …, max_per_gpc} that sum to ``num_sms`` (dynamic programming over GPCs)."""
     sizes = range(0, max_per_gpc + 1, step)
     best: dict[int, tuple[int, int]] = {0: (0, 0)}      # SMs used so far -> (least, most) clusters
     for _ in range(num_gpcs):
@@ -244,8 +244,8 @@ def cluster_residency(arch: str, ctas_per_sm: int, size: int) -> ClusterCount | 
 
 def ctas_per_sm_for_goal(gpu: GpuLayout, size: int, goal: int, most: int, certain: bool = True) -> int | None:
     """The fewest CTAs/SM (per-CTA residency, ≤ ``most``) at which ``goal`` × ⌊SMs ÷ size⌋ clusters of ``size`` are
-    resident on ``gpu`` (:meth:`ClusterCount.goal_met`): for certain (the least count of a range), or with ``certain=False`` on some allowed layout
-    (the most); None when even ``most`` does not."""
+    resident on ``gpu`` (:meth:`ClusterCount.goal_met`): for certain (the least count of a range), or with
+    ``certain=False`` on some allowed layout (the most); None when even ``most`` does not."""
     for c in range(max(goal, 1), most + 1):
         count = active_clusters(gpu, c, size)
         if (count.low if certain else count.high) >= count.clusters_for(goal):
