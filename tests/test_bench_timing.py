@@ -189,23 +189,9 @@ def test_the_timing_set_has_14_variants_of_5_kernels():
 def test_one_variant_in_a_cpu_worker(bt, monkeypatch):
     """sustained and burst through tileprobe's code on a fake GPU clock; do_bench (no triton here), the CUDA graph
     and the L2-flush control (no CUDA) fail and are kept as errors: the row is still ok."""
-    from test_run_cpu import FAULTY, _add, _healthy_record
-    from test_run_timing import Timer, ThrottlingReader
-    from test_run_cpu import FakeGPU, FakeKernel
-    from tileprobe.run import worker
-    gpu = FakeGPU([200.0])
-
-    class K(FakeKernel):
-        def launch(self, stream, grid, packed):
-            super().launch(stream, grid, packed)
-            gpu.launch()
-    k = K(_add(1.0))
-    for key, value in (("device", "cpu"), ("synchronize", gpu.synchronize), ("stream", None), ("num_sms", 4),
-                       ("timer", Timer(gpu)), ("clock_reader", ThrottlingReader(gpu, after=10 ** 6)),
-                       ("gpu", {"l2_bytes": 50 * 2**20})):
-        monkeypatch.setitem(worker._STATE, key, value)
-    import tileprobe.run.batch as batch
-    monkeypatch.setattr(batch, "_kernel", lambda cubin, symbol, sha: k)
+    from test_run_cpu import FAULTY, _healthy_record
+    from test_run_timing import use_fake_worker
+    use_fake_worker(monkeypatch, after=10 ** 6, gpu={"l2_bytes": 50 * 2**20})
     out = bt.bench_variant(_healthy_record(), b"", FAULTY, reps=10, tune_wall_s=1.0)
     assert out["status"] == "ok" and out["check"] == {"status": "ok", "rel_err": 0.0}
     m = out["methods"]

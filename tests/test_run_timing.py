@@ -108,8 +108,10 @@ def test_poller_reads_while_the_work_runs_and_keeps_at_most_its_limit():
     assert len(smi.stop()) == 2                               # no thread with nvidia-smi: start and stop only
 
 
-@pytest.fixture
-def throttled_worker(monkeypatch):
+def use_fake_worker(monkeypatch, after: int, **state):
+    """This process as a run worker on CPU: a kernel that adds 1 and advances a fake GPU clock by 200 µs per launch,
+    a :class:`ThrottlingReader` that throttles after ``after`` launches; ``state``: more worker state."""
+    from tileprobe.run import batch
     gpu = FakeGPU([200.0])
 
     class K(FakeKernel):
@@ -117,14 +119,17 @@ def throttled_worker(monkeypatch):
             super().launch(stream, grid, packed)
             gpu.launch()
     k = K(_add(1.0))
-    monkeypatch.setitem(worker._STATE, "device", "cpu")
-    monkeypatch.setitem(worker._STATE, "synchronize", gpu.synchronize)
-    monkeypatch.setitem(worker._STATE, "stream", None)
-    monkeypatch.setitem(worker._STATE, "num_sms", 4)
-    monkeypatch.setitem(worker._STATE, "timer", Timer(gpu))
-    monkeypatch.setitem(worker._STATE, "clock_reader", ThrottlingReader(gpu, after=1 + 3 + 10))
+    for key, value in dict(device="cpu", synchronize=gpu.synchronize, stream=None, num_sms=4, timer=Timer(gpu),
+                           clock_reader=ThrottlingReader(gpu, after=after), **state).items():
+        monkeypatch.setitem(worker._STATE, key, value)
     monkeypatch.setattr(worker, "_kernel", lambda cubin, symbol, sha: k)
+    monkeypatch.setattr(batch, "_kernel", lambda cubin, symbol, sha: k)
     return gpu
+
+
+@pytest.fixture
+def throttled_worker(monkeypatch):
+    return use_fake_worker(monkeypatch, after=1 + 3 + 10)
 
 
 def test_the_warning_is_in_the_run_record_and_under_the_run_table(throttled_worker):
