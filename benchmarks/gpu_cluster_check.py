@@ -1,4 +1,4 @@
-"""GPU check of tileprobe's cluster model (``tileprobe/cluster.py``) against ``cuOccupancyMaxActiveClusters``.
+"""GPU check of tileprobe's cluster model (``tileprobe/model/cluster.py``) against ``cuOccupancyMaxActiveClusters``.
 
 On a GPU with thread-block clusters (sm_90+; written for the H200), with the CUDA driver, cuda-bindings, cuda-core,
 numpy and NVRTC (or else nvcc) to compile two small kernels. No tileiras is needed: the cuTile cubins come from a
