@@ -28,9 +28,9 @@ code" compares ``code_sha256`` (machine code + resources), never the file hash.
 Why clusters count for occupancy: a persistent cluster kernel launches ``min(SMs // num_ctas, tiles) × occupancy``
 clusters (TileGym's static persistent matmul; the FlashInfer #4465 kernel, whose num_ctas=2, occupancy=2
 candidate got 1 block/SM from the driver and failed to launch on GPUs with ≥ 148 SMs), and expects them all
-resident at once. CTAs of a cluster need distinct SMs of one
-GPC (:mod:`tileprobe.model.cluster`), so on the H200 30 clusters of 4 fit at 1 CTA/SM where such a grid has 33:
-3 wait for a second wave although every SM could hold a CTA. Where the GPC layout is not known (sm_100: range
+resident at once. CTAs of a cluster need distinct SMs of one GPC (:mod:`tileprobe.model.cluster`), so on the H200
+30 clusters of 4 fit at 1 CTA/SM where such a grid has 33: 3 wait for a second wave although every SM could hold a
+CTA. Where the GPC layout is not known (sm_100: range
 from 0) and the range straddles the goal, the status follows per-CTA residency and the reason says it depends on
 the layout.
 
@@ -136,7 +136,7 @@ def judge_occupancy(hint: str, r: VariantRecord, group: list[VariantRecord]) -> 
     if v["status"] in (PARTIAL, IGNORED):
         from .explain import what_clusters_take, what_it_takes
         v["reason"] += f"; {what_clusters_take(r, n, count) if count is not None else what_it_takes(r, n)}"
-    notes = [n for n in (_cluster_clause(r), smem_reserve_clause(r, n)) if n]
+    notes = [c for c in (_cluster_clause(r), smem_reserve_clause(r, n)) if c]
     if notes and v["status"] != INFEASIBLE:
         v["reason"] += "; " + "; ".join(notes)
     return v
