@@ -1,4 +1,4 @@
-"""GPU check of tileprobe's cluster model (``tileprobe/cluster.py``) against ``cuOccupancyMaxActiveClusters``.
+"""GPU check of tileprobe's cluster model (``tileprobe/model/cluster.py``) against ``cuOccupancyMaxActiveClusters``.
 
 On a GPU with thread-block clusters (sm_90+; written for the H200), with the CUDA driver, cuda-bindings, cuda-core,
 numpy and NVRTC (or else nvcc) to compile two small kernels. No tileiras is needed: the cuTile cubins come from a
@@ -12,11 +12,13 @@ bundle made where tileiras is.
 2. **Driver vs model.** For every cluster variant of the bundle's sm_90 cubins, for fixed configurations chosen
    so that SMs × CTAs/SM ÷ cluster size overcounts, and for ``--random`` random ones (threads, registers through
    an NVRTC kernel compiled with ``max_register_count``, dynamic shared memory, cluster sizes 2, 4, 8, 16), it asks
-   ``cuOccupancyMaxActiveClusters`` and compares with tileprobe's model on the measured layout: Σ over GPCs of
-   floor(SMs × CTAs/SM ÷ size), CTAs/SM from ``tileprobe.model.occupancy`` with the driver's own register and shared
-   counts. It also prints the naive SMs × CTAs/SM ÷ size, and an alternative model in which a cluster's CTAs need
-   distinct SMs (size ≤ SMs of the GPC). For bundle cubins it also checks the per-CTA residency and the driver's
-   static shared size against the audit's ``driver_shared_bytes`` (the 1 KB reserve reading, sm_90).
+   ``cuOccupancyMaxActiveClusters`` and compares with tileprobe's model on the measured layout: a cluster's CTAs
+   on distinct SMs of one GPC, Σ over GPCs with SMs ≥ size of floor(SMs × CTAs/SM ÷ size), CTAs/SM from
+   ``tileprobe.model.occupancy`` with the driver's own register and shared counts. It also prints the naive
+   SMs × CTAs/SM ÷ size and the earlier "pooled" rule (the same sum over every GPC, whatever its size: tileprobe's
+   model before the H200 run of 2026-12-01 matched 52 of 74 with it and 74 of 74 with the distinct-SM rule). For
+   bundle cubins it also checks the per-CTA residency and the driver's static shared size against the audit's
+   ``driver_shared_bytes`` (the 1 KB reserve reading, sm_90).
 
 Prints a table and a summary; writes ``OUT/cluster_check.json``. Exit status 1 when any driver answer differs from
 the model. Usage (see the report of issue 13 for the exact commands)::
@@ -188,10 +190,11 @@ def gpcs_from_observations(observations) -> list[list[int]]:
 
 
 def model(sms_per_gpc, ctas_per_sm: int, size: int) -> dict:
-    """tileprobe's count and the two others it is compared with, for clusters of ``size`` at ``ctas_per_sm``."""
+    """tileprobe's count (distinct SMs) and the two others it is compared with, for clusters of ``size`` at
+    ``ctas_per_sm``: the naive count and the earlier pooled rule (module doc)."""
     return {"model": max_active_clusters(sms_per_gpc, ctas_per_sm, size),
             "naive": sum(sms_per_gpc) * ctas_per_sm // size,
-            "distinct_sm": sum(s * ctas_per_sm // size if size <= s else 0 for s in sms_per_gpc)}
+            "pooled": sum(s * ctas_per_sm // size for s in sms_per_gpc)}
 
 
 def compare(cfg: Config, facts: dict, sms_per_gpc, arch: str) -> dict:
@@ -207,25 +210,27 @@ def compare(cfg: Config, facts: dict, sms_per_gpc, arch: str) -> dict:
 
 
 def summary(rows: list[dict]) -> dict:
-    """Counts per kind: rows, matches, rows where the naive count differs from the driver's, driver errors."""
+    """Counts per kind: rows, matches, rows where the naive count differs from the driver's, matches of the earlier
+    pooled rule, driver errors."""
     out = {}
     for kind in ("bundle", "divergent", "random"):
         sel = [r for r in rows if r["kind"] == kind]
         out[kind] = {"rows": len(sel), "match": sum(r["match"] for r in sel),
                      "naive_differs": sum(r["naive_differs"] for r in sel),
-                     "distinct_sm_match": sum(r.get("clusters") == r["distinct_sm"] for r in sel),
+                     "pooled_match": sum(r.get("clusters") == r["pooled"] for r in sel),
                      "errors": sum(1 for r in sel if r.get("error"))}
     return out
 
 
 def table(rows: list[dict]) -> str:
     """Plain-text table (no dependency beyond the standard library)."""
-    head = ("kind", "what", "thr", "regs", "smem B", "k", "CTA/SM model/driver", "naive", "model", "driver", "ok")
+    head = ("kind", "what", "thr", "regs", "smem B", "k", "CTA/SM model/driver", "naive", "pooled", "model", "driver",
+            "ok")
     lines = ["  ".join(head)]
     for r in rows:
         lines.append("  ".join(str(x) for x in (
             r["kind"], r["label"][:64], r["threads"], r["regs"], r["static_smem"] + r["dyn_smem_bytes"], r["size"],
-            f"{r['model_ctas_per_sm']}/{r.get('ctas_per_sm')}", r["naive"], r["model"],
+            f"{r['model_ctas_per_sm']}/{r.get('ctas_per_sm')}", r["naive"], r["pooled"], r["model"],
             r.get("clusters") if not r.get("error") else r["error"], "yes" if r["match"] else "NO")))
     return "\n".join(lines)
 

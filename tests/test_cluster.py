@@ -1,16 +1,31 @@
-"""The cluster model (tileprobe/cluster.py) on known layouts, its bounds against brute force, and cluster-aware
-verdicts for a FlashInfer-like persistent GEMM (num_ctas 1, 2 × occupancy 1, 2, 4, 8 on sm_90 and sm_100)."""
+"""The cluster model (tileprobe/model/cluster.py): the distinct-SM rule on known layouts, the H200's 74 driver answers
+as golden data, its bounds against brute force where the layout is unknown, and cluster-aware verdicts for a
+FlashInfer-like persistent GEMM (num_ctas 1, 2 × occupancy 1, 2, 4, 8 on sm_90 and sm_100)."""
 import itertools
+import json
+import os
 
 import pytest
 
-from tileprobe.model.cluster import (REFERENCE_GPUS, GpuLayout, active_clusters, cluster_note, cluster_size,
-                               max_active_clusters, max_cluster_size)
 from tileprobe.errors import TileprobeError
+from tileprobe.model.arch import get_arch
+from tileprobe.model.cluster import (H200_MEASURED, H200_MEASURED_SMS_PER_GPC, HOPPER_WHITEPAPER, REFERENCE_GPUS,
+                                     GpuLayout, active_clusters, cluster_note, cluster_size, ctas_per_sm_for_goal,
+                                     max_active_clusters, max_cluster_size)
+from tileprobe.model.occupancy import theoretical_occupancy
 from tileprobe.schema import VariantRecord
 from tileprobe.audit.verdict import judge_records
 
 H100_LIKE = (18, 18, 18, 16, 16, 16, 16, 14)      # 132 SMs: one possible die
+CHECK = os.path.join(os.path.dirname(__file__), "..", "docs", "gpu", "2026-12-01", "cluster_check.json")
+
+
+def _check():
+    with open(CHECK, encoding="utf-8") as f:
+        return json.load(f)
+
+
+ROWS = _check()["rows"]
 
 
 def test_known_layouts_and_where_the_naive_count_is_wrong():
@@ -18,46 +33,100 @@ def test_known_layouts_and_where_the_naive_count_is_wrong():
     assert max_active_clusters(H100_LIKE, 3, 8) == 47           # 6+6+6 + 6×4 + floor(42/8)=5; naive 49
     assert max_active_clusters(H100_LIKE, 2, 2) == 132          # 2 CTAs/SM in pairs: every layout, every SM
     assert max_active_clusters((17, 15), 1, 2) == 8 + 7         # odd GPCs lose an SM each; naive 16
-    assert max_active_clusters((8,), 1, 16) == 0 and max_active_clusters((8,), 2, 16) == 1
+    # distinct SMs: 8 SMs never hold a cluster of 16, even with room for 16 CTAs; 2 SMs never one of 4
+    assert max_active_clusters((8,), 1, 16) == 0 and max_active_clusters((8,), 2, 16) == 0
+    assert max_active_clusters((2,), 3, 4) == 0 and max_active_clusters((4,), 3, 4) == 3
     assert cluster_size([2, 1, 1]) == 2 and cluster_size((2, 2, 2)) == 8 and cluster_size(None) == 1
     with pytest.raises(TileprobeError):
         max_active_clusters(H100_LIKE, 1, 0)
 
 
+# --- golden data: cuOccupancyMaxActiveClusters on the H200, 2026-12-01 (docs/gpu/2026-12-01/cluster_check.json) ---
+
+def test_the_measured_layout_is_the_one_in_the_check():
+    check = _check()
+    assert tuple(check["layout"]["sms_per_gpc"]) == H200_MEASURED_SMS_PER_GPC == H200_MEASURED.sms_per_gpc
+    assert check["gpu"]["name"] == "NVIDIA H200" and check["gpu"]["sms"] == 132 == sum(H200_MEASURED_SMS_PER_GPC)
+    assert REFERENCE_GPUS["sm_90"] is H200_MEASURED
+    assert len(ROWS) == 74 and sum(r["kind"] == "divergent" for r in ROWS) == 12
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[f"{r['kind']}-{i}-k{r['size']}" for i, r in enumerate(ROWS)])
+def test_model_reproduces_the_driver_on_the_h200(row):
+    """Every row: per-CTA residency from the driver's registers and shared bytes, then the resident clusters of
+    the distinct-SM rule on the measured layout, equal to what cuOccupancyMaxActiveClusters said."""
+    occ = theoretical_occupancy(get_arch("sm_90"), row["threads"], row["regs"],
+                                row["static_smem"] + row["dyn_smem_bytes"])
+    assert occ.ctas_per_sm == row["ctas_per_sm"]
+    assert max_active_clusters(H200_MEASURED_SMS_PER_GPC, occ.ctas_per_sm, row["size"]) == row["clusters"]
+    assert active_clusters(H200_MEASURED, occ.ctas_per_sm, row["size"]).low == row["clusters"]
+
+
+def test_the_earlier_rule_missed_22_of_the_74_rows():
+    """Σ ⌊s × c ÷ k⌋ over every group (no distinct-SM condition) matched 52 of 74: it lets groups smaller than the
+    cluster hold clusters with two CTAs of one cluster on one SM."""
+    pooled = [sum(s * r["ctas_per_sm"] // r["size"] for s in H200_MEASURED_SMS_PER_GPC) for r in ROWS]
+    assert sum(p == r["clusters"] for p, r in zip(pooled, ROWS)) == 52
+    assert all(p > r["clusters"] for p, r in zip(pooled, ROWS) if p != r["clusters"])
+    # joined into one 16-SM GPC, the group of 8 and the four pairs would give 98 clusters of 4 at 3 CTAs/SM
+    joined = (18, 18, 16, 16, 16, 16, 16, 16)
+    row = next(r for r in ROWS if r["kind"] == "divergent" and r["size"] == 4 and r["ctas_per_sm"] == 3)
+    assert max_active_clusters(joined, 3, 4) == 98 and row["clusters"] == 92
+
+
+# --- unknown layouts: ranges --------------------------------------------------------------------------------------
+
 def _brute_force(num_sms, num_gpcs, max_per_gpc, step, ctas, size):
-    counts = [sum(s * ctas // size for s in layout)
+    counts = [max_active_clusters(layout, ctas, size)
               for layout in itertools.combinations_with_replacement(range(0, max_per_gpc + 1, step), num_gpcs)
               if sum(layout) == num_sms]
     return min(counts), max(counts)
 
 
-@pytest.mark.parametrize("ctas, size", [(1, 16), (1, 8), (1, 4), (3, 8), (3, 16), (5, 16), (7, 16), (1, 2), (3, 2)])
-def test_h100_h200_bounds_equal_brute_force_over_every_allowed_layout(ctas, size):
-    gpu = REFERENCE_GPUS["sm_90"]
-    count = active_clusters(gpu, ctas, size)
+@pytest.mark.parametrize("ctas, size", [(1, 16), (1, 8), (1, 4), (3, 8), (3, 16), (5, 16), (7, 16), (1, 2), (3, 2),
+                                        (2, 16), (3, 4)])
+def test_whitepaper_bounds_equal_brute_force_over_every_allowed_layout(ctas, size):
+    count = active_clusters(HOPPER_WHITEPAPER, ctas, size)
     assert (count.low, count.high) == _brute_force(132, 8, 18, 2, ctas, size)
     assert count.naive == 132 * ctas // size
 
 
 def test_range_texts_say_what_they_rest_on():
-    h = REFERENCE_GPUS["sm_90"]
+    h = HOPPER_WHITEPAPER
     assert active_clusters(h, 1, 16).text() == (
         "clusters of 16: 5–8 active on H100 SXM5/H200 (132 SMs in 8 GPCs of ≤ 18 SMs) (range over the GPC "
         "layouts its SM and TPC counts allow; its own layout is not published); at most 128 CTAs resident in "
-        "clusters, fewer than the 132 of 1 CTA/SM on all 132 SMs")
+        "clusters (0.97 per SM), fewer than the 132 of 1 CTA/SM on all 132 SMs")
     assert active_clusters(h, 1, 2).text() == ("clusters of 2: 66 active on H100 SXM5/H200 (132 SMs in 8 GPCs of "
                                                "≤ 18 SMs) (the same on every GPC layout its SM and TPC counts allow)")
+    # the measured die is outside the whitepaper's family (12 groups, not 8 GPCs): 92 is below its 95–98
+    assert (active_clusters(h, 3, 4).low, active_clusters(h, 3, 4).high) == (95, 98)
     b200 = REFERENCE_GPUS["sm_100"]
     assert (active_clusters(b200, 1, 2).low, active_clusters(b200, 1, 2).high) == (0, 74)
     assert "GPC layout not sourced" in active_clusters(b200, 1, 2).text()
-    assert active_clusters(b200, 2, 2).exact and active_clusters(b200, 2, 2).low == 148
-    measured = GpuLayout("H200 #0", "sm_90", 132, 8, 18, 2, "measured", H100_LIKE)
-    c = active_clusters(measured, 1, 16)
+    assert (active_clusters(b200, 2, 2).low, active_clusters(b200, 2, 2).high) == (0, 148)   # GPCs of 1 SM allowed
+    c = active_clusters(H200_MEASURED, 1, 16)
     assert (c.low, c.high, c.naive) == (7, 7, 8)
-    assert c.text().endswith("the naive 132 × 1 ÷ 16 = 8 overcounts; at most 112 CTAs resident in clusters, fewer "
-                             "than the 132 of 1 CTA/SM on all 132 SMs")
+    assert c.text() == (
+        "clusters of 16: 7 active on H200 (132 SMs in groups of 18/18/16/16/16/16/16/8/2/2/2/2 SMs) (layout "
+        "measured on one H200, 2026-12-01; other H100/H200 dies may group their SMs differently); the naive "
+        "132 × 1 ÷ 16 = 8 overcounts; at most 112 CTAs resident in clusters (0.85 per SM), fewer than the 132 of "
+        "1 CTA/SM on all 132 SMs")
     with pytest.raises(TileprobeError, match="sums to 130, not num_sms 132"):
         GpuLayout("x", "sm_90", 132, 8, 18, 2, "typo", (18, 18, 18, 16, 16, 16, 14, 14))
+
+
+def test_goal_in_clusters_and_the_residency_it_takes():
+    """occupancy N in clusters of k: N × ⌊SMs ÷ k⌋ clusters resident (a persistent grid in one wave)."""
+    four = active_clusters(H200_MEASURED, 1, 4)
+    assert four.clusters_for(1) == 33 and four.low == 30 and four.goal_met(1) is False
+    assert active_clusters(H200_MEASURED, 2, 2).goal_met(2) is True            # pairs fill every group
+    assert ctas_per_sm_for_goal(H200_MEASURED, 4, 1, 8) == 2                   # 62 ≥ 33
+    assert ctas_per_sm_for_goal(H200_MEASURED, 4, 2, 8) == 3                   # 62 < 66 ≤ 92
+    assert ctas_per_sm_for_goal(H200_MEASURED, 16, 2, 2) is None               # 14 < 16 at the most 2 CTAs/SM
+    b200 = active_clusters(REFERENCE_GPUS["sm_100"], 1, 8)
+    assert b200.clusters_for(1) == 18 and b200.goal_met(1) is None             # 0–18: depends on the layout
+    assert active_clusters(REFERENCE_GPUS["sm_100"], 1, 16).goal_met(2) is False   # at most 9 of 18
 
 
 def test_cluster_size_limits_per_arch():
@@ -120,10 +189,51 @@ def test_persistent_gemm_statuses_say_what_happened(pm):
 def test_persistent_gemm_cluster_reasons(pm):
     one_per_sm = pm[("sm_90", 2, 1)]["num_ctas"]["reason"]
     assert one_per_sm.startswith("cluster 2×1×1 = 2 CTA(s); 1 CTA/SM per CTA residency, clusters of 2: 66 active "
-                                 "on H100 SXM5/H200 (132 SMs in 8 GPCs of ≤ 18 SMs)")
-    assert "clusters of 2: 0–74 active on B200 (148 SMs) (GPC layout not sourced)" in pm[("sm_100", 2, 1)][
-        "occupancy"]["reason"]
-    assert "clusters of 2: 296 active on B200" in pm[("sm_100", 2, 4)]["occupancy"]["reason"]
+                                 "on H200 (132 SMs in groups of 18/18/16/16/16/16/16/8/2/2/2/2 SMs) (layout measured "
+                                 "on one H200, 2026-12-01")
+    sm100 = pm[("sm_100", 2, 1)]["occupancy"]["reason"]
+    assert "clusters of 2: 0–74 active on B200 (148 SMs) (GPC layout not sourced)" in sm100
+    assert ("the status counts per-CTA residency: whether the 74 clusters of 2 needed for 1 CTA per SM "
+            "(1 × ⌊148 ÷ 2⌋) are resident depends on the GPC layout") in sm100
+    assert "clusters of 2: 0–296 active on B200" in pm[("sm_100", 2, 4)]["occupancy"]["reason"]
+
+
+# clusters of 4 on sm_90 (examples/tilegym_persistent_matmul.py, probe tilegym_persistent_matmul_clusters, audited
+# 2026-12-01): occupancy 1 → 255 registers, 140,624 B shared, 1 CTA/SM; occupancy 2 → 128 registers, 116,000 B, 2.
+def _clusters4(occ):
+    regs, shared, ctas, code = {1: (255, 140_624, 1, "k1"), 2: (128, 116_000, 2, "k2")}[occ]
+    return VariantRecord(kernel="pm4", probe="pm.py", case={}, hints={"num_ctas": 4, "occupancy": occ}, arch="sm_90",
+                         tileiras="V13.4.92", status="ok", threads=256, registers=regs, shared_bytes=shared,
+                         driver_shared_bytes=shared - 1024, stack_bytes=0, ctas_per_sm=ctas, limiter="registers",
+                         code_sha256=code, cluster_dims=[4, 1, 1])
+
+
+def test_clusters_of_4_on_the_h200_fall_short_of_the_grid_occupancy_sizes():
+    """TileGym launches min(132 // 4, tiles) × occupancy = 33 × N clusters; 30 (N=1) and 62 (N=2) are resident."""
+    recs = [_clusters4(1), _clusters4(2)]
+    judge_records(recs)
+    one, two = (r.verdicts["occupancy"] for r in recs)
+    assert one["status"] == "ignored" and two["status"] == "partial"
+    assert one["reason"].startswith("1 CTA/SM per CTA, but 30 clusters are resident, fewer than the 33 clusters of 4 "
+                                    "needed for 1 CTA per SM (1 × ⌊132 ÷ 4⌋) (0.91 CTAs per SM on average); 33 "
+                                    "clusters of 4 are resident on H200 from 2 CTAs/SM per CTA: 2 CTAs/SM would need "
+                                    "≤ 128 registers per thread (has 255)")
+    assert "62 clusters are resident, fewer than the 66 clusters of 4 needed for 2 CTAs per SM" in two["reason"]
+    assert "up from 30 clusters at occupancy=1" in two["reason"]
+    assert "66 clusters of 4 are resident on H200 from 3 CTAs/SM per CTA: 3 CTAs/SM would need ≤ 80 registers" \
+        in two["reason"]
+    assert {r.verdicts["num_ctas"]["status"] for r in recs} == {"met"}   # the cluster shape asked (the only value)
+
+
+def test_clusters_that_no_cta_of_this_size_can_fill_are_infeasible():
+    r = _clusters4(2)
+    r.hints, r.cluster_dims, r.threads = {"num_ctas": 16, "occupancy": 2}, [16, 1, 1], 1024
+    judge_records([r])
+    v = r.verdicts["occupancy"]
+    assert v["status"] == "infeasible"
+    assert v["reason"].startswith("2 CTAs/SM per CTA, but 14 clusters are resident, fewer than the 16 clusters of 16 "
+                                  "needed for 2 CTAs per SM (2 × ⌊132 ÷ 16⌋)")
+    assert v["reason"].endswith("not even at 2 CTAs/SM, the most of 1024 threads an SM holds")
 
 
 def test_persistent_gemm_reserve_dependence(pm):
@@ -139,14 +249,15 @@ def test_persistent_gemm_reserve_dependence(pm):
 
 def test_flashinfer_4465_numbers_name_the_explanation_the_verdict_rests_on():
     """FlashInfer #4465: num_ctas=2, occupancy=2 on sm_100, 115,852 B shared per CTA. tileprobe reads 2 CTAs/SM;
-    at 2 CTAs/SM clusters of 2 fill every SM on any GPC layout, so the verdict does not rest on per-GPC placement,
-    only on the reserve reading; under the other reading (1 CTA/SM) the cluster count would rest on the GPC layout."""
+    the verdict rests on the reserve reading, and on the B200's GPC layout, which is not sourced (a group of fewer SMs
+    than the cluster holds none of its clusters: the distinct-SM rule measured on the H200); both are named."""
     recs = [_pm("sm_100", 2, 1), _pm("sm_100", 2, 2, smem=115_852)]
     judge_records(recs)
     v = recs[1].verdicts["occupancy"]
     assert v["status"] == "honoured"
-    assert "clusters of 2: 148 active on B200 (148 SMs) (2 CTAs/SM is a multiple of 2: the same on any GPC layout)" \
-        in v["reason"]
+    assert "clusters of 2: 0–148 active on B200 (148 SMs) (GPC layout not sourced)" in v["reason"]
+    assert "whether the 148 clusters of 2 needed for 2 CTAs per SM (2 × ⌊148 ÷ 2⌋) are resident depends on the GPC " \
+        "layout" in v["reason"]
     assert "2 × (115,852 + 1,024) = 233,752 B (233,984 B in 128-B units) > 233,472 B per SM → 1 CTA/SM" in v["reason"]
     assert "(then clusters of 2: 0–74 active on B200 (148 SMs) (GPC layout not sourced))" in v["reason"]
     assert "cubin layout only, not driver-checked" in v["reason"]

@@ -198,6 +198,8 @@ def test_run_variant_burst_mode_and_clocks(tune_worker):
     assert out["status"] == "ok" and out["timing_mode"] == "burst" and out["reps"] == 6
     # two syncs around the checked launch, one after the warm-up, then one per sample
     assert out["median_us"] == pytest.approx(42.0) and gpu.syncs == 2 + 1 + 6
-    # clocks read before the warm-up (after the checked launch) and after the samples
-    assert out["clocks_before"]["launches"] == 1 and out["clocks_after"]["launches"] == 1 + 2 + 6
+    # clocks read after the warm-up (checked launch + 2) and after the samples
+    assert out["clocks_before"]["launches"] == 1 + 2 and out["clocks_after"]["launches"] == 1 + 2 + 6
+    assert out["clocks_during"]["n"] == 2 and out["clocks_during"]["sm_mhz"] == {"min": 1980.0, "median": 1980.0,
+                                                                                 "max": 1980.0}
     assert out["clocks_moved"] is False and k.launches == 9

@@ -58,6 +58,25 @@ def what_it_takes(r: VariantRecord, ctas: int) -> str:
     return f"{ctas} CTAs/SM would need " + " and ".join(needs)
 
 
+def what_clusters_take(r: VariantRecord, goal: int, count) -> str:
+    """For a cluster variant (``count``: its :class:`~tileprobe.model.cluster.ClusterCount` on the reference GPU):
+    the per-CTA residency at which ``goal`` × ⌊SMs ÷ cluster size⌋ of its clusters are resident
+    (:func:`tileprobe.model.cluster.ctas_per_sm_for_goal`: for certain on a known layout, "at least" on the best
+    allowed layout otherwise), and what the CTA would need for that (:func:`what_it_takes`)."""
+    from ..model.cluster import ctas_per_sm_for_goal
+    limits = get_arch(r.arch)
+    most = min(limits.max_ctas_per_sm, limits.max_threads_per_sm // max(r.threads or 1, 1))
+    ctas = ctas_per_sm_for_goal(count.gpu, count.size, goal, most, certain=count.exact)
+    need = count.clusters_for(goal)
+    if ctas is None:
+        return f"{need} clusters of {count.size} cannot be resident on {count.gpu.gpu} with CTAs of {r.threads} threads"
+    if ctas == goal:
+        return what_it_takes(r, goal)
+    least = "" if count.exact else "at least "
+    return (f"{need} clusters of {count.size} are resident on {count.gpu.gpu} from {least}{ctas} CTAs/SM per CTA: "
+            f"{what_it_takes(r, ctas)}")
+
+
 def advice(records: Iterable[VariantRecord]) -> list[str]:
     """Advice per (kernel, case, other hints, arch, compiler), occupancy hints only.
 

@@ -1,7 +1,8 @@
 """Verdicts: did the compiler do what each hint asked, judged from the final cubin.
 
-Hints with a checkable goal (occupancy: theoretical CTAs/SM ≥ N; num_ctas: a cluster of N CTAs; allow_tma: TMA
-instructions present / absent) get one of:
+Hints with a checkable goal (occupancy: theoretical CTAs/SM ≥ N, and for a cluster variant also N × ⌊SMs ÷ cluster
+size⌋ clusters resident on the arch's reference GPU; num_ctas: a cluster of N CTAs; allow_tma: TMA instructions
+present / absent) get one of:
 
 * ``honoured`` — the goal is met AND the hint changed the machine code: it differs from the reference value's.
 * ``met`` — the goal is met, but with the same machine code and resources as the reference value (or this is the
@@ -24,6 +25,15 @@ has its lowest value (hint-less variants count as the declared value); of allow_
 other value. File hashes always differ between hint values (the embedded Tile IR carries them), so "same machine
 code" compares ``code_sha256`` (machine code + resources), never the file hash.
 
+Why clusters count for occupancy: a persistent cluster kernel launches ``min(SMs // num_ctas, tiles) × occupancy``
+clusters (TileGym's static persistent matmul; the FlashInfer #4465 kernel, whose num_ctas=2, occupancy=2
+candidate got 1 block/SM from the driver and failed to launch on GPUs with ≥ 148 SMs), and expects them all
+resident at once. CTAs of a cluster need distinct SMs of one GPC (:mod:`tileprobe.model.cluster`), so on the H200
+30 clusters of 4 fit at 1 CTA/SM where such a grid has 33: 3 wait for a second wave although every SM could hold a
+CTA. Where the GPC layout is not known (sm_100: range
+from 0) and the range straddles the goal, the status follows per-CTA residency and the reason says it depends on
+the layout.
+
 Occupancy reasons also name what they rest on: for clusters (``cluster_dims`` > 1 CTA) the resident clusters on
 the arch's reference GPU (:mod:`tileprobe.model.cluster`); when shared memory limits residency, or the other reading of
 the 1 KB per-CTA reserve would change it, the arch's reserve rule and whether a driver confirmed it
@@ -35,7 +45,8 @@ from collections import defaultdict
 from typing import Iterable
 
 from ..model.arch import get_arch
-from ..model.cluster import cluster_note, cluster_size, max_cluster_size
+from ..model.cluster import (ClusterCount, cluster_note, cluster_residency, cluster_size, ctas_per_sm_for_goal,
+                             max_cluster_size)
 from ..model.occupancy import smem_allocated_per_cta_bytes, theoretical_occupancy
 from ..schema import (BASELINE, CHANGED, HONOURED, IGNORED, INFEASIBLE, MET, PARTIAL, UNCHANGED,  # noqa: F401
                       VariantRecord)
@@ -107,17 +118,25 @@ def _verdict(status: str, reason: str) -> dict:
 def judge_occupancy(hint: str, r: VariantRecord, group: list[VariantRecord]) -> dict:
     """Verdict for ``occupancy=N`` from residency (CTAs/SM), the arch's hard limits and the other values.
 
-    A met goal is ``honoured`` only when the code differs from the reference (lowest) value's, else ``met``.
+    A met goal is ``honoured`` only when the code differs from the reference (lowest) value's, else ``met``; a
+    cluster variant whose clusters fall short of the goal although its CTAs meet it gets
+    :func:`_cluster_shortfall`'s verdict (module doc).
     Reasons that are not met end with what the CTA would need for N (:func:`tileprobe.audit.explain.what_it_takes`);
     every reason adds the cluster residency (cluster variants) and the shared-memory reserve rule it rests on.
     """
     v = _judge_occupancy(hint, r, group)
+    n = int(r.hint(hint))
+    count = _cluster_count(r)
     if v["status"] == HONOURED:
-        v = _met_or_honoured(hint, r, group, v)
+        short = _cluster_shortfall(hint, r, group, count) if count is not None else None
+        v = short if short is not None else _met_or_honoured(hint, r, group, v)
+        if short is None and count is not None and count.goal_met(n) is None:
+            v["reason"] += (f"; the status counts per-CTA residency: whether the {_need(count, n)} are resident "
+                            "depends on the GPC layout")
     if v["status"] in (PARTIAL, IGNORED):
-        from .explain import what_it_takes
-        v["reason"] += f"; {what_it_takes(r, int(r.hint(hint)))}"
-    notes = [n for n in (_cluster_clause(r), smem_reserve_clause(r, int(r.hint(hint)))) if n]
+        from .explain import what_clusters_take, what_it_takes
+        v["reason"] += f"; {what_clusters_take(r, n, count) if count is not None else what_it_takes(r, n)}"
+    notes = [c for c in (_cluster_clause(r), smem_reserve_clause(r, n)) if c]
     if notes and v["status"] != INFEASIBLE:
         v["reason"] += "; " + "; ".join(notes)
     return v
@@ -148,6 +167,49 @@ def _diff(base: VariantRecord, r: VariantRecord) -> str:
         ("shared B", base.shared_bytes, r.shared_bytes), ("stack B", base.stack_bytes, r.stack_bytes),
         ("cluster", cluster_size(base.cluster_dims), cluster_size(r.cluster_dims))) if a != b]
     return ", ".join(diffs) if diffs else "machine code differs, same resources"
+
+
+def _cluster_count(r: VariantRecord) -> ClusterCount | None:
+    """Resident clusters of a cluster variant on its arch's reference GPU; None without clusters, without
+    residency or without a reference GPU (:func:`tileprobe.model.cluster.cluster_residency`)."""
+    size = cluster_size(r.cluster_dims)
+    return cluster_residency(r.arch, r.ctas_per_sm, size) if size > 1 and r.ctas_per_sm else None
+
+
+def _cluster_shortfall(hint: str, r: VariantRecord, group: list[VariantRecord], count: ClusterCount) -> dict | None:
+    """The verdict of ``occupancy=N`` when per-CTA residency meets N but fewer than N × ⌊SMs ÷ cluster size⌋
+    clusters are resident (:meth:`~tileprobe.model.cluster.ClusterCount.goal_met`), so the persistent grid of a
+    cluster kernel sized by occupancy does not run in one wave. None when the clusters meet N, or when it depends
+    on an unknown GPC layout.
+
+    ``infeasible`` when no CTA of this size could reach it (even at the most CTAs/SM its thread count allows);
+    ``ignored`` with the same code as another value; ``partial`` when more clusters are resident than at the next
+    lower value; else ``ignored``."""
+    n = int(r.hint(hint))
+    if count.goal_met(n) is not False:
+        return None
+    limits = get_arch(r.arch)
+    most_of = "" if count.exact else "at most "      # a range: even its most falls short
+    per = (f"{_ctas(r.ctas_per_sm)}/SM per CTA, but {most_of}{count.high} clusters are resident, "
+           f"fewer than the {_need(count, n)} ({count.mean_ctas_per_sm(count.high):.2f} CTAs per SM on average)")
+    most = min(limits.max_ctas_per_sm, limits.max_threads_per_sm // max(r.threads or 1, 1))
+    if ctas_per_sm_for_goal(count.gpu, count.size, n, most, certain=False) is None:
+        return _verdict(INFEASIBLE, f"{per}; not even at {most} CTAs/SM, the most of {r.threads} threads an SM holds")
+    twin = _same_code(hint, r, group)
+    if twin is not None:
+        return _verdict(IGNORED, f"same machine code and resources as {hint}={twin.hint(hint)}: {per}")
+    base = _baseline(hint, r, group)
+    base_count = _cluster_count(base) if base is not None else None
+    if base_count is not None and base_count.high < count.high:
+        return _verdict(PARTIAL, f"{per}; up from {base_count.high} clusters at {hint}={base.hint(hint)}")
+    return _verdict(IGNORED, per)
+
+
+def _need(count: ClusterCount, n: int) -> str:
+    """``33 clusters of 4 needed for 1 CTA per SM (1 × ⌊132 ÷ 4⌋)``."""
+    per = "1 CTA per SM" if n == 1 else f"{n} CTAs per SM"
+    return (f"{count.clusters_for(n)} clusters of {count.size} needed for {per} ({n} × ⌊{count.gpu.num_sms} ÷ "
+            f"{count.size}⌋)")
 
 
 def _cluster_clause(r: VariantRecord) -> str:

@@ -20,18 +20,32 @@ Sources, named where used:
 - ``[driver-api]``: CUDA Driver API 13.4, §6.30 Occupancy, ``cuOccupancyMaxActiveClusters``: "the maximum number
   of clusters that could co-exist on the target device"; "the calculated occupancy is not guaranteed to be
   achievable". Its rule is not published: ``cuda_occupancy.h`` (nvidia-cuda-runtime 13.4.92) has no cluster
-  function at all, so the rule below is a model, checked against the driver by
-  ``benchmarks/gpu_cluster_check.py``.
+  function at all.
 - ``[hopper-wp]``: NVIDIA H100 Tensor Core GPU Architecture whitepaper: full GH100 = 8 GPCs × 9 TPCs × 2 SMs
   (144 SMs); H100 SXM5 = 8 GPCs, 66 TPCs, 132 SMs. Which TPCs are disabled varies per die, so SMs per GPC are not
   published. The H200 uses the same GH100 with 132 SMs (``FIELD_NOTES``: the H200 here reports 132 SMs).
+- ``[h200-measured]``: ``benchmarks/gpu_cluster_check.py`` on one NVIDIA H200 (driver 580.159.04, 2026-12-01;
+  ``docs/gpu/2026-12-01/cluster_check.json``, docs/NOTES.md §8): SMs that ever ran CTAs of one cluster (clusters
+  of 16, 8, 4, 2 CTAs, one CTA per SM, 3 launches each) form 12 groups of 18, 18, 16, 16, 16, 16, 16, 8, 2, 2, 2
+  and 2 SMs; with that layout the rule below gave ``cuOccupancyMaxActiveClusters``'s answer for 74 of 74
+  configurations (cluster sizes 2–16, 1–7 CTAs/SM), the earlier rule without "distinct SMs" for 52.
 - ``[b200]``: B200 = 148 SMs (two dies of 80 SMs, 74 enabled on each: Chips and Cheese, "Nvidia's B200: Keeping
   the CUDA Juggernaut Rolling"; FlashInfer #4465 names GPUs "with at least 148 SMs"). Its GPC count is NOT
   sourced here: published figures disagree (8 and 10).
 
-The model: a GPC with ``s`` SMs, each holding ``c`` CTAs of the kernel (per-CTA residency,
-:func:`tileprobe.model.occupancy.theoretical_occupancy`), holds ``floor(s × c / k)`` clusters of ``k`` CTAs; the GPU
-holds the sum over its GPCs. When ``k`` divides ``c`` this is ``SMs × c / k`` on every layout.
+**The rule** (``[h200-measured]``): the CTAs of one cluster run on *distinct* SMs of one GPC. A GPC with ``s`` SMs,
+each holding ``c`` CTAs of the kernel (per-CTA residency, :func:`tileprobe.model.occupancy.theoretical_occupancy`),
+holds ``floor(s × c / k)`` clusters of ``k`` CTAs when ``k ≤ s`` (round-robin placement reaches that bound) and none
+when ``k > s``; the GPU holds the sum over its GPCs. The H200's misses of the earlier rule were exactly the groups
+of 2 and 8 SMs that it let hold clusters of 4, 8 or 16 with two CTAs of one cluster on one SM.
+
+**The layout.** The measured groups are what the driver places clusters in; whether they are GPCs is not known:
+the whitepaper says 8 GPCs, and 18 + 18 + 16 × 5 = 116, 8 + 2 × 4 = 16 fits 8 GPCs of which one (16 SMs) places
+clusters only in a group of 8 and four pairs (a GPC split into CPCs, or TPCs partly disabled). The split is not an
+artefact of too few launches, as far as the driver is concerned: joined into one 16-SM group, clusters of 4 at 3
+CTAs/SM would give 98, and the driver said 92. Other H100/H200 dies disable other TPCs, so their groups may differ:
+audits for sm_90 use this H200's layout and say so. Where no layout is measured, the count is a range over the
+layouts the sourced facts allow (:func:`active_clusters`).
 """
 from __future__ import annotations
 
@@ -46,6 +60,8 @@ PORTABLE_CLUSTER_SIZE = 8
 #: Largest cluster size with ``cudaFuncAttributeNonPortableClusterSizeAllowed``, per arch, where sourced.
 NON_PORTABLE_CLUSTER_SIZE = {"sm_90": (16, "[hopper-tg] H100"), "sm_100": (16, "[blackwell-tg] B200")}
 NOT_SOURCED = "not sourced"
+#: SMs per cluster group (GPC, module doc "The layout") of the H200 of [h200-measured], largest first.
+H200_MEASURED_SMS_PER_GPC = (18, 18, 16, 16, 16, 16, 16, 8, 2, 2, 2, 2)
 
 
 @dataclass(frozen=True)
@@ -55,6 +71,7 @@ class GpuLayout:
     ``num_sms``: SMs enabled. ``num_gpcs``: GPCs, or None when not sourced. ``max_sms_per_gpc``: SMs of a full GPC
     (an upper bound per GPC), or None. ``sms_per_tpc``: SMs are enabled and disabled in TPCs of this many.
     ``sms_per_gpc``: the exact layout (e.g. measured on one GPU), or None. ``source``: where the numbers come from.
+    ``caveat``: what the layout does not say (e.g. "other dies may differ"), shown with every count from it.
     """
     gpu: str
     arch: str
@@ -64,6 +81,7 @@ class GpuLayout:
     sms_per_tpc: int
     source: str
     sms_per_gpc: tuple[int, ...] | None = None
+    caveat: str = ""
 
     def __post_init__(self) -> None:
         if self.sms_per_gpc is not None and sum(self.sms_per_gpc) != self.num_sms:
@@ -71,18 +89,28 @@ class GpuLayout:
                                  f"{sum(self.sms_per_gpc)}, not num_sms {self.num_sms}")
 
     def describe(self) -> str:
-        """``H100 SXM5/H200 (132 SMs in 8 GPCs of ≤ 18 SMs)``."""
+        """``H100 SXM5/H200 (132 SMs in 8 GPCs of ≤ 18 SMs)`` / ``H200 (132 SMs in groups of 18/…/2 SMs)``."""
         if self.sms_per_gpc is not None:
-            return f"{self.gpu} ({self.num_sms} SMs in GPCs of {'/'.join(map(str, self.sms_per_gpc))} SMs)"
+            return f"{self.gpu} ({self.num_sms} SMs in groups of {'/'.join(map(str, self.sms_per_gpc))} SMs)"
         if self.num_gpcs is None:
             return f"{self.gpu} ({self.num_sms} SMs)"
         return f"{self.gpu} ({self.num_sms} SMs in {self.num_gpcs} GPCs of ≤ {self.max_sms_per_gpc} SMs)"
 
 
+#: H100 SXM5 / H200 as the whitepaper describes them (per-die layout unknown): counts are ranges.
+HOPPER_WHITEPAPER = GpuLayout("H100 SXM5/H200", "sm_90", 132, 8, 18, 2, "[hopper-wp]: 8 GPCs, 66 TPCs, 132 SMs; "
+                              "full GPC = 9 TPCs × 2 SMs; SMs per GPC vary per die and are not published")
+#: The H200 of [h200-measured]: its cluster groups, exact counts for this die.
+H200_MEASURED = GpuLayout(
+    "H200", "sm_90", 132, 8, 18, 2,
+    "[h200-measured]: cluster co-residency on one H200, driver 580.159.04, 2026-12-01 "
+    "(benchmarks/gpu_cluster_check.py); cuOccupancyMaxActiveClusters matched on 74 of 74 configurations",
+    H200_MEASURED_SMS_PER_GPC,
+    caveat="layout measured on one H200, 2026-12-01; other H100/H200 dies may group their SMs differently")
+
 #: The GPU whose layout the audit assumes per arch (the one the arch's reports come from); none for other archs.
 REFERENCE_GPUS = {
-    "sm_90": GpuLayout("H100 SXM5/H200", "sm_90", 132, 8, 18, 2, "[hopper-wp]: 8 GPCs, 66 TPCs, 132 SMs; "
-                       "full GPC = 9 TPCs × 2 SMs; SMs per GPC vary per die and are not published"),
+    "sm_90": H200_MEASURED,
     "sm_100": GpuLayout("B200", "sm_100", 148, None, None, 1, "[b200]: 148 SMs; GPC count and SMs per TPC not "
                         "sourced"),
 }
@@ -97,12 +125,12 @@ def cluster_size(cluster_dims) -> int:
 
 
 def max_active_clusters(sms_per_gpc, ctas_per_sm: int, size: int) -> int:
-    """Clusters of ``size`` CTAs resident at once on a GPU whose GPCs have ``sms_per_gpc`` SMs, at ``ctas_per_sm``
-    CTAs per SM: Σ floor(s × ctas_per_sm / size) (module doc). Raises TileprobeError for size < 1 or
-    ctas_per_sm < 0."""
+    """Clusters of ``size`` CTAs resident at once on a GPU whose GPCs (cluster groups) have ``sms_per_gpc`` SMs, at
+    ``ctas_per_sm`` CTAs per SM, by the distinct-SM rule (module doc, [h200-measured]): Σ over GPCs with
+    s ≥ size of floor(s × ctas_per_sm / size). Raises TileprobeError for size < 1 or ctas_per_sm < 0."""
     if size < 1 or ctas_per_sm < 0:
         raise TileprobeError(f"cluster size {size} / CTAs per SM {ctas_per_sm}: need size ≥ 1 and CTAs/SM ≥ 0")
-    return sum(int(s) * ctas_per_sm // size for s in sms_per_gpc)
+    return sum(int(s) * ctas_per_sm // size for s in sms_per_gpc if int(s) >= size)
 
 
 @dataclass(frozen=True)
@@ -122,6 +150,28 @@ class ClusterCount:
         """Whether the count is known exactly (the least and the most over the allowed GPC layouts agree)."""
         return self.low == self.high
 
+    def mean_ctas_per_sm(self, clusters: int | None = None) -> float:
+        """CTAs resident in ``clusters`` clusters (default: ``low``) per SM, averaged over the GPU's SMs:
+        clusters × size ÷ SMs."""
+        n = self.low if clusters is None else clusters
+        return n * self.size / self.gpu.num_sms
+
+    def clusters_for(self, ctas_per_sm_goal: int) -> int:
+        """Clusters that ``ctas_per_sm_goal`` CTAs per SM take: goal × ⌊SMs ÷ size⌋, the persistent grid of a
+        cluster kernel (``min(SMs // num_ctas, tiles) × occupancy`` clusters: TileGym's static persistent
+        matmul, the FlashInfer #4465 kernel); the SMs left over by ⌊SMs ÷ size⌋ are idle on any layout."""
+        return ctas_per_sm_goal * (self.gpu.num_sms // self.size)
+
+    def goal_met(self, ctas_per_sm_goal: int) -> bool | None:
+        """Whether the resident clusters reach :meth:`clusters_for` the goal (such a grid runs in one wave):
+        True / False, or None when the range straddles it."""
+        need = self.clusters_for(ctas_per_sm_goal)
+        if self.low >= need:
+            return True
+        if self.high < need:
+            return False
+        return None
+
     def text(self) -> str:
         """One clause for a verdict reason."""
         span = f"{self.low}" if self.exact else f"{self.low}–{self.high}"
@@ -131,28 +181,29 @@ class ClusterCount:
         full = self.gpu.num_sms * self.ctas_per_sm
         if self.high * self.size < full:
             per = f"{self.ctas_per_sm} CTA/SM" if self.ctas_per_sm == 1 else f"{self.ctas_per_sm} CTAs/SM"
-            out += (f"; at most {self.high * self.size:,} CTAs resident in clusters, fewer than the {full:,} of "
-                    f"{per} on all {self.gpu.num_sms} SMs")
+            out += (f"; at most {self.high * self.size:,} CTAs resident in clusters "
+                    f"({self.mean_ctas_per_sm(self.high):.2f} per SM), fewer than the {full:,} of {per} on all "
+                    f"{self.gpu.num_sms} SMs")
         return out
 
 
 def active_clusters(gpu: GpuLayout, ctas_per_sm: int, size: int) -> ClusterCount:
-    """The resident-cluster count (or its range) of ``gpu`` at ``ctas_per_sm`` CTAs/SM, clusters of ``size``.
+    """The resident-cluster count (or its range) of ``gpu`` at ``ctas_per_sm`` CTAs/SM, clusters of ``size``,
+    by the distinct-SM rule (module doc).
 
-    Exact when the layout is known or ``size`` divides ``ctas_per_sm``; else the least and most over every
-    layout the sourced facts allow (GPC count, SMs per full GPC, SMs enabled per TPC); else from
-    TPCs × floor(SMs per TPC × c / k) (any layout of whole TPCs) up to the naive count, with "GPC layout not
+    Exact when the layout is known (``sms_per_gpc``); else the least and most over every layout the sourced facts
+    allow (GPC count, SMs per full GPC, SMs enabled per TPC); else from TPCs × floor(SMs per TPC × c / k) (GPCs
+    of one TPC; 0 when a TPC has fewer SMs than the cluster) up to the naive count, with "GPC layout not
     sourced".
     """
     naive = gpu.num_sms * ctas_per_sm // size
     if gpu.sms_per_gpc is not None:
         n = max_active_clusters(gpu.sms_per_gpc, ctas_per_sm, size)
-        return ClusterCount(gpu, size, ctas_per_sm, n, n, naive, "measured GPC layout")
-    if ctas_per_sm % size == 0:
-        return ClusterCount(gpu, size, ctas_per_sm, naive, naive, naive,
-                            f"{ctas_per_sm} CTAs/SM is a multiple of {size}: the same on any GPC layout")
+        why = gpu.caveat or "measured layout"
+        return ClusterCount(gpu, size, ctas_per_sm, n, n, naive, why)
     if gpu.num_gpcs is None:       # every GPC holds a whole number of TPCs of sms_per_tpc SMs
-        low = gpu.num_sms // gpu.sms_per_tpc * (gpu.sms_per_tpc * ctas_per_sm // size)
+        tpc = gpu.sms_per_tpc
+        low = gpu.num_sms // tpc * (tpc * ctas_per_sm // size) if size <= tpc else 0
         return ClusterCount(gpu, size, ctas_per_sm, low, naive, naive, f"GPC layout {NOT_SOURCED}")
     low, high = _layout_bounds(gpu.num_sms, gpu.num_gpcs, gpu.max_sms_per_gpc, gpu.sms_per_tpc,
                                ctas_per_sm, size)
@@ -163,8 +214,8 @@ def active_clusters(gpu: GpuLayout, ctas_per_sm: int, size: int) -> ClusterCount
 
 @lru_cache(maxsize=256)
 def _layout_bounds(num_sms: int, num_gpcs: int, max_per_gpc: int, step: int, ctas: int, size: int) -> tuple[int, int]:
-    """Least and most Σ floor(s × ctas / size) over ``num_gpcs`` GPC sizes s ∈ {0, step, …, max_per_gpc} that sum
-    to ``num_sms`` (dynamic programming over GPCs)."""
+    """Least and most Σ (s ≥ size) floor(s × ctas / size) over ``num_gpcs`` GPC sizes
+    s ∈ {0, step, …, max_per_gpc} that sum to ``num_sms`` (dynamic programming over GPCs)."""
     sizes = range(0, max_per_gpc + 1, step)
     best: dict[int, tuple[int, int]] = {0: (0, 0)}      # SMs used so far -> (least, most) clusters
     for _ in range(num_gpcs):
@@ -173,13 +224,33 @@ def _layout_bounds(num_sms: int, num_gpcs: int, max_per_gpc: int, step: int, cta
             for s in sizes:
                 if used + s > num_sms:
                     break
-                add = s * ctas // size
+                add = s * ctas // size if s >= size else 0
                 old = nxt.get(used + s)
                 nxt[used + s] = (lo + add, hi + add) if old is None else (min(old[0], lo + add), max(old[1], hi + add))
         best = nxt
     if num_sms not in best:
         raise TileprobeError(f"no layout of {num_sms} SMs in {num_gpcs} GPCs of ≤ {max_per_gpc} SMs")
     return best[num_sms]
+
+
+def cluster_residency(arch: str, ctas_per_sm: int, size: int) -> ClusterCount | None:
+    """Resident clusters of ``size`` CTAs at ``ctas_per_sm`` CTAs/SM on the reference GPU of ``arch``
+    (:data:`REFERENCE_GPUS`); None for size 1 or an arch without a reference GPU."""
+    gpu = REFERENCE_GPUS.get(get_arch(arch).name)
+    if size <= 1 or gpu is None:
+        return None
+    return active_clusters(gpu, ctas_per_sm, size)
+
+
+def ctas_per_sm_for_goal(gpu: GpuLayout, size: int, goal: int, most: int, certain: bool = True) -> int | None:
+    """The fewest CTAs/SM (per-CTA residency, ≤ ``most``) at which ``goal`` × ⌊SMs ÷ size⌋ clusters of ``size`` are
+    resident on ``gpu`` (:meth:`ClusterCount.goal_met`): for certain (the least count of a range), or with
+    ``certain=False`` on some allowed layout (the most); None when even ``most`` does not."""
+    for c in range(max(goal, 1), most + 1):
+        count = active_clusters(gpu, c, size)
+        if (count.low if certain else count.high) >= count.clusters_for(goal):
+            return c
+    return None
 
 
 def max_cluster_size(arch: str) -> tuple[int, str]:

@@ -100,7 +100,8 @@ def timing_warnings(stats: TimingStats, *, min_launch_us: float = MIN_LAUNCH_US,
 
 def measure(launch: Callable[[], None], *, event_factory: Callable[[], object], synchronize: Callable[[], None],
             flush: Callable[[], None] | None = None, reps: int = DEFAULT_REPS, warmup: int = DEFAULT_WARMUP,
-            warmup_ms: float = DEFAULT_WARMUP_MS, max_warmup: int = 1000) -> tuple[TimingStats, list[float]]:
+            warmup_ms: float = DEFAULT_WARMUP_MS, max_warmup: int = 1000,
+            between: Callable[[], None] | None = None) -> tuple[TimingStats, list[float]]:
     """Time ``launch`` (see the module doc for the method). Returns the statistics and the raw times (µs).
 
     Args:
@@ -112,6 +113,7 @@ def measure(launch: Callable[[], None], *, event_factory: Callable[[], object], 
         reps: timed repetitions (≥ 1).
         warmup: minimum untimed launches; more are added until ``warmup_ms`` of estimated GPU time.
         max_warmup: cap on warm-up launches (a 1 µs kernel would otherwise ask for 25,000).
+        between: called after the warm-up, before the timed repetitions (e.g. start reading the clocks).
 
     Raises:
         ValueError: ``reps`` < 1.
@@ -126,6 +128,8 @@ def measure(launch: Callable[[], None], *, event_factory: Callable[[], object], 
         flush()
         launch()
     synchronize()
+    if between:
+        between()
     times = _timed(launch, flush, event_factory, synchronize, reps)
     return summarize(times), times
 
@@ -228,3 +232,56 @@ def burst_batch(launch: Callable[[], None], *, event_factory, synchronize, flush
     for _ in range(n):
         times.extend(_timed(launch, flush, event_factory, synchronize, 1))
     return times, {"warmup_launches": warmup, "n": n}
+
+
+# --- one variant of `tileprobe run` (docs/TIMING.md) ---------------------------------------------------------------
+
+def time_variant(launch: Callable[[], None], timer, clocks=None, *, mode: str = "sustained", reps: int | None = None,
+                 warmup: int | None = None, warmup_ms: float | None = None,
+                 poll_interval_s: float | None = None) -> dict:
+    """Time one variant as ``tileprobe run`` does, with the GPU clocks read over its samples.
+
+    ``sustained`` (the default of ``run``): :func:`measure` through ``timer.measure`` — estimate, warm-up of
+    ≥ ``warmup_ms``, ``reps`` launches back to back, each after an L2 flush (``triton.testing.do_bench``'s
+    method). ``burst``: :func:`burst_batch` with ``n = reps`` — ``warmup`` (default 3) launches, then each sample
+    alone with a synchronize (cuda.tile.tune's method). The clocks (``clocks``: a
+    :class:`~tileprobe.run.clocks.ClockReader`, or None) are polled from the end of the warm-up to the end of the
+    samples (:class:`~tileprobe.run.clocks.ClockPoller`).
+
+    Args:
+        launch: enqueues one launch. timer: a :class:`TorchTimer` (``measure``, ``event``, ``synchronize``,
+            ``flush``). reps, warmup, warmup_ms: None for the mode's defaults. poll_interval_s: None for
+            :data:`tileprobe.run.clocks.POLL_INTERVAL_S`.
+
+    Returns:
+        ``timing_mode``; ``median_us``, ``p25_us``, ``p75_us``, ``min_us``, ``mean_us``, ``spread_pct``, ``reps``;
+        ``clocks_before`` / ``clocks_after`` (the first and last reading), ``clocks_during``
+        (:func:`~tileprobe.run.clocks.clock_summary` of all), ``clocks_moved``; ``warnings`` (timing and clock
+        warnings, plain text).
+
+    Raises:
+        ValueError: an unknown ``mode`` or ``reps`` < 1. Whatever ``launch`` raises (the poller is stopped first).
+    """
+    from .clocks import POLL_INTERVAL_S, ClockPoller, clock_summary, clock_warning, clocks_moved
+    if mode not in TIMING_MODES:
+        raise ValueError(f"timing mode {mode!r}: expected one of {', '.join(TIMING_MODES)}")
+    poller = ClockPoller(clocks, POLL_INTERVAL_S if poll_interval_s is None else poll_interval_s) if clocks else None
+    start = poller.start if poller else None
+    try:
+        if mode == "burst":
+            times, _ = burst_batch(launch, event_factory=timer.event, synchronize=timer.synchronize,
+                                   flush=timer.flush, n=DEFAULT_REPS if reps is None else reps,
+                                   warmup=BURST_WARMUP if warmup is None else warmup, between=start)
+            stats = summarize(times)
+        else:
+            kw = {k: v for k, v in (("reps", reps), ("warmup", warmup), ("warmup_ms", warmup_ms)) if v is not None}
+            stats, _ = timer.measure(launch, between=start, **kw)
+    finally:
+        readings = poller.stop() if poller else []
+    d = stats.to_dict()
+    out = {"timing_mode": mode, **{k: d[k] for k in ("median_us", "p25_us", "p75_us", "min_us", "mean_us",
+                                                     "spread_pct", "reps")}}
+    out.update(clocks_before=readings[0] if readings else None, clocks_after=readings[-1] if readings else None,
+               clocks_during=clock_summary(readings), clocks_moved=clocks_moved(readings))
+    out["warnings"] = timing_warnings(stats) + [w for w in (clock_warning(readings),) if w]
+    return out

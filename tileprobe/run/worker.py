@@ -36,7 +36,7 @@ RUN_FIELDS: dict[str, Any] = {
     "driver_registers": None, "driver_shared_bytes": None, "driver_local_bytes": None, "threads": None,
     "grid": None, "block": [1, 1, 1], "seed": None, "cubin_sha256": None, "error": "", "cuda_error": None,
     "fatal": False, "setup_s": None, "check_s": None, "time_s": None, "wall_s": None,
-    "timing_mode": None, "clocks_before": None, "clocks_after": None, "clocks_moved": None,
+    "timing_mode": None, "clocks_before": None, "clocks_after": None, "clocks_during": None, "clocks_moved": None,
 }
 
 
@@ -227,7 +227,8 @@ def run_variant(record: dict, cubin: bytes, probe_path: str, seed: int = 0, reps
         timing: False checks without timing.
         timing_mode: ``sustained`` (:func:`~tileprobe.run.timing.measure`, as do_bench) or ``burst`` (``reps``
             samples each synchronized alone after 3 warm-up launches, as cuda.tile.tune); the SM and memory clocks
-            are read before and after the samples (``clocks_before``, ``clocks_after``, ``clocks_moved``).
+            are read over the samples (``clocks_before``, ``clocks_during``, ``clocks_after``, ``clocks_moved``, and
+            a warning when they moved: :func:`tileprobe.run.timing.time_variant`).
     """
     from ..audit.probe import context_kwargs
     from .check import check_outputs
@@ -308,24 +309,14 @@ def driver_occupancy(cubin: bytes, symbol: str, threads: int) -> dict:
 
 
 def _time(out, kernel, stream, grid, packed, reps, warmup, warmup_ms, mode="sustained"):
-    from .clocks import clocks_moved
-    from .timing import BURST_WARMUP, DEFAULT_REPS, burst_batch, summarize, timing_warnings
+    """Time the variant in ``mode`` with the clocks read over its samples
+    (:func:`tileprobe.run.timing.time_variant`) into ``out``."""
+    from .timing import time_variant
     t2 = time.perf_counter()
-    timer, clocks = _STATE["timer"], clock_reader()
-    out["timing_mode"], out["clocks_before"] = mode, clocks.read()
-    if mode == "burst":
-        times, _ = burst_batch(lambda: kernel.launch(stream, grid, packed), event_factory=timer.event,
-                               synchronize=timer.synchronize, flush=timer.flush, n=reps or DEFAULT_REPS,
-                               warmup=BURST_WARMUP if warmup is None else warmup)
-        stats = summarize(times)
-    else:
-        kw = {k: v for k, v in (("reps", reps), ("warmup", warmup), ("warmup_ms", warmup_ms)) if v is not None}
-        stats, _ = timer.measure(lambda: kernel.launch(stream, grid, packed), **kw)
-    out["clocks_after"] = clocks.read()
-    out["clocks_moved"] = clocks_moved([out["clocks_before"], out["clocks_after"]])
-    d = stats.to_dict()
-    out.update({k: d[k] for k in ("median_us", "p25_us", "p75_us", "min_us", "mean_us", "spread_pct", "reps")})
-    out["warnings"].extend(timing_warnings(stats))
+    res = time_variant(lambda: kernel.launch(stream, grid, packed), _STATE["timer"], clock_reader(), mode=mode,
+                       reps=reps, warmup=warmup, warmup_ms=warmup_ms)
+    out["warnings"].extend(res.pop("warnings"))
+    out.update(res)
     out["time_s"] = time.perf_counter() - t2
 
 

@@ -1,0 +1,147 @@
+"""``tileprobe run``'s timing of one variant (``run/timing.py::time_variant``) and its clock readings over the
+samples (``run/clocks.py``: ClockPoller, clock_summary, clock_warning), on CPU with a fake GPU clock and fake
+clock readers; the warning travels into the run record and the run table."""
+from __future__ import annotations
+
+import io
+import time
+
+import pytest
+from rich.console import Console
+
+from test_run_cpu import FAULTY, FakeGPU, FakeKernel, _add, _healthy_record
+from tileprobe.run import clocks, timing, worker
+
+
+class Timer:
+    """What ``time_variant`` needs of a TorchTimer, on a fake GPU clock (the launch advances it)."""
+
+    def __init__(self, gpu):
+        self.gpu, self.event, self.synchronize, self.flush = gpu, gpu.event, gpu.synchronize, gpu.flush
+
+    def measure(self, launch_fn, **kw):
+        return timing.measure(launch_fn, event_factory=self.gpu.event, synchronize=self.gpu.synchronize,
+                              flush=self.gpu.flush, **kw)
+
+
+class ThrottlingReader:
+    """SM clock 1,950 MHz until ``after`` launches have run, then 1,515 MHz with sw_power_cap (what do_bench's
+    sustained load did on the H200, docs/gpu/2026-12-01/bench-tune-matmul.txt)."""
+    source = "fake"
+
+    def __init__(self, gpu, after):
+        self.gpu, self.after, self.reads = gpu, after, []
+
+    def read(self):
+        self.reads.append(self.gpu.launches)
+        hot = self.gpu.launches > self.after
+        return {"sm_mhz": 1515.0 if hot else 1950.0, "mem_mhz": 3201.0,
+                "reasons": ["sw_power_cap"] if hot else [], "source": "fake"}
+
+
+def test_sustained_reads_clocks_after_the_warm_up_and_flags_a_move():
+    gpu = FakeGPU([200.0])
+    reader = ThrottlingReader(gpu, after=3 + 10)            # estimate 3 + warm-up 10 launches: then it throttles
+    out = timing.time_variant(gpu.launch, Timer(gpu), reader, mode="sustained", reps=20, warmup=10, warmup_ms=1.0)
+    assert reader.reads == [3 + 10, 3 + 10 + 20]               # after the warm-up, after the samples
+    assert out["timing_mode"] == "sustained" and out["reps"] == 20 and out["median_us"] == pytest.approx(200.0)
+    assert out["clocks_before"]["sm_mhz"] == 1950.0 and out["clocks_after"]["sm_mhz"] == 1515.0
+    assert out["clocks_during"] == {"n": 2, "sm_mhz": {"min": 1515.0, "median": 1732.5, "max": 1950.0},
+                                    "mem_mhz": {"min": 3201.0, "median": 3201.0, "max": 3201.0},
+                                    "reasons": ["sw_power_cap"], "source": "fake"}
+    assert out["clocks_moved"] is True
+    assert out["warnings"] == [
+        "clocks moved during the samples: SM 1,515–1,950 MHz (median 1,732), memory 3,201 MHz over 2 readings; "
+        "driver reasons: sw_power_cap: the median mixes clock states; compare variants timed at the same clocks, "
+        "or pin them (nvidia-smi -lgc / -lmc) — docs/TIMING.md"]
+
+
+def test_burst_at_steady_clocks_has_no_clock_warning():
+    gpu = FakeGPU([200.0])
+    reader = ThrottlingReader(gpu, after=10 ** 6)
+    out = timing.time_variant(gpu.launch, Timer(gpu), reader, mode="burst", reps=8)
+    assert reader.reads == [3, 3 + 8] and gpu.syncs == 1 + 8    # 3 warm-up launches, one synchronize per sample
+    assert out["clocks_moved"] is False and out["warnings"] == [] and out["reps"] == 8
+    with pytest.raises(ValueError, match="timing mode 'steady'"):
+        timing.time_variant(gpu.launch, Timer(gpu), reader, mode="steady")
+
+
+def test_without_a_clock_reader_nothing_is_claimed():
+    gpu = FakeGPU([200.0])
+    out = timing.time_variant(gpu.launch, Timer(gpu), None, reps=5, warmup=1, warmup_ms=0.0)
+    assert (out["clocks_before"], out["clocks_during"], out["clocks_moved"]) == (None, None, None)
+
+
+def test_memory_clock_moves_count_too():
+    a = {"sm_mhz": 1980.0, "mem_mhz": 3201.0}
+    assert clocks.clocks_moved([a, dict(a, mem_mhz=2619.0)]) is True
+    assert clocks.clocks_moved([a, dict(a, sm_mhz=1965.0)]) is False     # one 15 MHz step: 0.76 %
+    assert clocks.clock_warning([a, a]) is None and clocks.clock_summary([None]) is None
+
+
+class NvmlLikeReader:
+    source = "nvml"
+
+    def __init__(self):
+        self.n = 0
+
+    def read(self):
+        self.n += 1
+        return {"sm_mhz": 1980.0 - self.n, "mem_mhz": 3201.0, "reasons": [], "source": "nvml"}
+
+
+def test_poller_reads_while_the_work_runs_and_keeps_at_most_its_limit():
+    reader = NvmlLikeReader()
+    p = clocks.ClockPoller(reader, interval_s=0.002)
+    p.start()
+    time.sleep(0.1)                                           # the "samples": 100 ms at one reading per 2 ms
+    got = p.stop()
+    assert 5 <= len(got) <= 52 and got[0]["sm_mhz"] == 1979.0 and got[-1]["sm_mhz"] == 1980.0 - reader.n
+    assert [r["sm_mhz"] for r in got] == sorted((r["sm_mhz"] for r in got), reverse=True)   # in order
+    capped = clocks.ClockPoller(NvmlLikeReader(), interval_s=0.0005, max_readings=4)
+    capped.start()
+    time.sleep(0.05)
+    assert len(capped.stop()) == 4                            # 3 first readings and the last
+    smi = clocks.ClockPoller(type("Smi", (NvmlLikeReader,), {"source": "nvidia-smi"})(), interval_s=0.001)
+    smi.start()
+    time.sleep(0.02)
+    assert len(smi.stop()) == 2                               # no thread with nvidia-smi: start and stop only
+
+
+def use_fake_worker(monkeypatch, after: int, **state):
+    """This process as a run worker on CPU: a kernel that adds 1 and advances a fake GPU clock by 200 µs per launch,
+    a :class:`ThrottlingReader` that throttles after ``after`` launches; ``state``: more worker state."""
+    from tileprobe.run import batch
+    gpu = FakeGPU([200.0])
+
+    class K(FakeKernel):
+        def launch(self, stream, grid, packed):
+            super().launch(stream, grid, packed)
+            gpu.launch()
+    k = K(_add(1.0))
+    for key, value in dict(device="cpu", synchronize=gpu.synchronize, stream=None, num_sms=4, timer=Timer(gpu),
+                           clock_reader=ThrottlingReader(gpu, after=after), **state).items():
+        monkeypatch.setitem(worker._STATE, key, value)
+    monkeypatch.setattr(worker, "_kernel", lambda cubin, symbol, sha: k)
+    monkeypatch.setattr(batch, "_kernel", lambda cubin, symbol, sha: k)
+    return gpu
+
+
+@pytest.fixture
+def throttled_worker(monkeypatch):
+    return use_fake_worker(monkeypatch, after=1 + 3 + 10)
+
+
+def test_the_warning_is_in_the_run_record_and_under_the_run_table(throttled_worker):
+    out = worker.run_variant(_healthy_record(), b"", FAULTY, reps=20, warmup=10, warmup_ms=1.0)
+    assert out["status"] == "ok" and out["clocks_moved"] is True and set(worker.RUN_FIELDS) <= set(out)
+    assert out["clocks_during"]["sm_mhz"]["min"] == 1515.0
+    warning = next(w for w in out["warnings"] if w.startswith("clocks moved during the samples: SM 1,515–1,950 MHz"))
+    from tileprobe.report.terminal import render_run
+    from tileprobe.schema import VariantRecord
+    rec = VariantRecord(kernel="healthy", probe=FAULTY, case={}, hints={"occupancy": 1}, arch="sm_90",
+                        tileiras="V13.4.92", status="ok", threads=128, registers=12, shared_bytes=0, ctas_per_sm=16,
+                        limiter="threads", code_sha256="c", run=out)
+    buf = io.StringIO()
+    render_run([rec], Console(file=buf, width=400, force_terminal=False))
+    assert f"healthy sm_90 occupancy=1: warning: {warning}\n" in buf.getvalue()
