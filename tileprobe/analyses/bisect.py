@@ -109,7 +109,7 @@ def _summary(r) -> str:
     if not r.ok:
         return f"{r.status}"
     v = ", ".join(f"{h} {x['status']}" for h, x in r.verdicts.items())
-    return f"{r.threads} threads × {r.registers} regs, {r.shared_bytes:,} B, {r.ctas_per_sm} CTA/SM, {v}"
+    return f"{r.threads} threads × {r.registers} regs, {r.shared_bytes:,} B, {r.ctas_per_sm} CTA{'' if r.ctas_per_sm == 1 else 's'}/SM, {v}"
 
 
 def bisect(probe: str, *, arch: str, where: str | Mapping[str, Any], prop: str, good: str, bad: str,

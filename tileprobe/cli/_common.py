@@ -18,18 +18,31 @@ def console(stderr: bool = False):
     return Console(stderr=stderr, highlight=False, width=width)
 
 
+def compiling_line(n_compile: int, n_stored: int) -> str:
+    """``compiling 4 variants (12 from the store) …`` / ``nothing to compile: all 16 variants from the store``."""
+    def n(k):
+        return f"{k} variant" + ("" if k == 1 else "s")
+    if n_compile == 0:
+        return f"nothing to compile: {'all ' if n_stored > 1 else ''}{n(n_stored)} from the store" if n_stored \
+            else "nothing to compile"
+    return f"compiling {n(n_compile)}" + (f" ({n_stored} from the store)" if n_stored else "") + " …"
+
+
 def progress_bar(con):
-    """A rich progress bar fed by audit's ``progress(kind, n)`` callback, and the context that owns it."""
+    """A rich progress bar fed by audit's ``progress(kind, n)`` callback, and the context that owns it. The bar
+    counts only what is compiled; a line says how many variants came from the store."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     prog = Progress(TextColumn("compiling"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                     console=con, transient=True)
-    state = {"task": None}
+    state = {"task": None, "stored": 0}
 
     def cb(kind, n):
-        if kind == "total":
-            if not con.is_terminal:
-                con.print(f"compiling {n} variants …", highlight=False)
-            state["task"] = prog.add_task("compile", total=n)
+        if kind == "stored":
+            state["stored"] = n
+        elif kind == "total":
+            if not con.is_terminal or not n:
+                con.print(compiling_line(n, state["stored"]), highlight=False, markup=False)
+            state["task"] = prog.add_task("compile", total=n) if n else None
         elif state["task"] is not None:
             prog.advance(state["task"], n)
     return prog, cb

@@ -99,9 +99,14 @@ def row_cells(r: VariantRecord, hints: list[str], cases: list[str] | None = None
 LIMITER_SHORT = {"threads": "threads", "registers": "regs", "shared_memory": "smem", "cta_slots": "slots"}
 
 
+#: The shared-memory column: the cubin's ``.nv.shared.<kernel>`` size (= cuobjdump SHARED; on sm_90 it includes the
+#: 1 KB per-CTA reserve, FIELD_NOTES), the same figure the verdict reasons quote.
+SMEM_HEADER = "smem B (cubin)"
+
+
 def headers(hints: list[str], cases: list[str]) -> list[str]:
     """Column headers matching :func:`row_cells`."""
-    return [*cases, *hints, "threads", "regs", "smem B", "stack B", "CTAs/SM", "limiter"]
+    return [*cases, *hints, "threads", "regs", SMEM_HEADER, "stack B", "CTAs/SM", "limiter"]
 
 
 def verdict_cells(r: VariantRecord, hints: list[str]) -> list[str]:
@@ -111,7 +116,9 @@ def verdict_cells(r: VariantRecord, hints: list[str]) -> list[str]:
     return [r.verdicts.get(h, {}).get("status", "-") for h in hints]
 
 
-NUMERIC = {"threads", "regs", "smem B", "stack B", "CTAs/SM"}
+NUMERIC = {"threads", "regs", SMEM_HEADER, "stack B", "CTAs/SM"}
+#: Columns a fitted terminal table never drops (besides case constants, hint values and verdicts).
+KEPT = {"regs", SMEM_HEADER, "CTAs/SM", "median µs"}
 
 
 def tma_data_ops(r: VariantRecord) -> int | None:

@@ -14,7 +14,8 @@ from ..analyses.gate import GateResult
 from ..analyses.history import History
 from ..audit.explain import advice
 from ..schema import VariantRecord
-from .common import (NUMERIC, RUN_COLUMNS, best_lines, case_columns, fmt_kv, group_tables, headers, hint_columns,
+from .fit import DROP_ORDER, Column, fit_columns, table_width
+from .common import (KEPT, NUMERIC, RUN_COLUMNS, best_lines, case_columns, fmt_kv, group_tables, headers, hint_columns,
                      noteworthy, ptx_text, record_side, remark_lines, row_cells, run_label, sass_columns, short_build,
                      verdict_cells, verdict_columns)
 
@@ -30,26 +31,20 @@ def _styled(text: str) -> str:
 
 def render_audit(records: Iterable[VariantRecord], console: Console | None = None, reasons: bool = True,
                  extra_columns: list[tuple[str, Callable[[VariantRecord], str]]] | None = None,
-                 brief: bool = False) -> None:
+                 brief: bool = False, wide: bool = False) -> None:
     """Print one table per (kernel, tileiras, arch); below it every verdict's reason (only the noteworthy ones —
-    partial, ignored, infeasible, unchanged — when ``brief``), the compiler's PTX decision and remarks, each failure's message and repro command; then
-    static advice. ``extra_columns``: (header, cell function) pairs, e.g. run times."""
+    partial, ignored, infeasible, unchanged — when ``brief``), the compiler's PTX decision and remarks, each failure's
+    message and repro command; then static advice. ``extra_columns``: (header, cell function) pairs, e.g. run times.
+
+    Each table fits the console's width (:mod:`tileprobe.report.fit`: registers, shared memory, CTAs/SM and the
+    verdicts always shown and never truncated; verdicts abbreviated with a legend, then other columns dropped
+    with a note); ``wide`` shows every column at full width whatever the console's width.
+    """
     console = console or Console()
     records = list(records)
     for (kernel, tileiras, arch), rows in group_tables(records).items():
-        hints, cases, vcols = hint_columns(rows), case_columns(rows), verdict_columns(rows)
-        extra_columns_t = sass_columns(rows) + list(extra_columns or [])
-        table = Table(title=f"{kernel} · {arch} · {short_build(tileiras)}", title_justify="left")
-        for h in headers(hints, cases):
-            table.add_column(h, justify="right" if h in NUMERIC else "left", no_wrap=True)
-        for name, _ in extra_columns_t:
-            table.add_column(name, justify="right")
-        for h in vcols:
-            table.add_column(f"{h} verdict" if len(vcols) > 1 else "verdict", no_wrap=True)
-        for r in rows:
-            extra = [fn(r) for _, fn in extra_columns_t]
-            table.add_row(*row_cells(r, hints, cases), *extra, *(_styled(c) for c in verdict_cells(r, vcols)))
-        console.print(table)
+        title = f"{kernel} · {arch} · {short_build(tileiras)}"
+        print_fitted_table(console, title, audit_columns(rows, extra_columns), wide)
         if reasons:
             _print_reasons(console, rows, brief)
         console.print()
@@ -59,6 +54,61 @@ def render_audit(records: Iterable[VariantRecord], console: Console | None = Non
             console.print("advice:", highlight=False)
             for line in lines:
                 console.print(f"  {line}", markup=False, highlight=False)
+
+
+def audit_columns(rows: list[VariantRecord],
+                  extra_columns: list[tuple[str, Callable[[VariantRecord], str]]] | None = None) -> list[Column]:
+    """The columns of one audit table (:class:`~tileprobe.report.fit.Column`): case constants and hint values
+    (kept), resources (registers, shared memory and CTAs/SM kept), SASS and ``extra_columns``, then verdicts."""
+    hints, cases, vcols = hint_columns(rows), case_columns(rows), verdict_columns(rows)
+    names = headers(hints, cases)
+    body = [row_cells(r, hints, cases) for r in rows]
+    cols = []
+    for i, h in enumerate(names):
+        ident = i < len(cases) + len(hints)
+        cols.append(Column(h.replace(" (", "\n("), [b[i] for b in body], "right" if h in NUMERIC else "left",
+                           keep=ident or h in KEPT, kind="id" if ident else "data"))
+    for name, fn in sass_columns(rows) + list(extra_columns or []):
+        cols.append(Column(name, [fn(r) for r in rows], "right", keep=name in KEPT))
+    for j, h in enumerate(vcols):
+        cells = [verdict_cells(r, vcols)[j] for r in rows]
+        cols.append(Column("verdict" if len(vcols) == 1 else f"{h}\nverdict", cells, kind="verdict",
+                           styled=[_styled(c) for c in cells]))
+    return cols
+
+
+def print_fitted_table(console: Console, title: str, columns: list[Column], wide: bool = False) -> None:
+    """Draw ``columns`` as a rich table fitted to the console (:func:`~tileprobe.report.fit.fit_columns`), then
+    the notes: the verdict legend and what was left out."""
+    has_ldl = any(c.header == "LDL/STL" for c in columns)
+    order = {h: i for i, h in enumerate(DROP_ORDER)}
+
+    def rank(c: Column) -> int:   # without spill counts, stack B is the spill hint: keep it longer
+        return order.get("LDL/STL", 0) if c.header == "stack B" and not has_ldl else order.get(c.header, -1)
+    fitted = fit_columns(columns, console.width, wide=wide, rank=rank)
+    table = Table(title=title + (f" · {fitted.title_extra}" if fitted.title_extra else ""), title_justify="left")
+    for c in fitted.columns:
+        fold = fitted.folded and c.kind == "id"
+        table.add_column(c.header, justify=c.justify, no_wrap=not fold, overflow="fold",
+                         min_width=None if fold else c.width - 2)
+    for i in range(len(columns[0].cells) if columns else 0):
+        table.add_row(*(escape(c.cells[i]) if c.styled is None else c.styled[i] for c in fitted.columns))
+    needed = table_width(fitted.columns)
+    if wide and needed > console.width:
+        saved, console.width = console.width, needed
+        try:
+            console.print(table, crop=False)
+        finally:
+            console.width = saved
+    else:
+        console.print(table)
+    notes = []
+    if fitted.legend:
+        notes.append("verdicts: " + " · ".join(fitted.legend))
+    if fitted.dropped:
+        notes.append(f"not shown at {console.width} columns: {', '.join(fitted.dropped)} (--wide shows every column)")
+    for n in notes:
+        console.print(n, markup=False, highlight=False)
 
 
 def _print_reasons(console: Console, rows: list[VariantRecord], brief: bool) -> None:
