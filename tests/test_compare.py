@@ -59,7 +59,7 @@ def test_new_spills_and_failures_are_regressions():
     b = [rec(B, 1, 256, 128, 0, 2, "z", stack=40), rec(B, 2, 256, 128, 0, 2, "y")]
     b[1].status = "compile_error"
     ch = {c.a.hints["occupancy"]: c for c in compare_records(a, b)}
-    assert ch[1].kind == "regression" and "stack 0 → 40 B (new stack use: spills?)" in ch[1].details
+    assert ch[1].kind == "regression" and "stack 0 → 40 B (new stack use, SASS not read: spills or a local array)" in ch[1].details
     assert ch[2].kind == "regression" and ch[2].details == ["status ok → compile_error"]
 
 

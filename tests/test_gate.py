@@ -341,7 +341,8 @@ def test_audit_cli_prints_tables_reasons_and_markdown(tiny, monkeypatch, capsys)
     recs = {(r.case["TILE"], r.hints["occupancy"]): r for r in tiny["records"]}
     build = short_build(recs[(1024, 1)].tileiras)
     assert rows[0] == f"vec_add · sm_90 · {build}"
-    assert "TILE occupancy threads regs smem B stack B CTAs/SM limiter verdict" in rows
+    assert "smem B" in rows      # the two-line header: smem B / (cubin): the cubin's size, as the reasons quote it
+    assert "TILE occupancy threads regs (cubin) stack B CTAs/SM limiter verdict" in rows
     for (tile, occ), r in recs.items():
         v = r.verdicts["occupancy"]
         assert (f"{tile} {occ} {r.threads} {r.registers} {r.shared_bytes:,} {r.stack_bytes:,} {r.ctas_per_sm} "

@@ -106,6 +106,12 @@ def matches(r, where: Mapping[str, Any]) -> bool:
     return all(same_value(_value_of(r, k), v) for k, v in where.items())
 
 
+def matches_values(case: Mapping[str, Any], hints: Mapping[str, Any], where: Mapping[str, Any]) -> bool:
+    """:func:`matches` for plain ``case`` and ``hints`` dicts (stored rows); a name in neither does not match."""
+    values = {**hints, **case}
+    return all(k in values and same_value(values[k], v) for k, v in where.items())
+
+
 def select(records: Iterable, where: Mapping[str, Any] | None) -> list:
     """The records that match ``where`` (all of them when it is empty or None)."""
     return [r for r in records if matches(r, where or {})]

@@ -92,6 +92,42 @@ def check_output_path(path: str | None, what: str) -> None:
         raise TileprobeError(f"{what} {path}: not writable; give another path")
 
 
+def add_where_option(p, what: str = "variants") -> None:
+    """Add ``--where NAME=VALUE,…`` (the same syntax on every command: :mod:`tileprobe.audit.where`)."""
+    p.add_argument("--where", metavar="NAME=VALUE,...", help=f"only the {what} whose case constants and hint values "
+                   "match, e.g. \"GATHER=True,TILE=128×128,occupancy=2\" (values as the tables print them, or as "
+                   "Python: TILE=(128,128))")
+
+
+def add_override_options(p) -> None:
+    """Add ``--case NAME=V1,V2`` and ``--hint NAME=V1,V2`` (repeatable): values that replace the probe's."""
+    p.add_argument("--case", action="append", metavar="NAME=V1,V2", help="replace the probe's values of a case "
+                   "constant, e.g. --case TILE=128×128,256×256 (repeatable)")
+    p.add_argument("--hint", action="append", metavar="NAME=V1,V2", help="replace (or add) the values of a hint, "
+                   "e.g. --hint occupancy=1,2 (repeatable)")
+
+
+def where_of(args) -> dict:
+    """The parsed ``--where`` of ``args`` (``{}`` when not given).
+
+    Raises:
+        WhereError: an item that is not NAME=VALUE.
+    """
+    from ..audit.where import parse_where
+    return parse_where(getattr(args, "where", None))
+
+
+def overrides_of(args) -> dict:
+    """``{"cases": {...}, "hints": {...}}`` from ``--case`` / ``--hint`` (for :func:`tileprobe.audit.audit`).
+
+    Raises:
+        WhereError: an item that is not NAME=V1,V2,….
+    """
+    from ..audit.where import parse_overrides
+    return {"cases": parse_overrides(getattr(args, "case", None), "--case"),
+            "hints": parse_overrides(getattr(args, "hint", None), "--hint")}
+
+
 def add_output_options(p) -> None:
     """Add ``--json FILE`` and ``--format table|markdown|none`` to the subparser ``p``."""
     p.add_argument("--json", metavar="FILE", help="also write the results as JSON (schema in tileprobe/schema.py); - for stdout")

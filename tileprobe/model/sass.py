@@ -22,7 +22,8 @@ from typing import Mapping
 
 from tileprobe.errors import CubinError, TileprobeError, ToolchainError
 
-__all__ = ["KernelSassTraits", "SassTraits", "TMA_DATA_OPCODES", "find_nvdisasm", "parse_nvdisasm", "sass_traits"]
+__all__ = ["KernelSassTraits", "SassTraits", "TMA_DATA_OPCODES", "find_nvdisasm", "have_nvdisasm", "parse_nvdisasm",
+           "sass_traits"]
 
 NVDISASM_TIMEOUT_S = 120
 
@@ -130,6 +131,15 @@ def find_nvdisasm(nvdisasm: str | os.PathLike | None = None) -> str:
         raise ToolchainError("nvdisasm not found (not in the nvidia-cuda-nvdisasm wheel, not on PATH); "
                              "install it with `pip install nvidia-cuda-nvdisasm`")
     return found
+
+
+def have_nvdisasm() -> bool:
+    """Whether :func:`find_nvdisasm` finds one (the SASS traits are read by default when it does)."""
+    try:
+        find_nvdisasm()
+        return True
+    except ToolchainError:
+        return False
 
 
 def _pip_binary(distribution: str, program: str) -> str | None:

@@ -352,12 +352,13 @@ def write_report(records: Iterable[VariantRecord], path: str, **kw) -> None:
 def write_html_report(output: str, *, store: str | None = None, json_files: Sequence[str] = (),
                       use_store: bool | None = None, kernel: str | None = None, arch: str | None = None,
                       tileiras: str | None = None, audit_id: int | None = None,
-                      title: str = "tileprobe report") -> list[VariantRecord]:
+                      title: str = "tileprobe report", where: dict | None = None) -> list[VariantRecord]:
     """``tileprobe report``: write one self-contained HTML file ``output`` from result JSON files and/or the
     results store (:func:`tileprobe.analyses.history.load_records`); return the records it shows.
 
     ``use_store`` None: read the store when ``store`` or ``audit_id`` is given or no ``json_files`` are.
-    ``kernel``, ``arch``, ``tileiras`` (substring of the build), ``audit_id``: filters, as ``tileprobe history``.
+    ``kernel``, ``arch``, ``tileiras`` (substring of the build), ``audit_id``, ``where`` (case and hint values,
+    :mod:`tileprobe.audit.where`): filters, as ``tileprobe history``.
 
     Raises:
         TileprobeError: no records match (the message says how to get some), or a source cannot be read.
@@ -367,7 +368,7 @@ def write_html_report(output: str, *, store: str | None = None, json_files: Sequ
     if use_store is None:
         use_store = bool(store) or not json_files or audit_id is not None
     records, sources = load_records(store=store, json_files=json_files, use_store=use_store, kernel=kernel,
-                                    arch=arch, tileiras=tileiras, audit_id=audit_id)
+                                    arch=arch, tileiras=tileiras, audit_id=audit_id, where=where)
     if not records:
         raise TileprobeError(f"no records to report from {', '.join(sources)}: audit with a store first "
                              "(tileprobe audit PROBE --store PATH) or pass --json FILE from `tileprobe audit --json`.")

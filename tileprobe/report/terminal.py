@@ -15,7 +15,7 @@ from ..analyses.history import History
 from ..audit.explain import advice
 from ..schema import VariantRecord
 from .fit import DROP_ORDER, Column, fit_columns, table_width
-from .common import (KEPT, NUMERIC, RUN_COLUMNS, best_lines, case_columns, fmt_kv, group_tables, headers, hint_columns,
+from .common import (KEPT, NUMERIC, RUN_COLUMNS, VERDICT_MARK, best_lines, case_columns, fmt_kv, group_tables, headers, hint_columns,
                      noteworthy, ptx_text, record_side, remark_lines, row_cells, run_label, sass_columns, short_build,
                      verdict_cells, verdict_columns)
 
@@ -111,6 +111,45 @@ def print_fitted_table(console: Console, title: str, columns: list[Column], wide
         console.print(n, markup=False, highlight=False)
 
 
+def summary_lines(records: Iterable[VariantRecord]) -> list[str]:
+    """One line per (kernel, arch, compiler): ``w4a16_gemm sm_120 tileiras 13.4.92: 12 variants, regs 128–255,
+    CTAs/SM 1–2, 6 spill; occupancy 4 met, 3 honoured, 5 IGNORED`` (spill: LDL/STL in the SASS, or a stack frame
+    when the SASS was not read; failures counted when any)."""
+    groups = group_tables(records)
+    width = max((len(k) for k, _, _ in groups), default=0)
+    out = []
+    for (kernel, tileiras, arch), rows in groups.items():
+        ok = [r for r in rows if r.ok]
+
+        def span(field):
+            vals = sorted({getattr(r, field) for r in ok if getattr(r, field) is not None})
+            return "-" if not vals else str(vals[0]) if len(vals) == 1 else f"{vals[0]}–{vals[-1]}"
+        spills = sum(1 for r in ok if ((r.sass or {}).get("spill_loads") or (r.sass or {}).get("spill_stores"))
+                     or (not (r.sass and "spill_loads" in r.sass) and r.stack_bytes))
+        parts = [f"{len(rows)} variant{'s' if len(rows) != 1 else ''}"]
+        if len(rows) > len(ok):
+            parts.append(f"{len(rows) - len(ok)} failed")
+        if ok:
+            parts += [f"regs {span('registers')}", f"CTAs/SM {span('ctas_per_sm')}", f"{spills} spilling"]
+        counts = []
+        for hint in verdict_columns(ok):
+            n: dict[str, int] = {}
+            for r in ok:
+                st = r.verdicts.get(hint, {}).get("status")
+                if st:
+                    n[st] = n.get(st, 0) + 1
+            counts.append(f"{hint} " + ", ".join(f"{k} {VERDICT_MARK.get(st, st)}" for st, k in n.items()))
+        line = f"{kernel:<{width}}  {arch:<6} {short_build(tileiras)}: {', '.join(parts)}"
+        out.append(line + ("; " + "; ".join(counts) if counts else ""))
+    return out
+
+
+def render_summary(records: Iterable[VariantRecord], console: Console) -> None:
+    """``tileprobe audit --summary``: one line per kernel, arch and compiler (:func:`summary_lines`)."""
+    for line in summary_lines(records):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
 def _print_reasons(console: Console, rows: list[VariantRecord], brief: bool) -> None:
     shown_remarks: set = set()
     for r in rows:
@@ -156,6 +195,9 @@ def render_compare(comparison: Comparison, console: Console | None = None) -> No
     console.print("! regression   * improvement   x code or resources changed, same residency and verdicts   "
                   "= same machine code   ? on one side only", highlight=False, markup=False)
     n = sum(c.kind == "regression" for c in changes)
+    if comparison.total is not None:
+        console.print(f"{n} regression(s) shown of {comparison.total} variant(s) compared", highlight=False)
+        return
     console.print(f"{n} regression(s), {sum(c.kind == 'improvement' for c in changes)} improvement(s), "
                   f"{sum(c.kind == 'changed' for c in changes)} changed, {sum(c.kind == 'same' for c in changes)} same")
 
@@ -219,10 +261,10 @@ def render_history(hist: History, console: Console, limit: int | None = None) ->
     console.print(_table("audits", ("id", "when (UTC)", "host", "variants", "s", "command"),
                          [(str(a["id"]), a["created"][:19], a["host"] or "", str(a["n_variants"]),
                            f"{a['wall_s'] or 0:.1f}", a["command_line"] or "") for a in hist.audits]))
-    console.print(_table("compiles", ("when (UTC)", "kernel", "case", "hints", "arch", "tileiras", "status", "regs",
+    console.print(_table("compiles", ("when (UTC)", "kernel", "case", "hints", "arch", "compiler", "status", "regs",
                                       "CTAs/SM", "µs"),
                          [(c["created"][:19], c["kernel"], fmt_kv(c["case"]), fmt_kv(c["hints"]), c["arch"],
-                           c["tileiras"] or "", c["status"], _num(c["registers"]), _num(c["ctas_per_sm"]),
+                           short_build(c["tileiras"]) if c["tileiras"] else "", c["status"], _num(c["registers"]), _num(c["ctas_per_sm"]),
                            _num(c["median_us"], ".1f")) for c in hist.compiles]))
     if hist.runs:
         console.print(_table("runs", ("when (UTC)", "kernel", "case", "hints", "arch", "GPU", "driver", "status",
@@ -253,10 +295,10 @@ def render_toolchains(toolchains: Sequence, console: Console, empty_hint: str) -
 
 # --- run ----------------------------------------------------------------------------------------------------------
 
-def render_run(records: Sequence[VariantRecord], console: Console) -> None:
+def render_run(records: Sequence[VariantRecord], console: Console, wide: bool = False) -> None:
     """The audit tables with the run columns (:data:`~tileprobe.report.common.RUN_COLUMNS`), each failed run's
     first error line and every timing warning, then the best hint per case."""
-    render_audit(records, console, extra_columns=RUN_COLUMNS)
+    render_audit(records, console, extra_columns=RUN_COLUMNS, wide=wide)
     for r in records:
         run = r.run or {}
         if run.get("status") not in (None, "ok") or run.get("warnings"):
