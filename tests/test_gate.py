@@ -221,6 +221,8 @@ class Count:
             self.n += len(variants)
             return real(variants, **kw)
         monkeypatch.setattr(compile_mod, "compile_variants", counting)
+        import tileprobe.audit.pipeline as pipeline     # the name the pipeline calls (imported at its import)
+        monkeypatch.setattr(pipeline, "compile_variants", counting)
 
 
 def test_gate_cli_passes_and_reuses_the_store(tiny, monkeypatch, capsys):

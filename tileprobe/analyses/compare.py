@@ -28,7 +28,7 @@ from typing import Sequence
 
 from ..audit.verdict import judge_records
 from ..errors import TileprobeError
-from ..schema import VariantRecord, load
+from ..schema import VariantRecord, load, short_build
 
 MARKS = {"regression": "!", "improvement": "*", "changed": "x", "same": "=", "unmatched": "?"}
 _RANK = {"regression": 0, "improvement": 1, "changed": 2, "unmatched": 3, "same": 4}
@@ -198,7 +198,7 @@ def load_side(spec: str, store_path: str | None = None) -> tuple[list[VariantRec
     """
     if os.path.exists(spec):
         recs, env = load(spec, judge=judge_records)
-        return recs, f"{spec} ({', '.join(env.get('tileiras', []))})"
+        return recs, f"{spec} ({', '.join(short_build(b) for b in env.get('tileiras', []))})"
     from ..store import Store
     if not spec.strip().isdigit():
         raise _not_a_side(spec)
@@ -273,6 +273,7 @@ def compare_results(results: Sequence[str] = (), *, probe: str | None = None, ti
             raise TileprobeError("with --probe, give two compilers: --tileiras A,B (e.g. 13.3.36,13.4.92)")
         result = _audit_probe(probe, tileiras, archs, jobs, store, use_store, with_sass, where, progress)
         a, b, name_a, name_b = split_by_compiler(result.records)
+        name_a, name_b = short_build(name_a), short_build(name_b)
         env, audited = result.environment, result.records
     elif len(results) == 2:
         a, name_a = load_side(results[0], store)
@@ -280,6 +281,7 @@ def compare_results(results: Sequence[str] = (), *, probe: str | None = None, ti
     elif len(results) == 1:
         recs, env = load(results[0], judge=judge_records)
         a, b, name_a, name_b = split_by_compiler(recs)
+        name_a, name_b = short_build(name_a), short_build(name_b)
     else:
         raise TileprobeError("compare what? give two result files (or stored audit ids), one file holding two "
                              "compiler builds, or --probe P --tileiras A,B")
