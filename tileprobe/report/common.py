@@ -220,14 +220,15 @@ RUN_COLUMNS = [
 
 
 def best_lines(records: Iterable[VariantRecord]) -> list[str]:
-    """One line per kernel case (:func:`tileprobe.run.session.best_hints`): the fastest correct hint and its
-    speed-up over the default variant."""
+    """One line per kernel case and compiler (:func:`tileprobe.run.session.best_hints`): the compiler version, the
+    fastest correct hint and its speed-up over the default variant."""
     from ..run.session import best_hints
     out = []
     for b in best_hints(records):
         case = " ".join(f"{k}={v}" for k, v in b["case"].items())
         hints = " ".join(f"{k}={v}" for k, v in b["best_hints"].items()) or "declared hints"
-        line = f"{b['kernel']} {b['arch']} {case}: best {hints} {b['best_us']:,.1f} µs"
+        head = " ".join(x for x in (b["kernel"], b["arch"], short_build(b.get("tileiras", "")), case) if x)
+        line = f"{head}: best {hints} {b['best_us']:,.1f} µs"
         if b["speedup"] is not None:
             dflt = " ".join(f"{k}={v}" for k, v in b["default_hints"].items()) or "declared hints"
             line += f", {b['speedup']:.2f}× vs default {dflt} {b['default_us']:,.1f} µs"

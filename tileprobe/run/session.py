@@ -239,7 +239,7 @@ def is_default_variant(rec: VariantRecord) -> bool:
 def best_hints(records: Iterable[VariantRecord]) -> list[dict]:
     """Per (kernel, case, arch, compiler): the fastest correct variant and its speed-up over the default one.
 
-    Returns dicts with ``kernel``, ``case``, ``arch``, ``best_hints``, ``best_us``, ``default_hints``,
+    Returns dicts with ``kernel``, ``case``, ``arch``, ``tileiras`` (build), ``best_hints``, ``best_us``, ``default_hints``,
     ``default_us`` and ``speedup`` (default / best; None when no default variant ran correctly).
     """
     groups: dict = {}
@@ -248,10 +248,10 @@ def best_hints(records: Iterable[VariantRecord]) -> list[dict]:
             key = (r.kernel, json.dumps(r.case, sort_keys=True, default=str), r.arch, r.tileiras)
             groups.setdefault(key, []).append(r)
     out = []
-    for (kernel, _, arch, _), rows in groups.items():
+    for (kernel, _, arch, build), rows in groups.items():
         best = min(rows, key=lambda r: r.run["median_us"])
         default = next((r for r in rows if is_default_variant(r)), None)
-        out.append({"kernel": kernel, "case": best.case, "arch": arch, "best_hints": best.hints,
+        out.append({"kernel": kernel, "case": best.case, "arch": arch, "tileiras": build, "best_hints": best.hints,
                     "best_us": best.run["median_us"], "default_hints": default.hints if default else None,
                     "default_us": default.run["median_us"] if default else None,
                     "speedup": (default.run["median_us"] / best.run["median_us"]) if default else None})
