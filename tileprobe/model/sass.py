@@ -180,6 +180,17 @@ def sass_traits(cubin: bytes | str | os.PathLike, nvdisasm: str | os.PathLike | 
     return parse_nvdisasm(_disassemble(tool, data, src))
 
 
+def disassemble(cubin: bytes, nvdisasm: str | os.PathLike | None = None) -> str:
+    """The text of ``nvdisasm -c`` for ``cubin`` (every kernel section).
+
+    Raises:
+        CubinError: not a cubin. ToolchainError: nvdisasm missing, failing or too slow.
+    """
+    from tileprobe.model.cubin import _check_header
+    _check_header(cubin, "<bytes>")
+    return _disassemble(find_nvdisasm(nvdisasm), cubin, "<bytes>")
+
+
 def _disassemble(tool: str, data: bytes, src: str) -> str:
     with tempfile.TemporaryDirectory(prefix="tileprobe-sass-") as tmp:
         path = os.path.join(tmp, "kernel.cubin")

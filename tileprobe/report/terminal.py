@@ -15,7 +15,7 @@ from ..analyses.history import History
 from ..audit.explain import advice
 from ..schema import VariantRecord
 from .fit import DROP_ORDER, Column, fit_columns, table_width
-from .common import (KEPT, NUMERIC, RUN_COLUMNS, VERDICT_MARK, best_lines, case_columns, fmt_kv, group_tables, headers, hint_columns,
+from .common import (KEPT, NUMERIC, RUN_COLUMNS, VERDICT_MARK, fmt_int, fmt_value, best_lines, case_columns, fmt_kv, group_tables, headers, hint_columns,
                      noteworthy, ptx_text, record_side, remark_lines, row_cells, run_label, sass_columns, short_build,
                      verdict_cells, verdict_columns)
 
@@ -309,3 +309,39 @@ def render_run(records: Sequence[VariantRecord], console: Console, wide: bool = 
                 console.print(f"  {run_label(r)}: warning: {w}", markup=False)
     for line in best_lines(records):
         console.print(line, markup=False)
+
+
+# --- machine code --------------------------------------------------------------------------------------------------
+
+def _variant_name(r: VariantRecord) -> str:
+    return " ".join([r.kernel, r.arch, *(f"{k}={fmt_value(v)}" for k, v in [*r.case.items(), *r.hints.items()]),
+                     "·", short_build(r.tileiras)])
+
+
+def render_sass_diff(diff, a: VariantRecord, b: VariantRecord, console: Console, full: bool = False) -> None:
+    """Two variants' machine code (a :class:`~tileprobe.model.sass_diff.SassDiff`): resources and instruction
+    classes side by side, a one-line verdict, then the alignment (register names normalised)."""
+    console.print(f"A: {_variant_name(a)}\nB: {_variant_name(b)}", markup=False, highlight=False)
+    t = Table(title_justify="left")
+    for h in ("", "A", "B"):
+        t.add_column(h, justify="left" if not h else "right")
+    spills = [f"{(r.sass or {}).get('spill_loads', '-')}/{(r.sass or {}).get('spill_stores', '-')}" for r in (a, b)]
+    rows = [("threads", a.threads, b.threads), ("registers", a.registers, b.registers),
+            ("shared B (cubin)", fmt_int(a.shared_bytes), fmt_int(b.shared_bytes)),
+            ("stack B", a.stack_bytes, b.stack_bytes), ("CTAs/SM", a.ctas_per_sm, b.ctas_per_sm),
+            ("LDL/STL", *spills), ("instructions", f"{len(diff.a):,}", f"{len(diff.b):,}")]
+    rows += [(f"  {name}", f"{x:,}", f"{y:,}") for name, x, y in diff.classes]
+    for name, x, y in rows:
+        t.add_row(name, str(x), str(y), style=None if str(x) == str(y) else "bold")
+    console.print(t)
+    if diff.same_bytes:
+        verdict = "machine code: the same instructions, register for register"
+    elif diff.identical:
+        verdict = "machine code: the same instructions with other register numbers (a renaming, nothing else)"
+    else:
+        verdict = (f"machine code differs: {diff.changed:,} instruction(s) outside the aligned runs "
+                   "(registers normalised; - only in A, + only in B)")
+    console.print(verdict, markup=False, highlight=False)
+    if not diff.identical:
+        for line in diff.lines(limit=10 ** 9 if full else 200):
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
