@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-import tileprobe.audit.compile as compile_mod
 from tileprobe.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,29 +51,14 @@ def two_compilers(tmp_path_factory):
     return {"real": real, "fake": str(fake), "log": log, "probe": str(probe), "store": str(d / "s.sqlite")}
 
 
-class Count:
-    """Variants handed to the compile workers (patched where the pipeline looks the function up, too)."""
-    def __init__(self, monkeypatch):
-        import tileprobe.audit.pipeline as pipeline
-        self.n = 0
-        real = compile_mod.compile_variants
-
-        def counting(variants, **kw):
-            variants = list(variants)
-            self.n += len(variants)
-            return real(variants, **kw)
-        monkeypatch.setattr(compile_mod, "compile_variants", counting)
-        monkeypatch.setattr(pipeline, "compile_variants", counting)
-
-
 def _fake_calls(tc) -> int:
     return len(tc["log"].read_text().splitlines()) if tc["log"].exists() else 0
 
 
-def test_compare_after_an_audit_compiles_nothing(two_compilers, monkeypatch, capsys):
+def test_compare_after_an_audit_compiles_nothing(two_compilers, compile_count, capsys):
     tc = two_compilers
     versions = f"{tc['real']},{tc['fake']}"
-    counter = Count(monkeypatch)
+    counter = compile_count
     assert main(["audit", tc["probe"], "--arch", "sm_90", "--tileiras", versions, "--store", tc["store"],
                  "--jobs", "2", "--format", "none"]) == 0
     assert counter.n == 8                                  # 2 cases × 2 hints × 2 compilers
@@ -96,9 +80,9 @@ def test_compare_after_an_audit_compiles_nothing(two_compilers, monkeypatch, cap
     assert counter.n == 8 and _fake_calls(tc) == calls_after_audit
 
 
-def test_compare_with_no_store_compiles_and_regressions_filter(two_compilers, monkeypatch, capsys, tmp_path):
+def test_compare_with_no_store_compiles_and_regressions_filter(two_compilers, compile_count, capsys):
     tc = two_compilers
-    counter = Count(monkeypatch)
+    counter = compile_count
     assert main(["compare", "--probe", tc["probe"], "--arch", "sm_90", "--tileiras", f"{tc['real']},{tc['fake']}",
                  "--no-store", "--jobs", "2", "--regressions", "--where", "TILE=1024"]) == 0
     out = " ".join(capsys.readouterr().out.split())

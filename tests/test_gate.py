@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-import tileprobe.audit.compile as compile_mod
 from tileprobe.cli import main
 from tileprobe.report.terminal import gate_text
 from tileprobe.analyses.gate import (GateError, check, parse_expectation, parse_where,
@@ -213,16 +212,12 @@ def tiny(tmp_path_factory):
 
 class Count:
     def __init__(self, monkeypatch):
-        self.n = 0
-        real = compile_mod.compile_variants
+        from conftest import CompileCounter
+        self._c = CompileCounter(monkeypatch)
 
-        def counting(variants, **kw):
-            variants = list(variants)
-            self.n += len(variants)
-            return real(variants, **kw)
-        monkeypatch.setattr(compile_mod, "compile_variants", counting)
-        import tileprobe.audit.pipeline as pipeline     # the name the pipeline calls (imported at its import)
-        monkeypatch.setattr(pipeline, "compile_variants", counting)
+    @property
+    def n(self) -> int:
+        return self._c.n
 
 
 def test_gate_cli_passes_and_reuses_the_store(tiny, monkeypatch, capsys):
