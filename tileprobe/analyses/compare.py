@@ -165,12 +165,18 @@ def _time_change(a: VariantRecord, b: VariantRecord):
     ma, mb = ra.get("median_us"), rb.get("median_us")
     if not ma or not mb or ra.get("status") != "ok" or rb.get("status") != "ok":
         return None
-    if (ra.get("gpu") or {}).get("name") != (rb.get("gpu") or {}).get("name"):
+    if _gpu_name(ra) != _gpu_name(rb):
         return None
     noise = max(_iqr(ra), _iqr(rb), 0.01 * min(ma, mb))
     if abs(mb - ma) <= noise:
         return None
     return ("slower" if mb > ma else "faster"), f"time {ma:.1f} → {mb:.1f} µs ({mb / ma:.2f}x, noise ±{noise:.1f})"
+
+
+def _gpu_name(run: dict) -> str | None:
+    """The GPU a run was on: ``run["gpu"]`` is a dict in run results and a name in records read from the store."""
+    gpu = run.get("gpu")
+    return gpu.get("name") if isinstance(gpu, dict) else gpu
 
 
 def _iqr(run: dict) -> float:
