@@ -719,8 +719,13 @@ def _natural_order(r) -> tuple:
     from .model.arch import get_arch
     from .errors import TileprobeError
 
-    def val(v):
-        return (0, v, "") if isinstance(v, (int, float)) and not isinstance(v, bool) else (1, 0, repr(v))
+    def val(v):   # numbers by value, sequences of numbers (tiles) element by element, the rest by text
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return (0, (v,), "")
+        if isinstance(v, (list, tuple)) and v and all(isinstance(x, (int, float)) and not isinstance(x, bool)
+                                                      for x in v):
+            return (0, tuple(v), "")
+        return (1, (), repr(v))
     try:
         cc = get_arch(r.arch).cc
     except TileprobeError:

@@ -53,7 +53,8 @@ class Change:
     def label(self) -> str:
         """``kernel arch NAME=VALUE …`` (case constants, then hints; ``declared hints`` when there are none)."""
         r = self.a or self.b
-        parts = [f"{k}={v}" for k, v in [*r.case.items(), *r.hints.items()]]
+        from ..audit.where import format_value
+        parts = [f"{k}={format_value(v)}" for k, v in [*r.case.items(), *r.hints.items()]]
         return f"{r.kernel} {r.arch} " + (" ".join(parts) or "declared hints")
 
 

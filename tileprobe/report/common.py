@@ -17,8 +17,15 @@ def noteworthy(v: dict) -> bool:
 
 
 def fmt_kv(d: dict) -> str:
-    """``{"a": 1, "b": True}`` → ``a=1 b=True``; empty → ``-``."""
-    return " ".join(f"{k}={v}" for k, v in d.items()) or "-"
+    """``{"a": 1, "TILE": [64, 64]}`` → ``a=1 TILE=64×64`` (values as the tables print them, which ``--where``
+    reads back); empty → ``-``."""
+    return " ".join(f"{k}={fmt_value(v)}" for k, v in d.items()) or "-"
+
+
+def variant_label(r: VariantRecord) -> str:
+    """``GATHER=True TILE=64×64 occupancy=2`` (case constants, then hints; ``declared hints`` when none): a valid
+    ``--where`` once the spaces are commas."""
+    return fmt_kv({**r.case, **r.hints}) if (r.case or r.hints) else "declared hints"
 
 
 def fmt_value(v) -> str:
@@ -183,7 +190,7 @@ def record_side(r: VariantRecord | None) -> str:
 
 def run_label(r: VariantRecord) -> str:
     """``kernel arch NAME=VALUE …`` for run progress and warnings."""
-    return " ".join([r.kernel, r.arch, *(f"{k}={v}" for k, v in [*r.case.items(), *r.hints.items()])])
+    return " ".join([r.kernel, r.arch, *(f"{k}={fmt_value(v)}" for k, v in [*r.case.items(), *r.hints.items()])])
 
 
 def run_cell(r: VariantRecord) -> str:
@@ -225,12 +232,12 @@ def best_lines(records: Iterable[VariantRecord]) -> list[str]:
     from ..run.session import best_hints
     out = []
     for b in best_hints(records):
-        case = " ".join(f"{k}={v}" for k, v in b["case"].items())
-        hints = " ".join(f"{k}={v}" for k, v in b["best_hints"].items()) or "declared hints"
+        case = fmt_kv(b["case"]) if b["case"] else ""
+        hints = fmt_kv(b["best_hints"]) if b["best_hints"] else "declared hints"
         head = " ".join(x for x in (b["kernel"], b["arch"], short_build(b.get("tileiras", "")), case) if x)
         line = f"{head}: best {hints} {b['best_us']:,.1f} µs"
         if b["speedup"] is not None:
-            dflt = " ".join(f"{k}={v}" for k, v in b["default_hints"].items()) or "declared hints"
+            dflt = fmt_kv(b["default_hints"]) if b["default_hints"] else "declared hints"
             line += f", {b['speedup']:.2f}× vs default {dflt} {b['default_us']:,.1f} µs"
         out.append(line)
     return out

@@ -24,7 +24,7 @@ from typing import Iterable, Sequence
 
 from ..errors import TileprobeError
 from ..schema import VariantRecord
-from .common import (NUMERIC, VERDICT_MARK, case_columns, fmt_kv, fmt_value, group_tables, headers, hint_columns,
+from .common import (variant_label, NUMERIC, VERDICT_MARK, case_columns, fmt_kv, fmt_value, group_tables, headers, hint_columns,
                      noteworthy, row_cells, sass_columns, short_build, verdict_columns)
 
 #: verdict → (colour, matplotlib marker); the table cells use the same colours.
@@ -98,7 +98,7 @@ def _verdict_cells(r: VariantRecord, hints: list[str]) -> list[str]:
 
 
 def _label(r: VariantRecord) -> str:
-    return " ".join(f"{k}={v}" for k, v in [*r.case.items(), *r.hints.items()]) or "declared hints"
+    return variant_label(r)
 
 
 def audit_table(rows: Sequence[VariantRecord]) -> str:
@@ -206,7 +206,7 @@ def series_styles(keys: Sequence[tuple], builds: Sequence[str]) -> dict[tuple, d
     """Line style per series key ``(build, case, other hints)``: a palette colour per (case, other hints) — the
     same colour for one case under every compiler — and per compiler a dash pattern (the newest solid) and width
     (older ones wider, so identical lines stay visible); past 8 cases the colours repeat with another dash."""
-    cases = sorted({k[1:] for k in keys})
+    cases = list(dict.fromkeys(k[1:] for k in keys))      # in the records' order (the tables')
     out = {}
     for k in keys:
         i, j = cases.index(k[1:]), builds.index(k[0])
@@ -247,7 +247,8 @@ def hint_figure_svg(rows: Sequence[VariantRecord], hint: str, title: str, salt: 
         FigureCanvasAgg(fig)
         axes = fig.subplots(1, len(metrics), squeeze=False)[0]
         handles = []
-        for key, recs in sorted(series.items(), key=lambda kv: (kv[0][1:], builds.index(kv[0][0]))):
+        order = list(dict.fromkeys(k[1:] for k in series))
+        for key, recs in sorted(series.items(), key=lambda kv: (order.index(kv[0][1:]), builds.index(kv[0][0]))):
             _draw_series(axes, metrics, recs, xs, hint, styles[key], seen_verdicts)
             label = " · ".join(x for x in (short_build(key[0]) if len(builds) > 1 else "", key[1], key[2]) if x)
             handles.append(Line2D([], [], label=_mpl(label or short_build(key[0])), **styles[key]))
@@ -258,8 +259,9 @@ def hint_figure_svg(rows: Sequence[VariantRecord], hint: str, title: str, salt: 
         if _style_axes(axes, metrics, xs, hint):
             handles.append(Line2D([], [], ls=":", color="#59636e", lw=1.2, label="CTAs/SM asked"))
         fig.suptitle(_mpl(title), fontsize=10)
-        fig.legend(handles=handles, loc="outside lower center", ncol=min(4, len(handles)), frameon=False, fontsize=8,
-                   handlelength=3.2)
+        n_series = len(handles) - sum(1 for h in handles if h.get_linestyle() in ("None", "", " "))
+        fig.legend(handles=handles, loc="outside lower center", ncol=min(4, max(1, n_series)) if n_series > 3 else
+                   min(4, len(handles)), frameon=False, fontsize=8, handlelength=3.2)
         buf = io.StringIO()
         fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None, "Format": None, "Type": None})
     return _clean_svg(buf.getvalue(), title)

@@ -9,7 +9,7 @@ from ..analyses.compare import Comparison
 from ..analyses.doctor import Finding
 from ..audit.explain import advice
 from ..schema import VariantRecord
-from .common import (RUN_COLUMNS, best_lines, case_columns, group_tables, headers, hint_columns, noteworthy,
+from .common import (fmt_kv, variant_label, RUN_COLUMNS, best_lines, case_columns, group_tables, headers, hint_columns, noteworthy,
                      record_side, row_cells, sass_columns, short_build, verdict_cells, verdict_columns, verdict_text)
 
 
@@ -52,7 +52,7 @@ def audit_markdown(records: Iterable[VariantRecord], environment: dict, command:
 
 
 def _label(r: VariantRecord) -> str:
-    return " ".join(f"{k}={v}" for k, v in [*r.case.items(), *r.hints.items()]) or "declared hints"
+    return variant_label(r)
 
 
 def compare_markdown(comparison: Comparison, command: str = "") -> str:
@@ -97,8 +97,7 @@ def run_markdown(records: Sequence[VariantRecord], environment: dict, command: s
         parts.append(f"GPU: {gpu.get('name')} ({gpu.get('sm')}), driver {gpu.get('driver')}, SM clock "
                      f"{gpu.get('clock_sm_mhz')} MHz (max {gpu.get('clock_max_sm_mhz')}), "
                      f"memory clock {gpu.get('clock_mem_mhz')} MHz\n\n")
-    rows = [[r.kernel, r.arch, " ".join(f"{k}={v}" for k, v in r.case.items()) or "-",
-             " ".join(f"{k}={v}" for k, v in r.hints.items()) or "-", *[fn(r) for _, fn in RUN_COLUMNS],
+    rows = [[r.kernel, r.arch, fmt_kv(r.case), fmt_kv(r.hints), *[fn(r) for _, fn in RUN_COLUMNS],
              ((r.run or {}).get("error") or "").splitlines()[0][:120] if (r.run or {}).get("error") else ""]
             for r in records if r.run]
     parts.append(table_md(["kernel", "arch", "case", "hints", *[h for h, _ in RUN_COLUMNS], "error"], rows))

@@ -15,7 +15,7 @@ from ..analyses.history import History
 from ..audit.explain import advice
 from ..schema import VariantRecord
 from .fit import DROP_ORDER, Column, fit_columns, table_width
-from .common import (KEPT, NUMERIC, RUN_COLUMNS, VERDICT_MARK, fmt_int, fmt_value, best_lines, case_columns, fmt_kv, group_tables, headers, hint_columns,
+from .common import (variant_label, KEPT, NUMERIC, RUN_COLUMNS, VERDICT_MARK, fmt_int, fmt_value, best_lines, case_columns, fmt_kv, group_tables, headers, hint_columns,
                      noteworthy, ptx_text, record_side, remark_lines, row_cells, run_label, sass_columns, short_build,
                      verdict_cells, verdict_columns)
 
@@ -153,7 +153,7 @@ def render_summary(records: Iterable[VariantRecord], console: Console) -> None:
 def _print_reasons(console: Console, rows: list[VariantRecord], brief: bool) -> None:
     shown_remarks: set = set()
     for r in rows:
-        label = " ".join(f"{k}={v}" for k, v in [*r.case.items(), *r.hints.items()]) or "declared hints"
+        label = variant_label(r)
         if not r.ok:
             msg = (r.error or "").strip().splitlines()
             console.print(f"  {label}: {r.status}: {msg[0] if msg else ''}", markup=False, highlight=False)
