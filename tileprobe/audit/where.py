@@ -131,6 +131,17 @@ def check_names(where: Mapping[str, Any], case_names: Iterable[str], hint_names:
                          f"({', '.join(cases) or 'none'}) nor a hint ({', '.join(hints)})")
 
 
+def natural_key(v: Any) -> tuple:
+    """Sort key: numbers by value, sequences of numbers (tiles) element by element, the rest by text."""
+    def num(x):
+        return isinstance(x, (int, float)) and not isinstance(x, bool)
+    if num(v):
+        return (0, (v,), "")
+    if isinstance(v, (list, tuple)) and v and all(num(x) for x in v):
+        return (0, tuple(v), "")
+    return (1, (), str(v))
+
+
 def values_text(records: Sequence, names: Iterable[str]) -> str:
     """``TILE takes 64×64, 128×128; occupancy takes 1, 2, 4``: the values the records have, per name."""
     parts = []
@@ -139,8 +150,7 @@ def values_text(records: Sequence, names: Iterable[str]) -> str:
         for r in records:
             v = _value_of(r, k)
             seen.setdefault(json.dumps(v, sort_keys=True, default=str), v)
-        vals = sorted(seen.values(), key=lambda v: (not isinstance(v, (int, float)), str(v) if not
-                                                   isinstance(v, (int, float)) else v))
+        vals = sorted(seen.values(), key=natural_key)
         parts.append(f"{k} takes {', '.join(format_value(v) for v in vals) or 'no value'}")
     return "; ".join(parts)
 
@@ -232,7 +242,7 @@ def case_filter(where: Mapping[str, Any] | None, probes: Sequence, variants: Seq
             seen = {}
             for v in variants:
                 seen.setdefault(json.dumps(v.case_dict.get(k), default=str), v.case_dict.get(k))
-            values.append(f"{k} takes {', '.join(format_value(x) for x in seen.values())}")
+            values.append(f"{k} takes {', '.join(format_value(x) for x in sorted(seen.values(), key=natural_key))}")
         text = ",".join(f"{k}={format_value(v)}" for k, v in case_items.items())
         raise WhereError(f"{option} {text} matches none of the {len(variants)} planned variant(s); {'; '.join(values)}")
     return chosen
