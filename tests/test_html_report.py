@@ -251,6 +251,7 @@ def test_report_renders_in_headless_chromium(real_report, tmp_path):
 @pytest.mark.slow
 def test_bundled_examples_report_renders_in_headless_chromium(tmp_path):
     """The report of examples/rms_norm.py (sm_90) and examples/w4a16_gemm.py (sm_120): 22 compiles."""
+    chromium()     # skip (or fail under CI) before compiling when there is no browser
     store = str(tmp_path / "examples.sqlite")
     for probe, arch in (("examples/rms_norm.py", "sm_90"), ("examples/w4a16_gemm.py", "sm_120")):
         assert main(["audit", str(ROOT / probe), "--arch", arch, "--store", store, "--format", "none"]) == 0
