@@ -152,3 +152,58 @@ def test_markdown_bug_report_has_problems_environment_versions_and_the_probe(tmp
     assert "repeat: `tileiras in.bc --gpu-name sm_90 -o out.cubin`" in problems
     assert "G=True occupancy=2: **occupancy ignored**: same machine code as occupancy=1" in problems
     assert f"`{probe}`:\n\n```python\nfrom tileprobe import Probe\n" in md
+
+
+# --- the small lines -------------------------------------------------------------------------------------------------
+
+def test_compile_count_line_says_what_comes_from_the_store():
+    from tileprobe.cli._common import compiling_line
+    assert compiling_line(0, 16) == "nothing to compile: all 16 variants from the store"
+    assert compiling_line(4, 12) == "compiling 4 variants (12 from the store) …"
+    assert compiling_line(1, 0) == "compiling 1 variant …"
+
+
+def test_repeat_prints_a_line_when_the_compiles_agree_too():
+    from tileprobe.cli.audit import repeat_line
+    same = [_rec((64, 64), o) for o in (1, 2)]
+    for r in same:
+        r.deterministic, r.code_hashes = True, ["a"]
+    assert repeat_line(same, 3) == "repeat 3: each of the 2 compiled variant(s) gave the same machine code in all 3 compiles"
+    same[1].deterministic, same[1].code_hashes = False, ["a", "b"]
+    assert repeat_line(same, 3) == ("repeat 3: 1 of 2 compiled variant(s) gave different machine code between compiles: "
+                                    "k sm_90 TILE=64×64 DT=fp16 occupancy=2 (2 codes)")
+
+
+def test_run_best_lines_name_the_compiler_and_advice_says_1_cta():
+    from tileprobe.audit.explain import advice
+    from tileprobe.report.common import best_lines
+    recs = []
+    for build, us in ((B134, (900.0, 610.0)), ("Cuda compilation tools, release 13.3, V13.3.36", (905.0, 880.0))):
+        for occ, t in zip((1, 2), us):
+            r = _rec((64, 64), occ)
+            r.tileiras, r.threads, r.registers, r.shared_bytes, r.stack_bytes = build, 384, 168, 1000, 0
+            r.ctas_per_sm, r.limiter = 1, "registers"
+            r.run = {"status": "ok", "median_us": t}
+            recs.append(r)
+    lines = best_lines(recs)
+    assert lines == ["k sm_90 tileiras 13.4.92 TILE=64×64 DT=fp16: best occupancy=2 610.0 µs, 1.48× vs default "
+                     "occupancy=1 900.0 µs",
+                     "k sm_90 tileiras 13.3.36 TILE=64×64 DT=fp16: best occupancy=2 880.0 µs, 1.03× vs default "
+                     "occupancy=1 905.0 µs"]
+    judge_records(recs)
+    text = " ".join(advice(recs))
+    assert "(1 CTA/SM, 168 registers)" in text and "1 CTAs/SM" not in text
+
+
+def test_compare_reads_spills_from_the_sass():
+    from tileprobe.analyses.compare import compare_records
+    a, b = _rec((64, 64), 2), _rec((64, 64), 2)
+    for r, stack, spills in ((a, 0, (0, 0)), (b, 408, (171, 122))):
+        r.threads, r.registers, r.shared_bytes, r.stack_bytes, r.ctas_per_sm = 384, 168, 1000, stack, 1
+        r.sass = {"spill_loads": spills[0], "spill_stores": spills[1]}
+    b.tileiras = "Cuda compilation tools, release 13.4, V13.4.93"
+    (ch,) = compare_records([a], [b])
+    assert ch.kind == "regression" and ch.details == ["spills 0 → 171 LDL/122 STL"]
+    a.sass = b.sass = None
+    (ch,) = compare_records([a], [b])
+    assert ch.details == ["stack 0 → 408 B (new stack use, SASS not read: spills or a local array)"]

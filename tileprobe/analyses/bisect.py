@@ -97,7 +97,8 @@ def make_evaluator(probe: str, arch: str, where: dict, prop: str, jobs: int | No
         result = audit_selected(probe, arch, where=where, toolchains=[tc], jobs=jobs)
         chosen = select(result.records, where)
         if not chosen:
-            raise TileprobeError(f"--where {where} matches no variant of {probe}")
+            from ..audit.where import no_match_message
+            raise TileprobeError(f"{probe}: {no_match_message(where, result.records)}")
         failures = check(chosen, [prop])
         summary = "; ".join(_summary(r) for r in chosen)
         return Step(version, not failures, summary, [str(f) for f in failures])
