@@ -175,15 +175,18 @@ def ptx_text(r: VariantRecord) -> str:
 
 
 def record_side(r: VariantRecord | None) -> str:
-    """One side of a compare row: ``384×168r 100,484B 1/SM occupancy honoured; 26.0 µs`` (``-`` when absent,
-    the status when it failed)."""
+    """One side of a compare row: ``384×168r 100,484B 1/SM occupancy honoured; 26.0 µs``, with ``171/122 LDL/STL``
+    after the CTAs/SM when the SASS shows spills (``-`` when absent, the status when it failed)."""
     if r is None:
         return "-"
     if not r.ok:
         return r.status
     v = ", ".join(f"{h} {x['status']}" for h, x in r.verdicts.items())
     t = f"; {r.run['median_us']:.1f} µs" if r.run and r.run.get("median_us") else ""
-    return f"{r.threads}×{r.registers}r {r.shared_bytes:,}B {r.ctas_per_sm}/SM {v}{t}"
+    sass = r.sass or {}
+    spill = f" {sass['spill_loads']}/{sass['spill_stores']} LDL/STL" if sass.get("spill_loads") or \
+        sass.get("spill_stores") else ""
+    return f"{r.threads}×{r.registers}r {r.shared_bytes:,}B {r.ctas_per_sm}/SM{spill} {v}{t}"
 
 
 # --- GPU runs -----------------------------------------------------------------------------------------------------
