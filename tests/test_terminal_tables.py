@@ -207,3 +207,18 @@ def test_compare_reads_spills_from_the_sass():
     a.sass = b.sass = None
     (ch,) = compare_records([a], [b])
     assert ch.details == ["stack 0 → 408 B (new stack use, SASS not read: spills or a local array)"]
+
+
+def test_tune_space_takes_where_and_overrides():
+    from tileprobe.tune.static import load_space
+    probe = str(ROOT / "tests" / "data" / "faulty_tune.py")
+    full, errors = load_space([probe])
+    assert not errors
+    n = sum(len(p.configs) for p in full)
+    (only,) = [p.configs for p in load_space([probe], where={"TILE": 1024, "MODE": 0})[0]]
+    assert [c.label for c in only] == ["TILE=1024 MODE=0"] and n > 1
+    over, _ = load_space([probe], cases={"TILE": [1024]}, hints={"occupancy": [1, 2]})
+    assert {dict(c.tunables)["TILE"] for p in over for c in p.configs} == {1024}
+    assert {c.hints_dict["occupancy"] for p in over for c in p.configs} == {1, 2}
+    with pytest.raises(WhereError, match="matches no configuration to tune; TILE takes 256, 1024"):
+        load_space([probe], where={"TILE": 512})
