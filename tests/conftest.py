@@ -42,3 +42,28 @@ def pytest_collection_modifyitems(config, items):
     if reason:
         for item in gpu_items:
             item.add_marker(_pytest.mark.skip(reason=f"gpu test: {reason}"))
+
+
+# --- compiles counted (issue 14: "nothing stored is compiled again") -------------------------------------------
+class CompileCounter:
+    """Counts the variants handed to the compile workers. Patched in ``audit.compile`` and where the pipeline
+    looks the function up (it imported the name when it was first imported)."""
+
+    def __init__(self, monkeypatch):
+        import tileprobe.audit.compile as compile_mod
+        import tileprobe.audit.pipeline as pipeline
+        self.n = 0
+        real = compile_mod.compile_variants
+
+        def counting(variants, **kw):
+            variants = list(variants)
+            self.n += len(variants)
+            return real(variants, **kw)
+        monkeypatch.setattr(compile_mod, "compile_variants", counting)
+        monkeypatch.setattr(pipeline, "compile_variants", counting)
+
+
+@_pytest.fixture
+def compile_count(monkeypatch) -> CompileCounter:
+    """A :class:`CompileCounter` for this test."""
+    return CompileCounter(monkeypatch)

@@ -59,7 +59,7 @@ def test_new_spills_and_failures_are_regressions():
     b = [rec(B, 1, 256, 128, 0, 2, "z", stack=40), rec(B, 2, 256, 128, 0, 2, "y")]
     b[1].status = "compile_error"
     ch = {c.a.hints["occupancy"]: c for c in compare_records(a, b)}
-    assert ch[1].kind == "regression" and "stack 0 → 40 B (new stack use: spills?)" in ch[1].details
+    assert ch[1].kind == "regression" and "stack 0 → 40 B (new stack use, SASS not read: spills or a local array)" in ch[1].details
     assert ch[2].kind == "regression" and ch[2].details == ["status ok → compile_error"]
 
 
@@ -122,7 +122,7 @@ def test_compare_cli_prints_the_changes_table(tmp_path, capsys):
     pa, pb = _result_files(tmp_path)
     assert main(["compare", pa, pb]) == 0
     lines = [ln.rstrip() for ln in capsys.readouterr().out.splitlines()]
-    assert lines[:2] == [f"A: {pa} (release 13.3, V13.3.36)", f"B: {pb} (release 13.4, V13.4.92)"]
+    assert lines[:2] == [f"A: {pa} (tileiras 13.3.36)", f"B: {pb} (tileiras 13.4.92)"]
     assert lines[3].split() == ["┃", "┃", "variant", "┃", "A", "┃", "B", "┃", "what", "changed", "┃"]
     assert "\n".join(lines[5:]) == COMPARE_ROWS
 
@@ -134,8 +134,8 @@ def test_compare_cli_markdown_and_json(tmp_path, capsys):
     out_json = tmp_path / "changes.json"
     assert main(["compare", pa, pb, "--format", "markdown", "--json", str(out_json)]) == 0
     md = capsys.readouterr().out
-    assert md.startswith(f"## tileprobe compare\n\n- A: {pa} (release 13.3, V13.3.36)\n- B: {pb} (release 13.4, "
-                         "V13.4.92)\n\nReproduce:\n\n```\ntileprobe ")
+    assert md.startswith(f"## tileprobe compare\n\n- A: {pa} (tileiras 13.3.36)\n- B: {pb} (tileiras 13.4.92)"
+                         "\n\nReproduce:\n\n```\ntileprobe ")
     assert ("| ! | w4a16 sm_120 GATHER=True LOOP=True occupancy=2 | 256×128r 44,068B 2/SM occupancy honoured | "
             "384×168r 100,484B 1/SM occupancy ignored | occupancy honoured → ignored; CTAs/SM 2 → 1; threads 256 → "
             "384; registers 128 → 168; shared B 44068 → 100484 |\n") in md

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-import tileprobe.audit.compile as compile_mod
 from tileprobe.cli import main
 from tileprobe.report.terminal import gate_text
 from tileprobe.analyses.gate import (GateError, check, parse_expectation, parse_where,
@@ -213,14 +212,12 @@ def tiny(tmp_path_factory):
 
 class Count:
     def __init__(self, monkeypatch):
-        self.n = 0
-        real = compile_mod.compile_variants
+        from conftest import CompileCounter
+        self._c = CompileCounter(monkeypatch)
 
-        def counting(variants, **kw):
-            variants = list(variants)
-            self.n += len(variants)
-            return real(variants, **kw)
-        monkeypatch.setattr(compile_mod, "compile_variants", counting)
+    @property
+    def n(self) -> int:
+        return self._c.n
 
 
 def test_gate_cli_passes_and_reuses_the_store(tiny, monkeypatch, capsys):
@@ -341,7 +338,8 @@ def test_audit_cli_prints_tables_reasons_and_markdown(tiny, monkeypatch, capsys)
     recs = {(r.case["TILE"], r.hints["occupancy"]): r for r in tiny["records"]}
     build = short_build(recs[(1024, 1)].tileiras)
     assert rows[0] == f"vec_add · sm_90 · {build}"
-    assert "TILE occupancy threads regs smem B stack B CTAs/SM limiter verdict" in rows
+    assert "smem B" in rows      # the two-line header: smem B / (cubin): the cubin's size, as the reasons quote it
+    assert "TILE occupancy threads regs (cubin) stack B CTAs/SM limiter verdict" in rows
     for (tile, occ), r in recs.items():
         v = r.verdicts["occupancy"]
         assert (f"{tile} {occ} {r.threads} {r.registers} {r.shared_bytes:,} {r.stack_bytes:,} {r.ctas_per_sm} "

@@ -456,9 +456,9 @@ def test_history_cli_prints_audits_compiles_and_runs(tmp_path, capsys):
     assert cells == [
         "id when (UTC) host variants s command",
         "1 WHEN HOST 2 2.5 audit p.py --arch sm_90",
-        "when (UTC) kernel case hints arch tileiras status regs CTAs/SM µs",
-        f"WHEN fake I=2 occupancy=1 sm_90 {TC['build']} ok 34 16 -",
-        f"WHEN fake I=1 occupancy=2 sm_90 {TC['build']} ok 33 16 12.5",
+        "when (UTC) kernel case hints arch compiler status regs CTAs/SM µs",
+        "WHEN fake I=2 occupancy=1 sm_90 tileiras 13.4.92 ok 34 16 -",     # the version, not the whole banner
+        "WHEN fake I=1 occupancy=2 sm_90 tileiras 13.4.92 ok 33 16 12.5",
         "when (UTC) kernel case hints arch GPU driver status µs",
         "WHEN fake I=1 occupancy=2 sm_90 NVIDIA H200 580.159 ok 12.5"]
     assert " ".join(rows[-1]) == "(newest 2 of each; --limit 0 lists all, --json/--csv export all)"

@@ -76,3 +76,14 @@ def test_tuple_and_list_case_values_are_one_group():
     stored = rec(1, 384, 168, 100484, 1, "A", case={"TILE": [64, 128]})
     assign_verdicts([fresh, stored], ["occupancy"])
     assert "same machine code and resources as occupancy=1" in fresh.verdicts["occupancy"]["reason"]
+
+
+def test_what_it_takes_quotes_shared_memory_as_the_table_does():
+    """Issue 14: the table showed 165,048 B (the cubin's size) and the reason 164,024 B (the driver's); the
+    reason now quotes the cubin's figure, and the limit in the same terms (the driver's limit + the 1 KB the
+    sm_90 cubin includes)."""
+    r = rec(2, 256, 128, 165_048, 1, "A")
+    r.arch, r.driver_shared_bytes = "sm_90", 164_024
+    text = what_it_takes(r, 2)
+    assert "(has 165,048)" in text and "164,024" not in text
+    assert f"≤ {max_smem_for(get_arch('sm_90'), 2) + 1024:,} B shared per CTA" in text

@@ -97,7 +97,8 @@ def make_evaluator(probe: str, arch: str, where: dict, prop: str, jobs: int | No
         result = audit_selected(probe, arch, where=where, toolchains=[tc], jobs=jobs)
         chosen = select(result.records, where)
         if not chosen:
-            raise TileprobeError(f"--where {where} matches no variant of {probe}")
+            from ..audit.where import no_match_message
+            raise TileprobeError(f"{probe}: {no_match_message(where, result.records)}")
         failures = check(chosen, [prop])
         summary = "; ".join(_summary(r) for r in chosen)
         return Step(version, not failures, summary, [str(f) for f in failures])
@@ -109,7 +110,7 @@ def _summary(r) -> str:
     if not r.ok:
         return f"{r.status}"
     v = ", ".join(f"{h} {x['status']}" for h, x in r.verdicts.items())
-    return f"{r.threads} threads × {r.registers} regs, {r.shared_bytes:,} B, {r.ctas_per_sm} CTA/SM, {v}"
+    return f"{r.threads} threads × {r.registers} regs, {r.shared_bytes:,} B, {r.ctas_per_sm} CTA{'' if r.ctas_per_sm == 1 else 's'}/SM, {v}"
 
 
 def bisect(probe: str, *, arch: str, where: str | Mapping[str, Any], prop: str, good: str, bad: str,

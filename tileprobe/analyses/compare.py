@@ -28,7 +28,7 @@ from typing import Sequence
 
 from ..audit.verdict import judge_records
 from ..errors import TileprobeError
-from ..schema import VariantRecord, load
+from ..schema import VariantRecord, load, short_build
 
 MARKS = {"regression": "!", "improvement": "*", "changed": "x", "same": "=", "unmatched": "?"}
 _RANK = {"regression": 0, "improvement": 1, "changed": 2, "unmatched": 3, "same": 4}
@@ -53,7 +53,8 @@ class Change:
     def label(self) -> str:
         """``kernel arch NAME=VALUE …`` (case constants, then hints; ``declared hints`` when there are none)."""
         r = self.a or self.b
-        parts = [f"{k}={v}" for k, v in [*r.case.items(), *r.hints.items()]]
+        from ..audit.where import format_value
+        parts = [f"{k}={format_value(v)}" for k, v in [*r.case.items(), *r.hints.items()]]
         return f"{r.kernel} {r.arch} " + (" ".join(parts) or "declared hints")
 
 
@@ -94,12 +95,12 @@ def _classify(ch: Change, a: VariantRecord, b: VariantRecord) -> None:
         if (a.ctas_per_sm or 0) != (b.ctas_per_sm or 0):
             (worse if (b.ctas_per_sm or 0) < (a.ctas_per_sm or 0) else better).append(
                 f"CTAs/SM {a.ctas_per_sm} → {b.ctas_per_sm}")
-        if bool(a.stack_bytes) != bool(b.stack_bytes):
-            (worse if b.stack_bytes else better).append(
-                f"stack {a.stack_bytes} → {b.stack_bytes} B ({'new stack use: spills?' if b.stack_bytes else 'no stack'})")
+        spill = _spill_change(a, b)
+        if spill:
+            (worse if spill[0] == "worse" else better).append(spill[1])
         for name, va, vb in (("threads", a.threads, b.threads), ("registers", a.registers, b.registers),
                              ("shared B", a.shared_bytes, b.shared_bytes)) + (
-                (("stack B", a.stack_bytes, b.stack_bytes),) if bool(a.stack_bytes) == bool(b.stack_bytes) else ()):
+                (("stack B", a.stack_bytes, b.stack_bytes),) if not spill else ()):
             if va != vb:
                 changed.append(f"{name} {va} → {vb}")
         if not a.same_code(b) and not changed:
@@ -113,6 +114,34 @@ def _classify(ch: Change, a: VariantRecord, b: VariantRecord) -> None:
     ch.severity = _severity(worse or better)
 
 
+def spill_counts(r: VariantRecord) -> tuple[int, int] | None:
+    """(LDL, STL) instructions in the variant's SASS, or None when the SASS was not read."""
+    sass = r.sass or {}
+    if "spill_loads" not in sass:
+        return None
+    return int(sass["spill_loads"]), int(sass["spill_stores"])
+
+
+def _spill_change(a: VariantRecord, b: VariantRecord) -> tuple[str, str] | None:
+    """("worse" | "better", text) when one side spills and the other does not: from the SASS when both sides have
+    it (``spills 0 → 171 LDL/122 STL``), else from the stack frame (``stack 0 → 408 B``, which may also be a local
+    array: the SASS says which)."""
+    sa, sb = spill_counts(a), spill_counts(b)
+    if sa is not None and sb is not None:
+        if bool(sum(sa)) == bool(sum(sb)):
+            return None
+        text = f"spills {_spill_text(sa)} → {_spill_text(sb)}"
+        return ("worse" if sum(sb) else "better"), text
+    if bool(a.stack_bytes) == bool(b.stack_bytes):
+        return None
+    return (("worse" if b.stack_bytes else "better"),
+            f"stack {a.stack_bytes} → {b.stack_bytes} B ({'new stack use, SASS not read: spills or a local array' if b.stack_bytes else 'no stack'})")
+
+
+def _spill_text(counts: tuple[int, int]) -> str:
+    return f"{counts[0]} LDL/{counts[1]} STL" if sum(counts) else "0"
+
+
 def _verdict_change(text: str, va: str, vb: str, worse: list, better: list, changed: list) -> None:
     """File one verdict change under worse / better (ranked statuses that moved) or changed (see module doc)."""
     ra, rb = _VERDICT_RANK.get(va), _VERDICT_RANK.get(vb)
@@ -124,7 +153,7 @@ def _verdict_change(text: str, va: str, vb: str, worse: list, better: list, chan
 
 def _severity(items: list[str]) -> int:
     """Order within a kind: verdict changes first, then residency, failures, spills, time."""
-    order = ("status", "CTAs/SM", "time", "stack")
+    order = ("status", "CTAs/SM", "time", "spills", "stack")
     best = 0 if any(" → " in i and i.split()[1] in _VERDICT_RANK for i in items) else 9
     for i, word in enumerate(order, start=1):
         if any(item.startswith(word) for item in items):
@@ -137,12 +166,18 @@ def _time_change(a: VariantRecord, b: VariantRecord):
     ma, mb = ra.get("median_us"), rb.get("median_us")
     if not ma or not mb or ra.get("status") != "ok" or rb.get("status") != "ok":
         return None
-    if (ra.get("gpu") or {}).get("name") != (rb.get("gpu") or {}).get("name"):
+    if _gpu_name(ra) != _gpu_name(rb):
         return None
     noise = max(_iqr(ra), _iqr(rb), 0.01 * min(ma, mb))
     if abs(mb - ma) <= noise:
         return None
     return ("slower" if mb > ma else "faster"), f"time {ma:.1f} → {mb:.1f} µs ({mb / ma:.2f}x, noise ±{noise:.1f})"
+
+
+def _gpu_name(run: dict) -> str | None:
+    """The GPU a run was on: ``run["gpu"]`` is a dict in run results and a name in records read from the store."""
+    gpu = run.get("gpu")
+    return gpu.get("name") if isinstance(gpu, dict) else gpu
 
 
 def _iqr(run: dict) -> float:
@@ -170,7 +205,7 @@ def load_side(spec: str, store_path: str | None = None) -> tuple[list[VariantRec
     """
     if os.path.exists(spec):
         recs, env = load(spec, judge=judge_records)
-        return recs, f"{spec} ({', '.join(env.get('tileiras', []))})"
+        return recs, f"{spec} ({', '.join(short_build(b) for b in env.get('tileiras', []))})"
     from ..store import Store
     if not spec.strip().isdigit():
         raise _not_a_side(spec)
@@ -202,22 +237,37 @@ class Comparison:
     name_b: str
     environment: dict = field(default_factory=dict)
     audited: list[VariantRecord] = field(default_factory=list)
+    total: int | None = None     # variants compared before :meth:`only` filtered them (None: not filtered)
 
     def to_json(self) -> list[dict]:
         """:func:`to_json` of the changes (what ``--json`` writes)."""
         return to_json(self.changes)
 
+    def only(self, kinds: Sequence[str] = ("regression",), where: dict | None = None) -> "Comparison":
+        """A copy keeping the changes of these ``kinds`` (``compare --regressions``) whose variants match
+        ``where`` (:mod:`tileprobe.audit.where`); ``total`` keeps the count before filtering."""
+        from ..audit.where import matches
+        kept = [c for c in self.changes if c.kind in kinds and (not where or matches(c.a or c.b, where))]
+        return Comparison(kept, self.name_a, self.name_b, self.environment, self.audited,
+                          total=self.total if self.total is not None else len(self.changes))
+
 
 def compare_results(results: Sequence[str] = (), *, probe: str | None = None, tileiras: Sequence[str] = (),
                     archs: Sequence[str] = ("sm_90", "sm_120"), jobs: int | None = None,
-                    store: str | None = None) -> Comparison:
+                    store: str | None = None, use_store: bool = True, with_sass: bool | None = None,
+                    where: dict | None = None, progress=None) -> Comparison:
     """``tileprobe compare``: what changed between two compilers or two result sets.
 
     Args:
         results: two result JSON files or stored audit ids (A, B), or one file holding two compiler builds.
         probe: instead, audit this probe file with the two compilers ``tileiras`` (versions such as
             ``["13.3.36", "13.4.92"]``; installed as managed toolchains when missing) for ``archs``.
-        jobs: parallel compiles (None: all CPUs). store: the results store holding stored audit ids.
+        jobs: parallel compiles (None: all CPUs). store: the results store (path; None: the default one): it
+            holds stored audit ids, and with ``probe`` the audit reads it (nothing stored is compiled again) and
+            fills it. use_store: False compiles everything and stores nothing (``--no-store``).
+        with_sass: read the SASS traits (spills as LDL/STL) with nvdisasm (None: when nvdisasm is installed).
+        where: only the cases matching it are audited and compared (:mod:`tileprobe.audit.where`).
+        progress: the audit's ``progress(kind, n)`` callback.
 
     Raises:
         TileprobeError: not exactly two sides to compare (the message lists the accepted forms), or a side that
@@ -228,10 +278,9 @@ def compare_results(results: Sequence[str] = (), *, probe: str | None = None, ti
     if probe:
         if len(tileiras) != 2:
             raise TileprobeError("with --probe, give two compilers: --tileiras A,B (e.g. 13.3.36,13.4.92)")
-        from ..audit import audit
-        from ..toolchain import resolve_toolchains
-        result = audit([probe], list(archs), toolchains=resolve_toolchains(list(tileiras)), jobs=jobs)
+        result = _audit_probe(probe, tileiras, archs, jobs, store, use_store, with_sass, where, progress)
         a, b, name_a, name_b = split_by_compiler(result.records)
+        name_a, name_b = short_build(name_a), short_build(name_b)
         env, audited = result.environment, result.records
     elif len(results) == 2:
         a, name_a = load_side(results[0], store)
@@ -239,7 +288,30 @@ def compare_results(results: Sequence[str] = (), *, probe: str | None = None, ti
     elif len(results) == 1:
         recs, env = load(results[0], judge=judge_records)
         a, b, name_a, name_b = split_by_compiler(recs)
+        name_a, name_b = short_build(name_a), short_build(name_b)
     else:
         raise TileprobeError("compare what? give two result files (or stored audit ids), one file holding two "
                              "compiler builds, or --probe P --tileiras A,B")
+    if where:
+        from ..audit.where import select
+        a, b = select(a, where), select(b, where)
     return Comparison(compare_records(a, b), name_a, name_b, env, audited)
+
+
+def _audit_probe(probe, tileiras, archs, jobs, store_path, use_store, with_sass, where, progress):
+    """The audit of ``compare --probe``: through the results store (reused and filled, the audit saved) and with
+    the SASS traits when nvdisasm is there."""
+    from ..audit import audit
+    from ..model.sass import have_nvdisasm
+    from ..toolchain import resolve_toolchains
+    from ..store import Store
+    store = Store.open(store_path) if use_store else None
+    try:
+        result = audit([probe], list(archs), toolchains=resolve_toolchains(list(tileiras)), jobs=jobs, store=store,
+                       with_sass=have_nvdisasm() if with_sass is None else with_sass, where=where, progress=progress)
+        if store is not None:
+            store.save_audit(result, f"compare --probe {probe} --tileiras {','.join(tileiras)} --arch {','.join(archs)}")
+    finally:
+        if store is not None:
+            store.close()
+    return result

@@ -19,7 +19,6 @@ The pytest fixture ``tileprobe_audit`` (``tileprobe/pytest_plugin.py``) wraps th
 """
 from __future__ import annotations
 
-import ast
 import operator
 import re
 from dataclasses import dataclass, field
@@ -296,44 +295,36 @@ def _check_time(e: Expectation, r: VariantRecord, label: str, base: dict) -> Fai
 # --- selecting and auditing ------------------------------------------------------------------------------------
 
 def parse_where(text: str | None) -> dict[str, Any]:
-    """``"GATHER=True,LOOP=1,occupancy=2"`` → ``{"GATHER": True, "LOOP": 1, "occupancy": 2}``.
+    """``"GATHER=True,LOOP=1,TILE=128×128,occupancy=2"`` → ``{"GATHER": True, "LOOP": 1, "TILE": [128, 128],
+    "occupancy": 2}`` (:func:`tileprobe.audit.where.parse_where`: values as the tables print them or as Python).
 
-    Values are Python literals (``True``, ``2``, ``0.5``, ``None``, ``'x'``); anything else is kept as a string.
+    Raises:
+        GateError: an item that is not NAME=VALUE.
     """
-    out: dict[str, Any] = {}
-    for item in [x.strip() for x in (text or "").split(",") if x.strip()]:
-        if "=" not in item:
-            raise GateError(f"--where {text!r}: {item!r} is not NAME=VALUE (e.g. --where \"GATHER=True,occupancy=2\")")
-        k, v = (s.strip() for s in item.split("=", 1))
-        try:
-            out[k] = ast.literal_eval(v)
-        except (ValueError, SyntaxError):
-            out[k] = v
-    return out
+    from ..audit.where import WhereError, parse_where as parse
+    try:
+        return parse(text)
+    except WhereError as e:
+        raise GateError(str(e)) from e
 
 
 def _same(actual, wanted) -> bool:
-    from ..schema import canonical
-    actual, wanted = canonical(actual), canonical(wanted)
-    if isinstance(actual, bool) != isinstance(wanted, bool):
-        return str(actual) == str(wanted)
-    return actual == wanted or str(actual) == str(wanted)
+    from ..audit.where import same_value
+    return same_value(actual, wanted)
 
 
 def select(records: Iterable[VariantRecord], where: Mapping[str, Any]) -> list[VariantRecord]:
     """Records whose case constants and hint values match every ``where`` item."""
-    def ok(r):
-        return all(_same(r.case[k] if k in r.case else r.hint(k), v) for k, v in where.items())
-    return [r for r in records if ok(r)]
+    from ..audit.where import select as pick
+    return pick(records, where)
 
 
 def _check_where_names(where: Mapping[str, Any], probes) -> None:
-    known = {c for p in probes for c in p.cases} | set(KERNEL_HINTS)
-    bad = [k for k in where if k not in known]
-    if bad:
-        raise GateError(f"--where names {', '.join(map(repr, bad))}, which is neither a case constant of the probe "
-                        f"({', '.join(sorted({c for p in probes for c in p.cases})) or 'none'}) nor a hint "
-                        f"({', '.join(KERNEL_HINTS)})")
+    from ..audit.where import WhereError, check_names
+    try:
+        check_names(where, {c for p in probes for c in p.cases}, KERNEL_HINTS)
+    except WhereError as e:
+        raise GateError(str(e)) from e
 
 
 def audit_selected(probe_path: str, arch: str, *, where: Mapping[str, Any] | None = None,
@@ -436,23 +427,10 @@ def run_gate(probe_path: str, arch: str, expectations: Sequence[str], *, where: 
                             timeout_s=timeout_s, command_line=command_line)
     records = select(result.records, where or {})
     if not records and where:
-        raise GateError(f"--where {_fmt_where(where)} matches none of the {len(result.records)} audited variants; "
-                        f"values there: {_values(result.records, where)}")
+        from ..audit.where import no_match_message
+        raise GateError(no_match_message(where, result.records))
     base = None
     if baseline:
         base = load_baseline(baseline, arch=arch, tileiras=baseline_tileiras)
         base = [b for b in base if b.kernel in {r.kernel for r in records}]
     return GateResult(records, exps, check(records, exps, base), allow_unchecked)
-
-
-def _fmt_where(where: Mapping[str, Any]) -> str:
-    return ",".join(f"{k}={v}" for k, v in where.items())
-
-
-def _values(records: Sequence[VariantRecord], where: Mapping[str, Any]) -> str:
-    """For each --where name, the values the audited variants have (to show a user what would match)."""
-    parts = []
-    for k in where:
-        vals = sorted({repr(r.case[k]) if k in r.case else repr(r.hint(k)) for r in records}, key=str)
-        parts.append(f"{k} ∈ {{{', '.join(vals)}}}")
-    return "; ".join(parts) or "none"

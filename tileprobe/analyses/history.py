@@ -43,36 +43,47 @@ class History:
 
 
 def history(store: Store, *, kernel: str | None = None, arch: str | None = None, tileiras: str | None = None,
-            limit: int | None = None) -> History:
+            limit: int | None = None, where: dict | None = None) -> History:
     """Audits, compiles and runs matching the filters (module doc), newest first, at most ``limit`` of each
-    (None or 0: all). What ``tileprobe history`` lists.
+    (None or 0: all). What ``tileprobe history`` lists. ``where``: only compiles (and runs of them, and audits
+    holding them) whose case and hints match (:mod:`tileprobe.audit.where`).
 
     Raises:
         StoreError: the store is damaged or locked. TileprobeError: an unknown ``arch``.
     """
-    kw = dict(kernel=kernel, arch=arch, tileiras=tileiras, limit=limit or None)
-    return History(store.path, store.audits(**kw), store.compiles(**kw), store.runs(**kw))
+    kw = dict(kernel=kernel, arch=arch, tileiras=tileiras, limit=None if where else (limit or None))
+    audits, compiles, runs = store.audits(**kw), store.compiles(**kw), store.runs(**kw)
+    if where:
+        from ..audit.where import matches_values
+        compiles = [c for c in compiles if matches_values(c["case"], c["hints"], where)]
+        keys = {c["key"] for c in compiles}
+        runs = [r for r in runs if r["compile_key"] in keys]
+        audits = [a for a in audits if keys & set(a["compile_keys"])]
+        n = limit or None
+        audits, compiles, runs = audits[:n], compiles[:n], runs[:n]
+    return History(store.path, audits, compiles, runs)
 
 
-def write_history_json(store: Store, dest: str | TextIO, **filters) -> None:
+def write_history_json(store: Store, dest: str | TextIO, where: dict | None = None, **filters) -> None:
     """Write a result document (``tileprobe/schema.py``: ``report`` and ``compare`` read it) of the newest compile
     per matching variant, with verdicts, plus ``audits`` and ``runs``, to the path or text stream ``dest``.
 
-    ``filters``: ``kernel``, ``arch``, ``tileiras`` (module doc).
+    ``filters``: ``kernel``, ``arch``, ``tileiras`` (module doc); ``where``: case and hint values.
     """
-    doc = dump(store.records(**filters, judge=judge_records), {"store": store.path})
-    hist = history(store, **filters)
+    from ..audit.where import select
+    doc = dump(select(store.records(**filters, judge=judge_records), where), {"store": store.path})
+    hist = history(store, where=where, **filters)
     doc.update(audits=hist.audits, runs=hist.runs)
     _write_text(dest, json.dumps(doc, indent=1, default=str) + "\n")
 
 
-def write_history_csv(store: Store, dest: str | TextIO, **filters) -> None:
+def write_history_csv(store: Store, dest: str | TextIO, where: dict | None = None, **filters) -> None:
     """Write one CSV row per matching stored compile (columns: :data:`CSV_COLUMNS`; case and hints as
-    ``NAME=VALUE`` words) to the path or text stream ``dest``."""
+    ``NAME=VALUE`` words) to the path or text stream ``dest``; ``where``: case and hint values."""
     buf = io.StringIO()
     w = csv.DictWriter(buf, CSV_COLUMNS, extrasaction="ignore")
     w.writeheader()
-    for row in store.compiles(**filters):
+    for row in history(store, where=where, **filters).compiles:
         w.writerow(dict(row, case=_kv(row["case"]), hints=_kv(row["hints"])))
     _write_text(dest, buf.getvalue())
 
@@ -91,11 +102,13 @@ def _write_text(dest: str | TextIO, text: str) -> None:
 
 def load_records(*, store: str | None = None, json_files: Sequence[str] = (), use_store: bool = True,
                  kernel: str | None = None, arch: str | None = None, tileiras: str | None = None,
-                 audit_id: int | None = None) -> tuple[list[VariantRecord], list[str]]:
+                 audit_id: int | None = None, where: dict | None = None) -> tuple[list[VariantRecord], list[str]]:
     """Records from result JSON files and/or a results store, and the list of their sources (paths).
 
     From the store: the newest compile per variant with verdicts judged afresh over them, or with ``audit_id``
     that audit's records and verdicts. ``store``: its path (None: the default store, created if missing).
+    ``where``: only the records whose case and hint values match (judged before selecting: verdicts compare
+    every value of a hint); raises WhereError listing the values when none match.
 
     Raises:
         TileprobeError: an unreadable or newer result file, an unknown ``arch``. StoreError: a store that
@@ -113,4 +126,7 @@ def load_records(*, store: str | None = None, json_files: Sequence[str] = (), us
             records.extend(s.records(kernel=kernel, arch=arch, tileiras=tileiras, audit_id=audit_id,
                                      judge=judge_records))
             sources.append(s.path + (f" (audit {audit_id})" if audit_id is not None else ""))
+    if where:
+        from ..audit.where import select_or_explain
+        records = select_or_explain(records, where)
     return records, sources

@@ -52,7 +52,10 @@ def what_it_takes(r: VariantRecord, ctas: int) -> str:
     smem = max_smem_for(limits, ctas)
     drv = r.driver_shared_bytes if r.driver_shared_bytes is not None else r.shared_bytes
     if smem is not None and drv is not None and drv > smem:
-        needs.append(f"≤ {smem:,} B shared per CTA (has {drv:,})")
+        # in the cubin's terms, as the tables show shared memory: the driver's figure + what the cubin includes
+        # beyond it (the 1 KB reserve on sm_90)
+        extra = (r.shared_bytes - drv) if r.shared_bytes is not None else 0
+        needs.append(f"≤ {smem + extra:,} B shared per CTA (has {drv + extra:,})")
     if not needs:
         return f"{ctas} CTAs/SM would fit"
     return f"{ctas} CTAs/SM would need " + " and ".join(needs)
@@ -118,7 +121,8 @@ def _static_advice(rows: list[VariantRecord]) -> tuple[VariantRecord | None, str
     best = max(clean, key=lambda r: (r.ctas_per_sm or 0, -int(r.hint("occupancy"))), default=None)
     if best is not None:
         line = (f"static pick: occupancy {best.hint('occupancy')}, the lowest value with the most CTAs/SM met "
-                f"without spills ({best.ctas_per_sm} CTAs/SM, {best.registers} registers)")
+                f"without spills ({best.ctas_per_sm} CTA{'' if best.ctas_per_sm == 1 else 's'}/SM, "
+                f"{best.registers} registers)")
     else:
         line = "no occupancy value is met without spills"
     if spills:

@@ -119,7 +119,8 @@ def environment(tileiras_builds: Iterable[str] = ()) -> dict:
 def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Sequence[dict] | None = None,
           jobs: int | None = None, timeout_s: float = DEFAULT_TIMEOUT_S, with_sass: bool = False,
           store=None, progress: Callable | None = None,
-          select: Callable[[Variant], bool] | None = None, repeat: int = 1) -> AuditResult:
+          select: Callable[[Variant], bool] | None = None, repeat: int = 1,
+          where: dict | None = None, cases: dict | None = None, hints: dict | None = None) -> AuditResult:
     """Audit probe files for architectures, with one or more tileiras toolchains.
 
     Args:
@@ -131,14 +132,21 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
         with_sass: also disassemble each cubin for SASS traits (needs nvdisasm).
         store: a :class:`tileprobe.store.Store`; variants already there are not compiled again and new ones are
             saved as they finish.
-        progress: ``progress(kind, n)`` callback: ("total", n) once per toolchain, ("advance", 1) per variant.
+        progress: ``progress(kind, n)`` callback, per toolchain: ("stored", n) the variants taken from the store,
+            then ("total", n) the compiles to run (repeats included), then ("advance", 1) per finished compile.
         select: keep only the planned variants for which ``select(variant)`` is true (e.g. one case).
         repeat: compile each variant this many times (≥ 1); records then carry ``code_hashes`` and
             ``deterministic``, and verdicts/compare treat any shared code hash as "same code" (FIELD_NOTES:
             tileiras is not always deterministic). Repeats bypass the store.
+        where: ``{name: value}`` (:func:`tileprobe.audit.where.parse_where`): compile only the cases whose
+            constants match (every value of each hint: verdicts compare them); hint items are for the caller to
+            select records with (:func:`tileprobe.audit.where.select`).
+        cases, hints: ``{name: [values]}`` replacing (hints: or adding) the probes' own values
+            (``--case`` / ``--hint``; :func:`tileprobe.audit.where.apply_overrides`).
 
     A broken probe file is reported in ``probe_errors`` (file and line) and the other probes go on.
-    Raises :class:`TileprobeError` only when nothing can be audited (unknown arch, no probe loaded).
+    Raises :class:`TileprobeError` only when nothing can be audited (unknown arch, no probe loaded, a ``where``
+    or override that names nothing or selects nothing: :class:`~tileprobe.audit.where.WhereError`).
     """
     import time
     t0 = time.perf_counter()
@@ -157,7 +165,9 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
             result.probe_errors.append(str(e))
     if not probes:
         raise TileprobeError("no probe could be loaded:\n  " + "\n  ".join(result.probe_errors + result.notes))
-    variants = plan_variants(probes, archs)
+    from .where import apply_overrides, case_filter
+    probes = apply_overrides(probes, cases, hints)
+    variants = case_filter(where, probes, plan_variants(probes, archs))
     if select is not None:
         variants = [v for v in variants if select(v)]
     if repeat < 1:
@@ -174,9 +184,8 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
                     result.cubins[rec.cubin_sha256] = data
         extra = [dataclasses.replace(v, rep=i) for i in range(1, repeat) for v in variants]
         if progress:
-            progress("total", len(variants) + len(extra))
-            if len(variants) > len(todo):
-                progress("advance", len(variants) - len(todo))
+            progress("stored", len(variants) - len(todo))
+            progress("total", len(todo) + len(extra))
         repeats: dict[tuple, list[str]] = {}
         for res in compile_variants(todo + extra, tileiras=tc.get("tileiras"), lib_dirs=tc.get("lib_dirs"),
                                     jobs=jobs, timeout_s=timeout_s, with_sass=with_sass):

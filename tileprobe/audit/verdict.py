@@ -279,7 +279,7 @@ def _judge_occupancy(hint: str, r: VariantRecord, group: list[VariantRecord]) ->
                                  f"({_fmt_res(r)}; limiter: {r.limiter})")
     base = _baseline(hint, r, group)
     if base is not None and ctas > (base.ctas_per_sm or 0):
-        return _verdict(PARTIAL, f"{ctas} CTAs/SM (up from {base.ctas_per_sm} at {hint}={base.hint(hint)}) "
+        return _verdict(PARTIAL, f"{_ctas(ctas)}/SM (up from {base.ctas_per_sm} at {hint}={base.hint(hint)}) "
                                  f"but < {n}; limiter: {r.limiter} ({_fmt_res(r)})")
     changed = ""
     if base is not None and _resources(base) != _resources(r):

@@ -12,10 +12,10 @@ from typing import Sequence
 
 from ..errors import TileprobeError
 from . import _common
-from . import audit, bisect, compare, doctor, gate, history, record, report, run, toolchain, tune
+from . import audit, bisect, compare, doctor, gate, history, record, report, run, sass, store, toolchain, tune
 
 #: Command modules in the order ``tileprobe --help`` lists them.
-COMMANDS = (audit, toolchain, doctor, compare, bisect, run, tune, record, report, history, gate)
+COMMANDS = (audit, sass, toolchain, doctor, compare, bisect, run, tune, record, report, history, store, gate)
 
 
 def build_parser() -> argparse.ArgumentParser:

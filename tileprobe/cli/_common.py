@@ -18,18 +18,31 @@ def console(stderr: bool = False):
     return Console(stderr=stderr, highlight=False, width=width)
 
 
+def compiling_line(n_compile: int, n_stored: int) -> str:
+    """``compiling 4 variants (12 from the store) …`` / ``nothing to compile: all 16 variants from the store``."""
+    def n(k):
+        return f"{k} variant" + ("" if k == 1 else "s")
+    if n_compile == 0:
+        return f"nothing to compile: {'all ' if n_stored > 1 else ''}{n(n_stored)} from the store" if n_stored \
+            else "nothing to compile"
+    return f"compiling {n(n_compile)}" + (f" ({n_stored} from the store)" if n_stored else "") + " …"
+
+
 def progress_bar(con):
-    """A rich progress bar fed by audit's ``progress(kind, n)`` callback, and the context that owns it."""
+    """A rich progress bar fed by audit's ``progress(kind, n)`` callback, and the context that owns it. The bar
+    counts only what is compiled; a line says how many variants came from the store."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     prog = Progress(TextColumn("compiling"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                     console=con, transient=True)
-    state = {"task": None}
+    state = {"task": None, "stored": 0}
 
     def cb(kind, n):
-        if kind == "total":
-            if not con.is_terminal:
-                con.print(f"compiling {n} variants …", highlight=False)
-            state["task"] = prog.add_task("compile", total=n)
+        if kind == "stored":
+            state["stored"] = n
+        elif kind == "total":
+            if not con.is_terminal or not n:
+                con.print(compiling_line(n, state["stored"]), highlight=False, markup=False)
+            state["task"] = prog.add_task("compile", total=n) if n else None
         elif state["task"] is not None:
             prog.advance(state["task"], n)
     return prog, cb
@@ -77,6 +90,42 @@ def check_output_path(path: str | None, what: str) -> None:
         raise TileprobeError(f"{what} {path}: folder {folder} does not exist; create it or give another path")
     if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
         raise TileprobeError(f"{what} {path}: not writable; give another path")
+
+
+def add_where_option(p, what: str = "variants") -> None:
+    """Add ``--where NAME=VALUE,…`` (the same syntax on every command: :mod:`tileprobe.audit.where`)."""
+    p.add_argument("--where", metavar="NAME=VALUE,...", help=f"only the {what} whose case constants and hint values "
+                   "match, e.g. \"GATHER=True,TILE=128×128,occupancy=2\" (values as the tables print them, or as "
+                   "Python: TILE=(128,128))")
+
+
+def add_override_options(p) -> None:
+    """Add ``--case NAME=V1,V2`` and ``--hint NAME=V1,V2`` (repeatable): values that replace the probe's."""
+    p.add_argument("--case", action="append", metavar="NAME=V1,V2", help="replace the probe's values of a case "
+                   "constant, e.g. --case TILE=128×128,256×256 (repeatable)")
+    p.add_argument("--hint", action="append", metavar="NAME=V1,V2", help="replace (or add) the values of a hint, "
+                   "e.g. --hint occupancy=1,2 (repeatable)")
+
+
+def where_of(args) -> dict:
+    """The parsed ``--where`` of ``args`` (``{}`` when not given).
+
+    Raises:
+        WhereError: an item that is not NAME=VALUE.
+    """
+    from ..audit.where import parse_where
+    return parse_where(getattr(args, "where", None))
+
+
+def overrides_of(args) -> dict:
+    """``{"cases": {...}, "hints": {...}}`` from ``--case`` / ``--hint`` (for :func:`tileprobe.audit.audit`).
+
+    Raises:
+        WhereError: an item that is not NAME=V1,V2,….
+    """
+    from ..audit.where import parse_overrides
+    return {"cases": parse_overrides(getattr(args, "case", None), "--case"),
+            "hints": parse_overrides(getattr(args, "hint", None), "--hint")}
 
 
 def add_output_options(p) -> None:

@@ -9,8 +9,8 @@ import sys
 
 from ..audit.compile import DEFAULT_TIMEOUT_S
 from ..errors import TileprobeError
-from ._common import (DEFAULT_ARCHS, add_output_options, check_output_path, command_line, console, open_store,
-                      progress_bar, split, toolchains)
+from ._common import (DEFAULT_ARCHS, add_output_options, add_override_options, add_where_option, check_output_path,
+                      command_line, console, open_store, overrides_of, progress_bar, split, toolchains, where_of)
 
 
 def add_parser(sub) -> None:
@@ -33,6 +33,12 @@ def add_parser(sub) -> None:
                    "variants whose machine code differs between compiles (tileiras is not always deterministic)")
     a.add_argument("--brief", action="store_true",
                    help="print reasons only for noteworthy verdicts (partial, ignored, infeasible, unchanged)")
+    a.add_argument("--summary", action="store_true", help="one line per kernel, arch and compiler instead of the "
+                   "tables (variants, failures, registers, CTAs/SM, spills, verdict counts)")
+    a.add_argument("--wide", action="store_true", help="every column at full width, whatever the terminal's width "
+                   "(by default less important columns are dropped to fit, with a note)")
+    add_where_option(a, "variants (every value of a hint is still compiled: verdicts compare them)")
+    add_override_options(a)
     a.set_defaults(func=cmd_audit, command_line=None)
     add_output_options(a)
 
@@ -45,12 +51,13 @@ def cmd_audit(args) -> int:
     check_output_path(args.json, "--json")
     if not split(args.arch):
         raise TileprobeError(f"--arch {args.arch!r} names no architecture; e.g. --arch sm_90,sm_120")
+    where, overrides = where_of(args), overrides_of(args)
     store = open_store(args)
     prog, cb = progress_bar(err)
     with prog:
         result = audit(args.probes, split(args.arch), toolchains=toolchains(args.tileiras), jobs=args.jobs,
                        timeout_s=args.timeout, with_sass=args.sass and _have_nvdisasm(), store=store, progress=cb,
-                       repeat=args.repeat)
+                       repeat=args.repeat, where=where, **overrides)
     for e in result.probe_errors:
         err.print(f"[red]probe error[/]: {e}", markup=True, highlight=False)
     for note in result.notes:
@@ -59,9 +66,27 @@ def cmd_audit(args) -> int:
         store.save_audit(result, " ".join(sys.argv[1:]) if args.command_line is None else args.command_line)
     if args.bundle:
         write_bundle(args.bundle, result)
-    emit(result.records, result.environment, args)
+    from ..audit.where import select_or_explain
+    emit(select_or_explain(result.records, where), result.environment, args)
+    if args.repeat > 1:
+        err.print(repeat_line(result.records, args.repeat), highlight=False, markup=False)
     err.print(_summary(result), highlight=False)
     return 0
+
+
+def repeat_line(records, repeat: int) -> str:
+    """What ``--repeat N`` found, also when every compile agreed: ``repeat 3: every one of the 24 compiled
+    variants gave the same machine code 3 times`` or the variants that did not."""
+    done = [r for r in records if r.deterministic is not None]
+    varied = [r for r in done if r.deterministic is False]
+    if not varied:
+        return (f"repeat {repeat}: each of the {len(done)} compiled variant(s) gave the same machine code in all "
+                f"{repeat} compiles")
+    from ..report.common import run_label
+    names = "; ".join(f"{run_label(r)} ({len(r.code_hashes)} codes)" for r in varied[:5])
+    more = f"; and {len(varied) - 5} more" if len(varied) > 5 else ""
+    return (f"repeat {repeat}: {len(varied)} of {len(done)} compiled variant(s) gave different machine code between "
+            f"compiles: {names}{more}")
 
 
 def _summary(result) -> str:
@@ -93,5 +118,9 @@ def emit(records, environment: dict, args) -> None:
         from ..report.markdown import audit_markdown
         sys.stdout.write(audit_markdown(records, environment, command=command_line()))
     elif fmt == "table" and args.json != "-":
+        if getattr(args, "summary", False):
+            from ..report.terminal import render_summary
+            render_summary(records, console())
+            return
         from ..report.terminal import render_audit
-        render_audit(records, console(), brief=getattr(args, "brief", False))
+        render_audit(records, console(), brief=getattr(args, "brief", False), wide=getattr(args, "wide", False))

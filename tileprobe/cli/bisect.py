@@ -15,8 +15,9 @@ def add_parser(sub) -> None:
     p = sub.add_parser("bisect", help="first tileiras release where a property of a variant changed")
     p.add_argument("probe", metavar="PROBE")
     p.add_argument("--arch", required=True, help="one target, e.g. sm_120")
-    p.add_argument("--where", required=True, help='the variant: case constants and hint values, e.g. '
-                   '"GATHER=True,LOOP=True,occupancy=2"')
+    p.add_argument("--where", required=True, metavar="NAME=VALUE,...", help='the variant: case constants and hint '
+                   'values, e.g. "GATHER=True,LOOP=True,occupancy=2" (tuples as the tables print them, TILE=128×128, '
+                   'or as Python, TILE=(128,128))')
     p.add_argument("--property", required=True, help='what to test, in `tileprobe gate --expect` form, e.g. '
                    '"occupancy honoured", "registers<=128", "ctas_per_sm>=2", "no spills"')
     p.add_argument("--good", required=True, help="a release where the property has its old value, e.g. 13.3.36")

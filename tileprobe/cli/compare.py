@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import sys
 
-from ._common import DEFAULT_ARCHS, add_output_options, command_line, console, split, write_json_doc
+from ._common import (DEFAULT_ARCHS, add_output_options, add_where_option, command_line, console, progress_bar, split,
+                      where_of, write_json_doc)
 
 
 def add_parser(sub) -> None:
@@ -18,7 +19,15 @@ def add_parser(sub) -> None:
     p.add_argument("--tileiras", metavar="A,B", help="two compiler versions (with --probe)")
     p.add_argument("--arch", default=DEFAULT_ARCHS, help="targets (with --probe)")
     p.add_argument("--jobs", "-j", type=int, default=None)
-    p.add_argument("--store", metavar="PATH", help="results store for stored audit ids")
+    p.add_argument("--store", metavar="PATH", help="results store: stored audit ids, and with --probe the variants "
+                   "already audited (never compiled again); default: the user data dir")
+    p.add_argument("--no-store", action="store_true", help="with --probe: compile everything, store nothing")
+    p.add_argument("--no-sass", dest="sass", action="store_false", default=None,
+                   help="with --probe: skip the SASS traits (spills are then guessed from the stack frame)")
+    p.add_argument("--regressions", action="store_true", help="list only the regressions (the counts still "
+                   "cover every variant)")
+    p.add_argument("--wide", action="store_true", help="with --probe: the audit tables at full width")
+    add_where_option(p, "variants")
     add_output_options(p)
     p.set_defaults(func=cmd_compare)
 
@@ -26,11 +35,17 @@ def add_parser(sub) -> None:
 def cmd_compare(args) -> int:
     """Run ``tileprobe compare`` for parsed arguments; returns the exit code (0: compared, whatever changed)."""
     from ..analyses.compare import compare_results
-    c = compare_results(args.results, probe=args.probe, tileiras=split(args.tileiras), archs=split(args.arch),
-                        jobs=args.jobs, store=args.store)
+    prog, cb = progress_bar(console(stderr=True))
+    with prog:
+        c = compare_results(args.results, probe=args.probe, tileiras=split(args.tileiras), archs=split(args.arch),
+                            jobs=args.jobs, store=args.store, use_store=not args.no_store, with_sass=args.sass,
+                            where=where_of(args), progress=cb)
+    if args.regressions:
+        c = c.only(("regression",))
     if c.audited and args.format == "table":
+        from ..audit.where import select
         from ..report.terminal import render_audit
-        render_audit(c.audited, console())
+        render_audit(select(c.audited, where_of(args)), console(), wide=args.wide)
     if args.json:
         write_json_doc(args.json, c.to_json())
     if args.format == "markdown":

@@ -21,7 +21,8 @@ def add_parser(sub) -> None:
     p.add_argument("--arch", required=True, help="one target, e.g. sm_120")
     p.add_argument("--tileiras", metavar="V", help="compiler version(s), e.g. 13.3.36 (managed toolchains); "
                    "default: the one cuTile would use")
-    p.add_argument("--where", metavar="NAME=VALUE,...", help="select variants by case constants and hint values")
+    from ._common import add_where_option
+    add_where_option(p, "variants to check")
     p.add_argument("--expect", action="append", metavar="EXPR", help="an expectation (repeatable; forms below)")
     p.add_argument("--baseline", metavar="STORE_OR_JSON", help="results store or result JSON to compare with")
     p.add_argument("--baseline-tileiras", metavar="TEXT", help="use the baseline's records of this compiler build")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 
-from ._common import console
+from ._common import add_where_option, console, where_of
 
 
 def add_parser(sub) -> None:
@@ -22,6 +22,7 @@ def add_parser(sub) -> None:
     p.add_argument("--json", metavar="FILE", help="export the matching records (result schema) plus audits and runs; "
                    "- for stdout")
     p.add_argument("--csv", metavar="FILE", help="export one row per matching compile; - for stdout")
+    add_where_option(p, "compiles (and their runs and audits)")
     p.set_defaults(func=cmd_history)
 
 
@@ -29,7 +30,7 @@ def cmd_history(args) -> int:
     """Run ``tileprobe history`` for parsed arguments; returns the exit code."""
     from ..analyses.history import history, write_history_csv, write_history_json
     from ..store import Store
-    filters = dict(kernel=args.kernel, arch=args.arch, tileiras=args.tileiras)
+    filters = dict(kernel=args.kernel, arch=args.arch, tileiras=args.tileiras, where=where_of(args))
     with Store.open(args.store, must_exist=bool(args.store)) as store:
         if args.json:
             write_history_json(store, _dest(args.json), **filters)

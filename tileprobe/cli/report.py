@@ -4,7 +4,7 @@ Python call: :func:`tileprobe.report.html.write_html_report`.
 """
 from __future__ import annotations
 
-from ._common import check_output_path
+from ._common import add_where_option, check_output_path, where_of
 
 
 def add_parser(sub) -> None:
@@ -21,6 +21,7 @@ def add_parser(sub) -> None:
     p.add_argument("--tileiras", metavar="TEXT", help="only compiler builds containing TEXT, e.g. 13.4")
     p.add_argument("--audit", type=int, metavar="ID", help="only the records of this stored audit (tileprobe history)")
     p.add_argument("--title", default="tileprobe report", help="page title")
+    add_where_option(p, "variants")
     p.set_defaults(func=cmd_report)
 
 
@@ -29,7 +30,8 @@ def cmd_report(args) -> int:
     from ..report.html import NO_MATPLOTLIB, have_matplotlib, write_html_report
     check_output_path(args.output, "-o")
     records = write_html_report(args.output, store=args.store, json_files=args.json or (), kernel=args.kernel,
-                                arch=args.arch, tileiras=args.tileiras, audit_id=args.audit, title=args.title)
+                                arch=args.arch, tileiras=args.tileiras, audit_id=args.audit, title=args.title,
+                                where=where_of(args))
     from rich.console import Console
     note = "" if have_matplotlib() else f" (tables only: {NO_MATPLOTLIB})"
     Console(stderr=True, highlight=False).print(f"wrote {args.output}: {len(records)} variants{note}", markup=False)

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import sys
 
-from ._common import add_output_options, command_line, console
+from ._common import (add_output_options, add_override_options, add_where_option, command_line, console, overrides_of,
+                      where_of)
 
 
 def add_parser(sub) -> None:
@@ -35,6 +36,9 @@ def add_parser(sub) -> None:
     p.add_argument("--jobs", "-j", type=int, default=None, help="parallel compiles for the audit (default: all CPUs)")
     p.add_argument("--store", metavar="PATH", help="results store (default: the user data dir)")
     p.add_argument("--no-store", action="store_true", help="do not read or write the results store")
+    p.add_argument("--wide", action="store_true", help="every column at full width, whatever the terminal's width")
+    add_where_option(p, "variants to run (verdicts still compare every hint value)")
+    add_override_options(p)
     p.set_defaults(func=cmd_run)
     add_output_options(p)
 
@@ -51,6 +55,7 @@ def cmd_run(args) -> int:
     result = run_sweep(
         args.probes, arch=args.arch, bundle=args.bundle, store=store, timeout_s=args.timeout, reps=args.reps,
         warmup=args.warmup, seed=args.seed, jobs=args.jobs, command_line=command_line(), timing_mode=args.timing,
+        where=where_of(args), **overrides_of(args),
         on_gpu=lambda gpu: err.print(f"GPU: {gpu.get('name')} ({gpu.get('sm')}, {gpu.get('num_sms')} SMs, "
                                      f"driver {gpu.get('driver')})"),
         on_probe_error=lambda e: err.print(f"[red]probe error[/]: {e}"),
@@ -87,4 +92,4 @@ def emit(result, args) -> None:
         sys.stdout.write(run_markdown(result.records, result.environment, command=command_line()))
     elif fmt == "table" and args.json != "-":
         from ..report.terminal import render_run
-        render_run(result.records, console())
+        render_run(result.records, console(), wide=getattr(args, "wide", False))

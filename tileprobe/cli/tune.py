@@ -50,12 +50,15 @@ def add_parser(subparsers, add_common=None) -> None:
     p.add_argument("--num-sms", type=int, default=None, help="SM count the grids are made for (default: the GPU's; "
                    "give it with --dry-run to find duplicate launches)")
     p.add_argument("--dry-run", action="store_true", help="static stage only: compile, drop, dedupe; no GPU")
+    from ._common import add_override_options, add_where_option
+    add_where_option(p, "configurations")
+    add_override_options(p)
     p.set_defaults(func=cmd_tune)
 
 
 def cmd_tune(args) -> int:
     """Run ``tileprobe tune`` for parsed arguments; returns the exit code."""
-    from ._common import check_output_path, console as _console
+    from ._common import check_output_path, console as _console, overrides_of, where_of
     from ..tune.pipeline import process_age_s, tune
     startup_s = process_age_s()
     err = _console(stderr=True)
@@ -69,7 +72,8 @@ def cmd_tune(args) -> int:
         result = tune(args.probes, arch=args.arch, budget_s=args.budget, strategy=args.strategy, timing=args.timing,
                       export=args.export, bundle=args.bundle, store=store, jobs=args.jobs, timeout_s=args.timeout,
                       seed=args.seed, tie_pct=args.tie_pct, max_samples=args.max_samples, num_sms=args.num_sms,
-                      dry_run=args.dry_run, progress=_progress(err), startup_s=startup_s)
+                      dry_run=args.dry_run, progress=_progress(err), startup_s=startup_s, where=where_of(args),
+                      **overrides_of(args))
     finally:
         if store is not None:
             store.close()

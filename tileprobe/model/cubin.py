@@ -61,7 +61,7 @@ from elftools.elf.sections import SymbolTableSection
 
 from tileprobe.errors import CubinError
 
-__all__ = ["CubinInfo", "KernelResources", "PtxDirectives", "RESERVED_SMEM_PER_CTA_BYTES"]
+__all__ = ["CubinInfo", "KernelResources", "PtxDirectives", "RESERVED_SMEM_PER_CTA_BYTES", "embedded_ptx"]
 
 EM_CUDA = 190
 STO_CUDA_ENTRY = 0x10
@@ -254,6 +254,17 @@ class CubinInfo:
             raise CubinError(f"{src}: cannot parse the cubin ({type(exc).__name__}: {exc}); the file is damaged "
                              "or not written by ptxas/tileiras: recompile it (e.g. with "
                              "cuda.tile.compilation.export_kernel(..., output_format='cubin'))") from exc
+
+
+def embedded_ptx(data: bytes, source: str | None = None) -> str | None:
+    """The PTX text tileiras embeds in the cubin (``.nv_debug_ptx_txt``), or None when it carries none.
+
+    Raises:
+        CubinError: not a cubin (see :meth:`CubinInfo.from_bytes`).
+    """
+    src = source or "<bytes>"
+    _check_header(data, src)
+    return _Reader(data, src)._ptx_text()
 
 
 def _positive_ints(values) -> bool:

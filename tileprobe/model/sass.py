@@ -22,7 +22,8 @@ from typing import Mapping
 
 from tileprobe.errors import CubinError, TileprobeError, ToolchainError
 
-__all__ = ["KernelSassTraits", "SassTraits", "TMA_DATA_OPCODES", "find_nvdisasm", "parse_nvdisasm", "sass_traits"]
+__all__ = ["KernelSassTraits", "SassTraits", "TMA_DATA_OPCODES", "find_nvdisasm", "have_nvdisasm", "parse_nvdisasm",
+           "sass_traits"]
 
 NVDISASM_TIMEOUT_S = 120
 
@@ -132,6 +133,15 @@ def find_nvdisasm(nvdisasm: str | os.PathLike | None = None) -> str:
     return found
 
 
+def have_nvdisasm() -> bool:
+    """Whether :func:`find_nvdisasm` finds one (the SASS traits are read by default when it does)."""
+    try:
+        find_nvdisasm()
+        return True
+    except ToolchainError:
+        return False
+
+
 def _pip_binary(distribution: str, program: str) -> str | None:
     """``bin/<program>`` shipped by an installed wheel (``nvidia/cu13/bin/...`` for CUDA 13), or None."""
     from importlib import metadata
@@ -168,6 +178,17 @@ def sass_traits(cubin: bytes | str | os.PathLike, nvdisasm: str | os.PathLike | 
             raise CubinError(f"{src}: cannot read the cubin ({exc.strerror or exc}); check the path") from exc
     _check_header(data, src)
     return parse_nvdisasm(_disassemble(tool, data, src))
+
+
+def disassemble(cubin: bytes, nvdisasm: str | os.PathLike | None = None) -> str:
+    """The text of ``nvdisasm -c`` for ``cubin`` (every kernel section).
+
+    Raises:
+        CubinError: not a cubin. ToolchainError: nvdisasm missing, failing or too slow.
+    """
+    from tileprobe.model.cubin import _check_header
+    _check_header(cubin, "<bytes>")
+    return _disassemble(find_nvdisasm(nvdisasm), cubin, "<bytes>")
 
 
 def _disassemble(tool: str, data: bytes, src: str) -> str:

@@ -17,8 +17,15 @@ def noteworthy(v: dict) -> bool:
 
 
 def fmt_kv(d: dict) -> str:
-    """``{"a": 1, "b": True}`` → ``a=1 b=True``; empty → ``-``."""
-    return " ".join(f"{k}={v}" for k, v in d.items()) or "-"
+    """``{"a": 1, "TILE": [64, 64]}`` → ``a=1 TILE=64×64`` (values as the tables print them, which ``--where``
+    reads back); empty → ``-``."""
+    return " ".join(f"{k}={fmt_value(v)}" for k, v in d.items()) or "-"
+
+
+def variant_label(r: VariantRecord) -> str:
+    """``GATHER=True TILE=64×64 occupancy=2`` (case constants, then hints; ``declared hints`` when none): a valid
+    ``--where`` once the spaces are commas."""
+    return fmt_kv({**r.case, **r.hints}) if (r.case or r.hints) else "declared hints"
 
 
 def fmt_value(v) -> str:
@@ -99,9 +106,14 @@ def row_cells(r: VariantRecord, hints: list[str], cases: list[str] | None = None
 LIMITER_SHORT = {"threads": "threads", "registers": "regs", "shared_memory": "smem", "cta_slots": "slots"}
 
 
+#: The shared-memory column: the cubin's ``.nv.shared.<kernel>`` size (= cuobjdump SHARED; on sm_90 it includes the
+#: 1 KB per-CTA reserve, FIELD_NOTES), the same figure the verdict reasons quote.
+SMEM_HEADER = "smem B (cubin)"
+
+
 def headers(hints: list[str], cases: list[str]) -> list[str]:
     """Column headers matching :func:`row_cells`."""
-    return [*cases, *hints, "threads", "regs", "smem B", "stack B", "CTAs/SM", "limiter"]
+    return [*cases, *hints, "threads", "regs", SMEM_HEADER, "stack B", "CTAs/SM", "limiter"]
 
 
 def verdict_cells(r: VariantRecord, hints: list[str]) -> list[str]:
@@ -111,7 +123,9 @@ def verdict_cells(r: VariantRecord, hints: list[str]) -> list[str]:
     return [r.verdicts.get(h, {}).get("status", "-") for h in hints]
 
 
-NUMERIC = {"threads", "regs", "smem B", "stack B", "CTAs/SM"}
+NUMERIC = {"threads", "regs", SMEM_HEADER, "stack B", "CTAs/SM"}
+#: Columns a fitted terminal table never drops (besides case constants, hint values and verdicts).
+KEPT = {"regs", SMEM_HEADER, "CTAs/SM", "median µs"}
 
 
 def tma_data_ops(r: VariantRecord) -> int | None:
@@ -161,22 +175,25 @@ def ptx_text(r: VariantRecord) -> str:
 
 
 def record_side(r: VariantRecord | None) -> str:
-    """One side of a compare row: ``384×168r 100,484B 1/SM occupancy honoured; 26.0 µs`` (``-`` when absent,
-    the status when it failed)."""
+    """One side of a compare row: ``384×168r 100,484B 1/SM occupancy honoured; 26.0 µs``, with ``171/122 LDL/STL``
+    after the CTAs/SM when the SASS shows spills (``-`` when absent, the status when it failed)."""
     if r is None:
         return "-"
     if not r.ok:
         return r.status
     v = ", ".join(f"{h} {x['status']}" for h, x in r.verdicts.items())
     t = f"; {r.run['median_us']:.1f} µs" if r.run and r.run.get("median_us") else ""
-    return f"{r.threads}×{r.registers}r {r.shared_bytes:,}B {r.ctas_per_sm}/SM {v}{t}"
+    sass = r.sass or {}
+    spill = f" {sass['spill_loads']}/{sass['spill_stores']} LDL/STL" if sass.get("spill_loads") or \
+        sass.get("spill_stores") else ""
+    return f"{r.threads}×{r.registers}r {r.shared_bytes:,}B {r.ctas_per_sm}/SM{spill} {v}{t}"
 
 
 # --- GPU runs -----------------------------------------------------------------------------------------------------
 
 def run_label(r: VariantRecord) -> str:
     """``kernel arch NAME=VALUE …`` for run progress and warnings."""
-    return " ".join([r.kernel, r.arch, *(f"{k}={v}" for k, v in [*r.case.items(), *r.hints.items()])])
+    return " ".join([r.kernel, r.arch, *(f"{k}={fmt_value(v)}" for k, v in [*r.case.items(), *r.hints.items()])])
 
 
 def run_cell(r: VariantRecord) -> str:
@@ -213,16 +230,17 @@ RUN_COLUMNS = [
 
 
 def best_lines(records: Iterable[VariantRecord]) -> list[str]:
-    """One line per kernel case (:func:`tileprobe.run.session.best_hints`): the fastest correct hint and its
-    speed-up over the default variant."""
+    """One line per kernel case and compiler (:func:`tileprobe.run.session.best_hints`): the compiler version, the
+    fastest correct hint and its speed-up over the default variant."""
     from ..run.session import best_hints
     out = []
     for b in best_hints(records):
-        case = " ".join(f"{k}={v}" for k, v in b["case"].items())
-        hints = " ".join(f"{k}={v}" for k, v in b["best_hints"].items()) or "declared hints"
-        line = f"{b['kernel']} {b['arch']} {case}: best {hints} {b['best_us']:,.1f} µs"
+        case = fmt_kv(b["case"]) if b["case"] else ""
+        hints = fmt_kv(b["best_hints"]) if b["best_hints"] else "declared hints"
+        head = " ".join(x for x in (b["kernel"], b["arch"], short_build(b.get("tileiras", "")), case) if x)
+        line = f"{head}: best {hints} {b['best_us']:,.1f} µs"
         if b["speedup"] is not None:
-            dflt = " ".join(f"{k}={v}" for k, v in b["default_hints"].items()) or "declared hints"
+            dflt = fmt_kv(b["default_hints"]) if b["default_hints"] else "declared hints"
             line += f", {b['speedup']:.2f}× vs default {dflt} {b['default_us']:,.1f} µs"
         out.append(line)
     return out

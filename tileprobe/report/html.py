@@ -24,16 +24,20 @@ from typing import Iterable, Sequence
 
 from ..errors import TileprobeError
 from ..schema import VariantRecord
-from .common import (NUMERIC, VERDICT_MARK, case_columns, verdict_columns, fmt_kv, group_tables, headers, hint_columns, row_cells,
-                     short_build, noteworthy)
+from .common import (variant_label, NUMERIC, VERDICT_MARK, case_columns, fmt_kv, fmt_value, group_tables, headers, hint_columns,
+                     noteworthy, row_cells, sass_columns, short_build, verdict_columns)
 
 #: verdict → (colour, matplotlib marker); the table cells use the same colours.
 VERDICT_STYLE = {"honoured": ("#1a7f37", "o"), "met": ("#0969da", "v"), "partial": ("#bf8700", "D"),
                  "ignored": ("#cf222e", "X"), "infeasible": ("#8250df", "s"), "changed": ("#1b7c83", "^"),
                  "unchanged": ("#6e7781", "x"), "baseline": ("#8c959f", ".")}
-_LINESTYLES = ["-", "--", "-.", ":"]   # one per case (cycled)
+#: One colour per series, Okabe & Ito's colour-blind-safe palette ("Color Universal Design", 2008), yellow last
+#: (weakest on white); past 8 series the colours repeat with another dash pattern.
+PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#000000", "#F0E442"]
+_LINESTYLES = ["-", "--", ":", "-."]   # per round of the palette; older compilers dashed
 _METRICS = [("registers", "registers / thread", 1), ("shared_bytes", "shared memory / CTA (KiB)", 1024),
             ("ctas_per_sm", "CTAs / SM", 1)]
+_COUNTS = {"registers", "ctas_per_sm"}     # integer ticks
 NO_MATPLOTLIB = ("Plots need matplotlib, which is not installed: pip install 'tileprobe[report]' "
                  "(or pip install matplotlib) and run tileprobe report again.")
 
@@ -55,6 +59,7 @@ pre{padding:6px;white-space:pre-wrap;overflow-wrap:anywhere}
 figure{margin:10px 0 18px}figure svg{max-width:100%;height:auto}figcaption{color:#59636e;font-size:13px}
 .note{background:#fff8c5;border:1px solid #d4a72c;padding:6px 10px;border-radius:6px}
 nav ul{columns:3;padding-left:20px}details summary{cursor:pointer;font-weight:600;margin:8px 0}
+tr.regression td:first-child{color:#cf222e;font-weight:700}tr.improvement td:first-child{color:#1a7f37;font-weight:700}
 """
 
 
@@ -93,44 +98,58 @@ def _verdict_cells(r: VariantRecord, hints: list[str]) -> list[str]:
 
 
 def _label(r: VariantRecord) -> str:
-    return " ".join(f"{k}={v}" for k, v in [*r.case.items(), *r.hints.items()]) or "declared hints"
+    return variant_label(r)
 
 
 def audit_table(rows: Sequence[VariantRecord]) -> str:
-    """The audit table of one (kernel, compiler, arch) — the terminal table's columns, a verdict badge per hint
-    (reason as tooltip) — and below it the reason of every noteworthy verdict (partial, ignored, infeasible,
-    unchanged) and each failure's message."""
+    """The audit table of one (kernel, compiler, arch) — the terminal table's columns with the SASS ones (cluster,
+    LDL/STL, TMA, MMA), a verdict badge per hint (reason as tooltip) — and below it the reason of every noteworthy
+    verdict (partial, ignored, infeasible, unchanged) and each distinct failure message once
+    (:func:`failure_notes`)."""
     hints, cases = hint_columns(rows), case_columns(rows)
     timed = any(_median_us(r) is not None for r in rows)
-    cols = headers(hints, cases) + (["median µs"] if timed else [])
+    extra = sass_columns(rows)
+    cols = headers(hints, cases) + [name for name, _ in extra] + (["median µs"] if timed else [])
     judged = verdict_columns(rows) or ["-"]   # hints and knobs; none: still one verdict column (failures show there)
     verdict_heads = [f"{h} verdict" if len(judged) > 1 else "verdict" for h in judged]
     out = ['<table class="audit"><thead><tr>', *(f"<th>{_e(h)}</th>" for h in cols + verdict_heads),
            "</tr></thead><tbody>"]
+    numeric = NUMERIC | {"median µs", "LDL/STL", "TMA"}
     for r in rows:
-        values = row_cells(r, hints, cases)
+        values = row_cells(r, hints, cases) + [fn(r) for _, fn in extra]
         if timed:
             t = _median_us(r)
             values.append("-" if t is None else f"{t:,.1f}")
-        cells = [f'<td class="num">{_e(c)}</td>' if h in NUMERIC or h == "median µs" else f"<td>{_e(c)}</td>"
+        cells = [f'<td class="num">{_e(c)}</td>' if h in numeric else f"<td>{_e(c)}</td>"
                  for h, c in zip(cols, values)]
         cells += [f"<td>{c}</td>" for c in _verdict_cells(r, judged)]
         out.append(("<tr>" if r.ok else '<tr class="failed">') + "".join(cells) + "</tr>")
     out.append("</tbody></table>")
-    notes = []
+    notes = failure_notes(rows)
     for r in rows:
-        if not r.ok:
-            repro = f"<br>repeat: <code>{_e(r.repro)}</code>" if r.repro else ""
-            notes.append(f"<li><b>{_e(_label(r))}</b>: {_e(r.status)}<pre>{_e((r.error or '').strip())}</pre>"
-                         f"{repro}</li>")
-            continue
-        for hint, v in r.verdicts.items():
+        for hint, v in (r.verdicts.items() if r.ok else ()):
             if noteworthy(v):
                 notes.append(f'<li><b>{_e(_label(r))}</b>: <span class="v v-{_e(v.get("status"))}">{_e(hint)} '
                              f'{_e(v.get("status"))}</span> {_e(v.get("reason"))}</li>')
     if notes:
         out.append('<ul class="reasons">' + "".join(notes) + "</ul>")
     return "".join(out)
+
+
+def failure_notes(rows: Sequence[VariantRecord]) -> list[str]:
+    """One ``<li>`` per distinct (status, message) among the failed variants: the message once, the variants that
+    gave it, and the first one's repeat command."""
+    groups: dict[tuple, list[VariantRecord]] = {}
+    for r in rows:
+        if not r.ok:
+            groups.setdefault((r.status, (r.error or "").strip()), []).append(r)
+    out = []
+    for (status, error), recs in groups.items():
+        names = ", ".join(_label(r) for r in recs)
+        who = f"{len(recs)} variants ({names})" if len(recs) > 1 else names
+        repro = f"<br>repeat: <code>{_e(recs[0].repro)}</code>" if recs[0].repro else ""
+        out.append(f"<li><b>{_e(who)}</b>: {_e(status)}<pre>{_e(error)}</pre>{repro}</li>")
+    return out
 
 
 def remarks_section(rows: Sequence[VariantRecord]) -> str:
@@ -183,11 +202,30 @@ def varying_hints(rows: Sequence[VariantRecord]) -> list[str]:
     return [h for h, vs in values.items() if len(vs) > 1]
 
 
-def hint_figure_svg(rows: Sequence[VariantRecord], hint: str, title: str, salt: str) -> str:
-    """An inline ``<svg>``: registers, shared memory, CTAs/SM (and time) against ``hint`` for these records.
+def series_styles(keys: Sequence[tuple], builds: Sequence[str]) -> dict[tuple, dict]:
+    """Line style per series key ``(build, case, other hints)``: a palette colour per (case, other hints) — the
+    same colour for one case under every compiler — and per compiler a dash pattern (the newest solid) and width
+    (older ones wider, so identical lines stay visible); past 8 cases the colours repeat with another dash."""
+    cases = list(dict.fromkeys(k[1:] for k in keys))      # in the records' order (the tables')
+    out = {}
+    for k in keys:
+        i, j = cases.index(k[1:]), builds.index(k[0])
+        older = len(builds) - 1 - j
+        ls = _LINESTYLES[(i // len(PALETTE) + older) % len(_LINESTYLES)]
+        # earlier cases and older compilers wider: lines that coincide stay visible as an outline
+        lw = 1.4 + 1.4 * (len(cases) - 1 - i) / max(1, len(cases) - 1) + 1.2 * older
+        out[k] = dict(color=PALETTE[i % len(PALETTE)], ls=ls, lw=round(lw, 2))
+    return out
 
-    One line per (compiler version, case, other hints): colour = compiler, line style = case; older compilers
-    draw thicker, so identical lines stay visible. Verdict markers per :data:`VERDICT_STYLE`.
+
+def hint_figure_svg(rows: Sequence[VariantRecord], hint: str, title: str, salt: str) -> str:
+    """An inline ``<svg>``: registers, shared memory, CTAs/SM (and time, with its p25–p75 interval) against ``hint``
+    for these records.
+
+    One line per (compiler version, case, other hints), coloured per :func:`series_styles`; each point's marker
+    shape is the verdict of ``hint`` (:data:`VERDICT_STYLE`), filled with the series colour (``ignored``: a large
+    X in red). The legend shows each series' line sample and the verdict shapes that occur; count axes get
+    integer ticks.
     """
     import matplotlib
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -195,63 +233,84 @@ def hint_figure_svg(rows: Sequence[VariantRecord], hint: str, title: str, salt: 
     from matplotlib.lines import Line2D
 
     xs = sorted({repr(r.hint(hint)): r.hint(hint) for r in rows if r.hint(hint) is not None}.values(), key=_sort_value)
-    metrics = list(_METRICS) + ([("median_us", "median time (µs)", 1)] if any(_median_us(r) is not None
-                                                                             for r in rows) else [])
-    builds = sorted({r.tileiras for r in rows})
+    timed = any(_median_us(r) is not None for r in rows)
+    metrics = list(_METRICS) + ([("median_us", "median time (µs), bar: p25–p75", 1)] if timed else [])
+    builds = sorted({r.tileiras for r in rows}, key=_build_order)
     series: dict[tuple, list[VariantRecord]] = defaultdict(list)
     for r in rows:
         others = {k: v for k, v in r.hints.items() if k != hint}
         series[(r.tileiras, fmt_kv(r.case) if r.case else "", fmt_kv(others) if others else "")].append(r)
-    styles = sorted({k[1:] for k in series})
+    styles = series_styles(list(series), builds)
+    seen_verdicts: list[str] = []
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": salt, "font.size": 9}):
-        fig = Figure(figsize=(3.5 * len(metrics), 3.3), layout="constrained")
+        fig = Figure(figsize=(3.4 * len(metrics), 3.4 + 0.22 * ((len(series) + 3) // 4)), layout="constrained")
         FigureCanvasAgg(fig)
         axes = fig.subplots(1, len(metrics), squeeze=False)[0]
         handles = []
-        for key, recs in sorted(series.items()):
-            i = builds.index(key[0])
-            style = dict(color=matplotlib.colormaps["tab10"](i % 10),
-                         ls=_LINESTYLES[styles.index(key[1:]) % len(_LINESTYLES)],
-                         lw=1.4 + 2.0 * (len(builds) - 1 - i) / max(1, len(builds) - 1))
-            _draw_series(axes, metrics, recs, xs, hint, style)
-            label = " · ".join(x for x in (short_build(key[0]), key[1], key[2]) if x)
-            handles.append(Line2D([], [], label=_mpl(label), **style))
-        handles += [Line2D([], [], ls="", marker=m, color=c, ms=7, label=v) for v, (c, m) in VERDICT_STYLE.items()]
+        order = list(dict.fromkeys(k[1:] for k in series))
+        for key, recs in sorted(series.items(), key=lambda kv: (order.index(kv[0][1:]), builds.index(kv[0][0]))):
+            _draw_series(axes, metrics, recs, xs, hint, styles[key], seen_verdicts)
+            label = " · ".join(x for x in (short_build(key[0]) if len(builds) > 1 else "", key[1], key[2]) if x)
+            handles.append(Line2D([], [], label=_mpl(label or short_build(key[0])), **styles[key]))
+        for v in (v for v in VERDICT_STYLE if v in seen_verdicts):
+            c, m = VERDICT_STYLE[v]
+            handles.append(Line2D([], [], ls="", marker=m, mfc="#d0d7de" if v != "ignored" else c, mec="#1f2328",
+                                  mew=0.8, ms=8, label=v))
         if _style_axes(axes, metrics, xs, hint):
-            handles.append(Line2D([], [], ls=":", color="#8c959f", label="CTAs/SM asked"))
+            handles.append(Line2D([], [], ls=":", color="#59636e", lw=1.2, label="CTAs/SM asked"))
         fig.suptitle(_mpl(title), fontsize=10)
-        fig.legend(handles=handles, loc="outside lower center", ncol=min(4, len(handles)), frameon=False, fontsize=8)
+        n_series = len(handles) - sum(1 for h in handles if h.get_linestyle() in ("None", "", " "))
+        fig.legend(handles=handles, loc="outside lower center", ncol=min(4, max(1, n_series)) if n_series > 3 else
+                   min(4, len(handles)), frameon=False, fontsize=8, handlelength=3.2)
         buf = io.StringIO()
         fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None, "Format": None, "Type": None})
     return _clean_svg(buf.getvalue(), title)
 
 
-def _draw_series(axes, metrics, recs, xs, hint, style) -> None:
-    """One line per panel for these records (compiled ones), with a verdict marker at each point."""
+def _build_order(build: str) -> tuple:
+    m = re.search(r"V(\d+(?:\.\d+)+)", build or "")
+    return (tuple(int(x) for x in m.group(1).split(".")) if m else (), build or "")
+
+
+def _draw_series(axes, metrics, recs, xs, hint, style, seen_verdicts: list) -> None:
+    """One line per panel for these records (compiled ones); a verdict-shaped marker at each point; on the time
+    panel a p25–p75 bar."""
     pos = {repr(v): i for i, v in enumerate(xs)}
     recs = sorted((r for r in recs if r.ok and repr(r.hint(hint)) in pos), key=lambda r: pos[repr(r.hint(hint))])
     for ax, (field, _, scale) in zip(axes, metrics):
         pts = [(pos[repr(r.hint(hint))], _metric(r, field) / scale, r) for r in recs if _metric(r, field) is not None]
         if not pts:
             continue
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], alpha=0.85, **style)
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], alpha=0.9, **style)
         for x, y, r in pts:
             status = (r.verdicts.get(hint) or {}).get("status")
-            c, m = VERDICT_STYLE.get(status, (style["color"], "."))
-            ax.plot([x], [y], m, color=c, ms=7 if status else 4, mec="white", mew=0.6, zorder=3)
+            if status and status not in seen_verdicts:
+                seen_verdicts.append(status)
+            colour, m = VERDICT_STYLE.get(status, (style["color"], "."))
+            ignored = status == "ignored"      # the verdict to spot: a large X in its own colour
+            ax.plot([x], [y], m, mfc=colour if ignored else style["color"], mec="#1f2328", mew=0.8,
+                    ms=10 if ignored else 7, zorder=4 if ignored else 3)
+            if field == "median_us":
+                lo, hi = (r.run or {}).get("p25_us"), (r.run or {}).get("p75_us")
+                if lo is not None and hi is not None:
+                    ax.vlines([x], [lo], [hi], color=style["color"], lw=3, alpha=0.5, zorder=2)
 
 
 def _style_axes(axes, metrics, xs, hint) -> bool:
-    """Ticks at the hint values, labels, grid, y from 0; the asked CTAs/SM line for occupancy (returns whether)."""
+    """Ticks at the hint values, labels, grid, y from 0, integer ticks on counts; the asked CTAs/SM line for
+    occupancy (returns whether it was drawn)."""
+    from matplotlib.ticker import MaxNLocator
     asked = hint == "occupancy" and all(isinstance(v, int) and not isinstance(v, bool) for v in xs)
     for ax, (field, ylabel, _) in zip(axes, metrics):
-        ax.set_xticks(range(len(xs)), [_mpl(v) for v in xs])
+        ax.set_xticks(range(len(xs)), [_mpl(fmt_value(v)) for v in xs])
         ax.set_xlabel(_mpl(hint))
         ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3)
         if field == "ctas_per_sm" and asked:
-            ax.plot(range(len(xs)), xs, ":", color="#8c959f", lw=1.2, zorder=1)
+            ax.plot(range(len(xs)), xs, ":", color="#59636e", lw=1.2, zorder=1)
         ax.set_ylim(bottom=0)
+        if field in _COUNTS:
+            ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     return asked
 
 
@@ -277,17 +336,54 @@ def _arch_order(arch: str) -> tuple:
 
 
 def kernel_plots(rows: Sequence[VariantRecord], kernel_index: int) -> str:
-    """Figures for one kernel: per arch, one per varying hint."""
+    """Figures for one kernel: per arch, one per varying hint; an arch where no variant compiled gets a note
+    instead of empty axes."""
     by_arch: dict[str, list[VariantRecord]] = defaultdict(list)
     for r in rows:
         by_arch[r.arch].append(r)
     out = []
     for arch, recs in sorted(by_arch.items(), key=lambda kv: _arch_order(kv[0])):
+        if not any(r.ok for r in recs):
+            statuses = ", ".join(f"{n} {s}" for s, n in sorted(_count(r.status for r in recs).items()))
+            out.append(f'<p class="note">{_e(recs[0].kernel)} on {_e(arch)}: no plot, every variant failed '
+                       f"({_e(statuses)}); the message is in the table's notes above.</p>")
+            continue
         for j, hint in enumerate(varying_hints(recs)):
             title = f"{recs[0].kernel} on {arch}: resources vs {hint}"
             svg = hint_figure_svg(recs, hint, title, salt=f"tileprobe-{kernel_index}-{arch}-{j}")
-            out.append(f'<figure class="plot">{svg}<figcaption>{_e(title)}; one line per compiler version and '
-                       f"case; markers: verdict of {_e(hint)}</figcaption></figure>")
+            out.append(f'<figure class="plot">{svg}<figcaption>{_e(title)}; one colour per case'
+                       f"{' (dash: compiler)' if len({r.tileiras for r in recs}) > 1 else ''}; marker shape: the "
+                       f"verdict of {_e(hint)}</figcaption></figure>")
+    return "".join(out)
+
+
+def _count(items) -> dict:
+    out: dict = {}
+    for x in items:
+        out[x] = out.get(x, 0) + 1
+    return out
+
+
+def compiler_changes_section(rows: Sequence[VariantRecord]) -> str:
+    """What changed between each pair of consecutive compiler versions of these records (one kernel), from
+    :func:`tileprobe.analyses.compare.compare_records`: regressions first; identical variants counted."""
+    from ..analyses.compare import compare_records
+    builds = sorted({r.tileiras for r in rows if r.tileiras}, key=_build_order)
+    out = []
+    for old, new in zip(builds, builds[1:]):
+        changes = compare_records([r for r in rows if r.tileiras == old], [r for r in rows if r.tileiras == new])
+        shown = [c for c in changes if c.kind != "same"]
+        same = len(changes) - len(shown)
+        head = (f"<h3>What changed from {_e(short_build(old))} to {_e(short_build(new))}</h3>"
+                f'<p class="meta">{len(shown)} variant(s) changed, {same} identical (same machine code and resources)'
+                "; ! regression, * improvement, x code or resources changed, ? on one side only</p>")
+        if not shown:
+            out.append(head)
+            continue
+        body = "".join(f'<tr class="{_e(c.kind)}"><td>{_e(c.mark)}</td><td>{_e(c.label())}</td>'
+                       f"<td>{_e('; '.join(c.details))}</td></tr>" for c in shown)
+        out.append(head + '<table class="audit"><thead><tr><th></th><th>variant</th><th>what changed</th></tr>'
+                   f"</thead><tbody>{body}</tbody></table>")
     return "".join(out)
 
 
@@ -336,6 +432,7 @@ def render_html(records: Iterable[VariantRecord], *, title: str = "tileprobe rep
                          f'<p class="meta">{_e(build)}</p>{audit_table(trows)}')
         if with_plots:
             parts.append(kernel_plots(rows, i))
+        parts.append(compiler_changes_section(rows))
         parts.append(remarks_section(rows))
         parts.append("</section>")
     parts.append("</body></html>\n")
@@ -352,12 +449,13 @@ def write_report(records: Iterable[VariantRecord], path: str, **kw) -> None:
 def write_html_report(output: str, *, store: str | None = None, json_files: Sequence[str] = (),
                       use_store: bool | None = None, kernel: str | None = None, arch: str | None = None,
                       tileiras: str | None = None, audit_id: int | None = None,
-                      title: str = "tileprobe report") -> list[VariantRecord]:
+                      title: str = "tileprobe report", where: dict | None = None) -> list[VariantRecord]:
     """``tileprobe report``: write one self-contained HTML file ``output`` from result JSON files and/or the
     results store (:func:`tileprobe.analyses.history.load_records`); return the records it shows.
 
     ``use_store`` None: read the store when ``store`` or ``audit_id`` is given or no ``json_files`` are.
-    ``kernel``, ``arch``, ``tileiras`` (substring of the build), ``audit_id``: filters, as ``tileprobe history``.
+    ``kernel``, ``arch``, ``tileiras`` (substring of the build), ``audit_id``, ``where`` (case and hint values,
+    :mod:`tileprobe.audit.where`): filters, as ``tileprobe history``.
 
     Raises:
         TileprobeError: no records match (the message says how to get some), or a source cannot be read.
@@ -367,7 +465,7 @@ def write_html_report(output: str, *, store: str | None = None, json_files: Sequ
     if use_store is None:
         use_store = bool(store) or not json_files or audit_id is not None
     records, sources = load_records(store=store, json_files=json_files, use_store=use_store, kernel=kernel,
-                                    arch=arch, tileiras=tileiras, audit_id=audit_id)
+                                    arch=arch, tileiras=tileiras, audit_id=audit_id, where=where)
     if not records:
         raise TileprobeError(f"no records to report from {', '.join(sources)}: audit with a store first "
                              "(tileprobe audit PROBE --store PATH) or pass --json FILE from `tileprobe audit --json`.")

@@ -9,7 +9,7 @@ from ..analyses.compare import Comparison
 from ..analyses.doctor import Finding
 from ..audit.explain import advice
 from ..schema import VariantRecord
-from .common import (RUN_COLUMNS, best_lines, case_columns, group_tables, headers, hint_columns, noteworthy,
+from .common import (fmt_kv, variant_label, RUN_COLUMNS, best_lines, case_columns, group_tables, headers, hint_columns, noteworthy,
                      record_side, row_cells, sass_columns, short_build, verdict_cells, verdict_columns, verdict_text)
 
 
@@ -28,12 +28,16 @@ def environment_md(env: dict) -> str:
 
 
 def audit_markdown(records: Iterable[VariantRecord], environment: dict, command: str = "") -> str:
-    """The whole audit as Markdown: one table per kernel and compiler, then the noteworthy verdicts (partial,
-    ignored, infeasible, unchanged: :data:`tileprobe.schema.NOTEWORTHY_STATUSES`) and failures."""
+    """The whole audit as a compiler bug report, ready to paste: what went wrong first (failed variants with the
+    compiler's message and repeat command, noteworthy verdicts: partial, ignored, infeasible, unchanged —
+    :data:`tileprobe.schema.NOTEWORTHY_STATUSES`), the environment and compiler versions, the command that
+    reproduces it, one table per kernel, arch and compiler, the advice, and the probe file itself
+    (:func:`probe_section`)."""
     records = list(records)
-    parts = ["## tileprobe audit\n", environment_md(environment)]
+    parts = ["## tileprobe audit\n", environment_md(environment), versions_md(records)]
     if command:
         parts.append(f"\nReproduce:\n\n```\n{command}\n```\n")
+    parts.append(problems_md(records))
     for (kernel, tileiras, arch), rows in group_tables(records).items():
         hints, cases, vcols = hint_columns(rows), case_columns(rows), verdict_columns(rows)
         parts.append(f"\n### {kernel} · {arch} · {short_build(tileiras)}\n\n")
@@ -42,21 +46,86 @@ def audit_markdown(records: Iterable[VariantRecord], environment: dict, command:
                               [row_cells(r, hints, cases) + [fn(r) for _, fn in extra] + verdict_cells(r, vcols)
                                for r in rows]))
         notes = [f"- {_label(r)}: {verdict_text(r, long=True)}" for r in rows
-                 if not r.ok or any(noteworthy(v) for v in r.verdicts.values())]
+                 if r.ok and any(noteworthy(v) for v in r.verdicts.values())]
         if notes:
             parts.append("\n" + "\n".join(notes) + "\n")
     lines = advice(records)
     if lines:
         parts.append("\n### Advice\n\n" + "".join(f"- {line}\n" for line in lines))
+    parts.append(probe_section(sorted({r.probe for r in records if r.probe})))
     return "".join(parts)
 
 
+def versions_md(records: Sequence[VariantRecord]) -> str:
+    """The compiler builds, archs and GPUs of these records as list items (for the environment block)."""
+    builds = sorted({r.tileiras for r in records if r.tileiras})
+    out = [f"- compiler: {short_build(b)} (`{b}`)" for b in builds]
+    out.append(f"- archs: {', '.join(sorted({r.arch for r in records}))}")
+    gpus = sorted({str((r.run or {}).get("gpu")) for r in records if (r.run or {}).get("gpu")})
+    if gpus:
+        out.append(f"- GPU: {', '.join(gpus)}")
+    return "\n".join(out) + "\n"
+
+
+def problems_md(records: Sequence[VariantRecord]) -> str:
+    """``### What went wrong``: each distinct failure once (status, the variants, the compiler's message in a code
+    block, the repeat command), then the variants with a noteworthy verdict; '' when there is neither."""
+    groups: dict[tuple, list[VariantRecord]] = {}
+    for r in records:
+        if not r.ok:
+            groups.setdefault((r.kernel, r.arch, short_build(r.tileiras), r.status, (r.error or "").strip()),
+                              []).append(r)
+    odd = [r for r in records if r.ok and any(noteworthy(v) for v in r.verdicts.values())]
+    if not groups and not odd:
+        return ""
+    out = ["\n### What went wrong\n"]
+    for (kernel, arch, build, status, error), recs in groups.items():
+        who = "; ".join(_label(r) for r in recs)
+        out.append(f"\n- **{kernel} · {arch} · {build}: {status}** in {len(recs)} variant(s): {who}\n")
+        if error:
+            out.append(f"\n  ```\n" + "\n".join(f"  {ln}" for ln in error.splitlines()[-30:]) + "\n  ```\n")
+        if recs[0].repro:
+            out.append(f"\n  repeat: `{recs[0].repro}`\n")
+    for r in odd:
+        for hint, v in r.verdicts.items():
+            if noteworthy(v):
+                out.append(f"- {r.kernel} · {r.arch} · {short_build(r.tileiras)} · {_label(r)}: **{hint} "
+                           f"{v['status']}**: {v['reason']}\n")
+    return "".join(out)
+
+
+#: Probe files longer than this are named, not pasted.
+PROBE_MAX_LINES = 300
+
+
+def probe_section(paths: Sequence[str]) -> str:
+    """``### The probe``: each probe file's text in a ``python`` block (named only when it cannot be read or is
+    longer than :data:`PROBE_MAX_LINES`), so the report carries the launch it describes."""
+    if not paths:
+        return ""
+    out = ["\n### The probe\n"]
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        except OSError as e:
+            out.append(f"\n`{path}`: not readable here ({e.strerror or e})\n")
+            continue
+        if text.count("\n") > PROBE_MAX_LINES:
+            out.append(f"\n`{path}`: {text.count(chr(10))} lines, attach it\n")
+            continue
+        fence = "````" if "```" in text else "```"
+        out.append(f"\n`{path}`:\n\n{fence}python\n{text.rstrip()}\n{fence}\n")
+    return "".join(out)
+
+
 def _label(r: VariantRecord) -> str:
-    return " ".join(f"{k}={v}" for k, v in [*r.case.items(), *r.hints.items()]) or "declared hints"
+    return variant_label(r)
 
 
 def compare_markdown(comparison: Comparison, command: str = "") -> str:
-    """Markdown for a bug report: the environment, the changed variants (regressions first), the repro command."""
+    """Markdown for a bug report: the two sides, the environment, the repro command, the changed variants
+    (regressions first), and with ``--probe`` the probe file (:func:`probe_section`)."""
     c = comparison
     parts = ["## tileprobe compare\n\n", f"- A: {c.name_a}\n- B: {c.name_b}\n"]
     if c.environment:
@@ -67,7 +136,11 @@ def compare_markdown(comparison: Comparison, command: str = "") -> str:
             for ch in c.changes if ch.kind != "same"]
     parts.append("\n" + table_md(["", "variant", "A", "B", "what changed"], rows) if rows else "\nNo differences.\n")
     same = sum(ch.kind == "same" for ch in c.changes)
-    parts.append(f"\n{same} variant(s) identical (same machine code and resources).\n")
+    if c.total is not None:
+        parts.append(f"\n{len(c.changes)} of {c.total} variant(s) shown.\n")
+    else:
+        parts.append(f"\n{same} variant(s) identical (same machine code and resources).\n")
+    parts.append(probe_section(sorted({r.probe for r in c.audited if r.probe})))
     return "".join(parts)
 
 
@@ -97,8 +170,7 @@ def run_markdown(records: Sequence[VariantRecord], environment: dict, command: s
         parts.append(f"GPU: {gpu.get('name')} ({gpu.get('sm')}), driver {gpu.get('driver')}, SM clock "
                      f"{gpu.get('clock_sm_mhz')} MHz (max {gpu.get('clock_max_sm_mhz')}), "
                      f"memory clock {gpu.get('clock_mem_mhz')} MHz\n\n")
-    rows = [[r.kernel, r.arch, " ".join(f"{k}={v}" for k, v in r.case.items()) or "-",
-             " ".join(f"{k}={v}" for k, v in r.hints.items()) or "-", *[fn(r) for _, fn in RUN_COLUMNS],
+    rows = [[r.kernel, r.arch, fmt_kv(r.case), fmt_kv(r.hints), *[fn(r) for _, fn in RUN_COLUMNS],
              ((r.run or {}).get("error") or "").splitlines()[0][:120] if (r.run or {}).get("error") else ""]
             for r in records if r.run]
     parts.append(table_md(["kernel", "arch", "case", "hints", *[h for h, _ in RUN_COLUMNS], "error"], rows))

@@ -14,7 +14,8 @@ from ..analyses.gate import GateResult
 from ..analyses.history import History
 from ..audit.explain import advice
 from ..schema import VariantRecord
-from .common import (NUMERIC, RUN_COLUMNS, best_lines, case_columns, fmt_kv, group_tables, headers, hint_columns,
+from .fit import DROP_ORDER, Column, fit_columns, table_width
+from .common import (variant_label, KEPT, NUMERIC, RUN_COLUMNS, VERDICT_MARK, fmt_int, fmt_value, best_lines, case_columns, fmt_kv, group_tables, headers, hint_columns,
                      noteworthy, ptx_text, record_side, remark_lines, row_cells, run_label, sass_columns, short_build,
                      verdict_cells, verdict_columns)
 
@@ -30,26 +31,20 @@ def _styled(text: str) -> str:
 
 def render_audit(records: Iterable[VariantRecord], console: Console | None = None, reasons: bool = True,
                  extra_columns: list[tuple[str, Callable[[VariantRecord], str]]] | None = None,
-                 brief: bool = False) -> None:
+                 brief: bool = False, wide: bool = False) -> None:
     """Print one table per (kernel, tileiras, arch); below it every verdict's reason (only the noteworthy ones —
-    partial, ignored, infeasible, unchanged — when ``brief``), the compiler's PTX decision and remarks, each failure's message and repro command; then
-    static advice. ``extra_columns``: (header, cell function) pairs, e.g. run times."""
+    partial, ignored, infeasible, unchanged — when ``brief``), the compiler's PTX decision and remarks, each failure's
+    message and repro command; then static advice. ``extra_columns``: (header, cell function) pairs, e.g. run times.
+
+    Each table fits the console's width (:mod:`tileprobe.report.fit`: registers, shared memory, CTAs/SM and the
+    verdicts always shown and never truncated; verdicts abbreviated with a legend, then other columns dropped
+    with a note); ``wide`` shows every column at full width whatever the console's width.
+    """
     console = console or Console()
     records = list(records)
     for (kernel, tileiras, arch), rows in group_tables(records).items():
-        hints, cases, vcols = hint_columns(rows), case_columns(rows), verdict_columns(rows)
-        extra_columns_t = sass_columns(rows) + list(extra_columns or [])
-        table = Table(title=f"{kernel} · {arch} · {short_build(tileiras)}", title_justify="left")
-        for h in headers(hints, cases):
-            table.add_column(h, justify="right" if h in NUMERIC else "left", no_wrap=True)
-        for name, _ in extra_columns_t:
-            table.add_column(name, justify="right")
-        for h in vcols:
-            table.add_column(f"{h} verdict" if len(vcols) > 1 else "verdict", no_wrap=True)
-        for r in rows:
-            extra = [fn(r) for _, fn in extra_columns_t]
-            table.add_row(*row_cells(r, hints, cases), *extra, *(_styled(c) for c in verdict_cells(r, vcols)))
-        console.print(table)
+        title = f"{kernel} · {arch} · {short_build(tileiras)}"
+        print_fitted_table(console, title, audit_columns(rows, extra_columns), wide)
         if reasons:
             _print_reasons(console, rows, brief)
         console.print()
@@ -61,10 +56,104 @@ def render_audit(records: Iterable[VariantRecord], console: Console | None = Non
                 console.print(f"  {line}", markup=False, highlight=False)
 
 
+def audit_columns(rows: list[VariantRecord],
+                  extra_columns: list[tuple[str, Callable[[VariantRecord], str]]] | None = None) -> list[Column]:
+    """The columns of one audit table (:class:`~tileprobe.report.fit.Column`): case constants and hint values
+    (kept), resources (registers, shared memory and CTAs/SM kept), SASS and ``extra_columns``, then verdicts."""
+    hints, cases, vcols = hint_columns(rows), case_columns(rows), verdict_columns(rows)
+    names = headers(hints, cases)
+    body = [row_cells(r, hints, cases) for r in rows]
+    cols = []
+    for i, h in enumerate(names):
+        ident = i < len(cases) + len(hints)
+        cols.append(Column(h.replace(" (", "\n("), [b[i] for b in body], "right" if h in NUMERIC else "left",
+                           keep=ident or h in KEPT, kind="id" if ident else "data"))
+    for name, fn in sass_columns(rows) + list(extra_columns or []):
+        cols.append(Column(name, [fn(r) for r in rows], "right", keep=name in KEPT))
+    for j, h in enumerate(vcols):
+        cells = [verdict_cells(r, vcols)[j] for r in rows]
+        cols.append(Column("verdict" if len(vcols) == 1 else f"{h}\nverdict", cells, kind="verdict",
+                           styled=[_styled(c) for c in cells]))
+    return cols
+
+
+def print_fitted_table(console: Console, title: str, columns: list[Column], wide: bool = False) -> None:
+    """Draw ``columns`` as a rich table fitted to the console (:func:`~tileprobe.report.fit.fit_columns`), then
+    the notes: the verdict legend and what was left out."""
+    has_ldl = any(c.header == "LDL/STL" for c in columns)
+    order = {h: i for i, h in enumerate(DROP_ORDER)}
+
+    def rank(c: Column) -> int:   # without spill counts, stack B is the spill hint: keep it longer
+        return order.get("LDL/STL", 0) if c.header == "stack B" and not has_ldl else order.get(c.header, -1)
+    fitted = fit_columns(columns, console.width, wide=wide, rank=rank)
+    table = Table(title=title + (f" · {fitted.title_extra}" if fitted.title_extra else ""), title_justify="left")
+    for c in fitted.columns:
+        fold = fitted.folded and c.kind == "id"
+        table.add_column(c.header, justify=c.justify, no_wrap=not fold, overflow="fold",
+                         min_width=None if fold else c.width - 2)
+    for i in range(len(columns[0].cells) if columns else 0):
+        table.add_row(*(escape(c.cells[i]) if c.styled is None else c.styled[i] for c in fitted.columns))
+    needed = table_width(fitted.columns)
+    if wide and needed > console.width:
+        saved, console.width = console.width, needed
+        try:
+            console.print(table, crop=False)
+        finally:
+            console.width = saved
+    else:
+        console.print(table)
+    notes = []
+    if fitted.legend:
+        notes.append("verdicts: " + " · ".join(fitted.legend))
+    if fitted.dropped:
+        notes.append(f"not shown at {console.width} columns: {', '.join(fitted.dropped)} (--wide shows every column)")
+    for n in notes:
+        console.print(n, markup=False, highlight=False)
+
+
+def summary_lines(records: Iterable[VariantRecord]) -> list[str]:
+    """One line per (kernel, arch, compiler): ``w4a16_gemm sm_120 tileiras 13.4.92: 12 variants, regs 128–255,
+    CTAs/SM 1–2, 6 spill; occupancy 4 met, 3 honoured, 5 IGNORED`` (spill: LDL/STL in the SASS, or a stack frame
+    when the SASS was not read; failures counted when any)."""
+    groups = group_tables(records)
+    width = max((len(k) for k, _, _ in groups), default=0)
+    out = []
+    for (kernel, tileiras, arch), rows in groups.items():
+        ok = [r for r in rows if r.ok]
+
+        def span(field):
+            vals = sorted({getattr(r, field) for r in ok if getattr(r, field) is not None})
+            return "-" if not vals else str(vals[0]) if len(vals) == 1 else f"{vals[0]}–{vals[-1]}"
+        spills = sum(1 for r in ok if ((r.sass or {}).get("spill_loads") or (r.sass or {}).get("spill_stores"))
+                     or (not (r.sass and "spill_loads" in r.sass) and r.stack_bytes))
+        parts = [f"{len(rows)} variant{'s' if len(rows) != 1 else ''}"]
+        if len(rows) > len(ok):
+            parts.append(f"{len(rows) - len(ok)} failed")
+        if ok:
+            parts += [f"regs {span('registers')}", f"CTAs/SM {span('ctas_per_sm')}", f"{spills} spilling"]
+        counts = []
+        for hint in verdict_columns(ok):
+            n: dict[str, int] = {}
+            for r in ok:
+                st = r.verdicts.get(hint, {}).get("status")
+                if st:
+                    n[st] = n.get(st, 0) + 1
+            counts.append(f"{hint} " + ", ".join(f"{k} {VERDICT_MARK.get(st, st)}" for st, k in n.items()))
+        line = f"{kernel:<{width}}  {arch:<6} {short_build(tileiras)}: {', '.join(parts)}"
+        out.append(line + ("; " + "; ".join(counts) if counts else ""))
+    return out
+
+
+def render_summary(records: Iterable[VariantRecord], console: Console) -> None:
+    """``tileprobe audit --summary``: one line per kernel, arch and compiler (:func:`summary_lines`)."""
+    for line in summary_lines(records):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
 def _print_reasons(console: Console, rows: list[VariantRecord], brief: bool) -> None:
     shown_remarks: set = set()
     for r in rows:
-        label = " ".join(f"{k}={v}" for k, v in [*r.case.items(), *r.hints.items()]) or "declared hints"
+        label = variant_label(r)
         if not r.ok:
             msg = (r.error or "").strip().splitlines()
             console.print(f"  {label}: {r.status}: {msg[0] if msg else ''}", markup=False, highlight=False)
@@ -106,6 +195,9 @@ def render_compare(comparison: Comparison, console: Console | None = None) -> No
     console.print("! regression   * improvement   x code or resources changed, same residency and verdicts   "
                   "= same machine code   ? on one side only", highlight=False, markup=False)
     n = sum(c.kind == "regression" for c in changes)
+    if comparison.total is not None:
+        console.print(f"{n} regression(s) shown of {comparison.total} variant(s) compared", highlight=False)
+        return
     console.print(f"{n} regression(s), {sum(c.kind == 'improvement' for c in changes)} improvement(s), "
                   f"{sum(c.kind == 'changed' for c in changes)} changed, {sum(c.kind == 'same' for c in changes)} same")
 
@@ -169,10 +261,10 @@ def render_history(hist: History, console: Console, limit: int | None = None) ->
     console.print(_table("audits", ("id", "when (UTC)", "host", "variants", "s", "command"),
                          [(str(a["id"]), a["created"][:19], a["host"] or "", str(a["n_variants"]),
                            f"{a['wall_s'] or 0:.1f}", a["command_line"] or "") for a in hist.audits]))
-    console.print(_table("compiles", ("when (UTC)", "kernel", "case", "hints", "arch", "tileiras", "status", "regs",
+    console.print(_table("compiles", ("when (UTC)", "kernel", "case", "hints", "arch", "compiler", "status", "regs",
                                       "CTAs/SM", "µs"),
                          [(c["created"][:19], c["kernel"], fmt_kv(c["case"]), fmt_kv(c["hints"]), c["arch"],
-                           c["tileiras"] or "", c["status"], _num(c["registers"]), _num(c["ctas_per_sm"]),
+                           short_build(c["tileiras"]) if c["tileiras"] else "", c["status"], _num(c["registers"]), _num(c["ctas_per_sm"]),
                            _num(c["median_us"], ".1f")) for c in hist.compiles]))
     if hist.runs:
         console.print(_table("runs", ("when (UTC)", "kernel", "case", "hints", "arch", "GPU", "driver", "status",
@@ -203,10 +295,10 @@ def render_toolchains(toolchains: Sequence, console: Console, empty_hint: str) -
 
 # --- run ----------------------------------------------------------------------------------------------------------
 
-def render_run(records: Sequence[VariantRecord], console: Console) -> None:
+def render_run(records: Sequence[VariantRecord], console: Console, wide: bool = False) -> None:
     """The audit tables with the run columns (:data:`~tileprobe.report.common.RUN_COLUMNS`), each failed run's
     first error line and every timing warning, then the best hint per case."""
-    render_audit(records, console, extra_columns=RUN_COLUMNS)
+    render_audit(records, console, extra_columns=RUN_COLUMNS, wide=wide)
     for r in records:
         run = r.run or {}
         if run.get("status") not in (None, "ok") or run.get("warnings"):
@@ -217,3 +309,39 @@ def render_run(records: Sequence[VariantRecord], console: Console) -> None:
                 console.print(f"  {run_label(r)}: warning: {w}", markup=False)
     for line in best_lines(records):
         console.print(line, markup=False)
+
+
+# --- machine code --------------------------------------------------------------------------------------------------
+
+def _variant_name(r: VariantRecord) -> str:
+    return " ".join([r.kernel, r.arch, *(f"{k}={fmt_value(v)}" for k, v in [*r.case.items(), *r.hints.items()]),
+                     "·", short_build(r.tileiras)])
+
+
+def render_sass_diff(diff, a: VariantRecord, b: VariantRecord, console: Console, full: bool = False) -> None:
+    """Two variants' machine code (a :class:`~tileprobe.model.sass_diff.SassDiff`): resources and instruction
+    classes side by side, a one-line verdict, then the alignment (register names normalised)."""
+    console.print(f"A: {_variant_name(a)}\nB: {_variant_name(b)}", markup=False, highlight=False)
+    t = Table(title_justify="left")
+    for h in ("", "A", "B"):
+        t.add_column(h, justify="left" if not h else "right")
+    spills = [f"{(r.sass or {}).get('spill_loads', '-')}/{(r.sass or {}).get('spill_stores', '-')}" for r in (a, b)]
+    rows = [("threads", a.threads, b.threads), ("registers", a.registers, b.registers),
+            ("shared B (cubin)", fmt_int(a.shared_bytes), fmt_int(b.shared_bytes)),
+            ("stack B", a.stack_bytes, b.stack_bytes), ("CTAs/SM", a.ctas_per_sm, b.ctas_per_sm),
+            ("LDL/STL", *spills), ("instructions", f"{len(diff.a):,}", f"{len(diff.b):,}")]
+    rows += [(f"  {name}", f"{x:,}", f"{y:,}") for name, x, y in diff.classes]
+    for name, x, y in rows:
+        t.add_row(name, str(x), str(y), style=None if str(x) == str(y) else "bold")
+    console.print(t)
+    if diff.same_bytes:
+        verdict = "machine code: the same instructions, register for register"
+    elif diff.identical:
+        verdict = "machine code: the same instructions with other register numbers (a renaming, nothing else)"
+    else:
+        verdict = (f"machine code differs: {diff.changed:,} instruction(s) outside the aligned runs "
+                   "(registers normalised; - only in A, + only in B)")
+    console.print(verdict, markup=False, highlight=False)
+    if not diff.identical:
+        for line in diff.lines(limit=10 ** 9 if full else 200):
+            console.print(line, markup=False, highlight=False, soft_wrap=True)

@@ -128,7 +128,8 @@ def run_probes(records: Iterable[VariantRecord], cubins: Any = None, *, probe_pa
                warmup: int | None = None, warmup_ms: float | None = None, seed: int = 0,
                watchdog: Watchdog | None = None, environment: dict | None = None,
                timing_mode: str = "sustained",
-               progress: Callable[[int, int, VariantRecord], None] | None = None) -> RunResult:
+               progress: Callable[[int, int, VariantRecord], None] | None = None, where: dict | None = None,
+              cases: dict | None = None, hints: dict | None = None) -> RunResult:
     """Check and time every ``ok`` variant compiled for this GPU's architecture.
 
     Args:
@@ -238,7 +239,7 @@ def is_default_variant(rec: VariantRecord) -> bool:
 def best_hints(records: Iterable[VariantRecord]) -> list[dict]:
     """Per (kernel, case, arch, compiler): the fastest correct variant and its speed-up over the default one.
 
-    Returns dicts with ``kernel``, ``case``, ``arch``, ``best_hints``, ``best_us``, ``default_hints``,
+    Returns dicts with ``kernel``, ``case``, ``arch``, ``tileiras`` (build), ``best_hints``, ``best_us``, ``default_hints``,
     ``default_us`` and ``speedup`` (default / best; None when no default variant ran correctly).
     """
     groups: dict = {}
@@ -247,10 +248,10 @@ def best_hints(records: Iterable[VariantRecord]) -> list[dict]:
             key = (r.kernel, json.dumps(r.case, sort_keys=True, default=str), r.arch, r.tileiras)
             groups.setdefault(key, []).append(r)
     out = []
-    for (kernel, _, arch, _), rows in groups.items():
+    for (kernel, _, arch, build), rows in groups.items():
         best = min(rows, key=lambda r: r.run["median_us"])
         default = next((r for r in rows if is_default_variant(r)), None)
-        out.append({"kernel": kernel, "case": best.case, "arch": arch, "best_hints": best.hints,
+        out.append({"kernel": kernel, "case": best.case, "arch": arch, "tileiras": build, "best_hints": best.hints,
                     "best_us": best.run["median_us"], "default_hints": default.hints if default else None,
                     "default_us": default.run["median_us"] if default else None,
                     "speedup": (default.run["median_us"] / best.run["median_us"]) if default else None})
@@ -269,7 +270,8 @@ def run_sweep(probes: Sequence[str] = (), *, arch: str | None = None, bundle: st
               timeout_s: float = DEFAULT_TIMEOUT_S, reps: int | None = None, warmup: int | None = None, seed: int = 0,
               jobs: int | None = None, command_line: str = "", timing_mode: str = "sustained", on_gpu: Callable[[dict], None] | None = None,
               on_probe_error: Callable[[str], None] | None = None,
-              progress: Callable[[int, int, VariantRecord], None] | None = None) -> RunResult:
+              progress: Callable[[int, int, VariantRecord], None] | None = None, where: dict | None = None,
+              cases: dict | None = None, hints: dict | None = None) -> RunResult:
     """``tileprobe run``: audit ``probes`` for this GPU's arch (or ``arch``), or read the audit a ``bundle``
     directory carries (:func:`load_bundle`; ``probes`` then picks its probes by file name), then check and time
     every variant (:func:`run_probes`) in a worker under a :class:`Watchdog`.
@@ -280,6 +282,8 @@ def run_sweep(probes: Sequence[str] = (), *, arch: str | None = None, bundle: st
         timeout_s: per-variant limit (s) before a hang; reps, warmup, seed, timing_mode: as :func:`run_probes`.
         jobs: parallel compiles for the audit. on_gpu(gpu): once the worker is up (name, sm, num_sms, driver).
         on_probe_error(text): for each probe the audit could not build. progress(i, n, record): after each variant.
+        where: run only the variants matching ``{name: value}`` (``--where``; :mod:`tileprobe.audit.where`).
+        cases, hints: ``{name: [values]}`` replacing the probes' own (``--case`` / ``--hint``; not with a bundle).
 
     Raises:
         TileprobeError: neither ``probes`` nor ``bundle``; an unreadable bundle. WorkerStartError: no worker
@@ -295,7 +299,10 @@ def run_sweep(probes: Sequence[str] = (), *, arch: str | None = None, bundle: st
             records, env, cubins, search = _from_bundle(bundle, probes, arch)
         else:
             records, env, cubins, search = _audit_here(probes, arch or gpu["sm"], jobs, store, command_line,
-                                                       on_probe_error)
+                                                       on_probe_error, where=where, cases=cases, hints=hints)
+        if where:
+            from ..audit.where import select_or_explain
+            records = select_or_explain(records, where)
         result = run_probes(records, cubins, probe_paths=probes, search_dirs=search, timeout_s=timeout_s,
                             reps=reps, warmup=warmup, seed=seed, watchdog=wd, environment=env, progress=progress,
                             timing_mode=timing_mode)
@@ -314,9 +321,10 @@ def _from_bundle(bundle: str, probes: Sequence[str], arch: str | None):
     return records, env, cubins, [bundle, os.getcwd()]
 
 
-def _audit_here(probes: Sequence[str], arch: str, jobs: int | None, store, command_line: str, on_probe_error):
+def _audit_here(probes: Sequence[str], arch: str, jobs: int | None, store, command_line: str, on_probe_error,
+                **select):
     from ..audit import audit
-    result = audit(list(probes), [get_arch(arch).name], jobs=jobs, store=store)
+    result = audit(list(probes), [get_arch(arch).name], jobs=jobs, store=store, **select)
     if store is not None:
         store.save_audit(result, command_line)
     for e in result.probe_errors:

@@ -87,7 +87,7 @@ def _have_nvdisasm() -> bool:
         return False
 
 
-def _records(paths, problems, arch, bundle, store, jobs, compile_timeout_s, toolchains, progress):
+def _records(paths, problems, arch, bundle, store, jobs, compile_timeout_s, toolchains, progress, overrides=None):
     """(records, cubin getter, environment, probe errors) from a bundle or from compiling here."""
     if bundle:
         from ..run.session import load_bundle
@@ -98,6 +98,7 @@ def _records(paths, problems, arch, bundle, store, jobs, compile_timeout_s, tool
                                  f"make it with `tileprobe audit PROBE --arch {arch} --bundle DIR`")
         return records, get, env, []
     res = compile_records(paths, problems, arch, store=store, jobs=jobs, timeout_s=compile_timeout_s,
+                          **(overrides or {}),
                           toolchains=toolchains, with_sass=_have_nvdisasm(),
                           progress=(lambda k, n: progress("compile", (k, n))) if progress else None)
 
@@ -113,7 +114,8 @@ def tune(probe_paths: Sequence[str], *, arch: str | None = None, budget_s: float
          seed: int = 0, tie_pct: float = 1.0, confidence: float = 0.95, min_samples: int = 10,
          max_samples: int = 300, num_sms: int | None = None, dry_run: bool = False, watchdog=None,
          toolchains: Sequence[dict] | None = None, tasks: tuple[str, str] = (TIME_TASK, CHECK_TASK),
-         progress: Callable | None = None, startup_s: float | None = None) -> TuneResult:
+         progress: Callable | None = None, startup_s: float | None = None, where: dict | None = None,
+         cases: dict | None = None, hints: dict | None = None) -> TuneResult:
     """Tune probe files on this machine's GPU: the fastest correct configuration per (kernel, problem case).
 
     Args:
@@ -137,6 +139,8 @@ def tune(probe_paths: Sequence[str], *, arch: str | None = None, budget_s: float
             ``problem``.
         startup_s: the caller's start-up time before this call (the CLI's: :func:`process_age_s`), for the
             time split.
+        where: keep the configurations matching ``{name: value}`` (``--where``; :mod:`tileprobe.audit.where`).
+        cases, hints: ``{name: [values]}`` replacing the probes' own (``--case`` / ``--hint``).
 
     Returns a :class:`~tileprobe.tune.result.TuneResult`.
 
@@ -148,7 +152,7 @@ def tune(probe_paths: Sequence[str], *, arch: str | None = None, budget_s: float
     result = TuneResult(dry_run=dry_run, times={"startup_s": startup_s})
     race_settings, timing_settings = _settings(strategy, budget_s, tie_pct, confidence, min_samples, max_samples,
                                                seed, timing)
-    problems, result.probe_errors = load_space(probe_paths)
+    problems, result.probe_errors = load_space(probe_paths, where=where, cases=cases, hints=hints)
     if not problems:
         raise TileprobeError("nothing to tune: no probe could be loaded:\n  " + "\n  ".join(result.probe_errors))
     result.times["plan_s"] = time.perf_counter() - t0
@@ -161,7 +165,7 @@ def tune(probe_paths: Sequence[str], *, arch: str | None = None, budget_s: float
         arch = _target_arch(arch, starter)
         t1 = time.perf_counter()
         records, get, env, errors = _records(probe_paths, problems, arch, bundle, store, jobs, compile_timeout_s,
-                                             toolchains, progress)
+                                             toolchains, progress, {"cases": cases, "hints": hints})
         result.probe_errors += [e for e in errors if e not in result.probe_errors]
         result.times["compile_s"] = time.perf_counter() - t1
         plans = make_plans(problems, records, arch, "not_in_bundle" if bundle else "not_compiled")

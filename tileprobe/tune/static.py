@@ -80,15 +80,43 @@ class Plan:
         return next((c for c in self.candidates if config is not None and c.config == config), None)
 
 
-def load_space(probe_paths: Sequence[str]) -> tuple[list[Problem], list[str]]:
-    """Every problem of every probe file; probe errors (file and line) are collected, the others go on."""
+def load_space(probe_paths: Sequence[str], *, where: dict | None = None, cases: dict | None = None,
+               hints: dict | None = None) -> tuple[list[Problem], list[str]]:
+    """Every problem of every probe file; probe errors (file and line) are collected, the others go on.
+
+    ``cases`` / ``hints`` replace the probes' values (``--case`` / ``--hint``,
+    :func:`tileprobe.audit.where.apply_overrides`); ``where`` keeps the configurations whose full case and hints
+    match it (``--where``), and the problems left with any.
+    """
+    from ..audit.where import apply_overrides, same_value
     out, errors = [], []
     for path in probe_paths:
         try:
-            for probe in load_probes(path):
+            for probe in apply_overrides(load_probes(path), cases, hints):
                 out.extend(problems(probe))
         except ProbeError as e:
             errors.append(str(e))
+    if where:
+        def keep(p: Problem, c) -> bool:
+            values = {**c.case(p.values), **c.hints_dict}
+            return all(k in values and same_value(values[k], v) for k, v in where.items())
+        kept = [[c for c in p.configs if keep(p, c)] for p in out]
+        if out and not any(kept):
+            from ..audit.where import WhereError, format_value
+            seen: dict[str, dict] = {k: {} for k in where}
+            for p in out:
+                for c in p.configs:
+                    values = {**c.case(p.values), **c.hints_dict}
+                    for k in where:
+                        if k in values:
+                            seen[k].setdefault(repr(values[k]), values[k])
+            text = ",".join(f"{k}={format_value(v)}" for k, v in where.items())
+            raise WhereError(f"--where {text} matches no configuration to tune; " + "; ".join(
+                f"{k} takes {', '.join(format_value(v) for v in vals.values()) or 'no value (not a case or hint)'}"
+                for k, vals in seen.items()))
+        for p, configs in zip(out, kept):
+            p.configs = configs
+        out = [p for p in out if p.configs]
     return out, errors
 
 

@@ -1,0 +1,90 @@
+"""Issue 14, store hygiene: ``tileprobe store size`` and ``store prune`` (the newest compile of a variant stays unless
+``--keep-latest 0``; runs and cubins only the pruned compiles used go with them; the file shrinks: VACUUM)."""
+from __future__ import annotations
+
+import datetime
+
+import pytest
+
+from tileprobe.audit.compile import CompileResult, Variant
+from tileprobe.cli import main
+from tileprobe.cli.store import cutoff
+from tileprobe.errors import TileprobeError
+from tileprobe.schema import VariantRecord
+from tileprobe.store import Store
+
+B1 = "Cuda compilation tools, release 13.4, V13.4.92"
+B2 = "Cuda compilation tools, release 13.3, V13.3.36"
+
+
+def _save(store: Store, i: int, build: str, created: str, payload: int) -> str:
+    """One compile of variant I=i under ``build``, with a cubin of ``payload`` distinct bytes, dated ``created``."""
+    v = Variant("/tmp/p.py", 0, "k", (("I", i),), (("occupancy", 1),), "sm_90", f"{payload:064x}")
+    cubin = b"\x7fELF" + payload.to_bytes(8, "big") * 20_000          # 160 kB each, distinct per payload
+    rec = VariantRecord(kernel="k", probe=v.probe_path, case=v.case_dict, hints=v.hints_dict, arch="sm_90",
+                        tileiras=build, status="ok", threads=128, registers=32, shared_bytes=0, stack_bytes=0,
+                        ctas_per_sm=16, warps_per_sm=64, occupancy_pct=100.0, limiter="threads")
+    res = CompileResult(v, "ok", tileiras=build, cuda_tile="1.7.0", symbol="k", cubin=cubin)
+    key = store.save_compile(res, rec, {"tileiras": "/fake", "build": build})
+    store._conn.execute("UPDATE compiles SET created = ? WHERE key = ?", (created, key))
+    return key
+
+
+@pytest.fixture
+def filled(tmp_path):
+    """Variant I=0 compiled 3 times (Oct, Nov, Dec: an edited kernel, so 3 keys), I=1 once in Oct, I=0 under
+    another compiler in Oct; a run of the October I=0 compile; an audit of the Oct compiles."""
+    path = tmp_path / "s.sqlite"
+    with Store.open(path) as s:
+        old = _save(s, 0, B1, "2026-10-01T00:00:00.000000Z", 1)
+        _save(s, 0, B1, "2026-11-01T00:00:00.000000Z", 2)
+        newest = _save(s, 0, B1, "2026-12-01T00:00:00.000000Z", 3)
+        _save(s, 1, B1, "2026-10-01T00:00:00.000000Z", 4)
+        _save(s, 0, B2, "2026-10-01T00:00:00.000000Z", 5)
+        s.save_run(old, {"status": "ok", "median_us": 1.0}, {"name": "H200"})
+    return {"path": str(path), "old": old, "newest": newest}
+
+
+
+def test_prune_keeps_the_newest_of_each_variant(filled):
+    with Store.open(filled["path"]) as s:
+        assert s.size()["compiles"] == 5 and s.size()["variants"] == 3 and s.size()["runs"] == 1
+        dry = s.prune(older_than="2026-12-31", keep_latest=1, dry_run=True)
+        assert (dry["compiles"], dry["runs"], dry["cubins"]) == (2, 1, 2) and s.size()["compiles"] == 5
+        done = s.prune(older_than="2026-12-31", keep_latest=1)
+        size = s.size()
+        assert (done["compiles"], done["runs"], done["cubins"]) == (2, 1, 2)
+        assert size["compiles"] == 3 and size["variants"] == 3 and size["runs"] == 0 and size["cubins"] == 3
+        kept = {k for (k,) in s._query("SELECT key FROM compiles")}
+        assert filled["newest"] in kept and filled["old"] not in kept
+        assert done["bytes_after"] < done["bytes_before"] - 250_000      # two 160 kB cubins gone, file compacted
+
+
+def test_prune_by_age_and_keep_latest_zero(filled):
+    with Store.open(filled["path"]) as s:
+        assert s.prune(older_than="2026-10-15", keep_latest=1)["compiles"] == 1       # only I=0's October one
+        assert s.prune(older_than="2026-10-15", keep_latest=0)["compiles"] == 2       # now I=1 and B2 go too
+        assert s.size()["variants"] == 1
+        with pytest.raises(TileprobeError, match="--keep-latest -1"):
+            s.prune(keep_latest=-1)
+
+
+def test_store_cli_size_and_prune(filled, capsys):
+    assert main(["store", "--store", filled["path"], "size"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "5 compiles of 3 variants, 5 cubins, 0 audits, 1 runs, 0 tunes" in out
+    assert "compiles from 2026-10-01T00:00:00.000000Z to 2026-12-01T00:00:00.000000Z" in out
+    assert main(["store", "--store", filled["path"], "prune", "--older-than", "2026-11-15"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert out.startswith("deleted 2 compiles, 1 runs, 2 cubins, 0 audits (kept the 1 newest of each variant, and "
+                          "everything since 2026-11-15T00:00:00 UTC); ")
+    assert main(["store", "--store", filled["path"], "prune", "--older-than", "soon"]) == 1
+    assert "--older-than 'soon': give an age such as 30d" in capsys.readouterr().err
+
+
+def test_cutoff_ages():
+    now = datetime.datetime(2026, 12, 1, tzinfo=datetime.timezone.utc)
+    assert cutoff("30d", now) == "2026-11-01T00:00:00.000000Z"
+    assert cutoff("12h", now) == "2026-11-30T12:00:00.000000Z"
+    assert cutoff("2026-11-01") == "2026-11-01T00:00:00.000000Z"
+    assert cutoff(None) is None

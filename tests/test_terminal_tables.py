@@ -1,0 +1,224 @@
+"""Issue 14, terminal output: audit tables that keep the numbers that matter at 100 and 120 columns (golden files),
+the one-line summary, ``--where`` / ``--case`` / ``--hint`` parsing, and the Markdown bug report.
+
+Golden files: ``tests/data/golden/audit_tables_{100,120}.txt``, the tables of every bundled probe's audit on sm_90,
+sm_100 and sm_120 (tileiras 13.4.92, ``tests/data/examples_records_2026-12-01.json``: no compile). After an
+intended change, rewrite them with ``TILEPROBE_UPDATE_GOLDEN=1 pytest tests/test_terminal_tables.py`` and read the
+diff.
+"""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from tileprobe.audit.verdict import judge_records
+from tileprobe.audit.where import (WhereError, apply_overrides, format_value, parse_overrides, parse_where, select,
+                                   select_or_explain)
+from tileprobe.report.common import group_tables, variant_label
+from tileprobe.report.terminal import render_audit, summary_lines
+from tileprobe.schema import VariantRecord, load
+
+ROOT = Path(__file__).resolve().parents[1]
+RECORDS = ROOT / "tests" / "data" / "examples_records_2026-12-01.json"
+GOLDEN = ROOT / "tests" / "data" / "golden"
+B134 = "Cuda compilation tools, release 13.4, V13.4.92"
+
+
+@pytest.fixture(scope="module")
+def examples():
+    recs, _ = load(str(RECORDS), judge=judge_records)
+    judge_records(recs)
+    return recs
+
+
+def _render(records, width: int, **kw) -> str:
+    con = Console(width=width, record=True, force_terminal=False, color_system=None, highlight=False,
+                  file=open(os.devnull, "w"))
+    render_audit(records, con, reasons=False, **kw)
+    return "\n".join(line.rstrip() for line in con.export_text().splitlines()) + "\n"
+
+
+@pytest.mark.parametrize("width", [100, 120])
+def test_audit_tables_golden(examples, width):
+    text = _render(examples, width)
+    path = GOLDEN / f"audit_tables_{width}.txt"
+    if os.environ.get("TILEPROBE_UPDATE_GOLDEN"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    assert text == path.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("width", [100, 120])
+def test_the_numbers_that_matter_are_always_whole(examples, width):
+    """Every table fits, no cell is truncated, and each row shows its registers, shared memory, CTAs/SM and
+    verdict in full."""
+    for (kernel, build, arch), rows in group_tables(examples).items():
+        text = _render(rows, width)
+        lines = text.splitlines()
+        assert max(map(len, lines)) <= width and "…" not in text, (kernel, arch)
+        header = " ".join(" ".join(ln.split()) for ln in lines if ln.startswith("┃"))
+        for name in ("regs", "smem B", "(cubin)", "CTAs/SM", "verdict"):
+            assert name in header, (kernel, arch, name)
+        body = [" ".join(w for w in ln.split() if w != "│") for ln in lines if ln.startswith("│")]
+        assert len(body) == len(rows)
+        for r, row in zip(rows, body):
+            if r.ok:
+                assert f" {r.registers} {r.shared_bytes:,} " in f" {row} ", (kernel, arch, row)
+                assert re.search(rf"\b{r.ctas_per_sm}\b", row)
+
+
+def test_narrow_tables_abbreviate_drop_and_say_so(examples):
+    rows = [r for r in examples if r.kernel == "w4a16_gemm" and r.arch == "sm_120"]
+    wide = _render(rows, 100, wide=True)
+    narrow = _render(rows, 100)
+    assert "not shown" not in wide and "TMA" in wide and "MMA" in wide and "IGNORED" not in wide
+    assert "ignored" in wide and max(map(len, wide.splitlines())) > 100          # --wide: every column, any width
+    assert "verdicts: hon honoured · IGN ignored" in narrow
+    assert "not shown at 100 columns: MMA, TMA, stack B (--wide shows every column)" in narrow
+    assert "not shown" not in _render(rows, 200) and "verdicts:" not in _render(rows, 200)
+
+
+def test_summary_one_line_per_kernel_arch_and_compiler(examples):
+    lines = summary_lines(examples)
+    assert len(lines) == len(group_tables(examples))
+    w4 = next(ln for ln in lines if ln.startswith("w4a16_gemm ") and " sm_120 " in ln)
+    assert w4.endswith("sm_120 tileiras 13.4.92: 12 variants, regs 128–255, CTAs/SM 1–2, 6 spilling; "
+                       "occupancy 4 met, 3 honoured, 5 IGNORED")
+    failed = next(ln for ln in lines if ln.startswith("w4a16_gemm ") and " sm_90 " in ln)
+    assert failed.endswith("sm_90  tileiras 13.4.92: 12 variants, 12 failed")
+
+
+# --- --where, --case, --hint ----------------------------------------------------------------------------------------
+
+def _rec(tile, occ) -> VariantRecord:
+    return VariantRecord(kernel="k", probe="p.py", case={"TILE": list(tile), "DT": "fp16"}, hints={"occupancy": occ},
+                         arch="sm_90", tileiras=B134, status="ok")
+
+
+def test_where_reads_tuples_as_tables_print_them_and_as_python():
+    recs = [_rec(t, o) for t in ((64, 64), (128, 128)) for o in (1, 2)]
+    for text in ("TILE=128×128,occupancy=2", "TILE=(128,128),occupancy=2", "TILE=[128, 128], occupancy=2",
+                 "TILE=128x128,occupancy=2", "occupancy=2,TILE=(128, 128)"):
+        assert [(r.case["TILE"], r.hints["occupancy"]) for r in select(recs, parse_where(text))] == [([128, 128], 2)]
+    assert parse_where("DT=fp16,X='a,b',Y=(1,2)") == {"DT": "fp16", "X": "a,b", "Y": [1, 2]}
+    assert format_value([128, 128]) == "128×128" and variant_label(recs[0]) == "TILE=64×64 DT=fp16 occupancy=1"
+    assert parse_where(variant_label(recs[0]).replace(" ", ",")) == {"TILE": [64, 64], "DT": "fp16", "occupancy": 1}
+    with pytest.raises(WhereError, match=r"TILE=32×32 matches none of the 4 variant\(s\); TILE takes 64×64, 128×128"):
+        select_or_explain(recs, parse_where("TILE=32×32"))
+    with pytest.raises(WhereError, match="'TILE' is not NAME=VALUE"):
+        parse_where("TILE")
+
+
+def test_case_and_hint_overrides():
+    from tileprobe.audit.probe import Probe
+    assert parse_overrides(["TILE=128×128,(256,256)", "occupancy=1,2"], "--case") == {
+        "TILE": [[128, 128], [256, 256]], "occupancy": [1, 2]}
+    p = Probe(kernel="x.py:k", args=lambda case, arrays: (), cases={"TILE": [(64, 64)], "DT": ["fp16"]},
+              hints={"occupancy": [1]})
+    p.source, p.index = "/tmp/probe.py", 3
+    (q,) = apply_overrides([p], {"TILE": [[128, 128]]}, {"occupancy": [2, 4], "num_ctas": [2]})
+    assert q.cases == {"TILE": [(128, 128)], "DT": ["fp16"]} and q.hints == {"occupancy": [2, 4], "num_ctas": [2]}
+    assert (q.source, q.index) == ("/tmp/probe.py", 3) and p.hints == {"occupancy": [1]}
+    with pytest.raises(WhereError, match=r"--case names 'NOPE', which no probe declares in cases= \(DT, TILE\)"):
+        apply_overrides([p], {"NOPE": [1]})
+    with pytest.raises(WhereError, match="--hint 'occupancy': write NAME=V1,V2"):
+        parse_overrides(["occupancy"], "--hint")
+
+
+# --- Markdown for a compiler bug report -----------------------------------------------------------------------------
+
+def test_markdown_bug_report_has_problems_environment_versions_and_the_probe(tmp_path):
+    from tileprobe.report.markdown import audit_markdown
+    probe = tmp_path / "probe_w4.py"
+    probe.write_text("from tileprobe import Probe\nprobe = Probe(kernel='k.py:w4', args=lambda c, a: ())\n")
+    ok = VariantRecord(kernel="w4", probe=str(probe), case={"G": True}, hints={"occupancy": 2}, arch="sm_120",
+                       tileiras=B134, status="ok", threads=384, registers=168, shared_bytes=100_484, stack_bytes=0,
+                       ctas_per_sm=1, limiter="registers",
+                       verdicts={"occupancy": {"status": "ignored", "reason": "same machine code as occupancy=1"}})
+    bad = [VariantRecord(kernel="w4", probe=str(probe), case={"G": g}, hints={"occupancy": 1}, arch="sm_90",
+                         tileiras=B134, status="compile_error", error="Traceback\nUnsupportedFeatureError: fp4",
+                         repro="tileiras in.bc --gpu-name sm_90 -o out.cubin") for g in (True, False)]
+    md = audit_markdown([ok, *bad], {"tileprobe": "0.1.0", "cuda_tile": "1.7.0"}, command="tileprobe audit p.py")
+    order = [md.index(s) for s in ("- cuda_tile: 1.7.0", f"- compiler: tileiras 13.4.92 (`{B134}`)",
+                                   "Reproduce:", "### What went wrong", "### w4 · sm_120", "### The probe")]
+    assert order == sorted(order)
+    problems = md[md.index("### What went wrong"):md.index("### w4 ·")]
+    assert "**w4 · sm_90 · tileiras 13.4.92: compile_error** in 2 variant(s): G=True occupancy=1; G=False" in problems
+    assert problems.count("UnsupportedFeatureError: fp4") == 1
+    assert "repeat: `tileiras in.bc --gpu-name sm_90 -o out.cubin`" in problems
+    assert "G=True occupancy=2: **occupancy ignored**: same machine code as occupancy=1" in problems
+    assert f"`{probe}`:\n\n```python\nfrom tileprobe import Probe\n" in md
+
+
+# --- the small lines -------------------------------------------------------------------------------------------------
+
+def test_compile_count_line_says_what_comes_from_the_store():
+    from tileprobe.cli._common import compiling_line
+    assert compiling_line(0, 16) == "nothing to compile: all 16 variants from the store"
+    assert compiling_line(4, 12) == "compiling 4 variants (12 from the store) …"
+    assert compiling_line(1, 0) == "compiling 1 variant …"
+
+
+def test_repeat_prints_a_line_when_the_compiles_agree_too():
+    from tileprobe.cli.audit import repeat_line
+    same = [_rec((64, 64), o) for o in (1, 2)]
+    for r in same:
+        r.deterministic, r.code_hashes = True, ["a"]
+    assert repeat_line(same, 3) == "repeat 3: each of the 2 compiled variant(s) gave the same machine code in all 3 compiles"
+    same[1].deterministic, same[1].code_hashes = False, ["a", "b"]
+    assert repeat_line(same, 3) == ("repeat 3: 1 of 2 compiled variant(s) gave different machine code between compiles: "
+                                    "k sm_90 TILE=64×64 DT=fp16 occupancy=2 (2 codes)")
+
+
+def test_run_best_lines_name_the_compiler_and_advice_says_1_cta():
+    from tileprobe.audit.explain import advice
+    from tileprobe.report.common import best_lines
+    recs = []
+    for build, us in ((B134, (900.0, 610.0)), ("Cuda compilation tools, release 13.3, V13.3.36", (905.0, 880.0))):
+        for occ, t in zip((1, 2), us):
+            r = _rec((64, 64), occ)
+            r.tileiras, r.threads, r.registers, r.shared_bytes, r.stack_bytes = build, 384, 168, 1000, 0
+            r.ctas_per_sm, r.limiter = 1, "registers"
+            r.run = {"status": "ok", "median_us": t}
+            recs.append(r)
+    lines = best_lines(recs)
+    assert lines == ["k sm_90 tileiras 13.4.92 TILE=64×64 DT=fp16: best occupancy=2 610.0 µs, 1.48× vs default "
+                     "occupancy=1 900.0 µs",
+                     "k sm_90 tileiras 13.3.36 TILE=64×64 DT=fp16: best occupancy=2 880.0 µs, 1.03× vs default "
+                     "occupancy=1 905.0 µs"]
+    judge_records(recs)
+    text = " ".join(advice(recs))
+    assert "(1 CTA/SM, 168 registers)" in text and "1 CTAs/SM" not in text
+
+
+def test_compare_reads_spills_from_the_sass():
+    from tileprobe.analyses.compare import compare_records
+    a, b = _rec((64, 64), 2), _rec((64, 64), 2)
+    for r, stack, spills in ((a, 0, (0, 0)), (b, 408, (171, 122))):
+        r.threads, r.registers, r.shared_bytes, r.stack_bytes, r.ctas_per_sm = 384, 168, 1000, stack, 1
+        r.sass = {"spill_loads": spills[0], "spill_stores": spills[1]}
+    b.tileiras = "Cuda compilation tools, release 13.4, V13.4.93"
+    (ch,) = compare_records([a], [b])
+    assert ch.kind == "regression" and ch.details == ["spills 0 → 171 LDL/122 STL"]
+    a.sass = b.sass = None
+    (ch,) = compare_records([a], [b])
+    assert ch.details == ["stack 0 → 408 B (new stack use, SASS not read: spills or a local array)"]
+
+
+def test_tune_space_takes_where_and_overrides():
+    from tileprobe.tune.static import load_space
+    probe = str(ROOT / "tests" / "data" / "faulty_tune.py")
+    full, errors = load_space([probe])
+    assert not errors
+    n = sum(len(p.configs) for p in full)
+    (only,) = [p.configs for p in load_space([probe], where={"TILE": 1024, "MODE": 0})[0]]
+    assert [c.label for c in only] == ["TILE=1024 MODE=0"] and n > 1
+    over, _ = load_space([probe], cases={"TILE": [1024]}, hints={"occupancy": [1, 2]})
+    assert {dict(c.tunables)["TILE"] for p in over for c in p.configs} == {1024}
+    assert {c.hints_dict["occupancy"] for p in over for c in p.configs} == {1, 2}
+    with pytest.raises(WhereError, match="matches no configuration to tune; TILE takes 256, 1024"):
+        load_space([probe], where={"TILE": 512})

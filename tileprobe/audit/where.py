@@ -1,0 +1,248 @@
+"""The variant selection every command shares: ``--where NAME=VALUE,…`` and the ``--case`` / ``--hint`` overrides.
+
+``--where "GATHER=True,TILE=128×128,occupancy=2"`` selects the variants whose case constants and hint values
+(kernel hints, per-load knobs) equal every item. A value is written as the tables print it (``128×128``,
+``True``, ``fp16``) or as Python (``(128, 128)``, ``[128, 128]``, ``'fp16'``, ``None``); commas inside brackets or
+quotes do not split items. Tuples and lists are the same value (records keep tuples as JSON lists).
+
+``--case TILE=64,128`` and ``--hint occupancy=1,2`` replace (or, for a hint the probe does not list, add) the
+values a probe crosses: :func:`parse_overrides` reads them and :func:`apply_overrides` makes the probes.
+
+Errors are :class:`WhereError` (a :class:`~tileprobe.errors.TileprobeError`): the message names the text, what is
+wrong and what would be accepted; :func:`no_match_message` lists the values the candidates have.
+"""
+from __future__ import annotations
+
+import ast
+import dataclasses
+import json
+import re
+from typing import Any, Iterable, Mapping, Sequence
+
+from ..errors import TileprobeError
+
+__all__ = ["WhereError", "parse_where", "parse_value", "split_items", "same_value", "matches", "select",
+           "check_names", "no_match_message", "parse_overrides", "apply_overrides", "format_value"]
+
+_DIMS = re.compile(r"^\s*-?\d+(?:\s*[×x]\s*-?\d+)+\s*$")
+
+
+class WhereError(TileprobeError):
+    """A ``--where`` / ``--case`` / ``--hint`` text that cannot be read, names nothing, or matches nothing."""
+
+
+def split_items(text: str) -> list[str]:
+    """Split on commas that are not inside brackets or quotes: ``"A=(1,2),B=3"`` → ``["A=(1,2)", "B=3"]``."""
+    items, depth, quote, cur = [], 0, "", []
+    for ch in text or "":
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth = max(0, depth - 1)
+        elif ch == "," and depth == 0:
+            items.append("".join(cur).strip())
+            cur = []
+            continue
+        cur.append(ch)
+    items.append("".join(cur).strip())
+    return [i for i in items if i]
+
+
+def parse_value(text: str) -> Any:
+    """One value: ``128×128`` / ``128x128`` → ``[128, 128]``; a Python literal (tuples → lists); else the text."""
+    text = text.strip()
+    if _DIMS.match(text):
+        return [int(p) for p in re.split(r"\s*[×x]\s*", text)]
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return text
+    return json.loads(json.dumps(value, default=str))
+
+
+def format_value(value: Any) -> str:
+    """A value as the tables print it (``[128, 128]`` → ``128×128``)."""
+    if isinstance(value, (list, tuple)):
+        return "×".join(map(str, value))
+    return str(value)
+
+
+def parse_where(text: str | None, option: str = "--where") -> dict[str, Any]:
+    """``"GATHER=True,TILE=(128,128),occupancy=2"`` → ``{"GATHER": True, "TILE": [128, 128], "occupancy": 2}``.
+
+    Raises:
+        WhereError: an item that is not ``NAME=VALUE`` (the message shows the accepted spellings).
+    """
+    out: dict[str, Any] = {}
+    for item in split_items(text or ""):
+        name, eq, value = item.partition("=")
+        if not eq or not name.strip() or not value.strip():
+            raise WhereError(f"{option} {text!r}: {item!r} is not NAME=VALUE; e.g. {option} "
+                             "\"GATHER=True,TILE=128×128,occupancy=2\" (tuples as the tables print them, 128×128, "
+                             "or as Python, (128,128))")
+        out[name.strip()] = parse_value(value)
+    return out
+
+
+def same_value(actual: Any, wanted: Any) -> bool:
+    """Whether a record's value equals a selection value (tuples = lists; ``True`` ≠ ``1``; else by text)."""
+    actual = json.loads(json.dumps(actual, default=str))
+    wanted = json.loads(json.dumps(wanted, default=str))
+    if isinstance(actual, bool) != isinstance(wanted, bool):
+        return str(actual) == str(wanted)
+    return actual == wanted or format_value(actual) == format_value(wanted)
+
+
+def _value_of(r, name: str) -> Any:
+    return r.case[name] if name in r.case else r.hint(name)
+
+
+def matches(r, where: Mapping[str, Any]) -> bool:
+    """Whether record ``r`` (a :class:`~tileprobe.schema.VariantRecord`) has every ``where`` value."""
+    return all(same_value(_value_of(r, k), v) for k, v in where.items())
+
+
+def matches_values(case: Mapping[str, Any], hints: Mapping[str, Any], where: Mapping[str, Any]) -> bool:
+    """:func:`matches` for plain ``case`` and ``hints`` dicts (stored rows); a name in neither does not match."""
+    values = {**hints, **case}
+    return all(k in values and same_value(values[k], v) for k, v in where.items())
+
+
+def select(records: Iterable, where: Mapping[str, Any] | None) -> list:
+    """The records that match ``where`` (all of them when it is empty or None)."""
+    return [r for r in records if matches(r, where or {})]
+
+
+def check_names(where: Mapping[str, Any], case_names: Iterable[str], hint_names: Iterable[str],
+                option: str = "--where") -> None:
+    """Refuse names that are neither a case constant nor a hint.
+
+    Raises:
+        WhereError: naming the unknown names, the case constants and the hints.
+    """
+    cases, hints = sorted(set(case_names)), list(dict.fromkeys(hint_names))
+    bad = [k for k in where if k not in cases and k not in hints]
+    if bad:
+        raise WhereError(f"{option} names {', '.join(map(repr, bad))}, which is neither a case constant of the probe "
+                         f"({', '.join(cases) or 'none'}) nor a hint ({', '.join(hints)})")
+
+
+def natural_key(v: Any) -> tuple:
+    """Sort key: numbers by value, sequences of numbers (tiles) element by element, the rest by text."""
+    def num(x):
+        return isinstance(x, (int, float)) and not isinstance(x, bool)
+    if num(v):
+        return (0, (v,), "")
+    if isinstance(v, (list, tuple)) and v and all(num(x) for x in v):
+        return (0, tuple(v), "")
+    return (1, (), str(v))
+
+
+def values_text(records: Sequence, names: Iterable[str]) -> str:
+    """``TILE takes 64×64, 128×128; occupancy takes 1, 2, 4``: the values the records have, per name."""
+    parts = []
+    for k in names:
+        seen = {}
+        for r in records:
+            v = _value_of(r, k)
+            seen.setdefault(json.dumps(v, sort_keys=True, default=str), v)
+        vals = sorted(seen.values(), key=natural_key)
+        parts.append(f"{k} takes {', '.join(format_value(v) for v in vals) or 'no value'}")
+    return "; ".join(parts)
+
+
+def no_match_message(where: Mapping[str, Any], records: Sequence, option: str = "--where") -> str:
+    """What to say when ``where`` selects none of ``records``: the selection and the values there are."""
+    text = ",".join(f"{k}={format_value(v)}" for k, v in where.items())
+    return (f"{option} {text} matches none of the {len(records)} variant(s); {values_text(records, where) or 'none'}")
+
+
+def select_or_explain(records: Sequence, where: Mapping[str, Any] | None, option: str = "--where") -> list:
+    """:func:`select`, raising when a non-empty ``where`` matches nothing.
+
+    Raises:
+        WhereError: :func:`no_match_message`.
+    """
+    chosen = select(records, where)
+    if where and not chosen and records:
+        raise WhereError(no_match_message(where, records, option))
+    return chosen
+
+
+# --- --case / --hint -------------------------------------------------------------------------------------------------
+
+def parse_overrides(items: Sequence[str] | None, option: str) -> dict[str, list]:
+    """``["TILE=64,128", "OTHER=(1,2),(3,4)"]`` → ``{"TILE": [64, 128], "OTHER": [[1, 2], [3, 4]]}``.
+
+    Raises:
+        WhereError: an item that is not ``NAME=V1,V2,…``.
+    """
+    out: dict[str, list] = {}
+    for item in items or ():
+        name, eq, values = item.partition("=")
+        vals = split_items(values)
+        if not eq or not name.strip() or not vals:
+            raise WhereError(f"{option} {item!r}: write NAME=V1,V2,… e.g. {option} "
+                             f"{'occupancy=1,2' if option == '--hint' else 'TILE=128×128,256×256'}")
+        out[name.strip()] = [parse_value(v) for v in vals]
+    return out
+
+
+def apply_overrides(probes: Sequence, cases: Mapping[str, list] | None = None,
+                    hints: Mapping[str, list] | None = None) -> list:
+    """Copies of ``probes`` with ``cases`` values replacing theirs and ``hints`` replacing or adding hint values.
+
+    A case name no probe has is refused (its ``args`` would not know it); a hint is checked by
+    :class:`~tileprobe.audit.probe.Probe` (the kernel hints cuTile takes).
+
+    Raises:
+        WhereError: a case constant none of the probes declares. ProbeError: a hint cuTile does not take.
+    """
+    cases, hints = dict(cases or {}), dict(hints or {})
+    if not cases and not hints:
+        return list(probes)
+    known = {c for p in probes for c in p.cases}
+    bad = [c for c in cases if c not in known]
+    if bad:
+        raise WhereError(f"--case names {', '.join(map(repr, bad))}, which no probe declares in cases= "
+                         f"({', '.join(sorted(known)) or 'none'})")
+    cases = {k: [tuple(x) if isinstance(x, list) else x for x in v] for k, v in cases.items()}
+    out = []
+    for p in probes:
+        mine = {k: v for k, v in cases.items() if k in p.cases}
+        q = dataclasses.replace(p, cases={**p.cases, **mine}, hints={**p.hints, **hints})
+        q.source, q.index = p.source, p.index
+        out.append(q)
+    return out
+
+
+def case_filter(where: Mapping[str, Any] | None, probes: Sequence, variants: Sequence, option: str = "--where"):
+    """The variants whose case constants match the case items of ``where`` (hint items are left to the records:
+    verdicts need every value of a hint), after checking every name against ``probes``.
+
+    Raises:
+        WhereError: a name that is neither a case constant, a kernel hint nor a per-load knob; case values that
+            select no variant (the message lists the values there are).
+    """
+    from .probe import KERNEL_HINTS, LOAD_KNOBS
+    where = dict(where or {})
+    if not where:
+        return list(variants)
+    check_names(where, {c for p in probes for c in p.cases}, [*KERNEL_HINTS, *LOAD_KNOBS], option)
+    case_items = {k: v for k, v in where.items() if any(k in p.cases for p in probes)}
+    chosen = [v for v in variants if all(same_value(v.case_dict.get(k), want) for k, want in case_items.items())]
+    if variants and not chosen:
+        names = list(case_items)
+        values = []
+        for k in names:
+            seen = {}
+            for v in variants:
+                seen.setdefault(json.dumps(v.case_dict.get(k), default=str), v.case_dict.get(k))
+            values.append(f"{k} takes {', '.join(format_value(x) for x in sorted(seen.values(), key=natural_key))}")
+        text = ",".join(f"{k}={format_value(v)}" for k, v in case_items.items())
+        raise WhereError(f"{option} {text} matches none of the {len(variants)} planned variant(s); {'; '.join(values)}")
+    return chosen

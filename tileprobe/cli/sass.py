@@ -1,0 +1,66 @@
+"""``tileprobe sass PROBE --arch A --where … [--ptx] [--diff NAME=VALUE | --tileiras A,B]``: the machine code of one
+variant, or a readable diff of two (two values of a hint or case constant, or two compilers).
+
+Python calls: :func:`tileprobe.analyses.machine_code.variant_cubins`, :func:`~tileprobe.analyses.machine_code.sass_listing`,
+:func:`~tileprobe.analyses.machine_code.ptx_listing`, :func:`~tileprobe.analyses.machine_code.diff_variants`.
+"""
+from __future__ import annotations
+
+import sys
+
+from ..errors import TileprobeError
+from ._common import add_where_option, console, open_store, toolchains, where_of
+
+
+def add_parser(sub) -> None:
+    """Register ``tileprobe sass``."""
+    p = sub.add_parser("sass", help="one variant's SASS (or PTX), or the diff of two variants' machine code",
+                       description="Print the SASS of the one variant --where selects (from the store when it is "
+                                   "there, else compiled), or compare two: --diff NAME=VALUE (another value of a hint "
+                                   "or case constant) or --tileiras A,B (two compilers).")
+    p.add_argument("probe", metavar="PROBE", help="probe file")
+    p.add_argument("--arch", required=True, help="one target, e.g. sm_90")
+    add_where_option(p, "variant (name every case constant and hint that varies)")
+    p.add_argument("--ptx", action="store_true", help="print the PTX tileiras embedded in the cubin instead")
+    p.add_argument("--diff", metavar="NAME=VALUE", help="compare with the variant that has this value instead, "
+                   "e.g. --diff occupancy=1")
+    p.add_argument("--tileiras", metavar="V or A,B", help="the compiler (default: cuTile's); two versions: compare "
+                   "the variant's machine code between them")
+    p.add_argument("--full", action="store_true", help="with a diff: every aligned line (default: at most 200)")
+    p.add_argument("--store", metavar="PATH", help="results store (default: the user data dir)")
+    p.add_argument("--no-store", action="store_true", help="compile here, store nothing")
+    p.add_argument("--jobs", "-j", type=int, default=None, help="parallel compiles (default: all CPUs)")
+    p.set_defaults(func=cmd_sass)
+
+
+def cmd_sass(args) -> int:
+    """Run ``tileprobe sass`` for parsed arguments; returns the exit code."""
+    from ..analyses.machine_code import diff_variants, ptx_listing, sass_listing, variant_cubins
+    from ..audit.where import parse_where
+    where = where_of(args)
+    if not where:
+        raise TileprobeError("--where names the variant: e.g. --where \"GATHER=True,occupancy=2\"")
+    tcs = toolchains(args.tileiras)
+    if args.diff and tcs and len(tcs) > 1:
+        raise TileprobeError("compare two hint values (--diff) or two compilers (--tileiras A,B), not both at once")
+    store = open_store(args)
+    try:
+        codes = variant_cubins(args.probe, args.arch, where, toolchains=tcs, store=store, jobs=args.jobs)
+        if args.diff:
+            other = {**where, **parse_where(args.diff, "--diff")}
+            codes = codes[:1] + variant_cubins(args.probe, args.arch, other, toolchains=tcs[:1] if tcs else None,
+                                               store=store, jobs=args.jobs)[:1]
+    finally:
+        if store is not None:
+            store.close()
+    if len(codes) == 1:
+        sys.stdout.write(ptx_listing(codes[0]) if args.ptx else sass_listing(codes[0]))
+        return 0
+    if args.ptx:
+        raise TileprobeError("--ptx prints one variant's PTX; drop --diff / the second --tileiras")
+    from ..report.terminal import render_sass_diff
+    render_sass_diff(diff_variants(codes[0], codes[1]), codes[0].record, codes[1].record, console(), full=args.full)
+    return 0
+
+
+
