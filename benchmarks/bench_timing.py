@@ -23,13 +23,17 @@ launcher (``tileprobe.run.launch.LoadedKernel``: grid of the probe, block (1, 1,
 5. Control ``burst_l2_flush``: ``burst`` with cuTile's flush (an L2-sized buffer set to 0x5a) instead of
    tileprobe's — what is left between ``cutile_tune`` and ``burst`` when it matches.
 
+Each method runs twice per variant, in the order sustained, do_bench, burst, cutile_tune, control and then in
+reverse (A B C C B A), and its two medians are averaged: a drift of the GPU's state over the variant (heat,
+power-limited clocks) hits every method alike (:func:`abba`; ``drift_pct`` keeps how far each method moved).
 A :class:`~tileprobe.run.clocks.ClockPoller` reads the clocks (NVML) every 2 ms over each method. Per variant and
-method, against do_bench: ``within 3%``; else ``clocks`` when the clock readings account for it (time × median clock
-within 3 % of do_bench's, SM clock — or memory clock — differing by more than 1 %); else ``method`` when a stated
+method, against do_bench: ``within 3%``; else ``clocks`` when the clock readings account for it (the SM — or
+memory — clock differs by more than 1 % in the direction that explains the time difference, and the time difference
+is at most the clock difference + 3 %: time scales as clock^-α with 0 ≤ α ≤ 1); else ``method`` when a stated
 difference of method is shown by a measurement of this run (burst: the same code as sustained except the idle gaps,
 and sustained within 3 % of do_bench; cutile_tune: within 3 % of burst, or of the L2-flush control); else
 ``unexplained``. Prints a table and writes ``OUT/bench_timing.json`` and ``OUT/bench_timing.txt``. Expected: 1–2
-minutes for the 14 variants on an H200; at most ``--budget-s`` (270) + ``--timeout`` (60) + the worker's start, since
+minutes for the 14 variants on an H200 (each method runs twice); at most ``--budget-s`` (270) + ``--timeout`` (60) + the worker's start, since
 no variant starts after the budget is spent.
 
     tileprobe audit benchmarks/probes/timing_set.py --arch sm_90 --bundle out/timing_bundle --no-store --format none
@@ -52,7 +56,7 @@ sys.path.insert(0, ROOT)
 #: The methods compared with do_bench, and the control.
 METHODS = ("sustained", "burst", "do_bench", "cutile_tune")
 CONTROL = "burst_l2_flush"
-#: A difference within this (% of do_bench's median) is "within 3%"; time × clock within it is "clocks".
+#: A difference within this (% of do_bench's median) is "within 3%"; the slack of the "clocks" rule (:func:`_by_clocks`).
 TOLERANCE_PCT = 3.0
 #: Clocks that differ by more than this (%) can account for a difference (one H200 step of 15 MHz is 0.8 %).
 CLOCK_DIFF_PCT = 1.0
@@ -125,16 +129,25 @@ def _clock(m: dict, key: str) -> float | None:
 
 
 def _by_clocks(m: dict, ref: dict) -> str | None:
-    """The reason when the clock readings account for ``m``'s difference from ``ref``, else None."""
+    """The reason when the clock readings account for ``m``'s difference from ``ref``, else None.
+
+    A kernel's time scales as clock^-α with 0 ≤ α ≤ 1 (α = 1: bound by the SM clock, as a compute-bound matmul
+    nearly is; α = 0: bound by memory). So a method that ran at a clock x % higher can be up to about x % faster and
+    no more: the clocks account for a time difference when they differ by more than :data:`CLOCK_DIFF_PCT` in the
+    direction that explains it and the time difference is at most the clock difference plus :data:`TOLERANCE_PCT`.
+    """
     t, t_ref = _median(m), _median(ref)
+    d_time = _pct(t, t_ref)
     for key, name in (("sm_mhz", "SM"), ("mem_mhz", "memory")):
         f, f_ref = _clock(m, key), _clock(ref, key)
-        if not f or not f_ref or abs(_pct(f, f_ref)) <= CLOCK_DIFF_PCT:
+        if not f or not f_ref:
             continue
-        resid = _pct(t * f, t_ref * f_ref)
-        if abs(resid) <= TOLERANCE_PCT:
-            return (f"{name} clock {f:,.0f} vs {f_ref:,.0f} MHz (medians over the samples): time × clock within "
-                    f"{resid:+.1f}% of do_bench's")
+        d_clock = _pct(f, f_ref)
+        if abs(d_clock) <= CLOCK_DIFF_PCT or d_time * d_clock >= 0 or abs(d_time) > abs(d_clock) + TOLERANCE_PCT:
+            continue
+        return (f"{name} clock {f:,.0f} vs {f_ref:,.0f} MHz (medians over the samples, {d_clock:+.1f}%): a time "
+                f"difference of {d_time:+.1f}% is within what a clock difference can explain (time ∝ clock^-α, "
+                "0 ≤ α ≤ 1)")
     return None
 
 
@@ -322,14 +335,49 @@ def bench_variant(record: dict, cubin: bytes, probe_path: str, reps: int = 100, 
         def launch():
             kernel.launch(stream, grid, packed)
         l2 = state["gpu"]["l2_bytes"]
-        out["methods"]["sustained"] = _safe(lambda: _tileprobe(launch, timer, reader, "sustained", reps))
-        out["methods"]["burst"] = _safe(lambda: _tileprobe(launch, timer, reader, "burst", reps))
-        out["methods"]["do_bench"] = _safe(lambda: _do_bench(launch, reader))
-        out["methods"]["cutile_tune"] = _safe(lambda: _cutile_tune(kernel, grid, packed, l2, reader, tune_wall_s))
-        out["methods"][CONTROL] = _safe(lambda: _burst_l2_flush(launch, timer, reader, l2, reps))
+        fns = {"sustained": lambda: _tileprobe(launch, timer, reader, "sustained", reps),
+               "do_bench": lambda: _do_bench(launch, reader),
+               "burst": lambda: _tileprobe(launch, timer, reader, "burst", reps),
+               "cutile_tune": lambda: _cutile_tune(kernel, grid, packed, l2, reader, tune_wall_s),
+               CONTROL: lambda: _burst_l2_flush(launch, timer, reader, l2, reps)}
+        out["methods"] = abba(fns)
         out["status"] = "ok"
     except Exception as exc:   # the kernel's, the probe's or the driver's failure: this row's status
         worker._classify(out, exc, launched)
+    return out
+
+
+def abba(fns: dict) -> dict:
+    """Run each method twice, in the order given and then in reverse (A B C C B A), and merge its two runs
+    (:func:`merge_runs`): a drift of the GPU's state over the variant (heat, power-limited clocks) then hits every
+    method alike instead of whichever ran last."""
+    order = list(fns)
+    runs: dict = {k: [] for k in order}
+    for k in order + order[::-1]:
+        runs[k].append(_safe(fns[k]))
+    return {k: merge_runs(v) for k, v in runs.items()}
+
+
+def merge_runs(runs: list[dict]) -> dict:
+    """One method's result from its runs: the mean of their medians (µs), the widest quartiles, the mean of their
+    median clocks, the runs themselves and how far the second moved from the first (``drift_pct``). Runs that
+    failed are left out; when all failed, the first one's error."""
+    ok = [r for r in runs if r.get("median_us")]
+    if not ok:
+        return runs[0]
+    out = {"median_us": statistics.fmean(r["median_us"] for r in ok),
+           "mean_us": statistics.fmean(r.get("mean_us") or r["median_us"] for r in ok),
+           "p25_us": min(r.get("p25_us") or r["median_us"] for r in ok),
+           "p75_us": max(r.get("p75_us") or r["median_us"] for r in ok),
+           "n": sum(r.get("n") or 0 for r in ok), "runs": runs,
+           "drift_pct": _pct(ok[-1]["median_us"], ok[0]["median_us"]) if len(ok) > 1 else None,
+           "wall_s": sum(r.get("wall_s") or 0 for r in runs)}
+    clocks: dict = {}
+    for key in ("sm_mhz", "mem_mhz"):
+        meds = [_clock(r, key) for r in ok if _clock(r, key)]
+        clocks[key] = ({"min": min(r["clocks"][key]["min"] for r in ok if _clock(r, key)), "median": statistics.fmean(meds),
+                        "max": max(r["clocks"][key]["max"] for r in ok if _clock(r, key))} if meds else None)
+    out["clocks"] = clocks
     return out
 
 
