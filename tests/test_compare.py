@@ -113,7 +113,7 @@ COMPARE_ROWS = """\
 │ x │ w4a16 sm_120 GATHER=True LOOP=True occupancy=1 │ 384×168r 44,092B 1/SM occupancy honoured │ 384×168r 100,484B 1/SM occupancy honoured │ shared B 44092 → 100484                                  │
 │ ? │ w4a16 sm_120 GATHER=True LOOP=True occupancy=4 │ 256×128r 44,068B 2/SM occupancy honoured │ -                                         │ only in A                                                │
 └───┴────────────────────────────────────────────────┴──────────────────────────────────────────┴───────────────────────────────────────────┴──────────────────────────────────────────────────────────┘
-! regression   * improvement   x code or resources changed, same residency and verdicts   = same machine code   ? on one side only
+! regression (new crashes and hangs first)   * improvement   x code, resources or failure class changed, same residency and verdicts   = same machine code   ? on one side only
 1 regression(s), 0 improvement(s), 1 changed, 0 same"""
 
 
@@ -205,7 +205,7 @@ def test_bisect_cli_prints_each_step_and_the_release(monkeypatch, capsys):
     holds = {"13.3.36": True, "13.4.59": True, "13.4.92": False}
     seen = []
 
-    def evaluator(probe, arch, where, prop, jobs=None):
+    def evaluator(probe, arch, where, prop, jobs=None, store=None):
         seen.append((probe, arch, where, prop))
         return lambda v: Step(v, holds[v], f"384 threads × 168 regs at {v}")
     monkeypatch.setattr(bisect_mod, "make_evaluator", evaluator)

@@ -65,9 +65,14 @@ def cmd_audit(args) -> int:
 
 
 def _summary(result) -> str:
-    failed = sum(1 for r in result.records if r.status in ("compile_error", "compiler_crash", "timeout"))
+    from collections import Counter
+    classes = Counter(r.failure or r.status for r in result.records if r.status in ("compile_error", "compiler_crash",
+                                                                                  "timeout"))
+    failed = sum(classes.values())
     broken = sum(1 for r in result.records if r.status == "probe_error")
     summary = f"{len(result.records)} variants, {failed} failed to compile"
+    if failed:
+        summary += " (" + ", ".join(f"{n} {c}" for c, n in classes.most_common()) + ")"
     if broken or result.probe_errors:
         summary += f", {broken} not built because of probe errors ({len(result.probe_errors)} error(s), listed above)"
     return f"{summary}, {result.wall_s:.1f} s"

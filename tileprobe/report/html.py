@@ -24,8 +24,8 @@ from typing import Iterable, Sequence
 
 from ..errors import TileprobeError
 from ..schema import VariantRecord
-from .common import (NUMERIC, VERDICT_MARK, case_columns, verdict_columns, fmt_kv, group_tables, headers, hint_columns, row_cells,
-                     short_build, noteworthy)
+from .common import (NUMERIC, VERDICT_MARK, case_columns, failure_groups, failure_of, fmt_kv, group_label,
+                     group_tables, headers, hint_columns, noteworthy, row_cells, short_build, verdict_columns)
 
 #: verdict → (colour, matplotlib marker); the table cells use the same colours.
 VERDICT_STYLE = {"honoured": ("#1a7f37", "o"), "met": ("#0969da", "v"), "partial": ("#bf8700", "D"),
@@ -77,8 +77,8 @@ def _median_us(r: VariantRecord):
 def _verdict_cells(r: VariantRecord, hints: list[str]) -> list[str]:
     """One cell per hint column: the verdict as a coloured badge whose tooltip is its reason."""
     if not r.ok:
-        first = (r.error or "").strip().splitlines()
-        badge = f'<span class="v v-failed" title="{_e(first[0] if first else r.status)}">{_e(r.status)}</span>'
+        first = (r.message or r.error or "").strip().splitlines()
+        badge = f'<span class="v v-failed" title="{_e(first[0] if first else r.status)}">{_e(failure_of(r))}</span>'
         return [badge] + ["-"] * (len(hints) - 1) if hints else []
     cells = []
     for h in hints:
@@ -118,11 +118,14 @@ def audit_table(rows: Sequence[VariantRecord]) -> str:
         out.append(("<tr>" if r.ok else '<tr class="failed">') + "".join(cells) + "</tr>")
     out.append("</tbody></table>")
     notes = []
+    for group in failure_groups(rows):
+        r = group[0]
+        fix = f"<br>fix: {_e(r.fix)}" if r.fix else ""
+        repro = f"<br>repeat: <code>{_e(r.repro)}</code>" if r.repro else ""
+        notes.append(f'<li><b>{_e(group_label(group))}</b>: <span class="v v-failed">{_e(failure_of(r))}</span>'
+                     f"<pre>{_e((r.message or r.error or '').strip())}</pre>{fix}{repro}</li>")
     for r in rows:
         if not r.ok:
-            repro = f"<br>repeat: <code>{_e(r.repro)}</code>" if r.repro else ""
-            notes.append(f"<li><b>{_e(_label(r))}</b>: {_e(r.status)}<pre>{_e((r.error or '').strip())}</pre>"
-                         f"{repro}</li>")
             continue
         for hint, v in r.verdicts.items():
             if noteworthy(v):

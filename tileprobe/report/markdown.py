@@ -9,8 +9,9 @@ from ..analyses.compare import Comparison
 from ..analyses.doctor import Finding
 from ..audit.explain import advice
 from ..schema import VariantRecord
-from .common import (RUN_COLUMNS, best_lines, case_columns, group_tables, headers, hint_columns, noteworthy,
-                     record_side, row_cells, sass_columns, short_build, verdict_cells, verdict_columns, verdict_text)
+from .common import (RUN_COLUMNS, best_lines, case_columns, failure_groups, failure_of, group_label, group_tables,
+                     headers, hint_columns, noteworthy, record_side, row_cells, sass_columns, short_build,
+                     verdict_cells, verdict_columns, verdict_text)
 
 
 def table_md(headers: list[str], rows: list[list[str]]) -> str:
@@ -42,13 +43,40 @@ def audit_markdown(records: Iterable[VariantRecord], environment: dict, command:
                               [row_cells(r, hints, cases) + [fn(r) for _, fn in extra] + verdict_cells(r, vcols)
                                for r in rows]))
         notes = [f"- {_label(r)}: {verdict_text(r, long=True)}" for r in rows
-                 if not r.ok or any(noteworthy(v) for v in r.verdicts.values())]
+                 if r.ok and any(noteworthy(v) for v in r.verdicts.values())]
+        notes += failures_md(rows)
         if notes:
             parts.append("\n" + "\n".join(notes) + "\n")
     lines = advice(records)
     if lines:
         parts.append("\n### Advice\n\n" + "".join(f"- {line}\n" for line in lines))
     return "".join(parts)
+
+
+def _code(text: str, indent: str = "  ") -> str:
+    """A fenced code block (indented into a list item); a fence longer than any backtick run inside."""
+    fence = "```"
+    while fence in text:
+        fence += "`"
+    body = "\n".join(indent + line for line in text.splitlines())
+    return f"{indent}{fence}\n{body}\n{indent}{fence}"
+
+
+def failures_md(rows: Iterable[VariantRecord]) -> list[str]:
+    """One list item per failure group: the variants, the class, the compiler's own words (a code block), the fix
+    and the repeat command (a code block)."""
+    out = []
+    for group in failure_groups(rows):
+        r = group[0]
+        item = [f"- **{failure_of(r)}** — {group_label(group)}"]
+        if (r.message or r.error or "").strip():
+            item.append(_code((r.message or r.error).strip()))
+        if r.fix:
+            item.append(f"  fix: {r.fix}")
+        if r.repro:
+            item.append("  repeat:\n" + _code(r.repro))
+        out.append("\n".join(item))
+    return out
 
 
 def _label(r: VariantRecord) -> str:
