@@ -31,6 +31,8 @@ def add_parser(sub) -> None:
                    "--bundle DIR` on a GPU machine without tileiras")
     a.add_argument("--repeat", type=int, default=1, metavar="N", help="compile each variant N times and report "
                    "variants whose machine code differs between compiles (tileiras is not always deterministic)")
+    a.add_argument("--retry-failed", action="store_true", help="compile again the variants the store holds as "
+                   "failed (by default a stored failure is the answer and is not compiled again)")
     a.add_argument("--brief", action="store_true",
                    help="print reasons only for noteworthy verdicts (partial, ignored, infeasible, unchanged)")
     a.set_defaults(func=cmd_audit, command_line=None)
@@ -50,7 +52,7 @@ def cmd_audit(args) -> int:
     with prog:
         result = audit(args.probes, split(args.arch), toolchains=toolchains(args.tileiras), jobs=args.jobs,
                        timeout_s=args.timeout, with_sass=args.sass and _have_nvdisasm(), store=store, progress=cb,
-                       repeat=args.repeat)
+                       repeat=args.repeat, retry_failed=args.retry_failed)
     for e in result.probe_errors:
         err.print(f"[red]probe error[/]: {e}", markup=True, highlight=False)
     for note in result.notes:
