@@ -310,3 +310,29 @@ def test_nvdisasm_on_a_damaged_cubin_blames_the_cubin_not_nvdisasm(tmp_path):
     assert "upgrade" not in str(e.value) and "pip install" not in str(e.value)
     err = nvdisasm_failure("nvdisasm", "x.cubin", 1, "nvdisasm fatal   : Cannot decode architecture 'SM250a'\n")
     assert isinstance(err, ToolchainError) and "pip install -U nvidia-cuda-nvdisasm" in str(err)
+
+
+# --- bad hint values: refused with the probe's file:line and the allowed values; the other probes go on ----------
+
+def test_bad_hint_values_are_refused_and_other_probes_audited(tmp_path, capsys):
+    bad = {"occ_two": '{"occupancy": ["two"]}', "occ_zero": '{"occupancy": [0]}', "occ_neg": '{"occupancy": [-1]}',
+           "occ_1000": '{"occupancy": [1000]}', "ctas3": '{"num_ctas": [3]}', "unknown": '{"occupanc": [2]}'}
+    paths = []
+    for name, hints in bad.items():
+        p = tmp_path / f"{name}.py"
+        p.write_text(f"from tileprobe import Probe\n\nprobe = Probe(kernel={KERNELS + ':vadd'!r}, name='vadd',\n"
+                     f"              args=lambda case, arrays: (), hints={hints})\n")
+        paths.append(str(p))
+    js = tmp_path / "o.json"
+    _, out, err = _audit(capsys, *paths, _probe(tmp_path, name="good.py"), "--arch", "sm_90", "--no-store", "-j", "1",
+                         "--json", str(js))
+    for name, want in {"occ_two": "hints['occupancy'] holds 'two': occupancy takes an int in 1 … 32",
+                       "occ_zero": "hints['occupancy'] holds 0: occupancy takes an int in 1 … 32",
+                       "occ_neg": "hints['occupancy'] holds -1: occupancy takes an int in 1 … 32",
+                       "occ_1000": "hints['occupancy'] holds 1000: occupancy takes an int in 1 … 32",
+                       "ctas3": "hints['num_ctas'] holds 3: num_ctas takes a power of two in 1 … 16 (1, 2, 4, 8, 16)",
+                       "unknown": "unknown hint 'occupanc' (did you mean 'occupancy'?)"}.items():
+        assert f"{tmp_path}/{name}.py:3: invalid probe: {want}" in " ".join(err.split()), name
+    assert "TypeError" not in err
+    (rec,) = _records(js)
+    assert rec.ok and rec.kernel == "vadd"     # the good probe was audited
