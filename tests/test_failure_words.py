@@ -336,3 +336,22 @@ def test_bad_hint_values_are_refused_and_other_probes_audited(tmp_path, capsys):
     assert "TypeError" not in err
     (rec,) = _records(js)
     assert rec.ok and rec.kernel == "vadd"     # the good probe was audited
+
+
+@pytest.mark.parametrize("rc, message, failure, first", [
+    (-11, "", "compiler_crash", "tileiras was killed by SIGSEGV (signal 11)"),
+    (-6, "LLVM ERROR: out of memory", "compiler_crash", "tileiras was killed by SIGABRT (signal 6)"),
+    (1, "tileiras: for the --gpu-name option: Cannot find option named 'sm_90'!", "unsupported_target",
+     "tileiras: for the --gpu-name option: Cannot find option named 'sm_90'!"),
+    (5, "failed to compile Tile IR program", "compile_error", "failed to compile Tile IR program"),
+    (2, "", "compile_error", "tileiras failed with exit code 2 and printed nothing"),
+])
+def test_classify_without_the_raw_output(rc, message, failure, first):
+    """A runner that raises cuTile's CompilerExecutionError without the CalledProcessError behind it (cuTile's
+    'Return code N' + its parse of stderr) is classified from the message: the signal by name, the class."""
+    import cuda.tile as ct
+    try:
+        raise ct.TileCompilerExecutionError(rc, message, None, "", None)
+    except ct.TileCompilerExecutionError as exc:
+        f = classify(exc, tileiras=REAL, build="Cuda compilation tools, release 13.4, V13.4.92")
+    assert (f.failure, f.message.splitlines()[0]) == (failure, first)

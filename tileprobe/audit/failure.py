@@ -62,11 +62,18 @@ def _decode(b) -> str:
 
 def _process_output(exc: BaseException) -> tuple[int | None, str] | None:
     """(return code, stderr + stdout) of the tileiras run behind a cuTile CompilerExecutionError, from the
-    ``CalledProcessError`` it was raised while handling (cuda-tile 1.5-1.7), else None."""
-    ctx = exc.__context__
-    if isinstance(ctx, subprocess.CalledProcessError):
-        return ctx.returncode, "\n".join(x for x in (_decode(ctx.stderr), _decode(ctx.stdout)) if x)
+    ``CalledProcessError`` it was raised from (``raise … from``) or while handling (cuda-tile 1.5-1.7's runner),
+    else None."""
+    for ctx in (exc.__cause__, exc.__context__):
+        if isinstance(ctx, subprocess.CalledProcessError):
+            return ctx.returncode, "\n".join(x for x in (_decode(ctx.stderr), _decode(ctx.stdout)) if x)
     return None
+
+
+def _only_trap(lines: list[str]) -> bool:
+    """Whether tileiras said nothing but :data:`TRAP` (cuTile's own parse of stderr drops the ``error:``)."""
+    bare = TRAP.split(": ", 1)[1]
+    return len(lines) == 1 and lines[0].strip() in (TRAP, bare)
 
 
 def version_of(build: str) -> str | None:
@@ -115,7 +122,7 @@ def _from_tileiras(exc, name: str, text: str, tileiras: str | None, build: str, 
     m = _TARGET_REFUSED.search(output)
     if m:
         return _make(UNSUPPORTED_TARGET, lines, error, _target_fix(m.group(1), build))
-    if [ln.strip() for ln in lines] == [TRAP] and tileiras:
+    if _only_trap(lines) and tileiras:
         env = dict(compiler_env or {})
         why = environment_trap(tileiras, env, version_of(build))
         if why:
@@ -191,9 +198,10 @@ def mark_phase(root: str | None, variant, phase: str | None) -> None:
         pass
 
 
-def dead_worker(variant, root: str | None) -> Failure:
+def dead_worker(variant, root: str | None, how: str = "") -> Failure:
     """The failure of ``variant`` when its compile worker process died (run alone, so it is the one that killed
-    it): what the worker was doing, from its phase file (:func:`mark_phase`)."""
+    it): what the worker was doing, from its phase file (:func:`mark_phase`); ``how`` it ended, when known
+    ("killed by SIGSEGV (signal 11)")."""
     phase = None
     if root:
         try:
@@ -206,10 +214,11 @@ def dead_worker(variant, root: str | None) -> Failure:
                                           "setting up cuTile and the compiler)"], "compile worker died at start",
                      "run `tileprobe doctor`, then audit again with --jobs 1 --retry-failed")
     doing = PHASES.get(phase, phase)
+    ended = f" ({how})" if how else ""
     if phase in ("import", "args"):
         what = "args()" if phase == "args" else "the probe file's import"
-        return _make(PROBE_ERROR, [f"the compile worker process ended while {doing}: {what} called os._exit() or "
-                                   "crashed the interpreter"], f"compile worker died while {doing}",
+        return _make(PROBE_ERROR, [f"the compile worker process ended{ended} while {doing}: {what} called os._exit() "
+                                   "or crashed the interpreter"], f"compile worker died{ended} while {doing}",
                      f"fix {what} in {variant.probe_path}: it must return the launch arguments, not end the process")
-    return _make(COMPILER_CRASH, [f"the compile worker process died while {doing} (a signal, or a crash in cuTile's "
-                                  "extension)"], f"compile worker died while {doing}")
+    return _make(COMPILER_CRASH, [f"the compile worker process died{ended} while {doing} (a signal, or a crash in "
+                                  "cuTile's extension)"], f"compile worker died{ended} while {doing}")
