@@ -94,22 +94,16 @@ def test_cubins_are_read_only_from_the_bundle_as_regular_files(tmp_path):
     assert "is a FIFO" in box["error"]
 
 
-def test_cubins_folder_that_is_a_link_is_refused(tmp_path):
+@pytest.mark.parametrize("name, read, message", [
+    ("cubins", lambda d: cubin_reader(str(d))(SHA), "is not a folder of the bundle"),
+    ("audit.json", lambda d: load_bundle_records(str(d)), "audit.json is a symbolic link"),
+])
+def test_bundle_parts_that_are_links_are_refused(tmp_path, name, read, message):
     d = _bundle(tmp_path)
-    elsewhere = tmp_path / "elsewhere"
-    os.rename(d / "cubins", elsewhere)
-    os.symlink(elsewhere, d / "cubins")
-    with pytest.raises(TileprobeError, match="is not a folder of the bundle"):
-        cubin_reader(str(d))(SHA)
-
-
-def test_audit_json_that_is_a_link_is_refused(tmp_path):
-    d = _bundle(tmp_path)
-    real = tmp_path / "real.json"
-    os.rename(d / "audit.json", real)
-    os.symlink(real, d / "audit.json")
-    with pytest.raises(TileprobeError, match="audit.json is a symbolic link"):
-        load_bundle_records(str(d))
+    os.rename(d / name, tmp_path / "elsewhere")
+    os.symlink(tmp_path / "elsewhere", d / name)
+    with pytest.raises(TileprobeError, match=message):
+        read(d)
 
 
 def test_recorded_probe_paths_are_never_imported(tmp_path):
@@ -177,3 +171,23 @@ def test_run_bundle_cli_says_a_bundle_is_data(tmp_path, capsys):
     assert main(["run", "--bundle", str(d), "p.py"]) == 1
     err = capsys.readouterr().err
     assert "variants[0].cubin_sha256" in err and "Traceback" not in err
+
+
+def test_tune_bundle_imports_only_given_probes_and_reports_bad_cubins(tmp_path):
+    from types import SimpleNamespace
+    from tileprobe.tune.gpu import WorkerBench
+    d = _bundle(tmp_path)
+    (d / "probe_k.py").write_text("")
+    get = cubin_reader(str(d))
+    rec = _record(probe=str(d / "probe_k.py"))
+    bench = WorkerBench(None, {}, get, search_dirs=[str(d)], trust_recorded=False)
+    out = bench.payload(SimpleNamespace(id="c1", record=rec))
+    assert isinstance(out, str) and "a bundle is data" in out and "tileprobe run --bundle DIR path/to/probe_k.py" in out
+    os.symlink(tmp_path / "elsewhere", d / "cubins" / f"{'3' * 64}.cubin")
+    bad = bench.payload(SimpleNamespace(id="c2", record=_record(cubin_sha256="3" * 64)))
+    assert "is a symbolic link; a bundle holds regular files only" in bad
+    given = tmp_path / "probe_k.py"
+    given.write_text("")
+    ok = WorkerBench(None, {}, get, probe_paths=[str(given)], trust_recorded=False).payload(
+        SimpleNamespace(id="c3", record=rec))
+    assert ok["probe_path"] == str(given) and ok["cubin"] == CUBIN
