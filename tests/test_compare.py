@@ -113,7 +113,7 @@ COMPARE_ROWS = """\
 │ x │ w4a16 sm_120 GATHER=True LOOP=True occupancy=1 │ 384×168r 44,092B 1/SM occupancy honoured │ 384×168r 100,484B 1/SM occupancy honoured │ shared B 44092 → 100484                                  │
 │ ? │ w4a16 sm_120 GATHER=True LOOP=True occupancy=4 │ 256×128r 44,068B 2/SM occupancy honoured │ -                                         │ only in A                                                │
 └───┴────────────────────────────────────────────────┴──────────────────────────────────────────┴───────────────────────────────────────────┴──────────────────────────────────────────────────────────┘
-! regression   * improvement   x code or resources changed, same residency and verdicts   = same machine code   ? on one side only
+! regression (new crashes and hangs first)   * improvement   x code, resources or failure class changed, same residency and verdicts   = same machine code   ? on one side only
 1 regression(s), 0 improvement(s), 1 changed, 0 same"""
 
 
@@ -205,7 +205,7 @@ def test_bisect_cli_prints_each_step_and_the_release(monkeypatch, capsys):
     holds = {"13.3.36": True, "13.4.59": True, "13.4.92": False}
     seen = []
 
-    def evaluator(probe, arch, where, prop, jobs=None):
+    def evaluator(probe, arch, where, prop, jobs=None, store=None):
         seen.append((probe, arch, where, prop))
         return lambda v: Step(v, holds[v], f"384 threads × 168 regs at {v}")
     monkeypatch.setattr(bisect_mod, "make_evaluator", evaluator)
@@ -218,3 +218,77 @@ def test_bisect_cli_prints_each_step_and_the_release(monkeypatch, capsys):
         "  tileiras 13.4.92: does not hold — 384 threads × 168 regs at 13.4.92",
         "  tileiras 13.4.59: holds — 384 threads × 168 regs at 13.4.59",
         "first release where `occupancy honoured` changed: tileiras 13.4.92 (last like 13.3.36: 13.4.59)"]
+
+
+# --- a failure change is a change (issue 9) ---------------------------------------------------------------------------
+
+def _failed(build, occ, failure, status=None, message=""):
+    r = rec(build, occ, 256, 128, 0, 2, "x")
+    r.status = status or {"compiler_crash": "compiler_crash", "timeout": "timeout"}.get(failure, "compile_error")
+    r.failure, r.message, r.verdicts = failure, message, {}
+    return r
+
+
+def _ran(build, occ, status):
+    return rec(build, occ, 256, 128, 0, 2, "x", run={"status": status, "median_us": 10.0 if status == "ok" else None})
+
+
+def test_failure_changes_are_changes_with_new_crashes_and_hangs_first():
+    a = [_failed(A, 1, "compiler_crash", message="tileiras was killed by SIGSEGV (signal 11)"),
+         _failed(A, 2, "compile_error"), rec(A, 4, 256, 128, 0, 2, "x"), _ran(A, 8, "hang"), _ran(A, 16, "wrong"),
+         _ran(A, 32, "ok"), _failed(A, 3, "unsupported_target"), _failed(A, 5, "compile_error"),
+         rec(A, 6, 256, 128, 0, 2, "x"), _ran(A, 7, "ok")]
+    b = [_failed(B, 1, "compile_error"), rec(B, 2, 256, 128, 0, 2, "x"),
+         _failed(B, 4, "compiler_crash"), _ran(B, 8, "ok"), _ran(B, 16, "ok"), _ran(B, 32, "crash"),
+         _failed(B, 3, "compile_error"), _failed(B, 5, "compile_error"), _failed(B, 6, "compile_error"),
+         _ran(B, 7, "hang")]
+    changes = compare_records(a, b)
+    got = {c.a.hints["occupancy"]: (c.kind, c.details) for c in changes}
+    assert got[1] == ("improvement", ["status compiler_crash → compile_error"])       # crash → error
+    assert got[2] == ("improvement", ["status compile_error → ok"])                    # error → ok
+    assert got[4] == ("regression", ["status ok → compiler_crash (new crash)"])        # ok → crash
+    assert got[8] == ("improvement", ["run hang → ok"])                                # hang → ok
+    assert got[16] == ("improvement", ["run wrong → ok"])                              # wrong → ok
+    assert got[32] == ("regression", ["run ok → crash (new crash)"])
+    assert got[7] == ("regression", ["run ok → hang (new hang)"])
+    assert got[3] == ("changed", ["status unsupported_target → compile_error"])        # same rank, other class
+    assert got[5] == ("same", [])
+    assert got[6] == ("regression", ["status ok → compile_error"])
+    regressions = [c.a.hints["occupancy"] for c in changes if c.kind == "regression"]
+    assert set(regressions[:3]) == {4, 32, 7} and regressions[3] == 6                 # new crashes and hangs first
+    md = compare_markdown(Comparison(changes, A, B))
+    assert "| * | w4a16 sm_120 GATHER=True LOOP=True occupancy=1 | compiler_crash: tileiras was killed by SIGSEGV " \
+           "(signal 11) | compile_error | status compiler_crash → compile_error |" in md
+
+
+def test_status_properties_for_gate_and_bisect():
+    from tileprobe.analyses.gate import check, parse_expectation
+    crash, error, ok = _failed(B, 1, "compiler_crash"), _failed(B, 2, "compile_error"), rec(B, 4, 1, 1, 0, 1, "x")
+    hang, wrong, ran = _ran(B, 8, "hang"), _ran(B, 16, "wrong"), _ran(B, 32, "ok")
+    timeout = _failed(B, 64, "timeout")
+    for text, kind in (("no crash", "no_crash"), ("no hang", "no_hang"), ("correct", "correct")):
+        assert parse_expectation(text).kind == kind
+
+    def holds(prop, r):
+        fails = check([r], [prop])
+        return "unchecked" if fails and fails[0].unchecked else not fails
+    assert [holds("no crash", r) for r in (crash, error, ok, hang, _ran(B, 1, "crash"))] == [False, True, True, True,
+                                                                                           False]
+    assert [holds("compiles", r) for r in (crash, error, ok)] == [False, False, True]
+    assert [holds("no hang", r) for r in (hang, ran, timeout, ok)] == [False, True, False, "unchecked"]
+    assert [holds("correct", r) for r in (wrong, ran, error, ok)] == [False, True, False, "unchecked"]
+
+
+def test_bisect_on_no_crash_finds_where_the_crash_became_an_error():
+    """The steps cutile-python #94's kernel gives (tests/test_versions.py runs it for real): compiles is false at
+    both ends; no crash is false at 13.3.36 and true from 13.4.59."""
+    versions = ["13.3.36", "13.4.59", "13.4.92"]
+    state = {"13.3.36": "compiler_crash: tileiras was killed by SIGSEGV (signal 11)",
+             "13.4.59": "compile_error: error: failed to compile Tile IR program",
+             "13.4.92": "compile_error: error: failed to compile Tile IR program"}
+    with pytest.raises(TileprobeError, match=r"false at both 13\.3\.36 \(compiler_crash: tileiras was killed by "
+                                             r"SIGSEGV \(signal 11\)\) and 13\.4\.92 .*bisect a status property such "
+                                             r"as --property \"no crash\""):
+        bisect_versions(versions, lambda v: Step(v, False, state[v]))
+    res = bisect_versions(versions, lambda v: Step(v, state[v].startswith("compile_error"), state[v]))
+    assert (res.last_good, res.first_bad) == ("13.3.36", "13.4.59")

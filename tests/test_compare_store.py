@@ -2,7 +2,8 @@
 audit after it compiles nothing either; and it reads spills from the SASS (LDL/STL), not from the stack frame.
 
 Two compilers without a download: the environment's tileiras, and a fake one — a shell script that answers
-``--version`` with another build string (13.4.93) and hands every other call to the real tileiras, logging it.
+``--version`` with another build string (13.4.93) and hands every other call to the real tileiras, logging it
+(except ``--help``, the target list the audit reads once per toolchain: not a compile).
 Compiles are counted twice: the audit's compile workers (``compile_variants``) and the fake's invocations.
 """
 from __future__ import annotations
@@ -34,6 +35,9 @@ def two_compilers(tmp_path_factory):
           echo "tileiras: NVIDIA (R) Cuda Tile IR optimizing assembler (a test double)"
           echo "Cuda compilation tools, release 13.4, V13.4.93"
           exit 0
+        fi
+        if [ "$1" = "--help" ]; then   # the target list (asked once per toolchain): not a compile
+          exec {real} "$@"
         fi
         echo "$@" >> {log}
         exec {real} "$@"

@@ -1,5 +1,6 @@
 """The CPU side of ``benchmarks/gpu_cluster_check.py``: arguments, configurations, GPCs from observations, the
 comparison with a fake driver answer, and its two NVRTC kernels (compiled here; nothing is launched)."""
+import hashlib
 import importlib.util
 import os
 import random
@@ -190,11 +191,13 @@ def test_the_whole_check_with_a_fake_driver_and_bundle(gcc, tmp_path, monkeypatc
     (tmp_path / "b" / "cubins").mkdir(parents=True)
     recs = []
     for n, regs, drv_smem in ((2, 128, 114_888), (16, 255, 116_160)):
+        data = f"fake:{regs}:{drv_smem}".encode()
+        sha = hashlib.sha256(data).hexdigest()   # a bundle names cubins by their SHA-256 (issue 9: checked)
         r = VariantRecord(kernel="pm", probe="p.py", case={"T": 1}, hints={"num_ctas": n}, arch="sm_90",
                           tileiras="V13.4.92", status="ok", threads=256, registers=regs, shared_bytes=drv_smem + 1024,
                           driver_shared_bytes=drv_smem, ctas_per_sm=2 if regs == 128 else 1,
-                          cluster_dims=[n, 1, 1], cubin_sha256=f"s{n}", symbol=f"k{n}")
-        (tmp_path / "b" / "cubins" / f"s{n}.cubin").write_bytes(f"fake:{regs}:{drv_smem}".encode())
+                          cluster_dims=[n, 1, 1], cubin_sha256=sha, symbol=f"k{n}")
+        (tmp_path / "b" / "cubins" / f"{sha}.cubin").write_bytes(data)
         recs.append(r)
     write_json(recs, {}, str(tmp_path / "b" / "audit.json"))
     monkeypatch.setattr(gcc, "Driver", FakeDriver)

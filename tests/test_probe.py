@@ -1,5 +1,6 @@
 """Probe files: loading, grids, and errors that name the file and line."""
 import os
+import re
 import textwrap
 
 import pytest
@@ -85,3 +86,39 @@ def test_spec_arrays_records_fill_recipes():
     assert arr.randint((2, 3), "uint8", 0, 256).init == {"kind": "randint", "low": 0, "high": 256}
     assert arr.randperm(8).dtype == "int32"
     assert arr.full(4, "float16", 1.5).shape == (4,)
+
+
+@pytest.mark.parametrize("hint, value, allowed", [
+    ("occupancy", "two", r"an int in 1 … 32"), ("occupancy", 0, r"an int in 1 … 32"),
+    ("occupancy", -1, r"an int in 1 … 32"), ("occupancy", 1000, r"an int in 1 … 32"),
+    ("occupancy", 2.0, r"an int in 1 … 32"), ("occupancy", True, r"an int in 1 … 32"),
+    ("num_ctas", 3, r"a power of two in 1 … 16 \(1, 2, 4, 8, 16\)"), ("num_ctas", 32, r"a power of two in 1 … 16 \(1, 2, 4, 8, 16\)"),
+    ("opt_level", 4, r"an int in 0 … 3"), ("num_worker_warps", 3, r"a power of two in 1 … 32 \(1, 2, 4, 8, 16, 32\)"),
+])
+def test_bad_hint_values_name_the_probe_line_and_the_allowed_values(tmp_path, hint, value, allowed):
+    """Issue 9: occupancy='two' used to end in a TypeError about comparing str and int, deep in cuTile."""
+    path = _write(tmp_path, f"""\
+        from tileprobe import Probe
+
+        probe = Probe(kernel="k.py:f", args=lambda c, a: (),
+                      hints={{{hint!r}: [1, {value!r}]}})
+    """)
+    with pytest.raises(ProbeError, match=rf"p\.py:3: invalid probe: hints\['{hint}'\] holds {re.escape(repr(value))}: "
+                                         rf"{hint} takes {allowed}, or None for the kernel's declared value"):
+        load_probes(path)
+
+
+def test_good_hint_values_and_none_pass():
+    p = Probe(kernel="a:b", args=lambda c, a: (), hints={"occupancy": [None, 1, 32], "num_ctas": [1, 2, 16],
+                                                         "opt_level": [0, 3], "num_worker_warps": [4, 8]})
+    assert len(p.hint_grid()) == 3 * 3 * 2 * 2
+
+
+def test_unknown_hint_says_did_you_mean_with_file_and_line(tmp_path):
+    path = _write(tmp_path, """\
+        from tileprobe import Probe
+        probe = Probe(kernel="k.py:f", args=lambda c, a: (), hints={"ocupancy": [1]})
+    """)
+    with pytest.raises(ProbeError, match=r"p\.py:2: invalid probe: unknown hint 'ocupancy' \(did you mean "
+                                         r"'occupancy'\?\); kernel hints are occupancy, num_ctas"):
+        load_probes(path)

@@ -172,14 +172,24 @@ def fake(i: int, status: str = "ok", kernel: str = "fake") -> tuple[CompileResul
 
 
 def test_failed_compiles_reuse_policy(tmp_path):
+    """Issue 9: a stored failure is the answer (not compiled on every audit) unless --retry-failed; probe errors
+    and broken environments are compiled again (neither is in the key)."""
     with Store.open(tmp_path / "s.sqlite") as store:
         results = [fake(0, "ok"), fake(1, "compile_error"), fake(2, "timeout"), fake(3, "compiler_crash"),
-                   fake(4, "probe_error")]
+                   fake(4, "probe_error"), fake(5, "compile_error")]
+        results[5][1].failure = "broken_environment"
         for res, rec in results:
             store.save_compile(res, rec, TC)
-        found, todo = store.lookup([res.variant for res, _ in results], TC)
-        assert sorted(r.status for r in found) == ["compile_error", "ok"]
-        assert sorted(v.case_dict["I"] for v in todo) == [2, 3, 4]
+        variants = [res.variant for res, _ in results]
+        found, todo = store.lookup(variants, TC)
+        assert sorted(r.status for r in found) == ["compile_error", "compiler_crash", "ok", "timeout"]
+        assert sorted(v.case_dict["I"] for v in todo) == [4, 5]
+        # stored before failure classes existed: the class is derived on load from status and error
+        assert {r.status: r.failure for r in found} == {"ok": None, "compile_error": "compile_error",
+                                                         "compiler_crash": "compiler_crash", "timeout": "timeout"}
+        found, todo = store.lookup(variants, TC, retry_failed=True)
+        assert [r.status for r in found] == ["ok"]
+        assert sorted(v.case_dict["I"] for v in todo) == [1, 2, 3, 4, 5]
 
 
 def test_runs_history_and_exports(tmp_path, capsys):

@@ -1,4 +1,5 @@
-"""Several compiler versions: isolation between versions, the occupancy report's regression, bisect.
+"""Several compiler versions: isolation between versions, the occupancy report's regression, bisect; issue 9: a
+crash that became an error (cutile-python #94) compared and bisected, a release that does not list a target.
 
 These install managed toolchains from the package registry (about 200 MB per release, a few seconds each here)
 into a temporary TILEPROBE_TOOLCHAINS, then compile for real.
@@ -10,6 +11,7 @@ import pytest
 from tileprobe.audit.pipeline import audit
 from tileprobe.analyses.bisect import bisect_versions, candidates, make_evaluator
 from tileprobe.analyses.compare import compare_records, split_by_compiler, match_key
+from tileprobe.errors import TileprobeError
 from tileprobe.toolchain import published_versions, resolve_toolchains
 
 ROOT = os.path.dirname(os.path.dirname(__file__))
@@ -78,3 +80,48 @@ def test_bisect_names_first_release_that_ignores_the_hint():
     assert res.last_good == "13.3.36"
     assert res.first_bad == "13.4.59"
     assert [s.holds for s in res.steps][:2] == [True, False]
+
+
+# --- issue 9: the compiler's words across releases, and a failure change is a change -------------------------------
+
+ISSUE94 = os.path.join(ROOT, "tests", "data", "cutile_issue94.py")
+
+
+def test_issue94_crash_became_an_error_compare_lists_it_and_bisect_names_13_4_59():
+    """cutile-python #94's kernel on sm_120: tileiras 13.3.36 is killed by SIGSEGV, 13.4.92 answers with an error.
+    compare lists that as a change (an improvement); bisect on "no crash" names 13.4.59; "compiles" has nothing to
+    bisect and says which property would."""
+    tcs = resolve_toolchains(["13.3.36", "13.4.92"])
+    recs = audit([ISSUE94], ["sm_120"], toolchains=tcs, jobs=2).records
+    a, b, _, _ = split_by_compiler(recs)
+    assert [(r.status, r.failure) for r in a] == [("compiler_crash", "compiler_crash")]
+    assert a[0].message == "tileiras was killed by SIGSEGV (signal 11)"
+    assert [(r.status, r.failure, r.message) for r in b] == [("compile_error", "compile_error",
+                                                              "error: failed to compile Tile IR program")]
+    (change,) = compare_records(a, b)
+    assert (change.kind, change.details) == ("improvement", ["status compiler_crash → compile_error"])
+    versions = candidates(published_versions(), "13.3.36", "13.4.92")
+    res = bisect_versions(versions, make_evaluator(ISSUE94, "sm_120", {}, "no crash", jobs=2))
+    assert (res.last_good, res.first_bad) == ("13.3.36", "13.4.59")
+    assert [s.holds for s in res.steps] == [False, True, True]
+    with pytest.raises(TileprobeError, match=r"nothing to bisect.*--property \"no crash\""):
+        bisect_versions(versions, make_evaluator(ISSUE94, "sm_120", {}, "compiles", jobs=2))
+
+
+def test_13_2_86_does_not_list_sm_90_in_its_own_words(capsys):
+    """`--tileiras 13.2.86 --arch sm_90`: nothing compiled (its --help lists no sm_90); the terminal and Markdown
+    say so with the compiler's target list, the class and the fix — not "Return code 1"."""
+    from tileprobe.cli import main
+    args = ["audit", VADD, "--arch", "sm_90", "--tileiras", "13.2.86", "--no-store", "-j", "2"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    words = ("tileiras 13.2.86 does not list sm_90: its --help offers --gpu-name sm_80 sm_86 sm_87 sm_88 sm_89 "
+             "sm_100 sm_103 sm_110 sm_120 sm_121 (compiling would end in \"tileiras: for the --gpu-name option: "
+             "Cannot find option named 'sm_90'!\")")
+    assert ": unsupported_target\n    " + words in out and "Return code" not in out
+    assert "    fix: audit sm_90 with a tileiras release that lists it" in out
+    assert main(args + ["--format", "markdown"]) == 0
+    md = capsys.readouterr().out
+    assert " · sm_90 · tileiras 13.2.86: unsupported_target** in 4 variant(s): TILE=256 occupancy=1; TILE=256 " \
+           "occupancy=2; TILE=1024 occupancy=1; TILE=1024 occupancy=2\n  ```\n  " + words in md
+    assert "| 256 | 1 | - | - | - | - | - | - | unsupported_target |" in md

@@ -17,7 +17,14 @@ effective_hints the hints in force for this arch after ByTarget resolution
 arch           target, e.g. "sm_90"
 tileiras       the compiler's build string, e.g. "Cuda compilation tools, release 13.4, V13.4.92"
 cuda_tile      cuda-tile version that produced the bytecode
-status         ok | compile_error | compiler_crash | timeout | probe_error
+status         ok | compile_error | compiler_crash | timeout | probe_error (unchanged since schema 1; the finer
+               ``failure`` class says what kind of compile_error it was)
+failure        null when ok, else the failure class a user can act on (:data:`FAILURE_CLASSES`):
+               unsupported_target | unsupported_feature | compile_error | compiler_crash | timeout |
+               broken_environment | probe_error; :data:`FAILURE_STATUS` maps each to its ``status``
+message        the compiler's own words: the meaningful lines of tileiras' stderr/stdout (or of cuTile's
+               refusal), signals by name ("tileiras was killed by SIGSEGV (signal 11)")
+fix            what to do about this failure (one line)
 threads        threads per CTA (EIATTR_REQNTID)
 registers      registers per thread (EIATTR_REGCOUNT)
 max_regs       register cap given to ptxas, or null
@@ -32,7 +39,7 @@ code_sha256    hash of the machine code and resources only (stable across hint v
 verdicts       {hint: {"status": S, "reason": str}}; S is honoured|met|partial|ignored|infeasible for hints
                with a goal (occupancy, num_ctas, allow_tma) and changed|unchanged|baseline for the others
                (opt_level, num_worker_warps, latency …); see tileprobe/verdict.py
-error, repro   the compiler's message and a command that repeats the compile (failures)
+error, repro   the whole error text (cuTile's exception) and a command that repeats the compile (failures)
 compile_s      tileiras wall time (s)
 symbol, signature  the mangled kernel symbol and the JIT signature's constraints
 knobs          {per-load hint: case constant} (e.g. {"allow_tma": "ALLOW_TMA"}) from the probe
@@ -53,11 +60,19 @@ Version history:
    hints without a goal get changed | unchanged | baseline. Migration 1 → 2: the verdicts are judged again from
    the records (every field they need is in schema 1), since a schema-1 ``honoured`` cannot be split without the
    other variants of its group. Nothing else changed.
+
+   Added within schema 2 (2026-12-01, issue 9), no version bump: ``failure``, ``message`` and ``fix``. They are
+   optional (older tileprobe ignores them; ``status`` keeps its values, so old readers still see compile_error /
+   compiler_crash / timeout / probe_error). A record written before them (a file, or a stored compile) gets them on
+   load from ``status`` and ``error`` (:func:`derive_failure`): "Cannot find option named 'sm_NN'" →
+   unsupported_target, cuTile's UnsupportedFeatureError → unsupported_feature, otherwise the status itself.
+   broken_environment is never derived: it needs the environment the compiler ran in.
 """
 from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -80,6 +95,87 @@ GOAL_STATUSES = (HONOURED, MET, PARTIAL, IGNORED, INFEASIBLE)
 EFFECT_STATUSES = (CHANGED, UNCHANGED, BASELINE)
 #: Statuses whose reasons brief output (``--brief``, markdown, HTML notes) shows: the hint fell short or did nothing.
 NOTEWORTHY_STATUSES = (PARTIAL, IGNORED, INFEASIBLE, UNCHANGED)
+
+
+# Failure classes (``VariantRecord.failure``): what went wrong, in classes a user can act on (issue 9). Each is
+# stored under a ``status`` older readers know (:data:`FAILURE_STATUS`); :data:`FAILURE_FIXES` is the generic fix
+# (a record's ``fix`` may be more precise, e.g. naming the releases that list a target).
+UNSUPPORTED_TARGET = "unsupported_target"   # the tileiras does not list the arch (tileiras --help): nothing compiled
+UNSUPPORTED_FEATURE = "unsupported_feature"  # cuTile refused a dtype/feature on this arch before tileiras ran
+COMPILE_ERROR = "compile_error"              # tileiras (or cuTile's front end) answered with an error
+COMPILER_CRASH = "compiler_crash"            # tileiras killed by a signal (SIGSEGV …) or the compile worker died in it
+TIMEOUT = "timeout"                          # tileiras did not finish within the compile timeout
+BROKEN_ENVIRONMENT = "broken_environment"    # the compiler's environment is broken (the CUDA_HOME trap)
+PROBE_ERROR = "probe_error"                  # the probe's own code failed (args, import, hint values)
+FAILURE_CLASSES = (UNSUPPORTED_TARGET, UNSUPPORTED_FEATURE, COMPILE_ERROR, COMPILER_CRASH, TIMEOUT,
+                   BROKEN_ENVIRONMENT, PROBE_ERROR)
+#: The ``status`` a record of each failure class has (the status values are those of schema 1).
+FAILURE_STATUS = {UNSUPPORTED_TARGET: "compile_error", UNSUPPORTED_FEATURE: "compile_error",
+                  COMPILE_ERROR: "compile_error", COMPILER_CRASH: "compiler_crash", TIMEOUT: "timeout",
+                  BROKEN_ENVIRONMENT: "compile_error", PROBE_ERROR: "probe_error"}
+#: The generic fix of each failure class.
+FAILURE_FIXES = {
+    UNSUPPORTED_TARGET: "audit this arch with a tileiras release that lists it (`tileprobe doctor` shows each "
+                        "release's targets; e.g. --tileiras 13.4), or leave the arch out",
+    UNSUPPORTED_FEATURE: "audit this probe for an arch that has the feature, or limit the probe to those archs "
+                         "(Probe(archs=[...]))",
+    COMPILE_ERROR: "the compiler refused the kernel: read its message; run the repeat command to see it again, and "
+                   "report it to NVIDIA if the kernel is valid",
+    COMPILER_CRASH: "a compiler bug: report it to NVIDIA with the repeat command and the bytecode it names; "
+                    "`tileprobe bisect … --property \"no crash\"` finds the release where it began or ended",
+    TIMEOUT: "raise the limit (--timeout S, or Probe(timeout_s=S)) and audit with --retry-failed",
+    BROKEN_ENVIRONMENT: "fix the compiler's environment (unset CUDA_HOME / CUDA_PATH, or point them at a toolkit "
+                        "as new as tileiras with lib/libnvvm.so.4); `tileprobe doctor` checks it; then audit with "
+                        "--retry-failed",
+    PROBE_ERROR: "fix the probe file at the line named",
+}
+#: What a compile failure's message shows at most (lines); the record's ``error`` keeps the whole text.
+MESSAGE_MAX_LINES = 12
+_NOISE = re.compile(r"^(?:(?:\w+Error: )?Return code -?\d+|Unknown location|Traceback .*|\s*\^+\s*)$")
+_TARGET_REFUSED = re.compile(r"Cannot find option named '(sm_\d+[a-z]?)'")
+
+
+def signal_text(returncode: int) -> str:
+    """``-11`` (a child's return code: killed by signal 11) → ``"SIGSEGV (signal 11)"``; other codes →
+    ``"exit code N"``."""
+    import signal
+    if returncode < 0:
+        try:
+            return f"{signal.Signals(-returncode).name} (signal {-returncode})"
+        except ValueError:
+            return f"signal {-returncode}"
+    return f"exit code {returncode}"
+
+
+def meaningful_lines(text: str, max_lines: int = MESSAGE_MAX_LINES) -> list[str]:
+    """The lines of a compiler's output worth showing: blank lines, cuTile's ``Return code N`` and ``Unknown
+    location`` dropped, repeats dropped (first seen kept), at most ``max_lines`` (then ``… N more lines``)."""
+    out: list[str] = []
+    for line in (text or "").splitlines():
+        line = line.rstrip()
+        if not line.strip() or _NOISE.match(line.strip()) or line in out:
+            continue
+        out.append(line)
+    if len(out) > max_lines:
+        out = out[:max_lines] + [f"… {len(out) - max_lines} more lines (the record's error holds them all)"]
+    return out
+
+
+def derive_failure(status: str, error: str) -> tuple[str | None, str]:
+    """``(failure class, message)`` for a record written before ``failure`` existed (see the version history),
+    from its ``status`` and ``error``."""
+    if status == "ok":
+        return None, ""
+    error = error or ""
+    lines = meaningful_lines(error)
+    m = re.search(r"Return code (-\d+)", error)
+    if status == "compiler_crash" and m:
+        lines = [f"tileiras was killed by {signal_text(int(m.group(1)))}"] + lines
+    if status == "compile_error" and _TARGET_REFUSED.search(error):
+        return UNSUPPORTED_TARGET, "\n".join(lines)
+    if status == "compile_error" and ("UnsupportedFeatureError" in error or re.search(r"not supported on sm_", error)):
+        return UNSUPPORTED_FEATURE, "\n".join(lines)
+    return (status if status in FAILURE_CLASSES else COMPILE_ERROR), "\n".join(lines)
 
 
 def canonical(value: Any) -> Any:
@@ -151,6 +247,9 @@ class VariantRecord:
     remarks: list = field(default_factory=list)
     ptx: dict | None = None
     run: dict | None = None
+    failure: str | None = None
+    message: str = ""
+    fix: str = ""
 
     @property
     def ok(self) -> bool:
@@ -188,7 +287,12 @@ class VariantRecord:
     def from_dict(cls, d: dict) -> "VariantRecord":
         """A record from a ``variants`` item; keys this version does not know are ignored, missing ones default."""
         names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in names})
+        rec = cls(**{k: v for k, v in d.items() if k in names})
+        if rec.status != "ok" and not rec.failure:   # written before failure classes (see the version history)
+            rec.failure, message = derive_failure(rec.status, rec.error)
+            rec.message = rec.message or message
+            rec.fix = rec.fix or FAILURE_FIXES.get(rec.failure, "")
+        return rec
 
 
 def dump(records: list[VariantRecord], environment: dict) -> dict:
@@ -212,17 +316,19 @@ def write_json(records: list[VariantRecord], environment: dict, dest: str) -> No
             json.dump(doc, f, indent=1, default=str)
 
 
-def load(doc_or_path: Any, judge=None) -> tuple[list[VariantRecord], dict]:
+def load(doc_or_path: Any, judge=None, source: str | None = None) -> tuple[list[VariantRecord], dict]:
     """Read an audit/run JSON document (dict or file path) into records and its environment.
 
     ``judge``: the verdict function (``tileprobe.audit.verdict.judge_records``) that a migration from schema 1
     needs to judge the verdicts again with the schema-2 statuses; without it the old verdicts are dropped (this
-    module is below the audit pipeline, so the callers, which are above it, pass it in).
+    module is below the audit pipeline, so the callers, which are above it, pass it in). ``source``: how messages
+    name a dict (default: the path, or "results").
 
     Raises:
         TileprobeError: not JSON, not a tileprobe result, or written by a newer tileprobe.
     """
     doc = doc_or_path
+    name = source or (doc_or_path if not isinstance(doc_or_path, dict) else "results")
     if not isinstance(doc, dict):
         try:
             with open(doc_or_path, encoding="utf-8") as f:
@@ -232,15 +338,14 @@ def load(doc_or_path: Any, judge=None) -> tuple[list[VariantRecord], dict]:
                                  "`tileprobe audit --json` or `tileprobe run --json`.") from e
     version = doc.get("schema_version") if isinstance(doc, dict) else None
     if not isinstance(version, int) or "variants" not in doc:
-        raise TileprobeError(f"{doc_or_path}: not a tileprobe result (no schema_version/variants)")
+        raise TileprobeError(f"{name}: not a tileprobe result (no schema_version/variants)")
     if version > SCHEMA_VERSION:
-        raise TileprobeError(f"{doc_or_path}: written with result schema {version}, this tileprobe reads up to "
+        raise TileprobeError(f"{name}: written with result schema {version}, this tileprobe reads up to "
                              f"{SCHEMA_VERSION}: upgrade tileprobe (pip install -U tileprobe)")
     records = [VariantRecord.from_dict(v) for v in doc["variants"]]
     environment = dict(doc.get("environment", {}))
     if version < SCHEMA_VERSION:
-        migrate(records, version, environment, source=doc_or_path if not isinstance(doc_or_path, dict) else "results",
-                judge=judge)
+        migrate(records, version, environment, source=name, judge=judge)
     return records, environment
 
 

@@ -20,9 +20,12 @@ Not in the key: the probe file's path (a moved file keeps its results), the tile
 build are one compiler), the timeout, ``--jobs``, the host. Helper modules the kernel imports are not hashed:
 after editing one, audit with ``--no-store`` or another ``--store``.
 
-**What a lookup reuses.** Stored compiles with status ``ok`` or ``compile_error`` (the compiler's answer) are not
-compiled again. ``timeout``, ``compiler_crash`` and ``probe_error`` are stored for history but compiled again next
-time: a loaded machine, a killed worker or a missing import can pass on the next try.
+**What a lookup reuses.** A stored compile is the answer: ``ok`` and every compile failure (``compile_error``,
+``compiler_crash``, ``timeout``, ``unsupported_target``, ``unsupported_feature``) are not compiled again — a failing
+variant does not cost a compile on every audit (issue 9). Compiled again: ``probe_error`` (the probe's code, or an
+import it makes, may be fixed without the probe file changing) and ``broken_environment`` (the environment is not
+in the key), and with ``retry_failed`` (``tileprobe audit --retry-failed``, e.g. after raising ``--timeout``) every
+failure.
 
 **Safe to interrupt, safe to share.** The file is in WAL mode with ``synchronous=NORMAL`` and a busy timeout of
 :data:`BUSY_TIMEOUT_S`; each save is one ``BEGIN IMMEDIATE`` transaction. A sweep killed at any point (Ctrl-C,
@@ -75,7 +78,9 @@ SCHEMA_VERSION = 3
 KEY_VERSION = b"\x01"
 BUSY_TIMEOUT_S = 60.0
 #: Statuses a lookup reuses; other stored statuses are compiled again (see module doc).
-REUSED_STATUSES = ("ok", "compile_error")
+REUSED_STATUSES = ("ok", "compile_error", "compiler_crash", "timeout")
+#: Failure classes (``record["failure"]``) compiled again although their status is reused (see module doc).
+RETRIED_FAILURES = ("broken_environment", "probe_error")
 STORE_ENV = "TILEPROBE_STORE"
 
 #: The columns that name one variant of one compiler (``prune`` keeps the newest compiles of each).
@@ -335,12 +340,14 @@ class Store:
 
     # --- the audit's calls ---------------------------------------------------------------------------------------
 
-    def lookup(self, variants: Sequence, tc: dict, *, with_sass: bool = False) -> tuple[list, list]:
+    def lookup(self, variants: Sequence, tc: dict, *, with_sass: bool = False,
+               retry_failed: bool = False) -> tuple[list, list]:
         """Split ``variants`` into records already stored for compiler ``tc`` and the variants still to compile.
 
         ``tc["build"]`` is the tileiras build string. Reused records get the variant's current probe path and
         name, and no verdicts (the audit judges them with the rest). ``with_sass``: a reused record stored without
         SASS traits gets them from its stored cubin (nvdisasm here, no compile), and the store keeps them.
+        Stored failures are reused too (module doc) unless ``retry_failed``.
         """
         from .schema import VariantRecord
         keyed = {self.compile_key(v, tc["build"]): v for v in variants}
@@ -353,10 +360,13 @@ class Store:
         found, todo = [], []
         for key, v in keyed.items():
             hit = stored.get(key)
-            if hit is None or hit[0] not in REUSED_STATUSES:
+            if hit is None or hit[0] not in REUSED_STATUSES or (retry_failed and hit[0] != "ok"):
                 todo.append(v)
                 continue
             rec = VariantRecord.from_dict(json.loads(hit[1]))
+            if rec.failure in RETRIED_FAILURES:
+                todo.append(v)
+                continue
             rec.probe, rec.kernel, rec.verdicts = v.probe_path, v.probe_name, {}
             if with_sass and rec.ok and rec.sass is None:
                 self._add_sass(key, rec)

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Iterable, Mapping, Sequence, TextIO
 
 from .errors import ToolchainError
+from .model.toolkit import parse_targets  # noqa: F401  (the ``--help`` reader, shared with the audit)
 
 TILEIRAS_PKG = "nvidia-cuda-tileiras"
 NVCC_PKG = "nvidia-cuda-nvcc"
@@ -250,11 +251,6 @@ def tileiras_version(tileiras: str, env: Mapping[str, str] | None = None) -> tup
                              f"{(proc.stdout + proc.stderr).strip()[-300:]!r}; run `tileprobe doctor`.")
     line = next(ln.strip() for ln in proc.stdout.splitlines() if m.group(0) in ln)
     return m.group(1), line
-
-
-def parse_targets(help_text: str) -> list[str]:
-    """The ``--gpu-name`` values of ``tileiras --help`` (``=sm_90  -   SM 90`` lines), in its order."""
-    return re.findall(r"^\s+=(sm_\d+[a-z]?)\b", help_text, flags=re.M)
 
 
 def tileiras_targets(tileiras: str, env: Mapping[str, str] | None = None) -> list[str]:

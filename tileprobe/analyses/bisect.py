@@ -9,6 +9,11 @@ if needed, audits the selected case with every hint value (a verdict compares va
 with the gate's expectation language (:func:`tileprobe.analyses.gate.parse_expectation`). Binary search assumes the property
 changes once between GOOD and BAD; every step is reported (``on_step``) so a non-monotonic history is visible.
 
+Properties on status find where a failure began or ended (issue 9): ``compiles``, ``no crash`` (e.g. the release
+where cutile-python #94's tileiras SIGSEGV became an error: 13.4.59), and, from GPU runs stored in ``--store``,
+``no hang`` and ``correct``. A step whose property cannot be checked (no stored run for that release) stops the
+bisection with what to run.
+
 Python API: :func:`bisect` (what ``tileprobe bisect`` runs) returns a :class:`BisectResult`.
 """
 from __future__ import annotations
@@ -72,8 +77,13 @@ def bisect_versions(versions: Sequence[str], evaluate: Callable[[str], Step],
 
     first, last = run(versions[0]), run(versions[-1])
     if first.holds == last.holds:
-        raise TileprobeError(f"the property is {'true' if first.holds else 'false'} at both {versions[0]} and "
-                             f"{versions[-1]}: nothing to bisect. Check --good/--bad and --where.")
+        hint = ""
+        if first.summary != last.summary and not first.holds:
+            hint = (" The variant differs between the ends: if a failure changed (e.g. a crash became an error), "
+                    "bisect a status property such as --property \"no crash\" or \"compiles\".")
+        raise TileprobeError(f"the property is {'true' if first.holds else 'false'} at both {versions[0]} "
+                             f"({first.summary}) and {versions[-1]} ({last.summary}): nothing to bisect. Check "
+                             f"--good/--bad and --where.{hint}")
     lo, hi = 0, len(versions) - 1
     while hi - lo > 1:
         mid = (lo + hi) // 2
@@ -84,8 +94,13 @@ def bisect_versions(versions: Sequence[str], evaluate: Callable[[str], Step],
     return BisectResult(steps, versions[lo], versions[hi], "")
 
 
-def make_evaluator(probe: str, arch: str, where: dict, prop: str, jobs: int | None = None) -> Callable[[str], Step]:
-    """An ``evaluate(version)`` that audits the selected case with that tileiras and checks ``prop``."""
+def make_evaluator(probe: str, arch: str, where: dict, prop: str, jobs: int | None = None,
+                   store=None) -> Callable[[str], Step]:
+    """An ``evaluate(version)`` that audits the selected case with that tileiras and checks ``prop``; with
+    ``store`` (a :class:`~tileprobe.store.Store`) compiles are reused and saved and the stored GPU runs are attached
+    (what ``no hang`` and ``correct`` need).
+
+    ``evaluate`` raises TileprobeError when the property cannot be checked at a release (no stored run)."""
     from .gate import _check_where_names, audit_selected, check, parse_expectation, select
     from ..audit.probe import load_probes
     from ..toolchain import resolve_toolchains
@@ -94,12 +109,17 @@ def make_evaluator(probe: str, arch: str, where: dict, prop: str, jobs: int | No
 
     def evaluate(version: str) -> Step:
         tc = resolve_toolchains([version], auto_install=True)[0]
-        result = audit_selected(probe, arch, where=where, toolchains=[tc], jobs=jobs)
+        result = audit_selected(probe, arch, where=where, toolchains=[tc], jobs=jobs, store=store)
         chosen = select(result.records, where)
         if not chosen:
             from ..audit.where import no_match_message
             raise TileprobeError(f"{probe}: {no_match_message(where, result.records)}")
         failures = check(chosen, [prop])
+        unchecked = [f for f in failures if f.unchecked]
+        if unchecked:
+            raise TileprobeError(f"cannot check {prop!r} at tileiras {version}: {unchecked[0]}. Runs come from the "
+                                 "store (--store): run the variant with that compiler first, or bisect a compile "
+                                 "property (compiles, no crash)")
         summary = "; ".join(_summary(r) for r in chosen)
         return Step(version, not failures, summary, [str(f) for f in failures])
 
@@ -108,24 +128,29 @@ def make_evaluator(probe: str, arch: str, where: dict, prop: str, jobs: int | No
 
 def _summary(r) -> str:
     if not r.ok:
-        return f"{r.status}"
+        first = next((ln.strip() for ln in (r.message or r.error or "").splitlines() if ln.strip()), "")
+        return f"{r.failure or r.status}" + (f": {first[:120]}" if first else "")
     v = ", ".join(f"{h} {x['status']}" for h, x in r.verdicts.items())
-    return f"{r.threads} threads × {r.registers} regs, {r.shared_bytes:,} B, {r.ctas_per_sm} CTA{'' if r.ctas_per_sm == 1 else 's'}/SM, {v}"
+    run = f", run {r.run['status']}" if r.run and r.run.get("status") else ""
+    return (f"{r.threads} threads × {r.registers} regs, {r.shared_bytes:,} B, "
+            f"{r.ctas_per_sm} CTA{'' if r.ctas_per_sm == 1 else 's'}/SM, {v}{run}")
 
 
 def bisect(probe: str, *, arch: str, where: str | Mapping[str, Any], prop: str, good: str, bad: str,
            jobs: int | None = None, on_versions: Callable[[list[str]], None] | None = None,
-           on_step: Callable[[Step], None] | None = None) -> BisectResult:
+           on_step: Callable[[Step], None] | None = None, store=None) -> BisectResult:
     """``tileprobe bisect``: the first published tileiras release between ``good`` and ``bad`` where ``prop``
     changed for the variants of ``probe`` selected by ``where`` on ``arch`` (see module doc).
 
     Args:
         where: ``"GATHER=True,occupancy=2"`` or a dict (case constants and hint values).
-        prop: an expectation in ``tileprobe gate --expect`` form, e.g. ``"occupancy honoured"``.
+        prop: an expectation in ``tileprobe gate --expect`` form, e.g. ``"occupancy honoured"``, or a status
+            property: ``"compiles"``, ``"no crash"``, ``"no hang"``, ``"correct"`` (the last two need ``store``).
         good, bad: releases (``13.3.36``, or ``13.3`` for its newest patch) where the property has its old and
             its new value.
         on_versions: called once with the candidate releases (GOOD first) before any audit.
         on_step: called after each step (the release, whether the property held, a summary).
+        store: a :class:`~tileprobe.store.Store`: compiles reused and saved; its GPU runs attached to the records.
 
     Raises:
         ToolchainError: the registry cannot be reached, or a release is not published or cannot be installed.
@@ -138,6 +163,6 @@ def bisect(probe: str, *, arch: str, where: str | Mapping[str, Any], prop: str, 
     if on_versions:
         on_versions(versions)
     selection = parse_where(where) if isinstance(where, str) else dict(where)
-    res = bisect_versions(versions, make_evaluator(probe, arch, selection, prop, jobs), on_step)
+    res = bisect_versions(versions, make_evaluator(probe, arch, selection, prop, jobs, store=store), on_step)
     res.prop, res.versions = prop, versions
     return res

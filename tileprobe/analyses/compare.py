@@ -3,9 +3,10 @@
 Variants are matched by (kernel, case, hints, arch). Each pair gets a mark, in the spirit of asv's compare:
 
 ====  =========================================================================================================
-``!``  regression: a hint's goal met in A (honoured or met) and not in B, fewer CTAs/SM, new stack use (spills), compiled → failed,
-       slower beyond the measured noise
-``*``  improvement: the reverse of any of the above
+``!``  regression: a hint's goal met in A (honoured or met) and not in B, fewer CTAs/SM, new stack use (spills), a
+       worse compile or run status (:data:`COMPILE_RANK`, :data:`RUN_RANK`: ok → error, error → crash, ok → hang,
+       ok → wrong …), slower beyond the measured noise
+``*``  improvement: the reverse of any of the above (crash → error, error → ok, hang → ok, wrong → ok …)
 ``x``  machine code or resources changed, residency and verdicts the same
 ``=``  same machine code and resources
 ``?``  only one side has the variant
@@ -13,7 +14,11 @@ Variants are matched by (kernel, case, hints, arch). Each pair gets a mark, in t
 
 Verdict ranks: honoured = met > partial > ignored > infeasible; a change between honoured and met (the hint now
 makes, or no longer makes, the difference) and any change of a no-goal status (changed / unchanged / baseline)
-is listed as a change, not a regression. Regressions are listed first. Times are compared only when both sides ran on the same GPU; the noise bound is
+is listed as a change, not a regression. A failure is a state like any other (issue 9): the compile status is
+compared by failure class (ok > an answer: compile_error, unsupported_target, unsupported_feature,
+broken_environment, probe_error > no answer: timeout, compiler_crash) and the run status likewise (ok > wrong >
+error > hang, crash); two classes of one rank (crash ↔ timeout, unsupported_target → compile_error) are a change.
+Regressions are listed first, and among them new crashes and hangs first. Times are compared only when both sides ran on the same GPU; the noise bound is
 the larger interquartile range of the two (or 1% of the median when a run has no spread).
 
 Python API: :func:`compare_results` (what ``tileprobe compare`` runs) returns a :class:`Comparison`;
@@ -33,6 +38,13 @@ from ..schema import VariantRecord, load, short_build
 MARKS = {"regression": "!", "improvement": "*", "changed": "x", "same": "=", "unmatched": "?"}
 _RANK = {"regression": 0, "improvement": 1, "changed": 2, "unmatched": 3, "same": 4}
 _VERDICT_RANK = {"honoured": 3, "met": 3, "partial": 2, "ignored": 1, "infeasible": 0}
+#: Compile states by failure class (``ok`` for a compiled variant): higher is better.
+COMPILE_RANK = {"ok": 3, "compile_error": 2, "unsupported_target": 2, "unsupported_feature": 2,
+                "broken_environment": 2, "probe_error": 2, "timeout": 1, "compiler_crash": 1}
+#: GPU run states (``record.run["status"]``): higher is better.
+RUN_RANK = {"ok": 3, "wrong": 2, "error": 1, "hang": 0, "crash": 0}
+#: States that make a regression "new crash or hang" (listed first).
+_CRASH_OR_HANG = {"compiler_crash", "timeout", "hang", "crash"}
 
 
 @dataclass
@@ -82,10 +94,26 @@ def compare_records(a: list[VariantRecord], b: list[VariantRecord]) -> list[Chan
     return out
 
 
+def _state(r: VariantRecord) -> str:
+    return "ok" if r.ok else (r.failure or r.status)
+
+
+def _state_change(what: str, sa: str | None, sb: str | None, ranks: dict, worse: list, better: list,
+                  changed: list) -> None:
+    """File a compile or run state change (``what`` = ``status`` | ``run``) under worse / better / changed."""
+    if sa == sb or sa is None or sb is None:
+        return
+    text = f"{what} {sa} → {sb}"
+    ra, rb = ranks.get(sa, 1), ranks.get(sb, 1)
+    if rb < ra and sb in _CRASH_OR_HANG:
+        text += " (new crash)" if sb in ("compiler_crash", "crash") else " (new hang)"
+    (worse if rb < ra else better if rb > ra else changed).append(text)
+
+
 def _classify(ch: Change, a: VariantRecord, b: VariantRecord) -> None:
     worse, better, changed = [], [], []
-    if a.ok != b.ok:
-        (worse if a.ok else better).append(f"status {a.status} → {b.status}")
+    _state_change("status", _state(a), _state(b), COMPILE_RANK, worse, better, changed)
+    _state_change("run", (a.run or {}).get("status"), (b.run or {}).get("status"), RUN_RANK, worse, better, changed)
     if a.ok and b.ok:
         for hint in sorted(set(a.verdicts) | set(b.verdicts)):
             va = a.verdicts.get(hint, {}).get("status")
@@ -152,8 +180,11 @@ def _verdict_change(text: str, va: str, vb: str, worse: list, better: list, chan
 
 
 def _severity(items: list[str]) -> int:
-    """Order within a kind: verdict changes first, then residency, failures, spills, time."""
-    order = ("status", "CTAs/SM", "time", "spills", "stack")
+    """Order within a kind: new crashes and hangs first, then verdict changes, status and run changes, residency,
+    time, spills."""
+    if any(i.endswith(("(new crash)", "(new hang)")) for i in items):
+        return -1
+    order = ("status", "run", "CTAs/SM", "time", "spills", "stack")
     best = 0 if any(" → " in i and i.split()[1] in _VERDICT_RANK for i in items) else 9
     for i, word in enumerate(order, start=1):
         if any(item.startswith(word) for item in items):

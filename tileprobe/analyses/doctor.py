@@ -34,9 +34,9 @@ from typing import Mapping, Sequence
 
 from .. import toolchain as tcm
 from ..errors import TileprobeError, ToolchainError
+from ..model.toolkit import TRAP, libnvvm, toolkit_version  # noqa: F401  (toolkit_version: part of this API)
 
 LEVELS = ("ok", "warn", "error")
-TRAP = "error: failed to compile Tile IR program"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -188,42 +188,6 @@ def seen_compilers(env: Mapping[str, str], extra: Sequence[tuple[str, str]] = ()
 
 # --- CUDA_HOME / CUDA_PATH --------------------------------------------------------------------------------------
 
-def toolkit_version(root: str | os.PathLike) -> tuple[str | None, str]:
-    """A CUDA toolkit's version and where it was read: ``version.json`` (``cuda.version``), ``bin/nvcc --version``
-    (``V13.0.88``), or ``CUDA_VERSION`` in ``include/cuda.h`` (13000 → ``"13.0"``). ``(None, "")`` if none."""
-    root = Path(root)
-    try:
-        doc = json.loads((root / "version.json").read_text(encoding="utf-8"))
-        return str(doc["cuda"]["version"]), "version.json"
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
-    nvcc = root / "bin" / _exe("nvcc")
-    if nvcc.is_file():
-        try:
-            out = subprocess.run([str(nvcc), "--version"], capture_output=True, text=True, timeout=30).stdout
-            m = re.search(r"V(\d+\.\d+(?:\.\d+)?)", out) or re.search(r"release (\d+\.\d+)", out)
-            if m:
-                return m.group(1), "bin/nvcc --version"
-        except (OSError, subprocess.SubprocessError):
-            pass
-    for header in [root / "include" / "cuda.h", *sorted(root.glob("targets/*/include/cuda.h"))]:
-        try:
-            m = re.search(r"#define\s+CUDA_VERSION\s+(\d+)", header.read_text(errors="replace"))
-        except OSError:
-            continue
-        if m:
-            n = int(m.group(1))
-            return f"{n // 1000}.{n % 1000 // 10}", str(header.relative_to(root))
-    return None, ""
-
-
-def _libnvvm(root: Path) -> Path | None:
-    for rel in ("nvvm/lib64/libnvvm.so", "lib/libnvvm.so.4"):
-        if (root / rel).is_file():
-            return root / rel
-    return None
-
-
 def _check_cuda_var(var: str, env: Mapping[str, str], ref: Compiler | None, pick: Pick) -> Finding | None:
     value = env.get(var)
     if value is None:
@@ -251,7 +215,7 @@ def _check_cuda_var(var: str, env: Mapping[str, str], ref: Compiler | None, pick
     if ref and ref.version and version and _mm(version) < _mm(ref.version):
         return Finding(level, var, f"{var}={value} is CUDA {version} (from {how}), older than {ref_txt}: {effect}; "
                                    f"{who}.", fix)
-    if _libnvvm(root) is None:
+    if libnvvm(root) is None:
         return Finding(level, var, f"{var}={value} has no nvvm/lib64/libnvvm.so or lib/libnvvm.so.4: {effect}; "
                                    f"{who}.", fix)
     if version is None:

@@ -35,6 +35,10 @@ FORMS = """\
   HINT took effect            the hint changed the machine code and met its goal: verdict honoured (no goal: changed)
   HINT not ignored            the HINT verdict is anything but ignored / unchanged
   compiles                    the variant compiled (status ok)
+  no crash                    tileiras did not crash on it (any other compile result holds) and, when it ran on a
+                              GPU, the kernel did not crash
+  no hang                     the compile did not time out and the GPU run (stored, needs run records) did not hang
+  correct                     the GPU run (stored, needs run records) checked correct: run status ok, not wrong
   no spills                   0 B stack frame per thread (and no LDL/STL when SASS traits were collected)
   FIELD OP NUMBER             e.g. ctas_per_sm>=2, registers<=128; FIELD: {fields}; OP: <= < >= > == !=
   FIELD OP baseline           compared with the --baseline record of the same kernel, case, hints and arch
@@ -61,7 +65,8 @@ def forms() -> str:
 
 @dataclass(frozen=True)
 class Expectation:
-    """One parsed expectation. kind: verdict | took_effect | not_ignored | compiles | no_spills | compare | time."""
+    """One parsed expectation. kind: verdict | took_effect | not_ignored | compiles | no_crash | no_hang | correct |
+    no_spills | compare | time."""
     text: str
     kind: str
     field: str = ""
@@ -86,6 +91,8 @@ def parse_expectation(text: str) -> Expectation:
     words = low.split()
     if low == "compiles":
         return Expectation(t, "compiles")
+    if low in _STATUS_FORMS:
+        return Expectation(t, _STATUS_FORMS[low])
     if low in ("no spills", "no spill"):
         return Expectation(t, "no_spills")
     kind = _VERDICT_FORMS.get(tuple(words[1:])) if words else None
@@ -113,6 +120,10 @@ def parse_expectation(text: str) -> Expectation:
         raise _bad(t, f"{rhs!r} is not a number (or 'baseline')")
     return Expectation(t, "time" if name == "time" else "compare", field=name, op=op, value=float(n.group(1)))
 
+
+#: Expectations on a variant's compile and run status (issue 9: a failure change is a change) → kind.
+_STATUS_FORMS = {"no crash": "no_crash", "no crashes": "no_crash", "no hang": "no_hang", "no hangs": "no_hang",
+                 "correct": "correct"}
 
 #: Verdict expectation words after the hint → kind. Gates written for schema 1 say "honoured"; it keeps passing
 #: when the goal is met without the hint (``met``), so upgrading tileprobe does not fail a gate whose kernel is fine.
@@ -211,11 +222,40 @@ def _index_baseline(records: Iterable[VariantRecord]) -> dict[tuple, VariantReco
     return out
 
 
+def _check_status(e: Expectation, r: VariantRecord, label: str) -> Failure | None:
+    """``no crash`` / ``no hang`` / ``correct`` for one record (compile state, then the stored GPU run)."""
+    state = "ok" if r.ok else (r.failure or r.status)
+    run = (r.run or {}).get("status")
+    first = next((ln for ln in (r.message or r.error or "").splitlines() if ln.strip()), "")
+    if e.kind == "no_crash":
+        if state == "compiler_crash":
+            return Failure(e.text, label, "no compiler crash", "compiler_crash", first)
+        if run == "crash":
+            return Failure(e.text, label, "no crash on the GPU", "run crash", _run_error(r))
+        return None
+    if e.kind == "no_hang" and state == "timeout":
+        return Failure(e.text, label, "no hang", "compile timeout", first)
+    if not r.ok:
+        return Failure(e.text, label, "a compiled variant", state, first)
+    if run is None:
+        return Failure(e.text, label, e.text, "no run", "no GPU run record for this variant (run it with "
+                       "`tileprobe run` into the store first)", unchecked=True)
+    if e.kind == "no_hang":
+        return None if run != "hang" else Failure(e.text, label, "no hang", "run hang", _run_error(r))
+    return None if run == "ok" else Failure(e.text, label, "run status ok", f"run {run}", _run_error(r))
+
+
+def _run_error(r: VariantRecord) -> str:
+    return next((ln for ln in str((r.run or {}).get("error") or "").splitlines() if ln.strip()), "")
+
+
 def _check_one(e: Expectation, r: VariantRecord, base: dict) -> Failure | None:
     label = variant_label(r)
+    if e.kind in ("no_crash", "no_hang", "correct"):
+        return _check_status(e, r, label)
     if not r.ok:
-        msg = (r.error or "").strip().splitlines()
-        return Failure(e.text, label, "a compiled variant", r.status, msg[0] if msg else "")
+        msg = (r.message or r.error or "").strip().splitlines()
+        return Failure(e.text, label, "a compiled variant", r.failure or r.status, msg[0] if msg else "")
     if e.kind == "compiles":
         return None
     if e.kind in ("verdict", "took_effect", "not_ignored"):

@@ -170,6 +170,7 @@ class CompilerCall:
     env_ld_library_path: str
     seconds: float = 0.0
     remarks_path: str | None = None
+    cuda_env: dict = dataclasses.field(default_factory=dict)   # CUDA_HOME / CUDA_PATH as passed to tileiras
 
 
 #: Calls recorded by the compile hook since the last :func:`take_compiler_calls`.
@@ -225,6 +226,20 @@ def tileiras_build(tileiras: str) -> str:
     return parse_build(out)
 
 
+def tileiras_targets(tileiras: str) -> list[str]:
+    """The ``--gpu-name`` targets ``tileiras --help`` lists (e.g. 13.2.86: sm_80 … sm_89, sm_100 … sm_121, no
+    sm_90), run without CUDA_HOME / CUDA_PATH and with a 60 s timeout; ``[]`` when it does not run or lists none
+    (then nothing is refused before compiling)."""
+    import subprocess
+    from ..model.toolkit import parse_targets
+    env = {k: v for k, v in os.environ.items() if k not in ("CUDA_HOME", "CUDA_PATH")}
+    try:
+        out = subprocess.run([tileiras, "--help"], capture_output=True, text=True, timeout=60, env=env).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return parse_targets(out)
+
+
 def parse_build(version_text: str) -> str:
     """The release line of ``tileiras --version`` (``Cuda compilation tools, release 13.4, V13.4.92``).
 
@@ -256,8 +271,11 @@ def install_compile_hook() -> None:
         argv.append("--device-debug" if debug else "--lineinfo")
         if remarks_output_file is not None:
             argv += ["--remark-format=yaml", "--remarks=all", f"--remarks-output-file={remarks_output_file}"]
+        passed = getattr(binary, "pass_cuda_home_var", True)
         call = CompilerCall(argv, binary.bin_path, binary.ld_path,
-                            remarks_path=str(remarks_output_file) if remarks_output_file else None)
+                            remarks_path=str(remarks_output_file) if remarks_output_file else None,
+                            cuda_env={k: os.environ[k] for k in ("CUDA_HOME", "CUDA_PATH")
+                                      if passed and k in os.environ})
         _CALLS.append(call)
         t0 = time.perf_counter()
         try:
@@ -287,24 +305,6 @@ def configure_context(temp_dir: str, timeout_s: float | None) -> None:
     cfg.temp_dir = temp_dir
     cfg.compiler_timeout_sec = timeout_s
     cfg.cache_dir = None
-
-
-def compiler_error_kind(exc: BaseException) -> tuple[str, str, int | None]:
-    """Classify a cuTile compile exception as (status, message, returncode).
-
-    status: ``timeout`` (cuTile's CompilerTimeoutError), ``compiler_crash`` (tileiras killed by a signal:
-    cuTile's CompilerExecutionError carries "Return code -N"), ``compile_error`` (anything else raised while
-    compiling: a tileiras error, a cuTile type error, an unsupported dtype for the arch).
-    """
-    name = type(exc).__name__
-    msg = str(exc).strip()
-    if "Timeout" in name:
-        return "timeout", msg, None
-    m = re.match(r"Return code (-?\d+)", getattr(exc, "message", "") or msg)
-    rc = int(m.group(1)) if m else None
-    if rc is not None and rc < 0:
-        return "compiler_crash", msg or f"tileiras killed by signal {-rc}", rc
-    return "compile_error", f"{name}: {msg}" if msg else name, rc
 
 
 def which_tool(name: str) -> str | None:

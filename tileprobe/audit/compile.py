@@ -72,7 +72,9 @@ class Variant:
 class CompileResult:
     """What compiling one variant gave.
 
-    status: ``ok`` | ``compile_error`` | ``compiler_crash`` | ``timeout`` | ``probe_error``.
+    status: ``ok`` | ``compile_error`` | ``compiler_crash`` | ``timeout`` | ``probe_error``; failure: the class
+    (:data:`tileprobe.schema.FAILURE_CLASSES`, None when ok), message: the compiler's meaningful lines, fix: what
+    to do (:mod:`tileprobe.audit.failure`).
     cubin: the cubin bytes (ok only). compile_s: tileiras wall time (s); total_s: the worker's whole time for
     the variant (signature + Python front end + tileiras + I/O). repro: a shell command that repeats the
     tileiras call (the bytecode is kept in ``artifact_dir`` for failed variants).
@@ -94,6 +96,14 @@ class CompileResult:
     export_s: float = 0.0
     total_s: float = 0.0
     artifact_dir: str | None = None
+    failure: str | None = None
+    message: str = ""
+    fix: str = ""
+
+    def fail(self, f) -> "CompileResult":
+        """Set status, failure class, message, fix and error from a :class:`tileprobe.audit.failure.Failure`."""
+        self.status, self.failure, self.message, self.fix, self.error = f.status, f.failure, f.message, f.fix, f.error
+        return self
 
 
 # --- worker side ---------------------------------------------------------------------------------------
@@ -114,7 +124,7 @@ def _init_worker(tileiras: str | None, lib_dirs: list[str] | None, timeout_s: fl
     _cutile.install_compile_hook()
     wdir = tempfile.mkdtemp(prefix="worker-", dir=tmp_root)
     _cutile.configure_context(wdir, timeout_s)
-    _WORKER.update(tmp=wdir, timeout_s=timeout_s, probes={}, sigs={}, with_sass=with_sass)
+    _WORKER.update(tmp=wdir, root=tmp_root, timeout_s=timeout_s, probes={}, sigs={}, with_sass=with_sass)
 
 
 def _probe(path: str, index: int):
@@ -136,12 +146,15 @@ def effective_hints(kernel, arch: str) -> dict:
 def compile_one(variant: Variant) -> CompileResult:
     """Compile one variant in this (worker) process. Never raises for compiler or probe failures."""
     from . import _cutile
+    from .failure import mark_phase
     from .signature import describe_signature, jit_signature
     t0 = time.perf_counter()
     res = CompileResult(variant, "ok", cuda_tile=_cutile.cutile_version())
+    root = _WORKER.get("root")
     try:
         res.tileiras_path = _cutile.current_compiler()
         res.tileiras = _cutile.compiler_build_string()
+        mark_phase(root, variant, "import")
         probe = _probe(variant.probe_path, variant.probe_index)
         kernel = probe.resolve_kernel()
         hints = {k: v for k, v in variant.hints if v is not None}
@@ -152,19 +165,21 @@ def compile_one(variant: Variant) -> CompileResult:
         if probe.args_take_context:   # issue 12: args(case, arrays, *, arch, hints) may differ per variant
             sig_key += (variant.arch, tuple(sorted(res.effective_hints.items())))
         if sig_key not in _WORKER["sigs"]:
+            mark_phase(root, variant, "args")
             _WORKER["sigs"][sig_key] = jit_signature(kernel, probe.launch_args(
                 variant.case_dict, arch=variant.arch, hints=dict(res.effective_hints)))
         sig = _WORKER["sigs"][sig_key]
         res.symbol, res.signature = sig.symbol, describe_signature(sig)
-    except ProbeError as e:
-        res.status, res.error = "probe_error", str(e)
+    except Exception as e:  # the probe's code failed, or cuTile refused what it gave
+        text = str(e) if isinstance(e, ProbeError) else f"{type(e).__name__}: {e}"
+        res.status, res.failure, res.error, res.message = "probe_error", "probe_error", text, text
+        res.fix = f"fix the probe file {variant.probe_path} at the line named"
+        mark_phase(root, variant, None)
         res.total_s = time.perf_counter() - t0
         return res
-    except Exception as e:  # cuTile refused the hint values etc.
-        res.status, res.error = "probe_error", f"{type(e).__name__}: {e}"
-        res.total_s = time.perf_counter() - t0
-        return res
+    mark_phase(root, variant, "compile")
     _compile_cubin(kernel, sig, variant, res, probe.timeout_s)
+    mark_phase(root, variant, None)
     if res.cubin is not None and _WORKER.get("with_sass"):
         from ..model.sass import sass_summary
         res.sass = sass_summary(res.cubin, res.symbol)
@@ -181,16 +196,22 @@ def _compile_cubin(kernel, sig, variant: Variant, res: CompileResult, timeout_s:
     out = os.path.join(vdir, "kernel.cubin")
     _cutile.take_compiler_calls()
     t0 = time.perf_counter()
+    failed = None
     try:
         export_kernel(kernel, [sig], out, gpu_code=variant.arch, output_format="cubin")
         with open(out, "rb") as f:
             res.cubin = f.read()
     except Exception as e:
-        res.status, res.error, _ = _cutile.compiler_error_kind(e)
-        if not res.error:
-            res.error = traceback.format_exc(limit=3)
+        failed = e
     res.export_s = time.perf_counter() - t0
     calls = _cutile.take_compiler_calls()
+    if failed is not None:
+        from .failure import classify
+        env = calls[-1].cuda_env if calls else None
+        res.fail(classify(failed, tileiras=res.tileiras_path, build=res.tileiras, compiler_env=env,
+                          timeout_s=timeout_s or _WORKER["timeout_s"]))
+        if not res.error:
+            res.error = traceback.format_exc(limit=3)
     if calls:
         call = calls[-1]
         res.compile_s = call.seconds
@@ -251,9 +272,9 @@ def compile_variants(variants: Iterable[Variant], *, tileiras: str | None = None
     for v in survivors:
         again: list[Variant] = []
         yield from _run_pool([v], 1, initargs, again)
-        for dead in again:
-            yield CompileResult(dead, "compiler_crash",
-                                error="the compile worker process died (a signal or a crash in cuTile's extension)")
+        for dead in again:   # run alone, so it is the variant that ended its worker: what was the worker doing?
+            from .failure import dead_worker
+            yield CompileResult(dead, "compiler_crash").fail(dead_worker(dead, tmp_root))
 
 
 def _run_pool(variants, jobs, initargs, broken_out: list) -> Iterator[CompileResult]:

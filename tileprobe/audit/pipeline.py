@@ -5,6 +5,7 @@ No GPU is needed. ``audit()`` is what ``tileprobe audit`` runs; every other comm
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import platform
 import sys
 from dataclasses import dataclass, field
@@ -14,7 +15,7 @@ from ..errors import CubinError, ProbeError, TileprobeError
 from ..model.arch import get_arch
 from ..model.cubin import CubinInfo
 from ..model.occupancy import theoretical_occupancy
-from ..schema import VariantRecord, canonical, value_key
+from ..schema import FAILURE_FIXES, VariantRecord, canonical, derive_failure, short_build, value_key
 from .compile import DEFAULT_TIMEOUT_S, CompileResult, Variant, compile_variants
 from .probe import NoProbeDefined, Probe, load_probes
 from .verdict import judge_records
@@ -71,13 +72,17 @@ def record_from(res: CompileResult) -> VariantRecord:
                         arch=v.arch, tileiras=res.tileiras, status=res.status, cuda_tile=res.cuda_tile,
                         effective_hints=res.effective_hints, error=res.error, repro=res.repro,
                         compile_s=round(res.compile_s, 3), symbol=res.symbol, signature=res.signature,
-                        knobs=dict(v.knobs))
+                        knobs=dict(v.knobs), failure=res.failure, message=res.message, fix=res.fix)
+    if res.status != "ok" and not rec.failure:   # a result made without a class (e.g. a tileprobe bug in a worker)
+        rec.failure, rec.message = derive_failure(res.status, res.error)
+        rec.fix = rec.fix or FAILURE_FIXES.get(rec.failure, "")
     if res.status != "ok" or res.cubin is None:
         return rec
     try:
         info = CubinInfo.from_bytes(res.cubin)
     except CubinError as e:
-        rec.status, rec.error = "compile_error", f"unreadable cubin: {e}"
+        rec.status, rec.failure, rec.error = "compile_error", "compile_error", f"unreadable cubin: {e}"
+        rec.message, rec.fix = rec.error, "the compiler wrote a cubin tileprobe cannot read: report it with the cubin"
         return rec
     k = info.kernel(res.symbol) if res.symbol and any(x.name == res.symbol for x in info.kernels) else info.kernel()
     rec.threads, rec.registers, rec.max_regs = k.threads_per_cta, k.regs_per_thread, k.max_regs
@@ -99,13 +104,33 @@ def record_from(res: CompileResult) -> VariantRecord:
 
 
 def resolve_compiler(tc: dict) -> dict:
-    """Fill a toolchain dict's ``tileiras`` path (default: the one cuTile would pick) and ``build`` string."""
+    """Fill a toolchain dict's ``tileiras`` path (default: the one cuTile would pick), ``build`` string and
+    ``targets`` (what its ``--help`` lists; asked once per toolchain, ``[]`` when unknown)."""
     from . import _cutile
     tc = dict(tc)
     if not tc.get("tileiras"):
         tc["tileiras"] = _cutile.current_compiler()
     tc["build"] = _cutile.tileiras_build(tc["tileiras"])
+    if "targets" not in tc:
+        tc["targets"] = _cutile.tileiras_targets(tc["tileiras"])
     return tc
+
+
+def refuse_unlisted(variants: Sequence[Variant], tc: dict) -> tuple[list[CompileResult], list[Variant]]:
+    """Split ``variants`` into results for the archs compiler ``tc`` does not list (``unsupported_target``,
+    nothing compiled: :func:`tileprobe.audit.failure.unsupported_target`) and the variants to compile."""
+    from . import _cutile
+    from .failure import help_command, unsupported_target
+    targets = tc.get("targets") or []
+    refused, todo = [], []
+    for v in variants:
+        if targets and v.arch not in targets:
+            res = CompileResult(v, "compile_error", tileiras=tc["build"], tileiras_path=tc["tileiras"],
+                                cuda_tile=_cutile.cutile_version(), repro=help_command(tc["tileiras"]))
+            refused.append(res.fail(unsupported_target(v.arch, targets, tc["tileiras"], tc["build"])))
+        else:
+            todo.append(v)
+    return refused, todo
 
 
 def environment(tileiras_builds: Iterable[str] = ()) -> dict:
@@ -120,7 +145,8 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
           jobs: int | None = None, timeout_s: float = DEFAULT_TIMEOUT_S, with_sass: bool = False,
           store=None, progress: Callable | None = None,
           select: Callable[[Variant], bool] | None = None, repeat: int = 1,
-          where: dict | None = None, cases: dict | None = None, hints: dict | None = None) -> AuditResult:
+          where: dict | None = None, cases: dict | None = None, hints: dict | None = None,
+          retry_failed: bool = False) -> AuditResult:
     """Audit probe files for architectures, with one or more tileiras toolchains.
 
     Args:
@@ -143,6 +169,11 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
             select records with (:func:`tileprobe.audit.where.select`).
         cases, hints: ``{name: [values]}`` replacing (hints: or adding) the probes' own values
             (``--case`` / ``--hint``; :func:`tileprobe.audit.where.apply_overrides`).
+        retry_failed: compile again the variants the store holds as failed (by default a stored failure is the
+            answer, except probe errors and broken environments: :meth:`tileprobe.store.Store.lookup`).
+
+    A variant for an arch the compiler does not list (``tileiras --help``, asked once per toolchain) is not
+    compiled: its record says ``unsupported_target``.
 
     A broken probe file is reported in ``probe_errors`` (file and line) and the other probes go on.
     Raises :class:`TileprobeError` only when nothing can be audited (unknown arch, no probe loaded, a ``where``
@@ -176,19 +207,26 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
         tc = resolve_compiler(tc)
         todo = variants
         if store is not None:
-            cached, todo = store.lookup(variants, tc, with_sass=with_sass)
+            cached, todo = store.lookup(variants, tc, with_sass=with_sass, retry_failed=retry_failed)
             result.records.extend(cached)
+            failed = sum(not r.ok for r in cached)
+            if failed:
+                result.notes.append(f"{failed} failed variant(s) taken from the store, not compiled again "
+                                    f"({short_build(tc['build'])}); --retry-failed compiles them again")
             for rec in cached:
                 data = store.cubin(rec.cubin_sha256) if rec.cubin_sha256 else None
                 if data is not None:
                     result.cubins[rec.cubin_sha256] = data
-        extra = [dataclasses.replace(v, rep=i) for i in range(1, repeat) for v in variants]
+        extra = [dataclasses.replace(v, rep=i) for i in range(1, repeat) for v in variants
+                 if not tc.get("targets") or v.arch in tc["targets"]]
         if progress:
             progress("stored", len(variants) - len(todo))
             progress("total", len(todo) + len(extra))
         repeats: dict[tuple, list[str]] = {}
-        for res in compile_variants(todo + extra, tileiras=tc.get("tileiras"), lib_dirs=tc.get("lib_dirs"),
-                                    jobs=jobs, timeout_s=timeout_s, with_sass=with_sass):
+        refused, todo = refuse_unlisted(todo, tc)
+        compiled = compile_variants(todo + extra, tileiras=tc.get("tileiras"), lib_dirs=tc.get("lib_dirs"),
+                                    jobs=jobs, timeout_s=timeout_s, with_sass=with_sass)
+        for res in itertools.chain(refused, compiled):
             if progress:
                 progress("advance", 1)
             if res.variant.rep:

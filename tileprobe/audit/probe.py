@@ -42,6 +42,14 @@ from .signature import ArraySpec
 #: Compiler hints a kernel takes (``ct.kernel(...)`` / ``kernel.replace_hints``), with allowed values
 #: (cuda/tile/_compiler_options.py, cuda-tile 1.7.0).
 KERNEL_HINTS = ("occupancy", "num_ctas", "opt_level", "num_worker_warps")
+#: The values cuTile accepts for each kernel hint (``_validate_*`` in cuda/tile/_compiler_options.py, cuda-tile
+#: 1.7.0): occupancy 1 … 32, num_ctas a power of two in 1 … 16, opt_level 0 … 3, num_worker_warps a power of two in
+#: 1 … 32 (values other than 4 and 8 need tileiras 13.5). ``None`` (as the kernel declares) is always allowed.
+HINT_VALUES = {"occupancy": tuple(range(1, 33)), "num_ctas": (1, 2, 4, 8, 16), "opt_level": (0, 1, 2, 3),
+               "num_worker_warps": (1, 2, 4, 8, 16, 32)}
+#: How :data:`HINT_VALUES` reads in an error message.
+HINT_VALUES_TEXT = {"occupancy": "an int in 1 … 32", "num_ctas": "a power of two in 1 … 16 (1, 2, 4, 8, 16)",
+                    "opt_level": "an int in 0 … 3", "num_worker_warps": "a power of two in 1 … 32 (1, 2, 4, 8, 16, 32)"}
 #: Per-load/store hints (arguments of ``ct.load`` / ``ct.store``) a probe can map to a case constant.
 LOAD_KNOBS = ("allow_tma", "latency")
 
@@ -163,6 +171,7 @@ class Probe:
                                  "(per-load knobs such as latency or allow_tma: make them ct.Constant parameters "
                                  "of the kernel and list them in cases=)")
             _check_values("hints", h, values)
+            _check_hint_values(h, values)
         for c, values in self.cases.items():
             _check_values("cases", c, values)
         if self.timeout_s is not None and not self.timeout_s > 0:
@@ -266,6 +275,18 @@ def _check_tuning(probe: "Probe") -> None:
         if value not in list(allowed[name]):
             raise ProbeError(f"default {name}={value!r} is not among the declared values {list(allowed[name])!r}: "
                              "the default configuration must be one of the candidates")
+
+
+def _check_hint_values(hint: str, values) -> None:
+    """Refuse a hint value cuTile would refuse (or choke on: ``occupancy='two'`` used to end in a TypeError about
+    comparing str and int), naming the value and the allowed ones (:data:`HINT_VALUES`). ``None`` and
+    ``ct.ByTarget`` values pass (cuTile checks a ByTarget's entries when the hints are applied)."""
+    for value in values:
+        if value is None or type(value).__name__ == "ByTarget":
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value not in HINT_VALUES[hint]:
+            raise ProbeError(f"hints[{hint!r}] holds {value!r}: {hint} takes {HINT_VALUES_TEXT[hint]}, or None for "
+                             "the kernel's declared value (cuda/tile/_compiler_options.py)")
 
 
 def _check_values(kind, name, values):

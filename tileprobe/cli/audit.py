@@ -31,6 +31,8 @@ def add_parser(sub) -> None:
                    "--bundle DIR` on a GPU machine without tileiras")
     a.add_argument("--repeat", type=int, default=1, metavar="N", help="compile each variant N times and report "
                    "variants whose machine code differs between compiles (tileiras is not always deterministic)")
+    a.add_argument("--retry-failed", action="store_true", help="compile again the variants the store holds as "
+                   "failed (by default a stored failure is the answer and is not compiled again)")
     a.add_argument("--brief", action="store_true",
                    help="print reasons only for noteworthy verdicts (partial, ignored, infeasible, unchanged)")
     a.add_argument("--summary", action="store_true", help="one line per kernel, arch and compiler instead of the "
@@ -57,7 +59,7 @@ def cmd_audit(args) -> int:
     with prog:
         result = audit(args.probes, split(args.arch), toolchains=toolchains(args.tileiras), jobs=args.jobs,
                        timeout_s=args.timeout, with_sass=args.sass and _have_nvdisasm(), store=store, progress=cb,
-                       repeat=args.repeat, where=where, **overrides)
+                       repeat=args.repeat, where=where, retry_failed=args.retry_failed, **overrides)
     for e in result.probe_errors:
         err.print(f"[red]probe error[/]: {e}", markup=True, highlight=False)
     for note in result.notes:
@@ -90,9 +92,14 @@ def repeat_line(records, repeat: int) -> str:
 
 
 def _summary(result) -> str:
-    failed = sum(1 for r in result.records if r.status in ("compile_error", "compiler_crash", "timeout"))
+    from collections import Counter
+    classes = Counter(r.failure or r.status for r in result.records if r.status in ("compile_error", "compiler_crash",
+                                                                                  "timeout"))
+    failed = sum(classes.values())
     broken = sum(1 for r in result.records if r.status == "probe_error")
     summary = f"{len(result.records)} variants, {failed} failed to compile"
+    if failed:
+        summary += " (" + ", ".join(f"{n} {c}" for c, n in classes.most_common()) + ")"
     if broken or result.probe_errors:
         summary += f", {broken} not built because of probe errors ({len(result.probe_errors)} error(s), listed above)"
     return f"{summary}, {result.wall_s:.1f} s"

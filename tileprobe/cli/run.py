@@ -22,10 +22,11 @@ def add_parser(sub) -> None:
     p = sub.add_parser("run", help="check and time every variant on this machine's GPU (hangs and crashes "
                        "are contained)", description=__doc__.split("\n\n")[1])
     p.add_argument("probes", nargs="*", metavar="PROBE", help="probe files (with --bundle: which of its probes to "
-                   "run, and where their files are on this machine; default all)")
+                   "run; their code is imported from these files only, never from the paths the bundle records)")
     p.add_argument("--arch", help="target to audit and run (default: this GPU's, e.g. sm_90)")
     p.add_argument("--bundle", metavar="DIR", help="run the audit in DIR (audit.json + cubins/<sha256>.cubin, "
-                   "written by `tileprobe audit --bundle DIR` where tileiras is) instead of compiling here")
+                   "written by `tileprobe audit --bundle DIR` where tileiras is) instead of compiling here; a bundle "
+                   "is data: name its probe files too")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S,
                    help=f"per-variant limit in seconds before it is called a hang (default {DEFAULT_TIMEOUT_S:g})")
     p.add_argument("--reps", type=int, default=DEFAULT_REPS, help=f"timed repetitions (default {DEFAULT_REPS})")

@@ -33,7 +33,7 @@ def add_parser(subparsers, add_common=None) -> None:
     p.add_argument("--export", metavar="FILE", help="write the tuned configurations as JSON for host code "
                    "(merged into FILE if it is a tune table)")
     p.add_argument("--bundle", metavar="DIR", help="take the compiled candidates from `tileprobe audit --bundle DIR` "
-                   "(made where tileiras is); the probe files are still given")
+                   "(made where tileiras is); the probe files are still given, and probe code is imported only from them")
     p.add_argument("--arch", help="target (default: this GPU's)")
     p.add_argument("--store", metavar="PATH", help="results store (default: $TILEPROBE_STORE or the user data dir)")
     p.add_argument("--no-store", action="store_true", help="do not read or write the results store")

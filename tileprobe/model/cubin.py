@@ -32,6 +32,12 @@ identical for sm_90 and sm_90a (bit 3, LLVM's EF_CUDA_ACCELERATORS, stays clear)
 ``.nv.compat``; sm_100 and sm_100f cubins are identical, so 'f' cannot be recovered. Older ABIs (CUDA <= 12)
 keep the SM in the low byte and 'a' in bit 11 (0x800), per LLVM's ``BinaryFormat/ELF.h``; not seen here.
 
+Compressed sections (``SHF_COMPRESSED``, an ``Elf64_Chdr`` then zlib data) are read, but the sizes they claim are
+capped before anything is inflated: at most :data:`MAX_INFLATED_BYTES` in all per cubin (a 4.2 MB cubin whose
+``.nv.info`` claimed 8.4 GB used to be inflated whole: 8.4 GB of memory and 24 s before it was refused, issue 9).
+``.symtab`` must not be compressed (pyelftools reads symbols from the raw bytes), and ``SHT_NOBITS`` sections hold
+no bytes whatever size they claim. ``benchmarks/bench_fuzz_cubin.py`` feeds the reader 10,000+ mutated cubins.
+
 Static shared memory and the 1 KB per-CTA reserve (``smem_driver_bytes``): from sm_90 on, ptxas places user
 shared memory after the 1 KB system reserve (SASS forms shared addresses from 0x400) and ``.nv.shared.<kernel>``
 spans the reserve too: a PTX kernel with a 4,096-byte ``.shared`` array gives SHARED = 5,120 on sm_90, 90a, 100,
@@ -50,6 +56,7 @@ import math
 import os
 import re
 import struct
+import zlib
 from dataclasses import dataclass
 from io import BytesIO
 from typing import Iterator
@@ -85,6 +92,10 @@ EIATTR_BLOCKS_ARE_CLUSTERS = 0x5B
 EICOMPAT_ATTR_CUDA_ACCELERATOR_TARGET = 0x09
 # Global .nv.info records whose payload is {symbol index, value}.
 _PER_SYMBOL_ATTRS = (EIATTR_REGCOUNT, EIATTR_FRAME_SIZE, EIATTR_MIN_STACK_SIZE, EIATTR_MAX_STACK_SIZE)
+
+#: Most bytes the reader inflates from compressed sections of one cubin (64 MiB: the largest cubin in
+#: tests/data/cubins is 0.18 MB, and tileiras' cubins seen so far were a few MB at most, none compressed).
+MAX_INFLATED_BYTES = 64 << 20
 
 #: Shared memory the driver reserves for system use in every CTA (cudaDevAttrReservedSharedMemoryPerBlock,
 #: 1 KB on sm_80 and later).
@@ -250,7 +261,7 @@ class CubinInfo:
         except CubinError:
             raise
         except (ELFError, ConstructError, struct.error, ValueError, IndexError, KeyError, OverflowError,
-                EOFError) as exc:
+                EOFError, ZeroDivisionError, zlib.error) as exc:
             raise CubinError(f"{src}: cannot parse the cubin ({type(exc).__name__}: {exc}); the file is damaged "
                              "or not written by ptxas/tileiras: recompile it (e.g. with "
                              "cuda.tile.compilation.export_kernel(..., output_format='cubin'))") from exc
@@ -302,6 +313,7 @@ class _Reader:
 
     def __init__(self, data: bytes, src: str):
         self.data, self.src = data, src
+        self.inflate_budget = MAX_INFLATED_BYTES
         self.elf = ELFFile(BytesIO(data))
         self.sections = {}
         for sec in self.elf.iter_sections():
@@ -311,6 +323,20 @@ class _Reader:
                                  "recompile it or copy it again")
             self.sections[sec.name] = sec
         self.symbols = self._symbols()
+
+    def _data(self, sec) -> bytes:
+        """A section's bytes: empty for SHT_NOBITS; for a compressed section, inflated only when the size it
+        claims fits in what is left of :data:`MAX_INFLATED_BYTES` (pyelftools stops inflating at that size)."""
+        if sec["sh_type"] == "SHT_NOBITS":
+            return b""
+        if sec.compressed:
+            size = sec.data_size
+            if size > self.inflate_budget:
+                raise CubinError(f"{self.src}: section {sec.name!r} is compressed and claims {size:,} bytes inflated, "
+                                 f"over the {MAX_INFLATED_BYTES:,}-byte limit for one cubin (tileiras writes no "
+                                 "compressed sections); the file is damaged or hostile")
+            self.inflate_budget -= size
+        return sec.data()
 
     def info(self) -> CubinInfo:
         arch, accelerated = self._arch()
@@ -331,7 +357,10 @@ class _Reader:
         symtab = self.sections.get(".symtab")
         if not isinstance(symtab, SymbolTableSection):
             raise CubinError(f"{self.src}: the cubin has no .symtab; it cannot name its kernels")
-        raw = symtab.data()
+        if symtab.compressed or symtab["sh_type"] == "SHT_NOBITS" or symtab["sh_entsize"] != _SYM_SIZE:
+            raise CubinError(f"{self.src}: its .symtab is compressed, empty or not {_SYM_SIZE}-byte entries "
+                             f"(sh_entsize {symtab['sh_entsize']}); the file is damaged")
+        raw = self._data(symtab)
         out = []
         for i, sym in enumerate(symtab.iter_symbols()):
             st_other = raw[i * _SYM_SIZE + 5]
@@ -356,7 +385,7 @@ class _Reader:
         sec = self.sections.get(section_name)
         if sec is None:
             return
-        data, off = sec.data(), 0
+        data, off = self._data(sec), 0
         while off + 4 <= len(data):
             fmt, attr, value = struct.unpack_from("<BBH", data, off)
             off += 4
@@ -419,7 +448,7 @@ class _Reader:
         sec = self.sections.get(".nv_debug_ptx_txt")
         if sec is None or sec["sh_type"] == "SHT_NOBITS":
             return None
-        return sec.data().replace(b"\0", b"\n").decode("utf-8", errors="replace")
+        return self._data(sec).replace(b"\0", b"\n").decode("utf-8", errors="replace")
 
     def _code_sha256(self, global_attrs, kernels: tuple[KernelResources, ...]) -> str:
         """SHA-256 over SASS and resources, stable under changes of symbol/section numbering and debug data.
@@ -435,7 +464,7 @@ class _Reader:
                 h.update(len(blob).to_bytes(8, "little") + blob)
 
         for name in sorted(n for n in self.sections if n.startswith(".text.")):
-            put(name, self.sections[name].data())
+            put(name, self._data(self.sections[name]))
         put("global", *(self._normalised(attr, value) for _, attr, value in global_attrs))
         for k in kernels:
             put(k.name, k.smem_static_bytes, k.local_bytes)

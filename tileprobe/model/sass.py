@@ -161,8 +161,9 @@ def sass_traits(cubin: bytes | str | os.PathLike, nvdisasm: str | os.PathLike | 
     """Disassemble ``cubin`` (bytes, or a path) and return the traits of each kernel.
 
     Raises:
-        CubinError: the input is not a cubin.
-        ToolchainError: nvdisasm is missing, fails on the cubin, or takes longer than NVDISASM_TIMEOUT_S.
+        CubinError: the input is not a cubin, or nvdisasm finds it damaged (:func:`nvdisasm_failure`).
+        ToolchainError: nvdisasm is missing, cannot decode the cubin's architecture, or takes longer than
+            NVDISASM_TIMEOUT_S.
     """
     from tileprobe.model.cubin import _check_header
 
@@ -206,10 +207,32 @@ def _disassemble(tool: str, data: bytes, src: str) -> str:
             raise ToolchainError(f"cannot run {tool} ({exc.strerror or exc}); reinstall it with "
                                  "`pip install --force-reinstall nvidia-cuda-nvdisasm`") from exc
     if proc.returncode != 0:
-        raise ToolchainError(f"{tool} failed on {src} (exit {proc.returncode}): {proc.stderr.strip()[:500]}; "
-                             "an nvdisasm older than the cubin's architecture cannot decode it: "
-                             "`pip install -U nvidia-cuda-nvdisasm`")
+        raise nvdisasm_failure(tool, src, proc.returncode, proc.stderr)
     return proc.stdout
+
+
+#: nvdisasm's words when it does not know the cubin's architecture (13.4.92: "nvdisasm fatal : Cannot decode
+#: architecture 'SM250a'"); anything else it prints on failure is about the file itself.
+_UNKNOWN_ARCH = re.compile(r"Cannot decode architecture|[Uu]nsupported (?:architecture|arch|target)|"
+                           r"[Uu]nknown (?:architecture|arch|SM)")
+
+
+def nvdisasm_failure(tool: str, src: str, returncode: int, stderr: str) -> TileprobeError:
+    """The error for nvdisasm exiting ``returncode`` on ``src``: a :class:`ToolchainError` saying to upgrade nvdisasm
+    only when it says it cannot decode the architecture; otherwise a :class:`CubinError` (a damaged cubin: "Illegal
+    instruction found", "is an invalid ELF file" …) with nvdisasm's own first distinct lines."""
+    lines: list[str] = []
+    for line in (stderr or "").splitlines():
+        line = line.strip()
+        if line and line not in lines:
+            lines.append(line)
+    shown = "; ".join(lines[:3]) + (f" (+{len(lines) - 3} more lines)" if len(lines) > 3 else "")
+    if _UNKNOWN_ARCH.search(stderr or ""):
+        return ToolchainError(f"{tool} cannot decode the architecture of {src} (exit {returncode}): {shown}; an "
+                              "nvdisasm older than the cubin's architecture cannot read it: "
+                              "`pip install -U nvidia-cuda-nvdisasm`")
+    return CubinError(f"nvdisasm could not decode {src} (exit {returncode}): {shown or 'no message'}; the cubin's "
+                      "machine code or layout is damaged (this nvdisasm knows its architecture): recompile it")
 
 
 def parse_nvdisasm(listing: str) -> SassTraits:

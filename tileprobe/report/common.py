@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Iterable
+from typing import Iterable, Sequence
 
 from ..schema import NOTEWORTHY_STATUSES, VariantRecord, short_build  # noqa: F401  (short_build: the renderers' label)
 
@@ -62,10 +62,43 @@ def verdict_columns(rows: Iterable[VariantRecord]) -> list[str]:
     return _first_seen([*r.hints, *r.verdicts] for r in rows)
 
 
+def failure_of(r: VariantRecord) -> str:
+    """The failure class of a failed record (``r.failure``; its status for a record without one)."""
+    return r.failure or r.status
+
+
+def failure_brief(r: VariantRecord, width: int = 100) -> str:
+    """``compiler_crash: tileiras was killed by SIGSEGV (signal 11)``: the class and the first line of the
+    compiler's message, cut to ``width`` characters."""
+    first = next((ln.strip() for ln in (r.message or r.error or "").splitlines() if ln.strip()), "")
+    if len(first) > width:
+        first = first[:width - 1] + "…"
+    return f"{failure_of(r)}: {first}" if first else failure_of(r)
+
+
+def failure_groups(rows: Iterable[VariantRecord]) -> list[list[VariantRecord]]:
+    """The failed ``rows`` grouped by (failure class, message), in first-seen order: one note per group, so 216
+    variants refused for one reason print one message, not 216."""
+    groups: dict[tuple, list[VariantRecord]] = {}
+    for r in rows:
+        if not r.ok:
+            groups.setdefault((failure_of(r), r.message or r.error), []).append(r)
+    return list(groups.values())
+
+
+def group_label(group: Sequence[VariantRecord], shown: int = 3) -> str:
+    """One row's label, or ``4 variants (a, b, c, +1 more)``."""
+    if len(group) == 1:
+        return variant_label(group[0])
+    names = ", ".join(variant_label(r) for r in group[:shown]) + (f", +{len(group) - shown} more"
+                                                              if len(group) > shown else "")
+    return f"{len(group)} variants ({names})"
+
+
 def verdict_text(r: VariantRecord, long: bool = False) -> str:
-    """``occupancy honoured`` …; the reasons too when ``long``."""
+    """``occupancy honoured`` …; the reasons too when ``long``; a failed variant's class (and message)."""
     if not r.ok:
-        return r.status
+        return failure_brief(r) if long else failure_of(r)
     parts = []
     for hint, v in r.verdicts.items():
         text = f"{hint} {VERDICT_MARK.get(v['status'], v['status'])}"
@@ -119,7 +152,7 @@ def headers(hints: list[str], cases: list[str]) -> list[str]:
 def verdict_cells(r: VariantRecord, hints: list[str]) -> list[str]:
     """One verdict status per hint column (``-`` when none)."""
     if not r.ok:
-        return [r.status] + ["-"] * (len(hints) - 1) if hints else []
+        return [failure_of(r)] + ["-"] * (len(hints) - 1) if hints else []
     return [r.verdicts.get(h, {}).get("status", "-") for h in hints]
 
 
@@ -180,9 +213,12 @@ def record_side(r: VariantRecord | None) -> str:
     if r is None:
         return "-"
     if not r.ok:
-        return r.status
+        return failure_brief(r, 80)
     v = ", ".join(f"{h} {x['status']}" for h, x in r.verdicts.items())
-    t = f"; {r.run['median_us']:.1f} µs" if r.run and r.run.get("median_us") else ""
+    run = r.run or {}
+    t = f"; {run['median_us']:.1f} µs" if run.get("median_us") and run.get("status", "ok") == "ok" else ""
+    if run.get("status") not in (None, "ok"):
+        t = f"; run {run['status']}"
     sass = r.sass or {}
     spill = f" {sass['spill_loads']}/{sass['spill_stores']} LDL/STL" if sass.get("spill_loads") or \
         sass.get("spill_stores") else ""

@@ -24,8 +24,9 @@ from typing import Iterable, Sequence
 
 from ..errors import TileprobeError
 from ..schema import VariantRecord
-from .common import (variant_label, NUMERIC, VERDICT_MARK, case_columns, fmt_kv, fmt_value, group_tables, headers, hint_columns,
-                     noteworthy, row_cells, sass_columns, short_build, verdict_columns)
+from .common import (variant_label, NUMERIC, VERDICT_MARK, case_columns, failure_groups, failure_of, fmt_kv,
+                     fmt_value, group_label, group_tables, headers, hint_columns, noteworthy, row_cells,
+                     sass_columns, short_build, verdict_columns)
 
 #: verdict → (colour, matplotlib marker); the table cells use the same colours.
 VERDICT_STYLE = {"honoured": ("#1a7f37", "o"), "met": ("#0969da", "v"), "partial": ("#bf8700", "D"),
@@ -82,8 +83,8 @@ def _median_us(r: VariantRecord):
 def _verdict_cells(r: VariantRecord, hints: list[str]) -> list[str]:
     """One cell per hint column: the verdict as a coloured badge whose tooltip is its reason."""
     if not r.ok:
-        first = (r.error or "").strip().splitlines()
-        badge = f'<span class="v v-failed" title="{_e(first[0] if first else r.status)}">{_e(r.status)}</span>'
+        first = (r.message or r.error or "").strip().splitlines()
+        badge = f'<span class="v v-failed" title="{_e(first[0] if first else r.status)}">{_e(failure_of(r))}</span>'
         return [badge] + ["-"] * (len(hints) - 1) if hints else []
     cells = []
     for h in hints:
@@ -137,18 +138,16 @@ def audit_table(rows: Sequence[VariantRecord]) -> str:
 
 
 def failure_notes(rows: Sequence[VariantRecord]) -> list[str]:
-    """One ``<li>`` per distinct (status, message) among the failed variants: the message once, the variants that
-    gave it, and the first one's repeat command."""
-    groups: dict[tuple, list[VariantRecord]] = {}
-    for r in rows:
-        if not r.ok:
-            groups.setdefault((r.status, (r.error or "").strip()), []).append(r)
+    """One ``<li>`` per distinct (failure class, message) among the failed variants
+    (:func:`tileprobe.report.common.failure_groups`): the variants that gave it, the class, the compiler's message
+    once, the fix and the first one's repeat command."""
     out = []
-    for (status, error), recs in groups.items():
-        names = ", ".join(_label(r) for r in recs)
-        who = f"{len(recs)} variants ({names})" if len(recs) > 1 else names
-        repro = f"<br>repeat: <code>{_e(recs[0].repro)}</code>" if recs[0].repro else ""
-        out.append(f"<li><b>{_e(who)}</b>: {_e(status)}<pre>{_e(error)}</pre>{repro}</li>")
+    for group in failure_groups(rows):
+        r = group[0]
+        fix = f"<br>fix: {_e(r.fix)}" if r.fix else ""
+        repro = f"<br>repeat: <code>{_e(r.repro)}</code>" if r.repro else ""
+        out.append(f"<li><b>{_e(group_label(group))}</b>: {_e(failure_of(r))}"
+                   f"<pre>{_e((r.message or r.error or '').strip())}</pre>{fix}{repro}</li>")
     return out
 
 

@@ -9,8 +9,9 @@ from ..analyses.compare import Comparison
 from ..analyses.doctor import Finding
 from ..audit.explain import advice
 from ..schema import VariantRecord
-from .common import (fmt_kv, variant_label, RUN_COLUMNS, best_lines, case_columns, group_tables, headers, hint_columns, noteworthy,
-                     record_side, row_cells, sass_columns, short_build, verdict_cells, verdict_columns, verdict_text)
+from .common import (variant_label, RUN_COLUMNS, best_lines, case_columns, failure_groups, failure_of, fmt_kv,
+                     group_tables, headers, hint_columns, noteworthy, record_side, row_cells, sass_columns,
+                     short_build, verdict_cells, verdict_columns, verdict_text)
 
 
 def table_md(headers: list[str], rows: list[list[str]]) -> str:
@@ -68,30 +69,53 @@ def versions_md(records: Sequence[VariantRecord]) -> str:
 
 
 def problems_md(records: Sequence[VariantRecord]) -> str:
-    """``### What went wrong``: each distinct failure once (status, the variants, the compiler's message in a code
-    block, the repeat command), then the variants with a noteworthy verdict; '' when there is neither."""
-    groups: dict[tuple, list[VariantRecord]] = {}
-    for r in records:
-        if not r.ok:
-            groups.setdefault((r.kernel, r.arch, short_build(r.tileiras), r.status, (r.error or "").strip()),
-                              []).append(r)
+    """``### What went wrong``: each distinct failure once per kernel, arch and compiler (the failure class, the
+    variants, the compiler's own words in a code block, the fix, the repeat command), then the variants with a
+    noteworthy verdict; '' when there is neither."""
+    failed = [(key, group) for key, rows in group_tables(records).items() for group in failure_groups(rows)]
     odd = [r for r in records if r.ok and any(noteworthy(v) for v in r.verdicts.values())]
-    if not groups and not odd:
+    if not failed and not odd:
         return ""
     out = ["\n### What went wrong\n"]
-    for (kernel, arch, build, status, error), recs in groups.items():
-        who = "; ".join(_label(r) for r in recs)
-        out.append(f"\n- **{kernel} · {arch} · {build}: {status}** in {len(recs)} variant(s): {who}\n")
-        if error:
-            out.append(f"\n  ```\n" + "\n".join(f"  {ln}" for ln in error.splitlines()[-30:]) + "\n  ```\n")
-        if recs[0].repro:
-            out.append(f"\n  repeat: `{recs[0].repro}`\n")
+    for (kernel, tileiras, arch), group in failed:
+        r = group[0]
+        who = "; ".join(_label(x) for x in group[:MAX_NAMED]) + (
+            f"; +{len(group) - MAX_NAMED} more" if len(group) > MAX_NAMED else "")
+        out.append(f"\n- **{kernel} · {arch} · {short_build(tileiras)}: {failure_of(r)}** in {len(group)} "
+                   f"variant(s): {who}\n")
+        text = (r.message or r.error or "").strip()
+        if text:
+            out.append(_code("\n".join(text.splitlines()[-30:])) + "\n")
+        if r.fix:
+            out.append(f"  fix: {r.fix}\n")
+        if r.repro:
+            out.append(_repeat(r.repro))
     for r in odd:
         for hint, v in r.verdicts.items():
             if noteworthy(v):
                 out.append(f"- {r.kernel} · {r.arch} · {short_build(r.tileiras)} · {_label(r)}: **{hint} "
                            f"{v['status']}**: {v['reason']}\n")
     return "".join(out)
+
+
+#: Variants named in one failure item of the bug report (the rest are counted).
+MAX_NAMED = 20
+
+
+def _code(text: str, indent: str = "  ") -> str:
+    """A fenced code block (indented into a list item); a fence longer than any backtick run inside."""
+    fence = "```"
+    while fence in text:
+        fence += "`"
+    body = "\n".join(indent + line for line in text.splitlines())
+    return f"{indent}{fence}\n{body}\n{indent}{fence}"
+
+
+def _repeat(command: str) -> str:
+    """``repeat: `cmd` `` inline for a short one-line command, else the command in a code block (easy to copy)."""
+    if len(command) <= 80 and "\n" not in command and "`" not in command:
+        return f"  repeat: `{command}`\n"
+    return "  repeat:\n" + _code(command) + "\n"
 
 
 #: Probe files longer than this are named, not pasted.

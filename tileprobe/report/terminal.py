@@ -15,13 +15,16 @@ from ..analyses.history import History
 from ..audit.explain import advice
 from ..schema import VariantRecord
 from .fit import DROP_ORDER, Column, fit_columns, table_width
-from .common import (variant_label, KEPT, NUMERIC, RUN_COLUMNS, VERDICT_MARK, fmt_int, fmt_value, best_lines, case_columns, fmt_kv, group_tables, headers, hint_columns,
-                     noteworthy, ptx_text, record_side, remark_lines, row_cells, run_label, sass_columns, short_build,
-                     verdict_cells, verdict_columns)
+from .common import (variant_label, KEPT, NUMERIC, RUN_COLUMNS, VERDICT_MARK, fmt_int, fmt_value, best_lines,
+                     case_columns, failure_groups, failure_of, fmt_kv, group_label, group_tables, headers,
+                     hint_columns, noteworthy, ptx_text, record_side, remark_lines, row_cells, run_label,
+                     sass_columns, short_build, verdict_cells, verdict_columns)
 
 _STYLE = {"honoured": "green", "met": "cyan", "partial": "yellow", "ignored": "bold red", "infeasible": "magenta",
           "changed": "blue", "unchanged": "dim", "baseline": "dim",
-          "ok": "green", "wrong": "bold red", "hang": "bold red", "crash": "bold red"}
+          "ok": "green", "wrong": "bold red", "hang": "bold red", "crash": "bold red",
+          "compiler_crash": "bold red", "timeout": "bold red", "compile_error": "red", "unsupported_target": "yellow",
+          "unsupported_feature": "yellow", "broken_environment": "bold red", "probe_error": "red"}
 
 
 def _styled(text: str) -> str:
@@ -150,15 +153,26 @@ def render_summary(records: Iterable[VariantRecord], console: Console) -> None:
         console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
+def print_failures(console: Console, rows: Iterable[VariantRecord]) -> None:
+    """Each failure once per (class, message) group: the variants, the class, the compiler's own words, the fix
+    and the command that repeats it."""
+    for group in failure_groups(rows):
+        r = group[0]
+        console.print(f"  {group_label(group)}: {failure_of(r)}", markup=False, highlight=False)
+        for line in (r.message or r.error or "").strip().splitlines():
+            console.print(f"    {line}", markup=False, highlight=False, soft_wrap=True)
+        if r.fix:
+            console.print(f"    fix: {r.fix}", markup=False, highlight=False, soft_wrap=True)
+        if r.repro:
+            console.print(f"    repeat: {r.repro}", markup=False, highlight=False, soft_wrap=True)
+
+
 def _print_reasons(console: Console, rows: list[VariantRecord], brief: bool) -> None:
     shown_remarks: set = set()
+    print_failures(console, rows)
     for r in rows:
         label = variant_label(r)
         if not r.ok:
-            msg = (r.error or "").strip().splitlines()
-            console.print(f"  {label}: {r.status}: {msg[0] if msg else ''}", markup=False, highlight=False)
-            if r.repro:
-                console.print(f"    repeat: {r.repro}", markup=False, highlight=False, soft_wrap=True)
             continue
         for hint, v in r.verdicts.items():
             if not brief or noteworthy(v):
@@ -192,8 +206,9 @@ def render_compare(comparison: Comparison, console: Console | None = None) -> No
         t.add_row(f"[{style[m]}]{m}[/]" if m in style else m, c.label(), record_side(c.a), record_side(c.b),
                   "; ".join(c.details))
     console.print(t)
-    console.print("! regression   * improvement   x code or resources changed, same residency and verdicts   "
-                  "= same machine code   ? on one side only", highlight=False, markup=False)
+    console.print("! regression (new crashes and hangs first)   * improvement   x code, resources or failure class "
+                  "changed, same residency and verdicts   = same machine code   ? on one side only",
+                  highlight=False, markup=False)
     n = sum(c.kind == "regression" for c in changes)
     if comparison.total is not None:
         console.print(f"{n} regression(s) shown of {comparison.total} variant(s) compared", highlight=False)

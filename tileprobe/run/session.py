@@ -58,30 +58,21 @@ class RunResult:
 # --- where records and cubins come from ----------------------------------------------------------------------
 
 def load_bundle(path: str) -> tuple[list[VariantRecord], dict, Callable[[str], bytes | None]]:
-    """Read a bundle directory: ``audit.json`` (the audit's JSON) and ``cubins/<sha256>.cubin``.
+    """Read a bundle directory: ``audit.json`` (the audit's JSON) and ``cubins/<sha256>.cubin``, as data
+    (:mod:`tileprobe.run.bundle`: fields checked, cubins read only from ``cubins/`` as regular files, no probe code
+    imported from what the bundle records).
 
     Returns the records, the audit's environment and a cubin getter (SHA-256 → bytes or None).
 
     Raises:
-        TileprobeError: no such directory, no ``audit.json``, or a result written by a newer tileprobe.
+        TileprobeError: no such directory, no ``audit.json``, a malformed one (naming the file and the field), or
+            a result written by a newer tileprobe.
     """
-    doc = os.path.join(path, "audit.json")
-    if not os.path.isfile(doc):
-        raise TileprobeError(f"{path}: not a tileprobe bundle (no audit.json). Make one where tileiras is with "
-                             "`tileprobe audit PROBE --arch sm_90 --bundle DIR` and copy DIR here.")
-    records, env = load(doc, judge=judge_records)
-    cubin_dir = os.path.join(path, "cubins")
-
-    def get(sha: str) -> bytes | None:
-        p = os.path.join(cubin_dir, f"{sha}.cubin")
-        try:
-            with open(p, "rb") as f:
-                return f.read()
-        except OSError:
-            return None
+    from .bundle import cubin_reader, load_bundle_records
+    records, env = load_bundle_records(path, judge=judge_records)
     env = dict(env)
     env["bundle"] = os.path.abspath(path)
-    return records, env, get
+    return records, env, cubin_reader(path)
 
 
 def cubin_getter(source: Any) -> Callable[[str], bytes | None]:
@@ -102,9 +93,12 @@ def cubin_getter(source: Any) -> Callable[[str], bytes | None]:
     raise TypeError(f"cannot get cubins from a {type(source).__name__}")
 
 
-def resolve_probe_path(recorded: str, probe_paths: Sequence[str] = (), search_dirs: Sequence[str] = ()) -> str | None:
+def resolve_probe_path(recorded: str, probe_paths: Sequence[str] = (), search_dirs: Sequence[str] = (), *,
+                       trust_recorded: bool = True) -> str | None:
     """The probe file on this machine for a record's ``probe`` path (written on the audit machine): a given probe
-    file with the same path or base name, the recorded path itself, or the base name in ``search_dirs``."""
+    file with the same path or base name; and, with ``trust_recorded`` (records audited here, not read from a
+    bundle), the recorded path itself or the base name in ``search_dirs``. A bundle is data: its records' paths are
+    never imported (``trust_recorded=False``), only the probe files given on the command line."""
     base = os.path.basename(recorded)
     for p in probe_paths:
         if os.path.abspath(p) == os.path.abspath(recorded):
@@ -112,6 +106,8 @@ def resolve_probe_path(recorded: str, probe_paths: Sequence[str] = (), search_di
     for p in probe_paths:
         if os.path.basename(p) == base and os.path.isfile(p):
             return os.path.abspath(p)
+    if not trust_recorded:
+        return None
     if os.path.isfile(recorded):
         return os.path.abspath(recorded)
     for d in search_dirs:
@@ -127,9 +123,9 @@ def run_probes(records: Iterable[VariantRecord], cubins: Any = None, *, probe_pa
                search_dirs: Sequence[str] = (), timeout_s: float = DEFAULT_TIMEOUT_S, reps: int | None = None,
                warmup: int | None = None, warmup_ms: float | None = None, seed: int = 0,
                watchdog: Watchdog | None = None, environment: dict | None = None,
-               timing_mode: str = "sustained",
+               timing_mode: str = "sustained", trust_recorded: bool = True,
                progress: Callable[[int, int, VariantRecord], None] | None = None, where: dict | None = None,
-              cases: dict | None = None, hints: dict | None = None) -> RunResult:
+               cases: dict | None = None, hints: dict | None = None) -> RunResult:
     """Check and time every ``ok`` variant compiled for this GPU's architecture.
 
     Args:
@@ -145,6 +141,8 @@ def run_probes(records: Iterable[VariantRecord], cubins: Any = None, *, probe_pa
         watchdog: a running :class:`Watchdog` to use (default: one made and closed here).
         environment: the audit's environment, to which ``gpu`` and ``run`` are added.
         progress: ``progress(i, n, record)`` after each variant.
+        trust_recorded: import probe code from the paths the records name (records audited here); False for a
+            bundle's records: only ``probe_paths`` (see :func:`resolve_probe_path`).
 
     Returns a :class:`RunResult`; the records are the same objects, with ``run`` set on those that ran.
 
@@ -165,7 +163,7 @@ def run_probes(records: Iterable[VariantRecord], cubins: Any = None, *, probe_pa
             try:
                 rec.run = _run_one(wd, rec, get, probe_paths, search_dirs, timeout_s,
                                    dict(seed=seed + i, reps=reps, warmup=warmup, warmup_ms=warmup_ms,
-                                        timing_mode=timing_mode))
+                                        timing_mode=timing_mode), trust_recorded)
             except WorkerStartError as e:
                 rec.run = run_dict(status="crash", error=f"no worker could be started for this variant: {e}")
                 result.aborted = str(e)
@@ -200,17 +198,20 @@ def _select(records: list[VariantRecord], sm: str | None, skipped: list[str]) ->
     return todo
 
 
-def _run_one(wd: Watchdog, rec: VariantRecord, get, probe_paths, search_dirs, timeout_s, timing: dict) -> dict:
-    cubin = get(rec.cubin_sha256) if rec.cubin_sha256 else None
+def _run_one(wd: Watchdog, rec: VariantRecord, get, probe_paths, search_dirs, timeout_s, timing: dict,
+             trust_recorded: bool = True) -> dict:
+    try:
+        cubin = get(rec.cubin_sha256) if rec.cubin_sha256 else None
+    except TileprobeError as e:   # a bundle's cubin that is a link, a FIFO, oversized, or badly named
+        return run_dict(status="error", error=str(e))
     if cubin is None:
         return run_dict(status="error", error=f"cubin {rec.cubin_sha256} not found (bundle incomplete?)")
     if hashlib.sha256(cubin).hexdigest() != rec.cubin_sha256:
         return run_dict(status="error", error=f"cubin {rec.cubin_sha256}: its bytes hash to another SHA-256; "
                         "the file was changed after the audit")
-    path = resolve_probe_path(rec.probe, probe_paths, search_dirs)
+    path = resolve_probe_path(rec.probe, probe_paths, search_dirs, trust_recorded=trust_recorded)
     if path is None:
-        return run_dict(status="error", error=f"probe file {rec.probe} not found on this machine: pass it on the "
-                        "command line (tileprobe run PROBE.py --bundle DIR)")
+        return run_dict(status="error", error=probe_not_given(rec.probe, trust_recorded))
     task = {"record": {k: getattr(rec, k) for k in _TASK_FIELDS}, "cubin": cubin, "probe_path": path, **timing}
     out = wd.submit(TASK, task, timeout_s=timeout_s)
     base = dict(seed=timing["seed"], cubin_sha256=rec.cubin_sha256, static_ctas_per_sm=rec.ctas_per_sm,
@@ -226,6 +227,16 @@ def _run_one(wd: Watchdog, rec: VariantRecord, get, probe_paths, search_dirs, ti
     run["roundtrip_s"] = round(out.wall_s, 6)
     run["worker_pid"] = out.worker_pid
     return run
+
+
+def probe_not_given(recorded: str, trust_recorded: bool) -> str:
+    """Why a record's probe file was not found (the run's error)."""
+    if not trust_recorded:
+        return (f"probe file {os.path.basename(recorded)} not given: a bundle is data, and tileprobe imports probe "
+                "code only from probe files named on the command line (tileprobe run --bundle DIR "
+                f"path/to/{os.path.basename(recorded)})")
+    return (f"probe file {recorded} not found on this machine: pass it on the command line "
+            "(tileprobe run PROBE.py --bundle DIR)")
 
 
 # --- reading the results ---------------------------------------------------------------------------------------
@@ -273,7 +284,8 @@ def run_sweep(probes: Sequence[str] = (), *, arch: str | None = None, bundle: st
               progress: Callable[[int, int, VariantRecord], None] | None = None, where: dict | None = None,
               cases: dict | None = None, hints: dict | None = None) -> RunResult:
     """``tileprobe run``: audit ``probes`` for this GPU's arch (or ``arch``), or read the audit a ``bundle``
-    directory carries (:func:`load_bundle`; ``probes`` then picks its probes by file name), then check and time
+    directory carries (:func:`load_bundle`; ``probes`` then picks its probes by file name and is where their code
+    is imported from: a bundle is data, the probe paths it records are never imported), then check and time
     every variant (:func:`run_probes`) in a worker under a :class:`Watchdog`.
 
     Args:
@@ -286,17 +298,18 @@ def run_sweep(probes: Sequence[str] = (), *, arch: str | None = None, bundle: st
         cases, hints: ``{name: [values]}`` replacing the probes' own (``--case`` / ``--hint``; not with a bundle).
 
     Raises:
-        TileprobeError: neither ``probes`` nor ``bundle``; an unreadable bundle. WorkerStartError: no worker
-            could start (no GPU, …).
+        TileprobeError: neither ``probes`` nor ``bundle``; a bundle without ``probes``; an unreadable or malformed
+            bundle (checked before the GPU worker starts). WorkerStartError: no worker could start (no GPU, …).
     """
     if not probes and not bundle:
         raise TileprobeError("give probe files to audit and run, or --bundle DIR with an audit made elsewhere")
+    from_bundle = _from_bundle(bundle, probes, arch) if bundle else None   # read and checked before any GPU work
     with _watchdog.Watchdog(timeout_s=timeout_s) as wd:
         gpu = wd.start()
         if on_gpu:
             on_gpu(gpu)
-        if bundle:
-            records, env, cubins, search = _from_bundle(bundle, probes, arch)
+        if from_bundle:
+            records, env, cubins, search = from_bundle
         else:
             records, env, cubins, search = _audit_here(probes, arch or gpu["sm"], jobs, store, command_line,
                                                        on_probe_error, where=where, cases=cases, hints=hints)
@@ -305,7 +318,7 @@ def run_sweep(probes: Sequence[str] = (), *, arch: str | None = None, bundle: st
             records = select_or_explain(records, where)
         result = run_probes(records, cubins, probe_paths=probes, search_dirs=search, timeout_s=timeout_s,
                             reps=reps, warmup=warmup, seed=seed, watchdog=wd, environment=env, progress=progress,
-                            timing_mode=timing_mode)
+                            timing_mode=timing_mode, trust_recorded=not bundle)
     if store is not None:
         result.store_error = save_runs(store, result)
     return result
@@ -313,12 +326,17 @@ def run_sweep(probes: Sequence[str] = (), *, arch: str | None = None, bundle: st
 
 def _from_bundle(bundle: str, probes: Sequence[str], arch: str | None):
     records, env, cubins = load_bundle(bundle)
+    if not probes:
+        names = sorted({os.path.basename(r.probe) for r in records})
+        raise TileprobeError(f"--bundle {bundle}: name its probe files too ({', '.join(names) or 'none recorded'}): a "
+                             "bundle is data, and tileprobe imports probe code only from probe files given on the "
+                             f"command line: tileprobe run --bundle {bundle} path/to/{names[0] if names else 'probe.py'}")
     if probes:
         names = {os.path.basename(p) for p in probes}
         records = [r for r in records if os.path.basename(r.probe) in names]
     if arch:
         records = [r for r in records if get_arch(r.arch).name == get_arch(arch).name]
-    return records, env, cubins, [bundle, os.getcwd()]
+    return records, env, cubins, []   # a bundle is data: probe code only from the paths on the command line
 
 
 def _audit_here(probes: Sequence[str], arch: str, jobs: int | None, store, command_line: str, on_probe_error,

@@ -13,7 +13,8 @@ from dataclasses import asdict, dataclass
 from typing import Callable, Mapping, Sequence
 
 from ..run import timing as run_timing
-from ..run.session import _TASK_FIELDS, resolve_probe_path
+from ..errors import TileprobeError
+from ..run.session import _TASK_FIELDS, probe_not_given, resolve_probe_path
 from .race import FAILED, Batch, CheckOutcome
 from .static import Candidate
 
@@ -63,7 +64,8 @@ class WorkerBench:
         watchdog: a :class:`~tileprobe.run.watchdog.Watchdog` (its worker's init must be ``init_cuda``).
         candidates: id → :class:`~tileprobe.tune.static.Candidate` (the ones raced).
         cubin_get: SHA-256 → cubin bytes (audit, store or bundle).
-        probe_paths, search_dirs: where the probe files are on this machine (as for ``tileprobe run``).
+        probe_paths, search_dirs: where the probe files are on this machine (as for ``tileprobe run``);
+            trust_recorded: False for a bundle's records (probe code only from ``probe_paths``).
         timing: the timing mode; timeout_s: per task, before it is a hang; seed: the inputs' seed.
         default: the problem's default configuration (the timed candidate of its group), for checks without a
             reference; it is not used once it has failed in the race.
@@ -73,9 +75,10 @@ class WorkerBench:
     def __init__(self, watchdog, candidates: Mapping[str, Candidate], cubin_get: Callable[[str], bytes | None], *,
                  probe_paths: Sequence[str] = (), search_dirs: Sequence[str] = (), timing: TimingSettings | None = None,
                  timeout_s: float = 60.0, seed: int = 0, default: Candidate | None = None,
-                 tasks: tuple[str, str] = (TIME_TASK, CHECK_TASK)):
+                 tasks: tuple[str, str] = (TIME_TASK, CHECK_TASK), trust_recorded: bool = True):
         self.wd, self.candidates, self.get = watchdog, dict(candidates), cubin_get
         self.probe_paths, self.search_dirs = list(probe_paths), list(search_dirs)
+        self.trust_recorded = trust_recorded
         self.timing = timing or TimingSettings()
         self.timeout_s, self.seed, self.default, self.tasks = timeout_s, seed, default, tasks
         self.failed: set[str] = set()
@@ -86,14 +89,18 @@ class WorkerBench:
         if c.id in self._payloads:
             return self._payloads[c.id]
         rec = c.record
-        cubin = self.get(rec.cubin_sha256) if rec.cubin_sha256 else None
-        path = resolve_probe_path(rec.probe, self.probe_paths, self.search_dirs)
+        try:
+            cubin = self.get(rec.cubin_sha256) if rec.cubin_sha256 else None
+        except TileprobeError as e:   # a bundle's cubin that is a link, a FIFO, oversized or badly named
+            self._payloads[c.id] = str(e)
+            return str(e)
+        path = resolve_probe_path(rec.probe, self.probe_paths, self.search_dirs, trust_recorded=self.trust_recorded)
         if cubin is None:
             out = f"cubin {rec.cubin_sha256} not found (bundle or store incomplete?)"
         elif hashlib.sha256(cubin).hexdigest() != rec.cubin_sha256:
             out = f"cubin {rec.cubin_sha256}: its bytes hash to another SHA-256; the file changed after the audit"
         elif path is None:
-            out = f"probe file {rec.probe} not found on this machine: pass it on the command line"
+            out = probe_not_given(rec.probe, self.trust_recorded)
         else:
             out = {"record": {k: getattr(rec, k) for k in _TASK_FIELDS}, "cubin": cubin, "probe_path": path}
         self._payloads[c.id] = out

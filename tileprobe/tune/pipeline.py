@@ -221,7 +221,7 @@ def _race_all(result: TuneResult, plans: list[Plan], wd, get, probe_paths, bundl
     import dataclasses
     from ..run.watchdog import WorkerStartError
     t0 = time.perf_counter()
-    search = [d for d in (bundle, os.getcwd()) if d]
+    search = [] if bundle else [os.getcwd()]   # a bundle is data: probe code only from the paths given
     for i, plan in enumerate(plans):
         raced = plan.raced()
         share = settings.budget_s
@@ -235,7 +235,8 @@ def _race_all(result: TuneResult, plans: list[Plan], wd, get, probe_paths, bundl
         dflt = plan.find(plan.problem.default)
         dflt = (dflt.same_as or dflt) if dflt is not None and dflt.status == "ok" else None
         bench = WorkerBench(wd, {c.id: c for c in raced}, get, probe_paths=probe_paths, search_dirs=search,
-                            timing=timing, timeout_s=timeout_s, seed=seed, default=dflt, tasks=tasks)
+                            timing=timing, timeout_s=timeout_s, seed=seed, default=dflt, tasks=tasks,
+                            trust_recorded=not bundle)
         if progress:
             progress("race", plan)
         try:

@@ -1,0 +1,224 @@
+"""Why a variant did not compile, in the compiler's own words and in classes a user can act on (issue 9).
+
+:func:`classify` turns what ``export_kernel`` raised into a :class:`Failure`: its class
+(:data:`tileprobe.schema.FAILURE_CLASSES`), the ``status`` older readers know, the meaningful lines of what tileiras
+printed (stderr and stdout: cuTile keeps the raw output on the ``CalledProcessError`` its exception is raised from)
+or of cuTile's refusal, signals by name, and a fix:
+
+================== ===========================================================================================
+unsupported_target the compiler does not list the arch. Known before compiling from ``tileiras --help`` (probed once
+                   per toolchain: :func:`unsupported_target`); after the fact from "Cannot find option named 'sm_NN'"
+unsupported_feature cuTile's ``UnsupportedFeatureError`` (a dtype or feature this arch lacks, e.g. float4_e2m1fn on
+                   sm_90), or "requires tileiras X" — raised before tileiras runs
+compiler_crash     tileiras killed by a signal (negative return code): "tileiras was killed by SIGSEGV (signal 11)"
+timeout            cuTile's ``CompilerTimeoutError``
+broken_environment tileiras printed nothing but ``error: failed to compile Tile IR program`` and the CUDA root it took
+                   is broken (:func:`tileprobe.model.toolkit.environment_trap`: the CUDA_HOME trap). The same line
+                   with a sound root is a compile_error: tileiras 13.4 also says only that for real errors
+                   (cutile-python #94's kernel on sm_120)
+compile_error      anything else tileiras or cuTile's front end refused
+================== ===========================================================================================
+
+:func:`dead_worker` names a compile worker that died: while running probe code (``args``) that is the probe's
+failure (``os._exit`` in ``args`` is not a compiler crash), while compiling it is a compiler crash.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import subprocess
+from dataclasses import dataclass
+
+from ..model.toolkit import TRAP, cuda_root, environment_trap
+from ..schema import (BROKEN_ENVIRONMENT, COMPILE_ERROR, COMPILER_CRASH, FAILURE_FIXES, FAILURE_STATUS, PROBE_ERROR,
+                      TIMEOUT, UNSUPPORTED_FEATURE, UNSUPPORTED_TARGET, meaningful_lines, signal_text)
+
+_TARGET_REFUSED = re.compile(r"Cannot find option named '(sm_\d+[a-z]?)'")
+_REQUIRES = re.compile(r"requires tileiras (\d+\.\d+)")
+_RELEASE = re.compile(r"V(\d+\.\d+\.\d+)")
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One classified failure: ``failure`` (class), ``status`` (:data:`tileprobe.schema.FAILURE_STATUS`),
+    ``message`` (the meaningful lines, newline-separated), ``fix`` (one line) and ``error`` (the whole text)."""
+    failure: str
+    message: str
+    fix: str
+    error: str
+
+    @property
+    def status(self) -> str:
+        """The record ``status`` this class is stored under."""
+        return FAILURE_STATUS[self.failure]
+
+
+def _decode(b) -> str:
+    if b is None:
+        return ""
+    return b.decode("utf-8", errors="replace") if isinstance(b, (bytes, bytearray)) else str(b)
+
+
+def _process_output(exc: BaseException) -> tuple[int | None, str] | None:
+    """(return code, stderr + stdout) of the tileiras run behind a cuTile CompilerExecutionError, from the
+    ``CalledProcessError`` it was raised from (``raise … from``) or while handling (cuda-tile 1.5-1.7's runner),
+    else None."""
+    for ctx in (exc.__cause__, exc.__context__):
+        if isinstance(ctx, subprocess.CalledProcessError):
+            return ctx.returncode, "\n".join(x for x in (_decode(ctx.stderr), _decode(ctx.stdout)) if x)
+    return None
+
+
+def _only_trap(lines: list[str]) -> bool:
+    """Whether tileiras said nothing but :data:`TRAP` (cuTile's own parse of stderr drops the ``error:``)."""
+    bare = TRAP.split(": ", 1)[1]
+    return len(lines) == 1 and lines[0].strip() in (TRAP, bare)
+
+
+def version_of(build: str) -> str | None:
+    """``Cuda compilation tools, release 13.4, V13.4.92`` → ``"13.4.92"`` (None when absent)."""
+    m = _RELEASE.search(build or "")
+    return m.group(1) if m else None
+
+
+def classify(exc: BaseException, *, tileiras: str | None = None, build: str = "",
+             compiler_env: dict | None = None, timeout_s: float | None = None) -> Failure:
+    """Classify an exception ``export_kernel`` raised (see the module doc).
+
+    Args:
+        tileiras: the compiler's path (for the environment check); build: its ``--version`` release line.
+        compiler_env: CUDA_HOME / CUDA_PATH as tileiras got them (default: neither, as tileprobe runs every
+            compile).
+        timeout_s: the compile timeout in force (for the timeout message).
+    """
+    name = type(exc).__name__
+    text = str(exc).strip()
+    if "Timeout" in name:
+        limit = f"{timeout_s:g} s" if timeout_s else "the compile timeout"
+        return _make(TIMEOUT, [f"tileiras did not finish within {limit}"], f"{name}: {text}")
+    if "CompilerExecution" in name:
+        return _from_tileiras(exc, name, text, tileiras, build, compiler_env)
+    lines = meaningful_lines(f"{name}: {text}")
+    m = _REQUIRES.search(text)
+    if m:
+        return _make(UNSUPPORTED_FEATURE, lines, f"{name}: {text}",
+                     f"this needs tileiras {m.group(1)} or newer: audit with --tileiras {m.group(1)} (or later)")
+    if "UnsupportedFeature" in name:
+        return _make(UNSUPPORTED_FEATURE, lines, f"{name}: {text}")
+    return _make(COMPILE_ERROR, lines, f"{name}: {text}" if text else name)
+
+
+def _from_tileiras(exc, name: str, text: str, tileiras: str | None, build: str, compiler_env: dict | None) -> Failure:
+    raw = _process_output(exc)
+    if raw is None:   # another cuTile: parse its "Return code N\n<stderr lines>" message
+        m = re.match(r"Return code (-?\d+)", getattr(exc, "message", "") or text)
+        raw = (int(m.group(1)) if m else None, getattr(exc, "message", "") or text)
+    rc, output = raw
+    lines = meaningful_lines(output)
+    error = f"{name}: {text}\n--- tileiras output ---\n{output}" if output.strip() else f"{name}: {text}"
+    if rc is not None and rc < 0:
+        return _make(COMPILER_CRASH, [f"tileiras was killed by {signal_text(rc)}", *lines], error)
+    m = _TARGET_REFUSED.search(output)
+    if m:
+        return _make(UNSUPPORTED_TARGET, lines, error, _target_fix(m.group(1), build))
+    if _only_trap(lines) and tileiras:
+        env = dict(compiler_env or {})
+        why = environment_trap(tileiras, env, version_of(build))
+        if why:
+            origin = cuda_root(tileiras, env)[1]
+            fix = (f"unset {origin[1:]} (tileiras finds its own toolkit without it), or point it at a CUDA toolkit as "
+                   "new as tileiras with lib/libnvvm.so.4; `tileprobe doctor` checks it; then audit with --retry-failed"
+                   if origin.startswith("$") else
+                   "run a tileiras that sits in its complete toolkit (bin/ptxas, lib/libnvvm.so.4 beside it): "
+                   "`tileprobe toolchain install 13.4` and --tileiras 13.4, or pip install 'cuda-tile[tileiras]'; "
+                   "then audit with --retry-failed")
+            return _make(BROKEN_ENVIRONMENT, [*lines, f"tileiras {version_of(build) or '?'} took a broken CUDA root: "
+                                              f"{why} (the CUDA_HOME trap: tileiras loads libnvvm and ptxas from its "
+                                              "CUDA root)"], error, fix)
+        return _make(COMPILE_ERROR, lines, error,
+                     "tileiras said no more than this, and its CUDA root is sound (not the CUDA_HOME trap): report "
+                     "the kernel to NVIDIA with the repeat command; `tileprobe bisect … --property compiles` finds "
+                     "the release where it began")
+    if rc is not None and not lines:
+        lines = [f"tileiras failed with {signal_text(rc)} and printed nothing"]
+    return _make(COMPILE_ERROR, lines, error)
+
+
+def _target_fix(arch: str, build: str) -> str:
+    return (f"audit {arch} with a tileiras release that lists it (e.g. --tileiras 13.4; `tileprobe doctor` shows "
+            f"each installed release's targets), or leave {arch} out")
+
+
+def _make(failure: str, lines: list[str], error: str, fix: str | None = None) -> Failure:
+    return Failure(failure, "\n".join(lines), fix or FAILURE_FIXES[failure], error)
+
+
+def unsupported_target(arch: str, targets: list[str], tileiras: str, build: str) -> Failure:
+    """The failure of a variant for ``arch`` when tileiras ``tileiras`` (release line ``build``) lists only
+    ``targets`` in its ``--help`` (nothing is compiled)."""
+    v = version_of(build) or "?"
+    message = (f"tileiras {v} does not list {arch}: its --help offers --gpu-name {' '.join(targets)} "
+               f"(compiling would end in \"tileiras: for the --gpu-name option: Cannot find option named "
+               f"'{arch}'!\")")
+    return _make(UNSUPPORTED_TARGET, [message], message, _target_fix(arch, build))
+
+
+def help_command(tileiras: str) -> str:
+    """The command that shows a tileiras's target list (the repeat command of an unsupported_target)."""
+    import shlex
+    return f"env -u CUDA_HOME -u CUDA_PATH {shlex.quote(tileiras)} --help | grep -- '=sm_'"
+
+
+# --- a compile worker that died --------------------------------------------------------------------------------
+
+#: What a compile worker is doing, as written to its phase file (:func:`mark_phase`).
+PHASES = {"import": "importing the probe file", "args": "running the probe's args()",
+          "compile": "compiling (cuTile's front end and tileiras)"}
+
+
+def phase_file(root: str, variant) -> str:
+    """Where the worker compiling ``variant`` notes its phase, under the pool's temp root ``root``."""
+    key = hashlib.sha1(f"{variant.label()}#{variant.rep}#{variant.probe_path}".encode()).hexdigest()[:16]
+    return os.path.join(root, f"phase-{key}")
+
+
+def mark_phase(root: str | None, variant, phase: str | None) -> None:
+    """Note (``phase`` in :data:`PHASES`) or clear (None) what the worker does for ``variant``; best effort."""
+    if not root:
+        return
+    path = phase_file(root, variant)
+    try:
+        if phase is None:
+            os.unlink(path)
+        else:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(phase)
+    except OSError:
+        pass
+
+
+def dead_worker(variant, root: str | None, how: str = "") -> Failure:
+    """The failure of ``variant`` when its compile worker process died (run alone, so it is the one that killed
+    it): what the worker was doing, from its phase file (:func:`mark_phase`); ``how`` it ended, when known
+    ("killed by SIGSEGV (signal 11)")."""
+    phase = None
+    if root:
+        try:
+            with open(phase_file(root, variant), encoding="utf-8") as f:
+                phase = f.read().strip()
+        except OSError:
+            pass
+    if phase is None:
+        return _make(BROKEN_ENVIRONMENT, ["the compile worker process died before it started this variant (while "
+                                          "setting up cuTile and the compiler)"], "compile worker died at start",
+                     "run `tileprobe doctor`, then audit again with --jobs 1 --retry-failed")
+    doing = PHASES.get(phase, phase)
+    ended = f" ({how})" if how else ""
+    if phase in ("import", "args"):
+        what = "args()" if phase == "args" else "the probe file's import"
+        return _make(PROBE_ERROR, [f"the compile worker process ended{ended} while {doing}: {what} called os._exit() "
+                                   "or crashed the interpreter"], f"compile worker died{ended} while {doing}",
+                     f"fix {what} in {variant.probe_path}: it must return the launch arguments, not end the process")
+    return _make(COMPILER_CRASH, [f"the compile worker process died{ended} while {doing} (a signal, or a crash in "
+                                  "cuTile's extension)"], f"compile worker died{ended} while {doing}")
