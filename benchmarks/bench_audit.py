@@ -16,7 +16,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from tileprobe.audit.pipeline import plan_variants, record_from  # noqa: E402
-from tileprobe.audit.compile import compile_variants, default_jobs  # noqa: E402
+from tileprobe.audit.compile import default_jobs  # noqa: E402
+from tileprobe.audit.pool import compile_variants  # noqa: E402
 from tileprobe.audit.probe import load_probes  # noqa: E402
 from tileprobe.audit.verdict import assign_verdicts  # noqa: E402
 

@@ -3,7 +3,8 @@ import os
 import stat
 
 from tileprobe.audit.pipeline import audit
-from tileprobe.audit.compile import Variant, compile_variants
+from tileprobe.audit.compile import Variant
+from tileprobe.audit.pool import compile_variants
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 VADD = os.path.join(DATA, "probe_vadd.py")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-import tileprobe.audit.compile as compile_mod
+import tileprobe.audit.pipeline as compile_mod   # the name audit() calls
 from tileprobe.cli import main
 from tileprobe.report.terminal import gate_text
 from tileprobe.analyses.gate import (GateError, check, parse_expectation, parse_where,

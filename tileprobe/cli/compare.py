@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sys
 
-from ._common import DEFAULT_ARCHS, add_output_options, command_line, console, split, write_json_doc
+from ._common import DEFAULT_ARCHS, add_output_options, command_line, console, count, split, write_json_doc
 
 
 def add_parser(sub) -> None:
@@ -17,7 +17,7 @@ def add_parser(sub) -> None:
     p.add_argument("--probe", help="audit this probe with the two --tileiras versions and compare them")
     p.add_argument("--tileiras", metavar="A,B", help="two compiler versions (with --probe)")
     p.add_argument("--arch", default=DEFAULT_ARCHS, help="targets (with --probe)")
-    p.add_argument("--jobs", "-j", type=int, default=None)
+    p.add_argument("--jobs", "-j", type=count, default=None)
     p.add_argument("--store", metavar="PATH", help="results store for stored audit ids")
     add_output_options(p)
     p.set_defaults(func=cmd_compare)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Callable, Iterable, Sequence
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from ..analyses.compare import Comparison
@@ -13,19 +12,21 @@ from ..analyses.doctor import Finding
 from ..analyses.gate import GateResult
 from ..analyses.history import History
 from ..audit.explain import advice
+from ..model.arch import NOT_SOURCED
 from ..schema import VariantRecord
 from .common import (NUMERIC, RUN_COLUMNS, best_lines, case_columns, fmt_kv, group_tables, headers, hint_columns,
                      noteworthy, ptx_text, record_side, remark_lines, row_cells, run_label, sass_columns, short_build,
                      verdict_cells, verdict_columns)
+from .text import cell, escape, say
 
 _STYLE = {"honoured": "green", "met": "cyan", "partial": "yellow", "ignored": "bold red", "infeasible": "magenta",
           "changed": "blue", "unchanged": "dim", "baseline": "dim",
           "ok": "green", "wrong": "bold red", "hang": "bold red", "crash": "bold red"}
 
 
-def _styled(text: str) -> str:
-    style = _STYLE.get(text)
-    return f"[{style}]{text}[/]" if style else text
+def _styled(text: str):
+    """A verdict or status cell, coloured when it is one tileprobe knows (stored text is never markup)."""
+    return cell(text, _STYLE.get(text, ""))
 
 
 def render_audit(records: Iterable[VariantRecord], console: Console | None = None, reasons: bool = True,
@@ -39,26 +40,29 @@ def render_audit(records: Iterable[VariantRecord], console: Console | None = Non
     for (kernel, tileiras, arch), rows in group_tables(records).items():
         hints, cases, vcols = hint_columns(rows), case_columns(rows), verdict_columns(rows)
         extra_columns_t = sass_columns(rows) + list(extra_columns or [])
-        table = Table(title=f"{kernel} · {arch} · {short_build(tileiras)}", title_justify="left")
+        table = Table(title=cell(f"{kernel} · {arch} · {short_build(tileiras)}"), title_justify="left")
         for h in headers(hints, cases):
-            table.add_column(h, justify="right" if h in NUMERIC else "left", no_wrap=True)
+            table.add_column(cell(h), justify="right" if h in NUMERIC else "left", no_wrap=True)
         for name, _ in extra_columns_t:
-            table.add_column(name, justify="right")
+            table.add_column(cell(name), justify="right")
         for h in vcols:
-            table.add_column(f"{h} verdict" if len(vcols) > 1 else "verdict", no_wrap=True)
+            table.add_column(cell(f"{h} verdict" if len(vcols) > 1 else "verdict"), no_wrap=True)
         for r in rows:
-            extra = [fn(r) for _, fn in extra_columns_t]
-            table.add_row(*row_cells(r, hints, cases), *extra, *(_styled(c) for c in verdict_cells(r, vcols)))
+            extra = [cell(fn(r)) for _, fn in extra_columns_t]
+            table.add_row(*map(cell, row_cells(r, hints, cases)), *extra,
+                          *(_styled(c) for c in verdict_cells(r, vcols)))
         console.print(table)
+        if arch in NOT_SOURCED:
+            say(console, f"  {NOT_SOURCED[arch]}")
         if reasons:
             _print_reasons(console, rows, brief)
         console.print()
     if reasons:
         lines = advice(records)
         if lines:
-            console.print("advice:", highlight=False)
+            say(console, "advice:")
             for line in lines:
-                console.print(f"  {line}", markup=False, highlight=False)
+                say(console, f"  {line}")
 
 
 def _print_reasons(console: Console, rows: list[VariantRecord], brief: bool) -> None:
@@ -67,26 +71,26 @@ def _print_reasons(console: Console, rows: list[VariantRecord], brief: bool) -> 
         label = " ".join(f"{k}={v}" for k, v in [*r.case.items(), *r.hints.items()]) or "declared hints"
         if not r.ok:
             msg = (r.error or "").strip().splitlines()
-            console.print(f"  {label}: {r.status}: {msg[0] if msg else ''}", markup=False, highlight=False)
+            say(console, f"  {label}: {r.status}: {msg[0] if msg else ''}")
             if r.repro:
-                console.print(f"    repeat: {r.repro}", markup=False, highlight=False, soft_wrap=True)
+                say(console, f"    repeat: {r.repro}")
             continue
         for hint, v in r.verdicts.items():
             if not brief or noteworthy(v):
-                console.print(f"  {label}: {hint} {v['status']}: {v['reason']}", markup=False, highlight=False)
+                say(console, f"  {label}: {hint} {v['status']}: {v['reason']}")
         if r.deterministic is False:
-            console.print(f"    tileiras gave {len(r.code_hashes)} different machine codes over repeated compiles of "
-                          "this variant; verdicts treat any shared code as the same", markup=False, highlight=False)
+            say(console, f"    tileiras gave {len(r.code_hashes)} different machine codes over repeated compiles of "
+                         "this variant; verdicts treat any shared code as the same")
         if brief:
             continue
         ptx = ptx_text(r)
         if ptx:
-            console.print(f"    PTX: {ptx}", markup=False, highlight=False)
+            say(console, f"    PTX: {ptx}")
         rem = tuple(remark_lines(r))
         if rem and rem not in shown_remarks:
             shown_remarks.add(rem)
             for line in rem:
-                console.print(f"    remark: {line}", markup=False, highlight=False)
+                say(console, f"    remark: {line}")
 
 
 # --- compare ------------------------------------------------------------------------------------------------------
@@ -94,20 +98,20 @@ def _print_reasons(console: Console, rows: list[VariantRecord], brief: bool) -> 
 def render_compare(comparison: Comparison, console: Console | None = None) -> None:
     """A rich table: mark, variant, A and B resources/verdicts, what changed; then the legend and the counts."""
     changes, console = comparison.changes, console or Console()
-    t = Table(title=f"A: {comparison.name_a}\nB: {comparison.name_b}", title_justify="left")
+    t = Table(title=cell(f"A: {comparison.name_a}\nB: {comparison.name_b}"), title_justify="left")
     for h in ("", "variant", "A", "B", "what changed"):
         t.add_column(h)
     style = {"!": "bold red", "*": "green", "x": "yellow"}
     for c in changes:
         m = c.mark
-        t.add_row(f"[{style[m]}]{m}[/]" if m in style else m, c.label(), record_side(c.a), record_side(c.b),
-                  "; ".join(c.details))
+        t.add_row(cell(m, style.get(m, "")), cell(c.label()), cell(record_side(c.a)), cell(record_side(c.b)),
+                  cell("; ".join(c.details)))
     console.print(t)
-    console.print("! regression   * improvement   x code or resources changed, same residency and verdicts   "
-                  "= same machine code   ? on one side only", highlight=False, markup=False)
+    say(console, "! regression   * improvement   x code or resources changed, same residency and verdicts   "
+                 "= same machine code   ? on one side only")
     n = sum(c.kind == "regression" for c in changes)
-    console.print(f"{n} regression(s), {sum(c.kind == 'improvement' for c in changes)} improvement(s), "
-                  f"{sum(c.kind == 'changed' for c in changes)} changed, {sum(c.kind == 'same' for c in changes)} same")
+    say(console, f"{n} regression(s), {sum(c.kind == 'improvement' for c in changes)} improvement(s), "
+                 f"{sum(c.kind == 'changed' for c in changes)} changed, {sum(c.kind == 'same' for c in changes)} same")
 
 
 # --- doctor -------------------------------------------------------------------------------------------------------
@@ -150,11 +154,11 @@ def gate_text(g: GateResult) -> str:
 # --- history ------------------------------------------------------------------------------------------------------
 
 def _table(title: str, headers: Sequence[str], rows: Iterable[Sequence[str]]) -> Table:
-    t = Table(title=title, title_justify="left")
+    t = Table(title=cell(title), title_justify="left")
     for h in headers:
-        t.add_column(h)
+        t.add_column(cell(h))
     for row in rows:
-        t.add_row(*row)
+        t.add_row(*map(cell, row))
     return t
 
 
@@ -165,7 +169,7 @@ def _num(v, spec: str = "") -> str:
 def render_history(hist: History, console: Console, limit: int | None = None) -> None:
     """The store's path, then tables of its audits, compiles and (when any) runs; with ``limit``, a note that
     only the newest ``limit`` of each are listed."""
-    console.print(f"store: {hist.store}", markup=False)
+    say(console, f"store: {hist.store}")
     console.print(_table("audits", ("id", "when (UTC)", "host", "variants", "s", "command"),
                          [(str(a["id"]), a["created"][:19], a["host"] or "", str(a["n_variants"]),
                            f"{a['wall_s'] or 0:.1f}", a["command_line"] or "") for a in hist.audits]))
@@ -181,7 +185,7 @@ def render_history(hist: History, console: Console, limit: int | None = None) ->
                                r["gpu"] or "", r["driver"] or "", r["status"] or "", _num(r["median_us"], ".1f"))
                               for r in hist.runs]))
     if limit:
-        console.print(f"(newest {limit} of each; --limit 0 lists all, --json/--csv export all)")
+        say(console, f"(newest {limit} of each; --limit 0 lists all, --json/--csv export all)")
 
 
 # --- toolchain list -----------------------------------------------------------------------------------------------
@@ -190,14 +194,14 @@ def render_toolchains(toolchains: Sequence, console: Console, empty_hint: str) -
     """A table of :class:`~tileprobe.toolchain.Toolchain` s (version, source, nvcc and nvvm pins, path), or
     ``empty_hint`` when there are none."""
     if not toolchains:
-        console.print(empty_hint)
+        say(console, empty_hint)
         return
     from ..toolchain import NVCC_PKG, NVVM_PKG
     table = Table("version", "source", "nvcc", "nvvm")
     table.add_column("path", overflow="fold")
     for t in toolchains:
         src = "pip (this environment)" if t.source == "pip" else t.source
-        table.add_row(t.version, src, t.pins.get(NVCC_PKG, ""), t.pins.get(NVVM_PKG, ""), t.root)
+        table.add_row(*map(cell, (t.version, src, t.pins.get(NVCC_PKG, ""), t.pins.get(NVVM_PKG, ""), t.root)))
     console.print(table)
 
 
@@ -212,8 +216,8 @@ def render_run(records: Sequence[VariantRecord], console: Console) -> None:
         if run.get("status") not in (None, "ok") or run.get("warnings"):
             msg = (run.get("error") or "").strip().splitlines()
             if run.get("status") != "ok":
-                console.print(f"  {run_label(r)}: {run.get('status')}: {msg[0] if msg else ''}", markup=False)
+                say(console, f"  {run_label(r)}: {run.get('status')}: {msg[0] if msg else ''}")
             for w in run.get("warnings") or []:
-                console.print(f"  {run_label(r)}: warning: {w}", markup=False)
+                say(console, f"  {run_label(r)}: warning: {w}")
     for line in best_lines(records):
-        console.print(line, markup=False)
+        say(console, line)
