@@ -34,6 +34,8 @@ from ..errors import ProbeError
 #: Seconds one step of probe code may take in the loader (importing the file, importing its kernel, one call of
 #: ``args`` with its signature): importing TileGym with torch took 3-5 s on a loaded 2-core machine (2026-12-01).
 PROBE_TIMEOUT_S = 60.0
+#: Seconds the loader child may take to start (Python, tileprobe, cuTile) before any probe code runs.
+STARTUP_S = 60.0
 #: Bytes of output (stdout and stderr together) a probe may print while it is loaded; more stops it as an error.
 OUTPUT_LIMIT_BYTES = 1 << 20
 #: Bytes of a probe's output kept to show (its first lines).
@@ -262,7 +264,7 @@ def _try_args(p, kernels: dict, targets, stage, fails: _Failures, skip: set) -> 
                 with probe_code_guard():
                     a = tuple(p.args(dict(case), SpecArrays(), **context_kwargs(p.args, **ctx)))
             except BaseException as e:   # noqa: B036
-                fails.add("args()", e, label)
+                fails.add("args()", e, label, args_line)
                 skip.add((ci, hi, arch) if arch else (ci, None, None))
                 continue
             try:
@@ -285,17 +287,20 @@ def child_main() -> None:
     tempfile.tempdir = job["tmp"]
     real_exit = os._exit
     conn = Connection(fd, readable=False)
+    import cuda.tile  # noqa: F401  — not probe code: imported before the probe's clock starts
+    from . import probe, signature  # noqa: F401
+    if job["find_compiler"]:     # before any probe code; cuTile's lookup reads package metadata (seconds when busy)
+        try:
+            from . import _cutile
+            conn.send(("compiler", (_cutile.current_compiler(), "")))
+        except Exception as e:   # noqa: BLE001 — no tileiras: the audit says so for the default compiler
+            conn.send(("compiler", ("", str(e))))
     try:
         report = check_file(job["path"], job["targets"], job["max_variants"], lambda t: conn.send(("stage", t)))
     except BaseException as e:   # noqa: B036 — a tileprobe bug: still this file's error, not the audit's
         from .probe import describe_exception
         report = FileReport(os.path.abspath(job["path"]), errors=[f"{job['path']}: loading failed inside tileprobe: "
                                                                   f"{describe_exception(e)}"])
-    try:
-        from . import _cutile
-        report.default_tileiras = _cutile.current_compiler()
-    except Exception as e:   # noqa: BLE001 — no tileiras: the audit says so for the default compiler
-        report.default_tileiras_error = str(e)
     try:
         conn.send(("report", report))
     except Exception as e:   # unpicklable case or hint values
@@ -327,11 +332,13 @@ _BOOT = "from tileprobe.audit.contained import child_main; child_main()"
 class _Loader:
     """One loader child for one probe file, as the parent sees it."""
 
-    def __init__(self, path: str, targets, max_variants: int, timeout_s: float, tmp_root: str):
+    def __init__(self, path: str, targets, max_variants: int, timeout_s: float, tmp_root: str,
+                 find_compiler: bool = False):
         import tempfile
         r, w = os.pipe()
         tmp = tempfile.mkdtemp(prefix="load-", dir=tmp_root)
         job = {"path": path, "targets": list(targets), "max_variants": max_variants, "parent": os.getpid(),
+               "find_compiler": find_compiler,
                "sys_path": [os.path.abspath(p) if p else os.getcwd() for p in sys.path], "tmp": tmp}
         env = dict(os.environ)
         pkg_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -347,7 +354,8 @@ class _Loader:
         self.out_fd: int | None = self.proc.stdout.fileno()
         self.head, self.out_bytes = bytearray(), 0
         self.stage, self.report, self.error = "starting Python", None, None
-        self.deadline = time.monotonic() + timeout_s
+        self.compiler = ("", "")
+        self.deadline = time.monotonic() + STARTUP_S + timeout_s
 
     def waitables(self) -> list:
         return [x for x in (self.msgs, self.proc.stdout if self.out_fd is not None else None) if x is not None]
@@ -371,6 +379,8 @@ class _Loader:
                 return
             if kind == "stage":
                 self.stage, self.deadline = payload, time.monotonic() + self.timeout_s
+            elif kind == "compiler":
+                self.compiler = payload
             else:
                 self.report = payload
 
@@ -389,23 +399,27 @@ class _Loader:
         kill_tree(self.proc.pid)
         status = self.proc.wait()
         if timed_out:
-            return FileReport(self.path, errors=[f"{self.path}: {self.stage} did not return within "
-                                                 f"{self.timeout_s:.0f} s and was stopped (an endless loop? a slow "
-                                                 "import: raise --probe-timeout)"])
-        if self.error:
-            return FileReport(self.path, errors=[self.error])
-        report = self.report or FileReport(self.path, errors=[
-            f"{self.path}: the process loading it ended during {self.stage} with {exit_text(status)} and gave no "
-            "result (a crash in an extension module, or os._exit before tileprobe could catch it)"])
-        report.output = bytes(self.head).decode(errors="replace")
+            report = FileReport(self.path, errors=[f"{self.path}: {self.stage} did not return within "
+                                                   f"{self.timeout_s:.0f} s and was stopped (an endless loop? a slow "
+                                                   "import: raise --probe-timeout)"])
+        elif self.error:
+            report = FileReport(self.path, errors=[self.error])
+        else:
+            report = self.report or FileReport(self.path, errors=[
+                f"{self.path}: the process loading it ended during {self.stage} with {exit_text(status)} and gave no "
+                "result (a crash in an extension module, or os._exit before tileprobe could catch it)"])
+            report.output = bytes(self.head).decode(errors="replace")
+        report.default_tileiras, report.default_tileiras_error = self.compiler
         return report
 
 
 def load_probe_files(paths: Sequence[str], targets: Sequence[str], *, tmp_root: str, jobs: int | None = None,
-                     timeout_s: float = PROBE_TIMEOUT_S, max_variants: int = 10**9) -> list[FileReport]:
+                     timeout_s: float = PROBE_TIMEOUT_S, max_variants: int = 10**9,
+                     find_compiler: bool = False) -> list[FileReport]:
     """Load each probe file in its own child (``jobs`` at a time) and return one :class:`FileReport` per path, in
     order. ``timeout_s``: seconds each step of probe code may take; ``max_variants``: a probe whose grid is larger
-    is not tried (its plan says ``evaluated=False``). Ctrl-C stops the children and propagates."""
+    is not tried (its plan says ``evaluated=False``); ``find_compiler``: the first child also reports the tileiras
+    cuTile would pick (``default_tileiras``), before it runs probe code. Ctrl-C stops the children and propagates."""
     from .compile import default_jobs
     jobs = max(1, jobs or default_jobs())
     todo = list(enumerate(paths))
@@ -415,7 +429,7 @@ def load_probe_files(paths: Sequence[str], targets: Sequence[str], *, tmp_root: 
         while todo or running:
             while todo and len(running) < jobs:
                 i, path = todo.pop(0)
-                running[i] = _Loader(path, targets, max_variants, timeout_s, tmp_root)
+                running[i] = _Loader(path, targets, max_variants, timeout_s, tmp_root, find_compiler and i == 0)
             soonest = min(l.deadline for l in running.values())
             ready = wait([w for l in running.values() for w in l.waitables()],
                          timeout=min(max(0.0, soonest - time.monotonic()), 0.5))

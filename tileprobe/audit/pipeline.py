@@ -180,7 +180,8 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
     targets = _targets(archs, result)
     order: dict[tuple, int] = {}
     with owned_tempdir("audit") as tmp:
-        plans, default = _load(probe_paths, targets, result, tmp, jobs, probe_timeout_s, max_variants)
+        find = not toolchains or any(not tc.get("tileiras") for tc in toolchains)
+        plans, default = _load(probe_paths, targets, result, tmp, jobs, probe_timeout_s, max_variants, find)
         total = _count(plans, targets, select, repeat, max_variants)
         for tc in toolchains or [{}]:
             try:
@@ -233,19 +234,20 @@ def _targets(archs: Sequence[str], result: AuditResult) -> list[str]:
     return out
 
 
-def _load(paths, targets, result: AuditResult, tmp: str, jobs, timeout_s: float, max_variants: int):
+def _load(paths, targets, result: AuditResult, tmp: str, jobs, timeout_s: float, max_variants: int,
+          find_compiler: bool):
     """Load every probe file in a contained child; collect errors (once each), notes and output. Returns the plans
     and a function giving the tileiras cuTile picks (as the loaders found it: this process does not import cuTile,
     whose import leaves a temp folder behind when the process is killed)."""
     plans = []
-    reports = load_probe_files(paths, targets, tmp_root=tmp, jobs=jobs, timeout_s=timeout_s, max_variants=max_variants)
+    reports = load_probe_files(paths, targets, tmp_root=tmp, jobs=jobs, timeout_s=timeout_s, max_variants=max_variants,
+                               find_compiler=find_compiler)
 
     def default_tileiras() -> str:
-        found = next((r.default_tileiras for r in reports if r.default_tileiras), "")
-        if not found:
-            errors = [r.default_tileiras_error for r in reports if r.default_tileiras_error]
-            raise ToolchainError(errors[0] if errors else "no tileiras found; run `tileprobe doctor`")
-        return found
+        if reports[0].default_tileiras:
+            return reports[0].default_tileiras
+        raise ToolchainError(reports[0].default_tileiras_error or "the tileiras cuTile picks could not be found "
+                             "(the process looking for it did not answer); run `tileprobe doctor`")
 
     for rep in reports:
         if rep.no_probe and len(paths) == 1:

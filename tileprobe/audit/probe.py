@@ -30,6 +30,7 @@ import difflib
 import importlib
 import importlib.util
 import itertools
+import math
 import os
 import sys
 import traceback
@@ -168,8 +169,9 @@ class Probe:
             _check_values("hints", h, values)
         for c, values in self.cases.items():
             _check_values("cases", c, values)
-        if self.timeout_s is not None and not self.timeout_s > 0:
-            raise ProbeError(f"timeout_s={self.timeout_s!r}: give a compiler timeout in seconds, > 0")
+        if self.timeout_s is not None and not (isinstance(self.timeout_s, (int, float))
+                                               and math.isfinite(self.timeout_s) and self.timeout_s > 0):
+            raise ProbeError(f"timeout_s={self.timeout_s!r}: give a compiler timeout in seconds, a finite number > 0")
         if isinstance(self.stub_modules, str):
             raise ProbeError(f"stub_modules={self.stub_modules!r}: give a list of module names")
         for knob, const in self.knobs.items():
@@ -416,7 +418,32 @@ def describe_exception(exc: BaseException) -> str:
         text = "".join(traceback.TracebackException.from_exception(exc).format_exception_only()).strip()
     except Exception:   # a broken __str__ in the probe's own exception class
         text = type(exc).__name__
+    near = _suggestion(exc) if "Did you mean" not in text else None
+    text = f"{text}. Did you mean: {near!r}?" if near else text
     return text.replace("\n", " ") or type(exc).__name__
+
+
+def _suggestion(exc: BaseException) -> str | None:
+    """The close name Python 3.12's traceback would suggest for a NameError (names of the failing frame) or an
+    AttributeError (the object's attributes); Python 3.11 prints it only in its own excepthook."""
+    name = getattr(exc, "name", None)
+    if not isinstance(name, str):
+        return None
+    if isinstance(exc, NameError):
+        tb = exc.__traceback__
+        while tb is not None and tb.tb_next is not None:
+            tb = tb.tb_next
+        if tb is None:
+            return None
+        import builtins
+        frame = tb.tb_frame
+        names = [*frame.f_locals, *frame.f_globals, *dir(builtins)]
+    elif isinstance(exc, AttributeError) and getattr(exc, "obj", None) is not None:
+        names = dir(exc.obj)
+    else:
+        return None
+    near = difflib.get_close_matches(name, [n for n in names if n != name], n=1)
+    return near[0] if near else None
 # --- end issue 9 ----------------------------------------------------------------------------------------------------
 
 

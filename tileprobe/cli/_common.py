@@ -162,7 +162,7 @@ def write_json_doc(path: str, doc) -> None:
 def print_error(e: TileprobeError) -> None:
     """Print a command's :class:`TileprobeError` to stderr as ``tileprobe: MESSAGE`` (the message is text)."""
     from ..report.text import escape
-    console(stderr=True).print(f"[bold red]tileprobe:[/] {escape(e)}", markup=True, highlight=False)
+    console(stderr=True).print(f"[bold red]tileprobe:[/] {escape(e)}", markup=True, highlight=False, soft_wrap=True)
 
 
 def print_interrupted(what: str = "interrupted") -> None:
