@@ -207,7 +207,9 @@ def _plan(p, targets, max_variants: int, stage, errors: list[str]) -> ProbePlan 
             errors.append(str(e))
         else:
             detail = str(e).removeprefix(f"{e.path}: ") if isinstance(e, ProbeError) else describe_exception(e)
-            errors.append(str(ProbeError(f"{where}: kernel {p.kernel!r}: {detail}", p.source, p.lineno)))
+            spec = str(p.kernel).rsplit(":", 1)[0]
+            what = "" if spec in detail or "kernel " in detail else f"kernel {p.kernel!r}: "
+            errors.append(str(ProbeError(f"{where}: {what}{detail}", p.source, p.lineno)))
         return None
     plan = ProbePlan(p.source, p.index, p.label, dict(p.cases), dict(p.hints), tuple(p.archs) if p.archs else None,
                      dict(p.knobs), p.timeout_s, digest)

@@ -32,6 +32,7 @@ import importlib.util
 import itertools
 import math
 import os
+import re
 import sys
 import traceback
 from dataclasses import dataclass, field
@@ -420,6 +421,7 @@ def describe_exception(exc: BaseException) -> str:
         text = type(exc).__name__
     near = _suggestion(exc) if "Did you mean" not in text else None
     text = f"{text}. Did you mean: {near!r}?" if near else text
+    text = re.sub(r"\btileprobe_probe_\d+\.", "", text)      # a probe file's module name (see _load_module)
     return text.replace("\n", " ") or type(exc).__name__
 
 
