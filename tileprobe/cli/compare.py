@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 
+from ..report.text import clean
 from ._common import DEFAULT_ARCHS, add_output_options, command_line, console, count, split, write_json_doc
 
 
@@ -35,7 +36,7 @@ def cmd_compare(args) -> int:
         write_json_doc(args.json, c.to_json())
     if args.format == "markdown":
         from ..report.markdown import compare_markdown
-        sys.stdout.write(compare_markdown(c, command_line()))
+        sys.stdout.write(clean(compare_markdown(c, command_line())))
     elif args.format == "table":
         from ..report.terminal import render_compare
         render_compare(c, console())

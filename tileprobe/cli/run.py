@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 
-from ..report.text import escape, say
+from ..report.text import clean, escape, say
 from ._common import add_output_options, command_line, console, count, seconds
 
 
@@ -84,7 +84,7 @@ def emit(result, args) -> None:
     fmt = getattr(args, "format", "table")
     if fmt == "markdown":
         from ..report.markdown import run_markdown
-        sys.stdout.write(run_markdown(result.records, result.environment, command=command_line()))
+        sys.stdout.write(clean(run_markdown(result.records, result.environment, command=command_line())))
     elif fmt == "table" and args.json != "-":
         from ..report.terminal import render_run
         render_run(result.records, console())
