@@ -204,6 +204,10 @@ def test_bad_archs_fail_alone_and_sm_107_is_audited(tmp_path):
     assert "not sourced" in proc.stdout and "CTAs/SM not sourced for sm_107" in proc.stdout
 
 
+#: Durations no other process on the machine uses, so a leftover ``sleep`` is ours (other test runs may share it).
+SLEEP_PROBE, SLEEP_COMPILE = f"300.{os.getpid()}1", f"301.{os.getpid()}2"
+
+
 def test_an_unusable_compiler_fails_alone(tmp_path):
     good = _good(tmp_path)
     proc = _cli("audit", good, "--arch", "sm_90", "--tileiras", "/nonexistent/tileiras,13.4.92", "--no-store",
@@ -218,14 +222,14 @@ def test_a_compiler_that_hangs_on_its_version_probe_is_stopped(tmp_path):
     from tileprobe.audit._cutile import which_tool
     script = tmp_path / "tileiras"
     script.write_text(f"#!/bin/bash\ncase \"$*\" in\n  *--version*) exec {which_tool('tileiras')} \"$@\";;\nesac\n"
-                      "exec sleep 300\n")
+                      f"exec sleep {SLEEP_PROBE}\n")
     script.chmod(script.stat().st_mode | stat.S_IEXEC)
     proc = _cli("audit", _good(tmp_path), "--arch", "sm_90", "--tileiras", str(script), "--no-store", "--no-sass",
                 env={"TILEPROBE_TOOL_TIMEOUT_S": "2"})
     assert proc.returncode == 3, proc.stderr
     assert re.search(r"not audited: .*the compile workers cannot start: .*tileiras did not answer within 2 s",
                      proc.stderr), proc.stderr
-    assert _running("sleep 300") == []
+    assert _running(f"sleep {SLEEP_PROBE}") == []
 
 
 def _running(cmdline: str) -> list[int]:
@@ -250,7 +254,7 @@ def test_a_hung_compile_is_a_timeout_and_its_whole_group_dies(tmp_path):
     from tileprobe.audit._cutile import which_tool
     script = tmp_path / "tileiras"
     script.write_text(f"#!/bin/bash\ncase \"$*\" in\n  *--version*|*/probe1[0-9]*) exec {which_tool('tileiras')} "
-                      "\"$@\";;\nesac\nsleep 301\n")
+                      f"\"$@\";;\nesac\nsleep {SLEEP_COMPILE}\n")
     script.chmod(script.stat().st_mode | stat.S_IEXEC)
     good = _good(tmp_path)
     common = [good, "--arch", "sm_90", "--tileiras", str(script), "--no-store", "--no-sass", "--timeout", "2"]
@@ -258,7 +262,7 @@ def test_a_hung_compile_is_a_timeout_and_its_whole_group_dies(tmp_path):
     assert proc.returncode == 0, proc.stderr
     [rec] = json.loads((tmp_path / "o.json").read_text())["variants"]
     assert rec["status"] == "timeout" and "exceeded timeout 2.0s" in rec["error"]
-    assert _running("sleep 301") == []
+    assert _running(f"sleep {SLEEP_COMPILE}") == []
     strict = _cli("audit", *common, "--strict")
     assert strict.returncode == 4, strict.stderr
 

@@ -249,7 +249,8 @@ def run_contained(command: list[str], env: dict | None, timeout_s: float) -> tup
     import subprocess
     from .procs import preexec_die_with_parent
     proc = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True, preexec_fn=preexec_die_with_parent)
+                            stderr=subprocess.PIPE, start_new_session=True,
+                            preexec_fn=preexec_die_with_parent(os.getpid()))
     try:
         out, err = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:

@@ -24,7 +24,7 @@ from .compile import DEFAULT_TIMEOUT_S, CompileResult, Variant
 from .contained import (PROBE_TIMEOUT_S, ProbePlan, _target_name, load_probe_files, probe_targets,  # noqa: F401
                         source_sha256)
 from .pool import compile_variants
-from .probe import Probe, load_probes  # noqa: F401  (re-exported: callers plan from Probe objects)
+from .probe import load_probes  # noqa: F401  (re-exported: callers plan from Probe objects)
 from .verdict import judge_records
 
 #: Most variants an audit compiles unless told otherwise (``max_variants`` / ``--max-variants``): a 10^6-variant

@@ -70,14 +70,19 @@ def die_with_parent(signum: int = signal.SIGKILL, parent_pid: int | None = None)
     return ok
 
 
-def preexec_die_with_parent() -> None:
-    """``subprocess.Popen(preexec_fn=…)`` for a compiler tool: SIGKILL it when the process that started it dies.
+def preexec_die_with_parent(parent_pid: int):
+    """A ``subprocess.Popen(preexec_fn=…)`` for a compiler tool started by process ``parent_pid`` (this one): SIGKILL
+    it when that process dies, and end it at once if that already happened between the fork and the ``prctl``.
 
     It calls only the ``prctl`` resolved at import (no loading, no locks), which keeps ``preexec_fn`` safe enough
     in a process with threads (a progress bar's).
     """
-    if _PRCTL is not None:
-        _PRCTL(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    def preexec():
+        if _PRCTL is not None:
+            _PRCTL(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+            if os.getppid() != parent_pid:
+                _REAL_EXIT(1)
+    return preexec
 
 
 def _stat_fields(pid: int) -> list[str] | None:
