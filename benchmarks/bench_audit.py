@@ -1,8 +1,12 @@
-"""Audit overhead and parallel speed-up, printed (no asserts).
+"""Audit cost: tileiras runs per variant, audit overhead, and the parallel speed-up (printed, no asserts).
 
-For the bundled probes, compares the audit's wall time with the compiler's own time for the same variants:
-``export_kernel`` per variant (cuTile's front end + tileiras, what compiling by hand costs) and tileiras alone.
-Then the same audit with all CPUs, for the speed-up from parallel compiles.
+The audit runs with a counting tileiras: a wrapper script that logs every invocation, then runs the real compiler.
+It prints, for ``--jobs 1`` and ``--jobs N`` (default: all CPUs this process may use):
+
+* the wall time, the compiler's own time (the records' ``compile_s`` summed) and the wall time beyond it;
+* tileiras runs: one compile per variant, plus the version probes (``--version`` and cuTile's bytecode-version
+  probe), which issue 9 wants once per toolchain and worker, not per variant (88 extra runs for 88 variants before);
+* the speed-up of N workers over one, next to the machine's load average (other work on the machine takes CPUs).
 
     python benchmarks/bench_audit.py [--probes examples/rms_norm.py examples/w4a16_gemm.py] [--arch sm_90,sm_120]
 """
@@ -10,24 +14,44 @@ import argparse
 import datetime
 import os
 import platform
+import stat
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from tileprobe.audit.pipeline import plan_variants, record_from  # noqa: E402
-from tileprobe.audit.compile import compile_variants, default_jobs  # noqa: E402
-from tileprobe.audit.probe import load_probes  # noqa: E402
-from tileprobe.audit.verdict import assign_verdicts  # noqa: E402
+from tileprobe.audit._cutile import which_tool  # noqa: E402
+from tileprobe.audit.compile import default_jobs  # noqa: E402
+from tileprobe.audit.pipeline import audit  # noqa: E402
 
 
-def run(variants, jobs):
+def counting_tileiras(folder: str) -> tuple[str, str]:
+    """A tileiras that appends ``compile`` or ``probe`` (version and bytecode-version probes) to a log, then runs
+    the real one. Returns (its path, the log's path)."""
+    log = os.path.join(folder, "runs.log")
+    path = os.path.join(folder, "tileiras")
+    with open(path, "w") as f:
+        f.write(f"""#!/bin/bash
+case "$*" in
+  *--version*|*/probe1[0-9]*) echo probe >> {log};;
+  *) echo compile >> {log};;
+esac
+exec {which_tool('tileiras')} "$@"
+""")
+    os.chmod(path, os.stat(path).st_mode | stat.S_IEXEC)
+    return path, log
+
+
+def run(probes, archs, jobs, tileiras, log):
+    open(log, "w").close()
     t0 = time.perf_counter()
-    results = list(compile_variants(variants, jobs=jobs))
-    records = [record_from(r) for r in results]
-    assign_verdicts(records, ["occupancy"])
+    result = audit(probes, archs, toolchains=[{"tileiras": tileiras}], jobs=jobs, with_sass=False)
     wall = time.perf_counter() - t0
-    return wall, results
+    with open(log) as f:
+        runs = f.read().split()
+    compile_s = sum(r.compile_s for r in result.records)
+    return wall, compile_s, runs.count("compile"), runs.count("probe"), result
 
 
 def main():
@@ -36,21 +60,25 @@ def main():
     ap.add_argument("--probes", nargs="+", default=[os.path.join(root, "examples", "rms_norm.py"),
                                                     os.path.join(root, "examples", "w4a16_gemm.py")])
     ap.add_argument("--arch", default="sm_90,sm_120")
+    ap.add_argument("--jobs", type=int, default=default_jobs())
     a = ap.parse_args()
-    probes = [p for path in a.probes for p in load_probes(path)]
-    variants = plan_variants(probes, a.arch.split(","))
-    print(f"tileprobe audit benchmark — {platform.node()}, {os.cpu_count()} CPUs, "
-          f"{datetime.datetime.now():%Y-%m-%d %H:%M}, {len(variants)} variants")
-    wall1, res1 = run(variants, 1)
-    export = sum(r.export_s for r in res1)
-    tileiras = sum(r.compile_s for r in res1)
-    print(f"jobs=1: audit wall {wall1:.1f} s; export_kernel total {export:.1f} s; tileiras alone {tileiras:.1f} s")
-    print(f"  audit overhead over export_kernel: {100 * (wall1 / export - 1):+.1f}% "
-          f"({wall1 - export:.1f} s: worker start, signature inference, cubin reading, occupancy, verdicts)")
-    jobs = default_jobs()
-    if jobs > 1:
-        walln, _ = run(variants, jobs)
-        print(f"jobs={jobs}: audit wall {walln:.1f} s; speed-up {wall1 / walln:.2f}x over jobs=1")
+    print(f"tileprobe audit benchmark — {platform.node()}, {os.cpu_count()} CPUs ({default_jobs()} usable), "
+          f"{datetime.datetime.now():%Y-%m-%d %H:%M}, load average {os.getloadavg()[0]:.1f}")
+    with tempfile.TemporaryDirectory() as tmp:
+        tileiras, log = counting_tileiras(tmp)
+        walls = {}
+        for jobs in dict.fromkeys([1, a.jobs]):
+            wall, compile_s, compiles, probes, result = run(a.probes, a.arch.split(","), jobs, tileiras, log)
+            n = len(result.records)
+            walls[jobs] = wall
+            print(f"jobs={jobs}: {n} variants in {wall:.1f} s (load average {os.getloadavg()[0]:.1f}); tileiras "
+                  f"{compile_s:.1f} s in all; wall time beyond tileiras / jobs: {wall - compile_s / jobs:+.1f} s "
+                  "(worker start, probe loading, cuTile's front end, cubin reading, verdicts)")
+            print(f"  tileiras runs: {compiles} compiles for {n} variants, {probes} version probes "
+                  f"({probes / jobs:.1f} per worker; {max(0, compiles - n) + probes / max(n, 1):.2f} extra runs per "
+                  "variant)")
+        if a.jobs > 1:
+            print(f"speed-up of {a.jobs} workers over 1: {walls[1] / walls[a.jobs]:.2f}x")
 
 
 if __name__ == "__main__":

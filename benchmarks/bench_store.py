@@ -66,11 +66,16 @@ def main() -> None:
     recompiled_cli = sum(1 for k, created in compile_rows(store).items() if rows.get(k) != created)
 
     import tileprobe.audit.pipeline as audit_mod
-    import tileprobe.audit.compile as compile_mod
+    import tileprobe.audit.pool as compile_mod
     from tileprobe.store import Store
     handed = []
     real = compile_mod.compile_variants
-    audit_mod.compile_variants = lambda v, **kw: (handed.extend(v), real(v, **kw))[1]
+
+    def counting(variants, **kw):   # the pipeline streams variants: keep them, then hand the same ones on
+        variants = list(variants)
+        handed.extend(variants)
+        return real(variants, **kw)
+    audit_mod.compile_variants = counting
     archs = args.arch.split(",")
     with Store.open(store) as s:
         first = audit_mod.audit(args.probes, archs, store=s)   # imports cuTile, warms caches

@@ -3,7 +3,8 @@ import os
 import stat
 
 from tileprobe.audit.pipeline import audit
-from tileprobe.audit.compile import Variant, compile_variants
+from tileprobe.audit.compile import Variant
+from tileprobe.audit.pool import compile_variants
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 VADD = os.path.join(DATA, "probe_vadd.py")
@@ -38,7 +39,7 @@ def _fake_tileiras(tmp_path, body):
     script = tmp_path / "tileiras"
     script.write_text(f"""#!/bin/bash
 case "$*" in
-  *--version*|*/probe1[0-9]*) exec {real} "$@";;
+  *--version*|*--help*|*/probe1[0-9]*) exec {real} "$@";;
 esac
 {body}
 """)

@@ -10,7 +10,8 @@ import sys
 import pytest
 
 from tileprobe.audit._cutile import which_tool
-from tileprobe.audit.compile import Variant, compile_variants
+from tileprobe.audit.compile import Variant
+from tileprobe.audit.pool import compile_variants
 from tileprobe.audit.failure import classify
 from tileprobe.cli import main
 from tileprobe.report.html import render_html
@@ -240,7 +241,7 @@ def test_os_exit_in_args_is_a_probe_error_not_a_compiler_crash(tmp_path):
     probe = _probe(tmp_path, args="__import__('os')._exit(5)")
     [res] = list(compile_variants([Variant(probe, 0, "vadd", (), (), "sm_90")], jobs=1))
     assert (res.status, res.failure) == ("probe_error", "probe_error")
-    assert "ended while running the probe's args(): args() called os._exit() or crashed the interpreter" in res.message
+    assert res.message.endswith("one.py:4: args() called os._exit(5)")        # caught in the worker: the line and code
     assert res.fix.startswith(f"fix args() in {probe}")
 
 

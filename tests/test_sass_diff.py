@@ -88,10 +88,10 @@ def test_sass_command_prints_listing_ptx_and_diff_from_the_store(tmp_path, capsy
     assert main(base + ["--where", "TILE=1024,occupancy=2"]) == 0
     out = capsys.readouterr().out
     assert ".text.vec_add" in out and "EXIT" in out
-    import tileprobe.audit.compile as compile_mod
     import tileprobe.audit.pipeline as pipeline
+    import tileprobe.audit.pool as compile_mod
     calls = []
-    monkeypatch.setattr(pipeline, "compile_variants", lambda variants, **kw: calls.extend(variants) or iter(()))
+    monkeypatch.setattr(pipeline, "compile_variants", lambda variants, **kw: (x for x in calls.extend(variants) or ()))
     monkeypatch.setattr(compile_mod, "compile_variants", pipeline.compile_variants)
     assert main(base + ["--where", "TILE=1024,occupancy=2", "--ptx"]) == 0
     assert ".entry vec_add" in capsys.readouterr().out and calls == []             # from the store

@@ -1,17 +1,41 @@
 """One error family for everything a user can fix.
 
-The CLI catches :class:`TileprobeError` once (``cli.main``), prints its message and exits 1; any other
-exception is a tileprobe bug and keeps its traceback (the asv ``UserError`` habit).
-Every message says what failed, why, and what to do about it.
+The CLI catches :class:`TileprobeError` once (``cli.main``), prints its message and exits with the error's
+``exit_code`` (1; :class:`UsageError` 2; :class:`IncompleteError` 3); any other exception is a tileprobe bug and
+keeps its traceback (the asv ``UserError`` habit). Every message says what failed, why, and what to do about it.
 """
 from __future__ import annotations
+
+#: Exit codes of the ``tileprobe`` command (README, "Exit codes").
+EXIT_OK = 0
+EXIT_ERROR = 1            # a TileprobeError stopped the command
+EXIT_USAGE = 2            # bad command line (argparse's code too)
+EXIT_INCOMPLETE = 3       # a probe could not be loaded, or a requested arch or compiler could not be used
+EXIT_COMPILE_FAILED = 4   # --strict: some variant failed to compile (compile_error, compiler_crash, timeout)
+EXIT_INTERRUPTED = 130    # Ctrl-C; SIGTERM / SIGHUP give 128 + the signal's number
 
 
 class TileprobeError(Exception):
     """A problem the user can fix: bad input, a missing tool, an unknown architecture.
 
-    The message must name the problem and the fix.
+    The message must name the problem and the fix. ``exit_code``: what the CLI exits with.
     """
+
+    exit_code = EXIT_ERROR
+
+
+class UsageError(TileprobeError):
+    """The command line must change: a value out of range (a timeout of 0, nan or inf), a grid above the
+    variant limit (``--max-variants``)."""
+
+    exit_code = EXIT_USAGE
+
+
+class IncompleteError(TileprobeError):
+    """Nothing could be audited: no probe loaded, no arch or compiler usable. The other causes of an incomplete
+    audit are listed in its result (and give the same exit code, :data:`EXIT_INCOMPLETE`)."""
+
+    exit_code = EXIT_INCOMPLETE
 
 
 class ProbeError(TileprobeError):

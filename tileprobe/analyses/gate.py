@@ -377,9 +377,12 @@ def audit_selected(probe_path: str, arch: str, *, where: Mapping[str, Any] | Non
     """
     from ..audit.pipeline import audit
     from ..audit.compile import DEFAULT_TIMEOUT_S
-    from ..audit.probe import load_probes
+    from ..audit.contained import load_plans
+    from ..errors import ProbeError
     where = dict(where or {})
-    probes = load_probes(probe_path)
+    probes, errors = load_plans([probe_path], [arch])    # probe code runs contained, never in this process
+    if not probes:
+        raise ProbeError(errors[0] if errors else f"{probe_path}: no probe loaded")
     _check_where_names(where, probes)
     case_where = {k: v for k, v in where.items() if any(k in p.cases for p in probes)}
     result = audit([probe_path], [arch], toolchains=toolchains, jobs=jobs, store=store,

@@ -152,7 +152,8 @@ def check_cutile() -> None:
     """
     from cuda.tile import _compile
     needed = ["compile_cubin", "_find_compiler_bin", "_CompilerBinary", "_get_max_supported_bytecode_version",
-              "_get_compiler_version_string", "_tileiras_supports_remarks"]
+              "_get_compiler_version_string", "_tileiras_supports_remarks", "_try_get_compiler_version",
+              "_parse_tileir_stderr", "TileCompilerExecutionError", "TileCompilerTimeoutError", "dev_features_enabled"]
     missing = [n for n in needed if not hasattr(_compile, n)]
     if missing:
         raise TileprobeError(
@@ -183,6 +184,7 @@ def use_compiler(tileiras: str, lib_dirs: list[str] | None = None) -> None:
     ``lib_dirs`` go first on LD_LIBRARY_PATH; the tileiras folder goes first on PATH (tileiras runs the
     ptxas it finds there). CUDA_HOME / CUDA_PATH are not passed to the compiler: an older toolkit there
     makes tileiras >= 13.4 fail with only "failed to compile Tile IR program" (FIELD_NOTES, 2026-11-29).
+    Every run of it is contained (:class:`_ContainedBinary`).
     """
     from cuda.tile import _compile
     if not os.access(tileiras, os.X_OK):
@@ -190,10 +192,143 @@ def use_compiler(tileiras: str, lib_dirs: list[str] | None = None) -> None:
     bin_dir = os.path.dirname(os.path.abspath(tileiras))
     ld = os.pathsep.join([*(lib_dirs or []), os.environ.get("LD_LIBRARY_PATH", "")]).strip(os.pathsep)
     path = os.pathsep.join([bin_dir, os.environ.get("PATH", "")])
-    binary = _compile._CompilerBinary(os.path.abspath(tileiras), path, ld, pass_cuda_home_var=False)
+    binary = _contained_binary_type()(os.path.abspath(tileiras), path, ld, pass_cuda_home_var=False)
     _compile._find_compiler_bin = lambda: binary
     for fn in ("_get_compiler_version_string", "_get_max_supported_bytecode_version"):
-        getattr(_compile, fn).cache_clear()
+        f = getattr(_compile, fn)
+        if hasattr(f, "cache_clear"):
+            f.cache_clear()
+
+
+# --- issue 9: every tileiras run contained, its version probed once ---------------------------------------------
+
+#: Seconds a tileiras run that cuTile starts without a timeout may take: ``--version`` and the bytecode-version
+#: probe (an empty module per bytecode version) answer in well under a second (13.4.92, 2026-12-01).
+TOOL_TIMEOUT_S = float(os.environ.get("TILEPROBE_TOOL_TIMEOUT_S", "60"))   # the tests shorten it
+
+_CONTAINED: list = []
+
+
+def _contained_binary_type():
+    """``_ContainedBinary``: cuTile's ``_CompilerBinary`` whose ``run`` starts tileiras in its own process group,
+    with a parent-death signal, and kills the whole group (tileiras and its ptxas) on a timeout; a run cuTile
+    starts without a timeout (its bytecode-version probe) gets :data:`TOOL_TIMEOUT_S`, and a timeout there is a
+    :class:`ToolchainError` (cuTile would swallow a compiler error and fall back to bytecode 13.1). The errors it
+    raises are cuTile's own (``TileCompilerExecutionError``, ``TileCompilerTimeoutError``), so failures are
+    classified as before. Built on first use (cuTile is imported lazily)."""
+    if _CONTAINED:
+        return _CONTAINED[0]
+    from cuda.tile import _compile
+
+    class _ContainedBinary(_compile._CompilerBinary):
+        def run(self, args, flags, timeout_sec=None):
+            command = [self.path, *args, *flags]
+            bounded = timeout_sec is None
+            rc, out, err = run_contained(command, _tool_env(self), timeout_sec or TOOL_TIMEOUT_S)
+            if rc is None and bounded:
+                raise ToolchainError(f"{self.path} did not answer within {TOOL_TIMEOUT_S:.0f} s "
+                                     f"({' '.join(command[1:])}); it was stopped. Run `tileprobe doctor`.")
+            if rc is None:
+                message = (f"`tileiras` compiler exceeded timeout {timeout_sec}s. "
+                           "Using a smaller tile size may reduce compilation time.")
+                raise _compile.TileCompilerTimeoutError(message, " ".join(flags),
+                                                        _compile._try_get_compiler_version(self.path))
+            if rc != 0:   # raised from the raw output: failure.classify reads stderr and stdout (cuTile's parse drops stdout)
+                import subprocess
+                message, loc = _compile._parse_tileir_stderr(err.decode(errors="replace"))
+                raise _compile.TileCompilerExecutionError(rc, message, loc, " ".join(flags),
+                                                          _compile._try_get_compiler_version(self.path)) \
+                    from subprocess.CalledProcessError(rc, command, out, err)
+
+    _CONTAINED.append(_ContainedBinary)
+    return _ContainedBinary
+
+
+def run_contained(command: list[str], env: dict | None, timeout_s: float) -> tuple[int | None, bytes, bytes]:
+    """Run a compiler tool in its own process group (its children, e.g. ptxas, are in it too) with a parent-death
+    signal; on ``timeout_s`` seconds kill the whole group. Returns (exit status or None on timeout, stdout,
+    stderr); a negative status is the signal that ended it."""
+    import signal
+    import subprocess
+    from .procs import preexec_die_with_parent
+    proc = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True,
+                            preexec_fn=preexec_die_with_parent(os.getpid()))
+    try:
+        out, err = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        return None, out, err
+    except BaseException:
+        _kill_group(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise
+    _kill_group(proc.pid, signal.SIGKILL)     # anything tileiras left behind in its group (a stray ptxas)
+    return proc.returncode, out, err
+
+
+def _kill_group(pgid: int, sig: int) -> None:
+    import contextlib
+    with contextlib.suppress(OSError):
+        os.killpg(pgid, sig)
+
+
+def contain_default_compiler() -> None:
+    """Wrap the tileiras cuTile picked by itself (``_find_compiler_bin``) in :class:`_ContainedBinary`."""
+    from cuda.tile import _compile
+    b = _compile._find_compiler_bin()
+    cls = _contained_binary_type()
+    if not isinstance(b, cls):
+        binary = cls(b.path, b.bin_path, b.ld_path, b.pass_cuda_home_var)
+        _compile._find_compiler_bin = lambda: binary
+
+
+def pin_compiler_facts(temp_dir: str) -> tuple[str, object]:
+    """Probe the selected tileiras once — its ``--version`` text and the newest bytecode version it reads — and make
+    cuTile answer from these values from now on, whatever temp folder it asks with.
+
+    cuTile caches its bytecode-version probe per temp folder (``_get_max_supported_bytecode_version(temp_dir)``),
+    and the audit gives every variant its own folder, so each compile ran the probe again: 88 extra tileiras runs
+    for 88 variants (issue 9). It also runs ``tileiras --version`` again after every failed compile
+    (``_try_get_compiler_version``), without a timeout. Call after :func:`use_compiler` /
+    :func:`contain_default_compiler`, once per worker.
+
+    Returns (version text, bytecode version). Raises :class:`ToolchainError` when tileiras does not answer within
+    :data:`TOOL_TIMEOUT_S`.
+    """
+    from cuda.tile import _compile
+    binary = _compile._find_compiler_bin()
+    rc, out, err = run_contained([binary.path, "--version"], _tool_env(binary), TOOL_TIMEOUT_S)
+    if rc is None:
+        raise ToolchainError(f"{binary.path} --version did not answer within {TOOL_TIMEOUT_S:.0f} s; it was stopped. "
+                             "Run `tileprobe doctor`.")
+    version_text = out.decode(errors="replace") if rc == 0 else None
+    probe = getattr(_compile._get_max_supported_bytecode_version, "__wrapped__",
+                    _compile._get_max_supported_bytecode_version)
+    versions = {}
+
+    def max_version(temp_dir_=None, allow_dev=False):
+        if allow_dev not in versions:
+            versions[allow_dev] = probe(temp_dir, allow_dev)
+        return versions[allow_dev]
+
+    from cuda.tile._compile import dev_features_enabled   # noqa: F401  (present in every cuda-tile 1.5-1.7)
+    bytecode = max_version(allow_dev=dev_features_enabled())
+    _compile._get_max_supported_bytecode_version = max_version
+    _compile._get_compiler_version_string = lambda: version_text
+    _compile._try_get_compiler_version = lambda compiler_bin=None: version_text
+    return version_text or "", bytecode
+
+
+def _tool_env(binary) -> dict:
+    env = os.environ.copy()
+    env["LD_LIBRARY_PATH"], env["PATH"] = binary.ld_path, binary.bin_path
+    if not binary.pass_cuda_home_var:
+        for key in ("CUDA_HOME", "CUDA_PATH"):
+            env.pop(key, None)
+    return env
+# --- end issue 9 -------------------------------------------------------------------------------------------------
 
 
 def current_compiler() -> str:
@@ -216,28 +351,31 @@ def tileiras_build(tileiras: str) -> str:
 
     Raises :class:`ToolchainError` if it does not run (a missing library, a wrong platform).
     """
-    import subprocess
     env = {k: v for k, v in os.environ.items() if k not in ("CUDA_HOME", "CUDA_PATH")}
     try:
-        out = subprocess.run([tileiras, "--version"], capture_output=True, text=True, timeout=60, env=env,
-                             check=True).stdout
-    except (OSError, subprocess.SubprocessError) as e:
+        rc, out, err = run_contained([tileiras, "--version"], env, TOOL_TIMEOUT_S)
+    except OSError as e:
         raise ToolchainError(f"{tileiras} --version failed ({e}); run `tileprobe doctor`.") from e
-    return parse_build(out)
+    if rc is None:
+        raise ToolchainError(f"{tileiras} --version did not answer within {TOOL_TIMEOUT_S:.0f} s; it was stopped. "
+                             "Run `tileprobe doctor`.")
+    if rc != 0:
+        raise ToolchainError(f"{tileiras} --version failed (exit status {rc}: "
+                             f"{err.decode(errors='replace').strip()[:300]}); run `tileprobe doctor`.")
+    return parse_build(out.decode(errors="replace"))
 
 
 def tileiras_targets(tileiras: str) -> list[str]:
     """The ``--gpu-name`` targets ``tileiras --help`` lists (e.g. 13.2.86: sm_80 … sm_89, sm_100 … sm_121, no
-    sm_90), run without CUDA_HOME / CUDA_PATH and with a 60 s timeout; ``[]`` when it does not run or lists none
-    (then nothing is refused before compiling)."""
-    import subprocess
+    sm_90), run without CUDA_HOME / CUDA_PATH, contained (:func:`run_contained`: its process group is killed after
+    :data:`TOOL_TIMEOUT_S`); ``[]`` when it does not answer or lists none (then nothing is refused before compiling)."""
     from ..model.toolkit import parse_targets
     env = {k: v for k, v in os.environ.items() if k not in ("CUDA_HOME", "CUDA_PATH")}
     try:
-        out = subprocess.run([tileiras, "--help"], capture_output=True, text=True, timeout=60, env=env).stdout
-    except (OSError, subprocess.SubprocessError):
+        rc, out, _err = run_contained([tileiras, "--help"], env, TOOL_TIMEOUT_S)
+    except OSError:
         return []
-    return parse_targets(out)
+    return parse_targets(out.decode(errors="replace")) if rc is not None else []
 
 
 def parse_build(version_text: str) -> str:

@@ -1,30 +1,28 @@
-"""Compile variants ahead of time, in parallel worker processes, each in its own temp dir.
+"""Compile variants ahead of time, in worker processes, each in its own temp dir: the worker side.
 
 A *variant* is one (probe, case, hints, arch). Workers are spawned processes (never forked: cuTile and the fake
-driver hold process-wide state); each installs the fake driver, selects its tileiras, turns cuTile's disk cache
-off and compiles with cuTile's public ``export_kernel`` for the signature JIT would infer. One tileiras version
-per pool, so nothing (compiler lookup, version probe, bytecode version, environment) leaks between versions.
+driver hold process-wide state); each installs the fake driver, selects its tileiras (every run of it contained:
+its own process group, killed whole on a timeout, killed when the worker dies), probes the compiler's version once,
+turns cuTile's disk cache off and compiles with cuTile's public ``export_kernel`` for the signature JIT would infer.
+One tileiras version per pool, so nothing (compiler lookup, version probe, bytecode version, environment) leaks
+between versions. The pool itself (streamed dispatch, deadlines, dead workers replaced) is
+:mod:`tileprobe.audit.pool`.
 
 A compile error, a compiler crash (tileiras killed by a signal) or a timeout is a *result* for that variant,
-with the compiler's message and the command that repeats it — never an abort. A worker process that dies
-(e.g. a crash inside cuTile's C extension) fails only the variants it held; the pool is rebuilt.
+with the compiler's message and the command that repeats it — never an abort. Probe code the worker runs (the probe's
+import, ``args``) is guarded: ``sys.exit``, ``os._exit`` and a ``KeyboardInterrupt`` it raises become a
+``probe_error`` for that variant.
 """
 from __future__ import annotations
 
-import concurrent.futures as cf
-import contextlib
-import multiprocessing as mp
 import os
 import shlex
 import shutil
-import signal
-import sys
 import tempfile
 import time
 import traceback
-import types
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from ..errors import ProbeError
 
@@ -50,6 +48,7 @@ class Variant:
     source_sha256: str = ""   # probe file + kernel module contents (the store's key uses it)
     knobs: tuple = ()          # (per-load hint, case constant) pairs from the probe
     rep: int = 0               # repeat index (audit --repeat): the same compile again, to see tileiras' noise
+    timeout_s: float | None = None   # the probe's own compiler timeout (Probe(timeout_s=...)), for the pool's deadline
 
     @property
     def case_dict(self) -> dict:
@@ -112,19 +111,40 @@ _WORKER: dict[str, Any] = {}
 
 
 def _init_worker(tileiras: str | None, lib_dirs: list[str] | None, timeout_s: float, tmp_root: str,
-                 with_sass: bool = False) -> None:
+                 with_sass: bool = False, artifact_root: str | None = None) -> dict:
+    """Set up this worker: fake driver, contained compiler, the compiler's version probed once (returned).
+
+    Raises:
+        TileprobeError: cuTile lacks a name tileprobe needs; ToolchainError: tileiras is not executable or does not
+            answer its version probe in time.
+    """
     from . import _cutile
-    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the parent's to handle: it stops the pool
     import warnings
-    warnings.simplefilter("ignore")   # the parent already showed the probe's import-time warnings once
+    warnings.simplefilter("ignore")   # the loader already showed the probe's import-time warnings once
     _cutile.install_fake_driver()
     _cutile.check_cutile()
     if tileiras:
         _cutile.use_compiler(tileiras, lib_dirs)
+    else:
+        _cutile.contain_default_compiler()
     _cutile.install_compile_hook()
     wdir = tempfile.mkdtemp(prefix="worker-", dir=tmp_root)
+    tempfile.tempdir = wdir           # cuTile's and nvdisasm's temp files stay in the audit's own folder
     _cutile.configure_context(wdir, timeout_s)
-    _WORKER.update(tmp=wdir, root=tmp_root, timeout_s=timeout_s, probes={}, sigs={}, with_sass=with_sass)
+    version, bytecode = _cutile.pin_compiler_facts(wdir)
+    _WORKER.update(tmp=wdir, root=tmp_root, timeout_s=timeout_s, probes={}, sigs={}, with_sass=with_sass,
+                   artifacts=artifact_root or failed_artifacts_dir())
+    return {"pid": os.getpid(), "tileiras": _cutile.parse_build(version), "bytecode": str(bytecode)}
+
+
+def failed_artifacts_dir() -> str:
+    """Where failed variants keep their bytecode for the repro command: ``$TILEPROBE_ARTIFACTS``, else
+    ``platformdirs.user_cache_dir("tileprobe")/failed`` (outside the temp folder, which every run removes)."""
+    env = os.environ.get("TILEPROBE_ARTIFACTS")
+    if env:
+        return env
+    from platformdirs import user_cache_dir
+    return os.path.join(user_cache_dir("tileprobe"), "failed")
 
 
 def _probe(path: str, index: int):
@@ -144,36 +164,41 @@ def effective_hints(kernel, arch: str) -> dict:
 
 
 def compile_one(variant: Variant) -> CompileResult:
-    """Compile one variant in this (worker) process. Never raises for compiler or probe failures."""
+    """Compile one variant in this (worker) process. Never raises for compiler or probe failures: probe code that
+    fails (an exception, ``sys.exit``, ``os._exit``, a ``KeyboardInterrupt`` of its own) is a ``probe_error`` naming
+    the probe's line; the phase it is in is noted (:func:`tileprobe.audit.failure.mark_phase`) so that a worker that
+    dies in probe code is not called a compiler crash."""
     from . import _cutile
     from .failure import mark_phase
     from .signature import describe_signature, jit_signature
+    from .probe import probe_code_guard
     t0 = time.perf_counter()
     res = CompileResult(variant, "ok", cuda_tile=_cutile.cutile_version())
-    root = _WORKER.get("root")
+    root, phase = _WORKER.get("root"), "import"
     try:
         res.tileiras_path = _cutile.current_compiler()
         res.tileiras = _cutile.compiler_build_string()
-        mark_phase(root, variant, "import")
-        probe = _probe(variant.probe_path, variant.probe_index)
-        kernel = probe.resolve_kernel()
-        hints = {k: v for k, v in variant.hints if v is not None}
-        if hints:
-            kernel = kernel.replace_hints(**hints)
-        res.effective_hints = effective_hints(kernel, variant.arch)
-        sig_key = (variant.probe_path, variant.probe_index, variant.case)
-        if probe.args_take_context:   # issue 12: args(case, arrays, *, arch, hints) may differ per variant
-            sig_key += (variant.arch, tuple(sorted(res.effective_hints.items())))
-        if sig_key not in _WORKER["sigs"]:
-            mark_phase(root, variant, "args")
-            _WORKER["sigs"][sig_key] = jit_signature(kernel, probe.launch_args(
-                variant.case_dict, arch=variant.arch, hints=dict(res.effective_hints)))
+        with probe_code_guard():
+            mark_phase(root, variant, phase)
+            probe = _probe(variant.probe_path, variant.probe_index)
+            kernel = probe.resolve_kernel()
+            phase = "hints"
+            hints = {k: v for k, v in variant.hints if v is not None}
+            if hints:
+                kernel = kernel.replace_hints(**hints)
+            res.effective_hints = effective_hints(kernel, variant.arch)
+            sig_key = (variant.probe_path, variant.probe_index, variant.case)
+            if probe.args_take_context:   # issue 12: args(case, arrays, *, arch, hints) may differ per variant
+                sig_key += (variant.arch, tuple(sorted(res.effective_hints.items())))
+            if sig_key not in _WORKER["sigs"]:
+                phase = "args"
+                mark_phase(root, variant, phase)
+                _WORKER["sigs"][sig_key] = jit_signature(kernel, probe.launch_args(
+                    variant.case_dict, arch=variant.arch, hints=dict(res.effective_hints)))
         sig = _WORKER["sigs"][sig_key]
         res.symbol, res.signature = sig.symbol, describe_signature(sig)
-    except Exception as e:  # the probe's code failed, or cuTile refused what it gave
-        text = str(e) if isinstance(e, ProbeError) else f"{type(e).__name__}: {e}"
-        res.status, res.failure, res.error, res.message = "probe_error", "probe_error", text, text
-        res.fix = f"fix the probe file {variant.probe_path} at the line named"
+    except BaseException as e:  # noqa: B036 — probe code failed (sys.exit, os._exit too), or cuTile refused it
+        _probe_failed(res, e, phase)
         mark_phase(root, variant, None)
         res.total_s = time.perf_counter() - t0
         return res
@@ -185,6 +210,23 @@ def compile_one(variant: Variant) -> CompileResult:
         res.sass = sass_summary(res.cubin, res.symbol)
     res.total_s = time.perf_counter() - t0
     return res
+
+
+def _probe_failed(res: CompileResult, e: BaseException, phase: str) -> None:
+    """Make ``res`` the ``probe_error`` of what probe code raised in ``phase`` (import | hints | args): the probe
+    file's line where the traceback has one, the exception in words (``args() called os._exit(5)``), a fix."""
+    from .probe import _probe_error_from, describe_exception
+    path = res.variant.probe_path
+    if isinstance(e, ProbeError):
+        text = str(e)
+    elif phase == "hints":       # cuTile refused the hint values: its message names the allowed ones
+        text = describe_exception(e)
+    else:
+        text = str(_probe_error_from(e, path, "args()" if phase == "args" else "importing the probe file"))
+    res.status, res.failure, res.error, res.message = "probe_error", "probe_error", text, text
+    ended = isinstance(e, (SystemExit, KeyboardInterrupt)) or type(e).__name__ == "ProbeExit"
+    res.fix = (f"fix args() in {path}: it must return the launch arguments" + (", not end the process" if ended else "")
+               if phase == "args" else f"fix the probe file {path} at the line named")
 
 
 def _compile_cubin(kernel, sig, variant: Variant, res: CompileResult, timeout_s: float | None = None) -> None:
@@ -222,7 +264,24 @@ def _compile_cubin(kernel, sig, variant: Variant, res: CompileResult, timeout_s:
     if res.status == "ok":
         shutil.rmtree(vdir, ignore_errors=True)
     else:
-        res.artifact_dir = vdir  # keep the bytecode so the repro command works
+        _keep_artifacts(vdir, res)
+
+
+def _keep_artifacts(vdir: str, res: CompileResult) -> None:
+    """Move a failed variant's folder (its bytecode) out of the temp folder, which is removed when the audit ends,
+    to :func:`failed_artifacts_dir`, and point the repro command there."""
+    dest_root = _WORKER.get("artifacts") or failed_artifacts_dir()
+    try:
+        os.makedirs(dest_root, exist_ok=True)
+        dest = tempfile.mkdtemp(prefix=f"{res.variant.arch}-", dir=dest_root)
+        for name in os.listdir(vdir):
+            shutil.move(os.path.join(vdir, name), os.path.join(dest, name))
+        shutil.rmtree(vdir, ignore_errors=True)
+    except OSError:
+        res.artifact_dir = vdir     # cannot move it: the repro works until the audit ends
+        return
+    res.repro = res.repro.replace(vdir, dest)
+    res.artifact_dir = dest
 
 
 def _repro_command(call) -> str:
@@ -232,7 +291,7 @@ def _repro_command(call) -> str:
     return f"env -u CUDA_HOME -u CUDA_PATH {env} " + " ".join(shlex.quote(a) for a in call.argv)
 
 
-# --- parent side ---------------------------------------------------------------------------------------
+# --- parent side: tileprobe.audit.pool -------------------------------------------------------------------------------
 
 def default_jobs() -> int:
     """Worker processes to use: the CPUs this process may run on."""
@@ -240,110 +299,3 @@ def default_jobs() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:
         return max(1, os.cpu_count() or 1)
-
-
-def compile_variants(variants: Iterable[Variant], *, tileiras: str | None = None,
-                     lib_dirs: list[str] | None = None, jobs: int | None = None,
-                     timeout_s: float = DEFAULT_TIMEOUT_S, artifact_root: str | None = None,
-                     with_sass: bool = False) -> Iterator[CompileResult]:
-    """Compile ``variants`` with one tileiras in a pool of spawned workers; yield results as they finish.
-
-    Args:
-        tileiras: path of the tileiras binary (``None``: the one cuTile would pick).
-        lib_dirs: library folders for that tileiras (libnvvm).
-        jobs: worker processes (default: :func:`default_jobs`).
-        timeout_s: per-variant compiler timeout in seconds.
-        artifact_root: where failed variants keep their bytecode (default: a temp dir that is kept).
-        with_sass: also disassemble each cubin in the worker (nvdisasm) for :mod:`tileprobe.model.sass` traits.
-
-    A worker that dies fails the variants it was holding with status ``compiler_crash`` and the pool is rebuilt.
-    """
-    variants = list(variants)
-    if not variants:
-        return
-    jobs = min(jobs or default_jobs(), len(variants))
-    tmp_root = artifact_root or tempfile.mkdtemp(prefix="tileprobe-")
-    os.makedirs(tmp_root, exist_ok=True)
-    initargs = (tileiras, lib_dirs, timeout_s, tmp_root, with_sass)
-    survivors: list[Variant] = []
-    yield from _run_pool(variants, jobs, initargs, survivors)
-    # A worker died: its pool broke and every unfinished variant with it. Run those one per pool, so only the
-    # variant that kills its worker is marked.
-    for v in survivors:
-        again: list[Variant] = []
-        yield from _run_pool([v], 1, initargs, again)
-        for dead in again:   # run alone, so it is the variant that ended its worker: what was the worker doing?
-            from .failure import dead_worker
-            yield CompileResult(dead, "compiler_crash").fail(dead_worker(dead, tmp_root))
-
-
-def _run_pool(variants, jobs, initargs, broken_out: list) -> Iterator[CompileResult]:
-    """Run ``variants`` in one pool. On Ctrl-C (or when the consumer stops early) queued variants are cancelled
-    and the workers are stopped at once; results already yielded are the caller's (the audit has stored them)."""
-    pool = cf.ProcessPoolExecutor(jobs, mp_context=mp.get_context("spawn"), initializer=_init_worker,
-                                  initargs=initargs)
-    try:
-        with _no_main_reimport():
-            futures = {pool.submit(compile_one, v): v for v in variants}
-        for fut in cf.as_completed(futures):
-            v = futures[fut]
-            try:
-                yield fut.result()
-            except cf.process.BrokenProcessPool:
-                broken_out.append(v)
-            except Exception as e:  # a tileprobe bug in the worker: this variant's failure, not the audit's
-                yield CompileResult(v, "compile_error", error=f"{type(e).__name__}: {e}")
-    except BaseException:
-        _stop(pool)
-        raise
-    pool.shutdown(wait=True)
-
-
-def _stop(pool: cf.ProcessPoolExecutor) -> None:
-    """Cancel what is queued and end the workers now (terminate, then kill): no orphan keeps compiling."""
-    procs = list((getattr(pool, "_processes", None) or {}).values())   # stdlib-private, stable since 3.8
-    pool.shutdown(wait=False, cancel_futures=True)
-    for p in procs:
-        for child in _children(p.pid):      # the tileiras / ptxas / nvdisasm a worker is waiting on
-            with contextlib.suppress(OSError):
-                os.kill(child, signal.SIGKILL)
-        if p.is_alive():
-            p.terminate()
-    for p in procs:
-        p.join(timeout=5)
-        if p.is_alive():
-            p.kill()
-
-
-def _children(pid: int | None) -> list[int]:
-    """Live child processes of ``pid`` (Linux /proc; empty elsewhere)."""
-    out = []
-    if pid is None or not os.path.isdir("/proc"):
-        return out
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
-                        out.append(int(entry))
-            except (OSError, ValueError, IndexError):
-                continue
-    return out
-
-
-@contextlib.contextmanager
-def _no_main_reimport():
-    """Start spawned workers without re-running the caller's ``__main__``.
-
-    multiprocessing's spawn re-imports the parent's main script in each worker; a script that calls
-    ``tileprobe.audit.audit`` without an ``if __name__ == "__main__":`` guard (or code piped to ``python -``)
-    would then run again in every worker and kill the pool. The workers need only tileprobe's modules, so the
-    main module is hidden while they start.
-    """
-    main = sys.modules.get("__main__")
-    sys.modules["__main__"] = types.ModuleType("__main__")
-    try:
-        yield
-    finally:
-        if main is not None:
-            sys.modules["__main__"] = main

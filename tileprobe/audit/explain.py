@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Iterable
 
-from ..model.arch import ArchLimits, get_arch
+from ..model.arch import ArchLimits, get_arch, has_limits
 from ..model.occupancy import theoretical_occupancy
 from ..schema import VariantRecord, short_build
 
@@ -102,7 +102,7 @@ def advice(records: Iterable[VariantRecord]) -> list[str]:
 def _occupancy_groups(records: Iterable[VariantRecord]) -> list[list[VariantRecord]]:
     groups: dict[tuple, list[VariantRecord]] = defaultdict(list)
     for r in records:
-        if r.ok and r.hint("occupancy") is not None:
+        if r.ok and r.hint("occupancy") is not None and has_limits(r.arch):
             groups[r.group_key("occupancy")].append(r)
     return [sorted(rows, key=lambda r: int(r.hint("occupancy"))) for rows in groups.values()]
 

@@ -209,16 +209,18 @@ def dead_worker(variant, root: str | None, how: str = "") -> Failure:
                 phase = f.read().strip()
         except OSError:
             pass
+    ended = f" ({how})" if how else ""
     if phase is None:
         return _make(BROKEN_ENVIRONMENT, ["the compile worker process died before it started this variant (while "
-                                          "setting up cuTile and the compiler)"], "compile worker died at start",
+                                          "setting up cuTile and the compiler)"],
+                     f"the compile worker died{ended} at start",
                      "run `tileprobe doctor`, then audit again with --jobs 1 --retry-failed")
     doing = PHASES.get(phase, phase)
-    ended = f" ({how})" if how else ""
+    error = f"the compile worker died{ended} while {doing}; a new worker took the next variant"
     if phase in ("import", "args"):
         what = "args()" if phase == "args" else "the probe file's import"
         return _make(PROBE_ERROR, [f"the compile worker process ended{ended} while {doing}: {what} called os._exit() "
-                                   "or crashed the interpreter"], f"compile worker died{ended} while {doing}",
+                                   "or crashed the interpreter"], error,
                      f"fix {what} in {variant.probe_path}: it must return the launch arguments, not end the process")
     return _make(COMPILER_CRASH, [f"the compile worker process died{ended} while {doing} (a signal, or a crash in "
-                                  "cuTile's extension)"], f"compile worker died{ended} while {doing}")
+                                  "cuTile's extension, or the machine ran out of memory)"], error)

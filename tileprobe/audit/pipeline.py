@@ -1,67 +1,82 @@
 """The audit pipeline in one place: probes → variants → compile → cubin → occupancy → verdicts → records.
 
-No GPU is needed. ``audit()`` is what ``tileprobe audit`` runs; every other command builds on its records.
+No GPU is needed. ``audit()`` is what ``tileprobe audit`` runs; every other command builds on its records. Probe
+code runs only in loader children (:mod:`.contained`) and compile workers (:mod:`.pool`); variants are planned and
+dispatched as a stream; everything runs in one temp folder this call owns and removes (:mod:`.procs`).
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
+import math
 import platform
 import sys
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
-from ..errors import CubinError, ProbeError, TileprobeError
-from ..model.arch import get_arch
+from ..errors import CubinError, IncompleteError, TileprobeError, ToolchainError, UsageError
+from ..model.arch import check_target, get_arch, has_limits
 from ..model.cubin import CubinInfo
 from ..model.occupancy import theoretical_occupancy
 from ..schema import FAILURE_FIXES, VariantRecord, canonical, derive_failure, short_build, value_key
-from .compile import DEFAULT_TIMEOUT_S, CompileResult, Variant, compile_variants
-from .probe import NoProbeDefined, Probe, load_probes
+from .compile import DEFAULT_TIMEOUT_S, CompileResult, Variant
+from .contained import (PROBE_TIMEOUT_S, ProbePlan, _target_name, load_probe_files, probe_targets,  # noqa: F401
+                        source_sha256)
+from .pool import compile_variants
+from .probe import load_probes  # noqa: F401  (re-exported: callers plan from Probe objects)
 from .verdict import judge_records
+
+#: Most variants an audit compiles unless told otherwise (``max_variants`` / ``--max-variants``): a 10^6-variant
+#: grid took the main process to 3 GB in 3 minutes (issue 9); 5,000 variants at the 1-3 s a compile takes is
+#: already hours on 2 cores.
+MAX_VARIANTS = 5000
 
 
 @dataclass
 class AuditResult:
-    """Records of one audit, the probe errors met on the way, and the environment it ran in."""
+    """Records of one audit, the probe errors met on the way, and the environment it ran in.
+
+    ``probe_errors``: each broken probe's error once (file:line); ``target_errors``: each requested arch or compiler
+    that could not be used; the audit is :attr:`complete` when both are empty.
+    """
     records: list[VariantRecord] = field(default_factory=list)
     probe_errors: list[str] = field(default_factory=list)
     environment: dict = field(default_factory=dict)
     wall_s: float = 0.0
     cubins: dict = field(default_factory=dict)   # cubin_sha256 -> bytes (for the store and `run`)
     notes: list[str] = field(default_factory=list)   # e.g. helper files skipped (issue 12)
+    target_errors: list[str] = field(default_factory=list)   # issue 9: archs / compilers not usable
+
+    @property
+    def complete(self) -> bool:
+        """Every probe loaded and every requested arch and compiler could be used."""
+        return not self.probe_errors and not self.target_errors
 
 
-def source_sha256(probe: Probe) -> str:
-    """SHA-256 over the probe file and the file that defines its kernel (the store's notion of "same code")."""
-    import hashlib
-    import inspect
-    h = hashlib.sha256()
-    files = [probe.source]
-    try:
-        files.append(inspect.getsourcefile(probe.resolve_kernel()._pyfunc))
-    except (TypeError, OSError, ProbeError):
-        pass
-    for f in dict.fromkeys(x for x in files if x):
-        with open(f, "rb") as fh:
-            h.update(fh.read())
-    return h.hexdigest()
+def iter_variants(probes: Sequence, archs: Sequence[str]) -> Iterator[Variant]:
+    """Every (probe, case, hints, arch) to compile, in a stable order, one at a time (nothing is held in memory).
 
-
-def plan_variants(probes: Sequence[Probe], archs: Sequence[str]) -> list[Variant]:
-    """Every (probe, case, hints, arch) to compile, in a stable order."""
-    out = []
+    ``probes``: :class:`~tileprobe.audit.contained.ProbePlan` s (what the loader found; their broken variants are
+    left out) or :class:`~tileprobe.audit.probe.Probe` s.
+    """
+    archs = [_target_name(a) for a in archs]
     for p in probes:
-        digest = source_sha256(p)
-        for arch in archs:
-            if p.archs and get_arch(arch).name not in {get_arch(a).name for a in p.archs}:
-                continue
-            for case in p.case_grid():
-                for hints in p.hint_grid():
-                    out.append(Variant(p.source or "", p.index, p.label, tuple(case.items()),
-                                       tuple(hints.items()), get_arch(arch).name, digest,
-                                       tuple(p.knobs.items())))
-    return out
+        digest = p.source_sha256 if isinstance(p, ProbePlan) else source_sha256(p)
+        mine = probe_targets(p.archs, archs)
+        skipped = p.skipped if isinstance(p, ProbePlan) else None
+        cases, hint_grid = p.case_grid(), p.hint_grid()
+        for arch in mine:
+            for ci, case in enumerate(cases):
+                for hi, hints in enumerate(hint_grid):
+                    if skipped is None or not skipped(ci, hi, arch):
+                        yield Variant(p.source or "", p.index, p.label, tuple(case.items()), tuple(hints.items()),
+                                      arch, digest, tuple(p.knobs.items()), timeout_s=p.timeout_s)
+
+
+def plan_variants(probes: Sequence, archs: Sequence[str]) -> list[Variant]:
+    """:func:`iter_variants` as a list."""
+    return list(iter_variants(probes, archs))
 
 
 def record_from(res: CompileResult) -> VariantRecord:
@@ -93,6 +108,10 @@ def record_from(res: CompileResult) -> VariantRecord:
     if k.ptx is not None:
         rec.ptx = {"maxnreg": k.ptx.maxnreg, "reqntid": list(k.ptx.reqntid) if k.ptx.reqntid else None,
                    "minnctapersm": k.ptx.minnctapersm}
+    if not has_limits(v.arch):   # issue 9: sm_107 is compiled and read; its CTAs/SM are not sourced (NOT_SOURCED)
+        rec.limiter = None
+        rec.sass = res.sass
+        return rec
     occ = theoretical_occupancy(get_arch(v.arch), k.threads_per_cta, k.regs_per_thread, k.smem_driver_bytes)
     rec.ctas_per_sm, rec.warps_per_sm = occ.ctas_per_sm, occ.warps_per_sm
     rec.occupancy_pct, rec.limiter = round(occ.occupancy_pct, 1), occ.limiter
@@ -146,15 +165,16 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
           store=None, progress: Callable | None = None,
           select: Callable[[Variant], bool] | None = None, repeat: int = 1,
           where: dict | None = None, cases: dict | None = None, hints: dict | None = None,
-          retry_failed: bool = False) -> AuditResult:
+          retry_failed: bool = False, probe_timeout_s: float = PROBE_TIMEOUT_S,
+          max_variants: int = MAX_VARIANTS) -> AuditResult:
     """Audit probe files for architectures, with one or more tileiras toolchains.
 
     Args:
         probe_paths: probe files (each defines ``probe`` or ``probes``).
-        archs: targets such as ``["sm_90", "sm_120"]`` (see :data:`tileprobe.model.arch.ARCHS`).
+        archs: targets such as ``["sm_90", "sm_120"]`` (:data:`tileprobe.model.arch.TILEIRAS_TARGETS`).
         toolchains: ``[{"tileiras": path, "lib_dirs": [...]}]``; ``None`` = the tileiras cuTile would pick.
         jobs: parallel compile workers (default: all CPUs).
-        timeout_s: per-variant compiler timeout (s).
+        timeout_s: per-variant compiler timeout (s); a probe's ``timeout_s`` wins.
         with_sass: also disassemble each cubin for SASS traits (needs nvdisasm).
         store: a :class:`tileprobe.store.Store`; variants already there are not compiled again and new ones are
             saved as they finish.
@@ -171,87 +191,245 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
             (``--case`` / ``--hint``; :func:`tileprobe.audit.where.apply_overrides`).
         retry_failed: compile again the variants the store holds as failed (by default a stored failure is the
             answer, except probe errors and broken environments: :meth:`tileprobe.store.Store.lookup`).
+        probe_timeout_s: seconds each step of probe code (import, kernel import, one ``args`` call) may take.
+        max_variants: most variants (× repeat) to compile; a larger audit is refused before anything runs.
 
     A variant for an arch the compiler does not list (``tileiras --help``, asked once per toolchain) is not
     compiled: its record says ``unsupported_target``.
 
-    A broken probe file is reported in ``probe_errors`` (file and line) and the other probes go on.
-    Raises :class:`TileprobeError` only when nothing can be audited (unknown arch, no probe loaded, a ``where``
-    or override that names nothing or selects nothing: :class:`~tileprobe.audit.where.WhereError`).
+    Probe code runs only in child processes: a broken probe is reported once in ``probe_errors`` (file and line)
+    and the other probes go on. An unknown arch or an unusable compiler is reported in ``target_errors`` and the
+    others go on.
+
+    Raises:
+        UsageError: a timeout that is not a positive finite number of seconds; ``repeat`` < 1; more variants than
+            ``max_variants`` (the message says how many and how to ask for them).
+        WhereError: a ``where`` or override that names nothing or selects nothing
+            (:class:`~tileprobe.audit.where.WhereError`).
+        IncompleteError: no probe could be loaded.
     """
     import time
+    from .procs import owned_tempdir
     t0 = time.perf_counter()
-    archs = [get_arch(a).name for a in archs]
-    result = AuditResult()
-    probes: list[Probe] = []
-    for path in probe_paths:
-        try:
-            probes.extend(load_probes(path))
-        except NoProbeDefined as e:   # issue 12: a helper module among several files is not a broken probe
-            if len(probe_paths) == 1:
-                result.probe_errors.append(str(e))
-            else:
-                result.notes.append(f"{path}: skipped, it defines no probe (a helper module?)")
-        except ProbeError as e:
-            result.probe_errors.append(str(e))
-    if not probes:
-        raise TileprobeError("no probe could be loaded:\n  " + "\n  ".join(result.probe_errors + result.notes))
-    from .where import apply_overrides, case_filter
-    probes = apply_overrides(probes, cases, hints)
-    variants = case_filter(where, probes, plan_variants(probes, archs))
-    if select is not None:
-        variants = [v for v in variants if select(v)]
+    check_seconds("timeout_s", timeout_s)
+    check_seconds("probe_timeout_s", probe_timeout_s)
+    from .where import check_overrides
+    check_overrides(cases, hints)
     if repeat < 1:
-        raise TileprobeError(f"--repeat {repeat}: give 1 or more compiles per variant")
-    for tc in toolchains or [{}]:
-        tc = resolve_compiler(tc)
-        todo = variants
-        if store is not None:
-            cached, todo = store.lookup(variants, tc, with_sass=with_sass, retry_failed=retry_failed)
-            result.records.extend(cached)
-            failed = sum(not r.ok for r in cached)
-            if failed:
-                result.notes.append(f"{failed} failed variant(s) taken from the store, not compiled again "
-                                    f"({short_build(tc['build'])}); --retry-failed compiles them again")
-            for rec in cached:
-                data = store.cubin(rec.cubin_sha256) if rec.cubin_sha256 else None
-                if data is not None:
-                    result.cubins[rec.cubin_sha256] = data
-        extra = [dataclasses.replace(v, rep=i) for i in range(1, repeat) for v in variants
-                 if not tc.get("targets") or v.arch in tc["targets"]]
-        if progress:
-            progress("stored", len(variants) - len(todo))
-            progress("total", len(todo) + len(extra))
-        repeats: dict[tuple, list[str]] = {}
-        refused, todo = refuse_unlisted(todo, tc)
-        compiled = compile_variants(todo + extra, tileiras=tc.get("tileiras"), lib_dirs=tc.get("lib_dirs"),
-                                    jobs=jobs, timeout_s=timeout_s, with_sass=with_sass)
-        for res in itertools.chain(refused, compiled):
-            if progress:
-                progress("advance", 1)
-            if res.variant.rep:
-                if res.cubin is not None:
-                    repeats.setdefault(_base(res.variant), []).append(CubinInfo.from_bytes(res.cubin).code_sha256)
+        raise UsageError(f"--repeat {repeat}: give 1 or more compiles per variant")
+    result = AuditResult()
+    targets = _targets(archs, result)
+    order: dict[tuple, int] = {}
+    with owned_tempdir("audit") as tmp:
+        find = not toolchains or any(not tc.get("tileiras") for tc in toolchains)
+        plans, default = _load(probe_paths, targets, result, tmp, jobs, probe_timeout_s, max_variants, find,
+                               cases, hints)
+        select = _selector(where, plans, select)
+        total = _count(plans, targets, select, repeat, max_variants)
+        if total == 0 and where:
+            from .where import no_case_match
+            raise no_case_match(dict(where), plans)
+        for tc in toolchains or [{}]:
+            try:
+                tc = resolve_compiler(tc if tc.get("tileiras") else {**tc, "tileiras": default()})
+            except ToolchainError as e:
+                result.target_errors.append(str(e))
                 continue
-            rec = record_from(res)
-            if res.cubin is not None and rec.cubin_sha256:
-                result.cubins[rec.cubin_sha256] = res.cubin
-            if store is not None:
-                store.save_compile(res, rec, tc)
-            result.records.append(rec)
-        if repeat > 1:
-            _mark_determinism(result.records, repeats, tc["build"])
+            try:
+                _audit_with(tc, plans, targets, result, order, total, tmp=tmp, jobs=jobs, timeout_s=timeout_s,
+                            with_sass=with_sass, store=store, progress=progress, select=select, repeat=repeat,
+                            retry_failed=retry_failed)
+            except ToolchainError as e:
+                result.target_errors.append(f"{tc.get('build') or tc.get('tileiras')}: {e}")
     probe_errors = {r.error for r in result.records if r.status == "probe_error"}
-    result.probe_errors.extend(sorted(probe_errors))
+    result.probe_errors.extend(sorted(probe_errors - set(result.probe_errors)))
     judge_records(result.records)
     if store is not None:
         store.attach_runs(result.records)
-    order = {_order_key(v.probe_path, v.probe_name, v.case_dict, v.hints_dict, v.arch): i
-             for i, v in enumerate(variants)}
     result.records.sort(key=lambda r: (r.tileiras, order.get(_order_key(r.probe, r.kernel, r.case, r.hints, r.arch), 0)))
     result.environment = environment(r.tileiras for r in result.records if r.tileiras)
     result.wall_s = time.perf_counter() - t0
     return result
+
+
+def check_seconds(name: str, value) -> float:
+    """``value`` as a timeout in seconds: a finite number > 0.
+
+    Raises:
+        UsageError: 0, negative, nan, inf or not a number (naming ``name`` and the value).
+    """
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise UsageError(f"{name}={value!r}: give a timeout in seconds, a finite number > 0 (e.g. 900)")
+    return seconds
+
+
+def _targets(archs: Sequence[str], result: AuditResult) -> list[str]:
+    """The requested targets tileiras lists; each other one becomes a target error (the rest are audited)."""
+    out = []
+    for a in archs:
+        try:
+            t = check_target(a)
+        except TileprobeError as e:
+            result.target_errors.append(f"--arch {a}: {e}")
+            continue
+        if t not in out:
+            out.append(t)
+    return out
+
+
+def _load(paths, targets, result: AuditResult, tmp: str, jobs, timeout_s: float, max_variants: int,
+          find_compiler: bool, cases: dict | None = None, hints: dict | None = None):
+    """Load every probe file in a contained child; collect errors (once each), notes and output. Returns the plans
+    and a function giving the tileiras cuTile picks (as the loaders found it: this process does not import cuTile,
+    whose import leaves a temp folder behind when the process is killed)."""
+    plans = []
+    reports = load_probe_files(paths, targets, tmp_root=tmp, jobs=jobs, timeout_s=timeout_s, max_variants=max_variants,
+                               find_compiler=find_compiler, cases=cases, hints=hints)
+
+    def default_tileiras() -> str:
+        if reports[0].default_tileiras:
+            return reports[0].default_tileiras
+        raise ToolchainError(reports[0].default_tileiras_error or "the tileiras cuTile picks could not be found "
+                             "(the process looking for it did not answer); run `tileprobe doctor`")
+
+    for rep in reports:
+        if rep.no_probe and len(paths) == 1:
+            result.probe_errors.append(rep.no_probe)
+        elif rep.no_probe:      # issue 12: a helper module among several files is not a broken probe
+            result.notes.append(f"{rep.path}: skipped, it defines no probe (a helper module?)")
+        result.probe_errors.extend(rep.errors)
+        lines = rep.output.strip().splitlines()
+        if lines:
+            more = f"\n  … ({len(lines) - 5} more lines)" if len(lines) > 5 else ""
+            result.notes.append(f"{rep.path} printed while loading:\n  " + "\n  ".join(lines[:5]) + more)
+        plans.extend(rep.plans)
+    if not plans:
+        raise IncompleteError("no probe could be loaded:\n  " + "\n  ".join(result.probe_errors + result.notes))
+    from .where import check_case_names
+    check_case_names(cases, plans)
+    return plans, default_tileiras
+
+
+def _selector(where: dict | None, plans, select: Callable | None) -> Callable | None:
+    """``select`` and the case items of ``where`` (:func:`tileprobe.audit.where.case_selector`) as one predicate."""
+    from .where import case_selector
+    keep = case_selector(where, plans)
+    if keep is None or select is None:
+        return keep or select
+    return lambda v: keep(v) and select(v)
+
+
+def _count(plans, targets, select, repeat: int, max_variants: int) -> int:
+    """Variants the audit will compile (× repeat counted against the limit).
+
+    Raises:
+        UsageError: more than ``max_variants``; says how many, per probe, and the option that allows them.
+    """
+    n = sum(p.n_variants for p in plans)
+    if select is not None:
+        n = sum(1 for v in iter_variants(plans, targets) if select(v))
+    if n * repeat > max_variants:
+        parts = [f"{p.label}: {math.prod(len(v) for v in p.cases.values()):,} case(s) × "
+                 f"{math.prod(len(v) for v in p.hints.values()):,} hint combination(s) × "
+                 f"{len(p.targets(targets))} arch(s)" for p in plans[:3]]
+        rep = f" × {repeat} repeats" if repeat > 1 else ""
+        raise UsageError(f"this audit would compile {n:,} variants{rep} ({'; '.join(parts)}), more than the limit of "
+                         f"{max_variants:,}: pass --max-variants {n * repeat} to compile them all, or narrow the cases, "
+                         "hints or --arch")
+    return n * repeat
+
+
+def _audit_with(tc: dict, plans, targets, result: AuditResult, order: dict, total: int, *, tmp, jobs, timeout_s,
+                with_sass, store, progress, select, repeat, retry_failed=False) -> None:
+    """One toolchain's part of the audit: stored variants reused, archs the compiler does not list refused
+    (:func:`refuse_unlisted`), the rest streamed to the compile workers."""
+    def planned() -> Iterator[Variant]:
+        return (v for v in iter_variants(plans, targets) if select is None or select(v))
+
+    listed = tc.get("targets") or []
+    if progress:
+        stored = _count_stored(planned(), tc, store, retry_failed)
+        progress("stored", stored)
+        progress("total", total - stored)
+    refused: list[CompileResult] = []
+    failed: list = []   # failed records taken from the store
+    todo = _not_stored(planned(), tc, store, with_sass, result, order, retry_failed, failed)
+    extra = (dataclasses.replace(v, rep=i) for i in range(1, repeat) for v in planned()
+             if not listed or v.arch in listed)
+    repeats: dict[tuple, list[str]] = {}
+    results = compile_variants(itertools.chain(_refuse(todo, tc, refused), extra), tileiras=tc.get("tileiras"),
+                               lib_dirs=tc.get("lib_dirs"), jobs=jobs, timeout_s=timeout_s, with_sass=with_sass,
+                               tmp_root=tmp)
+    with contextlib.closing(results):   # an exception here (Ctrl-C, SIGTERM) stops the workers now, not at GC
+        _collect(itertools.chain(results, refused), tc, result, store, progress, repeats)
+    if failed:
+        result.notes.append(f"{len(failed)} failed variant(s) taken from the store, not compiled again "
+                            f"({short_build(tc['build'])}); --retry-failed compiles them again")
+    if repeat > 1:
+        _mark_determinism(result.records, repeats, tc["build"])
+
+
+def _refuse(variants: Iterable[Variant], tc: dict, refused: list) -> Iterator[Variant]:
+    """``variants`` less those for archs compiler ``tc`` does not list, whose results go to ``refused``."""
+    for v in variants:
+        out, keep = refuse_unlisted([v], tc)
+        refused.extend(out)
+        yield from keep
+
+
+def _collect(results: Iterable[CompileResult], tc: dict, result: AuditResult, store, progress, repeats: dict) -> None:
+    """Turn compile results into records (stored as they come); repeated compiles only add code hashes."""
+    for res in results:
+        if progress:
+            progress("advance", 1)
+        if res.variant.rep:
+            if res.cubin is not None:
+                repeats.setdefault(_base(res.variant), []).append(CubinInfo.from_bytes(res.cubin).code_sha256)
+            continue
+        rec = record_from(res)
+        if res.cubin is not None and rec.cubin_sha256:
+            result.cubins[rec.cubin_sha256] = res.cubin
+        if store is not None:
+            store.save_compile(res, rec, tc)
+        result.records.append(rec)
+
+
+def _chunks(variants: Iterable[Variant], chunk: int = 256) -> Iterator[list[Variant]]:
+    it = iter(variants)
+    while batch := list(itertools.islice(it, chunk)):
+        yield batch
+
+
+def _count_stored(variants: Iterable[Variant], tc: dict, store, retry_failed: bool) -> int:
+    """How many of ``variants`` the store holds for ``tc`` (read a chunk at a time; nothing kept)."""
+    if store is None:
+        return 0
+    return sum(len(store.lookup(b, tc, retry_failed=retry_failed)[0]) for b in _chunks(variants))
+
+
+def _not_stored(variants: Iterable[Variant], tc: dict, store, with_sass: bool, result: AuditResult, order: dict,
+                retry_failed: bool = False, failed: list | None = None) -> Iterator[Variant]:
+    """The variants the store does not hold for ``tc`` (looked up a chunk at a time, as the stream goes); stored
+    records (and their cubins) go straight into ``result``, the failed ones also into ``failed``."""
+    for batch in _chunks(variants):
+        for v in batch:
+            order.setdefault(_base(v), len(order))
+        if store is None:
+            yield from batch
+            continue
+        cached, todo = store.lookup(batch, tc, with_sass=with_sass, retry_failed=retry_failed)
+        if failed is not None:
+            failed.extend(r for r in cached if not r.ok)
+        result.records.extend(cached)
+        for rec in cached:
+            data = store.cubin(rec.cubin_sha256) if rec.cubin_sha256 else None
+            if data is not None:
+                result.cubins[rec.cubin_sha256] = data
+        yield from todo
 
 
 def _base(v: Variant) -> tuple:

@@ -30,7 +30,9 @@ import difflib
 import importlib
 import importlib.util
 import itertools
+import math
 import os
+import re
 import sys
 import traceback
 from dataclasses import dataclass, field
@@ -161,21 +163,17 @@ class Probe:
     timeout_s: float | None = None
     stub_modules: Sequence[str] = ()
     # --- end issue 12 ----------------------------------------------------------------------------------------
+    lineno: int | None = field(default=None, compare=False)   # issue 9: the line of ``Probe(...)`` in its file
 
     def __post_init__(self):
-        for h, values in self.hints.items():
-            if h not in KERNEL_HINTS:
-                near = difflib.get_close_matches(h, KERNEL_HINTS + LOAD_KNOBS, n=1)
-                maybe = f" (did you mean {near[0]!r}?)" if near else ""
-                raise ProbeError(f"unknown hint {h!r}{maybe}; kernel hints are {', '.join(KERNEL_HINTS)} "
-                                 "(per-load knobs such as latency or allow_tma: make them ct.Constant parameters "
-                                 "of the kernel and list them in cases=)")
-            _check_values("hints", h, values)
-            _check_hint_values(h, values)
+        if self.lineno is None:
+            self.lineno = _caller_line()
+        check_hints(self.hints)
         for c, values in self.cases.items():
             _check_values("cases", c, values)
-        if self.timeout_s is not None and not self.timeout_s > 0:
-            raise ProbeError(f"timeout_s={self.timeout_s!r}: give a compiler timeout in seconds, > 0")
+        if self.timeout_s is not None and not (isinstance(self.timeout_s, (int, float))
+                                               and math.isfinite(self.timeout_s) and self.timeout_s > 0):
+            raise ProbeError(f"timeout_s={self.timeout_s!r}: give a compiler timeout in seconds, a finite number > 0")
         if isinstance(self.stub_modules, str):
             raise ProbeError(f"stub_modules={self.stub_modules!r}: give a list of module names")
         for knob, const in self.knobs.items():
@@ -252,6 +250,15 @@ def context_kwargs(fn: Callable, **available: Any) -> dict:
 # --- end issue 12 -------------------------------------------------------------------------------------------
 
 
+def _caller_line() -> int | None:
+    """The line of the first frame outside this module and dataclasses' generated ``__init__`` (the ``Probe(...)``
+    call in a probe file), for errors about the probe as a whole (its kernel, its hints)."""
+    f = sys._getframe(1)
+    while f is not None and (f.f_code.co_filename == __file__ or f.f_code.co_filename.startswith("<")):
+        f = f.f_back
+    return f.f_lineno if f is not None else None
+
+
 def _check_tuning(probe: "Probe") -> None:
     """Validate the opt-in tuning fields (``tunable``, ``constraint(s)``, ``default``); see :class:`Probe`."""
     if isinstance(probe.tunable, str):
@@ -275,6 +282,24 @@ def _check_tuning(probe: "Probe") -> None:
         if value not in list(allowed[name]):
             raise ProbeError(f"default {name}={value!r} is not among the declared values {list(allowed[name])!r}: "
                              "the default configuration must be one of the candidates")
+
+
+def check_hints(hints: Mapping[str, Any]) -> None:
+    """Refuse a hint cuTile does not take (with a "did you mean") and values it would refuse
+    (:func:`_check_hint_values`): a probe's ``hints=`` and ``--hint`` overrides.
+
+    Raises:
+        ProbeError: naming the hint, the value and the allowed ones (no file: the caller adds it).
+    """
+    for h, values in hints.items():
+        if h not in KERNEL_HINTS:
+            near = difflib.get_close_matches(h, KERNEL_HINTS + LOAD_KNOBS, n=1)
+            maybe = f" (did you mean {near[0]!r}?)" if near else ""
+            raise ProbeError(f"unknown hint {h!r}{maybe}; kernel hints are {', '.join(KERNEL_HINTS)} "
+                             "(per-load knobs such as latency or allow_tma: make them ct.Constant parameters "
+                             "of the kernel and list them in cases=)")
+        _check_values("hints", h, values)
+        _check_hint_values(h, values)
 
 
 def _check_hint_values(hint: str, values) -> None:
@@ -311,13 +336,15 @@ def import_object(spec: str, base_dir: str | None = None):
         module = _load_module(mod_name) if mod_name.endswith(".py") else importlib.import_module(mod_name)
     except ImportError as e:
         raise ProbeError(f"cannot import {mod_name!r} for kernel {attr!r}: {e}. Is the package installed?") from e
-    try:
-        obj = module
-        for part in attr.split("."):
+    obj = module
+    for part in attr.split("."):
+        try:
             obj = getattr(obj, part)
-        return obj
-    except AttributeError as e:
-        raise ProbeError(f"{mod_name!r} has no attribute {attr!r}") from e
+        except AttributeError as e:
+            near = difflib.get_close_matches(part, [n for n in dir(obj) if not n.startswith("__")], n=1)
+            maybe = f" (did you mean {near[0]!r}?)" if near else ""
+            raise ProbeError(f"{mod_name!r} has no attribute {attr!r}{maybe}") from e
+    return obj
 
 
 def _load_module(path: str):
@@ -346,6 +373,9 @@ def _load_module(path: str):
     except Exception as e:
         del sys.modules[name]
         raise _probe_error_from(e, path, "loading the probe failed") from e
+    except BaseException:   # SystemExit, KeyboardInterrupt, ProbeExit: the caller describes it (issue 9)
+        sys.modules.pop(name, None)
+        raise
     return module
 
 
@@ -364,16 +394,90 @@ def _folder_on_path(folder: str):
 
 
 def _probe_error_from(exc: BaseException, path: str | None, what: str) -> ProbeError:
-    """A ProbeError that names the deepest line of ``path`` in the traceback of ``exc``."""
+    """A ProbeError that names the deepest line of ``path`` in the traceback of ``exc``, with
+    :func:`describe_exception`'s text (``sys.exit(7)``, ``os._exit(5)``, a NameError's "did you mean")."""
     lineno = None
     if path:
         for frame in traceback.extract_tb(exc.__traceback__):
             if os.path.abspath(frame.filename) == os.path.abspath(path.split(":")[0]):
                 lineno = frame.lineno
-    detail = f"{type(exc).__name__}: {exc}"
     if isinstance(exc, ProbeError):
-        detail = str(exc)
-    return ProbeError(f"{what}: {detail}", path.split(":")[0] if path else None, lineno)
+        return ProbeError(f"{what}: {exc}", path.split(":")[0] if path else None, lineno)
+    detail = describe_exception(exc)
+    sep = " " if detail.startswith(("called ", "raised ")) else ": "
+    return ProbeError(f"{what}{sep}{detail}", path.split(":")[0] if path else None, lineno)
+
+
+# --- issue 9: what probe code did, when it did not simply return ------------------------------------------------
+
+class ProbeExit(BaseException):
+    """Raised in place of ``os._exit(code)`` while probe code runs (:func:`probe_code_guard`)."""
+
+    def __init__(self, code):
+        super().__init__(code)
+        self.code = code
+
+
+@contextlib.contextmanager
+def probe_code_guard():
+    """While probe code runs: ``os._exit(n)`` raises :class:`ProbeExit` instead of ending the process, so it
+    becomes the probe's error with its line. (``sys.exit`` and ``KeyboardInterrupt`` are exceptions already; the
+    callers catch ``BaseException``.)"""
+    import posix
+    real = os._exit
+
+    def refuse(code=0):
+        raise ProbeExit(code)
+    os._exit = posix._exit = refuse
+    try:
+        yield
+    finally:
+        os._exit = posix._exit = real
+
+
+def describe_exception(exc: BaseException) -> str:
+    """What probe code did, in words: ``called sys.exit(7)``, ``called os._exit(5)``, ``raised KeyboardInterrupt
+    itself …``, else ``Type: message`` (a NameError or AttributeError with Python's "Did you mean" when a name is
+    close)."""
+    if isinstance(exc, SystemExit):
+        return f"called sys.exit({exc.code!r})"
+    if isinstance(exc, ProbeExit):
+        return f"called os._exit({exc.code!r})"
+    if isinstance(exc, KeyboardInterrupt):
+        return ("raised KeyboardInterrupt itself (probe code runs where Ctrl-C does not reach it: tileprobe handles "
+                "Ctrl-C)")
+    try:
+        text = "".join(traceback.TracebackException.from_exception(exc).format_exception_only()).strip()
+    except Exception:   # a broken __str__ in the probe's own exception class
+        text = type(exc).__name__
+    near = _suggestion(exc) if "Did you mean" not in text else None
+    text = f"{text}. Did you mean: {near!r}?" if near else text
+    text = re.sub(r"\btileprobe_probe_\d+\.", "", text)      # a probe file's module name (see _load_module)
+    return text.replace("\n", " ") or type(exc).__name__
+
+
+def _suggestion(exc: BaseException) -> str | None:
+    """The close name Python 3.12's traceback would suggest for a NameError (names of the failing frame) or an
+    AttributeError (the object's attributes); Python 3.11 prints it only in its own excepthook."""
+    name = getattr(exc, "name", None)
+    if not isinstance(name, str):
+        return None
+    if isinstance(exc, NameError):
+        tb = exc.__traceback__
+        while tb is not None and tb.tb_next is not None:
+            tb = tb.tb_next
+        if tb is None:
+            return None
+        import builtins
+        frame = tb.tb_frame
+        names = [*frame.f_locals, *frame.f_globals, *dir(builtins)]
+    elif isinstance(exc, AttributeError) and getattr(exc, "obj", None) is not None:
+        names = dir(exc.obj)
+    else:
+        return None
+    near = difflib.get_close_matches(name, [n for n in names if n != name], n=1)
+    return near[0] if near else None
+# --- end issue 9 ----------------------------------------------------------------------------------------------------
 
 
 class NoProbeDefined(ProbeError):
@@ -394,8 +498,12 @@ def load_probes(path: str) -> list[Probe]:
         found = getattr(module, "probe", None)
         found = [found] if found is not None else None
     if not found:
+        near = difflib.get_close_matches("probes", [n for n in vars(module) if not n.startswith("_")], n=1,
+                                         cutoff=0.7)
+        maybe = f" (did you mean to name {near[0]!r} `probe` or `probes`?)" if near and near[0] not in (
+            "probe", "probes") else ""
         raise NoProbeDefined("defines no probe: add `probe = tileprobe.Probe(kernel=..., args=...)` "
-                             "(or a list `probes = [...]`)", os.path.abspath(path))
+                             f"(or a list `probes = [...]`){maybe}", os.path.abspath(path))
     out = []
     for i, p in enumerate(found):
         if not isinstance(p, Probe):

@@ -44,7 +44,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Iterable
 
-from ..model.arch import get_arch
+from ..model.arch import get_arch, has_limits, target_cc
 from ..model.cluster import (ClusterCount, cluster_note, cluster_residency, cluster_size, ctas_per_sm_for_goal,
                              max_cluster_size)
 from ..model.occupancy import smem_allocated_per_cta_bytes, theoretical_occupancy
@@ -63,6 +63,8 @@ def assign_verdicts(records: Iterable[VariantRecord], hint_names: Iterable[str])
         for group in groups.values():
             for r in group:
                 if r.ok and r.hint(hint) is not None:
+                    if hint in _NEEDS_LIMITS and not has_limits(r.arch):
+                        continue      # issue 9: sm_107's CTAs/SM are not sourced; no verdict rather than a guess
                     v = _JUDGES.get(hint, _judge_generic)(hint, r, group)
                     if v is not None:
                         r.verdicts[hint] = v
@@ -345,7 +347,7 @@ def judge_allow_tma(hint: str, r: VariantRecord, group: list[VariantRecord]) -> 
     kernel may use TMA whatever this knob says, so ``allow_tma=False`` is judged against the ``True`` variant.
     """
     allowed = bool(r.hint(hint))
-    cc = get_arch(r.arch).cc
+    cc = target_cc(r.arch)
     if cc < (9, 0):
         return _verdict(INFEASIBLE if allowed else MET, f"no TMA before sm_90 ({r.arch})")
     n = tma_data_ops(r)
@@ -378,3 +380,5 @@ def _tma_met(hint: str, r: VariantRecord, other: VariantRecord | None, reason: s
 
 
 _JUDGES = {"occupancy": judge_occupancy, "num_ctas": judge_num_ctas, "allow_tma": judge_allow_tma}
+#: Hints whose verdict needs the arch's SM limits (:func:`tileprobe.model.arch.has_limits`).
+_NEEDS_LIMITS = ("occupancy", "num_ctas")

@@ -22,7 +22,8 @@ from typing import Any, Iterable, Mapping, Sequence
 from ..errors import TileprobeError
 
 __all__ = ["WhereError", "parse_where", "parse_value", "split_items", "same_value", "matches", "select",
-           "check_names", "no_match_message", "parse_overrides", "apply_overrides", "format_value"]
+           "check_names", "no_match_message", "parse_overrides", "apply_overrides", "format_value", "check_overrides",
+           "check_case_names", "case_selector", "no_case_match", "case_filter"]
 
 _DIMS = re.compile(r"^\s*-?\d+(?:\s*[×x]\s*-?\d+)+\s*$")
 
@@ -193,10 +194,11 @@ def parse_overrides(items: Sequence[str] | None, option: str) -> dict[str, list]
 
 
 def apply_overrides(probes: Sequence, cases: Mapping[str, list] | None = None,
-                    hints: Mapping[str, list] | None = None) -> list:
+                    hints: Mapping[str, list] | None = None, *, check: bool = True) -> list:
     """Copies of ``probes`` with ``cases`` values replacing theirs and ``hints`` replacing or adding hint values.
 
-    A case name no probe has is refused (its ``args`` would not know it); a hint is checked by
+    A case name no probe has is refused (its ``args`` would not know it; ``check=False`` leaves that to the caller,
+    e.g. the loader of one file among several); a hint is checked by
     :class:`~tileprobe.audit.probe.Probe` (the kernel hints cuTile takes).
 
     Raises:
@@ -205,11 +207,8 @@ def apply_overrides(probes: Sequence, cases: Mapping[str, list] | None = None,
     cases, hints = dict(cases or {}), dict(hints or {})
     if not cases and not hints:
         return list(probes)
-    known = {c for p in probes for c in p.cases}
-    bad = [c for c in cases if c not in known]
-    if bad:
-        raise WhereError(f"--case names {', '.join(map(repr, bad))}, which no probe declares in cases= "
-                         f"({', '.join(sorted(known)) or 'none'})")
+    if check:
+        check_case_names(cases, probes)
     cases = {k: [tuple(x) if isinstance(x, list) else x for x in v] for k, v in cases.items()}
     out = []
     for p in probes:
@@ -220,29 +219,77 @@ def apply_overrides(probes: Sequence, cases: Mapping[str, list] | None = None,
     return out
 
 
+def check_overrides(cases: Mapping[str, list] | None, hints: Mapping[str, list] | None) -> None:
+    """Refuse ``--hint`` names and values cuTile would refuse (:func:`tileprobe.audit.probe.check_hints`), before any
+    probe is loaded. (``--case`` names are checked against the probes: :func:`check_case_names`.)
+
+    Raises:
+        WhereError: the hint, the value and the allowed ones.
+    """
+    from ..errors import ProbeError
+    from .probe import check_hints
+    try:
+        check_hints({k: list(v) for k, v in (hints or {}).items()})
+    except ProbeError as e:
+        raise WhereError(f"--hint: {e}") from e
+
+
+def check_case_names(cases: Mapping[str, list] | None, probes: Sequence) -> None:
+    """Refuse ``--case`` names that none of ``probes`` (:class:`~tileprobe.audit.probe.Probe` s or plans) declares.
+
+    Raises:
+        WhereError: naming them and the case constants there are.
+    """
+    known = {c for p in probes for c in p.cases}
+    bad = [c for c in (cases or {}) if c not in known]
+    if bad:
+        raise WhereError(f"--case names {', '.join(map(repr, bad))}, which no probe declares in cases= "
+                         f"({', '.join(sorted(known)) or 'none'})")
+
+
+def case_selector(where: Mapping[str, Any] | None, probes: Sequence, option: str = "--where"):
+    """A predicate on variants for the case items of ``where`` (hint items are left to the records: verdicts need
+    every value of a hint), after checking every name against ``probes``; None when ``where`` has no case item.
+
+    Raises:
+        WhereError: a name that is neither a case constant, a kernel hint nor a per-load knob.
+    """
+    from .probe import KERNEL_HINTS, LOAD_KNOBS
+    where = dict(where or {})
+    if not where:
+        return None
+    check_names(where, {c for p in probes for c in p.cases}, [*KERNEL_HINTS, *LOAD_KNOBS], option)
+    case_items = {k: v for k, v in where.items() if any(k in p.cases for p in probes)}
+    if not case_items:
+        return None
+    return lambda v: all(same_value(v.case_dict.get(k), want) for k, want in case_items.items())
+
+
+def no_case_match(where: Mapping[str, Any], probes: Sequence, option: str = "--where") -> WhereError:
+    """The error for case items of ``where`` that select none of the probes' variants: the values there are."""
+    names = [k for k in where if any(k in p.cases for p in probes)]
+    values = []
+    for k in names:
+        seen = {}
+        for p in probes:
+            for x in p.cases.get(k, ()):
+                seen.setdefault(json.dumps(x, default=str), x)
+        values.append(f"{k} takes {', '.join(format_value(x) for x in sorted(seen.values(), key=natural_key))}")
+    text = ",".join(f"{k}={format_value(where[k])}" for k in names)
+    return WhereError(f"{option} {text} matches none of the planned variants; {'; '.join(values)}")
+
+
 def case_filter(where: Mapping[str, Any] | None, probes: Sequence, variants: Sequence, option: str = "--where"):
-    """The variants whose case constants match the case items of ``where`` (hint items are left to the records:
-    verdicts need every value of a hint), after checking every name against ``probes``.
+    """The ``variants`` whose case constants match the case items of ``where`` (:func:`case_selector`).
 
     Raises:
         WhereError: a name that is neither a case constant, a kernel hint nor a per-load knob; case values that
             select no variant (the message lists the values there are).
     """
-    from .probe import KERNEL_HINTS, LOAD_KNOBS
-    where = dict(where or {})
-    if not where:
+    keep = case_selector(where, probes, option)
+    if keep is None:
         return list(variants)
-    check_names(where, {c for p in probes for c in p.cases}, [*KERNEL_HINTS, *LOAD_KNOBS], option)
-    case_items = {k: v for k, v in where.items() if any(k in p.cases for p in probes)}
-    chosen = [v for v in variants if all(same_value(v.case_dict.get(k), want) for k, want in case_items.items())]
+    chosen = [v for v in variants if keep(v)]
     if variants and not chosen:
-        names = list(case_items)
-        values = []
-        for k in names:
-            seen = {}
-            for v in variants:
-                seen.setdefault(json.dumps(v.case_dict.get(k), default=str), v.case_dict.get(k))
-            values.append(f"{k} takes {', '.join(format_value(x) for x in sorted(seen.values(), key=natural_key))}")
-        text = ",".join(f"{k}={format_value(v)}" for k, v in case_items.items())
-        raise WhereError(f"{option} {text} matches none of the {len(variants)} planned variant(s); {'; '.join(values)}")
+        raise no_case_match(dict(where), probes, option)
     return chosen

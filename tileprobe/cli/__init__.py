@@ -1,8 +1,11 @@
 """``tileprobe`` command line: one module per command, each registering its subparser (``add_parser``), parsing,
 calling the Python API, rendering through :mod:`tileprobe.report` and returning an exit code.
 
-``main(argv) -> int``: 0 on success (an audit with failed variants still succeeded: failures are results),
-1 when a :class:`TileprobeError` stops the command (its message says what to do), 2 for bad usage.
+``main(argv) -> int``: the exit codes of :mod:`tileprobe.errors` (README, "Exit codes"): 0 on success (an audit
+with failed variants still succeeded: failures are results, unless ``--strict``: 4), 1 when a
+:class:`TileprobeError` stops the command (its message says what to do), 2 for bad usage, 3 for an audit that could
+not load a probe or use a requested arch or compiler (the rest is audited and saved), 130 on Ctrl-C, 128 + N on
+SIGTERM / SIGHUP.
 """
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ import argparse
 import sys
 from typing import Sequence
 
-from ..errors import TileprobeError
+from ..errors import EXIT_INTERRUPTED, TileprobeError
 from . import _common
 from . import audit, bisect, compare, doctor, gate, history, record, report, run, sass, store, toolchain, tune
 
@@ -34,13 +37,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        with _common.signals_as_exceptions():
+            return int(args.func(args) or 0)
     except TileprobeError as e:
         _common.print_error(e)
-        return 1
+        return e.exit_code
     except KeyboardInterrupt:
         _common.print_interrupted()
-        return 130
+        return EXIT_INTERRUPTED
+    except _common.Terminated as e:
+        _common.print_interrupted(f"terminated by {e.name}")
+        return 128 + e.signum
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -2,12 +2,73 @@
 results store option, the output-path check, the compile progress bar and error printing."""
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 
 from ..errors import TileprobeError
 
 DEFAULT_ARCHS = "sm_90,sm_120"
+
+
+def seconds(text: str) -> float:
+    """argparse type of a timeout: a finite number of seconds > 0 (``0``, ``-1``, ``nan`` and ``inf`` are refused
+    with a usage error, exit 2)."""
+    import argparse
+    import math
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a timeout: give seconds, a finite number > 0 (e.g. 900)")
+    return value
+
+
+def count(text: str) -> int:
+    """argparse type of a count (``--jobs``, ``--max-variants``): a whole number ≥ 1 (usage error otherwise)."""
+    import argparse
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a whole number, 1 or more")
+    return value
+
+
+class Terminated(BaseException):
+    """SIGTERM or SIGHUP reached the command: it unwinds like Ctrl-C (workers stopped, temp folders removed,
+    finished variants kept) and exits with 128 + the signal's number."""
+
+    def __init__(self, signum: int):
+        import signal
+        super().__init__(signum)
+        self.signum, self.name = signum, signal.Signals(signum).name
+
+
+@contextlib.contextmanager
+def signals_as_exceptions():
+    """While the command runs (in the main thread), SIGTERM and SIGHUP raise :class:`Terminated` once; a second one
+    during the clean-up is ignored (SIGKILL still ends everything: the workers die with their parent)."""
+    import signal
+    import threading
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught = []
+
+    def handler(signum, frame):
+        if not caught:
+            caught.append(signum)
+            raise Terminated(signum)
+    wanted = [signal.SIGTERM] + ([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])
+    previous = {s: signal.signal(s, handler) for s in wanted}
+    try:
+        yield
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
 
 
 def console(stderr: bool = False):
@@ -32,6 +93,7 @@ def progress_bar(con):
     """A rich progress bar fed by audit's ``progress(kind, n)`` callback, and the context that owns it. The bar
     counts only what is compiled; a line says how many variants came from the store."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from ..report.text import say
     prog = Progress(TextColumn("compiling"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                     console=con, transient=True)
     state = {"task": None, "stored": 0}
@@ -41,7 +103,7 @@ def progress_bar(con):
             state["stored"] = n
         elif kind == "total":
             if not con.is_terminal or not n:
-                con.print(compiling_line(n, state["stored"]), highlight=False, markup=False)
+                say(con, compiling_line(n, state["stored"]))
             state["task"] = prog.add_task("compile", total=n) if n else None
         elif state["task"] is not None:
             prog.advance(state["task"], n)
@@ -148,10 +210,12 @@ def write_json_doc(path: str, doc) -> None:
 
 
 def print_error(e: TileprobeError) -> None:
-    """Print a command's :class:`TileprobeError` to stderr as ``tileprobe: MESSAGE``."""
-    console(stderr=True).print(f"[bold red]tileprobe:[/] {e}", markup=True, highlight=False)
+    """Print a command's :class:`TileprobeError` to stderr as ``tileprobe: MESSAGE`` (the message is text)."""
+    from ..report.text import escape
+    console(stderr=True).print(f"[bold red]tileprobe:[/] {escape(e)}", markup=True, highlight=False, soft_wrap=True)
 
 
-def print_interrupted() -> None:
-    """Tell the user, on stderr, that Ctrl-C stopped the command and what was kept."""
-    console(stderr=True).print("interrupted; finished variants are kept in the store", highlight=False)
+def print_interrupted(what: str = "interrupted") -> None:
+    """Tell the user, on stderr, that Ctrl-C (or ``what``, e.g. "terminated by SIGTERM") stopped the command and
+    what was kept."""
+    console(stderr=True).print(f"{what}; finished variants are kept in the store", highlight=False, markup=False)

@@ -8,9 +8,15 @@ from __future__ import annotations
 import sys
 
 from ..audit.compile import DEFAULT_TIMEOUT_S
-from ..errors import TileprobeError
+from ..audit.contained import PROBE_TIMEOUT_S
+from ..audit.pipeline import MAX_VARIANTS
+from ..errors import EXIT_COMPILE_FAILED, EXIT_INCOMPLETE, EXIT_OK, ToolchainError, UsageError
+from ..report.text import escape, say
 from ._common import (DEFAULT_ARCHS, add_output_options, add_override_options, add_where_option, check_output_path,
-                      command_line, console, open_store, overrides_of, progress_bar, split, toolchains, where_of)
+                      command_line, console, count, open_store, overrides_of, progress_bar, seconds, split, where_of)
+
+#: Statuses ``--strict`` counts as failures.
+FAILED = ("compile_error", "compiler_crash", "timeout")
 
 
 def add_parser(sub) -> None:
@@ -20,8 +26,8 @@ def add_parser(sub) -> None:
     a.add_argument("--arch", default=DEFAULT_ARCHS, help=f"comma-separated targets, sm_80 … sm_121 (default {DEFAULT_ARCHS})")
     a.add_argument("--tileiras", metavar="V1,V2", help="compiler versions to audit with (installed with "
                    "`tileprobe toolchain install`), e.g. 13.3.36,13.4.92; default: the one cuTile would use")
-    a.add_argument("--jobs", "-j", type=int, default=None, help="parallel compiles (default: all CPUs)")
-    a.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="per-variant compiler timeout in seconds "
+    a.add_argument("--jobs", "-j", type=count, default=None, help="parallel compiles (default: all CPUs)")
+    a.add_argument("--timeout", type=seconds, default=DEFAULT_TIMEOUT_S, help="per-variant compiler timeout in seconds "
                    f"(default {DEFAULT_TIMEOUT_S:.0f}; a probe's timeout_s= wins)")
     a.add_argument("--no-sass", dest="sass", action="store_false", help="skip SASS traits (spills, TMA, matrix "
                    "instructions from nvdisasm); on by default when nvdisasm is installed")
@@ -29,7 +35,15 @@ def add_parser(sub) -> None:
     a.add_argument("--no-store", action="store_true", help="do not read or write the results store")
     a.add_argument("--bundle", metavar="DIR", help="also write DIR/audit.json and DIR/cubins/ for `tileprobe run "
                    "--bundle DIR` on a GPU machine without tileiras")
-    a.add_argument("--repeat", type=int, default=1, metavar="N", help="compile each variant N times and report "
+    a.add_argument("--probe-timeout", type=seconds, default=PROBE_TIMEOUT_S, metavar="SECONDS",
+                   help="seconds each step of probe code may take: importing the probe, importing its kernel, one "
+                        f"args() call (default {PROBE_TIMEOUT_S:.0f}); past it the probe is an error, the others go on")
+    a.add_argument("--max-variants", type=count, default=MAX_VARIANTS, metavar="N",
+                   help=f"compile at most N variants (default {MAX_VARIANTS:,}); a larger audit is refused before it "
+                        "starts and says how many it would be")
+    a.add_argument("--strict", action="store_true", help=f"exit {EXIT_COMPILE_FAILED} when a variant fails to compile "
+                   "(compile_error, compiler_crash, timeout); without it failures are results and the exit code is 0")
+    a.add_argument("--repeat", type=count, default=1, metavar="N", help="compile each variant N times and report "
                    "variants whose machine code differs between compiles (tileiras is not always deterministic)")
     a.add_argument("--retry-failed", action="store_true", help="compile again the variants the store holds as "
                    "failed (by default a stored failure is the answer and is not compiled again)")
@@ -46,24 +60,28 @@ def add_parser(sub) -> None:
 
 
 def cmd_audit(args) -> int:
-    """Run ``tileprobe audit`` for parsed arguments; returns the exit code (0: the audit ran)."""
+    """Run ``tileprobe audit`` for parsed arguments; returns the exit code (README, "Exit codes"): 0 when every
+    probe loaded and every requested variant has a result; 3 when a probe could not be loaded or a requested arch or
+    compiler could not be used (the rest is audited and saved); 4 with ``--strict`` when a variant failed."""
     from ..audit import audit
     from ..audit.pipeline import write_bundle
     err = console(stderr=True)
     check_output_path(args.json, "--json")
     if not split(args.arch):
-        raise TileprobeError(f"--arch {args.arch!r} names no architecture; e.g. --arch sm_90,sm_120")
+        raise UsageError(f"--arch {args.arch!r} names no architecture; e.g. --arch sm_90,sm_120")
     where, overrides = where_of(args), overrides_of(args)
+    tcs, tc_errors = _toolchains(args.tileiras)
+    if args.tileiras and not tcs:
+        raise ToolchainError("no requested compiler can be used:\n  " + "\n  ".join(tc_errors))
     store = open_store(args)
     prog, cb = progress_bar(err)
     with prog:
-        result = audit(args.probes, split(args.arch), toolchains=toolchains(args.tileiras), jobs=args.jobs,
+        result = audit(args.probes, split(args.arch), toolchains=tcs, jobs=args.jobs,
                        timeout_s=args.timeout, with_sass=args.sass and _have_nvdisasm(), store=store, progress=cb,
-                       repeat=args.repeat, where=where, retry_failed=args.retry_failed, **overrides)
-    for e in result.probe_errors:
-        err.print(f"[red]probe error[/]: {e}", markup=True, highlight=False)
-    for note in result.notes:
-        err.print(f"note: {note}", markup=False, highlight=False)
+                       repeat=args.repeat, where=where, retry_failed=args.retry_failed,
+                       probe_timeout_s=args.probe_timeout, max_variants=args.max_variants, **overrides)
+    result.target_errors[:0] = tc_errors
+    _print_problems(err, result)
     if store is not None:
         store.save_audit(result, " ".join(sys.argv[1:]) if args.command_line is None else args.command_line)
     if args.bundle:
@@ -71,9 +89,38 @@ def cmd_audit(args) -> int:
     from ..audit.where import select_or_explain
     emit(select_or_explain(result.records, where), result.environment, args)
     if args.repeat > 1:
-        err.print(repeat_line(result.records, args.repeat), highlight=False, markup=False)
-    err.print(_summary(result), highlight=False)
-    return 0
+        say(err, repeat_line(result.records, args.repeat))
+    say(err, _summary(result))
+    if not result.complete:
+        return EXIT_INCOMPLETE
+    if args.strict and any(r.status in FAILED for r in result.records):
+        return EXIT_COMPILE_FAILED
+    return EXIT_OK
+
+
+def _toolchains(spec: str | None) -> tuple[list[dict] | None, list[str]]:
+    """``--tileiras`` resolved one version at a time: the usable compilers, and an error per unusable one (the others
+    are still audited)."""
+    if not spec:
+        return None, []
+    from ..toolchain import resolve_toolchains
+    tcs, errors = [], []
+    for one in split(spec):
+        try:
+            tcs += [t for t in resolve_toolchains([one]) if t["tileiras"] not in {x["tileiras"] for x in tcs}]
+        except ToolchainError as e:
+            errors.append(f"--tileiras {one}: {e}")
+    return tcs, errors
+
+
+def _print_problems(err, result) -> None:
+    """Each arch or compiler that could not be used, each broken probe (once, with file:line), each note."""
+    for e in result.target_errors:
+        err.print(f"[red]not audited[/]: {escape(e)}", highlight=False, soft_wrap=True)
+    for e in result.probe_errors:
+        err.print(f"[red]probe error[/]: {escape(e)}", highlight=False, soft_wrap=True)
+    for note in result.notes:
+        say(err, f"note: {note}")
 
 
 def repeat_line(records, repeat: int) -> str:
@@ -93,15 +140,17 @@ def repeat_line(records, repeat: int) -> str:
 
 def _summary(result) -> str:
     from collections import Counter
-    classes = Counter(r.failure or r.status for r in result.records if r.status in ("compile_error", "compiler_crash",
-                                                                                  "timeout"))
+    classes = Counter(r.failure or r.status for r in result.records if r.status in FAILED)
     failed = sum(classes.values())
     broken = sum(1 for r in result.records if r.status == "probe_error")
     summary = f"{len(result.records)} variants, {failed} failed to compile"
     if failed:
         summary += " (" + ", ".join(f"{n} {c}" for c, n in classes.most_common()) + ")"
     if broken or result.probe_errors:
-        summary += f", {broken} not built because of probe errors ({len(result.probe_errors)} error(s), listed above)"
+        summary += (f", {len(result.probe_errors)} probe error(s) listed above"
+                    + (f" ({broken} variant(s) not built)" if broken else ""))
+    if result.target_errors:
+        summary += f", {len(result.target_errors)} arch(s) or compiler(s) not usable"
     return f"{summary}, {result.wall_s:.1f} s"
 
 
@@ -123,7 +172,8 @@ def emit(records, environment: dict, args) -> None:
     fmt = getattr(args, "format", "table")
     if fmt == "markdown":
         from ..report.markdown import audit_markdown
-        sys.stdout.write(audit_markdown(records, environment, command=command_line()))
+        from ..report.text import clean
+        sys.stdout.write(clean(audit_markdown(records, environment, command=command_line())))
     elif fmt == "table" and args.json != "-":
         if getattr(args, "summary", False):
             from ..report.terminal import render_summary

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import sys
 
-from ._common import add_output_options, command_line, console, write_json_doc
+from ..report.text import clean, say
+from ._common import add_output_options, command_line, console, count, write_json_doc
 
 
 def add_parser(sub) -> None:
@@ -23,7 +24,7 @@ def add_parser(sub) -> None:
                    '"compiles", "no crash", and (with GPU runs in --store) "no hang", "correct"')
     p.add_argument("--good", required=True, help="a release where the property has its old value, e.g. 13.3.36")
     p.add_argument("--bad", required=True, help="a release where it changed, e.g. 13.4.92")
-    p.add_argument("--jobs", "-j", type=int, default=None)
+    p.add_argument("--jobs", "-j", type=count, default=None)
     p.add_argument("--store", metavar="PATH", help="results store to reuse compiles from and take GPU runs from "
                    "(\"no hang\", \"correct\"); default: none")
     add_output_options(p)
@@ -36,11 +37,10 @@ def cmd_bisect(args) -> int:
     con = console()
 
     def show_versions(versions):
-        con.print(f"bisecting {len(versions)} releases: {', '.join(versions)}", highlight=False)
+        say(con, f"bisecting {len(versions)} releases: {', '.join(versions)}")
 
     def show_step(s):
-        con.print(f"  tileiras {s.version}: {'holds' if s.holds else 'does not hold'} — {s.summary}",
-                  highlight=False, markup=False)
+        say(con, f"  tileiras {s.version}: {'holds' if s.holds else 'does not hold'} — {s.summary}")
 
     store = None
     if args.store:
@@ -54,10 +54,10 @@ def cmd_bisect(args) -> int:
             store.close()
     if args.format == "markdown":
         from ..report.markdown import bisect_markdown
-        sys.stdout.write(bisect_markdown(res, command_line()))
+        sys.stdout.write(clean(bisect_markdown(res, command_line())))
     else:
-        con.print(f"first release where `{args.property}` changed: tileiras {res.first_bad} "
-                  f"(last like {res.versions[0]}: {res.last_good})", highlight=False, markup=False)
+        say(con, f"first release where `{args.property}` changed: tileiras {res.first_bad} "
+                 f"(last like {res.versions[0]}: {res.last_good})")
     if args.json:
         write_json_doc(args.json, res.to_dict())
     return 0

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import sys
 
-from ._common import (DEFAULT_ARCHS, add_output_options, add_where_option, command_line, console, progress_bar, split,
-                      where_of, write_json_doc)
+from ..report.text import clean
+from ._common import (DEFAULT_ARCHS, add_output_options, add_where_option, command_line, console, count, progress_bar,
+                      split, where_of, write_json_doc)
 
 
 def add_parser(sub) -> None:
@@ -18,7 +19,7 @@ def add_parser(sub) -> None:
     p.add_argument("--probe", help="audit this probe with the two --tileiras versions and compare them")
     p.add_argument("--tileiras", metavar="A,B", help="two compiler versions (with --probe)")
     p.add_argument("--arch", default=DEFAULT_ARCHS, help="targets (with --probe)")
-    p.add_argument("--jobs", "-j", type=int, default=None)
+    p.add_argument("--jobs", "-j", type=count, default=None)
     p.add_argument("--store", metavar="PATH", help="results store: stored audit ids, and with --probe the variants "
                    "already audited (never compiled again); default: the user data dir")
     p.add_argument("--no-store", action="store_true", help="with --probe: compile everything, store nothing")
@@ -50,7 +51,7 @@ def cmd_compare(args) -> int:
         write_json_doc(args.json, c.to_json())
     if args.format == "markdown":
         from ..report.markdown import compare_markdown
-        sys.stdout.write(compare_markdown(c, command_line()))
+        sys.stdout.write(clean(compare_markdown(c, command_line())))
     elif args.format == "table":
         from ..report.terminal import render_compare
         render_compare(c, console())

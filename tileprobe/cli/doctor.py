@@ -9,6 +9,7 @@ import json
 import sys
 from pathlib import Path
 
+from ..report.text import clean
 from ._common import add_output_options, console
 
 
@@ -31,7 +32,7 @@ def cmd_doctor(args) -> int:
             Path(args.json).write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     if args.format == "markdown":
         from ..report.markdown import doctor_markdown
-        sys.stdout.write(doctor_markdown(findings))
+        sys.stdout.write(clean(doctor_markdown(findings)))
     elif args.format == "table" and args.json != "-":
         from ..report.terminal import render_doctor
         render_doctor(findings, console())

@@ -7,7 +7,8 @@ from __future__ import annotations
 import argparse
 import shlex
 
-from ._common import open_store, toolchains, write_json_doc
+from ..report.text import say
+from ._common import console, count, open_store, seconds, toolchains, write_json_doc
 
 
 def add_parser(sub) -> None:
@@ -30,8 +31,8 @@ def add_parser(sub) -> None:
                    "(e.g. time with no run records); default: such an expectation fails")
     p.add_argument("--store", metavar="PATH", help="results store (default: $TILEPROBE_STORE or the user data dir)")
     p.add_argument("--no-store", action="store_true", help="do not read or write the results store")
-    p.add_argument("--jobs", "-j", type=int, default=None, help="parallel compiles (default: all CPUs)")
-    p.add_argument("--timeout", type=float, default=None, help="per-variant compiler timeout in seconds")
+    p.add_argument("--jobs", "-j", type=count, default=None, help="parallel compiles (default: all CPUs)")
+    p.add_argument("--timeout", type=seconds, default=None, help="per-variant compiler timeout in seconds")
     p.add_argument("--json", metavar="FILE", help="also write the outcome (failures, variants) as JSON")
     p.set_defaults(func=cmd_gate)
 
@@ -45,7 +46,7 @@ def cmd_gate(args) -> int:
                  store=store, baseline=args.baseline,
                  baseline_tileiras=args.baseline_tileiras, allow_unchecked=args.allow_unchecked, jobs=args.jobs,
                  timeout_s=args.timeout, command_line=_command_line(args))
-    print(gate_text(g))
+    say(console(), gate_text(g))
     if args.json:
         write_json_doc(args.json, g.to_dict())
     return 0 if g.passed else 1

@@ -75,22 +75,21 @@ def _print(result, out_dir: str) -> None:
 
     from rich.console import Console
     from rich.table import Table
-    from rich.text import Text
+    from ..report.text import cell, say
     err = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 200)
     rec = result.recording
     if rec is not None:
-        err.print(f"recorded {rec.total_launches:,} launches in {len(rec.processes)} process(es)"
-                  + (f"; the command exited with {result.exit_code}" if result.exit_code is not None else ""),
-                  highlight=False)
+        say(err, f"recorded {rec.total_launches:,} launches in {len(rec.processes)} process(es)"
+                 + (f"; the command exited with {result.exit_code}" if result.exit_code is not None else ""))
         for e in rec.errors:
-            err.print(f"recording failed: {e}", markup=False, highlight=False)
+            say(err, f"recording failed: {e}")
         if rec.unreadable:
-            err.print(f"{len(rec.unreadable)} unreadable log line(s) skipped (a process ended mid-write?): "
-                      f"{rec.unreadable[0]}", markup=False, highlight=False)
+            say(err, f"{len(rec.unreadable)} unreadable log line(s) skipped (a process ended mid-write?): "
+                     f"{rec.unreadable[0]}")
     for note in result.notes:
-        err.print(f"note: {note}", markup=False, highlight=False)
+        say(err, f"note: {note}")
     if not result.written:
-        err.print("no cuda.tile launch was seen: no probe written", highlight=False)
+        say(err, "no cuda.tile launch was seen: no probe written")
         return
     table = Table(title="probes written", title_justify="left")
     for col, just in (("probe", "left"), ("kernel", "left"), ("launches", "right"), ("cases", "right"),
@@ -101,7 +100,7 @@ def _print(result, out_dir: str) -> None:
         cells = [os.path.relpath(path), plan.kernel.spec() or f"{plan.kernel.name} (TODO: not importable)",
                  total, str(len(plan.cases)), str(len(plan.omitted)),
                  " ".join(f"{h}={v}" for h, v in plan.hints.items()) or "declared"]
-        table.add_row(*(Text(c) for c in cells))   # names and paths are text, never markup
+        table.add_row(*map(cell, cells))   # names and paths are text, never markup
     err.print(table)
-    err.print(f"summary: {os.path.relpath(result.summary_path)}; audit them with: tileprobe audit "
-              f"{os.path.relpath(os.path.join(out_dir, 'probes'))}/*.py --arch sm_90", highlight=False, markup=False)
+    say(err, f"summary: {os.path.relpath(result.summary_path)}; audit them with: tileprobe audit "
+             f"{os.path.relpath(os.path.join(out_dir, 'probes'))}/*.py --arch sm_90")

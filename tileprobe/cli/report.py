@@ -4,7 +4,8 @@ Python call: :func:`tileprobe.report.html.write_html_report`.
 """
 from __future__ import annotations
 
-from ._common import add_where_option, check_output_path, where_of
+from ..report.text import say
+from ._common import add_where_option, check_output_path, console, where_of
 
 
 def add_parser(sub) -> None:
@@ -32,7 +33,6 @@ def cmd_report(args) -> int:
     records = write_html_report(args.output, store=args.store, json_files=args.json or (), kernel=args.kernel,
                                 arch=args.arch, tileiras=args.tileiras, audit_id=args.audit, title=args.title,
                                 where=where_of(args))
-    from rich.console import Console
     note = "" if have_matplotlib() else f" (tables only: {NO_MATPLOTLIB})"
-    Console(stderr=True, highlight=False).print(f"wrote {args.output}: {len(records)} variants{note}", markup=False)
+    say(console(stderr=True), f"wrote {args.output}: {len(records)} variants{note}")
     return 0

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import sys
 
-from ._common import (add_output_options, add_override_options, add_where_option, command_line, console, overrides_of,
-                      where_of)
+from ..report.text import clean, escape, say
+from ._common import (add_output_options, add_override_options, add_where_option, command_line, console, count,
+                      overrides_of, seconds, where_of)
 
 
 def add_parser(sub) -> None:
@@ -27,14 +28,14 @@ def add_parser(sub) -> None:
     p.add_argument("--bundle", metavar="DIR", help="run the audit in DIR (audit.json + cubins/<sha256>.cubin, "
                    "written by `tileprobe audit --bundle DIR` where tileiras is) instead of compiling here; a bundle "
                    "is data: name its probe files too")
-    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S,
+    p.add_argument("--timeout", type=seconds, default=DEFAULT_TIMEOUT_S,
                    help=f"per-variant limit in seconds before it is called a hang (default {DEFAULT_TIMEOUT_S:g})")
     p.add_argument("--reps", type=int, default=DEFAULT_REPS, help=f"timed repetitions (default {DEFAULT_REPS})")
     p.add_argument("--warmup", type=int, default=None, help="minimum warm-up launches (default 10, and ≥ 25 ms)")
     p.add_argument("--seed", type=int, default=0, help="base seed of the random inputs (variant i uses seed + i)")
     p.add_argument("--timing", choices=["sustained", "burst"], default="sustained", help="sustained: back to back "
                    "as triton's do_bench (default); burst: samples each alone, as cuda.tile.tune (docs/TUNE.md)")
-    p.add_argument("--jobs", "-j", type=int, default=None, help="parallel compiles for the audit (default: all CPUs)")
+    p.add_argument("--jobs", "-j", type=count, default=None, help="parallel compiles for the audit (default: all CPUs)")
     p.add_argument("--store", metavar="PATH", help="results store (default: the user data dir)")
     p.add_argument("--no-store", action="store_true", help="do not read or write the results store")
     p.add_argument("--wide", action="store_true", help="every column at full width, whatever the terminal's width")
@@ -46,29 +47,28 @@ def add_parser(sub) -> None:
 
 def cmd_run(args) -> int:
     """Run ``tileprobe run`` for parsed arguments; returns the exit code."""
-    from rich.console import Console
     from ..report.common import run_cell, run_label
     from ..run.session import run_sweep
     from ..store import Store
-    err = Console(stderr=True, highlight=False)
+    err = console(stderr=True)
     audit_here = args.probes and not args.bundle   # run_sweep refuses neither probes nor bundle: no store then
     store = Store.open(args.store) if audit_here and not args.no_store else None
     result = run_sweep(
         args.probes, arch=args.arch, bundle=args.bundle, store=store, timeout_s=args.timeout, reps=args.reps,
         warmup=args.warmup, seed=args.seed, jobs=args.jobs, command_line=command_line(), timing_mode=args.timing,
         where=where_of(args), **overrides_of(args),
-        on_gpu=lambda gpu: err.print(f"GPU: {gpu.get('name')} ({gpu.get('sm')}, {gpu.get('num_sms')} SMs, "
-                                     f"driver {gpu.get('driver')})"),
-        on_probe_error=lambda e: err.print(f"[red]probe error[/]: {e}"),
-        progress=lambda i, n, r: err.print(f"[{i}/{n}] {run_label(r)}: {run_cell(r)}", markup=False))
+        on_gpu=lambda gpu: say(err, f"GPU: {gpu.get('name')} ({gpu.get('sm')}, {gpu.get('num_sms')} SMs, "
+                                    f"driver {gpu.get('driver')})"),
+        on_probe_error=lambda e: err.print(f"[red]probe error[/]: {escape(e)}", highlight=False),
+        progress=lambda i, n, r: say(err, f"[{i}/{n}] {run_label(r)}: {run_cell(r)}"))
     if result.store_error:
-        err.print(f"not stored: {result.store_error}", markup=False)
+        say(err, f"not stored: {result.store_error}")
     emit(result, args)
     for s in result.skipped:
-        err.print(f"skipped: {s}", markup=False)
-    err.print(_summary(result), markup=False)
+        say(err, f"skipped: {s}")
+    say(err, _summary(result))
     if result.aborted:
-        err.print(f"[bold red]sweep stopped[/]: {result.aborted}")
+        err.print(f"[bold red]sweep stopped[/]: {escape(result.aborted)}", highlight=False)
         return 1
     return 0
 
@@ -90,7 +90,7 @@ def emit(result, args) -> None:
     fmt = getattr(args, "format", "table")
     if fmt == "markdown":
         from ..report.markdown import run_markdown
-        sys.stdout.write(run_markdown(result.records, result.environment, command=command_line()))
+        sys.stdout.write(clean(run_markdown(result.records, result.environment, command=command_line())))
     elif fmt == "table" and args.json != "-":
         from ..report.terminal import render_run
         render_run(result.records, console(), wide=getattr(args, "wide", False))

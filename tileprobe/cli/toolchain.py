@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 
+from ..report.text import say
 from ._common import console
 
 
@@ -35,8 +36,8 @@ def cmd_install(args) -> int:
         t0 = time.perf_counter()
         tc = install(v, force=args.force)
         pins = ", ".join(f"{p} {x}" for p, x in tc.pins.items())
-        con.print(f"tileiras {tc.version}: {tc.root} ({folder_size_bytes(tc.root) / 1e6:.0f} MB, "
-                  f"{time.perf_counter() - t0:.1f} s)\n  {pins}")
+        say(con, f"tileiras {tc.version}: {tc.root} ({folder_size_bytes(tc.root) / 1e6:.0f} MB, "
+                 f"{time.perf_counter() - t0:.1f} s)\n  {pins}")
     return 0
 
 
@@ -50,7 +51,7 @@ def cmd_list(args) -> int:
     if args.available:
         have = {t.version for t in rows}
         marks = [f"{v}{' (installed)' if v in have else ''}" for v in published_versions(TILEIRAS_PKG)]
-        con.print(f"published {TILEIRAS_PKG}: " + ", ".join(marks))
+        say(con, f"published {TILEIRAS_PKG}: " + ", ".join(marks))
     return 0
 
 
@@ -58,5 +59,5 @@ def cmd_remove(args) -> int:
     """Run ``tileprobe toolchain remove VERSION``."""
     from ..toolchain import remove
     tc = remove(args.version)
-    print(f"removed tileiras {tc.version} ({tc.root})")
+    say(console(), f"removed tileiras {tc.version} ({tc.root})")
     return 0

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import sys
 
+from ..report.text import cell, say
+
 # Argument parsing and printing only: the domain is ``tileprobe.tune``.
 #: Table order of the candidates' fates.
 _FATES = ("winner", "tie", "ok", "eliminated", "wrong", "hang", "crash", "error", "skipped")
@@ -20,6 +22,7 @@ def add_parser(subparsers, add_common=None) -> None:
     """Register ``tileprobe tune`` (the CLI's plug-in hook; ``add_common`` is not used: tune has its own
     ``--json``)."""
     from ..run.watchdog import DEFAULT_TIMEOUT_S
+    from ._common import count, seconds
     p = subparsers.add_parser("tune", help="the fastest correct hints and tunable values per problem on this GPU",
                               description=__doc__.split("\n\n")[1])
     p.add_argument("probes", nargs="+", metavar="PROBE", help="probe files (README: Tuning)")
@@ -40,9 +43,9 @@ def add_parser(subparsers, add_common=None) -> None:
     p.add_argument("--json", metavar="FILE", help="also write the whole result as JSON (tileprobe/tune/result.py); "
                    "- for stdout")
     p.add_argument("--format", choices=["table", "none"], default="table", help="print tables (default) or nothing")
-    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S,
+    p.add_argument("--timeout", type=seconds, default=DEFAULT_TIMEOUT_S,
                    help=f"per GPU task (a batch or a check) before it is a hang, s (default {DEFAULT_TIMEOUT_S:g})")
-    p.add_argument("--jobs", "-j", type=int, default=None, help="parallel compiles (default: all CPUs)")
+    p.add_argument("--jobs", "-j", type=count, default=None, help="parallel compiles (default: all CPUs)")
     p.add_argument("--seed", type=int, default=0, help="seed of the inputs and of the rounds' order")
     p.add_argument("--tie-pct", type=float, default=1.0, help="medians within this %% of the best are a tie "
                    "(default 1: what one variant reproduces between processes, docs/NOTES.md)")
@@ -82,9 +85,9 @@ def cmd_tune(args) -> int:
     if args.format == "table" and args.json != "-":
         render(result, _console())
     for e in result.probe_errors:
-        err.print(f"probe error: {e}", markup=False)
+        say(err, f"probe error: {e}")
     if result.aborted:
-        err.print(f"tune stopped: {result.aborted}", markup=False)
+        say(err, f"tune stopped: {result.aborted}")
         return 1
     return 0
 
@@ -103,18 +106,17 @@ def _progress(console):
     """Progress lines on stderr: compile count, GPU, each race's start and rounds."""
     def cb(kind, data):
         if kind == "compile" and data[0] == "total":
-            console.print(f"compiling {data[1]} candidates …", markup=False)
+            say(console, f"compiling {data[1]} candidates …")
         elif kind == "worker":
-            console.print(f"GPU: {data.get('name')} ({data.get('sm')}, {data.get('num_sms')} SMs, driver "
-                          f"{data.get('driver')})", markup=False)
+            say(console, f"GPU: {data.get('name')} ({data.get('sm')}, {data.get('num_sms')} SMs, driver "
+                         f"{data.get('driver')})")
         elif kind == "race":
-            console.print(f"racing {data.problem.probe.label} {data.problem.label}: {len(data.raced())} "
-                          "candidates", markup=False)
+            say(console, f"racing {data.problem.probe.label} {data.problem.label}: {len(data.raced())} candidates")
         elif kind == "round":
             gone = f", eliminated {len(data['eliminated'])}" if data["eliminated"] else ""
             failed = f", failed {', '.join(data['failed'])}" if data["failed"] else ""
-            console.print(f"  round {data['round']}: {data['racing']} racing{gone}{failed}, {data['left']} left "
-                          f"({data['wall_s']:.1f} s)", markup=False)
+            say(console, f"  round {data['round']}: {data['racing']} racing{gone}{failed}, {data['left']} left "
+                         f"({data['wall_s']:.1f} s)")
     return cb
 
 
@@ -133,11 +135,11 @@ def _ci(r: dict) -> str:
 def render(result, console) -> None:
     """Print every problem of a :class:`~tileprobe.tune.result.TuneResult`, then the time split."""
     env = result.environment
-    console.print(f"timing: {env.get('timing')} · strategy: {env.get('strategy')} · arch {env.get('arch')}"
-                  f"{' · dry run (static stage only)' if result.dry_run else ''}", markup=False)
+    say(console, f"timing: {env.get('timing')} · strategy: {env.get('strategy')} · arch {env.get('arch')}"
+                 f"{' · dry run (static stage only)' if result.dry_run else ''}")
     for p in result.problems:
         _render_problem(p, console)
-    console.print(time_line(result.times), markup=False)
+    say(console, time_line(result.times))
 
 
 def _counts(d: dict) -> str:
@@ -159,13 +161,12 @@ def summary_line(p) -> str:
 def _render_problem(p, console) -> None:
     from rich.table import Table
     from ..report.common import short_build
-    console.print(f"\n{p.kernel} · {p.arch} · {p.label} · {short_build(p.tileiras) if p.tileiras else ''}",
-                  markup=False, style="bold")
-    console.print("  " + summary_line(p), markup=False)
+    say(console, f"\n{p.kernel} · {p.arch} · {p.label} · {short_build(p.tileiras) if p.tileiras else ''}",
+        style="bold")
+    say(console, "  " + summary_line(p))
     if p.rounds:
         n = sum(r.get("n") or 0 for r in p.candidates if r.get("same_launch_as") is None)
-        console.print(f"  race: {len(p.rounds)} rounds, {n:,} samples, stopped: {p.stop}; {p.race_s:.1f} s",
-                      markup=False)
+        say(console, f"  race: {len(p.rounds)} rounds, {n:,} samples, stopped: {p.stop}; {p.race_s:.1f} s")
     best = (p.pick or {}).get("median_us")
     t = Table(show_edge=False, pad_edge=False)
     for h in ("configuration", "status", "n", "median µs", "95% CI µs", "vs pick", "grid", "regs", "CTAs/SM",
@@ -175,12 +176,13 @@ def _render_problem(p, console) -> None:
     rows = [r for r in p.candidates if r.get("config") is not None]
     by_label = {r["label"]: (i, r) for i, r in enumerate(rows)}
     for r in sorted(rows, key=lambda r: _rank(*by_label[r.get("same_launch_as") or r["label"]], r)):
-        t.add_row(r["label"], r["status"], str(r.get("n") or "-"), _us(r.get("median_us")), _ci(r),
-                  f"{r['median_us'] / best:.3f}×" if best and r.get("median_us") else "-", _grid(r),
-                  str(r.get("registers") or "-"), str(r.get("ctas_per_sm") or "-"), _spill(r), _mhz(r), _note(r))
+        t.add_row(*map(cell, (r["label"], r["status"], str(r.get("n") or "-"), _us(r.get("median_us")), _ci(r),
+                              f"{r['median_us'] / best:.3f}×" if best and r.get("median_us") else "-", _grid(r),
+                              str(r.get("registers") or "-"), str(r.get("ctas_per_sm") or "-"), _spill(r), _mhz(r),
+                              _note(r))))
     console.print(t)
     for line in verdict_lines(p):
-        console.print("  " + line, markup=False)
+        say(console, "  " + line)
 
 
 def _rank(position: int, timed: dict, r: dict) -> tuple:

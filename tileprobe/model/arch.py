@@ -24,10 +24,11 @@ Sources, named again on every number below:
   :func:`tileprobe.model.occupancy.theoretical_occupancy` on 22,036 queries (17 register counts, 10-255; static and
   dynamic shared memory up to the opt-in maximum and one byte over; 1-1024 threads).
 
-sm_107 (compute capability 10.7) is a tileiras target but is NOT supported here: ``[occ]`` gives its CTA slots
+sm_107 (compute capability 10.7) is a tileiras target without limits here: ``[occ]`` gives its CTA slots
 (16) and a carveout step of 328 KB, but neither it, ``[guide]`` nor ``[cccl]`` (as read for this module) gives its
 resident threads per SM or its opt-in shared memory per CTA, and an invented limit would print a believable but
-wrong occupancy.
+wrong occupancy. So sm_107 is compiled and its cubins read (:data:`TILEIRAS_TARGETS`), and where CTAs/SM would be
+the output says "not sourced" (:data:`NOT_SOURCED`); :func:`get_arch` refuses it.
 
 Shared-memory reserve provenance (``ArchLimits.smem_reserve_rule``): whether the cubin's ``.nv.shared`` size
 already includes the 1 KB per-CTA reserve is read from the cubin's layout (``tileprobe/cubin.py``); on sm_90 an
@@ -263,3 +264,60 @@ def get_arch(name: str) -> ArchLimits:
     raise TileprobeError(
         f"unknown GPU architecture {name!r}{': ' + why if why else ''}. "
         f"Supported: {', '.join(ARCHS)} (also written 90, sm_90a, sm_100f or 9.0); pass one of these.")
+
+
+# --- issue 9, item 10: compile targets, as tileiras names them -------------------------------------------------------
+
+#: Every ``--gpu-name`` tileiras 13.4.92 lists (``tileiras --help``, 2026-12-01): :data:`ARCHS` and sm_107. No
+#: arch-specific (``sm_90a``) or family (``sm_100f``) target is among them: ``tileiras --gpu-name sm_90a`` answers
+#: "Cannot find option named 'sm_90a'!".
+TILEIRAS_TARGETS: tuple[str, ...] = ("sm_80", "sm_86", "sm_87", "sm_88", "sm_89", "sm_90", "sm_100", "sm_103",
+                                     "sm_107", "sm_110", "sm_120", "sm_121")
+
+#: Targets tileprobe compiles for and reads, whose occupancy it does not compute: what is not sourced, printed
+#: where CTAs/SM would be.
+NOT_SOURCED: dict[str, str] = {
+    "sm_107": "CTAs/SM not sourced for sm_107: its resident threads per SM and opt-in shared memory per CTA are not "
+              "published in cuda_occupancy.h 13.4.92 (which gives 16 CTA slots and shared-memory steps up to 328 KB "
+              "per SM), the CUDA C++ Programming Guide table or CCCL arch_traits.h as read",
+}
+
+_TARGET_RE = re.compile(r"sm_(\d{2,3})([af]?)")
+
+
+def check_target(name: str) -> str:
+    """The compile target ``name`` names, as tileiras spells it (``"sm_90"``); also accepts ``"90"`` and ``"9.0"``.
+
+    Raises:
+        TileprobeError: an arch-specific or family name (``sm_90a``, ``sm_100f``: tileiras 13.4.92 lists none, and
+            their limits are the base arch's: give ``sm_90``); a name tileiras does not list (``sm_75``), with the
+            list.
+    """
+    text = name.strip().lower() if isinstance(name, str) else ""
+    dotted = _DOTTED_RE.fullmatch(text)
+    if dotted:
+        text = f"sm_{dotted.group(1)}{dotted.group(2)}"
+    elif text.isdigit():
+        text = f"sm_{text}"
+    m = _TARGET_RE.fullmatch(text)
+    if m and m.group(2) and f"sm_{m.group(1)}" in TILEIRAS_TARGETS:
+        raise TileprobeError(
+            f"{name!r}: tileiras 13.4.92 lists no arch-specific or family target (it refuses --gpu-name {text}: "
+            f"\"Cannot find option named '{text}'\"); audit sm_{m.group(1)}, which has the same SM limits")
+    if m and not m.group(2) and text in TILEIRAS_TARGETS:
+        return text
+    raise TileprobeError(f"{name!r} is not a target tileiras lists; targets: {', '.join(TILEIRAS_TARGETS)}")
+
+
+def has_limits(target: str) -> bool:
+    """Whether tileprobe has sourced SM limits for ``target`` (so CTAs/SM can be computed)."""
+    return _canonical_name(target) in _ARCH_TABLE
+
+
+def target_cc(target: str) -> tuple[int, int]:
+    """The compute capability of a target, e.g. ``(10, 7)`` for ``"sm_107"`` (limits or not)."""
+    digits = (_canonical_name(target) or "").removeprefix("sm_")
+    if not digits.isdigit():
+        raise TileprobeError(f"{target!r} is not an sm_XY target")
+    return int(digits[:-1]), int(digits[-1])
+

@@ -4,6 +4,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Iterable, Sequence
 
+from ..model.arch import NOT_SOURCED
 from ..schema import NOTEWORTHY_STATUSES, VariantRecord, short_build  # noqa: F401  (short_build: the renderers' label)
 
 #: How a verdict status reads in text (``ignored`` in capitals: the hint fell short and did nothing).
@@ -131,8 +132,9 @@ def row_cells(r: VariantRecord, hints: list[str], cases: list[str] | None = None
     lead = [fmt_value(r.case.get(c, "-")) for c in cases] + [hint_cell(r, h) for h in hints]
     if not r.ok:
         return lead + ["-", "-", "-", "-", "-", "-"]
+    ctas = str(r.ctas_per_sm) if r.ctas_per_sm is not None else "not sourced" if r.arch in NOT_SOURCED else "-"
     return lead + [str(r.threads), str(r.registers), fmt_int(r.shared_bytes), fmt_int(r.stack_bytes),
-                   str(r.ctas_per_sm), LIMITER_SHORT.get(r.limiter, r.limiter or "-")]
+                   ctas, LIMITER_SHORT.get(r.limiter, r.limiter or "-")]
 
 
 #: Short limiter names for narrow tables.

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Callable, Iterable, Sequence
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from ..analyses.compare import Comparison
@@ -13,12 +12,14 @@ from ..analyses.doctor import Finding
 from ..analyses.gate import GateResult
 from ..analyses.history import History
 from ..audit.explain import advice
+from ..model.arch import NOT_SOURCED
 from ..schema import VariantRecord
 from .fit import DROP_ORDER, Column, fit_columns, table_width
 from .common import (variant_label, KEPT, NUMERIC, RUN_COLUMNS, VERDICT_MARK, fmt_int, fmt_value, best_lines,
                      case_columns, failure_groups, failure_of, fmt_kv, group_label, group_tables, headers,
                      hint_columns, noteworthy, ptx_text, record_side, remark_lines, row_cells, run_label,
                      sass_columns, short_build, verdict_cells, verdict_columns)
+from .text import cell, escape, say
 
 _STYLE = {"honoured": "green", "met": "cyan", "partial": "yellow", "ignored": "bold red", "infeasible": "magenta",
           "changed": "blue", "unchanged": "dim", "baseline": "dim",
@@ -27,9 +28,9 @@ _STYLE = {"honoured": "green", "met": "cyan", "partial": "yellow", "ignored": "b
           "unsupported_feature": "yellow", "broken_environment": "bold red", "probe_error": "red"}
 
 
-def _styled(text: str) -> str:
-    style = _STYLE.get(text)
-    return f"[{style}]{text}[/]" if style else text
+def _styled(text: str):
+    """A verdict or status cell, coloured when it is one tileprobe knows (stored text is never markup)."""
+    return cell(text, _STYLE.get(text, ""))
 
 
 def render_audit(records: Iterable[VariantRecord], console: Console | None = None, reasons: bool = True,
@@ -48,15 +49,17 @@ def render_audit(records: Iterable[VariantRecord], console: Console | None = Non
     for (kernel, tileiras, arch), rows in group_tables(records).items():
         title = f"{kernel} · {arch} · {short_build(tileiras)}"
         print_fitted_table(console, title, audit_columns(rows, extra_columns), wide)
+        if arch in NOT_SOURCED:
+            say(console, f"  {NOT_SOURCED[arch]}")
         if reasons:
             _print_reasons(console, rows, brief)
         console.print()
     if reasons:
         lines = advice(records)
         if lines:
-            console.print("advice:", highlight=False)
+            say(console, "advice:")
             for line in lines:
-                console.print(f"  {line}", markup=False, highlight=False)
+                say(console, f"  {line}")
 
 
 def audit_columns(rows: list[VariantRecord],
@@ -89,13 +92,13 @@ def print_fitted_table(console: Console, title: str, columns: list[Column], wide
     def rank(c: Column) -> int:   # without spill counts, stack B is the spill hint: keep it longer
         return order.get("LDL/STL", 0) if c.header == "stack B" and not has_ldl else order.get(c.header, -1)
     fitted = fit_columns(columns, console.width, wide=wide, rank=rank)
-    table = Table(title=title + (f" · {fitted.title_extra}" if fitted.title_extra else ""), title_justify="left")
+    table = Table(title=cell(title + (f" · {fitted.title_extra}" if fitted.title_extra else "")), title_justify="left")
     for c in fitted.columns:
         fold = fitted.folded and c.kind == "id"
-        table.add_column(c.header, justify=c.justify, no_wrap=not fold, overflow="fold",
+        table.add_column(cell(c.header), justify=c.justify, no_wrap=not fold, overflow="fold",
                          min_width=None if fold else c.width - 2)
     for i in range(len(columns[0].cells) if columns else 0):
-        table.add_row(*(escape(c.cells[i]) if c.styled is None else c.styled[i] for c in fitted.columns))
+        table.add_row(*(cell(c.cells[i]) if c.styled is None else c.styled[i] for c in fitted.columns))
     needed = table_width(fitted.columns)
     if wide and needed > console.width:
         saved, console.width = console.width, needed
@@ -111,7 +114,7 @@ def print_fitted_table(console: Console, title: str, columns: list[Column], wide
     if fitted.dropped:
         notes.append(f"not shown at {console.width} columns: {', '.join(fitted.dropped)} (--wide shows every column)")
     for n in notes:
-        console.print(n, markup=False, highlight=False)
+        say(console, n)
 
 
 def summary_lines(records: Iterable[VariantRecord]) -> list[str]:
@@ -150,7 +153,7 @@ def summary_lines(records: Iterable[VariantRecord]) -> list[str]:
 def render_summary(records: Iterable[VariantRecord], console: Console) -> None:
     """``tileprobe audit --summary``: one line per kernel, arch and compiler (:func:`summary_lines`)."""
     for line in summary_lines(records):
-        console.print(line, markup=False, highlight=False, soft_wrap=True)
+        say(console, line)
 
 
 def print_failures(console: Console, rows: Iterable[VariantRecord]) -> None:
@@ -158,13 +161,13 @@ def print_failures(console: Console, rows: Iterable[VariantRecord]) -> None:
     and the command that repeats it."""
     for group in failure_groups(rows):
         r = group[0]
-        console.print(f"  {group_label(group)}: {failure_of(r)}", markup=False, highlight=False)
+        say(console, f"  {group_label(group)}: {failure_of(r)}")
         for line in (r.message or r.error or "").strip().splitlines():
-            console.print(f"    {line}", markup=False, highlight=False, soft_wrap=True)
+            say(console, f"    {line}")
         if r.fix:
-            console.print(f"    fix: {r.fix}", markup=False, highlight=False, soft_wrap=True)
+            say(console, f"    fix: {r.fix}")
         if r.repro:
-            console.print(f"    repeat: {r.repro}", markup=False, highlight=False, soft_wrap=True)
+            say(console, f"    repeat: {r.repro}")
 
 
 def _print_reasons(console: Console, rows: list[VariantRecord], brief: bool) -> None:
@@ -176,20 +179,20 @@ def _print_reasons(console: Console, rows: list[VariantRecord], brief: bool) -> 
             continue
         for hint, v in r.verdicts.items():
             if not brief or noteworthy(v):
-                console.print(f"  {label}: {hint} {v['status']}: {v['reason']}", markup=False, highlight=False)
+                say(console, f"  {label}: {hint} {v['status']}: {v['reason']}")
         if r.deterministic is False:
-            console.print(f"    tileiras gave {len(r.code_hashes)} different machine codes over repeated compiles of "
-                          "this variant; verdicts treat any shared code as the same", markup=False, highlight=False)
+            say(console, f"    tileiras gave {len(r.code_hashes)} different machine codes over repeated compiles of "
+                         "this variant; verdicts treat any shared code as the same")
         if brief:
             continue
         ptx = ptx_text(r)
         if ptx:
-            console.print(f"    PTX: {ptx}", markup=False, highlight=False)
+            say(console, f"    PTX: {ptx}")
         rem = tuple(remark_lines(r))
         if rem and rem not in shown_remarks:
             shown_remarks.add(rem)
             for line in rem:
-                console.print(f"    remark: {line}", markup=False, highlight=False)
+                say(console, f"    remark: {line}")
 
 
 # --- compare ------------------------------------------------------------------------------------------------------
@@ -197,24 +200,23 @@ def _print_reasons(console: Console, rows: list[VariantRecord], brief: bool) -> 
 def render_compare(comparison: Comparison, console: Console | None = None) -> None:
     """A rich table: mark, variant, A and B resources/verdicts, what changed; then the legend and the counts."""
     changes, console = comparison.changes, console or Console()
-    t = Table(title=f"A: {comparison.name_a}\nB: {comparison.name_b}", title_justify="left")
+    t = Table(title=cell(f"A: {comparison.name_a}\nB: {comparison.name_b}"), title_justify="left")
     for h in ("", "variant", "A", "B", "what changed"):
         t.add_column(h)
     style = {"!": "bold red", "*": "green", "x": "yellow"}
     for c in changes:
         m = c.mark
-        t.add_row(f"[{style[m]}]{m}[/]" if m in style else m, c.label(), record_side(c.a), record_side(c.b),
-                  "; ".join(c.details))
+        t.add_row(cell(m, style.get(m, "")), cell(c.label()), cell(record_side(c.a)), cell(record_side(c.b)),
+                  cell("; ".join(c.details)))
     console.print(t)
-    console.print("! regression (new crashes and hangs first)   * improvement   x code, resources or failure class "
-                  "changed, same residency and verdicts   = same machine code   ? on one side only",
-                  highlight=False, markup=False)
+    say(console, "! regression (new crashes and hangs first)   * improvement   x code, resources or failure class "
+                 "changed, same residency and verdicts   = same machine code   ? on one side only")
     n = sum(c.kind == "regression" for c in changes)
     if comparison.total is not None:
-        console.print(f"{n} regression(s) shown of {comparison.total} variant(s) compared", highlight=False)
+        say(console, f"{n} regression(s) shown of {comparison.total} variant(s) compared")
         return
-    console.print(f"{n} regression(s), {sum(c.kind == 'improvement' for c in changes)} improvement(s), "
-                  f"{sum(c.kind == 'changed' for c in changes)} changed, {sum(c.kind == 'same' for c in changes)} same")
+    say(console, f"{n} regression(s), {sum(c.kind == 'improvement' for c in changes)} improvement(s), "
+                 f"{sum(c.kind == 'changed' for c in changes)} changed, {sum(c.kind == 'same' for c in changes)} same")
 
 
 # --- doctor -------------------------------------------------------------------------------------------------------
@@ -257,11 +259,11 @@ def gate_text(g: GateResult) -> str:
 # --- history ------------------------------------------------------------------------------------------------------
 
 def _table(title: str, headers: Sequence[str], rows: Iterable[Sequence[str]]) -> Table:
-    t = Table(title=title, title_justify="left")
+    t = Table(title=cell(title), title_justify="left")
     for h in headers:
-        t.add_column(h)
+        t.add_column(cell(h))
     for row in rows:
-        t.add_row(*row)
+        t.add_row(*map(cell, row))
     return t
 
 
@@ -272,7 +274,7 @@ def _num(v, spec: str = "") -> str:
 def render_history(hist: History, console: Console, limit: int | None = None) -> None:
     """The store's path, then tables of its audits, compiles and (when any) runs; with ``limit``, a note that
     only the newest ``limit`` of each are listed."""
-    console.print(f"store: {hist.store}", markup=False)
+    say(console, f"store: {hist.store}")
     console.print(_table("audits", ("id", "when (UTC)", "host", "variants", "s", "command"),
                          [(str(a["id"]), a["created"][:19], a["host"] or "", str(a["n_variants"]),
                            f"{a['wall_s'] or 0:.1f}", a["command_line"] or "") for a in hist.audits]))
@@ -288,7 +290,7 @@ def render_history(hist: History, console: Console, limit: int | None = None) ->
                                r["gpu"] or "", r["driver"] or "", r["status"] or "", _num(r["median_us"], ".1f"))
                               for r in hist.runs]))
     if limit:
-        console.print(f"(newest {limit} of each; --limit 0 lists all, --json/--csv export all)")
+        say(console, f"(newest {limit} of each; --limit 0 lists all, --json/--csv export all)")
 
 
 # --- toolchain list -----------------------------------------------------------------------------------------------
@@ -297,14 +299,14 @@ def render_toolchains(toolchains: Sequence, console: Console, empty_hint: str) -
     """A table of :class:`~tileprobe.toolchain.Toolchain` s (version, source, nvcc and nvvm pins, path), or
     ``empty_hint`` when there are none."""
     if not toolchains:
-        console.print(empty_hint)
+        say(console, empty_hint)
         return
     from ..toolchain import NVCC_PKG, NVVM_PKG
     table = Table("version", "source", "nvcc", "nvvm")
     table.add_column("path", overflow="fold")
     for t in toolchains:
         src = "pip (this environment)" if t.source == "pip" else t.source
-        table.add_row(t.version, src, t.pins.get(NVCC_PKG, ""), t.pins.get(NVVM_PKG, ""), t.root)
+        table.add_row(*map(cell, (t.version, src, t.pins.get(NVCC_PKG, ""), t.pins.get(NVVM_PKG, ""), t.root)))
     console.print(table)
 
 
@@ -319,11 +321,11 @@ def render_run(records: Sequence[VariantRecord], console: Console, wide: bool = 
         if run.get("status") not in (None, "ok") or run.get("warnings"):
             msg = (run.get("error") or "").strip().splitlines()
             if run.get("status") != "ok":
-                console.print(f"  {run_label(r)}: {run.get('status')}: {msg[0] if msg else ''}", markup=False)
+                say(console, f"  {run_label(r)}: {run.get('status')}: {msg[0] if msg else ''}")
             for w in run.get("warnings") or []:
-                console.print(f"  {run_label(r)}: warning: {w}", markup=False)
+                say(console, f"  {run_label(r)}: warning: {w}")
     for line in best_lines(records):
-        console.print(line, markup=False)
+        say(console, line)
 
 
 # --- machine code --------------------------------------------------------------------------------------------------
@@ -336,7 +338,7 @@ def _variant_name(r: VariantRecord) -> str:
 def render_sass_diff(diff, a: VariantRecord, b: VariantRecord, console: Console, full: bool = False) -> None:
     """Two variants' machine code (a :class:`~tileprobe.model.sass_diff.SassDiff`): resources and instruction
     classes side by side, a one-line verdict, then the alignment (register names normalised)."""
-    console.print(f"A: {_variant_name(a)}\nB: {_variant_name(b)}", markup=False, highlight=False)
+    say(console, f"A: {_variant_name(a)}\nB: {_variant_name(b)}")
     t = Table(title_justify="left")
     for h in ("", "A", "B"):
         t.add_column(h, justify="left" if not h else "right")
@@ -356,7 +358,7 @@ def render_sass_diff(diff, a: VariantRecord, b: VariantRecord, console: Console,
     else:
         verdict = (f"machine code differs: {diff.changed:,} instruction(s) outside the aligned runs "
                    "(registers normalised; - only in A, + only in B)")
-    console.print(verdict, markup=False, highlight=False)
+    say(console, verdict)
     if not diff.identical:
         for line in diff.lines(limit=10 ** 9 if full else 200):
-            console.print(line, markup=False, highlight=False, soft_wrap=True)
+            say(console, line)

@@ -1,0 +1,106 @@
+"""No orphans, no litter (issue 9, item 4): ``tileprobe audit`` killed mid-sweep by SIGTERM, SIGHUP or SIGKILL.
+
+A fake tileiras compiles for real, then — from the third compile on — waits in a child process (``sleep``, a ptxas
+stand-in), so two variants are stored and two are in flight when the signal comes. Within 5 s of the kill no process
+the audit started may be alive (the pids are collected from /proc before the kill); after SIGTERM and SIGHUP its temp
+folder is gone; after SIGKILL the next run removes it. The re-run loses nothing and compiles nothing twice."""
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import stat
+import subprocess
+import sys
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PROBE = os.path.join(ROOT, "tests", "data", "probe_vadd.py")   # 2 tiles × occupancy 1, 2: four variants
+
+
+def _fake_tileiras(folder) -> str:
+    from tileprobe.audit._cutile import which_tool
+    script = folder / "tileiras"
+    script.write_text(f"""#!/bin/bash
+case "$*" in
+  *--version*|*--help*|*/probe1[0-9]*) exec {which_tool('tileiras')} "$@";;
+esac
+{which_tool('tileiras')} "$@" || exit $?
+n=$(wc -l < {folder}/compiles.log 2>/dev/null || echo 0)
+echo "$*" >> {folder}/compiles.log
+if [ -e {folder}/slow ] && [ "$n" -ge 2 ]; then sleep 297; fi
+""")
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    return str(script)
+
+
+def _alive(pids) -> list[str]:
+    out = []
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)
+            if fields[1].split()[0] != "Z":          # a zombie is dead (a container's init may not reap it)
+                out.append(f"{pid} {fields[0].split('(', 1)[1]}")
+        except OSError:
+            continue
+    return out
+
+
+def _stored(db) -> dict:
+    try:
+        with sqlite3.connect(db) as c:
+            return dict(c.execute("SELECT key, created FROM compiles").fetchall())
+    except sqlite3.Error:
+        return {}
+
+
+def _audit(tmp_path, fake):
+    env = {**os.environ, "PYTHONPATH": ROOT, "TMPDIR": str(tmp_path / "tmp")}
+    return subprocess.Popen([sys.executable, "-m", "tileprobe", "audit", PROBE, "--arch", "sm_90", "--tileiras", fake,
+                             "--store", str(tmp_path / "s.sqlite"), "--no-sass", "-j", "2", "--format", "none"],
+                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGKILL], ids=lambda s: s.name)
+def test_killed_audit_leaves_no_process_and_no_temp_folder(tmp_path, sig):
+    from tileprobe.audit.procs import descendants
+    (tmp_path / "tmp").mkdir()
+    (tmp_path / "slow").touch()
+    fake = _fake_tileiras(tmp_path)
+    log, db = tmp_path / "compiles.log", str(tmp_path / "s.sqlite")
+    p = _audit(tmp_path, fake)
+    deadline = time.time() + 240
+    while time.time() < deadline and p.poll() is None and not (
+            len(_stored(db)) >= 2 and log.exists() and len(log.read_text().splitlines()) >= 4):
+        time.sleep(0.2)
+    assert p.poll() is None, p.communicate()[0]
+    time.sleep(0.5)                               # the last two compiles are now waiting in their `sleep`
+    started = descendants(p.pid)
+    assert len(started) >= 4, started              # two workers, their fake tileiras and its child (and more)
+    stored = _stored(db)
+    p.send_signal(sig)
+    out, _ = p.communicate(timeout=30)
+    assert p.returncode == (-sig if sig == signal.SIGKILL else 128 + sig), out
+    time.sleep(5)
+    assert _alive(started) == [], out
+    left = os.listdir(tmp_path / "tmp")
+    if sig == signal.SIGKILL:
+        assert [d for d in left if d.startswith("tileprobe-audit-")], left
+    else:
+        assert left == [], left
+        assert f"terminated by {sig.name}; finished variants are kept" in out
+    if sig == signal.SIGHUP:
+        return                                     # unwinds as SIGTERM does; its re-run is SIGTERM's
+    # the re-run: the leftovers of a SIGKILL go, the stored variants stay as they were, only the others compile
+    (tmp_path / "slow").unlink()
+    before = len(log.read_text().splitlines())
+    again = _audit(tmp_path, fake)
+    out2, _ = again.communicate(timeout=300)
+    assert again.returncode == 0, out2
+    after = _stored(db)
+    assert len(after) == 4 and all(after[k] == created for k, created in stored.items()), (stored, after)
+    assert len(log.read_text().splitlines()) - before == 4 - len(stored)
+    assert os.listdir(tmp_path / "tmp") == []

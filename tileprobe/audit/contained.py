@@ -1,0 +1,459 @@
+"""Probe code runs contained (issue 9, item 2): a probe file is imported, and its kernel, hints and ``args`` are
+tried, in a child process — never in the tileprobe process.
+
+Whatever the probe does there becomes that probe's error, and the other probes go on: an exception (with its line
+in the probe file and Python's "did you mean"), ``sys.exit(7)``, ``os._exit(5)``, a ``KeyboardInterrupt`` it raises
+itself, an endless loop (no result within ``timeout_s`` of the last step: the child's process group is killed),
+more than :data:`OUTPUT_LIMIT_BYTES` of output, a crash of the interpreter. The parent receives, per file, a
+:class:`FileReport`: one picklable :class:`ProbePlan` per probe (what planning needs: names, grids, hashes, the
+variants to leave out because their hints or ``args`` failed) and each error once, however many variants it hits.
+
+The compile workers import the probe again to compile (they hold the kernel); they guard probe code the same way
+(:func:`tileprobe.audit.probe.probe_code_guard`) and a worker that dies or hangs is replaced
+(:mod:`tileprobe.audit.pool`).
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import inspect
+import itertools
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
+from typing import Any, Callable, Sequence
+
+from ..errors import ProbeError
+
+#: Seconds one step of probe code may take in the loader (importing the file, importing its kernel, one call of
+#: ``args`` with its signature): importing TileGym with torch took 3-5 s on a loaded 2-core machine (2026-12-01).
+PROBE_TIMEOUT_S = 60.0
+#: Seconds the loader child may take to start (Python, tileprobe, cuTile) before any probe code runs.
+STARTUP_S = 60.0
+#: Bytes of output (stdout and stderr together) a probe may print while it is loaded; more stops it as an error.
+OUTPUT_LIMIT_BYTES = 1 << 20
+#: Bytes of a probe's output kept to show (its first lines).
+OUTPUT_SHOWN_BYTES = 4096
+
+
+@dataclass
+class ProbePlan:
+    """What the parent needs of one probe, without its code (picklable).
+
+    ``cases`` / ``hints``: name → values, as in :class:`~tileprobe.audit.probe.Probe`. ``skip``: variants to leave out
+    because their hints or ``args`` failed in the loader, as (case index | None, hint index | None, arch | None)
+    where None means "any". ``n_variants``: variants this probe plans for the requested targets, skips excluded
+    (the whole grid when ``evaluated`` is False: it was larger than the audit's limit and was not tried).
+    """
+    source: str
+    index: int
+    label: str
+    cases: dict
+    hints: dict
+    archs: tuple | None = None
+    knobs: dict = field(default_factory=dict)
+    timeout_s: float | None = None
+    source_sha256: str = ""
+    skip: frozenset = frozenset()
+    n_variants: int = 0
+    evaluated: bool = True
+
+    def case_grid(self) -> list[dict]:
+        """Every case as a dict (the cross product of ``cases``)."""
+        return _cross(self.cases)
+
+    def hint_grid(self) -> list[dict]:
+        """Every hint combination as a dict; ``[{}]`` if none."""
+        return _cross(self.hints)
+
+    def targets(self, targets: Sequence[str]) -> list[str]:
+        """The requested ``targets`` this probe is meant for (all when it names no ``archs``)."""
+        return probe_targets(self.archs, targets)
+
+    def skipped(self, case_index: int, hint_index: int, arch: str) -> bool:
+        """Whether the loader found this variant's hints or ``args`` broken (it is then not compiled)."""
+        s = self.skip
+        return bool(s) and ((case_index, None, None) in s or (None, hint_index, None) in s
+                            or (case_index, hint_index, arch) in s or (case_index, None, arch) in s)
+
+
+@dataclass
+class FileReport:
+    """What loading one probe file gave: its probes' plans, its errors (each once, with file:line), a
+    ``no_probe`` message when it defines none, and the first :data:`OUTPUT_SHOWN_BYTES` of what it printed."""
+    path: str
+    plans: list[ProbePlan] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    no_probe: str | None = None
+    output: str = ""
+    default_tileiras: str = ""    # the tileiras cuTile picks here (the parent never imports cuTile itself)
+    default_tileiras_error: str = ""
+
+
+def _cross(grid) -> list[dict]:
+    names = list(grid)
+    return [dict(zip(names, combo)) for combo in itertools.product(*(grid[n] for n in names))]
+
+
+def _grid_size(grid) -> int:
+    return math.prod(len(v) for v in grid.values()) if grid else 1
+
+
+def probe_targets(probe_archs: Sequence[str] | None, targets: Sequence[str]) -> list[str]:
+    """The ``targets`` a probe with ``archs=probe_archs`` is meant for (all when it names none)."""
+    if not probe_archs:
+        return list(targets)
+    mine = {_target_name(a) for a in probe_archs}
+    return [t for t in targets if t in mine]
+
+
+def _target_name(name: str) -> str:
+    from ..model.arch import check_target, get_arch
+    from ..errors import TileprobeError
+    try:
+        return check_target(name)
+    except TileprobeError:
+        try:
+            return get_arch(name).name
+        except TileprobeError:
+            return str(name)
+
+
+def source_sha256(probe) -> str:
+    """SHA-256 over the probe file and the file that defines its kernel (the store's notion of "same code")."""
+    h = hashlib.sha256()
+    files = [probe.source]
+    try:
+        files.append(inspect.getsourcefile(probe.resolve_kernel()._pyfunc))
+    except (TypeError, OSError, ProbeError):
+        pass
+    for f in dict.fromkeys(x for x in files if x):
+        with open(f, "rb") as fh:
+            h.update(fh.read())
+    return h.hexdigest()
+
+
+# --- child side: try the probe's code --------------------------------------------------------------------------------
+
+class _Failures:
+    """Errors of one probe grouped by (what, line, detail), so each is reported once with the variants it hits."""
+
+    def __init__(self, path: str):
+        self.path, self.groups = path, {}
+
+    def add(self, what: str, exc: BaseException, label: str, line: int | None = None) -> None:
+        from .probe import _probe_error_from
+        err = exc if isinstance(exc, ProbeError) and exc.lineno else _probe_error_from(exc, self.path, what)
+        text = str(err)
+        if line and not err.lineno:
+            text = str(ProbeError(text.removeprefix(f"{self.path}: "), self.path, line))
+        self.groups.setdefault(text, []).append(label)
+
+    def messages(self, totals: dict[str, int]) -> list[str]:
+        """One line per distinct error: the error, then which variants it leaves out."""
+        plural = {"case": "cases", "hints": "hint combinations"}
+        out = []
+        for text, labels in self.groups.items():
+            kind = labels[0].split(" ", 1)[0]
+            n, total = len(labels), totals.get(kind, len(labels))
+            which = ("" if total == 1 else f"for {labels[0]}: " if n == 1 else
+                     f"for all {total} {plural.get(kind, kind)}: " if n == total else
+                     f"for {labels[0]} and {n - 1} more of {total} {plural.get(kind, kind)}: ")
+            out.append(f"{text} ({which}not compiled)")
+        return out
+
+
+def check_file(path: str, targets: Sequence[str], max_variants: int, stage: Callable[[str], None],
+               cases: dict | None = None, hints: dict | None = None) -> FileReport:
+    """Import the probe file ``path`` and try each probe's kernel, hint values and ``args`` (with cuTile's signature
+    inference) for ``targets``; never raises for what the probe does. Runs in the loader child.
+
+    ``cases`` / ``hints``: ``--case`` / ``--hint`` values replacing the probes' own
+    (:func:`tileprobe.audit.where.apply_overrides`; case names are checked by the parent, across all files)."""
+    from .probe import NoProbeDefined, _probe_error_from, load_probes, probe_code_guard
+    report = FileReport(os.path.abspath(path))
+    stage("importing the probe file")
+    try:
+        with probe_code_guard():
+            probes = load_probes(path)
+        if cases or hints:
+            from .where import apply_overrides
+            probes = apply_overrides(probes, cases, hints, check=False)
+    except NoProbeDefined as e:
+        report.no_probe = str(e)
+        return report
+    except ProbeError as e:
+        report.errors.append(str(e))
+        return report
+    except BaseException as e:   # noqa: B036 — sys.exit, os._exit, KeyboardInterrupt from the probe's own code
+        report.errors.append(str(_probe_error_from(e, report.path, "importing the probe file")))
+        return report
+    for p in probes:
+        plan = _plan(p, targets, max_variants, stage, report.errors)
+        if plan is not None:
+            report.plans.append(plan)
+    return report
+
+
+def _plan(p, targets, max_variants: int, stage, errors: list[str]) -> ProbePlan | None:
+    from .probe import describe_exception, probe_code_guard
+    where = f"probe {p.label!r}"
+    stage(f"{where}: importing its kernel {p.kernel!r}")
+    try:
+        with probe_code_guard():
+            kernel = p.resolve_kernel()
+            digest = source_sha256(p)
+    except BaseException as e:   # noqa: B036
+        if isinstance(e, ProbeError) and e.path and e.lineno:      # located already (e.g. the kernel file's line)
+            errors.append(str(e))
+        else:
+            detail = str(e).removeprefix(f"{e.path}: ") if isinstance(e, ProbeError) else describe_exception(e)
+            spec = str(p.kernel).rsplit(":", 1)[0]
+            what = "" if spec in detail or "kernel " in detail else f"kernel {p.kernel!r}: "
+            errors.append(str(ProbeError(f"{where}: {what}{detail}", p.source, p.lineno)))
+        return None
+    plan = ProbePlan(p.source, p.index, p.label, dict(p.cases), dict(p.hints), tuple(p.archs) if p.archs else None,
+                     dict(p.knobs), p.timeout_s, digest)
+    mine = plan.targets(targets)
+    plan.n_variants = _grid_size(p.cases) * _grid_size(p.hints) * len(mine)
+    if plan.n_variants > max_variants:
+        plan.evaluated = False
+        return plan
+    fails = _Failures(p.source)
+    skip: set = set()
+    kernels = _try_hints(p, kernel, where, stage, fails, skip)
+    _try_args(p, kernels, mine, stage, fails, skip)
+    plan.skip = frozenset(skip)
+    plan.n_variants = sum(1 for ci in range(_grid_size(p.cases)) for hi in range(_grid_size(p.hints)) for t in mine
+                          if not plan.skipped(ci, hi, t))
+    errors.extend(fails.messages({"case": _grid_size(p.cases), "hints": _grid_size(p.hints)}))
+    return plan
+
+
+def _try_hints(p, kernel, where, stage, fails: _Failures, skip: set) -> dict:
+    """The kernel with each hint combination (cuTile validates the values); a refused combination is skipped."""
+    from .probe import probe_code_guard
+    kernels = {}
+    for hi, h in enumerate(p.hint_grid()):
+        label = "hints " + (",".join(f"{k}={v!r}" for k, v in h.items()) or "declared")
+        stage(f"{where}: {label}")
+        try:
+            with probe_code_guard():
+                set_ = {k: v for k, v in h.items() if v is not None}
+                kernels[hi] = kernel.replace_hints(**set_) if set_ else kernel
+        except BaseException as e:   # noqa: B036
+            fails.add(f"{where}: {label} refused by cuTile (allowed values in its message)", e, label, p.lineno)
+            skip.add((None, hi, None))
+    return kernels
+
+
+def _try_args(p, kernels: dict, targets, stage, fails: _Failures, skip: set) -> None:
+    """Call ``args`` for every case (per target and hints when it takes them) and infer the signature from it."""
+    from .compile import effective_hints
+    from .probe import SpecArrays, context_kwargs, probe_code_guard
+    from .signature import jit_signature
+    args_line = getattr(getattr(p.args, "__code__", None), "co_firstlineno", None)
+    if not kernels:
+        return
+    first = next(iter(kernels.values()))
+    for ci, case in enumerate(p.case_grid()):
+        label = "case " + (",".join(f"{k}={v!r}" for k, v in case.items()) or "-")
+        combos = ([(t, hi) for t in targets for hi in kernels] if p.args_take_context else [(None, None)])
+        for arch, hi in combos:
+            stage(f"args({case})" + (f" for {arch}" if arch else ""))
+            k = first if hi is None else kernels[hi]
+            ctx = {"arch": arch, "hints": effective_hints(k, arch)} if arch else {}
+            try:
+                with probe_code_guard():
+                    a = tuple(p.args(dict(case), SpecArrays(), **context_kwargs(p.args, **ctx)))
+            except BaseException as e:   # noqa: B036
+                fails.add("args()", e, label, args_line)
+                skip.add((ci, hi, arch) if arch else (ci, None, None))
+                continue
+            try:
+                with probe_code_guard():
+                    jit_signature(k, a)
+            except BaseException as e:   # noqa: B036
+                fails.add("args()", e, label, args_line)
+                skip.add((ci, hi, arch) if arch else (ci, None, None))
+
+
+def child_main() -> None:
+    """Entry of the loader child: ``python -c … FD JOB``; sends ("stage", text) messages and one ("report",
+    FileReport) on the connection FD, then exits without running the probe's atexit handlers."""
+    from .procs import die_with_parent
+    fd, job = int(sys.argv[1]), json.loads(sys.argv[2])
+    die_with_parent(signal.SIGKILL, job["parent"])
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sys.path[:] = job["sys_path"] + [p for p in sys.path if p not in job["sys_path"]]
+    import tempfile
+    tempfile.tempdir = job["tmp"]
+    real_exit = os._exit
+    conn = Connection(fd, readable=False)
+    import cuda.tile  # noqa: F401  — not probe code: imported before the probe's clock starts
+    from . import probe, signature  # noqa: F401
+    if job["find_compiler"]:     # before any probe code; cuTile's lookup reads package metadata (seconds when busy)
+        try:
+            from . import _cutile
+            conn.send(("compiler", (_cutile.current_compiler(), "")))
+        except Exception as e:   # noqa: BLE001 — no tileiras: the audit says so for the default compiler
+            conn.send(("compiler", ("", str(e))))
+    try:
+        report = check_file(job["path"], job["targets"], job["max_variants"], lambda t: conn.send(("stage", t)),
+                            job.get("cases"), job.get("hints"))
+    except BaseException as e:   # noqa: B036 — a tileprobe bug: still this file's error, not the audit's
+        from .probe import describe_exception
+        report = FileReport(os.path.abspath(job["path"]), errors=[f"{job['path']}: loading failed inside tileprobe: "
+                                                                  f"{describe_exception(e)}"])
+    try:
+        conn.send(("report", report))
+    except Exception as e:   # unpicklable case or hint values
+        conn.send(("report", FileReport(report.path, errors=[
+            f"{report.path}: its cases or hints hold values that cannot be sent to the compile workers ({e}); "
+            "use plain values (numbers, strings, tuples)"])))
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+        sys.stderr.flush()
+    real_exit(0)
+
+
+def load_plans(paths: Sequence[str], targets: Sequence[str] = (), *,
+               timeout_s: float = PROBE_TIMEOUT_S) -> tuple[list[ProbePlan], list[str]]:
+    """The probes of ``paths`` as plans (names, cases, hints), loaded contained, without trying their ``args``: for
+    commands that need the grid before an audit (gate's ``--where`` check). Returns (plans, errors)."""
+    from .procs import owned_tempdir
+    with owned_tempdir("load") as tmp:
+        reports = load_probe_files(paths, targets, tmp_root=tmp, timeout_s=timeout_s, max_variants=0)
+    errors = [e for r in reports for e in ([r.no_probe] if r.no_probe else []) + r.errors]
+    return [p for r in reports for p in r.plans], errors
+
+
+# --- parent side ------------------------------------------------------------------------------------------------------
+
+_BOOT = "from tileprobe.audit.contained import child_main; child_main()"
+
+
+class _Loader:
+    """One loader child for one probe file, as the parent sees it."""
+
+    def __init__(self, path: str, targets, max_variants: int, timeout_s: float, tmp_root: str,
+                 find_compiler: bool = False, overrides: tuple = (None, None)):
+        import tempfile
+        r, w = os.pipe()
+        tmp = tempfile.mkdtemp(prefix="load-", dir=tmp_root)
+        job = {"path": path, "targets": list(targets), "max_variants": max_variants, "parent": os.getpid(),
+               "find_compiler": find_compiler, "cases": overrides[0], "hints": overrides[1],
+               "sys_path": [os.path.abspath(p) if p else os.getcwd() for p in sys.path], "tmp": tmp}
+        env = dict(os.environ)
+        pkg_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        env["PYTHONPATH"] = os.pathsep.join([pkg_root, *filter(None, [env.get("PYTHONPATH")])])
+        try:
+            self.proc = subprocess.Popen([sys.executable, "-c", _BOOT, str(w), json.dumps(job)], pass_fds=(w,),
+                                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                         start_new_session=True, env=env)
+        finally:
+            os.close(w)
+        self.path, self.timeout_s = path, timeout_s
+        self.msgs: Connection | None = Connection(r, writable=False)
+        self.out_fd: int | None = self.proc.stdout.fileno()
+        self.head, self.out_bytes = bytearray(), 0
+        self.stage, self.report, self.error = "starting Python", None, None
+        self.compiler = ("", "")
+        self.deadline = time.monotonic() + STARTUP_S + timeout_s
+
+    def waitables(self) -> list:
+        return [x for x in (self.msgs, self.proc.stdout if self.out_fd is not None else None) if x is not None]
+
+    def pump(self, ready) -> None:
+        """Read what is ready: output (counted, the head kept) and messages (stage, report)."""
+        if self.out_fd is not None and self.proc.stdout in ready:
+            data = os.read(self.out_fd, 65536)
+            if not data:
+                self.out_fd = None
+            self.out_bytes += len(data)
+            self.head += data[:max(0, OUTPUT_SHOWN_BYTES - len(self.head))]
+            if self.out_bytes > OUTPUT_LIMIT_BYTES:
+                self.error = (f"{self.path}: printed more than {OUTPUT_LIMIT_BYTES:,} bytes while {self.stage} and was "
+                              f"stopped; remove the prints (first line: {self._first_line()!r})")
+        if self.msgs is not None and self.msgs in ready:
+            try:
+                kind, payload = self.msgs.recv()
+            except (EOFError, OSError):
+                self.msgs = None
+                return
+            if kind == "stage":
+                self.stage, self.deadline = payload, time.monotonic() + self.timeout_s
+            elif kind == "compiler":
+                self.compiler = payload
+            else:
+                self.report = payload
+
+    def _first_line(self) -> str:
+        line = (bytes(self.head).decode(errors="replace").strip().splitlines() or [""])[0]
+        return line if len(line) <= 80 else line[:77] + "..."
+
+    @property
+    def finished(self) -> bool:
+        return self.error is not None or (self.msgs is None and self.out_fd is None)
+
+    def result(self) -> FileReport:
+        """The report (after :attr:`finished` or a timeout); kills the child and its process group."""
+        from .procs import exit_text, kill_tree
+        timed_out = not self.finished
+        kill_tree(self.proc.pid)
+        status = self.proc.wait()
+        if timed_out:
+            report = FileReport(self.path, errors=[f"{self.path}: {self.stage} did not return within "
+                                                   f"{self.timeout_s:.0f} s and was stopped (an endless loop? a slow "
+                                                   "import: raise --probe-timeout)"])
+        elif self.error:
+            report = FileReport(self.path, errors=[self.error])
+        else:
+            report = self.report or FileReport(self.path, errors=[
+                f"{self.path}: the process loading it ended during {self.stage} with {exit_text(status)} and gave no "
+                "result (a crash in an extension module, or os._exit before tileprobe could catch it)"])
+            report.output = bytes(self.head).decode(errors="replace")
+        report.default_tileiras, report.default_tileiras_error = self.compiler
+        return report
+
+
+def load_probe_files(paths: Sequence[str], targets: Sequence[str], *, tmp_root: str, jobs: int | None = None,
+                     timeout_s: float = PROBE_TIMEOUT_S, max_variants: int = 10**9,
+                     find_compiler: bool = False, cases: dict | None = None,
+                     hints: dict | None = None) -> list[FileReport]:
+    """Load each probe file in its own child (``jobs`` at a time) and return one :class:`FileReport` per path, in
+    order. ``timeout_s``: seconds each step of probe code may take; ``max_variants``: a probe whose grid is larger
+    is not tried (its plan says ``evaluated=False``); ``find_compiler``: the first child also reports the tileiras
+    cuTile would pick (``default_tileiras``), before it runs probe code; ``cases`` / ``hints``: ``--case`` /
+    ``--hint`` overrides (:func:`check_file`). Ctrl-C stops the children and propagates."""
+    from .compile import default_jobs
+    jobs = max(1, jobs or default_jobs())
+    todo = list(enumerate(paths))
+    running: dict[int, _Loader] = {}
+    reports: list[Any] = [None] * len(paths)
+    try:
+        while todo or running:
+            while todo and len(running) < jobs:
+                i, path = todo.pop(0)
+                running[i] = _Loader(path, targets, max_variants, timeout_s, tmp_root, find_compiler and i == 0,
+                                     (cases, hints))
+            soonest = min(l.deadline for l in running.values())
+            ready = wait([w for l in running.values() for w in l.waitables()],
+                         timeout=min(max(0.0, soonest - time.monotonic()), 0.5))
+            for i, loader in list(running.items()):
+                loader.pump(ready)
+                if loader.finished or time.monotonic() > loader.deadline:
+                    reports[i] = loader.result()
+                    del running[i]
+    finally:
+        for loader in running.values():
+            from .procs import kill_tree
+            kill_tree(loader.proc.pid)
+            loader.proc.wait()
+    return reports

@@ -1,0 +1,244 @@
+"""The compile worker pool: variants streamed to spawned workers, each with a deadline; a dead or stuck worker is
+replaced (issue 9, items 4, 5 and 7).
+
+* **Streamed.** Variants come from an iterator and at most ``jobs`` are in flight: a grid is never one queue of
+  futures in memory (a 10^6-variant grid took 3 GB in ``concurrent.futures``, issue 9).
+* **A deadline per variant.** Probe code, cuTile's front end, tileiras and nvdisasm together get the variant's
+  compiler timeout plus :data:`~tileprobe.audit.contained.PROBE_TIMEOUT_S`,
+  :data:`~tileprobe.model.sass.NVDISASM_TIMEOUT_S` and :data:`SLACK_S`; past it the worker and every process it
+  started are killed, the variant is a ``timeout`` and a fresh worker takes the next one.
+* **The width is kept.** A worker that dies (a crash in cuTile's extension) fails only the variant it held
+  (``compiler_crash``, with the signal), and the next variant starts a new worker: a sweep never turns serial.
+* **No orphans.** Workers run in their own session with a parent-death signal (:mod:`tileprobe.audit.procs`);
+  Ctrl-C, a SIGTERM/SIGHUP turned into an exception, or a consumer that stops early kill every worker and its
+  compilers at once. The worker also sees end-of-file on its pipe when the parent is gone.
+"""
+from __future__ import annotations
+
+import contextlib
+import multiprocessing as mp
+import os
+import signal
+import sys
+import time
+import types
+from dataclasses import dataclass
+from multiprocessing.connection import wait
+from typing import Iterable, Iterator
+
+from ..errors import ToolchainError
+from .compile import DEFAULT_TIMEOUT_S, CompileResult, Variant, default_jobs
+
+#: Seconds allowed beyond a variant's own timeouts (worker bookkeeping, reading the cubin, a loaded machine).
+SLACK_S = 30.0
+
+
+def worker_main(conn, initargs: tuple, parent_pid: int) -> None:
+    """A compile worker: set up (:func:`tileprobe.audit.compile._init_worker`), say ("ready", info) or
+    ("init_error", text), then answer each variant received with ("result", CompileResult) until None or
+    end-of-file (the parent is gone)."""
+    from .compile import _init_worker, compile_one
+    from .procs import die_with_parent, on_parent_death
+    import tempfile
+    tempfile.tempdir = initargs[3]                 # before cuTile's import makes its own temp folder (kept on a kill)
+    on_parent_death(signal.SIGTERM)
+    die_with_parent(signal.SIGTERM, parent_pid)
+    os.setsid()                                    # terminal signals are the parent's; it stops us
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    devnull = os.open(os.devnull, os.O_WRONLY)     # what probe code prints does not reach the terminal
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
+    try:
+        info = _init_worker(*initargs)
+    except BaseException as e:   # noqa: B036
+        conn.send(("init_error", str(e) or type(e).__name__))
+        return
+    conn.send(("ready", info))
+    while True:
+        try:
+            variant = conn.recv()
+        except (EOFError, OSError):
+            return
+        if variant is None:
+            return
+        conn.send(("result", compile_one(variant)))
+
+
+@dataclass(eq=False)
+class _Worker:
+    process: mp.process.BaseProcess
+    conn: object
+    variant: Variant | None = None
+    deadline: float = 0.0
+    limit_s: float = 0.0
+    ready: bool = False
+
+
+class WorkerPool:
+    """``jobs`` compile workers for one tileiras (``initargs`` of :func:`~tileprobe.audit.compile._init_worker`)."""
+
+    def __init__(self, jobs: int, initargs: tuple, timeout_s: float):
+        self.jobs, self.initargs, self.timeout_s = max(1, jobs), initargs, timeout_s
+        self.ctx = mp.get_context("spawn")
+        self.started = 0          # workers started (a benchmark and the tests read it)
+
+    def _start(self) -> _Worker:
+        parent_end, child_end = self.ctx.Pipe()
+        p = self.ctx.Process(target=worker_main, args=(child_end, self.initargs, os.getpid()), daemon=True)
+        with _no_main_reimport():
+            p.start()
+        child_end.close()
+        self.started += 1
+        return _Worker(p, parent_end)
+
+    def limit_s(self, v: Variant, fresh: bool) -> float:
+        """Seconds a worker may take on ``v`` before it is stopped (a fresh worker also starts and probes tileiras)."""
+        from ..model.sass import NVDISASM_TIMEOUT_S
+        from ._cutile import TOOL_TIMEOUT_S
+        from .contained import PROBE_TIMEOUT_S
+        limit = PROBE_TIMEOUT_S + (v.timeout_s or self.timeout_s) + NVDISASM_TIMEOUT_S + SLACK_S
+        return limit + (2 * TOOL_TIMEOUT_S if fresh else 0.0)
+
+    def _give(self, w: _Worker, v: Variant) -> None:
+        w.variant, w.limit_s = v, self.limit_s(v, not w.ready)
+        w.deadline = time.monotonic() + w.limit_s
+        w.conn.send(v)
+
+    def run(self, variants: Iterable[Variant]) -> Iterator[CompileResult]:
+        """Compile ``variants`` (any iterable: read as workers free up); yield results as they finish.
+
+        Raises:
+            ToolchainError: the workers cannot start with this tileiras (their set-up failed, or they die before it
+                ends); results yielded before stay valid.
+        """
+        it = iter(variants)
+        busy: dict[object, _Worker] = {}
+        idle: list[_Worker] = []
+        done = False
+        try:
+            while True:
+                self._fill(it, busy, idle)
+                if not busy:
+                    break
+                soonest = min(w.deadline for w in busy.values())
+                ready = wait(list(busy), timeout=max(0.0, soonest - time.monotonic()))
+                results = [r for conn in ready for r in self._receive(busy.pop(conn), busy, idle)]
+                now = time.monotonic()
+                for w in [w for w in busy.values() if now > w.deadline]:
+                    del busy[w.conn]
+                    results.append(self._stop_stuck(w))
+                self._fill(it, busy, idle)       # keep the width while the caller reads the results
+                yield from results
+            done = True
+        finally:
+            self._close(idle, list(busy.values()), graceful=done)
+
+    def _fill(self, it, busy: dict, idle: list) -> None:
+        while len(busy) < self.jobs:
+            v = next(it, None)
+            if v is None:
+                return
+            w = idle.pop() if idle else self._start()
+            self._give(w, v)
+            busy[w.conn] = w
+
+    def _receive(self, w: _Worker, busy: dict, idle: list) -> list[CompileResult]:
+        try:
+            kind, payload = w.conn.recv()
+        except (EOFError, OSError):
+            return [self._dead(w)]
+        if kind == "init_error":
+            self._kill(w)
+            raise ToolchainError(f"the compile workers cannot start: {payload}")
+        if kind == "ready":
+            w.ready = True
+            w.limit_s = self.limit_s(w.variant, False)
+            busy[w.conn] = w                     # still compiling its variant
+            return []
+        w.variant = None
+        idle.append(w)
+        return [payload]
+
+    def _dead(self, w: _Worker) -> CompileResult:
+        from .procs import exit_text
+        w.process.join(timeout=2)
+        status = exit_text(w.process.exitcode)
+        self._kill(w)
+        if not w.ready:
+            raise ToolchainError(f"a compile worker died while starting ({status}): cuTile or tileiras cannot load "
+                                 "here; run `tileprobe doctor`")
+        from .failure import dead_worker   # what it was doing (its phase file): probe code, or the compile
+        return CompileResult(w.variant, "compiler_crash").fail(dead_worker(w.variant, self.initargs[3], status))
+
+    def _stop_stuck(self, w: _Worker) -> CompileResult:
+        self._kill(w)
+        return CompileResult(w.variant, "timeout",
+                             error=f"no result within {w.limit_s:.0f} s (probe code, cuTile's front end, tileiras and "
+                                   "nvdisasm together); the worker and its compiler processes were stopped")
+
+    @staticmethod
+    def _kill(w: _Worker) -> None:
+        from .procs import kill_tree
+        if w.process.pid is not None:
+            kill_tree(w.process.pid)
+        w.process.join(timeout=5)
+        with contextlib.suppress(OSError):
+            w.conn.close()
+
+    def _close(self, idle: list, busy: list, graceful: bool) -> None:
+        """End every worker: idle ones are told to stop when all went well; anything still alive is killed."""
+        if graceful:
+            for w in idle:
+                with contextlib.suppress(OSError, ValueError):
+                    w.conn.send(None)
+            for w in idle:
+                w.process.join(timeout=5)
+        for w in idle + busy:
+            self._kill(w)
+
+
+def compile_variants(variants: Iterable[Variant], *, tileiras: str | None = None,
+                     lib_dirs: list[str] | None = None, jobs: int | None = None,
+                     timeout_s: float = DEFAULT_TIMEOUT_S, artifact_root: str | None = None,
+                     with_sass: bool = False, tmp_root: str | None = None) -> Iterator[CompileResult]:
+    """Compile ``variants`` with one tileiras in a pool of spawned workers; yield results as they finish.
+
+    Args:
+        variants: any iterable (a generator is read as workers free up).
+        tileiras: path of the tileiras binary (``None``: the one cuTile would pick).
+        lib_dirs: library folders for that tileiras (libnvvm).
+        jobs: parallel workers (default: :func:`~tileprobe.audit.compile.default_jobs`).
+        timeout_s: per-variant compiler timeout in seconds (a probe's ``timeout_s`` wins).
+        artifact_root: where failed variants keep their bytecode (default:
+            :func:`~tileprobe.audit.compile.failed_artifacts_dir`).
+        with_sass: also disassemble each cubin in the worker (nvdisasm) for :mod:`tileprobe.model.sass` traits.
+        tmp_root: the folder the workers work in (default: a temp folder of this call, removed at the end).
+
+    Raises:
+        ToolchainError: the workers cannot start with this tileiras.
+    """
+    from .procs import owned_tempdir
+    with contextlib.ExitStack() as stack:
+        if tmp_root is None:
+            tmp_root = stack.enter_context(owned_tempdir("compile"))
+        pool = WorkerPool(jobs or default_jobs(), (tileiras, lib_dirs, timeout_s, tmp_root, with_sass,
+                                                   artifact_root), timeout_s)
+        yield from pool.run(variants)
+
+
+@contextlib.contextmanager
+def _no_main_reimport():
+    """Start spawned workers without re-running the caller's ``__main__``.
+
+    multiprocessing's spawn re-imports the parent's main script in each worker; a script that calls
+    ``tileprobe.audit.audit`` without an ``if __name__ == "__main__":`` guard (or code piped to ``python -``)
+    would then run again in every worker and kill the pool. The workers need only tileprobe's modules, so the
+    main module is hidden while they start.
+    """
+    main = sys.modules.get("__main__")
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        if main is not None:
+            sys.modules["__main__"] = main

@@ -1,0 +1,216 @@
+"""Child processes that die with tileprobe, and temp folders that do not outlive it (issue 9, item 4).
+
+Every process an audit starts (probe loaders, compile workers, and the tileiras / ptxas / nvdisasm those run) must
+end within seconds when the tileprobe process ends, however it ends:
+
+* **SIGTERM, SIGHUP, Ctrl-C** reach the main process, which stops its workers (:func:`kill_tree`) and removes its
+  temp folder on the way out;
+* **SIGKILL** (or a parent's ``subprocess.run(timeout=…)``, which sends it) gives the main process no last word:
+  each child asked the kernel for a *parent-death signal* (Linux ``prctl(PR_SET_PDEATHSIG)``, ``man 2 prctl``)
+  when it started (:func:`die_with_parent`), so the kernel signals it when its parent dies; a compile worker
+  turns that signal into killing its own compiler processes (:func:`on_parent_death`). The temp folder of such
+  a run carries an owner marker (pid and process start time); the next run removes the folders of owners that are
+  gone (:func:`sweep_leftovers`).
+
+Linux only for the parent-death signal and the /proc walks; elsewhere these are no-ops (the watched pipe between a
+worker and the main process still ends an idle worker: its ``recv`` sees end-of-file).
+"""
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import os
+import shutil
+import signal
+import sys
+import tempfile
+from typing import Iterator
+
+#: ``PR_SET_PDEATHSIG`` from ``<linux/prctl.h>``.
+PR_SET_PDEATHSIG = 1
+#: Name of the marker file in an owned temp folder: ``"<pid> <start time in clock ticks>"``.
+OWNER_MARKER = ".tileprobe-owner"
+#: Prefix of the temp folders tileprobe owns (under :func:`tempfile.gettempdir`).
+TEMP_PREFIX = "tileprobe-"
+#: ``os._exit`` as it was at import: probe code may have it replaced (:func:`tileprobe.audit.probe.probe_code_guard`)
+#: while a signal handler here must really end the process.
+_REAL_EXIT = os._exit
+
+
+def _load_prctl():
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        fn = libc.prctl
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+#: libc's ``prctl``, resolved once at import so a ``preexec_fn`` after ``fork`` loads nothing (None off Linux).
+_PRCTL = _load_prctl()
+
+
+def die_with_parent(signum: int = signal.SIGKILL, parent_pid: int | None = None) -> bool:
+    """Ask the kernel to send ``signum`` to this process when its parent dies (``prctl(PR_SET_PDEATHSIG)``).
+
+    ``parent_pid``: the parent this process expects; when it already died (its pid is no longer our parent),
+    this process exits at once with status 1 — the race between the fork and this call.
+    Returns whether the signal was set (False off Linux or without libc).
+    """
+    if _PRCTL is None:
+        return False
+    ok = _PRCTL(PR_SET_PDEATHSIG, int(signum), 0, 0, 0) == 0
+    if parent_pid is not None and os.getppid() != parent_pid:
+        _REAL_EXIT(1)
+    return ok
+
+
+def preexec_die_with_parent(parent_pid: int):
+    """A ``subprocess.Popen(preexec_fn=…)`` for a compiler tool started by process ``parent_pid`` (this one): SIGKILL
+    it when that process dies, and end it at once if that already happened between the fork and the ``prctl``.
+
+    It calls only the ``prctl`` resolved at import (no loading, no locks), which keeps ``preexec_fn`` safe enough
+    in a process with threads (a progress bar's).
+    """
+    def preexec():
+        if _PRCTL is not None:
+            _PRCTL(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+            if os.getppid() != parent_pid:
+                _REAL_EXIT(1)
+    return preexec
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            text = f.read().decode("ascii", "replace")
+    except OSError:
+        return None
+    # the command name (field 2) may hold spaces and parentheses: split after the last ')'
+    return text.rsplit(")", 1)[1].split()
+
+
+def start_ticks(pid: int) -> int | None:
+    """Start time of process ``pid`` in clock ticks since boot (``/proc/PID/stat`` field 22), or None."""
+    fields = _stat_fields(pid)
+    try:
+        return int(fields[19]) if fields else None
+    except (IndexError, ValueError):
+        return None
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live process below ``pid`` (children, grandchildren …), by a walk of ``/proc``; [] off Linux."""
+    if not os.path.isdir("/proc"):
+        return []
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        fields = _stat_fields(int(entry))
+        if fields and len(fields) > 1:
+            with contextlib.suppress(ValueError):
+                children.setdefault(int(fields[1]), []).append(int(entry))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def kill_tree(pid: int, include_self: bool = True) -> list[int]:
+    """SIGKILL ``pid``'s descendants (and their process groups, so a ptxas whose tileiras already died goes too),
+    then ``pid`` itself unless ``include_self`` is False. Never signals this process or its own group.
+    Returns the pids signalled."""
+    own_group = os.getpgrp()
+    victims = descendants(pid)
+    groups = set()
+    for p in victims:
+        with contextlib.suppress(OSError):
+            groups.add(os.getpgid(p))
+    if include_self:
+        victims.append(pid)
+    for g in groups - {own_group, os.getpid()}:
+        if include_self or g != pid:
+            with contextlib.suppress(OSError):
+                os.killpg(g, signal.SIGKILL)
+    for p in victims:
+        if p != os.getpid():
+            with contextlib.suppress(OSError):
+                os.kill(p, signal.SIGKILL)
+    return victims
+
+
+def on_parent_death(signum: int = signal.SIGTERM) -> None:
+    """In a worker: when the parent dies (the parent-death signal ``signum``), kill every process this worker
+    started (the compiler and its ptxas), then exit. Call :func:`die_with_parent` with the same ``signum``."""
+    def handler(sig, frame):
+        kill_tree(os.getpid(), include_self=False)
+        _REAL_EXIT(128 + sig)
+    signal.signal(signum, handler)
+
+
+def exit_text(returncode: int | None) -> str:
+    """A process's end in words: ``exit status 5``, ``signal SIGSEGV`` (a negative return code), ``no exit status``."""
+    if returncode is None:
+        return "no exit status"
+    if returncode < 0:
+        try:
+            return f"signal {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"signal {-returncode}"
+    return f"exit status {returncode}"
+
+
+# --- temp folders ------------------------------------------------------------------------------------------------
+
+def _owner_alive(marker: str) -> bool:
+    try:
+        with open(marker, encoding="ascii") as f:
+            pid_text, ticks_text = f.read().split()[:2]
+        pid, ticks = int(pid_text), int(ticks_text)
+    except (OSError, ValueError):
+        return True          # unreadable: not ours to judge (another user's, or being written)
+    return start_ticks(pid) == ticks
+
+
+def sweep_leftovers(root: str | None = None) -> list[str]:
+    """Remove the temp folders of tileprobe runs that died without cleaning up (a SIGKILL): folders named
+    ``tileprobe-*`` under ``root`` (default: the system temp folder) whose owner marker names a process that no
+    longer exists (same pid and start time). Folders without a marker, or of live owners, are left alone.
+    Returns the folders removed."""
+    root = root or tempfile.gettempdir()
+    removed = []
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return removed
+    for name in names:
+        path = os.path.join(root, name)
+        marker = os.path.join(path, OWNER_MARKER)
+        if name.startswith(TEMP_PREFIX) and os.path.isfile(marker) and not _owner_alive(marker):
+            shutil.rmtree(path, ignore_errors=True)
+            if not os.path.exists(path):
+                removed.append(path)
+    return removed
+
+
+@contextlib.contextmanager
+def owned_tempdir(kind: str = "audit") -> Iterator[str]:
+    """A temp folder ``tileprobe-KIND-*`` marked with this process as its owner, removed on every exit Python
+    sees (return, exception, Ctrl-C, a SIGTERM/SIGHUP turned into an exception); leftovers of earlier runs that
+    were killed are swept first (:func:`sweep_leftovers`)."""
+    sweep_leftovers()
+    path = tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{kind}-")
+    with open(os.path.join(path, OWNER_MARKER), "w", encoding="ascii") as f:
+        f.write(f"{os.getpid()} {start_ticks(os.getpid()) or 0}\n")
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
