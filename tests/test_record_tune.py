@@ -91,7 +91,7 @@ def test_the_tunable_probe_poisons_the_output_and_checks_against_torch(dry):
     assert probe.grid(case, {}, 132) == (528, 1, 1) and probe.grid(case, {}, 148) == (592, 1, 1)
 
 
-def test_tuned_export_is_read_back_by_host_code_without_tileprobe(dry, tmp_path):
+def test_tuned_export_is_read_back_by_host_code_without_tileprobe(dry, tmp_path, compile_count):
     from tileprobe.run.watchdog import Watchdog
     from tileprobe.store import Store
     from tileprobe.tune import tune
@@ -102,7 +102,7 @@ def test_tuned_export_is_read_back_by_host_code_without_tileprobe(dry, tmp_path)
                    store=s, timeout_s=5.0, export=str(export))
     (p,) = res.problems
     assert p.verdict == "winner" and p.pick["label"] == "occupancy=8"
-    assert res.times["compile_s"] < 10                                 # the dry run's compiles, from the store
+    assert compile_count.n == 0                                         # the dry run's compiles, from the store
     (row,) = json.loads(export.read_text())["kernels"]["_softmax_kernel"]
     assert row["problem"] == {"N_ROWS": 4096, "DIM_COLS": 2048} and row["hints"] == {"occupancy": 8}
     # the host program reads it, run as the script's step 4 runs it (no tileprobe on its path)
