@@ -344,7 +344,7 @@ def run_sweep(probes: Sequence[str] = (), *, arch: str | None = None, bundle: st
               on_probe_error: Callable[[str], None] | None = None,
               progress: Callable[[int, int, VariantRecord], None] | None = None, where: dict | None = None,
               cases: dict | None = None, hints: dict | None = None, gpus: Sequence[int] | None = None,
-              slots: Sequence | None = None) -> RunResult:
+              slots: Sequence | None = None, executor=None) -> RunResult:
     """``tileprobe run``: audit ``probes`` for this GPU's arch (or ``arch``), or read the audit a ``bundle``
     directory carries (:func:`load_bundle`; ``probes`` then picks its probes by file name and is where their code
     is imported from: a bundle is data, the probe paths it records are never imported), then check and time
@@ -358,8 +358,10 @@ def run_sweep(probes: Sequence[str] = (), *, arch: str | None = None, bundle: st
         on_probe_error(text): for each probe the audit could not build. progress(i, n, record): after each variant.
         where: run only the variants matching ``{name: value}`` (``--where``; :mod:`tileprobe.audit.where`).
         cases, hints: ``{name: [values]}`` replacing the probes' own (``--case`` / ``--hint``; not with a bundle).
-        gpus, slots: several GPU workers (``--gpus``, ``--executor ray``): :func:`run_probes_on_gpus`; ``on_gpu``
-            then gets the first GPU, with ``gpus``: every slot's.
+        gpus, slots: several GPU workers (``--gpus``): :func:`run_probes_on_gpus`; ``on_gpu`` then gets the first
+            GPU, with ``gpus``: every slot's.
+        executor: a :mod:`tileprobe.exec` executor (``--executor ray``): the audit's compiles go through it, and
+            its ``gpu_slots`` are the GPU workers (one per entry of ``gpus``, default one).
 
     Raises:
         TileprobeError: neither ``probes`` nor ``bundle``; a bundle without ``probes``; an unreadable or malformed
@@ -368,12 +370,16 @@ def run_sweep(probes: Sequence[str] = (), *, arch: str | None = None, bundle: st
     if not probes and not bundle:
         raise TileprobeError("give probe files to audit and run, or --bundle DIR with an audit made elsewhere")
     from_bundle = _from_bundle(bundle, probes, arch) if bundle else None   # read and checked before any GPU work
+    if executor is not None and slots is None and executor.name != "local":
+        from .multi import Slot
+        slots = [Slot(g, w) for g, w in zip(gpus or [0], executor.gpu_slots(gpus or [0], timeout_s=timeout_s))]
     if slots is not None or (gpus is not None and len(gpus) > 1):
-        return _sweep_on_gpus(probes, from_bundle, slots, gpus, arch=arch, bundle=bundle, store=store,
+        return _sweep_on_gpus(probes, from_bundle, slots, gpus, executor=executor, arch=arch, bundle=bundle, store=store,
                               timeout_s=timeout_s, seed=seed, jobs=jobs, command_line=command_line, on_gpu=on_gpu,
                               on_probe_error=on_probe_error, progress=progress, where=where, cases=cases, hints=hints,
                               timing=dict(reps=reps, warmup=warmup, warmup_ms=None, timing_mode=timing_mode))
-    with _watchdog.Watchdog(timeout_s=timeout_s) as wd:
+    env = {"CUDA_VISIBLE_DEVICES": str(gpus[0])} if gpus else None
+    with _watchdog.Watchdog(timeout_s=timeout_s, env=env) as wd:
         gpu = wd.start()
         if on_gpu:
             on_gpu(gpu)
@@ -381,19 +387,20 @@ def run_sweep(probes: Sequence[str] = (), *, arch: str | None = None, bundle: st
             records, env, cubins, search = from_bundle
         else:
             records, env, cubins, search = _audit_here(probes, arch or gpu["sm"], jobs, store, command_line,
-                                                       on_probe_error, where=where, cases=cases, hints=hints)
+                                                       on_probe_error, where=where, cases=cases, hints=hints,
+                                                       executor=executor)
         if where:
             from ..audit.where import select_or_explain
             records = select_or_explain(records, where)
         result = run_probes(records, cubins, probe_paths=probes, search_dirs=search, timeout_s=timeout_s,
                             reps=reps, warmup=warmup, seed=seed, watchdog=wd, environment=env, progress=progress,
-                            timing_mode=timing_mode, trust_recorded=not bundle)
+                            timing_mode=timing_mode, trust_recorded=not bundle, gpus=gpus)
     if store is not None:
         result.store_error = save_runs(store, result)
     return result
 
 
-def _sweep_on_gpus(probes, from_bundle, slots, gpus, *, arch, bundle, store, timeout_s, seed, jobs, command_line,
+def _sweep_on_gpus(probes, from_bundle, slots, gpus, *, executor, arch, bundle, store, timeout_s, seed, jobs, command_line,
                    on_gpu, on_probe_error, progress, where, cases, hints, timing) -> RunResult:
     """:func:`run_sweep` with several GPU workers: they start (together) while nothing else runs, so worker
     start-up is apart from the sweep's timing (``environment["gpus"][i]["worker_start_s"]``)."""
@@ -412,7 +419,8 @@ def _sweep_on_gpus(probes, from_bundle, slots, gpus, *, arch, bundle, store, tim
             records, env, cubins, search = from_bundle
         else:
             records, env, cubins, search = _audit_here(probes, arch or gpu["sm"], jobs, store, command_line,
-                                                       on_probe_error, where=where, cases=cases, hints=hints)
+                                                       on_probe_error, where=where, cases=cases, hints=hints,
+                                                       executor=executor)
         if where:
             from ..audit.where import select_or_explain
             records = select_or_explain(records, where)
@@ -442,9 +450,9 @@ def _from_bundle(bundle: str, probes: Sequence[str], arch: str | None):
 
 
 def _audit_here(probes: Sequence[str], arch: str, jobs: int | None, store, command_line: str, on_probe_error,
-                **select):
+                executor=None, **select):
     from ..audit import audit
-    result = audit(list(probes), [get_arch(arch).name], jobs=jobs, store=store, **select)
+    result = audit(list(probes), [get_arch(arch).name], jobs=jobs, store=store, executor=executor, **select)
     if store is not None:
         store.save_audit(result, command_line)
     for e in result.probe_errors:
