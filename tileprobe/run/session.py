@@ -196,6 +196,7 @@ def run_probes(records: Iterable[VariantRecord], cubins: Any = None, *, probe_pa
         if own:
             wd.close()
     result.wall_s = time.perf_counter() - t0
+    result.environment.setdefault("run", {})["sweep_wall_s"] = round(result.wall_s, 3)   # worker start-up apart
     return result
 
 
@@ -242,6 +243,7 @@ def run_probes_on_gpus(records: Iterable[VariantRecord], cubins: Any, slots: Seq
     finally:
         multi.close_slots(slots)
     result.wall_s = time.perf_counter() - t0
+    result.environment.setdefault("run", {})["sweep_wall_s"] = round(result.wall_s, 3)   # worker start-up apart
     return result
 
 
