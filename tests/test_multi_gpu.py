@@ -82,3 +82,20 @@ def test_no_slot_starts(fake_task):
     slots = multi.local_slots([0, 1], 5.0, init="tileprobe.no_such_module:init")
     with pytest.raises(session.WorkerStartError, match="no GPU worker could start"):
         session.run_probes(_records(fake_task), {SHA: CUBIN}, slots=slots)
+
+
+def test_cli_takes_gpus_and_executor_options():
+    from tileprobe.cli import build_parser
+    from tileprobe.cli._common import gpus_of
+    from tileprobe.exec import make_executor
+    args = build_parser().parse_args(["run", "a.py", "--gpus", "0,0", "--executor", "ray", "--address", "auto"])
+    assert gpus_of(args) == [0, 0] and args.executor == "ray" and args.address == "auto"
+    args = build_parser().parse_args(["tune", "a.py", "--gpus", "1"])
+    assert gpus_of(args) == [1] and args.executor == "local"
+    assert gpus_of(build_parser().parse_args(["run", "a.py"])) is None          # today's one worker on GPU 0
+    args = build_parser().parse_args(["audit", "a.py", "--executor", "ray"])
+    assert args.executor == "ray" and not hasattr(args, "gpus")
+    with pytest.raises(UsageError, match="--address is for --executor ray"):
+        make_executor("local", address="auto")
+    with pytest.raises(UsageError, match="use one of local, ray"):
+        make_executor("dask")
