@@ -16,7 +16,8 @@ for gpus in 0 0,0; do
   t0=$(date +%s.%N)
   timeout 300 python3 -m tileprobe run "$probe" --bundle "$bundle" --gpus "$gpus" --format none \
     --json "$out/run_${gpus/,/_}.json" 2> "$out/run_${gpus/,/_}.stderr"
-  echo "--gpus $gpus: exit $?, wall $(python3 -c "import time; print(round(time.time() - $t0, 1))") s (process, worker start-up included)"
+  rc=$?
+  echo "--gpus $gpus: exit $rc, wall $(python3 -c "import time; print(round(time.time() - $t0, 1))") s (process, worker start-up included)"
   tail -2 "$out/run_${gpus/,/_}.stderr"
 done
 python3 benchmarks/gpu_runs_compare.py "$out/run_0.json" "$out/run_0_0.json" --expect shared --out "$out/compare.md"

@@ -15,7 +15,8 @@ for gpus in 0 0,1; do
   t0=$(date +%s.%N)
   timeout 580 python3 -m tileprobe run "${probes[@]}" --bundle "$bundle" --gpus "$gpus" --reps "${REPS:-400}" \
     --format none --json "$out/run_${gpus/,/_}.json" 2> "$out/run_${gpus/,/_}.stderr"
-  echo "--gpus $gpus: exit $?, process wall $(python3 -c "import time; print(round(time.time() - $t0, 1))") s"
+  rc=$?
+  echo "--gpus $gpus: exit $rc, process wall $(python3 -c "import time; print(round(time.time() - $t0, 1))") s"
   tail -2 "$out/run_${gpus/,/_}.stderr"
 done
 python3 benchmarks/gpu_runs_compare.py "$out/run_0.json" "$out/run_0_1.json" --expect distinct --out "$out/compare.md"
