@@ -149,9 +149,11 @@ class GpuActor:
         self.info["ray_node"] = _ray().get_runtime_context().get_node_id()
 
     def hello(self) -> dict:
+        """What the init returned (the GPU's provenance), with Ray's GPU ids and node id."""
         return self.info
 
     def task(self, fn: str, kwargs: dict) -> tuple[bool, object]:
+        """(True, ``fn(**kwargs)``), or (False, the traceback) when it raised."""
         from ..run.worker import _import
         try:
             return True, _import(fn)(**(kwargs or {}))
