@@ -99,3 +99,18 @@ def test_cli_takes_gpus_and_executor_options():
         make_executor("local", address="auto")
     with pytest.raises(UsageError, match="use one of local, ray"):
         make_executor("dask")
+
+
+def test_a_worker_started_from_a_thread_outlives_the_start():
+    """PR_SET_PDEATHSIG follows the thread that started the worker: tune's starter thread stays until released, so
+    the worker it started serves the first task (no silent second start-up)."""
+    from tileprobe.run.watchdog import Watchdog
+    from tileprobe.tune.pipeline import _WorkerStarter
+    with Watchdog(init="tileprobe.run.worker:init_plain") as wd:
+        starter = _WorkerStarter(wd)
+        info, _, _ = starter.wait()
+        import time
+        time.sleep(0.5)
+        out = wd.submit("os:getpid", {})
+        assert out.status == "done" and out.value == info["pid"] and wd.pids == [info["pid"]]
+        starter.release()

@@ -35,6 +35,9 @@ class _WorkerStarter:
     def __init__(self, wd):
         self.wd, self.info, self.error = wd, None, None
         self.t0, self.t1 = time.perf_counter(), None
+        self.held = threading.Event()   # the thread lives until release(): the worker dies with the thread that
+        #                                 started it (PR_SET_PDEATHSIG follows the thread; docs/NOTES.md section 13)
+        self.ready = threading.Event()
         self.thread = threading.Thread(target=self._run, name="tileprobe-worker-start", daemon=True)
         self.thread.start()
 
@@ -45,11 +48,17 @@ class _WorkerStarter:
             self.error = e
         finally:
             self.t1 = time.perf_counter()
+            self.ready.set()
+        self.held.wait()
+
+    def release(self) -> None:
+        """Let the starting thread end (after the tune: its worker is closed or no longer needed)."""
+        self.held.set()
 
     def wait(self) -> tuple[dict, float, float]:
         """(GPU info, worker start-up s, s spent waiting for it here). Raises what the start raised."""
         t = time.perf_counter()
-        self.thread.join()
+        self.ready.wait()
         waited = time.perf_counter() - t
         if self.error is not None:
             raise self.error
@@ -192,6 +201,8 @@ def tune(probe_paths: Sequence[str], *, arch: str | None = None, budget_s: float
     finally:
         if own:
             watchdog.close()
+        if starter is not None:
+            starter.release()
     _finish(result, plans, store, export, t0)
     return result
 
