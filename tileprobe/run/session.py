@@ -380,8 +380,8 @@ def run_sweep(probes: Sequence[str] = (), *, arch: str | None = None, bundle: st
                               timeout_s=timeout_s, seed=seed, jobs=jobs, command_line=command_line, on_gpu=on_gpu,
                               on_probe_error=on_probe_error, progress=progress, where=where, cases=cases, hints=hints,
                               timing=dict(reps=reps, warmup=warmup, warmup_ms=None, timing_mode=timing_mode))
-    env = {"CUDA_VISIBLE_DEVICES": str(gpus[0])} if gpus else None
-    with _watchdog.Watchdog(timeout_s=timeout_s, env=env) as wd:
+    env = {"env": {"CUDA_VISIBLE_DEVICES": str(gpus[0])}} if gpus else {}
+    with _watchdog.Watchdog(timeout_s=timeout_s, **env) as wd:
         gpu = wd.start()
         if on_gpu:
             on_gpu(gpu)
