@@ -366,7 +366,7 @@ def test_existing_schema_1_store_is_migrated(tmp_path):
         c.execute("INSERT INTO audits (created, command_line, n_variants) VALUES ('2026-11-01T00:00:00Z', 'old', 1)")
         c.execute("INSERT INTO audit_compiles VALUES (1, 0, ?, '{}')", (key,))
     with Store.open(path) as store:
-        assert store.schema_version() == SCHEMA_VERSION == 3
+        assert store.schema_version() == SCHEMA_VERSION == 4
         meta = store.meta()
         assert meta["migrated_from"] == "1" and meta["created"] == "2026-11-01T00:00:00.000000Z"
         (old,) = store.records()

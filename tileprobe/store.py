@@ -56,7 +56,14 @@ tune_candidates (``tune_id``, ``position``) → ``compile_key``, ``config_json``
 =============== ====================================================================================================
 
 Version history: 1 — meta, cubins, compiles, audits, audit_compiles. 2 — runs, indexes for history filters.
-3 — tunes, tune_candidates.
+3 — tunes, tune_candidates. 4 — claims.
+
+**Claims (issue 15).** Processes that share a store (two audits, an audit and a tune, a Ray driver) never compile
+one variant twice at once: before a variant is handed to a compile worker, its key is claimed in a
+``BEGIN IMMEDIATE`` transaction (:meth:`Store.claim`); a process that finds a live claim of another waits for that
+compile's result in the store instead of compiling. A claim is live while its owner holds it: same host and the pid
+alive, and its lease (the compile's deadline) not past. A stale claim (owner dead, lease expired) is taken over.
+Saving the compile releases the claim in the same transaction; a process releases what it still holds when it ends.
 Older stores are migrated in place when opened (``_migrate_to_N``); a newer one is refused; a file that is not a
 tileprobe store, or is damaged, is refused and left untouched (a results store is user data, not a cache).
 """
@@ -74,7 +81,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 from .errors import StoreError
 from .schema import value_key
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 KEY_VERSION = b"\x01"
 BUSY_TIMEOUT_S = 60.0
 #: Statuses a lookup reuses; other stored statuses are compiled again (see module doc).
@@ -98,7 +105,9 @@ def default_path() -> str:
     return os.path.join(platformdirs.user_data_dir("tileprobe"), "results.sqlite")
 
 
-def _now() -> str:
+def now() -> str:
+    """The current UTC time as the store writes it (ISO 8601, microseconds, ``Z``): ``created`` columns, claims'
+    ``since``."""
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
@@ -161,7 +170,12 @@ def _migrate_to_3(c: sqlite3.Connection) -> None:
     c.execute("CREATE INDEX tunes_by_problem ON tunes (kernel, problem_json, gpu_name, created)")
 
 
-_MIGRATIONS = {1: _migrate_to_1, 2: _migrate_to_2, 3: _migrate_to_3}
+def _migrate_to_4(c: sqlite3.Connection) -> None:
+    c.execute("CREATE TABLE claims (key TEXT PRIMARY KEY, owner_host TEXT NOT NULL, owner_pid INTEGER NOT NULL, "
+              "claimed REAL NOT NULL, lease_until REAL NOT NULL)")
+
+
+_MIGRATIONS = {1: _migrate_to_1, 2: _migrate_to_2, 3: _migrate_to_3, 4: _migrate_to_4}
 
 
 class Store:
@@ -242,9 +256,9 @@ class Store:
                 c.execute(f"PRAGMA user_version = {n}")
             meta = {"schema_version": str(SCHEMA_VERSION)}
             if version == 0:
-                meta.update(created=_now(), created_by=f"tileprobe {__version__}")
+                meta.update(created=now(), created_by=f"tileprobe {__version__}")
             elif version < SCHEMA_VERSION:
-                meta.update(migrated_from=str(version), migrated=_now(), migrated_by=f"tileprobe {__version__}")
+                meta.update(migrated_from=str(version), migrated=now(), migrated_by=f"tileprobe {__version__}")
             c.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", meta.items())
 
     # --- plumbing ------------------------------------------------------------------------------------------------
@@ -341,8 +355,9 @@ class Store:
     # --- the audit's calls ---------------------------------------------------------------------------------------
 
     def lookup(self, variants: Sequence, tc: dict, *, with_sass: bool = False,
-               retry_failed: bool = False) -> tuple[list, list]:
+               retry_failed: bool = False, any_status: bool = False) -> tuple[list, list]:
         """Split ``variants`` into records already stored for compiler ``tc`` and the variants still to compile.
+        ``any_status``: every stored record is the answer (a compile another process just made, issue 15).
 
         ``tc["build"]`` is the tileiras build string. Reused records get the variant's current probe path and
         name, and no verdicts (the audit judges them with the rest). ``with_sass``: a reused record stored without
@@ -360,11 +375,11 @@ class Store:
         found, todo = [], []
         for key, v in keyed.items():
             hit = stored.get(key)
-            if hit is None or hit[0] not in REUSED_STATUSES or (retry_failed and hit[0] != "ok"):
+            if hit is None or (not any_status and (hit[0] not in REUSED_STATUSES or (retry_failed and hit[0] != "ok"))):
                 todo.append(v)
                 continue
             rec = VariantRecord.from_dict(json.loads(hit[1]))
-            if rec.failure in RETRIED_FAILURES:
+            if rec.failure in RETRIED_FAILURES and not any_status:
                 todo.append(v)
                 continue
             rec.probe, rec.kernel, rec.verdicts = v.probe_path, v.probe_name, {}
@@ -393,7 +408,7 @@ class Store:
         cubin_sha = hashlib.sha256(res.cubin).hexdigest() if res.cubin is not None else None
         record = rec.to_dict()
         record.update(verdicts={}, run=None)
-        row = (key, _now(), self.host, __version__, v.probe_name, v.probe_path, v.probe_index, v.source_sha256,
+        row = (key, now(), self.host, __version__, v.probe_name, v.probe_path, v.probe_index, v.source_sha256,
                res.symbol, json.dumps(res.signature, default=str), _pairs_json(v.case), _pairs_json(v.hints), v.arch,
                tc["build"], tc.get("tileiras") or res.tileiras_path, self.cuda_tile(), rec.status, cubin_sha,
                res.compile_s, json.dumps(record, default=str))
@@ -401,11 +416,64 @@ class Store:
             if res.cubin is not None:
                 c.execute("INSERT OR IGNORE INTO cubins (sha256, size_bytes, arch, code_sha256, data, created) "
                           "VALUES (?, ?, ?, ?, ?, ?)", (cubin_sha, len(res.cubin), v.arch, rec.code_sha256,
-                                                        sqlite3.Binary(res.cubin), _now()))
+                                                        sqlite3.Binary(res.cubin), now()))
             c.execute(f"INSERT OR REPLACE INTO compiles ({', '.join(_COMPILE_COLUMNS)}) "
                       f"VALUES ({', '.join('?' * len(_COMPILE_COLUMNS))})", row)
+            c.execute("DELETE FROM claims WHERE key = ?", (key,))
         self._remember(rec, key)
         return key
+
+    # --- claims: one compile of a variant at a time among the processes sharing this store (issue 15) ----------
+
+    def claim(self, key: str, lease_s: float, *, since: str = "", pid: int | None = None) -> str:
+        """Claim compile ``key`` for this process for ``lease_s`` seconds, in one ``BEGIN IMMEDIATE`` transaction.
+
+        Returns ``"mine"`` (claimed now, or already ours: compile it), ``"stored"`` (a compile of ``key`` was saved
+        at or after ``since``, an ISO time as :func:`now`: another process finished it meanwhile, read it from the
+        store) or ``"theirs"`` (a live claim of another process: wait for its result, :meth:`claim_state`). A claim
+        whose owner is dead (same host, pid gone) or whose lease is past is taken over (``"mine"``).
+        """
+        import time
+        pid = os.getpid() if pid is None else pid
+        t = time.time()
+        with self._transaction() as c:
+            if c.execute("SELECT 1 FROM compiles WHERE key = ? AND created >= ?", (key, since)).fetchone():
+                return "stored"
+            held = c.execute("SELECT owner_host, owner_pid, lease_until FROM claims WHERE key = ?", (key,)).fetchone()
+            if held is not None and (held[0], held[1]) != (self.host, pid) and self._live(held, t):
+                return "theirs"
+            c.execute("INSERT OR REPLACE INTO claims (key, owner_host, owner_pid, claimed, lease_until) "
+                      "VALUES (?, ?, ?, ?, ?)", (key, self.host, pid, t, t + lease_s))
+        return "mine"
+
+    def _live(self, held: tuple, now: float) -> bool:
+        host, pid, lease_until = held
+        if lease_until < now:
+            return False
+        if host != self.host:
+            return True        # another machine: only its lease says it is gone
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+
+    def claim_state(self, key: str, since: str = "") -> str:
+        """``"stored"`` (a compile of ``key`` saved at or after ``since``), ``"claimed"`` (a live claim of another
+        process) or ``"free"`` (neither: the claim was released or went stale without a result)."""
+        import time
+        if self._query("SELECT 1 FROM compiles WHERE key = ? AND created >= ?", (key, since)):
+            return "stored"
+        held = self._query("SELECT owner_host, owner_pid, lease_until FROM claims WHERE key = ?", (key,))
+        return "claimed" if held and self._live(held[0], time.time()) else "free"
+
+    def release_claims(self, pid: int | None = None) -> int:
+        """Drop every claim this process (``pid`` on this host) still holds; return how many."""
+        pid = os.getpid() if pid is None else pid
+        with self._transaction() as c:
+            return c.execute("DELETE FROM claims WHERE owner_host = ? AND owner_pid = ?", (self.host, pid)).rowcount
 
     def save_audit(self, result, command_line: str) -> int:
         """Store an audit: when, where, the command line, its environment and its records' keys and verdicts."""
@@ -414,7 +482,7 @@ class Store:
         with self._transaction() as c:
             cur = c.execute("INSERT INTO audits (created, host, tileprobe, command_line, environment, wall_s, "
                             "n_variants) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                            (_now(), self.host, __version__, command_line, json.dumps(result.environment, default=str),
+                            (now(), self.host, __version__, command_line, json.dumps(result.environment, default=str),
                              result.wall_s, len(result.records)))
             audit_id = cur.lastrowid
             c.executemany("INSERT INTO audit_compiles (audit_id, position, compile_key, verdicts) VALUES (?, ?, ?, ?)",
@@ -438,7 +506,7 @@ class Store:
         with self._transaction() as c:
             cur = c.execute("INSERT INTO runs (compile_key, created, host, gpu_name, driver, clocks, gpu, status, "
                             "median_us, run) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                            (key, _now(), self.host, gpu.get("name"), str(gpu.get("driver") or ""),
+                            (key, now(), self.host, gpu.get("name"), str(gpu.get("driver") or ""),
                              json.dumps(gpu.get("clocks"), default=str), json.dumps(gpu, default=str),
                              run.get("status"), run.get("median_us"), json.dumps(run, default=str)))
             return cur.lastrowid
@@ -453,7 +521,7 @@ class Store:
         """
         from ._version import __version__
         gpu, pick = environment.get("gpu") or {}, problem.get("pick") or {}
-        row = (_now(), self.host, __version__, problem["kernel"], problem.get("probe"), problem.get("source_sha256"),
+        row = (now(), self.host, __version__, problem["kernel"], problem.get("probe"), problem.get("source_sha256"),
                value_key(problem["problem"]), problem.get("arch"), gpu.get("name"), gpu.get("uuid"),
                str(gpu.get("driver") or ""), problem.get("tileiras"), problem.get("cuda_tile"),
                environment.get("timing"), environment.get("strategy"), problem.get("verdict"),

@@ -197,6 +197,8 @@ def _time_change(a: VariantRecord, b: VariantRecord):
     ma, mb = ra.get("median_us"), rb.get("median_us")
     if not ma or not mb or ra.get("status") != "ok" or rb.get("status") != "ok":
         return None
+    if ra.get("shared_gpu") or rb.get("shared_gpu"):   # timed beside another worker on one GPU (issue 15)
+        return None
     if _gpu_name(ra) != _gpu_name(rb):
         return None
     noise = max(_iqr(ra), _iqr(rb), 0.01 * min(ma, mb))

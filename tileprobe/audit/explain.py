@@ -170,7 +170,8 @@ def _versus_static(best: VariantRecord, static: VariantRecord | None, timed: lis
 
 def _timed(rows: list[VariantRecord]) -> list[VariantRecord]:
     """Correct runs with a median, on the GPU most of them ran on, fastest first."""
-    ok = [r for r in rows if r.run and r.run.get("status") == "ok" and r.run.get("median_us")]
+    ok = [r for r in rows if r.run and r.run.get("status") == "ok" and r.run.get("median_us")
+          and not r.run.get("shared_gpu")]   # timed beside another worker on one GPU: never ranked (issue 15)
     if not ok:
         return []
     names = [_gpu(r) for r in ok]

@@ -23,6 +23,7 @@ from ..schema import FAILURE_FIXES, VariantRecord, canonical, derive_failure, sh
 from .compile import DEFAULT_TIMEOUT_S, CompileResult, Variant
 from .contained import (PROBE_TIMEOUT_S, ProbePlan, _target_name, load_probe_files, probe_targets,  # noqa: F401
                         source_sha256)
+from .claims import Claims
 from .pool import compile_variants
 from .probe import load_probes  # noqa: F401  (re-exported: callers plan from Probe objects)
 from .verdict import judge_records
@@ -166,7 +167,7 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
           select: Callable[[Variant], bool] | None = None, repeat: int = 1,
           where: dict | None = None, cases: dict | None = None, hints: dict | None = None,
           retry_failed: bool = False, probe_timeout_s: float = PROBE_TIMEOUT_S,
-          max_variants: int = MAX_VARIANTS) -> AuditResult:
+          max_variants: int = MAX_VARIANTS, executor=None) -> AuditResult:
     """Audit probe files for architectures, with one or more tileiras toolchains.
 
     Args:
@@ -193,6 +194,13 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
             answer, except probe errors and broken environments: :meth:`tileprobe.store.Store.lookup`).
         probe_timeout_s: seconds each step of probe code (import, kernel import, one ``args`` call) may take.
         max_variants: most variants (× repeat) to compile; a larger audit is refused before anything runs.
+        executor: where compiles run: an object with ``compile(variants, **kw)`` yielding
+            :class:`~tileprobe.audit.compile.CompileResult` s as they finish (:mod:`tileprobe.exec`; default: the
+            local pool, :func:`~tileprobe.audit.pool.compile_variants`). Results reach the store from this process
+            only.
+
+    With a store, each variant is claimed there at dispatch (:mod:`tileprobe.audit.claims`): processes sharing
+    the store never compile one variant twice at once; one claimed by another live process is awaited.
 
     A variant for an arch the compiler does not list (``tileiras --help``, asked once per toolchain) is not
     compiled: its record says ``unsupported_target``.
@@ -218,6 +226,7 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
     if repeat < 1:
         raise UsageError(f"--repeat {repeat}: give 1 or more compiles per variant")
     result = AuditResult()
+    since = store_now()
     targets = _targets(archs, result)
     order: dict[tuple, int] = {}
     with owned_tempdir("audit") as tmp:
@@ -238,7 +247,7 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
             try:
                 _audit_with(tc, plans, targets, result, order, total, tmp=tmp, jobs=jobs, timeout_s=timeout_s,
                             with_sass=with_sass, store=store, progress=progress, select=select, repeat=repeat,
-                            retry_failed=retry_failed)
+                            retry_failed=retry_failed, executor=executor, since=since)
             except ToolchainError as e:
                 result.target_errors.append(f"{tc.get('build') or tc.get('tileiras')}: {e}")
     probe_errors = {r.error for r in result.records if r.status == "probe_error"}
@@ -250,6 +259,12 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
     result.environment = environment(r.tileiras for r in result.records if r.tileiras)
     result.wall_s = time.perf_counter() - t0
     return result
+
+
+def store_now() -> str:
+    """Now, as the store writes ``created`` (UTC ISO 8601 with microseconds; :func:`tileprobe.store.now`)."""
+    import datetime
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def check_seconds(name: str, value) -> float:
@@ -344,7 +359,7 @@ def _count(plans, targets, select, repeat: int, max_variants: int) -> int:
 
 
 def _audit_with(tc: dict, plans, targets, result: AuditResult, order: dict, total: int, *, tmp, jobs, timeout_s,
-                with_sass, store, progress, select, repeat, retry_failed=False) -> None:
+                with_sass, store, progress, select, repeat, retry_failed=False, executor=None, since="") -> None:
     """One toolchain's part of the audit: stored variants reused, archs the compiler does not list refused
     (:func:`refuse_unlisted`), the rest streamed to the compile workers."""
     def planned() -> Iterator[Variant]:
@@ -361,16 +376,40 @@ def _audit_with(tc: dict, plans, targets, result: AuditResult, order: dict, tota
     extra = (dataclasses.replace(v, rep=i) for i in range(1, repeat) for v in planned()
              if not listed or v.arch in listed)
     repeats: dict[tuple, list[str]] = {}
-    results = compile_variants(itertools.chain(_refuse(todo, tc, refused), extra), tileiras=tc.get("tileiras"),
-                               lib_dirs=tc.get("lib_dirs"), jobs=jobs, timeout_s=timeout_s, with_sass=with_sass,
-                               tmp_root=tmp)
-    with contextlib.closing(results):   # an exception here (Ctrl-C, SIGTERM) stops the workers now, not at GC
-        _collect(itertools.chain(results, refused), tc, result, store, progress, repeats)
+    claims = Claims(store, tc, since, timeout_s) if store is not None else None
+
+    def compile_(variants: Iterable[Variant]) -> None:
+        kw = dict(tileiras=tc.get("tileiras"), lib_dirs=tc.get("lib_dirs"), jobs=jobs, timeout_s=timeout_s,
+                  with_sass=with_sass, tmp_root=tmp)
+        results = executor.compile(variants, **kw) if executor is not None else compile_variants(variants, **kw)
+        with contextlib.closing(results):   # an exception here (Ctrl-C, SIGTERM) stops the workers now, not at GC
+            _collect(results, tc, result, store, progress, repeats)
+
+    try:
+        stream = _refuse(todo, tc, refused)
+        compile_(itertools.chain(claims.dispatch(stream) if claims else stream, extra))
+        _collect(refused, tc, result, store, progress, repeats)
+        if claims is not None:
+            claims.settle(compile_, lambda records: _found(records, store, result, progress))
+    finally:
+        if claims is not None:
+            claims.release()
     if failed:
         result.notes.append(f"{len(failed)} failed variant(s) taken from the store, not compiled again "
                             f"({short_build(tc['build'])}); --retry-failed compiles them again")
     if repeat > 1:
         _mark_determinism(result.records, repeats, tc["build"])
+
+
+def _found(records: list, store, result: AuditResult, progress) -> None:
+    """Records another process compiled while this audit waited for them (:class:`~.claims.Claims`)."""
+    for rec in records:
+        if progress:
+            progress("advance", 1)
+        data = store.cubin(rec.cubin_sha256) if rec.cubin_sha256 else None
+        if data is not None:
+            result.cubins[rec.cubin_sha256] = data
+        result.records.append(rec)
 
 
 def _refuse(variants: Iterable[Variant], tc: dict, refused: list) -> Iterator[Variant]:

@@ -64,6 +64,18 @@ def worker_main(conn, initargs: tuple, parent_pid: int) -> None:
         conn.send(("result", compile_one(variant)))
 
 
+def variant_limit_s(v: Variant, timeout_s: float, fresh: bool = True) -> float:
+    """Seconds one compile of ``v`` may take in a worker before it is stopped: probe code
+    (:data:`~tileprobe.audit.contained.PROBE_TIMEOUT_S`), the compiler (``v.timeout_s`` or ``timeout_s``), nvdisasm
+    and :data:`SLACK_S`; a ``fresh`` worker also starts and asks tileiras its version and targets. The same deadline
+    bounds a Ray compile task (:mod:`tileprobe.exec.ray_exec`) and a store claim's lease."""
+    from ..model.sass import NVDISASM_TIMEOUT_S
+    from ._cutile import TOOL_TIMEOUT_S
+    from .contained import PROBE_TIMEOUT_S
+    limit = PROBE_TIMEOUT_S + (v.timeout_s or timeout_s) + NVDISASM_TIMEOUT_S + SLACK_S
+    return limit + (2 * TOOL_TIMEOUT_S if fresh else 0.0)
+
+
 @dataclass(eq=False)
 class _Worker:
     process: mp.process.BaseProcess
@@ -93,11 +105,7 @@ class WorkerPool:
 
     def limit_s(self, v: Variant, fresh: bool) -> float:
         """Seconds a worker may take on ``v`` before it is stopped (a fresh worker also starts and probes tileiras)."""
-        from ..model.sass import NVDISASM_TIMEOUT_S
-        from ._cutile import TOOL_TIMEOUT_S
-        from .contained import PROBE_TIMEOUT_S
-        limit = PROBE_TIMEOUT_S + (v.timeout_s or self.timeout_s) + NVDISASM_TIMEOUT_S + SLACK_S
-        return limit + (2 * TOOL_TIMEOUT_S if fresh else 0.0)
+        return variant_limit_s(v, self.timeout_s, fresh)
 
     def _give(self, w: _Worker, v: Variant) -> None:
         w.variant, w.limit_s = v, self.limit_s(v, not w.ready)

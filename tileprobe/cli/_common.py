@@ -219,3 +219,37 @@ def print_interrupted(what: str = "interrupted") -> None:
     """Tell the user, on stderr, that Ctrl-C (or ``what``, e.g. "terminated by SIGTERM") stopped the command and
     what was kept."""
     console(stderr=True).print(f"{what}; finished variants are kept in the store", highlight=False, markup=False)
+
+
+def add_executor_options(p, gpus: bool = False) -> None:
+    """``--executor local|ray`` and ``--address ADDR`` (issue 15); with ``gpus``, also ``--gpus all|0,2|0,0``."""
+    p.add_argument("--executor", choices=["local", "ray"], default="local", help="where compiles (and GPU runs) "
+                   "go: local processes (default) or a Ray cluster (pip install \"tileprobe[ray]\"; docs/SCALE.md)")
+    p.add_argument("--address", metavar="ADDR", help="with --executor ray: the cluster to join (as `ray start --head` "
+                   "prints it, or auto); default: start Ray here")
+    if gpus:
+        p.add_argument("--gpus", metavar="all|0,2|0,0", default=None, help="GPUs to use, one worker each (default 0; "
+                       "all: every GPU; 0,0: two workers share GPU 0 and their timings are flagged shared_gpu and "
+                       "never ranked)")
+
+
+@contextlib.contextmanager
+def executor_of(args):
+    """The executor ``--executor``/``--address`` ask for (None for the plain local default), closed at the end."""
+    if getattr(args, "executor", "local") == "local" and not getattr(args, "address", None):
+        yield None
+        return
+    from ..exec import make_executor
+    ex = make_executor(args.executor, address=args.address, jobs=getattr(args, "jobs", None))
+    try:
+        yield ex
+    finally:
+        ex.close()
+
+
+def gpus_of(args) -> list[int] | None:
+    """``--gpus`` as device indexes (None when not given: today's one worker on GPU 0)."""
+    if getattr(args, "gpus", None) is None:
+        return None
+    from ..run.multi import parse_gpus, visible_gpu_count
+    return parse_gpus(args.gpus, visible_gpu_count)

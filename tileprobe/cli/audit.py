@@ -12,8 +12,8 @@ from ..audit.contained import PROBE_TIMEOUT_S
 from ..audit.pipeline import MAX_VARIANTS
 from ..errors import EXIT_COMPILE_FAILED, EXIT_INCOMPLETE, EXIT_OK, ToolchainError, UsageError
 from ..report.text import escape, say
-from ._common import (DEFAULT_ARCHS, add_output_options, add_override_options, add_where_option, check_output_path,
-                      command_line, console, count, open_store, overrides_of, progress_bar, seconds, split, where_of)
+from ._common import (add_executor_options, DEFAULT_ARCHS, add_output_options, add_override_options, add_where_option, check_output_path,
+                      command_line, console, count, executor_of, open_store, overrides_of, progress_bar, seconds, split, where_of)
 
 #: Statuses ``--strict`` counts as failures.
 FAILED = ("compile_error", "compiler_crash", "timeout")
@@ -55,6 +55,7 @@ def add_parser(sub) -> None:
                    "(by default less important columns are dropped to fit, with a note)")
     add_where_option(a, "variants (every value of a hint is still compiled: verdicts compare them)")
     add_override_options(a)
+    add_executor_options(a)
     a.set_defaults(func=cmd_audit, command_line=None)
     add_output_options(a)
 
@@ -75,11 +76,12 @@ def cmd_audit(args) -> int:
         raise ToolchainError("no requested compiler can be used:\n  " + "\n  ".join(tc_errors))
     store = open_store(args)
     prog, cb = progress_bar(err)
-    with prog:
+    with executor_of(args) as ex, prog:
         result = audit(args.probes, split(args.arch), toolchains=tcs, jobs=args.jobs,
                        timeout_s=args.timeout, with_sass=args.sass and _have_nvdisasm(), store=store, progress=cb,
                        repeat=args.repeat, where=where, retry_failed=args.retry_failed,
-                       probe_timeout_s=args.probe_timeout, max_variants=args.max_variants, **overrides)
+                       probe_timeout_s=args.probe_timeout, max_variants=args.max_variants, executor=ex,
+                       **overrides)
     result.target_errors[:0] = tc_errors
     _print_problems(err, result)
     if store is not None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 
 from ..report.text import clean, escape, say
-from ._common import (add_output_options, add_override_options, add_where_option, command_line, console, count,
+from ._common import (add_executor_options, add_output_options, executor_of, gpus_of, add_override_options, add_where_option, command_line, console, count,
                       overrides_of, seconds, where_of)
 
 
@@ -41,26 +41,19 @@ def add_parser(sub) -> None:
     p.add_argument("--wide", action="store_true", help="every column at full width, whatever the terminal's width")
     add_where_option(p, "variants to run (verdicts still compare every hint value)")
     add_override_options(p)
+    add_executor_options(p, gpus=True)
     p.set_defaults(func=cmd_run)
     add_output_options(p)
 
 
 def cmd_run(args) -> int:
     """Run ``tileprobe run`` for parsed arguments; returns the exit code."""
-    from ..report.common import run_cell, run_label
-    from ..run.session import run_sweep
     from ..store import Store
     err = console(stderr=True)
     audit_here = args.probes and not args.bundle   # run_sweep refuses neither probes nor bundle: no store then
     store = Store.open(args.store) if audit_here and not args.no_store else None
-    result = run_sweep(
-        args.probes, arch=args.arch, bundle=args.bundle, store=store, timeout_s=args.timeout, reps=args.reps,
-        warmup=args.warmup, seed=args.seed, jobs=args.jobs, command_line=command_line(), timing_mode=args.timing,
-        where=where_of(args), **overrides_of(args),
-        on_gpu=lambda gpu: say(err, f"GPU: {gpu.get('name')} ({gpu.get('sm')}, {gpu.get('num_sms')} SMs, "
-                                    f"driver {gpu.get('driver')})"),
-        on_probe_error=lambda e: err.print(f"[red]probe error[/]: {escape(e)}", highlight=False),
-        progress=lambda i, n, r: say(err, f"[{i}/{n}] {run_label(r)}: {run_cell(r)}"))
+    with executor_of(args) as ex:
+        result = _sweep(args, ex, store, err)
     if result.store_error:
         say(err, f"not stored: {result.store_error}")
     emit(result, args)
@@ -71,6 +64,27 @@ def cmd_run(args) -> int:
         err.print(f"[bold red]sweep stopped[/]: {escape(result.aborted)}", highlight=False)
         return 1
     return 0
+
+
+def _sweep(args, ex, store, err):
+    from ..report.common import run_cell, run_label
+    from ..run.session import run_sweep
+    return run_sweep(
+        args.probes, arch=args.arch, bundle=args.bundle, store=store, timeout_s=args.timeout, reps=args.reps,
+        warmup=args.warmup, seed=args.seed, jobs=args.jobs, command_line=command_line(), timing_mode=args.timing,
+        where=where_of(args), gpus=gpus_of(args), executor=ex, **overrides_of(args),
+        on_gpu=lambda gpu: say(err, _gpu_line(gpu)),
+        on_probe_error=lambda e: err.print(f"[red]probe error[/]: {escape(e)}", highlight=False),
+        progress=lambda i, n, r: say(err, f"[{i}/{n}] {run_label(r)}: {run_cell(r)}"))
+
+
+def _gpu_line(gpu: dict) -> str:
+    line = f"GPU: {gpu.get('name')} ({gpu.get('sm')}, {gpu.get('num_sms')} SMs, driver {gpu.get('driver')})"
+    slots = gpu.get("gpus") or []
+    if len(slots) > 1:
+        line += "; workers: " + ", ".join(f"GPU {g['index']}" + (" (shared)" if g["shared_gpu"] else "")
+                                          + (f" failed: {g['error'][:80]}" if g.get("error") else "") for g in slots)
+    return line
 
 
 def _summary(result) -> str:

@@ -9,6 +9,7 @@ Exit code: 0 when the tune ran (failed candidates are results), 1 when it could 
 """
 from __future__ import annotations
 
+import contextlib
 import sys
 
 from ..report.text import cell, say
@@ -53,16 +54,17 @@ def add_parser(subparsers, add_common=None) -> None:
     p.add_argument("--num-sms", type=int, default=None, help="SM count the grids are made for (default: the GPU's; "
                    "give it with --dry-run to find duplicate launches)")
     p.add_argument("--dry-run", action="store_true", help="static stage only: compile, drop, dedupe; no GPU")
-    from ._common import add_override_options, add_where_option
+    from ._common import add_executor_options, add_override_options, add_where_option
     add_where_option(p, "configurations")
     add_override_options(p)
+    add_executor_options(p, gpus=True)
     p.set_defaults(func=cmd_tune)
 
 
 def cmd_tune(args) -> int:
     """Run ``tileprobe tune`` for parsed arguments; returns the exit code."""
-    from ._common import check_output_path, console as _console, overrides_of, where_of
-    from ..tune.pipeline import process_age_s, tune
+    from ._common import check_output_path, console as _console
+    from ..tune.pipeline import process_age_s
     startup_s = process_age_s()
     err = _console(stderr=True)
     for path, what in ((args.json, "--json"), (args.export, "--export")):
@@ -72,11 +74,8 @@ def cmd_tune(args) -> int:
         from ..store import Store
         store = Store.open(args.store)
     try:
-        result = tune(args.probes, arch=args.arch, budget_s=args.budget, strategy=args.strategy, timing=args.timing,
-                      export=args.export, bundle=args.bundle, store=store, jobs=args.jobs, timeout_s=args.timeout,
-                      seed=args.seed, tie_pct=args.tie_pct, max_samples=args.max_samples, num_sms=args.num_sms,
-                      dry_run=args.dry_run, progress=_progress(err), startup_s=startup_s, where=where_of(args),
-                      **overrides_of(args))
+        with _gpu_worker(args, err) as (ex, wd):
+            result = _tune(args, ex, wd, store, startup_s, err)
     finally:
         if store is not None:
             store.close()
@@ -90,6 +89,41 @@ def cmd_tune(args) -> int:
         say(err, f"tune stopped: {result.aborted}")
         return 1
     return 0
+
+
+def _tune(args, ex, wd, store, startup_s, err):
+    from ._common import overrides_of, where_of
+    from ..tune.pipeline import tune
+    return tune(args.probes, arch=args.arch, budget_s=args.budget, strategy=args.strategy, timing=args.timing,
+                export=args.export, bundle=args.bundle, store=store, jobs=args.jobs, timeout_s=args.timeout,
+                seed=args.seed, tie_pct=args.tie_pct, max_samples=args.max_samples, num_sms=args.num_sms,
+                dry_run=args.dry_run, progress=_progress(err), startup_s=startup_s, where=where_of(args),
+                executor=ex, watchdog=wd, **overrides_of(args))
+
+
+@contextlib.contextmanager
+def _gpu_worker(args, err):
+    """(executor or None, the race's GPU worker or None): the race runs on one GPU, the first of ``--gpus``
+    (docs/SCALE.md, "Tuning on several GPUs"); with ``--executor ray``, a one-GPU Ray actor."""
+    from ._common import executor_of, gpus_of
+    gpus = gpus_of(args)
+    with executor_of(args) as ex:
+        if args.dry_run or (gpus is None and ex is None):
+            yield ex, None
+            return
+        gpus = gpus or [0]
+        if len(gpus) > 1:
+            say(err, f"tune races on one GPU: GPU {gpus[0]} (of --gpus {args.gpus}); batches timed on two GPUs, or "
+                     "on a GPU shared with another worker, are not one sample (docs/SCALE.md)")
+        if ex is not None and ex.name != "local":
+            wd = ex.gpu_slots([gpus[0]], timeout_s=args.timeout)[0]
+        else:
+            from ..run.watchdog import Watchdog
+            wd = Watchdog(timeout_s=args.timeout, env={"CUDA_VISIBLE_DEVICES": str(gpus[0])})
+        try:
+            yield ex, wd
+        finally:
+            wd.close()
 
 
 def _write_json(result, dest: str) -> None:

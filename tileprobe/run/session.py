@@ -30,6 +30,7 @@ from ..model.arch import get_arch
 from ..schema import VariantRecord, load
 from . import watchdog as _watchdog
 from .watchdog import DEFAULT_TIMEOUT_S, Watchdog, WorkerStartError
+from .multi import ranked
 from .worker import run_dict
 
 TASK = "tileprobe.run.worker:run_variant"
@@ -125,7 +126,8 @@ def run_probes(records: Iterable[VariantRecord], cubins: Any = None, *, probe_pa
                watchdog: Watchdog | None = None, environment: dict | None = None,
                timing_mode: str = "sustained", trust_recorded: bool = True,
                progress: Callable[[int, int, VariantRecord], None] | None = None, where: dict | None = None,
-               cases: dict | None = None, hints: dict | None = None) -> RunResult:
+               cases: dict | None = None, hints: dict | None = None, gpus: Sequence[int] | None = None,
+               slots: Sequence | None = None) -> RunResult:
     """Check and time every ``ok`` variant compiled for this GPU's architecture.
 
     Args:
@@ -143,13 +145,24 @@ def run_probes(records: Iterable[VariantRecord], cubins: Any = None, *, probe_pa
         progress: ``progress(i, n, record)`` after each variant.
         trust_recorded: import probe code from the paths the records name (records audited here); False for a
             bundle's records: only ``probe_paths`` (see :func:`resolve_probe_path`).
+        gpus: device indexes, one worker each (``--gpus``; :func:`tileprobe.run.multi.parse_gpus`); more than one,
+            or ``slots`` given, runs :func:`run_probes_on_gpus`. slots: started or not
+            :class:`~tileprobe.run.multi.Slot` s (e.g. Ray actors from :mod:`tileprobe.exec`).
 
-    Returns a :class:`RunResult`; the records are the same objects, with ``run`` set on those that ran.
+    Returns a :class:`RunResult`; the records are the same objects, with ``run`` set on those that ran (each run's
+    ``gpu``: index, name, uuid, PCI bus id).
 
     Raises:
         WorkerStartError: no worker could start at all (no GPU, …). A worker that cannot be restarted in the
             middle of a sweep stops it: ``RunResult.aborted`` says why and the variants run so far are kept.
     """
+    if slots is not None or (gpus is not None and len(gpus) > 1):
+        from .multi import local_slots
+        slots = slots if slots is not None else local_slots(gpus, timeout_s)
+        return run_probes_on_gpus(records, cubins, slots, probe_paths=probe_paths, search_dirs=search_dirs,
+                                  timeout_s=timeout_s, timing=dict(reps=reps, warmup=warmup, warmup_ms=warmup_ms,
+                                                                   timing_mode=timing_mode), seed=seed,
+                                  environment=environment, trust_recorded=trust_recorded, progress=progress)
     t0 = time.perf_counter()
     records = list(records)
     get = cubin_getter(cubins)
@@ -168,6 +181,8 @@ def run_probes(records: Iterable[VariantRecord], cubins: Any = None, *, probe_pa
                 rec.run = run_dict(status="crash", error=f"no worker could be started for this variant: {e}")
                 result.aborted = str(e)
                 break
+            rec.run["gpu"] = {"index": (gpus or [0])[0], "name": gpu.get("name"), "uuid": gpu.get("uuid"),
+                              "pci_bus_id": gpu.get("pci_bus_id")}
             result.ran += 1
             if progress:
                 progress(i + 1, len(todo), rec)
@@ -181,6 +196,54 @@ def run_probes(records: Iterable[VariantRecord], cubins: Any = None, *, probe_pa
         if own:
             wd.close()
     result.wall_s = time.perf_counter() - t0
+    result.environment.setdefault("run", {})["sweep_wall_s"] = round(result.wall_s, 3)   # worker start-up apart
+    return result
+
+
+def run_probes_on_gpus(records: Iterable[VariantRecord], cubins: Any, slots: Sequence, *,
+                       probe_paths: Sequence[str] = (), search_dirs: Sequence[str] = (),
+                       timeout_s: float = DEFAULT_TIMEOUT_S, timing: dict | None = None, seed: int = 0,
+                       environment: dict | None = None, trust_recorded: bool = True,
+                       progress: Callable[[int, int, VariantRecord], None] | None = None) -> RunResult:
+    """:func:`run_probes` on several GPU workers at once (:mod:`tileprobe.run.multi`): the slots start together,
+    then each takes the next variant when it is free. Variant *i* keeps seed ``seed + i`` whichever GPU runs it, so
+    the results equal a one-GPU run's except for the timings. Runs on a GPU shared by two slots are flagged
+    ``shared_gpu`` and never ranked. The environment gets ``gpu`` (the first started slot's) and ``gpus`` (each
+    slot: GPU, shared or not, worker start-up s, variants run).
+
+    Raises:
+        WorkerStartError: no slot could start. UsageError: the GPUs are of different architectures.
+    """
+    from . import multi
+    t0 = time.perf_counter()
+    records, get = list(records), cubin_getter(cubins)
+    result = RunResult(records, dict(environment or {}))
+    timing = dict(timing or {})
+    try:
+        multi.start_slots(slots)
+        live = [s for s in slots if s.error is None]
+        if not live:
+            raise WorkerStartError("no GPU worker could start: " + "; ".join(f"GPU {s.device}: {s.error}" for s in slots))
+        multi.check_same_arch(slots)
+        gpu = dict(live[0].info)
+        todo = _select(records, gpu.get("sm"), result.skipped)
+
+        def run_one(slot, pos, rec):
+            return _run_one(slot.worker, rec, get, probe_paths, search_dirs, timeout_s,
+                            dict(seed=seed + pos, **timing), trust_recorded)
+        result.aborted = multi.dispatch(slots, todo, run_one, progress)
+        result.ran = sum(s.ran for s in slots)
+        result.restarts = sum(getattr(s.worker, "restarts", 0) for s in slots)
+        if any(s.shared for s in slots):
+            result.skipped.append(multi.SHARED_WARNING.replace("timed", "runs were timed", 1))
+        result.environment.update(gpu=gpu, gpus=multi.environment(slots))
+        result.environment["run"] = {"timeout_s": timeout_s, "seed": seed, "block": [1, 1, 1],
+                                     "l2_flush_bytes": gpu.get("l2_flush_bytes"), "gpus": [s.device for s in slots],
+                                     **timing}
+    finally:
+        multi.close_slots(slots)
+    result.wall_s = time.perf_counter() - t0
+    result.environment.setdefault("run", {})["sweep_wall_s"] = round(result.wall_s, 3)   # worker start-up apart
     return result
 
 
@@ -255,7 +318,7 @@ def best_hints(records: Iterable[VariantRecord]) -> list[dict]:
     """
     groups: dict = {}
     for r in records:
-        if r.run and r.run.get("status") == "ok" and r.run.get("median_us"):
+        if ranked(r.run):   # ok, timed, not on a shared GPU (tileprobe.run.multi)
             key = (r.kernel, json.dumps(r.case, sort_keys=True, default=str), r.arch, r.tileiras)
             groups.setdefault(key, []).append(r)
     out = []
@@ -282,7 +345,8 @@ def run_sweep(probes: Sequence[str] = (), *, arch: str | None = None, bundle: st
               jobs: int | None = None, command_line: str = "", timing_mode: str = "sustained", on_gpu: Callable[[dict], None] | None = None,
               on_probe_error: Callable[[str], None] | None = None,
               progress: Callable[[int, int, VariantRecord], None] | None = None, where: dict | None = None,
-              cases: dict | None = None, hints: dict | None = None) -> RunResult:
+              cases: dict | None = None, hints: dict | None = None, gpus: Sequence[int] | None = None,
+              slots: Sequence | None = None, executor=None) -> RunResult:
     """``tileprobe run``: audit ``probes`` for this GPU's arch (or ``arch``), or read the audit a ``bundle``
     directory carries (:func:`load_bundle`; ``probes`` then picks its probes by file name and is where their code
     is imported from: a bundle is data, the probe paths it records are never imported), then check and time
@@ -296,6 +360,10 @@ def run_sweep(probes: Sequence[str] = (), *, arch: str | None = None, bundle: st
         on_probe_error(text): for each probe the audit could not build. progress(i, n, record): after each variant.
         where: run only the variants matching ``{name: value}`` (``--where``; :mod:`tileprobe.audit.where`).
         cases, hints: ``{name: [values]}`` replacing the probes' own (``--case`` / ``--hint``; not with a bundle).
+        gpus, slots: several GPU workers (``--gpus``): :func:`run_probes_on_gpus`; ``on_gpu`` then gets the first
+            GPU, with ``gpus``: every slot's.
+        executor: a :mod:`tileprobe.exec` executor (``--executor ray``): the audit's compiles go through it, and
+            its ``gpu_slots`` are the GPU workers (one per entry of ``gpus``, default one).
 
     Raises:
         TileprobeError: neither ``probes`` nor ``bundle``; a bundle without ``probes``; an unreadable or malformed
@@ -304,7 +372,16 @@ def run_sweep(probes: Sequence[str] = (), *, arch: str | None = None, bundle: st
     if not probes and not bundle:
         raise TileprobeError("give probe files to audit and run, or --bundle DIR with an audit made elsewhere")
     from_bundle = _from_bundle(bundle, probes, arch) if bundle else None   # read and checked before any GPU work
-    with _watchdog.Watchdog(timeout_s=timeout_s) as wd:
+    if executor is not None and slots is None and executor.name != "local":
+        from .multi import Slot
+        slots = [Slot(g, w) for g, w in zip(gpus or [0], executor.gpu_slots(gpus or [0], timeout_s=timeout_s))]
+    if slots is not None or (gpus is not None and len(gpus) > 1):
+        return _sweep_on_gpus(probes, from_bundle, slots, gpus, executor=executor, arch=arch, bundle=bundle, store=store,
+                              timeout_s=timeout_s, seed=seed, jobs=jobs, command_line=command_line, on_gpu=on_gpu,
+                              on_probe_error=on_probe_error, progress=progress, where=where, cases=cases, hints=hints,
+                              timing=dict(reps=reps, warmup=warmup, warmup_ms=None, timing_mode=timing_mode))
+    env = {"env": {"CUDA_VISIBLE_DEVICES": str(gpus[0])}} if gpus else {}
+    with _watchdog.Watchdog(timeout_s=timeout_s, **env) as wd:
         gpu = wd.start()
         if on_gpu:
             on_gpu(gpu)
@@ -312,13 +389,48 @@ def run_sweep(probes: Sequence[str] = (), *, arch: str | None = None, bundle: st
             records, env, cubins, search = from_bundle
         else:
             records, env, cubins, search = _audit_here(probes, arch or gpu["sm"], jobs, store, command_line,
-                                                       on_probe_error, where=where, cases=cases, hints=hints)
+                                                       on_probe_error, where=where, cases=cases, hints=hints,
+                                                       executor=executor)
         if where:
             from ..audit.where import select_or_explain
             records = select_or_explain(records, where)
         result = run_probes(records, cubins, probe_paths=probes, search_dirs=search, timeout_s=timeout_s,
                             reps=reps, warmup=warmup, seed=seed, watchdog=wd, environment=env, progress=progress,
-                            timing_mode=timing_mode, trust_recorded=not bundle)
+                            timing_mode=timing_mode, trust_recorded=not bundle, gpus=gpus)
+    if store is not None:
+        result.store_error = save_runs(store, result)
+    return result
+
+
+def _sweep_on_gpus(probes, from_bundle, slots, gpus, *, executor, arch, bundle, store, timeout_s, seed, jobs, command_line,
+                   on_gpu, on_probe_error, progress, where, cases, hints, timing) -> RunResult:
+    """:func:`run_sweep` with several GPU workers: they start (together) while nothing else runs, so worker
+    start-up is apart from the sweep's timing (``environment["gpus"][i]["worker_start_s"]``)."""
+    from . import multi
+    slots = slots if slots is not None else multi.local_slots(gpus, timeout_s)
+    try:
+        multi.start_slots(slots)
+        live = [s for s in slots if s.error is None]
+        if not live:
+            raise WorkerStartError("no GPU worker could start: " + "; ".join(f"GPU {s.device}: {s.error}"
+                                                                              for s in slots))
+        gpu = dict(live[0].info, gpus=multi.environment(slots))
+        if on_gpu:
+            on_gpu(gpu)
+        if from_bundle:
+            records, env, cubins, search = from_bundle
+        else:
+            records, env, cubins, search = _audit_here(probes, arch or gpu["sm"], jobs, store, command_line,
+                                                       on_probe_error, where=where, cases=cases, hints=hints,
+                                                       executor=executor)
+        if where:
+            from ..audit.where import select_or_explain
+            records = select_or_explain(records, where)
+        result = run_probes_on_gpus(records, cubins, slots, probe_paths=probes, search_dirs=search,
+                                    timeout_s=timeout_s, timing=timing, seed=seed, environment=env,
+                                    trust_recorded=not bundle, progress=progress)
+    finally:
+        multi.close_slots(slots)
     if store is not None:
         result.store_error = save_runs(store, result)
     return result
@@ -340,9 +452,9 @@ def _from_bundle(bundle: str, probes: Sequence[str], arch: str | None):
 
 
 def _audit_here(probes: Sequence[str], arch: str, jobs: int | None, store, command_line: str, on_probe_error,
-                **select):
+                executor=None, **select):
     from ..audit import audit
-    result = audit(list(probes), [get_arch(arch).name], jobs=jobs, store=store, **select)
+    result = audit(list(probes), [get_arch(arch).name], jobs=jobs, store=store, executor=executor, **select)
     if store is not None:
         store.save_audit(result, command_line)
     for e in result.probe_errors:
@@ -358,7 +470,7 @@ def save_runs(store, result: RunResult) -> str | None:
     for r in result.records:
         if r.run:
             try:
-                store.save_run(r, r.run, gpu)
+                store.save_run(r, r.run, {**gpu, **{k: v for k, v in (r.run.get("gpu") or {}).items() if v}})
             except StoreError as e:
                 return str(e)
     return None

@@ -35,6 +35,9 @@ class _WorkerStarter:
     def __init__(self, wd):
         self.wd, self.info, self.error = wd, None, None
         self.t0, self.t1 = time.perf_counter(), None
+        self.held = threading.Event()   # the thread lives until release(): the worker dies with the thread that
+        #                                 started it (PR_SET_PDEATHSIG follows the thread; docs/NOTES.md section 13)
+        self.ready = threading.Event()
         self.thread = threading.Thread(target=self._run, name="tileprobe-worker-start", daemon=True)
         self.thread.start()
 
@@ -45,11 +48,17 @@ class _WorkerStarter:
             self.error = e
         finally:
             self.t1 = time.perf_counter()
+            self.ready.set()
+        self.held.wait()
+
+    def release(self) -> None:
+        """Let the starting thread end (after the tune: its worker is closed or no longer needed)."""
+        self.held.set()
 
     def wait(self) -> tuple[dict, float, float]:
         """(GPU info, worker start-up s, s spent waiting for it here). Raises what the start raised."""
         t = time.perf_counter()
-        self.thread.join()
+        self.ready.wait()
         waited = time.perf_counter() - t
         if self.error is not None:
             raise self.error
@@ -87,7 +96,8 @@ def _have_nvdisasm() -> bool:
         return False
 
 
-def _records(paths, problems, arch, bundle, store, jobs, compile_timeout_s, toolchains, progress, overrides=None):
+def _records(paths, problems, arch, bundle, store, jobs, compile_timeout_s, toolchains, progress, overrides=None,
+             executor=None):
     """(records, cubin getter, environment, probe errors) from a bundle or from compiling here."""
     if bundle:
         from ..run.session import load_bundle
@@ -99,7 +109,7 @@ def _records(paths, problems, arch, bundle, store, jobs, compile_timeout_s, tool
         return records, get, env, []
     res = compile_records(paths, problems, arch, store=store, jobs=jobs, timeout_s=compile_timeout_s,
                           **(overrides or {}),
-                          toolchains=toolchains, with_sass=_have_nvdisasm(),
+                          toolchains=toolchains, with_sass=_have_nvdisasm(), executor=executor,
                           progress=(lambda k, n: progress("compile", (k, n))) if progress else None)
 
     def get(sha):
@@ -115,7 +125,7 @@ def tune(probe_paths: Sequence[str], *, arch: str | None = None, budget_s: float
          max_samples: int = 300, num_sms: int | None = None, dry_run: bool = False, watchdog=None,
          toolchains: Sequence[dict] | None = None, tasks: tuple[str, str] = (TIME_TASK, CHECK_TASK),
          progress: Callable | None = None, startup_s: float | None = None, where: dict | None = None,
-         cases: dict | None = None, hints: dict | None = None) -> TuneResult:
+         cases: dict | None = None, hints: dict | None = None, executor=None) -> TuneResult:
     """Tune probe files on this machine's GPU: the fastest correct configuration per (kernel, problem case).
 
     Args:
@@ -133,7 +143,11 @@ def tune(probe_paths: Sequence[str], *, arch: str | None = None, budget_s: float
             (:class:`~tileprobe.tune.race.RaceSettings`).
         num_sms: the SM count the grids are made for (default: the GPU's; needed to dedupe with ``dry_run``).
         dry_run: stop after the static stage (no GPU needed).
-        watchdog: a :class:`~tileprobe.run.watchdog.Watchdog` to use (default: one made and closed here).
+        watchdog: a :class:`~tileprobe.run.watchdog.Watchdog` to use (default: one made and closed here), or
+            anything with its interface (a Ray GPU slot, :class:`tileprobe.exec.ray_exec.RayGpuSlot`). The races
+            run on this one GPU: a race compares candidates' batches, and batches timed on two GPUs (or on a GPU
+            shared with another busy worker) are not one sample (docs/SCALE.md, "Tuning on several GPUs").
+        executor: a :mod:`tileprobe.exec` executor for the candidates' compiles (default: the local pool).
         tasks: the worker tasks (time, check) as ``"module:function"``; tests plant fakes.
         progress: ``progress(kind, data)`` for printing: ``compile``, ``plans``, ``worker``, ``race``, ``round``,
             ``problem``.
@@ -165,7 +179,7 @@ def tune(probe_paths: Sequence[str], *, arch: str | None = None, budget_s: float
         arch = _target_arch(arch, starter)
         t1 = time.perf_counter()
         records, get, env, errors = _records(probe_paths, problems, arch, bundle, store, jobs, compile_timeout_s,
-                                             toolchains, progress, {"cases": cases, "hints": hints})
+                                             toolchains, progress, {"cases": cases, "hints": hints}, executor)
         result.probe_errors += [e for e in errors if e not in result.probe_errors]
         result.times["compile_s"] = time.perf_counter() - t1
         plans = make_plans(problems, records, arch, "not_in_bundle" if bundle else "not_compiled")
@@ -187,6 +201,8 @@ def tune(probe_paths: Sequence[str], *, arch: str | None = None, budget_s: float
     finally:
         if own:
             watchdog.close()
+        if starter is not None:
+            starter.release()
     _finish(result, plans, store, export, t0)
     return result
 

@@ -1,0 +1,144 @@
+"""The Ray executor (issue 15, items 2 and 4) on this CPU machine: logical CPUs and GPUs, and a 2-node local
+cluster. Ray is in the ``test`` extra, so these run in CI (they skip only where Ray is not installed).
+
+Few and module-scoped: one Ray instance (``num_cpus=2, num_gpus=2``) for the first tests, a 2-node
+``ray.cluster_utils.Cluster`` for the last."""
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import threading
+import time
+
+import pytest
+
+ray = pytest.importorskip("ray")
+
+from tileprobe.audit import audit                       # noqa: E402
+from tileprobe.exec.ray_exec import RayExecutor         # noqa: E402
+from tileprobe.store import Store                       # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PROBE = os.path.join(ROOT, "tests", "data", "probe_vadd.py")   # 2 tiles × occupancy 1, 2: four variants
+RUNTIME_ENV = {"env_vars": {"PYTHONPATH": ROOT}}
+
+
+@pytest.fixture(scope="module")
+def ray_session():
+    if ray.is_initialized():
+        ray.shutdown()
+    ray.init(num_cpus=2, num_gpus=2, include_dashboard=False, log_to_driver=False, runtime_env=RUNTIME_ENV)
+    yield
+    ray.shutdown()
+
+
+def _fake_tileiras(folder, body: str) -> str:
+    """The real tileiras for --version/--help/cuTile's probe; for a kernel compile: the real one, a line in
+    compiles.log, then ``body``."""
+    from tileprobe.audit._cutile import which_tool
+    real = which_tool("tileiras")
+    script = folder / "tileiras"
+    script.write_text(f"""#!/bin/bash
+case "$*" in
+  *--version*|*--help*|*/probe1[0-9]*) exec {real} "$@";;
+esac
+{real} "$@" || exit $?
+n=$(wc -l < {folder}/compiles.log 2>/dev/null || echo 0)
+echo "$*" >> {folder}/compiles.log
+{body}
+""")
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    return str(script)
+
+
+def _compiles(folder) -> int:
+    log = folder / "compiles.log"
+    return len(log.read_text().splitlines()) if log.exists() else 0
+
+
+def _facts(records) -> dict:
+    return {(r.case["TILE"], r.hints["occupancy"]): (r.status, r.code_sha256, r.registers, r.shared_bytes,
+                                                     r.ctas_per_sm) for r in records}
+
+
+def test_ray_and_local_pool_give_the_same_records(ray_session):
+    ex = RayExecutor()
+    assert not ex.owned and ex.jobs == 2
+    by_ray = audit([PROBE], ["sm_90"], executor=ex)
+    local = audit([PROBE], ["sm_90"], jobs=2)
+    assert len(by_ray.records) == 4 and all(r.status == "ok" for r in by_ray.records)
+    assert _facts(by_ray.records) == _facts(local.records)
+    assert set(by_ray.cubins) == set(local.cubins) or all(r.code_sha256 for r in by_ray.records)
+
+
+def test_a_hung_compile_task_is_cancelled_and_the_sweep_goes_on(ray_session, tmp_path):
+    fake = _fake_tileiras(tmp_path, 'if [ "$n" -eq 0 ]; then sleep 291; fi')   # the first compile hangs
+    ex = RayExecutor(deadline_s=30.0)
+    res = audit([PROBE], ["sm_90"], executor=ex, toolchains=[{"tileiras": fake}], timeout_s=600)
+    statuses = sorted(r.status for r in res.records)
+    assert statuses == ["ok", "ok", "ok", "timeout"], [(r.status, r.error) for r in res.records]
+    assert ex.cancelled == 1
+    assert "Ray task was cancelled" in next(r.error for r in res.records if r.status == "timeout")
+
+
+def test_gpu_runs_through_ray_actors_on_logical_gpus(ray_session, tmp_path, monkeypatch):
+    from tileprobe.run import multi, session
+    from tileprobe.schema import VariantRecord
+    monkeypatch.setattr(session, "TASK", "tests.fake_gpu_tasks:fake_run")
+    cubin = b"fake cubin"
+    sha = hashlib.sha256(cubin).hexdigest()
+    probe = tmp_path / "p.py"
+    probe.write_text("")
+    recs = [VariantRecord(kernel=k, probe=str(probe), case={"N": 1}, hints={"occupancy": o}, arch="sm_90",
+                          tileiras="t", status="ok", cubin_sha256=sha, symbol="s", threads=128)
+            for k, o in (("hang", 1), ("k", 1), ("k", 2), ("k", 4))]
+    ex = RayExecutor()
+    slots = [multi.Slot(i, w) for i, w in enumerate(ex.gpu_slots([0, 1], timeout_s=8.0,
+                                                                   init="tests.fake_gpu_tasks:fake_init"))]
+    res = session.run_probes(recs, {sha: cubin}, slots=slots, timeout_s=8.0)
+    assert [r.run["status"] for r in recs] == ["hang", "ok", "ok", "ok"]
+    assert [r.run["median_us"] for r in recs[1:]] == [11.0, 12.0, 14.0]
+    ids = {tuple(g) for g in (s.info["ray_gpu_ids"] for s in slots)}
+    assert len(ids) == 2                                   # one logical GPU each
+    assert res.restarts == 1 and not any(r.run.get("shared_gpu") for r in recs)
+
+
+def test_a_node_killed_mid_sweep_loses_nothing_finished(tmp_path):
+    from ray.cluster_utils import Cluster
+    if ray.is_initialized():
+        ray.shutdown()
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
+    node = cluster.add_node(num_cpus=1)
+    fake = _fake_tileiras(tmp_path, "sleep 3")
+    db = str(tmp_path / "s.sqlite")
+    try:
+        ray.init(address=cluster.address, log_to_driver=False, runtime_env=RUNTIME_ENV)
+        cluster.wait_for_nodes()
+
+        def kill_when_one_stored():
+            t = time.monotonic()
+            while time.monotonic() - t < 300:
+                with Store.open(db) as s:
+                    if s._query("SELECT count(*) FROM compiles")[0][0] >= 1:
+                        break
+                time.sleep(0.5)
+            cluster.remove_node(node)
+        killer = threading.Thread(target=kill_when_one_stored, daemon=True)
+        with Store.open(db) as store:
+            killer.start()
+            res = audit([PROBE], ["sm_90"], executor=RayExecutor(), toolchains=[{"tileiras": fake}], store=store,
+                        timeout_s=600)
+        killer.join()
+        assert len(res.records) == 4
+        with Store.open(db) as store:
+            stored = {k: s for k, s in store._query("SELECT key, status FROM compiles")}
+            finished = [r for r in res.records if r.status == "ok"]
+            assert len(stored) == 4 and len(finished) >= 1      # every finished variant is in the store
+            before = _compiles(tmp_path)
+            again = audit([PROBE], ["sm_90"], executor=RayExecutor(), toolchains=[{"tileiras": fake}], store=store)
+        assert _compiles(tmp_path) == before                    # nothing stored is compiled again
+        assert _facts(again.records) == _facts(res.records)
+    finally:
+        ray.shutdown()
+        cluster.shutdown()

@@ -1,0 +1,242 @@
+"""The Ray executor (``pip install "tileprobe[ray]"``, ``--executor ray [--address ADDR]``; issue 15, item 2).
+
+* **Compiles are CPU tasks** (``num_cpus=1``) on any node. A Ray worker process sets itself up once per compiler
+  (:func:`tileprobe.audit.compile._init_worker`, as a pool worker does) and then compiles variant after variant.
+  The driver's tileiras path is used where it exists; on another node the same release is found or installed by
+  tileprobe's toolchain manager (:func:`tileprobe.toolchain.resolve_toolchain`).
+* **Deadlines.** At most ``jobs`` tasks are in flight (default: the cluster's CPUs) and the variants are read
+  lazily, so store claims are taken at dispatch. A task past its variant's deadline
+  (:func:`~tileprobe.audit.pool.variant_limit_s`) is cancelled with ``ray.cancel(force=True)`` (its worker process
+  is killed) and the variant is a ``timeout``; the sweep goes on.
+* **Node loss.** A task whose node dies is retried by Ray on another node (``max_retries``, system failures only);
+  what finished before was already yielded, and so stored by the driver.
+* **GPU runs are one-GPU actors** (``num_gpus=1``) running :mod:`tileprobe.run.worker`'s task functions;
+  :class:`RayGpuSlot` gives each the :class:`~tileprobe.run.watchdog.Watchdog` interface. A task past its timeout
+  kills the actor (``ray.kill``); the next task starts a fresh one.
+
+Tasks return data (:class:`~tileprobe.audit.compile.CompileResult`, run dicts); only the driver writes the store.
+"""
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+import time
+import traceback
+from typing import Iterable, Iterator, Sequence
+
+from ..audit.compile import DEFAULT_TIMEOUT_S, CompileResult, Variant
+from ..audit.pool import variant_limit_s
+from ..errors import UsageError
+from ..run.watchdog import INIT_CUDA, TaskOutcome, WorkerStartError
+
+#: Times Ray re-runs a compile task whose worker or node died (not one cancelled past its deadline).
+TASK_RETRIES = 2
+_NODE: dict = {}   # in a Ray worker process: the compiler set up there (spec) and its temp folder
+
+
+def _ray():
+    try:
+        import ray
+    except ImportError as e:
+        raise UsageError('--executor ray needs Ray: pip install "tileprobe[ray]"') from e
+    return ray
+
+
+def node_tileiras(spec: dict) -> tuple[str | None, list[str] | None]:
+    """The tileiras of ``spec`` on this node: the driver's path when it exists here, else the same release found
+    or installed by :func:`tileprobe.toolchain.resolve_toolchain` (``spec["version"]``)."""
+    path = spec.get("tileiras")
+    if not path or os.path.exists(path) or not spec.get("version"):
+        return path, spec.get("lib_dirs")
+    from ..toolchain import resolve_toolchain
+    tc = resolve_toolchain(spec["version"], stream=None)
+    return tc.tileiras, list(tc.lib_dirs)
+
+
+def compile_task(variant: Variant, spec: dict) -> CompileResult:
+    """One compile in a Ray worker process (set up for ``spec`` on its first task)."""
+    from ..audit.compile import _init_worker, compile_one
+    key = repr(sorted(spec.items()))
+    if _NODE.get("key") != key:
+        tileiras, lib_dirs = node_tileiras(spec)
+        root = tempfile.mkdtemp(prefix="tileprobe-ray-")
+        _init_worker(tileiras, lib_dirs, spec["timeout_s"], root, spec["with_sass"], None)
+        _NODE.update(key=key, root=root)
+    return compile_one(variant)
+
+
+class RayExecutor:
+    """Compiles as Ray tasks and GPU work as one-GPU Ray actors (module doc).
+
+    Args:
+        address: the cluster to join (``None``: start Ray here, or use the one this process already started).
+        jobs: most compile tasks in flight (default: the cluster's CPUs).
+        deadline_s: a fixed deadline per compile task, instead of :func:`~tileprobe.audit.pool.variant_limit_s`.
+
+    Raises:
+        UsageError: Ray is not installed.
+    """
+
+    name = "ray"
+
+    def __init__(self, address: str | None = None, jobs: int | None = None, deadline_s: float | None = None):
+        ray = self.ray = _ray()
+        self.owned = not ray.is_initialized()
+        if self.owned:
+            ray.init(address=address, include_dashboard=False, log_to_driver=False,
+                     runtime_env={"env_vars": {"PYTHONPATH": _pythonpath()}})
+        self.jobs = jobs or max(1, int(ray.cluster_resources().get("CPU", 1)))
+        self.deadline_s = deadline_s
+        self.cancelled = 0      # tasks cancelled past their deadline (the tests read it)
+        self._task = ray.remote(num_cpus=1, max_retries=TASK_RETRIES, retry_exceptions=False)(compile_task)
+
+    def compile(self, variants: Iterable[Variant], *, tileiras: str | None = None, lib_dirs=None,
+                jobs: int | None = None, timeout_s: float = DEFAULT_TIMEOUT_S, with_sass: bool = False,
+                tmp_root: str | None = None, **_) -> Iterator[CompileResult]:
+        """Compile ``variants`` as Ray tasks; yield results as they finish (module doc)."""
+        spec = {"tileiras": tileiras, "lib_dirs": list(lib_dirs or []) or None, "timeout_s": timeout_s,
+                "with_sass": with_sass, "version": _version(tileiras)}
+        width = jobs or self.jobs
+        it = iter(variants)
+        flight: dict = {}       # ref -> (variant, deadline)
+        try:
+            while True:
+                while len(flight) < width and (v := next(it, None)) is not None:
+                    limit = self.deadline_s or variant_limit_s(v, timeout_s)
+                    flight[self._task.remote(v, spec)] = (v, time.monotonic() + limit, limit)
+                if not flight:
+                    return
+                soonest = min(d for _, d, _ in flight.values())
+                ready, _ = self.ray.wait(list(flight), num_returns=1, timeout=max(0.0, soonest - time.monotonic()))
+                for ref in ready:
+                    yield self._result(ref, flight.pop(ref)[0])
+                now = time.monotonic()
+                for ref in [r for r, (_, d, _) in flight.items() if now > d]:
+                    v, _, limit = flight.pop(ref)
+                    self.ray.cancel(ref, force=True)
+                    self.cancelled += 1
+                    yield CompileResult(v, "timeout", error=f"no result within {limit:.0f} s: the Ray task was "
+                                        "cancelled (its worker process killed)")
+        finally:
+            for ref in flight:
+                self.ray.cancel(ref, force=True)
+
+    def _result(self, ref, v: Variant) -> CompileResult:
+        try:
+            return self.ray.get(ref)
+        except Exception as e:   # the task's worker or node died past its retries, or a tileprobe bug in it
+            return CompileResult(v, "compiler_crash", error=f"the Ray compile task failed: {type(e).__name__}: "
+                                 f"{str(e)[-2000:]}")
+
+    def gpu_slots(self, gpus: Sequence[int], *, timeout_s: float, init: str = INIT_CUDA) -> list["RayGpuSlot"]:
+        """One :class:`RayGpuSlot` per entry of ``gpus`` (Ray picks the GPUs: only their number counts here)."""
+        return [RayGpuSlot(self.ray, init, timeout_s) for _ in gpus]
+
+    def close(self) -> None:
+        """Shut Ray down if this executor started it."""
+        if self.owned and self.ray.is_initialized():
+            self.ray.shutdown()
+
+
+class GpuActor:
+    """A Ray actor holding one GPU (``num_gpus=1``): it runs :mod:`tileprobe.run.worker`'s init and task functions."""
+
+    def __init__(self, init: str):
+        from ..run.worker import _import
+        self.info = dict(_import(init)() or {})
+        self.info["ray_gpu_ids"] = [str(g) for g in _ray().get_gpu_ids()]
+        self.info["ray_node"] = _ray().get_runtime_context().get_node_id()
+
+    def hello(self) -> dict:
+        """What the init returned (the GPU's provenance), with Ray's GPU ids and node id."""
+        return self.info
+
+    def task(self, fn: str, kwargs: dict) -> tuple[bool, object]:
+        """(True, ``fn(**kwargs)``), or (False, the traceback) when it raised."""
+        from ..run.worker import _import
+        try:
+            return True, _import(fn)(**(kwargs or {}))
+        except BaseException as e:   # the task's own failure: reported, the actor stays usable
+            return False, {"error": "".join(traceback.format_exception(e)).strip(), "exception": type(e).__name__}
+
+
+class RayGpuSlot:
+    """The :class:`~tileprobe.run.watchdog.Watchdog` interface over a :class:`GpuActor` (module doc)."""
+
+    def __init__(self, ray, init: str, timeout_s: float, startup_timeout_s: float = 300.0):
+        self.ray, self.init, self.timeout_s, self.startup_timeout_s = ray, init, timeout_s, startup_timeout_s
+        self.cls = ray.remote(num_gpus=1, max_restarts=0)(GpuActor)
+        self.actor, self.info, self.restarts, self.pids = None, {}, 0, []
+
+    def start(self) -> dict:
+        """Start the actor if none is alive; return its hello info. Raises WorkerStartError."""
+        if self.actor is None:
+            actor = self.cls.remote(self.init)
+            try:
+                self.info = self.ray.get(actor.hello.remote(), timeout=self.startup_timeout_s)
+            except Exception as e:
+                self.ray.kill(actor)
+                raise WorkerStartError(f"the Ray GPU actor could not start: {type(e).__name__}: {e}") from e
+            self.actor = actor
+        return self.info
+
+    def submit(self, fn: str, kwargs: dict | None = None, *, timeout_s: float | None = None) -> TaskOutcome:
+        """Run ``fn(**kwargs)`` in the actor within ``timeout_s``; a hang kills the actor (:class:`TaskOutcome`)."""
+        self.start()
+        timeout = self.timeout_s if timeout_s is None else float(timeout_s)
+        t0 = time.perf_counter()
+        ref = self.actor.task.remote(fn, kwargs or {})
+        ready, _ = self.ray.wait([ref], timeout=timeout)
+        if not ready:
+            self._replace()
+            return TaskOutcome("hang", error=f"no result within {timeout:g} s: the Ray GPU actor was killed and "
+                               "the next variant runs in a fresh one", wall_s=time.perf_counter() - t0)
+        try:
+            ok, value = self.ray.get(ref)
+        except Exception as e:   # the actor died
+            self._replace()
+            return TaskOutcome("crash", error=f"the Ray GPU actor died: {type(e).__name__}: {e}",
+                               wall_s=time.perf_counter() - t0)
+        out = TaskOutcome("done" if ok else "raised", value=value, wall_s=time.perf_counter() - t0,
+                          error="" if ok else value.get("error", ""))
+        if ok and isinstance(value, dict) and value.get("fatal"):
+            self._replace()
+        return out
+
+    def _replace(self) -> None:
+        if self.actor is not None:
+            self.ray.kill(self.actor)
+        self.actor = None
+        self.restarts += 1
+
+    def close(self) -> None:
+        """Kill the actor."""
+        if self.actor is not None:
+            self.ray.kill(self.actor)
+            self.actor = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _version(tileiras: str | None) -> str | None:
+    """The release of ``tileiras`` (``13.4.92``) for other nodes to find or install, or None."""
+    if not tileiras:
+        return None
+    try:
+        from ..toolchain import tileiras_version
+        version = tileiras_version(tileiras)[0]
+    except Exception:   # noqa: BLE001 — the driver's compile will report a broken compiler itself
+        return None
+    m = re.search(r"\d+\.\d+\.\d+", version or "")
+    return m.group(0) if m else None
+
+
+def _pythonpath() -> str:
+    """The folder holding this tileprobe first, so Ray workers import the same code as the driver."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return os.pathsep.join(x for x in (root, os.environ.get("PYTHONPATH")) if x)
