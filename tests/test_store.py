@@ -114,12 +114,9 @@ def test_warm_reaudit_compiles_nothing(cold, tmp_path, monkeypatch):
     path = copy_store(cold["store"], tmp_path / "warm.sqlite")
     counter = CountingCompiles(monkeypatch)
     with Store.open(path) as store:
-        t0 = time.perf_counter()
         warm = audit_mod.audit([cold["probe"]], ["sm_90"], jobs=2, store=store)
-        warm_s = time.perf_counter() - t0
-    assert counter.variants == []
+    assert counter.variants == []          # nothing compiled (its speed: benchmarks/bench_store.py)
     assert [r.to_dict() for r in warm.records] == [r.to_dict() for r in cold["result"].records]
-    assert warm_s < 5, f"a warm audit of 4 variants took {warm_s:.1f} s"
 
 
 def test_edited_source_or_other_compiler_is_a_miss(cold, tmp_path, monkeypatch):
