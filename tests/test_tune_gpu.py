@@ -76,7 +76,7 @@ def test_planted_hang_and_crash_are_reported_and_a_healthy_winner_named():
 
 
 def test_burst_mode_is_recorded():
-    res = tune([os.path.join(EXAMPLES, "rms_norm.py")], timing="burst", timeout_s=120)
+    res = tune([os.path.join(EXAMPLES, "rms_norm.py")], timing="burst", timeout_s=120, budget_s=60)
     _print(res)
     assert res.environment["timing"] == "burst"
     for p in res.problems:
