@@ -149,8 +149,12 @@ def _label(r: VariantRecord) -> str:
 
 def compare_markdown(comparison: Comparison, command: str = "") -> str:
     """Markdown for a bug report: the two sides, the environment, the repro command, the changed variants
-    (regressions first), and with ``--probe`` the probe file (:func:`probe_section`)."""
+    (regressions first), and with ``--probe`` the probe file (:func:`probe_section`). Over GPU runs: the timed
+    report of :func:`tileprobe.report.releases.releases_markdown`."""
     c = comparison
+    from .releases import has_runs, releases_markdown
+    if has_runs(c):
+        return releases_markdown(c, command) + probe_section(sorted({r.probe for r in c.audited if r.probe}))
     parts = ["## tileprobe compare\n\n", f"- A: {c.name_a}\n- B: {c.name_b}\n"]
     if c.environment:
         parts.append(environment_md(c.environment))

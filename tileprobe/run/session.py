@@ -316,12 +316,34 @@ def run_sweep(probes: Sequence[str] = (), *, arch: str | None = None, bundle: st
         if where:
             from ..audit.where import select_or_explain
             records = select_or_explain(records, where)
+        records = interleave_releases(records)
         result = run_probes(records, cubins, probe_paths=probes, search_dirs=search, timeout_s=timeout_s,
                             reps=reps, warmup=warmup, seed=seed, watchdog=wd, environment=env, progress=progress,
                             timing_mode=timing_mode, trust_recorded=not bundle)
     if store is not None:
         result.store_error = save_runs(store, result)
     return result
+
+
+def interleave_releases(records: Sequence[VariantRecord]) -> list[VariantRecord]:
+    """The run order of records compiled by several tileiras releases (issue 17): each variant (kernel, case,
+    hints, arch) under every release back to back, and the release that goes first rotates from one variant to the
+    next (v1: A B C, v2: B C A, v3: C A B …), so clock and thermal drift over the sweep hits every release alike
+    instead of favouring the one run first. Variants keep their order; one release: the order is unchanged.
+    Records of a variant some release lacks keep their place in the rotation of those present."""
+    builds = list(dict.fromkeys(r.tileiras for r in records))
+    if len(builds) < 2:
+        return list(records)
+    groups: dict[tuple, dict[str, list[VariantRecord]]] = {}
+    for r in records:
+        key = (r.kernel, r.probe, json.dumps(r.case, sort_keys=True, default=str),
+               json.dumps(r.hints, sort_keys=True, default=str), r.arch)
+        groups.setdefault(key, {}).setdefault(r.tileiras, []).append(r)
+    out: list[VariantRecord] = []
+    for i, by_build in enumerate(groups.values()):
+        for b in builds[i % len(builds):] + builds[:i % len(builds)]:
+            out.extend(by_build.get(b, []))
+    return out
 
 
 def _from_bundle(bundle: str, probes: Sequence[str], arch: str | None):
