@@ -109,10 +109,15 @@ class TimeChange:
         within noise says why it does not count."""
         head = f"time {self.a.median_us:,.1f} → {self.b.median_us:,.1f} µs ({self.ratio_text()}"
         if self.changed:
-            return f"{head}, p {self.p:.1g}, {self.method})"
+            return f"{head}, {p_text(self.p)}, {self.method})"
         why = (f"under the {self.min_effect:.0%} minimum effect" if self.significant
-               else f"not significant, p {self.p:.2f}")
+               else f"not significant, {p_text(self.p)}")
         return f"{head}: within noise, {why}; {self.method})"
+
+
+def p_text(p: float) -> str:
+    """``p < 0.001`` or ``p 0.034`` (three decimals: what a reader needs of a p-value)."""
+    return "p < 0.001" if p < 0.001 else f"p {p:.3f}"
 
 
 def time_change(run_a: Mapping | None, run_b: Mapping | None, *, min_effect: float = MIN_EFFECT,

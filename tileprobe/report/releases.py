@@ -9,14 +9,17 @@ Times: the median and, after ``±``, the 95 % confidence half-width of the mean
 from __future__ import annotations
 
 from ..analyses.compare import Change, Comparison
-from ..analyses.noise import MIN_EFFECT, TimeStats, time_change
+import json
+
+from ..analyses.noise import MIN_EFFECT, TimeStats, p_text, time_change
 from ..schema import VariantRecord
-from .common import fmt_kv, short_build
+from .common import fmt_kv, short_build, table_md
 
 
 def has_runs(c: Comparison) -> bool:
-    """True when some variant has a GPU run on both sides (then compare reports times)."""
-    return any(ch.a is not None and ch.b is not None and ch.a.run and ch.b.run for ch in c.changes)
+    """True when some variant has a timed GPU run on both sides (then compare reports times)."""
+    return any(ch.a is not None and ch.b is not None and TimeStats.of(ch.a.run) and TimeStats.of(ch.b.run)
+               for ch in c.changes)
 
 
 def time_text(r: VariantRecord | None) -> str:
@@ -49,14 +52,21 @@ def change_text(ch: Change) -> str:
     if tc is None:
         return "-"
     if tc.changed:
-        return f"{tc.ratio_text()} (p {tc.p:.1g})"
+        return f"{tc.ratio_text()} ({p_text(tc.p)})"
     return f"within noise ({tc.ratio:.3f}×)"
 
 
+def variant_order(r: VariantRecord) -> tuple:
+    """Sort key of a release table: kernel, arch, case, then hint values (numbers by value)."""
+    hints = [(k, (0, v, "") if isinstance(v, (int, float)) else (1, 0, str(v))) for k, v in sorted(r.hints.items())]
+    return (r.kernel, r.arch, json.dumps(r.case, sort_keys=True, default=str), hints)
+
+
 def side_rows(records: list[VariantRecord]) -> list[list[str]]:
-    """One release's table: case, hints, threads, regs, smem B, CTAs/SM, verdicts, time ± noise."""
+    """One release's table, in :func:`variant_order`: kernel, arch, case, hints, threads, regs, smem B, CTAs/SM,
+    verdicts, time ± noise."""
     rows = []
-    for r in records:
+    for r in sorted(records, key=variant_order):
         verdicts = ", ".join(f"{h} {v.get('status')}" for h, v in r.verdicts.items()) if r.ok else "-"
         rows.append([r.kernel, r.arch, fmt_kv(r.case) or "-", fmt_kv(r.hints) or "-",
                      _n(r.threads), _n(r.registers), _n(r.shared_bytes), _n(r.ctas_per_sm), verdicts or "-",
@@ -107,7 +117,6 @@ def releases_markdown(c: Comparison, command: str = "") -> str:
     """The report of a timed comparison, ready to paste into a GitHub issue: the verdict line, the changed cases
     (regressions first, with the ratio and the static facts), both releases' tables with times, the environment
     (GPU, driver, clocks, compilers, cuda-tile) and the command that repeats it."""
-    from .markdown import table_md
     a = [ch.a for ch in c.changes if ch.a is not None]
     b = [ch.b for ch in c.changes if ch.b is not None]
     rows = changed_rows(c)
@@ -128,6 +137,11 @@ def releases_markdown(c: Comparison, command: str = "") -> str:
     for k in ("cuda_tile", "python", "platform", "tileprobe"):
         if env.get(k):
             parts.append(f"- {k.replace('_', '-')}: {env[k]}\n")
-    if command:
-        parts.append(f"\nReproduce:\n\n```\n{command}\n```\n")
+    steps = [("# where tileiras is: compile both releases into one bundle", env.get("audit_command")),
+             ("# on the GPU machine: run it (releases interleaved)", env.get("run_command")),
+             ("# compare", command)]
+    steps = [(note, cmd) for note, cmd in steps if cmd]
+    if steps:
+        parts.append("\nReproduce:\n\n```\n" + "\n".join(f"{n}\n{cmd}" if len(steps) > 1 else cmd
+                                                       for n, cmd in steps) + "\n```\n")
     return "".join(parts)

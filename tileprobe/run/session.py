@@ -320,17 +320,20 @@ def run_sweep(probes: Sequence[str] = (), *, arch: str | None = None, bundle: st
         result = run_probes(records, cubins, probe_paths=probes, search_dirs=search, timeout_s=timeout_s,
                             reps=reps, warmup=warmup, seed=seed, watchdog=wd, environment=env, progress=progress,
                             timing_mode=timing_mode, trust_recorded=not bundle)
+    if command_line:
+        result.environment["run_command"] = command_line
     if store is not None:
         result.store_error = save_runs(store, result)
     return result
 
 
-def interleave_releases(records: Sequence[VariantRecord]) -> list[VariantRecord]:
+def interleave_releases(records: Sequence[VariantRecord], offset: int = 0) -> list[VariantRecord]:
     """The run order of records compiled by several tileiras releases (issue 17): each variant (kernel, case,
     hints, arch) under every release back to back, and the release that goes first rotates from one variant to the
     next (v1: A B C, v2: B C A, v3: C A B …), so clock and thermal drift over the sweep hits every release alike
     instead of favouring the one run first. Variants keep their order; one release: the order is unchanged.
-    Records of a variant some release lacks keep their place in the rotation of those present."""
+    Records of a variant some release lacks keep their place in the rotation of those present. ``offset`` shifts
+    the rotation (round k of a repeated sweep passes k, so a one-variant sweep alternates too)."""
     builds = list(dict.fromkeys(r.tileiras for r in records))
     if len(builds) < 2:
         return list(records)
@@ -341,7 +344,8 @@ def interleave_releases(records: Sequence[VariantRecord]) -> list[VariantRecord]
         groups.setdefault(key, {}).setdefault(r.tileiras, []).append(r)
     out: list[VariantRecord] = []
     for i, by_build in enumerate(groups.values()):
-        for b in builds[i % len(builds):] + builds[:i % len(builds)]:
+        j = (i + offset) % len(builds)
+        for b in builds[j:] + builds[:j]:
             out.extend(by_build.get(b, []))
     return out
 

@@ -87,7 +87,7 @@ def summarize(times_us: Sequence[float]) -> TimingStats:
 
 #: Samples kept in a run record (``samples_us``): enough for the t-test of :mod:`tileprobe.analyses.noise`; a run
 #: with more keeps an evenly spaced subset in launch order (its ``stdev_us`` still covers them all).
-MAX_KEPT_SAMPLES = 200
+MAX_KEPT_SAMPLES = 500
 
 
 def sample_fields(times_us: Sequence[float]) -> dict:
