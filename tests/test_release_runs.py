@@ -235,3 +235,90 @@ def test_gate_time_no_worse_than_baseline_uses_the_noise_rule():
         "no slower than baseline 300.")
     assert f.reason.startswith("baseline: tileiras 13.3.36") and not f.unchecked
     assert check([rec("13.4.92", 2, r=run(330.0, 3.0, seed=4))], ["time no worse than baseline + 15%"], base) == []
+
+
+# --- stored runs of a bundle ---------------------------------------------------------------------------------------
+
+def test_bundle_runs_are_stored_by_release_and_compared_from_the_store(tmp_path):
+    """What `tileprobe run --bundle` does with a store (run.session.import_bundle): the bundle's compiles and audit
+    are stored, each run is saved against its release's compile, and `compare AUDIT_ID` splits them by compiler."""
+    from tileprobe.run.session import RunResult, import_bundle, save_runs
+    from tileprobe.schema import load
+    from tileprobe.store import Store
+    recs, env = load(str(_two_release_run(tmp_path)))
+    runs = [r.run for r in recs]
+    for r in recs:
+        r.run = None
+    db = str(tmp_path / "store.db")
+    with Store.open(db) as store:
+        audit_id = import_bundle(store, recs, env, {}, "run --bundle B rms_norm_large.py")
+        for r, x in zip(recs, runs):
+            r.run = x
+        assert save_runs(store, RunResult(recs, {"gpu": GPU})) is None
+        assert store.import_records(recs, lambda sha: None, env.get("cuda_tile")) == 0   # idempotent
+        stored = store.runs()
+    assert len(stored) == 6 and {s["tileiras"] for s in stored} == {B["13.3.36"], B["13.4.92"]}
+    c = compare_results([str(audit_id)], store=db)
+    reg = {x.a.hints["occupancy"]: x for x in c.changes}
+    assert reg[2].kind == "regression" and any("1.65× slower" in d for d in reg[2].details)
+    assert reg[8].details == ["run ok → hang (new hang)"]
+
+
+# --- the GPU side of a bisect by time, with the GPU replaced by recorded timings --------------------------------------
+
+def _bisect_bundle_dir(tmp_path):
+    """A bisect bundle as `bisect --bundle-out` writes it: one variant under four releases, a `bisect` block."""
+    from tileprobe.audit.pipeline import AuditResult, write_bundle
+    versions = ["13.3.36", "13.4.59", "13.4.92", "13.5.37"]
+    recs = [rec(v, 1, tma=False) for v in versions]
+    env = {"cuda_tile": "1.7.0", "bisect": {"good": versions[0], "bad": versions[-1], "arch": "sm_90",
+                                            "releases": versions, "skipped": {"13.2.86": "no sm_90"}}}
+    write_bundle(str(tmp_path / "b"), AuditResult(records=recs, environment=env, cubins={}))
+    return str(tmp_path / "b")
+
+
+def test_gpu_side_runs_every_release_interleaved_in_rounds_and_names_the_move(tmp_path, monkeypatch, capsys):
+    import tileprobe.run.session as session
+    import tileprobe.run.watchdog as watchdog
+    medians = {"13.3.36": 1500.0, "13.4.59": 1100.0, "13.4.92": 1101.0, "13.5.37": 1099.0}
+    firsts = []
+
+    def fake_run_probes(records, cubins, **kw):
+        assert kw["trust_recorded"] is False and kw["probe_paths"] == ["examples/rms_norm_large.py"]
+        firsts.append(release_of_build(records[0].tileiras))
+        for i, r in enumerate(records):
+            r.run = run(medians[release_of_build(r.tileiras)], 5.0, n=50, seed=len(firsts) * 10 + i)
+        return session.RunResult(records, {"gpu": GPU})
+
+    class NoGPU:
+        def __init__(self, **kw):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *a):
+            return False
+
+    monkeypatch.setattr(session, "run_probes", fake_run_probes)
+    monkeypatch.setattr(watchdog, "Watchdog", NoGPU)
+    from tileprobe.cli import main
+    bundle = _bisect_bundle_dir(tmp_path)
+    rc = main(["bisect", "--bundle", bundle, "examples/rms_norm_large.py", "--property", "time within 5%",
+               "--rounds", "3", "--json", str(tmp_path / "b.json")])
+    out = capsys.readouterr().out
+    assert rc == 0 and firsts == ["13.3.36", "13.4.59", "13.4.92"]          # the first release rotates per round
+    assert "first release where `time within 5%` fails: tileiras 13.4.59 (last that held: 13.3.36)" in out
+    assert "skipped 13.2.86: no sm_90" in out and "tileiras 13.5.37: FAILS" in out
+    doc = json.loads((tmp_path / "b.json").read_text())
+    assert doc["first_bad"] == "13.4.59" and doc["rounds"] == 3 and len(doc["steps"]) == 4
+    medians.update({"13.4.59": 1500.5, "13.4.92": 1499.0, "13.5.37": 1500.2})
+    main(["bisect", "--bundle", bundle, "examples/rms_norm_large.py", "--property", "no slower"])
+    assert "nothing moved beyond noise" in capsys.readouterr().out
+    assert main(["bisect", "--bundle", bundle, "examples/rms_norm_large.py", "--property", "occupancy honoured"]) == 1
+    assert "give a run property" in capsys.readouterr().err
+
+
+def release_of_build(build):
+    from tileprobe.analyses.bisect_time import release_of
+    return release_of(build)

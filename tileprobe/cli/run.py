@@ -51,8 +51,8 @@ def cmd_run(args) -> int:
     from ..run.session import run_sweep
     from ..store import Store
     err = console(stderr=True)
-    audit_here = args.probes and not args.bundle   # run_sweep refuses neither probes nor bundle: no store then
-    store = Store.open(args.store) if audit_here and not args.no_store else None
+    # run_sweep refuses neither probes nor bundle: no store then; a bundle's compiles and runs are stored too
+    store = Store.open(args.store) if (args.probes or args.bundle) and not args.no_store else None
     result = run_sweep(
         args.probes, arch=args.arch, bundle=args.bundle, store=store, timeout_s=args.timeout, reps=args.reps,
         warmup=args.warmup, seed=args.seed, jobs=args.jobs, command_line=command_line(), timing_mode=args.timing,

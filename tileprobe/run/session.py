@@ -304,6 +304,8 @@ def run_sweep(probes: Sequence[str] = (), *, arch: str | None = None, bundle: st
     if not probes and not bundle:
         raise TileprobeError("give probe files to audit and run, or --bundle DIR with an audit made elsewhere")
     from_bundle = _from_bundle(bundle, probes, arch) if bundle else None   # read and checked before any GPU work
+    if from_bundle and store is not None:
+        import_bundle(store, from_bundle[0], from_bundle[1], from_bundle[2], command_line)
     with _watchdog.Watchdog(timeout_s=timeout_s) as wd:
         gpu = wd.start()
         if on_gpu:
@@ -363,6 +365,15 @@ def _from_bundle(bundle: str, probes: Sequence[str], arch: str | None):
     if arch:
         records = [r for r in records if get_arch(r.arch).name == get_arch(arch).name]
     return records, env, cubins, []   # a bundle is data: probe code only from the paths on the command line
+
+
+def import_bundle(store, records: Sequence[VariantRecord], env: dict, cubins, command_line: str) -> int:
+    """Store a bundle's compiles and its audit (so this machine's runs of it are stored, keyed by release, and
+    ``tileprobe compare AUDIT_ID`` / ``history`` see them; issue 17); return the stored audit's id."""
+    from types import SimpleNamespace
+    store.import_records(records, cubin_getter(cubins), env.get("cuda_tile"))
+    return store.save_audit(SimpleNamespace(records=list(records), environment=env, wall_s=0.0),
+                            command_line or f"run --bundle {env.get('bundle', '')}")
 
 
 def _audit_here(probes: Sequence[str], arch: str, jobs: int | None, store, command_line: str, on_probe_error,
