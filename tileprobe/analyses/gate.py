@@ -339,7 +339,13 @@ def _check_time(e: Expectation, r: VariantRecord, label: str, base: dict) -> Fai
         return None
     return Failure(e.text, label, f"time {e.op} {limit:,.2f} µs (baseline {bt:,.2f} µs + noise {noise:,.2f} µs"
                    + (f" + {e.baseline_pct:g} %" if e.baseline_pct else "") + ")", f"{t:,.2f} µs",
-                   f"baseline: {_short(b)} on {(b.run or {}).get('gpu') or 'GPU ?'}")
+                   f"baseline: {_short(b)} on {_gpu_of(b)}")
+
+
+def _gpu_of(r: VariantRecord) -> str:
+    """The GPU name of a record's run (a dict in run JSON, a name in stored runs), ``GPU ?`` when unknown."""
+    gpu = (r.run or {}).get("gpu")
+    return (gpu.get("name") if isinstance(gpu, dict) else gpu) or "GPU ?"
 
 
 def _check_no_worse(e: Expectation, r: VariantRecord, b: VariantRecord, label: str) -> Failure | None:
@@ -354,7 +360,7 @@ def _check_no_worse(e: Expectation, r: VariantRecord, b: VariantRecord, label: s
         return None
     return Failure(e.text, label, f"no slower than baseline {tc.a.median_us:,.2f} µs beyond noise",
                    f"{tc.b.median_us:,.2f} µs ({tc.ratio_text()}, {p_text(tc.p)})",
-                   f"baseline: {_short(b)} on {(b.run or {}).get('gpu') or 'GPU ?'}; {tc.method}")
+                   f"baseline: {_short(b)} on {_gpu_of(b)}; {tc.method}")
 
 
 # --- selecting and auditing ------------------------------------------------------------------------------------
