@@ -12,12 +12,8 @@
 # Writes OUT/bisect.md (every release's time), OUT/bisect.json. Under a minute on an H200.
 set -uo pipefail
 out=${1:?OUT_DIR}; src=${2:?BUNDLE (folder or .tgz)}
-unset CUDA_HOME CUDA_PATH
-mkdir -p "$out"
 . "$(dirname "$0")/issue17_bundle.sh"
-bundle=$(bundle_dir "$out" "$src") || exit 2
-du -sh "$bundle"
-nvidia-smi --query-gpu=name,driver_version,pstate,clocks.sm,clocks.max.sm,clocks.mem --format=csv > "$out/gpu.csv" 2>&1
+bundle=$(issue17_setup "$out" "$src") || exit 2
 t0=$(date +%s)
 timeout 110 python3 -m tileprobe bisect --bundle "$bundle" examples/rms_norm_large.py --property "time within 5%" \
   --rounds 3 --format markdown --json "$out/bisect.json" 2>&1 | tee "$out/bisect.md"

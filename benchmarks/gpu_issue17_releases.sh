@@ -12,12 +12,8 @@
 # About 1-2 minutes on an H200.
 set -uo pipefail
 out=${1:?OUT_DIR}; src=${2:?BUNDLE (folder or .tgz)}
-unset CUDA_HOME CUDA_PATH
-mkdir -p "$out"
 . "$(dirname "$0")/issue17_bundle.sh"
-bundle=$(bundle_dir "$out" "$src") || exit 2
-du -sh "$bundle"
-nvidia-smi --query-gpu=name,driver_version,pstate,clocks.sm,clocks.max.sm,clocks.mem --format=csv > "$out/gpu.csv" 2>&1
+bundle=$(issue17_setup "$out" "$src") || exit 2
 rc=0
 step() {   # step NAME PROBE [--where W]: run the bundle's variants of PROBE, then compare the two releases
   local name=$1 probe=$2; shift 2
