@@ -322,3 +322,25 @@ def test_gpu_side_runs_every_release_interleaved_in_rounds_and_names_the_move(tm
 def release_of_build(build):
     from tileprobe.analyses.bisect_time import release_of
     return release_of(build)
+
+
+def test_one_command_does_both_sides_where_one_machine_has_both(tmp_path, monkeypatch, capsys):
+    """A run property without --bundle/--bundle-out: the CPU side writes a temporary bundle, the GPU side runs it."""
+    import tileprobe.analyses.bisect_time as bt
+    seen = {}
+
+    def prepare(probe, out_dir, **kw):
+        seen["prepared"] = out_dir
+        return ["13.3.36", "13.4.92"], {}, 1000
+
+    def gpu_side(bundle, probes, prop, **kw):
+        seen["ran"], seen["probes"] = bundle, probes
+        return evaluate_releases(_releases({"13.3.36": 300.0, "13.4.92": 400.0}), parse_run_property(prop))
+
+    monkeypatch.setattr(bt, "prepare_bundle", prepare)
+    monkeypatch.setattr(bt, "bisect_bundle", gpu_side)
+    from tileprobe.cli import main
+    assert main(["bisect", "examples/rms_norm_large.py", "--arch", "sm_90", "--property", "no slower",
+                 "--good", "13.3.36", "--bad", "13.4.92"]) == 0
+    assert seen["prepared"] == seen["ran"] and seen["probes"] == ["examples/rms_norm_large.py"]
+    assert "fails: tileiras 13.4.92" in capsys.readouterr().out
