@@ -63,6 +63,9 @@ def cmd_run(args) -> int:
         progress=lambda i, n, r: say(err, f"[{i}/{n}] {run_label(r)}: {run_cell(r)}"))
     if result.store_error:
         say(err, f"not stored: {result.store_error}")
+    elif result.environment.get("stored_audit") and len({r.tileiras for r in result.records}) == 2:
+        n = result.environment["stored_audit"]
+        say(err, f"stored as audit {n}: compare its two releases with `tileprobe compare {n}`")
     emit(result, args)
     for s in result.skipped:
         say(err, f"skipped: {s}")

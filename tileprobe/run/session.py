@@ -304,8 +304,9 @@ def run_sweep(probes: Sequence[str] = (), *, arch: str | None = None, bundle: st
     if not probes and not bundle:
         raise TileprobeError("give probe files to audit and run, or --bundle DIR with an audit made elsewhere")
     from_bundle = _from_bundle(bundle, probes, arch) if bundle else None   # read and checked before any GPU work
+    audit_id = None
     if from_bundle and store is not None:
-        import_bundle(store, from_bundle[0], from_bundle[1], from_bundle[2], command_line)
+        audit_id = import_bundle(store, from_bundle[0], from_bundle[1], from_bundle[2], command_line)
     with _watchdog.Watchdog(timeout_s=timeout_s) as wd:
         gpu = wd.start()
         if on_gpu:
@@ -324,6 +325,8 @@ def run_sweep(probes: Sequence[str] = (), *, arch: str | None = None, bundle: st
                             timing_mode=timing_mode, trust_recorded=not bundle)
     if command_line:
         result.environment["run_command"] = command_line
+    if audit_id is not None:
+        result.environment["stored_audit"] = audit_id
     if store is not None:
         result.store_error = save_runs(store, result)
     return result
