@@ -181,7 +181,8 @@ def time_bisect_markdown(res, command: str = "") -> str:
     rows = [[s.version, "yes" if s.holds else "**no**", s.summary] for s in res.steps]
     out = [f"## tileprobe bisect by time: `{res.prop}`\n\n", table_md(["tileiras", "holds", "time (median ± 95 % CI)"],
                                                                      rows)]
-    out += [f"- skipped {v}: {why}\n" for v, why in res.skipped.items()]
+    if res.skipped:
+        out += ["\n"] + [f"- skipped {v}: {why}\n" for v, why in res.skipped.items()]
     out.append(f"\n{res.conclusion()}.\n\nEvery release was run ({res.rounds} interleaved rounds, samples pooled); a "
                "change counts when Welch's t-test gives p < 0.05 and it exceeds the property's margin.\n")
     out.append(f"\n- GPU: {gpu_line(res.environment or {}, [])}\n")
