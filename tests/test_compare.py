@@ -65,12 +65,13 @@ def test_new_spills_and_failures_are_regressions():
 
 def test_time_beyond_noise_only():
     gpu = {"name": "NVIDIA H200"}
-    run = lambda m, q: {"status": "ok", "median_us": m, "p25_us": m - q, "p75_us": m + q, "gpu": gpu}  # noqa: E731
+    run = lambda m, q: {"status": "ok", "median_us": m, "p25_us": m - q, "p75_us": m + q, "reps": 100,
+                          "gpu": gpu}  # noqa: E731
     a = [rec(A, 1, 256, 128, 0, 2, "x", run=run(100.0, 0.5)), rec(A, 2, 256, 128, 0, 2, "y", run=run(100.0, 0.5))]
     b = [rec(B, 1, 256, 128, 0, 2, "x", run=run(100.8, 0.5)), rec(B, 2, 256, 128, 0, 2, "y", run=run(130.0, 0.5))]
     ch = {c.a.hints["occupancy"]: c for c in compare_records(a, b)}
     assert ch[1].kind == "same"
-    assert ch[2].kind == "regression" and ch[2].details[0].startswith("time 100.0 → 130.0 µs (1.30x")
+    assert ch[2].kind == "regression" and ch[2].details[0].startswith("time 100.0 → 130.0 µs (1.30× slower, p ")
 
 
 def test_split_by_compiler_needs_two_builds():

@@ -45,6 +45,8 @@ def test_sustained_reads_clocks_after_the_warm_up_and_flags_a_move():
     out = timing.time_variant(gpu.launch, Timer(gpu), reader, mode="sustained", reps=20, warmup=10, warmup_ms=1.0)
     assert reader.reads == [3 + 10, 3 + 10 + 20]               # after the warm-up, after the samples
     assert out["timing_mode"] == "sustained" and out["reps"] == 20 and out["median_us"] == pytest.approx(200.0)
+    assert len(out["samples_us"]) == 20 and out["samples_us"][0] == pytest.approx(200.0, abs=1e-3)   # issue 17
+    assert out["stdev_us"] == pytest.approx(0.0, abs=1e-3)
     assert out["clocks_before"]["sm_mhz"] == 1950.0 and out["clocks_after"]["sm_mhz"] == 1515.0
     assert out["clocks_during"] == {"n": 2, "sm_mhz": {"min": 1515.0, "median": 1732.5, "max": 1950.0},
                                     "mem_mhz": {"min": 3201.0, "median": 3201.0, "max": 3201.0},

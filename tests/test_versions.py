@@ -125,3 +125,29 @@ def test_13_2_86_does_not_list_sm_90_in_its_own_words(capsys):
     assert " · sm_90 · tileiras 13.2.86: unsupported_target** in 4 variant(s): TILE=256 occupancy=1; TILE=256 " \
            "occupancy=2; TILE=1024 occupancy=1; TILE=1024 occupancy=2\n  ```\n  " + words in md
     assert "| 256 | 1 | - | - | - | - | - | - | unsupported_target |" in md
+
+
+def test_bundle_carries_both_releases_and_bisect_bundle_keeps_those_listing_the_target(tmp_path):
+    """Issue 17: `audit --tileiras A,B --bundle DIR` holds both releases' records (keyed by build) and cubins, the
+    bundle says which releases and how it was made, and the run order interleaves them; `bisect --bundle-out`
+    skips a release whose tileiras does not list the target (13.2.86 and sm_90) and bundles the others."""
+    from tileprobe.analyses.bisect_time import prepare_bundle
+    from tileprobe.cli import main
+    from tileprobe.run.session import interleave_releases, load_bundle
+    bundle = str(tmp_path / "b")
+    assert main(["audit", VADD, "--arch", "sm_90", "--tileiras", "13.3.36,13.4.92", "--no-store", "--bundle",
+                 bundle, "--format", "none"]) == 0
+    records, env, cubin = load_bundle(bundle)
+    builds = sorted({r.tileiras for r in records})
+    assert len(builds) == 2 and "V13.3.36" in builds[0] and "V13.4.92" in builds[1]
+    assert env["tileiras"] == builds and env["audit_command"].startswith("tileprobe")
+    assert all(cubin(r.cubin_sha256) for r in records if r.ok)
+    order = interleave_releases(records)
+    assert [r.tileiras for r in order[:4]] == [builds[0], builds[1], builds[1], builds[0]]
+    with pytest.raises(TileprobeError, match=r"only \['13.3.36'\].*13.2.86 does not list sm_90"):
+        prepare_bundle(VADD, str(tmp_path / "x"), arch="sm_90", where={}, good="13.2.86", bad="13.3.36")
+    keep, skipped, size = prepare_bundle(VADD, str(tmp_path / "y"), arch="sm_90", where={}, good="13.4.59",
+                                         bad="13.4.92", jobs=2)
+    recs, env, _ = load_bundle(str(tmp_path / "y"))
+    assert keep == ["13.4.59", "13.4.92"] and not skipped and env["bisect"]["releases"] == keep
+    assert {r.tileiras[-7:] for r in recs} == {"13.4.59", "13.4.92"} and 0 < size < 1_000_000

@@ -475,6 +475,37 @@ class Store:
         with self._transaction() as c:
             return c.execute("DELETE FROM claims WHERE owner_host = ? AND owner_pid = ?", (self.host, pid)).rowcount
 
+    def import_records(self, records: Sequence, cubin_of: Callable[[str], bytes | None], cuda_tile: str | None) -> int:
+        """Store the compiles of records audited on another machine (a bundle's, issue 17) so their runs can be
+        stored and compared here; return how many were new. The key is :func:`compile_key` of the record's own
+        fields (kernel, case, hints, arch, build; no probe source hash: the bundle carries none, so
+        ``source_sha256`` is ``"bundle"``) under the bundle's ``cuda_tile``; the cubin is stored when
+        ``cubin_of(sha)`` has it. Records already stored are left as they are."""
+        from types import SimpleNamespace
+        from ._version import __version__
+        new = 0
+        for rec in records:
+            v = SimpleNamespace(source_sha256="bundle", probe_index=0, probe_name=rec.kernel,
+                                case=list(rec.case.items()), hints=list(rec.hints.items()), arch=rec.arch)
+            key = compile_key(v, rec.tileiras, cuda_tile or "")
+            record = rec.to_dict()
+            record.update(verdicts={}, run=None)
+            cubin = cubin_of(rec.cubin_sha256) if rec.cubin_sha256 else None
+            row = (key, now(), self.host, __version__, rec.kernel, rec.probe, 0, "bundle", rec.symbol,
+                   json.dumps(rec.signature, default=str), _pairs_json(rec.case.items()),
+                   _pairs_json(rec.hints.items()), rec.arch, rec.tileiras, None, cuda_tile, rec.status,
+                   rec.cubin_sha256, None, json.dumps(record, default=str))
+            with self._transaction() as c:
+                if cubin is not None:
+                    c.execute("INSERT OR IGNORE INTO cubins (sha256, size_bytes, arch, code_sha256, data, created) "
+                              "VALUES (?, ?, ?, ?, ?, ?)", (rec.cubin_sha256, len(cubin), rec.arch, rec.code_sha256,
+                                                            sqlite3.Binary(cubin), now()))
+                cur = c.execute(f"INSERT OR IGNORE INTO compiles ({', '.join(_COMPILE_COLUMNS)}) "
+                                f"VALUES ({', '.join('?' * len(_COMPILE_COLUMNS))})", row)
+                new += cur.rowcount
+            self._remember(rec, key)
+        return new
+
     def save_audit(self, result, command_line: str) -> int:
         """Store an audit: when, where, the command line, its environment and its records' keys and verdicts."""
         from ._version import __version__

@@ -18,8 +18,9 @@ is listed as a change, not a regression. A failure is a state like any other (is
 compared by failure class (ok > an answer: compile_error, unsupported_target, unsupported_feature,
 broken_environment, probe_error > no answer: timeout, compiler_crash) and the run status likewise (ok > wrong >
 error > hang, crash); two classes of one rank (crash ↔ timeout, unsupported_target → compile_error) are a change.
-Regressions are listed first, and among them new crashes and hangs first. Times are compared only when both sides ran on the same GPU; the noise bound is
-the larger interquartile range of the two (or 1% of the median when a run has no spread).
+Regressions are listed first, and among them new crashes and hangs first. Times are compared only when both sides ran
+on the same GPU, by the rule of :mod:`tileprobe.analyses.noise`: Welch's t-test on the kept samples (or on n, mean
+and stdev) at p < 0.05, and a change of the median of at least 2 %.
 
 Python API: :func:`compare_results` (what ``tileprobe compare`` runs) returns a :class:`Comparison`;
 :func:`compare_records` compares two record lists. :mod:`tileprobe.report` renders them.
@@ -34,6 +35,7 @@ from typing import Sequence
 from ..audit.verdict import judge_records
 from ..errors import TileprobeError
 from ..schema import VariantRecord, load, short_build
+from .noise import time_change
 
 MARKS = {"regression": "!", "improvement": "*", "changed": "x", "same": "=", "unmatched": "?"}
 _RANK = {"regression": 0, "improvement": 1, "changed": 2, "unmatched": 3, "same": 4}
@@ -193,29 +195,23 @@ def _severity(items: list[str]) -> int:
 
 
 def _time_change(a: VariantRecord, b: VariantRecord):
+    """("slower" | "faster", text) when B's time differs from A's beyond noise (:mod:`tileprobe.analyses.noise`:
+    Welch's t-test and a 2 % minimum effect); None when within noise, not both ok, or run on different GPUs."""
     ra, rb = a.run or {}, b.run or {}
-    ma, mb = ra.get("median_us"), rb.get("median_us")
-    if not ma or not mb or ra.get("status") != "ok" or rb.get("status") != "ok":
+    if ra.get("status") != "ok" or rb.get("status") != "ok" or _gpu_name(ra) != _gpu_name(rb):
         return None
     if ra.get("shared_gpu") or rb.get("shared_gpu"):   # timed beside another worker on one GPU (issue 15)
         return None
-    if _gpu_name(ra) != _gpu_name(rb):
+    tc = time_change(ra, rb)
+    if tc is None or not tc.changed:
         return None
-    noise = max(_iqr(ra), _iqr(rb), 0.01 * min(ma, mb))
-    if abs(mb - ma) <= noise:
-        return None
-    return ("slower" if mb > ma else "faster"), f"time {ma:.1f} → {mb:.1f} µs ({mb / ma:.2f}x, noise ±{noise:.1f})"
+    return tc.direction, tc.text()
 
 
 def _gpu_name(run: dict) -> str | None:
     """The GPU a run was on: ``run["gpu"]`` is a dict in run results and a name in records read from the store."""
     gpu = run.get("gpu")
     return gpu.get("name") if isinstance(gpu, dict) else gpu
-
-
-def _iqr(run: dict) -> float:
-    p25, p75 = run.get("p25_us"), run.get("p75_us")
-    return float(p75 - p25) if p25 is not None and p75 is not None else 0.0
 
 
 def split_by_compiler(records: list[VariantRecord]) -> tuple[list[VariantRecord], list[VariantRecord], str, str]:
@@ -292,7 +288,9 @@ def compare_results(results: Sequence[str] = (), *, probe: str | None = None, ti
     """``tileprobe compare``: what changed between two compilers or two result sets.
 
     Args:
-        results: two result JSON files or stored audit ids (A, B), or one file holding two compiler builds.
+        results: two result JSON files or stored audit ids (A, B), or one file or stored audit holding two
+            compiler builds (an audit with ``--tileiras A,B``, or a run of its bundle: then times are compared
+            too, by :mod:`tileprobe.analyses.noise`).
         probe: instead, audit this probe file with the two compilers ``tileiras`` (versions such as
             ``["13.3.36", "13.4.92"]``; installed as managed toolchains when missing) for ``archs``.
         jobs: parallel compiles (None: all CPUs). store: the results store (path; None: the default one): it
@@ -319,7 +317,10 @@ def compare_results(results: Sequence[str] = (), *, probe: str | None = None, ti
         a, name_a = load_side(results[0], store)
         b, name_b = load_side(results[1], store)
     elif len(results) == 1:
-        recs, env = load(results[0], judge=judge_records)
+        if os.path.exists(results[0]):
+            recs, env = load(results[0], judge=judge_records)
+        else:   # one stored audit (e.g. a bundle's two releases, run and stored on the GPU machine)
+            recs, _ = load_side(results[0], store)
         a, b, name_a, name_b = split_by_compiler(recs)
         name_a, name_b = short_build(name_a), short_build(name_b)
     else:

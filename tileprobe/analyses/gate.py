@@ -43,7 +43,10 @@ FORMS = """\
   FIELD OP NUMBER             e.g. ctas_per_sm>=2, registers<=128; FIELD: {fields}; OP: <= < >= > == !=
   FIELD OP baseline           compared with the --baseline record of the same kernel, case, hints and arch
   time OP NUMBER[us]          median GPU time in µs (needs run records)
-  time <= baseline [+ N%]     median time no worse than the baseline's beyond the runs' noise (and N %)"""
+  time <= baseline [+ N%]     median time no worse than the baseline's beyond the runs' noise (and N %)
+  time no worse than baseline [+ N%]
+                              not slower than the baseline's run beyond noise by compare's rule (Welch t-test
+                              p < 0.05 and ≥ 2 %, or ≥ N %; tileprobe/analyses/noise.py)"""
 FIELDS = ("ctas_per_sm", "registers", "shared_bytes", "driver_shared_bytes", "stack_bytes", "threads",
           "warps_per_sm", "occupancy_pct", "max_regs", "compile_s")
 _ALIASES = {"regs": "registers", "ctas/sm": "ctas_per_sm", "ctas": "ctas_per_sm", "smem_bytes": "shared_bytes",
@@ -51,6 +54,8 @@ _ALIASES = {"regs": "registers", "ctas/sm": "ctas_per_sm", "ctas": "ctas_per_sm"
 _OPS = {"<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt, "==": operator.eq, "!=": operator.ne}
 _COMPARE = re.compile(r"^\s*([a-z_/][a-z0-9_/]*)\s*(<=|>=|==|!=|<|>)\s*(.+?)\s*$", re.I)
 _BASELINE = re.compile(r"^baseline(?:\s*\+\s*(\d+(?:\.\d+)?)\s*%)?$", re.I)
+_NO_WORSE = re.compile(r"^time\s+no\s+worse\s+than\s+(?:the\s+)?baseline(?:'s)?(?:\s+beyond\s+(?:its\s+)?noise)?"
+                       r"(?:\s*\+\s*(\d+(?:\.\d+)?)\s*%)?$", re.I)
 _NUMBER = re.compile(r"^(-?\d+(?:\.\d+)?)\s*(us|µs)?$", re.I)
 
 
@@ -95,6 +100,9 @@ def parse_expectation(text: str) -> Expectation:
         return Expectation(t, _STATUS_FORMS[low])
     if low in ("no spills", "no spill"):
         return Expectation(t, "no_spills")
+    nw = _NO_WORSE.match(low)
+    if nw:
+        return Expectation(t, "time", field="time", op="no_worse", baseline_pct=float(nw.group(1) or 0))
     kind = _VERDICT_FORMS.get(tuple(words[1:])) if words else None
     if kind:
         if words[0] not in KERNEL_HINTS:
@@ -323,13 +331,36 @@ def _check_time(e: Expectation, r: VariantRecord, label: str, base: dict) -> Fai
     if bt is None:
         return Failure(e.text, label, e.text, "no baseline run", "the baseline has no GPU run of this variant",
                        unchecked=True)
+    if e.op == "no_worse":
+        return _check_no_worse(e, r, b, label)
     noise = max(_noise_us(r.run), _noise_us(b.run))
     limit = bt * (1 + e.baseline_pct / 100) + noise
     if _OPS[e.op](t, limit):
         return None
     return Failure(e.text, label, f"time {e.op} {limit:,.2f} µs (baseline {bt:,.2f} µs + noise {noise:,.2f} µs"
                    + (f" + {e.baseline_pct:g} %" if e.baseline_pct else "") + ")", f"{t:,.2f} µs",
-                   f"baseline: {_short(b)} on {(b.run or {}).get('gpu') or 'GPU ?'}")
+                   f"baseline: {_short(b)} on {_gpu_of(b)}")
+
+
+def _gpu_of(r: VariantRecord) -> str:
+    """The GPU name of a record's run (a dict in run JSON, a name in stored runs), ``GPU ?`` when unknown."""
+    gpu = (r.run or {}).get("gpu")
+    return (gpu.get("name") if isinstance(gpu, dict) else gpu) or "GPU ?"
+
+
+def _check_no_worse(e: Expectation, r: VariantRecord, b: VariantRecord, label: str) -> Failure | None:
+    """``time no worse than baseline``: fails when the run is slower than the baseline's by compare's rule
+    (:func:`tileprobe.analyses.noise.time_change`, the minimum effect raised to ``+ N%`` when given)."""
+    from .noise import MIN_EFFECT, p_text, time_change
+    tc = time_change(b.run, r.run, min_effect=max(MIN_EFFECT, e.baseline_pct / 100))
+    if tc is None:
+        return Failure(e.text, label, e.text, "no sample statistics", "a run without reps/stdev or quartiles "
+                       "cannot be tested against noise", unchecked=True)
+    if not (tc.changed and tc.direction == "slower"):
+        return None
+    return Failure(e.text, label, f"no slower than baseline {tc.a.median_us:,.2f} µs beyond noise",
+                   f"{tc.b.median_us:,.2f} µs ({tc.ratio_text()}, {p_text(tc.p)})",
+                   f"baseline: {_short(b)} on {_gpu_of(b)}; {tc.method}")
 
 
 # --- selecting and auditing ------------------------------------------------------------------------------------
@@ -414,6 +445,23 @@ def load_baseline(path: str, *, kernel: str | None = None, arch: str | None = No
             and (not tileiras or tileiras in r.tileiras)]
 
 
+def _run_records(runs: str, probe_path: str, arch: str, tileiras: str | None) -> list[VariantRecord]:
+    """The records of ``runs`` (run JSON or store) for ``probe_path``'s file on ``arch``.
+
+    Raises:
+        GateError: none there, or several compiler builds without ``tileiras`` to pick one."""
+    import os
+    recs = [r for r in load_baseline(runs, arch=arch, tileiras=tileiras)
+            if os.path.basename(r.probe) == os.path.basename(probe_path)]
+    builds = sorted({r.tileiras for r in recs})
+    if not recs:
+        raise GateError(f"--runs {runs}: no records of {os.path.basename(probe_path)} on {arch}")
+    if len(builds) > 1:
+        raise GateError(f"--runs {runs} holds several compiler builds ({'; '.join(builds)}): pass --runs-tileiras "
+                        "TEXT to pick the new release's")
+    return recs
+
+
 @dataclass
 class GateResult:
     """What a gate checked: the selected records, the expectations and the failures."""
@@ -436,7 +484,8 @@ class GateResult:
 def run_gate(probe_path: str, arch: str, expectations: Sequence[str], *, where: Mapping[str, Any] | None = None,
              toolchains: Sequence[dict] | None = None, store=None, baseline: str | None = None,
              baseline_tileiras: str | None = None, allow_unchecked: bool = False, jobs: int | None = None,
-             timeout_s: float | None = None, command_line: str = "") -> GateResult:
+             timeout_s: float | None = None, command_line: str = "", runs: str | None = None,
+             runs_tileiras: str | None = None) -> GateResult:
     """``tileprobe gate``: parse ``expectations``, audit the selected variants (see :func:`audit_selected`) and
     check them.
 
@@ -450,6 +499,9 @@ def run_gate(probe_path: str, arch: str, expectations: Sequence[str], *, where: 
             picks its records of one compiler build.
         allow_unchecked: let expectations that cannot be checked (no run records, no baseline) pass.
         jobs: parallel compiles; timeout_s: per-variant compiler timeout (s); command_line: stored with the audit.
+        runs: a run JSON (or store) whose records of this probe's kernels are checked instead of an audit here (the
+            run of a new release made on the GPU machine from a bundle; issue 17); ``runs_tileiras`` picks one
+            compiler build of it.
 
     Returns a :class:`GateResult` (``passed``, ``failures``).
 
@@ -466,12 +518,16 @@ def run_gate(probe_path: str, arch: str, expectations: Sequence[str], *, where: 
     arch = get_arch(arch).name
     if any(e.uses_baseline for e in exps) and not baseline:
         raise GateError("an expectation compares with 'baseline' but no --baseline STORE_OR_JSON was given")
-    result = audit_selected(probe_path, arch, where=where, toolchains=toolchains, store=store, jobs=jobs,
-                            timeout_s=timeout_s, command_line=command_line)
-    records = select(result.records, where or {})
+    if runs:
+        records = select(_run_records(runs, probe_path, arch, runs_tileiras), where or {})
+        result = None
+    else:
+        result = audit_selected(probe_path, arch, where=where, toolchains=toolchains, store=store, jobs=jobs,
+                                timeout_s=timeout_s, command_line=command_line)
+        records = select(result.records, where or {})
     if not records and where:
         from ..audit.where import no_match_message
-        raise GateError(no_match_message(where, result.records))
+        raise GateError(no_match_message(where, result.records if result else records))
     base = None
     if baseline:
         base = load_baseline(baseline, arch=arch, tileiras=baseline_tileiras)

@@ -87,6 +87,8 @@ def cmd_audit(args) -> int:
     if store is not None:
         store.save_audit(result, " ".join(sys.argv[1:]) if args.command_line is None else args.command_line)
     if args.bundle:
+        # the bundle says how it was made (issue 17)
+        result.environment["audit_command"] = args.command_line or command_line()
         write_bundle(args.bundle, result)
     from ..audit.where import select_or_explain
     emit(select_or_explain(result.records, where), result.environment, args)

@@ -26,6 +26,10 @@ def add_parser(sub) -> None:
     add_where_option(p, "variants to check")
     p.add_argument("--expect", action="append", metavar="EXPR", help="an expectation (repeatable; forms below)")
     p.add_argument("--baseline", metavar="STORE_OR_JSON", help="results store or result JSON to compare with")
+    p.add_argument("--runs", metavar="RUN_JSON", help="check the records of this run JSON (e.g. `tileprobe run "
+                   "--bundle DIR PROBE --json new.json` on the GPU machine: a new release's run) instead of auditing "
+                   "here; with --baseline and --expect \"time no worse than baseline\"")
+    p.add_argument("--runs-tileiras", metavar="TEXT", help="use the --runs records of this compiler build")
     p.add_argument("--baseline-tileiras", metavar="TEXT", help="use the baseline's records of this compiler build")
     p.add_argument("--allow-unchecked", action="store_true", help="pass when an expectation cannot be checked "
                    "(e.g. time with no run records); default: such an expectation fails")
@@ -43,7 +47,7 @@ def cmd_gate(args) -> int:
     from ..report.terminal import gate_text
     tcs, store = toolchains(args.tileiras), open_store(args)
     g = run_gate(args.probe, args.arch, args.expect or [], where=parse_where(args.where), toolchains=tcs,
-                 store=store, baseline=args.baseline,
+                 store=store, baseline=args.baseline, runs=args.runs, runs_tileiras=args.runs_tileiras,
                  baseline_tileiras=args.baseline_tileiras, allow_unchecked=args.allow_unchecked, jobs=args.jobs,
                  timeout_s=args.timeout, command_line=_command_line(args))
     say(console(), gate_text(g))

@@ -50,12 +50,15 @@ def cmd_run(args) -> int:
     """Run ``tileprobe run`` for parsed arguments; returns the exit code."""
     from ..store import Store
     err = console(stderr=True)
-    audit_here = args.probes and not args.bundle   # run_sweep refuses neither probes nor bundle: no store then
-    store = Store.open(args.store) if audit_here and not args.no_store else None
+    # run_sweep refuses neither probes nor bundle: no store then; a bundle's compiles and runs are stored too
+    store = Store.open(args.store) if (args.probes or args.bundle) and not args.no_store else None
     with executor_of(args) as ex:
         result = _sweep(args, ex, store, err)
     if result.store_error:
         say(err, f"not stored: {result.store_error}")
+    elif result.environment.get("stored_audit") and len({r.tileiras for r in result.records}) == 2:
+        n = result.environment["stored_audit"]
+        say(err, f"stored as audit {n}: compare its two releases with `tileprobe compare {n}`")
     emit(result, args)
     for s in result.skipped:
         say(err, f"skipped: {s}")

@@ -282,3 +282,11 @@ def best_lines(records: Iterable[VariantRecord]) -> list[str]:
             line += f", {b['speedup']:.2f}× vs default {dflt} {b['default_us']:,.1f} µs"
         out.append(line)
     return out
+
+
+def table_md(headers: list[str], rows: list[list[str]]) -> str:
+    """A GitHub-flavoured Markdown table; pipes in cells are escaped."""
+    esc = lambda c: str(c).replace("|", "\\|").replace("\n", " ")  # noqa: E731
+    out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    out += ["| " + " | ".join(esc(c) for c in row) + " |" for row in rows]
+    return "\n".join(out) + "\n"

@@ -11,15 +11,7 @@ from ..audit.explain import advice
 from ..schema import VariantRecord
 from .common import (variant_label, RUN_COLUMNS, best_lines, case_columns, failure_groups, failure_of, fmt_kv,
                      group_tables, headers, hint_columns, noteworthy, record_side, row_cells, sass_columns,
-                     short_build, verdict_cells, verdict_columns, verdict_text)
-
-
-def table_md(headers: list[str], rows: list[list[str]]) -> str:
-    """A GitHub-flavoured Markdown table; pipes in cells are escaped."""
-    esc = lambda c: str(c).replace("|", "\\|").replace("\n", " ")  # noqa: E731
-    out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    out += ["| " + " | ".join(esc(c) for c in row) + " |" for row in rows]
-    return "\n".join(out) + "\n"
+                     short_build, table_md, verdict_cells, verdict_columns, verdict_text)
 
 
 def environment_md(env: dict) -> str:
@@ -149,8 +141,12 @@ def _label(r: VariantRecord) -> str:
 
 def compare_markdown(comparison: Comparison, command: str = "") -> str:
     """Markdown for a bug report: the two sides, the environment, the repro command, the changed variants
-    (regressions first), and with ``--probe`` the probe file (:func:`probe_section`)."""
+    (regressions first), and with ``--probe`` the probe file (:func:`probe_section`). Over GPU runs: the timed
+    report of :func:`tileprobe.report.releases.releases_markdown`."""
     c = comparison
+    from .releases import has_runs, releases_markdown
+    if has_runs(c):
+        return releases_markdown(c, command) + probe_section(sorted({r.probe for r in c.audited if r.probe}))
     parts = ["## tileprobe compare\n\n", f"- A: {c.name_a}\n- B: {c.name_b}\n"]
     if c.environment:
         parts.append(environment_md(c.environment))
@@ -173,6 +169,23 @@ def bisect_markdown(res: BisectResult, command: str = "") -> str:
     rows = [[s.version, "yes" if s.holds else "no", s.summary] for s in res.steps]
     out = [f"## tileprobe bisect: `{res.prop}`\n\n", table_md(["tileiras", "holds", "variant"], rows),
            f"\nFirst release where it changed: **{res.first_bad}** (last like the good one: {res.last_good}).\n"]
+    if command:
+        out.append(f"\nReproduce:\n\n```\n{command}\n```\n")
+    return "".join(out)
+
+
+def time_bisect_markdown(res, command: str = "") -> str:
+    """A bisection by time (:class:`tileprobe.analyses.bisect_time.TimeBisectResult`): every release's time and
+    whether the property held, the skipped releases, the answer, the GPU and the command."""
+    from .releases import gpu_line
+    rows = [[s.version, "yes" if s.holds else "**no**", s.summary] for s in res.steps]
+    out = [f"## tileprobe bisect by time: `{res.prop}`\n\n", table_md(["tileiras", "holds", "time (median ± 95 % CI)"],
+                                                                     rows)]
+    if res.skipped:
+        out += ["\n"] + [f"- skipped {v}: {why}\n" for v, why in res.skipped.items()]
+    out.append(f"\n{res.conclusion()}.\n\nEvery release was run ({res.rounds} interleaved rounds, samples pooled); a "
+               "change counts when Welch's t-test gives p < 0.05 and it exceeds the property's margin.\n")
+    out.append(f"\n- GPU: {gpu_line(res.environment or {}, [])}\n")
     if command:
         out.append(f"\nReproduce:\n\n```\n{command}\n```\n")
     return "".join(out)

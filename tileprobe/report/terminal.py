@@ -209,6 +209,7 @@ def render_compare(comparison: Comparison, console: Console | None = None) -> No
         t.add_row(cell(m, style.get(m, "")), cell(c.label()), cell(record_side(c.a)), cell(record_side(c.b)),
                   cell("; ".join(c.details)))
     console.print(t)
+    _render_times(comparison, console)
     say(console, "! regression (new crashes and hangs first)   * improvement   x code, resources or failure class "
                  "changed, same residency and verdicts   = same machine code   ? on one side only")
     n = sum(c.kind == "regression" for c in changes)
@@ -217,6 +218,22 @@ def render_compare(comparison: Comparison, console: Console | None = None) -> No
         return
     say(console, f"{n} regression(s), {sum(c.kind == 'improvement' for c in changes)} improvement(s), "
                  f"{sum(c.kind == 'changed' for c in changes)} changed, {sum(c.kind == 'same' for c in changes)} same")
+
+
+def _render_times(comparison: Comparison, console: Console) -> None:
+    """With GPU runs on both sides: every variant's time under A and B (median ± 95 % CI of the mean) and the
+    change by the noise rule (:mod:`tileprobe.analyses.noise`)."""
+    from .releases import change_text, has_runs, time_text
+    if not has_runs(comparison):
+        return
+    t = Table(title=cell(f"times: A {comparison.name_a}, B {comparison.name_b} (Welch t-test p < 0.05 and ≥ 2 %)"),
+              title_justify="left")
+    for h in ("", "variant", "A", "B", "change"):
+        t.add_column(h)
+    for c in comparison.changes:
+        if c.a is not None and c.b is not None and (c.a.run or c.b.run):
+            t.add_row(cell(c.mark), cell(c.label()), cell(time_text(c.a)), cell(time_text(c.b)), cell(change_text(c)))
+    console.print(t)
 
 
 # --- doctor -------------------------------------------------------------------------------------------------------

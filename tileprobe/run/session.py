@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from ..audit.verdict import judge_records
 from ..errors import StoreError, TileprobeError
 from ..model.arch import get_arch
-from ..schema import VariantRecord, load
+from ..schema import VariantRecord
 from . import watchdog as _watchdog
 from .watchdog import DEFAULT_TIMEOUT_S, Watchdog, WorkerStartError
 from .multi import ranked
@@ -372,14 +372,19 @@ def run_sweep(probes: Sequence[str] = (), *, arch: str | None = None, bundle: st
     if not probes and not bundle:
         raise TileprobeError("give probe files to audit and run, or --bundle DIR with an audit made elsewhere")
     from_bundle = _from_bundle(bundle, probes, arch) if bundle else None   # read and checked before any GPU work
+    audit_id = None
+    if from_bundle and store is not None:
+        audit_id = import_bundle(store, from_bundle[0], from_bundle[1], from_bundle[2], command_line)
     if executor is not None and slots is None and executor.name != "local":
         from .multi import Slot
         slots = [Slot(g, w) for g, w in zip(gpus or [0], executor.gpu_slots(gpus or [0], timeout_s=timeout_s))]
     if slots is not None or (gpus is not None and len(gpus) > 1):
-        return _sweep_on_gpus(probes, from_bundle, slots, gpus, executor=executor, arch=arch, bundle=bundle, store=store,
-                              timeout_s=timeout_s, seed=seed, jobs=jobs, command_line=command_line, on_gpu=on_gpu,
-                              on_probe_error=on_probe_error, progress=progress, where=where, cases=cases, hints=hints,
-                              timing=dict(reps=reps, warmup=warmup, warmup_ms=None, timing_mode=timing_mode))
+        result = _sweep_on_gpus(probes, from_bundle, slots, gpus, executor=executor, arch=arch, bundle=bundle,
+                                store=store, timeout_s=timeout_s, seed=seed, jobs=jobs, command_line=command_line,
+                                on_gpu=on_gpu, on_probe_error=on_probe_error, progress=progress, where=where,
+                                cases=cases, hints=hints,
+                                timing=dict(reps=reps, warmup=warmup, warmup_ms=None, timing_mode=timing_mode))
+        return _finish(result, store, command_line, audit_id)
     env = {"env": {"CUDA_VISIBLE_DEVICES": str(gpus[0])}} if gpus else {}
     with _watchdog.Watchdog(timeout_s=timeout_s, **env) as wd:
         gpu = wd.start()
@@ -394,9 +399,19 @@ def run_sweep(probes: Sequence[str] = (), *, arch: str | None = None, bundle: st
         if where:
             from ..audit.where import select_or_explain
             records = select_or_explain(records, where)
+        records = interleave_releases(records)
         result = run_probes(records, cubins, probe_paths=probes, search_dirs=search, timeout_s=timeout_s,
                             reps=reps, warmup=warmup, seed=seed, watchdog=wd, environment=env, progress=progress,
                             timing_mode=timing_mode, trust_recorded=not bundle, gpus=gpus)
+    return _finish(result, store, command_line, audit_id)
+
+
+def _finish(result: RunResult, store, command_line: str, audit_id) -> RunResult:
+    """Note the command and the stored bundle audit in the environment, and save the runs to ``store``."""
+    if command_line:
+        result.environment["run_command"] = command_line
+    if audit_id is not None:
+        result.environment["stored_audit"] = audit_id
     if store is not None:
         result.store_error = save_runs(store, result)
     return result
@@ -426,14 +441,36 @@ def _sweep_on_gpus(probes, from_bundle, slots, gpus, *, executor, arch, bundle, 
         if where:
             from ..audit.where import select_or_explain
             records = select_or_explain(records, where)
+        records = interleave_releases(records)
         result = run_probes_on_gpus(records, cubins, slots, probe_paths=probes, search_dirs=search,
                                     timeout_s=timeout_s, timing=timing, seed=seed, environment=env,
                                     trust_recorded=not bundle, progress=progress)
     finally:
         multi.close_slots(slots)
-    if store is not None:
-        result.store_error = save_runs(store, result)
     return result
+
+
+def interleave_releases(records: Sequence[VariantRecord], offset: int = 0) -> list[VariantRecord]:
+    """The run order of records compiled by several tileiras releases (issue 17): each variant (kernel, case,
+    hints, arch) under every release back to back, and the release that goes first rotates from one variant to the
+    next (v1: A B C, v2: B C A, v3: C A B …), so clock and thermal drift over the sweep hits every release alike
+    instead of favouring the one run first. Variants keep their order; one release: the order is unchanged.
+    Records of a variant some release lacks keep their place in the rotation of those present. ``offset`` shifts
+    the rotation (round k of a repeated sweep passes k, so a one-variant sweep alternates too)."""
+    builds = list(dict.fromkeys(r.tileiras for r in records))
+    if len(builds) < 2:
+        return list(records)
+    groups: dict[tuple, dict[str, list[VariantRecord]]] = {}
+    for r in records:
+        key = (r.kernel, r.probe, json.dumps(r.case, sort_keys=True, default=str),
+               json.dumps(r.hints, sort_keys=True, default=str), r.arch)
+        groups.setdefault(key, {}).setdefault(r.tileiras, []).append(r)
+    out: list[VariantRecord] = []
+    for i, by_build in enumerate(groups.values()):
+        j = (i + offset) % len(builds)
+        for b in builds[j:] + builds[:j]:
+            out.extend(by_build.get(b, []))
+    return out
 
 
 def _from_bundle(bundle: str, probes: Sequence[str], arch: str | None):
@@ -449,6 +486,15 @@ def _from_bundle(bundle: str, probes: Sequence[str], arch: str | None):
     if arch:
         records = [r for r in records if get_arch(r.arch).name == get_arch(arch).name]
     return records, env, cubins, []   # a bundle is data: probe code only from the paths on the command line
+
+
+def import_bundle(store, records: Sequence[VariantRecord], env: dict, cubins, command_line: str) -> int:
+    """Store a bundle's compiles and its audit (so this machine's runs of it are stored, keyed by release, and
+    ``tileprobe compare AUDIT_ID`` / ``history`` see them; issue 17); return the stored audit's id."""
+    from types import SimpleNamespace
+    store.import_records(records, cubin_getter(cubins), env.get("cuda_tile"))
+    return store.save_audit(SimpleNamespace(records=list(records), environment=env, wall_s=0.0),
+                            command_line or f"run --bundle {env.get('bundle', '')}")
 
 
 def _audit_here(probes: Sequence[str], arch: str, jobs: int | None, store, command_line: str, on_probe_error,
@@ -470,7 +516,8 @@ def save_runs(store, result: RunResult) -> str | None:
     for r in result.records:
         if r.run:
             try:
-                store.save_run(r, r.run, {**gpu, **{k: v for k, v in (r.run.get("gpu") or {}).items() if v}})
+                own = r.run.get("gpu") if isinstance(r.run.get("gpu"), dict) else {}   # a name in stored runs
+                store.save_run(r, r.run, {**gpu, **{k: v for k, v in own.items() if v}})
             except StoreError as e:
                 return str(e)
     return None

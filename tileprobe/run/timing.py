@@ -85,6 +85,21 @@ def summarize(times_us: Sequence[float]) -> TimingStats:
                        min_us=xs[0], max_us=xs[-1], mean_us=statistics.fmean(xs), reps=len(xs))
 
 
+#: Samples kept in a run record (``samples_us``): enough for the t-test of :mod:`tileprobe.analyses.noise`; a run
+#: with more keeps an evenly spaced subset in launch order (its ``stdev_us`` still covers them all).
+MAX_KEPT_SAMPLES = 500
+
+
+def sample_fields(times_us: Sequence[float]) -> dict:
+    """``{"stdev_us", "samples_us"}`` of per-launch times (µs): the sample standard deviation (0 for one sample)
+    and the samples in launch order, rounded to 1 ns, at most :data:`MAX_KEPT_SAMPLES` (issue 17: compare tests
+    the difference between two releases on them)."""
+    xs = [float(t) for t in times_us]
+    step = max(1, math.ceil(len(xs) / MAX_KEPT_SAMPLES))
+    return {"stdev_us": round(statistics.stdev(xs), 4) if len(xs) > 1 else 0.0,
+            "samples_us": [round(x, 3) for x in xs[::step]]}
+
+
 def timing_warnings(stats: TimingStats, *, min_launch_us: float = MIN_LAUNCH_US,
                     max_spread_pct: float = MAX_SPREAD_PCT) -> list[str]:
     """Plain-text warnings about a measurement: too short to time, or too noisy."""
@@ -255,6 +270,7 @@ def time_variant(launch: Callable[[], None], timer, clocks=None, *, mode: str = 
 
     Returns:
         ``timing_mode``; ``median_us``, ``p25_us``, ``p75_us``, ``min_us``, ``mean_us``, ``spread_pct``, ``reps``;
+        ``stdev_us`` and ``samples_us`` (:func:`sample_fields`: what compare's significance test needs);
         ``clocks_before`` / ``clocks_after`` (the first and last reading), ``clocks_during``
         (:func:`~tileprobe.run.clocks.clock_summary` of all), ``clocks_moved``; ``warnings`` (timing and clock
         warnings, plain text).
@@ -275,12 +291,13 @@ def time_variant(launch: Callable[[], None], timer, clocks=None, *, mode: str = 
             stats = summarize(times)
         else:
             kw = {k: v for k, v in (("reps", reps), ("warmup", warmup), ("warmup_ms", warmup_ms)) if v is not None}
-            stats, _ = timer.measure(launch, between=start, **kw)
+            stats, times = timer.measure(launch, between=start, **kw)
     finally:
         readings = poller.stop() if poller else []
     d = stats.to_dict()
     out = {"timing_mode": mode, **{k: d[k] for k in ("median_us", "p25_us", "p75_us", "min_us", "mean_us",
                                                      "spread_pct", "reps")}}
+    out.update(sample_fields(times))
     out.update(clocks_before=readings[0] if readings else None, clocks_after=readings[-1] if readings else None,
                clocks_during=clock_summary(readings), clocks_moved=clocks_moved(readings))
     out["warnings"] = timing_warnings(stats) + [w for w in (clock_warning(readings),) if w]

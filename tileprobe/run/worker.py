@@ -30,7 +30,7 @@ from typing import Any
 #: packing failed — the kernel was not judged).
 RUN_FIELDS: dict[str, Any] = {
     "status": None, "median_us": None, "p25_us": None, "p75_us": None, "min_us": None, "mean_us": None,
-    "spread_pct": None, "reps": 0, "rel_err": None, "tolerance": None, "max_abs_err": None, "nan_count": 0,
+    "stdev_us": None, "samples_us": None, "spread_pct": None, "reps": 0, "rel_err": None, "tolerance": None, "max_abs_err": None, "nan_count": 0,
     "unwritten_count": 0, "checked": False, "warnings": [], "driver_ctas_per_sm": None,
     "driver_ctas_per_sm_block1": None, "static_ctas_per_sm": None, "occupancy_agrees": None,
     "driver_registers": None, "driver_shared_bytes": None, "driver_local_bytes": None, "threads": None,
