@@ -310,3 +310,48 @@ def test_probes_name_kernels_independently_of_this_sys_path(tmp_path):
     script = KernelRef("k", module="__main__", file="/far/away/app.py", attr="k")
     assert script.in_script and script.spec("/elsewhere/deep/down/probes") == "/far/away/app.py:k"
     assert KernelRef("k", module="m", qualname="f.<locals>.k", file="/x.py").spec() is None
+
+
+def test_a_launch_log_is_data_never_code(basic, tmp_path):
+    """Text read from a launch log (kernel name, call sites, dtype names) is written into probes as inert data: a
+    name that tries to end the docstring, a site with a newline and a dtype name that is an expression do not run."""
+    import glob
+    import json
+    import shutil
+    out, _ = basic
+    evil = tmp_path / "evil"
+    shutil.copytree(out, evil, ignore=shutil.ignore_patterns("probes", "record.json"))
+    marker = tmp_path / "PWNED"
+    code = f'open({str(marker)!r}, "w")'
+    for log in glob.glob(str(evil / "launches" / "*.jsonl")):
+        lines = []
+        for line in open(log):
+            d = json.loads(line)
+            if d.get("t") == "kernel":
+                d["name"] = d["qualname"] = f'vadd"""\n{code}\n"""'
+            text = json.dumps(d)
+            text = text.replace('"origin": "torch", "name": "', f'"origin": "torch", "name": "{code}; ')
+            lines.append(text.replace('"site": "', '"site": "\\n' + code.replace('"', '\\"') + '\\n'))
+        with open(log, "w") as f:
+            f.write("\n".join(lines) + "\n")
+    result = probes_from_log(str(evil))
+    assert result.written
+    for path, _plan in result.written:
+        text = open(path).read()
+        compile(text, path, "exec")
+        assert f"\n{code}\n" not in text and not any(ln.strip() == code for ln in text.splitlines())
+        runpy_globals = {"__file__": path, "__name__": "probe_under_test"}
+        try:
+            exec(compile(text, path, "exec"), runpy_globals)
+        except Exception:   # noqa: BLE001 — the kernel import may fail here; what matters is that nothing ran
+            pass
+    assert not marker.exists()
+
+
+def test_dtype_names_that_are_not_names_become_todos():
+    from tileprobe.record.args import args_text
+    t = args_text([{"kind": "dtype", "origin": "torch", "name": "float16, __import__('os').system('x')"},
+                   {"kind": "dtype", "origin": "torch", "name": "torch.bfloat16"},
+                   {"kind": "dtype", "name": "float32"}])
+    assert t.exprs == ["None", "torch.bfloat16", "ct.float32"]
+    assert "is not a dtype name" in t.todos[0]

@@ -6,6 +6,7 @@ expressions with :class:`~tileprobe.audit.probe.SpecArrays`), so what is checked
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 
 from ..audit.signature import DLPACK_DTYPES, contiguous_strides, itemsize
@@ -43,10 +44,10 @@ class ArgsText:
     todos: list[str] = field(default_factory=list)
 
     def tuple_text(self, indent: str) -> str:
-        """``(\\n    expr,  # comment\\n    ...)``: the body of a case's lambda."""
+        """``(\\n    expr,  # comment\\n    ...)``: the body of a case's lambda (comments made inert: one line)."""
         lines = ["("]
         for e, c in zip(self.exprs, self.comments):
-            lines.append(f"{indent}    {e},{'  # ' + c if c else ''}")
+            lines.append(f"{indent}    {e},{'  # ' + inert(c) if c else ''}")
         lines.append(f"{indent})")
         return "\n".join(lines)
 
@@ -73,14 +74,29 @@ def _expr(d: dict, out: ArgsText, index: int) -> tuple[str, str]:
             return "[" + ", ".join(items) + "]", ""
         return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")", ""
     if kind == "dtype":
+        name = d.get("name")
+        if not isinstance(name, str) or not _DTYPE_NAME.match(name):   # a log is data: never pasted in as code
+            out.todos.append(f"argument {index} was a dtype whose recorded name {name!r} is not a dtype name")
+            return "None", "TODO: a dtype was passed here"
         if d.get("origin") == "torch":
             out.imports.add("import torch")
-            return d["name"], ""
+            return f"torch.{name.removeprefix('torch.')}", ""
         out.imports.add("import cuda.tile as ct")
-        return f"ct.{d['name']}", ""
+        return f"ct.{name}", ""
     what = d.get("type", "object")
     out.todos.append(f"argument {index} was a {what}; only its type is recorded: build it in args()")
     return "None", f"TODO: a {what} was passed here"
+
+
+#: A dtype name as it may be written into a probe (``float16``, ``torch.bfloat16``): letters, digits, _ and one dot.
+_DTYPE_NAME = re.compile(r"^(torch\.)?[A-Za-z_][A-Za-z0-9_]*$")
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def inert(text) -> str:
+    """``text`` as one line of a comment or docstring in a written probe: control characters and line breaks
+    (ASCII and Unicode) become spaces, so text read from a launch log can never start a line of code."""
+    return _CONTROL.sub(" ", str(text))
 
 
 def scalar_expr(v) -> str:

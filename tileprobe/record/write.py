@@ -11,7 +11,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from .args import args_text
+from .args import args_text, inert
 from .group import Case, ProbePlan
 
 SUMMARY_FILE = "record.json"
@@ -60,8 +60,13 @@ def _header(plan: ProbePlan, origin: Origin, probe_dir: str) -> list[str]:
         lines += ["The grid is the one launched; if the program derives it from the hints (persistent kernels:",
                   "SMs x occupancy), compute it in grid() from hints and num_sms."]
     lines += plan.notes
-    lines.append('"""')
-    return lines
+    return ['"""' + doc_text(lines[0][3:])] + [doc_text(x) for x in lines[1:]] + ['"""']
+
+
+def doc_text(text) -> str:
+    """``text`` as one line inside the written probe's docstring: :func:`~tileprobe.record.args.inert`, with
+    backslashes and quotes escaped so that nothing read from a log can end the docstring."""
+    return inert(text).replace("\\", "\\\\").replace('"', '\\"')
 
 
 def _kernel_lines(plan: ProbePlan, probe_dir: str) -> tuple[list[str], str]:
@@ -75,13 +80,13 @@ def _kernel_lines(plan: ProbePlan, probe_dir: str) -> tuple[list[str], str]:
     if spec is None:
         why = ("it is defined inside a function" if k.qualname and "<locals>" in k.qualname
                else "its module is unknown" if not k.module else "its module holds no name for it")
-        lines += [f"# TODO: tileprobe cannot import {k.qualname or k.name} ({why}): set KERNEL to the @ct.kernel",
+        lines += [inert(f"# TODO: tileprobe cannot import {k.qualname or k.name} ({why}): set KERNEL to the @ct.kernel"),
                   "# object, e.g. by moving the kernel to module level and importing it here.", "KERNEL = None", ""]
         return lines, "KERNEL"
     root = k.import_root()
     if root is not None:
         rel = os.path.relpath(root, probe_dir)
-        lines += [f"# The recorded program imported {k.module} from {root} (not an installed package).",
+        lines += [inert(f"# The recorded program imported {k.module} from {root} (not an installed package)."),
                   f"sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), {rel!r}))", ""]
     if k.ref_kind == "function":
         lines += ["# The program wraps this plain function with ct.kernel(...) at run time (hints set there are the",
@@ -115,7 +120,7 @@ def _case_lines(plan: ProbePlan, case: Case) -> tuple[list[str], list[str], obje
         info.append("    #   launched with " + ", ".join(
             f"{_hints_text(h)} ({_n(n)})" for h, n in sets))
     entry = {"count": case.count, "hints": [h for h, _ in sets], "grid": tuple(la.grid) if la.grid else None}
-    launches = info + [f"    {case.label!r}: {entry!r},"]
+    launches = [inert(x) for x in info] + [f"    {case.label!r}: {entry!r},"]
     text = args_text(la.args)
     body = text.tuple_text("    ")
     return launches, [f"    {case.label!r}: lambda arrays: {body},"], text
@@ -152,7 +157,7 @@ def render_probe(plan: ProbePlan, origin: Origin, probe_dir: str) -> str:
     has_grid = all(c.rep.grid for c in plan.cases)
     out = _header(plan, origin, probe_dir)
     if todos:
-        out[-1:] = ["TODO (arguments tileprobe could not reproduce):"] + [f"  {t}" for t in todos] + ['"""']
+        out[-1:] = ["TODO (arguments tileprobe could not reproduce):"] + [doc_text(f"  {t}") for t in todos] + ['"""']
     out += sorted(i for i in imports if i.startswith("import ")) + sorted(i for i in imports if i.startswith("from "))
     out += ["from tileprobe import Probe", ""] + kernel_lines
     out += ["#: Per case (one JIT signature): launches counted, the hints the launched kernel objects set",
@@ -174,7 +179,39 @@ def render_probe(plan: ProbePlan, origin: Origin, probe_dir: str) -> str:
         fields.append("    grid=grid,")
     fields.append(f"    name={plan.kernel.name!r},")
     out += ["probe = Probe(", *fields, ")", ""]
-    return "\n".join(out)
+    text = "\n".join(out)
+    check_probe_text(text)
+    return text
+
+
+#: The top-level statements a written probe may hold (its docstring, imports, assignments, sys.path.insert, the
+#: args/grid functions): anything else means text from the log became code, and nothing is written.
+_ALLOWED_TOP = ("Import", "ImportFrom", "Assign", "FunctionDef")
+
+
+def check_probe_text(text: str) -> None:
+    """Refuse a rendered probe that does not parse, or whose top level holds a statement a written probe never has
+    (a call other than ``sys.path.insert``, a loop …): text from a launch log must stay data.
+
+    Raises:
+        TileprobeError: naming the statement's line.
+    """
+    import ast
+    from ..errors import TileprobeError
+    try:
+        tree = ast.parse(text)
+    except SyntaxError as e:
+        raise TileprobeError(f"the probe written for this kernel would not parse (line {e.lineno}: {e.msg}); the launch "
+                             "log holds text tileprobe cannot write into Python: report it") from e
+    for i, node in enumerate(tree.body):
+        kind = type(node).__name__
+        call = node.value if kind == "Expr" else None
+        if kind in _ALLOWED_TOP or (kind == "Expr" and i == 0 and isinstance(call, ast.Constant)):
+            continue
+        if isinstance(call, ast.Call) and ast.unparse(call.func) == "sys.path.insert":
+            continue
+        raise TileprobeError(f"the probe written for this kernel has an unexpected statement at line {node.lineno} "
+                             f"({kind}): the launch log holds text that would run as code; nothing was written")
 
 
 def probe_filename(name: str, taken: set) -> str:
