@@ -439,7 +439,7 @@ def load_baseline(path: str, *, kernel: str | None = None, arch: str | None = No
     else:
         from ..audit.verdict import judge_records
         from ..store import Store
-        with Store.open(path) as s:
+        with Store.open(path, must_exist=True) as s:
             records = s.records(kernel=kernel, arch=arch, judge=judge_records)
     return [r for r in records if (not kernel or r.kernel == kernel) and (not arch or r.arch == arch)
             and (not tileiras or tileiras in r.tileiras)]

@@ -492,6 +492,7 @@ def load_probes(path: str) -> list[Probe]:
         ProbeError: missing file, syntax or runtime error in it (with file and line), or an object that is not a
             :class:`Probe`.
     """
+    path = os.path.abspath(path)   # before its code runs: a probe may change the working folder at import
     module = _load_module(path)
     found = getattr(module, "probes", None)
     if found is None:
@@ -510,5 +511,10 @@ def load_probes(path: str) -> list[Probe]:
             raise ProbeError(f"probes[{i}] is a {type(p).__name__}, not a tileprobe.Probe", os.path.abspath(path))
         p.source = os.path.abspath(path)
         p.index = i
+        twin = next((q for q in out if q.label == p.label), None)
+        if twin is not None:   # tables, verdicts and the store tell probes apart by name
+            raise ProbeError(f"probes[{twin.index}] and probes[{i}] are both named {p.label!r}: give each a distinct "
+                             "name= (verdicts would compare one probe's variants with the other's)", p.source,
+                             getattr(p, "lineno", None))
         out.append(p)
     return out

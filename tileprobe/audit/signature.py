@@ -117,7 +117,8 @@ class ArraySpec:
             audit ignores it.
 
     Raises:
-        ProbeError: negative extents, a strides tuple of the wrong length, a non-positive alignment.
+        ProbeError: negative extents, extents or strides past int64 (±2^63: DLPack's fields), a strides tuple of the
+            wrong length, a non-positive alignment.
     """
     shape: tuple[int, ...]
     dtype: str
@@ -132,9 +133,13 @@ class ArraySpec:
         self.dtype = dtype_name(self.dtype)
         if any(n < 0 for n in self.shape):
             raise ProbeError(f"array shape {self.shape} has a negative extent")
+        if any(n >= 2 ** 63 for n in self.shape):   # the DLPack shape is int64: a larger extent would wrap silently
+            raise ProbeError(f"array shape {self.shape} has an extent of 2^63 or more, which no int64 shape holds")
         if self.strides is None:
             self.strides = contiguous_strides(self.shape)
         self.strides = tuple(int(s) for s in self.strides)
+        if any(abs(s) >= 2 ** 63 for s in self.strides):
+            raise ProbeError(f"strides {self.strides} hold a value of ±2^63 or more, which no int64 stride holds")
         if len(self.strides) != len(self.shape):
             raise ProbeError(f"strides {self.strides} do not match shape {self.shape}: one stride per dimension")
         if self.align <= 0 or self.align & (self.align - 1):

@@ -37,6 +37,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        _common.check_outputs(args)
         with _common.signals_as_exceptions():
             return int(args.func(args) or 0)
     except TileprobeError as e:

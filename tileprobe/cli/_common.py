@@ -32,9 +32,20 @@ def count(text: str) -> int:
         value = int(text)
     except ValueError:
         value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: give a whole number, 1 or more")
+    if value < 1 or value > 2 ** 62:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a whole number, 1 or more (at most 2^62)")
     return value
+
+
+def count_or_zero(text: str) -> int:
+    """argparse type of a count where 0 has a meaning (``--limit 0``: all, ``--warmup 0``): a whole number ≥ 0."""
+    import argparse
+    if text.strip() == "0":
+        return 0
+    try:
+        return count(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a whole number, 0 or more (at most 2^62)") from None
 
 
 class Terminated(BaseException):
@@ -145,13 +156,59 @@ def check_output_path(path: str | None, what: str) -> None:
     Raises:
         TileprobeError: naming the option ``what``, the path and the fix.
     """
-    if not path or path == "-":
+    if path is None or path == "-":
         return
+    if not path.strip():
+        raise TileprobeError(f"{what} {path!r}: an empty path; give a file name, or - for standard output")
+    if os.path.isdir(path):
+        raise TileprobeError(f"{what} {path}: is a folder; give a file path such as {os.path.join(path, 'out')}")
+    if os.path.exists(path) and not os.path.isfile(path):
+        raise TileprobeError(f"{what} {path}: not a regular file (a FIFO or a device); give a file path")
     folder = os.path.dirname(os.path.abspath(path)) or "."
     if not os.path.isdir(folder):
         raise TileprobeError(f"{what} {path}: folder {folder} does not exist; create it or give another path")
     if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
         raise TileprobeError(f"{what} {path}: not writable; give another path")
+
+
+#: Arguments that name a file a command writes (``report``'s ``--json`` is an input: it takes a list).
+OUTPUT_OPTIONS = {"json": "--json", "csv": "--csv", "output": "-o", "export": "--export"}
+#: Arguments that name files a command reads.
+INPUT_OPTIONS = ("store", "baseline", "probe", "probes", "runs", "results")
+
+
+def check_outputs(args) -> None:
+    """Check every output file of a parsed command line before any work (:func:`check_output_path`), and refuse an
+    output that is one of its inputs (the store, a baseline, a probe file, a result file): writing would destroy it.
+
+    Raises:
+        TileprobeError: naming both options and the path.
+    """
+    outputs = {opt: getattr(args, name) for name, opt in OUTPUT_OPTIONS.items()
+               if isinstance(getattr(args, name, None), str)}
+    inputs = []
+    for name in INPUT_OPTIONS:
+        value = getattr(args, name, None)
+        for v in (value if isinstance(value, (list, tuple)) else [value]):
+            if isinstance(v, str) and v and v != "-":
+                inputs.append((f"--{name}" if name in ("store", "baseline", "runs") else name, v))
+    if "store" in vars(args) and not getattr(args, "store", None) and not getattr(args, "no_store", False):
+        from ..store import default_path
+        inputs.append(("the results store", default_path()))
+    for opt, path in outputs.items():
+        check_output_path(path, opt)
+        for what, src in inputs:
+            if path != "-" and _same_file(path, src):
+                raise TileprobeError(f"{opt} {path} is also {what}: writing it would destroy it; give another path")
+
+
+def _same_file(a: str, b: str) -> bool:
+    if os.path.exists(a) and os.path.exists(b):
+        try:
+            return os.path.samefile(a, b)
+        except OSError:
+            return False
+    return os.path.realpath(a) == os.path.realpath(b)
 
 
 def add_where_option(p, what: str = "variants") -> None:

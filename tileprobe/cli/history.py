@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 
-from ._common import add_where_option, console, where_of
+from ._common import add_where_option, console, where_of, count_or_zero
 
 
 def add_parser(sub) -> None:
@@ -18,7 +18,7 @@ def add_parser(sub) -> None:
     p.add_argument("--kernel", help="only this kernel (probe label)")
     p.add_argument("--arch", help="only this arch, e.g. sm_90")
     p.add_argument("--tileiras", metavar="TEXT", help="only compiler builds containing TEXT, e.g. 13.4")
-    p.add_argument("--limit", type=int, default=20, help="rows listed per table (default 20; 0: all)")
+    p.add_argument("--limit", type=count_or_zero, default=20, help="rows listed per table (default 20; 0: all)")
     p.add_argument("--json", metavar="FILE", help="export the matching records (result schema) plus audits and runs; "
                    "- for stdout")
     p.add_argument("--csv", metavar="FILE", help="export one row per matching compile; - for stdout")

@@ -54,6 +54,9 @@ def cmd_record(args) -> int:
     if sum(sources) != 1:
         raise TileprobeError("give exactly one of: a COMMAND after --, --from-log DIR, or --from-cache [PATH]; "
                              "e.g. tileprobe record -o out -- python app.py")
+    out = args.out or DEFAULT_OUT
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise TileprobeError(f"-o {out}: a file, not a folder; give a folder for the recording (it is created)")
     if args.from_cache is not None:
         from ..record.cache import probes_from_cache
         kernels = [k.strip() for k in (args.kernels or "").split(",") if k.strip()]

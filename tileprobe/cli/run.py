@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 
 from ..report.text import clean, escape, say
-from ._common import (add_executor_options, add_output_options, executor_of, gpus_of, add_override_options, add_where_option, command_line, console, count,
+from ._common import (count_or_zero, add_executor_options, add_output_options, executor_of, gpus_of, add_override_options, add_where_option, command_line, console, count,
                       overrides_of, seconds, where_of)
 
 
@@ -30,8 +30,8 @@ def add_parser(sub) -> None:
                    "is data: name its probe files too")
     p.add_argument("--timeout", type=seconds, default=DEFAULT_TIMEOUT_S,
                    help=f"per-variant limit in seconds before it is called a hang (default {DEFAULT_TIMEOUT_S:g})")
-    p.add_argument("--reps", type=int, default=DEFAULT_REPS, help=f"timed repetitions (default {DEFAULT_REPS})")
-    p.add_argument("--warmup", type=int, default=None, help="minimum warm-up launches (default 10, and ≥ 25 ms)")
+    p.add_argument("--reps", type=count, default=DEFAULT_REPS, help=f"timed repetitions (default {DEFAULT_REPS})")
+    p.add_argument("--warmup", type=count_or_zero, default=None, help="minimum warm-up launches (default 10, and ≥ 25 ms)")
     p.add_argument("--seed", type=int, default=0, help="base seed of the random inputs (variant i uses seed + i)")
     p.add_argument("--timing", choices=["sustained", "burst"], default="sustained", help="sustained: back to back "
                    "as triton's do_bench (default); burst: samples each alone, as cuda.tile.tune (docs/TUNE.md)")

@@ -27,7 +27,7 @@ def add_parser(subparsers, add_common=None) -> None:
     p = subparsers.add_parser("tune", help="the fastest correct hints and tunable values per problem on this GPU",
                               description=__doc__.split("\n\n")[1])
     p.add_argument("probes", nargs="+", metavar="PROBE", help="probe files (README: Tuning)")
-    p.add_argument("--budget", type=float, default=None, metavar="SECONDS",
+    p.add_argument("--budget", type=seconds, default=None, metavar="SECONDS",
                    help="time for the races, shared among the problems (default: until each is decided)")
     p.add_argument("--strategy", choices=["race", "exhaustive"], default="race",
                    help="race: successive elimination (default); exhaustive: every candidate sampled alike")

@@ -1,0 +1,96 @@
+"""Hostile inputs found by a tester on 2026-12-01 (docs/FAILURES.md, "Outputs, stores and probe values"): outputs
+that are inputs, empty files taken for stores, folders as outputs, duplicate probe names, int64-overflowing shapes,
+a probe that changes the working folder at import, out-of-range counts. None of these compiles anything."""
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+from tileprobe.cli import main
+from tileprobe.errors import ProbeError
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+KERNELS = os.path.join(HERE, "data", "simple_kernels.py")
+
+
+def _store(tmp_path) -> str:
+    """A real (empty) tileprobe store file."""
+    from tileprobe.store import Store
+    path = str(tmp_path / "s.sqlite")
+    with Store.open(path):
+        pass
+    return path
+
+
+@pytest.mark.parametrize("argv", [
+    ["history", "--store", "{s}", "--json", "{s}"],
+    ["report", "--store", "{s}", "-o", "{s}"],
+    ["history", "--store", "{s}", "--csv", "{s}"],
+])
+def test_an_output_that_is_the_store_is_refused_and_the_store_kept(tmp_path, capsys, argv):
+    s = _store(tmp_path)
+    before = open(s, "rb").read()
+    assert main([a.format(s=s) for a in argv]) == 1
+    assert "is also --store: writing it would destroy it" in capsys.readouterr().err
+    assert open(s, "rb").read() == before
+
+
+def test_an_empty_file_is_not_made_into_a_store(tmp_path, capsys):
+    empty = tmp_path / "empty.json"
+    empty.write_bytes(b"")
+    assert main(["history", "--store", str(empty)]) == 1
+    assert "is empty (0 bytes): not a tileprobe results store" in capsys.readouterr().err
+    assert empty.read_bytes() == b""
+    assert main(["store", "--store", str(empty), "size"]) == 1 and empty.read_bytes() == b""
+
+
+@pytest.mark.parametrize("option", ["--json", "--csv"])
+def test_a_folder_or_a_missing_folder_as_output_is_a_clear_error(tmp_path, capsys, option):
+    s = _store(tmp_path)
+    folder = tmp_path / "out"
+    folder.mkdir()
+    assert main(["history", "--store", s, option, str(folder)]) == 1
+    assert f"{option} {folder}: is a folder" in capsys.readouterr().err
+    assert main(["history", "--store", s, option, str(tmp_path / "nope" / "x")]) == 1
+    assert "does not exist; create it or give another path" in capsys.readouterr().err
+
+
+def test_out_of_range_counts_are_usage_errors(tmp_path, capsys):
+    s = _store(tmp_path)
+    with pytest.raises(SystemExit) as e:
+        main(["history", "--store", s, "--limit", str(10 ** 23)])
+    assert e.value.code == 2 and "at most 2^62" in capsys.readouterr().err
+    assert main(["history", "--store", s, "--limit", "0"]) == 0
+
+
+def _probe_file(tmp_path, body: str) -> str:
+    shutil.copy(KERNELS, tmp_path / "k.py")
+    path = tmp_path / "p.py"
+    path.write_text("import os\nfrom tileprobe import Probe\nK = os.path.join(os.path.dirname(os.path.abspath(__file__)),"
+                    " 'k.py') + ':vadd'\n" + body)
+    return str(path)
+
+
+def test_two_probes_with_one_name_are_refused(tmp_path):
+    from tileprobe.audit.probe import load_probes
+    path = _probe_file(tmp_path, "probes = [Probe(kernel=K, args=lambda c, a: (), name='dup'),\n"
+                                 "          Probe(kernel=K, args=lambda c, a: (), name='dup')]\n")
+    with pytest.raises(ProbeError, match=r"probes\[0\] and probes\[1\] are both named 'dup'"):
+        load_probes(path)
+
+
+def test_a_probe_that_changes_folder_at_import_is_still_found(tmp_path, monkeypatch):
+    from tileprobe.audit.probe import load_probes
+    path = _probe_file(tmp_path, "os.chdir('/')\nprobe = Probe(kernel=K, args=lambda c, a: (), name='v')\n")
+    monkeypatch.chdir(tmp_path)
+    (p,) = load_probes("p.py")              # relative, as typed on the command line
+    assert p.source == path and p.resolve_kernel() is not None
+
+
+@pytest.mark.parametrize("shape", [(1 << 64,), ((1 << 64) + 5,), (1 << 63,)])
+def test_shapes_past_int64_are_refused_not_wrapped(shape):
+    from tileprobe.audit.signature import ArraySpec
+    with pytest.raises(ProbeError, match="2\\^63 or more"):
+        ArraySpec(shape, "float32")
