@@ -94,3 +94,21 @@ def test_shapes_past_int64_are_refused_not_wrapped(shape):
     from tileprobe.audit.signature import ArraySpec
     with pytest.raises(ProbeError, match="2\\^63 or more"):
         ArraySpec(shape, "float32")
+
+
+@pytest.mark.parametrize("field,value,message", [
+    ("case", [1], "variants[0].case is [1], not an object"),
+    ("registers", "many", 'variants[0].registers is "many", not an integer or null'),
+    ("arch", None, "variants[0].arch is null, not a string"),
+    ("verdicts", {"occupancy": "met"}, 'variants[0].verdicts.occupancy is "met", not an object')])
+def test_result_files_with_fields_of_the_wrong_type_name_the_field(tmp_path, capsys, field, value, message):
+    import json
+    doc = {"schema_version": 2, "environment": {}, "variants": [
+        {"kernel": "k", "probe": "p.py", "case": {}, "hints": {}, "arch": "sm_90", "status": "ok",
+         "tileiras": "V13.4.92", field: value}]}
+    bad, good = tmp_path / "bad.json", tmp_path / "good.json"
+    bad.write_text(json.dumps(doc))
+    doc["variants"][0][field] = {"case": {}, "registers": 32, "arch": "sm_90", "verdicts": {}}[field]
+    good.write_text(json.dumps(doc))
+    assert main(["compare", str(bad), str(good)]) == 1
+    assert message in capsys.readouterr().err

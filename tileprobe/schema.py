@@ -316,6 +316,53 @@ def write_json(records: list[VariantRecord], environment: dict, dest: str) -> No
             json.dump(doc, f, indent=1, default=str)
 
 
+#: Record fields and the JSON types each may have (None: null allowed). A result file or a bundle is checked against
+#: them before any of it is used, so a damaged or hand-edited file is an error naming the field, not a traceback.
+RECORD_FIELD_TYPES: dict[str, tuple] = {
+    "kernel": (str,), "probe": (str,), "case": (dict,), "hints": (dict,), "arch": (str,), "status": (str,),
+    "tileiras": (str,), "effective_hints": (dict, None), "symbol": (str, None), "signature": (list, None),
+    "threads": (int, None), "registers": (int, None), "driver_shared_bytes": (int, None),
+    "shared_bytes": (int, None), "ctas_per_sm": (int, None), "cubin_sha256": (str, None), "verdicts": (dict, None),
+    "knobs": (dict, None), "run": (dict, None), "occupancy_pct": (int, float, None), "stack_bytes": (int, None)}
+_TYPE_NAMES = {str: "a string", dict: "an object", list: "a list", int: "an integer", float: "a number",
+               None: "null"}
+
+
+def _type_ok(value: Any, kinds: tuple) -> bool:
+    if value is None:
+        return None in kinds
+    if isinstance(value, bool):
+        return bool in kinds
+    return any(k is not None and isinstance(value, k) for k in kinds)
+
+
+def check_fields(i: int, v: Any, doc: str, fix: str = "", required: bool = True) -> None:
+    """Check variant ``i`` of result document ``doc`` against :data:`RECORD_FIELD_TYPES`.
+
+    ``required``: a missing field that may not be null is an error (bundles); otherwise only present fields are
+    checked (result files of every schema version).
+
+    Raises:
+        TileprobeError: ``doc: variants[i].case is [1], not an object`` (and ``fix``).
+    """
+    where = f"{doc}: variants[{i}]"
+    tail = f"; {fix}" if fix else ""
+    if not isinstance(v, dict):
+        raise TileprobeError(f"{where} is {type(v).__name__}, not an object{tail}")
+    for name, kinds in RECORD_FIELD_TYPES.items():
+        if name not in v:
+            if None in kinds or not required:
+                continue
+            raise TileprobeError(f"{where}.{name} is missing{tail}")
+        if not _type_ok(v[name], kinds):
+            want = " or ".join(_TYPE_NAMES[k] for k in kinds)
+            raise TileprobeError(f"{where}.{name} is {json.dumps(v[name], default=str)[:80]}, not {want}{tail}")
+    for hint, verdict in (v.get("verdicts") or {}).items():   # each verdict is an object: {"status": …, "reason": …}
+        if not isinstance(verdict, dict):
+            raise TileprobeError(f"{where}.verdicts.{hint} is {json.dumps(verdict, default=str)[:80]}, not an "
+                                 f"object{tail}")
+
+
 def load(doc_or_path: Any, judge=None, source: str | None = None) -> tuple[list[VariantRecord], dict]:
     """Read an audit/run JSON document (dict or file path) into records and its environment.
 
@@ -342,6 +389,10 @@ def load(doc_or_path: Any, judge=None, source: str | None = None) -> tuple[list[
     if version > SCHEMA_VERSION:
         raise TileprobeError(f"{name}: written with result schema {version}, this tileprobe reads up to "
                              f"{SCHEMA_VERSION}: upgrade tileprobe (pip install -U tileprobe)")
+    if not isinstance(doc["variants"], list):
+        raise TileprobeError(f"{name}: variants is {type(doc['variants']).__name__}, not a list")
+    for i, v in enumerate(doc["variants"]):
+        check_fields(i, v, str(name), "the file is damaged or was not written by tileprobe", required=False)
     records = [VariantRecord.from_dict(v) for v in doc["variants"]]
     environment = dict(doc.get("environment", {}))
     if version < SCHEMA_VERSION:

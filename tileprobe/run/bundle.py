@@ -33,14 +33,6 @@ MAX_CUBIN_BYTES = 256 << 20
 MAX_AUDIT_JSON_BYTES = 512 << 20
 
 _MAKE = "make one where tileiras is with `tileprobe audit PROBE --arch sm_90 --bundle DIR` and copy DIR here"
-#: Record fields a run reads, and the JSON types each may have (None: null allowed).
-_FIELDS: dict[str, tuple] = {
-    "kernel": (str,), "probe": (str,), "case": (dict,), "hints": (dict,), "arch": (str,), "status": (str,),
-    "tileiras": (str,), "effective_hints": (dict, None), "symbol": (str, None), "signature": (list, None),
-    "threads": (int, None), "registers": (int, None), "driver_shared_bytes": (int, None),
-    "shared_bytes": (int, None), "ctas_per_sm": (int, None), "cubin_sha256": (str, None), "verdicts": (dict, None),
-    "knobs": (dict, None)}
-_TYPE_NAMES = {str: "a string", dict: "an object", list: "a list", int: "an integer", None: "null"}
 
 
 def _regular(path: str, what: str) -> os.stat_result:
@@ -74,29 +66,13 @@ def read_regular(path: str, limit: int, what: str) -> bytes:
         return f.read(limit + 1)[:limit]
 
 
-def _type_ok(value: Any, kinds: tuple) -> bool:
-    if value is None:
-        return None in kinds
-    if isinstance(value, bool):
-        return bool in kinds
-    return any(k is not None and isinstance(value, k) for k in kinds)
-
-
 def check_variant(i: int, v: Any, doc: str) -> None:
     """Raise TileprobeError naming ``doc`` and the field (``variants[i].cubin_sha256``) when variant ``v`` is not
     what a run can use."""
     from ..model.arch import get_arch
+    from ..schema import check_fields
     where = f"{doc}: variants[{i}]"
-    if not isinstance(v, dict):
-        raise TileprobeError(f"{where} is {type(v).__name__}, not an object; {_MAKE}")
-    for name, kinds in _FIELDS.items():
-        if name not in v:
-            if None in kinds:
-                continue
-            raise TileprobeError(f"{where}.{name} is missing; {_MAKE}")
-        if not _type_ok(v[name], kinds):
-            want = " or ".join(_TYPE_NAMES[k] for k in kinds)
-            raise TileprobeError(f"{where}.{name} is {json.dumps(v[name], default=str)[:80]}, not {want}; {_MAKE}")
+    check_fields(i, v, doc, _MAKE)
     sha = v.get("cubin_sha256")
     if sha is not None and not SHA256_RE.fullmatch(sha):
         raise TileprobeError(f"{where}.cubin_sha256 is {sha[:80]!r}, not 64 lowercase hex digits (a cubin's "
