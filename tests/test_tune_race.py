@@ -177,3 +177,31 @@ def test_median_ci_order_statistics():
     s = summary([3.0, 1.0, 2.0, 4.0])
     assert s["n"] == 4 and s["median_us"] == 2.5 and s["min_us"] == 1.0 and s["p25_us"] == 1.75
     assert summary([]) == {"n": 0}
+
+
+class DriftingGPU(FakeGPU):
+    """``plan[id] = (median_us per round...)``: a candidate's time moves from round to round (clock drift)."""
+
+    def measure(self, cid, rnd):
+        medians = self.plan[cid]
+        saved = self.plan[cid]
+        self.plan[cid] = (medians[min(rnd, len(medians)) - 1], 1.5)
+        try:
+            return super().measure(cid, rnd)
+        finally:
+            self.plan[cid] = saved
+
+
+def test_an_eliminated_candidate_the_leader_no_longer_beats_is_put_back():
+    """A wins round 1 and B is eliminated; C keeps the race going; A's later batches are slower (the clock fell),
+    so B's round-1 samples now beat A's: B is put back, raced again, and the race ends with B named (or a tie),
+    never A alone."""
+    plan = {"A": (100.0,) + (112.0,) * 30, "B": (104.0,) * 31, "C": (100.5,) + (118.0,) * 30}
+    gpu = DriftingGPU(plan)
+    progress = []
+    settings = RaceSettings(min_samples=10, max_samples=60)
+    out = Race(list(plan), gpu.measure, gpu.check, settings, clock=gpu.clock,
+               progress=lambda k, d: progress.append((k, d))).run()
+    assert any(k == "rejudge" and d["back"] == ["B"] for k, d in progress), progress
+    status = {e.id: e.status for e in out.entries}
+    assert status["B"] in ("winner", "tie") and status["A"] != "winner", status

@@ -151,6 +151,9 @@ def _progress(console):
             failed = f", failed {', '.join(data['failed'])}" if data["failed"] else ""
             say(console, f"  round {data['round']}: {data['racing']} racing{gone}{failed}, {data['left']} left "
                          f"({data['wall_s']:.1f} s)")
+        elif kind == "rejudge":
+            say(console, f"  back in the race: {', '.join(data['back'])} (the leader's later samples no longer beat "
+                         "them)")
     return cb
 
 

@@ -149,7 +149,7 @@ def tune(probe_paths: Sequence[str], *, arch: str | None = None, budget_s: float
             shared with another busy worker) are not one sample (docs/SCALE.md, "Tuning on several GPUs").
         executor: a :mod:`tileprobe.exec` executor for the candidates' compiles (default: the local pool).
         tasks: the worker tasks (time, check) as ``"module:function"``; tests plant fakes.
-        progress: ``progress(kind, data)`` for printing: ``compile``, ``plans``, ``worker``, ``race``, ``round``,
+        progress: ``progress(kind, data)`` for printing: ``compile``, ``plans``, ``worker``, ``race``, ``round``, ``rejudge``,
             ``problem``.
         startup_s: the caller's start-up time before this call (the CLI's: :func:`process_age_s`), for the
             time split.
