@@ -204,8 +204,9 @@ class Store:
             raise StoreError(f"no results store at {path}; check --store (audits create one there)")
         if os.path.isdir(path):
             raise StoreError(f"store {path} is a directory; give a file path such as {path}/results.sqlite")
-        if os.path.exists(path) and (not os.path.isfile(path) or os.path.getsize(path) == 0):
-            # an empty file (or a FIFO, a device) is not a store: opening it would turn it into one (hostile test)
+        if os.path.exists(path) and (not os.path.isfile(path) or (must_exist and os.path.getsize(path) == 0)):
+            # a FIFO or a device is never a store; an empty file is not one for a command that only reads (opening it
+            # would turn it into one: hostile test); a command that writes (audit) makes a store of an empty file
             what = "is empty (0 bytes)" if os.path.isfile(path) else "is not a regular file"
             raise StoreError(f"{path} {what}: not a tileprobe results store, and it is left as it is; give the path "
                              "of a store (--store), or of a file that does not exist yet to create one")
