@@ -390,20 +390,29 @@ def run_sweep(probes: Sequence[str] = (), *, arch: str | None = None, bundle: st
         gpu = wd.start()
         if on_gpu:
             on_gpu(gpu)
-        if from_bundle:
-            records, env, cubins, search = from_bundle
-        else:
-            records, env, cubins, search = _audit_here(probes, arch or gpu["sm"], jobs, store, command_line,
-                                                       on_probe_error, where=where, cases=cases, hints=hints,
-                                                       executor=executor)
-        if where:
-            from ..audit.where import select_or_explain
-            records = select_or_explain(records, where)
-        records = interleave_releases(records)
+        records, env, cubins, search = _sweep_records(gpu, from_bundle, probes, arch, jobs, store, command_line,
+                                                      on_probe_error, where, cases, hints, executor)
         result = run_probes(records, cubins, probe_paths=probes, search_dirs=search, timeout_s=timeout_s,
                             reps=reps, warmup=warmup, seed=seed, watchdog=wd, environment=env, progress=progress,
                             timing_mode=timing_mode, trust_recorded=not bundle, gpus=gpus)
     return _finish(result, store, command_line, audit_id)
+
+
+def _sweep_records(gpu: dict, from_bundle, probes, arch, jobs, store, command_line, on_probe_error, where, cases,
+                   hints, executor) -> tuple:
+    """What a sweep runs, for one GPU worker or several: the bundle's records, or an audit here for the GPU's arch
+    (or ``arch``); then the ``where`` selection and the release interleaving (:func:`interleave_releases`).
+    Returns (records, environment, cubins, search dirs)."""
+    if from_bundle:
+        records, env, cubins, search = from_bundle
+    else:
+        records, env, cubins, search = _audit_here(probes, arch or gpu["sm"], jobs, store, command_line,
+                                                   on_probe_error, where=where, cases=cases, hints=hints,
+                                                   executor=executor)
+    if where:
+        from ..audit.where import select_or_explain
+        records = select_or_explain(records, where)
+    return interleave_releases(records), env, cubins, search
 
 
 def _finish(result: RunResult, store, command_line: str, audit_id) -> RunResult:
@@ -432,16 +441,8 @@ def _sweep_on_gpus(probes, from_bundle, slots, gpus, *, executor, arch, bundle, 
         gpu = dict(live[0].info, gpus=multi.environment(slots))
         if on_gpu:
             on_gpu(gpu)
-        if from_bundle:
-            records, env, cubins, search = from_bundle
-        else:
-            records, env, cubins, search = _audit_here(probes, arch or gpu["sm"], jobs, store, command_line,
-                                                       on_probe_error, where=where, cases=cases, hints=hints,
-                                                       executor=executor)
-        if where:
-            from ..audit.where import select_or_explain
-            records = select_or_explain(records, where)
-        records = interleave_releases(records)
+        records, env, cubins, search = _sweep_records(gpu, from_bundle, probes, arch, jobs, store, command_line,
+                                                      on_probe_error, where, cases, hints, executor)
         result = run_probes_on_gpus(records, cubins, slots, probe_paths=probes, search_dirs=search,
                                     timeout_s=timeout_s, timing=timing, seed=seed, environment=env,
                                     trust_recorded=not bundle, progress=progress)
