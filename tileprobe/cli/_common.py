@@ -178,7 +178,8 @@ INPUT_OPTIONS = ("store", "baseline", "probe", "probes", "runs", "results")
 
 
 def check_outputs(args) -> None:
-    """Check every output file of a parsed command line before any work (:func:`check_output_path`), and refuse an
+    """Check every output file of a parsed command line before any work (:func:`check_output_path`; ``main`` calls
+    this for every command, so no command checks its own outputs), and refuse an
     output that is one of its inputs (the store, a baseline, a probe file, a result file): writing would destroy it.
 
     Raises:

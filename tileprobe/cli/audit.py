@@ -12,7 +12,7 @@ from ..audit.contained import PROBE_TIMEOUT_S
 from ..audit.pipeline import MAX_VARIANTS
 from ..errors import EXIT_COMPILE_FAILED, EXIT_INCOMPLETE, EXIT_OK, ToolchainError, UsageError
 from ..report.text import escape, say
-from ._common import (add_executor_options, DEFAULT_ARCHS, add_output_options, add_override_options, add_where_option, check_output_path,
+from ._common import (add_executor_options, DEFAULT_ARCHS, add_output_options, add_override_options, add_where_option,
                       command_line, console, count, executor_of, open_store, overrides_of, progress_bar, seconds, split, where_of)
 
 #: Statuses ``--strict`` counts as failures.
@@ -67,7 +67,6 @@ def cmd_audit(args) -> int:
     from ..audit import audit
     from ..audit.pipeline import write_bundle
     err = console(stderr=True)
-    check_output_path(args.json, "--json")
     if not split(args.arch):
         raise UsageError(f"--arch {args.arch!r} names no architecture; e.g. --arch sm_90,sm_120")
     where, overrides = where_of(args), overrides_of(args)

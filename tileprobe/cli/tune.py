@@ -63,12 +63,10 @@ def add_parser(subparsers, add_common=None) -> None:
 
 def cmd_tune(args) -> int:
     """Run ``tileprobe tune`` for parsed arguments; returns the exit code."""
-    from ._common import check_output_path, console as _console
+    from ._common import console as _console
     from ..tune.pipeline import process_age_s
     startup_s = process_age_s()
     err = _console(stderr=True)
-    for path, what in ((args.json, "--json"), (args.export, "--export")):
-        check_output_path(path, what)
     store = None
     if not args.no_store:
         from ..store import Store
