@@ -179,7 +179,7 @@ def compile_one(variant: Variant) -> CompileResult:
         res.tileiras_path = _cutile.current_compiler()
         res.tileiras = _cutile.compiler_build_string()
         with probe_code_guard():
-            mark_phase(root, variant, phase)
+            mark_phase(root, phase)
             probe = _probe(variant.probe_path, variant.probe_index)
             kernel = probe.resolve_kernel()
             phase = "hints"
@@ -192,19 +192,19 @@ def compile_one(variant: Variant) -> CompileResult:
                 sig_key += (variant.arch, tuple(sorted(res.effective_hints.items())))
             if sig_key not in _WORKER["sigs"]:
                 phase = "args"
-                mark_phase(root, variant, phase)
+                mark_phase(root, phase)
                 _WORKER["sigs"][sig_key] = jit_signature(kernel, probe.launch_args(
                     variant.case_dict, arch=variant.arch, hints=dict(res.effective_hints)))
         sig = _WORKER["sigs"][sig_key]
         res.symbol, res.signature = sig.symbol, describe_signature(sig)
     except BaseException as e:  # noqa: B036 — probe code failed (sys.exit, os._exit too), or cuTile refused it
         _probe_failed(res, e, phase)
-        mark_phase(root, variant, None)
+        mark_phase(root, None)
         res.total_s = time.perf_counter() - t0
         return res
-    mark_phase(root, variant, "compile")
+    mark_phase(root, "compile")
     _compile_cubin(kernel, sig, variant, res, probe.timeout_s)
-    mark_phase(root, variant, None)
+    mark_phase(root, None)
     if res.cubin is not None and _WORKER.get("with_sass"):
         from ..model.sass import sass_summary
         res.sass = sass_summary(res.cubin, res.symbol)

@@ -24,7 +24,6 @@ failure (``os._exit`` in ``args`` is not a compiler crash), while compiling it i
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import subprocess
@@ -177,17 +176,17 @@ PHASES = {"import": "importing the probe file", "args": "running the probe's arg
           "compile": "compiling (cuTile's front end and tileiras)"}
 
 
-def phase_file(root: str, variant) -> str:
-    """Where the worker compiling ``variant`` notes its phase, under the pool's temp root ``root``."""
-    key = hashlib.sha1(f"{variant.label()}#{variant.rep}#{variant.probe_path}".encode()).hexdigest()[:16]
-    return os.path.join(root, f"phase-{key}")
+def phase_file(root: str, pid: int) -> str:
+    """Where the compile worker with process id ``pid`` notes its phase, under the pool's temp root ``root``. One
+    file per worker, not per variant: two workers given equal variants must not read each other's phase."""
+    return os.path.join(root, f"phase-{pid}")
 
 
-def mark_phase(root: str | None, variant, phase: str | None) -> None:
-    """Note (``phase`` in :data:`PHASES`) or clear (None) what the worker does for ``variant``; best effort."""
+def mark_phase(root: str | None, phase: str | None) -> None:
+    """Note (``phase`` in :data:`PHASES`) or clear (None) what this worker process does now; best effort."""
     if not root:
         return
-    path = phase_file(root, variant)
+    path = phase_file(root, os.getpid())
     try:
         if phase is None:
             os.unlink(path)
@@ -198,14 +197,14 @@ def mark_phase(root: str | None, variant, phase: str | None) -> None:
         pass
 
 
-def dead_worker(variant, root: str | None, how: str = "") -> Failure:
-    """The failure of ``variant`` when its compile worker process died (run alone, so it is the one that killed
-    it): what the worker was doing, from its phase file (:func:`mark_phase`); ``how`` it ended, when known
-    ("killed by SIGSEGV (signal 11)")."""
+def dead_worker(variant, root: str | None, pid: int | None, how: str = "") -> Failure:
+    """The failure of ``variant`` when its compile worker process (id ``pid``) died (it compiles one variant at a
+    time, so that variant killed it): what the worker was doing, from its phase file (:func:`mark_phase`); ``how``
+    it ended, when known ("signal SIGSEGV")."""
     phase = None
-    if root:
+    if root and pid is not None:
         try:
-            with open(phase_file(root, variant), encoding="utf-8") as f:
+            with open(phase_file(root, pid), encoding="utf-8") as f:
                 phase = f.read().strip()
         except OSError:
             pass

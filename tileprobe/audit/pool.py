@@ -169,14 +169,15 @@ class WorkerPool:
 
     def _dead(self, w: _Worker) -> CompileResult:
         from .procs import exit_text
-        w.process.join(timeout=2)
+        w.process.join(timeout=10)          # its pipe closed: it is ending; under load reaping can lag
         status = exit_text(w.process.exitcode)
         self._kill(w)
         if not w.ready:
             raise ToolchainError(f"a compile worker died while starting ({status}): cuTile or tileiras cannot load "
                                  "here; run `tileprobe doctor`")
         from .failure import dead_worker   # what it was doing (its phase file): probe code, or the compile
-        return CompileResult(w.variant, "compiler_crash").fail(dead_worker(w.variant, self.initargs[3], status))
+        failure = dead_worker(w.variant, self.initargs[3], w.process.pid, status)
+        return CompileResult(w.variant, "compiler_crash").fail(failure)
 
     def _stop_stuck(self, w: _Worker) -> CompileResult:
         self._kill(w)
