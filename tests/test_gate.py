@@ -279,14 +279,14 @@ def test_gate_cli_against_a_json_baseline(tiny, tmp_path, capsys):
 
 
 def test_gate_cli_usage_errors(tiny, capsys):
-    assert main(["gate", tiny["probe"], "--arch", "sm_90", "--store", tiny["store"], "--expect", "fast please"]) == 1
+    assert main(["gate", tiny["probe"], "--arch", "sm_90", "--store", tiny["store"], "--expect", "fast please"]) == 2
     assert "cannot parse expectation 'fast please'" in capsys.readouterr().err
     assert main(["gate", tiny["probe"], "--arch", "sm_90", "--store", tiny["store"], "--where", "NOPE=1",
-                 "--expect", "compiles"]) == 1
+                 "--expect", "compiles"]) == 2
     err = capsys.readouterr().err
     assert "--where names 'NOPE', which is neither a case constant of the probe (TILE) nor a hint" in err
     assert main(["gate", tiny["probe"], "--arch", "sm_90", "--store", tiny["store"], "--expect",
-                 "registers <= baseline"]) == 1
+                 "registers <= baseline"]) == 2
     assert "no --baseline" in capsys.readouterr().err
 
 

@@ -112,3 +112,59 @@ def test_result_files_with_fields_of_the_wrong_type_name_the_field(tmp_path, cap
     good.write_text(json.dumps(doc))
     assert main(["compare", str(bad), str(good)]) == 1
     assert message in capsys.readouterr().err
+
+
+def test_json_outputs_are_strict_json_nan_and_infinity_become_null(tmp_path):
+    """A NaN or infinite case value (or timing) used to reach ``--json`` as bare ``NaN``, which jq, JavaScript and Go
+    refuse. Written as null, the file parses with a reader that rejects the non-standard constants."""
+    import json
+    from tileprobe.schema import VariantRecord, json_text, write_json
+
+    def strict(text):
+        return json.loads(text, parse_constant=lambda c: pytest.fail(f"non-standard JSON constant {c}"))
+    assert strict(json_text({"a": float("nan"), "b": [float("inf"), -float("inf"), 1.5], "c": object})) == {
+        "a": None, "b": [None, None, 1.5], "c": "<class 'object'>"}
+    rec = VariantRecord(kernel="k", probe="p.py", case={"EPS": float("nan"), "SCALE": float("inf")}, hints={},
+                        arch="sm_90", tileiras="V13.4.92", status="ok")
+    write_json([rec], {"clock_mhz": float("nan")}, str(tmp_path / "r.json"))
+    doc = strict((tmp_path / "r.json").read_text())
+    assert doc["variants"][0]["case"] == {"EPS": None, "SCALE": None} and doc["environment"] == {"clock_mhz": None}
+
+
+def test_a_fifo_as_an_input_is_refused_not_waited_on(tmp_path, capsys):
+    """``compare F`` and ``gate --baseline F`` with F a FIFO used to block forever reading it."""
+    fifo = str(tmp_path / "fifo")
+    os.mkfifo(fifo)
+    assert main(["compare", fifo, fifo]) == 1
+    assert f"cannot read results {fifo}: not a regular file" in capsys.readouterr().err
+    assert main(["gate", KERNELS, "--arch", "sm_90", "--baseline", fifo, "--expect", "registers <= baseline",
+                 "--no-store"]) == 1
+    assert f"--baseline {fifo}: not a regular file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("option,text,message", [
+    ("--where", "TILE", "'TILE' is not NAME=VALUE"),
+    ("--hint", "occupancy", "write NAME=V1,V2"),
+    ("--case", "TILE", "write NAME=V1,V2")])
+def test_unreadable_selections_are_usage_errors(capsys, option, text, message):
+    """A ``--where``/``--case``/``--hint`` that cannot be read is a command-line error: exit 2, as argparse's."""
+    assert main(["audit", KERNELS, "--arch", "sm_90", "--no-store", option, text]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_ctrl_c_while_the_cli_loads_is_exit_130_without_a_traceback(monkeypatch, capsys):
+    """The console script imports the CLI inside :func:`tileprobe._entry.main`: a KeyboardInterrupt during that
+    import (here raised by a stand-in module) is one line and exit 130, not a traceback."""
+    import sys
+    import types
+
+    import tileprobe
+    from tileprobe._entry import main as entry
+
+    class Loading(types.ModuleType):
+        def __getattr__(self, name):
+            raise KeyboardInterrupt
+    monkeypatch.setitem(sys.modules, "tileprobe.cli", Loading("tileprobe.cli"))
+    monkeypatch.delattr(tileprobe, "cli", raising=False)
+    assert entry() == 130
+    assert capsys.readouterr().err == "interrupted\n"

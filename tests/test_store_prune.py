@@ -88,3 +88,6 @@ def test_cutoff_ages():
     assert cutoff("12h", now) == "2026-11-30T12:00:00.000000Z"
     assert cutoff("2026-11-01") == "2026-11-01T00:00:00.000000Z"
     assert cutoff(None) is None
+    assert cutoff("2026-11-01T02:00:00+02:00") == "2026-11-01T00:00:00.000000Z"
+    # older than the calendar (was an OverflowError): nothing is that old; the year keeps 4 digits so it sorts first
+    assert cutoff("100000000000000000000d", now) == "0001-01-01T00:00:00.000000Z" < "2026-11-01"

@@ -72,7 +72,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -304,16 +306,23 @@ def dump(records: list[VariantRecord], environment: dict) -> dict:
             "environment": environment, "variants": [r.to_dict() for r in records]}
 
 
+def json_text(doc: Any, indent: int | None = 1) -> str:
+    """``doc`` as strict JSON text (RFC 8259), ending in a newline: NaN and ±infinity, which ``json.dumps`` writes as
+    bare ``NaN``/``Infinity`` that most JSON readers (``jq``, JavaScript, Go) refuse, become ``null``, as
+    JavaScript's ``JSON.stringify`` writes them; values JSON has no type for are written as ``str()`` of them."""
+    loose = json.dumps(doc, default=str)
+    return json.dumps(json.loads(loose, parse_constant=lambda _: None), indent=indent, allow_nan=False) + "\n"
+
+
 def write_json(records: list[VariantRecord], environment: dict, dest: str) -> None:
-    """Write the JSON document of ``records`` to file ``dest`` (``"-"``: standard output)."""
+    """Write the JSON document of ``records`` (:func:`json_text`) to file ``dest`` (``"-"``: standard output)."""
     import sys
-    doc = dump(records, environment)
+    text = json_text(dump(records, environment))
     if dest == "-":
-        json.dump(doc, sys.stdout, indent=1, default=str)
-        sys.stdout.write("\n")
+        sys.stdout.write(text)
     else:
         with open(dest, "w", encoding="utf-8") as f:
-            json.dump(doc, f, indent=1, default=str)
+            f.write(text)
 
 
 #: Record fields and the JSON types each may have (None: null allowed). A result file or a bundle is checked against
@@ -378,6 +387,9 @@ def load(doc_or_path: Any, judge=None, source: str | None = None) -> tuple[list[
     name = source or (doc_or_path if not isinstance(doc_or_path, dict) else "results")
     if not isinstance(doc, dict):
         try:
+            if not stat.S_ISREG(os.stat(doc_or_path).st_mode):   # a FIFO or a device would block or never end
+                raise TileprobeError(f"cannot read results {doc_or_path}: not a regular file (a folder, a FIFO or a "
+                                     "device); give a file written by `tileprobe audit --json` or `run --json`")
             with open(doc_or_path, encoding="utf-8") as f:
                 doc = json.load(f)
         except (OSError, json.JSONDecodeError) as e:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..audit.probe import KERNEL_HINTS
-from ..errors import TileprobeError
+from ..errors import TileprobeError, UsageError
 from ..schema import VariantRecord, short_build, value_key
 
 FORMS = """\
@@ -61,6 +61,11 @@ _NUMBER = re.compile(r"^(-?\d+(?:\.\d+)?)\s*(us|µs)?$", re.I)
 
 class GateError(TileprobeError):
     """A malformed expectation or selection, or a baseline that does not fit."""
+
+
+class GateUsageError(GateError, UsageError):
+    """A :class:`GateError` in the command line itself (an expectation or ``--where`` that cannot be read or names
+    nothing, several archs, no ``--expect``): the CLI exits 2 (:data:`tileprobe.errors.EXIT_USAGE`)."""
 
 
 def forms() -> str:
@@ -152,7 +157,7 @@ def verdict_holds(kind: str, status: str) -> tuple[bool, str]:
 
 
 def _bad(text: str, why: str) -> GateError:
-    return GateError(f"cannot parse expectation {text!r}: {why}. Accepted forms:\n{forms()}")
+    return GateUsageError(f"cannot parse expectation {text!r}: {why}. Accepted forms:\n{forms()}")
 
 
 @dataclass
@@ -376,7 +381,7 @@ def parse_where(text: str | None) -> dict[str, Any]:
     try:
         return parse(text)
     except WhereError as e:
-        raise GateError(str(e)) from e
+        raise GateUsageError(str(e)) from e
 
 
 def _same(actual, wanted) -> bool:
@@ -395,7 +400,7 @@ def _check_where_names(where: Mapping[str, Any], probes) -> None:
     try:
         check_names(where, {c for p in probes for c in p.cases}, KERNEL_HINTS)
     except WhereError as e:
-        raise GateError(str(e)) from e
+        raise GateUsageError(str(e)) from e
 
 
 def audit_selected(probe_path: str, arch: str, *, where: Mapping[str, Any] | None = None,
@@ -424,20 +429,37 @@ def audit_selected(probe_path: str, arch: str, *, where: Mapping[str, Any] | Non
     return result
 
 
-def load_baseline(path: str, *, kernel: str | None = None, arch: str | None = None,
-                  tileiras: str | None = None) -> list[VariantRecord]:
-    """Baseline records from a result JSON file or a results store (newest compile per variant)."""
-    from ..schema import load
+def check_baseline(path: str) -> None:
+    """Refuse a ``--baseline`` that is missing or not a regular file (a FIFO would block the read), before anything
+    is compiled.
+
+    Raises:
+        GateError: naming the path and what to give instead.
+    """
     import os
+    import stat
     if not os.path.exists(path):
         raise GateError(f"--baseline {path}: no such file; give a results store or a result JSON file")
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        raise GateError(f"--baseline {path}: not a regular file (a folder, a FIFO or a device); give a results "
+                        "store or a result JSON file")
+
+
+def load_baseline(path: str, *, kernel: str | None = None, arch: str | None = None,
+                  tileiras: str | None = None) -> list[VariantRecord]:
+    """Baseline records from a result JSON file or a results store (newest compile per variant).
+
+    Raises:
+        GateError: :func:`check_baseline`. TileprobeError: not a result file nor a store (their readers' messages).
+    """
+    from ..audit.verdict import judge_records
+    from ..schema import load
+    check_baseline(path)
     with open(path, "rb") as f:
         head = f.read(16)
     if head.lstrip().startswith(b"{"):
-        from ..audit.verdict import judge_records
         records, _ = load(path, judge=judge_records)
     else:
-        from ..audit.verdict import judge_records
         from ..store import Store
         with Store.open(path, must_exist=True) as s:
             records = s.records(kernel=kernel, arch=arch, judge=judge_records)
@@ -511,13 +533,15 @@ def run_gate(probe_path: str, arch: str, expectations: Sequence[str], *, where: 
     """
     from ..model.arch import get_arch
     if "," in arch:
-        raise GateError(f"--arch {arch!r}: a gate checks one architecture; run one gate per arch")
+        raise GateUsageError(f"--arch {arch!r}: a gate checks one architecture; run one gate per arch")
     exps = [parse_expectation(e) for e in expectations]
     if not exps:
-        raise GateError(f"give at least one --expect. Accepted forms:\n{forms()}")
+        raise GateUsageError(f"give at least one --expect. Accepted forms:\n{forms()}")
     arch = get_arch(arch).name
     if any(e.uses_baseline for e in exps) and not baseline:
-        raise GateError("an expectation compares with 'baseline' but no --baseline STORE_OR_JSON was given")
+        raise GateUsageError("an expectation compares with 'baseline' but no --baseline STORE_OR_JSON was given")
+    if baseline:
+        check_baseline(baseline)
     if runs:
         records = select(_run_records(runs, probe_path, arch, runs_tileiras), where or {})
         result = None
@@ -527,7 +551,7 @@ def run_gate(probe_path: str, arch: str, expectations: Sequence[str], *, where: 
         records = select(result.records, where or {})
     if not records and where:
         from ..audit.where import no_match_message
-        raise GateError(no_match_message(where, result.records if result else records))
+        raise GateUsageError(no_match_message(where, result.records if result else records))
     base = None
     if baseline:
         base = load_baseline(baseline, arch=arch, tileiras=baseline_tileiras)

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from dataclasses import asdict, dataclass, field
 from typing import Sequence, TextIO
 
 from ..audit.verdict import judge_records
 from ..model.arch import get_arch
-from ..schema import VariantRecord, dump, load
+from ..schema import VariantRecord, dump, json_text, load
 from ..store import Store
 
 #: Columns of :func:`write_history_csv`, in order (one row per stored compile; ``median_us`` and ``gpu``: its
@@ -74,7 +73,7 @@ def write_history_json(store: Store, dest: str | TextIO, where: dict | None = No
     doc = dump(select(store.records(**filters, judge=judge_records), where), {"store": store.path})
     hist = history(store, where=where, **filters)
     doc.update(audits=hist.audits, runs=hist.runs)
-    _write_text(dest, json.dumps(doc, indent=1, default=str) + "\n")
+    _write_text(dest, json_text(doc))
 
 
 def write_history_csv(store: Store, dest: str | TextIO, where: dict | None = None, **filters) -> None:

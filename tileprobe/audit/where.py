@@ -8,7 +8,7 @@ quotes do not split items. Tuples and lists are the same value (records keep tup
 ``--case TILE=64,128`` and ``--hint occupancy=1,2`` replace (or, for a hint the probe does not list, add) the
 values a probe crosses: :func:`parse_overrides` reads them and :func:`apply_overrides` makes the probes.
 
-Errors are :class:`WhereError` (a :class:`~tileprobe.errors.TileprobeError`): the message names the text, what is
+Errors are :class:`WhereError` (a :class:`~tileprobe.errors.UsageError`: exit 2): the message names the text, what is
 wrong and what would be accepted; :func:`no_match_message` lists the values the candidates have.
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ import json
 import re
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..errors import TileprobeError
+from ..errors import UsageError
 
 __all__ = ["WhereError", "parse_where", "parse_value", "split_items", "same_value", "matches", "select",
            "check_names", "no_match_message", "parse_overrides", "apply_overrides", "format_value", "check_overrides",
@@ -28,8 +28,9 @@ __all__ = ["WhereError", "parse_where", "parse_value", "split_items", "same_valu
 _DIMS = re.compile(r"^\s*-?\d+(?:\s*[×x]\s*-?\d+)+\s*$")
 
 
-class WhereError(TileprobeError):
-    """A ``--where`` / ``--case`` / ``--hint`` text that cannot be read, names nothing, or matches nothing."""
+class WhereError(UsageError):
+    """A ``--where`` / ``--case`` / ``--hint`` text that cannot be read, names nothing, or matches nothing: a
+    command-line error, so the CLI exits 2 (:data:`tileprobe.errors.EXIT_USAGE`), as argparse does."""
 
 
 def split_items(text: str) -> list[str]:

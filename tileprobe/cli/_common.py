@@ -261,10 +261,10 @@ def command_line() -> str:
 
 
 def write_json_doc(path: str, doc) -> None:
-    """Write ``doc`` as indented JSON to the file ``path`` (values JSON cannot hold are written as text)."""
-    import json
+    """Write ``doc`` as indented strict JSON (:func:`tileprobe.schema.json_text`) to the file ``path``."""
+    from ..schema import json_text
     with open(path, "w", encoding="utf-8") as f:
-        json.dump(doc, f, indent=1, default=str)
+        f.write(json_text(doc))
 
 
 def print_error(e: TileprobeError) -> None:

@@ -43,13 +43,24 @@ def cutoff(age: str | None, now: datetime.datetime | None = None) -> str | None:
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*", age)
     if m:
         now = now or datetime.datetime.now(datetime.timezone.utc)
-        then = now - datetime.timedelta(seconds=float(m.group(1)) * _UNITS[m.group(2)])
-        return then.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        try:
+            then = now - datetime.timedelta(seconds=float(m.group(1)) * _UNITS[m.group(2)])
+        except (OverflowError, ValueError):   # an age past year 1 (10^20d): no compile is that old
+            then = datetime.datetime.min
+        return _iso(then)
     try:
-        return datetime.datetime.fromisoformat(age.strip().replace("Z", "")).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        return _iso(datetime.datetime.fromisoformat(age.strip().replace("Z", "")))
     except ValueError:
         raise TileprobeError(f"--older-than {age!r}: give an age such as 30d, 12h, 2w (s m h d w) or a date "
                              "such as 2026-11-01") from None
+
+
+def _iso(when: datetime.datetime) -> str:
+    """``2026-11-01T00:00:00.000000Z``: the store's time format, the year always 4 digits (strftime writes year 1 as
+    ``1``, which sorts after ``2026`` as text)."""
+    if when.tzinfo is not None:
+        when = when.astimezone(datetime.timezone.utc)
+    return when.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
 def _mb(n: int) -> str:

@@ -125,8 +125,8 @@ def _gpu_worker(args, err):
 
 
 def _write_json(result, dest: str) -> None:
-    import json
-    text = json.dumps(result.to_dict(), indent=1, default=str) + "\n"
+    from ..schema import json_text
+    text = json_text(result.to_dict())
     if dest == "-":
         sys.stdout.write(text)
         return

@@ -30,6 +30,7 @@ import json
 import os
 
 from ..errors import TileprobeError
+from ..schema import json_text
 
 EXPORT_SCHEMA_VERSION = 1
 KIND = "tileprobe.tune"
@@ -93,7 +94,6 @@ def write_export(result, path: str) -> dict:
     doc = table(result, existing)
     tmp = f"{path}.tmp-{os.getpid()}"
     with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(doc, f, indent=1, default=str)
-        f.write("\n")
+        f.write(json_text(doc))
     os.replace(tmp, path)
     return doc

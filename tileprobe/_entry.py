@@ -1,0 +1,15 @@
+"""The ``tileprobe`` console command's entry point: :func:`tileprobe.cli.main`, imported here so that Ctrl-C while
+the CLI's modules load (about 0.5 s: argparse, rich, the command modules) ends with exit 130 and one line, as Ctrl-C
+later does, not with a traceback. (Ctrl-C in the interpreter's own start, before this module runs, is Python's.)"""
+import sys
+
+
+def main() -> int:
+    """Import and run the CLI (:func:`tileprobe.cli.main`); returns its exit code, 130
+    (:data:`tileprobe.errors.EXIT_INTERRUPTED`) on Ctrl-C during the import."""
+    try:
+        from .cli import main as cli_main
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted\n")
+        return 130
+    return cli_main()
