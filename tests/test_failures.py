@@ -52,7 +52,7 @@ HOSTILE = {
                        r"args_megabytes\.py: printed more than 1,048,576 bytes while args\(\{\}\)"),
     "args_kills_itself": (_probe("import signal\ndef args(case, arrays):\n    os.kill(os.getpid(), signal.SIGKILL)\n",
                                  args="args"),
-                          r"args_kills_itself\.py: the process loading it ended during args\(\{\}\) with signal "
+                          r"args_kills_itself\.py: the process loading it ended during args\(\{\}\) \(killed by "
                           r"SIGKILL"),
     "missing_kernel_file": (_probe("", kernel=repr("/nonexistent/kernels.py:vadd")),
                             r"missing_kernel_file\.py:3: probe 'vadd': no such file: /nonexistent/kernels\.py"),
@@ -321,6 +321,6 @@ def test_a_dead_worker_fails_its_variant_only_and_is_replaced(tmp_path):
     by_tile = sorted((r.variant.case_dict["TILE"], r.status) for r in results)
     # it died in probe code (the phase file says args()), so the probe is blamed, not the compiler
     assert by_tile == [(1, "probe_error"), (1, "probe_error"), (2, "ok"), (3, "ok")], by_tile
-    assert all("the compile worker died (signal SIGKILL) while" in r.error and "args" in r.error
+    assert all("the compile worker died, killed by SIGKILL (signal 9), while" in r.error and "args" in r.error
                for r in results if r.status != "ok")
     assert pool.started == 4       # both first workers died; two new ones took the two variants left

@@ -17,7 +17,8 @@ import time
 import pytest
 
 from tileprobe.run import session as session_mod
-from tileprobe.run.watchdog import Watchdog, WorkerStartError, describe_exit
+from tileprobe.run.watchdog import Watchdog, WorkerStartError
+from tileprobe.schema import exit_text
 from tileprobe.schema import VariantRecord
 
 HERE = os.path.abspath(__file__)
@@ -176,7 +177,7 @@ def test_worker_death_is_a_crash_of_that_task_only(wd, name, expect):
     before = wd.start()["pid"]
     out = wd.submit(task(name))
     assert out.status == "crash"
-    assert expect in out.error and out.exit_status == describe_exit(
+    assert expect in out.error and out.exit_status == exit_text(
         -signal.SIGABRT if expect == "SIGABRT" else -signal.SIGKILL if expect == "SIGKILL" else 7)
     if name == "task_exit":
         assert "about to exit" in out.error   # the worker's log tail comes with the report
@@ -248,9 +249,9 @@ def test_worker_start_timeout():
 
 
 def test_describe_exit():
-    assert describe_exit(None) == "still running"
-    assert describe_exit(-signal.SIGKILL) == "killed by SIGKILL"
-    assert describe_exit(3) == "exit code 3"
+    assert exit_text(None) == "still running"
+    assert exit_text(-signal.SIGKILL) == "killed by SIGKILL (signal 9)"
+    assert exit_text(3) == "exit code 3"
 
 
 # --- the session over real worker processes, with a fake variant task ----------------------------------------

@@ -149,6 +149,15 @@ def signal_text(returncode: int) -> str:
     return f"exit code {returncode}"
 
 
+def exit_text(returncode: int | None) -> str:
+    """A child process's end in words, one wording for every process tileprobe starts (compilers, compile and
+    probe-loading workers, GPU workers): ``-9`` → ``"killed by SIGKILL (signal 9)"``, ``5`` → ``"exit code 5"``,
+    ``None`` (no return code yet) → ``"still running"``."""
+    if returncode is None:
+        return "still running"
+    return f"killed by {signal_text(returncode)}" if returncode < 0 else f"exit code {returncode}"
+
+
 def meaningful_lines(text: str, max_lines: int = MESSAGE_MAX_LINES) -> list[str]:
     """The lines of a compiler's output worth showing: blank lines, cuTile's ``Return code N`` and ``Unknown
     location`` dropped, repeats dropped (first seen kept), at most ``max_lines`` (then ``… N more lines``)."""

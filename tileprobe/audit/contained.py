@@ -404,7 +404,8 @@ class _Loader:
 
     def result(self) -> FileReport:
         """The report (after :attr:`finished` or a timeout); kills the child and its process group."""
-        from .procs import exit_text, kill_tree
+        from ..schema import exit_text
+        from .procs import kill_tree
         timed_out = not self.finished
         kill_tree(self.proc.pid)
         status = self.proc.wait()
@@ -416,7 +417,7 @@ class _Loader:
             report = FileReport(self.path, errors=[self.error])
         else:
             report = self.report or FileReport(self.path, errors=[
-                f"{self.path}: the process loading it ended during {self.stage} with {exit_text(status)} and gave no "
+                f"{self.path}: the process loading it ended during {self.stage} ({exit_text(status)}) and gave no "
                 "result (a crash in an extension module, or os._exit before tileprobe could catch it)"])
             report.output = bytes(self.head).decode(errors="replace")
         report.default_tileiras, report.default_tileiras_error = self.compiler

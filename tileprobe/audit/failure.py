@@ -208,7 +208,7 @@ def dead_worker(variant, root: str | None, pid: int | None, how: str = "") -> Fa
                 phase = f.read().strip()
         except OSError:
             pass
-    ended = f" ({how})" if how else ""
+    ended = f", {how}," if how else ""
     if phase is None:
         return _make(BROKEN_ENVIRONMENT, ["the compile worker process died before it started this variant (while "
                                           "setting up cuTile and the compiler)"],

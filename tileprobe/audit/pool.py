@@ -168,7 +168,7 @@ class WorkerPool:
         return [payload]
 
     def _dead(self, w: _Worker) -> CompileResult:
-        from .procs import exit_text
+        from ..schema import exit_text
         w.process.join(timeout=10)          # its pipe closed: it is ending; under load reaping can lag
         status = exit_text(w.process.exitcode)
         self._kill(w)

@@ -156,18 +156,6 @@ def on_parent_death(signum: int = signal.SIGTERM) -> None:
     signal.signal(signum, handler)
 
 
-def exit_text(returncode: int | None) -> str:
-    """A process's end in words: ``exit status 5``, ``signal SIGSEGV`` (a negative return code), ``no exit status``."""
-    if returncode is None:
-        return "no exit status"
-    if returncode < 0:
-        try:
-            return f"signal {signal.Signals(-returncode).name}"
-        except ValueError:
-            return f"signal {-returncode}"
-    return f"exit status {returncode}"
-
-
 # --- temp folders ------------------------------------------------------------------------------------------------
 
 def _owner_alive(marker: str) -> bool:

@@ -136,17 +136,24 @@ def measure(launch: Callable[[], None], *, event_factory: Callable[[], object], 
     if reps < 1:
         raise ValueError(f"reps={reps}: at least one timed repetition is needed")
     flush = flush or (lambda: None)
-    estimate = _timed(launch, flush, event_factory, synchronize, 3)
-    est_ms = max(statistics.median(estimate) / 1000.0, 1e-6)
-    n_warm = min(max(warmup, math.ceil(warmup_ms / est_ms)), max_warmup)
+    _estimate_and_warm(launch, flush, event_factory, synchronize, warmup, warmup_ms, max_warmup, between)
+    times = _timed(launch, flush, event_factory, synchronize, reps)
+    return summarize(times), times
+
+
+def _estimate_and_warm(launch, flush, event_factory, synchronize, min_warmup: int, warmup_ms: float,
+                       max_warmup: int, between) -> tuple[float, int]:
+    """Time 3 launches (the estimate), launch untimed until ``warmup_ms`` of estimated GPU time (at least
+    ``min_warmup``, at most ``max_warmup`` launches), then call ``between()``. Returns (estimate µs, warm-ups)."""
+    estimate_us = statistics.median(_timed(launch, flush, event_factory, synchronize, 3))
+    n_warm = min(max(min_warmup, math.ceil(warmup_ms / max(estimate_us / 1000.0, 1e-6))), max_warmup)
     for _ in range(n_warm):
         flush()
         launch()
     synchronize()
     if between:
         between()
-    times = _timed(launch, flush, event_factory, synchronize, reps)
-    return summarize(times), times
+    return estimate_us, n_warm
 
 
 def _timed(launch, flush, event_factory, synchronize, n: int) -> list[float]:
@@ -217,18 +224,11 @@ def sustained_batch(launch: Callable[[], None], *, event_factory, synchronize, f
     n = ⌈batch_ms / estimate⌉ clamped to [min_n, max_n]. Returns the times (µs) and
     ``{"warmup_launches", "n", "estimate_us"}``. Arguments as in :func:`measure`."""
     flush = flush or (lambda: None)
-    estimate = _timed(launch, flush, event_factory, synchronize, 3)
-    est_ms = max(statistics.median(estimate) / 1000.0, 1e-6)
-    n_warm = min(max(1, math.ceil(warmup_ms / est_ms)), max_warmup)
-    for _ in range(n_warm):
-        flush()
-        launch()
-    synchronize()
-    if between:
-        between()
-    n = min(max(min_n, math.ceil(batch_ms / est_ms)), max_n)
+    estimate_us, n_warm = _estimate_and_warm(launch, flush, event_factory, synchronize, 1, warmup_ms, max_warmup,
+                                             between)
+    n = min(max(min_n, math.ceil(batch_ms / max(estimate_us / 1000.0, 1e-6))), max_n)
     times = _timed(launch, flush, event_factory, synchronize, n)
-    return times, {"warmup_launches": n_warm, "n": n, "estimate_us": statistics.median(estimate)}
+    return times, {"warmup_launches": n_warm, "n": n, "estimate_us": estimate_us}
 
 
 def burst_batch(launch: Callable[[], None], *, event_factory, synchronize, flush=None, n: int = BURST_BATCH,

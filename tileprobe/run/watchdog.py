@@ -31,6 +31,7 @@ from multiprocessing import Pipe
 from typing import Any
 
 from ..errors import TileprobeError
+from ..schema import exit_text
 
 #: Default per-variant timeout (s): inputs, reference, one checked launch and the timed repetitions.
 DEFAULT_TIMEOUT_S = 60.0
@@ -73,17 +74,6 @@ def _package_root() -> str:
     # the folder holding the tileprobe package (this file is tileprobe/run/watchdog.py)
     return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-
-def describe_exit(returncode: int | None) -> str:
-    """``"killed by SIGABRT"`` / ``"exit code 3"`` / ``"still running"`` for a Popen return code."""
-    if returncode is None:
-        return "still running"
-    if returncode < 0:
-        try:
-            return f"killed by {signal.Signals(-returncode).name}"
-        except ValueError:
-            return f"killed by signal {-returncode}"
-    return f"exit code {returncode}"
 
 
 def _tail(path: str, limit: int = 2000) -> str:
@@ -162,7 +152,7 @@ class Watchdog:
             msg = None
         if msg is None or msg[0] != "hello" or not msg[1]:
             why = ("no hello within %.0f s" % self.startup_timeout_s if msg is None and proc.poll() is None
-                   else describe_exit(proc.poll()) if msg is None else "start-up failed")
+                   else exit_text(proc.poll()) if msg is None else "start-up failed")
             self._kill(w)
             info = msg[2] if msg and isinstance(msg[2], dict) else {}
             expected = info.get("exception") in ("RuntimeError", "ImportError", "ModuleNotFoundError")
@@ -230,7 +220,7 @@ class Watchdog:
             self._replace(w)
             return TaskOutcome("hang", error=f"no result within {timeout:g} s: the worker (pid {w.proc.pid}) was "
                                "killed and the next variant runs in a fresh one", wall_s=time.perf_counter() - t0,
-                               worker_pid=w.proc.pid, exit_status=describe_exit(w.proc.poll()))
+                               worker_pid=w.proc.pid, exit_status=exit_text(w.proc.poll()))
         _, got_id, ok, value = msg
         if got_id != task_id:   # a protocol bug: do not trust this worker any more
             self._replace(w)
@@ -246,7 +236,7 @@ class Watchdog:
             w.proc.wait(timeout=self.grace_s + 5)
         except subprocess.TimeoutExpired:
             pass
-        status = describe_exit(w.proc.poll())
+        status = exit_text(w.proc.poll())
         self._replace(w)
         log = _tail(w.log_path)
         return TaskOutcome("crash", error=f"the worker (pid {w.proc.pid}) died: {status}" + (f"\n{log}" if log else ""),
