@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import os
-import stat
 import subprocess
 import sys
 import time
 
 from tileprobe.store import Store, now
+from support import fake_tileiras
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROBE = os.path.join(ROOT, "tests", "data", "probe_vadd.py")   # 2 tiles × occupancy 1, 2: four variants
@@ -41,24 +41,8 @@ def test_claim_is_mine_theirs_stale_or_stored(tmp_path):
         assert store._query("SELECT key FROM claims") == [("k4",)]
 
 
-def _slow_tileiras(folder) -> str:
-    """The real tileiras, then 1.5 s more per kernel compile (so two audits overlap), each compile logged."""
-    from tileprobe.audit._cutile import which_tool
-    script = folder / "tileiras"
-    script.write_text(f"""#!/bin/bash
-case "$*" in
-  *--version*|*--help*|*/probe1[0-9]*) exec {which_tool('tileiras')} "$@";;
-esac
-{which_tool('tileiras')} "$@" || exit $?
-echo "$$ $*" >> {folder}/compiles.log
-sleep 1.5
-""")
-    script.chmod(script.stat().st_mode | stat.S_IEXEC)
-    return str(script)
-
-
 def test_two_concurrent_audits_on_one_store_compile_each_variant_once(tmp_path):
-    fake = _slow_tileiras(tmp_path)
+    fake = fake_tileiras(tmp_path, "sleep 1.5", logged=True)   # two audits overlap
     env = {**os.environ, "PYTHONPATH": ROOT}
     argv = [sys.executable, "-m", "tileprobe", "audit", PROBE, "--arch", "sm_90", "--tileiras", fake,
             "--store", str(tmp_path / "s.sqlite"), "--no-sass", "-j", "2", "--format", "none", "--json"]

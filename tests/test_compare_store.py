@@ -8,7 +8,6 @@ Compiles are counted twice: the audit's compile workers (``compile_variants``) a
 """
 from __future__ import annotations
 
-import os
 import stat
 import textwrap
 from pathlib import Path
@@ -17,8 +16,9 @@ import pytest
 
 from tileprobe.cli import main
 
+from support import write_vec_probe
+
 ROOT = Path(__file__).resolve().parents[1]
-KERNELS = ROOT / "tests" / "data" / "kernels.py"
 
 
 @pytest.fixture(scope="module")
@@ -43,15 +43,7 @@ def two_compilers(tmp_path_factory):
         exec {real} "$@"
         """))
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
-    probe = d / "probe_vec.py"
-    probe.write_text(textwrap.dedent(f"""
-        from tileprobe import Probe
-        N = 1 << 16
-        probe = Probe(kernel={str(KERNELS) + ':vec_add'!r},
-                      args=lambda case, arrays: (arrays.randn((N,), "float32"), arrays.randn((N,), "float32"),
-                                                 arrays.empty((N,), "float32"), case["TILE"]),
-                      cases={{"TILE": [1024, 2048]}}, hints={{"occupancy": [1, 2]}}, name="vec_add")
-        """))
+    probe = write_vec_probe(d / "probe_vec.py", tiles=(1024, 2048))
     return {"real": real, "fake": str(fake), "log": log, "probe": str(probe), "store": str(d / "s.sqlite")}
 
 

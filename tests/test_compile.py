@@ -1,10 +1,10 @@
 """Compiles are results: errors, compiler crashes and timeouts are recorded per variant, never an abort."""
 import os
-import stat
 
 from tileprobe.audit.pipeline import audit
 from tileprobe.audit.compile import Variant
 from tileprobe.audit.pool import compile_variants
+from support import fake_tileiras
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 VADD = os.path.join(DATA, "probe_vadd.py")
@@ -32,23 +32,8 @@ def test_compile_error_is_a_result_with_message():
     assert by_arch["sm_120"].status == "ok" and by_arch["sm_120"].threads > 0
 
 
-def _fake_tileiras(tmp_path, body):
-    """A tileiras wrapper that behaves like the real one except when compiling a kernel (``-o *.cubin``)."""
-    from tileprobe.audit._cutile import which_tool
-    real = which_tool("tileiras")
-    script = tmp_path / "tileiras"
-    script.write_text(f"""#!/bin/bash
-case "$*" in
-  *--version*|*--help*|*/probe1[0-9]*) exec {real} "$@";;
-esac
-{body}
-""")
-    script.chmod(script.stat().st_mode | stat.S_IEXEC)
-    return str(script)
-
-
 def test_compiler_crash_is_a_result_with_repro(tmp_path):
-    fake = _fake_tileiras(tmp_path, "kill -SEGV $$")
+    fake = fake_tileiras(tmp_path, "kill -SEGV $$")
     [res] = list(compile_variants([_variant()], tileiras=fake, jobs=1))
     assert res.status == "compiler_crash", (res.status, res.error)
     assert res.repro.split()[-1].startswith("--") and fake in res.repro
@@ -56,14 +41,14 @@ def test_compiler_crash_is_a_result_with_repro(tmp_path):
 
 
 def test_compiler_timeout_is_a_result(tmp_path):
-    fake = _fake_tileiras(tmp_path, "sleep 30")
+    fake = fake_tileiras(tmp_path, "sleep 30")
     [res] = list(compile_variants([_variant()], tileiras=fake, jobs=1, timeout_s=1.0))
     assert res.status == "timeout", (res.status, res.error)
     assert "timeout" in res.error.lower()
 
 
 def test_sweep_goes_on_after_failures(tmp_path):
-    fake = _fake_tileiras(tmp_path, "echo 'error: synthetic failure' >&2; exit 5")
+    fake = fake_tileiras(tmp_path, "echo 'error: synthetic failure' >&2; exit 5")
     results = list(compile_variants([_variant(tile=t) for t in (256, 1024)], tileiras=fake, jobs=2))
     assert sorted(r.status for r in results) == ["compile_error", "compile_error"]
     assert all("synthetic failure" in r.error or "Return code 5" in r.error for r in results)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import stat
 import threading
 import time
 
@@ -18,6 +17,7 @@ ray = pytest.importorskip("ray")
 from tileprobe.audit import audit                       # noqa: E402
 from tileprobe.exec.ray_exec import RayExecutor         # noqa: E402
 from tileprobe.store import Store                       # noqa: E402
+from support import fake_tileiras                      # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROBE = os.path.join(ROOT, "tests", "data", "probe_vadd.py")   # 2 tiles × occupancy 1, 2: four variants
@@ -31,25 +31,6 @@ def ray_session():
     ray.init(num_cpus=2, num_gpus=2, include_dashboard=False, log_to_driver=False, runtime_env=RUNTIME_ENV)
     yield
     ray.shutdown()
-
-
-def _fake_tileiras(folder, body: str) -> str:
-    """The real tileiras for --version/--help/cuTile's probe; for a kernel compile: the real one, a line in
-    compiles.log, then ``body``."""
-    from tileprobe.audit._cutile import which_tool
-    real = which_tool("tileiras")
-    script = folder / "tileiras"
-    script.write_text(f"""#!/bin/bash
-case "$*" in
-  *--version*|*--help*|*/probe1[0-9]*) exec {real} "$@";;
-esac
-{real} "$@" || exit $?
-n=$(wc -l < {folder}/compiles.log 2>/dev/null || echo 0)
-echo "$*" >> {folder}/compiles.log
-{body}
-""")
-    script.chmod(script.stat().st_mode | stat.S_IEXEC)
-    return str(script)
 
 
 def _compiles(folder) -> int:
@@ -73,7 +54,7 @@ def test_ray_and_local_pool_give_the_same_records(ray_session):
 
 
 def test_a_hung_compile_task_is_cancelled_and_the_sweep_goes_on(ray_session, tmp_path):
-    fake = _fake_tileiras(tmp_path, 'if [ "$n" -eq 0 ]; then sleep 291; fi')   # the first compile hangs
+    fake = fake_tileiras(tmp_path, 'if [ "$n" -eq 0 ]; then sleep 291; fi', logged=True)   # the first compile hangs
     ex = RayExecutor(deadline_s=30.0)
     res = audit([PROBE], ["sm_90"], executor=ex, toolchains=[{"tileiras": fake}], timeout_s=600)
     statuses = sorted(r.status for r in res.records)
@@ -110,7 +91,7 @@ def test_a_node_killed_mid_sweep_loses_nothing_finished(tmp_path):
         ray.shutdown()
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
     node = cluster.add_node(num_cpus=1)
-    fake = _fake_tileiras(tmp_path, "sleep 3")
+    fake = fake_tileiras(tmp_path, "sleep 3", logged=True)
     db = str(tmp_path / "s.sqlite")
     try:
         ray.init(address=cluster.address, log_to_driver=False, runtime_env=RUNTIME_ENV)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -19,10 +18,11 @@ from tileprobe.analyses.gate import (GateError, check, parse_expectation, parse_
 from tileprobe.schema import VariantRecord, dump
 from tileprobe.store import Store
 
+from support import write_vec_probe
+
 pytest_plugins = ["pytester"]
 
 ROOT = Path(__file__).resolve().parents[1]
-KERNELS = ROOT / "tests" / "data" / "kernels.py"
 B133 = "Cuda compilation tools, release 13.3, V13.3.36"
 B134 = "Cuda compilation tools, release 13.4, V13.4.92"
 
@@ -194,15 +194,7 @@ def test_gate_text_lists_each_expectation():
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     d = tmp_path_factory.mktemp("gate")
-    probe = d / "probe_vec.py"
-    probe.write_text(textwrap.dedent(f"""
-        from tileprobe import Probe
-        N = 1 << 16
-        probe = Probe(kernel={str(KERNELS) + ':vec_add'!r},
-                      args=lambda case, arrays: (arrays.randn((N,), "float32"), arrays.randn((N,), "float32"),
-                                                 arrays.empty((N,), "float32"), case["TILE"]),
-                      cases={{"TILE": [1024, 2048]}}, hints={{"occupancy": [1, 2]}}, name="vec_add")
-        """))
+    probe = write_vec_probe(d / "probe_vec.py", tiles=(1024, 2048))
     store = str(d / "gate.sqlite")
     with Store.open(store) as s:
         g = run_gate(str(probe), "sm_90", ["compiles"], store=s, jobs=2, command_line="gate warm-up")

@@ -9,31 +9,16 @@ from __future__ import annotations
 import os
 import signal
 import sqlite3
-import stat
 import subprocess
 import sys
 import time
 
 import pytest
 
+from support import fake_tileiras
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROBE = os.path.join(ROOT, "tests", "data", "probe_vadd.py")   # 2 tiles × occupancy 1, 2: four variants
-
-
-def _fake_tileiras(folder) -> str:
-    from tileprobe.audit._cutile import which_tool
-    script = folder / "tileiras"
-    script.write_text(f"""#!/bin/bash
-case "$*" in
-  *--version*|*--help*|*/probe1[0-9]*) exec {which_tool('tileiras')} "$@";;
-esac
-{which_tool('tileiras')} "$@" || exit $?
-n=$(wc -l < {folder}/compiles.log 2>/dev/null || echo 0)
-echo "$*" >> {folder}/compiles.log
-if [ -e {folder}/slow ] && [ "$n" -ge 2 ]; then sleep 297; fi
-""")
-    script.chmod(script.stat().st_mode | stat.S_IEXEC)
-    return str(script)
 
 
 def _alive(pids) -> list[str]:
@@ -69,7 +54,7 @@ def test_killed_audit_leaves_no_process_and_no_temp_folder(tmp_path, sig):
     from tileprobe.audit.procs import descendants
     (tmp_path / "tmp").mkdir()
     (tmp_path / "slow").touch()
-    fake = _fake_tileiras(tmp_path)
+    fake = fake_tileiras(tmp_path, f'if [ -e {tmp_path}/slow ] && [ "$n" -ge 2 ]; then sleep 297; fi', logged=True)
     log, db = tmp_path / "compiles.log", str(tmp_path / "s.sqlite")
     p = _audit(tmp_path, fake)
     deadline = time.time() + 240

@@ -2,7 +2,6 @@
 normalised (a renaming is not a change), and ``tileprobe sass`` (SASS, PTX, --diff) through the store."""
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -11,9 +10,10 @@ from tileprobe.cli import main
 from tileprobe.model.sass import disassemble, find_nvdisasm, parse_nvdisasm
 from tileprobe.model.sass_diff import diff_instructions, instruction_class, kernel_instructions, parse_listing
 
+from support import write_vec_probe
+
 ROOT = Path(__file__).resolve().parents[1]
 CUBINS = ROOT / "tests" / "data" / "cubins"
-KERNELS = ROOT / "tests" / "data" / "kernels.py"
 
 LISTING = """
 \t.target\tsm_90a
@@ -74,15 +74,7 @@ def test_real_cubins_hint_values(nvdisasm):
 
 
 def test_sass_command_prints_listing_ptx_and_diff_from_the_store(tmp_path, capsys, monkeypatch):
-    probe = tmp_path / "probe_vec.py"
-    probe.write_text(textwrap.dedent(f"""
-        from tileprobe import Probe
-        N = 1 << 16
-        probe = Probe(kernel={str(KERNELS) + ':vec_add'!r},
-                      args=lambda case, arrays: (arrays.randn((N,), "float32"), arrays.randn((N,), "float32"),
-                                                 arrays.empty((N,), "float32"), case["TILE"]),
-                      cases={{"TILE": [1024, (2048)]}}, hints={{"occupancy": [1, 2]}}, name="vec_add")
-        """))
+    probe = write_vec_probe(tmp_path / "probe_vec.py", tiles=(1024, 2048))
     store = str(tmp_path / "s.sqlite")
     base = ["sass", str(probe), "--arch", "sm_90", "--store", store]
     assert main(base + ["--where", "TILE=1024,occupancy=2"]) == 0
@@ -102,7 +94,7 @@ def test_sass_command_prints_listing_ptx_and_diff_from_the_store(tmp_path, capsy
     assert "A: vec_add sm_90 TILE=1024 occupancy=2 · tileiras 13.4.92" in out
     assert "B: vec_add sm_90 TILE=1024 occupancy=1 · tileiras 13.4.92" in out
     assert "machine code: the same instructions, register for register" in out
-    assert main(base + ["--where", "TILE=1024"]) == 1
+    assert main(base + ["--where", "TILE=1024"]) == 2                 # a usage error, as every --where problem
     assert "--where selects 2 variants; name one, adding occupancy to --where" in capsys.readouterr().err
-    assert main(base + ["--where", "TILE=4096"]) == 1
+    assert main(base + ["--where", "TILE=4096"]) == 2
     assert "TILE takes 1024, 2048" in capsys.readouterr().err

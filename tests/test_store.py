@@ -12,7 +12,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
@@ -25,25 +24,11 @@ from tileprobe.errors import StoreError
 from tileprobe.schema import VariantRecord, load
 from tileprobe.store import SCHEMA_VERSION, Store, compile_key
 
+from support import write_vec_probe
+
 ROOT = Path(__file__).resolve().parents[1]
-KERNELS = ROOT / "tests" / "data" / "kernels.py"
 TC = {"tileiras": "/opt/fake/tileiras", "build": "Cuda compilation tools, release 13.4, V13.4.92"}
 B133 = "Cuda compilation tools, release 13.3, V13.3.36"
-
-
-def write_probe(path: Path, tiles=(1024,), occupancy=(1, 2), name="vec_add") -> str:
-    """A probe file for ``vec_add`` with cases TILE × hints occupancy."""
-    path.write_text(textwrap.dedent(f"""
-        from tileprobe import Probe
-        N = 1 << 16
-        probe = Probe(
-            kernel={str(KERNELS) + ':vec_add'!r},
-            args=lambda case, arrays: (arrays.randn((N,), "float32"), arrays.randn((N,), "float32"),
-                                       arrays.empty((N,), "float32"), case["TILE"]),
-            cases={{"TILE": {list(tiles)!r}}}, hints={{"occupancy": {list(occupancy)!r}}}, name={name!r},
-            grid=lambda case, hints, num_sms: (N // case["TILE"],))
-        """))
-    return str(path)
 
 
 class CountingCompiles:
@@ -64,7 +49,7 @@ class CountingCompiles:
 def cold(tmp_path_factory):
     """One cold audit of 4 variants into a fresh store (shared read-only by the tests below; copy to mutate)."""
     d = tmp_path_factory.mktemp("cold")
-    probe = write_probe(d / "probe_vec.py", tiles=(1024, 2048))
+    probe = write_vec_probe(d / "probe_vec.py", tiles=(1024, 2048))
     path = str(d / "results.sqlite")
     with Store.open(path) as store:
         result = audit_mod.audit([probe], ["sm_90"], jobs=2, store=store)
@@ -231,7 +216,7 @@ def _stored(path: str) -> dict[str, tuple]:
 
 
 def test_sweep_killed_with_sigkill_loses_nothing_and_resumes(tmp_path):
-    probe = write_probe(tmp_path / "probe_kill.py", tiles=(256, 512, 1024), occupancy=(1, 2))  # 6 variants
+    probe = write_vec_probe(tmp_path / "probe_kill.py", tiles=(256, 512, 1024), occupancy=(1, 2))  # 6 variants
     path = str(tmp_path / "kill.sqlite")
     cmd = [sys.executable, "-m", "tileprobe.cli", "audit", probe, "--arch", "sm_90", "--jobs", "1",
            "--store", path, "--format", "none"]
@@ -267,7 +252,7 @@ def test_sweep_killed_with_sigkill_loses_nothing_and_resumes(tmp_path):
 
 
 def test_ctrl_c_keeps_finished_variants(tmp_path):
-    probe = write_probe(tmp_path / "probe_int.py", tiles=(256, 512, 1024), occupancy=(1, 2))
+    probe = write_vec_probe(tmp_path / "probe_int.py", tiles=(256, 512, 1024), occupancy=(1, 2))
     path = str(tmp_path / "int.sqlite")
     cmd = [sys.executable, "-m", "tileprobe.cli", "audit", probe, "--arch", "sm_90", "--jobs", "1", "--store", path,
            "--format", "none"]

@@ -154,8 +154,8 @@ def prepare_bundle(probe: str, out_dir: str, *, arch: str, where: Mapping[str, A
     result = audit_selected(probe, arch, where=where, toolchains=[tcs[v] for v in keep], jobs=jobs, store=store)
     chosen = select(result.records, where)
     if not chosen:
-        from ..audit.where import no_match_message
-        raise TileprobeError(f"{probe}: {no_match_message(dict(where), result.records)}")
+        from ..audit.where import WhereError, no_match_message
+        raise WhereError(f"{probe}: {no_match_message(dict(where), result.records)}")
     env = dict(result.environment)
     env["bisect"] = {"good": keep[0], "bad": keep[-1], "arch": arch, "where": {k: str(v) for k, v in where.items()},
                      "releases": keep, "skipped": skipped}

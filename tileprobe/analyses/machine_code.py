@@ -34,11 +34,11 @@ def variant_cubins(probe: str, arch: str, where: dict, *, toolchains: Sequence[d
 
     Raises:
         WhereError: ``where`` names something that is neither a case constant nor a hint, or selects nothing
-            (the message lists the values); TileprobeError: it selects several variants per compiler (the message
-            says which names to add), or the variant failed to compile (its status and message).
+            (the message lists the values), or several variants per compiler (the message says which names to
+            add); TileprobeError: the variant failed to compile (its status and message).
     """
     from ..audit import audit
-    from ..audit.where import matches_values, select_or_explain
+    from ..audit.where import WhereError, matches_values, select_or_explain
     from ..model.sass import have_nvdisasm
     result = audit([probe], [arch], toolchains=toolchains, store=store, jobs=jobs, where=where, with_sass=have_nvdisasm(),
                    select=lambda v: matches_values(v.case_dict, v.hints_dict, where))
@@ -55,7 +55,7 @@ def variant_cubins(probe: str, arch: str, where: dict, *, toolchains: Sequence[d
         if len(mine) > 1:
             varying = sorted({k for r in mine for k, v in [*r.case.items(), *r.hints.items()]
                               if any((o.case | o.hints).get(k) != v for o in mine)})
-            raise TileprobeError(f"--where selects {len(mine)} variants; name one, adding "
+            raise WhereError(f"--where selects {len(mine)} variants; name one, adding "
                                  f"{', '.join(varying) or 'more names'} to --where")
         r = mine[0]
         if not r.ok:

@@ -1,0 +1,46 @@
+"""Test doubles shared by several test files: the standard ``vec_add`` probe file, and tileiras wrappers that are the
+real compiler for everything but a kernel compile. (Imported as ``support``: pytest puts ``tests/`` on sys.path.)"""
+from __future__ import annotations
+
+import stat
+import textwrap
+from pathlib import Path
+
+KERNELS = Path(__file__).parent / "data" / "kernels.py"
+
+
+def write_vec_probe(path: Path, tiles=(1024,), occupancy=(1, 2), name: str = "vec_add") -> str:
+    """Write a probe file for ``tests/data/kernels.py:vec_add`` (65,536 float32 elements) with cases
+    ``TILE`` ∈ ``tiles`` × hints ``occupancy`` ∈ ``occupancy``, and a grid for ``run``; returns its path."""
+    path.write_text(textwrap.dedent(f"""
+        from tileprobe import Probe
+        N = 1 << 16
+        probe = Probe(
+            kernel={str(KERNELS) + ':vec_add'!r},
+            args=lambda case, arrays: (arrays.randn((N,), "float32"), arrays.randn((N,), "float32"),
+                                       arrays.empty((N,), "float32"), case["TILE"]),
+            cases={{"TILE": {list(tiles)!r}}}, hints={{"occupancy": {list(occupancy)!r}}}, name={name!r},
+            grid=lambda case, hints, num_sms: (N // case["TILE"],))
+        """))
+    return str(path)
+
+
+def fake_tileiras(folder: Path, body: str, *, logged: bool = False) -> str:
+    """Write ``folder/tileiras``: the real tileiras for ``--version``, ``--help`` and cuTile's bytecode probe; for a
+    kernel compile it runs ``body`` (bash). ``logged``: first compile with the real one, append the arguments to
+    ``folder/compiles.log``, and set ``$n`` to the number of compiles logged before this one, then ``body``.
+    Returns the script's path."""
+    from tileprobe.audit._cutile import which_tool
+    real = which_tool("tileiras")
+    if logged:
+        body = (f'{real} "$@" || exit $?\nn=$(wc -l < {folder}/compiles.log 2>/dev/null || echo 0)\n'
+                f'echo "$*" >> {folder}/compiles.log\n{body}')
+    script = folder / "tileiras"
+    script.write_text(f"""#!/bin/bash
+case "$*" in
+  *--version*|*--help*|*/probe1[0-9]*) exec {real} "$@";;
+esac
+{body}
+""")
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    return str(script)
