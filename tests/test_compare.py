@@ -28,7 +28,7 @@ def test_regression_first_with_what_changed():
     assert reg.mark == "!" and reg.a.hints == {"occupancy": 2}
     assert reg.details[:2] == ["occupancy honoured → ignored", "CTAs/SM 2 → 1"]
     assert "threads 256 → 384" in reg.details
-    assert changes[1].details == ["shared B 44092 → 100484"]
+    assert changes[1].details == ["shared B 44,092 → 100,484"]
     md = compare_markdown(Comparison(changes, A, B))
     assert "| ! | w4a16 sm_120 GATHER=True LOOP=True occupancy=2 |" in md
 
@@ -110,8 +110,8 @@ def _result_files(tmp_path):
 
 COMPARE_ROWS = """\
 │ ! │ w4a16 sm_120 GATHER=True LOOP=True occupancy=2 │ 256×128r 44,068B 2/SM occupancy honoured │ 384×168r 100,484B 1/SM occupancy ignored  │ occupancy honoured → ignored; CTAs/SM 2 → 1; threads 256 │
-│   │                                                │                                          │                                           │ → 384; registers 128 → 168; shared B 44068 → 100484      │
-│ x │ w4a16 sm_120 GATHER=True LOOP=True occupancy=1 │ 384×168r 44,092B 1/SM occupancy honoured │ 384×168r 100,484B 1/SM occupancy honoured │ shared B 44092 → 100484                                  │
+│   │                                                │                                          │                                           │ → 384; registers 128 → 168; shared B 44,068 → 100,484    │
+│ x │ w4a16 sm_120 GATHER=True LOOP=True occupancy=1 │ 384×168r 44,092B 1/SM occupancy honoured │ 384×168r 100,484B 1/SM occupancy honoured │ shared B 44,092 → 100,484                                │
 │ ? │ w4a16 sm_120 GATHER=True LOOP=True occupancy=4 │ 256×128r 44,068B 2/SM occupancy honoured │ -                                         │ only in A                                                │
 └───┴────────────────────────────────────────────────┴──────────────────────────────────────────┴───────────────────────────────────────────┴──────────────────────────────────────────────────────────┘
 ! regression (new crashes and hangs first)   * improvement   x code, resources or failure class changed, same residency and verdicts   = same machine code   ? on one side only
@@ -139,12 +139,12 @@ def test_compare_cli_markdown_and_json(tmp_path, capsys):
                          "\n\nReproduce:\n\n```\ntileprobe ")
     assert ("| ! | w4a16 sm_120 GATHER=True LOOP=True occupancy=2 | 256×128r 44,068B 2/SM occupancy honoured | "
             "384×168r 100,484B 1/SM occupancy ignored | occupancy honoured → ignored; CTAs/SM 2 → 1; threads 256 → "
-            "384; registers 128 → 168; shared B 44068 → 100484 |\n") in md
+            "384; registers 128 → 168; shared B 44,068 → 100,484 |\n") in md
     assert "| ? | w4a16 sm_120 GATHER=True LOOP=True occupancy=4 | 256×128r 44,068B 2/SM occupancy honoured | - | only in A |" in md
     assert md.endswith("\n0 variant(s) identical (same machine code and resources).\n")
     doc = json.loads(out_json.read_text())
     assert [(c["kind"], c["mark"], c["details"][0]) for c in doc] == [
-        ("regression", "!", "occupancy honoured → ignored"), ("changed", "x", "shared B 44092 → 100484"),
+        ("regression", "!", "occupancy honoured → ignored"), ("changed", "x", "shared B 44,092 → 100,484"),
         ("unmatched", "?", "only in A")]
     assert doc[0]["a"]["registers"] == 128 and doc[2]["b"] is None
 

@@ -149,6 +149,12 @@ def signal_text(returncode: int) -> str:
     return f"exit code {returncode}"
 
 
+def number_text(value: Any) -> str:
+    """A resource figure as the tables print it: integers with thousands separators (``100484`` → ``"100,484"``),
+    anything else (``None``, text) as ``str()``, so that a reason or a change names the same figure as its table."""
+    return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else str(value)
+
+
 def exit_text(returncode: int | None) -> str:
     """A child process's end in words, one wording for every process tileprobe starts (compilers, compile and
     probe-loading workers, GPU workers): ``-9`` → ``"killed by SIGKILL (signal 9)"``, ``5`` → ``"exit code 5"``,

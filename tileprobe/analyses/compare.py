@@ -34,7 +34,7 @@ from typing import Sequence
 
 from ..audit.verdict import judge_records
 from ..errors import TileprobeError
-from ..schema import VariantRecord, load, short_build
+from ..schema import VariantRecord, load, number_text, short_build
 from .noise import time_change
 
 MARKS = {"regression": "!", "improvement": "*", "changed": "x", "same": "=", "unmatched": "?"}
@@ -132,7 +132,7 @@ def _classify(ch: Change, a: VariantRecord, b: VariantRecord) -> None:
                              ("shared B", a.shared_bytes, b.shared_bytes)) + (
                 (("stack B", a.stack_bytes, b.stack_bytes),) if not spill else ()):
             if va != vb:
-                changed.append(f"{name} {va} → {vb}")
+                changed.append(f"{name} {number_text(va)} → {number_text(vb)}")
         if not a.same_code(b) and not changed:
             changed.append("machine code differs")
     t = _time_change(a, b)

@@ -49,7 +49,7 @@ from ..model.cluster import (ClusterCount, cluster_note, cluster_residency, clus
                              max_cluster_size)
 from ..model.occupancy import smem_allocated_per_cta_bytes, theoretical_occupancy
 from ..schema import (BASELINE, CHANGED, HONOURED, IGNORED, INFEASIBLE, MET, PARTIAL, UNCHANGED,  # noqa: F401
-                      VariantRecord)
+                      VariantRecord, number_text)
 
 
 def assign_verdicts(records: Iterable[VariantRecord], hint_names: Iterable[str]) -> None:
@@ -164,7 +164,7 @@ def _met_or_honoured(hint: str, r: VariantRecord, group: list[VariantRecord], v:
 
 def _diff(base: VariantRecord, r: VariantRecord) -> str:
     """What differs between two variants' resources, or that only the machine code does."""
-    diffs = [f"{name} {a}→{b}" for name, a, b in (
+    diffs = [f"{name} {number_text(a)}→{number_text(b)}" for name, a, b in (
         ("threads", base.threads, r.threads), ("registers", base.registers, r.registers),
         ("shared B", base.shared_bytes, r.shared_bytes), ("stack B", base.stack_bytes, r.stack_bytes),
         ("cluster", cluster_size(base.cluster_dims), cluster_size(r.cluster_dims))) if a != b]
