@@ -161,6 +161,8 @@ def test_compile_count_line_says_what_comes_from_the_store():
     assert compiling_line(0, 16) == "nothing to compile: all 16 variants from the store"
     assert compiling_line(4, 12) == "compiling 4 variants (12 from the store) …"
     assert compiling_line(1, 0) == "compiling 1 variant …"
+    assert compiling_line(3, 1, "tileiras 13.3.36") == "tileiras 13.3.36: compiling 3 variants (1 from the store) …"
+    assert compiling_line(0, 1, "tileiras 13.4.92") == "tileiras 13.4.92: nothing to compile: 1 variant from the store"
 
 
 def test_repeat_prints_a_line_when_the_compiles_agree_too():

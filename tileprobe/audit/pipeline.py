@@ -179,7 +179,8 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
         with_sass: also disassemble each cubin for SASS traits (needs nvdisasm).
         store: a :class:`tileprobe.store.Store`; variants already there are not compiled again and new ones are
             saved as they finish.
-        progress: ``progress(kind, n)`` callback, per toolchain: ("stored", n) the variants taken from the store,
+        progress: ``progress(kind, n)`` callback, per toolchain: ("compiler", "tileiras 13.4.92") which compiler
+            the counts that follow are for, ("stored", n) the variants taken from the store,
             then ("total", n) the compiles to run (repeats included), then ("advance", 1) per finished compile.
         select: keep only the planned variants for which ``select(variant)`` is true (e.g. one case).
         repeat: compile each variant this many times (≥ 1); records then carry ``code_hashes`` and
@@ -367,6 +368,7 @@ def _audit_with(tc: dict, plans, targets, result: AuditResult, order: dict, tota
 
     listed = tc.get("targets") or []
     if progress:
+        progress("compiler", short_build(tc.get("build") or ""))
         stored = _count_stored(planned(), tc, store, retry_failed)
         progress("stored", stored)
         progress("total", total - stored)

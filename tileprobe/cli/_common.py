@@ -90,14 +90,17 @@ def console(stderr: bool = False):
     return Console(stderr=stderr, highlight=False, width=width)
 
 
-def compiling_line(n_compile: int, n_stored: int) -> str:
-    """``compiling 4 variants (12 from the store) …`` / ``nothing to compile: all 16 variants from the store``."""
+def compiling_line(n_compile: int, n_stored: int, compiler: str = "") -> str:
+    """``compiling 4 variants (12 from the store) …`` / ``nothing to compile: all 16 variants from the store``;
+    with ``compiler`` (``"tileiras 13.4.92"``) the line starts with it, so that an audit over several releases
+    says which one each line is for."""
     def n(k):
         return f"{k} variant" + ("" if k == 1 else "s")
+    head = f"{compiler}: " if compiler else ""
     if n_compile == 0:
-        return f"nothing to compile: {'all ' if n_stored > 1 else ''}{n(n_stored)} from the store" if n_stored \
-            else "nothing to compile"
-    return f"compiling {n(n_compile)}" + (f" ({n_stored} from the store)" if n_stored else "") + " …"
+        return head + (f"nothing to compile: {'all ' if n_stored > 1 else ''}{n(n_stored)} from the store"
+                       if n_stored else "nothing to compile")
+    return f"{head}compiling {n(n_compile)}" + (f" ({n_stored} from the store)" if n_stored else "") + " …"
 
 
 def progress_bar(con):
@@ -105,18 +108,19 @@ def progress_bar(con):
     counts only what is compiled; a line says how many variants came from the store."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from ..report.text import say
-    prog = Progress(TextColumn("compiling"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+    prog = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                     console=con, transient=True)
-    state = {"task": None, "stored": 0}
+    state = {"task": None, "stored": 0, "compiler": ""}
 
     def cb(kind, n):
-        if kind == "stored":
-            state["stored"] = n
+        if kind in ("stored", "compiler"):
+            state[kind] = n
         elif kind == "total":
             if not con.is_terminal or not n:
-                say(con, compiling_line(n, state["stored"]))
-            state["task"] = prog.add_task("compile", total=n) if n else None
-        elif state["task"] is not None:
+                say(con, compiling_line(n, state["stored"], state["compiler"]))
+            label = f"{state['compiler']}: compiling" if state["compiler"] else "compiling"
+            state["task"] = prog.add_task(label, total=n) if n else None
+        elif kind == "advance" and state["task"] is not None:
             prog.advance(state["task"], n)
     return prog, cb
 
