@@ -178,6 +178,16 @@ def _migrate_to_4(c: sqlite3.Connection) -> None:
 _MIGRATIONS = {1: _migrate_to_1, 2: _migrate_to_2, 3: _migrate_to_3, 4: _migrate_to_4}
 
 
+#: What this process has written to results stores so far (every Store): ``compiles`` and ``runs``, counted
+#: after each commit; the CLI says it when Ctrl-C or SIGTERM stops a command (:func:`saved_by_this_process`).
+_SAVED = {"compiles": 0, "runs": 0}
+
+
+def saved_by_this_process() -> dict[str, int]:
+    """``{"compiles": n, "runs": m}``: the compiles and GPU runs this process committed to any results store."""
+    return dict(_SAVED)
+
+
 class Store:
     """A tileprobe results store (see module doc). Open with :meth:`Store.open`; usable as a context manager."""
 
@@ -426,6 +436,7 @@ class Store:
             c.execute(f"INSERT OR REPLACE INTO compiles ({', '.join(_COMPILE_COLUMNS)}) "
                       f"VALUES ({', '.join('?' * len(_COMPILE_COLUMNS))})", row)
             c.execute("DELETE FROM claims WHERE key = ?", (key,))
+        _SAVED["compiles"] += 1
         self._remember(rec, key)
         return key
 
@@ -546,7 +557,8 @@ class Store:
                             (key, now(), self.host, gpu.get("name"), str(gpu.get("driver") or ""),
                              json.dumps(gpu.get("clocks"), default=str), json.dumps(gpu, default=str),
                              run.get("status"), run.get("median_us"), json.dumps(run, default=str)))
-            return cur.lastrowid
+        _SAVED["runs"] += 1
+        return cur.lastrowid
 
     def save_tune(self, problem: dict, environment: dict) -> int:
         """Store one problem's tune; return its id.
