@@ -75,3 +75,13 @@ def test_stored_runs_name_the_gpu_as_text():
     for r in recs:
         r.run["gpu"] = H200                      # Store.records attaches the GPU's name, not a dict
     assert any("measured on NVIDIA H200: best occupancy 16" in line for line in advice(recs))
+
+
+def test_advice_labels_spell_tuple_values_as_the_tables_do():
+    recs = [_record(True, occ, run=False) for occ in (1, 2)]
+    for r in recs:
+        r.case = {"TILE": [128, 64]}
+        r.hints["num_ctas"] = 2
+    judge_records(recs)
+    assert [line.split(":")[0] for line in advice(recs)] == [
+        "rms_norm_large sm_90 tileiras 13.4.92 TILE=128×64 num_ctas=2"]

@@ -84,7 +84,8 @@ def advice(records: Iterable[VariantRecord]) -> list[str]:
     """Advice per (kernel, case, other hints, arch, compiler), occupancy hints only.
 
     One static line: the occupancy value whose goal is met (honoured or met) without spills with the most CTAs/SM
-    (the lowest such value on a tie: same residency, fewer demands on the compiler), and which values spill. When the variants carry GPU run results (``record.run``), a second line ranks them by measured
+    (the lowest such value on a tie: same residency, fewer demands on the compiler), and which values spill. When
+    the variants carry GPU run results (``record.run``), a second line ranks them by measured
     median time with its noise and says where the static advice and the measurement disagree
     (:func:`measured_advice`).
     """
@@ -108,9 +109,11 @@ def _occupancy_groups(records: Iterable[VariantRecord]) -> list[list[VariantReco
 
 
 def _label(r0: VariantRecord) -> str:
-    others = [f"{k}={v}" for k, v in r0.hints.items() if k != "occupancy"]
+    """``matmul sm_90 tileiras 13.4.92 TILE=128×128 num_ctas=2``: values spelled as the tables spell them."""
+    from .where import format_value
+    others = [f"{k}={format_value(v)}" for k, v in r0.hints.items() if k != "occupancy"]
     return " ".join([r0.kernel, r0.arch, short_build(r0.tileiras),
-                     *[f"{k}={v}" for k, v in r0.case.items()], *others]).strip()
+                     *[f"{k}={format_value(v)}" for k, v in r0.case.items()], *others]).strip()
 
 
 def _static_advice(rows: list[VariantRecord]) -> tuple[VariantRecord | None, str]:
