@@ -168,3 +168,22 @@ def test_ctrl_c_while_the_cli_loads_is_exit_130_without_a_traceback(monkeypatch,
     monkeypatch.delattr(tileprobe, "cli", raising=False)
     assert entry() == 130
     assert capsys.readouterr().err == "interrupted\n"
+
+
+def test_the_same_output_from_several_probe_files_is_shown_once(tmp_path):
+    """A banner every probe file prints (a shared helper's, a library's warning) is one note, not one per file."""
+    from tileprobe.audit.pipeline import AuditResult, _load, _targets
+    shutil.copy(KERNELS, tmp_path / "k.py")
+    head = ("import os\nfrom tileprobe import Probe\nK = os.path.join(os.path.dirname(os.path.abspath(__file__)),"
+            " 'k.py') + ':vadd'\n")
+    paths = []
+    for name, banner in (("a", "helper loaded\nsecond line"), ("b", "helper loaded\nsecond line"), ("c", "other")):
+        path = tmp_path / f"{name}.py"
+        path.write_text(head + f"print({banner!r})\nprobe = Probe(kernel=K, args=lambda c, a: (), name={name!r})\n")
+        paths.append(str(path))
+    result = AuditResult()
+    plans, _ = _load(paths, _targets(["sm_90"], result), result, str(tmp_path), 1, 60.0, 1000, False)
+    assert len(plans) == 3
+    assert result.notes == [f"{paths[0]} printed while loading:\n  helper loaded\n  second line",
+                            f"{paths[1]} printed the same while loading as {paths[0]}",
+                            f"{paths[2]} printed while loading:\n  other"]

@@ -312,22 +312,36 @@ def _load(paths, targets, result: AuditResult, tmp: str, jobs, timeout_s: float,
         raise ToolchainError(reports[0].default_tileiras_error or "the tileiras cuTile picks could not be found "
                              "(the process looking for it did not answer); run `tileprobe doctor`")
 
+    shown: dict[str, str] = {}
     for rep in reports:
         if rep.no_probe and len(paths) == 1:
             result.probe_errors.append(rep.no_probe)
         elif rep.no_probe:      # issue 12: a helper module among several files is not a broken probe
             result.notes.append(f"{rep.path}: skipped, it defines no probe (a helper module?)")
         result.probe_errors.extend(rep.errors)
-        lines = rep.output.strip().splitlines()
-        if lines:
-            more = f"\n  … ({len(lines) - 5} more lines)" if len(lines) > 5 else ""
-            result.notes.append(f"{rep.path} printed while loading:\n  " + "\n  ".join(lines[:5]) + more)
+        _note_output(result, rep, shown)
         plans.extend(rep.plans)
     if not plans:
         raise IncompleteError("no probe could be loaded:\n  " + "\n  ".join(result.probe_errors + result.notes))
     from .where import check_case_names
     check_case_names(cases, plans)
     return plans, default_tileiras
+
+
+def _note_output(result: AuditResult, rep, shown: dict[str, str]) -> None:
+    """Add what probe file ``rep.path`` printed while loading to the notes: its first 5 lines, or, when an earlier
+    file printed the same (a shared helper's banner, a library's warning), one line naming that file.
+    ``shown`` maps each output already noted to the file that printed it."""
+    text = rep.output.strip()
+    if not text:
+        return
+    if text in shown:
+        result.notes.append(f"{rep.path} printed the same while loading as {shown[text]}")
+        return
+    shown[text] = str(rep.path)
+    lines = text.splitlines()
+    more = f"\n  … ({len(lines) - 5} more lines)" if len(lines) > 5 else ""
+    result.notes.append(f"{rep.path} printed while loading:\n  " + "\n  ".join(lines[:5]) + more)
 
 
 def _selector(where: dict | None, plans, select: Callable | None) -> Callable | None:

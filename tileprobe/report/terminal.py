@@ -92,7 +92,9 @@ def print_fitted_table(console: Console, title: str, columns: list[Column], wide
     def rank(c: Column) -> int:   # without spill counts, stack B is the spill hint: keep it longer
         return order.get("LDL/STL", 0) if c.header == "stack B" and not has_ldl else order.get(c.header, -1)
     fitted = fit_columns(columns, console.width, wide=wide, rank=rank)
-    table = Table(title=cell(title + (f" · {fitted.title_extra}" if fitted.title_extra else "")), title_justify="left")
+    # The title is a line of its own: a rich table title is wrapped to the table's width and padded with spaces.
+    say(console, title + (f" · {fitted.title_extra}" if fitted.title_extra else ""))
+    table = Table()
     for c in fitted.columns:
         fold = fitted.folded and c.kind == "id"
         table.add_column(cell(c.header), justify=c.justify, no_wrap=not fold, overflow="fold",
