@@ -67,3 +67,12 @@ class CompileCounter:
 def compile_count(monkeypatch) -> CompileCounter:
     """A :class:`CompileCounter` for this test."""
     return CompileCounter(monkeypatch)
+
+
+# --- a hermetic terminal width -------------------------------------------------------------------------------------
+
+@_pytest.fixture(autouse=True)
+def _no_columns_from_the_caller(monkeypatch):
+    """Piped CLI output is ``$COLUMNS`` wide when set (``tileprobe.cli._common.console``): a CI runner's or a
+    developer's ``COLUMNS`` must not change what the tests see. Tests that want a width set it themselves."""
+    monkeypatch.delenv("COLUMNS", raising=False)

@@ -87,7 +87,7 @@ def test_segfault_shows_signal_class_fix_and_repeat_in_terminal_markdown_html(tm
     assert rec.message == "tileiras was killed by SIGSEGV (signal 11)\ntileiras: about to fail"
     md = audit_markdown([rec], {})
     assert ": compiler_crash** in 1 variant(s): declared hints\n  ```\n  tileiras was killed by SIGSEGV (signal 11)\n" in md
-    assert "  fix: a compiler bug" in md and f"  repeat:\n  ```\n  env -u CUDA_HOME -u CUDA_PATH PATH=" in md
+    assert "  fix: a compiler bug" in md and "  repeat:\n  ```\n  env -u CUDA_HOME -u CUDA_PATH PATH=" in md
     html = render_html([rec])
     assert "tileiras was killed by SIGSEGV (signal 11)" in html and "compiler_crash" in html and "repeat:" in html
 

@@ -3,7 +3,6 @@ item 1). Real worker processes with a fake init and task (tests/fake_gpu_tasks.p
 from __future__ import annotations
 
 import hashlib
-import os
 
 import pytest
 

@@ -9,7 +9,7 @@ import pytest
 
 from tileprobe.analyses.bisect_time import (RunProperty, evaluate_releases, parse_run_property, pool_runs,
                                             releases_for_target)
-from tileprobe.analyses.compare import Comparison, compare_records, compare_results
+from tileprobe.analyses.compare import compare_records, compare_results
 from tileprobe.analyses.gate import check, parse_expectation
 from tileprobe.analyses.noise import TimeStats, betainc, t_quantile, t_sf, time_change
 from tileprobe.errors import TileprobeError

@@ -224,3 +224,12 @@ def test_tune_space_takes_where_and_overrides():
     assert {c.hints_dict["occupancy"] for p in over for c in p.configs} == {1, 2}
     with pytest.raises(WhereError, match="matches no configuration to tune; TILE takes 256, 1024"):
         load_space([probe], where={"TILE": 512})
+
+
+@pytest.mark.parametrize("columns, width", [("100", 100), (None, 200), ("0", 200), ("wide", 200), (" 90 ", 90)])
+def test_piped_output_is_as_wide_as_columns_says(monkeypatch, capsys, columns, width):
+    """Not a terminal (capsys): ``$COLUMNS`` when it is a positive whole number, else 200 columns."""
+    from tileprobe.cli._common import console
+    if columns is not None:
+        monkeypatch.setenv("COLUMNS", columns)
+    assert console().width == width and console(stderr=True).width == width

@@ -83,10 +83,13 @@ def signals_as_exceptions():
 
 
 def console(stderr: bool = False):
-    """A rich console; when output is not a terminal (a file, a CI log) tables get 200 columns, not 80."""
+    """A rich console: a terminal's own width; when output is not a terminal (a file, a pipe, a CI log), the width
+    ``$COLUMNS`` gives (a positive whole number; ``COLUMNS=100 tileprobe audit … | less``), else 200 columns, not
+    rich's 80."""
     from rich.console import Console
     stream = sys.stderr if stderr else sys.stdout
-    width = None if stream.isatty() else 200
+    columns = os.environ.get("COLUMNS", "").strip()
+    width = None if stream.isatty() else int(columns) if columns.isdigit() and int(columns) > 0 else 200
     return Console(stderr=stderr, highlight=False, width=width)
 
 

@@ -23,7 +23,7 @@ import sqlite3
 from dataclasses import dataclass, field
 
 from ..errors import TileprobeError
-from .model import HINT_DEFAULTS, KernelRef, Launch, merge
+from .model import KernelRef, Launch, merge
 
 #: Tile IR hint names → cuTile hint names (cuda/tile/_bytecode/attribute.py ``EntryHints``, cuda-tile 1.7).
 IR_HINTS = {"num_cta_in_cga": "num_ctas", "occupancy": "occupancy", "num_worker_warps_per_cta": "num_worker_warps"}
