@@ -85,3 +85,20 @@ def test_advice_labels_spell_tuple_values_as_the_tables_do():
     judge_records(recs)
     assert [line.split(":")[0] for line in advice(recs)] == [
         "rms_norm_large sm_90 tileiras 13.4.92 TILE=128×64 num_ctas=2"]
+
+
+def test_advice_without_a_met_value_names_each_verdict_not_spills():
+    """Clusters of 4 on the H200 (the bundled TileGym persistent matmul, audited 2026-12-01): occupancy 1 is
+    ignored and 2 partial by cluster residency, and neither spills: the advice says so, not "without spills"."""
+    from pathlib import Path
+    from tileprobe.schema import load
+    recs, _ = load(str(Path(__file__).parent / "data" / "examples_records_2026-12-01.json"), judge=judge_records)
+    judge_records(recs)
+    lines = [line for line in advice(recs) if line.startswith("tilegym_persistent_matmul_clusters sm_90 ")]
+    assert "tilegym_persistent_matmul_clusters sm_90 tileiras 13.4.92 num_ctas=4: no occupancy value is met " \
+           "(occupancy 1 ignored, 2 partial: their reasons say why)" in lines
+    spilling = [line for line in advice(recs) if line.startswith("tilegym_matmul sm_90 tileiras 13.4.92 TILE=256×256×64 "
+                                                                 "num_ctas=1:")]
+    assert spilling == ["tilegym_matmul sm_90 tileiras 13.4.92 TILE=256×256×64 num_ctas=1: no occupancy value is met "
+                        "without spills; spills at occupancy 1 (1791 LDL/1591 STL, 6392 B stack), 2 (1791 LDL/1591 "
+                        "STL, 6392 B stack)"]

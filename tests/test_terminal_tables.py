@@ -233,3 +233,19 @@ def test_piped_output_is_as_wide_as_columns_says(monkeypatch, capsys, columns, w
     if columns is not None:
         monkeypatch.setenv("COLUMNS", columns)
     assert console().width == width and console(stderr=True).width == width
+
+
+def test_a_variant_whose_sass_was_not_read_says_so(examples):
+    """nvdisasm 13.4/13.5 reject some tileiras 13.4.92 cubins (TileGym's clustered persistent matmul, sm_90,
+    occupancy=2: "Opclass 'nop_', undefined value 0x10"): the table's '-' gets a reason line and --summary a count."""
+    import copy
+    rows = [copy.deepcopy(r) for r in examples if r.kernel == "rms_norm" and r.arch == "sm_90"]
+    rows[1].sass = {"error": "nvdisasm could not decode the cubin (exit 1): nvdisasm error : Opclass 'nop_'"}
+    con = Console(width=200, record=True, color_system=None, file=open(os.devnull, "w"))
+    render_audit(rows, con, reasons=True, brief=True)
+    out = con.export_text()
+    assert (f"  {variant_label(rows[1])}: SASS not read (LDL/STL, TMA and MMA shown as -): nvdisasm could not decode "
+            "the cubin (exit 1): nvdisasm error : Opclass 'nop_'") in out
+    assert out.count("SASS not read") == 1
+    (line,) = summary_lines(rows)
+    assert "1 with SASS unread (nvdisasm failed: spills from the stack frame)" in line

@@ -127,7 +127,11 @@ def _static_advice(rows: list[VariantRecord]) -> tuple[VariantRecord | None, str
                 f"without spills ({best.ctas_per_sm} CTA{'' if best.ctas_per_sm == 1 else 's'}/SM, "
                 f"{best.registers} registers)")
     else:
-        line = "no occupancy value is met without spills"
+        unmet = [r for r in rows if not _spills(r)]
+        why = ", ".join(f"{r.hint('occupancy')} {r.verdicts.get('occupancy', {}).get('status', 'not judged')}"
+                        for r in unmet)
+        line = (f"no occupancy value is met{' without spills' if spills else ''}"
+                + (f" (occupancy {why}: their reasons say why)" if why else ""))
     if spills:
         line += "; spills at occupancy " + ", ".join(f"{r.hint('occupancy')} ({_spills(r)})" for r in spills)
     return best, line

@@ -157,8 +157,10 @@ def _pip_binary(distribution: str, program: str) -> str | None:
     return None
 
 
-def sass_traits(cubin: bytes | str | os.PathLike, nvdisasm: str | os.PathLike | None = None) -> SassTraits:
-    """Disassemble ``cubin`` (bytes, or a path) and return the traits of each kernel.
+def sass_traits(cubin: bytes | str | os.PathLike, nvdisasm: str | os.PathLike | None = None,
+                source: str | None = None) -> SassTraits:
+    """Disassemble ``cubin`` (bytes, or a path) and return the traits of each kernel. ``source`` names bytes in
+    error messages (default ``"the cubin"``).
 
     Raises:
         CubinError: the input is not a cubin, or nvdisasm finds it damaged (:func:`nvdisasm_failure`).
@@ -169,7 +171,7 @@ def sass_traits(cubin: bytes | str | os.PathLike, nvdisasm: str | os.PathLike | 
 
     tool = find_nvdisasm(nvdisasm)
     if isinstance(cubin, (bytes, bytearray, memoryview)):
-        data, src = bytes(cubin), "<bytes>"
+        data, src = bytes(cubin), source or "the cubin"
     else:
         src = os.fspath(cubin)
         try:
@@ -188,8 +190,8 @@ def disassemble(cubin: bytes, nvdisasm: str | os.PathLike | None = None) -> str:
         CubinError: not a cubin. ToolchainError: nvdisasm missing, failing or too slow.
     """
     from tileprobe.model.cubin import _check_header
-    _check_header(cubin, "<bytes>")
-    return _disassemble(find_nvdisasm(nvdisasm), cubin, "<bytes>")
+    _check_header(cubin, "the cubin")
+    return _disassemble(find_nvdisasm(nvdisasm), cubin, "the cubin")
 
 
 def _disassemble(tool: str, data: bytes, src: str) -> str:
@@ -231,8 +233,11 @@ def nvdisasm_failure(tool: str, src: str, returncode: int, stderr: str) -> Tilep
         return ToolchainError(f"{tool} cannot decode the architecture of {src} (exit {returncode}): {shown}; an "
                               "nvdisasm older than the cubin's architecture cannot read it: "
                               "`pip install -U nvidia-cuda-nvdisasm`")
-    return CubinError(f"nvdisasm could not decode {src} (exit {returncode}): {shown or 'no message'}; the cubin's "
-                      "machine code or layout is damaged (this nvdisasm knows its architecture): recompile it")
+    return CubinError(f"{tool} could not decode {src} (exit {returncode}): {shown or 'no message'}; it knows the "
+                      "architecture, so either the cubin is damaged (a copied or edited file: recompile it) or this "
+                      "nvdisasm cannot decode an instruction the compiler emitted (a cubin tileiras just wrote: try "
+                      "another nvdisasm release, and report the cubin to NVIDIA); the cubin's ELF facts (threads, "
+                      "registers, shared memory, stack) do not depend on nvdisasm")
 
 
 def parse_nvdisasm(listing: str) -> SassTraits:

@@ -40,6 +40,8 @@ def audit_markdown(records: Iterable[VariantRecord], environment: dict, command:
                                for r in rows]))
         notes = [f"- {_label(r)}: {verdict_text(r, long=True)}" for r in rows
                  if r.ok and any(noteworthy(v) for v in r.verdicts.values())]
+        notes += [f"- {_label(r)}: SASS not read (LDL/STL, TMA and MMA shown as -): {_one_line(r.sass['error'])}"
+                  for r in rows if r.ok and "error" in (r.sass or {})]
         if notes:
             parts.append("\n" + "\n".join(notes) + "\n")
     lines = advice(records)
@@ -88,6 +90,11 @@ def problems_md(records: Sequence[VariantRecord]) -> str:
                 out.append(f"- {r.kernel} · {r.arch} · {short_build(r.tileiras)} · {_label(r)}: **{hint} "
                            f"{v['status']}**: {v['reason']}\n")
     return "".join(out)
+
+
+def _one_line(text: str) -> str:
+    """``text`` on one line (a Markdown list item)."""
+    return " ".join(str(text).split())
 
 
 #: Variants named in one failure item of the bug report (the rest are counted).

@@ -139,6 +139,9 @@ def summary_lines(records: Iterable[VariantRecord]) -> list[str]:
             parts.append(f"{len(rows) - len(ok)} failed")
         if ok:
             parts += [f"regs {span('registers')}", f"CTAs/SM {span('ctas_per_sm')}", f"{spills} spilling"]
+            unread = sum(1 for r in ok if "error" in (r.sass or {}))
+            if unread:
+                parts.append(f"{unread} with SASS unread (nvdisasm failed: spills from the stack frame)")
         counts = []
         for hint in verdict_columns(ok):
             n: dict[str, int] = {}
@@ -182,6 +185,8 @@ def _print_reasons(console: Console, rows: list[VariantRecord], brief: bool) -> 
         for hint, v in r.verdicts.items():
             if not brief or noteworthy(v):
                 say(console, f"  {label}: {hint} {v['status']}: {v['reason']}")
+        if "error" in (r.sass or {}):
+            say(console, f"  {label}: SASS not read (LDL/STL, TMA and MMA shown as -): {r.sass['error']}")
         if r.deterministic is False:
             say(console, f"    tileiras gave {len(r.code_hashes)} different machine codes over repeated compiles of "
                          "this variant; verdicts treat any shared code as the same")
