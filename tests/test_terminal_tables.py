@@ -249,3 +249,16 @@ def test_a_variant_whose_sass_was_not_read_says_so(examples):
     assert out.count("SASS not read") == 1
     (line,) = summary_lines(rows)
     assert "1 with SASS unread (nvdisasm failed: spills from the stack frame)" in line
+
+
+def test_at_80_columns_hint_headers_are_shortened_not_broken(examples):
+    """TileGym's matmul on sm_90 at 80 columns: after dropping every droppable column it is still too wide, so
+    ``occupancy`` and ``num_ctas`` become ``occ`` and ``ctas`` (a line says so) instead of wrapping mid-word."""
+    rows = [r for r in examples if r.kernel == "tilegym_matmul" and r.arch == "sm_90"]
+    out = _render(rows, 80)
+    lines = out.splitlines()
+    assert all(len(line) <= 80 for line in lines if line[:1] in "┏┃┡│└")
+    assert re.search(r"┃ TILE +┃ occ ┃ ctas ┃ regs ┃", out) and "occupa" not in out.split("headers:")[0]
+    assert "headers: occ occupancy · ctas num_ctas" in lines
+    assert "128×128×32" in out                              # case values whole, not folded
+    assert "headers:" not in _render(rows, 120)

@@ -7,7 +7,8 @@ steps run in order until it fits, and each leaves a note under the table:
 1. verdicts are abbreviated (``hon``, ``IGN`` …) and a legend lists the abbreviations used;
 2. case constants with one value in every row move into the title (``· TILE=128×128``);
 3. the other columns are dropped, least important first (:data:`DROP_ORDER`), and the note names them;
-4. if the kept columns alone are still too wide, the case and hint columns fold (wrap), never truncate.
+4. hint names in headers are shortened (``occ`` for occupancy, :data:`HEADER_ABBREV`) and a line says so;
+5. if the kept columns alone are still too wide, the case and hint columns fold (wrap), never truncate.
 
 ``--wide`` skips all of it. Widths are measured on the plain cell text as rich draws it: each cell padded by one
 space either side, one rule between columns and at both edges.
@@ -26,6 +27,11 @@ VERDICT_ABBREV = {"honoured": "hon", "met": "met", "partial": "part", "ignored":
 #: SASS and run columns name them). ``stack B`` goes early when LDL/STL (the spill counts it hints at) is shown.
 DROP_ORDER = ("MMA", "TMA", "stack B", "IQR %", "rel err", "threads", "drv CTAs/SM", "limiter", "cluster",
               "LDL/STL", "status")
+
+
+#: Hint names shortened in headers when a table is still too wide after dropping columns (step 4; a note says so).
+HEADER_ABBREV = {"occupancy": "occ", "num_ctas": "ctas", "opt_level": "opt", "num_worker_warps": "warps",
+                 "latency": "lat", "allow_tma": "tma"}
 
 
 @dataclass
@@ -59,6 +65,7 @@ class Fitted:
     dropped: list[str] = field(default_factory=list)
     folded: bool = False
     legend: list[str] = field(default_factory=list)
+    short_headers: list[str] = field(default_factory=list)   # "occ occupancy" for each header shortened
 
 
 def _abbreviate(columns: list[Column]) -> list[str]:
@@ -73,6 +80,20 @@ def _abbreviate(columns: list[Column]) -> list[str]:
             c.cells[i] = short
             if c.styled is not None:
                 c.styled[i] = c.styled[i].replace(f"]{text}[", f"]{short}[") if "[" in c.styled[i] else short
+    return used
+
+
+def _shorten_headers(columns: list[Column]) -> list[str]:
+    """Replace the hint names of :data:`HEADER_ABBREV` in headers (``occupancy`` → ``occ``, ``occupancy\nverdict``
+    → ``occ\nverdict``); returns ``"occ occupancy"`` for each name shortened."""
+    used = []
+    for c in columns:
+        lines = c.header.split("\n")
+        short = HEADER_ABBREV.get(lines[0])
+        if short and c.kind in ("id", "verdict"):
+            c.header = "\n".join([short, *lines[1:]])
+            if f"{short} {lines[0]}" not in used:
+                used.append(f"{short} {lines[0]}")
     return used
 
 
@@ -105,5 +126,7 @@ def fit_columns(columns: list[Column], width: int, wide: bool = False,
             break
         out.columns.remove(c)
         out.dropped.append(c.header.replace("\n", " "))
+    if table_width(out.columns) > width:
+        out.short_headers = _shorten_headers(out.columns)
     out.folded = table_width(out.columns) > width
     return out

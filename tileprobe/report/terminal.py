@@ -115,6 +115,8 @@ def print_fitted_table(console: Console, title: str, columns: list[Column], wide
         notes.append("verdicts: " + " · ".join(fitted.legend))
     if fitted.dropped:
         notes.append(f"not shown at {console.width} columns: {', '.join(fitted.dropped)} (--wide shows every column)")
+    if fitted.short_headers:
+        notes.append("headers: " + " · ".join(fitted.short_headers))
     for n in notes:
         say(console, n)
 
