@@ -28,7 +28,8 @@ RUN_FOR_REAL = {"doctor", "history", "store"}
 
 def fenced_commands(text: str) -> list[str]:
     """``tileprobe …`` commands in fenced code blocks: continuation lines joined, comments dropped, ``a && b``
-    split; a ``$ `` prompt is removed. Python blocks are skipped."""
+    split; a ``$ `` prompt and leading environment settings (``COLUMNS=100``) are removed. Python blocks are
+    skipped."""
     out = []
     for lang, body in re.findall(r"^```(\w*)\n(.*?)^```", text, flags=re.S | re.M):
         if lang == "python":
@@ -36,7 +37,7 @@ def fenced_commands(text: str) -> list[str]:
         for line in re.sub(r"\\\n\s*", " ", body).splitlines():
             line = re.sub(r"\s+#\s.*$", "", line.strip()).removeprefix("$ ")
             for part in line.split("&&"):
-                part = " ".join(part.split())
+                part = re.sub(r"^(?:[A-Z_][A-Z0-9_]*=\S*\s+)+", "", " ".join(part.split()))   # COLUMNS=100 …
                 if part.startswith("tileprobe "):
                     out.append(part)
     return out
