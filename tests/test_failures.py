@@ -93,8 +93,9 @@ HOSTILE = {
     "unknown_hint": (_probe("", hints="{'occupancy_': [1]}"),
                      r"unknown_hint\.py:3: invalid probe: unknown hint 'occupancy_' \(did you mean 'occupancy'\?\)"),
     "cases_not_a_list": (_probe("", cases="{'TILE': 256}"), r"cases\['TILE'\] must be a non-empty list"),
-    "probe_timeout_inf": (_probe("", timeout_s="float('inf')"), r"timeout_s=inf: give a compiler timeout in seconds, "
-                                                                 r"a finite number > 0"),
+    "probe_timeout_inf": (_probe("", timeout_s="float('inf')"), r"timeout_s=inf: a compiler timeout: give a timeout "
+                                                                 r"in seconds, a finite number > 0 and ≤ 10,000,000"),
+    "probe_timeout_1e308": (_probe("", timeout_s="1e308"), r"timeout_s=1e\+308: a compiler timeout: give a timeout"),
     "not_a_kernel": (_probe("", kernel=repr(f"{KERNELS}:ct")),
                      r"not_a_kernel\.py:3: probe 'ct': kernel .*is a module, not a @ct\.kernel function"),
     "kernel_module_raises": (_probe("", kernel="'raising_kernels.py:k'"),
@@ -166,11 +167,26 @@ def test_a_zero_size_array_compiles(tmp_path):
 # --- options ---------------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("option,value", [("--timeout", "0"), ("--timeout", "-1"), ("--timeout", "nan"),
-                                          ("--timeout", "inf"), ("--probe-timeout", "0"), ("--probe-timeout", "inf")])
+                                          ("--timeout", "inf"), ("--probe-timeout", "0"), ("--probe-timeout", "inf"),
+                                          ("--timeout", "1e308"), ("--timeout", "9999999999999999999999"),
+                                          ("--probe-timeout", "1e8")])
 def test_invalid_timeouts_are_usage_errors(option, value):
+    """Huge finite timeouts too: 1e308 passed the old check and crashed the pool's wait (OverflowError)."""
     proc = _cli("audit", "examples/rms_norm.py", option, value, "--no-store")
     assert proc.returncode == 2, proc.stderr
-    assert f"argument {option}: '{value}' is not a timeout: give seconds, a finite number > 0" in proc.stderr
+    assert (f"argument {option}: '{value}' is not a timeout: give a timeout in seconds, a finite number > 0 and "
+            "≤ 10,000,000 (e.g. 900)") in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("value", ["abc", "nan", "1e308", "0", "-1"])
+def test_a_bad_tool_timeout_setting_is_a_usage_error(value):
+    """TILEPROBE_TOOL_TIMEOUT_S (the bound on tileiras --version and cuTile's bytecode probe): a bad value was a
+    traceback at import (abc, nan, 1e308) or 'did not answer within -1 s' (0, -1)."""
+    for argv in (("audit", "examples/rms_norm.py", "--arch", "sm_90", "--no-store"), ("doctor",)):
+        proc = _cli(*argv, env={"TILEPROBE_TOOL_TIMEOUT_S": value})
+        assert proc.returncode == 2, (argv, proc.stderr)
+        assert f"TILEPROBE_TOOL_TIMEOUT_S={value!r}: give a timeout in seconds" in proc.stderr
+        assert "Traceback" not in proc.stderr
 
 
 @pytest.mark.parametrize("option", ["--jobs", "--max-variants", "--repeat"])

@@ -226,7 +226,8 @@ def test_tune_space_takes_where_and_overrides():
         load_space([probe], where={"TILE": 512})
 
 
-@pytest.mark.parametrize("columns, width", [("100", 100), (None, 200), ("0", 200), ("wide", 200), (" 90 ", 90)])
+@pytest.mark.parametrize("columns, width", [("100", 100), (None, 200), ("0", 200), ("wide", 200), (" 90 ", 90),
+                                            ("²", 200), ("١٠٠", 200), ("-5", 200)])
 def test_piped_output_is_as_wide_as_columns_says(monkeypatch, capsys, columns, width):
     """Not a terminal (capsys): ``$COLUMNS`` when it is a positive whole number, else 200 columns."""
     from tileprobe.cli._common import console
@@ -262,3 +263,10 @@ def test_at_80_columns_hint_headers_are_shortened_not_broken(examples):
     assert "headers: occ occupancy · ctas num_ctas" in lines
     assert "128×128×32" in out                              # case values whole, not folded
     assert "headers:" not in _render(rows, 120)
+
+
+def test_bare_tileprobe_prints_the_commands(capsys):
+    from tileprobe.cli import main
+    assert main([]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: tileprobe") and "audit" in err and "required: cmd" not in err

@@ -149,6 +149,28 @@ def signal_text(returncode: int) -> str:
     return f"exit code {returncode}"
 
 
+#: The longest timeout tileprobe takes, in seconds (10^7 s, about 116 days). Longer ones overflow the deadline
+#: arithmetic of the OS waits (``--timeout 1e308`` crashed the compile pool's ``select``: a tester, 2026-12-01).
+MAX_TIMEOUT_S = 1e7
+
+
+def timeout_seconds(value: Any) -> float:
+    """``value`` (a number or its text) as a timeout in seconds: a finite number > 0 and ≤ :data:`MAX_TIMEOUT_S`.
+    One rule for ``--timeout``, ``--probe-timeout``, ``Probe(timeout_s=…)`` and ``TILEPROBE_TOOL_TIMEOUT_S``.
+
+    Raises:
+        ValueError: anything else (0, negative, nan, inf, past the maximum, not a number), with the rule in words.
+    """
+    import math
+    try:
+        seconds = float(value) if not isinstance(value, bool) else math.nan
+    except (TypeError, ValueError, OverflowError):
+        seconds = math.nan
+    if not (math.isfinite(seconds) and 0 < seconds <= MAX_TIMEOUT_S):
+        raise ValueError(f"give a timeout in seconds, a finite number > 0 and ≤ {MAX_TIMEOUT_S:,.0f} (e.g. 900)")
+    return seconds
+
+
 def number_text(value: Any) -> str:
     """A resource figure as the tables print it: integers with thousands separators (``100484`` → ``"100,484"``),
     anything else (``None``, text) as ``str()``, so that a reason or a change names the same figure as its table."""

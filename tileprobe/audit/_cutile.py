@@ -204,7 +204,20 @@ def use_compiler(tileiras: str, lib_dirs: list[str] | None = None) -> None:
 
 #: Seconds a tileiras run that cuTile starts without a timeout may take: ``--version`` and the bytecode-version
 #: probe (an empty module per bytecode version) answer in well under a second (13.4.92, 2026-12-01).
-TOOL_TIMEOUT_S = float(os.environ.get("TILEPROBE_TOOL_TIMEOUT_S", "60"))   # the tests shorten it
+def tool_timeout_s() -> float:
+    """That bound, from the setting ``TILEPROBE_TOOL_TIMEOUT_S`` (default 60 s; the tests shorten it), read when
+    used so that a bad value is an error with its name, not a traceback at import.
+
+    Raises:
+        UsageError: the setting is not a timeout (:func:`tileprobe.schema.timeout_seconds`).
+    """
+    from ..errors import UsageError
+    from ..schema import timeout_seconds
+    text = os.environ.get("TILEPROBE_TOOL_TIMEOUT_S", "60")
+    try:
+        return timeout_seconds(text)
+    except ValueError as e:
+        raise UsageError(f"TILEPROBE_TOOL_TIMEOUT_S={text!r}: {e}") from None
 
 _CONTAINED: list = []
 
@@ -212,7 +225,7 @@ _CONTAINED: list = []
 def _contained_binary_type():
     """``_ContainedBinary``: cuTile's ``_CompilerBinary`` whose ``run`` starts tileiras in its own process group,
     with a parent-death signal, and kills the whole group (tileiras and its ptxas) on a timeout; a run cuTile
-    starts without a timeout (its bytecode-version probe) gets :data:`TOOL_TIMEOUT_S`, and a timeout there is a
+    starts without a timeout (its bytecode-version probe) gets :func:`tool_timeout_s`, and a timeout there is a
     :class:`ToolchainError` (cuTile would swallow a compiler error and fall back to bytecode 13.1). The errors it
     raises are cuTile's own (``TileCompilerExecutionError``, ``TileCompilerTimeoutError``), so failures are
     classified as before. Built on first use (cuTile is imported lazily)."""
@@ -224,9 +237,10 @@ def _contained_binary_type():
         def run(self, args, flags, timeout_sec=None):
             command = [self.path, *args, *flags]
             bounded = timeout_sec is None
-            rc, out, err = run_contained(command, _tool_env(self), timeout_sec or TOOL_TIMEOUT_S)
+            limit = timeout_sec or tool_timeout_s()
+            rc, out, err = run_contained(command, _tool_env(self), limit)
             if rc is None and bounded:
-                raise ToolchainError(f"{self.path} did not answer within {TOOL_TIMEOUT_S:.0f} s "
+                raise ToolchainError(f"{self.path} did not answer within {limit:g} s "
                                      f"({' '.join(command[1:])}); it was stopped. Run `tileprobe doctor`.")
             if rc is None:
                 message = (f"`tileiras` compiler exceeded timeout {timeout_sec}s. "
@@ -295,13 +309,14 @@ def pin_compiler_facts(temp_dir: str) -> tuple[str, object]:
     :func:`contain_default_compiler`, once per worker.
 
     Returns (version text, bytecode version). Raises :class:`ToolchainError` when tileiras does not answer within
-    :data:`TOOL_TIMEOUT_S`.
+    :func:`tool_timeout_s`.
     """
     from cuda.tile import _compile
     binary = _compile._find_compiler_bin()
-    rc, out, err = run_contained([binary.path, "--version"], _tool_env(binary), TOOL_TIMEOUT_S)
+    limit = tool_timeout_s()
+    rc, out, err = run_contained([binary.path, "--version"], _tool_env(binary), limit)
     if rc is None:
-        raise ToolchainError(f"{binary.path} --version did not answer within {TOOL_TIMEOUT_S:.0f} s; it was stopped. "
+        raise ToolchainError(f"{binary.path} --version did not answer within {limit:g} s; it was stopped. "
                              "Run `tileprobe doctor`.")
     version_text = out.decode(errors="replace") if rc == 0 else None
     probe = getattr(_compile._get_max_supported_bytecode_version, "__wrapped__",
@@ -353,11 +368,12 @@ def tileiras_build(tileiras: str) -> str:
     """
     env = {k: v for k, v in os.environ.items() if k not in ("CUDA_HOME", "CUDA_PATH")}
     try:
-        rc, out, err = run_contained([tileiras, "--version"], env, TOOL_TIMEOUT_S)
+        limit = tool_timeout_s()
+        rc, out, err = run_contained([tileiras, "--version"], env, limit)
     except OSError as e:
         raise ToolchainError(f"{tileiras} --version failed ({e}); run `tileprobe doctor`.") from e
     if rc is None:
-        raise ToolchainError(f"{tileiras} --version did not answer within {TOOL_TIMEOUT_S:.0f} s; it was stopped. "
+        raise ToolchainError(f"{tileiras} --version did not answer within {limit:g} s; it was stopped. "
                              "Run `tileprobe doctor`.")
     if rc != 0:
         raise ToolchainError(f"{tileiras} --version failed (exit status {rc}: "
@@ -368,11 +384,11 @@ def tileiras_build(tileiras: str) -> str:
 def tileiras_targets(tileiras: str) -> list[str]:
     """The ``--gpu-name`` targets ``tileiras --help`` lists (e.g. 13.2.86: sm_80 … sm_89, sm_100 … sm_121, no
     sm_90), run without CUDA_HOME / CUDA_PATH, contained (:func:`run_contained`: its process group is killed after
-    :data:`TOOL_TIMEOUT_S`); ``[]`` when it does not answer or lists none (then nothing is refused before compiling)."""
+    :func:`tool_timeout_s`); ``[]`` when it does not answer or lists none (then nothing is refused before compiling)."""
     from ..model.toolkit import parse_targets
     env = {k: v for k, v in os.environ.items() if k not in ("CUDA_HOME", "CUDA_PATH")}
     try:
-        rc, out, _err = run_contained([tileiras, "--help"], env, TOOL_TIMEOUT_S)
+        rc, out, _err = run_contained([tileiras, "--help"], env, tool_timeout_s())
     except OSError:
         return []
     return parse_targets(out.decode(errors="replace")) if rc is not None else []

@@ -269,18 +269,16 @@ def store_now() -> str:
 
 
 def check_seconds(name: str, value) -> float:
-    """``value`` as a timeout in seconds: a finite number > 0.
+    """``value`` as a timeout in seconds (:func:`tileprobe.schema.timeout_seconds`).
 
     Raises:
-        UsageError: 0, negative, nan, inf or not a number (naming ``name`` and the value).
+        UsageError: 0, negative, nan, inf, past 10^7 s or not a number (naming ``name`` and the value).
     """
+    from ..schema import timeout_seconds
     try:
-        seconds = float(value)
-    except (TypeError, ValueError):
-        seconds = math.nan
-    if not (math.isfinite(seconds) and seconds > 0):
-        raise UsageError(f"{name}={value!r}: give a timeout in seconds, a finite number > 0 (e.g. 900)")
-    return seconds
+        return timeout_seconds(value)
+    except ValueError as e:
+        raise UsageError(f"{name}={value!r}: {e}") from None
 
 
 def _targets(archs: Sequence[str], result: AuditResult) -> list[str]:

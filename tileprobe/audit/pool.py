@@ -70,10 +70,10 @@ def variant_limit_s(v: Variant, timeout_s: float, fresh: bool = True) -> float:
     and :data:`SLACK_S`; a ``fresh`` worker also starts and asks tileiras its version and targets. The same deadline
     bounds a Ray compile task (:mod:`tileprobe.exec.ray_exec`) and a store claim's lease."""
     from ..model.sass import NVDISASM_TIMEOUT_S
-    from ._cutile import TOOL_TIMEOUT_S
+    from ._cutile import tool_timeout_s
     from .contained import PROBE_TIMEOUT_S
     limit = PROBE_TIMEOUT_S + (v.timeout_s or timeout_s) + NVDISASM_TIMEOUT_S + SLACK_S
-    return limit + (2 * TOOL_TIMEOUT_S if fresh else 0.0)
+    return limit + (2 * tool_timeout_s() if fresh else 0.0)
 
 
 @dataclass(eq=False)

@@ -30,7 +30,6 @@ import difflib
 import importlib
 import importlib.util
 import itertools
-import math
 import os
 import re
 import sys
@@ -171,9 +170,12 @@ class Probe:
         check_hints(self.hints)
         for c, values in self.cases.items():
             _check_values("cases", c, values)
-        if self.timeout_s is not None and not (isinstance(self.timeout_s, (int, float))
-                                               and math.isfinite(self.timeout_s) and self.timeout_s > 0):
-            raise ProbeError(f"timeout_s={self.timeout_s!r}: give a compiler timeout in seconds, a finite number > 0")
+        if self.timeout_s is not None:
+            from ..schema import timeout_seconds
+            try:
+                timeout_seconds(self.timeout_s if isinstance(self.timeout_s, (int, float)) else None)
+            except ValueError as e:
+                raise ProbeError(f"timeout_s={self.timeout_s!r}: a compiler timeout: {e}") from None
         if isinstance(self.stub_modules, str):
             raise ProbeError(f"stub_modules={self.stub_modules!r}: give a list of module names")
         for knob, const in self.knobs.items():

@@ -35,8 +35,13 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``tileprobe`` command. Returns the exit code."""
     parser = build_parser()
+    if not (sys.argv[1:] if argv is None else argv):     # bare `tileprobe`: the commands, not an argparse complaint
+        parser.print_help(sys.stderr)
+        return 2
     args = parser.parse_args(argv)
     try:
+        from ..audit._cutile import tool_timeout_s
+        tool_timeout_s()                                   # a bad TILEPROBE_TOOL_TIMEOUT_S: exit 2 before any work
         _common.check_outputs(args)
         with _common.signals_as_exceptions():
             return int(args.func(args) or 0)

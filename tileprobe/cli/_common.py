@@ -12,17 +12,14 @@ DEFAULT_ARCHS = "sm_90,sm_120"
 
 
 def seconds(text: str) -> float:
-    """argparse type of a timeout: a finite number of seconds > 0 (``0``, ``-1``, ``nan`` and ``inf`` are refused
-    with a usage error, exit 2)."""
+    """argparse type of a timeout: a finite number of seconds > 0 and ≤ 10^7 (:func:`tileprobe.schema.timeout_seconds`;
+    ``0``, ``-1``, ``nan``, ``inf`` and ``1e308`` are refused with a usage error, exit 2)."""
     import argparse
-    import math
+    from ..schema import timeout_seconds
     try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a timeout: give seconds, a finite number > 0 (e.g. 900)")
-    return value
+        return timeout_seconds(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a timeout: {e}") from None
 
 
 def count(text: str) -> int:
@@ -89,7 +86,8 @@ def console(stderr: bool = False):
     from rich.console import Console
     stream = sys.stderr if stderr else sys.stdout
     columns = os.environ.get("COLUMNS", "").strip()
-    width = None if stream.isatty() else int(columns) if columns.isdigit() and int(columns) > 0 else 200
+    given = int(columns) if columns.isascii() and columns.isdigit() else 0      # "²".isdigit() is True
+    width = None if stream.isatty() else given if given > 0 else 200
     return Console(stderr=stderr, highlight=False, width=width)
 
 
