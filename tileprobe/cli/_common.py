@@ -85,8 +85,11 @@ def console(stderr: bool = False):
     rich's 80."""
     from rich.console import Console
     stream = sys.stderr if stderr else sys.stdout
-    columns = os.environ.get("COLUMNS", "").strip()
-    given = int(columns) if columns.isascii() and columns.isdigit() else 0      # "²".isdigit() is True
+    for name in ("COLUMNS", "LINES"):     # rich reads both with str.isdigit(): "²" passes it, then int() raises
+        text = os.environ.get(name, "").strip()
+        if name in os.environ and not (text.isascii() and text.isdigit() and int(text) > 0):
+            del os.environ[name]
+    given = int(os.environ.get("COLUMNS", "0").strip())
     width = None if stream.isatty() else given if given > 0 else 200
     return Console(stderr=stderr, highlight=False, width=width)
 
