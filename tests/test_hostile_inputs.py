@@ -187,3 +187,20 @@ def test_the_same_output_from_several_probe_files_is_shown_once(tmp_path):
     assert result.notes == [f"{paths[0]} printed while loading:\n  helper loaded\n  second line",
                             f"{paths[1]} printed the same while loading as {paths[0]}",
                             f"{paths[2]} printed while loading:\n  other"]
+
+
+def test_a_case_value_the_probe_rejects_is_its_error_even_with_where(capsys):
+    """--case ALLOW_TMA=maybe breaks args() before anything is planned; with --where occupancy=1 this printed
+    "--where  matches none of the planned variants; " (empty names, empty values) and hid the cause."""
+    code = main(["audit", os.path.join(os.path.dirname(HERE), "examples", "rms_norm.py"), "--arch", "sm_90",
+                 "--no-store", "--case", "ALLOW_TMA=maybe", "--where", "occupancy=1"])
+    out = capsys.readouterr()
+    assert code == 3
+    assert "args(): cuTile rejected the launch arguments" in out.out + out.err
+    assert "matches none" not in out.out + out.err
+
+
+def test_no_case_match_without_case_names_still_names_the_selection():
+    from tileprobe.audit.where import no_case_match
+    err = no_case_match({"occupancy": 1}, [])
+    assert str(err) == "--where occupancy=1 matches none of the planned variants; no variant was planned to select from"

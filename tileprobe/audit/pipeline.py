@@ -236,7 +236,7 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
                                cases, hints)
         select = _selector(where, plans, select)
         total = _count(plans, targets, select, repeat, max_variants)
-        if total == 0 and where:
+        if total == 0 and where and not result.probe_errors:   # a broken probe: its own error, not "matches none"
             from .where import no_case_match
             raise no_case_match(dict(where), plans)
         for tc in toolchains or [{}]:

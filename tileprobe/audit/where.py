@@ -276,8 +276,9 @@ def no_case_match(where: Mapping[str, Any], probes: Sequence, option: str = "--w
             for x in p.cases.get(k, ()):
                 seen.setdefault(json.dumps(x, default=str), x)
         values.append(f"{k} takes {', '.join(format_value(x) for x in sorted(seen.values(), key=natural_key))}")
-    text = ",".join(f"{k}={format_value(where[k])}" for k in names)
-    return WhereError(f"{option} {text} matches none of the planned variants; {'; '.join(values)}")
+    text = ",".join(f"{k}={format_value(where[k])}" for k in (names or where))
+    why = "; ".join(values) or "no variant was planned to select from"
+    return WhereError(f"{option} {text} matches none of the planned variants; {why}")
 
 
 def case_filter(where: Mapping[str, Any] | None, probes: Sequence, variants: Sequence, option: str = "--where"):
