@@ -270,3 +270,22 @@ def test_bare_tileprobe_prints_the_commands(capsys):
     assert main([]) == 2
     err = capsys.readouterr().err
     assert err.startswith("usage: tileprobe") and "audit" in err and "required: cmd" not in err
+
+
+@pytest.mark.parametrize("text, message", [
+    ("", "--where '' names nothing"), (",,,", "--where ',,,' names nothing"),
+    ("occupancy=1,occupancy=2", "--where 'occupancy=1,occupancy=2' gives occupancy twice (1 and 2); a variant has "
+                                "one value of each")])
+def test_where_that_names_nothing_or_a_name_twice_is_refused(text, message):
+    with pytest.raises(WhereError) as e:
+        parse_where(text)
+    assert str(e.value).startswith(message)
+    assert parse_where(None) == {}
+
+
+def test_overrides_list_each_value_once_and_each_name_once():
+    """--case TILE=256,256 --hint occupancy=1,1 compiled duplicates again on every run (a tester, 2026-12-01)."""
+    assert parse_overrides(["TILE=256,256,(1,2),1×2", "N=1,1.0,True"], "--case") == {
+        "TILE": [256, [1, 2]], "N": [1, 1.0, True]}
+    with pytest.raises(WhereError, match=r"--hint occupancy= is given twice; list its values once"):
+        parse_overrides(["occupancy=1", "occupancy=2"], "--hint")

@@ -77,16 +77,24 @@ def parse_where(text: str | None, option: str = "--where") -> dict[str, Any]:
     """``"GATHER=True,TILE=(128,128),occupancy=2"`` → ``{"GATHER": True, "TILE": [128, 128], "occupancy": 2}``.
 
     Raises:
-        WhereError: an item that is not ``NAME=VALUE`` (the message shows the accepted spellings).
+        WhereError: an item that is not ``NAME=VALUE`` (the message shows the accepted spellings); a given text
+            with no item (``""``, ``",,"``); a name given twice (a variant has one value of each).
     """
     out: dict[str, Any] = {}
-    for item in split_items(text or ""):
+    example = (f"e.g. {option} \"GATHER=True,TILE=128×128,occupancy=2\" (tuples as the tables print them, 128×128, "
+               "or as Python, (128,128))")
+    items = split_items(text or "")
+    if text is not None and not items:
+        raise WhereError(f"{option} {text!r} names nothing; {example}")
+    for item in items:
         name, eq, value = item.partition("=")
         if not eq or not name.strip() or not value.strip():
-            raise WhereError(f"{option} {text!r}: {item!r} is not NAME=VALUE; e.g. {option} "
-                             "\"GATHER=True,TILE=128×128,occupancy=2\" (tuples as the tables print them, 128×128, "
-                             "or as Python, (128,128))")
-        out[name.strip()] = parse_value(value)
+            raise WhereError(f"{option} {text!r}: {item!r} is not NAME=VALUE; {example}")
+        name = name.strip()
+        if name in out:
+            raise WhereError(f"{option} {text!r} gives {name} twice ({format_value(out[name])} and "
+                             f"{value.strip()}); a variant has one value of each: select one value per name")
+        out[name] = parse_value(value)
     return out
 
 
@@ -190,7 +198,14 @@ def parse_overrides(items: Sequence[str] | None, option: str) -> dict[str, list]
         if not eq or not name.strip() or not vals:
             raise WhereError(f"{option} {item!r}: write NAME=V1,V2,… e.g. {option} "
                              f"{'occupancy=1,2' if option == '--hint' else 'TILE=128×128,256×256'}")
-        out[name.strip()] = [parse_value(v) for v in vals]
+        name = name.strip()
+        if name in out:
+            raise WhereError(f"{option} {name}= is given twice; list its values once: {option} {name}=V1,V2,…")
+        unique: dict[str, Any] = {}      # a value listed twice is one variant, compiled once
+        for v in vals:
+            value = parse_value(v)
+            unique.setdefault(json.dumps(value, default=str), value)
+        out[name] = list(unique.values())
     return out
 
 
