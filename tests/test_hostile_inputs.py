@@ -204,3 +204,23 @@ def test_no_case_match_without_case_names_still_names_the_selection():
     from tileprobe.audit.where import no_case_match
     err = no_case_match({"occupancy": 1}, [])
     assert str(err) == "--where occupancy=1 matches none of the planned variants; no variant was planned to select from"
+
+
+def test_a_hint_value_no_probe_plans_is_refused_before_compiling(capsys):
+    """--where occupancy=3 compiled all 10 rms_norm variants (20 s) before saying it matched none."""
+    from tileprobe.audit.where import WhereError, case_selector
+    from types import SimpleNamespace
+    plan = SimpleNamespace(cases={"ALLOW_TMA": [True, False]}, hints={"occupancy": [1, 2, 4, 8, 16]})
+    with pytest.raises(WhereError, match=r"^--where occupancy=3 matches none of the planned variants; occupancy takes "
+                                         r"1, 2, 4, 8, 16$"):
+        case_selector({"occupancy": 3}, [plan])
+    assert case_selector({"occupancy": 4}, [plan]) is None          # a planned value: left to the records
+    assert case_selector({"num_ctas": 2}, [plan]) is None           # a hint the probe gives no values for
+
+
+def test_a_per_load_knob_given_as_a_hint_says_what_to_do(capsys):
+    code = main(["audit", os.path.join(os.path.dirname(HERE), "examples", "rms_norm.py"), "--arch", "sm_90",
+                 "--no-store", "--hint", "allow_tma=True"])
+    err = capsys.readouterr().err
+    assert code == 2 and "'allow_tma' is a per-load knob (ct.load(…, allow_tma=…)), not a kernel hint" in err
+    assert "did you mean 'allow_tma'" not in err

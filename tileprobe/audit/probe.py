@@ -294,6 +294,10 @@ def check_hints(hints: Mapping[str, Any]) -> None:
         ProbeError: naming the hint, the value and the allowed ones (no file: the caller adds it).
     """
     for h, values in hints.items():
+        if h in LOAD_KNOBS:
+            raise ProbeError(f"{h!r} is a per-load knob (ct.load(…, {h}=…)), not a kernel hint: make it a ct.Constant "
+                             f"parameter of the kernel, pass it to ct.load and list its values in cases= (then "
+                             f"--case {h}=…); kernel hints are {', '.join(KERNEL_HINTS)}")
         if h not in KERNEL_HINTS:
             near = difflib.get_close_matches(h, KERNEL_HINTS + LOAD_KNOBS, n=1)
             maybe = f" (did you mean {near[0]!r}?)" if near else ""

@@ -275,10 +275,27 @@ def case_selector(where: Mapping[str, Any] | None, probes: Sequence, option: str
     if not where:
         return None
     check_names(where, {c for p in probes for c in p.cases}, [*KERNEL_HINTS, *LOAD_KNOBS], option)
+    _check_hint_values(where, probes, option)
     case_items = {k: v for k, v in where.items() if any(k in p.cases for p in probes)}
     if not case_items:
         return None
     return lambda v: all(same_value(v.case_dict.get(k), want) for k, want in case_items.items())
+
+
+def _check_hint_values(where: Mapping[str, Any], probes: Sequence, option: str) -> None:
+    """Refuse, before compiling, a hint item of ``where`` whose value no probe plans (it would select nothing once
+    every variant had been compiled); names no probe gives values for are left to the records."""
+    for name, want in where.items():
+        if any(name in p.cases for p in probes):
+            continue
+        planned: dict[str, Any] = {}
+        for p in probes:
+            for x in (getattr(p, "hints", None) or {}).get(name, ()):
+                planned.setdefault(json.dumps(x, default=str), x)
+        if planned and not any(same_value(x, want) for x in planned.values()):
+            values = ", ".join(format_value(x) for x in sorted(planned.values(), key=natural_key))
+            raise WhereError(f"{option} {name}={format_value(want)} matches none of the planned variants; "
+                             f"{name} takes {values}")
 
 
 def no_case_match(where: Mapping[str, Any], probes: Sequence, option: str = "--where") -> WhereError:

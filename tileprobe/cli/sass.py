@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 
 from ..errors import TileprobeError
+from ..audit.where import WhereError
 from ._common import add_where_option, console, open_store, toolchains, where_of
 
 
@@ -48,8 +49,11 @@ def cmd_sass(args) -> int:
         codes = variant_cubins(args.probe, args.arch, where, toolchains=tcs, store=store, jobs=args.jobs)
         if args.diff:
             other = {**where, **parse_where(args.diff, "--diff")}
-            codes = codes[:1] + variant_cubins(args.probe, args.arch, other, toolchains=tcs[:1] if tcs else None,
-                                               store=store, jobs=args.jobs)[:1]
+            try:
+                codes = codes[:1] + variant_cubins(args.probe, args.arch, other, toolchains=tcs[:1] if tcs else None,
+                                                   store=store, jobs=args.jobs)[:1]
+            except WhereError as e:   # the selection that failed is --diff's value, not --where
+                raise WhereError(f"--diff {args.diff}: {str(e).removeprefix('--where ')}") from None
     finally:
         if store is not None:
             store.close()
