@@ -66,7 +66,7 @@ def test_error_in_args_points_at_its_line(tmp_path):
 
 
 def test_unknown_hint_and_empty_values_rejected():
-    with pytest.raises(ProbeError, match=r"unknown hint 'allow_tma'.*ct.Constant"):
+    with pytest.raises(ProbeError, match=r"'allow_tma' is a per-load knob .*ct.Constant"):
         Probe(kernel="a:b", args=lambda c, a: (), hints={"allow_tma": [True]})
     with pytest.raises(ProbeError, match=r"hints\['occupancy'\] must be a non-empty list"):
         Probe(kernel="a:b", args=lambda c, a: (), hints={"occupancy": []})
