@@ -91,3 +91,41 @@ def test_killed_audit_leaves_no_process_and_no_temp_folder(tmp_path, sig):
     assert len(after) == 4 and all(after[k] == created for k, created in stored.items()), (stored, after)
     assert len(log.read_text().splitlines()) - before == 4 - len(stored)
     assert os.listdir(tmp_path / "tmp") == []
+
+
+def _marked(marker: str) -> list[str]:
+    """Processes whose command line holds ``marker``."""
+    out = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    if marker.encode() in f.read():
+                        out.append(pid)
+            except OSError:
+                continue
+    return _alive(out)
+
+
+def test_a_process_the_probe_starts_at_import_neither_stalls_the_audit_nor_outlives_it(tmp_path):
+    """A probe that starts `sleep` at import (in the loader and again in each compile worker): the loader's child
+    held its output open, so the load waited out --probe-timeout, blamed args() and exited 3, and both sleeps
+    outlived tileprobe (a tester, 2026-12-01)."""
+    import shutil
+    marker = "311.4159"
+    shutil.copy(os.path.join(ROOT, "tests", "data", "simple_kernels.py"), tmp_path / "k.py")
+    (tmp_path / "p.py").write_text(
+        "import os, subprocess\nfrom tileprobe import Probe\n"
+        f"subprocess.Popen(['sleep', '{marker}'])\n"
+        "K = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'k.py') + ':vadd'\n"
+        "probe = Probe(kernel=K, args=lambda c, a: (a.randn((1024,), 'float32'), a.randn((1024,), 'float32'), "
+        "a.empty((1024,), 'float32'), 256), name='bg')\n")
+    proc = subprocess.run([sys.executable, "-m", "tileprobe", "audit", str(tmp_path / "p.py"), "--arch", "sm_90",
+                           "--no-store", "--no-sass", "--format", "none", "--probe-timeout", "120"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    try:
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert "1 variants, 0 failed to compile" in proc.stderr + proc.stdout
+        assert _marked(marker) == []
+    finally:
+        subprocess.run(["pkill", "-f", f"sleep {marker}"])

@@ -400,14 +400,38 @@ class _Loader:
 
     @property
     def finished(self) -> bool:
-        return self.error is not None or (self.msgs is None and self.out_fd is None)
+        """An error, or the child closed its message pipe and either its output or itself ended: a process the probe
+        started (``subprocess.Popen`` at import) may hold the output open long after the loader is done."""
+        return self.error is not None or (self.msgs is None and (self.out_fd is None or self.proc.poll() is not None))
+
+    def _drain(self) -> None:
+        """Read the output already written (the loader's last lines), without waiting for a writer that stays."""
+        if self.out_fd is None:
+            return
+        os.set_blocking(self.out_fd, False)
+        with contextlib.suppress(BlockingIOError, OSError):
+            while len(self.head) < OUTPUT_SHOWN_BYTES:
+                data = os.read(self.out_fd, 65536)
+                if not data:
+                    break
+                self.out_bytes += len(data)
+                self.head += data[:max(0, OUTPUT_SHOWN_BYTES - len(self.head))]
+
+    def kill(self) -> None:
+        """SIGKILL the child, its descendants and its process group (the group outlives a loader that has ended:
+        what the probe started and left running is in it, unless it made a session of its own)."""
+        from .procs import kill_tree
+        kill_tree(self.proc.pid)
+        if self.proc.pid != os.getpgrp():
+            with contextlib.suppress(OSError):      # the child is not reaped yet: its group id is still its own
+                os.killpg(self.proc.pid, signal.SIGKILL)
 
     def result(self) -> FileReport:
         """The report (after :attr:`finished` or a timeout); kills the child and its process group."""
         from ..schema import exit_text
-        from .procs import kill_tree
         timed_out = not self.finished
-        kill_tree(self.proc.pid)
+        self._drain()
+        self.kill()
         status = self.proc.wait()
         if timed_out:
             report = FileReport(self.path, errors=[f"{self.path}: {self.stage} did not return within "
@@ -454,7 +478,6 @@ def load_probe_files(paths: Sequence[str], targets: Sequence[str], *, tmp_root: 
                     del running[i]
     finally:
         for loader in running.values():
-            from .procs import kill_tree
-            kill_tree(loader.proc.pid)
+            loader.kill()
             loader.proc.wait()
     return reports

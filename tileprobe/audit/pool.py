@@ -54,14 +54,18 @@ def worker_main(conn, initargs: tuple, parent_pid: int) -> None:
         conn.send(("init_error", str(e) or type(e).__name__))
         return
     conn.send(("ready", info))
-    while True:
-        try:
-            variant = conn.recv()
-        except (EOFError, OSError):
-            return
-        if variant is None:
-            return
-        conn.send(("result", compile_one(variant)))
+    try:
+        while True:
+            try:
+                variant = conn.recv()
+            except (EOFError, OSError):
+                return
+            if variant is None:
+                return
+            conn.send(("result", compile_one(variant)))
+    finally:   # what probe code started (a Popen at import) and left running ends with the worker
+        from .procs import kill_tree
+        kill_tree(os.getpid(), include_self=False)
 
 
 def variant_limit_s(v: Variant, timeout_s: float, fresh: bool = True) -> float:
