@@ -4,6 +4,7 @@ a probe that changes the working folder at import, out-of-range counts. None of 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 
 import pytest
@@ -224,3 +225,32 @@ def test_a_per_load_knob_given_as_a_hint_says_what_to_do(capsys):
     err = capsys.readouterr().err
     assert code == 2 and "'allow_tma' is a per-load knob (ct.load(…, allow_tma=…)), not a kernel hint" in err
     assert "did you mean 'allow_tma'" not in err
+
+
+@pytest.mark.parametrize("kind, message", [
+    ("text", "is not a Python file: a probe file is a .py that defines `probe = Probe(…)`"),
+    ("fifo", "is not a regular file (a FIFO, a device?)"), ("loop", "is a symbolic link to nothing"),
+    ("missing", "no such file: ")])
+def test_paths_that_are_not_probe_files_say_what_they_are(tmp_path, kind, message):
+    """README.md was 'AttributeError: 'NoneType' object has no attribute 'loader''; a FIFO or a link loop was
+    'no such file' (a tester, 2026-12-01)."""
+    from tileprobe.audit.probe import load_probes
+    path = tmp_path / "p.txt"
+    if kind == "text":
+        path.write_text("# notes\n")
+    elif kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "loop":
+        os.symlink(path, path)
+    with pytest.raises(ProbeError, match=re.escape(message)):
+        load_probes(str(path))
+
+
+@pytest.mark.parametrize("name", ["a\nFAKE: 0 variants", "cr\r", "ls\u2028x", "\n"])
+def test_a_probe_name_must_be_one_line(name):
+    """A name with a line break printed a forged standalone line under the table title (a tester, 2026-12-01);
+    escapes and markup are cleaned where printed (test_failures.py), line breaks are refused here."""
+    from tileprobe import Probe
+    with pytest.raises(ProbeError, match=r"name=.*: give one line of text"):
+        Probe(kernel="a:b", args=lambda c, a: (), name=name)
+    assert Probe(kernel="a:b", args=lambda c, a: (), name="tab\there [b]x[/b]").name == "tab\there [b]x[/b]"

@@ -289,3 +289,10 @@ def test_overrides_list_each_value_once_and_each_name_once():
         "TILE": [256, [1, 2]], "N": [1, 1.0, True]}
     with pytest.raises(WhereError, match=r"--hint occupancy= is given twice; list its values once"):
         parse_overrides(["occupancy=1", "occupancy=2"], "--hint")
+
+
+def test_markdown_cells_are_text_not_images_links_or_tags():
+    """A case value ``![img](http://tracker…)`` was written raw into the bug report: an image on GitHub."""
+    from tileprobe.report.common import table_md
+    md = table_md(["case"], [["![x](http://t.example/x.png) <img src=x> p < 0.001 a|b [y]"]])
+    assert md.splitlines()[2] == r"| !\[x\](http://t.example/x.png) \<img src=x> p < 0.001 a\|b \[y\] |"

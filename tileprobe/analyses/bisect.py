@@ -162,7 +162,7 @@ def bisect(probe: str, *, arch: str, where: str | Mapping[str, Any], prop: str, 
     versions = candidates(published_versions(), good, bad)
     if on_versions:
         on_versions(versions)
-    selection = parse_where(where) if isinstance(where, str) else dict(where)
+    selection = parse_where(where) if isinstance(where, str) else dict(where or {})
     res = bisect_versions(versions, make_evaluator(probe, arch, selection, prop, jobs, store=store), on_step)
     res.prop, res.versions = prop, versions
     return res

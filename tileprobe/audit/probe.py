@@ -178,6 +178,10 @@ class Probe:
                 raise ProbeError(f"timeout_s={self.timeout_s!r}: a compiler timeout: {e}") from None
         if isinstance(self.stub_modules, str):
             raise ProbeError(f"stub_modules={self.stub_modules!r}: give a list of module names")
+        if self.name is not None and (not isinstance(self.name, str) or len(self.name.splitlines()) > 1
+                                      or self.name != self.name.strip("\r\n")):
+            raise ProbeError(f"name={self.name!r}: give one line of text (it titles tables, reports and stored "
+                             "results; a line break there could forge a line of output)")
         for knob, const in self.knobs.items():
             if knob not in LOAD_KNOBS:
                 raise ProbeError(f"unknown knob {knob!r}; per-load knobs are {', '.join(LOAD_KNOBS)}")
@@ -357,12 +361,18 @@ def _load_module(path: str):
     path = os.path.abspath(path)
     if os.path.isdir(path):
         raise ProbeError(f"{path} is a folder; give the probe files in it (e.g. {path}/*.py)")
+    if not os.path.exists(path):
+        raise ProbeError(f"{path} is a symbolic link to nothing (dangling or a loop): give the probe file itself"
+                         if os.path.lexists(path) else f"no such file: {path}")
     if not os.path.isfile(path):
-        raise ProbeError(f"no such file: {path}")
+        raise ProbeError(f"{path} is not a regular file (a FIFO, a device?): give a probe file, a .py")
     name = "tileprobe_probe_" + str(abs(hash(path)))
     if name in sys.modules:
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None:
+        raise ProbeError(f"{path} is not a Python file: a probe file is a .py that defines `probe = Probe(…)` or "
+                         "`probes = [...]` (README, 'Writing a probe')")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     try:

@@ -22,7 +22,7 @@ def add_parser(sub) -> None:
     p.add_argument("probe", metavar="PROBE", nargs="?", help="the probe file (with --bundle: where its code is "
                    "imported from; a bundle is data)")
     p.add_argument("--arch", help="one target, e.g. sm_120 (not with --bundle: the bundle's)")
-    p.add_argument("--where", default="", metavar="NAME=VALUE,...", help='the variant: case constants and hint '
+    p.add_argument("--where", default=None, metavar="NAME=VALUE,...", help='the variant: case constants and hint '
                    'values, e.g. "GATHER=True,LOOP=True,occupancy=2" (tuples as the tables print them, TILE=128×128, '
                    'or as Python, TILE=(128,128); default: every variant of the probe)')
     p.add_argument("--property", required=True, help='what to test, in `tileprobe gate --expect` form, e.g. '

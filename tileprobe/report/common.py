@@ -1,6 +1,8 @@
 """Helpers shared by the renderers: grouping, labels and number formats."""
 from __future__ import annotations
 
+import re
+
 from collections import defaultdict
 from typing import Iterable, Sequence
 
@@ -285,8 +287,13 @@ def best_lines(records: Iterable[VariantRecord]) -> list[str]:
 
 
 def table_md(headers: list[str], rows: list[list[str]]) -> str:
-    """A GitHub-flavoured Markdown table; pipes in cells are escaped."""
-    esc = lambda c: str(c).replace("|", "\\|").replace("\n", " ")  # noqa: E731
+    """A GitHub-flavoured Markdown table. Cells are text: pipes, brackets and a tag's ``<`` are escaped (a case
+    value ``![x](http://…)`` is not an image, ``<img>`` not HTML) and line breaks become spaces."""
+    def esc(c) -> str:
+        text = str(c).replace("\\", "\\\\").replace("\n", " ")
+        for ch in "|[]":
+            text = text.replace(ch, "\\" + ch)
+        return re.sub(r"<(?=[A-Za-z/!?])", r"\\<", text)     # a tag's start; "p < 0.001" stays as it is
     out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     out += ["| " + " | ".join(esc(c) for c in row) + " |" for row in rows]
     return "\n".join(out) + "\n"
