@@ -115,7 +115,7 @@ COMPARE_ROWS = """\
 │ ? │ w4a16 sm_120 GATHER=True LOOP=True occupancy=4 │ 256×128r 44,068B 2/SM occupancy honoured │ -                                         │ only in A                                                │
 └───┴────────────────────────────────────────────────┴──────────────────────────────────────────┴───────────────────────────────────────────┴──────────────────────────────────────────────────────────┘
 ! regression (new crashes and hangs first)   * improvement   x code, resources or failure class changed, same residency and verdicts   = same machine code   ? on one side only
-1 regression(s), 0 improvement(s), 1 changed, 0 same"""
+1 regression(s), 0 improvement(s), 1 changed, 0 same, 1 on one side only"""
 
 
 def test_compare_cli_prints_the_changes_table(tmp_path, capsys):
@@ -293,3 +293,27 @@ def test_bisect_on_no_crash_finds_where_the_crash_became_an_error():
         bisect_versions(versions, lambda v: Step(v, False, state[v]))
     res = bisect_versions(versions, lambda v: Step(v, state[v].startswith("compile_error"), state[v]))
     assert (res.last_good, res.first_bad) == ("13.3.36", "13.4.59")
+
+
+def test_spill_amounts_are_shown_when_both_sides_spill():
+    a = [rec(A, 1, 256, 255, 1000, 1, "a")]
+    b = [rec(B, 1, 256, 255, 1000, 1, "b")]
+    a[0].sass, b[0].sass = {"spill_loads": 172, "spill_stores": 94}, {"spill_loads": 23, "spill_stores": 23}
+    (c,) = compare_records(a, b)
+    assert c.kind == "changed" and c.details == ["spills 172 LDL/94 STL → 23 LDL/23 STL (both spill)"]
+
+
+def test_a_comparison_with_nothing_in_common_says_so(capsys):
+    from rich.console import Console
+    from tileprobe.report.terminal import render_compare
+    a = [rec(A, 1, 384, 168, 44092, 1, "a1")]
+    b = [rec(B, 1, 384, 168, 44092, 1, "a1")]
+    b[0].arch = "sm_90"
+    changes = compare_records(a, b)
+    assert [c.kind for c in changes] == ["unmatched", "unmatched"]
+    con = Console(width=200, record=True, color_system=None)
+    render_compare(Comparison(changes, A, B), con)
+    out = con.export_text()
+    assert "0 regression(s), 0 improvement(s), 0 changed, 0 same, 2 on one side only" in out
+    assert ("nothing was compared: no variant is on both sides (variants match by kernel, case, hints and arch; "
+            "A has w4a16 on sm_120, B has w4a16 on sm_90)") in out

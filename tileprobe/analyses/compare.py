@@ -7,7 +7,8 @@ Variants are matched by (kernel, case, hints, arch). Each pair gets a mark, in t
        worse compile or run status (:data:`COMPILE_RANK`, :data:`RUN_RANK`: ok → error, error → crash, ok → hang,
        ok → wrong …), slower beyond the measured noise
 ``*``  improvement: the reverse of any of the above (crash → error, error → ok, hang → ok, wrong → ok …)
-``x``  machine code or resources changed, residency and verdicts the same
+``x``  machine code or resources changed, residency and verdicts the same (spill amounts too, when both sides
+       spill: ``spills 172 LDL/94 STL → 23 LDL/23 STL (both spill)``; only spills appearing or going are judged)
 ``=``  same machine code and resources
 ``?``  only one side has the variant
 ====  =========================================================================================================
@@ -128,6 +129,9 @@ def _classify(ch: Change, a: VariantRecord, b: VariantRecord) -> None:
         spill = _spill_change(a, b)
         if spill:
             (worse if spill[0] == "worse" else better).append(spill[1])
+        elif spill_counts(a) != spill_counts(b) and None not in (spill_counts(a), spill_counts(b)):
+            # both sides spill, in other amounts: shown, not judged (fewer LDL/STL is not always faster)
+            changed.append(f"spills {_spill_text(spill_counts(a))} → {_spill_text(spill_counts(b))} (both spill)")
         for name, va, vb in (("threads", a.threads, b.threads), ("registers", a.registers, b.registers),
                              ("shared B", a.shared_bytes, b.shared_bytes)) + (
                 (("stack B", a.stack_bytes, b.stack_bytes),) if not spill else ()):

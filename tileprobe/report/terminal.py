@@ -209,7 +209,9 @@ def _print_reasons(console: Console, rows: list[VariantRecord], brief: bool) -> 
 def render_compare(comparison: Comparison, console: Console | None = None) -> None:
     """A rich table: mark, variant, A and B resources/verdicts, what changed; then the legend and the counts."""
     changes, console = comparison.changes, console or Console()
-    t = Table(title=cell(f"A: {comparison.name_a}\nB: {comparison.name_b}"), title_justify="left")
+    say(console, f"A: {comparison.name_a}")
+    say(console, f"B: {comparison.name_b}")
+    t = Table()
     for h in ("", "variant", "A", "B", "what changed"):
         t.add_column(h)
     style = {"!": "bold red", "*": "green", "x": "yellow"}
@@ -225,8 +227,21 @@ def render_compare(comparison: Comparison, console: Console | None = None) -> No
     if comparison.total is not None:
         say(console, f"{n} regression(s) shown of {comparison.total} variant(s) compared")
         return
+    one_side = sum(c.kind == "unmatched" for c in changes)
     say(console, f"{n} regression(s), {sum(c.kind == 'improvement' for c in changes)} improvement(s), "
-                 f"{sum(c.kind == 'changed' for c in changes)} changed, {sum(c.kind == 'same' for c in changes)} same")
+                 f"{sum(c.kind == 'changed' for c in changes)} changed, {sum(c.kind == 'same' for c in changes)} same"
+                 + (f", {one_side} on one side only" if one_side else ""))
+    if changes and one_side == len(changes):
+        say(console, "nothing was compared: no variant is on both sides (variants match by kernel, case, hints and "
+                     f"arch; A has {_sides_text([c.a for c in changes])}, B has {_sides_text([c.b for c in changes])})")
+
+
+def _sides_text(records: Sequence) -> str:
+    """``rms_norm on sm_90`` for the records of one side of a comparison (``nothing`` when none)."""
+    recs = [r for r in records if r is not None]
+    if not recs:
+        return "nothing"
+    return f"{', '.join(sorted({r.kernel for r in recs}))} on {', '.join(sorted({r.arch for r in recs}))}"
 
 
 def _render_times(comparison: Comparison, console: Console) -> None:
@@ -235,8 +250,8 @@ def _render_times(comparison: Comparison, console: Console) -> None:
     from .releases import change_text, has_runs, time_text
     if not has_runs(comparison):
         return
-    t = Table(title=cell(f"times: A {comparison.name_a}, B {comparison.name_b} (Welch t-test p < 0.05 and ≥ 2 %)"),
-              title_justify="left")
+    say(console, f"times: A {comparison.name_a}, B {comparison.name_b} (Welch t-test p < 0.05 and ≥ 2 %)")
+    t = Table()
     for h in ("", "variant", "A", "B", "change"):
         t.add_column(h)
     for c in comparison.changes:
@@ -284,13 +299,15 @@ def gate_text(g: GateResult) -> str:
 
 # --- history ------------------------------------------------------------------------------------------------------
 
-def _table(title: str, headers: Sequence[str], rows: Iterable[Sequence[str]]) -> Table:
-    t = Table(title=cell(title), title_justify="left")
+def _print_table(console: Console, title: str, headers: Sequence[str], rows: Iterable[Sequence[str]]) -> None:
+    """``title`` on a line of its own, then a table whose cells wrap (fold) rather than end in "…" when narrow."""
+    say(console, title)
+    t = Table()
     for h in headers:
-        t.add_column(cell(h))
+        t.add_column(cell(h), overflow="fold")
     for row in rows:
         t.add_row(*map(cell, row))
-    return t
+    console.print(t)
 
 
 def _num(v, spec: str = "") -> str:
@@ -301,20 +318,19 @@ def render_history(hist: History, console: Console, limit: int | None = None) ->
     """The store's path, then tables of its audits, compiles and (when any) runs; with ``limit``, a note that
     only the newest ``limit`` of each are listed."""
     say(console, f"store: {hist.store}")
-    console.print(_table("audits", ("id", "when (UTC)", "host", "variants", "s", "command"),
-                         [(str(a["id"]), a["created"][:19], a["host"] or "", str(a["n_variants"]),
-                           f"{a['wall_s'] or 0:.1f}", a["command_line"] or "") for a in hist.audits]))
-    console.print(_table("compiles", ("when (UTC)", "kernel", "case", "hints", "arch", "compiler", "status", "regs",
-                                      "CTAs/SM", "µs"),
-                         [(c["created"][:19], c["kernel"], fmt_kv(c["case"]), fmt_kv(c["hints"]), c["arch"],
-                           short_build(c["tileiras"]) if c["tileiras"] else "", c["status"], _num(c["registers"]), _num(c["ctas_per_sm"]),
-                           _num(c["median_us"], ".1f")) for c in hist.compiles]))
+    _print_table(console, "audits", ("id", "when (UTC)", "host", "variants", "s", "command"),
+                 [(str(a["id"]), a["created"][:19], a["host"] or "", str(a["n_variants"]),
+                   f"{a['wall_s'] or 0:.1f}", a["command_line"] or "") for a in hist.audits])
+    _print_table(console, "compiles", ("when (UTC)", "kernel", "case", "hints", "arch", "compiler", "status", "regs",
+                                       "CTAs/SM", "µs"),
+                 [(c["created"][:19], c["kernel"], fmt_kv(c["case"]), fmt_kv(c["hints"]), c["arch"],
+                   short_build(c["tileiras"]) if c["tileiras"] else "", c["status"], _num(c["registers"]),
+                   _num(c["ctas_per_sm"]), _num(c["median_us"], ".1f")) for c in hist.compiles])
     if hist.runs:
-        console.print(_table("runs", ("when (UTC)", "kernel", "case", "hints", "arch", "GPU", "driver", "status",
-                                      "µs"),
-                             [(r["created"][:19], r["kernel"], fmt_kv(r["case"]), fmt_kv(r["hints"]), r["arch"],
-                               r["gpu"] or "", r["driver"] or "", r["status"] or "", _num(r["median_us"], ".1f"))
-                              for r in hist.runs]))
+        _print_table(console, "runs", ("when (UTC)", "kernel", "case", "hints", "arch", "GPU", "driver", "status", "µs"),
+                     [(r["created"][:19], r["kernel"], fmt_kv(r["case"]), fmt_kv(r["hints"]), r["arch"],
+                       r["gpu"] or "", r["driver"] or "", r["status"] or "", _num(r["median_us"], ".1f"))
+                      for r in hist.runs])
     if limit:
         say(console, f"(newest {limit} of each; --limit 0 lists all, --json/--csv export all)")
 
