@@ -198,8 +198,9 @@ def test_runs_history_and_exports(tmp_path, capsys):
     assert len(rows) == 3 and {r["median_us"] for r in rows} == {"", "12.5"} and rows[0]["gpu"] in ("", "NVIDIA H200")
     assert main(["history", "--store", path, "--kernel", "fake", "--tileiras", "13.4"]) == 0
     assert "fake" in capsys.readouterr().out
-    assert main(["history", "--store", path, "--json", str(out_json), "--kernel", "other"]) == 0
-    assert load(str(out_json))[0] == []
+    assert main(["history", "--store", path, "--json", str(out_json), "--kernel", "fake", "--arch", "sm_100"]) == 0
+    assert load(str(out_json))[0] == []                     # a known kernel, nothing on that arch: an empty export
+    assert main(["history", "--store", path, "--json", str(out_json), "--kernel", "other"]) == 2   # a typo: an error
 
 
 # --- SIGKILL in the middle of a sweep --------------------------------------------------------------------------------
@@ -457,3 +458,20 @@ def test_history_cli_prints_audits_compiles_and_runs(tmp_path, capsys):
         "when (UTC) kernel case hints arch GPU driver status µs",
         "WHEN fake I=1 occupancy=2 sm_90 NVIDIA H200 580.159 ok 12.5"]
     assert " ".join(rows[-1]) == "(newest 2 of each; --limit 0 lists all, --json/--csv export all)"
+
+
+def test_history_of_a_kernel_the_store_never_compiled_is_a_usage_error(tmp_path, capsys):
+    """`history --kernel nosuch` listed empty tables and exit 0 (a new user, 2026-12-01)."""
+    from tileprobe.cli import main
+    path = str(tmp_path / "h.sqlite")
+    with Store.open(path) as store:
+        store.save_compile(*fake(0), TC)
+        assert store.kernels() == ["fake"]
+    assert main(["history", "--store", path, "--kernel", "fak"]) == 2
+    assert "--kernel 'fak': no stored compile of that kernel (did you mean 'fake'?); the store has fake" in \
+        capsys.readouterr().err
+    assert main(["history", "--store", path, "--kernel", "fake"]) == 0
+    with Store.open(str(tmp_path / "empty.sqlite")) as store:
+        pass
+    assert main(["history", "--store", str(tmp_path / "empty.sqlite"), "--kernel", "x"]) == 2
+    assert "the store holds no compile yet" in capsys.readouterr().err

@@ -732,6 +732,10 @@ class Store:
                         "compile_keys": keys})
         return out
 
+    def kernels(self) -> list[str]:
+        """The kernel (probe) names with a stored compile, sorted."""
+        return [k for (k,) in self._query("SELECT DISTINCT kernel FROM compiles ORDER BY kernel")]
+
     def compiles(self, *, kernel=None, arch=None, tileiras=None, limit: int | None = None) -> list[dict]:
         """Stored compiles, newest first, as flat dicts (provenance, resources, newest run's median)."""
         where, params = self._where(kernel, arch, tileiras)

@@ -48,8 +48,10 @@ def history(store: Store, *, kernel: str | None = None, arch: str | None = None,
     holding them) whose case and hints match (:mod:`tileprobe.audit.where`).
 
     Raises:
-        StoreError: the store is damaged or locked. TileprobeError: an unknown ``arch``.
+        StoreError: the store is damaged or locked. TileprobeError: an unknown ``arch``. UsageError: a ``kernel``
+            with no stored compile (naming the kernels there are).
     """
+    check_kernel(store, kernel)
     kw = dict(kernel=kernel, arch=arch, tileiras=tileiras, limit=None if where else (limit or None))
     audits, compiles, runs = store.audits(**kw), store.compiles(**kw), store.runs(**kw)
     if where:
@@ -61,6 +63,25 @@ def history(store: Store, *, kernel: str | None = None, arch: str | None = None,
         n = limit or None
         audits, compiles, runs = audits[:n], compiles[:n], runs[:n]
     return History(store.path, audits, compiles, runs)
+
+
+def check_kernel(store: Store, kernel: str | None) -> None:
+    """Refuse a ``--kernel`` the store has never compiled (a typo listed empty tables and exit 0).
+
+    Raises:
+        UsageError: naming the kernels the store has, with the closest first when one is close.
+    """
+    if not kernel:
+        return
+    known = store.kernels()
+    if kernel in known:
+        return
+    import difflib
+    from ..errors import UsageError
+    near = difflib.get_close_matches(kernel, known, n=1)
+    raise UsageError(f"--kernel {kernel!r}: no stored compile of that kernel"
+                     + (f" (did you mean {near[0]!r}?)" if near else "")
+                     + (f"; the store has {', '.join(known)}" if known else "; the store holds no compile yet"))
 
 
 def write_history_json(store: Store, dest: str | TextIO, where: dict | None = None, **filters) -> None:
