@@ -266,8 +266,8 @@ def test_failed_variant_is_not_compiled_again_unless_retry_failed(tmp_path, caps
     rc, out, err = _audit(capsys, *common)
     assert counter.read_text().count("compile") == 1            # taken from the store
     assert "tileiras was killed by SIGSEGV (signal 11)" in out  # with its words
-    assert "1 failed variant(s) taken from the store, not compiled again (tileiras 13.4.92); --retry-failed " \
-           "compiles them again" in err
+    assert "1 variant(s) that failed by compiler_crash taken from the store, not compiled again (tileiras " \
+           "13.4.92); --retry-failed compiles them again" in err
     _audit(capsys, *common, "--retry-failed")
     assert counter.read_text().count("compile") == 2
 
@@ -361,3 +361,15 @@ def test_classify_without_the_raw_output(rc, message, failure, first):
     except ct.TileCompilerExecutionError as exc:
         f = classify(exc, tileiras=REAL, build="Cuda compilation tools, release 13.4, V13.4.92")
     assert (f.failure, f.message.splitlines()[0]) == (failure, first)
+
+
+def test_a_stored_answer_of_the_compiler_is_not_offered_a_retry(tmp_path, capsys):
+    """unsupported_feature or compile_error is the compiler's answer: the second run did suggest --retry-failed for
+    the README's 12 intended unsupported_feature failures (a new user, 2026-12-01)."""
+    fake, counter = _fake_tileiras(tmp_path, "echo 'error: bad IR' >&2; exit 1")
+    probe, store = _probe(tmp_path), str(tmp_path / "s.sqlite")
+    common = [probe, "--arch", "sm_90", "--tileiras", fake, "--store", store, "-j", "1"]
+    _audit(capsys, *common)
+    rc, out, err = _audit(capsys, *common)
+    assert counter.read_text().count("compile") == 1 and "compile_error" in out
+    assert "--retry-failed" not in err

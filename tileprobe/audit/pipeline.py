@@ -408,9 +408,11 @@ def _audit_with(tc: dict, plans, targets, result: AuditResult, order: dict, tota
     finally:
         if claims is not None:
             claims.release()
-    if failed:
-        result.notes.append(f"{len(failed)} failed variant(s) taken from the store, not compiled again "
-                            f"({short_build(tc['build'])}); --retry-failed compiles them again")
+    transient = [r for r in failed if (r.failure or r.status) in TRANSIENT_FAILURES]
+    if transient:      # an unsupported feature or a compile error is the same answer the next time
+        how = " or ".join(sorted({r.failure or r.status for r in transient}))
+        result.notes.append(f"{len(transient)} variant(s) that failed by {how} taken from the store, not compiled "
+                            f"again ({short_build(tc['build'])}); --retry-failed compiles them again")
     if repeat > 1:
         _mark_determinism(result.records, repeats, tc["build"])
 
@@ -455,6 +457,11 @@ def _chunks(variants: Iterable[Variant], chunk: int = 256) -> Iterator[list[Vari
     it = iter(variants)
     while batch := list(itertools.islice(it, chunk)):
         yield batch
+
+
+#: Failures that another try may not repeat (a loaded machine's timeout, a crash, a broken environment since
+#: repaired): the store's copy of these is worth a --retry-failed; the others are the compiler's answer.
+TRANSIENT_FAILURES = ("timeout", "compiler_crash", "broken_environment")
 
 
 def _count_stored(variants: Iterable[Variant], tc: dict, store, retry_failed: bool) -> int:

@@ -138,7 +138,8 @@ def _progress(console):
     """Progress lines on stderr: compile count, GPU, each race's start and rounds."""
     def cb(kind, data):
         if kind == "compile" and data[0] == "total":
-            say(console, f"compiling {data[1]} candidates …")
+            say(console, f"compiling {data[1]} candidates …" if data[1] else
+                         "nothing to compile: every candidate's compile is in the store")
         elif kind == "worker":
             say(console, f"GPU: {data.get('name')} ({data.get('sm')}, {data.get('num_sms')} SMs, driver "
                          f"{data.get('driver')})")

@@ -70,8 +70,8 @@ def init_cuda() -> dict:
     from .launch import core_stream, cuda_core
     from .timing import TorchTimer
     if not torch.cuda.is_available():
-        raise RuntimeError("torch sees no CUDA GPU (torch.cuda.is_available() is False): tileprobe run needs an "
-                           "NVIDIA GPU, its driver and a CUDA build of torch")
+        raise RuntimeError("torch sees no CUDA GPU (torch.cuda.is_available() is False): GPU runs (tileprobe "
+                           "run, tune) need an NVIDIA GPU, its driver and a CUDA build of torch")
     torch.cuda.init()
     dev = torch.cuda.current_device()
     cuda_core().Device(dev).set_current()
