@@ -285,11 +285,12 @@ def print_interrupted(what: str = "interrupted") -> None:
     """Tell the user, on stderr, that Ctrl-C (or ``what``, e.g. "terminated by SIGTERM") stopped the command and
     what was kept: the compiles and runs this process committed to the results store
     (:func:`tileprobe.store.saved_by_this_process`)."""
-    from ..store import saved_by_this_process
+    from ..store import saved_by_this_process, store_opened_by_this_process
     saved = saved_by_this_process()
     parts = [f"{n} {kind[:-1] if n == 1 else kind}" for kind, n in saved.items() if n]
     kept = (f"{' and '.join(parts)} finished before it {'is' if sum(saved.values()) == 1 else 'are'} kept in the "
-            "results store" if parts else "nothing had been saved to the results store yet")
+            "results store" if parts else "nothing had been saved to the results store yet"
+            if store_opened_by_this_process() else "nothing is kept: no results store was used (--no-store)")
     console(stderr=True).print(f"{what}; {kept}", highlight=False, markup=False)
 
 

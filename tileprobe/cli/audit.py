@@ -42,7 +42,8 @@ def add_parser(sub) -> None:
                    help=f"compile at most N variants (default {MAX_VARIANTS:,}); a larger audit is refused before it "
                         "starts and says how many it would be")
     a.add_argument("--strict", action="store_true", help=f"exit {EXIT_COMPILE_FAILED} when a variant fails to compile "
-                   "(compile_error, compiler_crash, timeout); without it failures are results and the exit code is 0")
+                   "(status compile_error, compiler_crash or timeout: every failure class, unsupported_feature and "
+                   "unsupported_target included); without it failures are results and the exit code is 0")
     a.add_argument("--repeat", type=count, default=1, metavar="N", help="compile each variant N times and report "
                    "variants whose machine code differs between compiles (tileiras is not always deterministic)")
     a.add_argument("--retry-failed", action="store_true", help="compile again the variants the store holds as "
