@@ -254,3 +254,18 @@ def test_a_probe_name_must_be_one_line(name):
     with pytest.raises(ProbeError, match=r"name=.*: give one line of text"):
         Probe(kernel="a:b", args=lambda c, a: (), name=name)
     assert Probe(kernel="a:b", args=lambda c, a: (), name="tab\there [b]x[/b]").name == "tab\there [b]x[/b]"
+
+
+def test_a_huge_import_output_is_counted_in_bytes_not_by_the_kept_lines(tmp_path):
+    """50,000 lines printed at import were noted as '… (1037 more lines)': the count of the 4 KiB kept."""
+    from tileprobe.audit.pipeline import AuditResult, _load, _targets
+    shutil.copy(KERNELS, tmp_path / "k.py")
+    path = tmp_path / "loud.py"
+    path.write_text("import os\nfrom tileprobe import Probe\nfor i in range(50000):\n    print(i)\n"
+                    "K = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'k.py') + ':vadd'\n"
+                    "probe = Probe(kernel=K, args=lambda c, a: (), name='loud')\n")
+    result = AuditResult()
+    _load([str(path)], _targets(["sm_90"], result), result, str(tmp_path), 1, 60.0, 1000, False)
+    total = sum(len(f"{i}\n") for i in range(50000))
+    assert result.notes == [f"{path} printed while loading:\n  0\n  1\n  2\n  3\n  4\n  … (it printed {total:,} bytes "
+                            "in all)"]

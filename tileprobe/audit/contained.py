@@ -92,6 +92,7 @@ class FileReport:
     errors: list[str] = field(default_factory=list)
     no_probe: str | None = None
     output: str = ""
+    output_bytes: int = 0         # all it printed (``output`` keeps the first OUTPUT_SHOWN_BYTES)
     default_tileiras: str = ""    # the tileiras cuTile picks here (the parent never imports cuTile itself)
     default_tileiras_error: str = ""
 
@@ -444,6 +445,7 @@ class _Loader:
                 f"{self.path}: the process loading it ended during {self.stage} ({exit_text(status)}) and gave no "
                 "result (a crash in an extension module, or os._exit before tileprobe could catch it)"])
             report.output = bytes(self.head).decode(errors="replace")
+            report.output_bytes = self.out_bytes
         report.default_tileiras, report.default_tileiras_error = self.compiler
         return report
 

@@ -338,7 +338,11 @@ def _note_output(result: AuditResult, rep, shown: dict[str, str]) -> None:
         return
     shown[text] = str(rep.path)
     lines = text.splitlines()
-    more = f"\n  … ({len(lines) - 5} more lines)" if len(lines) > 5 else ""
+    kept = len(rep.output.encode(errors="replace"))
+    if getattr(rep, "output_bytes", 0) > kept:     # only the head was kept: its line count says nothing
+        more = f"\n  … (it printed {rep.output_bytes:,} bytes in all)"
+    else:
+        more = f"\n  … ({len(lines) - 5} more lines)" if len(lines) > 5 else ""
     result.notes.append(f"{rep.path} printed while loading:\n  " + "\n  ".join(lines[:5]) + more)
 
 
