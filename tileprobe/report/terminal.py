@@ -268,9 +268,10 @@ _LEVEL_MARK = {"ok": "[green]✓[/]", "warn": "[yellow]![/]", "error": "[bold re
 def render_doctor(findings: Sequence[Finding], console: Console) -> None:
     """Print findings: a mark (✓ ! ✗), the topic, the message, and the fix on its own line."""
     for f in findings:
-        console.print(f"{_LEVEL_MARK[f.level]} [bold]{escape(f.topic)}[/]: {escape(f.message)}")
+        console.print(f"{_LEVEL_MARK[f.level]} [bold]{escape(f.topic)}[/]: {escape(f.message)}", soft_wrap=True,
+                      highlight=False)      # a long finding is one line: the terminal wraps it, a pipe keeps it whole
         if f.fix:
-            console.print(f"    [cyan]fix[/]: {escape(f.fix)}")
+            console.print(f"    [cyan]fix[/]: {escape(f.fix)}", soft_wrap=True, highlight=False)
 
 
 # --- gate ---------------------------------------------------------------------------------------------------------
