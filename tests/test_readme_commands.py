@@ -103,8 +103,14 @@ def test_each_readme_subcommand_has_help(name, capsys):
 
 @pytest.mark.parametrize("command", [c for c in FENCED if shlex.split(c)[1] in RUN_FOR_REAL])
 def test_quick_readme_commands_run(command, tmp_path, monkeypatch):
+    """On a store holding the bundled probes' records (as after the README's first command; no compile here)."""
+    from tileprobe.schema import load
+    from tileprobe.store import Store
     monkeypatch.setenv("TILEPROBE_STORE", str(tmp_path / "results.sqlite"))
     monkeypatch.chdir(ROOT)
+    records, _ = load(str(ROOT / "tests" / "data" / "examples_records_2026-12-01.json"))
+    with Store.open(str(tmp_path / "results.sqlite")) as store:
+        store.import_records(records, lambda sha: None, None)
     assert main(shlex.split(command)[1:]) == 0
 
 
