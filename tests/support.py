@@ -28,13 +28,16 @@ def write_vec_probe(path: Path, tiles=(1024,), occupancy=(1, 2), name: str = "ve
 def fake_tileiras(folder: Path, body: str, *, logged: bool = False) -> str:
     """Write ``folder/tileiras``: the real tileiras for ``--version``, ``--help`` and cuTile's bytecode probe; for a
     kernel compile it runs ``body`` (bash). ``logged``: first compile with the real one, append the arguments to
-    ``folder/compiles.log``, and set ``$n`` to the number of compiles logged before this one, then ``body``.
-    Returns the script's path."""
+    ``folder/compiles.log``, and set ``$n`` to the number of compiles logged before this one, then ``body``. The
+    count and the append are one step under ``flock`` (two compiles at once both read n=0 on a loaded machine: a
+    flaky Ray test, 2026-12-01). Returns the script's path."""
     from tileprobe.audit._cutile import which_tool
     real = which_tool("tileiras")
     if logged:
-        body = (f'{real} "$@" || exit $?\nn=$(wc -l < {folder}/compiles.log 2>/dev/null || echo 0)\n'
-                f'echo "$*" >> {folder}/compiles.log\n{body}')
+        log = f"{folder}/compiles.log"
+        body = (f'{real} "$@" || exit $?\n'
+                f'n=$(flock {log}.lock bash -c \'n=$(wc -l < "$0" 2>/dev/null || echo 0); echo "$1" >> "$0"; '
+                f'echo $n\' {log} "$*")\n{body}')
     script = folder / "tileiras"
     script.write_text(f"""#!/bin/bash
 case "$*" in
