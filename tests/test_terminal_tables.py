@@ -296,3 +296,13 @@ def test_markdown_cells_are_text_not_images_links_or_tags():
     from tileprobe.report.common import table_md
     md = table_md(["case"], [["![x](http://t.example/x.png) <img src=x> p < 0.001 a|b [y]"]])
     assert md.splitlines()[2] == r"| !\[x\](http://t.example/x.png) \<img src=x> p < 0.001 a\|b \[y\] |"
+
+
+def test_too_narrow_for_any_table_one_line_per_variant(examples):
+    """At 40 columns the kept columns cannot fit: the occupancy column was drawn zero wide and the last verdict
+    cut off (a tester, 2026-12-01). Now each variant is a line holding every kept value."""
+    rows = [r for r in examples if r.kernel == "rms_norm" and r.arch == "sm_90"][:2]
+    out = _render(rows, 40)
+    assert "┃" not in out and "│" not in out
+    assert "  occ=1 · regs 255 · smem B (cubin) 191,256 · CTAs/SM 1 · occ verdict met · tma verdict hon" in out
+    assert "one line per variant: a table does not fit 40 columns" in out

@@ -85,7 +85,8 @@ def audit_columns(rows: list[VariantRecord],
 
 def print_fitted_table(console: Console, title: str, columns: list[Column], wide: bool = False) -> None:
     """Draw ``columns`` as a rich table fitted to the console (:func:`~tileprobe.report.fit.fit_columns`), then
-    the notes: the verdict legend and what was left out."""
+    the notes: the verdict legend and what was left out. Narrower than the kept columns alone (about 60 columns
+    for one hint), one line per row instead: a table there would squeeze columns to nothing."""
     has_ldl = any(c.header == "LDL/STL" for c in columns)
     order = {h: i for i, h in enumerate(DROP_ORDER)}
 
@@ -94,23 +95,13 @@ def print_fitted_table(console: Console, title: str, columns: list[Column], wide
     fitted = fit_columns(columns, console.width, wide=wide, rank=rank)
     # The title is a line of its own: a rich table title is wrapped to the table's width and padded with spaces.
     say(console, title + (f" · {fitted.title_extra}" if fitted.title_extra else ""))
-    table = Table()
-    for c in fitted.columns:
-        fold = fitted.folded and c.kind == "id"
-        table.add_column(cell(c.header), justify=c.justify, no_wrap=not fold, overflow="fold",
-                         min_width=None if fold else c.width - 2)
-    for i in range(len(columns[0].cells) if columns else 0):
-        table.add_row(*(cell(c.cells[i]) if c.styled is None else c.styled[i] for c in fitted.columns))
-    needed = table_width(fitted.columns)
-    if wide and needed > console.width:
-        saved, console.width = console.width, needed
-        try:
-            console.print(table, crop=False)
-        finally:
-            console.width = saved
+    if fitted.folded:
+        _print_rows(console, fitted.columns)
     else:
-        console.print(table)
+        _print_table_of(console, fitted.columns, wide)
     notes = []
+    if fitted.folded:
+        notes.append(f"one line per variant: a table does not fit {console.width} columns")
     if fitted.legend:
         notes.append("verdicts: " + " · ".join(fitted.legend))
     if fitted.dropped:
@@ -119,6 +110,32 @@ def print_fitted_table(console: Console, title: str, columns: list[Column], wide
         notes.append("headers: " + " · ".join(fitted.short_headers))
     for n in notes:
         say(console, n)
+
+
+def _print_table_of(console: Console, columns: list[Column], wide: bool) -> None:
+    """The rich table of ``columns`` (each at least as wide as its widest cell); ``wide``: never cropped."""
+    table = Table()
+    for c in columns:
+        table.add_column(cell(c.header), justify=c.justify, no_wrap=True, overflow="fold", min_width=c.width - 2)
+    for i in range(len(columns[0].cells) if columns else 0):
+        table.add_row(*(cell(c.cells[i]) if c.styled is None else c.styled[i] for c in columns))
+    needed = table_width(columns)
+    if wide and needed > console.width:
+        saved, console.width = console.width, needed
+        try:
+            console.print(table, crop=False)
+        finally:
+            console.width = saved
+    else:
+        console.print(table)
+
+
+def _print_rows(console: Console, columns: list[Column]) -> None:
+    """Each row as one line, ``occ=2 · regs 128 · smem B (cubin) 113,176 · …`` (the terminal wraps it)."""
+    for i in range(len(columns[0].cells) if columns else 0):
+        parts = [f"{c.header}={c.cells[i]}" if c.kind == "id" else f"{c.header.replace(chr(10), ' ')} {c.cells[i]}"
+                 for c in columns]
+        say(console, "  " + " · ".join(parts))
 
 
 def summary_lines(records: Iterable[VariantRecord]) -> list[str]:
