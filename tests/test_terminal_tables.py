@@ -89,7 +89,7 @@ def test_summary_one_line_per_kernel_arch_and_compiler(examples):
     assert w4.endswith("sm_120 tileiras 13.4.92: 12 variants, regs 128–255, CTAs/SM 1–2, 6 spilling; "
                        "occupancy 4 met, 3 honoured, 5 IGNORED")
     failed = next(ln for ln in lines if ln.startswith("w4a16_gemm ") and " sm_90 " in ln)
-    assert failed.endswith("sm_90  tileiras 13.4.92: 12 variants, 12 failed")
+    assert failed.endswith("sm_90  tileiras 13.4.92: 12 variants, 12 failed (12 compile_error)")   # as classified when recorded
 
 
 # --- --where, --case, --hint ----------------------------------------------------------------------------------------
@@ -306,3 +306,14 @@ def test_too_narrow_for_any_table_one_line_per_variant(examples):
     assert "┃" not in out and "│" not in out
     assert "  occ=1 · regs 255 · smem B (cubin) 191,256 · CTAs/SM 1 · occ verdict met · tma verdict hon" in out
     assert "one line per variant: a table does not fit 40 columns" in out
+
+
+def test_the_last_line_says_how_many_variants_where_selected(examples):
+    """`--where num_ctas=4` showed 2 rows under "14 variants": every hint value is audited for the verdicts."""
+    from tileprobe.audit.pipeline import AuditResult
+    from tileprobe.cli.audit import _summary
+    rows = [r for r in examples if r.kernel == "rms_norm" and r.arch == "sm_90"]
+    res = AuditResult(records=rows, wall_s=1.25)
+    assert _summary(res, 2) == (f"{len(rows)} variants (2 shown by --where; the other hint values were audited for "
+                                "the verdicts), 0 failed to compile, 1.2 s")
+    assert _summary(res, len(rows)) == _summary(res) == f"{len(rows)} variants, 0 failed to compile, 1.2 s"

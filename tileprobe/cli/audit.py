@@ -91,10 +91,11 @@ def cmd_audit(args) -> int:
         result.environment["audit_command"] = args.command_line or command_line()
         write_bundle(args.bundle, result)
     from ..audit.where import select_or_explain
-    emit(select_or_explain(result.records, where), result.environment, args)
+    shown = select_or_explain(result.records, where)
+    emit(shown, result.environment, args)
     if args.repeat > 1:
         say(err, repeat_line(result.records, args.repeat))
-    say(err, _summary(result))
+    say(err, _summary(result, len(shown) if where else None))
     if not result.complete:
         return EXIT_INCOMPLETE
     if args.strict and any(r.status in FAILED for r in result.records):
@@ -142,12 +143,16 @@ def repeat_line(records, repeat: int) -> str:
             f"compiles: {names}{more}")
 
 
-def _summary(result) -> str:
+def _summary(result, shown: int | None = None) -> str:
+    """The last line: variants audited and failed (by class), probe and target errors, wall time; with
+    ``--where`` (``shown``), how many it selected: every value of a hint is audited, the verdicts compare them."""
     from collections import Counter
     classes = Counter(r.failure or r.status for r in result.records if r.status in FAILED)
     failed = sum(classes.values())
     broken = sum(1 for r in result.records if r.status == "probe_error")
-    summary = f"{len(result.records)} variants, {failed} failed to compile"
+    summary = f"{len(result.records)} variants" + (
+        f" ({shown} shown by --where; the other hint values were audited for the verdicts)"
+        if shown is not None and shown != len(result.records) else "") + f", {failed} failed to compile"
     if failed:
         summary += " (" + ", ".join(f"{n} {c}" for c, n in classes.most_common()) + ")"
     if broken or result.probe_errors:

@@ -2,6 +2,7 @@
 log), and the tables and reports of compare, doctor, gate, history, toolchain list and run."""
 from __future__ import annotations
 
+from collections import Counter
 from typing import Callable, Iterable, Sequence
 
 from rich.console import Console
@@ -155,7 +156,9 @@ def summary_lines(records: Iterable[VariantRecord]) -> list[str]:
                      or (not (r.sass and "spill_loads" in r.sass) and r.stack_bytes))
         parts = [f"{len(rows)} variant{'s' if len(rows) != 1 else ''}"]
         if len(rows) > len(ok):
-            parts.append(f"{len(rows) - len(ok)} failed")
+            classes = Counter(r.failure or r.status for r in rows if not r.ok)
+            parts.append(f"{len(rows) - len(ok)} failed (" + ", ".join(f"{n} {c}" for c, n in classes.most_common())
+                         + ")")
         if ok:
             parts += [f"regs {span('registers')}", f"CTAs/SM {span('ctas_per_sm')}", f"{spills} spilling"]
             unread = sum(1 for r in ok if "error" in (r.sass or {}))
