@@ -444,17 +444,19 @@ def test_history_cli_prints_audits_compiles_and_runs(tmp_path, capsys):
         store.save_audit(AuditResult(records=records, wall_s=2.5), "audit p.py --arch sm_90")
         host = store.host
     assert main(["history", "--store", path, "--limit", "2"]) == 0
-    when = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")
+    when = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
     rows = [when.sub("WHEN", ln).replace(f" {host} ", " HOST ").split()
             for ln in capsys.readouterr().out.splitlines()]
     cells = [" ".join(w for w in row if w not in "│┃") for row in rows if row and row[0] in "│┃"]
     assert rows[0] == ["store:", path]
+    # one value in every row: kernel, arch and compiler move into the title (the version, not the whole banner)
+    assert ["compiles", "·", "kernel", "fake", "·", "arch", "sm_90", "·", "compiler", "tileiras", "13.4.92"] in rows
     assert cells == [
         "id when (UTC) host variants s command",
         "1 WHEN HOST 2 2.5 audit p.py --arch sm_90",
-        "when (UTC) kernel case hints arch compiler status regs CTAs/SM µs",
-        "WHEN fake I=2 occupancy=1 sm_90 tileiras 13.4.92 ok 34 16 -",     # the version, not the whole banner
-        "WHEN fake I=1 occupancy=2 sm_90 tileiras 13.4.92 ok 33 16 12.5",
+        "when (UTC) case hints status regs CTAs/SM µs",
+        "WHEN I=2 occupancy=1 ok 34 16 -",
+        "WHEN I=1 occupancy=2 ok 33 16 12.5",
         "when (UTC) kernel case hints arch GPU driver status µs",
         "WHEN fake I=1 occupancy=2 sm_90 NVIDIA H200 580.159 ok 12.5"]
     assert " ".join(rows[-1]) == "(newest 2 of each; --limit 0 lists all, --json/--csv export all)"

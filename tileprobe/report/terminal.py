@@ -231,6 +231,9 @@ def render_compare(comparison: Comparison, console: Console | None = None) -> No
     changes, console = comparison.changes, console or Console()
     say(console, f"A: {comparison.name_a}")
     say(console, f"B: {comparison.name_b}")
+    if changes and all(c.kind == "unmatched" for c in changes):      # the conclusion first, not under 20 '?' rows
+        say(console, "nothing was compared: no variant is on both sides (variants match by kernel, case, hints and "
+                     f"arch; A has {_sides_text([c.a for c in changes])}, B has {_sides_text([c.b for c in changes])})")
     t = Table()
     for h in ("", "variant", "A", "B", "what changed"):
         t.add_column(h)
@@ -251,9 +254,6 @@ def render_compare(comparison: Comparison, console: Console | None = None) -> No
     say(console, f"{n} regression(s), {sum(c.kind == 'improvement' for c in changes)} improvement(s), "
                  f"{sum(c.kind == 'changed' for c in changes)} changed, {sum(c.kind == 'same' for c in changes)} same"
                  + (f", {one_side} on one side only" if one_side else ""))
-    if changes and one_side == len(changes):
-        say(console, "nothing was compared: no variant is on both sides (variants match by kernel, case, hints and "
-                     f"arch; A has {_sides_text([c.a for c in changes])}, B has {_sides_text([c.b for c in changes])})")
 
 
 def _sides_text(records: Sequence) -> str:
@@ -320,15 +320,31 @@ def gate_text(g: GateResult) -> str:
 
 # --- history ------------------------------------------------------------------------------------------------------
 
+#: History columns that move into the table's title when every row has one value (``compiles · kernel rms_norm``),
+#: and columns never wrapped (a time or an id cut in two is unreadable).
+_TITLE_COLUMNS = ("kernel", "arch", "compiler", "GPU", "driver", "host")
+_WHOLE_COLUMNS = ("id", "when (UTC)", "regs", "CTAs/SM", "µs", "s", "variants", "status")
+
+
 def _print_table(console: Console, title: str, headers: Sequence[str], rows: Iterable[Sequence[str]]) -> None:
-    """``title`` on a line of its own, then a table whose cells wrap (fold) rather than end in "…" when narrow."""
-    say(console, title)
+    """``title`` on a line of its own (with the columns that hold one value in every row), then a table whose
+    other text cells wrap (fold) rather than end in "…" when narrow."""
+    rows = [list(r) for r in rows]
+    same = [j for j, h in enumerate(headers) if h in _TITLE_COLUMNS and len(rows) > 1
+            and len({r[j] for r in rows}) == 1 and rows[0][j]]
+    say(console, " · ".join([title, *(f"{headers[j]} {rows[0][j]}" for j in same)]))
+    keep = [j for j in range(len(headers)) if j not in same]
     t = Table()
-    for h in headers:
-        t.add_column(cell(h), overflow="fold")
+    for j in keep:
+        t.add_column(cell(headers[j]), overflow="fold", no_wrap=headers[j] in _WHOLE_COLUMNS)
     for row in rows:
-        t.add_row(*map(cell, row))
+        t.add_row(*(cell(row[j]) for j in keep))
     console.print(t)
+
+
+def _when(created: str) -> str:
+    """A stored ISO time as the history tables show it: ``2026-12-01 21:04:48`` (UTC)."""
+    return created[:19].replace("T", " ")
 
 
 def _num(v, spec: str = "") -> str:
@@ -340,16 +356,16 @@ def render_history(hist: History, console: Console, limit: int | None = None) ->
     only the newest ``limit`` of each are listed."""
     say(console, f"store: {hist.store}")
     _print_table(console, "audits", ("id", "when (UTC)", "host", "variants", "s", "command"),
-                 [(str(a["id"]), a["created"][:19], a["host"] or "", str(a["n_variants"]),
+                 [(str(a["id"]), _when(a["created"]), a["host"] or "", str(a["n_variants"]),
                    f"{a['wall_s'] or 0:.1f}", a["command_line"] or "") for a in hist.audits])
     _print_table(console, "compiles", ("when (UTC)", "kernel", "case", "hints", "arch", "compiler", "status", "regs",
                                        "CTAs/SM", "µs"),
-                 [(c["created"][:19], c["kernel"], fmt_kv(c["case"]), fmt_kv(c["hints"]), c["arch"],
+                 [(_when(c["created"]), c["kernel"], fmt_kv(c["case"]), fmt_kv(c["hints"]), c["arch"],
                    short_build(c["tileiras"]) if c["tileiras"] else "", c["status"], _num(c["registers"]),
                    _num(c["ctas_per_sm"]), _num(c["median_us"], ".1f")) for c in hist.compiles])
     if hist.runs:
         _print_table(console, "runs", ("when (UTC)", "kernel", "case", "hints", "arch", "GPU", "driver", "status", "µs"),
-                     [(r["created"][:19], r["kernel"], fmt_kv(r["case"]), fmt_kv(r["hints"]), r["arch"],
+                     [(_when(r["created"]), r["kernel"], fmt_kv(r["case"]), fmt_kv(r["hints"]), r["arch"],
                        r["gpu"] or "", r["driver"] or "", r["status"] or "", _num(r["median_us"], ".1f"))
                       for r in hist.runs])
     if limit:
