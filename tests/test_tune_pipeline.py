@@ -264,3 +264,16 @@ def test_split_machines_tune_from_a_bundle(space, tmp_path):
                                                                          "constraint:occupancy_sweep_at_1024": 3,
                                                                          "duplicate_launch": 1}
     assert out.environment["bundle"] == str(tmp_path / "b") and out.times["compile_s"] < 5
+
+
+def test_the_summary_line_does_not_count_duplicates_it_did_not_look_for():
+    """A dry run without --num-sms said "0 duplicate launches" and, two lines down, that it had not looked."""
+    from types import SimpleNamespace
+    from tileprobe.cli.tune import summary_line
+    from tileprobe.tune.pipeline import NO_SM_COUNT
+    rows = [{"label": f"occupancy={o}", "config": {}, "status": "ok"} for o in (1, 2)]
+    p = SimpleNamespace(dropped={}, candidates=rows, notes=[NO_SM_COUNT])
+    assert summary_line(p) == ("2 configurations: 0 rejected by constraints, 0 failed, duplicate launches not looked "
+                               "for (no SM count) → 2 to time")
+    p.notes = []
+    assert summary_line(p).endswith(", 0 duplicate launches → 2 to time")

@@ -189,9 +189,11 @@ def summary_line(p) -> str:
     failed = {k: n for k, n in p.dropped.items() if not k.startswith("constraint:") and k != "duplicate_launch"}
     rows = [r for r in p.candidates if r.get("config") is not None]
     timed = sum(1 for r in rows if r.get("same_launch_as") is None and r.get("status") not in failed)
+    from ..tune.pipeline import NO_SM_COUNT
+    dupes = ("duplicate launches not looked for (no SM count)" if NO_SM_COUNT in (p.notes or [])
+             else f"{p.dropped.get('duplicate_launch', 0)} duplicate launches")
     return (f"{len(rows) + sum(rejected.values())} configurations: {sum(rejected.values())} rejected by constraints"
-            f"{_counts(rejected)}, {sum(failed.values())} failed{_counts(failed)}, "
-            f"{p.dropped.get('duplicate_launch', 0)} duplicate launches → {timed} to time")
+            f"{_counts(rejected)}, {sum(failed.values())} failed{_counts(failed)}, {dupes} → {timed} to time")
 
 
 def _render_problem(p, console) -> None:
@@ -206,7 +208,7 @@ def _render_problem(p, console) -> None:
     best = (p.pick or {}).get("median_us")
     t = Table(show_edge=False, pad_edge=False)
     for h in ("configuration", "status", "n", "median µs", "95% CI µs", "vs pick", "grid", "regs", "CTAs/SM",
-              "stack B/STL", "SM MHz", "note"):
+              "stack B / STL", "SM MHz", "note"):
         t.add_column(h, justify="right" if h not in ("configuration", "status", "note") else "left",
                      no_wrap=h != "note", overflow="fold" if h == "note" else "ellipsis")
     rows = [r for r in p.candidates if r.get("config") is not None]

@@ -65,6 +65,10 @@ class _WorkerStarter:
         return self.info, self.t1 - self.t0, waited
 
 
+#: The note of a plan whose duplicate launches were not looked for (the summary line says so instead of "0").
+NO_SM_COUNT = "no SM count (give --num-sms): duplicate launches were not looked for"
+
+
 def _settings(strategy, budget_s, tie_pct, confidence, min_samples, max_samples, seed, timing) -> tuple:
     try:
         return (RaceSettings(strategy=strategy, budget_s=budget_s, tie_pct=tie_pct, confidence=confidence,
@@ -189,7 +193,7 @@ def tune(probe_paths: Sequence[str], *, arch: str | None = None, budget_s: float
             if num_sms:
                 dedupe(plan, num_sms, get)
             else:
-                plan.notes.append("no SM count (give --num-sms): duplicate launches were not looked for")
+                plan.notes.append(NO_SM_COUNT)
         result.environment = _environment(env, gpu, arch, num_sms, timing_settings, race_settings, bundle)
         if progress:
             progress("plans", plans)
