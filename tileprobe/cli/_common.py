@@ -112,8 +112,9 @@ def progress_bar(con):
     counts only what is compiled; a line says how many variants came from the store."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from ..report.text import say
+    # Not a terminal (a pipe, a CI log): lines only; a live display would leave a blank line behind when it stops.
     prog = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    console=con, transient=True)
+                    console=con, transient=True) if con.is_terminal else contextlib.nullcontext()
     state = {"task": None, "stored": 0, "compiler": ""}
 
     def cb(kind, n):
@@ -123,7 +124,7 @@ def progress_bar(con):
             if not con.is_terminal or not n:
                 say(con, compiling_line(n, state["stored"], state["compiler"]))
             label = f"{state['compiler']}: compiling" if state["compiler"] else "compiling"
-            state["task"] = prog.add_task(label, total=n) if n else None
+            state["task"] = prog.add_task(label, total=n) if n and con.is_terminal else None
         elif kind == "advance" and state["task"] is not None:
             prog.advance(state["task"], n)
     return prog, cb
