@@ -8,7 +8,8 @@ steps run in order until it fits, and each leaves a note under the table:
 2. case constants with one value in every row move into the title (``· TILE=128×128``);
 3. the other columns are dropped, least important first (:data:`DROP_ORDER`), and the note names them;
 4. hint names in headers are shortened (``occ`` for occupancy, :data:`HEADER_ABBREV`) and a line says so;
-5. if the kept columns alone are still too wide, the case and hint columns fold (wrap), never truncate.
+5. if the kept columns alone are still too wide, :attr:`Fitted.folded` is set and the audit prints one line per
+   row instead of a table (``tileprobe.report.terminal.print_fitted_table``): nothing is cut.
 
 ``--wide`` skips all of it. Widths are measured on the plain cell text as rich draws it: each cell padded by one
 space either side, one rule between columns and at both edges.
