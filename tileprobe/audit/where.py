@@ -152,17 +152,23 @@ def natural_key(v: Any) -> tuple:
     return (1, (), str(v))
 
 
+def distinct(values: Iterable[Any]) -> list:
+    """``values`` once each, in first-seen order; values with equal JSON text are one (``(1, 2)`` and ``[1, 2]``)."""
+    seen: dict[str, Any] = {}
+    for v in values:
+        seen.setdefault(json.dumps(v, sort_keys=True, default=str), v)
+    return list(seen.values())
+
+
+def takes_text(name: str, values: Iterable[Any]) -> str:
+    """``occupancy takes 1, 2, 4``: the distinct ``values`` in natural order (:func:`natural_key`)."""
+    vals = sorted(distinct(values), key=natural_key)
+    return f"{name} takes {', '.join(format_value(v) for v in vals) or 'no value'}"
+
+
 def values_text(records: Sequence, names: Iterable[str]) -> str:
     """``TILE takes 64×64, 128×128; occupancy takes 1, 2, 4``: the values the records have, per name."""
-    parts = []
-    for k in names:
-        seen = {}
-        for r in records:
-            v = _value_of(r, k)
-            seen.setdefault(json.dumps(v, sort_keys=True, default=str), v)
-        vals = sorted(seen.values(), key=natural_key)
-        parts.append(f"{k} takes {', '.join(format_value(v) for v in vals) or 'no value'}")
-    return "; ".join(parts)
+    return "; ".join(takes_text(k, (_value_of(r, k) for r in records)) for k in names)
 
 
 def no_match_message(where: Mapping[str, Any], records: Sequence, option: str = "--where") -> str:
@@ -201,11 +207,7 @@ def parse_overrides(items: Sequence[str] | None, option: str) -> dict[str, list]
         name = name.strip()
         if name in out:
             raise WhereError(f"{option} {name}= is given twice; list its values once: {option} {name}=V1,V2,…")
-        unique: dict[str, Any] = {}      # a value listed twice is one variant, compiled once
-        for v in vals:
-            value = parse_value(v)
-            unique.setdefault(json.dumps(value, default=str), value)
-        out[name] = list(unique.values())
+        out[name] = distinct(parse_value(v) for v in vals)     # a value listed twice is one variant, compiled once
     return out
 
 
@@ -288,26 +290,16 @@ def _check_hint_values(where: Mapping[str, Any], probes: Sequence, option: str) 
     for name, want in where.items():
         if any(name in p.cases for p in probes):
             continue
-        planned: dict[str, Any] = {}
-        for p in probes:
-            for x in (getattr(p, "hints", None) or {}).get(name, ()):
-                planned.setdefault(json.dumps(x, default=str), x)
-        if planned and not any(same_value(x, want) for x in planned.values()):
-            values = ", ".join(format_value(x) for x in sorted(planned.values(), key=natural_key))
+        planned = distinct(x for p in probes for x in (p.hints or {}).get(name, ()))
+        if planned and not any(same_value(x, want) for x in planned):
             raise WhereError(f"{option} {name}={format_value(want)} matches none of the planned variants; "
-                             f"{name} takes {values}")
+                             f"{takes_text(name, planned)}")
 
 
 def no_case_match(where: Mapping[str, Any], probes: Sequence, option: str = "--where") -> WhereError:
     """The error for case items of ``where`` that select none of the probes' variants: the values there are."""
     names = [k for k in where if any(k in p.cases for p in probes)]
-    values = []
-    for k in names:
-        seen = {}
-        for p in probes:
-            for x in p.cases.get(k, ()):
-                seen.setdefault(json.dumps(x, default=str), x)
-        values.append(f"{k} takes {', '.join(format_value(x) for x in sorted(seen.values(), key=natural_key))}")
+    values = [takes_text(k, (x for p in probes for x in p.cases.get(k, ()))) for k in names]
     text = ",".join(f"{k}={format_value(where[k])}" for k in (names or where))
     why = "; ".join(values) or "no variant was planned to select from"
     return WhereError(f"{option} {text} matches none of the planned variants; {why}")
