@@ -377,8 +377,7 @@ class _Loader:
             data = os.read(self.out_fd, 65536)
             if not data:
                 self.out_fd = None
-            self.out_bytes += len(data)
-            self.head += data[:max(0, OUTPUT_SHOWN_BYTES - len(self.head))]
+            self._take(data)
             if self.out_bytes > OUTPUT_LIMIT_BYTES:
                 self.error = (f"{self.path}: printed more than {OUTPUT_LIMIT_BYTES:,} bytes while {self.stage} and was "
                               f"stopped; remove the prints (first line: {self._first_line()!r})")
@@ -394,6 +393,11 @@ class _Loader:
                 self.compiler = payload
             else:
                 self.report = payload
+
+    def _take(self, data: bytes) -> None:
+        """Count output ``data`` and keep it while the head is under :data:`OUTPUT_SHOWN_BYTES`."""
+        self.out_bytes += len(data)
+        self.head += data[:max(0, OUTPUT_SHOWN_BYTES - len(self.head))]
 
     def _first_line(self) -> str:
         line = (bytes(self.head).decode(errors="replace").strip().splitlines() or [""])[0]
@@ -415,8 +419,7 @@ class _Loader:
                 data = os.read(self.out_fd, 65536)
                 if not data:
                     break
-                self.out_bytes += len(data)
-                self.head += data[:max(0, OUTPUT_SHOWN_BYTES - len(self.head))]
+                self._take(data)
 
     def kill(self) -> None:
         """SIGKILL the child, its descendants and its process group (the group outlives a loader that has ended:

@@ -21,8 +21,8 @@ from ..model.cubin import CubinInfo
 from ..model.occupancy import theoretical_occupancy
 from ..schema import FAILURE_FIXES, VariantRecord, canonical, derive_failure, short_build, value_key
 from .compile import DEFAULT_TIMEOUT_S, CompileResult, Variant
-from .contained import (PROBE_TIMEOUT_S, ProbePlan, _target_name, load_probe_files, probe_targets,  # noqa: F401
-                        source_sha256)
+from .contained import (OUTPUT_SHOWN_BYTES, PROBE_TIMEOUT_S, ProbePlan, _target_name,  # noqa: F401
+                        load_probe_files, probe_targets, source_sha256)
 from .claims import Claims
 from .pool import compile_variants
 from .probe import load_probes  # noqa: F401  (re-exported: callers plan from Probe objects)
@@ -338,8 +338,7 @@ def _note_output(result: AuditResult, rep, shown: dict[str, str]) -> None:
         return
     shown[text] = str(rep.path)
     lines = text.splitlines()
-    kept = len(rep.output.encode(errors="replace"))
-    if getattr(rep, "output_bytes", 0) > kept:     # only the head was kept: its line count says nothing
+    if rep.output_bytes > OUTPUT_SHOWN_BYTES:     # only the head was kept: its line count says nothing
         more = f"\n  … (it printed {rep.output_bytes:,} bytes in all)"
     else:
         more = f"\n  … ({len(lines) - 5} more lines)" if len(lines) > 5 else ""
