@@ -483,11 +483,12 @@ def test_the_interrupt_message_says_what_was_kept_or_that_no_store_was_used(monk
     """With --no-store, Ctrl-C said "nothing had been saved to the results store yet" (a tester, 2026-12-01)."""
     import tileprobe.store as st
     from tileprobe.cli._common import print_interrupted
-    for saved, text in (({"compiles": 0, "runs": 0, "opened": 0}, "nothing is kept: no results store was used "
-                                                                   "(--no-store)"),
-                        ({"compiles": 0, "runs": 0, "opened": 1}, "nothing had been saved to the results store yet"),
-                        ({"compiles": 2, "runs": 1, "opened": 1}, "2 compiles and 1 run finished before it are kept "
-                                                                   "in the results store")):
+    for saved, opened, text in (({"compiles": 0, "runs": 0}, set(), "nothing is kept: no results store was used "
+                                                                    "(--no-store)"),
+                                ({"compiles": 0, "runs": 0}, {"s"}, "nothing had been saved to the results store yet"),
+                                ({"compiles": 2, "runs": 1}, {"s"}, "2 compiles and 1 run finished before it are kept "
+                                                                    "in the results store")):
         monkeypatch.setattr(st, "_SAVED", saved)
+        monkeypatch.setattr(st, "_OPENED", opened)
         print_interrupted()
         assert capsys.readouterr().err.strip() == f"interrupted; {text}"

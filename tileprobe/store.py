@@ -180,17 +180,19 @@ _MIGRATIONS = {1: _migrate_to_1, 2: _migrate_to_2, 3: _migrate_to_3, 4: _migrate
 
 #: What this process has written to results stores so far (every Store): ``compiles`` and ``runs``, counted
 #: after each commit; the CLI says it when Ctrl-C or SIGTERM stops a command (:func:`saved_by_this_process`).
-_SAVED = {"compiles": 0, "runs": 0, "opened": 0}
+_SAVED = {"compiles": 0, "runs": 0}
+#: Results stores this process opened (none with ``--no-store``).
+_OPENED: set[str] = set()
 
 
 def saved_by_this_process() -> dict[str, int]:
     """``{"compiles": n, "runs": m}``: the compiles and GPU runs this process committed to any results store."""
-    return {k: v for k, v in _SAVED.items() if k != "opened"}
+    return dict(_SAVED)
 
 
 def store_opened_by_this_process() -> bool:
     """Whether this process opened a results store at all (not with ``--no-store``)."""
-    return _SAVED["opened"] > 0
+    return bool(_OPENED)
 
 
 class Store:
@@ -238,7 +240,7 @@ class Store:
         except BaseException:
             conn.close()
             raise
-        _SAVED["opened"] += 1
+        _OPENED.add(path)
         return store
 
     def _prepare(self) -> None:

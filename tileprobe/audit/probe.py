@@ -178,8 +178,8 @@ class Probe:
                 raise ProbeError(f"timeout_s={self.timeout_s!r}: a compiler timeout: {e}") from None
         if isinstance(self.stub_modules, str):
             raise ProbeError(f"stub_modules={self.stub_modules!r}: give a list of module names")
-        if self.name is not None and (not isinstance(self.name, str) or len(self.name.splitlines()) > 1
-                                      or self.name != self.name.strip("\r\n")):
+        if self.name is not None and (not isinstance(self.name, str)
+                                      or (self.name and self.name.splitlines() != [self.name])):
             raise ProbeError(f"name={self.name!r}: give one line of text (it titles tables, reports and stored "
                              "results; a line break there could forge a line of output)")
         for knob, const in self.knobs.items():

@@ -157,10 +157,8 @@ def _pip_binary(distribution: str, program: str) -> str | None:
     return None
 
 
-def sass_traits(cubin: bytes | str | os.PathLike, nvdisasm: str | os.PathLike | None = None,
-                source: str | None = None) -> SassTraits:
-    """Disassemble ``cubin`` (bytes, or a path) and return the traits of each kernel. ``source`` names bytes in
-    error messages (default ``"the cubin"``).
+def sass_traits(cubin: bytes | str | os.PathLike, nvdisasm: str | os.PathLike | None = None) -> SassTraits:
+    """Disassemble ``cubin`` (bytes, or a path) and return the traits of each kernel.
 
     Raises:
         CubinError: the input is not a cubin, or nvdisasm finds it damaged (:func:`nvdisasm_failure`).
@@ -171,7 +169,7 @@ def sass_traits(cubin: bytes | str | os.PathLike, nvdisasm: str | os.PathLike | 
 
     tool = find_nvdisasm(nvdisasm)
     if isinstance(cubin, (bytes, bytearray, memoryview)):
-        data, src = bytes(cubin), source or "the cubin"
+        data, src = bytes(cubin), "the cubin"
     else:
         src = os.fspath(cubin)
         try:
