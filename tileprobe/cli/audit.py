@@ -146,15 +146,15 @@ def repeat_line(records, repeat: int) -> str:
 def _summary(result, shown: int | None = None) -> str:
     """The last line: variants audited and failed (by class), probe and target errors, wall time; with
     ``--where`` (``shown``), how many it selected: every value of a hint is audited, the verdicts compare them."""
-    from collections import Counter
-    classes = Counter(r.failure or r.status for r in result.records if r.status in FAILED)
-    failed = sum(classes.values())
+    from ..report.common import failure_counts
+    failed_rows = [r for r in result.records if r.status in FAILED]
+    failed = len(failed_rows)
     broken = sum(1 for r in result.records if r.status == "probe_error")
     summary = f"{len(result.records)} variants" + (
         f" ({shown} shown by --where; the other hint values were audited for the verdicts)"
         if shown is not None and shown != len(result.records) else "") + f", {failed} failed to compile"
     if failed:
-        summary += " (" + ", ".join(f"{n} {c}" for c, n in classes.most_common()) + ")"
+        summary += f" ({failure_counts(failed_rows)})"
     if broken or result.probe_errors:
         summary += (f", {len(result.probe_errors)} probe error(s) listed above"
                     + (f" ({broken} variant(s) not built)" if broken else ""))

@@ -70,6 +70,16 @@ def failure_of(r: VariantRecord) -> str:
     return r.failure or r.status
 
 
+def failure_counts(rows: Iterable[VariantRecord]) -> str:
+    """``12 unsupported_feature, 1 timeout``: ``rows`` counted by failure class (:func:`failure_of`), most first."""
+    from collections import Counter
+    return ", ".join(f"{n} {c}" for c, n in Counter(failure_of(r) for r in rows).most_common())
+
+
+#: The reason line of a variant whose SASS nvdisasm could not read (terminal and Markdown).
+SASS_UNREAD = "SASS not read (LDL/STL, TMA and MMA shown as -)"
+
+
 def failure_brief(r: VariantRecord, width: int = 100) -> str:
     """``compiler_crash: tileiras was killed by SIGSEGV (signal 11)``: the class and the first line of the
     compiler's message, cut to ``width`` characters."""

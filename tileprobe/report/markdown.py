@@ -9,8 +9,8 @@ from ..analyses.compare import Comparison
 from ..analyses.doctor import Finding
 from ..audit.explain import advice
 from ..schema import VariantRecord
-from .common import (variant_label, RUN_COLUMNS, best_lines, case_columns, failure_groups, failure_of, fmt_kv,
-                     group_tables, headers, hint_columns, noteworthy, record_side, row_cells, sass_columns,
+from .common import (variant_label, RUN_COLUMNS, SASS_UNREAD, best_lines, case_columns, failure_groups, failure_of,
+                     fmt_kv, group_tables, headers, hint_columns, noteworthy, record_side, row_cells, sass_columns,
                      short_build, table_md, verdict_cells, verdict_columns, verdict_text)
 
 
@@ -40,7 +40,7 @@ def audit_markdown(records: Iterable[VariantRecord], environment: dict, command:
                                for r in rows]))
         notes = [f"- {_label(r)}: {verdict_text(r, long=True)}" for r in rows
                  if r.ok and any(noteworthy(v) for v in r.verdicts.values())]
-        notes += [f"- {_label(r)}: SASS not read (LDL/STL, TMA and MMA shown as -): {_one_line(r.sass['error'])}"
+        notes += [f"- {_label(r)}: {SASS_UNREAD}: {_one_line(r.sass['error'])}"
                   for r in rows if r.ok and "error" in (r.sass or {})]
         if notes:
             parts.append("\n" + "\n".join(notes) + "\n")

@@ -2,7 +2,6 @@
 log), and the tables and reports of compare, doctor, gate, history, toolchain list and run."""
 from __future__ import annotations
 
-from collections import Counter
 from typing import Callable, Iterable, Sequence
 
 from rich.console import Console
@@ -16,10 +15,10 @@ from ..audit.explain import advice
 from ..model.arch import NOT_SOURCED
 from ..schema import VariantRecord
 from .fit import DROP_ORDER, Column, fit_columns, table_width
-from .common import (variant_label, KEPT, NUMERIC, RUN_COLUMNS, VERDICT_MARK, fmt_int, fmt_value, best_lines,
-                     case_columns, failure_groups, failure_of, fmt_kv, group_label, group_tables, headers,
-                     hint_columns, noteworthy, ptx_text, record_side, remark_lines, row_cells, run_label,
-                     sass_columns, short_build, verdict_cells, verdict_columns)
+from .common import (variant_label, KEPT, NUMERIC, RUN_COLUMNS, SASS_UNREAD, VERDICT_MARK, fmt_int, fmt_value,
+                     best_lines, case_columns, failure_counts, failure_groups, failure_of, fmt_kv, group_label,
+                     group_tables, headers, hint_columns, noteworthy, ptx_text, record_side, remark_lines,
+                     row_cells, run_label, sass_columns, short_build, verdict_cells, verdict_columns)
 from .text import cell, escape, say
 
 _STYLE = {"honoured": "green", "met": "cyan", "partial": "yellow", "ignored": "bold red", "infeasible": "magenta",
@@ -156,9 +155,7 @@ def summary_lines(records: Iterable[VariantRecord]) -> list[str]:
                      or (not (r.sass and "spill_loads" in r.sass) and r.stack_bytes))
         parts = [f"{len(rows)} variant{'s' if len(rows) != 1 else ''}"]
         if len(rows) > len(ok):
-            classes = Counter(r.failure or r.status for r in rows if not r.ok)
-            parts.append(f"{len(rows) - len(ok)} failed (" + ", ".join(f"{n} {c}" for c, n in classes.most_common())
-                         + ")")
+            parts.append(f"{len(rows) - len(ok)} failed ({failure_counts(r for r in rows if not r.ok)})")
         if ok:
             parts += [f"regs {span('registers')}", f"CTAs/SM {span('ctas_per_sm')}", f"{spills} spilling"]
             unread = sum(1 for r in ok if "error" in (r.sass or {}))
@@ -208,7 +205,7 @@ def _print_reasons(console: Console, rows: list[VariantRecord], brief: bool) -> 
             if not brief or noteworthy(v):
                 say(console, f"  {label}: {hint} {v['status']}: {v['reason']}")
         if "error" in (r.sass or {}):
-            say(console, f"  {label}: SASS not read (LDL/STL, TMA and MMA shown as -): {r.sass['error']}")
+            say(console, f"  {label}: {SASS_UNREAD}: {r.sass['error']}")
         if r.deterministic is False:
             say(console, f"    tileiras gave {len(r.code_hashes)} different machine codes over repeated compiles of "
                          "this variant; verdicts treat any shared code as the same")
@@ -364,7 +361,8 @@ def render_history(hist: History, console: Console, limit: int | None = None) ->
                    short_build(c["tileiras"]) if c["tileiras"] else "", c["status"], _num(c["registers"]),
                    _num(c["ctas_per_sm"]), _num(c["median_us"], ".1f")) for c in hist.compiles])
     if hist.runs:
-        _print_table(console, "runs", ("when (UTC)", "kernel", "case", "hints", "arch", "GPU", "driver", "status", "µs"),
+        _print_table(console, "runs", ("when (UTC)", "kernel", "case", "hints", "arch", "GPU", "driver", "status",
+                                       "µs"),
                      [(_when(r["created"]), r["kernel"], fmt_kv(r["case"]), fmt_kv(r["hints"]), r["arch"],
                        r["gpu"] or "", r["driver"] or "", r["status"] or "", _num(r["median_us"], ".1f"))
                       for r in hist.runs])
