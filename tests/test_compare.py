@@ -317,3 +317,14 @@ def test_a_comparison_with_nothing_in_common_says_so(capsys):
     assert "0 regression(s), 0 improvement(s), 0 changed, 0 same, 2 on one side only" in out
     assert ("nothing was compared: no variant is on both sides (variants match by kernel, case, hints and arch; "
             "A has w4a16 on sm_120, B has w4a16 on sm_90)") in out
+
+
+def test_compare_json_to_stdout_is_json_alone(tmp_path, capsys, monkeypatch):
+    """`--json -` wrote a file named '-' (a tester, 2026-12-01); now standard output holds the JSON alone."""
+    import json
+    from tileprobe.cli import main
+    pa, pb = _result_files(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    assert main(["compare", pa, pb, "--json", "-"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [c["mark"] for c in doc][:1] == ["!"] and not (tmp_path / "-").exists()

@@ -353,8 +353,12 @@ def json_text(doc: Any, indent: int | None = 1) -> str:
 
 def write_json(records: list[VariantRecord], environment: dict, dest: str) -> None:
     """Write the JSON document of ``records`` (:func:`json_text`) to file ``dest`` (``"-"``: standard output)."""
+    write_text(dest, json_text(dump(records, environment)))
+
+
+def write_text(dest: str, text: str) -> None:
+    """Write ``text`` to the file ``dest``, or to standard output when ``dest`` is ``"-"``."""
     import sys
-    text = json_text(dump(records, environment))
     if dest == "-":
         sys.stdout.write(text)
     else:

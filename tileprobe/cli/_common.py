@@ -270,10 +270,10 @@ def command_line() -> str:
 
 
 def write_json_doc(path: str, doc) -> None:
-    """Write ``doc`` as indented strict JSON (:func:`tileprobe.schema.json_text`) to the file ``path``."""
-    from ..schema import json_text
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(json_text(doc))
+    """Write ``doc`` as indented strict JSON (:func:`tileprobe.schema.json_text`) to the file ``path`` (``-``:
+    standard output; was a file named "-")."""
+    from ..schema import json_text, write_text
+    write_text(path, json_text(doc))
 
 
 def print_error(e: TileprobeError) -> None:

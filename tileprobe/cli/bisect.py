@@ -52,7 +52,7 @@ def cmd_bisect(args) -> int:
     from ..analyses.bisect import bisect
     from ..analyses.bisect_time import parse_run_property
     from ..errors import TileprobeError
-    con = console()
+    con = console(stderr=args.json == "-")      # `--json -`: standard output holds the JSON alone
     if args.bundle:
         return _gpu_side(args, args.bundle, con)
     if not (args.probe and args.arch and args.good and args.bad):

@@ -43,16 +43,17 @@ def cmd_compare(args) -> int:
                             where=where_of(args), progress=cb)
     if args.regressions:
         c = c.only(("regression",))
-    if c.audited and args.format == "table":
+    text_out = args.json != "-"          # `--json -`: standard output holds the JSON alone
+    if c.audited and args.format == "table" and text_out:
         from ..audit.where import select
         from ..report.terminal import render_audit
         render_audit(select(c.audited, where_of(args)), console(), wide=args.wide)
     if args.json:
         write_json_doc(args.json, c.to_json())
-    if args.format == "markdown":
+    if args.format == "markdown" and text_out:
         from ..report.markdown import compare_markdown
         sys.stdout.write(clean(compare_markdown(c, command_line())))
-    elif args.format == "table":
+    elif args.format == "table" and text_out:
         from ..report.terminal import render_compare
         render_compare(c, console())
     return 0

@@ -37,7 +37,8 @@ def add_parser(sub) -> None:
     p.add_argument("--no-store", action="store_true", help="do not read or write the results store")
     p.add_argument("--jobs", "-j", type=count, default=None, help="parallel compiles (default: all CPUs)")
     p.add_argument("--timeout", type=seconds, default=None, help="per-variant compiler timeout in seconds")
-    p.add_argument("--json", metavar="FILE", help="also write the outcome (failures, variants) as JSON")
+    p.add_argument("--json", metavar="FILE", help="also write the outcome (failures, variants) as JSON; - for stdout "
+                   "(the report then goes to stderr)")
     p.set_defaults(func=cmd_gate)
 
 
@@ -50,7 +51,7 @@ def cmd_gate(args) -> int:
                  store=store, baseline=args.baseline, runs=args.runs, runs_tileiras=args.runs_tileiras,
                  baseline_tileiras=args.baseline_tileiras, allow_unchecked=args.allow_unchecked, jobs=args.jobs,
                  timeout_s=args.timeout, command_line=_command_line(args))
-    say(console(), gate_text(g))
+    say(console(stderr=args.json == "-"), gate_text(g))      # `--json -`: standard output holds the JSON alone
     if args.json:
         write_json_doc(args.json, g.to_dict())
     return 0 if g.passed else 1
