@@ -102,3 +102,17 @@ def test_advice_without_a_met_value_names_each_verdict_not_spills():
     assert spilling == ["tilegym_matmul sm_90 tileiras 13.4.92 TILE=256×256×64 num_ctas=1: no occupancy value is met "
                         "without spills; spills at occupancy 1 (1791 LDL/1591 STL, 6392 B stack), 2 (1791 LDL/1591 "
                         "STL, 6392 B stack)"]
+
+
+def test_advice_for_a_selection_weighs_every_value_of_its_group():
+    """`audit --where occupancy=2` advised 'static pick: occupancy 2' (and with occupancy=1 'no value is met'):
+    the advice was worked out from the shown rows alone (a tester, 2026-12-01)."""
+    recs = _records(run=False)
+    label = "rms_norm_large sm_90 tileiras 13.4.92 ALLOW_TMA=True"
+    whole = [line for line in advice(recs) if line.startswith(label + ":")]
+    shown = [r for r in recs if r.case["ALLOW_TMA"] and r.hints["occupancy"] == 2]
+    assert advice(recs, shown) == whole and whole[0].startswith(f"{label}: static pick: occupancy 4, ")
+    assert advice(shown)[0].startswith(f"{label}: static pick: occupancy 2, ")     # what the selection alone said
+    shown = [r for r in recs if r.case["ALLOW_TMA"] and r.hints["occupancy"] == 1]
+    assert advice(recs, shown) == whole                         # not "no occupancy value is met"
+    assert advice(recs, []) == []

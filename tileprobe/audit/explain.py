@@ -80,8 +80,10 @@ def what_clusters_take(r: VariantRecord, goal: int, count) -> str:
             f"{what_it_takes(r, ctas)}")
 
 
-def advice(records: Iterable[VariantRecord]) -> list[str]:
-    """Advice per (kernel, case, other hints, arch, compiler), occupancy hints only.
+def advice(records: Iterable[VariantRecord], selected: Iterable[VariantRecord] | None = None) -> list[str]:
+    """Advice per (kernel, case, other hints, arch, compiler), occupancy hints only. ``selected``: only the groups
+    of these variants (a ``--where`` selection), each judged over all of its values in ``records``: advice from
+    the selected rows alone named occupancy 2 the pick when only occupancy 2 was shown.
 
     One static line: the occupancy value whose goal is met (honoured or met) without spills with the most CTAs/SM
     (the lowest such value on a tie: same residency, fewer demands on the compiler), and which values spill. When
@@ -90,7 +92,10 @@ def advice(records: Iterable[VariantRecord]) -> list[str]:
     (:func:`measured_advice`).
     """
     out = []
+    keys = None if selected is None else {r.group_key("occupancy") for r in selected}
     for rows in _occupancy_groups(records):
+        if keys is not None and rows[0].group_key("occupancy") not in keys:
+            continue
         label = _label(rows[0])
         static, line = _static_advice(rows)
         out.append(f"{label}: {line}")

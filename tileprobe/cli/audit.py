@@ -92,7 +92,7 @@ def cmd_audit(args) -> int:
         write_bundle(args.bundle, result)
     from ..audit.where import select_or_explain
     shown = select_or_explain(result.records, where)
-    emit(shown, result.environment, args)
+    emit(shown, result.environment, args, context=result.records)
     if args.repeat > 1:
         say(err, repeat_line(result.records, args.repeat))
     say(err, _summary(result, len(shown) if where else None))
@@ -173,8 +173,9 @@ def _have_nvdisasm() -> bool:
         return False
 
 
-def emit(records, environment: dict, args) -> None:
-    """Write ``--json`` and print ``--format`` (terminal tables, Markdown or nothing) for audit records."""
+def emit(records, environment: dict, args, context=None) -> None:
+    """Write ``--json`` and print ``--format`` (terminal tables, Markdown or nothing) for audit records;
+    ``context``: the whole audit when ``records`` is a ``--where`` selection (for the advice)."""
     from ..schema import write_json
     if args.json:
         write_json(records, environment, args.json)
@@ -182,11 +183,12 @@ def emit(records, environment: dict, args) -> None:
     if fmt == "markdown":
         from ..report.markdown import audit_markdown
         from ..report.text import clean
-        sys.stdout.write(clean(audit_markdown(records, environment, command=command_line())))
+        sys.stdout.write(clean(audit_markdown(records, environment, command=command_line(), context=context)))
     elif fmt == "table" and args.json != "-":
         if getattr(args, "summary", False):
             from ..report.terminal import render_summary
             render_summary(records, console())
             return
         from ..report.terminal import render_audit
-        render_audit(records, console(), brief=getattr(args, "brief", False), wide=getattr(args, "wide", False))
+        render_audit(records, console(), brief=getattr(args, "brief", False), wide=getattr(args, "wide", False),
+                     context=context)

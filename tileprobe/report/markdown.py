@@ -20,12 +20,13 @@ def environment_md(env: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def audit_markdown(records: Iterable[VariantRecord], environment: dict, command: str = "") -> str:
+def audit_markdown(records: Iterable[VariantRecord], environment: dict, command: str = "",
+                   context: Sequence[VariantRecord] | None = None) -> str:
     """The whole audit as a compiler bug report, ready to paste: what went wrong first (failed variants with the
     compiler's message and repeat command, noteworthy verdicts: partial, ignored, infeasible, unchanged —
     :data:`tileprobe.schema.NOTEWORTHY_STATUSES`), the environment and compiler versions, the command that
-    reproduces it, one table per kernel, arch and compiler, the advice, and the probe file itself
-    (:func:`probe_section`)."""
+    reproduces it, one table per kernel, arch and compiler, the advice (over ``context``, the whole audit, when
+    ``records`` is a selection of it), and the probe file itself (:func:`probe_section`)."""
     records = list(records)
     parts = ["## tileprobe audit\n", environment_md(environment), versions_md(records)]
     if command:
@@ -44,7 +45,7 @@ def audit_markdown(records: Iterable[VariantRecord], environment: dict, command:
                   for r in rows if r.ok and "error" in (r.sass or {})]
         if notes:
             parts.append("\n" + "\n".join(notes) + "\n")
-    lines = advice(records)
+    lines = advice(context, records) if context is not None else advice(records)
     if lines:
         parts.append("\n### Advice\n\n" + "".join(f"- {line}\n" for line in lines))
     parts.append(probe_section(sorted({r.probe for r in records if r.probe})))

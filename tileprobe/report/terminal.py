@@ -35,14 +35,15 @@ def _styled(text: str):
 
 def render_audit(records: Iterable[VariantRecord], console: Console | None = None, reasons: bool = True,
                  extra_columns: list[tuple[str, Callable[[VariantRecord], str]]] | None = None,
-                 brief: bool = False, wide: bool = False) -> None:
+                 brief: bool = False, wide: bool = False, context: Sequence[VariantRecord] | None = None) -> None:
     """Print one table per (kernel, tileiras, arch); below it every verdict's reason (only the noteworthy ones —
     partial, ignored, infeasible, unchanged — when ``brief``), the compiler's PTX decision and remarks, each failure's
     message and repro command; then static advice. ``extra_columns``: (header, cell function) pairs, e.g. run times.
 
     Each table fits the console's width (:mod:`tileprobe.report.fit`: registers, shared memory, CTAs/SM and the
     verdicts always shown and never truncated; verdicts abbreviated with a legend, then other columns dropped
-    with a note); ``wide`` shows every column at full width whatever the console's width.
+    with a note); ``wide`` shows every column at full width whatever the console's width. ``context``: the whole
+    audit when ``records`` is a selection of it (the advice weighs every value of a hint).
     """
     console = console or Console()
     records = list(records)
@@ -55,7 +56,7 @@ def render_audit(records: Iterable[VariantRecord], console: Console | None = Non
             _print_reasons(console, rows, brief)
         console.print()
     if reasons:
-        lines = advice(records)
+        lines = advice(context, records) if context is not None else advice(records)
         if lines:
             say(console, "advice:")
             for line in lines:
