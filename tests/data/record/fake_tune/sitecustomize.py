@@ -1,0 +1,47 @@
+"""Test double for cuda.tile launches and cuda.tile.tune's timer on a machine without a GPU (tests/test_use.py).
+
+On PYTHONPATH, every Python process gets: ``cuda.tile._cext.launch`` (and ``cuda.tile.launch``) replaced by a
+function that accepts the call and returns; ``cuda.tile.tune._tune._benchmark`` (what the real
+``exhaustive_search`` times each trial with) replaced by :func:`fake_benchmark`, which "runs" the kernel on torch CPU
+tensors (``Z = X + Y``), appends one line per call to ``$FAKE_TUNE_LOG`` and returns a time in µs that depends on
+the TILE constant and the occupancy hint (TILE 512 with occupancy 2 is fastest); and, when tileprobe's capture is
+loaded, its ``device_facts`` answering as an H200 (``$FAKE_GPU`` overrides the name) with this machine's tileiras.
+The real ``exhaustive_search`` runs on top of it.
+"""
+import os
+import sys
+
+import cuda.tile as _ct
+import cuda.tile._cext as _cext
+import cuda.tile.tune._tune as _tune
+
+
+def fake_launch(stream, grid, kernel, kernel_args, /, **kwargs):
+    return None
+
+
+def fake_benchmark(stream, grid, kernel, args, flush_l2=True):
+    log = os.environ.get("FAKE_TUNE_LOG")
+    if log:
+        with open(log, "a") as f:
+            f.write(f"{grid}\n")
+    x, y, z, tile = args[0], args[1], args[2], args[3]
+    z.copy_(x + y)
+    occ = getattr(getattr(kernel, "_compiler_options", None), "occupancy", None)
+    return 10.0 + abs(tile - 512) / 64 + (0.0 if occ == 2 else 1.5)
+
+
+_cext.launch = fake_launch
+_ct.launch = fake_launch
+_tune._benchmark = fake_benchmark
+
+_capture = sys.modules.get("_tileprobe_record_capture")
+if _capture is not None:
+    _real_facts = _capture.device_facts
+
+    def _fake_facts():
+        facts = _real_facts()
+        facts.update(gpu=os.environ.get("FAKE_GPU", "NVIDIA H200"), num_sms=132, arch="sm_90")
+        return facts
+
+    _capture.device_facts = _fake_facts
