@@ -590,7 +590,7 @@ class Search:
                               "grid": list(e[3]), "args": [to_json(a) for a in d]}
                              for e, d in zip(self.entries, descs)]
         material = {"kernel": [kd.get("module"), kd.get("qualname")],
-                    "problem": [[i, to_json(descs[0][i])] for i in self.problem],
+                    "problem": [[i, to_json(_key_desc(descs[0][i]))] for i in self.problem],
                     "space": [{"config": c["config"], "hints": c["hints"]} for c in self.configs_json]}
         import hashlib
         self.key = hashlib.sha256(json.dumps(material, sort_keys=True, default=repr).encode()).hexdigest()[:16]
@@ -619,6 +619,20 @@ class Search:
         """(position, argument) of the first configuration's arguments at ``positions``."""
         args = self.entries[0][4]
         return [(i, args[i]) for i in positions if i < len(args)]
+
+
+#: Base-address alignment, in bytes, up to which a search's key tells arrays apart: what cuTile's JIT infers
+#: (16-byte divisibility, the ``KernelSignature``'s alignment); a larger alignment is the allocator's luck.
+KEY_ALIGN = 16
+
+
+def _key_desc(d: tuple) -> tuple:
+    """A :func:`describe` tuple as the search key sees it: alignments capped at :data:`KEY_ALIGN`."""
+    if d[0] == "A":
+        return d[:4] + (min(d[4], KEY_ALIGN),) + d[5:]
+    if d[0] == "T":
+        return ("T", d[1], tuple(_key_desc(x) for x in d[2]))
+    return d
 
 
 def _checksum(a):
@@ -734,7 +748,8 @@ def _end_safely(rec, search, begun, result, error, wall_s):
 
 def device_facts() -> dict:
     """This process's GPU and compiler, as a tune table's rows record them: ``gpu`` (name), ``num_sms``, ``arch``,
-    ``tileiras`` (the last line of the ``--version`` of the tileiras cuTile compiles with), ``cuda_tile``. Read
+    ``tileiras`` (the release line of the ``--version`` of the tileiras cuTile compiles with, e.g. ``Cuda
+    compilation tools, release 13.4, V13.4.92``), ``cuda_tile``. Read
     through torch (when the program imported it) and cuTile; a fact it cannot read is left out."""
     out = {"cuda_tile": _cutile_version()}
     try:
@@ -754,8 +769,9 @@ def device_facts() -> dict:
         from cuda.tile._compile import _get_compiler_version_string
         text = _get_compiler_version_string() or ""
         lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+        release = [ln for ln in lines if "release" in ln and build_of(ln) != ln]   # as audit/_cutile.parse_build
         if lines:
-            out["tileiras"] = lines[-1]
+            out["tileiras"] = (release or lines)[-1]
     except Exception:
         pass
     return out
@@ -775,11 +791,14 @@ PROVENANCE = (("gpu", "GPU"), ("num_sms", "SM count"), ("arch", "arch"), ("tilei
               ("cuda_tile", "cuda-tile"), ("source_sha256", "kernel source"))
 
 
-def stale_reasons(row: dict, here: dict) -> list[str]:
-    """Why a table row does not hold here (empty: it does): each provenance field that differs, or that the row or
-    this process cannot tell. ``here``: :func:`device_facts` plus ``source_sha256`` of the kernel's file."""
+def stale_reasons(row: dict, here: dict, fields=None) -> list[str]:
+    """Why a table row does not hold here (empty: it does): each provenance field (of ``fields``, default all of
+    :data:`PROVENANCE`) that differs, or that the row or this process cannot tell. ``here``: :func:`device_facts`
+    plus ``source_sha256`` of the kernel's file."""
     out = []
     for field, what in PROVENANCE:
+        if fields is not None and field not in fields:
+            continue
         want, have = row.get(field), here.get(field)
         if field == "tileiras":
             want, have = build_of(want), build_of(have)

@@ -174,7 +174,7 @@ def search_summary(written: list[SearchProbe], out_dir: str) -> list[dict]:
     for sp in written:
         s = sp.search
         out.append({"file": os.path.relpath(sp.path, out_dir), "key": s.key, "name": s.kernel.name,
-                    "kernel": s.kernel.spec(os.path.dirname(sp.path)), "count": s.count,
+                    "kernel": s.kernel.spec(os.path.dirname(sp.path)), "kernel_file": s.kernel.file, "count": s.count,
                     "configs": [{"label": lab, "config": c.get("config"), "hints": c.get("hints") or {}}
                                 for lab, c in zip(sp.labels, s.configs)],
                     "problem": s.problem, "outputs": s.outputs, "program_pick": s.best,

@@ -17,7 +17,9 @@ import cuda.tile.tune._tune as _tune
 
 
 def fake_launch(stream, grid, kernel, kernel_args, /, **kwargs):
-    return None
+    """The program's own launch: ``Z = X + Y`` on torch CPU tensors (what vadd computes)."""
+    x, y, z = kernel_args[:3]
+    z.copy_(x + y)
 
 
 def fake_benchmark(stream, grid, kernel, args, flush_l2=True):
@@ -35,13 +37,19 @@ _cext.launch = fake_launch
 _ct.launch = fake_launch
 _tune._benchmark = fake_benchmark
 
-_capture = sys.modules.get("_tileprobe_record_capture")
-if _capture is not None:
-    _real_facts = _capture.device_facts
 
-    def _fake_facts():
-        facts = _real_facts()
+
+def install_fake_facts(capture) -> None:
+    """Make tileprobe's capture module see an H200 (``$FAKE_GPU`` another name), with this machine's tileiras."""
+    real = capture.device_facts
+
+    def fake_facts():
+        facts = real()
         facts.update(gpu=os.environ.get("FAKE_GPU", "NVIDIA H200"), num_sms=132, arch="sm_90")
         return facts
 
-    _capture.device_facts = _fake_facts
+    capture.device_facts = fake_facts
+
+
+if "_tileprobe_record_capture" in sys.modules:
+    install_fake_facts(sys.modules["_tileprobe_record_capture"])
