@@ -245,3 +245,38 @@ def test_refresh_retunes_stale_rows_and_says_what_changed(tuned, tmp_path):
     assert row["case"] == {"config": "C2"} and "V13.4." in row["tileiras"] and row["search"]["config_index"] == 2
     again = _cli(["tune", "--refresh", "t.json"], _env(tmp_path), str(tmp_path))
     assert again.returncode == 0 and "nothing to refresh" in again.stderr
+
+
+# --- the GPU benchmark's CPU side ---------------------------------------------------------------------------------
+
+def test_gpu_benchmark_summary_from_a_cpu_run(tuned, tmp_path):
+    """benchmarks/issue21_bench.py composes (a)–(e) from its step results and the table, the recording and a
+    do_bench space; here those of the fake tune, with do_bench figures made up per configuration."""
+    import shutil
+    tmp, _ = tuned
+    shutil.copy(tmp / "table.json", tmp_path / "table.json")
+    shutil.copytree(tmp / "table.json.record", tmp_path / "table.json.record")
+    (s,) = json.loads((tmp_path / "table.json.record" / "record.json").read_text())["searches"]
+    us = [30.0, 30.1, 20.0, 20.2, 10.1, 10.0]          # C5 is the best; the table's C4 within 1 %
+    (tmp_path / "space.json").write_text(json.dumps([{"key": s["key"], "us": us}]))
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import issue21_bench as bench
+    steps = {"steps": [{"step": "a", "wall_s": 40.0, "rc": 0, "ops": {"vadd": "ok"}, "use_lines": []},
+                       {"step": "b", "wall_s": 6.0, "rc": 0, "ops": {"vadd": "ok"}, "use_lines": []},
+                       {"step": "e", "wall_s": 41.0, "rc": 0, "ops": {"vadd": "ok"},
+                        "use_lines": ["tileprobe use: vadd: stale row: tileiras build V13.4.92 here, V13.3.36 in "
+                                      "the table; running the program's own search"]}]}
+    lines = bench.summarize(str(tmp_path), steps)
+    text = "\n".join(lines)
+    assert "(b) with the table: 6.0 s = 0.15x (met: required <= 0.4x)" in text
+    (row,) = [ln for ln in lines if ln.strip().startswith("vadd")]
+    assert "C4 10.1" in row and "C3 20.2" in row and "C5 10.0" in row and "0.5" in row and "1.01" in row
+    assert "NOT met" not in row and "(e) forged tileiras build: 1 search(es) refused" in text and \
+        text.rstrip().splitlines()[-2].endswith("met")
+    forged = tmp_path / "forged.json"
+    assert bench.forge(str(tmp_path / "table.json"), str(forged)) == 1
+    assert json.loads(forged.read_text())["kernels"]["vadd"][0]["tileiras"] == bench.FORGED_TILEIRAS
+    dry = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "issue21_bench.py"), "--out", str(tmp_path),
+                          "--dry-run"], capture_output=True, text=True, timeout=60)
+    assert dry.returncode == 0 and "step c: " in dry.stdout and "--bench-space" in dry.stdout
+    assert subprocess.run(["bash", "-n", str(ROOT / "benchmarks" / "gpu_issue21.sh")]).returncode == 0

@@ -82,7 +82,7 @@ def cmd_tune(args) -> int:
     command = command_of(args)
     if command is not None or args.refresh:
         from .tune_program import cmd_tune_program
-        return cmd_tune_program(args, command)
+        return cmd_tune_program(args, command, run_tune, report)
     if not args.probes:
         raise TileprobeError("nothing to tune: give probe files, `-- COMMAND` (a program that calls "
                              "cuda.tile.tune.exhaustive_search) or --refresh TABLE")

@@ -24,10 +24,13 @@ def record_dir_of(table: str, given: str | None = None) -> str:
     return given or os.path.abspath(table) + ".record"
 
 
-def cmd_tune_program(args, command: list[str] | None) -> int:
-    """Record ``command`` (or, with ``--refresh``, read what was recorded), tune its searches, write the table."""
+def cmd_tune_program(args, command: list[str] | None, run_tune, report) -> int:
+    """Record ``command`` (or, with ``--refresh``, read what was recorded), tune its searches, write the table.
+    ``run_tune(args, err) -> TuneResult`` and ``report(args, result, err) -> exit code`` are ``tileprobe tune``'s
+    own (:mod:`tileprobe.cli.tune`, passed in: it imports this module)."""
     from ._common import console
     err = console(stderr=True)
+    args.tune_fns = (run_tune, report)
     if args.refresh:
         if command:
             raise TileprobeError("give either --refresh TABLE or -- COMMAND, not both")
@@ -73,7 +76,7 @@ def _summary(rec_dir: str) -> dict:
 
 def _tune_searches(args, err, table: str, rec_dir: str, searches: list[dict], old: dict | None = None) -> int:
     from ..tune.export import annotate_searches
-    from .tune import report, run_tune
+    run_tune, report = args.tune_fns
     args.probes = [os.path.join(rec_dir, s["file"]) for s in searches]
     result = run_tune(args, err)
     rc = report(args, result, err)
