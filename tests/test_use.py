@@ -280,3 +280,25 @@ def test_gpu_benchmark_summary_from_a_cpu_run(tuned, tmp_path):
                           "--dry-run"], capture_output=True, text=True, timeout=60)
     assert dry.returncode == 0 and "step c: " in dry.stdout and "--bench-space" in dry.stdout
     assert subprocess.run(["bash", "-n", str(ROOT / "benchmarks" / "gpu_issue21.sh")]).returncode == 0
+
+
+def test_a_table_that_is_not_one_is_refused_before_the_program_runs(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"kind": "something else"}')
+    for table, words in ((tmp_path / "nosuch.json", "cannot read the tune table"), (bad, "not a tileprobe tune table")):
+        out = subprocess.run([sys.executable, "-m", "tileprobe.cli", "use", str(table), "--", sys.executable, "-c",
+                              "print('ran')"], capture_output=True, text=True, env=_env(tmp_path), timeout=120)
+        assert out.returncode == 1 and "ran" not in out.stdout and words in out.stderr, out.stderr
+
+
+def test_a_table_broken_under_a_running_program_is_said_once_and_every_search_runs(tmp_path):
+    table = tmp_path / "t.json"
+    table.write_text("{not json")
+    env = _env(tmp_path, TILEPROBE_USE_TABLE=str(table))
+    from tileprobe.record import hook
+    env["PYTHONPATH"] = hook.write_hook(str(tmp_path / "h")) + os.pathsep + env["PYTHONPATH"]
+    out = subprocess.run([sys.executable, PROGRAM, "4096", "1000"], capture_output=True, text=True, env=env,
+                         timeout=300)
+    assert out.returncode == 0 and out.stdout.count("check ok") == 2 and _trials(tmp_path) == 96
+    (line,) = [ln for ln in out.stderr.splitlines() if ln.startswith("tileprobe use:")]
+    assert "cannot read the table" in line and "every search runs as the program wrote it" in line

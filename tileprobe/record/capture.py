@@ -872,6 +872,8 @@ class Answerer:
         return self._miss(search, frame, name, "the table's configuration is not among the program's candidates")
 
     def _miss(self, search: Search, frame, name: str, reason: str):
+        if search.key in self.said:      # said and noted once per search and process
+            return None
         self.say_once(search.key, f"{name}: {reason}; running the program's own search (noted in "
                                   f"{self.misses_path})")
         try:
