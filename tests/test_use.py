@@ -302,3 +302,29 @@ def test_a_table_broken_under_a_running_program_is_said_once_and_every_search_ru
     assert out.returncode == 0 and out.stdout.count("check ok") == 2 and _trials(tmp_path) == 96
     (line,) = [ln for ln in out.stderr.splitlines() if ln.startswith("tileprobe use:")]
     assert "cannot read the table" in line and "every search runs as the program wrote it" in line
+
+
+def test_tilegyms_own_searches_are_recorded_with_tilegyms_configurations(tmp_path):
+    """TileGym 1.5.1's matmul, bmm, group GEMM, softmax and FMHA launchers (CPU tensors, an sm_90 answer from
+    torch.cuda): one search each, its space TileGym's own generator's, in its order; a tuning probe each."""
+    pytest.importorskip("tilegym")
+    from tileprobe.record.session import record
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PYTHONPATH", os.pathsep.join([FAKE, str(ROOT)]))
+        res = record([sys.executable, str(DATA / "tilegym_searches.py")], str(tmp_path / "r"))
+    assert res.exit_code == 0
+    searches = json.loads((tmp_path / "r" / "record.json").read_text())["searches"]
+    proc = subprocess.run([sys.executable, str(DATA / "tilegym_searches.py")], capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=os.pathsep.join([FAKE, str(ROOT)])), timeout=300)
+    spaces = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert sorted(s["name"] for s in searches) == sorted(spaces)
+    for s in searches:
+        assert [c["config"] for c in s["configs"]] == spaces[s["name"]], s["name"]
+        assert s["program_pick"] is not None and s["sites"]
+    gemm = next(s for s in searches if s["name"] == "_group_gemm_kernel")
+    assert [c["hints"] for c in gemm["configs"]] == [{"num_ctas": c["num_ctas"], "occupancy": c["occupancy"]}
+                                                   for c in spaces["_group_gemm_kernel"]]
+    text = (tmp_path / "r" / gemm["file"]).read_text()
+    assert "kernel='tilegym.ops.cutile.group_gemm:_group_gemm_kernel'" in text
+    assert "[arrays.randn((256, 256), 'float16'" in text          # the lists of matrices, item by item
+    assert len(res.searches) == 5
