@@ -328,3 +328,15 @@ def test_tilegyms_own_searches_are_recorded_with_tilegyms_configurations(tmp_pat
     assert "kernel='tilegym.ops.cutile.group_gemm:_group_gemm_kernel'" in text
     assert "[arrays.randn((256, 256), 'float16'" in text          # the lists of matrices, item by item
     assert len(res.searches) == 5
+
+
+def test_use_env_prints_the_variables_a_shell_exports(tuned, tmp_path):
+    tmp, _ = tuned
+    out = subprocess.run([sys.executable, "-m", "tileprobe.cli", "use", str(tmp / "table.json"), "--env"],
+                         capture_output=True, text=True, env=_env(tmp_path), timeout=60)
+    assert out.returncode == 0, out.stderr
+    script = out.stdout + f"{sys.executable} {PROGRAM} 4096\n"
+    run = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=_env(tmp_path), timeout=300)
+    assert "n=4096 pick TILE=1024 occupancy=1 own=True" in run.stdout and _trials(tmp_path) == 0, run.stderr
+    first = out.stdout.split("PYTHONPATH=", 1)[1].split(os.pathsep, 1)[0].strip("'")
+    assert first.startswith(str(tmp / "table.json") + ".hook") and os.path.exists(os.path.join(first, "sitecustomize.py"))

@@ -16,8 +16,11 @@ def add_parser(subparsers, add_common=None) -> None:
                     "once; any other search runs as the program wrote it, is said once on stderr with the reason and "
                     "noted in TABLE.misses.jsonl (`tileprobe tune --refresh TABLE` fills it). The exit code is "
                     "COMMAND's. Make TABLE with `tileprobe tune --export TABLE -- COMMAND`.",
-        usage="tileprobe use TABLE -- COMMAND ...")
+        usage="tileprobe use TABLE -- COMMAND ...\n       tileprobe use TABLE --env")
     p.add_argument("table", metavar="TABLE", help="tune table (tileprobe tune --export)")
+    p.add_argument("--env", action="store_true", help="print the two environment variables that make every Python "
+                   "process answer from TABLE (the hook is written under TABLE.hook/), for a shell: eval \"$(tileprobe "
+                   "use T --env)\"")
     p.add_argument("command", nargs="*", metavar="COMMAND", help="the program to run, after --")
     p.set_defaults(func=cmd_use)
 
@@ -28,6 +31,15 @@ def cmd_use(args) -> int:
     command = list(args.command or [])
     if command and command[0] == "--":
         command = command[1:]
+    if args.env:
+        import os
+        import shlex
+        from ..record.use import check_table, use_env
+        table = check_table(args.table)
+        env = use_env(table, table + ".hook", env={"PYTHONPATH": os.environ.get("PYTHONPATH", "")})
+        print(f"export PYTHONPATH={shlex.quote(env['PYTHONPATH'])}")
+        print(f"export TILEPROBE_USE_TABLE={shlex.quote(table)}")
+        return 0
     if not command:
         raise TileprobeError("no command: tileprobe use TABLE -- python my_script.py")
     return run_with_table(args.table, command)

@@ -822,6 +822,7 @@ class Answerer:
         self.rows: dict = {}
         self.facts = None
         self.answered = 0
+        self.broken = False
         try:
             with open(self.path, encoding="utf-8") as f:
                 doc = json.load(f)
@@ -831,6 +832,7 @@ class Answerer:
                     if key:
                         self.rows.setdefault(key, []).append(row)
         except (OSError, ValueError, AttributeError, TypeError) as e:
+            self.broken = True
             self.say_once("table", f"cannot read the table {self.path} ({type(e).__name__}: {e}); every search "
                                    "runs as the program wrote it")
 
@@ -851,6 +853,8 @@ class Answerer:
             return None
 
     def _answer(self, search: Search, frame):
+        if self.broken:                  # said once when the table was read; no misses noted beside it
+            return None
         name = search.kernel_doc.get("qualname") or search.kernel_doc.get("name") or "kernel"
         rows = self.rows.get(search.key)
         if not rows:
