@@ -38,7 +38,8 @@ def bench_space(out_path: str) -> None:
         for i, (cfg, k, hints, grid, args) in enumerate(s.entries):
             tuned = k.replace_hints(**hints)
             try:
-                times.append(1000.0 * triton.testing.do_bench(lambda: ct.launch(stream, grid, tuned, args)))
+                times.append(1000.0 * triton.testing.do_bench(lambda: ct.launch(stream, grid, tuned, args),
+                                                             return_mode="median"))
             except Exception as e:     # a config that does not compile or run is a result
                 times.append(None)
                 errors[i] = f"{type(e).__name__}: {str(e)[:200]}"
