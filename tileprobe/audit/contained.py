@@ -5,8 +5,10 @@ Whatever the probe does there becomes that probe's error, and the other probes g
 in the probe file and Python's "did you mean"), ``sys.exit(7)``, ``os._exit(5)``, a ``KeyboardInterrupt`` it raises
 itself, an endless loop (no result within ``timeout_s`` of the last step: the child's process group is killed),
 more than :data:`OUTPUT_LIMIT_BYTES` of output, a crash of the interpreter. The parent receives, per file, a
-:class:`FileReport`: one picklable :class:`ProbePlan` per probe (what planning needs: names, grids, hashes, the
+:class:`FileReport`: one :class:`ProbePlan` per probe (what planning needs: names, grids, hashes, the
 variants to leave out because their hints or ``args`` failed) and each error once, however many variants it hits.
+It arrives as data (:mod:`tileprobe.audit.wire`: JSON, never a pickle): a case value that is not data (an ``Enum``
+member, an object of the probe's own class) is that probe's error, with the fix, and is never unpickled here.
 
 The compile workers import the probe again to compile (they hold the kernel); they guard probe code the same way
 (:func:`tileprobe.audit.probe.probe_code_guard`) and a worker that dies or hangs is replaced
@@ -25,7 +27,7 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from multiprocessing.connection import Connection, wait
 from typing import Any, Callable, Sequence
 
@@ -44,7 +46,7 @@ OUTPUT_SHOWN_BYTES = 4096
 
 @dataclass
 class ProbePlan:
-    """What the parent needs of one probe, without its code (picklable).
+    """What the parent needs of one probe, without its code (data only: :mod:`tileprobe.audit.wire`).
 
     ``cases`` / ``hints``: name → values, as in :class:`~tileprobe.audit.probe.Probe`. ``skip``: variants to leave out
     because their hints or ``args`` failed in the loader, as (case index | None, hint index | None, arch | None)
@@ -221,6 +223,10 @@ def _plan(p, targets, max_variants: int, stage, errors: list[str]) -> ProbePlan 
         return None
     plan = ProbePlan(p.source, p.index, p.label, dict(p.cases), dict(p.hints), tuple(p.archs) if p.archs else None,
                      dict(p.knobs), p.timeout_s, digest)
+    not_data = plan_not_data(plan)
+    if not_data is not None:     # an Enum, an object of the probe's class: it would have to be unpickled by tileprobe
+        errors.append(str(ProbeError(f"{where}: {not_data} (not compiled)", p.source, p.lineno)))
+        return None
     mine = plan.targets(targets)
     plan.n_variants = _grid_size(p.cases) * _grid_size(p.hints) * len(mine)
     if plan.n_variants > max_variants:
@@ -235,6 +241,18 @@ def _plan(p, targets, max_variants: int, stage, errors: list[str]) -> ProbePlan 
                           if not plan.skipped(ci, hi, t))
     errors.extend(fails.messages({"case": _grid_size(p.cases), "hints": _grid_size(p.hints)}))
     return plan
+
+
+def plan_not_data(plan: ProbePlan) -> str | None:
+    """Why ``plan`` cannot cross to the tileprobe process as data (:mod:`tileprobe.audit.wire`): the first case or
+    hint value (or name, arch, knob) that is not data, its place and the fix; None when it can."""
+    from . import wire
+    try:
+        for name in ("cases", "hints", "knobs", "archs", "label", "timeout_s"):
+            wire.encode(getattr(plan, name), name)
+    except wire.NotData as e:
+        return str(e)
+    return None
 
 
 def _try_hints(p, kernel, where, stage, fails: _Failures, skip: set) -> dict:
@@ -289,6 +307,7 @@ def child_main() -> None:
     """Entry of the loader child: ``python -c … FD JOB``; sends ("stage", text) messages and one ("report",
     FileReport) on the connection FD, then exits without running the probe's atexit handlers."""
     from .procs import die_with_parent
+    from . import wire
     fd, job = int(sys.argv[1]), json.loads(sys.argv[2])
     die_with_parent(signal.SIGKILL, job["parent"])
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -302,26 +321,60 @@ def child_main() -> None:
     if job["find_compiler"]:     # before any probe code; cuTile's lookup reads package metadata (seconds when busy)
         try:
             from . import _cutile
-            conn.send(("compiler", (_cutile.current_compiler(), "")))
+            wire.send(conn, ("compiler", (str(_cutile.current_compiler()), "")))
         except Exception as e:   # noqa: BLE001 — no tileiras: the audit says so for the default compiler
-            conn.send(("compiler", ("", str(e))))
+            wire.send(conn, ("compiler", ("", str(e))))
     try:
-        report = check_file(job["path"], job["targets"], job["max_variants"], lambda t: conn.send(("stage", t)),
-                            job.get("cases"), job.get("hints"))
+        report = check_file(job["path"], job["targets"], job["max_variants"],
+                            lambda t: wire.send(conn, ("stage", str(t))), job.get("cases"), job.get("hints"))
     except BaseException as e:   # noqa: B036 — a tileprobe bug: still this file's error, not the audit's
         from .probe import describe_exception
         report = FileReport(os.path.abspath(job["path"]), errors=[f"{job['path']}: loading failed inside tileprobe: "
                                                                   f"{describe_exception(e)}"])
-    try:
-        conn.send(("report", report))
-    except Exception as e:   # unpicklable case or hint values
-        conn.send(("report", FileReport(report.path, errors=[
-            f"{report.path}: its cases or hints hold values that cannot be sent to the compile workers ({e}); "
-            "use plain values (numbers, strings, tuples)"])))
+    try:   # data only (tileprobe.audit.wire): the parent never unpickles what probe code made
+        wire.send(conn, ("report", report_data(report)), "the probe file's report")
+    except (wire.NotData, wire.WireError) as e:   # values _plan did not see (printed output, error texts)
+        wire.send(conn, ("report", report_data(FileReport(report.path, errors=[
+            f"{report.path}: its report cannot be sent to tileprobe as data ({e})"]))))
     with contextlib.suppress(Exception):
         sys.stdout.flush()
         sys.stderr.flush()
     real_exit(0)
+
+
+def report_data(report: FileReport) -> dict:
+    """``report`` as a dict of data for :mod:`tileprobe.audit.wire` (its plans as dicts too)."""
+    out = {f.name: getattr(report, f.name) for f in fields(FileReport)}
+    out["plans"] = [{f.name: getattr(p, f.name) for f in fields(ProbePlan)} for p in report.plans]
+    return out
+
+
+def report_from_data(data: Any, path: str) -> FileReport:
+    """The :class:`FileReport` of :func:`report_data`'s dict, read as data. Raises :class:`~tileprobe.audit.wire.
+    WireError` for a dict of another shape (fields missing, extra or of the wrong type)."""
+    from . import wire
+    try:
+        rep = _typed(FileReport, {**data, "plans": []})
+        rep.plans = [_typed(ProbePlan, p) for p in data["plans"]]
+    except (TypeError, KeyError, AttributeError) as e:
+        raise wire.WireError(f"{path}: the loader's report has the wrong shape ({e})") from None
+    return rep
+
+
+_FIELD_TYPES = {"str": str, "int": int, "bool": bool, "dict": dict, "list": list, "frozenset": frozenset}
+
+
+def _typed(cls, data: dict):
+    """``cls(**data)`` after checking that ``data`` names exactly ``cls``'s fields and that each simple field (str,
+    int, bool, dict, list, frozenset by its annotation) holds that type. Raises TypeError."""
+    names = {f.name for f in fields(cls)}
+    if type(data) is not dict or set(data) != names:
+        raise TypeError(f"{cls.__name__} fields {sorted(data) if type(data) is dict else type(data).__name__}")
+    for f in fields(cls):
+        want = _FIELD_TYPES.get(str(f.type).split("[")[0])
+        if want is not None and type(data[f.name]) is not want:
+            raise TypeError(f"{cls.__name__}.{f.name} is a {type(data[f.name]).__name__}")
+    return cls(**data)
 
 
 def load_plans(paths: Sequence[str], targets: Sequence[str] = (), *,
@@ -382,17 +435,23 @@ class _Loader:
                 self.error = (f"{self.path}: printed more than {OUTPUT_LIMIT_BYTES:,} bytes while {self.stage} and was "
                               f"stopped; remove the prints (first line: {self._first_line()!r})")
         if self.msgs is not None and self.msgs in ready:
+            from . import wire
             try:
-                kind, payload = self.msgs.recv()
+                kind, payload = wire.recv(self.msgs)   # data only: nothing the child sends is unpickled
+                if kind == "stage" and type(payload) is str:
+                    self.stage, self.deadline = payload, time.monotonic() + self.timeout_s
+                elif kind == "compiler" and len(payload) == 2 and all(type(x) is str for x in payload):
+                    self.compiler = tuple(payload)
+                elif kind == "report":
+                    self.report = report_from_data(payload, self.path)
+                else:
+                    raise wire.WireError(f"an unexpected message {kind!r}")
             except (EOFError, OSError):
                 self.msgs = None
-                return
-            if kind == "stage":
-                self.stage, self.deadline = payload, time.monotonic() + self.timeout_s
-            elif kind == "compiler":
-                self.compiler = payload
-            else:
-                self.report = payload
+            except (wire.WireError, TypeError, ValueError) as e:
+                self.msgs = None
+                self.error = (f"{self.path}: the process loading it sent something that is not a loader's message "
+                              f"({e}); it was stopped")
 
     def _take(self, data: bytes) -> None:
         """Count output ``data`` and keep it while the head is under :data:`OUTPUT_SHOWN_BYTES`."""

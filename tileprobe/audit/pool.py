@@ -37,7 +37,8 @@ def worker_main(conn, initargs: tuple, parent_pid: int) -> None:
     """A compile worker: set up (:func:`tileprobe.audit.compile._init_worker`), say ("ready", info) or
     ("init_error", text), then answer each variant received with ("result", CompileResult) until None or
     end-of-file (the parent is gone)."""
-    from .compile import _init_worker, compile_one
+    from . import wire
+    from .compile import _init_worker, compile_one, result_data
     from .procs import die_with_parent, on_parent_death
     import tempfile
     tempfile.tempdir = initargs[3]                 # before cuTile's import makes its own temp folder (kept on a kill)
@@ -51,18 +52,18 @@ def worker_main(conn, initargs: tuple, parent_pid: int) -> None:
     try:
         info = _init_worker(*initargs)
     except BaseException as e:   # noqa: B036
-        conn.send(("init_error", str(e) or type(e).__name__))
+        wire.send(conn, ("init_error", str(e) or type(e).__name__))
         return
-    conn.send(("ready", info))
+    wire.send(conn, ("ready", info))
     try:
-        while True:
+        while True:   # the parent sends variants (its own objects); we send back data only (tileprobe.audit.wire)
             try:
                 variant = conn.recv()
             except (EOFError, OSError):
                 return
             if variant is None:
                 return
-            conn.send(("result", compile_one(variant)))
+            wire.send(conn, ("result", result_data(compile_one(variant))), "the compile result")
     finally:   # what probe code started (a Popen at import) and left running ends with the worker
         from .procs import kill_tree
         kill_tree(os.getpid(), include_self=False)
@@ -155,10 +156,18 @@ class WorkerPool:
             busy[w.conn] = w
 
     def _receive(self, w: _Worker, busy: dict, idle: list) -> list[CompileResult]:
+        from . import wire
+        from .compile import result_from_data
         try:
-            kind, payload = w.conn.recv()
+            kind, payload = wire.recv(w.conn)      # data only: nothing a worker (probe code ran there) sends is unpickled
+            if kind == "result":
+                payload = result_from_data(payload, w.variant)
+            elif kind not in ("init_error", "ready") or (kind == "init_error" and type(payload) is not str):
+                raise wire.WireError(f"an unexpected message {kind!r}")
         except (EOFError, OSError):
             return [self._dead(w)]
+        except (wire.WireError, ValueError, TypeError) as e:
+            return [self._garbled(w, str(e))]
         if kind == "init_error":
             self._kill(w)
             raise ToolchainError(f"the compile workers cannot start: {payload}")
@@ -182,6 +191,17 @@ class WorkerPool:
         from .failure import dead_worker   # what it was doing (its phase file): probe code, or the compile
         failure = dead_worker(w.variant, self.initargs[3], w.process.pid, status)
         return CompileResult(w.variant, "compiler_crash").fail(failure)
+
+    def _garbled(self, w: _Worker, why: str) -> CompileResult:
+        """A worker sent something that is not a worker's message (probe code in it may have replaced tileprobe's
+        own functions): it is killed and its variant is a ``probe_error``, not the compiler's failure."""
+        self._kill(w)
+        if not w.ready:
+            raise ToolchainError(f"a compile worker sent a message that is not one while starting ({why})")
+        text = (f"the compile worker sent back something that is not a compile result ({why}); probe code in it may "
+                "have changed tileprobe's own code; the worker was stopped and a new one takes the next variant")
+        return CompileResult(w.variant, "probe_error", error=text, failure="probe_error", message=text,
+                             fix=f"check what {w.variant.probe_path} does at import and in args()")
 
     def _stop_stuck(self, w: _Worker) -> CompileResult:
         self._kill(w)
