@@ -97,6 +97,7 @@ class FileReport:
     output_bytes: int = 0         # all it printed (``output`` keeps the first OUTPUT_SHOWN_BYTES)
     default_tileiras: str = ""    # the tileiras cuTile picks here (the parent never imports cuTile itself)
     default_tileiras_error: str = ""
+    data: Any = None              # what a task (run_probe_tasks) returned, as data
 
 
 def _cross(grid) -> list[dict]:
@@ -324,9 +325,11 @@ def child_main() -> None:
             wire.send(conn, ("compiler", (str(_cutile.current_compiler()), "")))
         except Exception as e:   # noqa: BLE001 — no tileiras: the audit says so for the default compiler
             wire.send(conn, ("compiler", ("", str(e))))
+    stage = lambda t: wire.send(conn, ("stage", str(t)))   # noqa: E731
     try:
-        report = check_file(job["path"], job["targets"], job["max_variants"],
-                            lambda t: wire.send(conn, ("stage", str(t))), job.get("cases"), job.get("hints"))
+        report = (_run_task(job, stage) if job.get("task") else
+                  check_file(job["path"], job["targets"], job["max_variants"], stage, job.get("cases"),
+                             job.get("hints")))
     except BaseException as e:   # noqa: B036 — a tileprobe bug: still this file's error, not the audit's
         from .probe import describe_exception
         report = FileReport(os.path.abspath(job["path"]), errors=[f"{job['path']}: loading failed inside tileprobe: "
@@ -340,6 +343,33 @@ def child_main() -> None:
         sys.stdout.flush()
         sys.stderr.flush()
     real_exit(0)
+
+
+def _run_task(job: dict, stage: Callable[[str], None]) -> FileReport:
+    """In the loader child: run tileprobe's function ``job["task"]`` (``"tileprobe.mod:name"``) as
+    ``fn(path, stage, **args)`` with the arguments in the file ``job["task_args"]`` (a :mod:`tileprobe.audit.wire`
+    message); it returns (data, errors) and guards the probe code it runs itself."""
+    import importlib
+    from . import wire
+    module, _, name = job["task"].partition(":")
+    if not module.startswith("tileprobe."):
+        raise ValueError(f"not a tileprobe task: {job['task']!r}")
+    with open(job["task_args"], "rb") as f:
+        args = wire.loads(f.read())
+    data, errors = getattr(importlib.import_module(module), name)(job["path"], stage, **args)
+    return FileReport(os.path.abspath(job["path"]), errors=list(errors), data=data)
+
+
+def run_probe_tasks(paths: Sequence[str], task: str, task_args: Sequence[dict], *, timeout_s: float = PROBE_TIMEOUT_S,
+                    jobs: int | None = None) -> list[FileReport]:
+    """Run tileprobe's function ``task`` on each probe file in a contained loader child, as the audit loads probes
+    (its timeouts per stage, output limit, crashes and exits as the file's errors). ``task_args``: one dict of data
+    per path. Returns one :class:`FileReport` per path, its ``data`` what the task returned (None when it failed:
+    then ``errors`` says why)."""
+    from .procs import owned_tempdir
+    with owned_tempdir("load") as tmp:
+        return load_probe_files(paths, (), tmp_root=tmp, jobs=jobs, timeout_s=timeout_s,
+                                task=(task, list(task_args)))
 
 
 def report_data(report: FileReport) -> dict:
@@ -397,13 +427,18 @@ class _Loader:
     """One loader child for one probe file, as the parent sees it."""
 
     def __init__(self, path: str, targets, max_variants: int, timeout_s: float, tmp_root: str,
-                 find_compiler: bool = False, overrides: tuple = (None, None)):
+                 find_compiler: bool = False, overrides: tuple = (None, None), task: tuple | None = None):
         import tempfile
+        from . import wire
         r, w = os.pipe()
         tmp = tempfile.mkdtemp(prefix="load-", dir=tmp_root)
         job = {"path": path, "targets": list(targets), "max_variants": max_variants, "parent": os.getpid(),
                "find_compiler": find_compiler, "cases": overrides[0], "hints": overrides[1],
                "sys_path": [os.path.abspath(p) if p else os.getcwd() for p in sys.path], "tmp": tmp}
+        if task is not None:      # (function, its arguments): in a file, not on the command line (no size limit)
+            job["task"], job["task_args"] = task[0], os.path.join(tmp, "task.json")
+            with open(job["task_args"], "wb") as f:
+                f.write(wire.dumps(task[1], "the task's arguments"))
         env = dict(os.environ)
         pkg_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env["PYTHONPATH"] = os.pathsep.join([pkg_root, *filter(None, [env.get("PYTHONPATH")])])
@@ -515,12 +550,13 @@ class _Loader:
 def load_probe_files(paths: Sequence[str], targets: Sequence[str], *, tmp_root: str, jobs: int | None = None,
                      timeout_s: float = PROBE_TIMEOUT_S, max_variants: int = 10**9,
                      find_compiler: bool = False, cases: dict | None = None,
-                     hints: dict | None = None) -> list[FileReport]:
+                     hints: dict | None = None, task: tuple | None = None) -> list[FileReport]:
     """Load each probe file in its own child (``jobs`` at a time) and return one :class:`FileReport` per path, in
     order. ``timeout_s``: seconds each step of probe code may take; ``max_variants``: a probe whose grid is larger
     is not tried (its plan says ``evaluated=False``); ``find_compiler``: the first child also reports the tileiras
     cuTile would pick (``default_tileiras``), before it runs probe code; ``cases`` / ``hints``: ``--case`` /
-    ``--hint`` overrides (:func:`check_file`). Ctrl-C stops the children and propagates."""
+    ``--hint`` overrides (:func:`check_file`); ``task``: (tileprobe function, one argument dict per path) to run
+    instead of :func:`check_file` (:func:`run_probe_tasks`). Ctrl-C stops the children and propagates."""
     from .compile import default_jobs
     jobs = max(1, jobs or default_jobs())
     todo = list(enumerate(paths))
@@ -531,7 +567,7 @@ def load_probe_files(paths: Sequence[str], targets: Sequence[str], *, tmp_root: 
             while todo and len(running) < jobs:
                 i, path = todo.pop(0)
                 running[i] = _Loader(path, targets, max_variants, timeout_s, tmp_root, find_compiler and i == 0,
-                                     (cases, hints))
+                                     (cases, hints), None if task is None else (task[0], task[1][i]))
             soonest = min(l.deadline for l in running.values())
             ready = wait([w for l in running.values() for w in l.waitables()],
                          timeout=min(max(0.0, soonest - time.monotonic()), 0.5))
