@@ -90,7 +90,8 @@ def cmd_tune(args) -> int:
     if result.aborted:
         say(err, f"tune stopped: {result.aborted}")
         return 1
-    return 0
+    from ..errors import EXIT_INCOMPLETE
+    return EXIT_INCOMPLETE if result.probe_errors else 0    # as audit: a probe (or its grid/args) failed
 
 
 def _tune(args, ex, wd, store, startup_s, err):

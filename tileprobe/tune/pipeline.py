@@ -177,7 +177,8 @@ def tune(probe_paths: Sequence[str], *, arch: str | None = None, budget_s: float
     problems, result.probe_errors = load_space(probe_paths, where=where, cases=cases, hints=hints,
                                                probe_timeout_s=probe_timeout_s)
     if not problems:
-        raise TileprobeError("nothing to tune: no probe could be loaded:\n  " + "\n  ".join(result.probe_errors))
+        from ..errors import IncompleteError     # exit 3, as audit's "no probe could be loaded"
+        raise IncompleteError("nothing to tune: no probe could be loaded:\n  " + "\n  ".join(result.probe_errors))
     result.times["plan_s"] = time.perf_counter() - t0
     own = watchdog is None and not dry_run
     if not dry_run:
@@ -200,6 +201,9 @@ def tune(probe_paths: Sequence[str], *, arch: str | None = None, budget_s: float
         for plan in plans:
             if num_sms:
                 dedupe(plan, num_sms, get, facts)
+                result.probe_errors += list(dict.fromkeys(   # grid()/args() that failed: said once each, exit 3
+                    c.reason for c in plan.candidates if c.status == "probe_error" and c.record is not None
+                    and c.record.ok and c.reason not in result.probe_errors))
             else:
                 plan.notes.append(NO_SM_COUNT)
         result.environment = _environment(env, gpu, arch, num_sms, timing_settings, race_settings, bundle)

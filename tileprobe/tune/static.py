@@ -295,7 +295,7 @@ def launch_task(path: str, stage: Callable[[str], None], index: int, num_sms: in
     for values, config, rec in items:
         c = Candidate(Problem(probe, values), Config(tuple(map(tuple, config[0])), tuple(map(tuple, config[1]))),
                       VariantRecord.from_dict(rec))
-        stage(f"grid() and args() of {c.id} ({values})")
+        stage(f"grid() and args() of {c.id}" + (f" ({c.problem.label})" if values else ""))
         try:
             with probe_code_guard():
                 grid, runtime = probe_launch(c, num_sms)
@@ -335,6 +335,8 @@ def launch_facts(plans: Sequence[Plan], num_sms: int, probe_timeout_s: float | N
         why = "; ".join(rep.errors) or f"{k[0]}: the loader gave no launch for these candidates"
         for j, c in enumerate(groups[k]):
             item = got[j] if got is not None else why
+            if got is None and f" of {c.id}" not in why:     # the child stopped at another candidate
+                item = f"{k[0]}: not tried: the probe's process was stopped at another candidate: {why}"
             if type(item) is str:
                 facts[id(c)] = ProbeError(item)       # its text names the probe file and line already
             else:
