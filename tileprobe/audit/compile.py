@@ -244,6 +244,7 @@ def compile_one(variant: Variant) -> CompileResult:
         mark_phase(root, None)
         res.total_s = time.perf_counter() - t0
         return res
+    _undo_probe_state()
     mark_phase(root, "compile")
     _compile_cubin(kernel, sig, variant, res, probe.timeout_s)
     mark_phase(root, None)
@@ -252,6 +253,20 @@ def compile_one(variant: Variant) -> CompileResult:
         res.sass = sass_summary(res.cubin, res.symbol)
     res.total_s = time.perf_counter() - t0
     return res
+
+
+def _undo_probe_state() -> None:
+    """Before compiling (issue 25): disarm the timers probe code may have armed (``signal.alarm``,
+    ``signal.setitimer``: their signal would end the worker mid-compile and read as a compiler crash) and make the
+    worker's temp folder again if probe code removed it (``shutil.rmtree(tempfile.gettempdir())``)."""
+    import signal
+    for timer in (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF):
+        try:
+            signal.setitimer(timer, 0)
+        except (OSError, ValueError):
+            pass
+    if _WORKER.get("tmp"):
+        os.makedirs(_WORKER["tmp"], exist_ok=True)
 
 
 def _probe_failed(res: CompileResult, e: BaseException, phase: str) -> None:
@@ -294,6 +309,13 @@ def _compile_cubin(kernel, sig, variant: Variant, res: CompileResult, timeout_s:
         failed = e
     res.export_s = time.perf_counter() - t0
     calls = _cutile.take_compiler_calls()
+    if failed is not None and not os.path.isdir(vdir):   # removed under the compile: not by tileiras or tileprobe
+        text = (f"the variant's temp folder {vdir} was removed while it compiled (neither tileiras nor tileprobe "
+                "removes it: probe code running in the worker, e.g. a thread it started?)")
+        res.status = res.failure = "probe_error"
+        res.error = res.message = text
+        res.fix = f"check what {variant.probe_path} starts at import: it must leave tileprobe's temp folders alone"
+        failed = None
     if isinstance(failed, CubinTooLarge):
         res.status = res.failure = "compile_error"
         res.error = res.message = str(failed)

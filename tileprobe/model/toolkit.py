@@ -19,7 +19,8 @@ import subprocess
 from pathlib import Path
 from typing import Mapping
 
-__all__ = ["TRAP", "cuda_root", "environment_trap", "libnvvm", "parse_targets", "toolkit_version"]
+__all__ = ["TRAP", "compiler_files", "compiler_identity", "cuda_root", "environment_trap", "libnvvm", "parse_targets",
+           "toolkit_version"]
 
 #: The only line tileiras 13.3/13.4 prints when its CUDA root is broken (exit code 5).
 TRAP = "error: failed to compile Tile IR program"
@@ -102,3 +103,73 @@ def environment_trap(tileiras: str, env: Mapping[str, str], tileiras_version: st
     if libnvvm(root) is None:
         return f"its CUDA root {where} has no nvvm/lib64/libnvvm.so or lib/libnvvm.so.4"
     return None
+
+
+# --- issue 25: a compiler is what its files are ---------------------------------------------------------------------
+
+#: Name of the cache of file hashes (under the user cache folder): path → (size, mtime_ns, SHA-256).
+HASH_CACHE_NAME = "compiler-hashes.json"
+
+
+def _file_sha256(path: str, cache: dict) -> str:
+    """SHA-256 of the file ``path`` (its target when a link), taken from ``cache`` while its size and modification
+    time (ns) are the same; ``"missing"`` for a path that is not a file."""
+    import hashlib
+    try:
+        st = os.stat(path)
+    except OSError:
+        return "missing"
+    real = os.path.realpath(path)
+    hit = cache.get(real)
+    if isinstance(hit, list) and len(hit) == 3 and hit[:2] == [st.st_size, st.st_mtime_ns]:
+        return str(hit[2])
+    h = hashlib.sha256()
+    try:
+        with open(real, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+    except OSError:
+        return "unreadable"
+    cache[real] = [st.st_size, st.st_mtime_ns, h.hexdigest()]
+    return h.hexdigest()
+
+
+def compiler_files(tileiras: str) -> dict[str, str]:
+    """The files that make up compiler ``tileiras`` as tileprobe runs it (CUDA_HOME unset; module doc): itself, the
+    ptxas and the libnvvm of the CUDA root above its ``bin/``; ``""`` for one that is not there."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(tileiras)))
+    nvvm = libnvvm(root)
+    ptxas = os.path.join(root, "bin", _exe("ptxas"))
+    return {"tileiras": os.path.abspath(tileiras), "ptxas": ptxas if os.path.isfile(ptxas) else "",
+            "libnvvm": str(nvvm) if nvvm else ""}
+
+
+def compiler_identity(tileiras: str, cache_path: str | None = None) -> str:
+    """What compiler ``tileiras`` is, by its files (:func:`compiler_files`): SHA-256 (hex) over the SHA-256 of
+    tileiras, its ptxas and its libnvvm. Two installs of the same files are one compiler; a binary that prints
+    another's ``--version`` is not. The file hashes are cached in ``cache_path`` (default: the user cache folder's
+    :data:`HASH_CACHE_NAME`) by path, size and modification time, so an audit reads the ~100 MB once per install;
+    an unreadable or damaged cache is rebuilt."""
+    import hashlib
+    import tempfile
+    if cache_path is None:
+        import platformdirs
+        cache_path = os.path.join(platformdirs.user_cache_dir("tileprobe"), HASH_CACHE_NAME)
+    try:
+        with open(cache_path, encoding="utf-8") as f:
+            cache = json.load(f)
+        cache = cache if isinstance(cache, dict) else {}
+    except (OSError, ValueError, RecursionError):
+        cache = {}
+    before = dict(cache)
+    parts = [f"{name}:{_file_sha256(p, cache) if p else 'none'}" for name, p in compiler_files(tileiras).items()]
+    if cache != before:
+        try:   # written whole, then renamed: a reader never sees half a file
+            os.makedirs(os.path.dirname(cache_path), exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".hashes-", dir=os.path.dirname(cache_path))
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(cache, f)
+            os.replace(tmp, cache_path)
+        except OSError:
+            pass   # no cache: hashed again next time
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
