@@ -448,6 +448,8 @@ class _Loader:
                                          start_new_session=True, env=env)
         finally:
             os.close(w)
+        from .procs import guard
+        guard(self.proc.pid)      # ended with its group even if tileprobe is SIGKILLed (issue 25)
         self.path, self.timeout_s = path, timeout_s
         self.msgs: Connection | None = Connection(r, writable=False)
         self.out_fd: int | None = self.proc.stdout.fileno()
@@ -528,9 +530,11 @@ class _Loader:
         """The report (after :attr:`finished` or a timeout); kills the child and its process group."""
         from ..schema import exit_text
         timed_out = not self.finished
+        from .procs import unguard
         self._drain()
         self.kill()
         status = self.proc.wait()
+        unguard(self.proc.pid)
         if timed_out:
             report = FileReport(self.path, errors=[f"{self.path}: {self.stage} did not return within "
                                                    f"{self.timeout_s:.0f} s and was stopped (an endless loop? a slow "
@@ -580,4 +584,6 @@ def load_probe_files(paths: Sequence[str], targets: Sequence[str], *, tmp_root: 
         for loader in running.values():
             loader.kill()
             loader.proc.wait()
+            from .procs import unguard
+            unguard(loader.proc.pid)
     return reports

@@ -39,12 +39,13 @@ def worker_main(conn, initargs: tuple, parent_pid: int) -> None:
     end-of-file (the parent is gone)."""
     from . import wire
     from .compile import _init_worker, compile_one, result_data
-    from .procs import die_with_parent, on_parent_death
+    from .procs import die_with_parent
     import tempfile
     tempfile.tempdir = initargs[3]                 # before cuTile's import makes its own temp folder (kept on a kill)
-    on_parent_death(signal.SIGTERM)
-    die_with_parent(signal.SIGTERM, parent_pid)
-    os.setsid()                                    # terminal signals are the parent's; it stops us
+    die_with_parent(signal.SIGKILL, parent_pid)    # not SIGTERM: probe code could ignore it (issue 25); the compilers
+    os.setsid()                                    # die with us (their own parent-death signal), the parent's guard
+    #                                                ends what probe code started (procs.guard); terminal signals are
+    #                                                the parent's, it stops us
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     devnull = os.open(os.devnull, os.O_WRONLY)     # what probe code prints does not reach the terminal
     os.dup2(devnull, 1)
@@ -104,6 +105,8 @@ class WorkerPool:
         p = self.ctx.Process(target=worker_main, args=(child_end, self.initargs, os.getpid()), daemon=True)
         with _no_main_reimport():
             p.start()
+        from .procs import guard
+        guard(p.pid)
         child_end.close()
         self.started += 1
         return _Worker(p, parent_end)
@@ -211,10 +214,14 @@ class WorkerPool:
 
     @staticmethod
     def _kill(w: _Worker) -> None:
-        from .procs import kill_tree
+        from .procs import kill_tree, unguard
         if w.process.pid is not None:
             kill_tree(w.process.pid)
+            with contextlib.suppress(OSError):     # what probe code started in its session, the worker ended or not
+                os.killpg(w.process.pid, signal.SIGKILL)
         w.process.join(timeout=5)
+        if w.process.exitcode is not None and w.process.pid is not None:
+            unguard(w.process.pid)
         with contextlib.suppress(OSError):
             w.conn.close()
 

@@ -12,6 +12,7 @@ failure classes (:mod:`tileprobe.audit.failure`) both use these readers.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Mapping
 
 __all__ = ["TRAP", "compiler_files", "compiler_identity", "cuda_root", "environment_trap", "libnvvm", "parse_targets",
-           "toolkit_version"]
+           "run_tool", "tool_timeout_s", "toolkit_version"]
 
 #: The only line tileiras 13.3/13.4 prints when its CUDA root is broken (exit code 5).
 TRAP = "error: failed to compile Tile IR program"
@@ -173,3 +174,62 @@ def compiler_identity(tileiras: str, cache_path: str | None = None) -> str:
         except OSError:
             pass   # no cache: hashed again next time
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def tool_timeout_s() -> float:
+    """Seconds one run of a compiler tool that answers a question (``--version``, ``--help``) may take: the setting
+    ``TILEPROBE_TOOL_TIMEOUT_S`` (default 60 s; tileiras 13.4.92 answers in well under one), read when used.
+
+    Raises:
+        UsageError: the setting is not a timeout (:func:`tileprobe.schema.timeout_seconds`).
+    """
+    from ..errors import UsageError
+    from ..schema import timeout_seconds
+    text = os.environ.get("TILEPROBE_TOOL_TIMEOUT_S", "60")
+    try:
+        return timeout_seconds(text)
+    except ValueError as e:
+        raise UsageError(f"TILEPROBE_TOOL_TIMEOUT_S={text!r}: {e}") from None
+
+
+def _die_with_parent():
+    """A ``preexec_fn``: SIGKILL this child when the process that started it dies (Linux ``PR_SET_PDEATHSIG``)."""
+    import ctypes
+    import signal
+    parent = os.getpid()
+
+    def preexec():
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)
+        except (OSError, AttributeError):
+            return
+        if os.getppid() != parent:
+            os._exit(1)
+    return preexec if os.name == "posix" else None
+
+
+def run_tool(command: list[str], env: Mapping[str, str] | None = None,
+             timeout_s: float | None = None) -> subprocess.CompletedProcess:
+    """Run a compiler tool to ask it something (``tileiras --version``) in its own process group, dying with this
+    process, for at most ``timeout_s`` (default :func:`tool_timeout_s`); the whole group is killed when it ends or
+    times out (a child it left behind too). Text output.
+
+    Raises:
+        subprocess.TimeoutExpired: it did not answer in time (it and its group were killed).
+        OSError: it cannot be started.
+    """
+    import signal
+    limit = tool_timeout_s() if timeout_s is None else timeout_s
+    proc = subprocess.Popen(command, env=dict(env) if env is not None else None, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
+                            start_new_session=True, preexec_fn=_die_with_parent())
+    try:
+        out, err = proc.communicate(timeout=limit)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise
+    with contextlib.suppress(OSError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    return subprocess.CompletedProcess(command, proc.returncode, out, err)
