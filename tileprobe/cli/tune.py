@@ -26,7 +26,13 @@ def add_parser(subparsers, add_common=None) -> None:
     from ._common import count, seconds
     p = subparsers.add_parser("tune", help="the fastest correct hints and tunable values per problem on this GPU",
                               description=__doc__.split("\n\n")[1])
-    p.add_argument("probes", nargs="+", metavar="PROBE", help="probe files (README: Tuning)")
+    p.add_argument("probes", nargs="*", metavar="PROBE", help="probe files (README: Tuning); or, after --, a "
+                   "COMMAND whose cuda.tile.tune searches are recorded and tuned (README: Tuning a program)")
+    p.add_argument("--refresh", metavar="TABLE", help="re-tune TABLE's stale rows (another tileiras build, "
+                   "cuda-tile, GPU or kernel source) and its noted misses from the probes recorded beside it; says "
+                   "which winners changed and what keeping the old one costs")
+    p.add_argument("--record-dir", metavar="DIR", help="with -- COMMAND: where the recording and its tuning probes "
+                   "go (default: TABLE.record beside the --export table)")
     p.add_argument("--budget", type=seconds, default=None, metavar="SECONDS",
                    help="time for the races, shared among the problems (default: until each is decided)")
     p.add_argument("--strategy", choices=["race", "exhaustive"], default="race",
@@ -65,12 +71,33 @@ def add_parser(subparsers, add_common=None) -> None:
     p.set_defaults(func=cmd_tune)
 
 
+def command_of(args) -> list[str] | None:
+    """The COMMAND after ``--`` (``tileprobe tune [options] -- COMMAND …``), or None when probes were given."""
+    raw = getattr(args, "raw_argv", None) or []
+    if "--" not in raw:
+        return None
+    return list(raw[raw.index("--") + 1:])
+
+
 def cmd_tune(args) -> int:
     """Run ``tileprobe tune`` for parsed arguments; returns the exit code."""
     from ._common import console as _console
+    from ..errors import TileprobeError
+    command = command_of(args)
+    if command is not None or args.refresh:
+        from .tune_program import cmd_tune_program
+        return cmd_tune_program(args, command, run_tune, report)
+    if not args.probes:
+        raise TileprobeError("nothing to tune: give probe files, `-- COMMAND` (a program that calls "
+                             "cuda.tile.tune.exhaustive_search) or --refresh TABLE")
+    err = _console(stderr=True)
+    return report(args, run_tune(args, err), err)
+
+
+def run_tune(args, err):
+    """The tune of ``args.probes`` with the store, the GPU worker and progress lines; the ``TuneResult``."""
     from ..tune.pipeline import process_age_s
     startup_s = process_age_s()
-    err = _console(stderr=True)
     store = None
     if not args.no_store:
         from ..store import Store
@@ -81,6 +108,12 @@ def cmd_tune(args) -> int:
     finally:
         if store is not None:
             store.close()
+    return result
+
+
+def report(args, result, err) -> int:
+    """Write ``--json``, print the tables and the probe errors; the exit code (1 when the tune stopped)."""
+    from ._common import console as _console
     if args.json:
         _write_json(result, args.json)
     if args.format == "table" and args.json != "-":

@@ -20,12 +20,14 @@ BY_CHOICES = ("signature", "launch")
 @dataclass
 class RecordResult:
     """What a recording gave: the command's exit code (None when nothing ran), the recording, the probe files
-    written with their plans, the summary file, and notes (things that could not be done, said once)."""
+    written with their plans, the summary file, notes (things that could not be done, said once), and the tuning
+    probes written from the program's searches (:class:`~tileprobe.record.searches.SearchProbe`)."""
     exit_code: int | None = None
     recording: Recording | None = None
     written: list[tuple[str, ProbePlan]] = field(default_factory=list)
     summary_path: str = ""
     notes: list[str] = field(default_factory=list)
+    searches: list = field(default_factory=list)     # SearchProbe: one tuning probe per recorded search
 
 
 def now() -> str:
@@ -114,10 +116,14 @@ def probes_from_log(out_dir: str, *, top: int = 10, by: str = "signature", hints
         if os.path.isdir(p):
             shutil.rmtree(p)
     written = write_probes(plans, out_dir, origin)
+    from .searches import search_summary, write_search_probes
+    searched, search_notes = write_search_probes(rec.searches, out_dir, origin)
+    notes += search_notes
     data = summary(written, origin, out_dir, exit_code=exit_code, processes=len(rec.processes),
-                   launches=rec.total_launches, errors=rec.errors, notes=notes, unreadable=rec.unreadable)
+                   launches=rec.total_launches, errors=rec.errors, notes=notes, unreadable=rec.unreadable,
+                   searches=search_summary(searched, out_dir))
     path = write_summary(data, out_dir)
-    return RecordResult(exit_code, rec, written, path, notes)
+    return RecordResult(exit_code, rec, written, path, notes, searched)
 
 
 def record(command: list[str], out_dir: str, *, top: int = 10, by: str = "signature", hints: str = "around",
