@@ -402,23 +402,25 @@ class Store:
             if hit is None or (not any_status and (hit[0] not in REUSED_STATUSES or (retry_failed and hit[0] != "ok"))):
                 todo.append(v)
                 continue
-            rec = VariantRecord.from_dict(json.loads(hit[1]))
+            raw = json.loads(hit[1])
+            rec = VariantRecord.from_dict(raw)
             if rec.failure in RETRIED_FAILURES and not any_status:
                 todo.append(v)
                 continue
             rec.probe, rec.kernel, rec.verdicts = v.probe_path, v.probe_name, {}
-            if with_sass and rec.ok and rec.sass is None:
+            if with_sass and rec.ok and (rec.sass is None or ("register_pool" not in raw and
+                                                              (rec.sass or {}).get("setmaxnreg"))):
                 self._add_sass(key, rec)
             self._remember(rec, key)
             found.append(rec)
         return found, todo
 
     def _add_sass(self, key: str, rec) -> None:
-        from .model.sass import sass_summary   # the workers' SASS summary, so stored and fresh records agree
+        from .model.sass import sass_summary, split_register_pool   # the workers' SASS summary: stored = fresh
         cubin = self.cubin(rec.cubin_sha256) if rec.cubin_sha256 else None
         if cubin is None:
             return
-        rec.sass = sass_summary(cubin, rec.symbol)
+        rec.sass, rec.register_pool = split_register_pool(sass_summary(cubin, rec.symbol))
         record = rec.to_dict()
         record.update(verdicts={}, run=None)
         with self._transaction() as c:

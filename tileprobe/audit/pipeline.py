@@ -19,6 +19,7 @@ from ..errors import CubinError, IncompleteError, TileprobeError, ToolchainError
 from ..model.arch import check_target, get_arch, has_limits
 from ..model.cubin import CubinInfo
 from ..model.occupancy import theoretical_occupancy
+from ..model.sass import split_register_pool
 from ..schema import FAILURE_FIXES, VariantRecord, canonical, derive_failure, short_build, value_key
 from .compile import DEFAULT_TIMEOUT_S, CompileResult, Variant
 from .contained import (OUTPUT_SHOWN_BYTES, PROBE_TIMEOUT_S, ProbePlan, _target_name,  # noqa: F401
@@ -111,7 +112,7 @@ def record_from(res: CompileResult) -> VariantRecord:
                    "minnctapersm": k.ptx.minnctapersm}
     if not has_limits(v.arch):   # issue 9: sm_107 is compiled and read; its CTAs/SM are not sourced (NOT_SOURCED)
         rec.limiter = None
-        rec.sass = res.sass
+        rec.sass, rec.register_pool = split_register_pool(res.sass)
         return rec
     occ = theoretical_occupancy(get_arch(v.arch), k.threads_per_cta, k.regs_per_thread, k.smem_driver_bytes)
     rec.ctas_per_sm, rec.warps_per_sm = occ.ctas_per_sm, occ.warps_per_sm
@@ -119,7 +120,7 @@ def record_from(res: CompileResult) -> VariantRecord:
     if res.remarks:
         from ..model.remarks import parse_remarks
         rec.remarks = parse_remarks(res.remarks)
-    rec.sass = res.sass
+    rec.sass, rec.register_pool = split_register_pool(res.sass)
     return rec
 
 
