@@ -43,6 +43,9 @@ __all__ = ["VERDICTS", "HANG_RISK", "POOL_OK", "UNKNOWN", "NONE", "SetMaxNReg", 
            "check_listing", "warp_reach"]
 
 HANG_RISK, POOL_OK, UNKNOWN, NONE = "hang_risk", "pool_ok", "unknown", "none"
+#: Bumped whenever the walk or the rules change what they decide: a stored check of an older model is redone from
+#: the stored cubin (``Store.lookup``).
+MODEL_VERSION = 1
 #: Verdicts of the check, worst first.
 VERDICTS = (HANG_RISK, UNKNOWN, POOL_OK, NONE)
 #: setmaxnreg register counts the PTX ISA allows: multiples of 8 in 24 … 256.
@@ -129,7 +132,8 @@ class PoolCheck:
 
     def to_dict(self) -> dict:
         """JSON-ready form (the record's ``register_pool`` field)."""
-        return {"verdict": self.verdict, "reason": self.reason, "registers_per_thread": self.registers_per_thread,
+        return {"verdict": self.verdict, "reason": self.reason, "model_version": MODEL_VERSION,
+                "registers_per_thread": self.registers_per_thread,
                 "threads": self.threads, "pool_registers": self.pool_registers,
                 "demand_registers": self.demand_registers, "warpgroup_counts": list(self.warpgroup_counts),
                 "instructions": [i.to_dict() for i in self.instructions]}
