@@ -86,3 +86,22 @@ def test_tune_drops_a_predicted_hang_unless_asked(tmp_path):
     assert [c.status for c in plan.candidates] == ["ok", HANG_RISK, "ok"] and plan.dropped == {HANG_RISK: 1}
     assert REASON in plan.candidates[1].reason and len(plan.raced()) == 2
     assert [c.status for c in make_plans([problem], recs, "sm_90", run_hang_risk=True)[0].candidates] == ["ok"] * 3
+
+
+def test_compile_time_against_the_programs_compiler_timeout(tmp_path):
+    """audit --compiler-timeout S: every compiled record gets its margin; those past it are flagged in words."""
+    from tileprobe.audit.pipeline import check_compile_timeout
+    from tileprobe.report.common import compile_timeout_line
+    recs = _records(tmp_path / "p.py")
+    recs[0].compile_s, recs[1].compile_s, recs[2].compile_s = 5.6, 0.4, 5.0
+    failed = VariantRecord(kernel="rms", probe="p", case={}, hints={}, arch="sm_90", tileiras="t", status="timeout")
+    check_compile_timeout(recs + [failed], 5.0)
+    assert [r.exceeds_compile_timeout for r in recs] == [True, False, False] and failed.compile_timeout is None
+    assert recs[0].compile_timeout == {"timeout_s": 5.0, "compile_s": 5.6, "margin_s": -0.6, "exceeds": True,
+                                       "source": "--compiler-timeout"}
+    assert recs[1].compile_timeout["margin_s"] == 4.6
+    assert compile_timeout_line(recs[0]).startswith("compile 5.60 s exceeds the program's compiler timeout of 5 s "
+                                                    "(--compiler-timeout) by 0.60 s")
+    assert compile_timeout_line(recs[1]) is None
+    again = VariantRecord.from_dict(recs[0].to_dict())
+    assert again.compile_timeout == recs[0].compile_timeout and again.exceeds_compile_timeout

@@ -50,6 +50,8 @@ register_pool  the register-pool check of setmaxnreg (issue 23; :mod:`tileprobe.
                hang_risk | pool_ok | unknown | none, "reason", "registers_per_thread", "threads", "pool_registers",
                "demand_registers", "warpgroup_counts", "instructions": [{address, action, target, text, guard,
                retry_loop, warps}]}, or null when the SASS was not read
+compile_timeout  with ``audit --compiler-timeout S`` (a program's ct.compiler_timeout, issue 23): {"timeout_s",
+               "compile_s", "margin_s" (timeout − compile time, < 0 when it exceeds), "exceeds", "source"}, else null
 run            GPU run result (status ok|wrong|hang|crash, median_us, …) when the variant was run
 ============== ======================================================================================
 
@@ -299,6 +301,7 @@ class VariantRecord:
     message: str = ""
     fix: str = ""
     register_pool: dict | None = None
+    compile_timeout: dict | None = None
 
     @property
     def ok(self) -> bool:
@@ -344,6 +347,11 @@ class VariantRecord:
         if "register_pool" not in d:   # written before the register-pool check (see the version history)
             rec.register_pool = derive_register_pool(rec.sass)
         return rec
+
+    @property
+    def exceeds_compile_timeout(self) -> bool:
+        """Whether this variant's compile took longer than the compiler timeout it was checked against."""
+        return bool((self.compile_timeout or {}).get("exceeds"))
 
     @property
     def pool_verdict(self) -> str | None:

@@ -86,6 +86,10 @@ def _read_file(path: str, rec: Recording) -> list[Launch]:
             elif t == "counts":
                 for lid, n in (d.get("n") or {}).items():
                     counts[int(lid)] = max(counts.get(int(lid), 0), int(n))
+            elif t == "first_call" and d.get("id") in launches:
+                la = launches[d["id"]]
+                la.first_call_s, la.compiler_timeout_s = d.get("wall_s"), d.get("compiler_timeout_s")
+                la.first_error = str(d.get("error") or "")
             elif t == "arch":
                 arch = d.get("arch")
             elif t == "error":

@@ -199,6 +199,17 @@ def pool_line(r: VariantRecord) -> str | None:
     return f"register pool {pool['verdict']}: {pool.get('reason', '')}"
 
 
+def compile_timeout_line(r: VariantRecord) -> str | None:
+    """``compile 42.9 s exceeds the program's compiler timeout of 5 s by 37.9 s`` for a record checked against a
+    compiler timeout whose compile exceeds it (issue 23), else None."""
+    ct = r.compile_timeout or {}
+    if not ct.get("exceeds"):
+        return None
+    return (f"compile {ct['compile_s']:.2f} s exceeds the program's compiler timeout of {ct['timeout_s']:g} s "
+            f"({ct.get('source', '')}) by {-ct['margin_s']:.2f} s: on a cold cache the program's compile fails with "
+            "TileCompilerTimeoutError")
+
+
 def sass_columns(rows: Iterable[VariantRecord]) -> list[tuple[str, callable]]:
     """Extra (header, cell) columns shown when the data exists: cluster dims, spills (LDL/STL), TMA, matrix ops,
     and the register-pool verdict when any variant's SASS has setmaxnreg (:data:`POOL_HEADER`)."""

@@ -15,7 +15,8 @@ from ..audit.explain import advice
 from ..model.arch import NOT_SOURCED
 from ..schema import VariantRecord
 from .fit import DROP_ORDER, Column, fit_columns, table_width
-from .common import (variant_label, KEPT, NUMERIC, POOL_CELLS, POOL_HEADER, RUN_COLUMNS, SASS_UNREAD, pool_line, VERDICT_MARK, fmt_int, fmt_value,
+from .common import (variant_label, KEPT, NUMERIC, POOL_CELLS, POOL_HEADER, RUN_COLUMNS, SASS_UNREAD, pool_line,
+                     compile_timeout_line, VERDICT_MARK, fmt_int, fmt_value,
                      best_lines, case_columns, failure_counts, failure_groups, failure_of, fmt_kv, group_label,
                      group_tables, headers, hint_columns, noteworthy, ptx_text, record_side, remark_lines,
                      row_cells, run_label, sass_columns, short_build, verdict_cells, verdict_columns)
@@ -212,6 +213,9 @@ def _print_reasons(console: Console, rows: list[VariantRecord], brief: bool) -> 
         pool = pool_line(r)
         if pool and (r.hang_risk or not brief):
             say(console, f"  {label}: {pool}")
+        slow = compile_timeout_line(r)
+        if slow:
+            say(console, f"  {label}: {slow}")
         if r.deterministic is False:
             say(console, f"    tileiras gave {len(r.code_hashes)} different machine codes over repeated compiles of "
                          "this variant; verdicts treat any shared code as the same")
