@@ -10,8 +10,9 @@ from ..analyses.doctor import Finding
 from ..audit.explain import advice
 from ..schema import VariantRecord
 from .common import (variant_label, RUN_COLUMNS, SASS_UNREAD, best_lines, case_columns, failure_groups, failure_of,
-                     fmt_kv, group_tables, headers, hint_columns, noteworthy, pool_line, compile_timeout_line, record_side, row_cells, sass_columns,
-                     short_build, table_md, verdict_cells, verdict_columns, verdict_text)
+                     fmt_kv, group_tables, headers, hint_columns, noteworthy, pool_line, compile_timeout_line,
+                     record_side, row_cells, sass_columns, short_build, table_md, verdict_cells, verdict_columns,
+                     verdict_text)
 
 
 def environment_md(env: dict) -> str:
