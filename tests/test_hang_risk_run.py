@@ -105,3 +105,14 @@ def test_compile_time_against_the_programs_compiler_timeout(tmp_path):
     assert compile_timeout_line(recs[1]) is None
     again = VariantRecord.from_dict(recs[0].to_dict())
     assert again.compile_timeout == recs[0].compile_timeout and again.exceeds_compile_timeout
+
+
+def test_static_advice_never_picks_a_predicted_hang(tmp_path):
+    from tileprobe.audit.explain import _static_advice
+    recs = _records(tmp_path / "p.py")
+    for r, ctas in zip(recs, (4, 8, 2)):
+        r.ctas_per_sm, r.stack_bytes, r.sass = ctas, 0, {"spill_loads": 0, "spill_stores": 0}
+        r.verdicts = {"occupancy": {"status": "honoured", "reason": ""}}
+    best, line = _static_advice(recs)
+    assert best is recs[0] and "static pick: occupancy 4" in line   # occupancy 16 has more CTAs/SM, and hangs
+    assert line.endswith("; predicted to hang (register pool) at occupancy 16")
