@@ -16,8 +16,11 @@ probe_of() {   # bundle folder name (rms_norm_large-13.3.36) -> its probe file
   for d in examples benchmarks/probes; do [ -f "$d/$name.py" ] && { echo "$d/$name.py"; return; }; done
   return 1
 }
-order=$(ls -d "$bundles"/rms_norm_large-13.3.36 "$bundles"/rms_norm-13.3.36 "$bundles"/rms_norm_large-13.4.92 \
-          "$bundles"/rms_norm-13.4.92 2>/dev/null; ls -d "$bundles"/*/ | sed 's:/$::' | grep -v '/rms_norm\(_large\)\?-')
+order=""   # the seed kernels first (13.3.36, then 13.4.92), then every other bundle
+for s in rms_norm_large-13.3.36 rms_norm-13.3.36 rms_norm_large-13.4.92 rms_norm-13.4.92; do
+  [ -d "$bundles/$s" ] && order="$order $bundles/$s"
+done
+order="$order $(ls -d "$bundles"/*/ | sed 's:/$::' | grep -v '/rms_norm\(_large\)\?-' | tr '\n' ' ')"
 for b in $order; do
   name=$(basename "$b"); probe=$(probe_of "$name") || { echo "$name: no probe file found"; continue; }
   left=$(( budget - ($(date +%s) - start) ))

@@ -34,7 +34,10 @@ def rows_of(paths):
 
 
 def main(paths) -> int:
-    rows = rows_of(paths)
+    missing = [p for p in paths if not os.path.isfile(p)]
+    for p in missing:
+        print(f"{p}: no such run result (the run did not write it: see its .log)")
+    rows = rows_of([p for p in paths if p not in missing])
     print(f"{'probe':<24} {'tileiras':<9} {'variant':<52} {'regs×thr':>9} {'prediction':<10} outcome")
     for row in rows:
         print(f"{row[0][:24]:<24} {row[1]:<9} {row[2][:52]:<52} {row[3]:>9} {row[4]:<10} {row[5]}")
