@@ -116,3 +116,24 @@ def test_static_advice_never_picks_a_predicted_hang(tmp_path):
     best, line = _static_advice(recs)
     assert best is recs[0] and "static pick: occupancy 4" in line   # occupancy 16 has more CTAs/SM, and hangs
     assert line.endswith("; predicted to hang (register pool) at occupancy 16")
+
+
+def test_gpu_table_counts_predictions_against_outcomes(tmp_path, capsys):
+    """benchmarks/issue23_table.py (what gpu_issue23_hangs.sh prints) on a run JSON made with the fake watchdog."""
+    import importlib.util
+    import os
+    from tileprobe.schema import write_json
+    probe = tmp_path / "p.py"
+    probe.write_text("")
+    recs = _records(probe)
+    session.run_probes(recs, {SHA: CUBIN}, watchdog=FakeWatchdog(), run_hang_risk=True)
+    write_json(recs, {}, str(tmp_path / "run.json"))
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks", "issue23_table.py")
+    spec = importlib.util.spec_from_file_location("issue23_table", path)
+    table = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(table)
+    assert table.main([str(tmp_path / "run.json"), str(tmp_path / "absent.json")]) == 0
+    out = capsys.readouterr().out
+    assert "absent.json: no such run result" in out
+    assert "hang_risk variants that hung: 1 of 1; pool_ok variants that hung: 0 of 1" in out
+    assert "prediction → outcome: hang_risk → hang: 1, none → ok: 1, pool_ok → ok: 1" in out
