@@ -60,6 +60,8 @@ def add_parser(subparsers, add_common=None) -> None:
     p.add_argument("--num-sms", type=int, default=None, help="SM count the grids are made for (default: the GPU's; "
                    "give it with --dry-run to find duplicate launches)")
     p.add_argument("--dry-run", action="store_true", help="static stage only: compile, drop, dedupe; no GPU")
+    p.add_argument("--run-hang-risk", action="store_true", help="race the candidates the register-pool check "
+                   "predicts to hang too (default: named, dropped under the rule hang_risk, not launched)")
     from ..audit.contained import PROBE_TIMEOUT_S
     p.add_argument("--probe-timeout", type=seconds, default=PROBE_TIMEOUT_S, metavar="SECONDS",
                    help="seconds each step of probe code may take (import, constraints, grid(), args()); probe code "
@@ -134,7 +136,8 @@ def _tune(args, ex, wd, store, startup_s, err):
                 export=args.export, bundle=args.bundle, store=store, jobs=args.jobs, timeout_s=args.timeout,
                 seed=args.seed, tie_pct=args.tie_pct, max_samples=args.max_samples, num_sms=args.num_sms,
                 dry_run=args.dry_run, progress=_progress(err), startup_s=startup_s, where=where_of(args),
-                executor=ex, watchdog=wd, probe_timeout_s=args.probe_timeout, **overrides_of(args))
+                executor=ex, watchdog=wd, probe_timeout_s=args.probe_timeout, run_hang_risk=args.run_hang_risk,
+                **overrides_of(args))
 
 
 @contextlib.contextmanager
@@ -181,6 +184,9 @@ def _progress(console):
         elif kind == "worker":
             say(console, f"GPU: {data.get('name')} ({data.get('sm')}, {data.get('num_sms')} SMs, driver "
                          f"{data.get('driver')})")
+        elif kind == "hang_risk":
+            from .run import hang_risk_lines
+            hang_risk_lines(console, *data)
         elif kind == "race":
             say(console, f"racing {data.problem.probe.label} {data.problem.label}: {len(data.raced())} candidates")
         elif kind == "round":
@@ -224,14 +230,18 @@ def summary_line(p) -> str:
     """``12 configurations: 7 rejected by constraints (fits: 4, …), 1 failed (compile_error: 1), 1 duplicate
     launches → 3 to time``."""
     rejected = {k[len("constraint:"):]: n for k, n in p.dropped.items() if k.startswith("constraint:")}
-    failed = {k: n for k, n in p.dropped.items() if not k.startswith("constraint:") and k != "duplicate_launch"}
+    failed = {k: n for k, n in p.dropped.items() if not k.startswith("constraint:")
+              and k not in ("duplicate_launch", "hang_risk")}
+    hangs = p.dropped.get("hang_risk", 0)
     rows = [r for r in p.candidates if r.get("config") is not None]
-    timed = sum(1 for r in rows if r.get("same_launch_as") is None and r.get("status") not in failed)
+    timed = sum(1 for r in rows if r.get("same_launch_as") is None and r.get("status") not in failed
+                and r.get("status") != "hang_risk")
     from ..tune.pipeline import NO_SM_COUNT
     dupes = ("duplicate launches not looked for (no SM count)" if NO_SM_COUNT in (p.notes or [])
              else f"{p.dropped.get('duplicate_launch', 0)} duplicate launches")
     return (f"{len(rows) + sum(rejected.values())} configurations: {sum(rejected.values())} rejected by constraints"
-            f"{_counts(rejected)}, {sum(failed.values())} failed{_counts(failed)}, {dupes} → {timed} to time")
+            f"{_counts(rejected)}, {sum(failed.values())} failed{_counts(failed)}, "
+            + (f"{hangs} predicted to hang (not launched), " if hangs else "") + f"{dupes} → {timed} to time")
 
 
 def _render_problem(p, console) -> None:

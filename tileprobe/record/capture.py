@@ -440,8 +440,9 @@ class Recorder:
         self.kernels[id(kernel)] = (kernel, kid)
         return kid
 
-    def capture(self, grid, kernel, kernel_args, kwargs, frame) -> None:
-        """Count one launch; describe it (one line) the first time it is seen."""
+    def capture(self, grid, kernel, kernel_args, kwargs, frame):
+        """Count one launch; describe it (one line) the first time it is seen. Returns the new entry on its first
+        sighting (the caller times that call: it includes cuTile's JIT compile), else None."""
         kid = self._kernel_id(kernel)
         get = _DESCRIBERS.get
         args = tuple([(get(type(a)) or describe)(a) for a in kernel_args])
@@ -449,15 +450,26 @@ class Recorder:
         grid_key = grid if type(grid) is tuple else tuple(grid) if isinstance(grid, list) else (grid,)
         key = (kid, grid_key, args, _where(call), _where(launch), tuple(sorted(kwargs.items())) if kwargs else ())
         entry = self.launches.get(key)
+        new = None
         if entry is None:
-            entry = self._new_launch(key, _site(call), _site(launch))
+            entry = new = self._new_launch(key, _site(call), _site(launch))
         entry.n += 1
         n = entry.n
         self.dirty.add(entry)
         self.calls += 1
         if n & (n - 1) == 0 or (self.calls & 1023 == 0 and time.monotonic() - self.last_flush >= FLUSH_INTERVAL_S):
             self.flush()
+        return new if new is not None and new.lid >= 0 else None
 
+    def first_call(self, entry, wall_s: float, exc: BaseException | None) -> None:
+        """Issue 23: a distinct launch's first call — its wall time (cuTile compiles there unless its cache has the
+        cubin), the compiler timeout in force (``ct.compiler_timeout`` / ``CUDA_TILE_COMPILER_TIMEOUT_SEC``) and the
+        exception it raised, if any (a ``TileCompilerTimeoutError`` is the compile timing out)."""
+        line = {"t": "first_call", "id": entry.lid, "wall_s": round(wall_s, 6),
+                "compiler_timeout_s": compiler_timeout_s()}
+        if exc is not None:
+            line["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:500]
+        self._write(line)
     def _new_launch(self, key, call, launch_site):
         kid, grid, args, _, _, kw = key
         func = self.func_of[kid]
@@ -498,6 +510,20 @@ class _Launch:
 
     def __init__(self, lid: int):
         self.lid, self.n = lid, 0
+
+
+def compiler_timeout_s():
+    """The compiler timeout cuTile compiles under now, in seconds, or None (no limit): cuda-tile 1.7's
+    ``ct.compiler_timeout`` sets ``cuda.tile._cext.default_tile_context.config.compiler_timeout_sec``, which starts
+    from ``CUDA_TILE_COMPILER_TIMEOUT_SEC`` (cuda/tile/_context.py)."""
+    try:
+        value = sys.modules["cuda.tile._cext"].default_tile_context.config.compiler_timeout_sec
+    except Exception:
+        value = os.environ.get("CUDA_TILE_COMPILER_TIMEOUT_SEC") or None
+    try:
+        return None if value is None else float(value)
+    except (TypeError, ValueError):
+        return None
 
 
 def _cutile_version():
@@ -908,14 +934,24 @@ def wrap(original, recorder: Recorder):
     (so argument errors, results and exceptions are ``original``'s)."""
 
     def launch(*args, **kwargs):
+        new = None
         if not recorder.failed and len(args) == 4:
             try:
                 kernel_args = args[3]
                 if isinstance(kernel_args, (tuple, list)):
-                    recorder.capture(args[1], args[2], kernel_args, kwargs, sys._getframe(1))
+                    new = recorder.capture(args[1], args[2], kernel_args, kwargs, sys._getframe(1))
             except Exception as e:
                 recorder.fail(e)
-        return original(*args, **kwargs)
+        if new is None:
+            return original(*args, **kwargs)
+        t0 = time.perf_counter()
+        try:
+            out = original(*args, **kwargs)
+        except BaseException as exc:
+            _first_call(recorder, new, t0, exc)
+            raise
+        _first_call(recorder, new, t0, None)
+        return out
 
     launch.__name__ = getattr(original, "__name__", "launch")
     launch.__qualname__ = getattr(original, "__qualname__", "launch")
@@ -923,6 +959,13 @@ def wrap(original, recorder: Recorder):
     launch.__wrapped__ = original
     launch._tileprobe_record = True
     return launch
+
+
+def _first_call(recorder: Recorder, entry, t0: float, exc) -> None:
+    try:
+        recorder.first_call(entry, time.perf_counter() - t0, exc)
+    except Exception as e:
+        recorder.fail(e)
 
 
 def _rebind(old, new) -> int:

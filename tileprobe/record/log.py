@@ -184,6 +184,13 @@ def _take_line(d: dict, kernels: dict, launches: dict, overflow: dict, counts: d
     elif t == "counts":
         for lid, n in (d.get("n") or {}).items():
             counts[int(lid)] = max(counts.get(int(lid), 0), int(n))
+    elif t == "first_call" and d.get("id") in launches:   # issue 23: the first call's time and compiler timeout
+        la = launches[d["id"]]
+        wall, limit = d.get("wall_s"), d.get("compiler_timeout_s")
+        la.first_call_s = float(wall) if isinstance(wall, (int, float)) and not isinstance(wall, bool) else None
+        la.compiler_timeout_s = float(limit) if isinstance(limit, (int, float)) and not isinstance(limit, bool) \
+            else None
+        la.first_error = str(d.get("error") or "")[:500]
     elif t == "error":
         rec.errors.append(f"{os.path.basename(path)}: {d.get('error')}")
 

@@ -103,6 +103,9 @@ class Launch:
     symbol: str | None = None          # known from the compile cache; computed later for recordings
     source: str = "record"             # "record" | "cache"
     note: str = ""
+    first_call_s: float | None = None          # issue 23: the first call's wall time (JIT compile included)
+    compiler_timeout_s: float | None = None    # the compiler timeout in force at that call (None: no limit)
+    first_error: str = ""                      # what the first call raised ("CompilerTimeoutError: …")
 
     @property
     def launch_hints(self) -> dict:
@@ -121,6 +124,9 @@ class Launch:
         self.sites.update(other.sites)
         self.launch_sites.update(other.launch_sites)
         self.archs |= other.archs
+        if other.first_call_s is not None and (self.first_call_s is None or other.first_call_s > self.first_call_s):
+            self.first_call_s, self.compiler_timeout_s = other.first_call_s, other.compiler_timeout_s
+            self.first_error = other.first_error or self.first_error
 
 
 def _json(obj) -> str:
