@@ -67,7 +67,7 @@ def run_step(name: str, argv: list[str], out: str, env: dict) -> dict:
     for stream, text in (("stdout", proc.stdout), ("stderr", proc.stderr)):
         with open(os.path.join(out, f"{name}.{stream}.txt"), "w") as f:
             f.write(text)
-    ops = re.findall(r"^(\w+): (?:rel\. error .* (ok|WRONG)|(FAILED) .*)$", proc.stdout, re.M)
+    ops = re.findall(r"^(\w+): (?:rel\. error .* (ok|WRONG)(?: \(.*\))?|(FAILED) .*)$", proc.stdout, re.M)
     return {"step": name, "argv": argv, "rc": proc.returncode, "wall_s": round(wall, 2),
             "ops": {o: (ok or failed) for o, ok, failed in ops},
             "use_lines": [ln for ln in proc.stderr.splitlines() if ln.startswith("tileprobe use:")]}
