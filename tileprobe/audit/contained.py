@@ -63,6 +63,7 @@ class ProbePlan:
     skip: frozenset = frozenset()
     n_variants: int = 0
     evaluated: bool = True
+    lineno: int | None = None      # the line of ``Probe(...)`` in ``source`` (issue 26: name clashes name it)
 
     def case_grid(self) -> list[dict]:
         """Every case as a dict (the cross product of ``cases``)."""
@@ -220,7 +221,7 @@ def _plan(p, targets, max_variants: int, stage, errors: list[str]) -> ProbePlan 
             errors.append(str(ProbeError(f"{where}: {what}{detail}", p.source, p.lineno)))
         return None
     plan = ProbePlan(p.source, p.index, p.label, dict(p.cases), dict(p.hints), tuple(p.archs) if p.archs else None,
-                     dict(p.knobs), p.timeout_s, digest)
+                     dict(p.knobs), p.timeout_s, digest, lineno=p.lineno)
     mine = plan.targets(targets)
     plan.n_variants = _grid_size(p.cases) * _grid_size(p.hints) * len(mine)
     if plan.n_variants > max_variants:

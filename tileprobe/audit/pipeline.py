@@ -319,11 +319,33 @@ def _load(paths, targets, result: AuditResult, tmp: str, jobs, timeout_s: float,
         result.probe_errors.extend(rep.errors)
         _note_output(result, rep, shown)
         plans.extend(rep.plans)
+    plans = _without_name_clashes(plans, targets, result)
     if not plans:
         raise IncompleteError("no probe could be loaded:\n  " + "\n  ".join(result.probe_errors + result.notes))
     from .where import check_case_names
     check_case_names(cases, plans)
     return plans, default_tileiras
+
+
+def _without_name_clashes(plans: list, targets: Sequence[str], result: AuditResult) -> list:
+    """``plans`` less those whose name another plan of another file already has for one of the requested
+    ``targets`` (tables, verdicts and the store tell probes apart by name and arch); each clash is a probe error
+    naming both files and lines and the shared archs. Probes of one name with disjoint ``archs`` (per-arch launches
+    of one kernel, issue 26) all stay."""
+    kept: list = []
+    for plan in plans:
+        mine = set(plan.targets(targets))
+        twin = next((k for k in kept if k.label == plan.label and k.source != plan.source
+                     and mine & set(k.targets(targets))), None)
+        if twin is None:
+            kept.append(plan)
+            continue
+        shared = ", ".join(t for t in targets if t in mine and t in twin.targets(targets))
+        result.probe_errors.append(
+            f"{plan.source}:{plan.lineno or '?'}: probe {plan.label!r} is also defined at {twin.source}:"
+            f"{twin.lineno or '?'}, both for {shared}: give one a distinct name= or make their archs= disjoint "
+            f"(this one is not audited)")
+    return kept
 
 
 def _note_output(result: AuditResult, rep, shown: dict[str, str]) -> None:

@@ -10,7 +10,7 @@ from ..model.arch import NOT_SOURCED
 from ..schema import NOTEWORTHY_STATUSES, VariantRecord, short_build  # noqa: F401  (short_build: the renderers' label)
 
 #: How a verdict status reads in text (``ignored`` in capitals: the hint fell short and did nothing).
-VERDICT_MARK = {"honoured": "honoured", "met": "met", "partial": "partial", "ignored": "IGNORED",
+VERDICT_MARK = {"honoured": "honoured", "met": "met", "unverified": "unverified", "partial": "partial", "ignored": "IGNORED",
                 "infeasible": "infeasible", "changed": "changed", "unchanged": "unchanged", "baseline": "baseline"}
 
 
