@@ -31,6 +31,27 @@ from ..errors import ProbeError
 #: 900 s is about 2.4x the slowest measured, so a busier machine still finishes it; a probe can set its own
 #: (``Probe(timeout_s=...)``) and a genuinely stuck compile still ends in 15 minutes.
 DEFAULT_TIMEOUT_S = 900.0
+#: Most the load scales :data:`DEFAULT_TIMEOUT_S` by (:func:`load_scaled_timeout_s`): 4 × 900 s = 1 hour.
+MAX_LOAD_SCALE = 4.0
+
+
+def load_scaled_timeout_s(base_s: float = DEFAULT_TIMEOUT_S, *, load: float | None = None,
+                          cpus: int | None = None) -> float:
+    """The compile timeout (s) of an audit that is given none: ``base_s`` × the machine's load per CPU (the
+    1-minute load average ÷ CPUs, :func:`os.getloadavg`, at the audit's start), at least 1× and at most
+    :data:`MAX_LOAD_SCALE` × (900–3,600 s by default).
+
+    Why: compile time grows with what else the machine runs. FlashInfer's W4A4 GEMM on sm_100 took 167–372 s
+    per variant on a 2-core machine, and 1,055 s on the same machine under more load (issue 26), past the 900 s
+    default. ``load`` / ``cpus`` replace the measured ones (tests); without a load average (a platform without
+    ``os.getloadavg``) the result is ``base_s``."""
+    if load is None:
+        try:
+            load = os.getloadavg()[0]
+        except (AttributeError, OSError):
+            return base_s
+    cpus = cpus or os.cpu_count() or 1
+    return base_s * min(max(load / cpus, 1.0), MAX_LOAD_SCALE)
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from ..model.arch import check_target, get_arch, has_limits
 from ..model.cubin import CubinInfo
 from ..model.occupancy import theoretical_occupancy
 from ..schema import FAILURE_FIXES, VariantRecord, canonical, derive_failure, short_build, value_key
-from .compile import DEFAULT_TIMEOUT_S, CompileResult, Variant
+from .compile import DEFAULT_TIMEOUT_S, CompileResult, Variant, load_scaled_timeout_s
 from .contained import (OUTPUT_SHOWN_BYTES, PROBE_TIMEOUT_S, ProbePlan, _target_name,  # noqa: F401
                         load_probe_files, probe_targets, source_sha256)
 from .claims import Claims
@@ -162,7 +162,7 @@ def environment(tileiras_builds: Iterable[str] = ()) -> dict:
 
 
 def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Sequence[dict] | None = None,
-          jobs: int | None = None, timeout_s: float = DEFAULT_TIMEOUT_S, with_sass: bool = False,
+          jobs: int | None = None, timeout_s: float | None = None, with_sass: bool = False,
           store=None, progress: Callable | None = None,
           select: Callable[[Variant], bool] | None = None, repeat: int = 1,
           where: dict | None = None, cases: dict | None = None, hints: dict | None = None,
@@ -175,7 +175,8 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
         archs: targets such as ``["sm_90", "sm_120"]`` (:data:`tileprobe.model.arch.TILEIRAS_TARGETS`).
         toolchains: ``[{"tileiras": path, "lib_dirs": [...]}]``; ``None`` = the tileiras cuTile would pick.
         jobs: parallel compile workers (default: all CPUs).
-        timeout_s: per-variant compiler timeout (s); a probe's ``timeout_s`` wins.
+        timeout_s: per-variant compiler timeout (s); a probe's ``timeout_s`` wins. None: the default scaled by
+            the machine's load at the start (:func:`~tileprobe.audit.compile.load_scaled_timeout_s`, 900–3,600 s).
         with_sass: also disassemble each cubin for SASS traits (needs nvdisasm).
         store: a :class:`tileprobe.store.Store`; variants already there are not compiled again and new ones are
             saved as they finish.
@@ -220,6 +221,8 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
     import time
     from .procs import owned_tempdir
     t0 = time.perf_counter()
+    if timeout_s is None:
+        timeout_s = load_scaled_timeout_s()
     check_seconds("timeout_s", timeout_s)
     check_seconds("probe_timeout_s", probe_timeout_s)
     from .where import check_overrides

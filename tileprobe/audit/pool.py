@@ -187,7 +187,8 @@ class WorkerPool:
         self._kill(w)
         return CompileResult(w.variant, "timeout",
                              error=f"no result within {w.limit_s:.0f} s (probe code, cuTile's front end, tileiras and "
-                                   "nvdisasm together); the worker and its compiler processes were stopped")
+                                   "nvdisasm together); the worker and its compiler processes were stopped "
+                                   "(raise the limit: --timeout S or Probe(timeout_s=S))")
 
     @staticmethod
     def _kill(w: _Worker) -> None:
