@@ -158,14 +158,18 @@ def _init_worker(tileiras: str | None, lib_dirs: list[str] | None, timeout_s: fl
     return {"pid": os.getpid(), "tileiras": _cutile.parse_build(version), "bytecode": str(bytecode)}
 
 
-def failed_artifacts_dir() -> str:
-    """Where failed variants keep their bytecode for the repro command: ``$TILEPROBE_ARTIFACTS``, else
-    ``platformdirs.user_cache_dir("tileprobe")/failed`` (outside the temp folder, which every run removes)."""
+def failed_artifacts_dir(store_path: str | None = None) -> str:
+    """Where failed variants keep their bytecode for the repro command: ``$TILEPROBE_ARTIFACTS``; else a
+    ``failed`` folder beside the results store in use (``store_path``: its SQLite file); else, without a store,
+    ``tileprobe-failed`` in the temp folder (:func:`tempfile.gettempdir`: ``$TMPDIR`` when set). Never the audit's
+    own temp folder, which every run removes. (Until issue 26 it was always ``~/.cache/tileprobe/failed``,
+    outside the store and temp folder a user had given.)"""
     env = os.environ.get("TILEPROBE_ARTIFACTS")
     if env:
         return env
-    from platformdirs import user_cache_dir
-    return os.path.join(user_cache_dir("tileprobe"), "failed")
+    if store_path:
+        return os.path.join(os.path.dirname(os.path.abspath(store_path)), "failed")
+    return os.path.join(tempfile.gettempdir(), "tileprobe-failed")
 
 
 def _probe(path: str, index: int):

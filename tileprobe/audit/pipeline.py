@@ -20,7 +20,7 @@ from ..model.arch import check_target, get_arch, has_limits
 from ..model.cubin import CubinInfo
 from ..model.occupancy import theoretical_occupancy
 from ..schema import FAILURE_FIXES, VariantRecord, canonical, derive_failure, short_build, value_key
-from .compile import DEFAULT_TIMEOUT_S, CompileResult, Variant, load_scaled_timeout_s
+from .compile import DEFAULT_TIMEOUT_S, CompileResult, Variant, failed_artifacts_dir, load_scaled_timeout_s
 from .contained import (OUTPUT_SHOWN_BYTES, PROBE_TIMEOUT_S, ProbePlan, _target_name,  # noqa: F401
                         load_probe_files, probe_targets, source_sha256)
 from .claims import Claims
@@ -422,7 +422,8 @@ def _audit_with(tc: dict, plans, targets, result: AuditResult, order: dict, tota
 
     def compile_(variants: Iterable[Variant]) -> None:
         kw = dict(tileiras=tc.get("tileiras"), lib_dirs=tc.get("lib_dirs"), jobs=jobs, timeout_s=timeout_s,
-                  with_sass=with_sass, tmp_root=tmp)
+                  with_sass=with_sass, tmp_root=tmp,
+                  artifact_root=failed_artifacts_dir(getattr(store, "path", None) if store is not None else None))
         results = executor.compile(variants, **kw) if executor is not None else compile_variants(variants, **kw)
         with contextlib.closing(results):   # an exception here (Ctrl-C, SIGTERM) stops the workers now, not at GC
             _collect(results, tc, result, store, progress, repeats)

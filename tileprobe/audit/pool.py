@@ -231,7 +231,9 @@ def compile_variants(variants: Iterable[Variant], *, tileiras: str | None = None
     Raises:
         ToolchainError: the workers cannot start with this tileiras.
     """
+    from .compile import failed_artifacts_dir
     from .procs import owned_tempdir
+    artifact_root = artifact_root or failed_artifacts_dir()   # here: a worker's temp folder is the audit's own
     with contextlib.ExitStack() as stack:
         if tmp_root is None:
             tmp_root = stack.enter_context(owned_tempdir("compile"))

@@ -218,8 +218,8 @@ def _as_reference(hint: str, r: VariantRecord, group: list[VariantRecord]) -> st
     value), or the lowest value audited, without a hint-less build to show what the hint itself changed."""
     others = _others(hint, r, group)
     if r.hintless(hint):
-        return (f"the hint-less build, with the kernel's declared value: the reference of the other {hint} values"
-                if others else f"the hint-less build, with the kernel's declared value; no other {hint} value audited")
+        return (f"{ref_name(hint, r)}: the reference of the other {hint} values" if others
+                else f"{ref_name(hint, r)}; no other {hint} value audited")
     missing = f"no hint-less build audited (add None to the probe's {hint} values to compare with it)"
     if not others:
         return f"the only {hint} value audited; {missing}"
