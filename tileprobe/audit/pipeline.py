@@ -334,12 +334,15 @@ def _without_name_clashes(plans: list, targets: Sequence[str], result: AuditResu
     """``plans`` less those whose name another plan of another file already has for one of the requested
     ``targets`` (tables, verdicts and the store tell probes apart by name and arch); each clash is a probe error
     naming both files and lines and the shared archs. Probes of one name with disjoint ``archs`` (per-arch launches
-    of one kernel, issue 26) all stay."""
+    of one kernel, issue 26) all stay, and so do plans with no variant to audit (their own errors say why)."""
     kept: list = []
     for plan in plans:
+        if plan.evaluated and not plan.n_variants:   # nothing to audit (its own errors say why): no clash
+            kept.append(plan)
+            continue
         mine = set(plan.targets(targets))
         twin = next((k for k in kept if k.label == plan.label and k.source != plan.source
-                     and mine & set(k.targets(targets))), None)
+                     and (k.n_variants or not k.evaluated) and mine & set(k.targets(targets))), None)
         if twin is None:
             kept.append(plan)
             continue
