@@ -4,10 +4,14 @@ Hints with a checkable goal (occupancy: theoretical CTAs/SM ≥ N, and for a clu
 size⌋ clusters resident on the arch's reference GPU; num_ctas: a cluster of N CTAs; allow_tma: TMA instructions
 present / absent) get one of:
 
-* ``honoured`` — the goal is met AND the hint changed the machine code: it differs from the reference value's.
-* ``met`` — the goal is met, but with the same machine code and resources as the reference value (or this is the
-  reference value): the goal was already met without the hint. (Nsight Compute's and cuda_occupancy.h's
+* ``honoured`` — the goal is met AND the hint changed the machine code: it differs from the reference's.
+* ``met`` — the goal is met, but with the same machine code and resources as the reference (or this is the
+  reference): the goal was already met without the hint. (Nsight Compute's and cuda_occupancy.h's
   "theoretical occupancy" is the CTAs/SM compared with N here.)
+* ``unverified`` — (occupancy) met or not depending on a rule no driver has checked: the reading of the 1 KB
+  per-CTA shared-memory reserve where it is not driver-checked and the other reading lands on the other side of N,
+  or, for a cluster variant whose CTAs meet N, a GPC layout not sourced. The reason starts with the status it would
+  have (``honoured by readings no driver has checked — …``). docs/NOTES.md §26 has the evidence for each reading.
 * ``partial`` — moved toward the goal and fell short (occupancy: more CTAs/SM than the reference, fewer than N).
 * ``ignored`` — the goal is not met and the hint had no effect: the same machine code and resources as another
   value of the hint, or no residency change.
@@ -20,9 +24,11 @@ Hints without a checkable goal (opt_level, num_worker_warps, latency and other p
 * ``unchanged`` — the same machine code and resources as the baseline value: no effect;
 * ``baseline`` — the lowest value audited, which the others are compared with.
 
-The *reference* of occupancy, num_ctas and the no-goal hints is the variant that differs only in that hint and
-has its lowest value (hint-less variants count as the declared value); of allow_tma it is the variant with the
-other value. File hashes always differ between hint values (the embedded Tile IR carries them), so "same machine
+The *reference* of occupancy, num_ctas and the no-goal hints is, among the variants that differ only in that hint,
+the build without it when the probe audits one (the value None or left out: the kernel's declared value, ByTarget
+resolved, or none; :meth:`~tileprobe.schema.VariantRecord.hintless`), else the one with the lowest value (issue 26:
+the lowest value was the reference even beside a hint-less build with other code); of allow_tma it is the variant
+with the other value. Reasons name the reference (``vs the hint-less build: …``, ``vs occupancy=1: …``). File hashes always differ between hint values (the embedded Tile IR carries them), so "same machine
 code" compares ``code_sha256`` (machine code + resources), never the file hash.
 
 Why clusters count for occupancy: a persistent cluster kernel launches ``min(SMs // num_ctas, tiles) × occupancy``
@@ -31,8 +37,8 @@ candidate got 1 block/SM from the driver and failed to launch on GPUs with ≥ 1
 resident at once. CTAs of a cluster need distinct SMs of one GPC (:mod:`tileprobe.model.cluster`), so on the H200
 30 clusters of 4 fit at 1 CTA/SM where such a grid has 33: 3 wait for a second wave although every SM could hold a
 CTA. Where the GPC layout is not known (sm_100: range
-from 0) and the range straddles the goal, the status follows per-CTA residency and the reason says it depends on
-the layout.
+from 0) and the range straddles the goal, or no GPU of the arch has a sourced layout (sm_120), a goal the CTAs meet
+is ``unverified`` and the reason says it depends on the layout.
 
 Occupancy reasons also name what they rest on: for clusters (``cluster_dims`` > 1 CTA) the resident clusters on
 the arch's reference GPU (:mod:`tileprobe.model.cluster`); when shared memory limits residency, or the other reading of
