@@ -179,10 +179,12 @@ def test_persistent_gemm_statuses_say_what_happened(pm):
     got = {k: (v["num_ctas"]["status"], v["occupancy"]["status"]) for k, v in pm.items()}
     for arch in ("sm_90", "sm_100"):
         assert got[(arch, 1, 1)] == ("met", "met")            # the reference values
-        assert got[(arch, 2, 1)] == ("honoured", "met")
-        assert got[(arch, 1, 2)] == ("met", "honoured")
         assert got[(arch, 1, 8)] == ("met", "ignored")        # occupancy 8 gives occupancy 1's machine code
-    assert got[("sm_90", 2, 4)] == ("honoured", "ignored") and got[("sm_100", 2, 4)] == ("honoured", "honoured")
+    assert got[("sm_90", 2, 1)] == ("honoured", "met") and got[("sm_90", 1, 2)] == ("met", "honoured")
+    assert got[("sm_90", 2, 4)] == ("honoured", "ignored")
+    # issue 26: on sm_100 the B200's GPC layout (clusters) and the reserve reading (115,860 B) decide these
+    assert got[("sm_100", 2, 1)] == ("honoured", "unverified") and got[("sm_100", 1, 2)] == ("met", "unverified")
+    assert got[("sm_100", 2, 4)] == ("honoured", "unverified")
     assert "same machine code and resources as occupancy=1" in pm[("sm_90", 1, 8)]["occupancy"]["reason"]
 
 
@@ -193,8 +195,9 @@ def test_persistent_gemm_cluster_reasons(pm):
                                  "on one H200, 2026-12-01")
     sm100 = pm[("sm_100", 2, 1)]["occupancy"]["reason"]
     assert "clusters of 2: 0–74 active on B200 (148 SMs) (GPC layout not sourced)" in sm100
-    assert ("the status counts per-CTA residency: whether the 74 clusters of 2 needed for 1 CTA per SM "
-            "(1 × ⌊148 ÷ 2⌋) are resident depends on the GPC layout") in sm100
+    assert sm100.startswith("met by readings no driver has checked — per-CTA residency counted: whether the 74 "
+                            "clusters of 2 needed for 1 CTA per SM (1 × ⌊148 ÷ 2⌋) are resident depends on the GPC "
+                            "layout (B200's is not sourced) — 1 CTA/SM ≥ 1")
     assert "clusters of 2: 0–296 active on B200" in pm[("sm_100", 2, 4)]["occupancy"]["reason"]
 
 
@@ -254,7 +257,11 @@ def test_flashinfer_4465_numbers_name_the_explanation_the_verdict_rests_on():
     recs = [_pm("sm_100", 2, 1), _pm("sm_100", 2, 2, smem=115_852)]
     judge_records(recs)
     v = recs[1].verdicts["occupancy"]
-    assert v["status"] == "honoured"
+    assert v["status"] == "unverified"        # issue 26: was honoured, on two readings no driver has checked
+    assert v["reason"].startswith("honoured by readings no driver has checked — the cubin's shared size read as "
+                                  "including the 1 KB per-CTA reserve (from the cubin's layout; no driver has checked "
+                                  "it on sm_100): the other reading gives 1 CTA/SM, short of 2; and per-CTA residency "
+                                  "counted: whether the 148 clusters of 2")
     assert "clusters of 2: 0–148 active on B200 (148 SMs) (GPC layout not sourced)" in v["reason"]
     assert "whether the 148 clusters of 2 needed for 2 CTAs per SM (2 × ⌊148 ÷ 2⌋) are resident depends on the GPC " \
         "layout" in v["reason"]

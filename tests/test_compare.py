@@ -47,6 +47,16 @@ def test_honoured_and_met_rank_alike_and_no_goal_statuses_are_changes():
     assert (only.kind, only.details) == ("changed", ["opt_level changed → unchanged"])
 
 
+def test_a_change_to_or_from_unverified_is_a_change():
+    """Issue 26: honoured → unverified (a rule no driver has checked now decides the goal) is neither better nor
+    worse for certain."""
+    a = [rec(A, 2, 256, 128, 1000, 2, "x"), rec(A, 4, 256, 64, 1000, 4, "y", status="unverified")]
+    b = [rec(B, 2, 256, 128, 1000, 2, "x", status="unverified"), rec(B, 4, 256, 64, 1000, 4, "y", status="ignored")]
+    by_occ = {c.a.hints["occupancy"]: c for c in compare_records(a, b)}
+    assert (by_occ[2].kind, by_occ[2].details) == ("changed", ["occupancy honoured → unverified"])
+    assert (by_occ[4].kind, by_occ[4].details) == ("changed", ["occupancy unverified → ignored"])
+
+
 def test_same_code_is_same_and_unmatched_reported():
     a = [rec(A, 1, 256, 128, 1000, 2, "x"), rec(A, 4, 256, 128, 1000, 2, "y")]
     b = [rec(B, 1, 256, 128, 1000, 2, "x")]

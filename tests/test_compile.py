@@ -106,3 +106,23 @@ def test_ctrl_c_stops_the_sweep_at_once_and_keeps_finished_variants(tmp_path):
                           text=True).stdout.splitlines()
     # dead children handed to PID 1 may linger as zombies in a container whose init does not reap; none may run
     assert [r for r in rows if r.split()[1][0] != "Z"] == []
+
+
+def test_the_repeat_command_points_beside_the_store_given(tmp_path, monkeypatch):
+    """Issue 26: failed variants' bytecode (and their repeat command) went to ~/.cache/tileprobe/failed whatever
+    store the audit was given; now beside that store, and without a store in the temp folder ($TMPDIR)."""
+    from tileprobe.store import Store
+    monkeypatch.delenv("TILEPROBE_ARTIFACTS", raising=False)
+    fake = fake_tileiras(tmp_path, "kill -SEGV $$")
+    store = Store.open(str(tmp_path / "mine" / "results.sqlite"))
+    [rec] = audit([VADD], ["sm_90"], toolchains=[{"tileiras": fake}], store=store, jobs=1,
+                  cases={"TILE": [256]}, hints={"occupancy": [1]}).records
+    assert rec.status == "compiler_crash"
+    assert f"{tmp_path}/mine/failed/" in rec.repro and ".cache/tileprobe" not in rec.repro
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", None)        # gettempdir() reads TMPDIR again
+    [rec] = audit([VADD], ["sm_90"], toolchains=[{"tileiras": fake}], jobs=1,
+                  cases={"TILE": [256]}, hints={"occupancy": [1]}).records
+    assert f"{tmp_path}/tmp/tileprobe-failed/" in rec.repro

@@ -251,7 +251,8 @@ def test_timeout_says_the_limit(tmp_path):
     fake, _ = _fake_tileiras(tmp_path, "sleep 30")
     [res] = list(compile_variants([Variant(_probe(tmp_path), 0, "vadd", (), (), "sm_90")], tileiras=fake, jobs=1,
                                   timeout_s=1.0))
-    assert (res.failure, res.message) == ("timeout", "tileiras did not finish within 1 s")
+    assert (res.failure, res.message) == ("timeout", "tileiras did not finish within 1 s (raise it: --timeout S or "
+                                          "Probe(timeout_s=S), then --retry-failed)")
     assert "--timeout" in res.fix and "--retry-failed" in res.fix
 
 

@@ -121,6 +121,19 @@ def test_schema1_gate_words_keep_passing_when_the_goal_is_met_without_the_hint()
     assert check([rec()], ["occupancy took effect"]) == []
 
 
+def test_an_unverified_verdict_cannot_be_checked():
+    """Issue 26: a goal that a rule no driver has checked decides is neither passed nor failed as if known: the
+    expectation cannot be checked (the gate fails unless --allow-unchecked), and the reason says why."""
+    why = ("honoured by readings no driver has checked — the cubin's shared size read as including the 1 KB "
+           "per-CTA reserve (from the cubin's layout; no driver has checked it on sm_120): the other reading gives "
+           "1 CTA/SM, short of 2 — 2 CTAs/SM ≥ 2")
+    for expectation in ("occupancy honoured", "occupancy took effect", "occupancy not ignored"):
+        (f,) = check([rec(verdict="unverified", reason=why)], [expectation])
+        assert f.unchecked and f.got == "unverified"
+        assert str(f) == ("w4a16_gemm sm_120 tileiras 13.4.92 GATHER=True LOOP=True occupancy=2: cannot check — "
+                          f"unverified: {why}")
+
+
 def test_no_goal_hint_expectations_read_changed_and_unchanged():
     def opt(status):
         r = rec(verdict=status)

@@ -108,14 +108,19 @@ def test_compile_time_against_the_programs_compiler_timeout(tmp_path):
 
 
 def test_static_advice_never_picks_a_predicted_hang(tmp_path):
-    from tileprobe.audit.explain import _static_advice
+    from tileprobe.audit.explain import static_advice
     recs = _records(tmp_path / "p.py")
     for r, ctas in zip(recs, (4, 8, 2)):
         r.ctas_per_sm, r.stack_bytes, r.sass = ctas, 0, {"spill_loads": 0, "spill_stores": 0}
         r.verdicts = {"occupancy": {"status": "honoured", "reason": ""}}
-    best, line = _static_advice(recs)
-    assert best is recs[0] and "static pick: occupancy 4" in line   # occupancy 16 has more CTAs/SM, and hangs
-    assert line.endswith("; predicted to hang (register pool) at occupancy 16")
+    best, line = static_advice(recs)
+    # occupancy 16 has more CTAs/SM than 4 and 8, and hangs: it is named as such, never weighed as a build
+    assert best is not recs[1]
+    assert "occupancy 16: predicted to hang (register pool)" in line
+    assert "occupancy 16 " not in line.split("occupancy 16: predicted")[0]
+    recs[0].hints["occupancy"], recs[2].hints["occupancy"] = 4, 4   # the two others one build: the pick is theirs
+    best, line = static_advice([recs[0], recs[1]])
+    assert best is recs[0] and "predicted to hang" in line
 
 
 def test_gpu_table_counts_predictions_against_outcomes(tmp_path, capsys):

@@ -82,6 +82,21 @@ def test_two_probes_with_one_name_are_refused(tmp_path):
         load_probes(path)
 
 
+def test_one_name_is_refused_only_for_archs_both_probes_audit(tmp_path):
+    """Issue 26: per-arch probes of one kernel may share a name when their ``archs`` are disjoint."""
+    from tileprobe.audit.probe import load_probes
+    path = _probe_file(tmp_path, "probes = [Probe(kernel=K, args=lambda c, a: (), name='dup', archs=['sm_90']),\n"
+                                 "          Probe(kernel=K, args=lambda c, a: (), name='dup', archs=['sm_120'])]\n")
+    assert [p.archs for p in load_probes(path)] == [["sm_90"], ["sm_120"]]
+    (tmp_path / "b").mkdir()
+    path = _probe_file(tmp_path / "b", "probes = [Probe(kernel=K, args=lambda c, a: (), name='dup', archs=['sm_90']),\n"
+                                       "          Probe(kernel=K, args=lambda c, a: (), name='dup', "
+                                       "archs=['sm_90', 'sm_120'])]\n")
+    with pytest.raises(ProbeError, match=r"probes\[0\] and probes\[1\] are both named 'dup' for sm_90 \(lines 4 and "
+                                         r"5\): give each a distinct name= or disjoint archs="):
+        load_probes(path)
+
+
 def test_a_probe_that_changes_folder_at_import_is_still_found(tmp_path, monkeypatch):
     from tileprobe.audit.probe import load_probes
     path = _probe_file(tmp_path, "os.chdir('/')\nprobe = Probe(kernel=K, args=lambda c, a: (), name='v')\n")

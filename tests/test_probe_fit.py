@@ -129,7 +129,7 @@ def test_per_probe_compile_timeout_and_the_default(tmp_path):
     from tileprobe.cli import build_parser
     from tileprobe.audit.compile import DEFAULT_TIMEOUT_S
     assert DEFAULT_TIMEOUT_S == 900.0 > 372      # FIELD_NOTES: 167-372 s per FP4 GEMM variant on sm_100
-    assert build_parser().parse_args(["audit", "p.py"]).timeout == DEFAULT_TIMEOUT_S
+    assert build_parser().parse_args(["audit", "p.py"]).timeout is None     # the default, scaled by the load
     kernels = os.path.join(DATA, "simple_kernels.py")
     probe = _write(tmp_path, "slow.py", f"""
         from tileprobe import Probe
@@ -161,3 +161,14 @@ def test_declared_hints_show_their_values_per_arch():
     launched = VariantRecord(kernel="k", probe="p.py", case={}, hints={"occupancy": 9}, arch="sm_90", tileiras="",
                              status="ok", effective_hints={"occupancy": 9})
     assert hint_cell(launched, "occupancy") == "9"
+
+
+def test_the_default_compile_timeout_scales_with_the_load_per_cpu():
+    """Issue 26: a FlashInfer W4A4 compile took 1,055 s on a loaded 2-core machine, past the 900 s default."""
+    from tileprobe.audit.compile import load_scaled_timeout_s
+    assert load_scaled_timeout_s(load=0.3, cpus=2) == 900.0            # an idle machine: the default
+    assert load_scaled_timeout_s(load=5.0, cpus=2) == 2250.0           # 2.5 runnable tasks per CPU
+    assert load_scaled_timeout_s(load=40.0, cpus=2) == 3600.0          # at most 4×
+    assert load_scaled_timeout_s(60.0, load=4.0, cpus=2) == 120.0
+    measured = load_scaled_timeout_s()
+    assert 900.0 <= measured <= 3600.0

@@ -194,7 +194,7 @@ def test_run_best_lines_name_the_compiler_and_advice_says_1_cta():
                      "occupancy=1 905.0 µs"]
     judge_records(recs)
     text = " ".join(advice(recs))
-    assert "(1 CTA/SM, 168 registers)" in text and "1 CTAs/SM" not in text
+    assert "1 CTA/SM, 168 registers" in text and "1 CTAs/SM" not in text
 
 
 def test_compare_reads_spills_from_the_sass():

@@ -87,3 +87,64 @@ def test_what_it_takes_quotes_shared_memory_as_the_table_does():
     text = what_it_takes(r, 2)
     assert "(has 165,048)" in text and "164,024" not in text
     assert f"≤ {max_smem_for(get_arch('sm_90'), 2) + 1024:,} B shared per CTA" in text
+
+
+def test_the_hint_less_build_is_the_reference_and_reasons_name_it():
+    """Issue 26 (the TornadoVM report's probe, occupancy=[None, 2, 4, 8] on sm_89): occupancy 2 was "met … the
+    lowest occupancy value audited: nothing shows the hint changed the code" beside a hint-less build with 118
+    registers, 98,304 B and 1 CTA/SM; occupancy 2 had 255 registers, 38,912 B and new spills."""
+    free = rec(None, 128, 118, 98_304, 1, "A", arch="sm_89", limiter="shared_memory")
+    two = rec(2, 128, 255, 38_912, 2, "B", arch="sm_89")
+    two.stack_bytes = 96
+    four = rec(4, 128, 200, 38_912, 2, "C", arch="sm_89")
+    eight = rec(8, 128, 118, 98_304, 1, "A", arch="sm_89", limiter="shared_memory")
+    rows = [free, two, four, eight]
+    assign_verdicts(rows, ["occupancy"])
+    assert "occupancy" not in free.verdicts                      # nothing declared: no value to judge
+    assert two.verdicts["occupancy"] == {"status": "honoured", "reason": (
+        "2 CTAs/SM ≥ 2 (128 threads × 255 registers, 38,912 B shared; limiter: registers); vs the hint-less build: "
+        "registers 118→255, shared B 98,304→38,912, stack B 0→96, CTAs/SM 1→2, new spills")}
+    assert four.verdicts["occupancy"]["status"] == "partial"      # up from the hint-less build's 1 CTA/SM
+    assert "(up from 1 at the hint-less build)" in four.verdicts["occupancy"]["reason"]
+    assert eight.verdicts["occupancy"]["reason"].startswith("same machine code and resources as the hint-less build")
+    assert all("nothing shows" not in r.verdicts.get("occupancy", {}).get("reason", "") for r in rows)
+
+
+def test_a_declared_value_is_the_hint_less_reference():
+    """A kernel declaring occupancy 16 (ByTarget resolved for the arch): its hint-less build is judged with the
+    declared value and is the others' reference; labels show ``16 (declared)``, not ``None``."""
+    from tileprobe.report.common import variant_label
+    free = rec(None, 256, 32, 2072, 8, "A", arch="sm_90", limiter="threads")
+    free.effective_hints = {"occupancy": 16}
+    one = rec(1, 256, 255, 2072, 1, "B", arch="sm_90")
+    rows = [one, free]
+    assign_verdicts(rows, ["occupancy"])
+    assert free.verdicts["occupancy"]["status"] == "infeasible"     # 16 × 256 threads > 2,048
+    assert one.verdicts["occupancy"]["reason"].endswith(
+        "vs the hint-less build (declared occupancy=16): registers 32→255, CTAs/SM 8→1")
+    assert variant_label(free) == "C=1 occupancy=16 (declared)"
+
+
+def test_without_a_hint_less_build_the_lowest_value_says_what_is_not_known():
+    rows = [rec(1, 256, 255, 1000, 1, "A", arch="sm_90"), rec(2, 256, 128, 1000, 2, "B", arch="sm_90")]
+    assign_verdicts(rows, ["occupancy"])
+    assert rows[0].verdicts["occupancy"]["reason"].endswith(
+        "the lowest occupancy value audited, the reference of the others; no hint-less build audited (add None to "
+        "the probe's occupancy values to compare with it)")
+    same = [rec(1, 256, 255, 1000, 1, "A", arch="sm_90"), rec(2, 256, 255, 1000, 1, "A", arch="sm_90")]
+    assign_verdicts(same, ["occupancy"])
+    assert same[0].verdicts["occupancy"]["reason"].endswith("nothing shows the hint changed the code")
+
+
+def test_hints_without_a_goal_take_the_hint_less_build_as_baseline():
+    def opt(level, code, regs):
+        r = rec(1, 256, regs, 0, 1, code, arch="sm_90")
+        r.hints = {"opt_level": level}
+        r.effective_hints = {"opt_level": 3 if level is None else level}
+        return r
+    rows = [opt(None, "A", 128), opt(1, "B", 96), opt(3, "A", 128)]
+    assign_verdicts(rows, ["opt_level"])
+    assert [r.verdicts["opt_level"]["status"] for r in rows] == ["baseline", "changed", "unchanged"]
+    assert rows[1].verdicts["opt_level"]["reason"] == "vs the hint-less build (declared opt_level=3): registers 128→96"
+    assert rows[2].verdicts["opt_level"]["reason"] == ("same machine code and resources as the hint-less build "
+                                                       "(declared opt_level=3)")

@@ -36,7 +36,7 @@ ctas_per_sm    theoretical CTAs per SM (cuda_occupancy.h rules)
 warps_per_sm, occupancy_pct, limiter (threads | registers | shared_memory | cta_slots)
 cubin_sha256   hash of the whole cubin file
 code_sha256    hash of the machine code and resources only (stable across hint values the compiler ignores)
-verdicts       {hint: {"status": S, "reason": str}}; S is honoured|met|partial|ignored|infeasible for hints
+verdicts       {hint: {"status": S, "reason": str}}; S is honoured|met|unverified|partial|ignored|infeasible for hints
                with a goal (occupancy, num_ctas, allow_tma) and changed|unchanged|baseline for the others
                (opt_level, num_worker_warps, latency …); see tileprobe/verdict.py
 error, repro   the whole error text (cuTile's exception) and a command that repeats the compile (failures)
@@ -78,6 +78,10 @@ Version history:
    ignores it). A record written before it gets it on load from its ``sass`` (:func:`derive_register_pool`):
    ``none`` when the SASS traits list no setmaxnreg, ``unknown`` ("not checked") when they list some (the store
    checks those again from the cubin when it is asked for SASS), null when the SASS was not read.
+
+   Added within schema 2 (2026-12-02, issue 26), no version bump: the goal status ``unverified`` (the goal is met
+   under one reading of a rule no driver has checked and not under the other). Older tileprobe shows it as an
+   unknown status; files written before keep the verdicts they were written with (an audit judges afresh).
 """
 from __future__ import annotations
 
@@ -102,13 +106,15 @@ MET = "met"                # goal met without the hint: same machine code and re
 PARTIAL = "partial"        # moved toward the goal and fell short
 IGNORED = "ignored"        # goal not met, no effect
 INFEASIBLE = "infeasible"  # goal impossible on this arch for the CTA the compiler built
+UNVERIFIED = "unverified"  # goal met or not depending on a rule no driver has checked (issue 26: the 1 KB
+                           # per-CTA reserve on sm_8x/10x/12x, a GPC layout not sourced for clusters)
 CHANGED = "changed"        # no goal: the machine code or resources differ from the baseline value's
 UNCHANGED = "unchanged"    # no goal: same machine code and resources as the baseline value
 BASELINE = "baseline"      # no goal: the value the others are compared with (the lowest audited)
-GOAL_STATUSES = (HONOURED, MET, PARTIAL, IGNORED, INFEASIBLE)
+GOAL_STATUSES = (HONOURED, MET, UNVERIFIED, PARTIAL, IGNORED, INFEASIBLE)
 EFFECT_STATUSES = (CHANGED, UNCHANGED, BASELINE)
 #: Statuses whose reasons brief output (``--brief``, markdown, HTML notes) shows: the hint fell short or did nothing.
-NOTEWORTHY_STATUSES = (PARTIAL, IGNORED, INFEASIBLE, UNCHANGED)
+NOTEWORTHY_STATUSES = (UNVERIFIED, PARTIAL, IGNORED, INFEASIBLE, UNCHANGED)
 
 
 # Failure classes (``VariantRecord.failure``): what went wrong, in classes a user can act on (issue 9). Each is
@@ -324,6 +330,12 @@ class VariantRecord:
         if name in self.hints and self.hints[name] is not None:
             return self.hints[name]
         return self.effective_hints.get(name)
+
+    def hintless(self, name: str) -> bool:
+        """Whether this is the build without hint ``name``: the probe leaves it unset or sets it to None (the
+        kernel's declared value, ``ByTarget`` resolved for the arch, or none). Never for a per-load knob (its value
+        is a case constant). Verdicts and advice compare the other values with this build (issue 26)."""
+        return name not in self.knobs and self.hints.get(name) is None
 
     def group_key(self, without: str) -> tuple:
         """Key of the variants that differ from this one only in hint ``without`` (same kernel/case/arch/compiler)."""

@@ -14,7 +14,8 @@ Variants are matched by (kernel, case, hints, arch). Each pair gets a mark, in t
 ====  =========================================================================================================
 
 Verdict ranks: honoured = met > partial > ignored > infeasible; a change between honoured and met (the hint now
-makes, or no longer makes, the difference) and any change of a no-goal status (changed / unchanged / baseline)
+makes, or no longer makes, the difference), a change to or from ``unverified`` (a rule no driver has checked
+decides it: neither better nor worse for certain) and any change of a no-goal status (changed / unchanged / baseline)
 is listed as a change, not a regression. A failure is a state like any other (issue 9): the compile status is
 compared by failure class (ok > an answer: compile_error, unsupported_target, unsupported_feature,
 broken_environment, probe_error > no answer: timeout, compiler_crash) and the run status likewise (ok > wrong >

@@ -32,6 +32,8 @@ FORMS = """\
   HINT honoured               the HINT goal is met: verdict honoured or met (HINT: {hints});
                               for opt_level / num_worker_warps (no goal): verdict changed
   HINT met                    the same as HINT honoured
+                              (an `unverified` verdict, which a rule no driver has checked decides, cannot be
+                              checked: it fails unless --allow-unchecked)
   HINT took effect            the hint changed the machine code and met its goal: verdict honoured (no goal: changed)
   HINT not ignored            the HINT verdict is anything but ignored / unchanged
   compiles                    the variant compiled (status ok)
@@ -281,6 +283,8 @@ def _check_one(e: Expectation, r: VariantRecord, base: dict) -> Failure | None:
             return Failure(e.text, label, f"a {e.field} verdict", "none",
                            f"this variant does not set {e.field} and the kernel declares none")
         ok, want = verdict_holds(e.kind, v["status"])
+        if v["status"] == "unverified":     # issue 26: a rule no driver has checked decides the goal
+            return Failure(e.text, label, want, v["status"], f"unverified: {v.get('reason', '')}", unchecked=True)
         return None if ok else Failure(e.text, label, want, v["status"], v.get("reason", ""))
     if e.kind == "no_spills":
         return _check_spills(e, r, label)

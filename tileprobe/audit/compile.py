@@ -31,6 +31,27 @@ from ..errors import ProbeError
 #: 900 s is about 2.4x the slowest measured, so a busier machine still finishes it; a probe can set its own
 #: (``Probe(timeout_s=...)``) and a genuinely stuck compile still ends in 15 minutes.
 DEFAULT_TIMEOUT_S = 900.0
+#: Most the load scales :data:`DEFAULT_TIMEOUT_S` by (:func:`load_scaled_timeout_s`): 4 × 900 s = 1 hour.
+MAX_LOAD_SCALE = 4.0
+
+
+def load_scaled_timeout_s(base_s: float = DEFAULT_TIMEOUT_S, *, load: float | None = None,
+                          cpus: int | None = None) -> float:
+    """The compile timeout (s) of an audit that is given none: ``base_s`` × the machine's load per CPU (the
+    1-minute load average ÷ CPUs, :func:`os.getloadavg`, at the audit's start), at least 1× and at most
+    :data:`MAX_LOAD_SCALE` × (900–3,600 s by default).
+
+    Why: compile time grows with what else the machine runs. FlashInfer's W4A4 GEMM on sm_100 took 167–372 s
+    per variant on a 2-core machine, and 1,055 s on the same machine under more load (issue 26), past the 900 s
+    default. ``load`` / ``cpus`` replace the measured ones (tests); without a load average (a platform without
+    ``os.getloadavg``) the result is ``base_s``."""
+    if load is None:
+        try:
+            load = os.getloadavg()[0]
+        except (AttributeError, OSError):
+            return base_s
+    cpus = cpus or os.cpu_count() or 1
+    return base_s * min(max(load / cpus, 1.0), MAX_LOAD_SCALE)
 
 
 @dataclass(frozen=True)
@@ -179,14 +200,18 @@ def _init_worker(tileiras: str | None, lib_dirs: list[str] | None, timeout_s: fl
     return {"pid": os.getpid(), "tileiras": _cutile.parse_build(version), "bytecode": str(bytecode)}
 
 
-def failed_artifacts_dir() -> str:
-    """Where failed variants keep their bytecode for the repro command: ``$TILEPROBE_ARTIFACTS``, else
-    ``platformdirs.user_cache_dir("tileprobe")/failed`` (outside the temp folder, which every run removes)."""
+def failed_artifacts_dir(store_path: str | None = None) -> str:
+    """Where failed variants keep their bytecode for the repro command: ``$TILEPROBE_ARTIFACTS``; else a
+    ``failed`` folder beside the results store in use (``store_path``: its SQLite file); else, without a store,
+    ``tileprobe-failed`` in the temp folder (:func:`tempfile.gettempdir`: ``$TMPDIR`` when set). Never the audit's
+    own temp folder, which every run removes. (Until issue 26 it was always ``~/.cache/tileprobe/failed``,
+    outside the store and temp folder a user had given.)"""
     env = os.environ.get("TILEPROBE_ARTIFACTS")
     if env:
         return env
-    from platformdirs import user_cache_dir
-    return os.path.join(user_cache_dir("tileprobe"), "failed")
+    if store_path:
+        return os.path.join(os.path.dirname(os.path.abspath(store_path)), "failed")
+    return os.path.join(tempfile.gettempdir(), "tileprobe-failed")
 
 
 def _probe(path: str, index: int):

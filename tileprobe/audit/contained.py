@@ -65,6 +65,7 @@ class ProbePlan:
     skip: frozenset = frozenset()
     n_variants: int = 0
     evaluated: bool = True
+    lineno: int | None = None      # the line of ``Probe(...)`` in ``source`` (issue 26: name clashes name it)
 
     def case_grid(self) -> list[dict]:
         """Every case as a dict (the cross product of ``cases``)."""
@@ -223,7 +224,7 @@ def _plan(p, targets, max_variants: int, stage, errors: list[str]) -> ProbePlan 
             errors.append(str(ProbeError(f"{where}: {what}{detail}", p.source, p.lineno)))
         return None
     plan = ProbePlan(p.source, p.index, p.label, dict(p.cases), dict(p.hints), tuple(p.archs) if p.archs else None,
-                     dict(p.knobs), p.timeout_s, digest)
+                     dict(p.knobs), p.timeout_s, digest, lineno=p.lineno)
     not_data = plan_not_data(plan)
     if not_data is not None:     # an Enum, an object of the probe's class: it would have to be unpickled by tileprobe
         errors.append(str(ProbeError(f"{where}: {not_data} (not compiled)", p.source, p.lineno)))

@@ -85,10 +85,10 @@ def advice(records: Iterable[VariantRecord], selected: Iterable[VariantRecord] |
     of these variants (a ``--where`` selection), each judged over all of its values in ``records``: advice from
     the selected rows alone named occupancy 2 the pick when only occupancy 2 was shown.
 
-    One static line: the occupancy value whose goal is met (honoured or met) without spills with the most CTAs/SM
-    (the lowest such value on a tie: same residency, fewer demands on the compiler), and which values spill. When
-    the variants carry GPU run results (``record.run``), a second line ranks them by measured
-    median time with its noise and says where the static advice and the measurement disagree
+    One static line (:func:`static_advice`): what each occupancy value buys and costs, which values build identical
+    machine code, and a pick only where those facts decide it; otherwise that speed must be measured, with the
+    ``tileprobe run`` command that measures it. When the variants carry GPU run results (``record.run``), a second
+    line ranks them by measured median time with its noise and compares the static pick, if any
     (:func:`measured_advice`).
     """
     out = []
@@ -97,7 +97,7 @@ def advice(records: Iterable[VariantRecord], selected: Iterable[VariantRecord] |
         if keys is not None and rows[0].group_key("occupancy") not in keys:
             continue
         label = _label(rows[0])
-        static, line = _static_advice(rows)
+        static, line = static_advice(rows)
         out.append(f"{label}: {line}")
         measured = measured_advice(rows, static)
         if measured:
@@ -106,44 +106,127 @@ def advice(records: Iterable[VariantRecord], selected: Iterable[VariantRecord] |
 
 
 def _occupancy_groups(records: Iterable[VariantRecord]) -> list[list[VariantRecord]]:
+    """The compiled variants that differ only in occupancy, one list per group, the hint-less build first, then by
+    value (the hint-less build without a declared value counts: it is what the hint is weighed against)."""
     groups: dict[tuple, list[VariantRecord]] = defaultdict(list)
     for r in records:
-        if r.ok and r.hint("occupancy") is not None and has_limits(r.arch):
+        if r.ok and has_limits(r.arch) and (r.hint("occupancy") is not None or r.hintless("occupancy")):
             groups[r.group_key("occupancy")].append(r)
-    return [sorted(rows, key=lambda r: int(r.hint("occupancy"))) for rows in groups.values()]
+    keyed = [sorted(rows, key=lambda r: (not r.hintless("occupancy"), int(r.hint("occupancy") or 0)))
+             for rows in groups.values()]
+    return [rows for rows in keyed if any(r.hint("occupancy") is not None and not r.hintless("occupancy")
+                                          for r in rows)]
 
 
 def _label(r0: VariantRecord) -> str:
     """``matmul sm_90 tileiras 13.4.92 TILE=128×128 num_ctas=2``: values spelled as the tables spell them."""
     from .where import format_value
-    others = [f"{k}={format_value(v)}" for k, v in r0.hints.items() if k != "occupancy"]
+    others = [f"{k}={format_value(v)}" for k, v in r0.hints.items() if k != "occupancy" and v is not None]
     return " ".join([r0.kernel, r0.arch, short_build(r0.tileiras),
                      *[f"{k}={format_value(v)}" for k, v in r0.case.items()], *others]).strip()
 
 
-def _static_advice(rows: list[VariantRecord]) -> tuple[VariantRecord | None, str]:
-    """(the advised variant or None, the static advice sentence)."""
-    clean = [r for r in rows if not _spills(r) and not r.hang_risk   # issue 23: never advise a predicted hang
-             and r.verdicts.get("occupancy", {}).get("status") in ("honoured", "met")]
-    spills = [r for r in rows if _spills(r)]
-    best = max(clean, key=lambda r: (r.ctas_per_sm or 0, -int(r.hint("occupancy"))), default=None)
-    if best is not None:
-        line = (f"static pick: occupancy {best.hint('occupancy')}, the lowest value with the most CTAs/SM met "
-                f"without spills ({best.ctas_per_sm} CTA{'' if best.ctas_per_sm == 1 else 's'}/SM, "
-                f"{best.registers} registers)")
-    else:
-        unmet = [r for r in rows if not _spills(r)]
-        why = ", ".join(f"{r.hint('occupancy')} {r.verdicts.get('occupancy', {}).get('status', 'not judged')}"
-                        for r in unmet)
-        line = (f"no occupancy value is met{' without spills' if spills else ''}"
-                + (f" (occupancy {why}: their reasons say why)" if why else ""))
-    if spills:
-        line += "; spills at occupancy " + ", ".join(f"{r.hint('occupancy')} ({_spills(r)})" for r in spills)
-    hangs = [r for r in rows if r.hang_risk]
+def static_advice(rows: list[VariantRecord]) -> tuple[VariantRecord | None, str]:
+    """(the variant the static facts pick, or None; the sentence) for one occupancy group (rows as
+    :func:`_occupancy_groups` orders them).
+
+    The sentence gives, per set of values with identical machine code and resources, what they build: CTAs/SM,
+    registers per thread, shared bytes per CTA, spills, resident clusters, and a verdict that no driver has
+    checked. A pick is named only where the static facts decide it: every value that can launch builds the same
+    code, so the lowest (or the hint-less build) is the pick and the others change nothing. Otherwise which build is
+    fastest is a measurement — more CTAs/SM, fewer spills or fewer registers are not faster by themselves (the
+    TornadoVM report: occupancy 4 and 8 ran 2× and 7× slower than the hint-less build) — and the sentence ends
+    with the ``tileprobe run`` command that measures exactly this group."""
+    launchable = [r for r in rows if r.ctas_per_sm and not r.hang_risk]   # issue 23: never advise a predicted hang
+    classes = _code_classes(launchable)
+    parts = [_class_text(c) for c in classes]
+    dead = [r for r in rows if not r.ctas_per_sm]
+    if dead:
+        parts.append(", ".join(_value_name(r) for r in dead) + ": cannot launch (0 CTAs/SM)")
+    hangs = [r for r in rows if r.ctas_per_sm and r.hang_risk]
     if hangs:
-        line += "; predicted to hang (register pool) at occupancy " + ", ".join(str(r.hint("occupancy"))
-                                                                              for r in hangs)
-    return best, line
+        parts.append(", ".join(_value_name(r) for r in hangs) + ": predicted to hang (register pool)")
+    if len(classes) == 1:
+        pick = classes[0][0]
+        what = ("leave the hint out" if _is_hintless(pick)
+                else f"take the lowest, occupancy {pick.hint('occupancy')}")
+        return pick, "; ".join(parts) + f" — one build for every value that launches: {what}; the others change nothing"
+    if not classes:
+        return None, "; ".join(parts) + " — no value can launch"
+    return None, ("; ".join(parts) + f" — {len(classes)} different builds: which is fastest must be measured, "
+                  f"static facts do not rank them: {run_command(rows[0])}")
+
+
+def _is_hintless(r: VariantRecord) -> bool:
+    return r.hintless("occupancy")
+
+
+def _value_name(r: VariantRecord) -> str:
+    """``occupancy 2``, ``hint-less`` or ``hint-less (declared 16)``."""
+    if not _is_hintless(r):
+        return f"occupancy {r.hint('occupancy')}"
+    declared = r.hint("occupancy")
+    return "hint-less" + (f" (declared {declared})" if declared is not None else "")
+
+
+def _code_classes(rows: list[VariantRecord]) -> list[list[VariantRecord]]:
+    """``rows`` split into sets with the same machine code and resources (identical builds), in ``rows``' order."""
+    classes: list[list[VariantRecord]] = []
+    for r in rows:
+        home = next((c for c in classes if _same_build(c[0], r)), None)
+        if home is None:
+            classes.append([r])
+        else:
+            home.append(r)
+    return classes
+
+
+def _same_build(a: VariantRecord, b: VariantRecord) -> bool:
+    res = lambda x: (x.threads, x.registers, x.shared_bytes, x.stack_bytes, tuple(x.cluster_dims or ()))  # noqa: E731
+    return a.same_code(b) and res(a) == res(b)
+
+
+def _class_text(rows: list[VariantRecord]) -> str:
+    """``occupancy 4 = 8 = hint-less (identical machine code): 1 CTA/SM, 255 registers, 98,304 B shared, no
+    spills`` — what one build buys (CTAs/SM, clusters) and costs (registers, shared memory, spills)."""
+    from ..model.cluster import cluster_size
+    r = rows[0]
+    values = [str(x.hint("occupancy")) for x in rows if not _is_hintless(x)]
+    names = " = ".join([_value_name(x) for x in rows if _is_hintless(x)]
+                       + ([f"occupancy {' = '.join(values)}"] if values else []))
+    same = " (identical machine code)" if len(rows) > 1 else ""
+    ctas = f"{r.ctas_per_sm} CTA{'' if r.ctas_per_sm == 1 else 's'}/SM"
+    shared = "shared not read" if r.shared_bytes is None else f"{r.shared_bytes:,} B shared"
+    text = f"{names}{same}: {ctas}, {r.registers} registers, {shared}, "
+    text += f"spills ({_spills(r)})" if _spills(r) else "no spills"
+    size = cluster_size(r.cluster_dims)
+    if size > 1:
+        from ..model.cluster import cluster_residency
+        count = cluster_residency(r.arch, r.ctas_per_sm, size)
+        if count is None:
+            text += f", clusters of {size} (resident count not sourced)"
+        else:
+            needs = ", ".join(f"occupancy {x.hint('occupancy')} needs {count.clusters_for(int(x.hint('occupancy')))}"
+                              for x in rows if x.hint("occupancy") is not None)
+            text += (f", {count.low if count.exact else f'{count.low}–{count.high}'} clusters of {size} resident on "
+                     f"{count.gpu.gpu}" + (f" ({needs})" if needs else ""))
+    unverified = [x for x in rows if x.verdicts.get("occupancy", {}).get("status") == "unverified"]
+    if unverified:
+        text += " (verdict unverified: a rule no driver has checked decides the goal)"
+    return text
+
+
+def run_command(r0: VariantRecord) -> str:
+    """The command that times every occupancy value of ``r0``'s group on a GPU: ``tileprobe run PROBE --arch
+    sm_89 --where "TILE=128×128×64"`` (the case and the other hints of the group; occupancy left free)."""
+    import shlex
+    from .where import format_value
+    where = [f"{k}={format_value(v)}" for k, v in [*r0.case.items(), *r0.hints.items()]
+             if k != "occupancy" and v is not None]
+    cmd = f"tileprobe run {shlex.quote(r0.probe)} --arch {r0.arch}"
+    if where:
+        cmd += " --where " + shlex.quote(",".join(where))
+    return f"`{cmd}`"
 
 
 def measured_advice(rows: list[VariantRecord], static: VariantRecord | None) -> str:
@@ -158,30 +241,35 @@ def measured_advice(rows: list[VariantRecord], static: VariantRecord | None) -> 
         return ""
     best = timed[0]
     ties = [r for r in timed[1:] if not _differ(best, r)]
-    text = f"measured on {_gpu(best)}: best occupancy {best.hint('occupancy')}, {_time(best)}"
+    text = f"measured on {_gpu(best)}: best {_value_name(best)}, {_time(best)}"
     if ties:
-        text += " (within noise: " + ", ".join(f"occupancy {r.hint('occupancy')}" for r in ties) + ")"
+        text += " (within noise: " + ", ".join(_value_name(r) for r in ties) + ")"
     text += f"; {_versus_static(best, static, timed)}"
-    text += "; ranking: " + ", ".join(f"{r.hint('occupancy')} {r.run['median_us']:,.1f}" for r in timed) + " µs"
+    text += "; ranking: " + ", ".join(f"{_short_name(r)} {r.run['median_us']:,.1f}" for r in timed) + " µs"
     failed = [r for r in rows if r.run and r.run.get("status") != "ok"]
     if failed:
-        text += "; not ranked: " + ", ".join(f"occupancy {r.hint('occupancy')} ({r.run.get('status')})" for r in failed)
+        text += "; not ranked: " + ", ".join(f"{_value_name(r)} ({r.run.get('status')})" for r in failed)
     return text
 
 
 def _versus_static(best: VariantRecord, static: VariantRecord | None, timed: list[VariantRecord]) -> str:
     if static is None:
-        return "no static advice to compare with"
-    occ = static.hint("occupancy")
+        return "the static facts named no pick (different builds: this measurement decides)"
+    occ = _value_name(static)
     if static is best:
-        return f"the static advice (occupancy {occ}) is the measured best"
+        return f"the static advice ({occ}) is the measured best"
     if static not in timed:
-        return f"the static advice (occupancy {occ}) has no correct run to compare"
+        return f"the static advice ({occ}) has no correct run to compare"
     if not _differ(best, static):
-        return f"the static advice (occupancy {occ}, {_time(static)}) is within noise of it"
+        return f"the static advice ({occ}, {_time(static)}) is within noise of it"
     ratio = static.run["median_us"] / best.run["median_us"]
-    return (f"static advice: occupancy {occ}; measured best: occupancy {best.hint('occupancy')}, {ratio:.2f}× "
-            f"faster than {occ} ({_time(static)}): the static advice and the measurement disagree")
+    return (f"static advice: {occ}; measured best: {_value_name(best)}, {ratio:.2f}× "
+            f"faster than {_short_name(static)} ({_time(static)}): the static advice and the measurement disagree")
+
+
+def _short_name(r: VariantRecord) -> str:
+    """A value as the ranking lists it: ``4``, or ``hint-less``."""
+    return "hint-less" if _is_hintless(r) else str(r.hint("occupancy"))
 
 
 def _timed(rows: list[VariantRecord]) -> list[VariantRecord]:

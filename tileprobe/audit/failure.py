@@ -95,7 +95,8 @@ def classify(exc: BaseException, *, tileiras: str | None = None, build: str = ""
     text = str(exc).strip()
     if "Timeout" in name:
         limit = f"{timeout_s:g} s" if timeout_s else "the compile timeout"
-        return _make(TIMEOUT, [f"tileiras did not finish within {limit}"], f"{name}: {text}")
+        return _make(TIMEOUT, [f"tileiras did not finish within {limit} (raise it: --timeout S or "
+                               "Probe(timeout_s=S), then --retry-failed)"], f"{name}: {text}")
     if "CompilerExecution" in name:
         return _from_tileiras(exc, name, text, tileiras, build, compiler_env)
     lines = meaningful_lines(f"{name}: {text}")

@@ -21,7 +21,7 @@ from ..model.cubin import CubinInfo
 from ..model.occupancy import theoretical_occupancy
 from ..model.sass import split_register_pool
 from ..schema import FAILURE_FIXES, VariantRecord, canonical, derive_failure, short_build, value_key
-from .compile import DEFAULT_TIMEOUT_S, CompileResult, Variant
+from .compile import DEFAULT_TIMEOUT_S, CompileResult, Variant, failed_artifacts_dir, load_scaled_timeout_s
 from .contained import (OUTPUT_SHOWN_BYTES, PROBE_TIMEOUT_S, ProbePlan, _target_name,  # noqa: F401
                         load_probe_files, probe_targets, source_sha256)
 from .claims import Claims
@@ -179,7 +179,7 @@ def check_compile_timeout(records: Iterable[VariantRecord], timeout_s: float,
 
 
 def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Sequence[dict] | None = None,
-          jobs: int | None = None, timeout_s: float = DEFAULT_TIMEOUT_S, with_sass: bool = False,
+          jobs: int | None = None, timeout_s: float | None = None, with_sass: bool = False,
           store=None, progress: Callable | None = None,
           select: Callable[[Variant], bool] | None = None, repeat: int = 1,
           where: dict | None = None, cases: dict | None = None, hints: dict | None = None,
@@ -192,7 +192,8 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
         archs: targets such as ``["sm_90", "sm_120"]`` (:data:`tileprobe.model.arch.TILEIRAS_TARGETS`).
         toolchains: ``[{"tileiras": path, "lib_dirs": [...]}]``; ``None`` = the tileiras cuTile would pick.
         jobs: parallel compile workers (default: all CPUs).
-        timeout_s: per-variant compiler timeout (s); a probe's ``timeout_s`` wins.
+        timeout_s: per-variant compiler timeout (s); a probe's ``timeout_s`` wins. None: the default scaled by
+            the machine's load at the start (:func:`~tileprobe.audit.compile.load_scaled_timeout_s`, 900–3,600 s).
         with_sass: also disassemble each cubin for SASS traits (needs nvdisasm).
         store: a :class:`tileprobe.store.Store`; variants already there are not compiled again and new ones are
             saved as they finish.
@@ -239,6 +240,8 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
     import time
     from .procs import owned_tempdir
     t0 = time.perf_counter()
+    if timeout_s is None:
+        timeout_s = load_scaled_timeout_s()
     check_seconds("timeout_s", timeout_s)
     check_seconds("probe_timeout_s", probe_timeout_s)
     from .where import check_overrides
@@ -340,11 +343,36 @@ def _load(paths, targets, result: AuditResult, tmp: str, jobs, timeout_s: float,
         result.probe_errors.extend(rep.errors)
         _note_output(result, rep, shown)
         plans.extend(rep.plans)
+    plans = _without_name_clashes(plans, targets, result)
     if not plans:
         raise IncompleteError("no probe could be loaded:\n  " + "\n  ".join(result.probe_errors + result.notes))
     from .where import check_case_names
     check_case_names(cases, plans)
     return plans, default_tileiras
+
+
+def _without_name_clashes(plans: list, targets: Sequence[str], result: AuditResult) -> list:
+    """``plans`` less those whose name another plan of another file already has for one of the requested
+    ``targets`` (tables, verdicts and the store tell probes apart by name and arch); each clash is a probe error
+    naming both files and lines and the shared archs. Probes of one name with disjoint ``archs`` (per-arch launches
+    of one kernel, issue 26) all stay, and so do plans with no variant to audit (their own errors say why)."""
+    kept: list = []
+    for plan in plans:
+        if plan.evaluated and not plan.n_variants:   # nothing to audit (its own errors say why): no clash
+            kept.append(plan)
+            continue
+        mine = set(plan.targets(targets))
+        twin = next((k for k in kept if k.label == plan.label and k.source != plan.source
+                     and (k.n_variants or not k.evaluated) and mine & set(k.targets(targets))), None)
+        if twin is None:
+            kept.append(plan)
+            continue
+        shared = ", ".join(t for t in targets if t in mine and t in twin.targets(targets))
+        result.probe_errors.append(
+            f"{plan.source}:{plan.lineno or '?'}: probe {plan.label!r} is also defined at {twin.source}:"
+            f"{twin.lineno or '?'}, both for {shared}: give one a distinct name= or make their archs= disjoint "
+            f"(this one is not audited)")
+    return kept
 
 
 def _note_output(result: AuditResult, rep, shown: dict[str, str]) -> None:
@@ -418,7 +446,8 @@ def _audit_with(tc: dict, plans, targets, result: AuditResult, order: dict, tota
 
     def compile_(variants: Iterable[Variant]) -> None:
         kw = dict(tileiras=tc.get("tileiras"), lib_dirs=tc.get("lib_dirs"), jobs=jobs, timeout_s=timeout_s,
-                  with_sass=with_sass, tmp_root=tmp)
+                  with_sass=with_sass, tmp_root=tmp,
+                  artifact_root=failed_artifacts_dir(getattr(store, "path", None) if store is not None else None))
         results = executor.compile(variants, **kw) if executor is not None else compile_variants(variants, **kw)
         with contextlib.closing(results):   # an exception here (Ctrl-C, SIGTERM) stops the workers now, not at GC
             _collect(results, tc, result, store, progress, repeats)

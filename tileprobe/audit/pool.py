@@ -210,7 +210,8 @@ class WorkerPool:
         self._kill(w)
         return CompileResult(w.variant, "timeout",
                              error=f"no result within {w.limit_s:.0f} s (probe code, cuTile's front end, tileiras and "
-                                   "nvdisasm together); the worker and its compiler processes were stopped")
+                                   "nvdisasm together); the worker and its compiler processes were stopped "
+                                   "(raise the limit: --timeout S or Probe(timeout_s=S))")
 
     @staticmethod
     def _kill(w: _Worker) -> None:
@@ -257,7 +258,9 @@ def compile_variants(variants: Iterable[Variant], *, tileiras: str | None = None
     Raises:
         ToolchainError: the workers cannot start with this tileiras.
     """
+    from .compile import failed_artifacts_dir
     from .procs import owned_tempdir
+    artifact_root = artifact_root or failed_artifacts_dir()   # here: a worker's temp folder is the audit's own
     with contextlib.ExitStack() as stack:
         if tmp_root is None:
             tmp_root = stack.enter_context(owned_tempdir("compile"))

@@ -527,10 +527,27 @@ def load_probes(path: str) -> list[Probe]:
             raise ProbeError(f"probes[{i}] is a {type(p).__name__}, not a tileprobe.Probe", os.path.abspath(path))
         p.source = os.path.abspath(path)
         p.index = i
-        twin = next((q for q in out if q.label == p.label), None)
-        if twin is not None:   # tables, verdicts and the store tell probes apart by name
-            raise ProbeError(f"probes[{twin.index}] and probes[{i}] are both named {p.label!r}: give each a distinct "
-                             "name= (verdicts would compare one probe's variants with the other's)", p.source,
-                             getattr(p, "lineno", None))
+        # tables, verdicts and the store tell probes apart by name and arch: one name is fine for probes whose
+        # ``archs`` do not overlap (per-arch launches of one kernel, issue 26)
+        twin = next((q for q in out if q.label == p.label and archs_overlap(q.archs, p.archs)), None)
+        if twin is not None:
+            raise ProbeError(f"probes[{twin.index}] and probes[{i}] are both named {p.label!r} for "
+                             f"{_shared_archs(twin.archs, p.archs)} (lines {twin.lineno} and {p.lineno}): give each a "
+                             "distinct name= or disjoint archs= (verdicts would compare one probe's variants with the "
+                             "other's)", p.source, getattr(p, "lineno", None))
         out.append(p)
     return out
+
+
+def archs_overlap(a: Sequence[str] | None, b: Sequence[str] | None) -> bool:
+    """Whether two probes' ``archs`` share a target (a probe without ``archs`` is meant for every target)."""
+    return not a or not b or bool({str(x).lower() for x in a} & {str(x).lower() for x in b})
+
+
+def _shared_archs(a: Sequence[str] | None, b: Sequence[str] | None) -> str:
+    """``sm_90`` / ``every arch``: what two overlapping ``archs`` share, for a message."""
+    if not a and not b:
+        return "every arch"
+    if not a or not b:
+        return ", ".join(map(str, a or b))
+    return ", ".join(sorted({str(x).lower() for x in a} & {str(x).lower() for x in b}))

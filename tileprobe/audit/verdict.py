@@ -4,10 +4,14 @@ Hints with a checkable goal (occupancy: theoretical CTAs/SM ≥ N, and for a clu
 size⌋ clusters resident on the arch's reference GPU; num_ctas: a cluster of N CTAs; allow_tma: TMA instructions
 present / absent) get one of:
 
-* ``honoured`` — the goal is met AND the hint changed the machine code: it differs from the reference value's.
-* ``met`` — the goal is met, but with the same machine code and resources as the reference value (or this is the
-  reference value): the goal was already met without the hint. (Nsight Compute's and cuda_occupancy.h's
+* ``honoured`` — the goal is met AND the hint changed the machine code: it differs from the reference's.
+* ``met`` — the goal is met, but with the same machine code and resources as the reference (or this is the
+  reference): the goal was already met without the hint. (Nsight Compute's and cuda_occupancy.h's
   "theoretical occupancy" is the CTAs/SM compared with N here.)
+* ``unverified`` — (occupancy) met or not depending on a rule no driver has checked: the reading of the 1 KB
+  per-CTA shared-memory reserve where it is not driver-checked and the other reading lands on the other side of N,
+  or, for a cluster variant whose CTAs meet N, a GPC layout not sourced. The reason starts with the status it would
+  have (``honoured by readings no driver has checked — …``). docs/NOTES.md §26 has the evidence for each reading.
 * ``partial`` — moved toward the goal and fell short (occupancy: more CTAs/SM than the reference, fewer than N).
 * ``ignored`` — the goal is not met and the hint had no effect: the same machine code and resources as another
   value of the hint, or no residency change.
@@ -20,9 +24,11 @@ Hints without a checkable goal (opt_level, num_worker_warps, latency and other p
 * ``unchanged`` — the same machine code and resources as the baseline value: no effect;
 * ``baseline`` — the lowest value audited, which the others are compared with.
 
-The *reference* of occupancy, num_ctas and the no-goal hints is the variant that differs only in that hint and
-has its lowest value (hint-less variants count as the declared value); of allow_tma it is the variant with the
-other value. File hashes always differ between hint values (the embedded Tile IR carries them), so "same machine
+The *reference* of occupancy, num_ctas and the no-goal hints is, among the variants that differ only in that hint,
+the build without it when the probe audits one (the value None or left out: the kernel's declared value, ByTarget
+resolved, or none; :meth:`~tileprobe.schema.VariantRecord.hintless`), else the one with the lowest value (issue 26:
+the lowest value was the reference even beside a hint-less build with other code); of allow_tma it is the variant
+with the other value. Reasons name the reference (``vs the hint-less build: …``, ``vs occupancy=1: …``). File hashes always differ between hint values (the embedded Tile IR carries them), so "same machine
 code" compares ``code_sha256`` (machine code + resources), never the file hash.
 
 Why clusters count for occupancy: a persistent cluster kernel launches ``min(SMs // num_ctas, tiles) × occupancy``
@@ -31,8 +37,8 @@ candidate got 1 block/SM from the driver and failed to launch on GPUs with ≥ 1
 resident at once. CTAs of a cluster need distinct SMs of one GPC (:mod:`tileprobe.model.cluster`), so on the H200
 30 clusters of 4 fit at 1 CTA/SM where such a grid has 33: 3 wait for a second wave although every SM could hold a
 CTA. Where the GPC layout is not known (sm_100: range
-from 0) and the range straddles the goal, the status follows per-CTA residency and the reason says it depends on
-the layout.
+from 0) and the range straddles the goal, or no GPU of the arch has a sourced layout (sm_120), a goal the CTAs meet
+is ``unverified`` and the reason says it depends on the layout.
 
 Occupancy reasons also name what they rest on: for clusters (``cluster_dims`` > 1 CTA) the resident clusters on
 the arch's reference GPU (:mod:`tileprobe.model.cluster`); when shared memory limits residency, or the other reading of
@@ -49,6 +55,7 @@ from ..model.cluster import (ClusterCount, cluster_note, cluster_residency, clus
                              max_cluster_size)
 from ..model.occupancy import smem_allocated_per_cta_bytes, theoretical_occupancy
 from ..schema import (BASELINE, CHANGED, HONOURED, IGNORED, INFEASIBLE, MET, PARTIAL, UNCHANGED,  # noqa: F401
+                      UNVERIFIED,
                       VariantRecord, number_text)
 
 
@@ -86,15 +93,31 @@ def judge_records(records: Iterable[VariantRecord]) -> None:
     assign_verdicts(records, hints + knobs)
 
 
+def _value_key(hint: str, r: VariantRecord) -> tuple:
+    """What tells two values of ``hint`` apart: the value, and whether it is the hint-less build's."""
+    return (r.hintless(hint), _sort_key(r.hint(hint)))
+
+
 def _others(hint: str, r: VariantRecord, group: list[VariantRecord]) -> list[VariantRecord]:
-    return [o for o in group if o is not r and o.ok and o.hint(hint) != r.hint(hint)]
+    return [o for o in group if o is not r and o.ok and _value_key(hint, o) != _value_key(hint, r)]
 
 
 def _same_code(hint, r, group) -> VariantRecord | None:
-    for o in sorted(_others(hint, r, group), key=lambda o: _sort_key(o.hint(hint))):
+    """Another value's variant with ``r``'s machine code and resources (the hint-less build first, then the
+    lowest value), or None."""
+    for o in sorted(_others(hint, r, group), key=lambda o: (not o.hintless(hint), _sort_key(o.hint(hint)))):
         if r.same_code(o) and _resources(o) == _resources(r):
             return o
     return None
+
+
+def ref_name(hint: str, r: VariantRecord) -> str:
+    """How reasons name a reference or twin: ``occupancy=1``, or ``the hint-less build`` (with the declared
+    value when the kernel declares one: ``the hint-less build (declared occupancy=16)``)."""
+    if not r.hintless(hint):
+        return f"{hint}={number_text(r.hint(hint))}"
+    value = r.hint(hint)
+    return "the hint-less build" + (f" (declared {hint}={number_text(value)})" if value is not None else "")
 
 
 def _sort_key(v):
@@ -120,9 +143,10 @@ def _verdict(status: str, reason: str) -> dict:
 def judge_occupancy(hint: str, r: VariantRecord, group: list[VariantRecord]) -> dict:
     """Verdict for ``occupancy=N`` from residency (CTAs/SM), the arch's hard limits and the other values.
 
-    A met goal is ``honoured`` only when the code differs from the reference (lowest) value's, else ``met``; a
-    cluster variant whose clusters fall short of the goal although its CTAs meet it gets
-    :func:`_cluster_shortfall`'s verdict (module doc).
+    A met goal is ``honoured`` only when the code differs from the reference's (:func:`_reference`: the
+    hint-less build, else the lowest value), else ``met``; a cluster variant whose clusters fall short of the goal
+    although its CTAs meet it gets :func:`_cluster_shortfall`'s verdict (module doc). A verdict that an unchecked
+    rule decides is ``unverified`` (:func:`_unverified`).
     Reasons that are not met end with what the CTA would need for N (:func:`tileprobe.audit.explain.what_it_takes`);
     every reason adds the cluster residency (cluster variants) and the shared-memory reserve rule it rests on.
     """
@@ -132,43 +156,104 @@ def judge_occupancy(hint: str, r: VariantRecord, group: list[VariantRecord]) -> 
     if v["status"] == HONOURED:
         short = _cluster_shortfall(hint, r, group, count) if count is not None else None
         v = short if short is not None else _met_or_honoured(hint, r, group, v)
-        if short is None and count is not None and count.goal_met(n) is None:
-            v["reason"] += (f"; the status counts per-CTA residency: whether the {_need(count, n)} are resident "
-                            "depends on the GPC layout")
     if v["status"] in (PARTIAL, IGNORED):
         from .explain import what_clusters_take, what_it_takes
         v["reason"] += f"; {what_clusters_take(r, n, count) if count is not None else what_it_takes(r, n)}"
     notes = [c for c in (_cluster_clause(r), smem_reserve_clause(r, n)) if c]
     if notes and v["status"] != INFEASIBLE:
         v["reason"] += "; " + "; ".join(notes)
-    return v
+    return _unverified(r, n, count, v)
+
+
+def _unverified(r: VariantRecord, n: int, count: ClusterCount | None, v: dict) -> dict:
+    """``v`` as ``unverified`` when whether ``n`` CTAs/SM are met hinges on a rule no driver has checked, with the
+    status it would have and what it hinges on first in the reason; else ``v``.
+
+    Two rules: the arch's reading of the 1 KB per-CTA shared-memory reserve when it is not driver-checked
+    (:attr:`~tileprobe.model.arch.ArchLimits.smem_reserve_driver_checked`) and the other reading lands on the
+    other side of ``n`` (:func:`_other_reserve_reading`); and, for a cluster variant whose CTAs meet ``n``, a GPC
+    layout not sourced, so that whether ``n`` × ⌊SMs ÷ cluster size⌋ clusters are resident is not known (a count
+    range that straddles it, or no reference GPU for the arch)."""
+    if v["status"] not in (HONOURED, MET, PARTIAL, IGNORED):
+        return v
+    why = []
+    if not get_arch(r.arch).smem_reserve_driver_checked and _other_reserve_reading(r, n) is not None:
+        read = "as including" if r.driver_shared_bytes < r.shared_bytes else "as excluding"
+        other = "short of" if (r.ctas_per_sm or 0) >= n else "meeting"
+        why.append(f"the cubin's shared size read {read} the 1 KB per-CTA reserve (from the cubin's layout; no "
+                   f"driver has checked it on {r.arch}): the other reading gives "
+                   f"{_ctas(_reserve_other_ctas(r))}/SM, {other} {n}")
+    size = cluster_size(r.cluster_dims)
+    if v["status"] in (HONOURED, MET) and size > 1 and (count is None or count.goal_met(n) is None):
+        layout = (f"depends on the GPC layout ({count.gpu.gpu}'s is not sourced)" if count is not None
+                  else f"is not known (no GPU with a sourced SM count and GPC layout for {r.arch})")
+        need = _need(count, n) if count is not None else f"{n} × ⌊SMs ÷ {size}⌋ clusters of {size}"
+        why.append(f"per-CTA residency counted: whether the {need} are resident {layout}")
+    if not why:
+        return v
+    return _verdict(UNVERIFIED, f"{v['status']} by readings no driver has checked — {'; and '.join(why)} — "
+                                f"{v['reason']}")
 
 
 def _reference(hint: str, r: VariantRecord, group: list[VariantRecord]) -> VariantRecord:
-    """The compiled variant of ``group`` with the lowest value of ``hint`` (``r`` itself when it has it)."""
+    """The variant of ``group`` the others are compared with: the build without the hint when the probe audits one
+    (:meth:`VariantRecord.hintless`; ``r`` itself when it is), else the compiled variant with the lowest value (``r`` itself when
+    it has it)."""
+    free = [o for o in group if o.ok and o.hintless(hint)]
+    if free:
+        return r if r in free else free[0]
     cands = [o for o in group if o.ok and o.hint(hint) is not None] or [r]
     return min(cands, key=lambda o: (_sort_key(o.hint(hint)), o is not r))
 
 
 def _met_or_honoured(hint: str, r: VariantRecord, group: list[VariantRecord], v: dict,
                      ref: VariantRecord | None = None) -> dict:
-    """A met goal: ``met`` when ``r`` is the reference or has its machine code and resources, else ``honoured``."""
+    """A met goal: ``met`` when ``r`` is the reference or has its machine code and resources, else ``honoured``;
+    the reason names the reference (:func:`_reference`) and what differs from it."""
     ref = ref if ref is not None else _reference(hint, r, group)
     if ref is r:
-        return _verdict(MET, f"{v['reason']}; the lowest {hint} value audited: nothing shows the hint changed the code")
+        return _verdict(MET, f"{v['reason']}; {_as_reference(hint, r, group)}")
     if r.same_code(ref) and _resources(ref) == _resources(r):
-        return _verdict(MET, f"{v['reason']}; same machine code and resources as {hint}={ref.hint(hint)}: "
+        return _verdict(MET, f"{v['reason']}; same machine code and resources as {ref_name(hint, ref)}: "
                              "met without the hint")
-    return _verdict(HONOURED, f"{v['reason']}; vs {hint}={ref.hint(hint)}: {_diff(ref, r)}")
+    return _verdict(HONOURED, f"{v['reason']}; vs {ref_name(hint, ref)}: {_diff(ref, r)}")
+
+
+def _as_reference(hint: str, r: VariantRecord, group: list[VariantRecord]) -> str:
+    """Why the reference's own goal counts as met, not honoured: it is the hint-less build (the kernel's declared
+    value), or the lowest value audited, without a hint-less build to show what the hint itself changed."""
+    others = _others(hint, r, group)
+    if r.hintless(hint):
+        return (f"{ref_name(hint, r)}: the reference of the other {hint} values" if others
+                else f"{ref_name(hint, r)}; no other {hint} value audited")
+    missing = f"no hint-less build audited (add None to the probe's {hint} values to compare with it)"
+    if not others:
+        return f"the only {hint} value audited; {missing}"
+    if all(r.same_code(o) and _resources(o) == _resources(r) for o in others):
+        return (f"the lowest {hint} value audited, the reference; every value audited has this machine code and "
+                f"these resources: nothing shows the hint changed the code")
+    return f"the lowest {hint} value audited, the reference of the others; {missing}"
 
 
 def _diff(base: VariantRecord, r: VariantRecord) -> str:
-    """What differs between two variants' resources, or that only the machine code does."""
+    """What differs between two variants' resources and residency (registers 118→255, CTAs/SM 1→2, new spills
+    …), or that only the machine code does."""
     diffs = [f"{name} {number_text(a)}→{number_text(b)}" for name, a, b in (
         ("threads", base.threads, r.threads), ("registers", base.registers, r.registers),
         ("shared B", base.shared_bytes, r.shared_bytes), ("stack B", base.stack_bytes, r.stack_bytes),
-        ("cluster", cluster_size(base.cluster_dims), cluster_size(r.cluster_dims))) if a != b]
+        ("cluster", cluster_size(base.cluster_dims), cluster_size(r.cluster_dims)),
+        ("CTAs/SM", base.ctas_per_sm, r.ctas_per_sm)) if a != b]
+    if _spilled(r) and not _spilled(base):
+        diffs.append("new spills")
     return ", ".join(diffs) if diffs else "machine code differs, same resources"
+
+
+def _spilled(r: VariantRecord) -> bool:
+    """Whether the variant spills: LDL/STL in its SASS traits, or (without them) a stack frame."""
+    sass = r.sass or {}
+    if "spill_loads" in sass:
+        return bool(sass["spill_loads"] or sass["spill_stores"])
+    return bool(r.stack_bytes)
 
 
 def _cluster_count(r: VariantRecord) -> ClusterCount | None:
@@ -199,11 +284,11 @@ def _cluster_shortfall(hint: str, r: VariantRecord, group: list[VariantRecord], 
         return _verdict(INFEASIBLE, f"{per}; not even at {most} CTAs/SM, the most of {r.threads} threads an SM holds")
     twin = _same_code(hint, r, group)
     if twin is not None:
-        return _verdict(IGNORED, f"same machine code and resources as {hint}={twin.hint(hint)}: {per}")
+        return _verdict(IGNORED, f"same machine code and resources as {ref_name(hint, twin)}: {per}")
     base = _baseline(hint, r, group)
     base_count = _cluster_count(base) if base is not None else None
     if base_count is not None and base_count.high < count.high:
-        return _verdict(PARTIAL, f"{per}; up from {base_count.high} clusters at {hint}={base.hint(hint)}")
+        return _verdict(PARTIAL, f"{per}; up from {base_count.high} clusters at {ref_name(hint, base)}")
     return _verdict(IGNORED, per)
 
 
@@ -243,8 +328,7 @@ def _other_reserve_reading(r: VariantRecord, goal: int | None = None) -> str | N
         return None
     limits = get_arch(r.arch)
     included = r.driver_shared_bytes < r.shared_bytes          # the cubin's size spans the reserve
-    other_smem = r.shared_bytes if included else max(r.shared_bytes - limits.smem_reserved_per_cta_bytes, 0)
-    other = theoretical_occupancy(limits, r.threads, r.registers, other_smem).ctas_per_sm
+    other = _reserve_other_ctas(r)
     ctas = r.ctas_per_sm or 0
     if other == ctas or (goal is not None and (other >= goal) == (ctas >= goal)):
         return None
@@ -262,6 +346,16 @@ def _other_reserve_reading(r: VariantRecord, goal: int | None = None) -> str | N
     return text
 
 
+def _reserve_other_ctas(r: VariantRecord) -> int:
+    """CTAs/SM under the other reading of the 1 KB reserve: the cubin's shared size read as excluding it when the
+    record reads it as included (driver size < cubin size), else as including it. Needs the record's threads,
+    registers, shared and driver shared sizes (:func:`_other_reserve_reading` checks them)."""
+    limits = get_arch(r.arch)
+    included = r.driver_shared_bytes < r.shared_bytes
+    other_smem = r.shared_bytes if included else max(r.shared_bytes - limits.smem_reserved_per_cta_bytes, 0)
+    return theoretical_occupancy(limits, r.threads, r.registers, other_smem).ctas_per_sm
+
+
 def _judge_occupancy(hint: str, r: VariantRecord, group: list[VariantRecord]) -> dict:
     n = int(r.hint(hint))
     limits = get_arch(r.arch)
@@ -277,22 +371,22 @@ def _judge_occupancy(hint: str, r: VariantRecord, group: list[VariantRecord]) ->
         return _verdict(HONOURED, f"{_ctas(ctas)}/SM ≥ {n} ({_fmt_res(r)}; limiter: {r.limiter})")
     twin = _same_code(hint, r, group)
     if twin is not None:
-        return _verdict(IGNORED, f"same machine code and resources as {hint}={twin.hint(hint)}: {_ctas(ctas)}/SM < {n} "
+        return _verdict(IGNORED, f"same machine code and resources as {ref_name(hint, twin)}: {_ctas(ctas)}/SM < {n} "
                                  f"({_fmt_res(r)}; limiter: {r.limiter})")
     base = _baseline(hint, r, group)
     if base is not None and ctas > (base.ctas_per_sm or 0):
-        return _verdict(PARTIAL, f"{_ctas(ctas)}/SM (up from {base.ctas_per_sm} at {hint}={base.hint(hint)}) "
+        return _verdict(PARTIAL, f"{_ctas(ctas)}/SM (up from {base.ctas_per_sm} at {ref_name(hint, base)}) "
                                  f"but < {n}; limiter: {r.limiter} ({_fmt_res(r)})")
     changed = ""
     if base is not None and _resources(base) != _resources(r):
-        changed = f"; code changed vs {hint}={base.hint(hint)} ({_fmt_res(base)}) without changing residency"
+        changed = f"; code changed vs {ref_name(hint, base)} ({_fmt_res(base)}) without changing residency"
     return _verdict(IGNORED, f"{_ctas(ctas)}/SM < {n}; limiter: {r.limiter} ({_fmt_res(r)}){changed}")
 
 
 def _baseline(hint, r, group) -> VariantRecord | None:
-    cands = [o for o in group if o.ok and o.hint(hint) is not None and o is not r]
-    lower = [o for o in cands if _sort_key(o.hint(hint)) < _sort_key(r.hint(hint))]
-    return min(lower, key=lambda o: _sort_key(o.hint(hint))) if lower else None
+    """The reference ``r`` is compared with (:func:`_reference`), or None when ``r`` is the reference."""
+    ref = _reference(hint, r, group)
+    return None if ref is r else ref
 
 
 def judge_num_ctas(hint: str, r: VariantRecord, group: list[VariantRecord]) -> dict:
@@ -321,13 +415,14 @@ def _judge_generic(hint: str, r: VariantRecord, group: list[VariantRecord]) -> d
     ref = _reference(hint, r, group)
     if ref is r:
         n = len(_others(hint, r, group))
-        return _verdict(BASELINE, f"lowest {hint} value audited: {n} other value(s) compared with it; {_fmt_res(r)}"
+        what = "the hint-less build" if r.hintless(hint) else f"lowest {hint} value audited"
+        return _verdict(BASELINE, f"{what}: {n} other value(s) compared with it; {_fmt_res(r)}"
                         if n else f"only value audited; {_fmt_res(r)}")
     if r.same_code(ref) and _resources(ref) == _resources(r):
-        return _verdict(UNCHANGED, f"same machine code and resources as {hint}={ref.hint(hint)}")
+        return _verdict(UNCHANGED, f"same machine code and resources as {ref_name(hint, ref)}")
     twin = _same_code(hint, r, group)
-    also = f" (same code as {hint}={twin.hint(hint)})" if twin is not None else ""
-    return _verdict(CHANGED, f"vs {hint}={ref.hint(hint)}: {_diff(ref, r)}{also}")
+    also = f" (same code as {ref_name(hint, twin)})" if twin is not None and twin is not ref else ""
+    return _verdict(CHANGED, f"vs {ref_name(hint, ref)}: {_diff(ref, r)}{also}")
 
 
 def tma_data_ops(r: VariantRecord) -> int | None:

@@ -27,8 +27,9 @@ def add_parser(sub) -> None:
     a.add_argument("--tileiras", metavar="V1,V2", help="compiler versions to audit with (installed with "
                    "`tileprobe toolchain install`), e.g. 13.3.36,13.4.92; default: the one cuTile would use")
     a.add_argument("--jobs", "-j", type=count, default=None, help="parallel compiles (default: all CPUs)")
-    a.add_argument("--timeout", type=seconds, default=DEFAULT_TIMEOUT_S, help="per-variant compiler timeout in seconds "
-                   f"(default {DEFAULT_TIMEOUT_S:.0f}; a probe's timeout_s= wins)")
+    a.add_argument("--timeout", type=seconds, default=None, help="per-variant compiler timeout in seconds "
+                   f"(default {DEFAULT_TIMEOUT_S:.0f} × the machine's load per CPU at the start, 1× to 4×; a probe's "
+                   "timeout_s= wins)")
     a.add_argument("--no-sass", dest="sass", action="store_false", help="skip SASS traits (spills, TMA, matrix "
                    "instructions from nvdisasm); on by default when nvdisasm is installed")
     a.add_argument("--store", metavar="PATH", help="results store (default: the user data dir)")

@@ -10,7 +10,7 @@ from ..model.arch import NOT_SOURCED
 from ..schema import NOTEWORTHY_STATUSES, VariantRecord, short_build  # noqa: F401  (short_build: the renderers' label)
 
 #: How a verdict status reads in text (``ignored`` in capitals: the hint fell short and did nothing).
-VERDICT_MARK = {"honoured": "honoured", "met": "met", "partial": "partial", "ignored": "IGNORED",
+VERDICT_MARK = {"honoured": "honoured", "met": "met", "unverified": "unverified", "partial": "partial", "ignored": "IGNORED",
                 "infeasible": "infeasible", "changed": "changed", "unchanged": "unchanged", "baseline": "baseline"}
 
 
@@ -27,8 +27,20 @@ def fmt_kv(d: dict) -> str:
 
 def variant_label(r: VariantRecord) -> str:
     """``GATHER=True TILE=64×64 occupancy=2`` (case constants, then hints; ``declared hints`` when none): a valid
-    ``--where`` once the spaces are commas."""
-    return fmt_kv({**r.case, **r.hints}) if (r.case or r.hints) else "declared hints"
+    ``--where`` once the spaces are commas, except that a hint the variant leaves to the kernel reads as the table
+    cell does, ``occupancy=16 (declared)`` or ``occupancy=auto`` (:func:`hint_cell`; it read ``occupancy=None``
+    beside a table saying ``16 (declared)``, issue 26)."""
+    if not (r.case or r.hints):
+        return "declared hints"
+    hints = " ".join(f"{k}={fmt_value(v) if v is not None else _left_to_kernel(r, k)}" for k, v in r.hints.items())
+    return " ".join(x for x in (fmt_kv(r.case) if r.case else "", hints) if x)
+
+
+def _left_to_kernel(r: VariantRecord, hint: str) -> str:
+    """A hint the variant leaves to the kernel, for a label: as its table cell (``16 (declared)``, ``auto``), or
+    ``None`` when the record never resolved it (a variant that failed first)."""
+    cell = hint_cell(r, hint)
+    return "None" if cell == "-" else cell
 
 
 def fmt_value(v) -> str:

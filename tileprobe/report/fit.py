@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 #: Verdict abbreviations for narrow tables (legend under the table).
-VERDICT_ABBREV = {"honoured": "hon", "met": "met", "partial": "part", "ignored": "IGN", "infeasible": "infeas",
+VERDICT_ABBREV = {"honoured": "hon", "met": "met", "unverified": "unver", "partial": "part", "ignored": "IGN",
+                  "infeasible": "infeas",
                   "changed": "chg", "unchanged": "unch", "baseline": "base", "compile_error": "error",
                   "compiler_crash": "crash", "timeout": "timeout", "probe_error": "probe"}
 

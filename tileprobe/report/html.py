@@ -29,7 +29,8 @@ from .common import (variant_label, NUMERIC, VERDICT_MARK, case_columns, failure
                      sass_columns, short_build, verdict_columns)
 
 #: verdict → (colour, matplotlib marker); the table cells use the same colours.
-VERDICT_STYLE = {"honoured": ("#1a7f37", "o"), "met": ("#0969da", "v"), "partial": ("#bf8700", "D"),
+VERDICT_STYLE = {"honoured": ("#1a7f37", "o"), "met": ("#0969da", "v"), "unverified": ("#9a6700", "P"),
+                 "partial": ("#bf8700", "D"),
                  "ignored": ("#cf222e", "X"), "infeasible": ("#8250df", "s"), "changed": ("#1b7c83", "^"),
                  "unchanged": ("#6e7781", "x"), "baseline": ("#8c959f", ".")}
 #: One colour per series, Okabe & Ito's colour-blind-safe palette ("Color Universal Design", 2008), yellow last
@@ -51,7 +52,7 @@ table.audit{border-collapse:collapse;font-variant-numeric:tabular-nums;margin:4p
 table.audit th,table.audit td{border:1px solid #d0d7de;padding:3px 8px;text-align:left;vertical-align:top}
 table.audit th{background:#f6f8fa}table.audit td.num{text-align:right}tr.failed td{background:#fff1f0}
 .v{display:inline-block;border-radius:10px;padding:0 8px;margin:1px 2px;color:#fff;font-size:12px;cursor:help}
-.v-honoured{background:#1a7f37}.v-met{background:#0969da}.v-partial{background:#bf8700}.v-ignored{background:#cf222e}
+.v-honoured{background:#1a7f37}.v-met{background:#0969da}.v-unverified{background:#9a6700}.v-partial{background:#bf8700}.v-ignored{background:#cf222e}
 .v-infeasible{background:#8250df}.v-changed{background:#1b7c83}.v-unchanged{background:#6e7781}
 .v-baseline{background:#8c959f}.v-failed{background:#59636e}.v-hang_risk{background:#cf222e}.v-unknown{background:#6e7781}
 ul.reasons{margin:4px 0 10px;padding-left:20px;color:#393f46}ul.reasons li{margin:2px 0}

@@ -22,7 +22,7 @@ from .common import (variant_label, KEPT, NUMERIC, POOL_CELLS, POOL_HEADER, RUN_
                      row_cells, run_label, sass_columns, short_build, verdict_cells, verdict_columns)
 from .text import cell, escape, say
 
-_STYLE = {"honoured": "green", "met": "cyan", "partial": "yellow", "ignored": "bold red", "infeasible": "magenta",
+_STYLE = {"honoured": "green", "met": "cyan", "unverified": "yellow", "partial": "yellow", "ignored": "bold red", "infeasible": "magenta",
           "changed": "blue", "unchanged": "dim", "baseline": "dim",
           "ok": "green", "wrong": "bold red", "hang": "bold red", "crash": "bold red",
           "compiler_crash": "bold red", "timeout": "bold red", "compile_error": "red", "unsupported_target": "yellow",

@@ -63,7 +63,7 @@ def _cached_args(probe, probe_path: str, case: dict, seed: int) -> tuple:
 def _prepare(record: dict, cubin: bytes, probe_path: str, args) -> tuple:
     """(kernel, grid, packed arguments) of one candidate, with the packing checked against the cubin."""
     from .launch import check_packing, grid3, pack_arguments
-    probe = _probe(probe_path, record["kernel"])
+    probe = _probe(probe_path, record["kernel"], record.get("arch"))
     if probe.grid is None:
         from ..errors import ProbeError
         raise ProbeError("the probe has no grid=: tuning needs grid(case, hints, num_sms)", probe.source)
@@ -95,7 +95,7 @@ def time_batch(record: dict, cubin: bytes, probe_path: str, seed: int = 0, mode:
     out = _result()
     launched = False
     try:
-        probe = _probe(probe_path, record["kernel"])
+        probe = _probe(probe_path, record["kernel"], record.get("arch"))
         args = _cached_args(probe, probe_path, record["case"], seed)
         kernel, grid, packed = _prepare(record, cubin, probe_path, args)
         out["grid"] = list(grid)
@@ -127,7 +127,7 @@ def check_candidate(record: dict, cubin: bytes, probe_path: str, seed: int = 0, 
                   message="")
     launched = False
     try:
-        probe = _probe(probe_path, record["kernel"])
+        probe = _probe(probe_path, record["kernel"], record.get("arch"))
         arrays = _tracking_arrays(seed)
         args = probe.launch_args(record["case"], arrays)
         kernel, grid, packed = _prepare(record, cubin, probe_path, args)
@@ -162,7 +162,7 @@ def _default_outputs(default: dict, cubin: bytes, probe_path: str, seed: int, ar
     if not indices:
         return None, {"message": "no output arrays (made with arrays.empty) to compare with the default "
                                  "configuration's: the output was not checked"}
-    probe = _probe(probe_path, default["kernel"])
+    probe = _probe(probe_path, default["kernel"], default.get("arch"))
     d_arrays = _tracking_arrays(seed)
     d_args = probe.launch_args(default["case"], d_arrays)
     failed = _result()

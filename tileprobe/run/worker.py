@@ -181,13 +181,17 @@ def _version(dist: str) -> str | None:
 
 # --- the variant task --------------------------------------------------------------------------------------
 
-def _probe(path: str, label: str):
+def _probe(path: str, label: str, arch: str | None = None):
+    """The probe named ``label`` in file ``path`` (the only one of a one-probe file), loaded once; of probes sharing
+    the name with disjoint ``archs`` (issue 26), the one meant for ``arch``."""
     from ..errors import ProbeError
-    from ..audit.probe import load_probes
-    key = (path, label)
+    from ..audit.probe import archs_overlap, load_probes
+    key = (path, label, arch)
     if key not in _STATE["probes"]:
         probes = load_probes(path)
-        match = [p for p in probes if p.label == label] or (probes if len(probes) == 1 else [])
+        named = [p for p in probes if p.label == label]
+        match = ([p for p in named if arch is None or archs_overlap(p.archs, [arch])] or named
+                 or (probes if len(probes) == 1 else []))
         if not match:
             raise ProbeError(f"no probe named {label!r} in {path} (it has {', '.join(p.label for p in probes)})")
         _STATE["probes"][key] = match[0]
@@ -243,7 +247,7 @@ def run_variant(record: dict, cubin: bytes, probe_path: str, seed: int = 0, reps
     launched = False
     try:
         from .arrays import TorchArrays
-        probe = _probe(probe_path, record["kernel"])
+        probe = _probe(probe_path, record["kernel"], record.get("arch"))
         kernel = _kernel(cubin, record["symbol"], record.get("cubin_sha256"))
         out["threads"] = record.get("threads")
         facts = kernel.driver_facts(out["threads"] or 1)
