@@ -127,12 +127,13 @@ def resolve_compiler(tc: dict) -> dict:
     """Fill a toolchain dict's ``tileiras`` path (default: the one cuTile would pick), ``build`` string and
     ``targets`` (what its ``--help`` lists; asked once per toolchain, ``[]`` when unknown)."""
     from . import _cutile
+    from .toolcache import binary_fact
     tc = dict(tc)
     if not tc.get("tileiras"):
         tc["tileiras"] = _cutile.current_compiler()
-    tc["build"] = _cutile.tileiras_build(tc["tileiras"])
+    tc["build"] = binary_fact("build", tc["tileiras"], _cutile.tileiras_build)   # asked once (issue 22)
     if "targets" not in tc:
-        tc["targets"] = _cutile.tileiras_targets(tc["tileiras"])
+        tc["targets"] = binary_fact("targets", tc["tileiras"], _cutile.tileiras_targets)
     return tc
 
 
@@ -230,10 +231,15 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
     since = store_now()
     targets = _targets(archs, result)
     order: dict[tuple, int] = {}
-    with owned_tempdir("audit") as tmp:
+    from .zygote import warm_starts
+    with warm_starts(), owned_tempdir("audit") as tmp:   # loaders and workers forked from one warm cuTile import
+        from .toolcache import cached_default
         find = not toolchains or any(not tc.get("tileiras") for tc in toolchains)
-        plans, default = _load(probe_paths, targets, result, tmp, jobs, probe_timeout_s, max_variants, find,
-                               cases, hints)
+        known = cached_default() if find else None      # cuTile's lookup imports torch: skipped when cached
+        plans, default = _load(probe_paths, targets, result, tmp, jobs, probe_timeout_s, max_variants,
+                               find and known is None, cases, hints)
+        if known is not None:
+            default = lambda: known   # noqa: E731
         select = _selector(where, plans, select)
         total = _count(plans, targets, select, repeat, max_variants)
         if total == 0 and where and not result.probe_errors:   # a broken probe: its own error, not "matches none"
@@ -306,6 +312,8 @@ def _load(paths, targets, result: AuditResult, tmp: str, jobs, timeout_s: float,
 
     def default_tileiras() -> str:
         if reports[0].default_tileiras:
+            from .toolcache import remember_default
+            remember_default(reports[0].default_tileiras)
             return reports[0].default_tileiras
         raise ToolchainError(reports[0].default_tileiras_error or "the tileiras cuTile picks could not be found "
                              "(the process looking for it did not answer); run `tileprobe doctor`")

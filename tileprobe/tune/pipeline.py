@@ -166,10 +166,22 @@ def tune(probe_paths: Sequence[str], *, arch: str | None = None, budget_s: float
         TileprobeError: nothing to tune (no probe loaded), bad settings, a bundle without the GPU's arch, or no GPU
             worker could start (:class:`~tileprobe.run.watchdog.WorkerStartError`).
     """
+    from ..audit.zygote import warm_starts
     t0 = time.perf_counter()
     result = TuneResult(dry_run=dry_run, times={"startup_s": startup_s})
     race_settings, timing_settings = _settings(strategy, budget_s, tie_pct, confidence, min_samples, max_samples,
                                                seed, timing)
+    import contextlib
+    with contextlib.nullcontext() if bundle else warm_starts():   # the compile side's cuTile import starts now,
+        #                                                                 beside the plan (issue 22)
+        return _tune(t0, result, race_settings, timing_settings, probe_paths, arch, export, bundle, store, jobs,
+                     timeout_s, compile_timeout_s, seed, confidence, num_sms, dry_run, watchdog, toolchains, tasks,
+                     progress, where, cases, hints, executor)
+
+
+def _tune(t0, result, race_settings, timing_settings, probe_paths, arch, export, bundle, store, jobs, timeout_s,
+          compile_timeout_s, seed, confidence, num_sms, dry_run, watchdog, toolchains, tasks, progress, where, cases,
+          hints, executor) -> TuneResult:
     problems, result.probe_errors = load_space(probe_paths, where=where, cases=cases, hints=hints)
     if not problems:
         raise TileprobeError("nothing to tune: no probe could be loaded:\n  " + "\n  ".join(result.probe_errors))
