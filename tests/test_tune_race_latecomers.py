@@ -70,3 +70,26 @@ def test_the_budget_leaves_the_candidates_not_yet_timed_skipped_and_still_waits_
     assert out.entry("c").status == "skipped"       # joined, but the budget ran out before its first batch
     assert arrivals.schedule == []            # every compile was waited for
     assert ("d", 1) not in gpu.calls and all(c != "d" for c, _ in gpu.calls)
+
+
+def test_the_tune_races_while_compiling(tmp_path):
+    """A real tune (fake GPU tasks, real compiles one at a time, no store): the race starts before the last compile
+    lands, candidates join in several groups, and the pick is the planted fastest."""
+    import json
+    from test_tune_pipeline import INIT, PLAN_ENV, PROBE, TASKS
+    from tileprobe.run.watchdog import Watchdog
+    from tileprobe.tune.pipeline import tune
+    probe = tmp_path / "vec_tune.py"
+    probe.write_text(PROBE)
+    plan = {"times": {"256": 120.0, "512": 100.0, "1024": 80.0, "2048": 90.0}}
+    events = []
+    with Watchdog(timeout_s=10.0, init=INIT, env={PLAN_ENV: json.dumps(plan)}, grace_s=0.5) as wd:
+        res = tune([str(probe)], arch="sm_90", watchdog=wd, tasks=TASKS, store=None, timeout_s=10.0, jobs=1,
+                   progress=lambda kind, data: events.append((kind, data)))
+    (p,) = res.problems
+    joined = [d for k, d in events if k == "joined"]
+    assert len(joined) >= 2 and sum(len(d["ids"]) for d in joined) == 4      # 5 compiled, 1 duplicate launch
+    assert res.times["race_while_compiling_s"] > 0
+    assert p.verdict == "winner" and p.pick["label"] == "TILE=1024 occupancy=1"
+    assert p.dropped["duplicate_launch"] == 1
+    assert [k for k, _ in events].index("race") < max(i for i, (k, _) in enumerate(events) if k == "compile")

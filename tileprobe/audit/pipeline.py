@@ -48,6 +48,15 @@ class AuditResult:
     cubins: dict = field(default_factory=dict)   # cubin_sha256 -> bytes (for the store and `run`)
     notes: list[str] = field(default_factory=list)   # e.g. helper files skipped (issue 12)
     target_errors: list[str] = field(default_factory=list)   # issue 9: archs / compilers not usable
+    #: ``on_record(record, cubin bytes or None)`` as each record lands, stored or compiled (issue 22: the tune races
+    #: while compiling); called in the audit's thread, before the verdicts.
+    on_record: Callable | None = field(default=None, repr=False, compare=False)
+
+    def landed(self, records: Iterable) -> None:
+        """Tell :attr:`on_record` about ``records`` (already in :attr:`records`)."""
+        if self.on_record is not None:
+            for r in records:
+                self.on_record(r, self.cubins.get(r.cubin_sha256) if r.cubin_sha256 else None)
 
     @property
     def complete(self) -> bool:
@@ -168,7 +177,7 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
           select: Callable[[Variant], bool] | None = None, repeat: int = 1,
           where: dict | None = None, cases: dict | None = None, hints: dict | None = None,
           retry_failed: bool = False, probe_timeout_s: float = PROBE_TIMEOUT_S,
-          max_variants: int = MAX_VARIANTS, executor=None) -> AuditResult:
+          max_variants: int = MAX_VARIANTS, executor=None, on_record: Callable | None = None) -> AuditResult:
     """Audit probe files for architectures, with one or more tileiras toolchains.
 
     Args:
@@ -200,6 +209,7 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
             :class:`~tileprobe.audit.compile.CompileResult` s as they finish (:mod:`tileprobe.exec`; default: the
             local pool, :func:`~tileprobe.audit.pool.compile_variants`). Results reach the store from this process
             only.
+        on_record: ``on_record(record, cubin)`` as each record lands (:attr:`AuditResult.on_record`).
 
     With a store, each variant is claimed there at dispatch (:mod:`tileprobe.audit.claims`): processes sharing
     the store never compile one variant twice at once; one claimed by another live process is awaited.
@@ -227,7 +237,7 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
     check_overrides(cases, hints)
     if repeat < 1:
         raise UsageError(f"--repeat {repeat}: give 1 or more compiles per variant")
-    result = AuditResult()
+    result = AuditResult(on_record=on_record)
     since = store_now()
     targets = _targets(archs, result)
     order: dict[tuple, int] = {}
@@ -437,6 +447,7 @@ def _found(records: list, store, result: AuditResult, progress) -> None:
         if data is not None:
             result.cubins[rec.cubin_sha256] = data
         result.records.append(rec)
+        result.landed([rec])
 
 
 def _refuse(variants: Iterable[Variant], tc: dict, refused: list) -> Iterator[Variant]:
@@ -462,6 +473,7 @@ def _collect(results: Iterable[CompileResult], tc: dict, result: AuditResult, st
         if store is not None:
             store.save_compile(res, rec, tc)
         result.records.append(rec)
+        result.landed([rec])
 
 
 def _chunks(variants: Iterable[Variant], chunk: int = 256) -> Iterator[list[Variant]]:
@@ -500,6 +512,7 @@ def _not_stored(variants: Iterable[Variant], tc: dict, store, with_sass: bool, r
             data = store.cubin(rec.cubin_sha256) if rec.cubin_sha256 else None
             if data is not None:
                 result.cubins[rec.cubin_sha256] = data
+        result.landed(cached)
         yield from todo
 
 

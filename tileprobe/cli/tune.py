@@ -149,7 +149,12 @@ def _progress(console):
             say(console, f"GPU: {data.get('name')} ({data.get('sm')}, {data.get('num_sms')} SMs, driver "
                          f"{data.get('driver')})")
         elif kind == "race":
-            say(console, f"racing {data.problem.probe.label} {data.problem.label}: {len(data.raced())} candidates")
+            waiting = sum(1 for c in data.candidates if c.status == "compiling")
+            say(console, f"racing {data.problem.probe.label} {data.problem.label}: " + (
+                f"{len(data.raced())} candidates" if not waiting else
+                f"while compiling: candidates join as their compiles land ({waiting} to come)"))
+        elif kind == "joined":
+            say(console, f"  round {data['round']}: {len(data['ids'])} compiled candidate(s) joined")
         elif kind == "round":
             gone = f", eliminated {len(data['eliminated'])}" if data["eliminated"] else ""
             failed = f", failed {', '.join(data['failed'])}" if data["failed"] else ""

@@ -101,7 +101,7 @@ def _have_nvdisasm() -> bool:
 
 
 def _records(paths, problems, arch, bundle, store, jobs, compile_timeout_s, toolchains, progress, overrides=None,
-             executor=None):
+             executor=None, on_record=None):
     """(records, cubin getter, environment, probe errors) from a bundle or from compiling here."""
     if bundle:
         from ..run.session import load_bundle
@@ -113,7 +113,7 @@ def _records(paths, problems, arch, bundle, store, jobs, compile_timeout_s, tool
         return records, get, env, []
     res = compile_records(paths, problems, arch, store=store, jobs=jobs, timeout_s=compile_timeout_s,
                           **(overrides or {}),
-                          toolchains=toolchains, with_sass=_have_nvdisasm(), executor=executor,
+                          toolchains=toolchains, with_sass=_have_nvdisasm(), executor=executor, on_record=on_record,
                           progress=(lambda k, n: progress("compile", (k, n))) if progress else None)
 
     def get(sha):
@@ -193,27 +193,14 @@ def _tune(t0, result, race_settings, timing_settings, probe_paths, arch, export,
     starter = _WorkerStarter(watchdog) if not dry_run else None
     try:
         arch = _target_arch(arch, starter)
-        t1 = time.perf_counter()
-        records, get, env, errors = _records(probe_paths, problems, arch, bundle, store, jobs, compile_timeout_s,
-                                             toolchains, progress, {"cases": cases, "hints": hints}, executor)
-        result.probe_errors += [e for e in errors if e not in result.probe_errors]
-        result.times["compile_s"] = time.perf_counter() - t1
-        plans = make_plans(problems, records, arch, "not_in_bundle" if bundle else "not_compiled")
-        gpu = _gpu(result, starter, arch, progress)
-        num_sms = num_sms or gpu.get("num_sms")
-        for plan in plans:
-            if num_sms:
-                dedupe(plan, num_sms, get)
-            else:
-                plan.notes.append(NO_SM_COUNT)
-        result.environment = _environment(env, gpu, arch, num_sms, timing_settings, race_settings, bundle)
-        if progress:
-            progress("plans", plans)
-        if dry_run:
-            result.problems = [problem_result(p, None, arch, confidence) for p in plans]
+        if not dry_run and not bundle:      # race the first problem while compiling (issue 22)
+            plans = _overlapped(result, problems, arch, starter, watchdog, probe_paths, store, jobs, compile_timeout_s,
+                                toolchains, progress, {"cases": cases, "hints": hints}, executor, num_sms,
+                                timing_settings, race_settings, timeout_s, seed, tasks)
         else:
-            _race_all(result, plans, watchdog, get, probe_paths, bundle, timing_settings, race_settings, timeout_s,
-                      seed, tasks, progress)
+            plans = _sequential(result, problems, arch, starter, watchdog, probe_paths, bundle, store, jobs,
+                                compile_timeout_s, toolchains, progress, {"cases": cases, "hints": hints}, executor,
+                                num_sms, timing_settings, race_settings, timeout_s, seed, tasks, dry_run, confidence)
     finally:
         if own:
             watchdog.close()
@@ -221,6 +208,85 @@ def _tune(t0, result, race_settings, timing_settings, probe_paths, arch, export,
             starter.release()
     _finish(result, plans, store, export, t0)
     return result
+
+
+def _sequential(result, problems, arch, starter, watchdog, probe_paths, bundle, store, jobs, compile_timeout_s,
+                toolchains, progress, overrides, executor, num_sms, timing_settings, race_settings, timeout_s, seed,
+                tasks, dry_run, confidence) -> list[Plan]:
+    """Compile (or read the bundle), then race problem after problem (a dry run stops before the race)."""
+    t1 = time.perf_counter()
+    records, get, env, errors = _records(probe_paths, problems, arch, bundle, store, jobs, compile_timeout_s,
+                                         toolchains, progress, overrides, executor)
+    result.probe_errors += [e for e in errors if e not in result.probe_errors]
+    result.times["compile_s"] = time.perf_counter() - t1
+    plans = make_plans(problems, records, arch, "not_in_bundle" if bundle else "not_compiled")
+    gpu = _gpu(result, starter, arch, progress)
+    num_sms = num_sms or gpu.get("num_sms")
+    for plan in plans:
+        if num_sms:
+            dedupe(plan, num_sms, get)
+        else:
+            plan.notes.append(NO_SM_COUNT)
+    result.environment = _environment(env, gpu, arch, num_sms, timing_settings, race_settings, bundle)
+    if progress:
+        progress("plans", plans)
+    if dry_run:
+        result.problems = [problem_result(p, None, arch, confidence) for p in plans]
+    else:
+        _race_all(result, plans, watchdog, get, probe_paths, bundle, timing_settings, race_settings, timeout_s,
+                  seed, tasks, progress)
+    return plans
+
+
+def _overlapped(result, problems, arch, starter, wd, probe_paths, store, jobs, compile_timeout_s, toolchains,
+                progress, overrides, executor, num_sms, timing, settings, timeout_s, seed, tasks) -> list[Plan]:
+    """Compile every candidate here while the first problem races in a thread (:mod:`tileprobe.tune.overlap`);
+    then race the other problems as before. Returns the plans."""
+    from .overlap import Overlap, budget_share
+    from .static import Landing, pending_plans
+    plans = pending_plans(problems)
+    landing = Landing(plans, arch)
+    bench_kw = dict(watchdog=wd, probe_paths=probe_paths, search_dirs=[os.getcwd()], timing=timing,
+                    timeout_s=timeout_s, seed=seed, tasks=tasks, trust_recorded=True)
+    ov = Overlap(plans[0], landing, lambda: _gpu(result, starter, arch, progress), num_sms, NO_SM_COUNT, bench_kw,
+                 budget_share(settings, len(plans)), lambda sha: None,
+                 lambda plan, outcome: problem_result(plan, outcome, arch, settings.confidence), progress)
+    try:
+        t1 = time.perf_counter()
+        try:
+            _, get, env, errors = _records(probe_paths, problems, arch, None, store, jobs, compile_timeout_s,
+                                           toolchains, progress, overrides, executor, on_record=ov.on_record)
+        finally:
+            ov.compiled()
+        result.times["compile_s"] = time.perf_counter() - t1
+        result.probe_errors += [e for e in errors if e not in result.probe_errors]
+        ov.fallback_get = get        # the store's cubins, from this thread only (SQLite)
+        ov.join()
+        if ov.error is not None:
+            raise ov.error
+        landing.finish("not_compiled")
+        num_sms = num_sms or ov.gpu.get("num_sms")
+        for plan in plans[1:]:
+            if num_sms:
+                dedupe(plan, num_sms, ov.get)
+            else:
+                plan.notes.append(NO_SM_COUNT)
+        result.environment = _environment(env, ov.gpu, arch, num_sms, timing, settings, None)
+        if progress:
+            progress("plans", plans)
+        result.aborted = ov.aborted
+        result.problems.append(ov.result)
+        if progress:
+            progress("problem", ov.result)
+        _race_all(result, plans[1:], wd, ov.get, probe_paths, None, timing, settings, timeout_s, seed, tasks,
+                  progress)
+        result.times["race_s"] = result.times.get("race_s", 0.0) + ov.race_s
+        result.times["race_while_compiling_s"] = ov.overlap_s
+        result.times["check_s"] = sum(p.check_s for p in result.problems)
+        result.environment["clocks"] = _clock_range(result.problems)
+    finally:
+        ov.release()
+    return plans
 
 
 def _gpu(result: TuneResult, starter, arch: str, progress) -> dict:
