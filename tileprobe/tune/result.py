@@ -38,6 +38,7 @@ def _static(rec) -> dict:
         spills = {k: v for k, v in rec.sass.items() if "spill" in k} or None
     return {"threads": rec.threads, "registers": rec.registers, "shared_bytes": rec.shared_bytes,
             "stack_bytes": rec.stack_bytes, "ctas_per_sm": rec.ctas_per_sm, "spills": spills,
+            "compile_s": rec.compile_s,     # the compiler's own time (s), for the static stage's floor
             "verdicts": {k: v.get("status") for k, v in (rec.verdicts or {}).items()}}
 
 
