@@ -63,3 +63,9 @@ def test_counts_and_groups():
     rows = _result(12).problems[0].candidates
     assert fate_counts(rows) == {"winner": 1, "tie": 1, "eliminated": 6, "error": 2, "duplicate_launch": 2}
     assert duplicate_lines(rows) == ["TILE=2 = TILE=8, TILE=9 (timed once, as TILE=2)"]
+
+
+def test_the_output_says_how_much_of_the_space_was_searched():
+    res = _result(30)
+    res.problems[0].coverage = {"configurations": 40, "compiled": 28, "timed": 26}
+    assert "searched: 28 of 40 configurations compiled, 26 timed" in _text(res)

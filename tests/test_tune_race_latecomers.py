@@ -92,4 +92,5 @@ def test_the_tune_races_while_compiling(tmp_path):
     assert res.times["race_while_compiling_s"] > 0
     assert p.verdict == "winner" and p.pick["label"] == "TILE=1024 occupancy=1"
     assert p.dropped["duplicate_launch"] == 1
+    assert p.coverage == {"configurations": 12, "compiled": 5, "timed": 4}   # 7 rejected by the constraints
     assert [k for k, _ in events].index("race") < max(i for i, (k, _) in enumerate(events) if k == "compile")

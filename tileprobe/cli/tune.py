@@ -250,6 +250,10 @@ def _render_problem(p, console, all_rows: bool = False) -> None:
     if p.rounds:
         n = sum(r.get("n") or 0 for r in p.candidates if r.get("same_launch_as") is None)
         say(console, f"  race: {len(p.rounds)} rounds, {n:,} samples, stopped: {p.stop}; {p.race_s:.1f} s")
+    cov = getattr(p, "coverage", None) or {}
+    if cov:
+        say(console, f"  searched: {cov['compiled']:,} of {cov['configurations']:,} configurations compiled, "
+                     f"{cov['timed']:,} timed (the others: duplicates, failures, rejections, or the budget)")
     best = (p.pick or {}).get("median_us")
     t = Table(show_edge=False, pad_edge=False)
     for h in ("configuration", "status", "n", "median µs", "95% CI µs", "vs pick", "grid", "regs", "CTAs/SM",

@@ -94,6 +94,9 @@ class ProblemResult:
     source_sha256: str = ""
     race_s: float = 0.0
     check_s: float = 0.0
+    #: How much of the space was searched: configurations (constraints' rejections included), compiled (a record
+    #: with a cubin), timed (at least one batch) — issue 22: a budget may leave part of it unsearched.
+    coverage: dict = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -114,6 +117,9 @@ def problem_result(plan: Plan, outcome: RaceOutcome | None, arch: str, confidenc
     res = ProblemResult(plan.problem.probe.label, plan.problem.probe.source or "", canonical(plan.problem.values),
                         arch, rows, dropped=dict(plan.dropped), notes=list(plan.notes),
                         tileiras=recs[0].tileiras if recs else "", cuda_tile=recs[0].cuda_tile if recs else "")
+    res.coverage = {"configurations": len(plan.candidates) + sum(plan.problem.rejected.values()),
+                    "compiled": sum(1 for c in plan.candidates if c.record is not None and c.record.ok),
+                    "timed": sum(1 for e in (outcome.entries if outcome else []) if e.samples)}
     for constraint, n in plan.problem.rejected.items():
         rows.append({"config": None, "label": f"{n} configuration(s)", "status": "constraint",
                      "reason": f"rejected by constraint {constraint} before compiling"})
