@@ -32,14 +32,17 @@ class Overlap:
         bench_kw: keyword arguments of :class:`~tileprobe.tune.gpu.WorkerBench` (watchdog first, as ``watchdog``).
         settings: the race's settings (its budget share already in). fallback_get: sha → cubin (the store).
         make_result: (plan, outcome or None) -> the problem's result. progress: as for the tune.
+        facts_of: (plan, num_sms) -> :func:`~tileprobe.tune.static.launch_facts` of the plan's compiled candidates
+            (``grid``/``args`` run contained), asked once per batch of candidates that landed.
     """
 
     def __init__(self, plan: Plan, landing: Landing, wait_gpu: Callable[[], dict], num_sms: int | None,
                  no_sm_note: str, bench_kw: dict, settings, fallback_get: Callable, make_result: Callable,
-                 progress: Callable | None = None):
+                 progress: Callable | None = None, facts_of: Callable | None = None):
         self.plan, self.landing, self.wait_gpu, self.given_sms = plan, landing, wait_gpu, num_sms
         self.no_sm_note, self.bench_kw, self.settings = no_sm_note, bench_kw, settings
         self.fallback_get, self.make_result, self.progress = fallback_get, make_result, progress
+        self.facts_of = facts_of
         self.feed: queue.Queue = queue.Queue()
         self.cubins: dict[str, bytes] = {}
         self.gpu: dict = {}
@@ -127,25 +130,39 @@ class Overlap:
     def _arrivals(self, block: bool) -> tuple[list[str], bool]:
         """The race's ``arrivals``: the first problem's new candidates to time, and whether more may come."""
         new: list[str] = []
-        while not self.ended:
-            try:
-                item = self.feed.get(block=block and not new)
-            except queue.Empty:
+        while not self.ended and not new:
+            landed = []
+            while not self.ended:
+                try:
+                    item = self.feed.get(block=block and not landed)
+                except queue.Empty:
+                    break
+                if item is None:
+                    self.ended = True
+                    break
+                self._keep(*item)
+                hit = self.landing.land(item[0])
+                if hit is not None and hit[0] is self.plan:
+                    landed.append(hit[1])
+            new += self._timed(landed)
+            if not block:
                 break
-            if item is None:
-                self.ended = True
-                break
-            self._keep(*item)
-            hit = self.landing.land(item[0])
-            if hit is None or hit[0] is not self.plan:
-                continue
-            c = hit[1]
-            timed = dedupe_one(self.plan, c, self.num_sms, self.get) if self.num_sms else c.status == "ok"
+        return new, not self.ended
+
+    def _timed(self, landed: list) -> list[str]:
+        """Dedupe the candidates that landed (their grid and args asked once for the batch); the ids to time."""
+        ok = [c for c in landed if c.status == "ok"]
+        facts = self.facts_of(Plan(self.plan.problem, ok), self.num_sms) if ok and self.num_sms and self.facts_of \
+            else {}
+        out = []
+        for c in landed:
+            timed = dedupe_one(self.plan, c, self.num_sms, self.get, facts.get(id(c))) if self.num_sms \
+                else c.status == "ok"
             if timed:
                 self.bench.candidates[c.id] = c
-                new.append(c.id)
-            self._default()
-        return new, not self.ended
+                out.append(c.id)
+        self._default()
+        return out
 
     def _default(self) -> None:
         """The problem's default configuration for checks without a reference, once it has landed compiled."""

@@ -14,7 +14,7 @@ from ..errors import TileprobeError
 from .gpu import CHECK_TASK, TIME_TASK, TimingSettings, WorkerBench
 from .race import Race, RaceSettings
 from .result import ProblemResult, TuneResult, compare_previous, problem_result
-from .static import Plan, compile_records, dedupe, load_space, make_plans
+from .static import Plan, compile_records, dedupe, launch_facts, load_space, make_plans
 
 
 def process_age_s() -> float | None:
@@ -129,7 +129,8 @@ def tune(probe_paths: Sequence[str], *, arch: str | None = None, budget_s: float
          max_samples: int = 300, num_sms: int | None = None, dry_run: bool = False, watchdog=None,
          toolchains: Sequence[dict] | None = None, tasks: tuple[str, str] = (TIME_TASK, CHECK_TASK),
          progress: Callable | None = None, startup_s: float | None = None, where: dict | None = None,
-         cases: dict | None = None, hints: dict | None = None, executor=None) -> TuneResult:
+         cases: dict | None = None, hints: dict | None = None, executor=None,
+         probe_timeout_s: float | None = None) -> TuneResult:
     """Tune probe files on this machine's GPU: the fastest correct configuration per (kernel, problem case).
 
     Args:
@@ -152,6 +153,9 @@ def tune(probe_paths: Sequence[str], *, arch: str | None = None, budget_s: float
             run on this one GPU: a race compares candidates' batches, and batches timed on two GPUs (or on a GPU
             shared with another busy worker) are not one sample (docs/SCALE.md, "Tuning on several GPUs").
         executor: a :mod:`tileprobe.exec` executor for the candidates' compiles (default: the local pool).
+        probe_timeout_s: seconds each step of probe code may take (import, constraints, ``grid``, ``args``); the
+            probe files are loaded and run in contained children, as ``tileprobe audit`` does (default
+            :data:`~tileprobe.audit.contained.PROBE_TIMEOUT_S`).
         tasks: the worker tasks (time, check) as ``"module:function"``; tests plant fakes.
         progress: ``progress(kind, data)`` for printing: ``compile``, ``plans``, ``worker``, ``race``, ``round``, ``rejudge``,
             ``problem``.
@@ -176,15 +180,17 @@ def tune(probe_paths: Sequence[str], *, arch: str | None = None, budget_s: float
         #                                                                 beside the plan (issue 22)
         return _tune(t0, result, race_settings, timing_settings, probe_paths, arch, export, bundle, store, jobs,
                      timeout_s, compile_timeout_s, seed, confidence, num_sms, dry_run, watchdog, toolchains, tasks,
-                     progress, where, cases, hints, executor)
+                     progress, where, cases, hints, executor, probe_timeout_s)
 
 
 def _tune(t0, result, race_settings, timing_settings, probe_paths, arch, export, bundle, store, jobs, timeout_s,
           compile_timeout_s, seed, confidence, num_sms, dry_run, watchdog, toolchains, tasks, progress, where, cases,
-          hints, executor) -> TuneResult:
-    problems, result.probe_errors = load_space(probe_paths, where=where, cases=cases, hints=hints)
+          hints, executor, probe_timeout_s) -> TuneResult:
+    problems, result.probe_errors = load_space(probe_paths, where=where, cases=cases, hints=hints,
+                                               probe_timeout_s=probe_timeout_s)
     if not problems:
-        raise TileprobeError("nothing to tune: no probe could be loaded:\n  " + "\n  ".join(result.probe_errors))
+        from ..errors import IncompleteError     # exit 3, as audit's "no probe could be loaded"
+        raise IncompleteError("nothing to tune: no probe could be loaded:\n  " + "\n  ".join(result.probe_errors))
     result.times["plan_s"] = time.perf_counter() - t0
     own = watchdog is None and not dry_run
     if not dry_run:
@@ -193,14 +199,16 @@ def _tune(t0, result, race_settings, timing_settings, probe_paths, arch, export,
     starter = _WorkerStarter(watchdog) if not dry_run else None
     try:
         arch = _target_arch(arch, starter)
+        overrides = {"cases": cases, "hints": hints, **({"probe_timeout_s": probe_timeout_s} if probe_timeout_s else {})}
         if not dry_run and not bundle:      # race the first problem while compiling (issue 22)
             plans = _overlapped(result, problems, arch, starter, watchdog, probe_paths, store, jobs, compile_timeout_s,
-                                toolchains, progress, {"cases": cases, "hints": hints}, executor, num_sms,
-                                timing_settings, race_settings, timeout_s, seed, tasks)
+                                toolchains, progress, overrides, executor, num_sms,
+                                timing_settings, race_settings, timeout_s, seed, tasks, probe_timeout_s)
         else:
             plans = _sequential(result, problems, arch, starter, watchdog, probe_paths, bundle, store, jobs,
-                                compile_timeout_s, toolchains, progress, {"cases": cases, "hints": hints}, executor,
-                                num_sms, timing_settings, race_settings, timeout_s, seed, tasks, dry_run, confidence)
+                                compile_timeout_s, toolchains, progress, overrides, executor, num_sms,
+                                timing_settings, race_settings, timeout_s, seed, tasks, dry_run, confidence,
+                                probe_timeout_s)
     finally:
         if own:
             watchdog.close()
@@ -212,7 +220,7 @@ def _tune(t0, result, race_settings, timing_settings, probe_paths, arch, export,
 
 def _sequential(result, problems, arch, starter, watchdog, probe_paths, bundle, store, jobs, compile_timeout_s,
                 toolchains, progress, overrides, executor, num_sms, timing_settings, race_settings, timeout_s, seed,
-                tasks, dry_run, confidence) -> list[Plan]:
+                tasks, dry_run, confidence, probe_timeout_s) -> list[Plan]:
     """Compile (or read the bundle), then race problem after problem (a dry run stops before the race)."""
     t1 = time.perf_counter()
     records, get, env, errors = _records(probe_paths, problems, arch, bundle, store, jobs, compile_timeout_s,
@@ -222,11 +230,7 @@ def _sequential(result, problems, arch, starter, watchdog, probe_paths, bundle, 
     plans = make_plans(problems, records, arch, "not_in_bundle" if bundle else "not_compiled")
     gpu = _gpu(result, starter, arch, progress)
     num_sms = num_sms or gpu.get("num_sms")
-    for plan in plans:
-        if num_sms:
-            dedupe(plan, num_sms, get)
-        else:
-            plan.notes.append(NO_SM_COUNT)
+    _dedupe_all(result, plans, num_sms, get, probe_timeout_s)
     result.environment = _environment(env, gpu, arch, num_sms, timing_settings, race_settings, bundle)
     if progress:
         progress("plans", plans)
@@ -238,8 +242,26 @@ def _sequential(result, problems, arch, starter, watchdog, probe_paths, bundle, 
     return plans
 
 
+def _dedupe_all(result, plans: list[Plan], num_sms, get, probe_timeout_s) -> None:
+    """Dedupe every plan (grid() and args() in contained children); failures of grid()/args() said once each."""
+    facts = launch_facts(plans, num_sms, probe_timeout_s) if num_sms else {}
+    for plan in plans:
+        if num_sms:
+            dedupe(plan, num_sms, get, facts)
+        else:
+            plan.notes.append(NO_SM_COUNT)
+        _grid_errors(result, plan)
+
+
+def _grid_errors(result, plan: Plan) -> None:
+    result.probe_errors += list(dict.fromkeys(   # grid()/args() that failed: said once each, exit 3
+        c.reason for c in plan.candidates if c.status == "probe_error" and c.record is not None
+        and c.record.ok and c.reason not in result.probe_errors))
+
+
 def _overlapped(result, problems, arch, starter, wd, probe_paths, store, jobs, compile_timeout_s, toolchains,
-                progress, overrides, executor, num_sms, timing, settings, timeout_s, seed, tasks) -> list[Plan]:
+                progress, overrides, executor, num_sms, timing, settings, timeout_s, seed, tasks,
+                probe_timeout_s=None) -> list[Plan]:
     """Compile every candidate here while the first problem races in a thread (:mod:`tileprobe.tune.overlap`);
     then race the other problems as before. Returns the plans."""
     from .overlap import Overlap, budget_share
@@ -250,7 +272,8 @@ def _overlapped(result, problems, arch, starter, wd, probe_paths, store, jobs, c
                     timeout_s=timeout_s, seed=seed, tasks=tasks, trust_recorded=True)
     ov = Overlap(plans[0], landing, lambda: _gpu(result, starter, arch, progress), num_sms, NO_SM_COUNT, bench_kw,
                  budget_share(settings, len(plans)), lambda sha: None,
-                 lambda plan, outcome: problem_result(plan, outcome, arch, settings.confidence), progress)
+                 lambda plan, outcome: problem_result(plan, outcome, arch, settings.confidence), progress,
+                 lambda plan, n: launch_facts([plan], n, probe_timeout_s))
     try:
         t1 = time.perf_counter()
         try:
@@ -266,11 +289,8 @@ def _overlapped(result, problems, arch, starter, wd, probe_paths, store, jobs, c
             raise ov.error
         landing.finish("not_compiled")
         num_sms = num_sms or ov.gpu.get("num_sms")
-        for plan in plans[1:]:
-            if num_sms:
-                dedupe(plan, num_sms, ov.get)
-            else:
-                plan.notes.append(NO_SM_COUNT)
+        _grid_errors(result, plans[0])
+        _dedupe_all(result, plans[1:], num_sms, ov.get, probe_timeout_s)
         result.environment = _environment(env, ov.gpu, arch, num_sms, timing, settings, None)
         if progress:
             progress("plans", plans)
@@ -376,9 +396,10 @@ def _link(result: TuneResult, plans: list[Plan], store) -> None:
     """Give each stored row its compile key and each problem its source hash (the store's provenance)."""
     from ..audit.pipeline import source_sha256
     for plan, res in zip(plans, result.problems):
+        res.source_sha256 = getattr(plan.problem.probe, "source_sha256", "")    # hashed where the probe loaded
         try:
-            res.source_sha256 = source_sha256(plan.problem.probe)
-        except (OSError, TileprobeError):
+            res.source_sha256 = res.source_sha256 or source_sha256(plan.problem.probe)
+        except (OSError, TileprobeError, AttributeError):
             pass
         keys = {c.id: store.key_of(c.record) for c in plan.candidates if c.record is not None}
         for row in res.candidates:
