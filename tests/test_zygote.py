@@ -115,3 +115,14 @@ def test_zygote_off(monkeypatch):
     monkeypatch.setenv("TILEPROBE_ZYGOTE", "0")
     with zygote.warm_starts():
         assert zygote.current() is None
+
+
+def test_which_probe_files_get_a_loader_forked_after_torch(tmp_path):
+    from tileprobe.audit.zygote import needs_torch
+    cases = {"import torch\n": True, "from tilegym.ops import x\n": True, 'kernel="tilegym.ops.cutile.mm:k"\n': True,
+             "import cuda.tile as ct\n# torch is not needed\n": False, "import torchvision_like\n": False}
+    for i, (text, want) in enumerate(cases.items()):
+        f = tmp_path / f"p{i}.py"
+        f.write_text(text)
+        assert needs_torch(str(f)) is want, text
+    assert needs_torch(str(tmp_path / "missing.py")) is False

@@ -4,7 +4,7 @@
 Why: ``import cuda.tile._compile`` took 2.06 s per process on the 2-core machine (2.23 s for two at once; cuTile's
 ``_ir.core_ops`` → ``_cext`` imports torch, 1.80 s of it: docs/NOTES.md §18), and an audit started one loader per
 probe file plus one worker per CPU, each importing it again. Forked from the zygote, a loader or worker starts in
-milliseconds, and the one import overlaps whatever the audit does meanwhile.
+milliseconds; torch (through cuTile's compiler side) is imported once, when a worker or a probe needs it.
 
 Containment is unchanged: each probe file and each worker still runs in a process of its own, in its own session,
 with a parent-death signal; the zygote runs no probe code and its children close its socket before running any
@@ -35,10 +35,11 @@ from typing import Callable, Iterator
 #: import torch in cuda-tile 1.7.0) and tileprobe's loader and worker side.
 PRELOAD = ("cuda.tile", "tileprobe.audit.probe", "tileprobe.audit.signature", "tileprobe.audit.compile",
            "tileprobe.audit.contained", "tileprobe.audit.pool")
-#: Modules it imports next, as soon as no request waits, and before forking a compile worker: cuTile's compiler
-#: side, which imports torch (``foreign_dtype_object_to_native`` at import; 2.06 s of the 2-core machine). A loader of a
-#: probe that needs neither (examples/rms_norm.py) is forked before, and a warm audit of such probes, with every
-#: variant stored, never waits for it.
+#: Modules it imports before forking the first compile worker, or the loader of a probe file that looks like it
+#: needs torch (:func:`needs_torch`): cuTile's compiler side, which imports torch (``foreign_dtype_object_to_native``
+#: at import; 2.06 s of the 2-core machine). Not while idle: an import blocks the zygote, and a loader asked for
+#: meanwhile would wait for it (6 s under load, 2026-12-02). A warm audit or tune of probes that need neither
+#: (examples/rms_norm.py), every variant stored, never imports it.
 HEAVY = ("cuda.tile._compile",)
 #: Seconds to wait for the zygote to import :data:`PRELOAD` before giving up on it (a fresh process then starts).
 READY_TIMEOUT_S = 120.0
@@ -259,9 +260,23 @@ def start_loader(job: dict, msg_fd: int, env: dict) -> ZygoteProcess | None:
     if z is None:
         return None
     try:
-        return z.start("_loader_entry", (job,), [msg_fd], stdout=True, env=env)
+        return z.start("_loader_entry", (job,), [msg_fd], stdout=True, env=env, heavy=needs_torch(job["path"]))
     except ZygoteError:
         return None
+
+
+def needs_torch(path: str) -> bool:
+    """Whether probe file ``path`` looks like it imports torch (it imports ``torch`` or ``tilegym``, or names a kernel
+    in them as ``"tilegym.…"``): its loader is
+    then forked after :data:`HEAVY` (torch with it) is imported once, rather than importing torch itself. A guess
+    that only moves time: a wrong one costs that loader its own torch import, or a wait for the zygote's."""
+    import re
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read(1 << 20)
+    except OSError:
+        return False
+    return re.search(r"^\s*(import|from)\s+(torch|tilegym)\b|[\"'](torch|tilegym)[.:]", text, re.M) is not None
 
 
 def start_worker(conn, initargs: tuple) -> ZygoteProcess | None:
@@ -281,7 +296,7 @@ def start_worker(conn, initargs: tuple) -> ZygoteProcess | None:
 def zygote_main() -> None:
     """Entry of the zygote: ``python -c … FD PARENT_PID``. Imports :data:`PRELOAD`, says ("ready",), then forks one
     child per request and reports ("started", pid) and, when it ends, ("exit", pid, status); :data:`HEAVY` is
-    imported when no request waits (or before a request that needs it)."""
+    imported before the first request that needs it."""
     import importlib
     import tempfile
     from .procs import die_with_parent, owned_tempdir
@@ -345,11 +360,8 @@ def _serve(sock, reaper: _Reaper) -> None:
     heavy = list(HEAVY)
     while True:
         try:
-            ready, _, _ = select.select([sock], [], [], 0.05 if heavy else None)
+            select.select([sock], [], [])
         except InterruptedError:
-            continue
-        if not ready and heavy:     # idle: import the compiler side now, so that workers fork ready
-            importlib.import_module(heavy.pop(0))
             continue
         try:
             data, fds, _flags, _addr = socket.recv_fds(sock, _MAX_MSG, 16)
