@@ -10,6 +10,11 @@ For one probe and arch it prints, each in fresh processes on this machine:
   time (the records' ``compile_s``): the wall beyond the slowest variant's compile is the stage's overhead.
 
     python benchmarks/bench_compile_stage.py [--probe examples/rms_norm_large.py] [--arch sm_90] [--jobs N]
+
+``--warm TREE,TREE… --probes 'examples/*.py' --archs sm_90,sm_120 [--repeat 3]`` instead times a *warm* re-audit
+(every variant already in one store, filled first) with each source tree's tileprobe (PYTHONPATH=TREE), the trees
+alternated in each repeat so that a loaded machine weighs on them alike: wall s, CPU s of the process tree, and
+per 100 variants beyond a bare Python start (issue 22: aim < 1 s).
 """
 import argparse
 import json
@@ -56,13 +61,69 @@ def _audit(probe: str, arch: str, jobs: int, sass: bool) -> tuple[float, list[fl
             return wall, [v["compile_s"] for v in json.load(f)["variants"]]
 
 
+def _timed(argv: list[str], env: dict, cwd: str) -> tuple[float, float]:
+    """(wall s, CPU s of the children reaped meanwhile) of one run of ``argv`` in ``cwd`` (not a source tree: with
+    ``-m``, the cwd comes first on sys.path and its ``tileprobe`` would win over PYTHONPATH's)."""
+    import resource
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    code = subprocess.run(argv, env=env, capture_output=True, cwd=cwd).returncode
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if code:
+        raise SystemExit(f"{argv} failed: exit code {code}")
+    return wall, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+
+
+def warm(trees: list[str], probes: list[str], archs: str, repeat: int, store: str | None = None) -> None:
+    """Warm re-audits with each tree's tileprobe, alternated (module doc); ``store``: an existing store to use
+    (default: a new one, filled first)."""
+    import statistics
+    with tempfile.TemporaryDirectory() as tmp:
+        store, out = store or os.path.join(tmp, "store.sqlite"), os.path.join(tmp, "a.json")
+        probes = [os.path.abspath(p) for p in probes]
+        argv = [sys.executable, "-m", "tileprobe", "audit", *probes, "--arch", archs, "--store", store,
+                "--format", "none", "--json", out]
+        envs = {t: dict(os.environ, PYTHONPATH=os.path.abspath(t)) for t in trees}
+        t0 = time.perf_counter()
+        subprocess.run(argv, env=envs[trees[0]], capture_output=True, check=True, cwd=tmp)
+        with open(out) as f:
+            n = len(json.load(f)["variants"])
+        for t in trees:      # each tree's own caches warm too (its compiler facts)
+            subprocess.run(argv, env=envs[t], capture_output=True, check=True, cwd=tmp)
+        print(f"# warm re-audit: {' '.join(probes)} --arch {archs}: {n} variants; store filled in "
+              f"{time.perf_counter() - t0:.1f} s; {os.cpu_count()} CPUs; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+        py = [_timed([sys.executable, "-c", "pass"], os.environ, tmp)[0] for _ in range(3)]
+        runs: dict[str, list] = {t: [] for t in trees}
+        for i in range(repeat):
+            for t in trees:
+                load = os.getloadavg()[0]
+                wall, cpu = _timed(argv, envs[t], tmp)
+                runs[t].append((wall, cpu, load))
+                print(f"  {t} run {i + 1}: {wall:.2f} s wall, {cpu:.2f} s CPU, load average {load:.2f}", flush=True)
+        start = statistics.median(py)
+        for t, rs in runs.items():
+            wall = statistics.median(r[0] for r in rs)
+            print(f"{t}: median {wall:.2f} s wall, {statistics.median(r[1] for r in rs):.2f} s CPU; beyond a Python "
+                  f"start ({start:.2f} s): {(wall - start) / n * 100:.2f} s per 100 variants")
+
+
 def main() -> None:
     from tileprobe.audit.compile import default_jobs
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--probe", default=os.path.join(ROOT, "examples", "rms_norm_large.py"))
     ap.add_argument("--arch", default="sm_90")
     ap.add_argument("--jobs", type=int, default=default_jobs())
+    ap.add_argument("--warm", help="comma-separated source trees: time warm re-audits with each (module doc)")
+    ap.add_argument("--probes", default="examples/*.py", help="with --warm: probe files (a glob)")
+    ap.add_argument("--archs", default="sm_90,sm_120", help="with --warm: targets")
+    ap.add_argument("--repeat", type=int, default=3, help="with --warm: runs per tree")
+    ap.add_argument("--store", help="with --warm: use this store (already filled) instead of a new one")
     a = ap.parse_args()
+    if a.warm:
+        import glob
+        warm([t for t in a.warm.split(",") if t], sorted(glob.glob(a.probes)) or [a.probes], a.archs, a.repeat, a.store)
+        return
     py = sys.executable
     print(f"# static stage: {os.path.relpath(a.probe, ROOT)} on {a.arch}, {a.jobs} jobs, "
           f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")

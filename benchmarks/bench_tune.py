@@ -44,11 +44,16 @@ sys.path.insert(0, ROOT)
 KERNELS = {
     "rms": {"probe": os.path.join(HERE, "probes", "rms_norm_2m.py"),
             "quick": {"cases": {"ALLOW_TMA": [True]}, "hints": {"occupancy": [1, 2, 8]}}},
+    "rms16k": {"probe": os.path.join(HERE, "probes", "rms_norm_16k.py"),
+               "quick": {"cases": {"ALLOW_TMA": [True]}, "hints": {"occupancy": [1, 2, 8]}}},
     "matmul": {"probe": os.path.join(ROOT, "examples", "tilegym_matmul_tune.py"),
                "quick": {"cases": {"SIZE": [4096], "TILE_M": [128, 256], "TILE_N": [128], "TILE_K": [32, 64]},
                          "hints": {"occupancy": [1, 2], "num_ctas": [1]}}},
 }
 STEPS = ("cutile", "tileprobe", "dobench")
+#: Steps run only when named: ``retune`` is tileprobe tune again on the tileprobe step's store (every variant
+#: stored: issue 22's warm re-tune).
+EXTRA_STEPS = ("retune",)
 STEP_TIMEOUT_S = 580.0
 REQUIRED_RATIO, AIM_WALL_RATIO = 1.02, 0.5
 
@@ -85,18 +90,19 @@ def run_step(kernel: str, step: str, probe: str, out: str, dry_run: bool) -> dic
     cache = os.path.join(out, f"cutile-cache-{kernel}-{'cutile' if step == 'dobench' else step}")
     env["CUDA_TILE_CACHE_DIR"] = cache if step == "dobench" else _fresh(cache)
     result = os.path.join(out, f"{kernel}-{step}.json")
-    if step == "tileprobe":
+    if step in ("tileprobe", "retune"):
+        store = os.path.join(out, f"store-{kernel}.sqlite")
         cmd = [sys.executable, "-m", "tileprobe.cli", "tune", probe, "--store",
-               _fresh(os.path.join(out, f"store-{kernel}.sqlite")), "--json", result,
-               "--export", _fresh(os.path.join(out, f"{kernel}-export.json"))]
+               _fresh(store) if step == "tileprobe" else store, "--json", result,
+               "--export", _fresh(os.path.join(out, f"{kernel}-{step}-export.json"))]
         if dry_run:
             cmd += ["--dry-run", "--arch", "sm_90", "--num-sms", "132"]
     else:
         cmd = [sys.executable, os.path.join(HERE, "bench_tune_tools.py"), step, "--probe", probe, "--json", result]
         cmd += ["--dry-run"] if dry_run else []
     t0 = time.perf_counter()
-    try:
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=STEP_TIMEOUT_S)
+    try:    # cwd: out, not the repository (``-m`` puts the cwd first on sys.path)
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=STEP_TIMEOUT_S, cwd=out)
         code, text = proc.returncode, proc.stdout + proc.stderr
     except subprocess.TimeoutExpired as e:
         code, text = "timeout", f"{e.stdout or ''}{e.stderr or ''}\nstep timed out after {STEP_TIMEOUT_S:.0f} s"
@@ -139,7 +145,26 @@ def summarize(out: str, kernel: str) -> dict:
     s["wall_ratio"] = w["tileprobe"] / w["cutile"] if w.get("tileprobe") and w.get("cutile") else None
     s["required_ok"] = (s["picks"]["tileprobe"]["ratio"] or 99) <= REQUIRED_RATIO
     s["rows"] = _rows(cut, prob, db)
+    s["floor"] = floor(prob, (tp or {}).get("times") or {}, (meta.get("tileprobe") or {}).get("machine", {}).get("cpus"))
+    rt = _load(out, f"{kernel}-retune.json")
+    if rt:
+        rprob = (rt.get("problems") or [None])[0] or {}
+        s["retune"] = {"wall_s": (_load(out, f"{kernel}-retune.meta.json") or {}).get("wall_s"),
+                       "times": rt.get("times"), "pick": (rprob.get("pick") or {}).get("label")}
     return s
+
+
+def floor(prob: dict, times: dict, cpus: int | None) -> dict:
+    """The floor of a cold tune (issue 22): the static stage's max(slowest compile, Σ compile ÷ CPUs), from each
+    candidate's compile_s, plus the race; and the wall time above it (the tune's own total, start-up included)."""
+    comp = [r.get("compile_s") or 0.0 for r in prob.get("candidates") or [] if r.get("config")]
+    if not comp or not cpus:
+        return {}
+    static = max(max(comp), sum(comp) / cpus)
+    total = (times.get("total_s") or 0.0)
+    return {"static_s": static, "race_s": times.get("race_s"), "floor_s": static + (times.get("race_s") or 0.0),
+            "above_s": total - static - (times.get("race_s") or 0.0),
+            "compile_above_s": (times.get("compile_s") or 0.0) - static}
 
 
 def _rows(cut, prob, db) -> list[dict]:
@@ -177,6 +202,17 @@ def report_text(header: dict, sums: list[dict]) -> str:
                   f"{_f(t.get('worker_start_s'), '.1f', ' s')} (waited {_f(t.get('worker_wait_s'), '.1f', ' s')} after "
                   f"compiling), race {_f(t.get('race_s'), '.1f', ' s')} (checks {_f(t.get('check_s'), '.1f', ' s')}), "
                   f"store {_f(t.get('store_s'), '.2f', ' s')}",
+                  f"  floor: static {_f(s['floor'].get('static_s'), '.1f', ' s')} (max(slowest compile, Σ compile ÷ "
+                  f"CPUs)) + race {_f(s['floor'].get('race_s'), '.1f', ' s')} = {_f(s['floor'].get('floor_s'), '.1f', ' s')}; "
+                  f"above the floor: {_f(s['floor'].get('above_s'), '.1f', ' s')} (the static stage "
+                  f"{_f(s['floor'].get('compile_above_s'), '.1f', ' s')} of it)",
+                  *([f"  warm re-tune (every variant stored): wall {_f(s['retune']['wall_s'], '.1f', ' s')}, static stage "
+                     f"{_f((s['retune']['times'] or {}).get('compile_s'), '.2f', ' s')}, GPU worker start "
+                     f"{_f((s['retune']['times'] or {}).get('worker_start_s'), '.1f', ' s')} (waited "
+                     f"{_f((s['retune']['times'] or {}).get('worker_wait_s'), '.1f', ' s')}), race "
+                     f"{_f((s['retune']['times'] or {}).get('race_s'), '.1f', ' s')}, total "
+                     f"{_f((s['retune']['times'] or {}).get('total_s'), '.1f', ' s')}; pick {s['retune']['pick']}"]
+                    if s.get("retune") else []),
                   f"  dropped per rule: {s['dropped'] or {}}; race: {s['rounds']} rounds, stopped: {s['stop']}; "
                   f"verdict {s['verdict']}{' ' + str(s['tie']) if s['tie'] else ''}",
                   f"  pick {p['tileprobe']['label']}: do_bench {_f(p['tileprobe']['do_bench_us'], ',.1f', ' µs')} = "
@@ -231,16 +267,17 @@ def report(out: str, kernels: list[str]) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True, help="folder for every output (created)")
-    ap.add_argument("--kernels", default="rms,matmul", help="comma-separated: rms, matmul (default both)")
-    ap.add_argument("--steps", default=",".join(STEPS), help=f"comma-separated: {', '.join(STEPS)} (default all, "
-                    "in this order: do_bench reuses the cutile step's cuTile cache)")
+    ap.add_argument("--kernels", default="rms,matmul", help="comma-separated: rms, rms16k, matmul (default rms,matmul)")
+    ap.add_argument("--steps", default=",".join(STEPS), help=f"comma-separated: {', '.join(STEPS + EXTRA_STEPS)} "
+                    "(default all but retune, in this order: do_bench reuses the cutile step's cuTile cache; retune "
+                    "reuses the tileprobe step's store)")
     ap.add_argument("--quick", action="store_true", help="smaller search spaces (3 RMSNorm, 8 matmul configurations)")
     ap.add_argument("--dry-run", action="store_true", help="no GPU: search spaces and tileprobe's static stage only")
     ap.add_argument("--report", action="store_true", help="only write the report from the JSON files in --out")
     a = ap.parse_args(argv)
     kernels = [k.strip() for k in a.kernels.split(",") if k.strip()]
     steps = [s.strip() for s in a.steps.split(",") if s.strip()]
-    for name, allowed in ((kernels, KERNELS), (steps, STEPS)):
+    for name, allowed in ((kernels, KERNELS), (steps, STEPS + EXTRA_STEPS)):
         bad = [x for x in name if x not in allowed]
         if bad:
             ap.error(f"unknown {', '.join(bad)}; choose from {', '.join(allowed)}")

@@ -147,3 +147,36 @@ def test_the_warning_is_in_the_run_record_and_under_the_run_table(throttled_work
     buf = io.StringIO()
     render_run([rec], Console(file=buf, width=400, force_terminal=False))
     assert f"healthy sm_90 occupancy=1: warning: {warning}\n" in buf.getvalue()
+
+
+def test_eager_times_the_host_from_the_launch_call_to_the_end_of_the_synchronize():
+    """issue 22: the host-inclusive mode. A fake host clock: each launch costs 7 µs of host time (packing, the
+    driver call), each synchronize 3 µs; the GPU's own event time never enters the figure."""
+    host = {"t": 0.0, "syncs": 0, "launches": 0, "flushes": 0}
+
+    def launch():
+        host["t"] += 7e-6
+        host["launches"] += 1
+
+    def synchronize():
+        host["t"] += 3e-6
+        host["syncs"] += 1
+
+    def flush():
+        host["flushes"] += 1
+    seen = []
+    times, info = timing.eager_batch(launch, synchronize=synchronize, flush=flush, n=5, warmup=2,
+                                     between=lambda: seen.append(host["launches"]), clock=lambda: host["t"])
+    assert times == pytest.approx([10.0] * 5) and info == {"warmup_launches": 2, "n": 5}
+    assert seen == [2] and host["launches"] == 2 + 5 and host["flushes"] == 2 + 5
+    assert host["syncs"] == 1 + 2 * 5          # after the warm-up; before and after each sample
+
+
+def test_eager_is_a_mode_of_run_and_tune():
+    from tileprobe.tune.gpu import TimingSettings
+    gpu = FakeGPU([200.0])
+    out = timing.time_variant(gpu.launch, Timer(gpu), None, mode="eager", reps=6)
+    assert out["timing_mode"] == "eager" and out["reps"] == 6 and len(out["samples_us"]) == 6
+    assert all(x >= 0 for x in out["samples_us"])
+    assert TimingSettings(mode="eager").task_kwargs() == {"mode": "eager", "n": timing.EAGER_BATCH,
+                                                          "warmup": timing.EAGER_WARMUP}

@@ -443,8 +443,10 @@ class _Loader:
         env = dict(os.environ)
         pkg_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env["PYTHONPATH"] = os.pathsep.join([pkg_root, *filter(None, [env.get("PYTHONPATH")])])
+        from .zygote import start_loader
         try:
-            self.proc = subprocess.Popen([sys.executable, "-c", _BOOT, str(w), json.dumps(job)], pass_fds=(w,),
+            self.proc = start_loader(job, w, env) or subprocess.Popen(   # forked warm, else a fresh Python
+                [sys.executable, "-c", _BOOT, str(w), json.dumps(job)], pass_fds=(w,),
                                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                          start_new_session=True, env=env)
         finally:

@@ -49,6 +49,15 @@ class AuditResult:
     cubins: dict = field(default_factory=dict)   # cubin_sha256 -> bytes (for the store and `run`)
     notes: list[str] = field(default_factory=list)   # e.g. helper files skipped (issue 12)
     target_errors: list[str] = field(default_factory=list)   # issue 9: archs / compilers not usable
+    #: ``on_record(record, cubin bytes or None)`` as each record lands, stored or compiled (issue 22: the tune races
+    #: while compiling); called in the audit's thread, before the verdicts.
+    on_record: Callable | None = field(default=None, repr=False, compare=False)
+
+    def landed(self, records: Iterable) -> None:
+        """Tell :attr:`on_record` about ``records`` (already in :attr:`records`)."""
+        if self.on_record is not None:
+            for r in records:
+                self.on_record(r, self.cubins.get(r.cubin_sha256) if r.cubin_sha256 else None)
 
     @property
     def complete(self) -> bool:
@@ -129,14 +138,15 @@ def resolve_compiler(tc: dict) -> dict:
     (:func:`tileprobe.model.toolkit.compiler_identity`: the hash of its files; stored failures are reused only for
     the same identity) and ``targets`` (what its ``--help`` lists; asked once per toolchain, ``[]`` when unknown)."""
     from . import _cutile
+    from .toolcache import binary_fact
     tc = dict(tc)
     if not tc.get("tileiras"):
         tc["tileiras"] = _cutile.current_compiler()
-    tc["build"] = _cutile.tileiras_build(tc["tileiras"])
+    tc["build"] = binary_fact("build", tc["tileiras"], _cutile.tileiras_build)   # asked once (issue 22)
     from ..model.toolkit import compiler_identity      # what the compiler is (its files' hash): issue 25
     tc["identity"] = compiler_identity(tc["tileiras"])
     if "targets" not in tc:
-        tc["targets"] = _cutile.tileiras_targets(tc["tileiras"])
+        tc["targets"] = binary_fact("targets", tc["tileiras"], _cutile.tileiras_targets)
     return tc
 
 
@@ -184,7 +194,8 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
           select: Callable[[Variant], bool] | None = None, repeat: int = 1,
           where: dict | None = None, cases: dict | None = None, hints: dict | None = None,
           retry_failed: bool = False, probe_timeout_s: float = PROBE_TIMEOUT_S,
-          max_variants: int = MAX_VARIANTS, executor=None, compiler_timeout_s: float | None = None) -> AuditResult:
+          max_variants: int = MAX_VARIANTS, executor=None, compiler_timeout_s: float | None = None,
+          on_record: Callable | None = None) -> AuditResult:
     """Audit probe files for architectures, with one or more tileiras toolchains.
 
     Args:
@@ -219,6 +230,7 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
             :class:`~tileprobe.audit.compile.CompileResult` s as they finish (:mod:`tileprobe.exec`; default: the
             local pool, :func:`~tileprobe.audit.pool.compile_variants`). Results reach the store from this process
             only.
+        on_record: ``on_record(record, cubin)`` as each record lands (:attr:`AuditResult.on_record`).
 
     With a store, each variant is claimed there at dispatch (:mod:`tileprobe.audit.claims`): processes sharing
     the store never compile one variant twice at once; one claimed by another live process is awaited.
@@ -248,14 +260,19 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
     check_overrides(cases, hints)
     if repeat < 1:
         raise UsageError(f"--repeat {repeat}: give 1 or more compiles per variant")
-    result = AuditResult()
+    result = AuditResult(on_record=on_record)
     since = store_now()
     targets = _targets(archs, result)
     order: dict[tuple, int] = {}
-    with owned_tempdir("audit") as tmp:
+    from .zygote import warm_starts
+    with warm_starts(), owned_tempdir("audit") as tmp:   # loaders and workers forked from one warm cuTile import
+        from .toolcache import cached_default
         find = not toolchains or any(not tc.get("tileiras") for tc in toolchains)
-        plans, default = _load(probe_paths, targets, result, tmp, jobs, probe_timeout_s, max_variants, find,
-                               cases, hints)
+        known = cached_default() if find else None      # cuTile's lookup imports torch: skipped when cached
+        plans, default = _load(probe_paths, targets, result, tmp, jobs, probe_timeout_s, max_variants,
+                               find and known is None, cases, hints)
+        if known is not None:
+            default = lambda: known   # noqa: E731
         select = _selector(where, plans, select)
         total = _count(plans, targets, select, repeat, max_variants)
         if total == 0 and where and not result.probe_errors:   # a broken probe: its own error, not "matches none"
@@ -330,6 +347,8 @@ def _load(paths, targets, result: AuditResult, tmp: str, jobs, timeout_s: float,
 
     def default_tileiras() -> str:
         if reports[0].default_tileiras:
+            from .toolcache import remember_default
+            remember_default(reports[0].default_tileiras)
             return reports[0].default_tileiras
         raise ToolchainError(reports[0].default_tileiras_error or "the tileiras cuTile picks could not be found "
                              "(the process looking for it did not answer); run `tileprobe doctor`")
@@ -479,6 +498,7 @@ def _found(records: list, store, result: AuditResult, progress) -> None:
         if data is not None:
             result.cubins[rec.cubin_sha256] = data
         result.records.append(rec)
+        result.landed([rec])
 
 
 def _refuse(variants: Iterable[Variant], tc: dict, refused: list) -> Iterator[Variant]:
@@ -504,6 +524,7 @@ def _collect(results: Iterable[CompileResult], tc: dict, result: AuditResult, st
         if store is not None:
             store.save_compile(res, rec, tc)
         result.records.append(rec)
+        result.landed([rec])
 
 
 def _chunks(variants: Iterable[Variant], chunk: int = 256) -> Iterator[list[Variant]]:
@@ -542,6 +563,7 @@ def _not_stored(variants: Iterable[Variant], tc: dict, store, with_sass: bool, r
             data = store.cubin(rec.cubin_sha256) if rec.cubin_sha256 else None
             if data is not None:
                 result.cubins[rec.cubin_sha256] = data
+        result.landed(cached)
         yield from todo
 
 

@@ -101,10 +101,13 @@ class WorkerPool:
         self.started = 0          # workers started (a benchmark and the tests read it)
 
     def _start(self) -> _Worker:
+        from .zygote import start_worker
         parent_end, child_end = self.ctx.Pipe()
-        p = self.ctx.Process(target=worker_main, args=(child_end, self.initargs, os.getpid()), daemon=True)
-        with _no_main_reimport():
-            p.start()
+        p = start_worker(child_end, self.initargs)     # forked from the warm zygote (issue 22), else spawned
+        if p is None:
+            p = self.ctx.Process(target=worker_main, args=(child_end, self.initargs, os.getpid()), daemon=True)
+            with _no_main_reimport():
+                p.start()
         from .procs import guard
         guard(p.pid)
         child_end.close()

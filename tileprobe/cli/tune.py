@@ -17,6 +17,8 @@ from ..report.text import cell, say
 # Argument parsing and printing only: the domain is ``tileprobe.tune``.
 #: Table order of the candidates' fates.
 _FATES = ("winner", "tie", "ok", "eliminated", "wrong", "hang", "crash", "error", "skipped")
+#: Rows a problem's table shows in full; past it, the finalists only, with counts (``--all``: every row).
+ROWS_SHOWN = 20
 
 
 def add_parser(subparsers, add_common=None) -> None:
@@ -37,9 +39,9 @@ def add_parser(subparsers, add_common=None) -> None:
                    help="time for the races, shared among the problems (default: until each is decided)")
     p.add_argument("--strategy", choices=["race", "exhaustive"], default="race",
                    help="race: successive elimination (default); exhaustive: every candidate sampled alike")
-    p.add_argument("--timing", choices=["sustained", "burst"], default="sustained",
+    p.add_argument("--timing", choices=["sustained", "burst", "eager"], default="sustained",
                    help="sustained: back to back as triton's do_bench (default); burst: short batches with gaps, as "
-                        "cuda.tile.tune (docs/TUNE.md)")
+                        "cuda.tile.tune; eager: host-inclusive, launch then wait, as a program does (docs/TUNE.md)")
     p.add_argument("--export", metavar="FILE", help="write the tuned configurations as JSON for host code "
                    "(merged into FILE if it is a tune table)")
     p.add_argument("--bundle", metavar="DIR", help="take the compiled candidates from `tileprobe audit --bundle DIR` "
@@ -50,6 +52,9 @@ def add_parser(subparsers, add_common=None) -> None:
     p.add_argument("--json", metavar="FILE", help="also write the whole result as JSON (tileprobe/tune/result.py); "
                    "- for stdout")
     p.add_argument("--format", choices=["table", "none"], default="table", help="print tables (default) or nothing")
+    p.add_argument("--all", action="store_true", dest="all_rows",
+                   help=f"print every candidate's row (by default, past {ROWS_SHOWN} rows: the finalists, the counts "
+                        "per fate and one line per duplicate group; --json keeps everything)")
     p.add_argument("--timeout", type=seconds, default=DEFAULT_TIMEOUT_S,
                    help=f"per GPU task (a batch or a check) before it is a hang, s (default {DEFAULT_TIMEOUT_S:g})")
     p.add_argument("--jobs", "-j", type=count, default=None, help="parallel compiles (default: all CPUs)")
@@ -119,7 +124,7 @@ def report(args, result, err) -> int:
     if args.json:
         _write_json(result, args.json)
     if args.format == "table" and args.json != "-":
-        render(result, _console())
+        render(result, _console(), all_rows=args.all_rows)
     for e in result.probe_errors:
         say(err, f"probe error: {e}")
     if result.aborted:
@@ -188,7 +193,12 @@ def _progress(console):
             from .run import hang_risk_lines
             hang_risk_lines(console, *data)
         elif kind == "race":
-            say(console, f"racing {data.problem.probe.label} {data.problem.label}: {len(data.raced())} candidates")
+            waiting = sum(1 for c in data.candidates if c.status == "compiling")
+            say(console, f"racing {data.problem.probe.label} {data.problem.label}: " + (
+                f"{len(data.raced())} candidates" if not waiting else
+                f"while compiling: candidates join as their compiles land ({waiting} to come)"))
+        elif kind == "joined":
+            say(console, f"  round {data['round']}: {len(data['ids'])} compiled candidate(s) joined")
         elif kind == "round":
             gone = f", eliminated {len(data['eliminated'])}" if data["eliminated"] else ""
             failed = f", failed {', '.join(data['failed'])}" if data["failed"] else ""
@@ -212,13 +222,15 @@ def _ci(r: dict) -> str:
     return f"[{r['ci_lo_us']:,.1f}, {r['ci_hi_us']:,.1f}]"
 
 
-def render(result, console) -> None:
-    """Print every problem of a :class:`~tileprobe.tune.result.TuneResult`, then the time split."""
+def render(result, console, all_rows: bool = False) -> None:
+    """Print every problem of a :class:`~tileprobe.tune.result.TuneResult`, then the time split. A problem of more
+    than :data:`ROWS_SHOWN` candidates shows its finalists' rows, the count per fate and one line per duplicate group,
+    unless ``all_rows``."""
     env = result.environment
     say(console, f"timing: {env.get('timing')} · strategy: {env.get('strategy')} · arch {env.get('arch')}"
                  f"{' · dry run (static stage only)' if result.dry_run else ''}")
     for p in result.problems:
-        _render_problem(p, console)
+        _render_problem(p, console, all_rows)
     say(console, time_line(result.times))
 
 
@@ -244,7 +256,40 @@ def summary_line(p) -> str:
             + (f"{hangs} predicted to hang (not launched), " if hangs else "") + f"{dupes} → {timed} to time")
 
 
-def _render_problem(p, console) -> None:
+def fate_counts(rows: list[dict]) -> dict[str, int]:
+    """Candidates per fate (``winner``, ``tie``, ``eliminated`` …, and ``duplicate_launch`` for the members timed
+    through another), in table order."""
+    out: dict[str, int] = {}
+    for r in rows:
+        fate = "duplicate_launch" if r.get("same_launch_as") else r.get("status") or "-"
+        out[fate] = out.get(fate, 0) + 1
+    order = {s: i for i, s in enumerate(_FATES + ("duplicate_launch",))}
+    return dict(sorted(out.items(), key=lambda kv: order.get(kv[0], len(order))))
+
+
+def duplicate_lines(rows: list[dict]) -> list[str]:
+    """One line per group of identical launches: ``A = B, C (timed once, as A)``."""
+    groups: dict[str, list[str]] = {}
+    for r in rows:
+        if r.get("same_launch_as"):
+            groups.setdefault(r["same_launch_as"], []).append(r["label"])
+    return [f"{rep} = {', '.join(members)} (timed once, as {rep})" for rep, members in groups.items()]
+
+
+def _shown(rows: list[dict], all_rows: bool) -> list[dict]:
+    """The rows the table prints: all, or past :data:`ROWS_SHOWN` the finalists (the best timed ones in a dry run
+    or when none is a finalist)."""
+    if all_rows or len(rows) <= ROWS_SHOWN:
+        return rows
+    final = [r for r in rows if r.get("status") in ("winner", "tie")]
+    if final:
+        return final
+    timed = sorted((r for r in rows if not r.get("same_launch_as") and r.get("median_us") is not None),
+                   key=lambda r: r["median_us"])
+    return timed[:5] or [r for r in rows if not r.get("same_launch_as") and r.get("status") == "ok"][:ROWS_SHOWN]
+
+
+def _render_problem(p, console, all_rows: bool = False) -> None:
     from rich.table import Table
     from ..report.common import short_build
     say(console, f"\n{p.kernel} · {p.arch} · {p.label} · {short_build(p.tileiras) if p.tileiras else ''}",
@@ -253,6 +298,10 @@ def _render_problem(p, console) -> None:
     if p.rounds:
         n = sum(r.get("n") or 0 for r in p.candidates if r.get("same_launch_as") is None)
         say(console, f"  race: {len(p.rounds)} rounds, {n:,} samples, stopped: {p.stop}; {p.race_s:.1f} s")
+    cov = getattr(p, "coverage", None) or {}
+    if cov:
+        say(console, f"  searched: {cov['compiled']:,} of {cov['configurations']:,} configurations compiled, "
+                     f"{cov['timed']:,} timed (the others: duplicates, failures, rejections, or the budget)")
     best = (p.pick or {}).get("median_us")
     t = Table(show_edge=False, pad_edge=False)
     for h in ("configuration", "status", "n", "median µs", "95% CI µs", "vs pick", "grid", "regs", "CTAs/SM",
@@ -261,13 +310,19 @@ def _render_problem(p, console) -> None:
                      no_wrap=h != "note", overflow="fold" if h == "note" else "ellipsis")
     rows = [r for r in p.candidates if r.get("config") is not None]
     by_label = {r["label"]: (i, r) for i, r in enumerate(rows)}
-    for r in sorted(rows, key=lambda r: _rank(*by_label[r.get("same_launch_as") or r["label"]], r)):
+    shown = _shown(rows, all_rows)
+    for r in sorted(shown, key=lambda r: _rank(*by_label[r.get("same_launch_as") or r["label"]], r)):
         t.add_row(*map(cell, (r["label"], r["status"], str(r.get("n") or "-"), _us(r.get("median_us")), _ci(r),
                               f"{r['median_us'] / best:.3f}×" if best and r.get("median_us") else "-", _grid(r),
                               str(r.get("registers") or "-"), str(r.get("ctas_per_sm") or "-"), _spill(r), _mhz(r),
                               _note(r))))
     console.print(t)
-    for line in verdict_lines(p):
+    if len(shown) < len(rows):
+        say(console, f"  {len(shown)} of {len(rows)} rows shown (--all: every row; --json keeps them all); per fate: "
+                     + ", ".join(f"{k} {n}" for k, n in fate_counts(rows).items()))
+        for line in duplicate_lines(rows):
+            say(console, "  duplicate launches: " + line)
+    for line in verdict_lines(p, compact=len(shown) < len(rows)):
         say(console, "  " + line)
 
 
@@ -304,8 +359,9 @@ def _note(r: dict) -> str:
     return (r.get("reason") or "").strip().splitlines()[0][:100] if r.get("reason") else ""
 
 
-def verdict_lines(p) -> list[str]:
-    """The winner or the tie with intervals, the check, failed and skipped candidates, the compiler comparison."""
+def verdict_lines(p, compact: bool = False) -> list[str]:
+    """The winner or the tie with intervals, the check, failed and skipped candidates, the compiler comparison.
+    ``compact``: failed candidates as one line per fate and first line of reason, with a count."""
     out = []
     pick = p.pick
     if p.verdict == "winner":
@@ -316,13 +372,19 @@ def verdict_lines(p) -> list[str]:
                    "; ".join(f"{t['label']} {_us(t.get('median_us'))} µs {_ci(t)}" for t in p.tie) + _check_text(pick))
     elif p.verdict == "none":
         out.append("no winner: no candidate ran correctly")
+    failed: dict[tuple, list[str]] = {}
     for r in p.candidates:
         if r.get("config") is not None and r.get("status") not in ("ok", "winner", "tie", "eliminated",
                                                                      "duplicate_launch"):
             reason = (r.get("reason") or "").strip().splitlines()
-            out.append(f"{r['status']}: {r['label']}: {reason[0][:200] if reason else ''}")
+            failed.setdefault((r["status"], reason[0][:200] if reason else ""), []).append(r["label"])
         if r.get("check") and r["check"].get("status") == "unchecked":
             out.append(f"unchecked: {r['label']}: {r['check'].get('message')}")
+    for (status, reason), labels in failed.items():
+        if compact and len(labels) > 1:
+            out.append(f"{status}: {len(labels)} candidates ({labels[0]}, …): {reason}")
+        else:
+            out.extend(f"{status}: {label}: {reason}" for label in labels)
     out.extend(p.notes)
     if p.previous:
         out.append(previous_line(p.previous))

@@ -84,13 +84,14 @@ def _result(**fields) -> dict:
 def time_batch(record: dict, cubin: bytes, probe_path: str, seed: int = 0, mode: str = "sustained",
                **mode_kw) -> dict:
     """Time one batch of one candidate (module doc). ``record``: the fields of
-    :data:`tileprobe.run.session._TASK_FIELDS`; ``mode``: ``sustained`` | ``burst``; ``mode_kw``: that mode's
-    settings (:func:`~tileprobe.run.timing.sustained_batch` / :func:`~tileprobe.run.timing.burst_batch`).
+    :data:`tileprobe.run.session._TASK_FIELDS`; ``mode``: ``sustained`` | ``burst`` | ``eager``; ``mode_kw``:
+    that mode's settings (:func:`~tileprobe.run.timing.sustained_batch` / :func:`~tileprobe.run.timing.burst_batch`
+    / :func:`~tileprobe.run.timing.eager_batch`).
 
     Returns ``status`` (ok | crash | error), ``samples_us``, ``clocks_before``, ``clocks_after``, ``grid``,
     ``warmup_launches``, ``n``, ``error``, ``cuda_error``, ``fatal``, ``wall_s``, and on first sight of a cubin
     in this worker the driver's ``driver_ctas_per_sm``."""
-    from .timing import burst_batch, sustained_batch
+    from .timing import burst_batch, eager_batch, sustained_batch
     t0 = time.perf_counter()
     out = _result()
     launched = False
@@ -104,7 +105,7 @@ def time_batch(record: dict, cubin: bytes, probe_path: str, seed: int = 0, mode:
         timer, stream, clocks = _STATE["timer"], _STATE["stream"], clock_reader()
         seen: dict = {}
         launched = True
-        fn = burst_batch if mode == "burst" else sustained_batch
+        fn = {"burst": burst_batch, "eager": eager_batch}.get(mode, sustained_batch)
         times, info = fn(lambda: kernel.launch(stream, grid, packed), event_factory=timer.event,
                          synchronize=timer.synchronize, flush=timer.flush,
                          between=lambda: seen.update(c=clocks.read()), **mode_kw)

@@ -19,6 +19,7 @@ tests drive this module with a fake clock. Events follow torch's API: ``record()
 from __future__ import annotations
 
 import math
+import time
 import statistics
 from dataclasses import asdict, dataclass
 from typing import Callable, Sequence
@@ -207,12 +208,15 @@ class TorchTimer:
 #: ``sustained``: back to back as ``triton.testing.do_bench`` times (warm-up ≥ 25 ms, then an L2 flush and an event
 #: pair per launch, one synchronize at the end). ``burst``: as ``cuda.tile.tune`` times (3 warm-up launches, then
 #: each sample alone: L2 flush, event pair, launch, synchronize; the GPU idles between samples and batches).
-TIMING_MODES = ("sustained", "burst")
+#: ``eager``: host-inclusive, as a program that launches and waits (:func:`eager_batch`).
+TIMING_MODES = ("sustained", "burst", "eager")
 #: Samples per sustained batch aim at this much GPU time (ms), between the bounds below.
 BATCH_MS = 25.0
 MIN_BATCH, MAX_BATCH = 5, 100
 #: cuda.tile.tune's figures (tune/_tune.py: ``_BATCH_REPEATS``, ``_WARM_UP_REPEATS``, cuda-tile 1.7.0).
 BURST_BATCH, BURST_WARMUP = 5, 3
+#: ``eager`` (issue 22): host-inclusive samples per batch and untimed launches before them.
+EAGER_BATCH, EAGER_WARMUP = 20, 3
 
 
 def sustained_batch(launch: Callable[[], None], *, event_factory, synchronize, flush=None,
@@ -249,6 +253,33 @@ def burst_batch(launch: Callable[[], None], *, event_factory, synchronize, flush
     return times, {"warmup_launches": warmup, "n": n}
 
 
+def eager_batch(launch: Callable[[], None], *, synchronize, flush=None, n: int = EAGER_BATCH,
+                warmup: int = EAGER_WARMUP, between: Callable[[], None] | None = None,
+                clock: Callable[[], float] = time.perf_counter, event_factory=None) -> tuple[list[float], dict]:
+    """One batch in the ``eager`` mode (host-inclusive): ``warmup`` untimed launches, ``between()``, then ``n``
+    samples, each the host's wall time (µs, ``clock`` in s) from the call of ``launch()`` until ``synchronize()``
+    returns, after an L2 flush and a synchronize: what a program that launches eagerly and waits for the result
+    sees — the launch's host cost (argument packing, the driver call), the kernel, and the synchronize's latency.
+    ``event_factory`` is not used (no GPU events: the figure is the host's). Returns the times and
+    ``{"warmup_launches", "n"}``."""
+    flush = flush or (lambda: None)
+    for _ in range(warmup):
+        flush()
+        launch()
+    synchronize()
+    if between:
+        between()
+    times = []
+    for _ in range(n):
+        flush()
+        synchronize()
+        t0 = clock()
+        launch()
+        synchronize()
+        times.append((clock() - t0) * 1e6)
+    return times, {"warmup_launches": warmup, "n": n}
+
+
 # --- one variant of `tileprobe run` (docs/TIMING.md) ---------------------------------------------------------------
 
 def time_variant(launch: Callable[[], None], timer, clocks=None, *, mode: str = "sustained", reps: int | None = None,
@@ -259,7 +290,8 @@ def time_variant(launch: Callable[[], None], timer, clocks=None, *, mode: str = 
     ``sustained`` (the default of ``run``): :func:`measure` through ``timer.measure`` — estimate, warm-up of
     ≥ ``warmup_ms``, ``reps`` launches back to back, each after an L2 flush (``triton.testing.do_bench``'s
     method). ``burst``: :func:`burst_batch` with ``n = reps`` — ``warmup`` (default 3) launches, then each sample
-    alone with a synchronize (cuda.tile.tune's method). The clocks (``clocks``: a
+    alone with a synchronize (cuda.tile.tune's method). ``eager``: :func:`eager_batch` with ``n = reps`` (host
+    wall time around launch and synchronize). The clocks (``clocks``: a
     :class:`~tileprobe.run.clocks.ClockReader`, or None) are polled from the end of the warm-up to the end of the
     samples (:class:`~tileprobe.run.clocks.ClockPoller`).
 
@@ -284,7 +316,12 @@ def time_variant(launch: Callable[[], None], timer, clocks=None, *, mode: str = 
     poller = ClockPoller(clocks, POLL_INTERVAL_S if poll_interval_s is None else poll_interval_s) if clocks else None
     start = poller.start if poller else None
     try:
-        if mode == "burst":
+        if mode == "eager":
+            times, _ = eager_batch(launch, synchronize=timer.synchronize, flush=timer.flush,
+                                   n=DEFAULT_REPS if reps is None else reps,
+                                   warmup=EAGER_WARMUP if warmup is None else warmup, between=start)
+            stats = summarize(times)
+        elif mode == "burst":
             times, _ = burst_batch(launch, event_factory=timer.event, synchronize=timer.synchronize,
                                    flush=timer.flush, n=DEFAULT_REPS if reps is None else reps,
                                    warmup=BURST_WARMUP if warmup is None else warmup, between=start)

@@ -27,8 +27,10 @@ class TimingSettings:
     """The timing mode of a tune, the same for every candidate (docs/TUNE.md "Timing modes").
 
     mode: ``sustained`` (default: the required figure is do_bench's median, and do_bench times back to back) or
-    ``burst`` (cuda.tile.tune's way). sustained: ``warmup_ms`` of warm-up per batch, then about ``batch_ms`` of
-    samples (``min_n`` … ``max_n``). burst: ``burst_warmup`` launches, then ``burst_n`` samples each synchronized.
+    ``burst`` (cuda.tile.tune's way) or ``eager`` (host-inclusive: launch and wait, as a program does). sustained:
+    ``warmup_ms`` of warm-up per batch, then about ``batch_ms`` of samples (``min_n`` … ``max_n``). burst:
+    ``burst_warmup`` launches, then ``burst_n`` samples each synchronized. eager: ``eager_warmup`` launches, then
+    ``eager_n`` host-timed samples.
 
     Raises:
         ValueError: an unknown mode.
@@ -40,6 +42,8 @@ class TimingSettings:
     max_n: int = run_timing.MAX_BATCH
     burst_n: int = run_timing.BURST_BATCH
     burst_warmup: int = run_timing.BURST_WARMUP
+    eager_n: int = run_timing.EAGER_BATCH
+    eager_warmup: int = run_timing.EAGER_WARMUP
 
     def __post_init__(self):
         if self.mode not in run_timing.TIMING_MODES:
@@ -49,6 +53,8 @@ class TimingSettings:
         """The keyword arguments of :func:`tileprobe.run.batch.time_batch` for this mode."""
         if self.mode == "burst":
             return {"mode": "burst", "n": self.burst_n, "warmup": self.burst_warmup}
+        if self.mode == "eager":
+            return {"mode": "eager", "n": self.eager_n, "warmup": self.eager_warmup}
         return {"mode": "sustained", "warmup_ms": self.warmup_ms, "batch_ms": self.batch_ms, "min_n": self.min_n,
                 "max_n": self.max_n}
 

@@ -101,7 +101,7 @@ def _have_nvdisasm() -> bool:
 
 
 def _records(paths, problems, arch, bundle, store, jobs, compile_timeout_s, toolchains, progress, overrides=None,
-             executor=None):
+             executor=None, on_record=None):
     """(records, cubin getter, environment, probe errors) from a bundle or from compiling here."""
     if bundle:
         from ..run.session import load_bundle
@@ -113,7 +113,7 @@ def _records(paths, problems, arch, bundle, store, jobs, compile_timeout_s, tool
         return records, get, env, []
     res = compile_records(paths, problems, arch, store=store, jobs=jobs, timeout_s=compile_timeout_s,
                           **(overrides or {}),
-                          toolchains=toolchains, with_sass=_have_nvdisasm(), executor=executor,
+                          toolchains=toolchains, with_sass=_have_nvdisasm(), executor=executor, on_record=on_record,
                           progress=(lambda k, n: progress("compile", (k, n))) if progress else None)
 
     def get(sha):
@@ -172,10 +172,22 @@ def tune(probe_paths: Sequence[str], *, arch: str | None = None, budget_s: float
         TileprobeError: nothing to tune (no probe loaded), bad settings, a bundle without the GPU's arch, or no GPU
             worker could start (:class:`~tileprobe.run.watchdog.WorkerStartError`).
     """
+    from ..audit.zygote import warm_starts
     t0 = time.perf_counter()
     result = TuneResult(dry_run=dry_run, times={"startup_s": startup_s})
     race_settings, timing_settings = _settings(strategy, budget_s, tie_pct, confidence, min_samples, max_samples,
                                                seed, timing)
+    import contextlib
+    with contextlib.nullcontext() if bundle else warm_starts():   # the compile side's cuTile import starts now,
+        #                                                                 beside the plan (issue 22)
+        return _tune(t0, result, race_settings, timing_settings, probe_paths, arch, export, bundle, store, jobs,
+                     timeout_s, compile_timeout_s, seed, confidence, num_sms, dry_run, watchdog, toolchains, tasks,
+                     progress, where, cases, hints, executor, probe_timeout_s, run_hang_risk)
+
+
+def _tune(t0, result, race_settings, timing_settings, probe_paths, arch, export, bundle, store, jobs, timeout_s,
+          compile_timeout_s, seed, confidence, num_sms, dry_run, watchdog, toolchains, tasks, progress, where, cases,
+          hints, executor, probe_timeout_s, run_hang_risk=False) -> TuneResult:
     problems, result.probe_errors = load_space(probe_paths, where=where, cases=cases, hints=hints,
                                                probe_timeout_s=probe_timeout_s)
     if not problems:
@@ -189,37 +201,16 @@ def tune(probe_paths: Sequence[str], *, arch: str | None = None, budget_s: float
     starter = _WorkerStarter(watchdog) if not dry_run else None
     try:
         arch = _target_arch(arch, starter)
-        t1 = time.perf_counter()
-        records, get, env, errors = _records(probe_paths, problems, arch, bundle, store, jobs, compile_timeout_s,
-                                             toolchains, progress, {"cases": cases, "hints": hints,
-                                                                    **({"probe_timeout_s": probe_timeout_s}
-                                                                       if probe_timeout_s else {})}, executor)
-        result.probe_errors += [e for e in errors if e not in result.probe_errors]
-        result.times["compile_s"] = time.perf_counter() - t1
-        plans = make_plans(problems, records, arch, "not_in_bundle" if bundle else "not_compiled", run_hang_risk)
-        risky = [c.record for p in plans for c in p.candidates if c.record is not None and c.record.ok
-                 and c.record.hang_risk]
-        if risky and progress:
-            progress("hang_risk", (risky, run_hang_risk))
-        gpu = _gpu(result, starter, arch, progress)
-        num_sms = num_sms or gpu.get("num_sms")
-        facts = launch_facts(plans, num_sms, probe_timeout_s) if num_sms else {}   # grid(), args(): contained
-        for plan in plans:
-            if num_sms:
-                dedupe(plan, num_sms, get, facts)
-                result.probe_errors += list(dict.fromkeys(   # grid()/args() that failed: said once each, exit 3
-                    c.reason for c in plan.candidates if c.status == "probe_error" and c.record is not None
-                    and c.record.ok and c.reason not in result.probe_errors))
-            else:
-                plan.notes.append(NO_SM_COUNT)
-        result.environment = _environment(env, gpu, arch, num_sms, timing_settings, race_settings, bundle)
-        if progress:
-            progress("plans", plans)
-        if dry_run:
-            result.problems = [problem_result(p, None, arch, confidence) for p in plans]
+        overrides = {"cases": cases, "hints": hints, **({"probe_timeout_s": probe_timeout_s} if probe_timeout_s else {})}
+        if not dry_run and not bundle:      # race the first problem while compiling (issue 22)
+            plans = _overlapped(result, problems, arch, starter, watchdog, probe_paths, store, jobs, compile_timeout_s,
+                                toolchains, progress, overrides, executor, num_sms,
+                                timing_settings, race_settings, timeout_s, seed, tasks, probe_timeout_s, run_hang_risk)
         else:
-            _race_all(result, plans, watchdog, get, probe_paths, bundle, timing_settings, race_settings, timeout_s,
-                      seed, tasks, progress)
+            plans = _sequential(result, problems, arch, starter, watchdog, probe_paths, bundle, store, jobs,
+                                compile_timeout_s, toolchains, progress, overrides, executor, num_sms,
+                                timing_settings, race_settings, timeout_s, seed, tasks, dry_run, confidence,
+                                probe_timeout_s, run_hang_risk)
     finally:
         if own:
             watchdog.close()
@@ -227,6 +218,107 @@ def tune(probe_paths: Sequence[str], *, arch: str | None = None, budget_s: float
             starter.release()
     _finish(result, plans, store, export, t0)
     return result
+
+
+def _sequential(result, problems, arch, starter, watchdog, probe_paths, bundle, store, jobs, compile_timeout_s,
+                toolchains, progress, overrides, executor, num_sms, timing_settings, race_settings, timeout_s, seed,
+                tasks, dry_run, confidence, probe_timeout_s, run_hang_risk=False) -> list[Plan]:
+    """Compile (or read the bundle), then race problem after problem (a dry run stops before the race)."""
+    t1 = time.perf_counter()
+    records, get, env, errors = _records(probe_paths, problems, arch, bundle, store, jobs, compile_timeout_s,
+                                         toolchains, progress, overrides, executor)
+    result.probe_errors += [e for e in errors if e not in result.probe_errors]
+    result.times["compile_s"] = time.perf_counter() - t1
+    plans = make_plans(problems, records, arch, "not_in_bundle" if bundle else "not_compiled", run_hang_risk)
+    _say_hang_risk(plans, run_hang_risk, progress)
+    gpu = _gpu(result, starter, arch, progress)
+    num_sms = num_sms or gpu.get("num_sms")
+    _dedupe_all(result, plans, num_sms, get, probe_timeout_s)
+    result.environment = _environment(env, gpu, arch, num_sms, timing_settings, race_settings, bundle)
+    if progress:
+        progress("plans", plans)
+    if dry_run:
+        result.problems = [problem_result(p, None, arch, confidence) for p in plans]
+    else:
+        _race_all(result, plans, watchdog, get, probe_paths, bundle, timing_settings, race_settings, timeout_s,
+                  seed, tasks, progress)
+    return plans
+
+
+def _say_hang_risk(plans: list[Plan], run_hang_risk: bool, progress) -> None:
+    """Name the candidates the register-pool check predicts to hang (issue 23) before any is raced."""
+    risky = [c.record for p in plans for c in p.candidates if c.record is not None and c.record.ok
+             and c.record.hang_risk]
+    if risky and progress:
+        progress("hang_risk", (risky, run_hang_risk))
+
+
+def _dedupe_all(result, plans: list[Plan], num_sms, get, probe_timeout_s) -> None:
+    """Dedupe every plan (grid() and args() in contained children); failures of grid()/args() said once each."""
+    facts = launch_facts(plans, num_sms, probe_timeout_s) if num_sms else {}
+    for plan in plans:
+        if num_sms:
+            dedupe(plan, num_sms, get, facts)
+        else:
+            plan.notes.append(NO_SM_COUNT)
+        _grid_errors(result, plan)
+
+
+def _grid_errors(result, plan: Plan) -> None:
+    result.probe_errors += list(dict.fromkeys(   # grid()/args() that failed: said once each, exit 3
+        c.reason for c in plan.candidates if c.status == "probe_error" and c.record is not None
+        and c.record.ok and c.reason not in result.probe_errors))
+
+
+def _overlapped(result, problems, arch, starter, wd, probe_paths, store, jobs, compile_timeout_s, toolchains,
+                progress, overrides, executor, num_sms, timing, settings, timeout_s, seed, tasks,
+                probe_timeout_s=None, run_hang_risk=False) -> list[Plan]:
+    """Compile every candidate here while the first problem races in a thread (:mod:`tileprobe.tune.overlap`);
+    then race the other problems as before. Returns the plans."""
+    from .overlap import Overlap, budget_share
+    from .static import Landing, pending_plans
+    plans = pending_plans(problems)
+    landing = Landing(plans, arch, run_hang_risk)
+    bench_kw = dict(watchdog=wd, probe_paths=probe_paths, search_dirs=[os.getcwd()], timing=timing,
+                    timeout_s=timeout_s, seed=seed, tasks=tasks, trust_recorded=True)
+    ov = Overlap(plans[0], landing, lambda: _gpu(result, starter, arch, progress), num_sms, NO_SM_COUNT, bench_kw,
+                 budget_share(settings, len(plans)), lambda sha: None,
+                 lambda plan, outcome: problem_result(plan, outcome, arch, settings.confidence), progress,
+                 lambda plan, n: launch_facts([plan], n, probe_timeout_s))
+    try:
+        t1 = time.perf_counter()
+        try:
+            _, get, env, errors = _records(probe_paths, problems, arch, None, store, jobs, compile_timeout_s,
+                                           toolchains, progress, overrides, executor, on_record=ov.on_record)
+        finally:
+            ov.compiled()
+        result.times["compile_s"] = time.perf_counter() - t1
+        result.probe_errors += [e for e in errors if e not in result.probe_errors]
+        ov.fallback_get = get        # the store's cubins, from this thread only (SQLite)
+        ov.join()
+        if ov.error is not None:
+            raise ov.error
+        landing.finish("not_compiled")
+        _say_hang_risk(plans, run_hang_risk, progress)
+        num_sms = num_sms or ov.gpu.get("num_sms")
+        _grid_errors(result, plans[0])
+        _dedupe_all(result, plans[1:], num_sms, ov.get, probe_timeout_s)
+        result.environment = _environment(env, ov.gpu, arch, num_sms, timing, settings, None)
+        if progress:
+            progress("plans", plans)
+        result.aborted = ov.aborted
+        result.problems.append(ov.result)
+        if progress:
+            progress("problem", ov.result)
+        _race_all(result, plans[1:], wd, ov.get, probe_paths, None, timing, settings, timeout_s, seed, tasks,
+                  progress)
+        result.times["race_s"] = result.times.get("race_s", 0.0) + ov.race_s
+        result.times["race_while_compiling_s"] = ov.overlap_s
+        result.times["check_s"] = sum(p.check_s for p in result.problems)
+        result.environment["clocks"] = _clock_range(result.problems)
+    finally:
+        ov.release()
+    return plans
 
 
 def _gpu(result: TuneResult, starter, arch: str, progress) -> dict:

@@ -14,9 +14,13 @@ watchdog'd worker, the tests a fake. The method (``docs/TUNE.md``):
    are then: one its later samples no longer beat is put back in the race, at most :data:`MAX_REJUDGE` times); or when every survivor's interval is narrower than ± ``tie_pct``/2 % and all
    medians are within ``tie_pct`` % of the leader's (a **tie**: no winner by noise); or at ``max_samples`` per
    candidate; or when ``budget_s`` is spent (checked before each batch).
-4. **Failures** are results: a batch that hangs, crashes or errs takes its candidate out with that status; the
+4. **Latecomers** (``arrivals``): candidates compiled while the race runs join before the next round and race
+   from then on; elimination needs ``min_samples`` of a candidate's own samples, so a latecomer is judged after as
+   many batches as an early one. The race does not stop (one survivor, a tie, max samples) while more may come: it
+   waits for the next one instead.
+5. **Failures** are results: a batch that hangs, crashes or errs takes its candidate out with that status; the
    race goes on (the measure function restarts its worker).
-5. **Correctness before a name**: the leader and every candidate within noise of it (the *finalists*) are
+6. **Correctness before a name**: the leader and every candidate within noise of it (the *finalists*) are
    checked; a wrong one is dropped (status ``wrong``), the eliminated candidates are reinstated and judged again
    against the new leader with the samples they have, and the race resumes if it must. Checks run even when
    the budget is spent (one launch each).
@@ -109,6 +113,7 @@ class Entry:
     eliminated_round: int | None = None
     check: dict | None = None
     info: dict = field(default_factory=dict)
+    joined_round: int = 1     # the first round it could take part in (later: it was compiled during the race)
 
     @property
     def median(self) -> float:
@@ -152,10 +157,14 @@ class Race:
 
     def __init__(self, ids: Sequence[str], measure: Callable[[str, int], Batch],
                  check: Callable[[str], CheckOutcome] | None = None, settings: RaceSettings | None = None,
-                 clock: Callable[[], float] = time.monotonic, progress: Callable | None = None):
+                 clock: Callable[[], float] = time.monotonic, progress: Callable | None = None,
+                 arrivals: Callable[[bool], tuple[list[str], bool]] | None = None):
         if len(set(ids)) != len(ids):
             raise ValueError("candidate ids must be unique")
         self.entries = [Entry(i) for i in ids]
+        # Candidates that join while the race runs (compiled meanwhile): ``arrivals(block)`` returns (the ids that
+        # landed since, whether more may come); with ``block`` it waits for one or for the end.
+        self.arrivals, self._more = arrivals, arrivals is not None
         self.measure, self.check, self.clock, self.progress = measure, check, clock, progress
         self.s = settings or RaceSettings()
         self.rng = random.Random(self.s.seed)
@@ -169,6 +178,8 @@ class Race:
         """Race to a stop, check the finalists, repeat while a finalist turns out wrong; return the outcome."""
         self._t0 = self.clock()
         self._race()
+        while self._more:        # the budget stopped it: the rest still land (they are ``skipped``)
+            self._admit(True)
         rejudged = 0
         while True:
             if self.check is not None and self._check(self._finalists()):
@@ -205,7 +216,11 @@ class Race:
 
     def _race(self) -> None:
         while True:
+            self._admit(False)
             reason = self._stop_reason()
+            if reason and self._more and not self._over_budget():
+                self._admit(True)    # it would stop, but candidates are still compiling: wait for the next one
+                continue
             if reason:
                 self.stop = reason
                 return
@@ -213,6 +228,21 @@ class Race:
                 self.stop = "budget"
                 return
             self._round(len(self.rounds) + 1)
+
+    def _admit(self, block: bool) -> None:
+        """Add the candidates that landed (module doc, "Latecomers"): each starts with no samples and is judged by
+        the rules every candidate is judged by (at least ``min_samples`` of its own before elimination)."""
+        if not self._more:
+            return
+        new, self._more = self.arrivals(block)
+        known = {e.id for e in self.entries}
+        for i in new:
+            if i in known:
+                raise ValueError(f"candidate {i!r} joined twice")
+            known.add(i)
+            self.entries.append(Entry(i, joined_round=len(self.rounds) + 1))
+        if new and self.progress:
+            self.progress("joined", {"round": len(self.rounds) + 1, "ids": list(new)})
 
     def _over_budget(self) -> bool:
         return self.s.budget_s is not None and self.clock() - self._t0 >= self.s.budget_s

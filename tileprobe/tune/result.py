@@ -38,8 +38,9 @@ def _static(rec) -> dict:
         spills = {k: v for k, v in rec.sass.items() if "spill" in k} or None
     return {"threads": rec.threads, "registers": rec.registers, "shared_bytes": rec.shared_bytes,
             "stack_bytes": rec.stack_bytes, "ctas_per_sm": rec.ctas_per_sm, "spills": spills,
+            "compile_s": rec.compile_s,     # the compiler's own time (s), for the static stage's floor
             "verdicts": {k: v.get("status") for k, v in (rec.verdicts or {}).items()},
-            "register_pool": rec.pool_verdict, "compile_s": rec.compile_s}
+            "register_pool": rec.pool_verdict}
 
 
 def _clock_summary(batches: list[dict]) -> dict:
@@ -94,6 +95,9 @@ class ProblemResult:
     source_sha256: str = ""
     race_s: float = 0.0
     check_s: float = 0.0
+    #: How much of the space was searched: configurations (constraints' rejections included), compiled (a record
+    #: with a cubin), timed (at least one batch) — issue 22: a budget may leave part of it unsearched.
+    coverage: dict = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -114,6 +118,9 @@ def problem_result(plan: Plan, outcome: RaceOutcome | None, arch: str, confidenc
     res = ProblemResult(plan.problem.probe.label, plan.problem.probe.source or "", canonical(plan.problem.values),
                         arch, rows, dropped=dict(plan.dropped), notes=list(plan.notes),
                         tileiras=recs[0].tileiras if recs else "", cuda_tile=recs[0].cuda_tile if recs else "")
+    res.coverage = {"configurations": len(plan.candidates) + sum(plan.problem.rejected.values()),
+                    "compiled": sum(1 for c in plan.candidates if c.record is not None and c.record.ok),
+                    "timed": sum(1 for e in (outcome.entries if outcome else []) if e.samples)}
     for constraint, n in plan.problem.rejected.items():
         rows.append({"config": None, "label": f"{n} configuration(s)", "status": "constraint",
                      "reason": f"rejected by constraint {constraint} before compiling"})

@@ -72,6 +72,7 @@ class Plan:
     candidates: list[Candidate]
     dropped: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
+    groups: dict = field(default_factory=dict)    # launch key → the candidate timed for the group (dedupe)
 
     def raced(self) -> list[Candidate]:
         """The candidates the GPU stage times: compiled, and not a duplicate of another."""
@@ -214,9 +215,7 @@ def make_plans(problems_: Sequence[Problem], records: Sequence[VariantRecord], a
             elif not rec.ok:
                 c.status, c.reason = rec.status, (rec.error or "").strip()
             elif rec.hang_risk and not run_hang_risk:
-                c.status = HANG_RISK
-                c.reason = ("not launched: the register-pool check predicts a hang (--run-hang-risk launches it): "
-                            + (rec.register_pool or {}).get("reason", ""))
+                c.status, c.reason = HANG_RISK, hang_risk_reason(rec)
             if c.status != "ok":
                 plan.dropped[c.status] = plan.dropped.get(c.status, 0) + 1
             plan.candidates.append(c)
@@ -224,6 +223,64 @@ def make_plans(problems_: Sequence[Problem], records: Sequence[VariantRecord], a
             plan.notes.append(p.default_note)
         plans.append(plan)
     return plans
+
+
+def hang_risk_reason(rec: VariantRecord) -> str:
+    """Why a candidate the register-pool check predicts to hang is not launched (issue 23)."""
+    return ("not launched: the register-pool check predicts a hang (--run-hang-risk launches it): "
+            + (rec.register_pool or {}).get("reason", ""))
+
+
+#: The status of a candidate whose compile has not landed yet (racing while compiling).
+COMPILING = "compiling"
+
+
+def pending_plans(problems_: Sequence[Problem]) -> list[Plan]:
+    """The plans before any compile has landed: every candidate :data:`COMPILING`, constraints counted
+    (:class:`Landing` fills them in as records come)."""
+    plans = []
+    for p in problems_:
+        plan = Plan(p, [Candidate(p, cfg, None, COMPILING) for cfg in p.configs],
+                    {f"constraint:{k}": n for k, n in p.rejected.items()})
+        if p.default_note and p.probe.reference is None:
+            plan.notes.append(p.default_note)
+        plans.append(plan)
+    return plans
+
+
+class Landing:
+    """Records matched to the candidates of ``plans`` (:func:`pending_plans`) as their compiles land, as
+    :func:`make_plans` matches them all at once: same probe file name, label, case, hints and ``arch``."""
+
+    def __init__(self, plans: Sequence[Plan], arch: str, run_hang_risk: bool = False):
+        self.arch, self.plans, self.run_hang_risk = arch, list(plans), run_hang_risk
+        self.by_key = {_want_key(pl.problem.probe.source or "", pl.problem.probe.label, c.case, c.config.hints_dict):
+                       (pl, c) for pl in plans for c in pl.candidates}
+
+    def land(self, rec: VariantRecord) -> tuple[Plan, Candidate] | None:
+        """Give ``rec`` to its candidate (status ``ok`` or the failure's, counted); None when it is none of
+        theirs or its candidate has one already."""
+        hit = self.by_key.get(_want_key(rec.probe, rec.kernel, rec.case, rec.hints)) if rec.arch == self.arch \
+            else None
+        if hit is None or hit[1].record is not None:
+            return None
+        plan, c = hit
+        c.record, c.status = rec, "ok"
+        if not rec.ok:
+            c.status, c.reason = rec.status, (rec.error or "").strip()
+        elif rec.hang_risk and not self.run_hang_risk:
+            c.status, c.reason = HANG_RISK, hang_risk_reason(rec)
+        if c.status != "ok":
+            plan.dropped[c.status] = plan.dropped.get(c.status, 0) + 1
+        return hit
+
+    def finish(self, missing_status: str = "not_compiled") -> None:
+        """Every candidate whose record never came gets ``missing_status`` (counted)."""
+        for plan in self.plans:
+            for c in plan.candidates:
+                if c.status == COMPILING:
+                    c.status, c.reason = missing_status, f"no {self.arch} record for it"
+                    plan.dropped[missing_status] = plan.dropped.get(missing_status, 0) + 1
 
 
 def constant_data_sha256(cubin: bytes) -> str:
@@ -372,21 +429,30 @@ def dedupe(plan: Plan, num_sms: int, cubin_get: Callable[[str], bytes | None], f
     from .space import ProbeInfo
     if facts is None and isinstance(plan.problem.probe, ProbeInfo):
         facts = launch_facts([plan], num_sms)
-    groups: dict[str, Candidate] = {}
     for c in plan.candidates:
-        if c.status != "ok":
-            continue
-        try:
-            fact = (facts or {}).get(id(c))
-            if isinstance(fact, ProbeError):
-                raise fact
-            c.launch_key, c.grid = launch_key(c, num_sms, cubin_get(c.record.cubin_sha256), fact)
-        except ProbeError as e:
-            c.status, c.reason = "probe_error", str(e)
-            plan.dropped["probe_error"] = plan.dropped.get("probe_error", 0) + 1
-            continue
-        rep = groups.setdefault(c.launch_key, c)
-        rep.members.append(c)
-        if rep is not c:
-            c.same_as = rep
-            plan.dropped[DUPLICATE] = plan.dropped.get(DUPLICATE, 0) + 1
+        if c.launch_key is None:
+            dedupe_one(plan, c, num_sms, cubin_get, (facts or {}).get(id(c)))
+
+
+def dedupe_one(plan: Plan, c: Candidate, num_sms: int, cubin_get: Callable[[str], bytes | None],
+               fact=None) -> bool:
+    """:func:`dedupe` for one candidate of ``plan`` (one that landed while the race runs), ``fact`` its
+    :func:`launch_facts` entry: True when it is to be timed (compiled, its grid and args work, and no earlier
+    candidate has its launch)."""
+    if c.status != "ok":
+        return False
+    try:
+        if isinstance(fact, ProbeError):
+            raise fact
+        c.launch_key, c.grid = launch_key(c, num_sms, cubin_get(c.record.cubin_sha256), fact)
+    except ProbeError as e:
+        c.status, c.reason = "probe_error", str(e)
+        plan.dropped["probe_error"] = plan.dropped.get("probe_error", 0) + 1
+        return False
+    rep = plan.groups.setdefault(c.launch_key, c)
+    rep.members.append(c)
+    if rep is not c:
+        c.same_as = rep
+        plan.dropped[DUPLICATE] = plan.dropped.get(DUPLICATE, 0) + 1
+        return False
+    return True

@@ -1,0 +1,71 @@
+"""The tune's terminal output for hundreds of candidates (issue 22, item 5): the finalists, the counts per fate, one
+line per duplicate group by default; every row with --all; small spaces print every row as before."""
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from tileprobe.cli.tune import ROWS_SHOWN, duplicate_lines, fate_counts, render
+from tileprobe.tune.result import ProblemResult, TuneResult
+
+
+def _row(i: int, status: str, median: float | None, same: str | None = None, reason: str = "") -> dict:
+    return {"label": f"TILE={i}", "config": {"case": {"TILE": i}, "hints": {}}, "status": status,
+            "median_us": median, "ci_lo_us": median and median * 0.99, "ci_hi_us": median and median * 1.01,
+            "n": 20 if median else None, "same_launch_as": same, "reason": reason}
+
+
+def _result(n: int) -> TuneResult:
+    rows = [_row(0, "winner", 100.0), _row(1, "tie", 100.5)]
+    rows += [_row(i, "eliminated", 100.0 + 10 * i) for i in range(2, n - 4)]
+    rows += [_row(n - 4, "duplicate_launch", None, same="TILE=2"), _row(n - 3, "duplicate_launch", None, same="TILE=2")]
+    rows += [_row(n - 2, "error", None, reason="out of memory\nmore"), _row(n - 1, "error", None, reason="out of memory")]
+    p = ProblemResult("k", "k.py", {"M": 4}, "sm_90", rows, verdict="tie", pick=rows[0], tie=rows[:2], stop="within noise",
+                      rounds=[{"round": 1}], dropped={"duplicate_launch": 2})
+    return TuneResult(problems=[p], environment={"timing": "sustained", "strategy": "race", "arch": "sm_90"},
+                      times={"total_s": 1.0})
+
+
+def _text(result, **kw) -> str:
+    buf = io.StringIO()
+    render(result, Console(file=buf, width=200, force_terminal=False), **kw)
+    return buf.getvalue()
+
+
+def test_hundreds_of_candidates_print_the_finalists_counts_and_one_line_per_duplicate_group():
+    res = _result(300)
+    text = _text(res)
+    table_rows = [ln for ln in text.splitlines() if ln.lstrip().startswith("TILE=")]
+    assert [ln.split()[0] for ln in table_rows] == ["TILE=0", "TILE=1"]
+    assert "2 of 300 rows shown" in text
+    assert "winner 1, tie 1, eliminated 294, error 2, duplicate_launch 2" in text
+    assert text.count("duplicate launches: TILE=2 = TILE=296, TILE=297 (timed once, as TILE=2)") == 1
+    assert "error: 2 candidates (TILE=298, …): out of memory" in text
+    assert "TILE=150" not in text
+
+
+def test_all_prints_every_row():
+    text = _text(_result(300), all_rows=True)
+    assert sum(1 for ln in text.splitlines() if ln.lstrip().startswith("TILE=")) == 300
+    assert "rows shown" not in text
+    assert "error: TILE=298: out of memory" in text and "error: TILE=299: out of memory" in text
+
+
+def test_a_small_space_prints_every_row():
+    n = ROWS_SHOWN
+    text = _text(_result(n))
+    assert sum(1 for ln in text.splitlines() if ln.lstrip().startswith("TILE=")) == n
+    assert "rows shown" not in text
+
+
+def test_counts_and_groups():
+    rows = _result(12).problems[0].candidates
+    assert fate_counts(rows) == {"winner": 1, "tie": 1, "eliminated": 6, "error": 2, "duplicate_launch": 2}
+    assert duplicate_lines(rows) == ["TILE=2 = TILE=8, TILE=9 (timed once, as TILE=2)"]
+
+
+def test_the_output_says_how_much_of_the_space_was_searched():
+    res = _result(30)
+    res.problems[0].coverage = {"configurations": 40, "compiled": 28, "timed": 26}
+    assert "searched: 28 of 40 configurations compiled, 26 timed" in _text(res)

@@ -1,0 +1,128 @@
+"""Warm starts (issue 22): loaders and compile workers forked from one zygote give the same records as fresh
+processes; a child's exit status reaches its starter; the compiler facts are asked once and invalidated."""
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PROBE = os.path.join(ROOT, "tests", "data", "probe_vadd.py")   # 2 tiles × occupancy 1, 2: four variants
+
+
+def _facts(records) -> list[tuple]:
+    return sorted((r.kernel, str(r.case), str(r.hints), r.status, r.code_sha256, r.registers) for r in records)
+
+
+def test_audit_forked_from_the_zygote_gives_the_records_of_fresh_processes(monkeypatch):
+    from tileprobe.audit import audit, zygote
+    started = []
+    real = zygote.Zygote.start
+
+    def counting(self, entry, *a, **kw):
+        started.append(entry)
+        return real(self, entry, *a, **kw)
+    monkeypatch.setattr(zygote.Zygote, "start", counting)
+    warm = audit([PROBE], ["sm_90"], jobs=2)
+    assert started.count("_loader_entry") == 1 and started.count("_worker_entry") == 2
+    monkeypatch.setenv("TILEPROBE_ZYGOTE", "0")
+    started.clear()
+    cold = audit([PROBE], ["sm_90"], jobs=2)
+    assert started == []
+    assert len(warm.records) == 4 and all(r.ok for r in warm.records)
+    assert _facts(warm.records) == _facts(cold.records)
+    assert zygote._current is None      # ended with the audit
+
+
+def test_a_forked_child_reports_its_exit_status_and_signal(tmp_path):
+    from tileprobe.audit import zygote
+    script = tmp_path / "crash.py"
+    script.write_text("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n")
+    with zygote.warm_starts():
+        z = zygote.current()
+        assert z is not None
+        r, w = os.pipe()
+        job = {"path": str(script), "targets": ["sm_90"], "max_variants": 10, "find_compiler": False,
+               "cases": None, "hints": None, "sys_path": list(sys.path), "tmp": str(tmp_path)}
+        p = z.start("_loader_entry", (job,), [w], stdout=True)
+        os.close(w)
+        assert p.wait(timeout=60) == -signal.SIGSEGV
+        assert p.poll() == -signal.SIGSEGV and p.exitcode == -signal.SIGSEGV
+        p.stdout.close()
+        os.close(r)
+        pid = z.pid
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and os.path.exists(f"/proc/{pid}") and \
+            open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z":
+        time.sleep(0.05)
+    assert not os.path.exists(f"/proc/{pid}") or \
+        open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] == "Z"
+
+
+def test_no_zygote_in_another_environment(monkeypatch):
+    from tileprobe.audit import zygote
+    with zygote.warm_starts():
+        assert zygote.current() is not None
+        monkeypatch.setenv("TILEPROBE_SOMETHING_NEW", "1")   # modules read settings at import: not the same process
+        assert zygote.current() is None
+        assert zygote.start_worker(type("C", (), {"fileno": lambda self: 0})(), ()) is None
+
+
+def test_compiler_facts_are_asked_once_and_again_when_the_binary_changes(tmp_path, monkeypatch):
+    from tileprobe.audit import toolcache
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(toolcache, "_memory", {})
+    binary = tmp_path / "tileiras"
+    binary.write_text("v1")
+    asked = []
+
+    def ask(path):
+        asked.append(path)
+        return f"build of {open(path).read()}"
+    assert toolcache.binary_fact("build", str(binary), ask) == "build of v1"
+    assert toolcache.binary_fact("build", str(binary), ask) == "build of v1"
+    monkeypatch.setattr(toolcache, "_memory", {})                    # another process: from the file
+    assert toolcache.binary_fact("build", str(binary), ask) == "build of v1"
+    assert len(asked) == 1
+    binary.write_text("v2 longer")
+    assert toolcache.binary_fact("build", str(binary), ask) == "build of v2 longer"
+    assert len(asked) == 2
+
+
+def test_the_default_compiler_is_looked_up_again_when_what_cutile_reads_changes(tmp_path, monkeypatch):
+    from tileprobe.audit import toolcache
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(toolcache, "_memory", {})
+    binary = tmp_path / "tileiras"
+    binary.write_text("x")
+    assert toolcache.cached_default() is None
+    toolcache.remember_default(str(binary))
+    monkeypatch.setattr(toolcache, "_memory", {})
+    assert toolcache.cached_default() == str(binary)
+    monkeypatch.setattr(toolcache, "_memory", {})
+    monkeypatch.setenv("PATH", str(tmp_path) + os.pathsep + os.environ.get("PATH", ""))
+    assert toolcache.cached_default() is None                     # another PATH: cuTile may pick another one
+    monkeypatch.undo()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(toolcache, "_memory", {})
+    binary.unlink()
+    assert toolcache.cached_default() is None                     # gone
+
+
+def test_zygote_off(monkeypatch):
+    from tileprobe.audit import zygote
+    monkeypatch.setenv("TILEPROBE_ZYGOTE", "0")
+    with zygote.warm_starts():
+        assert zygote.current() is None
+
+
+def test_which_probe_files_get_a_loader_forked_after_torch(tmp_path):
+    from tileprobe.audit.zygote import needs_torch
+    cases = {"import torch\n": True, "from tilegym.ops import x\n": True, 'kernel="tilegym.ops.cutile.mm:k"\n': True,
+             "import cuda.tile as ct\n# torch is not needed\n": False, "import torchvision_like\n": False}
+    for i, (text, want) in enumerate(cases.items()):
+        f = tmp_path / f"p{i}.py"
+        f.write_text(text)
+        assert needs_torch(str(f)) is want, text
+    assert needs_torch(str(tmp_path / "missing.py")) is False

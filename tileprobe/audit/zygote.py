@@ -1,0 +1,437 @@
+"""Warm process starts (issue 22): one *zygote* process imports cuTile once, then forks the probe loaders
+(:mod:`.contained`) and the compile workers (:mod:`.pool`) of an audit, so each pays only for its own work.
+
+Why: ``import cuda.tile._compile`` took 2.06 s per process on the 2-core machine (2.23 s for two at once; cuTile's
+``_ir.core_ops`` → ``_cext`` imports torch, 1.80 s of it: docs/NOTES.md §18), and an audit started one loader per
+probe file plus one worker per CPU, each importing it again. Forked from the zygote, a loader or worker starts in
+milliseconds; torch (through cuTile's compiler side) is imported once, when a worker or a probe needs it.
+
+Containment is unchanged: each probe file and each worker still runs in a process of its own, in its own session,
+with a parent-death signal; the zygote runs no probe code and its children close its socket before running any
+(they cannot ask it for anything). The zygote dies with the process that started it (``PR_SET_PDEATHSIG``; start
+it from the main thread or a thread that outlives it) and ends when :func:`warm_starts` ends; its children then get
+their own parent-death signals. The zygote reaps its children and reports each exit status, so
+:class:`ZygoteProcess` answers ``poll``/``wait`` (as :class:`subprocess.Popen`) and ``join``/``exitcode`` (as
+:class:`multiprocessing.Process`).
+
+A zygote is used only inside :func:`warm_starts` (``tileprobe.audit.audit`` and ``tileprobe.tune`` enter it) and
+only while the environment (``os.environ``, ``sys.executable``) is the one it started with: modules read settings
+at import. ``TILEPROBE_ZYGOTE=0`` turns it off; when it cannot start, processes start as before (a fresh Python).
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from typing import Callable, Iterator
+
+#: Modules the zygote imports before forking anything (0.1-0.3 s): cuTile's front (``import cuda.tile`` does not
+#: import torch in cuda-tile 1.7.0) and tileprobe's loader and worker side.
+PRELOAD = ("cuda.tile", "tileprobe.audit.probe", "tileprobe.audit.signature", "tileprobe.audit.compile",
+           "tileprobe.audit.contained", "tileprobe.audit.pool")
+#: Modules it imports before forking the first compile worker, or the loader of a probe file that looks like it
+#: needs torch (:func:`needs_torch`): cuTile's compiler side, which imports torch (``foreign_dtype_object_to_native``
+#: at import; 2.06 s of the 2-core machine). Not while idle: an import blocks the zygote, and a loader asked for
+#: meanwhile would wait for it (6 s under load, 2026-12-02). A warm audit or tune of probes that need neither
+#: (examples/rms_norm.py), every variant stored, never imports it.
+HEAVY = ("cuda.tile._compile",)
+#: Seconds to wait for the zygote to import :data:`PRELOAD` before giving up on it (a fresh process then starts).
+READY_TIMEOUT_S = 120.0
+_MAX_MSG = 1 << 22
+_BOOT = "from tileprobe.audit.zygote import zygote_main; zygote_main()"
+
+_current: "Zygote | None" = None
+_depth = 0
+_lock = threading.RLock()
+
+
+class ZygoteError(Exception):
+    """The zygote could not start a process (the caller starts a fresh one instead)."""
+
+
+class ZygoteProcess:
+    """A process forked by the zygote, as its starter sees it (not its parent: the zygote reports its exit).
+
+    ``returncode`` / ``exitcode``: None while it runs, else the exit status (negative: the signal that ended it).
+    ``stdout``: the read end of its output pipe when one was asked for.
+    """
+
+    def __init__(self, zygote: "Zygote", pid: int, stdout=None):
+        self.zygote, self.pid, self.stdout, self.returncode = zygote, pid, stdout, None
+
+    def poll(self) -> int | None:
+        """The exit status if it has ended (without waiting), else None."""
+        if self.returncode is None:
+            self.zygote.pump(0.0)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        """Wait up to ``timeout`` s (None: no limit) for it to end; its exit status, or None when it still runs."""
+        end = None if timeout is None else time.monotonic() + timeout
+        while self.returncode is None:
+            left = None if end is None else end - time.monotonic()
+            if left is not None and left <= 0:
+                break
+            self.zygote.pump(0.5 if left is None else min(0.5, left))
+        return self.returncode
+
+    join = wait
+
+    @property
+    def exitcode(self) -> int | None:
+        """:meth:`poll` under :class:`multiprocessing.Process`'s name."""
+        return self.poll()
+
+
+class Zygote:
+    """The client side of one zygote process (module doc). Not thread-safe beyond its own lock."""
+
+    def __init__(self):
+        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        env = dict(os.environ)
+        pkg_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        env["PYTHONPATH"] = os.pathsep.join([pkg_root, *filter(None, [env.get("PYTHONPATH")])])
+        self.key = _env_key()
+        try:
+            self.proc = subprocess.Popen([sys.executable, "-c", _BOOT, str(child.fileno()), str(os.getpid())],
+                                         pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL,
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                         start_new_session=True, env=env)
+        finally:
+            child.close()
+        self.sock, self.pid = parent, self.proc.pid
+        self.ready, self.dead = False, False
+        self.children: dict[int, ZygoteProcess] = {}
+        self.exits: dict[int, int] = {}      # exits read before their start was registered
+        self.lock = threading.RLock()
+        self._replies: list = []
+
+    # --- messages ----------------------------------------------------------------------------------------------
+    def pump(self, timeout: float) -> None:
+        """Read the zygote's messages that arrive within ``timeout`` s (exits, replies)."""
+        import select
+        with self.lock:
+            if self.dead:
+                return
+            r, _, _ = select.select([self.sock], [], [], max(0.0, timeout))
+            while r:
+                try:
+                    data = self.sock.recv(_MAX_MSG)
+                except OSError:
+                    data = b""
+                if not data:
+                    self._died()
+                    return
+                self._take(pickle.loads(data))
+                r, _, _ = select.select([self.sock], [], [], 0.0)
+
+    def _take(self, msg: tuple) -> None:
+        kind = msg[0]
+        if kind == "ready":
+            self.ready = True
+        elif kind == "exit":
+            child = self.children.pop(msg[1], None)
+            if child is not None:
+                child.returncode = msg[2]
+            else:
+                self.exits[msg[1]] = msg[2]
+        else:
+            self._replies.append(msg)
+
+    def _died(self) -> None:
+        """The zygote ended: its children got their parent-death signals; say so and make sure."""
+        from .procs import kill_tree
+        self.dead = True
+        for pid, child in list(self.children.items()):
+            kill_tree(pid)
+            child.returncode = -signal.SIGKILL
+        self.children.clear()
+
+    def wait_ready(self, timeout_s: float = READY_TIMEOUT_S) -> bool:
+        """Wait for the zygote's imports; False when it died or did not answer in time."""
+        end = time.monotonic() + timeout_s
+        while not self.ready and not self.dead and time.monotonic() < end:
+            self.pump(min(0.5, max(0.0, end - time.monotonic())))
+        return self.ready and not self.dead
+
+    def start(self, entry: str, args: tuple, fds: list[int], *, stdout: bool = False,
+              env: dict | None = None, heavy: bool = False) -> ZygoteProcess:
+        """Fork a child that runs ``entry`` (a function of this module: ``_loader_entry`` / ``_worker_entry``) with
+        the received ``fds`` and ``args``, in this process's environment, cwd and ``sys.path``. ``stdout``: its
+        fds 1 and 2 go to a new pipe, whose read end is the process's ``stdout``. ``heavy``: fork it after
+        :data:`HEAVY` is imported.
+
+        Raises:
+            ZygoteError: the zygote is gone or did not start the child.
+        """
+        with self.lock:
+            if not self.wait_ready():
+                raise ZygoteError("the zygote is not running")
+            out_r = out_w = None
+            if stdout:
+                out_r, out_w = os.pipe()
+            req = {"entry": entry, "args": args, "env": dict(env if env is not None else os.environ),
+                   "cwd": os.getcwd(), "sys_path": list(sys.path), "nfds": len(fds), "stdout": stdout, "heavy": heavy}
+            try:
+                socket.send_fds(self.sock, [pickle.dumps(req)], list(fds) + ([out_w] if stdout else []))
+                while not self._replies and not self.dead:
+                    self.pump(1.0)
+            except OSError as e:
+                self._died()
+                raise ZygoteError(f"the zygote did not take the request: {e}") from e
+            finally:
+                if out_w is not None:
+                    os.close(out_w)
+            if self.dead or not self._replies:
+                if out_r is not None:
+                    os.close(out_r)
+                raise ZygoteError("the zygote ended")
+            kind, value = self._replies.pop(0)
+            if kind != "started":
+                if out_r is not None:
+                    os.close(out_r)
+                raise ZygoteError(f"the zygote did not start the process: {value}")
+            child = ZygoteProcess(self, value, os.fdopen(out_r, "rb", buffering=0) if stdout else None)
+            if value in self.exits:
+                child.returncode = self.exits.pop(value)
+            else:
+                self.children[value] = child
+            return child
+
+    def close(self) -> None:
+        """End the zygote without waiting for it (it may be inside a seconds-long import): SIGTERM makes it remove
+        its temp folder and exit; its children get their parent-death signals; a thread reaps it."""
+        with contextlib.suppress(OSError):
+            self.sock.close()
+        with contextlib.suppress(OSError):
+            os.kill(self.pid, signal.SIGTERM)
+        threading.Thread(target=self.proc.wait, name="tileprobe-zygote-reap", daemon=True).start()
+
+
+def _env_key() -> tuple:
+    return (sys.executable, tuple(sorted(os.environ.items())))
+
+
+def enabled() -> bool:
+    """False when ``TILEPROBE_ZYGOTE=0`` (or off Linux: the zygote needs ``fork`` and ``PR_SET_PDEATHSIG``)."""
+    return sys.platform.startswith("linux") and os.environ.get("TILEPROBE_ZYGOTE", "1") != "0"
+
+
+@contextlib.contextmanager
+def warm_starts() -> Iterator[None]:
+    """Inside: loaders and compile workers are forked from one zygote (module doc), started at once so that its
+    imports overlap the caller's work. Nested uses share it; the outermost ends it."""
+    global _current, _depth
+    with _lock:
+        _depth += 1
+        if _depth == 1 and enabled() and _current is None:
+            try:
+                _current = Zygote()
+            except OSError:
+                _current = None
+    try:
+        yield
+    finally:
+        with _lock:
+            _depth -= 1
+            if _depth == 0 and _current is not None:
+                z, _current = _current, None
+                z.close()
+
+
+def current() -> Zygote | None:
+    """The zygote of the :func:`warm_starts` in force, when it is running in this environment; else None."""
+    z = _current
+    if z is None or z.dead or z.key != _env_key():
+        return None
+    return z
+
+
+def start_loader(job: dict, msg_fd: int, env: dict) -> ZygoteProcess | None:
+    """A probe loader (:func:`tileprobe.audit.contained.child_main`) forked from the zygote, its output on a pipe
+    (``.stdout``); None when there is no zygote (the caller starts ``python -c`` as before)."""
+    z = current()
+    if z is None:
+        return None
+    try:
+        return z.start("_loader_entry", (job,), [msg_fd], stdout=True, env=env, heavy=needs_torch(job["path"]))
+    except ZygoteError:
+        return None
+
+
+def needs_torch(path: str) -> bool:
+    """Whether probe file ``path`` looks like it imports torch (it imports ``torch`` or ``tilegym``, or names a kernel
+    in them as ``"tilegym.…"``): its loader is
+    then forked after :data:`HEAVY` (torch with it) is imported once, rather than importing torch itself. A guess
+    that only moves time: a wrong one costs that loader its own torch import, or a wait for the zygote's."""
+    import re
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read(1 << 20)
+    except OSError:
+        return False
+    return re.search(r"^\s*(import|from)\s+(torch|tilegym)\b|[\"'](torch|tilegym)[.:]", text, re.M) is not None
+
+
+def start_worker(conn, initargs: tuple) -> ZygoteProcess | None:
+    """A compile worker (:func:`tileprobe.audit.pool.worker_main`) forked from the zygote, talking on ``conn``'s
+    other end; None when there is no zygote (the pool spawns one as before)."""
+    z = current()
+    if z is None:
+        return None
+    try:
+        return z.start("_worker_entry", (initargs,), [conn.fileno()], heavy=True)
+    except ZygoteError:
+        return None
+
+
+# --- the zygote's side ---------------------------------------------------------------------------------------------
+
+def zygote_main() -> None:
+    """Entry of the zygote: ``python -c … FD PARENT_PID``. Imports :data:`PRELOAD`, says ("ready",), then forks one
+    child per request and reports ("started", pid) and, when it ends, ("exit", pid, status); :data:`HEAVY` is
+    imported before the first request that needs it."""
+    import importlib
+    import tempfile
+    from .procs import die_with_parent, owned_tempdir
+    sock = socket.socket(fileno=int(sys.argv[1]))
+    die_with_parent(signal.SIGKILL, int(sys.argv[2]))
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    with owned_tempdir("zygote") as tmp:
+        tempfile.tempdir = tmp          # cuTile's import makes a temp folder: inside ours, swept if we are killed
+
+        def stop(*_):                   # close(): now, even inside an import
+            import shutil
+            shutil.rmtree(tmp, ignore_errors=True)
+            os._exit(0)
+        signal.signal(signal.SIGTERM, stop)
+        for name in PRELOAD:
+            importlib.import_module(name)
+        reaper = _Reaper(sock)
+        _send(sock, ("ready",), reaper.lock)
+        _serve(sock, reaper)
+    os._exit(0)      # no interpreter teardown (torch's takes 0.5 s): the folder is removed, nothing else is owed
+
+
+def _send(sock, msg: tuple, lock) -> None:
+    with lock, contextlib.suppress(OSError):
+        sock.send(pickle.dumps(msg))
+
+
+class _Reaper:
+    """A thread of the zygote that reaps its children and reports each exit at once, even while the main thread
+    imports :data:`HEAVY` (seconds)."""
+
+    def __init__(self, sock):
+        self.sock, self.lock = sock, threading.Lock()
+        self.forks, self.cond = 0, threading.Condition()
+        threading.Thread(target=self._run, name="tileprobe-zygote-reaper", daemon=True).start()
+
+    def forked(self) -> None:
+        """A child was forked: there is something to wait for."""
+        with self.cond:
+            self.forks += 1
+            self.cond.notify()
+
+    def _run(self) -> None:
+        seen = 0
+        while True:
+            with self.cond:
+                while self.forks == seen:
+                    self.cond.wait()
+                before = self.forks          # every child counted here exists already
+            try:
+                pid, status = os.waitpid(-1, 0)
+            except ChildProcessError:        # all reaped: wait for a fork after ``before``
+                seen = before
+                continue
+            _send(self.sock, ("exit", pid, os.waitstatus_to_exitcode(status)), self.lock)
+
+
+def _serve(sock, reaper: _Reaper) -> None:
+    import importlib
+    import select
+    heavy = list(HEAVY)
+    while True:
+        try:
+            select.select([sock], [], [])
+        except InterruptedError:
+            continue
+        try:
+            data, fds, _flags, _addr = socket.recv_fds(sock, _MAX_MSG, 16)
+        except OSError:
+            return
+        if not data:
+            return
+        req = pickle.loads(data)
+        while req.get("heavy") and heavy:
+            importlib.import_module(heavy.pop(0))
+        _fork(sock, req, fds, reaper)
+
+
+def _fork(sock, req: dict, fds: list[int], reaper: _Reaper) -> None:
+    try:
+        pid = os.fork()
+    except OSError as e:
+        for fd in fds:
+            os.close(fd)
+        _send(sock, ("failed", str(e)), reaper.lock)
+        return
+    if pid == 0:
+        code = 1
+        try:
+            sock.close()
+            os.environ.clear()
+            os.environ.update(req["env"])
+            os.chdir(req["cwd"])
+            sys.path[:] = req["sys_path"]
+            if req["stdout"]:
+                devnull = os.open(os.devnull, os.O_RDONLY)
+                os.dup2(devnull, 0)
+                os.dup2(fds[-1], 1)
+                os.dup2(fds[-1], 2)
+                os.close(fds[-1])
+            entry: Callable = globals()[req["entry"]]
+            entry(fds[:req["nfds"]], *req["args"])
+            code = 0
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else 1
+        except BaseException:   # noqa: B036 — a child never returns into the zygote's loop
+            with contextlib.suppress(Exception):
+                import traceback
+                traceback.print_exc()
+        finally:
+            os._exit(code)
+    for fd in fds:
+        os.close(fd)
+    _send(sock, ("started", pid), reaper.lock)
+    reaper.forked()
+
+
+def _loader_entry(fds: list[int], job: dict) -> None:
+    """A probe loader in a zygote's child: :func:`tileprobe.audit.contained.child_main` with its usual argv."""
+    child_main = _function("tileprobe.audit.contained:child_main")
+    os.setsid()                   # as the loader's Popen(start_new_session=True)
+    job = dict(job, parent=os.getppid())
+    sys.argv = ["-c", str(fds[0]), __import__("json").dumps(job)]
+    child_main()
+
+
+def _worker_entry(fds: list[int], initargs: tuple) -> None:
+    """A compile worker in a zygote's child: :func:`tileprobe.audit.pool.worker_main` on the received pipe."""
+    from multiprocessing.connection import Connection
+    worker_main = _function("tileprobe.audit.pool:worker_main")
+    worker_main(Connection(fds[0]), initargs, os.getppid())
+
+
+def _function(name: str) -> Callable:
+    """``"module:function"`` → the function (the loader and the pool call this module: named, not imported, here)."""
+    import importlib
+    module, _, attr = name.partition(":")
+    return getattr(importlib.import_module(module), attr)

@@ -1,0 +1,180 @@
+"""Racing while compiling (issue 22, item 2): the first problem's race starts as soon as the GPU worker is up and
+its first candidate has landed; the others join as their compiles land (:class:`~tileprobe.tune.race.Race`'s
+``arrivals``), deduplicated one by one (:func:`~tileprobe.tune.static.dedupe_one`).
+
+The compiles run in the calling (main) thread, as without overlap: the results store's SQLite connection and the
+compile workers belong to it. The race runs in a thread of this module, which ends only when the tune releases it
+(a worker the watchdog restarts from it dies with the thread that started it: ``PR_SET_PDEATHSIG``). Records reach
+the thread through a queue (``on_record``, called by :func:`tileprobe.audit.audit` as each one lands, stored or
+compiled); :meth:`Overlap.compiled` says there are no more. Later problems are raced after the compile, as before.
+"""
+from __future__ import annotations
+
+import dataclasses
+import queue
+import threading
+import time
+from typing import Callable
+
+from .gpu import WorkerBench
+from .race import Race
+from .static import Landing, Plan, dedupe_one
+
+
+class Overlap:
+    """The race of ``plan`` (the first problem) while the compiles land; see the module doc.
+
+    Args:
+        plan, landing: the first problem's plan (:func:`~tileprobe.tune.static.pending_plans`) and the
+            :class:`~tileprobe.tune.static.Landing` of every plan (records of the others are landed too).
+        wait_gpu: () -> GPU info (waits for the worker; raises what its start raised, or a wrong arch).
+        num_sms: the SM count given (None: the GPU's). no_sm_note: the plan's note when there is none.
+        bench_kw: keyword arguments of :class:`~tileprobe.tune.gpu.WorkerBench` (watchdog first, as ``watchdog``).
+        settings: the race's settings (its budget share already in). fallback_get: sha → cubin (the store).
+        make_result: (plan, outcome or None) -> the problem's result. progress: as for the tune.
+        facts_of: (plan, num_sms) -> :func:`~tileprobe.tune.static.launch_facts` of the plan's compiled candidates
+            (``grid``/``args`` run contained), asked once per batch of candidates that landed.
+    """
+
+    def __init__(self, plan: Plan, landing: Landing, wait_gpu: Callable[[], dict], num_sms: int | None,
+                 no_sm_note: str, bench_kw: dict, settings, fallback_get: Callable, make_result: Callable,
+                 progress: Callable | None = None, facts_of: Callable | None = None):
+        self.plan, self.landing, self.wait_gpu, self.given_sms = plan, landing, wait_gpu, num_sms
+        self.no_sm_note, self.bench_kw, self.settings = no_sm_note, bench_kw, settings
+        self.fallback_get, self.make_result, self.progress = fallback_get, make_result, progress
+        self.facts_of = facts_of
+        self.feed: queue.Queue = queue.Queue()
+        self.cubins: dict[str, bytes] = {}
+        self.gpu: dict = {}
+        self.num_sms: int | None = None
+        self.error: BaseException | None = None
+        self.aborted: str | None = None
+        self.result = None
+        self.bench: WorkerBench | None = None
+        self.ended = False
+        self.race_s = self.check_s = 0.0
+        self.race_t0: float | None = None
+        self.compile_t1: float | None = None
+        self.done, self.held = threading.Event(), threading.Event()
+        self.thread = threading.Thread(target=self._run, name="tileprobe-race-while-compiling", daemon=True)
+        self.thread.start()
+
+    # --- the compiling (main) thread's side ------------------------------------------------------------------
+    def on_record(self, record, cubin: bytes | None) -> None:
+        """A record landed (:func:`tileprobe.audit.audit`'s ``on_record``)."""
+        self.feed.put((record, cubin))
+
+    def compiled(self) -> None:
+        """No more records will come."""
+        self.compile_t1 = time.perf_counter()
+        self.feed.put(None)
+
+    def join(self) -> None:
+        """Wait for the race of the first problem (after :meth:`compiled`); land what the thread left unread."""
+        self.done.wait()
+        while True:
+            try:
+                item = self.feed.get_nowait()
+            except queue.Empty:
+                return
+            if item is not None:
+                self._keep(*item)
+                self.landing.land(item[0])
+
+    def release(self) -> None:
+        """Let the race thread end (the tune is over)."""
+        self.held.set()
+
+    def get(self, sha: str) -> bytes | None:
+        """A cubin by SHA-256: those that landed, else the store's."""
+        data = self.cubins.get(sha)
+        return data if data is not None else self.fallback_get(sha)
+
+    @property
+    def overlap_s(self) -> float:
+        """Seconds the race ran before the last compile landed (0 when it started after)."""
+        if self.race_t0 is None or self.compile_t1 is None:
+            return 0.0
+        return max(0.0, self.compile_t1 - self.race_t0)
+
+    # --- the race thread -------------------------------------------------------------------------------------
+    def _keep(self, record, cubin) -> None:
+        if cubin is not None and record.cubin_sha256:
+            self.cubins[record.cubin_sha256] = cubin
+
+    def _run(self) -> None:
+        from ..run.watchdog import WorkerStartError
+        try:
+            self.gpu = self.wait_gpu()
+            self.num_sms = self.given_sms or self.gpu.get("num_sms")
+            if not self.num_sms:
+                self.plan.notes.append(self.no_sm_note)
+            self.bench = WorkerBench(candidates={}, cubin_get=self.get, **self.bench_kw)
+            if self.progress:
+                self.progress("race", self.plan)
+            t0 = self.race_t0 = time.perf_counter()
+            try:
+                outcome = Race([], self.bench.measure, self.bench.check, self.settings, progress=self.progress,
+                               arrivals=self._arrivals).run()
+                self.check_s = outcome.check_s
+            except WorkerStartError as e:
+                self.aborted, outcome = f"no GPU worker could be started: {e}", None
+            self.race_s = time.perf_counter() - t0
+            self.result = self.make_result(self.plan, outcome)
+        except BaseException as e:   # noqa: B036 — handed to the main thread by join()
+            self.error = e
+        finally:
+            self.done.set()
+        self.held.wait()
+
+    def _arrivals(self, block: bool) -> tuple[list[str], bool]:
+        """The race's ``arrivals``: the first problem's new candidates to time, and whether more may come."""
+        new: list[str] = []
+        while not self.ended and not new:
+            landed = []
+            while not self.ended:
+                try:
+                    item = self.feed.get(block=block and not landed)
+                except queue.Empty:
+                    break
+                if item is None:
+                    self.ended = True
+                    break
+                self._keep(*item)
+                hit = self.landing.land(item[0])
+                if hit is not None and hit[0] is self.plan:
+                    landed.append(hit[1])
+            new += self._timed(landed)
+            if not block:
+                break
+        return new, not self.ended
+
+    def _timed(self, landed: list) -> list[str]:
+        """Dedupe the candidates that landed (their grid and args asked once for the batch); the ids to time."""
+        ok = [c for c in landed if c.status == "ok"]
+        facts = self.facts_of(Plan(self.plan.problem, ok), self.num_sms) if ok and self.num_sms and self.facts_of \
+            else {}
+        out = []
+        for c in landed:
+            timed = dedupe_one(self.plan, c, self.num_sms, self.get, facts.get(id(c))) if self.num_sms \
+                else c.status == "ok"
+            if timed:
+                self.bench.candidates[c.id] = c
+                out.append(c.id)
+        self._default()
+        return out
+
+    def _default(self) -> None:
+        """The problem's default configuration for checks without a reference, once it has landed compiled."""
+        if self.bench.default is not None:
+            return
+        d = self.plan.find(self.plan.problem.default)
+        if d is not None and d.status == "ok" and (d.same_as is not None or d.id in self.bench.candidates):
+            self.bench.default = d.same_as or d
+
+
+def budget_share(settings, n_problems: int):
+    """The first race's settings: an equal share of the budget (None: no limit)."""
+    if settings.budget_s is None:
+        return settings
+    return dataclasses.replace(settings, budget_s=settings.budget_s / max(1, n_problems))
