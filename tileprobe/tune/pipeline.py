@@ -145,7 +145,9 @@ def tune(probe_paths: Sequence[str], *, arch: str | None = None, budget_s: float
         timeout_s: per GPU task (a batch or a check) before it is a hang.
         seed: inputs' seed and the rounds' shuffle. tie_pct, confidence, min_samples, max_samples: the race
             (:class:`~tileprobe.tune.race.RaceSettings`).
-        num_sms: the SM count the grids are made for (default: the GPU's; needed to dedupe with ``dry_run``).
+        num_sms: the SM count the grids are made for, and that ``args(..., num_sms=)`` gets (default: the GPU's;
+            needed to dedupe with ``dry_run``, where a probe whose ``args`` takes ``num_sms`` gets the arch's
+            reference GPU's, :func:`tileprobe.model.cluster.reference_num_sms`).
         dry_run: stop after the static stage (no GPU needed).
         watchdog: a :class:`~tileprobe.run.watchdog.Watchdog` to use (default: one made and closed here), or
             anything with its interface (a Ray GPU slot, :class:`tileprobe.exec.ray_exec.RayGpuSlot`). The races
@@ -181,14 +183,23 @@ def tune(probe_paths: Sequence[str], *, arch: str | None = None, budget_s: float
     starter = _WorkerStarter(watchdog) if not dry_run else None
     try:
         arch = _target_arch(arch, starter)
+        gpu, compile_sms = None, num_sms
+        if compile_sms is None and not bundle and any("num_sms" in p.probe.args_context for p in problems):
+            if starter is not None:   # issue 27: args(..., num_sms=) is compiled for this GPU's SM count
+                gpu = _gpu(result, starter, arch, progress)
+                compile_sms = gpu.get("num_sms")
+            else:
+                from ..model.cluster import reference_num_sms
+                compile_sms = reference_num_sms(arch)
         t1 = time.perf_counter()
         records, get, env, errors = _records(probe_paths, problems, arch, bundle, store, jobs, compile_timeout_s,
-                                             toolchains, progress, {"cases": cases, "hints": hints}, executor)
+                                             toolchains, progress, {"cases": cases, "hints": hints,
+                                                                    "num_sms": compile_sms}, executor)
         result.probe_errors += [e for e in errors if e not in result.probe_errors]
         result.times["compile_s"] = time.perf_counter() - t1
         plans = make_plans(problems, records, arch, "not_in_bundle" if bundle else "not_compiled")
-        gpu = _gpu(result, starter, arch, progress)
-        num_sms = num_sms or gpu.get("num_sms")
+        gpu = gpu if gpu is not None else _gpu(result, starter, arch, progress)
+        num_sms = num_sms or gpu.get("num_sms") or compile_sms
         for plan in plans:
             if num_sms:
                 dedupe(plan, num_sms, get)
