@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 
 from ..report.text import clean
-from ._common import (DEFAULT_ARCHS, add_output_options, add_where_option, command_line, console, count, progress_bar,
+from ._common import (DEFAULT_ARCHS, add_install_option, toolchains, add_output_options, add_where_option, command_line, console, count, progress_bar,
                       split, where_of, write_json_doc)
 
 
@@ -18,6 +18,7 @@ def add_parser(sub) -> None:
                    "file with two compiler builds")
     p.add_argument("--probe", help="audit this probe with the two --tileiras versions and compare them")
     p.add_argument("--tileiras", metavar="A,B", help="two compiler versions (with --probe)")
+    add_install_option(p)
     p.add_argument("--arch", default=DEFAULT_ARCHS, help="targets (with --probe)")
     p.add_argument("--jobs", "-j", type=count, default=None)
     p.add_argument("--store", metavar="PATH", help="results store: stored audit ids, and with --probe the variants "
@@ -36,6 +37,8 @@ def add_parser(sub) -> None:
 def cmd_compare(args) -> int:
     """Run ``tileprobe compare`` for parsed arguments; returns the exit code (0: compared, whatever changed)."""
     from ..analyses.compare import compare_results
+    if args.probe and len(split(args.tileiras)) == 2:
+        toolchains(args.tileiras, args.install)   # a release not installed: installed only when asked (issue 27)
     prog, cb = progress_bar(console(stderr=True))
     with prog:
         c = compare_results(args.results, probe=args.probe, tileiras=split(args.tileiras), archs=split(args.arch),
