@@ -224,14 +224,99 @@ def _print_reasons(console: Console, rows: list[VariantRecord], brief: bool) -> 
 
 # --- compare ------------------------------------------------------------------------------------------------------
 
-def render_compare(comparison: Comparison, console: Console | None = None) -> None:
+#: Details of a change that are resources only (shown on an "also" line, after what costs time).
+_MINOR = ("threads ", "registers ", "shared B ", "stack B ", "machine code differs")
+
+
+def render_compare(comparison: Comparison, console: Console | None = None, wide: bool = False) -> None:
+    """The comparison, short (issue 27): the counts first, then each change that is not "same", regressions first,
+    as ``mark variant`` and indented lines: what changed (what costs time first), why, and the resource changes;
+    the kernel named once when there is one. ``wide``: the table of A and B side by side instead
+    (:func:`render_compare_table`)."""
+    changes, console = comparison.changes, console or Console()
+    if wide:
+        render_compare_table(comparison, console)
+        return
+    import textwrap
+    say(console, f"A: {comparison.name_a}")
+    say(console, f"B: {comparison.name_b}")
+    if _say_nothing_compared(comparison, console):
+        return
+    say(console, _counts_line(comparison))
+    kernels = {(c.a or c.b).kernel for c in changes}
+    shown = [c for c in changes if c.kind != "same"]
+    if len(kernels) == 1 and shown:
+        say(console, f"{next(iter(kernels))}:")
+    width = max(40, console.width)
+    for c in shown:
+        label = c.label()
+        if len(kernels) == 1:
+            label = label.split(" ", 1)[1] if " " in label else label
+        judged, rest = c.details[:c.judged], c.details[c.judged:]
+        notable = [d for d in rest if not d.startswith(_MINOR)]
+        minor = [d for d in rest if d.startswith(_MINOR)]
+        parts = ["; ".join(judged)] if judged else []
+        if notable:
+            parts.append(("changed: " if judged else "") + "; ".join(notable))
+        if minor:
+            parts.append(("also " if parts else "") + ", ".join(minor))
+        text = " · ".join(parts)
+        one = f"{c.mark} {label}: {text}"
+        if len(one) < width:
+            say(console, one)
+            continue
+        say(console, f"{c.mark} {label}")
+        for line in textwrap.wrap(text, width - 1, initial_indent="    ", subsequent_indent="    ",
+                                  break_on_hyphens=False):
+            say(console, line)
+    why = list(dict.fromkeys(w for c in shown for w in c.why))
+    if why:
+        say(console, "why:")
+        for w in why:
+            for line in textwrap.wrap(w, width - 1, initial_indent="  - ", subsequent_indent="    ",
+                                      break_on_hyphens=False):
+                say(console, line)
+    _render_times(comparison, console)
+    say(console, "! regression   * improvement   x changed, same residency and verdicts   ? on one side only"
+                 + ("   (= same code: counted, not listed)" if any(c.kind == "same" for c in changes) else ""))
+
+
+def _say_nothing_compared(comparison: Comparison, console: Console) -> bool:
+    """Say so when nothing was compared (issue 27: no claim of a comparison): no variant on either side, none on
+    both, or ``--regressions`` keeping none (then the counts of all). Returns whether it said so."""
+    changes = comparison.changes
+    if comparison.total is not None and not changes:
+        say(console, f"no regression among the {comparison.total} variant(s) compared")
+        return True
+    if not changes:
+        say(console, "nothing was compared: both sides are empty (no variant in A or B)")
+        return True
+    if all(c.kind == "unmatched" for c in changes):      # the conclusion first, not under 20 '?' rows
+        say(console, "nothing was compared: no variant is on both sides (variants match by kernel, case, hints and "
+                     f"arch; A has {_sides_text([c.a for c in changes])}, B has {_sides_text([c.b for c in changes])})")
+        say(console, _counts_line(comparison))
+        return True
+    return False
+
+
+def _counts_line(comparison: Comparison) -> str:
+    changes = comparison.changes
+    n = sum(c.kind == "regression" for c in changes)
+    if comparison.total is not None:
+        return f"{n} regression(s) shown of {comparison.total} variant(s) compared"
+    one_side = sum(c.kind == "unmatched" for c in changes)
+    return (f"{n} regression(s), {sum(c.kind == 'improvement' for c in changes)} improvement(s), "
+            f"{sum(c.kind == 'changed' for c in changes)} changed, {sum(c.kind == 'same' for c in changes)} same"
+            + (f", {one_side} on one side only" if one_side else ""))
+
+
+def render_compare_table(comparison: Comparison, console: Console | None = None) -> None:
     """A rich table: mark, variant, A and B resources/verdicts, what changed; then the legend and the counts."""
     changes, console = comparison.changes, console or Console()
     say(console, f"A: {comparison.name_a}")
     say(console, f"B: {comparison.name_b}")
-    if changes and all(c.kind == "unmatched" for c in changes):      # the conclusion first, not under 20 '?' rows
-        say(console, "nothing was compared: no variant is on both sides (variants match by kernel, case, hints and "
-                     f"arch; A has {_sides_text([c.a for c in changes])}, B has {_sides_text([c.b for c in changes])})")
+    if _say_nothing_compared(comparison, console):
+        return
     t = Table()
     for h in ("", "variant", "A", "B", "what changed"):
         t.add_column(h)
@@ -244,14 +329,7 @@ def render_compare(comparison: Comparison, console: Console | None = None) -> No
     _render_times(comparison, console)
     say(console, "! regression (new crashes and hangs first)   * improvement   x code, resources or failure class "
                  "changed, same residency and verdicts   = same machine code   ? on one side only")
-    n = sum(c.kind == "regression" for c in changes)
-    if comparison.total is not None:
-        say(console, f"{n} regression(s) shown of {comparison.total} variant(s) compared")
-        return
-    one_side = sum(c.kind == "unmatched" for c in changes)
-    say(console, f"{n} regression(s), {sum(c.kind == 'improvement' for c in changes)} improvement(s), "
-                 f"{sum(c.kind == 'changed' for c in changes)} changed, {sum(c.kind == 'same' for c in changes)} same"
-                 + (f", {one_side} on one side only" if one_side else ""))
+    say(console, _counts_line(comparison))
 
 
 def _sides_text(records: Sequence) -> str:
