@@ -50,6 +50,9 @@ def render_audit(records: Iterable[VariantRecord], console: Console | None = Non
     for (kernel, tileiras, arch), rows in group_tables(records).items():
         title = f"{kernel} · {arch} · {short_build(tileiras)}"
         print_fitted_table(console, title, audit_columns(rows, extra_columns), wide)
+        spills = spill_line(rows)
+        if spills:
+            say(console, f"  {spills}")
         if arch in NOT_SOURCED:
             say(console, f"  {NOT_SOURCED[arch]}")
         if reasons:
@@ -75,13 +78,44 @@ def audit_columns(rows: list[VariantRecord],
         ident = i < len(cases) + len(hints)
         cols.append(Column(h.replace(" (", "\n("), [b[i] for b in body], "right" if h in NUMERIC else "left",
                            keep=ident or h in KEPT, kind="id" if ident else "data"))
+    has_ldl = any(name == "LDL/STL" for name, _ in sass_columns(rows))
     for name, fn in sass_columns(rows) + list(extra_columns or []):
-        cols.append(Column(name, [fn(r) for r in rows], "right", keep=name in KEPT))
+        cells = [fn(r) for r in rows]
+        cols.append(Column(name, cells, "right", keep=name in KEPT, problem=_shows_spills(name, cells, has_ldl)))
+    for c in cols:       # stack B carries the spill hint when the SASS was not read
+        if c.header == "stack B" and not has_ldl:
+            c.problem = any(x not in ("0", "-", "") for x in c.cells)
     for j, h in enumerate(vcols):
         cells = [verdict_cells(r, vcols)[j] for r in rows]
         cols.append(Column("verdict" if len(vcols) == 1 else f"{h}\nverdict", cells, kind="verdict",
                            styled=[_styled(c) for c in cells]))
     return cols
+
+
+def _shows_spills(name: str, cells: list[str], has_ldl: bool) -> bool:
+    """Whether column ``name`` shows a spill in some row (issue 27: such a column is never dropped to fit)."""
+    if name == "LDL/STL":
+        return any(c not in ("0/0", "-", "") for c in cells)
+    return False
+
+
+def spill_line(rows: Sequence[VariantRecord]) -> str:
+    """``spills: 7 of 8 variants (146–6,640 LDL, 188–6,600 STL)`` from the SASS, else from the stack frame
+    (``stack: 3 of 8 variants use a stack frame (176–8,720 B)``); "" when none spills (issue 27)."""
+    ok = [r for r in rows if r.ok]
+    counted = [r for r in ok if r.sass and "spill_loads" in r.sass]
+    spill = [r for r in counted if r.sass["spill_loads"] or r.sass["spill_stores"]]
+    if spill:
+        ldl = [r.sass["spill_loads"] for r in spill]
+        stl = [r.sass["spill_stores"] for r in spill]
+        span = lambda xs: f"{min(xs):,}" if min(xs) == max(xs) else f"{min(xs):,}–{max(xs):,}"  # noqa: E731
+        return f"spills: {len(spill)} of {len(ok)} variants ({span(ldl)} LDL, {span(stl)} STL)"
+    if not counted:
+        stack = [r.stack_bytes for r in ok if r.stack_bytes]
+        if stack:
+            return (f"stack: {len(stack)} of {len(ok)} variants use a stack frame ({min(stack):,}–{max(stack):,} B; "
+                    "SASS not read: spills or a local array)")
+    return ""
 
 
 def print_fitted_table(console: Console, title: str, columns: list[Column], wide: bool = False) -> None:
@@ -195,14 +229,55 @@ def print_failures(console: Console, rows: Iterable[VariantRecord]) -> None:
             say(console, f"    repeat: {r.repro}")
 
 
+def _one_value_hints(rows: list[VariantRecord]) -> dict[str, tuple[str, str, int]]:
+    """Hints audited at one value in this table whose every verdict is the same "nothing shows the hint changed
+    the code" (issue 27: such a hint got a line per variant): hint → (value, status, variants), said once."""
+    from ..audit.where import format_value
+    ok = [r for r in rows if r.ok]
+    out = {}
+    for hint in dict.fromkeys(h for r in ok for h in r.verdicts):
+        values = {repr(r.hints.get(hint)) for r in ok}
+        verdicts = [r.verdicts.get(hint) or {} for r in ok]
+        statuses = {v.get("status") for v in verdicts}
+        if (len(ok) > 1 and len(values) == 1 and len(statuses) == 1 and None not in statuses
+                and all("nothing shows the hint changed the code" in (v.get("reason") or "") for v in verdicts)):
+            value = ok[0].hints.get(hint)
+            out[hint] = (format_value(value) if value is not None else "declared", statuses.pop(), len(ok))
+    return out
+
+
+def _remark_sets(rows: list[VariantRecord]) -> tuple[frozenset, dict]:
+    """(the remarks every compiled variant of the table carries, {id(record): its other remarks}), each a set of
+    :func:`remark_lines` (issue 27: tileiras varies their order, so a list made the same remarks look new)."""
+    sets = {id(r): frozenset(remark_lines(r, limit=None)) for r in rows if r.ok}
+    common = frozenset.intersection(*sets.values()) if len(sets) > 1 else frozenset()
+    return common, {k: v - common for k, v in sets.items()}
+
+
+def _remark_order(line: str) -> tuple:
+    head = line.split(":", 1)[0]
+    return (int(head[5:]) if head.startswith("line ") and head[5:].isdigit() else 0, line)
+
+
 def _print_reasons(console: Console, rows: list[VariantRecord], brief: bool) -> None:
     shown_remarks: set = set()
     print_failures(console, rows)
+    silent = _one_value_hints(rows)
+    for hint, (value, status, n) in silent.items():
+        say(console, f"  {hint}: one value audited ({value}): {status} for all {n} variants; nothing shows the hint "
+                     "changed the code")
+    common, own = _remark_sets(rows)
+    if common and not brief:
+        say(console, f"  remarks of all {len(own)} variants:")
+        for line in sorted(common, key=_remark_order)[:6]:
+            say(console, f"    remark: {line}")
     for r in rows:
         label = variant_label(r)
         if not r.ok:
             continue
         for hint, v in r.verdicts.items():
+            if hint in silent:
+                continue
             if not brief or noteworthy(v):
                 say(console, f"  {label}: {hint} {v['status']}: {v['reason']}")
         if "error" in (r.sass or {}):
@@ -215,10 +290,10 @@ def _print_reasons(console: Console, rows: list[VariantRecord], brief: bool) -> 
         ptx = ptx_text(r)
         if ptx:
             say(console, f"    PTX: {ptx}")
-        rem = tuple(remark_lines(r))
+        rem = own.get(id(r), frozenset())
         if rem and rem not in shown_remarks:
             shown_remarks.add(rem)
-            for line in rem:
+            for line in sorted(rem, key=_remark_order)[:6]:
                 say(console, f"    remark: {line}")
 
 
