@@ -399,3 +399,35 @@ def test_compare_claims_no_comparison_it_did_not_make(tmp_path, capsys):
     assert "Nothing was compared: both sides are empty." in capsys.readouterr().out
     assert main(["compare", pa, pb, "--where", "occupancy=7"]) == 2
     assert "--where occupancy=7 matches no" in " ".join(capsys.readouterr().err.split())
+
+
+def test_bisect_shows_what_it_measured_and_the_toolkit_parts(monkeypatch, capsys):
+    """Issue 27: each step prints the property's value and the ptxas/nvvm releases it ran with; a ptxas or nvvm
+    change between the last good and the first bad release, a part from another patch release and a release
+    whose machine code varies between compiles are warned about."""
+    import tileprobe.analyses.bisect as bisect_mod
+    import tileprobe.toolchain as tcm
+    from tileprobe.analyses.bisect import measured
+    from tileprobe.cli import main
+    r = rec(B, 1, 384, 168, 1000, 1, "x")
+    r.sass, r.stack_bytes = {"spill_loads": 3323, "spill_stores": 3317}, 8720
+    assert measured("no spills", r) == "3323 LDL/3317 STL, 8,720 B stack"
+    assert measured("registers<=128", r) == "registers 168" and measured("occupancy honoured", r) == \
+        "occupancy honoured"
+    monkeypatch.setattr(tcm, "_PUBLISHED", {tcm.TILEIRAS_PKG: ["13.3.36", "13.4.59", "13.4.92"]})
+    parts = {"13.3.36": "13.3.73", "13.4.59": "13.4.92", "13.4.92": "13.4.92"}
+    spills = {"13.3.36": 3323, "13.4.59": 6640, "13.4.92": 6640}
+
+    def evaluator(probe, arch, where, prop, jobs=None, store=None):
+        return lambda v: Step(v, spills[v] < 5000, "…", measured=f"{spills[v]} LDL",
+                              parts={"tileiras": v, "ptxas": parts[v], "nvvm": parts[v]},
+                              warnings=["2 different machine codes over repeated compiles"] if v == "13.4.59" else [])
+    monkeypatch.setattr(bisect_mod, "make_evaluator", evaluator)
+    assert main(["bisect", "p.py", "--arch", "sm_90", "--property", "no spills", "--good", "13.3.36", "--bad",
+                 "13.4.92", "--no-store"]) == 0
+    out = capsys.readouterr().out
+    assert "  tileiras 13.4.59: does not hold (6640 LDL) [with ptxas 13.4.92, nvvm 13.4.92] — …" in out
+    assert ("warning: tileiras 13.3.36 → 13.4.59 also changed ptxas 13.3.73 → 13.4.92, nvvm 13.3.73 → 13.4.92: the "
+            "change may come from those, not from tileiras") in out
+    assert "warning: tileiras 13.4.59 ran with ptxas 13.4.92, nvvm 13.4.92" in out
+    assert "warning: tileiras 13.4.59: 2 different machine codes over repeated compiles" in out
