@@ -54,3 +54,38 @@ def test_a_hint_audited_at_one_value_is_summarized_once():
     assert out.count("num_ctas met:") == 0
     assert "num_ctas: one value audited (1): met for all 3 variants; nothing shows the hint changed the code" in out
     assert out.count("occupancy met: occ") == 3                  # the hint with three values keeps its lines
+
+
+def _build(v):
+    return f"Cuda compilation tools, release {v.rsplit('.', 1)[0]}, V{v}"
+
+
+def _hrec(build, tile, occ, ok=True):
+    r = _rec(occ, [])
+    r.tileiras, r.case, r.code_sha256 = _build(build), {"TILE": tile}, f"{build}-{tile}-{occ}"
+    if not ok:
+        r.status, r.failure = "compile_error", "compile_error"
+    return r
+
+
+def test_html_what_changed_is_not_led_by_an_accidental_run():
+    from tileprobe.report.html import compiler_changes_section
+    rows = [_hrec(b, t, o) for b in ("13.3.36", "13.4.92") for t in (64, 128) for o in (1, 2)]
+    rows.append(_hrec("13.2.86", 64, 1))             # one variant under another release
+    html = compiler_changes_section(rows)
+    assert "Not compared (fewer than half the variants of the others): tileiras 13.2.86 (1 variant)" in html
+    assert "What changed from tileiras 13.2.86" not in html and "What changed from tileiras 13.3.36 to tileiras " \
+        "13.4.92" in html
+
+
+def test_html_plots_only_series_with_data_and_split_per_compiler():
+    from tileprobe.report.html import MAX_SERIES, have_matplotlib, hint_figure_svg, legend_columns, plot_groups
+    rows = [_hrec(b, t, o) for b in ("13.3.36", "13.4.92") for t in range(8) for o in (1, 2)]
+    rows += [_hrec("13.5.1", t, o, ok=False) for t in range(8) for o in (1, 2)]     # a compiler with no data
+    groups = plot_groups(rows, "occupancy")
+    assert 16 > MAX_SERIES and [b for b, _ in groups] == [_build("13.4.92"), _build("13.3.36")]
+    assert plot_groups(rows[:8], "occupancy")[0][0] == ""                    # few series: one plot
+    assert legend_columns(["x" * 60] * 9, 3.4 * 3) == 2 and legend_columns(["x" * 120] * 9, 10.2) == 1 and legend_columns(["13.4.92 · TILE=1"] * 9, 10.2) == 4
+    if have_matplotlib():
+        svg = hint_figure_svg(rows[:4] + rows[-4:], "occupancy", "t", salt="s")
+        assert "13.5.1" not in svg and "TILE=0" in svg
