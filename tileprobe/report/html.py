@@ -416,8 +416,10 @@ def compiler_changes_section(rows: Sequence[VariantRecord]) -> str:
             continue
         body = "".join(f'<tr class="{_e(c.kind)}"><td>{_e(c.mark)}</td><td>{_e(c.label())}</td>'
                        f"<td>{_e('; '.join(c.details))}</td></tr>" for c in shown)
+        why = list(dict.fromkeys(w for c in shown for w in c.why))
         out.append(head + '<table class="audit"><thead><tr><th></th><th>variant</th><th>what changed</th></tr>'
-                   f"</thead><tbody>{body}</tbody></table>")
+                   f"</thead><tbody>{body}</tbody></table>"
+                   + ('<p class="meta">why: ' + " · ".join(_e(w) for w in why) + "</p>" if why else ""))
     return "".join(out)
 
 
@@ -461,12 +463,12 @@ def render_html(records: Iterable[VariantRecord], *, title: str = "tileprobe rep
         probes = sorted({r.probe for r in rows if r.probe})
         if probes:
             parts.append(f'<p class="meta">probe: {", ".join(f"<code>{_e(p)}</code>" for p in probes)}</p>')
+        parts.append(compiler_changes_section(rows))   # issue 27: what changed first, as `compare` prints it
         for (_, build, arch), trows in group_tables(rows).items():
             parts.append(f"<h3>{_e(arch)} · {_e(short_build(build))}</h3>"
                          f'<p class="meta">{_e(build)}</p>{audit_table(trows)}')
         if with_plots:
             parts.append(kernel_plots(rows, i))
-        parts.append(compiler_changes_section(rows))
         parts.append(remarks_section(rows))
         parts.append("</section>")
     parts.append("</body></html>\n")
