@@ -58,3 +58,12 @@ def test_install_asked_for_installs(no_download, monkeypatch, tmp_path):
     monkeypatch.setattr(toolchain, "install", lambda version, **kw: got.append(version) or toolchain.Toolchain(
         version, str(tmp_path), str(tmp_path / "bin" / "tileiras")))
     assert resolve_one("13.5", install=True)[0]["version"] == "13.5.37" and got == ["13.5.37"]
+
+
+def test_a_wrong_arch_alone_is_refused_before_any_probe_is_loaded(tmp_path, monkeypatch, capsys):
+    """Issue 27: `--arch sm_9` cost a whole probe load (33-49 s for TileGym) before its one-line error."""
+    import tileprobe.audit.pipeline as pipeline
+    from tileprobe.cli import main
+    monkeypatch.setattr(pipeline, "load_probe_files", lambda *a, **kw: pytest.fail("loaded the probes"))
+    assert main(["audit", write_vec_probe(tmp_path / "p.py"), "--arch", "sm_9", "--no-store"]) == 3
+    assert "--arch sm_9: 'sm_9' is not a target tileiras lists" in capsys.readouterr().err

@@ -248,6 +248,9 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
     result = AuditResult()
     since = store_now()
     targets = _targets(archs, result)
+    if archs and not targets:   # issue 27: every --arch is wrong: say so now, not after loading the probes (30-50 s)
+        result.environment, result.wall_s = environment(), time.perf_counter() - t0
+        return result
     order: dict[tuple, int] = {}
     with owned_tempdir("audit") as tmp:
         find = not toolchains or any(not tc.get("tileiras") for tc in toolchains)

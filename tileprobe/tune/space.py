@@ -63,8 +63,9 @@ class Config:
 
 
 def _short(v: Any) -> str:
+    """A value in a label as the audit tables print it (issue 27: tuples ``128×128×128`` everywhere)."""
     if isinstance(v, (tuple, list)):
-        return "x".join(str(x) for x in v)
+        return "×".join(str(x) for x in v)
     return str(v)
 
 
