@@ -89,3 +89,13 @@ def test_html_plots_only_series_with_data_and_split_per_compiler():
     if have_matplotlib():
         svg = hint_figure_svg(rows[:4] + rows[-4:], "occupancy", "t", salt="s")
         assert "13.5.1" not in svg and "TILE=0" in svg
+
+
+def test_a_long_parenthetical_repeated_in_reasons_is_a_numbered_note():
+    layout = "(132 SMs in groups of 18/18/16/16/16/16/16/8/2/2/2/2 SMs)"
+    rows = [_rec(o, [], verdicts={"occupancy": {"status": "met", "reason": f"clusters of 2: {66 * o} active on "
+                                                                           f"H200 {layout}; occ {o}"}})
+            for o in (1, 2)]
+    out = _render(rows)
+    assert out.count(layout[1:-1]) == 1 and "  [1] 132 SMs in groups of" in out
+    assert "occupancy met: clusters of 2: 66 active on H200 [1]; occ 1" in out

@@ -229,6 +229,18 @@ def print_failures(console: Console, rows: Iterable[VariantRecord]) -> None:
             say(console, f"    repeat: {r.repro}")
 
 
+def _repeated_notes(reasons, min_len: int = 40) -> list[str]:
+    """Parentheticals of at least ``min_len`` characters that recur in two or more reasons of a table (issue 27:
+    the H200's SM layout, 150 characters, repeated in every cluster line made reasons of 1,779 characters): each is
+    printed once as a numbered note and the reasons say ``[n]``."""
+    import re
+    seen: dict[str, int] = {}
+    for text in reasons:
+        for m in set(re.findall(r"\([^()]{%d,}\)" % min_len, text)):
+            seen[m] = seen.get(m, 0) + 1
+    return [t for t, n in seen.items() if n >= 2]
+
+
 def _one_value_hints(rows: list[VariantRecord]) -> dict[str, tuple[str, str, int]]:
     """Hints audited at one value in this table whose every verdict is the same "nothing shows the hint changed
     the code" (issue 27: such a hint got a line per variant): hint → (value, status, variants), said once."""
@@ -263,9 +275,14 @@ def _print_reasons(console: Console, rows: list[VariantRecord], brief: bool) -> 
     shown_remarks: set = set()
     print_failures(console, rows)
     silent = _one_value_hints(rows)
+    notes = _repeated_notes(r.verdicts.get(h, {}).get("reason") or "" for r in rows if r.ok for h in r.verdicts
+                            if h not in silent)
     for hint, (value, status, n) in silent.items():
         say(console, f"  {hint}: one value audited ({value}): {status} for all {n} variants; nothing shows the hint "
                      "changed the code")
+    for i, text in enumerate(notes, start=1):
+        if not brief or any(noteworthy(v) and text in (v.get("reason") or "") for r in rows for v in r.verdicts.values()):
+            say(console, f"  [{i}] {text[1:-1]}")
     common, own = _remark_sets(rows)
     if common and not brief:
         say(console, f"  remarks of all {len(own)} variants:")
@@ -279,7 +296,10 @@ def _print_reasons(console: Console, rows: list[VariantRecord], brief: bool) -> 
             if hint in silent:
                 continue
             if not brief or noteworthy(v):
-                say(console, f"  {label}: {hint} {v['status']}: {v['reason']}")
+                reason = v["reason"]
+                for i, text in enumerate(notes, start=1):
+                    reason = reason.replace(text, f"[{i}]")
+                say(console, f"  {label}: {hint} {v['status']}: {reason}")
         if "error" in (r.sass or {}):
             say(console, f"  {label}: {SASS_UNREAD}: {r.sass['error']}")
         if r.deterministic is False:
