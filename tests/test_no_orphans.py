@@ -129,3 +129,84 @@ def test_a_process_the_probe_starts_at_import_neither_stalls_the_audit_nor_outli
         assert _marked(marker) == []
     finally:
         subprocess.run(["pkill", "-f", f"sleep {marker}"])
+
+
+# --- issue 25: probe code that ignores SIGTERM, an inherited ignore of SIGHUP ------------------------------------------
+
+def _hostile_probe(tmp_path, marker: str) -> str:
+    """probe_vadd, but its import ignores SIGTERM and starts a `sleep` (in the loader and in each compile worker)."""
+    src = open(PROBE).read().replace("import os\n", "import os, signal, subprocess\n"
+                                     "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+                                     f"subprocess.Popen(['sleep', '{marker}'])\n", 1)
+    src = src.replace("os.path.dirname(__file__)", repr(os.path.join(ROOT, "tests", "data")))
+    path = tmp_path / "hostile.py"
+    path.write_text(src)
+    return str(path)
+
+
+def test_a_probe_that_ignores_sigterm_does_not_outlive_a_sigkilled_audit(tmp_path):
+    """The workers' parent-death signal is SIGKILL (it cannot be ignored) and the guard (tileprobe/audit/procs.py)
+    ends what probe code started in them: a tester found 7 processes left (2026-12-01)."""
+    (tmp_path / "tmp").mkdir()
+    marker = f"29{os.getpid() % 1000}.25"
+    fake = fake_tileiras(tmp_path, 'if [ "$n" -ge 1 ]; then sleep 296; fi', logged=True)
+    env = {**os.environ, "PYTHONPATH": ROOT, "TMPDIR": str(tmp_path / "tmp")}
+    p = subprocess.Popen([sys.executable, "-m", "tileprobe", "audit", _hostile_probe(tmp_path, marker), "--arch",
+                          "sm_90", "--tileiras", fake, "--no-store", "--no-sass", "-j", "2", "--format", "none",
+                          "--probe-timeout", "120"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True)
+    log = tmp_path / "compiles.log"
+    deadline = time.time() + 240
+    try:
+        while time.time() < deadline and p.poll() is None and not (log.exists()
+                                                                   and len(log.read_text().splitlines()) >= 3):
+            time.sleep(0.2)
+        assert p.poll() is None, p.communicate()[0]
+        time.sleep(0.5)
+        from tileprobe.audit.procs import descendants
+        started = descendants(p.pid)
+        assert _marked(marker), "the probe's sleep should be running in the workers"
+        p.kill()
+        p.communicate(timeout=30)
+        time.sleep(5)
+        assert _alive(started) == [] and _marked(marker) == []
+    finally:
+        if p.poll() is None:
+            p.kill()
+        subprocess.run(["pkill", "-f", f"sleep {marker}"])
+        subprocess.run(["pkill", "-f", "sleep 296"])
+
+
+def test_an_inherited_ignore_of_sighup_stays_ignored(tmp_path):
+    """`nohup tileprobe audit … &`: SIGHUP is ignored when tileprobe starts, and a SIGHUP must not end it."""
+    (tmp_path / "tmp").mkdir()
+    fake = fake_tileiras(tmp_path, 'if [ "$n" -eq 0 ]; then sleep 3; fi', logged=True)
+    p = subprocess.Popen([sys.executable, "-m", "tileprobe", "audit", PROBE, "--arch", "sm_90", "--tileiras", fake,
+                          "--no-store", "--no-sass", "-j", "1", "--format", "none"], cwd=ROOT,
+                         env={**os.environ, "PYTHONPATH": ROOT, "TMPDIR": str(tmp_path / "tmp")},
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    log = tmp_path / "compiles.log"
+    deadline = time.time() + 240
+    while time.time() < deadline and p.poll() is None and not log.exists():
+        time.sleep(0.2)
+    p.send_signal(signal.SIGHUP)
+    out, _ = p.communicate(timeout=300)
+    assert p.returncode == 0 and "4 variants, 0 failed to compile" in out, out
+
+
+def test_every_question_to_a_tool_has_the_one_timeout_and_kills_its_group(tmp_path, monkeypatch):
+    """`tileiras --version` / `--help` asked by the toolchain manager (Ray's release, `--tileiras PATH`) went
+    through subprocess.run(timeout=60) whatever TILEPROBE_TOOL_TIMEOUT_S said, and left the tool's child."""
+    from tileprobe.errors import ToolchainError
+    from tileprobe.toolchain import tileiras_targets, tileiras_version
+    marker = f"28{os.getpid() % 1000}.25"
+    script = tmp_path / "tileiras"
+    script.write_text(f"#!/bin/bash\nsleep {marker} &\nwait\n")
+    script.chmod(0o755)
+    monkeypatch.setenv("TILEPROBE_TOOL_TIMEOUT_S", "1")
+    with pytest.raises(ToolchainError, match=r"--version did not answer within 1 s \(TILEPROBE_TOOL_TIMEOUT_S\)"):
+        tileiras_version(str(script))
+    assert tileiras_targets(str(script)) == []
+    time.sleep(0.5)
+    assert _marked(marker) == []

@@ -352,7 +352,7 @@ def test_existing_schema_1_store_is_migrated(tmp_path):
         c.execute("INSERT INTO audits (created, command_line, n_variants) VALUES ('2026-11-01T00:00:00Z', 'old', 1)")
         c.execute("INSERT INTO audit_compiles VALUES (1, 0, ?, '{}')", (key,))
     with Store.open(path) as store:
-        assert store.schema_version() == SCHEMA_VERSION == 4
+        assert store.schema_version() == SCHEMA_VERSION == 5
         meta = store.meta()
         assert meta["migrated_from"] == "1" and meta["created"] == "2026-11-01T00:00:00.000000Z"
         (old,) = store.records()
@@ -362,6 +362,58 @@ def test_existing_schema_1_store_is_migrated(tmp_path):
         assert store.records()[0].run["median_us"] == 3.0
     with Store.open(path) as store:       # opening again migrates nothing
         assert store.meta()["migrated_from"] == "1"
+
+
+def test_stored_compiles_are_reused_only_for_the_same_compiler_files(tmp_path):
+    """Issue 25: a compiler is what its files are (tc["identity"]); a fake tileiras that prints 13.4.92's version
+    stores its failures against its own files, and the real 13.4.92 does not reuse them (nor its ok rows). Rows of
+    a schema-4 store (no hash) are reused when ok and compiled again when failed."""
+    real, fake_tc = {**TC, "identity": "a" * 64}, {**TC, "identity": "b" * 64}
+    path = tmp_path / "s.sqlite"
+    with Store.open(path) as store:
+        ok, hung = fake(0, "ok"), fake(1, "timeout")
+        store.save_compile(*ok, fake_tc)
+        store.save_compile(*hung, fake_tc)
+        variants = [ok[0].variant, hung[0].variant]
+        assert [r.status for r in store.lookup(variants, fake_tc)[0]] == ["ok", "timeout"]   # its own: reused
+        found, todo = store.lookup(variants, real)
+        assert found == [] and todo == variants                                           # another's: compiled
+        store.save_compile(*fake(1, "ok"), real)                                          # replaces the fake's row
+        found, todo = store.lookup(variants, real)
+        assert [r.status for r in found] == ["ok"] and todo == [ok[0].variant]
+    with sqlite3.connect(path) as c:      # as a schema-4 store held them: no hash
+        c.execute("UPDATE compiles SET tileiras_sha256 = NULL")
+    with Store.open(path) as store:
+        store.save_compile(*fake(2, "compile_error"), {**TC})
+        with sqlite3.connect(path) as c:
+            c.execute("UPDATE compiles SET tileiras_sha256 = NULL")
+        found, todo = store.lookup([ok[0].variant, hung[0].variant, fake(2)[0].variant], real)
+        assert [r.status for r in found] == ["ok", "ok"] and todo == [fake(2)[0].variant]
+
+
+def test_a_schema_4_store_gets_the_compiler_hash_column_and_keeps_its_rows(tmp_path):
+    path = str(tmp_path / "v4.sqlite")
+    with Store.open(path) as store:
+        store.save_compile(*fake(0), TC)
+    with sqlite3.connect(path) as c:      # back to schema 4: no tileiras_sha256 column
+        c.execute("ALTER TABLE compiles DROP COLUMN tileiras_sha256")
+        c.execute("PRAGMA user_version = 4")
+    with Store.open(path) as store:
+        assert store.schema_version() == 5 and store.meta()["migrated_from"] == "4"
+        (rec,) = store.records()
+        assert rec.registers == 32 and rec.ok
+        assert store.lookup([fake(0)[0].variant], {**TC, "identity": "a" * 64})[0][0].registers == 32
+
+
+def test_a_store_with_a_negative_schema_is_refused_and_left_as_it_is(tmp_path):
+    path = str(tmp_path / "neg.sqlite")
+    Store.open(path).close()
+    with sqlite3.connect(path) as c:
+        c.execute("PRAGMA user_version = -1")
+    before = open(path, "rb").read()
+    with pytest.raises(StoreError, match=r"has store schema -1 \(PRAGMA user_version\), which no tileprobe writes"):
+        Store.open(path)
+    assert open(path, "rb").read() == before
 
 
 def test_newer_store_is_refused(tmp_path):

@@ -75,6 +75,7 @@ import json
 import os
 import re
 import stat
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -362,8 +363,13 @@ def write_text(dest: str, text: str) -> None:
     if dest == "-":
         sys.stdout.write(text)
     else:
-        with open(dest, "w", encoding="utf-8") as f:
-            f.write(text)
+        try:
+            with open(dest, "w", encoding="utf-8") as f:
+                f.write(text)
+        except OSError as e:        # a full disk: the message names the file (the CLI says what was kept)
+            if e.filename is None:
+                e.filename = dest
+            raise
 
 
 #: Record fields and the JSON types each may have (None: null allowed). A result file or a bundle is checked against
@@ -413,6 +419,37 @@ def check_fields(i: int, v: Any, doc: str, fix: str = "", required: bool = True)
                                  f"object{tail}")
 
 
+#: Largest result JSON file a command reads, in bytes (issue 25): a 20,000-variant audit with SASS traits is about
+#: 60 MB; a larger file is refused with its size before it is parsed.
+MAX_RESULT_JSON_BYTES = 1 << 30
+
+
+def read_json_file(path: str, what: str = "results", limit_bytes: int = MAX_RESULT_JSON_BYTES) -> Any:
+    """Parse the JSON file ``path`` as tileprobe reads every result file: at most ``limit_bytes``, UTF-8, integers
+    of at most 4,300 digits (Python's limit), nested at most as deep as Python's recursion limit lets the parser go
+    (about 1,000 levels; tileprobe writes 6). Raises :class:`TileprobeError` naming the file and the place (line and
+    column, or byte) for anything else; OSError when it cannot be opened."""
+    size = os.stat(path).st_size
+    if size > limit_bytes:
+        raise TileprobeError(f"{path}: {size:,} bytes, more than the {limit_bytes:,} bytes tileprobe reads as "
+                             f"{what}; is it a tileprobe file?")
+    with open(path, "rb") as f:
+        raw = f.read(limit_bytes + 1)
+    make = "give a file written by `tileprobe audit --json` or `tileprobe run --json`"
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise TileprobeError(f"{path}: not UTF-8 text (byte {e.start:,}); {make}") from None
+    except json.JSONDecodeError as e:
+        raise TileprobeError(f"{path}: not JSON (line {e.lineno}, column {e.colno}: {e.msg}); {make}") from None
+    except RecursionError:
+        raise TileprobeError(f"{path}: nested deeper than the JSON reader goes (about "
+                             f"{sys.getrecursionlimit():,} levels; tileprobe writes 6); {make}") from None
+    except ValueError:               # an integer of more than 4,300 digits
+        raise TileprobeError(f"{path}: holds a number of more than 4,300 digits (Python's limit for reading an "
+                             f"integer): not a tileprobe {what} file; {make}") from None
+
+
 def load(doc_or_path: Any, judge=None, source: str | None = None) -> tuple[list[VariantRecord], dict]:
     """Read an audit/run JSON document (dict or file path) into records and its environment.
 
@@ -431,9 +468,8 @@ def load(doc_or_path: Any, judge=None, source: str | None = None) -> tuple[list[
             if not stat.S_ISREG(os.stat(doc_or_path).st_mode):   # a FIFO or a device would block or never end
                 raise TileprobeError(f"cannot read results {doc_or_path}: not a regular file (a folder, a FIFO or a "
                                      "device); give a file written by `tileprobe audit --json` or `run --json`")
-            with open(doc_or_path, encoding="utf-8") as f:
-                doc = json.load(f)
-        except (OSError, json.JSONDecodeError) as e:
+            doc = read_json_file(doc_or_path, "results")
+        except OSError as e:
             raise TileprobeError(f"cannot read results {doc_or_path}: {e}. Give a file written by "
                                  "`tileprobe audit --json` or `tileprobe run --json`.") from e
     version = doc.get("schema_version") if isinstance(doc, dict) else None

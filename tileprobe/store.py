@@ -61,7 +61,15 @@ tune_candidates (``tune_id``, ``position``) → ``compile_key``, ``config_json``
 =============== ====================================================================================================
 
 Version history: 1 — meta, cubins, compiles, audits, audit_compiles. 2 — runs, indexes for history filters.
-3 — tunes, tune_candidates. 4 — claims.
+3 — tunes, tune_candidates. 4 — claims. 5 — ``compiles.tileiras_sha256`` (issue 25, below).
+
+**Which compiler (issue 25).** The key names the compiler by its build string (what ``--version`` says); each
+compile also stores ``tileiras_sha256``, the hash of the compiler's files
+(:func:`tileprobe.model.toolkit.compiler_identity`: tileiras, its ptxas and libnvvm). A stored compile is reused only
+for a compiler with the same hash: a ``--tileiras`` that prints 13.4.92's version but hangs or crashes stores its
+failures against its own files, and a later audit with the real 13.4.92 compiles those variants again (and
+replaces the rows). Compiles stored before schema 5 (no hash) are reused when ``ok``; their failures are compiled
+again once.
 
 **Claims (issue 15).** Processes that share a store (two audits, an audit and a tune, a Ray driver) never compile
 one variant twice at once: before a variant is handed to a compile worker, its key is claimed in a
@@ -86,7 +94,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 from .errors import StoreError
 from .schema import value_key
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 KEY_VERSION = b"\x01"
 BUSY_TIMEOUT_S = 60.0
 #: Statuses a lookup reuses; other stored statuses are compiled again (see module doc).
@@ -126,6 +134,16 @@ def _lp(*fields: str | bytes) -> bytes:
 
 def _pairs_json(pairs: Iterable) -> str:
     return json.dumps(sorted([str(k), v] for k, v in pairs), default=repr, separators=(",", ":"))
+
+
+def _same_compiler(stored_sha256: str | None, status: str, tc: dict) -> bool:
+    """Whether a stored compile (its compiler's ``tileiras_sha256`` and status) is the answer for compiler ``tc``:
+    the same files (``tc["identity"]``); a compile stored without a hash (before schema 5, or by a caller that
+    gave none) only when ``ok``; any compile when ``tc`` names no identity (a caller that did not resolve it)."""
+    want = tc.get("identity")
+    if not want:
+        return True
+    return stored_sha256 == want if stored_sha256 else status == "ok"
 
 
 def compile_key(variant, build: str, cuda_tile: str) -> str:
@@ -193,7 +211,11 @@ def _migrate_to_4(c: sqlite3.Connection) -> None:
               "claimed REAL NOT NULL, lease_until REAL NOT NULL)")
 
 
-_MIGRATIONS = {1: _migrate_to_1, 2: _migrate_to_2, 3: _migrate_to_3, 4: _migrate_to_4}
+def _migrate_to_5(c: sqlite3.Connection) -> None:
+    c.execute("ALTER TABLE compiles ADD COLUMN tileiras_sha256 TEXT")   # NULL for compiles stored before it
+
+
+_MIGRATIONS = {1: _migrate_to_1, 2: _migrate_to_2, 3: _migrate_to_3, 4: _migrate_to_4, 5: _migrate_to_5}
 
 
 #: What this process has written to results stores so far (every Store): ``compiles`` and ``runs``, counted
@@ -272,6 +294,10 @@ class Store:
         c.execute("PRAGMA synchronous = NORMAL")
 
     def _refuse_newer(self, version: int) -> None:
+        if version < 0:
+            raise StoreError(f"the results store {self.path} has store schema {version} (PRAGMA user_version), which "
+                             "no tileprobe writes: the file is damaged or not a tileprobe store. It was left "
+                             "untouched; pass --store PATH to use another file.")
         if version > SCHEMA_VERSION:
             from ._version import __version__
             raise StoreError(f"the results store {self.path} has store schema {version}, written by a newer "
@@ -401,7 +427,8 @@ class Store:
         """Split ``variants`` into records already stored for compiler ``tc`` and the variants still to compile.
         ``any_status``: every stored record is the answer (a compile another process just made, issue 15).
 
-        ``tc["build"]`` is the tileiras build string. Reused records get the variant's current probe path and
+        ``tc["build"]`` is the tileiras build string, ``tc["identity"]`` the hash of its files: a stored compile of
+        other files is not reused (module doc, "Which compiler"). Reused records get the variant's current probe path and
         name, and no verdicts (the audit judges them with the rest). ``with_sass``: a reused record stored without
         SASS traits gets them from its stored cubin (nvdisasm here, no compile), and the store keeps them.
         Stored failures are reused too (module doc) unless ``retry_failed``.
@@ -413,15 +440,17 @@ class Store:
         keys = list(keyed) + list(legacy.values())
         for i in range(0, len(keys), 500):
             chunk = keys[i:i + 500]
-            sql = f"SELECT key, status, record FROM compiles WHERE key IN ({','.join('?' * len(chunk))})"
-            stored.update((k, (s, r)) for k, s, r in self._query(sql, chunk))
+            sql = (f"SELECT key, status, record, tileiras_sha256 FROM compiles "
+                   f"WHERE key IN ({','.join('?' * len(chunk))})")
+            stored.update((k, (s, r, h)) for k, s, r, h in self._query(sql, chunk))
         found, todo = [], []
         for key, v in keyed.items():
             hit = stored.get(key)
             if hit is None and legacy.get(key) in stored:   # a store written before issue 27's key
                 key = legacy[key]
                 hit = stored[key]
-            if hit is None or (not any_status and (hit[0] not in REUSED_STATUSES or (retry_failed and hit[0] != "ok"))):
+            if hit is None or not _same_compiler(hit[2], hit[0], tc) or (
+                    not any_status and (hit[0] not in REUSED_STATUSES or (retry_failed and hit[0] != "ok"))):
                 todo.append(v)
                 continue
             rec = VariantRecord.from_dict(json.loads(hit[1]))
@@ -465,6 +494,7 @@ class Store:
                                                         sqlite3.Binary(res.cubin), now()))
             c.execute(f"INSERT OR REPLACE INTO compiles ({', '.join(_COMPILE_COLUMNS)}) "
                       f"VALUES ({', '.join('?' * len(_COMPILE_COLUMNS))})", row)
+            c.execute("UPDATE compiles SET tileiras_sha256 = ? WHERE key = ?", (tc.get("identity"), key))
             c.execute("DELETE FROM claims WHERE key = ?", (key,))
         _SAVED["compiles"] += 1
         self._remember(rec, key)

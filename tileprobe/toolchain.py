@@ -240,9 +240,12 @@ def tileiras_version(tileiras: str, env: Mapping[str, str] | None = None) -> tup
     Raises:
         ToolchainError: it does not run, or prints no ``V<major>.<minor>.<patch>``.
     """
-    try:
-        proc = subprocess.run([tileiras, "--version"], capture_output=True, text=True, timeout=60,
-                              env=compiler_env(env))
+    from .model.toolkit import run_tool, tool_timeout_s
+    try:     # its own process group, TILEPROBE_TOOL_TIMEOUT_S, the group killed after (issue 25)
+        proc = run_tool([tileiras, "--version"], compiler_env(env))
+    except subprocess.TimeoutExpired:
+        raise ToolchainError(f"{tileiras} --version did not answer within {tool_timeout_s():g} s "
+                             "(TILEPROBE_TOOL_TIMEOUT_S); it was stopped. Run `tileprobe doctor`.") from None
     except (OSError, subprocess.SubprocessError) as e:
         raise ToolchainError(f"{tileiras} --version failed ({e}); run `tileprobe doctor`.") from e
     m = _RELEASE_RE.search(proc.stdout)
@@ -255,9 +258,9 @@ def tileiras_version(tileiras: str, env: Mapping[str, str] | None = None) -> tup
 
 def tileiras_targets(tileiras: str, env: Mapping[str, str] | None = None) -> list[str]:
     """Targets a tileiras accepts per its ``--help`` (13.3.36: sm_80 … sm_121 without sm_107); [] if it fails."""
+    from .model.toolkit import run_tool
     try:
-        proc = subprocess.run([tileiras, "--help"], capture_output=True, text=True, timeout=60,
-                              env=compiler_env(env))
+        proc = run_tool([tileiras, "--help"], compiler_env(env))
     except (OSError, subprocess.SubprocessError):
         return []
     return parse_targets(proc.stdout)
@@ -404,8 +407,11 @@ def _verify(stage: Path, pins: Mapping[str, str]) -> str:
     if version != pins[TILEIRAS_PKG]:
         raise ToolchainError(f"the {TILEIRAS_PKG} {pins[TILEIRAS_PKG]} wheel holds tileiras {version}")
     ptxas = stage / "bin" / f"ptxas{_EXE}"
-    proc = subprocess.run([str(ptxas), "--version"], capture_output=True, text=True, timeout=60,
-                          env=compiler_env())
+    from .model.toolkit import run_tool
+    try:
+        proc = run_tool([str(ptxas), "--version"], compiler_env())
+    except (OSError, subprocess.SubprocessError) as e:
+        raise ToolchainError(f"{ptxas} --version failed ({e})") from e
     if f"V{pins[NVCC_PKG]}" not in proc.stdout:
         raise ToolchainError(f"{ptxas} --version does not say V{pins[NVCC_PKG]}: {proc.stdout.strip()[-200:]!r}")
     if os.name != "nt" and not (stage / "lib" / "libnvvm.so.4").is_file():

@@ -127,10 +127,14 @@ def make_evaluator(probe: str, arch: str, where: dict, prop: str, jobs: int | No
 
     ``evaluate`` raises TileprobeError when the property cannot be checked at a release (no stored run)."""
     from .gate import _check_where_names, audit_selected, check, parse_expectation, select
-    from ..audit.probe import load_probes
+    from ..audit.contained import load_plans
+    from ..errors import ProbeError
     from ..toolchain import NVCC_PKG, NVVM_PKG, TILEIRAS_PKG, resolve_toolchain
     parse_expectation(prop)  # fail early on a malformed property
-    _check_where_names(where, load_probes(probe))  # and on a --where naming nothing
+    plans, errors = load_plans([probe], [arch])    # probe code runs contained, never in this process (issue 25)
+    if not plans:
+        raise ProbeError(errors[0] if errors else f"{probe}: no probe loaded")
+    _check_where_names(where, plans)  # and on a --where naming nothing
 
     def evaluate(version: str) -> Step:
         tc = resolve_toolchain(version, auto_install=True)

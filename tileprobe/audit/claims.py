@@ -62,8 +62,9 @@ class Claims:
                     free.append(v)
                     del self.waiting[key]
             if stored:
-                records, _ = self.store.lookup(stored, self.tc, any_status=True)
+                records, other = self.store.lookup(stored, self.tc, any_status=True)
                 found(records)
+                free.extend(other)     # stored by another compiler with the same build string: compiled here
             if free:
                 self.taken_over += len(free)
                 compile_(free)

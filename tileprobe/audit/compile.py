@@ -107,6 +107,48 @@ class CompileResult:
         return self
 
 
+#: Largest cubin a compile may give, in bytes (the cubin reader's limit for inflated sections,
+#: :data:`tileprobe.model.cubin.MAX_INFLATED_BYTES`, is the same 64 MiB): the largest cubin tileprobe's field notes
+#: record is a few MB; a bigger file is refused, not stored.
+MAX_CUBIN_BYTES = 64 << 20
+
+#: CompileResult fields a worker sends back (the variant is the parent's own; it is not sent).
+_RESULT_FIELDS = ("status", "tileiras", "tileiras_path", "cuda_tile", "symbol", "signature", "effective_hints",
+                  "cubin", "sass", "remarks", "error", "repro", "compile_s", "export_s", "total_s", "artifact_dir",
+                  "failure", "message", "fix")
+_RESULT_TYPES = {"signature": (list,), "effective_hints": (dict,), "cubin": (bytes, type(None)),
+                 "sass": (dict, type(None)), "compile_s": (float, int), "export_s": (float, int),
+                 "total_s": (float, int), "artifact_dir": (str, type(None)), "failure": (str, type(None))}
+
+
+def result_data(res: "CompileResult") -> dict:
+    """What a worker sends back of ``res``: its fields but the variant, as data for
+    :mod:`tileprobe.audit.wire`. A field that is not data (a constant in the signature that is an object of the
+    probe's class) makes it the variant's ``probe_error`` naming the value and the fix."""
+    from . import wire
+    data = {name: getattr(res, name) for name in _RESULT_FIELDS}
+    try:
+        wire.encode(data, "the result")
+    except wire.NotData as e:
+        text = f"{res.variant.probe_path}: args() gave a launch argument that is not data: {e}"
+        data.update(status="probe_error", failure="probe_error", error=text, message=text, cubin=None, sass=None,
+                    signature=[], effective_hints={}, fix=f"fix args() in {res.variant.probe_path}: {e.fix}")
+    return data
+
+
+def result_from_data(data, variant: "Variant") -> "CompileResult":
+    """The :class:`CompileResult` of ``variant`` from a worker's :func:`result_data`, read as data: every field
+    checked for its type. Raises ValueError for a dict of another shape."""
+    if type(data) is not dict or set(data) != set(_RESULT_FIELDS):
+        raise ValueError(f"a compile result with fields {sorted(data) if type(data) is dict else type(data)}")
+    for name, value in data.items():
+        if type(value) not in _RESULT_TYPES.get(name, (str,)):
+            raise ValueError(f"a compile result whose {name} is a {type(value).__name__}")
+    if data["cubin"] is not None and len(data["cubin"]) > MAX_CUBIN_BYTES:
+        raise ValueError(f"a cubin of {len(data['cubin']):,} bytes, over the limit of {MAX_CUBIN_BYTES:,}")
+    return CompileResult(variant, **data)
+
+
 # --- worker side ---------------------------------------------------------------------------------------
 
 _WORKER: dict[str, Any] = {}
@@ -204,6 +246,7 @@ def compile_one(variant: Variant) -> CompileResult:
         mark_phase(root, None)
         res.total_s = time.perf_counter() - t0
         return res
+    _undo_probe_state()
     mark_phase(root, "compile")
     _compile_cubin(kernel, sig, variant, res, probe.timeout_s)
     mark_phase(root, None)
@@ -212,6 +255,20 @@ def compile_one(variant: Variant) -> CompileResult:
         res.sass = sass_summary(res.cubin, res.symbol)
     res.total_s = time.perf_counter() - t0
     return res
+
+
+def _undo_probe_state() -> None:
+    """Before compiling (issue 25): disarm the timers probe code may have armed (``signal.alarm``,
+    ``signal.setitimer``: their signal would end the worker mid-compile and read as a compiler crash) and make the
+    worker's temp folder again if probe code removed it (``shutil.rmtree(tempfile.gettempdir())``)."""
+    import signal
+    for timer in (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF):
+        try:
+            signal.setitimer(timer, 0)
+        except (OSError, ValueError):
+            pass
+    if _WORKER.get("tmp"):
+        os.makedirs(_WORKER["tmp"], exist_ok=True)
 
 
 def _probe_failed(res: CompileResult, e: BaseException, phase: str) -> None:
@@ -243,13 +300,29 @@ def _compile_cubin(kernel, sig, variant: Variant, res: CompileResult, timeout_s:
     failed = None
     try:
         export_kernel(kernel, [sig], out, gpu_code=variant.arch, output_format="cubin")
+        size = os.path.getsize(out)
+        if size > MAX_CUBIN_BYTES:
+            raise CubinTooLarge(size)
         with open(out, "rb") as f:
-            res.cubin = f.read()
+            res.cubin = f.read(MAX_CUBIN_BYTES + 1)
+        if len(res.cubin) > MAX_CUBIN_BYTES:    # grew while read
+            res.cubin, failed = None, CubinTooLarge(len(res.cubin))
     except Exception as e:
         failed = e
     res.export_s = time.perf_counter() - t0
     calls = _cutile.take_compiler_calls()
-    if failed is not None:
+    if failed is not None and not os.path.isdir(vdir):   # removed under the compile: not by tileiras or tileprobe
+        text = (f"the variant's temp folder {vdir} was removed while it compiled (neither tileiras nor tileprobe "
+                "removes it: probe code running in the worker, e.g. a thread it started?)")
+        res.status = res.failure = "probe_error"
+        res.error = res.message = text
+        res.fix = f"check what {variant.probe_path} starts at import: it must leave tileprobe's temp folders alone"
+        failed = None
+    if isinstance(failed, CubinTooLarge):
+        res.status = res.failure = "compile_error"
+        res.error = res.message = str(failed)
+        res.fix = "a cubin this large is not read or stored; check the kernel (an unrolled loop?) or the compiler"
+    elif failed is not None:
         from .failure import classify
         env = calls[-1].cuda_env if calls else None
         res.fail(classify(failed, tileiras=res.tileiras_path, build=res.tileiras, compiler_env=env,
@@ -267,6 +340,14 @@ def _compile_cubin(kernel, sig, variant: Variant, res: CompileResult, timeout_s:
         shutil.rmtree(vdir, ignore_errors=True)
     else:
         _keep_artifacts(vdir, res)
+
+
+class CubinTooLarge(Exception):
+    """The compiler wrote a cubin larger than :data:`MAX_CUBIN_BYTES` (refused, not read)."""
+
+    def __init__(self, size: int):
+        super().__init__(f"the compiler wrote a cubin of {size:,} bytes, more than the limit of {MAX_CUBIN_BYTES:,} "
+                         "bytes for one cubin (64 MiB); it was refused, not read or stored")
 
 
 def _keep_artifacts(vdir: str, res: CompileResult) -> None:

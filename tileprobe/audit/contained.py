@@ -5,8 +5,10 @@ Whatever the probe does there becomes that probe's error, and the other probes g
 in the probe file and Python's "did you mean"), ``sys.exit(7)``, ``os._exit(5)``, a ``KeyboardInterrupt`` it raises
 itself, an endless loop (no result within ``timeout_s`` of the last step: the child's process group is killed),
 more than :data:`OUTPUT_LIMIT_BYTES` of output, a crash of the interpreter. The parent receives, per file, a
-:class:`FileReport`: one picklable :class:`ProbePlan` per probe (what planning needs: names, grids, hashes, the
+:class:`FileReport`: one :class:`ProbePlan` per probe (what planning needs: names, grids, hashes, the
 variants to leave out because their hints or ``args`` failed) and each error once, however many variants it hits.
+It arrives as data (:mod:`tileprobe.audit.wire`: JSON, never a pickle): a case value that is not data (an ``Enum``
+member, an object of the probe's own class) is that probe's error, with the fix, and is never unpickled here.
 
 The compile workers import the probe again to compile (they hold the kernel); they guard probe code the same way
 (:func:`tileprobe.audit.probe.probe_code_guard`) and a worker that dies or hangs is replaced
@@ -25,7 +27,7 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from multiprocessing.connection import Connection, wait
 from typing import Any, Callable, Sequence
 
@@ -44,7 +46,7 @@ OUTPUT_SHOWN_BYTES = 4096
 
 @dataclass
 class ProbePlan:
-    """What the parent needs of one probe, without its code (picklable).
+    """What the parent needs of one probe, without its code (data only: :mod:`tileprobe.audit.wire`).
 
     ``cases`` / ``hints``: name → values, as in :class:`~tileprobe.audit.probe.Probe`. ``skip``: variants to leave out
     because their hints or ``args`` failed in the loader, as (case index | None, hint index | None, arch | None)
@@ -116,6 +118,7 @@ class FileReport:
     output_bytes: int = 0         # all it printed (``output`` keeps the first OUTPUT_SHOWN_BYTES)
     default_tileiras: str = ""    # the tileiras cuTile picks here (the parent never imports cuTile itself)
     default_tileiras_error: str = ""
+    data: Any = None              # what a task (run_probe_tasks) returned, as data
 
 
 def _cross(grid) -> list[dict]:
@@ -289,6 +292,10 @@ def _plan(p, targets, max_variants: int, stage, errors: list[str], num_sms: int 
     plan = ProbePlan(p.source, p.index, p.label, dict(p.cases), dict(p.hints), tuple(p.archs) if p.archs else None,
                      dict(p.knobs), p.timeout_s, digest, args_context=p.args_context, num_sms=num_sms,
                      kernel_sha256=kernel_digest)
+    not_data = plan_not_data(plan)
+    if not_data is not None:     # an Enum, an object of the probe's class: it would have to be unpickled by tileprobe
+        errors.append(str(ProbeError(f"{where}: {not_data} (not compiled)", p.source, p.lineno)))
+        return None
     mine = plan.targets(targets)
     plan.n_variants = _grid_size(p.cases) * _grid_size(p.hints) * len(mine)
     if plan.n_variants > max_variants:
@@ -303,6 +310,18 @@ def _plan(p, targets, max_variants: int, stage, errors: list[str], num_sms: int 
                           if not plan.skipped(ci, hi, t))
     errors.extend(fails.messages({"case": _grid_size(p.cases), "hints": _grid_size(p.hints)}))
     return plan
+
+
+def plan_not_data(plan: ProbePlan) -> str | None:
+    """Why ``plan`` cannot cross to the tileprobe process as data (:mod:`tileprobe.audit.wire`): the first case or
+    hint value (or name, arch, knob) that is not data, its place and the fix; None when it can."""
+    from . import wire
+    try:
+        for name in ("cases", "hints", "knobs", "archs", "label", "timeout_s"):
+            wire.encode(getattr(plan, name), name)
+    except wire.NotData as e:
+        return str(e)
+    return None
 
 
 def _try_hints(p, kernel, where, stage, fails: _Failures, skip: set) -> dict:
@@ -361,6 +380,7 @@ def child_main() -> None:
     """Entry of the loader child: ``python -c … FD JOB``; sends ("stage", text) messages and one ("report",
     FileReport) on the connection FD, then exits without running the probe's atexit handlers."""
     from .procs import die_with_parent
+    from . import wire
     fd, job = int(sys.argv[1]), json.loads(sys.argv[2])
     die_with_parent(signal.SIGKILL, job["parent"])
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -374,26 +394,89 @@ def child_main() -> None:
     if job["find_compiler"]:     # before any probe code; cuTile's lookup reads package metadata (seconds when busy)
         try:
             from . import _cutile
-            conn.send(("compiler", (_cutile.current_compiler(), "")))
+            wire.send(conn, ("compiler", (str(_cutile.current_compiler()), "")))
         except Exception as e:   # noqa: BLE001 — no tileiras: the audit says so for the default compiler
-            conn.send(("compiler", ("", str(e))))
+            wire.send(conn, ("compiler", ("", str(e))))
+    stage = lambda t: wire.send(conn, ("stage", str(t)))   # noqa: E731
     try:
-        report = check_file(job["path"], job["targets"], job["max_variants"], lambda t: conn.send(("stage", t)),
-                            job.get("cases"), job.get("hints"), job.get("num_sms"))
+        report = (_run_task(job, stage) if job.get("task") else
+                  check_file(job["path"], job["targets"], job["max_variants"], stage, job.get("cases"),
+                             job.get("hints"), job.get("num_sms")))
     except BaseException as e:   # noqa: B036 — a tileprobe bug: still this file's error, not the audit's
         from .probe import describe_exception
         report = FileReport(os.path.abspath(job["path"]), errors=[f"{job['path']}: loading failed inside tileprobe: "
                                                                   f"{describe_exception(e)}"])
-    try:
-        conn.send(("report", report))
-    except Exception as e:   # unpicklable case or hint values
-        conn.send(("report", FileReport(report.path, errors=[
-            f"{report.path}: its cases or hints hold values that cannot be sent to the compile workers ({e}); "
-            "use plain values (numbers, strings, tuples)"])))
+    try:   # data only (tileprobe.audit.wire): the parent never unpickles what probe code made
+        wire.send(conn, ("report", report_data(report)), "the probe file's report")
+    except (wire.NotData, wire.WireError) as e:   # values _plan did not see (printed output, error texts)
+        wire.send(conn, ("report", report_data(FileReport(report.path, errors=[
+            f"{report.path}: its report cannot be sent to tileprobe as data ({e})"]))))
     with contextlib.suppress(Exception):
         sys.stdout.flush()
         sys.stderr.flush()
     real_exit(0)
+
+
+def _run_task(job: dict, stage: Callable[[str], None]) -> FileReport:
+    """In the loader child: run tileprobe's function ``job["task"]`` (``"tileprobe.mod:name"``) as
+    ``fn(path, stage, **args)`` with the arguments in the file ``job["task_args"]`` (a :mod:`tileprobe.audit.wire`
+    message); it returns (data, errors) and guards the probe code it runs itself."""
+    import importlib
+    from . import wire
+    module, _, name = job["task"].partition(":")
+    if not module.startswith("tileprobe."):
+        raise ValueError(f"not a tileprobe task: {job['task']!r}")
+    with open(job["task_args"], "rb") as f:
+        args = wire.loads(f.read())
+    data, errors = getattr(importlib.import_module(module), name)(job["path"], stage, **args)
+    return FileReport(os.path.abspath(job["path"]), errors=list(errors), data=data)
+
+
+def run_probe_tasks(paths: Sequence[str], task: str, task_args: Sequence[dict], *, timeout_s: float = PROBE_TIMEOUT_S,
+                    jobs: int | None = None) -> list[FileReport]:
+    """Run tileprobe's function ``task`` on each probe file in a contained loader child, as the audit loads probes
+    (its timeouts per stage, output limit, crashes and exits as the file's errors). ``task_args``: one dict of data
+    per path. Returns one :class:`FileReport` per path, its ``data`` what the task returned (None when it failed:
+    then ``errors`` says why)."""
+    from .procs import owned_tempdir
+    with owned_tempdir("load") as tmp:
+        return load_probe_files(paths, (), tmp_root=tmp, jobs=jobs, timeout_s=timeout_s,
+                                task=(task, list(task_args)))
+
+
+def report_data(report: FileReport) -> dict:
+    """``report`` as a dict of data for :mod:`tileprobe.audit.wire` (its plans as dicts too)."""
+    out = {f.name: getattr(report, f.name) for f in fields(FileReport)}
+    out["plans"] = [{f.name: getattr(p, f.name) for f in fields(ProbePlan)} for p in report.plans]
+    return out
+
+
+def report_from_data(data: Any, path: str) -> FileReport:
+    """The :class:`FileReport` of :func:`report_data`'s dict, read as data. Raises :class:`~tileprobe.audit.wire.
+    WireError` for a dict of another shape (fields missing, extra or of the wrong type)."""
+    from . import wire
+    try:
+        rep = _typed(FileReport, {**data, "plans": []})
+        rep.plans = [_typed(ProbePlan, p) for p in data["plans"]]
+    except (TypeError, KeyError, AttributeError) as e:
+        raise wire.WireError(f"{path}: the loader's report has the wrong shape ({e})") from None
+    return rep
+
+
+_FIELD_TYPES = {"str": str, "int": int, "bool": bool, "dict": dict, "list": list, "frozenset": frozenset}
+
+
+def _typed(cls, data: dict):
+    """``cls(**data)`` after checking that ``data`` names exactly ``cls``'s fields and that each simple field (str,
+    int, bool, dict, list, frozenset by its annotation) holds that type. Raises TypeError."""
+    names = {f.name for f in fields(cls)}
+    if type(data) is not dict or set(data) != names:
+        raise TypeError(f"{cls.__name__} fields {sorted(data) if type(data) is dict else type(data).__name__}")
+    for f in fields(cls):
+        want = _FIELD_TYPES.get(str(f.type).split("[")[0])
+        if want is not None and type(data[f.name]) is not want:
+            raise TypeError(f"{cls.__name__}.{f.name} is a {type(data[f.name]).__name__}")
+    return cls(**data)
 
 
 def load_plans(paths: Sequence[str], targets: Sequence[str] = (), *,
@@ -416,13 +499,19 @@ class _Loader:
     """One loader child for one probe file, as the parent sees it."""
 
     def __init__(self, path: str, targets, max_variants: int, timeout_s: float, tmp_root: str,
-                 find_compiler: bool = False, overrides: tuple = (None, None), num_sms: int | None = None):
+                 find_compiler: bool = False, overrides: tuple = (None, None), task: tuple | None = None,
+                 num_sms: int | None = None):
         import tempfile
+        from . import wire
         r, w = os.pipe()
         tmp = tempfile.mkdtemp(prefix="load-", dir=tmp_root)
         job = {"path": path, "targets": list(targets), "max_variants": max_variants, "parent": os.getpid(),
                "find_compiler": find_compiler, "cases": overrides[0], "hints": overrides[1], "num_sms": num_sms,
                "sys_path": [os.path.abspath(p) if p else os.getcwd() for p in sys.path], "tmp": tmp}
+        if task is not None:      # (function, its arguments): in a file, not on the command line (no size limit)
+            job["task"], job["task_args"] = task[0], os.path.join(tmp, "task.json")
+            with open(job["task_args"], "wb") as f:
+                f.write(wire.dumps(task[1], "the task's arguments"))
         env = dict(os.environ)
         pkg_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env["PYTHONPATH"] = os.pathsep.join([pkg_root, *filter(None, [env.get("PYTHONPATH")])])
@@ -432,6 +521,8 @@ class _Loader:
                                          start_new_session=True, env=env)
         finally:
             os.close(w)
+        from .procs import guard
+        guard(self.proc.pid)      # ended with its group even if tileprobe is SIGKILLed (issue 25)
         self.path, self.timeout_s = path, timeout_s
         self.msgs: Connection | None = Connection(r, writable=False)
         self.out_fd: int | None = self.proc.stdout.fileno()
@@ -454,17 +545,23 @@ class _Loader:
                 self.error = (f"{self.path}: printed more than {OUTPUT_LIMIT_BYTES:,} bytes while {self.stage} and was "
                               f"stopped; remove the prints (first line: {self._first_line()!r})")
         if self.msgs is not None and self.msgs in ready:
+            from . import wire
             try:
-                kind, payload = self.msgs.recv()
+                kind, payload = wire.recv(self.msgs)   # data only: nothing the child sends is unpickled
+                if kind == "stage" and type(payload) is str:
+                    self.stage, self.deadline = payload, time.monotonic() + self.timeout_s
+                elif kind == "compiler" and len(payload) == 2 and all(type(x) is str for x in payload):
+                    self.compiler = tuple(payload)
+                elif kind == "report":
+                    self.report = report_from_data(payload, self.path)
+                else:
+                    raise wire.WireError(f"an unexpected message {kind!r}")
             except (EOFError, OSError):
                 self.msgs = None
-                return
-            if kind == "stage":
-                self.stage, self.deadline = payload, time.monotonic() + self.timeout_s
-            elif kind == "compiler":
-                self.compiler = payload
-            else:
-                self.report = payload
+            except (wire.WireError, TypeError, ValueError) as e:
+                self.msgs = None
+                self.error = (f"{self.path}: the process loading it sent something that is not a loader's message "
+                              f"({e}); it was stopped")
 
     def _take(self, data: bytes) -> None:
         """Count output ``data`` and keep it while the head is under :data:`OUTPUT_SHOWN_BYTES`."""
@@ -506,9 +603,11 @@ class _Loader:
         """The report (after :attr:`finished` or a timeout); kills the child and its process group."""
         from ..schema import exit_text
         timed_out = not self.finished
+        from .procs import unguard
         self._drain()
         self.kill()
         status = self.proc.wait()
+        unguard(self.proc.pid)
         if timed_out:
             report = FileReport(self.path, errors=[f"{self.path}: {self.stage} did not return within "
                                                    f"{self.timeout_s:.0f} s and was stopped (an endless loop? a slow "
@@ -528,13 +627,15 @@ class _Loader:
 def load_probe_files(paths: Sequence[str], targets: Sequence[str], *, tmp_root: str, jobs: int | None = None,
                      timeout_s: float = PROBE_TIMEOUT_S, max_variants: int = 10**9,
                      find_compiler: bool = False, cases: dict | None = None,
-                     hints: dict | None = None, num_sms: int | None = None) -> list[FileReport]:
+                     hints: dict | None = None, task: tuple | None = None,
+                     num_sms: int | None = None) -> list[FileReport]:
     """Load each probe file in its own child (``jobs`` at a time) and return one :class:`FileReport` per path, in
     order. ``timeout_s``: seconds each step of probe code may take; ``max_variants``: a probe whose grid is larger
     is not tried (its plan says ``evaluated=False``); ``find_compiler``: the first child also reports the tileiras
     cuTile would pick (``default_tileiras``), before it runs probe code; ``cases`` / ``hints``: ``--case`` /
-    ``--hint`` overrides, ``num_sms`` the SM count for ``args`` (:func:`check_file`). Ctrl-C stops the children and
-    propagates."""
+    ``--hint`` overrides, ``num_sms`` the SM count for ``args`` (:func:`check_file`); ``task``: (tileprobe
+    function, one argument dict per path) to run instead of :func:`check_file` (:func:`run_probe_tasks`). Ctrl-C
+    stops the children and propagates."""
     from .compile import default_jobs
     jobs = max(1, jobs or default_jobs())
     todo = list(enumerate(paths))
@@ -545,7 +646,7 @@ def load_probe_files(paths: Sequence[str], targets: Sequence[str], *, tmp_root: 
             while todo and len(running) < jobs:
                 i, path = todo.pop(0)
                 running[i] = _Loader(path, targets, max_variants, timeout_s, tmp_root, find_compiler and i == 0,
-                                     (cases, hints), num_sms)
+                                     (cases, hints), None if task is None else (task[0], task[1][i]), num_sms)
             soonest = min(l.deadline for l in running.values())
             ready = wait([w for l in running.values() for w in l.waitables()],
                          timeout=min(max(0.0, soonest - time.monotonic()), 0.5))
@@ -558,4 +659,6 @@ def load_probe_files(paths: Sequence[str], targets: Sequence[str], *, tmp_root: 
         for loader in running.values():
             loader.kill()
             loader.proc.wait()
+            from .procs import unguard
+            unguard(loader.proc.pid)
     return reports

@@ -197,6 +197,12 @@ def mark_phase(root: str | None, phase: str | None) -> None:
         pass
 
 
+#: Signals that end a compile worker only when probe code armed or sent them (issue 25): tileprobe stops workers with
+#: SIGKILL (and SIGTERM when the audit itself dies); a compiler runs in its own process group and cannot arm the
+#: worker's timers; a crash of cuTile's extension is SIGSEGV, SIGBUS or SIGABRT.
+PROBE_SIGNALS = ("SIGALRM", "SIGVTALRM", "SIGPROF", "SIGUSR1", "SIGUSR2")
+
+
 def dead_worker(variant, root: str | None, pid: int | None, how: str = "") -> Failure:
     """The failure of ``variant`` when its compile worker process (id ``pid``) died (it compiles one variant at a
     time, so that variant killed it): what the worker was doing, from its phase file (:func:`mark_phase`); ``how``
@@ -209,6 +215,15 @@ def dead_worker(variant, root: str | None, pid: int | None, how: str = "") -> Fa
         except OSError:
             pass
     ended = f", {how}," if how else ""
+    armed = next((s for s in PROBE_SIGNALS if f"{s} " in f"{how} " or f"{s})" in how), None)
+    if armed:      # issue 25: neither tileprobe nor a compiler sends it to the worker; the probe's timer did
+        doing = PHASES.get(phase, phase or "between variants")
+        return _make(PROBE_ERROR, [f"the compile worker ended{ended} while {doing}: {armed} is a signal only the "
+                                   "probe's own code arms (signal.alarm, signal.setitimer, os.kill); tileprobe and "
+                                   "the compiler never send it"],
+                     f"the compile worker died{ended} while {doing}; a new worker took the next variant",
+                     f"remove the timer or signal from {variant.probe_path} (tileprobe bounds each step itself: "
+                     "--probe-timeout, --timeout)")
     if phase is None:
         return _make(BROKEN_ENVIRONMENT, ["the compile worker process died before it started this variant (while "
                                           "setting up cuTile and the compiler)"],

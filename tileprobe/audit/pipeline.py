@@ -139,13 +139,16 @@ def record_from(res: CompileResult) -> VariantRecord:
 
 
 def resolve_compiler(tc: dict) -> dict:
-    """Fill a toolchain dict's ``tileiras`` path (default: the one cuTile would pick), ``build`` string and
-    ``targets`` (what its ``--help`` lists; asked once per toolchain, ``[]`` when unknown)."""
+    """Fill a toolchain dict's ``tileiras`` path (default: the one cuTile would pick), ``build`` string, ``identity``
+    (:func:`tileprobe.model.toolkit.compiler_identity`: the hash of its files; stored failures are reused only for
+    the same identity) and ``targets`` (what its ``--help`` lists; asked once per toolchain, ``[]`` when unknown)."""
     from . import _cutile
     tc = dict(tc)
     if not tc.get("tileiras"):
         tc["tileiras"] = _cutile.current_compiler()
     tc["build"] = _cutile.tileiras_build(tc["tileiras"])
+    from ..model.toolkit import compiler_identity      # what the compiler is (its files' hash): issue 25
+    tc["identity"] = compiler_identity(tc["tileiras"])
     if "targets" not in tc:
         tc["targets"] = _cutile.tileiras_targets(tc["tileiras"])
     return tc

@@ -37,13 +37,15 @@ def worker_main(conn, initargs: tuple, parent_pid: int) -> None:
     """A compile worker: set up (:func:`tileprobe.audit.compile._init_worker`), say ("ready", info) or
     ("init_error", text), then answer each variant received with ("result", CompileResult) until None or
     end-of-file (the parent is gone)."""
-    from .compile import _init_worker, compile_one
-    from .procs import die_with_parent, on_parent_death
+    from . import wire
+    from .compile import _init_worker, compile_one, result_data
+    from .procs import die_with_parent
     import tempfile
     tempfile.tempdir = initargs[3]                 # before cuTile's import makes its own temp folder (kept on a kill)
-    on_parent_death(signal.SIGTERM)
-    die_with_parent(signal.SIGTERM, parent_pid)
-    os.setsid()                                    # terminal signals are the parent's; it stops us
+    die_with_parent(signal.SIGKILL, parent_pid)    # not SIGTERM: probe code could ignore it (issue 25); the compilers
+    os.setsid()                                    # die with us (their own parent-death signal), the parent's guard
+    #                                                ends what probe code started (procs.guard); terminal signals are
+    #                                                the parent's, it stops us
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     devnull = os.open(os.devnull, os.O_WRONLY)     # what probe code prints does not reach the terminal
     os.dup2(devnull, 1)
@@ -51,18 +53,18 @@ def worker_main(conn, initargs: tuple, parent_pid: int) -> None:
     try:
         info = _init_worker(*initargs)
     except BaseException as e:   # noqa: B036
-        conn.send(("init_error", str(e) or type(e).__name__))
+        wire.send(conn, ("init_error", str(e) or type(e).__name__))
         return
-    conn.send(("ready", info))
+    wire.send(conn, ("ready", info))
     try:
-        while True:
+        while True:   # the parent sends variants (its own objects); we send back data only (tileprobe.audit.wire)
             try:
                 variant = conn.recv()
             except (EOFError, OSError):
                 return
             if variant is None:
                 return
-            conn.send(("result", compile_one(variant)))
+            wire.send(conn, ("result", result_data(compile_one(variant))), "the compile result")
     finally:   # what probe code started (a Popen at import) and left running ends with the worker
         from .procs import kill_tree
         kill_tree(os.getpid(), include_self=False)
@@ -103,6 +105,8 @@ class WorkerPool:
         p = self.ctx.Process(target=worker_main, args=(child_end, self.initargs, os.getpid()), daemon=True)
         with _no_main_reimport():
             p.start()
+        from .procs import guard
+        guard(p.pid)
         child_end.close()
         self.started += 1
         return _Worker(p, parent_end)
@@ -155,10 +159,18 @@ class WorkerPool:
             busy[w.conn] = w
 
     def _receive(self, w: _Worker, busy: dict, idle: list) -> list[CompileResult]:
+        from . import wire
+        from .compile import result_from_data
         try:
-            kind, payload = w.conn.recv()
+            kind, payload = wire.recv(w.conn)      # data only: nothing a worker (probe code ran there) sends is unpickled
+            if kind == "result":
+                payload = result_from_data(payload, w.variant)
+            elif kind not in ("init_error", "ready") or (kind == "init_error" and type(payload) is not str):
+                raise wire.WireError(f"an unexpected message {kind!r}")
         except (EOFError, OSError):
             return [self._dead(w)]
+        except (wire.WireError, ValueError, TypeError) as e:
+            return [self._garbled(w, str(e))]
         if kind == "init_error":
             self._kill(w)
             raise ToolchainError(f"the compile workers cannot start: {payload}")
@@ -183,6 +195,17 @@ class WorkerPool:
         failure = dead_worker(w.variant, self.initargs[3], w.process.pid, status)
         return CompileResult(w.variant, "compiler_crash").fail(failure)
 
+    def _garbled(self, w: _Worker, why: str) -> CompileResult:
+        """A worker sent something that is not a worker's message (probe code in it may have replaced tileprobe's
+        own functions): it is killed and its variant is a ``probe_error``, not the compiler's failure."""
+        self._kill(w)
+        if not w.ready:
+            raise ToolchainError(f"a compile worker sent a message that is not one while starting ({why})")
+        text = (f"the compile worker sent back something that is not a compile result ({why}); probe code in it may "
+                "have changed tileprobe's own code; the worker was stopped and a new one takes the next variant")
+        return CompileResult(w.variant, "probe_error", error=text, failure="probe_error", message=text,
+                             fix=f"check what {w.variant.probe_path} does at import and in args()")
+
     def _stop_stuck(self, w: _Worker) -> CompileResult:
         self._kill(w)
         return CompileResult(w.variant, "timeout",
@@ -191,10 +214,14 @@ class WorkerPool:
 
     @staticmethod
     def _kill(w: _Worker) -> None:
-        from .procs import kill_tree
+        from .procs import kill_tree, unguard
         if w.process.pid is not None:
             kill_tree(w.process.pid)
+            with contextlib.suppress(OSError):     # what probe code started in its session, the worker ended or not
+                os.killpg(w.process.pid, signal.SIGKILL)
         w.process.join(timeout=5)
+        if w.process.exitcode is not None and w.process.pid is not None:
+            unguard(w.process.pid)
         with contextlib.suppress(OSError):
             w.conn.close()
 

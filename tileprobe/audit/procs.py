@@ -147,6 +147,72 @@ def kill_tree(pid: int, include_self: bool = True) -> list[int]:
     return victims
 
 
+# --- issue 25: a guard that outlives a SIGKILLed tileprobe and ends what probe code left -------------------------------
+
+#: The guard: one small process per tileprobe process (no tileprobe import, no probe code), reading ``+PID TICKS`` /
+#: ``-PID`` lines; at end of file (tileprobe ended, however: a SIGKILL included) it SIGKILLs the process group and
+#: the descendants of every pid still registered whose start time is still TICKS, then exits.
+_GUARD_CODE = r"""
+import os, signal, sys
+def stat(pid):
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().decode("ascii", "replace").rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+live = {}
+for line in sys.stdin:
+    op, _, rest = line.strip().partition(" ")
+    if op.startswith("+"):
+        live[int(op[1:])] = rest
+    elif op.startswith("-"):
+        live.pop(int(op[1:]), None)
+for pid, ticks in live.items():
+    f = stat(pid)
+    if f is not None and f[19] != ticks:
+        continue                       # that pid is another process now
+    kids, todo, seen = {}, [pid], []
+    for e in os.listdir("/proc"):
+        g = stat(e) if e.isdigit() else None
+        if g:
+            kids.setdefault(int(g[1]), []).append(int(e))
+    while todo:
+        for c in kids.get(todo.pop(), []):
+            seen.append(c)
+            todo.append(c)
+    for target in [pid] + seen:
+        for kill in (lambda t: os.killpg(t, signal.SIGKILL), lambda t: os.kill(t, signal.SIGKILL)):
+            try:
+                kill(target)
+            except OSError:
+                pass
+"""
+_GUARD: list = []
+
+
+def guard(pid: int) -> None:
+    """Have the guard process (:data:`_GUARD_CODE`) end ``pid`` — its process group and descendants — if this
+    process ends before :func:`unguard` (a SIGKILL gives it no last word). For children that run probe code: their
+    parent-death signal is SIGKILL (it cannot be ignored), and the guard ends what they started, whatever probe code
+    did to their signal handlers. A no-op off Linux."""
+    if not os.path.isdir("/proc"):
+        return
+    if not _GUARD or _GUARD[0].poll() is not None:
+        import subprocess
+        _GUARD[:] = [subprocess.Popen([sys.executable, "-I", "-S", "-c", _GUARD_CODE], stdin=subprocess.PIPE,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                                      text=True, bufsize=1)]
+    with contextlib.suppress(OSError, ValueError):
+        _GUARD[0].stdin.write(f"+{pid} {start_ticks(pid) or 0}\n")
+
+
+def unguard(pid: int) -> None:
+    """``pid`` has ended and was reaped: the guard forgets it (its pid may be reused)."""
+    if _GUARD and _GUARD[0].poll() is None:
+        with contextlib.suppress(OSError, ValueError):
+            _GUARD[0].stdin.write(f"-{pid}\n")
+
+
 def on_parent_death(signum: int = signal.SIGTERM) -> None:
     """In a worker: when the parent dies (the parent-death signal ``signum``), kill every process this worker
     started (the compiler and its ptxas), then exit. Call :func:`die_with_parent` with the same ``signum``."""

@@ -54,6 +54,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except _common.Terminated as e:
         _common.print_interrupted(f"terminated by {e.name}")
         return 128 + e.signum
+    except OSError as e:
+        import errno
+        if e.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG):
+            raise
+        where = f" writing {e.filename}" if e.filename else ""    # --json, --bundle, -o, a cubin, the store
+        _common.print_interrupted(f"tileprobe: {e.strerror}{where} (errno {errno.errorcode.get(e.errno, e.errno)}); "
+                                  "free space or write elsewhere, then run it again")
+        return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -57,8 +57,8 @@ class Terminated(BaseException):
 
 @contextlib.contextmanager
 def signals_as_exceptions():
-    """While the command runs (in the main thread), SIGTERM and SIGHUP raise :class:`Terminated` once; a second one
-    during the clean-up is ignored (SIGKILL still ends everything: the workers die with their parent)."""
+    """While the command runs (in the main thread), SIGTERM and SIGHUP raise :class:`Terminated` once (one this
+    process inherited as ignored, as under ``nohup``, stays ignored); a second one during the clean-up is ignored (SIGKILL still ends everything: the workers die with their parent)."""
     import signal
     import threading
     if threading.current_thread() is not threading.main_thread():
@@ -71,7 +71,8 @@ def signals_as_exceptions():
             caught.append(signum)
             raise Terminated(signum)
     wanted = [signal.SIGTERM] + ([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])
-    previous = {s: signal.signal(s, handler) for s in wanted}
+    # an inherited ignore stays (`nohup tileprobe audit … &` ignores SIGHUP; issue 25)
+    previous = {s: signal.signal(s, handler) for s in wanted if signal.getsignal(s) is not signal.SIG_IGN}
     try:
         yield
     finally:

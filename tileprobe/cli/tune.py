@@ -54,6 +54,10 @@ def add_parser(subparsers, add_common=None) -> None:
     p.add_argument("--num-sms", type=int, default=None, help="SM count the grids are made for (default: the GPU's; "
                    "give it with --dry-run to find duplicate launches)")
     p.add_argument("--dry-run", action="store_true", help="static stage only: compile, drop, dedupe; no GPU")
+    from ..audit.contained import PROBE_TIMEOUT_S
+    p.add_argument("--probe-timeout", type=seconds, default=PROBE_TIMEOUT_S, metavar="SECONDS",
+                   help="seconds each step of probe code may take (import, constraints, grid(), args()); probe code "
+                        f"runs in contained processes, as in audit (default {PROBE_TIMEOUT_S:g})")
     from ._common import add_executor_options, add_override_options, add_where_option
     add_where_option(p, "configurations")
     add_override_options(p)
@@ -86,7 +90,8 @@ def cmd_tune(args) -> int:
     if result.aborted:
         say(err, f"tune stopped: {result.aborted}")
         return 1
-    return 0
+    from ..errors import EXIT_INCOMPLETE
+    return EXIT_INCOMPLETE if result.probe_errors else 0    # as audit: a probe (or its grid/args) failed
 
 
 def _tune(args, ex, wd, store, startup_s, err):
@@ -96,7 +101,7 @@ def _tune(args, ex, wd, store, startup_s, err):
                 export=args.export, bundle=args.bundle, store=store, jobs=args.jobs, timeout_s=args.timeout,
                 seed=args.seed, tie_pct=args.tie_pct, max_samples=args.max_samples, num_sms=args.num_sms,
                 dry_run=args.dry_run, progress=_progress(err), startup_s=startup_s, where=where_of(args),
-                executor=ex, watchdog=wd, **overrides_of(args))
+                executor=ex, watchdog=wd, probe_timeout_s=args.probe_timeout, **overrides_of(args))
 
 
 @contextlib.contextmanager

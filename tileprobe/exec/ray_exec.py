@@ -14,7 +14,8 @@
   :class:`RayGpuSlot` gives each the :class:`~tileprobe.run.watchdog.Watchdog` interface. A task past its timeout
   kills the actor (``ray.kill``); the next task starts a fresh one.
 
-Tasks return data (:class:`~tileprobe.audit.compile.CompileResult`, run dicts); only the driver writes the store.
+Compile tasks return data only (a :mod:`tileprobe.audit.wire` message of the result, never a pickle of it); GPU
+tasks return run dicts; only the driver writes the store.
 """
 from __future__ import annotations
 
@@ -54,16 +55,26 @@ def node_tileiras(spec: dict) -> tuple[str | None, list[str] | None]:
     return tc.tileiras, list(tc.lib_dirs)
 
 
-def compile_task(variant: Variant, spec: dict) -> CompileResult:
-    """One compile in a Ray worker process (set up for ``spec`` on its first task)."""
-    from ..audit.compile import _init_worker, compile_one
-    key = repr(sorted(spec.items()))
-    if _NODE.get("key") != key:
-        tileiras, lib_dirs = node_tileiras(spec)
-        root = tempfile.mkdtemp(prefix="tileprobe-ray-")
-        _init_worker(tileiras, lib_dirs, spec["timeout_s"], root, spec["with_sass"], None)
-        _NODE.update(key=key, root=root)
-    return compile_one(variant)
+def compile_task(variant: Variant, spec: dict) -> bytes:
+    """One compile in a Ray worker process (set up for ``spec`` on its first task). Returns a
+    :mod:`tileprobe.audit.wire` message, ``("result", data)`` or ``("error", text)``: data only, so the driver never
+    unpickles what the probe's code made there (an exception of the probe's class included)."""
+    from ..audit import wire
+    from ..audit.compile import _init_worker, compile_one, result_data
+    try:
+        key = repr(sorted(spec.items()))
+        if _NODE.get("key") != key:
+            tileiras, lib_dirs = node_tileiras(spec)
+            root = tempfile.mkdtemp(prefix="tileprobe-ray-")
+            _init_worker(tileiras, lib_dirs, spec["timeout_s"], root, spec["with_sass"], None)
+            _NODE.update(key=key, root=root)
+        return wire.dumps(("result", result_data(compile_one(variant))), "the compile result")
+    except BaseException as e:   # noqa: B036 — as text: the exception object stays here
+        try:
+            text = f"{type(e).__name__}: {e}"
+        except Exception:   # noqa: BLE001 — a hostile __str__
+            text = type(e).__name__
+        return wire.dumps(("error", text[-2000:]))
 
 
 class RayExecutor:
@@ -123,11 +134,24 @@ class RayExecutor:
                 self.ray.cancel(ref, force=True)
 
     def _result(self, ref, v: Variant) -> CompileResult:
+        from ..audit import wire
+        from ..audit.compile import result_from_data
         try:
-            return self.ray.get(ref)
-        except Exception as e:   # the task's worker or node died past its retries, or a tileprobe bug in it
+            message = self.ray.get(ref)
+        except Exception as e:   # the task's worker or node died past its retries
             return CompileResult(v, "compiler_crash", error=f"the Ray compile task failed: {type(e).__name__}: "
                                  f"{str(e)[-2000:]}")
+        try:   # data only (tileprobe.audit.wire)
+            kind, payload = wire.loads(message) if type(message) is bytes else (None, None)
+            if kind == "result":
+                return result_from_data(payload, v)
+            if kind == "error" and type(payload) is str:
+                return CompileResult(v, "compiler_crash", error=f"the Ray compile task failed: {payload}")
+            raise wire.WireError(f"an unexpected message {kind!r}")
+        except (wire.WireError, ValueError, TypeError) as e:
+            text = f"the Ray compile task sent back something that is not a compile result ({e})"
+            return CompileResult(v, "probe_error", error=text, failure="probe_error", message=text,
+                                 fix=f"check what {v.probe_path} does at import and in args()")
 
     def gpu_slots(self, gpus: Sequence[int], *, timeout_s: float, init: str = INIT_CUDA) -> list["RayGpuSlot"]:
         """One :class:`RayGpuSlot` per entry of ``gpus`` (Ray picks the GPUs: only their number counts here)."""

@@ -12,6 +12,7 @@ failure classes (:mod:`tileprobe.audit.failure`) both use these readers.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -19,7 +20,8 @@ import subprocess
 from pathlib import Path
 from typing import Mapping
 
-__all__ = ["TRAP", "cuda_root", "environment_trap", "libnvvm", "parse_targets", "toolkit_version"]
+__all__ = ["TRAP", "compiler_files", "compiler_identity", "cuda_root", "environment_trap", "libnvvm", "parse_targets",
+           "run_tool", "tool_timeout_s", "toolkit_version"]
 
 #: The only line tileiras 13.3/13.4 prints when its CUDA root is broken (exit code 5).
 TRAP = "error: failed to compile Tile IR program"
@@ -102,3 +104,132 @@ def environment_trap(tileiras: str, env: Mapping[str, str], tileiras_version: st
     if libnvvm(root) is None:
         return f"its CUDA root {where} has no nvvm/lib64/libnvvm.so or lib/libnvvm.so.4"
     return None
+
+
+# --- issue 25: a compiler is what its files are ---------------------------------------------------------------------
+
+#: Name of the cache of file hashes (under the user cache folder): path → (size, mtime_ns, SHA-256).
+HASH_CACHE_NAME = "compiler-hashes.json"
+
+
+def _file_sha256(path: str, cache: dict) -> str:
+    """SHA-256 of the file ``path`` (its target when a link), taken from ``cache`` while its size and modification
+    time (ns) are the same; ``"missing"`` for a path that is not a file."""
+    import hashlib
+    try:
+        st = os.stat(path)
+    except OSError:
+        return "missing"
+    real = os.path.realpath(path)
+    hit = cache.get(real)
+    if isinstance(hit, list) and len(hit) == 3 and hit[:2] == [st.st_size, st.st_mtime_ns]:
+        return str(hit[2])
+    h = hashlib.sha256()
+    try:
+        with open(real, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+    except OSError:
+        return "unreadable"
+    cache[real] = [st.st_size, st.st_mtime_ns, h.hexdigest()]
+    return h.hexdigest()
+
+
+def compiler_files(tileiras: str) -> dict[str, str]:
+    """The files that make up compiler ``tileiras`` as tileprobe runs it (CUDA_HOME unset; module doc): itself, the
+    ptxas and the libnvvm of the CUDA root above its ``bin/``; ``""`` for one that is not there."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(tileiras)))
+    nvvm = libnvvm(root)
+    ptxas = os.path.join(root, "bin", _exe("ptxas"))
+    return {"tileiras": os.path.abspath(tileiras), "ptxas": ptxas if os.path.isfile(ptxas) else "",
+            "libnvvm": str(nvvm) if nvvm else ""}
+
+
+def compiler_identity(tileiras: str, cache_path: str | None = None) -> str:
+    """What compiler ``tileiras`` is, by its files (:func:`compiler_files`): SHA-256 (hex) over the SHA-256 of
+    tileiras, its ptxas and its libnvvm. Two installs of the same files are one compiler; a binary that prints
+    another's ``--version`` is not. The file hashes are cached in ``cache_path`` (default: the user cache folder's
+    :data:`HASH_CACHE_NAME`) by path, size and modification time, so an audit reads the ~100 MB once per install;
+    an unreadable or damaged cache is rebuilt."""
+    import hashlib
+    import tempfile
+    if cache_path is None:
+        import platformdirs
+        cache_path = os.path.join(platformdirs.user_cache_dir("tileprobe"), HASH_CACHE_NAME)
+    try:
+        with open(cache_path, encoding="utf-8") as f:
+            cache = json.load(f)
+        cache = cache if isinstance(cache, dict) else {}
+    except (OSError, ValueError, RecursionError):
+        cache = {}
+    before = dict(cache)
+    parts = [f"{name}:{_file_sha256(p, cache) if p else 'none'}" for name, p in compiler_files(tileiras).items()]
+    if cache != before:
+        try:   # written whole, then renamed: a reader never sees half a file
+            os.makedirs(os.path.dirname(cache_path), exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".hashes-", dir=os.path.dirname(cache_path))
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(cache, f)
+            os.replace(tmp, cache_path)
+        except OSError:
+            pass   # no cache: hashed again next time
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def tool_timeout_s() -> float:
+    """Seconds one run of a compiler tool that answers a question (``--version``, ``--help``) may take: the setting
+    ``TILEPROBE_TOOL_TIMEOUT_S`` (default 60 s; tileiras 13.4.92 answers in well under one), read when used.
+
+    Raises:
+        UsageError: the setting is not a timeout (:func:`tileprobe.schema.timeout_seconds`).
+    """
+    from ..errors import UsageError
+    from ..schema import timeout_seconds
+    text = os.environ.get("TILEPROBE_TOOL_TIMEOUT_S", "60")
+    try:
+        return timeout_seconds(text)
+    except ValueError as e:
+        raise UsageError(f"TILEPROBE_TOOL_TIMEOUT_S={text!r}: {e}") from None
+
+
+def _die_with_parent():
+    """A ``preexec_fn``: SIGKILL this child when the process that started it dies (Linux ``PR_SET_PDEATHSIG``)."""
+    import ctypes
+    import signal
+    parent = os.getpid()
+
+    def preexec():
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)
+        except (OSError, AttributeError):
+            return
+        if os.getppid() != parent:
+            os._exit(1)
+    return preexec if os.name == "posix" else None
+
+
+def run_tool(command: list[str], env: Mapping[str, str] | None = None,
+             timeout_s: float | None = None) -> subprocess.CompletedProcess:
+    """Run a compiler tool to ask it something (``tileiras --version``) in its own process group, dying with this
+    process, for at most ``timeout_s`` (default :func:`tool_timeout_s`); the whole group is killed when it ends or
+    times out (a child it left behind too). Text output.
+
+    Raises:
+        subprocess.TimeoutExpired: it did not answer in time (it and its group were killed).
+        OSError: it cannot be started.
+    """
+    import signal
+    limit = tool_timeout_s() if timeout_s is None else timeout_s
+    proc = subprocess.Popen(command, env=dict(env) if env is not None else None, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
+                            start_new_session=True, preexec_fn=_die_with_parent())
+    try:
+        out, err = proc.communicate(timeout=limit)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise
+    with contextlib.suppress(OSError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    return subprocess.CompletedProcess(command, proc.returncode, out, err)

@@ -92,10 +92,14 @@ def read_cache(path: str | None) -> list[CacheEntry]:
     for key, blob, meta in rows:
         try:
             md = json.loads(meta) if meta else {}
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError, TypeError):   # not JSON, too deep, too many digits, not text
             md = {}
-        entry = CacheEntry(key, bytes(blob), list(md.get("kernel_names") or []),
-                           parse_build(md.get("compiler_version") or ""))
+        md = md if isinstance(md, dict) else {}          # metadata of the wrong type (issue 25): read as none
+        names = md.get("kernel_names")
+        version = md.get("compiler_version")
+        entry = CacheEntry(str(key), bytes(blob) if isinstance(blob, (bytes, bytearray, memoryview)) else b"",
+                           [str(n) for n in names] if isinstance(names, list) else [],
+                           parse_build(version if isinstance(version, str) else ""))
         try:
             entry.arch = CubinInfo.from_bytes(entry.cubin).arch
         except CubinError as e:

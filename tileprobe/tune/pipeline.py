@@ -14,7 +14,7 @@ from ..errors import TileprobeError
 from .gpu import CHECK_TASK, TIME_TASK, TimingSettings, WorkerBench
 from .race import Race, RaceSettings
 from .result import ProblemResult, TuneResult, compare_previous, problem_result
-from .static import Plan, compile_records, dedupe, load_space, make_plans
+from .static import Plan, compile_records, dedupe, launch_facts, load_space, make_plans
 
 
 def process_age_s() -> float | None:
@@ -129,7 +129,8 @@ def tune(probe_paths: Sequence[str], *, arch: str | None = None, budget_s: float
          max_samples: int = 300, num_sms: int | None = None, dry_run: bool = False, watchdog=None,
          toolchains: Sequence[dict] | None = None, tasks: tuple[str, str] = (TIME_TASK, CHECK_TASK),
          progress: Callable | None = None, startup_s: float | None = None, where: dict | None = None,
-         cases: dict | None = None, hints: dict | None = None, executor=None) -> TuneResult:
+         cases: dict | None = None, hints: dict | None = None, executor=None,
+         probe_timeout_s: float | None = None) -> TuneResult:
     """Tune probe files on this machine's GPU: the fastest correct configuration per (kernel, problem case).
 
     Args:
@@ -154,6 +155,9 @@ def tune(probe_paths: Sequence[str], *, arch: str | None = None, budget_s: float
             run on this one GPU: a race compares candidates' batches, and batches timed on two GPUs (or on a GPU
             shared with another busy worker) are not one sample (docs/SCALE.md, "Tuning on several GPUs").
         executor: a :mod:`tileprobe.exec` executor for the candidates' compiles (default: the local pool).
+        probe_timeout_s: seconds each step of probe code may take (import, constraints, ``grid``, ``args``); the
+            probe files are loaded and run in contained children, as ``tileprobe audit`` does (default
+            :data:`~tileprobe.audit.contained.PROBE_TIMEOUT_S`).
         tasks: the worker tasks (time, check) as ``"module:function"``; tests plant fakes.
         progress: ``progress(kind, data)`` for printing: ``compile``, ``plans``, ``worker``, ``race``, ``round``, ``rejudge``,
             ``problem``.
@@ -172,9 +176,11 @@ def tune(probe_paths: Sequence[str], *, arch: str | None = None, budget_s: float
     result = TuneResult(dry_run=dry_run, times={"startup_s": startup_s})
     race_settings, timing_settings = _settings(strategy, budget_s, tie_pct, confidence, min_samples, max_samples,
                                                seed, timing)
-    problems, result.probe_errors = load_space(probe_paths, where=where, cases=cases, hints=hints)
+    problems, result.probe_errors = load_space(probe_paths, where=where, cases=cases, hints=hints,
+                                               probe_timeout_s=probe_timeout_s)
     if not problems:
-        raise TileprobeError("nothing to tune: no probe could be loaded:\n  " + "\n  ".join(result.probe_errors))
+        from ..errors import IncompleteError     # exit 3, as audit's "no probe could be loaded"
+        raise IncompleteError("nothing to tune: no probe could be loaded:\n  " + "\n  ".join(result.probe_errors))
     result.times["plan_s"] = time.perf_counter() - t0
     own = watchdog is None and not dry_run
     if not dry_run:
@@ -194,15 +200,21 @@ def tune(probe_paths: Sequence[str], *, arch: str | None = None, budget_s: float
         t1 = time.perf_counter()
         records, get, env, errors = _records(probe_paths, problems, arch, bundle, store, jobs, compile_timeout_s,
                                              toolchains, progress, {"cases": cases, "hints": hints,
-                                                                    "num_sms": compile_sms}, executor)
+                                                                    "num_sms": compile_sms,
+                                                                    **({"probe_timeout_s": probe_timeout_s}
+                                                                       if probe_timeout_s else {})}, executor)
         result.probe_errors += [e for e in errors if e not in result.probe_errors]
         result.times["compile_s"] = time.perf_counter() - t1
         plans = make_plans(problems, records, arch, "not_in_bundle" if bundle else "not_compiled")
         gpu = gpu if gpu is not None else _gpu(result, starter, arch, progress)
         num_sms = num_sms or gpu.get("num_sms") or compile_sms
+        facts = launch_facts(plans, num_sms, probe_timeout_s) if num_sms else {}   # grid(), args(): contained
         for plan in plans:
             if num_sms:
-                dedupe(plan, num_sms, get)
+                dedupe(plan, num_sms, get, facts)
+                result.probe_errors += list(dict.fromkeys(   # grid()/args() that failed: said once each, exit 3
+                    c.reason for c in plan.candidates if c.status == "probe_error" and c.record is not None
+                    and c.record.ok and c.reason not in result.probe_errors))
             else:
                 plan.notes.append(NO_SM_COUNT)
         result.environment = _environment(env, gpu, arch, num_sms, timing_settings, race_settings, bundle)
@@ -309,9 +321,10 @@ def _link(result: TuneResult, plans: list[Plan], store) -> None:
     """Give each stored row its compile key and each problem its source hash (the store's provenance)."""
     from ..audit.pipeline import source_sha256
     for plan, res in zip(plans, result.problems):
+        res.source_sha256 = getattr(plan.problem.probe, "source_sha256", "")    # hashed where the probe loaded
         try:
-            res.source_sha256 = source_sha256(plan.problem.probe)
-        except (OSError, TileprobeError):
+            res.source_sha256 = res.source_sha256 or source_sha256(plan.problem.probe)
+        except (OSError, TileprobeError, AttributeError):
             pass
         keys = {c.id: store.key_of(c.record) for c in plan.candidates if c.record is not None}
         for row in res.candidates:

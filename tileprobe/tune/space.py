@@ -69,6 +69,21 @@ def _short(v: Any) -> str:
     return str(v)
 
 
+@dataclass(frozen=True)
+class ProbeInfo:
+    """What the tune's own process knows of a probe it loaded from a file (issue 25): its names and facts, as data.
+    The probe's code (``args``, ``grid``, constraints) ran in a contained child (:mod:`tileprobe.tune.static`),
+    never here. ``reference`` / ``grid``: True when the probe has one, else None (as :class:`Probe` reads)."""
+    source: str
+    index: int
+    label: str
+    lineno: int | None = None
+    reference: bool | None = None
+    grid: bool | None = None
+    source_sha256: str = ""
+    args_context: tuple = ()      # issue 27: the context keywords its args() takes (arch, hints, num_sms)
+
+
 @dataclass
 class Problem:
     """One problem case of one probe and its configurations.
@@ -78,7 +93,7 @@ class Problem:
     configuration is counted under the first constraint that rejects it). default: the default configuration
     (module doc) or None, with ``default_note`` saying why not.
     """
-    probe: Probe
+    probe: Probe | ProbeInfo
     values: dict
     configs: list[Config] = field(default_factory=list)
     rejected: dict[str, int] = field(default_factory=dict)
@@ -98,6 +113,31 @@ class Problem:
     def key(self) -> str:
         """The problem as stable JSON (sorted keys; the store's and the export's key)."""
         return value_key(canonical(self.values))
+
+
+def problem_data(p: Problem, source_sha256: str = "") -> dict:
+    """``p`` as data for :mod:`tileprobe.audit.wire` (its probe as :class:`ProbeInfo` fields)."""
+    probe = p.probe
+    info = {"source": probe.source or "", "index": probe.index, "label": probe.label,
+            "lineno": getattr(probe, "lineno", None), "reference": True if probe.reference is not None else None,
+            "grid": True if probe.grid is not None else None, "source_sha256": source_sha256,
+            "args_context": list(getattr(probe, "args_context", ()))}
+    cfg = lambda c: [list(c.tunables), list(c.hints)] if c is not None else None   # noqa: E731
+    return {"probe": info, "values": dict(p.values), "configs": [cfg(c) for c in p.configs],
+            "rejected": dict(p.rejected), "default": cfg(p.default), "default_note": p.default_note}
+
+
+def problem_from_data(d: dict) -> Problem:
+    """The :class:`Problem` of :func:`problem_data` (its probe a :class:`ProbeInfo`). Raises TypeError, KeyError or
+    ValueError for a dict of another shape."""
+    info = d["probe"]
+    if type(info) is not dict or type(info.get("source")) is not str or type(info.get("label")) is not str:
+        raise TypeError("a problem's probe must name its source and label")
+    cfg = lambda x: None if x is None else Config(tuple(tuple(kv) for kv in x[0]),   # noqa: E731
+                                                   tuple(tuple(kv) for kv in x[1]))
+    info = dict(info, args_context=tuple(str(x) for x in info.get("args_context") or ()))
+    return Problem(ProbeInfo(**info), dict(d["values"]), [cfg(c) for c in d["configs"]], dict(d["rejected"]),
+                   cfg(d["default"]), str(d["default_note"]))
 
 
 def constraint_name(fn: Callable) -> str:

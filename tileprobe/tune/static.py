@@ -80,22 +80,78 @@ class Plan:
         return next((c for c in self.candidates if config is not None and c.config == config), None)
 
 
-def load_space(probe_paths: Sequence[str], *, where: dict | None = None, cases: dict | None = None,
-               hints: dict | None = None) -> tuple[list[Problem], list[str]]:
-    """Every problem of every probe file; probe errors (file and line) are collected, the others go on.
-
-    ``cases`` / ``hints`` replace the probes' values (``--case`` / ``--hint``,
-    :func:`tileprobe.audit.where.apply_overrides`); ``where`` keeps the configurations whose full case and hints
-    match it (``--where``), and the problems left with any.
-    """
-    from ..audit.where import apply_overrides, same_value
+def space_task(path: str, stage: Callable[[str], None], cases: dict | None = None,
+               hints: dict | None = None) -> tuple[list[dict], list[str]]:
+    """In a contained loader child (:func:`tileprobe.audit.contained.run_probe_tasks`): import the probe file, apply
+    the overrides, run each probe's constraints; return (its problems as :func:`~tileprobe.tune.space.problem_data`,
+    errors). What the probe's code does (raise, exit, values that are not data) is its error, with its line."""
+    from ..audit import wire
+    from ..audit.pipeline import source_sha256
+    from ..audit.probe import _probe_error_from, probe_code_guard
+    from ..audit.where import apply_overrides
+    from .space import problem_data
+    stage("importing the probe file")
+    try:
+        with probe_code_guard():
+            probes = apply_overrides(load_probes(path), cases, hints, check=False)
+    except ProbeError as e:
+        return [], [str(e)]
+    except BaseException as e:   # noqa: B036 — sys.exit, os._exit, KeyboardInterrupt of the probe's own code
+        return [], [str(_probe_error_from(e, os.path.abspath(path), "importing the probe file"))]
     out, errors = [], []
-    for path in probe_paths:
+    for probe in probes:
+        stage(f"probe {probe.label!r}: its constraints and kernel")
         try:
-            for probe in apply_overrides(load_probes(path), cases, hints):
-                out.extend(problems(probe))
+            with probe_code_guard():
+                found = problems(probe)
+                digest = source_sha256(probe)
+            data = [problem_data(p, digest) for p in found]
+            wire.encode([d["values"] for d in data], "cases")
+            wire.encode([d["configs"] for d in data], "tunable cases and hints")
+        except wire.NotData as e:
+            errors.append(str(ProbeError(f"probe {probe.label!r}: {e}", probe.source, probe.lineno)))
+            continue
         except ProbeError as e:
             errors.append(str(e))
+            continue
+        except BaseException as e:   # noqa: B036
+            errors.append(str(_probe_error_from(e, probe.source, f"probe {probe.label!r}")))
+            continue
+        out.extend(data)
+    return out, errors
+
+
+def load_space(probe_paths: Sequence[str], *, where: dict | None = None, cases: dict | None = None,
+               hints: dict | None = None, probe_timeout_s: float | None = None) -> tuple[list[Problem], list[str]]:
+    """Every problem of every probe file; probe errors (file and line) are collected, the others go on.
+
+    The probe files are imported, and their constraints run, in contained children as ``tileprobe audit`` loads
+    probes (:func:`tileprobe.audit.contained.run_probe_tasks`: ``probe_timeout_s`` per step, default
+    :data:`~tileprobe.audit.contained.PROBE_TIMEOUT_S`); the problems come back as data, their probes as
+    :class:`~tileprobe.tune.space.ProbeInfo`. ``cases`` / ``hints`` replace the probes' values (``--case`` /
+    ``--hint``, :func:`tileprobe.audit.where.apply_overrides`); ``where`` keeps the configurations whose full case
+    and hints match it (``--where``), and the problems left with any.
+    """
+    from ..audit.contained import PROBE_TIMEOUT_S, run_probe_tasks
+    from ..audit.where import same_value
+    from .space import problem_from_data
+    out, errors = [], []
+    reports = run_probe_tasks(probe_paths, "tileprobe.tune.static:space_task",
+                              [{"cases": cases, "hints": hints}] * len(probe_paths),
+                              timeout_s=probe_timeout_s or PROBE_TIMEOUT_S)
+    for rep in reports:
+        errors.extend(rep.errors)
+        for d in rep.data or []:
+            try:
+                out.append(problem_from_data(d))
+            except (TypeError, KeyError, ValueError, IndexError) as e:
+                errors.append(f"{rep.path}: the loader sent a problem of the wrong shape ({e})")
+                break
+    if cases and out:    # --case names: checked across all files (the children took each file alone)
+        from types import SimpleNamespace
+        from ..audit.where import check_case_names
+        check_case_names(cases, [SimpleNamespace(cases={*p.values, *(n for c in p.configs for n, _ in c.tunables)})
+                                 for p in out])
     if where:
         def keep(p: Problem, c) -> bool:
             values = {**c.case(p.values), **c.hints_dict}
@@ -197,8 +253,10 @@ def _fill_key(fn: Callable) -> str:
         repr([c.cell_contents for c in cells])
 
 
-def launch_key(c: Candidate, num_sms: int, cubin: bytes | None) -> tuple[str, tuple]:
-    """The identity of a candidate's launch (module doc) as text, and its grid.
+def probe_launch(c: Candidate, num_sms: int) -> tuple[tuple, list]:
+    """The probe's own part of a launch's identity: its grid for ``num_sms`` and its runtime arguments (every launch
+    argument that is not a compile-time constant), as data. Runs the probe's ``grid`` and ``args``: in the process
+    that holds the :class:`~tileprobe.audit.probe.Probe` (a contained child for probe files, :func:`launch_task`).
 
     Raises:
         ProbeError: the probe's ``grid`` or ``args`` failed, or the probe has no ``grid``.
@@ -219,22 +277,107 @@ def launch_key(c: Candidate, num_sms: int, cubin: bytes | None) -> tuple[str, tu
     args = probe.launch_args(c.case, **launch_context(record, num_sms))   # issue 27: as run and the GPU stage do
     sig = rec.signature or []
     runtime = [_arg_key(a) for i, a in enumerate(args) if i >= len(sig) or sig[i].get("kind") != "constant"]
+    return grid, runtime
+
+
+def launch_task(path: str, stage: Callable[[str], None], index: int, num_sms: int,
+                items: list) -> tuple[list, list[str]]:
+    """In a contained loader child: :func:`probe_launch` for each item (``[values, config, record dict]`` of one
+    candidate of probe ``index`` of ``path``). Returns ([[grid, runtime] or an error text per item], errors)."""
+    from ..audit import wire
+    from ..audit.probe import _probe_error_from, probe_code_guard
+    from .space import Config, Problem
+    stage("importing the probe file")
+    try:
+        with probe_code_guard():
+            probe = load_probes(path)[index]
+    except BaseException as e:   # noqa: B036
+        return [], [str(e) if isinstance(e, ProbeError) else
+                    str(_probe_error_from(e, os.path.abspath(path), "importing the probe file"))]
+    out = []
+    for values, config, rec in items:
+        c = Candidate(Problem(probe, values), Config(tuple(map(tuple, config[0])), tuple(map(tuple, config[1]))),
+                      VariantRecord.from_dict(rec))
+        stage(f"grid() and args() of {c.id}" + (f" ({c.problem.label})" if values else ""))
+        try:
+            with probe_code_guard():
+                grid, runtime = probe_launch(c, num_sms)
+            wire.encode([list(grid), runtime], "the launch")
+            out.append([list(grid), runtime])
+        except wire.NotData as e:
+            out.append(str(ProbeError(f"args({c.case}) gave a launch argument that is not data: {e}", probe.source)))
+        except ProbeError as e:
+            out.append(str(e))
+        except BaseException as e:   # noqa: B036
+            out.append(str(_probe_error_from(e, probe.source, f"grid() or args() of {c.case}")))
+    return out, []
+
+
+def launch_facts(plans: Sequence[Plan], num_sms: int, probe_timeout_s: float | None = None) -> dict:
+    """:func:`probe_launch` of every compiled candidate whose probe came from a file
+    (:class:`~tileprobe.tune.space.ProbeInfo`), run in contained children (one per probe): ``id(candidate)`` →
+    (grid, runtime) or a :class:`ProbeError` (its ``grid``/``args`` failed, hung or ended its process)."""
+    from ..audit.contained import PROBE_TIMEOUT_S, run_probe_tasks
+    from .space import ProbeInfo
+    groups: dict[tuple, list[Candidate]] = {}
+    for plan in plans:
+        if isinstance(plan.problem.probe, ProbeInfo):
+            for c in plan.candidates:
+                if c.status == "ok" and c.record is not None:
+                    groups.setdefault((plan.problem.probe.source, plan.problem.probe.index), []).append(c)
+    keys = list(groups)
+    args = [{"index": i, "num_sms": num_sms, "items": [[dict(c.problem.values), [list(c.config.tunables),
+                                                                                 list(c.config.hints)],
+                                                        c.record.to_dict()] for c in groups[k]]}
+            for k in keys for i in [k[1]]]
+    reports = run_probe_tasks([k[0] for k in keys], "tileprobe.tune.static:launch_task", args,
+                              timeout_s=probe_timeout_s or PROBE_TIMEOUT_S) if keys else []
+    facts: dict = {}
+    for k, rep in zip(keys, reports):
+        got = rep.data if isinstance(rep.data, list) and len(rep.data) == len(groups[k]) else None
+        why = "; ".join(rep.errors) or f"{k[0]}: the loader gave no launch for these candidates"
+        for j, c in enumerate(groups[k]):
+            item = got[j] if got is not None else why
+            if got is None and f" of {c.id}" not in why:     # the child stopped at another candidate
+                item = f"{k[0]}: not tried: the probe's process was stopped at another candidate: {why}"
+            if type(item) is str:
+                facts[id(c)] = ProbeError(item)       # its text names the probe file and line already
+            else:
+                facts[id(c)] = (tuple(item[0]), item[1])
+    return facts
+
+
+def launch_key(c: Candidate, num_sms: int, cubin: bytes | None, facts: tuple | None = None) -> tuple[str, tuple]:
+    """The identity of a candidate's launch (module doc) as text, and its grid; ``facts``: its
+    :func:`probe_launch` from :func:`launch_facts` (else it is called here, for a probe held in this process).
+
+    Raises:
+        ProbeError: the probe's ``grid`` or ``args`` failed, or the probe has no ``grid``.
+    """
+    rec = c.record
+    grid, runtime = facts if facts is not None else probe_launch(c, num_sms)
     parts = {"code": rec.code_sha256, "data": constant_data_sha256(cubin) if cubin else rec.cubin_sha256,
              "threads": rec.threads, "registers": rec.registers, "shared": rec.driver_shared_bytes,
              "stack": rec.stack_bytes, "cluster": rec.cluster_dims, "grid": list(grid), "args": runtime}
     return value_key(parts), grid
 
 
-def dedupe(plan: Plan, num_sms: int, cubin_get: Callable[[str], bytes | None]) -> None:
+def dedupe(plan: Plan, num_sms: int, cubin_get: Callable[[str], bytes | None], facts: dict | None = None) -> None:
     """Group ``plan``'s compiled candidates by :func:`launch_key`; the first of each group is timed, the others
     get ``same_as`` and are counted under ``duplicate_launch``. A candidate whose grid or args fail is dropped
-    as ``probe_error``."""
+    as ``probe_error``. ``facts``: :func:`launch_facts` of the plans (made here for this plan when not given)."""
+    from .space import ProbeInfo
+    if facts is None and isinstance(plan.problem.probe, ProbeInfo):
+        facts = launch_facts([plan], num_sms)
     groups: dict[str, Candidate] = {}
     for c in plan.candidates:
         if c.status != "ok":
             continue
         try:
-            c.launch_key, c.grid = launch_key(c, num_sms, cubin_get(c.record.cubin_sha256))
+            fact = (facts or {}).get(id(c))
+            if isinstance(fact, ProbeError):
+                raise fact
+            c.launch_key, c.grid = launch_key(c, num_sms, cubin_get(c.record.cubin_sha256), fact)
         except ProbeError as e:
             c.status, c.reason = "probe_error", str(e)
             plan.dropped["probe_error"] = plan.dropped.get("probe_error", 0) + 1
