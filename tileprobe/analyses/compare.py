@@ -343,8 +343,8 @@ def _not_a_side(spec: str) -> TileprobeError:
 
 
 def to_json(changes: list[Change]) -> list[dict]:
-    """JSON-ready rows: kind, mark, variant label, details, and both records."""
-    return [{"kind": c.kind, "mark": c.mark, "variant": c.label(), "details": c.details,
+    """JSON-ready rows: kind, mark, variant label, details, why (issue 27), and both records."""
+    return [{"kind": c.kind, "mark": c.mark, "variant": c.label(), "details": c.details, "why": c.why,
              "a": c.a.to_dict() if c.a else None, "b": c.b.to_dict() if c.b else None} for c in changes]
 
 
