@@ -229,9 +229,9 @@ def print_failures(console: Console, rows: Iterable[VariantRecord]) -> None:
             say(console, f"    repeat: {r.repro}")
 
 
-def _repeated_notes(reasons, min_len: int = 40) -> list[str]:
+def _repeated_notes(reasons, min_len: int = 80) -> list[str]:
     """Parentheticals of at least ``min_len`` characters that recur in two or more reasons of a table (issue 27:
-    the H200's SM layout, 150 characters, repeated in every cluster line made reasons of 1,779 characters): each is
+    the H200 layout's caveat, 90 characters, repeated in every cluster line made reasons of 1,779 characters): each is
     printed once as a numbered note and the reasons say ``[n]``."""
     import re
     seen: dict[str, int] = {}
