@@ -128,10 +128,31 @@ COMPARE_ROWS = """\
 1 regression(s), 0 improvement(s), 1 changed, 0 same, 1 on one side only"""
 
 
-def test_compare_cli_prints_the_changes_table(tmp_path, capsys):
+COMPARE_SHORT = """\
+1 regression(s), 0 improvement(s), 1 changed, 0 same, 1 on one side only
+w4a16:
+! sm_120 GATHER=True LOOP=True occupancy=2: occupancy honoured → ignored; CTAs/SM 2 → 1 · also threads 256 → 384, registers 128 → 168, shared B 44,068 → 100,484
+x sm_120 GATHER=True LOOP=True occupancy=1: shared B 44,092 → 100,484
+? sm_120 GATHER=True LOOP=True occupancy=4: only in A
+why:
+  - a hint's goal no longer met
+  - fewer CTAs/SM: less latency hidden (lost residency)
+! regression   * improvement   x changed, same residency and verdicts   ? on one side only"""
+
+
+def test_compare_cli_prints_the_counts_first_then_each_change_short(tmp_path, capsys):
     from tileprobe.cli import main
     pa, pb = _result_files(tmp_path)
     assert main(["compare", pa, pb]) == 0
+    lines = [ln.rstrip() for ln in capsys.readouterr().out.splitlines()]
+    assert lines[:2] == [f"A: {pa} (tileiras 13.3.36)", f"B: {pb} (tileiras 13.4.92)"]
+    assert "\n".join(lines[2:]) == COMPARE_SHORT
+
+
+def test_compare_cli_prints_the_changes_table(tmp_path, capsys):
+    from tileprobe.cli import main
+    pa, pb = _result_files(tmp_path)
+    assert main(["compare", pa, pb, "--wide"]) == 0
     lines = [ln.rstrip() for ln in capsys.readouterr().out.splitlines()]
     assert lines[:2] == [f"A: {pa} (tileiras 13.3.36)", f"B: {pb} (tileiras 13.4.92)"]
     assert lines[3].split() == ["┃", "┃", "variant", "┃", "A", "┃", "B", "┃", "what", "changed", "┃"]
@@ -310,7 +331,33 @@ def test_spill_amounts_are_shown_when_both_sides_spill():
     b = [rec(B, 1, 256, 255, 1000, 1, "b")]
     a[0].sass, b[0].sass = {"spill_loads": 172, "spill_stores": 94}, {"spill_loads": 23, "spill_stores": 23}
     (c,) = compare_records(a, b)
-    assert c.kind == "changed" and c.details == ["spills 172 LDL/94 STL → 23 LDL/23 STL (both spill)"]
+    # issue 27: judged by amount: 266 → 46 LDL+STL is an improvement, with its ratio and reason
+    assert c.kind == "improvement" and c.details == ["spills 172 LDL/94 STL → 23 LDL/23 STL (×0.2)"]
+    assert c.why == ["fewer spills: less local-memory traffic"]
+    b[0].sass = {"spill_loads": 180, "spill_stores": 94}     # +8: within SPILL_MIN, shown, not judged
+    (c,) = compare_records(a, b)
+    assert c.kind == "changed" and c.details == ["spills 172 LDL/94 STL → 180 LDL/94 STL (both spill)"]
+
+
+def test_spill_growth_is_a_regression_even_with_more_ctas_and_mma_switch_is_listed():
+    """Issue 27's group GEMM: spills doubling is a regression; spills tripling with CTAs/SM 1 → 2 too; HMMA with
+    no TMA → HGMMA with 33 TMA and a register cap that moved are listed as changes, with their reasons."""
+    a = [rec(A, 1, 384, 168, 198984, 1, "a1"), rec(A, 2, 384, 168, 100812, 1, "a2"),
+         rec(A, 4, 256, 255, 167056, 1, "a4")]
+    b = [rec(B, 1, 384, 168, 166280, 1, "b1"), rec(B, 2, 128, 255, 33868, 2, "b2"),
+         rec(B, 4, 384, 168, 166280, 1, "b4")]
+    for r, (ldl, stl) in zip(a + b, [(3323, 3317), (61, 74), (1096, 1051), (6640, 6600), (204, 271), (6640, 6600)]):
+        r.sass = {"spill_loads": ldl, "spill_stores": stl, "matrix_families": ["HGMMA"], "tma": {"UTMALDG": 33}}
+    a[2].sass.update(matrix_families=["HMMA"], tma={})
+    a[2].ptx, b[2].ptx = {"maxnreg": 256}, {"maxnreg": 168}
+    by = {c.a.hints["occupancy"]: c for c in compare_records(a, b)}
+    assert by[1].kind == "regression" and by[1].details[0] == "spills 3323 LDL/3317 STL → 6640 LDL/6600 STL (×2.0)"
+    assert by[2].kind == "regression" and by[2].details[:2] == ["spills 61 LDL/74 STL → 204 LDL/271 STL (×3.5)",
+                                                                "CTAs/SM 1 → 2"]
+    assert by[4].kind == "regression" and by[4].details[1:3] == ["MMA HMMA → HGMMA, TMA 0 → 33",
+                                                                 "register cap (.maxnreg) 256 → 168"]
+    assert any(w.startswith("MMA family switch") for w in by[4].why)
+    assert [c.a.hints["occupancy"] for c in compare_records(a, b)] == [4, 1, 2]   # most spills added first
 
 
 def test_a_comparison_with_nothing_in_common_says_so(capsys):
@@ -338,3 +385,59 @@ def test_compare_json_to_stdout_is_json_alone(tmp_path, capsys, monkeypatch):
     assert main(["compare", pa, pb, "--json", "-"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert [c["mark"] for c in doc][:1] == ["!"] and not (tmp_path / "-").exists()
+
+
+def test_compare_claims_no_comparison_it_did_not_make(tmp_path, capsys):
+    """Issue 27 (left by the last hostile pass): --regressions with none, Markdown, two empty results say so; a
+    --where that matches nothing exits 2, as audit does."""
+    import json
+    from tileprobe.cli import main
+    from tileprobe.schema import dump
+    pa, pb = _result_files(tmp_path)
+    same = tmp_path / "same.json"
+    same.write_text(json.dumps(dump([rec(B, 1, 384, 168, 44092, 1, "a1")], {"tileiras": [B]})))
+    assert main(["compare", pa, str(same), "--regressions"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "no regression among the 3 variant(s) compared" in out and "│" not in out
+    assert main(["compare", pa, str(same), "--regressions", "--format", "markdown"]) == 0
+    assert "No regression among the 3 variant(s) compared." in capsys.readouterr().out
+    empty = tmp_path / "empty.json"
+    empty.write_text(json.dumps(dump([], {"tileiras": [B]})))
+    assert main(["compare", str(empty), str(empty)]) == 0
+    assert "nothing was compared: both sides are empty" in capsys.readouterr().out
+    assert main(["compare", str(empty), str(empty), "--format", "markdown"]) == 0
+    assert "Nothing was compared: both sides are empty." in capsys.readouterr().out
+    assert main(["compare", pa, pb, "--where", "occupancy=7"]) == 2
+    assert "--where occupancy=7 matches no" in " ".join(capsys.readouterr().err.split())
+
+
+def test_bisect_shows_what_it_measured_and_the_toolkit_parts(monkeypatch, capsys):
+    """Issue 27: each step prints the property's value and the ptxas/nvvm releases it ran with; a ptxas or nvvm
+    change between the last good and the first bad release, a part from another patch release and a release
+    whose machine code varies between compiles are warned about."""
+    import tileprobe.analyses.bisect as bisect_mod
+    import tileprobe.toolchain as tcm
+    from tileprobe.analyses.bisect import measured
+    from tileprobe.cli import main
+    r = rec(B, 1, 384, 168, 1000, 1, "x")
+    r.sass, r.stack_bytes = {"spill_loads": 3323, "spill_stores": 3317}, 8720
+    assert measured("no spills", r) == "3323 LDL/3317 STL, 8,720 B stack"
+    assert measured("registers<=128", r) == "registers 168" and measured("occupancy honoured", r) == \
+        "occupancy honoured"
+    monkeypatch.setattr(tcm, "_PUBLISHED", {tcm.TILEIRAS_PKG: ["13.3.36", "13.4.59", "13.4.92"]})
+    parts = {"13.3.36": "13.3.73", "13.4.59": "13.4.92", "13.4.92": "13.4.92"}
+    spills = {"13.3.36": 3323, "13.4.59": 6640, "13.4.92": 6640}
+
+    def evaluator(probe, arch, where, prop, jobs=None, store=None):
+        return lambda v: Step(v, spills[v] < 5000, "…", measured=f"{spills[v]} LDL",
+                              parts={"tileiras": v, "ptxas": parts[v], "nvvm": parts[v]},
+                              warnings=["2 different machine codes over repeated compiles"] if v == "13.4.59" else [])
+    monkeypatch.setattr(bisect_mod, "make_evaluator", evaluator)
+    assert main(["bisect", "p.py", "--arch", "sm_90", "--property", "no spills", "--good", "13.3.36", "--bad",
+                 "13.4.92", "--no-store"]) == 0
+    out = capsys.readouterr().out
+    assert "  tileiras 13.4.59: does not hold (6640 LDL) [with ptxas 13.4.92, nvvm 13.4.92] — …" in out
+    assert ("warning: tileiras 13.3.36 → 13.4.59 also changed ptxas 13.3.73 → 13.4.92, nvvm 13.3.73 → 13.4.92: the "
+            "change may come from those, not from tileiras") in out
+    assert "warning: tileiras 13.4.59 ran with ptxas 13.4.92, nvvm 13.4.92" in out
+    assert "warning: tileiras 13.4.59: 2 different machine codes over repeated compiles" in out

@@ -343,14 +343,15 @@ def test_resolve_major_minor_picks_newest_published_and_prefers_pip(offline, mon
 
 
 def test_resolve_missing_without_auto_install(offline):
-    with pytest.raises(ToolchainError, match=r"^tileiras 13\.3\.36 is not installed; run `tileprobe toolchain "
-                                             r"install 13\.3\.36`\.$"):
-        tcm.resolve_toolchains(["13.3"], auto_install=False)
+    with pytest.raises(ToolchainError, match=r"^tileiras 13\.3\.36 is not installed; nothing was downloaded\. "
+                                             r"Install it.* with `tileprobe toolchain install 13\.3\.36`, or add "
+                                             r"--install to this command"):
+        tcm.resolve_toolchains(["13.3"])          # issue 27: the default installs nothing
 
 
 def test_resolve_installs_missing_with_a_notice(offline, capsys):
     root, _ = offline
-    (out,) = tcm.resolve_toolchains(["13.3.36"])
+    (out,) = tcm.resolve_toolchains(["13.3.36"], auto_install=True)
     assert out == {"tileiras": str(root / "13.3.36/bin/tileiras"), "lib_dirs": [str(root / "13.3.36/lib")],
                    "version": "13.3.36"}
     err = capsys.readouterr().err.strip().splitlines()

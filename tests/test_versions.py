@@ -39,7 +39,7 @@ def _resources(records):
 
 
 def test_two_versions_in_one_run_equal_two_separate_runs():
-    tcs = resolve_toolchains(["13.3.36", "13.4.92"])
+    tcs = resolve_toolchains(["13.3.36", "13.4.92"], auto_install=True)   # issue 27: installing is asked for
     both = audit([VADD], ["sm_90"], toolchains=tcs, jobs=2).records
     a = audit([VADD], ["sm_90"], toolchains=tcs[:1], jobs=2).records
     b = audit([VADD], ["sm_90"], toolchains=tcs[1:], jobs=2).records
@@ -50,7 +50,7 @@ def test_two_versions_in_one_run_equal_two_separate_runs():
 
 
 def test_compare_names_the_report_regression():
-    tcs = resolve_toolchains(["13.3.36", "13.4.92"])
+    tcs = resolve_toolchains(["13.3.36", "13.4.92"], auto_install=True)   # issue 27: installing is asked for
     recs = audit([W4A16], ["sm_120"], toolchains=tcs, jobs=2).records
     a, b, build_a, build_b = split_by_compiler(recs)
     got_a = {(r.case["GATHER"], r.case["LOOP"], r.hints["occupancy"]): (r.threads, r.registers, r.shared_bytes)
@@ -91,7 +91,7 @@ def test_issue94_crash_became_an_error_compare_lists_it_and_bisect_names_13_4_59
     """cutile-python #94's kernel on sm_120: tileiras 13.3.36 is killed by SIGSEGV, 13.4.92 answers with an error.
     compare lists that as a change (an improvement); bisect on "no crash" names 13.4.59; "compiles" has nothing to
     bisect and says which property would."""
-    tcs = resolve_toolchains(["13.3.36", "13.4.92"])
+    tcs = resolve_toolchains(["13.3.36", "13.4.92"], auto_install=True)   # issue 27: installing is asked for
     recs = audit([ISSUE94], ["sm_120"], toolchains=tcs, jobs=2).records
     a, b, _, _ = split_by_compiler(recs)
     assert [(r.status, r.failure) for r in a] == [("compiler_crash", "compiler_crash")]
@@ -112,7 +112,7 @@ def test_13_2_86_does_not_list_sm_90_in_its_own_words(capsys):
     """`--tileiras 13.2.86 --arch sm_90`: nothing compiled (its --help lists no sm_90); the terminal and Markdown
     say so with the compiler's target list, the class and the fix — not "Return code 1"."""
     from tileprobe.cli import main
-    args = ["audit", VADD, "--arch", "sm_90", "--tileiras", "13.2.86", "--no-store", "-j", "2"]
+    args = ["audit", VADD, "--arch", "sm_90", "--tileiras", "13.2.86", "--install", "--no-store", "-j", "2"]
     assert main(args) == 0
     out = capsys.readouterr().out
     words = ("tileiras 13.2.86 does not list sm_90: its --help offers --gpu-name sm_80 sm_86 sm_87 sm_88 sm_89 "
@@ -135,7 +135,7 @@ def test_bundle_carries_both_releases_and_bisect_bundle_keeps_those_listing_the_
     from tileprobe.cli import main
     from tileprobe.run.session import interleave_releases, load_bundle
     bundle = str(tmp_path / "b")
-    assert main(["audit", VADD, "--arch", "sm_90", "--tileiras", "13.3.36,13.4.92", "--no-store", "--bundle",
+    assert main(["audit", VADD, "--arch", "sm_90", "--tileiras", "13.3.36,13.4.92", "--install", "--no-store", "--bundle",
                  bundle, "--format", "none"]) == 0
     records, env, cubin = load_bundle(bundle)
     builds = sorted({r.tileiras for r in records})

@@ -8,8 +8,13 @@ in this order:
 
 1. :data:`KEY_VERSION` (one byte; bumped when this list changes or when what a record holds changes — a new field, a
    different reading of the cubin — which makes every stored compile a miss)
-2. ``Variant.source_sha256``: SHA-256 of the probe file and of the file that defines its kernel
-   (:func:`tileprobe.audit.source_sha256`)
+2. what the compiled code depends on (issue 27): ``"compile:" + Variant.compile_sha256``, the SHA-256 of the file
+   that defines the kernel and of the launch signature the probe's ``args`` gave for this variant (constants,
+   dtypes, divisibility; :meth:`tileprobe.audit.contained.ProbePlan.compile_sha256`) — so editing a probe without
+   changing any compiled variant (a comment, ``tunable=``, a reference) compiles nothing again. When the loader did
+   not try ``args`` (a grid over ``--max-variants``), ``Variant.source_sha256``: SHA-256 of the probe file and the
+   kernel's file (:func:`tileprobe.audit.source_sha256`), the key of stores written before issue 27 (their records
+   stay readable; their compiles are found again under this fallback only)
 3. the probe's index in its file, 4. the probe's name (its label in reports)
 5. the case, 6. the hints: each as JSON of its ``[name, value]`` pairs sorted by name (``true`` ≠ ``1``)
 7. the arch (``sm_90``)
@@ -144,9 +149,22 @@ def _same_compiler(stored_sha256: str | None, status: str, tc: dict) -> bool:
 def compile_key(variant, build: str, cuda_tile: str) -> str:
     """The store key of compiling ``variant`` with tileiras ``build`` under cuda-tile ``cuda_tile`` (module doc)."""
     h = hashlib.sha256(KEY_VERSION)
-    h.update(_lp(variant.source_sha256, str(variant.probe_index), variant.probe_name, _pairs_json(variant.case),
+    code = getattr(variant, "compile_sha256", "")
+    code = f"compile:{code}" if code else variant.source_sha256
+    h.update(_lp(code, str(variant.probe_index), variant.probe_name, _pairs_json(variant.case),
                  _pairs_json(variant.hints), variant.arch, build, cuda_tile))
     return h.hexdigest()
+
+
+def _legacy_keys(keyed: dict, key_of: Callable) -> dict[str, str]:
+    """new key -> the key of the same compile in a store written before issue 27 (probe file + kernel file instead
+    of kernel file + signature), for variants whose ``args`` take no ``num_sms`` (the old key did not hold it)."""
+    import dataclasses
+    out = {}
+    for key, v in keyed.items():
+        if getattr(v, "compile_sha256", "") and getattr(v, "num_sms", None) is None and dataclasses.is_dataclass(v):
+            out[key] = key_of(dataclasses.replace(v, compile_sha256=""))
+    return {k: old for k, old in out.items() if old != k}
 
 
 # --- schema migrations: _migrate_to_N takes a store at version N-1 to N, inside one transaction -------------------
@@ -433,8 +451,9 @@ class Store:
         """
         from .schema import VariantRecord
         keyed = {self.compile_key(v, tc["build"]): v for v in variants}
+        legacy = _legacy_keys(keyed, lambda v: self.compile_key(v, tc["build"]))
         stored: dict[str, tuple[str, str]] = {}
-        keys = list(keyed)
+        keys = list(keyed) + list(legacy.values())
         for i in range(0, len(keys), 500):
             chunk = keys[i:i + 500]
             sql = (f"SELECT key, status, record, tileiras_sha256 FROM compiles "
@@ -443,6 +462,9 @@ class Store:
         found, todo = [], []
         for key, v in keyed.items():
             hit = stored.get(key)
+            if hit is None and legacy.get(key) in stored:   # a store written before issue 27's key
+                key = legacy[key]
+                hit = stored[key]
             if hit is None or not _same_compiler(hit[2], hit[0], tc) or (
                     not any_status and (hit[0] not in REUSED_STATUSES or (retry_failed and hit[0] != "ok"))):
                 todo.append(v)

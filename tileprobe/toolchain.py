@@ -515,7 +515,36 @@ def _local_match(spec: str, candidates: Iterable[Toolchain]) -> Toolchain | None
     return max(hits, key=lambda t: _sort_key(t.version)) if hits else None
 
 
-def resolve_toolchain(spec: str, auto_install: bool = True, *, root: str | os.PathLike | None = None,
+class ReleaseNotInstalled(ToolchainError):
+    """A ``--tileiras`` release that is published but not installed here, and nobody asked to install it (issue 27:
+    a typo, 13.5 for 13.3, downloaded 226 MB and took 446 s unasked). ``version``: the exact release;
+    ``size_bytes``: what one installed release takes here (:func:`typical_size_bytes`), None when unknown."""
+
+    def __init__(self, version: str, size_bytes: int | None):
+        self.version, self.size_bytes = version, size_bytes
+        size = (f" (about {size_bytes / 1e6:,.0f} MB, the size of a release installed here)" if size_bytes
+                else "")
+        super().__init__(f"tileiras {version} is not installed; nothing was downloaded. Install it{size} with "
+                         f"`tileprobe toolchain install {version}`, or add --install to this command "
+                         "(`tileprobe toolchain list` shows what is installed)")
+
+
+def typical_size_bytes(root: str | os.PathLike | None = None) -> int | None:
+    """Bytes the newest managed toolchain installed here takes (its ``toolchain.json`` ``size_bytes``; tileiras,
+    ptxas and libnvvm of one release: 209 MB for 13.3.36), as an estimate of what another release costs; None when
+    none is installed."""
+    sizes = []
+    for t in installed(root):
+        try:
+            n = json.loads((Path(t.root) / MANIFEST).read_text(encoding="utf-8")).get("size_bytes")
+        except (OSError, ValueError):
+            continue
+        if isinstance(n, int) and not isinstance(n, bool) and n > 0:
+            sizes.append((t.version, n))
+    return max(sizes, key=lambda x: _sort_key(x[0]))[1] if sizes else None
+
+
+def resolve_toolchain(spec: str, auto_install: bool = False, *, root: str | os.PathLike | None = None,
                       stream: TextIO | None | str = "stderr") -> Toolchain:
     """One ``--tileiras`` entry → a Toolchain. See :func:`resolve_toolchains`."""
     if os.sep in spec or "/" in spec or spec.endswith(f"tileiras{_EXE}"):
@@ -538,22 +567,23 @@ def resolve_toolchain(spec: str, auto_install: bool = True, *, root: str | os.Pa
     if hit := local_exact(exact):
         return hit
     if not auto_install:
-        raise ToolchainError(f"tileiras {exact} is not installed; run `tileprobe toolchain install {exact}`.")
+        raise ReleaseNotInstalled(exact, typical_size_bytes(root))
     return install(exact, root=root, stream=stream)
 
 
-def resolve_toolchains(specs: Sequence[str], auto_install: bool = True, *, root: str | os.PathLike | None = None,
+def resolve_toolchains(specs: Sequence[str], auto_install: bool = False, *, root: str | os.PathLike | None = None,
                        stream: TextIO | None | str = "stderr") -> list[dict]:
     """Turn ``--tileiras`` entries into compiler dicts ``{tileiras, lib_dirs, version}`` for ``audit``.
 
     Each entry is ``MAJOR.MINOR`` (newest published patch), ``MAJOR.MINOR.PATCH`` or a path to a tileiras.
     The current environment's pip tileiras is used in place when it is that exact version (and its nvcc/nvvm
     match, as cuTile requires); else a managed toolchain; a missing one is installed (one line to ``stream``)
-    when ``auto_install``. Duplicates are dropped, order kept.
+    only when ``auto_install`` (``--install``; issue 27: never unasked). Duplicates are dropped, order kept.
 
     Raises:
-        ToolchainError: a malformed or unpublished version (lists the published ones); a missing version with
-            ``auto_install=False`` (says ``tileprobe toolchain install V``); a failed install.
+        ToolchainError: a malformed or unpublished version (lists the published ones); a failed install.
+        ReleaseNotInstalled: a published release not installed here, without ``auto_install`` (says
+            ``tileprobe toolchain install V`` and the size; nothing is downloaded).
     """
     out, seen = [], set()
     for spec in specs:

@@ -32,6 +32,9 @@ class Step:
     holds: bool
     summary: str
     detail: list[str] = field(default_factory=list)
+    measured: str = ""             # issue 27: the property's own value, e.g. "3323 LDL/3317 STL, 8,720 B stack"
+    parts: dict = field(default_factory=dict)      # toolkit parts it ran with: tileiras, ptxas (nvcc), nvvm
+    warnings: list[str] = field(default_factory=list)   # e.g. machine code that differs between compiles
 
 
 @dataclass
@@ -45,9 +48,31 @@ class BisectResult:
     versions: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        """``{"property", "first_bad", "last_good", "steps": [Step fields]}`` (what ``--json`` writes)."""
+        """``{"property", "first_bad", "last_good", "steps": [Step fields], "warnings"}`` (what ``--json``
+        writes)."""
         return {"property": self.prop, "first_bad": self.first_bad, "last_good": self.last_good,
-                "steps": [asdict(s) for s in self.steps]}
+                "steps": [asdict(s) for s in self.steps], "warnings": self.warnings()}
+
+    def warnings(self) -> list[str]:
+        """What weakens the answer (issue 27): the last good and first bad releases ran with other ptxas or nvvm
+        releases (then a tileiras change cannot be told from a ptxas or nvvm change), a part whose release differs
+        from its tileiras release, and steps whose machine code differed between compiles."""
+        by = {s.version: s for s in self.steps}
+        good, bad = by.get(self.last_good), by.get(self.first_bad)
+        out = []
+        if good and bad and good.parts and bad.parts:
+            moved = [f"{k} {good.parts.get(k)} → {bad.parts.get(k)}" for k in ("ptxas", "nvvm")
+                     if good.parts.get(k) != bad.parts.get(k)]
+            if moved:
+                out.append(f"tileiras {self.last_good} → {self.first_bad} also changed {', '.join(moved)}: the change "
+                           "may come from those, not from tileiras")
+        for s in self.steps:
+            other = [f"{k} {v}" for k, v in s.parts.items() if k != "tileiras" and v and v != s.version]
+            if other and s.version in (self.last_good, self.first_bad):
+                out.append(f"tileiras {s.version} ran with {', '.join(other)} (the newest of its major.minor, not "
+                           "necessarily the release it came with)")
+            out.extend(f"tileiras {s.version}: {w}" for w in s.warnings)
+        return list(dict.fromkeys(out))
 
 
 def candidates(published: Sequence[str], good: str, bad: str) -> list[str]:
@@ -104,7 +129,7 @@ def make_evaluator(probe: str, arch: str, where: dict, prop: str, jobs: int | No
     from .gate import _check_where_names, audit_selected, check, parse_expectation, select
     from ..audit.contained import load_plans
     from ..errors import ProbeError
-    from ..toolchain import resolve_toolchains
+    from ..toolchain import NVCC_PKG, NVVM_PKG, TILEIRAS_PKG, resolve_toolchain
     parse_expectation(prop)  # fail early on a malformed property
     plans, errors = load_plans([probe], [arch])    # probe code runs contained, never in this process (issue 25)
     if not plans:
@@ -112,8 +137,8 @@ def make_evaluator(probe: str, arch: str, where: dict, prop: str, jobs: int | No
     _check_where_names(where, plans)  # and on a --where naming nothing
 
     def evaluate(version: str) -> Step:
-        tc = resolve_toolchains([version], auto_install=True)[0]
-        result = audit_selected(probe, arch, where=where, toolchains=[tc], jobs=jobs, store=store)
+        tc = resolve_toolchain(version, auto_install=True)
+        result = audit_selected(probe, arch, where=where, toolchains=[tc.as_dict()], jobs=jobs, store=store)
         chosen = select(result.records, where)
         if not chosen:
             from ..audit.where import no_match_message
@@ -125,9 +150,38 @@ def make_evaluator(probe: str, arch: str, where: dict, prop: str, jobs: int | No
                                  "store (--store): run the variant with that compiler first, or bisect a compile "
                                  "property (compiles, no crash)")
         summary = "; ".join(_summary(r) for r in chosen)
-        return Step(version, not failures, summary, [str(f) for f in failures])
+        parts = {"tileiras": tc.pins.get(TILEIRAS_PKG, tc.version), "ptxas": tc.pins.get(NVCC_PKG),
+                 "nvvm": tc.pins.get(NVVM_PKG)}
+        noisy = [r for r in chosen if r.deterministic is False]
+        warn = [f"{len(r.code_hashes)} different machine codes over repeated compiles of {r.kernel} "
+                f"{', '.join(f'{k}={v}' for k, v in {**r.case, **r.hints}.items())}: this release is not "
+                "deterministic for the variant, one compile may not represent it" for r in noisy]
+        return Step(version, not failures, summary, [str(f) for f in failures],
+                    measured="; ".join(dict.fromkeys(measured(prop, r) for r in chosen)), parts=parts, warnings=warn)
 
     return evaluate
+
+
+def measured(prop: str, r) -> str:
+    """The value ``prop`` is about, as measured on ``r`` (issue 27: a step says what it measured): the spill counts
+    and stack for ``no spills``, the field for ``registers<=128``, the verdict for ``occupancy honoured``, the
+    status for ``compiles`` / ``no crash``, the run status for ``no hang`` / ``correct``."""
+    from .gate import parse_expectation
+    e = parse_expectation(prop)
+    if e.kind in ("no_hang", "correct"):
+        return f"run {(r.run or {}).get('status') or 'none'}"
+    if not r.ok or e.kind in ("compiles", "no_crash"):
+        return "compiled" if r.ok else (r.failure or r.status)
+    if e.kind == "no_spills":
+        sass = r.sass or {}
+        counts = (f"{sass['spill_loads']} LDL/{sass['spill_stores']} STL, " if "spill_loads" in sass else "")
+        return f"{counts}{r.stack_bytes or 0:,} B stack"
+    if e.kind in ("verdict", "took_effect", "not_ignored"):
+        return f"{e.field} {(r.verdicts.get(e.field) or {}).get('status', 'no verdict')}"
+    if e.field:
+        value = getattr(r, e.field, None)
+        return f"{e.field} {value:,}" if isinstance(value, int) else f"{e.field} {value}"
+    return ""
 
 
 def _summary(r) -> str:

@@ -7,8 +7,8 @@ Variants are matched by (kernel, case, hints, arch). Each pair gets a mark, in t
        worse compile or run status (:data:`COMPILE_RANK`, :data:`RUN_RANK`: ok → error, error → crash, ok → hang,
        ok → wrong …), slower beyond the measured noise
 ``*``  improvement: the reverse of any of the above (crash → error, error → ok, hang → ok, wrong → ok …)
-``x``  machine code or resources changed, residency and verdicts the same (spill amounts too, when both sides
-       spill: ``spills 172 LDL/94 STL → 23 LDL/23 STL (both spill)``; only spills appearing or going are judged)
+``x``  machine code or resources changed, residency and verdicts the same; listed first among these: a switch of
+       MMA family or of TMA use (``MMA HMMA → HGMMA, TMA 0 → 33``) and a register cap that moved (PTX ``.maxnreg``)
 ``=``  same machine code and resources
 ``?``  only one side has the variant
 ====  =========================================================================================================
@@ -20,7 +20,12 @@ is listed as a change, not a regression. A failure is a state like any other (is
 compared by failure class (ok > an answer: compile_error, unsupported_target, unsupported_feature,
 broken_environment, probe_error > no answer: timeout, compiler_crash) and the run status likewise (ok > wrong >
 error > hang, crash); two classes of one rank (crash ↔ timeout, unsupported_target → compile_error) are a change.
-Regressions are listed first, and among them new crashes and hangs first. Times are compared only when both sides ran
+Spills (issue 27) are judged by amount too: when both sides spill, LDL+STL growing by at least
+:data:`SPILL_CHANGE` (and :data:`SPILL_MIN` instructions) is a regression — even when CTAs/SM rose (each spill is a
+local-memory round trip in the loop; more resident CTAs do not pay for a doubling) — and shrinking as much an
+improvement; a smaller move is a change (``spills 172 LDL/94 STL → 180 LDL/94 STL (both spill)``). Each judged
+item carries its reason (:attr:`Change.why`). Regressions are listed first, and among them new crashes and hangs
+first, then by what costs time: status, run, measured time, spills (most added first), residency, verdicts. Times are compared only when both sides ran
 on the same GPU, by the rule of :mod:`tileprobe.analyses.noise`: Welch's t-test on the kept samples (or on n, mean
 and stdev) at p < 0.05, and a change of the median of at least 2 %.
 
@@ -49,6 +54,25 @@ COMPILE_RANK = {"ok": 3, "compile_error": 2, "unsupported_target": 2, "unsupport
 RUN_RANK = {"ok": 3, "wrong": 2, "error": 1, "hang": 0, "crash": 0}
 #: States that make a regression "new crash or hang" (listed first).
 _CRASH_OR_HANG = {"compiler_crash", "timeout", "hang", "crash"}
+#: Relative change of LDL+STL instructions (both sides spilling) judged a regression / an improvement (issue 27).
+SPILL_CHANGE = 0.10
+#: ... and at least this many LDL+STL instructions added or removed (a handful moves with any code change).
+SPILL_MIN = 16
+#: Why each kind of judged item costs (or saves) time, shown beside it (issue 27).
+WHY = {
+    "spills_new": "new spills: LDL/STL are local-memory round trips, in the main loop for a GEMM",
+    "spills_more": "more spills (×N = LDL+STL after ÷ before): more local-memory traffic per tile, a regression "
+                   "even where CTAs/SM rose",
+    "spills_gone": "no spills left: no local-memory traffic",
+    "spills_fewer": "fewer spills: less local-memory traffic",
+    "ctas_down": "fewer CTAs/SM: less latency hidden (lost residency)",
+    "ctas_up": "more CTAs/SM: more latency hidden",
+    "verdict_down": "a hint's goal no longer met",
+    "verdict_up": "a hint's goal now met",
+    "mma": "MMA family switch (HMMA → HGMMA …): another tensor-core code path; only a GPU run says which is faster",
+    "tma": "TMA use appeared or went: tile loads take another path",
+    "regcap": "register cap (.maxnreg) moved: the compiler's register budget, which spills and CTAs/SM follow",
+}
 
 
 @dataclass
@@ -60,6 +84,9 @@ class Change:
     kind: str = "same"
     details: list[str] = field(default_factory=list)
     severity: int = 9
+    why: list[str] = field(default_factory=list)   # issue 27: the reason of each judged or notable item
+    weight: int = 0                                 # spill instructions added (regression) or removed, for order
+    judged: int = 0                                 # the first ``judged`` details are the worse and better items
 
     @property
     def mark(self) -> str:
@@ -94,7 +121,7 @@ def compare_records(a: list[VariantRecord], b: list[VariantRecord]) -> list[Chan
         else:
             _classify(ch, ra, rb)
         out.append(ch)
-    out.sort(key=lambda c: (_RANK[c.kind], c.severity))
+    out.sort(key=lambda c: (_RANK[c.kind], c.severity, -c.weight))
     return out
 
 
@@ -116,6 +143,8 @@ def _state_change(what: str, sa: str | None, sb: str | None, ranks: dict, worse:
 
 def _classify(ch: Change, a: VariantRecord, b: VariantRecord) -> None:
     worse, better, changed = [], [], []
+    why: list[str] = []
+    notable: list[str] = []
     _state_change("status", _state(a), _state(b), COMPILE_RANK, worse, better, changed)
     _state_change("run", (a.run or {}).get("status"), (b.run or {}).get("status"), RUN_RANK, worse, better, changed)
     if a.ok and b.ok:
@@ -123,30 +152,40 @@ def _classify(ch: Change, a: VariantRecord, b: VariantRecord) -> None:
             va = a.verdicts.get(hint, {}).get("status")
             vb = b.verdicts.get(hint, {}).get("status")
             if va != vb and va and vb:
+                n = len(worse) + len(better)
                 _verdict_change(f"{hint} {va} → {vb}", va, vb, worse, better, changed)
+                if len(worse) + len(better) > n:
+                    _why(why, WHY["verdict_down" if worse and worse[-1].startswith(hint) else "verdict_up"])
         if (a.ctas_per_sm or 0) != (b.ctas_per_sm or 0):
-            (worse if (b.ctas_per_sm or 0) < (a.ctas_per_sm or 0) else better).append(
-                f"CTAs/SM {a.ctas_per_sm} → {b.ctas_per_sm}")
-        spill = _spill_change(a, b)
+            down = (b.ctas_per_sm or 0) < (a.ctas_per_sm or 0)
+            (worse if down else better).append(f"CTAs/SM {a.ctas_per_sm} → {b.ctas_per_sm}")
+            _why(why, WHY["ctas_down" if down else "ctas_up"])
+        spill = _spill_change(a, b) or _spill_amount_change(a, b)
         if spill:
             (worse if spill[0] == "worse" else better).append(spill[1])
+            _why(why, spill[2])
+            sa, sb = spill_counts(a), spill_counts(b)
+            ch.weight = abs(sum(sb) - sum(sa)) if sa and sb else 0
         elif spill_counts(a) != spill_counts(b) and None not in (spill_counts(a), spill_counts(b)):
-            # both sides spill, in other amounts: shown, not judged (fewer LDL/STL is not always faster)
+            # both sides spill, in amounts within SPILL_CHANGE: shown, not judged
             changed.append(f"spills {_spill_text(spill_counts(a))} → {_spill_text(spill_counts(b))} (both spill)")
+        notable = _notable_changes(a, b, why)
         for name, va, vb in (("threads", a.threads, b.threads), ("registers", a.registers, b.registers),
                              ("shared B", a.shared_bytes, b.shared_bytes)) + (
                 (("stack B", a.stack_bytes, b.stack_bytes),) if not spill else ()):
             if va != vb:
                 changed.append(f"{name} {number_text(va)} → {number_text(vb)}")
-        if not a.same_code(b) and not changed:
+        if not a.same_code(b) and not (changed or notable or worse or better):
             changed.append("machine code differs")
+        changed[:0] = notable
     t = _time_change(a, b)
     if t:
         kind, text = t
         (worse if kind == "slower" else better).append(text)
     ch.details = worse + better + [c for c in changed if c not in worse + better]
     ch.kind = "regression" if worse else "improvement" if better else "changed" if changed else "same"
-    ch.severity = _severity(worse or better)
+    ch.severity = _severity(worse or better) if worse or better else (0 if notable else 9)
+    ch.why, ch.judged = why, len(worse) + len(better)
 
 
 def spill_counts(r: VariantRecord) -> tuple[int, int] | None:
@@ -157,8 +196,8 @@ def spill_counts(r: VariantRecord) -> tuple[int, int] | None:
     return int(sass["spill_loads"]), int(sass["spill_stores"])
 
 
-def _spill_change(a: VariantRecord, b: VariantRecord) -> tuple[str, str] | None:
-    """("worse" | "better", text) when one side spills and the other does not: from the SASS when both sides have
+def _spill_change(a: VariantRecord, b: VariantRecord) -> tuple[str, str, str] | None:
+    """("worse" | "better", text, why) when one side spills and the other does not: from the SASS when both sides have
     it (``spills 0 → 171 LDL/122 STL``), else from the stack frame (``stack 0 → 408 B``, which may also be a local
     array: the SASS says which)."""
     sa, sb = spill_counts(a), spill_counts(b)
@@ -166,11 +205,60 @@ def _spill_change(a: VariantRecord, b: VariantRecord) -> tuple[str, str] | None:
         if bool(sum(sa)) == bool(sum(sb)):
             return None
         text = f"spills {_spill_text(sa)} → {_spill_text(sb)}"
-        return ("worse" if sum(sb) else "better"), text
+        return ("worse", text, WHY["spills_new"]) if sum(sb) else ("better", text, WHY["spills_gone"])
     if bool(a.stack_bytes) == bool(b.stack_bytes):
         return None
     return (("worse" if b.stack_bytes else "better"),
-            f"stack {a.stack_bytes} → {b.stack_bytes} B ({'new stack use, SASS not read: spills or a local array' if b.stack_bytes else 'no stack'})")
+            f"stack {a.stack_bytes} → {b.stack_bytes} B ({'new stack use, SASS not read: spills or a local array' if b.stack_bytes else 'no stack'})",
+            WHY["spills_new"] if b.stack_bytes else WHY["spills_gone"])
+
+
+def _why(why: list[str], text: str) -> None:
+    if text not in why:
+        why.append(text)
+
+
+def _spill_amount_change(a: VariantRecord, b: VariantRecord) -> tuple[str, str, str] | None:
+    """("worse" | "better", text, why) when both sides spill and LDL+STL moved by at least :data:`SPILL_CHANGE`
+    and :data:`SPILL_MIN` instructions: ``spills 3323 LDL/3317 STL → 6640 LDL/6600 STL (×2.0)``."""
+    sa, sb = spill_counts(a), spill_counts(b)
+    if sa is None or sb is None or not sum(sa) or not sum(sb):
+        return None
+    na, nb = sum(sa), sum(sb)
+    if abs(nb - na) < max(SPILL_MIN, SPILL_CHANGE * na):
+        return None
+    text = f"spills {_spill_text(sa)} → {_spill_text(sb)} (×{nb / na:.1f})"
+    return ("worse", text, WHY["spills_more"]) if nb > na else ("better", text, WHY["spills_fewer"])
+
+
+def _notable_changes(a: VariantRecord, b: VariantRecord, why: list[str]) -> list[str]:
+    """Changes listed first among the unjudged ones (issue 27): the MMA instruction family (``MMA HMMA → HGMMA``,
+    with the TMA count), TMA use appearing or going, and the register cap (PTX ``.maxnreg``)."""
+    out = []
+    fa, fb = _families(a), _families(b)
+    ta, tb = _tma_count(a), _tma_count(b)
+    if fa is not None and fb is not None and fa != fb:
+        tma = f", TMA {ta} → {tb}" if ta is not None and tb is not None and ta != tb else ""
+        out.append(f"MMA {'+'.join(fa) or 'none'} → {'+'.join(fb) or 'none'}{tma}")
+        _why(why, WHY["mma"])
+    elif ta is not None and tb is not None and bool(ta) != bool(tb):
+        out.append(f"TMA {ta} → {tb} instructions")
+        _why(why, WHY["tma"])
+    ca, cb = (a.ptx or {}).get("maxnreg"), (b.ptx or {}).get("maxnreg")
+    if (a.ptx and b.ptx) and ca != cb:
+        out.append(f"register cap (.maxnreg) {ca or 'none'} → {cb or 'none'}")
+        _why(why, WHY["regcap"])
+    return out
+
+
+def _families(r: VariantRecord) -> tuple[str, ...] | None:
+    sass = r.sass or {}
+    return tuple(sass["matrix_families"]) if "matrix_families" in sass else None
+
+
+def _tma_count(r: VariantRecord) -> int | None:
+    sass = r.sass or {}
+    return sum((sass.get("tma") or {}).values()) if "tma" in sass or "has_tma" in sass else None
 
 
 def _spill_text(counts: tuple[int, int]) -> str:
@@ -191,8 +279,8 @@ def _severity(items: list[str]) -> int:
     time, spills."""
     if any(i.endswith(("(new crash)", "(new hang)")) for i in items):
         return -1
-    order = ("status", "run", "CTAs/SM", "time", "spills", "stack")
-    best = 0 if any(" → " in i and i.split()[1] in _VERDICT_RANK for i in items) else 9
+    order = ("status", "run", "time", "spills", "stack", "CTAs/SM")
+    best = 9
     for i, word in enumerate(order, start=1):
         if any(item.startswith(word) for item in items):
             best = min(best, i)
@@ -256,8 +344,8 @@ def _not_a_side(spec: str) -> TileprobeError:
 
 
 def to_json(changes: list[Change]) -> list[dict]:
-    """JSON-ready rows: kind, mark, variant label, details, and both records."""
-    return [{"kind": c.kind, "mark": c.mark, "variant": c.label(), "details": c.details,
+    """JSON-ready rows: kind, mark, variant label, details, why (issue 27), and both records."""
+    return [{"kind": c.kind, "mark": c.mark, "variant": c.label(), "details": c.details, "why": c.why,
              "a": c.a.to_dict() if c.a else None, "b": c.b.to_dict() if c.b else None} for c in changes]
 
 
@@ -307,7 +395,8 @@ def compare_results(results: Sequence[str] = (), *, probe: str | None = None, ti
 
     Raises:
         TileprobeError: not exactly two sides to compare (the message lists the accepted forms), or a side that
-            cannot be read; ToolchainError: a compiler that cannot be resolved or installed.
+            cannot be read; ToolchainError: a compiler that cannot be resolved or installed; WhereError: a
+            ``where`` that matches no variant on either side (the message lists the values there are).
     """
     env: dict = {}
     audited: list[VariantRecord] = []
@@ -332,7 +421,8 @@ def compare_results(results: Sequence[str] = (), *, probe: str | None = None, ti
         raise TileprobeError("compare what? give two result files (or stored audit ids), one file holding two "
                              "compiler builds, or --probe P --tileiras A,B")
     if where:
-        from ..audit.where import select
+        from ..audit.where import select, select_or_explain
+        select_or_explain(a + b, where)   # issue 27: matching nothing is a WhereError (exit 2), as for audit
         a, b = select(a, where), select(b, where)
     return Comparison(compare_records(a, b), name_a, name_b, env, audited)
 

@@ -186,7 +186,8 @@ class Failure:
 
 def variant_label(r: VariantRecord) -> str:
     """``w4a16_gemm sm_120 tileiras 13.4.92 GATHER=True LOOP=True occupancy=2``."""
-    kv = " ".join(f"{k}={v}" for k, v in [*r.case.items(), *r.hints.items()])
+    from ..audit.where import format_value   # issue 27: tuples as the tables print them, 128×128×128
+    kv = " ".join(f"{k}={format_value(v)}" for k, v in [*r.case.items(), *r.hints.items()])
     return " ".join(x for x in (r.kernel, r.arch, short_build(r.tileiras), kv) if x)
 
 

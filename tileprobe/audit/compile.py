@@ -70,6 +70,8 @@ class Variant:
     knobs: tuple = ()          # (per-load hint, case constant) pairs from the probe
     rep: int = 0               # repeat index (audit --repeat): the same compile again, to see tileiras' noise
     timeout_s: float | None = None   # the probe's own compiler timeout (Probe(timeout_s=...)), for the pool's deadline
+    num_sms: int | None = None       # issue 27: the SM count handed to args(..., num_sms=) (audit/tune --num-sms)
+    compile_sha256: str = ""         # issue 27: kernel source + signature (the store key's code part when known)
 
     @property
     def case_dict(self) -> dict:
@@ -255,13 +257,13 @@ def compile_one(variant: Variant) -> CompileResult:
                 kernel = kernel.replace_hints(**hints)
             res.effective_hints = effective_hints(kernel, variant.arch)
             sig_key = (variant.probe_path, variant.probe_index, variant.case)
-            if probe.args_take_context:   # issue 12: args(case, arrays, *, arch, hints) may differ per variant
-                sig_key += (variant.arch, tuple(sorted(res.effective_hints.items())))
+            if probe.args_take_context:   # issue 12/27: args(case, arrays, *, arch, hints, num_sms) may differ
+                sig_key += (variant.arch, tuple(sorted(res.effective_hints.items())), variant.num_sms)
             if sig_key not in _WORKER["sigs"]:
                 phase = "args"
                 mark_phase(root, phase)
                 _WORKER["sigs"][sig_key] = jit_signature(kernel, probe.launch_args(
-                    variant.case_dict, arch=variant.arch, hints=dict(res.effective_hints)))
+                    variant.case_dict, arch=variant.arch, hints=dict(res.effective_hints), num_sms=variant.num_sms))
         sig = _WORKER["sigs"][sig_key]
         res.symbol, res.signature = sig.symbol, describe_signature(sig)
     except BaseException as e:  # noqa: B036 — probe code failed (sys.exit, os._exit too), or cuTile refused it

@@ -66,6 +66,27 @@ class ProbePlan:
     n_variants: int = 0
     evaluated: bool = True
     lineno: int | None = None      # the line of ``Probe(...)`` in ``source`` (issue 26: name clashes name it)
+    # --- issue 27: what each variant's compile depends on, and the SM count args() gets ---------------------
+    args_context: tuple = ()      # the context keywords args() takes (arch, hints, num_sms)
+    num_sms: int | None = None    # the SM count given (audit/tune --num-sms); None: each arch's reference GPU's
+    kernel_sha256: str = ""       # the file that defines the kernel (kernel_source_sha256)
+    signatures: dict = field(default_factory=dict)   # (case index, hint index | None, arch | None) -> signature sha
+
+    def args_num_sms(self, arch: str) -> int | None:
+        """The SM count ``args`` gets for ``arch`` (None when it does not take ``num_sms``): the one given, else
+        the arch's reference GPU's (:func:`tileprobe.model.cluster.reference_num_sms`)."""
+        if "num_sms" not in self.args_context:
+            return None
+        from ..model.cluster import reference_num_sms
+        return self.num_sms or reference_num_sms(arch)
+
+    def compile_sha256(self, case_index: int, hint_index: int, arch: str) -> str:
+        """SHA-256 of what compiling this variant depends on besides case, hints, arch and compiler: the kernel's
+        source file and the launch signature ``args`` gave (constants, dtypes, divisibility); "" when the loader
+        did not try ``args`` (then the store key falls back to :attr:`source_sha256`, the whole probe file)."""
+        key = (case_index, hint_index, arch) if self.args_context else (case_index, None, None)
+        return code_sha256(self.kernel_sha256, self.signatures.get(key, ""))
+    # --- end issue 27 ----------------------------------------------------------------------------------------
 
     def case_grid(self) -> list[dict]:
         """Every case as a dict (the cross product of ``cases``)."""
@@ -130,6 +151,51 @@ def _target_name(name: str) -> str:
             return str(name)
 
 
+def code_sha256(kernel_sha256: str, signature_sha256: str) -> str:
+    """The code part of the store key (issue 27): SHA-256 over the kernel file's and the signature's digests;
+    "" when either is unknown."""
+    if not kernel_sha256 or not signature_sha256:
+        return ""
+    return hashlib.sha256(f"kernel:{kernel_sha256}|signature:{signature_sha256}".encode()).hexdigest()
+
+
+def signature_sha256(sig) -> str:
+    """SHA-256 of a cuTile ``KernelSignature`` as :func:`~tileprobe.audit.signature.describe_signature` reads it
+    (symbol, each parameter's kind, dtype, constraints, constant values)."""
+    from .signature import describe_signature
+    text = json.dumps([sig.symbol, describe_signature(sig)], sort_keys=True, default=repr)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def probe_code_sha256(probe, case: dict, hints: dict, arch: str, num_sms: int | None = None) -> str:
+    """:func:`code_sha256` of one variant of a loaded :class:`~tileprobe.audit.probe.Probe`, computed in this
+    process (the in-process path of :func:`tileprobe.audit.pipeline.iter_variants`; audits use the loader
+    child's :attr:`ProbePlan.signatures`). "" when the kernel, the hints or ``args`` fail."""
+    from .compile import effective_hints
+    from .signature import jit_signature
+    try:
+        kernel = probe.resolve_kernel()
+        set_ = {k: v for k, v in hints.items() if v is not None}
+        k = kernel.replace_hints(**set_) if set_ else kernel
+        a = probe.launch_args(case, arch=arch, hints=effective_hints(k, arch), num_sms=num_sms)
+        return code_sha256(kernel_source_sha256(probe), signature_sha256(jit_signature(k, a)))
+    except Exception:   # noqa: BLE001 — the key falls back to the probe file's digest
+        return ""
+
+
+def kernel_source_sha256(probe) -> str:
+    """SHA-256 of the file that defines the probe's kernel (issue 27: with the signature, what its compile
+    depends on; a kernel defined in the probe file makes the probe file its source). "" when it has no file."""
+    try:
+        path = inspect.getsourcefile(probe.resolve_kernel()._pyfunc)
+    except (TypeError, OSError, ProbeError):
+        return ""
+    if not path:
+        return ""
+    with open(path, "rb") as fh:
+        return hashlib.sha256(fh.read()).hexdigest()
+
+
 def source_sha256(probe) -> str:
     """SHA-256 over the probe file and the file that defines its kernel (the store's notion of "same code")."""
     h = hashlib.sha256()
@@ -175,12 +241,13 @@ class _Failures:
 
 
 def check_file(path: str, targets: Sequence[str], max_variants: int, stage: Callable[[str], None],
-               cases: dict | None = None, hints: dict | None = None) -> FileReport:
+               cases: dict | None = None, hints: dict | None = None, num_sms: int | None = None) -> FileReport:
     """Import the probe file ``path`` and try each probe's kernel, hint values and ``args`` (with cuTile's signature
     inference) for ``targets``; never raises for what the probe does. Runs in the loader child.
 
     ``cases`` / ``hints``: ``--case`` / ``--hint`` values replacing the probes' own
-    (:func:`tileprobe.audit.where.apply_overrides`; case names are checked by the parent, across all files)."""
+    (:func:`tileprobe.audit.where.apply_overrides`; case names are checked by the parent, across all files).
+    ``num_sms``: the SM count for ``args(..., num_sms=)`` (None: each arch's reference GPU's)."""
     from .probe import NoProbeDefined, _probe_error_from, load_probes, probe_code_guard
     report = FileReport(os.path.abspath(path))
     stage("importing the probe file")
@@ -200,20 +267,20 @@ def check_file(path: str, targets: Sequence[str], max_variants: int, stage: Call
         report.errors.append(str(_probe_error_from(e, report.path, "importing the probe file")))
         return report
     for p in probes:
-        plan = _plan(p, targets, max_variants, stage, report.errors)
+        plan = _plan(p, targets, max_variants, stage, report.errors, num_sms)
         if plan is not None:
             report.plans.append(plan)
     return report
 
 
-def _plan(p, targets, max_variants: int, stage, errors: list[str]) -> ProbePlan | None:
+def _plan(p, targets, max_variants: int, stage, errors: list[str], num_sms: int | None = None) -> ProbePlan | None:
     from .probe import describe_exception, probe_code_guard
     where = f"probe {p.label!r}"
     stage(f"{where}: importing its kernel {p.kernel!r}")
     try:
         with probe_code_guard():
             kernel = p.resolve_kernel()
-            digest = source_sha256(p)
+            digest, kernel_digest = source_sha256(p), kernel_source_sha256(p)
     except BaseException as e:   # noqa: B036
         if isinstance(e, ProbeError) and e.path and e.lineno:      # located already (e.g. the kernel file's line)
             errors.append(str(e))
@@ -224,7 +291,8 @@ def _plan(p, targets, max_variants: int, stage, errors: list[str]) -> ProbePlan 
             errors.append(str(ProbeError(f"{where}: {what}{detail}", p.source, p.lineno)))
         return None
     plan = ProbePlan(p.source, p.index, p.label, dict(p.cases), dict(p.hints), tuple(p.archs) if p.archs else None,
-                     dict(p.knobs), p.timeout_s, digest, lineno=p.lineno)
+                     dict(p.knobs), p.timeout_s, digest, lineno=p.lineno, args_context=p.args_context,
+                     num_sms=num_sms, kernel_sha256=kernel_digest)
     not_data = plan_not_data(plan)
     if not_data is not None:     # an Enum, an object of the probe's class: it would have to be unpickled by tileprobe
         errors.append(str(ProbeError(f"{where}: {not_data} (not compiled)", p.source, p.lineno)))
@@ -237,7 +305,7 @@ def _plan(p, targets, max_variants: int, stage, errors: list[str]) -> ProbePlan 
     fails = _Failures(p.source)
     skip: set = set()
     kernels = _try_hints(p, kernel, where, stage, fails, skip)
-    _try_args(p, kernels, mine, stage, fails, skip)
+    _try_args(p, kernels, mine, stage, fails, skip, plan)
     plan.skip = frozenset(skip)
     plan.n_variants = sum(1 for ci in range(_grid_size(p.cases)) for hi in range(_grid_size(p.hints)) for t in mine
                           if not plan.skipped(ci, hi, t))
@@ -274,8 +342,9 @@ def _try_hints(p, kernel, where, stage, fails: _Failures, skip: set) -> dict:
     return kernels
 
 
-def _try_args(p, kernels: dict, targets, stage, fails: _Failures, skip: set) -> None:
-    """Call ``args`` for every case (per target and hints when it takes them) and infer the signature from it."""
+def _try_args(p, kernels: dict, targets, stage, fails: _Failures, skip: set, plan: ProbePlan) -> None:
+    """Call ``args`` for every case (per target and hints when it takes them) and infer the signature from it;
+    each signature's SHA-256 goes to ``plan.signatures`` (the store key, issue 27)."""
     from .compile import effective_hints
     from .probe import SpecArrays, context_kwargs, probe_code_guard
     from .signature import jit_signature
@@ -289,7 +358,8 @@ def _try_args(p, kernels: dict, targets, stage, fails: _Failures, skip: set) -> 
         for arch, hi in combos:
             stage(f"args({case})" + (f" for {arch}" if arch else ""))
             k = first if hi is None else kernels[hi]
-            ctx = {"arch": arch, "hints": effective_hints(k, arch)} if arch else {}
+            ctx = ({"arch": arch, "hints": effective_hints(k, arch), "num_sms": plan.args_num_sms(arch)}
+                   if arch else {})
             try:
                 with probe_code_guard():
                     a = tuple(p.args(dict(case), SpecArrays(), **context_kwargs(p.args, **ctx)))
@@ -299,10 +369,12 @@ def _try_args(p, kernels: dict, targets, stage, fails: _Failures, skip: set) -> 
                 continue
             try:
                 with probe_code_guard():
-                    jit_signature(k, a)
+                    sig = jit_signature(k, a)
             except BaseException as e:   # noqa: B036
                 fails.add("args()", e, label, args_line)
                 skip.add((ci, hi, arch) if arch else (ci, None, None))
+                continue
+            plan.signatures[(ci, hi, arch) if arch else (ci, None, None)] = signature_sha256(sig)
 
 
 def child_main() -> None:
@@ -330,7 +402,7 @@ def child_main() -> None:
     try:
         report = (_run_task(job, stage) if job.get("task") else
                   check_file(job["path"], job["targets"], job["max_variants"], stage, job.get("cases"),
-                             job.get("hints")))
+                             job.get("hints"), job.get("num_sms")))
     except BaseException as e:   # noqa: B036 — a tileprobe bug: still this file's error, not the audit's
         from .probe import describe_exception
         report = FileReport(os.path.abspath(job["path"]), errors=[f"{job['path']}: loading failed inside tileprobe: "
@@ -428,13 +500,14 @@ class _Loader:
     """One loader child for one probe file, as the parent sees it."""
 
     def __init__(self, path: str, targets, max_variants: int, timeout_s: float, tmp_root: str,
-                 find_compiler: bool = False, overrides: tuple = (None, None), task: tuple | None = None):
+                 find_compiler: bool = False, overrides: tuple = (None, None), task: tuple | None = None,
+                 num_sms: int | None = None):
         import tempfile
         from . import wire
         r, w = os.pipe()
         tmp = tempfile.mkdtemp(prefix="load-", dir=tmp_root)
         job = {"path": path, "targets": list(targets), "max_variants": max_variants, "parent": os.getpid(),
-               "find_compiler": find_compiler, "cases": overrides[0], "hints": overrides[1],
+               "find_compiler": find_compiler, "cases": overrides[0], "hints": overrides[1], "num_sms": num_sms,
                "sys_path": [os.path.abspath(p) if p else os.getcwd() for p in sys.path], "tmp": tmp}
         if task is not None:      # (function, its arguments): in a file, not on the command line (no size limit)
             job["task"], job["task_args"] = task[0], os.path.join(tmp, "task.json")
@@ -557,13 +630,15 @@ class _Loader:
 def load_probe_files(paths: Sequence[str], targets: Sequence[str], *, tmp_root: str, jobs: int | None = None,
                      timeout_s: float = PROBE_TIMEOUT_S, max_variants: int = 10**9,
                      find_compiler: bool = False, cases: dict | None = None,
-                     hints: dict | None = None, task: tuple | None = None) -> list[FileReport]:
+                     hints: dict | None = None, task: tuple | None = None,
+                     num_sms: int | None = None) -> list[FileReport]:
     """Load each probe file in its own child (``jobs`` at a time) and return one :class:`FileReport` per path, in
     order. ``timeout_s``: seconds each step of probe code may take; ``max_variants``: a probe whose grid is larger
     is not tried (its plan says ``evaluated=False``); ``find_compiler``: the first child also reports the tileiras
     cuTile would pick (``default_tileiras``), before it runs probe code; ``cases`` / ``hints``: ``--case`` /
-    ``--hint`` overrides (:func:`check_file`); ``task``: (tileprobe function, one argument dict per path) to run
-    instead of :func:`check_file` (:func:`run_probe_tasks`). Ctrl-C stops the children and propagates."""
+    ``--hint`` overrides, ``num_sms`` the SM count for ``args`` (:func:`check_file`); ``task``: (tileprobe
+    function, one argument dict per path) to run instead of :func:`check_file` (:func:`run_probe_tasks`). Ctrl-C
+    stops the children and propagates."""
     from .compile import default_jobs
     jobs = max(1, jobs or default_jobs())
     todo = list(enumerate(paths))
@@ -574,7 +649,7 @@ def load_probe_files(paths: Sequence[str], targets: Sequence[str], *, tmp_root: 
             while todo and len(running) < jobs:
                 i, path = todo.pop(0)
                 running[i] = _Loader(path, targets, max_variants, timeout_s, tmp_root, find_compiler and i == 0,
-                                     (cases, hints), None if task is None else (task[0], task[1][i]))
+                                     (cases, hints), None if task is None else (task[0], task[1][i]), num_sms)
             soonest = min(l.deadline for l in running.values())
             ready = wait([w for l in running.values() for w in l.waitables()],
                          timeout=min(max(0.0, soonest - time.monotonic()), 0.5))

@@ -23,7 +23,7 @@ from ..model.sass import split_register_pool
 from ..schema import FAILURE_FIXES, VariantRecord, canonical, derive_failure, short_build, value_key
 from .compile import DEFAULT_TIMEOUT_S, CompileResult, Variant, failed_artifacts_dir, load_scaled_timeout_s
 from .contained import (OUTPUT_SHOWN_BYTES, PROBE_TIMEOUT_S, ProbePlan, _target_name,  # noqa: F401
-                        load_probe_files, probe_targets, source_sha256)
+                        load_probe_files, probe_code_sha256, probe_targets, source_sha256)
 from .claims import Claims
 from .pool import compile_variants
 from .probe import load_probes  # noqa: F401  (re-exported: callers plan from Probe objects)
@@ -78,11 +78,26 @@ def iter_variants(probes: Sequence, archs: Sequence[str]) -> Iterator[Variant]:
         skipped = p.skipped if isinstance(p, ProbePlan) else None
         cases, hint_grid = p.case_grid(), p.hint_grid()
         for arch in mine:
+            num_sms = _args_num_sms(p, arch)
             for ci, case in enumerate(cases):
                 for hi, hints in enumerate(hint_grid):
                     if skipped is None or not skipped(ci, hi, arch):
+                        compiled = (p.compile_sha256(ci, hi, arch) if isinstance(p, ProbePlan)
+                                    else probe_code_sha256(p, case, hints, arch, num_sms))
                         yield Variant(p.source or "", p.index, p.label, tuple(case.items()), tuple(hints.items()),
-                                      arch, digest, tuple(p.knobs.items()), timeout_s=p.timeout_s)
+                                      arch, digest, tuple(p.knobs.items()), timeout_s=p.timeout_s, num_sms=num_sms,
+                                      compile_sha256=compiled)
+
+
+def _args_num_sms(p, arch: str) -> int | None:
+    """The SM count the variant's ``args`` gets (issue 27): the plan's, or for a Probe the arch's reference GPU's
+    when its ``args`` takes ``num_sms``."""
+    if isinstance(p, ProbePlan):
+        return p.args_num_sms(arch)
+    if "num_sms" not in p.args_context:
+        return None
+    from ..model.cluster import reference_num_sms
+    return reference_num_sms(arch)
 
 
 def plan_variants(probes: Sequence, archs: Sequence[str]) -> list[Variant]:
@@ -195,7 +210,7 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
           where: dict | None = None, cases: dict | None = None, hints: dict | None = None,
           retry_failed: bool = False, probe_timeout_s: float = PROBE_TIMEOUT_S,
           max_variants: int = MAX_VARIANTS, executor=None, compiler_timeout_s: float | None = None,
-          on_record: Callable | None = None) -> AuditResult:
+          on_record: Callable | None = None, num_sms: int | None = None) -> AuditResult:
     """Audit probe files for architectures, with one or more tileiras toolchains.
 
     Args:
@@ -231,6 +246,8 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
             local pool, :func:`~tileprobe.audit.pool.compile_variants`). Results reach the store from this process
             only.
         on_record: ``on_record(record, cubin)`` as each record lands (:attr:`AuditResult.on_record`).
+        num_sms: the SM count handed to probes whose ``args`` take ``num_sms=`` (``--num-sms``; default: each
+            arch's reference GPU's, :func:`tileprobe.model.cluster.reference_num_sms`, else None).
 
     With a store, each variant is claimed there at dispatch (:mod:`tileprobe.audit.claims`): processes sharing
     the store never compile one variant twice at once; one claimed by another live process is awaited.
@@ -260,9 +277,14 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
     check_overrides(cases, hints)
     if repeat < 1:
         raise UsageError(f"--repeat {repeat}: give 1 or more compiles per variant")
+    if num_sms is not None and (isinstance(num_sms, bool) or not isinstance(num_sms, int) or num_sms < 1):
+        raise UsageError(f"--num-sms {num_sms!r}: give the GPU's SM count, a whole number ≥ 1")
     result = AuditResult(on_record=on_record)
     since = store_now()
     targets = _targets(archs, result)
+    if archs and not targets:   # issue 27: every --arch is wrong: say so now, not after loading the probes (30-50 s)
+        result.environment, result.wall_s = environment(), time.perf_counter() - t0
+        return result
     order: dict[tuple, int] = {}
     from .zygote import warm_starts
     with warm_starts(), owned_tempdir("audit") as tmp:   # loaders and workers forked from one warm cuTile import
@@ -270,7 +292,7 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
         find = not toolchains or any(not tc.get("tileiras") for tc in toolchains)
         known = cached_default() if find else None      # cuTile's lookup imports torch: skipped when cached
         plans, default = _load(probe_paths, targets, result, tmp, jobs, probe_timeout_s, max_variants,
-                               find and known is None, cases, hints)
+                               find and known is None, cases, hints, num_sms)
         if known is not None:
             default = lambda: known   # noqa: E731
         select = _selector(where, plans, select)
@@ -337,13 +359,13 @@ def _targets(archs: Sequence[str], result: AuditResult) -> list[str]:
 
 
 def _load(paths, targets, result: AuditResult, tmp: str, jobs, timeout_s: float, max_variants: int,
-          find_compiler: bool, cases: dict | None = None, hints: dict | None = None):
+          find_compiler: bool, cases: dict | None = None, hints: dict | None = None, num_sms: int | None = None):
     """Load every probe file in a contained child; collect errors (once each), notes and output. Returns the plans
     and a function giving the tileiras cuTile picks (as the loaders found it: this process does not import cuTile,
     whose import leaves a temp folder behind when the process is killed)."""
     plans = []
     reports = load_probe_files(paths, targets, tmp_root=tmp, jobs=jobs, timeout_s=timeout_s, max_variants=max_variants,
-                               find_compiler=find_compiler, cases=cases, hints=hints)
+                               find_compiler=find_compiler, cases=cases, hints=hints, num_sms=num_sms)
 
     def default_tileiras() -> str:
         if reports[0].default_tileiras:

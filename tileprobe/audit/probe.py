@@ -136,7 +136,11 @@ class Probe:
     ``args``, ``reference`` (and ``grid``, for ``arch``) may also take the architecture and the hints in force as
     keyword parameters: ``args(case, arrays, *, arch=None, hints=None)`` gets ``arch="sm_90"`` and ``hints`` = every
     kernel hint's value for this variant (the probe's value, else the declared one, ``ByTarget`` resolved for the
-    arch). Detected by parameter name (or ``**kwargs``); ``args(case, arrays)`` works as before.
+    arch). ``args`` may also take ``num_sms=`` (issue 27): the SM count of the GPU the launch is for — ``run`` and
+    ``tune``: the GPU's (or ``tune --num-sms``); ``audit``: ``--num-sms``, else the arch's reference GPU's
+    (:func:`tileprobe.model.cluster.reference_num_sms`: sm_90 132, sm_100 148), else None — so a persistent kernel's
+    SM-count constant agrees with ``grid(case, hints, num_sms)``. Detected by parameter name (or ``**kwargs``);
+    ``args(case, arrays)`` works as before.
 
     Raises:
         ProbeError: an unknown hint name, an empty value list, a case name that is not a list; a ``tunable`` name
@@ -222,12 +226,13 @@ class Probe:
         return _cross(self.hints)
 
     def launch_args(self, case: Mapping[str, Any], arrays=None, *, arch: str | None = None,
-                    hints: Mapping[str, Any] | None = None) -> tuple:
-        """Call ``args(case, arrays)`` (with ``arch=`` / ``hints=`` when it takes them); errors become ProbeError
-        pointing at the probe file's line."""
+                    hints: Mapping[str, Any] | None = None, num_sms: int | None = None) -> tuple:
+        """Call ``args(case, arrays)`` (with ``arch=`` / ``hints=`` / ``num_sms=`` when it takes them: ``run``,
+        ``tune`` and the audit all call it here); errors become ProbeError pointing at the probe file's line."""
         arrays = arrays or SpecArrays()
         try:
-            return tuple(self.args(dict(case), arrays, **context_kwargs(self.args, arch=arch, hints=hints)))
+            return tuple(self.args(dict(case), arrays, **context_kwargs(self.args, arch=arch, hints=hints,
+                                                                        num_sms=num_sms)))
         except ProbeError:
             raise
         except Exception as e:  # the probe's own code failed
@@ -236,8 +241,14 @@ class Probe:
 
     @property
     def args_take_context(self) -> bool:
-        """Whether ``args`` takes ``arch`` or ``hints`` (then its arguments may differ per arch and hints)."""
-        return bool(context_kwargs(self.args, arch=None, hints=None))
+        """Whether ``args`` takes ``arch``, ``hints`` or ``num_sms`` (then its arguments may differ per arch, hints
+        and SM count)."""
+        return bool(self.args_context)
+
+    @property
+    def args_context(self) -> tuple[str, ...]:
+        """The context keywords ``args`` takes, of ``arch``, ``hints``, ``num_sms`` (all three for ``**kwargs``)."""
+        return tuple(context_kwargs(self.args, arch=None, hints=None, num_sms=None))
 
 
 # --- issue 12: arch and hints for args / grid / reference ---------------------------------------------------

@@ -136,16 +136,45 @@ def split(s: str | None) -> list[str]:
     return [x.strip() for x in (s or "").split(",") if x.strip()]
 
 
-def toolchains(spec: str | None) -> list[dict] | None:
-    """``--tileiras 13.3.36,13.4.92`` → compiler dicts for ``audit`` (installed when missing); None when not given.
+def toolchains(spec: str | None, install: bool = False) -> list[dict] | None:
+    """``--tileiras 13.3.36,13.4.92`` → compiler dicts for ``audit``; None when not given. A release not installed
+    here is installed only with ``install`` (``--install``) or when the user says yes at a terminal prompt
+    (:func:`resolve_one`); otherwise nothing is downloaded (issue 27).
 
     Raises:
         ToolchainError: a malformed or unpublished version, or a failed install.
+        ReleaseNotInstalled: a release not installed and not asked for (the message says how to install it).
     """
     if not spec:
         return None
-    from ..toolchain import resolve_toolchains
-    return resolve_toolchains(split(spec))
+    out: list[dict] = []
+    for one in split(spec):
+        out += [t for t in resolve_one(one, install) if t["tileiras"] not in {x["tileiras"] for x in out}]
+    return out
+
+
+def add_install_option(p) -> None:
+    """``--install``: install a ``--tileiras`` release that is not installed here (else nothing is downloaded)."""
+    p.add_argument("--install", action="store_true", help="install a --tileiras release that is not installed "
+                   "here (about 200 MB each); without it nothing is downloaded")
+
+
+def resolve_one(spec: str, install: bool = False) -> list[dict]:
+    """One ``--tileiras`` entry as compiler dicts; a release not installed is installed with ``install``, or after a
+    yes at a prompt when standard input and standard error are both a terminal (the prompt names the release and
+    its size); else :class:`~tileprobe.toolchain.ReleaseNotInstalled` propagates."""
+    from ..toolchain import ReleaseNotInstalled, resolve_toolchains
+    try:
+        return resolve_toolchains([spec], auto_install=install)
+    except ReleaseNotInstalled as e:
+        if not (sys.stdin.isatty() and sys.stderr.isatty()):
+            raise
+        size = f" (about {e.size_bytes / 1e6:,.0f} MB)" if e.size_bytes else ""
+        sys.stderr.write(f"tileiras {e.version} is not installed. Download and install it{size}? [y/N] ")
+        sys.stderr.flush()
+        if sys.stdin.readline().strip().lower() not in ("y", "yes"):
+            raise
+        return resolve_toolchains([e.version], auto_install=True)
 
 
 def open_store(args):

@@ -12,7 +12,7 @@ from ..audit.contained import PROBE_TIMEOUT_S
 from ..audit.pipeline import MAX_VARIANTS
 from ..errors import EXIT_COMPILE_FAILED, EXIT_INCOMPLETE, EXIT_OK, ToolchainError, UsageError
 from ..report.text import escape, say
-from ._common import (add_executor_options, DEFAULT_ARCHS, add_output_options, add_override_options, add_where_option,
+from ._common import (add_executor_options, add_install_option, resolve_one, DEFAULT_ARCHS, add_output_options, add_override_options, add_where_option,
                       command_line, console, count, executor_of, open_store, overrides_of, progress_bar, seconds, split, where_of)
 
 #: Statuses ``--strict`` counts as failures.
@@ -25,7 +25,9 @@ def add_parser(sub) -> None:
     a.add_argument("probes", nargs="+", metavar="PROBE", help="probe files (see README: Writing a probe)")
     a.add_argument("--arch", default=DEFAULT_ARCHS, help=f"comma-separated targets, sm_80 … sm_121 (default {DEFAULT_ARCHS})")
     a.add_argument("--tileiras", metavar="V1,V2", help="compiler versions to audit with (installed with "
-                   "`tileprobe toolchain install`), e.g. 13.3.36,13.4.92; default: the one cuTile would use")
+                   "`tileprobe toolchain install`, or --install), e.g. 13.3.36,13.4.92; default: the one cuTile "
+                   "would use")
+    add_install_option(a)
     a.add_argument("--jobs", "-j", type=count, default=None, help="parallel compiles (default: all CPUs)")
     a.add_argument("--timeout", type=seconds, default=None, help="per-variant compiler timeout in seconds "
                    f"(default {DEFAULT_TIMEOUT_S:.0f} × the machine's load per CPU at the start, 1× to 4×; a probe's "
@@ -75,7 +77,7 @@ def cmd_audit(args) -> int:
     if not split(args.arch):
         raise UsageError(f"--arch {args.arch!r} names no architecture; e.g. --arch sm_90,sm_120")
     where, overrides = where_of(args), overrides_of(args)
-    tcs, tc_errors = _toolchains(args.tileiras)
+    tcs, tc_errors = _toolchains(args.tileiras, args.install)
     if args.tileiras and not tcs:
         raise ToolchainError("no requested compiler can be used:\n  " + "\n  ".join(tc_errors))
     store = open_store(args)
@@ -107,16 +109,15 @@ def cmd_audit(args) -> int:
     return EXIT_OK
 
 
-def _toolchains(spec: str | None) -> tuple[list[dict] | None, list[str]]:
+def _toolchains(spec: str | None, install: bool = False) -> tuple[list[dict] | None, list[str]]:
     """``--tileiras`` resolved one version at a time: the usable compilers, and an error per unusable one (the others
     are still audited)."""
     if not spec:
         return None, []
-    from ..toolchain import resolve_toolchains
     tcs, errors = [], []
     for one in split(spec):
         try:
-            tcs += [t for t in resolve_toolchains([one]) if t["tileiras"] not in {x["tileiras"] for x in tcs}]
+            tcs += [t for t in resolve_one(one, install) if t["tileiras"] not in {x["tileiras"] for x in tcs}]
         except ToolchainError as e:
             errors.append(f"--tileiras {one}: {e}")
     return tcs, errors

@@ -42,7 +42,8 @@ def add_parser(sub) -> None:
                    "(default 100)")
     p.add_argument("--jobs", "-j", type=count, default=None)
     p.add_argument("--store", metavar="PATH", help="results store to reuse compiles from and take GPU runs from "
-                   "(\"no hang\", \"correct\"); default: none")
+                   "(\"no hang\", \"correct\"); default: the user data dir's")
+    p.add_argument("--no-store", action="store_true", help="compile every step again, store nothing")
     add_output_options(p)
     p.set_defaults(func=cmd_bisect)
 
@@ -69,10 +70,13 @@ def cmd_bisect(args) -> int:
         say(con, f"bisecting {len(versions)} releases: {', '.join(versions)}")
 
     def show_step(s):
-        say(con, f"  tileiras {s.version}: {'holds' if s.holds else 'does not hold'} — {s.summary}")
+        parts = ", ".join(f"{k} {v}" for k, v in s.parts.items() if k != "tileiras" and v)
+        say(con, f"  tileiras {s.version}: {'holds' if s.holds else 'does not hold'}"
+                 + (f" ({s.measured})" if s.measured else "") + (f" [with {parts}]" if parts else "")
+                 + f" — {s.summary}")
 
     store = None
-    if args.store:
+    if not args.no_store:      # issue 27: the store by default (nothing stored is compiled again)
         from ..store import Store
         store = Store.open(args.store)
     try:
@@ -87,6 +91,8 @@ def cmd_bisect(args) -> int:
     else:
         say(con, f"first release where `{args.property}` changed: tileiras {res.first_bad} "
                  f"(last like {res.versions[0]}: {res.last_good})")
+        for w in res.warnings():
+            say(con, f"warning: {w}")
     if args.json:
         write_json_doc(args.json, res.to_dict())
     return 0
@@ -94,7 +100,7 @@ def cmd_bisect(args) -> int:
 
 def _static_run_property(args) -> bool:
     """``no hang`` / ``correct`` with --store: the stored runs answer (the bisection of issue 9), no GPU needed."""
-    return bool(args.store) and args.property.strip().lower() in ("no hang", "no hangs", "correct")
+    return not args.no_store and args.property.strip().lower() in ("no hang", "no hangs", "correct")
 
 
 def _cpu_side(args, out_dir: str, con) -> int:

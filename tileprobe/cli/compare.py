@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import sys
 
-from ..report.text import clean
-from ._common import (DEFAULT_ARCHS, add_output_options, add_where_option, command_line, console, count, progress_bar,
+from ..report.text import clean, say
+from ._common import (DEFAULT_ARCHS, add_install_option, toolchains, add_output_options, add_where_option, command_line, console, count, progress_bar,
                       split, where_of, write_json_doc)
 
 
@@ -18,6 +18,7 @@ def add_parser(sub) -> None:
                    "file with two compiler builds")
     p.add_argument("--probe", help="audit this probe with the two --tileiras versions and compare them")
     p.add_argument("--tileiras", metavar="A,B", help="two compiler versions (with --probe)")
+    add_install_option(p)
     p.add_argument("--arch", default=DEFAULT_ARCHS, help="targets (with --probe)")
     p.add_argument("--jobs", "-j", type=count, default=None)
     p.add_argument("--store", metavar="PATH", help="results store: stored audit ids, and with --probe the variants "
@@ -27,7 +28,10 @@ def add_parser(sub) -> None:
                    help="with --probe: skip the SASS traits (spills are then guessed from the stack frame)")
     p.add_argument("--regressions", action="store_true", help="list only the regressions (the counts still "
                    "cover every variant)")
-    p.add_argument("--wide", action="store_true", help="with --probe: the audit tables at full width")
+    p.add_argument("--wide", action="store_true", help="A and B side by side in a table (with --probe: and the audit "
+                   "tables, at full width)")
+    p.add_argument("--tables", action="store_true", help="with --probe: the audit tables of both compilers too, "
+                   "after the comparison")
     add_where_option(p, "variants")
     add_output_options(p)
     p.set_defaults(func=cmd_compare)
@@ -36,6 +40,8 @@ def add_parser(sub) -> None:
 def cmd_compare(args) -> int:
     """Run ``tileprobe compare`` for parsed arguments; returns the exit code (0: compared, whatever changed)."""
     from ..analyses.compare import compare_results
+    if args.probe and len(split(args.tileiras)) == 2:
+        toolchains(args.tileiras, args.install)   # a release not installed: installed only when asked (issue 27)
     prog, cb = progress_bar(console(stderr=True))
     with prog:
         c = compare_results(args.results, probe=args.probe, tileiras=split(args.tileiras), archs=split(args.arch),
@@ -44,10 +50,6 @@ def cmd_compare(args) -> int:
     if args.regressions:
         c = c.only(("regression",))
     text_out = args.json != "-"          # `--json -`: standard output holds the JSON alone
-    if c.audited and args.format == "table" and text_out:
-        from ..audit.where import select
-        from ..report.terminal import render_audit
-        render_audit(select(c.audited, where_of(args)), console(), wide=args.wide)
     if args.json:
         write_json_doc(args.json, c.to_json())
     if args.format == "markdown" and text_out:
@@ -55,5 +57,12 @@ def cmd_compare(args) -> int:
         sys.stdout.write(clean(compare_markdown(c, command_line())))
     elif args.format == "table" and text_out:
         from ..report.terminal import render_compare
-        render_compare(c, console())
+        out = console()
+        render_compare(c, out, wide=args.wide)    # issue 27: the comparison first, short
+        if c.audited and (args.tables or args.wide):
+            from ..audit.where import select
+            from ..report.terminal import render_audit
+            render_audit(select(c.audited, where_of(args)), out, wide=args.wide)
+        elif c.audited:
+            say(out, "the audit tables of both compilers: add --tables (or `tileprobe audit PROBE --tileiras A,B`)")
     return 0

@@ -8,7 +8,7 @@ import argparse
 import shlex
 
 from ..report.text import say
-from ._common import console, count, open_store, seconds, toolchains, write_json_doc
+from ._common import add_install_option, console, count, open_store, seconds, toolchains, write_json_doc
 
 
 def add_parser(sub) -> None:
@@ -22,6 +22,7 @@ def add_parser(sub) -> None:
     p.add_argument("--arch", required=True, help="one target, e.g. sm_120")
     p.add_argument("--tileiras", metavar="V", help="compiler version(s), e.g. 13.3.36 (managed toolchains); "
                    "default: the one cuTile would use")
+    add_install_option(p)
     from ._common import add_where_option
     add_where_option(p, "variants to check")
     p.add_argument("--expect", action="append", metavar="EXPR", help="an expectation (repeatable; forms below)")
@@ -46,7 +47,7 @@ def cmd_gate(args) -> int:
     """Run ``tileprobe gate`` for parsed arguments; returns 0 when every expectation holds, else 1."""
     from ..analyses.gate import parse_where, run_gate
     from ..report.terminal import gate_text
-    tcs, store = toolchains(args.tileiras), open_store(args)
+    tcs, store = toolchains(args.tileiras, args.install), open_store(args)
     g = run_gate(args.probe, args.arch, args.expect or [], where=parse_where(args.where), toolchains=tcs,
                  store=store, baseline=args.baseline, runs=args.runs, runs_tileiras=args.runs_tileiras,
                  baseline_tileiras=args.baseline_tileiras, allow_unchecked=args.allow_unchecked, jobs=args.jobs,

@@ -10,7 +10,7 @@ import sys
 
 from ..errors import TileprobeError
 from ..audit.where import WhereError
-from ._common import add_where_option, console, open_store, toolchains, where_of
+from ._common import add_install_option, add_where_option, console, open_store, toolchains, where_of
 
 
 def add_parser(sub) -> None:
@@ -27,6 +27,7 @@ def add_parser(sub) -> None:
                    "e.g. --diff occupancy=1")
     p.add_argument("--tileiras", metavar="V or A,B", help="the compiler (default: cuTile's); two versions: compare "
                    "the variant's machine code between them")
+    add_install_option(p)
     p.add_argument("--full", action="store_true", help="with a diff: every aligned line (default: at most 200)")
     p.add_argument("--store", metavar="PATH", help="results store (default: the user data dir)")
     p.add_argument("--no-store", action="store_true", help="compile here, store nothing")
@@ -41,7 +42,7 @@ def cmd_sass(args) -> int:
     where = where_of(args)
     if not where:
         raise TileprobeError("--where names the variant: e.g. --where \"GATHER=True,occupancy=2\"")
-    tcs = toolchains(args.tileiras)
+    tcs = toolchains(args.tileiras, args.install)
     if args.diff and tcs and len(tcs) > 1:
         raise TileprobeError("compare two hint values (--diff) or two compilers (--tileiras A,B), not both at once")
     store = open_store(args)

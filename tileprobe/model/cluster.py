@@ -116,6 +116,17 @@ REFERENCE_GPUS = {
 }
 
 
+def reference_num_sms(arch: str) -> int | None:
+    """SMs of the arch's reference GPU (:data:`REFERENCE_GPUS`: sm_90 132 for the H200, sm_100 148 for the B200),
+    or None for an arch without one (or a name that is not an arch). The SM count an audit hands to a probe's
+    ``args(..., num_sms=)`` when it is not given one (issue 27)."""
+    try:
+        gpu = REFERENCE_GPUS.get(get_arch(arch).name)
+    except TileprobeError:
+        return None
+    return gpu.num_sms if gpu is not None else None
+
+
 def cluster_size(cluster_dims) -> int:
     """CTAs per cluster: the product of ``cluster_dims`` (x, y, z); 1 for None or empty."""
     size = 1

@@ -240,7 +240,7 @@ def sass_columns(rows: Iterable[VariantRecord]) -> list[tuple[str, callable]]:
     return cols
 
 
-def remark_lines(r: VariantRecord, limit: int = 6) -> list[str]:
+def remark_lines(r: VariantRecord, limit: int | None = 6) -> list[str]:
     """Short lines for the compiler remarks that explain something (failures, misses, hint defaults skipped)."""
     out = []
     for rem in r.remarks:
@@ -249,7 +249,7 @@ def remark_lines(r: VariantRecord, limit: int = 6) -> list[str]:
         loc = f"line {rem['line']}: " if rem.get("line") else ""
         detail = "; ".join(d.split("): ", 1)[-1] for d in rem.get("details", [])[:2])
         out.append(f"{loc}{rem.get('message') or rem.get('name')}" + (f" ({detail})" if detail else ""))
-    return out[:limit]
+    return out[:limit] if limit is not None else out
 
 
 def ptx_text(r: VariantRecord) -> str:

@@ -241,8 +241,11 @@ def hint_figure_svg(rows: Sequence[VariantRecord], hint: str, title: str, salt: 
     builds = sorted({r.tileiras for r in rows}, key=_build_order)
     series: dict[tuple, list[VariantRecord]] = defaultdict(list)
     for r in rows:
+        if not r.ok or r.hint(hint) is None:   # issue 27: a series without a drawn point gets no legend entry
+            continue
         others = {k: v for k, v in r.hints.items() if k != hint}
         series[(r.tileiras, fmt_kv(r.case) if r.case else "", fmt_kv(others) if others else "")].append(r)
+    builds = [b for b in builds if any(k[0] == b for k in series)]
     styles = series_styles(list(series), builds)
     seen_verdicts: list[str] = []
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": salt, "font.size": 9}):
@@ -262,12 +265,20 @@ def hint_figure_svg(rows: Sequence[VariantRecord], hint: str, title: str, salt: 
         if _style_axes(axes, metrics, xs, hint):
             handles.append(Line2D([], [], ls=":", color="#59636e", lw=1.2, label="CTAs/SM asked"))
         fig.suptitle(_mpl(title), fontsize=10)
-        n_series = len(handles) - sum(1 for h in handles if h.get_linestyle() in ("None", "", " "))
-        fig.legend(handles=handles, loc="outside lower center", ncol=min(4, max(1, n_series)) if n_series > 3 else
-                   min(4, len(handles)), frameon=False, fontsize=8, handlelength=3.2)
+        fig.legend(handles=handles, loc="outside lower center", ncol=legend_columns(
+            [h.get_label() for h in handles], 3.4 * len(metrics)), frameon=False, fontsize=8, handlelength=3.2)
         buf = io.StringIO()
         fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None, "Format": None, "Type": None})
     return _clean_svg(buf.getvalue(), title)
+
+
+def legend_columns(labels: Sequence[str], width_in: float, font_pt: float = 8.0) -> int:
+    """Legend columns that fit a figure ``width_in`` inches wide (issue 27: 4 columns of long labels were wider than
+    the figure and cut at its left edge): each entry takes its longest label at about 0.6 × the font size per
+    character plus the line sample and padding (3.2 + 2 font sizes); at most 4, at least 1."""
+    longest = max((len(x) for x in labels), default=1)
+    entry_pt = 0.6 * font_pt * longest + 5.2 * font_pt
+    return max(1, min(4, len(labels), int(width_in * 72 * 0.95 // entry_pt)))
 
 
 def _build_order(build: str) -> tuple:
@@ -352,12 +363,30 @@ def kernel_plots(rows: Sequence[VariantRecord], kernel_index: int) -> str:
                        f"({_e(statuses)}); the message is in the table's notes above.</p>")
             continue
         for j, hint in enumerate(varying_hints(recs)):
-            title = f"{recs[0].kernel} on {arch}: resources vs {hint}"
-            svg = hint_figure_svg(recs, hint, title, salt=f"tileprobe-{kernel_index}-{arch}-{j}")
-            out.append(f'<figure class="plot">{svg}<figcaption>{_e(title)}; one colour per case'
-                       f"{' (dash: compiler)' if len({r.tileiras for r in recs}) > 1 else ''}; marker shape: the "
-                       f"verdict of {_e(hint)}</figcaption></figure>")
+            for k, (build, part) in enumerate(plot_groups(recs, hint)):
+                title = f"{recs[0].kernel} on {arch}: resources vs {hint}" + (f" · {short_build(build)}" if build
+                                                                              else "")
+                svg = hint_figure_svg(part, hint, title, salt=f"tileprobe-{kernel_index}-{arch}-{j}-{k}")
+                out.append(f'<figure class="plot">{svg}<figcaption>{_e(title)}; one colour per case'
+                           f"{' (dash: compiler)' if len({r.tileiras for r in part}) > 1 else ''}; marker shape: "
+                           f"the verdict of {_e(hint)}</figcaption></figure>")
     return "".join(out)
+
+
+#: Most lines in one plot; above it, one plot per compiler (issue 27: 32 series in one plot could not be read).
+MAX_SERIES = 12
+
+
+def plot_groups(recs: Sequence[VariantRecord], hint: str) -> list[tuple[str, list[VariantRecord]]]:
+    """The plots of ``hint`` for one kernel and arch: one ``("", recs)`` when its series (compiler × case × other
+    hints, with a drawn point) are at most :data:`MAX_SERIES`, else one ``(build, its records)`` per compiler
+    that has data, newest first."""
+    drawn = [r for r in recs if r.ok and r.hint(hint) is not None]
+    keys = {(r.tileiras, repr(r.case), repr({k: v for k, v in r.hints.items() if k != hint})) for r in drawn}
+    builds = sorted({r.tileiras for r in drawn}, key=_build_order, reverse=True)
+    if len(keys) <= MAX_SERIES or len(builds) < 2:
+        return [("", list(recs))]
+    return [(b, [r for r in recs if r.tileiras == b]) for b in builds]
 
 
 def _count(items) -> dict:
@@ -371,8 +400,14 @@ def compiler_changes_section(rows: Sequence[VariantRecord]) -> str:
     """What changed between each pair of consecutive compiler versions of these records (one kernel), from
     :func:`tileprobe.analyses.compare.compare_records`: regressions first; identical variants counted."""
     from ..analyses.compare import compare_records
-    builds = sorted({r.tileiras for r in rows if r.tileiras}, key=_build_order)
+    counts = _count(r.tileiras for r in rows if r.tileiras)
+    most = max(counts.values(), default=0)
+    builds = sorted((b for b, n in counts.items() if 2 * n >= most), key=_build_order)
+    few = sorted((b for b, n in counts.items() if 2 * n < most), key=_build_order)
     out = []
+    if few:   # issue 27: an accidental run of a few variants must not lead the section
+        out.append('<p class="meta">Not compared (fewer than half the variants of the others): ' + ", ".join(
+            f"{_e(short_build(b))} ({counts[b]} variant{'s' if counts[b] != 1 else ''})" for b in few) + "</p>")
     for old, new in zip(builds, builds[1:]):
         changes = compare_records([r for r in rows if r.tileiras == old], [r for r in rows if r.tileiras == new])
         shown = [c for c in changes if c.kind != "same"]
@@ -385,8 +420,10 @@ def compiler_changes_section(rows: Sequence[VariantRecord]) -> str:
             continue
         body = "".join(f'<tr class="{_e(c.kind)}"><td>{_e(c.mark)}</td><td>{_e(c.label())}</td>'
                        f"<td>{_e('; '.join(c.details))}</td></tr>" for c in shown)
+        why = list(dict.fromkeys(w for c in shown for w in c.why))
         out.append(head + '<table class="audit"><thead><tr><th></th><th>variant</th><th>what changed</th></tr>'
-                   f"</thead><tbody>{body}</tbody></table>")
+                   f"</thead><tbody>{body}</tbody></table>"
+                   + ('<p class="meta">why: ' + " · ".join(_e(w) for w in why) + "</p>" if why else ""))
     return "".join(out)
 
 
@@ -430,12 +467,12 @@ def render_html(records: Iterable[VariantRecord], *, title: str = "tileprobe rep
         probes = sorted({r.probe for r in rows if r.probe})
         if probes:
             parts.append(f'<p class="meta">probe: {", ".join(f"<code>{_e(p)}</code>" for p in probes)}</p>')
+        parts.append(compiler_changes_section(rows))   # issue 27: what changed first, as `compare` prints it
         for (_, build, arch), trows in group_tables(rows).items():
             parts.append(f"<h3>{_e(arch)} · {_e(short_build(build))}</h3>"
                          f'<p class="meta">{_e(build)}</p>{audit_table(trows)}')
         if with_plots:
             parts.append(kernel_plots(rows, i))
-        parts.append(compiler_changes_section(rows))
         parts.append(remarks_section(rows))
         parts.append("</section>")
     parts.append("</body></html>\n")

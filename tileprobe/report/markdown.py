@@ -165,7 +165,14 @@ def compare_markdown(comparison: Comparison, command: str = "") -> str:
         parts.append(f"\nReproduce:\n\n```\n{command}\n```\n")
     rows = [[ch.mark, ch.label(), record_side(ch.a), record_side(ch.b), "; ".join(ch.details)]
             for ch in c.changes if ch.kind != "same"]
+    if not c.changes:     # issue 27: no claim of a comparison that did not happen
+        parts.append(f"\nNo regression among the {c.total} variant(s) compared.\n" if c.total is not None else
+                     "\nNothing was compared: both sides are empty.\n")
+        return "".join(parts) + probe_section(sorted({r.probe for r in c.audited if r.probe}))
     parts.append("\n" + table_md(["", "variant", "A", "B", "what changed"], rows) if rows else "\nNo differences.\n")
+    why = list(dict.fromkeys(w for ch in c.changes for w in ch.why))
+    if why:
+        parts.append("\nWhy:\n\n" + "".join(f"- {w}\n" for w in why))
     same = sum(ch.kind == "same" for ch in c.changes)
     if c.total is not None:
         parts.append(f"\n{len(c.changes)} of {c.total} variant(s) shown.\n")

@@ -51,6 +51,9 @@ def render_audit(records: Iterable[VariantRecord], console: Console | None = Non
     for (kernel, tileiras, arch), rows in group_tables(records).items():
         title = f"{kernel} · {arch} · {short_build(tileiras)}"
         print_fitted_table(console, title, audit_columns(rows, extra_columns), wide)
+        spills = spill_line(rows)
+        if spills:
+            say(console, f"  {spills}")
         if arch in NOT_SOURCED:
             say(console, f"  {NOT_SOURCED[arch]}")
         if reasons:
@@ -76,15 +79,45 @@ def audit_columns(rows: list[VariantRecord],
         ident = i < len(cases) + len(hints)
         cols.append(Column(h.replace(" (", "\n("), [b[i] for b in body], "right" if h in NUMERIC else "left",
                            keep=ident or h in KEPT, kind="id" if ident else "data"))
+    has_ldl = any(name == "LDL/STL" for name, _ in sass_columns(rows))
     for name, fn in sass_columns(rows) + list(extra_columns or []):
         cells = [fn(r) for r in rows]
         hang = name == POOL_HEADER and POOL_CELLS["hang_risk"] in cells   # a predicted hang is never dropped
-        cols.append(Column(name, cells, "right", keep=name in KEPT or hang))
+        cols.append(Column(name, cells, "right", keep=name in KEPT or hang, problem=_shows_spills(name, cells, has_ldl)))
+    for c in cols:       # stack B carries the spill hint when the SASS was not read
+        if c.header == "stack B" and not has_ldl:
+            c.problem = any(x not in ("0", "-", "") for x in c.cells)
     for j, h in enumerate(vcols):
         cells = [verdict_cells(r, vcols)[j] for r in rows]
         cols.append(Column("verdict" if len(vcols) == 1 else f"{h}\nverdict", cells, kind="verdict",
                            styled=[_styled(c) for c in cells]))
     return cols
+
+
+def _shows_spills(name: str, cells: list[str], has_ldl: bool) -> bool:
+    """Whether column ``name`` shows a spill in some row (issue 27: such a column is never dropped to fit)."""
+    if name == "LDL/STL":
+        return any(c not in ("0/0", "-", "") for c in cells)
+    return False
+
+
+def spill_line(rows: Sequence[VariantRecord]) -> str:
+    """``spills: 7 of 8 variants (146–6,640 LDL, 188–6,600 STL)`` from the SASS, else from the stack frame
+    (``stack: 3 of 8 variants use a stack frame (176–8,720 B)``); "" when none spills (issue 27)."""
+    ok = [r for r in rows if r.ok]
+    counted = [r for r in ok if r.sass and "spill_loads" in r.sass]
+    spill = [r for r in counted if r.sass["spill_loads"] or r.sass["spill_stores"]]
+    if spill:
+        ldl = [r.sass["spill_loads"] for r in spill]
+        stl = [r.sass["spill_stores"] for r in spill]
+        span = lambda xs: f"{min(xs):,}" if min(xs) == max(xs) else f"{min(xs):,}–{max(xs):,}"  # noqa: E731
+        return f"spills: {len(spill)} of {len(ok)} variants ({span(ldl)} LDL, {span(stl)} STL)"
+    if not counted:
+        stack = [r.stack_bytes for r in ok if r.stack_bytes]
+        if stack:
+            return (f"stack: {len(stack)} of {len(ok)} variants use a stack frame ({min(stack):,}–{max(stack):,} B; "
+                    "SASS not read: spills or a local array)")
+    return ""
 
 
 def print_fitted_table(console: Console, title: str, columns: list[Column], wide: bool = False) -> None:
@@ -198,16 +231,77 @@ def print_failures(console: Console, rows: Iterable[VariantRecord]) -> None:
             say(console, f"    repeat: {r.repro}")
 
 
+def _repeated_notes(reasons, min_len: int = 80) -> list[str]:
+    """Parentheticals of at least ``min_len`` characters that recur in two or more reasons of a table (issue 27:
+    the H200 layout's caveat, 90 characters, repeated in every cluster line made reasons of 1,779 characters): each is
+    printed once as a numbered note and the reasons say ``[n]``."""
+    import re
+    seen: dict[str, int] = {}
+    for text in reasons:
+        for m in set(re.findall(r"\([^()]{%d,}\)" % min_len, text)):
+            seen[m] = seen.get(m, 0) + 1
+    return [t for t, n in seen.items() if n >= 2]
+
+
+def _one_value_hints(rows: list[VariantRecord]) -> dict[str, tuple[str, str, int]]:
+    """Hints audited at one value in this table whose every verdict is the same "nothing shows the hint changed
+    the code" (issue 27: such a hint got a line per variant): hint → (value, status, variants), said once."""
+    from ..audit.where import format_value
+    ok = [r for r in rows if r.ok]
+    out = {}
+    for hint in dict.fromkeys(h for r in ok for h in r.verdicts):
+        values = {repr(r.hints.get(hint)) for r in ok}
+        verdicts = [r.verdicts.get(hint) or {} for r in ok]
+        statuses = {v.get("status") for v in verdicts}
+        if (len(ok) > 1 and len(values) == 1 and len(statuses) == 1 and None not in statuses
+                and all("nothing shows the hint changed the code" in (v.get("reason") or "") for v in verdicts)):
+            value = ok[0].hints.get(hint)
+            out[hint] = (format_value(value) if value is not None else "declared", statuses.pop(), len(ok))
+    return out
+
+
+def _remark_sets(rows: list[VariantRecord]) -> tuple[frozenset, dict]:
+    """(the remarks every compiled variant of the table carries, {id(record): its other remarks}), each a set of
+    :func:`remark_lines` (issue 27: tileiras varies their order, so a list made the same remarks look new)."""
+    sets = {id(r): frozenset(remark_lines(r, limit=None)) for r in rows if r.ok}
+    common = frozenset.intersection(*sets.values()) if len(sets) > 1 else frozenset()
+    return common, {k: v - common for k, v in sets.items()}
+
+
+def _remark_order(line: str) -> tuple:
+    head = line.split(":", 1)[0]
+    return (int(head[5:]) if head.startswith("line ") and head[5:].isdigit() else 0, line)
+
+
 def _print_reasons(console: Console, rows: list[VariantRecord], brief: bool) -> None:
     shown_remarks: set = set()
     print_failures(console, rows)
+    silent = _one_value_hints(rows)
+    notes = _repeated_notes(r.verdicts.get(h, {}).get("reason") or "" for r in rows if r.ok for h in r.verdicts
+                            if h not in silent)
+    for hint, (value, status, n) in silent.items():
+        say(console, f"  {hint}: one value audited ({value}): {status} for all {n} variants; nothing shows the hint "
+                     "changed the code")
+    for i, text in enumerate(notes, start=1):
+        if not brief or any(noteworthy(v) and text in (v.get("reason") or "") for r in rows for v in r.verdicts.values()):
+            say(console, f"  [{i}] {text[1:-1]}")
+    common, own = _remark_sets(rows)
+    if common and not brief:
+        say(console, f"  remarks of all {len(own)} variants:")
+        for line in sorted(common, key=_remark_order)[:6]:
+            say(console, f"    remark: {line}")
     for r in rows:
         label = variant_label(r)
         if not r.ok:
             continue
         for hint, v in r.verdicts.items():
+            if hint in silent:
+                continue
             if not brief or noteworthy(v):
-                say(console, f"  {label}: {hint} {v['status']}: {v['reason']}")
+                reason = v["reason"]
+                for i, text in enumerate(notes, start=1):
+                    reason = reason.replace(text, f"[{i}]")
+                say(console, f"  {label}: {hint} {v['status']}: {reason}")
         if "error" in (r.sass or {}):
             say(console, f"  {label}: {SASS_UNREAD}: {r.sass['error']}")
         pool = pool_line(r)
@@ -224,23 +318,108 @@ def _print_reasons(console: Console, rows: list[VariantRecord], brief: bool) -> 
         ptx = ptx_text(r)
         if ptx:
             say(console, f"    PTX: {ptx}")
-        rem = tuple(remark_lines(r))
+        rem = own.get(id(r), frozenset())
         if rem and rem not in shown_remarks:
             shown_remarks.add(rem)
-            for line in rem:
+            for line in sorted(rem, key=_remark_order)[:6]:
                 say(console, f"    remark: {line}")
 
 
 # --- compare ------------------------------------------------------------------------------------------------------
 
-def render_compare(comparison: Comparison, console: Console | None = None) -> None:
+#: Details of a change that are resources only (shown on an "also" line, after what costs time).
+_MINOR = ("threads ", "registers ", "shared B ", "stack B ", "machine code differs")
+
+
+def render_compare(comparison: Comparison, console: Console | None = None, wide: bool = False) -> None:
+    """The comparison, short (issue 27): the counts first, then each change that is not "same", regressions first,
+    as ``mark variant`` and indented lines: what changed (what costs time first), why, and the resource changes;
+    the kernel named once when there is one. ``wide``: the table of A and B side by side instead
+    (:func:`render_compare_table`)."""
+    changes, console = comparison.changes, console or Console()
+    if wide:
+        render_compare_table(comparison, console)
+        return
+    import textwrap
+    say(console, f"A: {comparison.name_a}")
+    say(console, f"B: {comparison.name_b}")
+    if _say_nothing_compared(comparison, console):
+        return
+    say(console, _counts_line(comparison))
+    kernels = {(c.a or c.b).kernel for c in changes}
+    shown = [c for c in changes if c.kind != "same"]
+    if len(kernels) == 1 and shown:
+        say(console, f"{next(iter(kernels))}:")
+    width = max(40, console.width)
+    for c in shown:
+        label = c.label()
+        if len(kernels) == 1:
+            label = label.split(" ", 1)[1] if " " in label else label
+        judged, rest = c.details[:c.judged], c.details[c.judged:]
+        notable = [d for d in rest if not d.startswith(_MINOR)]
+        minor = [d for d in rest if d.startswith(_MINOR)]
+        parts = ["; ".join(judged)] if judged else []
+        if notable:
+            parts.append(("changed: " if judged else "") + "; ".join(notable))
+        if minor:
+            parts.append(("also " if parts else "") + ", ".join(minor))
+        text = " · ".join(parts)
+        one = f"{c.mark} {label}: {text}"
+        if len(one) < width:
+            say(console, one)
+            continue
+        say(console, f"{c.mark} {label}")
+        for line in textwrap.wrap(text, width - 1, initial_indent="    ", subsequent_indent="    ",
+                                  break_on_hyphens=False):
+            say(console, line)
+    why = list(dict.fromkeys(w for c in shown for w in c.why))
+    if why:
+        say(console, "why:")
+        for w in why:
+            for line in textwrap.wrap(w, width - 1, initial_indent="  - ", subsequent_indent="    ",
+                                      break_on_hyphens=False):
+                say(console, line)
+    _render_times(comparison, console)
+    say(console, "! regression   * improvement   x changed, same residency and verdicts   ? on one side only"
+                 + ("   (= same code: counted, not listed)" if any(c.kind == "same" for c in changes) else ""))
+
+
+def _say_nothing_compared(comparison: Comparison, console: Console) -> bool:
+    """Say so when nothing was compared (issue 27: no claim of a comparison): no variant on either side, none on
+    both, or ``--regressions`` keeping none (then the counts of all). Returns whether it said so."""
+    changes = comparison.changes
+    if comparison.total is not None and not changes:
+        say(console, f"no regression among the {comparison.total} variant(s) compared")
+        return True
+    if not changes:
+        say(console, "nothing was compared: both sides are empty (no variant in A or B)")
+        return True
+    if all(c.kind == "unmatched" for c in changes):      # the conclusion first, not under 20 '?' rows
+        say(console, "nothing was compared: no variant is on both sides (variants match by kernel, case, hints and "
+                     f"arch; A has {_sides_text([c.a for c in changes])}, B has {_sides_text([c.b for c in changes])})")
+        say(console, _counts_line(comparison))
+        return True
+    return False
+
+
+def _counts_line(comparison: Comparison) -> str:
+    changes = comparison.changes
+    n = sum(c.kind == "regression" for c in changes)
+    if comparison.total is not None:
+        return f"{n} regression(s) shown of {comparison.total} variant(s) compared"
+    one_side = sum(c.kind == "unmatched" for c in changes)
+    return (f"{n} regression(s), {sum(c.kind == 'improvement' for c in changes)} improvement(s), "
+            f"{sum(c.kind == 'changed' for c in changes)} changed, {sum(c.kind == 'same' for c in changes)} same"
+            + (f", {one_side} on one side only" if one_side else ""))
+
+
+def render_compare_table(comparison: Comparison, console: Console | None = None) -> None:
     """A rich table: mark, variant, A and B resources/verdicts, what changed; then the legend and the counts."""
     changes, console = comparison.changes, console or Console()
     say(console, f"A: {comparison.name_a}")
     say(console, f"B: {comparison.name_b}")
-    if changes and all(c.kind == "unmatched" for c in changes):      # the conclusion first, not under 20 '?' rows
-        say(console, "nothing was compared: no variant is on both sides (variants match by kernel, case, hints and "
-                     f"arch; A has {_sides_text([c.a for c in changes])}, B has {_sides_text([c.b for c in changes])})")
+    if _say_nothing_compared(comparison, console):
+        return
     t = Table()
     for h in ("", "variant", "A", "B", "what changed"):
         t.add_column(h)
@@ -253,14 +432,7 @@ def render_compare(comparison: Comparison, console: Console | None = None) -> No
     _render_times(comparison, console)
     say(console, "! regression (new crashes and hangs first)   * improvement   x code, resources or failure class "
                  "changed, same residency and verdicts   = same machine code   ? on one side only")
-    n = sum(c.kind == "regression" for c in changes)
-    if comparison.total is not None:
-        say(console, f"{n} regression(s) shown of {comparison.total} variant(s) compared")
-        return
-    one_side = sum(c.kind == "unmatched" for c in changes)
-    say(console, f"{n} regression(s), {sum(c.kind == 'improvement' for c in changes)} improvement(s), "
-                 f"{sum(c.kind == 'changed' for c in changes)} changed, {sum(c.kind == 'same' for c in changes)} same"
-                 + (f", {one_side} on one side only" if one_side else ""))
+    say(console, _counts_line(comparison))
 
 
 def _sides_text(records: Sequence) -> str:

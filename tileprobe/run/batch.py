@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 
-from .worker import _STATE, _call_probe, _classify, _kernel, _probe, clock_reader, grid_hints
+from .worker import _STATE, _call_probe, _classify, _kernel, _probe, clock_reader, launch_context, probe_grid
 
 #: Inputs kept per worker: at most this fraction of the GPU's memory (oldest dropped first).
 ARGS_CACHE_FRACTION = 0.25
@@ -45,14 +45,18 @@ def _nbytes(tensors) -> int:
     return sum(t.untyped_storage().nbytes() for t in tensors)
 
 
-def _cached_args(probe, probe_path: str, case: dict, seed: int) -> tuple:
-    from ..schema import value_key
-    key = (probe_path, probe.label, value_key(case), seed)
+def _cached_args(probe, probe_path: str, record: dict, seed: int) -> tuple:
+    """The candidate's launch arguments, made once per everything they depend on: probe, case, seed, and (issue
+    27) the arch, hints and SM count ``args`` is given (:func:`~tileprobe.run.worker.launch_context`)."""
+    from ..schema import canonical, value_key
+    ctx = launch_context(record, _STATE["num_sms"])
+    used = {k: ctx[k] for k in probe.args_context}
+    key = (probe_path, probe.label, value_key(record["case"]), seed, value_key(canonical(used)))
     if key in _ARGS:
         _ARGS.move_to_end(key)
         return _ARGS[key][0]
     arrays = _tracking_arrays(seed)
-    args = probe.launch_args(case, arrays)
+    args = probe.launch_args(record["case"], arrays, **ctx)
     limit = ARGS_CACHE_FRACTION * (_STATE.get("gpu") or {}).get("memory_bytes", 0)
     _ARGS[key] = (args, _nbytes(arrays.created))
     while len(_ARGS) > 1 and sum(b for _, b in _ARGS.values()) > limit:
@@ -62,13 +66,13 @@ def _cached_args(probe, probe_path: str, case: dict, seed: int) -> tuple:
 
 def _prepare(record: dict, cubin: bytes, probe_path: str, args) -> tuple:
     """(kernel, grid, packed arguments) of one candidate, with the packing checked against the cubin."""
-    from .launch import check_packing, grid3, pack_arguments
+    from .launch import check_packing, pack_arguments
     probe = _probe(probe_path, record["kernel"], record.get("arch"))
     if probe.grid is None:
         from ..errors import ProbeError
         raise ProbeError("the probe has no grid=: tuning needs grid(case, hints, num_sms)", probe.source)
     kernel = _kernel(cubin, record["symbol"], record.get("cubin_sha256"))
-    grid = grid3(_call_probe(probe, "grid", probe.grid, record["case"], grid_hints(record), _STATE["num_sms"]))
+    grid = probe_grid(probe, record, _STATE["num_sms"], "tuning needs")
     packed = pack_arguments(record["signature"], args, [p.size_bytes for p in kernel.params])
     check_packing(packed, kernel.params)
     return kernel, grid, packed
@@ -97,7 +101,7 @@ def time_batch(record: dict, cubin: bytes, probe_path: str, seed: int = 0, mode:
     launched = False
     try:
         probe = _probe(probe_path, record["kernel"], record.get("arch"))
-        args = _cached_args(probe, probe_path, record["case"], seed)
+        args = _cached_args(probe, probe_path, record, seed)
         kernel, grid, packed = _prepare(record, cubin, probe_path, args)
         out["grid"] = list(grid)
         if record.get("threads"):
@@ -130,10 +134,14 @@ def check_candidate(record: dict, cubin: bytes, probe_path: str, seed: int = 0, 
     try:
         probe = _probe(probe_path, record["kernel"], record.get("arch"))
         arrays = _tracking_arrays(seed)
-        args = probe.launch_args(record["case"], arrays)
+        args = probe.launch_args(record["case"], arrays, **launch_context(record, _STATE["num_sms"]))
         kernel, grid, packed = _prepare(record, cubin, probe_path, args)
         if probe.reference is not None:
-            expected, out["against"] = _call_probe(probe, "reference", probe.reference, record["case"], args), "reference"
+            from ..audit.probe import context_kwargs
+            ctx = launch_context(record, _STATE["num_sms"])
+            expected = _call_probe(probe, "reference", probe.reference, record["case"], args,
+                                   **context_kwargs(probe.reference, arch=ctx["arch"], hints=ctx["hints"]))
+            out["against"] = "reference"
         elif default is not None:
             expected, why = _default_outputs(default, default_cubin, probe_path, seed, arrays, args)
             if expected is None:
@@ -165,7 +173,7 @@ def _default_outputs(default: dict, cubin: bytes, probe_path: str, seed: int, ar
                                  "configuration's: the output was not checked"}
     probe = _probe(probe_path, default["kernel"], default.get("arch"))
     d_arrays = _tracking_arrays(seed)
-    d_args = probe.launch_args(default["case"], d_arrays)
+    d_args = probe.launch_args(default["case"], d_arrays, **launch_context(default, _STATE["num_sms"]))
     failed = _result()
     try:
         kernel, grid, packed = _prepare(default, cubin, probe_path, d_args)

@@ -458,7 +458,7 @@ def _sweep_records(gpu: dict, from_bundle, probes, arch, jobs, store, command_li
     else:
         records, env, cubins, search = _audit_here(probes, arch or gpu["sm"], jobs, store, command_line,
                                                    on_probe_error, where=where, cases=cases, hints=hints,
-                                                   executor=executor)
+                                                   executor=executor, num_sms=gpu.get("num_sms"))
     if where:
         from ..audit.where import select_or_explain
         records = select_or_explain(records, where)

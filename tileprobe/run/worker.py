@@ -216,6 +216,26 @@ def grid_hints(record: dict) -> dict:
     return {k: (v if v is not None else eff.get(k)) for k, v in (record.get("hints") or {}).items()}
 
 
+def launch_context(record: dict, num_sms: int | None) -> dict:
+    """The keywords ``run``, ``tune`` (static stage, timed batches, checks) and the audit hand to a probe's ``args``
+    (issue 27: all alike): ``arch`` (the record's target), ``hints`` (every hint in force: the effective hints with
+    the variant's own on top, None replaced by the effective value) and ``num_sms`` (the GPU's SM count, or the
+    one the grids are made for). :meth:`~tileprobe.audit.probe.Probe.launch_args` passes those ``args`` declares."""
+    return {"arch": record.get("arch"), "hints": {**(record.get("effective_hints") or {}), **grid_hints(record)},
+            "num_sms": num_sms}
+
+
+def probe_grid(probe, record: dict, num_sms: int, needs: str = "tileprobe run needs") -> tuple:
+    """The probe's ``grid(case, hints, num_sms)`` (with ``arch=`` when it takes it) as a 3-tuple, for ``run`` and
+    ``tune`` alike. Raises ProbeError when the probe has none or it fails."""
+    from ..audit.probe import context_kwargs
+    from .launch import grid3
+    if probe.grid is None:
+        raise _probe_error(f"the probe has no grid=: {needs} grid(case, hints, num_sms)", probe)
+    return grid3(_call_probe(probe, "grid", probe.grid, record["case"], grid_hints(record), num_sms,
+                             **context_kwargs(probe.grid, arch=record.get("arch"))))
+
+
 def run_variant(record: dict, cubin: bytes, probe_path: str, seed: int = 0, reps: int | None = None,
                 warmup: int | None = None, warmup_ms: float | None = None, timing: bool = True,
                 timing_mode: str = "sustained") -> dict:
@@ -239,7 +259,7 @@ def run_variant(record: dict, cubin: bytes, probe_path: str, seed: int = 0, reps
     """
     from ..audit.probe import context_kwargs
     from .check import check_outputs
-    from .launch import check_packing, grid3, pack_arguments
+    from .launch import check_packing, pack_arguments
     t0 = time.perf_counter()
     out = run_dict(seed=seed, cubin_sha256=record.get("cubin_sha256"), static_ctas_per_sm=record.get("ctas_per_sm"))
     args = expected = None
@@ -258,13 +278,12 @@ def run_variant(record: dict, cubin: bytes, probe_path: str, seed: int = 0, reps
         out["occupancy_agrees"] = (None if out["static_ctas_per_sm"] is None
                                    else out["driver_ctas_per_sm"] == out["static_ctas_per_sm"])
         out["warnings"].extend(_resource_warnings(record, out))
+        case, ctx = record["case"], launch_context(record, _STATE["num_sms"])
+        arch, hints = ctx["arch"], ctx["hints"]
         if probe.grid is None:
             raise _probe_error("the probe has no grid=: tileprobe run needs grid(case, hints, num_sms)", probe)
-        case = record["case"]
-        arch, hints = record.get("arch"), {**(record.get("effective_hints") or {}), **grid_hints(record)}
-        args = probe.launch_args(case, TorchArrays(_STATE["device"], seed), arch=arch, hints=hints)
-        grid = grid3(_call_probe(probe, "grid", probe.grid, case, grid_hints(record), _STATE["num_sms"],
-                                 **context_kwargs(probe.grid, arch=arch)))
+        args = probe.launch_args(case, TorchArrays(_STATE["device"], seed), **ctx)
+        grid = probe_grid(probe, record, _STATE["num_sms"])
         out["grid"] = list(grid)
         packed = pack_arguments(record["signature"], args, [p.size_bytes for p in kernel.params])
         check_packing(packed, kernel.params)

@@ -146,7 +146,9 @@ def tune(probe_paths: Sequence[str], *, arch: str | None = None, budget_s: float
         timeout_s: per GPU task (a batch or a check) before it is a hang.
         seed: inputs' seed and the rounds' shuffle. tie_pct, confidence, min_samples, max_samples: the race
             (:class:`~tileprobe.tune.race.RaceSettings`).
-        num_sms: the SM count the grids are made for (default: the GPU's; needed to dedupe with ``dry_run``).
+        num_sms: the SM count the grids are made for, and that ``args(..., num_sms=)`` gets (default: the GPU's;
+            needed to dedupe with ``dry_run``, where a probe whose ``args`` takes ``num_sms`` gets the arch's
+            reference GPU's, :func:`tileprobe.model.cluster.reference_num_sms`).
         dry_run: stop after the static stage (no GPU needed).
         watchdog: a :class:`~tileprobe.run.watchdog.Watchdog` to use (default: one made and closed here), or
             anything with its interface (a Ray GPU slot, :class:`tileprobe.exec.ray_exec.RayGpuSlot`). The races
@@ -201,16 +203,26 @@ def _tune(t0, result, race_settings, timing_settings, probe_paths, arch, export,
     starter = _WorkerStarter(watchdog) if not dry_run else None
     try:
         arch = _target_arch(arch, starter)
-        overrides = {"cases": cases, "hints": hints, **({"probe_timeout_s": probe_timeout_s} if probe_timeout_s else {})}
+        gpu, compile_sms = None, num_sms
+        if compile_sms is None and not bundle and any("num_sms" in p.probe.args_context for p in problems):
+            if starter is not None:   # issue 27: args(..., num_sms=) is compiled for this GPU's SM count
+                gpu = _gpu(result, starter, arch, progress)
+                compile_sms = gpu.get("num_sms")
+            else:
+                from ..model.cluster import reference_num_sms
+                compile_sms = reference_num_sms(arch)
+        overrides = {"cases": cases, "hints": hints, "num_sms": compile_sms,
+                     **({"probe_timeout_s": probe_timeout_s} if probe_timeout_s else {})}
         if not dry_run and not bundle:      # race the first problem while compiling (issue 22)
             plans = _overlapped(result, problems, arch, starter, watchdog, probe_paths, store, jobs, compile_timeout_s,
                                 toolchains, progress, overrides, executor, num_sms,
-                                timing_settings, race_settings, timeout_s, seed, tasks, probe_timeout_s, run_hang_risk)
+                                timing_settings, race_settings, timeout_s, seed, tasks, probe_timeout_s, run_hang_risk,
+                                gpu)
         else:
             plans = _sequential(result, problems, arch, starter, watchdog, probe_paths, bundle, store, jobs,
                                 compile_timeout_s, toolchains, progress, overrides, executor, num_sms,
                                 timing_settings, race_settings, timeout_s, seed, tasks, dry_run, confidence,
-                                probe_timeout_s, run_hang_risk)
+                                probe_timeout_s, run_hang_risk, gpu, compile_sms)
     finally:
         if own:
             watchdog.close()
@@ -222,7 +234,8 @@ def _tune(t0, result, race_settings, timing_settings, probe_paths, arch, export,
 
 def _sequential(result, problems, arch, starter, watchdog, probe_paths, bundle, store, jobs, compile_timeout_s,
                 toolchains, progress, overrides, executor, num_sms, timing_settings, race_settings, timeout_s, seed,
-                tasks, dry_run, confidence, probe_timeout_s, run_hang_risk=False) -> list[Plan]:
+                tasks, dry_run, confidence, probe_timeout_s, run_hang_risk=False, gpu=None,
+                compile_sms=None) -> list[Plan]:
     """Compile (or read the bundle), then race problem after problem (a dry run stops before the race)."""
     t1 = time.perf_counter()
     records, get, env, errors = _records(probe_paths, problems, arch, bundle, store, jobs, compile_timeout_s,
@@ -231,8 +244,8 @@ def _sequential(result, problems, arch, starter, watchdog, probe_paths, bundle, 
     result.times["compile_s"] = time.perf_counter() - t1
     plans = make_plans(problems, records, arch, "not_in_bundle" if bundle else "not_compiled", run_hang_risk)
     _say_hang_risk(plans, run_hang_risk, progress)
-    gpu = _gpu(result, starter, arch, progress)
-    num_sms = num_sms or gpu.get("num_sms")
+    gpu = gpu if gpu is not None else _gpu(result, starter, arch, progress)
+    num_sms = num_sms or gpu.get("num_sms") or compile_sms   # a dry run: the SM count args() was compiled for
     _dedupe_all(result, plans, num_sms, get, probe_timeout_s)
     result.environment = _environment(env, gpu, arch, num_sms, timing_settings, race_settings, bundle)
     if progress:
@@ -272,16 +285,18 @@ def _grid_errors(result, plan: Plan) -> None:
 
 def _overlapped(result, problems, arch, starter, wd, probe_paths, store, jobs, compile_timeout_s, toolchains,
                 progress, overrides, executor, num_sms, timing, settings, timeout_s, seed, tasks,
-                probe_timeout_s=None, run_hang_risk=False) -> list[Plan]:
+                probe_timeout_s=None, run_hang_risk=False, gpu=None) -> list[Plan]:
     """Compile every candidate here while the first problem races in a thread (:mod:`tileprobe.tune.overlap`);
-    then race the other problems as before. Returns the plans."""
+    then race the other problems as before (``gpu``: the worker's info when it was awaited before compiling, for
+    probes whose ``args`` take the SM count). Returns the plans."""
     from .overlap import Overlap, budget_share
     from .static import Landing, pending_plans
     plans = pending_plans(problems)
     landing = Landing(plans, arch, run_hang_risk)
     bench_kw = dict(watchdog=wd, probe_paths=probe_paths, search_dirs=[os.getcwd()], timing=timing,
                     timeout_s=timeout_s, seed=seed, tasks=tasks, trust_recorded=True)
-    ov = Overlap(plans[0], landing, lambda: _gpu(result, starter, arch, progress), num_sms, NO_SM_COUNT, bench_kw,
+    wait_gpu = (lambda: gpu) if gpu is not None else (lambda: _gpu(result, starter, arch, progress))
+    ov = Overlap(plans[0], landing, wait_gpu, num_sms, NO_SM_COUNT, bench_kw,
                  budget_share(settings, len(plans)), lambda sha: None,
                  lambda plan, outcome: problem_result(plan, outcome, arch, settings.confidence), progress,
                  lambda plan, n: launch_facts([plan], n, probe_timeout_s))

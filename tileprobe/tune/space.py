@@ -63,8 +63,9 @@ class Config:
 
 
 def _short(v: Any) -> str:
+    """A value in a label as the audit tables print it (issue 27: tuples ``128×128×128`` everywhere)."""
     if isinstance(v, (tuple, list)):
-        return "x".join(str(x) for x in v)
+        return "×".join(str(x) for x in v)
     return str(v)
 
 
@@ -80,6 +81,7 @@ class ProbeInfo:
     reference: bool | None = None
     grid: bool | None = None
     source_sha256: str = ""
+    args_context: tuple = ()      # issue 27: the context keywords its args() takes (arch, hints, num_sms)
 
 
 @dataclass
@@ -118,7 +120,8 @@ def problem_data(p: Problem, source_sha256: str = "") -> dict:
     probe = p.probe
     info = {"source": probe.source or "", "index": probe.index, "label": probe.label,
             "lineno": getattr(probe, "lineno", None), "reference": True if probe.reference is not None else None,
-            "grid": True if probe.grid is not None else None, "source_sha256": source_sha256}
+            "grid": True if probe.grid is not None else None, "source_sha256": source_sha256,
+            "args_context": list(getattr(probe, "args_context", ()))}
     cfg = lambda c: [list(c.tunables), list(c.hints)] if c is not None else None   # noqa: E731
     return {"probe": info, "values": dict(p.values), "configs": [cfg(c) for c in p.configs],
             "rejected": dict(p.rejected), "default": cfg(p.default), "default_note": p.default_note}
@@ -132,6 +135,7 @@ def problem_from_data(d: dict) -> Problem:
         raise TypeError("a problem's probe must name its source and label")
     cfg = lambda x: None if x is None else Config(tuple(tuple(kv) for kv in x[0]),   # noqa: E731
                                                    tuple(tuple(kv) for kv in x[1]))
+    info = dict(info, args_context=tuple(str(x) for x in info.get("args_context") or ()))
     return Problem(ProbeInfo(**info), dict(d["values"]), [cfg(c) for c in d["configs"]], dict(d["rejected"]),
                    cfg(d["default"]), str(d["default_note"]))
 

@@ -324,17 +324,20 @@ def probe_launch(c: Candidate, num_sms: int) -> tuple[tuple, list]:
     Raises:
         ProbeError: the probe's ``grid`` or ``args`` failed, or the probe has no ``grid``.
     """
+    from ..audit.probe import context_kwargs
     from ..run.launch import grid3
-    from ..run.worker import grid_hints
+    from ..run.worker import grid_hints, launch_context
     probe, rec = c.problem.probe, c.record
     if probe.grid is None:
         raise ProbeError("the probe has no grid=: tuning needs grid(case, hints, num_sms)", probe.source)
+    record = rec.to_dict()
     try:
-        grid = grid3(probe.grid(dict(c.case), grid_hints(rec.to_dict()), num_sms))
+        grid = grid3(probe.grid(dict(c.case), grid_hints(record), num_sms,
+                                **context_kwargs(probe.grid, arch=rec.arch)))
     except Exception as e:
         from ..audit.probe import _probe_error_from
         raise _probe_error_from(e, probe.source, f"grid({c.case}) failed") from e
-    args = probe.launch_args(c.case)
+    args = probe.launch_args(c.case, **launch_context(record, num_sms))   # issue 27: as run and the GPU stage do
     sig = rec.signature or []
     runtime = [_arg_key(a) for i, a in enumerate(args) if i >= len(sig) or sig[i].get("kind") != "constant"]
     return grid, runtime

@@ -1,0 +1,69 @@
+"""Issue 27: ``--tileiras V`` with a release that is not installed downloads nothing unless asked (``--install``, or a
+yes at a terminal prompt); it says the release is not installed, its size when known, and the command to install
+it. No network: the registry's version list is planted, and any download fails the test."""
+from __future__ import annotations
+
+import pytest
+
+import tileprobe.toolchain as toolchain
+from support import write_vec_probe
+
+PUBLISHED = ["13.3.36", "13.4.59", "13.4.92", "13.5.37"]
+
+
+@pytest.fixture
+def no_download(monkeypatch):
+    """The registry lists 13.5.37 (not installed here); installing or downloading anything raises."""
+    calls = []
+
+    def refuse(*a, **kw):
+        calls.append(a)
+        raise AssertionError(f"downloaded unasked: {a}")
+    monkeypatch.setattr(toolchain, "published_versions", lambda package=toolchain.TILEIRAS_PKG: list(PUBLISHED))
+    monkeypatch.setattr(toolchain, "install", refuse)
+    monkeypatch.setattr(toolchain, "_download", refuse)
+    return calls
+
+
+@pytest.mark.parametrize("command", ["audit", "compare", "gate"])
+def test_an_uninstalled_release_is_not_downloaded(no_download, tmp_path, capsys, command):
+    from tileprobe.cli import main
+    probe = write_vec_probe(tmp_path / "p.py")
+    argv = {"audit": ["audit", probe, "--arch", "sm_90", "--tileiras", "13.5", "--no-store"],
+            "compare": ["compare", "--probe", probe, "--arch", "sm_90", "--tileiras", "13.4.92,13.5", "--no-store"],
+            "gate": ["gate", probe, "--arch", "sm_90", "--tileiras", "13.5", "--expect", "occupancy=2: met",
+                     "--no-store"]}[command]
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code != 0 and no_download == []
+    assert "tileiras 13.5.37 is not installed; nothing was downloaded" in " ".join(err.split())
+    assert "`tileprobe toolchain install 13.5.37`, or add --install" in " ".join(err.split())
+
+
+def test_the_message_names_the_size_of_a_release_installed_here(no_download, tmp_path):
+    import json
+    root = tmp_path / "toolchains"
+    (root / "13.3.36").mkdir(parents=True)
+    (root / "13.3.36" / toolchain.MANIFEST).write_text(json.dumps(
+        {"schema_version": 1, "version": "13.3.36", "pins": {}, "size_bytes": 209030512}))
+    with pytest.raises(toolchain.ReleaseNotInstalled) as e:
+        toolchain.resolve_toolchains(["13.5"], root=root)
+    assert (e.value.version, e.value.size_bytes) == ("13.5.37", 209030512)
+    assert "about 209 MB" in str(e.value) and no_download == []
+
+
+def test_install_asked_for_installs(no_download, monkeypatch, tmp_path):
+    from tileprobe.cli._common import resolve_one
+    got = []
+    monkeypatch.setattr(toolchain, "install", lambda version, **kw: got.append(version) or toolchain.Toolchain(
+        version, str(tmp_path), str(tmp_path / "bin" / "tileiras")))
+    assert resolve_one("13.5", install=True)[0]["version"] == "13.5.37" and got == ["13.5.37"]
+
+
+def test_a_wrong_arch_alone_is_refused_before_any_probe_is_loaded(tmp_path, monkeypatch, capsys):
+    """Issue 27: `--arch sm_9` cost a whole probe load (33-49 s for TileGym) before its one-line error."""
+    import tileprobe.audit.pipeline as pipeline
+    from tileprobe.cli import main
+    monkeypatch.setattr(pipeline, "load_probe_files", lambda *a, **kw: pytest.fail("loaded the probes"))
+    assert main(["audit", write_vec_probe(tmp_path / "p.py"), "--arch", "sm_9", "--no-store"]) == 3
+    assert "--arch sm_9: 'sm_9' is not a target tileiras lists" in capsys.readouterr().err
