@@ -71,6 +71,9 @@ def cmd_tune(args) -> int:
     from ..tune.pipeline import process_age_s
     startup_s = process_age_s()
     err = _console(stderr=True)
+    if args.bundle:       # the bundle is checked before any GPU is looked for (issue 25)
+        from ..run.session import load_bundle
+        load_bundle(args.bundle)
     store = None
     if not args.no_store:
         from ..store import Store
