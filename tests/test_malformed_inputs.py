@@ -109,3 +109,16 @@ def test_tune_bundle_is_checked_before_any_gpu(tmp_path, capsys, monkeypatch):
     (tmp_path / "p.py").write_text("")
     assert main(["tune", str(tmp_path / "p.py"), "--bundle", str(tmp_path / "nope"), "--no-store"]) == 1
     assert "nope" in capsys.readouterr().err
+
+
+def test_a_report_of_thousands_of_series_notes_the_plot_instead_of_drawing_it():
+    """A 20,000-variant audit: `report` drew 16,785 lines for minutes (no output after 240 s)."""
+    from tileprobe.report.html import MAX_PLOT_SERIES, kernel_plots
+    from tileprobe.schema import VariantRecord
+    rows = [VariantRecord(kernel="k", probe="p.py", case={"I": i}, hints={"occupancy": o}, arch="sm_90",
+                          tileiras="Cuda compilation tools, release 13.4, V13.4.92", status="ok", threads=128,
+                          registers=32, shared_bytes=0, stack_bytes=0, ctas_per_sm=8)
+            for i in range(MAX_PLOT_SERIES + 6) for o in (1, 2)]
+    html = kernel_plots(rows, 0)
+    assert f"no plot, {MAX_PLOT_SERIES + 6:,} lines (one per case and compiler)" in html and "<svg" not in html
+    assert "<svg" in kernel_plots(rows[:4], 0)
