@@ -9,6 +9,19 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 if [ ! -x /tmp/tc/nvidia/cu13/bin/tileiras ] && [ -s .gpu/tc/toolchain.tar.xz ]; then
   mkdir -p /tmp/tc && tar -C /tmp/tc -xJf .gpu/tc/toolchain.tar.xz
 fi
+# The toolchain (59.6 MB) and the tree do not fit one 64 MiB call: it can come in pieces over calls on a warm machine
+# (/tmp is kept 30 s after a call). Split here with `split -b 34000000 toolchain.tar.xz .gpu/tcsplit/part-` and
+# `sha256sum toolchain.tar.xz > .gpu/tcsplit/SHA256`; each call carries some parts, kept in /tmp/tcparts; once the
+# parts' concatenation has the recorded hash it is unpacked.
+if [ ! -x /tmp/tc/nvidia/cu13/bin/tileiras ] && [ -d .gpu/tcsplit ]; then
+  mkdir -p /tmp/tcparts && cp .gpu/tcsplit/part-* .gpu/tcsplit/SHA256 /tmp/tcparts/ 2>/dev/null
+  want=$(cut -d' ' -f1 /tmp/tcparts/SHA256 2>/dev/null); have=$(cat /tmp/tcparts/part-* | sha256sum | cut -d' ' -f1)
+  if [ -n "$want" ] && [ "$want" = "$have" ]; then
+    mkdir -p /tmp/tc && cat /tmp/tcparts/part-* | tar -C /tmp/tc -xJf - && echo "gpu_setup: toolchain unpacked from parts"
+  else
+    echo "gpu_setup: toolchain parts incomplete ($(ls /tmp/tcparts | tr '\n' ' '))"
+  fi
+fi
 if [ -d .gpu/whl ] && ls .gpu/whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .gpu/whl/*.whl
 fi

@@ -24,16 +24,16 @@ TOLERANCE = 1e-4
 
 
 # --- tune-reader (README.md "Tuning", verbatim) ---
-def tuned_config(path, kernel, arch=None, **problem):
-    """The (case values, hints) `tileprobe tune` picked for kernel at this problem (and arch), or None."""
+def tuned_config(path, kernel, arch=None, here=None, **problem):
+    """(case values, hints) tuned for kernel at this problem (and arch), or None; ValueError if stale here."""
     with open(path) as f:
         table = json.load(f)
-    if table.get("schema_version") != 1:
-        raise ValueError(f"{path}: tune table schema {table.get('schema_version')}; this reader knows 1")
+    assert table.get("schema_version") == 1, f"{path}: schema {table.get('schema_version')}; this reader knows 1"
     for row in table["kernels"].get(kernel, []):
         if row["problem"] == problem and arch in (None, row["arch"]):
+            stale = [f"{k} {v} here, {row.get(k)} in {path}" for k, v in (here or {}).items() if str(v) not in str(row.get(k)).split(", ")]
+            if stale: raise ValueError(f"stale row for {kernel}: {'; '.join(stale)}: re-tune (tileprobe tune --refresh)")
             return row["case"], row["hints"]
-    return None
 # --- end tune-reader ---
 
 

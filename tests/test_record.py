@@ -355,3 +355,27 @@ def test_dtype_names_that_are_not_names_become_todos():
                    {"kind": "dtype", "name": "float32"}])
     assert t.exprs == ["None", "torch.bfloat16", "ct.float32"]
     assert "is not a dtype name" in t.todos[0]
+
+
+def test_a_compile_past_the_programs_compiler_timeout_is_flagged(tmp_path):
+    """Issue 23: the program launches vadd under ct.compiler_timeout(0.05) while its (simulated) JIT compile takes
+    0.3 s: cuTile raises TileCompilerTimeoutError, the program catches it. record logs the timeout in force and the
+    first call's time of each distinct launch, and flags that launch with the kernel, the time and the timeout;
+    scale_rows (timeout 30 s) and the vadd launch without a timeout are not flagged."""
+    out = str(tmp_path / "out")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PYTHONPATH", os.pathsep.join([FAKE, ROOT]))
+        mp.setenv("FAKE_COMPILE_S", "0.3")
+        result = record([sys.executable, PROGRAM, "timeout"], out)
+    assert result.exit_code == 0
+    by = {(la.kernel.name, la.grid): la for la in result.recording.launches}
+    timed_out = by[("vadd", (16,))]
+    assert timed_out.compiler_timeout_s == 0.05 and timed_out.first_error.startswith("CompilerTimeoutError")
+    assert 0.05 <= timed_out.first_call_s < 0.3
+    assert by[("scale_rows", (32,))].compiler_timeout_s == 30.0 and by[("scale_rows", (32,))].first_call_s >= 0.3
+    assert by[("vadd", (8,))].compiler_timeout_s is None
+    assert len(result.timeouts) == 1 and result.timeouts[0] in result.notes
+    line = result.timeouts[0]
+    assert line.startswith("compiler timeout: vadd grid [16] ran under ct.compiler_timeout(0.05 s): the compile "
+                           "timed out (CompilerTimeoutError: `tileiras` compiler exceeded timeout 0.05s. (fake))")
+    assert "--compiler-timeout 0.05" in line

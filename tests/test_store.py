@@ -506,9 +506,9 @@ def test_history_cli_prints_audits_compiles_and_runs(tmp_path, capsys):
     assert cells == [
         "id when (UTC) host variants s command",
         "1 WHEN HOST 2 2.5 audit p.py --arch sm_90",
-        "when (UTC) case hints status regs CTAs/SM µs",
-        "WHEN I=2 occupancy=1 ok 34 16 -",
-        "WHEN I=1 occupancy=2 ok 33 16 12.5",
+        "when (UTC) case hints status regs CTAs/SM compile s µs",
+        "WHEN I=2 occupancy=1 ok 34 16 0.00 -",
+        "WHEN I=1 occupancy=2 ok 33 16 0.00 12.5",
         "when (UTC) kernel case hints arch GPU driver status µs",
         "WHEN fake I=1 occupancy=2 sm_90 NVIDIA H200 580.159 ok 12.5"]
     assert " ".join(rows[-1]) == "(newest 2 of each; --limit 0 lists all, --json/--csv export all)"

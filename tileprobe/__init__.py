@@ -17,6 +17,7 @@ Every command is a Python call (the CLI in :mod:`tileprobe.cli` parses, calls it
 ``tileprobe doctor``   :func:`tileprobe.analyses.doctor.diagnose` → list of :class:`Finding`
 ``tileprobe toolchain``  :func:`tileprobe.toolchain.install`, :func:`~tileprobe.toolchain.local_toolchains`,
                        :func:`~tileprobe.toolchain.remove`
+``tileprobe use``      :func:`tileprobe.use` (answer ``cuda.tile.tune`` searches from a tune table)
 =====================  ==================================================================================
 
 Names in ``__all__`` are imported on first use (PEP 562), so ``import tileprobe`` stays light (no cuTile, rich or
@@ -39,7 +40,7 @@ _WHERE = {
     "history": "analyses.history", "History": "analyses.history",
     "run_sweep": "run.session", "RunResult": "run.session", "write_html_report": "report.html",
     "TileprobeError": "errors", "ProbeError": "errors", "ToolchainError": "errors", "CubinError": "errors",
-    "StoreError": "errors", "stub_modules": "stubs",
+    "StoreError": "errors", "stub_modules": "stubs", "use": "record.use",
 }
 
 __all__ = ["__version__", *_WHERE]
@@ -59,6 +60,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and import-graph tools
     from .store import Store
     from .stubs import stub_modules
     from .toolchain import Toolchain
+    from .record.use import use
 
 
 def __getattr__(name: str):

@@ -46,6 +46,12 @@ knobs          {per-load hint: case constant} (e.g. {"allow_tma": "ALLOW_TMA"}) 
 code_hashes, deterministic  with ``audit --repeat N``: the distinct code_sha256 over N compiles of the variant,
                and whether there was only one (null without --repeat); tileiras is not always deterministic
 sass, remarks, ptx  SASS traits, compiler remarks, embedded-PTX directives (when collected)
+register_pool  the register-pool check of setmaxnreg (issue 23; :mod:`tileprobe.model.regpool`): {"verdict":
+               hang_risk | pool_ok | unknown | none, "reason", "registers_per_thread", "threads", "pool_registers",
+               "demand_registers", "warpgroup_counts", "instructions": [{address, action, target, text, guard,
+               retry_loop, warps}]}, or null when the SASS was not read
+compile_timeout  with ``audit --compiler-timeout S`` (a program's ct.compiler_timeout, issue 23): {"timeout_s",
+               "compile_s", "margin_s" (timeout − compile time, < 0 when it exceeds), "exceeds", "source"}, else null
 run            GPU run result (status ok|wrong|hang|crash, median_us, …) when the variant was run
 ============== ======================================================================================
 
@@ -67,6 +73,11 @@ Version history:
    load from ``status`` and ``error`` (:func:`derive_failure`): "Cannot find option named 'sm_NN'" →
    unsupported_target, cuTile's UnsupportedFeatureError → unsupported_feature, otherwise the status itself.
    broken_environment is never derived: it needs the environment the compiler ran in.
+
+   Added within schema 2 (2026-12-02, issue 23), no version bump: ``register_pool`` (optional; older tileprobe
+   ignores it). A record written before it gets it on load from its ``sass`` (:func:`derive_register_pool`):
+   ``none`` when the SASS traits list no setmaxnreg, ``unknown`` ("not checked") when they list some (the store
+   checks those again from the cubin when it is asked for SASS), null when the SASS was not read.
 """
 from __future__ import annotations
 
@@ -290,6 +301,8 @@ class VariantRecord:
     failure: str | None = None
     message: str = ""
     fix: str = ""
+    register_pool: dict | None = None
+    compile_timeout: dict | None = None
 
     @property
     def ok(self) -> bool:
@@ -332,7 +345,43 @@ class VariantRecord:
             rec.failure, message = derive_failure(rec.status, rec.error)
             rec.message = rec.message or message
             rec.fix = rec.fix or FAILURE_FIXES.get(rec.failure, "")
+        if "register_pool" not in d:   # written before the register-pool check (see the version history)
+            rec.register_pool = derive_register_pool(rec.sass)
         return rec
+
+    @property
+    def exceeds_compile_timeout(self) -> bool:
+        """Whether this variant's compile took longer than the compiler timeout it was checked against."""
+        return bool((self.compile_timeout or {}).get("exceeds"))
+
+    @property
+    def pool_verdict(self) -> str | None:
+        """The register-pool verdict (``hang_risk`` | ``pool_ok`` | ``unknown`` | ``none``), or None when the SASS
+        was not read."""
+        return (self.register_pool or {}).get("verdict")
+
+    @property
+    def hang_risk(self) -> bool:
+        """Whether the register-pool check predicts a hang (``register_pool.verdict == "hang_risk"``)."""
+        return self.pool_verdict == HANG_RISK
+
+
+#: Register-pool verdicts (``VariantRecord.register_pool["verdict"]``; :mod:`tileprobe.model.regpool`).
+HANG_RISK, POOL_OK, POOL_UNKNOWN, POOL_NONE = "hang_risk", "pool_ok", "unknown", "none"
+#: The reason of a record written before the check whose SASS has setmaxnreg.
+POOL_NOT_CHECKED = ("not checked: the record was written before the register-pool check (tileprobe before "
+                    "issue 23); audit again with the store (it checks the stored cubin) or with --no-store")
+
+
+def derive_register_pool(sass: dict | None) -> dict | None:
+    """``register_pool`` for a record written before it existed, from its ``sass`` summary (see the version
+    history): None without SASS traits (or with their ``error``), ``none`` when no setmaxnreg was listed, else
+    ``unknown`` with :data:`POOL_NOT_CHECKED`."""
+    if not isinstance(sass, dict) or "error" in sass or "setmaxnreg" not in sass:
+        return None
+    if not sass.get("setmaxnreg"):
+        return {"verdict": POOL_NONE, "reason": "no USETMAXREG (setmaxnreg) in the SASS"}
+    return {"verdict": POOL_UNKNOWN, "reason": POOL_NOT_CHECKED}
 
 
 def dump(records: list[VariantRecord], environment: dict) -> dict:
@@ -379,7 +428,8 @@ RECORD_FIELD_TYPES: dict[str, tuple] = {
     "tileiras": (str,), "effective_hints": (dict, None), "symbol": (str, None), "signature": (list, None),
     "threads": (int, None), "registers": (int, None), "driver_shared_bytes": (int, None),
     "shared_bytes": (int, None), "ctas_per_sm": (int, None), "cubin_sha256": (str, None), "verdicts": (dict, None),
-    "knobs": (dict, None), "run": (dict, None), "occupancy_pct": (int, float, None), "stack_bytes": (int, None)}
+    "knobs": (dict, None), "run": (dict, None), "occupancy_pct": (int, float, None), "stack_bytes": (int, None),
+    "register_pool": (dict, None), "compile_s": (int, float, None)}
 _TYPE_NAMES = {str: "a string", dict: "an object", list: "a list", int: "an integer", float: "a number",
                None: "null"}
 

@@ -217,6 +217,22 @@ def store_opened_by_this_process() -> bool:
     return bool(_OPENED)
 
 
+
+def _pool_verdict(raw: dict) -> str | None:
+    """The register-pool verdict of a stored record (derived from its SASS when stored before the check)."""
+    from .schema import derive_register_pool
+    pool = raw.get("register_pool") if "register_pool" in raw else derive_register_pool(raw.get("sass"))
+    return (pool or {}).get("verdict")
+
+
+def _stale_pool(raw: dict) -> bool:
+    """Whether a stored record's register-pool check (issue 23) is missing or from an older model while its SASS
+    has setmaxnreg: then the store checks the stored cubin again."""
+    from .model.regpool import MODEL_VERSION
+    if not (raw.get("sass") or {}).get("setmaxnreg"):
+        return False
+    return (raw.get("register_pool") or {}).get("model_version") != MODEL_VERSION
+
 class Store:
     """A tileprobe results store (see module doc). Open with :meth:`Store.open`; usable as a context manager."""
 
@@ -431,23 +447,24 @@ class Store:
                     not any_status and (hit[0] not in REUSED_STATUSES or (retry_failed and hit[0] != "ok"))):
                 todo.append(v)
                 continue
-            rec = VariantRecord.from_dict(json.loads(hit[1]))
+            raw = json.loads(hit[1])
+            rec = VariantRecord.from_dict(raw)
             if rec.failure in RETRIED_FAILURES and not any_status:
                 todo.append(v)
                 continue
             rec.probe, rec.kernel, rec.verdicts = v.probe_path, v.probe_name, {}
-            if with_sass and rec.ok and rec.sass is None:
+            if with_sass and rec.ok and (rec.sass is None or _stale_pool(raw)):
                 self._add_sass(key, rec)
             self._remember(rec, key)
             found.append(rec)
         return found, todo
 
     def _add_sass(self, key: str, rec) -> None:
-        from .model.sass import sass_summary   # the workers' SASS summary, so stored and fresh records agree
+        from .model.sass import sass_summary, split_register_pool   # the workers' SASS summary: stored = fresh
         cubin = self.cubin(rec.cubin_sha256) if rec.cubin_sha256 else None
         if cubin is None:
             return
-        rec.sass = sass_summary(cubin, rec.symbol)
+        rec.sass, rec.register_pool = split_register_pool(sass_summary(cubin, rec.symbol))
         record = rec.to_dict()
         record.update(verdicts={}, run=None)
         with self._transaction() as c:
@@ -792,7 +809,7 @@ class Store:
                         "status": status, "threads": rec.get("threads"), "registers": rec.get("registers"),
                         "shared_bytes": rec.get("shared_bytes"), "stack_bytes": rec.get("stack_bytes"),
                         "ctas_per_sm": rec.get("ctas_per_sm"), "cubin_sha256": cubin, "compile_s": comp_s,
-                        "median_us": median, "gpu": gpu})
+                        "reg_pool": _pool_verdict(rec), "median_us": median, "gpu": gpu})
         return out
 
     def runs(self, *, kernel=None, arch=None, tileiras=None, limit: int | None = None) -> list[dict]:

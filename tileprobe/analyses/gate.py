@@ -40,6 +40,8 @@ FORMS = """\
   no hang                     the compile did not time out and the GPU run (stored, needs run records) did not hang
   correct                     the GPU run (stored, needs run records) checked correct: run status ok, not wrong
   no spills                   0 B stack frame per thread (and no LDL/STL when SASS traits were collected)
+  no hang risk                the register-pool check of setmaxnreg (SASS) predicts no hang: verdict pool_ok or
+                              none; unknown (or no SASS read) cannot be checked
   FIELD OP NUMBER             e.g. ctas_per_sm>=2, registers<=128; FIELD: {fields}; OP: <= < >= > == !=
   FIELD OP baseline           compared with the --baseline record of the same kernel, case, hints and arch
   time OP NUMBER[us]          median GPU time in µs (needs run records)
@@ -76,7 +78,7 @@ def forms() -> str:
 @dataclass(frozen=True)
 class Expectation:
     """One parsed expectation. kind: verdict | took_effect | not_ignored | compiles | no_crash | no_hang | correct |
-    no_spills | compare | time."""
+    no_spills | no_hang_risk | compare | time."""
     text: str
     kind: str
     field: str = ""
@@ -105,6 +107,8 @@ def parse_expectation(text: str) -> Expectation:
         return Expectation(t, _STATUS_FORMS[low])
     if low in ("no spills", "no spill"):
         return Expectation(t, "no_spills")
+    if low in ("no hang risk", "no hang risks"):
+        return Expectation(t, "no_hang_risk")
     nw = _NO_WORSE.match(low)
     if nw:
         return Expectation(t, "time", field="time", op="no_worse", baseline_pct=float(nw.group(1) or 0))
@@ -280,9 +284,23 @@ def _check_one(e: Expectation, r: VariantRecord, base: dict) -> Failure | None:
         return None if ok else Failure(e.text, label, want, v["status"], v.get("reason", ""))
     if e.kind == "no_spills":
         return _check_spills(e, r, label)
+    if e.kind == "no_hang_risk":
+        return _check_pool(e, r, label)
     if e.kind == "compare":
         return _check_compare(e, r, label, base)
     return _check_time(e, r, label, base)
+
+
+def _check_pool(e: Expectation, r: VariantRecord, label: str) -> Failure | None:
+    """``no hang risk``: the register-pool verdict (issue 23) is pool_ok or none."""
+    pool = r.register_pool or {}
+    verdict = pool.get("verdict")
+    if verdict in ("pool_ok", "none"):
+        return None
+    if verdict is None:
+        return Failure(e.text, label, "no hang risk", "unknown", "the SASS was not read (nvdisasm missing or "
+                       "--no-sass)", unchecked=True)
+    return Failure(e.text, label, "no hang risk", verdict, pool.get("reason", ""), unchecked=verdict != "hang_risk")
 
 
 def _check_spills(e: Expectation, r: VariantRecord, label: str) -> Failure | None:
@@ -405,11 +423,12 @@ def _check_where_names(where: Mapping[str, Any], probes) -> None:
 
 def audit_selected(probe_path: str, arch: str, *, where: Mapping[str, Any] | None = None,
                    toolchains: Sequence[dict] | None = None, store=None, jobs: int | None = None,
-                   timeout_s: float | None = None, command_line: str = ""):
+                   timeout_s: float | None = None, command_line: str = "", with_sass: bool = False):
     """Audit the variants of ``probe_path`` whose case matches ``where`` (all hint values: verdicts need them).
 
     Returns the :class:`~tileprobe.audit.AuditResult`; variants in ``store`` are not compiled again, new ones
-    are saved, and the audit is stored with ``command_line``.
+    are saved, and the audit is stored with ``command_line``. ``with_sass``: read the SASS too (``no hang risk``
+    needs the register-pool check).
     """
     from ..audit.pipeline import audit
     from ..audit.compile import DEFAULT_TIMEOUT_S
@@ -422,7 +441,7 @@ def audit_selected(probe_path: str, arch: str, *, where: Mapping[str, Any] | Non
     _check_where_names(where, probes)
     case_where = {k: v for k, v in where.items() if any(k in p.cases for p in probes)}
     result = audit([probe_path], [arch], toolchains=toolchains, jobs=jobs, store=store,
-                   timeout_s=timeout_s or DEFAULT_TIMEOUT_S,
+                   timeout_s=timeout_s or DEFAULT_TIMEOUT_S, with_sass=with_sass,
                    select=lambda v: all(_same(v.case_dict.get(k), want) for k, want in case_where.items()))
     if store is not None and command_line:
         store.save_audit(result, command_line)
@@ -546,8 +565,10 @@ def run_gate(probe_path: str, arch: str, expectations: Sequence[str], *, where: 
         records = select(_run_records(runs, probe_path, arch, runs_tileiras), where or {})
         result = None
     else:
+        from ..model.sass import have_nvdisasm
+        sass = any(e.kind == "no_hang_risk" for e in exps) and have_nvdisasm()
         result = audit_selected(probe_path, arch, where=where, toolchains=toolchains, store=store, jobs=jobs,
-                                timeout_s=timeout_s, command_line=command_line)
+                                timeout_s=timeout_s, command_line=command_line, with_sass=sass)
         records = select(result.records, where or {})
     if not records and where:
         from ..audit.where import no_match_message

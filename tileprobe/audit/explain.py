@@ -123,7 +123,7 @@ def _label(r0: VariantRecord) -> str:
 
 def _static_advice(rows: list[VariantRecord]) -> tuple[VariantRecord | None, str]:
     """(the advised variant or None, the static advice sentence)."""
-    clean = [r for r in rows if not _spills(r)
+    clean = [r for r in rows if not _spills(r) and not r.hang_risk   # issue 23: never advise a predicted hang
              and r.verdicts.get("occupancy", {}).get("status") in ("honoured", "met")]
     spills = [r for r in rows if _spills(r)]
     best = max(clean, key=lambda r: (r.ctas_per_sm or 0, -int(r.hint("occupancy"))), default=None)
@@ -139,6 +139,10 @@ def _static_advice(rows: list[VariantRecord]) -> tuple[VariantRecord | None, str
                 + (f" (occupancy {why}: their reasons say why)" if why else ""))
     if spills:
         line += "; spills at occupancy " + ", ".join(f"{r.hint('occupancy')} ({_spills(r)})" for r in spills)
+    hangs = [r for r in rows if r.hang_risk]
+    if hangs:
+        line += "; predicted to hang (register pool) at occupancy " + ", ".join(str(r.hint("occupancy"))
+                                                                              for r in hangs)
     return best, line
 
 

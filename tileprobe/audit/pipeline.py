@@ -19,6 +19,7 @@ from ..errors import CubinError, IncompleteError, TileprobeError, ToolchainError
 from ..model.arch import check_target, get_arch, has_limits
 from ..model.cubin import CubinInfo
 from ..model.occupancy import theoretical_occupancy
+from ..model.sass import split_register_pool
 from ..schema import FAILURE_FIXES, VariantRecord, canonical, derive_failure, short_build, value_key
 from .compile import DEFAULT_TIMEOUT_S, CompileResult, Variant
 from .contained import (OUTPUT_SHOWN_BYTES, PROBE_TIMEOUT_S, ProbePlan, _target_name,  # noqa: F401
@@ -111,7 +112,7 @@ def record_from(res: CompileResult) -> VariantRecord:
                    "minnctapersm": k.ptx.minnctapersm}
     if not has_limits(v.arch):   # issue 9: sm_107 is compiled and read; its CTAs/SM are not sourced (NOT_SOURCED)
         rec.limiter = None
-        rec.sass = res.sass
+        rec.sass, rec.register_pool = split_register_pool(res.sass)
         return rec
     occ = theoretical_occupancy(get_arch(v.arch), k.threads_per_cta, k.regs_per_thread, k.smem_driver_bytes)
     rec.ctas_per_sm, rec.warps_per_sm = occ.ctas_per_sm, occ.warps_per_sm
@@ -119,7 +120,7 @@ def record_from(res: CompileResult) -> VariantRecord:
     if res.remarks:
         from ..model.remarks import parse_remarks
         rec.remarks = parse_remarks(res.remarks)
-    rec.sass = res.sass
+    rec.sass, rec.register_pool = split_register_pool(res.sass)
     return rec
 
 
@@ -164,13 +165,26 @@ def environment(tileiras_builds: Iterable[str] = ()) -> dict:
             "cuda_tile": _cutile.cutile_version(), "tileiras": sorted(set(tileiras_builds))}
 
 
+def check_compile_timeout(records: Iterable[VariantRecord], timeout_s: float,
+                          source: str = "--compiler-timeout") -> None:
+    """Issue 23: set ``compile_timeout`` on every compiled record: the program's compiler timeout (``timeout_s``,
+    as ``ct.compiler_timeout`` sets it), the variant's compile time (``compile_s``: tileiras wall time on the
+    machine that compiled it, as stored), the margin (timeout − compile time) and whether the compile exceeds it —
+    a compile that long would fail in the program with ``TileCompilerTimeoutError`` on a cold cache."""
+    for r in records:
+        if r.ok:
+            r.compile_timeout = {"timeout_s": timeout_s, "compile_s": r.compile_s,
+                                 "margin_s": round(timeout_s - r.compile_s, 3), "exceeds": r.compile_s > timeout_s,
+                                 "source": source}
+
+
 def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Sequence[dict] | None = None,
           jobs: int | None = None, timeout_s: float = DEFAULT_TIMEOUT_S, with_sass: bool = False,
           store=None, progress: Callable | None = None,
           select: Callable[[Variant], bool] | None = None, repeat: int = 1,
           where: dict | None = None, cases: dict | None = None, hints: dict | None = None,
           retry_failed: bool = False, probe_timeout_s: float = PROBE_TIMEOUT_S,
-          max_variants: int = MAX_VARIANTS, executor=None) -> AuditResult:
+          max_variants: int = MAX_VARIANTS, executor=None, compiler_timeout_s: float | None = None) -> AuditResult:
     """Audit probe files for architectures, with one or more tileiras toolchains.
 
     Args:
@@ -198,6 +212,8 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
             answer, except probe errors and broken environments: :meth:`tileprobe.store.Store.lookup`).
         probe_timeout_s: seconds each step of probe code (import, kernel import, one ``args`` call) may take.
         max_variants: most variants (× repeat) to compile; a larger audit is refused before anything runs.
+        compiler_timeout_s: a program's compiler timeout (s, ``ct.compiler_timeout``) to check each variant's compile
+            time against (:func:`check_compile_timeout`); None: not checked.
         executor: where compiles run: an object with ``compile(variants, **kw)`` yielding
             :class:`~tileprobe.audit.compile.CompileResult` s as they finish (:mod:`tileprobe.exec`; default: the
             local pool, :func:`~tileprobe.audit.pool.compile_variants`). Results reach the store from this process
@@ -257,6 +273,8 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
     probe_errors = {r.error for r in result.records if r.status == "probe_error"}
     result.probe_errors.extend(sorted(probe_errors - set(result.probe_errors)))
     judge_records(result.records)
+    if compiler_timeout_s is not None:
+        check_compile_timeout(result.records, compiler_timeout_s)
     if store is not None:
         store.attach_runs(result.records)
     result.records.sort(key=lambda r: (r.tileiras, order.get(_order_key(r.probe, r.kernel, r.case, r.hints, r.arch), 0)))

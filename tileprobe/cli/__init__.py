@@ -15,10 +15,10 @@ from typing import Sequence
 
 from ..errors import EXIT_INTERRUPTED, TileprobeError
 from . import _common
-from . import audit, bisect, compare, doctor, gate, history, record, report, run, sass, store, toolchain, tune
+from . import audit, bisect, compare, doctor, gate, history, record, report, run, sass, store, toolchain, tune, use
 
 #: Command modules in the order ``tileprobe --help`` lists them.
-COMMANDS = (audit, sass, toolchain, doctor, compare, bisect, run, tune, record, report, history, store, gate)
+COMMANDS = (audit, sass, toolchain, doctor, compare, bisect, run, tune, use, record, report, history, store, gate)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -39,6 +39,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     args = parser.parse_args(argv)
+    args.raw_argv = list(sys.argv[1:] if argv is None else argv)   # where `--` was (tune -- COMMAND)
     try:
         from ..audit._cutile import tool_timeout_s
         tool_timeout_s()                                   # a bad TILEPROBE_TOOL_TIMEOUT_S: exit 2 before any work

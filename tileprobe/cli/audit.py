@@ -35,6 +35,9 @@ def add_parser(sub) -> None:
     a.add_argument("--no-store", action="store_true", help="do not read or write the results store")
     a.add_argument("--bundle", metavar="DIR", help="also write DIR/audit.json and DIR/cubins/ for `tileprobe run "
                    "--bundle DIR` on a GPU machine without tileiras")
+    a.add_argument("--compiler-timeout", type=seconds, default=None, metavar="S",
+                   help="the program's compiler timeout (ct.compiler_timeout(S), e.g. TileGym's 5): flag the variants "
+                   "whose compile time here exceeds it, with the margin (issue 23)")
     a.add_argument("--probe-timeout", type=seconds, default=PROBE_TIMEOUT_S, metavar="SECONDS",
                    help="seconds each step of probe code may take: importing the probe, importing its kernel, one "
                         f"args() call (default {PROBE_TIMEOUT_S:.0f}); past it the probe is an error, the others go on")
@@ -81,7 +84,7 @@ def cmd_audit(args) -> int:
                        timeout_s=args.timeout, with_sass=args.sass and _have_nvdisasm(), store=store, progress=cb,
                        repeat=args.repeat, where=where, retry_failed=args.retry_failed,
                        probe_timeout_s=args.probe_timeout, max_variants=args.max_variants, executor=ex,
-                       **overrides)
+                       compiler_timeout_s=args.compiler_timeout, **overrides)
     result.target_errors[:0] = tc_errors
     _print_problems(err, result)
     if store is not None:
@@ -160,6 +163,13 @@ def _summary(result, shown: int | None = None) -> str:
                     + (f" ({broken} variant(s) not built)" if broken else ""))
     if result.target_errors:
         summary += f", {len(result.target_errors)} arch(s) or compiler(s) not usable"
+    hangs = sum(1 for r in result.records if r.ok and r.hang_risk)
+    if hangs:
+        summary += f", {hangs} predicted to hang (register pool)"
+    slow = [r for r in result.records if r.exceeds_compile_timeout]
+    if slow:
+        summary += (f", {len(slow)} compile(s) past the compiler timeout of "
+                    f"{slow[0].compile_timeout['timeout_s']:g} s")
     return f"{summary}, {result.wall_s:.1f} s"
 
 

@@ -39,6 +39,8 @@ def add_parser(sub) -> None:
     p.add_argument("--store", metavar="PATH", help="results store (default: the user data dir)")
     p.add_argument("--no-store", action="store_true", help="do not read or write the results store")
     p.add_argument("--wide", action="store_true", help="every column at full width, whatever the terminal's width")
+    p.add_argument("--run-hang-risk", action="store_true", help="launch the variants the register-pool check "
+                   "predicts to hang too (default: named before the sweep and recorded as skipped, not launched)")
     add_where_option(p, "variants to run (verdicts still compare every hint value)")
     add_override_options(p)
     add_executor_options(p, gpus=True)
@@ -81,9 +83,19 @@ def _sweep(args, ex, store, err):
         args.probes, arch=args.arch, bundle=args.bundle, store=store, timeout_s=args.timeout, reps=args.reps,
         warmup=args.warmup, seed=args.seed, jobs=args.jobs, command_line=command_line(), timing_mode=args.timing,
         where=where_of(args), gpus=gpus_of(args), executor=ex, **overrides_of(args),
+        run_hang_risk=args.run_hang_risk, on_hang_risk=lambda rs, launched: hang_risk_lines(err, rs, launched),
         on_gpu=lambda gpu: say(err, _gpu_line(gpu)),
         on_probe_error=lambda e: err.print(f"[red]probe error[/]: {escape(e)}", highlight=False),
         progress=lambda i, n, r: say(err, f"[{i}/{n}] {run_label(r)}: {run_cell(r)}"))
+
+
+def hang_risk_lines(err, records, launched: bool) -> None:
+    """Name the variants predicted to hang before a sweep or a race (``run`` and ``tune``)."""
+    from ..run.session import hang_risk_label
+    what = "launching them anyway (--run-hang-risk)" if launched else "not launched (--run-hang-risk launches them)"
+    say(err, f"predicted hang (register pool) in {len(records)} variant{'s' if len(records) != 1 else ''}: {what}")
+    for r in records:
+        say(err, f"  {hang_risk_label(r)}: {(r.register_pool or {}).get('reason', '')}")
 
 
 def _gpu_line(gpu: dict) -> str:

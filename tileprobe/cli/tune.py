@@ -26,7 +26,13 @@ def add_parser(subparsers, add_common=None) -> None:
     from ._common import count, seconds
     p = subparsers.add_parser("tune", help="the fastest correct hints and tunable values per problem on this GPU",
                               description=__doc__.split("\n\n")[1])
-    p.add_argument("probes", nargs="+", metavar="PROBE", help="probe files (README: Tuning)")
+    p.add_argument("probes", nargs="*", metavar="PROBE", help="probe files (README: Tuning); or, after --, a "
+                   "COMMAND whose cuda.tile.tune searches are recorded and tuned (README: Tuning a program)")
+    p.add_argument("--refresh", metavar="TABLE", help="re-tune TABLE's stale rows (another tileiras build, "
+                   "cuda-tile, GPU or kernel source) and its noted misses from the probes recorded beside it; says "
+                   "which winners changed and what keeping the old one costs")
+    p.add_argument("--record-dir", metavar="DIR", help="with -- COMMAND: where the recording and its tuning probes "
+                   "go (default: TABLE.record beside the --export table)")
     p.add_argument("--budget", type=seconds, default=None, metavar="SECONDS",
                    help="time for the races, shared among the problems (default: until each is decided)")
     p.add_argument("--strategy", choices=["race", "exhaustive"], default="race",
@@ -54,6 +60,8 @@ def add_parser(subparsers, add_common=None) -> None:
     p.add_argument("--num-sms", type=int, default=None, help="SM count the grids are made for (default: the GPU's; "
                    "give it with --dry-run to find duplicate launches)")
     p.add_argument("--dry-run", action="store_true", help="static stage only: compile, drop, dedupe; no GPU")
+    p.add_argument("--run-hang-risk", action="store_true", help="race the candidates the register-pool check "
+                   "predicts to hang too (default: named, dropped under the rule hang_risk, not launched)")
     from ..audit.contained import PROBE_TIMEOUT_S
     p.add_argument("--probe-timeout", type=seconds, default=PROBE_TIMEOUT_S, metavar="SECONDS",
                    help="seconds each step of probe code may take (import, constraints, grid(), args()); probe code "
@@ -65,12 +73,33 @@ def add_parser(subparsers, add_common=None) -> None:
     p.set_defaults(func=cmd_tune)
 
 
+def command_of(args) -> list[str] | None:
+    """The COMMAND after ``--`` (``tileprobe tune [options] -- COMMAND …``), or None when probes were given."""
+    raw = getattr(args, "raw_argv", None) or []
+    if "--" not in raw:
+        return None
+    return list(raw[raw.index("--") + 1:])
+
+
 def cmd_tune(args) -> int:
     """Run ``tileprobe tune`` for parsed arguments; returns the exit code."""
     from ._common import console as _console
+    from ..errors import TileprobeError
+    command = command_of(args)
+    if command is not None or args.refresh:
+        from .tune_program import cmd_tune_program
+        return cmd_tune_program(args, command, run_tune, report)
+    if not args.probes:
+        raise TileprobeError("nothing to tune: give probe files, `-- COMMAND` (a program that calls "
+                             "cuda.tile.tune.exhaustive_search) or --refresh TABLE")
+    err = _console(stderr=True)
+    return report(args, run_tune(args, err), err)
+
+
+def run_tune(args, err):
+    """The tune of ``args.probes`` with the store, the GPU worker and progress lines; the ``TuneResult``."""
     from ..tune.pipeline import process_age_s
     startup_s = process_age_s()
-    err = _console(stderr=True)
     if args.bundle:       # the bundle is checked before any GPU is looked for (issue 25)
         from ..run.session import load_bundle
         load_bundle(args.bundle)
@@ -84,6 +113,12 @@ def cmd_tune(args) -> int:
     finally:
         if store is not None:
             store.close()
+    return result
+
+
+def report(args, result, err) -> int:
+    """Write ``--json``, print the tables and the probe errors; the exit code (1 when the tune stopped)."""
+    from ._common import console as _console
     if args.json:
         _write_json(result, args.json)
     if args.format == "table" and args.json != "-":
@@ -104,7 +139,8 @@ def _tune(args, ex, wd, store, startup_s, err):
                 export=args.export, bundle=args.bundle, store=store, jobs=args.jobs, timeout_s=args.timeout,
                 seed=args.seed, tie_pct=args.tie_pct, max_samples=args.max_samples, num_sms=args.num_sms,
                 dry_run=args.dry_run, progress=_progress(err), startup_s=startup_s, where=where_of(args),
-                executor=ex, watchdog=wd, probe_timeout_s=args.probe_timeout, **overrides_of(args))
+                executor=ex, watchdog=wd, probe_timeout_s=args.probe_timeout, run_hang_risk=args.run_hang_risk,
+                **overrides_of(args))
 
 
 @contextlib.contextmanager
@@ -151,6 +187,9 @@ def _progress(console):
         elif kind == "worker":
             say(console, f"GPU: {data.get('name')} ({data.get('sm')}, {data.get('num_sms')} SMs, driver "
                          f"{data.get('driver')})")
+        elif kind == "hang_risk":
+            from .run import hang_risk_lines
+            hang_risk_lines(console, *data)
         elif kind == "race":
             say(console, f"racing {data.problem.probe.label} {data.problem.label}: {len(data.raced())} candidates")
         elif kind == "round":
@@ -194,14 +233,18 @@ def summary_line(p) -> str:
     """``12 configurations: 7 rejected by constraints (fits: 4, …), 1 failed (compile_error: 1), 1 duplicate
     launches → 3 to time``."""
     rejected = {k[len("constraint:"):]: n for k, n in p.dropped.items() if k.startswith("constraint:")}
-    failed = {k: n for k, n in p.dropped.items() if not k.startswith("constraint:") and k != "duplicate_launch"}
+    failed = {k: n for k, n in p.dropped.items() if not k.startswith("constraint:")
+              and k not in ("duplicate_launch", "hang_risk")}
+    hangs = p.dropped.get("hang_risk", 0)
     rows = [r for r in p.candidates if r.get("config") is not None]
-    timed = sum(1 for r in rows if r.get("same_launch_as") is None and r.get("status") not in failed)
+    timed = sum(1 for r in rows if r.get("same_launch_as") is None and r.get("status") not in failed
+                and r.get("status") != "hang_risk")
     from ..tune.pipeline import NO_SM_COUNT
     dupes = ("duplicate launches not looked for (no SM count)" if NO_SM_COUNT in (p.notes or [])
              else f"{p.dropped.get('duplicate_launch', 0)} duplicate launches")
     return (f"{len(rows) + sum(rejected.values())} configurations: {sum(rejected.values())} rejected by constraints"
-            f"{_counts(rejected)}, {sum(failed.values())} failed{_counts(failed)}, {dupes} → {timed} to time")
+            f"{_counts(rejected)}, {sum(failed.values())} failed{_counts(failed)}, "
+            + (f"{hangs} predicted to hang (not launched), " if hangs else "") + f"{dupes} → {timed} to time")
 
 
 def _render_problem(p, console) -> None:

@@ -23,7 +23,7 @@ from typing import Mapping
 from tileprobe.errors import CubinError, TileprobeError, ToolchainError
 
 __all__ = ["KernelSassTraits", "SassTraits", "TMA_DATA_OPCODES", "find_nvdisasm", "have_nvdisasm", "parse_nvdisasm",
-           "sass_traits"]
+           "register_pool", "sass_traits", "split_register_pool"]
 
 NVDISASM_TIMEOUT_S = 120
 
@@ -273,11 +273,47 @@ def _kernel_traits(name: str, instructions: list[tuple[str, str, str]]) -> Kerne
 
 def sass_summary(cubin: bytes, symbol: str) -> dict:
     """What a variant record keeps of the SASS (``VariantRecord.sass``): the target and the traits of kernel
-    ``symbol`` (the only kernel when no kernel has that name) as :meth:`KernelSassTraits.to_dict`, or ``{"error": …}``
-    when nvdisasm is missing or fails. Both fresh compiles and the store's back-filled records use this."""
+    ``symbol`` (the only kernel when no kernel has that name) as :meth:`KernelSassTraits.to_dict`, plus
+    ``register_pool`` (:func:`register_pool`; :func:`split_register_pool` moves it to its own record field), or
+    ``{"error": …}`` when nvdisasm is missing or fails. Both fresh compiles and the store's back-filled records use
+    this."""
     try:
-        traits = sass_traits(cubin)
+        from tileprobe.model.cubin import _check_header
+        _check_header(cubin, "the cubin")
+        listing = _disassemble(find_nvdisasm(), cubin, "the cubin")
+        traits = parse_nvdisasm(listing)
         names = [k.name for k in traits.kernels]
-        return {"target": traits.target, **traits.kernel(symbol if symbol in names else None).to_dict()}
+        kernel = traits.kernel(symbol if symbol in names else None)
+        return {"target": traits.target, **kernel.to_dict(),
+                "register_pool": register_pool(cubin, listing, kernel.name, traits.target)}
     except TileprobeError as e:
         return {"error": str(e)}
+
+
+def register_pool(cubin: bytes, listing: str, kernel: str, target: str | None) -> dict:
+    """The register-pool check of ``kernel`` (:func:`tileprobe.model.regpool.check_listing`) as a dict, with the
+    launch count and CTA shape read from the cubin; ``{"verdict": "unknown", "reason": …}`` when the cubin's
+    facts cannot be read."""
+    from tileprobe.errors import CubinError
+    from tileprobe.model.arch import get_arch
+    from tileprobe.model.cubin import CubinInfo
+    from tileprobe.model.regpool import UNKNOWN, check_listing
+    try:
+        info = CubinInfo.from_bytes(cubin)
+        k = info.kernel(kernel) if any(x.name == kernel for x in info.kernels) else info.kernel()
+    except CubinError as e:
+        return {"verdict": UNKNOWN, "reason": f"the cubin's launch facts cannot be read: {e}"}
+    try:
+        unit = get_arch(target or info.target).reg_alloc_unit
+    except TileprobeError:
+        unit = 256   # every arch tileprobe has limits for allocates registers in 256-register units per warp
+    return check_listing(listing, kernel, k.regs_per_thread, k.threads_per_cta, tuple(k.reqntid), unit).to_dict()
+
+
+def split_register_pool(summary: dict | None) -> tuple[dict | None, dict | None]:
+    """``(sass, register_pool)``: :func:`sass_summary`'s dict without its ``register_pool`` entry, and that entry
+    (the record keeps it as its own field, ``VariantRecord.register_pool``)."""
+    if not summary:
+        return summary, None
+    sass = dict(summary)
+    return sass, sass.pop("register_pool", None)

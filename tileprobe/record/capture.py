@@ -20,10 +20,19 @@ Line types (``"t"``): ``process`` (argv, cwd, Python, cuda-tile), ``kernel`` (on
 where it lives, its compiler options), ``launch`` (kernel id, grid, arguments, call site), ``counts`` (absolute
 launch counts per launch id; the last one wins), ``overflow`` (a negative launch id counting the launches of a
 kernel beyond the per-process limit of distinct launches), ``arch`` (compute capability, once the driver is up),
-``error`` (why recording stopped).
+``error`` (why recording stopped); ``search`` (one call of ``cuda.tile.tune.exhaustive_search``, described before it
+runs: every configuration with its hints, grid and arguments, the problem key), ``search_again`` (the same search
+once more), ``search_done`` (its pick, the arguments it wrote, its wall time) — :mod:`tileprobe.record.searches`.
+
+Searches are also *answered* here (``tileprobe use TABLE``, ``$TILEPROBE_USE_TABLE``, ``tileprobe.use()``): a search
+whose key and provenance match a row of a tune table returns that row's configuration — one of the program's own
+candidates — as a ``cuda.tile.tune.TuningResult`` without running; a miss runs the program's search, says so once on
+stderr and appends the search to ``TABLE.misses.jsonl`` (:class:`Answerer`).
 
 Private cuTile names read here (cuda-tile 1.5–1.7; each read falls back to "unknown"): ``kernel._pyfunc``,
-``kernel._compiler_options`` and ``ByTarget._by_target`` / ``._default``.
+``kernel._compiler_options``, ``ByTarget._by_target`` / ``._default``, ``_cext.default_tile_context.config
+.compiler_timeout_sec`` (``ct.compiler_timeout``) and ``cuda.tile._compile._get_compiler_version_string`` (the
+tileiras build cuTile compiles with, for the provenance check).
 """
 from __future__ import annotations
 
@@ -38,6 +47,11 @@ MODULE_NAME = "_tileprobe_record_capture"
 ENV_DIR = "TILEPROBE_RECORD_DIR"
 ENV_SKIP = "TILEPROBE_RECORD_SKIP"
 ENV_MAX_DISTINCT = "TILEPROBE_RECORD_MAX_DISTINCT"
+ENV_USE = "TILEPROBE_USE_TABLE"
+#: The module whose ``exhaustive_search`` is wrapped (cuda-tile 1.7 exposes no other tuning entry point:
+#: ``cuda.tile.tune.__all__`` is ``exhaustive_search``, ``TuningResult``, ``Measurement``).
+TUNE_MODULE = "cuda.tile.tune._tune"
+CEXT_MODULE = "cuda.tile._cext"
 SCHEMA = 1
 #: Base-address alignment is recorded up to this many bytes (cuTile infers at most 16; 256 is PyTorch's minimum).
 ALIGN_CAP = 256
@@ -51,6 +65,7 @@ LIBRARY_PACKAGES = ("tilegym", "torch", "flashinfer")
 
 _RECORDER = None
 _FINDER = None
+_USE = None
 
 
 # --- describing arguments ------------------------------------------------------------------------------
@@ -359,6 +374,7 @@ class Recorder:
         self.last_flush = time.monotonic()
         self.calls = 0
         self.arch_written = False
+        self.searches: dict = {}      # search key -> search id
 
     def after_fork(self):
         """In a forked child: start a new log (the parent's counts and file are the parent's)."""
@@ -424,8 +440,9 @@ class Recorder:
         self.kernels[id(kernel)] = (kernel, kid)
         return kid
 
-    def capture(self, grid, kernel, kernel_args, kwargs, frame) -> None:
-        """Count one launch; describe it (one line) the first time it is seen."""
+    def capture(self, grid, kernel, kernel_args, kwargs, frame):
+        """Count one launch; describe it (one line) the first time it is seen. Returns the new entry on its first
+        sighting (the caller times that call: it includes cuTile's JIT compile), else None."""
         kid = self._kernel_id(kernel)
         get = _DESCRIBERS.get
         args = tuple([(get(type(a)) or describe)(a) for a in kernel_args])
@@ -433,15 +450,26 @@ class Recorder:
         grid_key = grid if type(grid) is tuple else tuple(grid) if isinstance(grid, list) else (grid,)
         key = (kid, grid_key, args, _where(call), _where(launch), tuple(sorted(kwargs.items())) if kwargs else ())
         entry = self.launches.get(key)
+        new = None
         if entry is None:
-            entry = self._new_launch(key, _site(call), _site(launch))
+            entry = new = self._new_launch(key, _site(call), _site(launch))
         entry.n += 1
         n = entry.n
         self.dirty.add(entry)
         self.calls += 1
         if n & (n - 1) == 0 or (self.calls & 1023 == 0 and time.monotonic() - self.last_flush >= FLUSH_INTERVAL_S):
             self.flush()
+        return new if new is not None and new.lid >= 0 else None
 
+    def first_call(self, entry, wall_s: float, exc: BaseException | None) -> None:
+        """Issue 23: a distinct launch's first call — its wall time (cuTile compiles there unless its cache has the
+        cubin), the compiler timeout in force (``ct.compiler_timeout`` / ``CUDA_TILE_COMPILER_TIMEOUT_SEC``) and the
+        exception it raised, if any (a ``TileCompilerTimeoutError`` is the compile timing out)."""
+        line = {"t": "first_call", "id": entry.lid, "wall_s": round(wall_s, 6),
+                "compiler_timeout_s": compiler_timeout_s()}
+        if exc is not None:
+            line["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:500]
+        self._write(line)
     def _new_launch(self, key, call, launch_site):
         kid, grid, args, _, _, kw = key
         func = self.func_of[kid]
@@ -484,12 +512,419 @@ class _Launch:
         self.lid, self.n = lid, 0
 
 
+def compiler_timeout_s():
+    """The compiler timeout cuTile compiles under now, in seconds, or None (no limit): cuda-tile 1.7's
+    ``ct.compiler_timeout`` sets ``cuda.tile._cext.default_tile_context.config.compiler_timeout_sec``, which starts
+    from ``CUDA_TILE_COMPILER_TIMEOUT_SEC`` (cuda/tile/_context.py)."""
+    try:
+        value = sys.modules["cuda.tile._cext"].default_tile_context.config.compiler_timeout_sec
+    except Exception:
+        value = os.environ.get("CUDA_TILE_COMPILER_TIMEOUT_SEC") or None
+    try:
+        return None if value is None else float(value)
+    except (TypeError, ValueError):
+        return None
+
+
 def _cutile_version():
     try:
         from importlib.metadata import version
         return version("cuda-tile")
     except Exception:
         return None
+
+
+# --- searches: cuda.tile.tune.exhaustive_search ------------------------------------------------------------
+
+_PLAIN = (int, float, str, bool, type(None))
+
+
+def config_json(cfg):
+    """A configuration object of a search as JSON: a dict, a ``SimpleNamespace`` or any object by its attributes,
+    a named tuple by its fields, tuples/lists item by item; a ``ByTarget`` as :func:`_hint_json` writes it, any
+    other value by ``repr``. Two configurations are the same when their JSON is."""
+    if isinstance(cfg, _PLAIN):
+        return cfg
+    if isinstance(cfg, dict):
+        return {str(k): config_json(v) for k, v in cfg.items()}
+    if hasattr(cfg, "_asdict"):
+        return {str(k): config_json(v) for k, v in cfg._asdict().items()}
+    if isinstance(cfg, (tuple, list)):
+        return [config_json(x) for x in cfg]
+    if hasattr(cfg, "_by_target"):
+        return _hint_json(cfg)
+    d = getattr(cfg, "__dict__", None)
+    if isinstance(d, dict):
+        return {str(k): config_json(v) for k, v in d.items() if not str(k).startswith("_")}
+    return repr(cfg)
+
+
+def _canon(obj):
+    """``obj`` as JSON reads it back (tuples become lists), so recorded and live descriptions compare equal."""
+    return json.loads(json.dumps(obj, sort_keys=True, default=repr))
+
+
+_SOURCE_SHA: dict = {}
+
+
+def source_sha256(path: str | None) -> str | None:
+    """SHA-256 of a kernel's source file (hex), cached per path; None when it cannot be read. The file, not the
+    function: a helper the kernel calls in the same file changes it too."""
+    if not path:
+        return None
+    if path not in _SOURCE_SHA:
+        import hashlib
+        try:
+            with open(path, "rb") as f:
+                _SOURCE_SHA[path] = hashlib.sha256(f.read()).hexdigest()
+        except OSError:
+            _SOURCE_SHA[path] = None
+    return _SOURCE_SHA[path]
+
+
+def _compiler_timeout_s():
+    try:
+        return sys.modules[CEXT_MODULE].default_tile_context.config.compiler_timeout_sec
+    except Exception:
+        return None
+
+
+class Search:
+    """One call of ``exhaustive_search``, described before it runs.
+
+    ``entries``: per configuration (config object, kernel object, hints dict, grid tuple, argument tuple);
+    ``doc``: the JSON description (``configs`` with config/hints/grid/args, ``problem``: the argument positions
+    equal in every configuration, ``key``: SHA-256 prefix of kernel + problem arguments + the space).
+    """
+
+    def __init__(self, configs, grid_fn, kernel, args_fn, hints_fn):
+        self.configs = configs
+        self.entries = []
+        for cfg in configs:
+            k = kernel if hasattr(kernel, "replace_hints") else kernel(cfg)
+            hints = dict(hints_fn(cfg)) if hints_fn is not None else {}
+            grid = grid_fn(cfg)
+            grid = tuple(grid) if isinstance(grid, (tuple, list)) else (grid,)
+            self.entries.append((cfg, k, hints, grid, tuple(args_fn(cfg))))
+        descs = [tuple(describe(a) for a in e[4]) for e in self.entries]
+        n = len(descs[0])
+        self.problem = [i for i in range(n) if all(len(d) == n and d[i] == descs[0][i] for d in descs)]
+        self.kernel = self.entries[0][1]
+        kd = describe_kernel(self.kernel)
+        self.source_sha256 = source_sha256(kd.get("file"))
+        self.configs_json = [{"config": config_json(e[0]), "hints": {h: _hint_json(v) for h, v in e[2].items()},
+                              "grid": list(e[3]), "args": [to_json(a) for a in d]}
+                             for e, d in zip(self.entries, descs)]
+        material = {"kernel": [kd.get("module"), kd.get("qualname")],
+                    "problem": [[i, to_json(_key_desc(descs[0][i]))] for i in self.problem],
+                    "space": [{"config": c["config"], "hints": c["hints"]} for c in self.configs_json]}
+        import hashlib
+        self.key = hashlib.sha256(json.dumps(material, sort_keys=True, default=repr).encode()).hexdigest()[:16]
+        self.kernel_doc = kd
+        self.kernels_same = all(getattr(e[1], "_pyfunc", None) is getattr(self.kernel, "_pyfunc", None)
+                                for e in self.entries)
+
+    def doc(self, sites=(None, None)) -> dict:
+        """The JSON description (a ``search`` line without its ids)."""
+        return {"key": self.key, "configs": self.configs_json, "problem": self.problem,
+                "source_sha256": self.source_sha256, "site": sites[0], "launch_site": sites[1],
+                "compiler_timeout_s": _compiler_timeout_s(), "same_kernel": self.kernels_same}
+
+    def index_of(self, config) -> int | None:
+        """The position of a configuration object among the program's (identity first, then equal JSON)."""
+        for i, c in enumerate(self.configs):
+            if c is config:
+                return i
+        want = _canon(config_json(config))
+        for i, c in enumerate(self.configs_json):
+            if _canon(c["config"]) == want:
+                return i
+        return None
+
+    def arrays_at(self, positions):
+        """(position, argument) of the first configuration's arguments at ``positions``."""
+        args = self.entries[0][4]
+        return [(i, args[i]) for i in positions if i < len(args)]
+
+
+#: Base-address alignment, in bytes, up to which a search's key tells arrays apart: what cuTile's JIT infers
+#: (16-byte divisibility, the ``KernelSignature``'s alignment); a larger alignment is the allocator's luck.
+KEY_ALIGN = 16
+
+
+def _key_desc(d: tuple) -> tuple:
+    """A :func:`describe` tuple as the search key sees it: alignments capped at :data:`KEY_ALIGN`."""
+    if d[0] == "A":
+        return d[:4] + (min(d[4], KEY_ALIGN),) + d[5:]
+    if d[0] == "T":
+        return ("T", d[1], tuple(_key_desc(x) for x in d[2]))
+    return d
+
+
+def _checksum(a):
+    """A cheap fingerprint of an array's values read through its own methods (torch: ``double().sum()``), or of a
+    sequence's items; None when it has no such methods (a fake device array)."""
+    if isinstance(a, (tuple, list)):
+        sums = [_checksum(x) for x in a]
+        return None if all(x is None for x in sums) else tuple(sums)
+    try:
+        d = a.detach().double().nan_to_num(0.0, 1e300, -1e300)
+        return (float(d.sum()), float(d.abs().sum()))
+    except Exception:
+        return None
+
+
+def _written(search: Search, before: dict) -> list[int]:
+    """Argument positions (of the problem's) whose values the search changed: the outputs."""
+    out = []
+    for i, a in search.arrays_at(before):
+        after = _checksum(a)
+        if after is not None and after != before[i]:
+            out.append(i)
+    return out
+
+
+def _record_search(recorder: "Recorder", search: Search, frame):
+    """Write the ``search`` line (or count a repeat); return (search id, checksums before) for :func:`_end`."""
+    call, launch = recorder.sites.frames(frame)
+    with recorder.lock:
+        sid = recorder.searches.get(search.key)
+        if sid is not None:
+            recorder._write({"t": "search_again", "id": sid})
+            return None
+        sid = recorder.searches[search.key] = len(recorder.searches)
+    kids = [recorder._kernel_id(e[1]) for e in search.entries]
+    doc = search.doc((_site(call), _site(launch)))
+    for c, kid in zip(doc["configs"], kids):
+        c["kernel"] = kid
+    recorder._write({"t": "search", "id": sid, "kernel": kids[0], **doc})
+    arrays = [i for i in search.problem if search.configs_json[0]["args"][i]["kind"] in ("array", "sequence")]
+    return sid, {i: _checksum(a) for i, a in search.arrays_at(arrays)}
+
+
+def _end_search(recorder: "Recorder", search: Search, begun, result, error, wall_s: float) -> None:
+    if begun is None:
+        return
+    sid, before = begun
+    line = {"t": "search_done", "id": sid, "wall_s": wall_s, "outputs": _written(search, before)}
+    if error is not None:
+        line["error"] = f"{type(error).__name__}: {str(error)[:500]}"
+    else:
+        best = getattr(result, "best", None)
+        line["best"] = search.index_of(getattr(best, "config", None)) if best is not None else None
+        line["best_us"] = getattr(best, "mean_us", None)
+        line["failures"] = [[search.index_of(f[0]), getattr(f[1], "__name__", str(f[1])), str(f[2])[:300]]
+                            for f in (getattr(result, "failures", None) or ())]
+    recorder._write(line)
+
+
+def wrap_search(original):
+    """``exhaustive_search`` that first answers from the table in use (:data:`_USE`), else records the search
+    (:data:`_RECORDER`) and runs ``original`` with the very same arguments. A failure of ours is reported once and
+    the program's search runs as it would."""
+
+    def exhaustive_search(search_space, stream, grid_fn, kernel, args_fn, hints_fn=None, **kwargs):
+        rec, use = _RECORDER, _USE
+        if (rec is None or rec.failed) and use is None:
+            return original(search_space, stream, grid_fn, kernel, args_fn, hints_fn, **kwargs)
+        configs = search_space if isinstance(search_space, (list, tuple)) else list(search_space)
+        search = begun = None
+        try:
+            search = Search(configs, grid_fn, kernel, args_fn, hints_fn) if configs else None
+        except Exception as e:   # the program's own functions raised: its search will say so
+            if use is not None:
+                use.say_once("describe", f"a search could not be described ({type(e).__name__}: {e}): it runs "
+                                          "as the program wrote it")
+        if search is not None and use is not None:
+            answer = use.answer(search, sys._getframe(1))
+            if answer is not None:
+                return answer
+        if search is not None and rec is not None and not rec.failed:
+            try:
+                begun = _record_search(rec, search, sys._getframe(1))
+            except Exception as e:
+                rec.fail(e)
+        t0 = time.perf_counter()
+        try:
+            result = original(configs, stream, grid_fn, kernel, args_fn, hints_fn, **kwargs)
+        except BaseException as e:
+            _end_safely(rec, search, begun, None, e, time.perf_counter() - t0)
+            raise
+        _end_safely(rec, search, begun, result, None, time.perf_counter() - t0)
+        return result
+
+    exhaustive_search.__name__ = getattr(original, "__name__", "exhaustive_search")
+    exhaustive_search.__qualname__ = getattr(original, "__qualname__", "exhaustive_search")
+    exhaustive_search.__doc__ = getattr(original, "__doc__", None)
+    exhaustive_search.__wrapped__ = original
+    exhaustive_search._tileprobe_record = True
+    return exhaustive_search
+
+
+def _end_safely(rec, search, begun, result, error, wall_s):
+    if rec is None or begun is None:
+        return
+    try:
+        _end_search(rec, search, begun, result, error, wall_s)
+    except Exception as e:
+        rec.fail(e)
+
+
+# --- answering searches from a tune table -------------------------------------------------------------------
+
+def device_facts() -> dict:
+    """This process's GPU and compiler, as a tune table's rows record them: ``gpu`` (name), ``num_sms``, ``arch``,
+    ``tileiras`` (the release line of the ``--version`` of the tileiras cuTile compiles with, e.g. ``Cuda
+    compilation tools, release 13.4, V13.4.92``), ``cuda_tile``. Read
+    through torch (when the program imported it) and cuTile; a fact it cannot read is left out."""
+    out = {"cuda_tile": _cutile_version()}
+    try:
+        from cuda.tile._cext import get_compute_capability
+        major, minor = get_compute_capability()
+        out["arch"] = f"sm_{major}{minor}"
+    except Exception:
+        pass
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        try:
+            props = torch.cuda.get_device_properties(torch.cuda.current_device())
+            out["gpu"], out["num_sms"] = props.name, props.multi_processor_count
+        except Exception:
+            pass
+    try:
+        from cuda.tile._compile import _get_compiler_version_string
+        text = _get_compiler_version_string() or ""
+        lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+        release = [ln for ln in lines if "release" in ln and build_of(ln) != ln]   # as audit/_cutile.parse_build
+        if lines:
+            out["tileiras"] = (release or lines)[-1]
+    except Exception:
+        pass
+    return out
+
+
+def build_of(text) -> str | None:
+    """``V13.4.92`` from a tileiras version line (the build, whatever else the line says); else the text."""
+    import re
+    if not text:
+        return None
+    m = re.search(r"V\d+(?:\.\d+)+", str(text))
+    return m.group(0) if m else str(text).strip()
+
+
+#: Row field → what it is, in the order a stale row's reasons are given.
+PROVENANCE = (("gpu", "GPU"), ("num_sms", "SM count"), ("arch", "arch"), ("tileiras", "tileiras build"),
+              ("cuda_tile", "cuda-tile"), ("source_sha256", "kernel source"))
+
+
+def stale_reasons(row: dict, here: dict, fields=None) -> list[str]:
+    """Why a table row does not hold here (empty: it does): each provenance field (of ``fields``, default all of
+    :data:`PROVENANCE`) that differs, or that the row or this process cannot tell. ``here``: :func:`device_facts`
+    plus ``source_sha256`` of the kernel's file."""
+    out = []
+    for field, what in PROVENANCE:
+        if fields is not None and field not in fields:
+            continue
+        want, have = row.get(field), here.get(field)
+        if field == "tileiras":
+            want, have = build_of(want), build_of(have)
+        if field == "source_sha256":
+            want, have = (want or "")[:12] or None, (have or "")[:12] or None
+        if want is None or have is None:
+            out.append(f"{what} unknown ({'the table has none' if want is None else 'cannot read it here'})")
+        elif want != have:
+            out.append(f"{what} {have} here, {want} in the table")
+    return out
+
+
+class Answerer:
+    """Answers searches from a tune table (``tileprobe tune --export``): rows with a ``search`` block, indexed by
+    the search key. Never raises into the program: an unreadable table is said once and every search runs."""
+
+    def __init__(self, path: str):
+        self.path = os.path.abspath(path)
+        self.misses_path = self.path + ".misses.jsonl"
+        self.said: set = set()
+        self.rows: dict = {}
+        self.facts = None
+        self.answered = 0
+        self.broken = False
+        try:
+            with open(self.path, encoding="utf-8") as f:
+                doc = json.load(f)
+            for kernel, rows in (doc.get("kernels") or {}).items():
+                for row in rows:
+                    key = (row.get("search") or {}).get("key")
+                    if key:
+                        self.rows.setdefault(key, []).append(row)
+        except (OSError, ValueError, AttributeError, TypeError) as e:
+            self.broken = True
+            self.say_once("table", f"cannot read the table {self.path} ({type(e).__name__}: {e}); every search "
+                                   "runs as the program wrote it")
+
+    def say_once(self, what: str, text: str) -> None:
+        """One line on stderr per ``what`` (a reason, a search key)."""
+        if what in self.said:
+            return
+        self.said.add(what)
+        sys.stderr.write(f"tileprobe use: {text}\n")
+
+    def answer(self, search: Search, frame):
+        """A ``TuningResult`` for ``search`` from its row, or None (a miss: said once, noted)."""
+        try:
+            return self._answer(search, frame)
+        except Exception as e:
+            self.say_once("error", f"answering a search failed ({type(e).__name__}: {e}); it runs as the program "
+                                   "wrote it")
+            return None
+
+    def _answer(self, search: Search, frame):
+        if self.broken:                  # said once when the table was read; no misses noted beside it
+            return None
+        name = search.kernel_doc.get("qualname") or search.kernel_doc.get("name") or "kernel"
+        rows = self.rows.get(search.key)
+        if not rows:
+            return self._miss(search, frame, name, "no row for this search (its problem or its configurations are "
+                                                   "not in the table)")
+        if self.facts is None:
+            self.facts = device_facts()
+        here = {**self.facts, "source_sha256": search.source_sha256}
+        judged = [(stale_reasons(r, here), r) for r in rows]
+        fresh = [r for why, r in judged if not why]
+        if not fresh:
+            return self._miss(search, frame, name, "stale row: " + "; ".join(judged[0][0]))
+        row = fresh[-1]
+        want = _canon({"config": row["search"].get("config"), "hints": row["search"].get("hints")})
+        for i, c in enumerate(search.configs_json):
+            if _canon({"config": c["config"], "hints": c["hints"]}) == want:
+                self.answered += 1
+                return _tuning_result(search.configs[i], row)
+        return self._miss(search, frame, name, "the table's configuration is not among the program's candidates")
+
+    def _miss(self, search: Search, frame, name: str, reason: str):
+        if search.key in self.said:      # said and noted once per search and process
+            return None
+        self.say_once(search.key, f"{name}: {reason}; running the program's own search (noted in "
+                                  f"{self.misses_path})")
+        try:
+            sites = _Sites().frames(frame) if frame is not None else (None, None)
+            line = {"t": "miss", "time": time.time(), "reason": reason, "argv": list(sys.argv),
+                    "kernel": search.kernel_doc, **search.doc((_site(sites[0]), _site(sites[1])))}
+            with open(self.misses_path, "a", encoding="utf-8") as f:
+                f.write(json.dumps(line, default=repr) + "\n")
+        except Exception as e:
+            self.say_once("misses", f"cannot note the miss in {self.misses_path}: {type(e).__name__}: {e}")
+        return None
+
+
+def _tuning_result(config, row: dict):
+    """A real ``cuda.tile.tune.TuningResult`` whose ``best`` is the program's own configuration object."""
+    mod = sys.modules[TUNE_MODULE]
+    ci = row.get("ci_us") or [None, None]
+    margin = (ci[1] - ci[0]) / 2 if None not in ci else 0.0
+    best = mod.Measurement(config=config, mean_us=float(row.get("median_us") or 0.0),
+                           num_samples=int(row.get("samples") or 0), error_margin_us=float(margin))
+    return mod.TuningResult(best=best, successes=(best,), failures=())
 
 
 # --- patching ct.launch ---------------------------------------------------------------------------------
@@ -499,14 +934,24 @@ def wrap(original, recorder: Recorder):
     (so argument errors, results and exceptions are ``original``'s)."""
 
     def launch(*args, **kwargs):
+        new = None
         if not recorder.failed and len(args) == 4:
             try:
                 kernel_args = args[3]
                 if isinstance(kernel_args, (tuple, list)):
-                    recorder.capture(args[1], args[2], kernel_args, kwargs, sys._getframe(1))
+                    new = recorder.capture(args[1], args[2], kernel_args, kwargs, sys._getframe(1))
             except Exception as e:
                 recorder.fail(e)
-        return original(*args, **kwargs)
+        if new is None:
+            return original(*args, **kwargs)
+        t0 = time.perf_counter()
+        try:
+            out = original(*args, **kwargs)
+        except BaseException as exc:
+            _first_call(recorder, new, t0, exc)
+            raise
+        _first_call(recorder, new, t0, None)
+        return out
 
     launch.__name__ = getattr(original, "__name__", "launch")
     launch.__qualname__ = getattr(original, "__qualname__", "launch")
@@ -514,6 +959,13 @@ def wrap(original, recorder: Recorder):
     launch.__wrapped__ = original
     launch._tileprobe_record = True
     return launch
+
+
+def _first_call(recorder: Recorder, entry, t0: float, exc) -> None:
+    try:
+        recorder.first_call(entry, time.perf_counter() - t0, exc)
+    except Exception as e:
+        recorder.fail(e)
 
 
 def _rebind(old, new) -> int:
@@ -534,19 +986,31 @@ def _rebind(old, new) -> int:
     return n
 
 
+def _patch_module(module) -> None:
+    """Wrap what this module exposes that we hook: ``launch`` (recording) or ``exhaustive_search`` (recording or
+    answering), rebinding every module-level reference to the old function."""
+    if module.__name__ == CEXT_MODULE and _RECORDER is not None:
+        current = getattr(module, "launch", None)
+        if current is not None and not getattr(current, "_tileprobe_record", False):
+            module.launch = wrap(current, _RECORDER)
+            _rebind(current, module.launch)
+    elif module.__name__ == TUNE_MODULE and (_RECORDER is not None or _USE is not None):
+        current = getattr(module, "exhaustive_search", None)
+        if current is not None and not getattr(current, "_tileprobe_record", False):
+            module.exhaustive_search = wrap_search(current)
+            _rebind(current, module.exhaustive_search)
+
+
 def ensure_patched() -> bool:
-    """Wrap ``cuda.tile._cext.launch`` if it is loaded and not wrapped yet (e.g. replaced by another
-    sitecustomize), rebinding existing references. Returns whether it is wrapped now."""
-    cext = sys.modules.get("cuda.tile._cext")
-    if cext is None or _RECORDER is None:
-        return False
-    current = getattr(cext, "launch", None)
-    if current is None or getattr(current, "_tileprobe_record", False):
-        return current is not None
-    wrapped = wrap(current, _RECORDER)
-    cext.launch = wrapped
-    _rebind(current, wrapped)
-    return True
+    """Wrap ``cuda.tile._cext.launch`` and ``cuda.tile.tune._tune.exhaustive_search`` where loaded and not wrapped
+    yet (e.g. replaced by another sitecustomize), rebinding existing references. Returns whether ``launch`` is
+    wrapped now."""
+    for name in (CEXT_MODULE, TUNE_MODULE):
+        mod = sys.modules.get(name)
+        if mod is not None:
+            _patch_module(mod)
+    cext = sys.modules.get(CEXT_MODULE)
+    return cext is not None and getattr(getattr(cext, "launch", None), "_tileprobe_record", False)
 
 
 class _PatchingLoader:
@@ -561,8 +1025,7 @@ class _PatchingLoader:
     def exec_module(self, module):
         self._loader.exec_module(module)
         try:
-            if _RECORDER is not None and not getattr(module.launch, "_tileprobe_record", False):
-                module.launch = wrap(module.launch, _RECORDER)
+            _patch_module(module)
         except Exception as e:
             if _RECORDER is not None:
                 _RECORDER.fail(e)
@@ -572,10 +1035,11 @@ class _PatchingLoader:
 
 
 class _CextFinder:
-    """``sys.meta_path`` entry that hands ``cuda.tile._cext`` a patching loader; other modules are not its business."""
+    """``sys.meta_path`` entry that hands ``cuda.tile._cext`` and ``cuda.tile.tune._tune`` a patching loader; other
+    modules are not its business."""
 
     def find_spec(self, fullname, path=None, target=None):
-        if fullname != "cuda.tile._cext":
+        if fullname not in (CEXT_MODULE, TUNE_MODULE):
             return None
         for finder in sys.meta_path:
             if finder is self or not hasattr(finder, "find_spec"):
@@ -603,29 +1067,50 @@ def install(out_dir: str | None = None):
     if not out_dir:
         return None
     _RECORDER = Recorder(out_dir)
-    if "cuda.tile._cext" in sys.modules:
-        ensure_patched()
-    else:
-        _FINDER = _CextFinder()
-        sys.meta_path.insert(0, _FINDER)
+    _install_finder()
+    ensure_patched()
     atexit.register(_RECORDER.close)
     if hasattr(os, "register_at_fork"):
         os.register_at_fork(after_in_child=lambda: _RECORDER and _RECORDER.after_fork())
     return _RECORDER
 
 
+def _install_finder() -> None:
+    global _FINDER
+    if _FINDER is None and not all(m in sys.modules for m in (CEXT_MODULE, TUNE_MODULE)):
+        _FINDER = _CextFinder()
+        sys.meta_path.insert(0, _FINDER)
+
+
+def install_use(table: str | None = None):
+    """Answer this process's ``exhaustive_search`` calls from the tune table ``table`` (default
+    ``$TILEPROBE_USE_TABLE``). Idempotent for one table; another table replaces it. Returns the :class:`Answerer`,
+    or None when no table is given."""
+    global _USE
+    table = table or os.environ.get(ENV_USE)
+    if not table:
+        return None
+    if _USE is None or _USE.path != os.path.abspath(table):
+        _USE = Answerer(table)
+    _install_finder()
+    ensure_patched()
+    return _USE
+
+
 def uninstall() -> None:
     """Stop recording in this process: flush, put the original ``launch`` back everywhere, remove the finder."""
-    global _RECORDER, _FINDER
+    global _RECORDER, _FINDER, _USE
     if _FINDER is not None and _FINDER in sys.meta_path:
         sys.meta_path.remove(_FINDER)
     _FINDER = None
-    cext = sys.modules.get("cuda.tile._cext")
-    current = getattr(cext, "launch", None) if cext is not None else None
-    if current is not None and getattr(current, "_tileprobe_record", False):
-        original = current.__wrapped__
-        cext.launch = original
-        _rebind(current, original)
+    _USE = None
+    for name, attr in ((CEXT_MODULE, "launch"), (TUNE_MODULE, "exhaustive_search")):
+        mod = sys.modules.get(name)
+        current = getattr(mod, attr, None) if mod is not None else None
+        if current is not None and getattr(current, "_tileprobe_record", False):
+            original = current.__wrapped__
+            setattr(mod, attr, original)
+            _rebind(current, original)
     if _RECORDER is not None:
         _RECORDER.close()
         if _RECORDER.fd is not None:
@@ -642,6 +1127,11 @@ def bootstrap(sitecustomize_file: str) -> None:
     except Exception as e:
         sys.stderr.write(f"tileprobe record: could not start recording in process {os.getpid()}: "
                          f"{type(e).__name__}: {e}; the program runs unrecorded\n")
+    try:
+        install_use()
+    except Exception as e:
+        sys.stderr.write(f"tileprobe use: could not start in process {os.getpid()}: {type(e).__name__}: {e}; "
+                         "every search runs as the program wrote it\n")
     try:
         _chain(os.path.dirname(os.path.abspath(sitecustomize_file)))
     finally:

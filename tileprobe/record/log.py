@@ -8,7 +8,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ..errors import TileprobeError
-from .model import KernelRef, Launch, merge
+from .model import KernelRef, Launch, RecordedSearch, merge, merge_searches
 
 
 @dataclass
@@ -22,6 +22,7 @@ class Recording:
     overflow: Counter = field(default_factory=Counter)
     unreadable: list[str] = field(default_factory=list)
     archs: set = field(default_factory=set)
+    searches: list = field(default_factory=list)   # RecordedSearch, merged over processes
 
     @property
     def total_launches(self) -> int:
@@ -65,13 +66,53 @@ def read_log(launch_dir: str) -> Recording:
             continue
         launches.extend(_read_file(path, rec))
     rec.launches = merge(launches)
+    rec.searches = merge_searches(rec.searches)
     return rec
+
+
+def search_from(d: dict, kernel: dict, cwd: str | None = None) -> RecordedSearch | None:
+    """A :class:`RecordedSearch` from a ``search`` line (or a ``miss`` line, which carries its kernel), or None
+    when the line is not one (no key, no configurations)."""
+    configs = d.get("configs")
+    if not isinstance(d.get("key"), str) or not isinstance(configs, list) or not configs:
+        return None
+    s = RecordedSearch(d["key"], kernel_ref(kernel), configs, list(d.get("problem") or []),
+                       source_sha256=d.get("source_sha256"), compiler_timeout_s=d.get("compiler_timeout_s"),
+                       same_kernel=d.get("same_kernel", True) is not False)
+    s.sites[short_site(d.get("site") or d.get("launch_site"), cwd)] += 1
+    s.launch_sites[short_site(d.get("launch_site"), cwd)] += 1
+    return s
+
+
+def _search_done(s: RecordedSearch, d: dict) -> None:
+    s.outputs = [i for i in d.get("outputs") or [] if isinstance(i, int)]
+    s.best, s.best_us, s.wall_s = d.get("best"), d.get("best_us"), d.get("wall_s")
+    s.error, s.failures = d.get("error"), d.get("failures") or []
+
+
+def read_misses(path: str) -> list[RecordedSearch]:
+    """The searches ``tileprobe use`` noted as misses in ``path`` (``TABLE.misses.jsonl``), merged; [] when none."""
+    out = []
+    if not os.path.exists(path):
+        return out
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            try:
+                d = json.loads(line)
+                s = search_from(d, d.get("kernel") or {}) if d.get("t") == "miss" else None
+            except (ValueError, RecursionError, KeyError, TypeError, AttributeError):   # one bad line, not the file
+                continue
+            if s is not None:
+                out.append(s)
+    return merge_searches(out)
+
 
 
 def _read_file(path: str, rec: Recording) -> list[Launch]:
     kernels: dict[int, dict] = {}
     launches: dict[int, Launch] = {}
     overflow: dict[int, int] = {}
+    searches: dict[int, RecordedSearch] = {}
     counts: dict[int, int] = {}
     arch, cwd = None, None
     with open(path, encoding="utf-8", errors="replace") as f:
@@ -83,6 +124,7 @@ def _read_file(path: str, rec: Recording) -> list[Launch]:
             try:
                 d = json.loads(line)
                 _take_line(d, kernels, launches, overflow, counts, rec, path, cwd)
+                _take_search(d, kernels, searches, cwd)
             except (ValueError, RecursionError, KeyError, TypeError, AttributeError):   # one bad line, not the log
                 rec.unreadable.append(f"{path}:{lineno}")
                 continue
@@ -100,6 +142,10 @@ def _read_file(path: str, rec: Recording) -> list[Launch]:
         if arch:
             la.archs.add(arch)
             rec.archs.add(arch)
+    for s in searches.values():
+        if arch:
+            s.archs.add(arch)
+    rec.searches.extend(searches.values())
     for oid, kid in overflow.items():
         rec.overflow[kernel_ref(kernels.get(kid, {})).name] += counts.get(oid, 0)
     return list(launches.values())
@@ -138,5 +184,26 @@ def _take_line(d: dict, kernels: dict, launches: dict, overflow: dict, counts: d
     elif t == "counts":
         for lid, n in (d.get("n") or {}).items():
             counts[int(lid)] = max(counts.get(int(lid), 0), int(n))
+    elif t == "first_call" and d.get("id") in launches:   # issue 23: the first call's time and compiler timeout
+        la = launches[d["id"]]
+        wall, limit = d.get("wall_s"), d.get("compiler_timeout_s")
+        la.first_call_s = float(wall) if isinstance(wall, (int, float)) and not isinstance(wall, bool) else None
+        la.compiler_timeout_s = float(limit) if isinstance(limit, (int, float)) and not isinstance(limit, bool) \
+            else None
+        la.first_error = str(d.get("error") or "")[:500]
     elif t == "error":
         rec.errors.append(f"{os.path.basename(path)}: {d.get('error')}")
+
+
+def _take_search(d: dict, kernels: dict, searches: dict, cwd) -> None:
+    """Apply one decoded ``search`` / ``search_again`` / ``search_done`` line (raises like :func:`_take_line` for a
+    line of the wrong shape)."""
+    t = d.get("t")
+    if t == "search":
+        s = search_from(d, kernels.get(d.get("kernel"), {}), cwd)
+        if s is not None:
+            searches[d["id"]] = s
+    elif t == "search_again" and d.get("id") in searches:
+        searches[d["id"]].count += 1
+    elif t == "search_done" and d.get("id") in searches:
+        _search_done(searches[d["id"]], d)

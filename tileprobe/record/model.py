@@ -103,6 +103,9 @@ class Launch:
     symbol: str | None = None          # known from the compile cache; computed later for recordings
     source: str = "record"             # "record" | "cache"
     note: str = ""
+    first_call_s: float | None = None          # issue 23: the first call's wall time (JIT compile included)
+    compiler_timeout_s: float | None = None    # the compiler timeout in force at that call (None: no limit)
+    first_error: str = ""                      # what the first call raised ("CompilerTimeoutError: …")
 
     @property
     def launch_hints(self) -> dict:
@@ -121,6 +124,9 @@ class Launch:
         self.sites.update(other.sites)
         self.launch_sites.update(other.launch_sites)
         self.archs |= other.archs
+        if other.first_call_s is not None and (self.first_call_s is None or other.first_call_s > self.first_call_s):
+            self.first_call_s, self.compiler_timeout_s = other.first_call_s, other.compiler_timeout_s
+            self.first_error = other.first_error or self.first_error
 
 
 def _json(obj) -> str:
@@ -137,3 +143,55 @@ def merge(launches) -> list[Launch]:
         else:
             out[key] = la
     return sorted(out.values(), key=lambda x: -(x.count or 0))
+
+
+@dataclass
+class RecordedSearch:
+    """One ``cuda.tile.tune.exhaustive_search`` of a recorded program (or a miss noted by ``tileprobe use``),
+    merged over the processes that made it.
+
+    ``key``: the search key (SHA-256 prefix of the kernel, the problem's arguments and the space; the capture's
+    ``Search.key``); ``configs``: per configuration of the program, in its order, ``{"config": …, "hints": …,
+    "grid": [...], "args": [argument descriptions]}``; ``problem``: argument positions equal in every configuration;
+    ``outputs``: positions the search wrote (values changed: the outputs a tune checks); ``best``: the index of the
+    program's own pick (None: it failed or was not seen); ``best_us``: its mean time by cuda.tile.tune (µs);
+    ``wall_s``: the search's wall time (s); ``count``: searches seen; ``source_sha256``: the kernel file's hash.
+    """
+    key: str
+    kernel: KernelRef
+    configs: list
+    problem: list = field(default_factory=list)
+    outputs: list = field(default_factory=list)
+    source_sha256: str | None = None
+    sites: Counter = field(default_factory=Counter)
+    launch_sites: Counter = field(default_factory=Counter)
+    count: int = 1
+    best: int | None = None
+    best_us: float | None = None
+    wall_s: float | None = None
+    error: str | None = None
+    failures: list = field(default_factory=list)
+    compiler_timeout_s: float | None = None
+    archs: set = field(default_factory=set)
+    same_kernel: bool = True
+
+    def absorb(self, other: "RecordedSearch") -> None:
+        """Add another process's sighting of the same search (counts, sites; outputs and pick when unknown)."""
+        self.count += other.count
+        self.sites.update(other.sites)
+        self.launch_sites.update(other.launch_sites)
+        self.archs |= other.archs
+        self.outputs = self.outputs or other.outputs
+        if self.best is None:
+            self.best, self.best_us, self.wall_s = other.best, other.best_us, other.wall_s
+
+
+def merge_searches(searches) -> list[RecordedSearch]:
+    """Merge searches with the same key (seen in several processes), most frequent first."""
+    out: dict[str, RecordedSearch] = {}
+    for s in searches:
+        if s.key in out:
+            out[s.key].absorb(s)
+        else:
+            out[s.key] = s
+    return sorted(out.values(), key=lambda s: -s.count)

@@ -20,12 +20,15 @@ BY_CHOICES = ("signature", "launch")
 @dataclass
 class RecordResult:
     """What a recording gave: the command's exit code (None when nothing ran), the recording, the probe files
-    written with their plans, the summary file, and notes (things that could not be done, said once)."""
+    written with their plans, the summary file, notes (things that could not be done, said once), and the tuning
+    probes written from the program's searches (:class:`~tileprobe.record.searches.SearchProbe`)."""
     exit_code: int | None = None
     recording: Recording | None = None
     written: list[tuple[str, ProbePlan]] = field(default_factory=list)
     summary_path: str = ""
     notes: list[str] = field(default_factory=list)
+    searches: list = field(default_factory=list)     # SearchProbe: one tuning probe per recorded search
+    timeouts: list[str] = field(default_factory=list)   # issue 23: first calls at or past their compiler timeout
 
 
 def now() -> str:
@@ -104,6 +107,8 @@ def probes_from_log(out_dir: str, *, top: int = 10, by: str = "signature", hints
     """Write ``out_dir/probes/*.py`` and ``out_dir/record.json`` from the launches recorded in ``out_dir/launches``."""
     rec = read_log(hook.launch_dir(out_dir))
     plans, notes = plans_from(rec.launches, top=top, by=by, hints=hints)
+    timeouts = compile_timeouts(rec.launches)
+    notes += timeouts
     for name, n in rec.overflow.items():
         notes.append(f"{name}: {n:,} launches counted but not described (over the per-process limit of distinct "
                      "launches; TILEPROBE_RECORD_MAX_DISTINCT raises it)")
@@ -114,10 +119,34 @@ def probes_from_log(out_dir: str, *, top: int = 10, by: str = "signature", hints
         if os.path.isdir(p):
             shutil.rmtree(p)
     written = write_probes(plans, out_dir, origin)
+    from .searches import search_summary, write_search_probes
+    searched, search_notes = write_search_probes(rec.searches, out_dir, origin)
+    notes += search_notes
     data = summary(written, origin, out_dir, exit_code=exit_code, processes=len(rec.processes),
-                   launches=rec.total_launches, errors=rec.errors, notes=notes, unreadable=rec.unreadable)
+                   launches=rec.total_launches, errors=rec.errors, notes=notes, unreadable=rec.unreadable,
+                   searches=search_summary(searched, out_dir))
     path = write_summary(data, out_dir)
-    return RecordResult(exit_code, rec, written, path, notes)
+    return RecordResult(exit_code, rec, written, path, notes, searched, timeouts)
+
+
+def compile_timeouts(launches) -> list[str]:
+    """One line per distinct launch whose first call (cuTile's JIT compile included, unless its cache had the
+    cubin) ran under a compiler timeout and either raised ``TileCompilerTimeoutError`` or took at least that long:
+    the kernel, its grid, the first call's time, the timeout and the margin."""
+    out = []
+    for la in launches:
+        limit, took = la.compiler_timeout_s, la.first_call_s
+        if limit is None or took is None:
+            continue
+        timed_out = "Timeout" in (la.first_error or "").split(":", 1)[0]
+        if not timed_out and took < limit:
+            continue
+        what = (f"the compile timed out ({la.first_error})" if timed_out else
+                f"its first call took {took:.3f} s, {took - limit:+.3f} s past the timeout (JIT compile included)")
+        out.append(f"compiler timeout: {la.kernel.name} grid {list(la.grid or ())} ran under ct.compiler_timeout"
+                   f"({limit:g} s): {what}; audit the recorded probe (`tileprobe audit PROBE --compiler-timeout "
+                   f"{limit:g}`) for each variant's compile time on this machine")
+    return out
 
 
 def record(command: list[str], out_dir: str, *, top: int = 10, by: str = "signature", hints: str = "around",

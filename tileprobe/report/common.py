@@ -181,8 +181,38 @@ def tma_data_ops(r: VariantRecord) -> int | None:
     return count(r)
 
 
+#: The register-pool column (issue 23): the setmaxnreg balance verdict, ``HANG RISK`` spelled out loud.
+POOL_HEADER = "reg pool"
+POOL_CELLS = {"hang_risk": "HANG RISK", "pool_ok": "ok", "unknown": "unknown", "none": "-"}
+
+
+def pool_cell(r: VariantRecord) -> str:
+    """The register-pool cell of a record: ``HANG RISK`` / ``ok`` / ``unknown``, ``-`` without setmaxnreg or SASS."""
+    return POOL_CELLS.get(r.pool_verdict or "none", str(r.pool_verdict)) if r.ok else "-"
+
+
+def pool_line(r: VariantRecord) -> str | None:
+    """``register pool hang_risk: <reason>`` for a record whose SASS has setmaxnreg, else None."""
+    pool = r.register_pool or {}
+    if not r.ok or pool.get("verdict") in (None, "none"):
+        return None
+    return f"register pool {pool['verdict']}: {pool.get('reason', '')}"
+
+
+def compile_timeout_line(r: VariantRecord) -> str | None:
+    """``compile 42.9 s exceeds the program's compiler timeout of 5 s by 37.9 s`` for a record checked against a
+    compiler timeout whose compile exceeds it (issue 23), else None."""
+    ct = r.compile_timeout or {}
+    if not ct.get("exceeds"):
+        return None
+    return (f"compile {ct['compile_s']:.2f} s exceeds the program's compiler timeout of {ct['timeout_s']:g} s "
+            f"({ct.get('source', '')}) by {-ct['margin_s']:.2f} s: on a cold cache the program's compile fails with "
+            "TileCompilerTimeoutError")
+
+
 def sass_columns(rows: Iterable[VariantRecord]) -> list[tuple[str, callable]]:
-    """Extra (header, cell) columns shown when the data exists: cluster dims, spills (LDL/STL), TMA, matrix ops."""
+    """Extra (header, cell) columns shown when the data exists: cluster dims, spills (LDL/STL), TMA, matrix ops,
+    and the register-pool verdict when any variant's SASS has setmaxnreg (:data:`POOL_HEADER`)."""
     rows = list(rows)
     cols: list[tuple[str, callable]] = []
     if any(r.cluster_dims for r in rows):
@@ -193,6 +223,8 @@ def sass_columns(rows: Iterable[VariantRecord]) -> list[tuple[str, callable]]:
         cols.append(("TMA", lambda r: str(tma_data_ops(r)) if tma_data_ops(r) is not None else "-"))
         cols.append(("MMA", lambda r: ",".join(r.sass.get("matrix_families", [])) or "-"
                      if r.sass and "matrix" in r.sass else "-"))
+    if any(r.ok and r.pool_verdict not in (None, "none") for r in rows):
+        cols.append((POOL_HEADER, pool_cell))
     return cols
 
 
@@ -236,7 +268,8 @@ def record_side(r: VariantRecord | None) -> str:
     sass = r.sass or {}
     spill = f" {sass['spill_loads']}/{sass['spill_stores']} LDL/STL" if sass.get("spill_loads") or \
         sass.get("spill_stores") else ""
-    return f"{r.threads}×{r.registers}r {r.shared_bytes:,}B {r.ctas_per_sm}/SM{spill} {v}{t}"
+    hang = " HANG RISK" if r.hang_risk else ""
+    return f"{r.threads}×{r.registers}r {r.shared_bytes:,}B {r.ctas_per_sm}/SM{spill}{hang} {v}{t}"
 
 
 # --- GPU runs -----------------------------------------------------------------------------------------------------

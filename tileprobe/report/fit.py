@@ -26,8 +26,9 @@ VERDICT_ABBREV = {"honoured": "hon", "met": "met", "partial": "part", "ignored":
 
 #: Columns that may be dropped, least important first (headers as :func:`tileprobe.report.common.headers` and the
 #: SASS and run columns name them). ``stack B`` goes early when LDL/STL (the spill counts it hints at) is shown.
+#: ``reg pool`` is dropped only when no row says HANG RISK (then the terminal keeps it: ``audit_columns``).
 DROP_ORDER = ("MMA", "TMA", "stack B", "IQR %", "rel err", "threads", "drv CTAs/SM", "limiter", "cluster",
-              "LDL/STL", "status")
+              "LDL/STL", "reg pool", "status")
 
 
 #: Hint names shortened in headers when a table is still too wide after dropping columns (step 4; a note says so).

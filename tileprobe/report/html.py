@@ -53,7 +53,7 @@ table.audit th{background:#f6f8fa}table.audit td.num{text-align:right}tr.failed 
 .v{display:inline-block;border-radius:10px;padding:0 8px;margin:1px 2px;color:#fff;font-size:12px;cursor:help}
 .v-honoured{background:#1a7f37}.v-met{background:#0969da}.v-partial{background:#bf8700}.v-ignored{background:#cf222e}
 .v-infeasible{background:#8250df}.v-changed{background:#1b7c83}.v-unchanged{background:#6e7781}
-.v-baseline{background:#8c959f}.v-failed{background:#59636e}
+.v-baseline{background:#8c959f}.v-failed{background:#59636e}.v-hang_risk{background:#cf222e}.v-unknown{background:#6e7781}
 ul.reasons{margin:4px 0 10px;padding-left:20px;color:#393f46}ul.reasons li{margin:2px 0}
 code,pre{font:12px ui-monospace,SFMono-Regular,Menlo,monospace;background:#f6f8fa;padding:1px 4px;border-radius:4px}
 pre{padding:6px;white-space:pre-wrap;overflow-wrap:anywhere}
@@ -127,6 +127,9 @@ def audit_table(rows: Sequence[VariantRecord]) -> str:
         out.append(("<tr>" if r.ok else '<tr class="failed">') + "".join(cells) + "</tr>")
     out.append("</tbody></table>")
     notes = failure_notes(rows)
+    notes += [f'<li><b>{_e(_label(r))}</b>: <span class="v v-{_e(r.pool_verdict)}">register pool '
+              f'{_e(r.pool_verdict)}</span> {_e((r.register_pool or {}).get("reason"))}</li>'
+              for r in rows if r.hang_risk or r.pool_verdict == "unknown"]
     for r in rows:
         for hint, v in (r.verdicts.items() if r.ok else ()):
             if noteworthy(v):

@@ -10,8 +10,9 @@ from ..analyses.doctor import Finding
 from ..audit.explain import advice
 from ..schema import VariantRecord
 from .common import (variant_label, RUN_COLUMNS, SASS_UNREAD, best_lines, case_columns, failure_groups, failure_of,
-                     fmt_kv, group_tables, headers, hint_columns, noteworthy, record_side, row_cells, sass_columns,
-                     short_build, table_md, verdict_cells, verdict_columns, verdict_text)
+                     fmt_kv, group_tables, headers, hint_columns, noteworthy, pool_line, compile_timeout_line,
+                     record_side, row_cells, sass_columns, short_build, table_md, verdict_cells, verdict_columns,
+                     verdict_text)
 
 
 def environment_md(env: dict) -> str:
@@ -43,6 +44,8 @@ def audit_markdown(records: Iterable[VariantRecord], environment: dict, command:
                  if r.ok and any(noteworthy(v) for v in r.verdicts.values())]
         notes += [f"- {_label(r)}: {SASS_UNREAD}: {_one_line(r.sass['error'])}"
                   for r in rows if r.ok and "error" in (r.sass or {})]
+        notes += [f"- {_label(r)}: {pool_line(r)}" for r in rows if r.hang_risk or r.pool_verdict == "unknown"]
+        notes += [f"- {_label(r)}: {compile_timeout_line(r)}" for r in rows if r.exceeds_compile_timeout]
         if notes:
             parts.append("\n" + "\n".join(notes) + "\n")
     lines = advice(context, records) if context is not None else advice(records)

@@ -15,7 +15,8 @@ from ..audit.explain import advice
 from ..model.arch import NOT_SOURCED
 from ..schema import VariantRecord
 from .fit import DROP_ORDER, Column, fit_columns, table_width
-from .common import (variant_label, KEPT, NUMERIC, RUN_COLUMNS, SASS_UNREAD, VERDICT_MARK, fmt_int, fmt_value,
+from .common import (variant_label, KEPT, NUMERIC, POOL_CELLS, POOL_HEADER, RUN_COLUMNS, SASS_UNREAD, pool_line,
+                     compile_timeout_line, VERDICT_MARK, fmt_int, fmt_value,
                      best_lines, case_columns, failure_counts, failure_groups, failure_of, fmt_kv, group_label,
                      group_tables, headers, hint_columns, noteworthy, ptx_text, record_side, remark_lines,
                      row_cells, run_label, sass_columns, short_build, verdict_cells, verdict_columns)
@@ -76,7 +77,9 @@ def audit_columns(rows: list[VariantRecord],
         cols.append(Column(h.replace(" (", "\n("), [b[i] for b in body], "right" if h in NUMERIC else "left",
                            keep=ident or h in KEPT, kind="id" if ident else "data"))
     for name, fn in sass_columns(rows) + list(extra_columns or []):
-        cols.append(Column(name, [fn(r) for r in rows], "right", keep=name in KEPT))
+        cells = [fn(r) for r in rows]
+        hang = name == POOL_HEADER and POOL_CELLS["hang_risk"] in cells   # a predicted hang is never dropped
+        cols.append(Column(name, cells, "right", keep=name in KEPT or hang))
     for j, h in enumerate(vcols):
         cells = [verdict_cells(r, vcols)[j] for r in rows]
         cols.append(Column("verdict" if len(vcols) == 1 else f"{h}\nverdict", cells, kind="verdict",
@@ -207,6 +210,12 @@ def _print_reasons(console: Console, rows: list[VariantRecord], brief: bool) -> 
                 say(console, f"  {label}: {hint} {v['status']}: {v['reason']}")
         if "error" in (r.sass or {}):
             say(console, f"  {label}: {SASS_UNREAD}: {r.sass['error']}")
+        pool = pool_line(r)
+        if pool and (r.hang_risk or not brief):
+            say(console, f"  {label}: {pool}")
+        slow = compile_timeout_line(r)
+        if slow:
+            say(console, f"  {label}: {slow}")
         if r.deterministic is False:
             say(console, f"    tileiras gave {len(r.code_hashes)} different machine codes over repeated compiles of "
                          "this variant; verdicts treat any shared code as the same")
@@ -356,11 +365,14 @@ def render_history(hist: History, console: Console, limit: int | None = None) ->
     _print_table(console, "audits", ("id", "when (UTC)", "host", "variants", "s", "command"),
                  [(str(a["id"]), _when(a["created"]), a["host"] or "", str(a["n_variants"]),
                    f"{a['wall_s'] or 0:.1f}", a["command_line"] or "") for a in hist.audits])
+    pool = any(c.get("reg_pool") not in (None, "none") for c in hist.compiles)   # issue 23: shown when any has one
     _print_table(console, "compiles", ("when (UTC)", "kernel", "case", "hints", "arch", "compiler", "status", "regs",
-                                       "CTAs/SM", "µs"),
+                                       "CTAs/SM", "compile s", *((POOL_HEADER,) if pool else ()), "µs"),
                  [(_when(c["created"]), c["kernel"], fmt_kv(c["case"]), fmt_kv(c["hints"]), c["arch"],
                    short_build(c["tileiras"]) if c["tileiras"] else "", c["status"], _num(c["registers"]),
-                   _num(c["ctas_per_sm"]), _num(c["median_us"], ".1f")) for c in hist.compiles])
+                   _num(c["ctas_per_sm"]), _num(c.get("compile_s"), ".2f"),
+                   *((POOL_CELLS.get(c.get("reg_pool") or "none", str(c.get("reg_pool"))),) if pool else ()),
+                   _num(c["median_us"], ".1f")) for c in hist.compiles])
     if hist.runs:
         _print_table(console, "runs", ("when (UTC)", "kernel", "case", "hints", "arch", "GPU", "driver", "status",
                                        "µs"),

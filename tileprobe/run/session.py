@@ -127,7 +127,7 @@ def run_probes(records: Iterable[VariantRecord], cubins: Any = None, *, probe_pa
                timing_mode: str = "sustained", trust_recorded: bool = True,
                progress: Callable[[int, int, VariantRecord], None] | None = None, where: dict | None = None,
                cases: dict | None = None, hints: dict | None = None, gpus: Sequence[int] | None = None,
-               slots: Sequence | None = None) -> RunResult:
+               slots: Sequence | None = None, run_hang_risk: bool = False) -> RunResult:
     """Check and time every ``ok`` variant compiled for this GPU's architecture.
 
     Args:
@@ -148,6 +148,9 @@ def run_probes(records: Iterable[VariantRecord], cubins: Any = None, *, probe_pa
         gpus: device indexes, one worker each (``--gpus``; :func:`tileprobe.run.multi.parse_gpus`); more than one,
             or ``slots`` given, runs :func:`run_probes_on_gpus`. slots: started or not
             :class:`~tileprobe.run.multi.Slot` s (e.g. Ray actors from :mod:`tileprobe.exec`).
+        run_hang_risk: launch variants the register-pool check predicts to hang (``hang_risk``, issue 23); by
+            default they are not launched: their ``run`` is ``status: skipped`` with the reason (a hang costs the
+            watchdog's timeout and may leave the GPU unusable).
 
     Returns a :class:`RunResult`; the records are the same objects, with ``run`` set on those that ran (each run's
     ``gpu``: index, name, uuid, PCI bus id).
@@ -162,7 +165,8 @@ def run_probes(records: Iterable[VariantRecord], cubins: Any = None, *, probe_pa
         return run_probes_on_gpus(records, cubins, slots, probe_paths=probe_paths, search_dirs=search_dirs,
                                   timeout_s=timeout_s, timing=dict(reps=reps, warmup=warmup, warmup_ms=warmup_ms,
                                                                    timing_mode=timing_mode), seed=seed,
-                                  environment=environment, trust_recorded=trust_recorded, progress=progress)
+                                  environment=environment, trust_recorded=trust_recorded, progress=progress,
+                                  run_hang_risk=run_hang_risk)
     t0 = time.perf_counter()
     records = list(records)
     get = cubin_getter(cubins)
@@ -171,7 +175,7 @@ def run_probes(records: Iterable[VariantRecord], cubins: Any = None, *, probe_pa
     result = RunResult(records, dict(environment or {}))
     try:
         gpu = dict(wd.start())
-        todo = _select(records, gpu.get("sm"), result.skipped)
+        todo = _select(records, gpu.get("sm"), result.skipped, run_hang_risk)
         for i, rec in enumerate(todo):
             try:
                 rec.run = _run_one(wd, rec, get, probe_paths, search_dirs, timeout_s,
@@ -204,7 +208,8 @@ def run_probes_on_gpus(records: Iterable[VariantRecord], cubins: Any, slots: Seq
                        probe_paths: Sequence[str] = (), search_dirs: Sequence[str] = (),
                        timeout_s: float = DEFAULT_TIMEOUT_S, timing: dict | None = None, seed: int = 0,
                        environment: dict | None = None, trust_recorded: bool = True,
-                       progress: Callable[[int, int, VariantRecord], None] | None = None) -> RunResult:
+                       progress: Callable[[int, int, VariantRecord], None] | None = None,
+                       run_hang_risk: bool = False) -> RunResult:
     """:func:`run_probes` on several GPU workers at once (:mod:`tileprobe.run.multi`): the slots start together,
     then each takes the next variant when it is free. Variant *i* keeps seed ``seed + i`` whichever GPU runs it, so
     the results equal a one-GPU run's except for the timings. Runs on a GPU shared by two slots are flagged
@@ -226,7 +231,7 @@ def run_probes_on_gpus(records: Iterable[VariantRecord], cubins: Any, slots: Seq
             raise WorkerStartError("no GPU worker could start: " + "; ".join(f"GPU {s.device}: {s.error}" for s in slots))
         multi.check_same_arch(slots)
         gpu = dict(live[0].info)
-        todo = _select(records, gpu.get("sm"), result.skipped)
+        todo = _select(records, gpu.get("sm"), result.skipped, run_hang_risk)
 
         def run_one(slot, pos, rec):
             return _run_one(slot.worker, rec, get, probe_paths, search_dirs, timeout_s,
@@ -247,8 +252,10 @@ def run_probes_on_gpus(records: Iterable[VariantRecord], cubins: Any, slots: Seq
     return result
 
 
-def _select(records: list[VariantRecord], sm: str | None, skipped: list[str]) -> list[VariantRecord]:
-    """The records to run: compiled fine, for this GPU's architecture."""
+def _select(records: list[VariantRecord], sm: str | None, skipped: list[str],
+            run_hang_risk: bool = False) -> list[VariantRecord]:
+    """The records to run: compiled fine, for this GPU's architecture, and — unless ``run_hang_risk`` — not
+    predicted to hang (those get ``run = skipped``, :func:`hang_risk_skip`)."""
     todo = []
     here = get_arch(sm).name if sm else None
     for r in records:
@@ -257,8 +264,36 @@ def _select(records: list[VariantRecord], sm: str | None, skipped: list[str]) ->
         if here and get_arch(r.arch).name != here:
             skipped.append(f"{r.kernel} {r.arch}: compiled for {r.arch}, this GPU is {here}")
             continue
+        if r.hang_risk and not run_hang_risk:
+            r.run = hang_risk_skip(r)
+            skipped.append(f"{hang_risk_label(r)}: not launched: {r.run['error']}")
+            continue
         todo.append(r)
     return todo
+
+
+#: How a run that was not launched for a predicted hang says so (``run.error``), before the check's reason.
+HANG_SKIP = "the register-pool check predicts a hang (--run-hang-risk launches it anyway)"
+
+
+def hang_risk_skip(r: VariantRecord) -> dict:
+    """The ``run`` of a variant not launched because the register-pool check predicts a hang (issue 23)."""
+    from .worker import run_dict
+    return run_dict(status="skipped", register_pool="hang_risk", cubin_sha256=r.cubin_sha256,
+                    static_ctas_per_sm=r.ctas_per_sm, threads=r.threads,
+                    error=f"{HANG_SKIP}: {(r.register_pool or {}).get('reason', '')}")
+
+
+def hang_risk_label(r: VariantRecord) -> str:
+    """``kernel arch NAME=VALUE …`` of a record (for the lines that name predicted hangs)."""
+    values = " ".join(f"{k}={v}" for k, v in [*r.case.items(), *r.hints.items()])
+    return " ".join(x for x in (r.kernel, r.arch, values) if x)
+
+
+def hang_risks(records: Iterable[VariantRecord]) -> list[VariantRecord]:
+    """The compiled records the register-pool check predicts to hang (what ``run`` and ``tune`` name before
+    running)."""
+    return [r for r in records if r.ok and r.hang_risk]
 
 
 def _run_one(wd: Watchdog, rec: VariantRecord, get, probe_paths, search_dirs, timeout_s, timing: dict,
@@ -289,6 +324,7 @@ def _run_one(wd: Watchdog, rec: VariantRecord, get, probe_paths, search_dirs, ti
         run = run_dict(status="error", error=out.error, **base)
     run["roundtrip_s"] = round(out.wall_s, 6)
     run["worker_pid"] = out.worker_pid
+    run["register_pool"] = rec.pool_verdict      # the prediction beside what happened (issue 23)
     return run
 
 
@@ -346,7 +382,8 @@ def run_sweep(probes: Sequence[str] = (), *, arch: str | None = None, bundle: st
               on_probe_error: Callable[[str], None] | None = None,
               progress: Callable[[int, int, VariantRecord], None] | None = None, where: dict | None = None,
               cases: dict | None = None, hints: dict | None = None, gpus: Sequence[int] | None = None,
-              slots: Sequence | None = None, executor=None) -> RunResult:
+              slots: Sequence | None = None, executor=None, run_hang_risk: bool = False,
+              on_hang_risk: Callable[[list[VariantRecord], bool], None] | None = None) -> RunResult:
     """``tileprobe run``: audit ``probes`` for this GPU's arch (or ``arch``), or read the audit a ``bundle``
     directory carries (:func:`load_bundle`; ``probes`` then picks its probes by file name and is where their code
     is imported from: a bundle is data, the probe paths it records are never imported), then check and time
@@ -364,6 +401,8 @@ def run_sweep(probes: Sequence[str] = (), *, arch: str | None = None, bundle: st
             GPU, with ``gpus``: every slot's.
         executor: a :mod:`tileprobe.exec` executor (``--executor ray``): the audit's compiles go through it, and
             its ``gpu_slots`` are the GPU workers (one per entry of ``gpus``, default one).
+        run_hang_risk: launch the variants predicted to hang too (:func:`run_probes`). on_hang_risk(records,
+            launched): before any variant runs, with the variants predicted to hang (only when there are some).
 
     Raises:
         TileprobeError: neither ``probes`` nor ``bundle``; a bundle without ``probes``; an unreadable or malformed
@@ -383,7 +422,8 @@ def run_sweep(probes: Sequence[str] = (), *, arch: str | None = None, bundle: st
                                 store=store, timeout_s=timeout_s, seed=seed, jobs=jobs, command_line=command_line,
                                 on_gpu=on_gpu, on_probe_error=on_probe_error, progress=progress, where=where,
                                 cases=cases, hints=hints,
-                                timing=dict(reps=reps, warmup=warmup, warmup_ms=None, timing_mode=timing_mode))
+                                timing=dict(reps=reps, warmup=warmup, warmup_ms=None, timing_mode=timing_mode),
+                                run_hang_risk=run_hang_risk, on_hang_risk=on_hang_risk)
         return _finish(result, store, command_line, audit_id)
     env = {"env": {"CUDA_VISIBLE_DEVICES": str(gpus[0])}} if gpus else {}
     with _watchdog.Watchdog(timeout_s=timeout_s, **env) as wd:
@@ -392,10 +432,20 @@ def run_sweep(probes: Sequence[str] = (), *, arch: str | None = None, bundle: st
             on_gpu(gpu)
         records, env, cubins, search = _sweep_records(gpu, from_bundle, probes, arch, jobs, store, command_line,
                                                       on_probe_error, where, cases, hints, executor)
+        _name_hang_risks(records, gpu, run_hang_risk, on_hang_risk)
         result = run_probes(records, cubins, probe_paths=probes, search_dirs=search, timeout_s=timeout_s,
                             reps=reps, warmup=warmup, seed=seed, watchdog=wd, environment=env, progress=progress,
-                            timing_mode=timing_mode, trust_recorded=not bundle, gpus=gpus)
+                            timing_mode=timing_mode, trust_recorded=not bundle, gpus=gpus,
+                            run_hang_risk=run_hang_risk)
     return _finish(result, store, command_line, audit_id)
+
+
+def _name_hang_risks(records, gpu: dict, run_hang_risk: bool, on_hang_risk) -> None:
+    """Call ``on_hang_risk`` with the variants of this GPU's arch predicted to hang, before any runs."""
+    here = get_arch(gpu["sm"]).name if gpu.get("sm") else None
+    risky = [r for r in hang_risks(records) if here is None or get_arch(r.arch).name == here]
+    if risky and on_hang_risk:
+        on_hang_risk(risky, run_hang_risk)
 
 
 def _sweep_records(gpu: dict, from_bundle, probes, arch, jobs, store, command_line, on_probe_error, where, cases,
@@ -427,7 +477,8 @@ def _finish(result: RunResult, store, command_line: str, audit_id) -> RunResult:
 
 
 def _sweep_on_gpus(probes, from_bundle, slots, gpus, *, executor, arch, bundle, store, timeout_s, seed, jobs, command_line,
-                   on_gpu, on_probe_error, progress, where, cases, hints, timing) -> RunResult:
+                   on_gpu, on_probe_error, progress, where, cases, hints, timing, run_hang_risk=False,
+                   on_hang_risk=None) -> RunResult:
     """:func:`run_sweep` with several GPU workers: they start (together) while nothing else runs, so worker
     start-up is apart from the sweep's timing (``environment["gpus"][i]["worker_start_s"]``)."""
     from . import multi
@@ -443,9 +494,10 @@ def _sweep_on_gpus(probes, from_bundle, slots, gpus, *, executor, arch, bundle, 
             on_gpu(gpu)
         records, env, cubins, search = _sweep_records(gpu, from_bundle, probes, arch, jobs, store, command_line,
                                                       on_probe_error, where, cases, hints, executor)
+        _name_hang_risks(records, gpu, run_hang_risk, on_hang_risk)
         result = run_probes_on_gpus(records, cubins, slots, probe_paths=probes, search_dirs=search,
                                     timeout_s=timeout_s, timing=timing, seed=seed, environment=env,
-                                    trust_recorded=not bundle, progress=progress)
+                                    trust_recorded=not bundle, progress=progress, run_hang_risk=run_hang_risk)
     finally:
         multi.close_slots(slots)
     return result

@@ -28,7 +28,9 @@ from typing import Any
 
 #: The fields of a stored run result (``VariantRecord.run``), with their defaults. Times in µs, durations in s.
 #: status: ok | wrong | hang | crash | error (the variant could not be set up: probe, reference or argument
-#: packing failed — the kernel was not judged).
+#: packing failed — the kernel was not judged) | skipped (not launched: the register-pool check predicted a hang,
+#: issue 23). register_pool: the static prediction beside what happened (``hang_risk`` | ``pool_ok`` | ``unknown``
+#: | ``none`` | None when the SASS was not read).
 RUN_FIELDS: dict[str, Any] = {
     "status": None, "median_us": None, "p25_us": None, "p75_us": None, "min_us": None, "mean_us": None,
     "stdev_us": None, "samples_us": None, "spread_pct": None, "reps": 0, "rel_err": None, "tolerance": None, "max_abs_err": None, "nan_count": 0,
@@ -38,6 +40,7 @@ RUN_FIELDS: dict[str, Any] = {
     "grid": None, "block": [1, 1, 1], "seed": None, "cubin_sha256": None, "error": "", "cuda_error": None,
     "fatal": False, "setup_s": None, "check_s": None, "time_s": None, "wall_s": None,
     "timing_mode": None, "clocks_before": None, "clocks_after": None, "clocks_during": None, "clocks_moved": None,
+    "register_pool": None,
 }
 
 

@@ -17,7 +17,12 @@ Layout (``schema_version`` :data:`EXPORT_SCHEMA_VERSION`; README "Tuning" shows 
           "verdict": "winner",                      # or "tie": candidates within noise, this one has the lowest median
           "median_us": 288.5, "ci_us": [287.9, 289.0], "samples": 412,
           "tie": [{"case": {...}, "hints": {...}, "median_us": 289.1, "ci_us": [288.2, 290.3]}],  # the others
-          "arch": "sm_90", "gpu": "NVIDIA H200", "tileiras": "…", "cuda_tile": "1.7.0", "timing": "sustained"}]}}
+          "arch": "sm_90", "gpu": "NVIDIA H200", "num_sms": 132, "tileiras": "…", "cuda_tile": "1.7.0",
+          "timing": "sustained",
+          # rows of a recorded search (`tileprobe tune -- COMMAND`, problem {"search": KEY}) also carry:
+          "source_sha256": "…",                     # the kernel's source file when recorded
+          "search": {"key": KEY, "config_index": 3, "config": {...}, "hints": {...},   # the program's own
+                     "program_pick": 5, "site": "app.py:12", "probe": "…/search_k_KEY.py"}}]}}
 
 Rows are keyed by (kernel, problem, arch): writing to an existing table of this schema replaces those rows and
 keeps the others, so one file can hold every kernel of a package (and several GPUs' archs). Problems with no
@@ -45,8 +50,8 @@ def _row(p, env: dict) -> dict | None:
             "ci_us": [pick.get("ci_lo_us"), pick.get("ci_hi_us")], "samples": pick.get("n"),
             "tie": [{"case": t["config"]["case"], "hints": t["config"]["hints"], "median_us": t.get("median_us"),
                      "ci_us": [t.get("ci_lo_us"), t.get("ci_hi_us")]} for t in p.tie if t["label"] != pick["label"]],
-            "arch": p.arch, "gpu": (env.get("gpu") or {}).get("name"), "tileiras": p.tileiras,
-            "cuda_tile": p.cuda_tile, "timing": env.get("timing")}
+            "arch": p.arch, "gpu": (env.get("gpu") or {}).get("name"), "num_sms": env.get("num_sms"),
+            "tileiras": p.tileiras, "cuda_tile": p.cuda_tile, "timing": env.get("timing")}
 
 
 def provenance(env: dict) -> dict:
@@ -73,6 +78,58 @@ def table(result, existing: dict | None = None) -> dict:
             "provenance": provenance(result.environment), "kernels": kernels}
 
 
+def annotate_searches(path: str, searches: list[dict], probe_dir: str | None = None) -> int:
+    """Give each row of a recorded search (problem ``{"search": key}``) the program's configuration it picked (as
+    the program made it: ``config``, ``hints``, its index), the program's own pick, the call site and the kernel
+    file's hash, from ``searches`` (``record.json``'s ``searches`` entries). Returns the rows annotated.
+
+    Raises:
+        TileprobeError: ``path`` is not a tune table.
+    """
+    doc = read_table(path)
+    by_key = {s["key"]: s for s in searches if s.get("key")}
+    n = 0
+    for rows in (doc.get("kernels") or {}).values():
+        for row in rows:
+            s = by_key.get((row.get("problem") or {}).get("search"))
+            label = (row.get("case") or {}).get("config")
+            configs = {c["label"]: (i, c) for i, c in enumerate((s or {}).get("configs") or [])}
+            if s is None or label not in configs:
+                continue
+            i, c = configs[label]
+            row["source_sha256"] = s.get("source_sha256")
+            row["search"] = {"key": s["key"], "config_index": i, "config": c.get("config"), "hints": c.get("hints"),
+                             "program_pick": s.get("program_pick"), "site": next(iter(s.get("sites") or {}), None),
+                             "probe": os.path.join(probe_dir, os.path.basename(s["file"])) if probe_dir and
+                             s.get("file") else s.get("file")}
+            n += 1
+    _write(doc, path)
+    return n
+
+
+def read_table(path: str) -> dict:
+    """A tune table read back (schema :data:`EXPORT_SCHEMA_VERSION`, kind :data:`KIND`).
+
+    Raises:
+        TileprobeError: the file cannot be read, is not JSON or is another kind or schema.
+    """
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except (OSError, json.JSONDecodeError) as e:
+        raise TileprobeError(f"{path}: not a readable tune table ({e}); make it with `tileprobe tune --export`") from e
+    if not isinstance(doc, dict) or doc.get("kind") != KIND or doc.get("schema_version") != EXPORT_SCHEMA_VERSION:
+        raise TileprobeError(f"{path}: not a schema-{EXPORT_SCHEMA_VERSION} tileprobe tune table")
+    return doc
+
+
+def _write(doc: dict, path: str) -> None:
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(json_text(doc))
+    os.replace(tmp, path)
+
+
 def write_export(result, path: str) -> dict:
     """Write (or merge into) the export table at ``path``; return the document written.
 
@@ -92,8 +149,5 @@ def write_export(result, path: str) -> dict:
             raise TileprobeError(f"--export {path}: the file exists and is not a schema-{EXPORT_SCHEMA_VERSION} "
                                  f"tileprobe tune table; it was left untouched: give another path")
     doc = table(result, existing)
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(json_text(doc))
-    os.replace(tmp, path)
+    _write(doc, path)
     return doc

@@ -130,7 +130,7 @@ def tune(probe_paths: Sequence[str], *, arch: str | None = None, budget_s: float
          toolchains: Sequence[dict] | None = None, tasks: tuple[str, str] = (TIME_TASK, CHECK_TASK),
          progress: Callable | None = None, startup_s: float | None = None, where: dict | None = None,
          cases: dict | None = None, hints: dict | None = None, executor=None,
-         probe_timeout_s: float | None = None) -> TuneResult:
+         probe_timeout_s: float | None = None, run_hang_risk: bool = False) -> TuneResult:
     """Tune probe files on this machine's GPU: the fastest correct configuration per (kernel, problem case).
 
     Args:
@@ -163,6 +163,8 @@ def tune(probe_paths: Sequence[str], *, arch: str | None = None, budget_s: float
             time split.
         where: keep the configurations matching ``{name: value}`` (``--where``; :mod:`tileprobe.audit.where`).
         cases, hints: ``{name: [values]}`` replacing the probes' own (``--case`` / ``--hint``).
+        run_hang_risk: race the candidates the register-pool check predicts to hang too (default: dropped under
+            the rule ``hang_risk``, named by ``progress("hang_risk", records)`` before any race).
 
     Returns a :class:`~tileprobe.tune.result.TuneResult`.
 
@@ -197,7 +199,11 @@ def tune(probe_paths: Sequence[str], *, arch: str | None = None, budget_s: float
                                                                        if probe_timeout_s else {})}, executor)
         result.probe_errors += [e for e in errors if e not in result.probe_errors]
         result.times["compile_s"] = time.perf_counter() - t1
-        plans = make_plans(problems, records, arch, "not_in_bundle" if bundle else "not_compiled")
+        plans = make_plans(problems, records, arch, "not_in_bundle" if bundle else "not_compiled", run_hang_risk)
+        risky = [c.record for p in plans for c in p.candidates if c.record is not None and c.record.ok
+                 and c.record.hang_risk]
+        if risky and progress:
+            progress("hang_risk", (risky, run_hang_risk))
         gpu = _gpu(result, starter, arch, progress)
         num_sms = num_sms or gpu.get("num_sms")
         facts = launch_facts(plans, num_sms, probe_timeout_s) if num_sms else {}   # grid(), args(): contained

@@ -12,7 +12,7 @@ A problem (:class:`ProblemResult`): ``kernel``, ``probe``, ``problem`` (its case
 stopped), ``rounds``, ``dropped`` (rule → count), ``notes``, ``previous`` (the comparison with a stored tune
 under another tileiras build, or null), and ``candidates``, each with: ``config`` (``case``: tunable values,
 ``hints``), ``label``, ``status`` (winner | tie | eliminated | hang | crash | error | wrong | skipped |
-duplicate | a compile status | constraint), ``reason``, ``same_launch_as``, ``group`` (labels timed as one),
+duplicate | hang_risk (not launched: predicted hang, issue 23) | a compile status | constraint), ``reason``, ``same_launch_as``, ``group`` (labels timed as one),
 the samples summary (``n``, ``median_us``, ``ci_lo_us``, ``ci_hi_us``, ``p25_us``, ``p75_us``, ``min_us``),
 ``clocks`` (lowest and highest SM and memory MHz over its batches, the driver's clock-event reasons),
 ``clocks_moved``, ``check``, ``eliminated_round``, ``grid`` and the static facts (threads, registers,
@@ -38,7 +38,8 @@ def _static(rec) -> dict:
         spills = {k: v for k, v in rec.sass.items() if "spill" in k} or None
     return {"threads": rec.threads, "registers": rec.registers, "shared_bytes": rec.shared_bytes,
             "stack_bytes": rec.stack_bytes, "ctas_per_sm": rec.ctas_per_sm, "spills": spills,
-            "verdicts": {k: v.get("status") for k, v in (rec.verdicts or {}).items()}}
+            "verdicts": {k: v.get("status") for k, v in (rec.verdicts or {}).items()},
+            "register_pool": rec.pool_verdict, "compile_s": rec.compile_s}
 
 
 def _clock_summary(batches: list[dict]) -> dict:

@@ -4,7 +4,8 @@
    processes, the store: what is stored is not compiled again) — or take the records of a ``--bundle`` made by
    ``tileprobe audit --bundle`` where tileiras is.
 2. **Drop, counting per rule**: a configuration whose compile failed (the rule is its status: ``compile_error``,
-   ``compiler_crash``, ``timeout``, ``probe_error``), or that the bundle lacks (``not_in_bundle``).
+   ``compiler_crash``, ``timeout``, ``probe_error``), that the bundle lacks (``not_in_bundle``), or whose SASS the
+   register-pool check predicts to hang (``hang_risk``, issue 23: not launched unless ``run_hang_risk``).
 3. **Exact duplicates** (rule ``duplicate_launch``): candidates whose launches are identical are timed once and
    reported as one group, every member named. Identical means all of: the same machine code and resources
    (``code_sha256``, threads, registers, shared and stack bytes, cluster shape), the same data in the cubin's
@@ -32,6 +33,7 @@ from .space import Config, Problem, problems
 
 DUPLICATE = "duplicate_launch"
 NOT_IN_BUNDLE = "not_in_bundle"
+HANG_RISK = "hang_risk"
 
 
 @dataclass
@@ -197,9 +199,9 @@ def compile_records(probe_paths: Sequence[str], problems_: Sequence[Problem], ar
 
 
 def make_plans(problems_: Sequence[Problem], records: Sequence[VariantRecord], arch: str,
-               missing_status: str = "not_compiled") -> list[Plan]:
+               missing_status: str = "not_compiled", run_hang_risk: bool = False) -> list[Plan]:
     """Match each configuration to its record (same probe file name, label, case, hints and arch); count the
-    constraint rejections and the failed compiles per rule."""
+    constraint rejections, the failed compiles and (unless ``run_hang_risk``) the predicted hangs per rule."""
     by_key = {_want_key(r.probe, r.kernel, r.case, r.hints): r for r in records if r.arch == arch}
     plans = []
     for p in problems_:
@@ -211,6 +213,10 @@ def make_plans(problems_: Sequence[Problem], records: Sequence[VariantRecord], a
                 c.status, c.reason = missing_status, f"no {arch} record for it"
             elif not rec.ok:
                 c.status, c.reason = rec.status, (rec.error or "").strip()
+            elif rec.hang_risk and not run_hang_risk:
+                c.status = HANG_RISK
+                c.reason = ("not launched: the register-pool check predicts a hang (--run-hang-risk launches it): "
+                            + (rec.register_pool or {}).get("reason", ""))
             if c.status != "ok":
                 plan.dropped[c.status] = plan.dropped.get(c.status, 0) + 1
             plan.candidates.append(c)

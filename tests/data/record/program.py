@@ -37,6 +37,22 @@ def basic():
     print(f"result: {sum(range(10))} child={rc}")
 
 
+def timeout():
+    """Issue 23: a launch under a short ct.compiler_timeout whose (simulated, FAKE_COMPILE_S) compile is longer —
+    the program catches cuTile's TileCompilerTimeoutError as a TileGym op's caller would — then one under a timeout
+    the compile fits in, and one with no timeout at all."""
+    import cuda.tile as ct
+    from cuda.tile._exception import TileCompilerTimeoutError
+    try:
+        with ct.compiler_timeout(0.05):
+            ct.launch(None, (16,), k.vadd, k.vadd_args(4096))
+    except TileCompilerTimeoutError as e:
+        print(f"op failed: {str(e).splitlines()[0]}")
+    with ct.compiler_timeout(30):
+        ct.launch(None, (32,), k.scale_rows, k.scale_args())
+    ct.launch(None, (8,), k.vadd, k.vadd_args(2048))
+
+
 def child():
     for _ in range(3):
         launch(None, (4,), k.vadd, k.vadd_args(1024, tile=128))
@@ -174,4 +190,4 @@ def layouts():
 
 if __name__ == "__main__":
     {"basic": basic, "child": child, "many": many, "crash-exc": crash_exc, "crash-kill": crash_kill, "rope": rope,
-     "layouts": layouts}[sys.argv[1]]()
+     "layouts": layouts, "timeout": timeout}[sys.argv[1]]()

@@ -1,0 +1,58 @@
+"""Test double for cuda.tile launches and cuda.tile.tune's timer on a machine without a GPU (tests/test_use.py).
+
+On PYTHONPATH, every Python process gets: ``cuda.tile._cext.launch`` (and ``cuda.tile.launch``) replaced by a
+function that accepts the call and returns; ``cuda.tile.tune._tune._benchmark`` (what the real
+``exhaustive_search`` times each trial with) replaced by :func:`fake_benchmark`, which "runs" the kernel on torch CPU
+tensors (``Z = X + Y``), appends one line per call to ``$FAKE_TUNE_LOG`` and returns a time in µs that depends on
+the TILE constant and the occupancy hint (TILE 512 with occupancy 2 is fastest); and, when tileprobe's capture is
+loaded, its ``device_facts`` answering as an H200 (``$FAKE_GPU`` overrides the name) with this machine's tileiras.
+The real ``exhaustive_search`` runs on top of it.
+"""
+import os
+import sys
+
+import cuda.tile as _ct
+import cuda.tile._cext as _cext
+import cuda.tile.tune._tune as _tune
+
+
+def fake_launch(stream, grid, kernel, kernel_args, /, **kwargs):
+    """The program's own launch: ``Z = X + Y`` on torch CPU tensors (what vadd computes)."""
+    if len(kernel_args) == 4:
+        x, y, z = kernel_args[:3]
+        z.copy_(x + y)
+
+
+def fake_benchmark(stream, grid, kernel, args, flush_l2=True):
+    log = os.environ.get("FAKE_TUNE_LOG")
+    if log:
+        with open(log, "a") as f:
+            f.write(f"{grid}\n")
+    if len(args) != 4:      # another kernel (a TileGym op run on CPU tensors): a time from its configuration
+        return 10.0 + (hash((tuple(grid), repr([a for a in args if isinstance(a, int)]))) % 1000) / 100
+    x, y, z, tile = args[0], args[1], args[2], args[3]
+    z.copy_(x + y)
+    occ = getattr(getattr(kernel, "_compiler_options", None), "occupancy", None)
+    return 10.0 + abs(tile - 512) / 64 + (0.0 if occ == 2 else 1.5)
+
+
+_cext.launch = fake_launch
+_ct.launch = fake_launch
+_tune._benchmark = fake_benchmark
+
+
+
+def install_fake_facts(capture) -> None:
+    """Make tileprobe's capture module see an H200 (``$FAKE_GPU`` another name), with this machine's tileiras."""
+    real = capture.device_facts
+
+    def fake_facts():
+        facts = real()
+        facts.update(gpu=os.environ.get("FAKE_GPU", "NVIDIA H200"), num_sms=132, arch="sm_90")
+        return facts
+
+    capture.device_facts = fake_facts
+
+
+if "_tileprobe_record_capture" in sys.modules:
+    install_fake_facts(sys.modules["_tileprobe_record_capture"])

@@ -1,0 +1,169 @@
+"""Register-pool balance of setmaxnreg (issue 23): real cubins for the verdicts they show, hand-made SASS for the rest.
+
+Real cubins (``tests/data/regpool``): examples/rms_norm_large.py compiled by tileiras 13.3.36 for sm_90 with
+ALLOW_TMA=False, occupancy=16 (hung on an H200 under the watchdog, 2026-12-01) and occupancy=4 (ran).
+"""
+from pathlib import Path
+
+import pytest
+
+from tileprobe.model.regpool import HANG_RISK, NONE, POOL_OK, UNKNOWN, check_listing
+from tileprobe.model.sass import have_nvdisasm, register_pool, sass_summary, split_register_pool
+from tileprobe.schema import POOL_NOT_CHECKED, VariantRecord
+
+DATA = Path(__file__).resolve().parent / "data"
+OCC16 = DATA / "regpool" / "rms_norm_large_13.3.36_tma_off_occ16_sm_90.cubin"
+OCC4 = DATA / "regpool" / "rms_norm_large_13.3.36_tma_off_occ4_sm_90.cubin"
+needs_nvdisasm = pytest.mark.skipif(not have_nvdisasm(), reason="nvdisasm not installed")
+
+
+def _check(cubin: Path) -> dict:
+    data = cubin.read_bytes()
+    sass, pool = split_register_pool(sass_summary(data, ""))
+    assert "register_pool" not in sass and sass["setmaxnreg"]
+    return pool
+
+
+@needs_nvdisasm
+def test_occupancy_16_cubin_is_a_hang_risk():
+    pool = _check(OCC16)
+    assert pool["verdict"] == HANG_RISK
+    assert (pool["registers_per_thread"], pool["threads"], pool["pool_registers"]) == (24, 256, 6144)
+    assert [(i["action"], i["target"], i["warps"], i["retry_loop"]) for i in pool["instructions"]] == [
+        ("TRY_ALLOC", 32, [4], True), ("TRY_ALLOC", 32, [5, 6, 7], True)]
+    assert "no reachable USETMAXREG.DEALLOC" in pool["reason"] and "6,144 registers" in pool["reason"]
+    assert "0x2930" in pool["reason"] and "32 registers per thread" in pool["reason"]
+
+
+@needs_nvdisasm
+def test_occupancy_4_cubin_balances_its_pool():
+    pool = _check(OCC4)
+    assert pool["verdict"] == POOL_OK
+    assert pool["warpgroup_counts"] == [96, 32]
+    assert pool["demand_registers"] == pool["pool_registers"] == 64 * 256
+    assert [(i["action"], i["target"], i["warps"]) for i in pool["instructions"]] == [
+        ("TRY_ALLOC", 96, [0, 1, 2, 3]), ("DEALLOC", 32, [4]), ("DEALLOC", 32, [5, 6, 7])]
+
+
+@needs_nvdisasm
+def test_a_cubin_without_setmaxnreg_has_verdict_none():
+    data = (DATA / "cubins" / "vec_add_sm_90.cubin").read_bytes()
+    sass, pool = split_register_pool(sass_summary(data, ""))
+    assert sass["setmaxnreg"] == [] and pool["verdict"] == NONE
+
+
+@needs_nvdisasm
+def test_matmul_producer_consumer_split_is_ok():
+    """tests/data/cubins/matmul_occ4_sm_90.cubin (tileiras 13.4.92): warpgroup 0 grows to 224 past wgmma
+    instructions (whose results must not be taken for the warp index), warpgroup 1's warps shrink to 32."""
+    pool = _check(DATA / "cubins" / "matmul_occ4_sm_90.cubin")
+    assert pool["verdict"] == POOL_OK and pool["warpgroup_counts"] == [224, 32]
+    assert [i["warps"] for i in pool["instructions"]] == [[0, 1, 2, 3], [4], [5], [6, 7]]
+    only_frees = _check(DATA / "cubins" / "matmul_sm_90.cubin")
+    assert only_frees["verdict"] == POOL_OK and "never asked for more" in only_frees["reason"]
+
+
+@needs_nvdisasm
+def test_the_same_cubin_with_registers_to_spare_is_ok():
+    """The occupancy-16 code launched with 32 registers per thread instead of 24: its TRY_ALLOC 32 asks for nothing
+    more than the launch allocation."""
+    from tileprobe.model.sass import disassemble
+    data = OCC16.read_bytes()
+    listing = disassemble(data)
+    assert check_listing(listing, None, 32, 256, (256, 1, 1)).verdict == POOL_OK
+    assert register_pool(data, listing, "nope", "sm_90a")["verdict"] == HANG_RISK   # unknown name: the only kernel
+
+
+def _listing(body: str) -> str:
+    lines = [".section\t.text.k,\"ax\",@progbits"]
+    for i, text in enumerate(body.strip().splitlines()):
+        text = text.strip()
+        lines.append(text if text.endswith(":") else f"        /*{i * 16:04x}*/   {text} ;")
+    return "\n".join(lines) + "\n"
+
+
+# warp w = tid.x >> 5; warpgroup 0 (warps 0-3) grows to `grow`, warpgroup 1 shrinks to `shrink`
+_SPLIT = """
+S2R R0, SR_TID.X
+SHF.R.U32.HI R0, RZ, 0x5, R0
+R2UR UR5, R0
+UISETP.GT.U32.AND UP0, UPT, UR5, 0x3, UPT
+PLOP3.LUT P0, PT, PT, PT, UP0, 0x80, 0x0
+@P0 BRA `(.L_x_0)
+.L_x_1:
+USETMAXREG.TRY_ALLOC.CTAPOOL UP0, {grow}
+PLOP3.LUT P0, PT, PT, PT, UP0, 0x80, 0x0
+@!P0 BRA `(.L_x_1)
+EXIT
+.L_x_0:
+USETMAXREG.DEALLOC.CTAPOOL {shrink}
+EXIT
+"""
+
+
+def test_balance_that_overdraws_the_pool_is_a_hang_risk():
+    c = check_listing(_listing(_SPLIT.format(grow="0xf0", shrink="0x28")), None, 128, 256, (256, 1, 1))
+    assert c.verdict == HANG_RISK and c.warpgroup_counts == (240, 40)
+    assert c.demand_registers == (240 + 40) * 128 > c.pool_registers == 128 * 256
+    assert [s.warps for s in c.instructions] == [(0, 1, 2, 3), (4, 5, 6, 7)]
+
+
+def test_balance_within_the_pool_is_ok():
+    c = check_listing(_listing(_SPLIT.format(grow="0xe8", shrink="0x18")), None, 128, 256, (256, 1, 1))
+    assert c.verdict == POOL_OK and c.warpgroup_counts == (232, 24) and c.demand_registers == 256 * 128
+
+
+def test_a_register_target_is_unknown():
+    c = check_listing(_listing(_SPLIT.format(grow="R4", shrink="0x28")), None, 128, 256, (256, 1, 1))
+    assert c.verdict == UNKNOWN and "register operand" in c.reason
+
+
+def test_a_count_off_the_ptx_steps_is_unknown():
+    c = check_listing(_listing(_SPLIT.format(grow="0xe4", shrink="0x28")), None, 128, 256, (256, 1, 1))
+    assert c.verdict == UNKNOWN and "24…256 in steps of 8" in c.reason
+
+
+def test_warps_of_one_warpgroup_at_different_counts_is_unknown():
+    """The split on warp > 1 (not > 3) puts warps 2 and 3 of warpgroup 0 on the DEALLOC side."""
+    text = _SPLIT.format(grow="0xe8", shrink="0x18").replace("UR5, 0x3,", "UR5, 0x1,")
+    c = check_listing(_listing(text), None, 128, 256, (256, 1, 1))
+    assert c.verdict == UNKNOWN and "warpgroup 0 reach different" in c.reason
+
+
+def test_a_branch_the_model_cannot_decide_is_unknown():
+    """The split depends on a loaded value, so every warp may run both; the verdict says it cannot decide."""
+    text = _SPLIT.format(grow="0xe8", shrink="0x18").replace("R2UR UR5, R0", "LDG.E R0, desc[UR4][R2.64]\n"
+                                                                              "R2UR UR5, R0")
+    c = check_listing(_listing(text), None, 128, 256, (256, 1, 1))
+    assert c.verdict == UNKNOWN and "may reach counts {24, 232}" in c.reason
+
+
+def test_an_indirect_branch_is_unknown():
+    text = _SPLIT.format(grow="0xe8", shrink="0x18").replace("EXIT\n.L_x_0:", "BRX R6 -0x40\n.L_x_0:")
+    c = check_listing(_listing(text), None, 128, 256, (256, 1, 1))
+    assert c.verdict == UNKNOWN and "indirect branch" in c.reason
+
+
+def test_a_cta_of_partial_warpgroups_is_unknown():
+    c = check_listing(_listing(_SPLIT.format(grow="0xe8", shrink="0x18")), None, 128, 192, (192, 1, 1))
+    assert c.verdict == UNKNOWN and "not whole warpgroups" in c.reason
+
+
+def test_allocation_with_no_deallocation_anywhere_is_a_hang_risk_even_for_a_2d_cta():
+    text = _SPLIT.format(grow="0x30", shrink="0x18").replace("USETMAXREG.DEALLOC.CTAPOOL 0x18", "MOV R1, R2")
+    c = check_listing(_listing(text), None, 40, 256, (128, 2, 1))
+    assert c.verdict == HANG_RISK and "48 registers per thread" in c.reason and "10,240 registers" in c.reason
+
+
+def test_no_setmaxnreg_is_none():
+    assert check_listing(_listing("S2R R0, SR_TID.X\nEXIT"), None, 16, 128).verdict == NONE
+
+
+def test_an_old_record_gets_its_pool_verdict_from_its_sass():
+    base = {"kernel": "k", "probe": "p", "case": {}, "hints": {}, "arch": "sm_90", "tileiras": "t", "status": "ok"}
+    assert VariantRecord.from_dict({**base, "sass": {"setmaxnreg": []}}).pool_verdict == NONE
+    old = VariantRecord.from_dict({**base, "sass": {"setmaxnreg": [["TRY_ALLOC", 32]]}})
+    assert old.pool_verdict == UNKNOWN and old.register_pool["reason"] == POOL_NOT_CHECKED and not old.hang_risk
+    assert VariantRecord.from_dict(base).register_pool is None
+    new = VariantRecord.from_dict({**base, "register_pool": {"verdict": HANG_RISK, "reason": "r"}})
+    assert new.hang_risk and VariantRecord.from_dict(new.to_dict()).register_pool == new.register_pool

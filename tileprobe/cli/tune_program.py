@@ -1,0 +1,222 @@
+"""``tileprobe tune [options] -- COMMAND …`` and ``tileprobe tune --refresh TABLE``: from a program's own
+``cuda.tile.tune`` searches to a table that ``tileprobe use`` answers them from.
+
+Record the program (its searches become one tuning probe each, whose space is the program's configurations:
+:mod:`tileprobe.record.searches`), tune those probes with the usual pipeline (parallel compiles, dedupe, race,
+correctness against the program's first configuration), export the table and give each row the program's own
+configuration (:func:`tileprobe.tune.export.annotate_searches`). ``--refresh`` re-tunes the rows that no longer hold
+here, and the misses ``tileprobe use`` noted, from the probes kept in ``TABLE.record``, and says per row whether
+the winner changed and what keeping the old one costs.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+from ..errors import TileprobeError
+from ..report.text import say
+
+DEFAULT_TABLE = "tileprobe-tune.json"
+
+
+def record_dir_of(table: str, given: str | None = None) -> str:
+    """Where a table's recording lives: ``--record-dir`` or ``TABLE.record`` beside it."""
+    return given or os.path.abspath(table) + ".record"
+
+
+def cmd_tune_program(args, command: list[str] | None, run_tune, report) -> int:
+    """Record ``command`` (or, with ``--refresh``, read what was recorded), tune its searches, write the table.
+    ``run_tune(args, err) -> TuneResult`` and ``report(args, result, err) -> exit code`` are ``tileprobe tune``'s
+    own (:mod:`tileprobe.cli.tune`, passed in: it imports this module)."""
+    from ._common import console
+    err = console(stderr=True)
+    args.tune_fns = (run_tune, report)
+    if args.refresh:
+        if command:
+            raise TileprobeError("give either --refresh TABLE or -- COMMAND, not both")
+        return _refresh(args, err)
+    if not command:
+        raise TileprobeError("no command after --: tileprobe tune --export table.json -- python app.py")
+    table = args.export = args.export or DEFAULT_TABLE
+    rec_dir = record_dir_of(table, args.record_dir)
+    from ..record.session import record
+    say(err, f"recording {' '.join(command)} (its cuda.tile.tune searches) into {rec_dir} …")
+    res = record(command, rec_dir, force=True)
+    if res.exit_code:
+        say(err, f"the command exited with {res.exit_code}: tuning the searches it made before")
+    searches = _summary(rec_dir).get("searches") or []
+    for note in res.notes:
+        say(err, f"note: {note}")
+    if not searches:
+        say(err, "no cuda.tile.tune search was seen: nothing to tune (is exhaustive_search called? see "
+                 "docs/RECORD.md)")
+        return 1
+    for s in searches:
+        say(err, f"search {s['name']} at {next(iter(s['sites']), '?')}: {len(s['configs'])} configurations; "
+                 f"{_program_text(s)}")
+    return _tune_searches(args, err, table, rec_dir, searches)
+
+
+def _program_text(s: dict) -> str:
+    if s.get("program_pick") is None:
+        return f"the program's search gave no pick ({s.get('error') or 'not seen'})"
+    t = s.get("program_search_s")
+    return f"the program picked C{s['program_pick']}" + (f" in {t:.1f} s" if t is not None else "")
+
+
+def _summary(rec_dir: str) -> dict:
+    path = os.path.join(rec_dir, "record.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError) as e:
+        raise TileprobeError(f"{path}: no recording to tune ({e}); run `tileprobe tune --export TABLE -- COMMAND` "
+                             "first") from e
+
+
+def _tune_searches(args, err, table: str, rec_dir: str, searches: list[dict], old: dict | None = None) -> int:
+    from ..tune.export import annotate_searches
+    run_tune, report = args.tune_fns
+    args.probes = [os.path.join(rec_dir, s["file"]) for s in searches]
+    result = run_tune(args, err)
+    rc = report(args, result, err)
+    if result.dry_run or not os.path.exists(table):
+        return rc
+    n = annotate_searches(table, searches, os.path.join(rec_dir, "probes"))
+    filled = _drop_filled_misses(table, {s["key"] for s in searches})
+    for line in comparison_lines(result, searches, old or {}):
+        say(err, line)
+    say(err, f"table: {table} ({n} search row(s) written{f', {filled} noted miss(es) filled' if filled else ''}); "
+             f"run the program with it: tileprobe use {table} -- COMMAND")
+    return rc
+
+
+def comparison_lines(result, searches: list[dict], old: dict) -> list[str]:
+    """Per tuned search: the table's pick against the program's own pick (and against the row it replaces, with
+    what keeping the old configuration would cost), from this tune's medians."""
+    by_key = {s["key"]: s for s in searches}
+    out = []
+    for p in result.problems:
+        s = by_key.get((p.problem or {}).get("search"))
+        if s is None or p.pick is None:
+            continue
+        med = {(r.get("config") or {}).get("case", {}).get("config"): r for r in p.candidates if r.get("config")}
+        pick = p.pick["config"]["case"]["config"]
+        best = p.pick.get("median_us")
+        text = f"{s['name']} ({s['key'][:8]}): pick {pick} {best:,.1f} µs" if best else f"{s['name']}: pick {pick}"
+        prog = s.get("program_pick")
+        if prog is not None:
+            text += "; " + _versus(f"the program's pick C{prog}", med.get(f"C{prog}"), best, pick == f"C{prog}")
+        before = old.get(s["key"])
+        if before is not None:
+            text += "; " + _versus(f"the old row's C{before}", med.get(f"C{before}"), best, pick == f"C{before}",
+                                   changed=True)
+        out.append(text)
+    return out
+
+
+def _versus(what: str, row: dict | None, best: float | None, same: bool, changed: bool = False) -> str:
+    if same:
+        return f"{what}: same" + (" winner (unchanged)" if changed else "")
+    prefix = f"winner changed from {what[len('the old row'):].strip(chr(39) + 's ')}: " if changed else ""
+    if row is None or row.get("median_us") is None or not best:
+        return f"{prefix}{what} not timed here ({(row or {}).get('status', 'no candidate')})"
+    loss = 100.0 * (row["median_us"] / best - 1.0)
+    return f"{prefix}{what} {row['median_us']:,.1f} µs ({row.get('status')}): keeping it costs {loss:+.1f} %"
+
+
+def _drop_filled_misses(table: str, keys: set) -> int:
+    from ..record.use import misses_path
+    path = misses_path(table)
+    if not os.path.exists(path):
+        return 0
+    with open(path, encoding="utf-8", errors="replace") as f:
+        lines = f.readlines()
+    keep = [ln for ln in lines if _key_of(ln) not in keys]
+    with open(path, "w", encoding="utf-8") as f:
+        f.writelines(keep)
+    return len(lines) - len(keep)
+
+
+def _key_of(line: str):
+    try:
+        return json.loads(line).get("key")
+    except (ValueError, AttributeError):
+        return None
+
+
+# --- --refresh ------------------------------------------------------------------------------------------------
+
+def host_facts() -> dict:
+    """What this machine can say without a CUDA context about the provenance of a row: the tileiras build cuTile
+    would compile with, cuda-tile's version, and the GPU name and SM count when NVML answers."""
+    out = {}
+    try:
+        from ..audit import _cutile
+        out["tileiras"] = _cutile.tileiras_build(_cutile.current_compiler())
+    except Exception:     # no tileiras here: the build is not a reason
+        pass
+    from ..schema import cutile_version
+    try:
+        out["cuda_tile"] = cutile_version()
+    except TileprobeError:
+        pass
+    try:
+        import pynvml
+        pynvml.nvmlInit()
+        h = pynvml.nvmlDeviceGetHandleByIndex(0)
+        name = pynvml.nvmlDeviceGetName(h)
+        out["gpu"] = name.decode() if isinstance(name, bytes) else name
+    except Exception:
+        pass
+    return out
+
+
+def stale_rows(table: dict, searches: list[dict], facts: dict) -> dict:
+    """``{search key: (row, [reasons])}`` for the table's search rows that do not hold here: the capture's own
+    check (:func:`stale_reasons`) over the facts known here, the kernel file's hash recomputed."""
+    from ..record.hook import load_capture
+    cap = load_capture()
+    files = {s["key"]: s.get("kernel_file") for s in searches}
+    out = {}
+    for rows in (table.get("kernels") or {}).values():
+        for row in rows:
+            key = (row.get("search") or {}).get("key")
+            if not key:
+                continue
+            here = {**facts, "source_sha256": cap.source_sha256(files.get(key)) if files.get(key) else
+                    row.get("source_sha256")}
+            why = cap.stale_reasons(row, here, fields=[f for f, _ in cap.PROVENANCE if here.get(f) is not None])
+            if why:
+                out[key] = (row, why)
+    return out
+
+
+def _refresh(args, err) -> int:
+    from ..record.log import read_misses
+    from ..record.searches import search_summary, write_search_probes
+    from ..record.use import misses_path
+    from ..record.write import Origin
+    from ..record.session import now
+    from ..tune.export import read_table
+    table = args.refresh
+    doc = read_table(table)
+    rec_dir = record_dir_of(table, args.record_dir)
+    recorded = _summary(rec_dir).get("searches") or []
+    stale = stale_rows(doc, recorded, host_facts())
+    for key, (row, why) in stale.items():
+        say(err, f"stale: {key[:8]} ({(row.get('search') or {}).get('site')}): {'; '.join(why)}")
+    todo = [s for s in recorded if s["key"] in stale]
+    misses = [m for m in read_misses(misses_path(table)) if m.key not in {s["key"] for s in todo}]
+    if misses:
+        written, notes = write_search_probes(misses, rec_dir, Origin("record", now(), command=["tileprobe use"]))
+        for note in notes:
+            say(err, f"note: {note}")
+        todo += search_summary(written, rec_dir)
+        say(err, f"{len(written)} noted miss(es) of `tileprobe use` to tune")
+    if not todo:
+        say(err, f"nothing to refresh: every search row of {table} holds here and no miss is noted")
+        return 0
+    old = {k: (r.get("search") or {}).get("config_index") for k, (r, _) in stale.items()}
+    args.export = table
+    return _tune_searches(args, err, table, rec_dir, todo, old)

@@ -1,0 +1,497 @@
+"""Register-pool balance of ``setmaxnreg`` (SASS ``USETMAXREG``): can the CTA's pool ever grant what its warps ask?
+
+Hardware rule, from the PTX ISA ("setmaxnreg", sm_90a+): ``setmaxnreg.dec`` releases registers of the executing
+warpgroup "to the register pool of the CTA"; ``setmaxnreg.inc`` asks that pool for registers and "blocks" until
+it can take them. The new count is per thread, "in the range 24 to 256 (both inclusive)" and "a multiple of 8";
+the instruction is ``.sync.aligned`` over a **warpgroup** (4 consecutive warps, 128 threads): all of its warps
+execute the same ``setmaxnreg``. In SASS a grow is ``USETMAXREG.TRY_ALLOC.CTAPOOL UPn, N`` inside a retry loop
+(``@!P BRA`` back to it until UPn says it was granted); a shrink is ``USETMAXREG.DEALLOC.CTAPOOL N``.
+
+The pool a CTA is launched with is its warps' allocation: per warp ``registers per thread × 32`` rounded up to
+the allocation unit (256 registers per warp on sm_90: ``cudaOccRegAllocationGranularity``, :mod:`tileprobe.model.arch`),
+times the warps. Only a DEALLOC adds to what a TRY_ALLOC can take.
+
+What :func:`check_register_pool` does, per kernel:
+
+1. Finds every USETMAXREG: action (TRY_ALLOC / DEALLOC), target (an immediate; a register target cannot be
+   read statically), guard predicate, and whether it sits in a retry loop.
+2. Finds which warps reach each one, by following the code once per warp index ``w`` (0 … threads/32 − 1): the
+   thread index (``S2R SR_TID.X``) shifted right by 5 or more is known per warp, and so is every value computed
+   from it by the moves, adds, compares (ISETP/UISETP) and predicate logic (PLOP3) it models; a branch or EXIT
+   whose predicate is known for ``w`` goes one way, any other goes both ways (so reachability over-approximates).
+3. Balances per warpgroup: the count each warpgroup ends at (its USETMAXREG's target, or the launch count when
+   it has none) × 128, summed, against the pool.
+
+Verdicts (:data:`VERDICTS`): ``hang_risk`` — an allocation the pool can never satisfy (no DEALLOC reachable at all,
+or the warpgroups' final counts need more than the pool holds): a TRY_ALLOC retry loop then spins for ever, so the
+kernel hangs; ``pool_ok`` — every warpgroup's final count fits the pool; ``unknown`` — something the model cannot
+decide (a register target, an invalid target, a CTA that is not whole warpgroups, a warpgroup whose warps reach
+different counts, or that may reach several, an indirect branch), with the reason; ``none`` — no USETMAXREG.
+
+Assumptions, also stated in each reason: the CTA is one-dimensional in threads (``reqntid`` = (N, 1, 1)), so
+warp ``w`` holds threads 32w … 32w+31 and warpgroup ``g`` warps 4g … 4g+3; registers of warps that exited are
+not returned to the pool (the PTX ISA says the pool is filled by ``setmaxnreg.dec``); a warpgroup that reaches a
+DEALLOC does so without first waiting for an allocation elsewhere (the model does not follow barriers or mbarrier
+waits, so a pool that balances can still deadlock through them: ``pool_ok`` is not a proof of progress).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+__all__ = ["VERDICTS", "HANG_RISK", "POOL_OK", "UNKNOWN", "NONE", "SetMaxNReg", "PoolCheck", "check_register_pool",
+           "check_listing", "warp_reach"]
+
+HANG_RISK, POOL_OK, UNKNOWN, NONE = "hang_risk", "pool_ok", "unknown", "none"
+#: Bumped whenever the walk or the rules change what they decide: a stored check of an older model is redone from
+#: the stored cubin (``Store.lookup``).
+MODEL_VERSION = 1
+#: Verdicts of the check, worst first.
+VERDICTS = (HANG_RISK, UNKNOWN, POOL_OK, NONE)
+#: setmaxnreg register counts the PTX ISA allows: multiples of 8 in 24 … 256.
+MIN_COUNT, MAX_COUNT, COUNT_STEP = 24, 256, 8
+WARP_SIZE, WARPS_PER_WARPGROUP = 32, 4
+_MASK = 0xFFFFFFFF
+_TID = "tid.x"          # the value of a register holding SR_TID.X (not warp-uniform)
+
+_SECTION = re.compile(r"^\s*\.section\s+\.text\.([^,\s]+)")
+_LABEL_LINE = re.compile(r"^\s*(\.L_x_\d+):")
+_LINE = re.compile(r"^\s*/\*([0-9a-f]+)\*/\s*\{?\s*(@!?U?P(?:T|\d+)\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Za-z0-9_]+)*)([^;]*)")
+_TARGET_LABEL = re.compile(r"`\((\.L_x_\d+)\)")
+_REG = re.compile(r"^(?:U?R\d+|U?P\d+)$")
+_CMP = {"EQ": lambda a, b: a == b, "NE": lambda a, b: a != b, "LT": lambda a, b: a < b,
+        "LE": lambda a, b: a <= b, "GT": lambda a, b: a > b, "GE": lambda a, b: a >= b}
+
+
+@dataclass(frozen=True)
+class _Ins:
+    address: int
+    guard: str
+    opcode: str
+    operands: tuple[str, ...]
+    labels: tuple[str, ...] = ()
+
+    @property
+    def base(self) -> str:
+        return self.opcode.split(".", 1)[0]
+
+    @property
+    def mods(self) -> tuple[str, ...]:
+        return tuple(self.opcode.split(".")[1:])
+
+    def text(self) -> str:
+        return " ".join(x for x in (self.guard, self.opcode, ", ".join(self.operands)) if x)
+
+
+@dataclass(frozen=True)
+class SetMaxNReg:
+    """One USETMAXREG instruction.
+
+    Attributes:
+        address: byte offset in the kernel. action: ``TRY_ALLOC`` (grow) or ``DEALLOC`` (shrink), as written.
+        target: registers per thread asked for (immediate), or None for a register operand.
+        text: the instruction as nvdisasm wrote it. guard: its predicate (``@P0``) or ``""``.
+        retry_loop: a TRY_ALLOC whose following branch jumps back to it (spins until granted).
+        warps: warp indices that reach it (over-approximated; see the module doc).
+    """
+    address: int
+    action: str
+    target: int | None
+    text: str
+    guard: str = ""
+    retry_loop: bool = False
+    warps: tuple[int, ...] = ()
+
+    def to_dict(self) -> dict:
+        """JSON-ready form."""
+        return {"address": self.address, "action": self.action, "target": self.target, "text": self.text,
+                "guard": self.guard, "retry_loop": self.retry_loop, "warps": list(self.warps)}
+
+
+@dataclass(frozen=True)
+class PoolCheck:
+    """The register-pool verdict of one kernel (registers are per CTA unless named per thread).
+
+    Attributes:
+        verdict: one of :data:`VERDICTS`. reason: the instructions, numbers and reasoning in words.
+        registers_per_thread: the launch count (EIATTR_REGCOUNT). threads: threads per CTA.
+        pool_registers: the CTA's pool (per-warp allocation × warps), or None when not computed.
+        demand_registers: Σ over warpgroups of final count × 128, or None when not decided.
+        instructions: every USETMAXREG, in address order.
+        warpgroup_counts: final registers per thread of each warpgroup (launch count when it runs no
+            USETMAXREG), or ``()`` when not decided.
+    """
+    verdict: str
+    reason: str
+    registers_per_thread: int | None = None
+    threads: int | None = None
+    pool_registers: int | None = None
+    demand_registers: int | None = None
+    instructions: tuple[SetMaxNReg, ...] = ()
+    warpgroup_counts: tuple[int, ...] = field(default=())
+
+    def to_dict(self) -> dict:
+        """JSON-ready form (the record's ``register_pool`` field)."""
+        return {"verdict": self.verdict, "reason": self.reason, "model_version": MODEL_VERSION,
+                "registers_per_thread": self.registers_per_thread,
+                "threads": self.threads, "pool_registers": self.pool_registers,
+                "demand_registers": self.demand_registers, "warpgroup_counts": list(self.warpgroup_counts),
+                "instructions": [i.to_dict() for i in self.instructions]}
+
+
+def _parse(listing: str, symbol: str | None) -> list[_Ins]:
+    """The instructions of kernel ``symbol`` (the only or first kernel when None or absent), NOPs kept out."""
+    kernels: dict[str, list[_Ins]] = {}
+    current, pending = None, []
+    for line in listing.splitlines():
+        m = _SECTION.match(line)
+        if m:
+            current, pending = kernels.setdefault(m.group(1), []), []
+            continue
+        m = _LABEL_LINE.match(line)
+        if m and current is not None:
+            pending.append(m.group(1))
+            continue
+        m = _LINE.match(line)
+        if m and current is not None:
+            ops = tuple(o.strip() for o in m.group(4).split(",") if o.strip())
+            if m.group(3) == "NOP" and not pending:
+                continue
+            current.append(_Ins(int(m.group(1), 16), (m.group(2) or "").strip(), m.group(3), ops, tuple(pending)))
+            pending = []
+    if symbol in kernels:
+        return kernels[symbol]
+    return next(iter(kernels.values()), [])
+
+
+def _value(token: str, env: dict):
+    """The known value of operand ``token`` under ``env`` (int, bool, _TID) or None when unknown."""
+    t = token.strip()
+    neg = t.startswith("!")
+    if neg:
+        t = t[1:]
+    if t in ("PT", "UPT"):
+        return not neg
+    if t in ("RZ", "URZ"):
+        return 0
+    if re.fullmatch(r"-?(?:0x[0-9a-fA-F]+|\d+)", t):
+        return int(t, 0) & _MASK
+    if t.startswith("-") and _REG.match(t[1:]):
+        v = env.get(t[1:])
+        return (-v) & _MASK if isinstance(v, int) and not isinstance(v, bool) else None
+    v = env.get(t)
+    if neg:
+        return (not v) if isinstance(v, bool) else None
+    return v
+
+
+def _int(v):
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _signed(v: int) -> int:
+    return v - (1 << 32) if v & 0x80000000 else v
+
+
+def _effect(ins: _Ins, env: dict) -> dict:
+    """``env`` after ``ins`` (guard not applied). Unmodelled writes make their destinations unknown."""
+    out = dict(env)
+    ops, base, mods = ins.operands, ins.base, ins.mods
+
+    def put(dest, value):
+        if dest in ("PT", "UPT", "RZ", "URZ"):
+            return
+        if value is None:
+            out.pop(dest, None)
+        else:
+            out[dest] = value
+
+    if base == "S2R" and len(ops) == 2:
+        put(ops[0], _TID if ops[1] == "SR_TID.X" else None)
+    elif base == "SHF" and mods[:3] == ("R", "U32", "HI") and len(ops) == 4 and _value(ops[1], env) == 0:
+        src, k = _value(ops[3], env), _int(_value(ops[2], env))
+        if src == _TID and k is not None and k >= 5:
+            put(ops[0], ("warp", k - 5))
+        elif _int(src) is not None and k is not None:
+            put(ops[0], (src >> k) & _MASK)
+        else:
+            put(ops[0], None)
+    elif base in ("MOV", "UMOV", "R2UR") and len(ops) >= 2:
+        put(ops[0], _value(ops[1], env))
+    elif base == "IMAD" and mods[:1] == ("MOV",) and len(ops) == 4:
+        put(ops[0], _value(ops[3], env))
+    elif base in ("IADD3", "UIADD3", "VIADD", "IMAD") and not ({"X", "WIDE", "HI", "SHL"} & set(mods)) and \
+            (base != "IMAD" or mods[:1] == ("IADD",)) and len(ops) in (3, 4):
+        terms = [_int(_value(o, env)) for o in ops[1:]]
+        if base == "IMAD":   # IMAD.IADD d, a, 0x1, b = a + b
+            terms = [terms[0], terms[2]] if _value(ops[2], env) == 1 else [None]
+        put(ops[0], (sum(terms) & _MASK) if all(t is not None for t in terms) else None)
+    elif base in ("ISETP", "UISETP") and len(ops) == 5 and mods and mods[0] in _CMP and mods[-1] in ("AND", "OR",
+                                                                                                     "XOR"):
+        a, b, c = _int(_value(ops[2], env)), _int(_value(ops[3], env)), _value(ops[4], env)
+        r = None
+        if a is not None and b is not None:
+            r = _CMP[mods[0]](a, b) if "U32" in mods else _CMP[mods[0]](_signed(a), _signed(b))
+        if r is not None and isinstance(c, bool):
+            r = {"AND": r and c, "OR": r or c, "XOR": r != c}[mods[-1]]
+        elif r is not None and not (mods[-1] == "AND" and c is True):
+            r = None
+        put(ops[0], r)
+        put(ops[1], None)
+    elif base in ("LOP3", "ULOP3") and mods[:1] == ("LUT",) and len(ops) == 6 and _REG.match(ops[0]):
+        a, b, c, lut = (_int(_value(o, env)) for o in ops[1:5])
+        put(ops[0], _lop3(a, b, c, lut) if None not in (a, b, c, lut) else None)
+        _kill_predicates(ops[5:], out)
+    elif base in ("PLOP3", "UPLOP3") and len(ops) == 7:
+        ins_ = [_value(o, env) for o in ops[2:5]]
+        for dest, lut in ((ops[0], _int(_value(ops[5], env))), (ops[1], _int(_value(ops[6], env)))):
+            if lut is None or not all(isinstance(x, bool) for x in ins_):
+                put(dest, None)
+            else:
+                put(dest, bool((lut >> (ins_[0] << 2 | ins_[1] << 1 | ins_[2])) & 1))
+    else:
+        _kill(ins, out)
+    return out
+
+
+def _lop3(a: int, b: int, c: int, lut: int) -> int:
+    """LOP3's bitwise three-input function: bit ``i`` of ``lut`` is the output for inputs (a, b, c) = bits of i."""
+    r = 0
+    for i in range(8):
+        if lut >> i & 1:
+            r |= (a if i & 4 else ~a) & (b if i & 2 else ~b) & (c if i & 1 else ~c)
+    return r & _MASK
+
+
+def _kill_predicates(operands, out: dict) -> None:
+    for o in operands:
+        t = o.lstrip("!")
+        if re.fullmatch(r"U?P\d+", t):
+            out.pop(t, None)
+
+
+def _kill(ins: _Ins, out: dict) -> None:
+    """Forget what an unmodelled instruction may write: its first operand (with the registers after it that a
+    wide result fills: .64 / WIDE / X2 / CS2R two, .128 / X4 four, a wgmma MxNxK M·N/128), every predicate it
+    names, and every register at all for other matrix instructions."""
+    shape = re.search(r"(\d+)x(\d+)x\d+", ins.opcode) if "GMMA" in ins.base else None
+    if "MMA" in ins.base and not shape:
+        for k in [k for k in out if isinstance(k, str) and k.startswith("R")]:
+            out.pop(k, None)
+    if ins.operands:
+        m = re.fullmatch(r"(U?R)(\d+)", ins.operands[0])
+        if m:
+            mods = set(ins.mods)
+            width = 4 if mods & {"128", "X4"} else 2 if mods & {"64", "WIDE", "X2"} or ins.base == "CS2R" else 1
+            if shape:   # wgmma MxNxK: M×N accumulators over 128 threads, at most one 32-bit register each
+                width = int(shape.group(1)) * int(shape.group(2)) // 128
+            for i in range(width):
+                out.pop(f"{m.group(1)}{int(m.group(2)) + i}", None)
+    _kill_predicates(ins.operands, out)
+
+
+def _join(a: dict | None, b: dict) -> dict:
+    if a is None:
+        return dict(b)
+    return {k: v for k, v in a.items() if k in b and b[k] == v}
+
+
+def _guard(ins: _Ins, env: dict):
+    if not ins.guard:
+        return True
+    return _value(ins.guard[1:], env)
+
+
+def warp_reach(instructions, warps: int) -> tuple[dict[int, set[int]], str | None]:
+    """Which warps reach which instruction: ``({index: {warp, …}}, problem)``; ``problem`` names an indirect
+    branch the walk could not follow (then every instruction counts as reached by every warp)."""
+    labels = {lab: i for i, ins in enumerate(instructions) for lab in ins.labels}
+    reached: dict[int, set[int]] = {}
+    for ins in instructions:
+        if ins.base in ("BRX", "JMX", "JMP", "BRXU", "JMXU"):
+            every = set(range(warps))
+            return {i: every for i in range(len(instructions))}, f"indirect branch {ins.text()} at {ins.address:#06x}"
+    for w in range(warps):
+        for i in _walk(instructions, labels, w):
+            reached.setdefault(i, set()).add(w)
+    return reached, None
+
+
+def _walk(instructions, labels, warp: int) -> set[int]:
+    """Indices of instructions warp ``warp`` may reach (a forward data flow to a fixpoint)."""
+    start = {}
+    states: dict[int, dict] = {0: start}
+    work = [0]
+    seen: set[int] = set()
+    while work:
+        i = work.pop()
+        if i >= len(instructions):
+            continue
+        seen.add(i)
+        ins, env = instructions[i], _resolve(states[i], warp)
+        g = _guard(ins, env)
+        succ: list[tuple[int, dict]] = []
+        if ins.base == "BRA":
+            target = _TARGET_LABEL.search(", ".join(ins.operands))
+            cond = g
+            extra = [o for o in ins.operands if re.fullmatch(r"!?U?P(?:T|\d+)", o)]
+            if extra and cond is not False:
+                e = _value(extra[0], env)
+                cond = (cond and e) if isinstance(e, bool) and isinstance(cond, bool) else (False if e is False
+                                                                                           else None)
+            if target and target.group(1) in labels:
+                if cond is not False:
+                    succ.append((labels[target.group(1)], env))
+                if cond is not True:
+                    succ.append((i + 1, env))
+            else:
+                succ.append((i + 1, env))
+        elif ins.base in ("EXIT", "RET", "BPT", "KILL"):
+            if g is not True:
+                succ.append((i + 1, env))
+        else:
+            new = _effect(ins, env) if g is not False else env
+            if g is None:
+                new = _join(env, new)
+            succ.append((i + 1, new))
+            if ins.base == "CALL":
+                target = _TARGET_LABEL.search(", ".join(ins.operands))
+                if target and target.group(1) in labels:
+                    succ.append((labels[target.group(1)], new))
+        for j, e in succ:
+            old = states.get(j)
+            joined = _join(old, e)
+            if old is None or joined != old:
+                states[j] = joined
+                work.append(j)
+    return seen
+
+
+def _resolve(env: dict, warp: int) -> dict:
+    """``env`` with symbolic warp values ``("warp", k)`` (tid.x >> (5+k)) made concrete for ``warp``."""
+    return {k: ((warp >> v[1]) if isinstance(v, tuple) else v) for k, v in env.items()}
+
+
+def _setmaxnreg(instructions, i: int, reached) -> SetMaxNReg:
+    ins = instructions[i]
+    action = ins.mods[0] if ins.mods else ""
+    imm = [o for o in ins.operands if re.fullmatch(r"0x[0-9a-fA-F]+|\d+", o)]
+    target = int(imm[-1], 0) if imm else None
+    loop = False
+    for j in range(i + 1, min(i + 4, len(instructions))):
+        nxt = instructions[j]
+        if nxt.base == "BRA":
+            m = _TARGET_LABEL.search(", ".join(nxt.operands))
+            back = m and any(m.group(1) in instructions[k].labels for k in range(max(0, i - 2), i + 1))
+            loop = bool(back and nxt.guard)
+            break
+    return SetMaxNReg(ins.address, action, target, ins.text(), ins.guard, loop,
+                      tuple(sorted(reached.get(i, ()))))
+
+
+def check_listing(listing: str, symbol: str | None, registers_per_thread: int, threads: int,
+                  reqntid: tuple[int, ...] = (), reg_alloc_unit: int = 256) -> PoolCheck:
+    """:func:`check_register_pool` over the text of ``nvdisasm -c`` (kernel ``symbol``; the only kernel when None)."""
+    return check_register_pool(_parse(listing, symbol), registers_per_thread, threads, reqntid, reg_alloc_unit)
+
+
+def check_register_pool(instructions, registers_per_thread: int, threads: int, reqntid: tuple[int, ...] = (),
+                        reg_alloc_unit: int = 256) -> PoolCheck:
+    """The register-pool verdict of one kernel's instructions (see the module doc for the rules and assumptions).
+
+    Args:
+        instructions: the kernel's parsed instructions (:func:`check_listing` parses a listing).
+        registers_per_thread: the launch count (cubin EIATTR_REGCOUNT). threads: threads per CTA.
+        reqntid: the cubin's (x, y, z) CTA shape, when known; only (N, 1, 1) lets the walk name warps.
+        reg_alloc_unit: registers per warp the hardware allocates in (256 on sm_80 … sm_121, ``[occ]``
+            ``cudaOccRegAllocationGranularity``).
+    """
+    found = [i for i, ins in enumerate(instructions) if ins.base == "USETMAXREG"]
+    if not found:
+        return PoolCheck(NONE, "no USETMAXREG (setmaxnreg) in the SASS", registers_per_thread, threads)
+    warps = max(1, -(-threads // WARP_SIZE))
+    per_warp = -(-registers_per_thread * WARP_SIZE // reg_alloc_unit) * reg_alloc_unit
+    pool = per_warp * warps
+    launch = per_warp // WARP_SIZE
+    facts = dict(registers_per_thread=registers_per_thread, threads=threads, pool_registers=pool)
+    one_d = not reqntid or tuple(reqntid[1:]) in ((), (1,), (1, 1))
+    reached, problem = warp_reach(instructions, warps) if one_d else \
+        ({i: set(range(warps)) for i in range(len(instructions))}, f"the CTA is {reqntid}, not one-dimensional")
+    smn = tuple(_setmaxnreg(instructions, i, reached) for i in found)
+    facts["instructions"] = smn
+    pool_text = (f"the CTA's pool of {pool:,} registers ({registers_per_thread} per thread × {threads} threads, "
+                 f"{per_warp} per warp in {reg_alloc_unit}-register units)")
+    bad = [s for s in smn if s.warps and (s.target is None or not MIN_COUNT <= s.target <= MAX_COUNT
+                                          or s.target % COUNT_STEP)]
+    if bad:
+        what = "; ".join(f"{s.text} at {s.address:#06x}" for s in bad)
+        return PoolCheck(UNKNOWN, f"cannot read the count of {what}: a register operand, or outside the PTX ISA's "
+                                  f"{MIN_COUNT}…{MAX_COUNT} in steps of {COUNT_STEP}", **facts)
+    grows = [s for s in smn if s.action != "DEALLOC" and s.warps and s.target > launch]
+    frees = [s for s in smn if s.action == "DEALLOC" and s.warps]
+    if not grows:
+        return PoolCheck(POOL_OK, f"no reachable USETMAXREG asks for more than the launch allocation ({launch} per "
+                                  f"thread), so {pool_text} is never asked for more", **facts)
+    ask = "; ".join(f"{s.text} at {s.address:#06x} ({_warps(s.warps)}"
+                    f"{', in a retry loop' if s.retry_loop else ''})" for s in grows)
+    if not frees:
+        need = max(s.target for s in grows)
+        return PoolCheck(HANG_RISK, f"{ask} asks for {need} registers per thread, above the launch count of "
+                                    f"{launch}, and no reachable USETMAXREG.DEALLOC returns registers: {pool_text} "
+                                    "is all held by the CTA's own warps, so the allocation can never be granted "
+                                    "and its retry loop spins for ever (assumes exited warps return no registers "
+                                    "to the pool)", **facts)
+    return _balance(smn, warps, launch, pool, pool_text, problem, facts)
+
+
+def _balance(smn, warps: int, launch: int, pool: int, pool_text: str, problem: str | None, facts: dict) -> PoolCheck:
+    """Per-warpgroup final counts against the pool (both TRY_ALLOC and DEALLOC are reachable)."""
+    if warps % WARPS_PER_WARPGROUP:
+        return PoolCheck(UNKNOWN, f"the CTA has {warps} warps, not whole warpgroups of {WARPS_PER_WARPGROUP}: "
+                                  "setmaxnreg works per warpgroup", **facts)
+    if problem:
+        return PoolCheck(UNKNOWN, f"cannot tell which warps run which USETMAXREG ({problem})", **facts)
+    counts = []
+    for g in range(warps // WARPS_PER_WARPGROUP):
+        per_warp = []
+        for w in range(g * WARPS_PER_WARPGROUP, (g + 1) * WARPS_PER_WARPGROUP):
+            per_warp.append(frozenset(s.target for s in smn if w in s.warps))
+        if len(set(per_warp)) > 1:
+            return PoolCheck(UNKNOWN, f"the warps of warpgroup {g} reach different setmaxnreg counts "
+                                      f"({', '.join(sorted({_counts(c) for c in per_warp}))}); the PTX ISA has the "
+                                      "whole warpgroup execute the same one", **facts)
+        if len(per_warp[0]) > 1:
+            return PoolCheck(UNKNOWN, f"warpgroup {g} may reach counts {_counts(per_warp[0])} (branches the model "
+                                      "cannot decide, or several in sequence): its final count is not known",
+                             **facts)
+        counts.append(next(iter(per_warp[0])) if per_warp[0] else launch)
+    demand = sum(c * WARP_SIZE * WARPS_PER_WARPGROUP for c in counts)
+    facts.update(demand_registers=demand, warpgroup_counts=tuple(counts))
+    plan = ", ".join(f"warpgroup {g}: {c}" for g, c in enumerate(counts))
+    if demand > pool:
+        return PoolCheck(HANG_RISK, f"the warpgroups end at {plan} registers per thread (× 128 threads = {demand:,}),"
+                                    f" more than {pool_text}: a TRY_ALLOC can never be granted and its retry loop "
+                                    "spins for ever", **facts)
+    return PoolCheck(POOL_OK, f"the warpgroups end at {plan} registers per thread (× 128 threads = {demand:,}), "
+                              f"within {pool_text} (assumes each DEALLOC is reached without waiting for a TRY_ALLOC)",
+                     **facts)
+
+
+def _counts(c) -> str:
+    return "{" + ", ".join(str(x) for x in sorted(c)) + "}" if c else "none"
+
+
+def _warps(ws) -> str:
+    return f"warp{'s' if len(ws) > 1 else ''} {_ranges(ws)}"
+
+
+def _ranges(ws) -> str:
+    ws = sorted(ws)
+    out, start = [], None
+    for i, w in enumerate(ws):
+        if start is None:
+            start = w
+        if i + 1 == len(ws) or ws[i + 1] != w + 1:
+            out.append(f"{start}" if start == w else f"{start}–{w}")
+            start = None
+    return ",".join(out) or "none"

@@ -1,0 +1,99 @@
+"""Answer a program's ``cuda.tile.tune.exhaustive_search`` calls from a tune table, with no change to its code.
+
+Three ways in, one mechanism (the capture's :class:`Answerer`, standard library only, loaded by path):
+
+* ``tileprobe use TABLE -- COMMAND …``: every Python process the command starts, through the same start-up hook as
+  ``tileprobe record`` (:func:`use_env`);
+* ``TILEPROBE_USE_TABLE=TABLE`` in the environment of a process whose ``PYTHONPATH`` holds the hook (``tileprobe
+  use`` sets both);
+* ``tileprobe.use("table.json")`` as a line of Python, before or after ``cuda.tile`` (and TileGym) are imported:
+  references already taken (``from cuda.tile.tune import exhaustive_search``) are rebound.
+
+A search whose key (kernel, problem arguments, the program's configurations) and provenance (GPU name, SM count,
+arch, tileiras build, cuda-tile version, the kernel file's SHA-256) match a row returns at once a real
+``cuda.tile.tune.TuningResult`` whose ``best.config`` is the program's own configuration object. Anything else runs
+the program's search, is said once on stderr with the reason, and is appended to ``TABLE.misses.jsonl`` (read by
+:func:`tileprobe.record.log.read_misses`; ``tileprobe tune --refresh TABLE`` tunes them).
+"""
+from __future__ import annotations
+
+import os
+
+from ..errors import TileprobeError
+from . import hook
+
+MISSES_SUFFIX = ".misses.jsonl"
+
+
+def misses_path(table: str) -> str:
+    """Where misses of ``table`` are noted: ``TABLE.misses.jsonl`` beside it."""
+    return os.path.abspath(table) + MISSES_SUFFIX
+
+
+def check_table(table: str) -> str:
+    """The absolute path of a readable tune table.
+
+    Raises:
+        TileprobeError: it does not exist or is not a tileprobe tune table (names the file and the fix).
+    """
+    import json
+    try:
+        with open(table, encoding="utf-8") as f:
+            doc = json.load(f)
+    except OSError as e:
+        raise TileprobeError(f"{table}: cannot read the tune table ({e.strerror or e}); make one with "
+                             "`tileprobe tune --export TABLE -- COMMAND`") from e
+    except ValueError as e:
+        raise TileprobeError(f"{table}: not JSON ({e}); give the table `tileprobe tune --export` wrote") from e
+    if not isinstance(doc, dict) or doc.get("kind") != "tileprobe.tune":
+        raise TileprobeError(f"{table}: not a tileprobe tune table (no \"kind\": \"tileprobe.tune\")")
+    return os.path.abspath(table)
+
+
+def use_env(table: str, hook_dir: str, env: dict | None = None) -> dict:
+    """The environment for ``tileprobe use``: the hook (written into ``hook_dir``) first on PYTHONPATH,
+    ``TILEPROBE_USE_TABLE`` = the table; a recording in progress is kept."""
+    env = dict(os.environ if env is None else env)
+    path = hook.write_hook(hook_dir)
+    old = env.get("PYTHONPATH", "")
+    if path not in old.split(os.pathsep):
+        env["PYTHONPATH"] = path + (os.pathsep + old if old else "")
+    env[hook.load_capture().ENV_USE] = os.path.abspath(table)
+    return env
+
+
+def run_with_table(table: str, command: list[str]) -> int:
+    """Run ``command`` with its searches answered from ``table``; return its exit code (128 + N for signal N).
+
+    Raises:
+        TileprobeError: no command, the table is not a tune table, the command cannot be started.
+    """
+    import subprocess
+    import tempfile
+    if not command:
+        raise TileprobeError("no command: tileprobe use TABLE -- python my_script.py")
+    table = check_table(table)
+    with tempfile.TemporaryDirectory(prefix="tileprobe-use-") as tmp:
+        env = use_env(table, tmp)
+        try:
+            proc = subprocess.Popen(command, env=env)
+        except OSError as e:
+            raise TileprobeError(f"cannot start {command[0]!r}: {e.strerror or e}; check the command after --") from e
+        while True:
+            try:
+                rc = proc.wait()
+                break
+            except KeyboardInterrupt:     # the command got the same Ctrl-C
+                continue
+    return 128 - rc if rc < 0 else rc
+
+
+def use(table: str):
+    """Answer this process's searches from ``table`` from now on (the one-line form: ``tileprobe.use("t.json")``).
+
+    Returns the capture's ``Answerer`` (``.answered``: searches answered so far; ``.misses_path``).
+
+    Raises:
+        TileprobeError: the table cannot be read or is not a tune table.
+    """
+    return hook.load_capture().install_use(check_table(table))
