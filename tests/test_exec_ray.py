@@ -123,3 +123,50 @@ def test_a_node_killed_mid_sweep_loses_nothing_finished(tmp_path):
     finally:
         ray.shutdown()
         cluster.shutdown()
+
+
+# --- issue 25 ----------------------------------------------------------------------------------------------------
+
+def test_an_address_where_nothing_listens_is_refused_at_once():
+    """Ray waited more than 200 s without a word for an address where nothing listens (a tester, 2026-12-01)."""
+    import subprocess
+    import sys
+    proc = subprocess.run([sys.executable, "-m", "tileprobe", "audit", PROBE, "--arch", "sm_90", "--no-store",
+                           "--executor", "ray", "--address", "127.0.0.1:9"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "PYTHONPATH": ROOT})
+    assert proc.returncode == 2, proc.stderr
+    assert "--address 127.0.0.1:9: nothing answers at 127.0.0.1:9 within 10 s" in proc.stderr
+
+
+def test_sigterm_under_ray_exits_as_the_local_executor(tmp_path):
+    """143 and the kept-compiles line (was: exit -6 and Ray's stack dump)."""
+    import signal
+    import sqlite3
+    import subprocess
+    import sys
+    fake = fake_tileiras(tmp_path, 'if [ "$n" -ge 1 ]; then sleep 293; fi', logged=True)
+    db = str(tmp_path / "s.sqlite")
+    p = subprocess.Popen([sys.executable, "-m", "tileprobe", "audit", PROBE, "--arch", "sm_90", "--tileiras", fake,
+                          "--store", db, "--no-sass", "--executor", "ray", "--format", "none"], cwd=ROOT,
+                         env={**os.environ, "PYTHONPATH": ROOT}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         text=True)
+    deadline = time.time() + 240
+
+    def stored() -> int:
+        try:
+            with sqlite3.connect(db) as c:
+                return c.execute("SELECT COUNT(*) FROM compiles").fetchone()[0]
+        except sqlite3.Error:
+            return 0
+    try:
+        while time.time() < deadline and p.poll() is None and not (stored() >= 1 and _compiles(tmp_path) >= 2):
+            time.sleep(0.3)
+        assert p.poll() is None, p.communicate()[0]
+        p.send_signal(signal.SIGTERM)
+        out, _ = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+        subprocess.run(["pkill", "-f", "sleep 293"])
+    assert p.returncode == 143, out
+    assert "terminated by SIGTERM; 1 compile finished before it is kept in the results store" in out, out

@@ -80,3 +80,45 @@ def test_a_full_disk_under_json_says_what_was_kept(tmp_path, capsys, monkeypatch
     err = " ".join(capsys.readouterr().err.split())
     assert f"tileprobe: No space left on device writing {out} (errno ENOSPC); free space" in err
     assert "nothing had been saved to the results store yet" in err and "Traceback" not in err
+
+
+# --- class 6: run --bundle that ran nothing, tune --bundle checked before the GPU ---------------------------------------
+
+@pytest.mark.parametrize("runs, says", [([], "nothing was run"),
+                                        ([{"status": "error", "error": "x"}] * 2, "every one of the 2 runs failed")])
+def test_run_bundle_that_ran_nothing_or_only_failed_exits_1(tmp_path, capsys, monkeypatch, runs, says):
+    from types import SimpleNamespace
+    import tileprobe.run.session as session
+    from tileprobe.schema import VariantRecord
+    recs = [VariantRecord(kernel="k", probe="p.py", case={}, hints={}, arch="sm_90", tileiras="t", status="ok",
+                          run=r) for r in runs]
+    fake = SimpleNamespace(records=recs, environment={}, skipped=[], ran=len(runs), restarts=0, wall_s=0.0,
+                           aborted=None, store_error=None)
+    monkeypatch.setattr(session, "run_sweep", lambda *a, **k: fake)
+    (tmp_path / "p.py").write_text("")
+    assert main(["run", "--bundle", str(tmp_path), str(tmp_path / "p.py"), "--no-store", "--format", "none"]) == 1
+    assert f"--bundle {tmp_path}: {says}" in " ".join(capsys.readouterr().err.split())
+
+
+def test_tune_bundle_is_checked_before_any_gpu(tmp_path, capsys, monkeypatch):
+    import tileprobe.cli.tune as cli_tune
+
+    def no_gpu(*a, **k):
+        raise AssertionError("the GPU worker was started before the bundle was read")
+    monkeypatch.setattr(cli_tune, "_gpu_worker", no_gpu)
+    (tmp_path / "p.py").write_text("")
+    assert main(["tune", str(tmp_path / "p.py"), "--bundle", str(tmp_path / "nope"), "--no-store"]) == 1
+    assert "nope" in capsys.readouterr().err
+
+
+def test_a_report_of_thousands_of_series_notes_the_plot_instead_of_drawing_it():
+    """A 20,000-variant audit: `report` drew 16,785 lines for minutes (no output after 240 s)."""
+    from tileprobe.report.html import MAX_PLOT_SERIES, kernel_plots
+    from tileprobe.schema import VariantRecord
+    rows = [VariantRecord(kernel="k", probe="p.py", case={"I": i}, hints={"occupancy": o}, arch="sm_90",
+                          tileiras="Cuda compilation tools, release 13.4, V13.4.92", status="ok", threads=128,
+                          registers=32, shared_bytes=0, stack_bytes=0, ctas_per_sm=8)
+            for i in range(MAX_PLOT_SERIES + 6) for o in (1, 2)]
+    html = kernel_plots(rows, 0)
+    assert f"no plot, {MAX_PLOT_SERIES + 6:,} lines (one per case and compiler)" in html and "<svg" not in html
+    assert "<svg" in kernel_plots(rows[:4], 0)

@@ -132,9 +132,12 @@ def test_dry_run_prunes_by_constraint_and_groups_identical_launches(space):
 
 def test_planted_hang_and_crash_are_recorded_and_the_winner_is_named(space):
     plan = {"times": {"256": "crash", "512": 100.0, "1024": 80.0, "2048": "hang"}}
-    t0 = time.perf_counter()
+    import sqlite3
+    with sqlite3.connect(space["store"]) as c:
+        before = dict(c.execute("SELECT key, created FROM compiles").fetchall())
     res, pids = run_tune(space, plan)
-    took = time.perf_counter() - t0
+    with sqlite3.connect(space["store"]) as c:
+        after = dict(c.execute("SELECT key, created FROM compiles").fetchall())
     (p,) = res.problems
     rows = {r["label"]: r for r in p.candidates if r.get("config")}
     assert p.verdict == "winner" and p.pick["label"] == "TILE=1024 occupancy=1"
@@ -145,8 +148,10 @@ def test_planted_hang_and_crash_are_recorded_and_the_winner_is_named(space):
     assert rows["TILE=1024 occupancy=2"]["median_us"] == rows["TILE=1024 occupancy=1"]["median_us"]
     win = rows["TILE=1024 occupancy=1"]
     assert win["check"]["status"] == "ok" and win["clocks"]["sm_mhz"] == [1890.0, 1980.0] and win["clocks_moved"]
-    assert res.times["race_s"] > 0 and res.times["worker_start_s"] > 0 and res.times["compile_s"] < 10
-    assert len(pids) >= 3 and took < 60                             # a fresh worker after the crash and the hang
+    assert res.times["race_s"] > 0 and res.times["worker_start_s"] > 0
+    assert after == before and len(before) == 5      # the store's compiles were reused, none made again (was: a
+    #                                                  compile_s < 10 s assertion, which a loaded machine fails)
+    assert len(pids) >= 3                            # a fresh worker after the crash and the hang
     assert res.environment["timing"] == "sustained" and res.environment["gpu"]["name"] == "Fake H200"
 
 

@@ -34,7 +34,7 @@ def test_schema_2_store_from_the_previous_tileprobe_is_migrated(tmp_path):
     with sqlite3.connect(path) as c:
         assert c.execute("PRAGMA user_version").fetchone()[0] == 2
     with Store.open(str(path)) as store:
-        assert store.schema_version() == SCHEMA_VERSION == 4
+        assert store.schema_version() == SCHEMA_VERSION == 5
         meta = store.meta()
         assert meta["migrated_from"] == "2" and meta["created"].startswith("2026-12-01")
         old = store.records()

@@ -105,6 +105,9 @@ def run_tune(args, err):
     """The tune of ``args.probes`` with the store, the GPU worker and progress lines; the ``TuneResult``."""
     from ..tune.pipeline import process_age_s
     startup_s = process_age_s()
+    if args.bundle:       # the bundle is checked before any GPU is looked for (issue 25)
+        from ..run.session import load_bundle
+        load_bundle(args.bundle)
     store = None
     if not args.no_store:
         from ..store import Store

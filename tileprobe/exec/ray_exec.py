@@ -31,6 +31,9 @@ from ..audit.pool import variant_limit_s
 from ..errors import UsageError
 from ..run.watchdog import INIT_CUDA, TaskOutcome, WorkerStartError
 
+#: Longest single ``ray.wait`` in seconds: Python runs a signal handler (SIGTERM: exit 143 with the kept line) only
+#: between them, and Ray's wait does not return for a signal (issue 25: SIGTERM under Ray was not heard).
+WAIT_SLICE_S = 1.0
 #: Times Ray re-runs a compile task whose worker or node died (not one cancelled past its deadline).
 TASK_RETRIES = 2
 _NODE: dict = {}   # in a Ray worker process: the compiler set up there (spec) and its temp folder
@@ -92,11 +95,17 @@ class RayExecutor:
     name = "ray"
 
     def __init__(self, address: str | None = None, jobs: int | None = None, deadline_s: float | None = None):
+        import signal
         ray = self.ray = _ray()
         self.owned = not ray.is_initialized()
         if self.owned:
+            check_address(address)
+            handlers = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
             ray.init(address=address, include_dashboard=False, log_to_driver=False,
                      runtime_env={"env_vars": {"PYTHONPATH": _pythonpath()}})
+            for s, h in handlers.items():   # Ray puts its own SIGTERM handler (a stack dump, exit -6): tileprobe's
+                if h is not None:            # stops the sweep as the local executor does (143, the kept line)
+                    signal.signal(s, h)
         self.jobs = jobs or max(1, int(ray.cluster_resources().get("CPU", 1)))
         self.deadline_s = deadline_s
         self.cancelled = 0      # tasks cancelled past their deadline (the tests read it)
@@ -119,7 +128,7 @@ class RayExecutor:
                 if not flight:
                     return
                 soonest = min(d for _, d, _ in flight.values())
-                ready, _ = self.ray.wait(list(flight), num_returns=1, timeout=max(0.0, soonest - time.monotonic()))
+                ready = _wait(self.ray, list(flight), min(WAIT_SLICE_S, max(0.0, soonest - time.monotonic())))
                 for ref in ready:
                     yield self._result(ref, flight.pop(ref)[0])
                 now = time.monotonic()
@@ -211,7 +220,10 @@ class RayGpuSlot:
         timeout = self.timeout_s if timeout_s is None else float(timeout_s)
         t0 = time.perf_counter()
         ref = self.actor.task.remote(fn, kwargs or {})
-        ready, _ = self.ray.wait([ref], timeout=timeout)
+        until = time.monotonic() + timeout
+        ready: list = []
+        while not ready and time.monotonic() < until:     # in slices: a SIGTERM's handler runs between them
+            ready = _wait(self.ray, [ref], min(WAIT_SLICE_S, max(0.0, until - time.monotonic())))
         if not ready:
             self._replace()
             return TaskOutcome("hang", error=f"no result within {timeout:g} s: the Ray GPU actor was killed and "
@@ -245,6 +257,44 @@ class RayGpuSlot:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _wait(ray, refs: list, timeout_s: float) -> list:
+    """``ray.wait(refs, num_returns=1, timeout=timeout_s)``'s ready list. A signal handler's exception raised while
+    Ray waits (tileprobe's SIGTERM → ``Terminated``) comes out of Ray's Cython as a SystemError: it is raised as
+    itself, so SIGTERM under Ray exits as under the local executor."""
+    try:
+        return ray.wait(refs, num_returns=1, timeout=timeout_s)[0]
+    except SystemError as e:
+        if e.__cause__ is not None:
+            raise e.__cause__ from None
+        raise
+
+
+#: Seconds to wait for a TCP answer from a ``--address host:port`` before Ray is asked to join it (issue 25: Ray
+#: itself waited more than 200 s without a word for an address where nothing listens).
+CONNECT_TIMEOUT_S = 10.0
+
+
+def check_address(address: str | None, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+    """Refuse a ``--address`` (``host:port``, ``ray://host:port``) where nothing accepts a TCP connection within
+    ``timeout_s``; ``None`` and ``auto`` (Ray's own lookup) are not checked.
+
+    Raises:
+        UsageError: the address cannot be read, or nothing answers there.
+    """
+    import socket
+    if not address or address == "auto":
+        return
+    hostport = address.split("://", 1)[-1].rstrip("/")
+    host, _, port = hostport.rpartition(":")
+    if not host or not port.isdigit():
+        raise UsageError(f"--address {address!r}: give host:port (as `ray start --head` prints it) or auto")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except (OSError, ValueError) as e:
+        raise UsageError(f"--address {address}: nothing answers at {host}:{port} within {timeout_s:g} s ({e}); is "
+                         "`ray start --head` running there? (or drop --address to start Ray here)") from None
 
 
 def _version(tileiras: str | None) -> str | None:

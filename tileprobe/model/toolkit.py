@@ -48,7 +48,7 @@ def toolkit_version(root: str | os.PathLike) -> tuple[str | None, str]:
     nvcc = root / "bin" / _exe("nvcc")
     if nvcc.is_file():
         try:
-            out = subprocess.run([str(nvcc), "--version"], capture_output=True, text=True, timeout=30).stdout
+            out = run_tool([str(nvcc), "--version"]).stdout     # the one tool timeout, its group killed
             m = re.search(r"V(\d+\.\d+(?:\.\d+)?)", out) or re.search(r"release (\d+\.\d+)", out)
             if m:
                 return m.group(1), "bin/nvcc --version"

@@ -349,6 +349,11 @@ def _arch_order(arch: str) -> tuple:
         return ((999, 0), arch)
 
 
+#: Most lines one figure draws (issue 25): past it the figure is a note (a 20,000-variant audit drew 16,785 lines
+#: for minutes; more than a few dozen lines are not readable in one figure anyway).
+MAX_PLOT_SERIES = 64
+
+
 def kernel_plots(rows: Sequence[VariantRecord], kernel_index: int) -> str:
     """Figures for one kernel: per arch, one per varying hint; an arch where no variant compiled gets a note
     instead of empty axes."""
@@ -366,6 +371,13 @@ def kernel_plots(rows: Sequence[VariantRecord], kernel_index: int) -> str:
             for k, (build, part) in enumerate(plot_groups(recs, hint)):
                 title = f"{recs[0].kernel} on {arch}: resources vs {hint}" + (f" · {short_build(build)}" if build
                                                                               else "")
+                n = len({(r.tileiras, fmt_kv(r.case), fmt_kv({k2: v for k2, v in r.hints.items() if k2 != hint}))
+                         for r in part})
+                if n > MAX_PLOT_SERIES:   # issue 25: 16,785 lines took minutes to draw and read as nothing
+                    out.append(f'<p class="note">{_e(title)}: no plot, {n:,} lines (one per case and compiler) are '
+                               f"more than the {MAX_PLOT_SERIES} a figure shows; the table above has every variant "
+                               "(narrow the report with --where or --kernel for a plot).</p>")
+                    continue
                 svg = hint_figure_svg(part, hint, title, salt=f"tileprobe-{kernel_index}-{arch}-{j}-{k}")
                 out.append(f'<figure class="plot">{svg}<figcaption>{_e(title)}; one colour per case'
                            f"{' (dash: compiler)' if len({r.tileiras for r in part}) > 1 else ''}; marker shape: "

@@ -210,12 +210,17 @@ class Watchdog:
         t0 = time.perf_counter()
         try:
             w.conn.send(("task", task_id, fn, kwargs or {}))
-            ready = w.conn.poll(timeout)
+            # the timeout counts from the worker's "started" (its task imported: seconds on a loaded machine, not
+            # the task's time); a worker that dies meanwhile or later is a crash, whatever the timing (issue 25)
+            ready = w.conn.poll(self.startup_timeout_s)
             msg = w.conn.recv() if ready else None
+            if msg is not None and msg[0] == "started":
+                ready = w.conn.poll(timeout)
+                msg = w.conn.recv() if ready else None
         except (EOFError, OSError):
             return self._crashed(w, t0)
         if msg is None:
-            if w.proc.poll() is not None:
+            if _exited(w.proc, self.grace_s):
                 return self._crashed(w, t0)
             self._replace(w)
             return TaskOutcome("hang", error=f"no result within {timeout:g} s: the worker (pid {w.proc.pid}) was "
@@ -247,6 +252,16 @@ class Watchdog:
         if self._worker is w:
             self._worker = None
         self.restarts += 1
+
+
+def _exited(proc, grace_s: float) -> bool:
+    """Whether ``proc`` has ended, or ends within ``grace_s`` (a task that killed its worker just as its timeout
+    ran out is a crash, not a hang, on a loaded machine too)."""
+    try:
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        return False
+    return True
 
 
 def _killpg(pgid: int, sig: int) -> None:

@@ -7,8 +7,9 @@ fork of a process that may hold a CUDA context), it talks over the inherited soc
 * worker → parent, once: ``("hello", ok, info)`` — ``info`` is what ``INIT`` (``"module:function"``) returned,
   e.g. the GPU's provenance from :func:`init_cuda`, or the traceback when it failed;
 * parent → worker: ``("task", task_id, "module:function", kwargs)`` or ``("stop",)``;
-* worker → parent: ``("result", task_id, ok, value)`` — the function's return value (a dict), or
-  ``{"error": traceback, "exception": name}`` when it raised.
+* worker → parent: ``("started", task_id)`` once the task's function is imported (its timeout starts then: a
+  loaded machine's import time is not a hang, issue 25), then ``("result", task_id, ok, value)`` — the function's
+  return value (a dict), or ``{"error": traceback, "exception": name}`` when it raised.
 
 A task result with ``"fatal": True`` (a sticky CUDA error broke the context) makes the worker exit right after
 replying, so the next variant runs in a clean context. The default task, :func:`run_variant`, returns the run
@@ -444,7 +445,9 @@ def serve(conn, init: str) -> int:
             return 0
         _, task_id, fn, kwargs = msg
         try:
-            value = _import(fn)(**(kwargs or {}))
+            call = _import(fn)
+            conn.send(("started", task_id))     # the task's clock starts now, not while its module imports
+            value = call(**(kwargs or {}))
             conn.send(("result", task_id, True, value))
         except BaseException as e:  # the task's own failure: report it; the worker stays usable
             conn.send(("result", task_id, False, {"error": "".join(traceback.format_exception(e)).strip(),

@@ -176,6 +176,9 @@ def tune(probe_paths: Sequence[str], *, arch: str | None = None, budget_s: float
     """
     from ..audit.zygote import warm_starts
     t0 = time.perf_counter()
+    if bundle:            # a damaged or missing bundle is said before the GPU worker starts (issue 25)
+        from ..run.session import load_bundle
+        load_bundle(bundle)
     result = TuneResult(dry_run=dry_run, times={"startup_s": startup_s})
     race_settings, timing_settings = _settings(strategy, budget_s, tie_pct, confidence, min_samples, max_samples,
                                                seed, timing)
