@@ -88,6 +88,28 @@ def test_tune_drops_a_predicted_hang_unless_asked(tmp_path):
     assert [c.status for c in make_plans([problem], recs, "sm_90", run_hang_risk=True)[0].candidates] == ["ok"] * 3
 
 
+def test_racing_while_compiling_drops_a_predicted_hang_as_it_lands(tmp_path):
+    """The tune's default GPU path lands records one by one (tune/static.py Landing, issue 22): the hang rule holds
+    there as in make_plans."""
+    from tileprobe.tune.space import Config, Problem
+    from tileprobe.tune.static import COMPILING, HANG_RISK, Landing, pending_plans
+
+    class _Probe:
+        source, label, reference = str(tmp_path / "p.py"), "rms", None
+    recs = _records(tmp_path / "p.py")
+    problem = Problem(_Probe(), {"ALLOW_TMA": False}, [Config((), tuple(r.hints.items())) for r in recs])
+    for run_hang_risk, want in ((False, ["ok", HANG_RISK, "ok"]), (True, ["ok", "ok", "ok"])):
+        (plan,) = plans = pending_plans([problem])
+        landing = Landing(plans, "sm_90", run_hang_risk)
+        assert [c.status for c in plan.candidates] == [COMPILING] * 3
+        for r in recs:
+            assert landing.land(r) is not None
+        assert [c.status for c in plan.candidates] == want
+        assert plan.dropped == ({} if run_hang_risk else {HANG_RISK: 1})
+        if not run_hang_risk:
+            assert REASON in plan.candidates[1].reason and "--run-hang-risk" in plan.candidates[1].reason
+
+
 def test_compile_time_against_the_programs_compiler_timeout(tmp_path):
     """audit --compiler-timeout S: every compiled record gets its margin; those past it are flagged in words."""
     from tileprobe.audit.pipeline import check_compile_timeout
