@@ -36,6 +36,28 @@ def task_sleep(seconds=3600):
     return {"status": "ok"}
 
 
+class _Hostile:
+    """A probe-made object in a task's result: unpickled, it would run a command in the parent."""
+    def __reduce__(self):
+        return (os.system, (f"touch {os.environ.get('TILEPROBE_TEST_MARKER', '/nonexistent/x')}",))
+
+    def __repr__(self):
+        return "<Hostile>"
+
+
+def task_hostile_result():
+    import numpy as np
+    return {"status": "ok", "obj": _Hostile(), "median": np.float64(1.5), "n": np.int64(3), "pair": (1, 2)}
+
+
+def task_garbage_on_the_pipe():
+    """Probe code that finds the worker's pipe and writes a pickle (or anything) on it."""
+    import pickle
+    from multiprocessing.connection import Connection
+    Connection(int(sys.argv[1]), readable=False).send_bytes(pickle.dumps(("result", 1, True, _Hostile())))
+    time.sleep(60)
+
+
 def task_abort():
     os.abort()
 
@@ -314,3 +336,24 @@ def test_cli_runs_a_bundle_end_to_end(tmp_path, monkeypatch):
     assert [v["run"]["status"] for v in doc["variants"]] == ["ok", "hang", "ok"]
     assert doc["environment"]["gpu"]["name"] == "Fake H200" and doc["environment"]["bundle"] == str(bundle)
     assert new_children() == []
+
+
+def test_a_result_crosses_as_data_only(wd, tmp_path, monkeypatch):
+    """Issue 25: what the worker (which runs probe code) sends is JSON data, never unpickled in the parent: a
+    probe-made object arrives as its repr text and its __reduce__ never runs; numpy scalars arrive as numbers."""
+    marker = tmp_path / "ran"
+    monkeypatch.setenv("TILEPROBE_TEST_MARKER", str(marker))
+    out = wd.submit(task("task_hostile_result"))
+    assert out.status == "done"
+    assert out.value == {"status": "ok", "obj": "<Hostile>", "median": 1.5, "n": 3, "pair": (1, 2)}
+    assert type(out.value["median"]) is float and type(out.value["n"]) is int
+    assert not marker.exists()
+
+
+def test_a_pickle_written_on_the_pipe_is_a_crash_not_run(wd, tmp_path, monkeypatch):
+    marker = tmp_path / "ran"
+    monkeypatch.setenv("TILEPROBE_TEST_MARKER", str(marker))
+    out = wd.submit(task("task_garbage_on_the_pipe"), timeout_s=30)
+    assert out.status == "crash" and "not tileprobe's data" in out.error, out
+    assert not marker.exists()
+    assert wd.submit(task("task_echo"), {"i": 1}).status == "done"   # a fresh worker serves the next task

@@ -152,6 +152,39 @@ def loads(message: bytes) -> Any:
         raise WireError(f"not a message tileprobe sends: {type(e).__name__}: {str(e)[:200]}") from None
 
 
+def to_data(value: Any, depth: int = 0) -> Any:
+    """``value`` made data for :func:`send` by the side that built it (a GPU worker's results): numpy/torch scalars
+    (anything with ``item()``) become Python numbers, ``int``/``float``/``str`` subclasses their base type, sets
+    lists, and anything else its ``repr`` text, so a result never fails to send and nothing but data crosses."""
+    if depth > MAX_DEPTH:
+        return "<nested too deep>"
+    if type(value) in _SCALARS or type(value) is bytes:
+        return value
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            k = to_data(k, depth + 1)
+            out[k if isinstance(k, (*_SCALARS, tuple)) else str(k)] = to_data(v, depth + 1)
+        return out
+    if isinstance(value, (list, tuple)):
+        items = [to_data(v, depth + 1) for v in value]
+        return tuple(items) if isinstance(value, tuple) else items
+    if isinstance(value, (set, frozenset)):
+        return [to_data(v, depth + 1) for v in value]
+    for base in (bool, int, float, str):
+        if isinstance(value, base):
+            return base(value)
+    item = getattr(value, "item", None)
+    if callable(item):
+        try:
+            got = item()
+            if type(got) in _SCALARS:
+                return got
+        except Exception:   # noqa: BLE001 — an array of many elements, or a hostile item(): its text
+            pass
+    return _short_repr(value)
+
+
 def send(conn, value: Any, where: str = "value") -> None:
     """Send ``value`` on a :class:`multiprocessing.connection.Connection` as one :func:`dumps` message."""
     conn.send_bytes(dumps(value, where))

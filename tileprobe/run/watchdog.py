@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from multiprocessing import Pipe
 from typing import Any
 
+from ..audit.wire import WireError, recv as wire_recv
 from ..errors import TileprobeError
 from ..schema import exit_text
 
@@ -147,8 +148,8 @@ class Watchdog:
         w = _Worker(proc, parent, log_path)
         try:
             ready = parent.poll(self.startup_timeout_s)
-            msg = parent.recv() if ready else None
-        except (EOFError, OSError):
+            msg = wire_recv(parent) if ready else None   # data only: never unpickled here (issue 25)
+        except (EOFError, OSError, WireError):
             msg = None
         if msg is None or msg[0] != "hello" or not msg[1]:
             why = ("no hello within %.0f s" % self.startup_timeout_s if msg is None and proc.poll() is None
@@ -213,12 +214,17 @@ class Watchdog:
             # the timeout counts from the worker's "started" (its task imported: seconds on a loaded machine, not
             # the task's time); a worker that dies meanwhile or later is a crash, whatever the timing (issue 25)
             ready = w.conn.poll(self.startup_timeout_s)
-            msg = w.conn.recv() if ready else None
+            msg = wire_recv(w.conn) if ready else None   # data only: never unpickled here (issue 25)
             if msg is not None and msg[0] == "started":
                 ready = w.conn.poll(timeout)
-                msg = w.conn.recv() if ready else None
+                msg = wire_recv(w.conn) if ready else None
         except (EOFError, OSError):
             return self._crashed(w, t0)
+        except WireError as e:   # the probe code in the worker wrote on its pipe: do not trust this worker
+            self._replace(w)
+            return TaskOutcome("crash", error=f"the worker (pid {w.proc.pid}) sent a message that is not tileprobe's "
+                               f"data ({e}); the next variant runs in a fresh one", wall_s=time.perf_counter() - t0,
+                               worker_pid=w.proc.pid, exit_status=exit_text(w.proc.poll()))
         if msg is None:
             if _exited(w.proc, self.grace_s):
                 return self._crashed(w, t0)

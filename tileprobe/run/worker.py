@@ -427,13 +427,20 @@ def _die_with_parent() -> None:
         pass
 
 
+def _send(conn, message: tuple) -> None:
+    """One message to the parent as data (:mod:`tileprobe.audit.wire`): the parent never unpickles what this
+    process, which runs probe code, sends (issue 25)."""
+    from ..audit import wire
+    wire.send(conn, wire.to_data(message), "the worker's message")
+
+
 def serve(conn, init: str) -> int:
     """The worker loop: hello, then tasks until ``stop`` or the parent goes away. Returns the exit code."""
     try:
         info = _import(init)() or {}
-        conn.send(("hello", True, info))
+        _send(conn, ("hello", True, info))
     except BaseException as e:  # report why the worker cannot start, then quit
-        conn.send(("hello", False, {"error": "".join(traceback.format_exception(e)).strip(),
+        _send(conn, ("hello", False, {"error": "".join(traceback.format_exception(e)).strip(),
                                     "exception": type(e).__name__, "message": str(e)}))
         return 2
     while True:
@@ -446,11 +453,11 @@ def serve(conn, init: str) -> int:
         _, task_id, fn, kwargs = msg
         try:
             call = _import(fn)
-            conn.send(("started", task_id))     # the task's clock starts now, not while its module imports
+            _send(conn, ("started", task_id))     # the task's clock starts now, not while its module imports
             value = call(**(kwargs or {}))
-            conn.send(("result", task_id, True, value))
+            _send(conn, ("result", task_id, True, value))
         except BaseException as e:  # the task's own failure: report it; the worker stays usable
-            conn.send(("result", task_id, False, {"error": "".join(traceback.format_exception(e)).strip(),
+            _send(conn, ("result", task_id, False, {"error": "".join(traceback.format_exception(e)).strip(),
                                                   "exception": type(e).__name__}))
             continue
         if isinstance(value, dict) and value.get("fatal"):
