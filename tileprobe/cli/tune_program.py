@@ -66,12 +66,16 @@ def _program_text(s: dict) -> str:
 
 def _summary(rec_dir: str) -> dict:
     path = os.path.join(rec_dir, "record.json")
+    from ..record.hook import load_capture
     try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
+        doc = load_capture().read_json_file(path)
     except (OSError, ValueError) as e:
         raise TileprobeError(f"{path}: no recording to tune ({e}); run `tileprobe tune --export TABLE -- COMMAND` "
-                             "first") from e
+                             "first") from None
+    if not isinstance(doc, dict):
+        raise TileprobeError(f"{path}: not a tileprobe recording (a JSON {type(doc).__name__}, not an object); run "
+                             "`tileprobe tune --export TABLE -- COMMAND` again")
+    return doc
 
 
 def _tune_searches(args, err, table: str, rec_dir: str, searches: list[dict], old: dict | None = None) -> int:

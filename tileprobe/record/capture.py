@@ -837,6 +837,48 @@ def stale_reasons(row: dict, here: dict, fields=None) -> list[str]:
     return out
 
 
+TABLE_LIMIT_BYTES = 1 << 30     # 1 GiB, as the result readers (tileprobe.schema)
+
+
+class TableReadError(ValueError):
+    """A tune table or recording that cannot be read as one; the message names the file and the problem."""
+
+
+def read_json_file(path: str, limit_bytes: int = TABLE_LIMIT_BYTES):
+    """The JSON document in the regular file ``path`` (at most ``limit_bytes``, UTF-8, nested no deeper than
+    Python's recursion limit lets the parser go).
+
+    Raises:
+        OSError: it cannot be opened or stat'ed.
+        TableReadError: not a regular file (a FIFO or device would hang or never end), too large, not UTF-8, not
+            JSON, nested too deep; the message starts with ``path``.
+    """
+    import stat
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise TableReadError(f"{path}: not a regular file (a FIFO, device or directory); give a file")
+    if st.st_size > limit_bytes:
+        raise TableReadError(f"{path}: {st.st_size:,} bytes, more than the {limit_bytes:,} bytes tileprobe reads")
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):   # replaced between stat and open
+            raise TableReadError(f"{path}: not a regular file; give a file")
+        raw = f.read(limit_bytes + 1)
+    if len(raw) > limit_bytes:
+        raise TableReadError(f"{path}: more than the {limit_bytes:,} bytes tileprobe reads")
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise TableReadError(f"{path}: not UTF-8 text (byte {e.start:,})") from None
+    except json.JSONDecodeError as e:
+        raise TableReadError(f"{path}: not JSON (line {e.lineno}, column {e.colno}: {e.msg})") from None
+    except RecursionError:
+        raise TableReadError(f"{path}: nested deeper than the JSON reader goes (about "
+                             f"{sys.getrecursionlimit():,} levels; tileprobe writes 6)") from None
+    except ValueError as e:          # an integer of more than 4,300 digits
+        raise TableReadError(f"{path}: {e}") from None
+
+
 class Answerer:
     """Answers searches from a tune table (``tileprobe tune --export``): rows with a ``search`` block, indexed by
     the search key. Never raises into the program: an unreadable table is said once and every search runs."""
@@ -850,14 +892,13 @@ class Answerer:
         self.answered = 0
         self.broken = False
         try:
-            with open(self.path, encoding="utf-8") as f:
-                doc = json.load(f)
+            doc = read_json_file(self.path)
             for kernel, rows in (doc.get("kernels") or {}).items():
                 for row in rows:
                     key = (row.get("search") or {}).get("key")
                     if key:
                         self.rows.setdefault(key, []).append(row)
-        except (OSError, ValueError, AttributeError, TypeError) as e:
+        except (OSError, ValueError, AttributeError, TypeError, RecursionError) as e:
             self.broken = True
             self.say_once("table", f"cannot read the table {self.path} ({type(e).__name__}: {e}); every search "
                                    "runs as the program wrote it")

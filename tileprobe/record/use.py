@@ -36,15 +36,14 @@ def check_table(table: str) -> str:
     Raises:
         TileprobeError: it does not exist or is not a tileprobe tune table (names the file and the fix).
     """
-    import json
+    cap = hook.load_capture()
     try:
-        with open(table, encoding="utf-8") as f:
-            doc = json.load(f)
+        doc = cap.read_json_file(table)
     except OSError as e:
         raise TileprobeError(f"{table}: cannot read the tune table ({e.strerror or e}); make one with "
                              "`tileprobe tune --export TABLE -- COMMAND`") from e
-    except ValueError as e:
-        raise TileprobeError(f"{table}: not JSON ({e}); give the table `tileprobe tune --export` wrote") from e
+    except cap.TableReadError as e:
+        raise TileprobeError(f"{e}; give the table `tileprobe tune --export` wrote") from None
     if not isinstance(doc, dict) or doc.get("kind") != "tileprobe.tune":
         raise TileprobeError(f"{table}: not a tileprobe tune table (no \"kind\": \"tileprobe.tune\")")
     return os.path.abspath(table)

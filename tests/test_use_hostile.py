@@ -1,0 +1,61 @@
+"""Issue 21 hardening: ``tileprobe use`` / ``tune --refresh`` given hostile tables and recordings (deep JSON,
+wrong shapes, FIFOs and devices) answer with a message naming the file, never a traceback or a hang."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TABLE = {"kind": "tileprobe.tune", "schema_version": 1, "kernels": {}}
+
+
+def _env(tmp_path, **extra):
+    return dict(os.environ, PYTHONPATH=str(ROOT), XDG_CACHE_HOME=str(tmp_path / "xdg"), **extra)
+
+
+def _tp(tmp_path, *args, timeout=120):
+    return subprocess.run([sys.executable, "-m", "tileprobe.cli", *map(str, args)], capture_output=True, text=True,
+                          env=_env(tmp_path), cwd=str(tmp_path), timeout=timeout)
+
+
+def _deep(path: Path, prefix: str = "", suffix: str = "") -> Path:
+    path.write_text(prefix + "[" * 200_000 + "]" * 200_000 + suffix)
+    return path
+
+
+def _refused(out, path, words):
+    assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr[-2000:]
+    assert str(path) in out.stderr and words in out.stderr, out.stderr[-2000:]
+
+
+def test_a_deep_table_is_refused_naming_the_file(tmp_path):
+    deep = _deep(tmp_path / "deep.json")
+    inner = _deep(tmp_path / "inner.json", '{"kind": "tileprobe.tune", "schema_version": 1, "kernels": {}, "x": ', "}")
+    for path in (deep, inner):
+        for args in (("use", path, "--", sys.executable, "-c", "print('ran')"), ("use", path, "--env"),
+                     ("tune", "--refresh", path)):
+            _refused(_tp(tmp_path, *args), path, "nested deeper than the JSON reader goes")
+    table = tmp_path / "t.json"
+    table.write_text(json.dumps(TABLE))
+    (tmp_path / "t.json.record").mkdir()
+    rec = _deep(tmp_path / "t.json.record" / "record.json")
+    _refused(_tp(tmp_path, "tune", "--refresh", table), rec, "nested deeper than the JSON reader goes")
+
+
+def test_a_fifo_or_device_as_the_table_is_refused_not_read_forever(tmp_path):
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    for path in (fifo, Path("/dev/zero")):
+        for args in (("use", path, "--", "true"), ("use", path, "--env"), ("tune", "--refresh", path)):
+            _refused(_tp(tmp_path, *args, timeout=60), path, "not a regular file")
+        from tileprobe.record import hook
+        env = _env(tmp_path, TILEPROBE_USE_TABLE=str(path))
+        env["PYTHONPATH"] = hook.write_hook(str(tmp_path / "h")) + os.pathsep + env["PYTHONPATH"]
+        out = subprocess.run([sys.executable, "-c", "import cuda.tile.tune; print('ran')"], capture_output=True,
+                             text=True, env=env, timeout=60)
+        assert out.returncode == 0 and out.stdout.strip() == "ran", out.stderr
+        lines = [ln for ln in out.stderr.splitlines() if ln.startswith("tileprobe use:")]
+        assert len(lines) == 1 and "not a regular file" in lines[0] and str(path) in lines[0], out.stderr
