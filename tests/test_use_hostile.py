@@ -59,3 +59,20 @@ def test_a_fifo_or_device_as_the_table_is_refused_not_read_forever(tmp_path):
         assert out.returncode == 0 and out.stdout.strip() == "ran", out.stderr
         lines = [ln for ln in out.stderr.splitlines() if ln.startswith("tileprobe use:")]
         assert len(lines) == 1 and "not a regular file" in lines[0] and str(path) in lines[0], out.stderr
+
+
+def test_refresh_of_wrong_shaped_data_names_the_file_and_the_field(tmp_path):
+    row = {"kernel": "k", "search": {"key": "abc"}}
+    cases = [({"kernels": {"k": ["a row"]}}, None, "kernels.k[0] is a JSON string"),
+             ({"kernels": [1, 2]}, None, "\"kernels\" is a JSON list"),
+             ({"kernels": {"k": [{"search": {"key": ["a"]}}]}}, None, "kernels.k[0].search.key is a JSON list"),
+             ({"kernels": {"k": [row]}}, {"searches": "abc"}, "\"searches\" is a JSON string"),
+             ({"kernels": {"k": [row]}}, [], "not a tileprobe recording (a JSON list"),
+             ({"kernels": {"k": [row]}}, {"searches": [{"key": 3}]}, "searches[0].key is a JSON number")]
+    for n, (table, record, words) in enumerate(cases):
+        path = tmp_path / f"t{n}.json"
+        path.write_text(json.dumps({**TABLE, **table}))
+        rec = tmp_path / f"t{n}.json.record"
+        rec.mkdir()
+        (rec / "record.json").write_text(json.dumps({"searches": []} if record is None else record))
+        _refused(_tp(tmp_path, "tune", "--refresh", path), path if record is None else rec / "record.json", words)

@@ -75,7 +75,50 @@ def _summary(rec_dir: str) -> dict:
     if not isinstance(doc, dict):
         raise TileprobeError(f"{path}: not a tileprobe recording (a JSON {type(doc).__name__}, not an object); run "
                              "`tileprobe tune --export TABLE -- COMMAND` again")
+    searches = doc.get("searches", [])
+    if not isinstance(searches, list):
+        raise TileprobeError(f"{path}: \"searches\" is a JSON {_kind(searches)}, not a list; record again with "
+                             "`tileprobe tune --export TABLE -- COMMAND`")
+    for i, s in enumerate(searches):
+        if not isinstance(s, dict):
+            raise TileprobeError(f"{path}: searches[{i}] is a JSON {_kind(s)}, not an object; record again")
+        for field, want in (("key", str), ("file", str), ("name", str), ("configs", list), ("sites", (dict, list))):
+            if not isinstance(s.get(field), want):
+                raise TileprobeError(f"{path}: searches[{i}].{field} is a JSON {_kind(s.get(field))}, not "
+                                     f"{'a string' if want is str else 'a list' if want is list else 'an object'}; "
+                                     "record again")
     return doc
+
+
+def _kind(v) -> str:
+    return {dict: "object", list: "list", str: "string", bool: "boolean", type(None): "null"}.get(
+        type(v), "number")
+
+
+def check_table_shape(doc: dict, path: str) -> None:
+    """Refuse a tune table whose ``kernels`` is not ``{name: [row object, …]}`` or whose rows' ``search`` is not
+    an object with a string ``key``.
+
+    Raises:
+        TileprobeError: naming ``path`` and the field (``kernels.NAME[i].search.key``).
+    """
+    kernels = doc.get("kernels") or {}
+    if not isinstance(kernels, dict):
+        raise TileprobeError(f"{path}: \"kernels\" is a JSON {_kind(kernels)}, not an object of rows; give the "
+                             "table `tileprobe tune --export` wrote")
+    for name, rows in kernels.items():
+        if not isinstance(rows, list):
+            raise TileprobeError(f"{path}: kernels.{name} is a JSON {_kind(rows)}, not a list of rows")
+        for i, row in enumerate(rows):
+            where = f"kernels.{name}[{i}]"
+            if not isinstance(row, dict):
+                raise TileprobeError(f"{path}: {where} is a JSON {_kind(row)}, not a row object")
+            search = row.get("search")
+            if search is not None and not isinstance(search, dict):
+                raise TileprobeError(f"{path}: {where}.search is a JSON {_kind(search)}, not an object")
+            if search is not None and not isinstance(search.get("key"), str):
+                raise TileprobeError(f"{path}: {where}.search.key is a JSON {_kind(search.get('key'))}, not a "
+                                     "string")
 
 
 def _tune_searches(args, err, table: str, rec_dir: str, searches: list[dict], old: dict | None = None) -> int:
@@ -205,6 +248,7 @@ def _refresh(args, err) -> int:
     from ..tune.export import read_table
     table = args.refresh
     doc = read_table(table)
+    check_table_shape(doc, table)
     rec_dir = record_dir_of(table, args.record_dir)
     recorded = _summary(rec_dir).get("searches") or []
     stale = stale_rows(doc, recorded, host_facts())
