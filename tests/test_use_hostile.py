@@ -76,3 +76,47 @@ def test_refresh_of_wrong_shaped_data_names_the_file_and_the_field(tmp_path):
         rec.mkdir()
         (rec / "record.json").write_text(json.dumps({"searches": []} if record is None else record))
         _refused(_tp(tmp_path, "tune", "--refresh", path), path if record is None else rec / "record.json", words)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+def _wait_for(pred, timeout_s: float = 60.0) -> bool:
+    import time
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        if pred():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def _start_use(tmp_path):
+    table = tmp_path / "t.json"
+    table.write_text(json.dumps(TABLE))
+    flag = tmp_path / "child.pid"
+    flag.unlink(missing_ok=True)
+    code = f"import os, time; open({str(flag)!r}, 'w').write(str(os.getpid())); time.sleep(120)"
+    proc = subprocess.Popen([sys.executable, "-m", "tileprobe.cli", "use", str(table), "--", sys.executable, "-c",
+                             code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(tmp_path),
+                            stdin=subprocess.DEVNULL)
+    assert _wait_for(lambda: flag.exists() and flag.read_text().strip()), proc.communicate(timeout=5)
+    return proc, int(flag.read_text())
+
+
+def test_sigterm_to_use_ends_the_command_and_sigkill_too(tmp_path):
+    import signal
+    proc, child = _start_use(tmp_path)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM and not _alive(child), err
+    assert "SIGTERM passed on to the command" in err and "--no-store" not in err and "Traceback" not in err, err
+    proc, child = _start_use(tmp_path)
+    proc.kill()
+    proc.communicate(timeout=60)
+    assert _wait_for(lambda: not _alive(child), 30.0)
