@@ -120,3 +120,26 @@ def test_sigterm_to_use_ends_the_command_and_sigkill_too(tmp_path):
     proc.kill()
     proc.communicate(timeout=60)
     assert _wait_for(lambda: not _alive(child), 30.0)
+
+
+def test_tune_refuses_a_record_dir_it_did_not_make(tmp_path):
+    for name, files in (("user", {"launches/mine.txt": "keep me"}), ("rec", {"record.json": "{}",
+                                                                            "probes/p.py": "keep me"})):
+        d = tmp_path / name
+        for rel, text in files.items():
+            (d / rel).parent.mkdir(parents=True, exist_ok=True)
+            (d / rel).write_text(text)
+        out = _tp(tmp_path, "tune", "--record-dir", d, "--export", tmp_path / "t.json", "--", sys.executable, "-c",
+                  "print('ran')")
+        assert out.returncode == 1 and "ran" not in out.stdout and "not a recording made by `tileprobe tune`" in \
+            out.stderr and str(d) in out.stderr and "--record-dir" in out.stderr, out.stderr
+        assert all((d / rel).read_text() == text for rel, text in files.items())
+
+
+def test_tune_export_says_it_replaces_the_recording_refresh_reads(tmp_path):
+    table = tmp_path / "t.json"
+    table.write_text(json.dumps(TABLE))
+    (tmp_path / "t.json.record").mkdir()
+    (tmp_path / "t.json.record" / "record.json").write_text('{"searches": []}')
+    out = _tp(tmp_path, "tune", "--export", table, "--", sys.executable, "-c", "print('ran')", timeout=300)
+    assert "replacing the recording" in out.stderr and "can no longer be refreshed" in out.stderr, out.stderr

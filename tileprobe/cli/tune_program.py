@@ -39,9 +39,15 @@ def cmd_tune_program(args, command: list[str] | None, run_tune, report) -> int:
         raise TileprobeError("no command after --: tileprobe tune --export table.json -- python app.py")
     table = args.export = args.export or DEFAULT_TABLE
     rec_dir = record_dir_of(table, args.record_dir)
+    replacing = check_record_dir(rec_dir, default=not args.record_dir)
     from ..record.session import record
+    if replacing and os.path.exists(table):
+        say(err, f"note: replacing the recording {rec_dir} that `tileprobe tune --refresh {table}` reads: rows of "
+                 f"{table} whose search this command does not make again can no longer be refreshed")
     say(err, f"recording {' '.join(command)} (its cuda.tile.tune searches) into {rec_dir} …")
     res = record(command, rec_dir, force=True)
+    with open(os.path.join(rec_dir, TUNE_MARK), "w", encoding="utf-8") as f:
+        f.write("recorded by `tileprobe tune -- COMMAND`; `tileprobe tune --refresh` reads this folder\n")
     if res.exit_code:
         say(err, f"the command exited with {res.exit_code}: tuning the searches it made before")
     searches = _summary(rec_dir).get("searches") or []
@@ -55,6 +61,30 @@ def cmd_tune_program(args, command: list[str] | None, run_tune, report) -> int:
         say(err, f"search {s['name']} at {next(iter(s['sites']), '?')}: {len(s['configs'])} configurations; "
                  f"{_program_text(s)}")
     return _tune_searches(args, err, table, rec_dir, searches)
+
+
+TUNE_MARK = "made-by-tileprobe-tune"
+
+
+def check_record_dir(rec_dir: str, default: bool) -> bool:
+    """Whether ``rec_dir`` holds a recording that ``tileprobe tune`` made (and may replace); False when it is
+    missing or empty. ``default``: it is ``TABLE.record`` (a recording there with a ``record.json`` counts as
+    tune's, as tune wrote it before the mark existed).
+
+    Raises:
+        TileprobeError: a non-empty folder that is not a recording made by ``tileprobe tune`` (named, with the fix).
+    """
+    if not os.path.isdir(rec_dir):
+        if os.path.exists(rec_dir):
+            raise TileprobeError(f"--record-dir {rec_dir}: exists and is not a folder; give a new or empty folder")
+        return False
+    if not os.listdir(rec_dir):
+        return False
+    if os.path.exists(os.path.join(rec_dir, TUNE_MARK)) or \
+            (default and os.path.isfile(os.path.join(rec_dir, "record.json"))):
+        return True
+    raise TileprobeError(f"{rec_dir}: a non-empty folder that is not a recording made by `tileprobe tune`; tune would "
+                         "replace what is in it: give a new or empty folder with --record-dir, or remove it")
 
 
 def _program_text(s: dict) -> str:
