@@ -46,6 +46,10 @@ def check_table(table: str) -> str:
         raise TileprobeError(f"{e}; give the table `tileprobe tune --export` wrote") from None
     if not isinstance(doc, dict) or doc.get("kind") != "tileprobe.tune":
         raise TileprobeError(f"{table}: not a tileprobe tune table (no \"kind\": \"tileprobe.tune\")")
+    version = doc.get("schema_version")
+    if not isinstance(version, int) or isinstance(version, bool) or version > cap.TABLE_SCHEMA:
+        raise TileprobeError(f"{table}: schema_version {version!r}, not the {cap.TABLE_SCHEMA} this tileprobe reads "
+                             "(a newer tileprobe wrote it? upgrade, or tune again with `tileprobe tune --export`)")
     return os.path.abspath(table)
 
 
