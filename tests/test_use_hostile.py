@@ -143,3 +143,13 @@ def test_tune_export_says_it_replaces_the_recording_refresh_reads(tmp_path):
     (tmp_path / "t.json.record" / "record.json").write_text('{"searches": []}')
     out = _tp(tmp_path, "tune", "--export", table, "--", sys.executable, "-c", "print('ran')", timeout=300)
     assert "replacing the recording" in out.stderr and "can no longer be refreshed" in out.stderr, out.stderr
+
+
+def test_refresh_says_what_it_cannot_check_instead_of_hold(tmp_path):
+    table = tmp_path / "t.json"
+    table.write_text(json.dumps(TABLE))
+    (tmp_path / "t.json.record").mkdir()
+    (tmp_path / "t.json.record" / "record.json").write_text('{"searches": []}')
+    out = _tp(tmp_path, "tune", "--refresh", table)
+    assert out.returncode == 0 and "cannot check GPU name/SM count here" in out.stderr, out.stderr
+    assert "holds for what can be checked here (not GPU name/SM count)" in out.stderr, out.stderr

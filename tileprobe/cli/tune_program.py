@@ -281,7 +281,12 @@ def _refresh(args, err) -> int:
     check_table_shape(doc, table)
     rec_dir = record_dir_of(table, args.record_dir)
     recorded = _summary(rec_dir).get("searches") or []
-    stale = stale_rows(doc, recorded, host_facts())
+    facts = host_facts()
+    stale = stale_rows(doc, recorded, facts)
+    unchecked = [what for f, what in (("gpu", "GPU name"), ("num_sms", "SM count")) if facts.get(f) is None]
+    if unchecked:
+        say(err, f"cannot check {'/'.join(unchecked)} here (no GPU answered NVML): rows are checked for the rest "
+                 "of their provenance only, as `tileprobe use` treats them")
     for key, (row, why) in stale.items():
         say(err, f"stale: {key[:8]} ({(row.get('search') or {}).get('site')}): {'; '.join(why)}")
     todo = [s for s in recorded if s["key"] in stale]
@@ -293,7 +298,8 @@ def _refresh(args, err) -> int:
         todo += search_summary(written, rec_dir)
         say(err, f"{len(written)} noted miss(es) of `tileprobe use` to tune")
     if not todo:
-        say(err, f"nothing to refresh: every search row of {table} holds here and no miss is noted")
+        held = f"holds for what can be checked here (not {'/'.join(unchecked)})" if unchecked else "holds here"
+        say(err, f"nothing to refresh: every search row of {table} {held} and no miss is noted")
         return 0
     old = {k: (r.get("search") or {}).get("config_index") for k, (r, _) in stale.items()}
     args.export = table
