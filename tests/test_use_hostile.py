@@ -153,3 +153,11 @@ def test_refresh_says_what_it_cannot_check_instead_of_hold(tmp_path):
     out = _tp(tmp_path, "tune", "--refresh", table)
     assert out.returncode == 0 and "cannot check GPU name/SM count here" in out.stderr, out.stderr
     assert "holds for what can be checked here (not GPU name/SM count)" in out.stderr, out.stderr
+
+
+def test_use_env_refuses_a_table_path_that_would_split_pythonpath(tmp_path):
+    d = tmp_path / "a:b"
+    d.mkdir()
+    (d / "t.json").write_text(json.dumps(TABLE))
+    out = _tp(tmp_path, "use", d / "t.json", "--env")
+    assert out.returncode == 1 and "PYTHONPATH" not in out.stdout and "splits PYTHONPATH" in out.stderr, out.stderr
