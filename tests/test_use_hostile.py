@@ -161,3 +161,25 @@ def test_use_env_refuses_a_table_path_that_would_split_pythonpath(tmp_path):
     (d / "t.json").write_text(json.dumps(TABLE))
     out = _tp(tmp_path, "use", d / "t.json", "--env")
     assert out.returncode == 1 and "PYTHONPATH" not in out.stdout and "splits PYTHONPATH" in out.stderr, out.stderr
+
+
+def test_usage_errors_exit_2_and_a_dry_run_says_it_writes_no_table(tmp_path):
+    table = tmp_path / "t.json"
+    table.write_text(json.dumps(TABLE))
+    out = _tp(tmp_path, "use", table)
+    assert out.returncode == 2 and "no command" in out.stderr, out.stderr
+    out = _tp(tmp_path, "tune", ROOT / "examples" / "rms_norm.py", "--", sys.executable, "-c", "print('ran')")
+    assert out.returncode == 2 and "ran" not in out.stdout and "rms_norm.py" in out.stderr and "not both" in \
+        out.stderr, out.stderr
+    before = table.read_text()
+    out = _tp(tmp_path, "tune", "--dry-run", "--export", table, "--", sys.executable, "-c", "print('ran')")
+    assert f"--dry-run: no table is written ({table} is left as it is)" in out.stderr, out.stderr
+    assert table.read_text() == before
+
+
+def test_the_count_line_of_a_programs_search_counts_the_programs_configurations():
+    from types import SimpleNamespace
+    from tileprobe.cli.tune import summary_line
+    rows = [{"config": {"case": {"config": f"C{i}"}}, "status": "ok"} for i in range(6)]
+    p = SimpleNamespace(dropped={"constraint:programs_own": 6}, candidates=rows, notes=[])
+    assert summary_line(p).startswith("6 configurations (the program's): 0 rejected by constraints, 0 failed")

@@ -45,5 +45,6 @@ def cmd_use(args) -> int:
         print(f"export TILEPROBE_USE_TABLE={shlex.quote(table)}")
         return 0
     if not command:
-        raise TileprobeError("no command: tileprobe use TABLE -- python my_script.py")
+        from ..errors import UsageError
+        raise UsageError("no command: tileprobe use TABLE -- python my_script.py (or tileprobe use TABLE --env)")
     return run_with_table(args.table, command)
