@@ -199,8 +199,13 @@ POOL_CELLS = {"hang_risk": "HANG RISK", "pool_ok": "ok", "unknown": "unknown", "
 
 
 def pool_cell(r: VariantRecord) -> str:
-    """The register-pool cell of a record: ``HANG RISK`` / ``ok`` / ``unknown``, ``-`` without setmaxnreg or SASS."""
-    return POOL_CELLS.get(r.pool_verdict or "none", str(r.pool_verdict)) if r.ok else "-"
+    """The register-pool cell of a record: ``HANG RISK`` / ``ok`` / ``unknown``, ``-`` without setmaxnreg,
+    ``not read`` when the SASS was not read (nothing was checked: not the same as no setmaxnreg)."""
+    if not r.ok:
+        return "-"
+    if r.pool_verdict is None:
+        return "not read"
+    return POOL_CELLS.get(r.pool_verdict, str(r.pool_verdict))
 
 
 def pool_line(r: VariantRecord) -> str | None:
