@@ -223,8 +223,9 @@ def compile_timeout_line(r: VariantRecord) -> str | None:
     if not ct.get("exceeds"):
         return None
     return (f"compile {ct['compile_s']:.2f} s exceeds the program's compiler timeout of {ct['timeout_s']:g} s "
-            f"({ct.get('source', '')}) by {-ct['margin_s']:.2f} s: on a cold cache the program's compile fails with "
-            "TileCompilerTimeoutError")
+            f"({ct.get('source', '')}) by {-ct['margin_s']:.2f} s on this machine (compiles run side by side, so "
+            "a quieter machine may be faster): a program that compiles it under that timeout on a cold cache may "
+            "fail with TileCompilerTimeoutError")
 
 
 def sass_columns(rows: Iterable[VariantRecord]) -> list[tuple[str, callable]]:
