@@ -3,12 +3,12 @@
 # kernel whose args(case, arrays, *, arch, hints, num_sms) build its launch constant from each candidate's own hints
 # and the GPU's SM count; then a check that every candidate's grid is SMs // num_ctas × occupancy and was checked
 # against the reference (a constant built from other hints leaves tiles unwritten: "wrong").
-#   bash benchmarks/gpu_issue27_tune.sh OUT_DIR
+#   bash benchmarks/gpu_issue27_tune.sh OUT_DIR      (ISSUE27_BUNDLE=DIR: from `tileprobe audit … --bundle DIR`, no tileiras)
 set -uo pipefail
 out=${1:?OUT_DIR}
 mkdir -p "$out"
 export XDG_CACHE_HOME=$out/xdg TILEPROBE_STORE=$out/results.sqlite
-python3 -m tileprobe tune benchmarks/probes/persistent_scale.py --arch sm_90 --budget 90 --jobs 8 \
+python3 -m tileprobe tune benchmarks/probes/persistent_scale.py --arch sm_90 --budget 90 --jobs 8 ${ISSUE27_BUNDLE:+--bundle "$ISSUE27_BUNDLE"} \
   --json "$out/tune.json" 2>&1 | tee "$out/tune.stdout"
 echo "tune exit ${PIPESTATUS[0]}"
 python3 - "$out/tune.json" <<'PY'

@@ -72,6 +72,16 @@ def test_unknown_hint_and_empty_values_rejected():
         Probe(kernel="a:b", args=lambda c, a: (), hints={"occupancy": []})
 
 
+def test_case_and_hint_names_are_strings():
+    """A tuple as a case name ended the whole audit with a TypeError from sorting keys (a hostile test, 2026-12-02)."""
+    with pytest.raises(ProbeError, match=r"cases key \('a', 1\): a case is named by a non-empty string"):
+        Probe(kernel="a:b", args=lambda c, a: (), cases={("a", 1): [1], "TILE": [256]})
+    with pytest.raises(ProbeError, match=r"cases key '': a case is named by a non-empty string"):
+        Probe(kernel="a:b", args=lambda c, a: (), cases={"": [1]})
+    with pytest.raises(ProbeError, match=r"hints key \('occupancy',\): a hint is named by a string"):
+        Probe(kernel="a:b", args=lambda c, a: (), hints={("occupancy",): [1]})
+
+
 def test_kernel_that_is_not_a_kernel(tmp_path):
     kfile = _write(tmp_path, "def f():\n    pass\n", name="k.py")
     p = Probe(kernel=f"{kfile}:f", args=lambda c, a: ())

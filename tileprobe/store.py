@@ -230,6 +230,14 @@ def saved_by_this_process() -> dict[str, int]:
     return dict(_SAVED)
 
 
+def begin_command() -> None:
+    """Start the counts of :func:`saved_by_this_process` and :func:`store_opened_by_this_process` again: each
+    ``tileprobe.cli.main()`` call is one command, and what it says was kept is what that command kept (a process
+    that runs several, a test suite or a notebook, would otherwise report the earlier ones' compiles)."""
+    _SAVED.update(compiles=0, runs=0)
+    _OPENED.clear()
+
+
 def store_opened_by_this_process() -> bool:
     """Whether this process opened a results store at all (not with ``--no-store``)."""
     return bool(_OPENED)

@@ -303,8 +303,9 @@ def _check_pool(e: Expectation, r: VariantRecord, label: str) -> Failure | None:
     if verdict in ("pool_ok", "none"):
         return None
     if verdict is None:
-        return Failure(e.text, label, "no hang risk", "unknown", "the SASS was not read (nvdisasm missing or "
-                       "--no-sass)", unchecked=True)
+        why = (r.sass or {}).get("error") if isinstance(r.sass, dict) else None
+        return Failure(e.text, label, "no hang risk", "unknown", "the SASS was not read" + (
+                       f": {why}" if why else " (nvdisasm missing, or --no-sass)"), unchecked=True)
     return Failure(e.text, label, "no hang risk", verdict, pool.get("reason", ""), unchecked=verdict != "hang_risk")
 
 

@@ -173,6 +173,9 @@ class Probe:
             self.lineno = _caller_line()
         check_hints(self.hints)
         for c, values in self.cases.items():
+            if not isinstance(c, str) or not c:
+                raise ProbeError(f"cases key {c!r}: a case is named by a non-empty string (it is the name args() "
+                                 f"reads from the case dict, and a column of the tables); e.g. cases={{'TILE': [...]}}")
             _check_values("cases", c, values)
         if self.timeout_s is not None:
             from ..schema import timeout_seconds
@@ -309,6 +312,8 @@ def check_hints(hints: Mapping[str, Any]) -> None:
         ProbeError: naming the hint, the value and the allowed ones (no file: the caller adds it).
     """
     for h, values in hints.items():
+        if not isinstance(h, str):
+            raise ProbeError(f"hints key {h!r}: a hint is named by a string, one of {', '.join(KERNEL_HINTS)}")
         if h in LOAD_KNOBS:
             raise ProbeError(f"{h!r} is a per-load knob (ct.load(…, {h}=…)), not a kernel hint: make it a ct.Constant "
                              f"parameter of the kernel, pass it to ct.load and list its values in cases= (then "

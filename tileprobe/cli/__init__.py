@@ -40,6 +40,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     args = parser.parse_args(argv)
     args.raw_argv = list(sys.argv[1:] if argv is None else argv)   # where `--` was (tune -- COMMAND)
+    from ..store import begin_command
+    begin_command()                                        # "… kept in the results store" counts this command's
     try:
         from ..audit._cutile import tool_timeout_s
         tool_timeout_s()                                   # a bad TILEPROBE_TOOL_TIMEOUT_S: exit 2 before any work

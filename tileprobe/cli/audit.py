@@ -79,7 +79,8 @@ def cmd_audit(args) -> int:
     where, overrides = where_of(args), overrides_of(args)
     tcs, tc_errors = _toolchains(args.tileiras, args.install)
     if args.tileiras and not tcs:
-        raise ToolchainError("no requested compiler can be used:\n  " + "\n  ".join(tc_errors))
+        from ..errors import IncompleteError   # README "Exit codes": a requested compiler could not be used: 3
+        raise IncompleteError("no requested compiler can be used:\n  " + "\n  ".join(tc_errors))
     store = open_store(args)
     prog, cb = progress_bar(err)
     with executor_of(args) as ex, prog:

@@ -419,8 +419,9 @@ def check_register_pool(instructions, registers_per_thread: int, threads: int, r
         ({i: set(range(warps)) for i in range(len(instructions))}, f"the CTA is {reqntid}, not one-dimensional")
     smn = tuple(_setmaxnreg(instructions, i, reached) for i in found)
     facts["instructions"] = smn
-    pool_text = (f"the CTA's pool of {pool:,} registers ({registers_per_thread} per thread × {threads} threads, "
-                 f"{per_warp} per warp in {reg_alloc_unit}-register units)")
+    rounded = "" if launch == registers_per_thread else f", allocated as {launch}"
+    pool_text = (f"the CTA's pool of {pool:,} registers ({registers_per_thread} per thread{rounded}: {per_warp} per "
+                 f"warp in {reg_alloc_unit}-register units × {warps} warps)")
     bad = [s for s in smn if s.warps and (s.target is None or not MIN_COUNT <= s.target <= MAX_COUNT
                                           or s.target % COUNT_STEP)]
     if bad:

@@ -199,8 +199,13 @@ POOL_CELLS = {"hang_risk": "HANG RISK", "pool_ok": "ok", "unknown": "unknown", "
 
 
 def pool_cell(r: VariantRecord) -> str:
-    """The register-pool cell of a record: ``HANG RISK`` / ``ok`` / ``unknown``, ``-`` without setmaxnreg or SASS."""
-    return POOL_CELLS.get(r.pool_verdict or "none", str(r.pool_verdict)) if r.ok else "-"
+    """The register-pool cell of a record: ``HANG RISK`` / ``ok`` / ``unknown``, ``-`` without setmaxnreg,
+    ``not read`` when the SASS was not read (nothing was checked: not the same as no setmaxnreg)."""
+    if not r.ok:
+        return "-"
+    if r.pool_verdict is None:
+        return "not read"
+    return POOL_CELLS.get(r.pool_verdict, str(r.pool_verdict))
 
 
 def pool_line(r: VariantRecord) -> str | None:
@@ -218,8 +223,9 @@ def compile_timeout_line(r: VariantRecord) -> str | None:
     if not ct.get("exceeds"):
         return None
     return (f"compile {ct['compile_s']:.2f} s exceeds the program's compiler timeout of {ct['timeout_s']:g} s "
-            f"({ct.get('source', '')}) by {-ct['margin_s']:.2f} s: on a cold cache the program's compile fails with "
-            "TileCompilerTimeoutError")
+            f"({ct.get('source', '')}) by {-ct['margin_s']:.2f} s on this machine (compiles run side by side, so "
+            "a quieter machine may be faster): a program that compiles it under that timeout on a cold cache may "
+            "fail with TileCompilerTimeoutError")
 
 
 def sass_columns(rows: Iterable[VariantRecord]) -> list[tuple[str, callable]]:

@@ -28,9 +28,10 @@ VERDICT_ABBREV = {"honoured": "hon", "met": "met", "unverified": "unver", "parti
 
 #: Columns that may be dropped, least important first (headers as :func:`tileprobe.report.common.headers` and the
 #: SASS and run columns name them). ``stack B`` goes early when LDL/STL (the spill counts it hints at) is shown.
-#: ``reg pool`` is dropped only when no row says HANG RISK (then the terminal keeps it: ``audit_columns``).
-DROP_ORDER = ("MMA", "TMA", "stack B", "IQR %", "rel err", "threads", "drv CTAs/SM", "limiter", "cluster",
-              "LDL/STL", "reg pool", "status")
+#: ``reg pool`` goes first when no row says HANG RISK (with one, the terminal never drops it: ``audit_columns``):
+#: a column of ``ok`` tells less than the MMA and TMA columns.
+DROP_ORDER = ("reg pool", "MMA", "TMA", "stack B", "IQR %", "rel err", "threads", "drv CTAs/SM", "limiter",
+              "cluster", "LDL/STL", "status")
 
 
 #: Hint names shortened in headers when a table is still too wide after dropping columns (step 4; a note says so).
