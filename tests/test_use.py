@@ -340,3 +340,40 @@ def test_use_env_prints_the_variables_a_shell_exports(tuned, tmp_path):
     assert "n=4096 pick TILE=1024 occupancy=1 own=True" in run.stdout and _trials(tmp_path) == 0, run.stderr
     first = out.stdout.split("PYTHONPATH=", 1)[1].split(os.pathsep, 1)[0].strip("'")
     assert first.startswith(str(tmp / "table.json") + ".hook") and os.path.exists(os.path.join(first, "sitecustomize.py"))
+
+
+@pytest.mark.parametrize("forge, reason", [
+    ({"median_us": float("nan")}, "invalid row: median_us is nan"),
+    ({"samples": -3}, "invalid row: samples is -3"),
+    ({"num_sms": "132"}, "invalid row: num_sms is a str ('132'), not an integer SM count"),
+    ("other kernel", "the table's row for this search is under another kernel (other)"),
+])
+def test_an_invalid_or_misplaced_row_is_refused_with_the_reason(tuned, tmp_path, forge, reason):
+    tmp, _ = tuned
+    doc = json.loads((tmp / "table.json").read_text())
+    if forge == "other kernel":
+        doc["kernels"]["other"] = doc["kernels"].pop("vadd")
+    else:
+        doc["kernels"]["vadd"][0].update(forge)
+    table = tmp_path / "bad.json"
+    table.write_text(json.dumps(doc))
+    out = _use(tmp_path, table, 4096)
+    assert out.returncode == 0 and "n=4096 pick TILE=512 occupancy=2" in out.stdout and _trials(tmp_path) == 48
+    (line,) = [ln for ln in out.stderr.splitlines() if ln.startswith("tileprobe use:")]
+    assert reason in line and "stale row: SM count" not in line, line
+
+
+def test_two_rows_for_one_search_warn_once_and_a_newer_schema_is_refused(tuned, tmp_path):
+    tmp, _ = tuned
+    doc = json.loads((tmp / "table.json").read_text())
+    doc["kernels"]["vadd"].append(dict(doc["kernels"]["vadd"][0]))
+    table = tmp_path / "dup.json"
+    table.write_text(json.dumps(doc))
+    out = _use(tmp_path, table, 4096, 4096)
+    assert out.returncode == 0 and "pick TILE=1024 occupancy=1" in out.stdout and out.stdout.count("check ok") == 2 and _trials(tmp_path) == 0
+    (line,) = [ln for ln in out.stderr.splitlines() if ln.startswith("tileprobe use:")]
+    assert "2 rows for one search" in line, out.stderr
+    doc["schema_version"] = 99
+    table.write_text(json.dumps(doc))
+    out = _use(tmp_path, table, 4096)
+    assert out.returncode == 1 and "schema_version 99" in out.stderr and "pick" not in out.stdout, out.stderr

@@ -486,10 +486,12 @@ def check_fields(i: int, v: Any, doc: str, fix: str = "", required: bool = True)
 MAX_RESULT_JSON_BYTES = 1 << 30
 
 
-def read_json_file(path: str, what: str = "results", limit_bytes: int = MAX_RESULT_JSON_BYTES) -> Any:
+def read_json_file(path: str, what: str = "results", limit_bytes: int = MAX_RESULT_JSON_BYTES,
+                   make: str | None = None) -> Any:
     """Parse the JSON file ``path`` as tileprobe reads every result file: at most ``limit_bytes``, UTF-8, integers
     of at most 4,300 digits (Python's limit), nested at most as deep as Python's recursion limit lets the parser go
-    (about 1,000 levels; tileprobe writes 6). Raises :class:`TileprobeError` naming the file and the place (line and
+    (about 1,000 levels; tileprobe writes 6). ``make``: the fix said after a parse error (default: the audit/run
+    files). Raises :class:`TileprobeError` naming the file and the place (line and
     column, or byte) for anything else; OSError when it cannot be opened."""
     size = os.stat(path).st_size
     if size > limit_bytes:
@@ -497,7 +499,7 @@ def read_json_file(path: str, what: str = "results", limit_bytes: int = MAX_RESU
                              f"{what}; is it a tileprobe file?")
     with open(path, "rb") as f:
         raw = f.read(limit_bytes + 1)
-    make = "give a file written by `tileprobe audit --json` or `tileprobe run --json`"
+    make = make or "give a file written by `tileprobe audit --json` or `tileprobe run --json`"
     try:
         return json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as e:

@@ -91,6 +91,14 @@ def cmd_tune(args) -> int:
     from ._common import console as _console
     from ..errors import TileprobeError
     command = command_of(args)
+    if command is not None and len(args.probes or []) > len(command):
+        from ..errors import UsageError
+        extra = " ".join(args.probes[:len(args.probes) - len(command)])
+        raise UsageError(f"probe files ({extra}) and `-- COMMAND` given together: tune either probes "
+                         "(tileprobe tune PROBE …) or a program's searches (tileprobe tune -- COMMAND), not both")
+    if args.dry_run and (args.export or command is not None):
+        say(_console(stderr=True), f"--dry-run: no table is written ({args.export or 'the default table'} is left "
+                                   "as it is); drop --dry-run to write it")
     if command is not None or args.refresh:
         from .tune_program import cmd_tune_program
         return cmd_tune_program(args, command, run_tune, report)
@@ -245,6 +253,7 @@ def summary_line(p) -> str:
     """``12 configurations: 7 rejected by constraints (fits: 4, …), 1 failed (compile_error: 1), 1 duplicate
     launches → 3 to time``."""
     rejected = {k[len("constraint:"):]: n for k, n in p.dropped.items() if k.startswith("constraint:")}
+    own = rejected.pop("programs_own", None) is not None     # a recorded search: only the program's are its space
     failed = {k: n for k, n in p.dropped.items() if not k.startswith("constraint:")
               and k not in ("duplicate_launch", "hang_risk")}
     hangs = p.dropped.get("hang_risk", 0)
@@ -254,8 +263,8 @@ def summary_line(p) -> str:
     from ..tune.pipeline import NO_SM_COUNT
     dupes = ("duplicate launches not looked for (no SM count)" if NO_SM_COUNT in (p.notes or [])
              else f"{p.dropped.get('duplicate_launch', 0)} duplicate launches")
-    return (f"{len(rows) + sum(rejected.values())} configurations: {sum(rejected.values())} rejected by constraints"
-            f"{_counts(rejected)}, {sum(failed.values())} failed{_counts(failed)}, "
+    return (f"{len(rows) + sum(rejected.values())} configurations{' (the program' + chr(39) + 's)' if own else ''}: "
+            f"{sum(rejected.values())} rejected by constraints{_counts(rejected)}, {sum(failed.values())} failed{_counts(failed)}, "
             + (f"{hangs} predicted to hang (not launched), " if hangs else "") + f"{dupes} → {timed} to time")
 
 

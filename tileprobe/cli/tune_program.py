@@ -39,9 +39,15 @@ def cmd_tune_program(args, command: list[str] | None, run_tune, report) -> int:
         raise TileprobeError("no command after --: tileprobe tune --export table.json -- python app.py")
     table = args.export = args.export or DEFAULT_TABLE
     rec_dir = record_dir_of(table, args.record_dir)
+    replacing = check_record_dir(rec_dir, default=not args.record_dir)
     from ..record.session import record
+    if replacing and os.path.exists(table):
+        say(err, f"note: replacing the recording {rec_dir} that `tileprobe tune --refresh {table}` reads: rows of "
+                 f"{table} whose search this command does not make again can no longer be refreshed")
     say(err, f"recording {' '.join(command)} (its cuda.tile.tune searches) into {rec_dir} …")
     res = record(command, rec_dir, force=True)
+    with open(os.path.join(rec_dir, TUNE_MARK), "w", encoding="utf-8") as f:
+        f.write("recorded by `tileprobe tune -- COMMAND`; `tileprobe tune --refresh` reads this folder\n")
     if res.exit_code:
         say(err, f"the command exited with {res.exit_code}: tuning the searches it made before")
     searches = _summary(rec_dir).get("searches") or []
@@ -57,6 +63,30 @@ def cmd_tune_program(args, command: list[str] | None, run_tune, report) -> int:
     return _tune_searches(args, err, table, rec_dir, searches)
 
 
+TUNE_MARK = "made-by-tileprobe-tune"
+
+
+def check_record_dir(rec_dir: str, default: bool) -> bool:
+    """Whether ``rec_dir`` holds a recording that ``tileprobe tune`` made (and may replace); False when it is
+    missing or empty. ``default``: it is ``TABLE.record`` (a recording there with a ``record.json`` counts as
+    tune's, as tune wrote it before the mark existed).
+
+    Raises:
+        TileprobeError: a non-empty folder that is not a recording made by ``tileprobe tune`` (named, with the fix).
+    """
+    if not os.path.isdir(rec_dir):
+        if os.path.exists(rec_dir):
+            raise TileprobeError(f"--record-dir {rec_dir}: exists and is not a folder; give a new or empty folder")
+        return False
+    if not os.listdir(rec_dir):
+        return False
+    if os.path.exists(os.path.join(rec_dir, TUNE_MARK)) or \
+            (default and os.path.isfile(os.path.join(rec_dir, "record.json"))):
+        return True
+    raise TileprobeError(f"{rec_dir}: a non-empty folder that is not a recording made by `tileprobe tune`; tune would "
+                         "replace what is in it: give a new or empty folder with --record-dir, or remove it")
+
+
 def _program_text(s: dict) -> str:
     if s.get("program_pick") is None:
         return f"the program's search gave no pick ({s.get('error') or 'not seen'})"
@@ -66,12 +96,59 @@ def _program_text(s: dict) -> str:
 
 def _summary(rec_dir: str) -> dict:
     path = os.path.join(rec_dir, "record.json")
+    from ..record.hook import load_capture
     try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
+        doc = load_capture().read_json_file(path)
     except (OSError, ValueError) as e:
         raise TileprobeError(f"{path}: no recording to tune ({e}); run `tileprobe tune --export TABLE -- COMMAND` "
-                             "first") from e
+                             "first") from None
+    if not isinstance(doc, dict):
+        raise TileprobeError(f"{path}: not a tileprobe recording (a JSON {type(doc).__name__}, not an object); run "
+                             "`tileprobe tune --export TABLE -- COMMAND` again")
+    searches = doc.get("searches", [])
+    if not isinstance(searches, list):
+        raise TileprobeError(f"{path}: \"searches\" is a JSON {_kind(searches)}, not a list; record again with "
+                             "`tileprobe tune --export TABLE -- COMMAND`")
+    for i, s in enumerate(searches):
+        if not isinstance(s, dict):
+            raise TileprobeError(f"{path}: searches[{i}] is a JSON {_kind(s)}, not an object; record again")
+        for field, want in (("key", str), ("file", str), ("name", str), ("configs", list), ("sites", (dict, list))):
+            if not isinstance(s.get(field), want):
+                raise TileprobeError(f"{path}: searches[{i}].{field} is a JSON {_kind(s.get(field))}, not "
+                                     f"{'a string' if want is str else 'a list' if want is list else 'an object'}; "
+                                     "record again")
+    return doc
+
+
+def _kind(v) -> str:
+    return {dict: "object", list: "list", str: "string", bool: "boolean", type(None): "null"}.get(
+        type(v), "number")
+
+
+def check_table_shape(doc: dict, path: str) -> None:
+    """Refuse a tune table whose ``kernels`` is not ``{name: [row object, …]}`` or whose rows' ``search`` is not
+    an object with a string ``key``.
+
+    Raises:
+        TileprobeError: naming ``path`` and the field (``kernels.NAME[i].search.key``).
+    """
+    kernels = doc.get("kernels") or {}
+    if not isinstance(kernels, dict):
+        raise TileprobeError(f"{path}: \"kernels\" is a JSON {_kind(kernels)}, not an object of rows; give the "
+                             "table `tileprobe tune --export` wrote")
+    for name, rows in kernels.items():
+        if not isinstance(rows, list):
+            raise TileprobeError(f"{path}: kernels.{name} is a JSON {_kind(rows)}, not a list of rows")
+        for i, row in enumerate(rows):
+            where = f"kernels.{name}[{i}]"
+            if not isinstance(row, dict):
+                raise TileprobeError(f"{path}: {where} is a JSON {_kind(row)}, not a row object")
+            search = row.get("search")
+            if search is not None and not isinstance(search, dict):
+                raise TileprobeError(f"{path}: {where}.search is a JSON {_kind(search)}, not an object")
+            if search is not None and not isinstance(search.get("key"), str):
+                raise TileprobeError(f"{path}: {where}.search.key is a JSON {_kind(search.get('key'))}, not a "
+                                     "string")
 
 
 def _tune_searches(args, err, table: str, rec_dir: str, searches: list[dict], old: dict | None = None) -> int:
@@ -201,9 +278,15 @@ def _refresh(args, err) -> int:
     from ..tune.export import read_table
     table = args.refresh
     doc = read_table(table)
+    check_table_shape(doc, table)
     rec_dir = record_dir_of(table, args.record_dir)
     recorded = _summary(rec_dir).get("searches") or []
-    stale = stale_rows(doc, recorded, host_facts())
+    facts = host_facts()
+    stale = stale_rows(doc, recorded, facts)
+    unchecked = [what for f, what in (("gpu", "GPU name"), ("num_sms", "SM count")) if facts.get(f) is None]
+    if unchecked:
+        say(err, f"cannot check {'/'.join(unchecked)} here (no GPU answered NVML): rows are checked for the rest "
+                 "of their provenance only, as `tileprobe use` treats them")
     for key, (row, why) in stale.items():
         say(err, f"stale: {key[:8]} ({(row.get('search') or {}).get('site')}): {'; '.join(why)}")
     todo = [s for s in recorded if s["key"] in stale]
@@ -215,7 +298,8 @@ def _refresh(args, err) -> int:
         todo += search_summary(written, rec_dir)
         say(err, f"{len(written)} noted miss(es) of `tileprobe use` to tune")
     if not todo:
-        say(err, f"nothing to refresh: every search row of {table} holds here and no miss is noted")
+        held = f"holds for what can be checked here (not {'/'.join(unchecked)})" if unchecked else "holds here"
+        say(err, f"nothing to refresh: every search row of {table} {held} and no miss is noted")
         return 0
     old = {k: (r.get("search") or {}).get("config_index") for k, (r, _) in stale.items()}
     args.export = table

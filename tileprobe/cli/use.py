@@ -36,10 +36,15 @@ def cmd_use(args) -> int:
         import shlex
         from ..record.use import check_table, use_env
         table = check_table(args.table)
+        if os.pathsep in table + ".hook":
+            raise TileprobeError(f"{table}: the path holds {os.pathsep!r}, which splits PYTHONPATH, so the hook under "
+                                 f"{table}.hook cannot be put on it: move or link the table to a path without "
+                                 f"{os.pathsep!r}, or run `tileprobe use TABLE -- COMMAND`")
         env = use_env(table, table + ".hook", env={"PYTHONPATH": os.environ.get("PYTHONPATH", "")})
         print(f"export PYTHONPATH={shlex.quote(env['PYTHONPATH'])}")
         print(f"export TILEPROBE_USE_TABLE={shlex.quote(table)}")
         return 0
     if not command:
-        raise TileprobeError("no command: tileprobe use TABLE -- python my_script.py")
+        from ..errors import UsageError
+        raise UsageError("no command: tileprobe use TABLE -- python my_script.py (or tileprobe use TABLE --env)")
     return run_with_table(args.table, command)

@@ -837,6 +837,75 @@ def stale_reasons(row: dict, here: dict, fields=None) -> list[str]:
     return out
 
 
+TABLE_SCHEMA = 1                # the tune table's schema_version this file reads (tileprobe.tune.export)
+
+
+def row_problems(row: dict) -> list[str]:
+    """Why a row's own figures are invalid (empty: they are fine): ``median_us`` not a finite positive number, a
+    ``samples`` count or ``ci_us`` bound that is negative or not finite, ``num_sms`` not an integer."""
+    import math
+    out = []
+
+    def bad(v, allow_none=False):
+        if v is None:
+            return not allow_none
+        return isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0
+
+    if bad(row.get("median_us")) or row.get("median_us") == 0:
+        out.append(f"invalid row: median_us is {row.get('median_us')!r}, not a positive number of µs")
+    if bad(row.get("samples"), allow_none=True):
+        out.append(f"invalid row: samples is {row.get('samples')!r}, not a count")
+    ci = row.get("ci_us")
+    if ci is not None and (not isinstance(ci, list) or any(bad(v, allow_none=True) for v in ci)):
+        out.append(f"invalid row: ci_us is {ci!r}, not two non-negative µs")
+    n = row.get("num_sms")
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int)):
+        out.append(f"invalid row: num_sms is a {type(n).__name__} ({n!r}), not an integer SM count")
+    return out
+
+
+TABLE_LIMIT_BYTES = 1 << 30     # 1 GiB, as the result readers (tileprobe.schema)
+
+
+class TableReadError(ValueError):
+    """A tune table or recording that cannot be read as one; the message names the file and the problem."""
+
+
+def read_json_file(path: str, limit_bytes: int = TABLE_LIMIT_BYTES):
+    """The JSON document in the regular file ``path`` (at most ``limit_bytes``, UTF-8, nested no deeper than
+    Python's recursion limit lets the parser go).
+
+    Raises:
+        OSError: it cannot be opened or stat'ed.
+        TableReadError: not a regular file (a FIFO or device would hang or never end), too large, not UTF-8, not
+            JSON, nested too deep; the message starts with ``path``.
+    """
+    import stat
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise TableReadError(f"{path}: not a regular file (a FIFO, device or directory); give a file")
+    if st.st_size > limit_bytes:
+        raise TableReadError(f"{path}: {st.st_size:,} bytes, more than the {limit_bytes:,} bytes tileprobe reads")
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):   # replaced between stat and open
+            raise TableReadError(f"{path}: not a regular file; give a file")
+        raw = f.read(limit_bytes + 1)
+    if len(raw) > limit_bytes:
+        raise TableReadError(f"{path}: more than the {limit_bytes:,} bytes tileprobe reads")
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise TableReadError(f"{path}: not UTF-8 text (byte {e.start:,})") from None
+    except json.JSONDecodeError as e:
+        raise TableReadError(f"{path}: not JSON (line {e.lineno}, column {e.colno}: {e.msg})") from None
+    except RecursionError:
+        raise TableReadError(f"{path}: nested deeper than the JSON reader goes (about "
+                             f"{sys.getrecursionlimit():,} levels; tileprobe writes 6)") from None
+    except ValueError as e:          # an integer of more than 4,300 digits
+        raise TableReadError(f"{path}: {e}") from None
+
+
 class Answerer:
     """Answers searches from a tune table (``tileprobe tune --export``): rows with a ``search`` block, indexed by
     the search key. Never raises into the program: an unreadable table is said once and every search runs."""
@@ -850,14 +919,17 @@ class Answerer:
         self.answered = 0
         self.broken = False
         try:
-            with open(self.path, encoding="utf-8") as f:
-                doc = json.load(f)
+            doc = read_json_file(self.path)
+            if isinstance(doc, dict) and isinstance(doc.get("schema_version"), int) and \
+                    doc["schema_version"] > TABLE_SCHEMA:
+                raise TableReadError(f"{self.path}: schema_version {doc['schema_version']}, newer than the "
+                                     f"{TABLE_SCHEMA} this tileprobe reads (upgrade tileprobe)")
             for kernel, rows in (doc.get("kernels") or {}).items():
                 for row in rows:
                     key = (row.get("search") or {}).get("key")
                     if key:
-                        self.rows.setdefault(key, []).append(row)
-        except (OSError, ValueError, AttributeError, TypeError) as e:
+                        self.rows.setdefault(key, []).append((kernel, row))
+        except (OSError, ValueError, AttributeError, TypeError, RecursionError) as e:
             self.broken = True
             self.say_once("table", f"cannot read the table {self.path} ({type(e).__name__}: {e}); every search "
                                    "runs as the program wrote it")
@@ -882,17 +954,27 @@ class Answerer:
         if self.broken:                  # said once when the table was read; no misses noted beside it
             return None
         name = search.kernel_doc.get("qualname") or search.kernel_doc.get("name") or "kernel"
-        rows = self.rows.get(search.key)
-        if not rows:
+        found = self.rows.get(search.key)
+        if not found:
             return self._miss(search, frame, name, "no row for this search (its problem or its configurations are "
                                                    "not in the table)")
+        names = {search.kernel_doc.get("name"), name, name.rsplit(".", 1)[-1]}
+        rows = [r for k, r in found if k in names]
+        if not rows:
+            return self._miss(search, frame, name, f"the table's row for this search is under another kernel "
+                                                   f"({', '.join(sorted({k for k, _ in found}))})")
+        if len(rows) > 1:
+            self.say_once(("dup", search.key), f"{name}: {len(rows)} rows for one search ({search.key}) in "
+                                               f"{self.path}; the last that holds here answers")
         if self.facts is None:
             self.facts = device_facts()
         here = {**self.facts, "source_sha256": search.source_sha256}
-        judged = [(stale_reasons(r, here), r) for r in rows]
+        judged = [(row_problems(r) or stale_reasons(r, here), r) for r in rows]
         fresh = [r for why, r in judged if not why]
         if not fresh:
-            return self._miss(search, frame, name, "stale row: " + "; ".join(judged[0][0]))
+            why = judged[-1][0]
+            return self._miss(search, frame, name, ("" if why[0].startswith("invalid") else "stale row: ") +
+                              "; ".join(why))
         row = fresh[-1]
         want = _canon({"config": row["search"].get("config"), "hints": row["search"].get("hints")})
         for i, c in enumerate(search.configs_json):

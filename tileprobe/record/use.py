@@ -36,17 +36,20 @@ def check_table(table: str) -> str:
     Raises:
         TileprobeError: it does not exist or is not a tileprobe tune table (names the file and the fix).
     """
-    import json
+    cap = hook.load_capture()
     try:
-        with open(table, encoding="utf-8") as f:
-            doc = json.load(f)
+        doc = cap.read_json_file(table)
     except OSError as e:
         raise TileprobeError(f"{table}: cannot read the tune table ({e.strerror or e}); make one with "
                              "`tileprobe tune --export TABLE -- COMMAND`") from e
-    except ValueError as e:
-        raise TileprobeError(f"{table}: not JSON ({e}); give the table `tileprobe tune --export` wrote") from e
+    except cap.TableReadError as e:
+        raise TileprobeError(f"{e}; give the table `tileprobe tune --export` wrote") from None
     if not isinstance(doc, dict) or doc.get("kind") != "tileprobe.tune":
         raise TileprobeError(f"{table}: not a tileprobe tune table (no \"kind\": \"tileprobe.tune\")")
+    version = doc.get("schema_version")
+    if not isinstance(version, int) or isinstance(version, bool) or version > cap.TABLE_SCHEMA:
+        raise TileprobeError(f"{table}: schema_version {version!r}, not the {cap.TABLE_SCHEMA} this tileprobe reads "
+                             "(a newer tileprobe wrote it? upgrade, or tune again with `tileprobe tune --export`)")
     return os.path.abspath(table)
 
 
@@ -75,17 +78,68 @@ def run_with_table(table: str, command: list[str]) -> int:
     table = check_table(table)
     with tempfile.TemporaryDirectory(prefix="tileprobe-use-") as tmp:
         env = use_env(table, tmp)
+        own_group = not _terminal_foreground()
         try:
-            proc = subprocess.Popen(command, env=env)
-        except OSError as e:
-            raise TileprobeError(f"cannot start {command[0]!r}: {e.strerror or e}; check the command after --") from e
-        while True:
-            try:
-                rc = proc.wait()
-                break
-            except KeyboardInterrupt:     # the command got the same Ctrl-C
-                continue
+            proc = subprocess.Popen(command, env=env, preexec_fn=_child_setup(own_group))
+        except (OSError, subprocess.SubprocessError) as e:
+            raise TileprobeError(f"cannot start {command[0]!r}: {getattr(e, 'strerror', None) or e}; check the "
+                                 "command after --") from e
+        rc = _wait_forwarding(proc, own_group)
     return 128 - rc if rc < 0 else rc
+
+
+def _terminal_foreground() -> bool:
+    """Whether standard input is a terminal whose foreground process group is ours (Ctrl-C reaches the child too)."""
+    try:
+        return os.isatty(0) and os.tcgetpgrp(0) == os.getpgrp()
+    except OSError:
+        return False
+
+
+def _child_setup(own_group: bool):
+    """The child's set-up between fork and exec: its own process group (unless it shares our terminal), and the
+    parent-death signal SIGTERM (Linux ``prctl(PR_SET_PDEATHSIG)``) so a SIGKILL of tileprobe ends it too."""
+    import ctypes
+    import signal
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        prctl = libc.prctl
+    except (OSError, AttributeError):      # not Linux
+        prctl = None
+    parent = os.getpid()
+
+    def setup():
+        if own_group:
+            os.setpgid(0, 0)
+        if prctl is not None:
+            prctl(1, int(signal.SIGTERM), 0, 0, 0)          # PR_SET_PDEATHSIG = 1
+            if os.getppid() != parent:                       # the parent died before prctl
+                os._exit(128 + int(signal.SIGTERM))
+    return setup
+
+
+def _wait_forwarding(proc, own_group: bool) -> int:
+    """Wait for ``proc``, passing SIGTERM, SIGHUP and SIGINT on to it (its process group when it has its own; a
+    terminal's Ctrl-C already reached a child in our group); its return code."""
+    import signal
+    import sys
+    wanted = [sig for sig in ("SIGTERM", "SIGHUP", "SIGINT") if hasattr(signal, sig)]
+
+    def forward(signum, frame):
+        if signum == signal.SIGINT and not own_group:
+            return
+        sys.stderr.write(f"tileprobe use: {signal.Signals(signum).name} passed on to the command (pid {proc.pid}); "
+                         "waiting for it to end\n")
+        try:
+            (os.killpg if own_group else os.kill)(proc.pid, signum)
+        except OSError:
+            pass
+    old = {sig: signal.signal(getattr(signal, sig), forward) for sig in wanted}
+    try:
+        return proc.wait()
+    finally:
+        for sig, handler in old.items():
+            signal.signal(getattr(signal, sig), handler)
 
 
 def use(table: str):

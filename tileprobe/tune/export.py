@@ -107,6 +107,21 @@ def annotate_searches(path: str, searches: list[dict], probe_dir: str | None = N
     return n
 
 
+def _read_json(path: str):
+    """The JSON of the regular file ``path`` (at most 1 GiB, nesting bounded: :func:`tileprobe.schema.read_json_file`).
+
+    Raises:
+        TileprobeError: not a regular file (a FIFO or device would never end), too large, not JSON, too deep.
+        OSError: it cannot be opened.
+    """
+    import stat
+    from ..schema import read_json_file
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        raise TileprobeError(f"{path}: not a regular file (a FIFO, device or directory); give the tune table "
+                             "`tileprobe tune --export` wrote")
+    return read_json_file(path, "tune table", make="give the table `tileprobe tune --export` wrote")
+
+
 def read_table(path: str) -> dict:
     """A tune table read back (schema :data:`EXPORT_SCHEMA_VERSION`, kind :data:`KIND`).
 
@@ -114,9 +129,8 @@ def read_table(path: str) -> dict:
         TileprobeError: the file cannot be read, is not JSON or is another kind or schema.
     """
     try:
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
-    except (OSError, json.JSONDecodeError) as e:
+        doc = _read_json(path)
+    except OSError as e:
         raise TileprobeError(f"{path}: not a readable tune table ({e}); make it with `tileprobe tune --export`") from e
     if not isinstance(doc, dict) or doc.get("kind") != KIND or doc.get("schema_version") != EXPORT_SCHEMA_VERSION:
         raise TileprobeError(f"{path}: not a schema-{EXPORT_SCHEMA_VERSION} tileprobe tune table")
@@ -139,9 +153,8 @@ def write_export(result, path: str) -> dict:
     existing = None
     if os.path.exists(path):
         try:
-            with open(path, encoding="utf-8") as f:
-                existing = json.load(f)
-        except (OSError, json.JSONDecodeError) as e:
+            existing = _read_json(path)
+        except (OSError, TileprobeError) as e:
             raise TileprobeError(f"--export {path}: the file exists and is not a tune table ({e}); give another "
                                  "path or remove it") from e
         if not isinstance(existing, dict) or existing.get("kind") != KIND or \
