@@ -110,6 +110,17 @@ class ProblemResult:
         return asdict(self)
 
 
+def _first_of_launch(plan: Plan, label: str) -> str:
+    """The first configuration, in the space's order, with the same launch as the timed candidate ``label``: racing
+    while compiling times whichever of identical launches landed first, and the pick must not depend on which
+    compile finished first (the sequential path's representative is the first in order already)."""
+    timed = next((c for c in plan.candidates if c.id == label), None)
+    if timed is None or not timed.members:
+        return label
+    ids = {m.id for m in timed.members}
+    return next(c.id for c in plan.candidates if c.id in ids)
+
+
 def problem_result(plan: Plan, outcome: RaceOutcome | None, arch: str, confidence: float = 0.95) -> ProblemResult:
     """Assemble a :class:`ProblemResult` from the static plan and the race's outcome (None: not raced)."""
     from ..schema import canonical
@@ -129,7 +140,13 @@ def problem_result(plan: Plan, outcome: RaceOutcome | None, arch: str, confidenc
     res.verdict, res.stop, res.rounds = outcome.verdict, outcome.stop, outcome.rounds
     res.race_s, res.check_s = outcome.wall_s, outcome.check_s
     by_label = {r["label"]: r for r in rows if r.get("config") is not None}
-    res.pick = by_label.get(outcome.pick) if outcome.pick else None
+    first = _first_of_launch(plan, outcome.pick) if outcome.pick else None
+    if first is not None and first != outcome.pick and first in by_label and outcome.pick in by_label:
+        timed, shown = by_label[outcome.pick], by_label[first]   # the table names the first one the winner
+        shown.update(status=timed["status"], reason=timed["reason"], same_launch_as=None)
+        timed.update(status=DUPLICATE, same_launch_as=first,
+                     reason=f"same launch as {first} (machine code, resources, grid, arguments): timed as one")
+    res.pick = by_label.get(first) if first else None
     res.tie = [by_label[t] for t in outcome.tie if t in by_label]
     return res
 
