@@ -204,14 +204,27 @@ class Zygote:
                 self.children[value] = child
             return child
 
+    #: Seconds :meth:`close` gives the zygote to remove its temp folder and exit after SIGTERM; a zygote inside a
+    #: seconds-long import (torch) handles the signal only after it, so it is killed then and its folder swept.
+    CLOSE_GRACE_S = 1.0
+
     def close(self) -> None:
-        """End the zygote without waiting for it (it may be inside a seconds-long import): SIGTERM makes it remove
-        its temp folder and exit; its children get their parent-death signals; a thread reaps it."""
+        """End the zygote: SIGTERM makes it remove its temp folder and exit; one still busy after
+        :attr:`CLOSE_GRACE_S` (inside an import) is SIGKILLed and its folder swept here, so nothing of it is left
+        when the command returns; its children get their parent-death signals."""
         with contextlib.suppress(OSError):
             self.sock.close()
         with contextlib.suppress(OSError):
             os.kill(self.pid, signal.SIGTERM)
-        threading.Thread(target=self.proc.wait, name="tileprobe-zygote-reap", daemon=True).start()
+        try:
+            self.proc.wait(timeout=self.CLOSE_GRACE_S)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(OSError):
+                os.kill(self.pid, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=5)
+            from .procs import sweep_leftovers
+            sweep_leftovers()
 
 
 def _env_key() -> tuple:
