@@ -223,8 +223,9 @@ class Zygote:
                 os.kill(self.pid, signal.SIGKILL)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout=5)
-            from .procs import sweep_leftovers
-            sweep_leftovers()
+        from .procs import sweep_leftovers
+        sweep_leftovers()   # ours if it was killed, and those of zygotes whose command was SIGKILLed (their marker's
+        #                     owner was perhaps not yet reaped when this command's start swept)
 
 
 def _env_key() -> tuple:
