@@ -210,3 +210,27 @@ def test_every_question_to_a_tool_has_the_one_timeout_and_kills_its_group(tmp_pa
     assert tileiras_targets(str(script)) == []
     time.sleep(0.5)
     assert _marked(marker) == []
+
+
+def test_a_temp_folder_whose_owner_is_an_unreaped_zombie_is_swept(tmp_path):
+    """An orphan of a SIGKILLed command under a subreaper that never waits stays a zombie: its temp folder is still
+    a leftover (it failed test_killed_audit_leaves_no_process_and_no_temp_folder[SIGKILL] in full runs)."""
+    from tileprobe.audit.procs import OWNER_MARKER, TEMP_PREFIX, start_ticks, sweep_leftovers
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    deadline = time.time() + 30
+    while time.time() < deadline:     # wait until it has exited but is not reaped (state Z)
+        with open(f"/proc/{child.pid}/stat") as f:
+            if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                break
+        time.sleep(0.05)
+    try:
+        folder = tmp_path / f"{TEMP_PREFIX}zygote-x"
+        folder.mkdir()
+        (folder / OWNER_MARKER).write_text(f"{child.pid} {start_ticks(child.pid)}\n")
+        live = tmp_path / f"{TEMP_PREFIX}audit-y"
+        live.mkdir()
+        (live / OWNER_MARKER).write_text(f"{os.getpid()} {start_ticks(os.getpid())}\n")
+        assert sweep_leftovers(str(tmp_path)) == [str(folder)]
+        assert not folder.exists() and live.exists()
+    finally:
+        child.wait()

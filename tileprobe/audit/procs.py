@@ -231,7 +231,13 @@ def _owner_alive(marker: str) -> bool:
         pid, ticks = int(pid_text), int(ticks_text)
     except (OSError, ValueError):
         return True          # unreadable: not ours to judge (another user's, or being written)
-    return start_ticks(pid) == ticks
+    fields = _stat_fields(pid)
+    if not fields or fields[0] in ("Z", "X"):   # gone, or a zombie nobody reaped (an orphan of a SIGKILLed
+        return False                            # command under a subreaper that never waits): dead either way
+    try:
+        return int(fields[19]) == ticks
+    except (IndexError, ValueError):
+        return False
 
 
 def sweep_leftovers(root: str | None = None) -> list[str]:
