@@ -235,18 +235,24 @@ def sustained_batch(launch: Callable[[], None], *, event_factory, synchronize, f
     return times, {"warmup_launches": n_warm, "n": n, "estimate_us": estimate_us}
 
 
-def burst_batch(launch: Callable[[], None], *, event_factory, synchronize, flush=None, n: int = BURST_BATCH,
-                warmup: int = BURST_WARMUP, between: Callable[[], None] | None = None) -> tuple[list[float], dict]:
-    """One batch in the ``burst`` mode: ``warmup`` untimed launches, ``between()``, then ``n`` samples each taken
-    alone (flush, start event, launch, end event, synchronize), as cuda.tile.tune's ``_benchmark`` does. Returns
-    the times (µs) and ``{"warmup_launches", "n"}``."""
-    flush = flush or (lambda: None)
+def _warm_up(launch, flush, synchronize, warmup: int, between) -> None:
+    """``warmup`` untimed launches (each after an L2 flush), a synchronize, then ``between()``: the start of a
+    ``burst`` or ``eager`` batch."""
     for _ in range(warmup):
         flush()
         launch()
     synchronize()
     if between:
         between()
+
+
+def burst_batch(launch: Callable[[], None], *, event_factory, synchronize, flush=None, n: int = BURST_BATCH,
+                warmup: int = BURST_WARMUP, between: Callable[[], None] | None = None) -> tuple[list[float], dict]:
+    """One batch in the ``burst`` mode: ``warmup`` untimed launches, ``between()``, then ``n`` samples each taken
+    alone (flush, start event, launch, end event, synchronize), as cuda.tile.tune's ``_benchmark`` does. Returns
+    the times (µs) and ``{"warmup_launches", "n"}``."""
+    flush = flush or (lambda: None)
+    _warm_up(launch, flush, synchronize, warmup, between)
     times = []
     for _ in range(n):
         times.extend(_timed(launch, flush, event_factory, synchronize, 1))
@@ -263,12 +269,7 @@ def eager_batch(launch: Callable[[], None], *, synchronize, flush=None, n: int =
     ``event_factory`` is not used (no GPU events: the figure is the host's). Returns the times and
     ``{"warmup_launches", "n"}``."""
     flush = flush or (lambda: None)
-    for _ in range(warmup):
-        flush()
-        launch()
-    synchronize()
-    if between:
-        between()
+    _warm_up(launch, flush, synchronize, warmup, between)
     times = []
     for _ in range(n):
         flush()
