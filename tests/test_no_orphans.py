@@ -234,3 +234,50 @@ def test_a_temp_folder_whose_owner_is_an_unreaped_zombie_is_swept(tmp_path):
         assert not folder.exists() and live.exists()
     finally:
         child.wait()
+
+
+def test_a_zygote_killed_at_any_point_leaves_no_temp_folder(tmp_path, monkeypatch):
+    """The zygote's temp folder belongs to the command that started it: SIGKILLed mid-way (inside an import, or
+    inside its own removal of the folder, which could take the marker first and leave an unmarked folder nobody may
+    sweep: a full CI run, 2026-12-02), close() still removes it."""
+    import tempfile
+    from tileprobe.audit import zygote
+    from tileprobe.audit.procs import OWNER_MARKER, start_ticks
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    z = zygote.Zygote()
+    try:
+        assert os.path.dirname(z.tmp) == str(tmp_path)
+        with open(os.path.join(z.tmp, OWNER_MARKER)) as f:
+            assert f.read().split() == [str(os.getpid()), str(start_ticks(os.getpid()))]
+        assert z.wait_ready(), "the zygote did not start"
+        os.kill(z.pid, signal.SIGKILL)
+        z.proc.wait(timeout=10)
+    finally:
+        z.close()
+    assert os.listdir(tmp_path) == []
+
+
+def test_an_interrupted_removal_leaves_a_folder_that_still_names_its_owner(tmp_path, monkeypatch):
+    """remove_owned_tempdir takes the owner marker last, so a removal cut short leaves a folder the next sweep may
+    judge (and remove once its owner is gone)."""
+    import tempfile
+    from tileprobe.audit import procs
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    path = procs.make_owned_tempdir("audit")
+    for name in ("a", "b", "c"):
+        (tmp_path / os.path.basename(path) / name).write_text("x")
+    real_unlink, calls = os.unlink, []
+
+    def unlink(p, *a, **k):
+        calls.append(os.path.basename(p))
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real_unlink(p, *a, **k)
+    monkeypatch.setattr(os, "unlink", unlink)
+    with pytest.raises(KeyboardInterrupt):
+        procs.remove_owned_tempdir(path)
+    monkeypatch.setattr(os, "unlink", real_unlink)
+    assert procs.OWNER_MARKER not in calls and os.path.isfile(os.path.join(path, procs.OWNER_MARKER))
+    assert procs.sweep_leftovers(str(tmp_path)) == []          # its owner (this process) lives
+    procs.remove_owned_tempdir(path)
+    assert os.listdir(tmp_path) == []

@@ -261,16 +261,40 @@ def sweep_leftovers(root: str | None = None) -> list[str]:
     return removed
 
 
-@contextlib.contextmanager
-def owned_tempdir(kind: str = "audit") -> Iterator[str]:
-    """A temp folder ``tileprobe-KIND-*`` marked with this process as its owner, removed on every exit Python
-    sees (return, exception, Ctrl-C, a SIGTERM/SIGHUP turned into an exception); leftovers of earlier runs that
-    were killed are swept first (:func:`sweep_leftovers`)."""
-    sweep_leftovers()
+def make_owned_tempdir(kind: str = "audit") -> str:
+    """A new temp folder ``tileprobe-KIND-*`` whose owner marker names this process (pid and start time), so that
+    :func:`sweep_leftovers` in a later run removes it if this process dies without doing so. The marker is written
+    before the path is returned; remove the folder with :func:`remove_owned_tempdir`."""
     path = tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{kind}-")
     with open(os.path.join(path, OWNER_MARKER), "w", encoding="ascii") as f:
         f.write(f"{os.getpid()} {start_ticks(os.getpid()) or 0}\n")
+    return path
+
+
+def remove_owned_tempdir(path: str) -> None:
+    """Remove an owned temp folder, its owner marker last: a process killed in the middle leaves a folder that
+    still names its (dead) owner, which the next :func:`sweep_leftovers` removes. (``shutil.rmtree`` alone may take
+    the marker first and leave an unmarked folder nobody may judge.)"""
+    marker = os.path.join(path, OWNER_MARKER)
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(path):
+            if entry.path != marker:
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                else:
+                    with contextlib.suppress(OSError):
+                        os.unlink(entry.path)
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def owned_tempdir(kind: str = "audit") -> Iterator[str]:
+    """A temp folder ``tileprobe-KIND-*`` marked with this process as its owner (:func:`make_owned_tempdir`),
+    removed on every exit Python sees (return, exception, Ctrl-C, a SIGTERM/SIGHUP turned into an exception);
+    leftovers of earlier runs that were killed are swept first (:func:`sweep_leftovers`)."""
+    sweep_leftovers()
+    path = make_owned_tempdir(kind)
     try:
         yield path
     finally:
-        shutil.rmtree(path, ignore_errors=True)
+        remove_owned_tempdir(path)

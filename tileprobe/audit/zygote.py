@@ -98,11 +98,20 @@ class Zygote:
         pkg_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env["PYTHONPATH"] = os.pathsep.join([pkg_root, *filter(None, [env.get("PYTHONPATH")])])
         self.key = _env_key()
+        from .procs import make_owned_tempdir
+        # the zygote's temp folder is this process's: removed by close() however the zygote ended, and by the next
+        # run's sweep when this process is SIGKILLed (a folder the zygote owned could lose its marker mid-removal)
+        self.tmp = make_owned_tempdir("zygote")
+        argv = [sys.executable, "-c", _BOOT, str(child.fileno()), str(os.getpid()), self.tmp]
         try:
-            self.proc = subprocess.Popen([sys.executable, "-c", _BOOT, str(child.fileno()), str(os.getpid())],
-                                         pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL,
+            self.proc = subprocess.Popen(argv, pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL,
                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                          start_new_session=True, env=env)
+        except OSError:
+            from .procs import remove_owned_tempdir
+            remove_owned_tempdir(self.tmp)
+            parent.close()
+            raise
         finally:
             child.close()
         self.sock, self.pid = parent, self.proc.pid
@@ -209,9 +218,9 @@ class Zygote:
     CLOSE_GRACE_S = 1.0
 
     def close(self) -> None:
-        """End the zygote: SIGTERM makes it remove its temp folder and exit; one still busy after
-        :attr:`CLOSE_GRACE_S` (inside an import) is SIGKILLed and its folder swept here, so nothing of it is left
-        when the command returns; its children get their parent-death signals."""
+        """End the zygote: SIGTERM makes it exit; one still busy after :attr:`CLOSE_GRACE_S` (inside an import) is
+        SIGKILLed. Its temp folder (this process's) is then removed, so nothing of it is left when the command
+        returns; its children get their parent-death signals."""
         with contextlib.suppress(OSError):
             self.sock.close()
         with contextlib.suppress(OSError):
@@ -223,9 +232,10 @@ class Zygote:
                 os.kill(self.pid, signal.SIGKILL)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout=5)
-        from .procs import sweep_leftovers
-        sweep_leftovers()   # ours if it was killed, and those of zygotes whose command was SIGKILLed (their marker's
-        #                     owner was perhaps not yet reaped when this command's start swept)
+        from .procs import remove_owned_tempdir, sweep_leftovers
+        remove_owned_tempdir(self.tmp)
+        sweep_leftovers()   # those of zygotes whose command was SIGKILLed (their marker's owner was perhaps not yet
+        #                     reaped when this command's start swept)
 
 
 def _env_key() -> tuple:
@@ -308,29 +318,23 @@ def start_worker(conn, initargs: tuple) -> ZygoteProcess | None:
 # --- the zygote's side ---------------------------------------------------------------------------------------------
 
 def zygote_main() -> None:
-    """Entry of the zygote: ``python -c … FD PARENT_PID``. Imports :data:`PRELOAD`, says ("ready",), then forks one
+    """Entry of the zygote: ``python -c … FD PARENT_PID TMPDIR``. Imports :data:`PRELOAD`, says ("ready",), then forks one
     child per request and reports ("started", pid) and, when it ends, ("exit", pid, status); :data:`HEAVY` is
     imported before the first request that needs it."""
     import importlib
     import tempfile
-    from .procs import die_with_parent, owned_tempdir
+    from .procs import die_with_parent
     sock = socket.socket(fileno=int(sys.argv[1]))
     die_with_parent(signal.SIGKILL, int(sys.argv[2]))
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    with owned_tempdir("zygote") as tmp:
-        tempfile.tempdir = tmp          # cuTile's import makes a temp folder: inside ours, swept if we are killed
-
-        def stop(*_):                   # close(): now, even inside an import
-            import shutil
-            shutil.rmtree(tmp, ignore_errors=True)
-            os._exit(0)
-        signal.signal(signal.SIGTERM, stop)
-        for name in PRELOAD:
-            importlib.import_module(name)
-        reaper = _Reaper(sock)
-        _send(sock, ("ready",), reaper.lock)
-        _serve(sock, reaper)
-    os._exit(0)      # no interpreter teardown (torch's takes 0.5 s): the folder is removed, nothing else is owed
+    signal.signal(signal.SIGTERM, lambda *_: os._exit(0))   # close(): now, even inside an import
+    tempfile.tempdir = sys.argv[3]      # cuTile's import makes a temp folder: inside the caller's, which it removes
+    for name in PRELOAD:
+        importlib.import_module(name)
+    reaper = _Reaper(sock)
+    _send(sock, ("ready",), reaper.lock)
+    _serve(sock, reaper)
+    os._exit(0)      # no interpreter teardown (torch's takes 0.5 s): the caller removes the folder
 
 
 def _send(sock, msg: tuple, lock) -> None:
