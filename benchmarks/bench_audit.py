@@ -21,8 +21,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from tileprobe.audit._cutile import which_tool  # noqa: E402
-from tileprobe.audit.compile import default_jobs  # noqa: E402
+from tileprobe._cutile import which_tool  # noqa: E402
+from tileprobe.procs import default_jobs  # noqa: E402
 from tileprobe.audit.pipeline import audit  # noqa: E402
 
 

@@ -40,7 +40,7 @@ def _wall(argv: list[str], n: int = 1) -> float:
 
 
 def _loader_s(probe: str, arch: str, find_compiler: bool) -> float:
-    from tileprobe.audit.contained import load_probe_files
+    from tileprobe.probe.contained import load_probe_files
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
         (rep,) = load_probe_files([probe], [arch], tmp_root=tmp, jobs=1, find_compiler=find_compiler)
@@ -109,7 +109,7 @@ def warm(trees: list[str], probes: list[str], archs: str, repeat: int, store: st
 
 
 def main() -> None:
-    from tileprobe.audit.compile import default_jobs
+    from tileprobe.procs import default_jobs
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--probe", default=os.path.join(ROOT, "examples", "rms_norm_large.py"))
     ap.add_argument("--arch", default="sm_90")

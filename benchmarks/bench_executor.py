@@ -25,7 +25,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from tileprobe.audit._cutile import which_tool  # noqa: E402
+from tileprobe._cutile import which_tool  # noqa: E402
 from tileprobe.audit.pipeline import audit  # noqa: E402
 
 PROBE = """import os

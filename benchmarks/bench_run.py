@@ -116,7 +116,7 @@ def do_bench_table(records, cubins, reps: int) -> None:
         print("triton is not installed here: skipped")
         return
     import torch
-    from tileprobe.audit.probe import load_probes
+    from tileprobe.probe.define import load_probes
     from tileprobe.run import worker
     from tileprobe.run.arrays import TorchArrays
     from tileprobe.run.launch import LoadedKernel, check_packing, grid3, pack_arguments

@@ -66,7 +66,7 @@ def main() -> None:
     recompiled_cli = sum(1 for k, created in compile_rows(store).items() if rows.get(k) != created)
 
     import tileprobe.audit.pipeline as audit_mod
-    import tileprobe.audit.pool as compile_mod
+    import tileprobe.compile.pool as compile_mod
     from tileprobe.store import Store
     handed = []
     real = compile_mod.compile_variants

@@ -303,7 +303,7 @@ def bench_variant(record: dict, cubin: bytes, probe_path: str, reps: int = 100, 
                   seed: int = 0) -> dict:
     """Time one variant by the four methods and the control (module doc). A method that fails is kept as
     ``{"error"}``; a failure before any method (probe, inputs, launch) makes the row's status (``worker`` rules)."""
-    from tileprobe.audit.probe import context_kwargs
+    from tileprobe.probe.define import context_kwargs
     from tileprobe.run import worker
     from tileprobe.run.arrays import TorchArrays
     from tileprobe.run.batch import _prepare

@@ -59,7 +59,7 @@ REQUIRED_RATIO, AIM_WALL_RATIO = 1.02, 0.5
 
 QUICK_PROBE = '''"""bench_tune.py --quick: {base} with a smaller search space."""
 import dataclasses
-from tileprobe.audit.probe import load_probes
+from tileprobe.probe.define import load_probes
 _base = load_probes({base!r})[0]
 probe = dataclasses.replace(_base, cases={cases!r}, hints={hints!r})
 '''

@@ -24,7 +24,7 @@ sys.path.insert(0, ROOT)
 
 def space(probe_path: str):
     """(probe, problem, configurations) of a one-problem probe file."""
-    from tileprobe.audit.probe import load_probes
+    from tileprobe.probe.define import load_probes
     from tileprobe.tune.space import problems
     [probe] = load_probes(probe_path)
     probs = problems(probe)

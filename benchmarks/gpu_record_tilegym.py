@@ -249,7 +249,7 @@ def tunable_probe(recorded: str, kernel: str, out_dir: str, hints: dict | None =
     arguments and case) made tunable per :data:`FITS`. Returns (path, problem values)."""
     fit = FITS[kernel]
     import importlib.util
-    from tileprobe.audit.probe import SpecArrays
+    from tileprobe.probe.define import SpecArrays
     spec = importlib.util.spec_from_file_location(f"recorded_{kernel}", recorded)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)                           # the recorded probe: ARGS, LAUNCHES, probe
@@ -340,7 +340,7 @@ def step_tune(out: str, record_dir: str | None, kernel: str, budget_s: float, jo
     recorded, how = _recorded_probe(out, record_dir, kernel, dry_run)
     print(f"[tune 1/4] {how}", flush=True)
     probe_path, problem = tunable_probe(recorded, kernel, tune_dir, hints)
-    from tileprobe.audit.probe import load_probes
+    from tileprobe.probe.define import load_probes
     probe = load_probes(probe_path)[0]
     print(f"[tune 2/4] tunable probe {probe_path}: problem {problem}, hints {probe.hints} "
           f"({len(probe.hint_grid())} configurations)", flush=True)

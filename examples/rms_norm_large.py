@@ -11,7 +11,7 @@ grid as ``rms_norm.py`` (the kernel and reference are taken from that file, so t
 import os
 
 from tileprobe import Probe
-from tileprobe.audit.probe import import_object
+from tileprobe.probe.define import import_object
 
 _BASE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rms_norm.py")
 M, N = 524288, 512

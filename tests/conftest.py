@@ -46,12 +46,12 @@ def pytest_collection_modifyitems(config, items):
 
 # --- compiles counted (issue 14: "nothing stored is compiled again") -------------------------------------------
 class CompileCounter:
-    """Counts the variants handed to the compile workers. Patched in ``audit.pool`` and where the pipeline
+    """Counts the variants handed to the compile workers. Patched in ``compile.pool`` and where the pipeline
     looks the function up (it imported the name when it was first imported)."""
 
     def __init__(self, monkeypatch):
         import tileprobe.audit.pipeline as pipeline
-        import tileprobe.audit.pool as compile_mod
+        import tileprobe.compile.pool as compile_mod
         self.n = 0
         real = compile_mod.compile_variants
 

@@ -31,7 +31,7 @@ def fake_tileiras(folder: Path, body: str, *, logged: bool = False) -> str:
     ``folder/compiles.log``, and set ``$n`` to the number of compiles logged before this one, then ``body``. The
     count and the append are one step under ``flock`` (two compiles at once both read n=0 on a loaded machine: a
     flaky Ray test, 2026-12-01). Returns the script's path."""
-    from tileprobe.audit._cutile import which_tool
+    from tileprobe._cutile import which_tool
     real = which_tool("tileiras")
     if logged:
         log = f"{folder}/compiles.log"

@@ -5,9 +5,9 @@ Each row below is that file's table: ALLOW_TMA, occupancy → threads, registers
 median µs, IQR % (the file's "±" and "IQR %" column: (p75 − p25) / median × 100). Occupancy 16 has the
 occupancy-8 cubin (FIELD_NOTES: "gives the occupancy-8 cubin").
 """
-from tileprobe.audit.explain import advice, measured_advice
+from tileprobe.judge.advice import advice, measured_advice
 from tileprobe.schema import VariantRecord
-from tileprobe.audit.verdict import judge_records
+from tileprobe.judge.verdict import judge_records
 
 H200 = "NVIDIA H200"
 RUN = {  # (ALLOW_TMA, occupancy): (threads, regs, smem, stack, ctas, median_us, iqr_pct)

@@ -103,7 +103,7 @@ def test_tune_with_another_sm_count_compiles_for_it(compiled):
 
 
 def test_argument_cache_is_keyed_by_hints_and_sm_count(compiled, monkeypatch):
-    from tileprobe.audit.probe import load_probes
+    from tileprobe.probe.define import load_probes
     from tileprobe.run import batch, worker
     probe = load_probes(compiled["probe"])[0]
     monkeypatch.setitem(worker._STATE, "device", "cpu")

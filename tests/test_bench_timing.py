@@ -189,7 +189,7 @@ def test_tasks_from_a_bundle(bt, tmp_path):
 
 
 def test_the_timing_set_has_14_variants_of_5_kernels():
-    from tileprobe.audit.probe import load_probes
+    from tileprobe.probe.define import load_probes
     probes = load_probes(os.path.join(ROOT, "benchmarks", "probes", "timing_set.py"))
     counts = {p.label: len(p.case_grid()) * len(p.hint_grid()) for p in probes}
     assert counts == {"timing_rms_norm_large": 4, "timing_tilegym_rms_norm": 2, "timing_matmul_256x128x64": 1,

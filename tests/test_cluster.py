@@ -14,7 +14,7 @@ from tileprobe.model.cluster import (H200_MEASURED, H200_MEASURED_SMS_PER_GPC, H
                                      max_active_clusters, max_cluster_size)
 from tileprobe.model.occupancy import theoretical_occupancy
 from tileprobe.schema import VariantRecord
-from tileprobe.audit.verdict import judge_records
+from tileprobe.judge.verdict import judge_records
 
 H100_LIKE = (18, 18, 18, 16, 16, 16, 16, 14)      # 132 SMs: one possible die
 CHECK = os.path.join(os.path.dirname(__file__), "..", "docs", "gpu", "2026-12-01", "cluster_check.json")

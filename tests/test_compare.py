@@ -222,7 +222,7 @@ class _Audit:
 
 def _fake_compile(store, r, i) -> str:
     """Save ``r`` as a stored compile (a synthetic variant; no compiler) and return its key."""
-    from tileprobe.audit.compile import CompileResult, Variant
+    from tileprobe.compile.job import CompileResult, Variant
     v = Variant("/tmp/p.py", 0, r.kernel, tuple(r.case.items()), tuple(r.hints.items()), r.arch, f"{i}" * 64)
     res = CompileResult(v, "ok", tileiras=r.tileiras, cuda_tile="1.7.0", symbol="k", cubin=None)
     return store.save_compile(res, r, {"tileiras": "/fake", "build": r.tileiras})

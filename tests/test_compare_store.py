@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def two_compilers(tmp_path_factory):
-    from tileprobe.audit import _cutile
+    from tileprobe import _cutile
     d = tmp_path_factory.mktemp("compilers")
     real = _cutile.current_compiler()
     log = d / "fake_calls.log"

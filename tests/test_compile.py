@@ -2,8 +2,8 @@
 import os
 
 from tileprobe.audit.pipeline import audit
-from tileprobe.audit.compile import Variant
-from tileprobe.audit.pool import compile_variants
+from tileprobe.compile.job import Variant
+from tileprobe.compile.pool import compile_variants
 from support import fake_tileiras
 
 DATA = os.path.join(os.path.dirname(__file__), "data")

@@ -1,4 +1,4 @@
-"""Issue 25, class 1: what probe code makes crosses into the tileprobe process as data only (tileprobe/audit/wire.py).
+"""Issue 25, class 1: what probe code makes crosses into the tileprobe process as data only (tileprobe/probe/wire.py).
 
 An Enum member or an object of the probe's own class used as a case value, an object whose ``__reduce__`` is
 ``os.system`` or sleeps, a value that contains itself: each is that probe's error, naming the value, the probe's
@@ -12,8 +12,7 @@ import textwrap
 
 import pytest
 
-from tileprobe.audit import wire
-
+from tileprobe.probe import wire
 HERE = os.path.dirname(os.path.abspath(__file__))
 KERNELS = os.path.join(HERE, "data", "kernels.py")
 
@@ -103,7 +102,7 @@ def test_a_message_that_is_not_one_is_refused_as_text(message, why):
 
 
 def test_a_worker_result_of_the_wrong_shape_is_refused():
-    from tileprobe.audit.compile import CompileResult, Variant, result_data, result_from_data
+    from tileprobe.compile.job import CompileResult, Variant, result_data, result_from_data
     v = Variant("p.py", 0, "k", (("TILE", 128),), (), "sm_90")
     data = result_data(CompileResult(v, "ok", cubin=b"\x7fELF"))
     assert result_from_data(wire.loads(wire.dumps(data)), v).cubin == b"\x7fELF"

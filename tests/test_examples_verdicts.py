@@ -19,7 +19,7 @@ import pytest
 
 from tileprobe.model.cluster import H200_MEASURED_SMS_PER_GPC, cluster_size
 from tileprobe.schema import EFFECT_STATUSES, GOAL_STATUSES, load
-from tileprobe.audit.verdict import judge_records, tma_data_ops
+from tileprobe.judge.verdict import judge_records, tma_data_ops
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "data", "examples_records_2026-12-01.json")
 GOAL_HINTS = ("occupancy", "num_ctas", "allow_tma")
@@ -103,7 +103,7 @@ def test_met_marks_the_reference_or_its_twin(records):
 def test_no_goal_hints_get_effect_statuses(records):
     """The examples vary no opt_level / num_worker_warps / latency; judged as such, occupancy gets effect words."""
     group = [r for r in records if r.kernel == "w4a16_gemm" and r.arch == "sm_120" and r.ok]
-    from tileprobe.audit.verdict import _judge_generic
+    from tileprobe.judge.verdict import _judge_generic
     statuses = Counter(_judge_generic("occupancy", r, [o for o in group if o.case == r.case])["status"]
                        for r in group)
     assert set(statuses) <= set(EFFECT_STATUSES) and statuses["baseline"] == 4 and statuses["unchanged"] == 5

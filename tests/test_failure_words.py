@@ -9,10 +9,10 @@ import sys
 
 import pytest
 
-from tileprobe.audit._cutile import which_tool
-from tileprobe.audit.compile import Variant
-from tileprobe.audit.pool import compile_variants
-from tileprobe.audit.failure import classify
+from tileprobe._cutile import which_tool
+from tileprobe.compile.job import Variant
+from tileprobe.compile.pool import compile_variants
+from tileprobe.compile.failure import classify
 from tileprobe.cli import main
 from tileprobe.report.html import render_html
 from tileprobe.report.markdown import audit_markdown
@@ -179,7 +179,7 @@ def test_cuda_home_pointing_at_an_older_toolkit_is_named(tmp_path, capsys):
     a compiler it passes CUDA_HOME to (a CompilerExecutionError raised from the CalledProcessError)."""
     import cuda.tile as ct
     from tileprobe.audit.pipeline import record_from
-    from tileprobe.audit.compile import CompileResult
+    from tileprobe.compile.job import CompileResult
     from tileprobe.report.terminal import print_failures
     from rich.console import Console
     fake_home = tmp_path / "cuda-13.0"
@@ -223,10 +223,10 @@ def test_cuda_home_pointing_at_an_older_toolkit_is_named(tmp_path, capsys):
 _BYTECODE = """
 import sys
 sys.path.insert(0, {kernels!r}.rsplit('/', 1)[0])
-from tileprobe.audit import _cutile
+from tileprobe import _cutile
 _cutile.install_fake_driver()
-from tileprobe.audit.probe import SpecArrays
-from tileprobe.audit.signature import jit_signature
+from tileprobe.probe.define import SpecArrays
+from tileprobe.probe.signature import jit_signature
 from cuda.tile.compilation import export_kernel
 import simple_kernels as k
 a = SpecArrays()

@@ -80,7 +80,7 @@ HOSTILE = {
     "args_broken_exception": (_probe("class Odd(Exception):\n    def __str__(self):\n        raise RuntimeError\n"
                                      "def args(case, arrays):\n    raise Odd()\n", args="args"),
                               r"args_broken_exception\.py:7: args\(\): Odd: <exception str\(\) failed>"),
-    # hint values are checked when the probe is made (tileprobe/audit/probe.py::check_hints), naming the allowed ones
+    # hint values are checked when the probe is made (tileprobe/probe/define.py::check_hints), naming the allowed ones
     "occupancy_0": (_probe("", hints="{'occupancy': [0, 1]}"),
                     r"occupancy_0\.py:3: invalid probe: hints\['occupancy'\] holds 0: occupancy takes an int in 1 … 32"),
     "occupancy_minus_1": (_probe("", hints="{'occupancy': [-1]}"), r"hints\['occupancy'\] holds -1: occupancy takes an "
@@ -237,7 +237,7 @@ def test_an_unusable_compiler_fails_alone(tmp_path):
 
 def test_a_compiler_that_hangs_on_its_version_probe_is_stopped(tmp_path):
     """cuTile probes the bytecode version without a timeout; tileprobe bounds it (TILEPROBE_TOOL_TIMEOUT_S here)."""
-    from tileprobe.audit._cutile import which_tool
+    from tileprobe._cutile import which_tool
     script = tmp_path / "tileiras"
     script.write_text(f"#!/bin/bash\ncase \"$*\" in\n  *--version*|*--help*) exec {which_tool('tileiras')} \"$@\";;\nesac\n"
                       f"exec sleep {SLEEP_PROBE}\n")
@@ -269,7 +269,7 @@ def _running(cmdline: str) -> list[int]:
 def test_a_hung_compile_is_a_timeout_and_its_whole_group_dies(tmp_path):
     """tileiras and the child it waits on (a ptxas stand-in) are killed together; without --strict a timeout is a
     result (exit 0), with it the exit code is 4."""
-    from tileprobe.audit._cutile import which_tool
+    from tileprobe._cutile import which_tool
     script = tmp_path / "tileiras"
     script.write_text(f"#!/bin/bash\ncase \"$*\" in\n  *--version*|*--help*|*/probe1[0-9]*) exec {which_tool('tileiras')} "
                       f"\"$@\";;\nesac\nsleep {SLEEP_COMPILE}\n")
@@ -323,9 +323,9 @@ def test_clean_strips_every_kind_of_escape():
 def test_a_dead_worker_fails_its_variant_only_and_is_replaced(tmp_path):
     """A worker killed mid-variant (here by the probe itself, as a crash in cuTile's extension would) fails that
     variant (``compiler_crash``, with the signal); a new worker takes the next variant, so the pool keeps its width."""
-    from tileprobe.audit.compile import Variant
-    from tileprobe.audit.pool import WorkerPool
-    from tileprobe.audit.procs import owned_tempdir
+    from tileprobe.compile.job import Variant
+    from tileprobe.compile.pool import WorkerPool
+    from tileprobe.procs import owned_tempdir
     path = tmp_path / "killer.py"
     path.write_text(_probe("import signal\ndef args(case, arrays):\n    if case['TILE'] == 1:\n"
                            "        os.kill(os.getpid(), signal.SIGKILL)\n    return " + ARGS.split(": ", 1)[1] + "\n",

@@ -130,7 +130,7 @@ def test_compile_time_against_the_programs_compiler_timeout(tmp_path):
 
 
 def test_static_advice_never_picks_a_predicted_hang(tmp_path):
-    from tileprobe.audit.explain import static_advice
+    from tileprobe.judge.advice import static_advice
     recs = _records(tmp_path / "p.py")
     for r, ctas in zip(recs, (4, 8, 2)):
         r.ctas_per_sm, r.stack_bytes, r.sass = ctas, 0, {"spill_loads": 0, "spill_stores": 0}

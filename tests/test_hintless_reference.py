@@ -16,7 +16,7 @@ import textwrap
 import pytest
 
 from tileprobe.audit import audit
-from tileprobe.audit.explain import advice
+from tileprobe.judge.advice import advice
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 PROBE = os.path.join(DATA, "probe_hintless.py")

@@ -75,7 +75,7 @@ def _probe_file(tmp_path, body: str) -> str:
 
 
 def test_two_probes_with_one_name_are_refused(tmp_path):
-    from tileprobe.audit.probe import load_probes
+    from tileprobe.probe.define import load_probes
     path = _probe_file(tmp_path, "probes = [Probe(kernel=K, args=lambda c, a: (), name='dup'),\n"
                                  "          Probe(kernel=K, args=lambda c, a: (), name='dup')]\n")
     with pytest.raises(ProbeError, match=r"probes\[0\] and probes\[1\] are both named 'dup'"):
@@ -84,7 +84,7 @@ def test_two_probes_with_one_name_are_refused(tmp_path):
 
 def test_one_name_is_refused_only_for_archs_both_probes_audit(tmp_path):
     """Issue 26: per-arch probes of one kernel may share a name when their ``archs`` are disjoint."""
-    from tileprobe.audit.probe import load_probes
+    from tileprobe.probe.define import load_probes
     path = _probe_file(tmp_path, "probes = [Probe(kernel=K, args=lambda c, a: (), name='dup', archs=['sm_90']),\n"
                                  "          Probe(kernel=K, args=lambda c, a: (), name='dup', archs=['sm_120'])]\n")
     assert [p.archs for p in load_probes(path)] == [["sm_90"], ["sm_120"]]
@@ -98,7 +98,7 @@ def test_one_name_is_refused_only_for_archs_both_probes_audit(tmp_path):
 
 
 def test_a_probe_that_changes_folder_at_import_is_still_found(tmp_path, monkeypatch):
-    from tileprobe.audit.probe import load_probes
+    from tileprobe.probe.define import load_probes
     path = _probe_file(tmp_path, "os.chdir('/')\nprobe = Probe(kernel=K, args=lambda c, a: (), name='v')\n")
     monkeypatch.chdir(tmp_path)
     (p,) = load_probes("p.py")              # relative, as typed on the command line
@@ -107,7 +107,7 @@ def test_a_probe_that_changes_folder_at_import_is_still_found(tmp_path, monkeypa
 
 @pytest.mark.parametrize("shape", [(1 << 64,), ((1 << 64) + 5,), (1 << 63,)])
 def test_shapes_past_int64_are_refused_not_wrapped(shape):
-    from tileprobe.audit.signature import ArraySpec
+    from tileprobe.probe.signature import ArraySpec
     with pytest.raises(ProbeError, match="2\\^63 or more"):
         ArraySpec(shape, "float32")
 
@@ -217,14 +217,14 @@ def test_a_case_value_the_probe_rejects_is_its_error_even_with_where(capsys):
 
 
 def test_no_case_match_without_case_names_still_names_the_selection():
-    from tileprobe.audit.where import no_case_match
+    from tileprobe.select import no_case_match
     err = no_case_match({"occupancy": 1}, [])
     assert str(err) == "--where occupancy=1 matches none of the planned variants; no variant was planned to select from"
 
 
 def test_a_hint_value_no_probe_plans_is_refused_before_compiling(capsys):
     """--where occupancy=3 compiled all 10 rms_norm variants (20 s) before saying it matched none."""
-    from tileprobe.audit.where import WhereError, case_selector
+    from tileprobe.select import WhereError, case_selector
     from types import SimpleNamespace
     plan = SimpleNamespace(cases={"ALLOW_TMA": [True, False]}, hints={"occupancy": [1, 2, 4, 8, 16]})
     with pytest.raises(WhereError, match=r"^--where occupancy=3 matches none of the planned variants; occupancy takes "
@@ -249,7 +249,7 @@ def test_a_per_load_knob_given_as_a_hint_says_what_to_do(capsys):
 def test_paths_that_are_not_probe_files_say_what_they_are(tmp_path, kind, message):
     """README.md was 'AttributeError: 'NoneType' object has no attribute 'loader''; a FIFO or a link loop was
     'no such file' (a tester, 2026-12-01)."""
-    from tileprobe.audit.probe import load_probes
+    from tileprobe.probe.define import load_probes
     path = tmp_path / "p.txt"
     if kind == "text":
         path.write_text("# notes\n")

@@ -51,7 +51,7 @@ def _audit(tmp_path, fake):
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGKILL], ids=lambda s: s.name)
 def test_killed_audit_leaves_no_process_and_no_temp_folder(tmp_path, sig):
-    from tileprobe.audit.procs import descendants
+    from tileprobe.procs import descendants
     (tmp_path / "tmp").mkdir()
     (tmp_path / "slow").touch()
     fake = fake_tileiras(tmp_path, f'if [ -e {tmp_path}/slow ] && [ "$n" -ge 2 ]; then sleep 297; fi', logged=True)
@@ -145,7 +145,7 @@ def _hostile_probe(tmp_path, marker: str) -> str:
 
 
 def test_a_probe_that_ignores_sigterm_does_not_outlive_a_sigkilled_audit(tmp_path):
-    """The workers' parent-death signal is SIGKILL (it cannot be ignored) and the guard (tileprobe/audit/procs.py)
+    """The workers' parent-death signal is SIGKILL (it cannot be ignored) and the guard (tileprobe/procs.py)
     ends what probe code started in them: a tester found 7 processes left (2026-12-01)."""
     (tmp_path / "tmp").mkdir()
     marker = f"29{os.getpid() % 1000}.25"
@@ -163,7 +163,7 @@ def test_a_probe_that_ignores_sigterm_does_not_outlive_a_sigkilled_audit(tmp_pat
             time.sleep(0.2)
         assert p.poll() is None, p.communicate()[0]
         time.sleep(0.5)
-        from tileprobe.audit.procs import descendants
+        from tileprobe.procs import descendants
         started = descendants(p.pid)
         assert _marked(marker), "the probe's sleep should be running in the workers"
         p.kill()
@@ -215,7 +215,7 @@ def test_every_question_to_a_tool_has_the_one_timeout_and_kills_its_group(tmp_pa
 def test_a_temp_folder_whose_owner_is_an_unreaped_zombie_is_swept(tmp_path):
     """An orphan of a SIGKILLed command under a subreaper that never waits stays a zombie: its temp folder is still
     a leftover (it failed test_killed_audit_leaves_no_process_and_no_temp_folder[SIGKILL] in full runs)."""
-    from tileprobe.audit.procs import OWNER_MARKER, TEMP_PREFIX, start_ticks, sweep_leftovers
+    from tileprobe.procs import OWNER_MARKER, TEMP_PREFIX, start_ticks, sweep_leftovers
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     deadline = time.time() + 30
     while time.time() < deadline:     # wait until it has exited but is not reaped (state Z)
@@ -241,8 +241,8 @@ def test_a_zygote_killed_at_any_point_leaves_no_temp_folder(tmp_path, monkeypatc
     inside its own removal of the folder, which could take the marker first and leave an unmarked folder nobody may
     sweep: a full CI run, 2026-12-02), close() still removes it."""
     import tempfile
-    from tileprobe.audit import zygote
-    from tileprobe.audit.procs import OWNER_MARKER, start_ticks
+    from tileprobe.probe import zygote
+    from tileprobe.procs import OWNER_MARKER, start_ticks
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     z = zygote.Zygote()
     try:
@@ -261,7 +261,7 @@ def test_an_interrupted_removal_leaves_a_folder_that_still_names_its_owner(tmp_p
     """remove_owned_tempdir takes the owner marker last, so a removal cut short leaves a folder the next sweep may
     judge (and remove once its owner is gone)."""
     import tempfile
-    from tileprobe.audit import procs
+    from tileprobe import procs
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     path = procs.make_owned_tempdir("audit")
     for name in ("a", "b", "c"):

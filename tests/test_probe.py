@@ -6,7 +6,7 @@ import textwrap
 import pytest
 
 from tileprobe.errors import ProbeError
-from tileprobe.audit.probe import Probe, SpecArrays, load_probes
+from tileprobe.probe.define import Probe, SpecArrays, load_probes
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 

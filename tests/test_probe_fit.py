@@ -6,7 +6,7 @@ import textwrap
 import pytest
 
 from tileprobe.errors import ProbeError
-from tileprobe.audit.probe import Probe, context_kwargs, load_probes
+from tileprobe.probe.define import Probe, context_kwargs, load_probes
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "data")
@@ -127,7 +127,7 @@ def test_helper_files_beside_probes_are_skipped_not_broken(tmp_path):
 def test_per_probe_compile_timeout_and_the_default(tmp_path):
     from tileprobe.audit import audit
     from tileprobe.cli import build_parser
-    from tileprobe.audit.compile import DEFAULT_TIMEOUT_S
+    from tileprobe.compile.job import DEFAULT_TIMEOUT_S
     assert DEFAULT_TIMEOUT_S == 900.0 > 372      # FIELD_NOTES: 167-372 s per FP4 GEMM variant on sm_100
     assert build_parser().parse_args(["audit", "p.py"]).timeout is None     # the default, scaled by the load
     kernels = os.path.join(DATA, "simple_kernels.py")
@@ -149,7 +149,7 @@ def test_declared_hints_show_their_values_per_arch():
         import kernels as k
     finally:
         sys.path.remove(os.path.join(DATA, "record"))
-    from tileprobe.audit.compile import effective_hints
+    from tileprobe._cutile import effective_hints
     from tileprobe.report.common import hint_cell, row_cells
     from tileprobe.schema import VariantRecord
     cells = {}
@@ -165,7 +165,7 @@ def test_declared_hints_show_their_values_per_arch():
 
 def test_the_default_compile_timeout_scales_with_the_load_per_cpu():
     """Issue 26: a FlashInfer W4A4 compile took 1,055 s on a loaded 2-core machine, past the 900 s default."""
-    from tileprobe.audit.compile import load_scaled_timeout_s
+    from tileprobe.compile.job import load_scaled_timeout_s
     assert load_scaled_timeout_s(load=0.3, cpus=2) == 900.0            # an idle machine: the default
     assert load_scaled_timeout_s(load=5.0, cpus=2) == 2250.0           # 2.5 runnable tasks per CPU
     assert load_scaled_timeout_s(load=40.0, cpus=2) == 3600.0          # at most 4×

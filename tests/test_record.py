@@ -97,7 +97,7 @@ def test_written_probes_load_and_audit_with_the_jit_signature(basic):
     """The probes audit unchanged, and each launched variant's signature is the one cuTile's
     KernelSignature.from_kernel_args gives for the very arguments the program launched."""
     from tileprobe.audit import audit
-    from tileprobe.audit.probe import load_probes
+    from tileprobe.probe.define import load_probes
     _, result = basic
     paths = [p for p, plan in result.written if plan.kernel.name in ("vadd", "copy_fn")]
     for p in paths:
@@ -110,11 +110,11 @@ def test_written_probes_load_and_audit_with_the_jit_signature(basic):
     code = f"""
 import json, sys
 sys.path.insert(0, {DATA!r})
-from tileprobe.audit import _cutile
+from tileprobe import _cutile
 _cutile.install_fake_driver()
 import cuda.tile as ct
 from cuda.tile.compilation import CallingConvention, KernelSignature
-from tileprobe.audit.signature import describe_signature
+from tileprobe.probe.signature import describe_signature
 import kernels as k
 cc = CallingConvention.cutile_python_v1()
 out = {{}}
@@ -251,7 +251,7 @@ def test_arguments_are_described_abstractly():
     """Tensors by dtype, shape, strides in elements and base alignment; DLPack and __cuda_array_interface__ objects
     alike; scalars and constants by value; anything else by type only."""
     import torch
-    from tileprobe.audit.signature import ArraySpec
+    from tileprobe.probe.signature import ArraySpec
     capture = hook.load_capture()
     d = lambda a: capture.to_json(capture.describe(a))
     base = torch.empty((64, 128), dtype=torch.bfloat16)

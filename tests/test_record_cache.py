@@ -19,10 +19,10 @@ CUBINS = os.path.join(HERE, "data", "cubins")
 MAKE_CACHE = f"""
 import json, sys
 sys.path.insert(0, {DATA!r})
-from tileprobe.audit import _cutile
+from tileprobe import _cutile
 _cutile.install_fake_driver()
 from cuda.tile.compilation import export_kernel
-from tileprobe.audit.signature import jit_signature
+from tileprobe.probe.signature import jit_signature
 from tileprobe.model.cubin import CubinInfo
 import kernels as k
 out = {{}}

@@ -45,8 +45,8 @@ def _audit_symbols(probe_path):
     calls tileiras), and the case's last argument. In a child process: the fake driver stays out of pytest."""
     code = f"""
 import json
-from tileprobe.audit.probe import load_probes
-from tileprobe.audit.signature import jit_signature
+from tileprobe.probe.define import load_probes
+from tileprobe.probe.signature import jit_signature
 probe = load_probes({probe_path!r})[0]
 kernel = probe.resolve_kernel()
 out = []
@@ -120,11 +120,11 @@ def test_every_layout_comes_back_from_its_cached_symbol(layouts):
     _, _, truth = layouts
     code = f"""
 import json
-from tileprobe.audit import _cutile
+from tileprobe import _cutile
 _cutile.install_fake_driver()
 from cuda.tile.compilation import demangle_kernel_name
-from tileprobe.audit.probe import SpecArrays
-from tileprobe.audit.signature import jit_signature
+from tileprobe.probe.define import SpecArrays
+from tileprobe.probe.signature import jit_signature
 from tileprobe.record.args import args_text
 from tileprobe.record.cache import args_from_signature
 import kernels

@@ -20,12 +20,12 @@ import torch
 
 import cuda.tile as ct
 from tileprobe.errors import ProbeError
-from tileprobe.audit.probe import SpecArrays, load_probes
+from tileprobe.probe.define import SpecArrays, load_probes
 from tileprobe.run import check as chk
 from tileprobe.run import launch, session, timing, worker
 from tileprobe.run.arrays import TorchArrays, is_poisoned, poison_value
 from tileprobe.schema import VariantRecord
-from tileprobe.audit.signature import ArraySpec, assign_addresses
+from tileprobe.probe.signature import ArraySpec, assign_addresses
 
 HERE = os.path.abspath(__file__)
 DATA = os.path.join(os.path.dirname(HERE), "data")
@@ -51,11 +51,11 @@ def mixed_args():
 
 _COMPILE = r"""
 import json, sys
-from tileprobe.audit import _cutile
+from tileprobe import _cutile
 _cutile.install_fake_driver()
 from cuda.tile.compilation import export_kernel
-from tileprobe.audit.probe import import_object
-from tileprobe.audit.signature import describe_signature, jit_signature
+from tileprobe.probe.define import import_object
+from tileprobe.probe.signature import describe_signature, jit_signature
 kernel, args = import_object(sys.argv[1] + ":mixed"), import_object(sys.argv[1] + ":mixed_args")()
 sig = jit_signature(kernel, args)
 export_kernel(kernel, [sig], sys.argv[2], gpu_code="sm_90", output_format="cubin")

@@ -159,7 +159,7 @@ def test_same_variant_timed_twice_agrees_within_1pct(wd, sm):
 def _bundled_examples() -> list[str]:
     """Example probes that load here (TileGym examples need the tilegym package)."""
     from tileprobe.errors import ProbeError
-    from tileprobe.audit.probe import load_probes
+    from tileprobe.probe.define import load_probes
     out = []
     for path in sorted(glob.glob(os.path.join(EXAMPLES, "*.py"))):
         try:
@@ -228,7 +228,7 @@ def test_aot_launch_computes_what_jit_launch_does(sm):
         pytest.skip("the fake driver of an in-process audit is installed in this process; run this file alone")
     import torch
     import cuda.tile as ct
-    from tileprobe.audit.probe import load_probes
+    from tileprobe.probe.define import load_probes
     from tileprobe.run.arrays import TorchArrays
     from tileprobe.run.launch import LoadedKernel, check_packing, core_stream, cuda_core, grid3, pack_arguments
     probe_path = os.path.join(EXAMPLES, "rms_norm.py")

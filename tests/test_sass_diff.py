@@ -81,7 +81,7 @@ def test_sass_command_prints_listing_ptx_and_diff_from_the_store(tmp_path, capsy
     out = capsys.readouterr().out
     assert ".text.vec_add" in out and "EXIT" in out
     import tileprobe.audit.pipeline as pipeline
-    import tileprobe.audit.pool as compile_mod
+    import tileprobe.compile.pool as compile_mod
     calls = []
     monkeypatch.setattr(pipeline, "compile_variants", lambda variants, **kw: (x for x in calls.extend(variants) or ()))
     monkeypatch.setattr(compile_mod, "compile_variants", pipeline.compile_variants)

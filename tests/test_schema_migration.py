@@ -11,7 +11,7 @@ import warnings
 
 import pytest
 
-from tileprobe.audit.verdict import judge_records
+from tileprobe.judge.verdict import judge_records
 from tileprobe.errors import TileprobeError
 from tileprobe.schema import SCHEMA_VERSION, SchemaMigrationWarning, load, write_json
 from tileprobe.store import Store

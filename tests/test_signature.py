@@ -19,7 +19,7 @@ def _run(code: str) -> str:
 
 def test_contiguous_arrays_get_jit_assumptions():
     out = _run("""
-from tileprobe.audit.signature import ArraySpec, jit_signature
+from tileprobe.probe.signature import ArraySpec, jit_signature
 import simple_kernels as k
 a = lambda: ArraySpec((4096,), "float32")
 sig = jit_signature(k.vadd, (a(), a(), a(), 256))
@@ -34,7 +34,7 @@ print(sig.symbol)
 
 def test_misaligned_odd_shaped_and_strided_arrays_lose_assumptions():
     out = _run("""
-from tileprobe.audit.signature import ArraySpec, jit_signature
+from tileprobe.probe.signature import ArraySpec, jit_signature
 import simple_kernels as k
 x = ArraySpec((4095,), "float32", offset=4)            # base address 4 mod 16, odd length
 y = ArraySpec((4096,), "float32", strides=(2,))        # every other element
@@ -50,7 +50,7 @@ print(px.base_addr_divisible_by, px.shape_divisible_by, py.stride_constant, py.s
 
 def test_bf16_fp8_and_runtime_scalars():
     out = _run("""
-from tileprobe.audit.signature import ArraySpec, jit_signature, describe_signature
+from tileprobe.probe.signature import ArraySpec, jit_signature, describe_signature
 import simple_kernels as k
 sig = jit_signature(k.scale2d, (ArraySpec((64, 512), "bfloat16"), ArraySpec((64, 512), "float8_e4m3fn"), 3, 4, 512))
 d = describe_signature(sig)
@@ -62,8 +62,8 @@ print(d[0]["dtype"], d[1]["dtype"], d[2]["kind"], d[2]["dtype"], d[3]["value"], 
 def test_fake_driver_answers_only_what_inference_asks():
     """A cuTile release that starts asking the driver for more must fail here, not mis-infer silently."""
     out = _run("""
-from tileprobe.audit import _cutile
-from tileprobe.audit.signature import ArraySpec, jit_signature
+from tileprobe import _cutile
+from tileprobe.probe.signature import ArraySpec, jit_signature
 import simple_kernels as k
 jit_signature(k.vadd, (ArraySpec((64,), "float32"),) * 3 + (64,))
 print(sorted(set(_cutile.FAKE_DRIVER_CALLS)))
@@ -75,7 +75,7 @@ print(sorted(set(_cutile.FAKE_DRIVER_CALLS)))
 
 def test_cutile_rejects_wrong_argument_count_with_probe_error():
     out = _run("""
-from tileprobe.audit.signature import ArraySpec, jit_signature
+from tileprobe.probe.signature import ArraySpec, jit_signature
 from tileprobe.errors import ProbeError
 import simple_kernels as k
 try:
@@ -88,7 +88,7 @@ except ProbeError as e:
 
 def test_unknown_dtype_and_bad_strides_are_probe_errors():
     from tileprobe.errors import ProbeError
-    from tileprobe.audit.signature import ArraySpec
+    from tileprobe.probe.signature import ArraySpec
     with pytest.raises(ProbeError, match="unsupported array dtype 'float4_e2m1fn'"):
         ArraySpec((4,), "float4_e2m1fn")
     with pytest.raises(ProbeError, match=r"strides \(1,\) do not match shape \(2, 2\)"):
@@ -98,7 +98,7 @@ def test_unknown_dtype_and_bad_strides_are_probe_errors():
 
 
 def test_addresses_are_aligned_and_disjoint():
-    from tileprobe.audit.signature import ArraySpec, assign_addresses
+    from tileprobe.probe.signature import ArraySpec, assign_addresses
     specs = [ArraySpec((1000,), "float32"), ArraySpec((10,), "int8", align=512, offset=2), ArraySpec((3,), "float64")]
     assign_addresses(specs)
     assert specs[0].address % 4096 == 0

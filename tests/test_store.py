@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 import tileprobe.audit.pipeline as audit_mod
-from tileprobe.audit.compile import CompileResult, Variant
-from tileprobe.audit.verdict import judge_records
+from tileprobe.compile.job import CompileResult, Variant
+from tileprobe.judge.verdict import judge_records
 from tileprobe.errors import StoreError
 from tileprobe.schema import VariantRecord, load
 from tileprobe.store import SCHEMA_VERSION, Store, compile_key

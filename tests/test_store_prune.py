@@ -6,7 +6,7 @@ import datetime
 
 import pytest
 
-from tileprobe.audit.compile import CompileResult, Variant
+from tileprobe.compile.job import CompileResult, Variant
 from tileprobe.cli import main
 from tileprobe.cli.store import cutoff
 from tileprobe.errors import TileprobeError

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from tileprobe.audit.verdict import judge_records
-from tileprobe.audit.where import (WhereError, apply_overrides, format_value, parse_overrides, parse_where, select,
+from tileprobe.judge.verdict import judge_records
+from tileprobe.select import (WhereError, apply_overrides, format_value, parse_overrides, parse_where, select,
                                    select_or_explain)
 from tileprobe.report.common import group_tables, variant_label
 from tileprobe.report.terminal import render_audit, summary_lines
@@ -114,7 +114,7 @@ def test_where_reads_tuples_as_tables_print_them_and_as_python():
 
 
 def test_case_and_hint_overrides():
-    from tileprobe.audit.probe import Probe
+    from tileprobe.probe.define import Probe
     assert parse_overrides(["TILE=128×128,(256,256)", "occupancy=1,2"], "--case") == {
         "TILE": [[128, 128], [256, 256]], "occupancy": [1, 2]}
     p = Probe(kernel="x.py:k", args=lambda case, arrays: (), cases={"TILE": [(64, 64)], "DT": ["fp16"]},
@@ -177,7 +177,7 @@ def test_repeat_prints_a_line_when_the_compiles_agree_too():
 
 
 def test_run_best_lines_name_the_compiler_and_advice_says_1_cta():
-    from tileprobe.audit.explain import advice
+    from tileprobe.judge.advice import advice
     from tileprobe.report.common import best_lines
     recs = []
     for build, us in ((B134, (900.0, 610.0)), ("Cuda compilation tools, release 13.3, V13.3.36", (905.0, 880.0))):

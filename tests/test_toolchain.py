@@ -437,8 +437,8 @@ def add_one(X, Y, TILE: ct.Constant[int]):
 
 COMPILE = '''
 import os, sys, tempfile
-from tileprobe.audit import _cutile
-from tileprobe.audit.signature import ArraySpec, jit_signature
+from tileprobe import _cutile
+from tileprobe.probe.signature import ArraySpec, jit_signature
 tileiras, lib = sys.argv[1], sys.argv[2]
 _cutile.install_fake_driver()
 _cutile.use_compiler(tileiras, [lib])

@@ -7,7 +7,7 @@ import textwrap
 import pytest
 
 from tileprobe.errors import ProbeError
-from tileprobe.audit.probe import Probe, load_probes
+from tileprobe.probe.define import Probe, load_probes
 from tileprobe.tune.space import constraint_name, default_values, problems
 
 

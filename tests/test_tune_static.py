@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from tileprobe.audit.probe import load_probes
+from tileprobe.probe.define import load_probes
 from tileprobe.schema import VariantRecord
 from tileprobe.tune.space import problems
 from tileprobe.tune.static import (DUPLICATE, Candidate, compile_records, constant_data_sha256, dedupe, launch_key,
@@ -74,7 +74,7 @@ class _FakeProbe:
 
     @staticmethod
     def launch_args(case, arrays=None, *, arch=None, hints=None, num_sms=None):   # Probe.launch_args's keywords
-        from tileprobe.audit.probe import SpecArrays
+        from tileprobe.probe.define import SpecArrays
         a = SpecArrays()
         return (a.randn((case["ROWS"], 64), "float16"), a.empty((case["ROWS"], 64), "float16"), case["SCALE"],
                 case["TILE"])

@@ -16,7 +16,8 @@ def _facts(records) -> list[tuple]:
 
 
 def test_audit_forked_from_the_zygote_gives_the_records_of_fresh_processes(monkeypatch):
-    from tileprobe.audit import audit, zygote
+    from tileprobe.audit import audit
+    from tileprobe.probe import zygote
     started = []
     real = zygote.Zygote.start
 
@@ -36,7 +37,7 @@ def test_audit_forked_from_the_zygote_gives_the_records_of_fresh_processes(monke
 
 
 def test_a_forked_child_reports_its_exit_status_and_signal(tmp_path):
-    from tileprobe.audit import zygote
+    from tileprobe.probe import zygote
     script = tmp_path / "crash.py"
     script.write_text("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n")
     with zygote.warm_starts():
@@ -61,7 +62,7 @@ def test_a_forked_child_reports_its_exit_status_and_signal(tmp_path):
 
 
 def test_no_zygote_in_another_environment(monkeypatch):
-    from tileprobe.audit import zygote
+    from tileprobe.probe import zygote
     with zygote.warm_starts():
         assert zygote.current() is not None
         monkeypatch.setenv("TILEPROBE_SOMETHING_NEW", "1")   # modules read settings at import: not the same process
@@ -70,7 +71,7 @@ def test_no_zygote_in_another_environment(monkeypatch):
 
 
 def test_compiler_facts_are_asked_once_and_again_when_the_binary_changes(tmp_path, monkeypatch):
-    from tileprobe.audit import toolcache
+    from tileprobe.compile import toolcache
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.setattr(toolcache, "_memory", {})
     binary = tmp_path / "tileiras"
@@ -91,7 +92,7 @@ def test_compiler_facts_are_asked_once_and_again_when_the_binary_changes(tmp_pat
 
 
 def test_the_default_compiler_is_looked_up_again_when_what_cutile_reads_changes(tmp_path, monkeypatch):
-    from tileprobe.audit import toolcache
+    from tileprobe.compile import toolcache
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.setattr(toolcache, "_memory", {})
     binary = tmp_path / "tileiras"
@@ -111,14 +112,14 @@ def test_the_default_compiler_is_looked_up_again_when_what_cutile_reads_changes(
 
 
 def test_zygote_off(monkeypatch):
-    from tileprobe.audit import zygote
+    from tileprobe.probe import zygote
     monkeypatch.setenv("TILEPROBE_ZYGOTE", "0")
     with zygote.warm_starts():
         assert zygote.current() is None
 
 
 def test_which_probe_files_get_a_loader_forked_after_torch(tmp_path):
-    from tileprobe.audit.zygote import needs_torch
+    from tileprobe.probe.zygote import needs_torch
     cases = {"import torch\n": True, "from tilegym.ops import x\n": True, 'kernel="tilegym.ops.cutile.mm:k"\n': True,
              "import cuda.tile as ct\n# torch is not needed\n": False, "import torchvision_like\n": False}
     for i, (text, want) in enumerate(cases.items()):

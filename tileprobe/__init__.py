@@ -27,12 +27,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._version import __version__
+from tileprobe._version import __version__
 
 #: public name → the module that defines it
 _WHERE = {
-    "Probe": "audit.probe", "SpecArrays": "audit.probe", "ArraySpec": "audit.signature",
-    "jit_signature": "audit.signature", "AuditResult": "audit.pipeline", "VariantRecord": "schema",
+    "Probe": "probe.define", "SpecArrays": "probe.define", "ArraySpec": "probe.signature",
+    "jit_signature": "probe.signature", "AuditResult": "audit.pipeline", "VariantRecord": "schema",
     "Store": "store", "Toolchain": "toolchain",
     "compare_results": "analyses.compare", "Comparison": "analyses.compare",
     "run_gate": "analyses.gate", "GateResult": "analyses.gate", "GateError": "analyses.gate",
@@ -46,21 +46,21 @@ _WHERE = {
 __all__ = ["__version__", *_WHERE]
 
 if TYPE_CHECKING:  # the same names, for type checkers and import-graph tools
-    from .analyses.compare import Comparison, compare_results
-    from .analyses.doctor import Finding, diagnose
-    from .analyses.gate import GateError, GateResult, run_gate
-    from .analyses.history import History, history
-    from .audit.pipeline import AuditResult
-    from .audit.probe import Probe, SpecArrays
-    from .audit.signature import ArraySpec, jit_signature
-    from .errors import CubinError, ProbeError, StoreError, TileprobeError, ToolchainError
-    from .report.html import write_html_report
-    from .run.session import RunResult, run_sweep
-    from .schema import VariantRecord
-    from .store import Store
-    from .stubs import stub_modules
-    from .toolchain import Toolchain
-    from .record.use import use
+    from tileprobe.analyses.compare import Comparison, compare_results
+    from tileprobe.analyses.doctor import Finding, diagnose
+    from tileprobe.analyses.gate import GateError, GateResult, run_gate
+    from tileprobe.analyses.history import History, history
+    from tileprobe.audit.pipeline import AuditResult
+    from tileprobe.probe.define import Probe, SpecArrays
+    from tileprobe.probe.signature import ArraySpec, jit_signature
+    from tileprobe.errors import CubinError, ProbeError, StoreError, TileprobeError, ToolchainError
+    from tileprobe.report.html import write_html_report
+    from tileprobe.run.session import RunResult, run_sweep
+    from tileprobe.schema import VariantRecord
+    from tileprobe.store import Store
+    from tileprobe.stubs import stub_modules
+    from tileprobe.toolchain import Toolchain
+    from tileprobe.record.use import use
 
 
 def __getattr__(name: str):

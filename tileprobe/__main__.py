@@ -1,6 +1,6 @@
 """``python -m tileprobe``: the ``tileprobe`` command."""
 import sys
 
-from ._entry import main
+from tileprobe._entry import main
 
 sys.exit(main())

@@ -8,7 +8,7 @@ def main() -> int:
     """Import and run the CLI (:func:`tileprobe.cli.main`); returns its exit code, 130
     (:data:`tileprobe.errors.EXIT_INTERRUPTED`) on Ctrl-C during the import."""
     try:
-        from .cli import main as cli_main
+        from tileprobe.cli import main as cli_main
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")
         return 130

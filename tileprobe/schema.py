@@ -94,7 +94,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import TileprobeError
+from tileprobe.errors import TileprobeError
 
 SCHEMA_VERSION = 2
 
@@ -399,7 +399,7 @@ def derive_register_pool(sass: dict | None) -> dict | None:
 def dump(records: list[VariantRecord], environment: dict) -> dict:
     """The JSON document for ``records`` (see module doc)."""
     import datetime
-    from ._version import __version__
+    from tileprobe._version import __version__
     return {"schema_version": SCHEMA_VERSION, "tool": f"tileprobe {__version__}",
             "created": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "environment": environment, "variants": [r.to_dict() for r in records]}
@@ -517,7 +517,7 @@ def read_json_file(path: str, what: str = "results", limit_bytes: int = MAX_RESU
 def load(doc_or_path: Any, judge=None, source: str | None = None) -> tuple[list[VariantRecord], dict]:
     """Read an audit/run JSON document (dict or file path) into records and its environment.
 
-    ``judge``: the verdict function (``tileprobe.audit.verdict.judge_records``) that a migration from schema 1
+    ``judge``: the verdict function (``tileprobe.judge.verdict.judge_records``) that a migration from schema 1
     needs to judge the verdicts again with the schema-2 statuses; without it the old verdicts are dropped (this
     module is below the audit pipeline, so the callers, which are above it, pass it in). ``source``: how messages
     name a dict (default: the path, or "results").

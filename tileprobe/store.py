@@ -10,7 +10,7 @@ in this order:
    different reading of the cubin — which makes every stored compile a miss)
 2. what the compiled code depends on (issue 27): ``"compile:" + Variant.compile_sha256``, the SHA-256 of the file
    that defines the kernel and of the launch signature the probe's ``args`` gave for this variant (constants,
-   dtypes, divisibility; :meth:`tileprobe.audit.contained.ProbePlan.compile_sha256`) — so editing a probe without
+   dtypes, divisibility; :meth:`tileprobe.probe.contained.ProbePlan.compile_sha256`) — so editing a probe without
    changing any compiled variant (a comment, ``tunable=``, a reference) compiles nothing again. When the loader did
    not try ``args`` (a grid over ``--max-variants``), ``Variant.source_sha256``: SHA-256 of the probe file and the
    kernel's file (:func:`tileprobe.audit.source_sha256`), the key of stores written before issue 27 (their records
@@ -91,8 +91,8 @@ import socket
 import sqlite3
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
-from .errors import StoreError
-from .schema import value_key
+from tileprobe.errors import StoreError
+from tileprobe.schema import value_key
 
 SCHEMA_VERSION = 5
 KEY_VERSION = b"\x01"
@@ -246,7 +246,7 @@ def store_opened_by_this_process() -> bool:
 
 def _pool_verdict(raw: dict) -> str | None:
     """The register-pool verdict of a stored record (derived from its SASS when stored before the check)."""
-    from .schema import derive_register_pool
+    from tileprobe.schema import derive_register_pool
     pool = raw.get("register_pool") if "register_pool" in raw else derive_register_pool(raw.get("sass"))
     return (pool or {}).get("verdict")
 
@@ -254,7 +254,7 @@ def _pool_verdict(raw: dict) -> str | None:
 def _stale_pool(raw: dict) -> bool:
     """Whether a stored record's register-pool check (issue 23) is missing or from an older model while its SASS
     has setmaxnreg: then the store checks the stored cubin again."""
-    from .model.regpool import MODEL_VERSION
+    from tileprobe.model.regpool import MODEL_VERSION
     if not (raw.get("sass") or {}).get("setmaxnreg"):
         return False
     return (raw.get("register_pool") or {}).get("model_version") != MODEL_VERSION
@@ -323,7 +323,7 @@ class Store:
                              "no tileprobe writes: the file is damaged or not a tileprobe store. It was left "
                              "untouched; pass --store PATH to use another file.")
         if version > SCHEMA_VERSION:
-            from ._version import __version__
+            from tileprobe._version import __version__
             raise StoreError(f"the results store {self.path} has store schema {version}, written by a newer "
                              f"tileprobe; tileprobe {__version__} reads up to schema {SCHEMA_VERSION}. Upgrade "
                              "tileprobe (pip install -U tileprobe), or pass --store PATH to use another store.")
@@ -337,7 +337,7 @@ class Store:
                              "pass --store PATH (or set TILEPROBE_STORE) to use another file.")
 
     def _migrate(self) -> None:
-        from ._version import __version__
+        from tileprobe._version import __version__
         with self._transaction() as c:
             version = c.execute("PRAGMA user_version").fetchone()[0]   # again: another process may have migrated
             self._refuse_newer(version)
@@ -421,7 +421,7 @@ class Store:
             TileprobeError: cuda-tile is not installed.
         """
         if self._cuda_tile is None:
-            from .schema import cutile_version
+            from tileprobe.schema import cutile_version
             self._cuda_tile = cutile_version()
         return self._cuda_tile
 
@@ -457,7 +457,7 @@ class Store:
         SASS traits gets them from its stored cubin (nvdisasm here, no compile), and the store keeps them.
         Stored failures are reused too (module doc) unless ``retry_failed``.
         """
-        from .schema import VariantRecord
+        from tileprobe.schema import VariantRecord
         keyed = {self.compile_key(v, tc["build"]): v for v in variants}
         legacy = _legacy_keys(keyed, lambda v: self.compile_key(v, tc["build"]))
         stored: dict[str, tuple[str, str]] = {}
@@ -490,7 +490,7 @@ class Store:
         return found, todo
 
     def _add_sass(self, key: str, rec) -> None:
-        from .model.sass import sass_summary, split_register_pool   # the workers' SASS summary: stored = fresh
+        from tileprobe.model.sass import sass_summary, split_register_pool   # the workers' SASS summary: stored = fresh
         cubin = self.cubin(rec.cubin_sha256) if rec.cubin_sha256 else None
         if cubin is None:
             return
@@ -502,7 +502,7 @@ class Store:
 
     def save_compile(self, res, rec, tc: dict) -> str:
         """Store one finished compile (its record, provenance and cubin) in its own transaction; return its key."""
-        from ._version import __version__
+        from tileprobe._version import __version__
         v = res.variant
         key = self.compile_key(v, tc["build"])
         cubin_sha = hashlib.sha256(res.cubin).hexdigest() if res.cubin is not None else None
@@ -584,7 +584,7 @@ class Store:
         ``source_sha256`` is ``"bundle"``) under the bundle's ``cuda_tile``; the cubin is stored when
         ``cubin_of(sha)`` has it. Records already stored are left as they are."""
         from types import SimpleNamespace
-        from ._version import __version__
+        from tileprobe._version import __version__
         new = 0
         for rec in records:
             v = SimpleNamespace(source_sha256="bundle", probe_index=0, probe_name=rec.kernel,
@@ -610,7 +610,7 @@ class Store:
 
     def save_audit(self, result, command_line: str) -> int:
         """Store an audit: when, where, the command line, its environment and its records' keys and verdicts."""
-        from ._version import __version__
+        from tileprobe._version import __version__
         rows = [(self.key_of(r), json.dumps(r.verdicts, default=str)) for r in result.records]
         with self._transaction() as c:
             cur = c.execute("INSERT INTO audits (created, host, tileprobe, command_line, environment, wall_s, "
@@ -653,7 +653,7 @@ class Store:
                 ``compile_key``.
             environment: the tune's environment: ``gpu`` (name, uuid, driver …), ``timing``, ``strategy``.
         """
-        from ._version import __version__
+        from tileprobe._version import __version__
         gpu, pick = environment.get("gpu") or {}, problem.get("pick") or {}
         row = (now(), self.host, __version__, problem["kernel"], problem.get("probe"), problem.get("source_sha256"),
                value_key(problem["problem"]), problem.get("arch"), gpu.get("name"), gpu.get("uuid"),
@@ -713,7 +713,7 @@ class Store:
             conds.append(f"{prefix}kernel = ?")
             params.append(kernel)
         if arch:
-            from .model.arch import get_arch
+            from tileprobe.model.arch import get_arch
             conds.append(f"{prefix}arch = ?")
             params.append(get_arch(arch).name)
         if tileiras:
@@ -736,14 +736,14 @@ class Store:
                 shows its last version.
             runs: attach each compile's newest GPU run as ``record.run``.
             judge: called with the returned records to judge their verdicts afresh (stored compiles keep none: a
-                verdict depends on the other variants), e.g. :func:`tileprobe.audit.verdict.judge_records`; ``None``
+                verdict depends on the other variants), e.g. :func:`tileprobe.judge.verdict.judge_records`; ``None``
                 leaves ``verdicts`` empty (with ``audit_id``: as the audit stored them).
 
         Raises:
             StoreError: the store is damaged or locked (see :meth:`Store.open`); an unknown ``arch`` raises
                 :class:`~tileprobe.errors.TileprobeError`.
         """
-        from .schema import VariantRecord
+        from tileprobe.schema import VariantRecord
         where, params = self._where(kernel, arch, tileiras)
         sql = f"SELECT c.key, c.record, c.created FROM compiles c WHERE {where}"
         if audit_id is not None:
@@ -932,8 +932,8 @@ class Store:
 def _natural_order(r) -> tuple:
     """Kernel, arch (by compute capability), compiler (by version), then case and hint values (numbers by value)."""
     import re
-    from .model.arch import get_arch
-    from .errors import TileprobeError
+    from tileprobe.model.arch import get_arch
+    from tileprobe.errors import TileprobeError
 
     def val(v):   # numbers by value, sequences of numbers (tiles) element by element, the rest by text
         if isinstance(v, (int, float)) and not isinstance(v, bool):

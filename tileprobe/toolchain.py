@@ -43,8 +43,8 @@ import zipfile
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence, TextIO
 
-from .errors import ToolchainError
-from .model.toolkit import parse_targets  # noqa: F401  (the ``--help`` reader, shared with the audit)
+from tileprobe.errors import ToolchainError
+from tileprobe.model.toolkit import parse_targets  # noqa: F401  (the ``--help`` reader, shared with the audit)
 
 TILEIRAS_PKG = "nvidia-cuda-tileiras"
 NVCC_PKG = "nvidia-cuda-nvcc"
@@ -240,7 +240,7 @@ def tileiras_version(tileiras: str, env: Mapping[str, str] | None = None) -> tup
     Raises:
         ToolchainError: it does not run, or prints no ``V<major>.<minor>.<patch>``.
     """
-    from .model.toolkit import run_tool, tool_timeout_s
+    from tileprobe.model.toolkit import run_tool, tool_timeout_s
     try:     # its own process group, TILEPROBE_TOOL_TIMEOUT_S, the group killed after (issue 25)
         proc = run_tool([tileiras, "--version"], compiler_env(env))
     except subprocess.TimeoutExpired:
@@ -258,7 +258,7 @@ def tileiras_version(tileiras: str, env: Mapping[str, str] | None = None) -> tup
 
 def tileiras_targets(tileiras: str, env: Mapping[str, str] | None = None) -> list[str]:
     """Targets a tileiras accepts per its ``--help`` (13.3.36: sm_80 … sm_121 without sm_107); [] if it fails."""
-    from .model.toolkit import run_tool
+    from tileprobe.model.toolkit import run_tool
     try:
         proc = run_tool([tileiras, "--help"], compiler_env(env))
     except (OSError, subprocess.SubprocessError):
@@ -407,7 +407,7 @@ def _verify(stage: Path, pins: Mapping[str, str]) -> str:
     if version != pins[TILEIRAS_PKG]:
         raise ToolchainError(f"the {TILEIRAS_PKG} {pins[TILEIRAS_PKG]} wheel holds tileiras {version}")
     ptxas = stage / "bin" / f"ptxas{_EXE}"
-    from .model.toolkit import run_tool
+    from tileprobe.model.toolkit import run_tool
     try:
         proc = run_tool([str(ptxas), "--version"], compiler_env())
     except (OSError, subprocess.SubprocessError) as e:

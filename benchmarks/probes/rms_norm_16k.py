@@ -5,7 +5,7 @@
 import dataclasses
 import os
 
-from tileprobe.audit.probe import load_probes
+from tileprobe.probe.define import load_probes
 
 _LARGE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "rms_norm_large.py")
 _base = load_probes(os.path.abspath(_LARGE))[0]

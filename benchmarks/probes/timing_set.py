@@ -18,7 +18,7 @@
 import dataclasses
 import os
 
-from tileprobe.audit.probe import load_probes
+from tileprobe.probe.define import load_probes
 
 _EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples")
 

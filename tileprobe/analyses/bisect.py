@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-from ..errors import TileprobeError
+from tileprobe.errors import TileprobeError
 
 
 @dataclass
@@ -77,7 +77,7 @@ class BisectResult:
 
 def candidates(published: Sequence[str], good: str, bad: str) -> list[str]:
     """Published releases from ``good`` to ``bad`` inclusive, in release order (either direction of time)."""
-    from ..toolchain import _sort_key, match_version
+    from tileprobe.toolchain import _sort_key, match_version
     good, bad = match_version(good, published), match_version(bad, published)
     ordered = sorted(published, key=_sort_key)
     i, j = ordered.index(good), ordered.index(bad)
@@ -126,10 +126,10 @@ def make_evaluator(probe: str, arch: str, where: dict, prop: str, jobs: int | No
     (what ``no hang`` and ``correct`` need).
 
     ``evaluate`` raises TileprobeError when the property cannot be checked at a release (no stored run)."""
-    from .gate import _check_where_names, audit_selected, check, parse_expectation, select
-    from ..audit.contained import load_plans
-    from ..errors import ProbeError
-    from ..toolchain import NVCC_PKG, NVVM_PKG, TILEIRAS_PKG, resolve_toolchain
+    from tileprobe.analyses.gate import _check_where_names, audit_selected, check, parse_expectation, select
+    from tileprobe.probe.contained import load_plans
+    from tileprobe.errors import ProbeError
+    from tileprobe.toolchain import NVCC_PKG, NVVM_PKG, TILEIRAS_PKG, resolve_toolchain
     parse_expectation(prop)  # fail early on a malformed property
     plans, errors = load_plans([probe], [arch])    # probe code runs contained, never in this process (issue 25)
     if not plans:
@@ -141,7 +141,7 @@ def make_evaluator(probe: str, arch: str, where: dict, prop: str, jobs: int | No
         result = audit_selected(probe, arch, where=where, toolchains=[tc.as_dict()], jobs=jobs, store=store)
         chosen = select(result.records, where)
         if not chosen:
-            from ..audit.where import no_match_message
+            from tileprobe.select import no_match_message
             raise TileprobeError(f"{probe}: {no_match_message(where, result.records)}")
         failures = check(chosen, [prop])
         unchecked = [f for f in failures if f.unchecked]
@@ -166,7 +166,7 @@ def measured(prop: str, r) -> str:
     """The value ``prop`` is about, as measured on ``r`` (issue 27: a step says what it measured): the spill counts
     and stack for ``no spills``, the field for ``registers<=128``, the verdict for ``occupancy honoured``, the
     status for ``compiles`` / ``no crash``, the run status for ``no hang`` / ``correct``."""
-    from .gate import parse_expectation
+    from tileprobe.analyses.gate import parse_expectation
     e = parse_expectation(prop)
     if e.kind in ("no_hang", "correct"):
         return f"run {(r.run or {}).get('status') or 'none'}"
@@ -215,8 +215,8 @@ def bisect(probe: str, *, arch: str, where: str | Mapping[str, Any], prop: str, 
         GateError: a malformed ``prop`` or ``where``. TileprobeError: ``where`` matches no variant, or the
             property has the same value at GOOD and BAD.
     """
-    from ..toolchain import published_versions
-    from .gate import parse_where
+    from tileprobe.toolchain import published_versions
+    from tileprobe.analyses.gate import parse_where
     versions = candidates(published_versions(), good, bad)
     if on_versions:
         on_versions(versions)

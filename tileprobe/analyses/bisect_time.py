@@ -34,9 +34,9 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-from ..errors import TileprobeError
-from ..schema import VariantRecord
-from .noise import MIN_EFFECT, TimeStats, p_text, time_change
+from tileprobe.errors import TileprobeError
+from tileprobe.schema import VariantRecord
+from tileprobe.analyses.noise import MIN_EFFECT, TimeStats, p_text, time_change
 
 _WITHIN = re.compile(r"^(?:time|median)\s+within\s+(\d+(?:\.\d+)?)\s*%(?:\s+of\s+(?:the\s+)?good(?:\s+release)?)?$")
 _NO_SLOWER = re.compile(r"^(?:time\s+)?no\s+slower(?:\s+than\s+(?:the\s+)?good(?:\s+release)?)?"
@@ -114,7 +114,7 @@ def releases_for_target(versions: Sequence[str], arch: str, targets_of: Callable
                         ) -> tuple[list[str], dict[str, str]]:
     """(the ``versions`` whose tileiras lists ``arch``, {skipped version: why}); ``targets_of(version)`` gives a
     release's ``--help`` target list (empty: unknown, kept)."""
-    from ..model.arch import get_arch
+    from tileprobe.model.arch import get_arch
     want = get_arch(arch).name
     keep, skipped = [], {}
     for v in versions:
@@ -139,10 +139,10 @@ def prepare_bundle(probe: str, out_dir: str, *, arch: str, where: Mapping[str, A
         ToolchainError: the registry cannot be reached or a release cannot be installed. TileprobeError:
             ``where`` selects nothing, fewer than two releases can compile ``arch``.
     """
-    from ..audit.pipeline import AuditResult, write_bundle
-    from ..toolchain import published_versions, resolve_toolchains, tileiras_targets
-    from .bisect import candidates
-    from .gate import audit_selected, select
+    from tileprobe.audit.pipeline import AuditResult, write_bundle
+    from tileprobe.toolchain import published_versions, resolve_toolchains, tileiras_targets
+    from tileprobe.analyses.bisect import candidates
+    from tileprobe.analyses.gate import audit_selected, select
     versions = candidates(published_versions(), good, bad)
     tcs = {v: resolve_toolchains([v], auto_install=True)[0] for v in versions}
     keep, skipped = releases_for_target(versions, arch, lambda v: tileiras_targets(tcs[v]["tileiras"]))
@@ -154,7 +154,7 @@ def prepare_bundle(probe: str, out_dir: str, *, arch: str, where: Mapping[str, A
     result = audit_selected(probe, arch, where=where, toolchains=[tcs[v] for v in keep], jobs=jobs, store=store)
     chosen = select(result.records, where)
     if not chosen:
-        from ..audit.where import WhereError, no_match_message
+        from tileprobe.select import WhereError, no_match_message
         raise WhereError(f"{probe}: {no_match_message(dict(where), result.records)}")
     env = dict(result.environment)
     env["bisect"] = {"good": keep[0], "bad": keep[-1], "arch": arch, "where": {k: str(v) for k, v in where.items()},
@@ -210,8 +210,8 @@ def evaluate_releases(records: Sequence[VariantRecord], prop: RunProperty, order
     Raises:
         TileprobeError: fewer than two releases among ``records``.
     """
-    from ..toolchain import _sort_key
-    from .compare import match_key
+    from tileprobe.toolchain import _sort_key
+    from tileprobe.analyses.compare import match_key
     by_release: dict[str, dict[tuple, VariantRecord]] = {}
     for r in records:
         by_release.setdefault(release_of(r.tileiras), {})[match_key(r)] = r
@@ -250,8 +250,8 @@ def bisect_bundle(bundle: str, probes: Sequence[str], prop: str, *, rounds: int 
     Raises:
         TileprobeError: ``prop`` is not a run property, a malformed bundle, no probe files; WorkerStartError: no GPU.
     """
-    from ..run.session import interleave_releases, load_bundle, run_probes
-    from ..run.watchdog import DEFAULT_TIMEOUT_S, Watchdog
+    from tileprobe.run.session import interleave_releases, load_bundle, run_probes
+    from tileprobe.run.watchdog import DEFAULT_TIMEOUT_S, Watchdog
     p = parse_run_property(prop)
     if p is None:
         raise TileprobeError(f"--property {prop!r} with --bundle: give a run property: \"time within 5%\", "
@@ -291,8 +291,8 @@ def pool_runs(runs: Sequence[dict]) -> dict:
     """One run record from several rounds of one variant: the worst status (hang, crash, error, wrong before ok),
     the samples pooled and the statistics recomputed over them (:func:`tileprobe.run.timing.summarize`), the
     first round's other fields. A single run is returned as is."""
-    from ..run.timing import sample_fields, summarize
-    from .compare import RUN_RANK
+    from tileprobe.run.timing import sample_fields, summarize
+    from tileprobe.analyses.compare import RUN_RANK
     if len(runs) == 1:
         return dict(runs[0])
     worst = min(runs, key=lambda x: RUN_RANK.get(x.get("status"), 1))

@@ -39,10 +39,10 @@ import os
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from ..audit.verdict import judge_records
-from ..errors import TileprobeError
-from ..schema import VariantRecord, load, number_text, short_build
-from .noise import time_change
+from tileprobe.judge.verdict import judge_records
+from tileprobe.errors import TileprobeError
+from tileprobe.schema import VariantRecord, load, number_text, short_build
+from tileprobe.analyses.noise import time_change
 
 MARKS = {"regression": "!", "improvement": "*", "changed": "x", "same": "=", "unmatched": "?"}
 _RANK = {"regression": 0, "improvement": 1, "changed": 2, "unmatched": 3, "same": 4}
@@ -96,7 +96,7 @@ class Change:
     def label(self) -> str:
         """``kernel arch NAME=VALUE …`` (case constants, then hints; ``declared hints`` when there are none)."""
         r = self.a or self.b
-        from ..audit.where import format_value
+        from tileprobe.select import format_value
         parts = [f"{k}={format_value(v)}" for k, v in [*r.case.items(), *r.hints.items()]]
         return f"{r.kernel} {r.arch} " + (" ".join(parts) or "declared hints")
 
@@ -328,7 +328,7 @@ def load_side(spec: str, store_path: str | None = None) -> tuple[list[VariantRec
     if os.path.exists(spec):
         recs, env = load(spec, judge=judge_records)
         return recs, f"{spec} ({', '.join(short_build(b) for b in env.get('tileiras', []))})"
-    from ..store import Store
+    from tileprobe.store import Store
     if not spec.strip().isdigit():
         raise _not_a_side(spec)
     with Store.open(store_path, must_exist=bool(store_path)) as store:
@@ -367,8 +367,8 @@ class Comparison:
 
     def only(self, kinds: Sequence[str] = ("regression",), where: dict | None = None) -> "Comparison":
         """A copy keeping the changes of these ``kinds`` (``compare --regressions``) whose variants match
-        ``where`` (:mod:`tileprobe.audit.where`); ``total`` keeps the count before filtering."""
-        from ..audit.where import matches
+        ``where`` (:mod:`tileprobe.select`); ``total`` keeps the count before filtering."""
+        from tileprobe.select import matches
         kept = [c for c in self.changes if c.kind in kinds and (not where or matches(c.a or c.b, where))]
         return Comparison(kept, self.name_a, self.name_b, self.environment, self.audited,
                           total=self.total if self.total is not None else len(self.changes))
@@ -390,7 +390,7 @@ def compare_results(results: Sequence[str] = (), *, probe: str | None = None, ti
             holds stored audit ids, and with ``probe`` the audit reads it (nothing stored is compiled again) and
             fills it. use_store: False compiles everything and stores nothing (``--no-store``).
         with_sass: read the SASS traits (spills as LDL/STL) with nvdisasm (None: when nvdisasm is installed).
-        where: only the cases matching it are audited and compared (:mod:`tileprobe.audit.where`).
+        where: only the cases matching it are audited and compared (:mod:`tileprobe.select`).
         progress: the audit's ``progress(kind, n)`` callback.
 
     Raises:
@@ -421,7 +421,7 @@ def compare_results(results: Sequence[str] = (), *, probe: str | None = None, ti
         raise TileprobeError("compare what? give two result files (or stored audit ids), one file holding two "
                              "compiler builds, or --probe P --tileiras A,B")
     if where:
-        from ..audit.where import select, select_or_explain
+        from tileprobe.select import select, select_or_explain
         select_or_explain(a + b, where)   # issue 27: matching nothing is a WhereError (exit 2), as for audit
         a, b = select(a, where), select(b, where)
     return Comparison(compare_records(a, b), name_a, name_b, env, audited)
@@ -430,10 +430,10 @@ def compare_results(results: Sequence[str] = (), *, probe: str | None = None, ti
 def _audit_probe(probe, tileiras, archs, jobs, store_path, use_store, with_sass, where, progress):
     """The audit of ``compare --probe``: through the results store (reused and filled, the audit saved) and with
     the SASS traits when nvdisasm is there."""
-    from ..audit import audit
-    from ..model.sass import have_nvdisasm
-    from ..toolchain import resolve_toolchains
-    from ..store import Store
+    from tileprobe.audit import audit
+    from tileprobe.model.sass import have_nvdisasm
+    from tileprobe.toolchain import resolve_toolchains
+    from tileprobe.store import Store
     store = Store.open(store_path) if use_store else None
     try:
         result = audit([probe], list(archs), toolchains=resolve_toolchains(list(tileiras)), jobs=jobs, store=store,

@@ -24,9 +24,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..audit.probe import KERNEL_HINTS
-from ..errors import TileprobeError, UsageError
-from ..schema import VariantRecord, short_build, value_key
+from tileprobe.model.hints import KERNEL_HINTS
+from tileprobe.errors import TileprobeError, UsageError
+from tileprobe.schema import VariantRecord, short_build, value_key
 
 FORMS = """\
   HINT honoured               the HINT goal is met: verdict honoured or met (HINT: {hints});
@@ -152,7 +152,7 @@ _VERDICT_FORMS = {("honoured",): "verdict", ("met",): "verdict", ("took", "effec
 
 def verdict_holds(kind: str, status: str) -> tuple[bool, str]:
     """(whether a verdict ``status`` meets a verdict expectation of ``kind``, what the expectation wants)."""
-    from ..schema import CHANGED, EFFECT_STATUSES, HONOURED, IGNORED, MET, UNCHANGED
+    from tileprobe.schema import CHANGED, EFFECT_STATUSES, HONOURED, IGNORED, MET, UNCHANGED
     if kind == "not_ignored":
         return status not in (IGNORED, UNCHANGED), "not ignored"
     if status in EFFECT_STATUSES:
@@ -186,7 +186,7 @@ class Failure:
 
 def variant_label(r: VariantRecord) -> str:
     """``w4a16_gemm sm_120 tileiras 13.4.92 GATHER=True LOOP=True occupancy=2``."""
-    from ..audit.where import format_value   # issue 27: tuples as the tables print them, 128×128×128
+    from tileprobe.select import format_value   # issue 27: tuples as the tables print them, 128×128×128
     kv = " ".join(f"{k}={format_value(v)}" for k, v in [*r.case.items(), *r.hints.items()])
     return " ".join(x for x in (r.kernel, r.arch, short_build(r.tileiras), kv) if x)
 
@@ -380,7 +380,7 @@ def _gpu_of(r: VariantRecord) -> str:
 def _check_no_worse(e: Expectation, r: VariantRecord, b: VariantRecord, label: str) -> Failure | None:
     """``time no worse than baseline``: fails when the run is slower than the baseline's by compare's rule
     (:func:`tileprobe.analyses.noise.time_change`, the minimum effect raised to ``+ N%`` when given)."""
-    from .noise import MIN_EFFECT, p_text, time_change
+    from tileprobe.analyses.noise import MIN_EFFECT, p_text, time_change
     tc = time_change(b.run, r.run, min_effect=max(MIN_EFFECT, e.baseline_pct / 100))
     if tc is None:
         return Failure(e.text, label, e.text, "no sample statistics", "a run without reps/stdev or quartiles "
@@ -396,12 +396,12 @@ def _check_no_worse(e: Expectation, r: VariantRecord, b: VariantRecord, label: s
 
 def parse_where(text: str | None) -> dict[str, Any]:
     """``"GATHER=True,LOOP=1,TILE=128×128,occupancy=2"`` → ``{"GATHER": True, "LOOP": 1, "TILE": [128, 128],
-    "occupancy": 2}`` (:func:`tileprobe.audit.where.parse_where`: values as the tables print them or as Python).
+    "occupancy": 2}`` (:func:`tileprobe.select.parse_where`: values as the tables print them or as Python).
 
     Raises:
         GateError: an item that is not NAME=VALUE.
     """
-    from ..audit.where import WhereError, parse_where as parse
+    from tileprobe.select import WhereError, parse_where as parse
     try:
         return parse(text)
     except WhereError as e:
@@ -409,18 +409,18 @@ def parse_where(text: str | None) -> dict[str, Any]:
 
 
 def _same(actual, wanted) -> bool:
-    from ..audit.where import same_value
+    from tileprobe.select import same_value
     return same_value(actual, wanted)
 
 
 def select(records: Iterable[VariantRecord], where: Mapping[str, Any]) -> list[VariantRecord]:
     """Records whose case constants and hint values match every ``where`` item."""
-    from ..audit.where import select as pick
+    from tileprobe.select import select as pick
     return pick(records, where)
 
 
 def _check_where_names(where: Mapping[str, Any], probes) -> None:
-    from ..audit.where import WhereError, check_names
+    from tileprobe.select import WhereError, check_names
     try:
         check_names(where, {c for p in probes for c in p.cases}, KERNEL_HINTS)
     except WhereError as e:
@@ -436,10 +436,10 @@ def audit_selected(probe_path: str, arch: str, *, where: Mapping[str, Any] | Non
     are saved, and the audit is stored with ``command_line``. ``with_sass``: read the SASS too (``no hang risk``
     needs the register-pool check).
     """
-    from ..audit.pipeline import audit
-    from ..audit.compile import DEFAULT_TIMEOUT_S
-    from ..audit.contained import load_plans
-    from ..errors import ProbeError
+    from tileprobe.audit.pipeline import audit
+    from tileprobe.compile.job import DEFAULT_TIMEOUT_S
+    from tileprobe.probe.contained import load_plans
+    from tileprobe.errors import ProbeError
     where = dict(where or {})
     probes, errors = load_plans([probe_path], [arch])    # probe code runs contained, never in this process
     if not probes:
@@ -477,15 +477,15 @@ def load_baseline(path: str, *, kernel: str | None = None, arch: str | None = No
     Raises:
         GateError: :func:`check_baseline`. TileprobeError: not a result file nor a store (their readers' messages).
     """
-    from ..audit.verdict import judge_records
-    from ..schema import load
+    from tileprobe.judge.verdict import judge_records
+    from tileprobe.schema import load
     check_baseline(path)
     with open(path, "rb") as f:
         head = f.read(16)
     if head.lstrip().startswith(b"{"):
         records, _ = load(path, judge=judge_records)
     else:
-        from ..store import Store
+        from tileprobe.store import Store
         with Store.open(path, must_exist=True) as s:
             records = s.records(kernel=kernel, arch=arch, judge=judge_records)
     return [r for r in records if (not kernel or r.kernel == kernel) and (not arch or r.arch == arch)
@@ -556,7 +556,7 @@ def run_gate(probe_path: str, arch: str, expectations: Sequence[str], *, where: 
         GateError: several archs, no or a malformed expectation, a ``where`` that matches nothing, or a baseline
             expectation without ``baseline``.
     """
-    from ..model.arch import get_arch
+    from tileprobe.model.arch import get_arch
     if "," in arch:
         raise GateUsageError(f"--arch {arch!r}: a gate checks one architecture; run one gate per arch")
     exps = [parse_expectation(e) for e in expectations]
@@ -571,13 +571,13 @@ def run_gate(probe_path: str, arch: str, expectations: Sequence[str], *, where: 
         records = select(_run_records(runs, probe_path, arch, runs_tileiras), where or {})
         result = None
     else:
-        from ..model.sass import have_nvdisasm
+        from tileprobe.model.sass import have_nvdisasm
         sass = any(e.kind == "no_hang_risk" for e in exps) and have_nvdisasm()
         result = audit_selected(probe_path, arch, where=where, toolchains=toolchains, store=store, jobs=jobs,
                                 timeout_s=timeout_s, command_line=command_line, with_sass=sass)
         records = select(result.records, where or {})
     if not records and where:
-        from ..audit.where import no_match_message
+        from tileprobe.select import no_match_message
         raise GateUsageError(no_match_message(where, result.records if result else records))
     base = None
     if baseline:

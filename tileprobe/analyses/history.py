@@ -15,10 +15,10 @@ import io
 from dataclasses import asdict, dataclass, field
 from typing import Sequence, TextIO
 
-from ..audit.verdict import judge_records
-from ..model.arch import get_arch
-from ..schema import VariantRecord, dump, json_text, load
-from ..store import Store
+from tileprobe.judge.verdict import judge_records
+from tileprobe.model.arch import get_arch
+from tileprobe.schema import VariantRecord, dump, json_text, load
+from tileprobe.store import Store
 
 #: Columns of :func:`write_history_csv`, in order (one row per stored compile; ``median_us`` and ``gpu``: its
 #: newest run).
@@ -45,7 +45,7 @@ def history(store: Store, *, kernel: str | None = None, arch: str | None = None,
             limit: int | None = None, where: dict | None = None) -> History:
     """Audits, compiles and runs matching the filters (module doc), newest first, at most ``limit`` of each
     (None or 0: all). What ``tileprobe history`` lists. ``where``: only compiles (and runs of them, and audits
-    holding them) whose case and hints match (:mod:`tileprobe.audit.where`).
+    holding them) whose case and hints match (:mod:`tileprobe.select`).
 
     Raises:
         StoreError: the store is damaged or locked. TileprobeError: an unknown ``arch``. UsageError: a ``kernel``
@@ -55,7 +55,7 @@ def history(store: Store, *, kernel: str | None = None, arch: str | None = None,
     kw = dict(kernel=kernel, arch=arch, tileiras=tileiras, limit=None if where else (limit or None))
     audits, compiles, runs = store.audits(**kw), store.compiles(**kw), store.runs(**kw)
     if where:
-        from ..audit.where import matches_values
+        from tileprobe.select import matches_values
         compiles = [c for c in compiles if matches_values(c["case"], c["hints"], where)]
         keys = {c["key"] for c in compiles}
         runs = [r for r in runs if r["compile_key"] in keys]
@@ -77,7 +77,7 @@ def check_kernel(store: Store, kernel: str | None) -> None:
     if kernel in known:
         return
     import difflib
-    from ..errors import UsageError
+    from tileprobe.errors import UsageError
     near = difflib.get_close_matches(kernel, known, n=1)
     raise UsageError(f"--kernel {kernel!r}: no stored compile of that kernel"
                      + (f" (did you mean {near[0]!r}?)" if near else "")
@@ -90,7 +90,7 @@ def write_history_json(store: Store, dest: str | TextIO, where: dict | None = No
 
     ``filters``: ``kernel``, ``arch``, ``tileiras`` (module doc); ``where``: case and hint values.
     """
-    from ..audit.where import select
+    from tileprobe.select import select
     doc = dump(select(store.records(**filters, judge=judge_records), where), {"store": store.path})
     hist = history(store, where=where, **filters)
     doc.update(audits=hist.audits, runs=hist.runs)
@@ -147,6 +147,6 @@ def load_records(*, store: str | None = None, json_files: Sequence[str] = (), us
                                      judge=judge_records))
             sources.append(s.path + (f" (audit {audit_id})" if audit_id is not None else ""))
     if where:
-        from ..audit.where import select_or_explain
+        from tileprobe.select import select_or_explain
         records = select_or_explain(records, where)
     return records, sources

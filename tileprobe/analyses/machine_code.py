@@ -14,9 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..errors import TileprobeError
-from ..model.sass_diff import SassDiff, diff_instructions, kernel_instructions
-from ..schema import VariantRecord
+from tileprobe.errors import TileprobeError
+from tileprobe.model.sass_diff import SassDiff, diff_instructions, kernel_instructions
+from tileprobe.schema import VariantRecord
 
 
 @dataclass
@@ -37,9 +37,9 @@ def variant_cubins(probe: str, arch: str, where: dict, *, toolchains: Sequence[d
             (the message lists the values), or several variants per compiler (the message says which names to
             add); TileprobeError: the variant failed to compile (its status and message).
     """
-    from ..audit import audit
-    from ..audit.where import WhereError, matches_values, select_or_explain
-    from ..model.sass import have_nvdisasm
+    from tileprobe.audit import audit
+    from tileprobe.select import WhereError, matches_values, select_or_explain
+    from tileprobe.model.sass import have_nvdisasm
     result = audit([probe], [arch], toolchains=toolchains, store=store, jobs=jobs, where=where, with_sass=have_nvdisasm(),
                    select=lambda v: matches_values(v.case_dict, v.hints_dict, where))
     if store is not None:
@@ -75,7 +75,7 @@ def sass_listing(code: VariantCode, nvdisasm: str | None = None) -> str:
     Raises:
         ToolchainError: nvdisasm missing or failing.
     """
-    from ..model.sass import disassemble
+    from tileprobe.model.sass import disassemble
     text = disassemble(code.cubin, nvdisasm)
     lines, keep = [], False
     for line in text.splitlines():
@@ -92,7 +92,7 @@ def ptx_listing(code: VariantCode) -> str:
     Raises:
         TileprobeError: the cubin carries no PTX.
     """
-    from ..model.cubin import embedded_ptx
+    from tileprobe.model.cubin import embedded_ptx
     text = embedded_ptx(code.cubin)
     if not text:
         raise TileprobeError("this cubin carries no embedded PTX (.nv_debug_ptx_txt); tileiras adds it to its "
@@ -106,7 +106,7 @@ def diff_variants(a: VariantCode, b: VariantCode, nvdisasm: str | None = None) -
     Raises:
         ToolchainError: nvdisasm missing or failing.
     """
-    from ..model.sass import disassemble
+    from tileprobe.model.sass import disassemble
     ia = kernel_instructions(disassemble(a.cubin, nvdisasm), a.record.symbol or None)
     ib = kernel_instructions(disassemble(b.cubin, nvdisasm), b.record.symbol or None)
     return diff_instructions(ia, ib)

@@ -3,9 +3,11 @@
 ``from tileprobe.audit import audit`` keeps working: the pipeline's API is re-exported lazily (PEP 562), so
 importing :mod:`tileprobe.audit` does not import cuTile.
 
-* :mod:`.probe` (the probe file: cases × hints grid), :mod:`.signature` (+ :mod:`._cutile`: JIT-faithful
-  signature without a GPU), :mod:`.compile` (parallel ahead-of-time compiles), :mod:`.verdict` (honoured /
-  partial / ignored / infeasible), :mod:`.explain` (what a CTA would need), :mod:`.pipeline` (the whole audit).
+The audit runs the pipeline's stages, each a package of its own:
+:mod:`tileprobe.probe` (load and contain the probe file; the JIT signature) → :mod:`tileprobe.compile` (parallel
+ahead-of-time compiles) → :mod:`tileprobe.model` (read the cubin and SASS; occupancy) → :mod:`tileprobe.judge`
+(verdicts and advice), with :mod:`tileprobe.select` for what ``--where`` / ``--case`` / ``--hint`` pick;
+:mod:`.pipeline` strings them together.
 """
 from __future__ import annotations
 
@@ -15,12 +17,13 @@ __all__ = ["audit", "AuditResult", "plan_variants", "record_from", "source_sha25
            "resolve_compiler"]
 
 if TYPE_CHECKING:
-    from .pipeline import AuditResult, audit, environment, plan_variants, record_from, resolve_compiler, source_sha256
+    from tileprobe.audit.pipeline import (AuditResult, audit, environment, plan_variants, record_from, resolve_compiler,
+                                          source_sha256)
 
 
 def __getattr__(name: str):
     """The pipeline's public names, imported on first use."""
     if name in __all__:
-        from . import pipeline
+        from tileprobe.audit import pipeline
         return getattr(pipeline, name)
     raise AttributeError(f"module 'tileprobe.audit' has no attribute {name!r}")

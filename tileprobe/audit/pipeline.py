@@ -15,19 +15,19 @@ import sys
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, Sequence
 
-from ..errors import CubinError, IncompleteError, TileprobeError, ToolchainError, UsageError
-from ..model.arch import check_target, get_arch, has_limits
-from ..model.cubin import CubinInfo
-from ..model.occupancy import theoretical_occupancy
-from ..model.sass import split_register_pool
-from ..schema import FAILURE_FIXES, VariantRecord, canonical, derive_failure, short_build, value_key
-from .compile import DEFAULT_TIMEOUT_S, CompileResult, Variant, failed_artifacts_dir, load_scaled_timeout_s
-from .contained import (OUTPUT_SHOWN_BYTES, PROBE_TIMEOUT_S, ProbePlan, _target_name,  # noqa: F401
+from tileprobe.errors import CubinError, IncompleteError, TileprobeError, ToolchainError, UsageError
+from tileprobe.model.arch import check_target, get_arch, has_limits
+from tileprobe.model.cubin import CubinInfo
+from tileprobe.model.occupancy import theoretical_occupancy
+from tileprobe.model.sass import split_register_pool
+from tileprobe.schema import FAILURE_FIXES, VariantRecord, canonical, derive_failure, short_build, value_key
+from tileprobe.compile.job import DEFAULT_TIMEOUT_S, CompileResult, Variant, failed_artifacts_dir, load_scaled_timeout_s
+from tileprobe.probe.contained import (OUTPUT_SHOWN_BYTES, PROBE_TIMEOUT_S, ProbePlan, _target_name,  # noqa: F401
                         load_probe_files, probe_code_sha256, probe_targets, source_sha256)
-from .claims import Claims
-from .pool import compile_variants
-from .probe import load_probes  # noqa: F401  (re-exported: callers plan from Probe objects)
-from .verdict import judge_records
+from tileprobe.compile.claims import Claims
+from tileprobe.compile.pool import compile_variants
+from tileprobe.probe.define import load_probes  # noqa: F401  (re-exported: callers plan from Probe objects)
+from tileprobe.judge.verdict import judge_records
 
 #: Most variants an audit compiles unless told otherwise (``max_variants`` / ``--max-variants``): a 10^6-variant
 #: grid took the main process to 3 GB in 3 minutes (issue 9); 5,000 variants at the 1-3 s a compile takes is
@@ -68,8 +68,8 @@ class AuditResult:
 def iter_variants(probes: Sequence, archs: Sequence[str]) -> Iterator[Variant]:
     """Every (probe, case, hints, arch) to compile, in a stable order, one at a time (nothing is held in memory).
 
-    ``probes``: :class:`~tileprobe.audit.contained.ProbePlan` s (what the loader found; their broken variants are
-    left out) or :class:`~tileprobe.audit.probe.Probe` s.
+    ``probes``: :class:`~tileprobe.probe.contained.ProbePlan` s (what the loader found; their broken variants are
+    left out) or :class:`~tileprobe.probe.define.Probe` s.
     """
     archs = [_target_name(a) for a in archs]
     for p in probes:
@@ -96,7 +96,7 @@ def _args_num_sms(p, arch: str) -> int | None:
         return p.args_num_sms(arch)
     if "num_sms" not in p.args_context:
         return None
-    from ..model.cluster import reference_num_sms
+    from tileprobe.model.cluster import reference_num_sms
     return reference_num_sms(arch)
 
 
@@ -142,7 +142,7 @@ def record_from(res: CompileResult) -> VariantRecord:
     rec.ctas_per_sm, rec.warps_per_sm = occ.ctas_per_sm, occ.warps_per_sm
     rec.occupancy_pct, rec.limiter = round(occ.occupancy_pct, 1), occ.limiter
     if res.remarks:
-        from ..model.remarks import parse_remarks
+        from tileprobe.model.remarks import parse_remarks
         rec.remarks = parse_remarks(res.remarks)
     rec.sass, rec.register_pool = split_register_pool(res.sass)
     return rec
@@ -152,13 +152,13 @@ def resolve_compiler(tc: dict) -> dict:
     """Fill a toolchain dict's ``tileiras`` path (default: the one cuTile would pick), ``build`` string, ``identity``
     (:func:`tileprobe.model.toolkit.compiler_identity`: the hash of its files; stored failures are reused only for
     the same identity) and ``targets`` (what its ``--help`` lists; asked once per toolchain, ``[]`` when unknown)."""
-    from . import _cutile
-    from .toolcache import binary_fact
+    from tileprobe import _cutile
+    from tileprobe.compile.toolcache import binary_fact
     tc = dict(tc)
     if not tc.get("tileiras"):
         tc["tileiras"] = _cutile.current_compiler()
     tc["build"] = binary_fact("build", tc["tileiras"], _cutile.tileiras_build)   # asked once (issue 22)
-    from ..model.toolkit import compiler_identity      # what the compiler is (its files' hash): issue 25
+    from tileprobe.model.toolkit import compiler_identity      # what the compiler is (its files' hash): issue 25
     tc["identity"] = compiler_identity(tc["tileiras"])
     if "targets" not in tc:
         tc["targets"] = binary_fact("targets", tc["tileiras"], _cutile.tileiras_targets)
@@ -167,9 +167,9 @@ def resolve_compiler(tc: dict) -> dict:
 
 def refuse_unlisted(variants: Sequence[Variant], tc: dict) -> tuple[list[CompileResult], list[Variant]]:
     """Split ``variants`` into results for the archs compiler ``tc`` does not list (``unsupported_target``,
-    nothing compiled: :func:`tileprobe.audit.failure.unsupported_target`) and the variants to compile."""
-    from . import _cutile
-    from .failure import help_command, unsupported_target
+    nothing compiled: :func:`tileprobe.compile.failure.unsupported_target`) and the variants to compile."""
+    from tileprobe import _cutile
+    from tileprobe.compile.failure import help_command, unsupported_target
     targets = tc.get("targets") or []
     refused, todo = [], []
     for v in variants:
@@ -184,8 +184,8 @@ def refuse_unlisted(variants: Sequence[Variant], tc: dict) -> tuple[list[Compile
 
 def environment(tileiras_builds: Iterable[str] = ()) -> dict:
     """Provenance of a result set: host, Python, cuda-tile and the tileiras builds used."""
-    from .._version import __version__
-    from . import _cutile
+    from tileprobe._version import __version__
+    from tileprobe import _cutile
     return {"tileprobe": __version__, "python": sys.version.split()[0], "platform": platform.platform(),
             "cuda_tile": _cutile.cutile_version(), "tileiras": sorted(set(tileiras_builds))}
 
@@ -219,7 +219,7 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
         toolchains: ``[{"tileiras": path, "lib_dirs": [...]}]``; ``None`` = the tileiras cuTile would pick.
         jobs: parallel compile workers (default: all CPUs).
         timeout_s: per-variant compiler timeout (s); a probe's ``timeout_s`` wins. None: the default scaled by
-            the machine's load at the start (:func:`~tileprobe.audit.compile.load_scaled_timeout_s`, 900–3,600 s).
+            the machine's load at the start (:func:`~tileprobe.compile.job.load_scaled_timeout_s`, 900–3,600 s).
         with_sass: also disassemble each cubin for SASS traits (needs nvdisasm).
         store: a :class:`tileprobe.store.Store`; variants already there are not compiled again and new ones are
             saved as they finish.
@@ -230,11 +230,11 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
         repeat: compile each variant this many times (≥ 1); records then carry ``code_hashes`` and
             ``deterministic``, and verdicts/compare treat any shared code hash as "same code" (FIELD_NOTES:
             tileiras is not always deterministic). Repeats bypass the store.
-        where: ``{name: value}`` (:func:`tileprobe.audit.where.parse_where`): compile only the cases whose
+        where: ``{name: value}`` (:func:`tileprobe.select.parse_where`): compile only the cases whose
             constants match (every value of each hint: verdicts compare them); hint items are for the caller to
-            select records with (:func:`tileprobe.audit.where.select`).
+            select records with (:func:`tileprobe.select.select`).
         cases, hints: ``{name: [values]}`` replacing (hints: or adding) the probes' own values
-            (``--case`` / ``--hint``; :func:`tileprobe.audit.where.apply_overrides`).
+            (``--case`` / ``--hint``; :func:`tileprobe.select.apply_overrides`).
         retry_failed: compile again the variants the store holds as failed (by default a stored failure is the
             answer, except probe errors and broken environments: :meth:`tileprobe.store.Store.lookup`).
         probe_timeout_s: seconds each step of probe code (import, kernel import, one ``args`` call) may take.
@@ -242,14 +242,14 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
         compiler_timeout_s: a program's compiler timeout (s, ``ct.compiler_timeout``) to check each variant's compile
             time against (:func:`check_compile_timeout`); None: not checked.
         executor: where compiles run: an object with ``compile(variants, **kw)`` yielding
-            :class:`~tileprobe.audit.compile.CompileResult` s as they finish (:mod:`tileprobe.exec`; default: the
-            local pool, :func:`~tileprobe.audit.pool.compile_variants`). Results reach the store from this process
+            :class:`~tileprobe.compile.job.CompileResult` s as they finish (:mod:`tileprobe.exec`; default: the
+            local pool, :func:`~tileprobe.compile.pool.compile_variants`). Results reach the store from this process
             only.
         on_record: ``on_record(record, cubin)`` as each record lands (:attr:`AuditResult.on_record`).
         num_sms: the SM count handed to probes whose ``args`` take ``num_sms=`` (``--num-sms``; default: each
             arch's reference GPU's, :func:`tileprobe.model.cluster.reference_num_sms`, else None).
 
-    With a store, each variant is claimed there at dispatch (:mod:`tileprobe.audit.claims`): processes sharing
+    With a store, each variant is claimed there at dispatch (:mod:`tileprobe.compile.claims`): processes sharing
     the store never compile one variant twice at once; one claimed by another live process is awaited.
 
     A variant for an arch the compiler does not list (``tileiras --help``, asked once per toolchain) is not
@@ -263,17 +263,17 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
         UsageError: a timeout that is not a positive finite number of seconds; ``repeat`` < 1; more variants than
             ``max_variants`` (the message says how many and how to ask for them).
         WhereError: a ``where`` or override that names nothing or selects nothing
-            (:class:`~tileprobe.audit.where.WhereError`).
+            (:class:`~tileprobe.select.WhereError`).
         IncompleteError: no probe could be loaded.
     """
     import time
-    from .procs import owned_tempdir
+    from tileprobe.procs import owned_tempdir
     t0 = time.perf_counter()
     if timeout_s is None:
         timeout_s = load_scaled_timeout_s()
     check_seconds("timeout_s", timeout_s)
     check_seconds("probe_timeout_s", probe_timeout_s)
-    from .where import check_overrides
+    from tileprobe.select import check_overrides
     check_overrides(cases, hints)
     if repeat < 1:
         raise UsageError(f"--repeat {repeat}: give 1 or more compiles per variant")
@@ -286,9 +286,9 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
         result.environment, result.wall_s = environment(), time.perf_counter() - t0
         return result
     order: dict[tuple, int] = {}
-    from .zygote import warm_starts
+    from tileprobe.probe.zygote import warm_starts
     with warm_starts(), owned_tempdir("audit") as tmp:   # loaders and workers forked from one warm cuTile import
-        from .toolcache import cached_default
+        from tileprobe.compile.toolcache import cached_default
         find = not toolchains or any(not tc.get("tileiras") for tc in toolchains)
         known = cached_default() if find else None      # cuTile's lookup imports torch: skipped when cached
         plans, default = _load(probe_paths, targets, result, tmp, jobs, probe_timeout_s, max_variants,
@@ -298,7 +298,7 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
         select = _selector(where, plans, select)
         total = _count(plans, targets, select, repeat, max_variants)
         if total == 0 and where and not result.probe_errors:   # a broken probe: its own error, not "matches none"
-            from .where import no_case_match
+            from tileprobe.select import no_case_match
             raise no_case_match(dict(where), plans)
         for tc in toolchains or [{}]:
             try:
@@ -337,7 +337,7 @@ def check_seconds(name: str, value) -> float:
     Raises:
         UsageError: 0, negative, nan, inf, past 10^7 s or not a number (naming ``name`` and the value).
     """
-    from ..schema import timeout_seconds
+    from tileprobe.schema import timeout_seconds
     try:
         return timeout_seconds(value)
     except ValueError as e:
@@ -369,7 +369,7 @@ def _load(paths, targets, result: AuditResult, tmp: str, jobs, timeout_s: float,
 
     def default_tileiras() -> str:
         if reports[0].default_tileiras:
-            from .toolcache import remember_default
+            from tileprobe.compile.toolcache import remember_default
             remember_default(reports[0].default_tileiras)
             return reports[0].default_tileiras
         raise ToolchainError(reports[0].default_tileiras_error or "the tileiras cuTile picks could not be found "
@@ -387,7 +387,7 @@ def _load(paths, targets, result: AuditResult, tmp: str, jobs, timeout_s: float,
     plans = _without_name_clashes(plans, targets, result)
     if not plans:
         raise IncompleteError("no probe could be loaded:\n  " + "\n  ".join(result.probe_errors + result.notes))
-    from .where import check_case_names
+    from tileprobe.select import check_case_names
     check_case_names(cases, plans)
     return plans, default_tileiras
 
@@ -436,8 +436,8 @@ def _note_output(result: AuditResult, rep, shown: dict[str, str]) -> None:
 
 
 def _selector(where: dict | None, plans, select: Callable | None) -> Callable | None:
-    """``select`` and the case items of ``where`` (:func:`tileprobe.audit.where.case_selector`) as one predicate."""
-    from .where import case_selector
+    """``select`` and the case items of ``where`` (:func:`tileprobe.select.case_selector`) as one predicate."""
+    from tileprobe.select import case_selector
     keep = case_selector(where, plans)
     if keep is None or select is None:
         return keep or select
@@ -617,7 +617,7 @@ def write_bundle(folder: str, result: AuditResult) -> None:
         OSError: the folder cannot be created or written.
     """
     import os
-    from ..schema import write_json
+    from tileprobe.schema import write_json
     os.makedirs(os.path.join(folder, "cubins"), exist_ok=True)
     for sha, data in result.cubins.items():
         with open(os.path.join(folder, "cubins", sha + ".cubin"), "wb") as f:

@@ -13,9 +13,10 @@ import argparse
 import sys
 from typing import Sequence
 
-from ..errors import EXIT_INTERRUPTED, TileprobeError
-from . import _common
-from . import audit, bisect, compare, doctor, gate, history, record, report, run, sass, store, toolchain, tune, use
+from tileprobe.errors import EXIT_INTERRUPTED, TileprobeError
+from tileprobe.cli import _common
+from tileprobe.cli import (audit, bisect, compare, doctor, gate, history, record, report, run, sass, store, toolchain,
+                           tune, use)
 
 #: Command modules in the order ``tileprobe --help`` lists them.
 COMMANDS = (audit, sass, toolchain, doctor, compare, bisect, run, tune, use, record, report, history, store, gate)
@@ -23,7 +24,7 @@ COMMANDS = (audit, sass, toolchain, doctor, compare, bisect, run, tune, use, rec
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``tileprobe`` parser with every command's subparser."""
-    from .._version import __version__
+    from tileprobe._version import __version__
     parser = argparse.ArgumentParser(prog="tileprobe", description="See what tileiras did with your cuTile hints.")
     parser.add_argument("--version", action="version", version=f"tileprobe {__version__}")
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -40,10 +41,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     args = parser.parse_args(argv)
     args.raw_argv = list(sys.argv[1:] if argv is None else argv)   # where `--` was (tune -- COMMAND)
-    from ..store import begin_command
+    from tileprobe.store import begin_command
     begin_command()                                        # "… kept in the results store" counts this command's
     try:
-        from ..audit._cutile import tool_timeout_s
+        from tileprobe._cutile import tool_timeout_s
         tool_timeout_s()                                   # a bad TILEPROBE_TOOL_TIMEOUT_S: exit 2 before any work
         _common.check_outputs(args)
         with _common.signals_as_exceptions():

@@ -1,6 +1,6 @@
 """``python -m tileprobe.cli``: the ``tileprobe`` command (as ``python -m tileprobe``)."""
 import sys
 
-from . import main
+from tileprobe.cli import main
 
 sys.exit(main())

@@ -6,7 +6,7 @@ import contextlib
 import os
 import sys
 
-from ..errors import TileprobeError
+from tileprobe.errors import TileprobeError
 
 DEFAULT_ARCHS = "sm_90,sm_120"
 
@@ -15,7 +15,7 @@ def seconds(text: str) -> float:
     """argparse type of a timeout: a finite number of seconds > 0 and ≤ 10^7 (:func:`tileprobe.schema.timeout_seconds`;
     ``0``, ``-1``, ``nan``, ``inf`` and ``1e308`` are refused with a usage error, exit 2)."""
     import argparse
-    from ..schema import timeout_seconds
+    from tileprobe.schema import timeout_seconds
     try:
         return timeout_seconds(text)
     except ValueError as e:
@@ -112,7 +112,7 @@ def progress_bar(con):
     """A rich progress bar fed by audit's ``progress(kind, n)`` callback, and the context that owns it. The bar
     counts only what is compiled; a line says how many variants came from the store."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-    from ..report.text import say
+    from tileprobe.report.text import say
     # Not a terminal (a pipe, a CI log): lines only; a live display would leave a blank line behind when it stops.
     prog = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                     console=con, transient=True) if con.is_terminal else contextlib.nullcontext()
@@ -163,7 +163,7 @@ def resolve_one(spec: str, install: bool = False) -> list[dict]:
     """One ``--tileiras`` entry as compiler dicts; a release not installed is installed with ``install``, or after a
     yes at a prompt when standard input and standard error are both a terminal (the prompt names the release and
     its size); else :class:`~tileprobe.toolchain.ReleaseNotInstalled` propagates."""
-    from ..toolchain import ReleaseNotInstalled, resolve_toolchains
+    from tileprobe.toolchain import ReleaseNotInstalled, resolve_toolchains
     try:
         return resolve_toolchains([spec], auto_install=install)
     except ReleaseNotInstalled as e:
@@ -185,7 +185,7 @@ def open_store(args):
     """
     if getattr(args, "no_store", False):
         return None
-    from ..store import Store
+    from tileprobe.store import Store
     return Store.open(args.store)
 
 
@@ -233,7 +233,7 @@ def check_outputs(args) -> None:
             if isinstance(v, str) and v and v != "-":
                 inputs.append((f"--{name}" if name in ("store", "baseline", "runs") else name, v))
     if "store" in vars(args) and not getattr(args, "store", None) and not getattr(args, "no_store", False):
-        from ..store import default_path
+        from tileprobe.store import default_path
         inputs.append(("the results store", default_path()))
     for opt, path in outputs.items():
         check_output_path(path, opt)
@@ -252,7 +252,7 @@ def _same_file(a: str, b: str) -> bool:
 
 
 def add_where_option(p, what: str = "variants") -> None:
-    """Add ``--where NAME=VALUE,…`` (the same syntax on every command: :mod:`tileprobe.audit.where`)."""
+    """Add ``--where NAME=VALUE,…`` (the same syntax on every command: :mod:`tileprobe.select`)."""
     p.add_argument("--where", metavar="NAME=VALUE,...", help=f"only the {what} whose case constants and hint values "
                    "match, e.g. \"GATHER=True,TILE=128×128,occupancy=2\" (values as the tables print them, or as "
                    "Python: TILE=(128,128))")
@@ -272,7 +272,7 @@ def where_of(args) -> dict:
     Raises:
         WhereError: an item that is not NAME=VALUE.
     """
-    from ..audit.where import parse_where
+    from tileprobe.select import parse_where
     return parse_where(getattr(args, "where", None))
 
 
@@ -282,7 +282,7 @@ def overrides_of(args) -> dict:
     Raises:
         WhereError: an item that is not NAME=V1,V2,….
     """
-    from ..audit.where import parse_overrides
+    from tileprobe.select import parse_overrides
     return {"cases": parse_overrides(getattr(args, "case", None), "--case"),
             "hints": parse_overrides(getattr(args, "hint", None), "--hint")}
 
@@ -302,13 +302,13 @@ def command_line() -> str:
 def write_json_doc(path: str, doc) -> None:
     """Write ``doc`` as indented strict JSON (:func:`tileprobe.schema.json_text`) to the file ``path`` (``-``:
     standard output; was a file named "-")."""
-    from ..schema import json_text, write_text
+    from tileprobe.schema import json_text, write_text
     write_text(path, json_text(doc))
 
 
 def print_error(e: TileprobeError) -> None:
     """Print a command's :class:`TileprobeError` to stderr as ``tileprobe: MESSAGE`` (the message is text)."""
-    from ..report.text import escape
+    from tileprobe.report.text import escape
     console(stderr=True).print(f"[bold red]tileprobe:[/] {escape(e)}", markup=True, highlight=False, soft_wrap=True)
 
 
@@ -316,7 +316,7 @@ def print_interrupted(what: str = "interrupted") -> None:
     """Tell the user, on stderr, that Ctrl-C (or ``what``, e.g. "terminated by SIGTERM") stopped the command and
     what was kept: the compiles and runs this process committed to the results store
     (:func:`tileprobe.store.saved_by_this_process`)."""
-    from ..store import saved_by_this_process, store_opened_by_this_process
+    from tileprobe.store import saved_by_this_process, store_opened_by_this_process
     saved = saved_by_this_process()
     parts = [f"{n} {kind[:-1] if n == 1 else kind}" for kind, n in saved.items() if n]
     kept = (f"{' and '.join(parts)} finished before it {'is' if sum(saved.values()) == 1 else 'are'} kept in the "
@@ -343,7 +343,7 @@ def executor_of(args):
     if getattr(args, "executor", "local") == "local" and not getattr(args, "address", None):
         yield None
         return
-    from ..exec import make_executor
+    from tileprobe.exec import make_executor
     ex = make_executor(args.executor, address=args.address, jobs=getattr(args, "jobs", None))
     try:
         yield ex
@@ -355,5 +355,5 @@ def gpus_of(args) -> list[int] | None:
     """``--gpus`` as device indexes (None when not given: today's one worker on GPU 0)."""
     if getattr(args, "gpus", None) is None:
         return None
-    from ..run.multi import parse_gpus, visible_gpu_count
+    from tileprobe.run.multi import parse_gpus, visible_gpu_count
     return parse_gpus(args.gpus, visible_gpu_count)

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import sys
 
-from ..audit.compile import DEFAULT_TIMEOUT_S
-from ..audit.contained import PROBE_TIMEOUT_S
-from ..audit.pipeline import MAX_VARIANTS
-from ..errors import EXIT_COMPILE_FAILED, EXIT_INCOMPLETE, EXIT_OK, ToolchainError, UsageError
-from ..report.text import escape, say
-from ._common import (add_executor_options, add_install_option, resolve_one, DEFAULT_ARCHS, add_output_options, add_override_options, add_where_option,
-                      command_line, console, count, executor_of, open_store, overrides_of, progress_bar, seconds, split, where_of)
+from tileprobe.compile.job import DEFAULT_TIMEOUT_S
+from tileprobe.probe.contained import PROBE_TIMEOUT_S
+from tileprobe.audit.pipeline import MAX_VARIANTS
+from tileprobe.errors import EXIT_COMPILE_FAILED, EXIT_INCOMPLETE, EXIT_OK, ToolchainError, UsageError
+from tileprobe.report.text import escape, say
+from tileprobe.cli._common import (add_executor_options, add_install_option, resolve_one, DEFAULT_ARCHS,
+                                   add_output_options, add_override_options, add_where_option, command_line, console,
+                                   count, executor_of, open_store, overrides_of, progress_bar, seconds, split, where_of)
 
 #: Statuses ``--strict`` counts as failures.
 FAILED = ("compile_error", "compiler_crash", "timeout")
@@ -71,15 +72,15 @@ def cmd_audit(args) -> int:
     """Run ``tileprobe audit`` for parsed arguments; returns the exit code (README, "Exit codes"): 0 when every
     probe loaded and every requested variant has a result; 3 when a probe could not be loaded or a requested arch or
     compiler could not be used (the rest is audited and saved); 4 with ``--strict`` when a variant failed."""
-    from ..audit import audit
-    from ..audit.pipeline import write_bundle
+    from tileprobe.audit import audit
+    from tileprobe.audit.pipeline import write_bundle
     err = console(stderr=True)
     if not split(args.arch):
         raise UsageError(f"--arch {args.arch!r} names no architecture; e.g. --arch sm_90,sm_120")
     where, overrides = where_of(args), overrides_of(args)
     tcs, tc_errors = _toolchains(args.tileiras, args.install)
     if args.tileiras and not tcs:
-        from ..errors import IncompleteError   # README "Exit codes": a requested compiler could not be used: 3
+        from tileprobe.errors import IncompleteError   # README "Exit codes": a requested compiler could not be used: 3
         raise IncompleteError("no requested compiler can be used:\n  " + "\n  ".join(tc_errors))
     store = open_store(args)
     prog, cb = progress_bar(err)
@@ -97,7 +98,7 @@ def cmd_audit(args) -> int:
         # the bundle says how it was made (issue 17)
         result.environment["audit_command"] = args.command_line or command_line()
         write_bundle(args.bundle, result)
-    from ..audit.where import select_or_explain
+    from tileprobe.select import select_or_explain
     shown = select_or_explain(result.records, where)
     emit(shown, result.environment, args, context=result.records)
     if args.repeat > 1:
@@ -142,7 +143,7 @@ def repeat_line(records, repeat: int) -> str:
     if not varied:
         return (f"repeat {repeat}: each of the {len(done)} compiled variant(s) gave the same machine code in all "
                 f"{repeat} compiles")
-    from ..report.common import run_label
+    from tileprobe.report.common import run_label
     names = "; ".join(f"{run_label(r)} ({len(r.code_hashes)} codes)" for r in varied[:5])
     more = f"; and {len(varied) - 5} more" if len(varied) > 5 else ""
     return (f"repeat {repeat}: {len(varied)} of {len(done)} compiled variant(s) gave different machine code between "
@@ -152,7 +153,7 @@ def repeat_line(records, repeat: int) -> str:
 def _summary(result, shown: int | None = None) -> str:
     """The last line: variants audited and failed (by class), probe and target errors, wall time; with
     ``--where`` (``shown``), how many it selected: every value of a hint is audited, the verdicts compare them."""
-    from ..report.common import failure_counts
+    from tileprobe.report.common import failure_counts
     failed_rows = [r for r in result.records if r.status in FAILED]
     failed = len(failed_rows)
     broken = sum(1 for r in result.records if r.status == "probe_error")
@@ -177,8 +178,8 @@ def _summary(result, shown: int | None = None) -> str:
 
 
 def _have_nvdisasm() -> bool:
-    from ..errors import ToolchainError
-    from ..model.sass import find_nvdisasm
+    from tileprobe.errors import ToolchainError
+    from tileprobe.model.sass import find_nvdisasm
     try:
         find_nvdisasm()
         return True
@@ -189,19 +190,19 @@ def _have_nvdisasm() -> bool:
 def emit(records, environment: dict, args, context=None) -> None:
     """Write ``--json`` and print ``--format`` (terminal tables, Markdown or nothing) for audit records;
     ``context``: the whole audit when ``records`` is a ``--where`` selection (for the advice)."""
-    from ..schema import write_json
+    from tileprobe.schema import write_json
     if args.json:
         write_json(records, environment, args.json)
     fmt = getattr(args, "format", "table")
     if fmt == "markdown":
-        from ..report.markdown import audit_markdown
-        from ..report.text import clean
+        from tileprobe.report.markdown import audit_markdown
+        from tileprobe.report.text import clean
         sys.stdout.write(clean(audit_markdown(records, environment, command=command_line(), context=context)))
     elif fmt == "table" and args.json != "-":
         if getattr(args, "summary", False):
-            from ..report.terminal import render_summary
+            from tileprobe.report.terminal import render_summary
             render_summary(records, console())
             return
-        from ..report.terminal import render_audit
+        from tileprobe.report.terminal import render_audit
         render_audit(records, console(), brief=getattr(args, "brief", False), wide=getattr(args, "wide", False),
                      context=context)

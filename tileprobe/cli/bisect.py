@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import sys
 
-from ..report.text import clean, say
-from ._common import add_output_options, command_line, console, count, write_json_doc
+from tileprobe.report.text import clean, say
+from tileprobe.cli._common import add_output_options, command_line, console, count, write_json_doc
 
 
 def add_parser(sub) -> None:
@@ -50,9 +50,9 @@ def add_parser(sub) -> None:
 
 def cmd_bisect(args) -> int:
     """Run ``tileprobe bisect`` for parsed arguments, printing each step; returns the exit code."""
-    from ..analyses.bisect import bisect
-    from ..analyses.bisect_time import parse_run_property
-    from ..errors import TileprobeError
+    from tileprobe.analyses.bisect import bisect
+    from tileprobe.analyses.bisect_time import parse_run_property
+    from tileprobe.errors import TileprobeError
     con = console(stderr=args.json == "-")      # `--json -`: standard output holds the JSON alone
     if args.bundle:
         return _gpu_side(args, args.bundle, con)
@@ -77,7 +77,7 @@ def cmd_bisect(args) -> int:
 
     store = None
     if not args.no_store:      # issue 27: the store by default (nothing stored is compiled again)
-        from ..store import Store
+        from tileprobe.store import Store
         store = Store.open(args.store)
     try:
         res = bisect(args.probe, arch=args.arch, where=args.where, prop=args.property, good=args.good, bad=args.bad,
@@ -86,7 +86,7 @@ def cmd_bisect(args) -> int:
         if store is not None:
             store.close()
     if args.format == "markdown":
-        from ..report.markdown import bisect_markdown
+        from tileprobe.report.markdown import bisect_markdown
         sys.stdout.write(clean(bisect_markdown(res, command_line())))
     else:
         say(con, f"first release where `{args.property}` changed: tileiras {res.first_bad} "
@@ -105,8 +105,8 @@ def _static_run_property(args) -> bool:
 
 def _cpu_side(args, out_dir: str, con) -> int:
     """Compile every release that lists the target into one bundle (``--bundle-out``)."""
-    from ..analyses.bisect_time import prepare_bundle
-    from ..analyses.gate import parse_where
+    from tileprobe.analyses.bisect_time import prepare_bundle
+    from tileprobe.analyses.gate import parse_where
 
     def show(keep, skipped):
         say(con, f"releases that compile {args.arch}: {', '.join(keep)}")
@@ -122,12 +122,12 @@ def _cpu_side(args, out_dir: str, con) -> int:
 
 def _gpu_side(args, bundle: str, con) -> int:
     """Run every release of the bundle, interleaved, and print each release's time and the answer."""
-    from ..analyses.bisect_time import bisect_bundle
+    from tileprobe.analyses.bisect_time import bisect_bundle
     res = bisect_bundle(bundle, [args.probe] if args.probe else [], args.property, rounds=args.rounds,
                         reps=args.reps,
                         on_gpu=lambda g: say(con, f"GPU: {g.get('name')} ({g.get('sm')}), driver {g.get('driver')}"))
     if args.format == "markdown":
-        from ..report.markdown import time_bisect_markdown
+        from tileprobe.report.markdown import time_bisect_markdown
         sys.stdout.write(clean(time_bisect_markdown(res, command_line())))
     else:
         say(con, f"every release measured ({res.rounds} interleaved rounds, samples pooled; no binary search: "

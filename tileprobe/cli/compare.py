@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import sys
 
-from ..report.text import clean, say
-from ._common import (DEFAULT_ARCHS, add_install_option, toolchains, add_output_options, add_where_option, command_line, console, count, progress_bar,
-                      split, where_of, write_json_doc)
+from tileprobe.report.text import clean, say
+from tileprobe.cli._common import (DEFAULT_ARCHS, add_install_option, toolchains, add_output_options, add_where_option,
+                                   command_line, console, count, progress_bar, split, where_of, write_json_doc)
 
 
 def add_parser(sub) -> None:
@@ -39,7 +39,7 @@ def add_parser(sub) -> None:
 
 def cmd_compare(args) -> int:
     """Run ``tileprobe compare`` for parsed arguments; returns the exit code (0: compared, whatever changed)."""
-    from ..analyses.compare import compare_results
+    from tileprobe.analyses.compare import compare_results
     if args.probe and len(split(args.tileiras)) == 2:
         toolchains(args.tileiras, args.install)   # a release not installed: installed only when asked (issue 27)
     prog, cb = progress_bar(console(stderr=True))
@@ -53,15 +53,15 @@ def cmd_compare(args) -> int:
     if args.json:
         write_json_doc(args.json, c.to_json())
     if args.format == "markdown" and text_out:
-        from ..report.markdown import compare_markdown
+        from tileprobe.report.markdown import compare_markdown
         sys.stdout.write(clean(compare_markdown(c, command_line())))
     elif args.format == "table" and text_out:
-        from ..report.terminal import render_compare
+        from tileprobe.report.terminal import render_compare
         out = console()
         render_compare(c, out, wide=args.wide)    # issue 27: the comparison first, short
         if c.audited and (args.tables or args.wide):
-            from ..audit.where import select
-            from ..report.terminal import render_audit
+            from tileprobe.select import select
+            from tileprobe.report.terminal import render_audit
             render_audit(select(c.audited, where_of(args)), out, wide=args.wide)
         elif c.audited:
             say(out, "the audit tables of both compilers: add --tables (or `tileprobe audit PROBE --tileiras A,B`)")

@@ -9,8 +9,8 @@ import json
 import sys
 from pathlib import Path
 
-from ..report.text import clean
-from ._common import add_output_options, console
+from tileprobe.report.text import clean
+from tileprobe.cli._common import add_output_options, console
 
 
 def add_parser(sub) -> None:
@@ -22,7 +22,7 @@ def add_parser(sub) -> None:
 
 def cmd_doctor(args) -> int:
     """Run ``tileprobe doctor`` for parsed arguments; returns 1 when a finding is an error, else 0."""
-    from ..analyses.doctor import diagnose
+    from tileprobe.analyses.doctor import diagnose
     findings = diagnose()
     if args.json:
         doc = {"findings": [dataclasses.asdict(f) for f in findings]}
@@ -31,9 +31,9 @@ def cmd_doctor(args) -> int:
         else:
             Path(args.json).write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     if args.format == "markdown":
-        from ..report.markdown import doctor_markdown
+        from tileprobe.report.markdown import doctor_markdown
         sys.stdout.write(clean(doctor_markdown(findings)))
     elif args.format == "table" and args.json != "-":
-        from ..report.terminal import render_doctor
+        from tileprobe.report.terminal import render_doctor
         render_doctor(findings, console())
     return 1 if any(f.level == "error" for f in findings) else 0

@@ -7,13 +7,13 @@ from __future__ import annotations
 import argparse
 import shlex
 
-from ..report.text import say
-from ._common import add_install_option, console, count, open_store, seconds, toolchains, write_json_doc
+from tileprobe.report.text import say
+from tileprobe.cli._common import add_install_option, console, count, open_store, seconds, toolchains, write_json_doc
 
 
 def add_parser(sub) -> None:
     """Register ``tileprobe gate`` (exit 1 with a reason per failed expectation; see :mod:`tileprobe.analyses.gate`)."""
-    from ..analyses.gate import forms
+    from tileprobe.analyses.gate import forms
     p = sub.add_parser("gate", help="CI check: audit selected variants, test expectations (exit 1 on failure)",
                        description="Audit the selected variants of a probe (reusing the results store) and "
                                    "check expectations; exit 1 with a reason per failure.",
@@ -23,7 +23,7 @@ def add_parser(sub) -> None:
     p.add_argument("--tileiras", metavar="V", help="compiler version(s), e.g. 13.3.36 (managed toolchains); "
                    "default: the one cuTile would use")
     add_install_option(p)
-    from ._common import add_where_option
+    from tileprobe.cli._common import add_where_option
     add_where_option(p, "variants to check")
     p.add_argument("--expect", action="append", metavar="EXPR", help="an expectation (repeatable; forms below)")
     p.add_argument("--baseline", metavar="STORE_OR_JSON", help="results store or result JSON to compare with")
@@ -45,8 +45,8 @@ def add_parser(sub) -> None:
 
 def cmd_gate(args) -> int:
     """Run ``tileprobe gate`` for parsed arguments; returns 0 when every expectation holds, else 1."""
-    from ..analyses.gate import parse_where, run_gate
-    from ..report.terminal import gate_text
+    from tileprobe.analyses.gate import parse_where, run_gate
+    from tileprobe.report.terminal import gate_text
     tcs, store = toolchains(args.tileiras, args.install), open_store(args)
     g = run_gate(args.probe, args.arch, args.expect or [], where=parse_where(args.where), toolchains=tcs,
                  store=store, baseline=args.baseline, runs=args.runs, runs_tileiras=args.runs_tileiras,

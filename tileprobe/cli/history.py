@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 
-from ._common import add_where_option, console, where_of, count_or_zero
+from tileprobe.cli._common import add_where_option, console, where_of, count_or_zero
 
 
 def add_parser(sub) -> None:
@@ -28,8 +28,8 @@ def add_parser(sub) -> None:
 
 def cmd_history(args) -> int:
     """Run ``tileprobe history`` for parsed arguments; returns the exit code."""
-    from ..analyses.history import history, write_history_csv, write_history_json
-    from ..store import Store
+    from tileprobe.analyses.history import history, write_history_csv, write_history_json
+    from tileprobe.store import Store
     filters = dict(kernel=args.kernel, arch=args.arch, tileiras=args.tileiras, where=where_of(args))
     with Store.open(args.store, must_exist=bool(args.store)) as store:
         if args.json:
@@ -38,7 +38,7 @@ def cmd_history(args) -> int:
             write_history_csv(store, _dest(args.csv), **filters)
         if "-" in (args.json, args.csv):
             return 0
-        from ..report.terminal import render_history
+        from tileprobe.report.terminal import render_history
         render_history(history(store, **filters, limit=args.limit), console(), limit=args.limit)
     return 0
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-from ..errors import TileprobeError
+from tileprobe.errors import TileprobeError
 
 DEFAULT_OUT = "tileprobe-record"
 
@@ -46,7 +46,7 @@ def add_parser(subparsers, add_common=None) -> None:
 
 def cmd_record(args) -> int:
     """Run the command recorded (or read a log / the cache), write the probes, print what was written."""
-    from ..record.session import probes_from_log, record
+    from tileprobe.record.session import probes_from_log, record
     command = list(args.command or [])
     if command and command[0] == "--":
         command = command[1:]
@@ -58,7 +58,7 @@ def cmd_record(args) -> int:
     if os.path.exists(out) and not os.path.isdir(out):
         raise TileprobeError(f"-o {out}: a file, not a folder; give a folder for the recording (it is created)")
     if args.from_cache is not None:
-        from ..record.cache import probes_from_cache
+        from tileprobe.record.cache import probes_from_cache
         kernels = [k.strip() for k in (args.kernels or "").split(",") if k.strip()]
         result = probes_from_cache(args.from_cache or None, args.out or DEFAULT_OUT, top=args.top, hints=args.hints,
                                    kernels=kernels, force=args.force)
@@ -78,7 +78,7 @@ def _print(result, out_dir: str) -> None:
 
     from rich.console import Console
     from rich.table import Table
-    from ..report.text import cell, say
+    from tileprobe.report.text import cell, say
     err = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 200)
     rec = result.recording
     if rec is not None:

@@ -4,8 +4,8 @@ Python call: :func:`tileprobe.report.html.write_html_report`.
 """
 from __future__ import annotations
 
-from ..report.text import say
-from ._common import add_where_option, console, where_of
+from tileprobe.report.text import say
+from tileprobe.cli._common import add_where_option, console, where_of
 
 
 def add_parser(sub) -> None:
@@ -28,7 +28,7 @@ def add_parser(sub) -> None:
 
 def cmd_report(args) -> int:
     """Run ``tileprobe report`` for parsed arguments; returns the exit code."""
-    from ..report.html import NO_MATPLOTLIB, have_matplotlib, write_html_report
+    from tileprobe.report.html import NO_MATPLOTLIB, have_matplotlib, write_html_report
     records = write_html_report(args.output, store=args.store, json_files=args.json or (), kernel=args.kernel,
                                 arch=args.arch, tileiras=args.tileiras, audit_id=args.audit, title=args.title,
                                 where=where_of(args))

@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import sys
 
-from ..report.text import clean, escape, say
-from ._common import (count_or_zero, add_executor_options, add_output_options, executor_of, gpus_of, add_override_options, add_where_option, command_line, console, count,
-                      overrides_of, seconds, where_of)
+from tileprobe.report.text import clean, escape, say
+from tileprobe.cli._common import (count_or_zero, add_executor_options, add_output_options, executor_of, gpus_of,
+                                   add_override_options, add_where_option, command_line, console, count, overrides_of,
+                                   seconds, where_of)
 
 
 def add_parser(sub) -> None:
     """Register ``tileprobe run``."""
-    from ..run.timing import DEFAULT_REPS
-    from ..run.watchdog import DEFAULT_TIMEOUT_S
+    from tileprobe.run.timing import DEFAULT_REPS
+    from tileprobe.run.watchdog import DEFAULT_TIMEOUT_S
     p = sub.add_parser("run", help="check and time every variant on this machine's GPU (hangs and crashes "
                        "are contained)", description=__doc__.split("\n\n")[1])
     p.add_argument("probes", nargs="*", metavar="PROBE", help="probe files (with --bundle: which of its probes to "
@@ -51,7 +52,7 @@ def add_parser(sub) -> None:
 
 def cmd_run(args) -> int:
     """Run ``tileprobe run`` for parsed arguments; returns the exit code."""
-    from ..store import Store
+    from tileprobe.store import Store
     err = console(stderr=True)
     # run_sweep refuses neither probes nor bundle: no store then; a bundle's compiles and runs are stored too
     store = Store.open(args.store) if (args.probes or args.bundle) and not args.no_store else None
@@ -78,8 +79,8 @@ def cmd_run(args) -> int:
 
 
 def _sweep(args, ex, store, err):
-    from ..report.common import run_cell, run_label
-    from ..run.session import run_sweep
+    from tileprobe.report.common import run_cell, run_label
+    from tileprobe.run.session import run_sweep
     return run_sweep(
         args.probes, arch=args.arch, bundle=args.bundle, store=store, timeout_s=args.timeout, reps=args.reps,
         warmup=args.warmup, seed=args.seed, jobs=args.jobs, command_line=command_line(), timing_mode=args.timing,
@@ -92,7 +93,7 @@ def _sweep(args, ex, store, err):
 
 def hang_risk_lines(err, records, launched: bool) -> None:
     """Name the variants predicted to hang before a sweep or a race (``run`` and ``tune``)."""
-    from ..run.session import hang_risk_label
+    from tileprobe.run.session import hang_risk_label
     what = "launching them anyway (--run-hang-risk)" if launched else "not launched (--run-hang-risk launches them)"
     say(err, f"predicted hang (register pool) in {len(records)} variant{'s' if len(records) != 1 else ''}: {what}")
     for r in records:
@@ -119,13 +120,13 @@ def _summary(result) -> str:
 
 def emit(result, args) -> None:
     """Write the JSON (``--json``) and print the tables (``--format``) of a run."""
-    from ..schema import write_json
+    from tileprobe.schema import write_json
     if args.json:
         write_json(result.records, result.environment, args.json)
     fmt = getattr(args, "format", "table")
     if fmt == "markdown":
-        from ..report.markdown import run_markdown
+        from tileprobe.report.markdown import run_markdown
         sys.stdout.write(clean(run_markdown(result.records, result.environment, command=command_line())))
     elif fmt == "table" and args.json != "-":
-        from ..report.terminal import render_run
+        from tileprobe.report.terminal import render_run
         render_run(result.records, console(), wide=getattr(args, "wide", False))

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import sys
 
-from ..errors import TileprobeError
-from ..audit.where import WhereError
-from ._common import add_install_option, add_where_option, console, open_store, toolchains, where_of
+from tileprobe.errors import TileprobeError
+from tileprobe.select import WhereError
+from tileprobe.cli._common import add_install_option, add_where_option, console, open_store, toolchains, where_of
 
 
 def add_parser(sub) -> None:
@@ -37,8 +37,8 @@ def add_parser(sub) -> None:
 
 def cmd_sass(args) -> int:
     """Run ``tileprobe sass`` for parsed arguments; returns the exit code."""
-    from ..analyses.machine_code import diff_variants, ptx_listing, sass_listing, variant_cubins
-    from ..audit.where import parse_where
+    from tileprobe.analyses.machine_code import diff_variants, ptx_listing, sass_listing, variant_cubins
+    from tileprobe.select import parse_where
     where = where_of(args)
     if not where:
         raise TileprobeError("--where names the variant: e.g. --where \"GATHER=True,occupancy=2\"")
@@ -63,7 +63,7 @@ def cmd_sass(args) -> int:
         return 0
     if args.ptx:
         raise TileprobeError("--ptx prints one variant's PTX; drop --diff / the second --tileiras")
-    from ..report.terminal import render_sass_diff
+    from tileprobe.report.terminal import render_sass_diff
     render_sass_diff(diff_variants(codes[0], codes[1]), codes[0].record, codes[1].record, console(), full=args.full)
     return 0
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import datetime
 import re
 
-from ..errors import TileprobeError
-from ._common import console
+from tileprobe.errors import TileprobeError
+from tileprobe.cli._common import console
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
@@ -69,7 +69,7 @@ def _mb(n: int) -> str:
 
 def cmd_store(args) -> int:
     """Run ``tileprobe store size|prune`` for parsed arguments; returns the exit code."""
-    from ..store import Store
+    from tileprobe.store import Store
     con = console()
     with Store.open(args.store, must_exist=bool(args.store)) as store:
         if args.action == "size":

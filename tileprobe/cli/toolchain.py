@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import time
 
-from ..report.text import say
-from ._common import console
+from tileprobe.report.text import say
+from tileprobe.cli._common import console
 
 
 def add_parser(sub) -> None:
@@ -30,7 +30,7 @@ def add_parser(sub) -> None:
 
 def cmd_install(args) -> int:
     """Run ``tileprobe toolchain install``: one line per release (folder, size, seconds, pins)."""
-    from ..toolchain import folder_size_bytes, install
+    from tileprobe.toolchain import folder_size_bytes, install
     con = console()
     for v in args.versions:
         t0 = time.perf_counter()
@@ -43,8 +43,8 @@ def cmd_install(args) -> int:
 
 def cmd_list(args) -> int:
     """Run ``tileprobe toolchain list``: a table of local toolchains, and with ``--available`` the published ones."""
-    from ..report.terminal import render_toolchains
-    from ..toolchain import TILEIRAS_PKG, local_toolchains, published_versions, toolchains_dir
+    from tileprobe.report.terminal import render_toolchains
+    from tileprobe.toolchain import TILEIRAS_PKG, local_toolchains, published_versions, toolchains_dir
     rows = local_toolchains()
     con = console()
     render_toolchains(rows, con, f"no toolchains in {toolchains_dir()}; `tileprobe toolchain install 13.4` adds one")
@@ -57,7 +57,7 @@ def cmd_list(args) -> int:
 
 def cmd_remove(args) -> int:
     """Run ``tileprobe toolchain remove VERSION``."""
-    from ..toolchain import remove
+    from tileprobe.toolchain import remove
     tc = remove(args.version)
     say(console(), f"removed tileiras {tc.version} ({tc.root})")
     return 0

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import sys
 
-from ..report.text import cell, say
+from tileprobe.report.text import cell, say
 
 # Argument parsing and printing only: the domain is ``tileprobe.tune``.
 #: Table order of the candidates' fates.
@@ -24,8 +24,8 @@ ROWS_SHOWN = 20
 def add_parser(subparsers, add_common=None) -> None:
     """Register ``tileprobe tune`` (the CLI's plug-in hook; ``add_common`` is not used: tune has its own
     ``--json``)."""
-    from ..run.watchdog import DEFAULT_TIMEOUT_S
-    from ._common import count, seconds
+    from tileprobe.run.watchdog import DEFAULT_TIMEOUT_S
+    from tileprobe.cli._common import count, seconds
     p = subparsers.add_parser("tune", help="the fastest correct hints and tunable values per problem on this GPU",
                               description=__doc__.split("\n\n")[1])
     p.add_argument("probes", nargs="*", metavar="PROBE", help="probe files (README: Tuning); or, after --, a "
@@ -67,11 +67,11 @@ def add_parser(subparsers, add_common=None) -> None:
     p.add_argument("--dry-run", action="store_true", help="static stage only: compile, drop, dedupe; no GPU")
     p.add_argument("--run-hang-risk", action="store_true", help="race the candidates the register-pool check "
                    "predicts to hang too (default: named, dropped under the rule hang_risk, not launched)")
-    from ..audit.contained import PROBE_TIMEOUT_S
+    from tileprobe.probe.contained import PROBE_TIMEOUT_S
     p.add_argument("--probe-timeout", type=seconds, default=PROBE_TIMEOUT_S, metavar="SECONDS",
                    help="seconds each step of probe code may take (import, constraints, grid(), args()); probe code "
                         f"runs in contained processes, as in audit (default {PROBE_TIMEOUT_S:g})")
-    from ._common import add_executor_options, add_override_options, add_where_option
+    from tileprobe.cli._common import add_executor_options, add_override_options, add_where_option
     add_where_option(p, "configurations")
     add_override_options(p)
     add_executor_options(p, gpus=True)
@@ -88,11 +88,11 @@ def command_of(args) -> list[str] | None:
 
 def cmd_tune(args) -> int:
     """Run ``tileprobe tune`` for parsed arguments; returns the exit code."""
-    from ._common import console as _console
-    from ..errors import TileprobeError
+    from tileprobe.cli._common import console as _console
+    from tileprobe.errors import TileprobeError
     command = command_of(args)
     if command is not None and len(args.probes or []) > len(command):
-        from ..errors import UsageError
+        from tileprobe.errors import UsageError
         extra = " ".join(args.probes[:len(args.probes) - len(command)])
         raise UsageError(f"probe files ({extra}) and `-- COMMAND` given together: tune either probes "
                          "(tileprobe tune PROBE …) or a program's searches (tileprobe tune -- COMMAND), not both")
@@ -100,7 +100,7 @@ def cmd_tune(args) -> int:
         say(_console(stderr=True), f"--dry-run: no table is written ({args.export or 'the default table'} is left "
                                    "as it is); drop --dry-run to write it")
     if command is not None or args.refresh:
-        from .tune_program import cmd_tune_program
+        from tileprobe.cli.tune_program import cmd_tune_program
         return cmd_tune_program(args, command, run_tune, report)
     if not args.probes:
         raise TileprobeError("nothing to tune: give probe files, `-- COMMAND` (a program that calls "
@@ -111,14 +111,14 @@ def cmd_tune(args) -> int:
 
 def run_tune(args, err):
     """The tune of ``args.probes`` with the store, the GPU worker and progress lines; the ``TuneResult``."""
-    from ..tune.pipeline import process_age_s
+    from tileprobe.tune.pipeline import process_age_s
     startup_s = process_age_s()
     if args.bundle:       # the bundle is checked before any GPU is looked for (issue 25)
-        from ..run.session import load_bundle
+        from tileprobe.run.session import load_bundle
         load_bundle(args.bundle)
     store = None
     if not args.no_store:
-        from ..store import Store
+        from tileprobe.store import Store
         store = Store.open(args.store)
     try:
         with _gpu_worker(args, err) as (ex, wd):
@@ -131,7 +131,7 @@ def run_tune(args, err):
 
 def report(args, result, err) -> int:
     """Write ``--json``, print the tables and the probe errors; the exit code (1 when the tune stopped)."""
-    from ._common import console as _console
+    from tileprobe.cli._common import console as _console
     if args.json:
         _write_json(result, args.json)
     if args.format == "table" and args.json != "-":
@@ -141,13 +141,13 @@ def report(args, result, err) -> int:
     if result.aborted:
         say(err, f"tune stopped: {result.aborted}")
         return 1
-    from ..errors import EXIT_INCOMPLETE
+    from tileprobe.errors import EXIT_INCOMPLETE
     return EXIT_INCOMPLETE if result.probe_errors else 0    # as audit: a probe (or its grid/args) failed
 
 
 def _tune(args, ex, wd, store, startup_s, err):
-    from ._common import overrides_of, where_of
-    from ..tune.pipeline import tune
+    from tileprobe.cli._common import overrides_of, where_of
+    from tileprobe.tune.pipeline import tune
     return tune(args.probes, arch=args.arch, budget_s=args.budget, strategy=args.strategy, timing=args.timing,
                 export=args.export, bundle=args.bundle, store=store, jobs=args.jobs, timeout_s=args.timeout,
                 seed=args.seed, tie_pct=args.tie_pct, max_samples=args.max_samples, num_sms=args.num_sms,
@@ -160,7 +160,7 @@ def _tune(args, ex, wd, store, startup_s, err):
 def _gpu_worker(args, err):
     """(executor or None, the race's GPU worker or None): the race runs on one GPU, the first of ``--gpus``
     (docs/SCALE.md, "Tuning on several GPUs"); with ``--executor ray``, a one-GPU Ray actor."""
-    from ._common import executor_of, gpus_of
+    from tileprobe.cli._common import executor_of, gpus_of
     gpus = gpus_of(args)
     with executor_of(args) as ex:
         if args.dry_run or (gpus is None and ex is None):
@@ -173,7 +173,7 @@ def _gpu_worker(args, err):
         if ex is not None and ex.name != "local":
             wd = ex.gpu_slots([gpus[0]], timeout_s=args.timeout)[0]
         else:
-            from ..run.watchdog import Watchdog
+            from tileprobe.run.watchdog import Watchdog
             wd = Watchdog(timeout_s=args.timeout, env={"CUDA_VISIBLE_DEVICES": str(gpus[0])})
         try:
             yield ex, wd
@@ -182,7 +182,7 @@ def _gpu_worker(args, err):
 
 
 def _write_json(result, dest: str) -> None:
-    from ..schema import json_text
+    from tileprobe.schema import json_text
     text = json_text(result.to_dict())
     if dest == "-":
         sys.stdout.write(text)
@@ -201,7 +201,7 @@ def _progress(console):
             say(console, f"GPU: {data.get('name')} ({data.get('sm')}, {data.get('num_sms')} SMs, driver "
                          f"{data.get('driver')})")
         elif kind == "hang_risk":
-            from .run import hang_risk_lines
+            from tileprobe.cli.run import hang_risk_lines
             hang_risk_lines(console, *data)
         elif kind == "race":
             waiting = sum(1 for c in data.candidates if c.status == "compiling")
@@ -260,7 +260,7 @@ def summary_line(p) -> str:
     rows = [r for r in p.candidates if r.get("config") is not None]
     timed = sum(1 for r in rows if r.get("same_launch_as") is None and r.get("status") not in failed
                 and r.get("status") != "hang_risk")
-    from ..tune.pipeline import NO_SM_COUNT
+    from tileprobe.tune.pipeline import NO_SM_COUNT
     dupes = ("duplicate launches not looked for (no SM count)" if NO_SM_COUNT in (p.notes or [])
              else f"{p.dropped.get('duplicate_launch', 0)} duplicate launches")
     return (f"{len(rows) + sum(rejected.values())} configurations{' (the program' + chr(39) + 's)' if own else ''}: "
@@ -303,7 +303,7 @@ def _shown(rows: list[dict], all_rows: bool) -> list[dict]:
 
 def _render_problem(p, console, all_rows: bool = False) -> None:
     from rich.table import Table
-    from ..report.common import short_build
+    from tileprobe.report.common import short_build
     say(console, f"\n{p.kernel} · {p.arch} · {p.label} · {short_build(p.tileiras) if p.tileiras else ''}",
         style="bold")
     say(console, "  " + summary_line(p))
@@ -412,7 +412,7 @@ def _check_text(r: dict | None) -> str:
 
 def previous_line(prev: dict) -> str:
     """What changed since the tune with the previous compiler."""
-    from ..report.common import short_build
+    from tileprobe.report.common import short_build
     before = short_build(prev.get("tileiras_before") or "")
     if not prev.get("changed"):
         return f"since the tune with {before}: same winner"

@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 import os
 
-from ..errors import TileprobeError
-from ..report.text import say
+from tileprobe.errors import TileprobeError
+from tileprobe.report.text import say
 
 DEFAULT_TABLE = "tileprobe-tune.json"
 
@@ -28,7 +28,7 @@ def cmd_tune_program(args, command: list[str] | None, run_tune, report) -> int:
     """Record ``command`` (or, with ``--refresh``, read what was recorded), tune its searches, write the table.
     ``run_tune(args, err) -> TuneResult`` and ``report(args, result, err) -> exit code`` are ``tileprobe tune``'s
     own (:mod:`tileprobe.cli.tune`, passed in: it imports this module)."""
-    from ._common import console
+    from tileprobe.cli._common import console
     err = console(stderr=True)
     args.tune_fns = (run_tune, report)
     if args.refresh:
@@ -40,7 +40,7 @@ def cmd_tune_program(args, command: list[str] | None, run_tune, report) -> int:
     table = args.export = args.export or DEFAULT_TABLE
     rec_dir = record_dir_of(table, args.record_dir)
     replacing = check_record_dir(rec_dir, default=not args.record_dir)
-    from ..record.session import record
+    from tileprobe.record.session import record
     if replacing and os.path.exists(table):
         say(err, f"note: replacing the recording {rec_dir} that `tileprobe tune --refresh {table}` reads: rows of "
                  f"{table} whose search this command does not make again can no longer be refreshed")
@@ -96,7 +96,7 @@ def _program_text(s: dict) -> str:
 
 def _summary(rec_dir: str) -> dict:
     path = os.path.join(rec_dir, "record.json")
-    from ..record.hook import load_capture
+    from tileprobe.record.hook import load_capture
     try:
         doc = load_capture().read_json_file(path)
     except (OSError, ValueError) as e:
@@ -152,7 +152,7 @@ def check_table_shape(doc: dict, path: str) -> None:
 
 
 def _tune_searches(args, err, table: str, rec_dir: str, searches: list[dict], old: dict | None = None) -> int:
-    from ..tune.export import annotate_searches
+    from tileprobe.tune.export import annotate_searches
     run_tune, report = args.tune_fns
     args.probes = [os.path.join(rec_dir, s["file"]) for s in searches]
     result = run_tune(args, err)
@@ -203,7 +203,7 @@ def _versus(what: str, row: dict | None, best: float | None, same: bool, changed
 
 
 def _drop_filled_misses(table: str, keys: set) -> int:
-    from ..record.use import misses_path
+    from tileprobe.record.use import misses_path
     path = misses_path(table)
     if not os.path.exists(path):
         return 0
@@ -229,11 +229,11 @@ def host_facts() -> dict:
     would compile with, cuda-tile's version, and the GPU name and SM count when NVML answers."""
     out = {}
     try:
-        from ..audit import _cutile
+        from tileprobe import _cutile
         out["tileiras"] = _cutile.tileiras_build(_cutile.current_compiler())
     except Exception:     # no tileiras here: the build is not a reason
         pass
-    from ..schema import cutile_version
+    from tileprobe.schema import cutile_version
     try:
         out["cuda_tile"] = cutile_version()
     except TileprobeError:
@@ -252,7 +252,7 @@ def host_facts() -> dict:
 def stale_rows(table: dict, searches: list[dict], facts: dict) -> dict:
     """``{search key: (row, [reasons])}`` for the table's search rows that do not hold here: the capture's own
     check (:func:`stale_reasons`) over the facts known here, the kernel file's hash recomputed."""
-    from ..record.hook import load_capture
+    from tileprobe.record.hook import load_capture
     cap = load_capture()
     files = {s["key"]: s.get("kernel_file") for s in searches}
     out = {}
@@ -270,12 +270,12 @@ def stale_rows(table: dict, searches: list[dict], facts: dict) -> dict:
 
 
 def _refresh(args, err) -> int:
-    from ..record.log import read_misses
-    from ..record.searches import search_summary, write_search_probes
-    from ..record.use import misses_path
-    from ..record.write import Origin
-    from ..record.session import now
-    from ..tune.export import read_table
+    from tileprobe.record.log import read_misses
+    from tileprobe.record.searches import search_summary, write_search_probes
+    from tileprobe.record.use import misses_path
+    from tileprobe.record.write import Origin
+    from tileprobe.record.session import now
+    from tileprobe.tune.export import read_table
     table = args.refresh
     doc = read_table(table)
     check_table_shape(doc, table)

@@ -4,7 +4,7 @@ The work is :mod:`tileprobe.record.use`; this module parses and returns the comm
 """
 from __future__ import annotations
 
-from ..errors import TileprobeError
+from tileprobe.errors import TileprobeError
 
 
 def add_parser(subparsers, add_common=None) -> None:
@@ -27,14 +27,14 @@ def add_parser(subparsers, add_common=None) -> None:
 
 def cmd_use(args) -> int:
     """Run the command with the table in use; its exit code."""
-    from ..record.use import run_with_table
+    from tileprobe.record.use import run_with_table
     command = list(args.command or [])
     if command and command[0] == "--":
         command = command[1:]
     if args.env:
         import os
         import shlex
-        from ..record.use import check_table, use_env
+        from tileprobe.record.use import check_table, use_env
         table = check_table(args.table)
         if os.pathsep in table + ".hook":
             raise TileprobeError(f"{table}: the path holds {os.pathsep!r}, which splits PYTHONPATH, so the hook under "
@@ -45,6 +45,6 @@ def cmd_use(args) -> int:
         print(f"export TILEPROBE_USE_TABLE={shlex.quote(table)}")
         return 0
     if not command:
-        from ..errors import UsageError
+        from tileprobe.errors import UsageError
         raise UsageError("no command: tileprobe use TABLE -- python my_script.py (or tileprobe use TABLE --env)")
     return run_with_table(args.table, command)

@@ -3,9 +3,9 @@
 An executor has
 
 * ``compile(variants, *, tileiras, lib_dirs, jobs, timeout_s, with_sass, tmp_root)``: compile an iterable of
-  :class:`~tileprobe.audit.compile.Variant` (read lazily, as slots free up: store claims are taken at dispatch,
-  :mod:`tileprobe.audit.claims`) and yield :class:`~tileprobe.audit.compile.CompileResult` s as they finish; a
-  variant past its deadline (:func:`~tileprobe.audit.pool.variant_limit_s`) is a ``timeout`` and the sweep goes on;
+  :class:`~tileprobe.compile.job.Variant` (read lazily, as slots free up: store claims are taken at dispatch,
+  :mod:`tileprobe.compile.claims`) and yield :class:`~tileprobe.compile.job.CompileResult` s as they finish; a
+  variant past its deadline (:func:`~tileprobe.compile.pool.variant_limit_s`) is a ``timeout`` and the sweep goes on;
 * ``gpu_slots(gpus, *, timeout_s, init)``: one GPU worker per listed GPU, each with the
   :class:`~tileprobe.run.watchdog.Watchdog` interface (``start() -> info``, ``submit(fn, kwargs, timeout_s)``,
   ``close()``, ``restarts``), for :func:`tileprobe.run.multi.run_on_gpus`;
@@ -16,7 +16,7 @@ Executors return data; only the calling process (the driver) writes the store. P
 """
 from __future__ import annotations
 
-from ..errors import UsageError
+from tileprobe.errors import UsageError
 
 EXECUTORS = ("local", "ray")
 
@@ -36,9 +36,9 @@ def make_executor(name: str = "local", *, address: str | None = None, jobs: int 
     if name == "local":
         if address:
             raise UsageError("--address is for --executor ray (the Ray cluster to join)")
-        from .local import LocalExecutor
+        from tileprobe.exec.local import LocalExecutor
         return LocalExecutor(jobs=jobs)
     if name == "ray":
-        from .ray_exec import RayExecutor
+        from tileprobe.exec.ray_exec import RayExecutor
         return RayExecutor(address=address, jobs=jobs)
     raise UsageError(f"--executor {name}: use one of {', '.join(EXECUTORS)}")

@@ -1,16 +1,16 @@
-"""The default executor: this machine's compile pool (:mod:`tileprobe.audit.pool`) and one watchdog'd worker per
+"""The default executor: this machine's compile pool (:mod:`tileprobe.compile.pool`) and one watchdog'd worker per
 listed GPU (:class:`tileprobe.run.watchdog.Watchdog`, ``CUDA_VISIBLE_DEVICES`` set per worker)."""
 from __future__ import annotations
 
 from typing import Iterable, Iterator, Sequence
 
-from ..audit.compile import CompileResult, Variant
-from ..audit.pool import compile_variants
-from ..run.watchdog import INIT_CUDA, Watchdog
+from tileprobe.compile.job import CompileResult, Variant
+from tileprobe.compile.pool import compile_variants
+from tileprobe.run.watchdog import INIT_CUDA, Watchdog
 
 
 class LocalExecutor:
-    """Compiles in :func:`~tileprobe.audit.pool.compile_variants`; GPU work in local watchdog'd workers."""
+    """Compiles in :func:`~tileprobe.compile.pool.compile_variants`; GPU work in local watchdog'd workers."""
 
     name = "local"
 
@@ -18,7 +18,7 @@ class LocalExecutor:
         self.jobs = jobs
 
     def compile(self, variants: Iterable[Variant], **kw) -> Iterator[CompileResult]:
-        """:func:`~tileprobe.audit.pool.compile_variants` (``jobs`` defaults to this executor's)."""
+        """:func:`~tileprobe.compile.pool.compile_variants` (``jobs`` defaults to this executor's)."""
         if kw.get("jobs") is None:
             kw["jobs"] = self.jobs
         return compile_variants(variants, **kw)

@@ -1,12 +1,12 @@
 """The Ray executor (``pip install "tileprobe[ray]"``, ``--executor ray [--address ADDR]``; issue 15, item 2).
 
 * **Compiles are CPU tasks** (``num_cpus=1``) on any node. A Ray worker process sets itself up once per compiler
-  (:func:`tileprobe.audit.compile._init_worker`, as a pool worker does) and then compiles variant after variant.
+  (:func:`tileprobe.compile.job._init_worker`, as a pool worker does) and then compiles variant after variant.
   The driver's tileiras path is used where it exists; on another node the same release is found or installed by
   tileprobe's toolchain manager (:func:`tileprobe.toolchain.resolve_toolchain`).
 * **Deadlines.** At most ``jobs`` tasks are in flight (default: the cluster's CPUs) and the variants are read
   lazily, so store claims are taken at dispatch. A task past its variant's deadline
-  (:func:`~tileprobe.audit.pool.variant_limit_s`) is cancelled with ``ray.cancel(force=True)`` (its worker process
+  (:func:`~tileprobe.compile.pool.variant_limit_s`) is cancelled with ``ray.cancel(force=True)`` (its worker process
   is killed) and the variant is a ``timeout``; the sweep goes on.
 * **Node loss.** A task whose node dies is retried by Ray on another node (``max_retries``, system failures only);
   what finished before was already yielded, and so stored by the driver.
@@ -14,7 +14,7 @@
   :class:`RayGpuSlot` gives each the :class:`~tileprobe.run.watchdog.Watchdog` interface. A task past its timeout
   kills the actor (``ray.kill``); the next task starts a fresh one.
 
-Compile tasks return data only (a :mod:`tileprobe.audit.wire` message of the result, never a pickle of it); GPU
+Compile tasks return data only (a :mod:`tileprobe.probe.wire` message of the result, never a pickle of it); GPU
 tasks return run dicts; only the driver writes the store.
 """
 from __future__ import annotations
@@ -26,10 +26,10 @@ import time
 import traceback
 from typing import Iterable, Iterator, Sequence
 
-from ..audit.compile import DEFAULT_TIMEOUT_S, CompileResult, Variant
-from ..audit.pool import variant_limit_s
-from ..errors import UsageError
-from ..run.watchdog import INIT_CUDA, TaskOutcome, WorkerStartError
+from tileprobe.compile.job import DEFAULT_TIMEOUT_S, CompileResult, Variant
+from tileprobe.compile.pool import variant_limit_s
+from tileprobe.errors import UsageError
+from tileprobe.run.watchdog import INIT_CUDA, TaskOutcome, WorkerStartError
 
 #: Longest single ``ray.wait`` in seconds: Python runs a signal handler (SIGTERM: exit 143 with the kept line) only
 #: between them, and Ray's wait does not return for a signal (issue 25: SIGTERM under Ray was not heard).
@@ -53,17 +53,17 @@ def node_tileiras(spec: dict) -> tuple[str | None, list[str] | None]:
     path = spec.get("tileiras")
     if not path or os.path.exists(path) or not spec.get("version"):
         return path, spec.get("lib_dirs")
-    from ..toolchain import resolve_toolchain
+    from tileprobe.toolchain import resolve_toolchain
     tc = resolve_toolchain(spec["version"], stream=None)
     return tc.tileiras, list(tc.lib_dirs)
 
 
 def compile_task(variant: Variant, spec: dict) -> bytes:
     """One compile in a Ray worker process (set up for ``spec`` on its first task). Returns a
-    :mod:`tileprobe.audit.wire` message, ``("result", data)`` or ``("error", text)``: data only, so the driver never
+    :mod:`tileprobe.probe.wire` message, ``("result", data)`` or ``("error", text)``: data only, so the driver never
     unpickles what the probe's code made there (an exception of the probe's class included)."""
-    from ..audit import wire
-    from ..audit.compile import _init_worker, compile_one, result_data
+    from tileprobe.probe import wire
+    from tileprobe.compile.job import _init_worker, compile_one, result_data
     try:
         key = repr(sorted(spec.items()))
         if _NODE.get("key") != key:
@@ -86,7 +86,7 @@ class RayExecutor:
     Args:
         address: the cluster to join (``None``: start Ray here, or use the one this process already started).
         jobs: most compile tasks in flight (default: the cluster's CPUs).
-        deadline_s: a fixed deadline per compile task, instead of :func:`~tileprobe.audit.pool.variant_limit_s`.
+        deadline_s: a fixed deadline per compile task, instead of :func:`~tileprobe.compile.pool.variant_limit_s`.
 
     Raises:
         UsageError: Ray is not installed.
@@ -143,14 +143,14 @@ class RayExecutor:
                 self.ray.cancel(ref, force=True)
 
     def _result(self, ref, v: Variant) -> CompileResult:
-        from ..audit import wire
-        from ..audit.compile import result_from_data
+        from tileprobe.probe import wire
+        from tileprobe.compile.job import result_from_data
         try:
             message = self.ray.get(ref)
         except Exception as e:   # the task's worker or node died past its retries
             return CompileResult(v, "compiler_crash", error=f"the Ray compile task failed: {type(e).__name__}: "
                                  f"{str(e)[-2000:]}")
-        try:   # data only (tileprobe.audit.wire)
+        try:   # data only (tileprobe.probe.wire)
             kind, payload = wire.loads(message) if type(message) is bytes else (None, None)
             if kind == "result":
                 return result_from_data(payload, v)
@@ -176,7 +176,7 @@ class GpuActor:
     """A Ray actor holding one GPU (``num_gpus=1``): it runs :mod:`tileprobe.run.worker`'s init and task functions."""
 
     def __init__(self, init: str):
-        from ..run.worker import _import
+        from tileprobe.run.worker import _import
         self.info = dict(_import(init)() or {})
         self.info["ray_gpu_ids"] = [str(g) for g in _ray().get_gpu_ids()]
         self.info["ray_node"] = _ray().get_runtime_context().get_node_id()
@@ -187,7 +187,7 @@ class GpuActor:
 
     def task(self, fn: str, kwargs: dict) -> tuple[bool, object]:
         """(True, ``fn(**kwargs)``), or (False, the traceback) when it raised."""
-        from ..run.worker import _import
+        from tileprobe.run.worker import _import
         try:
             return True, _import(fn)(**(kwargs or {}))
         except BaseException as e:   # the task's own failure: reported, the actor stays usable
@@ -302,7 +302,7 @@ def _version(tileiras: str | None) -> str | None:
     if not tileiras:
         return None
     try:
-        from ..toolchain import tileiras_version
+        from tileprobe.toolchain import tileiras_version
         version = tileiras_version(tileiras)[0]
     except Exception:   # noqa: BLE001 — the driver's compile will report a broken compiler itself
         return None

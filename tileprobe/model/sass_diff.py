@@ -14,7 +14,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ..errors import CubinError
+from tileprobe.errors import CubinError
 
 __all__ = ["Instruction", "CLASSES", "instruction_class", "parse_listing", "kernel_instructions", "SassDiff",
            "diff_instructions"]

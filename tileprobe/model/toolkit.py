@@ -8,7 +8,7 @@ path it was started with: a hard link to tileiras in another folder takes that f
 older toolkit (CUDA 13.0), no libnvvm, or an empty value makes tileiras 13.3 and 13.4 fail every compile with only
 ``error: failed to compile Tile IR program`` (exit code 5): the CUDA_HOME trap (FIELD_NOTES, reproduced here with
 a fake CUDA 13.0 root, 2026-12-01). ``tileprobe doctor`` (:mod:`tileprobe.analyses.doctor`) and the audit's
-failure classes (:mod:`tileprobe.audit.failure`) both use these readers.
+failure classes (:mod:`tileprobe.compile.failure`) both use these readers.
 """
 from __future__ import annotations
 
@@ -183,8 +183,8 @@ def tool_timeout_s() -> float:
     Raises:
         UsageError: the setting is not a timeout (:func:`tileprobe.schema.timeout_seconds`).
     """
-    from ..errors import UsageError
-    from ..schema import timeout_seconds
+    from tileprobe.errors import UsageError
+    from tileprobe.schema import timeout_seconds
     text = os.environ.get("TILEPROBE_TOOL_TIMEOUT_S", "60")
     try:
         return timeout_seconds(text)

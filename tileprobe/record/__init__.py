@@ -8,12 +8,12 @@ No rich, no argparse here: the command line is ``tileprobe/cli/record.py``. See 
 """
 from __future__ import annotations
 
-from .session import RecordResult, probes_from_log, record
+from tileprobe.record.session import RecordResult, probes_from_log, record
 
 __all__ = ["RecordResult", "record", "probes_from_log", "probes_from_cache"]
 
 
 def probes_from_cache(*args, **kwargs):
     """See :func:`tileprobe.record.cache.probes_from_cache`."""
-    from .cache import probes_from_cache as impl
+    from tileprobe.record.cache import probes_from_cache as impl
     return impl(*args, **kwargs)

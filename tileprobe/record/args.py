@@ -1,7 +1,7 @@
 """Recorded launch arguments → the Python expressions a probe's ``args`` returns (``arrays.randn(...)``, ``4096``).
 
 One text serves both the written probe file and the signature check (:mod:`.signatures` evaluates these very
-expressions with :class:`~tileprobe.audit.probe.SpecArrays`), so what is checked is what is written.
+expressions with :class:`~tileprobe.probe.define.SpecArrays`), so what is checked is what is written.
 """
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from ..audit.signature import DLPACK_DTYPES, contiguous_strides, itemsize
+from tileprobe.probe.signature import DLPACK_DTYPES, contiguous_strides, itemsize
 
 #: ``__cuda_array_interface__`` typestr (without byte order) → dtype name (NumPy array-interface protocol).
 TYPESTR = {"f2": "float16", "f4": "float32", "f8": "float64", "i1": "int8", "i2": "int16", "i4": "int32",

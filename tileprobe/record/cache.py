@@ -22,8 +22,8 @@ import re
 import sqlite3
 from dataclasses import dataclass, field
 
-from ..errors import TileprobeError
-from .model import KernelRef, Launch, merge
+from tileprobe.errors import TileprobeError
+from tileprobe.record.model import KernelRef, Launch, merge
 
 #: Tile IR hint names → cuTile hint names (cuda/tile/_bytecode/attribute.py ``EntryHints``, cuda-tile 1.7).
 IR_HINTS = {"num_cta_in_cga": "num_ctas", "occupancy": "occupancy", "num_worker_warps_per_cta": "num_worker_warps"}
@@ -62,7 +62,7 @@ class CacheEntry:
 def cache_db(path: str | None) -> str:
     """The ``cache.db`` for a folder or file path (default: the cache cuTile uses). Raises TileprobeError if none."""
     if not path:
-        from ..audit._cutile import compile_cache_dir
+        from tileprobe._cutile import compile_cache_dir
         path = compile_cache_dir()
         if path is None:
             raise TileprobeError("cuTile's compile cache is off (CUDA_TILE_CACHE_DIR=0/off/none): give its path, "
@@ -76,9 +76,9 @@ def cache_db(path: str | None) -> str:
 
 def read_cache(path: str | None) -> list[CacheEntry]:
     """Every entry of the cache, most recently used first (read-only: the cache is not touched)."""
-    from ..audit._cutile import parse_build
-    from ..model.cubin import CubinInfo
-    from ..errors import CubinError
+    from tileprobe._cutile import parse_build
+    from tileprobe.model.cubin import CubinInfo
+    from tileprobe.errors import CubinError
     db = cache_db(path)
     try:
         conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
@@ -156,8 +156,8 @@ def _overlap(p, shape: list[int], strides: list[int], cap: int) -> bool:
 def array_from_constraint(p) -> tuple[dict, list[str]]:
     """Placeholder array description (shapes invented, divisibility, strides and alignment as the signature says)
     for a cuTile ``ArrayConstraint``, and TODO notes for what it cannot reproduce."""
-    from ..audit.signature import dtype_name, itemsize
-    from ..errors import ProbeError
+    from tileprobe.probe.signature import dtype_name, itemsize
+    from tileprobe.errors import ProbeError
     todos = []
     try:
         dtype = dtype_name(p.dtype.name)
@@ -216,7 +216,7 @@ def find_kernels(places: list[str]) -> tuple[dict[str, KernelRef], list[str]]:
         TileprobeError: a module or file named in ``places`` that cannot be imported.
     """
     from cuda.tile._execution import kernel as kernel_type
-    from ..audit.probe import _load_module
+    from tileprobe.probe.define import _load_module
     found: dict[str, KernelRef] = {}
     notes: list[str] = []
     for place in places:
@@ -245,14 +245,14 @@ def find_kernels(places: list[str]) -> tuple[dict[str, KernelRef], list[str]]:
 
 
 def _declared(kernel) -> dict:
-    from .capture import kernel_hints
+    from tileprobe.record.capture import kernel_hints
     return kernel_hints(kernel)
 
 
 def launches_from_cache(entries: list[CacheEntry], kernels: dict[str, KernelRef]) -> tuple[list[Launch], list[str]]:
     """One launch per (cubin, symbol): signature demangled, hints from the cubin, kernel from ``kernels`` by name."""
     from cuda.tile.compilation import demangle_kernel_name
-    from .group import plain_hint
+    from tileprobe.record.group import plain_hint
     notes: list[str] = []
     launches = []
     for e in entries:
@@ -280,9 +280,9 @@ def probes_from_cache(path: str | None, out_dir: str, *, top: int = 10, hints: s
                       kernels: list[str] = (), force: bool = False):
     """Write probe skeletons for every kernel in cuTile's compile cache (see module doc); returns a
     :class:`~tileprobe.record.session.RecordResult`."""
-    from .group import group
-    from .session import RecordResult, now, prepare_dir
-    from .write import Origin, summary, write_probes, write_summary
+    from tileprobe.record.group import group
+    from tileprobe.record.session import RecordResult, now, prepare_dir
+    from tileprobe.record.write import Origin, summary, write_probes, write_summary
     db = cache_db(path)
     entries = read_cache(db)
     found, notes = find_kernels(list(kernels)) if kernels else ({}, [])

@@ -795,7 +795,7 @@ def device_facts() -> dict:
         from cuda.tile._compile import _get_compiler_version_string
         text = _get_compiler_version_string() or ""
         lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-        release = [ln for ln in lines if "release" in ln and build_of(ln) != ln]   # as audit/_cutile.parse_build
+        release = [ln for ln in lines if "release" in ln and build_of(ln) != ln]   # as _cutile.parse_build
         if lines:
             out["tileiras"] = (release or lines)[-1]
     except Exception:

@@ -12,7 +12,7 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 
-from .model import KernelRef, Launch
+from tileprobe.record.model import KernelRef, Launch
 
 #: Occupancy values a default hint grid picks neighbours from.
 OCCUPANCY_LADDER = (1, 2, 4, 8, 16)

@@ -11,7 +11,7 @@ import importlib.util
 import os
 import sys
 
-from . import capture as _capture_module
+from tileprobe.record import capture as _capture_module
 
 HOOK_DIR = ".hook"
 LAUNCH_DIR = "launches"

@@ -7,8 +7,8 @@ import os
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ..errors import TileprobeError
-from .model import KernelRef, Launch, RecordedSearch, merge, merge_searches
+from tileprobe.errors import TileprobeError
+from tileprobe.record.model import KernelRef, Launch, RecordedSearch, merge, merge_searches
 
 
 @dataclass

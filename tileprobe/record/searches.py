@@ -15,10 +15,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from .args import args_text, inert
-from .group import ProbePlan, plain_hint
-from .model import RecordedSearch
-from .write import Origin, _kernel_lines, check_probe_text, doc_text, hint_text, probe_filename
+from tileprobe.record.args import args_text, inert
+from tileprobe.record.group import ProbePlan, plain_hint
+from tileprobe.record.model import RecordedSearch
+from tileprobe.record.write import Origin, _kernel_lines, check_probe_text, doc_text, hint_text, probe_filename
 
 SEARCH_CASE = "search"
 CONFIG_CASE = "config"
@@ -113,7 +113,7 @@ def render_search_probe(s: RecordedSearch, origin: Origin, probe_dir: str) -> st
         imports |= text.imports
         todos += [f"{label}: {t}" for t in text.todos]
     if s.kernel.ref_kind == "function":
-        imports |= {"import os", "import cuda.tile as ct", "from tileprobe.audit.probe import import_object"}
+        imports |= {"import os", "import cuda.tile as ct", "from tileprobe.probe.define import import_object"}
     if s.kernel.import_root() is not None:
         imports |= {"import os", "import sys"}
     hints = {h: sorted(dict.fromkeys(config_hints(s, i)[h] for i in range(len(labels))),

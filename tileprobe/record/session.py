@@ -7,12 +7,12 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field
 
-from ..errors import TileprobeError
-from . import hook
-from .group import ProbePlan, group
-from .log import Recording, read_log
-from .model import Launch
-from .write import PROBE_DIR, SUMMARY_FILE, Origin, summary, write_probes, write_summary
+from tileprobe.errors import TileprobeError
+from tileprobe.record import hook
+from tileprobe.record.group import ProbePlan, group
+from tileprobe.record.log import Recording, read_log
+from tileprobe.record.model import Launch
+from tileprobe.record.write import PROBE_DIR, SUMMARY_FILE, Origin, summary, write_probes, write_summary
 
 BY_CHOICES = ("signature", "launch")
 
@@ -97,7 +97,7 @@ def plans_from(launches: list[Launch], *, top: int, by: str, hints: str) -> tupl
         raise TileprobeError(f"--top {top}: give 1 or more cases per kernel")
     notes = []
     if by == "signature":
-        from .signatures import compute_symbols
+        from tileprobe.record.signatures import compute_symbols
         notes = compute_symbols(launches)
     return group(launches, top=top, hints=hints), notes
 
@@ -119,7 +119,7 @@ def probes_from_log(out_dir: str, *, top: int = 10, by: str = "signature", hints
         if os.path.isdir(p):
             shutil.rmtree(p)
     written = write_probes(plans, out_dir, origin)
-    from .searches import search_summary, write_search_probes
+    from tileprobe.record.searches import search_summary, write_search_probes
     searched, search_notes = write_search_probes(rec.searches, out_dir, origin)
     notes += search_notes
     data = summary(written, origin, out_dir, exit_code=exit_code, processes=len(rec.processes),

@@ -1,10 +1,10 @@
 """The JIT signature of each recorded launch, computed the way an audit computes it — in a child process.
 
 Grouping launches by signature needs the kernel imported and cuTile's signature inference run with the fake driver
-(:mod:`tileprobe.audit._cutile`). That happens in a fresh ``python -m tileprobe.record.signatures`` process, so importing
+(:mod:`tileprobe._cutile`). That happens in a fresh ``python -m tileprobe.record.signatures`` process, so importing
 user code cannot disturb the caller (a pytest session holding the real driver, a module with side effects), and a
 failure only means "group by arguments instead". The arguments are the very expressions the probe file will
-contain (:mod:`.args`), evaluated with :class:`~tileprobe.audit.probe.SpecArrays`.
+contain (:mod:`.args`), evaluated with :class:`~tileprobe.probe.define.SpecArrays`.
 """
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ import subprocess
 import sys
 import tempfile
 
-from .args import args_text
-from .model import Launch
+from tileprobe.record.args import args_text
+from tileprobe.record.model import Launch
 
 #: Seconds the child may take to import the kernels and infer every signature.
 TIMEOUT_S = 300
@@ -64,7 +64,7 @@ def compute_symbols(launches: list[Launch], timeout_s: float = TIMEOUT_S) -> lis
 
 def _child_env() -> dict:
     """This environment without a recording hook, with this tileprobe importable."""
-    from .hook import clean_env
+    from tileprobe.record.hook import clean_env
     env = clean_env(os.environ)
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
@@ -73,7 +73,7 @@ def _child_env() -> dict:
 
 def _kernel(entry: dict):
     import cuda.tile as ct
-    from ..audit.probe import import_object
+    from tileprobe.probe.define import import_object
     if entry.get("root"):
         sys.path.insert(0, entry["root"])
     obj = import_object(entry["spec"])
@@ -82,8 +82,8 @@ def _kernel(entry: dict):
 
 def _symbols(entry: dict) -> dict:
     import cuda.tile as ct
-    from ..audit.probe import SpecArrays
-    from ..audit.signature import jit_signature
+    from tileprobe.probe.define import SpecArrays
+    from tileprobe.probe.signature import jit_signature
     try:
         kernel = _kernel(entry)
     except Exception as e:
@@ -104,7 +104,7 @@ def _symbols(entry: dict) -> dict:
 
 def main(argv: list[str]) -> int:
     """``python -m tileprobe.record.signatures IN.json OUT.json``."""
-    from ..audit import _cutile
+    from tileprobe import _cutile
     _cutile.install_fake_driver()
     with open(argv[0]) as f:
         entries = json.load(f)

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import os
 
-from ..errors import TileprobeError
-from . import hook
+from tileprobe.errors import TileprobeError
+from tileprobe.record import hook
 
 MISSES_SUFFIX = ".misses.jsonl"
 

@@ -11,8 +11,8 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from .args import args_text, inert
-from .group import Case, ProbePlan
+from tileprobe.record.args import args_text, inert
+from tileprobe.record.group import Case, ProbePlan
 
 SUMMARY_FILE = "record.json"
 PROBE_DIR = "probes"
@@ -151,7 +151,7 @@ def render_probe(plan: ProbePlan, origin: Origin, probe_dir: str) -> str:
         imports |= text.imports
         todos += [f"{case.label}: {t}" for t in text.todos]
     if plan.kernel.ref_kind == "function":
-        imports |= {"import os", "import cuda.tile as ct", "from tileprobe.audit.probe import import_object"}
+        imports |= {"import os", "import cuda.tile as ct", "from tileprobe.probe.define import import_object"}
     if plan.kernel.import_root() is not None:
         imports |= {"import os", "import sys"}
     has_grid = all(c.rep.grid for c in plan.cases)
@@ -197,7 +197,7 @@ def check_probe_text(text: str) -> None:
         TileprobeError: naming the statement's line.
     """
     import ast
-    from ..errors import TileprobeError
+    from tileprobe.errors import TileprobeError
     try:
         tree = ast.parse(text)
     except SyntaxError as e:

@@ -6,8 +6,9 @@ import re
 from collections import defaultdict
 from typing import Iterable, Sequence
 
-from ..model.arch import NOT_SOURCED
-from ..schema import NOTEWORTHY_STATUSES, VariantRecord, short_build  # noqa: F401  (short_build: the renderers' label)
+from tileprobe.model.arch import NOT_SOURCED
+# noqa: F401  (short_build: the renderers' label)
+from tileprobe.schema import (NOTEWORTHY_STATUSES, VariantRecord, short_build)
 
 #: How a verdict status reads in text (``ignored`` in capitals: the hint fell short and did nothing).
 VERDICT_MARK = {"honoured": "honoured", "met": "met", "unverified": "unverified", "partial": "partial", "ignored": "IGNORED",
@@ -189,7 +190,7 @@ KEPT = {"regs", SMEM_HEADER, "CTAs/SM", "median µs"}
 
 def tma_data_ops(r: VariantRecord) -> int | None:
     """TMA / bulk-copy data instructions in the variant's SASS (None without SASS traits)."""
-    from ..audit.verdict import tma_data_ops as count
+    from tileprobe.judge.verdict import tma_data_ops as count
     return count(r)
 
 
@@ -333,7 +334,7 @@ RUN_COLUMNS = [
 def best_lines(records: Iterable[VariantRecord]) -> list[str]:
     """One line per kernel case and compiler (:func:`tileprobe.run.session.best_hints`): the compiler version, the
     fastest correct hint and its speed-up over the default variant."""
-    from ..run.session import best_hints
+    from tileprobe.run.session import best_hints
     out = []
     for b in best_hints(records):
         case = fmt_kv(b["case"]) if b["case"] else ""

@@ -22,11 +22,11 @@ import re
 from collections import defaultdict
 from typing import Iterable, Sequence
 
-from ..errors import TileprobeError
-from ..schema import VariantRecord
-from .common import (variant_label, NUMERIC, VERDICT_MARK, case_columns, failure_groups, failure_of, fmt_kv,
-                     fmt_value, group_label, group_tables, headers, hint_columns, noteworthy, row_cells,
-                     sass_columns, short_build, verdict_columns)
+from tileprobe.errors import TileprobeError
+from tileprobe.schema import VariantRecord
+from tileprobe.report.common import (variant_label, NUMERIC, VERDICT_MARK, case_columns, failure_groups, failure_of,
+                                     fmt_kv, fmt_value, group_label, group_tables, headers, hint_columns, noteworthy,
+                                     row_cells, sass_columns, short_build, verdict_columns)
 
 #: verdict → (colour, matplotlib marker); the table cells use the same colours.
 VERDICT_STYLE = {"honoured": ("#1a7f37", "o"), "met": ("#0969da", "v"), "unverified": ("#9a6700", "P"),
@@ -342,7 +342,7 @@ def _clean_svg(svg: str, title: str) -> str:
 
 
 def _arch_order(arch: str) -> tuple:
-    from ..model.arch import get_arch
+    from tileprobe.model.arch import get_arch
     try:
         return (get_arch(arch).cc, arch)
     except TileprobeError:
@@ -411,7 +411,7 @@ def _count(items) -> dict:
 def compiler_changes_section(rows: Sequence[VariantRecord]) -> str:
     """What changed between each pair of consecutive compiler versions of these records (one kernel), from
     :func:`tileprobe.analyses.compare.compare_records`: regressions first; identical variants counted."""
-    from ..analyses.compare import compare_records
+    from tileprobe.analyses.compare import compare_records
     counts = _count(r.tileiras for r in rows if r.tileiras)
     most = max(counts.values(), default=0)
     builds = sorted((b for b, n in counts.items() if 2 * n >= most), key=_build_order)
@@ -444,7 +444,7 @@ def compiler_changes_section(rows: Sequence[VariantRecord]) -> str:
 def render_html(records: Iterable[VariantRecord], *, title: str = "tileprobe report", sources: Sequence[str] = (),
                 plots: bool = True) -> str:
     """The whole report as one HTML string (see module doc). ``plots=False`` or no matplotlib: tables only."""
-    from .._version import __version__
+    from tileprobe._version import __version__
     records = list(records)
     # one section per (kernel, probe file): two probes may name different kernels alike
     by_key: dict[tuple[str, str], list[VariantRecord]] = defaultdict(list)
@@ -507,13 +507,13 @@ def write_html_report(output: str, *, store: str | None = None, json_files: Sequ
 
     ``use_store`` None: read the store when ``store`` or ``audit_id`` is given or no ``json_files`` are.
     ``kernel``, ``arch``, ``tileiras`` (substring of the build), ``audit_id``, ``where`` (case and hint values,
-    :mod:`tileprobe.audit.where`): filters, as ``tileprobe history``.
+    :mod:`tileprobe.select`): filters, as ``tileprobe history``.
 
     Raises:
         TileprobeError: no records match (the message says how to get some), or a source cannot be read.
         OSError: ``output`` cannot be written.
     """
-    from ..analyses.history import load_records
+    from tileprobe.analyses.history import load_records
     if use_store is None:
         use_store = bool(store) or not json_files or audit_id is not None
     records, sources = load_records(store=store, json_files=json_files, use_store=use_store, kernel=kernel,

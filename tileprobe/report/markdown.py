@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
-from ..analyses.bisect import BisectResult
-from ..analyses.compare import Comparison
-from ..analyses.doctor import Finding
-from ..audit.explain import advice
-from ..schema import VariantRecord
-from .common import (variant_label, RUN_COLUMNS, SASS_UNREAD, best_lines, case_columns, failure_groups, failure_of,
-                     fmt_kv, group_tables, headers, hint_columns, noteworthy, pool_line, compile_timeout_line,
-                     record_side, row_cells, sass_columns, short_build, table_md, verdict_cells, verdict_columns,
-                     verdict_text)
+from tileprobe.analyses.bisect import BisectResult
+from tileprobe.analyses.compare import Comparison
+from tileprobe.analyses.doctor import Finding
+from tileprobe.judge.advice import advice
+from tileprobe.schema import VariantRecord
+from tileprobe.report.common import (variant_label, RUN_COLUMNS, SASS_UNREAD, best_lines, case_columns, failure_groups,
+                                     failure_of, fmt_kv, group_tables, headers, hint_columns, noteworthy, pool_line,
+                                     compile_timeout_line, record_side, row_cells, sass_columns, short_build, table_md,
+                                     verdict_cells, verdict_columns, verdict_text)
 
 
 def environment_md(env: dict) -> str:
@@ -155,7 +155,7 @@ def compare_markdown(comparison: Comparison, command: str = "") -> str:
     (regressions first), and with ``--probe`` the probe file (:func:`probe_section`). Over GPU runs: the timed
     report of :func:`tileprobe.report.releases.releases_markdown`."""
     c = comparison
-    from .releases import has_runs, releases_markdown
+    from tileprobe.report.releases import has_runs, releases_markdown
     if has_runs(c):
         return releases_markdown(c, command) + probe_section(sorted({r.probe for r in c.audited if r.probe}))
     parts = ["## tileprobe compare\n\n", f"- A: {c.name_a}\n- B: {c.name_b}\n"]
@@ -195,7 +195,7 @@ def bisect_markdown(res: BisectResult, command: str = "") -> str:
 def time_bisect_markdown(res, command: str = "") -> str:
     """A bisection by time (:class:`tileprobe.analyses.bisect_time.TimeBisectResult`): every release's time and
     whether the property held, the skipped releases, the answer, the GPU and the command."""
-    from .releases import gpu_line
+    from tileprobe.report.releases import gpu_line
     rows = [[s.version, "yes" if s.holds else "**no**", s.summary] for s in res.steps]
     out = [f"## tileprobe bisect by time: `{res.prop}`\n\n", table_md(["tileiras", "holds", "time (median ± 95 % CI)"],
                                                                      rows)]

@@ -8,12 +8,12 @@ Times: the median and, after ``±``, the 95 % confidence half-width of the mean
 """
 from __future__ import annotations
 
-from ..analyses.compare import Change, Comparison
+from tileprobe.analyses.compare import Change, Comparison
 import json
 
-from ..analyses.noise import MIN_EFFECT, TimeStats, p_text, time_change
-from ..schema import VariantRecord
-from .common import fmt_kv, short_build, table_md
+from tileprobe.analyses.noise import MIN_EFFECT, TimeStats, p_text, time_change
+from tileprobe.schema import VariantRecord
+from tileprobe.report.common import fmt_kv, short_build, table_md
 
 
 def has_runs(c: Comparison) -> bool:

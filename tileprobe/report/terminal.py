@@ -7,20 +7,21 @@ from typing import Callable, Iterable, Sequence
 from rich.console import Console
 from rich.table import Table
 
-from ..analyses.compare import Comparison
-from ..analyses.doctor import Finding
-from ..analyses.gate import GateResult
-from ..analyses.history import History
-from ..audit.explain import advice
-from ..model.arch import NOT_SOURCED
-from ..schema import VariantRecord
-from .fit import DROP_ORDER, Column, fit_columns, table_width
-from .common import (variant_label, KEPT, NUMERIC, POOL_CELLS, POOL_HEADER, RUN_COLUMNS, SASS_UNREAD, pool_line,
-                     compile_timeout_line, VERDICT_MARK, fmt_int, fmt_value,
-                     best_lines, case_columns, failure_counts, failure_groups, failure_of, fmt_kv, group_label,
-                     group_tables, headers, hint_columns, noteworthy, ptx_text, record_side, remark_lines,
-                     row_cells, run_label, sass_columns, short_build, verdict_cells, verdict_columns)
-from .text import cell, escape, say
+from tileprobe.analyses.compare import Comparison
+from tileprobe.analyses.doctor import Finding
+from tileprobe.analyses.gate import GateResult
+from tileprobe.analyses.history import History
+from tileprobe.judge.advice import advice
+from tileprobe.model.arch import NOT_SOURCED
+from tileprobe.schema import VariantRecord
+from tileprobe.report.fit import DROP_ORDER, Column, fit_columns, table_width
+from tileprobe.report.common import (variant_label, KEPT, NUMERIC, POOL_CELLS, POOL_HEADER, RUN_COLUMNS, SASS_UNREAD,
+                                     pool_line, compile_timeout_line, VERDICT_MARK, fmt_int, fmt_value, best_lines,
+                                     case_columns, failure_counts, failure_groups, failure_of, fmt_kv, group_label,
+                                     group_tables, headers, hint_columns, noteworthy, ptx_text, record_side,
+                                     remark_lines, row_cells, run_label, sass_columns, short_build, verdict_cells,
+                                     verdict_columns)
+from tileprobe.report.text import cell, escape, say
 
 _STYLE = {"honoured": "green", "met": "cyan", "unverified": "yellow", "partial": "yellow", "ignored": "bold red", "infeasible": "magenta",
           "changed": "blue", "unchanged": "dim", "baseline": "dim",
@@ -246,7 +247,7 @@ def _repeated_notes(reasons, min_len: int = 80) -> list[str]:
 def _one_value_hints(rows: list[VariantRecord]) -> dict[str, tuple[str, str, int]]:
     """Hints audited at one value in this table whose every verdict is the same "nothing shows the hint changed
     the code" (issue 27: such a hint got a line per variant): hint → (value, status, variants), said once."""
-    from ..audit.where import format_value
+    from tileprobe.select import format_value
     ok = [r for r in rows if r.ok]
     out = {}
     for hint in dict.fromkeys(h for r in ok for h in r.verdicts):
@@ -446,7 +447,7 @@ def _sides_text(records: Sequence) -> str:
 def _render_times(comparison: Comparison, console: Console) -> None:
     """With GPU runs on both sides: every variant's time under A and B (median ± 95 % CI of the mean) and the
     change by the noise rule (:mod:`tileprobe.analyses.noise`)."""
-    from .releases import change_text, has_runs, time_text
+    from tileprobe.report.releases import change_text, has_runs, time_text
     if not has_runs(comparison):
         return
     say(console, f"times: A {comparison.name_a}, B {comparison.name_b} (Welch t-test p < 0.05 and ≥ 2 %)")
@@ -563,7 +564,7 @@ def render_toolchains(toolchains: Sequence, console: Console, empty_hint: str) -
     if not toolchains:
         say(console, empty_hint)
         return
-    from ..toolchain import NVCC_PKG, NVVM_PKG
+    from tileprobe.toolchain import NVCC_PKG, NVVM_PKG
     table = Table("version", "source", "nvcc", "nvvm")
     table.add_column("path", overflow="fold")
     for t in toolchains:

@@ -1,4 +1,4 @@
-"""Real device arrays for GPU runs: the torch twin of :class:`tileprobe.audit.probe.SpecArrays`.
+"""Real device arrays for GPU runs: the torch twin of :class:`tileprobe.probe.define.SpecArrays`.
 
 A probe's ``args(case, arrays)`` is called twice: by the audit with ``SpecArrays`` (shape, dtype, strides,
 alignment; no memory) and by ``tileprobe run`` with :class:`TorchArrays`, whose methods have the same names and
@@ -16,8 +16,8 @@ from __future__ import annotations
 import math
 from typing import Callable
 
-from ..audit.signature import contiguous_strides, dtype_name, itemsize
-from ..errors import ProbeError
+from tileprobe.probe.signature import contiguous_strides, dtype_name, itemsize
+from tileprobe.errors import ProbeError
 
 #: Our dtype name -> torch attribute name (torch >= 2.3 for uint16/32/64, >= 2.7 for float8_e8m0fnu).
 _TORCH_NAMES = {"bool": "bool"}
@@ -58,7 +58,7 @@ def poison_value(dtype):
 class TorchArrays:
     """The ``arrays`` factory a GPU run hands to ``Probe.args``: every call returns a torch tensor.
 
-    Mirrors :class:`tileprobe.audit.probe.SpecArrays` method for method (same names, parameters and defaults; a test
+    Mirrors :class:`tileprobe.probe.define.SpecArrays` method for method (same names, parameters and defaults; a test
     compares them). Shapes in elements, ``strides`` in elements (``None``: C-contiguous; non-contiguous layouts are
     views of a larger buffer via ``as_strided``), ``align`` and ``offset`` in bytes.
 

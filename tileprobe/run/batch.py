@@ -18,7 +18,8 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 
-from .worker import _STATE, _call_probe, _classify, _kernel, _probe, clock_reader, launch_context, probe_grid
+from tileprobe.run.worker import (_STATE, _call_probe, _classify, _kernel, _probe, clock_reader, launch_context,
+                                  probe_grid)
 
 #: Inputs kept per worker: at most this fraction of the GPU's memory (oldest dropped first).
 ARGS_CACHE_FRACTION = 0.25
@@ -27,7 +28,7 @@ _ARGS: "OrderedDict[tuple, tuple]" = OrderedDict()
 
 def _tracking_arrays(seed: int):
     """TorchArrays that also remember which tensors ``empty`` made (the outputs)."""
-    from .arrays import TorchArrays
+    from tileprobe.run.arrays import TorchArrays
 
     class TrackingArrays(TorchArrays):
         def __init__(self, device, seed):
@@ -48,7 +49,7 @@ def _nbytes(tensors) -> int:
 def _cached_args(probe, probe_path: str, record: dict, seed: int) -> tuple:
     """The candidate's launch arguments, made once per everything they depend on: probe, case, seed, and (issue
     27) the arch, hints and SM count ``args`` is given (:func:`~tileprobe.run.worker.launch_context`)."""
-    from ..schema import canonical, value_key
+    from tileprobe.schema import canonical, value_key
     ctx = launch_context(record, _STATE["num_sms"])
     used = {k: ctx[k] for k in probe.args_context}
     key = (probe_path, probe.label, value_key(record["case"]), seed, value_key(canonical(used)))
@@ -66,10 +67,10 @@ def _cached_args(probe, probe_path: str, record: dict, seed: int) -> tuple:
 
 def _prepare(record: dict, cubin: bytes, probe_path: str, args) -> tuple:
     """(kernel, grid, packed arguments) of one candidate, with the packing checked against the cubin."""
-    from .launch import check_packing, pack_arguments
+    from tileprobe.run.launch import check_packing, pack_arguments
     probe = _probe(probe_path, record["kernel"], record.get("arch"))
     if probe.grid is None:
-        from ..errors import ProbeError
+        from tileprobe.errors import ProbeError
         raise ProbeError("the probe has no grid=: tuning needs grid(case, hints, num_sms)", probe.source)
     kernel = _kernel(cubin, record["symbol"], record.get("cubin_sha256"))
     grid = probe_grid(probe, record, _STATE["num_sms"], "tuning needs")
@@ -95,7 +96,7 @@ def time_batch(record: dict, cubin: bytes, probe_path: str, seed: int = 0, mode:
     Returns ``status`` (ok | crash | error), ``samples_us``, ``clocks_before``, ``clocks_after``, ``grid``,
     ``warmup_launches``, ``n``, ``error``, ``cuda_error``, ``fatal``, ``wall_s``, and on first sight of a cubin
     in this worker the driver's ``driver_ctas_per_sm``."""
-    from .timing import burst_batch, eager_batch, sustained_batch
+    from tileprobe.run.timing import burst_batch, eager_batch, sustained_batch
     t0 = time.perf_counter()
     out = _result()
     launched = False
@@ -127,7 +128,7 @@ def check_candidate(record: dict, cubin: bytes, probe_path: str, seed: int = 0, 
 
     Returns ``status`` (ok | wrong | unchecked | crash | error), ``against`` (reference | default), ``rel_err``,
     ``tolerance``, ``max_abs_err``, ``nan_count``, ``unwritten_count``, ``message``, ``error``, ``fatal``."""
-    from .check import check_outputs
+    from tileprobe.run.check import check_outputs
     out = _result(against=None, rel_err=None, tolerance=None, max_abs_err=None, nan_count=0, unwritten_count=0,
                   message="")
     launched = False
@@ -137,7 +138,7 @@ def check_candidate(record: dict, cubin: bytes, probe_path: str, seed: int = 0, 
         args = probe.launch_args(record["case"], arrays, **launch_context(record, _STATE["num_sms"]))
         kernel, grid, packed = _prepare(record, cubin, probe_path, args)
         if probe.reference is not None:
-            from ..audit.probe import context_kwargs
+            from tileprobe.probe.define import context_kwargs
             ctx = launch_context(record, _STATE["num_sms"])
             expected = _call_probe(probe, "reference", probe.reference, record["case"], args,
                                    **context_kwargs(probe.reference, arch=ctx["arch"], hints=ctx["hints"]))

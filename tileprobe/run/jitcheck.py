@@ -41,7 +41,7 @@ def _torch_array(spec, torch):
 
 
 def _materialize(args, torch):
-    from ..audit.signature import ArraySpec
+    from tileprobe.probe.signature import ArraySpec
     out = []
     for a in args:
         if isinstance(a, ArraySpec):
@@ -61,7 +61,7 @@ def jit_capture(probe_paths: list[str], arch: str) -> list[dict]:
     import torch
     from cuda.tile import _execution
 
-    from ..audit.probe import load_probes
+    from tileprobe.probe.define import load_probes
     captured = {}
     original = _execution.kernel._compile
 
@@ -141,7 +141,7 @@ def differing_sections(a: bytes, b: bytes) -> list[str]:
 
 def compare(jit_rows: list[dict], audit_doc: dict, cubin_dir: str) -> list[dict]:
     """Join JIT captures and audit records per variant and compare them (see module doc)."""
-    from ..model.cubin import CubinInfo
+    from tileprobe.model.cubin import CubinInfo
     recs = {(r["kernel"], json.dumps(r["case"], sort_keys=True), json.dumps(r["hints"], sort_keys=True)): r
             for r in audit_doc["variants"]}
     out = []

@@ -2,7 +2,7 @@
 
 **Calling convention** (cuTile ``docs/source/compilation.rst``, "Calling Conventions", cuda-tile 1.6/1.7; an
 audited variant has the one JIT picks, ``cutile_python_v1`` or ``v2``, which pack arrays and scalars alike, see
-:func:`tileprobe.audit.signature.jit_signature`):
+:func:`tileprobe.probe.signature.jit_signature`):
 kernel arguments follow the Python parameters in order, except that constants (``ct.Constant`` parameters,
 :class:`ConstantConstraint`) are omitted.
 
@@ -40,8 +40,8 @@ import struct
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from ..audit.signature import ArraySpec, dtype_name, itemsize
-from ..errors import ProbeError, TileprobeError
+from tileprobe.probe.signature import ArraySpec, dtype_name, itemsize
+from tileprobe.errors import ProbeError, TileprobeError
 
 # --- CUDA errors -------------------------------------------------------------------------------------------
 
@@ -204,7 +204,7 @@ def array_view(arg: Any) -> ArrayView | None:
         import numpy as np
         dt = np.dtype(cai["typestr"])
         shape = tuple(cai["shape"])
-        from ..audit.signature import contiguous_strides
+        from tileprobe.probe.signature import contiguous_strides
         strides = (tuple(s // dt.itemsize for s in cai["strides"]) if cai.get("strides")
                    else contiguous_strides(shape))
         return ArrayView(int(cai["data"][0]), shape, strides, dtype_name(dt.name))
@@ -214,7 +214,7 @@ def array_view(arg: Any) -> ArrayView | None:
 def pack_arguments(signature: Sequence[dict], args: Sequence[Any],
                    param_sizes: Sequence[int] | None = None) -> list:
     """The kernel arguments (ctypes values, in order) for launch arguments ``args`` of a variant whose JIT
-    signature is ``signature`` (the record's ``signature``: :func:`tileprobe.audit.signature.describe_signature`).
+    signature is ``signature`` (the record's ``signature``: :func:`tileprobe.probe.signature.describe_signature`).
 
     ``param_sizes`` (bytes per kernel parameter, from :func:`cubin_params`) only decides how a bool scalar is
     stored (1 byte, the default, or a 4-byte word). See the module doc for the convention.

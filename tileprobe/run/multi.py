@@ -22,8 +22,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from ..errors import UsageError
-from .watchdog import WorkerStartError
+from tileprobe.errors import UsageError
+from tileprobe.run.watchdog import WorkerStartError
 
 SHARED_WARNING = ("timed on a GPU shared with another busy worker (--gpus lists it twice): the timing is flagged "
                   "shared_gpu and never ranked")
@@ -186,7 +186,7 @@ def ranked(run: dict | None) -> bool:
 def local_slots(gpus: Sequence[int], timeout_s: float, init: str | None = None) -> list[Slot]:
     """One local :class:`~tileprobe.run.watchdog.Watchdog` per entry of ``gpus``, each seeing only its device
     (``CUDA_VISIBLE_DEVICES``), as :class:`Slot` s."""
-    from .watchdog import INIT_CUDA, Watchdog
+    from tileprobe.run.watchdog import INIT_CUDA, Watchdog
     return [Slot(g, Watchdog(timeout_s=timeout_s, init=init or INIT_CUDA, env={"CUDA_VISIBLE_DEVICES": str(g)}))
             for g in gpus]
 

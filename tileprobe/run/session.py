@@ -24,14 +24,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from ..audit.verdict import judge_records
-from ..errors import StoreError, TileprobeError
-from ..model.arch import get_arch
-from ..schema import VariantRecord
-from . import watchdog as _watchdog
-from .watchdog import DEFAULT_TIMEOUT_S, Watchdog, WorkerStartError
-from .multi import ranked
-from .worker import run_dict
+from tileprobe.judge.verdict import judge_records
+from tileprobe.errors import StoreError, TileprobeError
+from tileprobe.model.arch import get_arch
+from tileprobe.schema import VariantRecord
+from tileprobe.run import watchdog as _watchdog
+from tileprobe.run.watchdog import DEFAULT_TIMEOUT_S, Watchdog, WorkerStartError
+from tileprobe.run.multi import ranked
+from tileprobe.run.worker import run_dict
 
 TASK = "tileprobe.run.worker:run_variant"
 #: Record fields the worker needs (the rest of a record stays in the parent).
@@ -69,7 +69,7 @@ def load_bundle(path: str) -> tuple[list[VariantRecord], dict, Callable[[str], b
         TileprobeError: no such directory, no ``audit.json``, a malformed one (naming the file and the field), or
             a result written by a newer tileprobe.
     """
-    from .bundle import cubin_reader, load_bundle_records
+    from tileprobe.run.bundle import cubin_reader, load_bundle_records
     records, env = load_bundle_records(path, judge=judge_records)
     env = dict(env)
     env["bundle"] = os.path.abspath(path)
@@ -160,7 +160,7 @@ def run_probes(records: Iterable[VariantRecord], cubins: Any = None, *, probe_pa
             middle of a sweep stops it: ``RunResult.aborted`` says why and the variants run so far are kept.
     """
     if slots is not None or (gpus is not None and len(gpus) > 1):
-        from .multi import local_slots
+        from tileprobe.run.multi import local_slots
         slots = slots if slots is not None else local_slots(gpus, timeout_s)
         return run_probes_on_gpus(records, cubins, slots, probe_paths=probe_paths, search_dirs=search_dirs,
                                   timeout_s=timeout_s, timing=dict(reps=reps, warmup=warmup, warmup_ms=warmup_ms,
@@ -219,7 +219,7 @@ def run_probes_on_gpus(records: Iterable[VariantRecord], cubins: Any, slots: Seq
     Raises:
         WorkerStartError: no slot could start. UsageError: the GPUs are of different architectures.
     """
-    from . import multi
+    from tileprobe.run import multi
     t0 = time.perf_counter()
     records, get = list(records), cubin_getter(cubins)
     result = RunResult(records, dict(environment or {}))
@@ -278,7 +278,7 @@ HANG_SKIP = "the register-pool check predicts a hang (--run-hang-risk launches i
 
 def hang_risk_skip(r: VariantRecord) -> dict:
     """The ``run`` of a variant not launched because the register-pool check predicts a hang (issue 23)."""
-    from .worker import run_dict
+    from tileprobe.run.worker import run_dict
     return run_dict(status="skipped", register_pool="hang_risk", cubin_sha256=r.cubin_sha256,
                     static_ctas_per_sm=r.ctas_per_sm, threads=r.threads,
                     error=f"{HANG_SKIP}: {(r.register_pool or {}).get('reason', '')}")
@@ -395,7 +395,7 @@ def run_sweep(probes: Sequence[str] = (), *, arch: str | None = None, bundle: st
         timeout_s: per-variant limit (s) before a hang; reps, warmup, seed, timing_mode: as :func:`run_probes`.
         jobs: parallel compiles for the audit. on_gpu(gpu): once the worker is up (name, sm, num_sms, driver).
         on_probe_error(text): for each probe the audit could not build. progress(i, n, record): after each variant.
-        where: run only the variants matching ``{name: value}`` (``--where``; :mod:`tileprobe.audit.where`).
+        where: run only the variants matching ``{name: value}`` (``--where``; :mod:`tileprobe.select`).
         cases, hints: ``{name: [values]}`` replacing the probes' own (``--case`` / ``--hint``; not with a bundle).
         gpus, slots: several GPU workers (``--gpus``): :func:`run_probes_on_gpus`; ``on_gpu`` then gets the first
             GPU, with ``gpus``: every slot's.
@@ -415,7 +415,7 @@ def run_sweep(probes: Sequence[str] = (), *, arch: str | None = None, bundle: st
     if from_bundle and store is not None:
         audit_id = import_bundle(store, from_bundle[0], from_bundle[1], from_bundle[2], command_line)
     if executor is not None and slots is None and executor.name != "local":
-        from .multi import Slot
+        from tileprobe.run.multi import Slot
         slots = [Slot(g, w) for g, w in zip(gpus or [0], executor.gpu_slots(gpus or [0], timeout_s=timeout_s))]
     if slots is not None or (gpus is not None and len(gpus) > 1):
         result = _sweep_on_gpus(probes, from_bundle, slots, gpus, executor=executor, arch=arch, bundle=bundle,
@@ -460,7 +460,7 @@ def _sweep_records(gpu: dict, from_bundle, probes, arch, jobs, store, command_li
                                                    on_probe_error, where=where, cases=cases, hints=hints,
                                                    executor=executor, num_sms=gpu.get("num_sms"))
     if where:
-        from ..audit.where import select_or_explain
+        from tileprobe.select import select_or_explain
         records = select_or_explain(records, where)
     return interleave_releases(records), env, cubins, search
 
@@ -481,7 +481,7 @@ def _sweep_on_gpus(probes, from_bundle, slots, gpus, *, executor, arch, bundle, 
                    on_hang_risk=None) -> RunResult:
     """:func:`run_sweep` with several GPU workers: they start (together) while nothing else runs, so worker
     start-up is apart from the sweep's timing (``environment["gpus"][i]["worker_start_s"]``)."""
-    from . import multi
+    from tileprobe.run import multi
     slots = slots if slots is not None else multi.local_slots(gpus, timeout_s)
     try:
         multi.start_slots(slots)
@@ -552,7 +552,7 @@ def import_bundle(store, records: Sequence[VariantRecord], env: dict, cubins, co
 
 def _audit_here(probes: Sequence[str], arch: str, jobs: int | None, store, command_line: str, on_probe_error,
                 executor=None, **select):
-    from ..audit import audit
+    from tileprobe.audit import audit
     result = audit(list(probes), [get_arch(arch).name], jobs=jobs, store=store, executor=executor, **select)
     if store is not None:
         store.save_audit(result, command_line)

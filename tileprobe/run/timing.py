@@ -311,7 +311,7 @@ def time_variant(launch: Callable[[], None], timer, clocks=None, *, mode: str = 
     Raises:
         ValueError: an unknown ``mode`` or ``reps`` < 1. Whatever ``launch`` raises (the poller is stopped first).
     """
-    from .clocks import POLL_INTERVAL_S, ClockPoller, clock_summary, clock_warning, clocks_moved
+    from tileprobe.run.clocks import POLL_INTERVAL_S, ClockPoller, clock_summary, clock_warning, clocks_moved
     if mode not in TIMING_MODES:
         raise ValueError(f"timing mode {mode!r}: expected one of {', '.join(TIMING_MODES)}")
     poller = ClockPoller(clocks, POLL_INTERVAL_S if poll_interval_s is None else poll_interval_s) if clocks else None

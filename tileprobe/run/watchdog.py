@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 from multiprocessing import Pipe
 from typing import Any
 
-from ..audit.wire import WireError, recv as wire_recv
-from ..errors import TileprobeError
-from ..schema import exit_text
+from tileprobe.probe.wire import WireError, recv as wire_recv
+from tileprobe.errors import TileprobeError
+from tileprobe.schema import exit_text
 
 #: Default per-variant timeout (s): inputs, reference, one checked launch and the timed repetitions.
 DEFAULT_TIMEOUT_S = 60.0

@@ -71,8 +71,8 @@ def init_cuda() -> dict:
         RuntimeError: torch sees no CUDA GPU.
     """
     import torch
-    from .launch import core_stream, cuda_core
-    from .timing import TorchTimer
+    from tileprobe.run.launch import core_stream, cuda_core
+    from tileprobe.run.timing import TorchTimer
     if not torch.cuda.is_available():
         raise RuntimeError("torch sees no CUDA GPU (torch.cuda.is_available() is False): GPU runs (tileprobe "
                            "run, tune) need an NVIDIA GPU, its driver and a CUDA build of torch")
@@ -96,7 +96,7 @@ def gpu_info(dev: int = 0) -> dict:
     """
     import torch
     from cuda.bindings import driver
-    from .launch import check_cu
+    from tileprobe.run.launch import check_cu
     props = torch.cuda.get_device_properties(dev)
     cudev = check_cu(driver.cuDeviceGet(dev), "cuDeviceGet")
     attr = driver.CUdevice_attribute
@@ -185,8 +185,8 @@ def _version(dist: str) -> str | None:
 def _probe(path: str, label: str, arch: str | None = None):
     """The probe named ``label`` in file ``path`` (the only one of a one-probe file), loaded once; of probes sharing
     the name with disjoint ``archs`` (issue 26), the one meant for ``arch``."""
-    from ..errors import ProbeError
-    from ..audit.probe import archs_overlap, load_probes
+    from tileprobe.errors import ProbeError
+    from tileprobe.probe.define import archs_overlap, load_probes
     key = (path, label, arch)
     if key not in _STATE["probes"]:
         probes = load_probes(path)
@@ -200,7 +200,7 @@ def _probe(path: str, label: str, arch: str | None = None):
 
 
 def _kernel(cubin: bytes, symbol: str, sha: str | None):
-    from .launch import LoadedKernel
+    from tileprobe.run.launch import LoadedKernel
     cache = _STATE["kernels"]
     key = (sha, symbol)
     if key not in cache:
@@ -221,7 +221,7 @@ def launch_context(record: dict, num_sms: int | None) -> dict:
     """The keywords ``run``, ``tune`` (static stage, timed batches, checks) and the audit hand to a probe's ``args``
     (issue 27: all alike): ``arch`` (the record's target), ``hints`` (every hint in force: the effective hints with
     the variant's own on top, None replaced by the effective value) and ``num_sms`` (the GPU's SM count, or the
-    one the grids are made for). :meth:`~tileprobe.audit.probe.Probe.launch_args` passes those ``args`` declares."""
+    one the grids are made for). :meth:`~tileprobe.probe.define.Probe.launch_args` passes those ``args`` declares."""
     return {"arch": record.get("arch"), "hints": {**(record.get("effective_hints") or {}), **grid_hints(record)},
             "num_sms": num_sms}
 
@@ -229,8 +229,8 @@ def launch_context(record: dict, num_sms: int | None) -> dict:
 def probe_grid(probe, record: dict, num_sms: int, needs: str = "tileprobe run needs") -> tuple:
     """The probe's ``grid(case, hints, num_sms)`` (with ``arch=`` when it takes it) as a 3-tuple, for ``run`` and
     ``tune`` alike. Raises ProbeError when the probe has none or it fails."""
-    from ..audit.probe import context_kwargs
-    from .launch import grid3
+    from tileprobe.probe.define import context_kwargs
+    from tileprobe.run.launch import grid3
     if probe.grid is None:
         raise _probe_error(f"the probe has no grid=: {needs} grid(case, hints, num_sms)", probe)
     return grid3(_call_probe(probe, "grid", probe.grid, record["case"], grid_hints(record), num_sms,
@@ -258,16 +258,16 @@ def run_variant(record: dict, cubin: bytes, probe_path: str, seed: int = 0, reps
             are read over the samples (``clocks_before``, ``clocks_during``, ``clocks_after``, ``clocks_moved``, and
             a warning when they moved: :func:`tileprobe.run.timing.time_variant`).
     """
-    from ..audit.probe import context_kwargs
-    from .check import check_outputs
-    from .launch import check_packing, pack_arguments
+    from tileprobe.probe.define import context_kwargs
+    from tileprobe.run.check import check_outputs
+    from tileprobe.run.launch import check_packing, pack_arguments
     t0 = time.perf_counter()
     out = run_dict(seed=seed, cubin_sha256=record.get("cubin_sha256"), static_ctas_per_sm=record.get("ctas_per_sm"))
     args = expected = None
     sync = _STATE["synchronize"]
     launched = False
     try:
-        from .arrays import TorchArrays
+        from tileprobe.run.arrays import TorchArrays
         probe = _probe(probe_path, record["kernel"], record.get("arch"))
         kernel = _kernel(cubin, record["symbol"], record.get("cubin_sha256"))
         out["threads"] = record.get("threads")
@@ -322,7 +322,7 @@ def run_variant(record: dict, cubin: bytes, probe_path: str, seed: int = 0, reps
 def clock_reader():
     """This worker's :class:`~tileprobe.run.clocks.ClockReader` (made once, for the GPU of :func:`init_cuda`)."""
     if "clock_reader" not in _STATE:
-        from .clocks import ClockReader
+        from tileprobe.run.clocks import ClockReader
         _STATE["clock_reader"] = ClockReader((_STATE.get("gpu") or {}).get("pci_bus_id"))
     return _STATE["clock_reader"]
 
@@ -331,14 +331,14 @@ def driver_occupancy(cubin: bytes, symbol: str, threads: int) -> dict:
     """Load a cubin and return only what the driver says of its kernel (no launch): CTAs/SM for ``threads``
     threads per CTA (and for 1), registers, static shared and local memory (bytes). See
     :meth:`~tileprobe.run.launch.LoadedKernel.driver_facts`."""
-    from .launch import LoadedKernel
+    from tileprobe.run.launch import LoadedKernel
     return LoadedKernel(cubin, symbol).driver_facts(threads)
 
 
 def _time(out, kernel, stream, grid, packed, reps, warmup, warmup_ms, mode="sustained"):
     """Time the variant in ``mode`` with the clocks read over its samples
     (:func:`tileprobe.run.timing.time_variant`) into ``out``."""
-    from .timing import time_variant
+    from tileprobe.run.timing import time_variant
     t2 = time.perf_counter()
     res = time_variant(lambda: kernel.launch(stream, grid, packed), _STATE["timer"], clock_reader(), mode=mode,
                        reps=reps, warmup=warmup, warmup_ms=warmup_ms)
@@ -360,13 +360,13 @@ def _resource_warnings(record: dict, out: dict) -> list[str]:
 
 
 def _probe_error(msg, probe):
-    from ..errors import ProbeError
+    from tileprobe.errors import ProbeError
     return ProbeError(msg, probe.source)
 
 
 def _call_probe(probe, what, fn, *a, **kw):
-    from ..errors import ProbeError
-    from ..audit.probe import _probe_error_from
+    from tileprobe.errors import ProbeError
+    from tileprobe.probe.define import _probe_error_from
     try:
         return fn(*a, **kw)
     except ProbeError:
@@ -378,7 +378,7 @@ def _call_probe(probe, what, fn, *a, **kw):
 
 
 def _cuda_code(exc: BaseException) -> int | None:
-    from .launch import CudaFault, error_code_from_text
+    from tileprobe.run.launch import CudaFault, error_code_from_text
     if isinstance(exc, CudaFault):
         return exc.code
     return error_code_from_text(str(exc))
@@ -388,8 +388,8 @@ def _classify(out: dict, exc: BaseException, launched: bool = True) -> None:
     """Turn an exception into a status: a sticky CUDA error → ``crash`` + fatal (the worker must go); another
     CUDA error once the kernel was launched → ``crash``; before it (loading the cubin, the probe, the inputs, the
     reference, packing) → ``error``."""
-    from ..errors import TileprobeError
-    from .launch import STICKY_CUDA_ERRORS, context_status
+    from tileprobe.errors import TileprobeError
+    from tileprobe.run.launch import STICKY_CUDA_ERRORS, context_status
     code = _cuda_code(exc)
     try:
         ctx = context_status()
@@ -413,7 +413,7 @@ def _classify(out: dict, exc: BaseException, launched: bool = True) -> None:
 # --- the process ---------------------------------------------------------------------------------------------
 
 def _import(name: str):
-    from ..audit.probe import import_object
+    from tileprobe.probe.define import import_object
     return import_object(name)
 
 
@@ -428,9 +428,9 @@ def _die_with_parent() -> None:
 
 
 def _send(conn, message: tuple) -> None:
-    """One message to the parent as data (:mod:`tileprobe.audit.wire`): the parent never unpickles what this
+    """One message to the parent as data (:mod:`tileprobe.probe.wire`): the parent never unpickles what this
     process, which runs probe code, sends (issue 25)."""
-    from ..audit import wire
+    from tileprobe.probe import wire
     wire.send(conn, wire.to_data(message), "the worker's message")
 
 

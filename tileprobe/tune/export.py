@@ -34,8 +34,8 @@ import datetime
 import json
 import os
 
-from ..errors import TileprobeError
-from ..schema import json_text
+from tileprobe.errors import TileprobeError
+from tileprobe.schema import json_text
 
 EXPORT_SCHEMA_VERSION = 1
 KIND = "tileprobe.tune"
@@ -65,7 +65,7 @@ def provenance(env: dict) -> dict:
 def table(result, existing: dict | None = None) -> dict:
     """The export document of a :class:`~tileprobe.tune.result.TuneResult`, merged into ``existing`` (a table
     read back from the same file) when given."""
-    from .._version import __version__
+    from tileprobe._version import __version__
     kernels: dict = {k: list(v) for k, v in ((existing or {}).get("kernels") or {}).items()}
     for p in result.problems:
         row = _row(p, result.environment)
@@ -115,7 +115,7 @@ def _read_json(path: str):
         OSError: it cannot be opened.
     """
     import stat
-    from ..schema import read_json_file
+    from tileprobe.schema import read_json_file
     if not stat.S_ISREG(os.stat(path).st_mode):
         raise TileprobeError(f"{path}: not a regular file (a FIFO, device or directory); give the tune table "
                              "`tileprobe tune --export` wrote")

@@ -12,11 +12,11 @@ import hashlib
 from dataclasses import asdict, dataclass
 from typing import Callable, Mapping, Sequence
 
-from ..run import timing as run_timing
-from ..errors import TileprobeError
-from ..run.session import _TASK_FIELDS, probe_not_given, resolve_probe_path
-from .race import FAILED, Batch, CheckOutcome
-from .static import Candidate
+from tileprobe.run import timing as run_timing
+from tileprobe.errors import TileprobeError
+from tileprobe.run.session import _TASK_FIELDS, probe_not_given, resolve_probe_path
+from tileprobe.tune.race import FAILED, Batch, CheckOutcome
+from tileprobe.tune.static import Candidate
 
 TIME_TASK = "tileprobe.run.batch:time_batch"
 CHECK_TASK = "tileprobe.run.batch:check_candidate"

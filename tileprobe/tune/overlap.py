@@ -16,9 +16,9 @@ import threading
 import time
 from typing import Callable
 
-from .gpu import WorkerBench
-from .race import Race
-from .static import Landing, Plan, dedupe_one
+from tileprobe.tune.gpu import WorkerBench
+from tileprobe.tune.race import Race
+from tileprobe.tune.static import Landing, Plan, dedupe_one
 
 
 class Overlap:
@@ -103,7 +103,7 @@ class Overlap:
             self.cubins[record.cubin_sha256] = cubin
 
     def _run(self) -> None:
-        from ..run.watchdog import WorkerStartError
+        from tileprobe.run.watchdog import WorkerStartError
         try:
             self.gpu = self.wait_gpu()
             self.num_sms = self.given_sms or self.gpu.get("num_sms")

@@ -9,12 +9,12 @@ import threading
 import time
 from typing import Callable, Sequence
 
-from ..model.arch import get_arch
-from ..errors import TileprobeError
-from .gpu import CHECK_TASK, TIME_TASK, TimingSettings, WorkerBench
-from .race import Race, RaceSettings
-from .result import ProblemResult, TuneResult, compare_previous, problem_result
-from .static import Plan, compile_records, dedupe, launch_facts, load_space, make_plans
+from tileprobe.model.arch import get_arch
+from tileprobe.errors import TileprobeError
+from tileprobe.tune.gpu import CHECK_TASK, TIME_TASK, TimingSettings, WorkerBench
+from tileprobe.tune.race import Race, RaceSettings
+from tileprobe.tune.result import ProblemResult, TuneResult, compare_previous, problem_result
+from tileprobe.tune.static import Plan, compile_records, dedupe, launch_facts, load_space, make_plans
 
 
 def process_age_s() -> float | None:
@@ -81,7 +81,7 @@ def _target_arch(arch: str | None, starter: _WorkerStarter | None) -> str:
     """``arch`` if given; else the GPU's, from NVML / nvidia-smi without CUDA, else from the started worker."""
     if arch:
         return get_arch(arch).name
-    from ..run.clocks import compute_capability
+    from tileprobe.run.clocks import compute_capability
     cc = compute_capability()
     if cc is not None:
         return get_arch(f"sm_{cc[0]}{cc[1]}").name
@@ -92,7 +92,7 @@ def _target_arch(arch: str | None, starter: _WorkerStarter | None) -> str:
 
 def _have_nvdisasm() -> bool:
     """Spills are reported from the SASS when nvdisasm is installed (they are a fact, never a filter)."""
-    from ..model.sass import find_nvdisasm
+    from tileprobe.model.sass import find_nvdisasm
     try:
         find_nvdisasm()
         return True
@@ -104,7 +104,7 @@ def _records(paths, problems, arch, bundle, store, jobs, compile_timeout_s, tool
              executor=None, on_record=None):
     """(records, cubin getter, environment, probe errors) from a bundle or from compiling here."""
     if bundle:
-        from ..run.session import load_bundle
+        from tileprobe.run.session import load_bundle
         records, env, get = load_bundle(bundle)
         archs = sorted({r.arch for r in records})
         if arch not in archs:
@@ -157,13 +157,13 @@ def tune(probe_paths: Sequence[str], *, arch: str | None = None, budget_s: float
         executor: a :mod:`tileprobe.exec` executor for the candidates' compiles (default: the local pool).
         probe_timeout_s: seconds each step of probe code may take (import, constraints, ``grid``, ``args``); the
             probe files are loaded and run in contained children, as ``tileprobe audit`` does (default
-            :data:`~tileprobe.audit.contained.PROBE_TIMEOUT_S`).
+            :data:`~tileprobe.probe.contained.PROBE_TIMEOUT_S`).
         tasks: the worker tasks (time, check) as ``"module:function"``; tests plant fakes.
         progress: ``progress(kind, data)`` for printing: ``compile``, ``plans``, ``worker``, ``race``, ``round``, ``rejudge``,
             ``problem``.
         startup_s: the caller's start-up time before this call (the CLI's: :func:`process_age_s`), for the
             time split.
-        where: keep the configurations matching ``{name: value}`` (``--where``; :mod:`tileprobe.audit.where`).
+        where: keep the configurations matching ``{name: value}`` (``--where``; :mod:`tileprobe.select`).
         cases, hints: ``{name: [values]}`` replacing the probes' own (``--case`` / ``--hint``).
         run_hang_risk: race the candidates the register-pool check predicts to hang too (default: dropped under
             the rule ``hang_risk``, named by ``progress("hang_risk", records)`` before any race).
@@ -174,10 +174,10 @@ def tune(probe_paths: Sequence[str], *, arch: str | None = None, budget_s: float
         TileprobeError: nothing to tune (no probe loaded), bad settings, a bundle without the GPU's arch, or no GPU
             worker could start (:class:`~tileprobe.run.watchdog.WorkerStartError`).
     """
-    from ..audit.zygote import warm_starts
+    from tileprobe.probe.zygote import warm_starts
     t0 = time.perf_counter()
     if bundle:            # a damaged or missing bundle is said before the GPU worker starts (issue 25)
-        from ..run.session import load_bundle
+        from tileprobe.run.session import load_bundle
         load_bundle(bundle)
     result = TuneResult(dry_run=dry_run, times={"startup_s": startup_s})
     race_settings, timing_settings = _settings(strategy, budget_s, tie_pct, confidence, min_samples, max_samples,
@@ -196,12 +196,12 @@ def _tune(t0, result, race_settings, timing_settings, probe_paths, arch, export,
     problems, result.probe_errors = load_space(probe_paths, where=where, cases=cases, hints=hints,
                                                probe_timeout_s=probe_timeout_s)
     if not problems:
-        from ..errors import IncompleteError     # exit 3, as audit's "no probe could be loaded"
+        from tileprobe.errors import IncompleteError     # exit 3, as audit's "no probe could be loaded"
         raise IncompleteError("nothing to tune: no probe could be loaded:\n  " + "\n  ".join(result.probe_errors))
     result.times["plan_s"] = time.perf_counter() - t0
     own = watchdog is None and not dry_run
     if not dry_run:
-        from ..run.watchdog import Watchdog
+        from tileprobe.run.watchdog import Watchdog
         watchdog = watchdog or Watchdog(timeout_s=timeout_s)
     starter = _WorkerStarter(watchdog) if not dry_run else None
     try:
@@ -212,7 +212,7 @@ def _tune(t0, result, race_settings, timing_settings, probe_paths, arch, export,
                 gpu = _gpu(result, starter, arch, progress)
                 compile_sms = gpu.get("num_sms")
             else:
-                from ..model.cluster import reference_num_sms
+                from tileprobe.model.cluster import reference_num_sms
                 compile_sms = reference_num_sms(arch)
         overrides = {"cases": cases, "hints": hints, "num_sms": compile_sms,
                      **({"probe_timeout_s": probe_timeout_s} if probe_timeout_s else {})}
@@ -292,8 +292,8 @@ def _overlapped(result, problems, arch, starter, wd, probe_paths, store, jobs, c
     """Compile every candidate here while the first problem races in a thread (:mod:`tileprobe.tune.overlap`);
     then race the other problems as before (``gpu``: the worker's info when it was awaited before compiling, for
     probes whose ``args`` take the SM count). Returns the plans."""
-    from .overlap import Overlap, budget_share
-    from .static import Landing, pending_plans
+    from tileprobe.tune.overlap import Overlap, budget_share
+    from tileprobe.tune.static import Landing, pending_plans
     plans = pending_plans(problems)
     landing = Landing(plans, arch, run_hang_risk)
     bench_kw = dict(watchdog=wd, probe_paths=probe_paths, search_dirs=[os.getcwd()], timing=timing,
@@ -367,7 +367,7 @@ def _environment(env: dict, gpu: dict, arch: str, num_sms, timing: TimingSetting
 def _race_all(result: TuneResult, plans: list[Plan], wd, get, probe_paths, bundle, timing, settings, timeout_s,
               seed, tasks, progress) -> None:
     import dataclasses
-    from ..run.watchdog import WorkerStartError
+    from tileprobe.run.watchdog import WorkerStartError
     t0 = time.perf_counter()
     search = [] if bundle else [os.getcwd()]   # a bundle is data: probe code only from the paths given
     for i, plan in enumerate(plans):
@@ -417,14 +417,14 @@ def _finish(result: TuneResult, plans: list[Plan], store, export: str | None, t0
         _store(result, store)
     result.times["store_s"] = time.perf_counter() - t
     if export and not result.dry_run:
-        from .export import write_export
+        from tileprobe.tune.export import write_export
         write_export(result, export)
     result.times["total_s"] = time.perf_counter() - t0 + (result.times.get("startup_s") or 0.0)
 
 
 def _link(result: TuneResult, plans: list[Plan], store) -> None:
     """Give each stored row its compile key and each problem its source hash (the store's provenance)."""
-    from ..audit.pipeline import source_sha256
+    from tileprobe.audit.pipeline import source_sha256
     for plan, res in zip(plans, result.problems):
         res.source_sha256 = getattr(plan.problem.probe, "source_sha256", "")    # hashed where the probe loaded
         try:

@@ -37,7 +37,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from .stats import median_ci, summary, z_value
+from tileprobe.tune.stats import median_ci, summary, z_value
 
 #: Statuses that take a candidate out of the race for good.
 FAILED = ("hang", "crash", "error", "wrong")

@@ -23,9 +23,9 @@ from __future__ import annotations
 import datetime
 from dataclasses import dataclass, field
 
-from ..run.clocks import clocks_moved
-from .race import RaceOutcome
-from .static import DUPLICATE, Candidate, Plan
+from tileprobe.run.clocks import clocks_moved
+from tileprobe.tune.race import RaceOutcome
+from tileprobe.tune.static import DUPLICATE, Candidate, Plan
 
 TUNE_SCHEMA_VERSION = 1
 
@@ -123,7 +123,7 @@ def _first_of_launch(plan: Plan, label: str) -> str:
 
 def problem_result(plan: Plan, outcome: RaceOutcome | None, arch: str, confidence: float = 0.95) -> ProblemResult:
     """Assemble a :class:`ProblemResult` from the static plan and the race's outcome (None: not raced)."""
-    from ..schema import canonical
+    from tileprobe.schema import canonical
     rows = [candidate_dict(c, outcome, confidence) for c in plan.candidates]
     recs = [c.record for c in plan.candidates if c.record is not None]
     res = ProblemResult(plan.problem.probe.label, plan.problem.probe.source or "", canonical(plan.problem.values),
@@ -185,7 +185,7 @@ class TuneResult:
 
     def to_dict(self) -> dict:
         """The whole tune as a JSON document (``schema_version``, provenance, one entry per problem)."""
-        from .._version import __version__
+        from tileprobe._version import __version__
         return {"schema_version": TUNE_SCHEMA_VERSION, "kind": "tileprobe.tune-result",
                 "tool": f"tileprobe {__version__}",
                 "created": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),

@@ -1,6 +1,6 @@
 """The search space of a tune: problems, and per problem the configurations left after the probe's constraints.
 
-A probe's case names split in two (:class:`~tileprobe.audit.probe.Probe` ``tunable=``): the **tunable** names are knobs
+A probe's case names split in two (:class:`~tileprobe.probe.define.Probe` ``tunable=``): the **tunable** names are knobs
 (tile sizes, a TMA switch) and the others are the **problem** (shapes, dtypes). Each combination of problem values
 is tuned on its own, over every combination of tunable values × hint values — a :class:`Config`. A probe without
 ``tunable`` tunes the hints only, once per case.
@@ -22,9 +22,9 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from ..errors import ProbeError
-from ..audit.probe import Probe, _probe_error_from
-from ..schema import canonical, value_key
+from tileprobe.errors import ProbeError
+from tileprobe.probe.define import Probe, _probe_error_from
+from tileprobe.schema import canonical, value_key
 
 #: cuTile's value of each kernel hint when a kernel declares none (cuda/tile/_compiler_options.py, 1.7.0); the
 #: same table as ``tileprobe.run.session.HINT_DEFAULTS`` (not imported: that module belongs to the GPU side).
@@ -116,7 +116,7 @@ class Problem:
 
 
 def problem_data(p: Problem, source_sha256: str = "") -> dict:
-    """``p`` as data for :mod:`tileprobe.audit.wire` (its probe as :class:`ProbeInfo` fields)."""
+    """``p`` as data for :mod:`tileprobe.probe.wire` (its probe as :class:`ProbeInfo` fields)."""
     probe = p.probe
     info = {"source": probe.source or "", "index": probe.index, "label": probe.label,
             "lineno": getattr(probe, "lineno", None), "reference": True if probe.reference is not None else None,

@@ -25,11 +25,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from ..errors import ProbeError
-from ..audit.probe import load_probes
-from ..schema import VariantRecord, canonical, value_key
-from ..audit.signature import ArraySpec
-from .space import Config, Problem, problems
+from tileprobe.errors import ProbeError
+from tileprobe.probe.define import load_probes
+from tileprobe.schema import VariantRecord, canonical, value_key
+from tileprobe.probe.signature import ArraySpec
+from tileprobe.tune.space import Config, Problem, problems
 
 DUPLICATE = "duplicate_launch"
 NOT_IN_BUNDLE = "not_in_bundle"
@@ -85,14 +85,14 @@ class Plan:
 
 def space_task(path: str, stage: Callable[[str], None], cases: dict | None = None,
                hints: dict | None = None) -> tuple[list[dict], list[str]]:
-    """In a contained loader child (:func:`tileprobe.audit.contained.run_probe_tasks`): import the probe file, apply
+    """In a contained loader child (:func:`tileprobe.probe.contained.run_probe_tasks`): import the probe file, apply
     the overrides, run each probe's constraints; return (its problems as :func:`~tileprobe.tune.space.problem_data`,
     errors). What the probe's code does (raise, exit, values that are not data) is its error, with its line."""
-    from ..audit import wire
-    from ..audit.pipeline import source_sha256
-    from ..audit.probe import _probe_error_from, probe_code_guard
-    from ..audit.where import apply_overrides
-    from .space import problem_data
+    from tileprobe.probe import wire
+    from tileprobe.audit.pipeline import source_sha256
+    from tileprobe.probe.define import _probe_error_from, probe_code_guard
+    from tileprobe.select import apply_overrides
+    from tileprobe.tune.space import problem_data
     stage("importing the probe file")
     try:
         with probe_code_guard():
@@ -129,15 +129,15 @@ def load_space(probe_paths: Sequence[str], *, where: dict | None = None, cases: 
     """Every problem of every probe file; probe errors (file and line) are collected, the others go on.
 
     The probe files are imported, and their constraints run, in contained children as ``tileprobe audit`` loads
-    probes (:func:`tileprobe.audit.contained.run_probe_tasks`: ``probe_timeout_s`` per step, default
-    :data:`~tileprobe.audit.contained.PROBE_TIMEOUT_S`); the problems come back as data, their probes as
+    probes (:func:`tileprobe.probe.contained.run_probe_tasks`: ``probe_timeout_s`` per step, default
+    :data:`~tileprobe.probe.contained.PROBE_TIMEOUT_S`); the problems come back as data, their probes as
     :class:`~tileprobe.tune.space.ProbeInfo`. ``cases`` / ``hints`` replace the probes' values (``--case`` /
-    ``--hint``, :func:`tileprobe.audit.where.apply_overrides`); ``where`` keeps the configurations whose full case
+    ``--hint``, :func:`tileprobe.select.apply_overrides`); ``where`` keeps the configurations whose full case
     and hints match it (``--where``), and the problems left with any.
     """
-    from ..audit.contained import PROBE_TIMEOUT_S, run_probe_tasks
-    from ..audit.where import same_value
-    from .space import problem_from_data
+    from tileprobe.probe.contained import PROBE_TIMEOUT_S, run_probe_tasks
+    from tileprobe.select import same_value
+    from tileprobe.tune.space import problem_from_data
     out, errors = [], []
     reports = run_probe_tasks(probe_paths, "tileprobe.tune.static:space_task",
                               [{"cases": cases, "hints": hints}] * len(probe_paths),
@@ -152,7 +152,7 @@ def load_space(probe_paths: Sequence[str], *, where: dict | None = None, cases: 
                 break
     if cases and out:    # --case names: checked across all files (the children took each file alone)
         from types import SimpleNamespace
-        from ..audit.where import check_case_names
+        from tileprobe.select import check_case_names
         check_case_names(cases, [SimpleNamespace(cases={*p.values, *(n for c in p.configs for n, _ in c.tunables)})
                                  for p in out])
     if where:
@@ -161,7 +161,7 @@ def load_space(probe_paths: Sequence[str], *, where: dict | None = None, cases: 
             return all(k in values and same_value(values[k], v) for k, v in where.items())
         kept = [[c for c in p.configs if keep(p, c)] for p in out]
         if out and not any(kept):
-            from ..audit.where import WhereError, format_value
+            from tileprobe.select import WhereError, format_value
             seen: dict[str, dict] = {k: {} for k in where}
             for p in out:
                 for c in p.configs:
@@ -192,7 +192,7 @@ def wanted(problems_: Sequence[Problem]) -> set[tuple]:
 def compile_records(probe_paths: Sequence[str], problems_: Sequence[Problem], arch: str, **audit_kw):
     """Compile the configurations (and only them) for ``arch`` with :func:`tileprobe.audit.audit`; ``audit_kw``
     goes to it (store, jobs, timeout_s, progress, toolchains). Returns the AuditResult."""
-    from ..audit import audit
+    from tileprobe.audit import audit
     keys = wanted(problems_)
     return audit(list(probe_paths), [arch],
                  select=lambda v: _want_key(v.probe_path, v.probe_name, v.case_dict, v.hints_dict) in keys,
@@ -319,14 +319,14 @@ def _fill_key(fn: Callable) -> str:
 def probe_launch(c: Candidate, num_sms: int) -> tuple[tuple, list]:
     """The probe's own part of a launch's identity: its grid for ``num_sms`` and its runtime arguments (every launch
     argument that is not a compile-time constant), as data. Runs the probe's ``grid`` and ``args``: in the process
-    that holds the :class:`~tileprobe.audit.probe.Probe` (a contained child for probe files, :func:`launch_task`).
+    that holds the :class:`~tileprobe.probe.define.Probe` (a contained child for probe files, :func:`launch_task`).
 
     Raises:
         ProbeError: the probe's ``grid`` or ``args`` failed, or the probe has no ``grid``.
     """
-    from ..audit.probe import context_kwargs
-    from ..run.launch import grid3
-    from ..run.worker import grid_hints, launch_context
+    from tileprobe.probe.define import context_kwargs
+    from tileprobe.run.launch import grid3
+    from tileprobe.run.worker import grid_hints, launch_context
     probe, rec = c.problem.probe, c.record
     if probe.grid is None:
         raise ProbeError("the probe has no grid=: tuning needs grid(case, hints, num_sms)", probe.source)
@@ -335,7 +335,7 @@ def probe_launch(c: Candidate, num_sms: int) -> tuple[tuple, list]:
         grid = grid3(probe.grid(dict(c.case), grid_hints(record), num_sms,
                                 **context_kwargs(probe.grid, arch=rec.arch)))
     except Exception as e:
-        from ..audit.probe import _probe_error_from
+        from tileprobe.probe.define import _probe_error_from
         raise _probe_error_from(e, probe.source, f"grid({c.case}) failed") from e
     args = probe.launch_args(c.case, **launch_context(record, num_sms))   # issue 27: as run and the GPU stage do
     sig = rec.signature or []
@@ -347,9 +347,9 @@ def launch_task(path: str, stage: Callable[[str], None], index: int, num_sms: in
                 items: list) -> tuple[list, list[str]]:
     """In a contained loader child: :func:`probe_launch` for each item (``[values, config, record dict]`` of one
     candidate of probe ``index`` of ``path``). Returns ([[grid, runtime] or an error text per item], errors)."""
-    from ..audit import wire
-    from ..audit.probe import _probe_error_from, probe_code_guard
-    from .space import Config, Problem
+    from tileprobe.probe import wire
+    from tileprobe.probe.define import _probe_error_from, probe_code_guard
+    from tileprobe.tune.space import Config, Problem
     stage("importing the probe file")
     try:
         with probe_code_guard():
@@ -380,8 +380,8 @@ def launch_facts(plans: Sequence[Plan], num_sms: int, probe_timeout_s: float | N
     """:func:`probe_launch` of every compiled candidate whose probe came from a file
     (:class:`~tileprobe.tune.space.ProbeInfo`), run in contained children (one per probe): ``id(candidate)`` →
     (grid, runtime) or a :class:`ProbeError` (its ``grid``/``args`` failed, hung or ended its process)."""
-    from ..audit.contained import PROBE_TIMEOUT_S, run_probe_tasks
-    from .space import ProbeInfo
+    from tileprobe.probe.contained import PROBE_TIMEOUT_S, run_probe_tasks
+    from tileprobe.tune.space import ProbeInfo
     groups: dict[tuple, list[Candidate]] = {}
     for plan in plans:
         if isinstance(plan.problem.probe, ProbeInfo):
@@ -429,7 +429,7 @@ def dedupe(plan: Plan, num_sms: int, cubin_get: Callable[[str], bytes | None], f
     """Group ``plan``'s compiled candidates by :func:`launch_key`; the first of each group is timed, the others
     get ``same_as`` and are counted under ``duplicate_launch``. A candidate whose grid or args fail is dropped
     as ``probe_error``. ``facts``: :func:`launch_facts` of the plans (made here for this plan when not given)."""
-    from .space import ProbeInfo
+    from tileprobe.tune.space import ProbeInfo
     if facts is None and isinstance(plan.problem.probe, ProbeInfo):
         facts = launch_facts([plan], num_sms)
     for c in plan.candidates:

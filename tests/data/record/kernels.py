@@ -30,14 +30,14 @@ BASE = 0x7F00_0010_0000
 
 
 def vadd_args(n, align_offset=0, tile=256):
-    from tileprobe.audit.signature import ArraySpec
+    from tileprobe.probe.signature import ArraySpec
     return (ArraySpec((n,), "float32", address=BASE + align_offset),
             ArraySpec((n,), "float32", address=BASE + 0x100_0000),
             ArraySpec((n,), "float32", address=BASE + 0x200_0000), tile)
 
 
 def scale_args():
-    from tileprobe.audit.signature import ArraySpec
+    from tileprobe.probe.signature import ArraySpec
     x = ArraySpec((512, 64), "float16", strides=(128, 1), address=BASE + 0x300_0000)   # every other row block
     return (x, ArraySpec((512, 64), "float16", address=BASE + 0x400_0000), 2.0, 16, 64)
 

@@ -78,7 +78,7 @@ def crash_kill():
 
 
 def _stand_in(t):
-    from tileprobe.audit.signature import ArraySpec
+    from tileprobe.probe.signature import ArraySpec
     if isinstance(t, (tuple, list)):
         return type(t)(_stand_in(x) for x in t)
     if hasattr(t, "data_ptr"):
@@ -99,7 +99,7 @@ def _needs_v2(t) -> bool:
 
 def jit_truth(kernel, args) -> str:
     """The symbol JIT compiles ``kernel`` under for ``args`` (see the module docstring)."""
-    from tileprobe.audit import _cutile
+    from tileprobe import _cutile
     _cutile.install_fake_driver()
     from cuda.tile.compilation import CallingConvention, KernelSignature
     cc = CallingConvention.cutile_python_v2() if any(_needs_v2(a) for a in args) else \

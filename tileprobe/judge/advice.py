@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Iterable
 
-from ..model.arch import ArchLimits, get_arch, has_limits
-from ..model.occupancy import theoretical_occupancy
-from ..schema import VariantRecord, short_build
+from tileprobe.model.arch import ArchLimits, get_arch, has_limits
+from tileprobe.model.occupancy import theoretical_occupancy
+from tileprobe.schema import VariantRecord, short_build
 
 
 def max_regs_for(limits: ArchLimits, threads: int, ctas: int) -> int | None:
@@ -66,7 +66,7 @@ def what_clusters_take(r: VariantRecord, goal: int, count) -> str:
     the per-CTA residency at which ``goal`` × ⌊SMs ÷ cluster size⌋ of its clusters are resident
     (:func:`tileprobe.model.cluster.ctas_per_sm_for_goal`: for certain on a known layout, "at least" on the best
     allowed layout otherwise), and what the CTA would need for that (:func:`what_it_takes`)."""
-    from ..model.cluster import ctas_per_sm_for_goal
+    from tileprobe.model.cluster import ctas_per_sm_for_goal
     limits = get_arch(r.arch)
     most = min(limits.max_ctas_per_sm, limits.max_threads_per_sm // max(r.threads or 1, 1))
     ctas = ctas_per_sm_for_goal(count.gpu, count.size, goal, most, certain=count.exact)
@@ -120,7 +120,7 @@ def _occupancy_groups(records: Iterable[VariantRecord]) -> list[list[VariantReco
 
 def _label(r0: VariantRecord) -> str:
     """``matmul sm_90 tileiras 13.4.92 TILE=128×128 num_ctas=2``: values spelled as the tables spell them."""
-    from .where import format_value
+    from tileprobe.select import format_value
     others = [f"{k}={format_value(v)}" for k, v in r0.hints.items() if k != "occupancy" and v is not None]
     return " ".join([r0.kernel, r0.arch, short_build(r0.tileiras),
                      *[f"{k}={format_value(v)}" for k, v in r0.case.items()], *others]).strip()
@@ -189,7 +189,7 @@ def _same_build(a: VariantRecord, b: VariantRecord) -> bool:
 def _class_text(rows: list[VariantRecord]) -> str:
     """``occupancy 4 = 8 = hint-less (identical machine code): 1 CTA/SM, 255 registers, 98,304 B shared, no
     spills`` — what one build buys (CTAs/SM, clusters) and costs (registers, shared memory, spills)."""
-    from ..model.cluster import cluster_size
+    from tileprobe.model.cluster import cluster_size
     r = rows[0]
     values = [str(x.hint("occupancy")) for x in rows if not _is_hintless(x)]
     names = " = ".join([_value_name(x) for x in rows if _is_hintless(x)]
@@ -201,7 +201,7 @@ def _class_text(rows: list[VariantRecord]) -> str:
     text += f"spills ({_spills(r)})" if _spills(r) else "no spills"
     size = cluster_size(r.cluster_dims)
     if size > 1:
-        from ..model.cluster import cluster_residency
+        from tileprobe.model.cluster import cluster_residency
         count = cluster_residency(r.arch, r.ctas_per_sm, size)
         if count is None:
             text += f", clusters of {size} (resident count not sourced)"
@@ -220,7 +220,7 @@ def run_command(r0: VariantRecord) -> str:
     """The command that times every occupancy value of ``r0``'s group on a GPU: ``tileprobe run PROBE --arch
     sm_89 --where "TILE=128×128×64"`` (the case and the other hints of the group; occupancy left free)."""
     import shlex
-    from .where import format_value
+    from tileprobe.select import format_value
     where = [f"{k}={format_value(v)}" for k, v in [*r0.case.items(), *r0.hints.items()]
              if k != "occupancy" and v is not None]
     cmd = f"tileprobe run {shlex.quote(r0.probe)} --arch {r0.arch}"

@@ -33,8 +33,8 @@ import types
 from ctypes import POINTER, c_char_p, c_int, c_uint, c_uint64, c_void_p
 from typing import Any, Callable
 
-from ..errors import ToolchainError, TileprobeError
-from ..schema import cutile_version  # the public version, beside the private names it gates
+from tileprobe.errors import ToolchainError, TileprobeError
+from tileprobe.schema import cutile_version  # the public version, beside the private names it gates
 
 CUDA_SUCCESS = 0
 CUDA_ERROR_NOT_SUPPORTED = 801
@@ -211,8 +211,8 @@ def tool_timeout_s() -> float:
     Raises:
         UsageError: the setting is not a timeout (:func:`tileprobe.schema.timeout_seconds`).
     """
-    from ..errors import UsageError
-    from ..schema import timeout_seconds
+    from tileprobe.errors import UsageError
+    from tileprobe.schema import timeout_seconds
     text = os.environ.get("TILEPROBE_TOOL_TIMEOUT_S", "60")
     try:
         return timeout_seconds(text)
@@ -264,7 +264,7 @@ def run_contained(command: list[str], env: dict | None, timeout_s: float) -> tup
     stderr); a negative status is the signal that ended it."""
     import signal
     import subprocess
-    from .procs import preexec_die_with_parent
+    from tileprobe.procs import preexec_die_with_parent
     proc = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, start_new_session=True,
                             preexec_fn=preexec_die_with_parent(os.getpid()))
@@ -385,7 +385,7 @@ def tileiras_targets(tileiras: str) -> list[str]:
     """The ``--gpu-name`` targets ``tileiras --help`` lists (e.g. 13.2.86: sm_80 … sm_89, sm_100 … sm_121, no
     sm_90), run without CUDA_HOME / CUDA_PATH, contained (:func:`run_contained`: its process group is killed after
     :func:`tool_timeout_s`); ``[]`` when it does not answer or lists none (then nothing is refused before compiling)."""
-    from ..model.toolkit import parse_targets
+    from tileprobe.model.toolkit import parse_targets
     env = {k: v for k, v in os.environ.items() if k not in ("CUDA_HOME", "CUDA_PATH")}
     try:
         rc, out, _err = run_contained([tileiras, "--help"], env, tool_timeout_s())
@@ -488,3 +488,11 @@ def compile_cache_dir() -> str | None:
             return None if env.strip().lower() in ("0", "off", "none", "") else env
         base = os.environ.get("XDG_CACHE_HOME", os.path.join(os.path.expanduser("~"), ".cache"))
         return os.path.join(base, "cutile-python")
+
+
+def effective_hints(kernel, arch: str) -> dict:
+    """The hints in force for ``arch``: the kernel's declared values with its ``ByTarget`` entries resolved."""
+    by_target = kernel._compiler_options.hints_by_target()
+    eff = dict(by_target.get("default", {}))
+    eff.update(by_target.get(arch, {}))
+    return eff

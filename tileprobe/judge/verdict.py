@@ -50,11 +50,11 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Iterable
 
-from ..model.arch import get_arch, has_limits, target_cc
-from ..model.cluster import (ClusterCount, cluster_note, cluster_residency, cluster_size, ctas_per_sm_for_goal,
+from tileprobe.model.arch import get_arch, has_limits, target_cc
+from tileprobe.model.cluster import (ClusterCount, cluster_note, cluster_residency, cluster_size, ctas_per_sm_for_goal,
                              max_cluster_size)
-from ..model.occupancy import smem_allocated_per_cta_bytes, theoretical_occupancy
-from ..schema import (BASELINE, CHANGED, HONOURED, IGNORED, INFEASIBLE, MET, PARTIAL, UNCHANGED,  # noqa: F401
+from tileprobe.model.occupancy import smem_allocated_per_cta_bytes, theoretical_occupancy
+from tileprobe.schema import (BASELINE, CHANGED, HONOURED, IGNORED, INFEASIBLE, MET, PARTIAL, UNCHANGED,  # noqa: F401
                       UNVERIFIED,
                       VariantRecord, number_text)
 
@@ -80,7 +80,7 @@ def assign_verdicts(records: Iterable[VariantRecord], hint_names: Iterable[str])
 def judge_records(records: Iterable[VariantRecord]) -> None:
     """(Re)compute every record's verdicts from the records alone: all kernel hints they set and all per-load
     knobs their probes declare. Used for records read back from the store or a JSON file."""
-    from .probe import KERNEL_HINTS
+    from tileprobe.model.hints import KERNEL_HINTS
     records = list(records)
     for r in records:
         r.verdicts = {}
@@ -147,7 +147,7 @@ def judge_occupancy(hint: str, r: VariantRecord, group: list[VariantRecord]) -> 
     hint-less build, else the lowest value), else ``met``; a cluster variant whose clusters fall short of the goal
     although its CTAs meet it gets :func:`_cluster_shortfall`'s verdict (module doc). A verdict that an unchecked
     rule decides is ``unverified`` (:func:`_unverified`).
-    Reasons that are not met end with what the CTA would need for N (:func:`tileprobe.audit.explain.what_it_takes`);
+    Reasons that are not met end with what the CTA would need for N (:func:`tileprobe.judge.advice.what_it_takes`);
     every reason adds the cluster residency (cluster variants) and the shared-memory reserve rule it rests on.
     """
     v = _judge_occupancy(hint, r, group)
@@ -157,7 +157,7 @@ def judge_occupancy(hint: str, r: VariantRecord, group: list[VariantRecord]) -> 
         short = _cluster_shortfall(hint, r, group, count) if count is not None else None
         v = short if short is not None else _met_or_honoured(hint, r, group, v)
     if v["status"] in (PARTIAL, IGNORED):
-        from .explain import what_clusters_take, what_it_takes
+        from tileprobe.judge.advice import what_clusters_take, what_it_takes
         v["reason"] += f"; {what_clusters_take(r, n, count) if count is not None else what_it_takes(r, n)}"
     notes = [c for c in (_cluster_clause(r), smem_reserve_clause(r, n)) if c]
     if notes and v["status"] != INFEASIBLE:
@@ -431,7 +431,7 @@ def tma_data_ops(r: VariantRecord) -> int | None:
     sass = r.sass or {}
     if "tma" not in sass:
         return None
-    from ..model.sass import TMA_DATA_OPCODES
+    from tileprobe.model.sass import TMA_DATA_OPCODES
     return sum(n for op, n in sass["tma"].items() if op in TMA_DATA_OPCODES)
 
 
@@ -448,7 +448,7 @@ def judge_allow_tma(hint: str, r: VariantRecord, group: list[VariantRecord]) -> 
     n = tma_data_ops(r)
     if n is None:
         return None
-    from ..model.sass import TMA_DATA_OPCODES
+    from tileprobe.model.sass import TMA_DATA_OPCODES
     ops = ", ".join(f"{op}×{c}" for op, c in sorted((r.sass or {}).get("tma", {}).items())
                     if op in TMA_DATA_OPCODES) or "none"
     other = next((o for o in group if o.ok and o is not r and bool(o.hint(hint)) != allowed), None)

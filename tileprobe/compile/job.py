@@ -6,7 +6,7 @@ its own process group, killed whole on a timeout, killed when the worker dies), 
 turns cuTile's disk cache off and compiles with cuTile's public ``export_kernel`` for the signature JIT would infer.
 One tileiras version per pool, so nothing (compiler lookup, version probe, bytecode version, environment) leaks
 between versions. The pool itself (streamed dispatch, deadlines, dead workers replaced) is
-:mod:`tileprobe.audit.pool`.
+:mod:`tileprobe.compile.pool`.
 
 A compile error, a compiler crash (tileiras killed by a signal) or a timeout is a *result* for that variant,
 with the compiler's message and the command that repeats it — never an abort. Probe code the worker runs (the probe's
@@ -24,7 +24,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ProbeError
+from tileprobe.errors import ProbeError
 
 #: Default per-variant compiler timeout (s). FIELD_NOTES: most compiles < 2 s, FFT/FMHA up to 24 s; FlashInfer's
 #: W4A4 FP4 GEMM on sm_100 took 167-372 s per variant on a loaded 2-core machine, and 300 s cut three of them.
@@ -96,7 +96,7 @@ class CompileResult:
 
     status: ``ok`` | ``compile_error`` | ``compiler_crash`` | ``timeout`` | ``probe_error``; failure: the class
     (:data:`tileprobe.schema.FAILURE_CLASSES`, None when ok), message: the compiler's meaningful lines, fix: what
-    to do (:mod:`tileprobe.audit.failure`).
+    to do (:mod:`tileprobe.compile.failure`).
     cubin: the cubin bytes (ok only). compile_s: tileiras wall time (s); total_s: the worker's whole time for
     the variant (signature + Python front end + tileiras + I/O). repro: a shell command that repeats the
     tileiras call (the bytecode is kept in ``artifact_dir`` for failed variants).
@@ -123,7 +123,7 @@ class CompileResult:
     fix: str = ""
 
     def fail(self, f) -> "CompileResult":
-        """Set status, failure class, message, fix and error from a :class:`tileprobe.audit.failure.Failure`."""
+        """Set status, failure class, message, fix and error from a :class:`tileprobe.compile.failure.Failure`."""
         self.status, self.failure, self.message, self.fix, self.error = f.status, f.failure, f.message, f.fix, f.error
         return self
 
@@ -144,9 +144,9 @@ _RESULT_TYPES = {"signature": (list,), "effective_hints": (dict,), "cubin": (byt
 
 def result_data(res: "CompileResult") -> dict:
     """What a worker sends back of ``res``: its fields but the variant, as data for
-    :mod:`tileprobe.audit.wire`. A field that is not data (a constant in the signature that is an object of the
+    :mod:`tileprobe.probe.wire`. A field that is not data (a constant in the signature that is an object of the
     probe's class) makes it the variant's ``probe_error`` naming the value and the fix."""
-    from . import wire
+    from tileprobe.probe import wire
     data = {name: getattr(res, name) for name in _RESULT_FIELDS}
     try:
         wire.encode(data, "the result")
@@ -183,7 +183,7 @@ def _init_worker(tileiras: str | None, lib_dirs: list[str] | None, timeout_s: fl
         TileprobeError: cuTile lacks a name tileprobe needs; ToolchainError: tileiras is not executable or does not
             answer its version probe in time.
     """
-    from . import _cutile
+    from tileprobe import _cutile
     import warnings
     warnings.simplefilter("ignore")   # the loader already showed the probe's import-time warnings once
     _cutile.install_fake_driver()
@@ -217,30 +217,22 @@ def failed_artifacts_dir(store_path: str | None = None) -> str:
 
 
 def _probe(path: str, index: int):
-    from .probe import load_probes
+    from tileprobe.probe.define import load_probes
     key = (path, index)
     if key not in _WORKER["probes"]:
         _WORKER["probes"][key] = load_probes(path)[index]
     return _WORKER["probes"][key]
 
 
-def effective_hints(kernel, arch: str) -> dict:
-    """The hints in force for ``arch``: the kernel's declared values with its ``ByTarget`` entries resolved."""
-    by_target = kernel._compiler_options.hints_by_target()
-    eff = dict(by_target.get("default", {}))
-    eff.update(by_target.get(arch, {}))
-    return eff
-
-
 def compile_one(variant: Variant) -> CompileResult:
     """Compile one variant in this (worker) process. Never raises for compiler or probe failures: probe code that
     fails (an exception, ``sys.exit``, ``os._exit``, a ``KeyboardInterrupt`` of its own) is a ``probe_error`` naming
-    the probe's line; the phase it is in is noted (:func:`tileprobe.audit.failure.mark_phase`) so that a worker that
+    the probe's line; the phase it is in is noted (:func:`tileprobe.compile.failure.mark_phase`) so that a worker that
     dies in probe code is not called a compiler crash."""
-    from . import _cutile
-    from .failure import mark_phase
-    from .signature import describe_signature, jit_signature
-    from .probe import probe_code_guard
+    from tileprobe import _cutile
+    from tileprobe.compile.failure import mark_phase
+    from tileprobe.probe.signature import describe_signature, jit_signature
+    from tileprobe.probe.define import probe_code_guard
     t0 = time.perf_counter()
     res = CompileResult(variant, "ok", cuda_tile=_cutile.cutile_version())
     root, phase = _WORKER.get("root"), "import"
@@ -255,7 +247,7 @@ def compile_one(variant: Variant) -> CompileResult:
             hints = {k: v for k, v in variant.hints if v is not None}
             if hints:
                 kernel = kernel.replace_hints(**hints)
-            res.effective_hints = effective_hints(kernel, variant.arch)
+            res.effective_hints = _cutile.effective_hints(kernel, variant.arch)
             sig_key = (variant.probe_path, variant.probe_index, variant.case)
             if probe.args_take_context:   # issue 12/27: args(case, arrays, *, arch, hints, num_sms) may differ
                 sig_key += (variant.arch, tuple(sorted(res.effective_hints.items())), variant.num_sms)
@@ -276,7 +268,7 @@ def compile_one(variant: Variant) -> CompileResult:
     _compile_cubin(kernel, sig, variant, res, probe.timeout_s)
     mark_phase(root, None)
     if res.cubin is not None and _WORKER.get("with_sass"):
-        from ..model.sass import sass_summary
+        from tileprobe.model.sass import sass_summary
         res.sass = sass_summary(res.cubin, res.symbol)
     res.total_s = time.perf_counter() - t0
     return res
@@ -299,7 +291,7 @@ def _undo_probe_state() -> None:
 def _probe_failed(res: CompileResult, e: BaseException, phase: str) -> None:
     """Make ``res`` the ``probe_error`` of what probe code raised in ``phase`` (import | hints | args): the probe
     file's line where the traceback has one, the exception in words (``args() called os._exit(5)``), a fix."""
-    from .probe import _probe_error_from, describe_exception
+    from tileprobe.probe.define import _probe_error_from, describe_exception
     path = res.variant.probe_path
     if isinstance(e, ProbeError):
         text = str(e)
@@ -316,7 +308,7 @@ def _probe_failed(res: CompileResult, e: BaseException, phase: str) -> None:
 def _compile_cubin(kernel, sig, variant: Variant, res: CompileResult, timeout_s: float | None = None) -> None:
     """Compile with the probe's own timeout when it sets one (issue 12), else the audit's."""
     from cuda.tile.compilation import export_kernel
-    from . import _cutile
+    from tileprobe import _cutile
     vdir = tempfile.mkdtemp(prefix="v-", dir=_WORKER["tmp"])
     _cutile.configure_context(vdir, timeout_s or _WORKER["timeout_s"])
     out = os.path.join(vdir, "kernel.cubin")
@@ -348,7 +340,7 @@ def _compile_cubin(kernel, sig, variant: Variant, res: CompileResult, timeout_s:
         res.error = res.message = str(failed)
         res.fix = "a cubin this large is not read or stored; check the kernel (an unrolled loop?) or the compiler"
     elif failed is not None:
-        from .failure import classify
+        from tileprobe.compile.failure import classify
         env = calls[-1].cuda_env if calls else None
         res.fail(classify(failed, tileiras=res.tileiras_path, build=res.tileiras, compiler_env=env,
                           timeout_s=timeout_s or _WORKER["timeout_s"]))
@@ -398,12 +390,3 @@ def _repro_command(call) -> str:
         env += f" LD_LIBRARY_PATH={shlex.quote(call.env_ld_library_path)}"
     return f"env -u CUDA_HOME -u CUDA_PATH {env} " + " ".join(shlex.quote(a) for a in call.argv)
 
-
-# --- parent side: tileprobe.audit.pool -------------------------------------------------------------------------------
-
-def default_jobs() -> int:
-    """Worker processes to use: the CPUs this process may run on."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:
-        return max(1, os.cpu_count() or 1)

@@ -7,12 +7,12 @@ itself, an endless loop (no result within ``timeout_s`` of the last step: the ch
 more than :data:`OUTPUT_LIMIT_BYTES` of output, a crash of the interpreter. The parent receives, per file, a
 :class:`FileReport`: one :class:`ProbePlan` per probe (what planning needs: names, grids, hashes, the
 variants to leave out because their hints or ``args`` failed) and each error once, however many variants it hits.
-It arrives as data (:mod:`tileprobe.audit.wire`: JSON, never a pickle): a case value that is not data (an ``Enum``
+It arrives as data (:mod:`tileprobe.probe.wire`: JSON, never a pickle): a case value that is not data (an ``Enum``
 member, an object of the probe's own class) is that probe's error, with the fix, and is never unpickled here.
 
 The compile workers import the probe again to compile (they hold the kernel); they guard probe code the same way
-(:func:`tileprobe.audit.probe.probe_code_guard`) and a worker that dies or hangs is replaced
-(:mod:`tileprobe.audit.pool`).
+(:func:`tileprobe.probe.define.probe_code_guard`) and a worker that dies or hangs is replaced
+(:mod:`tileprobe.compile.pool`).
 """
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, fields
 from multiprocessing.connection import Connection, wait
 from typing import Any, Callable, Sequence
 
-from ..errors import ProbeError
+from tileprobe.errors import ProbeError
 
 #: Seconds one step of probe code may take in the loader (importing the file, importing its kernel, one call of
 #: ``args`` with its signature): importing TileGym with torch took 3-5 s on a loaded 2-core machine (2026-12-01).
@@ -46,10 +46,10 @@ OUTPUT_SHOWN_BYTES = 4096
 
 @dataclass
 class ProbePlan:
-    """What the parent needs of one probe, without its code (data only: :mod:`tileprobe.audit.wire`).
+    """What the parent needs of one probe, without its code (data only: :mod:`tileprobe.probe.wire`).
 
-    ``cases`` / ``hints``: name → values, as in :class:`~tileprobe.audit.probe.Probe`. ``skip``: variants to leave out
-    because their hints or ``args`` failed in the loader, as (case index | None, hint index | None, arch | None)
+    ``cases`` / ``hints``: name → values, as in :class:`~tileprobe.probe.define.Probe`. ``skip``: variants to leave
+    out because their hints or ``args`` failed in the loader, as (case index | None, hint index | None, arch | None)
     where None means "any". ``n_variants``: variants this probe plans for the requested targets, skips excluded
     (the whole grid when ``evaluated`` is False: it was larger than the audit's limit and was not tried).
     """
@@ -77,7 +77,7 @@ class ProbePlan:
         the arch's reference GPU's (:func:`tileprobe.model.cluster.reference_num_sms`)."""
         if "num_sms" not in self.args_context:
             return None
-        from ..model.cluster import reference_num_sms
+        from tileprobe.model.cluster import reference_num_sms
         return self.num_sms or reference_num_sms(arch)
 
     def compile_sha256(self, case_index: int, hint_index: int, arch: str) -> str:
@@ -140,8 +140,8 @@ def probe_targets(probe_archs: Sequence[str] | None, targets: Sequence[str]) -> 
 
 
 def _target_name(name: str) -> str:
-    from ..model.arch import check_target, get_arch
-    from ..errors import TileprobeError
+    from tileprobe.model.arch import check_target, get_arch
+    from tileprobe.errors import TileprobeError
     try:
         return check_target(name)
     except TileprobeError:
@@ -160,19 +160,19 @@ def code_sha256(kernel_sha256: str, signature_sha256: str) -> str:
 
 
 def signature_sha256(sig) -> str:
-    """SHA-256 of a cuTile ``KernelSignature`` as :func:`~tileprobe.audit.signature.describe_signature` reads it
+    """SHA-256 of a cuTile ``KernelSignature`` as :func:`~tileprobe.probe.signature.describe_signature` reads it
     (symbol, each parameter's kind, dtype, constraints, constant values)."""
-    from .signature import describe_signature
+    from tileprobe.probe.signature import describe_signature
     text = json.dumps([sig.symbol, describe_signature(sig)], sort_keys=True, default=repr)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
 def probe_code_sha256(probe, case: dict, hints: dict, arch: str, num_sms: int | None = None) -> str:
-    """:func:`code_sha256` of one variant of a loaded :class:`~tileprobe.audit.probe.Probe`, computed in this
+    """:func:`code_sha256` of one variant of a loaded :class:`~tileprobe.probe.define.Probe`, computed in this
     process (the in-process path of :func:`tileprobe.audit.pipeline.iter_variants`; audits use the loader
     child's :attr:`ProbePlan.signatures`). "" when the kernel, the hints or ``args`` fail."""
-    from .compile import effective_hints
-    from .signature import jit_signature
+    from tileprobe._cutile import effective_hints
+    from tileprobe.probe.signature import jit_signature
     try:
         kernel = probe.resolve_kernel()
         set_ = {k: v for k, v in hints.items() if v is not None}
@@ -219,7 +219,7 @@ class _Failures:
         self.path, self.groups = path, {}
 
     def add(self, what: str, exc: BaseException, label: str, line: int | None = None) -> None:
-        from .probe import _probe_error_from
+        from tileprobe.probe.define import _probe_error_from
         err = exc if isinstance(exc, ProbeError) and exc.lineno else _probe_error_from(exc, self.path, what)
         text = str(err)
         if line and not err.lineno:
@@ -246,16 +246,16 @@ def check_file(path: str, targets: Sequence[str], max_variants: int, stage: Call
     inference) for ``targets``; never raises for what the probe does. Runs in the loader child.
 
     ``cases`` / ``hints``: ``--case`` / ``--hint`` values replacing the probes' own
-    (:func:`tileprobe.audit.where.apply_overrides`; case names are checked by the parent, across all files).
+    (:func:`tileprobe.select.apply_overrides`; case names are checked by the parent, across all files).
     ``num_sms``: the SM count for ``args(..., num_sms=)`` (None: each arch's reference GPU's)."""
-    from .probe import NoProbeDefined, _probe_error_from, load_probes, probe_code_guard
+    from tileprobe.probe.define import NoProbeDefined, _probe_error_from, load_probes, probe_code_guard
     report = FileReport(os.path.abspath(path))
     stage("importing the probe file")
     try:
         with probe_code_guard():
             probes = load_probes(path)
         if cases or hints:
-            from .where import apply_overrides
+            from tileprobe.select import apply_overrides
             probes = apply_overrides(probes, cases, hints, check=False)
     except NoProbeDefined as e:
         report.no_probe = str(e)
@@ -274,7 +274,7 @@ def check_file(path: str, targets: Sequence[str], max_variants: int, stage: Call
 
 
 def _plan(p, targets, max_variants: int, stage, errors: list[str], num_sms: int | None = None) -> ProbePlan | None:
-    from .probe import describe_exception, probe_code_guard
+    from tileprobe.probe.define import describe_exception, probe_code_guard
     where = f"probe {p.label!r}"
     stage(f"{where}: importing its kernel {p.kernel!r}")
     try:
@@ -314,9 +314,9 @@ def _plan(p, targets, max_variants: int, stage, errors: list[str], num_sms: int 
 
 
 def plan_not_data(plan: ProbePlan) -> str | None:
-    """Why ``plan`` cannot cross to the tileprobe process as data (:mod:`tileprobe.audit.wire`): the first case or
+    """Why ``plan`` cannot cross to the tileprobe process as data (:mod:`tileprobe.probe.wire`): the first case or
     hint value (or name, arch, knob) that is not data, its place and the fix; None when it can."""
-    from . import wire
+    from tileprobe.probe import wire
     try:
         for name in ("cases", "hints", "knobs", "archs", "label", "timeout_s"):
             wire.encode(getattr(plan, name), name)
@@ -327,7 +327,7 @@ def plan_not_data(plan: ProbePlan) -> str | None:
 
 def _try_hints(p, kernel, where, stage, fails: _Failures, skip: set) -> dict:
     """The kernel with each hint combination (cuTile validates the values); a refused combination is skipped."""
-    from .probe import probe_code_guard
+    from tileprobe.probe.define import probe_code_guard
     kernels = {}
     for hi, h in enumerate(p.hint_grid()):
         label = "hints " + (",".join(f"{k}={v!r}" for k, v in h.items()) or "declared")
@@ -345,9 +345,9 @@ def _try_hints(p, kernel, where, stage, fails: _Failures, skip: set) -> dict:
 def _try_args(p, kernels: dict, targets, stage, fails: _Failures, skip: set, plan: ProbePlan) -> None:
     """Call ``args`` for every case (per target and hints when it takes them) and infer the signature from it;
     each signature's SHA-256 goes to ``plan.signatures`` (the store key, issue 27)."""
-    from .compile import effective_hints
-    from .probe import SpecArrays, context_kwargs, probe_code_guard
-    from .signature import jit_signature
+    from tileprobe._cutile import effective_hints
+    from tileprobe.probe.define import SpecArrays, context_kwargs, probe_code_guard
+    from tileprobe.probe.signature import jit_signature
     args_line = getattr(getattr(p.args, "__code__", None), "co_firstlineno", None)
     if not kernels:
         return
@@ -380,8 +380,8 @@ def _try_args(p, kernels: dict, targets, stage, fails: _Failures, skip: set, pla
 def child_main() -> None:
     """Entry of the loader child: ``python -c … FD JOB``; sends ("stage", text) messages and one ("report",
     FileReport) on the connection FD, then exits without running the probe's atexit handlers."""
-    from .procs import die_with_parent
-    from . import wire
+    from tileprobe.procs import die_with_parent
+    from tileprobe.probe import wire
     fd, job = int(sys.argv[1]), json.loads(sys.argv[2])
     die_with_parent(signal.SIGKILL, job["parent"])
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -391,10 +391,10 @@ def child_main() -> None:
     real_exit = os._exit
     conn = Connection(fd, readable=False)
     import cuda.tile  # noqa: F401  — not probe code: imported before the probe's clock starts
-    from . import probe, signature  # noqa: F401
+    from tileprobe.probe import define, signature  # noqa: F401
     if job["find_compiler"]:     # before any probe code; cuTile's lookup reads package metadata (seconds when busy)
         try:
-            from . import _cutile
+            from tileprobe import _cutile
             wire.send(conn, ("compiler", (str(_cutile.current_compiler()), "")))
         except Exception as e:   # noqa: BLE001 — no tileiras: the audit says so for the default compiler
             wire.send(conn, ("compiler", ("", str(e))))
@@ -404,10 +404,10 @@ def child_main() -> None:
                   check_file(job["path"], job["targets"], job["max_variants"], stage, job.get("cases"),
                              job.get("hints"), job.get("num_sms")))
     except BaseException as e:   # noqa: B036 — a tileprobe bug: still this file's error, not the audit's
-        from .probe import describe_exception
+        from tileprobe.probe.define import describe_exception
         report = FileReport(os.path.abspath(job["path"]), errors=[f"{job['path']}: loading failed inside tileprobe: "
                                                                   f"{describe_exception(e)}"])
-    try:   # data only (tileprobe.audit.wire): the parent never unpickles what probe code made
+    try:   # data only (tileprobe.probe.wire): the parent never unpickles what probe code made
         wire.send(conn, ("report", report_data(report)), "the probe file's report")
     except (wire.NotData, wire.WireError) as e:   # values _plan did not see (printed output, error texts)
         wire.send(conn, ("report", report_data(FileReport(report.path, errors=[
@@ -420,10 +420,10 @@ def child_main() -> None:
 
 def _run_task(job: dict, stage: Callable[[str], None]) -> FileReport:
     """In the loader child: run tileprobe's function ``job["task"]`` (``"tileprobe.mod:name"``) as
-    ``fn(path, stage, **args)`` with the arguments in the file ``job["task_args"]`` (a :mod:`tileprobe.audit.wire`
+    ``fn(path, stage, **args)`` with the arguments in the file ``job["task_args"]`` (a :mod:`tileprobe.probe.wire`
     message); it returns (data, errors) and guards the probe code it runs itself."""
     import importlib
-    from . import wire
+    from tileprobe.probe import wire
     module, _, name = job["task"].partition(":")
     if not module.startswith("tileprobe."):
         raise ValueError(f"not a tileprobe task: {job['task']!r}")
@@ -439,23 +439,23 @@ def run_probe_tasks(paths: Sequence[str], task: str, task_args: Sequence[dict], 
     (its timeouts per stage, output limit, crashes and exits as the file's errors). ``task_args``: one dict of data
     per path. Returns one :class:`FileReport` per path, its ``data`` what the task returned (None when it failed:
     then ``errors`` says why)."""
-    from .procs import owned_tempdir
+    from tileprobe.procs import owned_tempdir
     with owned_tempdir("load") as tmp:
         return load_probe_files(paths, (), tmp_root=tmp, jobs=jobs, timeout_s=timeout_s,
                                 task=(task, list(task_args)))
 
 
 def report_data(report: FileReport) -> dict:
-    """``report`` as a dict of data for :mod:`tileprobe.audit.wire` (its plans as dicts too)."""
+    """``report`` as a dict of data for :mod:`tileprobe.probe.wire` (its plans as dicts too)."""
     out = {f.name: getattr(report, f.name) for f in fields(FileReport)}
     out["plans"] = [{f.name: getattr(p, f.name) for f in fields(ProbePlan)} for p in report.plans]
     return out
 
 
 def report_from_data(data: Any, path: str) -> FileReport:
-    """The :class:`FileReport` of :func:`report_data`'s dict, read as data. Raises :class:`~tileprobe.audit.wire.
+    """The :class:`FileReport` of :func:`report_data`'s dict, read as data. Raises :class:`~tileprobe.probe.wire.
     WireError` for a dict of another shape (fields missing, extra or of the wrong type)."""
-    from . import wire
+    from tileprobe.probe import wire
     try:
         rep = _typed(FileReport, {**data, "plans": []})
         rep.plans = [_typed(ProbePlan, p) for p in data["plans"]]
@@ -484,7 +484,7 @@ def load_plans(paths: Sequence[str], targets: Sequence[str] = (), *,
                timeout_s: float = PROBE_TIMEOUT_S) -> tuple[list[ProbePlan], list[str]]:
     """The probes of ``paths`` as plans (names, cases, hints), loaded contained, without trying their ``args``: for
     commands that need the grid before an audit (gate's ``--where`` check). Returns (plans, errors)."""
-    from .procs import owned_tempdir
+    from tileprobe.procs import owned_tempdir
     with owned_tempdir("load") as tmp:
         reports = load_probe_files(paths, targets, tmp_root=tmp, timeout_s=timeout_s, max_variants=0)
     errors = [e for r in reports for e in ([r.no_probe] if r.no_probe else []) + r.errors]
@@ -493,7 +493,7 @@ def load_plans(paths: Sequence[str], targets: Sequence[str] = (), *,
 
 # --- parent side ------------------------------------------------------------------------------------------------------
 
-_BOOT = "from tileprobe.audit.contained import child_main; child_main()"
+_BOOT = "from tileprobe.probe.contained import child_main; child_main()"
 
 
 class _Loader:
@@ -503,7 +503,7 @@ class _Loader:
                  find_compiler: bool = False, overrides: tuple = (None, None), task: tuple | None = None,
                  num_sms: int | None = None):
         import tempfile
-        from . import wire
+        from tileprobe.probe import wire
         r, w = os.pipe()
         tmp = tempfile.mkdtemp(prefix="load-", dir=tmp_root)
         job = {"path": path, "targets": list(targets), "max_variants": max_variants, "parent": os.getpid(),
@@ -516,7 +516,7 @@ class _Loader:
         env = dict(os.environ)
         pkg_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env["PYTHONPATH"] = os.pathsep.join([pkg_root, *filter(None, [env.get("PYTHONPATH")])])
-        from .zygote import start_loader
+        from tileprobe.probe.zygote import start_loader
         try:
             self.proc = start_loader(job, w, env) or subprocess.Popen(   # forked warm, else a fresh Python
                 [sys.executable, "-c", _BOOT, str(w), json.dumps(job)], pass_fds=(w,),
@@ -524,7 +524,7 @@ class _Loader:
                                          start_new_session=True, env=env)
         finally:
             os.close(w)
-        from .procs import guard
+        from tileprobe.procs import guard
         guard(self.proc.pid)      # ended with its group even if tileprobe is SIGKILLed (issue 25)
         self.path, self.timeout_s = path, timeout_s
         self.msgs: Connection | None = Connection(r, writable=False)
@@ -548,7 +548,7 @@ class _Loader:
                 self.error = (f"{self.path}: printed more than {OUTPUT_LIMIT_BYTES:,} bytes while {self.stage} and was "
                               f"stopped; remove the prints (first line: {self._first_line()!r})")
         if self.msgs is not None and self.msgs in ready:
-            from . import wire
+            from tileprobe.probe import wire
             try:
                 kind, payload = wire.recv(self.msgs)   # data only: nothing the child sends is unpickled
                 if kind == "stage" and type(payload) is str:
@@ -596,7 +596,7 @@ class _Loader:
     def kill(self) -> None:
         """SIGKILL the child, its descendants and its process group (the group outlives a loader that has ended:
         what the probe started and left running is in it, unless it made a session of its own)."""
-        from .procs import kill_tree
+        from tileprobe.procs import kill_tree
         kill_tree(self.proc.pid)
         if self.proc.pid != os.getpgrp():
             with contextlib.suppress(OSError):      # the child is not reaped yet: its group id is still its own
@@ -604,9 +604,9 @@ class _Loader:
 
     def result(self) -> FileReport:
         """The report (after :attr:`finished` or a timeout); kills the child and its process group."""
-        from ..schema import exit_text
+        from tileprobe.schema import exit_text
         timed_out = not self.finished
-        from .procs import unguard
+        from tileprobe.procs import unguard
         self._drain()
         self.kill()
         status = self.proc.wait()
@@ -639,7 +639,7 @@ def load_probe_files(paths: Sequence[str], targets: Sequence[str], *, tmp_root: 
     ``--hint`` overrides, ``num_sms`` the SM count for ``args`` (:func:`check_file`); ``task``: (tileprobe
     function, one argument dict per path) to run instead of :func:`check_file` (:func:`run_probe_tasks`). Ctrl-C
     stops the children and propagates."""
-    from .compile import default_jobs
+    from tileprobe.procs import default_jobs
     jobs = max(1, jobs or default_jobs())
     todo = list(enumerate(paths))
     running: dict[int, _Loader] = {}
@@ -662,6 +662,6 @@ def load_probe_files(paths: Sequence[str], targets: Sequence[str], *, tmp_root: 
         for loader in running.values():
             loader.kill()
             loader.proc.wait()
-            from .procs import unguard
+            from tileprobe.procs import unguard
             unguard(loader.proc.pid)
     return reports

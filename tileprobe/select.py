@@ -19,7 +19,7 @@ import json
 import re
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..errors import UsageError
+from tileprobe.errors import UsageError
 
 __all__ = ["WhereError", "parse_where", "parse_value", "split_items", "same_value", "matches", "select",
            "check_names", "no_match_message", "parse_overrides", "apply_overrides", "format_value", "check_overrides",
@@ -217,7 +217,7 @@ def apply_overrides(probes: Sequence, cases: Mapping[str, list] | None = None,
 
     A case name no probe has is refused (its ``args`` would not know it; ``check=False`` leaves that to the caller,
     e.g. the loader of one file among several); a hint is checked by
-    :class:`~tileprobe.audit.probe.Probe` (the kernel hints cuTile takes).
+    :class:`~tileprobe.probe.define.Probe` (the kernel hints cuTile takes).
 
     Raises:
         WhereError: a case constant none of the probes declares. ProbeError: a hint cuTile does not take.
@@ -238,14 +238,14 @@ def apply_overrides(probes: Sequence, cases: Mapping[str, list] | None = None,
 
 
 def check_overrides(cases: Mapping[str, list] | None, hints: Mapping[str, list] | None) -> None:
-    """Refuse ``--hint`` names and values cuTile would refuse (:func:`tileprobe.audit.probe.check_hints`), before any
+    """Refuse ``--hint`` names and values cuTile would refuse (:func:`tileprobe.model.hints.check_hints`), before any
     probe is loaded. (``--case`` names are checked against the probes: :func:`check_case_names`.)
 
     Raises:
         WhereError: the hint, the value and the allowed ones.
     """
-    from ..errors import ProbeError
-    from .probe import check_hints
+    from tileprobe.errors import ProbeError
+    from tileprobe.model.hints import check_hints
     try:
         check_hints({k: list(v) for k, v in (hints or {}).items()})
     except ProbeError as e:
@@ -253,7 +253,7 @@ def check_overrides(cases: Mapping[str, list] | None, hints: Mapping[str, list] 
 
 
 def check_case_names(cases: Mapping[str, list] | None, probes: Sequence) -> None:
-    """Refuse ``--case`` names that none of ``probes`` (:class:`~tileprobe.audit.probe.Probe` s or plans) declares.
+    """Refuse ``--case`` names that none of ``probes`` (:class:`~tileprobe.probe.define.Probe` s or plans) declares.
 
     Raises:
         WhereError: naming them and the case constants there are.
@@ -272,7 +272,7 @@ def case_selector(where: Mapping[str, Any] | None, probes: Sequence, option: str
     Raises:
         WhereError: a name that is neither a case constant, a kernel hint nor a per-load knob.
     """
-    from .probe import KERNEL_HINTS, LOAD_KNOBS
+    from tileprobe.model.hints import KERNEL_HINTS, LOAD_KNOBS
     where = dict(where or {})
     if not where:
         return None

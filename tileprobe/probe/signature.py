@@ -9,7 +9,7 @@ So the audit does not write signatures by hand: it describes each array (:class:
 strides in elements, alignment of the base address in bytes) and asks cuTile itself, through its public
 ``KernelSignature.from_kernel_args``, what JIT would infer. ``ArraySpec`` is a fake device array that speaks
 DLPack (``__dlpack__`` / ``__dlpack_device__``, device kDLCUDA) and owns no memory; the fake driver in
-:mod:`tileprobe.audit._cutile` answers the few driver queries inference makes.
+:mod:`tileprobe._cutile` answers the few driver queries inference makes.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from ctypes import POINTER, Structure, c_int32, c_int64, c_uint8, c_uint16, c_ui
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from ..errors import ProbeError
+from tileprobe.errors import ProbeError
 
 #: DLPack dtype (code, bits) per dtype name. Codes from dlpack.h v1.1 (DLDataTypeCode):
 #: kDLInt 0, kDLUInt 1, kDLFloat 2, kDLBfloat 4, kDLBool 6, kDLFloat8_e4m3fn 10, kDLFloat8_e5m2 12,
@@ -214,7 +214,7 @@ def jit_signature(kernel, args: Sequence[Any]):
             is cuTile's.
     """
     from cuda.tile.compilation import CallingConvention, KernelSignature
-    from . import _cutile
+    from tileprobe import _cutile
     _cutile.install_fake_driver()
     args = tuple(args)
     assign_addresses(args)

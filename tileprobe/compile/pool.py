@@ -4,12 +4,12 @@ replaced (issue 9, items 4, 5 and 7).
 * **Streamed.** Variants come from an iterator and at most ``jobs`` are in flight: a grid is never one queue of
   futures in memory (a 10^6-variant grid took 3 GB in ``concurrent.futures``, issue 9).
 * **A deadline per variant.** Probe code, cuTile's front end, tileiras and nvdisasm together get the variant's
-  compiler timeout plus :data:`~tileprobe.audit.contained.PROBE_TIMEOUT_S`,
+  compiler timeout plus :data:`~tileprobe.probe.contained.PROBE_TIMEOUT_S`,
   :data:`~tileprobe.model.sass.NVDISASM_TIMEOUT_S` and :data:`SLACK_S`; past it the worker and every process it
   started are killed, the variant is a ``timeout`` and a fresh worker takes the next one.
 * **The width is kept.** A worker that dies (a crash in cuTile's extension) fails only the variant it held
   (``compiler_crash``, with the signal), and the next variant starts a new worker: a sweep never turns serial.
-* **No orphans.** Workers run in their own session with a parent-death signal (:mod:`tileprobe.audit.procs`);
+* **No orphans.** Workers run in their own session with a parent-death signal (:mod:`tileprobe.procs`);
   Ctrl-C, a SIGTERM/SIGHUP turned into an exception, or a consumer that stops early kill every worker and its
   compilers at once. The worker also sees end-of-file on its pipe when the parent is gone.
 """
@@ -26,20 +26,21 @@ from dataclasses import dataclass
 from multiprocessing.connection import wait
 from typing import Iterable, Iterator
 
-from ..errors import ToolchainError
-from .compile import DEFAULT_TIMEOUT_S, CompileResult, Variant, default_jobs
+from tileprobe.errors import ToolchainError
+from tileprobe.compile.job import DEFAULT_TIMEOUT_S, CompileResult, Variant
+from tileprobe.procs import default_jobs
 
 #: Seconds allowed beyond a variant's own timeouts (worker bookkeeping, reading the cubin, a loaded machine).
 SLACK_S = 30.0
 
 
 def worker_main(conn, initargs: tuple, parent_pid: int) -> None:
-    """A compile worker: set up (:func:`tileprobe.audit.compile._init_worker`), say ("ready", info) or
+    """A compile worker: set up (:func:`tileprobe.compile.job._init_worker`), say ("ready", info) or
     ("init_error", text), then answer each variant received with ("result", CompileResult) until None or
     end-of-file (the parent is gone)."""
-    from . import wire
-    from .compile import _init_worker, compile_one, result_data
-    from .procs import die_with_parent
+    from tileprobe.probe import wire
+    from tileprobe.compile.job import _init_worker, compile_one, result_data
+    from tileprobe.procs import die_with_parent
     import tempfile
     tempfile.tempdir = initargs[3]                 # before cuTile's import makes its own temp folder (kept on a kill)
     die_with_parent(signal.SIGKILL, parent_pid)    # not SIGTERM: probe code could ignore it (issue 25); the compilers
@@ -57,7 +58,7 @@ def worker_main(conn, initargs: tuple, parent_pid: int) -> None:
         return
     wire.send(conn, ("ready", info))
     try:
-        while True:   # the parent sends variants (its own objects); we send back data only (tileprobe.audit.wire)
+        while True:   # the parent sends variants (its own objects); we send back data only (tileprobe.probe.wire)
             try:
                 variant = conn.recv()
             except (EOFError, OSError):
@@ -66,18 +67,18 @@ def worker_main(conn, initargs: tuple, parent_pid: int) -> None:
                 return
             wire.send(conn, ("result", result_data(compile_one(variant))), "the compile result")
     finally:   # what probe code started (a Popen at import) and left running ends with the worker
-        from .procs import kill_tree
+        from tileprobe.procs import kill_tree
         kill_tree(os.getpid(), include_self=False)
 
 
 def variant_limit_s(v: Variant, timeout_s: float, fresh: bool = True) -> float:
     """Seconds one compile of ``v`` may take in a worker before it is stopped: probe code
-    (:data:`~tileprobe.audit.contained.PROBE_TIMEOUT_S`), the compiler (``v.timeout_s`` or ``timeout_s``), nvdisasm
+    (:data:`~tileprobe.probe.contained.PROBE_TIMEOUT_S`), the compiler (``v.timeout_s`` or ``timeout_s``), nvdisasm
     and :data:`SLACK_S`; a ``fresh`` worker also starts and asks tileiras its version and targets. The same deadline
     bounds a Ray compile task (:mod:`tileprobe.exec.ray_exec`) and a store claim's lease."""
-    from ..model.sass import NVDISASM_TIMEOUT_S
-    from ._cutile import tool_timeout_s
-    from .contained import PROBE_TIMEOUT_S
+    from tileprobe.model.sass import NVDISASM_TIMEOUT_S
+    from tileprobe._cutile import tool_timeout_s
+    from tileprobe.probe.contained import PROBE_TIMEOUT_S
     limit = PROBE_TIMEOUT_S + (v.timeout_s or timeout_s) + NVDISASM_TIMEOUT_S + SLACK_S
     return limit + (2 * tool_timeout_s() if fresh else 0.0)
 
@@ -93,7 +94,7 @@ class _Worker:
 
 
 class WorkerPool:
-    """``jobs`` compile workers for one tileiras (``initargs`` of :func:`~tileprobe.audit.compile._init_worker`)."""
+    """``jobs`` compile workers for one tileiras (``initargs`` of :func:`~tileprobe.compile.job._init_worker`)."""
 
     def __init__(self, jobs: int, initargs: tuple, timeout_s: float):
         self.jobs, self.initargs, self.timeout_s = max(1, jobs), initargs, timeout_s
@@ -101,14 +102,14 @@ class WorkerPool:
         self.started = 0          # workers started (a benchmark and the tests read it)
 
     def _start(self) -> _Worker:
-        from .zygote import start_worker
+        from tileprobe.probe.zygote import start_worker
         parent_end, child_end = self.ctx.Pipe()
         p = start_worker(child_end, self.initargs)     # forked from the warm zygote (issue 22), else spawned
         if p is None:
             p = self.ctx.Process(target=worker_main, args=(child_end, self.initargs, os.getpid()), daemon=True)
             with _no_main_reimport():
                 p.start()
-        from .procs import guard
+        from tileprobe.procs import guard
         guard(p.pid)
         child_end.close()
         self.started += 1
@@ -162,8 +163,8 @@ class WorkerPool:
             busy[w.conn] = w
 
     def _receive(self, w: _Worker, busy: dict, idle: list) -> list[CompileResult]:
-        from . import wire
-        from .compile import result_from_data
+        from tileprobe.probe import wire
+        from tileprobe.compile.job import result_from_data
         try:
             kind, payload = wire.recv(w.conn)      # data only: nothing a worker (probe code ran there) sends is unpickled
             if kind == "result":
@@ -187,14 +188,15 @@ class WorkerPool:
         return [payload]
 
     def _dead(self, w: _Worker) -> CompileResult:
-        from ..schema import exit_text
+        from tileprobe.schema import exit_text
         w.process.join(timeout=10)          # its pipe closed: it is ending; under load reaping can lag
         status = exit_text(w.process.exitcode)
         self._kill(w)
         if not w.ready:
             raise ToolchainError(f"a compile worker died while starting ({status}): cuTile or tileiras cannot load "
                                  "here; run `tileprobe doctor`")
-        from .failure import dead_worker   # what it was doing (its phase file): probe code, or the compile
+        # what it was doing (its phase file): probe code, or the compile
+        from tileprobe.compile.failure import (dead_worker)
         failure = dead_worker(w.variant, self.initargs[3], w.process.pid, status)
         return CompileResult(w.variant, "compiler_crash").fail(failure)
 
@@ -218,7 +220,7 @@ class WorkerPool:
 
     @staticmethod
     def _kill(w: _Worker) -> None:
-        from .procs import kill_tree, unguard
+        from tileprobe.procs import kill_tree, unguard
         if w.process.pid is not None:
             kill_tree(w.process.pid)
             with contextlib.suppress(OSError):     # what probe code started in its session, the worker ended or not
@@ -251,18 +253,18 @@ def compile_variants(variants: Iterable[Variant], *, tileiras: str | None = None
         variants: any iterable (a generator is read as workers free up).
         tileiras: path of the tileiras binary (``None``: the one cuTile would pick).
         lib_dirs: library folders for that tileiras (libnvvm).
-        jobs: parallel workers (default: :func:`~tileprobe.audit.compile.default_jobs`).
+        jobs: parallel workers (default: :func:`~tileprobe.compile.job.default_jobs`).
         timeout_s: per-variant compiler timeout in seconds (a probe's ``timeout_s`` wins).
         artifact_root: where failed variants keep their bytecode (default:
-            :func:`~tileprobe.audit.compile.failed_artifacts_dir`).
+            :func:`~tileprobe.compile.job.failed_artifacts_dir`).
         with_sass: also disassemble each cubin in the worker (nvdisasm) for :mod:`tileprobe.model.sass` traits.
         tmp_root: the folder the workers work in (default: a temp folder of this call, removed at the end).
 
     Raises:
         ToolchainError: the workers cannot start with this tileiras.
     """
-    from .compile import failed_artifacts_dir
-    from .procs import owned_tempdir
+    from tileprobe.compile.job import failed_artifacts_dir
+    from tileprobe.procs import owned_tempdir
     artifact_root = artifact_root or failed_artifacts_dir()   # here: a worker's temp folder is the audit's own
     with contextlib.ExitStack() as stack:
         if tmp_root is None:

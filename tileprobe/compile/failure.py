@@ -29,9 +29,10 @@ import re
 import subprocess
 from dataclasses import dataclass
 
-from ..model.toolkit import TRAP, cuda_root, environment_trap
-from ..schema import (BROKEN_ENVIRONMENT, COMPILE_ERROR, COMPILER_CRASH, FAILURE_FIXES, FAILURE_STATUS, PROBE_ERROR,
-                      TIMEOUT, UNSUPPORTED_FEATURE, UNSUPPORTED_TARGET, meaningful_lines, signal_text)
+from tileprobe.model.toolkit import TRAP, cuda_root, environment_trap
+from tileprobe.schema import (BROKEN_ENVIRONMENT, COMPILE_ERROR, COMPILER_CRASH, FAILURE_FIXES, FAILURE_STATUS,
+                              PROBE_ERROR, TIMEOUT, UNSUPPORTED_FEATURE, UNSUPPORTED_TARGET, meaningful_lines,
+                              signal_text)
 
 _TARGET_REFUSED = re.compile(r"Cannot find option named '(sm_\d+[a-z]?)'")
 _REQUIRES = re.compile(r"requires tileiras (\d+\.\d+)")

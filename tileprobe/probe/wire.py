@@ -24,7 +24,7 @@ MAX_DEPTH = 64
 #: Most decimal digits of one int (Python's own default limit for int/str conversion is 4,300).
 MAX_INT_DIGITS = 4300
 #: Largest message, in bytes of JSON text: a compile result carries its cubin (at most
-#: :data:`tileprobe.audit.compile.MAX_CUBIN_BYTES`, 64 MiB) as base64, a third larger.
+#: :data:`tileprobe.compile.job.MAX_CUBIN_BYTES`, 64 MiB) as base64, a third larger.
 MAX_MESSAGE_BYTES = 96 << 20
 
 _SCALARS = (type(None), bool, int, float, str)
@@ -48,7 +48,7 @@ def _short_repr(v: Any) -> str:
         text = repr(v)
     except Exception:   # noqa: BLE001 — a hostile __repr__: the type names it
         text = f"<{type(v).__name__} object>"
-    text = re.sub(r"\btileprobe_probe_\d+\.", "", text)      # a probe file's module name (audit/probe.py)
+    text = re.sub(r"\btileprobe_probe_\d+\.", "", text)      # a probe file's module name (probe/define.py)
     return text if len(text) <= 80 else text[:77] + "..."
 
 

@@ -33,7 +33,7 @@ PR_SET_PDEATHSIG = 1
 OWNER_MARKER = ".tileprobe-owner"
 #: Prefix of the temp folders tileprobe owns (under :func:`tempfile.gettempdir`).
 TEMP_PREFIX = "tileprobe-"
-#: ``os._exit`` as it was at import: probe code may have it replaced (:func:`tileprobe.audit.probe.probe_code_guard`)
+#: ``os._exit`` as it was at import: probe code may have it replaced (:func:`tileprobe.probe.define.probe_code_guard`)
 #: while a signal handler here must really end the process.
 _REAL_EXIT = os._exit
 
@@ -298,3 +298,11 @@ def owned_tempdir(kind: str = "audit") -> Iterator[str]:
         yield path
     finally:
         remove_owned_tempdir(path)
+
+
+def default_jobs() -> int:
+    """Worker processes to use: the CPUs this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:
+        return max(1, os.cpu_count() or 1)

@@ -3,7 +3,7 @@
 Two audits on one store used to compile everything twice. Now each variant is claimed in the store just before
 it is handed to a compile worker (the pool and the Ray executor read their variants lazily, so "just before" is
 "at dispatch"): :meth:`tileprobe.store.Store.claim` in one ``BEGIN IMMEDIATE`` transaction, with a lease of the
-variant's compile deadline (:func:`tileprobe.audit.pool.variant_limit_s`). A variant another live process holds is
+variant's compile deadline (:func:`tileprobe.compile.pool.variant_limit_s`). A variant another live process holds is
 not compiled here: its result is awaited by polling the store (:meth:`Claims.settle`); a claim whose owner died or
 whose lease passed is taken over and compiled here.
 
@@ -15,8 +15,8 @@ from __future__ import annotations
 import time
 from typing import Callable, Iterable, Iterator
 
-from .compile import Variant
-from .pool import variant_limit_s
+from tileprobe.compile.job import Variant
+from tileprobe.compile.pool import variant_limit_s
 
 #: Seconds between two looks at the store while waiting for another process's compiles.
 POLL_S = 0.5

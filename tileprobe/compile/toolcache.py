@@ -73,7 +73,7 @@ def _stat(path: str) -> list | None:
 
 def _lookup_inputs() -> str:
     """What cuTile's default-compiler lookup depends on, as one text (module doc)."""
-    from . import _cutile
+    from tileprobe import _cutile
     env = [os.environ.get(k, "") for k in ("PATH", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH")]
     # sys.path[0] is the script's folder or the cwd: it differs per command and holds no installed package
     folders = [(p, (_stat(p) or [None, None])[1]) for p in sorted(set(sys.path[1:])) if p and os.path.isdir(p)]

@@ -33,8 +33,8 @@ from typing import Callable, Iterator
 
 #: Modules the zygote imports before forking anything (0.1-0.3 s): cuTile's front (``import cuda.tile`` does not
 #: import torch in cuda-tile 1.7.0) and tileprobe's loader and worker side.
-PRELOAD = ("cuda.tile", "tileprobe.audit.probe", "tileprobe.audit.signature", "tileprobe.audit.compile",
-           "tileprobe.audit.contained", "tileprobe.audit.pool")
+PRELOAD = ("cuda.tile", "tileprobe.probe.define", "tileprobe.probe.signature", "tileprobe.compile.job",
+           "tileprobe.probe.contained", "tileprobe.compile.pool")
 #: Modules it imports before forking the first compile worker, or the loader of a probe file that looks like it
 #: needs torch (:func:`needs_torch`): cuTile's compiler side, which imports torch (``foreign_dtype_object_to_native``
 #: at import; 2.06 s of the 2-core machine). Not while idle: an import blocks the zygote, and a loader asked for
@@ -44,7 +44,7 @@ HEAVY = ("cuda.tile._compile",)
 #: Seconds to wait for the zygote to import :data:`PRELOAD` before giving up on it (a fresh process then starts).
 READY_TIMEOUT_S = 120.0
 _MAX_MSG = 1 << 22
-_BOOT = "from tileprobe.audit.zygote import zygote_main; zygote_main()"
+_BOOT = "from tileprobe.probe.zygote import zygote_main; zygote_main()"
 
 _current: "Zygote | None" = None
 _depth = 0
@@ -98,7 +98,7 @@ class Zygote:
         pkg_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env["PYTHONPATH"] = os.pathsep.join([pkg_root, *filter(None, [env.get("PYTHONPATH")])])
         self.key = _env_key()
-        from .procs import make_owned_tempdir
+        from tileprobe.procs import make_owned_tempdir
         # the zygote's temp folder is this process's: removed by close() however the zygote ended, and by the next
         # run's sweep when this process is SIGKILLed (a folder the zygote owned could lose its marker mid-removal)
         self.tmp = make_owned_tempdir("zygote")
@@ -108,7 +108,7 @@ class Zygote:
                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                          start_new_session=True, env=env)
         except OSError:
-            from .procs import remove_owned_tempdir
+            from tileprobe.procs import remove_owned_tempdir
             remove_owned_tempdir(self.tmp)
             parent.close()
             raise
@@ -155,7 +155,7 @@ class Zygote:
 
     def _died(self) -> None:
         """The zygote ended: its children got their parent-death signals; say so and make sure."""
-        from .procs import kill_tree
+        from tileprobe.procs import kill_tree
         self.dead = True
         for pid, child in list(self.children.items()):
             kill_tree(pid)
@@ -232,7 +232,7 @@ class Zygote:
                 os.kill(self.pid, signal.SIGKILL)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout=5)
-        from .procs import remove_owned_tempdir, sweep_leftovers
+        from tileprobe.procs import remove_owned_tempdir, sweep_leftovers
         remove_owned_tempdir(self.tmp)
         sweep_leftovers()   # those of zygotes whose command was SIGKILLed (their marker's owner was perhaps not yet
         #                     reaped when this command's start swept)
@@ -278,7 +278,7 @@ def current() -> Zygote | None:
 
 
 def start_loader(job: dict, msg_fd: int, env: dict) -> ZygoteProcess | None:
-    """A probe loader (:func:`tileprobe.audit.contained.child_main`) forked from the zygote, its output on a pipe
+    """A probe loader (:func:`tileprobe.probe.contained.child_main`) forked from the zygote, its output on a pipe
     (``.stdout``); None when there is no zygote (the caller starts ``python -c`` as before)."""
     z = current()
     if z is None:
@@ -304,7 +304,7 @@ def needs_torch(path: str) -> bool:
 
 
 def start_worker(conn, initargs: tuple) -> ZygoteProcess | None:
-    """A compile worker (:func:`tileprobe.audit.pool.worker_main`) forked from the zygote, talking on ``conn``'s
+    """A compile worker (:func:`tileprobe.compile.pool.worker_main`) forked from the zygote, talking on ``conn``'s
     other end; None when there is no zygote (the pool spawns one as before)."""
     z = current()
     if z is None:
@@ -323,7 +323,7 @@ def zygote_main() -> None:
     imported before the first request that needs it."""
     import importlib
     import tempfile
-    from .procs import die_with_parent
+    from tileprobe.procs import die_with_parent
     sock = socket.socket(fileno=int(sys.argv[1]))
     die_with_parent(signal.SIGKILL, int(sys.argv[2]))
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -433,8 +433,8 @@ def _fork(sock, req: dict, fds: list[int], reaper: _Reaper) -> None:
 
 
 def _loader_entry(fds: list[int], job: dict) -> None:
-    """A probe loader in a zygote's child: :func:`tileprobe.audit.contained.child_main` with its usual argv."""
-    child_main = _function("tileprobe.audit.contained:child_main")
+    """A probe loader in a zygote's child: :func:`tileprobe.probe.contained.child_main` with its usual argv."""
+    child_main = _function("tileprobe.probe.contained:child_main")
     os.setsid()                   # as the loader's Popen(start_new_session=True)
     job = dict(job, parent=os.getppid())
     sys.argv = ["-c", str(fds[0]), __import__("json").dumps(job)]
@@ -442,9 +442,9 @@ def _loader_entry(fds: list[int], job: dict) -> None:
 
 
 def _worker_entry(fds: list[int], initargs: tuple) -> None:
-    """A compile worker in a zygote's child: :func:`tileprobe.audit.pool.worker_main` on the received pipe."""
+    """A compile worker in a zygote's child: :func:`tileprobe.compile.pool.worker_main` on the received pipe."""
     from multiprocessing.connection import Connection
-    worker_main = _function("tileprobe.audit.pool:worker_main")
+    worker_main = _function("tileprobe.compile.pool:worker_main")
     worker_main(Connection(fds[0]), initargs, os.getppid())
 
 
