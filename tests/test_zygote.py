@@ -127,3 +127,57 @@ def test_which_probe_files_get_a_loader_forked_after_torch(tmp_path):
         f.write_text(text)
         assert needs_torch(str(f)) is want, text
     assert needs_torch(str(tmp_path / "missing.py")) is False
+
+
+def _worker_torch_states(monkeypatch) -> list:
+    """Whether each compile worker the zygote forked was asked for torch-free (the request's flag)."""
+    from tileprobe.probe import zygote
+    flags = []
+    real = zygote.Zygote.start
+
+    def spy(self, entry, *a, **kw):
+        if entry == "_worker_entry":
+            flags.append(self.torch_free)
+        return real(self, entry, *a, **kw)
+    monkeypatch.setattr(zygote.Zygote, "start", spy)
+    return flags
+
+
+def test_compile_workers_of_probes_without_torch_start_from_a_cuTile_imported_without_it(monkeypatch):
+    """No loader saw torch imported: the zygote imports cuda.tile._compile with torch unimportable (1.9 of its
+    2.2 s here), and the cubins are those of workers that imported torch (TILEPROBE_TORCH_FREE=0)."""
+    from tileprobe.audit import audit
+    flags = _worker_torch_states(monkeypatch)
+    fast = audit([PROBE], ["sm_90"], jobs=2)
+    assert flags == [True, True]
+    monkeypatch.setenv("TILEPROBE_TORCH_FREE", "0")
+    flags.clear()
+    slow = audit([PROBE], ["sm_90"], jobs=2)
+    assert flags == [False, False]
+    assert len(fast.records) == 4 and all(r.ok for r in fast.records)
+    assert sorted((str(r.case), str(r.hints), r.cubin_sha256) for r in fast.records) == \
+        sorted((str(r.case), str(r.hints), r.cubin_sha256) for r in slow.records)
+
+
+def test_a_probe_that_imports_torch_gets_workers_with_torch(tmp_path, monkeypatch):
+    """Its loader saw torch imported: the workers' cuTile knows torch dtypes (they are not torch-free)."""
+    from tileprobe.audit import audit
+    (tmp_path / "p.py").write_text("import torch  # noqa: F401\n" + open(PROBE).read().replace(
+        "__file__", repr(PROBE)))
+    flags = _worker_torch_states(monkeypatch)
+    res = audit([str(tmp_path / "p.py")], ["sm_90"], jobs=1)
+    assert flags == [False] and all(r.ok for r in res.records), [r.error for r in res.records]
+
+
+def test_probe_code_that_imports_torch_only_in_a_torch_free_worker_is_a_broken_environment(tmp_path):
+    """The loader did not import torch, the compile worker did: its cuTile cannot know torch dtypes, so the variant
+    fails naming the switch, instead of compiling with dtypes misread."""
+    from tileprobe.audit import audit
+    src = open(PROBE).read().replace("__file__", repr(PROBE))
+    (tmp_path / "p.py").write_text(
+        "import importlib\nfrom tileprobe.probe.zygote import torch_blocked\n"
+        "if torch_blocked():\n    importlib.import_module('torch')   # not seen by needs_torch's look at the text\n" + src)
+    res = audit([str(tmp_path / "p.py")], ["sm_90"], jobs=1)
+    assert len(res.records) == 4
+    assert {(r.status, r.failure) for r in res.records} == {("compile_error", "broken_environment")}
+    assert "TILEPROBE_TORCH_FREE=0" in res.records[0].fix and "imported torch" in res.records[0].error

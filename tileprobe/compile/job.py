@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
+import sys
 import tempfile
 import time
 import traceback
@@ -258,6 +259,13 @@ def compile_one(variant: Variant) -> CompileResult:
                     variant.case_dict, arch=variant.arch, hints=dict(res.effective_hints), num_sms=variant.num_sms))
         sig = _WORKER["sigs"][sig_key]
         res.symbol, res.signature = sig.symbol, describe_signature(sig)
+        _check_torch_free(variant)
+    except TorchNeeded as e:
+        res.status, res.failure, res.error = "compile_error", "broken_environment", str(e)
+        res.message, res.fix = str(e), str(e).rpartition("; ")[2]
+        mark_phase(root, None)
+        res.total_s = time.perf_counter() - t0
+        return res
     except BaseException as e:  # noqa: B036 — probe code failed (sys.exit, os._exit too), or cuTile refused it
         _probe_failed(res, e, phase)
         mark_phase(root, None)
@@ -272,6 +280,21 @@ def compile_one(variant: Variant) -> CompileResult:
         res.sass = sass_summary(res.cubin, res.symbol)
     res.total_s = time.perf_counter() - t0
     return res
+
+
+class TorchNeeded(Exception):
+    """Probe code imported torch in a compile worker whose cuTile was imported without it."""
+
+
+def _check_torch_free(variant: Variant) -> None:
+    """Raise :class:`TorchNeeded` when this worker's cuTile was imported without torch
+    (:func:`tileprobe.probe.zygote.torch_blocked`) and the probe's code imported torch after all (its loader did
+    not): cuTile would not know torch dtypes here."""
+    from tileprobe.probe.zygote import TORCH_FREE_ENV, torch_blocked
+    if torch_blocked() and "torch" in sys.modules:
+        raise TorchNeeded(f"{variant.probe_path} imported torch in a compile worker although its loader did not "
+                          f"(the worker's cuTile was imported without torch to start faster); audit again with "
+                          f"{TORCH_FREE_ENV}=0")
 
 
 def _undo_probe_state() -> None:

@@ -120,6 +120,8 @@ class FileReport:
     default_tileiras: str = ""    # the tileiras cuTile picks here (the parent never imports cuTile itself)
     default_tileiras_error: str = ""
     data: Any = None              # what a task (run_probe_tasks) returned, as data
+    uses_torch: bool = True       # torch was imported in the loader once its probes were loaded (issue 22: False
+    #                               lets compile workers start from a cuTile imported without torch)
 
 
 def _cross(grid) -> list[dict]:
@@ -270,6 +272,7 @@ def check_file(path: str, targets: Sequence[str], max_variants: int, stage: Call
         plan = _plan(p, targets, max_variants, stage, report.errors, num_sms)
         if plan is not None:
             report.plans.append(plan)
+    report.uses_torch = "torch" in sys.modules
     return report
 
 

@@ -41,6 +41,8 @@ PRELOAD = ("cuda.tile", "tileprobe.probe.define", "tileprobe.probe.signature", "
 #: meanwhile would wait for it (6 s under load, 2026-12-02). A warm audit or tune of probes that need neither
 #: (examples/rms_norm.py), every variant stored, never imports it.
 HEAVY = ("cuda.tile._compile",)
+#: ``TILEPROBE_TORCH_FREE=0``: always import :data:`HEAVY` with torch (see :func:`allow_torch_free`).
+TORCH_FREE_ENV = "TILEPROBE_TORCH_FREE"
 #: Seconds to wait for the zygote to import :data:`PRELOAD` before giving up on it (a fresh process then starts).
 READY_TIMEOUT_S = 120.0
 _MAX_MSG = 1 << 22
@@ -120,6 +122,7 @@ class Zygote:
         self.exits: dict[int, int] = {}      # exits read before their start was registered
         self.lock = threading.RLock()
         self._replies: list = []
+        self.torch_free = False   # compile workers may start from a cuTile imported without torch (allow_torch_free)
 
     # --- messages ----------------------------------------------------------------------------------------------
     def pump(self, timeout: float) -> None:
@@ -186,7 +189,8 @@ class Zygote:
             if stdout:
                 out_r, out_w = os.pipe()
             req = {"entry": entry, "args": args, "env": dict(env if env is not None else os.environ),
-                   "cwd": os.getcwd(), "sys_path": list(sys.path), "nfds": len(fds), "stdout": stdout, "heavy": heavy}
+                   "cwd": os.getcwd(), "sys_path": list(sys.path), "nfds": len(fds), "stdout": stdout, "heavy": heavy,
+                   "torch_free": self.torch_free}
             try:
                 socket.send_fds(self.sock, [pickle.dumps(req)], list(fds) + ([out_w] if stdout else []))
                 while not self._replies and not self.dead:
@@ -267,6 +271,36 @@ def warm_starts() -> Iterator[None]:
             if _depth == 0 and _current is not None:
                 z, _current = _current, None
                 z.close()
+
+
+def allow_torch_free() -> bool:
+    """Let the zygote of the :func:`warm_starts` in force import :data:`HEAVY` without torch, when it has not
+    imported it yet: the audit calls this when no probe loader saw torch imported (``FileReport.uses_torch``).
+
+    Why: cuTile's ``_cext.foreign_dtype_object_to_native`` imports torch (and ``ml_dtypes``) the first time it is
+    called, at ``import cuda.tile._compile`` — 5.3 s of that import's 5.3 s on the H200 host, 1.9 of 2.2 s on the
+    2-core machine (``python -X importtime``, 2026-12-02), before the first compile worker can start. With torch
+    unimportable it answers "not a foreign dtype" and remembers that, so a worker forked from such a zygote cannot
+    use torch dtypes: the compile of a probe that imports torch there anyway fails as ``broken_environment``
+    naming :data:`TORCH_FREE_ENV` (:func:`torch_blocked`), and a worker asked for later with torch allowed is not
+    forked from it (a fresh process starts instead). Returns whether it was allowed."""
+    z = current()
+    if z is None or os.environ.get(TORCH_FREE_ENV, "1") == "0":
+        return False
+    z.torch_free = True
+    return True
+
+
+#: In a process forked from a zygote that imported :data:`HEAVY` without torch: True (see :func:`allow_torch_free`).
+_TORCH_BLOCKED = False
+#: In the zygote: its import of :data:`HEAVY` raised (it then forks no compile worker: they start fresh).
+_HEAVY_FAILED = False
+
+
+def torch_blocked() -> bool:
+    """Whether this process's cuTile was imported with torch unimportable (:func:`allow_torch_free`): its
+    ``foreign_dtype_object_to_native`` does not know torch dtypes, even once torch is imported."""
+    return _TORCH_BLOCKED
 
 
 def current() -> Zygote | None:
@@ -373,7 +407,6 @@ class _Reaper:
 
 
 def _serve(sock, reaper: _Reaper) -> None:
-    import importlib
     import select
     heavy = list(HEAVY)
     while True:
@@ -388,9 +421,44 @@ def _serve(sock, reaper: _Reaper) -> None:
         if not data:
             return
         req = pickle.loads(data)
-        while req.get("heavy") and heavy:
-            importlib.import_module(heavy.pop(0))
+        if req.get("heavy") and heavy:
+            _import_heavy(heavy, bool(req.get("torch_free")))
+        refused = ("its import of cuTile failed" if _HEAVY_FAILED else
+                   "its cuTile was imported without torch" if _TORCH_BLOCKED and not req.get("torch_free") else None)
+        if req.get("heavy") and refused:
+            for fd in fds:
+                os.close(fd)
+            _send(sock, ("failed", refused), reaper.lock)
+            continue
         _fork(sock, req, fds, reaper)
+
+
+class _NoTorch:
+    """A ``sys.meta_path`` finder that makes ``torch`` unimportable while :data:`HEAVY` is imported."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "torch" or name.startswith("torch."):
+            raise ModuleNotFoundError(f"No module named {name!r} (tileprobe: cuTile imported without torch)", name=name)
+        return None
+
+
+def _import_heavy(heavy: list, torch_free: bool) -> None:
+    """Import :data:`HEAVY` (emptying ``heavy``), without torch when ``torch_free`` and torch is not imported yet."""
+    import importlib
+    global _TORCH_BLOCKED
+    global _HEAVY_FAILED
+    blocker = _NoTorch() if torch_free and "torch" not in sys.modules else None
+    if blocker is not None:
+        sys.meta_path.insert(0, blocker)
+    try:
+        while heavy:
+            importlib.import_module(heavy.pop(0))
+    except Exception:   # noqa: BLE001 — a cuTile that needs torch, or a broken one: workers start fresh instead
+        _HEAVY_FAILED = True
+    finally:
+        if blocker is not None:
+            sys.meta_path.remove(blocker)
+            _TORCH_BLOCKED = True
 
 
 def _fork(sock, req: dict, fds: list[int], reaper: _Reaper) -> None:
