@@ -25,7 +25,7 @@ def test_import_linter_contracts_are_kept(graph, capsys):
     status = lint_imports(config_filename=str(ROOT / "pyproject.toml"), no_cache=True, no_logo=True)
     out = capsys.readouterr().out
     assert status == EXIT_STATUS_SUCCESS, out
-    assert "Contracts: 2 kept, 0 broken." in out
+    assert "Contracts: 3 kept, 0 broken." in out
 
 
 def test_contracts_list_no_exceptions():

@@ -533,7 +533,7 @@ def test_history_of_a_kernel_the_store_never_compiled_is_a_usage_error(tmp_path,
 
 def test_the_interrupt_message_says_what_was_kept_or_that_no_store_was_used(monkeypatch, capsys):
     """With --no-store, Ctrl-C said "nothing had been saved to the results store yet" (a tester, 2026-12-01)."""
-    import tileprobe.store as st
+    import tileprobe.store.connection as st      # the counters live there (issue 24: store/ a package)
     from tileprobe.cli._common import print_interrupted
     for saved, opened, text in (({"compiles": 0, "runs": 0}, set(), "nothing is kept: no results store was used "
                                                                     "(--no-store)"),

@@ -1,0 +1,159 @@
+"""Audits, GPU runs and tunes of the results store: each saved in its own transaction (tables ``audits``,
+``audit_compiles``, ``runs``, ``tunes``, ``tune_candidates``: :mod:`tileprobe.store.connection`) and read back,
+newest first."""
+from __future__ import annotations
+
+import json
+from typing import Sequence
+
+from tileprobe.errors import StoreError
+from tileprobe.schema import value_key
+from tileprobe.store.connection import _SAVED, StoreConnection, now
+
+
+class RunsMixin(StoreConnection):
+    """The audits, GPU runs and tunes of :class:`~tileprobe.store.Store`. A record's compile key comes from
+    :meth:`~tileprobe.store.compiles.CompilesMixin.key_of`."""
+
+    def save_audit(self, result, command_line: str) -> int:
+        """Store an audit: when, where, the command line, its environment and its records' keys and verdicts."""
+        from tileprobe._version import __version__
+        rows = [(self.key_of(r), json.dumps(r.verdicts, default=str)) for r in result.records]
+        with self._transaction() as c:
+            cur = c.execute("INSERT INTO audits (created, host, tileprobe, command_line, environment, wall_s, "
+                            "n_variants) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                            (now(), self.host, __version__, command_line, json.dumps(result.environment, default=str),
+                             result.wall_s, len(result.records)))
+            audit_id = cur.lastrowid
+            c.executemany("INSERT INTO audit_compiles (audit_id, position, compile_key, verdicts) VALUES (?, ?, ?, ?)",
+                          [(audit_id, i, k, verdicts) for i, (k, verdicts) in enumerate(rows)])
+        return audit_id
+
+    def save_run(self, record_key, run: dict, gpu: dict) -> int:
+        """Store one GPU run of a stored compile; return its id.
+
+        Args:
+            record_key: a compile key, or a record this store returned or saved.
+            run: the run result as in ``VariantRecord.run`` (``status``, ``median_us``, …).
+            gpu: the GPU it ran on: ``name``, ``driver``, ``clocks`` (dict) and anything else worth keeping.
+
+        Raises:
+            StoreError: no stored compile has that key.
+        """
+        key = record_key if isinstance(record_key, str) else self.key_of(record_key)
+        if not key or not self._query("SELECT 1 FROM compiles WHERE key = ?", (key,)):
+            raise StoreError(f"no stored compile with key {key!r}: save the compile (audit with this store) first")
+        with self._transaction() as c:
+            cur = c.execute("INSERT INTO runs (compile_key, created, host, gpu_name, driver, clocks, gpu, status, "
+                            "median_us, run) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                            (key, now(), self.host, gpu.get("name"), str(gpu.get("driver") or ""),
+                             json.dumps(gpu.get("clocks"), default=str), json.dumps(gpu, default=str),
+                             run.get("status"), run.get("median_us"), json.dumps(run, default=str)))
+        _SAVED["runs"] += 1
+        return cur.lastrowid
+
+    def save_tune(self, problem: dict, environment: dict) -> int:
+        """Store one problem's tune; return its id.
+
+        Args:
+            problem: ``ProblemResult.to_dict()`` (``tileprobe/tune/result.py``); each candidate row may carry its
+                ``compile_key``.
+            environment: the tune's environment: ``gpu`` (name, uuid, driver …), ``timing``, ``strategy``.
+        """
+        from tileprobe._version import __version__
+        gpu, pick = environment.get("gpu") or {}, problem.get("pick") or {}
+        row = (now(), self.host, __version__, problem["kernel"], problem.get("probe"), problem.get("source_sha256"),
+               value_key(problem["problem"]), problem.get("arch"), gpu.get("name"), gpu.get("uuid"),
+               str(gpu.get("driver") or ""), problem.get("tileiras"), problem.get("cuda_tile"),
+               environment.get("timing"), environment.get("strategy"), problem.get("verdict"),
+               json.dumps(pick.get("config")) if pick else None, pick.get("median_us"), pick.get("ci_lo_us"),
+               pick.get("ci_hi_us"), json.dumps(problem, default=str))
+        with self._transaction() as c:
+            cur = c.execute("INSERT INTO tunes (created, host, tileprobe, kernel, probe, source_sha256, problem_json, "
+                            "arch, gpu_name, gpu_uuid, driver, tileiras, cuda_tile, timing, strategy, verdict, "
+                            "pick_json, median_us, ci_lo_us, ci_hi_us, result) "
+                            f"VALUES ({', '.join('?' * len(row))})", row)
+            tune_id = cur.lastrowid
+            c.executemany("INSERT INTO tune_candidates (tune_id, position, compile_key, config_json, status, "
+                          "same_launch_as, n_samples, median_us, ci_lo_us, ci_hi_us, clocks_moved, summary) "
+                          "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                          [(tune_id, i, r.get("compile_key"), json.dumps(r.get("config")), r.get("status") or "",
+                            r.get("same_launch_as"), r.get("n"), r.get("median_us"), r.get("ci_lo_us"),
+                            r.get("ci_hi_us"), None if r.get("clocks_moved") is None else int(r["clocks_moved"]),
+                            json.dumps(r, default=str)) for i, r in enumerate(problem.get("candidates") or [])])
+        return tune_id
+
+    def tunes(self, *, kernel: str | None = None, problem: dict | None = None, gpu_name: str | None = None,
+              limit: int | None = None) -> list[dict]:
+        """Stored tunes, newest first: each the stored problem result plus ``id``, ``created``, ``host``,
+        ``gpu_name``, ``driver``, ``timing`` and ``strategy``."""
+        conds, params = [], []
+        for col, value in (("kernel", kernel), ("problem_json", None if problem is None else value_key(problem)),
+                           ("gpu_name", gpu_name)):
+            if value is not None:
+                conds.append(f"{col} = ?")
+                params.append(value)
+        sql = (f"SELECT id, created, host, gpu_name, driver, timing, strategy, result FROM tunes WHERE "
+               f"{' AND '.join(conds) or '1'} ORDER BY id DESC" + (f" LIMIT {int(limit)}" if limit else ""))
+        return [{**json.loads(res), "id": i, "created": cr, "host": h, "gpu_name": g, "driver": d, "timing": t,
+                 "strategy": st} for i, cr, h, g, d, t, st, res in self._query(sql, params)]
+
+    def previous_tune(self, kernel: str, problem: dict, gpu_name: str | None, timing: str | None,
+                      other_than_tileiras: str) -> dict | None:
+        """The newest stored tune of ``kernel`` at ``problem`` on that GPU and timing mode, made with a tileiras
+        build other than ``other_than_tileiras`` (what ``tune`` compares with after a compiler upgrade)."""
+        for t in self.tunes(kernel=kernel, problem=problem, gpu_name=gpu_name):
+            if t.get("tileiras") != other_than_tileiras and t.get("timing") == timing and t.get("pick"):
+                return t
+        return None
+
+    def _attach_runs(self, items: list[tuple]) -> None:
+        keys = [k for k, _, _ in items]
+        latest: dict[str, dict] = {}
+        for i in range(0, len(keys), 500):
+            chunk = keys[i:i + 500]
+            sql = (f"SELECT compile_key, run, gpu FROM runs WHERE compile_key IN ({','.join('?' * len(chunk))}) "
+                   "ORDER BY created")
+            for key, run, gpu in self._query(sql, chunk):
+                d = json.loads(run)
+                d.setdefault("gpu", json.loads(gpu or "{}").get("name"))
+                latest[key] = d
+        for key, _, rec in items:
+            if key in latest:
+                rec.run = latest[key]
+
+    def attach_runs(self, records: Sequence) -> None:
+        """Set ``record.run`` to the newest stored GPU run of each record's compile (when there is one)."""
+        self._attach_runs([(k, None, r) for r in records if (k := self.key_of(r))])
+
+    def audits(self, *, kernel=None, arch=None, tileiras=None, limit: int | None = None) -> list[dict]:
+        """Stored audits, newest first; with filters, those holding at least one matching compile."""
+        where, params = self._where(kernel, arch, tileiras)
+        sql = ("SELECT a.id, a.created, a.host, a.tileprobe, a.command_line, a.n_variants, a.wall_s, a.environment "
+               "FROM audits a WHERE ")
+        if where != "1":
+            sql += (f"EXISTS (SELECT 1 FROM audit_compiles x JOIN compiles c ON c.key = x.compile_key "
+                    f"WHERE x.audit_id = a.id AND {where})")
+        else:
+            sql += "1"
+        sql += " ORDER BY a.id DESC" + (f" LIMIT {int(limit)}" if limit else "")
+        out = []
+        for id_, created, host, tp, cmd, n, wall, env in self._query(sql, params):
+            keys = [k for (k,) in self._query("SELECT compile_key FROM audit_compiles WHERE audit_id = ? "
+                                               "ORDER BY position", (id_,))]
+            out.append({"id": id_, "created": created, "host": host, "tileprobe": tp, "command_line": cmd,
+                        "n_variants": n, "wall_s": wall, "environment": json.loads(env or "{}"),
+                        "compile_keys": keys})
+        return out
+
+    def runs(self, *, kernel=None, arch=None, tileiras=None, limit: int | None = None) -> list[dict]:
+        """Stored GPU runs, newest first, with their compile's kernel, case, hints, arch and tileiras."""
+        where, params = self._where(kernel, arch, tileiras)
+        sql = (f"SELECT r.id, r.compile_key, r.created, r.host, r.gpu_name, r.driver, r.clocks, r.status, "
+               f"r.median_us, c.kernel, c.case_json, c.hints_json, c.arch, c.tileiras FROM runs r "
+               f"JOIN compiles c ON c.key = r.compile_key WHERE {where} ORDER BY r.created DESC"
+               + (f" LIMIT {int(limit)}" if limit else ""))
+        return [{"id": i, "compile_key": k, "created": cr, "host": h, "gpu": g, "driver": d,
+                 "clocks": json.loads(cl or "null"), "status": s, "median_us": m, "kernel": kn,
+                 "case": dict(json.loads(case)), "hints": dict(json.loads(hints)), "arch": a, "tileiras": t}
+                for i, k, cr, h, g, d, cl, s, m, kn, case, hints, a, t in self._query(sql, params)]
