@@ -180,3 +180,45 @@ def test_eager_is_a_mode_of_run_and_tune():
     assert all(x >= 0 for x in out["samples_us"])
     assert TimingSettings(mode="eager").task_kwargs() == {"mode": "eager", "n": timing.EAGER_BATCH,
                                                           "warmup": timing.EAGER_WARMUP}
+
+
+def test_graph_times_replays_of_captured_launches_per_launch():
+    """issue 22: the CUDA-graph mode. A fake GPU: 200 µs per launch; a replay of the captured graph runs its 10
+    launches back to back (no flush between them, no host cost per launch); a sample is the replay ÷ 10."""
+    gpu = FakeGPU([200.0], flush_us=50.0)
+    captured = []
+
+    def capture(launch, launches):
+        before = gpu.launches
+        captured.append(launches)
+
+        def replay():
+            for _ in range(launches):
+                gpu.launch()
+        assert gpu.launches == before          # capturing runs nothing
+        return replay
+    seen = []
+    times, info = timing.graph_batch(gpu.launch, event_factory=gpu.event, synchronize=gpu.synchronize,
+                                     capture=capture, flush=gpu.flush, n=4, launches=10, warmup=2,
+                                     between=lambda: seen.append(gpu.launches))
+    assert times == pytest.approx([200.0] * 4)                  # the flush before each replay is outside the pair
+    assert captured == [10] and info == {"warmup_launches": timing.BURST_WARMUP + 2 * 10, "n": 4,
+                                         "graph_launches": 10}
+    assert seen == [timing.BURST_WARMUP + 2 * 10]               # clocks read after the warm-up
+    assert gpu.launches == timing.BURST_WARMUP + (2 + 4) * 10
+
+
+def test_graph_is_a_mode_of_run_and_tune_and_recorded():
+    from tileprobe.tune.gpu import TimingSettings
+    gpu = FakeGPU([150.0])
+
+    class GraphTimer(Timer):
+        def capture(self, launch, launches):
+            return lambda: [launch() for _ in range(launches)]
+    out = timing.time_variant(gpu.launch, GraphTimer(gpu), None, mode="graph", reps=6)
+    assert out["timing_mode"] == "graph" and out["reps"] == 6 and out["median_us"] == pytest.approx(150.0)
+    s = TimingSettings(mode="graph")
+    assert s.task_kwargs() == {"mode": "graph", "n": timing.GRAPH_BATCH, "warmup": timing.GRAPH_WARMUP,
+                               "launches": timing.GRAPH_LAUNCHES}
+    assert s.to_dict()["graph_launches"] == timing.GRAPH_LAUNCHES
+    assert not any(k.startswith("graph_") for k in TimingSettings(mode="sustained").to_dict())  # as before

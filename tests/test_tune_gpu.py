@@ -7,7 +7,8 @@ nvidia-ml-py for the clocks. Checked (issue 11, "Done when"):
   checked against the reference, samples carry SM clocks, the result is stored and exported;
 * a planted hanging and a planted crashing candidate (``tests/data/faulty_tune.py``): the tune finishes, reports
   both, names a healthy winner, and leaves no worker behind;
-* burst mode records itself and takes 5-sample batches;
+* burst mode records itself and takes 5-sample batches; graph mode (CUDA-graph replays) records itself and picks
+  what sustained picks, within 2 %;
 * split machines: ``tileprobe audit --bundle`` then ``tileprobe tune --bundle`` (exit 0, export written).
 """
 from __future__ import annotations
@@ -18,6 +19,7 @@ import time
 
 import pytest
 
+from tileprobe.run import timing as run_timing
 from tileprobe.store import Store
 from tileprobe.tune import tune
 
@@ -82,6 +84,22 @@ def test_burst_mode_is_recorded():
     for p in res.problems:
         assert p.pick is not None
         assert all(r["n"] % 5 == 0 for r in p.candidates if r.get("n") and r["status"] != "duplicate_launch")
+
+
+def test_graph_mode_times_replays_and_agrees_with_sustained_on_the_order():
+    """issue 22: CUDA-graph replay timing; recorded, per-launch figures, and on the large RMSNorm (≥ 100 µs per
+    launch, where the driver's launch cost is noise) the same pick as the sustained mode's or one within 2 %."""
+    probe = os.path.join(EXAMPLES, "rms_norm_large.py")
+    graph = tune([probe], timing="graph", timeout_s=120, budget_s=60)
+    _print(graph)
+    sustained = tune([probe], timing="sustained", timeout_s=120, budget_s=60)
+    assert graph.environment["timing"] == "graph"
+    (g,), (s,) = graph.problems, sustained.problems
+    assert g.pick is not None and g.pick["check"]["status"] == "ok"
+    assert all(r["n"] % run_timing.GRAPH_BATCH == 0 for r in g.candidates
+               if r.get("n") and r["status"] != "duplicate_launch")
+    by_label = {r["label"]: r for r in s.candidates if r.get("median_us")}
+    assert by_label[g.pick["label"]]["median_us"] <= 1.02 * s.pick["median_us"], (g.pick["label"], s.pick["label"])
 
 
 def test_tune_from_a_bundle(tmp_path):

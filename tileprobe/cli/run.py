@@ -34,9 +34,10 @@ def add_parser(sub) -> None:
     p.add_argument("--reps", type=count, default=DEFAULT_REPS, help=f"timed repetitions (default {DEFAULT_REPS})")
     p.add_argument("--warmup", type=count_or_zero, default=None, help="minimum warm-up launches (default 10, and ≥ 25 ms)")
     p.add_argument("--seed", type=int, default=0, help="base seed of the random inputs (variant i uses seed + i)")
-    p.add_argument("--timing", choices=["sustained", "burst", "eager"], default="sustained", help="sustained: back to back "
-                   "as triton's do_bench (default); burst: samples each alone, as cuda.tile.tune; eager: host-inclusive, "
-                   "launch then wait (docs/TUNE.md)")
+    p.add_argument("--timing", choices=["sustained", "burst", "eager", "graph"], default="sustained",
+                   help="sustained: back to back as triton's do_bench (default); burst: samples each alone, as "
+                        "cuda.tile.tune; eager: host-inclusive, launch then wait; graph: CUDA-graph replay "
+                        "(docs/TUNE.md)")
     p.add_argument("--jobs", "-j", type=count, default=None, help="parallel compiles for the audit (default: all CPUs)")
     p.add_argument("--store", metavar="PATH", help="results store (default: the user data dir)")
     p.add_argument("--no-store", action="store_true", help="do not read or write the results store")

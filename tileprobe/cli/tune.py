@@ -39,9 +39,10 @@ def add_parser(subparsers, add_common=None) -> None:
                    help="time for the races, shared among the problems (default: until each is decided)")
     p.add_argument("--strategy", choices=["race", "exhaustive"], default="race",
                    help="race: successive elimination (default); exhaustive: every candidate sampled alike")
-    p.add_argument("--timing", choices=["sustained", "burst", "eager"], default="sustained",
+    p.add_argument("--timing", choices=["sustained", "burst", "eager", "graph"], default="sustained",
                    help="sustained: back to back as triton's do_bench (default); burst: short batches with gaps, as "
-                        "cuda.tile.tune; eager: host-inclusive, launch then wait, as a program does (docs/TUNE.md)")
+                        "cuda.tile.tune; eager: host-inclusive, launch then wait, as a program does; graph: CUDA-graph "
+                        "replay, as serving stacks run kernels (docs/TUNE.md)")
     p.add_argument("--export", metavar="FILE", help="write the tuned configurations as JSON for host code "
                    "(merged into FILE if it is a tune table)")
     p.add_argument("--bundle", metavar="DIR", help="take the compiled candidates from `tileprobe audit --bundle DIR` "

@@ -89,14 +89,15 @@ def _result(**fields) -> dict:
 def time_batch(record: dict, cubin: bytes, probe_path: str, seed: int = 0, mode: str = "sustained",
                **mode_kw) -> dict:
     """Time one batch of one candidate (module doc). ``record``: the fields of
-    :data:`tileprobe.run.session._TASK_FIELDS`; ``mode``: ``sustained`` | ``burst`` | ``eager``; ``mode_kw``:
-    that mode's settings (:func:`~tileprobe.run.timing.sustained_batch` / :func:`~tileprobe.run.timing.burst_batch`
-    / :func:`~tileprobe.run.timing.eager_batch`).
+    :data:`tileprobe.run.session._TASK_FIELDS`; ``mode``: ``sustained`` | ``burst`` | ``eager`` | ``graph``;
+    ``mode_kw``: that mode's settings (:func:`~tileprobe.run.timing.sustained_batch` /
+    :func:`~tileprobe.run.timing.burst_batch` / :func:`~tileprobe.run.timing.eager_batch` /
+    :func:`~tileprobe.run.timing.graph_batch`, whose ``capture`` is the worker timer's).
 
     Returns ``status`` (ok | crash | error), ``samples_us``, ``clocks_before``, ``clocks_after``, ``grid``,
     ``warmup_launches``, ``n``, ``error``, ``cuda_error``, ``fatal``, ``wall_s``, and on first sight of a cubin
     in this worker the driver's ``driver_ctas_per_sm``."""
-    from tileprobe.run.timing import burst_batch, eager_batch, sustained_batch
+    from tileprobe.run.timing import burst_batch, eager_batch, graph_batch, sustained_batch
     t0 = time.perf_counter()
     out = _result()
     launched = False
@@ -110,7 +111,9 @@ def time_batch(record: dict, cubin: bytes, probe_path: str, seed: int = 0, mode:
         timer, stream, clocks = _STATE["timer"], _STATE["stream"], clock_reader()
         seen: dict = {}
         launched = True
-        fn = {"burst": burst_batch, "eager": eager_batch}.get(mode, sustained_batch)
+        fn = {"burst": burst_batch, "eager": eager_batch, "graph": graph_batch}.get(mode, sustained_batch)
+        if mode == "graph":
+            mode_kw = {**mode_kw, "capture": timer.capture}
         times, info = fn(lambda: kernel.launch(stream, grid, packed), event_factory=timer.event,
                          synchronize=timer.synchronize, flush=timer.flush,
                          between=lambda: seen.update(c=clocks.read()), **mode_kw)

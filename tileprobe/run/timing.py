@@ -202,14 +202,31 @@ class TorchTimer:
         """:func:`measure` with this timer's events, flush and synchronize."""
         return measure(launch, event_factory=self.event, synchronize=self.synchronize, flush=self.flush, **kw)
 
+    def capture(self, launch, launches: int) -> Callable[[], None]:
+        """``launches`` calls of ``launch`` captured in one CUDA graph on the current stream
+        (``torch.cuda.graph``; the launches must go to that stream, as the run worker's do); returns its replay.
+
+        Raises:
+            RuntimeError: what torch raises when a launch cannot be captured.
+        """
+        torch = self._torch
+        graph = torch.cuda.CUDAGraph()
+        self.synchronize()
+        with torch.cuda.graph(graph, stream=torch.cuda.current_stream(), capture_error_mode="thread_local"):
+            for _ in range(launches):
+                launch()
+        self._graphs = getattr(self, "_graphs", [])[-7:] + [graph]   # kept alive while its replays may run
+        return graph.replay
+
 
 # --- timing modes of `tileprobe tune` (docs/TUNE.md "Timing modes") -------------------------------------------
 
 #: ``sustained``: back to back as ``triton.testing.do_bench`` times (warm-up ≥ 25 ms, then an L2 flush and an event
 #: pair per launch, one synchronize at the end). ``burst``: as ``cuda.tile.tune`` times (3 warm-up launches, then
 #: each sample alone: L2 flush, event pair, launch, synchronize; the GPU idles between samples and batches).
-#: ``eager``: host-inclusive, as a program that launches and waits (:func:`eager_batch`).
-TIMING_MODES = ("sustained", "burst", "eager")
+#: ``eager``: host-inclusive, as a program that launches and waits (:func:`eager_batch`). ``graph``: CUDA-graph
+#: replay, as serving stacks run kernels (:func:`graph_batch`).
+TIMING_MODES = ("sustained", "burst", "eager", "graph")
 #: Samples per sustained batch aim at this much GPU time (ms), between the bounds below.
 BATCH_MS = 25.0
 MIN_BATCH, MAX_BATCH = 5, 100
@@ -217,6 +234,8 @@ MIN_BATCH, MAX_BATCH = 5, 100
 BURST_BATCH, BURST_WARMUP = 5, 3
 #: ``eager`` (issue 22): host-inclusive samples per batch and untimed launches before them.
 EAGER_BATCH, EAGER_WARMUP = 20, 3
+#: ``graph`` (issue 22): launches captured in one CUDA graph, timed replays per batch, untimed replays before them.
+GRAPH_LAUNCHES, GRAPH_BATCH, GRAPH_WARMUP = 10, 10, 2
 
 
 def sustained_batch(launch: Callable[[], None], *, event_factory, synchronize, flush=None,
@@ -281,6 +300,39 @@ def eager_batch(launch: Callable[[], None], *, synchronize, flush=None, n: int =
     return times, {"warmup_launches": warmup, "n": n}
 
 
+def graph_batch(launch: Callable[[], None], *, event_factory, synchronize, capture, flush=None,
+                n: int = GRAPH_BATCH, launches: int = GRAPH_LAUNCHES, warmup: int = GRAPH_WARMUP,
+                between: Callable[[], None] | None = None) -> tuple[list[float], dict]:
+    """One batch in the ``graph`` mode (CUDA-graph replay, as serving stacks run kernels: vLLM's and SGLang's
+    decode steps are replays of captured graphs): :data:`BURST_WARMUP` eager launches (module loading happens
+    outside the capture), ``capture(launch, launches)`` (a replay callable of one graph holding ``launches``
+    launches back to back, no flush between them), ``warmup`` untimed replays, ``between()``, then ``n`` samples,
+    each an L2 flush, an event pair around one replay and the replay's time ÷ ``launches`` (µs per launch: the
+    driver's per-launch host cost is gone, the launches of one replay share a warm L2 as consecutive layers' do
+    not quite). Returns the times and ``{"warmup_launches", "n", "graph_launches"}``.
+
+    Raises:
+        Whatever ``capture`` raises (e.g. a launch the graph cannot hold): the candidate's error.
+    """
+    flush = flush or (lambda: None)
+    _warm_up(launch, flush, synchronize, BURST_WARMUP, None)
+    replay = capture(launch, launches)
+    for _ in range(warmup):
+        replay()
+    synchronize()
+    if between:
+        between()
+    pairs = [(event_factory(), event_factory()) for _ in range(n)]
+    for start, end in pairs:
+        flush()
+        start.record()
+        replay()
+        end.record()
+    synchronize()
+    times = [start.elapsed_time(end) * 1000.0 / launches for start, end in pairs]
+    return times, {"warmup_launches": BURST_WARMUP + warmup * launches, "n": n, "graph_launches": launches}
+
+
 # --- one variant of `tileprobe run` (docs/TIMING.md) ---------------------------------------------------------------
 
 def time_variant(launch: Callable[[], None], timer, clocks=None, *, mode: str = "sustained", reps: int | None = None,
@@ -292,7 +344,8 @@ def time_variant(launch: Callable[[], None], timer, clocks=None, *, mode: str = 
     ≥ ``warmup_ms``, ``reps`` launches back to back, each after an L2 flush (``triton.testing.do_bench``'s
     method). ``burst``: :func:`burst_batch` with ``n = reps`` — ``warmup`` (default 3) launches, then each sample
     alone with a synchronize (cuda.tile.tune's method). ``eager``: :func:`eager_batch` with ``n = reps`` (host
-    wall time around launch and synchronize). The clocks (``clocks``: a
+    wall time around launch and synchronize). ``graph``: :func:`graph_batch` with ``n = reps`` replays of a
+    captured graph of :data:`GRAPH_LAUNCHES` launches (µs per launch). The clocks (``clocks``: a
     :class:`~tileprobe.run.clocks.ClockReader`, or None) are polled from the end of the warm-up to the end of the
     samples (:class:`~tileprobe.run.clocks.ClockPoller`).
 
@@ -309,7 +362,8 @@ def time_variant(launch: Callable[[], None], timer, clocks=None, *, mode: str = 
         warnings, plain text).
 
     Raises:
-        ValueError: an unknown ``mode`` or ``reps`` < 1. Whatever ``launch`` raises (the poller is stopped first).
+        ValueError: an unknown ``mode`` or ``reps`` < 1. Whatever ``launch`` (or, in ``graph``, the capture)
+            raises (the poller is stopped first).
     """
     from tileprobe.run.clocks import POLL_INTERVAL_S, ClockPoller, clock_summary, clock_warning, clocks_moved
     if mode not in TIMING_MODES:
@@ -321,6 +375,11 @@ def time_variant(launch: Callable[[], None], timer, clocks=None, *, mode: str = 
             times, _ = eager_batch(launch, synchronize=timer.synchronize, flush=timer.flush,
                                    n=DEFAULT_REPS if reps is None else reps,
                                    warmup=EAGER_WARMUP if warmup is None else warmup, between=start)
+            stats = summarize(times)
+        elif mode == "graph":
+            times, _ = graph_batch(launch, event_factory=timer.event, synchronize=timer.synchronize,
+                                   capture=timer.capture, flush=timer.flush, n=DEFAULT_REPS if reps is None else reps,
+                                   warmup=GRAPH_WARMUP if warmup is None else warmup, between=start)
             stats = summarize(times)
         elif mode == "burst":
             times, _ = burst_batch(launch, event_factory=timer.event, synchronize=timer.synchronize,

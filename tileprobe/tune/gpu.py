@@ -27,10 +27,11 @@ class TimingSettings:
     """The timing mode of a tune, the same for every candidate (docs/TUNE.md "Timing modes").
 
     mode: ``sustained`` (default: the required figure is do_bench's median, and do_bench times back to back) or
-    ``burst`` (cuda.tile.tune's way) or ``eager`` (host-inclusive: launch and wait, as a program does). sustained:
+    ``burst`` (cuda.tile.tune's way) or ``eager`` (host-inclusive: launch and wait, as a program does) or ``graph``
+    (CUDA-graph replay, as serving stacks run kernels: µs per launch of ``graph_launches`` in one graph). sustained:
     ``warmup_ms`` of warm-up per batch, then about ``batch_ms`` of samples (``min_n`` … ``max_n``). burst:
     ``burst_warmup`` launches, then ``burst_n`` samples each synchronized. eager: ``eager_warmup`` launches, then
-    ``eager_n`` host-timed samples.
+    ``eager_n`` host-timed samples. graph: ``graph_warmup`` untimed replays, then ``graph_n`` timed ones.
 
     Raises:
         ValueError: an unknown mode.
@@ -44,6 +45,9 @@ class TimingSettings:
     burst_warmup: int = run_timing.BURST_WARMUP
     eager_n: int = run_timing.EAGER_BATCH
     eager_warmup: int = run_timing.EAGER_WARMUP
+    graph_n: int = run_timing.GRAPH_BATCH
+    graph_warmup: int = run_timing.GRAPH_WARMUP
+    graph_launches: int = run_timing.GRAPH_LAUNCHES
 
     def __post_init__(self):
         if self.mode not in run_timing.TIMING_MODES:
@@ -55,12 +59,16 @@ class TimingSettings:
             return {"mode": "burst", "n": self.burst_n, "warmup": self.burst_warmup}
         if self.mode == "eager":
             return {"mode": "eager", "n": self.eager_n, "warmup": self.eager_warmup}
+        if self.mode == "graph":
+            return {"mode": "graph", "n": self.graph_n, "warmup": self.graph_warmup, "launches": self.graph_launches}
         return {"mode": "sustained", "warmup_ms": self.warmup_ms, "batch_ms": self.batch_ms, "min_n": self.min_n,
                 "max_n": self.max_n}
 
     def to_dict(self) -> dict:
-        """Every setting as a JSON-ready dict (stored with each tune)."""
-        return asdict(self)
+        """Every setting as a JSON-ready dict (stored with each tune); the ``graph_*`` ones only in that mode (the
+        other modes' stored settings are as they were before it existed)."""
+        d = asdict(self)
+        return d if self.mode == "graph" else {k: v for k, v in d.items() if not k.startswith("graph_")}
 
 
 class WorkerBench:
