@@ -44,7 +44,7 @@ def test_a_forked_child_reports_its_exit_status_and_signal(tmp_path):
         z = zygote.current()
         assert z is not None
         r, w = os.pipe()
-        job = {"path": str(script), "targets": ["sm_90"], "max_variants": 10, "find_compiler": False,
+        job = {"path": str(script), "targets": ["sm_90"], "max_variants": 10,
                "cases": None, "hints": None, "sys_path": list(sys.path), "tmp": str(tmp_path)}
         p = z.start("_loader_entry", (job,), [w], stdout=True)
         os.close(w)

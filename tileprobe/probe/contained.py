@@ -395,12 +395,6 @@ def child_main() -> None:
     conn = Connection(fd, readable=False)
     import cuda.tile  # noqa: F401  — not probe code: imported before the probe's clock starts
     from tileprobe.probe import define, signature  # noqa: F401
-    if job["find_compiler"]:     # before any probe code; cuTile's lookup reads package metadata (seconds when busy)
-        try:
-            from tileprobe import _cutile
-            wire.send(conn, ("compiler", (str(_cutile.current_compiler()), "")))
-        except Exception as e:   # noqa: BLE001 — no tileiras: the audit says so for the default compiler
-            wire.send(conn, ("compiler", ("", str(e))))
     stage = lambda t: wire.send(conn, ("stage", str(t)))   # noqa: E731
     try:
         report = (_run_task(job, stage) if job.get("task") else
@@ -503,14 +497,13 @@ class _Loader:
     """One loader child for one probe file, as the parent sees it."""
 
     def __init__(self, path: str, targets, max_variants: int, timeout_s: float, tmp_root: str,
-                 find_compiler: bool = False, overrides: tuple = (None, None), task: tuple | None = None,
-                 num_sms: int | None = None):
+                 overrides: tuple = (None, None), task: tuple | None = None, num_sms: int | None = None):
         import tempfile
         from tileprobe.probe import wire
         r, w = os.pipe()
         tmp = tempfile.mkdtemp(prefix="load-", dir=tmp_root)
         job = {"path": path, "targets": list(targets), "max_variants": max_variants, "parent": os.getpid(),
-               "find_compiler": find_compiler, "cases": overrides[0], "hints": overrides[1], "num_sms": num_sms,
+               "cases": overrides[0], "hints": overrides[1], "num_sms": num_sms,
                "sys_path": [os.path.abspath(p) if p else os.getcwd() for p in sys.path], "tmp": tmp}
         if task is not None:      # (function, its arguments): in a file, not on the command line (no size limit)
             job["task"], job["task_args"] = task[0], os.path.join(tmp, "task.json")
@@ -534,7 +527,6 @@ class _Loader:
         self.out_fd: int | None = self.proc.stdout.fileno()
         self.head, self.out_bytes = bytearray(), 0
         self.stage, self.report, self.error = "starting Python", None, None
-        self.compiler = ("", "")
         self.deadline = time.monotonic() + STARTUP_S + timeout_s
 
     def waitables(self) -> list:
@@ -556,8 +548,6 @@ class _Loader:
                 kind, payload = wire.recv(self.msgs)   # data only: nothing the child sends is unpickled
                 if kind == "stage" and type(payload) is str:
                     self.stage, self.deadline = payload, time.monotonic() + self.timeout_s
-                elif kind == "compiler" and len(payload) == 2 and all(type(x) is str for x in payload):
-                    self.compiler = tuple(payload)
                 elif kind == "report":
                     self.report = report_from_data(payload, self.path)
                 else:
@@ -626,7 +616,6 @@ class _Loader:
                 "result (a crash in an extension module, or os._exit before tileprobe could catch it)"])
             report.output = bytes(self.head).decode(errors="replace")
             report.output_bytes = self.out_bytes
-        report.default_tileiras, report.default_tileiras_error = self.compiler
         return report
 
 
@@ -637,13 +626,15 @@ def load_probe_files(paths: Sequence[str], targets: Sequence[str], *, tmp_root: 
                      num_sms: int | None = None) -> list[FileReport]:
     """Load each probe file in its own child (``jobs`` at a time) and return one :class:`FileReport` per path, in
     order. ``timeout_s``: seconds each step of probe code may take; ``max_variants``: a probe whose grid is larger
-    is not tried (its plan says ``evaluated=False``); ``find_compiler``: the first child also reports the tileiras
-    cuTile would pick (``default_tileiras``), before it runs probe code; ``cases`` / ``hints``: ``--case`` /
-    ``--hint`` overrides, ``num_sms`` the SM count for ``args`` (:func:`check_file`); ``task``: (tileprobe
+    is not tried (its plan says ``evaluated=False``); ``find_compiler``: the first report also gives the tileiras
+    cuTile would pick (``default_tileiras``), found beside the loaders
+    (:class:`~tileprobe._cutile.DefaultCompilerLookup`); ``cases`` / ``hints``: ``--case`` / ``--hint`` overrides, ``num_sms`` the SM count for ``args`` (:func:`check_file`); ``task``: (tileprobe
     function, one argument dict per path) to run instead of :func:`check_file` (:func:`run_probe_tasks`). Ctrl-C
     stops the children and propagates."""
     from tileprobe.procs import default_jobs
+    from tileprobe._cutile import DefaultCompilerLookup
     jobs = max(1, jobs or default_jobs())
+    lookup = DefaultCompilerLookup(timeout_s) if find_compiler and paths else None   # beside the loaders
     todo = list(enumerate(paths))
     running: dict[int, _Loader] = {}
     reports: list[Any] = [None] * len(paths)
@@ -651,8 +642,8 @@ def load_probe_files(paths: Sequence[str], targets: Sequence[str], *, tmp_root: 
         while todo or running:
             while todo and len(running) < jobs:
                 i, path = todo.pop(0)
-                running[i] = _Loader(path, targets, max_variants, timeout_s, tmp_root, find_compiler and i == 0,
-                                     (cases, hints), None if task is None else (task[0], task[1][i]), num_sms)
+                running[i] = _Loader(path, targets, max_variants, timeout_s, tmp_root, (cases, hints),
+                                     None if task is None else (task[0], task[1][i]), num_sms)
             soonest = min(l.deadline for l in running.values())
             ready = wait([w for l in running.values() for w in l.waitables()],
                          timeout=min(max(0.0, soonest - time.monotonic()), 0.5))
@@ -667,4 +658,6 @@ def load_probe_files(paths: Sequence[str], targets: Sequence[str], *, tmp_root: 
             loader.proc.wait()
             from tileprobe.procs import unguard
             unguard(loader.proc.pid)
+    if lookup is not None:
+        reports[0].default_tileiras, reports[0].default_tileiras_error = lookup.result()
     return reports
