@@ -25,7 +25,7 @@ def test_import_linter_contracts_are_kept(graph, capsys):
     status = lint_imports(config_filename=str(ROOT / "pyproject.toml"), no_cache=True, no_logo=True)
     out = capsys.readouterr().out
     assert status == EXIT_STATUS_SUCCESS, out
-    assert "Contracts: 3 kept, 0 broken." in out
+    assert "Contracts: 4 kept, 0 broken." in out
 
 
 def test_contracts_list_no_exceptions():
@@ -38,11 +38,28 @@ def test_contracts_list_no_exceptions():
 def test_forbidden_contract_covers_every_module_outside_cli_and_report(graph):
     import tomllib
     contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
-    (forbidden,) = [c for c in contracts if c["type"] == "forbidden"]
+    (forbidden,) = [c for c in contracts if c["id"] == "no-ui-below-cli"]
     children = {m for m in graph.find_children(PACKAGE)}
     assert set(forbidden["source_modules"]) == children - {f"{PACKAGE}.cli", f"{PACKAGE}.report",
                                                             f"{PACKAGE}.__main__", f"{PACKAGE}._entry"}
     assert set(forbidden["forbidden_modules"]) == {"rich", "argparse"}
+
+
+def test_report_contract_forbids_every_computing_module(graph):
+    """report/ renders what it is given (issue 24): it may import the result records of analyses/ and tune/
+    (``analyses.results``, ``tune.result``), never any other module of theirs nor the judge, the run, the audit,
+    the store or the rest of the pipeline; a module added to analyses/ or tune/ must be listed."""
+    import tomllib
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    (contract,) = [c for c in contracts if c["id"] == "report-renders-only"]
+    assert contract["type"] == "forbidden" and contract["source_modules"] == [f"{PACKAGE}.report"]
+    records = {f"{PACKAGE}.analyses.results", f"{PACKAGE}.tune.result"}
+    computing = {m for pkg in ("analyses", "tune") for m in graph.find_children(f"{PACKAGE}.{pkg}")} - records
+    computing |= {f"{PACKAGE}.{pkg}" for pkg in ("judge", "run", "audit", "store", "record", "exec", "compile",
+                                                 "probe")}
+    assert set(contract["forbidden_modules"]) == computing
+    imported = {m for r in graph.find_children(f"{PACKAGE}.report") for m in graph.find_modules_directly_imported_by(r)}
+    assert imported & records == records          # the records do reach report/ (the contract is not vacuous)
 
 
 def strongly_connected(nodes: set[str], edges: dict[str, set[str]]) -> list[list[str]]:

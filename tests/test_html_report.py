@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tileprobe.cli import main
+from tileprobe.analyses.compare import compiler_steps_by_kernel
 from tileprobe.report.html import NO_MATPLOTLIB, VERDICT_STYLE, render_html
 from tileprobe.schema import VariantRecord
 
@@ -66,7 +67,8 @@ def synthetic() -> list[VariantRecord]:
 # --- rendering (no compiler, no browser) ---------------------------------------------------------------------------
 
 def test_report_has_tables_plots_verdicts_times_and_remarks():
-    page = render_html(synthetic(), title="w4a16", sources=["unit"])
+    recs = synthetic()
+    page = render_html(recs, title="w4a16", sources=["unit"], compiler_steps=compiler_steps_by_kernel(recs))
     assert page.startswith("<!DOCTYPE html>")
     assert page.count('<table class="audit">') == 2 + 1 + 1      # per (kernel, compiler, arch), changes, remarks
     assert page.count("<svg") == 1                               # sm_120 × occupancy
@@ -96,7 +98,7 @@ def test_what_changed_between_compilers_sass_columns_and_failures_once():
     for occ in (1, 2):      # the same traceback twice on sm_90, where nothing compiled
         recs.append(rec(B134, True, occ, status="compile_error", arch="sm_90",
                         error="Traceback (most recent call last):\nUnsupportedFeatureError: float4_e2m1fn"))
-    page = render_html(recs)
+    page = render_html(recs, compiler_steps=compiler_steps_by_kernel(recs))
     changes = page[page.index("What changed from tileiras 13.3.36 to tileiras 13.4.92"):]
     assert "w4a16_gemm sm_120 GATHER=True occupancy=2</td><td>occupancy honoured → ignored; CTAs/SM 2 → 1" in changes
     assert "5 variant(s) changed, 4 identical" in changes     # 2 regressions, 3 only under 13.4.92
@@ -135,7 +137,7 @@ def test_everything_from_users_and_compilers_is_escaped():
 
 def test_without_matplotlib_the_report_has_tables_and_says_how_to_get_plots(monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)       # import matplotlib → ImportError
-    page = render_html(synthetic())
+    page = render_html(synthetic(), compiler_steps=compiler_steps_by_kernel(synthetic()))
     assert "<svg" not in page and page.count('<table class="audit">') == 4
     assert "pip install &#x27;tileprobe[report]&#x27;" in page and NO_MATPLOTLIB.startswith("Plots need matplotlib")
 
@@ -242,7 +244,7 @@ def test_console_error_detection_works(tmp_path):
 def test_report_renders_in_headless_chromium(real_report, tmp_path):
     check_in_chromium(real_report["html"], tmp_path, n_svg=1)
     page = tmp_path / "synthetic.html"
-    page.write_text(render_html(synthetic()))
+    page.write_text(render_html(synthetic(), compiler_steps=compiler_steps_by_kernel(synthetic())))
     check_in_chromium(page, tmp_path, n_svg=1)
     assert has_colour(tmp_path / "synthetic.png", tuple(int(VERDICT_STYLE["ignored"][0][i:i + 2], 16) / 255
                                                         for i in (1, 3, 5)))

@@ -69,10 +69,14 @@ def _hrec(build, tile, occ, ok=True):
 
 
 def test_html_what_changed_is_not_led_by_an_accidental_run():
+    from tileprobe.analyses.compare import compiler_steps
     from tileprobe.report.html import compiler_changes_section
     rows = [_hrec(b, t, o) for b in ("13.3.36", "13.4.92") for t in (64, 128) for o in (1, 2)]
     rows.append(_hrec("13.2.86", 64, 1))             # one variant under another release
-    html = compiler_changes_section(rows)
+    steps = compiler_steps(rows)
+    assert steps.left_out == [(_build("13.2.86"), 1)] and [s[:2] for s in steps.steps] == [
+        (_build("13.3.36"), _build("13.4.92"))]
+    html = compiler_changes_section(steps)
     assert "Not compared (fewer than half the variants of the others): tileiras 13.2.86 (1 variant)" in html
     assert "What changed from tileiras 13.2.86" not in html and "What changed from tileiras 13.3.36 to tileiras " \
         "13.4.92" in html

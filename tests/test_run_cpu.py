@@ -573,7 +573,7 @@ def test_cli_registers_run_and_renders(capsys):
               ctas_per_sm=8, limiter="threads")
     r2.run["error"] = "no result within 5 s"
     res = session.RunResult([r, r2], {"gpu": {"name": "H200", "sm": "sm_90", "driver": "580"}})
-    md = run_markdown(res.records, res.environment)
+    md = run_markdown(res.records, res.environment, advice=res.advice(), best=res.best_hints())
     assert "## tileprobe run" in md and "| hang |" in md and "12.5" in md and "no result within 5 s" in md
     run_cli.emit(res, SimpleNamespace(json=None, format="table"))
     out = capsys.readouterr().out

@@ -187,7 +187,8 @@ def test_run_best_lines_name_the_compiler_and_advice_says_1_cta():
             r.ctas_per_sm, r.limiter = 1, "registers"
             r.run = {"status": "ok", "median_us": t}
             recs.append(r)
-    lines = best_lines(recs)
+    from tileprobe.run.session import best_hints
+    lines = best_lines(best_hints(recs))
     assert lines == ["k sm_90 tileiras 13.4.92 TILE=64×64 DT=fp16: best occupancy=2 610.0 µs, 1.48× vs default "
                      "occupancy=1 900.0 µs",
                      "k sm_90 tileiras 13.3.36 TILE=64×64 DT=fp16: best occupancy=2 880.0 µs, 1.03× vs default "

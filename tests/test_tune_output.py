@@ -6,7 +6,7 @@ import io
 
 from rich.console import Console
 
-from tileprobe.cli.tune import ROWS_SHOWN, duplicate_lines, fate_counts, render
+from tileprobe.report.tune import ROWS_SHOWN, duplicate_lines, fate_counts, render
 from tileprobe.tune.result import ProblemResult, TuneResult
 
 

@@ -274,8 +274,8 @@ def test_split_machines_tune_from_a_bundle(space, tmp_path):
 def test_the_summary_line_does_not_count_duplicates_it_did_not_look_for():
     """A dry run without --num-sms said "0 duplicate launches" and, two lines down, that it had not looked."""
     from types import SimpleNamespace
-    from tileprobe.cli.tune import summary_line
-    from tileprobe.tune.pipeline import NO_SM_COUNT
+    from tileprobe.report.tune import summary_line
+    from tileprobe.tune.result import NO_SM_COUNT
     rows = [{"label": f"occupancy={o}", "config": {}, "status": "ok"} for o in (1, 2)]
     p = SimpleNamespace(dropped={}, candidates=rows, notes=[NO_SM_COUNT])
     assert summary_line(p) == ("2 configurations: 0 rejected by constraints, 0 failed, duplicate launches not looked "

@@ -13,7 +13,7 @@ Every command is a Python call (the CLI in :mod:`tileprobe.cli` parses, calls it
 ``tileprobe bisect``   :func:`tileprobe.analyses.bisect.bisect` → :class:`~tileprobe.analyses.bisect.BisectResult`
 ``tileprobe gate``     :func:`tileprobe.analyses.gate.run_gate` → :class:`GateResult`
 ``tileprobe history``  :func:`tileprobe.analyses.history.history` → :class:`History`
-``tileprobe report``   :func:`tileprobe.report.html.write_html_report`
+``tileprobe report``   :func:`tileprobe.cli.report.write_html_report`
 ``tileprobe doctor``   :func:`tileprobe.analyses.doctor.diagnose` → list of :class:`Finding`
 ``tileprobe toolchain``  :func:`tileprobe.toolchain.install`, :func:`~tileprobe.toolchain.local_toolchains`,
                        :func:`~tileprobe.toolchain.remove`
@@ -34,11 +34,11 @@ _WHERE = {
     "Probe": "probe.define", "SpecArrays": "probe.define", "ArraySpec": "probe.signature",
     "jit_signature": "probe.signature", "AuditResult": "audit.pipeline", "VariantRecord": "schema",
     "Store": "store", "Toolchain": "toolchain",
-    "compare_results": "analyses.compare", "Comparison": "analyses.compare",
-    "run_gate": "analyses.gate", "GateResult": "analyses.gate", "GateError": "analyses.gate",
-    "diagnose": "analyses.doctor", "Finding": "analyses.doctor",
-    "history": "analyses.history", "History": "analyses.history",
-    "run_sweep": "run.session", "RunResult": "run.session", "write_html_report": "report.html",
+    "compare_results": "analyses.compare", "Comparison": "analyses.results",
+    "run_gate": "analyses.gate", "GateResult": "analyses.results", "GateError": "analyses.gate",
+    "diagnose": "analyses.doctor", "Finding": "analyses.results",
+    "history": "analyses.history", "History": "analyses.results",
+    "run_sweep": "run.session", "RunResult": "run.session", "write_html_report": "cli.report",
     "TileprobeError": "errors", "ProbeError": "errors", "ToolchainError": "errors", "CubinError": "errors",
     "StoreError": "errors", "stub_modules": "stubs", "use": "record.use",
 }
@@ -46,15 +46,16 @@ _WHERE = {
 __all__ = ["__version__", *_WHERE]
 
 if TYPE_CHECKING:  # the same names, for type checkers and import-graph tools
-    from tileprobe.analyses.compare import Comparison, compare_results
-    from tileprobe.analyses.doctor import Finding, diagnose
-    from tileprobe.analyses.gate import GateError, GateResult, run_gate
-    from tileprobe.analyses.history import History, history
+    from tileprobe.analyses.compare import compare_results
+    from tileprobe.analyses.doctor import diagnose
+    from tileprobe.analyses.gate import GateError, run_gate
+    from tileprobe.analyses.history import history
+    from tileprobe.analyses.results import Comparison, Finding, GateResult, History
     from tileprobe.audit.pipeline import AuditResult
     from tileprobe.probe.define import Probe, SpecArrays
     from tileprobe.probe.signature import ArraySpec, jit_signature
     from tileprobe.errors import CubinError, ProbeError, StoreError, TileprobeError, ToolchainError
-    from tileprobe.report.html import write_html_report
+    from tileprobe.cli.report import write_html_report
     from tileprobe.run.session import RunResult, run_sweep
     from tileprobe.schema import VariantRecord
     from tileprobe.store import Store

@@ -195,6 +195,12 @@ def number_text(value: Any) -> str:
     return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else str(value)
 
 
+def p_text(p: float) -> str:
+    """A p-value as the reports print it: ``p < 0.001`` or ``p 0.034`` (three decimals: what a reader needs of a
+    p-value; shared by the noise rule's own text, :mod:`tileprobe.analyses.noise`, and the renderers)."""
+    return "p < 0.001" if p < 0.001 else f"p {p:.3f}"
+
+
 def exit_text(returncode: int | None) -> str:
     """A child process's end in words, one wording for every process tileprobe starts (compilers, compile and
     probe-loading workers, GPU workers): ``-9`` → ``"killed by SIGKILL (signal 9)"``, ``5`` → ``"exit code 5"``,
@@ -246,6 +252,13 @@ def short_build(tileiras: str) -> str:
     import re
     m = re.search(r"V(\d+\.\d+\.\d+)", tileiras or "")
     return f"tileiras {m.group(1)}" if m else (tileiras or "tileiras ?")
+
+
+def build_order(build: str) -> tuple:
+    """Sort key of a record's ``tileiras`` build string: its version as numbers (``V13.4.92`` → ``(13, 4, 92)``),
+    then the text; a build without a version sorts first."""
+    m = re.search(r"V(\d+(?:\.\d+)+)", build or "")
+    return (tuple(int(x) for x in m.group(1).split(".")) if m else (), build or "")
 
 
 def cutile_version() -> str:

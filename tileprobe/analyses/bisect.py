@@ -18,61 +18,10 @@ Python API: :func:`bisect` (what ``tileprobe bisect`` runs) returns a :class:`Bi
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from tileprobe.errors import TileprobeError
-
-
-@dataclass
-class Step:
-    """One bisection step: the release, whether the property held, the selected records' summary
-    (``threads × regs, shared B, CTA/SM, verdicts``) and the gate's failure lines when it did not hold."""
-    version: str
-    holds: bool
-    summary: str
-    detail: list[str] = field(default_factory=list)
-    measured: str = ""             # issue 27: the property's own value, e.g. "3323 LDL/3317 STL, 8,720 B stack"
-    parts: dict = field(default_factory=dict)      # toolkit parts it ran with: tileiras, ptxas (nvcc), nvvm
-    warnings: list[str] = field(default_factory=list)   # e.g. machine code that differs between compiles
-
-
-@dataclass
-class BisectResult:
-    """The steps in the order run, the last release like GOOD and the first like BAD, the property tested and
-    the candidate releases (GOOD first)."""
-    steps: list[Step]
-    last_good: str
-    first_bad: str
-    prop: str
-    versions: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict:
-        """``{"property", "first_bad", "last_good", "steps": [Step fields], "warnings"}`` (what ``--json``
-        writes)."""
-        return {"property": self.prop, "first_bad": self.first_bad, "last_good": self.last_good,
-                "steps": [asdict(s) for s in self.steps], "warnings": self.warnings()}
-
-    def warnings(self) -> list[str]:
-        """What weakens the answer (issue 27): the last good and first bad releases ran with other ptxas or nvvm
-        releases (then a tileiras change cannot be told from a ptxas or nvvm change), a part whose release differs
-        from its tileiras release, and steps whose machine code differed between compiles."""
-        by = {s.version: s for s in self.steps}
-        good, bad = by.get(self.last_good), by.get(self.first_bad)
-        out = []
-        if good and bad and good.parts and bad.parts:
-            moved = [f"{k} {good.parts.get(k)} → {bad.parts.get(k)}" for k in ("ptxas", "nvvm")
-                     if good.parts.get(k) != bad.parts.get(k)]
-            if moved:
-                out.append(f"tileiras {self.last_good} → {self.first_bad} also changed {', '.join(moved)}: the change "
-                           "may come from those, not from tileiras")
-        for s in self.steps:
-            other = [f"{k} {v}" for k, v in s.parts.items() if k != "tileiras" and v and v != s.version]
-            if other and s.version in (self.last_good, self.first_bad):
-                out.append(f"tileiras {s.version} ran with {', '.join(other)} (the newest of its major.minor, not "
-                           "necessarily the release it came with)")
-            out.extend(f"tileiras {s.version}: {w}" for w in s.warnings)
-        return list(dict.fromkeys(out))
+from tileprobe.analyses.results import BisectResult, Step
 
 
 def candidates(published: Sequence[str], good: str, bad: str) -> list[str]:

@@ -31,12 +31,13 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from tileprobe.errors import TileprobeError
-from tileprobe.schema import VariantRecord
-from tileprobe.analyses.noise import MIN_EFFECT, TimeStats, p_text, time_change
+from tileprobe.schema import VariantRecord, p_text
+from tileprobe.analyses.noise import MIN_EFFECT, TimeStats, time_change
+from tileprobe.analyses.results import ReleaseStep, TimeBisectResult
 
 _WITHIN = re.compile(r"^(?:time|median)\s+within\s+(\d+(?:\.\d+)?)\s*%(?:\s+of\s+(?:the\s+)?good(?:\s+release)?)?$")
 _NO_SLOWER = re.compile(r"^(?:time\s+)?no\s+slower(?:\s+than\s+(?:the\s+)?good(?:\s+release)?)?"
@@ -167,40 +168,6 @@ def prepare_bundle(probe: str, out_dir: str, *, arch: str, where: Mapping[str, A
 
 
 # --- the GPU side ----------------------------------------------------------------------------------------------
-
-@dataclass
-class ReleaseStep:
-    """One release on the GPU: whether the property held (for every selected variant), the summary per variant."""
-    version: str
-    holds: bool
-    summary: str
-    detail: list[str] = field(default_factory=list)
-
-
-@dataclass
-class TimeBisectResult:
-    """Every release's step (release order, GOOD first), the first release where the property does not hold
-    (None: nothing moved), the last one before it that held, the property, the skipped releases and the rounds."""
-    steps: list[ReleaseStep]
-    first_bad: str | None
-    last_good: str | None
-    prop: str
-    skipped: dict[str, str] = field(default_factory=dict)
-    rounds: int = 1
-    environment: dict = field(default_factory=dict)
-
-    def conclusion(self) -> str:
-        """The one-line answer."""
-        if self.first_bad is None:
-            return (f"`{self.prop}` holds at every release ({', '.join(s.version for s in self.steps)}): nothing "
-                    "moved beyond noise")
-        return f"first release where `{self.prop}` fails: tileiras {self.first_bad} (last that held: {self.last_good})"
-
-    def to_dict(self) -> dict:
-        """``{"property", "first_bad", "last_good", "rounds", "skipped", "steps": [...]}`` (``--json``)."""
-        return {"property": self.prop, "first_bad": self.first_bad, "last_good": self.last_good,
-                "rounds": self.rounds, "skipped": self.skipped, "steps": [asdict(s) for s in self.steps]}
-
 
 def evaluate_releases(records: Sequence[VariantRecord], prop: RunProperty, order: Sequence[str] | None = None
                       ) -> TimeBisectResult:

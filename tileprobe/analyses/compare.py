@@ -30,21 +30,22 @@ on the same GPU, by the rule of :mod:`tileprobe.analyses.noise`: Welch's t-test 
 and stdev) at p < 0.05, and a change of the median of at least 2 %.
 
 Python API: :func:`compare_results` (what ``tileprobe compare`` runs) returns a :class:`Comparison`;
-:func:`compare_records` compares two record lists. :mod:`tileprobe.report` renders them.
+:func:`compare_records` compares two record lists (each :class:`Change` with both sides' times and their noise
+test); :func:`compiler_steps` compares consecutive compiler builds of one kernel (the HTML report's "what
+changed"). The records are :mod:`tileprobe.analyses.results`'; :mod:`tileprobe.report` renders them.
 """
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
 from typing import Sequence
 
 from tileprobe.judge.verdict import judge_records
 from tileprobe.errors import TileprobeError
-from tileprobe.schema import VariantRecord, load, number_text, short_build
-from tileprobe.analyses.noise import time_change
+from tileprobe.schema import VariantRecord, build_order, load, number_text, short_build
+from tileprobe.analyses.noise import TimeStats, time_change
+from tileprobe.analyses.results import Change, CompilerSteps, Comparison
 
-MARKS = {"regression": "!", "improvement": "*", "changed": "x", "same": "=", "unmatched": "?"}
 _RANK = {"regression": 0, "improvement": 1, "changed": 2, "unmatched": 3, "same": 4}
 _VERDICT_RANK = {"honoured": 3, "met": 3, "partial": 2, "ignored": 1, "infeasible": 0}
 #: Compile states by failure class (``ok`` for a compiled variant): higher is better.
@@ -75,32 +76,6 @@ WHY = {
 }
 
 
-@dataclass
-class Change:
-    """One matched variant: its kind (regression/improvement/changed/same/unmatched) and what changed."""
-    key: tuple
-    a: VariantRecord | None
-    b: VariantRecord | None
-    kind: str = "same"
-    details: list[str] = field(default_factory=list)
-    severity: int = 9
-    why: list[str] = field(default_factory=list)   # issue 27: the reason of each judged or notable item
-    weight: int = 0                                 # spill instructions added (regression) or removed, for order
-    judged: int = 0                                 # the first ``judged`` details are the worse and better items
-
-    @property
-    def mark(self) -> str:
-        """The one-character mark of :attr:`kind` (:data:`MARKS`)."""
-        return MARKS[self.kind]
-
-    def label(self) -> str:
-        """``kernel arch NAME=VALUE …`` (case constants, then hints; ``declared hints`` when there are none)."""
-        r = self.a or self.b
-        from tileprobe.select import format_value
-        parts = [f"{k}={format_value(v)}" for k, v in [*r.case.items(), *r.hints.items()]]
-        return f"{r.kernel} {r.arch} " + (" ".join(parts) or "declared hints")
-
-
 def match_key(r: VariantRecord) -> tuple:
     """How variants are paired across result sets."""
     return (r.kernel, json.dumps(r.case, sort_keys=True, default=str), json.dumps(r.hints, sort_keys=True, default=str),
@@ -114,7 +89,9 @@ def compare_records(a: list[VariantRecord], b: list[VariantRecord]) -> list[Chan
     out = []
     for key in list(dict.fromkeys([*ia, *ib])):
         ra, rb = ia.get(key), ib.get(key)
-        ch = Change(key, ra, rb)
+        ch = Change(key, ra, rb, time_a=TimeStats.of(ra.run) if ra is not None else None,
+                    time_b=TimeStats.of(rb.run) if rb is not None else None,
+                    time=time_change(ra.run, rb.run) if ra is not None and rb is not None else None)
         if ra is None or rb is None:
             ch.kind = "unmatched"
             ch.details.append("only in " + ("A" if rb is None else "B"))
@@ -123,6 +100,32 @@ def compare_records(a: list[VariantRecord], b: list[VariantRecord]) -> list[Chan
         out.append(ch)
     out.sort(key=lambda c: (_RANK[c.kind], c.severity, -c.weight))
     return out
+
+
+def compiler_steps(rows: Sequence[VariantRecord]) -> CompilerSteps:
+    """What changed between each pair of consecutive compiler builds of ``rows`` (one kernel's records; builds in
+    :func:`~tileprobe.schema.build_order`): :func:`compare_records` of each pair, older build as A. A build with
+    fewer than half the variants of the most-audited one is left out (issue 27: an accidental run of a few variants
+    must not lead)."""
+    counts: dict[str, int] = {}
+    for r in rows:
+        if r.tileiras:
+            counts[r.tileiras] = counts.get(r.tileiras, 0) + 1
+    most = max(counts.values(), default=0)
+    builds = sorted((b for b, n in counts.items() if 2 * n >= most), key=build_order)
+    few = sorted((b for b, n in counts.items() if 2 * n < most), key=build_order)
+    steps = [(old, new, compare_records([r for r in rows if r.tileiras == old], [r for r in rows if r.tileiras == new]))
+             for old, new in zip(builds, builds[1:])]
+    return CompilerSteps([(b, counts[b]) for b in few], steps)
+
+
+def compiler_steps_by_kernel(records: Sequence[VariantRecord]) -> dict[tuple[str, str], CompilerSteps]:
+    """:func:`compiler_steps` per (kernel, probe file) of ``records``: the sections of the HTML report (two probes
+    may name different kernels alike)."""
+    groups: dict[tuple[str, str], list[VariantRecord]] = {}
+    for r in records:
+        groups.setdefault((r.kernel, r.probe), []).append(r)
+    return {key: compiler_steps(rows) for key, rows in groups.items()}
 
 
 def _state(r: VariantRecord) -> str:
@@ -178,7 +181,7 @@ def _classify(ch: Change, a: VariantRecord, b: VariantRecord) -> None:
         if not a.same_code(b) and not (changed or notable or worse or better):
             changed.append("machine code differs")
         changed[:0] = notable
-    t = _time_change(a, b)
+    t = _time_change(a, b, ch.time)
     if t:
         kind, text = t
         (worse if kind == "slower" else better).append(text)
@@ -287,15 +290,15 @@ def _severity(items: list[str]) -> int:
     return best
 
 
-def _time_change(a: VariantRecord, b: VariantRecord):
-    """("slower" | "faster", text) when B's time differs from A's beyond noise (:mod:`tileprobe.analyses.noise`:
-    Welch's t-test and a 2 % minimum effect); None when within noise, not both ok, or run on different GPUs."""
+def _time_change(a: VariantRecord, b: VariantRecord, tc):
+    """("slower" | "faster", text) when B's time differs from A's beyond noise (``tc``, the pair's
+    :func:`~tileprobe.analyses.noise.time_change`: Welch's t-test and a 2 % minimum effect); None when within noise,
+    not both ok, or run on different GPUs."""
     ra, rb = a.run or {}, b.run or {}
     if ra.get("status") != "ok" or rb.get("status") != "ok" or _gpu_name(ra) != _gpu_name(rb):
         return None
     if ra.get("shared_gpu") or rb.get("shared_gpu"):   # timed beside another worker on one GPU (issue 15)
         return None
-    tc = time_change(ra, rb)
     if tc is None or not tc.changed:
         return None
     return tc.direction, tc.text()
@@ -341,37 +344,6 @@ def load_side(spec: str, store_path: str | None = None) -> tuple[list[VariantRec
 def _not_a_side(spec: str) -> TileprobeError:
     return TileprobeError(f"{spec!r} is neither a result file nor a stored audit id; "
                           "see `tileprobe history` for ids")
-
-
-def to_json(changes: list[Change]) -> list[dict]:
-    """JSON-ready rows: kind, mark, variant label, details, why (issue 27), and both records."""
-    return [{"kind": c.kind, "mark": c.mark, "variant": c.label(), "details": c.details, "why": c.why,
-             "a": c.a.to_dict() if c.a else None, "b": c.b.to_dict() if c.b else None} for c in changes]
-
-
-@dataclass
-class Comparison:
-    """What :func:`compare_results` found: the :class:`Change` s (regressions first), the names of sides A and B,
-    the environment of the audit or file they came from (``{}`` for two files), and with ``probe`` the audited
-    records (both compilers)."""
-    changes: list[Change]
-    name_a: str
-    name_b: str
-    environment: dict = field(default_factory=dict)
-    audited: list[VariantRecord] = field(default_factory=list)
-    total: int | None = None     # variants compared before :meth:`only` filtered them (None: not filtered)
-
-    def to_json(self) -> list[dict]:
-        """:func:`to_json` of the changes (what ``--json`` writes)."""
-        return to_json(self.changes)
-
-    def only(self, kinds: Sequence[str] = ("regression",), where: dict | None = None) -> "Comparison":
-        """A copy keeping the changes of these ``kinds`` (``compare --regressions``) whose variants match
-        ``where`` (:mod:`tileprobe.select`); ``total`` keeps the count before filtering."""
-        from tileprobe.select import matches
-        kept = [c for c in self.changes if c.kind in kinds and (not where or matches(c.a or c.b, where))]
-        return Comparison(kept, self.name_a, self.name_b, self.environment, self.audited,
-                          total=self.total if self.total is not None else len(self.changes))
 
 
 def compare_results(results: Sequence[str] = (), *, probe: str | None = None, tileiras: Sequence[str] = (),
@@ -424,7 +396,17 @@ def compare_results(results: Sequence[str] = (), *, probe: str | None = None, ti
         from tileprobe.select import select, select_or_explain
         select_or_explain(a + b, where)   # issue 27: matching nothing is a WhereError (exit 2), as for audit
         a, b = select(a, where), select(b, where)
-    return Comparison(compare_records(a, b), name_a, name_b, env, audited)
+    return Comparison(compare_records(a, b), name_a, name_b, env, audited, advice=_advice(audited, where))
+
+
+def _advice(audited: list[VariantRecord], where: dict | None) -> list[str]:
+    """The static advice over the audited records ``where`` selects (what ``compare --tables`` prints under their
+    tables); [] without an audit."""
+    if not audited:
+        return []
+    from tileprobe.judge.advice import advice
+    from tileprobe.select import select
+    return advice(select(audited, where))
 
 
 def _audit_probe(probe, tileiras, archs, jobs, store_path, use_store, with_sass, where, progress):

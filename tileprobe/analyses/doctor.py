@@ -35,22 +35,8 @@ from typing import Mapping, Sequence
 from tileprobe import toolchain as tcm
 from tileprobe.errors import TileprobeError, ToolchainError
 from tileprobe.model.toolkit import TRAP, libnvvm, toolkit_version  # noqa: F401  (toolkit_version: part of this API)
+from tileprobe.analyses.results import Finding
 
-LEVELS = ("ok", "warn", "error")
-
-
-@dataclasses.dataclass(frozen=True)
-class Finding:
-    """One diagnosis. ``level``: ok | warn | error; ``topic``: what it is about (``"CUDA_HOME"``, ``"pip packages"``,
-    …); ``message``: what was seen; ``fix``: what to do ("" when nothing is needed)."""
-    level: str
-    topic: str
-    message: str
-    fix: str = ""
-
-    def __post_init__(self):
-        if self.level not in LEVELS:
-            raise ValueError(f"Finding.level must be one of {LEVELS}, got {self.level!r}")
 
 
 @dataclasses.dataclass

@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import operator
 import re
-from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 from tileprobe.model.hints import KERNEL_HINTS
 from tileprobe.errors import TileprobeError, UsageError
-from tileprobe.schema import VariantRecord, short_build, value_key
+from tileprobe.schema import VariantRecord, p_text, short_build, value_key
+from tileprobe.analyses.results import Expectation, Failure, GateResult
 
 FORMS = """\
   HINT honoured               the HINT goal is met: verdict honoured or met (HINT: {hints});
@@ -75,23 +75,6 @@ class GateUsageError(GateError, UsageError):
 def forms() -> str:
     """The accepted expectation forms (:data:`FORMS` with the hint and field names filled in), one per line."""
     return FORMS.format(hints=", ".join(KERNEL_HINTS), fields=", ".join(FIELDS))
-
-
-@dataclass(frozen=True)
-class Expectation:
-    """One parsed expectation. kind: verdict | took_effect | not_ignored | compiles | no_crash | no_hang | correct |
-    no_spills | no_hang_risk | compare | time."""
-    text: str
-    kind: str
-    field: str = ""
-    op: str = ""
-    value: float | None = None      # NUMBER; None for baseline comparisons
-    baseline_pct: float = 0.0       # time <= baseline + N%
-
-    @property
-    def uses_baseline(self) -> bool:
-        """Whether the expectation compares with the ``--baseline`` record (``FIELD OP baseline``)."""
-        return self.kind in ("compare", "time") and self.value is None
 
 
 def parse_expectation(text: str) -> Expectation:
@@ -164,24 +147,6 @@ def verdict_holds(kind: str, status: str) -> tuple[bool, str]:
 
 def _bad(text: str, why: str) -> GateError:
     return GateUsageError(f"cannot parse expectation {text!r}: {why}. Accepted forms:\n{forms()}")
-
-
-@dataclass
-class Failure:
-    """One expectation that one variant (or the selection) does not meet.
-
-    ``unchecked``: the expectation could not be checked (no run records, no baseline record).
-    """
-    expectation: str
-    variant: str
-    expected: str
-    got: str
-    reason: str = ""
-    unchecked: bool = False
-
-    def __str__(self) -> str:
-        head = "cannot check" if self.unchecked else f"expected {self.expected}, got {self.got}"
-        return f"{self.variant}: {head}" + (f" — {self.reason}" if self.reason else "")
 
 
 def variant_label(r: VariantRecord) -> str:
@@ -380,7 +345,7 @@ def _gpu_of(r: VariantRecord) -> str:
 def _check_no_worse(e: Expectation, r: VariantRecord, b: VariantRecord, label: str) -> Failure | None:
     """``time no worse than baseline``: fails when the run is slower than the baseline's by compare's rule
     (:func:`tileprobe.analyses.noise.time_change`, the minimum effect raised to ``+ N%`` when given)."""
-    from tileprobe.analyses.noise import MIN_EFFECT, p_text, time_change
+    from tileprobe.analyses.noise import MIN_EFFECT, time_change
     tc = time_change(b.run, r.run, min_effect=max(MIN_EFFECT, e.baseline_pct / 100))
     if tc is None:
         return Failure(e.text, label, e.text, "no sample statistics", "a run without reps/stdev or quartiles "
@@ -507,25 +472,6 @@ def _run_records(runs: str, probe_path: str, arch: str, tileiras: str | None) ->
         raise GateError(f"--runs {runs} holds several compiler builds ({'; '.join(builds)}): pass --runs-tileiras "
                         "TEXT to pick the new release's")
     return recs
-
-
-@dataclass
-class GateResult:
-    """What a gate checked: the selected records, the expectations and the failures."""
-    records: list[VariantRecord]
-    expectations: list[Expectation]
-    failures: list[Failure] = field(default_factory=list)
-    allow_unchecked: bool = False
-
-    @property
-    def passed(self) -> bool:
-        """True when every failure is an unchecked one and ``allow_unchecked`` lets those pass."""
-        return not [f for f in self.failures if not (f.unchecked and self.allow_unchecked)]
-
-    def to_dict(self) -> dict:
-        """``{"passed", "expectations", "failures", "variants"}`` (what ``tileprobe gate --json`` writes)."""
-        return {"passed": self.passed, "expectations": [e.text for e in self.expectations],
-                "failures": [f.__dict__ for f in self.failures], "variants": [r.to_dict() for r in self.records]}
 
 
 def run_gate(probe_path: str, arch: str, expectations: Sequence[str], *, where: Mapping[str, Any] | None = None,

@@ -12,33 +12,19 @@ from __future__ import annotations
 
 import csv
 import io
-from dataclasses import asdict, dataclass, field
 from typing import Sequence, TextIO
 
 from tileprobe.judge.verdict import judge_records
 from tileprobe.model.arch import get_arch
 from tileprobe.schema import VariantRecord, dump, json_text, load
 from tileprobe.store import Store
+from tileprobe.analyses.results import History
 
 #: Columns of :func:`write_history_csv`, in order (one row per stored compile; ``median_us`` and ``gpu``: its
 #: newest run).
 CSV_COLUMNS = ["created", "kernel", "case", "hints", "arch", "tileiras", "cuda_tile", "status", "threads",
                "registers", "shared_bytes", "stack_bytes", "ctas_per_sm", "median_us", "gpu", "compile_s", "reg_pool", "host",
                "probe", "source_sha256", "cubin_sha256", "key"]
-
-
-@dataclass
-class History:
-    """What a store holds, newest first: ``audits`` (:meth:`Store.audits` rows), ``compiles``
-    (:meth:`Store.compiles` rows) and ``runs`` (:meth:`Store.runs` rows) of the store at path ``store``."""
-    store: str
-    audits: list[dict] = field(default_factory=list)
-    compiles: list[dict] = field(default_factory=list)
-    runs: list[dict] = field(default_factory=list)
-
-    def to_dict(self) -> dict:
-        """``{"store", "audits", "compiles", "runs"}`` (JSON-ready)."""
-        return asdict(self)
 
 
 def history(store: Store, *, kernel: str | None = None, arch: str | None = None, tileiras: str | None = None,

@@ -24,6 +24,8 @@ import statistics
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
+from tileprobe.schema import p_text
+
 #: Smallest relative change of the median that counts (2 %): below it a significant change is "within noise".
 MIN_EFFECT = 0.02
 #: Two-sided significance level of the t-test.
@@ -113,11 +115,6 @@ class TimeChange:
         why = (f"under the {self.min_effect:.0%} minimum effect" if self.significant
                else f"not significant, {p_text(self.p)}")
         return f"{head}: within noise, {why}; {self.method})"
-
-
-def p_text(p: float) -> str:
-    """``p < 0.001`` or ``p 0.034`` (three decimals: what a reader needs of a p-value)."""
-    return "p < 0.001" if p < 0.001 else f"p {p:.3f}"
 
 
 def time_change(run_a: Mapping | None, run_b: Mapping | None, *, min_effect: float = MIN_EFFECT,

@@ -64,6 +64,13 @@ class AuditResult:
         """Every probe loaded and every requested arch and compiler could be used."""
         return not self.probe_errors and not self.target_errors
 
+    def advice(self, selected: Iterable[VariantRecord] | None = None) -> list[str]:
+        """The static advice lines of this audit (:func:`tileprobe.judge.advice.advice`), one group per kernel,
+        case, other hints, arch and compiler; ``selected``: only the groups of these records (a ``--where``
+        selection of :attr:`records`), each weighed over all of its audited values."""
+        from tileprobe.judge.advice import advice
+        return advice(self.records, selected)
+
 
 def iter_variants(probes: Sequence, archs: Sequence[str]) -> Iterator[Variant]:
     """Every (probe, case, hints, arch) to compile, in a stable order, one at a time (nothing is held in memory).

@@ -100,7 +100,7 @@ def cmd_audit(args) -> int:
         write_bundle(args.bundle, result)
     from tileprobe.select import select_or_explain
     shown = select_or_explain(result.records, where)
-    emit(shown, result.environment, args, context=result.records)
+    emit(result, shown, args)
     if args.repeat > 1:
         say(err, repeat_line(result.records, args.repeat))
     say(err, _summary(result, len(shown) if where else None))
@@ -187,17 +187,20 @@ def _have_nvdisasm() -> bool:
         return False
 
 
-def emit(records, environment: dict, args, context=None) -> None:
-    """Write ``--json`` and print ``--format`` (terminal tables, Markdown or nothing) for audit records;
-    ``context``: the whole audit when ``records`` is a ``--where`` selection (for the advice)."""
+def emit(result, records, args) -> None:
+    """Write ``--json`` and print ``--format`` (terminal tables, Markdown or nothing) for the ``records`` of an
+    :class:`~tileprobe.audit.AuditResult` (all of them, or a ``--where`` selection: the advice still weighs every
+    audited value, :meth:`~tileprobe.audit.pipeline.AuditResult.advice`)."""
     from tileprobe.schema import write_json
+    environment = result.environment
     if args.json:
         write_json(records, environment, args.json)
     fmt = getattr(args, "format", "table")
     if fmt == "markdown":
         from tileprobe.report.markdown import audit_markdown
         from tileprobe.report.text import clean
-        sys.stdout.write(clean(audit_markdown(records, environment, command=command_line(), context=context)))
+        sys.stdout.write(clean(audit_markdown(records, environment, command=command_line(),
+                                              advice=result.advice(records))))
     elif fmt == "table" and args.json != "-":
         if getattr(args, "summary", False):
             from tileprobe.report.terminal import render_summary
@@ -205,4 +208,4 @@ def emit(records, environment: dict, args, context=None) -> None:
             return
         from tileprobe.report.terminal import render_audit
         render_audit(records, console(), brief=getattr(args, "brief", False), wide=getattr(args, "wide", False),
-                     context=context)
+                     advice=result.advice(records))

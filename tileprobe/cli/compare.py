@@ -62,7 +62,7 @@ def cmd_compare(args) -> int:
         if c.audited and (args.tables or args.wide):
             from tileprobe.select import select
             from tileprobe.report.terminal import render_audit
-            render_audit(select(c.audited, where_of(args)), out, wide=args.wide)
+            render_audit(select(c.audited, where_of(args)), out, wide=args.wide, advice=c.advice)
         elif c.audited:
             say(out, "the audit tables of both compilers: add --tables (or `tileprobe audit PROBE --tileiras A,B`)")
     return 0

@@ -1,6 +1,7 @@
 """``tileprobe record``: from a real program (or cuTile's compile cache) to probe files.
 
-All argparse and rich code of the command lives here; the work is :mod:`tileprobe.record` (no rich, no argparse).
+The argparse code of the command lives here; the work is :mod:`tileprobe.record` (no rich, no argparse), the
+printed summary :mod:`tileprobe.report.record`.
 """
 from __future__ import annotations
 
@@ -74,36 +75,10 @@ def cmd_record(args) -> int:
 
 
 def _print(result, out_dir: str) -> None:
+    """What was recorded and written, printed on stderr:
+    :func:`tileprobe.report.record.render_record`."""
     import sys
 
     from rich.console import Console
-    from rich.table import Table
-    from tileprobe.report.text import cell, say
-    err = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 200)
-    rec = result.recording
-    if rec is not None:
-        say(err, f"recorded {rec.total_launches:,} launches in {len(rec.processes)} process(es)"
-                 + (f"; the command exited with {result.exit_code}" if result.exit_code is not None else ""))
-        for e in rec.errors:
-            say(err, f"recording failed: {e}")
-        if rec.unreadable:
-            say(err, f"{len(rec.unreadable)} unreadable log line(s) skipped (a process ended mid-write?): "
-                     f"{rec.unreadable[0]}")
-    for note in result.notes:
-        say(err, f"note: {note}")
-    if not result.written:
-        say(err, "no cuda.tile launch was seen: no probe written")
-        return
-    table = Table(title="probes written", title_justify="left")
-    for col, just in (("probe", "left"), ("kernel", "left"), ("launches", "right"), ("cases", "right"),
-                      ("left out", "right"), ("hints", "left")):
-        table.add_column(col, justify=just)
-    for path, plan in result.written:
-        total = "-" if plan.total is None else f"{plan.total:,}"
-        cells = [os.path.relpath(path), plan.kernel.spec() or f"{plan.kernel.name} (TODO: not importable)",
-                 total, str(len(plan.cases)), str(len(plan.omitted)),
-                 " ".join(f"{h}={v}" for h, v in plan.hints.items()) or "declared"]
-        table.add_row(*map(cell, cells))   # names and paths are text, never markup
-    err.print(table)
-    say(err, f"summary: {os.path.relpath(result.summary_path)}; audit them with: tileprobe audit "
-             f"{os.path.relpath(os.path.join(out_dir, 'probes'))}/*.py --arch sm_90")
+    from tileprobe.report.record import render_record
+    render_record(result, Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 200), out_dir)

@@ -127,7 +127,9 @@ def emit(result, args) -> None:
     fmt = getattr(args, "format", "table")
     if fmt == "markdown":
         from tileprobe.report.markdown import run_markdown
-        sys.stdout.write(clean(run_markdown(result.records, result.environment, command=command_line())))
+        sys.stdout.write(clean(run_markdown(result.records, result.environment, command=command_line(),
+                                            advice=result.advice(), best=result.best_hints())))
     elif fmt == "table" and args.json != "-":
         from tileprobe.report.terminal import render_run
-        render_run(result.records, console(), wide=getattr(args, "wide", False))
+        render_run(result.records, console(), wide=getattr(args, "wide", False), advice=result.advice(),
+                   best=result.best_hints())

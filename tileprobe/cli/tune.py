@@ -12,13 +12,10 @@ from __future__ import annotations
 import contextlib
 import sys
 
-from tileprobe.report.text import cell, say
+from tileprobe.report.text import say
 
-# Argument parsing and printing only: the domain is ``tileprobe.tune``.
-#: Table order of the candidates' fates.
-_FATES = ("winner", "tie", "ok", "eliminated", "wrong", "hang", "crash", "error", "skipped")
-#: Rows a problem's table shows in full; past it, the finalists only, with counts (``--all``: every row).
-ROWS_SHOWN = 20
+# Argument parsing, progress lines and the exit code only: the domain is ``tileprobe.tune``, the tables
+# ``tileprobe.report.tune``.
 
 
 def add_parser(subparsers, add_common=None) -> None:
@@ -26,6 +23,7 @@ def add_parser(subparsers, add_common=None) -> None:
     ``--json``)."""
     from tileprobe.run.watchdog import DEFAULT_TIMEOUT_S
     from tileprobe.cli._common import count, seconds
+    from tileprobe.report.tune import ROWS_SHOWN
     p = subparsers.add_parser("tune", help="the fastest correct hints and tunable values per problem on this GPU",
                               description=__doc__.split("\n\n")[1])
     p.add_argument("probes", nargs="*", metavar="PROBE", help="probe files (README: Tuning); or, after --, a "
@@ -136,6 +134,7 @@ def report(args, result, err) -> int:
     if args.json:
         _write_json(result, args.json)
     if args.format == "table" and args.json != "-":
+        from tileprobe.report.tune import render
         render(result, _console(), all_rows=args.all_rows)
     for e in result.probe_errors:
         say(err, f"probe error: {e}")
@@ -220,227 +219,3 @@ def _progress(console):
             say(console, f"  back in the race: {', '.join(data['back'])} (the leader's later samples no longer beat "
                          "them)")
     return cb
-
-
-# --- printing ---------------------------------------------------------------------------------------------------
-
-def _us(v) -> str:
-    return "-" if v is None else f"{v:,.1f}"
-
-
-def _ci(r: dict) -> str:
-    if r.get("ci_lo_us") is None:
-        return "-"
-    return f"[{r['ci_lo_us']:,.1f}, {r['ci_hi_us']:,.1f}]"
-
-
-def render(result, console, all_rows: bool = False) -> None:
-    """Print every problem of a :class:`~tileprobe.tune.result.TuneResult`, then the time split. A problem of more
-    than :data:`ROWS_SHOWN` candidates shows its finalists' rows, the count per fate and one line per duplicate group,
-    unless ``all_rows``."""
-    env = result.environment
-    say(console, f"timing: {env.get('timing')} · strategy: {env.get('strategy')} · arch {env.get('arch')}"
-                 f"{' · dry run (static stage only)' if result.dry_run else ''}")
-    for p in result.problems:
-        _render_problem(p, console, all_rows)
-    say(console, time_line(result.times))
-
-
-def _counts(d: dict) -> str:
-    return f" ({', '.join(f'{k}: {n}' for k, n in d.items())})" if d else ""
-
-
-def summary_line(p) -> str:
-    """``12 configurations: 7 rejected by constraints (fits: 4, …), 1 failed (compile_error: 1), 1 duplicate
-    launches → 3 to time``."""
-    rejected = {k[len("constraint:"):]: n for k, n in p.dropped.items() if k.startswith("constraint:")}
-    own = rejected.pop("programs_own", None) is not None     # a recorded search: only the program's are its space
-    failed = {k: n for k, n in p.dropped.items() if not k.startswith("constraint:")
-              and k not in ("duplicate_launch", "hang_risk")}
-    hangs = p.dropped.get("hang_risk", 0)
-    rows = [r for r in p.candidates if r.get("config") is not None]
-    timed = sum(1 for r in rows if r.get("same_launch_as") is None and r.get("status") not in failed
-                and r.get("status") != "hang_risk")
-    from tileprobe.tune.pipeline import NO_SM_COUNT
-    dupes = ("duplicate launches not looked for (no SM count)" if NO_SM_COUNT in (p.notes or [])
-             else f"{p.dropped.get('duplicate_launch', 0)} duplicate launches")
-    return (f"{len(rows) + sum(rejected.values())} configurations{' (the program' + chr(39) + 's)' if own else ''}: "
-            f"{sum(rejected.values())} rejected by constraints{_counts(rejected)}, {sum(failed.values())} failed{_counts(failed)}, "
-            + (f"{hangs} predicted to hang (not launched), " if hangs else "") + f"{dupes} → {timed} to time")
-
-
-def fate_counts(rows: list[dict]) -> dict[str, int]:
-    """Candidates per fate (``winner``, ``tie``, ``eliminated`` …, and ``duplicate_launch`` for the members timed
-    through another), in table order."""
-    out: dict[str, int] = {}
-    for r in rows:
-        fate = "duplicate_launch" if r.get("same_launch_as") else r.get("status") or "-"
-        out[fate] = out.get(fate, 0) + 1
-    order = {s: i for i, s in enumerate(_FATES + ("duplicate_launch",))}
-    return dict(sorted(out.items(), key=lambda kv: order.get(kv[0], len(order))))
-
-
-def duplicate_lines(rows: list[dict]) -> list[str]:
-    """One line per group of identical launches: ``A = B, C (timed once, as A)``."""
-    groups: dict[str, list[str]] = {}
-    for r in rows:
-        if r.get("same_launch_as"):
-            groups.setdefault(r["same_launch_as"], []).append(r["label"])
-    return [f"{rep} = {', '.join(members)} (timed once, as {rep})" for rep, members in groups.items()]
-
-
-def _shown(rows: list[dict], all_rows: bool) -> list[dict]:
-    """The rows the table prints: all, or past :data:`ROWS_SHOWN` the finalists (the best timed ones in a dry run
-    or when none is a finalist)."""
-    if all_rows or len(rows) <= ROWS_SHOWN:
-        return rows
-    final = [r for r in rows if r.get("status") in ("winner", "tie")]
-    if final:
-        return final
-    timed = sorted((r for r in rows if not r.get("same_launch_as") and r.get("median_us") is not None),
-                   key=lambda r: r["median_us"])
-    return timed[:5] or [r for r in rows if not r.get("same_launch_as") and r.get("status") == "ok"][:ROWS_SHOWN]
-
-
-def _render_problem(p, console, all_rows: bool = False) -> None:
-    from rich.table import Table
-    from tileprobe.report.common import short_build
-    say(console, f"\n{p.kernel} · {p.arch} · {p.label} · {short_build(p.tileiras) if p.tileiras else ''}",
-        style="bold")
-    say(console, "  " + summary_line(p))
-    if p.rounds:
-        n = sum(r.get("n") or 0 for r in p.candidates if r.get("same_launch_as") is None)
-        say(console, f"  race: {len(p.rounds)} rounds, {n:,} samples, stopped: {p.stop}; {p.race_s:.1f} s")
-    cov = getattr(p, "coverage", None) or {}
-    if cov:
-        say(console, f"  searched: {cov['compiled']:,} of {cov['configurations']:,} configurations compiled, "
-                     f"{cov['timed']:,} timed (the others: duplicates, failures, rejections, or the budget)")
-    best = (p.pick or {}).get("median_us")
-    t = Table(show_edge=False, pad_edge=False)
-    for h in ("configuration", "status", "n", "median µs", "95% CI µs", "vs pick", "grid", "regs", "CTAs/SM",
-              "stack B / STL", "SM MHz", "note"):
-        t.add_column(h, justify="right" if h not in ("configuration", "status", "note") else "left",
-                     no_wrap=h != "note", overflow="fold" if h == "note" else "ellipsis")
-    rows = [r for r in p.candidates if r.get("config") is not None]
-    by_label = {r["label"]: (i, r) for i, r in enumerate(rows)}
-    shown = _shown(rows, all_rows)
-    for r in sorted(shown, key=lambda r: _rank(*by_label[r.get("same_launch_as") or r["label"]], r)):
-        t.add_row(*map(cell, (r["label"], r["status"], str(r.get("n") or "-"), _us(r.get("median_us")), _ci(r),
-                              f"{r['median_us'] / best:.3f}×" if best and r.get("median_us") else "-", _grid(r),
-                              str(r.get("registers") or "-"), str(r.get("ctas_per_sm") or "-"), _spill(r), _mhz(r),
-                              _note(r))))
-    console.print(t)
-    if len(shown) < len(rows):
-        say(console, f"  {len(shown)} of {len(rows)} rows shown (--all: every row; --json keeps them all); per fate: "
-                     + ", ".join(f"{k} {n}" for k, n in fate_counts(rows).items()))
-        for line in duplicate_lines(rows):
-            say(console, "  duplicate launches: " + line)
-    for line in verdict_lines(p, compact=len(shown) < len(rows)):
-        say(console, "  " + line)
-
-
-def _rank(position: int, timed: dict, r: dict) -> tuple:
-    """Fate, median, declaration order; a duplicate right under the candidate timed for it."""
-    order = {s: i for i, s in enumerate(_FATES)}
-    return (order.get(timed["status"], len(order)), timed.get("median_us") or float("inf"), position, r is not timed)
-
-
-def _grid(r: dict) -> str:
-    g = r.get("grid")
-    return "-" if not g else "×".join(str(x) for x in (g[:1] if g[1:] == [1, 1] else g))
-
-
-def _spill(r: dict) -> str:
-    stack = "-" if r.get("stack_bytes") is None else str(r["stack_bytes"])
-    stl = (r.get("spills") or {}).get("spill_stores")
-    return stack if stl is None else f"{stack}/{stl}"
-
-
-def _mhz(r: dict) -> str:
-    sm = (r.get("clocks") or {}).get("sm_mhz")
-    if not sm:
-        return "-"
-    text = f"{sm[0]:.0f}" if sm[0] == sm[1] else f"{sm[0]:.0f}–{sm[1]:.0f}"
-    return text + (" moved" if r.get("clocks_moved") else "")
-
-
-def _note(r: dict) -> str:
-    if r.get("same_launch_as"):
-        return f"= {r['same_launch_as']}"
-    if r["status"] in ("winner", "tie", "eliminated"):
-        return ""
-    return (r.get("reason") or "").strip().splitlines()[0][:100] if r.get("reason") else ""
-
-
-def verdict_lines(p, compact: bool = False) -> list[str]:
-    """The winner or the tie with intervals, the check, failed and skipped candidates, the compiler comparison.
-    ``compact``: failed candidates as one line per fate and first line of reason, with a count."""
-    out = []
-    pick = p.pick
-    if p.verdict == "winner":
-        out.append(f"winner: {pick['label']}: {_us(pick.get('median_us'))} µs {_ci(pick)} ({pick.get('n')} samples)"
-                   f"{_check_text(pick)}")
-    elif p.verdict == "tie":
-        out.append(f"tie (within noise, {len(p.tie)} candidates; pick = lowest median): " +
-                   "; ".join(f"{t['label']} {_us(t.get('median_us'))} µs {_ci(t)}" for t in p.tie) + _check_text(pick))
-    elif p.verdict == "none":
-        out.append("no winner: no candidate ran correctly")
-    failed: dict[tuple, list[str]] = {}
-    for r in p.candidates:
-        if r.get("config") is not None and r.get("status") not in ("ok", "winner", "tie", "eliminated",
-                                                                     "duplicate_launch"):
-            reason = (r.get("reason") or "").strip().splitlines()
-            failed.setdefault((r["status"], reason[0][:200] if reason else ""), []).append(r["label"])
-        if r.get("check") and r["check"].get("status") == "unchecked":
-            out.append(f"unchecked: {r['label']}: {r['check'].get('message')}")
-    for (status, reason), labels in failed.items():
-        if compact and len(labels) > 1:
-            out.append(f"{status}: {len(labels)} candidates ({labels[0]}, …): {reason}")
-        else:
-            out.extend(f"{status}: {label}: {reason}" for label in labels)
-    out.extend(p.notes)
-    if p.previous:
-        out.append(previous_line(p.previous))
-    return out
-
-
-def _check_text(r: dict | None) -> str:
-    c = (r or {}).get("check") or {}
-    if c.get("status") == "ok" and c.get("rel_err") is not None:
-        return f"; checked against the {c.get('against')}: rel. error {c['rel_err']:.2g} ≤ {c.get('tolerance'):.2g}"
-    return f"; check: {c.get('status')}" if c else ""
-
-
-def previous_line(prev: dict) -> str:
-    """What changed since the tune with the previous compiler."""
-    from tileprobe.report.common import short_build
-    before = short_build(prev.get("tileiras_before") or "")
-    if not prev.get("changed"):
-        return f"since the tune with {before}: same winner"
-    now = prev.get("old_pick_now") or {}
-    old = prev.get("pick_before") or {}
-    label = " ".join(f"{k}={v}" for k, v in {**(old.get("case") or {}), **(old.get("hints") or {})}.items())
-    text = f"since the tune with {before}: the winner changed (was {label or 'declared hints'}"
-    if now.get("median_us") is not None:
-        text += f", now {now['median_us']:,.1f} µs ({now.get('status')})"
-        if prev.get("loss_pct") is not None:
-            text += f": keeping it would lose {prev['loss_pct']:.1f} % against the new winner"
-        if prev.get("old_pick_change_pct") is not None:
-            text += f"; it took {prev['median_us_before']:,.1f} µs with {before} ({prev['old_pick_change_pct']:+.1f} %)"
-    else:
-        text += ", not timed in this tune"
-    return text + ")"
-
-
-def time_line(times: dict) -> str:
-    """``time: start-up 1.9 s · plan 0.2 s · compile 12.1 s · GPU worker start 7.9 s (waited 0.0 s) · …``"""
-    def s(key):
-        v = times.get(key)
-        return "-" if v is None else f"{v:.1f} s"
-    parts = [f"start-up {s('startup_s')}", f"plan {s('plan_s')}", f"compile {s('compile_s')}"]
-    if times.get("worker_start_s") is not None:
-        parts.append(f"GPU worker start {s('worker_start_s')} (waited {s('worker_wait_s')} after compiling)")
-    if times.get("race_s") is not None:
-        parts.append(f"race {s('race_s')} (checks {s('check_s')})")
-    parts += [f"store {s('store_s')}", f"total {s('total_s')}"]
-    return "time: " + " · ".join(parts)

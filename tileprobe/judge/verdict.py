@@ -54,6 +54,7 @@ from tileprobe.model.arch import get_arch, has_limits, target_cc
 from tileprobe.model.cluster import (ClusterCount, cluster_note, cluster_residency, cluster_size, ctas_per_sm_for_goal,
                              max_cluster_size)
 from tileprobe.model.occupancy import smem_allocated_per_cta_bytes, theoretical_occupancy
+from tileprobe.model.sass import tma_data_ops
 from tileprobe.schema import (BASELINE, CHANGED, HONOURED, IGNORED, INFEASIBLE, MET, PARTIAL, UNCHANGED,  # noqa: F401
                       UNVERIFIED,
                       VariantRecord, number_text)
@@ -423,16 +424,6 @@ def _judge_generic(hint: str, r: VariantRecord, group: list[VariantRecord]) -> d
     twin = _same_code(hint, r, group)
     also = f" (same code as {ref_name(hint, twin)})" if twin is not None and twin is not ref else ""
     return _verdict(CHANGED, f"vs {ref_name(hint, ref)}: {_diff(ref, r)}{also}")
-
-
-def tma_data_ops(r: VariantRecord) -> int | None:
-    """TMA / bulk-copy *data* instructions (:data:`tileprobe.model.sass.TMA_DATA_OPCODES`) in the variant's SASS;
-    None when the record has no SASS traits."""
-    sass = r.sass or {}
-    if "tma" not in sass:
-        return None
-    from tileprobe.model.sass import TMA_DATA_OPCODES
-    return sum(n for op, n in sass["tma"].items() if op in TMA_DATA_OPCODES)
 
 
 def judge_allow_tma(hint: str, r: VariantRecord, group: list[VariantRecord]) -> dict | None:

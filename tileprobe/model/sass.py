@@ -18,12 +18,15 @@ import subprocess
 import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from tileprobe.errors import CubinError, TileprobeError, ToolchainError
 
+if TYPE_CHECKING:
+    from tileprobe.schema import VariantRecord
+
 __all__ = ["KernelSassTraits", "SassTraits", "TMA_DATA_OPCODES", "find_nvdisasm", "have_nvdisasm", "parse_nvdisasm",
-           "register_pool", "sass_traits", "split_register_pool"]
+           "register_pool", "sass_traits", "split_register_pool", "tma_data_ops"]
 
 NVDISASM_TIMEOUT_S = 120
 
@@ -288,6 +291,15 @@ def sass_summary(cubin: bytes, symbol: str) -> dict:
                 "register_pool": register_pool(cubin, listing, kernel.name, traits.target)}
     except TileprobeError as e:
         return {"error": str(e)}
+
+
+def tma_data_ops(r: VariantRecord) -> int | None:
+    """TMA / bulk-copy *data* instructions (:data:`TMA_DATA_OPCODES`) in a variant record's SASS summary
+    (:func:`sass_summary`); None when the record has no SASS traits."""
+    sass = r.sass or {}
+    if "tma" not in sass:
+        return None
+    return sum(n for op, n in sass["tma"].items() if op in TMA_DATA_OPCODES)
 
 
 def register_pool(cubin: bytes, listing: str, kernel: str, target: str | None) -> dict:

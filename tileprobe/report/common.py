@@ -7,6 +7,7 @@ from collections import defaultdict
 from typing import Iterable, Sequence
 
 from tileprobe.model.arch import NOT_SOURCED
+from tileprobe.model.sass import tma_data_ops
 # noqa: F401  (short_build: the renderers' label)
 from tileprobe.schema import (NOTEWORTHY_STATUSES, VariantRecord, short_build)
 
@@ -188,12 +189,6 @@ NUMERIC = {"threads", "regs", SMEM_HEADER, "stack B", "CTAs/SM"}
 KEPT = {"regs", SMEM_HEADER, "CTAs/SM", "median µs"}
 
 
-def tma_data_ops(r: VariantRecord) -> int | None:
-    """TMA / bulk-copy data instructions in the variant's SASS (None without SASS traits)."""
-    from tileprobe.judge.verdict import tma_data_ops as count
-    return count(r)
-
-
 #: The register-pool column (issue 23): the setmaxnreg balance verdict, ``HANG RISK`` spelled out loud.
 POOL_HEADER = "reg pool"
 POOL_CELLS = {"hang_risk": "HANG RISK", "pool_ok": "ok", "unknown": "unknown", "none": "-"}
@@ -331,12 +326,12 @@ RUN_COLUMNS = [
 ]
 
 
-def best_lines(records: Iterable[VariantRecord]) -> list[str]:
-    """One line per kernel case and compiler (:func:`tileprobe.run.session.best_hints`): the compiler version, the
-    fastest correct hint and its speed-up over the default variant."""
-    from tileprobe.run.session import best_hints
+def best_lines(best: Iterable[dict]) -> list[str]:
+    """One line per kernel case and compiler: the compiler version, the fastest correct hint and its speed-up over
+    the default variant. ``best``: the dicts of :func:`tileprobe.run.session.best_hints`
+    (:meth:`tileprobe.run.session.RunResult.best_hints`)."""
     out = []
-    for b in best_hints(records):
+    for b in best:
         case = fmt_kv(b["case"]) if b["case"] else ""
         hints = fmt_kv(b["best_hints"]) if b["best_hints"] else "declared hints"
         head = " ".join(x for x in (b["kernel"], b["arch"], short_build(b.get("tileiras", "")), case) if x)

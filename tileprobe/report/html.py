@@ -20,10 +20,11 @@ import io
 import os
 import re
 from collections import defaultdict
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
+from tileprobe.analyses.results import CompilerSteps
 from tileprobe.errors import TileprobeError
-from tileprobe.schema import VariantRecord
+from tileprobe.schema import VariantRecord, build_order
 from tileprobe.report.common import (variant_label, NUMERIC, VERDICT_MARK, case_columns, failure_groups, failure_of,
                                      fmt_kv, fmt_value, group_label, group_tables, headers, hint_columns, noteworthy,
                                      row_cells, sass_columns, short_build, verdict_columns)
@@ -238,7 +239,7 @@ def hint_figure_svg(rows: Sequence[VariantRecord], hint: str, title: str, salt: 
     xs = sorted({repr(r.hint(hint)): r.hint(hint) for r in rows if r.hint(hint) is not None}.values(), key=_sort_value)
     timed = any(_median_us(r) is not None for r in rows)
     metrics = list(_METRICS) + ([("median_us", "median time (µs), bar: p25–p75", 1)] if timed else [])
-    builds = sorted({r.tileiras for r in rows}, key=_build_order)
+    builds = sorted({r.tileiras for r in rows}, key=build_order)
     series: dict[tuple, list[VariantRecord]] = defaultdict(list)
     for r in rows:
         if not r.ok or r.hint(hint) is None:   # issue 27: a series without a drawn point gets no legend entry
@@ -279,11 +280,6 @@ def legend_columns(labels: Sequence[str], width_in: float, font_pt: float = 8.0)
     longest = max((len(x) for x in labels), default=1)
     entry_pt = 0.6 * font_pt * longest + 5.2 * font_pt
     return max(1, min(4, len(labels), int(width_in * 72 * 0.95 // entry_pt)))
-
-
-def _build_order(build: str) -> tuple:
-    m = re.search(r"V(\d+(?:\.\d+)+)", build or "")
-    return (tuple(int(x) for x in m.group(1).split(".")) if m else (), build or "")
 
 
 def _draw_series(axes, metrics, recs, xs, hint, style, seen_verdicts: list) -> None:
@@ -395,7 +391,7 @@ def plot_groups(recs: Sequence[VariantRecord], hint: str) -> list[tuple[str, lis
     that has data, newest first."""
     drawn = [r for r in recs if r.ok and r.hint(hint) is not None]
     keys = {(r.tileiras, repr(r.case), repr({k: v for k, v in r.hints.items() if k != hint})) for r in drawn}
-    builds = sorted({r.tileiras for r in drawn}, key=_build_order, reverse=True)
+    builds = sorted({r.tileiras for r in drawn}, key=build_order, reverse=True)
     if len(keys) <= MAX_SERIES or len(builds) < 2:
         return [("", list(recs))]
     return [(b, [r for r in recs if r.tileiras == b]) for b in builds]
@@ -408,20 +404,17 @@ def _count(items) -> dict:
     return out
 
 
-def compiler_changes_section(rows: Sequence[VariantRecord]) -> str:
-    """What changed between each pair of consecutive compiler versions of these records (one kernel), from
-    :func:`tileprobe.analyses.compare.compare_records`: regressions first; identical variants counted."""
-    from tileprobe.analyses.compare import compare_records
-    counts = _count(r.tileiras for r in rows if r.tileiras)
-    most = max(counts.values(), default=0)
-    builds = sorted((b for b, n in counts.items() if 2 * n >= most), key=_build_order)
-    few = sorted((b for b, n in counts.items() if 2 * n < most), key=_build_order)
+def compiler_changes_section(steps: CompilerSteps | None) -> str:
+    """What changed between each pair of consecutive compiler versions of one kernel (``steps``:
+    :func:`tileprobe.analyses.compare.compiler_steps`; None: no section): regressions first; identical variants
+    counted; the builds left out of the comparison named first."""
+    if steps is None:
+        return ""
     out = []
-    if few:   # issue 27: an accidental run of a few variants must not lead the section
+    if steps.left_out:   # issue 27: an accidental run of a few variants must not lead the section
         out.append('<p class="meta">Not compared (fewer than half the variants of the others): ' + ", ".join(
-            f"{_e(short_build(b))} ({counts[b]} variant{'s' if counts[b] != 1 else ''})" for b in few) + "</p>")
-    for old, new in zip(builds, builds[1:]):
-        changes = compare_records([r for r in rows if r.tileiras == old], [r for r in rows if r.tileiras == new])
+            f"{_e(short_build(b))} ({n} variant{'s' if n != 1 else ''})" for b, n in steps.left_out) + "</p>")
+    for old, new, changes in steps.steps:
         shown = [c for c in changes if c.kind != "same"]
         same = len(changes) - len(shown)
         head = (f"<h3>What changed from {_e(short_build(old))} to {_e(short_build(new))}</h3>"
@@ -442,8 +435,10 @@ def compiler_changes_section(rows: Sequence[VariantRecord]) -> str:
 # --- the page -----------------------------------------------------------------------------------------------------
 
 def render_html(records: Iterable[VariantRecord], *, title: str = "tileprobe report", sources: Sequence[str] = (),
-                plots: bool = True) -> str:
-    """The whole report as one HTML string (see module doc). ``plots=False`` or no matplotlib: tables only."""
+                plots: bool = True, compiler_steps: Mapping[tuple[str, str], CompilerSteps] | None = None) -> str:
+    """The whole report as one HTML string (see module doc). ``plots=False`` or no matplotlib: tables only.
+    ``compiler_steps``: what changed between compiler builds per (kernel, probe file), each section's first part
+    (:func:`tileprobe.analyses.compare.compiler_steps_by_kernel`); a section without one has none."""
     from tileprobe._version import __version__
     records = list(records)
     # one section per (kernel, probe file): two probes may name different kernels alike
@@ -453,7 +448,7 @@ def render_html(records: Iterable[VariantRecord], *, title: str = "tileprobe rep
     names = defaultdict(int)
     for kernel, _ in by_key:
         names[kernel] += 1
-    kernels = {(f"{k} ({os.path.basename(p)})" if names[k] > 1 and p else k): rows
+    kernels = {(f"{k} ({os.path.basename(p)})" if names[k] > 1 and p else k): (rows, (k, p))
                for (k, p), rows in by_key.items()}
     with_plots = plots and have_matplotlib()
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -473,13 +468,13 @@ def render_html(records: Iterable[VariantRecord], *, title: str = "tileprobe rep
         parts.append(f'<p class="note">{_e(NO_MATPLOTLIB)}</p>')
     if len(kernels) > 1:
         parts.append("<nav><ul>" + "".join(f'<li><a href="#k{i}">{_e(k)}</a> ({len(v)} variants)</li>'
-                                            for i, (k, v) in enumerate(kernels.items())) + "</ul></nav>")
-    for i, (kernel, rows) in enumerate(kernels.items()):
+                                            for i, (k, (v, _)) in enumerate(kernels.items())) + "</ul></nav>")
+    for i, (kernel, (rows, key)) in enumerate(kernels.items()):
         parts.append(f'<section id="k{i}"><h2>{_e(kernel)}</h2>')
         probes = sorted({r.probe for r in rows if r.probe})
         if probes:
             parts.append(f'<p class="meta">probe: {", ".join(f"<code>{_e(p)}</code>" for p in probes)}</p>')
-        parts.append(compiler_changes_section(rows))   # issue 27: what changed first, as `compare` prints it
+        parts.append(compiler_changes_section((compiler_steps or {}).get(key)))   # issue 27: what changed first
         for (_, build, arch), trows in group_tables(rows).items():
             parts.append(f"<h3>{_e(arch)} · {_e(short_build(build))}</h3>"
                          f'<p class="meta">{_e(build)}</p>{audit_table(trows)}')
@@ -496,30 +491,3 @@ def write_report(records: Iterable[VariantRecord], path: str, **kw) -> None:
     text = render_html(records, **kw)
     with open(path, "w", encoding="utf-8") as f:
         f.write(text)
-
-
-def write_html_report(output: str, *, store: str | None = None, json_files: Sequence[str] = (),
-                      use_store: bool | None = None, kernel: str | None = None, arch: str | None = None,
-                      tileiras: str | None = None, audit_id: int | None = None,
-                      title: str = "tileprobe report", where: dict | None = None) -> list[VariantRecord]:
-    """``tileprobe report``: write one self-contained HTML file ``output`` from result JSON files and/or the
-    results store (:func:`tileprobe.analyses.history.load_records`); return the records it shows.
-
-    ``use_store`` None: read the store when ``store`` or ``audit_id`` is given or no ``json_files`` are.
-    ``kernel``, ``arch``, ``tileiras`` (substring of the build), ``audit_id``, ``where`` (case and hint values,
-    :mod:`tileprobe.select`): filters, as ``tileprobe history``.
-
-    Raises:
-        TileprobeError: no records match (the message says how to get some), or a source cannot be read.
-        OSError: ``output`` cannot be written.
-    """
-    from tileprobe.analyses.history import load_records
-    if use_store is None:
-        use_store = bool(store) or not json_files or audit_id is not None
-    records, sources = load_records(store=store, json_files=json_files, use_store=use_store, kernel=kernel,
-                                    arch=arch, tileiras=tileiras, audit_id=audit_id, where=where)
-    if not records:
-        raise TileprobeError(f"no records to report from {', '.join(sources)}: audit with a store first "
-                             "(tileprobe audit PROBE --store PATH) or pass --json FILE from `tileprobe audit --json`.")
-    write_report(records, output, title=title, sources=sources)
-    return records

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
-from tileprobe.analyses.bisect import BisectResult
-from tileprobe.analyses.compare import Comparison
-from tileprobe.analyses.doctor import Finding
-from tileprobe.judge.advice import advice
+from tileprobe.analyses.results import BisectResult, Comparison, Finding, TimeBisectResult
 from tileprobe.schema import VariantRecord
 from tileprobe.report.common import (variant_label, RUN_COLUMNS, SASS_UNREAD, best_lines, case_columns, failure_groups,
                                      failure_of, fmt_kv, group_tables, headers, hint_columns, noteworthy, pool_line,
@@ -22,12 +19,12 @@ def environment_md(env: dict) -> str:
 
 
 def audit_markdown(records: Iterable[VariantRecord], environment: dict, command: str = "",
-                   context: Sequence[VariantRecord] | None = None) -> str:
+                   advice: Sequence[str] = ()) -> str:
     """The whole audit as a compiler bug report, ready to paste: what went wrong first (failed variants with the
     compiler's message and repeat command, noteworthy verdicts: partial, ignored, infeasible, unchanged —
     :data:`tileprobe.schema.NOTEWORTHY_STATUSES`), the environment and compiler versions, the command that
-    reproduces it, one table per kernel, arch and compiler, the advice (over ``context``, the whole audit, when
-    ``records`` is a selection of it), and the probe file itself (:func:`probe_section`)."""
+    reproduces it, one table per kernel, arch and compiler, the ``advice`` lines (:meth:`AuditResult.advice
+    <tileprobe.audit.pipeline.AuditResult.advice>`), and the probe file itself (:func:`probe_section`)."""
     records = list(records)
     parts = ["## tileprobe audit\n", environment_md(environment), versions_md(records)]
     if command:
@@ -48,9 +45,8 @@ def audit_markdown(records: Iterable[VariantRecord], environment: dict, command:
         notes += [f"- {_label(r)}: {compile_timeout_line(r)}" for r in rows if r.exceeds_compile_timeout]
         if notes:
             parts.append("\n" + "\n".join(notes) + "\n")
-    lines = advice(context, records) if context is not None else advice(records)
-    if lines:
-        parts.append("\n### Advice\n\n" + "".join(f"- {line}\n" for line in lines))
+    if advice:
+        parts.append("\n### Advice\n\n" + "".join(f"- {line}\n" for line in advice))
     parts.append(probe_section(sorted({r.probe for r in records if r.probe})))
     return "".join(parts)
 
@@ -155,8 +151,8 @@ def compare_markdown(comparison: Comparison, command: str = "") -> str:
     (regressions first), and with ``--probe`` the probe file (:func:`probe_section`). Over GPU runs: the timed
     report of :func:`tileprobe.report.releases.releases_markdown`."""
     c = comparison
-    from tileprobe.report.releases import has_runs, releases_markdown
-    if has_runs(c):
+    from tileprobe.report.releases import releases_markdown
+    if c.timed:
         return releases_markdown(c, command) + probe_section(sorted({r.probe for r in c.audited if r.probe}))
     parts = ["## tileprobe compare\n\n", f"- A: {c.name_a}\n- B: {c.name_b}\n"]
     if c.environment:
@@ -192,8 +188,8 @@ def bisect_markdown(res: BisectResult, command: str = "") -> str:
     return "".join(out)
 
 
-def time_bisect_markdown(res, command: str = "") -> str:
-    """A bisection by time (:class:`tileprobe.analyses.bisect_time.TimeBisectResult`): every release's time and
+def time_bisect_markdown(res: TimeBisectResult, command: str = "") -> str:
+    """A bisection by time (:class:`~tileprobe.analyses.results.TimeBisectResult`): every release's time and
     whether the property held, the skipped releases, the answer, the GPU and the command."""
     from tileprobe.report.releases import gpu_line
     rows = [[s.version, "yes" if s.holds else "**no**", s.summary] for s in res.steps]
@@ -217,9 +213,12 @@ def doctor_markdown(findings: Sequence[Finding]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_markdown(records: Sequence[VariantRecord], environment: dict, command: str = "") -> str:
-    """The audit's Markdown, then a run table (status, times, error, occupancy) and the best hints."""
-    parts = [audit_markdown(records, environment, command=command), "\n## tileprobe run\n\n"]
+def run_markdown(records: Sequence[VariantRecord], environment: dict, command: str = "", advice: Sequence[str] = (),
+                 best: Sequence[dict] = ()) -> str:
+    """The audit's Markdown with the ``advice`` lines, then a run table (status, times, error, occupancy) and the
+    best hints (``best``: :meth:`RunResult.best_hints <tileprobe.run.session.RunResult.best_hints>`; ``advice``:
+    its :meth:`~tileprobe.run.session.RunResult.advice`)."""
+    parts = [audit_markdown(records, environment, command=command, advice=advice), "\n## tileprobe run\n\n"]
     gpu = environment.get("gpu") or {}
     if gpu:
         parts.append(f"GPU: {gpu.get('name')} ({gpu.get('sm')}), driver {gpu.get('driver')}, SM clock "
@@ -229,7 +228,7 @@ def run_markdown(records: Sequence[VariantRecord], environment: dict, command: s
              ((r.run or {}).get("error") or "").splitlines()[0][:120] if (r.run or {}).get("error") else ""]
             for r in records if r.run]
     parts.append(table_md(["kernel", "arch", "case", "hints", *[h for h, _ in RUN_COLUMNS], "error"], rows))
-    best = best_lines(records)
-    if best:
-        parts.append("\n" + "\n".join(f"- {b}" for b in best) + "\n")
+    lines = best_lines(best)
+    if lines:
+        parts.append("\n" + "\n".join(f"- {b}" for b in lines) + "\n")
     return "".join(parts)

@@ -4,27 +4,22 @@ environment, the command that repeats it).
 
 Times: the median and, after ``±``, the 95 % confidence half-width of the mean
 (:meth:`tileprobe.analyses.noise.TimeStats.ci95_us`); a change is one beyond noise by the rule of
-:mod:`tileprobe.analyses.noise` (Welch's t-test at p < 0.05 and ≥ 2 % of the median).
+:mod:`tileprobe.analyses.noise` (Welch's t-test at p < 0.05 and ≥ 2 % of the median). Both come computed in the
+comparison (:class:`~tileprobe.analyses.results.Change`: ``time_a``, ``time_b``, ``time``).
 """
 from __future__ import annotations
 
-from tileprobe.analyses.compare import Change, Comparison
 import json
 
-from tileprobe.analyses.noise import MIN_EFFECT, TimeStats, p_text, time_change
-from tileprobe.schema import VariantRecord
+from tileprobe.analyses.results import Change, Comparison
+from tileprobe.schema import VariantRecord, p_text
 from tileprobe.report.common import fmt_kv, short_build, table_md
 
 
-def has_runs(c: Comparison) -> bool:
-    """True when some variant has a timed GPU run on both sides (then compare reports times)."""
-    return any(ch.a is not None and ch.b is not None and TimeStats.of(ch.a.run) and TimeStats.of(ch.b.run)
-               for ch in c.changes)
-
-
-def time_text(r: VariantRecord | None) -> str:
-    """``13,360.0 ± 12.1 µs`` for an ok run; the run status (``hang``, ``wrong``, ``crash``, ``error``) otherwise;
-    ``-`` when it did not run (or did not compile: the failure class)."""
+def time_text(r: VariantRecord | None, st) -> str:
+    """``13,360.0 ± 12.1 µs`` for an ok run (``st``: its :class:`~tileprobe.analyses.noise.TimeStats`, as a
+    :class:`~tileprobe.analyses.results.Change` carries them); the run status (``hang``, ``wrong``, ``crash``,
+    ``error``) otherwise; ``-`` when it did not run (or did not compile: the failure class)."""
     if r is None:
         return "-"
     if not r.ok:
@@ -34,7 +29,6 @@ def time_text(r: VariantRecord | None) -> str:
         return "-"
     if run["status"] != "ok":
         return run["status"]
-    st = TimeStats.of(run)
     if st is None:
         return f"{run['median_us']:,.1f} µs" if run.get("median_us") is not None else "ok"
     return f"{st.median_us:,.1f} ± {st.ci95_us():,.1f} µs"
@@ -48,7 +42,7 @@ def change_text(ch: Change) -> str:
         return "; ".join(status)
     if ch.a is None or ch.b is None:
         return "; ".join(ch.details)
-    tc = time_change(ch.a.run, ch.b.run)
+    tc = ch.time
     if tc is None:
         return "-"
     if tc.changed:
@@ -62,15 +56,15 @@ def variant_order(r: VariantRecord) -> tuple:
     return (r.kernel, r.arch, json.dumps(r.case, sort_keys=True, default=str), hints)
 
 
-def side_rows(records: list[VariantRecord]) -> list[list[str]]:
+def side_rows(sides: list[tuple]) -> list[list[str]]:
     """One release's table, in :func:`variant_order`: kernel, arch, case, hints, threads, regs, smem B, CTAs/SM,
-    verdicts, time ± noise."""
+    verdicts, time ± noise. ``sides``: (record, its :class:`~tileprobe.analyses.noise.TimeStats` or None) pairs."""
     rows = []
-    for r in sorted(records, key=variant_order):
+    for r, st in sorted(sides, key=lambda side: variant_order(side[0])):
         verdicts = ", ".join(f"{h} {v.get('status')}" for h, v in r.verdicts.items()) if r.ok else "-"
         rows.append([r.kernel, r.arch, fmt_kv(r.case) or "-", fmt_kv(r.hints) or "-",
                      _n(r.threads), _n(r.registers), _n(r.shared_bytes), _n(r.ctas_per_sm), verdicts or "-",
-                     time_text(r)])
+                     time_text(r, st)])
     return rows
 
 
@@ -85,7 +79,7 @@ def changed_rows(c: Comparison) -> list[list[str]]:
             continue
         static = [d for d in ch.details if not d.startswith(("time ", "run ", "status "))]
         same = ch.a is not None and ch.b is not None and ch.a.same_code(ch.b)
-        rows.append([ch.mark, ch.label(), time_text(ch.a), time_text(ch.b), change_text(ch),
+        rows.append([ch.mark, ch.label(), time_text(ch.a, ch.time_a), time_text(ch.b, ch.time_b), change_text(ch),
                      "; ".join(static) or ("same machine code" if same else "machine code differs")])
     return rows
 
@@ -117,13 +111,13 @@ def releases_markdown(c: Comparison, command: str = "") -> str:
     """The report of a timed comparison, ready to paste into a GitHub issue: the verdict line, the changed cases
     (regressions first, with the ratio and the static facts), both releases' tables with times, the environment
     (GPU, driver, clocks, compilers, cuda-tile) and the command that repeats it."""
-    a = [ch.a for ch in c.changes if ch.a is not None]
-    b = [ch.b for ch in c.changes if ch.b is not None]
+    a = [(ch.a, ch.time_a) for ch in c.changes if ch.a is not None]
+    b = [(ch.b, ch.time_b) for ch in c.changes if ch.b is not None]
     rows = changed_rows(c)
     n_reg = sum(ch.kind == "regression" for ch in c.changes)
     parts = [f"## {c.name_a} vs {c.name_b}: times on the GPU\n\n",
              f"{n_reg} regression(s) of {len(c.changes)} variant(s). A change counts when Welch's t-test gives "
-             f"p < 0.05 and the median moved by at least {MIN_EFFECT:.0%}; ± is the 95 % confidence half-width "
+             f"p < 0.05 and the median moved by at least {c.min_effect:.0%}; ± is the 95 % confidence half-width "
              "of the mean.\n\n"]
     parts.append("### Changed\n\n" + (table_md(CHANGED_HEADERS, rows) if rows else "Nothing moved beyond noise; "
                                       "no status changed.\n"))
@@ -131,8 +125,9 @@ def releases_markdown(c: Comparison, command: str = "") -> str:
         parts.append(f"\n### {name}\n\n" + table_md(SIDE_HEADERS, side_rows(recs)))
     env = c.environment or {}
     parts.append("\n### Environment\n\n")
-    parts.append(f"- GPU: {gpu_line(env, a + b)}\n")
-    for build in dict.fromkeys(r.tileiras for r in a + b):
+    records = [r for r, _ in a + b]
+    parts.append(f"- GPU: {gpu_line(env, records)}\n")
+    for build in dict.fromkeys(r.tileiras for r in records):
         parts.append(f"- compiler: {short_build(build)} (`{build}`)\n")
     for k in ("cuda_tile", "python", "platform", "tileprobe"):
         if env.get(k):

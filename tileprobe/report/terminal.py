@@ -7,11 +7,7 @@ from typing import Callable, Iterable, Sequence
 from rich.console import Console
 from rich.table import Table
 
-from tileprobe.analyses.compare import Comparison
-from tileprobe.analyses.doctor import Finding
-from tileprobe.analyses.gate import GateResult
-from tileprobe.analyses.history import History
-from tileprobe.judge.advice import advice
+from tileprobe.analyses.results import Comparison, Finding, GateResult, History
 from tileprobe.model.arch import NOT_SOURCED
 from tileprobe.schema import VariantRecord
 from tileprobe.report.fit import DROP_ORDER, Column, fit_columns, table_width
@@ -37,15 +33,15 @@ def _styled(text: str):
 
 def render_audit(records: Iterable[VariantRecord], console: Console | None = None, reasons: bool = True,
                  extra_columns: list[tuple[str, Callable[[VariantRecord], str]]] | None = None,
-                 brief: bool = False, wide: bool = False, context: Sequence[VariantRecord] | None = None) -> None:
+                 brief: bool = False, wide: bool = False, advice: Sequence[str] = ()) -> None:
     """Print one table per (kernel, tileiras, arch); below it every verdict's reason (only the noteworthy ones —
     partial, ignored, infeasible, unchanged — when ``brief``), the compiler's PTX decision and remarks, each failure's
-    message and repro command; then static advice. ``extra_columns``: (header, cell function) pairs, e.g. run times.
+    message and repro command; then, with ``reasons``, the ``advice`` lines (:meth:`AuditResult.advice
+    <tileprobe.audit.pipeline.AuditResult.advice>`). ``extra_columns``: (header, cell function) pairs, e.g. run times.
 
     Each table fits the console's width (:mod:`tileprobe.report.fit`: registers, shared memory, CTAs/SM and the
     verdicts always shown and never truncated; verdicts abbreviated with a legend, then other columns dropped
-    with a note); ``wide`` shows every column at full width whatever the console's width. ``context``: the whole
-    audit when ``records`` is a selection of it (the advice weighs every value of a hint).
+    with a note); ``wide`` shows every column at full width whatever the console's width.
     """
     console = console or Console()
     records = list(records)
@@ -60,12 +56,10 @@ def render_audit(records: Iterable[VariantRecord], console: Console | None = Non
         if reasons:
             _print_reasons(console, rows, brief)
         console.print()
-    if reasons:
-        lines = advice(context, records) if context is not None else advice(records)
-        if lines:
-            say(console, "advice:")
-            for line in lines:
-                say(console, f"  {line}")
+    if reasons and advice:
+        say(console, "advice:")
+        for line in advice:
+            say(console, f"  {line}")
 
 
 def audit_columns(rows: list[VariantRecord],
@@ -446,9 +440,9 @@ def _sides_text(records: Sequence) -> str:
 
 def _render_times(comparison: Comparison, console: Console) -> None:
     """With GPU runs on both sides: every variant's time under A and B (median ± 95 % CI of the mean) and the
-    change by the noise rule (:mod:`tileprobe.analyses.noise`)."""
-    from tileprobe.report.releases import change_text, has_runs, time_text
-    if not has_runs(comparison):
+    change by the noise rule (:mod:`tileprobe.analyses.noise`), as the comparison carries them."""
+    from tileprobe.report.releases import change_text, time_text
+    if not comparison.timed:
         return
     say(console, f"times: A {comparison.name_a}, B {comparison.name_b} (Welch t-test p < 0.05 and ≥ 2 %)")
     t = Table()
@@ -456,7 +450,8 @@ def _render_times(comparison: Comparison, console: Console) -> None:
         t.add_column(h)
     for c in comparison.changes:
         if c.a is not None and c.b is not None and (c.a.run or c.b.run):
-            t.add_row(cell(c.mark), cell(c.label()), cell(time_text(c.a)), cell(time_text(c.b)), cell(change_text(c)))
+            t.add_row(cell(c.mark), cell(c.label()), cell(time_text(c.a, c.time_a)), cell(time_text(c.b, c.time_b)),
+                      cell(change_text(c)))
     console.print(t)
 
 
@@ -575,10 +570,13 @@ def render_toolchains(toolchains: Sequence, console: Console, empty_hint: str) -
 
 # --- run ----------------------------------------------------------------------------------------------------------
 
-def render_run(records: Sequence[VariantRecord], console: Console, wide: bool = False) -> None:
-    """The audit tables with the run columns (:data:`~tileprobe.report.common.RUN_COLUMNS`), each failed run's
-    first error line and every timing warning, then the best hint per case."""
-    render_audit(records, console, extra_columns=RUN_COLUMNS, wide=wide)
+def render_run(records: Sequence[VariantRecord], console: Console, wide: bool = False, advice: Sequence[str] = (),
+               best: Sequence[dict] = ()) -> None:
+    """The audit tables with the run columns (:data:`~tileprobe.report.common.RUN_COLUMNS`) and the ``advice``
+    lines, each failed run's first error line and every timing warning, then the best hint per case (``best``: the
+    dicts of :meth:`RunResult.best_hints <tileprobe.run.session.RunResult.best_hints>`; ``advice``: its
+    :meth:`~tileprobe.run.session.RunResult.advice`)."""
+    render_audit(records, console, extra_columns=RUN_COLUMNS, wide=wide, advice=advice)
     for r in records:
         run = r.run or {}
         if run.get("status") not in (None, "ok") or run.get("warnings"):
@@ -587,7 +585,7 @@ def render_run(records: Sequence[VariantRecord], console: Console, wide: bool = 
                 say(console, f"  {run_label(r)}: {run.get('status')}: {msg[0] if msg else ''}")
             for w in run.get("warnings") or []:
                 say(console, f"  {run_label(r)}: warning: {w}")
-    for line in best_lines(records):
+    for line in best_lines(best):
         say(console, line)
 
 

@@ -55,6 +55,17 @@ class RunResult:
     restarts: int = 0
     store_error: str | None = None
 
+    def best_hints(self) -> list[dict]:
+        """The fastest correct variant per kernel, case, arch and compiler and its speed-up over the default one
+        (:func:`best_hints` of :attr:`records`)."""
+        return best_hints(self.records)
+
+    def advice(self) -> list[str]:
+        """The advice lines over :attr:`records` (:func:`tileprobe.judge.advice.advice`): static, and measured
+        where the records carry runs."""
+        from tileprobe.judge.advice import advice
+        return advice(self.records)
+
 
 # --- where records and cubins come from ----------------------------------------------------------------------
 

@@ -6,11 +6,11 @@ The layout is the method (``docs/TUNE.md``):
 * :mod:`.static` — compile (``audit``, the store, or a bundle), drop failures, time identical launches once;
 * :mod:`.race` — the adaptive race as a pure object (injected ``measure``/``check``), :mod:`.stats` its intervals;
 * :mod:`.gpu` — ``measure``/``check`` through the watchdog'd run worker (tasks in :mod:`tileprobe.run.batch`);
-* :mod:`.result` — per-candidate fates and the comparison with the last compiler's tune; :mod:`.export` — the
-  JSON table for host code;
+* :mod:`.result` — the records: per-candidate fates, the pick, the comparison with the last compiler's tune
+  (:mod:`.assemble` makes them); :mod:`.export` — the JSON table for host code;
 * :mod:`.pipeline` — :func:`tune`, all of it in one call.
 
-No rich, no argparse here: the command is ``tileprobe/cli/tune.py``.
+No rich, no argparse here: the command is ``tileprobe/cli/tune.py``, its tables ``tileprobe/report/tune.py``.
 """
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """``tileprobe.tune.tune()``: the whole tune in one function — plan, compile (while the GPU worker starts), drop,
 dedupe, race per problem, check, store, compare with the last compiler's tune, export. ``tileprobe tune`` is this
-call plus printing (``tileprobe/cli/tune.py``); the method is in ``docs/TUNE.md``.
+call plus printing (``tileprobe/cli/tune.py``, its tables in ``tileprobe/report/tune.py``); the method is in
+``docs/TUNE.md``.
 """
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from tileprobe.model.arch import get_arch
 from tileprobe.errors import TileprobeError
 from tileprobe.tune.gpu import CHECK_TASK, TIME_TASK, TimingSettings, WorkerBench
 from tileprobe.tune.race import Race, RaceSettings
-from tileprobe.tune.result import ProblemResult, TuneResult, compare_previous, problem_result
+from tileprobe.tune.assemble import compare_previous, problem_result
+from tileprobe.tune.result import NO_SM_COUNT, ProblemResult, TuneResult
 from tileprobe.tune.static import Plan, compile_records, dedupe, launch_facts, load_space, make_plans
 
 
@@ -63,10 +65,6 @@ class _WorkerStarter:
         if self.error is not None:
             raise self.error
         return self.info, self.t1 - self.t0, waited
-
-
-#: The note of a plan whose duplicate launches were not looked for (the summary line says so instead of "0").
-NO_SM_COUNT = "no SM count (give --num-sms): duplicate launches were not looked for"
 
 
 def _settings(strategy, budget_s, tie_pct, confidence, min_samples, max_samples, seed, timing) -> tuple:

@@ -1,0 +1,42 @@
+"""``tileprobe record``'s summary: the launches recorded, the notes, and the table of probe files written, from a
+:class:`~tileprobe.record.session.RecordResult` (``tileprobe/cli/record.py`` prints it on stderr)."""
+from __future__ import annotations
+
+import os
+
+from rich.table import Table
+
+from tileprobe.report.text import cell, say
+
+
+def render_record(result, err, out_dir: str) -> None:
+    """Print a recording's result on the console ``err``: the launches and processes recorded (and the command's
+    exit code), the recording's errors and notes, then one row per probe written (path, kernel, launches, cases,
+    cases left out, hints) and how to audit them; ``out_dir``: the recording's folder (its ``probes/``)."""
+    rec = result.recording
+    if rec is not None:
+        say(err, f"recorded {rec.total_launches:,} launches in {len(rec.processes)} process(es)"
+                 + (f"; the command exited with {result.exit_code}" if result.exit_code is not None else ""))
+        for e in rec.errors:
+            say(err, f"recording failed: {e}")
+        if rec.unreadable:
+            say(err, f"{len(rec.unreadable)} unreadable log line(s) skipped (a process ended mid-write?): "
+                     f"{rec.unreadable[0]}")
+    for note in result.notes:
+        say(err, f"note: {note}")
+    if not result.written:
+        say(err, "no cuda.tile launch was seen: no probe written")
+        return
+    table = Table(title="probes written", title_justify="left")
+    for col, just in (("probe", "left"), ("kernel", "left"), ("launches", "right"), ("cases", "right"),
+                      ("left out", "right"), ("hints", "left")):
+        table.add_column(col, justify=just)
+    for path, plan in result.written:
+        total = "-" if plan.total is None else f"{plan.total:,}"
+        cells = [os.path.relpath(path), plan.kernel.spec() or f"{plan.kernel.name} (TODO: not importable)",
+                 total, str(len(plan.cases)), str(len(plan.omitted)),
+                 " ".join(f"{h}={v}" for h, v in plan.hints.items()) or "declared"]
+        table.add_row(*map(cell, cells))   # names and paths are text, never markup
+    err.print(table)
+    say(err, f"summary: {os.path.relpath(result.summary_path)}; audit them with: tileprobe audit "
+             f"{os.path.relpath(os.path.join(out_dir, 'probes'))}/*.py --arch sm_90")
