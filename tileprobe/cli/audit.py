@@ -74,6 +74,7 @@ def cmd_audit(args) -> int:
     compiler could not be used (the rest is audited and saved); 4 with ``--strict`` when a variant failed."""
     from tileprobe.audit import audit
     from tileprobe.audit.pipeline import write_bundle
+    from tileprobe.model.sass import have_nvdisasm
     err = console(stderr=True)
     if not split(args.arch):
         raise UsageError(f"--arch {args.arch!r} names no architecture; e.g. --arch sm_90,sm_120")
@@ -86,7 +87,7 @@ def cmd_audit(args) -> int:
     prog, cb = progress_bar(err)
     with executor_of(args) as ex, prog:
         result = audit(args.probes, split(args.arch), toolchains=tcs, jobs=args.jobs,
-                       timeout_s=args.timeout, with_sass=args.sass and _have_nvdisasm(), store=store, progress=cb,
+                       timeout_s=args.timeout, with_sass=args.sass and have_nvdisasm(), store=store, progress=cb,
                        repeat=args.repeat, where=where, retry_failed=args.retry_failed,
                        probe_timeout_s=args.probe_timeout, max_variants=args.max_variants, executor=ex,
                        compiler_timeout_s=args.compiler_timeout, **overrides)
@@ -175,16 +176,6 @@ def _summary(result, shown: int | None = None) -> str:
         summary += (f", {len(slow)} compile(s) past the compiler timeout of "
                     f"{slow[0].compile_timeout['timeout_s']:g} s")
     return f"{summary}, {result.wall_s:.1f} s"
-
-
-def _have_nvdisasm() -> bool:
-    from tileprobe.errors import ToolchainError
-    from tileprobe.model.sass import find_nvdisasm
-    try:
-        find_nvdisasm()
-        return True
-    except ToolchainError:
-        return False
 
 
 def emit(records, environment: dict, args, context=None) -> None:
