@@ -1,7 +1,9 @@
-"""Test doubles shared by several test files: the standard ``vec_add`` probe file, and tileiras wrappers that are the
-real compiler for everything but a kernel compile. (Imported as ``support``: pytest puts ``tests/`` on sys.path.)"""
+"""Test doubles shared by several test files: the standard ``vec_add`` probe file, tileiras wrappers that are the
+real compiler for everything but a kernel compile, and a search of /proc for the processes a test started.
+(Imported as ``support``: pytest puts ``tests/`` on sys.path.)"""
 from __future__ import annotations
 
+import os
 import stat
 import textwrap
 from pathlib import Path
@@ -47,3 +49,19 @@ esac
 """)
     script.chmod(script.stat().st_mode | stat.S_IEXEC)
     return str(script)
+
+
+def live_processes_with(marker: str, where: str = "cmdline") -> list[int]:
+    """Live (not zombie) processes whose ``/proc/PID/<where>`` (``cmdline`` or ``environ``) holds ``marker``."""
+    out = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/{where}", "rb") as f:
+                if marker.encode() not in f.read():
+                    continue
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] != "Z":
+                    out.append(int(pid))
+        except OSError:
+            continue
+    return out

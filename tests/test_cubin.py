@@ -160,6 +160,44 @@ def test_embedded_ptx_directives():
     assert capped.ptx.maxnreg == capped.max_regs == capped.regs_per_thread == 64
 
 
+def test_kernel_attributes_are_the_records_the_reader_walks():
+    """The public walk of ``.nv.info.<kernel>``: the records KernelResources is built from, and the others
+    (the parameter table) as they stand in the cubin."""
+    from tileprobe.model.cubin import NvInfoRecord, kernel_attributes
+    data = (CUBINS / "matmul_cluster2_sm_90.cubin").read_bytes()
+    k = CubinInfo.from_bytes(data).kernel()
+    records = kernel_attributes(data)
+    assert list(records) == [k.name]
+    by_attr = {}
+    for r in records[k.name]:
+        by_attr.setdefault(r.attr, []).append(r)
+    assert by_attr[0x10] == [NvInfoRecord(4, 0x10, struct.pack("<3I", 256, 1, 1))]      # EIATTR_REQNTID
+    assert by_attr[0x3D] == [NvInfoRecord(4, 0x3D, struct.pack("<3I", 2, 1, 1))]        # EIATTR_CTA_PER_CLUSTER
+    assert by_attr[0x1B] == [NvInfoRecord(3, 0x1B, 255)] and by_attr[0x5B] == [NvInfoRecord(1, 0x5B, 0)]
+    assert k.reqntid == (256, 1, 1) and k.cluster_dims == (2, 1, 1) and k.max_regs == 255 and k.blocks_are_clusters
+    params = [struct.unpack("<IHHI", r.value) for r in by_attr[0x45]]                   # EIATTR_KPARAM_INFO_V2
+    assert sorted(p[1] for p in params) == list(range(15))
+    assert {p[1]: p[2] for p in params}[1] == 8                                          # after the 8-byte pointer
+
+
+def test_cubin_sections_in_file_order_with_no_bytes_for_nobits():
+    from tileprobe.model.cubin import cubin_sections
+    data = (CUBINS / "matmul_cluster2_sm_90.cubin").read_bytes()
+    sections = cubin_sections(data)
+    names = [s.name for s in sections]
+    assert names[:3] == [".shstrtab", ".strtab", ".symtab"] and "" not in names
+    k = CubinInfo.from_bytes(data).kernel()
+    (shared,) = [s for s in sections if s.name == f".nv.shared.{k.name}"]
+    assert (shared.type, shared.size, shared.data) == ("SHT_NOBITS", k.smem_static_bytes, b"") == \
+        ("SHT_NOBITS", 148688, b"")
+    (text,) = [s for s in sections if s.name == f".text.{k.name}"]
+    assert text.type == "SHT_PROGBITS" and len(text.data) == text.size == 12032
+    nv_info = next(s for s in sections if s.name == ".nv.info")
+    assert nv_info.type == 0x70000000 and len(nv_info.data) == nv_info.size == 36
+    with pytest.raises(CubinError, match=r"not an ELF file"):
+        cubin_sections(b"hello, not a cubin")
+
+
 def test_kernel_lookup():
     info = _info("vec_add_sm_90.cubin")
     k = info.kernel()

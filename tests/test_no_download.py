@@ -25,15 +25,18 @@ def no_download(monkeypatch):
     return calls
 
 
+def _argv(command: str, probe: str, tileiras: str) -> list[str]:
+    """A command line of ``command`` (audit, compare, gate) on ``probe`` with ``--tileiras tileiras``."""
+    head = {"audit": ["audit", probe], "compare": ["compare", "--probe", probe], "gate": ["gate", probe]}[command]
+    tail = ["--expect", "occupancy=2: met"] if command == "gate" else []
+    return [*head, "--arch", "sm_90", "--tileiras", tileiras, *tail, "--no-store"]
+
+
 @pytest.mark.parametrize("command", ["audit", "compare", "gate"])
 def test_an_uninstalled_release_is_not_downloaded(no_download, tmp_path, capsys, command):
     from tileprobe.cli import main
     probe = write_vec_probe(tmp_path / "p.py")
-    argv = {"audit": ["audit", probe, "--arch", "sm_90", "--tileiras", "13.5", "--no-store"],
-            "compare": ["compare", "--probe", probe, "--arch", "sm_90", "--tileiras", "13.4.92,13.5", "--no-store"],
-            "gate": ["gate", probe, "--arch", "sm_90", "--tileiras", "13.5", "--expect", "occupancy=2: met",
-                     "--no-store"]}[command]
-    code = main(argv)
+    code = main(_argv(command, probe, "13.4.92,13.5" if command == "compare" else "13.5"))
     err = capsys.readouterr().err
     assert code != 0 and no_download == []
     assert "tileiras 13.5.37 is not installed; nothing was downloaded" in " ".join(err.split())
@@ -67,3 +70,18 @@ def test_a_wrong_arch_alone_is_refused_before_any_probe_is_loaded(tmp_path, monk
     monkeypatch.setattr(pipeline, "load_probe_files", lambda *a, **kw: pytest.fail("loaded the probes"))
     assert main(["audit", write_vec_probe(tmp_path / "p.py"), "--arch", "sm_9", "--no-store"]) == 3
     assert "--arch sm_9: 'sm_9' is not a target tileiras lists" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["audit", "compare", "gate"])
+def test_every_unusable_release_is_named_the_same_way_by_every_command(no_download, tmp_path, capsys, command):
+    """One ``--tileiras`` resolver: each entry is resolved on its own and every unusable one is named, as
+    ``--tileiras ENTRY: why``. audit exits 3 (none usable), the commands that need all they name exit 1."""
+    from tileprobe.cli import main
+    code = main(_argv(command, write_vec_probe(tmp_path / "p.py"), "13.5,13.9"))
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == (3 if command == "audit" else 1) and no_download == []
+    head = "no requested compiler can be used" if command == "audit" else "2 requested compilers cannot be used"
+    assert err.startswith(f"tileprobe: {head}: --tileiras 13.5: tileiras 13.5.37 is not installed; nothing was "
+                          "downloaded. Install it")
+    assert err.endswith("--tileiras 13.9: nvidia-cuda-tileiras 13.9 is not published; published: 13.3.36, 13.4.59, "
+                        "13.4.92, 13.5.37.")

@@ -12,6 +12,8 @@ import time
 
 import pytest
 
+from support import live_processes_with
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KERNELS = os.path.join(ROOT, "tests", "data", "kernels.py")
 
@@ -35,17 +37,7 @@ def _probe(folder, name: str, head: str = "", grid: str = "(N // case['TILE'],)"
 
 def _processes_with(marker: str) -> list[int]:
     """Live processes whose environment holds ``marker`` (the tune's, inherited by every process it starts)."""
-    out = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as f:
-                if marker.encode() in f.read():
-                    with open(f"/proc/{pid}/stat") as g:
-                        if g.read().rsplit(")", 1)[1].split()[0] != "Z":
-                            out.append(int(pid))
-        except OSError:
-            continue
-    return out
+    return live_processes_with(marker, "environ")
 
 
 def test_the_leftover_check_sees_a_live_process():

@@ -34,6 +34,8 @@ from ctypes import POINTER, c_char_p, c_int, c_uint, c_uint64, c_void_p
 from typing import Any, Callable
 
 from tileprobe.errors import ToolchainError, TileprobeError
+from tileprobe.model.toolkit import tool_timeout_s
+from tileprobe.procs import run_in_group
 from tileprobe.schema import cutile_version  # the public version, beside the private names it gates
 
 CUDA_SUCCESS = 0
@@ -202,33 +204,17 @@ def use_compiler(tileiras: str, lib_dirs: list[str] | None = None) -> None:
 
 # --- issue 9: every tileiras run contained, its version probed once ---------------------------------------------
 
-#: Seconds a tileiras run that cuTile starts without a timeout may take: ``--version`` and the bytecode-version
-#: probe (an empty module per bytecode version) answer in well under a second (13.4.92, 2026-12-01).
-def tool_timeout_s() -> float:
-    """That bound, from the setting ``TILEPROBE_TOOL_TIMEOUT_S`` (default 60 s; the tests shorten it), read when
-    used so that a bad value is an error with its name, not a traceback at import.
-
-    Raises:
-        UsageError: the setting is not a timeout (:func:`tileprobe.schema.timeout_seconds`).
-    """
-    from tileprobe.errors import UsageError
-    from tileprobe.schema import timeout_seconds
-    text = os.environ.get("TILEPROBE_TOOL_TIMEOUT_S", "60")
-    try:
-        return timeout_seconds(text)
-    except ValueError as e:
-        raise UsageError(f"TILEPROBE_TOOL_TIMEOUT_S={text!r}: {e}") from None
-
 _CONTAINED: list = []
 
 
 def _contained_binary_type():
     """``_ContainedBinary``: cuTile's ``_CompilerBinary`` whose ``run`` starts tileiras in its own process group,
-    with a parent-death signal, and kills the whole group (tileiras and its ptxas) on a timeout; a run cuTile
-    starts without a timeout (its bytecode-version probe) gets :func:`tool_timeout_s`, and a timeout there is a
-    :class:`ToolchainError` (cuTile would swallow a compiler error and fall back to bytecode 13.1). The errors it
-    raises are cuTile's own (``TileCompilerExecutionError``, ``TileCompilerTimeoutError``), so failures are
-    classified as before. Built on first use (cuTile is imported lazily)."""
+    with a parent-death signal, and kills the whole group (tileiras and its ptxas) on a timeout
+    (:func:`tileprobe.procs.run_in_group`); a run cuTile starts without a timeout (its bytecode-version probe)
+    gets :func:`~tileprobe.model.toolkit.tool_timeout_s`, and a timeout there is a :class:`ToolchainError` (cuTile
+    would swallow a compiler error and fall back to bytecode 13.1). The errors it raises are cuTile's own
+    (``TileCompilerExecutionError``, ``TileCompilerTimeoutError``), so failures are classified as before. Built on
+    first use (cuTile is imported lazily)."""
     if _CONTAINED:
         return _CONTAINED[0]
     from cuda.tile import _compile
@@ -238,7 +224,7 @@ def _contained_binary_type():
             command = [self.path, *args, *flags]
             bounded = timeout_sec is None
             limit = timeout_sec or tool_timeout_s()
-            rc, out, err = run_contained(command, _tool_env(self), limit)
+            rc, out, err = run_in_group(command, _tool_env(self), limit)
             if rc is None and bounded:
                 raise ToolchainError(f"{self.path} did not answer within {limit:g} s "
                                      f"({' '.join(command[1:])}); it was stopped. Run `tileprobe doctor`.")
@@ -256,36 +242,6 @@ def _contained_binary_type():
 
     _CONTAINED.append(_ContainedBinary)
     return _ContainedBinary
-
-
-def run_contained(command: list[str], env: dict | None, timeout_s: float) -> tuple[int | None, bytes, bytes]:
-    """Run a compiler tool in its own process group (its children, e.g. ptxas, are in it too) with a parent-death
-    signal; on ``timeout_s`` seconds kill the whole group. Returns (exit status or None on timeout, stdout,
-    stderr); a negative status is the signal that ended it."""
-    import signal
-    import subprocess
-    from tileprobe.procs import preexec_die_with_parent
-    proc = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True,
-                            preexec_fn=preexec_die_with_parent(os.getpid()))
-    try:
-        out, err = proc.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
-        return None, out, err
-    except BaseException:
-        _kill_group(proc.pid, signal.SIGKILL)
-        proc.wait()
-        raise
-    _kill_group(proc.pid, signal.SIGKILL)     # anything tileiras left behind in its group (a stray ptxas)
-    return proc.returncode, out, err
-
-
-def _kill_group(pgid: int, sig: int) -> None:
-    import contextlib
-    with contextlib.suppress(OSError):
-        os.killpg(pgid, sig)
 
 
 def contain_default_compiler() -> None:
@@ -314,7 +270,7 @@ def pin_compiler_facts(temp_dir: str) -> tuple[str, object]:
     from cuda.tile import _compile
     binary = _compile._find_compiler_bin()
     limit = tool_timeout_s()
-    rc, out, err = run_contained([binary.path, "--version"], _tool_env(binary), limit)
+    rc, out, err = run_in_group([binary.path, "--version"], _tool_env(binary), limit)
     if rc is None:
         raise ToolchainError(f"{binary.path} --version did not answer within {limit:g} s; it was stopped. "
                              "Run `tileprobe doctor`.")
@@ -399,7 +355,7 @@ class DefaultCompilerLookup:
         env["PYTHONPATH"] = os.pathsep.join([pkg_root, *filter(None, [env.get("PYTHONPATH")])])
         if with_torch:
             env["TILEPROBE_LOOKUP_TORCH"] = "1"
-        rc, out, err = run_contained([sys.executable, "-c", _LOOKUP_CODE], env, self.timeout_s)
+        rc, out, err = run_in_group([sys.executable, "-c", _LOOKUP_CODE], env, self.timeout_s)
         try:
             path, error = json.loads(out.decode(errors="replace").strip().splitlines()[-1])
             return str(path), str(error)
@@ -435,7 +391,7 @@ def tileiras_build(tileiras: str) -> str:
     env = {k: v for k, v in os.environ.items() if k not in ("CUDA_HOME", "CUDA_PATH")}
     try:
         limit = tool_timeout_s()
-        rc, out, err = run_contained([tileiras, "--version"], env, limit)
+        rc, out, err = run_in_group([tileiras, "--version"], env, limit)
     except OSError as e:
         raise ToolchainError(f"{tileiras} --version failed ({e}); run `tileprobe doctor`.") from e
     if rc is None:
@@ -449,12 +405,13 @@ def tileiras_build(tileiras: str) -> str:
 
 def tileiras_targets(tileiras: str) -> list[str]:
     """The ``--gpu-name`` targets ``tileiras --help`` lists (e.g. 13.2.86: sm_80 … sm_89, sm_100 … sm_121, no
-    sm_90), run without CUDA_HOME / CUDA_PATH, contained (:func:`run_contained`: its process group is killed after
-    :func:`tool_timeout_s`); ``[]`` when it does not answer or lists none (then nothing is refused before compiling)."""
+    sm_90), run without CUDA_HOME / CUDA_PATH, contained (:func:`tileprobe.procs.run_in_group`: its process group
+    is killed after :func:`~tileprobe.model.toolkit.tool_timeout_s`); ``[]`` when it does not answer or lists none
+    (then nothing is refused before compiling)."""
     from tileprobe.model.toolkit import parse_targets
     env = {k: v for k, v in os.environ.items() if k not in ("CUDA_HOME", "CUDA_PATH")}
     try:
-        rc, out, _err = run_contained([tileiras, "--help"], env, tool_timeout_s())
+        rc, out, _err = run_in_group([tileiras, "--help"], env, tool_timeout_s())
     except OSError:
         return []
     return parse_targets(out.decode(errors="replace")) if rc is not None else []

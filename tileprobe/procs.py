@@ -14,6 +14,11 @@ end within seconds when the tileprobe process ends, however it ends:
 
 Linux only for the parent-death signal and the /proc walks; elsewhere these are no-ops (the watched pipe between a
 worker and the main process still ends an idle worker: its ``recv`` sees end-of-file).
+
+The one home of process handling: every module that ends processes calls it (a leaf: it imports nothing of
+tileprobe). A tool asked something or compiling runs in a group of its own, killed whole when it ends or times
+out (:func:`run_in_group`); a worker is stopped politely, then by force (:func:`stop_process`); a group is
+signalled by :func:`signal_group`, a tree by :func:`kill_tree`.
 """
 from __future__ import annotations
 
@@ -70,16 +75,20 @@ def die_with_parent(signum: int = signal.SIGKILL, parent_pid: int | None = None)
     return ok
 
 
-def preexec_die_with_parent(parent_pid: int):
-    """A ``subprocess.Popen(preexec_fn=…)`` for a compiler tool started by process ``parent_pid`` (this one): SIGKILL
-    it when that process dies, and end it at once if that already happened between the fork and the ``prctl``.
+def preexec_die_with_parent(parent_pid: int, signum: int = signal.SIGKILL, new_group: bool = False):
+    """A ``subprocess.Popen(preexec_fn=…)`` for a child started by process ``parent_pid`` (this one): send it
+    ``signum`` when that process dies, and end it at once (exit status 1) if that already happened between the
+    fork and the ``prctl``. ``new_group``: the child first makes a process group of its own (``setpgid(0, 0)``;
+    ``start_new_session=True`` makes a session instead).
 
     It calls only the ``prctl`` resolved at import (no loading, no locks), which keeps ``preexec_fn`` safe enough
     in a process with threads (a progress bar's).
     """
     def preexec():
+        if new_group:
+            os.setpgid(0, 0)
         if _PRCTL is not None:
-            _PRCTL(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+            _PRCTL(PR_SET_PDEATHSIG, int(signum), 0, 0, 0)
             if os.getppid() != parent_pid:
                 _REAL_EXIT(1)
     return preexec
@@ -124,10 +133,89 @@ def descendants(pid: int) -> list[int]:
     return out
 
 
-def kill_tree(pid: int, include_self: bool = True) -> list[int]:
+def signal_group(pgid: int, signum: int = signal.SIGKILL) -> bool:
+    """Send ``signum`` to process group ``pgid``: a child started with ``start_new_session=True`` (or ``setsid``)
+    leads the group of its own pid, and what it started and left running there gets the signal too, also after
+    the child itself ended. A group that is gone or not ours is passed over; this process's own group is never
+    signalled. Returns whether the signal was sent (False off POSIX)."""
+    if not hasattr(os, "killpg") or pgid == os.getpgrp():
+        return False
+    try:
+        os.killpg(pgid, signum)
+    except OSError:
+        return False
+    return True
+
+
+def signal_process(pid: int, signum: int, group: bool = False) -> bool:
+    """Send ``signum`` to process ``pid``, or with ``group`` to the process group it leads (:func:`signal_group`).
+    One that is gone or not ours is passed over. Returns whether the signal was sent."""
+    if group:
+        return signal_group(pid, signum)
+    try:
+        os.kill(pid, signum)
+    except OSError:
+        return False
+    return True
+
+
+def stop_process(proc, grace_s: float, reap_s: float = 5.0, group: bool = False) -> None:
+    """End ``proc`` (a :class:`subprocess.Popen`) politely, then by force: SIGTERM, SIGKILL if it is still running
+    ``grace_s`` seconds later, then wait up to ``reap_s`` seconds to reap it (one stuck in the kernel, D state, is
+    left unreaped). Nothing is sent to a process already reaped. ``group``: the signals go to the process group
+    it leads (``start_new_session=True``), and the group is SIGKILLed once more at the end for what it left
+    there (:func:`signal_group`)."""
+    import subprocess
+    if proc.poll() is None:
+        signal_process(proc.pid, signal.SIGTERM, group)
+        try:
+            proc.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            signal_process(proc.pid, signal.SIGKILL, group)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=reap_s)
+    if group:
+        signal_group(proc.pid, signal.SIGKILL)
+
+
+def run_in_group(command: list[str], env: dict | None, timeout_s: float,
+                 text: bool = False) -> tuple[int | None, bytes | str, bytes | str]:
+    """Run a tool (tileiras, ptxas, nvcc) in a process group of its own (its children, e.g. ptxas, are in it too),
+    standard input from ``/dev/null``, SIGKILLed by the kernel if this process dies
+    (:func:`preexec_die_with_parent`), for at most ``timeout_s`` seconds. Its whole group is SIGKILLed when it ends
+    (a stray ptxas it left), when it times out, and when this process is interrupted (the exception goes on).
+    ``text``: the output decoded as ``subprocess`` does with ``text=True`` (undecodable bytes replaced), else
+    bytes. ``env``: its environment (None: this one's).
+
+    Returns (exit status, or None when it timed out; stdout; stderr): a negative status is the signal that ended it.
+
+    Raises:
+        OSError: it cannot be started.
+    """
+    import subprocess
+    preexec = preexec_die_with_parent(os.getpid()) if os.name == "posix" else None
+    proc = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True, preexec_fn=preexec, text=text,
+                            errors="replace" if text else None)
+    try:
+        out, err = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        signal_group(proc.pid)
+        out, err = proc.communicate()
+        return None, out, err
+    except BaseException:
+        signal_group(proc.pid)
+        proc.wait()
+        raise
+    signal_group(proc.pid)
+    return proc.returncode, out, err
+
+
+def kill_tree(pid: int, include_self: bool = True, group: bool = False) -> list[int]:
     """SIGKILL ``pid``'s descendants (and their process groups, so a ptxas whose tileiras already died goes too),
-    then ``pid`` itself unless ``include_self`` is False. Never signals this process or its own group.
-    Returns the pids signalled."""
+    then ``pid`` itself unless ``include_self`` is False. ``group``: then also the process group ``pid`` leads
+    (:func:`signal_group`: what it started and left running, unless that made a session of its own). Never
+    signals this process or its own group. Returns the pids signalled."""
     own_group = os.getpgrp()
     victims = descendants(pid)
     groups = set()
@@ -138,12 +226,12 @@ def kill_tree(pid: int, include_self: bool = True) -> list[int]:
         victims.append(pid)
     for g in groups - {own_group, os.getpid()}:
         if include_self or g != pid:
-            with contextlib.suppress(OSError):
-                os.killpg(g, signal.SIGKILL)
+            signal_group(g)
     for p in victims:
         if p != os.getpid():
-            with contextlib.suppress(OSError):
-                os.kill(p, signal.SIGKILL)
+            signal_process(p, signal.SIGKILL)
+    if group:
+        signal_group(pid)
     return victims
 
 

@@ -44,7 +44,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from tileprobe.store import begin_command
     begin_command()                                        # "… kept in the results store" counts this command's
     try:
-        from tileprobe._cutile import tool_timeout_s
+        from tileprobe.model.toolkit import tool_timeout_s
         tool_timeout_s()                                   # a bad TILEPROBE_TOOL_TIMEOUT_S: exit 2 before any work
         _common.check_outputs(args)
         with _common.signals_as_exceptions():

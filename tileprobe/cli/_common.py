@@ -6,7 +6,7 @@ import contextlib
 import os
 import sys
 
-from tileprobe.errors import TileprobeError
+from tileprobe.errors import TileprobeError, ToolchainError
 
 DEFAULT_ARCHS = "sm_90,sm_120"
 
@@ -136,21 +136,43 @@ def split(s: str | None) -> list[str]:
     return [x.strip() for x in (s or "").split(",") if x.strip()]
 
 
-def toolchains(spec: str | None, install: bool = False) -> list[dict] | None:
-    """``--tileiras 13.3.36,13.4.92`` → compiler dicts for ``audit``; None when not given. A release not installed
-    here is installed only with ``install`` (``--install``) or when the user says yes at a terminal prompt
-    (:func:`resolve_one`); otherwise nothing is downloaded (issue 27).
+def resolve_tileiras(spec: str | None, install: bool = False) -> tuple[list[dict] | None, list[str]]:
+    """``--tileiras 13.3.36,13.4.92`` resolved, the same way for every command: each entry on its own
+    (:func:`resolve_one`: a release not installed here is installed only with ``install``, ``--install``, or after
+    a yes at a terminal prompt; otherwise nothing is downloaded, issue 27), and an entry that cannot be used does
+    not stop the others from being resolved.
 
-    Raises:
-        ToolchainError: a malformed or unpublished version, or a failed install.
-        ReleaseNotInstalled: a release not installed and not asked for (the message says how to install it).
+    Returns (the usable compiler dicts, each compiler once, in the order named; one ``"--tileiras ENTRY: why"`` per
+    entry that cannot be used), ``(None, [])`` when ``spec`` is not given. ``audit`` audits with the usable ones
+    and lists the others as not audited (exit 3); a command that needs every compiler it names stops with them all
+    (:func:`toolchains`).
     """
     if not spec:
-        return None
-    out: list[dict] = []
+        return None, []
+    tcs: list[dict] = []
+    errors = []
     for one in split(spec):
-        out += [t for t in resolve_one(one, install) if t["tileiras"] not in {x["tileiras"] for x in out}]
-    return out
+        try:
+            tcs += [t for t in resolve_one(one, install) if t["tileiras"] not in {x["tileiras"] for x in tcs}]
+        except ToolchainError as e:
+            errors.append(f"--tileiras {one}: {e}")
+    return tcs, errors
+
+
+def toolchains(spec: str | None, install: bool = False) -> list[dict] | None:
+    """:func:`resolve_tileiras` for a command that needs every compiler it names (``compare``, ``gate``, ``sass``):
+    the compiler dicts, None when ``spec`` is not given.
+
+    Raises:
+        ToolchainError: an entry cannot be used (a malformed or unpublished version, a release not installed and
+            not asked for, a failed install); the message lists every such entry, each as ``audit`` names it
+            (``--tileiras 13.5: tileiras 13.5.37 is not installed; …``).
+    """
+    tcs, errors = resolve_tileiras(spec, install)
+    if errors:
+        raise ToolchainError(errors[0] if len(errors) == 1 else
+                             "\n  ".join([f"{len(errors)} requested compilers cannot be used:", *errors]))
+    return tcs
 
 
 def add_install_option(p) -> None:

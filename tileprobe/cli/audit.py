@@ -10,9 +10,9 @@ import sys
 from tileprobe.compile.job import DEFAULT_TIMEOUT_S
 from tileprobe.probe.contained import PROBE_TIMEOUT_S
 from tileprobe.audit.pipeline import MAX_VARIANTS
-from tileprobe.errors import EXIT_COMPILE_FAILED, EXIT_INCOMPLETE, EXIT_OK, ToolchainError, UsageError
+from tileprobe.errors import EXIT_COMPILE_FAILED, EXIT_INCOMPLETE, EXIT_OK, UsageError
 from tileprobe.report.text import escape, say
-from tileprobe.cli._common import (add_executor_options, add_install_option, resolve_one, DEFAULT_ARCHS,
+from tileprobe.cli._common import (add_executor_options, add_install_option, resolve_tileiras, DEFAULT_ARCHS,
                                    add_output_options, add_override_options, add_where_option, command_line, console,
                                    count, executor_of, open_store, overrides_of, progress_bar, seconds, split, where_of)
 
@@ -74,11 +74,12 @@ def cmd_audit(args) -> int:
     compiler could not be used (the rest is audited and saved); 4 with ``--strict`` when a variant failed."""
     from tileprobe.audit import audit
     from tileprobe.audit.pipeline import write_bundle
+    from tileprobe.model.sass import have_nvdisasm
     err = console(stderr=True)
     if not split(args.arch):
         raise UsageError(f"--arch {args.arch!r} names no architecture; e.g. --arch sm_90,sm_120")
     where, overrides = where_of(args), overrides_of(args)
-    tcs, tc_errors = _toolchains(args.tileiras, args.install)
+    tcs, tc_errors = resolve_tileiras(args.tileiras, args.install)
     if args.tileiras and not tcs:
         from tileprobe.errors import IncompleteError   # README "Exit codes": a requested compiler could not be used: 3
         raise IncompleteError("no requested compiler can be used:\n  " + "\n  ".join(tc_errors))
@@ -86,7 +87,7 @@ def cmd_audit(args) -> int:
     prog, cb = progress_bar(err)
     with executor_of(args) as ex, prog:
         result = audit(args.probes, split(args.arch), toolchains=tcs, jobs=args.jobs,
-                       timeout_s=args.timeout, with_sass=args.sass and _have_nvdisasm(), store=store, progress=cb,
+                       timeout_s=args.timeout, with_sass=args.sass and have_nvdisasm(), store=store, progress=cb,
                        repeat=args.repeat, where=where, retry_failed=args.retry_failed,
                        probe_timeout_s=args.probe_timeout, max_variants=args.max_variants, executor=ex,
                        compiler_timeout_s=args.compiler_timeout, **overrides)
@@ -109,20 +110,6 @@ def cmd_audit(args) -> int:
     if args.strict and any(r.status in FAILED for r in result.records):
         return EXIT_COMPILE_FAILED
     return EXIT_OK
-
-
-def _toolchains(spec: str | None, install: bool = False) -> tuple[list[dict] | None, list[str]]:
-    """``--tileiras`` resolved one version at a time: the usable compilers, and an error per unusable one (the others
-    are still audited)."""
-    if not spec:
-        return None, []
-    tcs, errors = [], []
-    for one in split(spec):
-        try:
-            tcs += [t for t in resolve_one(one, install) if t["tileiras"] not in {x["tileiras"] for x in tcs}]
-        except ToolchainError as e:
-            errors.append(f"--tileiras {one}: {e}")
-    return tcs, errors
 
 
 def _print_problems(err, result) -> None:
@@ -175,16 +162,6 @@ def _summary(result, shown: int | None = None) -> str:
         summary += (f", {len(slow)} compile(s) past the compiler timeout of "
                     f"{slow[0].compile_timeout['timeout_s']:g} s")
     return f"{summary}, {result.wall_s:.1f} s"
-
-
-def _have_nvdisasm() -> bool:
-    from tileprobe.errors import ToolchainError
-    from tileprobe.model.sass import find_nvdisasm
-    try:
-        find_nvdisasm()
-        return True
-    except ToolchainError:
-        return False
 
 
 def emit(result, records, args) -> None:

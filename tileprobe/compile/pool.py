@@ -77,7 +77,7 @@ def variant_limit_s(v: Variant, timeout_s: float, fresh: bool = True) -> float:
     and :data:`SLACK_S`; a ``fresh`` worker also starts and asks tileiras its version and targets. The same deadline
     bounds a Ray compile task (:mod:`tileprobe.exec.ray_exec`) and a store claim's lease."""
     from tileprobe.model.sass import NVDISASM_TIMEOUT_S
-    from tileprobe._cutile import tool_timeout_s
+    from tileprobe.model.toolkit import tool_timeout_s
     from tileprobe.probe.contained import PROBE_TIMEOUT_S
     limit = PROBE_TIMEOUT_S + (v.timeout_s or timeout_s) + NVDISASM_TIMEOUT_S + SLACK_S
     return limit + (2 * tool_timeout_s() if fresh else 0.0)
@@ -222,9 +222,7 @@ class WorkerPool:
     def _kill(w: _Worker) -> None:
         from tileprobe.procs import kill_tree, unguard
         if w.process.pid is not None:
-            kill_tree(w.process.pid)
-            with contextlib.suppress(OSError):     # what probe code started in its session, the worker ended or not
-                os.killpg(w.process.pid, signal.SIGKILL)
+            kill_tree(w.process.pid, group=True)   # and what probe code started in its session, ended or not
         w.process.join(timeout=5)
         if w.process.exitcode is not None and w.process.pid is not None:
             unguard(w.process.pid)

@@ -1,6 +1,7 @@
 """Read what the compiler decided from a cubin: threads, registers, shared memory, stack, cluster, hashes.
 
-A cubin is a 64-bit little-endian ELF file for ``EM_CUDA`` (190). tileprobe reads it with pyelftools only;
+A cubin is a 64-bit little-endian ELF file for ``EM_CUDA`` (190). tileprobe reads it with pyelftools only, and
+only here (other modules take :func:`kernel_attributes` and :func:`cubin_sections`, read with the same checks);
 cuobjdump is the test oracle, never a run-time dependency. Each kernel is a ``STT_FUNC`` symbol flagged
 ``STO_CUDA_ENTRY`` (0x10 in ``st_other``) with a ``.text.<kernel>`` section.
 
@@ -59,7 +60,7 @@ import struct
 import zlib
 from dataclasses import dataclass
 from io import BytesIO
-from typing import Iterator
+from typing import Iterator, NamedTuple
 
 from elftools.common.exceptions import ELFError
 from elftools.construct import ConstructError
@@ -68,7 +69,8 @@ from elftools.elf.sections import SymbolTableSection
 
 from tileprobe.errors import CubinError
 
-__all__ = ["CubinInfo", "KernelResources", "PtxDirectives", "RESERVED_SMEM_PER_CTA_BYTES", "embedded_ptx"]
+__all__ = ["CubinInfo", "CubinSection", "KernelResources", "NvInfoRecord", "PtxDirectives",
+           "RESERVED_SMEM_PER_CTA_BYTES", "cubin_sections", "embedded_ptx", "kernel_attributes"]
 
 EM_CUDA = 190
 STO_CUDA_ENTRY = 0x10
@@ -100,6 +102,38 @@ MAX_INFLATED_BYTES = 64 << 20
 #: Shared memory the driver reserves for system use in every CTA (cudaDevAttrReservedSharedMemoryPerBlock,
 #: 1 KB on sm_80 and later).
 RESERVED_SMEM_PER_CTA_BYTES = 1024
+
+
+class NvInfoRecord(NamedTuple):
+    """One record of a ``.nv.info*`` section (the layout is in the module docstring).
+
+    Attributes:
+        fmt: EIFMT_NVAL (1), EIFMT_BVAL (2), EIFMT_HVAL (3) or EIFMT_SVAL (4).
+        attr: the attribute id (EIATTR_REGCOUNT 0x2f, EIATTR_KPARAM_INFO_V2 0x45 …).
+        value: the 16-bit value of an NVAL/BVAL/HVAL record; the payload bytes of an EIFMT_SVAL one.
+    """
+
+    fmt: int
+    attr: int
+    value: int | bytes
+
+
+@dataclass(frozen=True)
+class CubinSection:
+    """One named ELF section of a cubin.
+
+    Attributes:
+        name: ``".text.vec_add_…"``, ``".nv.info"``, ``".nv.shared.<kernel>"`` ….
+        type: its ELF type as pyelftools names it (``"SHT_PROGBITS"``, ``"SHT_NOBITS"`` …); a CUDA type it has no
+            name for stays a number (``.nv.info``: 0x70000000).
+        size: ``sh_size``, in bytes, as the header gives it (an ``SHT_NOBITS`` section holds none of them).
+        data: its bytes: empty for ``SHT_NOBITS``, inflated when compressed (within :data:`MAX_INFLATED_BYTES`).
+    """
+
+    name: str
+    type: str | int
+    size: int
+    data: bytes
 
 
 @dataclass(frozen=True)
@@ -251,20 +285,47 @@ class CubinInfo:
         Raises:
             CubinError: not ELF, not a 64-bit CUDA ELF, truncated, or malformed ``.nv.info`` records.
         """
-        if not isinstance(data, (bytes, bytearray, memoryview)):
-            raise TypeError(f"CubinInfo.from_bytes expects bytes, got {type(data).__name__}")
-        data = bytes(data)
-        src = source or "<bytes>"
-        _check_header(data, src)
-        try:
-            return _Reader(data, src).info()
-        except CubinError:
-            raise
-        except (ELFError, ConstructError, struct.error, ValueError, IndexError, KeyError, OverflowError,
-                EOFError, ZeroDivisionError, zlib.error) as exc:
-            raise CubinError(f"{src}: cannot parse the cubin ({type(exc).__name__}: {exc}); the file is damaged "
-                             "or not written by ptxas/tileiras: recompile it (e.g. with "
-                             "cuda.tile.compilation.export_kernel(..., output_format='cubin'))") from exc
+        return _read(data, source, _Reader.info, "CubinInfo.from_bytes")
+
+
+def kernel_attributes(data: bytes, source: str | None = None) -> dict[str, tuple[NvInfoRecord, ...]]:
+    """The ``.nv.info.<kernel>`` records of a cubin, by kernel name (in section order; every kernel tileiras and
+    ptxas write has such a section): the walk :class:`CubinInfo` reads its kernels' attributes with, for those it
+    does not keep, such as the parameter table (EIATTR_KPARAM_INFO_V2: :func:`tileprobe.run.launch.cubin_params`).
+    A damaged record is an error, never skipped; compressed sections are inflated within :data:`MAX_INFLATED_BYTES`.
+
+    Raises:
+        CubinError: not a readable CUDA cubin, or malformed ``.nv.info`` records (as :meth:`CubinInfo.from_bytes`).
+    """
+    return _read(data, source, _Reader.kernel_attributes, "kernel_attributes")
+
+
+def cubin_sections(data: bytes, source: str | None = None) -> list[CubinSection]:
+    """Every named section of a cubin, in file order, read with the reader's checks (sections inside the file,
+    compressed ones inflated within :data:`MAX_INFLATED_BYTES`, no bytes for ``SHT_NOBITS``).
+
+    Raises:
+        CubinError: not a readable CUDA cubin (as :meth:`CubinInfo.from_bytes`).
+    """
+    return _read(data, source, _Reader.named_sections, "cubin_sections")
+
+
+def _read(data, source: str | None, read, what: str):
+    """``read(reader)`` on a :class:`_Reader` of ``data``; pyelftools' and struct's errors become a CubinError."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError(f"{what} expects bytes, got {type(data).__name__}")
+    data = bytes(data)
+    src = source or "<bytes>"
+    _check_header(data, src)
+    try:
+        return read(_Reader(data, src))
+    except CubinError:
+        raise
+    except (ELFError, ConstructError, struct.error, ValueError, IndexError, KeyError, OverflowError,
+            EOFError, ZeroDivisionError, zlib.error) as exc:
+        raise CubinError(f"{src}: cannot parse the cubin ({type(exc).__name__}: {exc}); the file is damaged "
+                         "or not written by ptxas/tileiras: recompile it (e.g. with "
+                         "cuda.tile.compilation.export_kernel(..., output_format='cubin'))") from exc
 
 
 def embedded_ptx(data: bytes, source: str | None = None) -> str | None:
@@ -316,12 +377,14 @@ class _Reader:
         self.inflate_budget = MAX_INFLATED_BYTES
         self.elf = ELFFile(BytesIO(data))
         self.sections = {}
+        self.in_order = []
         for sec in self.elf.iter_sections():
             if sec["sh_type"] != "SHT_NOBITS" and sec["sh_offset"] + sec["sh_size"] > len(data):
                 raise CubinError(f"{src}: truncated cubin: section {sec.name!r} needs bytes up to "
                                  f"{sec['sh_offset'] + sec['sh_size']} but the file has {len(data)}; "
                                  "recompile it or copy it again")
             self.sections[sec.name] = sec
+            self.in_order.append(sec)
         self.symbols = self._symbols()
 
     def _data(self, sec) -> bytes:
@@ -352,6 +415,16 @@ class _Reader:
                          code_sha256=self._code_sha256(global_attrs, kernels), kernels=kernels,
                          accelerated=accelerated)
 
+    def kernel_attributes(self) -> dict[str, tuple[NvInfoRecord, ...]]:
+        """The records of each ``.nv.info.<kernel>`` section, by kernel name (:func:`kernel_attributes`)."""
+        prefix = ".nv.info."
+        return {name[len(prefix):]: tuple(self._records(name)) for name in self.sections if name.startswith(prefix)}
+
+    def named_sections(self) -> list[CubinSection]:
+        """Every named section in file order (:func:`cubin_sections`)."""
+        return [CubinSection(sec.name, sec["sh_type"], sec["sh_size"], self._data(sec))
+                for sec in self.in_order if sec.name]
+
     def _symbols(self) -> list[tuple[str, bool]]:
         """(name, is_kernel) per ``.symtab`` index; a kernel is an STT_FUNC with STO_CUDA_ENTRY."""
         symtab = self.sections.get(".symtab")
@@ -380,8 +453,8 @@ class _Reader:
                              "is this a cubin from a newer toolkit than tileprobe knows?")
         return f"sm_{sm}", accelerated
 
-    def _records(self, section_name: str) -> Iterator[tuple[int, int, int | bytes]]:
-        """(format, attribute, value) of each record: an int, or the payload bytes for EIFMT_SVAL."""
+    def _records(self, section_name: str) -> Iterator[NvInfoRecord]:
+        """Each record of a ``.nv.info*`` section: its value an int, or the payload bytes for EIFMT_SVAL."""
         sec = self.sections.get(section_name)
         if sec is None:
             return
@@ -393,10 +466,10 @@ class _Reader:
                 if off + value > len(data):
                     raise CubinError(f"{self.src}: section {section_name!r} is damaged: attribute {attr:#x} "
                                      f"needs {value} bytes, {len(data) - off} left; recompile the cubin")
-                yield fmt, attr, data[off:off + value]
+                yield NvInfoRecord(fmt, attr, data[off:off + value])
                 off += value
             elif fmt in (EIFMT_NVAL, EIFMT_BVAL, EIFMT_HVAL):
-                yield fmt, attr, value
+                yield NvInfoRecord(fmt, attr, value)
             else:
                 raise CubinError(f"{self.src}: section {section_name!r} is damaged: unknown record format "
                                  f"{fmt} at byte {off - 4}; recompile the cubin")

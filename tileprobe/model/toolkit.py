@@ -12,7 +12,6 @@ failure classes (:mod:`tileprobe.compile.failure`) both use these readers.
 """
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
@@ -177,8 +176,10 @@ def compiler_identity(tileiras: str, cache_path: str | None = None) -> str:
 
 
 def tool_timeout_s() -> float:
-    """Seconds one run of a compiler tool that answers a question (``--version``, ``--help``) may take: the setting
-    ``TILEPROBE_TOOL_TIMEOUT_S`` (default 60 s; tileiras 13.4.92 answers in well under one), read when used.
+    """Seconds one run of a compiler tool that answers a question (``--version``, ``--help``, and cuTile's
+    bytecode-version probe, which cuTile starts without a timeout) may take: the setting
+    ``TILEPROBE_TOOL_TIMEOUT_S`` (default 60 s; tileiras 13.4.92 answers in well under one; the tests shorten it),
+    read when used so that a bad value is an error with its name, not a traceback at import.
 
     Raises:
         UsageError: the setting is not a timeout (:func:`tileprobe.schema.timeout_seconds`).
@@ -192,44 +193,19 @@ def tool_timeout_s() -> float:
         raise UsageError(f"TILEPROBE_TOOL_TIMEOUT_S={text!r}: {e}") from None
 
 
-def _die_with_parent():
-    """A ``preexec_fn``: SIGKILL this child when the process that started it dies (Linux ``PR_SET_PDEATHSIG``)."""
-    import ctypes
-    import signal
-    parent = os.getpid()
-
-    def preexec():
-        try:
-            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)
-        except (OSError, AttributeError):
-            return
-        if os.getppid() != parent:
-            os._exit(1)
-    return preexec if os.name == "posix" else None
-
-
 def run_tool(command: list[str], env: Mapping[str, str] | None = None,
              timeout_s: float | None = None) -> subprocess.CompletedProcess:
     """Run a compiler tool to ask it something (``tileiras --version``) in its own process group, dying with this
     process, for at most ``timeout_s`` (default :func:`tool_timeout_s`); the whole group is killed when it ends or
-    times out (a child it left behind too). Text output.
+    times out (a child it left behind too): :func:`tileprobe.procs.run_in_group`. Text output.
 
     Raises:
         subprocess.TimeoutExpired: it did not answer in time (it and its group were killed).
         OSError: it cannot be started.
     """
-    import signal
+    from tileprobe.procs import run_in_group
     limit = tool_timeout_s() if timeout_s is None else timeout_s
-    proc = subprocess.Popen(command, env=dict(env) if env is not None else None, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
-                            start_new_session=True, preexec_fn=_die_with_parent())
-    try:
-        out, err = proc.communicate(timeout=limit)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        raise
-    with contextlib.suppress(OSError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    return subprocess.CompletedProcess(command, proc.returncode, out, err)
+    rc, out, err = run_in_group(command, dict(env) if env is not None else None, limit, text=True)
+    if rc is None:
+        raise subprocess.TimeoutExpired(command, limit, out, err)
+    return subprocess.CompletedProcess(command, rc, out, err)

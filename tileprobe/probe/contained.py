@@ -590,10 +590,7 @@ class _Loader:
         """SIGKILL the child, its descendants and its process group (the group outlives a loader that has ended:
         what the probe started and left running is in it, unless it made a session of its own)."""
         from tileprobe.procs import kill_tree
-        kill_tree(self.proc.pid)
-        if self.proc.pid != os.getpgrp():
-            with contextlib.suppress(OSError):      # the child is not reaped yet: its group id is still its own
-                os.killpg(self.proc.pid, signal.SIGKILL)
+        kill_tree(self.proc.pid, group=True)   # the child is not reaped yet: its group id is still its own
 
     def result(self) -> FileReport:
         """The report (after :attr:`finished` or a timeout); kills the child and its process group."""

@@ -227,16 +227,8 @@ class Zygote:
         returns; its children get their parent-death signals."""
         with contextlib.suppress(OSError):
             self.sock.close()
-        with contextlib.suppress(OSError):
-            os.kill(self.pid, signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=self.CLOSE_GRACE_S)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(OSError):
-                os.kill(self.pid, signal.SIGKILL)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(timeout=5)
-        from tileprobe.procs import remove_owned_tempdir, sweep_leftovers
+        from tileprobe.procs import remove_owned_tempdir, stop_process, sweep_leftovers
+        stop_process(self.proc, self.CLOSE_GRACE_S)
         remove_owned_tempdir(self.tmp)
         sweep_leftovers()   # those of zygotes whose command was SIGKILLed (their marker's owner was perhaps not yet
         #                     reaped when this command's start swept)

@@ -99,23 +99,9 @@ def _terminal_foreground() -> bool:
 def _child_setup(own_group: bool):
     """The child's set-up between fork and exec: its own process group (unless it shares our terminal), and the
     parent-death signal SIGTERM (Linux ``prctl(PR_SET_PDEATHSIG)``) so a SIGKILL of tileprobe ends it too."""
-    import ctypes
     import signal
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        prctl = libc.prctl
-    except (OSError, AttributeError):      # not Linux
-        prctl = None
-    parent = os.getpid()
-
-    def setup():
-        if own_group:
-            os.setpgid(0, 0)
-        if prctl is not None:
-            prctl(1, int(signal.SIGTERM), 0, 0, 0)          # PR_SET_PDEATHSIG = 1
-            if os.getppid() != parent:                       # the parent died before prctl
-                os._exit(128 + int(signal.SIGTERM))
-    return setup
+    from tileprobe.procs import preexec_die_with_parent
+    return preexec_die_with_parent(os.getpid(), signal.SIGTERM, new_group=own_group)
 
 
 def _wait_forwarding(proc, own_group: bool) -> int:
@@ -123,6 +109,7 @@ def _wait_forwarding(proc, own_group: bool) -> int:
     terminal's Ctrl-C already reached a child in our group); its return code."""
     import signal
     import sys
+    from tileprobe.procs import signal_process
     wanted = [sig for sig in ("SIGTERM", "SIGHUP", "SIGINT") if hasattr(signal, sig)]
 
     def forward(signum, frame):
@@ -130,10 +117,7 @@ def _wait_forwarding(proc, own_group: bool) -> int:
             return
         sys.stderr.write(f"tileprobe use: {signal.Signals(signum).name} passed on to the command (pid {proc.pid}); "
                          "waiting for it to end\n")
-        try:
-            (os.killpg if own_group else os.kill)(proc.pid, signum)
-        except OSError:
-            pass
+        signal_process(proc.pid, signum, group=own_group)
     old = {sig: signal.signal(getattr(signal, sig), forward) for sig in wanted}
     try:
         return proc.wait()

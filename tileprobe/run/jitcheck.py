@@ -130,12 +130,13 @@ def driver_occupancy(cubin: bytes, symbol: str, threads: int) -> dict:
 
 
 def differing_sections(a: bytes, b: bytes) -> list[str]:
-    """Names of ELF sections whose contents differ between two cubins (or that only one has)."""
-    import io
+    """Names of ELF sections whose contents differ between two cubins (or that only one has); an ``SHT_NOBITS``
+    section's contents are its size (``.nv.shared.<kernel>``: the static shared memory)."""
+    from tileprobe.model.cubin import cubin_sections
 
-    from elftools.elf.elffile import ELFFile
-    sa = {s.name: s.data() for s in ELFFile(io.BytesIO(a)).iter_sections() if s.name}
-    sb = {s.name: s.data() for s in ELFFile(io.BytesIO(b)).iter_sections() if s.name}
+    def contents(cubin: bytes) -> dict:
+        return {s.name: s.data if s.type != "SHT_NOBITS" else ("SHT_NOBITS", s.size) for s in cubin_sections(cubin)}
+    sa, sb = contents(a), contents(b)
     return sorted(n for n in set(sa) | set(sb) if sa.get(n) != sb.get(n))
 
 

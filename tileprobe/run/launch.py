@@ -35,7 +35,6 @@ launching with arguments that break them is undefined behaviour, so it is refuse
 from __future__ import annotations
 
 import ctypes
-import io
 import struct
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -137,36 +136,27 @@ class KernelParam:
 
 EIATTR_KPARAM_INFO = 0x17
 EIATTR_KPARAM_INFO_V2 = 0x45
-EIFMT_SVAL = 0x04
 
 
 def cubin_params(cubin: bytes, symbol: str) -> list[KernelParam]:
     """The parameter table of kernel ``symbol`` in a cubin, sorted by ordinal.
 
-    Read from ``.nv.info.<symbol>``: EIATTR_KPARAM_INFO_V2 (0x45, tileiras 13.x; payload u32 index, u16 ordinal,
-    u16 offset, u32 flags whose low 16 bits are the size in bytes) or the older EIATTR_KPARAM_INFO (0x17; size in
-    bits 18–31 of the flags word). Layout checked against ``cuobjdump -elf`` 13.4.92 ("Ordinal", "Offset",
-    "Size") on the fixture cubins in ``tests/data/cubins``.
+    Read from ``.nv.info.<symbol>`` (:func:`tileprobe.model.cubin.kernel_attributes`): EIATTR_KPARAM_INFO_V2 (0x45,
+    tileiras 13.x; payload u32 index, u16 ordinal, u16 offset, u32 flags whose low 16 bits are the size in bytes) or
+    the older EIATTR_KPARAM_INFO (0x17; size in bits 18–31 of the flags word). Layout checked against
+    ``cuobjdump -elf`` 13.4.92 ("Ordinal", "Offset", "Size") on the fixture cubins in ``tests/data/cubins``.
 
     Raises:
         ProbeError: the cubin has no such kernel (the record's ``symbol`` and the cubin disagree).
+        CubinError: the cubin or its ``.nv.info`` records are damaged.
     """
-    from elftools.elf.elffile import ELFFile
-    elf = ELFFile(io.BytesIO(cubin))
-    sec = elf.get_section_by_name(f".nv.info.{symbol}")
-    if sec is None:
-        names = [s.name.removeprefix(".nv.info.") for s in elf.iter_sections() if s.name.startswith(".nv.info.")]
-        raise ProbeError(f"the cubin has no kernel {symbol!r} (it has {', '.join(names) or 'none'})")
-    data, pos, out = sec.data(), 0, {}
-    while pos + 4 <= len(data):
-        fmt, attr = data[pos], data[pos + 1]
-        if fmt != EIFMT_SVAL:
-            pos += 4   # EIFMT_NVAL / BVAL / HVAL: 4 bytes in all
-            continue
-        size = struct.unpack_from("<H", data, pos + 2)[0]
-        payload = data[pos + 4:pos + 4 + size]
-        pos += 4 + size
-        if attr in (EIATTR_KPARAM_INFO, EIATTR_KPARAM_INFO_V2) and len(payload) >= 12:
+    from tileprobe.model.cubin import EIFMT_SVAL, kernel_attributes
+    kernels = kernel_attributes(cubin)
+    if symbol not in kernels:
+        raise ProbeError(f"the cubin has no kernel {symbol!r} (it has {', '.join(kernels) or 'none'})")
+    out = {}
+    for fmt, attr, payload in kernels[symbol]:
+        if fmt == EIFMT_SVAL and attr in (EIATTR_KPARAM_INFO, EIATTR_KPARAM_INFO_V2) and len(payload) >= 12:
             _index, ordinal, offset, flags = struct.unpack_from("<IHHI", payload)
             nbytes = flags & 0xFFFF if attr == EIATTR_KPARAM_INFO_V2 else (flags >> 18) & 0x3FFF
             out[ordinal] = KernelParam(ordinal, offset, nbytes)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -31,6 +30,7 @@ from multiprocessing import Pipe
 from typing import Any
 
 from tileprobe.probe.wire import WireError, recv as wire_recv
+from tileprobe.procs import signal_group, stop_process
 from tileprobe.errors import TileprobeError
 from tileprobe.schema import exit_text
 
@@ -179,19 +179,9 @@ class Watchdog:
         _rmtree(self._logdir)
 
     def _kill(self, w: _Worker) -> None:
-        """SIGTERM the worker's process group, SIGKILL after ``grace_s``, reap it, sweep its group."""
-        pgid = w.proc.pid   # start_new_session: the worker leads its own group
-        if w.proc.poll() is None:
-            _killpg(pgid, signal.SIGTERM)
-            try:
-                w.proc.wait(timeout=self.grace_s)
-            except subprocess.TimeoutExpired:
-                _killpg(pgid, signal.SIGKILL)
-                try:
-                    w.proc.wait(timeout=30)
-                except subprocess.TimeoutExpired:   # stuck in the driver (D state): reaped at close
-                    pass
-        _killpg(pgid, signal.SIGKILL)   # children the worker left in its group (e.g. nvidia-smi)
+        """SIGTERM the worker's process group, SIGKILL after ``grace_s``, reap it (one stuck in the driver, D state,
+        is reaped at close), sweep its group (children it left there, e.g. nvidia-smi)."""
+        stop_process(w.proc, self.grace_s, reap_s=30, group=True)   # start_new_session: it leads its own group
         try:
             w.conn.close()
         except OSError:
@@ -270,13 +260,6 @@ def _exited(proc, grace_s: float) -> bool:
     return True
 
 
-def _killpg(pgid: int, sig: int) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
 def _rmtree(path: str) -> None:
     import shutil
     shutil.rmtree(path, ignore_errors=True)
@@ -286,7 +269,7 @@ def _shutdown(state: dict) -> None:
     """Finalizer: kill a worker the user forgot to close (at garbage collection or interpreter exit)."""
     w = state.get("_worker")
     if w is not None and w.proc.poll() is None:
-        _killpg(w.proc.pid, signal.SIGKILL)
+        signal_group(w.proc.pid)
         try:
             w.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:

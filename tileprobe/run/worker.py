@@ -417,16 +417,6 @@ def _import(name: str):
     return import_object(name)
 
 
-def _die_with_parent() -> None:
-    """Ask Linux to SIGKILL this worker when its parent dies (prctl PR_SET_PDEATHSIG), so none is left behind."""
-    try:
-        import ctypes
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)   # PR_SET_PDEATHSIG = 1
-    except (OSError, AttributeError):
-        pass
-
-
 def _send(conn, message: tuple) -> None:
     """One message to the parent as data (:mod:`tileprobe.probe.wire`): the parent never unpickles what this
     process, which runs probe code, sends (issue 25)."""
@@ -471,7 +461,8 @@ def main(argv: list[str] | None = None) -> int:
         sys.modules.setdefault("tileprobe.run.worker", sys.modules[__name__])
     argv = sys.argv[1:] if argv is None else argv
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the parent's business
-    _die_with_parent()
+    from tileprobe.procs import die_with_parent
+    die_with_parent(signal.SIGKILL)                # SIGKILLed when its parent dies: none is left behind
     conn = Connection(int(argv[0]))
     code = serve(conn, argv[1] if len(argv) > 1 else "tileprobe.run.worker:init_cuda")
     sys.stdout.flush()

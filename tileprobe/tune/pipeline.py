@@ -88,16 +88,6 @@ def _target_arch(arch: str | None, starter: _WorkerStarter | None) -> str:
     return get_arch(starter.wait()[0]["sm"]).name
 
 
-def _have_nvdisasm() -> bool:
-    """Spills are reported from the SASS when nvdisasm is installed (they are a fact, never a filter)."""
-    from tileprobe.model.sass import find_nvdisasm
-    try:
-        find_nvdisasm()
-        return True
-    except TileprobeError:
-        return False
-
-
 def _records(paths, problems, arch, bundle, store, jobs, compile_timeout_s, toolchains, progress, overrides=None,
              executor=None, on_record=None):
     """(records, cubin getter, environment, probe errors) from a bundle or from compiling here."""
@@ -109,9 +99,10 @@ def _records(paths, problems, arch, bundle, store, jobs, compile_timeout_s, tool
             raise TileprobeError(f"the bundle {bundle} has no {arch} records (it has {', '.join(archs) or 'none'}): "
                                  f"make it with `tileprobe audit PROBE --arch {arch} --bundle DIR`")
         return records, get, env, []
+    from tileprobe.model.sass import have_nvdisasm   # spills from the SASS when installed (a fact, never a filter)
     res = compile_records(paths, problems, arch, store=store, jobs=jobs, timeout_s=compile_timeout_s,
                           **(overrides or {}),
-                          toolchains=toolchains, with_sass=_have_nvdisasm(), executor=executor, on_record=on_record,
+                          toolchains=toolchains, with_sass=have_nvdisasm(), executor=executor, on_record=on_record,
                           progress=(lambda k, n: progress("compile", (k, n))) if progress else None)
 
     def get(sha):

@@ -286,16 +286,13 @@ class Landing:
 def constant_data_sha256(cubin: bytes) -> str:
     """SHA-256 over the cubin's constant-bank and global-initialiser sections (name without the kernel suffix,
     type, size, and bytes unless NOBITS): data the machine code reads that ``code_sha256`` does not cover."""
-    import io
-    from elftools.elf.elffile import ELFFile
+    from tileprobe.model.cubin import cubin_sections
     h = hashlib.sha256()
-    elf = ELFFile(io.BytesIO(cubin))
     items = []
-    for s in elf.iter_sections():
+    for s in cubin_sections(cubin):
         if s.name.startswith((".nv.constant", ".nv.global")):
             kind = re.sub(r"^(\.nv\.constant\d+)\..*$", r"\1", s.name)
-            data = b"" if s["sh_type"] == "SHT_NOBITS" else s.data()
-            items.append((kind, s["sh_type"], s["sh_size"], data))
+            items.append((kind, s.type, s.size, s.data))     # no bytes for SHT_NOBITS
     for kind, typ, size, data in sorted(items, key=lambda x: (x[0], x[2], x[3])):
         h.update(f"{kind}|{typ}|{size}|".encode() + hashlib.sha256(data).digest())
     return h.hexdigest()

@@ -1,0 +1,98 @@
+"""tileprobe.procs, the one home of process handling: a tool run in a group of its own (what it leaves there dies
+with it, on a timeout too), a process stopped politely then by force, a process group signalled (never our own).
+Linux: the children are real processes, found afterwards by a marker in their command line."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from support import live_processes_with
+from tileprobe.procs import kill_tree, run_in_group, signal_group, stop_process
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process groups and /proc: Linux")
+
+
+def _marker(n: int) -> str:
+    """A ``sleep`` duration no other process uses, so the processes holding it are this test's."""
+    return f"29{n}.{os.getpid()}"
+
+
+def _alive_with(marker: str) -> list[int]:
+    return live_processes_with(marker, "cmdline")
+
+
+def _gone(marker: str, within_s: float = 5.0) -> bool:
+    end = time.monotonic() + within_s
+    while _alive_with(marker) and time.monotonic() < end:
+        time.sleep(0.05)
+    return not _alive_with(marker)
+
+
+def test_a_tool_that_ends_takes_what_it_left_in_its_group_with_it(tmp_path):
+    mark = _marker(1)
+    # the child writes elsewhere: one that holds the tool's pipes open keeps it from ending until the timeout
+    script = f"sleep {mark} >/dev/null 2>&1 & echo answer; echo note >&2; exit 3"
+    rc, out, err = run_in_group(["bash", "-c", script], None, 30)
+    assert (rc, out, err) == (3, b"answer\n", b"note\n")
+    assert _gone(mark)
+
+
+def test_a_tool_that_times_out_is_killed_with_its_group_and_gives_what_it_printed():
+    mark = _marker(2)
+    t0 = time.monotonic()
+    rc, out, err = run_in_group(["bash", "-c", f"echo started; sleep {mark} & wait"], None, 0.5, text=True)
+    assert rc is None and out == "started\n" and err == ""
+    assert time.monotonic() - t0 < 10 and _gone(mark)
+
+
+def test_a_tool_killed_by_a_signal_reports_it_and_a_missing_one_is_an_oserror(tmp_path):
+    assert run_in_group(["bash", "-c", "kill -SEGV $$"], None, 30)[0] == -signal.SIGSEGV
+    with pytest.raises(OSError):
+        run_in_group([str(tmp_path / "no-such-tool")], None, 30)
+
+
+def test_stop_process_sigkills_what_ignores_sigterm_and_sweeps_its_group():
+    mark = _marker(3)
+    code = f"import signal, subprocess, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); " \
+           f"subprocess.Popen(['sleep', '{mark}']); print('ready', flush=True); time.sleep(300)"
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, start_new_session=True)
+    assert proc.stdout.readline() == b"ready\n"
+    t0 = time.monotonic()
+    stop_process(proc, grace_s=0.3, group=True)
+    assert proc.returncode == -signal.SIGKILL and time.monotonic() - t0 < 10
+    assert _gone(mark)
+    proc.stdout.close()
+
+
+def test_stop_process_lets_a_polite_process_end_on_sigterm_and_leaves_a_reaped_one_alone():
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+    stop_process(proc, grace_s=30)
+    assert proc.returncode == -signal.SIGTERM
+    stop_process(proc, grace_s=30)           # already reaped: nothing is sent (its pid may be another's now)
+    assert proc.returncode == -signal.SIGTERM
+
+
+def test_signal_group_never_signals_our_own_group_and_passes_over_a_gone_one():
+    assert signal_group(os.getpgrp(), signal.SIGKILL) is False       # we are still here
+    proc = subprocess.Popen(["true"], start_new_session=True)
+    proc.wait()
+    assert signal_group(proc.pid) is False
+
+
+def test_kill_tree_with_group_ends_an_orphan_left_in_the_group():
+    """A loader that exited leaves what it started in its group, with no parent link to it any more."""
+    mark = _marker(4)
+    proc = subprocess.Popen(["bash", "-c", f"(sleep {mark} &) ; echo started; sleep 300"], stdout=subprocess.PIPE,
+                            start_new_session=True)
+    assert proc.stdout.readline() == b"started\n"
+    orphans = _alive_with(mark)
+    assert orphans and all(os.getpgid(p) == proc.pid for p in orphans)
+    victims = kill_tree(proc.pid, group=True)
+    assert proc.pid in victims and proc.wait(timeout=10) == -signal.SIGKILL
+    assert _gone(mark)
+    proc.stdout.close()
