@@ -1,6 +1,11 @@
 # --- gpu marker: skip GPU tests where no CUDA GPU is present (tileprobe run, issue 4) -------------------------
+import os as _os
 import subprocess as _subprocess
 import sys as _sys
+
+# Loader reports kept across runs (tileprobe/probe/plancache.py) are off in the tests, which count loaders and
+# plant probes by path; tests/test_plan_cache.py turns the cache on with a cache folder of its own.
+_os.environ.setdefault("TILEPROBE_PLAN_CACHE", "0")
 
 import pytest as _pytest
 

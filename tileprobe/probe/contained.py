@@ -122,6 +122,8 @@ class FileReport:
     data: Any = None              # what a task (run_probe_tasks) returned, as data
     uses_torch: bool = True       # torch was imported in the loader once its probes were loaded (issue 22: False
     #                               lets compile workers start from a cuTile imported without torch)
+    code_files: list = field(default_factory=list)   # [path, size, mtime_ns] of the modules the loader ran
+    #                                                  (issue 22: the report is kept while they are unchanged)
 
 
 def _cross(grid) -> list[dict]:
@@ -404,6 +406,8 @@ def child_main() -> None:
         from tileprobe.probe.define import describe_exception
         report = FileReport(os.path.abspath(job["path"]), errors=[f"{job['path']}: loading failed inside tileprobe: "
                                                                   f"{describe_exception(e)}"])
+    from tileprobe.probe.plancache import code_files
+    report.code_files = code_files()
     try:   # data only (tileprobe.probe.wire): the parent never unpickles what probe code made
         wire.send(conn, ("report", report_data(report)), "the probe file's report")
     except (wire.NotData, wire.WireError) as e:   # values _plan did not see (printed output, error texts)
@@ -440,6 +444,34 @@ def run_probe_tasks(paths: Sequence[str], task: str, task_args: Sequence[dict], 
     with owned_tempdir("load") as tmp:
         return load_probe_files(paths, (), tmp_root=tmp, jobs=jobs, timeout_s=timeout_s,
                                 task=(task, list(task_args)))
+
+
+def _plan_key(path: str, targets, max_variants: int, cases, hints, num_sms, task) -> str:
+    from tileprobe.probe.plancache import key
+    return key(path, {"targets": list(targets), "max_variants": max_variants, "cases": cases, "hints": hints,
+                      "num_sms": num_sms, "task": task})
+
+
+def _kept_report(k: str, path: str) -> FileReport | None:
+    """The report a loader gave for this question before, if the code it ran is unchanged
+    (:mod:`tileprobe.probe.plancache`); None otherwise."""
+    from tileprobe.probe import plancache, wire
+    data = plancache.lookup(k)
+    if data is None:
+        return None
+    try:
+        return report_from_data(data, path)
+    except wire.WireError:
+        return None
+
+
+def _keep_report(k: str, report: FileReport) -> None:
+    """Keep a report without errors for the next run (:mod:`tileprobe.probe.plancache`)."""
+    from tileprobe.probe import plancache
+    if report.errors or not report.code_files:
+        return
+    files, report.code_files = report.code_files, []
+    plancache.save(k, report_data(report), files)
 
 
 def report_data(report: FileReport) -> dict:
@@ -635,6 +667,13 @@ def load_probe_files(paths: Sequence[str], targets: Sequence[str], *, tmp_root: 
     todo = list(enumerate(paths))
     running: dict[int, _Loader] = {}
     reports: list[Any] = [None] * len(paths)
+    keys = [_plan_key(p, targets, max_variants, cases, hints, num_sms,
+                      None if task is None else (task[0], task[1][i])) for i, p in enumerate(paths)]
+    for i, path in list(todo):
+        kept = _kept_report(keys[i], path)
+        if kept is not None:
+            reports[i] = kept
+            todo.remove((i, path))
     try:
         while todo or running:
             while todo and len(running) < jobs:
@@ -649,6 +688,7 @@ def load_probe_files(paths: Sequence[str], targets: Sequence[str], *, tmp_root: 
                 if loader.finished or time.monotonic() > loader.deadline:
                     reports[i] = loader.result()
                     del running[i]
+                    _keep_report(keys[i], reports[i])
     finally:
         for loader in running.values():
             loader.kill()

@@ -1,0 +1,79 @@
+"""Loader reports kept across runs (issue 22; tileprobe/probe/plancache.py): a probe file whose code has not
+changed is not imported again on a warm re-audit, and any change to the code it ran, or to the question, makes
+it be imported again."""
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DATA = os.path.join(ROOT, "tests", "data")
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    """The cache on, in a folder of this test; a copy of probe_vadd.py and its kernel file; a loader counter."""
+    monkeypatch.setenv("TILEPROBE_PLAN_CACHE", "1")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    for name in ("probe_vadd.py", "simple_kernels.py"):
+        shutil.copy(os.path.join(DATA, name), tmp_path / name)
+    from tileprobe.probe import contained
+    started = []
+    real = contained._Loader.__init__
+
+    def counting(self, path, *a, **kw):
+        started.append(path)
+        real(self, path, *a, **kw)
+    monkeypatch.setattr(contained._Loader, "__init__", counting)
+    return tmp_path, started
+
+
+def _facts(res) -> list:
+    return sorted((str(r.case), str(r.hints), r.status, r.code_sha256, r.signature and str(r.signature))
+                  for r in res.records)
+
+
+def test_a_warm_audit_imports_no_unchanged_probe_file_and_gives_the_same_records(cache):
+    from tileprobe.audit import audit
+    tmp, started = cache
+    probe = str(tmp / "probe_vadd.py")
+    first = audit([probe], ["sm_90"], jobs=1)
+    second = audit([probe], ["sm_90"], jobs=1)
+    assert started == [probe] and len(first.records) == 4
+    assert _facts(first) == _facts(second)
+    assert len(os.listdir(tmp / "cache" / "tileprobe" / "plans")) == 1
+
+
+def test_a_changed_kernel_file_or_question_imports_the_probe_again(cache):
+    from tileprobe.audit import audit
+    tmp, started = cache
+    probe = str(tmp / "probe_vadd.py")
+    audit([probe], ["sm_90"], jobs=1)
+    kernel = tmp / "simple_kernels.py"
+    kernel.write_text(kernel.read_text() + "\n# changed\n")          # size and mtime change: the kernel's module
+    audit([probe], ["sm_90"], jobs=1)
+    assert started == [probe, probe]
+    audit([probe], ["sm_90"], jobs=1, cases={"TILE": [256]})      # another question
+    audit([probe], ["sm_120"], jobs=1)
+    assert started == [probe] * 4
+    audit([probe], ["sm_120"], jobs=1)                             # asked before: kept
+    assert len(started) == 4
+
+
+def test_a_report_with_errors_is_not_kept_and_the_switch_turns_the_cache_off(cache, monkeypatch):
+    from tileprobe.audit import audit
+    tmp, started = cache
+    bad = tmp / "bad.py"
+    bad.write_text((tmp / "probe_vadd.py").read_text() + "\nraise RuntimeError('planted')\n")
+    for _ in range(2):
+        from tileprobe.errors import IncompleteError
+        with pytest.raises(IncompleteError, match="planted"):
+            audit([str(bad)], ["sm_90"], jobs=1)
+    assert started == [str(bad)] * 2
+    monkeypatch.setenv("TILEPROBE_PLAN_CACHE", "0")
+    probe = str(tmp / "probe_vadd.py")
+    audit([probe], ["sm_90"], jobs=1)
+    audit([probe], ["sm_90"], jobs=1)
+    assert started[2:] == [probe, probe]
