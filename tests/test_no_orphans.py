@@ -281,3 +281,41 @@ def test_an_interrupted_removal_leaves_a_folder_that_still_names_its_owner(tmp_p
     assert procs.sweep_leftovers(str(tmp_path)) == []          # its owner (this process) lives
     procs.remove_owned_tempdir(path)
     assert os.listdir(tmp_path) == []
+
+
+def test_a_setsid_grandchild_of_probe_code_does_not_outlive_a_sigkilled_audit(tmp_path):
+    """Probe code that starts a process in a session of its own (``start_new_session=True``: not in the worker's
+    group, reparented to init when its parent dies) is still ended: it carries the guard's mark in its environment
+    (procs.GUARD_ENV), and the guard ends every marked process (issue 25's leftover, 2026-12-02)."""
+    (tmp_path / "tmp").mkdir()
+    marker = f"28{os.getpid() % 1000}.75"
+    src = open(PROBE).read().replace("from tileprobe import Probe\n", "from tileprobe import Probe\nimport subprocess\n"
+                                     f"subprocess.Popen(['sleep', '{marker}'], start_new_session=True)\n", 1)
+    src = src.replace("os.path.dirname(__file__)", repr(os.path.join(ROOT, "tests", "data")))
+    (tmp_path / "p.py").write_text(src)
+    fake = fake_tileiras(tmp_path, 'if [ "$n" -ge 1 ]; then sleep 295; fi', logged=True)
+    env = {**os.environ, "PYTHONPATH": ROOT, "TMPDIR": str(tmp_path / "tmp")}
+    p = subprocess.Popen([sys.executable, "-m", "tileprobe", "audit", str(tmp_path / "p.py"), "--arch", "sm_90",
+                          "--tileiras", fake, "--no-store", "--no-sass", "-j", "2", "--format", "none"], cwd=ROOT,
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    log = tmp_path / "compiles.log"
+    try:
+        deadline = time.time() + 240
+        while time.time() < deadline and p.poll() is None and not (log.exists()
+                                                                   and len(log.read_text().splitlines()) >= 2):
+            time.sleep(0.2)
+        assert p.poll() is None, p.communicate()[0]
+        time.sleep(0.5)
+        assert _marked(marker), "the probe's sleep should be running"
+        p.kill()
+        p.communicate(timeout=30)
+        for _ in range(50):
+            if not _marked(marker) and not _marked("sleep 295"):
+                break
+            time.sleep(0.2)
+        assert _marked(marker) == [] and _marked("sleep 295") == []
+    finally:
+        if p.poll() is None:
+            p.kill()
+        subprocess.run(["pkill", "-f", f"sleep {marker}"])
+        subprocess.run(["pkill", "-f", "sleep 295"])

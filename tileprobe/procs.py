@@ -274,8 +274,26 @@ for pid, ticks in live.items():
                 kill(target)
             except OSError:
                 pass
+mark = ("TILEPROBE_GUARD=" + sys.argv[1]).encode() if len(sys.argv) > 1 else None
+for e in os.listdir("/proc") if mark else ():
+    if e.isdigit() and int(e) != os.getpid():
+        try:
+            with open(f"/proc/{e}/environ", "rb") as f:
+                marked = mark in f.read().split(b"\0")
+        except OSError:
+            continue
+        if marked:
+            try:
+                os.kill(int(e), signal.SIGKILL)
+            except OSError:
+                pass
 """
 _GUARD: list = []
+#: The environment variable every process started after :func:`arm_guard` inherits: ``<pid>.<start ticks>`` of
+#: the tileprobe process. At the end the guard SIGKILLs every process that carries it, wherever it was reparented
+#: (a ptxas whose tileiras died first, a ``setsid`` grandchild of probe code): processes started by tileprobe's
+#: children carry their parent's environment unless they clear it.
+GUARD_ENV = "TILEPROBE_GUARD"
 
 
 def guard(pid: int) -> None:
@@ -283,15 +301,28 @@ def guard(pid: int) -> None:
     process ends before :func:`unguard` (a SIGKILL gives it no last word). For children that run probe code: their
     parent-death signal is SIGKILL (it cannot be ignored), and the guard ends what they started, whatever probe code
     did to their signal handlers. A no-op off Linux."""
-    if not os.path.isdir("/proc"):
+    if not arm_guard():
         return
-    if not _GUARD or _GUARD[0].poll() is not None:
-        import subprocess
-        _GUARD[:] = [subprocess.Popen([sys.executable, "-I", "-S", "-c", _GUARD_CODE], stdin=subprocess.PIPE,
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-                                      text=True, bufsize=1)]
     with contextlib.suppress(OSError, ValueError):
         _GUARD[0].stdin.write(f"+{pid} {start_ticks(pid) or 0}\n")
+
+
+def arm_guard() -> bool:
+    """Start the guard process (once per process; again if it died) and set :data:`GUARD_ENV` in this process's
+    environment, so every process started from now on — and what those start — is ended by the guard if this
+    process ends first. Call it before starting children that run probe code or compilers. Returns whether a
+    guard runs (False off Linux)."""
+    if not os.path.isdir("/proc"):
+        return False
+    if not _GUARD or _GUARD[0].poll() is not None:
+        import subprocess
+        token = f"{os.getpid()}.{start_ticks(os.getpid()) or 0}"
+        env = {k: v for k, v in os.environ.items() if k != GUARD_ENV}   # the guard does not mark itself
+        _GUARD[:] = [subprocess.Popen([sys.executable, "-I", "-S", "-c", _GUARD_CODE, token], stdin=subprocess.PIPE,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                                      text=True, bufsize=1, env=env)]
+        os.environ[GUARD_ENV] = token
+    return True
 
 
 def unguard(pid: int) -> None:

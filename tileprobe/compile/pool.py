@@ -103,6 +103,8 @@ class WorkerPool:
 
     def _start(self) -> _Worker:
         from tileprobe.probe.zygote import start_worker
+        from tileprobe.procs import arm_guard
+        arm_guard()      # before the worker's environment is taken: it and its compilers carry the guard's mark
         parent_end, child_end = self.ctx.Pipe()
         p = start_worker(child_end, self.initargs)     # forked from the warm zygote (issue 22), else spawned
         if p is None:

@@ -541,6 +541,8 @@ class _Loader:
             job["task"], job["task_args"] = task[0], os.path.join(tmp, "task.json")
             with open(job["task_args"], "wb") as f:
                 f.write(wire.dumps(task[1], "the task's arguments"))
+        from tileprobe.procs import arm_guard
+        arm_guard()               # before the environment is copied: the loader and what it starts carry the mark
         env = dict(os.environ)
         pkg_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env["PYTHONPATH"] = os.pathsep.join([pkg_root, *filter(None, [env.get("PYTHONPATH")])])

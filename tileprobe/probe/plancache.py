@@ -33,7 +33,7 @@ MAX_ENTRIES = 512
 #: Environment variables left out of the key: the terminal's and the shell's, which no probe plan depends on.
 VOLATILE_ENV = ("COLUMNS", "LINES", "TERM", "TERM_PROGRAM", "TERM_PROGRAM_VERSION", "COLORTERM", "PWD", "OLDPWD",
                 "SHLVL", "_", "PS1", "PS2", "DISPLAY", "WINDOWID", "SSH_CLIENT", "SSH_CONNECTION", "SSH_TTY",
-                "TMUX", "TMUX_PANE", "STY", "NO_COLOR", "FORCE_COLOR")
+                "TMUX", "TMUX_PANE", "STY", "NO_COLOR", "FORCE_COLOR", "TILEPROBE_GUARD")
 ENV = "TILEPROBE_PLAN_CACHE"
 
 

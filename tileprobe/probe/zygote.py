@@ -235,7 +235,8 @@ class Zygote:
 
 
 def _env_key() -> tuple:
-    return (sys.executable, tuple(sorted(os.environ.items())))
+    from tileprobe.procs import GUARD_ENV     # set once the guard starts; each child gets the caller's env anyway
+    return (sys.executable, tuple(sorted((k, v) for k, v in os.environ.items() if k != GUARD_ENV)))
 
 
 def enabled() -> bool:
