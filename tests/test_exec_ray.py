@@ -170,3 +170,56 @@ def test_sigterm_under_ray_exits_as_the_local_executor(tmp_path):
         subprocess.run(["pkill", "-f", "sleep 293"])
     assert p.returncode == 143, out
     assert "terminated by SIGTERM; 1 compile finished before it is kept in the results store" in out, out
+
+
+def test_a_gpu_actor_result_crosses_ray_as_data_only(tmp_path, monkeypatch):
+    """Issue 25's leftover: what a Ray GPU actor returns (its task ran probe code) is a wire message (bytes), so
+    Ray's pickle carries only bytes and the driver parses JSON: a probe-made object arrives as its repr text, its
+    __reduce__ never runs. Ray is simulated: each call pickles the actor's return value and unpickles it here, as
+    Ray's object store does."""
+    import pickle
+    from tileprobe.exec import ray_exec
+    marker = tmp_path / "ran"
+    monkeypatch.setenv("TILEPROBE_TEST_MARKER", str(marker))
+
+    class Ctx:
+        def get_node_id(self):
+            return "node-1"
+
+    class FakeRay:
+        def get_gpu_ids(self):
+            return [0]
+
+        def get_runtime_context(self):
+            return Ctx()
+
+        def remote(self, **_):
+            def wrap(cls):
+                class Remote:
+                    @staticmethod
+                    def remote(*a):
+                        actor = cls(*a)
+                        return type("Handle", (), {name: type("M", (), {"remote": staticmethod(
+                            lambda *x, m=getattr(actor, name): pickle.dumps(m(*x)))})
+                            for name in ("hello", "task")})()
+                return Remote
+            return wrap
+
+        def get(self, ref, timeout=None):
+            return pickle.loads(ref)
+
+        def wait(self, refs, num_returns=1, timeout=None):
+            return refs, []
+
+        def kill(self, actor):
+            pass
+    monkeypatch.setattr(ray_exec, "_ray", lambda: FakeRay())
+    monkeypatch.setattr(ray_exec, "_wait", lambda ray, refs, t: refs)
+    slot = ray_exec.RayGpuSlot(FakeRay(), "tileprobe.run.worker:init_plain", timeout_s=30)
+    assert slot.start()["ray_node"] == "node-1"
+    out = slot.submit(f"{os.path.join(ROOT, 'tests', 'test_run_watchdog.py')}:task_hostile_result")
+    assert out.status == "done", out
+    assert out.value == {"status": "ok", "obj": "<Hostile>", "median": 1.5, "n": 3, "pair": (1, 2)}
+    assert not marker.exists()
+    failed = slot.submit("tileprobe.run.worker:no_such_task")
+    assert failed.status == "raised" and "no_such_task" in failed.error

@@ -181,17 +181,27 @@ class GpuActor:
         self.info["ray_gpu_ids"] = [str(g) for g in _ray().get_gpu_ids()]
         self.info["ray_node"] = _ray().get_runtime_context().get_node_id()
 
-    def hello(self) -> dict:
-        """What the init returned (the GPU's provenance), with Ray's GPU ids and node id."""
-        return self.info
+    def hello(self) -> bytes:
+        """What the init returned (the GPU's provenance), with Ray's GPU ids and node id, as a
+        :mod:`tileprobe.probe.wire` message (data only: the driver never unpickles what ran here)."""
+        from tileprobe.probe import wire
+        return wire.dumps(wire.to_data(self.info), "the GPU actor's hello")
 
-    def task(self, fn: str, kwargs: dict) -> tuple[bool, object]:
-        """(True, ``fn(**kwargs)``), or (False, the traceback) when it raised."""
+    def task(self, fn: str, kwargs: dict) -> bytes:
+        """(True, ``fn(**kwargs)``), or (False, the traceback) when it raised, as a :mod:`tileprobe.probe.wire`
+        message: the task ran probe code (``args``, a reference), and Ray would unpickle an object it returned —
+        a ``__reduce__`` of the probe's own — in the driver; a wire message is data, parsed as JSON there."""
+        from tileprobe.probe import wire
         from tileprobe.run.worker import _import
         try:
-            return True, _import(fn)(**(kwargs or {}))
+            out = (True, _import(fn)(**(kwargs or {})))
         except BaseException as e:   # the task's own failure: reported, the actor stays usable
-            return False, {"error": "".join(traceback.format_exception(e)).strip(), "exception": type(e).__name__}
+            out = (False, {"error": "".join(traceback.format_exception(e)).strip(), "exception": type(e).__name__})
+        try:
+            return wire.dumps(wire.to_data(out), "the GPU task's result")
+        except (wire.NotData, wire.WireError) as e:
+            return wire.dumps((False, {"error": f"the task's result cannot cross as data: {e}",
+                                       "exception": type(e).__name__}))
 
 
 class RayGpuSlot:
@@ -207,7 +217,9 @@ class RayGpuSlot:
         if self.actor is None:
             actor = self.cls.remote(self.init)
             try:
-                self.info = self.ray.get(actor.hello.remote(), timeout=self.startup_timeout_s)
+                self.info = _from_actor(self.ray.get(actor.hello.remote(), timeout=self.startup_timeout_s))
+                if not isinstance(self.info, dict):
+                    raise WorkerStartError(f"the Ray GPU actor's hello is not a dict: {type(self.info).__name__}")
             except Exception as e:
                 self.ray.kill(actor)
                 raise WorkerStartError(f"the Ray GPU actor could not start: {type(e).__name__}: {e}") from e
@@ -229,8 +241,8 @@ class RayGpuSlot:
             return TaskOutcome("hang", error=f"no result within {timeout:g} s: the Ray GPU actor was killed and "
                                "the next variant runs in a fresh one", wall_s=time.perf_counter() - t0)
         try:
-            ok, value = self.ray.get(ref)
-        except Exception as e:   # the actor died
+            ok, value = _from_actor(self.ray.get(ref))
+        except Exception as e:   # the actor died, or sent what is not a wire message
             self._replace()
             return TaskOutcome("crash", error=f"the Ray GPU actor died: {type(e).__name__}: {e}",
                                wall_s=time.perf_counter() - t0)
@@ -257,6 +269,18 @@ class RayGpuSlot:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _from_actor(message):
+    """A :class:`GpuActor` message (wire bytes) as data; anything else (a pickled object) is refused.
+
+    Raises:
+        WireError: not bytes, or not a wire message.
+    """
+    from tileprobe.probe import wire
+    if type(message) is not bytes:
+        raise wire.WireError(f"the GPU actor sent a {type(message).__name__}, not a wire message")
+    return wire.loads(message)
 
 
 def _wait(ray, refs: list, timeout_s: float) -> list:
