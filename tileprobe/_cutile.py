@@ -311,18 +311,28 @@ def current_compiler() -> str:
         raise ToolchainError(f"{e} Or install one with `tileprobe toolchain install 13.4`.") from e
 
 
-#: The lookup child of :class:`DefaultCompilerLookup`: cuTile imported with torch unimportable (cuTile's
-#: ``_cext`` imports it at import: seconds, and no part of the lookup), then its ``_find_compiler_bin``.
+class NoTorch:
+    """A ``sys.meta_path`` finder that makes ``torch`` unimportable while cuTile is imported: cuTile's
+    ``_cext.foreign_dtype_object_to_native`` imports torch at ``import cuda.tile._compile`` (1.9 of its 2.2 s on the
+    2-core machine, ``python -X importtime``, 2026-12-02) and answers "not a foreign dtype" without it. Used by the
+    zygote (:func:`tileprobe.probe.zygote.allow_torch_free`) and the compiler lookup (:class:`DefaultCompilerLookup`).
+    """
+
+    def find_spec(self, name, path=None, target=None):
+        """Raise ModuleNotFoundError for ``torch`` and its submodules; None (not mine) for any other name."""
+        if name == "torch" or name.startswith("torch."):
+            raise ModuleNotFoundError(f"No module named {name!r} (tileprobe: cuTile imported without torch)",
+                                      name=name)
+        return None
+
+
+#: The lookup child of :class:`DefaultCompilerLookup`: cuTile imported with torch unimportable (:class:`NoTorch`:
+#: cuTile's ``_cext`` imports it at import, seconds, and no part of the lookup), then its ``_find_compiler_bin``.
 _LOOKUP_CODE = r"""
 import json, os, sys
-class _NoTorch:
-    def find_spec(self, name, path=None, target=None):
-        if name == "torch" or name.startswith("torch."):
-            raise ModuleNotFoundError("No module named %r (tileprobe: looking up tileiras without torch)" % name,
-                                      name=name)
-if os.environ.get("TILEPROBE_LOOKUP_TORCH") != "1":
-    sys.meta_path.insert(0, _NoTorch())
 from tileprobe import _cutile
+if os.environ.get("TILEPROBE_LOOKUP_TORCH") != "1":
+    sys.meta_path.insert(0, _cutile.NoTorch())
 try:
     print(json.dumps([str(_cutile.current_compiler()), ""]))
 except Exception as e:

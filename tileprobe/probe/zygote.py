@@ -426,21 +426,13 @@ def _serve(sock, reaper: _Reaper) -> None:
         _fork(sock, req, fds, reaper)
 
 
-class _NoTorch:
-    """A ``sys.meta_path`` finder that makes ``torch`` unimportable while :data:`HEAVY` is imported."""
-
-    def find_spec(self, name, path=None, target=None):
-        if name == "torch" or name.startswith("torch."):
-            raise ModuleNotFoundError(f"No module named {name!r} (tileprobe: cuTile imported without torch)", name=name)
-        return None
-
-
 def _import_heavy(heavy: list, torch_free: bool) -> None:
     """Import :data:`HEAVY` (emptying ``heavy``), without torch when ``torch_free`` and torch is not imported yet."""
     import importlib
     global _TORCH_BLOCKED
     global _HEAVY_FAILED
-    blocker = _NoTorch() if torch_free and "torch" not in sys.modules else None
+    from tileprobe._cutile import NoTorch
+    blocker = NoTorch() if torch_free and "torch" not in sys.modules else None
     if blocker is not None:
         sys.meta_path.insert(0, blocker)
     try:
