@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from tileprobe.model.arch import get_arch
 from tileprobe.errors import TileprobeError
@@ -17,6 +17,9 @@ from tileprobe.tune.race import Race, RaceSettings
 from tileprobe.tune.assemble import compare_previous, problem_result
 from tileprobe.tune.result import NO_SM_COUNT, ProblemResult, TuneResult
 from tileprobe.tune.static import Plan, compile_records, dedupe, launch_facts, load_space, make_plans
+
+if TYPE_CHECKING:
+    from tileprobe.toolchain import Toolchain
 
 
 def process_age_s() -> float | None:
@@ -116,7 +119,7 @@ def tune(probe_paths: Sequence[str], *, arch: str | None = None, budget_s: float
          store=None, jobs: int | None = None, timeout_s: float = 60.0, compile_timeout_s: float = 300.0,
          seed: int = 0, tie_pct: float = 1.0, confidence: float = 0.95, min_samples: int = 10,
          max_samples: int = 300, num_sms: int | None = None, dry_run: bool = False, watchdog=None,
-         toolchains: Sequence[dict] | None = None, tasks: tuple[str, str] = (TIME_TASK, CHECK_TASK),
+         toolchains: Sequence[Toolchain] | None = None, tasks: tuple[str, str] = (TIME_TASK, CHECK_TASK),
          progress: Callable | None = None, startup_s: float | None = None, where: dict | None = None,
          cases: dict | None = None, hints: dict | None = None, executor=None,
          probe_timeout_s: float | None = None, run_hang_risk: bool = False) -> TuneResult:
