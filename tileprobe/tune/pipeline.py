@@ -396,7 +396,7 @@ def _race_all(result: TuneResult, plans: list[Plan], wd, get, probe_paths, bundl
 def _clock_range(problems: list[ProblemResult]) -> dict:
     out = {}
     for key in ("sm_mhz", "mem_mhz"):
-        xs = [x for p in problems for r in p.candidates for x in ((r.get("clocks") or {}).get(key) or [])]
+        xs = [x for p in problems for r in p.candidates for x in ((r.clocks or {}).get(key) or [])]
         out[key] = [min(xs), max(xs)] if xs else None
     return out
 
@@ -425,8 +425,8 @@ def _link(result: TuneResult, plans: list[Plan], store) -> None:
             pass
         keys = {c.id: store.key_of(c.record) for c in plan.candidates if c.record is not None}
         for row in res.candidates:
-            if row.get("config") is not None:
-                row["compile_key"] = keys.get(row["label"])
+            if row.config is not None:
+                row.linked, row.compile_key = True, keys.get(row.label)
 
 
 def _store(result: TuneResult, store) -> None:
