@@ -96,7 +96,7 @@ def test_tune_with_another_sm_count_compiles_for_it(compiled):
         res = tune([compiled["probe"]], arch="sm_90", num_sms=114, dry_run=True, store=s, jobs=2)
         recs = s.records(kernel="persistent_scale", arch="sm_90")
     (p,) = res.problems
-    grids = {r["label"]: r["grid"] for r in p.candidates if r.get("config")}
+    grids = {r.label: r.grid for r in p.candidates if r.config}
     assert grids == {"occupancy=1 num_ctas=1": [114, 1, 1], "occupancy=1 num_ctas=2": [57, 1, 1],
                      "occupancy=2 num_ctas=1": [228, 1, 1], "occupancy=2 num_ctas=2": [114, 1, 1]}
     assert sorted({_programs(r) for r in recs}) == [57, 114, 228]   # the newest record of each variant: for 114

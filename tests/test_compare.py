@@ -7,6 +7,7 @@ from tileprobe.analyses.compare import Comparison, compare_records, split_by_com
 from tileprobe.errors import TileprobeError
 from tileprobe.report.markdown import compare_markdown
 from tileprobe.schema import VariantRecord
+from tileprobe.toolchain import Toolchain
 
 
 def rec(build, occ, threads, regs, smem, ctas, code, status="honoured", stack=0, run=None, case=None):
@@ -225,7 +226,7 @@ def _fake_compile(store, r, i) -> str:
     from tileprobe.compile.job import CompileResult, Variant
     v = Variant("/tmp/p.py", 0, r.kernel, tuple(r.case.items()), tuple(r.hints.items()), r.arch, f"{i}" * 64)
     res = CompileResult(v, "ok", tileiras=r.tileiras, cuda_tile="1.7.0", symbol="k", cubin=None)
-    return store.save_compile(res, r, {"tileiras": "/fake", "build": r.tileiras})
+    return store.save_compile(res, r, Toolchain.at("/fake", build=r.tileiras))
 
 
 def test_bisect_cli_prints_each_step_and_the_release(monkeypatch, capsys):

@@ -60,7 +60,7 @@ def test_install_asked_for_installs(no_download, monkeypatch, tmp_path):
     got = []
     monkeypatch.setattr(toolchain, "install", lambda version, **kw: got.append(version) or toolchain.Toolchain(
         version, str(tmp_path), str(tmp_path / "bin" / "tileiras")))
-    assert resolve_one("13.5", install=True)[0]["version"] == "13.5.37" and got == ["13.5.37"]
+    assert resolve_one("13.5", install=True)[0].version == "13.5.37" and got == ["13.5.37"]
 
 
 def test_a_wrong_arch_alone_is_refused_before_any_probe_is_loaded(tmp_path, monkeypatch, capsys):

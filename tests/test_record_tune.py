@@ -101,7 +101,7 @@ def test_tuned_export_is_read_back_by_host_code_without_tileprobe(dry, tmp_path,
         res = tune([str(out / "tune" / "_softmax_kernel_tunable.py")], arch="sm_90", watchdog=wd, tasks=TASKS,
                    store=s, timeout_s=5.0, export=str(export))
     (p,) = res.problems
-    assert p.verdict == "winner" and p.pick["label"] == "occupancy=8"
+    assert p.verdict == "winner" and p.pick.label == "occupancy=8"
     assert compile_count.n == 0                                         # the dry run's compiles, from the store
     (row,) = json.loads(export.read_text())["kernels"]["_softmax_kernel"]
     assert row["problem"] == {"N_ROWS": 4096, "DIM_COLS": 2048} and row["hints"] == {"occupancy": 8}

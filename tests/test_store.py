@@ -6,6 +6,7 @@ else uses synthetic compile results, so it needs no compiler.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import os
 import signal
@@ -23,11 +24,12 @@ from tileprobe.judge.verdict import judge_records
 from tileprobe.errors import StoreError
 from tileprobe.schema import VariantRecord, load
 from tileprobe.store import SCHEMA_VERSION, Store, compile_key
+from tileprobe.toolchain import Toolchain
 
 from support import write_vec_probe
 
 ROOT = Path(__file__).resolve().parents[1]
-TC = {"tileiras": "/opt/fake/tileiras", "build": "Cuda compilation tools, release 13.4, V13.4.92"}
+TC = Toolchain.at("/opt/fake/tileiras", build="Cuda compilation tools, release 13.4, V13.4.92")
 B133 = "Cuda compilation tools, release 13.3, V13.3.36"
 
 
@@ -109,20 +111,20 @@ def test_edited_source_or_other_compiler_is_a_miss(cold, tmp_path, monkeypatch):
     with Store.open(path) as store:
         variants = audit_mod.plan_variants(audit_mod.load_probes(cold["probe"]), ["sm_90"])
         build = cold["result"].records[0].tileiras
-        found, todo = store.lookup(variants, {"tileiras": "x", "build": build})
+        found, todo = store.lookup(variants, Toolchain.at("x", build=build))
         assert len(found) == 4 and todo == []
-        found, todo = store.lookup(variants, {"tileiras": "x", "build": B133})
+        found, todo = store.lookup(variants, Toolchain.at("x", build=B133))
         assert found == [] and todo == variants
         edited = [Variant(v.probe_path, v.probe_index, v.probe_name, v.case, v.hints, v.arch, "0" * 64)
                   for v in variants]
-        assert store.lookup(edited, {"tileiras": "x", "build": build})[1] == edited
+        assert store.lookup(edited, Toolchain.at("x", build=build))[1] == edited
 
 
 def test_key_covers_each_field_and_not_the_path():
     v = Variant("/a/p.py", 0, "k", (("TILE", 1024),), (("occupancy", 2),), "sm_90", "ab" * 32)
-    key = compile_key(v, TC["build"], "1.7.0")
+    key = compile_key(v, TC.build, "1.7.0")
     same = Variant("/elsewhere/p.py", 0, "k", (("TILE", 1024),), (("occupancy", 2),), "sm_90", "ab" * 32)
-    assert compile_key(same, TC["build"], "1.7.0") == key
+    assert compile_key(same, TC.build, "1.7.0") == key
     changed = [
         Variant("/a/p.py", 1, "k", v.case, v.hints, "sm_90", v.source_sha256),
         Variant("/a/p.py", 0, "k2", v.case, v.hints, "sm_90", v.source_sha256),
@@ -132,8 +134,8 @@ def test_key_covers_each_field_and_not_the_path():
         Variant("/a/p.py", 0, "k", v.case, v.hints, "sm_120", v.source_sha256),
         Variant("/a/p.py", 0, "k", v.case, v.hints, "sm_90", "cd" * 32),
     ]
-    keys = {compile_key(c, TC["build"], "1.7.0") for c in changed}
-    keys |= {compile_key(v, B133, "1.7.0"), compile_key(v, TC["build"], "1.6.0")}
+    keys = {compile_key(c, TC.build, "1.7.0") for c in changed}
+    keys |= {compile_key(v, B133, "1.7.0"), compile_key(v, TC.build, "1.6.0")}
     assert key not in keys and len(keys) == len(changed) + 2
     assert compile_key(Variant("/a", 0, "k", (("A", 1),), (), "sm_90", "x"), "b", "c") != \
         compile_key(Variant("/a", 0, "k", (), (("A", 1),), "sm_90", "x"), "b", "c")
@@ -144,10 +146,10 @@ def test_key_covers_each_field_and_not_the_path():
 def fake(i: int, status: str = "ok", kernel: str = "fake") -> tuple[CompileResult, VariantRecord]:
     v = Variant("/tmp/fake_probe.py", 0, kernel, (("I", i),), (("occupancy", 1 + i % 2),), "sm_90", "f" * 64)
     cubin = b"\x7fELF" + i.to_bytes(4, "big") * 8 if status == "ok" else None
-    res = CompileResult(v, status, tileiras=TC["build"], cuda_tile="1.7.0", symbol=f"k{i}", cubin=cubin,
+    res = CompileResult(v, status, tileiras=TC.build, cuda_tile="1.7.0", symbol=f"k{i}", cubin=cubin,
                         error="" if status == "ok" else "boom")
     rec = VariantRecord(kernel=kernel, probe=v.probe_path, case=v.case_dict, hints=v.hints_dict, arch="sm_90",
-                        tileiras=TC["build"], status=status, threads=128, registers=32 + i, shared_bytes=0,
+                        tileiras=TC.build, status=status, threads=128, registers=32 + i, shared_bytes=0,
                         stack_bytes=0, ctas_per_sm=16, warps_per_sm=64, occupancy_pct=100.0, limiter="threads",
                         cubin_sha256=None, code_sha256="c" * 64)
     return res, rec
@@ -342,13 +344,13 @@ PRAGMA user_version = 1;
 def test_existing_schema_1_store_is_migrated(tmp_path):
     path = str(tmp_path / "old.sqlite")
     res, rec = fake(7)
-    key = compile_key(res.variant, TC["build"], "1.7.0")
+    key = compile_key(res.variant, TC.build, "1.7.0")
     with sqlite3.connect(path) as c:
         c.executescript(SCHEMA_1)
         c.execute("INSERT INTO compiles (key, created, kernel, probe, case_json, hints_json, arch, tileiras, "
                   "cuda_tile, status, record) VALUES (?, '2026-11-01T00:00:00Z', 'fake', ?, '[[\"I\",7]]', "
                   "'[[\"occupancy\",2]]', 'sm_90', ?, '1.7.0', 'ok', ?)",
-                  (key, res.variant.probe_path, TC["build"], json.dumps(rec.to_dict())))
+                  (key, res.variant.probe_path, TC.build, json.dumps(rec.to_dict())))
         c.execute("INSERT INTO audits (created, command_line, n_variants) VALUES ('2026-11-01T00:00:00Z', 'old', 1)")
         c.execute("INSERT INTO audit_compiles VALUES (1, 0, ?, '{}')", (key,))
     with Store.open(path) as store:
@@ -365,10 +367,10 @@ def test_existing_schema_1_store_is_migrated(tmp_path):
 
 
 def test_stored_compiles_are_reused_only_for_the_same_compiler_files(tmp_path):
-    """Issue 25: a compiler is what its files are (tc["identity"]); a fake tileiras that prints 13.4.92's version
+    """Issue 25: a compiler is what its files are (tc.identity); a fake tileiras that prints 13.4.92's version
     stores its failures against its own files, and the real 13.4.92 does not reuse them (nor its ok rows). Rows of
     a schema-4 store (no hash) are reused when ok and compiled again when failed."""
-    real, fake_tc = {**TC, "identity": "a" * 64}, {**TC, "identity": "b" * 64}
+    real, fake_tc = dataclasses.replace(TC, identity="a" * 64), dataclasses.replace(TC, identity="b" * 64)
     path = tmp_path / "s.sqlite"
     with Store.open(path) as store:
         ok, hung = fake(0, "ok"), fake(1, "timeout")
@@ -384,7 +386,7 @@ def test_stored_compiles_are_reused_only_for_the_same_compiler_files(tmp_path):
     with sqlite3.connect(path) as c:      # as a schema-4 store held them: no hash
         c.execute("UPDATE compiles SET tileiras_sha256 = NULL")
     with Store.open(path) as store:
-        store.save_compile(*fake(2, "compile_error"), {**TC})
+        store.save_compile(*fake(2, "compile_error"), TC)
         with sqlite3.connect(path) as c:
             c.execute("UPDATE compiles SET tileiras_sha256 = NULL")
         found, todo = store.lookup([ok[0].variant, hung[0].variant, fake(2)[0].variant], real)
@@ -402,7 +404,7 @@ def test_a_schema_4_store_gets_the_compiler_hash_column_and_keeps_its_rows(tmp_p
         assert store.schema_version() == 5 and store.meta()["migrated_from"] == "4"
         (rec,) = store.records()
         assert rec.registers == 32 and rec.ok
-        assert store.lookup([fake(0)[0].variant], {**TC, "identity": "a" * 64})[0][0].registers == 32
+        assert store.lookup([fake(0)[0].variant], dataclasses.replace(TC, identity="a" * 64))[0][0].registers == 32
 
 
 def test_a_store_with_a_negative_schema_is_refused_and_left_as_it_is(tmp_path):
@@ -473,7 +475,7 @@ def test_lookup_with_sass_fills_traits_from_the_stored_cubin(cold, tmp_path):
     path = copy_store(cold["store"], tmp_path / "sass.sqlite")
     with Store.open(path) as store:
         variants = audit_mod.plan_variants(audit_mod.load_probes(cold["probe"]), ["sm_90"])
-        tc = {"tileiras": "x", "build": cold["result"].records[0].tileiras}
+        tc = Toolchain.at("x", build=cold["result"].records[0].tileiras)
         found, todo = store.lookup(variants, tc)
         assert todo == [] and all(r.sass is None for r in found)
         found, todo = store.lookup(variants, tc, with_sass=True)

@@ -12,6 +12,7 @@ from tileprobe.cli.store import cutoff
 from tileprobe.errors import TileprobeError
 from tileprobe.schema import VariantRecord
 from tileprobe.store import Store
+from tileprobe.toolchain import Toolchain
 
 B1 = "Cuda compilation tools, release 13.4, V13.4.92"
 B2 = "Cuda compilation tools, release 13.3, V13.3.36"
@@ -25,7 +26,7 @@ def _save(store: Store, i: int, build: str, created: str, payload: int) -> str:
                         tileiras=build, status="ok", threads=128, registers=32, shared_bytes=0, stack_bytes=0,
                         ctas_per_sm=16, warps_per_sm=64, occupancy_pct=100.0, limiter="threads")
     res = CompileResult(v, "ok", tileiras=build, cuda_tile="1.7.0", symbol="k", cubin=cubin)
-    key = store.save_compile(res, rec, {"tileiras": "/fake", "build": build})
+    key = store.save_compile(res, rec, Toolchain.at("/fake", build=build))
     store._conn.execute("UPDATE compiles SET created = ? WHERE key = ?", (created, key))
     return key
 

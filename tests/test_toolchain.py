@@ -333,13 +333,13 @@ def test_resolve_uses_the_environment_pip_tileiras_without_installing(offline, m
     monkeypatch.setattr(tcm, "install", lambda *a, **k: pytest.fail("must not install"))
     monkeypatch.setattr(tcm, "_PUBLISHED", {})
     monkeypatch.setattr(tcm, "_query_published", lambda p: pytest.fail("an exact local version needs no registry"))
-    assert tcm.resolve_toolchains(["13.4.92"]) == [pip.as_dict()]
+    assert tcm.resolve_toolchains(["13.4.92"]) == [pip]
 
 
 def test_resolve_major_minor_picks_newest_published_and_prefers_pip(offline, monkeypatch, tmp_path):
     pip = fake_pip_toolchain(monkeypatch, tmp_path)
     monkeypatch.setattr(tcm, "install", lambda *a, **k: pytest.fail("must not install"))
-    assert tcm.resolve_toolchains(["13.4", "13.4.92"]) == [pip.as_dict()]  # deduplicated
+    assert tcm.resolve_toolchains(["13.4", "13.4.92"]) == [pip]  # deduplicated
 
 
 def test_resolve_missing_without_auto_install(offline):
@@ -352,8 +352,8 @@ def test_resolve_missing_without_auto_install(offline):
 def test_resolve_installs_missing_with_a_notice(offline, capsys):
     root, _ = offline
     (out,) = tcm.resolve_toolchains(["13.3.36"], auto_install=True)
-    assert out == {"tileiras": str(root / "13.3.36/bin/tileiras"), "lib_dirs": [str(root / "13.3.36/lib")],
-                   "version": "13.3.36"}
+    assert (out.tileiras, out.lib_dirs, out.version, out.source) == (
+        str(root / "13.3.36/bin/tileiras"), (str(root / "13.3.36/lib"),), "13.3.36", "managed")
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and re.fullmatch(r"tileprobe: installing tileiras 13\.3\.36 \(nvcc 13\.3\.73, nvvm "
                                           r"13\.3\.73\) into .*13\.3\.36", err[0])
@@ -376,7 +376,7 @@ def test_resolve_offline_major_minor_falls_back_to_local(offline, monkeypatch, t
         raise ToolchainError("could not list the published versions")
     monkeypatch.setattr(tcm, "_PUBLISHED", {})
     monkeypatch.setattr(tcm, "_query_published", unreachable)
-    assert tcm.resolve_toolchains(["13.4"]) == [pip.as_dict()]
+    assert tcm.resolve_toolchains(["13.4"]) == [pip]
     with pytest.raises(ToolchainError, match="could not list the published versions"):
         tcm.resolve_toolchains(["13.5"])
 
@@ -385,8 +385,8 @@ def test_resolve_a_path(tmp_path, monkeypatch):
     exe = write_exe(tmp_path / "tk/bin/tileiras", tool_script(release("13.2.86")))
     (tmp_path / "tk/lib").mkdir()
     (out,) = tcm.resolve_toolchains([str(exe)])
-    assert out == {"tileiras": str(exe.resolve()), "lib_dirs": [str((tmp_path / "tk/lib").resolve())],
-                   "version": "13.2.86"}
+    assert (out.tileiras, out.lib_dirs, out.version) == (
+        str(exe.resolve()), (str((tmp_path / "tk/lib").resolve()),), "13.2.86")
     assert tcm.resolve_toolchain(str(exe)).source == "path"
     bad = write_exe(tmp_path / "bad/tileiras", "#!/bin/sh\necho hello\n")
     with pytest.raises(ToolchainError, match=r"--version printed no release .*run `tileprobe doctor`"):

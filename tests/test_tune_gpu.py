@@ -31,14 +31,14 @@ FAULTY = os.path.join(ROOT, "tests", "data", "faulty_tune.py")
 
 
 def _rows(p) -> dict:
-    return {r["label"]: r for r in p.candidates if r.get("config")}
+    return {r.label: r for r in p.candidates if r.config}
 
 
 def _print(res) -> None:
     for p in res.problems:
         for r in p.candidates:
-            print(f"{p.kernel} {r['label']}: {r['status']} {r.get('median_us')} [{r.get('ci_lo_us')}, "
-                  f"{r.get('ci_hi_us')}] n={r.get('n')} clocks={r.get('clocks')} {(r.get('reason') or '')[:200]}")
+            print(f"{p.kernel} {r.label}: {r.status} {r.median_us} [{r.ci_lo_us}, "
+                  f"{r.ci_hi_us}] n={r.n} clocks={r.clocks} {(r.reason or '')[:200]}")
     print(res.times)
 
 
@@ -50,18 +50,18 @@ def test_rms_norm_large_tune_names_a_checked_winner(tmp_path):
         (p,) = res.problems
         assert p.verdict in ("winner", "tie") and p.pick is not None
         rows = _rows(p)
-        assert len(rows) == 10 and all(r["status"] in ("winner", "tie", "eliminated", "duplicate_launch")
+        assert len(rows) == 10 and all(r.status in ("winner", "tie", "eliminated", "duplicate_launch")
                                        for r in rows.values()), rows
         for r in [p.pick, *p.tie]:
-            assert r["check"]["status"] == "ok" and r["check"]["against"] == "reference"
-            assert r["median_us"] >= 100.0 and r["ci_lo_us"] <= r["median_us"] <= r["ci_hi_us"]
-        assert all(r["n"] >= 5 for r in rows.values() if r["status"] != "duplicate_launch")
-        assert p.pick["clocks"]["sm_mhz"] is not None, "no SM clock readings (nvidia-ml-py or nvidia-smi missing?)"
+            assert r.check["status"] == "ok" and r.check["against"] == "reference"
+            assert r.median_us >= 100.0 and r.ci_lo_us <= r.median_us <= r.ci_hi_us
+        assert all(r.n >= 5 for r in rows.values() if r.status != "duplicate_launch")
+        assert p.pick.clocks["sm_mhz"] is not None, "no SM clock readings (nvidia-ml-py or nvidia-smi missing?)"
         assert res.environment["timing"] == "sustained" and res.times["race_s"] > 0
         assert store.tunes(kernel="rms_norm_large")[0]["verdict"] == p.verdict
     doc = json.loads(export.read_text())
     (row,) = doc["kernels"]["rms_norm_large"]
-    assert row["hints"] == p.pick["config"]["hints"] and doc["provenance"]["arch"] == res.environment["arch"]
+    assert row["hints"] == p.pick.config["hints"] and doc["provenance"]["arch"] == res.environment["arch"]
 
 
 def test_planted_hang_and_crash_are_reported_and_a_healthy_winner_named():
@@ -71,9 +71,9 @@ def test_planted_hang_and_crash_are_reported_and_a_healthy_winner_named():
     _print(res)
     (p,) = res.problems
     rows = _rows(p)
-    assert rows["TILE=256 MODE=1"]["status"] == "hang"
-    assert rows["TILE=256 MODE=2"]["status"] == "crash", rows["TILE=256 MODE=2"]
-    assert p.pick["label"] in ("TILE=256 MODE=0", "TILE=1024 MODE=0") and p.pick["check"]["status"] == "ok"
+    assert rows["TILE=256 MODE=1"].status == "hang"
+    assert rows["TILE=256 MODE=2"].status == "crash", rows["TILE=256 MODE=2"]
+    assert p.pick.label in ("TILE=256 MODE=0", "TILE=1024 MODE=0") and p.pick.check["status"] == "ok"
     assert took < 300
 
 
@@ -83,7 +83,7 @@ def test_burst_mode_is_recorded():
     assert res.environment["timing"] == "burst"
     for p in res.problems:
         assert p.pick is not None
-        assert all(r["n"] % 5 == 0 for r in p.candidates if r.get("n") and r["status"] != "duplicate_launch")
+        assert all(r.n % 5 == 0 for r in p.candidates if r.n and r.status != "duplicate_launch")
 
 
 def test_graph_mode_times_replays_and_agrees_with_sustained_on_the_order():
@@ -95,11 +95,11 @@ def test_graph_mode_times_replays_and_agrees_with_sustained_on_the_order():
     sustained = tune([probe], timing="sustained", timeout_s=120, budget_s=60)
     assert graph.environment["timing"] == "graph"
     (g,), (s,) = graph.problems, sustained.problems
-    assert g.pick is not None and g.pick["check"]["status"] == "ok"
-    assert all(r["n"] % run_timing.GRAPH_BATCH == 0 for r in g.candidates
-               if r.get("n") and r["status"] != "duplicate_launch")
-    by_label = {r["label"]: r for r in s.candidates if r.get("median_us")}
-    assert by_label[g.pick["label"]]["median_us"] <= 1.02 * s.pick["median_us"], (g.pick["label"], s.pick["label"])
+    assert g.pick is not None and g.pick.check["status"] == "ok"
+    assert all(r.n % run_timing.GRAPH_BATCH == 0 for r in g.candidates
+               if r.n and r.status != "duplicate_launch")
+    by_label = {r.label: r for r in s.candidates if r.median_us}
+    assert by_label[g.pick.label].median_us <= 1.02 * s.pick.median_us, (g.pick.label, s.pick.label)
 
 
 def test_tune_from_a_bundle(tmp_path):

@@ -7,13 +7,13 @@ import io
 from rich.console import Console
 
 from tileprobe.report.tune import ROWS_SHOWN, duplicate_lines, fate_counts, render
-from tileprobe.tune.result import ProblemResult, TuneResult
+from tileprobe.tune.result import CandidateRow, ProblemResult, TuneResult
 
 
-def _row(i: int, status: str, median: float | None, same: str | None = None, reason: str = "") -> dict:
-    return {"label": f"TILE={i}", "config": {"case": {"TILE": i}, "hints": {}}, "status": status,
-            "median_us": median, "ci_lo_us": median and median * 0.99, "ci_hi_us": median and median * 1.01,
-            "n": 20 if median else None, "same_launch_as": same, "reason": reason}
+def _row(i: int, status: str, median: float | None, same: str | None = None, reason: str = "") -> CandidateRow:
+    return CandidateRow({"case": {"TILE": i}, "hints": {}}, f"TILE={i}", status, reason, same_launch_as=same,
+                        raced=median is not None, median_us=median, ci_lo_us=median and median * 0.99,
+                        ci_hi_us=median and median * 1.01, n=20 if median else None)
 
 
 def _result(n: int) -> TuneResult:

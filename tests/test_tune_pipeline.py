@@ -120,13 +120,13 @@ def test_dry_run_prunes_by_constraint_and_groups_identical_launches(space):
     (p,) = space["dry"].problems
     assert p.dropped["constraint:fits"] == 4                      # TILE 4096, 8192 × occupancy 1, 2
     assert p.dropped["constraint:occupancy_sweep_at_1024"] == 3   # occupancy 2 with TILE 256, 512, 2048
-    rows = {r["label"]: r for r in p.candidates if r.get("config")}
-    assert len(rows) == 5 and all(r["registers"] for r in rows.values())
+    rows = {r.label: r for r in p.candidates if r.config}
+    assert len(rows) == 5 and all(r.registers for r in rows.values())
     # vec_add at 128 threads: occupancy 2 gives occupancy 1's machine code, and the grid ignores the hint
     one, two = rows["TILE=1024 occupancy=1"], rows["TILE=1024 occupancy=2"]
-    assert two["status"] == "duplicate_launch" and two["same_launch_as"] == one["label"]
-    assert one["group"] == [one["label"], two["label"]] and one["grid"] == [64, 1, 1]
-    assert rows["TILE=256 occupancy=1"]["grid"] == [256, 1, 1] and rows["TILE=256 occupancy=1"]["status"] == "ok"
+    assert two.status == "duplicate_launch" and two.same_launch_as == one.label
+    assert one.group == [one.label, two.label] and one.grid == [64, 1, 1]
+    assert rows["TILE=256 occupancy=1"].grid == [256, 1, 1] and rows["TILE=256 occupancy=1"].status == "ok"
     assert p.dropped["duplicate_launch"] == 1 and p.verdict == "not_run"
 
 
@@ -139,15 +139,15 @@ def test_planted_hang_and_crash_are_recorded_and_the_winner_is_named(space):
     with sqlite3.connect(space["store"]) as c:
         after = dict(c.execute("SELECT key, created FROM compiles").fetchall())
     (p,) = res.problems
-    rows = {r["label"]: r for r in p.candidates if r.get("config")}
-    assert p.verdict == "winner" and p.pick["label"] == "TILE=1024 occupancy=1"
-    assert rows["TILE=256 occupancy=1"]["status"] == "crash" and "SIGABRT" in rows["TILE=256 occupancy=1"]["reason"]
-    assert rows["TILE=2048 occupancy=1"]["status"] == "hang" and "no result within 3 s" in rows["TILE=2048 occupancy=1"]["reason"]
-    assert rows["TILE=512 occupancy=1"]["status"] == "eliminated"
-    assert rows["TILE=1024 occupancy=2"]["status"] == "duplicate_launch"
-    assert rows["TILE=1024 occupancy=2"]["median_us"] == rows["TILE=1024 occupancy=1"]["median_us"]
+    rows = {r.label: r for r in p.candidates if r.config}
+    assert p.verdict == "winner" and p.pick.label == "TILE=1024 occupancy=1"
+    assert rows["TILE=256 occupancy=1"].status == "crash" and "SIGABRT" in rows["TILE=256 occupancy=1"].reason
+    assert rows["TILE=2048 occupancy=1"].status == "hang" and "no result within 3 s" in rows["TILE=2048 occupancy=1"].reason
+    assert rows["TILE=512 occupancy=1"].status == "eliminated"
+    assert rows["TILE=1024 occupancy=2"].status == "duplicate_launch"
+    assert rows["TILE=1024 occupancy=2"].median_us == rows["TILE=1024 occupancy=1"].median_us
     win = rows["TILE=1024 occupancy=1"]
-    assert win["check"]["status"] == "ok" and win["clocks"]["sm_mhz"] == [1890.0, 1980.0] and win["clocks_moved"]
+    assert win.check["status"] == "ok" and win.clocks["sm_mhz"] == [1890.0, 1980.0] and win.clocks_moved
     assert res.times["race_s"] > 0 and res.times["worker_start_s"] > 0
     assert after == before and len(before) == 5      # the store's compiles were reused, none made again (was: a
     #                                                  compile_s < 10 s assertion, which a loaded machine fails)
@@ -159,10 +159,10 @@ def test_wrong_winner_is_dropped_and_the_next_taken(space):
     plan = {"times": {"256": 300.0, "512": 100.0, "1024": 80.0, "2048": 200.0}, "wrong": [1024]}
     res, _ = run_tune(space, plan)
     (p,) = res.problems
-    rows = {r["label"]: r for r in p.candidates if r.get("config")}
-    assert rows["TILE=1024 occupancy=1"]["status"] == "wrong"
-    assert "relative error 0.7" in rows["TILE=1024 occupancy=1"]["reason"]
-    assert p.pick["label"] == "TILE=512 occupancy=1" and p.verdict == "winner"
+    rows = {r.label: r for r in p.candidates if r.config}
+    assert rows["TILE=1024 occupancy=1"].status == "wrong"
+    assert "relative error 0.7" in rows["TILE=1024 occupancy=1"].reason
+    assert p.pick.label == "TILE=512 occupancy=1" and p.verdict == "winner"
 
 
 def test_tie_export_and_readme_reader(space, tmp_path):
@@ -170,7 +170,7 @@ def test_tie_export_and_readme_reader(space, tmp_path):
     export = tmp_path / "tuned.json"
     res, _ = run_tune(space, plan, export=str(export), tie_pct=1.0)
     (p,) = res.problems
-    assert p.verdict == "tie" and {t["label"] for t in p.tie} == {"TILE=512 occupancy=1", "TILE=1024 occupancy=1"}
+    assert p.verdict == "tie" and {t.label for t in p.tie} == {"TILE=512 occupancy=1", "TILE=1024 occupancy=1"}
     doc = json.loads(export.read_text())
     assert doc["schema_version"] == 1 and doc["kind"] == "tileprobe.tune"
     assert doc["provenance"]["gpu"] == "Fake H200" and doc["provenance"]["timing"] == "sustained"
@@ -265,7 +265,7 @@ def test_split_machines_tune_from_a_bundle(space, tmp_path):
     with Watchdog(timeout_s=3.0, init=INIT, env={PLAN_ENV: json.dumps(plan)}) as wd:
         out = tune([space["probe"]], bundle=str(tmp_path / "b"), arch="sm_90", watchdog=wd, tasks=TASKS)
     (p,) = out.problems
-    assert p.pick["label"] == "TILE=1024 occupancy=1" and p.dropped == {"constraint:fits": 4,
+    assert p.pick.label == "TILE=1024 occupancy=1" and p.dropped == {"constraint:fits": 4,
                                                                          "constraint:occupancy_sweep_at_1024": 3,
                                                                          "duplicate_launch": 1}
     assert out.environment["bundle"] == str(tmp_path / "b") and out.times["compile_s"] < 5
@@ -276,7 +276,8 @@ def test_the_summary_line_does_not_count_duplicates_it_did_not_look_for():
     from types import SimpleNamespace
     from tileprobe.report.tune import summary_line
     from tileprobe.tune.result import NO_SM_COUNT
-    rows = [{"label": f"occupancy={o}", "config": {}, "status": "ok"} for o in (1, 2)]
+    from tileprobe.tune.result import CandidateRow
+    rows = [CandidateRow({}, f"occupancy={o}", "ok") for o in (1, 2)]
     p = SimpleNamespace(dropped={}, candidates=rows, notes=[NO_SM_COUNT])
     assert summary_line(p) == ("2 configurations: 0 rejected by constraints, 0 failed, duplicate launches not looked "
                                "for (no SM count) → 2 to time")

@@ -90,7 +90,7 @@ def test_the_tune_races_while_compiling(tmp_path):
     joined = [d for k, d in events if k == "joined"]
     assert len(joined) >= 2 and sum(len(d["ids"]) for d in joined) == 4      # 5 compiled, 1 duplicate launch
     assert res.times["race_while_compiling_s"] > 0
-    assert p.verdict == "winner" and p.pick["label"] == "TILE=1024 occupancy=1"
+    assert p.verdict == "winner" and p.pick.label == "TILE=1024 occupancy=1"
     assert p.dropped["duplicate_launch"] == 1
     assert p.coverage == {"configurations": 12, "compiled": 5, "timed": 4}   # 7 rejected by the constraints
     assert [k for k, _ in events].index("race") < max(i for i, (k, _) in enumerate(events) if k == "compile")

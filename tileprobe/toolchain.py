@@ -175,6 +175,15 @@ class Toolchain:
             by absolute path, so this is belt and braces).
         pins: package → exact version (``{"nvidia-cuda-nvcc": "13.3.73", …}``).
         source: ``"managed"`` (installed by tileprobe), ``"pip"`` (this environment's packages) or ``"path"``.
+        build: tileiras' release line (``"Cuda compilation tools, release 13.4, V13.4.92"``); ``""`` until the
+            audit resolves the compiler (:func:`tileprobe.audit.resolve_compiler`).
+        identity: the hash of the compiler's files (:func:`tileprobe.model.toolkit.compiler_identity`; a stored
+            compile of other files is not reused); None: not known (any stored compile of ``build`` is reused).
+        targets: the ``--gpu-name`` targets its ``--help`` lists (``()``: it lists none we could read); None: not
+            asked yet.
+
+    A tileiras known only by its path (``audit(toolchains=[Toolchain.at(path)])``, or ``Toolchain.at()`` for the
+    one cuTile would pick) has ``version`` ``""`` until it is resolved.
     """
     version: str
     root: str
@@ -182,18 +191,45 @@ class Toolchain:
     lib_dirs: tuple[str, ...] = ()
     pins: Mapping[str, str] = dataclasses.field(default_factory=dict, hash=False)
     source: str = "managed"
+    build: str = ""
+    identity: str | None = None
+    targets: tuple[str, ...] | None = None
 
     def __post_init__(self):
-        if not re.fullmatch(r"\d+\.\d+\.\d+", str(self.version)):
+        if self.version != "" and not re.fullmatch(r"\d+\.\d+\.\d+", str(self.version)):
             raise ToolchainError(f"Toolchain.version must be MAJOR.MINOR.PATCH, got {self.version!r}")
         if self.source not in SOURCES:
             raise ToolchainError(f"Toolchain.source must be one of {SOURCES}, got {self.source!r}")
         object.__setattr__(self, "lib_dirs", tuple(str(d) for d in self.lib_dirs))
         object.__setattr__(self, "pins", dict(self.pins))
+        if self.targets is not None:
+            object.__setattr__(self, "targets", tuple(self.targets))
 
     def as_dict(self) -> dict:
-        """The form ``tileprobe.audit.audit(toolchains=…)`` takes: ``{tileiras, lib_dirs, version}``."""
+        """``{tileiras, lib_dirs, version}``: the mapping form ``tileprobe.audit.audit(toolchains=…)`` also takes
+        (:meth:`from_dict`)."""
         return {"tileiras": self.tileiras, "lib_dirs": list(self.lib_dirs), "version": self.version}
+
+    @classmethod
+    def at(cls, tileiras: str = "", lib_dirs: Sequence[str] = (), *, version: str = "", build: str = "",
+           identity: str | None = None) -> "Toolchain":
+        """A tileiras known by its path as given (not resolved; ``""``: the one cuTile would pick), source
+        ``"path"``, ``root`` ``""``; what is not given is filled when the audit resolves it."""
+        return cls(version=version, root="", tileiras=str(tileiras), lib_dirs=tuple(lib_dirs), source="path",
+                   build=build, identity=identity)
+
+    @classmethod
+    def from_dict(cls, d: Mapping) -> "Toolchain":
+        """The mapping form of a compiler ``{"tileiras": path, "lib_dirs": [...], "version": "13.4.92"}`` (all
+        optional; what :meth:`as_dict` gives), as :meth:`at` takes it; ``build``, ``identity`` and ``targets``
+        are kept when given.
+
+        Raises:
+            ToolchainError: a ``version`` that is not MAJOR.MINOR.PATCH.
+        """
+        tc = cls.at(d.get("tileiras") or "", d.get("lib_dirs") or (), version=d.get("version") or "",
+                    build=d.get("build") or "", identity=d.get("identity"))
+        return dataclasses.replace(tc, targets=d["targets"]) if d.get("targets") is not None else tc
 
     @classmethod
     def from_dir(cls, root: str | os.PathLike) -> "Toolchain":
@@ -572,8 +608,8 @@ def resolve_toolchain(spec: str, auto_install: bool = False, *, root: str | os.P
 
 
 def resolve_toolchains(specs: Sequence[str], auto_install: bool = False, *, root: str | os.PathLike | None = None,
-                       stream: TextIO | None | str = "stderr") -> list[dict]:
-    """Turn ``--tileiras`` entries into compiler dicts ``{tileiras, lib_dirs, version}`` for ``audit``.
+                       stream: TextIO | None | str = "stderr") -> list[Toolchain]:
+    """Turn ``--tileiras`` entries into the Toolchains ``audit(toolchains=…)`` takes.
 
     Each entry is ``MAJOR.MINOR`` (newest published patch), ``MAJOR.MINOR.PATCH`` or a path to a tileiras.
     The current environment's pip tileiras is used in place when it is that exact version (and its nvcc/nvvm
@@ -590,7 +626,7 @@ def resolve_toolchains(specs: Sequence[str], auto_install: bool = False, *, root
         tc = resolve_toolchain(spec.strip(), auto_install, root=root, stream=stream)
         if tc.tileiras not in seen:
             seen.add(tc.tileiras)
-            out.append(tc.as_dict())
+            out.append(tc)
     return out
 
 

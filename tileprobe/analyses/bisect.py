@@ -87,7 +87,7 @@ def make_evaluator(probe: str, arch: str, where: dict, prop: str, jobs: int | No
 
     def evaluate(version: str) -> Step:
         tc = resolve_toolchain(version, auto_install=True)
-        result = audit_selected(probe, arch, where=where, toolchains=[tc.as_dict()], jobs=jobs, store=store)
+        result = audit_selected(probe, arch, where=where, toolchains=[tc], jobs=jobs, store=store)
         chosen = select(result.records, where)
         if not chosen:
             from tileprobe.select import no_match_message

@@ -146,7 +146,7 @@ def prepare_bundle(probe: str, out_dir: str, *, arch: str, where: Mapping[str, A
     from tileprobe.analyses.gate import audit_selected, select
     versions = candidates(published_versions(), good, bad)
     tcs = {v: resolve_toolchains([v], auto_install=True)[0] for v in versions}
-    keep, skipped = releases_for_target(versions, arch, lambda v: tileiras_targets(tcs[v]["tileiras"]))
+    keep, skipped = releases_for_target(versions, arch, lambda v: tileiras_targets(tcs[v].tileiras))
     if on_versions:
         on_versions(keep, skipped)
     if len(keep) < 2:

@@ -21,12 +21,15 @@ from __future__ import annotations
 
 import operator
 import re
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from tileprobe.model.hints import KERNEL_HINTS
 from tileprobe.errors import TileprobeError, UsageError
 from tileprobe.schema import VariantRecord, p_text, short_build, value_key
 from tileprobe.analyses.results import Expectation, Failure, GateResult
+
+if TYPE_CHECKING:
+    from tileprobe.toolchain import Toolchain
 
 FORMS = """\
   HINT honoured               the HINT goal is met: verdict honoured or met (HINT: {hints});
@@ -393,7 +396,7 @@ def _check_where_names(where: Mapping[str, Any], probes) -> None:
 
 
 def audit_selected(probe_path: str, arch: str, *, where: Mapping[str, Any] | None = None,
-                   toolchains: Sequence[dict] | None = None, store=None, jobs: int | None = None,
+                   toolchains: Sequence[Toolchain] | None = None, store=None, jobs: int | None = None,
                    timeout_s: float | None = None, command_line: str = "", with_sass: bool = False):
     """Audit the variants of ``probe_path`` whose case matches ``where`` (all hint values: verdicts need them).
 
@@ -475,7 +478,7 @@ def _run_records(runs: str, probe_path: str, arch: str, tileiras: str | None) ->
 
 
 def run_gate(probe_path: str, arch: str, expectations: Sequence[str], *, where: Mapping[str, Any] | None = None,
-             toolchains: Sequence[dict] | None = None, store=None, baseline: str | None = None,
+             toolchains: Sequence[Toolchain] | None = None, store=None, baseline: str | None = None,
              baseline_tileiras: str | None = None, allow_unchecked: bool = False, jobs: int | None = None,
              timeout_s: float | None = None, command_line: str = "", runs: str | None = None,
              runs_tileiras: str | None = None) -> GateResult:
@@ -486,7 +489,7 @@ def run_gate(probe_path: str, arch: str, expectations: Sequence[str], *, where: 
         probe_path: the probe file. arch: one target, e.g. ``"sm_120"``.
         expectations: ``--expect`` strings (:data:`FORMS`). where: case constants and hint values to select
             (:func:`parse_where` of ``"GATHER=True,occupancy=2"``).
-        toolchains: compiler dicts (:func:`tileprobe.toolchain.resolve_toolchains`); None: cuTile's own.
+        toolchains: compilers (:func:`tileprobe.toolchain.resolve_toolchains`); None: cuTile's own.
         store: a :class:`~tileprobe.store.Store` to reuse and fill (None: compile everything, store nothing).
         baseline: a results store or result JSON to compare ``FIELD OP baseline`` with; ``baseline_tileiras``
             picks its records of one compiler build.

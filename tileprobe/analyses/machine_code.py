@@ -12,11 +12,14 @@ Python API: :func:`variant_cubins` (records and cubins), :func:`sass_listing`, :
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from tileprobe.errors import TileprobeError
 from tileprobe.model.sass_diff import SassDiff, diff_instructions, kernel_instructions
 from tileprobe.schema import VariantRecord
+
+if TYPE_CHECKING:
+    from tileprobe.toolchain import Toolchain
 
 
 @dataclass
@@ -26,7 +29,7 @@ class VariantCode:
     cubin: bytes
 
 
-def variant_cubins(probe: str, arch: str, where: dict, *, toolchains: Sequence[dict] | None = None, store=None,
+def variant_cubins(probe: str, arch: str, where: dict, *, toolchains: Sequence[Toolchain] | None = None, store=None,
                    jobs: int | None = None) -> list[VariantCode]:
     """The variant(s) of ``probe`` on ``arch`` that ``where`` selects, one per compiler, with their cubins.
 

@@ -28,6 +28,7 @@ from tileprobe.compile.claims import Claims
 from tileprobe.compile.pool import compile_variants
 from tileprobe.probe.define import load_probes  # noqa: F401  (re-exported: callers plan from Probe objects)
 from tileprobe.judge.verdict import judge_records
+from tileprobe.toolchain import Toolchain
 
 #: Most variants an audit compiles unless told otherwise (``max_variants`` / ``--max-variants``): a 10^6-variant
 #: grid took the main process to 3 GB in 3 minutes (issue 9); 5,000 variants at the 1-3 s a compile takes is
@@ -155,35 +156,41 @@ def record_from(res: CompileResult) -> VariantRecord:
     return rec
 
 
-def resolve_compiler(tc: dict) -> dict:
-    """Fill a toolchain dict's ``tileiras`` path (default: the one cuTile would pick), ``build`` string, ``identity``
-    (:func:`tileprobe.model.toolkit.compiler_identity`: the hash of its files; stored failures are reused only for
-    the same identity) and ``targets`` (what its ``--help`` lists; asked once per toolchain, ``[]`` when unknown)."""
+def resolve_compiler(tc: Toolchain) -> Toolchain:
+    """``tc`` with its ``tileiras`` path filled (when empty: the one cuTile would pick), its ``build`` string,
+    ``identity`` (:func:`tileprobe.model.toolkit.compiler_identity`: the hash of its files; stored failures are
+    reused only for the same identity), ``targets`` (what its ``--help`` lists; asked once per toolchain, ``()``
+    when unknown) and, when it had none, the ``version`` its build names (``""`` when it names none).
+
+    Raises:
+        ToolchainError: tileiras is not found or does not answer ``--version``.
+    """
     from tileprobe import _cutile
+    from tileprobe.compile.failure import version_of
     from tileprobe.compile.toolcache import binary_fact
-    tc = dict(tc)
-    if not tc.get("tileiras"):
-        tc["tileiras"] = _cutile.current_compiler()
-    tc["build"] = binary_fact("build", tc["tileiras"], _cutile.tileiras_build)   # asked once (issue 22)
     from tileprobe.model.toolkit import compiler_identity      # what the compiler is (its files' hash): issue 25
-    tc["identity"] = compiler_identity(tc["tileiras"])
-    if "targets" not in tc:
-        tc["targets"] = binary_fact("targets", tc["tileiras"], _cutile.tileiras_targets)
-    return tc
+    tileiras = tc.tileiras or _cutile.current_compiler()
+    build = binary_fact("build", tileiras, _cutile.tileiras_build)   # asked once (issue 22)
+    identity = compiler_identity(tileiras)
+    targets = tc.targets
+    if targets is None:
+        targets = binary_fact("targets", tileiras, _cutile.tileiras_targets)
+    return dataclasses.replace(tc, tileiras=tileiras, build=build, identity=identity, targets=targets,
+                               version=tc.version or version_of(build) or "")
 
 
-def refuse_unlisted(variants: Sequence[Variant], tc: dict) -> tuple[list[CompileResult], list[Variant]]:
+def refuse_unlisted(variants: Sequence[Variant], tc: Toolchain) -> tuple[list[CompileResult], list[Variant]]:
     """Split ``variants`` into results for the archs compiler ``tc`` does not list (``unsupported_target``,
     nothing compiled: :func:`tileprobe.compile.failure.unsupported_target`) and the variants to compile."""
     from tileprobe import _cutile
     from tileprobe.compile.failure import help_command, unsupported_target
-    targets = tc.get("targets") or []
+    targets = list(tc.targets or ())
     refused, todo = [], []
     for v in variants:
         if targets and v.arch not in targets:
-            res = CompileResult(v, "compile_error", tileiras=tc["build"], tileiras_path=tc["tileiras"],
-                                cuda_tile=_cutile.cutile_version(), repro=help_command(tc["tileiras"]))
-            refused.append(res.fail(unsupported_target(v.arch, targets, tc["tileiras"], tc["build"])))
+            res = CompileResult(v, "compile_error", tileiras=tc.build, tileiras_path=tc.tileiras,
+                                cuda_tile=_cutile.cutile_version(), repro=help_command(tc.tileiras))
+            refused.append(res.fail(unsupported_target(v.arch, targets, tc.tileiras, tc.build)))
         else:
             todo.append(v)
     return refused, todo
@@ -210,7 +217,7 @@ def check_compile_timeout(records: Iterable[VariantRecord], timeout_s: float,
                                  "source": source}
 
 
-def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Sequence[dict] | None = None,
+def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Sequence[Toolchain | dict] | None = None,
           jobs: int | None = None, timeout_s: float | None = None, with_sass: bool = False,
           store=None, progress: Callable | None = None,
           select: Callable[[Variant], bool] | None = None, repeat: int = 1,
@@ -223,7 +230,9 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
     Args:
         probe_paths: probe files (each defines ``probe`` or ``probes``).
         archs: targets such as ``["sm_90", "sm_120"]`` (:data:`tileprobe.model.arch.TILEIRAS_TARGETS`).
-        toolchains: ``[{"tileiras": path, "lib_dirs": [...]}]``; ``None`` = the tileiras cuTile would pick.
+        toolchains: :class:`~tileprobe.toolchain.Toolchain` s (:func:`tileprobe.toolchain.resolve_toolchains`,
+            or ``Toolchain.at(path)``), or their mapping form ``{"tileiras": path, "lib_dirs": [...]}``
+            (:meth:`~tileprobe.toolchain.Toolchain.from_dict`); ``None`` = the tileiras cuTile would pick.
         jobs: parallel compile workers (default: all CPUs).
         timeout_s: per-variant compiler timeout (s); a probe's ``timeout_s`` wins. None: the default scaled by
             the machine's load at the start (:func:`~tileprobe.compile.job.load_scaled_timeout_s`, 900–3,600 s).
@@ -296,7 +305,8 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
     from tileprobe.probe.zygote import warm_starts
     with warm_starts(), owned_tempdir("audit") as tmp:   # loaders and workers forked from one warm cuTile import
         from tileprobe.compile.toolcache import cached_default
-        find = not toolchains or any(not tc.get("tileiras") for tc in toolchains)
+        given = [t if isinstance(t, Toolchain) else Toolchain.from_dict(t) for t in toolchains or ()]
+        find = not given or any(not tc.tileiras for tc in given)
         known = cached_default() if find else None      # cuTile's lookup imports torch: skipped when cached
         plans, default = _load(probe_paths, targets, result, tmp, jobs, probe_timeout_s, max_variants,
                                find and known is None, cases, hints, num_sms)
@@ -307,9 +317,9 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
         if total == 0 and where and not result.probe_errors:   # a broken probe: its own error, not "matches none"
             from tileprobe.select import no_case_match
             raise no_case_match(dict(where), plans)
-        for tc in toolchains or [{}]:
+        for tc in given or [Toolchain.at()]:
             try:
-                tc = resolve_compiler(tc if tc.get("tileiras") else {**tc, "tileiras": default()})
+                tc = resolve_compiler(tc if tc.tileiras else dataclasses.replace(tc, tileiras=default()))
             except ToolchainError as e:
                 result.target_errors.append(str(e))
                 continue
@@ -318,7 +328,7 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
                             with_sass=with_sass, store=store, progress=progress, select=select, repeat=repeat,
                             retry_failed=retry_failed, executor=executor, since=since)
             except ToolchainError as e:
-                result.target_errors.append(f"{tc.get('build') or tc.get('tileiras')}: {e}")
+                result.target_errors.append(f"{tc.build or tc.tileiras}: {e}")
     probe_errors = {r.error for r in result.records if r.status == "probe_error"}
     result.probe_errors.extend(sorted(probe_errors - set(result.probe_errors)))
     judge_records(result.records)
@@ -474,16 +484,16 @@ def _count(plans, targets, select, repeat: int, max_variants: int) -> int:
     return n * repeat
 
 
-def _audit_with(tc: dict, plans, targets, result: AuditResult, order: dict, total: int, *, tmp, jobs, timeout_s,
+def _audit_with(tc: Toolchain, plans, targets, result: AuditResult, order: dict, total: int, *, tmp, jobs, timeout_s,
                 with_sass, store, progress, select, repeat, retry_failed=False, executor=None, since="") -> None:
     """One toolchain's part of the audit: stored variants reused, archs the compiler does not list refused
     (:func:`refuse_unlisted`), the rest streamed to the compile workers."""
     def planned() -> Iterator[Variant]:
         return (v for v in iter_variants(plans, targets) if select is None or select(v))
 
-    listed = tc.get("targets") or []
+    listed = tc.targets or ()
     if progress:
-        progress("compiler", short_build(tc.get("build") or ""))
+        progress("compiler", short_build(tc.build))
         stored = _count_stored(planned(), tc, store, retry_failed)
         progress("stored", stored)
         progress("total", total - stored)
@@ -496,7 +506,7 @@ def _audit_with(tc: dict, plans, targets, result: AuditResult, order: dict, tota
     claims = Claims(store, tc, since, timeout_s) if store is not None else None
 
     def compile_(variants: Iterable[Variant]) -> None:
-        kw = dict(tileiras=tc.get("tileiras"), lib_dirs=tc.get("lib_dirs"), jobs=jobs, timeout_s=timeout_s,
+        kw = dict(tileiras=tc.tileiras, lib_dirs=list(tc.lib_dirs) or None, jobs=jobs, timeout_s=timeout_s,
                   with_sass=with_sass, tmp_root=tmp,
                   artifact_root=failed_artifacts_dir(getattr(store, "path", None) if store is not None else None))
         results = executor.compile(variants, **kw) if executor is not None else compile_variants(variants, **kw)
@@ -516,9 +526,9 @@ def _audit_with(tc: dict, plans, targets, result: AuditResult, order: dict, tota
     if transient:      # an unsupported feature or a compile error is the same answer the next time
         how = " or ".join(sorted({r.failure or r.status for r in transient}))
         result.notes.append(f"{len(transient)} variant(s) that failed by {how} taken from the store, not compiled "
-                            f"again ({short_build(tc['build'])}); --retry-failed compiles them again")
+                            f"again ({short_build(tc.build)}); --retry-failed compiles them again")
     if repeat > 1:
-        _mark_determinism(result.records, repeats, tc["build"])
+        _mark_determinism(result.records, repeats, tc.build)
 
 
 def _found(records: list, store, result: AuditResult, progress) -> None:
@@ -533,7 +543,7 @@ def _found(records: list, store, result: AuditResult, progress) -> None:
         result.landed([rec])
 
 
-def _refuse(variants: Iterable[Variant], tc: dict, refused: list) -> Iterator[Variant]:
+def _refuse(variants: Iterable[Variant], tc: Toolchain, refused: list) -> Iterator[Variant]:
     """``variants`` less those for archs compiler ``tc`` does not list, whose results go to ``refused``."""
     for v in variants:
         out, keep = refuse_unlisted([v], tc)
@@ -541,7 +551,7 @@ def _refuse(variants: Iterable[Variant], tc: dict, refused: list) -> Iterator[Va
         yield from keep
 
 
-def _collect(results: Iterable[CompileResult], tc: dict, result: AuditResult, store, progress, repeats: dict) -> None:
+def _collect(results: Iterable[CompileResult], tc: Toolchain, result: AuditResult, store, progress, repeats: dict) -> None:
     """Turn compile results into records (stored as they come); repeated compiles only add code hashes."""
     for res in results:
         if progress:
@@ -570,14 +580,14 @@ def _chunks(variants: Iterable[Variant], chunk: int = 256) -> Iterator[list[Vari
 TRANSIENT_FAILURES = ("timeout", "compiler_crash", "broken_environment")
 
 
-def _count_stored(variants: Iterable[Variant], tc: dict, store, retry_failed: bool) -> int:
+def _count_stored(variants: Iterable[Variant], tc: Toolchain, store, retry_failed: bool) -> int:
     """How many of ``variants`` the store holds for ``tc`` (read a chunk at a time; nothing kept)."""
     if store is None:
         return 0
     return sum(len(store.lookup(b, tc, retry_failed=retry_failed)[0]) for b in _chunks(variants))
 
 
-def _not_stored(variants: Iterable[Variant], tc: dict, store, with_sass: bool, result: AuditResult, order: dict,
+def _not_stored(variants: Iterable[Variant], tc: Toolchain, store, with_sass: bool, result: AuditResult, order: dict,
                 retry_failed: bool = False, failed: list | None = None) -> Iterator[Variant]:
     """The variants the store does not hold for ``tc`` (looked up a chunk at a time, as the stream goes); stored
     records (and their cubins) go straight into ``result``, the failed ones also into ``failed``."""

@@ -5,8 +5,12 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from tileprobe.errors import TileprobeError, ToolchainError
+
+if TYPE_CHECKING:
+    from tileprobe.toolchain import Toolchain
 
 DEFAULT_ARCHS = "sm_90,sm_120"
 
@@ -136,32 +140,32 @@ def split(s: str | None) -> list[str]:
     return [x.strip() for x in (s or "").split(",") if x.strip()]
 
 
-def resolve_tileiras(spec: str | None, install: bool = False) -> tuple[list[dict] | None, list[str]]:
+def resolve_tileiras(spec: str | None, install: bool = False) -> tuple[list[Toolchain] | None, list[str]]:
     """``--tileiras 13.3.36,13.4.92`` resolved, the same way for every command: each entry on its own
     (:func:`resolve_one`: a release not installed here is installed only with ``install``, ``--install``, or after
     a yes at a terminal prompt; otherwise nothing is downloaded, issue 27), and an entry that cannot be used does
     not stop the others from being resolved.
 
-    Returns (the usable compiler dicts, each compiler once, in the order named; one ``"--tileiras ENTRY: why"`` per
+    Returns (the usable Toolchains, each compiler once, in the order named; one ``"--tileiras ENTRY: why"`` per
     entry that cannot be used), ``(None, [])`` when ``spec`` is not given. ``audit`` audits with the usable ones
     and lists the others as not audited (exit 3); a command that needs every compiler it names stops with them all
     (:func:`toolchains`).
     """
     if not spec:
         return None, []
-    tcs: list[dict] = []
+    tcs: list[Toolchain] = []
     errors = []
     for one in split(spec):
         try:
-            tcs += [t for t in resolve_one(one, install) if t["tileiras"] not in {x["tileiras"] for x in tcs}]
+            tcs += [t for t in resolve_one(one, install) if t.tileiras not in {x.tileiras for x in tcs}]
         except ToolchainError as e:
             errors.append(f"--tileiras {one}: {e}")
     return tcs, errors
 
 
-def toolchains(spec: str | None, install: bool = False) -> list[dict] | None:
+def toolchains(spec: str | None, install: bool = False) -> list[Toolchain] | None:
     """:func:`resolve_tileiras` for a command that needs every compiler it names (``compare``, ``gate``, ``sass``):
-    the compiler dicts, None when ``spec`` is not given.
+    the Toolchains, None when ``spec`` is not given.
 
     Raises:
         ToolchainError: an entry cannot be used (a malformed or unpublished version, a release not installed and
@@ -181,8 +185,8 @@ def add_install_option(p) -> None:
                    "here (about 200 MB each); without it nothing is downloaded")
 
 
-def resolve_one(spec: str, install: bool = False) -> list[dict]:
-    """One ``--tileiras`` entry as compiler dicts; a release not installed is installed with ``install``, or after a
+def resolve_one(spec: str, install: bool = False) -> list[Toolchain]:
+    """One ``--tileiras`` entry as Toolchains; a release not installed is installed with ``install``, or after a
     yes at a prompt when standard input and standard error are both a terminal (the prompt names the release and
     its size); else :class:`~tileprobe.toolchain.ReleaseNotInstalled` propagates."""
     from tileprobe.toolchain import ReleaseNotInstalled, resolve_toolchains

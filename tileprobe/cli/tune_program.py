@@ -12,9 +12,13 @@ from __future__ import annotations
 
 import json
 import os
+from typing import TYPE_CHECKING
 
 from tileprobe.errors import TileprobeError
 from tileprobe.report.text import say
+
+if TYPE_CHECKING:
+    from tileprobe.tune.result import CandidateRow
 
 DEFAULT_TABLE = "tileprobe-tune.json"
 
@@ -177,9 +181,9 @@ def comparison_lines(result, searches: list[dict], old: dict) -> list[str]:
         s = by_key.get((p.problem or {}).get("search"))
         if s is None or p.pick is None:
             continue
-        med = {(r.get("config") or {}).get("case", {}).get("config"): r for r in p.candidates if r.get("config")}
-        pick = p.pick["config"]["case"]["config"]
-        best = p.pick.get("median_us")
+        med = {r.config.get("case", {}).get("config"): r for r in p.candidates if r.config}
+        pick = p.pick.config["case"]["config"]
+        best = p.pick.median_us
         text = f"{s['name']} ({s['key'][:8]}): pick {pick} {best:,.1f} µs" if best else f"{s['name']}: pick {pick}"
         prog = s.get("program_pick")
         if prog is not None:
@@ -192,14 +196,14 @@ def comparison_lines(result, searches: list[dict], old: dict) -> list[str]:
     return out
 
 
-def _versus(what: str, row: dict | None, best: float | None, same: bool, changed: bool = False) -> str:
+def _versus(what: str, row: CandidateRow | None, best: float | None, same: bool, changed: bool = False) -> str:
     if same:
         return f"{what}: same" + (" winner (unchanged)" if changed else "")
     prefix = f"winner changed from {what[len('the old row'):].strip(chr(39) + 's ')}: " if changed else ""
-    if row is None or row.get("median_us") is None or not best:
-        return f"{prefix}{what} not timed here ({(row or {}).get('status', 'no candidate')})"
-    loss = 100.0 * (row["median_us"] / best - 1.0)
-    return f"{prefix}{what} {row['median_us']:,.1f} µs ({row.get('status')}): keeping it costs {loss:+.1f} %"
+    if row is None or row.median_us is None or not best:
+        return f"{prefix}{what} not timed here ({row.status if row is not None else 'no candidate'})"
+    loss = 100.0 * (row.median_us / best - 1.0)
+    return f"{prefix}{what} {row.median_us:,.1f} µs ({row.status}): keeping it costs {loss:+.1f} %"
 
 
 def _drop_filled_misses(table: str, keys: set) -> int:

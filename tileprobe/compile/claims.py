@@ -17,25 +17,26 @@ from typing import Callable, Iterable, Iterator
 
 from tileprobe.compile.job import Variant
 from tileprobe.compile.pool import variant_limit_s
+from tileprobe.toolchain import Toolchain
 
 #: Seconds between two looks at the store while waiting for another process's compiles.
 POLL_S = 0.5
 
 
 class Claims:
-    """The claims of one audit's toolchain ``tc`` (``tc["build"]``) in ``store``.
+    """The claims of one audit's resolved toolchain ``tc`` (keyed by ``tc.build``) in ``store``.
 
     ``since``: the audit's start (:func:`tileprobe.store.now`): a compile saved after it by anyone is an answer.
     ``timeout_s``: the audit's compiler timeout (a lease is one compile's whole deadline).
     """
 
-    def __init__(self, store, tc: dict, since: str, timeout_s: float):
+    def __init__(self, store, tc: Toolchain, since: str, timeout_s: float):
         self.store, self.tc, self.since, self.timeout_s = store, tc, since, timeout_s
         self.waiting: dict[str, Variant] = {}    # key -> variant another process is compiling (or has compiled)
         self.taken_over = 0                      # stale claims this process took over
 
     def _key(self, v: Variant) -> str:
-        return self.store.compile_key(v, self.tc["build"])
+        return self.store.compile_key(v, self.tc.build)
 
     def dispatch(self, variants: Iterable[Variant]) -> Iterator[Variant]:
         """``variants`` less those claimed by another live process or just stored (kept in :attr:`waiting`)."""

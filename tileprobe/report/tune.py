@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from tileprobe.schema import short_build
 from tileprobe.report.text import cell, say
-from tileprobe.tune.result import NO_SM_COUNT, ProblemResult, TuneResult
+from tileprobe.tune.result import NO_SM_COUNT, CandidateRow, ProblemResult, TuneResult
 
 #: Table order of the candidates' fates.
 _FATES = ("winner", "tie", "ok", "eliminated", "wrong", "hang", "crash", "error", "skipped")
@@ -17,10 +17,10 @@ def _us(v) -> str:
     return "-" if v is None else f"{v:,.1f}"
 
 
-def _ci(r: dict) -> str:
-    if r.get("ci_lo_us") is None:
+def _ci(r: CandidateRow) -> str:
+    if r.ci_lo_us is None:
         return "-"
-    return f"[{r['ci_lo_us']:,.1f}, {r['ci_hi_us']:,.1f}]"
+    return f"[{r.ci_lo_us:,.1f}, {r.ci_hi_us:,.1f}]"
 
 
 def render(result: TuneResult, console, all_rows: bool = False) -> None:
@@ -47,9 +47,8 @@ def summary_line(p: ProblemResult) -> str:
     failed = {k: n for k, n in p.dropped.items() if not k.startswith("constraint:")
               and k not in ("duplicate_launch", "hang_risk")}
     hangs = p.dropped.get("hang_risk", 0)
-    rows = [r for r in p.candidates if r.get("config") is not None]
-    timed = sum(1 for r in rows if r.get("same_launch_as") is None and r.get("status") not in failed
-                and r.get("status") != "hang_risk")
+    rows = [r for r in p.candidates if r.config is not None]
+    timed = sum(1 for r in rows if r.same_launch_as is None and r.status not in failed and r.status != "hang_risk")
     dupes = ("duplicate launches not looked for (no SM count)" if NO_SM_COUNT in (p.notes or [])
              else f"{p.dropped.get('duplicate_launch', 0)} duplicate launches")
     return (f"{len(rows) + sum(rejected.values())} configurations{' (the program' + chr(39) + 's)' if own else ''}: "
@@ -57,37 +56,36 @@ def summary_line(p: ProblemResult) -> str:
             + (f"{hangs} predicted to hang (not launched), " if hangs else "") + f"{dupes} → {timed} to time")
 
 
-def fate_counts(rows: list[dict]) -> dict[str, int]:
+def fate_counts(rows: list[CandidateRow]) -> dict[str, int]:
     """Candidates per fate (``winner``, ``tie``, ``eliminated`` …, and ``duplicate_launch`` for the members timed
     through another), in table order."""
     out: dict[str, int] = {}
     for r in rows:
-        fate = "duplicate_launch" if r.get("same_launch_as") else r.get("status") or "-"
+        fate = "duplicate_launch" if r.same_launch_as else r.status or "-"
         out[fate] = out.get(fate, 0) + 1
     order = {s: i for i, s in enumerate(_FATES + ("duplicate_launch",))}
     return dict(sorted(out.items(), key=lambda kv: order.get(kv[0], len(order))))
 
 
-def duplicate_lines(rows: list[dict]) -> list[str]:
+def duplicate_lines(rows: list[CandidateRow]) -> list[str]:
     """One line per group of identical launches: ``A = B, C (timed once, as A)``."""
     groups: dict[str, list[str]] = {}
     for r in rows:
-        if r.get("same_launch_as"):
-            groups.setdefault(r["same_launch_as"], []).append(r["label"])
+        if r.same_launch_as:
+            groups.setdefault(r.same_launch_as, []).append(r.label)
     return [f"{rep} = {', '.join(members)} (timed once, as {rep})" for rep, members in groups.items()]
 
 
-def _shown(rows: list[dict], all_rows: bool) -> list[dict]:
+def _shown(rows: list[CandidateRow], all_rows: bool) -> list[CandidateRow]:
     """The rows the table prints: all, or past :data:`ROWS_SHOWN` the finalists (the best timed ones in a dry run
     or when none is a finalist)."""
     if all_rows or len(rows) <= ROWS_SHOWN:
         return rows
-    final = [r for r in rows if r.get("status") in ("winner", "tie")]
+    final = [r for r in rows if r.status in ("winner", "tie")]
     if final:
         return final
-    timed = sorted((r for r in rows if not r.get("same_launch_as") and r.get("median_us") is not None),
-                   key=lambda r: r["median_us"])
-    return timed[:5] or [r for r in rows if not r.get("same_launch_as") and r.get("status") == "ok"][:ROWS_SHOWN]
+    timed = sorted((r for r in rows if not r.same_launch_as and r.median_us is not None), key=lambda r: r.median_us)
+    return timed[:5] or [r for r in rows if not r.same_launch_as and r.status == "ok"][:ROWS_SHOWN]
 
 
 def _render_problem(p: ProblemResult, console, all_rows: bool = False) -> None:
@@ -97,25 +95,25 @@ def _render_problem(p: ProblemResult, console, all_rows: bool = False) -> None:
         style="bold")
     say(console, "  " + summary_line(p))
     if p.rounds:
-        n = sum(r.get("n") or 0 for r in p.candidates if r.get("same_launch_as") is None)
+        n = sum(r.n or 0 for r in p.candidates if r.same_launch_as is None)
         say(console, f"  race: {len(p.rounds)} rounds, {n:,} samples, stopped: {p.stop}; {p.race_s:.1f} s")
     cov = getattr(p, "coverage", None) or {}
     if cov:
         say(console, f"  searched: {cov['compiled']:,} of {cov['configurations']:,} configurations compiled, "
                      f"{cov['timed']:,} timed (the others: duplicates, failures, rejections, or the budget)")
-    best = (p.pick or {}).get("median_us")
+    best = p.pick.median_us if p.pick else None
     t = Table(show_edge=False, pad_edge=False)
     for h in ("configuration", "status", "n", "median µs", "95% CI µs", "vs pick", "grid", "regs", "CTAs/SM",
               "stack B / STL", "SM MHz", "note"):
         t.add_column(h, justify="right" if h not in ("configuration", "status", "note") else "left",
                      no_wrap=h != "note", overflow="fold" if h == "note" else "ellipsis")
-    rows = [r for r in p.candidates if r.get("config") is not None]
-    by_label = {r["label"]: (i, r) for i, r in enumerate(rows)}
+    rows = [r for r in p.candidates if r.config is not None]
+    by_label = {r.label: (i, r) for i, r in enumerate(rows)}
     shown = _shown(rows, all_rows)
-    for r in sorted(shown, key=lambda r: _rank(*by_label[r.get("same_launch_as") or r["label"]], r)):
-        t.add_row(*map(cell, (r["label"], r["status"], str(r.get("n") or "-"), _us(r.get("median_us")), _ci(r),
-                              f"{r['median_us'] / best:.3f}×" if best and r.get("median_us") else "-", _grid(r),
-                              str(r.get("registers") or "-"), str(r.get("ctas_per_sm") or "-"), _spill(r), _mhz(r),
+    for r in sorted(shown, key=lambda r: _rank(*by_label[r.same_launch_as or r.label], r)):
+        t.add_row(*map(cell, (r.label, r.status, str(r.n or "-"), _us(r.median_us), _ci(r),
+                              f"{r.median_us / best:.3f}×" if best and r.median_us else "-", _grid(r),
+                              str(r.registers or "-"), str(r.ctas_per_sm or "-"), _spill(r), _mhz(r),
                               _note(r))))
     console.print(t)
     if len(shown) < len(rows):
@@ -127,37 +125,37 @@ def _render_problem(p: ProblemResult, console, all_rows: bool = False) -> None:
         say(console, "  " + line)
 
 
-def _rank(position: int, timed: dict, r: dict) -> tuple:
+def _rank(position: int, timed: CandidateRow, r: CandidateRow) -> tuple:
     """Fate, median, declaration order; a duplicate right under the candidate timed for it."""
     order = {s: i for i, s in enumerate(_FATES)}
-    return (order.get(timed["status"], len(order)), timed.get("median_us") or float("inf"), position, r is not timed)
+    return (order.get(timed.status, len(order)), timed.median_us or float("inf"), position, r is not timed)
 
 
-def _grid(r: dict) -> str:
-    g = r.get("grid")
+def _grid(r: CandidateRow) -> str:
+    g = r.grid
     return "-" if not g else "×".join(str(x) for x in (g[:1] if g[1:] == [1, 1] else g))
 
 
-def _spill(r: dict) -> str:
-    stack = "-" if r.get("stack_bytes") is None else str(r["stack_bytes"])
-    stl = (r.get("spills") or {}).get("spill_stores")
+def _spill(r: CandidateRow) -> str:
+    stack = "-" if r.stack_bytes is None else str(r.stack_bytes)
+    stl = (r.spills or {}).get("spill_stores")
     return stack if stl is None else f"{stack}/{stl}"
 
 
-def _mhz(r: dict) -> str:
-    sm = (r.get("clocks") or {}).get("sm_mhz")
+def _mhz(r: CandidateRow) -> str:
+    sm = (r.clocks or {}).get("sm_mhz")
     if not sm:
         return "-"
     text = f"{sm[0]:.0f}" if sm[0] == sm[1] else f"{sm[0]:.0f}–{sm[1]:.0f}"
-    return text + (" moved" if r.get("clocks_moved") else "")
+    return text + (" moved" if r.clocks_moved else "")
 
 
-def _note(r: dict) -> str:
-    if r.get("same_launch_as"):
-        return f"= {r['same_launch_as']}"
-    if r["status"] in ("winner", "tie", "eliminated"):
+def _note(r: CandidateRow) -> str:
+    if r.same_launch_as:
+        return f"= {r.same_launch_as}"
+    if r.status in ("winner", "tie", "eliminated"):
         return ""
-    return (r.get("reason") or "").strip().splitlines()[0][:100] if r.get("reason") else ""
+    return r.reason.strip().splitlines()[0][:100] if r.reason else ""
 
 
 def verdict_lines(p: ProblemResult, compact: bool = False) -> list[str]:
@@ -166,21 +164,20 @@ def verdict_lines(p: ProblemResult, compact: bool = False) -> list[str]:
     out = []
     pick = p.pick
     if p.verdict == "winner":
-        out.append(f"winner: {pick['label']}: {_us(pick.get('median_us'))} µs {_ci(pick)} ({pick.get('n')} samples)"
+        out.append(f"winner: {pick.label}: {_us(pick.median_us)} µs {_ci(pick)} ({pick.n} samples)"
                    f"{_check_text(pick)}")
     elif p.verdict == "tie":
         out.append(f"tie (within noise, {len(p.tie)} candidates; pick = lowest median): " +
-                   "; ".join(f"{t['label']} {_us(t.get('median_us'))} µs {_ci(t)}" for t in p.tie) + _check_text(pick))
+                   "; ".join(f"{t.label} {_us(t.median_us)} µs {_ci(t)}" for t in p.tie) + _check_text(pick))
     elif p.verdict == "none":
         out.append("no winner: no candidate ran correctly")
     failed: dict[tuple, list[str]] = {}
     for r in p.candidates:
-        if r.get("config") is not None and r.get("status") not in ("ok", "winner", "tie", "eliminated",
-                                                                     "duplicate_launch"):
-            reason = (r.get("reason") or "").strip().splitlines()
-            failed.setdefault((r["status"], reason[0][:200] if reason else ""), []).append(r["label"])
-        if r.get("check") and r["check"].get("status") == "unchecked":
-            out.append(f"unchecked: {r['label']}: {r['check'].get('message')}")
+        if r.config is not None and r.status not in ("ok", "winner", "tie", "eliminated", "duplicate_launch"):
+            reason = (r.reason or "").strip().splitlines()
+            failed.setdefault((r.status, reason[0][:200] if reason else ""), []).append(r.label)
+        if r.check and r.check.get("status") == "unchecked":
+            out.append(f"unchecked: {r.label}: {r.check.get('message')}")
     for (status, reason), labels in failed.items():
         if compact and len(labels) > 1:
             out.append(f"{status}: {len(labels)} candidates ({labels[0]}, …): {reason}")
@@ -192,8 +189,8 @@ def verdict_lines(p: ProblemResult, compact: bool = False) -> list[str]:
     return out
 
 
-def _check_text(r: dict | None) -> str:
-    c = (r or {}).get("check") or {}
+def _check_text(r: CandidateRow | None) -> str:
+    c = (r.check if r is not None else None) or {}
     if c.get("status") == "ok" and c.get("rel_err") is not None:
         return f"; checked against the {c.get('against')}: rel. error {c['rel_err']:.2g} ≤ {c.get('tolerance'):.2g}"
     return f"; check: {c.get('status')}" if c else ""

@@ -17,7 +17,7 @@ in this order:
 3. the probe's index in its file, 4. the probe's name (its label in reports)
 5. the case, 6. the hints: each as JSON of its ``[name, value]`` pairs sorted by name (``true`` ≠ ``1``)
 7. the arch (``sm_90``)
-8. the tileiras build string (``tc["build"]``, from ``tileiras --version``)
+8. the tileiras build string (``tc.build``, from ``tileiras --version``)
 9. the cuda-tile version (it writes the bytecode tileiras compiles)
 
 Not in the key: the probe file's path (a moved file keeps its results), the tileiras path (two installs of one
@@ -44,10 +44,13 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from typing import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 from tileprobe.schema import value_key
 from tileprobe.store.connection import _SAVED, StoreConnection, now
+
+if TYPE_CHECKING:
+    from tileprobe.toolchain import Toolchain
 
 KEY_VERSION = b"\x01"
 #: Statuses a lookup reuses; other stored statuses are compiled again (see module doc).
@@ -72,11 +75,11 @@ def _pairs_json(pairs: Iterable) -> str:
     return json.dumps(sorted([str(k), v] for k, v in pairs), default=repr, separators=(",", ":"))
 
 
-def _same_compiler(stored_sha256: str | None, status: str, tc: dict) -> bool:
+def _same_compiler(stored_sha256: str | None, status: str, tc: Toolchain) -> bool:
     """Whether a stored compile (its compiler's ``tileiras_sha256`` and status) is the answer for compiler ``tc``:
-    the same files (``tc["identity"]``); a compile stored without a hash (before schema 5, or by a caller that
+    the same files (``tc.identity``); a compile stored without a hash (before schema 5, or by a caller that
     gave none) only when ``ok``; any compile when ``tc`` names no identity (a caller that did not resolve it)."""
-    want = tc.get("identity")
+    want = tc.identity
     if not want:
         return True
     return stored_sha256 == want if stored_sha256 else status == "ok"
@@ -155,20 +158,20 @@ class CompilesMixin(StoreConnection):
 
     # --- the audit's calls ---------------------------------------------------------------------------------------
 
-    def lookup(self, variants: Sequence, tc: dict, *, with_sass: bool = False,
+    def lookup(self, variants: Sequence, tc: Toolchain, *, with_sass: bool = False,
                retry_failed: bool = False, any_status: bool = False) -> tuple[list, list]:
         """Split ``variants`` into records already stored for compiler ``tc`` and the variants still to compile.
         ``any_status``: every stored record is the answer (a compile another process just made, issue 15).
 
-        ``tc["build"]`` is the tileiras build string, ``tc["identity"]`` the hash of its files: a stored compile of
+        ``tc.build`` is the tileiras build string, ``tc.identity`` the hash of its files: a stored compile of
         other files is not reused (module doc, "Which compiler"). Reused records get the variant's current probe path and
         name, and no verdicts (the audit judges them with the rest). ``with_sass``: a reused record stored without
         SASS traits gets them from its stored cubin (nvdisasm here, no compile), and the store keeps them.
         Stored failures are reused too (module doc) unless ``retry_failed``.
         """
         from tileprobe.schema import VariantRecord
-        keyed = {self.compile_key(v, tc["build"]): v for v in variants}
-        legacy = _legacy_keys(keyed, lambda v: self.compile_key(v, tc["build"]))
+        keyed = {self.compile_key(v, tc.build): v for v in variants}
+        legacy = _legacy_keys(keyed, lambda v: self.compile_key(v, tc.build))
         stored: dict[str, tuple[str, str]] = {}
         keys = list(keyed) + list(legacy.values())
         for i in range(0, len(keys), 500):
@@ -209,17 +212,17 @@ class CompilesMixin(StoreConnection):
         with self._transaction() as c:
             c.execute("UPDATE compiles SET record = ? WHERE key = ?", (json.dumps(record, default=str), key))
 
-    def save_compile(self, res, rec, tc: dict) -> str:
+    def save_compile(self, res, rec, tc: Toolchain) -> str:
         """Store one finished compile (its record, provenance and cubin) in its own transaction; return its key."""
         from tileprobe._version import __version__
         v = res.variant
-        key = self.compile_key(v, tc["build"])
+        key = self.compile_key(v, tc.build)
         cubin_sha = hashlib.sha256(res.cubin).hexdigest() if res.cubin is not None else None
         record = rec.to_dict()
         record.update(verdicts={}, run=None)
         row = (key, now(), self.host, __version__, v.probe_name, v.probe_path, v.probe_index, v.source_sha256,
                res.symbol, json.dumps(res.signature, default=str), _pairs_json(v.case), _pairs_json(v.hints), v.arch,
-               tc["build"], tc.get("tileiras") or res.tileiras_path, self.cuda_tile(), rec.status, cubin_sha,
+               tc.build, tc.tileiras or res.tileiras_path, self.cuda_tile(), rec.status, cubin_sha,
                res.compile_s, json.dumps(record, default=str))
         with self._transaction() as c:
             if res.cubin is not None:
@@ -228,7 +231,7 @@ class CompilesMixin(StoreConnection):
                                                         sqlite3.Binary(res.cubin), now()))
             c.execute(f"INSERT OR REPLACE INTO compiles ({', '.join(_COMPILE_COLUMNS)}) "
                       f"VALUES ({', '.join('?' * len(_COMPILE_COLUMNS))})", row)
-            c.execute("UPDATE compiles SET tileiras_sha256 = ? WHERE key = ?", (tc.get("identity"), key))
+            c.execute("UPDATE compiles SET tileiras_sha256 = ? WHERE key = ?", (tc.identity, key))
             c.execute("DELETE FROM claims WHERE key = ?", (key,))
         _SAVED["compiles"] += 1
         self._remember(rec, key)

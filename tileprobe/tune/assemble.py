@@ -5,21 +5,23 @@ from __future__ import annotations
 
 from tileprobe.run.clocks import clocks_moved
 from tileprobe.tune.race import RaceOutcome
-from tileprobe.tune.result import ProblemResult
+from tileprobe.tune.result import SAMPLE_FIELDS, CandidateRow, ProblemResult
 from tileprobe.tune.static import DUPLICATE, Candidate, Plan
 
 
-def _static(rec) -> dict:
+def _static(row: CandidateRow, rec) -> None:
+    """The static facts of the compiled record ``rec`` (None: not compiled) on ``row``."""
     if rec is None:
-        return {}
+        return
     spills = None
     if rec.sass:
         spills = {k: v for k, v in rec.sass.items() if "spill" in k} or None
-    return {"threads": rec.threads, "registers": rec.registers, "shared_bytes": rec.shared_bytes,
-            "stack_bytes": rec.stack_bytes, "ctas_per_sm": rec.ctas_per_sm, "spills": spills,
-            "compile_s": rec.compile_s,     # the compiler's own time (s), for the static stage's floor
-            "verdicts": {k: v.get("status") for k, v in (rec.verdicts or {}).items()},
-            "register_pool": rec.pool_verdict}
+    row.compiled = True
+    row.threads, row.registers, row.shared_bytes = rec.threads, rec.registers, rec.shared_bytes
+    row.stack_bytes, row.ctas_per_sm, row.spills = rec.stack_bytes, rec.ctas_per_sm, spills
+    row.compile_s = rec.compile_s     # the compiler's own time (s), for the static stage's floor
+    row.verdicts = {k: v.get("status") for k, v in (rec.verdicts or {}).items()}
+    row.register_pool = rec.pool_verdict
 
 
 def _clock_summary(batches: list[dict]) -> dict:
@@ -33,24 +35,28 @@ def _clock_summary(batches: list[dict]) -> dict:
     return out
 
 
-def candidate_dict(c: Candidate, outcome: RaceOutcome | None, confidence: float = 0.95) -> dict:
-    """One candidate's row (module doc)."""
-    d = {"config": c.config.to_dict(), "label": c.id, "status": c.status, "reason": c.reason,
-         "same_launch_as": c.same_as.id if c.same_as else None, "group": [m.id for m in c.members],
-         "grid": list(c.grid) if c.grid else None, **_static(c.record)}
+def candidate_row(c: Candidate, outcome: RaceOutcome | None, confidence: float = 0.95) -> CandidateRow:
+    """One candidate's row (:class:`~tileprobe.tune.result.CandidateRow`): its static facts, and its samples
+    summary and race facts when ``outcome`` timed it (or the candidate it shares a launch with)."""
+    row = CandidateRow(c.config.to_dict(), c.id, c.status, c.reason, c.same_as.id if c.same_as else None,
+                       [m.id for m in c.members], list(c.grid) if c.grid else None)
+    _static(row, c.record)
     if c.same_as is not None:
-        d["status"] = DUPLICATE
-        d["reason"] = f"same launch as {c.same_as.id} (machine code, resources, grid, arguments): timed as one"
+        row.status = DUPLICATE
+        row.reason = f"same launch as {c.same_as.id} (machine code, resources, grid, arguments): timed as one"
     src = c.same_as or c
     if outcome is not None and c.status == "ok" and any(e.id == src.id for e in outcome.entries):
         e = outcome.entry(src.id)
-        d.update(e.summary(confidence))
+        summary = e.summary(confidence)
+        row.raced = True
+        for k in SAMPLE_FIELDS:
+            setattr(row, k, summary.get(k))
         if c.same_as is None:
-            d.update(status=e.status, reason=e.reason)
-        d.update(check=e.check, eliminated_round=e.eliminated_round, clocks=_clock_summary(e.batches),
-                 clocks_moved=clocks_moved(b.get(k) for b in e.batches for k in ("clocks_before", "clocks_after")),
-                 batches=len(e.batches), driver_ctas_per_sm=e.info.get("driver_ctas_per_sm"))
-    return d
+            row.status, row.reason = e.status, e.reason
+        row.check, row.eliminated_round, row.clocks = e.check, e.eliminated_round, _clock_summary(e.batches)
+        row.clocks_moved = clocks_moved(b.get(k) for b in e.batches for k in ("clocks_before", "clocks_after"))
+        row.batches, row.driver_ctas_per_sm = len(e.batches), e.info.get("driver_ctas_per_sm")
+    return row
 
 
 def _first_of_launch(plan: Plan, label: str) -> str:
@@ -67,7 +73,7 @@ def _first_of_launch(plan: Plan, label: str) -> str:
 def problem_result(plan: Plan, outcome: RaceOutcome | None, arch: str, confidence: float = 0.95) -> ProblemResult:
     """Assemble a :class:`ProblemResult` from the static plan and the race's outcome (None: not raced)."""
     from tileprobe.schema import canonical
-    rows = [candidate_dict(c, outcome, confidence) for c in plan.candidates]
+    rows = [candidate_row(c, outcome, confidence) for c in plan.candidates]
     recs = [c.record for c in plan.candidates if c.record is not None]
     res = ProblemResult(plan.problem.probe.label, plan.problem.probe.source or "", canonical(plan.problem.values),
                         arch, rows, dropped=dict(plan.dropped), notes=list(plan.notes),
@@ -76,19 +82,19 @@ def problem_result(plan: Plan, outcome: RaceOutcome | None, arch: str, confidenc
                     "compiled": sum(1 for c in plan.candidates if c.record is not None and c.record.ok),
                     "timed": sum(1 for e in (outcome.entries if outcome else []) if e.samples)}
     for constraint, n in plan.problem.rejected.items():
-        rows.append({"config": None, "label": f"{n} configuration(s)", "status": "constraint",
-                     "reason": f"rejected by constraint {constraint} before compiling"})
+        rows.append(CandidateRow(None, f"{n} configuration(s)", "constraint",
+                                 f"rejected by constraint {constraint} before compiling"))
     if outcome is None:
         return res
     res.verdict, res.stop, res.rounds = outcome.verdict, outcome.stop, outcome.rounds
     res.race_s, res.check_s = outcome.wall_s, outcome.check_s
-    by_label = {r["label"]: r for r in rows if r.get("config") is not None}
+    by_label = {r.label: r for r in rows if r.config is not None}
     first = _first_of_launch(plan, outcome.pick) if outcome.pick else None
     if first is not None and first != outcome.pick and first in by_label and outcome.pick in by_label:
         timed, shown = by_label[outcome.pick], by_label[first]   # the table names the first one the winner
-        shown.update(status=timed["status"], reason=timed["reason"], same_launch_as=None)
-        timed.update(status=DUPLICATE, same_launch_as=first,
-                     reason=f"same launch as {first} (machine code, resources, grid, arguments): timed as one")
+        shown.status, shown.reason, shown.same_launch_as = timed.status, timed.reason, None
+        timed.status, timed.same_launch_as = DUPLICATE, first
+        timed.reason = f"same launch as {first} (machine code, resources, grid, arguments): timed as one"
     res.pick = by_label.get(first) if first else None
     res.tie = [by_label[t] for t in outcome.tie if t in by_label]
     return res
@@ -98,17 +104,19 @@ def compare_previous(res: ProblemResult, previous: dict | None) -> dict | None:
     """What changed since ``previous`` (a stored tune of the same kernel, problem, GPU and timing mode under
     another tileiras build, as :meth:`tileprobe.store.Store.previous_tune` returns it): whether the pick changed,
     the old pick's time now, how much slower than the new pick it is (the loss of keeping it), and how its time
-    moved between the two compilers. None without a previous tune."""
+    moved between the two compilers. None without a previous tune. ``previous`` is the stored JSON (dicts); ``res``
+    the records."""
     if not previous or not previous.get("pick"):
         return None
     old = previous["pick"]
     out = {"tileiras_before": previous.get("tileiras"), "created_before": previous.get("created"),
            "pick_before": old.get("config"), "median_us_before": old.get("median_us"),
-           "changed": res.pick is None or old.get("config") != res.pick.get("config")}
-    now = next((r for r in res.candidates if r.get("config") == old.get("config")), None)
-    out["old_pick_now"] = None if now is None else {"status": now.get("status"), "median_us": now.get("median_us"),
-                                                     "ci_lo_us": now.get("ci_lo_us"), "ci_hi_us": now.get("ci_hi_us")}
-    new_us, old_now_us = (res.pick or {}).get("median_us"), (now or {}).get("median_us")
+           "changed": res.pick is None or old.get("config") != res.pick.config}
+    now = next((r for r in res.candidates if r.config == old.get("config")), None)
+    out["old_pick_now"] = None if now is None else {"status": now.status, "median_us": now.median_us,
+                                                     "ci_lo_us": now.ci_lo_us, "ci_hi_us": now.ci_hi_us}
+    new_us = res.pick.median_us if res.pick else None
+    old_now_us = now.median_us if now else None
     out["loss_pct"] = (100.0 * (old_now_us - new_us) / new_us) if new_us and old_now_us else None
     before = old.get("median_us")
     out["old_pick_change_pct"] = (100.0 * (old_now_us - before) / before) if before and old_now_us else None

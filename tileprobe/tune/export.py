@@ -45,11 +45,11 @@ def _row(p, env: dict) -> dict | None:
     if p.pick is None or p.verdict not in ("winner", "tie"):
         return None
     pick = p.pick
-    return {"problem": p.problem, "case": pick["config"]["case"], "hints": pick["config"]["hints"],
-            "verdict": p.verdict, "median_us": pick.get("median_us"),
-            "ci_us": [pick.get("ci_lo_us"), pick.get("ci_hi_us")], "samples": pick.get("n"),
-            "tie": [{"case": t["config"]["case"], "hints": t["config"]["hints"], "median_us": t.get("median_us"),
-                     "ci_us": [t.get("ci_lo_us"), t.get("ci_hi_us")]} for t in p.tie if t["label"] != pick["label"]],
+    return {"problem": p.problem, "case": pick.config["case"], "hints": pick.config["hints"],
+            "verdict": p.verdict, "median_us": pick.median_us,
+            "ci_us": [pick.ci_lo_us, pick.ci_hi_us], "samples": pick.n,
+            "tie": [{"case": t.config["case"], "hints": t.config["hints"], "median_us": t.median_us,
+                     "ci_us": [t.ci_lo_us, t.ci_hi_us]} for t in p.tie if t.label != pick.label],
             "arch": p.arch, "gpu": (env.get("gpu") or {}).get("name"), "num_sms": env.get("num_sms"),
             "tileiras": p.tileiras, "cuda_tile": p.cuda_tile, "timing": env.get("timing")}
 

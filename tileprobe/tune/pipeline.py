@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from tileprobe.model.arch import get_arch
 from tileprobe.errors import TileprobeError
@@ -17,6 +17,9 @@ from tileprobe.tune.race import Race, RaceSettings
 from tileprobe.tune.assemble import compare_previous, problem_result
 from tileprobe.tune.result import NO_SM_COUNT, ProblemResult, TuneResult
 from tileprobe.tune.static import Plan, compile_records, dedupe, launch_facts, load_space, make_plans
+
+if TYPE_CHECKING:
+    from tileprobe.toolchain import Toolchain
 
 
 def process_age_s() -> float | None:
@@ -116,7 +119,7 @@ def tune(probe_paths: Sequence[str], *, arch: str | None = None, budget_s: float
          store=None, jobs: int | None = None, timeout_s: float = 60.0, compile_timeout_s: float = 300.0,
          seed: int = 0, tie_pct: float = 1.0, confidence: float = 0.95, min_samples: int = 10,
          max_samples: int = 300, num_sms: int | None = None, dry_run: bool = False, watchdog=None,
-         toolchains: Sequence[dict] | None = None, tasks: tuple[str, str] = (TIME_TASK, CHECK_TASK),
+         toolchains: Sequence[Toolchain] | None = None, tasks: tuple[str, str] = (TIME_TASK, CHECK_TASK),
          progress: Callable | None = None, startup_s: float | None = None, where: dict | None = None,
          cases: dict | None = None, hints: dict | None = None, executor=None,
          probe_timeout_s: float | None = None, run_hang_risk: bool = False) -> TuneResult:
@@ -393,7 +396,7 @@ def _race_all(result: TuneResult, plans: list[Plan], wd, get, probe_paths, bundl
 def _clock_range(problems: list[ProblemResult]) -> dict:
     out = {}
     for key in ("sm_mhz", "mem_mhz"):
-        xs = [x for p in problems for r in p.candidates for x in ((r.get("clocks") or {}).get(key) or [])]
+        xs = [x for p in problems for r in p.candidates for x in ((r.clocks or {}).get(key) or [])]
         out[key] = [min(xs), max(xs)] if xs else None
     return out
 
@@ -422,8 +425,8 @@ def _link(result: TuneResult, plans: list[Plan], store) -> None:
             pass
         keys = {c.id: store.key_of(c.record) for c in plan.candidates if c.record is not None}
         for row in res.candidates:
-            if row.get("config") is not None:
-                row["compile_key"] = keys.get(row["label"])
+            if row.config is not None:
+                row.linked, row.compile_key = True, keys.get(row.label)
 
 
 def _store(result: TuneResult, store) -> None:

@@ -8,9 +8,9 @@ changed since a stored tune with another compiler. JSON layout (``schema_version
      "problems": [ProblemResult.to_dict(), ...]}
 
 A problem (:class:`ProblemResult`): ``kernel``, ``probe``, ``problem`` (its case values), ``arch``, ``verdict``
-(``winner`` | ``tie`` | ``none`` | ``not_run``), ``pick`` and ``tie`` (candidate dicts), ``stop`` (why the race
+(``winner`` | ``tie`` | ``none`` | ``not_run``), ``pick`` and ``tie`` (candidate rows), ``stop`` (why the race
 stopped), ``rounds``, ``dropped`` (rule → count), ``notes``, ``previous`` (the comparison with a stored tune
-under another tileiras build, or null), and ``candidates``, each with: ``config`` (``case``: tunable values,
+under another tileiras build, or null), and ``candidates`` (:class:`CandidateRow`), each with: ``config`` (``case``: tunable values,
 ``hints``), ``label``, ``status`` (winner | tie | eliminated | hang | crash | error | wrong | skipped |
 duplicate | hang_risk (not launched: predicted hang, issue 23) | a compile status | constraint), ``reason``, ``same_launch_as``, ``group`` (labels timed as one),
 the samples summary (``n``, ``median_us``, ``ci_lo_us``, ``ci_hi_us``, ``p25_us``, ``p75_us``, ``min_us``),
@@ -23,12 +23,79 @@ and the race's outcome.
 """
 from __future__ import annotations
 
+import copy
 import datetime
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 TUNE_SCHEMA_VERSION = 1
 #: The note of a plan whose duplicate launches were not looked for (the summary line says so instead of "0").
 NO_SM_COUNT = "no SM count (give --num-sms): duplicate launches were not looked for"
+#: A row's static facts (from its compiled record), its samples summary and its race facts, in JSON order.
+STATIC_FIELDS = ("threads", "registers", "shared_bytes", "stack_bytes", "ctas_per_sm", "spills", "compile_s",
+                 "verdicts", "register_pool")
+SAMPLE_FIELDS = ("n", "median_us", "ci_lo_us", "ci_hi_us", "p25_us", "p75_us", "min_us", "max_us", "mean_us")
+RACE_FIELDS = ("check", "eliminated_round", "clocks", "clocks_moved", "batches", "driver_ctas_per_sm")
+
+
+@dataclass
+class CandidateRow:
+    """One candidate's row of a problem's tune (module doc), or the row of the configurations a constraint
+    rejected (``config`` None: only ``config``, ``label``, ``status`` ``"constraint"`` and ``reason``).
+
+    The JSON row (:meth:`to_dict`) holds the static facts only when ``compiled`` (the candidate has a record), the
+    samples summary and race facts only when ``raced`` (of the samples only ``n`` when it is 0), and
+    ``compile_key`` only when ``linked`` (the tune looked it up in a store). Times in µs, ``compile_s`` in s;
+    ``grid`` the launch grid; ``check`` the result check (``status``, ``rel_err``, ``tolerance``, ``against``,
+    ``message``); ``clocks`` the lowest and highest SM and memory MHz (``sm_mhz``, ``mem_mhz``: ``[lo, hi]`` or
+    None) and the driver's clock-event ``reasons``."""
+    config: dict | None
+    label: str
+    status: str
+    reason: str | None = None
+    same_launch_as: str | None = None
+    group: list[str] = field(default_factory=list)
+    grid: list[int] | None = None
+    compiled: bool = False
+    threads: int | None = None
+    registers: int | None = None
+    shared_bytes: int | None = None
+    stack_bytes: int | None = None
+    ctas_per_sm: int | None = None
+    spills: dict | None = None
+    compile_s: float | None = None
+    verdicts: dict[str, str | None] | None = None
+    register_pool: str | None = None
+    raced: bool = False
+    n: int | None = None
+    median_us: float | None = None
+    ci_lo_us: float | None = None
+    ci_hi_us: float | None = None
+    p25_us: float | None = None
+    p75_us: float | None = None
+    min_us: float | None = None
+    max_us: float | None = None
+    mean_us: float | None = None
+    check: dict | None = None
+    eliminated_round: int | None = None
+    clocks: dict | None = None
+    clocks_moved: bool | None = None
+    batches: int | None = None
+    driver_ctas_per_sm: int | None = None
+    linked: bool = False
+    compile_key: str | None = None
+
+    def to_dict(self) -> dict:
+        """The row as the tune's JSON and the store's ``tune_candidates.summary`` hold it (class doc)."""
+        d = {"config": self.config, "label": self.label, "status": self.status, "reason": self.reason}
+        if self.config is None:
+            return d
+        d.update(same_launch_as=self.same_launch_as, group=list(self.group), grid=self.grid)
+        names = (STATIC_FIELDS if self.compiled else ()) + (
+            (SAMPLE_FIELDS if self.n else ("n",)) + RACE_FIELDS if self.raced else ())
+        d.update({k: getattr(self, k) for k in names})
+        if self.linked:
+            d["compile_key"] = self.compile_key
+        return copy.deepcopy(d)
 
 
 @dataclass
@@ -38,10 +105,10 @@ class ProblemResult:
     probe: str
     problem: dict
     arch: str
-    candidates: list[dict]
+    candidates: list[CandidateRow]
     verdict: str = "not_run"
-    pick: dict | None = None
-    tie: list[dict] = field(default_factory=list)
+    pick: CandidateRow | None = None
+    tie: list[CandidateRow] = field(default_factory=list)
     stop: str = ""
     rounds: list[dict] = field(default_factory=list)
     dropped: dict = field(default_factory=dict)
@@ -62,9 +129,13 @@ class ProblemResult:
         return " ".join(f"{k}={v}" for k, v in self.problem.items()) or "(one problem)"
 
     def to_dict(self) -> dict:
-        """This problem's result as a JSON-ready dict (stored in the ``tunes`` table)."""
-        from dataclasses import asdict
-        return asdict(self)
+        """This problem's result as a JSON-ready dict (stored in the ``tunes`` table); the rows by
+        :meth:`CandidateRow.to_dict`."""
+        out = {f.name: copy.deepcopy(getattr(self, f.name)) for f in fields(self)
+               if f.name not in ("candidates", "pick", "tie")}
+        out.update(candidates=[r.to_dict() for r in self.candidates], pick=self.pick.to_dict() if self.pick else None,
+                   tie=[r.to_dict() for r in self.tie])
+        return {f.name: out[f.name] for f in fields(self)}
 
 
 @dataclass
