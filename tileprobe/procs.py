@@ -31,6 +31,7 @@ import signal
 import sys
 import tempfile
 from typing import Iterator
+import subprocess
 
 #: ``PR_SET_PDEATHSIG`` from ``<linux/prctl.h>``.
 PR_SET_PDEATHSIG = 1
@@ -165,7 +166,6 @@ def stop_process(proc, grace_s: float, reap_s: float = 5.0, group: bool = False)
     left unreaped). Nothing is sent to a process already reaped. ``group``: the signals go to the process group
     it leads (``start_new_session=True``), and the group is SIGKILLed once more at the end for what it left
     there (:func:`signal_group`)."""
-    import subprocess
     if proc.poll() is None:
         signal_process(proc.pid, signal.SIGTERM, group)
         try:
@@ -192,7 +192,6 @@ def run_in_group(command: list[str], env: dict | None, timeout_s: float,
     Raises:
         OSError: it cannot be started.
     """
-    import subprocess
     preexec = preexec_die_with_parent(os.getpid()) if os.name == "posix" else None
     proc = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, start_new_session=True, preexec_fn=preexec, text=text,

@@ -95,6 +95,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tileprobe.errors import TileprobeError
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version
+from tileprobe._version import __version__
+import datetime
+import math
+import signal
+import warnings
 
 SCHEMA_VERSION = 2
 
@@ -158,7 +165,6 @@ _TARGET_REFUSED = re.compile(r"Cannot find option named '(sm_\d+[a-z]?)'")
 def signal_text(returncode: int) -> str:
     """``-11`` (a child's return code: killed by signal 11) → ``"SIGSEGV (signal 11)"``; other codes →
     ``"exit code N"``."""
-    import signal
     if returncode < 0:
         try:
             return f"{signal.Signals(-returncode).name} (signal {-returncode})"
@@ -179,7 +185,6 @@ def timeout_seconds(value: Any) -> float:
     Raises:
         ValueError: anything else (0, negative, nan, inf, past the maximum, not a number), with the rule in words.
     """
-    import math
     try:
         seconds = float(value) if not isinstance(value, bool) else math.nan
     except (TypeError, ValueError, OverflowError):
@@ -249,7 +254,6 @@ def canonical(value: Any) -> Any:
 def short_build(tileiras: str) -> str:
     """``Cuda compilation tools, release 13.4, V13.4.92`` (a record's ``tileiras``) → ``tileiras 13.4.92``;
     ``tileiras ?`` when empty."""
-    import re
     m = re.search(r"V(\d+\.\d+\.\d+)", tileiras or "")
     return f"tileiras {m.group(1)}" if m else (tileiras or "tileiras ?")
 
@@ -267,7 +271,6 @@ def cutile_version() -> str:
     Raises:
         TileprobeError: cuda-tile is not installed (the message says how to install it).
     """
-    from importlib.metadata import PackageNotFoundError, version
     try:
         return version("cuda-tile")
     except PackageNotFoundError as e:
@@ -411,8 +414,6 @@ def derive_register_pool(sass: dict | None) -> dict | None:
 
 def dump(records: list[VariantRecord], environment: dict) -> dict:
     """The JSON document for ``records`` (see module doc)."""
-    import datetime
-    from tileprobe._version import __version__
     return {"schema_version": SCHEMA_VERSION, "tool": f"tileprobe {__version__}",
             "created": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "environment": environment, "variants": [r.to_dict() for r in records]}
@@ -433,7 +434,6 @@ def write_json(records: list[VariantRecord], environment: dict, dest: str) -> No
 
 def write_text(dest: str, text: str) -> None:
     """Write ``text`` to the file ``dest``, or to standard output when ``dest`` is ``"-"``."""
-    import sys
     if dest == "-":
         sys.stdout.write(text)
     else:
@@ -591,7 +591,6 @@ def migrate(records: list[VariantRecord], version: int, environment: dict, sourc
     """Bring ``records`` of schema ``version`` to :data:`SCHEMA_VERSION` in place, record it in ``environment``
     (``migrated_from_schema``) and warn (:class:`SchemaMigrationWarning`). Raises TileprobeError for a version
     with no migration (below 1)."""
-    import warnings
     done = []
     for v in range(version, SCHEMA_VERSION):
         if v not in MIGRATIONS:

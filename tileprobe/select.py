@@ -20,6 +20,10 @@ import re
 from typing import Any, Iterable, Mapping, Sequence
 
 from tileprobe.errors import UsageError
+from tileprobe.errors import ProbeError
+from tileprobe.model.hints import KERNEL_HINTS
+from tileprobe.model.hints import LOAD_KNOBS
+from tileprobe.model.hints import check_hints
 
 __all__ = ["WhereError", "parse_where", "parse_value", "split_items", "same_value", "matches", "select",
            "check_names", "no_match_message", "parse_overrides", "apply_overrides", "format_value", "check_overrides",
@@ -244,8 +248,6 @@ def check_overrides(cases: Mapping[str, list] | None, hints: Mapping[str, list] 
     Raises:
         WhereError: the hint, the value and the allowed ones.
     """
-    from tileprobe.errors import ProbeError
-    from tileprobe.model.hints import check_hints
     try:
         check_hints({k: list(v) for k, v in (hints or {}).items()})
     except ProbeError as e:
@@ -272,7 +274,6 @@ def case_selector(where: Mapping[str, Any] | None, probes: Sequence, option: str
     Raises:
         WhereError: a name that is neither a case constant, a kernel hint nor a per-load knob.
     """
-    from tileprobe.model.hints import KERNEL_HINTS, LOAD_KNOBS
     where = dict(where or {})
     if not where:
         return None

@@ -45,6 +45,9 @@ from typing import Iterable, Mapping, Sequence, TextIO
 
 from tileprobe.errors import ToolchainError
 from tileprobe.model.toolkit import parse_targets  # noqa: F401  (the ``--help`` reader, shared with the audit)
+from platformdirs import user_cache_dir
+from tileprobe.model.toolkit import run_tool
+from tileprobe.model.toolkit import tool_timeout_s
 
 TILEIRAS_PKG = "nvidia-cuda-tileiras"
 NVCC_PKG = "nvidia-cuda-nvcc"
@@ -276,7 +279,6 @@ def tileiras_version(tileiras: str, env: Mapping[str, str] | None = None) -> tup
     Raises:
         ToolchainError: it does not run, or prints no ``V<major>.<minor>.<patch>``.
     """
-    from tileprobe.model.toolkit import run_tool, tool_timeout_s
     try:     # its own process group, TILEPROBE_TOOL_TIMEOUT_S, the group killed after (issue 25)
         proc = run_tool([tileiras, "--version"], compiler_env(env))
     except subprocess.TimeoutExpired:
@@ -294,7 +296,6 @@ def tileiras_version(tileiras: str, env: Mapping[str, str] | None = None) -> tup
 
 def tileiras_targets(tileiras: str, env: Mapping[str, str] | None = None) -> list[str]:
     """Targets a tileiras accepts per its ``--help`` (13.3.36: sm_80 … sm_121 without sm_107); [] if it fails."""
-    from tileprobe.model.toolkit import run_tool
     try:
         proc = run_tool([tileiras, "--help"], compiler_env(env))
     except (OSError, subprocess.SubprocessError):
@@ -309,7 +310,6 @@ def toolchains_dir(env: Mapping[str, str] | None = None) -> Path:
     env = os.environ if env is None else env
     if env.get("TILEPROBE_TOOLCHAINS"):
         return Path(env["TILEPROBE_TOOLCHAINS"]).expanduser()
-    from platformdirs import user_cache_dir
     return Path(user_cache_dir("tileprobe")) / "toolchains"
 
 
@@ -443,7 +443,6 @@ def _verify(stage: Path, pins: Mapping[str, str]) -> str:
     if version != pins[TILEIRAS_PKG]:
         raise ToolchainError(f"the {TILEIRAS_PKG} {pins[TILEIRAS_PKG]} wheel holds tileiras {version}")
     ptxas = stage / "bin" / f"ptxas{_EXE}"
-    from tileprobe.model.toolkit import run_tool
     try:
         proc = run_tool([str(ptxas), "--version"], compiler_env())
     except (OSError, subprocess.SubprocessError) as e:

@@ -22,6 +22,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 from tileprobe.errors import TileprobeError
 from tileprobe.analyses.results import BisectResult, Step
+# Imports inside functions here are lazy on purpose: at the module head they would add 0.22 s to its import
+# (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
 
 def candidates(published: Sequence[str], good: str, bad: str) -> list[str]:

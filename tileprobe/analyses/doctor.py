@@ -36,6 +36,8 @@ from tileprobe import toolchain as tcm
 from tileprobe.errors import TileprobeError, ToolchainError
 from tileprobe.model.toolkit import TRAP, libnvvm, toolkit_version  # noqa: F401  (toolkit_version: part of this API)
 from tileprobe.analyses.results import Finding
+from tileprobe import _cutile
+from tileprobe.model.arch import ARCHS
 
 
 
@@ -282,7 +284,6 @@ def _check_gpu(env: Mapping[str, str], ref: Compiler | None) -> list[Finding]:
 # --- the report --------------------------------------------------------------------------------------------------
 
 def _check_cutile() -> Finding:
-    from tileprobe import _cutile
     try:
         version = _cutile.cutile_version()
         _cutile.check_cutile()
@@ -345,7 +346,6 @@ def _check_pick(pick: Pick, ref: Compiler | None) -> Finding:
 def _check_targets(ref: Compiler | None) -> Finding | None:
     if ref is None or not ref.targets:
         return None
-    from tileprobe.model.arch import ARCHS
     missing = [a for a in ARCHS if a not in ref.targets]
     note = ("no sm_XXXa names: give sm_90, tileiras itself compiles for the arch-specific features "
             "(it runs ptxas -arch sm_90a)")

@@ -19,6 +19,9 @@ from tileprobe.model.arch import get_arch
 from tileprobe.schema import VariantRecord, dump, json_text, load
 from tileprobe.store import Store
 from tileprobe.analyses.results import History
+from tileprobe.errors import UsageError
+from tileprobe.select import select
+import difflib
 
 #: Columns of :func:`write_history_csv`, in order (one row per stored compile; ``median_us`` and ``gpu``: its
 #: newest run).
@@ -62,8 +65,6 @@ def check_kernel(store: Store, kernel: str | None) -> None:
     known = store.kernels()
     if kernel in known:
         return
-    import difflib
-    from tileprobe.errors import UsageError
     near = difflib.get_close_matches(kernel, known, n=1)
     raise UsageError(f"--kernel {kernel!r}: no stored compile of that kernel"
                      + (f" (did you mean {near[0]!r}?)" if near else "")
@@ -76,7 +77,6 @@ def write_history_json(store: Store, dest: str | TextIO, where: dict | None = No
 
     ``filters``: ``kernel``, ``arch``, ``tileiras`` (module doc); ``where``: case and hint values.
     """
-    from tileprobe.select import select
     doc = dump(select(store.records(**filters, judge=judge_records), where), {"store": store.path})
     hist = history(store, where=where, **filters)
     doc.update(audits=hist.audits, runs=hist.runs)

@@ -29,6 +29,25 @@ from tileprobe.compile.pool import compile_variants
 from tileprobe.probe.define import load_probes  # noqa: F401  (re-exported: callers plan from Probe objects)
 from tileprobe.judge.verdict import judge_records
 from tileprobe.toolchain import Toolchain
+from tileprobe import _cutile
+from tileprobe._version import __version__
+from tileprobe.compile.failure import help_command
+from tileprobe.compile.failure import unsupported_target
+from tileprobe.compile.failure import version_of
+from tileprobe.compile.toolcache import binary_fact
+from tileprobe.judge.advice import advice
+from tileprobe.model.cluster import reference_num_sms
+from tileprobe.model.toolkit import compiler_identity
+from tileprobe.probe.zygote import warm_starts
+from tileprobe.procs import owned_tempdir
+from tileprobe.schema import timeout_seconds
+from tileprobe.schema import write_json
+from tileprobe.select import case_selector
+from tileprobe.select import check_case_names
+from tileprobe.select import check_overrides
+import datetime
+import os
+import time
 
 #: Most variants an audit compiles unless told otherwise (``max_variants`` / ``--max-variants``): a 10^6-variant
 #: grid took the main process to 3 GB in 3 minutes (issue 9); 5,000 variants at the 1-3 s a compile takes is
@@ -69,7 +88,6 @@ class AuditResult:
         """The static advice lines of this audit (:func:`tileprobe.judge.advice.advice`), one group per kernel,
         case, other hints, arch and compiler; ``selected``: only the groups of these records (a ``--where``
         selection of :attr:`records`), each weighed over all of its audited values."""
-        from tileprobe.judge.advice import advice
         return advice(self.records, selected)
 
 
@@ -104,7 +122,6 @@ def _args_num_sms(p, arch: str) -> int | None:
         return p.args_num_sms(arch)
     if "num_sms" not in p.args_context:
         return None
-    from tileprobe.model.cluster import reference_num_sms
     return reference_num_sms(arch)
 
 
@@ -165,10 +182,6 @@ def resolve_compiler(tc: Toolchain) -> Toolchain:
     Raises:
         ToolchainError: tileiras is not found or does not answer ``--version``.
     """
-    from tileprobe import _cutile
-    from tileprobe.compile.failure import version_of
-    from tileprobe.compile.toolcache import binary_fact
-    from tileprobe.model.toolkit import compiler_identity      # what the compiler is (its files' hash): issue 25
     tileiras = tc.tileiras or _cutile.current_compiler()
     build = binary_fact("build", tileiras, _cutile.tileiras_build)   # asked once (issue 22)
     identity = compiler_identity(tileiras)
@@ -182,8 +195,6 @@ def resolve_compiler(tc: Toolchain) -> Toolchain:
 def refuse_unlisted(variants: Sequence[Variant], tc: Toolchain) -> tuple[list[CompileResult], list[Variant]]:
     """Split ``variants`` into results for the archs compiler ``tc`` does not list (``unsupported_target``,
     nothing compiled: :func:`tileprobe.compile.failure.unsupported_target`) and the variants to compile."""
-    from tileprobe import _cutile
-    from tileprobe.compile.failure import help_command, unsupported_target
     targets = list(tc.targets or ())
     refused, todo = [], []
     for v in variants:
@@ -198,8 +209,6 @@ def refuse_unlisted(variants: Sequence[Variant], tc: Toolchain) -> tuple[list[Co
 
 def environment(tileiras_builds: Iterable[str] = ()) -> dict:
     """Provenance of a result set: host, Python, cuda-tile and the tileiras builds used."""
-    from tileprobe._version import __version__
-    from tileprobe import _cutile
     return {"tileprobe": __version__, "python": sys.version.split()[0], "platform": platform.platform(),
             "cuda_tile": _cutile.cutile_version(), "tileiras": sorted(set(tileiras_builds))}
 
@@ -282,14 +291,11 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
             (:class:`~tileprobe.select.WhereError`).
         IncompleteError: no probe could be loaded.
     """
-    import time
-    from tileprobe.procs import owned_tempdir
     t0 = time.perf_counter()
     if timeout_s is None:
         timeout_s = load_scaled_timeout_s()
     check_seconds("timeout_s", timeout_s)
     check_seconds("probe_timeout_s", probe_timeout_s)
-    from tileprobe.select import check_overrides
     check_overrides(cases, hints)
     if repeat < 1:
         raise UsageError(f"--repeat {repeat}: give 1 or more compiles per variant")
@@ -302,7 +308,6 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
         result.environment, result.wall_s = environment(), time.perf_counter() - t0
         return result
     order: dict[tuple, int] = {}
-    from tileprobe.probe.zygote import warm_starts
     with warm_starts(), owned_tempdir("audit") as tmp:   # loaders and workers forked from one warm cuTile import
         from tileprobe.compile.toolcache import cached_default
         given = [t if isinstance(t, Toolchain) else Toolchain.from_dict(t) for t in toolchains or ()]
@@ -344,7 +349,6 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
 
 def store_now() -> str:
     """Now, as the store writes ``created`` (UTC ISO 8601 with microseconds; :func:`tileprobe.store.now`)."""
-    import datetime
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
@@ -354,7 +358,6 @@ def check_seconds(name: str, value) -> float:
     Raises:
         UsageError: 0, negative, nan, inf, past 10^7 s or not a number (naming ``name`` and the value).
     """
-    from tileprobe.schema import timeout_seconds
     try:
         return timeout_seconds(value)
     except ValueError as e:
@@ -407,7 +410,6 @@ def _load(paths, targets, result: AuditResult, tmp: str, jobs, timeout_s: float,
         allow_torch_free()        # no probe needs torch: compile workers need not wait for its import
     if not plans:
         raise IncompleteError("no probe could be loaded:\n  " + "\n  ".join(result.probe_errors + result.notes))
-    from tileprobe.select import check_case_names
     check_case_names(cases, plans)
     return plans, default_tileiras
 
@@ -457,7 +459,6 @@ def _note_output(result: AuditResult, rep, shown: dict[str, str]) -> None:
 
 def _selector(where: dict | None, plans, select: Callable | None) -> Callable | None:
     """``select`` and the case items of ``where`` (:func:`tileprobe.select.case_selector`) as one predicate."""
-    from tileprobe.select import case_selector
     keep = case_selector(where, plans)
     if keep is None or select is None:
         return keep or select
@@ -636,8 +637,6 @@ def write_bundle(folder: str, result: AuditResult) -> None:
     Raises:
         OSError: the folder cannot be created or written.
     """
-    import os
-    from tileprobe.schema import write_json
     os.makedirs(os.path.join(folder, "cubins"), exist_ok=True)
     for sha, data in result.cubins.items():
         with open(os.path.join(folder, "cubins", sha + ".cubin"), "wb") as f:

@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 
 from tileprobe.errors import TileprobeError
+# Imports inside functions here are lazy on purpose: at the module head they would add 0.37 s to its import
+# (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
 DEFAULT_OUT = "tileprobe-record"
 

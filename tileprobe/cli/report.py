@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Sequence
 
 from tileprobe.report.text import say
 from tileprobe.cli._common import add_where_option, console, where_of
+# Imports inside functions here are lazy on purpose: at the module head they would add 0.41 s to its import
+# (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
 if TYPE_CHECKING:
     from tileprobe.schema import VariantRecord

@@ -9,6 +9,8 @@ import time
 
 from tileprobe.report.text import say
 from tileprobe.cli._common import console
+# Imports inside functions here are lazy on purpose: at the module head they would add 0.43 s to its import
+# (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
 
 def add_parser(sub) -> None:

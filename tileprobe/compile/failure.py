@@ -33,6 +33,7 @@ from tileprobe.model.toolkit import TRAP, cuda_root, environment_trap
 from tileprobe.schema import (BROKEN_ENVIRONMENT, COMPILE_ERROR, COMPILER_CRASH, FAILURE_FIXES, FAILURE_STATUS,
                               PROBE_ERROR, TIMEOUT, UNSUPPORTED_FEATURE, UNSUPPORTED_TARGET, meaningful_lines,
                               signal_text)
+import shlex
 
 _TARGET_REFUSED = re.compile(r"Cannot find option named '(sm_\d+[a-z]?)'")
 _REQUIRES = re.compile(r"requires tileiras (\d+\.\d+)")
@@ -167,7 +168,6 @@ def unsupported_target(arch: str, targets: list[str], tileiras: str, build: str)
 
 def help_command(tileiras: str) -> str:
     """The command that shows a tileiras's target list (the repeat command of an unsupported_target)."""
-    import shlex
     return f"env -u CUDA_HOME -u CUDA_PATH {shlex.quote(tileiras)} --help | grep -- '=sm_'"
 
 

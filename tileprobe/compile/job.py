@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tileprobe.errors import ProbeError
+# Imports inside functions here are lazy on purpose: at the module head they would add 0.07 s to its import
+# (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
 #: Default per-variant compiler timeout (s). FIELD_NOTES: most compiles < 2 s, FFT/FMHA up to 24 s; FlashInfer's
 #: W4A4 FP4 GEMM on sm_100 took 167-372 s per variant on a loaded 2-core machine, and 300 s cut three of them.

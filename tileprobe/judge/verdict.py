@@ -58,6 +58,8 @@ from tileprobe.model.sass import tma_data_ops
 from tileprobe.schema import (BASELINE, CHANGED, HONOURED, IGNORED, INFEASIBLE, MET, PARTIAL, UNCHANGED,  # noqa: F401
                       UNVERIFIED,
                       VariantRecord, number_text)
+from tileprobe.model.hints import KERNEL_HINTS
+from tileprobe.model.sass import TMA_DATA_OPCODES
 
 
 def assign_verdicts(records: Iterable[VariantRecord], hint_names: Iterable[str]) -> None:
@@ -81,7 +83,6 @@ def assign_verdicts(records: Iterable[VariantRecord], hint_names: Iterable[str])
 def judge_records(records: Iterable[VariantRecord]) -> None:
     """(Re)compute every record's verdicts from the records alone: all kernel hints they set and all per-load
     knobs their probes declare. Used for records read back from the store or a JSON file."""
-    from tileprobe.model.hints import KERNEL_HINTS
     records = list(records)
     for r in records:
         r.verdicts = {}
@@ -439,7 +440,6 @@ def judge_allow_tma(hint: str, r: VariantRecord, group: list[VariantRecord]) -> 
     n = tma_data_ops(r)
     if n is None:
         return None
-    from tileprobe.model.sass import TMA_DATA_OPCODES
     ops = ", ".join(f"{op}×{c}" for op, c in sorted((r.sass or {}).get("tma", {}).items())
                     if op in TMA_DATA_OPCODES) or "none"
     other = next((o for o in group if o.ok and o is not r and bool(o.hint(hint)) != allowed), None)

@@ -7,6 +7,7 @@ FIELD_NOTES 2026-11-29); :func:`parse_remarks` keeps each distinct remark once, 
 from __future__ import annotations
 
 import yaml
+import re
 
 
 class _RemarkLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
@@ -60,7 +61,6 @@ def parse_remarks(text: str) -> list[dict]:
 def _dedupe_text(text: str) -> str:
     """Drop repeated documents and immediately repeated lines before parsing (tileiras 13.4 writes each remark
     document several times, and a reason line up to dozens of times); parsing is then ~5× faster."""
-    import re
     starts = [m.start() for m in re.finditer(r"(?m)^---", text)]
     if not starts:
         return text

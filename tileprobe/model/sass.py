@@ -21,6 +21,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Mapping
 
 from tileprobe.errors import CubinError, TileprobeError, ToolchainError
+from importlib import metadata
+from tileprobe.model.arch import get_arch
+from tileprobe.model.regpool import UNKNOWN
+from tileprobe.model.regpool import check_listing
 
 if TYPE_CHECKING:
     from tileprobe.schema import VariantRecord
@@ -147,7 +151,6 @@ def have_nvdisasm() -> bool:
 
 def _pip_binary(distribution: str, program: str) -> str | None:
     """``bin/<program>`` shipped by an installed wheel (``nvidia/cu13/bin/...`` for CUDA 13), or None."""
-    from importlib import metadata
     try:
         files = metadata.distribution(distribution).files or ()
     except metadata.PackageNotFoundError:
@@ -306,10 +309,7 @@ def register_pool(cubin: bytes, listing: str, kernel: str, target: str | None) -
     """The register-pool check of ``kernel`` (:func:`tileprobe.model.regpool.check_listing`) as a dict, with the
     launch count and CTA shape read from the cubin; ``{"verdict": "unknown", "reason": …}`` when the cubin's
     facts cannot be read."""
-    from tileprobe.errors import CubinError
-    from tileprobe.model.arch import get_arch
     from tileprobe.model.cubin import CubinInfo
-    from tileprobe.model.regpool import UNKNOWN, check_listing
     try:
         info = CubinInfo.from_bytes(cubin)
         k = info.kernel(kernel) if any(x.name == kernel for x in info.kernels) else info.kernel()

@@ -32,6 +32,8 @@ from multiprocessing.connection import Connection, wait
 from typing import Any, Callable, Sequence
 
 from tileprobe.errors import ProbeError
+# Imports inside functions here are lazy on purpose: at the module head they would add 0.10 s to its import
+# (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
 #: Seconds one step of probe code may take in the loader (importing the file, importing its kernel, one call of
 #: ``args`` with its signature): importing TileGym with torch took 3-5 s on a loaded 2-core machine (2026-12-01).

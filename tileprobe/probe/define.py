@@ -41,6 +41,8 @@ from tileprobe.errors import ProbeError
 from tileprobe.probe.signature import ArraySpec
 
 from tileprobe.model.hints import LOAD_KNOBS, check_hints, check_values
+import inspect
+import posix
 
 
 class SpecArrays:
@@ -246,7 +248,6 @@ class Probe:
 def context_kwargs(fn: Callable, **available: Any) -> dict:
     """The keyword arguments among ``available`` (e.g. ``arch=``, ``hints=``) that ``fn`` declares by name or
     accepts through ``**kwargs``; ``{}`` for a function that takes neither (old-style probes)."""
-    import inspect
     try:
         params = list(inspect.signature(fn).parameters.values())
     except (TypeError, ValueError):
@@ -402,7 +403,6 @@ def probe_code_guard():
     """While probe code runs: ``os._exit(n)`` raises :class:`ProbeExit` instead of ending the process, so it
     becomes the probe's error with its line. (``sys.exit`` and ``KeyboardInterrupt`` are exceptions already; the
     callers catch ``BaseException``.)"""
-    import posix
     real = os._exit
 
     def refuse(code=0):

@@ -27,6 +27,9 @@ import os
 import sys
 import tempfile
 from typing import Any
+from platformdirs import user_cache_dir
+from tileprobe._version import __version__
+from tileprobe.probe import wire
 
 #: Entries kept (the least recently written go first).
 MAX_ENTRIES = 512
@@ -43,13 +46,11 @@ def enabled() -> bool:
 
 
 def _folder() -> str:
-    from platformdirs import user_cache_dir
     return os.path.join(user_cache_dir("tileprobe"), "plans")
 
 
 def key(path: str, question: dict) -> str:
     """SHA-256 (hex) of what a loader was asked about ``path`` (module doc, "the question")."""
-    from tileprobe._version import __version__
     env = {k: v for k, v in os.environ.items() if k not in VOLATILE_ENV}
     doc = {"path": os.path.abspath(path), "question": question, "python": sys.executable, "sys_path": sys.path,
            "cwd": os.getcwd(), "tileprobe": __version__, "env": env}
@@ -91,7 +92,6 @@ def lookup(k: str) -> dict | None:
     is unchanged; else None (also for an unreadable or damaged entry)."""
     if not enabled():
         return None
-    from tileprobe.probe import wire
     try:
         with open(os.path.join(_folder(), k + ".json"), "rb") as f:
             doc = wire.loads(f.read())
@@ -106,7 +106,6 @@ def save(k: str, report: dict, files: list) -> None:
     """Keep ``report`` (data) under key ``k`` with the ``files`` it ran; never raises (a cache)."""
     if not enabled() or not files:
         return
-    from tileprobe.probe import wire
     folder = _folder()
     try:
         os.makedirs(folder, exist_ok=True)

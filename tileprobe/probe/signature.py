@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from tileprobe.errors import ProbeError
+from tileprobe import _cutile
 
 #: DLPack dtype (code, bits) per dtype name. Codes from dlpack.h v1.1 (DLDataTypeCode):
 #: kDLInt 0, kDLUInt 1, kDLFloat 2, kDLBfloat 4, kDLBool 6, kDLFloat8_e4m3fn 10, kDLFloat8_e5m2 12,
@@ -214,7 +215,6 @@ def jit_signature(kernel, args: Sequence[Any]):
             is cuTile's.
     """
     from cuda.tile.compilation import CallingConvention, KernelSignature
-    from tileprobe import _cutile
     _cutile.install_fake_driver()
     args = tuple(args)
     assign_addresses(args)

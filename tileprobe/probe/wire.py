@@ -18,6 +18,7 @@ import base64
 import json
 import re
 from typing import Any
+import enum
 
 #: Deepest nesting of lists, tuples and dicts in one value (a case value, a record field).
 MAX_DEPTH = 64
@@ -53,7 +54,6 @@ def _short_repr(v: Any) -> str:
 
 
 def _not_data(v: Any, where: str) -> NotData:
-    import enum
     t = type(v)
     module = str(getattr(t, "__module__", ""))
     own = module in ("builtins", "__main__") or module.startswith("tileprobe_probe_")   # the probe file's own class

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from tileprobe.errors import TileprobeError
 from tileprobe.record.model import KernelRef, Launch, RecordedSearch, merge, merge_searches
+import stat
 
 
 @dataclass
@@ -53,7 +54,6 @@ def read_log(launch_dir: str) -> Recording:
     if not os.path.isdir(launch_dir):
         raise TileprobeError(f"{launch_dir}: no recorded launches here (expected the launches/ folder that "
                              "`tileprobe record -o DIR -- COMMAND` or `pytest --tileprobe-record DIR` writes)")
-    import stat
     rec = Recording()
     launches: list[Launch] = []
     for path in sorted(glob.glob(os.path.join(launch_dir, "*.jsonl"))):

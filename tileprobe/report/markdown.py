@@ -10,6 +10,8 @@ from tileprobe.report.common import (variant_label, RUN_COLUMNS, SASS_UNREAD, be
                                      failure_of, fmt_kv, group_tables, headers, hint_columns, noteworthy, pool_line,
                                      compile_timeout_line, record_side, row_cells, sass_columns, short_build, table_md,
                                      verdict_cells, verdict_columns, verdict_text)
+from tileprobe.report.releases import gpu_line
+from tileprobe.report.releases import releases_markdown
 
 
 def environment_md(env: dict) -> str:
@@ -151,7 +153,6 @@ def compare_markdown(comparison: Comparison, command: str = "") -> str:
     (regressions first), and with ``--probe`` the probe file (:func:`probe_section`). Over GPU runs: the timed
     report of :func:`tileprobe.report.releases.releases_markdown`."""
     c = comparison
-    from tileprobe.report.releases import releases_markdown
     if c.timed:
         return releases_markdown(c, command) + probe_section(sorted({r.probe for r in c.audited if r.probe}))
     parts = ["## tileprobe compare\n\n", f"- A: {c.name_a}\n- B: {c.name_b}\n"]
@@ -191,7 +192,6 @@ def bisect_markdown(res: BisectResult, command: str = "") -> str:
 def time_bisect_markdown(res: TimeBisectResult, command: str = "") -> str:
     """A bisection by time (:class:`~tileprobe.analyses.results.TimeBisectResult`): every release's time and
     whether the property held, the skipped releases, the answer, the GPU and the command."""
-    from tileprobe.report.releases import gpu_line
     rows = [[s.version, "yes" if s.holds else "**no**", s.summary] for s in res.steps]
     out = [f"## tileprobe bisect by time: `{res.prop}`\n\n", table_md(["tileiras", "holds", "time (median ± 95 % CI)"],
                                                                      rows)]

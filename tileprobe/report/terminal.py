@@ -18,6 +18,13 @@ from tileprobe.report.common import (variant_label, KEPT, NUMERIC, POOL_CELLS, P
                                      remark_lines, row_cells, run_label, sass_columns, short_build, verdict_cells,
                                      verdict_columns)
 from tileprobe.report.text import cell, escape, say
+from tileprobe.report.releases import change_text
+from tileprobe.report.releases import time_text
+from tileprobe.select import format_value
+from tileprobe.toolchain import NVCC_PKG
+from tileprobe.toolchain import NVVM_PKG
+import re
+import textwrap
 
 _STYLE = {"honoured": "green", "met": "cyan", "unverified": "yellow", "partial": "yellow", "ignored": "bold red", "infeasible": "magenta",
           "changed": "blue", "unchanged": "dim", "baseline": "dim",
@@ -230,7 +237,6 @@ def _repeated_notes(reasons, min_len: int = 80) -> list[str]:
     """Parentheticals of at least ``min_len`` characters that recur in two or more reasons of a table (issue 27:
     the H200 layout's caveat, 90 characters, repeated in every cluster line made reasons of 1,779 characters): each is
     printed once as a numbered note and the reasons say ``[n]``."""
-    import re
     seen: dict[str, int] = {}
     for text in reasons:
         for m in set(re.findall(r"\([^()]{%d,}\)" % min_len, text)):
@@ -241,7 +247,6 @@ def _repeated_notes(reasons, min_len: int = 80) -> list[str]:
 def _one_value_hints(rows: list[VariantRecord]) -> dict[str, tuple[str, str, int]]:
     """Hints audited at one value in this table whose every verdict is the same "nothing shows the hint changed
     the code" (issue 27: such a hint got a line per variant): hint → (value, status, variants), said once."""
-    from tileprobe.select import format_value
     ok = [r for r in rows if r.ok]
     out = {}
     for hint in dict.fromkeys(h for r in ok for h in r.verdicts):
@@ -335,7 +340,6 @@ def render_compare(comparison: Comparison, console: Console | None = None, wide:
     if wide:
         render_compare_table(comparison, console)
         return
-    import textwrap
     say(console, f"A: {comparison.name_a}")
     say(console, f"B: {comparison.name_b}")
     if _say_nothing_compared(comparison, console):
@@ -441,7 +445,6 @@ def _sides_text(records: Sequence) -> str:
 def _render_times(comparison: Comparison, console: Console) -> None:
     """With GPU runs on both sides: every variant's time under A and B (median ± 95 % CI of the mean) and the
     change by the noise rule (:mod:`tileprobe.analyses.noise`), as the comparison carries them."""
-    from tileprobe.report.releases import change_text, time_text
     if not comparison.timed:
         return
     say(console, f"times: A {comparison.name_a}, B {comparison.name_b} (Welch t-test p < 0.05 and ≥ 2 %)")
@@ -559,7 +562,6 @@ def render_toolchains(toolchains: Sequence, console: Console, empty_hint: str) -
     if not toolchains:
         say(console, empty_hint)
         return
-    from tileprobe.toolchain import NVCC_PKG, NVVM_PKG
     table = Table("version", "source", "nvcc", "nvvm")
     table.add_column("path", overflow="fold")
     for t in toolchains:

@@ -25,6 +25,9 @@ from typing import Any, Callable
 
 from tileprobe.errors import CubinError, TileprobeError
 from tileprobe.schema import VariantRecord
+from tileprobe.model.arch import get_arch
+from tileprobe.schema import check_fields
+from tileprobe.schema import load
 
 SHA256_RE = re.compile(r"[0-9a-f]{64}")
 #: Largest cubin a bundle may hold (the largest seen from tileiras is a few MB; a FlashInfer FP4 GEMM < 4 MB).
@@ -69,8 +72,6 @@ def read_regular(path: str, limit: int, what: str) -> bytes:
 def check_variant(i: int, v: Any, doc: str) -> None:
     """Raise TileprobeError naming ``doc`` and the field (``variants[i].cubin_sha256``) when variant ``v`` is not
     what a run can use."""
-    from tileprobe.model.arch import get_arch
-    from tileprobe.schema import check_fields
     where = f"{doc}: variants[{i}]"
     check_fields(i, v, doc, _MAKE)
     sha = v.get("cubin_sha256")
@@ -133,7 +134,6 @@ def cubin_reader(bundle: str) -> Callable[[str], bytes | None]:
 def load_bundle_records(path: str, judge=None) -> tuple[list[VariantRecord], dict]:
     """The records and environment of bundle ``path`` (checked: module doc). ``judge``: as
     :func:`tileprobe.schema.load`."""
-    from tileprobe.schema import load
     if not os.path.isdir(path):
         raise TileprobeError(f"{path}: not a tileprobe bundle (no such folder); {_MAKE}")
     doc = os.path.join(path, "audit.json")

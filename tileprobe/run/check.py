@@ -21,6 +21,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping
 
 from tileprobe.probe.signature import dtype_name
+from tileprobe.run.arrays import is_floating
+from tileprobe.run.arrays import is_poisoned
 
 #: Relative-error bound per output dtype (overridable by ``Probe.tolerance``).
 DEFAULT_TOLERANCE: dict[str, float] = {
@@ -78,7 +80,6 @@ def compare(out, expected, *, tolerance: float | None = None, arg: int | None = 
         arg: the output's argument index (for messages).
     """
     import torch
-    from tileprobe.run.arrays import is_floating, is_poisoned
     tol = tolerance_for(out.dtype) if tolerance is None else float(tolerance)
     where = f"argument {arg}" if arg is not None else "output"
     exp = torch.as_tensor(expected, device=out.device)

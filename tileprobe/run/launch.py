@@ -41,6 +41,7 @@ from typing import Any, Sequence
 
 from tileprobe.probe.signature import ArraySpec, dtype_name, itemsize
 from tileprobe.errors import ProbeError, TileprobeError
+import re
 
 # --- CUDA errors -------------------------------------------------------------------------------------------
 
@@ -84,7 +85,6 @@ class CudaFault(RuntimeError):
 
 def error_code_from_text(text: str) -> int | None:
     """The CUresult a message names (``CUDA_ERROR_X`` or a runtime error string), or None."""
-    import re
     m = re.search(r"CUDA_ERROR_[A-Z0-9_]+", text)
     if m:
         from_names = {v: k for k, v in STICKY_CUDA_ERRORS.items()}

@@ -24,6 +24,10 @@ from typing import Callable, Sequence
 
 from tileprobe.errors import UsageError
 from tileprobe.run.watchdog import WorkerStartError
+from tileprobe.run.watchdog import INIT_CUDA
+from tileprobe.run.watchdog import Watchdog
+import shutil
+import subprocess
 
 SHARED_WARNING = ("timed on a GPU shared with another busy worker (--gpus lists it twice): the timing is flagged "
                   "shared_gpu and never ranked")
@@ -53,8 +57,6 @@ def parse_gpus(text: str | None, count: Callable[[], int] | None = None) -> list
 
 def visible_gpu_count() -> int:
     """GPUs this machine shows (``nvidia-smi -L``; 0 when there is none or no nvidia-smi)."""
-    import shutil
-    import subprocess
     smi = shutil.which("nvidia-smi")
     if not smi:
         return 0
@@ -186,7 +188,6 @@ def ranked(run: dict | None) -> bool:
 def local_slots(gpus: Sequence[int], timeout_s: float, init: str | None = None) -> list[Slot]:
     """One local :class:`~tileprobe.run.watchdog.Watchdog` per entry of ``gpus``, each seeing only its device
     (``CUDA_VISIBLE_DEVICES``), as :class:`Slot` s."""
-    from tileprobe.run.watchdog import INIT_CUDA, Watchdog
     return [Slot(g, Watchdog(timeout_s=timeout_s, init=init or INIT_CUDA, env={"CUDA_VISIBLE_DEVICES": str(g)}))
             for g in gpus]
 

@@ -23,6 +23,11 @@ import time
 import statistics
 from dataclasses import asdict, dataclass
 from typing import Callable, Sequence
+from tileprobe.run.clocks import ClockPoller
+from tileprobe.run.clocks import POLL_INTERVAL_S
+from tileprobe.run.clocks import clock_summary
+from tileprobe.run.clocks import clock_warning
+from tileprobe.run.clocks import clocks_moved
 
 #: Below this median (µs) a launch is too short to time meaningfully: event resolution (~0.5 µs) and launch
 #: jitter are a large part of it.
@@ -365,7 +370,6 @@ def time_variant(launch: Callable[[], None], timer, clocks=None, *, mode: str = 
         ValueError: an unknown ``mode`` or ``reps`` < 1. Whatever ``launch`` (or, in ``graph``, the capture)
             raises (the poller is stopped first).
     """
-    from tileprobe.run.clocks import POLL_INTERVAL_S, ClockPoller, clock_summary, clock_warning, clocks_moved
     if mode not in TIMING_MODES:
         raise ValueError(f"timing mode {mode!r}: expected one of {', '.join(TIMING_MODES)}")
     poller = ClockPoller(clocks, POLL_INTERVAL_S if poll_interval_s is None else poll_interval_s) if clocks else None

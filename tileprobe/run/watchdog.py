@@ -33,6 +33,7 @@ from tileprobe.probe.wire import WireError, recv as wire_recv
 from tileprobe.procs import signal_group, stop_process
 from tileprobe.errors import TileprobeError
 from tileprobe.schema import exit_text
+import shutil
 
 #: Default per-variant timeout (s): inputs, reference, one checked launch and the timed repetitions.
 DEFAULT_TIMEOUT_S = 60.0
@@ -261,7 +262,6 @@ def _exited(proc, grace_s: float) -> bool:
 
 
 def _rmtree(path: str) -> None:
-    import shutil
     shutil.rmtree(path, ignore_errors=True)
 
 

@@ -50,6 +50,8 @@ import sqlite3
 from typing import Any, Iterator, Sequence
 
 from tileprobe.errors import StoreError
+from tileprobe._version import __version__
+import platformdirs
 
 SCHEMA_VERSION = 5
 BUSY_TIMEOUT_S = 60.0
@@ -60,7 +62,6 @@ def default_path() -> str:
     """``$TILEPROBE_STORE``, else ``<user data dir>/tileprobe/results.sqlite``."""
     if os.environ.get(STORE_ENV):
         return os.environ[STORE_ENV]
-    import platformdirs
     return os.path.join(platformdirs.user_data_dir("tileprobe"), "results.sqlite")
 
 
@@ -226,7 +227,6 @@ class StoreConnection:
                              "pass --store PATH (or set TILEPROBE_STORE) to use another file.")
 
     def _migrate(self) -> None:
-        from tileprobe._version import __version__
         with self._transaction() as c:
             version = c.execute("PRAGMA user_version").fetchone()[0]   # again: another process may have migrated
             self._refuse_newer(version)

@@ -9,6 +9,7 @@ from typing import Sequence
 from tileprobe.errors import StoreError
 from tileprobe.schema import value_key
 from tileprobe.store.connection import _SAVED, StoreConnection, now
+from tileprobe._version import __version__
 
 
 class RunsMixin(StoreConnection):
@@ -17,7 +18,6 @@ class RunsMixin(StoreConnection):
 
     def save_audit(self, result, command_line: str) -> int:
         """Store an audit: when, where, the command line, its environment and its records' keys and verdicts."""
-        from tileprobe._version import __version__
         rows = [(self.key_of(r), json.dumps(r.verdicts, default=str)) for r in result.records]
         with self._transaction() as c:
             cur = c.execute("INSERT INTO audits (created, host, tileprobe, command_line, environment, wall_s, "
@@ -60,7 +60,6 @@ class RunsMixin(StoreConnection):
                 ``compile_key``.
             environment: the tune's environment: ``gpu`` (name, uuid, driver …), ``timing``, ``strategy``.
         """
-        from tileprobe._version import __version__
         gpu, pick = environment.get("gpu") or {}, problem.get("pick") or {}
         row = (now(), self.host, __version__, problem["kernel"], problem.get("probe"), problem.get("source_sha256"),
                value_key(problem["problem"]), problem.get("arch"), gpu.get("name"), gpu.get("uuid"),

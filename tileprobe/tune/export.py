@@ -36,6 +36,9 @@ import os
 
 from tileprobe.errors import TileprobeError
 from tileprobe.schema import json_text
+from tileprobe._version import __version__
+from tileprobe.schema import read_json_file
+import stat
 
 EXPORT_SCHEMA_VERSION = 1
 KIND = "tileprobe.tune"
@@ -65,7 +68,6 @@ def provenance(env: dict) -> dict:
 def table(result, existing: dict | None = None) -> dict:
     """The export document of a :class:`~tileprobe.tune.result.TuneResult`, merged into ``existing`` (a table
     read back from the same file) when given."""
-    from tileprobe._version import __version__
     kernels: dict = {k: list(v) for k, v in ((existing or {}).get("kernels") or {}).items()}
     for p in result.problems:
         row = _row(p, result.environment)
@@ -114,8 +116,6 @@ def _read_json(path: str):
         TileprobeError: not a regular file (a FIFO or device would never end), too large, not JSON, too deep.
         OSError: it cannot be opened.
     """
-    import stat
-    from tileprobe.schema import read_json_file
     if not stat.S_ISREG(os.stat(path).st_mode):
         raise TileprobeError(f"{path}: not a regular file (a FIFO, device or directory); give the tune table "
                              "`tileprobe tune --export` wrote")

@@ -19,6 +19,7 @@ from typing import Callable
 from tileprobe.tune.gpu import WorkerBench
 from tileprobe.tune.race import Race
 from tileprobe.tune.static import Landing, Plan, dedupe_one
+from tileprobe.run.watchdog import WorkerStartError
 
 
 class Overlap:
@@ -103,7 +104,6 @@ class Overlap:
             self.cubins[record.cubin_sha256] = cubin
 
     def _run(self) -> None:
-        from tileprobe.run.watchdog import WorkerStartError
         try:
             self.gpu = self.wait_gpu()
             self.num_sms = self.given_sms or self.gpu.get("num_sms")

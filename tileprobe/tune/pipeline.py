@@ -17,6 +17,16 @@ from tileprobe.tune.race import Race, RaceSettings
 from tileprobe.tune.assemble import compare_previous, problem_result
 from tileprobe.tune.result import NO_SM_COUNT, ProblemResult, TuneResult
 from tileprobe.tune.static import Plan, compile_records, dedupe, launch_facts, load_space, make_plans
+from tileprobe.model.sass import have_nvdisasm
+from tileprobe.probe.zygote import warm_starts
+from tileprobe.run.clocks import compute_capability
+from tileprobe.run.watchdog import WorkerStartError
+from tileprobe.tune.overlap import Overlap
+from tileprobe.tune.overlap import budget_share
+from tileprobe.tune.static import Landing
+from tileprobe.tune.static import pending_plans
+import contextlib
+import dataclasses
 
 if TYPE_CHECKING:
     from tileprobe.toolchain import Toolchain
@@ -82,7 +92,6 @@ def _target_arch(arch: str | None, starter: _WorkerStarter | None) -> str:
     """``arch`` if given; else the GPU's, from NVML / nvidia-smi without CUDA, else from the started worker."""
     if arch:
         return get_arch(arch).name
-    from tileprobe.run.clocks import compute_capability
     cc = compute_capability()
     if cc is not None:
         return get_arch(f"sm_{cc[0]}{cc[1]}").name
@@ -102,7 +111,6 @@ def _records(paths, problems, arch, bundle, store, jobs, compile_timeout_s, tool
             raise TileprobeError(f"the bundle {bundle} has no {arch} records (it has {', '.join(archs) or 'none'}): "
                                  f"make it with `tileprobe audit PROBE --arch {arch} --bundle DIR`")
         return records, get, env, []
-    from tileprobe.model.sass import have_nvdisasm   # spills from the SASS when installed (a fact, never a filter)
     res = compile_records(paths, problems, arch, store=store, jobs=jobs, timeout_s=compile_timeout_s,
                           **(overrides or {}),
                           toolchains=toolchains, with_sass=have_nvdisasm(), executor=executor, on_record=on_record,
@@ -166,7 +174,6 @@ def tune(probe_paths: Sequence[str], *, arch: str | None = None, budget_s: float
         TileprobeError: nothing to tune (no probe loaded), bad settings, a bundle without the GPU's arch, or no GPU
             worker could start (:class:`~tileprobe.run.watchdog.WorkerStartError`).
     """
-    from tileprobe.probe.zygote import warm_starts
     t0 = time.perf_counter()
     if bundle:            # a damaged or missing bundle is said before the GPU worker starts (issue 25)
         from tileprobe.run.session import load_bundle
@@ -174,7 +181,6 @@ def tune(probe_paths: Sequence[str], *, arch: str | None = None, budget_s: float
     result = TuneResult(dry_run=dry_run, times={"startup_s": startup_s})
     race_settings, timing_settings = _settings(strategy, budget_s, tie_pct, confidence, min_samples, max_samples,
                                                seed, timing)
-    import contextlib
     with contextlib.nullcontext() if bundle else warm_starts():   # the compile side's cuTile import starts now,
         #                                                                 beside the plan (issue 22)
         return _tune(t0, result, race_settings, timing_settings, probe_paths, arch, export, bundle, store, jobs,
@@ -284,8 +290,6 @@ def _overlapped(result, problems, arch, starter, wd, probe_paths, store, jobs, c
     """Compile every candidate here while the first problem races in a thread (:mod:`tileprobe.tune.overlap`);
     then race the other problems as before (``gpu``: the worker's info when it was awaited before compiling, for
     probes whose ``args`` take the SM count). Returns the plans."""
-    from tileprobe.tune.overlap import Overlap, budget_share
-    from tileprobe.tune.static import Landing, pending_plans
     plans = pending_plans(problems)
     landing = Landing(plans, arch, run_hang_risk)
     bench_kw = dict(watchdog=wd, probe_paths=probe_paths, search_dirs=[os.getcwd()], timing=timing,
@@ -358,8 +362,6 @@ def _environment(env: dict, gpu: dict, arch: str, num_sms, timing: TimingSetting
 
 def _race_all(result: TuneResult, plans: list[Plan], wd, get, probe_paths, bundle, timing, settings, timeout_s,
               seed, tasks, progress) -> None:
-    import dataclasses
-    from tileprobe.run.watchdog import WorkerStartError
     t0 = time.perf_counter()
     search = [] if bundle else [os.getcwd()]   # a bundle is data: probe code only from the paths given
     for i, plan in enumerate(plans):

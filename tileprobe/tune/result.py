@@ -26,6 +26,7 @@ from __future__ import annotations
 import copy
 import datetime
 from dataclasses import dataclass, field, fields
+from tileprobe._version import __version__
 
 TUNE_SCHEMA_VERSION = 1
 #: The note of a plan whose duplicate launches were not looked for (the summary line says so instead of "0").
@@ -151,7 +152,6 @@ class TuneResult:
 
     def to_dict(self) -> dict:
         """The whole tune as a JSON document (``schema_version``, provenance, one entry per problem)."""
-        from tileprobe._version import __version__
         return {"schema_version": TUNE_SCHEMA_VERSION, "kind": "tileprobe.tune-result",
                 "tool": f"tileprobe {__version__}",
                 "created": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
