@@ -37,6 +37,8 @@ from tileprobe.errors import ToolchainError, TileprobeError
 from tileprobe.model.toolkit import tool_timeout_s
 from tileprobe.procs import run_in_group
 from tileprobe.schema import cutile_version  # the public version, beside the private names it gates
+import json
+import threading
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.06 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
@@ -354,14 +356,11 @@ class DefaultCompilerLookup:
     """
 
     def __init__(self, timeout_s: float):
-        import threading
         self.timeout_s, self.answer = timeout_s, ("", f"the tileiras lookup did not answer within {timeout_s:g} s")
         self.thread = threading.Thread(target=self._run, name="tileprobe-tileiras-lookup", daemon=True)
         self.thread.start()   # the child dies with this thread (PR_SET_PDEATHSIG), which waits for it
 
     def _ask(self, with_torch: bool) -> tuple[str, str] | None:
-        import json
-        import sys
         env = {k: v for k, v in os.environ.items() if k != "TILEPROBE_LOOKUP_TORCH"}
         pkg_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         env["PYTHONPATH"] = os.pathsep.join([pkg_root, *filter(None, [env.get("PYTHONPATH")])])

@@ -27,6 +27,8 @@ from tileprobe.model.hints import KERNEL_HINTS
 from tileprobe.errors import TileprobeError, UsageError
 from tileprobe.schema import VariantRecord, p_text, short_build, value_key
 from tileprobe.analyses.results import Expectation, Failure, GateResult
+import os
+import stat
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.47 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
@@ -431,8 +433,6 @@ def check_baseline(path: str) -> None:
     Raises:
         GateError: naming the path and what to give instead.
     """
-    import os
-    import stat
     if not os.path.exists(path):
         raise GateError(f"--baseline {path}: no such file; give a results store or a result JSON file")
     if not stat.S_ISREG(os.stat(path).st_mode):
@@ -467,7 +467,6 @@ def _run_records(runs: str, probe_path: str, arch: str, tileiras: str | None) ->
 
     Raises:
         GateError: none there, or several compiler builds without ``tileiras`` to pick one."""
-    import os
     recs = [r for r in load_baseline(runs, arch=arch, tileiras=tileiras)
             if os.path.basename(r.probe) == os.path.basename(probe_path)]
     builds = sorted({r.tileiras for r in recs})

@@ -8,6 +8,9 @@ import sys
 from typing import TYPE_CHECKING
 
 from tileprobe.errors import TileprobeError, ToolchainError
+import argparse
+import signal
+import threading
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.57 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
@@ -20,7 +23,6 @@ DEFAULT_ARCHS = "sm_90,sm_120"
 def seconds(text: str) -> float:
     """argparse type of a timeout: a finite number of seconds > 0 and ≤ 10^7 (:func:`tileprobe.schema.timeout_seconds`;
     ``0``, ``-1``, ``nan``, ``inf`` and ``1e308`` are refused with a usage error, exit 2)."""
-    import argparse
     from tileprobe.schema import timeout_seconds
     try:
         return timeout_seconds(text)
@@ -30,7 +32,6 @@ def seconds(text: str) -> float:
 
 def count(text: str) -> int:
     """argparse type of a count (``--jobs``, ``--max-variants``): a whole number ≥ 1 (usage error otherwise)."""
-    import argparse
     try:
         value = int(text)
     except ValueError:
@@ -42,7 +43,6 @@ def count(text: str) -> int:
 
 def count_or_zero(text: str) -> int:
     """argparse type of a count where 0 has a meaning (``--limit 0``: all, ``--warmup 0``): a whole number ≥ 0."""
-    import argparse
     if text.strip() == "0":
         return 0
     try:
@@ -56,7 +56,6 @@ class Terminated(BaseException):
     finished variants kept) and exits with 128 + the signal's number."""
 
     def __init__(self, signum: int):
-        import signal
         super().__init__(signum)
         self.signum, self.name = signum, signal.Signals(signum).name
 
@@ -65,8 +64,6 @@ class Terminated(BaseException):
 def signals_as_exceptions():
     """While the command runs (in the main thread), SIGTERM and SIGHUP raise :class:`Terminated` once (one this
     process inherited as ignored, as under ``nohup``, stays ignored); a second one during the clean-up is ignored (SIGKILL still ends everything: the workers die with their parent)."""
-    import signal
-    import threading
     if threading.current_thread() is not threading.main_thread():
         yield
         return

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 
 from tileprobe.errors import TileprobeError
+import sys
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.37 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
@@ -79,7 +80,6 @@ def cmd_record(args) -> int:
 def _print(result, out_dir: str) -> None:
     """What was recorded and written, printed on stderr:
     :func:`tileprobe.report.record.render_record`."""
-    import sys
 
     from rich.console import Console
     from tileprobe.report.record import render_record

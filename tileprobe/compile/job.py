@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tileprobe.errors import ProbeError
+import signal
+import warnings
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.07 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
@@ -187,7 +189,6 @@ def _init_worker(tileiras: str | None, lib_dirs: list[str] | None, timeout_s: fl
             answer its version probe in time.
     """
     from tileprobe import _cutile
-    import warnings
     warnings.simplefilter("ignore")   # the loader already showed the probe's import-time warnings once
     _cutile.install_fake_driver()
     _cutile.check_cutile()
@@ -303,7 +304,6 @@ def _undo_probe_state() -> None:
     """Before compiling (issue 25): disarm the timers probe code may have armed (``signal.alarm``,
     ``signal.setitimer``: their signal would end the worker mid-compile and read as a compiler crash) and make the
     worker's temp folder again if probe code removed it (``shutil.rmtree(tempfile.gettempdir())``)."""
-    import signal
     for timer in (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF):
         try:
             signal.setitimer(timer, 0)

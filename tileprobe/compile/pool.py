@@ -29,6 +29,7 @@ from typing import Iterable, Iterator
 from tileprobe.errors import ToolchainError
 from tileprobe.compile.job import DEFAULT_TIMEOUT_S, CompileResult, Variant
 from tileprobe.procs import default_jobs
+import tempfile
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.15 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
@@ -43,7 +44,6 @@ def worker_main(conn, initargs: tuple, parent_pid: int) -> None:
     from tileprobe.probe import wire
     from tileprobe.compile.job import _init_worker, compile_one, result_data
     from tileprobe.procs import die_with_parent
-    import tempfile
     tempfile.tempdir = initargs[3]                 # before cuTile's import makes its own temp folder (kept on a kill)
     die_with_parent(signal.SIGKILL, parent_pid)    # not SIGTERM: probe code could ignore it (issue 25); the compilers
     os.setsid()                                    # die with us (their own parent-death signal), the parent's guard

@@ -20,6 +20,7 @@ import os
 import sys
 import tempfile
 from typing import Callable
+import hashlib
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.07 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
@@ -83,7 +84,6 @@ def _lookup_inputs() -> str:
 
 
 def _default_key(inputs: str) -> str:
-    import hashlib
     return "default:" + hashlib.sha256(inputs.encode()).hexdigest()[:16]
 
 

@@ -30,6 +30,8 @@ from tileprobe.compile.job import DEFAULT_TIMEOUT_S, CompileResult, Variant
 from tileprobe.compile.pool import variant_limit_s
 from tileprobe.errors import UsageError
 from tileprobe.run.watchdog import INIT_CUDA, TaskOutcome, WorkerStartError
+import signal
+import socket
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.15 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
@@ -97,7 +99,6 @@ class RayExecutor:
     name = "ray"
 
     def __init__(self, address: str | None = None, jobs: int | None = None, deadline_s: float | None = None):
-        import signal
         ray = self.ray = _ray()
         self.owned = not ray.is_initialized()
         if self.owned:
@@ -309,7 +310,6 @@ def check_address(address: str | None, timeout_s: float = CONNECT_TIMEOUT_S) -> 
     Raises:
         UsageError: the address cannot be read, or nothing answers there.
     """
-    import socket
     if not address or address == "auto":
         return
     hostport = address.split("://", 1)[-1].rstrip("/")

@@ -12,6 +12,7 @@ from typing import Iterable
 from tileprobe.model.arch import ArchLimits, get_arch, has_limits
 from tileprobe.model.occupancy import theoretical_occupancy
 from tileprobe.schema import VariantRecord, short_build
+import shlex
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.06 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
@@ -221,7 +222,6 @@ def _class_text(rows: list[VariantRecord]) -> str:
 def run_command(r0: VariantRecord) -> str:
     """The command that times every occupancy value of ``r0``'s group on a GPU: ``tileprobe run PROBE --arch
     sm_89 --where "TILE=128×128×64"`` (the case and the other hints of the group; occupancy left free)."""
-    import shlex
     from tileprobe.select import format_value
     where = [f"{k}={format_value(v)}" for k, v in [*r0.case.items(), *r0.hints.items()]
              if k != "occupancy" and v is not None]

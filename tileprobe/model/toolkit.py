@@ -18,6 +18,8 @@ import re
 import subprocess
 from pathlib import Path
 from typing import Mapping
+import hashlib
+import tempfile
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.06 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
@@ -116,7 +118,6 @@ HASH_CACHE_NAME = "compiler-hashes.json"
 def _file_sha256(path: str, cache: dict) -> str:
     """SHA-256 of the file ``path`` (its target when a link), taken from ``cache`` while its size and modification
     time (ns) are the same; ``"missing"`` for a path that is not a file."""
-    import hashlib
     try:
         st = os.stat(path)
     except OSError:
@@ -152,8 +153,6 @@ def compiler_identity(tileiras: str, cache_path: str | None = None) -> str:
     another's ``--version`` is not. The file hashes are cached in ``cache_path`` (default: the user cache folder's
     :data:`HASH_CACHE_NAME`) by path, size and modification time, so an audit reads the ~100 MB once per install;
     an unreadable or damaged cache is rebuilt."""
-    import hashlib
-    import tempfile
     if cache_path is None:
         import platformdirs
         cache_path = os.path.join(platformdirs.user_cache_dir("tileprobe"), HASH_CACHE_NAME)

@@ -32,6 +32,8 @@ from multiprocessing.connection import Connection, wait
 from typing import Any, Callable, Sequence
 
 from tileprobe.errors import ProbeError
+import importlib
+import tempfile
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.10 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
@@ -393,7 +395,6 @@ def child_main() -> None:
     die_with_parent(signal.SIGKILL, job["parent"])
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     sys.path[:] = job["sys_path"] + [p for p in sys.path if p not in job["sys_path"]]
-    import tempfile
     tempfile.tempdir = job["tmp"]
     real_exit = os._exit
     conn = Connection(fd, readable=False)
@@ -425,7 +426,6 @@ def _run_task(job: dict, stage: Callable[[str], None]) -> FileReport:
     """In the loader child: run tileprobe's function ``job["task"]`` (``"tileprobe.mod:name"``) as
     ``fn(path, stage, **args)`` with the arguments in the file ``job["task_args"]`` (a :mod:`tileprobe.probe.wire`
     message); it returns (data, errors) and guards the probe code it runs itself."""
-    import importlib
     from tileprobe.probe import wire
     module, _, name = job["task"].partition(":")
     if not module.startswith("tileprobe."):
@@ -532,7 +532,6 @@ class _Loader:
 
     def __init__(self, path: str, targets, max_variants: int, timeout_s: float, tmp_root: str,
                  overrides: tuple = (None, None), task: tuple | None = None, num_sms: int | None = None):
-        import tempfile
         from tileprobe.probe import wire
         r, w = os.pipe()
         tmp = tempfile.mkdtemp(prefix="load-", dir=tmp_root)

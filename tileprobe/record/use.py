@@ -21,6 +21,10 @@ import os
 
 from tileprobe.errors import TileprobeError
 from tileprobe.record import hook
+import signal
+import subprocess
+import sys
+import tempfile
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.10 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
@@ -73,8 +77,6 @@ def run_with_table(table: str, command: list[str]) -> int:
     Raises:
         TileprobeError: no command, the table is not a tune table, the command cannot be started.
     """
-    import subprocess
-    import tempfile
     if not command:
         raise TileprobeError("no command: tileprobe use TABLE -- python my_script.py")
     table = check_table(table)
@@ -101,7 +103,6 @@ def _terminal_foreground() -> bool:
 def _child_setup(own_group: bool):
     """The child's set-up between fork and exec: its own process group (unless it shares our terminal), and the
     parent-death signal SIGTERM (Linux ``prctl(PR_SET_PDEATHSIG)``) so a SIGKILL of tileprobe ends it too."""
-    import signal
     from tileprobe.procs import preexec_die_with_parent
     return preexec_die_with_parent(os.getpid(), signal.SIGTERM, new_group=own_group)
 
@@ -109,8 +110,6 @@ def _child_setup(own_group: bool):
 def _wait_forwarding(proc, own_group: bool) -> int:
     """Wait for ``proc``, passing SIGTERM, SIGHUP and SIGINT on to it (its process group when it has its own; a
     terminal's Ctrl-C already reached a child in our group); its return code."""
-    import signal
-    import sys
     from tileprobe.procs import signal_process
     wanted = [sig for sig in ("SIGTERM", "SIGHUP", "SIGINT") if hasattr(signal, sig)]
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from tileprobe.record.args import args_text, inert
 from tileprobe.record.group import Case, ProbePlan
+import ast
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.11 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
@@ -198,7 +199,6 @@ def check_probe_text(text: str) -> None:
     Raises:
         TileprobeError: naming the statement's line.
     """
-    import ast
     from tileprobe.errors import TileprobeError
     try:
         tree = ast.parse(text)

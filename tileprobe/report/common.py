@@ -10,6 +10,7 @@ from tileprobe.model.arch import NOT_SOURCED
 from tileprobe.model.sass import tma_data_ops
 # noqa: F401  (short_build: the renderers' label)
 from tileprobe.schema import (NOTEWORTHY_STATUSES, VariantRecord, short_build)
+from collections import Counter
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.06 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
@@ -88,7 +89,6 @@ def failure_of(r: VariantRecord) -> str:
 
 def failure_counts(rows: Iterable[VariantRecord]) -> str:
     """``12 unsupported_feature, 1 timeout``: ``rows`` counted by failure class (:func:`failure_of`), most first."""
-    from collections import Counter
     return ", ".join(f"{n} {c}" for c, n in Counter(failure_of(r) for r in rows).most_common())
 
 

@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 from types import SimpleNamespace
+import hashlib
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.06 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
@@ -57,7 +58,6 @@ def _materialize(args, torch):
 
 def jit_capture(probe_paths: list[str], arch: str) -> list[dict]:
     """In this (GPU) process: JIT-compile every variant through ``ct.launch`` and capture signature + cubin."""
-    import hashlib
 
     import cuda.tile as ct
     import torch

@@ -32,6 +32,7 @@ from tileprobe.run import watchdog as _watchdog
 from tileprobe.run.watchdog import DEFAULT_TIMEOUT_S, Watchdog, WorkerStartError
 from tileprobe.run.multi import ranked
 from tileprobe.run.worker import run_dict
+from types import SimpleNamespace
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.10 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
@@ -557,7 +558,6 @@ def _from_bundle(bundle: str, probes: Sequence[str], arch: str | None):
 def import_bundle(store, records: Sequence[VariantRecord], env: dict, cubins, command_line: str) -> int:
     """Store a bundle's compiles and its audit (so this machine's runs of it are stored, keyed by release, and
     ``tileprobe compare AUDIT_ID`` / ``history`` see them; issue 17); return the stored audit's id."""
-    from types import SimpleNamespace
     store.import_records(records, cubin_getter(cubins), env.get("cuda_tile"))
     return store.save_audit(SimpleNamespace(records=list(records), environment=env, wall_s=0.0),
                             command_line or f"run --bundle {env.get('bundle', '')}")

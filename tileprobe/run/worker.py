@@ -25,6 +25,8 @@ import sys
 import time
 import traceback
 from typing import Any
+from importlib import metadata
+from multiprocessing.connection import Connection
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.13 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
@@ -175,7 +177,6 @@ def nvidia_smi(bus_id: str | None = None, timeout_s: float = 15.0) -> dict:
 
 
 def _version(dist: str) -> str | None:
-    from importlib import metadata
     try:
         return metadata.version(dist)
     except metadata.PackageNotFoundError:
@@ -458,7 +459,6 @@ def serve(conn, init: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m tileprobe.run.worker FD INIT``: serve on the inherited socket FD."""
-    from multiprocessing.connection import Connection
     if __name__ == "__main__":   # one module object, whether run with -m or imported by name
         sys.modules.setdefault("tileprobe.run.worker", sys.modules[__name__])
     argv = sys.argv[1:] if argv is None else argv

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 
 from tileprobe.store.connection import StoreConnection
+import time
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.12 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
@@ -31,7 +32,6 @@ class ClaimsMixin(StoreConnection):
         store) or ``"theirs"`` (a live claim of another process: wait for its result, :meth:`claim_state`). A claim
         whose owner is dead (same host, pid gone) or whose lease is past is taken over (``"mine"``).
         """
-        import time
         pid = os.getpid() if pid is None else pid
         t = time.time()
         with self._transaction() as c:
@@ -61,7 +61,6 @@ class ClaimsMixin(StoreConnection):
     def claim_state(self, key: str, since: str = "") -> str:
         """``"stored"`` (a compile of ``key`` saved at or after ``since``), ``"claimed"`` (a live claim of another
         process) or ``"free"`` (neither: the claim was released or went stale without a result)."""
-        import time
         if self._query("SELECT 1 FROM compiles WHERE key = ? AND created >= ?", (key, since)):
             return "stored"
         held = self._query("SELECT owner_host, owner_pid, lease_until FROM claims WHERE key = ?", (key,))

@@ -48,6 +48,9 @@ from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 from tileprobe.schema import value_key
 from tileprobe.store.connection import _SAVED, StoreConnection, now
+from types import SimpleNamespace
+import dataclasses
+import re
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.16 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
@@ -100,7 +103,6 @@ def compile_key(variant, build: str, cuda_tile: str) -> str:
 def _legacy_keys(keyed: dict, key_of: Callable) -> dict[str, str]:
     """new key -> the key of the same compile in a store written before issue 27 (probe file + kernel file instead
     of kernel file + signature), for variants whose ``args`` take no ``num_sms`` (the old key did not hold it)."""
-    import dataclasses
     out = {}
     for key, v in keyed.items():
         if getattr(v, "compile_sha256", "") and getattr(v, "num_sms", None) is None and dataclasses.is_dataclass(v):
@@ -245,7 +247,6 @@ class CompilesMixin(StoreConnection):
         fields (kernel, case, hints, arch, build; no probe source hash: the bundle carries none, so
         ``source_sha256`` is ``"bundle"``) under the bundle's ``cuda_tile``; the cubin is stored when
         ``cubin_of(sha)`` has it. Records already stored are left as they are."""
-        from types import SimpleNamespace
         from tileprobe._version import __version__
         new = 0
         for rec in records:
@@ -362,7 +363,6 @@ class CompilesMixin(StoreConnection):
 
 def _natural_order(r) -> tuple:
     """Kernel, arch (by compute capability), compiler (by version), then case and hint values (numbers by value)."""
-    import re
     from tileprobe.model.arch import get_arch
     from tileprobe.errors import TileprobeError
 
