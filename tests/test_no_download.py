@@ -85,3 +85,23 @@ def test_every_unusable_release_is_named_the_same_way_by_every_command(no_downlo
                           "downloaded. Install it")
     assert err.endswith("--tileiras 13.9: nvidia-cuda-tileiras 13.9 is not published; published: 13.3.36, 13.4.59, "
                         "13.4.92, 13.5.37.")
+
+
+@pytest.mark.parametrize("side", ["static", "bundle-out"])
+def test_bisect_downloads_no_release_in_between_unasked(no_download, tmp_path, capsys, monkeypatch, side):
+    """bisect between 13.3.36 and 13.5.37 needs 13.4.59 and 13.5.37, which are not here (13.3.36 and 13.4.92 are):
+    without --install (and no terminal) nothing is downloaded, and the message names both and their size (a new
+    user, 2026-12-02: bisect installed 13.4.59, 209 MB, unasked)."""
+    from tileprobe.cli import main
+    probe = write_vec_probe(tmp_path / "p.py")
+    here = [type("T", (), {"version": v})() for v in ("13.3.36", "13.4.92")]
+    monkeypatch.setattr(toolchain, "local_toolchains", lambda root=None: here)
+    argv = ["bisect", probe, "--arch", "sm_90", "--where", "occupancy=2", "--property", "compiles",
+            "--good", "13.3.36", "--bad", "13.5.37", "--no-store"]
+    if side == "bundle-out":
+        argv += ["--bundle-out", str(tmp_path / "b")]
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code != 0 and no_download == []
+    assert "2 tileiras release(s) are not installed: 13.4.59, 13.5.37; nothing was downloaded" in err
+    assert "MB in all" in err and "--install" in err

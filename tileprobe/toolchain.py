@@ -558,10 +558,45 @@ class ReleaseNotInstalled(ToolchainError):
     def __init__(self, version: str, size_bytes: int | None):
         self.version, self.size_bytes = version, size_bytes
         size = (f" (about {size_bytes / 1e6:,.0f} MB, the size of a release installed here)" if size_bytes
-                else "")
+                else f" (about {RELEASE_BYTES / 1e6:,.0f} MB: 13.3.36's size installed)")
         super().__init__(f"tileiras {version} is not installed; nothing was downloaded. Install it{size} with "
                          f"`tileprobe toolchain install {version}`, or add --install to this command "
                          "(`tileprobe toolchain list` shows what is installed)")
+
+
+#: Bytes one managed release takes installed when none is here to measure: tileiras, ptxas and libnvvm of 13.3.36
+#: (``toolchain.json`` ``size_bytes``, the 2-core machine, 2026-12-01).
+RELEASE_BYTES = 209_000_000
+
+
+class ReleasesNotInstalled(ToolchainError):
+    """Releases a command needs (``bisect``'s steps) that are published but not installed here, and nobody asked
+    to install them: nothing was downloaded. ``versions``: the exact releases; ``size_bytes``: their estimated total
+    (:func:`typical_size_bytes` each, else :data:`RELEASE_BYTES`)."""
+
+    def __init__(self, versions: Sequence[str], size_bytes: int):
+        self.versions, self.size_bytes = list(versions), size_bytes
+        super().__init__(f"{len(self.versions)} tileiras release(s) are not installed: {', '.join(self.versions)}; "
+                         f"nothing was downloaded. Install them (about {size_bytes / 1e6:,.0f} MB in all) with "
+                         f"`tileprobe toolchain install V` each, or add --install to this command")
+
+
+def missing_releases(versions: Sequence[str], root: str | os.PathLike | None = None) -> list[str]:
+    """Of exact ``versions``, those neither managed here nor this environment's pip tileiras."""
+    have = {t.version for t in local_toolchains(root)}
+    return [v for v in versions if v not in have]
+
+
+def require_installed(versions: Sequence[str], install: bool, root: str | os.PathLike | None = None) -> None:
+    """Refuse to go on when some of ``versions`` would be downloaded and ``install`` is False.
+
+    Raises:
+        ReleasesNotInstalled: naming them and their size (issue 27: releases are installed only when asked).
+    """
+    missing = missing_releases(versions, root)
+    if missing and not install:
+        each = typical_size_bytes(root) or RELEASE_BYTES
+        raise ReleasesNotInstalled(missing, each * len(missing))
 
 
 def typical_size_bytes(root: str | os.PathLike | None = None) -> int | None:

@@ -71,7 +71,7 @@ def bisect_versions(versions: Sequence[str], evaluate: Callable[[str], Step],
 
 
 def make_evaluator(probe: str, arch: str, where: dict, prop: str, jobs: int | None = None,
-                   store=None) -> Callable[[str], Step]:
+                   store=None, install: bool = False) -> Callable[[str], Step]:
     """An ``evaluate(version)`` that audits the selected case with that tileiras and checks ``prop``; with
     ``store`` (a :class:`~tileprobe.store.Store`) compiles are reused and saved and the stored GPU runs are attached
     (what ``no hang`` and ``correct`` need).
@@ -88,7 +88,7 @@ def make_evaluator(probe: str, arch: str, where: dict, prop: str, jobs: int | No
     _check_where_names(where, plans)  # and on a --where naming nothing
 
     def evaluate(version: str) -> Step:
-        tc = resolve_toolchain(version, auto_install=True)
+        tc = resolve_toolchain(version, auto_install=install)
         result = audit_selected(probe, arch, where=where, toolchains=[tc], jobs=jobs, store=store)
         chosen = select(result.records, where)
         if not chosen:
@@ -147,7 +147,7 @@ def _summary(r) -> str:
 
 def bisect(probe: str, *, arch: str, where: str | Mapping[str, Any], prop: str, good: str, bad: str,
            jobs: int | None = None, on_versions: Callable[[list[str]], None] | None = None,
-           on_step: Callable[[Step], None] | None = None, store=None) -> BisectResult:
+           on_step: Callable[[Step], None] | None = None, store=None, install: bool = False) -> BisectResult:
     """``tileprobe bisect``: the first published tileiras release between ``good`` and ``bad`` where ``prop``
     changed for the variants of ``probe`` selected by ``where`` on ``arch`` (see module doc).
 
@@ -160,18 +160,22 @@ def bisect(probe: str, *, arch: str, where: str | Mapping[str, Any], prop: str, 
         on_versions: called once with the candidate releases (GOOD first) before any audit.
         on_step: called after each step (the release, whether the property held, a summary).
         store: a :class:`~tileprobe.store.Store`: compiles reused and saved; its GPU runs attached to the records.
+        install: download and install the releases in between that are not installed here (else, when some are
+            missing, nothing is downloaded and :class:`~tileprobe.toolchain.ReleasesNotInstalled` says which).
 
     Raises:
         ToolchainError: the registry cannot be reached, or a release is not published or cannot be installed.
         GateError: a malformed ``prop`` or ``where``. TileprobeError: ``where`` matches no variant, or the
             property has the same value at GOOD and BAD.
     """
-    from tileprobe.toolchain import published_versions
+    from tileprobe.toolchain import published_versions, require_installed
     from tileprobe.analyses.gate import parse_where
     versions = candidates(published_versions(), good, bad)
+    require_installed(versions, install)
     if on_versions:
         on_versions(versions)
     selection = parse_where(where) if isinstance(where, str) else dict(where or {})
-    res = bisect_versions(versions, make_evaluator(probe, arch, selection, prop, jobs, store=store), on_step)
+    res = bisect_versions(versions, make_evaluator(probe, arch, selection, prop, jobs, store=store,
+                                                   install=install), on_step)
     res.prop, res.versions = prop, versions
     return res

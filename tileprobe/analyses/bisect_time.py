@@ -130,24 +130,27 @@ def releases_for_target(versions: Sequence[str], arch: str, targets_of: Callable
 
 
 def prepare_bundle(probe: str, out_dir: str, *, arch: str, where: Mapping[str, Any], good: str, bad: str,
-                   jobs: int | None = None, store=None, on_versions: Callable[[list[str], dict], None] | None = None
-                   ) -> tuple[list[str], dict[str, str], int]:
+                   jobs: int | None = None, store=None, on_versions: Callable[[list[str], dict], None] | None = None,
+                   install: bool = False) -> tuple[list[str], dict[str, str], int]:
     """The CPU side: compile the variants of ``probe`` selected by ``where`` on ``arch`` with every published
-    release from ``good`` to ``bad`` that lists ``arch`` (installed as managed toolchains when missing) and write
-    one bundle to ``out_dir`` holding only the selected variants (module doc).
+    release from ``good`` to ``bad`` that lists ``arch`` (installed as managed toolchains when missing, with
+    ``install`` only) and write one bundle to ``out_dir`` holding only the selected variants (module doc).
 
     Returns (the releases compiled, in order; {skipped release: why}; the bundle's bytes).
 
     Raises:
-        ToolchainError: the registry cannot be reached or a release cannot be installed. TileprobeError:
+        ToolchainError: the registry cannot be reached or a release cannot be installed;
+            :class:`~tileprobe.toolchain.ReleasesNotInstalled` before anything is downloaded when some are not
+            installed and ``install`` is False. TileprobeError:
             ``where`` selects nothing, fewer than two releases can compile ``arch``.
     """
     from tileprobe.audit.pipeline import AuditResult, write_bundle
-    from tileprobe.toolchain import published_versions, resolve_toolchains, tileiras_targets
+    from tileprobe.toolchain import published_versions, require_installed, resolve_toolchains, tileiras_targets
     from tileprobe.analyses.bisect import candidates
     from tileprobe.analyses.gate import audit_selected, select
     versions = candidates(published_versions(), good, bad)
-    tcs = {v: resolve_toolchains([v], auto_install=True)[0] for v in versions}
+    require_installed(versions, install)
+    tcs = {v: resolve_toolchains([v], auto_install=install)[0] for v in versions}
     keep, skipped = releases_for_target(versions, arch, lambda v: tileiras_targets(tcs[v].tileiras))
     if on_versions:
         on_versions(keep, skipped)

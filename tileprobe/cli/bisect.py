@@ -13,7 +13,8 @@ from __future__ import annotations
 import sys
 
 from tileprobe.report.text import clean, say
-from tileprobe.cli._common import add_output_options, command_line, console, count, write_json_doc
+from tileprobe.cli._common import (add_install_option, add_output_options, command_line, console, count,
+                                   write_json_doc)
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.41 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
@@ -46,8 +47,30 @@ def add_parser(sub) -> None:
     p.add_argument("--store", metavar="PATH", help="results store to reuse compiles from and take GPU runs from "
                    "(\"no hang\", \"correct\"); default: the user data dir's")
     p.add_argument("--no-store", action="store_true", help="compile every step again, store nothing")
+    add_install_option(p)
     add_output_options(p)
     p.set_defaults(func=cmd_bisect)
+
+
+def _asking(run):
+    """``run(install)`` with ``--install``'s value; when releases in between are missing and standard input and
+    error are a terminal, one question names them and their size, and a yes runs it again installing them
+    (issue 27: releases are installed only when asked). Raises what ``run`` raises otherwise."""
+    from tileprobe.toolchain import ReleasesNotInstalled
+
+    def go(args):
+        try:
+            return run(args.install)
+        except ReleasesNotInstalled as e:
+            if args.install or not (sys.stdin.isatty() and sys.stderr.isatty()):
+                raise
+            sys.stderr.write(f"bisect needs {len(e.versions)} release(s) not installed here: {', '.join(e.versions)} "
+                             f"(about {e.size_bytes / 1e6:,.0f} MB in all). Download and install them? [y/N] ")
+            sys.stderr.flush()
+            if sys.stdin.readline().strip().lower() not in ("y", "yes"):
+                raise
+            return run(True)
+    return go
 
 
 def cmd_bisect(args) -> int:
@@ -82,8 +105,9 @@ def cmd_bisect(args) -> int:
         from tileprobe.store import Store
         store = Store.open(args.store)
     try:
-        res = bisect(args.probe, arch=args.arch, where=args.where, prop=args.property, good=args.good, bad=args.bad,
-                     jobs=args.jobs, on_versions=show_versions, on_step=show_step, store=store)
+        res = _asking(lambda install: bisect(args.probe, arch=args.arch, where=args.where, prop=args.property,
+                                             good=args.good, bad=args.bad, jobs=args.jobs, on_versions=show_versions,
+                                             on_step=show_step, store=store, install=install))(args)
     finally:
         if store is not None:
             store.close()
@@ -115,8 +139,9 @@ def _cpu_side(args, out_dir: str, con) -> int:
         for v, why in skipped.items():
             say(con, f"  skipped {v}: {why}")
 
-    keep, _, size = prepare_bundle(args.probe, out_dir, arch=args.arch, where=parse_where(args.where),
-                                   good=args.good, bad=args.bad, jobs=args.jobs, on_versions=show)
+    keep, _, size = _asking(lambda install: prepare_bundle(
+        args.probe, out_dir, arch=args.arch, where=parse_where(args.where), good=args.good, bad=args.bad,
+        jobs=args.jobs, on_versions=show, install=install))(args)
     say(con, f"bundle {out_dir}: {len(keep)} releases, {size / 1e6:.2f} MB; on the GPU machine: tileprobe bisect "
              f"--bundle {out_dir} {args.probe} --property \"{args.property}\"")
     return 0
