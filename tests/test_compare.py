@@ -238,12 +238,12 @@ def test_bisect_cli_prints_each_step_and_the_release(monkeypatch, capsys):
     holds = {"13.3.36": True, "13.4.59": True, "13.4.92": False}
     seen = []
 
-    def evaluator(probe, arch, where, prop, jobs=None, store=None):
+    def evaluator(probe, arch, where, prop, jobs=None, store=None, install=False):
         seen.append((probe, arch, where, prop))
         return lambda v: Step(v, holds[v], f"384 threads × 168 regs at {v}")
     monkeypatch.setattr(bisect_mod, "make_evaluator", evaluator)
     assert main(["bisect", "p.py", "--arch", "sm_120", "--where", "GATHER=True,occupancy=2", "--property",
-                 "occupancy honoured", "--good", "13.3", "--bad", "13.4.92"]) == 0
+                 "occupancy honoured", "--good", "13.3", "--bad", "13.4.92", "--install"]) == 0
     assert seen == [("p.py", "sm_120", {"GATHER": True, "occupancy": 2}, "occupancy honoured")]
     assert capsys.readouterr().out.splitlines() == [
         "bisecting 3 releases: 13.3.36, 13.4.59, 13.4.92",
@@ -429,13 +429,13 @@ def test_bisect_shows_what_it_measured_and_the_toolkit_parts(monkeypatch, capsys
     parts = {"13.3.36": "13.3.73", "13.4.59": "13.4.92", "13.4.92": "13.4.92"}
     spills = {"13.3.36": 3323, "13.4.59": 6640, "13.4.92": 6640}
 
-    def evaluator(probe, arch, where, prop, jobs=None, store=None):
+    def evaluator(probe, arch, where, prop, jobs=None, store=None, install=False):
         return lambda v: Step(v, spills[v] < 5000, "…", measured=f"{spills[v]} LDL",
                               parts={"tileiras": v, "ptxas": parts[v], "nvvm": parts[v]},
                               warnings=["2 different machine codes over repeated compiles"] if v == "13.4.59" else [])
     monkeypatch.setattr(bisect_mod, "make_evaluator", evaluator)
     assert main(["bisect", "p.py", "--arch", "sm_90", "--property", "no spills", "--good", "13.3.36", "--bad",
-                 "13.4.92", "--no-store"]) == 0
+                 "13.4.92", "--no-store", "--install"]) == 0
     out = capsys.readouterr().out
     assert "  tileiras 13.4.59: does not hold (6640 LDL) [with ptxas 13.4.92, nvvm 13.4.92] — …" in out
     assert ("warning: tileiras 13.3.36 → 13.4.59 also changed ptxas 13.3.73 → 13.4.92, nvvm 13.3.73 → 13.4.92: the "

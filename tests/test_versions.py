@@ -83,7 +83,7 @@ def test_bisect_names_first_release_that_ignores_the_hint():
     versions = candidates(published_versions(), "13.3.36", "13.4.92")
     assert versions[0] == "13.3.36" and versions[-1] == "13.4.92"
     evaluate = make_evaluator(W4A16, "sm_120", {"GATHER": True, "LOOP": True, "occupancy": 2},
-                              "occupancy honoured", jobs=2)
+                              "occupancy honoured", jobs=2, install=True)   # a test may download
     res = bisect_versions(versions, evaluate)
     assert res.last_good == "13.3.36"
     assert res.first_bad == "13.4.59"
@@ -109,11 +109,11 @@ def test_issue94_crash_became_an_error_compare_lists_it_and_bisect_names_13_4_59
     (change,) = compare_records(a, b)
     assert (change.kind, change.details) == ("improvement", ["status compiler_crash → compile_error"])
     versions = candidates(published_versions(), "13.3.36", "13.4.92")
-    res = bisect_versions(versions, make_evaluator(ISSUE94, "sm_120", {}, "no crash", jobs=2))
+    res = bisect_versions(versions, make_evaluator(ISSUE94, "sm_120", {}, "no crash", jobs=2, install=True))
     assert (res.last_good, res.first_bad) == ("13.3.36", "13.4.59")
     assert [s.holds for s in res.steps] == [False, True, True]
     with pytest.raises(TileprobeError, match=r"nothing to bisect.*--property \"no crash\""):
-        bisect_versions(versions, make_evaluator(ISSUE94, "sm_120", {}, "compiles", jobs=2))
+        bisect_versions(versions, make_evaluator(ISSUE94, "sm_120", {}, "compiles", jobs=2, install=True))
 
 
 def test_13_2_86_does_not_list_sm_90_in_its_own_words(capsys):
@@ -153,9 +153,9 @@ def test_bundle_carries_both_releases_and_bisect_bundle_keeps_those_listing_the_
     order = interleave_releases(records)
     assert [r.tileiras for r in order[:4]] == [builds[0], builds[1], builds[1], builds[0]]
     with pytest.raises(TileprobeError, match=r"only \['13.3.36'\].*13.2.86 does not list sm_90"):
-        prepare_bundle(VADD, str(tmp_path / "x"), arch="sm_90", where={}, good="13.2.86", bad="13.3.36")
+        prepare_bundle(VADD, str(tmp_path / "x"), arch="sm_90", where={}, good="13.2.86", bad="13.3.36", install=True)
     keep, skipped, size = prepare_bundle(VADD, str(tmp_path / "y"), arch="sm_90", where={}, good="13.4.59",
-                                         bad="13.4.92", jobs=2)
+                                         bad="13.4.92", jobs=2, install=True)
     recs, env, _ = load_bundle(str(tmp_path / "y"))
     assert keep == ["13.4.59", "13.4.92"] and not skipped and env["bisect"]["releases"] == keep
     assert {r.tileiras[-7:] for r in recs} == {"13.4.59", "13.4.92"} and 0 < size < 1_000_000
