@@ -77,3 +77,40 @@ def test_a_report_with_errors_is_not_kept_and_the_switch_turns_the_cache_off(cac
     audit([probe], ["sm_90"], jobs=1)
     audit([probe], ["sm_90"], jobs=1)
     assert started[2:] == [probe, probe]
+
+
+def test_an_edit_that_keeps_size_and_mtime_and_a_new_module_beside_the_probe_are_seen(cache):
+    """A hostile tester (2026-12-02): ``cp -p``/``rsync -a`` keep the mtime, and a module created beside the probe
+    changes what an ``ImportError`` fallback imports; both must make the probe be imported again."""
+    from tileprobe.audit import audit
+    tmp, started = cache
+    probe = tmp / "probe_vadd.py"
+    src = probe.read_text()
+    probe.write_text(src.replace('cases={"TILE": [256, 1024]}', 'cases={"TILE": TILES}').replace(
+        "from tileprobe import Probe\n", "from tileprobe import Probe\ntry:\n    from local_tiles import TILES\n"
+        "except ImportError:\n    TILES = [256]\n"))
+    first = audit([str(probe)], ["sm_90"], jobs=1)
+    assert len(first.records) == 2
+    (tmp / "local_tiles.py").write_text("TILES = [256, 1024]\n")
+    assert len(audit([str(probe)], ["sm_90"], jobs=1).records) == 4
+    st = os.stat(probe)
+    probe.write_text(probe.read_text().replace("occupancy\": [1, 2]", "occupancy\": [2, 1]"))
+    os.utime(probe, ns=(st.st_atime_ns, st.st_mtime_ns))          # as cp -p: same size, same mtime
+    audit([str(probe)], ["sm_90"], jobs=1)
+    assert len(started) == 3
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev_zero", "folder"])
+def test_an_unsafe_cache_entry_is_a_miss_not_a_hang(cache, kind):
+    """A FIFO hung the audit, a link to /dev/zero took 10 GB (a hostile tester, 2026-12-02): each is a miss now."""
+    from tileprobe.audit import audit
+    tmp, started = cache
+    probe = str(tmp / "probe_vadd.py")
+    audit([probe], ["sm_90"], jobs=1)
+    plans = tmp / "cache" / "tileprobe" / "plans"
+    (entry,) = list(plans.iterdir())
+    entry.unlink()
+    {"fifo": lambda: os.mkfifo(entry), "dev_zero": lambda: os.symlink("/dev/zero", entry),
+     "folder": lambda: entry.mkdir()}[kind]()
+    assert len(audit([probe], ["sm_90"], jobs=1).records) == 4
+    assert len(started) == 2 and not [n for n in os.listdir(plans) if n.startswith(".")]

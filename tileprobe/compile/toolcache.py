@@ -40,11 +40,12 @@ def _read() -> dict:
     path = _path()
     if path is None:
         return {}
+    from tileprobe.cachefile import read_cache_bytes
+    raw = read_cache_bytes(path)       # a FIFO, /dev/zero or a huge file is a miss, never a hang
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
+        data = json.loads(raw) if raw is not None else {}
         return data if isinstance(data, dict) else {}
-    except (OSError, ValueError):
+    except (ValueError, RecursionError):
         return {}
 
 
@@ -56,14 +57,8 @@ def _write(key: str, value) -> None:
     data.pop(key, None)
     data = dict(list(data.items())[-(_MAX_ENTRIES - 1):])   # the newest entries (one per environment, binary)
     data[key] = value
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".compilers-", dir=os.path.dirname(path))
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f)
-        os.replace(tmp, path)
-    except OSError:
-        pass
+    from tileprobe.cachefile import write_cache_bytes
+    write_cache_bytes(path, json.dumps(data).encode())
 
 
 def _stat(path: str) -> list | None:

@@ -156,23 +156,18 @@ def compiler_identity(tileiras: str, cache_path: str | None = None) -> str:
     if cache_path is None:
         import platformdirs
         cache_path = os.path.join(platformdirs.user_cache_dir("tileprobe"), HASH_CACHE_NAME)
+    from tileprobe.cachefile import read_cache_bytes
+    raw = read_cache_bytes(cache_path)     # a FIFO, /dev/zero or a huge file is a miss, never a hang
     try:
-        with open(cache_path, encoding="utf-8") as f:
-            cache = json.load(f)
+        cache = json.loads(raw) if raw is not None else {}
         cache = cache if isinstance(cache, dict) else {}
-    except (OSError, ValueError, RecursionError):
+    except (ValueError, RecursionError):
         cache = {}
     before = dict(cache)
     parts = [f"{name}:{_file_sha256(p, cache) if p else 'none'}" for name, p in compiler_files(tileiras).items()]
     if cache != before:
-        try:   # written whole, then renamed: a reader never sees half a file
-            os.makedirs(os.path.dirname(cache_path), exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".hashes-", dir=os.path.dirname(cache_path))
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(cache, f)
-            os.replace(tmp, cache_path)
-        except OSError:
-            pass   # no cache: hashed again next time
+        from tileprobe.cachefile import write_cache_bytes
+        write_cache_bytes(cache_path, json.dumps(cache).encode())   # whole, then renamed; else hashed next time
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 

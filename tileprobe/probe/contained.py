@@ -399,6 +399,8 @@ def child_main() -> None:
     real_exit = os._exit
     conn = Connection(fd, readable=False)
     import cuda.tile  # noqa: F401  — not probe code: imported before the probe's clock starts
+    from tileprobe.probe.plancache import watch_missing
+    watch_missing()   # the modules probe code looks for and does not find (a plan kept for later names them)
     from tileprobe.probe import define, signature  # noqa: F401
     stage = lambda t: wire.send(conn, ("stage", str(t)))   # noqa: E731
     try:

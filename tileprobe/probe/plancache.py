@@ -9,14 +9,17 @@ asked, so it is kept here with:
 
 * the **code it ran**: every module file the loader had imported when it reported (the probe file, its kernel's
   module, TileGym, torch, cuTile, tileprobe …), each with its size and modification time in ns — the check that
-  Python's own ``.pyc`` files and mypy's incremental cache make;
+  Python's own ``.pyc`` files and mypy's incremental cache make — and, for the user's own code (outside the
+  standard library and site-packages), its SHA-256; and the modules imports looked for and did not find (one
+  created later, which an ``ImportError`` fallback would import, makes the entry stale);
 * the **question**: the probe file's path, the targets, the variant limit, ``--case`` / ``--hint`` overrides, the
   SM count, the interpreter, ``sys.path``, the working directory, the tileprobe version and the environment
   (less terminal and shell variables that no probe reads: :data:`VOLATILE_ENV`).
 
 A report is reused only when the question is the same and every file is unchanged; reports with errors are not
-kept (a fix elsewhere — a data file, a network share — must be seen at once). What a probe reads besides code
-(a data file, the clock, random numbers) is not tracked: ``TILEPROBE_PLAN_CACHE=0`` turns the cache off. Entries
+kept (a fix elsewhere — a data file, a network share — must be seen at once). What a probe reads besides the
+modules it imports (a data file, code run by ``runpy``/``exec``, the clock, random numbers) is not tracked:
+``TILEPROBE_PLAN_CACHE=0`` turns the cache off. Entries
 live in ``<user cache dir>/plans/`` (JSON, data only: :mod:`tileprobe.probe.wire`), at most :data:`MAX_ENTRIES`.
 """
 from __future__ import annotations
@@ -25,7 +28,6 @@ import hashlib
 import json
 import os
 import sys
-import tempfile
 from typing import Any
 from platformdirs import user_cache_dir
 from tileprobe._version import __version__
@@ -57,9 +59,30 @@ def key(path: str, question: dict) -> str:
     return hashlib.sha256(json.dumps(doc, sort_keys=True, default=repr).encode()).hexdigest()
 
 
+def _installed_roots() -> tuple[str, ...]:
+    """Folders of installed code (the standard library, site-packages): pip changes a file's size or mtime there."""
+    import sysconfig
+    roots = {sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    roots |= {p for p in sys.path if p and os.path.basename(p) in ("site-packages", "dist-packages")}
+    return tuple(sorted(os.path.join(os.path.realpath(r), "") for r in roots if r))
+
+
+def _sha256(path: str) -> str | None:
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        return None
+
+
 def code_files() -> list[list]:
-    """In a loader child: ``[path, size, mtime_ns]`` of every module file imported in this process."""
-    out, seen = [], set()
+    """In a loader child: ``[path, size, mtime_ns, sha256 | None]`` of every module file imported in this process,
+    the SHA-256 for the user's own code (outside the standard library and site-packages: an edit that keeps size
+    and mtime, as ``cp -p`` or ``rsync -a`` make, is still seen), and ``[folder, -1, mtime_ns, None]`` for each
+    top-level module name an import looked for and did not find, ``[name, -2, 0, None]`` (a module created later,
+    which an ``ImportError`` fallback would now import: :func:`watch_missing`)."""
+    installed = _installed_roots()
+    out, seen, folders = [], set(), []
     for module in list(sys.modules.values()):
         path = getattr(module, "__file__", None)
         if not isinstance(path, str) or path in seen:
@@ -69,33 +92,91 @@ def code_files() -> list[list]:
             st = os.stat(path)
         except OSError:
             continue
-        out.append([path, st.st_size, st.st_mtime_ns])
-    return sorted(out)
+        mine = not os.path.realpath(path).startswith(installed)
+        out.append([path, st.st_size, st.st_mtime_ns, _sha256(path) if mine else None])
+        if mine and os.path.dirname(path) not in folders:
+            folders.append(os.path.dirname(path))     # a probe's folder is on sys.path only while it is imported
+    dirs = folders + [os.path.abspath(p or ".") for p in sys.path if isinstance(p, str)]
+    out.extend([name, -2, 0, dirs] for name in sorted(_MISSING.names - set(sys.modules)))
+    return sorted(out, key=lambda e: e[0])
+
+
+class _Missing:
+    """The last ``sys.meta_path`` finder: it sees the top-level names no other finder found, and finds nothing."""
+
+    def __init__(self):
+        self.names: set[str] = set()
+
+    def find_spec(self, name, path=None, target=None):
+        """Note a top-level ``name`` that nothing found; return None (not found here either)."""
+        if path is None and "." not in name:
+            self.names.add(name)
+        return None
+
+
+_MISSING = _Missing()
+
+
+def watch_missing() -> None:
+    """In a loader child, before probe code runs: note the modules imports look for and do not find."""
+    if _MISSING not in sys.meta_path:
+        sys.meta_path.append(_MISSING)
+
+
+def _appeared(name: str, dirs) -> bool:
+    """Whether a module ``name`` now exists in one of ``dirs`` (a file, a package, an extension)."""
+    if not isinstance(dirs, list):
+        return True
+    for d in dirs:
+        entries = _listing(d)
+        if name in entries or any(e.startswith(name + ".") and e.endswith((".py", ".so", ".pyc")) for e in entries):
+            return True
+    return False
+
+
+_LISTINGS: dict[str, list[str]] = {}
+
+
+def _listing(folder) -> list[str]:
+    if folder not in _LISTINGS:
+        try:
+            _LISTINGS[folder] = os.listdir(folder) if isinstance(folder, str) and os.path.isdir(folder) else []
+        except OSError:
+            _LISTINGS[folder] = []
+    return _LISTINGS[folder]
 
 
 def _unchanged(files: Any) -> bool:
+    _LISTINGS.clear()
     if not isinstance(files, list) or not files:
         return False
     for entry in files:
         try:
-            path, size, mtime = entry
+            path, size, mtime, digest = entry
+            if size == -2:                                 # a module that was not there
+                if _appeared(path, digest):
+                    return False
+                continue
             st = os.stat(path)
         except (OSError, TypeError, ValueError):
             return False
         if st.st_size != size or st.st_mtime_ns != mtime:
+            return False
+        if digest is not None and _sha256(path) != digest:
             return False
     return True
 
 
 def lookup(k: str) -> dict | None:
     """The kept report data (:func:`tileprobe.probe.contained.report_data`) for key ``k`` when every file it ran
-    is unchanged; else None (also for an unreadable or damaged entry)."""
+    is unchanged; else None (also for an unreadable, damaged or unsafe entry: :mod:`tileprobe.cachefile`)."""
     if not enabled():
         return None
+    from tileprobe.cachefile import read_cache_bytes
+    raw = read_cache_bytes(os.path.join(_folder(), k + ".json"))   # a FIFO, /dev/zero, a huge file: a miss
     try:
-        with open(os.path.join(_folder(), k + ".json"), "rb") as f:
-            doc = wire.loads(f.read())
-    except (OSError, wire.WireError, ValueError):
+        doc = wire.loads(raw) if raw is not None else None
+    except (wire.WireError, ValueError, RecursionError):
         return None
     if not isinstance(doc, dict) or not _unchanged(doc.get("code_files")):
         return None
@@ -103,19 +184,17 @@ def lookup(k: str) -> dict | None:
 
 
 def save(k: str, report: dict, files: list) -> None:
-    """Keep ``report`` (data) under key ``k`` with the ``files`` it ran; never raises (a cache)."""
+    """Keep ``report`` (data) under key ``k`` with the ``files`` it ran; never raises, leaves no temp file."""
     if not enabled() or not files:
         return
-    folder = _folder()
+    from tileprobe.cachefile import write_cache_bytes
     try:
-        os.makedirs(folder, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".plan-", dir=folder)
-        with os.fdopen(fd, "wb") as f:
-            f.write(wire.dumps({"report": report, "code_files": files}, "a loader report"))
-        os.replace(tmp, os.path.join(folder, k + ".json"))
-        _prune(folder)
-    except (OSError, wire.NotData, wire.WireError):
+        data = wire.dumps({"report": report, "code_files": files}, "a loader report")
+    except (wire.NotData, wire.WireError):
         return
+    folder = _folder()
+    if write_cache_bytes(os.path.join(folder, k + ".json"), data):
+        _prune(folder)
 
 
 def _prune(folder: str) -> None:
