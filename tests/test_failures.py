@@ -316,6 +316,11 @@ def test_clean_strips_every_kind_of_escape():
     assert clean("r\rn\x00\x7f\u202eo") == "rno"                    # CR, NUL, DEL, bidi override
     assert clean("tab\tnew\nline") == "tab\tnew\nline"
     assert escape("[/]") == "\\[/]"
+    # an unterminated string loses its introducer only: it cannot swallow the lines after it (a hostile tester,
+    # 2026-12-02: a probe named "evil\x1bP" erased a Markdown table's heading and first rows)
+    assert clean("evil\x1bP\n| one |\n| two\x07 |\n| three |") == "evil\n| one |\n| two |\n| three |"
+    assert clean("error: bad thing \x1bP\n```\nfix: …") == "error: bad thing \n```\nfix: …"
+    assert clean("k\x1b]0;" + "x" * 5000 + "\x07tail").endswith("tail")
 
 
 # --- the compile pool ----------------------------------------------------------------------------------------------------

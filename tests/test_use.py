@@ -168,6 +168,8 @@ def test_a_miss_runs_the_programs_search_says_so_once_and_is_noted(tuned, tmp_pa
     ({"tileiras": "Cuda compilation tools, release 13.3, V13.3.36"}, {}, "tileiras build V13.4."),
     ({}, {"FAKE_GPU": "NVIDIA B200"}, "GPU NVIDIA B200 here, NVIDIA H200 in the table"),
     ({"source_sha256": "0" * 64}, {}, "kernel source "),
+    # untrusted text from the table reaches stderr as text: no OSC title, no screen clear (a hostile tester)
+    ({"gpu": "EVIL\x1b]0;PWNED\x07\x1b[2J[bold]x"}, {}, "GPU NVIDIA H200 here, EVIL[bold]x in the table"),
 ])
 def test_a_stale_row_is_refused_with_the_reason_and_the_program_still_runs(tuned, tmp_path, forge, env, reason):
     tmp, _ = tuned

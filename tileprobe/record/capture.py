@@ -39,6 +39,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import re
 import sys
 import threading
 import time
@@ -69,6 +70,18 @@ _USE = None
 
 
 # --- describing arguments ------------------------------------------------------------------------------
+
+
+#: Escape sequences and control characters (report/text.py's rule, kept here: this module is standard library
+#: only): a tune table's text (a GPU name, a build) reaches the program's stderr as text, never as a terminal
+#: command (a hostile tester, 2026-12-02: an OSC title and a screen clear in a table's "gpu").
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|[\x1b][\]PX^_][^\x07\x1b\x9c\n]{0,4096}(?:\x07|\x1b\\|\x9c)"
+                      r"|\x1b[ -/]*[0-~]?|[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _plain(text) -> str:
+    """``text`` with escape sequences and control characters removed (newline and tab kept)."""
+    return _ESCAPES.sub("", str(text))
 
 def align_of(ptr: int) -> int:
     """Largest power of two dividing ``ptr`` (bytes), capped at :data:`ALIGN_CAP`; a null pointer counts as the cap."""
@@ -416,7 +429,7 @@ class Recorder:
         self.failed = True
         msg = f"{type(exc).__name__}: {exc}"
         sys.stderr.write(f"tileprobe record: recording stopped in process {os.getpid()} "
-                         f"({' '.join(sys.argv)[:200]}): {msg}; the program goes on unrecorded\n")
+                         f"({_plain(' '.join(sys.argv)[:200])}): {_plain(msg)}; the program goes on unrecorded\n")
         try:
             if self.fd is not None:
                 os.write(self.fd, (json.dumps({"t": "error", "error": msg}) + "\n").encode())
@@ -939,7 +952,7 @@ class Answerer:
         if what in self.said:
             return
         self.said.add(what)
-        sys.stderr.write(f"tileprobe use: {text}\n")
+        sys.stderr.write(f"tileprobe use: {_plain(text)}\n")
 
     def answer(self, search: Search, frame):
         """A ``TuningResult`` for ``search`` from its row, or None (a miss: said once, noted)."""
@@ -1208,11 +1221,11 @@ def bootstrap(sitecustomize_file: str) -> None:
         install()
     except Exception as e:
         sys.stderr.write(f"tileprobe record: could not start recording in process {os.getpid()}: "
-                         f"{type(e).__name__}: {e}; the program runs unrecorded\n")
+                         f"{type(e).__name__}: {_plain(e)}; the program runs unrecorded\n")
     try:
         install_use()
     except Exception as e:
-        sys.stderr.write(f"tileprobe use: could not start in process {os.getpid()}: {type(e).__name__}: {e}; "
+        sys.stderr.write(f"tileprobe use: could not start in process {os.getpid()}: {type(e).__name__}: {_plain(e)}; "
                          "every search runs as the program wrote it\n")
     try:
         _chain(os.path.dirname(os.path.abspath(sitecustomize_file)))

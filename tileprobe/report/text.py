@@ -12,7 +12,9 @@ from outside tileprobe. Before they reach a terminal they are
   go through :func:`say`, and a message inside tileprobe's own markup is :func:`escape` d.
 
 ECMA-48 (5th edition, 1991) defines the sequences: CSI ``ESC [`` parameters, intermediates, a final byte 0x40–0x7E;
-OSC/DCS/APC/PM/SOS strings end with ST (``ESC \\``) or, for OSC in practice, BEL.
+OSC/DCS/APC/PM/SOS strings end with ST (``ESC \\``) or, for OSC in practice, BEL; one that does not end within the
+line (and 4,096 characters) loses only its introducer, so a stray ``ESC P`` in one value cannot swallow the rest of
+a table or a report (a hostile tester, 2026-12-02).
 """
 from __future__ import annotations
 
@@ -25,10 +27,10 @@ from rich.text import Text
 _SEQUENCES = re.compile(
     r"\x1b\[[0-?]*[ -/]*[@-~]"                      # CSI … final byte
     r"|\x9b[0-?]*[ -/]*[@-~]"                       # 8-bit CSI
-    r"|[\x1b][\]PX^_].*?(?:\x07|\x1b\\|\x9c|$)"     # OSC, DCS, SOS, PM, APC … BEL or ST (or the end)
-    r"|[\x90\x98\x9d\x9e\x9f].*?(?:\x07|\x1b\\|\x9c|$)"  # their 8-bit forms
-    r"|\x1b[ -/]*[0-~]?",                           # any other ESC sequence, or a lone ESC
-    re.S)
+    r"|[\x1b][\]PX^_][^\x07\x1b\x9c\n]{0,4096}(?:\x07|\x1b\\|\x9c)"   # OSC, DCS, SOS, PM, APC … BEL or ST
+    r"|[\x90\x98\x9d\x9e\x9f][^\x07\x1b\x9c\n]{0,4096}(?:\x07|\x1b\\|\x9c)"  # their 8-bit forms
+    r"|\x1b[ -/]*[0-~]?")                           # any other ESC sequence (an unterminated string's
+#                                                    introducer alone: what follows stays as text), or a lone ESC
 _CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
