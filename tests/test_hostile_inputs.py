@@ -284,3 +284,23 @@ def test_a_huge_import_output_is_counted_in_bytes_not_by_the_kept_lines(tmp_path
     total = sum(len(f"{i}\n") for i in range(50000))
     assert result.notes == [f"{path} printed while loading:\n  0\n  1\n  2\n  3\n  4\n  … (it printed {total:,} bytes "
                             "in all)"]
+
+
+def test_history_csv_and_the_html_report_hold_no_escape_from_stored_names(tmp_path, capsys):
+    """A hostile tester (2026-12-02): `history --csv -` wrote 19 ESC and 6 BEL bytes of stored case values to stdout,
+    and the HTML report held them too (`cat report.html` obeyed them)."""
+    from tileprobe.cli import main
+    from tileprobe.schema import VariantRecord
+    from tileprobe.store import Store
+    from tileprobe.report.html import render_html
+    db = str(tmp_path / "s.sqlite")
+    rec = VariantRecord(kernel="k\x1b]0;PWNED\x07", probe="p.py", case={"MODE": "a\x1b[2Jb"}, hints={"occupancy": 1},
+                        arch="sm_90", tileiras="V13.4.92", status="ok", threads=128, registers=32, shared_bytes=0,
+                        ctas_per_sm=8, limiter="threads", code_sha256="c")
+    with Store.open(db) as store:
+        store.import_records([rec], lambda sha: None, "1.7.0")
+    assert main(["history", "--store", db, "--csv", "-"]) == 0
+    out = capsys.readouterr().out
+    assert "ab" in out and not any(c in out for c in "\x1b\x07")
+    page = render_html([rec], plots=False)
+    assert not any(c in page for c in "\x1b\x07")

@@ -36,8 +36,14 @@ def cmd_history(args) -> int:
     with Store.open(args.store, must_exist=bool(args.store)) as store:
         if args.json:
             write_history_json(store, _dest(args.json), **filters)
-        if args.csv:
-            write_history_csv(store, _dest(args.csv), **filters)
+        if args.csv == "-":          # stored names and case values reach the terminal as text (report/text.py)
+            import io
+            from tileprobe.report.text import clean
+            buf = io.StringIO()
+            write_history_csv(store, buf, **filters)
+            sys.stdout.write(clean(buf.getvalue()))
+        elif args.csv:
+            write_history_csv(store, args.csv, **filters)
         if "-" in (args.json, args.csv):
             return 0
         from tileprobe.report.terminal import render_history

@@ -25,6 +25,7 @@ from typing import Iterable, Mapping, Sequence
 from tileprobe.analyses.results import CompilerSteps
 from tileprobe.errors import TileprobeError
 from tileprobe.schema import VariantRecord, build_order
+from tileprobe.report.text import clean
 from tileprobe.report.common import (variant_label, NUMERIC, VERDICT_MARK, case_columns, failure_groups, failure_of,
                                      fmt_kv, fmt_value, group_label, group_tables, headers, hint_columns, noteworthy,
                                      row_cells, sass_columns, short_build, verdict_columns)
@@ -69,7 +70,7 @@ tr.regression td:first-child{color:#cf222e;font-weight:700}tr.improvement td:fir
 
 
 def _e(value) -> str:
-    return html.escape("" if value is None else str(value), quote=True)
+    return html.escape(clean("" if value is None else str(value)), quote=True)   # no ESC/BEL in the file either
 
 
 def _sort_value(v):
