@@ -304,3 +304,23 @@ def test_history_csv_and_the_html_report_hold_no_escape_from_stored_names(tmp_pa
     assert "ab" in out and not any(c in out for c in "\x1b\x07")
     page = render_html([rec], plots=False)
     assert not any(c in page for c in "\x1b\x07")
+
+
+@pytest.mark.parametrize("value", ["nan", "1e400", "-5", "inf", "x"])
+def test_tune_tie_pct_takes_a_percentage_only(value, capsys):
+    """A hostile tester (2026-12-02): nan and 1e400 were accepted (every candidate a tie), -5 exited 1."""
+    from tileprobe.cli import main
+    with pytest.raises(SystemExit) as e:
+        main(["tune", "examples/rms_norm.py", "--dry-run", "--arch", "sm_90", "--tie-pct", value])
+    assert e.value.code == 2 and "give a percentage" in capsys.readouterr().err
+
+
+def test_audit_json_to_stdout_with_markdown_prints_the_json_alone(tmp_path, capsys):
+    """`audit --json - --format markdown` printed the JSON and then the Markdown: not JSON (a hostile tester)."""
+    import json as _json
+    from tileprobe.cli import main
+    from support import write_vec_probe
+    probe = write_vec_probe(tmp_path / "p.py")
+    assert main(["audit", probe, "--arch", "sm_90", "--no-store", "--json", "-", "--format", "markdown"]) == 0
+    doc = _json.loads(capsys.readouterr().out)
+    assert doc["variants"]

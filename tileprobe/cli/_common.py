@@ -41,6 +41,19 @@ def count(text: str) -> int:
     return value
 
 
+def percent(text: str) -> float:
+    """argparse type of a percentage (``--tie-pct``): a finite number in 0 … 100 (``nan``, ``inf``, ``1e400`` and
+    ``-5`` are a usage error, exit 2)."""
+    import math
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (0.0 <= value <= 100.0):
+        raise argparse.ArgumentTypeError(f"{text!r}: give a percentage, a number from 0 to 100")
+    return value
+
+
 def count_or_zero(text: str) -> int:
     """argparse type of a count where 0 has a meaning (``--limit 0``: all, ``--warmup 0``): a whole number ≥ 0."""
     if text.strip() == "0":

@@ -175,7 +175,7 @@ def emit(result, records, args) -> None:
     if args.json:
         write_json(records, environment, args.json)
     fmt = getattr(args, "format", "table")
-    if fmt == "markdown":
+    if fmt == "markdown" and args.json != "-":     # `--json -`: standard output holds the JSON alone
         from tileprobe.report.markdown import audit_markdown
         from tileprobe.report.text import clean
         sys.stdout.write(clean(audit_markdown(records, environment, command=command_line(),

@@ -24,7 +24,7 @@ def add_parser(subparsers, add_common=None) -> None:
     """Register ``tileprobe tune`` (the CLI's plug-in hook; ``add_common`` is not used: tune has its own
     ``--json``)."""
     from tileprobe.run.watchdog import DEFAULT_TIMEOUT_S
-    from tileprobe.cli._common import count, seconds
+    from tileprobe.cli._common import count, percent, seconds
     from tileprobe.report.tune import ROWS_SHOWN
     p = subparsers.add_parser("tune", help="the fastest correct hints and tunable values per problem on this GPU",
                               description=__doc__.split("\n\n")[1])
@@ -60,7 +60,7 @@ def add_parser(subparsers, add_common=None) -> None:
                    help=f"per GPU task (a batch or a check) before it is a hang, s (default {DEFAULT_TIMEOUT_S:g})")
     p.add_argument("--jobs", "-j", type=count, default=None, help="parallel compiles (default: all CPUs)")
     p.add_argument("--seed", type=int, default=0, help="seed of the inputs and of the rounds' order")
-    p.add_argument("--tie-pct", type=float, default=1.0, help="medians within this %% of the best are a tie "
+    p.add_argument("--tie-pct", type=percent, default=1.0, help="medians within this %% of the best are a tie "
                    "(default 1: what one variant reproduces between processes, docs/NOTES.md)")
     p.add_argument("--max-samples", type=int, default=300, help="samples per candidate at most (default 300)")
     p.add_argument("--num-sms", type=int, default=None, help="SM count the grids are made for (default: the GPU's; "

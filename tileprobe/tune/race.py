@@ -98,8 +98,8 @@ class RaceSettings:
         for name in ("min_samples", "max_samples", "exhaustive_samples"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name}={getattr(self, name)}: give 1 or more")
-        if self.tie_pct < 0:
-            raise ValueError(f"tie_pct={self.tie_pct}: give 0 or more (%)")
+        if not (0.0 <= self.tie_pct <= 100.0):    # nan fails too: it would make every candidate a tie
+            raise ValueError(f"tie_pct={self.tie_pct}: give a percentage from 0 to 100")
 
 
 @dataclass
