@@ -202,8 +202,13 @@ def test_pack_scalar_types():
 def test_grid3():
     assert launch.grid3(7) == (7, 1, 1)
     assert launch.grid3((2, 3)) == (2, 3, 1)
+    import numpy as np
+    assert launch.grid3([np.int64(4), 2]) == (4, 2, 1)
+    # not whole numbers: refused, never truncated or taken apart (a hostile tester, 2026-12-02)
     for bad, msg in (((0,), "positive"), ((1, 2, 3, 4), "1 to 3"), (("a",), "tuple of 1 to 3 integers"),
-                     ((1, 70000), "exceeds CUDA's limits")):
+                     ((1, 70000), "exceeds CUDA's limits"), ((1.5,), "integers"), ((True,), "integers"),
+                     ((float("nan"),), "integers"), ((float("inf"),), "integers"), ((x for x in (4,)), "integers"),
+                     ("44", "integers"), ((-1,), "positive")):
         with pytest.raises(ProbeError, match=msg):
             launch.grid3(bad)
 

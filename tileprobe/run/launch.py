@@ -325,10 +325,15 @@ def check_packing(packed: Sequence, params: Sequence[KernelParam]) -> None:
 def grid3(grid) -> tuple[int, int, int]:
     """A probe's grid as (x, y, z) CTAs. Raises ProbeError for a non-integer, empty or out-of-range grid
     (x ≤ 2³¹ − 1, y and z ≤ 65535: CUDA's grid limits)."""
-    if isinstance(grid, int):
+    import operator
+    if isinstance(grid, int) and not isinstance(grid, bool):
         grid = (grid,)
-    try:
-        dims = tuple(int(g) for g in grid)
+    if not isinstance(grid, (tuple, list)):      # a generator, a string: not silently taken apart
+        raise ProbeError(f"grid {grid!r} must be a tuple of 1 to 3 integers")
+    try:      # whole numbers only: 1.5, True, nan and inf were taken as 1, 1 and a traceback (a hostile tester)
+        if any(isinstance(g, bool) for g in grid):
+            raise TypeError("a bool")
+        dims = tuple(operator.index(g) for g in grid)
     except (TypeError, ValueError) as e:
         raise ProbeError(f"grid {grid!r} must be a tuple of 1 to 3 integers") from e
     if not 1 <= len(dims) <= 3 or any(d < 1 for d in dims):
