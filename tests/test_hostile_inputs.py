@@ -324,3 +324,17 @@ def test_audit_json_to_stdout_with_markdown_prints_the_json_alone(tmp_path, caps
     assert main(["audit", probe, "--arch", "sm_90", "--no-store", "--json", "-", "--format", "markdown"]) == 0
     doc = _json.loads(capsys.readouterr().out)
     assert doc["variants"]
+
+
+def test_a_where_on_a_knob_case_keeps_the_knob_verdicts_of_the_whole_audit(tmp_path):
+    """A new user (2026-12-02): `audit examples/rms_norm.py --where ALLOW_TMA=False` said "allow_tma ignored" for
+    cubins the whole audit called "honoured": the other knob value was not compiled. Now it is, as a hint's are."""
+    from tileprobe.audit import audit
+    from tileprobe.select import select
+    probe = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "rms_norm.py")
+    hints = {"occupancy": [2]}
+    whole = audit([probe], ["sm_90"], hints=hints, jobs=2, with_sass=True)   # the TMA count is in the SASS
+    narrow = audit([probe], ["sm_90"], hints=hints, jobs=2, where={"ALLOW_TMA": False}, with_sass=True)
+    assert len(narrow.records) == 2            # both knob values compiled for the verdicts
+    pick = lambda res: [(str(r.case), r.verdicts.get("allow_tma")) for r in select(res.records, {"ALLOW_TMA": False})]
+    assert pick(narrow) == pick(whole) and pick(whole)[0][1] is not None

@@ -268,8 +268,10 @@ def check_case_names(cases: Mapping[str, list] | None, probes: Sequence) -> None
 
 
 def case_selector(where: Mapping[str, Any] | None, probes: Sequence, option: str = "--where"):
-    """A predicate on variants for the case items of ``where`` (hint items are left to the records: verdicts need
-    every value of a hint), after checking every name against ``probes``; None when ``where`` has no case item.
+    """A predicate on variants for the case items of ``where`` (hint items, and case constants that carry a
+    per-load knob — ``knobs={"allow_tma": "ALLOW_TMA"}`` — are left to the records: verdicts need every value of a
+    hint or a knob; a new user, 2026-12-02: ``--where ALLOW_TMA=False`` turned "allow_tma honoured" into
+    "ignored"), after checking every name against ``probes``; None when ``where`` has no such case item.
 
     Raises:
         WhereError: a name that is neither a case constant, a kernel hint nor a per-load knob.
@@ -279,7 +281,8 @@ def case_selector(where: Mapping[str, Any] | None, probes: Sequence, option: str
         return None
     check_names(where, {c for p in probes for c in p.cases}, [*KERNEL_HINTS, *LOAD_KNOBS], option)
     _check_hint_values(where, probes, option)
-    case_items = {k: v for k, v in where.items() if any(k in p.cases for p in probes)}
+    knob_cases = {c for p in probes for c in (getattr(p, "knobs", None) or {}).values()}
+    case_items = {k: v for k, v in where.items() if any(k in p.cases for p in probes) and k not in knob_cases}
     if not case_items:
         return None
     return lambda v: all(same_value(v.case_dict.get(k), want) for k, want in case_items.items())
