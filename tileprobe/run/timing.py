@@ -327,14 +327,7 @@ def graph_batch(launch: Callable[[], None], *, event_factory, synchronize, captu
     synchronize()
     if between:
         between()
-    pairs = [(event_factory(), event_factory()) for _ in range(n)]
-    for start, end in pairs:
-        flush()
-        start.record()
-        replay()
-        end.record()
-    synchronize()
-    times = [start.elapsed_time(end) * 1000.0 / launches for start, end in pairs]
+    times = [t / launches for t in _timed(replay, flush, event_factory, synchronize, n)]
     return times, {"warmup_launches": BURST_WARMUP + warmup * launches, "n": n, "graph_launches": launches}
 
 
