@@ -361,9 +361,8 @@ class DefaultCompilerLookup:
         self.thread.start()   # the child dies with this thread (PR_SET_PDEATHSIG), which waits for it
 
     def _ask(self, with_torch: bool) -> tuple[str, str] | None:
-        env = {k: v for k, v in os.environ.items() if k != "TILEPROBE_LOOKUP_TORCH"}
-        pkg_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        env["PYTHONPATH"] = os.pathsep.join([pkg_root, *filter(None, [env.get("PYTHONPATH")])])
+        from tileprobe.procs import importable_env
+        env = importable_env({k: v for k, v in os.environ.items() if k != "TILEPROBE_LOOKUP_TORCH"})
         if with_torch:
             env["TILEPROBE_LOOKUP_TORCH"] = "1"
         rc, out, err = run_in_group([sys.executable, "-c", _LOOKUP_CODE], env, self.timeout_s)

@@ -424,3 +424,21 @@ def default_jobs() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:
         return max(1, os.cpu_count() or 1)
+
+
+#: The folder holding the tileprobe package (this file is ``tileprobe/procs.py``).
+PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def importable_env(env=None) -> dict:
+    """A copy of ``env`` (default: this process's environment) with :data:`PACKAGE_ROOT` first on ``PYTHONPATH``,
+    so a child Python (a loader, a worker, the zygote, a Ray task, a lookup) imports this checkout's tileprobe."""
+    out = dict(os.environ if env is None else env)
+    out["PYTHONPATH"] = pythonpath(out.get("PYTHONPATH"))
+    return out
+
+
+def pythonpath(current=None) -> str:
+    """``PYTHONPATH`` with :data:`PACKAGE_ROOT` first (``current``: the rest, None or "" for none)."""
+    return os.pathsep.join([PACKAGE_ROOT, *filter(None, [current])])
+

@@ -83,9 +83,8 @@ def pytest_terminal_summary(terminalreporter, config) -> None:
     import sys
     from tileprobe.record import hook
     hook.load_capture().uninstall()                   # flush this process's counts first
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = hook.clean_env(os.environ)
-    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    from tileprobe.procs import importable_env
+    env = importable_env(hook.clean_env(os.environ))
     proc = subprocess.run([sys.executable, "-m", "tileprobe.cli", "record", "--from-log", out], env=env,
                           capture_output=True, text=True)
     summary = os.path.join(out, "record.json")

@@ -338,5 +338,5 @@ def _version(tileiras: str | None) -> str | None:
 
 def _pythonpath() -> str:
     """The folder holding this tileprobe first, so Ray workers import the same code as the driver."""
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    return os.pathsep.join(x for x in (root, os.environ.get("PYTHONPATH")) if x)
+    from tileprobe.procs import pythonpath
+    return pythonpath(os.environ.get("PYTHONPATH"))

@@ -546,9 +546,8 @@ class _Loader:
                 f.write(wire.dumps(task[1], "the task's arguments"))
         from tileprobe.procs import arm_guard
         arm_guard()               # before the environment is copied: the loader and what it starts carry the mark
-        env = dict(os.environ)
-        pkg_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        env["PYTHONPATH"] = os.pathsep.join([pkg_root, *filter(None, [env.get("PYTHONPATH")])])
+        from tileprobe.procs import importable_env
+        env = importable_env()
         from tileprobe.probe.zygote import start_loader
         try:
             self.proc = start_loader(job, w, env) or subprocess.Popen(   # forked warm, else a fresh Python

@@ -96,9 +96,8 @@ class Zygote:
 
     def __init__(self):
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        env = dict(os.environ)
-        pkg_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        env["PYTHONPATH"] = os.pathsep.join([pkg_root, *filter(None, [env.get("PYTHONPATH")])])
+        from tileprobe.procs import importable_env
+        env = importable_env()
         self.key = _env_key()
         from tileprobe.procs import make_owned_tempdir
         # the zygote's temp folder is this process's: removed by close() however the zygote ended, and by the next

@@ -67,10 +67,8 @@ def compute_symbols(launches: list[Launch], timeout_s: float = TIMEOUT_S) -> lis
 def _child_env() -> dict:
     """This environment without a recording hook, with this tileprobe importable."""
     from tileprobe.record.hook import clean_env
-    env = clean_env(os.environ)
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    return env
+    from tileprobe.procs import importable_env
+    return importable_env(clean_env(os.environ))
 
 
 def _kernel(entry: dict):

@@ -30,7 +30,7 @@ from multiprocessing import Pipe
 from typing import Any
 
 from tileprobe.probe.wire import WireError, recv as wire_recv
-from tileprobe.procs import signal_group, stop_process
+from tileprobe.procs import importable_env, signal_group, stop_process
 from tileprobe.errors import TileprobeError
 from tileprobe.schema import exit_text
 import shutil
@@ -70,11 +70,6 @@ class _Worker:
     conn: Any
     log_path: str
     info: dict = field(default_factory=dict)
-
-
-def _package_root() -> str:
-    # the folder holding the tileprobe package (this file is tileprobe/run/watchdog.py)
-    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 
@@ -137,8 +132,7 @@ class Watchdog:
     def _spawn(self) -> _Worker:
         parent, child = Pipe(duplex=True)
         fd = child.fileno()
-        env = dict(os.environ, **self.env)
-        env["PYTHONPATH"] = os.pathsep.join(x for x in (_package_root(), env.get("PYTHONPATH")) if x)
+        env = importable_env(dict(os.environ, **self.env))
         log_path = os.path.join(self._logdir, f"worker-{len(self.pids) + 1}.log")
         with open(log_path, "wb") as log:
             proc = subprocess.Popen([sys.executable, "-m", "tileprobe.run.worker", str(fd), self.init],
