@@ -105,3 +105,22 @@ def test_bisect_downloads_no_release_in_between_unasked(no_download, tmp_path, c
     assert code != 0 and no_download == []
     assert "2 tileiras release(s) are not installed: 13.4.59, 13.5.37; nothing was downloaded" in err
     assert "MB in all" in err and "--install" in err
+
+
+def test_the_download_question_is_asked_only_at_a_terminal(monkeypatch, capsys):
+    """`confirmed` (resolve_one's and bisect's question): at a terminal a yes is True and a no False; in a pipe it
+    asks nothing and is False."""
+    import io
+    import sys
+    from tileprobe.cli._common import confirmed
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+    for answer, want in (("y\n", True), ("yes\n", True), ("n\n", False), ("\n", False)):
+        monkeypatch.setattr(sys, "stdin", Tty(answer))
+        monkeypatch.setattr(sys, "stderr", Tty())
+        assert confirmed("Download 13.5.37 (about 209 MB)?") is want
+        assert sys.stderr.getvalue() == "Download 13.5.37 (about 209 MB)? [y/N] "
+    monkeypatch.setattr(sys, "stdin", io.StringIO("y\n"))      # not a terminal
+    assert confirmed("Download?") is False and sys.stdin.read() == "y\n"

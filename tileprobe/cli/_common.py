@@ -205,14 +205,20 @@ def resolve_one(spec: str, install: bool = False) -> list[Toolchain]:
     try:
         return resolve_toolchains([spec], auto_install=install)
     except ReleaseNotInstalled as e:
-        if not (sys.stdin.isatty() and sys.stderr.isatty()):
-            raise
         size = f" (about {e.size_bytes / 1e6:,.0f} MB)" if e.size_bytes else ""
-        sys.stderr.write(f"tileiras {e.version} is not installed. Download and install it{size}? [y/N] ")
-        sys.stderr.flush()
-        if sys.stdin.readline().strip().lower() not in ("y", "yes"):
+        if not confirmed(f"tileiras {e.version} is not installed. Download and install it{size}?"):
             raise
         return resolve_toolchains([e.version], auto_install=True)
+
+
+def confirmed(question: str) -> bool:
+    """Ask ``question`` with ``[y/N]`` on standard error when standard input and error are both a terminal; True
+    for a yes. False without asking anywhere else (a pipe, CI): nothing is downloaded unasked (issue 27)."""
+    if not (sys.stdin.isatty() and sys.stderr.isatty()):
+        return False
+    sys.stderr.write(f"{question} [y/N] ")
+    sys.stderr.flush()
+    return sys.stdin.readline().strip().lower() in ("y", "yes")
 
 
 def open_store(args):

@@ -13,8 +13,8 @@ from __future__ import annotations
 import sys
 
 from tileprobe.report.text import clean, say
-from tileprobe.cli._common import (add_install_option, add_output_options, command_line, console, count,
-                                   write_json_doc)
+from tileprobe.cli._common import (add_install_option, add_output_options, command_line, confirmed, console,
+                                   count, write_json_doc)
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.41 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
@@ -62,12 +62,9 @@ def _asking(run):
         try:
             return run(args.install)
         except ReleasesNotInstalled as e:
-            if args.install or not (sys.stdin.isatty() and sys.stderr.isatty()):
-                raise
-            sys.stderr.write(f"bisect needs {len(e.versions)} release(s) not installed here: {', '.join(e.versions)} "
-                             f"(about {e.size_bytes / 1e6:,.0f} MB in all). Download and install them? [y/N] ")
-            sys.stderr.flush()
-            if sys.stdin.readline().strip().lower() not in ("y", "yes"):
+            if args.install or not confirmed(f"bisect needs {len(e.versions)} release(s) not installed here: "
+                                             f"{', '.join(e.versions)} (about {e.size_bytes / 1e6:,.0f} MB in all). "
+                                             "Download and install them?"):
                 raise
             return run(True)
     return go

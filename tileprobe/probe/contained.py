@@ -411,8 +411,8 @@ def child_main() -> None:
         from tileprobe.probe.define import describe_exception
         report = FileReport(os.path.abspath(job["path"]), errors=[f"{job['path']}: loading failed inside tileprobe: "
                                                                   f"{describe_exception(e)}"])
-    from tileprobe.probe.plancache import code_files
-    report.code_files = code_files()
+    from tileprobe.probe import plancache
+    report.code_files = plancache.code_files() if plancache.enabled() else []   # (hashes: only when kept)
     try:   # data only (tileprobe.probe.wire): the parent never unpickles what probe code made
         wire.send(conn, ("report", report_data(report)), "the probe file's report")
     except (wire.NotData, wire.WireError) as e:   # values _plan did not see (printed output, error texts)

@@ -190,6 +190,7 @@ class TorchTimer:
         import torch
         self._torch = torch
         self.flush_buffer = torch.empty(flush_bytes(l2_bytes) // 4, dtype=torch.int32, device=device)
+        self._graphs: list = []      # the last captured graphs, kept alive while their replays may run
 
     def event(self):
         """A new timing-enabled ``torch.cuda.Event``."""
@@ -220,7 +221,7 @@ class TorchTimer:
         with torch.cuda.graph(graph, stream=torch.cuda.current_stream(), capture_error_mode="thread_local"):
             for _ in range(launches):
                 launch()
-        self._graphs = getattr(self, "_graphs", [])[-7:] + [graph]   # kept alive while its replays may run
+        self._graphs = self._graphs[-7:] + [graph]
         return graph.replay
 
 
