@@ -668,22 +668,17 @@ def load_probe_files(paths: Sequence[str], targets: Sequence[str], *, tmp_root: 
     from tileprobe._cutile import DefaultCompilerLookup
     jobs = max(1, jobs or default_jobs())
     lookup = DefaultCompilerLookup(timeout_s) if find_compiler and paths else None   # beside the loaders
-    todo = list(enumerate(paths))
+    tasks = [None if task is None else (task[0], task[1][i]) for i in range(len(paths))]
+    keys = [_plan_key(p, targets, max_variants, cases, hints, num_sms, t) for p, t in zip(paths, tasks)]
+    reports: list[Any] = [_kept_report(k, p) for k, p in zip(keys, paths)]   # None: to load
+    todo = [(i, p) for i, p in enumerate(paths) if reports[i] is None]
     running: dict[int, _Loader] = {}
-    reports: list[Any] = [None] * len(paths)
-    keys = [_plan_key(p, targets, max_variants, cases, hints, num_sms,
-                      None if task is None else (task[0], task[1][i])) for i, p in enumerate(paths)]
-    for i, path in list(todo):
-        kept = _kept_report(keys[i], path)
-        if kept is not None:
-            reports[i] = kept
-            todo.remove((i, path))
     try:
         while todo or running:
             while todo and len(running) < jobs:
                 i, path = todo.pop(0)
-                running[i] = _Loader(path, targets, max_variants, timeout_s, tmp_root, (cases, hints),
-                                     None if task is None else (task[0], task[1][i]), num_sms)
+                running[i] = _Loader(path, targets, max_variants, timeout_s, tmp_root, (cases, hints), tasks[i],
+                                     num_sms)
             soonest = min(l.deadline for l in running.values())
             ready = wait([w for l in running.values() for w in l.waitables()],
                          timeout=min(max(0.0, soonest - time.monotonic()), 0.5))
