@@ -18,8 +18,6 @@ from typing import Callable, Iterable, Iterator
 from tileprobe.compile.job import Variant
 from tileprobe.compile.pool import variant_limit_s
 from tileprobe.toolchain import Toolchain
-# Imports inside functions here are lazy on purpose: at the module head they would add 0.26 s to its import
-# (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
 #: Seconds between two looks at the store while waiting for another process's compiles.
 POLL_S = 0.5

@@ -10,8 +10,6 @@ import re
 from dataclasses import dataclass, field
 
 from tileprobe.probe.signature import DLPACK_DTYPES, contiguous_strides, itemsize
-# Imports inside functions here are lazy on purpose: at the module head they would add 0.14 s to its import
-# (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
 #: ``__cuda_array_interface__`` typestr (without byte order) → dtype name (NumPy array-interface protocol).
 TYPESTR = {"f2": "float16", "f4": "float32", "f8": "float64", "i1": "int8", "i2": "int16", "i4": "int32",

@@ -9,8 +9,6 @@ import json
 import os
 from collections import Counter
 from dataclasses import dataclass, field
-# Imports inside functions here are lazy on purpose: at the module head they would add 0.07 s to its import
-# (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
 #: cuTile's defaults for kernel hints (``ct.kernel`` signature, cuda-tile 1.7.0 ``_execution.py``).
 HINT_DEFAULTS = {"num_ctas": None, "occupancy": None, "opt_level": 3, "num_worker_warps": None}

@@ -19,8 +19,6 @@ from tileprobe.record.args import args_text, inert
 from tileprobe.record.group import ProbePlan, plain_hint
 from tileprobe.record.model import RecordedSearch
 from tileprobe.record.write import Origin, _kernel_lines, check_probe_text, doc_text, hint_text, probe_filename
-# Imports inside functions here are lazy on purpose: at the module head they would add 0.08 s to its import
-# (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
 SEARCH_CASE = "search"
 CONFIG_CASE = "config"

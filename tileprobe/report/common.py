@@ -11,8 +11,6 @@ from tileprobe.model.sass import tma_data_ops
 # noqa: F401  (short_build: the renderers' label)
 from tileprobe.schema import (NOTEWORTHY_STATUSES, VariantRecord, short_build)
 from collections import Counter
-# Imports inside functions here are lazy on purpose: at the module head they would add 0.06 s to its import
-# (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
 #: How a verdict status reads in text (``ignored`` in capitals: the hint fell short and did nothing).
 VERDICT_MARK = {"honoured": "honoured", "met": "met", "unverified": "unverified", "partial": "partial", "ignored": "IGNORED",

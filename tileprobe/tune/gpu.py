@@ -17,8 +17,6 @@ from tileprobe.errors import TileprobeError
 from tileprobe.run.session import _TASK_FIELDS, probe_not_given, resolve_probe_path
 from tileprobe.tune.race import FAILED, Batch, CheckOutcome
 from tileprobe.tune.static import Candidate
-# Imports inside functions here are lazy on purpose: at the module head they would add 0.05 s to its import
-# (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
 TIME_TASK = "tileprobe.run.batch:time_batch"
 CHECK_TASK = "tileprobe.run.batch:check_candidate"
