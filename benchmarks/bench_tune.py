@@ -46,6 +46,8 @@ KERNELS = {
             "quick": {"cases": {"ALLOW_TMA": [True]}, "hints": {"occupancy": [1, 2, 8]}}},
     "rms16k": {"probe": os.path.join(HERE, "probes", "rms_norm_16k.py"),
                "quick": {"cases": {"ALLOW_TMA": [True]}, "hints": {"occupancy": [1, 2, 8]}}},
+    "fmha": {"probe": os.path.join(HERE, "probes", "tilegym_fmha.py"),
+             "quick": {"cases": {"TILE_M": [64, 128], "TILE_N": [64]}, "hints": {"occupancy": [1, 2]}}},
     "matmul": {"probe": os.path.join(ROOT, "examples", "tilegym_matmul_tune.py"),
                "quick": {"cases": {"SIZE": [4096], "TILE_M": [128, 256], "TILE_N": [128], "TILE_K": [32, 64]},
                          "hints": {"occupancy": [1, 2], "num_ctas": [1]}}},
@@ -87,8 +89,12 @@ def _fresh(path: str) -> str:
 def run_step(kernel: str, step: str, probe: str, out: str, dry_run: bool) -> dict:
     """Run one step in a fresh process; its wall time is measured here, around the process."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(x for x in (ROOT, os.environ.get("PYTHONPATH")) if x))
-    cache = os.path.join(out, f"cutile-cache-{kernel}-{'cutile' if step == 'dobench' else step}")
-    env["CUDA_TILE_CACHE_DIR"] = cache if step == "dobench" else _fresh(cache)
+    # dobench reuses the cutile step's cuTile cache; retune runs in the tileprobe step's environment (the same
+    # CUDA_TILE_CACHE_DIR: a user's second run of the same command, so that the loaders' plan cache, keyed on the
+    # environment, can answer: tileprobe/probe/plancache.py)
+    owner = {"dobench": "cutile", "retune": "tileprobe"}.get(step, step)
+    cache = os.path.join(out, f"cutile-cache-{kernel}-{owner}")
+    env["CUDA_TILE_CACHE_DIR"] = cache if step in ("dobench", "retune") else _fresh(cache)
     result = os.path.join(out, f"{kernel}-{step}.json")
     if step in ("tileprobe", "retune"):
         store = os.path.join(out, f"store-{kernel}.sqlite")
@@ -267,7 +273,7 @@ def report(out: str, kernels: list[str]) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True, help="folder for every output (created)")
-    ap.add_argument("--kernels", default="rms,matmul", help="comma-separated: rms, rms16k, matmul (default rms,matmul)")
+    ap.add_argument("--kernels", default="rms,matmul", help="comma-separated: rms, rms16k, fmha, matmul (default rms,matmul)")
     ap.add_argument("--steps", default=",".join(STEPS), help=f"comma-separated: {', '.join(STEPS + EXTRA_STEPS)} "
                     "(default all but retune, in this order: do_bench reuses the cutile step's cuTile cache; retune "
                     "reuses the tileprobe step's store)")
