@@ -36,7 +36,10 @@ def add_parser(subparsers, add_common=None) -> None:
     p.add_argument("--record-dir", metavar="DIR", help="with -- COMMAND: where the recording and its tuning probes "
                    "go (default: TABLE.record beside the --export table)")
     p.add_argument("--budget", type=seconds, default=None, metavar="SECONDS",
-                   help="time for the races, shared among the problems (default: until each is decided)")
+                   help="time for the search, shared among the problems (default: until each is decided): "
+                   "the races; and for a problem of more than 4 × --jobs configurations the compiles too, from "
+                   "the start: a spread sample first, then the leaders' neighbours, round by round; what was not "
+                   "reached is not_searched (docs/TUNE.md, \"Budgeted search\")")
     p.add_argument("--strategy", choices=["race", "exhaustive"], default="race",
                    help="race: successive elimination (default); exhaustive: every candidate sampled alike")
     p.add_argument("--timing", choices=["sustained", "burst", "eager", "graph"], default="sustained",
@@ -217,6 +220,8 @@ def _progress(console):
             failed = f", failed {', '.join(data['failed'])}" if data["failed"] else ""
             say(console, f"  round {data['round']}: {data['racing']} racing{gone}{failed}, {data['left']} left "
                          f"({data['wall_s']:.1f} s)")
+        elif kind == "search":
+            say(console, f"  search {data.note().removeprefix('budgeted search ')}")
         elif kind == "rejudge":
             say(console, f"  back in the race: {', '.join(data['back'])} (the leader's later samples no longer beat "
                          "them)")

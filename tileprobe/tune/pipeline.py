@@ -14,6 +14,7 @@ from tileprobe.model.arch import get_arch
 from tileprobe.errors import TileprobeError
 from tileprobe.tune.gpu import CHECK_TASK, TIME_TASK, TimingSettings, WorkerBench
 from tileprobe.tune.race import Race, RaceSettings
+from tileprobe.tune.search import SearchSettings
 from tileprobe.tune.assemble import compare_previous, problem_result
 from tileprobe.tune.result import NO_SM_COUNT, ProblemResult, TuneResult
 from tileprobe.tune.static import Plan, compile_records, dedupe, launch_facts, load_space, make_plans
@@ -130,13 +131,18 @@ def tune(probe_paths: Sequence[str], *, arch: str | None = None, budget_s: float
          toolchains: Sequence[Toolchain] | None = None, tasks: tuple[str, str] = (TIME_TASK, CHECK_TASK),
          progress: Callable | None = None, startup_s: float | None = None, where: dict | None = None,
          cases: dict | None = None, hints: dict | None = None, executor=None,
-         probe_timeout_s: float | None = None, run_hang_risk: bool = False) -> TuneResult:
+         probe_timeout_s: float | None = None, run_hang_risk: bool = False,
+         search_full_max: int | None = None) -> TuneResult:
     """Tune probe files on this machine's GPU: the fastest correct configuration per (kernel, problem case).
 
     Args:
         probe_paths: probe files (see README "Tuning": ``tunable=``, ``constraint=``, ``default=``).
-        arch: target (default: this GPU's). budget_s: seconds for the races, shared among the problems: each
-            race gets an equal share of what is left (None: no limit).
+        arch: target (default: this GPU's). budget_s: seconds for the search, shared among the problems: each
+            race gets an equal share of what is left (None: no limit); when a problem has more than
+            ``search_full_max`` configurations (default: 4 × the compile jobs) and compiles are made here, the
+            compiles count too, from this call's start: the space is searched in rounds, a spread sample first,
+            then the leaders' neighbours (:mod:`tileprobe.tune.search`), and what was not reached is
+            ``not_searched``.
         strategy: ``race`` (successive elimination) or ``exhaustive`` (every candidate sampled alike).
         timing: ``sustained`` (default) or ``burst`` (docs/TUNE.md "Timing modes").
         export: write the JSON table for host code there (merged into an existing table).
@@ -167,6 +173,7 @@ def tune(probe_paths: Sequence[str], *, arch: str | None = None, budget_s: float
         cases, hints: ``{name: [values]}`` replacing the probes' own (``--case`` / ``--hint``).
         run_hang_risk: race the candidates the register-pool check predicts to hang too (default: dropped under
             the rule ``hang_risk``, named by ``progress("hang_risk", records)`` before any race).
+        search_full_max: with ``budget_s``: the largest space compiled whole (see ``budget_s``).
 
     Returns a :class:`~tileprobe.tune.result.TuneResult`.
 
@@ -185,12 +192,12 @@ def tune(probe_paths: Sequence[str], *, arch: str | None = None, budget_s: float
         #                                                                 beside the plan (issue 22)
         return _tune(t0, result, race_settings, timing_settings, probe_paths, arch, export, bundle, store, jobs,
                      timeout_s, compile_timeout_s, seed, confidence, num_sms, dry_run, watchdog, toolchains, tasks,
-                     progress, where, cases, hints, executor, probe_timeout_s, run_hang_risk)
+                     progress, where, cases, hints, executor, probe_timeout_s, run_hang_risk, search_full_max)
 
 
 def _tune(t0, result, race_settings, timing_settings, probe_paths, arch, export, bundle, store, jobs, timeout_s,
           compile_timeout_s, seed, confidence, num_sms, dry_run, watchdog, toolchains, tasks, progress, where, cases,
-          hints, executor, probe_timeout_s, run_hang_risk=False) -> TuneResult:
+          hints, executor, probe_timeout_s, run_hang_risk=False, search_full_max=None) -> TuneResult:
     problems, result.probe_errors = load_space(probe_paths, where=where, cases=cases, hints=hints,
                                                probe_timeout_s=probe_timeout_s)
     if not problems:
@@ -214,7 +221,12 @@ def _tune(t0, result, race_settings, timing_settings, probe_paths, arch, export,
                 compile_sms = reference_num_sms(arch)
         overrides = {"cases": cases, "hints": hints, "num_sms": compile_sms,
                      **({"probe_timeout_s": probe_timeout_s} if probe_timeout_s else {})}
-        if not dry_run and not bundle:      # race the first problem while compiling (issue 22)
+        search = _search_settings(race_settings, jobs, seed, search_full_max)
+        if _wants_search(race_settings, search, problems, dry_run, bundle):   # --budget over a large space
+            plans = _searched(result, problems, arch, starter, watchdog, probe_paths, store, jobs, compile_timeout_s,
+                              toolchains, progress, overrides, executor, num_sms, timing_settings, race_settings,
+                              search, timeout_s, seed, tasks, probe_timeout_s, run_hang_risk, gpu, t0)
+        elif not dry_run and not bundle:      # race the first problem while compiling (issue 22)
             plans = _overlapped(result, problems, arch, starter, watchdog, probe_paths, store, jobs, compile_timeout_s,
                                 toolchains, progress, overrides, executor, num_sms,
                                 timing_settings, race_settings, timeout_s, seed, tasks, probe_timeout_s, run_hang_risk,
@@ -231,6 +243,63 @@ def _tune(t0, result, race_settings, timing_settings, probe_paths, arch, export,
             starter.release()
     _finish(result, plans, store, export, t0)
     return result
+
+
+def _search_settings(race: RaceSettings, jobs: int | None, seed: int, full_max: int | None) -> SearchSettings:
+    """The budgeted search's settings: a wave is the compile jobs (default: every CPU)."""
+    from tileprobe.procs import default_jobs
+    return SearchSettings(jobs=max(1, jobs or default_jobs()), full_max=full_max, seed=seed)
+
+
+def _wants_search(race: RaceSettings, search: SearchSettings, problems, dry_run: bool, bundle) -> bool:
+    """A budget, compiles to make here, and a problem larger than the search's ``full_max``."""
+    return (race.budget_s is not None and not dry_run and not bundle
+            and any(len(p.configs) > search.full_max for p in problems))
+
+
+def _searched(result, problems, arch, starter, wd, probe_paths, store, jobs, compile_timeout_s, toolchains, progress,
+              overrides, executor, num_sms, timing, settings, search, timeout_s, seed, tasks, probe_timeout_s,
+              run_hang_risk, gpu, t0) -> list[Plan]:
+    """The budgeted search (:mod:`tileprobe.tune.search`): each problem in rounds within its share of the budget,
+    counted from the tune's start; a problem of at most ``search.full_max`` configurations is searched in one
+    round of everything. Returns the plans."""
+    from tileprobe.tune.budgeted import SearchContext, search_problem
+    asked: dict = {} if gpu is None else {"gpu": gpu}
+
+    def wait_gpu() -> dict:
+        if "gpu" not in asked:
+            asked["gpu"] = _gpu(result, starter, arch, progress)
+        return asked["gpu"]
+    records = lambda probs: _records(probe_paths, probs, arch, None, store, jobs, compile_timeout_s,  # noqa: E731
+                                     toolchains, progress, overrides, executor)
+    bench_kw = dict(watchdog=wd, probe_paths=probe_paths, search_dirs=[os.getcwd()], timing=timing,
+                    timeout_s=timeout_s, seed=seed, tasks=tasks, trust_recorded=True)
+    ctx = SearchContext(records, wait_gpu, bench_kw, settings, search, arch, run_hang_risk, probe_timeout_s, num_sms,
+                        progress)
+    plans, deadline = [], t0 + settings.budget_s
+    for i, problem in enumerate(problems):
+        share = max(0.0, deadline - time.perf_counter()) / (len(problems) - i)
+        one = search if len(problem.configs) > search.full_max else \
+            dataclasses.replace(search, sample=len(problem.configs))
+        plan, found = search_problem(ctx, problem, time.perf_counter() + share, store, one)
+        plans.append(plan)
+        res = problem_result(plan, found.outcome, arch, settings.confidence)
+        result.problems.append(res)
+        if progress:
+            progress("problem", res)
+    _say_hang_risk(plans, run_hang_risk, progress)
+    result.probe_errors += [e for e in ctx.probe_errors if e not in result.probe_errors]
+    for plan in plans:
+        _grid_errors(result, plan)
+    gpu_info = wait_gpu()
+    result.environment = _environment(ctx.environment or {}, gpu_info, arch, num_sms or gpu_info.get("num_sms"),
+                                      timing, settings, None)
+    result.environment["search"] = {"full_max": search.full_max, "sample": search.sample, "jobs": search.jobs,
+                                    "leaders": search.leaders}
+    result.times.update(compile_s=ctx.compile_s, race_s=sum(p.race_s or 0.0 for p in result.problems),
+                        check_s=sum(p.check_s or 0.0 for p in result.problems))
+    result.environment["clocks"] = _clock_range(result.problems)
+    return plans
 
 
 def _sequential(result, problems, arch, starter, watchdog, probe_paths, bundle, store, jobs, compile_timeout_s,

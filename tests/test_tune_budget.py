@@ -1,0 +1,94 @@
+"""``tune(budget_s=…)`` over a space larger than ``search_full_max``: the budgeted search end to end on CPU — real
+compiles of a small vec_add probe (sm_90), the real watchdog and worker, the fake GPU tasks of
+``tests/test_tune_pipeline.py`` (a time per tile size). Also the CLI's ``--budget`` line of the search."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tileprobe.run.watchdog import Watchdog
+from tileprobe.store import Store
+from tileprobe.tune import tune
+
+HERE = Path(__file__).resolve().parent
+PIPELINE = HERE / "test_tune_pipeline.py"
+KERNELS = HERE / "data" / "kernels.py"
+TASKS = (f"{PIPELINE}:fake_time", f"{PIPELINE}:fake_check")
+INIT = f"{PIPELINE}:init_fake_gpu"
+PLAN_ENV = "TP_FAKE_TUNE_PLAN"
+#: TILE → µs: the fastest is 1024, one step from the space's centre.
+TIMES = {"256": 140.0, "512": 110.0, "1024": 90.0, "2048": 100.0, "4096": 120.0, "8192": 150.0}
+
+PROBE = f"""
+from tileprobe import Probe
+N = 1 << 16
+probe = Probe(
+    kernel={str(KERNELS) + ':vec_add'!r},
+    args=lambda case, arrays: (arrays.randn((N,), "float32"), arrays.randn((N,), "float32"),
+                               arrays.empty((N,), "float32"), case["TILE"]),
+    cases={{"TILE": [256, 512, 1024, 2048, 4096, 8192]}},
+    tunable=("TILE",),
+    hints={{"occupancy": [1, 2]}},
+    grid=lambda case, hints, num_sms: (N // case["TILE"],),
+    reference=lambda case, a: {{2: a[0] + a[1]}},
+    name="vec_add_budget",
+)
+"""
+
+
+@pytest.fixture(scope="module")
+def probe(tmp_path_factory):
+    d = tmp_path_factory.mktemp("budget")
+    path = d / "vec_budget.py"
+    path.write_text(PROBE)
+    return {"probe": str(path), "store": str(d / "results.sqlite")}
+
+
+def run(probe, budget_s, **kw):
+    with Watchdog(timeout_s=5.0, init=INIT, env={PLAN_ENV: json.dumps({"times": TIMES})}, grace_s=0.5) as wd:
+        with Store.open(probe["store"]) as s:
+            return tune([probe["probe"]], arch="sm_90", watchdog=wd, tasks=TASKS, store=s, timeout_s=5.0, jobs=2,
+                        budget_s=budget_s, search_full_max=4, **kw)
+
+
+def test_a_spent_budget_stops_after_the_spread_sample_and_says_what_was_searched(probe):
+    res = run(probe, 0.01)
+    (p,) = res.problems
+    rows = {r.label: r for r in p.candidates if r.config}
+    searched = [r for r in rows.values() if r.status != "not_searched"]
+    assert len(rows) == 12 and len(searched) == 4                      # round 1: two waves of 2 jobs
+    assert "TILE=256 occupancy=1" in {r.label for r in searched}        # the default configuration comes first
+    assert p.dropped["not_searched"] == 8 and p.coverage["compiled"] == 4 and p.coverage["configurations"] == 12
+    assert p.pick is not None and p.pick.label in {r.label for r in searched if r.raced}
+    assert p.pick.median_us == pytest.approx(min(TIMES[str(r.config["case"]["TILE"])] for r in searched
+                                                 if r.raced), rel=0.05)
+    assert any(n.startswith("budgeted search round 1: 4 compiled (a spread sample)") for n in p.notes)
+    assert all(r.reason.startswith("not compiled: the budgeted search did not reach it") for r in rows.values()
+               if r.status == "not_searched")
+    assert res.environment["search"] == {"full_max": 4, "sample": 4, "jobs": 2, "leaders": 3}
+
+
+def test_a_budget_that_suffices_searches_around_the_leaders_and_finds_the_fastest(probe):
+    res = run(probe, 600.0)
+    (p,) = res.problems
+    assert p.pick.label == "TILE=1024 occupancy=1" and p.pick.median_us == pytest.approx(90.0, rel=0.05)
+    rounds = [n for n in p.notes if n.startswith("budgeted search round")]
+    assert len(rounds) >= 2 and "the leaders' neighbours" in rounds[1]
+    assert p.coverage["compiled"] == 12 and "not_searched" not in p.dropped   # time for everything: all tried
+    assert res.times["compile_s"] > 0 and res.times["race_s"] > 0
+    # the JSON keeps every row and the search's notes
+    d = json.loads(json.dumps(res.to_dict(), default=str))
+    assert len([r for r in d["problems"][0]["candidates"] if r.get("config")]) == 12
+
+
+def test_a_small_space_with_a_budget_is_compiled_whole_as_before(probe):
+    with Watchdog(timeout_s=5.0, init=INIT, env={PLAN_ENV: json.dumps({"times": TIMES})}, grace_s=0.5) as wd:
+        with Store.open(probe["store"]) as s:
+            res = tune([probe["probe"]], arch="sm_90", watchdog=wd, tasks=TASKS, store=s, timeout_s=5.0, jobs=2,
+                       budget_s=600.0, search_full_max=20)
+    (p,) = res.problems
+    assert not any(n.startswith("budgeted search") for n in p.notes) and "search" not in res.environment
+    assert p.pick.label == "TILE=1024 occupancy=1"

@@ -1,0 +1,146 @@
+"""The budgeted search (``tileprobe.tune.search``) on synthetic spaces: the spread sample, the neighbours, and the
+rounds of :class:`BudgetedSearch` with a fake compile and a fake race on a fake clock (nothing compiled or timed)."""
+from __future__ import annotations
+
+import itertools
+import statistics
+
+import pytest
+
+from tileprobe.tune.race import Entry, RaceOutcome
+from tileprobe.tune.search import BudgetedSearch, SearchSettings, axes, neighbours, position, spread
+from tileprobe.tune.space import Config
+
+
+def space(**knobs) -> list[Config]:
+    """Every combination of the knobs (the first is a tunable, the rest hints), in declared order."""
+    names = list(knobs)
+    out = []
+    for combo in itertools.product(*knobs.values()):
+        pairs = list(zip(names, combo))
+        out.append(Config(tuple(pairs[:1]), tuple(pairs[1:])))
+    return out
+
+
+def test_axes_and_positions_follow_the_declared_order():
+    configs = space(TILE=[64, 128, 256], occupancy=[1, 2])
+    ax = axes(configs)
+    assert ax == [["64", "128", "256"], ["1", "2"]]
+    assert position(configs[-1], ax) == (2, 1) and position(configs[0], ax) == (0, 0)
+
+
+def test_spread_starts_at_the_centre_then_goes_to_the_ends():
+    configs = space(TILE=list(range(9)))
+    picks = [dict(c.tunables)["TILE"] for c in spread(configs, 3)]
+    assert picks[0] == 4 and sorted(picks[1:]) == [0, 8]
+
+
+def test_spread_keeps_away_from_what_is_taken_and_never_repeats():
+    configs = space(TILE=list(range(9)), occupancy=[1, 2, 4])
+    taken = [c for c in configs if dict(c.tunables)["TILE"] == 0 and dict(c.hints)["occupancy"] == 1]
+    picks = spread(configs, 10, taken)
+    assert len(picks) == len(set(picks)) == 10 and not set(picks) & set(taken)
+    first = picks[0]
+    assert dict(first.tunables)["TILE"] == 8 and dict(first.hints)["occupancy"] == 4   # the far corner
+    assert spread(configs, 100) == spread(configs, 100) and len(spread(configs, 100)) == 27
+
+
+def test_neighbours_are_one_step_on_one_knob():
+    configs = space(TILE=[64, 128, 256], occupancy=[1, 2, 4], num_ctas=[1, 2])
+    here = Config((("TILE", 128),), (("occupancy", 2), ("num_ctas", 1)))
+    got = {(dict(c.tunables)["TILE"], dict(c.hints)["occupancy"], dict(c.hints)["num_ctas"])
+           for c in neighbours(here, configs)}
+    assert got == {(64, 2, 1), (256, 2, 1), (128, 1, 1), (128, 4, 1), (128, 2, 2)}
+
+
+def test_settings_default_to_waves_of_the_jobs_and_reject_zero():
+    s = SearchSettings(jobs=16)
+    assert (s.full_max, s.sample) == (64, 32)
+    with pytest.raises(ValueError, match="jobs=0"):
+        SearchSettings(jobs=0)
+
+
+class Fake:
+    """A fake compile (1 s of the fake clock per wave of ``jobs``, some configurations failing) and a fake race
+    (2 s; each candidate's samples are its cost with a little spread; the fastest wins) over ``cost``."""
+
+    def __init__(self, cost, jobs, fail=()):
+        self.cost, self.jobs, self.fail = cost, jobs, set(fail)
+        self.now = 0.0
+        self.compiled: list[Config] = []
+        self.races: list[list[str]] = []
+        self.by_label: dict[str, Config] = {}
+
+    def clock(self) -> float:
+        return self.now
+
+    def compile(self, batch):
+        self.now += -(-len(batch) // self.jobs) * 1.0
+        self.compiled += batch
+        for c in batch:
+            self.by_label[c.label] = c
+        return [c.label for c in batch if c.label not in self.fail]
+
+    def race(self, ids, budget_s):
+        self.now += 2.0
+        self.races.append(list(ids))
+        entries = [Entry(i, samples=[self.cost(self.by_label[i]) * f for f in (0.99, 1.0, 1.01)]) for i in ids]
+        best = min(entries, key=lambda e: statistics.median(e.samples))
+        for e in entries:
+            e.status = "winner" if e is best else "eliminated"
+        return RaceOutcome(entries, "winner", best.id, [best.id], "one survivor", [{"round": 1}], 2.0, 1.5, 0.1)
+
+
+def bowl(c: Config) -> float:
+    """A cost with one minimum inside the space (TILE 5, occupancy 2, num_ctas 1), rising along each knob."""
+    t, o, n = dict(c.tunables)["TILE"], dict(c.hints)["occupancy"], dict(c.hints)["num_ctas"]
+    return 100.0 + 3.0 * abs(t - 5) + 2.0 * abs(o - 2) + 1.5 * abs(n - 1)
+
+
+def test_the_search_finds_a_bowls_minimum_compiling_a_part_of_the_space():
+    configs = space(TILE=list(range(10)), occupancy=[1, 2, 4, 8], num_ctas=[1, 2, 4])   # 120 configurations
+    fake = Fake(bowl, jobs=4)
+    first = [configs[0]]
+    out = BudgetedSearch(configs, fake.compile, fake.race, lambda c: c.label, SearchSettings(jobs=4), 25.0, first,
+                         clock=fake.clock).run()
+    best = min(configs, key=bowl)
+    assert out.outcome.pick == best.label
+    assert fake.compiled[0] == configs[0]                      # round 1 takes the first ones first
+    assert len(fake.compiled) == len(set(fake.compiled)) == out.tried < len(configs) // 2
+    assert out.rounds[0].kind == "sample" and out.rounds[0].compiled == 8      # two waves of 4
+    assert all(r.kind == "neighbours" and r.compiled <= 8 for r in out.rounds[1:])
+    # leaders race again in the next round, beside the new candidates
+    assert out.rounds[0].leader in fake.races[0] and out.rounds[0].leader in fake.races[1]
+    # the merged outcome keeps every timed candidate once; the ones not raced again are eliminated
+    ids = [e.id for e in out.outcome.entries]
+    assert len(ids) == len(set(ids)) == len(fake.compiled)
+    assert {e.status for e in out.outcome.entries} == {"winner", "eliminated"}
+    assert fake.now <= 25.0 + 3.0            # the last round started only when its estimate fitted
+
+
+def test_the_budget_stops_the_search_after_the_first_round():
+    configs = space(TILE=list(range(10)), occupancy=[1, 2, 4, 8], num_ctas=[1, 2, 4])
+    fake = Fake(bowl, jobs=4)
+    out = BudgetedSearch(configs, fake.compile, fake.race, lambda c: c.label, SearchSettings(jobs=4), 1.0,
+                         clock=fake.clock).run()
+    assert len(out.rounds) == 1 and out.tried == 8 and len(fake.compiled) == 8
+    assert out.outcome.pick == min(fake.compiled, key=bowl).label
+
+
+def test_a_generous_budget_tries_every_configuration_once():
+    configs = space(TILE=list(range(5)), occupancy=[1, 2], num_ctas=[1])
+    fake = Fake(bowl, jobs=2)
+    out = BudgetedSearch(configs, fake.compile, fake.race, lambda c: c.label, SearchSettings(jobs=2), 1e9,
+                         clock=fake.clock).run()
+    assert sorted(c.label for c in fake.compiled) == sorted(c.label for c in configs)
+    assert out.outcome.pick == min(configs, key=bowl).label
+
+
+def test_failed_compiles_are_not_raced_and_the_search_goes_on():
+    configs = space(TILE=list(range(10)), occupancy=[1, 2], num_ctas=[1])
+    best = min(configs, key=bowl)
+    fake = Fake(bowl, jobs=2, fail={best.label})
+    out = BudgetedSearch(configs, fake.compile, fake.race, lambda c: c.label, SearchSettings(jobs=2), 1e9,
+                         clock=fake.clock).run()
+    assert all(best.label not in r for r in fake.races)
+    assert out.outcome.pick == min((c for c in configs if c != best), key=bowl).label

@@ -1,0 +1,154 @@
+"""The budgeted search's side of the tune (``--budget`` over a large space): each problem searched in rounds by
+:class:`~tileprobe.tune.search.BudgetedSearch`, whose ``compile`` and ``race`` are made here from the tune's own
+parts — the compiles of :func:`tileprobe.tune.pipeline` (the store first, then the compile pool), the records landed
+in the problem's plan (:class:`~tileprobe.tune.static.Landing`), duplicates found as they land
+(:func:`~tileprobe.tune.static.dedupe_one`, the probe's ``grid``/``args`` run contained), and races on the tune's
+GPU worker (:class:`~tileprobe.tune.gpu.WorkerBench`, one per problem, its candidates added round by round).
+"""
+from __future__ import annotations
+
+import dataclasses
+import sqlite3
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from tileprobe.schema import value_key
+from tileprobe.tune.gpu import WorkerBench
+from tileprobe.tune.race import Race, RaceOutcome, RaceSettings
+from tileprobe.tune.search import NOT_SEARCHED, BudgetedSearch, SearchOutcome, SearchSettings
+from tileprobe.tune.space import Config, Problem
+from tileprobe.tune.static import Candidate, Landing, Plan, dedupe_one, launch_facts
+
+#: Why a configuration of a budgeted search has no record.
+NOT_SEARCHED_REASON = "not compiled: the budgeted search did not reach it (--budget; docs/TUNE.md)"
+
+
+@dataclass
+class SearchContext:
+    """What every problem's search shares: the tune's compile function (``records(problems) -> (records, cubin
+    getter, environment, probe errors)``), the GPU (``gpu() -> info``, waits for the worker), the worker bench's
+    keyword arguments (watchdog first), the race settings, the arch and the hang-risk choice, the probe timeout,
+    the given SM count (None: the GPU's) and the progress callback."""
+    records: Callable
+    gpu: Callable[[], dict]
+    bench_kw: dict
+    race: RaceSettings
+    search: SearchSettings
+    arch: str
+    run_hang_risk: bool = False
+    probe_timeout_s: float | None = None
+    num_sms: int | None = None
+    progress: Callable | None = None
+    getters: list = field(default_factory=list)
+    environment: dict | None = None
+    probe_errors: list = field(default_factory=list)
+    compile_s: float = 0.0
+
+    def get(self, sha: str) -> bytes | None:
+        """A cubin by SHA-256 from any round's compile (or the store)."""
+        for g in self.getters:
+            data = g(sha)
+            if data is not None:
+                return data
+        return None
+
+    @property
+    def sms(self) -> int | None:
+        """The SM count the grids are made for: the one given, else the GPU's (waits for the worker)."""
+        return self.num_sms or self.gpu().get("num_sms")
+
+
+def search_plan(problem: Problem) -> Plan:
+    """The problem's plan before the search: every candidate :data:`~tileprobe.tune.search.NOT_SEARCHED`
+    (constraints counted, as :func:`~tileprobe.tune.static.pending_plans`)."""
+    plan = Plan(problem, [Candidate(problem, cfg, None, NOT_SEARCHED, NOT_SEARCHED_REASON) for cfg in problem.configs],
+                {f"constraint:{k}": n for k, n in problem.rejected.items()})
+    if problem.default_note and problem.probe.reference is None:
+        plan.notes.append(problem.default_note)
+    return plan
+
+
+class _ProblemSearch:
+    """One problem's ``compile`` and ``race`` for :class:`BudgetedSearch` (module doc)."""
+
+    def __init__(self, ctx: SearchContext, plan: Plan):
+        self.ctx, self.plan = ctx, plan
+        self.landing = Landing([plan], ctx.arch, ctx.run_hang_risk)
+        self.bench: WorkerBench | None = None
+
+    def compile(self, batch: list[Config]) -> list[str]:
+        """Compile ``batch`` (the store answers first), land the records, dedupe; the ids to time."""
+        t0 = time.perf_counter()
+        sub = dataclasses.replace(self.plan.problem, configs=list(batch), rejected={})
+        records, get, env, errors = self.ctx.records([sub])
+        self.ctx.compile_s += time.perf_counter() - t0
+        self.ctx.getters.append(get)
+        self.ctx.environment = self.ctx.environment or env
+        self.ctx.probe_errors += [e for e in errors if e not in self.ctx.probe_errors]
+        landed = [hit[1] for r in records if (hit := self.landing.land(r)) is not None]
+        wanted = set(batch)
+        for c in self.plan.candidates:
+            if c.config in wanted and c.record is None:
+                c.status, c.reason = "not_compiled", f"no {self.ctx.arch} record for it"
+                self.plan.dropped["not_compiled"] = self.plan.dropped.get("not_compiled", 0) + 1
+        ok = [c for c in landed if c.status == "ok"]
+        sms = self.ctx.sms
+        facts = launch_facts([Plan(self.plan.problem, ok)], sms, self.ctx.probe_timeout_s) if ok and sms else {}
+        return [c.id for c in landed if (dedupe_one(self.plan, c, sms, self.ctx.get, facts.get(id(c))) if sms
+                                         else c.status == "ok")]
+
+    def race(self, ids: list[str], budget_s: float | None) -> RaceOutcome:
+        """Race ``ids`` (compiled, deduplicated) on the tune's worker within ``budget_s``."""
+        by_id = {c.id: c for c in self.plan.candidates}
+        if self.bench is None:
+            self.bench = WorkerBench(candidates={}, cubin_get=self.ctx.get, **self.ctx.bench_kw)
+        self.bench.candidates.update({i: by_id[i] for i in ids})
+        if self.bench.default is None:
+            d = self.plan.find(self.plan.problem.default)
+            if d is not None and d.status == "ok":
+                self.bench.default = d.same_as or d
+        settings = dataclasses.replace(self.ctx.race, budget_s=budget_s)
+        return Race(ids, self.bench.measure, self.bench.check, settings, progress=self.ctx.progress).run()
+
+
+def stored_picks(store, problem: Problem) -> list[Config]:
+    """The picks of stored tunes of the same kernel (any problem, any GPU, newest first) that are configurations of
+    ``problem``: round 1 takes them first (a neighbouring problem's winner is a good first guess)."""
+    if store is None:
+        return []
+    want = {c.key(): c for c in problem.configs}
+    out = []
+    try:
+        tunes = store.tunes(kernel=problem.probe.label)
+    except (sqlite3.Error, ValueError, TypeError, KeyError):   # a damaged store: no seeds, the search goes on
+        return []
+    for t in tunes:
+        cfg = (t.get("pick") or {}).get("config")
+        key = _config_key(cfg)
+        if key in want and want[key] not in out:
+            out.append(want[key])
+    return out
+
+
+def _config_key(cfg) -> str | None:
+    if not isinstance(cfg, dict):
+        return None
+    return value_key({"case": cfg.get("case") or {}, "hints": cfg.get("hints") or {}})
+
+
+def search_problem(ctx: SearchContext, problem: Problem, deadline: float, store=None,
+                   settings: SearchSettings | None = None) -> tuple[Plan, SearchOutcome]:
+    """Search ``problem`` until ``deadline`` (``time.perf_counter()`` seconds) with ``settings`` (default the
+    context's); its plan and the search's outcome."""
+    plan = search_plan(problem)
+    side = _ProblemSearch(ctx, plan)
+    first = ([problem.default] if problem.default is not None else []) + stored_picks(store, problem)
+    found = BudgetedSearch(problem.configs, side.compile, side.race, lambda c: c.label, settings or ctx.search, deadline,
+                           first, clock=time.perf_counter, progress=ctx.progress).run()
+    plan.dropped[NOT_SEARCHED] = sum(1 for c in plan.candidates if c.status == NOT_SEARCHED)
+    if not plan.dropped[NOT_SEARCHED]:
+        del plan.dropped[NOT_SEARCHED]
+    plan.notes += [r.note() for r in found.rounds]
+    return plan, found
+

@@ -1,0 +1,283 @@
+"""A budgeted search over a space too large to compile whole (issue 22, item 3): ``tileprobe tune --budget S``.
+
+Compiling every configuration of a space of several hundred costs minutes (486 matmul configurations: 39 s of
+compiling on the H200 host's 16 cores, 2026-12-01), linear in the space. With a budget, a problem whose space is
+larger than :attr:`SearchSettings.full_max` configurations is searched in rounds instead, each round one or two
+*waves* of compiles (a wave: as many compiles as there are compile jobs, which cost about as much wall time as one):
+
+1. **Round 1, a spread sample**: the default configuration, the stored picks of the same kernel on other problems
+   (the store's tunes: a neighbouring problem's winner is often this one's), then the configurations farthest from
+   those already taken (greedy max-min distance over each knob's index in its declared list, scaled to 0…1), up to
+   :attr:`SearchSettings.sample` configurations. They are compiled and raced (the race of
+   :class:`~tileprobe.tune.race.Race`: successive elimination, checks of the finalists).
+2. **Later rounds, around the leaders**: the neighbours of the ``leaders`` fastest candidates so far — the
+   configurations one step away on one knob (the next or the previous value in its list) — nearest the fastest
+   leader first, filled up to a wave with spread points when there are fewer (a wave costs the same for 1
+   compile or ``jobs``). They race against the leaders, which are timed again in the same rounds (samples of one
+   race are comparable; samples of two races minutes apart are not: clocks drift, docs/NOTES.md §13).
+3. **Stop** when every configuration has been tried, or when the next round's estimated cost (the last wave's
+   compile time per wave × its waves, plus the last race's time) no longer fits in what is left of the budget.
+
+The result says how much of the space was compiled and timed (``coverage``) and how the search went (one note per
+round); configurations never compiled are rows of status :data:`NOT_SEARCHED`. The search is the method of
+successive halving's "sample, then refine around the leaders", narrowed to what a compile-bound tune can afford:
+a candidate costs a compile (seconds) before its first sample, so each round is as large as the compile jobs make
+free, and the local step follows that tile sizes and hints act mostly on their own axis (a configuration next to
+a fast one is faster on average than one far away).
+
+:class:`BudgetedSearch` never compiles or times anything itself: the tune gives it ``compile`` and ``race``
+functions (:mod:`tileprobe.tune.pipeline`), the tests fakes.
+"""
+from __future__ import annotations
+
+import math
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from tileprobe.schema import value_key
+from tileprobe.tune.race import FAILED, Entry, RaceOutcome
+from tileprobe.tune.space import Config
+
+#: The status of a configuration the budgeted search never compiled.
+NOT_SEARCHED = "not_searched"
+#: Race statuses of candidates that ran correctly (a leader is chosen among them).
+_TIMED_OK = ("winner", "tie", "eliminated", "racing")
+
+
+@dataclass
+class SearchSettings:
+    """How a budgeted search runs (module doc).
+
+    jobs: compiles that run at once (a wave). full_max: spaces up to this many configurations are compiled whole
+    (default 4 waves). sample: round 1's size (default 2 waves). leaders: how many of the fastest candidates
+    seed the next round's neighbours and race again. seed: the spread sample's tie-breaks. min_race_s: the least
+    a round's race gets (s), even past the deadline, so that a spent budget still times round 1 (a race of a few
+    candidates to ``min_samples`` takes well under a second on the H200: docs/TUNE.md).
+
+    Raises:
+        ValueError: a count below 1.
+    """
+    jobs: int = 1
+    full_max: int | None = None
+    sample: int | None = None
+    leaders: int = 3
+    seed: int = 0
+    min_race_s: float = 2.0
+
+    def __post_init__(self):
+        for name in ("jobs", "leaders"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"search {name}={getattr(self, name)}: give 1 or more")
+        self.full_max = 4 * self.jobs if self.full_max is None else self.full_max
+        self.sample = max(1, 2 * self.jobs if self.sample is None else self.sample)
+
+
+def axes(configs: Sequence[Config]) -> list[list[str]]:
+    """Each knob's values (tunable case names, then hints, as in a :class:`Config`) in declared order, as value
+    keys: the order of first appearance in the space's configurations (the space is a product in declared order,
+    constraints only remove configurations)."""
+    if not configs:
+        return []
+    names = [k for k, _ in (*configs[0].tunables, *configs[0].hints)]
+    out: list[list[str]] = [[] for _ in names]
+    for c in configs:
+        for i, (_, v) in enumerate((*c.tunables, *c.hints)):
+            k = value_key(v)
+            if k not in out[i]:
+                out[i].append(k)
+    return out
+
+
+def position(config: Config, ax: list[list[str]]) -> tuple[int, ...]:
+    """The configuration's index on each knob (:func:`axes`)."""
+    return tuple(ax[i].index(value_key(v)) for i, (_, v) in enumerate((*config.tunables, *config.hints)))
+
+
+def _distance(a: tuple[int, ...], b: tuple[int, ...], ax: list[list[str]]) -> float:
+    """Manhattan distance of two positions, each knob scaled to 0…1 (a knob of 2 values weighs as one of 5)."""
+    return sum(abs(x - y) / max(1, len(vals) - 1) for x, y, vals in zip(a, b, ax))
+
+
+def spread(configs: Sequence[Config], n: int, taken: Sequence[Config] = (), seed: int = 0) -> list[Config]:
+    """Up to ``n`` configurations of ``configs`` not in ``taken``, each the farthest (max-min :func:`_distance`) from
+    those taken and chosen before it; ties broken by a ``seed``-ed shuffle. With nothing taken, the first is the
+    configuration nearest the space's centre. O(n × len(configs)) distance computations."""
+    ax = axes(configs)
+    pos = {c: position(c, ax) for c in configs}
+    left = [c for c in configs if c not in set(taken)]
+    random.Random(seed).shuffle(left)
+    chosen: list[Config] = []
+    near = {c: min((_distance(pos[c], pos[t], ax) for t in taken if t in pos), default=math.inf) for c in left}
+    while left and len(chosen) < n:
+        if all(math.isinf(d) for d in near.values()):
+            centre = tuple((len(v) - 1) / 2 for v in ax)
+            pick = min(left, key=lambda c: _distance(pos[c], centre, ax))
+        else:
+            pick = max(left, key=lambda c: near[c])
+        chosen.append(pick)
+        left.remove(pick)
+        del near[pick]
+        for c in left:
+            near[c] = min(near[c], _distance(pos[c], pos[pick], ax))
+    return chosen
+
+
+def neighbours(config: Config, configs: Sequence[Config]) -> list[Config]:
+    """The configurations of ``configs`` one step from ``config`` on exactly one knob (the next or previous value
+    in its declared list), in knob order."""
+    ax = axes(configs)
+    here = position(config, ax)
+    out = []
+    for c in configs:
+        d = [abs(x - y) for x, y in zip(position(c, ax), here)]
+        if sum(d) == 1:
+            out.append(c)
+    return out
+
+
+@dataclass
+class SearchRound:
+    """One round of the search: how many configurations it compiled and raced, its leader, its times (s)."""
+    index: int
+    compiled: int
+    raced: int
+    leader: str | None
+    leader_us: float | None
+    compile_s: float
+    race_s: float
+    kind: str          # "sample" or "neighbours"
+
+    def note(self) -> str:
+        """One line for the problem's notes."""
+        lead = f"leader {self.leader} {self.leader_us:,.1f} µs" if self.leader and self.leader_us else "no leader"
+        what = "a spread sample" if self.kind == "sample" else "the leaders' neighbours"
+        return (f"budgeted search round {self.index}: {self.compiled} compiled ({what}), {self.raced} raced; {lead} "
+                f"(compile {self.compile_s:.1f} s, race {self.race_s:.1f} s)")
+
+
+@dataclass
+class SearchOutcome:
+    """The search's result: the merged race outcome (None when nothing was raced), the rounds, and the ids timed."""
+    outcome: RaceOutcome | None
+    rounds: list[SearchRound] = field(default_factory=list)
+    tried: int = 0
+
+
+class BudgetedSearch:
+    """The search of one problem's ``configs`` within ``deadline`` (module doc).
+
+    Args:
+        configs: the problem's configurations (after the constraints), in declared order.
+        compile: (configs) -> the ids to time among them (compiled, deduplicated: the tune lands the records in
+            its plan); may return fewer (failures, duplicates).
+        race: (ids, budget_s) -> the :class:`~tileprobe.tune.race.RaceOutcome` of racing those candidates.
+        label: config -> its candidate id. settings: :class:`SearchSettings`. deadline: the clock's value by
+            which the search ends. first: configurations round 1 takes first (the default, stored picks).
+        clock: seconds, monotonic (tests inject one). progress: ``progress("search", SearchRound)``.
+    """
+
+    def __init__(self, configs: Sequence[Config], compile: Callable[[list[Config]], list[str]],
+                 race: Callable[[list[str], float | None], RaceOutcome], label: Callable[[Config], str],
+                 settings: SearchSettings, deadline: float, first: Sequence[Config] = (),
+                 clock: Callable[[], float] = time.monotonic, progress: Callable | None = None):
+        self.configs, self.compile, self.race, self.label = list(configs), compile, race, label
+        self.s, self.deadline, self.clock, self.progress = settings, deadline, clock, progress
+        self.first = [c for c in dict.fromkeys(first) if c in set(self.configs)]
+        self.tried: list[Config] = []
+        self.by_id = {label(c): c for c in self.configs}
+        self.entries: dict[str, Entry] = {}
+        self.rounds: list[SearchRound] = []
+        self.outcomes: list[RaceOutcome] = []
+        self.leaders: list[str] = []
+
+    def run(self) -> SearchOutcome:
+        """Round after round until the space is tried or the budget is spent; the merged outcome."""
+        wave_s = race_s = None
+        while True:
+            batch = self._batch()
+            if not batch:
+                break
+            if wave_s is not None:
+                batch = self._fit(batch, wave_s, race_s or 0.0)
+                if not batch:
+                    break
+            wave_s, race_s = self._round(batch)
+        return SearchOutcome(self._merged(), self.rounds, len(self.tried))
+
+    # --- choosing ---------------------------------------------------------------------------------------------
+    def _batch(self) -> list[Config]:
+        """Round 1: the first ones and a spread sample; later: the leaders' neighbours, filled up to a wave."""
+        if not self.rounds:
+            head = self.first[:self.s.sample]
+            return head + spread(self.configs, self.s.sample - len(head), head, self.s.seed)
+        tried = set(self.tried)
+        near: list[Config] = []
+        for lead in self.leaders:
+            near += [c for c in neighbours(self.by_id[lead], self.configs) if c not in tried and c not in near]
+        cap = 2 * self.s.jobs              # at most two waves a round: the leaders are raced again soon
+        near = near[:cap]
+        size = min(cap, max(self.s.jobs, math.ceil(len(near) / self.s.jobs) * self.s.jobs))
+        fill = spread(self.configs, size - len(near), self.tried + near, self.s.seed + len(self.rounds))
+        return near + fill
+
+    def _fit(self, batch: list[Config], wave_s: float, race_s: float) -> list[Config]:
+        """The part of ``batch`` whose compile waves and race fit in what is left (empty: stop)."""
+        left = self.deadline - self.clock()
+        waves = int((left - race_s) // wave_s) if wave_s > 0 else len(batch)
+        return batch[:max(0, waves) * self.s.jobs]
+
+    # --- one round --------------------------------------------------------------------------------------------
+    def _round(self, batch: list[Config]) -> tuple[float, float]:
+        """Compile ``batch``, race it with the leaders; returns (compile s per wave, race s)."""
+        t0 = self.clock()
+        self.tried += batch
+        new = self.compile(batch)
+        t1 = self.clock()
+        ids = list(dict.fromkeys(self.leaders + new))
+        left = max(0.0, self.deadline - t1)     # a round that may not be the last leaves half for the next ones
+        share = max(self.s.min_race_s, left if len(self.tried) >= len(self.configs) else left / 2)
+        outcome = self.race(ids, share) if ids else None
+        t2 = self.clock()
+        if outcome is not None:
+            self.outcomes.append(outcome)
+            for e in outcome.entries:
+                if e.samples or e.id not in self.entries:
+                    self.entries[e.id] = e
+            self.leaders = self._leaders(outcome)
+        lead = self.leaders[0] if self.leaders else None
+        rnd = SearchRound(len(self.rounds) + 1, len(batch), len(ids), lead,
+                          self.entries[lead].median if lead else None, t1 - t0, t2 - t1,
+                          "sample" if not self.rounds else "neighbours")
+        self.rounds.append(rnd)
+        if self.progress:
+            self.progress("search", rnd)
+        return (t1 - t0) / max(1, math.ceil(len(batch) / self.s.jobs)), t2 - t1
+
+    def _leaders(self, outcome: RaceOutcome) -> list[str]:
+        """The fastest correct candidates so far (this round's ranking first: its samples are the freshest)."""
+        ok = [e for e in outcome.ranked() if e.samples and e.status in _TIMED_OK]
+        return [e.id for e in ok[:self.s.leaders]]
+
+    # --- the result -------------------------------------------------------------------------------------------
+    def _merged(self) -> RaceOutcome | None:
+        """The last round's outcome with every earlier entry not raced again (eliminated in its round, or failed)."""
+        if not self.outcomes:
+            return None
+        last = self.outcomes[-1]
+        seen = {e.id for e in last.entries}
+        earlier = []
+        for rnd, out in enumerate(self.outcomes[:-1], start=1):
+            for e in out.entries:
+                if e.id in seen:
+                    continue
+                seen.add(e.id)
+                if e.status not in FAILED and e.status != "skipped":
+                    e.status = "eliminated"
+                    e.reason = e.reason or f"slower than the leaders in round {rnd} of the budgeted search"
+                earlier.append(e)
+        rounds = [dict(r, search_round=i) for i, out in enumerate(self.outcomes, start=1) for r in out.rounds]
+        return RaceOutcome(last.entries + earlier, last.verdict, last.pick, last.tie, last.stop, rounds,
+                           sum(o.wall_s for o in self.outcomes), sum(o.measure_s for o in self.outcomes),
+                           sum(o.check_s for o in self.outcomes))
