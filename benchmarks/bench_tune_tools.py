@@ -102,12 +102,15 @@ def cutile(probe_path: str, dry_run: bool) -> dict:
     return out
 
 
-def dobench(probe_path: str, dry_run: bool) -> dict:
-    """Check every configuration against the reference, then time it with do_bench (median, warm-up 25 ms,
-    rep 100 ms: its defaults), JIT through ct.launch; SM clocks read before and after each; then every correct one
-    again in reverse order (:func:`_second_pass`): ``median_us`` is the mean of the two passes' medians."""
+def dobench(probe_path: str, dry_run: bool, labels: list[str] | None = None) -> dict:
+    """Check every configuration (or those named by ``labels``) against the reference, then time it with do_bench
+    (median, warm-up 25 ms, rep 100 ms: its defaults), JIT through ct.launch; SM clocks read before and after
+    each; then every correct one again in reverse order (:func:`_second_pass`): ``median_us`` is the mean of the
+    two passes' medians."""
     import cuda.tile as ct
     probe, prob, configs = space(probe_path)
+    if labels is not None:
+        configs = [c for c in configs if c.label in set(labels)]
     kernel = probe.resolve_kernel()
     num_sms = _num_sms(dry_run)
     out = {"tool": "triton.testing.do_bench", "probe": probe_path, "num_sms": num_sms, "rows": []}
@@ -185,8 +188,13 @@ def main(argv=None) -> int:
     ap.add_argument("--probe", required=True)
     ap.add_argument("--json", required=True, help="where to write the result")
     ap.add_argument("--dry-run", action="store_true", help="build the space and functions only (no GPU)")
+    ap.add_argument("--labels", help="dobench: a JSON file of the configuration labels to time (default: all)")
     a = ap.parse_args(argv)
-    res = (cutile if a.tool == "cutile" else dobench)(a.probe, a.dry_run)
+    if a.tool == "dobench" and a.labels:
+        with open(a.labels, encoding="utf-8") as f:
+            res = dobench(a.probe, a.dry_run, json.load(f))
+    else:
+        res = (cutile if a.tool == "cutile" else dobench)(a.probe, a.dry_run)
     with open(a.json, "w", encoding="utf-8") as f:
         json.dump(res, f, indent=1, default=str)
     print(json.dumps({k: v for k, v in res.items() if k in ("tool", "best", "best_us", "error", "search_s")}))
