@@ -64,11 +64,11 @@ def _env(out: str, name: str) -> dict:
     return env
 
 
-def tune_step(name: str, probe: str, out: str, budget: float | None) -> dict:
+def tune_step(name: str, probe: str, out: str, budget: float | None, seed: int = 0) -> dict:
     """``tileprobe tune`` cold, with or without ``--budget``."""
     cmd = [sys.executable, "-m", "tileprobe.cli", "tune", probe, "--store", _fresh(os.path.join(out, f"{name}.sqlite")),
            "--json", os.path.join(out, f"{name}.json")]
-    cmd += ["--budget", str(budget)] if budget is not None else []
+    cmd += ["--budget", str(budget), "--seed", str(seed)] if budget is not None else []
     return _run(name, cmd, out, _env(out, name))
 
 
@@ -137,6 +137,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", required=True)
     ap.add_argument("--probe", default=PROBE)
     ap.add_argument("--budget", type=float, default=30.0)
+    ap.add_argument("--seed", type=int, default=0, help="the budgeted tune's --seed (its sample's tie-breaks)")
     ap.add_argument("--steps", default=",".join(STEPS))
     ap.add_argument("--report", action="store_true", help="only the report from the files under --out")
     a = ap.parse_args(argv)
@@ -149,7 +150,7 @@ def main(argv=None) -> int:
             if s == "full":
                 tune_step("full", a.probe, a.out, None)
             elif s == "budget":
-                tune_step("budget", a.probe, a.out, a.budget)
+                tune_step("budget", a.probe, a.out, a.budget, a.seed)
             else:
                 dobench_step(a.probe, a.out)
     print(report(a.out))
