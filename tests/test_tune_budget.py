@@ -92,3 +92,21 @@ def test_a_small_space_with_a_budget_is_compiled_whole_as_before(probe):
     (p,) = res.problems
     assert not any(n.startswith("budgeted search") for n in p.notes) and "search" not in res.environment
     assert p.pick.label == "TILE=1024 occupancy=1"
+
+
+def test_stored_picks_of_the_kernel_on_other_problems_come_first(tmp_path):
+    from tileprobe.tune.budgeted import stored_picks
+    from tileprobe.tune.space import Config, Problem, ProbeInfo
+    configs = [Config((("TILE", t),), (("occupancy", o),)) for t in (256, 512, 1024) for o in (1, 2)]
+    problem = Problem(ProbeInfo("p.py", 0, "vec_add_budget"), {"N": 4096}, configs)
+    env = {"gpu": {"name": "NVIDIA H200"}, "timing": "sustained", "strategy": "race"}
+    with Store.open(str(tmp_path / "s.sqlite")) as s:
+        assert stored_picks(s, problem) == []
+        for n, (tile, occ) in ((1024, (512, 2)), (2048, (1024, 1)), (8192, (4096, 1))):   # the last: not in space
+            pick = {"config": {"case": {"TILE": tile}, "hints": {"occupancy": occ}}, "label": "x", "median_us": 1.0}
+            s.save_tune({"kernel": "vec_add_budget", "problem": {"N": n}, "pick": pick, "candidates": []}, env)
+        s.save_tune({"kernel": "other", "problem": {"N": 1}, "candidates": [],
+                     "pick": {"config": {"case": {"TILE": 256}, "hints": {"occupancy": 1}}}}, env)
+        got = stored_picks(s, problem)
+    assert [c.label for c in got] == ["TILE=1024 occupancy=1", "TILE=512 occupancy=2"]   # newest first
+    assert stored_picks(None, problem) == []

@@ -20,6 +20,8 @@ from tileprobe.tune.search import NOT_SEARCHED, BudgetedSearch, SearchOutcome, S
 from tileprobe.tune.space import Config, Problem
 from tileprobe.tune.static import Candidate, Landing, Plan, dedupe_one, launch_facts
 
+#: Stored tunes read for round 1's first guesses (the newest; each holds every row of its tune).
+STORED_PICKS_READ = 20
 #: Why a configuration of a budgeted search has no record.
 NOT_SEARCHED_REASON = "not compiled: the budgeted search did not reach it (--budget; docs/TUNE.md)"
 
@@ -120,7 +122,7 @@ def stored_picks(store, problem: Problem) -> list[Config]:
     want = {c.key(): c for c in problem.configs}
     out = []
     try:
-        tunes = store.tunes(kernel=problem.probe.label)
+        tunes = store.tunes(kernel=problem.probe.label, limit=STORED_PICKS_READ)
     except (sqlite3.Error, ValueError, TypeError, KeyError):   # a damaged store: no seeds, the search goes on
         return []
     for t in tunes:
