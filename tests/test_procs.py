@@ -96,3 +96,27 @@ def test_kill_tree_with_group_ends_an_orphan_left_in_the_group():
     assert proc.pid in victims and proc.wait(timeout=10) == -signal.SIGKILL
     assert _gone(mark)
     proc.stdout.close()
+
+
+def test_a_tool_that_floods_its_output_is_kept_to_its_head_and_tail():
+    """A compiler writing 12 MB to stderr (docs/FAILURES.md: 30-300 MB seen) is read to the end but only
+    OUTPUT_KEEP_BYTES of the start and of the end are kept, with the count of what was left out."""
+    from tileprobe.procs import OUTPUT_KEEP_BYTES
+    script = ("import sys; e = sys.stderr.buffer; e.write(b'error: first line\\n'); "
+              "[e.write(b'x' * 65535 + b'\\n') for _ in range(192)]; e.write(b'last line\\n'); "
+              "sys.stdout.write('out ok'); sys.exit(3)")
+    rc, out, err = run_in_group([sys.executable, "-c", script], None, 60, text=True)
+    assert rc == 3 and out == "out ok"
+    assert err.startswith("error: first line\n") and err.endswith("last line\n")
+    total = len("error: first line\n") + 192 * 65536 + len("last line\n")
+    dropped = total - 2 * OUTPUT_KEEP_BYTES
+    assert f"[... {dropped:,} bytes left out by tileprobe ...]" in err
+    assert len(err) < 2 * OUTPUT_KEEP_BYTES + 100
+
+
+def test_a_timed_out_tool_keeps_what_it_wrote_and_a_short_output_is_whole():
+    rc, out, err = run_in_group([sys.executable, "-c", "import sys, time; print('half', flush=True); "
+                                 "sys.stderr.write('warn\\r\\n'); sys.stderr.flush(); time.sleep(60)"], None, 1.0,
+                                text=True)
+    assert rc is None and out == "half\n" and err == "warn\n"
+    assert run_in_group(["printf", "a\\nb"], None, 10) == (0, b"a\nb", b"")

@@ -30,6 +30,7 @@ import shutil
 import signal
 import sys
 import tempfile
+import time
 from typing import Iterator
 import subprocess
 
@@ -185,7 +186,8 @@ def run_in_group(command: list[str], env: dict | None, timeout_s: float,
     (:func:`preexec_die_with_parent`), for at most ``timeout_s`` seconds. Its whole group is SIGKILLed when it ends
     (a stray ptxas it left), when it times out, and when this process is interrupted (the exception goes on).
     ``text``: the output decoded as ``subprocess`` does with ``text=True`` (undecodable bytes replaced), else
-    bytes. ``env``: its environment (None: this one's).
+    bytes. ``env``: its environment (None: this one's). Of each stream at most :data:`OUTPUT_KEEP_BYTES` of its
+    start and of its end are kept (:class:`BoundedOutput`): a flood is read and dropped, not held.
 
     Returns (exit status, or None when it timed out; stdout; stderr): a negative status is the signal that ended it.
 
@@ -194,20 +196,85 @@ def run_in_group(command: list[str], env: dict | None, timeout_s: float,
     """
     preexec = preexec_die_with_parent(os.getpid()) if os.name == "posix" else None
     proc = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True, preexec_fn=preexec, text=text,
-                            errors="replace" if text else None)
+                            stderr=subprocess.PIPE, start_new_session=True, preexec_fn=preexec)
+    streams = (BoundedOutput(), BoundedOutput())
     try:
-        out, err = proc.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        signal_group(proc.pid)
-        out, err = proc.communicate()
-        return None, out, err
+        finished = _pump(proc, streams, time.monotonic() + timeout_s)
     except BaseException:
         signal_group(proc.pid)
         proc.wait()
         raise
+    finally:
+        for f in (proc.stdout, proc.stderr):
+            f.close()
     signal_group(proc.pid)
-    return proc.returncode, out, err
+    proc.wait()
+    out, err = (b.data() for b in streams)
+    if text:     # as subprocess's text=True: undecodable bytes replaced, universal newlines
+        out, err = (x.decode(errors="replace").replace("\r\n", "\n").replace("\r", "\n") for x in (out, err))
+    return (proc.returncode if finished else None), out, err
+
+
+#: Bytes of a tool's stdout and of its stderr kept from the start and from the end each (the middle of a longer
+#: output is dropped and counted): a compiler that floods its output (30-300 MB seen in a hostile test,
+#: docs/FAILURES.md) must not fill memory, the terminal or the JSON. Compiler errors name their line in the first
+#: kilobytes.
+OUTPUT_KEEP_BYTES = 1 << 20
+
+
+class BoundedOutput:
+    """A stream's output with at most :data:`OUTPUT_KEEP_BYTES` of its head and of its tail kept."""
+
+    def __init__(self, keep: int = OUTPUT_KEEP_BYTES):
+        self.keep, self.head, self.tail, self.dropped = keep, bytearray(), bytearray(), 0
+
+    def add(self, data: bytes) -> None:
+        """Take ``data``: into the head while it has room, else into the tail, whose oldest bytes are dropped."""
+        room = self.keep - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        self.tail += data
+        if len(self.tail) > self.keep:
+            cut = len(self.tail) - self.keep
+            self.dropped += cut
+            del self.tail[:cut]
+
+    def data(self) -> bytes:
+        """The kept bytes, with a line naming how many were dropped between head and tail."""
+        if not self.dropped:
+            return bytes(self.head + self.tail)
+        return bytes(self.head) + f"\n[... {self.dropped:,} bytes left out by tileprobe ...]\n".encode() + \
+            bytes(self.tail)
+
+
+def _pump(proc: subprocess.Popen, streams: tuple, deadline: float) -> bool:
+    """Read ``proc``'s stdout and stderr into ``streams`` until both end and it exits (True), or until ``deadline``
+    (False: its group is SIGKILLed and what it wrote so far is kept)."""
+    import selectors
+    sel = selectors.DefaultSelector()
+    for f, b in zip((proc.stdout, proc.stderr), streams):
+        sel.register(f, selectors.EVENT_READ, b)
+    try:
+        while sel.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                signal_group(proc.pid)
+                return False
+            for key, _ in sel.select(timeout=min(left, 1.0)):
+                data = os.read(key.fd, 1 << 16)
+                if data:
+                    key.data.add(data)
+                else:
+                    sel.unregister(key.fileobj)
+        try:
+            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:     # closed its output but runs on
+            signal_group(proc.pid)
+            return False
+        return True
+    finally:
+        sel.close()
 
 
 def kill_tree(pid: int, include_self: bool = True, group: bool = False) -> list[int]:
