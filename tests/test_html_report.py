@@ -174,6 +174,14 @@ def test_report_cli_from_store_and_from_json(real_report):
     assert "<title>tiny &lt;probe&gt;</title>" in real_report["html"].read_text()
 
 
+def test_report_to_stdout_writes_the_page_there_and_no_file_named_dash(real_report, tmp_path, monkeypatch, capfd):
+    monkeypatch.chdir(tmp_path)
+    assert main(["report", "--json", str(real_report["dir"] / "audit.json"), "-o", "-"]) == 0
+    out, err = capfd.readouterr()
+    assert out.startswith("<!DOCTYPE html>") and out.rstrip().endswith("</html>") and out.count("<svg") == 1
+    assert "wrote the HTML to stdout: 2 variants" in err and not (tmp_path / "-").exists()
+
+
 def test_report_without_records_says_what_to_do(tmp_path, capsys):
     from tileprobe.store import Store
     Store.open(tmp_path / "empty.sqlite").close()

@@ -6,6 +6,8 @@ changed between compilers from :func:`tileprobe.analyses.compare.compiler_steps_
 """
 from __future__ import annotations
 
+import os
+import sys
 from typing import TYPE_CHECKING, Sequence
 
 from tileprobe.report.text import say
@@ -25,7 +27,7 @@ def add_parser(sub) -> None:
     p.add_argument("--store", metavar="PATH", help="results store (default: $TILEPROBE_STORE or the user data dir; "
                    "read when given or when no --json is given)")
     p.add_argument("--json", action="append", metavar="FILE", help="result JSON file (repeatable)")
-    p.add_argument("-o", "--output", required=True, metavar="FILE", help="HTML file to write")
+    p.add_argument("-o", "--output", required=True, metavar="FILE", help="HTML file to write (- for stdout)")
     p.add_argument("--kernel", help="only this kernel (probe label)")
     p.add_argument("--arch", help="only this arch, e.g. sm_120")
     p.add_argument("--tileiras", metavar="TEXT", help="only compiler builds containing TEXT, e.g. 13.4")
@@ -38,11 +40,22 @@ def add_parser(sub) -> None:
 def cmd_report(args) -> int:
     """Run ``tileprobe report`` for parsed arguments; returns the exit code."""
     from tileprobe.report.html import NO_MATPLOTLIB, have_matplotlib
-    records = write_html_report(args.output, store=args.store, json_files=args.json or (), kernel=args.kernel,
-                                arch=args.arch, tileiras=args.tileiras, audit_id=args.audit, title=args.title,
-                                where=where_of(args))
+    kw = dict(store=args.store, json_files=args.json or (), kernel=args.kernel, arch=args.arch,
+              tileiras=args.tileiras, audit_id=args.audit, title=args.title, where=where_of(args))
+    if args.output == "-":       # the page on stdout, written whole once it is complete
+        import tempfile
+        with tempfile.TemporaryDirectory(prefix="tileprobe-report-") as d:
+            path = os.path.join(d, "report.html")
+            records = write_html_report(path, **kw)
+            with open(path, "rb") as f:
+                sys.stdout.flush()
+                sys.stdout.buffer.write(f.read())
+                sys.stdout.flush()
+    else:
+        records = write_html_report(args.output, **kw)
     note = "" if have_matplotlib() else f" (tables only: {NO_MATPLOTLIB})"
-    say(console(stderr=True), f"wrote {args.output}: {len(records)} variants{note}")
+    where = "the HTML to stdout" if args.output == "-" else args.output
+    say(console(stderr=True), f"wrote {where}: {len(records)} variants{note}")
     return 0
 
 
