@@ -86,7 +86,9 @@ def test_sass_command_prints_listing_ptx_and_diff_from_the_store(tmp_path, capsy
     monkeypatch.setattr(pipeline, "compile_variants", lambda variants, **kw: (x for x in calls.extend(variants) or ()))
     monkeypatch.setattr(compile_mod, "compile_variants", pipeline.compile_variants)
     assert main(base + ["--where", "TILE=1024,occupancy=2", "--ptx"]) == 0
-    assert ".entry vec_add" in capsys.readouterr().out and calls == []             # from the store
+    ptx = capsys.readouterr().out
+    assert ".entry vec_add" in ptx and calls == []             # from the store
+    assert ptx.split("\n", 1)[0].strip() and ptx.endswith("}\n")     # no blank lines before, one newline after
     assert main(base + ["--where", "TILE=1024,occupancy=2", "--diff", "TILE=2048"]) == 1   # TILE=2048 not stored
     monkeypatch.undo()
     assert main(base + ["--where", "TILE=1024,occupancy=2", "--diff", "occupancy=1"]) == 0

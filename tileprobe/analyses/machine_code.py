@@ -92,7 +92,8 @@ def sass_listing(code: VariantCode, nvdisasm: str | None = None) -> str:
 
 
 def ptx_listing(code: VariantCode) -> str:
-    """The PTX tileiras embedded in the variant's cubin.
+    """The PTX tileiras embedded in the variant's cubin, from its first non-blank line, ending in one newline (the
+    embedded text starts with blank lines).
 
     Raises:
         TileprobeError: the cubin carries no PTX.
@@ -102,7 +103,7 @@ def ptx_listing(code: VariantCode) -> str:
     if not text:
         raise TileprobeError("this cubin carries no embedded PTX (.nv_debug_ptx_txt); tileiras adds it to its "
                              "cubins, so it was made some other way")
-    return text
+    return "\n".join(line.rstrip() for line in text.strip("\n").splitlines()).strip("\n") + "\n"
 
 
 def diff_variants(a: VariantCode, b: VariantCode, nvdisasm: str | None = None) -> SassDiff:
