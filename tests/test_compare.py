@@ -6,7 +6,7 @@ from tileprobe.analyses.bisect import Step, bisect_versions, candidates
 from tileprobe.analyses.compare import Comparison, compare_records, split_by_compiler
 from tileprobe.errors import TileprobeError
 from tileprobe.report.markdown import compare_markdown
-from tileprobe.schema import VariantRecord
+from tileprobe.schema import VariantRecord, Verdict
 from tileprobe.toolchain import Toolchain
 
 
@@ -14,7 +14,7 @@ def rec(build, occ, threads, regs, smem, ctas, code, status="honoured", stack=0,
     return VariantRecord(kernel="w4a16", probe="p.py", case=case or {"GATHER": True, "LOOP": True},
                          hints={"occupancy": occ}, arch="sm_120", tileiras=build, status="ok", threads=threads,
                          registers=regs, shared_bytes=smem, stack_bytes=stack, ctas_per_sm=ctas, code_sha256=code,
-                         verdicts={"occupancy": {"status": status, "reason": ""}}, run=run)
+                         verdicts={"occupancy": Verdict(status, "")}, run=run)
 
 
 A, B = "release 13.3, V13.3.36", "release 13.4, V13.4.92"
@@ -43,7 +43,7 @@ def test_honoured_and_met_rank_alike_and_no_goal_statuses_are_changes():
     assert (by_occ[2].kind, by_occ[2].details) == ("changed", ["occupancy honoured → met"])
     assert by_occ[4].kind == "regression" and by_occ[4].details[:2] == ["occupancy met → ignored", "CTAs/SM 2 → 1"]
     c, u = rec(A, 2, 256, 128, 1000, 2, "x"), rec(B, 2, 256, 128, 1000, 2, "x")
-    c.verdicts, u.verdicts = {"opt_level": {"status": "changed"}}, {"opt_level": {"status": "unchanged"}}
+    c.verdicts, u.verdicts = {"opt_level": Verdict("changed")}, {"opt_level": Verdict("unchanged")}
     (only,) = compare_records([c], [u])
     assert (only.kind, only.details) == ("changed", ["opt_level changed → unchanged"])
 

@@ -16,7 +16,7 @@ from tileprobe.errors import TileprobeError
 from tileprobe.report.markdown import compare_markdown
 from tileprobe.run.session import interleave_releases
 from tileprobe.run.timing import sample_fields
-from tileprobe.schema import VariantRecord, write_json
+from tileprobe.schema import VariantRecord, Verdict, write_json
 
 DATA = Path(__file__).parent / "data"
 B = {v: f"Cuda compilation tools, release {v.rsplit('.', 1)[0]}, V{v}" for v in
@@ -43,7 +43,7 @@ def rec(version, occ=2, *, threads=256, regs=128, smem=44_068, ctas=2, code="c",
     return VariantRecord(kernel="rms_norm_large", probe="/x/rms_norm_large.py", case={"ALLOW_TMA": tma},
                          hints={"occupancy": occ}, arch="sm_90", tileiras=B[version], status="ok", threads=threads,
                          registers=regs, shared_bytes=smem, ctas_per_sm=ctas, code_sha256=code,
-                         verdicts={"occupancy": {"status": "honoured", "reason": ""}}, run=r)
+                         verdicts={"occupancy": Verdict("honoured", "")}, run=r)
 
 
 # --- the noise rule ----------------------------------------------------------------------------------------------

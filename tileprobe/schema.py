@@ -38,7 +38,8 @@ cubin_sha256   hash of the whole cubin file
 code_sha256    hash of the machine code and resources only (stable across hint values the compiler ignores)
 verdicts       {hint: {"status": S, "reason": str}}; S is honoured|met|unverified|partial|ignored|infeasible for hints
                with a goal (occupancy, num_ctas, allow_tma) and changed|unchanged|baseline for the others
-               (opt_level, num_worker_warps, latency …); see tileprobe/verdict.py
+               (opt_level, num_worker_warps, latency …); see tileprobe/judge/verdict.py. In memory each is a
+               :class:`Verdict` (``v.status``, ``v.reason``); ``to_dict``/``from_dict`` and the store convert
 error, repro   the whole error text (cuTile's exception) and a command that repeats the compile (failures)
 compile_s      tileiras wall time (s)
 symbol, signature  the mangled kernel symbol and the JIT signature's constraints
@@ -282,6 +283,40 @@ def value_key(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
+@dataclass(frozen=True)
+class Verdict:
+    """One hint's verdict (``VariantRecord.verdicts[hint]``): ``status`` is one of :data:`GOAL_STATUSES` or
+    :data:`EFFECT_STATUSES` (None only in a damaged file that has none), ``reason`` says why in words
+    (:mod:`tileprobe.judge.verdict` writes both). In JSON and the store: ``{"status": S, "reason": text}``."""
+    status: str | None
+    reason: str = ""
+
+    def extended(self, clause: str) -> "Verdict":
+        """This verdict with ``clause`` appended to its reason (``"; …"`` included by the caller)."""
+        return Verdict(self.status, self.reason + clause)
+
+    def to_dict(self) -> dict:
+        """``{"status": S, "reason": text}``, as JSON files and the store hold it."""
+        return {"status": self.status, "reason": self.reason}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Verdict":
+        """A verdict from its JSON object (``check_fields`` made sure it is one); a missing or null reason (a
+        damaged file) is ``""``, any other value its text."""
+        reason = d.get("reason")
+        return cls(d.get("status"), "" if reason is None else str(reason))
+
+
+def verdicts_to_dict(verdicts: dict[str, Verdict]) -> dict[str, dict]:
+    """``{hint: Verdict}`` as JSON objects (``{hint: {"status": S, "reason": text}}``), for the store's rows."""
+    return {hint: v.to_dict() for hint, v in verdicts.items()}
+
+
+def verdicts_from_dict(d: dict | None) -> dict[str, Verdict]:
+    """``{hint: {"status": S, "reason": text}}`` (a file's or the store's; None: none) as ``{hint: Verdict}``."""
+    return {hint: Verdict.from_dict(v) for hint, v in (d or {}).items()}
+
+
 @dataclass
 class VariantRecord:
     """One compiled (or failed) variant with its resources, occupancy and verdicts. Units: see module doc."""
@@ -307,7 +342,7 @@ class VariantRecord:
     limiter: str | None = None
     cubin_sha256: str | None = None
     code_sha256: str | None = None
-    verdicts: dict = field(default_factory=dict)
+    verdicts: dict[str, Verdict] = field(default_factory=dict)
     error: str = ""
     repro: str = ""
     compile_s: float = 0.0
@@ -347,6 +382,11 @@ class VariantRecord:
             return self.hints[name]
         return self.effective_hints.get(name)
 
+    def verdict_status(self, hint: str, default: str | None = None) -> str | None:
+        """The status of ``hint``'s verdict (``"honoured"`` …), or ``default`` when it has none."""
+        v = self.verdicts.get(hint)
+        return default if v is None or v.status is None else v.status
+
     def hintless(self, name: str) -> bool:
         """Whether this is the build without hint ``name``: the probe leaves it unset or sets it to None (the
         kernel's declared value, ``ByTarget`` resolved for the arch, or none). Never for a per-load knob (its value
@@ -369,6 +409,7 @@ class VariantRecord:
         """A record from a ``variants`` item; keys this version does not know are ignored, missing ones default."""
         names = {f.name for f in dataclasses.fields(cls)}
         rec = cls(**{k: v for k, v in d.items() if k in names})
+        rec.verdicts = verdicts_from_dict(d.get("verdicts"))
         if rec.status != "ok" and not rec.failure:   # written before failure classes (see the version history)
             rec.failure, message = derive_failure(rec.status, rec.error)
             rec.message = rec.message or message

@@ -154,8 +154,7 @@ def _classify(ch: Change, a: VariantRecord, b: VariantRecord) -> None:
     _state_change("run", (a.run or {}).get("status"), (b.run or {}).get("status"), RUN_RANK, worse, better, changed)
     if a.ok and b.ok:
         for hint in sorted(set(a.verdicts) | set(b.verdicts)):
-            va = a.verdicts.get(hint, {}).get("status")
-            vb = b.verdicts.get(hint, {}).get("status")
+            va, vb = a.verdict_status(hint), b.verdict_status(hint)
             if va != vb and va and vb:
                 n = len(worse) + len(better)
                 _verdict_change(f"{hint} {va} → {vb}", va, vb, worse, better, changed)

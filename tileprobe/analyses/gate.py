@@ -252,13 +252,13 @@ def _check_one(e: Expectation, r: VariantRecord, base: dict) -> Failure | None:
         return None
     if e.kind in ("verdict", "took_effect", "not_ignored"):
         v = r.verdicts.get(e.field)
-        if not v:
+        if v is None:
             return Failure(e.text, label, f"a {e.field} verdict", "none",
                            f"this variant does not set {e.field} and the kernel declares none")
-        ok, want = verdict_holds(e.kind, v["status"])
-        if v["status"] == "unverified":     # issue 26: a rule no driver has checked decides the goal
-            return Failure(e.text, label, want, v["status"], f"unverified: {v.get('reason', '')}", unchecked=True)
-        return None if ok else Failure(e.text, label, want, v["status"], v.get("reason", ""))
+        ok, want = verdict_holds(e.kind, v.status)
+        if v.status == "unverified":     # issue 26: a rule no driver has checked decides the goal
+            return Failure(e.text, label, want, v.status, f"unverified: {v.reason}", unchecked=True)
+        return None if ok else Failure(e.text, label, want, v.status, v.reason)
     if e.kind == "no_spills":
         return _check_spills(e, r, label)
     if e.kind == "no_hang_risk":

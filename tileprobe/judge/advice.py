@@ -213,7 +213,7 @@ def _class_text(rows: list[VariantRecord]) -> str:
                               for x in rows if x.hint("occupancy") is not None)
             text += (f", {count.low if count.exact else f'{count.low}–{count.high}'} clusters of {size} resident on "
                      f"{count.gpu.gpu}" + (f" ({needs})" if needs else ""))
-    unverified = [x for x in rows if x.verdicts.get("occupancy", {}).get("status") == "unverified"]
+    unverified = [x for x in rows if x.verdict_status("occupancy") == "unverified"]
     if unverified:
         text += " (verdict unverified: a rule no driver has checked decides the goal)"
     return text

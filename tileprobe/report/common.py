@@ -9,7 +9,7 @@ from typing import Iterable, Sequence
 from tileprobe.model.arch import NOT_SOURCED
 from tileprobe.model.sass import tma_data_ops
 # noqa: F401  (short_build: the renderers' label)
-from tileprobe.schema import (NOTEWORTHY_STATUSES, VariantRecord, short_build)
+from tileprobe.schema import (NOTEWORTHY_STATUSES, VariantRecord, Verdict, short_build)
 from collections import Counter
 
 #: How a verdict status reads in text (``ignored`` in capitals: the hint fell short and did nothing).
@@ -17,9 +17,9 @@ VERDICT_MARK = {"honoured": "honoured", "met": "met", "unverified": "unverified"
                 "infeasible": "infeasible", "changed": "changed", "unchanged": "unchanged", "baseline": "baseline"}
 
 
-def noteworthy(v: dict) -> bool:
+def noteworthy(v: Verdict) -> bool:
     """Whether brief output shows this verdict's reason (:data:`tileprobe.schema.NOTEWORTHY_STATUSES`)."""
-    return v.get("status") in NOTEWORTHY_STATUSES
+    return v.status in NOTEWORTHY_STATUSES
 
 
 def fmt_kv(d: dict) -> str:
@@ -128,8 +128,8 @@ def verdict_text(r: VariantRecord, long: bool = False) -> str:
         return failure_brief(r) if long else failure_of(r)
     parts = []
     for hint, v in r.verdicts.items():
-        text = f"{hint} {VERDICT_MARK.get(v['status'], v['status'])}"
-        parts.append(f"{text}: {v['reason']}" if long else text)
+        text = f"{hint} {VERDICT_MARK.get(v.status, v.status)}"
+        parts.append(f"{text}: {v.reason}" if long else text)
     return "; ".join(parts) or "-"
 
 
@@ -181,7 +181,7 @@ def verdict_cells(r: VariantRecord, hints: list[str]) -> list[str]:
     """One verdict status per hint column (``-`` when none)."""
     if not r.ok:
         return [failure_of(r)] + ["-"] * (len(hints) - 1) if hints else []
-    return [r.verdicts.get(h, {}).get("status", "-") for h in hints]
+    return [r.verdict_status(h, "-") for h in hints]
 
 
 NUMERIC = {"threads", "regs", SMEM_HEADER, "stack B", "CTAs/SM"}
@@ -274,7 +274,7 @@ def record_side(r: VariantRecord | None) -> str:
         return "-"
     if not r.ok:
         return failure_brief(r, 80)
-    v = ", ".join(f"{h} {x['status']}" for h, x in r.verdicts.items())
+    v = ", ".join(f"{h} {x.status}" for h, x in r.verdicts.items())
     run = r.run or {}
     t = f"; {run['median_us']:.1f} µs" if run.get("median_us") and run.get("status", "ok") == "ok" else ""
     if run.get("status") not in (None, "ok"):

@@ -94,11 +94,11 @@ def _verdict_cells(r: VariantRecord, hints: list[str]) -> list[str]:
     cells = []
     for h in hints:
         v = r.verdicts.get(h)
-        if not v:
+        if v is None:
             cells.append("-")
             continue
-        status = v.get("status")
-        cells.append(f'<span class="v v-{_e(status)}" title="{_e(v.get("reason"))}">'
+        status = v.status
+        cells.append(f'<span class="v v-{_e(status)}" title="{_e(v.reason)}">'
                      f'{_e(VERDICT_MARK.get(status, status))}</span>')
     return cells
 
@@ -138,8 +138,8 @@ def audit_table(rows: Sequence[VariantRecord]) -> str:
     for r in rows:
         for hint, v in (r.verdicts.items() if r.ok else ()):
             if noteworthy(v):
-                notes.append(f'<li><b>{_e(_label(r))}</b>: <span class="v v-{_e(v.get("status"))}">{_e(hint)} '
-                             f'{_e(v.get("status"))}</span> {_e(v.get("reason"))}</li>')
+                notes.append(f'<li><b>{_e(_label(r))}</b>: <span class="v v-{_e(v.status)}">{_e(hint)} '
+                             f'{_e(v.status)}</span> {_e(v.reason)}</li>')
     if notes:
         out.append('<ul class="reasons">' + "".join(notes) + "</ul>")
     return "".join(out)
@@ -296,7 +296,7 @@ def _draw_series(axes, metrics, recs, xs, hint, style, seen_verdicts: list) -> N
             continue
         ax.plot([p[0] for p in pts], [p[1] for p in pts], alpha=0.9, **style)
         for x, y, r in pts:
-            status = (r.verdicts.get(hint) or {}).get("status")
+            status = r.verdict_status(hint)
             if status and status not in seen_verdicts:
                 seen_verdicts.append(status)
             colour, m = VERDICT_STYLE.get(status, (style["color"], "."))

@@ -90,7 +90,7 @@ def problems_md(records: Sequence[VariantRecord]) -> str:
         for hint, v in r.verdicts.items():
             if noteworthy(v):
                 out.append(f"- {r.kernel} · {r.arch} · {short_build(r.tileiras)} · {_label(r)}: **{hint} "
-                           f"{v['status']}**: {v['reason']}\n")
+                           f"{v.status}**: {v.reason}\n")
     return "".join(out)
 
 

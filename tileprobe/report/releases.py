@@ -61,7 +61,7 @@ def side_rows(sides: list[tuple]) -> list[list[str]]:
     verdicts, time ± noise. ``sides``: (record, its :class:`~tileprobe.analyses.noise.TimeStats` or None) pairs."""
     rows = []
     for r, st in sorted(sides, key=lambda side: variant_order(side[0])):
-        verdicts = ", ".join(f"{h} {v.get('status')}" for h, v in r.verdicts.items()) if r.ok else "-"
+        verdicts = ", ".join(f"{h} {v.status}" for h, v in r.verdicts.items()) if r.ok else "-"
         rows.append([r.kernel, r.arch, fmt_kv(r.case) or "-", fmt_kv(r.hints) or "-",
                      _n(r.threads), _n(r.registers), _n(r.shared_bytes), _n(r.ctas_per_sm), verdicts or "-",
                      time_text(r, st)])

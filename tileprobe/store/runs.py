@@ -7,7 +7,7 @@ import json
 from typing import Sequence
 
 from tileprobe.errors import StoreError
-from tileprobe.schema import value_key
+from tileprobe.schema import value_key, verdicts_to_dict
 from tileprobe.store.connection import _SAVED, StoreConnection, now
 from tileprobe._version import __version__
 
@@ -18,7 +18,7 @@ class RunsMixin(StoreConnection):
 
     def save_audit(self, result, command_line: str) -> int:
         """Store an audit: when, where, the command line, its environment and its records' keys and verdicts."""
-        rows = [(self.key_of(r), json.dumps(r.verdicts, default=str)) for r in result.records]
+        rows = [(self.key_of(r), json.dumps(verdicts_to_dict(r.verdicts), default=str)) for r in result.records]
         with self._transaction() as c:
             cur = c.execute("INSERT INTO audits (created, host, tileprobe, command_line, environment, wall_s, "
                             "n_variants) VALUES (?, ?, ?, ?, ?, ?, ?)",
