@@ -6,7 +6,7 @@ from tileprobe.analyses.bisect import Step, bisect_versions, candidates
 from tileprobe.analyses.compare import Comparison, compare_records, split_by_compiler
 from tileprobe.errors import TileprobeError
 from tileprobe.report.markdown import compare_markdown
-from tileprobe.schema import VariantRecord, Verdict
+from tileprobe.schema import VariantRecord, VariantRun, Verdict
 from tileprobe.toolchain import Toolchain
 
 
@@ -76,8 +76,8 @@ def test_new_spills_and_failures_are_regressions():
 
 def test_time_beyond_noise_only():
     gpu = {"name": "NVIDIA H200"}
-    run = lambda m, q: {"status": "ok", "median_us": m, "p25_us": m - q, "p75_us": m + q, "reps": 100,
-                          "gpu": gpu}  # noqa: E731
+    run = lambda m, q: VariantRun(status="ok", median_us=m, p25_us=m - q, p75_us=m + q, reps=100,
+                                  gpu=gpu)  # noqa: E731
     a = [rec(A, 1, 256, 128, 0, 2, "x", run=run(100.0, 0.5)), rec(A, 2, 256, 128, 0, 2, "y", run=run(100.0, 0.5))]
     b = [rec(B, 1, 256, 128, 0, 2, "x", run=run(100.8, 0.5)), rec(B, 2, 256, 128, 0, 2, "y", run=run(130.0, 0.5))]
     ch = {c.a.hints["occupancy"]: c for c in compare_records(a, b)}
@@ -263,7 +263,8 @@ def _failed(build, occ, failure, status=None, message=""):
 
 
 def _ran(build, occ, status):
-    return rec(build, occ, 256, 128, 0, 2, "x", run={"status": status, "median_us": 10.0 if status == "ok" else None})
+    return rec(build, occ, 256, 128, 0, 2, "x",
+               run=VariantRun(status=status, median_us=10.0 if status == "ok" else None))
 
 
 def test_failure_changes_are_changes_with_new_crashes_and_hangs_first():

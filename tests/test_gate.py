@@ -15,7 +15,7 @@ from tileprobe.cli import main
 from tileprobe.report.terminal import gate_text
 from tileprobe.analyses.gate import (GateError, check, parse_expectation, parse_where,
                             run_gate, select)
-from tileprobe.schema import VariantRecord, Verdict, dump
+from tileprobe.schema import VariantRecord, VariantRun, Verdict, dump
 from tileprobe.store import Store
 
 from support import write_vec_probe
@@ -170,8 +170,8 @@ def test_time_needs_runs_and_respects_baseline_noise():
     (f,) = check([rec()], ["time <= 700us"])
     assert f.unchecked and "no GPU run record" in f.reason and str(f).endswith(
         "cannot check — no GPU run record for this variant (run it with `tileprobe run` into the store first)")
-    now = rec(run={"status": "ok", "median_us": 612.0, "stdev_us": 1.0})
-    base = [rec(build=B133, run={"status": "ok", "median_us": 600.0, "stdev_us": 5.0, "gpu": "RTX 5090"})]
+    now = rec(run=VariantRun(status="ok", median_us=612.0, stdev_us=1.0))
+    base = [rec(build=B133, run=VariantRun(status="ok", median_us=600.0, stdev_us=5.0, gpu="RTX 5090"))]
     assert check([now], ["time <= 700us"]) == []
     assert check([now], ["time <= baseline + 2%"], base) == []            # 600 × 1.02 + 5 = 617 ≥ 612
     (f,) = check([now], ["time <= baseline"], base)                      # 600 + 5 = 605 < 612

@@ -20,7 +20,7 @@ from tileprobe.select import (WhereError, apply_overrides, format_value, parse_o
                                    select_or_explain)
 from tileprobe.report.common import group_tables, variant_label
 from tileprobe.report.terminal import render_audit, summary_lines
-from tileprobe.schema import VariantRecord, Verdict, load
+from tileprobe.schema import VariantRecord, VariantRun, Verdict, load
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDS = ROOT / "tests" / "data" / "examples_records_2026-12-01.json"
@@ -185,7 +185,7 @@ def test_run_best_lines_name_the_compiler_and_advice_says_1_cta():
             r = _rec((64, 64), occ)
             r.tileiras, r.threads, r.registers, r.shared_bytes, r.stack_bytes = build, 384, 168, 1000, 0
             r.ctas_per_sm, r.limiter = 1, "registers"
-            r.run = {"status": "ok", "median_us": t}
+            r.run = VariantRun(status="ok", median_us=t)
             recs.append(r)
     from tileprobe.run.session import best_hints
     lines = best_lines(best_hints(recs))

@@ -9,7 +9,7 @@ from rich.table import Table
 
 from tileprobe.analyses.results import Comparison, Finding, GateResult, History
 from tileprobe.model.arch import NOT_SOURCED
-from tileprobe.schema import VariantRecord, Verdict
+from tileprobe.schema import VariantRecord, VariantRun, Verdict
 from tileprobe.report.fit import DROP_ORDER, Column, fit_columns, table_width
 from tileprobe.report.common import (variant_label, KEPT, NUMERIC, POOL_CELLS, POOL_HEADER, RUN_COLUMNS, SASS_UNREAD,
                                      pool_line, compile_timeout_line, VERDICT_MARK, fmt_int, fmt_value, best_lines,
@@ -579,12 +579,12 @@ def render_run(records: Sequence[VariantRecord], console: Console, wide: bool = 
     :meth:`~tileprobe.run.session.RunResult.advice`)."""
     render_audit(records, console, extra_columns=RUN_COLUMNS, wide=wide, advice=advice)
     for r in records:
-        run = r.run or {}
-        if run.get("status") not in (None, "ok") or run.get("warnings"):
-            msg = (run.get("error") or "").strip().splitlines()
-            if run.get("status") != "ok":
-                say(console, f"  {run_label(r)}: {run.get('status')}: {msg[0] if msg else ''}")
-            for w in run.get("warnings") or []:
+        run = r.run or VariantRun()
+        if run.status not in (None, "ok") or run.warnings:
+            msg = (run.error or "").strip().splitlines()
+            if run.status != "ok":
+                say(console, f"  {run_label(r)}: {run.status}: {msg[0] if msg else ''}")
+            for w in run.warnings or []:
                 say(console, f"  {run_label(r)}: warning: {w}")
     for line in best_lines(best):
         say(console, line)
