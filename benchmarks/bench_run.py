@@ -60,16 +60,16 @@ def sweep_table(records) -> list[float]:
           f"{'setup':>7} {'check':>7} {'timing-kern':>11} {'ipc':>6} {'overhead':>9}")
     overheads = []
     for r in records:
-        run = r.run or {}
+        run = r.run
         if not run:
             continue
-        med, reps = run.get("median_us"), run.get("reps") or 0
+        med, reps = run.median_us, run.reps or 0
         kernel_s = (med or 0) * reps / 1e6
-        rt = run.get("roundtrip_s") or 0.0
-        setup, check, tim, wall = (run.get(k) or 0.0 for k in ("setup_s", "check_s", "time_s", "wall_s"))
+        rt = run.roundtrip_s or 0.0
+        setup, check, tim, wall = (x or 0.0 for x in (run.setup_s, run.check_s, run.time_s, run.wall_s))
         over = rt - kernel_s
         overheads.append(over)
-        print(f"{_label(r)[:58]:58} {run['status']:6} {med if med is not None else float('nan'):10.2f} {reps:5d} "
+        print(f"{_label(r)[:58]:58} {run.status:6} {med if med is not None else float('nan'):10.2f} {reps:5d} "
               f"{rt:10.3f} {kernel_s:8.3f} {setup:7.3f} {check:7.3f} {tim - kernel_s:11.3f} {rt - wall:6.3f} "
               f"{over:9.3f}")
     if overheads:
@@ -81,9 +81,9 @@ def sweep_table(records) -> list[float]:
 
 def pick(records, n: int) -> list:
     """Up to ``n`` ok variants spread over the kernels and their speeds (fastest, slowest, middle …)."""
-    ok = [r for r in records if r.run and r.run.get("status") == "ok" and r.run.get("median_us")]
+    ok = [r for r in records if r.run and r.run.status == "ok" and r.run.median_us]
     by_kernel: dict = {}
-    for r in sorted(ok, key=lambda r: r.run["median_us"]):
+    for r in sorted(ok, key=lambda r: r.run.median_us):
         by_kernel.setdefault(r.kernel, []).append(r)
     chosen, i = [], 0
     while len(chosen) < n and any(by_kernel.values()):
@@ -98,10 +98,10 @@ def repeat_table(first, second) -> None:
     print("## 2. the same variant swept twice (worker, fresh inputs and seed)")
     diffs = []
     for a, b in zip(first, second):
-        if a.run.get("median_us") and b.run and b.run.get("median_us"):
-            d = _pct(b.run["median_us"], a.run["median_us"])
+        if a.run.median_us and b.run and b.run.median_us:
+            d = _pct(b.run.median_us, a.run.median_us)
             diffs.append(abs(d))
-            print(f"{_label(a)[:58]:58} {a.run['median_us']:10.2f} {b.run['median_us']:10.2f} µs  {d:+6.2f} %")
+            print(f"{_label(a)[:58]:58} {a.run.median_us:10.2f} {b.run.median_us:10.2f} µs  {d:+6.2f} %")
     if diffs:
         print(f"repeat agreement: max |Δ| {max(diffs):.2f} %, median {statistics.median(diffs):.2f} % "
               f"({len(diffs)} variants; goal < 1 %)")

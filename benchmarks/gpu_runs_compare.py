@@ -40,13 +40,13 @@ def compare(one_path: str, many_path: str, expect: str | None = None) -> dict:
         if not r.run:
             continue
         m = by_key.get(_key(r))
-        s1, s2 = r.run.get("status"), (m.run.get("status") if m else "missing")
+        s1, s2 = r.run.status, (m.run.status if m else "missing")
         same &= s1 == s2
-        gpu = (m.run.get("gpu") or {}) if m else {}
+        gpu = (m.run.gpu or {}) if m else {}
         rows.append({"variant": _label(r), "status_one": s1, "status_many": s2,
                      "gpu": gpu.get("index") if isinstance(gpu, dict) else gpu,
-                     "shared": bool(m and m.run.get("shared_gpu")), "us_one": r.run.get("median_us"),
-                     "us_many": m.run.get("median_us") if m else None})
+                     "shared": bool(m and m.run.shared_gpu), "us_one": r.run.median_us,
+                     "us_many": m.run.median_us if m else None})
     same &= len(by_key) == len(rows)
     timed = [x for x in rows if x["us_many"]]
     if expect == "shared":

@@ -29,7 +29,7 @@ def rows_of(paths):
             m = re.search(r"V(\d+\.\d+\.\d+)", r.tileiras or "")
             variant = " ".join(f"{k}={v}" for k, v in {**r.case, **r.hints}.items())
             out.append((r.kernel, m.group(1) if m else "?", variant, f"{r.registers}×{r.threads}",
-                        r.pool_verdict or "-", r.run.get("status") or "-"))
+                        r.pool_verdict or "-", r.run.status or "-"))
     return out
 
 

@@ -6,7 +6,7 @@ median µs, IQR % (the file's "±" and "IQR %" column: (p75 − p25) / median ×
 occupancy-8 cubin (FIELD_NOTES: "gives the occupancy-8 cubin").
 """
 from tileprobe.judge.advice import advice, measured_advice
-from tileprobe.schema import VariantRecord
+from tileprobe.schema import VariantRecord, VariantRun
 from tileprobe.judge.verdict import judge_records
 
 H200 = "NVIDIA H200"
@@ -29,8 +29,8 @@ def _record(tma, occ, run=True):
         hints={"occupancy": occ}, arch="sm_90", tileiras="Cuda compilation tools, release 13.4, V13.4.92",
         status="ok", threads=threads, registers=regs, shared_bytes=smem, driver_shared_bytes=smem - 1024,
         stack_bytes=stack, ctas_per_sm=ctas, limiter="registers" if ctas < 8 else "threads", code_sha256=code,
-        run={"status": "ok", "median_us": median, "p25_us": median - half, "p75_us": median + half,
-             "gpu": {"name": H200}} if run else None)
+        run=VariantRun(status="ok", median_us=median, p25_us=median - half, p75_us=median + half,
+                       gpu={"name": H200}) if run else None)
 
 
 def _records(run=True):
@@ -100,7 +100,7 @@ def test_static_advice_weighs_the_hint_less_build():
 def test_no_runs_no_measured_line_and_failed_runs_are_not_ranked():
     assert all("measured on" not in line for line in advice(_records(run=False)))
     recs = [r for r in _records() if r.case["ALLOW_TMA"] is False]
-    recs[-1].run = {"status": "crash", "median_us": None}
+    recs[-1].run = VariantRun(status="crash", median_us=None)
     static = next(r for r in recs if r.hints["occupancy"] == 4)
     text = measured_advice(recs, static)
     assert "best occupancy 8, 370.6 µs" in text and text.endswith("not ranked: occupancy 16 (crash)")
@@ -109,7 +109,7 @@ def test_no_runs_no_measured_line_and_failed_runs_are_not_ranked():
 def test_stored_runs_name_the_gpu_as_text():
     recs = _records()
     for r in recs:
-        r.run["gpu"] = H200                      # Store.records attaches the GPU's name, not a dict
+        r.run.gpu = H200                      # Store.records attaches the GPU's name, not a dict
     assert any("measured on NVIDIA H200: best occupancy 16" in line for line in advice(recs))
 
 

@@ -162,7 +162,7 @@ def test_run_bundle_imports_only_given_probes(tmp_path, monkeypatch):
     given.parent.mkdir()
     given.write_text("")
     res = session.run_sweep([str(given)], bundle=str(d))
-    assert FakeWatchdog.submitted == [str(given)] and res.records[0].run["status"] == "ok"
+    assert FakeWatchdog.submitted == [str(given)] and res.records[0].run.status == "ok"
     assert not (d / "probe_k.py.ran").exists()
 
 

@@ -176,7 +176,7 @@ def pm():
 
 
 def test_persistent_gemm_statuses_say_what_happened(pm):
-    got = {k: (v["num_ctas"]["status"], v["occupancy"]["status"]) for k, v in pm.items()}
+    got = {k: (v["num_ctas"].status, v["occupancy"].status) for k, v in pm.items()}
     for arch in ("sm_90", "sm_100"):
         assert got[(arch, 1, 1)] == ("met", "met")            # the reference values
         assert got[(arch, 1, 8)] == ("met", "ignored")        # occupancy 8 gives occupancy 1's machine code
@@ -185,20 +185,20 @@ def test_persistent_gemm_statuses_say_what_happened(pm):
     # issue 26: on sm_100 the B200's GPC layout (clusters) and the reserve reading (115,860 B) decide these
     assert got[("sm_100", 2, 1)] == ("honoured", "unverified") and got[("sm_100", 1, 2)] == ("met", "unverified")
     assert got[("sm_100", 2, 4)] == ("honoured", "unverified")
-    assert "same machine code and resources as occupancy=1" in pm[("sm_90", 1, 8)]["occupancy"]["reason"]
+    assert "same machine code and resources as occupancy=1" in pm[("sm_90", 1, 8)]["occupancy"].reason
 
 
 def test_persistent_gemm_cluster_reasons(pm):
-    one_per_sm = pm[("sm_90", 2, 1)]["num_ctas"]["reason"]
+    one_per_sm = pm[("sm_90", 2, 1)]["num_ctas"].reason
     assert one_per_sm.startswith("cluster 2×1×1 = 2 CTA(s); 1 CTA/SM per CTA residency, clusters of 2: 66 active "
                                  "on H200 (132 SMs in groups of 18/18/16/16/16/16/16/8/2/2/2/2 SMs) (layout measured "
                                  "on one H200, 2026-12-01")
-    sm100 = pm[("sm_100", 2, 1)]["occupancy"]["reason"]
+    sm100 = pm[("sm_100", 2, 1)]["occupancy"].reason
     assert "clusters of 2: 0–74 active on B200 (148 SMs) (GPC layout not sourced)" in sm100
     assert sm100.startswith("met by readings no driver has checked — per-CTA residency counted: whether the 74 "
                             "clusters of 2 needed for 1 CTA per SM (1 × ⌊148 ÷ 2⌋) are resident depends on the GPC "
                             "layout (B200's is not sourced) — 1 CTA/SM ≥ 1")
-    assert "clusters of 2: 0–296 active on B200" in pm[("sm_100", 2, 4)]["occupancy"]["reason"]
+    assert "clusters of 2: 0–296 active on B200" in pm[("sm_100", 2, 4)]["occupancy"].reason
 
 
 # clusters of 4 on sm_90 (examples/tilegym_persistent_matmul.py, probe tilegym_persistent_matmul_clusters, audited
@@ -216,16 +216,16 @@ def test_clusters_of_4_on_the_h200_fall_short_of_the_grid_occupancy_sizes():
     recs = [_clusters4(1), _clusters4(2)]
     judge_records(recs)
     one, two = (r.verdicts["occupancy"] for r in recs)
-    assert one["status"] == "ignored" and two["status"] == "partial"
-    assert one["reason"].startswith("1 CTA/SM per CTA, but 30 clusters are resident, fewer than the 33 clusters of 4 "
+    assert one.status == "ignored" and two.status == "partial"
+    assert one.reason.startswith("1 CTA/SM per CTA, but 30 clusters are resident, fewer than the 33 clusters of 4 "
                                     "needed for 1 CTA per SM (1 × ⌊132 ÷ 4⌋) (0.91 CTAs per SM on average); 33 "
                                     "clusters of 4 are resident on H200 from 2 CTAs/SM per CTA: 2 CTAs/SM would need "
                                     "≤ 128 registers per thread (has 255)")
-    assert "62 clusters are resident, fewer than the 66 clusters of 4 needed for 2 CTAs per SM" in two["reason"]
-    assert "up from 30 clusters at occupancy=1" in two["reason"]
+    assert "62 clusters are resident, fewer than the 66 clusters of 4 needed for 2 CTAs per SM" in two.reason
+    assert "up from 30 clusters at occupancy=1" in two.reason
     assert "66 clusters of 4 are resident on H200 from 3 CTAs/SM per CTA: 3 CTAs/SM would need ≤ 80 registers" \
-        in two["reason"]
-    assert {r.verdicts["num_ctas"]["status"] for r in recs} == {"met"}   # the cluster shape asked (the only value)
+        in two.reason
+    assert {r.verdicts["num_ctas"].status for r in recs} == {"met"}   # the cluster shape asked (the only value)
 
 
 def test_clusters_that_no_cta_of_this_size_can_fill_are_infeasible():
@@ -233,21 +233,21 @@ def test_clusters_that_no_cta_of_this_size_can_fill_are_infeasible():
     r.hints, r.cluster_dims, r.threads = {"num_ctas": 16, "occupancy": 2}, [16, 1, 1], 1024
     judge_records([r])
     v = r.verdicts["occupancy"]
-    assert v["status"] == "infeasible"
-    assert v["reason"].startswith("2 CTAs/SM per CTA, but 14 clusters are resident, fewer than the 16 clusters of 16 "
+    assert v.status == "infeasible"
+    assert v.reason.startswith("2 CTAs/SM per CTA, but 14 clusters are resident, fewer than the 16 clusters of 16 "
                                   "needed for 2 CTAs per SM (2 × ⌊132 ÷ 16⌋)")
-    assert v["reason"].endswith("not even at 2 CTAs/SM, the most of 1024 threads an SM holds")
+    assert v.reason.endswith("not even at 2 CTAs/SM, the most of 1024 threads an SM holds")
 
 
 def test_persistent_gemm_reserve_dependence(pm):
-    sm100 = pm[("sm_100", 1, 2)]["occupancy"]["reason"]
+    sm100 = pm[("sm_100", 1, 2)]["occupancy"].reason
     assert ("the verdict rests on the reserve reading (within 1 KB per CTA of a boundary): 2 CTAs/SM reads the "
             "cubin's 115,860 B as including the 1 KB reserve; counted on top, 2 × (115,860 + 1,024) = 233,768 B "
             "(233,984 B in 128-B units) > 233,472 B per SM → 1 CTA/SM") in sm100
     assert "shared-memory reserve on sm_100: cubin layout only, not driver-checked" in sm100
-    sm90 = pm[("sm_90", 2, 2)]["occupancy"]["reason"]
+    sm90 = pm[("sm_90", 2, 2)]["occupancy"].reason
     assert "shared-memory reserve on sm_90: driver-checked on H200 2026-11-29" in sm90
-    assert "reserve" not in pm[("sm_100", 2, 2)]["occupancy"]["reason"]     # 107,788 B: far from the boundary
+    assert "reserve" not in pm[("sm_100", 2, 2)]["occupancy"].reason     # 107,788 B: far from the boundary
 
 
 def test_flashinfer_4465_numbers_name_the_explanation_the_verdict_rests_on():
@@ -257,14 +257,14 @@ def test_flashinfer_4465_numbers_name_the_explanation_the_verdict_rests_on():
     recs = [_pm("sm_100", 2, 1), _pm("sm_100", 2, 2, smem=115_852)]
     judge_records(recs)
     v = recs[1].verdicts["occupancy"]
-    assert v["status"] == "unverified"        # issue 26: was honoured, on two readings no driver has checked
-    assert v["reason"].startswith("honoured by readings no driver has checked — the cubin's shared size read as "
+    assert v.status == "unverified"        # issue 26: was honoured, on two readings no driver has checked
+    assert v.reason.startswith("honoured by readings no driver has checked — the cubin's shared size read as "
                                   "including the 1 KB per-CTA reserve (from the cubin's layout; no driver has checked "
                                   "it on sm_100): the other reading gives 1 CTA/SM, short of 2; and per-CTA residency "
                                   "counted: whether the 148 clusters of 2")
-    assert "clusters of 2: 0–148 active on B200 (148 SMs) (GPC layout not sourced)" in v["reason"]
+    assert "clusters of 2: 0–148 active on B200 (148 SMs) (GPC layout not sourced)" in v.reason
     assert "whether the 148 clusters of 2 needed for 2 CTAs per SM (2 × ⌊148 ÷ 2⌋) are resident depends on the GPC " \
-        "layout" in v["reason"]
-    assert "2 × (115,852 + 1,024) = 233,752 B (233,984 B in 128-B units) > 233,472 B per SM → 1 CTA/SM" in v["reason"]
-    assert "(then clusters of 2: 0–74 active on B200 (148 SMs) (GPC layout not sourced))" in v["reason"]
-    assert "cubin layout only, not driver-checked" in v["reason"]
+        "layout" in v.reason
+    assert "2 × (115,852 + 1,024) = 233,752 B (233,984 B in 128-B units) > 233,472 B per SM → 1 CTA/SM" in v.reason
+    assert "(then clusters of 2: 0–74 active on B200 (148 SMs) (GPC layout not sourced))" in v.reason
+    assert "cubin layout only, not driver-checked" in v.reason

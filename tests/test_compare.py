@@ -6,7 +6,7 @@ from tileprobe.analyses.bisect import Step, bisect_versions, candidates
 from tileprobe.analyses.compare import Comparison, compare_records, split_by_compiler
 from tileprobe.errors import TileprobeError
 from tileprobe.report.markdown import compare_markdown
-from tileprobe.schema import VariantRecord
+from tileprobe.schema import VariantRecord, VariantRun, Verdict
 from tileprobe.toolchain import Toolchain
 
 
@@ -14,7 +14,7 @@ def rec(build, occ, threads, regs, smem, ctas, code, status="honoured", stack=0,
     return VariantRecord(kernel="w4a16", probe="p.py", case=case or {"GATHER": True, "LOOP": True},
                          hints={"occupancy": occ}, arch="sm_120", tileiras=build, status="ok", threads=threads,
                          registers=regs, shared_bytes=smem, stack_bytes=stack, ctas_per_sm=ctas, code_sha256=code,
-                         verdicts={"occupancy": {"status": status, "reason": ""}}, run=run)
+                         verdicts={"occupancy": Verdict(status, "")}, run=run)
 
 
 A, B = "release 13.3, V13.3.36", "release 13.4, V13.4.92"
@@ -43,7 +43,7 @@ def test_honoured_and_met_rank_alike_and_no_goal_statuses_are_changes():
     assert (by_occ[2].kind, by_occ[2].details) == ("changed", ["occupancy honoured → met"])
     assert by_occ[4].kind == "regression" and by_occ[4].details[:2] == ["occupancy met → ignored", "CTAs/SM 2 → 1"]
     c, u = rec(A, 2, 256, 128, 1000, 2, "x"), rec(B, 2, 256, 128, 1000, 2, "x")
-    c.verdicts, u.verdicts = {"opt_level": {"status": "changed"}}, {"opt_level": {"status": "unchanged"}}
+    c.verdicts, u.verdicts = {"opt_level": Verdict("changed")}, {"opt_level": Verdict("unchanged")}
     (only,) = compare_records([c], [u])
     assert (only.kind, only.details) == ("changed", ["opt_level changed → unchanged"])
 
@@ -76,8 +76,8 @@ def test_new_spills_and_failures_are_regressions():
 
 def test_time_beyond_noise_only():
     gpu = {"name": "NVIDIA H200"}
-    run = lambda m, q: {"status": "ok", "median_us": m, "p25_us": m - q, "p75_us": m + q, "reps": 100,
-                          "gpu": gpu}  # noqa: E731
+    run = lambda m, q: VariantRun(status="ok", median_us=m, p25_us=m - q, p75_us=m + q, reps=100,
+                                  gpu=gpu)  # noqa: E731
     a = [rec(A, 1, 256, 128, 0, 2, "x", run=run(100.0, 0.5)), rec(A, 2, 256, 128, 0, 2, "y", run=run(100.0, 0.5))]
     b = [rec(B, 1, 256, 128, 0, 2, "x", run=run(100.8, 0.5)), rec(B, 2, 256, 128, 0, 2, "y", run=run(130.0, 0.5))]
     ch = {c.a.hints["occupancy"]: c for c in compare_records(a, b)}
@@ -263,7 +263,8 @@ def _failed(build, occ, failure, status=None, message=""):
 
 
 def _ran(build, occ, status):
-    return rec(build, occ, 256, 128, 0, 2, "x", run={"status": status, "median_us": 10.0 if status == "ok" else None})
+    return rec(build, occ, 256, 128, 0, 2, "x",
+               run=VariantRun(status=status, median_us=10.0 if status == "ok" else None))
 
 
 def test_failure_changes_are_changes_with_new_crashes_and_hangs_first():

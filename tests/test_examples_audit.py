@@ -39,10 +39,10 @@ def test_w4a16_sm120_matches_report_table(w4a16):
 def test_w4a16_gather_loop_occupancy_ignored_and_others_honoured(w4a16):
     for r in w4a16:
         key = (r.case["GATHER"], r.case["LOOP"], r.hints["occupancy"])
-        status = r.verdicts["occupancy"]["status"]
+        status = r.verdicts["occupancy"].status
         if key[:2] == (True, True) and key[2] > 1:
             assert status == "ignored", (key, r.verdicts)
-            assert "same machine code and resources as occupancy=1" in r.verdicts["occupancy"]["reason"]
+            assert "same machine code and resources as occupancy=1" in r.verdicts["occupancy"].reason
         elif key[2] == 1:
             assert status == "met", (key, r.verdicts)                              # the reference value
         elif key[2] == 2:
@@ -67,9 +67,9 @@ def test_rms_norm_sm90_registers_follow_occupancy(rms):
 def test_rms_norm_sm90_occupancy_16_infeasible(rms):
     for r in rms:
         if r.hints["occupancy"] == 16:
-            assert r.verdicts["occupancy"]["status"] == "infeasible"
-            assert "16 × 256 threads = 4,096 > 2,048 threads per SM on sm_90" in r.verdicts["occupancy"]["reason"]
+            assert r.verdicts["occupancy"].status == "infeasible"
+            assert "16 × 256 threads = 4,096 > 2,048 threads per SM on sm_90" in r.verdicts["occupancy"].reason
         elif r.hints["occupancy"] == 1:
-            assert r.verdicts["occupancy"]["status"] == "met", r.verdicts       # the reference value
+            assert r.verdicts["occupancy"].status == "met", r.verdicts       # the reference value
         elif r.hints["occupancy"] <= 4:
-            assert r.verdicts["occupancy"]["status"] == "honoured", r.verdicts
+            assert r.verdicts["occupancy"].status == "honoured", r.verdicts

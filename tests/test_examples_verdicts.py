@@ -76,7 +76,7 @@ def test_no_variant_with_the_reference_code_is_honoured(records):
     checked = 0
     for r in records:
         for hint, v in r.verdicts.items():
-            if v["status"] != "honoured":
+            if v.status != "honoured":
                 continue
             ref = _reference(records, r, hint)
             assert ref is not None and ref is not r and not _same(r, ref), (r.kernel, r.arch, r.case, r.hints, hint)
@@ -87,13 +87,13 @@ def test_no_variant_with_the_reference_code_is_honoured(records):
 def test_nothing_is_honoured_or_met_without_a_goal_it_met(records):
     for r in records:
         for hint, v in r.verdicts.items():
-            assert hint in GOAL_HINTS and v["status"] in GOAL_STATUSES, (hint, v)
-            if v["status"] in ("honoured", "met"):
+            assert hint in GOAL_HINTS and v.status in GOAL_STATUSES, (hint, v)
+            if v.status in ("honoured", "met"):
                 assert _goal_met(records, r, hint), (r.kernel, r.arch, r.hints, hint, v)
 
 
 def test_met_marks_the_reference_or_its_twin(records):
-    met = [(r, h) for r in records for h, v in r.verdicts.items() if v["status"] == "met"]
+    met = [(r, h) for r in records for h, v in r.verdicts.items() if v.status == "met"]
     assert len(met) == 69     # 81 before issue 26: 12 of them now `unverified`
     for r, hint in met:
         ref = _reference(records, r, hint)
@@ -104,7 +104,7 @@ def test_no_goal_hints_get_effect_statuses(records):
     """The examples vary no opt_level / num_worker_warps / latency; judged as such, occupancy gets effect words."""
     group = [r for r in records if r.kernel == "w4a16_gemm" and r.arch == "sm_120" and r.ok]
     from tileprobe.judge.verdict import _judge_generic
-    statuses = Counter(_judge_generic("occupancy", r, [o for o in group if o.case == r.case])["status"]
+    statuses = Counter(_judge_generic("occupancy", r, [o for o in group if o.case == r.case]).status
                        for r in group)
     assert set(statuses) <= set(EFFECT_STATUSES) and statuses["baseline"] == 4 and statuses["unchanged"] == 5
 
@@ -112,11 +112,11 @@ def test_no_goal_hints_get_effect_statuses(records):
 def test_cluster_variants_on_the_h200_follow_cluster_residency(records):
     """Clusters of 4, 8, 16 on sm_90: per-CTA residency meets occupancy 1 and 2, the clusters do not (30 of 33,
     62 of 66 …); clusters of 2 fill the H200's even groups and keep their per-CTA status."""
-    got = {(r.hints["num_ctas"], r.hints["occupancy"]): r.verdicts["occupancy"]["status"] for r in records
+    got = {(r.hints["num_ctas"], r.hints["occupancy"]): r.verdicts["occupancy"].status for r in records
            if r.kernel == "tilegym_persistent_matmul_clusters" and r.arch == "sm_90"}
     assert got == {(4, 1): "ignored", (4, 2): "partial", (8, 1): "ignored", (8, 2): "partial",
                    (16, 1): "ignored", (16, 2): "partial"}
-    pairs = {r.hints["occupancy"]: r.verdicts["occupancy"]["status"] for r in records
+    pairs = {r.hints["occupancy"]: r.verdicts["occupancy"].status for r in records
              if r.kernel == "tilegym_persistent_matmul" and r.arch == "sm_90" and r.hints["num_ctas"] == 2}
     assert pairs == {1: "met", 2: "honoured", 4: "ignored", 8: "ignored"}
 
@@ -125,17 +125,17 @@ def test_verdicts_an_unchecked_rule_decides_are_unverified(records):
     """Issue 26: sm_90's reserve is driver-checked and its H200 layout measured, so nothing there is unverified; on
     sm_100 and sm_120 the reserve reading and the GPC layout are not checked. The FlashInfer #4465 candidate
     (num_ctas=2, occupancy=2 on sm_100, which failed to launch on a B200) was `honoured`."""
-    unverified = [(r, v) for r in records for h, v in r.verdicts.items() if v["status"] == "unverified"]
+    unverified = [(r, v) for r in records for h, v in r.verdicts.items() if v.status == "unverified"]
     assert Counter(r.arch for r, _ in unverified) == {"sm_100": 16, "sm_120": 16}
-    assert Counter(v["reason"].split(" by readings")[0] for _, v in unverified) == {"honoured": 20, "met": 12}
+    assert Counter(v.reason.split(" by readings")[0] for _, v in unverified) == {"honoured": 20, "met": 12}
     for r, v in unverified:
-        reserve = "no driver has checked it on " + r.arch in v["reason"]
-        layout = "per-CTA residency counted: whether the" in v["reason"]
-        assert reserve or (layout and cluster_size(r.cluster_dims) > 1), v["reason"]
+        reserve = "no driver has checked it on " + r.arch in v.reason
+        layout = "per-CTA residency counted: whether the" in v.reason
+        assert reserve or (layout and cluster_size(r.cluster_dims) > 1), v.reason
     flashinfer = next(r for r in records if r.kernel == "tilegym_persistent_matmul" and r.arch == "sm_100"
                       and r.hints == {"num_ctas": 2, "occupancy": 2})
-    reason = flashinfer.verdicts["occupancy"]["reason"]
-    assert flashinfer.verdicts["occupancy"]["status"] == "unverified"
+    reason = flashinfer.verdicts["occupancy"].reason
+    assert flashinfer.verdicts["occupancy"].status == "unverified"
     assert reason.startswith("honoured by readings no driver has checked — per-CTA residency counted: whether the "
                              "148 clusters of 2 needed for 2 CTAs per SM (2 × ⌊148 ÷ 2⌋) are resident depends on "
                              "the GPC layout (B200's is not sourced) — 2 CTAs/SM ≥ 2 ")

@@ -78,11 +78,11 @@ def test_gpu_runs_through_ray_actors_on_logical_gpus(ray_session, tmp_path, monk
     slots = [multi.Slot(i, w) for i, w in enumerate(ex.gpu_slots([0, 1], timeout_s=8.0,
                                                                    init="tests.fake_gpu_tasks:fake_init"))]
     res = session.run_probes(recs, {sha: cubin}, slots=slots, timeout_s=8.0)
-    assert [r.run["status"] for r in recs] == ["hang", "ok", "ok", "ok"]
-    assert [r.run["median_us"] for r in recs[1:]] == [11.0, 12.0, 14.0]
+    assert [r.run.status for r in recs] == ["hang", "ok", "ok", "ok"]
+    assert [r.run.median_us for r in recs[1:]] == [11.0, 12.0, 14.0]
     ids = {tuple(g) for g in (s.info["ray_gpu_ids"] for s in slots)}
     assert len(ids) == 2                                   # one logical GPU each
-    assert res.restarts == 1 and not any(r.run.get("shared_gpu") for r in recs)
+    assert res.restarts == 1 and not any(r.run.shared_gpu for r in recs)
 
 
 def test_a_node_killed_mid_sweep_loses_nothing_finished(tmp_path):

@@ -15,7 +15,7 @@ from tileprobe.cli import main
 from tileprobe.report.terminal import gate_text
 from tileprobe.analyses.gate import (GateError, check, parse_expectation, parse_where,
                             run_gate, select)
-from tileprobe.schema import VariantRecord, dump
+from tileprobe.schema import VariantRecord, VariantRun, Verdict, dump
 from tileprobe.store import Store
 
 from support import write_vec_probe
@@ -34,7 +34,7 @@ def rec(build=B134, gather=True, occ=2, *, verdict="honoured", reason="2 CTAs/SM
                       registers=regs, max_regs=168, shared_bytes=100_484, stack_bytes=stack, ctas_per_sm=ctas,
                       limiter="registers", run=run, error=error)
     if status == "ok":
-        r.verdicts = {"occupancy": {"status": verdict, "reason": reason}}
+        r.verdicts = {"occupancy": Verdict(verdict, reason)}
     return r
 
 
@@ -170,8 +170,8 @@ def test_time_needs_runs_and_respects_baseline_noise():
     (f,) = check([rec()], ["time <= 700us"])
     assert f.unchecked and "no GPU run record" in f.reason and str(f).endswith(
         "cannot check — no GPU run record for this variant (run it with `tileprobe run` into the store first)")
-    now = rec(run={"status": "ok", "median_us": 612.0, "stdev_us": 1.0})
-    base = [rec(build=B133, run={"status": "ok", "median_us": 600.0, "stdev_us": 5.0, "gpu": "RTX 5090"})]
+    now = rec(run=VariantRun(status="ok", median_us=612.0, stdev_us=1.0))
+    base = [rec(build=B133, run=VariantRun(status="ok", median_us=600.0, stdev_us=5.0, gpu="RTX 5090"))]
     assert check([now], ["time <= 700us"]) == []
     assert check([now], ["time <= baseline + 2%"], base) == []            # 600 × 1.02 + 5 = 617 ≥ 612
     (f,) = check([now], ["time <= baseline"], base)                      # 600 + 5 = 605 < 612
@@ -348,8 +348,8 @@ def test_audit_cli_prints_tables_reasons_and_markdown(tiny, monkeypatch, capsys)
     for (tile, occ), r in recs.items():
         v = r.verdicts["occupancy"]
         assert (f"{tile} {occ} {r.threads} {r.registers} {r.shared_bytes:,} {r.stack_bytes:,} {r.ctas_per_sm} "
-                f"{LIMITER_SHORT[r.limiter]} {v['status']}") in rows
-        assert " ".join(f"TILE={tile} occupancy={occ}: occupancy {v['status']}: {v['reason']}".split()) in text
+                f"{LIMITER_SHORT[r.limiter]} {v.status}") in rows
+        assert " ".join(f"TILE={tile} occupancy={occ}: occupancy {v.status}: {v.reason}".split()) in text
     assert re.fullmatch(r"4 variants, 0 failed to compile, \d+\.\d s", cap.err.strip().splitlines()[-1])
     assert main(["audit", tiny["probe"], "--arch", "sm_90", "--store", tiny["store"], "--no-sass",
                  "--format", "markdown"]) == 0
@@ -357,4 +357,4 @@ def test_audit_cli_prints_tables_reasons_and_markdown(tiny, monkeypatch, capsys)
     r = recs[(2048, 2)]
     assert md.startswith("## tileprobe audit\n- tileprobe: ") and f"\n### vec_add · sm_90 · {build}\n\n" in md
     assert (f"| 2048 | 2 | {r.threads} | {r.registers} | {r.shared_bytes:,} | {r.stack_bytes:,} | {r.ctas_per_sm} | "
-            f"{LIMITER_SHORT[r.limiter]} | {r.verdicts['occupancy']['status']} |") in md
+            f"{LIMITER_SHORT[r.limiter]} | {r.verdicts['occupancy'].status} |") in md

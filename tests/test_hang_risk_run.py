@@ -8,7 +8,7 @@ from rich.console import Console
 
 from tileprobe.run import session
 from tileprobe.run.watchdog import TaskOutcome
-from tileprobe.schema import VariantRecord
+from tileprobe.schema import VariantRecord, Verdict
 
 CUBIN = b"cubin bytes"
 SHA = hashlib.sha256(CUBIN).hexdigest()
@@ -47,9 +47,9 @@ def test_run_does_not_launch_a_predicted_hang_and_says_why(tmp_path):
     recs, wd = _records(probe), FakeWatchdog()
     res = session.run_probes(recs, {SHA: CUBIN}, watchdog=wd)
     assert wd.tasks == [{"occupancy": 4}, {"occupancy": 8}]
-    assert recs[1].run["status"] == "skipped" and recs[1].run["register_pool"] == "hang_risk"
-    assert REASON in recs[1].run["error"] and "--run-hang-risk" in recs[1].run["error"]
-    assert [r.run["register_pool"] for r in recs] == ["pool_ok", "hang_risk", "none"]
+    assert recs[1].run.status == "skipped" and recs[1].run.register_pool == "hang_risk"
+    assert REASON in recs[1].run.error and "--run-hang-risk" in recs[1].run.error
+    assert [r.run.register_pool for r in recs] == ["pool_ok", "hang_risk", "none"]
     assert any("occupancy=16: not launched" in s for s in res.skipped) and res.ran == 2
 
 
@@ -59,8 +59,8 @@ def test_run_hang_risk_launches_it_and_records_prediction_and_outcome(tmp_path):
     recs, wd = _records(probe), FakeWatchdog()
     session.run_probes(recs, {SHA: CUBIN}, watchdog=wd, run_hang_risk=True)
     assert len(wd.tasks) == 3
-    assert (recs[1].run["status"], recs[1].run["register_pool"]) == ("hang", "hang_risk")
-    assert (recs[0].run["status"], recs[0].run["register_pool"]) == ("ok", "pool_ok")
+    assert (recs[1].run.status, recs[1].run.register_pool) == ("hang", "hang_risk")
+    assert (recs[0].run.status, recs[0].run.register_pool) == ("ok", "pool_ok")
 
 
 def test_hang_risk_lines_name_each_variant_before_the_sweep(tmp_path):
@@ -134,7 +134,7 @@ def test_static_advice_never_picks_a_predicted_hang(tmp_path):
     recs = _records(tmp_path / "p.py")
     for r, ctas in zip(recs, (4, 8, 2)):
         r.ctas_per_sm, r.stack_bytes, r.sass = ctas, 0, {"spill_loads": 0, "spill_stores": 0}
-        r.verdicts = {"occupancy": {"status": "honoured", "reason": ""}}
+        r.verdicts = {"occupancy": Verdict("honoured", "")}
     best, line = static_advice(recs)
     # occupancy 16 has more CTAs/SM than 4 and 8, and hangs: it is named as such, never weighed as a build
     assert best is not recs[1]

@@ -17,6 +17,7 @@ import pytest
 
 from tileprobe.audit import audit
 from tileprobe.judge.advice import advice
+from tileprobe.schema import Verdict
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 PROBE = os.path.join(DATA, "probe_hintless.py")
@@ -42,22 +43,22 @@ def test_the_hint_less_build_is_the_reference_of_occupancy(records):
     assert (two.registers, two.shared_bytes, two.ctas_per_sm) == (255, 49_152, 2)
     assert "occupancy" not in free.verdicts                       # the kernel declares no occupancy
     v = two.verdicts["occupancy"]
-    assert v["status"] == "honoured"
-    assert v["reason"] == ("2 CTAs/SM ≥ 2 (128 threads × 255 registers, 49,152 B shared; limiter: registers); "
+    assert v.status == "honoured"
+    assert v.reason == ("2 CTAs/SM ≥ 2 (128 threads × 255 registers, 49,152 B shared; limiter: registers); "
                            "vs the hint-less build: shared B 98,304→49,152, CTAs/SM 1→2")
     for occ in (4, 8):                                            # the hint-less machine code again
         other = _one(records, "sm_89", (128, 128, 64), occupancy=occ)
-        assert other.verdicts["occupancy"]["status"] == "ignored"
-        assert other.verdicts["occupancy"]["reason"].startswith("same machine code and resources as the hint-less "
+        assert other.verdicts["occupancy"].status == "ignored"
+        assert other.verdicts["occupancy"].reason.startswith("same machine code and resources as the hint-less "
                                                                 "build: 1 CTA/SM < ")
     for r in records:
-        assert "nothing shows the hint changed the code" not in r.verdicts.get("occupancy", {}).get("reason", "")
+        assert "nothing shows the hint changed the code" not in (r.verdicts.get("occupancy") or Verdict(None)).reason
 
 
 def test_new_spills_against_the_hint_less_build_are_named(records):
     four = _one(records, "sm_89", (128, 128, 32), occupancy=4)
     assert four.sass["spill_loads"] > 0 and four.stack_bytes > 0
-    assert four.verdicts["occupancy"]["reason"].endswith(
+    assert four.verdicts["occupancy"].reason.endswith(
         f"vs the hint-less build: registers 239→128, shared B 81,920→16,400, stack B 0→{four.stack_bytes}, "
         "CTAs/SM 1→4, new spills")
 
@@ -78,11 +79,11 @@ def test_the_flashinfer_like_cluster_variant_on_sm_100_is_unverified(records):
     r = _one(records, "sm_100", (128, 128, 64), num_ctas=2, occupancy=2)
     assert r.cluster_dims == [2, 1, 1] and r.ctas_per_sm == 2
     v = r.verdicts["occupancy"]
-    assert v["status"] == "unverified"
-    assert v["reason"].startswith("honoured by readings no driver has checked — per-CTA residency counted: whether "
+    assert v.status == "unverified"
+    assert v.reason.startswith("honoured by readings no driver has checked — per-CTA residency counted: whether "
                                   "the 148 clusters of 2 needed for 2 CTAs per SM (2 × ⌊148 ÷ 2⌋) are resident "
                                   "depends on the GPC layout (B200's is not sourced)")
-    assert r.verdicts["num_ctas"]["status"] == "met"              # the cluster shape itself is in the cubin
+    assert r.verdicts["num_ctas"].status == "met"              # the cluster shape itself is in the cubin
     line = next(line for line in advice(records) if "sm_100" in line)
     assert "(verdict unverified: a rule no driver has checked decides the goal)" in line
     assert "0–148 clusters of 2 resident on B200 (occupancy 2 needs 148)" in line

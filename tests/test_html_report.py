@@ -19,7 +19,7 @@ import pytest
 from tileprobe.cli import main
 from tileprobe.analyses.compare import compiler_steps_by_kernel
 from tileprobe.report.html import NO_MATPLOTLIB, VERDICT_STYLE, render_html
-from tileprobe.schema import VariantRecord
+from tileprobe.schema import VariantRecord, VariantRun, Verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 KERNELS = ROOT / "tests" / "data" / "kernels.py"
@@ -37,10 +37,10 @@ def rec(build, gather, occ, *, kernel="w4a16_gemm", ctas=1, regs=168, verdict="h
                       shared_bytes=100_484, stack_bytes=0, ctas_per_sm=ctas, warps_per_sm=12 * ctas,
                       occupancy_pct=25.0 * ctas, limiter="registers", error=error, remarks=list(remarks))
     if status == "ok":
-        r.verdicts = {"occupancy": {"status": verdict, "reason": reason}}
+        r.verdicts = {"occupancy": Verdict(verdict, reason)}
     if run_us is not None:
-        r.run = {"status": "ok", "median_us": run_us, "p25_us": run_us * 0.98, "p75_us": run_us * 1.03,
-                 "gpu": "RTX 5090"}
+        r.run = VariantRun(status="ok", median_us=run_us, p25_us=run_us * 0.98, p75_us=run_us * 1.03,
+                           gpu="RTX 5090")
     return r
 
 

@@ -89,9 +89,9 @@ def test_a_full_disk_under_json_says_what_was_kept(tmp_path, capsys, monkeypatch
 def test_run_bundle_that_ran_nothing_or_only_failed_exits_1(tmp_path, capsys, monkeypatch, runs, says):
     from types import SimpleNamespace
     import tileprobe.run.session as session
-    from tileprobe.schema import VariantRecord
+    from tileprobe.schema import VariantRecord, VariantRun
     recs = [VariantRecord(kernel="k", probe="p.py", case={}, hints={}, arch="sm_90", tileiras="t", status="ok",
-                          run=r) for r in runs]
+                          run=VariantRun(**r)) for r in runs]
     fake = SimpleNamespace(records=recs, environment={}, skipped=[], ran=len(runs), restarts=0, wall_s=0.0,
                            aborted=None, store_error=None)
     monkeypatch.setattr(session, "run_sweep", lambda *a, **k: fake)

@@ -47,12 +47,13 @@ def test_two_gpus_give_a_one_gpu_runs_results_and_record_their_gpu(fake_task):
     session.run_probes(one, {SHA: CUBIN}, slots=_slots([0]))
     two = _records(fake_task)
     res = session.run_probes(two, {SHA: CUBIN}, gpus=[0, 1], slots=_slots([0, 1]))
-    assert [(r.run["status"], r.run["median_us"], r.run["seed"]) for r in two] == \
-           [(r.run["status"], r.run["median_us"], r.run["seed"]) for r in one] == \
+    assert [(r.run.status, r.run.median_us, r.run.seed) for r in two] == \
+           [(r.run.status, r.run.median_us, r.run.seed) for r in one] == \
            [("ok", 11.0, 0), ("ok", 12.0, 1), ("ok", 14.0, 2)]
     for r in two:      # each run names its GPU, and ran where CUDA_VISIBLE_DEVICES said
-        assert r.run["gpu"]["uuid"] == f"GPU-fake-{r.run['visible']}" and r.run["gpu"]["index"] == int(r.run["visible"])
-        assert "shared_gpu" not in r.run
+        visible = r.run.extra["visible"]                  # the fake task's own key, kept as the worker sent it
+        assert r.run.gpu["uuid"] == f"GPU-fake-{visible}" and r.run.gpu["index"] == int(visible)
+        assert "shared_gpu" not in r.run.to_dict() and r.run.shared_gpu is None
     assert [g["index"] for g in res.environment["gpus"]] == [0, 1] and res.ran == 3
     assert sum(g["ran"] for g in res.environment["gpus"]) == 3
     assert [b["best_hints"] for b in session.best_hints(two)] == [{"occupancy": 1}]
@@ -61,17 +62,17 @@ def test_two_gpus_give_a_one_gpu_runs_results_and_record_their_gpu(fake_task):
 def test_a_hang_on_one_gpu_does_not_stall_the_other(fake_task):
     recs = _records(fake_task, kernels=("hang", "k", "k", "k"), occupancies=(1, 1, 2, 4))
     res = session.run_probes(recs, {SHA: CUBIN}, slots=_slots([0, 1], timeout_s=4.0), timeout_s=4.0)
-    assert recs[0].run["status"] == "hang" and [r.run["status"] for r in recs[1:]] == ["ok"] * 3
-    hung = recs[0].run["gpu"]["index"]
-    assert {r.run["gpu"]["index"] for r in recs[1:]} == {1 - hung}   # the other GPU ran all three meanwhile
+    assert recs[0].run.status == "hang" and [r.run.status for r in recs[1:]] == ["ok"] * 3
+    hung = recs[0].run.gpu["index"]
+    assert {r.run.gpu["index"] for r in recs[1:]} == {1 - hung}   # the other GPU ran all three meanwhile
     assert res.restarts == 1 and res.aborted is None
 
 
 def test_workers_sharing_a_gpu_are_flagged_and_never_ranked(fake_task):
     recs = _records(fake_task)
     res = session.run_probes(recs, {SHA: CUBIN}, slots=_slots([0, 0]))
-    assert all(r.run["status"] == "ok" and r.run["shared_gpu"] is True for r in recs)
-    assert all(multi.SHARED_WARNING in r.run["warnings"] for r in recs)
+    assert all(r.run.status == "ok" and r.run.shared_gpu is True for r in recs)
+    assert all(multi.SHARED_WARNING in r.run.warnings for r in recs)
     assert session.best_hints(recs) == []                      # shared timings are not ranked
     assert [g["shared_gpu"] for g in res.environment["gpus"]] == [True, True]
     assert any("never ranked" in s for s in res.skipped)

@@ -16,7 +16,7 @@ from tileprobe.errors import TileprobeError
 from tileprobe.report.markdown import compare_markdown
 from tileprobe.run.session import interleave_releases
 from tileprobe.run.timing import sample_fields
-from tileprobe.schema import VariantRecord, write_json
+from tileprobe.schema import VariantRecord, VariantRun, Verdict, write_json
 
 DATA = Path(__file__).parent / "data"
 B = {v: f"Cuda compilation tools, release {v.rsplit('.', 1)[0]}, V{v}" for v in
@@ -28,7 +28,7 @@ GPU = {"name": "NVIDIA H200", "sm": "sm_90", "driver": "580.95.05", "clock_sm_mh
 def run(median, sd=2.0, n=100, seed=0, status="ok", samples=True):
     """A run record as `tileprobe run` writes it: n samples around ``median`` (normal, σ ``sd``)."""
     if status != "ok":
-        return {"status": status, "median_us": None, "reps": 0, "gpu": "NVIDIA H200"}
+        return VariantRun(status=status, median_us=None, reps=0, gpu="NVIDIA H200")
     rng = random.Random(seed)
     xs = [rng.gauss(median, sd) for _ in range(n)]
     s = sorted(xs)
@@ -36,14 +36,14 @@ def run(median, sd=2.0, n=100, seed=0, status="ok", samples=True):
            "mean_us": statistics.fmean(xs), "reps": n, "gpu": "NVIDIA H200", **sample_fields(xs)}
     if not samples:
         out.pop("samples_us")
-    return out
+    return VariantRun(**out)
 
 
 def rec(version, occ=2, *, threads=256, regs=128, smem=44_068, ctas=2, code="c", r=None, tma=True):
     return VariantRecord(kernel="rms_norm_large", probe="/x/rms_norm_large.py", case={"ALLOW_TMA": tma},
                          hints={"occupancy": occ}, arch="sm_90", tileiras=B[version], status="ok", threads=threads,
                          registers=regs, shared_bytes=smem, ctas_per_sm=ctas, code_sha256=code,
-                         verdicts={"occupancy": {"status": "honoured", "reason": ""}}, run=r)
+                         verdicts={"occupancy": Verdict("honoured", "")}, run=r)
 
 
 # --- the noise rule ----------------------------------------------------------------------------------------------
@@ -83,12 +83,12 @@ def test_tiny_significant_change_under_the_minimum_effect():
 def test_summary_statistics_and_iqr_fallback():
     a, b = run(100.0, 1.0, seed=7, samples=False), run(110.0, 1.0, seed=8, samples=False)
     assert TimeStats.of(a).source == "summary" and time_change(a, b).method.startswith("Welch t-test on n, mean")
-    old_a = {"status": "ok", "median_us": 100.0, "p25_us": 99.0, "p75_us": 101.0, "reps": 100}
-    old_b = {"status": "ok", "median_us": 110.0, "p25_us": 109.0, "p75_us": 111.0, "reps": 100}
+    old_a = VariantRun(status="ok", median_us=100.0, p25_us=99.0, p75_us=101.0, reps=100)
+    old_b = VariantRun(status="ok", median_us=110.0, p25_us=109.0, p75_us=111.0, reps=100)
     st = TimeStats.of(old_a)
     assert st.source == "iqr" and st.stdev_us == pytest.approx(2 / 1.349)
     assert time_change(old_a, old_b).changed and "estimated from the IQR" in time_change(old_a, old_b).method
-    assert TimeStats.of({"status": "hang"}) is None and time_change(old_a, {"status": "hang"}) is None
+    assert TimeStats.of(VariantRun(status="hang")) is None and time_change(old_a, VariantRun(status="hang")) is None
 
 
 def test_sample_fields_keep_samples_and_stdev():
@@ -217,9 +217,10 @@ def test_releases_for_target_skips_those_without_it():
 def test_pool_runs_pools_samples_and_keeps_the_worst_status():
     r1, r2 = run(300.0, 2.0, n=50, seed=1), run(310.0, 2.0, n=50, seed=2)
     p = pool_runs([r1, r2])
-    assert p["reps"] == 100 and p["rounds"] == 2 and len(p["samples_us"]) == 100
-    assert p["median_us"] == pytest.approx(statistics.median(r1["samples_us"] + r2["samples_us"]))
-    assert pool_runs([r1, run(0, status="hang")])["status"] == "hang"
+    assert p.reps == 100 and p.rounds == 2 and len(p.samples_us) == 100
+    assert p.median_us == pytest.approx(statistics.median(r1.samples_us + r2.samples_us))
+    assert pool_runs([r1, run(0, status="hang")]).status == "hang"
+    assert r1.rounds is None and list(p.to_dict())[:len(r1.to_dict()) + 1] == [*r1.to_dict(), "rounds"]   # new: last
 
 
 # --- the gate against a baseline run -----------------------------------------------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 
 from tileprobe.report.terminal import render_audit
-from tileprobe.schema import VariantRecord
+from tileprobe.schema import VariantRecord, Verdict
 
 
 def _rem(line):
@@ -19,7 +19,7 @@ def _rec(occ, lines, spills=(0, 0), verdicts=None):
                          shared_bytes=1000, driver_shared_bytes=1000, ctas_per_sm=1, code_sha256=f"c{occ}",
                          remarks=[_rem(n) for n in lines],
                          sass={"spill_loads": spills[0], "spill_stores": spills[1]},
-                         verdicts=verdicts or {"occupancy": {"status": "met", "reason": "1 CTA/SM ≥ 1"}})
+                         verdicts=verdicts or {"occupancy": Verdict("met", "1 CTA/SM ≥ 1")})
 
 
 def _render(rows) -> str:
@@ -44,9 +44,9 @@ def test_spills_get_a_line_under_the_table():
 
 
 def test_a_hint_audited_at_one_value_is_summarized_once():
-    nothing = {"status": "met", "reason": "cluster none (1 CTA) = 1 CTA(s); the lowest num_ctas value audited: "
-                                          "nothing shows the hint changed the code"}
-    rows = [_rec(o, [], verdicts={"num_ctas": dict(nothing), "occupancy": {"status": "met", "reason": f"occ {o}"}})
+    nothing = Verdict("met", "cluster none (1 CTA) = 1 CTA(s); the lowest num_ctas value audited: "
+                             "nothing shows the hint changed the code")
+    rows = [_rec(o, [], verdicts={"num_ctas": nothing, "occupancy": Verdict("met", f"occ {o}")})
             for o in (1, 2, 4)]
     for r in rows:
         r.hints["num_ctas"] = 1
@@ -97,8 +97,8 @@ def test_html_plots_only_series_with_data_and_split_per_compiler():
 
 def test_a_long_parenthetical_repeated_in_reasons_is_a_numbered_note():
     layout = "(layout measured on one H200, 2026-12-01; other H100/H200 dies may group their SMs differently)"
-    rows = [_rec(o, [], verdicts={"occupancy": {"status": "met", "reason": f"clusters of 2: {66 * o} active on "
-                                                                           f"H200 {layout}; occ {o}"}})
+    rows = [_rec(o, [], verdicts={"occupancy": Verdict("met", f"clusters of 2: {66 * o} active on "
+                                                                     f"H200 {layout}; occ {o}")})
             for o in (1, 2)]
     out = _render(rows)
     assert out.count(layout[1:-1]) == 1 and "  [1] layout measured on one H200" in out

@@ -475,7 +475,7 @@ def _rec(case, hints, median=None, status="ok", arch="sm_90", **kw):
     r = VariantRecord(kernel="k", probe="/x/p.py", case=case, hints=hints, arch=arch, tileiras="t", status="ok",
                       **kw)
     if median is not None or status != "ok":
-        r.run = worker.run_dict(status=status, median_us=median)
+        r.run = session.new_run(status=status, median_us=median)
     return r
 
 
@@ -557,9 +557,9 @@ def test_run_probes_checks_cubin_and_probe_before_running(tmp_path):
     recs[0].probe = recs[1].probe = str(probe)
     wd = FakeWatchdog(TaskOutcome("done", value={"status": "ok", "median_us": 3.0}, wall_s=0.5, worker_pid=9))
     res = session.run_probes(recs, {sha: good, "ab" * 32: b"other bytes"}, watchdog=wd)
-    assert recs[0].run["status"] == "ok" and recs[0].run["roundtrip_s"] == 0.5 and recs[0].run["worker_pid"] == 9
-    assert recs[1].run["status"] == "error" and "hash to another SHA-256" in recs[1].run["error"]
-    assert recs[2].run["status"] == "error" and "not found on this machine" in recs[2].run["error"]
+    assert recs[0].run.status == "ok" and recs[0].run.roundtrip_s == 0.5 and recs[0].run.worker_pid == 9
+    assert recs[1].run.status == "error" and "hash to another SHA-256" in recs[1].run.error
+    assert recs[2].run.status == "error" and "not found on this machine" in recs[2].run.error
     assert len(wd.tasks) == 1 and wd.tasks[0][1]["cubin"] == good and res.ran == 3
     assert res.environment["run"]["block"] == [1, 1, 1]
 
@@ -573,10 +573,11 @@ def test_cli_registers_run_and_renders(capsys):
     assert args.func is run_cli.cmd_run and args.timeout == 5 and args.reps == 7
     r = _rec({"T": 1}, {"occupancy": 2}, 12.5, threads=128, registers=32, shared_bytes=0, stack_bytes=0,
              ctas_per_sm=8, limiter="threads")
-    r.run.update(rel_err=1e-3, spread_pct=1.0, driver_ctas_per_sm=8, static_ctas_per_sm=8, occupancy_agrees=True)
+    r.run = r.run.replace(rel_err=1e-3, spread_pct=1.0, driver_ctas_per_sm=8, static_ctas_per_sm=8,
+                          occupancy_agrees=True)
     r2 = _rec({"T": 1}, {"occupancy": 1}, status="hang", threads=128, registers=32, shared_bytes=0, stack_bytes=0,
               ctas_per_sm=8, limiter="threads")
-    r2.run["error"] = "no result within 5 s"
+    r2.run.error = "no result within 5 s"
     res = session.RunResult([r, r2], {"gpu": {"name": "H200", "sm": "sm_90", "driver": "580"}})
     md = run_markdown(res.records, res.environment, advice=res.advice(), best=res.best_hints())
     assert "## tileprobe run" in md and "| hang |" in md and "12.5" in md and "no result within 5 s" in md

@@ -27,6 +27,7 @@ import pytest
 from tileprobe.audit.pipeline import audit
 from tileprobe.run.session import best_hints, run_probes
 from tileprobe.run.watchdog import Watchdog
+from tileprobe.schema import VariantRun
 
 pytestmark = pytest.mark.gpu
 
@@ -64,10 +65,10 @@ def audited(paths, sm):
 def _table(records) -> str:
     rows = []
     for r in records:
-        run = r.run or {}
-        rows.append(f"{r.kernel} {r.case} {r.hints}: {run.get('status')} {run.get('median_us')} µs "
-                    f"±{run.get('spread_pct')}% rel_err={run.get('rel_err')} driver={run.get('driver_ctas_per_sm')} "
-                    f"static={run.get('static_ctas_per_sm')} {run.get('error', '')[:300]}")
+        run = r.run or VariantRun()
+        rows.append(f"{r.kernel} {r.case} {r.hints}: {run.status} {run.median_us} µs "
+                    f"±{run.spread_pct}% rel_err={run.rel_err} driver={run.driver_ctas_per_sm} "
+                    f"static={run.static_ctas_per_sm} {(run.error or '')[:300]}")
     return "\n".join(rows)
 
 
@@ -78,11 +79,11 @@ def test_rms_norm_large_all_variants_timed_and_checked(wd, sm):
     out = run_probes(res.records, res.cubins, watchdog=wd, timeout_s=120, reps=100)
     print(_table(ok))
     for r in ok:
-        assert r.run["status"] == "ok", _table([r])
-        assert r.run["checked"] and r.run["rel_err"] <= r.run["tolerance"]
-        assert r.run["reps"] == 100 and r.run["p25_us"] <= r.run["median_us"] <= r.run["p75_us"]
-        assert r.run["median_us"] >= 100.0, "the large RMSNorm must take ≥ 100 µs per launch"
-        assert r.run["block"] == [1, 1, 1] and r.run["grid"][0] == wd.info["num_sms"] * r.hints["occupancy"]
+        assert r.run.status == "ok", _table([r])
+        assert r.run.checked and r.run.rel_err <= r.run.tolerance
+        assert r.run.reps == 100 and r.run.p25_us <= r.run.median_us <= r.run.p75_us
+        assert r.run.median_us >= 100.0, "the large RMSNorm must take ≥ 100 µs per launch"
+        assert r.run.block == [1, 1, 1] and r.run.grid[0] == wd.info["num_sms"] * r.hints["occupancy"]
     best = best_hints(ok)
     assert len(best) == 2 and all(b["speedup"] is not None for b in best)
     for b in best:
@@ -95,7 +96,7 @@ def test_rms_norm_small_checked(wd, sm):
     res = audited([os.path.join(EXAMPLES, "rms_norm.py")], sm)
     run_probes(res.records, res.cubins, watchdog=wd, timeout_s=120, reps=30)
     print(_table(res.records))
-    assert [r.run["status"] for r in res.records if r.ok] == ["ok"] * 10
+    assert [r.run.status for r in res.records if r.ok] == ["ok"] * 10
 
 
 def test_w4a16_sm90_gather_loop_occupancy(wd, sm):
@@ -107,8 +108,8 @@ def test_w4a16_sm90_gather_loop_occupancy(wd, sm):
     ran = [r for r in res.records if r.ok]
     assert len(ran) == 12
     for r in ran:
-        assert r.run["status"] == "ok", _table([r])
-        assert r.run["median_us"] > 0
+        assert r.run.status == "ok", _table([r])
+        assert r.run.median_us > 0
 
 
 def test_planted_hang_and_crash_are_contained(sm):
@@ -121,8 +122,8 @@ def test_planted_hang_and_crash_are_contained(sm):
         run_probes(res.records, res.cubins, watchdog=w, timeout_s=FAULT_TIMEOUT_S, reps=10)
         took = time.perf_counter() - t0
         print(_table(res.records), f"\nsweep {took:.1f} s, {w.restarts} restarts")
-        assert by_name["planted_hang"].run["status"] == "hang"
-        assert by_name["healthy"].run["status"] == "ok"
+        assert by_name["planted_hang"].run.status == "hang"
+        assert by_name["healthy"].run.status == "ok"
         crash = by_name["planted_crash"].run
         assert crash["status"] == "crash", _table([by_name["planted_crash"]])
         assert crash["fatal"] and crash["cuda_error"] in (700, 719), crash
@@ -130,7 +131,7 @@ def test_planted_hang_and_crash_are_contained(sm):
         # the variant after the crash runs in a clean worker
         again = copy.deepcopy(by_name["healthy"])
         run_probes([again], res.cubins, watchdog=w, timeout_s=FAULT_TIMEOUT_S, reps=10)
-        assert again.run["status"] == "ok" and again.run["worker_pid"] != by_name["healthy"].run["worker_pid"]
+        assert again.run.status == "ok" and again.run.worker_pid != by_name["healthy"].run.worker_pid
         pids = list(w.pids)
     assert len(pids) >= 3
     assert not [p for p in pids if _our_child(p)], "a worker was left behind (alive or zombie)"
@@ -151,7 +152,7 @@ def test_same_variant_timed_twice_agrees_within_1pct(wd, sm):
     a, b = copy.deepcopy(rec), copy.deepcopy(rec)
     run_probes([a], res.cubins, watchdog=wd, timeout_s=120, reps=200, seed=1)
     run_probes([b], res.cubins, watchdog=wd, timeout_s=120, reps=200, seed=2)
-    m1, m2 = a.run["median_us"], b.run["median_us"]
+    m1, m2 = a.run.median_us, b.run.median_us
     print(f"repeat: {m1:.2f} µs vs {m2:.2f} µs ({100 * abs(m1 - m2) / m1:.2f} %)")
     assert abs(m1 - m2) / m1 < 0.01
 
@@ -185,7 +186,7 @@ def test_driver_occupancy_equals_static_for_every_bundled_variant(wd, sm):
             bad.append(f"{r.kernel} {r.case} {r.hints}: driver {facts['driver_ctas_per_sm']} CTAs/SM at "
                        f"{r.threads} threads, static {r.ctas_per_sm} ({r.limiter}); block=1 gives "
                        f"{facts['driver_ctas_per_sm_block1']}")
-        r.run = facts
+        r.run = VariantRun.from_dict(facts)
     print(f"{len(ok)} variants checked")
     assert not bad, "\n".join(bad)
 

@@ -11,6 +11,7 @@ from rich.console import Console
 
 from test_run_cpu import FAULTY, FakeGPU, FakeKernel, _add, _healthy_record
 from tileprobe.run import clocks, timing, worker
+from tileprobe.schema import VariantRun
 
 
 class Timer:
@@ -143,7 +144,7 @@ def test_the_warning_is_in_the_run_record_and_under_the_run_table(throttled_work
     from tileprobe.schema import VariantRecord
     rec = VariantRecord(kernel="healthy", probe=FAULTY, case={}, hints={"occupancy": 1}, arch="sm_90",
                         tileiras="V13.4.92", status="ok", threads=128, registers=12, shared_bytes=0, ctas_per_sm=16,
-                        limiter="threads", code_sha256="c", run=out)
+                        limiter="threads", code_sha256="c", run=VariantRun.from_dict(out))
     buf = io.StringIO()
     render_run([rec], Console(file=buf, width=400, force_terminal=False))
     assert f"healthy sm_90 occupancy=1: warning: {warning}\n" in buf.getvalue()

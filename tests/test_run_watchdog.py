@@ -297,13 +297,13 @@ def test_run_probes_reports_each_fault_and_goes_on(monkeypatch):
     with Watchdog(timeout_s=1.0, init=task("init_gpu_like"), grace_s=0.5) as w:
         res = session_mod.run_probes(records, {records[0].cubin_sha256: cubin}, watchdog=w, timeout_s=1.0, seed=5)
     assert time.perf_counter() - t0 < 3 * (1.0 + 10)
-    got = [r.run["status"] if r.run else None for r in records]
+    got = [r.run.status if r.run else None for r in records]
     assert got == ["ok", "hang", "ok", "crash", "ok", "crash", "ok", None, None]
     assert res.ran == 7 and res.restarts == 3 and len(res.skipped) == 1
-    assert records[0].run["seed"] == 5 and records[2].run["seed"] == 7
-    assert records[1].run["static_ctas_per_sm"] == 4 and records[1].run["threads"] == 128
-    assert "SIGABRT" in records[3].run["error"]
-    assert records[5].run["cuda_error"] == 700
+    assert records[0].run.seed == 5 and records[2].run.seed == 7
+    assert records[1].run.static_ctas_per_sm == 4 and records[1].run.threads == 128
+    assert "SIGABRT" in records[3].run.error
+    assert records[5].run.cuda_error == 700
     assert res.environment["gpu"]["name"] == "Fake H200"
     assert new_children() == []
 

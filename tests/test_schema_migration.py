@@ -24,8 +24,8 @@ EXPECTED = {(1, 2): ("met", "baseline"), (1, 3): ("met", "unchanged"),
 
 
 def _statuses(records):
-    return {(r.hints["occupancy"], r.hints["opt_level"]): (r.verdicts["occupancy"]["status"],
-                                                            r.verdicts["opt_level"]["status"]) for r in records}
+    return {(r.hints["occupancy"], r.hints["opt_level"]): (r.verdicts["occupancy"].status,
+                                                            r.verdicts["opt_level"].status) for r in records}
 
 
 def test_the_fixture_is_schema_1_with_schema_1_words():
@@ -41,7 +41,7 @@ def test_schema_1_json_is_migrated_in_memory_and_says_so():
         records, env = load(OLD_JSON, judge=judge_records)
     assert env["migrated_from_schema"] == 1
     assert _statuses(records) == EXPECTED
-    reason = next(r for r in records if r.hints == {"occupancy": 2, "opt_level": 2}).verdicts["occupancy"]["reason"]
+    reason = next(r for r in records if r.hints == {"occupancy": 2, "opt_level": 2}).verdicts["occupancy"].reason
     assert "same machine code and resources as occupancy=1: met without the hint" in reason
     with open(OLD_JSON, encoding="utf-8") as f:
         assert json.load(f)["schema_version"] == 1           # the user's file is left as it was

@@ -22,7 +22,7 @@ import tileprobe.audit.pipeline as audit_mod
 from tileprobe.compile.job import CompileResult, Variant
 from tileprobe.judge.verdict import judge_records
 from tileprobe.errors import StoreError
-from tileprobe.schema import VariantRecord, load
+from tileprobe.schema import VariantRecord, VariantRun, load
 from tileprobe.store import SCHEMA_VERSION, Store, compile_key
 from tileprobe.toolchain import Toolchain
 
@@ -181,14 +181,14 @@ def test_runs_history_and_exports(tmp_path, capsys):
     path = str(tmp_path / "s.sqlite")
     with Store.open(path) as store:
         keys = [store.save_compile(*fake(i), TC) for i in range(3)]
-        run_id = store.save_run(keys[1], {"status": "ok", "median_us": 12.5, "stdev_us": 0.2},
+        run_id = store.save_run(keys[1], VariantRun(status="ok", median_us=12.5, stdev_us=0.2),
                                 {"name": "NVIDIA H200", "driver": "580.159", "clocks": {"sm_mhz": 1980}})
         assert run_id >= 1
         with pytest.raises(StoreError, match=r"no stored compile with key 'nope'"):
-            store.save_run("nope", {"median_us": 1.0}, {})
+            store.save_run("nope", VariantRun(median_us=1.0), {})
         recs = store.records()
-        assert [r.run["median_us"] if r.run else None for r in recs] == [None, 12.5, None]
-        assert recs[1].run["gpu"] == "NVIDIA H200"
+        assert [r.run.median_us if r.run else None for r in recs] == [None, 12.5, None]
+        assert recs[1].run.gpu == "NVIDIA H200"
         (run,) = store.runs()
         assert run["gpu"] == "NVIDIA H200" and run["driver"] == "580.159" and run["clocks"] == {"sm_mhz": 1980}
     out_json, out_csv = tmp_path / "h.json", tmp_path / "h.csv"
@@ -360,8 +360,8 @@ def test_existing_schema_1_store_is_migrated(tmp_path):
         (old,) = store.records()
         assert old.registers == rec.registers and old.kernel == "fake"
         assert store.audits()[0]["compile_keys"] == [key]
-        store.save_run(key, {"status": "ok", "median_us": 3.0}, {"name": "GPU"})   # the table schema 2 added
-        assert store.records()[0].run["median_us"] == 3.0
+        store.save_run(key, VariantRun(status="ok", median_us=3.0), {"name": "GPU"})   # the table schema 2 added
+        assert store.records()[0].run.median_us == 3.0
     with Store.open(path) as store:       # opening again migrates nothing
         assert store.meta()["migrated_from"] == "1"
 
@@ -491,7 +491,7 @@ def test_history_cli_prints_audits_compiles_and_runs(tmp_path, capsys):
     path = str(tmp_path / "h.sqlite")
     with Store.open(path) as store:
         keys = [store.save_compile(*fake(i), TC) for i in range(3)]
-        store.save_run(keys[1], {"status": "ok", "median_us": 12.5}, {"name": "NVIDIA H200", "driver": "580.159"})
+        store.save_run(keys[1], VariantRun(status="ok", median_us=12.5), {"name": "NVIDIA H200", "driver": "580.159"})
         records = [fake(i)[1] for i in range(2)]
         for r, k in zip(records, keys):
             store._remember(r, k)

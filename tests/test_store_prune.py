@@ -10,7 +10,7 @@ from tileprobe.compile.job import CompileResult, Variant
 from tileprobe.cli import main
 from tileprobe.cli.store import cutoff
 from tileprobe.errors import TileprobeError
-from tileprobe.schema import VariantRecord
+from tileprobe.schema import VariantRecord, VariantRun
 from tileprobe.store import Store
 from tileprobe.toolchain import Toolchain
 
@@ -42,7 +42,7 @@ def filled(tmp_path):
         newest = _save(s, 0, B1, "2026-12-01T00:00:00.000000Z", 3)
         _save(s, 1, B1, "2026-10-01T00:00:00.000000Z", 4)
         _save(s, 0, B2, "2026-10-01T00:00:00.000000Z", 5)
-        s.save_run(old, {"status": "ok", "median_us": 1.0}, {"name": "H200"})
+        s.save_run(old, VariantRun(status="ok", median_us=1.0), {"name": "H200"})
     return {"path": str(path), "old": old, "newest": newest}
 
 

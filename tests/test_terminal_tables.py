@@ -20,7 +20,7 @@ from tileprobe.select import (WhereError, apply_overrides, format_value, parse_o
                                    select_or_explain)
 from tileprobe.report.common import group_tables, variant_label
 from tileprobe.report.terminal import render_audit, summary_lines
-from tileprobe.schema import VariantRecord, load
+from tileprobe.schema import VariantRecord, VariantRun, Verdict, load
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDS = ROOT / "tests" / "data" / "examples_records_2026-12-01.json"
@@ -138,7 +138,7 @@ def test_markdown_bug_report_has_problems_environment_versions_and_the_probe(tmp
     ok = VariantRecord(kernel="w4", probe=str(probe), case={"G": True}, hints={"occupancy": 2}, arch="sm_120",
                        tileiras=B134, status="ok", threads=384, registers=168, shared_bytes=100_484, stack_bytes=0,
                        ctas_per_sm=1, limiter="registers",
-                       verdicts={"occupancy": {"status": "ignored", "reason": "same machine code as occupancy=1"}})
+                       verdicts={"occupancy": Verdict("ignored", "same machine code as occupancy=1")})
     bad = [VariantRecord(kernel="w4", probe=str(probe), case={"G": g}, hints={"occupancy": 1}, arch="sm_90",
                          tileiras=B134, status="compile_error", error="Traceback\nUnsupportedFeatureError: fp4",
                          repro="tileiras in.bc --gpu-name sm_90 -o out.cubin") for g in (True, False)]
@@ -185,7 +185,7 @@ def test_run_best_lines_name_the_compiler_and_advice_says_1_cta():
             r = _rec((64, 64), occ)
             r.tileiras, r.threads, r.registers, r.shared_bytes, r.stack_bytes = build, 384, 168, 1000, 0
             r.ctas_per_sm, r.limiter = 1, "registers"
-            r.run = {"status": "ok", "median_us": t}
+            r.run = VariantRun(status="ok", median_us=t)
             recs.append(r)
     from tileprobe.run.session import best_hints
     lines = best_lines(best_hints(recs))

@@ -39,7 +39,7 @@ def test_schema_2_store_from_the_previous_tileprobe_is_migrated(tmp_path):
         assert meta["migrated_from"] == "2" and meta["created"].startswith("2026-12-01")
         old = store.records()
         assert [(r.kernel, r.case, r.registers) for r in old] == [("fake", {"I": 0}, 32), ("fake", {"I": 1}, 33)]
-        assert old[0].run["median_us"] == 12.5 and old[0].run["gpu"] == "NVIDIA H200"
+        assert old[0].run.median_us == 12.5 and old[0].run.gpu == "NVIDIA H200"
         tid = store.save_tune(_problem(B134, 3, 100.0), ENV)
         rows = store._query("SELECT position, status, config_json, median_us FROM tune_candidates WHERE tune_id = ?",
                             (tid,))

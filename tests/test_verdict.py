@@ -1,7 +1,7 @@
 """Verdict rules on hand-made records (numbers worked out from cuda_occupancy.h rules)."""
 from tileprobe.judge.advice import max_regs_for, max_smem_for, what_it_takes
 from tileprobe.model.arch import get_arch
-from tileprobe.schema import VariantRecord
+from tileprobe.schema import VariantRecord, Verdict
 from tileprobe.judge.verdict import assign_verdicts
 
 
@@ -15,8 +15,8 @@ def rec(occ, threads, regs, smem, ctas, code, arch="sm_120", case=None, limiter=
 def test_ignored_when_same_code_as_another_value():
     rows = [rec(1, 384, 168, 100484, 1, "A"), rec(2, 384, 168, 100484, 1, "A"), rec(4, 384, 168, 100484, 1, "A")]
     assign_verdicts(rows, ["occupancy"])
-    assert [r.verdicts["occupancy"]["status"] for r in rows] == ["met", "ignored", "ignored"]
-    reason = rows[1].verdicts["occupancy"]["reason"]
+    assert [r.verdicts["occupancy"].status for r in rows] == ["met", "ignored", "ignored"]
+    reason = rows[1].verdicts["occupancy"].reason
     assert "same machine code and resources as occupancy=1" in reason
     assert "2 CTAs/SM would need ≤ 80 registers per thread (has 168)" in reason
 
@@ -25,27 +25,26 @@ def test_honoured_partial_and_code_changed_without_residency():
     rows = [rec(1, 256, 255, 1000, 1, "A", arch="sm_90"), rec(2, 256, 128, 1000, 2, "B", arch="sm_90"),
             rec(4, 256, 96, 1000, 2, "C", arch="sm_90"), rec(8, 256, 255, 90000, 1, "D", arch="sm_90")]
     assign_verdicts(rows, ["occupancy"])
-    st = [r.verdicts["occupancy"]["status"] for r in rows]
+    st = [r.verdicts["occupancy"].status for r in rows]
     assert st == ["met", "honoured", "partial", "ignored"]
-    assert "up from 1 at occupancy=1" in rows[2].verdicts["occupancy"]["reason"]
-    assert "8 CTAs/SM would need ≤ 32 registers per thread" in rows[3].verdicts["occupancy"]["reason"]
+    assert "up from 1 at occupancy=1" in rows[2].verdicts["occupancy"].reason
+    assert "8 CTAs/SM would need ≤ 32 registers per thread" in rows[3].verdicts["occupancy"].reason
 
 
 def test_infeasible_by_threads_and_slots():
     rows = [rec(16, 256, 32, 2072, 8, "A", arch="sm_90", limiter="threads"),
             rec(32, 32, 32, 0, 32, "B", arch="sm_86")]
     assign_verdicts(rows, ["occupancy"])
-    assert rows[0].verdicts["occupancy"]["status"] == "infeasible"
-    assert "16 × 256 threads = 4,096 > 2,048 threads per SM on sm_90" in rows[0].verdicts["occupancy"]["reason"]
-    assert rows[1].verdicts["occupancy"] == {"status": "infeasible",
-                                             "reason": "32 CTAs/SM exceeds the 16 CTA slots per SM on sm_86"}
+    assert rows[0].verdicts["occupancy"].status == "infeasible"
+    assert "16 × 256 threads = 4,096 > 2,048 threads per SM on sm_90" in rows[0].verdicts["occupancy"].reason
+    assert rows[1].verdicts["occupancy"] == Verdict("infeasible", "32 CTAs/SM exceeds the 16 CTA slots per SM on sm_86")
 
 
 def test_verdicts_are_per_case_and_compiler():
     a = rec(1, 256, 255, 0, 1, "A", case={"C": 1})
     b = rec(2, 256, 255, 0, 1, "A", case={"C": 2})   # different case: no twin for it
     assign_verdicts([a, b], ["occupancy"])
-    assert "same machine code" not in b.verdicts["occupancy"]["reason"]
+    assert "same machine code" not in b.verdicts["occupancy"].reason
 
 
 def test_num_ctas_against_cluster_dims():
@@ -56,7 +55,7 @@ def test_num_ctas_against_cluster_dims():
         return x
     rows = [r(1, None), r(2, [2, 1, 1]), r(4, None), r(2, None, arch="sm_80")]
     assign_verdicts(rows, ["num_ctas"])
-    assert [x.verdicts["num_ctas"]["status"] for x in rows] == ["met", "honoured", "ignored", "infeasible"]
+    assert [x.verdicts["num_ctas"].status for x in rows] == ["met", "honoured", "ignored", "infeasible"]
 
 
 def test_explain_inverts_occupancy():
@@ -75,7 +74,7 @@ def test_tuple_and_list_case_values_are_one_group():
     fresh = rec(2, 384, 168, 100484, 1, "A", case={"TILE": (64, 128)})
     stored = rec(1, 384, 168, 100484, 1, "A", case={"TILE": [64, 128]})
     assign_verdicts([fresh, stored], ["occupancy"])
-    assert "same machine code and resources as occupancy=1" in fresh.verdicts["occupancy"]["reason"]
+    assert "same machine code and resources as occupancy=1" in fresh.verdicts["occupancy"].reason
 
 
 def test_what_it_takes_quotes_shared_memory_as_the_table_does():
@@ -101,13 +100,13 @@ def test_the_hint_less_build_is_the_reference_and_reasons_name_it():
     rows = [free, two, four, eight]
     assign_verdicts(rows, ["occupancy"])
     assert "occupancy" not in free.verdicts                      # nothing declared: no value to judge
-    assert two.verdicts["occupancy"] == {"status": "honoured", "reason": (
+    assert two.verdicts["occupancy"] == Verdict("honoured", (
         "2 CTAs/SM ≥ 2 (128 threads × 255 registers, 38,912 B shared; limiter: registers); vs the hint-less build: "
-        "registers 118→255, shared B 98,304→38,912, stack B 0→96, CTAs/SM 1→2, new spills")}
-    assert four.verdicts["occupancy"]["status"] == "partial"      # up from the hint-less build's 1 CTA/SM
-    assert "(up from 1 at the hint-less build)" in four.verdicts["occupancy"]["reason"]
-    assert eight.verdicts["occupancy"]["reason"].startswith("same machine code and resources as the hint-less build")
-    assert all("nothing shows" not in r.verdicts.get("occupancy", {}).get("reason", "") for r in rows)
+        "registers 118→255, shared B 98,304→38,912, stack B 0→96, CTAs/SM 1→2, new spills"))
+    assert four.verdicts["occupancy"].status == "partial"      # up from the hint-less build's 1 CTA/SM
+    assert "(up from 1 at the hint-less build)" in four.verdicts["occupancy"].reason
+    assert eight.verdicts["occupancy"].reason.startswith("same machine code and resources as the hint-less build")
+    assert all("nothing shows" not in r.verdicts["occupancy"].reason for r in rows if "occupancy" in r.verdicts)
 
 
 def test_a_declared_value_is_the_hint_less_reference():
@@ -119,8 +118,8 @@ def test_a_declared_value_is_the_hint_less_reference():
     one = rec(1, 256, 255, 2072, 1, "B", arch="sm_90")
     rows = [one, free]
     assign_verdicts(rows, ["occupancy"])
-    assert free.verdicts["occupancy"]["status"] == "infeasible"     # 16 × 256 threads > 2,048
-    assert one.verdicts["occupancy"]["reason"].endswith(
+    assert free.verdicts["occupancy"].status == "infeasible"     # 16 × 256 threads > 2,048
+    assert one.verdicts["occupancy"].reason.endswith(
         "vs the hint-less build (declared occupancy=16): registers 32→255, CTAs/SM 8→1")
     assert variant_label(free) == "C=1 occupancy=16 (declared)"
 
@@ -128,12 +127,12 @@ def test_a_declared_value_is_the_hint_less_reference():
 def test_without_a_hint_less_build_the_lowest_value_says_what_is_not_known():
     rows = [rec(1, 256, 255, 1000, 1, "A", arch="sm_90"), rec(2, 256, 128, 1000, 2, "B", arch="sm_90")]
     assign_verdicts(rows, ["occupancy"])
-    assert rows[0].verdicts["occupancy"]["reason"].endswith(
+    assert rows[0].verdicts["occupancy"].reason.endswith(
         "the lowest occupancy value audited, the reference of the others; no hint-less build audited (add None to "
         "the probe's occupancy values to compare with it)")
     same = [rec(1, 256, 255, 1000, 1, "A", arch="sm_90"), rec(2, 256, 255, 1000, 1, "A", arch="sm_90")]
     assign_verdicts(same, ["occupancy"])
-    assert same[0].verdicts["occupancy"]["reason"].endswith("nothing shows the hint changed the code")
+    assert same[0].verdicts["occupancy"].reason.endswith("nothing shows the hint changed the code")
 
 
 def test_hints_without_a_goal_take_the_hint_less_build_as_baseline():
@@ -144,7 +143,7 @@ def test_hints_without_a_goal_take_the_hint_less_build_as_baseline():
         return r
     rows = [opt(None, "A", 128), opt(1, "B", 96), opt(3, "A", 128)]
     assign_verdicts(rows, ["opt_level"])
-    assert [r.verdicts["opt_level"]["status"] for r in rows] == ["baseline", "changed", "unchanged"]
-    assert rows[1].verdicts["opt_level"]["reason"] == "vs the hint-less build (declared opt_level=3): registers 128→96"
-    assert rows[2].verdicts["opt_level"]["reason"] == ("same machine code and resources as the hint-less build "
+    assert [r.verdicts["opt_level"].status for r in rows] == ["baseline", "changed", "unchanged"]
+    assert rows[1].verdicts["opt_level"].reason == "vs the hint-less build (declared opt_level=3): registers 128→96"
+    assert rows[2].verdicts["opt_level"].reason == ("same machine code and resources as the hint-less build "
                                                        "(declared opt_level=3)")

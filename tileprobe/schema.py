@@ -38,7 +38,8 @@ cubin_sha256   hash of the whole cubin file
 code_sha256    hash of the machine code and resources only (stable across hint values the compiler ignores)
 verdicts       {hint: {"status": S, "reason": str}}; S is honoured|met|unverified|partial|ignored|infeasible for hints
                with a goal (occupancy, num_ctas, allow_tma) and changed|unchanged|baseline for the others
-               (opt_level, num_worker_warps, latency …); see tileprobe/verdict.py
+               (opt_level, num_worker_warps, latency …); see tileprobe/judge/verdict.py. In memory each is a
+               :class:`Verdict` (``v.status``, ``v.reason``); ``to_dict``/``from_dict`` and the store convert
 error, repro   the whole error text (cuTile's exception) and a command that repeats the compile (failures)
 compile_s      tileiras wall time (s)
 symbol, signature  the mangled kernel symbol and the JIT signature's constraints
@@ -85,6 +86,7 @@ Version history:
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import os
@@ -282,6 +284,169 @@ def value_key(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
+@dataclass(frozen=True)
+class Verdict:
+    """One hint's verdict (``VariantRecord.verdicts[hint]``): ``status`` is one of :data:`GOAL_STATUSES` or
+    :data:`EFFECT_STATUSES` (None only in a damaged file that has none), ``reason`` says why in words
+    (:mod:`tileprobe.judge.verdict` writes both). In JSON and the store: ``{"status": S, "reason": text}``."""
+    status: str | None
+    reason: str = ""
+
+    def extended(self, clause: str) -> "Verdict":
+        """This verdict with ``clause`` appended to its reason (``"; …"`` included by the caller)."""
+        return Verdict(self.status, self.reason + clause)
+
+    def to_dict(self) -> dict:
+        """``{"status": S, "reason": text}``, as JSON files and the store hold it."""
+        return {"status": self.status, "reason": self.reason}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Verdict":
+        """A verdict from its JSON object (``check_fields`` made sure it is one); a missing or null reason (a
+        damaged file) is ``""``, any other value its text."""
+        reason = d.get("reason")
+        return cls(d.get("status"), "" if reason is None else str(reason))
+
+
+def verdicts_to_dict(verdicts: dict[str, Verdict]) -> dict[str, dict]:
+    """``{hint: Verdict}`` as JSON objects (``{hint: {"status": S, "reason": text}}``), for the store's rows."""
+    return {hint: v.to_dict() for hint, v in verdicts.items()}
+
+
+def verdicts_from_dict(d: dict | None) -> dict[str, Verdict]:
+    """``{hint: {"status": S, "reason": text}}`` (a file's or the store's; None: none) as ``{hint: Verdict}``."""
+    return {hint: Verdict.from_dict(v) for hint, v in (d or {}).items()}
+
+
+class _RunField:
+    """One named key of :class:`VariantRun` as an attribute: it reads None when the result has no such key (a file
+    written before the key existed), and writing it sets the key (a new key goes last, as in the JSON)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: "VariantRun | None", owner: type | None = None) -> Any:
+        return self if obj is None else obj._items.get(self.name)
+
+    def __set__(self, obj: "VariantRun", value: Any) -> None:
+        obj._items[self.name] = value
+
+
+class VariantRun:
+    """A GPU run's result (``VariantRecord.run``): what :func:`tileprobe.run.worker.run_variant` measured and
+    checked, and what the parent added (``gpu``, ``shared_gpu``). Read and set as attributes (``run.median_us``);
+    a key the result lacks reads None. Times in µs, durations in s.
+
+    The results are kept in the order and with the keys their JSON had, unknown keys included (:attr:`extra`):
+    files of every tileprobe read and write back byte for byte (a run's keys grew over time, and ``gpu`` was a
+    name before it was an object). ``to_dict``/``from_dict`` are the JSON/SQLite edge. Setting a name that is no
+    field raises AttributeError (``__slots__``)."""
+    __slots__ = ("_items",)
+    status: str | None = _RunField()              # ok | wrong | hang | crash | error | skipped (run/worker.py)
+    median_us: float | None = _RunField()         # median of the timed launches (µs)
+    p25_us: float | None = _RunField()            # 25th percentile (µs)
+    p75_us: float | None = _RunField()            # 75th percentile (µs)
+    min_us: float | None = _RunField()
+    mean_us: float | None = _RunField()
+    stdev_us: float | None = _RunField()          # sample standard deviation (µs)
+    samples_us: list | None = _RunField()         # every timed launch (µs)
+    spread_pct: float | None = _RunField()        # IQR as a percentage of the median
+    reps: int | None = _RunField()                # timed launches
+    rel_err: float | None = _RunField()           # relative error against the reference (check)
+    tolerance: float | None = _RunField()
+    max_abs_err: float | None = _RunField()
+    nan_count: int | None = _RunField()
+    unwritten_count: int | None = _RunField()
+    checked: bool | None = _RunField()
+    warnings: list | None = _RunField()           # lines the reports show beside the time
+    driver_ctas_per_sm: int | None = _RunField()  # cuOccupancyMaxActiveBlocksPerMultiprocessor
+    driver_ctas_per_sm_block1: int | None = _RunField()
+    static_ctas_per_sm: int | None = _RunField()  # the record's theoretical CTAs/SM
+    occupancy_agrees: bool | None = _RunField()   # driver == static (None: no static figure)
+    driver_registers: int | None = _RunField()
+    driver_shared_bytes: int | None = _RunField()
+    driver_local_bytes: int | None = _RunField()
+    threads: int | None = _RunField()
+    grid: list | None = _RunField()
+    block: list | None = _RunField()
+    seed: int | None = _RunField()
+    cubin_sha256: str | None = _RunField()
+    error: str | None = _RunField()               # why it did not run or check (traceback, watchdog's words)
+    cuda_error: int | None = _RunField()          # the CUDA error code (700: illegal address)
+    fatal: bool | None = _RunField()
+    setup_s: float | None = _RunField()
+    check_s: float | None = _RunField()
+    time_s: float | None = _RunField()
+    wall_s: float | None = _RunField()
+    timing_mode: str | None = _RunField()
+    clocks_before: Any = _RunField()
+    clocks_after: Any = _RunField()
+    clocks_during: Any = _RunField()
+    clocks_moved: Any = _RunField()
+    register_pool: str | None = _RunField()       # the static prediction beside what happened
+    gpu: Any = _RunField()                        # {"index", "name", "uuid", …}, or a name in older files
+    shared_gpu: bool | None = _RunField()         # timed beside another worker on one GPU (issue 15)
+    worker_pid: int | None = _RunField()
+    roundtrip_s: float | None = _RunField()
+    rounds: int | None = _RunField()              # rounds pooled into this result (bisect --property time)
+
+    def __init__(self, **items: Any) -> None:
+        """A result with these fields (names of the class's attributes; TypeError for any other name)."""
+        _check_run_fields(items)
+        self._items: dict[str, Any] = dict(items)
+
+    def replace(self, **items: Any) -> "VariantRun":
+        """A copy (shallow, as ``dict(run)`` was) with ``items`` set; a key it lacked goes last. TypeError for a
+        name that is no field."""
+        _check_run_fields(items)
+        out = VariantRun.from_dict(self._items)
+        out._items.update(items)
+        return out
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "VariantRun":
+        """A result from its JSON object (a file's, the store's or a run worker's), every key kept in order."""
+        run = cls()
+        run._items = dict(d)
+        return run
+
+    def to_dict(self) -> dict:
+        """The result as its JSON object: the keys it was read with, in order, then those set since."""
+        return copy.deepcopy(self._items)
+
+    @property
+    def extra(self) -> dict:
+        """The keys this version has no attribute for (a newer tileprobe's), kept for writing back."""
+        return {k: v for k, v in self._items.items() if not isinstance(getattr(type(self), k, None), _RunField)}
+
+    @property
+    def gpu_name(self) -> str | None:
+        """The GPU's name: ``gpu["name"]``, or ``gpu`` itself where older files stored the name alone."""
+        return self.gpu.get("name") if isinstance(self.gpu, dict) else self.gpu
+
+    def __bool__(self) -> bool:
+        return bool(self._items)      # a file's empty {} is no run, as it was when runs were dicts
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, VariantRun) and self._items == other._items
+
+    __hash__ = None   # type: ignore[assignment]   (mutable)
+
+    def __repr__(self) -> str:
+        return f"VariantRun({', '.join(f'{k}={v!r}' for k, v in self._items.items() if k != 'samples_us')})"
+
+
+def _check_run_fields(items: dict) -> None:
+    unknown = [k for k in items if not isinstance(getattr(VariantRun, k, None), _RunField)]
+    if unknown:
+        raise TypeError(f"VariantRun has no field {', '.join(unknown)}")
+
+
+def run_from_dict(d: dict | None) -> VariantRun | None:
+    """``VariantRecord.run`` from its JSON object (None: not run)."""
+    return None if d is None else VariantRun.from_dict(d)
+
+
 @dataclass
 class VariantRecord:
     """One compiled (or failed) variant with its resources, occupancy and verdicts. Units: see module doc."""
@@ -307,7 +472,7 @@ class VariantRecord:
     limiter: str | None = None
     cubin_sha256: str | None = None
     code_sha256: str | None = None
-    verdicts: dict = field(default_factory=dict)
+    verdicts: dict[str, Verdict] = field(default_factory=dict)
     error: str = ""
     repro: str = ""
     compile_s: float = 0.0
@@ -319,7 +484,7 @@ class VariantRecord:
     sass: dict | None = None
     remarks: list = field(default_factory=list)
     ptx: dict | None = None
-    run: dict | None = None
+    run: VariantRun | None = None
     failure: str | None = None
     message: str = ""
     fix: str = ""
@@ -347,6 +512,11 @@ class VariantRecord:
             return self.hints[name]
         return self.effective_hints.get(name)
 
+    def verdict_status(self, hint: str, default: str | None = None) -> str | None:
+        """The status of ``hint``'s verdict (``"honoured"`` …), or ``default`` when it has none."""
+        v = self.verdicts.get(hint)
+        return default if v is None or v.status is None else v.status
+
     def hintless(self, name: str) -> bool:
         """Whether this is the build without hint ``name``: the probe leaves it unset or sets it to None (the
         kernel's declared value, ``ByTarget`` resolved for the arch, or none). Never for a per-load knob (its value
@@ -362,13 +532,17 @@ class VariantRecord:
 
     def to_dict(self) -> dict:
         """The record as a JSON-ready dict (the ``variants`` items of the result document)."""
-        return dataclasses.asdict(self)
+        d = dataclasses.asdict(dataclasses.replace(self, run=None))   # the run is no dataclass: converted alone
+        d["run"] = self.run.to_dict() if self.run is not None else None
+        return d
 
     @classmethod
     def from_dict(cls, d: dict) -> "VariantRecord":
         """A record from a ``variants`` item; keys this version does not know are ignored, missing ones default."""
         names = {f.name for f in dataclasses.fields(cls)}
         rec = cls(**{k: v for k, v in d.items() if k in names})
+        rec.verdicts = verdicts_from_dict(d.get("verdicts"))
+        rec.run = run_from_dict(d.get("run"))
         if rec.status != "ok" and not rec.failure:   # written before failure classes (see the version history)
             rec.failure, message = derive_failure(rec.status, rec.error)
             rec.message = rec.message or message

@@ -120,7 +120,7 @@ def measured(prop: str, r) -> str:
     from tileprobe.analyses.gate import parse_expectation
     e = parse_expectation(prop)
     if e.kind in ("no_hang", "correct"):
-        return f"run {(r.run or {}).get('status') or 'none'}"
+        return f"run {(r.run.status if r.run else None) or 'none'}"
     if not r.ok or e.kind in ("compiles", "no_crash"):
         return "compiled" if r.ok else (r.failure or r.status)
     if e.kind == "no_spills":
@@ -128,7 +128,7 @@ def measured(prop: str, r) -> str:
         counts = (f"{sass['spill_loads']} LDL/{sass['spill_stores']} STL, " if "spill_loads" in sass else "")
         return f"{counts}{r.stack_bytes or 0:,} B stack"
     if e.kind in ("verdict", "took_effect", "not_ignored"):
-        return f"{e.field} {(r.verdicts.get(e.field) or {}).get('status', 'no verdict')}"
+        return f"{e.field} {r.verdict_status(e.field, 'no verdict')}"
     if e.field:
         value = getattr(r, e.field, None)
         return f"{e.field} {value:,}" if isinstance(value, int) else f"{e.field} {value}"
@@ -139,8 +139,8 @@ def _summary(r) -> str:
     if not r.ok:
         first = next((ln.strip() for ln in (r.message or r.error or "").splitlines() if ln.strip()), "")
         return f"{r.failure or r.status}" + (f": {first[:120]}" if first else "")
-    v = ", ".join(f"{h} {x['status']}" for h, x in r.verdicts.items())
-    run = f", run {r.run['status']}" if r.run and r.run.get("status") else ""
+    v = ", ".join(f"{h} {x.status}" for h, x in r.verdicts.items())
+    run = f", run {r.run.status}" if r.run and r.run.status else ""
     return (f"{r.threads} threads × {r.registers} regs, {r.shared_bytes:,} B, "
             f"{r.ctas_per_sm} CTA{'' if r.ctas_per_sm == 1 else 's'}/SM, {v}{run}")
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from tileprobe.errors import TileprobeError
-from tileprobe.schema import VariantRecord, p_text
+from tileprobe.schema import VariantRecord, VariantRun, p_text
 from tileprobe.analyses.noise import MIN_EFFECT, TimeStats, time_change
 from tileprobe.analyses.results import ReleaseStep, TimeBisectResult
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.51 s to its import
@@ -59,15 +59,15 @@ class RunProperty:
     def check(self, good: VariantRecord | None, r: VariantRecord) -> tuple[bool, str]:
         """(whether the property holds for ``r``, a summary: time, ratio to GOOD, p) — ``good`` is GOOD's record of
         the same variant."""
-        run = r.run or {}
-        st = run.get("status") or ("not run" if r.ok else (r.failure or r.status))
+        run = r.run or VariantRun()
+        st = run.status or ("not run" if r.ok else (r.failure or r.status))
         if self.kind == "no_hang":
             return st != "hang" and r.failure != "timeout", _time_summary(good, r)
         if self.kind == "correct":
             return st == "ok", _time_summary(good, r)
         if st != "ok":
             return False, f"{st}: no time"
-        if good is None or (good.run or {}).get("status") != "ok":
+        if good is None or (good.run or VariantRun()).status != "ok":
             return True, _time_summary(None, r)
         tc = time_change(good.run, run, min_effect=self.pct / 100 if self.kind == "within" else MIN_EFFECT)
         if tc is None:
@@ -94,11 +94,11 @@ def parse_run_property(text: str) -> RunProperty | None:
 
 
 def _time_summary(good: VariantRecord | None, r: VariantRecord) -> str:
-    run = r.run or {}
-    if run.get("status") != "ok":
-        return run.get("status") or (r.failure or r.status if not r.ok else "not run")
+    run = r.run or VariantRun()
+    if run.status != "ok":
+        return run.status or (r.failure or r.status if not r.ok else "not run")
     st = TimeStats.of(run)
-    t = f"{st.median_us:,.1f} ± {st.ci95_us():,.1f} µs" if st else f"{run.get('median_us')} µs"
+    t = f"{st.median_us:,.1f} ± {st.ci95_us():,.1f} µs" if st else f"{run.median_us} µs"
     tc = time_change(good.run, run) if good is not None and good is not r else None
     if tc is None:
         return t
@@ -259,20 +259,20 @@ def bisect_bundle(bundle: str, probes: Sequence[str], prop: str, *, rounds: int 
     return out
 
 
-def pool_runs(runs: Sequence[dict]) -> dict:
+def pool_runs(runs: Sequence[VariantRun]) -> VariantRun:
     """One run record from several rounds of one variant: the worst status (hang, crash, error, wrong before ok),
     the samples pooled and the statistics recomputed over them (:func:`tileprobe.run.timing.summarize`), the
     first round's other fields. A single run is returned as is."""
     from tileprobe.run.timing import sample_fields, summarize
     from tileprobe.analyses.compare import RUN_RANK
     if len(runs) == 1:
-        return dict(runs[0])
-    worst = min(runs, key=lambda x: RUN_RANK.get(x.get("status"), 1))
-    if worst.get("status") != "ok":
-        return dict(worst, rounds=len(runs))
-    samples = [s for x in runs for s in (x.get("samples_us") or [])]
-    out = dict(runs[0], rounds=len(runs))
+        return runs[0].replace()
+    worst = min(runs, key=lambda x: RUN_RANK.get(x.status, 1))
+    if worst.status != "ok":
+        return worst.replace(rounds=len(runs))
+    samples = [s for x in runs for s in (x.samples_us or [])]
+    out = runs[0].replace(rounds=len(runs))
     if len(samples) >= 2:
-        out.update({k: v for k, v in summarize(samples).to_dict().items() if k != "max_us"})
-        out.update(sample_fields(samples))
+        stats = {k: v for k, v in summarize(samples).to_dict().items() if k != "max_us"}
+        out = out.replace(**stats, **sample_fields(samples))
     return out

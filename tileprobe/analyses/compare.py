@@ -42,7 +42,7 @@ from typing import Sequence
 
 from tileprobe.judge.verdict import judge_records
 from tileprobe.errors import TileprobeError
-from tileprobe.schema import VariantRecord, build_order, load, number_text, short_build
+from tileprobe.schema import VariantRecord, VariantRun, build_order, load, number_text, short_build
 from tileprobe.analyses.noise import TimeStats, time_change
 from tileprobe.analyses.results import Change, CompilerSteps, Comparison
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.21 s to its import
@@ -53,7 +53,7 @@ _VERDICT_RANK = {"honoured": 3, "met": 3, "partial": 2, "ignored": 1, "infeasibl
 #: Compile states by failure class (``ok`` for a compiled variant): higher is better.
 COMPILE_RANK = {"ok": 3, "compile_error": 2, "unsupported_target": 2, "unsupported_feature": 2,
                 "broken_environment": 2, "probe_error": 2, "timeout": 1, "compiler_crash": 1}
-#: GPU run states (``record.run["status"]``): higher is better.
+#: GPU run states (``record.run.status``): higher is better.
 RUN_RANK = {"ok": 3, "wrong": 2, "error": 1, "hang": 0, "crash": 0}
 #: States that make a regression "new crash or hang" (listed first).
 _CRASH_OR_HANG = {"compiler_crash", "timeout", "hang", "crash"}
@@ -151,11 +151,11 @@ def _classify(ch: Change, a: VariantRecord, b: VariantRecord) -> None:
     why: list[str] = []
     notable: list[str] = []
     _state_change("status", _state(a), _state(b), COMPILE_RANK, worse, better, changed)
-    _state_change("run", (a.run or {}).get("status"), (b.run or {}).get("status"), RUN_RANK, worse, better, changed)
+    _state_change("run", (a.run or VariantRun()).status, (b.run or VariantRun()).status, RUN_RANK, worse, better,
+                  changed)
     if a.ok and b.ok:
         for hint in sorted(set(a.verdicts) | set(b.verdicts)):
-            va = a.verdicts.get(hint, {}).get("status")
-            vb = b.verdicts.get(hint, {}).get("status")
+            va, vb = a.verdict_status(hint), b.verdict_status(hint)
             if va != vb and va and vb:
                 n = len(worse) + len(better)
                 _verdict_change(f"{hint} {va} → {vb}", va, vb, worse, better, changed)
@@ -296,20 +296,14 @@ def _time_change(a: VariantRecord, b: VariantRecord, tc):
     """("slower" | "faster", text) when B's time differs from A's beyond noise (``tc``, the pair's
     :func:`~tileprobe.analyses.noise.time_change`: Welch's t-test and a 2 % minimum effect); None when within noise,
     not both ok, or run on different GPUs."""
-    ra, rb = a.run or {}, b.run or {}
-    if ra.get("status") != "ok" or rb.get("status") != "ok" or _gpu_name(ra) != _gpu_name(rb):
+    ra, rb = a.run or VariantRun(), b.run or VariantRun()
+    if ra.status != "ok" or rb.status != "ok" or ra.gpu_name != rb.gpu_name:
         return None
-    if ra.get("shared_gpu") or rb.get("shared_gpu"):   # timed beside another worker on one GPU (issue 15)
+    if ra.shared_gpu or rb.shared_gpu:   # timed beside another worker on one GPU (issue 15)
         return None
     if tc is None or not tc.changed:
         return None
     return tc.direction, tc.text()
-
-
-def _gpu_name(run: dict) -> str | None:
-    """The GPU a run was on: ``run["gpu"]`` is a dict in run results and a name in records read from the store."""
-    gpu = run.get("gpu")
-    return gpu.get("name") if isinstance(gpu, dict) else gpu
 
 
 def split_by_compiler(records: list[VariantRecord]) -> tuple[list[VariantRecord], list[VariantRecord], str, str]:

@@ -9,7 +9,7 @@ else is an error that lists the accepted forms. ``--where`` picks variants by ca
 audit still compiles every hint value of the selected cases, because a verdict compares a variant with the other
 values of its hint (``ignored`` needs the baseline value's code).
 
-Time expectations need GPU run records (``record.run["median_us"]``, from the store or a result JSON). Without them
+Time expectations need GPU run records (``record.run.median_us``, from the store or a result JSON). Without them
 the expectation *cannot be checked*: that is reported, and fails the gate unless ``--allow-unchecked``. "Noise" of a
 run is the first of its ``noise_us``, ``stdev_us``, ``mad_us`` (µs) it records, else 0.
 
@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from tileprobe.model.hints import KERNEL_HINTS
 from tileprobe.errors import TileprobeError, UsageError
-from tileprobe.schema import VariantRecord, p_text, short_build, value_key
+from tileprobe.schema import VariantRecord, VariantRun, p_text, short_build, value_key
 from tileprobe.analyses.results import Expectation, Failure, GateResult
 import os
 import stat
@@ -167,17 +167,20 @@ def _variant_key(r: VariantRecord) -> tuple:
     return (r.kernel, r.arch, value_key(r.case), value_key(r.hints))
 
 
-def _noise_us(run: Mapping | None) -> float:
-    for k in ("noise_us", "stdev_us", "mad_us"):
-        v = (run or {}).get(k)
+def _noise_us(run: VariantRun | None) -> float:
+    """A run's noise (µs): the first number of its ``noise_us``, ``stdev_us``, ``mad_us`` (the first and last are
+    no tileprobe field: a hand-written baseline's, kept in ``extra``), else 0."""
+    run = run or VariantRun()
+    for v in (run.extra.get("noise_us"), run.stdev_us, run.extra.get("mad_us")):
         if isinstance(v, (int, float)):
             return float(v)
     return 0.0
 
 
 def _median(r: VariantRecord) -> float | None:
-    v = (r.run or {}).get("median_us")
-    return float(v) if isinstance(v, (int, float)) and (r.run or {}).get("status", "ok") == "ok" else None
+    run = r.run or VariantRun()
+    v = run.median_us
+    return float(v) if isinstance(v, (int, float)) and run.status in (None, "ok") else None
 
 
 def check(records: Sequence[VariantRecord], expectations: Iterable[str | Expectation],
@@ -217,7 +220,7 @@ def _index_baseline(records: Iterable[VariantRecord]) -> dict[tuple, VariantReco
 def _check_status(e: Expectation, r: VariantRecord, label: str) -> Failure | None:
     """``no crash`` / ``no hang`` / ``correct`` for one record (compile state, then the stored GPU run)."""
     state = "ok" if r.ok else (r.failure or r.status)
-    run = (r.run or {}).get("status")
+    run = (r.run or VariantRun()).status
     first = next((ln for ln in (r.message or r.error or "").splitlines() if ln.strip()), "")
     if e.kind == "no_crash":
         if state == "compiler_crash":
@@ -238,7 +241,7 @@ def _check_status(e: Expectation, r: VariantRecord, label: str) -> Failure | Non
 
 
 def _run_error(r: VariantRecord) -> str:
-    return next((ln for ln in str((r.run or {}).get("error") or "").splitlines() if ln.strip()), "")
+    return next((ln for ln in str((r.run or VariantRun()).error or "").splitlines() if ln.strip()), "")
 
 
 def _check_one(e: Expectation, r: VariantRecord, base: dict) -> Failure | None:
@@ -252,13 +255,13 @@ def _check_one(e: Expectation, r: VariantRecord, base: dict) -> Failure | None:
         return None
     if e.kind in ("verdict", "took_effect", "not_ignored"):
         v = r.verdicts.get(e.field)
-        if not v:
+        if v is None:
             return Failure(e.text, label, f"a {e.field} verdict", "none",
                            f"this variant does not set {e.field} and the kernel declares none")
-        ok, want = verdict_holds(e.kind, v["status"])
-        if v["status"] == "unverified":     # issue 26: a rule no driver has checked decides the goal
-            return Failure(e.text, label, want, v["status"], f"unverified: {v.get('reason', '')}", unchecked=True)
-        return None if ok else Failure(e.text, label, want, v["status"], v.get("reason", ""))
+        ok, want = verdict_holds(e.kind, v.status)
+        if v.status == "unverified":     # issue 26: a rule no driver has checked decides the goal
+            return Failure(e.text, label, want, v.status, f"unverified: {v.reason}", unchecked=True)
+        return None if ok else Failure(e.text, label, want, v.status, v.reason)
     if e.kind == "no_spills":
         return _check_spills(e, r, label)
     if e.kind == "no_hang_risk":
@@ -345,8 +348,7 @@ def _check_time(e: Expectation, r: VariantRecord, label: str, base: dict) -> Fai
 
 def _gpu_of(r: VariantRecord) -> str:
     """The GPU name of a record's run (a dict in run JSON, a name in stored runs), ``GPU ?`` when unknown."""
-    gpu = (r.run or {}).get("gpu")
-    return (gpu.get("name") if isinstance(gpu, dict) else gpu) or "GPU ?"
+    return (r.run or VariantRun()).gpu_name or "GPU ?"
 
 
 def _check_no_worse(e: Expectation, r: VariantRecord, b: VariantRecord, label: str) -> Failure | None:

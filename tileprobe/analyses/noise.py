@@ -5,7 +5,7 @@ A change between two runs of one variant (A, B) counts when BOTH hold:
 1. **significant**: Welch's two-sided t-test (unequal variances) rejects "same mean" at ``alpha`` = 0.05, as
    pyperf's ``is_significant`` does (pyperf uses Student's pooled test with a t table; Welch's form is the same test
    without assuming the two releases' spreads are equal). It is run on the samples when both runs kept them
-   (``run["samples_us"]``, tileprobe ≥ issue 17), else on the summary statistics (``reps``, ``mean_us``,
+   (``run.samples_us``, tileprobe ≥ issue 17), else on the summary statistics (``reps``, ``mean_us``,
    ``stdev_us``), else, for runs recorded before ``stdev_us`` existed, with the standard deviation estimated from
    the interquartile range (σ ≈ IQR / 1.349, exact for a normal distribution) and the median for the mean.
 2. **large enough**: the medians differ by at least ``min_effect`` (default 2 %): with 100 samples a 0.3 %
@@ -22,9 +22,9 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Sequence
 
-from tileprobe.schema import p_text
+from tileprobe.schema import VariantRun, p_text
 
 #: Smallest relative change of the median that counts (2 %): below it a significant change is "within noise".
 MIN_EFFECT = 0.02
@@ -48,25 +48,25 @@ class TimeStats:
     source: str = "summary"
 
     @classmethod
-    def of(cls, run: Mapping | None) -> "TimeStats | None":
+    def of(cls, run: VariantRun | None) -> "TimeStats | None":
         """The statistics of a run record (``VariantRecord.run``), or None when it has no usable time (not ok,
         no median, fewer than 2 samples)."""
-        run = run or {}
-        if run.get("status", "ok") != "ok" or not isinstance(run.get("median_us"), (int, float)):
+        run = run or VariantRun()
+        if run.status not in (None, "ok") or not isinstance(run.median_us, (int, float)):
             return None
-        samples = run.get("samples_us")
+        samples = run.samples_us
         if isinstance(samples, Sequence) and len(samples) >= 2:
             xs = [float(x) for x in samples]
-            return cls(len(xs), statistics.fmean(xs), statistics.stdev(xs), float(run["median_us"]),
-                       run.get("p25_us"), run.get("p75_us"), tuple(xs), "samples")
-        n = int(run.get("reps") or 0)
+            return cls(len(xs), statistics.fmean(xs), statistics.stdev(xs), float(run.median_us),
+                       run.p25_us, run.p75_us, tuple(xs), "samples")
+        n = int(run.reps or 0)
         if n < 2:
             return None
-        med = float(run["median_us"])
-        if isinstance(run.get("stdev_us"), (int, float)):
-            return cls(n, float(run.get("mean_us") or med), float(run["stdev_us"]), med, run.get("p25_us"),
-                       run.get("p75_us"), None, "summary")
-        p25, p75 = run.get("p25_us"), run.get("p75_us")
+        med = float(run.median_us)
+        if isinstance(run.stdev_us, (int, float)):
+            return cls(n, float(run.mean_us or med), float(run.stdev_us), med, run.p25_us,
+                       run.p75_us, None, "summary")
+        p25, p75 = run.p25_us, run.p75_us
         if p25 is None or p75 is None:
             return None
         return cls(n, med, (float(p75) - float(p25)) / _IQR_PER_SIGMA, med, p25, p75, None, "iqr")
@@ -117,7 +117,7 @@ class TimeChange:
         return f"{head}: within noise, {why}; {self.method})"
 
 
-def time_change(run_a: Mapping | None, run_b: Mapping | None, *, min_effect: float = MIN_EFFECT,
+def time_change(run_a: VariantRun | None, run_b: VariantRun | None, *, min_effect: float = MIN_EFFECT,
                 alpha: float = ALPHA) -> TimeChange | None:
     """Compare two run records' times by the rule of the module doc; None when either has no usable time."""
     a, b = TimeStats.of(run_a), TimeStats.of(run_b)

@@ -73,7 +73,7 @@ def cmd_run(args) -> int:
     if result.aborted:
         err.print(f"[bold red]sweep stopped[/]: {escape(result.aborted)}", highlight=False)
         return 1
-    statuses = [r.run.get("status") for r in result.records if r.run]
+    statuses = [r.run.status for r in result.records if r.run]
     if args.bundle and (not result.ran or all(s == "error" for s in statuses)):   # issue 25: not a success
         say(err, f"tileprobe: --bundle {args.bundle}: " + ("nothing was run" if not result.ran else
                                                           f"every one of the {len(statuses)} runs failed (error)"))
@@ -116,7 +116,7 @@ def _summary(result) -> str:
     counts: dict[str, int] = {}
     for r in result.records:
         if r.run:
-            counts[r.run["status"]] = counts.get(r.run["status"], 0) + 1
+            counts[r.run.status] = counts.get(r.run.status, 0) + 1
     return (f"{result.ran} variants run ({', '.join(f'{n} {s}' for s, n in sorted(counts.items())) or 'none'}), "
             f"{result.restarts} worker restarts, {result.wall_s:.1f} s")
 

@@ -213,7 +213,7 @@ def _class_text(rows: list[VariantRecord]) -> str:
                               for x in rows if x.hint("occupancy") is not None)
             text += (f", {count.low if count.exact else f'{count.low}–{count.high}'} clusters of {size} resident on "
                      f"{count.gpu.gpu}" + (f" ({needs})" if needs else ""))
-    unverified = [x for x in rows if x.verdicts.get("occupancy", {}).get("status") == "unverified"]
+    unverified = [x for x in rows if x.verdict_status("occupancy") == "unverified"]
     if unverified:
         text += " (verdict unverified: a rule no driver has checked decides the goal)"
     return text
@@ -247,10 +247,10 @@ def measured_advice(rows: list[VariantRecord], static: VariantRecord | None) -> 
     if ties:
         text += " (within noise: " + ", ".join(_value_name(r) for r in ties) + ")"
     text += f"; {_versus_static(best, static, timed)}"
-    text += "; ranking: " + ", ".join(f"{_short_name(r)} {r.run['median_us']:,.1f}" for r in timed) + " µs"
-    failed = [r for r in rows if r.run and r.run.get("status") != "ok"]
+    text += "; ranking: " + ", ".join(f"{_short_name(r)} {r.run.median_us:,.1f}" for r in timed) + " µs"
+    failed = [r for r in rows if r.run and r.run.status != "ok"]
     if failed:
-        text += "; not ranked: " + ", ".join(f"{_value_name(r)} ({r.run.get('status')})" for r in failed)
+        text += "; not ranked: " + ", ".join(f"{_value_name(r)} ({r.run.status})" for r in failed)
     return text
 
 
@@ -264,7 +264,7 @@ def _versus_static(best: VariantRecord, static: VariantRecord | None, timed: lis
         return f"the static advice ({occ}) has no correct run to compare"
     if not _differ(best, static):
         return f"the static advice ({occ}, {_time(static)}) is within noise of it"
-    ratio = static.run["median_us"] / best.run["median_us"]
+    ratio = static.run.median_us / best.run.median_us
     return (f"static advice: {occ}; measured best: {_value_name(best)}, {ratio:.2f}× "
             f"faster than {_short_name(static)} ({_time(static)}): the static advice and the measurement disagree")
 
@@ -276,39 +276,37 @@ def _short_name(r: VariantRecord) -> str:
 
 def _timed(rows: list[VariantRecord]) -> list[VariantRecord]:
     """Correct runs with a median, on the GPU most of them ran on, fastest first."""
-    ok = [r for r in rows if r.run and r.run.get("status") == "ok" and r.run.get("median_us")
-          and not r.run.get("shared_gpu")]   # timed beside another worker on one GPU: never ranked (issue 15)
+    ok = [r for r in rows if r.run and r.run.status == "ok" and r.run.median_us
+          and not r.run.shared_gpu]   # timed beside another worker on one GPU: never ranked (issue 15)
     if not ok:
         return []
     names = [_gpu(r) for r in ok]
     gpu = max(set(names), key=names.count)
-    return sorted((r for r in ok if _gpu(r) == gpu), key=lambda r: r.run["median_us"])
+    return sorted((r for r in ok if _gpu(r) == gpu), key=lambda r: r.run.median_us)
 
 
 def _gpu(r: VariantRecord) -> str:
-    """The run's GPU name: ``run["gpu"]`` is a name when read from the store, a dict with ``name`` elsewhere."""
-    gpu = (r.run or {}).get("gpu")
-    name = gpu.get("name") if isinstance(gpu, dict) else gpu
-    return str(name or "the GPU")
+    """The run's GPU name (:attr:`~tileprobe.schema.VariantRun.gpu_name`), ``the GPU`` when unknown."""
+    return str((r.run.gpu_name if r.run else None) or "the GPU")
 
 
 def _iqr_us(r: VariantRecord) -> float | None:
-    p25, p75 = r.run.get("p25_us"), r.run.get("p75_us")
+    p25, p75 = r.run.p25_us, r.run.p75_us
     return float(p75 - p25) if p25 is not None and p75 is not None else None
 
 
 def _differ(a: VariantRecord, b: VariantRecord) -> bool:
     """Whether two runs' medians are further apart than their noise (see :func:`measured_advice`)."""
-    ma, mb = a.run["median_us"], b.run["median_us"]
+    ma, mb = a.run.median_us, b.run.median_us
     noise = max(_iqr_us(a) or 0.0, _iqr_us(b) or 0.0, 0.01 * min(ma, mb))
     return abs(ma - mb) > noise
 
 
 def _time(r: VariantRecord) -> str:
     """``288.5 µs (IQR 286.2–290.5)``."""
-    text = f"{r.run['median_us']:,.1f} µs"
+    text = f"{r.run.median_us:,.1f} µs"
     if _iqr_us(r) is not None:
-        text += f" (IQR {r.run['p25_us']:,.1f}–{r.run['p75_us']:,.1f})"
+        text += f" (IQR {r.run.p25_us:,.1f}–{r.run.p75_us:,.1f})"
     return text
 
 

@@ -57,7 +57,7 @@ from tileprobe.model.occupancy import smem_allocated_per_cta_bytes, theoretical_
 from tileprobe.model.sass import tma_data_ops
 from tileprobe.schema import (BASELINE, CHANGED, HONOURED, IGNORED, INFEASIBLE, MET, PARTIAL, UNCHANGED,  # noqa: F401
                       UNVERIFIED,
-                      VariantRecord, number_text)
+                      VariantRecord, Verdict, number_text)
 from tileprobe.model.hints import KERNEL_HINTS
 from tileprobe.model.sass import TMA_DATA_OPCODES
 
@@ -138,11 +138,11 @@ def _ctas(n: int) -> str:
     return f"{n} CTA" if n == 1 else f"{n} CTAs"
 
 
-def _verdict(status: str, reason: str) -> dict:
-    return {"status": status, "reason": reason}
+def _verdict(status: str, reason: str) -> Verdict:
+    return Verdict(status, reason)
 
 
-def judge_occupancy(hint: str, r: VariantRecord, group: list[VariantRecord]) -> dict:
+def judge_occupancy(hint: str, r: VariantRecord, group: list[VariantRecord]) -> Verdict:
     """Verdict for ``occupancy=N`` from residency (CTAs/SM), the arch's hard limits and the other values.
 
     A met goal is ``honoured`` only when the code differs from the reference's (:func:`_reference`: the
@@ -155,19 +155,19 @@ def judge_occupancy(hint: str, r: VariantRecord, group: list[VariantRecord]) -> 
     v = _judge_occupancy(hint, r, group)
     n = int(r.hint(hint))
     count = _cluster_count(r)
-    if v["status"] == HONOURED:
+    if v.status == HONOURED:
         short = _cluster_shortfall(hint, r, group, count) if count is not None else None
         v = short if short is not None else _met_or_honoured(hint, r, group, v)
-    if v["status"] in (PARTIAL, IGNORED):
+    if v.status in (PARTIAL, IGNORED):
         from tileprobe.judge.advice import what_clusters_take, what_it_takes
-        v["reason"] += f"; {what_clusters_take(r, n, count) if count is not None else what_it_takes(r, n)}"
+        v = v.extended(f"; {what_clusters_take(r, n, count) if count is not None else what_it_takes(r, n)}")
     notes = [c for c in (_cluster_clause(r), smem_reserve_clause(r, n)) if c]
-    if notes and v["status"] != INFEASIBLE:
-        v["reason"] += "; " + "; ".join(notes)
+    if notes and v.status != INFEASIBLE:
+        v = v.extended("; " + "; ".join(notes))
     return _unverified(r, n, count, v)
 
 
-def _unverified(r: VariantRecord, n: int, count: ClusterCount | None, v: dict) -> dict:
+def _unverified(r: VariantRecord, n: int, count: ClusterCount | None, v: Verdict) -> Verdict:
     """``v`` as ``unverified`` when whether ``n`` CTAs/SM are met hinges on a rule no driver has checked, with the
     status it would have and what it hinges on first in the reason; else ``v``.
 
@@ -176,7 +176,7 @@ def _unverified(r: VariantRecord, n: int, count: ClusterCount | None, v: dict) -
     other side of ``n`` (:func:`_other_reserve_reading`); and, for a cluster variant whose CTAs meet ``n``, a GPC
     layout not sourced, so that whether ``n`` × ⌊SMs ÷ cluster size⌋ clusters are resident is not known (a count
     range that straddles it, or no reference GPU for the arch)."""
-    if v["status"] not in (HONOURED, MET, PARTIAL, IGNORED):
+    if v.status not in (HONOURED, MET, PARTIAL, IGNORED):
         return v
     why = []
     if not get_arch(r.arch).smem_reserve_driver_checked and _other_reserve_reading(r, n) is not None:
@@ -186,15 +186,15 @@ def _unverified(r: VariantRecord, n: int, count: ClusterCount | None, v: dict) -
                    f"driver has checked it on {r.arch}): the other reading gives "
                    f"{_ctas(_reserve_other_ctas(r))}/SM, {other} {n}")
     size = cluster_size(r.cluster_dims)
-    if v["status"] in (HONOURED, MET) and size > 1 and (count is None or count.goal_met(n) is None):
+    if v.status in (HONOURED, MET) and size > 1 and (count is None or count.goal_met(n) is None):
         layout = (f"depends on the GPC layout ({count.gpu.gpu}'s is not sourced)" if count is not None
                   else f"is not known (no GPU with a sourced SM count and GPC layout for {r.arch})")
         need = _need(count, n) if count is not None else f"{n} × ⌊SMs ÷ {size}⌋ clusters of {size}"
         why.append(f"per-CTA residency counted: whether the {need} are resident {layout}")
     if not why:
         return v
-    return _verdict(UNVERIFIED, f"{v['status']} by readings no driver has checked — {'; and '.join(why)} — "
-                                f"{v['reason']}")
+    return _verdict(UNVERIFIED, f"{v.status} by readings no driver has checked — {'; and '.join(why)} — "
+                                f"{v.reason}")
 
 
 def _reference(hint: str, r: VariantRecord, group: list[VariantRecord]) -> VariantRecord:
@@ -208,17 +208,17 @@ def _reference(hint: str, r: VariantRecord, group: list[VariantRecord]) -> Varia
     return min(cands, key=lambda o: (_sort_key(o.hint(hint)), o is not r))
 
 
-def _met_or_honoured(hint: str, r: VariantRecord, group: list[VariantRecord], v: dict,
-                     ref: VariantRecord | None = None) -> dict:
+def _met_or_honoured(hint: str, r: VariantRecord, group: list[VariantRecord], v: Verdict,
+                     ref: VariantRecord | None = None) -> Verdict:
     """A met goal: ``met`` when ``r`` is the reference or has its machine code and resources, else ``honoured``;
     the reason names the reference (:func:`_reference`) and what differs from it."""
     ref = ref if ref is not None else _reference(hint, r, group)
     if ref is r:
-        return _verdict(MET, f"{v['reason']}; {_as_reference(hint, r, group)}")
+        return _verdict(MET, f"{v.reason}; {_as_reference(hint, r, group)}")
     if r.same_code(ref) and _resources(ref) == _resources(r):
-        return _verdict(MET, f"{v['reason']}; same machine code and resources as {ref_name(hint, ref)}: "
+        return _verdict(MET, f"{v.reason}; same machine code and resources as {ref_name(hint, ref)}: "
                              "met without the hint")
-    return _verdict(HONOURED, f"{v['reason']}; vs {ref_name(hint, ref)}: {_diff(ref, r)}")
+    return _verdict(HONOURED, f"{v.reason}; vs {ref_name(hint, ref)}: {_diff(ref, r)}")
 
 
 def _as_reference(hint: str, r: VariantRecord, group: list[VariantRecord]) -> str:
@@ -265,7 +265,7 @@ def _cluster_count(r: VariantRecord) -> ClusterCount | None:
     return cluster_residency(r.arch, r.ctas_per_sm, size) if size > 1 and r.ctas_per_sm else None
 
 
-def _cluster_shortfall(hint: str, r: VariantRecord, group: list[VariantRecord], count: ClusterCount) -> dict | None:
+def _cluster_shortfall(hint: str, r: VariantRecord, group: list[VariantRecord], count: ClusterCount) -> Verdict | None:
     """The verdict of ``occupancy=N`` when per-CTA residency meets N but fewer than N × ⌊SMs ÷ cluster size⌋
     clusters are resident (:meth:`~tileprobe.model.cluster.ClusterCount.goal_met`), so the persistent grid of a
     cluster kernel sized by occupancy does not run in one wave. None when the clusters meet N, or when it depends
@@ -358,7 +358,7 @@ def _reserve_other_ctas(r: VariantRecord) -> int:
     return theoretical_occupancy(limits, r.threads, r.registers, other_smem).ctas_per_sm
 
 
-def _judge_occupancy(hint: str, r: VariantRecord, group: list[VariantRecord]) -> dict:
+def _judge_occupancy(hint: str, r: VariantRecord, group: list[VariantRecord]) -> Verdict:
     n = int(r.hint(hint))
     limits = get_arch(r.arch)
     ctas = r.ctas_per_sm or 0
@@ -391,7 +391,7 @@ def _baseline(hint, r, group) -> VariantRecord | None:
     return None if ref is r else ref
 
 
-def judge_num_ctas(hint: str, r: VariantRecord, group: list[VariantRecord]) -> dict:
+def judge_num_ctas(hint: str, r: VariantRecord, group: list[VariantRecord]) -> Verdict:
     """Verdict for ``num_ctas=N``: the cubin's cluster size against N (clusters exist from sm_90), ``met`` for the
     reference (lowest) value; the reason adds the resident clusters (:func:`tileprobe.model.cluster.cluster_note`)."""
     n = int(r.hint(hint))
@@ -405,13 +405,13 @@ def judge_num_ctas(hint: str, r: VariantRecord, group: list[VariantRecord]) -> d
     v = _verdict(HONOURED, f"cluster {dims} = {n} CTA(s)")
     note = _cluster_clause(r)
     if note:
-        v["reason"] += f"; {_ctas(r.ctas_per_sm or 0)}/SM per CTA residency, {note}"
+        v = v.extended(f"; {_ctas(r.ctas_per_sm or 0)}/SM per CTA residency, {note}")
     if size > 1 and not r.ctas_per_sm:
-        return _verdict(INFEASIBLE, f"{v['reason']}; the CTA cannot launch on {r.arch} (limiter: {r.limiter})")
+        return _verdict(INFEASIBLE, f"{v.reason}; the CTA cannot launch on {r.arch} (limiter: {r.limiter})")
     return _met_or_honoured(hint, r, group, v)
 
 
-def _judge_generic(hint: str, r: VariantRecord, group: list[VariantRecord]) -> dict:
+def _judge_generic(hint: str, r: VariantRecord, group: list[VariantRecord]) -> Verdict:
     """opt_level / num_worker_warps / latency and other knobs without a checkable goal: ``changed`` (what),
     ``unchanged`` (same code as the baseline) or ``baseline`` (the lowest value, or the only one)."""
     ref = _reference(hint, r, group)
@@ -427,7 +427,7 @@ def _judge_generic(hint: str, r: VariantRecord, group: list[VariantRecord]) -> d
     return _verdict(CHANGED, f"vs {ref_name(hint, ref)}: {_diff(ref, r)}{also}")
 
 
-def judge_allow_tma(hint: str, r: VariantRecord, group: list[VariantRecord]) -> dict | None:
+def judge_allow_tma(hint: str, r: VariantRecord, group: list[VariantRecord]) -> Verdict | None:
     """Verdict for a load's ``allow_tma`` (a probe knob) from the TMA / bulk-copy instructions in the SASS.
 
     Needs SASS traits (``--sass``, nvdisasm); without them no verdict is given. Other loads and stores of the
@@ -457,7 +457,7 @@ def judge_allow_tma(hint: str, r: VariantRecord, group: list[VariantRecord]) -> 
     return _verdict(IGNORED, f"still {n} TMA data instruction(s) ({ops})")
 
 
-def _tma_met(hint: str, r: VariantRecord, other: VariantRecord | None, reason: str) -> dict:
+def _tma_met(hint: str, r: VariantRecord, other: VariantRecord | None, reason: str) -> Verdict:
     """allow_tma's goal met: ``met`` when the variant with the other value is missing or has the same code."""
     if other is None:
         return _verdict(MET, f"{reason}; the other {hint} value was not audited: nothing shows the knob changed "

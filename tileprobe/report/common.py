@@ -9,7 +9,7 @@ from typing import Iterable, Sequence
 from tileprobe.model.arch import NOT_SOURCED
 from tileprobe.model.sass import tma_data_ops
 # noqa: F401  (short_build: the renderers' label)
-from tileprobe.schema import (NOTEWORTHY_STATUSES, VariantRecord, short_build)
+from tileprobe.schema import (NOTEWORTHY_STATUSES, VariantRecord, VariantRun, Verdict, short_build)
 from collections import Counter
 
 #: How a verdict status reads in text (``ignored`` in capitals: the hint fell short and did nothing).
@@ -17,9 +17,9 @@ VERDICT_MARK = {"honoured": "honoured", "met": "met", "unverified": "unverified"
                 "infeasible": "infeasible", "changed": "changed", "unchanged": "unchanged", "baseline": "baseline"}
 
 
-def noteworthy(v: dict) -> bool:
+def noteworthy(v: Verdict) -> bool:
     """Whether brief output shows this verdict's reason (:data:`tileprobe.schema.NOTEWORTHY_STATUSES`)."""
-    return v.get("status") in NOTEWORTHY_STATUSES
+    return v.status in NOTEWORTHY_STATUSES
 
 
 def fmt_kv(d: dict) -> str:
@@ -128,8 +128,8 @@ def verdict_text(r: VariantRecord, long: bool = False) -> str:
         return failure_brief(r) if long else failure_of(r)
     parts = []
     for hint, v in r.verdicts.items():
-        text = f"{hint} {VERDICT_MARK.get(v['status'], v['status'])}"
-        parts.append(f"{text}: {v['reason']}" if long else text)
+        text = f"{hint} {VERDICT_MARK.get(v.status, v.status)}"
+        parts.append(f"{text}: {v.reason}" if long else text)
     return "; ".join(parts) or "-"
 
 
@@ -181,7 +181,7 @@ def verdict_cells(r: VariantRecord, hints: list[str]) -> list[str]:
     """One verdict status per hint column (``-`` when none)."""
     if not r.ok:
         return [failure_of(r)] + ["-"] * (len(hints) - 1) if hints else []
-    return [r.verdicts.get(h, {}).get("status", "-") for h in hints]
+    return [r.verdict_status(h, "-") for h in hints]
 
 
 NUMERIC = {"threads", "regs", SMEM_HEADER, "stack B", "CTAs/SM"}
@@ -274,11 +274,11 @@ def record_side(r: VariantRecord | None) -> str:
         return "-"
     if not r.ok:
         return failure_brief(r, 80)
-    v = ", ".join(f"{h} {x['status']}" for h, x in r.verdicts.items())
-    run = r.run or {}
-    t = f"; {run['median_us']:.1f} µs" if run.get("median_us") and run.get("status", "ok") == "ok" else ""
-    if run.get("status") not in (None, "ok"):
-        t = f"; run {run['status']}"
+    v = ", ".join(f"{h} {x.status}" for h, x in r.verdicts.items())
+    run = r.run or VariantRun()
+    t = f"; {run.median_us:.1f} µs" if run.median_us and run.status in (None, "ok") else ""
+    if run.status not in (None, "ok"):
+        t = f"; run {run.status}"
     sass = r.sass or {}
     spill = f" {sass['spill_loads']}/{sass['spill_stores']} LDL/STL" if sass.get("spill_loads") or \
         sass.get("spill_stores") else ""
@@ -295,13 +295,13 @@ def run_label(r: VariantRecord) -> str:
 
 def run_cell(r: VariantRecord) -> str:
     """``ok 26.0 µs ±1.2%`` / ``wrong (rel err 0.31)`` / ``hang`` … for one record (``-`` when it did not run)."""
-    run = r.run or {}
-    st = run.get("status")
+    run = r.run or VariantRun()
+    st = run.status
     if st is None:
         return "-"
-    t = f" {run['median_us']:,.1f} µs ±{run.get('spread_pct') or 0:.1f}%" if run.get("median_us") is not None else ""
-    if st == "wrong" and run.get("rel_err") is not None:
-        return f"wrong (rel err {run['rel_err']:.3g}){t}"
+    t = f" {run.median_us:,.1f} µs ±{run.spread_pct or 0:.1f}%" if run.median_us is not None else ""
+    if st == "wrong" and run.rel_err is not None:
+        return f"wrong (rel err {run.rel_err:.3g}){t}"
     return f"{st}{t}"
 
 
@@ -309,20 +309,20 @@ def _fmt(v, spec: str) -> str:
     return "-" if v is None else format(v, spec)
 
 
-def _occ_cell(run: dict) -> str:
-    d = run.get("driver_ctas_per_sm")
+def _occ_cell(run: VariantRun) -> str:
+    d = run.driver_ctas_per_sm
     if d is None:
         return "-"
-    return f"{d}" if run.get("occupancy_agrees") is not False else f"{d} ≠ {run.get('static_ctas_per_sm')}"
+    return f"{d}" if run.occupancy_agrees is not False else f"{d} ≠ {run.static_ctas_per_sm}"
 
 
 #: (header, cell function) pairs for the run columns beside the audit's.
 RUN_COLUMNS = [
-    ("status", lambda r: (r.run or {}).get("status") or "-"),
-    ("median µs", lambda r: _fmt((r.run or {}).get("median_us"), ",.1f")),
-    ("IQR %", lambda r: _fmt((r.run or {}).get("spread_pct"), ".1f")),
-    ("rel err", lambda r: _fmt((r.run or {}).get("rel_err"), ".2g")),
-    ("drv CTAs/SM", lambda r: _occ_cell(r.run or {})),
+    ("status", lambda r: (r.run or VariantRun()).status or "-"),
+    ("median µs", lambda r: _fmt((r.run or VariantRun()).median_us, ",.1f")),
+    ("IQR %", lambda r: _fmt((r.run or VariantRun()).spread_pct, ".1f")),
+    ("rel err", lambda r: _fmt((r.run or VariantRun()).rel_err, ".2g")),
+    ("drv CTAs/SM", lambda r: _occ_cell(r.run or VariantRun())),
 ]
 
 

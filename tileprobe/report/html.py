@@ -24,7 +24,7 @@ from typing import Iterable, Mapping, Sequence
 
 from tileprobe.analyses.results import CompilerSteps
 from tileprobe.errors import TileprobeError
-from tileprobe.schema import VariantRecord, build_order
+from tileprobe.schema import VariantRecord, VariantRun, build_order
 from tileprobe.report.text import clean
 from tileprobe.report.common import (variant_label, NUMERIC, VERDICT_MARK, case_columns, failure_groups, failure_of,
                                      fmt_kv, fmt_value, group_label, group_tables, headers, hint_columns, noteworthy,
@@ -78,9 +78,9 @@ def _sort_value(v):
 
 
 def _median_us(r: VariantRecord):
-    run = r.run or {}
-    value = run.get("median_us")
-    return value if isinstance(value, (int, float)) and run.get("status", "ok") == "ok" else None
+    run = r.run or VariantRun()
+    value = run.median_us
+    return value if isinstance(value, (int, float)) and run.status in (None, "ok") else None
 
 
 # --- tables -------------------------------------------------------------------------------------------------------
@@ -94,11 +94,11 @@ def _verdict_cells(r: VariantRecord, hints: list[str]) -> list[str]:
     cells = []
     for h in hints:
         v = r.verdicts.get(h)
-        if not v:
+        if v is None:
             cells.append("-")
             continue
-        status = v.get("status")
-        cells.append(f'<span class="v v-{_e(status)}" title="{_e(v.get("reason"))}">'
+        status = v.status
+        cells.append(f'<span class="v v-{_e(status)}" title="{_e(v.reason)}">'
                      f'{_e(VERDICT_MARK.get(status, status))}</span>')
     return cells
 
@@ -138,8 +138,8 @@ def audit_table(rows: Sequence[VariantRecord]) -> str:
     for r in rows:
         for hint, v in (r.verdicts.items() if r.ok else ()):
             if noteworthy(v):
-                notes.append(f'<li><b>{_e(_label(r))}</b>: <span class="v v-{_e(v.get("status"))}">{_e(hint)} '
-                             f'{_e(v.get("status"))}</span> {_e(v.get("reason"))}</li>')
+                notes.append(f'<li><b>{_e(_label(r))}</b>: <span class="v v-{_e(v.status)}">{_e(hint)} '
+                             f'{_e(v.status)}</span> {_e(v.reason)}</li>')
     if notes:
         out.append('<ul class="reasons">' + "".join(notes) + "</ul>")
     return "".join(out)
@@ -296,7 +296,7 @@ def _draw_series(axes, metrics, recs, xs, hint, style, seen_verdicts: list) -> N
             continue
         ax.plot([p[0] for p in pts], [p[1] for p in pts], alpha=0.9, **style)
         for x, y, r in pts:
-            status = (r.verdicts.get(hint) or {}).get("status")
+            status = r.verdict_status(hint)
             if status and status not in seen_verdicts:
                 seen_verdicts.append(status)
             colour, m = VERDICT_STYLE.get(status, (style["color"], "."))
@@ -304,7 +304,7 @@ def _draw_series(axes, metrics, recs, xs, hint, style, seen_verdicts: list) -> N
             ax.plot([x], [y], m, mfc=colour if ignored else style["color"], mec="#1f2328", mew=0.8,
                     ms=10 if ignored else 7, zorder=4 if ignored else 3)
             if field == "median_us":
-                lo, hi = (r.run or {}).get("p25_us"), (r.run or {}).get("p75_us")
+                lo, hi = (r.run or VariantRun()).p25_us, (r.run or VariantRun()).p75_us
                 if lo is not None and hi is not None:
                     ax.vlines([x], [lo], [hi], color=style["color"], lw=3, alpha=0.5, zorder=2)
 

@@ -58,7 +58,7 @@ def versions_md(records: Sequence[VariantRecord]) -> str:
     builds = sorted({r.tileiras for r in records if r.tileiras})
     out = [f"- compiler: {short_build(b)} (`{b}`)" for b in builds]
     out.append(f"- archs: {', '.join(sorted({r.arch for r in records}))}")
-    gpus = sorted({str((r.run or {}).get("gpu")) for r in records if (r.run or {}).get("gpu")})
+    gpus = sorted({str(r.run.gpu) for r in records if r.run and r.run.gpu})
     if gpus:
         out.append(f"- GPU: {', '.join(gpus)}")
     return "\n".join(out) + "\n"
@@ -90,7 +90,7 @@ def problems_md(records: Sequence[VariantRecord]) -> str:
         for hint, v in r.verdicts.items():
             if noteworthy(v):
                 out.append(f"- {r.kernel} · {r.arch} · {short_build(r.tileiras)} · {_label(r)}: **{hint} "
-                           f"{v['status']}**: {v['reason']}\n")
+                           f"{v.status}**: {v.reason}\n")
     return "".join(out)
 
 
@@ -225,7 +225,7 @@ def run_markdown(records: Sequence[VariantRecord], environment: dict, command: s
                      f"{gpu.get('clock_sm_mhz')} MHz (max {gpu.get('clock_max_sm_mhz')}), "
                      f"memory clock {gpu.get('clock_mem_mhz')} MHz\n\n")
     rows = [[r.kernel, r.arch, fmt_kv(r.case), fmt_kv(r.hints), *[fn(r) for _, fn in RUN_COLUMNS],
-             ((r.run or {}).get("error") or "").splitlines()[0][:120] if (r.run or {}).get("error") else ""]
+             r.run.error.splitlines()[0][:120] if r.run.error else ""]
             for r in records if r.run]
     parts.append(table_md(["kernel", "arch", "case", "hints", *[h for h, _ in RUN_COLUMNS], "error"], rows))
     lines = best_lines(best)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 
 from tileprobe.analyses.results import Change, Comparison
-from tileprobe.schema import VariantRecord, p_text
+from tileprobe.schema import VariantRecord, VariantRun, p_text
 from tileprobe.report.common import fmt_kv, short_build, table_md
 
 
@@ -24,13 +24,13 @@ def time_text(r: VariantRecord | None, st) -> str:
         return "-"
     if not r.ok:
         return r.failure or r.status
-    run = r.run or {}
-    if not run.get("status"):
+    run = r.run or VariantRun()
+    if not run.status:
         return "-"
-    if run["status"] != "ok":
-        return run["status"]
+    if run.status != "ok":
+        return run.status
     if st is None:
-        return f"{run['median_us']:,.1f} µs" if run.get("median_us") is not None else "ok"
+        return f"{run.median_us:,.1f} µs" if run.median_us is not None else "ok"
     return f"{st.median_us:,.1f} ± {st.ci95_us():,.1f} µs"
 
 
@@ -61,7 +61,7 @@ def side_rows(sides: list[tuple]) -> list[list[str]]:
     verdicts, time ± noise. ``sides``: (record, its :class:`~tileprobe.analyses.noise.TimeStats` or None) pairs."""
     rows = []
     for r, st in sorted(sides, key=lambda side: variant_order(side[0])):
-        verdicts = ", ".join(f"{h} {v.get('status')}" for h, v in r.verdicts.items()) if r.ok else "-"
+        verdicts = ", ".join(f"{h} {v.status}" for h, v in r.verdicts.items()) if r.ok else "-"
         rows.append([r.kernel, r.arch, fmt_kv(r.case) or "-", fmt_kv(r.hints) or "-",
                      _n(r.threads), _n(r.registers), _n(r.shared_bytes), _n(r.ctas_per_sm), verdicts or "-",
                      time_text(r, st)])
@@ -102,8 +102,7 @@ def gpu_line(env: dict, records: list[VariantRecord]) -> str:
     if gpu:
         return (f"{gpu.get('name')} ({gpu.get('sm')}), driver {gpu.get('driver')}, SM clock {gpu.get('clock_sm_mhz')} "
                 f"MHz (max {gpu.get('clock_max_sm_mhz')}), memory clock {gpu.get('clock_mem_mhz')} MHz")
-    names = sorted({str((r.run or {}).get("gpu") if not isinstance((r.run or {}).get("gpu"), dict)
-                        else r.run["gpu"].get("name")) for r in records if (r.run or {}).get("gpu")})
+    names = sorted({str(r.run.gpu_name) for r in records if r.run and r.run.gpu})
     return ", ".join(names) or "not recorded"
 
 

@@ -9,7 +9,7 @@ from rich.table import Table
 
 from tileprobe.analyses.results import Comparison, Finding, GateResult, History
 from tileprobe.model.arch import NOT_SOURCED
-from tileprobe.schema import VariantRecord
+from tileprobe.schema import VariantRecord, VariantRun, Verdict
 from tileprobe.report.fit import DROP_ORDER, Column, fit_columns, table_width
 from tileprobe.report.common import (variant_label, KEPT, NUMERIC, POOL_CELLS, POOL_HEADER, RUN_COLUMNS, SASS_UNREAD,
                                      pool_line, compile_timeout_line, VERDICT_MARK, fmt_int, fmt_value, best_lines,
@@ -204,7 +204,7 @@ def summary_lines(records: Iterable[VariantRecord]) -> list[str]:
         for hint in verdict_columns(ok):
             n: dict[str, int] = {}
             for r in ok:
-                st = r.verdicts.get(hint, {}).get("status")
+                st = r.verdict_status(hint)
                 if st:
                     n[st] = n.get(st, 0) + 1
             counts.append(f"{hint} " + ", ".join(f"{k} {VERDICT_MARK.get(st, st)}" for st, k in n.items()))
@@ -251,10 +251,10 @@ def _one_value_hints(rows: list[VariantRecord]) -> dict[str, tuple[str, str, int
     out = {}
     for hint in dict.fromkeys(h for r in ok for h in r.verdicts):
         values = {repr(r.hints.get(hint)) for r in ok}
-        verdicts = [r.verdicts.get(hint) or {} for r in ok]
-        statuses = {v.get("status") for v in verdicts}
+        verdicts = [r.verdicts.get(hint) or Verdict(None) for r in ok]
+        statuses = {v.status for v in verdicts}
         if (len(ok) > 1 and len(values) == 1 and len(statuses) == 1 and None not in statuses
-                and all("nothing shows the hint changed the code" in (v.get("reason") or "") for v in verdicts)):
+                and all("nothing shows the hint changed the code" in v.reason for v in verdicts)):
             value = ok[0].hints.get(hint)
             out[hint] = (format_value(value) if value is not None else "declared", statuses.pop(), len(ok))
     return out
@@ -277,13 +277,12 @@ def _print_reasons(console: Console, rows: list[VariantRecord], brief: bool) -> 
     shown_remarks: set = set()
     print_failures(console, rows)
     silent = _one_value_hints(rows)
-    notes = _repeated_notes(r.verdicts.get(h, {}).get("reason") or "" for r in rows if r.ok for h in r.verdicts
-                            if h not in silent)
+    notes = _repeated_notes(r.verdicts[h].reason for r in rows if r.ok for h in r.verdicts if h not in silent)
     for hint, (value, status, n) in silent.items():
         say(console, f"  {hint}: one value audited ({value}): {status} for all {n} variants; nothing shows the hint "
                      "changed the code")
     for i, text in enumerate(notes, start=1):
-        if not brief or any(noteworthy(v) and text in (v.get("reason") or "") for r in rows for v in r.verdicts.values()):
+        if not brief or any(noteworthy(v) and text in v.reason for r in rows for v in r.verdicts.values()):
             say(console, f"  [{i}] {text[1:-1]}")
     common, own = _remark_sets(rows)
     if common and not brief:
@@ -298,10 +297,10 @@ def _print_reasons(console: Console, rows: list[VariantRecord], brief: bool) -> 
             if hint in silent:
                 continue
             if not brief or noteworthy(v):
-                reason = v["reason"]
+                reason = v.reason
                 for i, text in enumerate(notes, start=1):
                     reason = reason.replace(text, f"[{i}]")
-                say(console, f"  {label}: {hint} {v['status']}: {reason}")
+                say(console, f"  {label}: {hint} {v.status}: {reason}")
         if "error" in (r.sass or {}):
             say(console, f"  {label}: {SASS_UNREAD}: {r.sass['error']}")
         pool = pool_line(r)
@@ -580,12 +579,12 @@ def render_run(records: Sequence[VariantRecord], console: Console, wide: bool = 
     :meth:`~tileprobe.run.session.RunResult.advice`)."""
     render_audit(records, console, extra_columns=RUN_COLUMNS, wide=wide, advice=advice)
     for r in records:
-        run = r.run or {}
-        if run.get("status") not in (None, "ok") or run.get("warnings"):
-            msg = (run.get("error") or "").strip().splitlines()
-            if run.get("status") != "ok":
-                say(console, f"  {run_label(r)}: {run.get('status')}: {msg[0] if msg else ''}")
-            for w in run.get("warnings") or []:
+        run = r.run or VariantRun()
+        if run.status not in (None, "ok") or run.warnings:
+            msg = (run.error or "").strip().splitlines()
+            if run.status != "ok":
+                say(console, f"  {run_label(r)}: {run.status}: {msg[0] if msg else ''}")
+            for w in run.warnings or []:
                 say(console, f"  {run_label(r)}: warning: {w}")
     for line in best_lines(best):
         say(console, line)

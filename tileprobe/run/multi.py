@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from tileprobe.errors import UsageError
+from tileprobe.schema import VariantRun
 from tileprobe.run.watchdog import WorkerStartError
 from tileprobe.run.watchdog import INIT_CUDA
 from tileprobe.run.watchdog import Watchdog
@@ -133,7 +134,7 @@ def mark_shared(slots: Sequence[Slot]) -> None:
         s.shared = sum(1 for o in live if ident(o) == ident(s)) > 1
 
 
-def dispatch(slots: Sequence[Slot], items: Sequence, run_one: Callable[[Slot, int, object], dict],
+def dispatch(slots: Sequence[Slot], items: Sequence, run_one: Callable[[Slot, int, object], VariantRun],
              progress: Callable[[int, int, object], None] | None = None) -> str | None:
     """Run ``items`` on the started slots: each slot's thread takes the next item from one queue when it is free and
     sets ``item.run = run_one(slot, position, item)`` (plus ``gpu`` and, on a shared GPU, ``shared_gpu``).
@@ -158,10 +159,10 @@ def dispatch(slots: Sequence[Slot], items: Sequence, run_one: Callable[[Slot, in
                 s.error = str(e)
                 q.put((pos, item))
                 return
-            run["gpu"] = s.gpu_ref()
+            run.gpu = s.gpu_ref()
             if s.shared:
-                run["shared_gpu"] = True
-                run["warnings"] = list(run.get("warnings") or []) + [SHARED_WARNING]
+                run.shared_gpu = True
+                run.warnings = list(run.warnings or []) + [SHARED_WARNING]
             item.run = run
             s.ran += 1
             with lock:
@@ -180,9 +181,9 @@ def dispatch(slots: Sequence[Slot], items: Sequence, run_one: Callable[[Slot, in
     return f"{q.qsize()} variant(s) not run: no GPU worker left ({errors})"
 
 
-def ranked(run: dict | None) -> bool:
+def ranked(run: VariantRun | None) -> bool:
     """A run whose timing may be ranked: ``ok``, timed, and not on a shared GPU."""
-    return bool(run) and run.get("status") == "ok" and bool(run.get("median_us")) and not run.get("shared_gpu")
+    return run is not None and run.status == "ok" and bool(run.median_us) and not run.shared_gpu
 
 
 def local_slots(gpus: Sequence[int], timeout_s: float, init: str | None = None) -> list[Slot]:

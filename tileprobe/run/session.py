@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from tileprobe.judge.verdict import judge_records
 from tileprobe.errors import StoreError, TileprobeError
 from tileprobe.model.arch import get_arch
-from tileprobe.schema import VariantRecord
+from tileprobe.schema import VariantRecord, VariantRun
 from tileprobe.run import watchdog as _watchdog
 from tileprobe.run.watchdog import DEFAULT_TIMEOUT_S, Watchdog, WorkerStartError
 from tileprobe.run.multi import ranked
@@ -153,7 +153,7 @@ def run_probes(records: Iterable[VariantRecord], cubins: Any = None, *, probe_pa
         timeout_s: per-variant limit (s) before a variant is called ``hang`` and its worker is killed.
         reps, warmup, warmup_ms: timing settings (:func:`tileprobe.run.timing.measure`; None: its defaults).
         timing_mode: ``sustained`` (default, as do_bench) or ``burst`` (as cuda.tile.tune); docs/TUNE.md.
-        seed: base seed of the inputs; variant *i* uses ``seed + i`` (recorded in ``run["seed"]``).
+        seed: base seed of the inputs; variant *i* uses ``seed + i`` (recorded in ``run.seed``).
         watchdog: a running :class:`Watchdog` to use (default: one made and closed here).
         environment: the audit's environment, to which ``gpu`` and ``run`` are added.
         progress: ``progress(i, n, record)`` after each variant.
@@ -196,11 +196,11 @@ def run_probes(records: Iterable[VariantRecord], cubins: Any = None, *, probe_pa
                                    dict(seed=seed + i, reps=reps, warmup=warmup, warmup_ms=warmup_ms,
                                         timing_mode=timing_mode), trust_recorded)
             except WorkerStartError as e:
-                rec.run = run_dict(status="crash", error=f"no worker could be started for this variant: {e}")
+                rec.run = new_run(status="crash", error=f"no worker could be started for this variant: {e}")
                 result.aborted = str(e)
                 break
-            rec.run["gpu"] = {"index": (gpus or [0])[0], "name": gpu.get("name"), "uuid": gpu.get("uuid"),
-                              "pci_bus_id": gpu.get("pci_bus_id")}
+            rec.run.gpu = {"index": (gpus or [0])[0], "name": gpu.get("name"), "uuid": gpu.get("uuid"),
+                           "pci_bus_id": gpu.get("pci_bus_id")}
             result.ran += 1
             if progress:
                 progress(i + 1, len(todo), rec)
@@ -280,7 +280,7 @@ def _select(records: list[VariantRecord], sm: str | None, skipped: list[str],
             continue
         if r.hang_risk and not run_hang_risk:
             r.run = hang_risk_skip(r)
-            skipped.append(f"{hang_risk_label(r)}: not launched: {r.run['error']}")
+            skipped.append(f"{hang_risk_label(r)}: not launched: {r.run.error}")
             continue
         todo.append(r)
     return todo
@@ -290,10 +290,15 @@ def _select(records: list[VariantRecord], sm: str | None, skipped: list[str],
 HANG_SKIP = "the register-pool check predicts a hang (--run-hang-risk launches it anyway)"
 
 
-def hang_risk_skip(r: VariantRecord) -> dict:
+def new_run(**fields: Any) -> VariantRun:
+    """A run result with every field of :data:`tileprobe.run.worker.RUN_FIELDS`, in its order (defaults for those
+    not given), then any other of ``fields`` (a worker's whole result, which the pipe carries as a dict)."""
+    return VariantRun.from_dict(run_dict(**fields))
+
+
+def hang_risk_skip(r: VariantRecord) -> VariantRun:
     """The ``run`` of a variant not launched because the register-pool check predicts a hang (issue 23)."""
-    from tileprobe.run.worker import run_dict
-    return run_dict(status="skipped", register_pool="hang_risk", cubin_sha256=r.cubin_sha256,
+    return new_run(status="skipped", register_pool="hang_risk", cubin_sha256=r.cubin_sha256,
                     static_ctas_per_sm=r.ctas_per_sm, threads=r.threads,
                     error=f"{HANG_SKIP}: {(r.register_pool or {}).get('reason', '')}")
 
@@ -311,34 +316,37 @@ def hang_risks(records: Iterable[VariantRecord]) -> list[VariantRecord]:
 
 
 def _run_one(wd: Watchdog, rec: VariantRecord, get, probe_paths, search_dirs, timeout_s, timing: dict,
-             trust_recorded: bool = True) -> dict:
+             trust_recorded: bool = True) -> VariantRun:
+    """Check and time ``rec`` in the worker of ``wd``: its result as the worker sent it (converted from the pipe's
+    dict), or an ``error``/``hang``/``crash`` result, with the round trip (s), the worker's pid and the
+    register-pool prediction added."""
     try:
         cubin = get(rec.cubin_sha256) if rec.cubin_sha256 else None
     except TileprobeError as e:   # a bundle's cubin that is a link, a FIFO, oversized, or badly named
-        return run_dict(status="error", error=str(e))
+        return new_run(status="error", error=str(e))
     if cubin is None:
-        return run_dict(status="error", error=f"cubin {rec.cubin_sha256} not found (bundle incomplete?)")
+        return new_run(status="error", error=f"cubin {rec.cubin_sha256} not found (bundle incomplete?)")
     if hashlib.sha256(cubin).hexdigest() != rec.cubin_sha256:
-        return run_dict(status="error", error=f"cubin {rec.cubin_sha256}: its bytes hash to another SHA-256; "
+        return new_run(status="error", error=f"cubin {rec.cubin_sha256}: its bytes hash to another SHA-256; "
                         "the file was changed after the audit")
     path = resolve_probe_path(rec.probe, probe_paths, search_dirs, trust_recorded=trust_recorded)
     if path is None:
-        return run_dict(status="error", error=probe_not_given(rec.probe, trust_recorded))
+        return new_run(status="error", error=probe_not_given(rec.probe, trust_recorded))
     task = {"record": {k: getattr(rec, k) for k in _TASK_FIELDS}, "cubin": cubin, "probe_path": path, **timing}
     out = wd.submit(TASK, task, timeout_s=timeout_s)
     base = dict(seed=timing["seed"], cubin_sha256=rec.cubin_sha256, static_ctas_per_sm=rec.ctas_per_sm,
                 threads=rec.threads)
     if out.status == "done":
-        run = run_dict(**out.value)
+        run = new_run(**out.value)
     elif out.status == "hang":
-        run = run_dict(status="hang", error=out.error, **base)
+        run = new_run(status="hang", error=out.error, **base)
     elif out.status == "crash":
-        run = run_dict(status="crash", error=out.error, fatal=True, **base)
+        run = new_run(status="crash", error=out.error, fatal=True, **base)
     else:   # the task raised: a tileprobe bug in the worker, reported as an error of this variant
-        run = run_dict(status="error", error=out.error, **base)
-    run["roundtrip_s"] = round(out.wall_s, 6)
-    run["worker_pid"] = out.worker_pid
-    run["register_pool"] = rec.pool_verdict      # the prediction beside what happened (issue 23)
+        run = new_run(status="error", error=out.error, **base)
+    run.roundtrip_s = round(out.wall_s, 6)
+    run.worker_pid = out.worker_pid
+    run.register_pool = rec.pool_verdict      # the prediction beside what happened (issue 23)
     return run
 
 
@@ -373,12 +381,12 @@ def best_hints(records: Iterable[VariantRecord]) -> list[dict]:
             groups.setdefault(key, []).append(r)
     out = []
     for (kernel, _, arch, build), rows in groups.items():
-        best = min(rows, key=lambda r: r.run["median_us"])
+        best = min(rows, key=lambda r: r.run.median_us)
         default = next((r for r in rows if is_default_variant(r)), None)
         out.append({"kernel": kernel, "case": best.case, "arch": arch, "tileiras": build, "best_hints": best.hints,
-                    "best_us": best.run["median_us"], "default_hints": default.hints if default else None,
-                    "default_us": default.run["median_us"] if default else None,
-                    "speedup": (default.run["median_us"] / best.run["median_us"]) if default else None})
+                    "best_us": best.run.median_us, "default_hints": default.hints if default else None,
+                    "default_us": default.run.median_us if default else None,
+                    "speedup": (default.run.median_us / best.run.median_us) if default else None})
     return out
 
 
@@ -582,7 +590,7 @@ def save_runs(store, result: RunResult) -> str | None:
     for r in result.records:
         if r.run:
             try:
-                own = r.run.get("gpu") if isinstance(r.run.get("gpu"), dict) else {}   # a name in stored runs
+                own = r.run.gpu if isinstance(r.run.gpu, dict) else {}   # a name in stored runs
                 store.save_run(r, r.run, {**gpu, **{k: v for k, v in own.items() if v}})
             except StoreError as e:
                 return str(e)

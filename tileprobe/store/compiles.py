@@ -46,7 +46,7 @@ import json
 import sqlite3
 from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
-from tileprobe.schema import value_key
+from tileprobe.schema import value_key, verdicts_from_dict
 from tileprobe.store.connection import _SAVED, StoreConnection, now
 from types import SimpleNamespace
 import dataclasses
@@ -315,7 +315,7 @@ class CompilesMixin(StoreConnection):
         for row in rows:
             rec = VariantRecord.from_dict(json.loads(row[1]))
             if audit_id is not None:
-                rec.verdicts = json.loads(row[3] or "{}")
+                rec.verdicts = verdicts_from_dict(json.loads(row[3] or "{}"))
             out.append((row[0], row[2], rec))
         if audit_id is None and latest:
             newest: dict[tuple, tuple] = {}

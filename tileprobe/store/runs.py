@@ -7,7 +7,7 @@ import json
 from typing import Sequence
 
 from tileprobe.errors import StoreError
-from tileprobe.schema import value_key
+from tileprobe.schema import VariantRun, value_key, verdicts_to_dict
 from tileprobe.store.connection import _SAVED, StoreConnection, now
 from tileprobe._version import __version__
 
@@ -18,7 +18,7 @@ class RunsMixin(StoreConnection):
 
     def save_audit(self, result, command_line: str) -> int:
         """Store an audit: when, where, the command line, its environment and its records' keys and verdicts."""
-        rows = [(self.key_of(r), json.dumps(r.verdicts, default=str)) for r in result.records]
+        rows = [(self.key_of(r), json.dumps(verdicts_to_dict(r.verdicts), default=str)) for r in result.records]
         with self._transaction() as c:
             cur = c.execute("INSERT INTO audits (created, host, tileprobe, command_line, environment, wall_s, "
                             "n_variants) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -29,7 +29,7 @@ class RunsMixin(StoreConnection):
                           [(audit_id, i, k, verdicts) for i, (k, verdicts) in enumerate(rows)])
         return audit_id
 
-    def save_run(self, record_key, run: dict, gpu: dict) -> int:
+    def save_run(self, record_key, run: VariantRun, gpu: dict) -> int:
         """Store one GPU run of a stored compile; return its id.
 
         Args:
@@ -48,7 +48,7 @@ class RunsMixin(StoreConnection):
                             "median_us, run) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                             (key, now(), self.host, gpu.get("name"), str(gpu.get("driver") or ""),
                              json.dumps(gpu.get("clocks"), default=str), json.dumps(gpu, default=str),
-                             run.get("status"), run.get("median_us"), json.dumps(run, default=str)))
+                             run.status, run.median_us, json.dumps(run.to_dict(), default=str)))
         _SAVED["runs"] += 1
         return cur.lastrowid
 
@@ -108,7 +108,7 @@ class RunsMixin(StoreConnection):
 
     def _attach_runs(self, items: list[tuple]) -> None:
         keys = [k for k, _, _ in items]
-        latest: dict[str, dict] = {}
+        latest: dict[str, VariantRun] = {}
         for i in range(0, len(keys), 500):
             chunk = keys[i:i + 500]
             sql = (f"SELECT compile_key, run, gpu FROM runs WHERE compile_key IN ({','.join('?' * len(chunk))}) "
@@ -116,7 +116,7 @@ class RunsMixin(StoreConnection):
             for key, run, gpu in self._query(sql, chunk):
                 d = json.loads(run)
                 d.setdefault("gpu", json.loads(gpu or "{}").get("name"))
-                latest[key] = d
+                latest[key] = VariantRun.from_dict(d)
         for key, _, rec in items:
             if key in latest:
                 rec.run = latest[key]

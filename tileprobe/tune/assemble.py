@@ -22,7 +22,7 @@ def _static(row: CandidateRow, rec) -> None:
     row.threads, row.registers, row.shared_bytes = rec.threads, rec.registers, rec.shared_bytes
     row.stack_bytes, row.ctas_per_sm, row.spills = rec.stack_bytes, rec.ctas_per_sm, spills
     row.compile_s = rec.compile_s     # the compiler's own time (s), for the static stage's floor
-    row.verdicts = {k: v.get("status") for k, v in (rec.verdicts or {}).items()}
+    row.verdicts = {k: v.status for k, v in rec.verdicts.items()}
     row.register_pool = rec.pool_verdict
 
 
