@@ -45,7 +45,7 @@ def test_verdicts_are_typed_after_load_and_read_as_attributes():
 
 
 def _column(path: str, sql: str) -> list[str]:
-    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    con = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)   # immutable: no -wal/-shm beside it
     try:
         return [row[0] for row in con.execute(sql)]
     finally:
