@@ -338,3 +338,16 @@ def test_a_where_on_a_knob_case_keeps_the_knob_verdicts_of_the_whole_audit(tmp_p
     assert len(narrow.records) == 2            # both knob values compiled for the verdicts
     pick = lambda res: [(str(r.case), r.verdicts.get("allow_tma")) for r in select(res.records, {"ALLOW_TMA": False})]
     assert pick(narrow) == pick(whole) and pick(whole)[0][1] is not None
+
+
+@pytest.mark.parametrize("spec", [",", "", " , "])
+@pytest.mark.parametrize("command", [["audit", "examples/rms_norm.py", "--format", "none"],
+                                     ["sass", "examples/rms_norm.py", "--arch", "sm_90", "--where", "occupancy=1"]])
+def test_a_tileiras_list_that_names_nothing_is_a_usage_error(spec, command, capsys):
+    """``--tileiras ,`` printed "no requested compiler can be used:" and an empty line (exit 3); ``--tileiras ""``
+    audited with the default compiler as if nothing was given. Both are exit 2, naming the option and the fix."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    argv = [os.path.join(root, a) if a.endswith(".py") else a for a in command] + ["--tileiras", spec]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"--tileiras {spec!r} names no compiler" in err and "--tileiras 13.4.92,13.3.36" in err

@@ -159,12 +159,17 @@ def resolve_tileiras(spec: str | None, install: bool = False) -> tuple[list[Tool
     not stop the others from being resolved.
 
     Returns (the usable Toolchains, each compiler once, in the order named; one ``"--tileiras ENTRY: why"`` per
-    entry that cannot be used), ``(None, [])`` when ``spec`` is not given. ``audit`` audits with the usable ones
+    entry that cannot be used), ``(None, [])`` when ``spec`` is not given. Raises :class:`UsageError` (exit 2) for
+    a ``spec`` that names nothing (``""``, ``","``). ``audit`` audits with the usable ones
     and lists the others as not audited (exit 3); a command that needs every compiler it names stops with them all
     (:func:`toolchains`).
     """
-    if not spec:
+    if spec is None:
         return None, []
+    if not split(spec):
+        from tileprobe.errors import UsageError
+        raise UsageError(f"--tileiras {spec!r} names no compiler: give versions or paths, e.g. --tileiras "
+                         "13.4.92,13.3.36, or leave --tileiras out for cuTile's default compiler")
     tcs: list[Toolchain] = []
     errors = []
     for one in split(spec):
