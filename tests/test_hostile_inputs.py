@@ -156,6 +156,10 @@ def test_a_fifo_as_an_input_is_refused_not_waited_on(tmp_path, capsys):
     assert main(["gate", KERNELS, "--arch", "sm_90", "--baseline", fifo, "--expect", "registers <= baseline",
                  "--no-store"]) == 1
     assert f"--baseline {fifo}: not a regular file" in capsys.readouterr().err
+    assert main(["gate", KERNELS, "--arch", "sm_90", "--runs", fifo, "--expect", "registers <= 64",
+                 "--no-store"]) == 1
+    err = capsys.readouterr().err
+    assert f"--runs {fifo}: not a regular file" in err and "--baseline" not in err     # it named --baseline
 
 
 @pytest.mark.parametrize("option,text,message", [

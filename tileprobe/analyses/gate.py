@@ -428,30 +428,31 @@ def audit_selected(probe_path: str, arch: str, *, where: Mapping[str, Any] | Non
     return result
 
 
-def check_baseline(path: str) -> None:
-    """Refuse a ``--baseline`` that is missing or not a regular file (a FIFO would block the read), before anything
-    is compiled.
+def check_baseline(path: str, option: str = "--baseline") -> None:
+    """Refuse a ``--baseline`` (or ``--runs``: ``option``) that is missing or not a regular file (a FIFO would
+    block the read), before anything is compiled.
 
     Raises:
-        GateError: naming the path and what to give instead.
+        GateError: naming the option, the path and what to give instead.
     """
     if not os.path.exists(path):
-        raise GateError(f"--baseline {path}: no such file; give a results store or a result JSON file")
+        raise GateError(f"{option} {path}: no such file; give a results store or a result JSON file")
     if not stat.S_ISREG(os.stat(path).st_mode):
-        raise GateError(f"--baseline {path}: not a regular file (a folder, a FIFO or a device); give a results "
+        raise GateError(f"{option} {path}: not a regular file (a folder, a FIFO or a device); give a results "
                         "store or a result JSON file")
 
 
 def load_baseline(path: str, *, kernel: str | None = None, arch: str | None = None,
-                  tileiras: str | None = None) -> list[VariantRecord]:
-    """Baseline records from a result JSON file or a results store (newest compile per variant).
+                  tileiras: str | None = None, option: str = "--baseline") -> list[VariantRecord]:
+    """Baseline records from a result JSON file or a results store (newest compile per variant); ``option``: the
+    command-line option that gave ``path``, for the messages.
 
     Raises:
         GateError: :func:`check_baseline`. TileprobeError: not a result file nor a store (their readers' messages).
     """
     from tileprobe.judge.verdict import judge_records
     from tileprobe.schema import load
-    check_baseline(path)
+    check_baseline(path, option)
     with open(path, "rb") as f:
         head = f.read(16)
     if head.lstrip().startswith(b"{"):
@@ -469,7 +470,7 @@ def _run_records(runs: str, probe_path: str, arch: str, tileiras: str | None) ->
 
     Raises:
         GateError: none there, or several compiler builds without ``tileiras`` to pick one."""
-    recs = [r for r in load_baseline(runs, arch=arch, tileiras=tileiras)
+    recs = [r for r in load_baseline(runs, arch=arch, tileiras=tileiras, option="--runs")
             if os.path.basename(r.probe) == os.path.basename(probe_path)]
     builds = sorted({r.tileiras for r in recs})
     if not recs:
@@ -519,6 +520,8 @@ def run_gate(probe_path: str, arch: str, expectations: Sequence[str], *, where: 
         raise GateUsageError("an expectation compares with 'baseline' but no --baseline STORE_OR_JSON was given")
     if baseline:
         check_baseline(baseline)
+    if runs:
+        check_baseline(runs, "--runs")
     if runs:
         records = select(_run_records(runs, probe_path, arch, runs_tileiras), where or {})
         result = None
