@@ -59,16 +59,16 @@ def test_a_spent_budget_stops_after_the_spread_sample_and_says_what_was_searched
     (p,) = res.problems
     rows = {r.label: r for r in p.candidates if r.config}
     searched = [r for r in rows.values() if r.status != "not_searched"]
-    assert len(rows) == 12 and len(searched) == 4                      # round 1: two waves of 2 jobs
+    assert len(rows) == 12 and len(searched) == 2                      # round 1: one wave of 2 jobs
     assert "TILE=256 occupancy=1" in {r.label for r in searched}        # the default configuration comes first
-    assert p.dropped["not_searched"] == 8 and p.coverage["compiled"] == 4 and p.coverage["configurations"] == 12
+    assert p.dropped["not_searched"] == 10 and p.coverage["compiled"] == 2 and p.coverage["configurations"] == 12
     assert p.pick is not None and p.pick.label in {r.label for r in searched if r.raced}
     assert p.pick.median_us == pytest.approx(min(TIMES[str(r.config["case"]["TILE"])] for r in searched
                                                  if r.raced), rel=0.05)
-    assert any(n.startswith("budgeted search round 1: 4 compiled (a spread sample)") for n in p.notes)
+    assert any(n.startswith("budgeted search round 1: 2 compiled (a spread sample)") for n in p.notes)
     assert all(r.reason.startswith("not compiled: the budgeted search did not reach it") for r in rows.values()
                if r.status == "not_searched")
-    assert res.environment["search"] == {"full_max": 4, "sample": 4, "jobs": 2, "leaders": 3}
+    assert res.environment["search"] == {"full_max": 4, "sample": 2, "jobs": 2, "wave_cap": 2, "leaders": 3}
 
 
 def test_a_budget_that_suffices_searches_around_the_leaders_and_finds_the_fastest(probe):

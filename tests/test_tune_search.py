@@ -55,7 +55,7 @@ def test_neighbours_are_one_step_on_one_knob():
 
 def test_settings_default_to_waves_of_the_jobs_and_reject_zero():
     s = SearchSettings(jobs=16)
-    assert (s.full_max, s.sample) == (64, 32)
+    assert (s.full_max, s.sample, s.wave_cap) == (64, 16, 16)
     with pytest.raises(ValueError, match="jobs=0"):
         SearchSettings(jobs=0)
 
@@ -107,8 +107,8 @@ def test_the_search_finds_a_bowls_minimum_compiling_a_part_of_the_space():
     assert out.outcome.pick == best.label
     assert fake.compiled[0] == configs[0]                      # round 1 takes the first ones first
     assert len(fake.compiled) == len(set(fake.compiled)) == out.tried < len(configs) // 2
-    assert out.rounds[0].kind == "sample" and out.rounds[0].compiled == 8      # two waves of 4
-    assert all(r.kind == "neighbours" and r.compiled <= 8 for r in out.rounds[1:])
+    assert out.rounds[0].kind == "sample" and out.rounds[0].compiled == 4      # one wave of 4
+    assert all(r.kind == "neighbours" and r.compiled <= 4 for r in out.rounds[1:])
     # leaders race again in the next round, beside the new candidates
     assert out.rounds[0].leader in fake.races[0] and out.rounds[0].leader in fake.races[1]
     # the merged outcome keeps every timed candidate once; the ones not raced again are eliminated
@@ -123,7 +123,7 @@ def test_the_budget_stops_the_search_after_the_first_round():
     fake = Fake(bowl, jobs=4)
     out = BudgetedSearch(configs, fake.compile, fake.race, lambda c: c.label, SearchSettings(jobs=4), 1.0,
                          clock=fake.clock).run()
-    assert len(out.rounds) == 1 and out.tried == 8 and len(fake.compiled) == 8
+    assert len(out.rounds) == 1 and out.tried == 4 and len(fake.compiled) == 4
     assert out.outcome.pick == min(fake.compiled, key=bowl).label
 
 

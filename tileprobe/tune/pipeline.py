@@ -295,7 +295,7 @@ def _searched(result, problems, arch, starter, wd, probe_paths, store, jobs, com
     result.environment = _environment(ctx.environment or {}, gpu_info, arch, num_sms or gpu_info.get("num_sms"),
                                       timing, settings, None)
     result.environment["search"] = {"full_max": search.full_max, "sample": search.sample, "jobs": search.jobs,
-                                    "leaders": search.leaders}
+                                    "wave_cap": search.wave_cap, "leaders": search.leaders}
     result.times.update(compile_s=ctx.compile_s, race_s=sum(p.race_s or 0.0 for p in result.problems),
                         check_s=sum(p.check_s or 0.0 for p in result.problems))
     result.environment["clocks"] = _clock_range(result.problems)

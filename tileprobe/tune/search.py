@@ -8,12 +8,12 @@ larger than :attr:`SearchSettings.full_max` configurations is searched in rounds
 1. **Round 1, a spread sample**: the default configuration, the stored picks of the same kernel on other problems
    (the store's tunes: a neighbouring problem's winner is often this one's), then the configurations farthest from
    those already taken (greedy max-min distance over each knob's index in its declared list, scaled to 0…1), up to
-   :attr:`SearchSettings.sample` configurations. They are compiled and raced (the race of
+   :attr:`SearchSettings.sample` configurations (one wave). They are compiled and raced (the race of
    :class:`~tileprobe.tune.race.Race`: successive elimination, checks of the finalists).
 2. **Later rounds, around the leaders**: the neighbours of the ``leaders`` fastest candidates so far — the
    configurations one step away on one knob (the next or the previous value in its list) — nearest the fastest
-   leader first, filled up to a wave with spread points when there are fewer (a wave costs the same for 1
-   compile or ``jobs``). They race against the leaders, which are timed again in the same rounds (samples of one
+   leader first, one wave a round, filled up to the wave with spread points when there are fewer (a wave costs
+   the same for 1 compile or ``jobs``). They race against the leaders, which are timed again in the same rounds (samples of one
    race are comparable; samples of two races minutes apart are not: clocks drift, docs/NOTES.md §13).
 3. **Stop** when every configuration has been tried, or when the next round's estimated cost (the last wave's
    compile time per wave × its waves, plus the last race's time) no longer fits in what is left of the budget.
@@ -51,8 +51,9 @@ class SearchSettings:
     """How a budgeted search runs (module doc).
 
     jobs: compiles that run at once (a wave). full_max: spaces up to this many configurations are compiled whole
-    (default 4 waves). sample: round 1's size (default 2 waves). leaders: how many of the fastest candidates
-    seed the next round's neighbours and race again. seed: the spread sample's tie-breaks. min_race_s: the least
+    (default 4 waves). sample: round 1's size (default 1 wave). wave_cap: the most a later round compiles
+    (default 1 wave: a round's race re-ranks the leaders before the next wave is chosen). leaders: how many of
+    the fastest candidates seed the next round's neighbours and race again. seed: the spread sample's tie-breaks. min_race_s: the least
     a round's race gets (s), even past the deadline, so that a spent budget still times round 1 (a race of a few
     candidates to ``min_samples`` takes well under a second on the H200: docs/TUNE.md).
 
@@ -65,13 +66,15 @@ class SearchSettings:
     leaders: int = 3
     seed: int = 0
     min_race_s: float = 2.0
+    wave_cap: int | None = None
 
     def __post_init__(self):
         for name in ("jobs", "leaders"):
             if getattr(self, name) < 1:
                 raise ValueError(f"search {name}={getattr(self, name)}: give 1 or more")
         self.full_max = 4 * self.jobs if self.full_max is None else self.full_max
-        self.sample = max(1, 2 * self.jobs if self.sample is None else self.sample)
+        self.sample = max(1, self.jobs if self.sample is None else self.sample)
+        self.wave_cap = max(1, self.jobs if self.wave_cap is None else self.wave_cap)
 
 
 def axes(configs: Sequence[Config]) -> list[list[str]]:
@@ -216,7 +219,7 @@ class BudgetedSearch:
         near: list[Config] = []
         for lead in self.leaders:
             near += [c for c in neighbours(self.by_id[lead], self.configs) if c not in tried and c not in near]
-        cap = 2 * self.s.jobs              # at most two waves a round: the leaders are raced again soon
+        cap = self.s.wave_cap              # the leaders are raced again before the next wave is chosen
         near = near[:cap]
         size = min(cap, max(self.s.jobs, math.ceil(len(near) / self.s.jobs) * self.s.jobs))
         fill = spread(self.configs, size - len(near), self.tried + near, self.s.seed + len(self.rounds))
