@@ -13,6 +13,32 @@ member, an object of the probe's own class) is that probe's error, with the fix,
 The compile workers import the probe again to compile (they hold the kernel); they guard probe code the same way
 (:func:`tileprobe.probe.define.probe_code_guard`) and a worker that dies or hangs is replaced
 (:mod:`tileprobe.compile.pool`).
+
+**Sessions** (issue 22, "the static stage near its floor"). Outside :func:`loader_sessions` each job — one file's
+:func:`check_file`, or one :func:`run_probe_tasks` task — gets a child of its own, which exits after its report.
+Inside it (``tileprobe tune`` enters it, beside :func:`~tileprobe.probe.zygote.warm_starts`; an audit alone loads
+each file once and does not, an audit inside a tune uses the tune's) a child stays after
+its report and waits on its socket for the next job (a ("job", dict) message: data, :mod:`tileprobe.probe.wire`),
+and a job goes to an idle child of the same probe file, working folder, ``sys.path`` and environment
+(:func:`_child_key`; overrides, targets and SM counts are per job): a file is imported once per command. Why: a
+tune imports each probe file for its plan (``tune.static.load_space``), for the audit's load (:func:`check_file`)
+and for the launch facts of each batch of landed candidates (``tune.static.launch_facts``); the TileGym matmul's
+kernel module imports torch and transformers, 2.3 s on the 2-core machine and ~5 s on the H200 host, where a cold
+tune spent plan 7.6 s + compile 17.5 s against a compile floor of 5.5 s (benchmarks/bench_tune.py, 2026-12-02;
+here ``load_space`` of that probe took 2.7 s and each further load 1.2 s with a warm zygote and
+``TILEPROBE_PLAN_CACHE=0``; benchmarks/bench_loaders.py measures the difference).
+
+Each job starts anew: its own folder as ``tempfile.tempdir``, its stage deadline, its output count and limit. The
+containment is the one of a single job: every child runs in its own session with a parent-death signal, guarded
+(:func:`tileprobe.procs.guard`), and is killed with its process group on a timeout, a crash, an output flood or a
+message that is not data — the next job on its file then gets a fresh child (so does a job given to a kept child
+that ended meanwhile before saying a word about it). A busy child is never given a second job: a job on its file
+meanwhile (the race thread's launch facts while the main thread loads) starts a second child, which stays too —
+waiting for the first would put one thread's probe code behind the other's for a saving of one import. When the
+outermost context exits (return, exception, Ctrl-C) every child is killed with its group and reaped, the guard
+forgets it, and the session's temp folder is removed. A report's ``code_files`` (the plan cache,
+:mod:`tileprobe.probe.plancache`) are the modules the child had imported when it made that report: they only grow,
+each file described as it was when first seen. ``TILEPROBE_KEEP_LOADERS=0`` turns sessions off.
 """
 from __future__ import annotations
 
