@@ -13,6 +13,32 @@ member, an object of the probe's own class) is that probe's error, with the fix,
 The compile workers import the probe again to compile (they hold the kernel); they guard probe code the same way
 (:func:`tileprobe.probe.define.probe_code_guard`) and a worker that dies or hangs is replaced
 (:mod:`tileprobe.compile.pool`).
+
+**Sessions** (issue 22, "the static stage near its floor"). Outside :func:`loader_sessions` each job — one file's
+:func:`check_file`, or one :func:`run_probe_tasks` task — gets a child of its own, which exits after its report.
+Inside it (``tileprobe tune`` enters it, beside :func:`~tileprobe.probe.zygote.warm_starts`; an audit alone loads
+each file once and does not, an audit inside a tune uses the tune's) a child stays after
+its report and waits on its socket for the next job (a ("job", dict) message: data, :mod:`tileprobe.probe.wire`),
+and a job goes to an idle child of the same probe file, working folder, ``sys.path`` and environment
+(:func:`_child_key`; overrides, targets and SM counts are per job): a file is imported once per command. Why: a
+tune imports each probe file for its plan (``tune.static.load_space``), for the audit's load (:func:`check_file`)
+and for the launch facts of each batch of landed candidates (``tune.static.launch_facts``); the TileGym matmul's
+kernel module imports torch and transformers, 2.3 s on the 2-core machine and ~5 s on the H200 host, where a cold
+tune spent plan 7.6 s + compile 17.5 s against a compile floor of 5.5 s (benchmarks/bench_tune.py, 2026-12-02;
+here ``load_space`` of that probe took 2.7 s and each further load 1.2 s with a warm zygote and
+``TILEPROBE_PLAN_CACHE=0``; benchmarks/bench_loaders.py measures the difference).
+
+Each job starts anew: its own folder as ``tempfile.tempdir``, its stage deadline, its output count and limit. The
+containment is the one of a single job: every child runs in its own session with a parent-death signal, guarded
+(:func:`tileprobe.procs.guard`), and is killed with its process group on a timeout, a crash, an output flood or a
+message that is not data — the next job on its file then gets a fresh child (so does a job given to a kept child
+that ended meanwhile before saying a word about it). A busy child is never given a second job: a job on its file
+meanwhile (the race thread's launch facts while the main thread loads) starts a second child, which stays too —
+waiting for the first would put one thread's probe code behind the other's for a saving of one import. When the
+outermost context exits (return, exception, Ctrl-C) every child is killed with its group and reaped, the guard
+forgets it, and the session's temp folder is removed. A report's ``code_files`` (the plan cache,
+:mod:`tileprobe.probe.plancache`) are the modules the child had imported when it made that report: they only grow,
+each file described as it was when first seen. ``TILEPROBE_KEEP_LOADERS=0`` turns sessions off.
 """
 from __future__ import annotations
 
@@ -24,12 +50,14 @@ import json
 import math
 import os
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field, fields
 from multiprocessing.connection import Connection, wait
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from tileprobe.errors import ProbeError
 import importlib
@@ -387,21 +415,31 @@ def _try_args(p, kernels: dict, targets, stage, fails: _Failures, skip: set, pla
 
 
 def child_main() -> None:
-    """Entry of the loader child: ``python -c … FD JOB``; sends ("stage", text) messages and one ("report",
-    FileReport) on the connection FD, then exits without running the probe's atexit handlers."""
+    """Entry of the loader child: ``python -c … FD JOB``; for each job it sends ("stage", text) messages and one
+    ("report", FileReport) on the connection FD (a socket), then exits without running the probe's atexit handlers
+    — or, when the job says ``stay`` (a :func:`loader_sessions` child), waits on FD for the parent's next
+    ("job", dict) and exits at end of file (or on anything else)."""
     from tileprobe.procs import die_with_parent
-    from tileprobe.probe import wire
     fd, job = int(sys.argv[1]), json.loads(sys.argv[2])
     die_with_parent(signal.SIGKILL, job["parent"])
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     sys.path[:] = job["sys_path"] + [p for p in sys.path if p not in job["sys_path"]]
-    tempfile.tempdir = job["tmp"]
     real_exit = os._exit
-    conn = Connection(fd, readable=False)
+    conn = Connection(fd)
     import cuda.tile  # noqa: F401  — not probe code: imported before the probe's clock starts
     from tileprobe.probe.plancache import watch_missing
     watch_missing()   # the modules probe code looks for and does not find (a plan kept for later names them)
     from tileprobe.probe import define, signature  # noqa: F401
+    while job is not None:
+        _serve_job(conn, job)
+        job = _next_job(conn) if job.get("stay") else None
+    real_exit(0)
+
+
+def _serve_job(conn: Connection, job: dict) -> None:
+    """In the loader child: run one job (:func:`check_file` or a task) and send its report, as data."""
+    from tileprobe.probe import plancache, wire
+    tempfile.tempdir = job["tmp"]      # each job's own folder (the parent removes it)
     stage = lambda t: wire.send(conn, ("stage", str(t)))   # noqa: E731
     try:
         report = (_run_task(job, stage) if job.get("task") else
@@ -411,17 +449,26 @@ def child_main() -> None:
         from tileprobe.probe.define import describe_exception
         report = FileReport(os.path.abspath(job["path"]), errors=[f"{job['path']}: loading failed inside tileprobe: "
                                                                   f"{describe_exception(e)}"])
-    from tileprobe.probe import plancache
     report.code_files = plancache.code_files() if plancache.enabled() else []   # (hashes: only when kept)
+    with contextlib.suppress(Exception):   # what the job printed is in the pipe before its report
+        sys.stdout.flush()
+        sys.stderr.flush()
     try:   # data only (tileprobe.probe.wire): the parent never unpickles what probe code made
         wire.send(conn, ("report", report_data(report)), "the probe file's report")
     except (wire.NotData, wire.WireError) as e:   # values _plan did not see (printed output, error texts)
         wire.send(conn, ("report", report_data(FileReport(report.path, errors=[
             f"{report.path}: its report cannot be sent to tileprobe as data ({e})"]))))
-    with contextlib.suppress(Exception):
-        sys.stdout.flush()
-        sys.stderr.flush()
-    real_exit(0)
+
+
+def _next_job(conn: Connection) -> dict | None:
+    """In a staying loader child: the parent's next job (a ("job", dict) message), or None to exit (end of file,
+    or anything else)."""
+    from tileprobe.probe import wire
+    try:
+        kind, payload = wire.recv(conn)
+    except (EOFError, OSError, wire.WireError, TypeError, ValueError):
+        return None
+    return payload if kind == "job" and type(payload) is dict else None
 
 
 def _run_task(job: dict, stage: Callable[[str], None]) -> FileReport:
@@ -529,41 +576,89 @@ def load_plans(paths: Sequence[str], targets: Sequence[str] = (), *,
 _BOOT = "from tileprobe.probe.contained import child_main; child_main()"
 
 
+def _job(path: str, targets, max_variants: int, tmp_root: str, overrides: tuple, task: tuple | None,
+         num_sms: int | None, stay: bool) -> dict:
+    """One loader job as data (the child's argv, or a ("job", …) message to a staying child), in a new folder
+    ``load-*`` of ``tmp_root`` that holds its task's arguments and is its ``tempfile.tempdir``."""
+    from tileprobe.probe import wire
+    tmp = tempfile.mkdtemp(prefix="load-", dir=tmp_root)
+    job = {"path": path, "targets": list(targets), "max_variants": max_variants, "parent": os.getpid(),
+           "cases": overrides[0], "hints": overrides[1], "num_sms": num_sms, "sys_path": _sys_path(), "tmp": tmp}
+    if stay:
+        job["stay"] = True
+    if task is not None:      # (function, its arguments): in a file, not on the command line (no size limit)
+        job["task"], job["task_args"] = task[0], os.path.join(tmp, "task.json")
+        with open(job["task_args"], "wb") as f:
+            f.write(wire.dumps(task[1], "the task's arguments"))
+    return job
+
+
+def _sys_path() -> list[str]:
+    return [os.path.abspath(p) if p else os.getcwd() for p in sys.path]
+
+
+def _child_key(path: str) -> tuple:
+    """What a live loader child shares with every job it may take: the probe file, and what its imports read —
+    the working folder, ``sys.path``, the interpreter and the environment (the guard's mark left out: it is set
+    once, by the first child's start). ``--case``/``--hint``, targets and SM counts are each job's own."""
+    from tileprobe.procs import GUARD_ENV
+    return (os.path.abspath(path), os.getcwd(), tuple(_sys_path()), sys.executable,
+            tuple(sorted((k, v) for k, v in os.environ.items() if k != GUARD_ENV)))
+
+
 class _Loader:
-    """One loader child for one probe file, as the parent sees it."""
+    """One loader child for one probe file, as the parent sees it: started with its first job; with ``stay``
+    (inside :func:`loader_sessions`) it waits for more after each report (:meth:`again`)."""
 
     def __init__(self, path: str, targets, max_variants: int, timeout_s: float, tmp_root: str,
-                 overrides: tuple = (None, None), task: tuple | None = None, num_sms: int | None = None):
-        from tileprobe.probe import wire
-        r, w = os.pipe()
-        tmp = tempfile.mkdtemp(prefix="load-", dir=tmp_root)
-        job = {"path": path, "targets": list(targets), "max_variants": max_variants, "parent": os.getpid(),
-               "cases": overrides[0], "hints": overrides[1], "num_sms": num_sms,
-               "sys_path": [os.path.abspath(p) if p else os.getcwd() for p in sys.path], "tmp": tmp}
-        if task is not None:      # (function, its arguments): in a file, not on the command line (no size limit)
-            job["task"], job["task_args"] = task[0], os.path.join(tmp, "task.json")
-            with open(job["task_args"], "wb") as f:
-                f.write(wire.dumps(task[1], "the task's arguments"))
+                 overrides: tuple = (None, None), task: tuple | None = None, num_sms: int | None = None,
+                 stay: bool = False):
+        job = _job(path, targets, max_variants, tmp_root, overrides, task, num_sms, stay)
         from tileprobe.procs import arm_guard
         arm_guard()               # before the environment is copied: the loader and what it starts carry the mark
         from tileprobe.procs import importable_env
         env = importable_env()
         from tileprobe.probe.zygote import start_loader
+        ours, theirs = socket.socketpair()    # jobs go down (a staying child), stages and reports come up
+        w = theirs.fileno()
         try:
             self.proc = start_loader(job, w, env) or subprocess.Popen(   # forked warm, else a fresh Python
                 [sys.executable, "-c", _BOOT, str(w), json.dumps(job)], pass_fds=(w,),
                                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                          start_new_session=True, env=env)
+        except BaseException:
+            ours.close()
+            raise
         finally:
-            os.close(w)
+            theirs.close()
         from tileprobe.procs import guard
         guard(self.proc.pid)      # ended with its group even if tileprobe is SIGKILLed (issue 25)
-        self.path, self.timeout_s = path, timeout_s
-        self.msgs: Connection | None = Connection(r, writable=False)
+        self.path, self.stay, self.key, self.jobs = path, stay, _child_key(path), 1
+        self.msgs: Connection | None = Connection(ours.detach())
         self.out_fd: int | None = self.proc.stdout.fileno()
+        self.ended, self._end_lock = False, threading.Lock()
+        self._begin(timeout_s, STARTUP_S + timeout_s, "starting Python")
+
+    def _begin(self, timeout_s: float, first_s: float, stage: str) -> None:
+        """A job starts: its stage, its deadline (``first_s`` from now), its output counted from 0."""
+        self.timeout_s, self.stage, self.report, self.error, self.heard = timeout_s, stage, None, None, False
         self.head, self.out_bytes = bytearray(), 0
-        self.stage, self.report, self.error = "starting Python", None, None
-        self.deadline = time.monotonic() + STARTUP_S + timeout_s
+        self.deadline = time.monotonic() + first_s
+
+    def again(self, job: dict, timeout_s: float) -> bool:
+        """Give this staying child its next ``job`` (:func:`_job`): its stage, deadline and output count start
+        anew. False (nothing sent) when the child has ended meanwhile; the caller then :meth:`end` s it."""
+        from tileprobe.probe import wire
+        if self.ended or self.msgs is None or self.proc.poll() is not None:
+            return False
+        self._drain(keep=False)   # what it printed between jobs is no job's output
+        try:
+            wire.send(self.msgs, ("job", job), "the loader's job")
+        except OSError:
+            return False
+        self.jobs += 1
+        self._begin(timeout_s, timeout_s, "starting its next job")
+        return True
 
     def waitables(self) -> list:
         return [x for x in (self.msgs, self.proc.stdout if self.out_fd is not None else None) if x is not None]
@@ -575,9 +670,7 @@ class _Loader:
             if not data:
                 self.out_fd = None
             self._take(data)
-            if self.out_bytes > OUTPUT_LIMIT_BYTES:
-                self.error = (f"{self.path}: printed more than {OUTPUT_LIMIT_BYTES:,} bytes while {self.stage} and was "
-                              f"stopped; remove the prints (first line: {self._first_line()!r})")
+            self._check_flood()
         if self.msgs is not None and self.msgs in ready:
             from tileprobe.probe import wire
             try:
@@ -588,12 +681,18 @@ class _Loader:
                     self.report = report_from_data(payload, self.path)
                 else:
                     raise wire.WireError(f"an unexpected message {kind!r}")
+                self.heard = True
             except (EOFError, OSError):
                 self.msgs = None
             except (wire.WireError, TypeError, ValueError) as e:
                 self.msgs = None
                 self.error = (f"{self.path}: the process loading it sent something that is not a loader's message "
                               f"({e}); it was stopped")
+
+    def _check_flood(self) -> None:
+        if self.out_bytes > OUTPUT_LIMIT_BYTES and self.error is None:
+            self.error = (f"{self.path}: printed more than {OUTPUT_LIMIT_BYTES:,} bytes while {self.stage} and was "
+                          f"stopped; remove the prints (first line: {self._first_line()!r})")
 
     def _take(self, data: bytes) -> None:
         """Count output ``data`` and keep it while the head is under :data:`OUTPUT_SHOWN_BYTES`."""
@@ -606,21 +705,31 @@ class _Loader:
 
     @property
     def finished(self) -> bool:
-        """An error, or the child closed its message pipe and either its output or itself ended: a process the probe
-        started (``subprocess.Popen`` at import) may hold the output open long after the loader is done."""
-        return self.error is not None or (self.msgs is None and (self.out_fd is None or self.proc.poll() is not None))
+        """An error; a staying child's report; or the child closed its message socket and either its output or
+        itself ended: a process the probe started (``subprocess.Popen`` at import) may hold the output open long
+        after the loader is done."""
+        return self.error is not None or (self.stay and self.report is not None) or (
+            self.msgs is None and (self.out_fd is None or self.proc.poll() is not None))
 
-    def _drain(self) -> None:
-        """Read the output already written (the loader's last lines), without waiting for a writer that stays."""
+    def _drain(self, keep: bool = True, every: bool = False) -> None:
+        """Read the output already written (the loader's last lines), without waiting for a writer that stays:
+        until the head is full, or with ``every`` all of it (counted: a staying child's job is over only then);
+        ``keep=False``: read and drop it. At most :data:`OUTPUT_LIMIT_BYTES` and a read more."""
         if self.out_fd is None:
             return
         os.set_blocking(self.out_fd, False)
+        budget = OUTPUT_LIMIT_BYTES + 65536
         with contextlib.suppress(BlockingIOError, OSError):
-            while len(self.head) < OUTPUT_SHOWN_BYTES:
+            while budget > 0 and (not keep or every or len(self.head) < OUTPUT_SHOWN_BYTES):
                 data = os.read(self.out_fd, 65536)
                 if not data:
+                    self.out_fd = None
                     break
-                self._take(data)
+                budget -= len(data)
+                if keep:
+                    self._take(data)
+        if self.out_fd is not None:
+            os.set_blocking(self.out_fd, True)
 
     def kill(self) -> None:
         """SIGKILL the child, its descendants and its process group (the group outlives a loader that has ended:
@@ -628,28 +737,180 @@ class _Loader:
         from tileprobe.procs import kill_tree
         kill_tree(self.proc.pid, group=True)   # the child is not reaped yet: its group id is still its own
 
-    def result(self) -> FileReport:
-        """The report (after :attr:`finished` or a timeout); kills the child and its process group."""
+    def end(self) -> int | None:
+        """Kill the child with its group (:meth:`kill`), reap it, let the guard forget it, close its socket; its
+        exit status (None when it had ended before). Safe to call twice, from two threads."""
+        with self._end_lock:
+            if self.ended:
+                return None
+            self.ended = True
+            from tileprobe.procs import unguard
+            self.kill()
+            status = self.proc.wait()
+            unguard(self.proc.pid)
+            if self.msgs is not None:
+                self.msgs.close()
+                self.msgs = None
+            return status
+
+    def result(self) -> FileReport | None:
+        """The report (after :attr:`finished` or a timeout). The child is ended (:meth:`end`), unless it stays and
+        its job went well: then it waits for :meth:`again`. None when a reused child ended before it said a word
+        about its job (its parent thread ended, say): the job is to be given to another child."""
         from tileprobe.schema import exit_text
         timed_out = not self.finished
-        from tileprobe.procs import unguard
-        self._drain()
-        self.kill()
-        status = self.proc.wait()
-        unguard(self.proc.pid)
+        self._drain(every=self.stay)
+        if self.stay and not timed_out:
+            self._check_flood()
+            if self.error is None and self.report is not None and self.proc.poll() is None:
+                return self._with_output(self.report)
+        status = self.end()
+        if self.jobs > 1 and not self.heard and self.error is None and not timed_out:
+            return None
         if timed_out:
-            report = FileReport(self.path, errors=[f"{self.path}: {self.stage} did not return within "
-                                                   f"{self.timeout_s:.0f} s and was stopped (an endless loop? a slow "
-                                                   "import: raise --probe-timeout)"])
-        elif self.error:
-            report = FileReport(self.path, errors=[self.error])
-        else:
-            report = self.report or FileReport(self.path, errors=[
-                f"{self.path}: the process loading it ended during {self.stage} ({exit_text(status)}) and gave no "
-                "result (a crash in an extension module, or os._exit before tileprobe could catch it)"])
-            report.output = bytes(self.head).decode(errors="replace")
-            report.output_bytes = self.out_bytes
+            return FileReport(self.path, errors=[f"{self.path}: {self.stage} did not return within "
+                                                 f"{self.timeout_s:.0f} s and was stopped (an endless loop? a slow "
+                                                 "import: raise --probe-timeout)"])
+        if self.error:
+            return FileReport(self.path, errors=[self.error])
+        return self._with_output(self.report or FileReport(self.path, errors=[
+            f"{self.path}: the process loading it ended during {self.stage} ({exit_text(status)}) and gave no "
+            "result (a crash in an extension module, or os._exit before tileprobe could catch it)"]))
+
+    def _with_output(self, report: FileReport) -> FileReport:
+        report.output = bytes(self.head).decode(errors="replace")
+        report.output_bytes = self.out_bytes
         return report
+
+
+# --- loader sessions: children that stay for a command's length (issue 22) -------------------------------------------
+
+#: ``TILEPROBE_KEEP_LOADERS=0``: :func:`loader_sessions` keeps no child (one child per job, as outside it).
+KEEP_ENV = "TILEPROBE_KEEP_LOADERS"
+
+
+class LoaderSession:
+    """The live loader children of one :func:`loader_sessions` (module doc): idle ones by :func:`_child_key`,
+    and every one started (idle or busy), to end them all at :meth:`close`. Thread-safe: a child is given to one
+    job at a time (:meth:`loader` takes it off the idle list; :meth:`put_back` returns it).
+
+    ``started`` / ``reused``: children started, and jobs given to a child that had run one before. ``tmp``: the
+    session's own temp folder (``tileprobe-loaders-*``, owned: :func:`tileprobe.procs.make_owned_tempdir`), which
+    holds each job's folder: a staying child keeps files there that its imports made, after the call that started
+    it has removed its own folder."""
+
+    def __init__(self):
+        from tileprobe.procs import make_owned_tempdir
+        self.lock = threading.Lock()
+        self.idle: list[_Loader] = []
+        self.live: list[_Loader] = []
+        self.tmp = make_owned_tempdir("loaders")
+        self.closed = False
+        self.started = self.reused = 0
+
+    def loader(self, path: str, targets, max_variants: int, timeout_s: float, tmp_root: str,
+               overrides: tuple = (None, None), task: tuple | None = None, num_sms: int | None = None) -> _Loader:
+        """A child running this job (:class:`_Loader`'s arguments): an idle one of the same :func:`_child_key`
+        given it, else a new staying one. A busy child is never given a second job: a second job on its file meanwhile
+        (the race thread's ``launch_facts`` while the main thread loads) gets a child of its own, which stays
+        too. After :meth:`close`: a child of its own that does not stay, as outside a session."""
+        key = _child_key(path)
+        while True:
+            with self.lock:
+                if self.closed:
+                    break
+                found = next((l for l in self.idle if l.key == key), None)
+                if found is None:
+                    break
+                self.idle.remove(found)
+            try:
+                given = found.again(_job(path, targets, max_variants, self.tmp, overrides, task, num_sms, True),
+                                    timeout_s)
+            except BaseException:    # the job's folder could not be made: the child waits for another
+                self.put_back(found)
+                raise
+            if given:
+                with self.lock:
+                    self.reused += 1
+                return found
+            found.end()              # it had ended (its parent thread, a signal): dropped
+            self.put_back(found)
+        if self.closed:
+            return _Loader(path, targets, max_variants, timeout_s, tmp_root, overrides, task, num_sms)
+        new = _Loader(path, targets, max_variants, timeout_s, self.tmp, overrides, task, num_sms, stay=True)
+        with self.lock:
+            self.live.append(new)
+            self.started += 1
+        return new
+
+    def put_back(self, loader: _Loader) -> None:
+        """``loader``'s job is over (:meth:`_Loader.result`): a live one waits for the next job on its file; one
+        ended, or any after :meth:`close`, is ended and forgotten."""
+        with self.lock:
+            if not loader.ended and not self.closed:
+                self.idle.append(loader)
+                return
+            if loader in self.live:
+                self.live.remove(loader)
+        loader.end()
+
+    def close(self) -> None:
+        """End every child (with its process group) and remove the temp folder. An idle child is ended here; one
+        busy in another thread is killed here and reaped by that thread (its job then reports the end)."""
+        from tileprobe.procs import remove_owned_tempdir
+        with self.lock:
+            self.closed = True
+            idle, busy = list(self.idle), [l for l in self.live if l not in self.idle]
+            self.idle.clear()
+            self.live.clear()
+        try:
+            for loader in busy:
+                loader.kill()
+            for loader in idle:
+                loader.end()
+        finally:
+            remove_owned_tempdir(self.tmp)
+
+
+_session: LoaderSession | None = None
+_session_depth = 0
+_session_lock = threading.Lock()
+
+
+def keep_loaders() -> bool:
+    """False when ``TILEPROBE_KEEP_LOADERS=0`` (:data:`KEEP_ENV`)."""
+    return os.environ.get(KEEP_ENV, "1") != "0"
+
+
+def current_session() -> LoaderSession | None:
+    """The :class:`LoaderSession` of the :func:`loader_sessions` in force (any thread), or None."""
+    return _session
+
+
+@contextlib.contextmanager
+def loader_sessions() -> Iterator[LoaderSession | None]:
+    """Inside: :func:`load_probe_files` and :func:`run_probe_tasks` give each job to an idle live child of the
+    same probe file (and working folder, ``sys.path``, environment) rather than starting one, so a file is
+    imported once per command (module doc). Nested uses share one session; the outermost ends every child and
+    removes their temp folders, on return, exception or Ctrl-C. Enter it inside
+    :func:`tileprobe.probe.zygote.warm_starts` (children forked from its zygote die with it). Yields the session
+    (None with ``TILEPROBE_KEEP_LOADERS=0``)."""
+    global _session, _session_depth
+    with _session_lock:
+        _session_depth += 1
+        if _session_depth == 1 and keep_loaders() and _session is None:
+            _session = LoaderSession()
+        session = _session
+    try:
+        yield session
+    finally:
+        with _session_lock:
+            _session_depth -= 1
+            ending = _session if _session_depth == 0 else None
+            if ending is not None:
+                _session = None
+        if ending is not None:
+            ending.close()
 
 
 def load_probe_files(paths: Sequence[str], targets: Sequence[str], *, tmp_root: str, jobs: int | None = None,
@@ -661,9 +922,10 @@ def load_probe_files(paths: Sequence[str], targets: Sequence[str], *, tmp_root: 
     order. ``timeout_s``: seconds each step of probe code may take; ``max_variants``: a probe whose grid is larger
     is not tried (its plan says ``evaluated=False``); ``find_compiler``: the first report also gives the tileiras
     cuTile would pick (``default_tileiras``), found beside the loaders
-    (:class:`~tileprobe._cutile.DefaultCompilerLookup`); ``cases`` / ``hints``: ``--case`` / ``--hint`` overrides, ``num_sms`` the SM count for ``args`` (:func:`check_file`); ``task``: (tileprobe
-    function, one argument dict per path) to run instead of :func:`check_file` (:func:`run_probe_tasks`). Ctrl-C
-    stops the children and propagates."""
+    (:class:`~tileprobe._cutile.DefaultCompilerLookup`); ``cases`` / ``hints``: ``--case`` / ``--hint`` overrides,
+    ``num_sms`` the SM count for ``args`` (:func:`check_file`); ``task``: (tileprobe function, one argument dict
+    per path) to run instead of :func:`check_file` (:func:`run_probe_tasks`). Inside :func:`loader_sessions` a
+    job goes to a live child of its file when one is idle. Ctrl-C stops the children and propagates."""
     from tileprobe.procs import default_jobs
     from tileprobe._cutile import DefaultCompilerLookup
     jobs = max(1, jobs or default_jobs())
@@ -672,28 +934,34 @@ def load_probe_files(paths: Sequence[str], targets: Sequence[str], *, tmp_root: 
     keys = [_plan_key(p, targets, max_variants, cases, hints, num_sms, t) for p, t in zip(paths, tasks)]
     reports: list[Any] = [_kept_report(k, p) for k, p in zip(keys, paths)]   # None: to load
     todo = [(i, p) for i, p in enumerate(paths) if reports[i] is None]
+    session = current_session()
+    start = session.loader if session is not None else _Loader
     running: dict[int, _Loader] = {}
     try:
         while todo or running:
             while todo and len(running) < jobs:
                 i, path = todo.pop(0)
-                running[i] = _Loader(path, targets, max_variants, timeout_s, tmp_root, (cases, hints), tasks[i],
-                                     num_sms)
+                running[i] = start(path, targets, max_variants, timeout_s, tmp_root, (cases, hints), tasks[i], num_sms)
             soonest = min(l.deadline for l in running.values())
             ready = wait([w for l in running.values() for w in l.waitables()],
                          timeout=min(max(0.0, soonest - time.monotonic()), 0.5))
             for i, loader in list(running.items()):
                 loader.pump(ready)
                 if loader.finished or time.monotonic() > loader.deadline:
-                    reports[i] = loader.result()
                     del running[i]
+                    report = loader.result()
+                    if session is not None:
+                        session.put_back(loader)
+                    if report is None:        # a reused child that was gone: the job goes to another
+                        todo.insert(0, (i, paths[i]))
+                        continue
+                    reports[i] = report
                     _keep_report(keys[i], reports[i])
     finally:
         for loader in running.values():
-            loader.kill()
-            loader.proc.wait()
-            from tileprobe.procs import unguard
-            unguard(loader.proc.pid)
+            loader.end()
+            if session is not None:
+                session.put_back(loader)
     if lookup is not None:
         reports[0].default_tileiras, reports[0].default_tileiras_error = lookup.result()
     return reports

@@ -75,12 +75,20 @@ def _sha256(path: str) -> str | None:
         return None
 
 
+#: In a loader child: each module file as :func:`code_files` first described it (path → (entry, user's own)).
+_DESCRIBED: dict[str, tuple[list, bool]] = {}
+
+
 def code_files() -> list[list]:
     """In a loader child: ``[path, size, mtime_ns, sha256 | None]`` of every module file imported in this process,
     the SHA-256 for the user's own code (outside the standard library and site-packages: an edit that keeps size
     and mtime, as ``cp -p`` or ``rsync -a`` make, is still seen), and ``[folder, -1, mtime_ns, None]`` for each
     top-level module name an import looked for and did not find, ``[name, -2, 0, None]`` (a module created later,
-    which an ``ImportError`` fallback would now import: :func:`watch_missing`)."""
+    which an ``ImportError`` fallback would now import: :func:`watch_missing`).
+
+    A file is described once per process, the first time it is seen (:data:`_DESCRIBED`): a loader child that
+    stays for several jobs (:func:`tileprobe.probe.contained.loader_sessions`) ran each module once, and a later
+    report describes the file as it was then, not as an edit made since left it."""
     installed = _installed_roots()
     out, seen, folders = [], set(), []
     for module in list(sys.modules.values()):
@@ -88,12 +96,15 @@ def code_files() -> list[list]:
         if not isinstance(path, str) or path in seen:
             continue
         seen.add(path)
-        try:
-            st = os.stat(path)
-        except OSError:
-            continue
-        mine = not os.path.realpath(path).startswith(installed)
-        out.append([path, st.st_size, st.st_mtime_ns, _sha256(path) if mine else None])
+        if path not in _DESCRIBED:
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            mine = not os.path.realpath(path).startswith(installed)
+            _DESCRIBED[path] = ([path, st.st_size, st.st_mtime_ns, _sha256(path) if mine else None], mine)
+        entry, mine = _DESCRIBED[path]
+        out.append(list(entry))
         if mine and os.path.dirname(path) not in folders:
             folders.append(os.path.dirname(path))     # a probe's folder is on sys.path only while it is imported
     dirs = folders + [os.path.abspath(p or ".") for p in sys.path if isinstance(p, str)]

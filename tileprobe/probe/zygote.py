@@ -223,9 +223,15 @@ class Zygote:
     def close(self) -> None:
         """End the zygote: SIGTERM makes it exit; one still busy after :attr:`CLOSE_GRACE_S` (inside an import) is
         SIGKILLed. Its temp folder (this process's) is then removed, so nothing of it is left when the command
-        returns; its children get their parent-death signals."""
-        with contextlib.suppress(OSError):
-            self.sock.close()
+        returns; its children get their parent-death signals (their ``poll``/``wait`` say -SIGKILL from now on,
+        rather than asking a closed socket)."""
+        with self.lock:
+            self.dead = True
+            for child in self.children.values():
+                child.returncode = -signal.SIGKILL
+            self.children.clear()
+            with contextlib.suppress(OSError):
+                self.sock.close()
         from tileprobe.procs import remove_owned_tempdir, stop_process, sweep_leftovers
         stop_process(self.proc, self.CLOSE_GRACE_S)
         remove_owned_tempdir(self.tmp)
