@@ -125,8 +125,8 @@ def test_planted_hang_and_crash_are_contained(sm):
         assert by_name["planted_hang"].run.status == "hang"
         assert by_name["healthy"].run.status == "ok"
         crash = by_name["planted_crash"].run
-        assert crash["status"] == "crash", _table([by_name["planted_crash"]])
-        assert crash["fatal"] and crash["cuda_error"] in (700, 719), crash
+        assert crash.status == "crash", _table([by_name["planted_crash"]])
+        assert crash.fatal and crash.cuda_error in (700, 719), crash.to_dict()
         assert took < 2 * (FAULT_TIMEOUT_S + 10) + 10
         # the variant after the crash runs in a clean worker
         again = copy.deepcopy(by_name["healthy"])
