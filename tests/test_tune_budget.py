@@ -110,3 +110,10 @@ def test_stored_picks_of_the_kernel_on_other_problems_come_first(tmp_path):
         got = stored_picks(s, problem)
     assert [c.label for c in got] == ["TILE=1024 occupancy=1", "TILE=512 occupancy=2"]   # newest first
     assert stored_picks(None, problem) == []
+
+
+def test_the_summary_counts_unreached_configurations_apart_from_failures(probe):
+    from tileprobe.report.tune import summary_line
+    (p,) = run(probe, 0.01).problems
+    line = summary_line(p)
+    assert "0 failed" in line and "10 not searched (the budget)" in line and line.endswith("→ 2 to time"), line

@@ -41,19 +41,21 @@ def _counts(d: dict) -> str:
 
 def summary_line(p: ProblemResult) -> str:
     """``12 configurations: 7 rejected by constraints (fits: 4, …), 1 failed (compile_error: 1), 1 duplicate
-    launches → 3 to time``."""
+    launches → 3 to time``; a budgeted search's unreached configurations are ``N not searched (the budget)``."""
     rejected = {k[len("constraint:"):]: n for k, n in p.dropped.items() if k.startswith("constraint:")}
     own = rejected.pop("programs_own", None) is not None     # a recorded search: only the program's are its space
     failed = {k: n for k, n in p.dropped.items() if not k.startswith("constraint:")
-              and k not in ("duplicate_launch", "hang_risk")}
-    hangs = p.dropped.get("hang_risk", 0)
+              and k not in ("duplicate_launch", "hang_risk", "not_searched")}
+    hangs, unsearched = p.dropped.get("hang_risk", 0), p.dropped.get("not_searched", 0)
     rows = [r for r in p.candidates if r.config is not None]
-    timed = sum(1 for r in rows if r.same_launch_as is None and r.status not in failed and r.status != "hang_risk")
+    timed = sum(1 for r in rows if r.same_launch_as is None and r.status not in failed
+                and r.status not in ("hang_risk", "not_searched"))
     dupes = ("duplicate launches not looked for (no SM count)" if NO_SM_COUNT in (p.notes or [])
              else f"{p.dropped.get('duplicate_launch', 0)} duplicate launches")
     return (f"{len(rows) + sum(rejected.values())} configurations{' (the program' + chr(39) + 's)' if own else ''}: "
             f"{sum(rejected.values())} rejected by constraints{_counts(rejected)}, {sum(failed.values())} failed{_counts(failed)}, "
-            + (f"{hangs} predicted to hang (not launched), " if hangs else "") + f"{dupes} → {timed} to time")
+            + (f"{hangs} predicted to hang (not launched), " if hangs else "")
+            + (f"{unsearched} not searched (the budget), " if unsearched else "") + f"{dupes} → {timed} to time")
 
 
 def fate_counts(rows: list[CandidateRow]) -> dict[str, int]:
