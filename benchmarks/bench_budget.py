@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -31,14 +30,8 @@ PROBE = os.path.join(HERE, "probes", "tilegym_matmul_486.py")
 STEPS = ("full", "budget", "dobench")
 STEP_TIMEOUT_S = 580.0
 REQUIRED_RATIO = 1.02
-
-
-def _fresh(path: str) -> str:
-    if os.path.isdir(path):
-        shutil.rmtree(path)
-    elif os.path.exists(path):
-        os.remove(path)
-    return path
+sys.path.insert(0, HERE)
+from bench_tune import _fresh  # noqa: E402 — the same empty-path helper as bench_tune's steps
 
 
 def _run(name: str, cmd: list[str], out: str, env: dict) -> dict:
