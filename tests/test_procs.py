@@ -90,7 +90,9 @@ def test_kill_tree_with_group_ends_an_orphan_left_in_the_group():
     proc = subprocess.Popen(["bash", "-c", f"(sleep {mark} &) ; echo started; sleep 300"], stdout=subprocess.PIPE,
                             start_new_session=True)
     assert proc.stdout.readline() == b"started\n"
-    orphans = _alive_with(mark)
+    end = time.monotonic() + 5.0     # the forked sleep may not have exec'd (its cmdline still bash's) yet
+    while not (orphans := _alive_with(mark)) and time.monotonic() < end:
+        time.sleep(0.02)
     assert orphans and all(os.getpgid(p) == proc.pid for p in orphans)
     victims = kill_tree(proc.pid, group=True)
     assert proc.pid in victims and proc.wait(timeout=10) == -signal.SIGKILL
