@@ -39,7 +39,38 @@ def test_a_fast_latecomer_wins_and_the_race_waited_for_it():
     assert out.entry("a").status == "eliminated" and out.entry("b").status in ("eliminated",)
     # b was alone in front of a long before "late" came: the race did not stop at one survivor, it waited
     assert arrivals.blocked == 1
-    assert gpu.checked == ["late"]
+    # b, the leader while the race waited, was checked then (no wall time after the last landing); late at the end
+    assert gpu.checked == ["b", "late"]
+
+
+def test_the_leader_is_checked_while_the_race_waits_and_not_again_after_a_slower_latecomer():
+    plan = {"a": (100.0, 0.3), "b": (130.0, 0.3), "late": (160.0, 0.3)}
+    gpu = FakeGPU(plan)
+    order = []
+    real_check = gpu.check
+    gpu.check = lambda cid: (order.append((cid, len(gpu.calls))), real_check(cid))[1]
+    arrivals = Arrivals(gpu, [(40, ["late"])])
+    out = Race(["a", "b"], gpu.measure, gpu.check, RaceSettings(), clock=gpu.clock, arrivals=arrivals).run()
+    assert out.pick == "a" and out.entry("late").status == "eliminated"
+    assert gpu.checked == ["a"]                 # once: the slower latecomer changed nothing
+    (_, calls_then), = order
+    assert calls_then < 40                      # before "late" landed (after 40 measure calls)
+    assert out.entry("a").check["status"] == "ok"
+
+
+def test_a_wrong_leader_found_while_waiting_puts_the_eliminated_back():
+    plan = {"a": (100.0, 0.3), "b": (130.0, 0.3), "late": (160.0, 0.3)}
+    gpu = FakeGPU(plan, wrong={"a"})
+    order = []
+    real_check = gpu.check
+    gpu.check = lambda cid: (order.append((cid, len(gpu.calls))), real_check(cid))[1]
+    arrivals = Arrivals(gpu, [(60, ["late"])])
+    out = Race(["a", "b"], gpu.measure, gpu.check, RaceSettings(), clock=gpu.clock, arrivals=arrivals).run()
+    assert out.entry("a").status == "wrong"
+    assert out.pick == "b" and out.verdict == "winner"
+    assert out.entry("late").status == "eliminated" and len(out.entry("late").samples) >= 10
+    # a was checked (wrong) and b, put back in, checked too, both before "late" landed after 60 measure calls
+    assert [c for c, _ in order] == ["a", "b"] and all(n < 60 for _, n in order)
 
 
 def test_a_latecomer_gets_min_samples_of_its_own_before_elimination():

@@ -17,7 +17,7 @@ watchdog'd worker, the tests a fake. The method (``docs/TUNE.md``):
 4. **Latecomers** (``arrivals``): candidates compiled while the race runs join before the next round and race
    from then on; elimination needs ``min_samples`` of a candidate's own samples, so a latecomer is judged after as
    many batches as an early one. The race does not stop (one survivor, a tie, max samples) while more may come: it
-   waits for the next one instead.
+   checks the finalists (6.) and waits for the next one instead.
 5. **Failures** are results: a batch that hangs, crashes or errs takes its candidate out with that status; the
    race goes on (the measure function restarts its worker).
 6. **Correctness before a name**: the leader and every candidate within noise of it (the *finalists*) are
@@ -219,6 +219,8 @@ class Race:
             self._admit(False)
             reason = self._stop_reason()
             if reason and self._more and not self._over_budget():
+                if self._check_while_waiting():
+                    continue         # a finalist was wrong: the others are judged again first
                 self._admit(True)    # it would stop, but candidates are still compiling: wait for the next one
                 continue
             if reason:
@@ -228,6 +230,18 @@ class Race:
                 self.stop = "budget"
                 return
             self._round(len(self.rounds) + 1)
+
+    def _check_while_waiting(self) -> bool:
+        """Check the finalists not yet checked while the race waits for candidates still compiling (the checks then
+        cost no wall time after the last one lands). True when one was wrong: the eliminated candidates are put
+        back and judged again against the new leader, as after the race (:meth:`run`)."""
+        if self.check is None or not self._check(self._finalists()):
+            return False
+        for e in self.entries:
+            if e.status == "eliminated":
+                e.status, e.eliminated_round, e.reason = "racing", None, ""
+        self._eliminate(len(self.rounds))
+        return True
 
     def _admit(self, block: bool) -> None:
         """Add the candidates that landed (module doc, "Latecomers"): each starts with no samples and is judged by
