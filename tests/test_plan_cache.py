@@ -114,3 +114,40 @@ def test_an_unsafe_cache_entry_is_a_miss_not_a_hang(cache, kind):
      "folder": lambda: entry.mkdir()}[kind]()
     assert len(audit([probe], ["sm_90"], jobs=1).records) == 4
     assert len(started) == 2 and not [n for n in os.listdir(plans) if n.startswith(".")]
+
+
+def test_inside_a_loader_session_the_save_is_made_by_the_saver_thread_and_waited_for_at_its_end(cache, monkeypatch):
+    """The report is encoded and written off the command's path (issue 22), with the fields it had when kept; the
+    session's end waits for the write, so the next process finds it."""
+    import threading
+    from tileprobe.probe import contained, plancache
+    tmp, started = cache
+    probe = str(tmp / "probe_vadd.py")
+    saved_by = []
+    real_save = plancache.save
+
+    def slow_save(k, report, files):
+        saved_by.append(threading.current_thread().name)
+        import time
+        time.sleep(0.3)          # the write is still going when load_probe_files returns
+        real_save(k, report, files)
+    monkeypatch.setattr(plancache, "save", slow_save)
+    plans = tmp / "cache" / "tileprobe" / "plans"
+    with contained.loader_sessions():
+        (report,) = contained.load_probe_files([probe], ["sm_90"], tmp_root=str(tmp), jobs=1)
+        report.default_tileiras = "/set/after/the/keep"
+        assert not plans.exists() or not os.listdir(plans)      # not yet written
+    assert saved_by == ["tileprobe-plan-saves"]
+    (name,) = os.listdir(plans)
+    kept = plancache.lookup(name[:-len(".json")])
+    assert kept["default_tileiras"] != "/set/after/the/keep" and len(kept["plans"]) == len(report.plans)
+    started.clear()
+    (again,) = contained.load_probe_files([probe], ["sm_90"], tmp_root=str(tmp), jobs=1)
+    assert started == [] and len(again.plans) == len(report.plans)
+
+
+def test_outside_a_session_the_save_is_made_before_load_probe_files_returns(cache):
+    from tileprobe.probe import contained
+    tmp, _ = cache
+    contained.load_probe_files([str(tmp / "probe_vadd.py")], ["sm_90"], tmp_root=str(tmp), jobs=1)
+    assert len(os.listdir(tmp / "cache" / "tileprobe" / "plans")) == 1

@@ -96,6 +96,10 @@ def init_slow():
     time.sleep(3600)
 
 
+def init_one_second():
+    time.sleep(1.0)
+
+
 def fake_variant(record, cubin, probe_path, seed=0, **kw):
     """Stands in for worker.run_variant: behaves as the record's case says."""
     mode = record["case"]["mode"]
@@ -252,6 +256,27 @@ def test_close_stops_the_worker_and_is_idempotent():
     w.close()
     w.close()
     assert not alive(pid) and new_children() == []
+
+
+def test_close_while_another_thread_starts_the_worker_stops_it_as_it_comes_up():
+    """A tune whose plan fails closes its watchdog while the worker it started beside the plan is still starting
+    (issue 22): the start gives the worker up and says why; no process is left."""
+    import threading
+    w = Watchdog(init=task("init_one_second"), grace_s=0.5)
+    seen = {}
+
+    def start():
+        try:
+            seen["info"] = w.start()
+        except (WorkerStartError, OSError) as e:
+            seen["error"] = e
+    t = threading.Thread(target=start)
+    t.start()
+    time.sleep(0.3)              # the worker is up, sleeping in its init
+    w.close()
+    t.join(30)
+    assert "info" not in seen and "closed while its worker started" in str(seen["error"])
+    assert w.pids and not alive(w.pids[-1]) and new_children() == []
 
 
 def test_worker_that_cannot_start_raises_with_its_reason():

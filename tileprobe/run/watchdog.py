@@ -110,6 +110,7 @@ class Watchdog:
         self.restarts = 0                  # workers replaced after a hang, crash or sticky error
         self.info: dict = {}
         self._worker: _Worker | None = None
+        self._closes = 0                   # close() calls: a start that sees it change gives its worker up
         self._ids = itertools.count(1)
         self._logdir = tempfile.mkdtemp(prefix="tileprobe-run-")
         self._finalizer = weakref.finalize(self, _shutdown, self.__dict__)
@@ -126,7 +127,12 @@ class Watchdog:
         if self._worker is None or self._worker.proc.poll() is not None:
             if self._worker is not None:
                 self._kill(self._worker)
-            self._worker = self._spawn()
+            closes = self._closes
+            w = self._spawn()
+            if self._closes != closes:   # closed by another thread meanwhile (a tune that ended before its race)
+                self._kill(w)
+                raise WorkerStartError("the watchdog was closed while its worker started")
+            self._worker = w
         return self._worker.info
 
     def _spawn(self) -> _Worker:
@@ -162,7 +168,9 @@ class Watchdog:
         return w
 
     def close(self) -> None:
-        """Stop the worker (politely, then by force) and reap it. Safe to call twice."""
+        """Stop the worker (politely, then by force) and reap it. Safe to call twice, and while another thread is in
+        :meth:`start` (the worker it starts is stopped as it comes up)."""
+        self._closes += 1
         w, self._worker = self._worker, None
         if w is not None:
             try:

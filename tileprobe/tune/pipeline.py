@@ -200,18 +200,18 @@ def tune(probe_paths: Sequence[str], *, arch: str | None = None, budget_s: float
 def _tune(t0, result, race_settings, timing_settings, probe_paths, arch, export, bundle, store, jobs, timeout_s,
           compile_timeout_s, seed, confidence, num_sms, dry_run, watchdog, toolchains, tasks, progress, where, cases,
           hints, executor, probe_timeout_s, run_hang_risk=False, search_full_max=None) -> TuneResult:
-    problems, result.probe_errors = load_space(probe_paths, where=where, cases=cases, hints=hints,
-                                               probe_timeout_s=probe_timeout_s)
-    if not problems:
-        from tileprobe.errors import IncompleteError     # exit 3, as audit's "no probe could be loaded"
-        raise IncompleteError("nothing to tune: no probe could be loaded:\n  " + "\n  ".join(result.probe_errors))
-    result.times["plan_s"] = time.perf_counter() - t0
     own = watchdog is None and not dry_run
-    if not dry_run:
+    if not dry_run:        # the GPU worker starts now (torch, a CUDA context: 3.5-5.3 s on the H200), beside the plan
         from tileprobe.run.watchdog import Watchdog
         watchdog = watchdog or Watchdog(timeout_s=timeout_s)
     starter = _WorkerStarter(watchdog) if not dry_run else None
     try:
+        problems, result.probe_errors = load_space(probe_paths, where=where, cases=cases, hints=hints,
+                                                   probe_timeout_s=probe_timeout_s)
+        if not problems:
+            from tileprobe.errors import IncompleteError     # exit 3, as audit's "no probe could be loaded"
+            raise IncompleteError("nothing to tune: no probe could be loaded:\n  " + "\n  ".join(result.probe_errors))
+        result.times["plan_s"] = time.perf_counter() - t0
         arch = _target_arch(arch, starter)
         gpu, compile_sms = None, num_sms
         if compile_sms is None and not bundle and any("num_sms" in p.probe.args_context for p in problems):
