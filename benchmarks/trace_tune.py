@@ -39,7 +39,7 @@ def install() -> None:
     """Wrap the functions the timeline names."""
     from tileprobe.tune import overlap, gpu, race, pipeline, static
     wrap(overlap.Overlap, "on_record", before=lambda self, rec, cubin: (
-        "landed", rec.variant, rec.status, "cubin" if cubin else "stored/none"))
+        "landed", rec.hints, rec.status, "cubin" if cubin else "stored/none"))
     wrap(overlap.Overlap, "compiled", before=lambda self: ("compiles all landed",))
     wrap(gpu.WorkerBench, "measure", after=lambda b, s, self, cid, rnd: (
         f"batch r{rnd} {s:.3f} s n={len(b.samples_us)} {b.status}", cid))
