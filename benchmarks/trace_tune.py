@@ -68,6 +68,12 @@ def install() -> None:
         log("compile_variants ends")
     from tileprobe.exec import local
     pool.compile_variants = audit_pipeline.compile_variants = local.compile_variants = compile_variants
+    from tileprobe.probe import zygote
+    wrap(zygote.Zygote, "start", before=lambda self, entry, *a, **k: (
+        f"zygote fork of {entry} (torch_free={self.torch_free}, heavy={k.get('heavy', False)}) asked",),
+        after=lambda r, s, self, entry, *a, **k: (f"zygote fork of {entry} took {s:.3f} s",))
+    from tileprobe.compile import toolcache
+    wrap(toolcache, "cached_default", after=lambda r, s: (f"toolcache default compiler: {'hit' if r else 'miss'}",))
     wrap(audit_pipeline, "load_probe_files", before=lambda *a, **k: ("audit's load_probe_files begins",),
          after=lambda r, s, *a, **k: (f"audit's load_probe_files took {s:.2f} s",))
 
