@@ -8,6 +8,7 @@ from rich.console import Console
 
 from tileprobe.run import session
 from tileprobe.run.watchdog import TaskOutcome
+from tileprobe.records import RegisterPool
 from tileprobe.schema import VariantRecord, Verdict
 
 CUBIN = b"cubin bytes"
@@ -37,7 +38,7 @@ def _records(probe) -> list[VariantRecord]:
         out.append(VariantRecord(kernel="rms", probe=str(probe), case={"ALLOW_TMA": False}, hints={"occupancy": occ},
                                  arch="sm_90", tileiras="V13.3.36", status="ok", cubin_sha256=SHA, symbol="k",
                                  threads=256, registers=24, ctas_per_sm=8,
-                                 register_pool={"verdict": verdict, "reason": REASON if occ == 16 else "fine"}))
+                                 register_pool=RegisterPool(verdict=verdict, reason=REASON if occ == 16 else "fine")))
     return out
 
 

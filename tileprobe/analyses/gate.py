@@ -273,15 +273,14 @@ def _check_one(e: Expectation, r: VariantRecord, base: dict) -> Failure | None:
 
 def _check_pool(e: Expectation, r: VariantRecord, label: str) -> Failure | None:
     """``no hang risk``: the register-pool verdict (issue 23) is pool_ok or none."""
-    pool = r.register_pool or {}
-    verdict = pool.get("verdict")
+    verdict = r.pool_verdict
     if verdict in ("pool_ok", "none"):
         return None
     if verdict is None:
         why = (r.sass or {}).get("error") if isinstance(r.sass, dict) else None
         return Failure(e.text, label, "no hang risk", "unknown", "the SASS was not read" + (
                        f": {why}" if why else " (nvdisasm missing, or --no-sass)"), unchecked=True)
-    return Failure(e.text, label, "no hang risk", verdict, pool.get("reason", ""), unchecked=verdict != "hang_risk")
+    return Failure(e.text, label, "no hang risk", verdict, r.pool_reason, unchecked=verdict != "hang_risk")
 
 
 def _check_spills(e: Expectation, r: VariantRecord, label: str) -> Failure | None:

@@ -25,6 +25,7 @@ from importlib import metadata
 from tileprobe.model.arch import get_arch
 from tileprobe.model.regpool import UNKNOWN
 from tileprobe.model.regpool import check_listing
+from tileprobe.records import RegisterPool, keyed_from_dict
 
 if TYPE_CHECKING:
     from tileprobe.schema import VariantRecord
@@ -291,7 +292,7 @@ def sass_summary(cubin: bytes, symbol: str) -> dict:
         names = [k.name for k in traits.kernels]
         kernel = traits.kernel(symbol if symbol in names else None)
         return {"target": traits.target, **kernel.to_dict(),
-                "register_pool": register_pool(cubin, listing, kernel.name, traits.target)}
+                "register_pool": register_pool(cubin, listing, kernel.name, traits.target).to_dict()}
     except TileprobeError as e:
         return {"error": str(e)}
 
@@ -305,27 +306,27 @@ def tma_data_ops(r: VariantRecord) -> int | None:
     return sum(n for op, n in sass["tma"].items() if op in TMA_DATA_OPCODES)
 
 
-def register_pool(cubin: bytes, listing: str, kernel: str, target: str | None) -> dict:
-    """The register-pool check of ``kernel`` (:func:`tileprobe.model.regpool.check_listing`) as a dict, with the
-    launch count and CTA shape read from the cubin; ``{"verdict": "unknown", "reason": …}`` when the cubin's
-    facts cannot be read."""
+def register_pool(cubin: bytes, listing: str, kernel: str, target: str | None) -> RegisterPool:
+    """The register-pool check of ``kernel`` (:func:`tileprobe.model.regpool.check_listing`) as the record keeps
+    it, with the launch count and CTA shape read from the cubin; ``RegisterPool(verdict="unknown", reason=…)`` when
+    the cubin's facts cannot be read."""
     from tileprobe.model.cubin import CubinInfo
     try:
         info = CubinInfo.from_bytes(cubin)
         k = info.kernel(kernel) if any(x.name == kernel for x in info.kernels) else info.kernel()
     except CubinError as e:
-        return {"verdict": UNKNOWN, "reason": f"the cubin's launch facts cannot be read: {e}"}
+        return RegisterPool(verdict=UNKNOWN, reason=f"the cubin's launch facts cannot be read: {e}")
     try:
         unit = get_arch(target or info.target).reg_alloc_unit
     except TileprobeError:
         unit = 256   # every arch tileprobe has limits for allocates registers in 256-register units per warp
-    return check_listing(listing, kernel, k.regs_per_thread, k.threads_per_cta, tuple(k.reqntid), unit).to_dict()
+    return check_listing(listing, kernel, k.regs_per_thread, k.threads_per_cta, tuple(k.reqntid), unit).record()
 
 
-def split_register_pool(summary: dict | None) -> tuple[dict | None, dict | None]:
-    """``(sass, register_pool)``: :func:`sass_summary`'s dict without its ``register_pool`` entry, and that entry
-    (the record keeps it as its own field, ``VariantRecord.register_pool``)."""
+def split_register_pool(summary: dict | None) -> tuple[dict | None, RegisterPool | None]:
+    """``(sass, register_pool)``: :func:`sass_summary`'s dict (the compile worker's pipe form) without its
+    ``register_pool`` entry, and that entry as the record keeps it (its own field, ``VariantRecord.register_pool``)."""
     if not summary:
         return summary, None
     sass = dict(summary)
-    return sass, sass.pop("register_pool", None)
+    return sass, keyed_from_dict(RegisterPool, sass.pop("register_pool", None))

@@ -206,10 +206,9 @@ def pool_cell(r: VariantRecord) -> str:
 
 def pool_line(r: VariantRecord) -> str | None:
     """``register pool hang_risk: <reason>`` for a record whose SASS has setmaxnreg, else None."""
-    pool = r.register_pool or {}
-    if not r.ok or pool.get("verdict") in (None, "none"):
+    if not r.ok or r.pool_verdict in (None, "none"):
         return None
-    return f"register pool {pool['verdict']}: {pool.get('reason', '')}"
+    return f"register pool {r.pool_verdict}: {r.pool_reason}"
 
 
 def compile_timeout_line(r: VariantRecord) -> str | None:
