@@ -6,6 +6,7 @@ from tileprobe.analyses.bisect import Step, bisect_versions, candidates
 from tileprobe.analyses.compare import Comparison, compare_records, split_by_compiler
 from tileprobe.errors import TileprobeError
 from tileprobe.report.markdown import compare_markdown
+from tileprobe.records import PtxFacts
 from tileprobe.schema import VariantRecord, VariantRun, Verdict
 from tileprobe.toolchain import Toolchain
 
@@ -351,7 +352,7 @@ def test_spill_growth_is_a_regression_even_with_more_ctas_and_mma_switch_is_list
     for r, (ldl, stl) in zip(a + b, [(3323, 3317), (61, 74), (1096, 1051), (6640, 6600), (204, 271), (6640, 6600)]):
         r.sass = {"spill_loads": ldl, "spill_stores": stl, "matrix_families": ["HGMMA"], "tma": {"UTMALDG": 33}}
     a[2].sass.update(matrix_families=["HMMA"], tma={})
-    a[2].ptx, b[2].ptx = {"maxnreg": 256}, {"maxnreg": 168}
+    a[2].ptx, b[2].ptx = PtxFacts(maxnreg=256), PtxFacts(maxnreg=168)
     by = {c.a.hints["occupancy"]: c for c in compare_records(a, b)}
     assert by[1].kind == "regression" and by[1].details[0] == "spills 3323 LDL/3317 STL → 6640 LDL/6600 STL (×2.0)"
     assert by[2].kind == "regression" and by[2].details[:2] == ["spills 61 LDL/74 STL → 204 LDL/271 STL (×3.5)",

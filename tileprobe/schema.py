@@ -96,7 +96,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tileprobe.errors import TileprobeError
-from tileprobe.records import Key, KeyedRecord, RegisterPool, keyed_from_dict
+from tileprobe.records import Key, KeyedRecord, PtxFacts, RegisterPool, keyed_from_dict
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version
 from tileprobe._version import __version__
@@ -427,7 +427,7 @@ class VariantRecord:
     deterministic: bool | None = None
     sass: dict | None = None
     remarks: list = field(default_factory=list)
-    ptx: dict | None = None
+    ptx: PtxFacts | None = None
     run: VariantRun | None = None
     failure: str | None = None
     message: str = ""
@@ -521,7 +521,7 @@ class VariantRecord:
 
 #: The record fields held as :class:`~tileprobe.records.KeyedRecord`\ s and their classes: ``to_dict``/``from_dict``
 #: convert them (key order and unknown keys kept).
-KEYED_FIELDS: dict[str, type[KeyedRecord]] = {"run": VariantRun, "register_pool": RegisterPool}
+KEYED_FIELDS: dict[str, type[KeyedRecord]] = {"ptx": PtxFacts, "run": VariantRun, "register_pool": RegisterPool}
 
 #: Register-pool verdicts (``VariantRecord.register_pool.verdict``; :mod:`tileprobe.model.regpool`).
 HANG_RISK, POOL_OK, POOL_UNKNOWN, POOL_NONE = "hang_risk", "pool_ok", "unknown", "none"

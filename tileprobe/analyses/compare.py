@@ -249,7 +249,7 @@ def _notable_changes(a: VariantRecord, b: VariantRecord, why: list[str]) -> list
     elif ta is not None and tb is not None and bool(ta) != bool(tb):
         out.append(f"TMA {ta} → {tb} instructions")
         _why(why, WHY["tma"])
-    ca, cb = (a.ptx or {}).get("maxnreg"), (b.ptx or {}).get("maxnreg")
+    ca, cb = (a.ptx.maxnreg if a.ptx else None), (b.ptx.maxnreg if b.ptx else None)
     if (a.ptx and b.ptx) and ca != cb:
         out.append(f"register cap (.maxnreg) {ca or 'none'} → {cb or 'none'}")
         _why(why, WHY["regcap"])

@@ -157,8 +157,7 @@ def record_from(res: CompileResult) -> VariantRecord:
     rec.cluster_dims = list(k.cluster_dims) if k.cluster_dims else None
     rec.cubin_sha256, rec.code_sha256 = info.sha256, info.code_sha256
     if k.ptx is not None:
-        rec.ptx = {"maxnreg": k.ptx.maxnreg, "reqntid": list(k.ptx.reqntid) if k.ptx.reqntid else None,
-                   "minnctapersm": k.ptx.minnctapersm}
+        rec.ptx = k.ptx.record()
     if not has_limits(v.arch):   # issue 9: sm_107 is compiled and read; its CTAs/SM are not sourced (NOT_SOURCED)
         rec.limiter = None
         rec.sass, rec.register_pool = split_register_pool(res.sass)

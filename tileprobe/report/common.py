@@ -8,6 +8,7 @@ from typing import Iterable, Sequence
 
 from tileprobe.model.arch import NOT_SOURCED
 from tileprobe.model.sass import tma_data_ops
+from tileprobe.records import PtxFacts
 # noqa: F401  (short_build: the renderers' label)
 from tileprobe.schema import (NOTEWORTHY_STATUSES, VariantRecord, VariantRun, Verdict, short_build)
 from collections import Counter
@@ -255,14 +256,14 @@ def remark_lines(r: VariantRecord, limit: int | None = 6) -> list[str]:
 
 def ptx_text(r: VariantRecord) -> str:
     """The compiler's decision as the embedded PTX states it: ``.maxnreg 168 .reqntid 384 .minnctapersm 1``."""
-    p = r.ptx or {}
+    p = r.ptx if r.ptx is not None else PtxFacts()
     parts = []
-    if p.get("maxnreg"):
-        parts.append(f".maxnreg {p['maxnreg']}")
-    if p.get("reqntid"):
-        parts.append(".reqntid " + ",".join(map(str, p["reqntid"])))
-    if p.get("minnctapersm"):
-        parts.append(f".minnctapersm {p['minnctapersm']}")
+    if p.maxnreg:
+        parts.append(f".maxnreg {p.maxnreg}")
+    if p.reqntid:
+        parts.append(".reqntid " + ",".join(map(str, p.reqntid)))
+    if p.minnctapersm:
+        parts.append(f".minnctapersm {p.minnctapersm}")
     return " ".join(parts)
 
 
