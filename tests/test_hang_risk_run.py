@@ -8,7 +8,7 @@ from rich.console import Console
 
 from tileprobe.run import session
 from tileprobe.run.watchdog import TaskOutcome
-from tileprobe.records import RegisterPool
+from tileprobe.records import CompileTimeout, RegisterPool
 from tileprobe.schema import VariantRecord, Verdict
 
 CUBIN = b"cubin bytes"
@@ -120,9 +120,11 @@ def test_compile_time_against_the_programs_compiler_timeout(tmp_path):
     failed = VariantRecord(kernel="rms", probe="p", case={}, hints={}, arch="sm_90", tileiras="t", status="timeout")
     check_compile_timeout(recs + [failed], 5.0)
     assert [r.exceeds_compile_timeout for r in recs] == [True, False, False] and failed.compile_timeout is None
-    assert recs[0].compile_timeout == {"timeout_s": 5.0, "compile_s": 5.6, "margin_s": -0.6, "exceeds": True,
-                                       "source": "--compiler-timeout"}
-    assert recs[1].compile_timeout["margin_s"] == 4.6
+    assert recs[0].compile_timeout == CompileTimeout(timeout_s=5.0, compile_s=5.6, margin_s=-0.6, exceeds=True,
+                                                     source="--compiler-timeout")
+    assert recs[0].to_dict()["compile_timeout"] == {"timeout_s": 5.0, "compile_s": 5.6, "margin_s": -0.6,
+                                                    "exceeds": True, "source": "--compiler-timeout"}
+    assert recs[1].compile_timeout.margin_s == 4.6 and recs[1].compile_timeout.exceeds is False
     assert compile_timeout_line(recs[0]).startswith("compile 5.60 s exceeds the program's compiler timeout of 5 s "
                                                     "(--compiler-timeout) by 0.60 s")
     assert compile_timeout_line(recs[1]) is None

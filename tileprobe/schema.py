@@ -96,7 +96,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tileprobe.errors import TileprobeError
-from tileprobe.records import Key, KeyedRecord, PtxFacts, RegisterPool, keyed_from_dict
+from tileprobe.records import CompileTimeout, Key, KeyedRecord, PtxFacts, RegisterPool, keyed_from_dict
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version
 from tileprobe._version import __version__
@@ -433,7 +433,7 @@ class VariantRecord:
     message: str = ""
     fix: str = ""
     register_pool: RegisterPool | None = None
-    compile_timeout: dict | None = None
+    compile_timeout: CompileTimeout | None = None
 
     @property
     def ok(self) -> bool:
@@ -500,7 +500,7 @@ class VariantRecord:
     @property
     def exceeds_compile_timeout(self) -> bool:
         """Whether this variant's compile took longer than the compiler timeout it was checked against."""
-        return bool((self.compile_timeout or {}).get("exceeds"))
+        return self.compile_timeout is not None and bool(self.compile_timeout.exceeds)
 
     @property
     def pool_verdict(self) -> str | None:
@@ -521,7 +521,8 @@ class VariantRecord:
 
 #: The record fields held as :class:`~tileprobe.records.KeyedRecord`\ s and their classes: ``to_dict``/``from_dict``
 #: convert them (key order and unknown keys kept).
-KEYED_FIELDS: dict[str, type[KeyedRecord]] = {"ptx": PtxFacts, "run": VariantRun, "register_pool": RegisterPool}
+KEYED_FIELDS: dict[str, type[KeyedRecord]] = {"ptx": PtxFacts, "run": VariantRun, "register_pool": RegisterPool,
+                                              "compile_timeout": CompileTimeout}
 
 #: Register-pool verdicts (``VariantRecord.register_pool.verdict``; :mod:`tileprobe.model.regpool`).
 HANG_RISK, POOL_OK, POOL_UNKNOWN, POOL_NONE = "hang_risk", "pool_ok", "unknown", "none"

@@ -215,11 +215,11 @@ def pool_line(r: VariantRecord) -> str | None:
 def compile_timeout_line(r: VariantRecord) -> str | None:
     """``compile 42.9 s exceeds the program's compiler timeout of 5 s by 37.9 s`` for a record checked against a
     compiler timeout whose compile exceeds it (issue 23), else None."""
-    ct = r.compile_timeout or {}
-    if not ct.get("exceeds"):
+    ct = r.compile_timeout
+    if not r.exceeds_compile_timeout:
         return None
-    return (f"compile {ct['compile_s']:.2f} s exceeds the program's compiler timeout of {ct['timeout_s']:g} s "
-            f"({ct.get('source', '')}) by {-ct['margin_s']:.2f} s on this machine (compiles run side by side, so "
+    return (f"compile {ct.compile_s:.2f} s exceeds the program's compiler timeout of {ct.timeout_s:g} s "
+            f"({ct.source or ''}) by {-ct.margin_s:.2f} s on this machine (compiles run side by side, so "
             "a quieter machine may be faster): a program that compiles it under that timeout on a cold cache may "
             "fail with TileCompilerTimeoutError")
 
