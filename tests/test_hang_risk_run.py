@@ -8,7 +8,7 @@ from rich.console import Console
 
 from tileprobe.run import session
 from tileprobe.run.watchdog import TaskOutcome
-from tileprobe.records import CompileTimeout, RegisterPool
+from tileprobe.records import CompileTimeout, RegisterPool, SassFacts
 from tileprobe.schema import VariantRecord, Verdict
 
 CUBIN = b"cubin bytes"
@@ -136,7 +136,7 @@ def test_static_advice_never_picks_a_predicted_hang(tmp_path):
     from tileprobe.judge.advice import static_advice
     recs = _records(tmp_path / "p.py")
     for r, ctas in zip(recs, (4, 8, 2)):
-        r.ctas_per_sm, r.stack_bytes, r.sass = ctas, 0, {"spill_loads": 0, "spill_stores": 0}
+        r.ctas_per_sm, r.stack_bytes, r.sass = ctas, 0, SassFacts(spill_loads=0, spill_stores=0)
         r.verdicts = {"occupancy": Verdict("honoured", "")}
     best, line = static_advice(recs)
     # occupancy 16 has more CTAs/SM than 4 and 8, and hangs: it is named as such, never weighed as a build

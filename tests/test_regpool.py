@@ -21,7 +21,7 @@ needs_nvdisasm = pytest.mark.skipif(not have_nvdisasm(), reason="nvdisasm not in
 def _check(cubin: Path) -> RegisterPool:
     data = cubin.read_bytes()
     sass, pool = split_register_pool(sass_summary(data, ""))
-    assert "register_pool" not in sass and sass["setmaxnreg"]
+    assert "register_pool" not in sass and sass.setmaxnreg
     return pool
 
 
@@ -50,7 +50,7 @@ def test_occupancy_4_cubin_balances_its_pool():
 def test_a_cubin_without_setmaxnreg_has_verdict_none():
     data = (DATA / "cubins" / "vec_add_sm_90.cubin").read_bytes()
     sass, pool = split_register_pool(sass_summary(data, ""))
-    assert sass["setmaxnreg"] == [] and pool.verdict == NONE
+    assert sass.setmaxnreg == [] and pool.verdict == NONE
 
 
 @needs_nvdisasm

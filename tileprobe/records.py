@@ -172,3 +172,9 @@ class SassFacts(KeyedRecord):
     matrix: dict | None = Key()            # matrix opcode → count
     matrix_families: list | None = Key()   # matrix opcodes present, sorted
     error: str | None = Key()              # why the SASS was not read (nvdisasm missing or failing)
+    kernels: Any = Key()                   # per-kernel traits, in files of another shape (gate reads their spills)
+
+    def spills(self) -> dict | None:
+        """The spill counts as the object holds them (``{"spill_loads": N, "spill_stores": N}``, its keys and
+        order), or None when it has none (the tune rows' ``spills``)."""
+        return {k: v for k, v in self._items.items() if "spill" in k} or None

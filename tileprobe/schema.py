@@ -96,7 +96,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tileprobe.errors import TileprobeError
-from tileprobe.records import CompileTimeout, Key, KeyedRecord, PtxFacts, RegisterPool, keyed_from_dict
+from tileprobe.records import (CompileTimeout, Key, KeyedRecord, PtxFacts, RegisterPool, SassFacts,
+                               keyed_from_dict)
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version
 from tileprobe._version import __version__
@@ -425,7 +426,7 @@ class VariantRecord:
     knobs: dict = field(default_factory=dict)
     code_hashes: list = field(default_factory=list)
     deterministic: bool | None = None
-    sass: dict | None = None
+    sass: SassFacts | None = None
     remarks: list = field(default_factory=list)
     ptx: PtxFacts | None = None
     run: VariantRun | None = None
@@ -521,8 +522,8 @@ class VariantRecord:
 
 #: The record fields held as :class:`~tileprobe.records.KeyedRecord`\ s and their classes: ``to_dict``/``from_dict``
 #: convert them (key order and unknown keys kept).
-KEYED_FIELDS: dict[str, type[KeyedRecord]] = {"ptx": PtxFacts, "run": VariantRun, "register_pool": RegisterPool,
-                                              "compile_timeout": CompileTimeout}
+KEYED_FIELDS: dict[str, type[KeyedRecord]] = {"sass": SassFacts, "ptx": PtxFacts, "run": VariantRun,
+                                              "register_pool": RegisterPool, "compile_timeout": CompileTimeout}
 
 #: Register-pool verdicts (``VariantRecord.register_pool.verdict``; :mod:`tileprobe.model.regpool`).
 HANG_RISK, POOL_OK, POOL_UNKNOWN, POOL_NONE = "hang_risk", "pool_ok", "unknown", "none"
@@ -531,13 +532,13 @@ POOL_NOT_CHECKED = ("not checked: the record was written before the register-poo
                     "issue 23); audit again with the store (it checks the stored cubin) or with --no-store")
 
 
-def derive_register_pool(sass: dict | None) -> RegisterPool | None:
+def derive_register_pool(sass: SassFacts | None) -> RegisterPool | None:
     """``register_pool`` for a record written before it existed, from its ``sass`` summary (see the version
     history): None without SASS traits (or with their ``error``), ``none`` when no setmaxnreg was listed, else
     ``unknown`` with :data:`POOL_NOT_CHECKED`; ``{verdict, reason}`` only, as such records are written back."""
-    if not isinstance(sass, dict) or "error" in sass or "setmaxnreg" not in sass:
+    if not isinstance(sass, SassFacts) or "error" in sass or "setmaxnreg" not in sass:
         return None
-    if not sass.get("setmaxnreg"):
+    if not sass.setmaxnreg:
         return RegisterPool(verdict=POOL_NONE, reason="no USETMAXREG (setmaxnreg) in the SASS")
     return RegisterPool(verdict=POOL_UNKNOWN, reason=POOL_NOT_CHECKED)
 
@@ -584,7 +585,8 @@ RECORD_FIELD_TYPES: dict[str, tuple] = {
     "threads": (int, None), "registers": (int, None), "driver_shared_bytes": (int, None),
     "shared_bytes": (int, None), "ctas_per_sm": (int, None), "cubin_sha256": (str, None), "verdicts": (dict, None),
     "knobs": (dict, None), "run": (dict, None), "occupancy_pct": (int, float, None), "stack_bytes": (int, None),
-    "register_pool": (dict, None), "compile_s": (int, float, None)}
+    "register_pool": (dict, None), "compile_s": (int, float, None), "sass": (dict, None), "ptx": (dict, None),
+    "compile_timeout": (dict, None)}
 _TYPE_NAMES = {str: "a string", dict: "an object", list: "a list", int: "an integer", float: "a number",
                None: "null"}
 

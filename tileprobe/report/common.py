@@ -8,7 +8,7 @@ from typing import Iterable, Sequence
 
 from tileprobe.model.arch import NOT_SOURCED
 from tileprobe.model.sass import tma_data_ops
-from tileprobe.records import PtxFacts
+from tileprobe.records import PtxFacts, SassFacts
 # noqa: F401  (short_build: the renderers' label)
 from tileprobe.schema import (NOTEWORTHY_STATUSES, VariantRecord, VariantRun, Verdict, short_build)
 from collections import Counter
@@ -232,10 +232,10 @@ def sass_columns(rows: Iterable[VariantRecord]) -> list[tuple[str, callable]]:
     if any(r.cluster_dims for r in rows):
         cols.append(("cluster", lambda r: "×".join(map(str, r.cluster_dims)) if r.cluster_dims else "-"))
     if any(r.sass and "spill_loads" in r.sass for r in rows):
-        cols.append(("LDL/STL", lambda r: f"{r.sass['spill_loads']}/{r.sass['spill_stores']}"
+        cols.append(("LDL/STL", lambda r: f"{r.sass.spill_loads}/{r.sass.spill_stores}"
                      if r.sass and "spill_loads" in r.sass else "-"))
         cols.append(("TMA", lambda r: str(tma_data_ops(r)) if tma_data_ops(r) is not None else "-"))
-        cols.append(("MMA", lambda r: ",".join(r.sass.get("matrix_families", [])) or "-"
+        cols.append(("MMA", lambda r: ",".join(r.sass.matrix_families or []) or "-"
                      if r.sass and "matrix" in r.sass else "-"))
     if any(r.ok and r.pool_verdict not in (None, "none") for r in rows):
         cols.append((POOL_HEADER, pool_cell))
@@ -279,9 +279,8 @@ def record_side(r: VariantRecord | None) -> str:
     t = f"; {run.median_us:.1f} µs" if run.median_us and run.status in (None, "ok") else ""
     if run.status not in (None, "ok"):
         t = f"; run {run.status}"
-    sass = r.sass or {}
-    spill = f" {sass['spill_loads']}/{sass['spill_stores']} LDL/STL" if sass.get("spill_loads") or \
-        sass.get("spill_stores") else ""
+    sass = r.sass or SassFacts()
+    spill = f" {sass.spill_loads}/{sass.spill_stores} LDL/STL" if sass.spill_loads or sass.spill_stores else ""
     hang = " HANG RISK" if r.hang_risk else ""
     return f"{r.threads}×{r.registers}r {r.shared_bytes:,}B {r.ctas_per_sm}/SM{spill}{hang} {v}{t}"
 

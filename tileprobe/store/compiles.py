@@ -46,7 +46,7 @@ import json
 import sqlite3
 from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
-from tileprobe.records import RegisterPool, keyed_from_dict
+from tileprobe.records import RegisterPool, SassFacts, keyed_from_dict
 from tileprobe.schema import value_key, verdicts_from_dict
 from tileprobe.store.connection import _SAVED, StoreConnection, now
 from types import SimpleNamespace
@@ -116,7 +116,7 @@ def _pool_verdict(raw: dict) -> str | None:
     """The register-pool verdict of a stored record's JSON (derived from its SASS when stored before the check)."""
     from tileprobe.schema import derive_register_pool
     pool = keyed_from_dict(RegisterPool, raw["register_pool"]) if "register_pool" in raw else \
-        derive_register_pool(raw.get("sass"))
+        derive_register_pool(SassFacts.from_dict(raw["sass"]) if isinstance(raw.get("sass"), dict) else None)
     return pool.verdict if pool is not None else None
 
 
@@ -124,7 +124,7 @@ def _stale_pool(rec: VariantRecord) -> bool:
     """Whether a stored record's register-pool check (issue 23) is missing or from an older model while its SASS
     has setmaxnreg: then the store checks the stored cubin again."""
     from tileprobe.model.regpool import MODEL_VERSION
-    if not (rec.sass or {}).get("setmaxnreg"):
+    if not (rec.sass and rec.sass.setmaxnreg):
         return False
     return rec.register_pool is None or rec.register_pool.model_version != MODEL_VERSION
 
@@ -209,11 +209,11 @@ class CompilesMixin(StoreConnection):
         return found, todo
 
     def _add_sass(self, key: str, rec) -> None:
-        from tileprobe.model.sass import sass_summary, split_register_pool   # the workers' SASS summary: stored = fresh
+        from tileprobe.model.sass import sass_facts   # the workers' SASS summary: stored = fresh
         cubin = self.cubin(rec.cubin_sha256) if rec.cubin_sha256 else None
         if cubin is None:
             return
-        rec.sass, rec.register_pool = split_register_pool(sass_summary(cubin, rec.symbol))
+        rec.sass, rec.register_pool = sass_facts(cubin, rec.symbol)
         record = rec.to_dict()
         record.update(verdicts={}, run=None)
         with self._transaction() as c:
