@@ -6,6 +6,7 @@ from tileprobe.analyses.bisect import Step, bisect_versions, candidates
 from tileprobe.analyses.compare import Comparison, compare_records, split_by_compiler
 from tileprobe.errors import TileprobeError
 from tileprobe.report.markdown import compare_markdown
+from tileprobe.records import PtxFacts, SassFacts
 from tileprobe.schema import VariantRecord, VariantRun, Verdict
 from tileprobe.toolchain import Toolchain
 
@@ -331,12 +332,12 @@ def test_bisect_on_no_crash_finds_where_the_crash_became_an_error():
 def test_spill_amounts_are_shown_when_both_sides_spill():
     a = [rec(A, 1, 256, 255, 1000, 1, "a")]
     b = [rec(B, 1, 256, 255, 1000, 1, "b")]
-    a[0].sass, b[0].sass = {"spill_loads": 172, "spill_stores": 94}, {"spill_loads": 23, "spill_stores": 23}
+    a[0].sass, b[0].sass = SassFacts(spill_loads=172, spill_stores=94), SassFacts(spill_loads=23, spill_stores=23)
     (c,) = compare_records(a, b)
     # issue 27: judged by amount: 266 → 46 LDL+STL is an improvement, with its ratio and reason
     assert c.kind == "improvement" and c.details == ["spills 172 LDL/94 STL → 23 LDL/23 STL (×0.2)"]
     assert c.why == ["fewer spills: less local-memory traffic"]
-    b[0].sass = {"spill_loads": 180, "spill_stores": 94}     # +8: within SPILL_MIN, shown, not judged
+    b[0].sass = SassFacts(spill_loads=180, spill_stores=94)     # +8: within SPILL_MIN, shown, not judged
     (c,) = compare_records(a, b)
     assert c.kind == "changed" and c.details == ["spills 172 LDL/94 STL → 180 LDL/94 STL (both spill)"]
 
@@ -349,9 +350,9 @@ def test_spill_growth_is_a_regression_even_with_more_ctas_and_mma_switch_is_list
     b = [rec(B, 1, 384, 168, 166280, 1, "b1"), rec(B, 2, 128, 255, 33868, 2, "b2"),
          rec(B, 4, 384, 168, 166280, 1, "b4")]
     for r, (ldl, stl) in zip(a + b, [(3323, 3317), (61, 74), (1096, 1051), (6640, 6600), (204, 271), (6640, 6600)]):
-        r.sass = {"spill_loads": ldl, "spill_stores": stl, "matrix_families": ["HGMMA"], "tma": {"UTMALDG": 33}}
-    a[2].sass.update(matrix_families=["HMMA"], tma={})
-    a[2].ptx, b[2].ptx = {"maxnreg": 256}, {"maxnreg": 168}
+        r.sass = SassFacts(spill_loads=ldl, spill_stores=stl, matrix_families=["HGMMA"], tma={"UTMALDG": 33})
+    a[2].sass = a[2].sass.replace(matrix_families=["HMMA"], tma={})
+    a[2].ptx, b[2].ptx = PtxFacts(maxnreg=256), PtxFacts(maxnreg=168)
     by = {c.a.hints["occupancy"]: c for c in compare_records(a, b)}
     assert by[1].kind == "regression" and by[1].details[0] == "spills 3323 LDL/3317 STL → 6640 LDL/6600 STL (×2.0)"
     assert by[2].kind == "regression" and by[2].details[:2] == ["spills 61 LDL/74 STL → 204 LDL/271 STL (×3.5)",
@@ -422,7 +423,7 @@ def test_bisect_shows_what_it_measured_and_the_toolkit_parts(monkeypatch, capsys
     from tileprobe.analyses.bisect import measured
     from tileprobe.cli import main
     r = rec(B, 1, 384, 168, 1000, 1, "x")
-    r.sass, r.stack_bytes = {"spill_loads": 3323, "spill_stores": 3317}, 8720
+    r.sass, r.stack_bytes = SassFacts(spill_loads=3323, spill_stores=3317), 8720
     assert measured("no spills", r) == "3323 LDL/3317 STL, 8,720 B stack"
     assert measured("registers<=128", r) == "registers 168" and measured("occupancy honoured", r) == \
         "occupancy honoured"

@@ -15,6 +15,7 @@ from tileprobe.cli import main
 from tileprobe.report.terminal import gate_text
 from tileprobe.analyses.gate import (GateError, check, parse_expectation, parse_where,
                             run_gate, select)
+from tileprobe.records import SassFacts
 from tileprobe.schema import VariantRecord, VariantRun, Verdict, dump
 from tileprobe.store import Store
 
@@ -154,7 +155,7 @@ def test_resource_expectations():
     assert (fails[1].expected, fails[1].got) == ("ctas_per_sm >= 2", "ctas_per_sm = 1")
     assert "limiter: registers" in fails[1].reason
     spills = rec()
-    spills.sass = {"kernels": [{"name": "k", "spill_loads": 3, "spill_stores": 2}]}
+    spills.sass = SassFacts(kernels=[{"name": "k", "spill_loads": 3, "spill_stores": 2}])
     assert check([spills], ["no spills"])[0].got == "0 B stack frame per thread, 3 LDL / 2 STL in SASS"
 
 

@@ -8,6 +8,7 @@ from rich.console import Console
 
 from tileprobe.run import session
 from tileprobe.run.watchdog import TaskOutcome
+from tileprobe.records import CompileTimeout, RegisterPool, SassFacts
 from tileprobe.schema import VariantRecord, Verdict
 
 CUBIN = b"cubin bytes"
@@ -37,7 +38,7 @@ def _records(probe) -> list[VariantRecord]:
         out.append(VariantRecord(kernel="rms", probe=str(probe), case={"ALLOW_TMA": False}, hints={"occupancy": occ},
                                  arch="sm_90", tileiras="V13.3.36", status="ok", cubin_sha256=SHA, symbol="k",
                                  threads=256, registers=24, ctas_per_sm=8,
-                                 register_pool={"verdict": verdict, "reason": REASON if occ == 16 else "fine"}))
+                                 register_pool=RegisterPool(verdict=verdict, reason=REASON if occ == 16 else "fine")))
     return out
 
 
@@ -119,9 +120,11 @@ def test_compile_time_against_the_programs_compiler_timeout(tmp_path):
     failed = VariantRecord(kernel="rms", probe="p", case={}, hints={}, arch="sm_90", tileiras="t", status="timeout")
     check_compile_timeout(recs + [failed], 5.0)
     assert [r.exceeds_compile_timeout for r in recs] == [True, False, False] and failed.compile_timeout is None
-    assert recs[0].compile_timeout == {"timeout_s": 5.0, "compile_s": 5.6, "margin_s": -0.6, "exceeds": True,
-                                       "source": "--compiler-timeout"}
-    assert recs[1].compile_timeout["margin_s"] == 4.6
+    assert recs[0].compile_timeout == CompileTimeout(timeout_s=5.0, compile_s=5.6, margin_s=-0.6, exceeds=True,
+                                                     source="--compiler-timeout")
+    assert recs[0].to_dict()["compile_timeout"] == {"timeout_s": 5.0, "compile_s": 5.6, "margin_s": -0.6,
+                                                    "exceeds": True, "source": "--compiler-timeout"}
+    assert recs[1].compile_timeout.margin_s == 4.6 and recs[1].compile_timeout.exceeds is False
     assert compile_timeout_line(recs[0]).startswith("compile 5.60 s exceeds the program's compiler timeout of 5 s "
                                                     "(--compiler-timeout) by 0.60 s")
     assert compile_timeout_line(recs[1]) is None
@@ -133,7 +136,7 @@ def test_static_advice_never_picks_a_predicted_hang(tmp_path):
     from tileprobe.judge.advice import static_advice
     recs = _records(tmp_path / "p.py")
     for r, ctas in zip(recs, (4, 8, 2)):
-        r.ctas_per_sm, r.stack_bytes, r.sass = ctas, 0, {"spill_loads": 0, "spill_stores": 0}
+        r.ctas_per_sm, r.stack_bytes, r.sass = ctas, 0, SassFacts(spill_loads=0, spill_stores=0)
         r.verdicts = {"occupancy": Verdict("honoured", "")}
     best, line = static_advice(recs)
     # occupancy 16 has more CTAs/SM than 4 and 8, and hangs: it is named as such, never weighed as a build

@@ -57,7 +57,7 @@ def test_the_hint_less_build_is_the_reference_of_occupancy(records):
 
 def test_new_spills_against_the_hint_less_build_are_named(records):
     four = _one(records, "sm_89", (128, 128, 32), occupancy=4)
-    assert four.sass["spill_loads"] > 0 and four.stack_bytes > 0
+    assert four.sass.spill_loads > 0 and four.stack_bytes > 0
     assert four.verdicts["occupancy"].reason.endswith(
         f"vs the hint-less build: registers 239→128, shared B 81,920→16,400, stack B 0→{four.stack_bytes}, "
         "CTAs/SM 1→4, new spills")

@@ -19,6 +19,7 @@ import pytest
 from tileprobe.cli import main
 from tileprobe.analyses.compare import compiler_steps_by_kernel
 from tileprobe.report.html import NO_MATPLOTLIB, VERDICT_STYLE, render_html
+from tileprobe.records import SassFacts
 from tileprobe.schema import VariantRecord, VariantRun, Verdict
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -93,8 +94,8 @@ def test_report_has_tables_plots_verdicts_times_and_remarks():
 def test_what_changed_between_compilers_sass_columns_and_failures_once():
     recs = synthetic()
     for r in recs:
-        r.sass = {"spill_loads": 3 if r.hints["occupancy"] == 4 else 0, "spill_stores": 1, "tma": {"UTMALDG": 2},
-                  "matrix": {"HMMA": 64}, "matrix_families": ["HMMA"]}
+        r.sass = SassFacts(spill_loads=3 if r.hints["occupancy"] == 4 else 0, spill_stores=1, tma={"UTMALDG": 2},
+                           matrix={"HMMA": 64}, matrix_families=["HMMA"])
     for occ in (1, 2):      # the same traceback twice on sm_90, where nothing compiled
         recs.append(rec(B134, True, occ, status="compile_error", arch="sm_90",
                         error="Traceback (most recent call last):\nUnsupportedFeatureError: float4_e2m1fn"))

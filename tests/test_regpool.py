@@ -9,6 +9,7 @@ import pytest
 
 from tileprobe.model.regpool import HANG_RISK, NONE, POOL_OK, UNKNOWN, check_listing
 from tileprobe.model.sass import have_nvdisasm, register_pool, sass_summary, split_register_pool
+from tileprobe.records import PoolInstruction, RegisterPool
 from tileprobe.schema import POOL_NOT_CHECKED, VariantRecord
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -17,31 +18,31 @@ OCC4 = DATA / "regpool" / "rms_norm_large_13.3.36_tma_off_occ4_sm_90.cubin"
 needs_nvdisasm = pytest.mark.skipif(not have_nvdisasm(), reason="nvdisasm not installed")
 
 
-def _check(cubin: Path) -> dict:
+def _check(cubin: Path) -> RegisterPool:
     data = cubin.read_bytes()
     sass, pool = split_register_pool(sass_summary(data, ""))
-    assert "register_pool" not in sass and sass["setmaxnreg"]
+    assert "register_pool" not in sass and sass.setmaxnreg
     return pool
 
 
 @needs_nvdisasm
 def test_occupancy_16_cubin_is_a_hang_risk():
     pool = _check(OCC16)
-    assert pool["verdict"] == HANG_RISK
-    assert (pool["registers_per_thread"], pool["threads"], pool["pool_registers"]) == (24, 256, 6144)
-    assert [(i["action"], i["target"], i["warps"], i["retry_loop"]) for i in pool["instructions"]] == [
+    assert pool.verdict == HANG_RISK
+    assert (pool.registers_per_thread, pool.threads, pool.pool_registers) == (24, 256, 6144)
+    assert [(i.action, i.target, i.warps, i.retry_loop) for i in pool.instructions] == [
         ("TRY_ALLOC", 32, [4], True), ("TRY_ALLOC", 32, [5, 6, 7], True)]
-    assert "no reachable USETMAXREG.DEALLOC" in pool["reason"] and "6,144 registers" in pool["reason"]
-    assert "0x2930" in pool["reason"] and "32 registers per thread" in pool["reason"]
+    assert "no reachable USETMAXREG.DEALLOC" in pool.reason and "6,144 registers" in pool.reason
+    assert "0x2930" in pool.reason and "32 registers per thread" in pool.reason
 
 
 @needs_nvdisasm
 def test_occupancy_4_cubin_balances_its_pool():
     pool = _check(OCC4)
-    assert pool["verdict"] == POOL_OK
-    assert pool["warpgroup_counts"] == [96, 32]
-    assert pool["demand_registers"] == pool["pool_registers"] == 64 * 256
-    assert [(i["action"], i["target"], i["warps"]) for i in pool["instructions"]] == [
+    assert pool.verdict == POOL_OK
+    assert pool.warpgroup_counts == [96, 32]
+    assert pool.demand_registers == pool.pool_registers == 64 * 256
+    assert [(i.action, i.target, i.warps) for i in pool.instructions] == [
         ("TRY_ALLOC", 96, [0, 1, 2, 3]), ("DEALLOC", 32, [4]), ("DEALLOC", 32, [5, 6, 7])]
 
 
@@ -49,7 +50,7 @@ def test_occupancy_4_cubin_balances_its_pool():
 def test_a_cubin_without_setmaxnreg_has_verdict_none():
     data = (DATA / "cubins" / "vec_add_sm_90.cubin").read_bytes()
     sass, pool = split_register_pool(sass_summary(data, ""))
-    assert sass["setmaxnreg"] == [] and pool["verdict"] == NONE
+    assert sass.setmaxnreg == [] and pool.verdict == NONE
 
 
 @needs_nvdisasm
@@ -57,10 +58,10 @@ def test_matmul_producer_consumer_split_is_ok():
     """tests/data/cubins/matmul_occ4_sm_90.cubin (tileiras 13.4.92): warpgroup 0 grows to 224 past wgmma
     instructions (whose results must not be taken for the warp index), warpgroup 1's warps shrink to 32."""
     pool = _check(DATA / "cubins" / "matmul_occ4_sm_90.cubin")
-    assert pool["verdict"] == POOL_OK and pool["warpgroup_counts"] == [224, 32]
-    assert [i["warps"] for i in pool["instructions"]] == [[0, 1, 2, 3], [4], [5], [6, 7]]
+    assert pool.verdict == POOL_OK and pool.warpgroup_counts == [224, 32]
+    assert [i.warps for i in pool.instructions] == [[0, 1, 2, 3], [4], [5], [6, 7]]
     only_frees = _check(DATA / "cubins" / "matmul_sm_90.cubin")
-    assert only_frees["verdict"] == POOL_OK and "never asked for more" in only_frees["reason"]
+    assert only_frees.verdict == POOL_OK and "never asked for more" in only_frees.reason
 
 
 @needs_nvdisasm
@@ -71,7 +72,7 @@ def test_the_same_cubin_with_registers_to_spare_is_ok():
     data = OCC16.read_bytes()
     listing = disassemble(data)
     assert check_listing(listing, None, 32, 256, (256, 1, 1)).verdict == POOL_OK
-    assert register_pool(data, listing, "nope", "sm_90a")["verdict"] == HANG_RISK   # unknown name: the only kernel
+    assert register_pool(data, listing, "nope", "sm_90a").verdict == HANG_RISK   # unknown name: the only kernel
 
 
 def _listing(body: str) -> str:
@@ -163,7 +164,37 @@ def test_an_old_record_gets_its_pool_verdict_from_its_sass():
     base = {"kernel": "k", "probe": "p", "case": {}, "hints": {}, "arch": "sm_90", "tileiras": "t", "status": "ok"}
     assert VariantRecord.from_dict({**base, "sass": {"setmaxnreg": []}}).pool_verdict == NONE
     old = VariantRecord.from_dict({**base, "sass": {"setmaxnreg": [["TRY_ALLOC", 32]]}})
-    assert old.pool_verdict == UNKNOWN and old.register_pool["reason"] == POOL_NOT_CHECKED and not old.hang_risk
+    assert old.pool_verdict == UNKNOWN and old.register_pool.reason == POOL_NOT_CHECKED and not old.hang_risk
     assert VariantRecord.from_dict(base).register_pool is None
     new = VariantRecord.from_dict({**base, "register_pool": {"verdict": HANG_RISK, "reason": "r"}})
     assert new.hang_risk and VariantRecord.from_dict(new.to_dict()).register_pool == new.register_pool
+
+
+def test_register_pool_is_a_record_that_writes_back_every_shape_unchanged():
+    """Issue 24: ``register_pool`` is a :class:`RegisterPool` inside the program; an old ``{verdict, reason}`` (no
+    model_version), keys in another order and a newer tileprobe's unknown key all write back as they were read."""
+    import json
+    base = {"kernel": "k", "probe": "p", "case": {}, "hints": {}, "arch": "sm_90", "tileiras": "t", "status": "ok"}
+    shapes = [{"verdict": POOL_OK, "reason": "fine"},
+              {"reason": "r", "verdict": HANG_RISK, "model_version": 1, "future": {"x": [1]},
+               "instructions": [{"address": 16, "action": "TRY_ALLOC", "target": 32, "later": True}]}]
+    for pool in shapes:
+        rec = VariantRecord.from_dict({**base, "register_pool": pool})
+        assert isinstance(rec.register_pool, RegisterPool) and rec.pool_verdict == pool["verdict"]
+        assert json.dumps(rec.to_dict()["register_pool"]) == json.dumps(pool)
+    rec = VariantRecord.from_dict({**base, "register_pool": shapes[1]})
+    (ins,) = rec.register_pool.instructions
+    assert isinstance(ins, PoolInstruction) and (ins.address, ins.target, ins.warps) == (16, 32, None)
+    assert rec.register_pool.extra == {"future": {"x": [1]}} and rec.register_pool.threads is None
+    assert VariantRecord.from_dict({**base, "register_pool": shapes[0]}).register_pool.model_version is None
+    with pytest.raises(TypeError, match="RegisterPool has no field verdic"):
+        RegisterPool(verdic=HANG_RISK)
+
+
+def test_the_check_builds_the_record_it_writes():
+    """``PoolCheck.record()`` is what the record keeps, its JSON the keys issue 23 wrote, in that order."""
+    c = check_listing(_listing("S2R R0, SR_TID.X\nEXIT"), None, 16, 128)
+    pool = c.record()
+    assert isinstance(pool, RegisterPool) and (pool.verdict, pool.registers_per_thread, pool.threads) == (NONE, 16, 128)
+    assert list(c.to_dict()) == ["verdict", "reason", "model_version", "registers_per_thread", "threads",
+                                 "pool_registers", "demand_registers", "warpgroup_counts", "instructions"]

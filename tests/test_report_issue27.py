@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 
 from tileprobe.report.terminal import render_audit
+from tileprobe.records import SassFacts
 from tileprobe.schema import VariantRecord, Verdict
 
 
@@ -18,7 +19,7 @@ def _rec(occ, lines, spills=(0, 0), verdicts=None):
                          tileiras="release 13.4, V13.4.92", status="ok", threads=256, registers=128,
                          shared_bytes=1000, driver_shared_bytes=1000, ctas_per_sm=1, code_sha256=f"c{occ}",
                          remarks=[_rem(n) for n in lines],
-                         sass={"spill_loads": spills[0], "spill_stores": spills[1]},
+                         sass=SassFacts(spill_loads=spills[0], spill_stores=spills[1]),
                          verdicts=verdicts or {"occupancy": Verdict("met", "1 CTA/SM ≥ 1")})
 
 

@@ -109,3 +109,28 @@ def test_readers_use_the_typed_run():
     assert (st.n, st.mean_us, st.stdev_us, st.source) == (100, 26.1, 0.5, "summary")
     assert r.to_dict()["run"] == {"status": "ok", "median_us": 26.0, "spread_pct": 1.2, "reps": 100,
                                   "stdev_us": 0.5, "mean_us": 26.1}
+
+
+def test_the_sass_facts_are_a_record_and_write_back_the_same_json():
+    from tileprobe.records import SassFacts
+    from tileprobe.model.sass import split_register_pool, tma_data_ops
+    from tileprobe.schema import check_fields
+    from tileprobe.errors import TileprobeError
+    variants = _variants(os.path.join(DATA, "schema1_audit.json"))     # SASS traits of a schema-1 audit
+    assert sum(1 for v in variants if v.get("sass")) >= 3
+    for v in variants:
+        rec = VariantRecord.from_dict(v)
+        if v.get("sass"):
+            assert isinstance(rec.sass, SassFacts) and rec.sass.spill_loads == v["sass"]["spill_loads"]
+            assert rec.sass.target == v["sass"]["target"] and list(rec.sass.to_dict()) == list(v["sass"])
+        assert json.dumps(rec.to_dict()["sass"]) == json.dumps(v.get("sass"))
+    old = SassFacts.from_dict({"tma": {"UTMALDG": 3, "UTMACMDFLUSH": 1}, "spill_loads": 0, "spill_stores": 2})
+    assert (old.target, old.matrix_families, old.spills()) == (None, None, {"spill_loads": 0, "spill_stores": 2})
+    r = VariantRecord(kernel="k", probe="p.py", case={}, hints={}, arch="sm_90", tileiras="t", status="ok", sass=old)
+    assert tma_data_ops(r) == 3 and "matrix" not in old and not SassFacts() and SassFacts(error="x").spills() is None
+    sass, pool = split_register_pool({"error": "nvdisasm missing"})      # the worker's pipe form
+    assert (sass, pool) == (SassFacts(error="nvdisasm missing"), None) and split_register_pool(None) == (None, None)
+    sass, pool = split_register_pool({"spill_loads": 1, "register_pool": {"verdict": "none", "reason": "r"}})
+    assert sass.to_dict() == {"spill_loads": 1} and pool.verdict == "none"
+    with pytest.raises(TileprobeError, match=r"variants\[0\]\.sass is \[1\], not an object or null"):
+        check_fields(0, {**variants[0], "sass": [1]}, "a.json")

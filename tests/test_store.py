@@ -22,6 +22,7 @@ import tileprobe.audit.pipeline as audit_mod
 from tileprobe.compile.job import CompileResult, Variant
 from tileprobe.judge.verdict import judge_records
 from tileprobe.errors import StoreError
+from tileprobe.records import SassFacts
 from tileprobe.schema import VariantRecord, VariantRun, load
 from tileprobe.store import SCHEMA_VERSION, Store, compile_key
 from tileprobe.toolchain import Toolchain
@@ -479,7 +480,7 @@ def test_lookup_with_sass_fills_traits_from_the_stored_cubin(cold, tmp_path):
         found, todo = store.lookup(variants, tc)
         assert todo == [] and all(r.sass is None for r in found)
         found, todo = store.lookup(variants, tc, with_sass=True)
-        assert todo == [] and all(isinstance(r.sass, dict) and "spill_stores" in r.sass for r in found), found[0].sass
+        assert todo == [] and all(isinstance(r.sass, SassFacts) and "spill_stores" in r.sass for r in found), found[0].sass
         assert all(r.sass is not None for r in store.lookup(variants, tc)[0])   # kept in the store
 
 

@@ -20,6 +20,7 @@ from tileprobe.select import (WhereError, apply_overrides, format_value, parse_o
                                    select_or_explain)
 from tileprobe.report.common import group_tables, variant_label
 from tileprobe.report.terminal import render_audit, summary_lines
+from tileprobe.records import SassFacts
 from tileprobe.schema import VariantRecord, VariantRun, Verdict, load
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -203,7 +204,7 @@ def test_compare_reads_spills_from_the_sass():
     a, b = _rec((64, 64), 2), _rec((64, 64), 2)
     for r, stack, spills in ((a, 0, (0, 0)), (b, 408, (171, 122))):
         r.threads, r.registers, r.shared_bytes, r.stack_bytes, r.ctas_per_sm = 384, 168, 1000, stack, 1
-        r.sass = {"spill_loads": spills[0], "spill_stores": spills[1]}
+        r.sass = SassFacts(spill_loads=spills[0], spill_stores=spills[1])
     b.tileiras = "Cuda compilation tools, release 13.4, V13.4.93"
     (ch,) = compare_records([a], [b])
     assert ch.kind == "regression" and ch.details == ["spills 0 → 171 LDL/122 STL"]
@@ -242,7 +243,7 @@ def test_a_variant_whose_sass_was_not_read_says_so(examples):
     occupancy=2: "Opclass 'nop_', undefined value 0x10"): the table's '-' gets a reason line and --summary a count."""
     import copy
     rows = [copy.deepcopy(r) for r in examples if r.kernel == "rms_norm" and r.arch == "sm_90"]
-    rows[1].sass = {"error": "nvdisasm could not decode the cubin (exit 1): nvdisasm error : Opclass 'nop_'"}
+    rows[1].sass = SassFacts(error="nvdisasm could not decode the cubin (exit 1): nvdisasm error : Opclass 'nop_'")
     con = Console(width=200, record=True, color_system=None, file=open(os.devnull, "w"))
     render_audit(rows, con, reasons=True, brief=True)
     out = con.export_text()
@@ -262,7 +263,7 @@ def test_at_80_columns_hint_headers_are_shortened_not_broken(examples):
     assert "┃" not in spilling and spilling.count("LDL/STL 1791/1591") == 2   # occupancy 1 and 2
     rows = [copy.deepcopy(r) for r in rows]
     for r in rows:                          # without spills the LDL/STL column may go, and the table fits
-        r.sass = dict(r.sass, spill_loads=0, spill_stores=0)
+        r.sass = r.sass.replace(spill_loads=0, spill_stores=0)
     out = _render(rows, 80)
     lines = out.splitlines()
     assert all(len(line) <= 80 for line in lines if line[:1] in "┏┃┡│└")

@@ -86,7 +86,6 @@ Version history:
 """
 from __future__ import annotations
 
-import copy
 import dataclasses
 import json
 import os
@@ -97,6 +96,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tileprobe.errors import TileprobeError
+from tileprobe.records import (CompileTimeout, Key, KeyedRecord, PtxFacts, RegisterPool, SassFacts,
+                               keyed_from_dict)
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version
 from tileprobe._version import __version__
@@ -318,128 +319,72 @@ def verdicts_from_dict(d: dict | None) -> dict[str, Verdict]:
     return {hint: Verdict.from_dict(v) for hint, v in (d or {}).items()}
 
 
-class _RunField:
-    """One named key of :class:`VariantRun` as an attribute: it reads None when the result has no such key (a file
-    written before the key existed), and writing it sets the key (a new key goes last, as in the JSON)."""
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.name = name
-
-    def __get__(self, obj: "VariantRun | None", owner: type | None = None) -> Any:
-        return self if obj is None else obj._items.get(self.name)
-
-    def __set__(self, obj: "VariantRun", value: Any) -> None:
-        obj._items[self.name] = value
-
-
-class VariantRun:
+class VariantRun(KeyedRecord):
     """A GPU run's result (``VariantRecord.run``): what :func:`tileprobe.run.worker.run_variant` measured and
     checked, and what the parent added (``gpu``, ``shared_gpu``). Read and set as attributes (``run.median_us``);
     a key the result lacks reads None. Times in µs, durations in s.
 
     The results are kept in the order and with the keys their JSON had, unknown keys included (:attr:`extra`):
     files of every tileprobe read and write back byte for byte (a run's keys grew over time, and ``gpu`` was a
-    name before it was an object). ``to_dict``/``from_dict`` are the JSON/SQLite edge. Setting a name that is no
-    field raises AttributeError (``__slots__``)."""
-    __slots__ = ("_items",)
-    status: str | None = _RunField()              # ok | wrong | hang | crash | error | skipped (run/worker.py)
-    median_us: float | None = _RunField()         # median of the timed launches (µs)
-    p25_us: float | None = _RunField()            # 25th percentile (µs)
-    p75_us: float | None = _RunField()            # 75th percentile (µs)
-    min_us: float | None = _RunField()
-    mean_us: float | None = _RunField()
-    stdev_us: float | None = _RunField()          # sample standard deviation (µs)
-    samples_us: list | None = _RunField()         # every timed launch (µs)
-    spread_pct: float | None = _RunField()        # IQR as a percentage of the median
-    reps: int | None = _RunField()                # timed launches
-    rel_err: float | None = _RunField()           # relative error against the reference (check)
-    tolerance: float | None = _RunField()
-    max_abs_err: float | None = _RunField()
-    nan_count: int | None = _RunField()
-    unwritten_count: int | None = _RunField()
-    checked: bool | None = _RunField()
-    warnings: list | None = _RunField()           # lines the reports show beside the time
-    driver_ctas_per_sm: int | None = _RunField()  # cuOccupancyMaxActiveBlocksPerMultiprocessor
-    driver_ctas_per_sm_block1: int | None = _RunField()
-    static_ctas_per_sm: int | None = _RunField()  # the record's theoretical CTAs/SM
-    occupancy_agrees: bool | None = _RunField()   # driver == static (None: no static figure)
-    driver_registers: int | None = _RunField()
-    driver_shared_bytes: int | None = _RunField()
-    driver_local_bytes: int | None = _RunField()
-    threads: int | None = _RunField()
-    grid: list | None = _RunField()
-    block: list | None = _RunField()
-    seed: int | None = _RunField()
-    cubin_sha256: str | None = _RunField()
-    error: str | None = _RunField()               # why it did not run or check (traceback, watchdog's words)
-    cuda_error: int | None = _RunField()          # the CUDA error code (700: illegal address)
-    fatal: bool | None = _RunField()
-    setup_s: float | None = _RunField()
-    check_s: float | None = _RunField()
-    time_s: float | None = _RunField()
-    wall_s: float | None = _RunField()
-    timing_mode: str | None = _RunField()
-    clocks_before: Any = _RunField()
-    clocks_after: Any = _RunField()
-    clocks_during: Any = _RunField()
-    clocks_moved: Any = _RunField()
-    register_pool: str | None = _RunField()       # the static prediction beside what happened
-    gpu: Any = _RunField()                        # {"index", "name", "uuid", …}, or a name in older files
-    shared_gpu: bool | None = _RunField()         # timed beside another worker on one GPU (issue 15)
-    worker_pid: int | None = _RunField()
-    roundtrip_s: float | None = _RunField()
-    rounds: int | None = _RunField()              # rounds pooled into this result (bisect --property time)
-
-    def __init__(self, **items: Any) -> None:
-        """A result with these fields (names of the class's attributes; TypeError for any other name)."""
-        _check_run_fields(items)
-        self._items: dict[str, Any] = dict(items)
-
-    def replace(self, **items: Any) -> "VariantRun":
-        """A copy (shallow, as ``dict(run)`` was) with ``items`` set; a key it lacked goes last. TypeError for a
-        name that is no field."""
-        _check_run_fields(items)
-        out = VariantRun.from_dict(self._items)
-        out._items.update(items)
-        return out
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "VariantRun":
-        """A result from its JSON object (a file's, the store's or a run worker's), every key kept in order."""
-        run = cls()
-        run._items = dict(d)
-        return run
-
-    def to_dict(self) -> dict:
-        """The result as its JSON object: the keys it was read with, in order, then those set since."""
-        return copy.deepcopy(self._items)
-
-    @property
-    def extra(self) -> dict:
-        """The keys this version has no attribute for (a newer tileprobe's), kept for writing back."""
-        return {k: v for k, v in self._items.items() if not isinstance(getattr(type(self), k, None), _RunField)}
+    name before it was an object). ``to_dict``/``from_dict`` are the JSON/SQLite edge
+    (:class:`~tileprobe.records.KeyedRecord`). Setting a name that is no field raises AttributeError
+    (``__slots__``)."""
+    __slots__ = ()
+    status: str | None = Key()              # ok | wrong | hang | crash | error | skipped (run/worker.py)
+    median_us: float | None = Key()         # median of the timed launches (µs)
+    p25_us: float | None = Key()            # 25th percentile (µs)
+    p75_us: float | None = Key()            # 75th percentile (µs)
+    min_us: float | None = Key()
+    mean_us: float | None = Key()
+    stdev_us: float | None = Key()          # sample standard deviation (µs)
+    samples_us: list | None = Key()         # every timed launch (µs)
+    spread_pct: float | None = Key()        # IQR as a percentage of the median
+    reps: int | None = Key()                # timed launches
+    rel_err: float | None = Key()           # relative error against the reference (check)
+    tolerance: float | None = Key()
+    max_abs_err: float | None = Key()
+    nan_count: int | None = Key()
+    unwritten_count: int | None = Key()
+    checked: bool | None = Key()
+    warnings: list | None = Key()           # lines the reports show beside the time
+    driver_ctas_per_sm: int | None = Key()  # cuOccupancyMaxActiveBlocksPerMultiprocessor
+    driver_ctas_per_sm_block1: int | None = Key()
+    static_ctas_per_sm: int | None = Key()  # the record's theoretical CTAs/SM
+    occupancy_agrees: bool | None = Key()   # driver == static (None: no static figure)
+    driver_registers: int | None = Key()
+    driver_shared_bytes: int | None = Key()
+    driver_local_bytes: int | None = Key()
+    threads: int | None = Key()
+    grid: list | None = Key()
+    block: list | None = Key()
+    seed: int | None = Key()
+    cubin_sha256: str | None = Key()
+    error: str | None = Key()               # why it did not run or check (traceback, watchdog's words)
+    cuda_error: int | None = Key()          # the CUDA error code (700: illegal address)
+    fatal: bool | None = Key()
+    setup_s: float | None = Key()
+    check_s: float | None = Key()
+    time_s: float | None = Key()
+    wall_s: float | None = Key()
+    timing_mode: str | None = Key()
+    clocks_before: Any = Key()
+    clocks_after: Any = Key()
+    clocks_during: Any = Key()
+    clocks_moved: Any = Key()
+    register_pool: str | None = Key()       # the static prediction beside what happened
+    gpu: Any = Key()                        # {"index", "name", "uuid", …}, or a name in older files
+    shared_gpu: bool | None = Key()         # timed beside another worker on one GPU (issue 15)
+    worker_pid: int | None = Key()
+    roundtrip_s: float | None = Key()
+    rounds: int | None = Key()              # rounds pooled into this result (bisect --property time)
 
     @property
     def gpu_name(self) -> str | None:
         """The GPU's name: ``gpu["name"]``, or ``gpu`` itself where older files stored the name alone."""
         return self.gpu.get("name") if isinstance(self.gpu, dict) else self.gpu
 
-    def __bool__(self) -> bool:
-        return bool(self._items)      # a file's empty {} is no run, as it was when runs were dicts
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, VariantRun) and self._items == other._items
-
-    __hash__ = None   # type: ignore[assignment]   (mutable)
-
     def __repr__(self) -> str:
         return f"VariantRun({', '.join(f'{k}={v!r}' for k, v in self._items.items() if k != 'samples_us')})"
-
-
-def _check_run_fields(items: dict) -> None:
-    unknown = [k for k in items if not isinstance(getattr(VariantRun, k, None), _RunField)]
-    if unknown:
-        raise TypeError(f"VariantRun has no field {', '.join(unknown)}")
 
 
 def run_from_dict(d: dict | None) -> VariantRun | None:
@@ -481,15 +426,15 @@ class VariantRecord:
     knobs: dict = field(default_factory=dict)
     code_hashes: list = field(default_factory=list)
     deterministic: bool | None = None
-    sass: dict | None = None
+    sass: SassFacts | None = None
     remarks: list = field(default_factory=list)
-    ptx: dict | None = None
+    ptx: PtxFacts | None = None
     run: VariantRun | None = None
     failure: str | None = None
     message: str = ""
     fix: str = ""
-    register_pool: dict | None = None
-    compile_timeout: dict | None = None
+    register_pool: RegisterPool | None = None
+    compile_timeout: CompileTimeout | None = None
 
     @property
     def ok(self) -> bool:
@@ -532,8 +477,9 @@ class VariantRecord:
 
     def to_dict(self) -> dict:
         """The record as a JSON-ready dict (the ``variants`` items of the result document)."""
-        d = dataclasses.asdict(dataclasses.replace(self, run=None))   # the run is no dataclass: converted alone
-        d["run"] = self.run.to_dict() if self.run is not None else None
+        keyed = {name: getattr(self, name) for name in KEYED_FIELDS}   # no dataclasses: converted alone
+        d = dataclasses.asdict(dataclasses.replace(self, **dict.fromkeys(KEYED_FIELDS)))
+        d.update({name: None if value is None else value.to_dict() for name, value in keyed.items()})
         return d
 
     @classmethod
@@ -542,7 +488,8 @@ class VariantRecord:
         names = {f.name for f in dataclasses.fields(cls)}
         rec = cls(**{k: v for k, v in d.items() if k in names})
         rec.verdicts = verdicts_from_dict(d.get("verdicts"))
-        rec.run = run_from_dict(d.get("run"))
+        for name, kind in KEYED_FIELDS.items():
+            setattr(rec, name, keyed_from_dict(kind, d.get(name)))
         if rec.status != "ok" and not rec.failure:   # written before failure classes (see the version history)
             rec.failure, message = derive_failure(rec.status, rec.error)
             rec.message = rec.message or message
@@ -554,13 +501,18 @@ class VariantRecord:
     @property
     def exceeds_compile_timeout(self) -> bool:
         """Whether this variant's compile took longer than the compiler timeout it was checked against."""
-        return bool((self.compile_timeout or {}).get("exceeds"))
+        return self.compile_timeout is not None and bool(self.compile_timeout.exceeds)
 
     @property
     def pool_verdict(self) -> str | None:
         """The register-pool verdict (``hang_risk`` | ``pool_ok`` | ``unknown`` | ``none``), or None when the SASS
         was not read."""
-        return (self.register_pool or {}).get("verdict")
+        return self.register_pool.verdict if self.register_pool is not None else None
+
+    @property
+    def pool_reason(self) -> str:
+        """The register-pool check's reason in words (``""`` when there is none)."""
+        return (self.register_pool.reason if self.register_pool is not None else None) or ""
 
     @property
     def hang_risk(self) -> bool:
@@ -568,22 +520,27 @@ class VariantRecord:
         return self.pool_verdict == HANG_RISK
 
 
-#: Register-pool verdicts (``VariantRecord.register_pool["verdict"]``; :mod:`tileprobe.model.regpool`).
+#: The record fields held as :class:`~tileprobe.records.KeyedRecord`\ s and their classes: ``to_dict``/``from_dict``
+#: convert them (key order and unknown keys kept).
+KEYED_FIELDS: dict[str, type[KeyedRecord]] = {"sass": SassFacts, "ptx": PtxFacts, "run": VariantRun,
+                                              "register_pool": RegisterPool, "compile_timeout": CompileTimeout}
+
+#: Register-pool verdicts (``VariantRecord.register_pool.verdict``; :mod:`tileprobe.model.regpool`).
 HANG_RISK, POOL_OK, POOL_UNKNOWN, POOL_NONE = "hang_risk", "pool_ok", "unknown", "none"
 #: The reason of a record written before the check whose SASS has setmaxnreg.
 POOL_NOT_CHECKED = ("not checked: the record was written before the register-pool check (tileprobe before "
                     "issue 23); audit again with the store (it checks the stored cubin) or with --no-store")
 
 
-def derive_register_pool(sass: dict | None) -> dict | None:
+def derive_register_pool(sass: SassFacts | None) -> RegisterPool | None:
     """``register_pool`` for a record written before it existed, from its ``sass`` summary (see the version
     history): None without SASS traits (or with their ``error``), ``none`` when no setmaxnreg was listed, else
-    ``unknown`` with :data:`POOL_NOT_CHECKED`."""
-    if not isinstance(sass, dict) or "error" in sass or "setmaxnreg" not in sass:
+    ``unknown`` with :data:`POOL_NOT_CHECKED`; ``{verdict, reason}`` only, as such records are written back."""
+    if not isinstance(sass, SassFacts) or "error" in sass or "setmaxnreg" not in sass:
         return None
-    if not sass.get("setmaxnreg"):
-        return {"verdict": POOL_NONE, "reason": "no USETMAXREG (setmaxnreg) in the SASS"}
-    return {"verdict": POOL_UNKNOWN, "reason": POOL_NOT_CHECKED}
+    if not sass.setmaxnreg:
+        return RegisterPool(verdict=POOL_NONE, reason="no USETMAXREG (setmaxnreg) in the SASS")
+    return RegisterPool(verdict=POOL_UNKNOWN, reason=POOL_NOT_CHECKED)
 
 
 def dump(records: list[VariantRecord], environment: dict) -> dict:
@@ -628,7 +585,8 @@ RECORD_FIELD_TYPES: dict[str, tuple] = {
     "threads": (int, None), "registers": (int, None), "driver_shared_bytes": (int, None),
     "shared_bytes": (int, None), "ctas_per_sm": (int, None), "cubin_sha256": (str, None), "verdicts": (dict, None),
     "knobs": (dict, None), "run": (dict, None), "occupancy_pct": (int, float, None), "stack_bytes": (int, None),
-    "register_pool": (dict, None), "compile_s": (int, float, None)}
+    "register_pool": (dict, None), "compile_s": (int, float, None), "sass": (dict, None), "ptx": (dict, None),
+    "compile_timeout": (dict, None)}
 _TYPE_NAMES = {str: "a string", dict: "an object", list: "a list", int: "an integer", float: "a number",
                None: "null"}
 

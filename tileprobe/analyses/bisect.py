@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping, Sequence
 
 from tileprobe.errors import TileprobeError
+from tileprobe.records import SassFacts
 from tileprobe.analyses.results import BisectResult, Step
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.22 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
@@ -124,8 +125,8 @@ def measured(prop: str, r) -> str:
     if not r.ok or e.kind in ("compiles", "no_crash"):
         return "compiled" if r.ok else (r.failure or r.status)
     if e.kind == "no_spills":
-        sass = r.sass or {}
-        counts = (f"{sass['spill_loads']} LDL/{sass['spill_stores']} STL, " if "spill_loads" in sass else "")
+        sass = r.sass or SassFacts()
+        counts = (f"{sass.spill_loads} LDL/{sass.spill_stores} STL, " if "spill_loads" in sass else "")
         return f"{counts}{r.stack_bytes or 0:,} B stack"
     if e.kind in ("verdict", "took_effect", "not_ignored"):
         return f"{e.field} {r.verdict_status(e.field, 'no verdict')}"

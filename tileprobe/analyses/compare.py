@@ -42,6 +42,7 @@ from typing import Sequence
 
 from tileprobe.judge.verdict import judge_records
 from tileprobe.errors import TileprobeError
+from tileprobe.records import SassFacts
 from tileprobe.schema import VariantRecord, VariantRun, build_order, load, number_text, short_build
 from tileprobe.analyses.noise import TimeStats, time_change
 from tileprobe.analyses.results import Change, CompilerSteps, Comparison
@@ -195,10 +196,10 @@ def _classify(ch: Change, a: VariantRecord, b: VariantRecord) -> None:
 
 def spill_counts(r: VariantRecord) -> tuple[int, int] | None:
     """(LDL, STL) instructions in the variant's SASS, or None when the SASS was not read."""
-    sass = r.sass or {}
+    sass = r.sass or SassFacts()
     if "spill_loads" not in sass:
         return None
-    return int(sass["spill_loads"]), int(sass["spill_stores"])
+    return int(sass.spill_loads), int(sass.spill_stores)
 
 
 def _spill_change(a: VariantRecord, b: VariantRecord) -> tuple[str, str, str] | None:
@@ -249,7 +250,7 @@ def _notable_changes(a: VariantRecord, b: VariantRecord, why: list[str]) -> list
     elif ta is not None and tb is not None and bool(ta) != bool(tb):
         out.append(f"TMA {ta} → {tb} instructions")
         _why(why, WHY["tma"])
-    ca, cb = (a.ptx or {}).get("maxnreg"), (b.ptx or {}).get("maxnreg")
+    ca, cb = (a.ptx.maxnreg if a.ptx else None), (b.ptx.maxnreg if b.ptx else None)
     if (a.ptx and b.ptx) and ca != cb:
         out.append(f"register cap (.maxnreg) {ca or 'none'} → {cb or 'none'}")
         _why(why, WHY["regcap"])
@@ -257,13 +258,13 @@ def _notable_changes(a: VariantRecord, b: VariantRecord, why: list[str]) -> list
 
 
 def _families(r: VariantRecord) -> tuple[str, ...] | None:
-    sass = r.sass or {}
-    return tuple(sass["matrix_families"]) if "matrix_families" in sass else None
+    sass = r.sass or SassFacts()
+    return tuple(sass.matrix_families) if "matrix_families" in sass else None
 
 
 def _tma_count(r: VariantRecord) -> int | None:
-    sass = r.sass or {}
-    return sum((sass.get("tma") or {}).values()) if "tma" in sass or "has_tma" in sass else None
+    sass = r.sass or SassFacts()
+    return sum((sass.tma or {}).values()) if "tma" in sass or "has_tma" in sass else None
 
 
 def _spill_text(counts: tuple[int, int]) -> str:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from tileprobe.model.hints import KERNEL_HINTS
 from tileprobe.errors import TileprobeError, UsageError
+from tileprobe.records import SassFacts
 from tileprobe.schema import VariantRecord, VariantRun, p_text, short_build, value_key
 from tileprobe.analyses.results import Expectation, Failure, GateResult
 import os
@@ -273,24 +274,24 @@ def _check_one(e: Expectation, r: VariantRecord, base: dict) -> Failure | None:
 
 def _check_pool(e: Expectation, r: VariantRecord, label: str) -> Failure | None:
     """``no hang risk``: the register-pool verdict (issue 23) is pool_ok or none."""
-    pool = r.register_pool or {}
-    verdict = pool.get("verdict")
+    verdict = r.pool_verdict
     if verdict in ("pool_ok", "none"):
         return None
     if verdict is None:
-        why = (r.sass or {}).get("error") if isinstance(r.sass, dict) else None
+        why = r.sass.error if isinstance(r.sass, SassFacts) else None
         return Failure(e.text, label, "no hang risk", "unknown", "the SASS was not read" + (
                        f": {why}" if why else " (nvdisasm missing, or --no-sass)"), unchecked=True)
-    return Failure(e.text, label, "no hang risk", verdict, pool.get("reason", ""), unchecked=verdict != "hang_risk")
+    return Failure(e.text, label, "no hang risk", verdict, r.pool_reason, unchecked=verdict != "hang_risk")
 
 
 def _check_spills(e: Expectation, r: VariantRecord, label: str) -> Failure | None:
     if r.stack_bytes is None:
         return Failure(e.text, label, "0 B stack", "unknown", "the record has no stack size", unchecked=True)
-    sass = r.sass if isinstance(r.sass, dict) else {}
-    kernels = sass.get("kernels") if isinstance(sass.get("kernels"), list) else [sass]
-    ldl = sum(int(k.get("spill_loads") or 0) for k in kernels if isinstance(k, dict))
-    stl = sum(int(k.get("spill_stores") or 0) for k in kernels if isinstance(k, dict))
+    sass = r.sass if isinstance(r.sass, SassFacts) else SassFacts()
+    kernels = ([SassFacts.from_dict(k) for k in sass.kernels if isinstance(k, dict)]
+               if isinstance(sass.kernels, list) else [sass])
+    ldl = sum(int(k.spill_loads or 0) for k in kernels)
+    stl = sum(int(k.spill_stores or 0) for k in kernels)
     if r.stack_bytes == 0 and ldl == stl == 0:
         return None
     got = f"{r.stack_bytes} B stack frame per thread" + (f", {ldl} LDL / {stl} STL in SASS" if ldl or stl else "")

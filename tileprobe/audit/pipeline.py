@@ -20,6 +20,7 @@ from tileprobe.model.arch import check_target, get_arch, has_limits
 from tileprobe.model.cubin import CubinInfo
 from tileprobe.model.occupancy import theoretical_occupancy
 from tileprobe.model.sass import split_register_pool
+from tileprobe.records import CompileTimeout
 from tileprobe.schema import FAILURE_FIXES, VariantRecord, canonical, derive_failure, short_build, value_key
 from tileprobe.compile.job import DEFAULT_TIMEOUT_S, CompileResult, Variant, failed_artifacts_dir, load_scaled_timeout_s
 from tileprobe.probe.contained import (OUTPUT_SHOWN_BYTES, PROBE_TIMEOUT_S, ProbePlan, _target_name,  # noqa: F401
@@ -157,8 +158,7 @@ def record_from(res: CompileResult) -> VariantRecord:
     rec.cluster_dims = list(k.cluster_dims) if k.cluster_dims else None
     rec.cubin_sha256, rec.code_sha256 = info.sha256, info.code_sha256
     if k.ptx is not None:
-        rec.ptx = {"maxnreg": k.ptx.maxnreg, "reqntid": list(k.ptx.reqntid) if k.ptx.reqntid else None,
-                   "minnctapersm": k.ptx.minnctapersm}
+        rec.ptx = k.ptx.record()
     if not has_limits(v.arch):   # issue 9: sm_107 is compiled and read; its CTAs/SM are not sourced (NOT_SOURCED)
         rec.limiter = None
         rec.sass, rec.register_pool = split_register_pool(res.sass)
@@ -221,9 +221,9 @@ def check_compile_timeout(records: Iterable[VariantRecord], timeout_s: float,
     a compile that long would fail in the program with ``TileCompilerTimeoutError`` on a cold cache."""
     for r in records:
         if r.ok:
-            r.compile_timeout = {"timeout_s": timeout_s, "compile_s": r.compile_s,
-                                 "margin_s": round(timeout_s - r.compile_s, 3), "exceeds": r.compile_s > timeout_s,
-                                 "source": source}
+            r.compile_timeout = CompileTimeout(timeout_s=timeout_s, compile_s=r.compile_s,
+                                               margin_s=round(timeout_s - r.compile_s, 3),
+                                               exceeds=r.compile_s > timeout_s, source=source)
 
 
 def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Sequence[Toolchain | dict] | None = None,

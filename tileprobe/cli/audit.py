@@ -162,7 +162,7 @@ def _summary(result, shown: int | None = None) -> str:
     slow = [r for r in result.records if r.exceeds_compile_timeout]
     if slow:
         summary += (f", {len(slow)} compile(s) past the compiler timeout of "
-                    f"{slow[0].compile_timeout['timeout_s']:g} s")
+                    f"{slow[0].compile_timeout.timeout_s:g} s")
     return f"{summary}, {result.wall_s:.1f} s"
 
 

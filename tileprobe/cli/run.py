@@ -100,7 +100,7 @@ def hang_risk_lines(err, records, launched: bool) -> None:
     what = "launching them anyway (--run-hang-risk)" if launched else "not launched (--run-hang-risk launches them)"
     say(err, f"predicted hang (register pool) in {len(records)} variant{'s' if len(records) != 1 else ''}: {what}")
     for r in records:
-        say(err, f"  {hang_risk_label(r)}: {(r.register_pool or {}).get('reason', '')}")
+        say(err, f"  {hang_risk_label(r)}: {r.pool_reason}")
 
 
 def _gpu_line(gpu: dict) -> str:

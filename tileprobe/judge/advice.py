@@ -11,6 +11,7 @@ from typing import Iterable
 
 from tileprobe.model.arch import ArchLimits, get_arch, has_limits
 from tileprobe.model.occupancy import theoretical_occupancy
+from tileprobe.records import SassFacts
 from tileprobe.schema import VariantRecord, short_build
 import shlex
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.06 s to its import
@@ -312,8 +313,8 @@ def _time(r: VariantRecord) -> str:
 
 def _spills(r: VariantRecord) -> str:
     """'' when the variant does not spill; else what shows it: LDL/STL counts (SASS) or the stack frame."""
-    sass = r.sass or {}
+    sass = r.sass or SassFacts()
     if "spill_loads" in sass:
-        n_ld, n_st = sass["spill_loads"], sass["spill_stores"]
+        n_ld, n_st = sass.spill_loads, sass.spill_stores
         return f"{n_ld} LDL/{n_st} STL, {r.stack_bytes} B stack" if n_ld or n_st else ""
     return f"{r.stack_bytes} B stack" if r.stack_bytes else ""

@@ -55,6 +55,7 @@ from tileprobe.model.cluster import (ClusterCount, cluster_note, cluster_residen
                              max_cluster_size)
 from tileprobe.model.occupancy import smem_allocated_per_cta_bytes, theoretical_occupancy
 from tileprobe.model.sass import tma_data_ops
+from tileprobe.records import SassFacts
 from tileprobe.schema import (BASELINE, CHANGED, HONOURED, IGNORED, INFEASIBLE, MET, PARTIAL, UNCHANGED,  # noqa: F401
                       UNVERIFIED,
                       VariantRecord, Verdict, number_text)
@@ -252,9 +253,9 @@ def _diff(base: VariantRecord, r: VariantRecord) -> str:
 
 def _spilled(r: VariantRecord) -> bool:
     """Whether the variant spills: LDL/STL in its SASS traits, or (without them) a stack frame."""
-    sass = r.sass or {}
+    sass = r.sass or SassFacts()
     if "spill_loads" in sass:
-        return bool(sass["spill_loads"] or sass["spill_stores"])
+        return bool(sass.spill_loads or sass.spill_stores)
     return bool(r.stack_bytes)
 
 
@@ -440,7 +441,7 @@ def judge_allow_tma(hint: str, r: VariantRecord, group: list[VariantRecord]) -> 
     n = tma_data_ops(r)
     if n is None:
         return None
-    ops = ", ".join(f"{op}×{c}" for op, c in sorted((r.sass or {}).get("tma", {}).items())
+    ops = ", ".join(f"{op}×{c}" for op, c in sorted(((r.sass.tma if r.sass else None) or {}).items())
                     if op in TMA_DATA_OPCODES) or "none"
     other = next((o for o in group if o.ok and o is not r and bool(o.hint(hint)) != allowed), None)
     if allowed:

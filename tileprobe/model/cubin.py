@@ -68,6 +68,7 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
 from tileprobe.errors import CubinError
+from tileprobe.records import PtxFacts
 
 __all__ = ["CubinInfo", "CubinSection", "KernelResources", "NvInfoRecord", "PtxDirectives",
            "RESERVED_SMEM_PER_CTA_BYTES", "cubin_sections", "embedded_ptx", "kernel_attributes"]
@@ -155,6 +156,12 @@ class PtxDirectives:
                 raise ValueError(f"PtxDirectives.{field} must be a non-negative int or None, got {value!r}")
         if self.reqntid is not None and not _positive_ints(self.reqntid):
             raise ValueError(f"PtxDirectives.reqntid must be a tuple of positive ints, got {self.reqntid!r}")
+
+    def record(self) -> PtxFacts:
+        """What a variant record keeps of them (``VariantRecord.ptx``): ``reqntid`` as a list, or None when not
+        written."""
+        return PtxFacts(maxnreg=self.maxnreg, reqntid=list(self.reqntid) if self.reqntid else None,
+                        minnctapersm=self.minnctapersm)
 
 
 @dataclass(frozen=True)

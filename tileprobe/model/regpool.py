@@ -39,6 +39,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from tileprobe.records import PoolInstruction, RegisterPool
+
 __all__ = ["VERDICTS", "HANG_RISK", "POOL_OK", "UNKNOWN", "NONE", "SetMaxNReg", "PoolCheck", "check_register_pool",
            "check_listing", "warp_reach"]
 
@@ -102,10 +104,14 @@ class SetMaxNReg:
     retry_loop: bool = False
     warps: tuple[int, ...] = ()
 
+    def record(self) -> PoolInstruction:
+        """What a variant record keeps of it (``RegisterPool.instructions`` items)."""
+        return PoolInstruction(address=self.address, action=self.action, target=self.target, text=self.text,
+                               guard=self.guard, retry_loop=self.retry_loop, warps=list(self.warps))
+
     def to_dict(self) -> dict:
         """JSON-ready form."""
-        return {"address": self.address, "action": self.action, "target": self.target, "text": self.text,
-                "guard": self.guard, "retry_loop": self.retry_loop, "warps": list(self.warps)}
+        return self.record().to_dict()
 
 
 @dataclass(frozen=True)
@@ -130,13 +136,18 @@ class PoolCheck:
     instructions: tuple[SetMaxNReg, ...] = ()
     warpgroup_counts: tuple[int, ...] = field(default=())
 
+    def record(self) -> RegisterPool:
+        """The record's ``register_pool`` field (:class:`tileprobe.records.RegisterPool`, with the
+        :data:`MODEL_VERSION` that decided it)."""
+        return RegisterPool(verdict=self.verdict, reason=self.reason, model_version=MODEL_VERSION,
+                            registers_per_thread=self.registers_per_thread, threads=self.threads,
+                            pool_registers=self.pool_registers, demand_registers=self.demand_registers,
+                            warpgroup_counts=list(self.warpgroup_counts),
+                            instructions=[i.record() for i in self.instructions])
+
     def to_dict(self) -> dict:
-        """JSON-ready form (the record's ``register_pool`` field)."""
-        return {"verdict": self.verdict, "reason": self.reason, "model_version": MODEL_VERSION,
-                "registers_per_thread": self.registers_per_thread,
-                "threads": self.threads, "pool_registers": self.pool_registers,
-                "demand_registers": self.demand_registers, "warpgroup_counts": list(self.warpgroup_counts),
-                "instructions": [i.to_dict() for i in self.instructions]}
+        """JSON-ready form (the record's ``register_pool`` field as JSON)."""
+        return self.record().to_dict()
 
 
 def _parse(listing: str, symbol: str | None) -> list[_Ins]:

@@ -25,12 +25,13 @@ from importlib import metadata
 from tileprobe.model.arch import get_arch
 from tileprobe.model.regpool import UNKNOWN
 from tileprobe.model.regpool import check_listing
+from tileprobe.records import RegisterPool, SassFacts, keyed_from_dict
 
 if TYPE_CHECKING:
     from tileprobe.schema import VariantRecord
 
 __all__ = ["KernelSassTraits", "SassTraits", "TMA_DATA_OPCODES", "find_nvdisasm", "have_nvdisasm", "parse_nvdisasm",
-           "register_pool", "sass_traits", "split_register_pool", "tma_data_ops"]
+           "register_pool", "sass_facts", "sass_summary", "sass_traits", "split_register_pool", "tma_data_ops"]
 
 NVDISASM_TIMEOUT_S = 120
 
@@ -85,6 +86,11 @@ class KernelSassTraits:
     def has_tma(self) -> bool:
         """True when the code moves data with TMA or bulk copies (any of :data:`TMA_DATA_OPCODES`)."""
         return any(op in TMA_DATA_OPCODES for op in self.tma_counts)
+
+    def record(self, target: str | None) -> SassFacts:
+        """What a variant record keeps of this kernel (``VariantRecord.sass``): ``target`` (nvdisasm's ``.target``)
+        and :meth:`to_dict`'s keys, in that order."""
+        return SassFacts(target=target, **self.to_dict())
 
     def to_dict(self) -> dict:
         """JSON-ready summary (``opcode_counts`` left out: it is large and derivable from the cubin)."""
@@ -277,12 +283,11 @@ def _kernel_traits(name: str, instructions: list[tuple[str, str, str]]) -> Kerne
         matrix_counts={op: n for op, n in sorted(counts.items()) if _MATRIX.fullmatch(op)})
 
 
-def sass_summary(cubin: bytes, symbol: str) -> dict:
-    """What a variant record keeps of the SASS (``VariantRecord.sass``): the target and the traits of kernel
-    ``symbol`` (the only kernel when no kernel has that name) as :meth:`KernelSassTraits.to_dict`, plus
-    ``register_pool`` (:func:`register_pool`; :func:`split_register_pool` moves it to its own record field), or
-    ``{"error": …}`` when nvdisasm is missing or fails. Both fresh compiles and the store's back-filled records use
-    this."""
+def sass_facts(cubin: bytes, symbol: str) -> tuple[SassFacts, RegisterPool | None]:
+    """What a variant record keeps of the SASS: ``(sass, register_pool)``, the target and the traits of kernel
+    ``symbol`` (the only kernel when no kernel has that name; :meth:`KernelSassTraits.record`) and its register-pool
+    check (:func:`register_pool`), or ``(SassFacts(error=…), None)`` when nvdisasm is missing or fails. Both fresh
+    compiles (in the worker, through :func:`sass_summary`) and the store's back-filled records use this."""
     try:
         from tileprobe.model.cubin import _check_header
         _check_header(cubin, "the cubin")
@@ -290,42 +295,51 @@ def sass_summary(cubin: bytes, symbol: str) -> dict:
         traits = parse_nvdisasm(listing)
         names = [k.name for k in traits.kernels]
         kernel = traits.kernel(symbol if symbol in names else None)
-        return {"target": traits.target, **kernel.to_dict(),
-                "register_pool": register_pool(cubin, listing, kernel.name, traits.target)}
+        return kernel.record(traits.target), register_pool(cubin, listing, kernel.name, traits.target)
     except TileprobeError as e:
-        return {"error": str(e)}
+        return SassFacts(error=str(e)), None
+
+
+def sass_summary(cubin: bytes, symbol: str) -> dict:
+    """:func:`sass_facts` as the compile worker sends it over its pipe (``CompileResult.sass``): the ``sass``
+    object with the ``register_pool`` object as its last key (none after an ``error``); :func:`split_register_pool`
+    makes the records again in the parent."""
+    sass, pool = sass_facts(cubin, symbol)
+    return sass.to_dict() if pool is None else {**sass.to_dict(), "register_pool": pool.to_dict()}
 
 
 def tma_data_ops(r: VariantRecord) -> int | None:
     """TMA / bulk-copy *data* instructions (:data:`TMA_DATA_OPCODES`) in a variant record's SASS summary
     (:func:`sass_summary`); None when the record has no SASS traits."""
-    sass = r.sass or {}
+    sass = r.sass or SassFacts()
     if "tma" not in sass:
         return None
-    return sum(n for op, n in sass["tma"].items() if op in TMA_DATA_OPCODES)
+    return sum(n for op, n in (sass.tma or {}).items() if op in TMA_DATA_OPCODES)
 
 
-def register_pool(cubin: bytes, listing: str, kernel: str, target: str | None) -> dict:
-    """The register-pool check of ``kernel`` (:func:`tileprobe.model.regpool.check_listing`) as a dict, with the
-    launch count and CTA shape read from the cubin; ``{"verdict": "unknown", "reason": …}`` when the cubin's
-    facts cannot be read."""
+def register_pool(cubin: bytes, listing: str, kernel: str, target: str | None) -> RegisterPool:
+    """The register-pool check of ``kernel`` (:func:`tileprobe.model.regpool.check_listing`) as the record keeps
+    it, with the launch count and CTA shape read from the cubin; ``RegisterPool(verdict="unknown", reason=…)`` when
+    the cubin's facts cannot be read."""
     from tileprobe.model.cubin import CubinInfo
     try:
         info = CubinInfo.from_bytes(cubin)
         k = info.kernel(kernel) if any(x.name == kernel for x in info.kernels) else info.kernel()
     except CubinError as e:
-        return {"verdict": UNKNOWN, "reason": f"the cubin's launch facts cannot be read: {e}"}
+        return RegisterPool(verdict=UNKNOWN, reason=f"the cubin's launch facts cannot be read: {e}")
     try:
         unit = get_arch(target or info.target).reg_alloc_unit
     except TileprobeError:
         unit = 256   # every arch tileprobe has limits for allocates registers in 256-register units per warp
-    return check_listing(listing, kernel, k.regs_per_thread, k.threads_per_cta, tuple(k.reqntid), unit).to_dict()
+    return check_listing(listing, kernel, k.regs_per_thread, k.threads_per_cta, tuple(k.reqntid), unit).record()
 
 
-def split_register_pool(summary: dict | None) -> tuple[dict | None, dict | None]:
-    """``(sass, register_pool)``: :func:`sass_summary`'s dict without its ``register_pool`` entry, and that entry
-    (the record keeps it as its own field, ``VariantRecord.register_pool``)."""
-    if not summary:
-        return summary, None
+def split_register_pool(summary: dict | None) -> tuple[SassFacts | None, RegisterPool | None]:
+    """``(sass, register_pool)`` as the record keeps them (``VariantRecord.sass``, ``.register_pool``) from
+    :func:`sass_summary`'s dict (the compile worker's pipe form): the summary without its ``register_pool`` entry,
+    and that entry. None (not read) stays None."""
+    if summary is None:
+        return None, None
     sass = dict(summary)
-    return sass, sass.pop("register_pool", None)
+    pool = sass.pop("register_pool", None)
+    return SassFacts.from_dict(sass), keyed_from_dict(RegisterPool, pool)

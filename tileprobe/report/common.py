@@ -8,6 +8,7 @@ from typing import Iterable, Sequence
 
 from tileprobe.model.arch import NOT_SOURCED
 from tileprobe.model.sass import tma_data_ops
+from tileprobe.records import PtxFacts, SassFacts
 # noqa: F401  (short_build: the renderers' label)
 from tileprobe.schema import (NOTEWORTHY_STATUSES, VariantRecord, VariantRun, Verdict, short_build)
 from collections import Counter
@@ -206,20 +207,19 @@ def pool_cell(r: VariantRecord) -> str:
 
 def pool_line(r: VariantRecord) -> str | None:
     """``register pool hang_risk: <reason>`` for a record whose SASS has setmaxnreg, else None."""
-    pool = r.register_pool or {}
-    if not r.ok or pool.get("verdict") in (None, "none"):
+    if not r.ok or r.pool_verdict in (None, "none"):
         return None
-    return f"register pool {pool['verdict']}: {pool.get('reason', '')}"
+    return f"register pool {r.pool_verdict}: {r.pool_reason}"
 
 
 def compile_timeout_line(r: VariantRecord) -> str | None:
     """``compile 42.9 s exceeds the program's compiler timeout of 5 s by 37.9 s`` for a record checked against a
     compiler timeout whose compile exceeds it (issue 23), else None."""
-    ct = r.compile_timeout or {}
-    if not ct.get("exceeds"):
+    ct = r.compile_timeout
+    if not r.exceeds_compile_timeout:
         return None
-    return (f"compile {ct['compile_s']:.2f} s exceeds the program's compiler timeout of {ct['timeout_s']:g} s "
-            f"({ct.get('source', '')}) by {-ct['margin_s']:.2f} s on this machine (compiles run side by side, so "
+    return (f"compile {ct.compile_s:.2f} s exceeds the program's compiler timeout of {ct.timeout_s:g} s "
+            f"({ct.source or ''}) by {-ct.margin_s:.2f} s on this machine (compiles run side by side, so "
             "a quieter machine may be faster): a program that compiles it under that timeout on a cold cache may "
             "fail with TileCompilerTimeoutError")
 
@@ -232,10 +232,10 @@ def sass_columns(rows: Iterable[VariantRecord]) -> list[tuple[str, callable]]:
     if any(r.cluster_dims for r in rows):
         cols.append(("cluster", lambda r: "×".join(map(str, r.cluster_dims)) if r.cluster_dims else "-"))
     if any(r.sass and "spill_loads" in r.sass for r in rows):
-        cols.append(("LDL/STL", lambda r: f"{r.sass['spill_loads']}/{r.sass['spill_stores']}"
+        cols.append(("LDL/STL", lambda r: f"{r.sass.spill_loads}/{r.sass.spill_stores}"
                      if r.sass and "spill_loads" in r.sass else "-"))
         cols.append(("TMA", lambda r: str(tma_data_ops(r)) if tma_data_ops(r) is not None else "-"))
-        cols.append(("MMA", lambda r: ",".join(r.sass.get("matrix_families", [])) or "-"
+        cols.append(("MMA", lambda r: ",".join(r.sass.matrix_families or []) or "-"
                      if r.sass and "matrix" in r.sass else "-"))
     if any(r.ok and r.pool_verdict not in (None, "none") for r in rows):
         cols.append((POOL_HEADER, pool_cell))
@@ -256,14 +256,14 @@ def remark_lines(r: VariantRecord, limit: int | None = 6) -> list[str]:
 
 def ptx_text(r: VariantRecord) -> str:
     """The compiler's decision as the embedded PTX states it: ``.maxnreg 168 .reqntid 384 .minnctapersm 1``."""
-    p = r.ptx or {}
+    p = r.ptx if r.ptx is not None else PtxFacts()
     parts = []
-    if p.get("maxnreg"):
-        parts.append(f".maxnreg {p['maxnreg']}")
-    if p.get("reqntid"):
-        parts.append(".reqntid " + ",".join(map(str, p["reqntid"])))
-    if p.get("minnctapersm"):
-        parts.append(f".minnctapersm {p['minnctapersm']}")
+    if p.maxnreg:
+        parts.append(f".maxnreg {p.maxnreg}")
+    if p.reqntid:
+        parts.append(".reqntid " + ",".join(map(str, p.reqntid)))
+    if p.minnctapersm:
+        parts.append(f".minnctapersm {p.minnctapersm}")
     return " ".join(parts)
 
 
@@ -279,9 +279,8 @@ def record_side(r: VariantRecord | None) -> str:
     t = f"; {run.median_us:.1f} µs" if run.median_us and run.status in (None, "ok") else ""
     if run.status not in (None, "ok"):
         t = f"; run {run.status}"
-    sass = r.sass or {}
-    spill = f" {sass['spill_loads']}/{sass['spill_stores']} LDL/STL" if sass.get("spill_loads") or \
-        sass.get("spill_stores") else ""
+    sass = r.sass or SassFacts()
+    spill = f" {sass.spill_loads}/{sass.spill_stores} LDL/STL" if sass.spill_loads or sass.spill_stores else ""
     hang = " HANG RISK" if r.hang_risk else ""
     return f"{r.threads}×{r.registers}r {r.shared_bytes:,}B {r.ctas_per_sm}/SM{spill}{hang} {v}{t}"
 

@@ -133,7 +133,7 @@ def audit_table(rows: Sequence[VariantRecord]) -> str:
     out.append("</tbody></table>")
     notes = failure_notes(rows)
     notes += [f'<li><b>{_e(_label(r))}</b>: <span class="v v-{_e(r.pool_verdict)}">register pool '
-              f'{_e(r.pool_verdict)}</span> {_e((r.register_pool or {}).get("reason"))}</li>'
+              f'{_e(r.pool_verdict)}</span> {_e(r.pool_reason)}</li>'
               for r in rows if r.hang_risk or r.pool_verdict == "unknown"]
     for r in rows:
         for hint, v in (r.verdicts.items() if r.ok else ()):

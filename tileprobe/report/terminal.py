@@ -103,15 +103,20 @@ def _shows_spills(name: str, cells: list[str], has_ldl: bool) -> bool:
     return False
 
 
+def _sass_key(r: VariantRecord, key: str):
+    """The SASS fact ``key`` of ``r`` (``spill_loads`` …), or ``"-"`` when its SASS summary has no such key."""
+    return getattr(r.sass, key) if r.sass and key in r.sass else "-"
+
+
 def spill_line(rows: Sequence[VariantRecord]) -> str:
     """``spills: 7 of 8 variants (146–6,640 LDL, 188–6,600 STL)`` from the SASS, else from the stack frame
     (``stack: 3 of 8 variants use a stack frame (176–8,720 B)``); "" when none spills (issue 27)."""
     ok = [r for r in rows if r.ok]
     counted = [r for r in ok if r.sass and "spill_loads" in r.sass]
-    spill = [r for r in counted if r.sass["spill_loads"] or r.sass["spill_stores"]]
+    spill = [r for r in counted if r.sass.spill_loads or r.sass.spill_stores]
     if spill:
-        ldl = [r.sass["spill_loads"] for r in spill]
-        stl = [r.sass["spill_stores"] for r in spill]
+        ldl = [r.sass.spill_loads for r in spill]
+        stl = [r.sass.spill_stores for r in spill]
         span = lambda xs: f"{min(xs):,}" if min(xs) == max(xs) else f"{min(xs):,}–{max(xs):,}"  # noqa: E731
         return f"spills: {len(spill)} of {len(ok)} variants ({span(ldl)} LDL, {span(stl)} STL)"
     if not counted:
@@ -190,14 +195,14 @@ def summary_lines(records: Iterable[VariantRecord]) -> list[str]:
         def span(field):
             vals = sorted({getattr(r, field) for r in ok if getattr(r, field) is not None})
             return "-" if not vals else str(vals[0]) if len(vals) == 1 else f"{vals[0]}–{vals[-1]}"
-        spills = sum(1 for r in ok if ((r.sass or {}).get("spill_loads") or (r.sass or {}).get("spill_stores"))
+        spills = sum(1 for r in ok if (r.sass and (r.sass.spill_loads or r.sass.spill_stores))
                      or (not (r.sass and "spill_loads" in r.sass) and r.stack_bytes))
         parts = [f"{len(rows)} variant{'s' if len(rows) != 1 else ''}"]
         if len(rows) > len(ok):
             parts.append(f"{len(rows) - len(ok)} failed ({failure_counts(r for r in rows if not r.ok)})")
         if ok:
             parts += [f"regs {span('registers')}", f"CTAs/SM {span('ctas_per_sm')}", f"{spills} spilling"]
-            unread = sum(1 for r in ok if "error" in (r.sass or {}))
+            unread = sum(1 for r in ok if r.sass and "error" in r.sass)
             if unread:
                 parts.append(f"{unread} with SASS unread (nvdisasm failed: spills from the stack frame)")
         counts = []
@@ -301,8 +306,8 @@ def _print_reasons(console: Console, rows: list[VariantRecord], brief: bool) -> 
                 for i, text in enumerate(notes, start=1):
                     reason = reason.replace(text, f"[{i}]")
                 say(console, f"  {label}: {hint} {v.status}: {reason}")
-        if "error" in (r.sass or {}):
-            say(console, f"  {label}: {SASS_UNREAD}: {r.sass['error']}")
+        if r.sass and "error" in r.sass:
+            say(console, f"  {label}: {SASS_UNREAD}: {r.sass.error}")
         pool = pool_line(r)
         if pool and (r.hang_risk or not brief):
             say(console, f"  {label}: {pool}")
@@ -604,7 +609,7 @@ def render_sass_diff(diff, a: VariantRecord, b: VariantRecord, console: Console,
     t = Table(title_justify="left")
     for h in ("", "A", "B"):
         t.add_column(h, justify="left" if not h else "right")
-    spills = [f"{(r.sass or {}).get('spill_loads', '-')}/{(r.sass or {}).get('spill_stores', '-')}" for r in (a, b)]
+    spills = [f"{_sass_key(r, 'spill_loads')}/{_sass_key(r, 'spill_stores')}" for r in (a, b)]
     rows = [("threads", a.threads, b.threads), ("registers", a.registers, b.registers),
             ("shared B (cubin)", fmt_int(a.shared_bytes), fmt_int(b.shared_bytes)),
             ("stack B", a.stack_bytes, b.stack_bytes), ("CTAs/SM", a.ctas_per_sm, b.ctas_per_sm),

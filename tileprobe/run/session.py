@@ -300,7 +300,7 @@ def hang_risk_skip(r: VariantRecord) -> VariantRun:
     """The ``run`` of a variant not launched because the register-pool check predicts a hang (issue 23)."""
     return new_run(status="skipped", register_pool="hang_risk", cubin_sha256=r.cubin_sha256,
                     static_ctas_per_sm=r.ctas_per_sm, threads=r.threads,
-                    error=f"{HANG_SKIP}: {(r.register_pool or {}).get('reason', '')}")
+                    error=f"{HANG_SKIP}: {r.pool_reason}")
 
 
 def hang_risk_label(r: VariantRecord) -> str:

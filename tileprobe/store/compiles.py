@@ -46,6 +46,7 @@ import json
 import sqlite3
 from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
+from tileprobe.records import RegisterPool, SassFacts, keyed_from_dict
 from tileprobe.schema import value_key, verdicts_from_dict
 from tileprobe.store.connection import _SAVED, StoreConnection, now
 from types import SimpleNamespace
@@ -55,6 +56,7 @@ import re
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
 if TYPE_CHECKING:
+    from tileprobe.schema import VariantRecord
     from tileprobe.toolchain import Toolchain
 
 KEY_VERSION = b"\x01"
@@ -111,19 +113,20 @@ def _legacy_keys(keyed: dict, key_of: Callable) -> dict[str, str]:
 
 
 def _pool_verdict(raw: dict) -> str | None:
-    """The register-pool verdict of a stored record (derived from its SASS when stored before the check)."""
+    """The register-pool verdict of a stored record's JSON (derived from its SASS when stored before the check)."""
     from tileprobe.schema import derive_register_pool
-    pool = raw.get("register_pool") if "register_pool" in raw else derive_register_pool(raw.get("sass"))
-    return (pool or {}).get("verdict")
+    pool = keyed_from_dict(RegisterPool, raw["register_pool"]) if "register_pool" in raw else \
+        derive_register_pool(SassFacts.from_dict(raw["sass"]) if isinstance(raw.get("sass"), dict) else None)
+    return pool.verdict if pool is not None else None
 
 
-def _stale_pool(raw: dict) -> bool:
+def _stale_pool(rec: VariantRecord) -> bool:
     """Whether a stored record's register-pool check (issue 23) is missing or from an older model while its SASS
     has setmaxnreg: then the store checks the stored cubin again."""
     from tileprobe.model.regpool import MODEL_VERSION
-    if not (raw.get("sass") or {}).get("setmaxnreg"):
+    if not (rec.sass and rec.sass.setmaxnreg):
         return False
-    return (raw.get("register_pool") or {}).get("model_version") != MODEL_VERSION
+    return rec.register_pool is None or rec.register_pool.model_version != MODEL_VERSION
 
 
 class CompilesMixin(StoreConnection):
@@ -199,18 +202,18 @@ class CompilesMixin(StoreConnection):
                 todo.append(v)
                 continue
             rec.probe, rec.kernel, rec.verdicts = v.probe_path, v.probe_name, {}
-            if with_sass and rec.ok and (rec.sass is None or _stale_pool(raw)):
+            if with_sass and rec.ok and (rec.sass is None or _stale_pool(rec)):
                 self._add_sass(key, rec)
             self._remember(rec, key)
             found.append(rec)
         return found, todo
 
     def _add_sass(self, key: str, rec) -> None:
-        from tileprobe.model.sass import sass_summary, split_register_pool   # the workers' SASS summary: stored = fresh
+        from tileprobe.model.sass import sass_facts   # the workers' SASS summary: stored = fresh
         cubin = self.cubin(rec.cubin_sha256) if rec.cubin_sha256 else None
         if cubin is None:
             return
-        rec.sass, rec.register_pool = split_register_pool(sass_summary(cubin, rec.symbol))
+        rec.sass, rec.register_pool = sass_facts(cubin, rec.symbol)
         record = rec.to_dict()
         record.update(verdicts={}, run=None)
         with self._transaction() as c:

@@ -15,9 +15,7 @@ def _static(row: CandidateRow, rec) -> None:
     """The static facts of the compiled record ``rec`` (None: not compiled) on ``row``."""
     if rec is None:
         return
-    spills = None
-    if rec.sass:
-        spills = {k: v for k, v in rec.sass.items() if "spill" in k} or None
+    spills = rec.sass.spills() if rec.sass else None
     row.compiled = True
     row.threads, row.registers, row.shared_bytes = rec.threads, rec.registers, rec.shared_bytes
     row.stack_bytes, row.ctas_per_sm, row.spills = rec.stack_bytes, rec.ctas_per_sm, spills

@@ -230,7 +230,7 @@ def make_plans(problems_: Sequence[Problem], records: Sequence[VariantRecord], a
 def hang_risk_reason(rec: VariantRecord) -> str:
     """Why a candidate the register-pool check predicts to hang is not launched (issue 23)."""
     return ("not launched: the register-pool check predicts a hang (--run-hang-risk launches it): "
-            + (rec.register_pool or {}).get("reason", ""))
+            + rec.pool_reason)
 
 
 #: The status of a candidate whose compile has not landed yet (racing while compiling).

@@ -1,0 +1,180 @@
+"""The facts a variant record carries besides its scalars, as records (issue 24): ``VariantRecord.register_pool``
+(:class:`RegisterPool`), ``.ptx`` (:class:`PtxFacts`), ``.compile_timeout`` (:class:`CompileTimeout`) and ``.sass``
+(:class:`SassFacts`), and the machinery they share with ``VariantRecord.run`` (:class:`tileprobe.schema.VariantRun`).
+
+Each is a :class:`KeyedRecord`: read and set as attributes (``pool.verdict``); a key the stored object lacks reads
+None (a file written before the key existed: a ``register_pool`` of ``{verdict, reason}`` only). The objects are
+kept in the order and with the keys their JSON had, unknown keys included (:attr:`KeyedRecord.extra`), so result
+files and store rows of every tileprobe read and write back byte for byte. ``from_dict``/``to_dict`` are the
+JSON/SQLite/pipe edge; :mod:`tileprobe.model` builds them (``PoolCheck.record()``, ``sass_facts``), the readers
+use attributes.
+
+This module sits below :mod:`tileprobe.schema` (pyproject.toml's layers): it imports nothing of tileprobe.
+"""
+from __future__ import annotations
+
+import copy
+from typing import Any, ClassVar
+
+__all__ = ["Key", "KeyedRecord", "RegisterPool", "PoolInstruction", "PtxFacts", "CompileTimeout", "SassFacts",
+           "keyed_from_dict"]
+
+
+class Key:
+    """One named key of a :class:`KeyedRecord` as an attribute: it reads None when the object has no such key, and
+    writing it sets the key (a new key goes last, as in the JSON)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: "KeyedRecord | None", owner: type | None = None) -> Any:
+        return self if obj is None else obj._items.get(self.name)
+
+    def __set__(self, obj: "KeyedRecord", value: Any) -> None:
+        obj._items[self.name] = value
+
+
+class KeyedRecord:
+    """A JSON object's keys as attributes (:class:`Key` class attributes name them), the object's key order and
+    unknown keys kept. ``_nested`` maps a key whose value is a list of objects to the record class of its items
+    (converted by ``from_dict``/``to_dict``). Setting a name that is no key raises AttributeError (``__slots__``);
+    constructing with one raises TypeError."""
+    __slots__ = ("_items",)
+    _nested: ClassVar[dict[str, type["KeyedRecord"]]] = {}
+
+    def __init__(self, **items: Any) -> None:
+        """A record with these keys, in this order (names of the class's :class:`Key` attributes; TypeError for
+        any other name)."""
+        self._check(items)
+        self._items: dict[str, Any] = dict(items)
+
+    @classmethod
+    def _check(cls, items: dict) -> None:
+        unknown = [k for k in items if not isinstance(getattr(cls, k, None), Key)]
+        if unknown:
+            raise TypeError(f"{cls.__name__} has no field {', '.join(unknown)}")
+
+    def replace(self, **items: Any) -> "KeyedRecord":
+        """A copy (shallow) with ``items`` set; a key it lacked goes last. TypeError for a name that is no key."""
+        self._check(items)
+        out = type(self).__new__(type(self))
+        out._items = {**self._items, **items}
+        return out
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "KeyedRecord":
+        """A record from its JSON object (a file's, the store's or a worker's), every key kept in order; the items
+        of a ``_nested`` key's list become records of their class (items that are no objects stay as they are)."""
+        rec = cls.__new__(cls)
+        rec._items = dict(d)
+        for key, kind in cls._nested.items():
+            value = rec._items.get(key)
+            if isinstance(value, list):
+                rec._items[key] = [kind.from_dict(x) if isinstance(x, dict) else x for x in value]
+        return rec
+
+    def to_dict(self) -> dict:
+        """The record as its JSON object: the keys it was read with, in order, then those set since (a copy)."""
+        return {k: [x.to_dict() if isinstance(x, KeyedRecord) else copy.deepcopy(x) for x in v]
+                if k in self._nested and isinstance(v, (list, tuple)) else copy.deepcopy(v)
+                for k, v in self._items.items()}
+
+    @property
+    def extra(self) -> dict:
+        """The keys this version has no attribute for (a newer tileprobe's), kept for writing back."""
+        return {k: v for k, v in self._items.items() if not isinstance(getattr(type(self), k, None), Key)}
+
+    def __contains__(self, key: str) -> bool:
+        """Whether the object has key ``key`` (a key set to null counts; one never written does not)."""
+        return key in self._items
+
+    def __bool__(self) -> bool:
+        return bool(self._items)      # a file's empty {} is no fact, as it was when these were dicts
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and self._items == other._items    # type: ignore[attr-defined]
+
+    __hash__ = None   # type: ignore[assignment]   (mutable)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in self._items.items())})"
+
+
+def keyed_from_dict(kind: type[KeyedRecord], d: dict | None) -> Any:
+    """``kind.from_dict(d)``, or None for None (a fact not collected)."""
+    return None if d is None else kind.from_dict(d)
+
+
+class PoolInstruction(KeyedRecord):
+    """One USETMAXREG of a register-pool check (``RegisterPool.instructions``;
+    :class:`tileprobe.model.regpool.SetMaxNReg` builds it)."""
+    __slots__ = ()
+    address: int | None = Key()       # byte offset in the kernel
+    action: str | None = Key()        # TRY_ALLOC (grow) | DEALLOC (shrink)
+    target: int | None = Key()        # registers per thread asked for; None for a register operand
+    text: str | None = Key()          # the instruction as nvdisasm wrote it
+    guard: str | None = Key()         # its predicate (@P0) or ""
+    retry_loop: bool | None = Key()   # a TRY_ALLOC whose next branch jumps back to it
+    warps: list | None = Key()        # warp indices that reach it (over-approximated)
+
+
+class RegisterPool(KeyedRecord):
+    """``VariantRecord.register_pool``: the register-pool check of setmaxnreg (issue 23;
+    :mod:`tileprobe.model.regpool` computes it, ``PoolCheck.record()`` builds this). Registers per CTA unless named
+    per thread. Records written before the check have ``{verdict, reason}`` only (derived from their SASS); the
+    other keys then read None."""
+    __slots__ = ()
+    _nested = {"instructions": PoolInstruction}
+    verdict: str | None = Key()                   # hang_risk | pool_ok | unknown | none
+    reason: str | None = Key()                    # the instructions, numbers and reasoning in words
+    model_version: int | None = Key()             # regpool.MODEL_VERSION of the check (None: derived, not checked)
+    registers_per_thread: int | None = Key()      # the launch count (EIATTR_REGCOUNT)
+    threads: int | None = Key()                   # threads per CTA
+    pool_registers: int | None = Key()            # the CTA's pool (per-warp allocation × warps)
+    demand_registers: int | None = Key()          # Σ over warpgroups of final count × 128
+    warpgroup_counts: list | None = Key()         # final registers per thread of each warpgroup
+    instructions: list | None = Key()             # [PoolInstruction], in address order
+
+
+class PtxFacts(KeyedRecord):
+    """``VariantRecord.ptx``: the embedded PTX's performance directives of the kernel
+    (:class:`tileprobe.model.cubin.PtxDirectives` builds it with ``record()``)."""
+    __slots__ = ()
+    maxnreg: int | None = Key()        # .maxnreg N
+    reqntid: list | None = Key()       # .reqntid x[, y, z]
+    minnctapersm: int | None = Key()   # .minnctapersm N
+
+
+class CompileTimeout(KeyedRecord):
+    """``VariantRecord.compile_timeout``: the compile time against the program's compiler timeout
+    (``audit --compiler-timeout S``, issue 23; :func:`tileprobe.audit.pipeline.check_compile_timeout`). Seconds."""
+    __slots__ = ()
+    timeout_s: float | None = Key()    # the compiler timeout checked against
+    compile_s: float | None = Key()    # the variant's compile time
+    margin_s: float | None = Key()     # timeout − compile time (< 0 when the compile exceeds it)
+    exceeds: bool | None = Key()       # compile time > timeout
+    source: str | None = Key()         # where the timeout came from (in words)
+
+
+class SassFacts(KeyedRecord):
+    """``VariantRecord.sass``: what a record keeps of the kernel's SASS (:func:`tileprobe.model.sass.sass_facts`
+    builds it from :class:`~tileprobe.model.sass.KernelSassTraits`), or ``{"error": …}`` when nvdisasm is missing
+    or failed. Counts are static instructions. Older records hold fewer keys (``{tma, spill_loads, spill_stores}``,
+    or none): a missing one reads None, ``"key" in sass`` says whether it is there."""
+    __slots__ = ()
+    target: str | None = Key()             # nvdisasm's .target (sm_90a)
+    instructions: int | None = Key()       # instructions, NOPs excluded
+    spill_loads: int | None = Key()        # LDL instructions
+    spill_stores: int | None = Key()       # STL instructions
+    setmaxnreg: list | None = Key()        # [[action, registers per thread]] of each USETMAXREG
+    tma: dict | None = Key()               # UTMA* / UBLK* opcode → count
+    has_tma: bool | None = Key()           # any TMA data opcode
+    matrix: dict | None = Key()            # matrix opcode → count
+    matrix_families: list | None = Key()   # matrix opcodes present, sorted
+    error: str | None = Key()              # why the SASS was not read (nvdisasm missing or failing)
+    kernels: Any = Key()                   # per-kernel traits, in files of another shape (gate reads their spills)
+
+    def spills(self) -> dict | None:
+        """The spill counts as the object holds them (``{"spill_loads": N, "spill_stores": N}``, its keys and
+        order), or None when it has none (the tune rows' ``spills``)."""
+        return {k: v for k, v in self._items.items() if "spill" in k} or None
