@@ -280,6 +280,18 @@ def test_bare_tileprobe_prints_the_commands(capsys):
     assert err.startswith("usage: tileprobe") and "audit" in err and "required: cmd" not in err
 
 
+@pytest.mark.parametrize("argv, usage", [(["history", "--audit", "1"], "usage: tileprobe history ["),
+                                         (["toolchain", "list", "--x"], "usage: tileprobe toolchain list [")])
+def test_a_bad_option_prints_its_commands_usage(argv, usage, capsys):
+    from tileprobe.cli import main
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.startswith(usage), err
+    assert f"error: unrecognized arguments: {' '.join(argv[-2:] if argv[0] == 'history' else argv[-1:])}" in err
+    assert "{audit,sass" not in err
+
+
 @pytest.mark.parametrize("text, message", [
     ("", "--where '' names nothing"), (",,,", "--where ',,,' names nothing"),
     ("occupancy=1,occupancy=2", "--where 'occupancy=1,occupancy=2' gives occupancy twice (1 and 2); a variant has "

@@ -33,13 +33,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def chosen_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The innermost subparser that parsed ``args`` (``tileprobe toolchain install`` → its parser; ``parser`` itself
+    when no command was chosen): the one whose usage an unrecognized argument is reported with."""
+    while True:
+        actions = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        name = getattr(args, actions[0].dest, None) if actions else None
+        if name not in (actions[0].choices if actions else {}):
+            return parser
+        parser = actions[0].choices[name]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``tileprobe`` command. Returns the exit code."""
     parser = build_parser()
     if not (sys.argv[1:] if argv is None else argv):     # bare `tileprobe`: the commands, not an argparse complaint
         parser.print_help(sys.stderr)
         return 2
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:                                            # the chosen command's own usage, not the top level's (exit 2)
+        chosen_parser(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")
     args.raw_argv = list(sys.argv[1:] if argv is None else argv)   # where `--` was (tune -- COMMAND)
     from tileprobe.store import begin_command
     begin_command()                                        # "… kept in the results store" counts this command's
