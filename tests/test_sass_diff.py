@@ -100,3 +100,16 @@ def test_sass_command_prints_listing_ptx_and_diff_from_the_store(tmp_path, capsy
     assert "--where selects 2 variants; name one, adding occupancy to --where" in capsys.readouterr().err
     assert main(base + ["--where", "TILE=4096"]) == 2
     assert "TILE takes 1024, 2048" in capsys.readouterr().err
+
+
+def test_sass_takes_one_target_and_needs_where_as_usage_errors(tmp_path, capsys):
+    """Two targets, or no --where, are usage errors (exit 2) naming the option and the fix, before any compile."""
+    probe = str(tmp_path / "probe_vec.py")
+    with pytest.raises(SystemExit) as e:
+        main(["sass", probe, "--arch", "sm_90,sm_120", "--where", "TILE=1024"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.startswith("usage: tileprobe sass [")
+    assert ("argument --arch: 'sm_90,sm_120' names 2 targets; sass reads one variant on one target: give one, "
+            "e.g. --arch sm_90") in " ".join(err.split())
+    assert main(["sass", probe, "--arch", "sm_90", "--no-store"]) == 2
+    assert "tileprobe: --where is missing: sass prints one variant; name it with --where" in capsys.readouterr().err

@@ -6,6 +6,7 @@ Python calls: :func:`tileprobe.analyses.machine_code.variant_cubins`, :func:`~ti
 """
 from __future__ import annotations
 
+import argparse
 import sys
 
 from tileprobe.errors import TileprobeError
@@ -22,7 +23,7 @@ def add_parser(sub) -> None:
                                    "there, else compiled), or compare two: --diff NAME=VALUE (another value of a hint "
                                    "or case constant) or --tileiras A,B (two compilers).")
     p.add_argument("probe", metavar="PROBE", help="probe file")
-    p.add_argument("--arch", required=True, help="one target, e.g. sm_90")
+    p.add_argument("--arch", required=True, type=one_target, help="one target, e.g. sm_90")
     add_where_option(p, "variant (name every case constant and hint that varies)")
     p.add_argument("--ptx", action="store_true", help="print the PTX tileiras embedded in the cubin instead")
     p.add_argument("--diff", metavar="NAME=VALUE", help="compare with the variant that has this value instead, "
@@ -37,13 +38,26 @@ def add_parser(sub) -> None:
     p.set_defaults(func=cmd_sass)
 
 
+def one_target(text: str) -> str:
+    """argparse type of ``sass --arch``: one target (``sm_90``); two or none is a usage error (exit 2)."""
+    from tileprobe.cli._common import split
+    targets = split(text)
+    if len(targets) != 1:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} names {len(targets) or 'no'} target{'' if len(targets) == 1 else 's'}; sass reads one variant "
+            f"on one target: give one, e.g. --arch {targets[0] if targets else 'sm_90'} (for another target, run "
+            "sass again)")
+    return targets[0]
+
+
 def cmd_sass(args) -> int:
     """Run ``tileprobe sass`` for parsed arguments; returns the exit code."""
     from tileprobe.analyses.machine_code import diff_variants, ptx_listing, sass_listing, variant_cubins
     from tileprobe.select import parse_where
     where = where_of(args)
     if not where:
-        raise TileprobeError("--where names the variant: e.g. --where \"GATHER=True,occupancy=2\"")
+        raise WhereError("--where is missing: sass prints one variant; name it with --where, giving every case "
+                         "constant and hint that varies, e.g. --where \"GATHER=True,occupancy=2\"")
     tcs = toolchains(args.tileiras, args.install)
     if args.diff and tcs and len(tcs) > 1:
         raise TileprobeError("compare two hint values (--diff) or two compilers (--tileiras A,B), not both at once")
