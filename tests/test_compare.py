@@ -185,11 +185,13 @@ def test_compare_cli_markdown_and_json(tmp_path, capsys):
 def test_compare_cli_says_what_to_give(tmp_path, capsys):
     from tileprobe.cli import main
     pa, _ = _result_files(tmp_path)
-    assert main(["compare"]) == 1
+    assert main(["compare"]) == 2                                     # a missing input is a usage error
     assert "compare what? give two result files (or stored audit ids)" in capsys.readouterr().err
+    assert main(["compare", pa, pa, pa]) == 2
+    assert f"compare what? (got 3: {pa} {pa} {pa}) give two result files" in capsys.readouterr().err
     assert main(["compare", pa]) == 1
     assert "need exactly two compiler builds to compare, found 1" in capsys.readouterr().err
-    assert main(["compare", "--probe", pa, "--tileiras", "13.4"]) == 1
+    assert main(["compare", "--probe", pa, "--tileiras", "13.4"]) == 2
     assert "with --probe, give two compilers: --tileiras A,B" in capsys.readouterr().err
     assert main(["compare", "17", "nope.json", "--store", str(tmp_path / "s.sqlite")]) == 1
     assert "no results store at" in capsys.readouterr().err

@@ -41,7 +41,7 @@ import os
 from typing import Sequence
 
 from tileprobe.judge.verdict import judge_records
-from tileprobe.errors import TileprobeError
+from tileprobe.errors import TileprobeError, UsageError
 from tileprobe.records import SassFacts
 from tileprobe.schema import VariantRecord, VariantRun, build_order, load, number_text, short_build
 from tileprobe.analyses.noise import TimeStats, time_change
@@ -363,15 +363,15 @@ def compare_results(results: Sequence[str] = (), *, probe: str | None = None, ti
         progress: the audit's ``progress(kind, n)`` callback.
 
     Raises:
-        TileprobeError: not exactly two sides to compare (the message lists the accepted forms), or a side that
-            cannot be read; ToolchainError: a compiler that cannot be resolved or installed; WhereError: a
+        UsageError: no sides, more than two, or ``probe`` without two ``tileiras`` (the message lists the accepted
+            forms); TileprobeError: a side that cannot be read, or one side without two builds; ToolchainError: a compiler that cannot be resolved or installed; WhereError: a
             ``where`` that matches no variant on either side (the message lists the values there are).
     """
     env: dict = {}
     audited: list[VariantRecord] = []
     if probe:
         if len(tileiras) != 2:
-            raise TileprobeError("with --probe, give two compilers: --tileiras A,B (e.g. 13.3.36,13.4.92)")
+            raise UsageError("with --probe, give two compilers: --tileiras A,B (e.g. 13.3.36,13.4.92)")
         result = _audit_probe(probe, tileiras, archs, jobs, store, use_store, with_sass, where, progress)
         a, b, name_a, name_b = split_by_compiler(result.records)
         name_a, name_b = short_build(name_a), short_build(name_b)
@@ -387,8 +387,9 @@ def compare_results(results: Sequence[str] = (), *, probe: str | None = None, ti
         a, b, name_a, name_b = split_by_compiler(recs)
         name_a, name_b = short_build(name_a), short_build(name_b)
     else:
-        raise TileprobeError("compare what? give two result files (or stored audit ids), one file holding two "
-                             "compiler builds, or --probe P --tileiras A,B")
+        given = f" (got {len(results)}: {' '.join(results)})" if results else ""
+        raise UsageError(f"compare what?{given} give two result files (or stored audit ids), one file holding two "
+                         "compiler builds, or --probe P --tileiras A,B")
     if where:
         from tileprobe.select import select, select_or_explain
         select_or_explain(a + b, where)   # issue 27: matching nothing is a WhereError (exit 2), as for audit
