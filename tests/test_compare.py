@@ -190,7 +190,9 @@ def test_compare_cli_says_what_to_give(tmp_path, capsys):
     assert main(["compare", pa, pa, pa]) == 2
     assert f"compare what? (got 3: {pa} {pa} {pa}) give two result files" in capsys.readouterr().err
     assert main(["compare", pa]) == 1
-    assert "need exactly two compiler builds to compare, found 1" in capsys.readouterr().err
+    err = " ".join(capsys.readouterr().err.split())
+    assert "need exactly two compiler builds to compare, found 1: tileiras 13.3.36. Audit with --tileiras A,B" in err
+    assert "[" not in err and "'" not in err                          # text, not a Python list
     assert main(["compare", "--probe", pa, "--tileiras", "13.4"]) == 2
     assert "with --probe, give two compilers: --tileiras A,B" in capsys.readouterr().err
     assert main(["compare", "17", "nope.json", "--store", str(tmp_path / "s.sqlite")]) == 1

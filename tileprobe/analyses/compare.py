@@ -311,7 +311,8 @@ def split_by_compiler(records: list[VariantRecord]) -> tuple[list[VariantRecord]
     """An audit with two tileiras builds → (A records, B records, A build, B build), in the audit's order."""
     builds = list(dict.fromkeys(r.tileiras for r in records))
     if len(builds) != 2:
-        raise TileprobeError(f"need exactly two compiler builds to compare, found {len(builds)}: {builds}. "
+        found = f": {', '.join(short_build(b) for b in builds)}" if builds else ""
+        raise TileprobeError(f"need exactly two compiler builds to compare, found {len(builds)}{found}. "
                              "Audit with --tileiras A,B or give two result files.")
     return ([r for r in records if r.tileiras == builds[0]], [r for r in records if r.tileiras == builds[1]],
             builds[0], builds[1])
