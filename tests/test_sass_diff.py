@@ -96,6 +96,12 @@ def test_sass_command_prints_listing_ptx_and_diff_from_the_store(tmp_path, capsy
     assert "A: vec_add sm_90 TILE=1024 occupancy=2 · tileiras 13.4.92" in out
     assert "B: vec_add sm_90 TILE=1024 occupancy=1 · tileiras 13.4.92" in out
     assert "machine code: the same instructions, register for register" in out
+    from tileprobe.store import Store
+    with Store.open(store) as s:                                 # history's command column: the whole command
+        commands = [a["command_line"] for a in s.audits()]
+    assert commands[:2] == [f"sass {probe} --arch sm_90 --store {store} --where TILE=1024,occupancy=2 --diff "
+                            "occupancy=1"] * 2
+    assert f"sass {probe} --arch sm_90 --store {store} --where TILE=1024,occupancy=2 --ptx" in commands
     assert main(base + ["--where", "TILE=1024"]) == 2                 # a usage error, as every --where problem
     assert "--where selects 2 variants; name one, adding occupancy to --where" in capsys.readouterr().err
     assert main(base + ["--where", "TILE=4096"]) == 2

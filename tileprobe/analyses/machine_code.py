@@ -32,10 +32,12 @@ class VariantCode:
 
 
 def variant_cubins(probe: str, arch: str, where: dict, *, toolchains: Sequence[Toolchain] | None = None, store=None,
-                   jobs: int | None = None) -> list[VariantCode]:
+                   jobs: int | None = None, command_line: str | None = None) -> list[VariantCode]:
     """The variant(s) of ``probe`` on ``arch`` that ``where`` selects, one per compiler, with their cubins.
 
-    Only variants whose case and hints match ``where`` are compiled (and only when not in ``store``).
+    Only variants whose case and hints match ``where`` are compiled (and only when not in ``store``); the audit is
+    stored with ``command_line`` (the command's arguments, as ``history`` lists them; default
+    ``sass PROBE --arch ARCH``).
 
     Raises:
         WhereError: ``where`` names something that is neither a case constant nor a hint, or selects nothing
@@ -48,7 +50,7 @@ def variant_cubins(probe: str, arch: str, where: dict, *, toolchains: Sequence[T
     result = audit([probe], [arch], toolchains=toolchains, store=store, jobs=jobs, where=where, with_sass=have_nvdisasm(),
                    select=lambda v: matches_values(v.case_dict, v.hints_dict, where))
     if store is not None:
-        store.save_audit(result, f"sass {probe} --arch {arch}")
+        store.save_audit(result, command_line or f"sass {probe} --arch {arch}")
     chosen = select_or_explain(result.records, where)
     if not chosen:
         raise TileprobeError(f"no variant of {probe} on {arch} was compiled for --where "

@@ -62,13 +62,16 @@ def cmd_sass(args) -> int:
     if args.diff and tcs and len(tcs) > 1:
         raise TileprobeError("compare two hint values (--diff) or two compilers (--tileiras A,B), not both at once")
     store = open_store(args)
+    import shlex
+    typed = shlex.join(args.raw_argv) if getattr(args, "raw_argv", None) else None   # stored whole, as audit's
     try:
-        codes = variant_cubins(args.probe, args.arch, where, toolchains=tcs, store=store, jobs=args.jobs)
+        codes = variant_cubins(args.probe, args.arch, where, toolchains=tcs, store=store, jobs=args.jobs,
+                               command_line=typed)
         if args.diff:
             other = {**where, **parse_where(args.diff, "--diff")}
             try:
                 codes = codes[:1] + variant_cubins(args.probe, args.arch, other, toolchains=tcs[:1] if tcs else None,
-                                                   store=store, jobs=args.jobs)[:1]
+                                                   store=store, jobs=args.jobs, command_line=typed)[:1]
             except WhereError as e:   # the selection that failed is --diff's value, not --where
                 raise WhereError(f"--diff {args.diff}: {str(e).removeprefix('--where ')}") from None
     finally:
