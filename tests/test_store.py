@@ -199,6 +199,8 @@ def test_runs_history_and_exports(tmp_path, capsys):
     assert len(json.loads(out_json.read_text())["runs"]) == 1
     rows = list(csv.DictReader(out_csv.open()))
     assert len(rows) == 3 and {r["median_us"] for r in rows} == {"", "12.5"} and rows[0]["gpu"] in ("", "NVIDIA H200")
+    err = " ".join(capsys.readouterr().err.split())       # says what it wrote, as `report -o FILE` does
+    assert err == f"wrote {out_json}: 3 variants wrote {out_csv}: 3 rows"
     assert main(["history", "--store", path, "--kernel", "fake", "--tileiras", "13.4"]) == 0
     assert "fake" in capsys.readouterr().out
     assert main(["history", "--store", path, "--json", str(out_json), "--kernel", "fake", "--arch", "sm_100"]) == 0

@@ -71,27 +71,33 @@ def check_kernel(store: Store, kernel: str | None) -> None:
                      + (f"; the store has {', '.join(known)}" if known else "; the store holds no compile yet"))
 
 
-def write_history_json(store: Store, dest: str | TextIO, where: dict | None = None, **filters) -> None:
+def write_history_json(store: Store, dest: str | TextIO, where: dict | None = None, **filters) -> int:
     """Write a result document (``tileprobe/schema.py``: ``report`` and ``compare`` read it) of the newest compile
     per matching variant, with verdicts, plus ``audits`` and ``runs``, to the path or text stream ``dest``.
 
-    ``filters``: ``kernel``, ``arch``, ``tileiras`` (module doc); ``where``: case and hint values.
+    ``filters``: ``kernel``, ``arch``, ``tileiras`` (module doc); ``where``: case and hint values. Returns the
+    number of records (variants) written.
     """
-    doc = dump(select(store.records(**filters, judge=judge_records), where), {"store": store.path})
+    records = select(store.records(**filters, judge=judge_records), where)
+    doc = dump(records, {"store": store.path})
     hist = history(store, where=where, **filters)
     doc.update(audits=hist.audits, runs=hist.runs)
     _write_text(dest, json_text(doc))
+    return len(records)
 
 
-def write_history_csv(store: Store, dest: str | TextIO, where: dict | None = None, **filters) -> None:
+def write_history_csv(store: Store, dest: str | TextIO, where: dict | None = None, **filters) -> int:
     """Write one CSV row per matching stored compile (columns: :data:`CSV_COLUMNS`; case and hints as
-    ``NAME=VALUE`` words) to the path or text stream ``dest``; ``where``: case and hint values."""
+    ``NAME=VALUE`` words) to the path or text stream ``dest``; ``where``: case and hint values. Returns the number
+    of rows written (the header not counted)."""
     buf = io.StringIO()
     w = csv.DictWriter(buf, CSV_COLUMNS, extrasaction="ignore")
     w.writeheader()
-    for row in history(store, where=where, **filters).compiles:
+    rows = history(store, where=where, **filters).compiles
+    for row in rows:
         w.writerow(dict(row, case=_kv(row["case"]), hints=_kv(row["hints"])))
     _write_text(dest, buf.getvalue())
+    return len(rows)
 
 
 def _kv(d: dict) -> str:

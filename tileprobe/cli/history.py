@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 
 from tileprobe.cli._common import add_where_option, console, where_of, count_or_zero
+from tileprobe.report.text import say
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.40 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
@@ -34,8 +35,11 @@ def cmd_history(args) -> int:
     from tileprobe.store import Store
     filters = dict(kernel=args.kernel, arch=args.arch, tileiras=args.tileiras, where=where_of(args))
     with Store.open(args.store, must_exist=bool(args.store)) as store:
+        err = console(stderr=True)
         if args.json:
-            write_history_json(store, _dest(args.json), **filters)
+            n = write_history_json(store, _dest(args.json), **filters)
+            if args.json != "-":                 # as `report -o FILE` says what it wrote
+                say(err, f"wrote {args.json}: {n} variant{'' if n == 1 else 's'}")
         if args.csv == "-":          # stored names and case values reach the terminal as text (report/text.py)
             import io
             from tileprobe.report.text import clean
@@ -43,7 +47,8 @@ def cmd_history(args) -> int:
             write_history_csv(store, buf, **filters)
             sys.stdout.write(clean(buf.getvalue()))
         elif args.csv:
-            write_history_csv(store, args.csv, **filters)
+            n = write_history_csv(store, args.csv, **filters)
+            say(err, f"wrote {args.csv}: {n} row{'' if n == 1 else 's'}")
         if "-" in (args.json, args.csv):
             return 0
         from tileprobe.report.terminal import render_history
