@@ -6,7 +6,7 @@ import io
 
 from rich.console import Console
 
-from tileprobe.report.tune import ROWS_SHOWN, duplicate_lines, fate_counts, render
+from tileprobe.report.tune import ROWS_SHOWN, duplicate_lines, fate_counts, render, time_line
 from tileprobe.tune.result import CandidateRow, ProblemResult, TuneResult
 
 
@@ -69,3 +69,12 @@ def test_the_output_says_how_much_of_the_space_was_searched():
     res = _result(30)
     res.problems[0].coverage = {"configurations": 40, "compiled": 28, "timed": 26}
     assert "searched: 28 of 40 configurations compiled, 26 timed" in _text(res)
+
+
+def test_the_time_split_names_the_compile_part_for_what_it_was():
+    times = {"startup_s": 1.0, "plan_s": 0.2, "compile_s": 4.8, "store_s": 0.1, "total_s": 6.1}
+    assert time_line(times, 0) == ("time: start-up 1.0 s · plan 0.2 s · reading the store 4.8 s (nothing compiled) · "
+                                   "store 0.1 s · total 6.1 s")
+    for compiled in (3, None):        # some compiled, or not counted (a bundle, no progress callback)
+        assert time_line(times, compiled) == ("time: start-up 1.0 s · plan 0.2 s · compile 4.8 s · store 0.1 s · "
+                                              "total 6.1 s")

@@ -32,7 +32,7 @@ def render(result: TuneResult, console, all_rows: bool = False) -> None:
                  f"{' · dry run (static stage only)' if result.dry_run else ''}")
     for p in result.problems:
         _render_problem(p, console, all_rows)
-    say(console, time_line(result.times))
+    say(console, time_line(result.times, result.compiled))
 
 
 def _counts(d: dict) -> str:
@@ -218,12 +218,15 @@ def previous_line(prev: dict) -> str:
     return text + ")"
 
 
-def time_line(times: dict) -> str:
-    """``time: start-up 1.9 s · plan 0.2 s · compile 12.1 s · GPU worker start 7.9 s (waited 0.0 s) · …``"""
+def time_line(times: dict, compiled: int | None = None) -> str:
+    """``time: start-up 1.9 s · plan 0.2 s · compile 12.1 s · GPU worker start 7.9 s (waited 0.0 s) · …``; when
+    ``compiled`` is 0 (every candidate came from the store) the ``compile_s`` part is named for what it was:
+    ``reading the store 4.8 s (nothing compiled)``."""
     def s(key):
         v = times.get(key)
         return "-" if v is None else f"{v:.1f} s"
-    parts = [f"start-up {s('startup_s')}", f"plan {s('plan_s')}", f"compile {s('compile_s')}"]
+    stage = f"reading the store {s('compile_s')} (nothing compiled)" if compiled == 0 else f"compile {s('compile_s')}"
+    parts = [f"start-up {s('startup_s')}", f"plan {s('plan_s')}", stage]
     if times.get("worker_start_s") is not None:
         parts.append(f"GPU worker start {s('worker_start_s')} (waited {s('worker_wait_s')} after compiling)")
     if times.get("race_s") is not None:

@@ -187,6 +187,8 @@ def tune(probe_paths: Sequence[str], *, arch: str | None = None, budget_s: float
         from tileprobe.run.session import load_bundle
         load_bundle(bundle)
     result = TuneResult(dry_run=dry_run, times={"startup_s": startup_s})
+    if progress is not None:
+        progress = _counting_compiles(result, progress)
     race_settings, timing_settings = _settings(strategy, budget_s, tie_pct, confidence, min_samples, max_samples,
                                                seed, timing)
     with contextlib.nullcontext() if bundle else warm_starts(), loader_sessions():   # the compile side's cuTile
@@ -245,6 +247,16 @@ def _tune(t0, result, race_settings, timing_settings, probe_paths, arch, export,
             starter.release()
     _finish(result, plans, store, export, t0)
     return result
+
+
+def _counting_compiles(result: TuneResult, progress: Callable) -> Callable:
+    """``progress`` that also adds each ``("compile", ("total", n))`` (n: compiles to make, not from the store) to
+    ``result.compiled``."""
+    def cb(kind, data):
+        if kind == "compile" and data[0] == "total":
+            result.compiled = (result.compiled or 0) + data[1]
+        progress(kind, data)
+    return cb
 
 
 def _search_settings(race: RaceSettings, jobs: int | None, seed: int, full_max: int | None) -> SearchSettings:

@@ -142,13 +142,16 @@ class ProblemResult:
 @dataclass
 class TuneResult:
     """A whole tune: one :class:`ProblemResult` per problem, the environment, the time split (s), the probe errors
-    met, and why it stopped early (``aborted``), if it did. ``dry_run``: the static stage only."""
+    met, and why it stopped early (``aborted``), if it did. ``dry_run``: the static stage only. ``compiled``: how
+    many candidates were compiled here, the rest coming from the store (None: not counted, as without a progress
+    callback or from a bundle); for the time split's wording only, not in the JSON."""
     problems: list[ProblemResult] = field(default_factory=list)
     environment: dict = field(default_factory=dict)
     times: dict = field(default_factory=dict)
     probe_errors: list[str] = field(default_factory=list)
     aborted: str | None = None
     dry_run: bool = False
+    compiled: int | None = None
 
     def to_dict(self) -> dict:
         """The whole tune as a JSON document (``schema_version``, provenance, one entry per problem)."""
