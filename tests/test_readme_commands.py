@@ -129,3 +129,32 @@ def test_the_check_catches_a_flag_that_does_not_exist():
     assert cmd == "audit" and "--sass" not in all_options(COMMANDS[cmd]) and "--sass" in cell
     assert fenced_commands("```bash\ntileprobe audit x.py --arch sm_90 \\\n    --sass   # comment\n```\n") == [
         "tileprobe audit x.py --arch sm_90 --sass"]
+
+
+def _help_texts(parser: argparse.ArgumentParser, name: str = "tileprobe"):
+    """(command, what, text) of every description, argument help and subcommand help, nested commands included."""
+    yield name, "description", parser.description or ""
+    for a in parser._actions:
+        yield name, "/".join(a.option_strings) or a.metavar or a.dest, a.help or ""
+        if isinstance(a, argparse._SubParsersAction):
+            yield from ((name, f"{c.dest} (in the list)", c.help or "") for c in a._choices_actions)
+            for sub_name, sub in a.choices.items():
+                yield from _help_texts(sub, f"{name} {sub_name}")
+
+
+def test_help_texts_are_plain_text_not_rest_markup():
+    marked = [f"{cmd} {what}: {text[:80]}" for cmd, what, text in _help_texts(build_parser())
+              if re.search(r"``|:(func|class|meth|mod|data|attr):", text)]
+    assert marked == []
+
+
+def test_help_texts_say_what_brief_prints_and_what_a_version_is():
+    from tileprobe.schema import NOTEWORTHY_STATUSES
+    helps = {(cmd, what): " ".join(text.split()) for cmd, what, text in _help_texts(build_parser())}
+    assert set(NOTEWORTHY_STATUSES) == {"unverified", "partial", "ignored", "infeasible", "unchanged"}
+    assert helps[("tileprobe audit", "--brief")].startswith(
+        "print reasons only for noteworthy verdicts (unverified, partial, ignored, infeasible, unchanged)")
+    assert helps[("tileprobe toolchain install", "VERSION")].startswith(
+        "a tileiras release: MAJOR.MINOR.PATCH (13.4.92) or MAJOR.MINOR (13.4: the newest 13.4.x published)")
+    assert helps[("tileprobe toolchain remove", "VERSION")].startswith("an installed release: 13.3.36, or 13.3")
+    assert "(variants that are wrong, hang or crash are results)" in helps[("tileprobe run", "description")]

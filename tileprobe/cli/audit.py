@@ -57,8 +57,9 @@ def add_parser(sub) -> None:
                    "variants whose machine code differs between compiles (tileiras is not always deterministic)")
     a.add_argument("--retry-failed", action="store_true", help="compile again the variants the store holds as "
                    "failed (by default a stored failure is the answer and is not compiled again)")
-    a.add_argument("--brief", action="store_true",
-                   help="print reasons only for noteworthy verdicts (partial, ignored, infeasible, unchanged)")
+    from tileprobe.schema import NOTEWORTHY_STATUSES       # what report.common.noteworthy prints under --brief
+    a.add_argument("--brief", action="store_true", help="print reasons only for noteworthy verdicts "
+                   f"({', '.join(NOTEWORTHY_STATUSES)}); failures and predicted hangs are still listed")
     a.add_argument("--summary", action="store_true", help="one line per kernel, arch and compiler instead of the "
                    "tables (variants, failures, registers, CTAs/SM, spills, verdict counts)")
     a.add_argument("--wide", action="store_true", help="every column at full width, whatever the terminal's width "

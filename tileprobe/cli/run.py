@@ -1,9 +1,9 @@
 """``tileprobe run PROBE… [--arch sm_90] [--bundle DIR] [--timeout S] [--reps N] [--json FILE] [--format …]``.
 
-Audits the probes for this GPU's architecture (or loads the audit a ``--bundle`` directory carries from a machine
+Audits the probes for this GPU's architecture (or loads the audit a --bundle directory carries from a machine
 with tileiras), then checks and times every variant in a worker under a watchdog, and prints the audit table
 with status, time and occupancy columns, and the best hint per case with its speed-up over the default.
-Exit code: 0 when the sweep ran (``wrong``/``hang``/``crash`` variants are results), 1 when it could not run.
+Exit code: 0 when the sweep ran (variants that are wrong, hang or crash are results), 1 when it could not run.
 
 Python call: :func:`tileprobe.run.session.run_sweep`.
 """
@@ -24,7 +24,7 @@ def add_parser(sub) -> None:
     from tileprobe.run.timing import DEFAULT_REPS
     from tileprobe.run.watchdog import DEFAULT_TIMEOUT_S
     p = sub.add_parser("run", help="check and time every variant on this machine's GPU (hangs and crashes "
-                       "are contained)", description=__doc__.split("\n\n")[1])
+                       "are contained)", description=__doc__.split("\n\n")[1])   # plain text: --help prints it
     p.add_argument("probes", nargs="*", metavar="PROBE", help="probe files (with --bundle: which of its probes to "
                    "run; their code is imported from these files only, never from the paths the bundle records)")
     p.add_argument("--arch", help="target to audit and run (default: this GPU's, e.g. sm_90)")

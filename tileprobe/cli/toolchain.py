@@ -19,14 +19,17 @@ def add_parser(sub) -> None:
                                          "libnvvm) from the package registry")
     tsub = p.add_subparsers(dest="toolchain_cmd", required=True)
     i = tsub.add_parser("install", help="install VERSION (13.4 = newest 13.4.x, or 13.4.92)")
-    i.add_argument("versions", nargs="+", metavar="VERSION")
+    i.add_argument("versions", nargs="+", metavar="VERSION", help="a tileiras release: MAJOR.MINOR.PATCH (13.4.92) "
+                   "or MAJOR.MINOR (13.4: the newest 13.4.x published); `tileprobe toolchain list --available` "
+                   "lists them")
     i.add_argument("--force", action="store_true", help="download and install again")
     i.set_defaults(func=cmd_install)
     ls = tsub.add_parser("list", help="installed toolchains and this environment's pip tileiras")
     ls.add_argument("--available", action="store_true", help="also list what the package registry publishes")
     ls.set_defaults(func=cmd_list)
     r = tsub.add_parser("remove", help="delete an installed toolchain")
-    r.add_argument("version", metavar="VERSION")
+    r.add_argument("version", metavar="VERSION", help="an installed release: 13.3.36, or 13.3 when one 13.3.x is "
+                   "installed (`tileprobe toolchain list` lists them)")
     r.set_defaults(func=cmd_remove)
 
 

@@ -42,7 +42,7 @@ def render_audit(records: Iterable[VariantRecord], console: Console | None = Non
                  extra_columns: list[tuple[str, Callable[[VariantRecord], str]]] | None = None,
                  brief: bool = False, wide: bool = False, advice: Sequence[str] = ()) -> None:
     """Print one table per (kernel, tileiras, arch); below it every verdict's reason (only the noteworthy ones —
-    partial, ignored, infeasible, unchanged — when ``brief``), the compiler's PTX decision and remarks, each failure's
+    unverified, partial, ignored, infeasible, unchanged — when ``brief``), the compiler's PTX decision and remarks, each failure's
     message and repro command; then, with ``reasons``, the ``advice`` lines (:meth:`AuditResult.advice
     <tileprobe.audit.pipeline.AuditResult.advice>`). ``extra_columns``: (header, cell function) pairs, e.g. run times.
 
