@@ -128,6 +128,27 @@ def test_case_and_hint_overrides():
         apply_overrides([p], {"NOPE": [1]})
     with pytest.raises(WhereError, match="--hint 'occupancy': write NAME=V1,V2"):
         parse_overrides(["occupancy"], "--hint")
+    with pytest.raises(WhereError) as e:
+        apply_overrides([p], {"TILES": [1]})
+    assert str(e.value) == "--case names 'TILES' (did you mean 'TILE'?), which no probe declares in cases= (DT, TILE)"
+
+
+def test_close_names_and_targets_say_did_you_mean():
+    from tileprobe.errors import TileprobeError
+    from tileprobe.model.arch import TILEIRAS_TARGETS, check_target
+    from tileprobe.select import check_names
+    with pytest.raises(WhereError) as e:
+        check_names({"occupncy": 2, "NOPE": 1}, ["TILE"], ["occupancy", "num_ctas"])
+    assert str(e.value) == ("--where names 'occupncy' (did you mean 'occupancy'?), 'NOPE', which is neither a case "
+                            "constant of the probe (TILE) nor a hint (occupancy, num_ctas)")
+    targets = ", ".join(TILEIRAS_TARGETS)
+    for typed, near in (("sm90", "sm_90"), ("sm-120", "sm_120")):
+        with pytest.raises(TileprobeError) as e:
+            check_target(typed)
+        assert str(e.value) == f"{typed!r} is not a target tileiras lists (did you mean {near!r}?); targets: {targets}"
+    with pytest.raises(TileprobeError) as e:           # a real target tileiras does not list: no look-alike
+        check_target("sm_75")
+    assert str(e.value) == f"'sm_75' is not a target tileiras lists; targets: {targets}"
 
 
 # --- Markdown for a compiler bug report -----------------------------------------------------------------------------

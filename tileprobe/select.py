@@ -141,8 +141,19 @@ def check_names(where: Mapping[str, Any], case_names: Iterable[str], hint_names:
     cases, hints = sorted(set(case_names)), list(dict.fromkeys(hint_names))
     bad = [k for k in where if k not in cases and k not in hints]
     if bad:
-        raise WhereError(f"{option} names {', '.join(map(repr, bad))}, which is neither a case constant of the probe "
-                         f"({', '.join(cases) or 'none'}) nor a hint ({', '.join(hints)})")
+        raise WhereError(f"{option} names {named_with_near(bad, cases + hints)}, which is neither a case constant of "
+                         f"the probe ({', '.join(cases) or 'none'}) nor a hint ({', '.join(hints)})")
+
+
+def named_with_near(bad: Sequence[str], known: Sequence[str]) -> str:
+    """``'occupncy' (did you mean 'occupancy'?), 'X'``: each unknown name quoted, with the closest ``known`` name
+    when one is close (:func:`difflib.get_close_matches`, cutoff 0.6)."""
+    import difflib
+
+    def one(name: str) -> str:
+        near = difflib.get_close_matches(str(name), list(known), n=1, cutoff=0.6)
+        return f"{name!r}" + (f" (did you mean {near[0]!r}?)" if near else "")
+    return ", ".join(one(n) for n in bad)
 
 
 def natural_key(v: Any) -> tuple:
@@ -263,7 +274,7 @@ def check_case_names(cases: Mapping[str, list] | None, probes: Sequence) -> None
     known = {c for p in probes for c in p.cases}
     bad = [c for c in (cases or {}) if c not in known]
     if bad:
-        raise WhereError(f"--case names {', '.join(map(repr, bad))}, which no probe declares in cases= "
+        raise WhereError(f"--case names {named_with_near(bad, sorted(known))}, which no probe declares in cases= "
                          f"({', '.join(sorted(known)) or 'none'})")
 
 

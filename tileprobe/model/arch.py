@@ -291,7 +291,7 @@ def check_target(name: str) -> str:
     Raises:
         TileprobeError: an arch-specific or family name (``sm_90a``, ``sm_100f``: tileiras 13.4.92 lists none, and
             their limits are the base arch's: give ``sm_90``); a name tileiras does not list (``sm_75``), with the
-            list.
+            list, and for a misspelt name the closest target when one is close (``sm90``: did you mean ``sm_90``?).
     """
     text = name.strip().lower() if isinstance(name, str) else ""
     dotted = _DOTTED_RE.fullmatch(text)
@@ -306,7 +306,10 @@ def check_target(name: str) -> str:
             f"\"Cannot find option named '{text}'\"); audit sm_{m.group(1)}, which has the same SM limits")
     if m and not m.group(2) and text in TILEIRAS_TARGETS:
         return text
-    raise TileprobeError(f"{name!r} is not a target tileiras lists; targets: {', '.join(TILEIRAS_TARGETS)}")
+    import difflib
+    near = [] if m else difflib.get_close_matches(text, list(TILEIRAS_TARGETS), n=1, cutoff=0.6)  # not for sm_75
+    maybe = f" (did you mean {near[0]!r}?)" if near else ""
+    raise TileprobeError(f"{name!r} is not a target tileiras lists{maybe}; targets: {', '.join(TILEIRAS_TARGETS)}")
 
 
 def has_limits(target: str) -> bool:
