@@ -8,6 +8,9 @@ tileiras 13.4.92 and the managed 13.3.36, by::
     python tests/data/golden/make_cli_goldens.py --code /work/wt/golden-old     # about 50 s
 
 (``cli/inputs/issue17_run.json`` was written by that code too, and is kept when the goldens are made again.)
+``usage_errors`` and ``tune_dry_run`` were made again on branch cli-polish (2026-12-02) for two intended changes:
+``sass`` without ``--where`` is a usage error (exit 2), and a tune with nothing to compile names that time
+"reading the store".
 
 ``--code DIR`` is the tileprobe source tree the commands run with (``PYTHONPATH=DIR``); the cases, the inputs and
 the normalizer are this file's, so ``tests/test_golden_cli.py`` runs the very same commands on the current code
