@@ -138,6 +138,52 @@ def test_feature_refused_by_cutile_is_unsupported_feature(tmp_path, capsys):
     assert "Probe(archs=" in rec.fix and rec.repro == ""      # tileiras never ran: nothing to repeat
 
 
+# --- a typo in the kernel: cuTile's front end refuses it, tileiras never runs --------------------------------------
+
+def test_a_typo_in_the_kernel_says_fix_the_kernel_at_its_line(tmp_path, capsys):
+    """``ct.lod`` for ``ct.load`` (the README's probe with a typo, a new user 2026-12-02): the fix said "run the
+    repeat command … report it to NVIDIA" with no repeat command anywhere. cuTile's TypeCheckingError is the
+    kernel's error: the fix names the file:line, mentions no repeat command and no report; status and class stay."""
+    kernels = tmp_path / "typo_kernels.py"
+    kernels.write_text("import cuda.tile as ct\n\n\n@ct.kernel\ndef vadd(X, Y, Z, TILE: ct.Constant[int]):\n"
+                       "    b = ct.bid(0)\n    x = ct.lod(X, index=(b,), shape=(TILE,))\n"
+                       "    ct.store(Z, index=(b,), tile=x)\n")
+    probe = tmp_path / "typo.py"
+    probe.write_text(f"from tileprobe import Probe\nprobe = Probe(kernel={str(kernels) + ':vadd'!r}, name='vadd', "
+                     "args=lambda case, arrays: (arrays.randn((4096,), 'float32'), arrays.randn((4096,), 'float32'), "
+                     "arrays.empty((4096,), 'float32'), 256))\n")
+    js = tmp_path / "o.json"
+    rc, out, err = _audit(capsys, str(probe), "--arch", "sm_90", "--no-store", "-j", "1", "--json", str(js))
+    (rec,) = _records(js)
+    assert rc == 0 and (rec.status, rec.failure, rec.repro) == ("compile_error", "compile_error", "")
+    assert rec.message.splitlines()[0] == "TypeCheckingError: Module 'cuda.tile' has no attribute 'lod'"
+    assert rec.fix == (f"fix the kernel at {kernels}:7, the line cuTile names: cuTile refused its source while "
+                       "checking it in Python, before tileiras ran (an error in the kernel, not the compiler's)")
+    assert f"    fix: {rec.fix}" in out
+    assert "repeat" not in out and "NVIDIA" not in out
+
+
+def test_front_end_errors_are_told_from_the_compilers_by_class():
+    """cuTile's front-end errors (TileError subclasses) are the kernel's; its
+    InternalError and the tileiras errors under it are not; a front-end error without a location says where to
+    look; any other error raised before tileiras ran mentions no repeat command."""
+    import cuda.tile._exception as cte
+    from tileprobe.compile.failure import BEFORE_TILEIRAS_FIX, front_end, kernel_fix
+    assert front_end(cte.TypeCheckingError("x", cte.Loc(3, 1, "/k.py")))
+    assert front_end(cte.TileSyntaxError("x", cte.Loc(3, 1, "/k.py")))
+    assert front_end(cte.TileStaticAssertionError("x"))
+    assert not front_end(cte.TileInternalError("x", cte.Loc(3, 1, "/k.py")))
+    assert not front_end(ct_exec := cte.TileCompilerExecutionError(1, "boom", None, "", None))
+    assert classify(ct_exec, tileiras=REAL).fix != BEFORE_TILEIRAS_FIX
+    assert not front_end(RuntimeError("x"))
+    assert kernel_fix(cte.TypeCheckingError("x", cte.Loc(12, 5, "/src/k.py"))).startswith(
+        "fix the kernel at /src/k.py:12, the line cuTile names: ")
+    assert kernel_fix(ValueError('bad\n  "/src/k.py", line 9, col 2, in f:')).startswith("fix the kernel at /src/k.py:9,")
+    assert kernel_fix(cte.TileTypeError("no place")).startswith("fix the kernel where cuTile's message points: ")
+    f = classify(RuntimeError("cuTile broke"))
+    assert (f.failure, f.fix) == ("compile_error", BEFORE_TILEIRAS_FIX) and "repeat" not in f.fix
+
+
 # --- broken_environment: the CUDA_HOME trap ------------------------------------------------------------------------
 
 def _old_toolkit(tmp_path):

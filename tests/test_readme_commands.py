@@ -5,7 +5,7 @@
   runs, and the ones that need neither a GPU, the network nor minutes of compiling run for real on an empty store.
 * Each command in the Commands table (inline code, with placeholders) names a subcommand and only flags it has.
 
-The README's first command, ``tileprobe audit examples/*.py --arch sm_90,sm_120``, compiles about a hundred
+The README's first command, ``tileprobe audit examples/*.py --arch sm_90,sm_120 --summary``, compiles 274
 variants (minutes): here it is parsed and its ``--help`` runs; docs/NOTES.md records a full run.
 """
 from __future__ import annotations

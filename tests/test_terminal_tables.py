@@ -187,6 +187,93 @@ def test_compile_count_line_says_what_comes_from_the_store():
     assert compiling_line(0, 1, "tileiras 13.4.92") == "tileiras 13.4.92: nothing to compile: 1 variant from the store"
 
 
+class _Clock:
+    """A fake :func:`time.monotonic`: the test moves ``t`` (seconds)."""
+
+    def __init__(self, t: float = 1000.0):
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def _piped():
+    """A console that is not a terminal (as under ``| tee``), writing into a buffer."""
+    import io
+    buf = io.StringIO()
+    return Console(file=buf, width=200, highlight=False), buf
+
+
+def test_piped_audit_prints_a_plain_progress_line_after_10_s_then_at_most_every_15_s():
+    """README's first command under ``| tee`` printed nothing for 6 minutes (a new user, 2026-12-02): without a
+    terminal there is no bar, so plain lines, from the first finished compile 10 s in, then ≥ 15 s apart; a second
+    compiler's stage starts its own count and clock."""
+    from tileprobe.cli._common import CompileTicker, progress_bar
+    con, buf = _piped()
+    clock = _Clock()
+    prog, cb = progress_bar(con, CompileTicker(con, clock=clock))
+    with prog:
+        cb("compiler", "tileiras 13.4.92"), cb("stored", 2), cb("total", 20)
+        for k in range(1, 21):            # a compile lands every 3 s: 3, 6, … 60 s
+            clock.t += 3
+            if k in (3, 10):
+                cb("failed", 1)
+            cb("advance", 1)
+        cb("compiler", "tileiras 13.3.36"), cb("stored", 0), cb("total", 3)
+        for _ in range(3):                # 9 s in all: shorter than the first interval
+            clock.t += 3
+            cb("advance", 1)
+    assert buf.getvalue().splitlines() == [
+        "tileiras 13.4.92: compiling 20 variants (2 from the store) …",
+        "tileiras 13.4.92: compiled 4/20 variants (1 failed), 12 s",
+        "tileiras 13.4.92: compiled 9/20 variants (1 failed), 27 s",
+        "tileiras 13.4.92: compiled 14/20 variants (2 failed), 42 s",
+        "tileiras 13.4.92: compiled 19/20 variants (2 failed), 57 s",
+        "tileiras 13.3.36: compiling 3 variants …"]
+
+
+def test_a_piped_audit_shorter_than_10_s_prints_no_progress_line():
+    from tileprobe.cli._common import CompileTicker, progress_bar
+    con, buf = _piped()
+    clock = _Clock()
+    prog, cb = progress_bar(con, CompileTicker(con, clock=clock))
+    with prog:
+        cb("compiler", "tileiras 13.4.92"), cb("stored", 0), cb("total", 274)
+        for _ in range(274):
+            clock.t += 9.9 / 274
+            cb("failed", 1), cb("advance", 1)
+    assert buf.getvalue() == "tileiras 13.4.92: compiling 274 variants …\n"
+
+
+def test_piped_tune_prints_plain_compile_progress_lines():
+    """``tileprobe tune``'s compile stage goes through the audit's callback (``("compile", (kind, n))``)."""
+    from tileprobe.cli._common import CompileTicker
+    from tileprobe.cli.tune import _progress
+    con, buf = _piped()
+    clock = _Clock()
+    cb = _progress(con, CompileTicker(con, noun="candidates", clock=clock))
+    cb("compile", ("compiler", "tileiras 13.4.92")), cb("compile", ("stored", 0)), cb("compile", ("total", 40))
+    for k in range(1, 41):                 # a compile every second
+        clock.t += 1
+        if k == 2:
+            cb("compile", ("failed", 1))
+        cb("compile", ("advance", 1))
+    assert buf.getvalue().splitlines() == ["compiling 40 candidates …",
+                                           "compiled 10/40 candidates (1 failed), 10 s",
+                                           "compiled 25/40 candidates (1 failed), 25 s",
+                                           "compiled 40/40 candidates (1 failed), 40 s"]
+
+
+def test_the_audit_says_which_compiles_failed_before_counting_them(tmp_path):
+    """The pipeline's callback: ("failed", 1) before the ("advance", 1) of a compile that failed (cuTile refuses
+    float4_e2m1fn on sm_90: compile_error, counted as failed by the summary line), none for one that compiled."""
+    from tileprobe.audit.pipeline import audit
+    events = []
+    audit([str(ROOT / "tests" / "data" / "probe_failures.py")], ["sm_90"], jobs=1,
+          progress=lambda kind, n: events.append((kind, n)))
+    assert events == [("compiler", "tileiras 13.4.92"), ("stored", 0), ("total", 1), ("failed", 1), ("advance", 1)]
+
+
 def test_repeat_prints_a_line_when_the_compiles_agree_too():
     from tileprobe.cli.audit import repeat_line
     same = [_rec((64, 64), o) for o in (1, 2)]

@@ -250,7 +250,8 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
             saved as they finish.
         progress: ``progress(kind, n)`` callback, per toolchain: ("compiler", "tileiras 13.4.92") which compiler
             the counts that follow are for, ("stored", n) the variants taken from the store,
-            then ("total", n) the compiles to run (repeats included), then ("advance", 1) per finished compile.
+            then ("total", n) the compiles to run (repeats included), then ("advance", 1) per finished compile,
+            preceded by ("failed", 1) when that compile failed (compile_error, compiler_crash, timeout).
         select: keep only the planned variants for which ``select(variant)`` is true (e.g. one case).
         repeat: compile each variant this many times (≥ 1); records then carry ``code_hashes`` and
             ``deterministic``, and verdicts/compare treat any shared code hash as "same code" (FIELD_NOTES:
@@ -535,13 +536,25 @@ def _audit_with(tc: Toolchain, plans, targets, result: AuditResult, order: dict,
 def _found(records: list, store, result: AuditResult, progress) -> None:
     """Records another process compiled while this audit waited for them (:class:`~.claims.Claims`)."""
     for rec in records:
-        if progress:
-            progress("advance", 1)
+        _advance(progress, rec)
         data = store.cubin(rec.cubin_sha256) if rec.cubin_sha256 else None
         if data is not None:
             result.cubins[rec.cubin_sha256] = data
         result.records.append(rec)
         result.landed([rec])
+
+
+#: The statuses the audit's last line counts as failed to compile (``tileprobe.cli.audit.FAILED``).
+_FAILED_STATUSES = ("compile_error", "compiler_crash", "timeout")
+
+
+def _advance(progress, rec) -> None:
+    """One finished compile for the ``progress`` callback: ("failed", 1) first when ``rec`` failed to compile,
+    then ("advance", 1); ``rec`` None: a repeated compile, which makes no record."""
+    if progress:
+        if rec is not None and rec.status in _FAILED_STATUSES:
+            progress("failed", 1)
+        progress("advance", 1)
 
 
 def _refuse(variants: Iterable[Variant], tc: Toolchain, refused: list) -> Iterator[Variant]:
@@ -555,13 +568,13 @@ def _refuse(variants: Iterable[Variant], tc: Toolchain, refused: list) -> Iterat
 def _collect(results: Iterable[CompileResult], tc: Toolchain, result: AuditResult, store, progress, repeats: dict) -> None:
     """Turn compile results into records (stored as they come); repeated compiles only add code hashes."""
     for res in results:
-        if progress:
-            progress("advance", 1)
         if res.variant.rep:
+            _advance(progress, None)
             if res.cubin is not None:
                 repeats.setdefault(_base(res.variant), []).append(CubinInfo.from_bytes(res.cubin).code_sha256)
             continue
         rec = record_from(res)
+        _advance(progress, rec)
         if res.cubin is not None and rec.cubin_sha256:
             result.cubins[rec.cubin_sha256] = res.cubin
         if store is not None:

@@ -196,12 +196,21 @@ def _write_json(result, dest: str) -> None:
         f.write(text)
 
 
-def _progress(console):
-    """Progress lines on stderr: compile count, GPU, each race's start and rounds."""
+def _progress(console, ticker=None):
+    """Progress lines on stderr: compile count, GPU, each race's start and rounds; when stderr is not a terminal,
+    also ``compiled 12/40 candidates (1 failed), 25 s`` lines while the compiles run (``ticker``, else a
+    :class:`~tileprobe.cli._common.CompileTicker` with its 10 s / 15 s intervals)."""
+    from tileprobe.cli._common import CompileTicker
+    plain = None if console.is_terminal else ticker or CompileTicker(console, noun="candidates")
+
     def cb(kind, data):
         if kind == "compile" and data[0] == "total":
             say(console, f"compiling {data[1]} candidates …" if data[1] else
                          "nothing to compile: every candidate's compile is in the store")
+            if plain is not None:
+                plain.start(data[1])
+        elif kind == "compile" and plain is not None and data[0] in ("failed", "advance"):
+            (plain.fail if data[0] == "failed" else plain.advance)(data[1])
         elif kind == "worker":
             say(console, f"GPU: {data.get('name')} ({data.get('sm')}, {data.get('num_sms')} SMs, driver "
                          f"{data.get('driver')})")

@@ -16,7 +16,10 @@ broken_environment tileiras printed nothing but ``error: failed to compile Tile 
                    is broken (:func:`tileprobe.model.toolkit.environment_trap`: the CUDA_HOME trap). The same line
                    with a sound root is a compile_error: tileiras 13.4 also says only that for real errors
                    (cutile-python #94's kernel on sm_120)
-compile_error      anything else tileiras or cuTile's front end refused
+compile_error      anything else tileiras or cuTile's front end refused. A front-end error (:func:`front_end`:
+                   ``TypeCheckingError`` and the like, raised while cuTile checks the kernel's Python source) is the
+                   kernel's: its fix names the file:line cuTile gives (:func:`kernel_fix`); only a refusal by
+                   tileiras has a repeat command, so only its fix mentions one
 ================== ===========================================================================================
 
 :func:`dead_worker` names a compile worker that died: while running probe code (``args``) that is the probe's
@@ -108,7 +111,41 @@ def classify(exc: BaseException, *, tileiras: str | None = None, build: str = ""
                      f"this needs tileiras {m.group(1)} or newer: audit with --tileiras {m.group(1)} (or later)")
     if "UnsupportedFeature" in name:
         return _make(UNSUPPORTED_FEATURE, lines, f"{name}: {text}")
-    return _make(COMPILE_ERROR, lines, f"{name}: {text}" if text else name)
+    error = f"{name}: {text}" if text else name
+    if front_end(exc):
+        return _make(COMPILE_ERROR, lines, error, kernel_fix(exc))
+    return _make(COMPILE_ERROR, lines, error, BEFORE_TILEIRAS_FIX)
+
+
+#: The fix of a compile_error raised before tileiras ran that is not a front-end error of the kernel (cuTile's own
+#: InternalError, another exception out of ``export_kernel``): there is no compiler command to repeat.
+BEFORE_TILEIRAS_FIX = ("cuTile failed before tileiras ran: read its message; report it to NVIDIA with the kernel if "
+                       "the kernel is valid")
+_LOCATION = re.compile(r'"([^"\n]+)", line (\d+)')
+
+
+def front_end(exc: BaseException) -> bool:
+    """Whether ``exc`` is an error of cuTile's front end: raised in Python while cuTile parses and type-checks the
+    kernel's source (``TypeCheckingError``, ``TileSyntaxError``, ``TileTypeError``, ``TileValueError``,
+    ``StaticAssertionError`` …), before tileiras runs, so the kernel is at fault, not the compiler. By class name
+    (cuTile's exception classes are not imported here and their names differ between releases): a ``TileError``
+    subclass that is not an ``InternalError`` (cuTile's own bugs and its tileiras errors: ``CompilerExecutionError``,
+    ``CompilerTimeoutError``)."""
+    names = {c.__name__ for c in type(exc).__mro__}
+    return "TileError" in names and not names & {"InternalError", "TileInternalError"}
+
+
+def kernel_fix(exc: BaseException) -> str:
+    """The fix of a front-end error (:func:`front_end`): fix the kernel at the ``file:line`` cuTile names (the
+    exception's ``loc``, else the first ``"file", line N`` of its message; without one, where its message points)."""
+    loc = getattr(exc, "loc", None)
+    path, line = getattr(loc, "filename", None), getattr(loc, "line", 0)
+    if not (path and line):
+        m = _LOCATION.search(str(exc))
+        path, line = (m.group(1), int(m.group(2))) if m else (None, 0)
+    where = f"at {path}:{line}, the line cuTile names" if path and line else "where cuTile's message points"
+    return (f"fix the kernel {where}: cuTile refused its source while checking it in Python, before tileiras ran "
+            "(an error in the kernel, not the compiler's)")
 
 
 def _from_tileiras(exc, name: str, text: str, tileiras: str | None, build: str, compiler_env: dict | None) -> Failure:
