@@ -218,3 +218,25 @@ def test_a_reused_childs_report_names_the_modules_it_had_imported(probe, monkeyp
     with open(kern, "a") as f:
         f.write("\n# changed\n")
     assert plancache.lookup(k) is None
+
+
+def test_a_compiler_lookup_started_ahead_is_the_one_the_load_takes(tmp_path, monkeypatch):
+    """tune starts the default compiler's lookup beside its plan (issue 22); the audit's load in the same session
+    takes that one rather than starting a second."""
+    from tileprobe import _cutile
+    from tileprobe.probe import contained
+    made = []
+    real = _cutile.DefaultCompilerLookup.__init__
+
+    def counting(self, timeout_s):
+        made.append(timeout_s)
+        real(self, timeout_s)
+    monkeypatch.setattr(_cutile.DefaultCompilerLookup, "__init__", counting)
+    probe = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "probe_vadd.py")
+    with contained.loader_sessions():
+        assert contained.prefetch_compiler_lookup(30.0) is True
+        assert contained.prefetch_compiler_lookup(30.0) is False          # one per session
+        (rep,) = contained.load_probe_files([probe], ["sm_90"], tmp_root=str(tmp_path), jobs=1, find_compiler=True)
+    assert made == [30.0]
+    assert rep.default_tileiras or rep.default_tileiras_error
+    assert contained.prefetch_compiler_lookup(30.0) is False              # no session: nothing started

@@ -181,3 +181,45 @@ def test_probe_code_that_imports_torch_only_in_a_torch_free_worker_is_a_broken_e
     assert len(res.records) == 4
     assert {(r.status, r.failure) for r in res.records} == {("compile_error", "broken_environment")}
     assert "TILEPROBE_TORCH_FREE=0" in res.records[0].fix and "imported torch" in res.records[0].error
+
+
+def test_prefetch_imports_the_compile_side_before_the_next_fork_without_torch(tmp_path):
+    """tune asks for cuTile's compile side as soon as its plan is loaded (issue 22): the zygote imports it then,
+    without torch when no loader saw torch, so a child forked afterwards has it (and torch blocked) already."""
+    from tileprobe.probe import zygote
+    script = tmp_path / "look.py"
+    out = tmp_path / "seen.txt"
+    script.write_text("import sys\nfrom tileprobe.probe.zygote import torch_blocked\n"
+                      f"open({str(out)!r}, 'w').write(repr(('cuda.tile._compile' in sys.modules, torch_blocked())))\n")
+    with zygote.warm_starts():
+        z = zygote.current()
+        assert z is not None and z.wait_ready()
+        assert zygote.prefetch_heavy(False) is True and z.torch_free
+        r, w = os.pipe()
+        job = {"path": str(script), "targets": ["sm_90"], "max_variants": 10,
+               "cases": None, "hints": None, "sys_path": list(sys.path), "tmp": str(tmp_path)}
+        p = z.start("_loader_entry", (job,), [w], stdout=True)
+        os.close(w)
+        p.wait(timeout=60)
+        p.stdout.close()
+        os.close(r)
+    assert out.read_text() == "(True, True)"
+
+
+def test_without_a_prefetch_a_plain_fork_has_no_compile_side(tmp_path):
+    from tileprobe.probe import zygote
+    script = tmp_path / "look.py"
+    out = tmp_path / "seen.txt"
+    script.write_text(f"import sys\nopen({str(out)!r}, 'w').write(repr('cuda.tile._compile' in sys.modules))\n")
+    with zygote.warm_starts():
+        z = zygote.current()
+        assert z is not None and z.wait_ready()
+        r, w = os.pipe()
+        job = {"path": str(script), "targets": ["sm_90"], "max_variants": 10,
+               "cases": None, "hints": None, "sys_path": list(sys.path), "tmp": str(tmp_path)}
+        p = z.start("_loader_entry", (job,), [w], stdout=True)
+        os.close(w)
+        p.wait(timeout=60)
+        p.stdout.close()
+        os.close(r)
+    assert out.read_text() == "False"

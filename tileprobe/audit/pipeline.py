@@ -406,9 +406,8 @@ def _load(paths, targets, result: AuditResult, tmp: str, jobs, timeout_s: float,
         _note_output(result, rep, shown)
         plans.extend(rep.plans)
     plans = _without_name_clashes(plans, targets, result)
-    if not any(rep.uses_torch for rep in reports):
-        from tileprobe.probe.zygote import allow_torch_free
-        allow_torch_free()        # no probe needs torch: compile workers need not wait for its import
+    from tileprobe.probe.zygote import prefetch_heavy
+    prefetch_heavy(any(rep.uses_torch for rep in reports))   # no probe needs torch: workers need not wait for it
     if not plans:
         raise IncompleteError("no probe could be loaded:\n  " + "\n  ".join(result.probe_errors + result.notes))
     check_case_names(cases, plans)

@@ -483,7 +483,7 @@ def _run_task(job: dict, stage: Callable[[str], None]) -> FileReport:
     with open(job["task_args"], "rb") as f:
         args = wire.loads(f.read())
     data, errors = getattr(importlib.import_module(module), name)(job["path"], stage, **args)
-    return FileReport(os.path.abspath(job["path"]), errors=list(errors), data=data)
+    return FileReport(os.path.abspath(job["path"]), errors=list(errors), data=data, uses_torch="torch" in sys.modules)
 
 
 def run_probe_tasks(paths: Sequence[str], task: str, task_args: Sequence[dict], *, timeout_s: float = PROBE_TIMEOUT_S,
@@ -815,6 +815,7 @@ class LoaderSession:
         self.closed = False
         self.started = self.reused = 0
         self.saver: threading.Thread | None = None
+        self.lookup = None       # a DefaultCompilerLookup started ahead (prefetch_compiler_lookup)
         self.saves: "queue.SimpleQueue" = queue.SimpleQueue()
 
     def loader(self, path: str, targets, max_variants: int, timeout_s: float, tmp_root: str,
@@ -951,6 +952,23 @@ def loader_sessions() -> Iterator[LoaderSession | None]:
             ending.close()
 
 
+def prefetch_compiler_lookup(timeout_s: float = PROBE_TIMEOUT_S) -> bool:
+    """Inside :func:`loader_sessions`: start finding the tileiras cuTile picks now
+    (:class:`~tileprobe._cutile.DefaultCompilerLookup`), for the session's first :func:`load_probe_files` that asks
+    (``find_compiler``): a tune starts it beside its plan, so that its audit need not wait for it (1.5 s of a cold
+    tune's path on the H200 host when the answer was not kept, ``benchmarks/trace_tune.py``, 2026-12-02). Returns
+    whether one was started."""
+    from tileprobe._cutile import DefaultCompilerLookup
+    session = current_session()
+    if session is None:
+        return False
+    with session.lock:
+        if session.lookup is not None or session.closed:
+            return False
+        session.lookup = DefaultCompilerLookup(timeout_s)
+    return True
+
+
 def load_probe_files(paths: Sequence[str], targets: Sequence[str], *, tmp_root: str, jobs: int | None = None,
                      timeout_s: float = PROBE_TIMEOUT_S, max_variants: int = 10**9,
                      find_compiler: bool = False, cases: dict | None = None,
@@ -967,12 +985,15 @@ def load_probe_files(paths: Sequence[str], targets: Sequence[str], *, tmp_root: 
     from tileprobe.procs import default_jobs
     from tileprobe._cutile import DefaultCompilerLookup
     jobs = max(1, jobs or default_jobs())
-    lookup = DefaultCompilerLookup(timeout_s) if find_compiler and paths else None   # beside the loaders
+    session = current_session()
+    lookup = None
+    if find_compiler and paths:   # beside the loaders; one started ahead in this session is taken (issue 22)
+        lookup = session.lookup if session is not None and session.lookup is not None else \
+            DefaultCompilerLookup(timeout_s)
     tasks = [None if task is None else (task[0], task[1][i]) for i in range(len(paths))]
     keys = [_plan_key(p, targets, max_variants, cases, hints, num_sms, t) for p, t in zip(paths, tasks)]
     reports: list[Any] = [_kept_report(k, p) for k, p in zip(keys, paths)]   # None: to load
     todo = [(i, p) for i, p in enumerate(paths) if reports[i] is None]
-    session = current_session()
     start = session.loader if session is not None else _Loader
     running: dict[int, _Loader] = {}
     try:

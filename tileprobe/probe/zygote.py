@@ -164,6 +164,22 @@ class Zygote:
             child.returncode = -signal.SIGKILL
         self.children.clear()
 
+    def prefetch_heavy(self) -> bool:
+        """Ask the zygote to import :data:`HEAVY` now (without torch when :attr:`torch_free`), without forking
+        anything and without waiting: the first compile worker's fork then need not wait for that import (0.59 s
+        of a cold tune's path on the H200 host, ``benchmarks/trace_tune.py``, 2026-12-02). False when the zygote
+        is not running or did not take the request."""
+        with self.lock:
+            if not self.ready or self.dead:
+                return False
+            req = {"prefetch": True, "torch_free": self.torch_free}
+            try:
+                socket.send_fds(self.sock, [pickle.dumps(req)], [])
+            except OSError:
+                self._died()
+                return False
+        return True
+
     def wait_ready(self, timeout_s: float = READY_TIMEOUT_S) -> bool:
         """Wait for the zygote's imports; False when it died or did not answer in time."""
         end = time.monotonic() + timeout_s
@@ -269,6 +285,18 @@ def warm_starts() -> Iterator[None]:
             if _depth == 0 and _current is not None:
                 z, _current = _current, None
                 z.close()
+
+
+def prefetch_heavy(uses_torch: bool) -> bool:
+    """Once the probe files are loaded: let the zygote of the :func:`warm_starts` in force import :data:`HEAVY`
+    at once, without torch when no loader saw torch (``uses_torch`` False: :func:`allow_torch_free`), while the
+    command goes on (:meth:`Zygote.prefetch_heavy`). Returns whether it was asked."""
+    z = current()
+    if z is None:
+        return False
+    if not uses_torch:
+        allow_torch_free()
+    return z.prefetch_heavy()
 
 
 def allow_torch_free() -> bool:
@@ -419,6 +447,12 @@ def _serve(sock, reaper: _Reaper) -> None:
         if not data:
             return
         req = pickle.loads(data)
+        if req.get("prefetch"):       # Zygote.prefetch_heavy: import now, fork nothing, answer nothing
+            for fd in fds:
+                os.close(fd)
+            if heavy:
+                _import_heavy(heavy, bool(req.get("torch_free")))
+            continue
         if req.get("heavy") and heavy:
             _import_heavy(heavy, bool(req.get("torch_free")))
         refused = ("its import of cuTile failed" if _HEAVY_FAILED else

@@ -20,7 +20,8 @@ from tileprobe.tune.result import NO_SM_COUNT, ProblemResult, TuneResult
 from tileprobe.tune.static import Plan, compile_records, dedupe, launch_facts, load_space, make_plans
 from tileprobe.model.sass import have_nvdisasm
 from tileprobe.probe.zygote import warm_starts
-from tileprobe.probe.contained import loader_sessions
+from tileprobe.probe.contained import PROBE_TIMEOUT_S, loader_sessions, prefetch_compiler_lookup
+from tileprobe.compile.toolcache import cached_default
 from tileprobe.run.clocks import compute_capability
 from tileprobe.run.watchdog import WorkerStartError
 from tileprobe.tune.overlap import Overlap
@@ -193,7 +194,9 @@ def tune(probe_paths: Sequence[str], *, arch: str | None = None, budget_s: float
                                                seed, timing)
     with contextlib.nullcontext() if bundle else warm_starts(), loader_sessions():   # the compile side's cuTile
         # import starts now, beside the plan; each probe file is imported once, its loader child kept for the
-        # plan, the audit's load and the launch facts (issue 22)
+        # plan, the audit's load and the launch facts (issue 22); so does the default compiler's lookup
+        if not bundle and not toolchains and cached_default() is None:
+            prefetch_compiler_lookup(probe_timeout_s or PROBE_TIMEOUT_S)
         return _tune(t0, result, race_settings, timing_settings, probe_paths, arch, export, bundle, store, jobs,
                      timeout_s, compile_timeout_s, seed, confidence, num_sms, dry_run, watchdog, toolchains, tasks,
                      progress, where, cases, hints, executor, probe_timeout_s, run_hang_risk, search_full_max)

@@ -144,6 +144,9 @@ def load_space(probe_paths: Sequence[str], *, where: dict | None = None, cases: 
     reports = run_probe_tasks(probe_paths, "tileprobe.tune.static:space_task",
                               [{"cases": cases, "hints": hints}] * len(probe_paths),
                               timeout_s=probe_timeout_s or PROBE_TIMEOUT_S)
+    if reports and not any(rep.errors for rep in reports):   # the compile side's import starts now (issue 22)
+        from tileprobe.probe.zygote import prefetch_heavy
+        prefetch_heavy(any(rep.uses_torch for rep in reports))
     for rep in reports:
         errors.extend(rep.errors)
         for d in rep.data or []:
