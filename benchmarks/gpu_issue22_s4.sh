@@ -23,6 +23,14 @@ case $step in
        python3 benchmarks/bench_tune.py --out "$out/bt2" --kernels matmul,fmha --steps tileprobe,retune > "$out/bt2.stdout" 2>&1
        python3 benchmarks/bench_tune.py --out "$out/bt2" --kernels matmul,fmha --report > "$out/bt-big-report.txt" 2>&1
        grep -E "^## |wall|warm re-tune|floor|pick" "$out/bt-big-report.txt" ;;
+  budget2) for seed in 0 1; do   # the budgeted tune only, against the full tune of an earlier call (gpu_in/full.json)
+         mkdir -p "$out/bb$seed" && cp gpu_in/full.json gpu_in/full.meta.json "$out/bb$seed/"
+         python3 benchmarks/bench_budget.py --out "$out/bb$seed" --budget 30 --seed $seed --steps budget,dobench \
+           > "$out/bb$seed.stdout" 2>&1; cat "$out/bb$seed/bench_budget.txt"; done ;;
+  rms2) mkdir -p "$out/bt" && cp gpu_in/bt/* "$out/bt/"   # tileprobe's steps; cuda.tile.tune's of an earlier call
+       python3 benchmarks/bench_tune.py --out "$out/bt" --kernels rms16k,rms --steps tileprobe,retune > "$out/bt-rms.stdout" 2>&1
+       python3 benchmarks/bench_tune.py --out "$out/bt" --kernels rms16k,rms --report > "$out/bt-rms-report.txt" 2>&1
+       grep -E "^## |wall|warm re-tune|floor|pick" "$out/bt-rms-report.txt" ;;
   gpu-tests) timeout 240 python3 -m pytest -q -p no:cacheprovider --timeout 200 tests/test_run_gpu.py tests/test_tune_gpu.py \
        > "$out/pytest-gpu.txt" 2>&1; echo "exit $?"; tail -5 "$out/pytest-gpu.txt" ;;
 esac

@@ -68,7 +68,7 @@ def test_a_spent_budget_stops_after_the_spread_sample_and_says_what_was_searched
     assert any(n.startswith("budgeted search round 1: 2 compiled (a spread sample)") for n in p.notes)
     assert all(r.reason.startswith("not compiled: the budgeted search did not reach it") for r in rows.values()
                if r.status == "not_searched")
-    assert res.environment["search"] == {"full_max": 4, "sample": 2, "jobs": 2, "wave_cap": 2, "leaders": 3}
+    assert res.environment["search"] == {"full_max": 4, "sample": 2, "jobs": 2, "round_cap": 4, "leaders": 3}
 
 
 def test_a_budget_that_suffices_searches_around_the_leaders_and_finds_the_fastest(probe):
@@ -112,8 +112,8 @@ def test_stored_picks_of_the_kernel_on_other_problems_come_first(tmp_path):
     assert stored_picks(None, problem) == []
 
 
-def test_the_summary_counts_unreached_configurations_apart_from_failures(probe):
+def test_the_summary_counts_unreached_configurations_apart_from_failures(probe, tmp_path):
     from tileprobe.report.tune import summary_line
-    (p,) = run(probe, 0.01).problems
+    (p,) = run(dict(probe, store=str(tmp_path / "empty.sqlite")), 0.01).problems   # nothing stored: 2 compiled
     line = summary_line(p)
     assert "0 failed" in line and "10 not searched (the budget)" in line and line.endswith("→ 2 to time"), line

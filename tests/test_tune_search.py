@@ -8,7 +8,7 @@ import statistics
 import pytest
 
 from tileprobe.tune.race import Entry, RaceOutcome
-from tileprobe.tune.search import BudgetedSearch, SearchSettings, axes, neighbours, position, spread
+from tileprobe.tune.search import Compiled, BudgetedSearch, SearchSettings, axes, neighbours, position, spread
 from tileprobe.tune.space import Config
 
 
@@ -55,31 +55,42 @@ def test_neighbours_are_one_step_on_one_knob():
 
 def test_settings_default_to_waves_of_the_jobs_and_reject_zero():
     s = SearchSettings(jobs=16)
-    assert (s.full_max, s.sample, s.wave_cap) == (64, 16, 16)
+    assert (s.full_max, s.sample, s.round_cap) == (64, 16, 64)
     with pytest.raises(ValueError, match="jobs=0"):
         SearchSettings(jobs=0)
 
 
 class Fake:
-    """A fake compile (1 s of the fake clock per wave of ``jobs``, some configurations failing) and a fake race
-    (2 s; each candidate's samples are its cost with a little spread; the fastest wins) over ``cost``."""
+    """A fake compile pool (``jobs`` slots, 1 s of the fake clock per configuration, some failing; a configuration
+    starts when a slot frees, unless the round's cut-off has passed and its first ``at_least`` have started) and a
+    fake race (2 s; each candidate's samples are its cost with a little spread; the fastest wins) over ``cost``."""
 
     def __init__(self, cost, jobs, fail=()):
         self.cost, self.jobs, self.fail = cost, jobs, set(fail)
         self.now = 0.0
         self.compiled: list[Config] = []
+        self.starts: list[tuple[float, float | None, bool]] = []    # (start, cut-off, within at_least)
         self.races: list[list[str]] = []
         self.by_label: dict[str, Config] = {}
 
     def clock(self) -> float:
         return self.now
 
-    def compile(self, batch):
-        self.now += -(-len(batch) // self.jobs) * 1.0
-        self.compiled += batch
-        for c in batch:
+    def compile(self, batch, stop_at=None, at_least=0):
+        free = [self.now] * self.jobs
+        reached = []
+        for i, c in enumerate(batch):
+            slot = min(range(self.jobs), key=lambda j: free[j])
+            t = free[slot]
+            if i >= at_least and stop_at is not None and t >= stop_at:
+                break
+            self.starts.append((t, stop_at, i < at_least))
+            free[slot] = t + 1.0
+            reached.append(c)
             self.by_label[c.label] = c
-        return [c.label for c in batch if c.label not in self.fail]
+        self.now = max(free) if reached else self.now
+        self.compiled += reached
+        return Compiled([c.label for c in reached if c.label not in self.fail], reached, 1.0 if reached else 0.0)
 
     def race(self, ids, budget_s):
         self.now += 2.0
@@ -106,16 +117,28 @@ def test_the_search_finds_a_bowls_minimum_compiling_a_part_of_the_space():
     best = min(configs, key=bowl)
     assert out.outcome.pick == best.label
     assert fake.compiled[0] == configs[0]                      # round 1 takes the first ones first
-    assert len(fake.compiled) == len(set(fake.compiled)) == out.tried < len(configs) // 2
-    assert out.rounds[0].kind == "sample" and out.rounds[0].compiled == 4      # one wave of 4
-    assert all(r.kind == "neighbours" and r.compiled <= 4 for r in out.rounds[1:])
+    assert len(fake.compiled) == len(set(fake.compiled)) == out.tried < len(configs)
+    # round 1 offered full_max (16: 4 waves), all started before its cut-off, (25 - 2 s of race) / 2 = 11.5 s
+    assert out.rounds[0].kind == "sample" and out.rounds[0].compiled == 16
+    assert all(r.kind == "neighbours" for r in out.rounds[1:]) and len(out.rounds) >= 2
+    # no compile started after its round's cut-off, but round 1's first wave
+    assert all(t < cut or forced for t, cut, forced in fake.starts)
     # leaders race again in the next round, beside the new candidates
     assert out.rounds[0].leader in fake.races[0] and out.rounds[0].leader in fake.races[1]
     # the merged outcome keeps every timed candidate once; the ones not raced again are eliminated
     ids = [e.id for e in out.outcome.entries]
     assert len(ids) == len(set(ids)) == len(fake.compiled)
     assert {e.status for e in out.outcome.entries} == {"winner", "eliminated"}
-    assert fake.now <= 25.0 + 3.0            # the last round started only when its estimate fitted
+    assert fake.now <= 25.0                  # the last compiles ended a race and the longest compile before it
+
+
+def test_a_cut_off_round_leaves_the_rest_untried_and_a_spent_budget_compiles_one_wave():
+    configs = space(TILE=list(range(10)), occupancy=[1, 2, 4, 8], num_ctas=[1, 2, 4])
+    fake = Fake(bowl, jobs=4)
+    out = BudgetedSearch(configs, fake.compile, fake.race, lambda c: c.label, SearchSettings(jobs=4), 7.0,
+                         clock=fake.clock).run()
+    # round 1: cut-off (7 - 2) / 2 = 2.5 s: waves at 0, 1, 2 s start (12); round 2: 7 - 2 - 1 = 4 s < 5 s: none
+    assert [r.compiled for r in out.rounds] == [12] and out.tried == 12 == len(fake.compiled)
 
 
 def test_the_budget_stops_the_search_after_the_first_round():

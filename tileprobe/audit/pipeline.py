@@ -26,6 +26,7 @@ from tileprobe.compile.job import DEFAULT_TIMEOUT_S, CompileResult, Variant, fai
 from tileprobe.probe.contained import (OUTPUT_SHOWN_BYTES, PROBE_TIMEOUT_S, ProbePlan, _target_name,  # noqa: F401
                         load_probe_files, probe_code_sha256, probe_targets, source_sha256)
 from tileprobe.compile.claims import Claims
+from tileprobe.compile.schedule import CompileSchedule
 from tileprobe.compile.pool import compile_variants
 from tileprobe.probe.define import load_probes  # noqa: F401  (re-exported: callers plan from Probe objects)
 from tileprobe.judge.verdict import judge_records
@@ -233,7 +234,8 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
           where: dict | None = None, cases: dict | None = None, hints: dict | None = None,
           retry_failed: bool = False, probe_timeout_s: float = PROBE_TIMEOUT_S,
           max_variants: int = MAX_VARIANTS, executor=None, compiler_timeout_s: float | None = None,
-          on_record: Callable | None = None, num_sms: int | None = None) -> AuditResult:
+          on_record: Callable | None = None, num_sms: int | None = None,
+          schedule: CompileSchedule | None = None) -> AuditResult:
     """Audit probe files for architectures, with one or more tileiras toolchains.
 
     Args:
@@ -274,6 +276,8 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
         on_record: ``on_record(record, cubin)`` as each record lands (:attr:`AuditResult.on_record`).
         num_sms: the SM count handed to probes whose ``args`` take ``num_sms=`` (``--num-sms``; default: each
             arch's reference GPU's, :func:`tileprobe.model.cluster.reference_num_sms`, else None).
+        schedule: a :class:`~tileprobe.compile.schedule.CompileSchedule`: the compiles (not the stored variants)
+            started in its order and none after its cut-off; the variants not started get no record.
 
     With a store, each variant is claimed there at dispatch (:mod:`tileprobe.compile.claims`): processes sharing
     the store never compile one variant twice at once; one claimed by another live process is awaited.
@@ -332,7 +336,7 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
             try:
                 _audit_with(tc, plans, targets, result, order, total, tmp=tmp, jobs=jobs, timeout_s=timeout_s,
                             with_sass=with_sass, store=store, progress=progress, select=select, repeat=repeat,
-                            retry_failed=retry_failed, executor=executor, since=since)
+                            retry_failed=retry_failed, executor=executor, since=since, schedule=schedule)
             except ToolchainError as e:
                 result.target_errors.append(f"{tc.build or tc.tileiras}: {e}")
     probe_errors = {r.error for r in result.records if r.status == "probe_error"}
@@ -486,7 +490,8 @@ def _count(plans, targets, select, repeat: int, max_variants: int) -> int:
 
 
 def _audit_with(tc: Toolchain, plans, targets, result: AuditResult, order: dict, total: int, *, tmp, jobs, timeout_s,
-                with_sass, store, progress, select, repeat, retry_failed=False, executor=None, since="") -> None:
+                with_sass, store, progress, select, repeat, retry_failed=False, executor=None, since="",
+                schedule: CompileSchedule | None = None) -> None:
     """One toolchain's part of the audit: stored variants reused, archs the compiler does not list refused
     (:func:`refuse_unlisted`), the rest streamed to the compile workers."""
     def planned() -> Iterator[Variant]:
@@ -501,6 +506,8 @@ def _audit_with(tc: Toolchain, plans, targets, result: AuditResult, order: dict,
     refused: list[CompileResult] = []
     failed: list = []   # failed records taken from the store
     todo = _not_stored(planned(), tc, store, with_sass, result, order, retry_failed, failed)
+    if schedule is not None:      # a budgeted tune's round: its most wanted first, none started after its cut-off
+        todo = schedule.apply(todo)
     extra = (dataclasses.replace(v, rep=i) for i in range(1, repeat) for v in planned()
              if not listed or v.arch in listed)
     repeats: dict[tuple, list[str]] = {}

@@ -16,9 +16,10 @@ from typing import Callable
 from tileprobe.schema import value_key
 from tileprobe.tune.gpu import WorkerBench
 from tileprobe.tune.race import Race, RaceOutcome, RaceSettings
-from tileprobe.tune.search import NOT_SEARCHED, BudgetedSearch, SearchOutcome, SearchSettings
+from tileprobe.compile.schedule import CompileSchedule
+from tileprobe.tune.search import NOT_SEARCHED, BudgetedSearch, Compiled, SearchOutcome, SearchSettings
 from tileprobe.tune.space import Config, Problem
-from tileprobe.tune.static import Candidate, Landing, Plan, dedupe_one, launch_facts
+from tileprobe.tune.static import Candidate, Landing, Plan, dedupe_one, launch_facts, variant_rank
 
 #: Stored tunes read for round 1's first guesses (the newest; each holds every row of its tune).
 STORED_PICKS_READ = 20
@@ -79,26 +80,32 @@ class _ProblemSearch:
         self.landing = Landing([plan], ctx.arch, ctx.run_hang_risk)
         self.bench: WorkerBench | None = None
 
-    def compile(self, batch: list[Config]) -> list[str]:
-        """Compile ``batch`` (the store answers first), land the records, dedupe; the ids to time."""
+    def compile(self, batch: list[Config], stop_at: float | None = None, at_least: int = 0) -> Compiled:
+        """Compile ``batch`` in its order (the store answers first), none started after ``stop_at`` but the first
+        ``at_least``; land the records, dedupe. A configuration not started stays ``not_searched``."""
         t0 = time.perf_counter()
         sub = dataclasses.replace(self.plan.problem, configs=list(batch), rejected={})
-        records, get, env, errors = self.ctx.records([sub])
+        schedule = CompileSchedule(variant_rank(self.plan.problem, batch), stop_at, at_least, time.perf_counter)
+        records, get, env, errors = self.ctx.records([sub], schedule)
         self.ctx.compile_s += time.perf_counter() - t0
         self.ctx.getters.append(get)
         self.ctx.environment = self.ctx.environment or env
         self.ctx.probe_errors += [e for e in errors if e not in self.ctx.probe_errors]
         landed = [hit[1] for r in records if (hit := self.landing.land(r)) is not None]
+        cut = stop_at is not None and time.perf_counter() >= stop_at   # the unstarted ones were cut, not refused
         wanted = set(batch)
         for c in self.plan.candidates:
-            if c.config in wanted and c.record is None:
+            if c.config in wanted and c.record is None and not cut:
                 c.status, c.reason = "not_compiled", f"no {self.ctx.arch} record for it"
                 self.plan.dropped["not_compiled"] = self.plan.dropped.get("not_compiled", 0) + 1
+        reached = [c.config for c in self.plan.candidates if c.config in wanted and c.status != NOT_SEARCHED]
         ok = [c for c in landed if c.status == "ok"]
         sms = self.ctx.sms
         facts = launch_facts([Plan(self.plan.problem, ok)], sms, self.ctx.probe_timeout_s) if ok and sms else {}
-        return [c.id for c in landed if (dedupe_one(self.plan, c, sms, self.ctx.get, facts.get(id(c))) if sms
-                                         else c.status == "ok")]
+        ids = [c.id for c in landed if (dedupe_one(self.plan, c, sms, self.ctx.get, facts.get(id(c))) if sms
+                                        else c.status == "ok")]
+        longest = max((c.record.compile_s or 0.0 for c in landed if c.record is not None), default=0.0)
+        return Compiled(ids, reached, longest)
 
     def race(self, ids: list[str], budget_s: float | None) -> RaceOutcome:
         """Race ``ids`` (compiled, deduplicated) on the tune's worker within ``budget_s``."""

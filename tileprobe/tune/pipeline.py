@@ -104,8 +104,9 @@ def _target_arch(arch: str | None, starter: _WorkerStarter | None) -> str:
 
 
 def _records(paths, problems, arch, bundle, store, jobs, compile_timeout_s, toolchains, progress, overrides=None,
-             executor=None, on_record=None):
-    """(records, cubin getter, environment, probe errors) from a bundle or from compiling here."""
+             executor=None, on_record=None, schedule=None):
+    """(records, cubin getter, environment, probe errors) from a bundle or from compiling here (``schedule``: a
+    :class:`~tileprobe.compile.schedule.CompileSchedule` for the audit)."""
     if bundle:
         from tileprobe.run.session import load_bundle
         records, env, get = load_bundle(bundle)
@@ -117,6 +118,7 @@ def _records(paths, problems, arch, bundle, store, jobs, compile_timeout_s, tool
     res = compile_records(paths, problems, arch, store=store, jobs=jobs, timeout_s=compile_timeout_s,
                           **(overrides or {}),
                           toolchains=toolchains, with_sass=have_nvdisasm(), executor=executor, on_record=on_record,
+                          schedule=schedule,
                           progress=(lambda k, n: progress("compile", (k, n))) if progress else None)
 
     def get(sha):
@@ -287,8 +289,9 @@ def _searched(result, problems, arch, starter, wd, probe_paths, store, jobs, com
         if "gpu" not in asked:
             asked["gpu"] = _gpu(result, starter, arch, progress)
         return asked["gpu"]
-    records = lambda probs: _records(probe_paths, probs, arch, None, store, jobs, compile_timeout_s,  # noqa: E731
-                                     toolchains, progress, overrides, executor)
+    records = lambda probs, schedule=None: _records(probe_paths, probs, arch, None, store, jobs,  # noqa: E731
+                                                    compile_timeout_s, toolchains, progress, overrides, executor,
+                                                    schedule=schedule)
     bench_kw = dict(watchdog=wd, probe_paths=probe_paths, search_dirs=[os.getcwd()], timing=timing,
                     timeout_s=timeout_s, seed=seed, tasks=tasks, trust_recorded=True)
     ctx = SearchContext(records, wait_gpu, bench_kw, settings, search, arch, run_hang_risk, probe_timeout_s, num_sms,
@@ -312,7 +315,7 @@ def _searched(result, problems, arch, starter, wd, probe_paths, store, jobs, com
     result.environment = _environment(ctx.environment or {}, gpu_info, arch, num_sms or gpu_info.get("num_sms"),
                                       timing, settings, None)
     result.environment["search"] = {"full_max": search.full_max, "sample": search.sample, "jobs": search.jobs,
-                                    "wave_cap": search.wave_cap, "leaders": search.leaders}
+                                    "round_cap": search.round_cap, "leaders": search.leaders}
     result.times.update(compile_s=ctx.compile_s, race_s=sum(p.race_s or 0.0 for p in result.problems),
                         check_s=sum(p.check_s or 0.0 for p in result.problems))
     result.environment["clocks"] = _clock_range(result.problems)

@@ -2,28 +2,31 @@
 
 Compiling every configuration of a space of several hundred costs minutes (486 matmul configurations: 39 s of
 compiling on the H200 host's 16 cores, 2026-12-01), linear in the space. With a budget, a problem whose space is
-larger than :attr:`SearchSettings.full_max` configurations is searched in rounds instead, each round one or two
-*waves* of compiles (a wave: as many compiles as there are compile jobs, which cost about as much wall time as one):
+larger than :attr:`SearchSettings.full_max` configurations is searched in rounds instead. A round offers the
+compile jobs its configurations in order, and stops *starting* compiles at its cut-off (the ones running finish:
+:class:`~tileprobe.compile.schedule.CompileSchedule`), so the jobs stay busy up to it rather than waiting at the end
+of each wave for its slowest compile; then it races what it compiled:
 
-1. **Round 1, a spread sample**: the default configuration, the stored picks of the same kernel on other problems
+1. **Round 1, the spread order**: the default configuration, the stored picks of the same kernel on other problems
    (the store's tunes: a neighbouring problem's winner is often this one's), then the configurations farthest from
-   those already taken (greedy max-min distance over each knob's index in its declared list, scaled to 0…1), up to
-   :attr:`SearchSettings.sample` configurations (one wave). They are compiled and raced (the race of
-   :class:`~tileprobe.tune.race.Race`: successive elimination, checks of the finalists).
+   those already taken (greedy max-min distance over each knob's index in its declared list, scaled to 0…1: any
+   first part of that order is spread over the space). Its first wave (:attr:`SearchSettings.sample`) is compiled
+   whatever the clock says; it stops starting compiles after :data:`ROUND1_SHARE` of what is left of the budget
+   after a race. Then the race of :class:`~tileprobe.tune.race.Race` (successive elimination, checks of the
+   finalists).
 2. **Later rounds, around the leaders**: the neighbours of the ``leaders`` fastest candidates so far — the
    configurations one step away on one knob (the next or the previous value in its list) — nearest the fastest
-   leader first, one wave a round, filled up to the wave with spread points when there are fewer (a wave costs
-   the same for 1 compile or ``jobs``). They race against the leaders, which are timed again in the same rounds (samples of one
-   race are comparable; samples of two races minutes apart are not: clocks drift, docs/NOTES.md §13).
-3. **Stop** when every configuration has been tried, or when the next round's estimated cost (the last wave's
-   compile time per wave × its waves, plus the last race's time) no longer fits in what is left of the budget.
+   leader first, then the spread order. A later round stops starting compiles when what is left is a race and the
+   longest compile seen so far. They race against the leaders, which are timed again in the same rounds (samples
+   of one race are comparable; samples of two races minutes apart are not: clocks drift, docs/NOTES.md §13).
+3. **Stop** when every configuration has been tried, when a round reached none, or when no later round's cut-off
+   lies ahead.
 
 The result says how much of the space was compiled and timed (``coverage``) and how the search went (one note per
 round); configurations never compiled are rows of status :data:`NOT_SEARCHED`. The search is the method of
 successive halving's "sample, then refine around the leaders", narrowed to what a compile-bound tune can afford:
-a candidate costs a compile (seconds) before its first sample, so each round is as large as the compile jobs make
-free, and the local step follows that tile sizes and hints act mostly on their own axis (a configuration next to
-a fast one is faster on average than one far away).
+a candidate costs a compile (seconds) before its first sample, and the local step follows that tile sizes and
+hints act mostly on their own axis (a configuration next to a fast one is faster on average than one far away).
 
 :class:`BudgetedSearch` never compiles or times anything itself: the tune gives it ``compile`` and ``race``
 functions (:mod:`tileprobe.tune.pipeline`), the tests fakes.
@@ -42,6 +45,8 @@ from tileprobe.tune.space import Config
 
 #: The status of a configuration the budgeted search never compiled.
 NOT_SEARCHED = "not_searched"
+#: Round 1 starts compiles during this share of what is left after its race (the rest: later rounds).
+ROUND1_SHARE = 0.5
 #: Race statuses of candidates that ran correctly (a leader is chosen among them).
 _TIMED_OK = ("winner", "tie", "eliminated", "racing")
 
@@ -51,11 +56,12 @@ class SearchSettings:
     """How a budgeted search runs (module doc).
 
     jobs: compiles that run at once (a wave). full_max: spaces up to this many configurations are compiled whole
-    (default 4 waves). sample: round 1's size (default 1 wave). wave_cap: the most a later round compiles
-    (default 1 wave: a round's race re-ranks the leaders before the next wave is chosen). leaders: how many of
-    the fastest candidates seed the next round's neighbours and race again. seed: the spread sample's tie-breaks. min_race_s: the least
-    a round's race gets (s), even past the deadline, so that a spent budget still times round 1 (a race of a few
-    candidates to ``min_samples`` takes well under a second on the H200: docs/TUNE.md).
+    (default 4 waves). sample: round 1's first wave, compiled whatever the clock says (default 1 wave). round_cap:
+    the most configurations a round offers the compile jobs, in its order (default ``full_max``; its cut-off
+    decides how many start). leaders: how many of the fastest candidates seed the next round's neighbours
+    and race again. seed: the spread order's tie-breaks. min_race_s: the least a round's race gets (s), even past
+    the deadline, so that a spent budget still times round 1 (a race of a few candidates to ``min_samples`` takes
+    well under a second on the H200: docs/TUNE.md).
 
     Raises:
         ValueError: a count below 1.
@@ -66,7 +72,7 @@ class SearchSettings:
     leaders: int = 3
     seed: int = 0
     min_race_s: float = 2.0
-    wave_cap: int | None = None
+    round_cap: int | None = None
 
     def __post_init__(self):
         for name in ("jobs", "leaders"):
@@ -74,7 +80,7 @@ class SearchSettings:
                 raise ValueError(f"search {name}={getattr(self, name)}: give 1 or more")
         self.full_max = 4 * self.jobs if self.full_max is None else self.full_max
         self.sample = max(1, self.jobs if self.sample is None else self.sample)
-        self.wave_cap = max(1, self.jobs if self.wave_cap is None else self.wave_cap)
+        self.round_cap = max(self.sample, self.full_max if self.round_cap is None else self.round_cap)
 
 
 def axes(configs: Sequence[Config]) -> list[list[str]]:
@@ -168,20 +174,30 @@ class SearchOutcome:
     tried: int = 0
 
 
+@dataclass
+class Compiled:
+    """What a round's ``compile`` did: the ids to time (compiled, deduplicated), the configurations it reached
+    (compiled or failed: the others were not started before the cut-off and stay untried), and its longest single
+    compile (s, tileiras' time) — what a compile started just before a cut-off may still cost."""
+    ids: list[str]
+    reached: list[Config]
+    longest_s: float = 0.0
+
+
 class BudgetedSearch:
     """The search of one problem's ``configs`` within ``deadline`` (module doc).
 
     Args:
         configs: the problem's configurations (after the constraints), in declared order.
-        compile: (configs) -> the ids to time among them (compiled, deduplicated: the tune lands the records in
-            its plan); may return fewer (failures, duplicates).
+        compile: (configs, stop_at, at_least) -> :class:`Compiled`: compile them in that order, starting none after
+            ``stop_at`` (a ``clock()`` value) except the first ``at_least`` (the tune lands the records in its plan).
         race: (ids, budget_s) -> the :class:`~tileprobe.tune.race.RaceOutcome` of racing those candidates.
         label: config -> its candidate id. settings: :class:`SearchSettings`. deadline: the clock's value by
             which the search ends. first: configurations round 1 takes first (the default, stored picks).
         clock: seconds, monotonic (tests inject one). progress: ``progress("search", SearchRound)``.
     """
 
-    def __init__(self, configs: Sequence[Config], compile: Callable[[list[Config]], list[str]],
+    def __init__(self, configs: Sequence[Config], compile: Callable[[list[Config], float | None, int], Compiled],
                  race: Callable[[list[str], float | None], RaceOutcome], label: Callable[[Config], str],
                  settings: SearchSettings, deadline: float, first: Sequence[Config] = (),
                  clock: Callable[[], float] = time.monotonic, progress: Callable | None = None):
@@ -194,55 +210,64 @@ class BudgetedSearch:
         self.rounds: list[SearchRound] = []
         self.outcomes: list[RaceOutcome] = []
         self.leaders: list[str] = []
+        self.longest_s = 0.0        # the longest single compile seen (s)
+        self.race_s = 0.0           # the last round's race (s)
 
     def run(self) -> SearchOutcome:
         """Round after round until the space is tried or the budget is spent; the merged outcome."""
-        wave_s = race_s = None
         while True:
             batch = self._batch()
             if not batch:
                 break
-            if wave_s is not None:
-                batch = self._fit(batch, wave_s, race_s or 0.0)
-                if not batch:
-                    break
-            wave_s, race_s = self._round(batch)
+            stop_at = self._cut_off()
+            if stop_at is None:
+                break
+            if not self._round(batch, stop_at):
+                break
         return SearchOutcome(self._merged(), self.rounds, len(self.tried))
 
     # --- choosing ---------------------------------------------------------------------------------------------
     def _batch(self) -> list[Config]:
-        """Round 1: the first ones and a spread sample; later: the leaders' neighbours, filled up to a wave."""
+        """Round 1: the first ones, then the spread order; later: the leaders' neighbours, then the spread order.
+        Up to :attr:`SearchSettings.round_cap` each; the round's cut-off decides how many are compiled."""
+        cap = self.s.round_cap
         if not self.rounds:
-            head = self.first[:self.s.sample]
-            return head + spread(self.configs, self.s.sample - len(head), head, self.s.seed)
+            head = self.first[:cap]
+            return head + spread(self.configs, cap - len(head), head, self.s.seed)
         tried = set(self.tried)
         near: list[Config] = []
         for lead in self.leaders:
             near += [c for c in neighbours(self.by_id[lead], self.configs) if c not in tried and c not in near]
-        cap = self.s.wave_cap              # the leaders are raced again before the next wave is chosen
         near = near[:cap]
-        size = min(cap, max(self.s.jobs, math.ceil(len(near) / self.s.jobs) * self.s.jobs))
-        fill = spread(self.configs, size - len(near), self.tried + near, self.s.seed + len(self.rounds))
-        return near + fill
+        return near + spread(self.configs, cap - len(near), self.tried + near, self.s.seed + len(self.rounds))
 
-    def _fit(self, batch: list[Config], wave_s: float, race_s: float) -> list[Config]:
-        """The part of ``batch`` whose compile waves and race fit in what is left (empty: stop)."""
-        left = self.deadline - self.clock()
-        waves = int((left - race_s) // wave_s) if wave_s > 0 else len(batch)
-        return batch[:max(0, waves) * self.s.jobs]
+    def _cut_off(self) -> float | None:
+        """When the next round stops starting compiles (module doc, "Rounds"), or None: no time for one. Round 1
+        gets :data:`ROUND1_SHARE` of what is left after a race; a later round what is left after a race and the
+        longest compile seen (one started just before the cut-off still has to finish)."""
+        now = self.clock()
+        race = max(self.s.min_race_s, self.race_s)
+        if not self.rounds:
+            return now + max(0.0, self.deadline - now - race) * ROUND1_SHARE
+        stop = self.deadline - race - self.longest_s
+        return stop if stop > now else None
 
     # --- one round --------------------------------------------------------------------------------------------
-    def _round(self, batch: list[Config]) -> tuple[float, float]:
-        """Compile ``batch``, race it with the leaders; returns (compile s per wave, race s)."""
+    def _round(self, batch: list[Config], stop_at: float) -> bool:
+        """Compile what of ``batch`` the cut-off allows, race it with the leaders; False when nothing was reached."""
         t0 = self.clock()
-        self.tried += batch
-        new = self.compile(batch)
+        got = self.compile(batch, stop_at, self.s.sample if not self.rounds else 0)
+        if not got.reached:
+            return False
+        self.tried += [c for c in got.reached if c not in set(self.tried)]
+        self.longest_s = max(self.longest_s, got.longest_s)
         t1 = self.clock()
-        ids = list(dict.fromkeys(self.leaders + new))
+        ids = list(dict.fromkeys(self.leaders + got.ids))
         left = max(0.0, self.deadline - t1)     # a round that may not be the last leaves half for the next ones
         share = max(self.s.min_race_s, left if len(self.tried) >= len(self.configs) else left / 2)
         outcome = self.race(ids, share) if ids else None
         t2 = self.clock()
+        self.race_s = t2 - t1
         if outcome is not None:
             self.outcomes.append(outcome)
             for e in outcome.entries:
@@ -250,13 +275,13 @@ class BudgetedSearch:
                     self.entries[e.id] = e
             self.leaders = self._leaders(outcome)
         lead = self.leaders[0] if self.leaders else None
-        rnd = SearchRound(len(self.rounds) + 1, len(batch), len(ids), lead,
+        rnd = SearchRound(len(self.rounds) + 1, len(got.reached), len(ids), lead,
                           self.entries[lead].median if lead else None, t1 - t0, t2 - t1,
                           "sample" if not self.rounds else "neighbours")
         self.rounds.append(rnd)
         if self.progress:
             self.progress("search", rnd)
-        return (t1 - t0) / max(1, math.ceil(len(batch) / self.s.jobs)), t2 - t1
+        return True
 
     def _leaders(self, outcome: RaceOutcome) -> list[str]:
         """The fastest correct candidates so far (this round's ranking first: its samples are the freshest)."""

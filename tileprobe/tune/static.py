@@ -188,6 +188,14 @@ def _want_key(path: str, label: str, case: dict, hints: dict) -> tuple:
     return (os.path.basename(path), label, value_key(canonical(case)), value_key(canonical(hints)))
 
 
+def variant_rank(problem: Problem, configs: Sequence[Config]) -> Callable:
+    """variant -> the place of its configuration in ``configs`` (those of ``problem``; any other variant after them):
+    the :class:`~tileprobe.compile.schedule.CompileSchedule` rank of a budgeted search's round."""
+    place = {_want_key(problem.probe.source or "", problem.probe.label, c.case(problem.values), c.hints_dict): i
+             for i, c in enumerate(configs)}
+    return lambda v: place.get(_want_key(v.probe_path, v.probe_name, v.case_dict, v.hints_dict), len(place))
+
+
 def wanted(problems_: Sequence[Problem]) -> set[tuple]:
     """The (probe file name, probe label, case, hints) keys of every configuration to compile."""
     return {_want_key(p.probe.source or "", p.probe.label, c.case(p.values), c.hints_dict)
