@@ -183,6 +183,18 @@ def test_probe_code_that_imports_torch_only_in_a_torch_free_worker_is_a_broken_e
     assert "TILEPROBE_TORCH_FREE=0" in res.records[0].fix and "imported torch" in res.records[0].error
 
 
+def _run_forked_loader(z, script, tmp_path) -> None:
+    """Fork a loader of ``script`` from zygote ``z`` and wait for it (its output discarded)."""
+    r, w = os.pipe()
+    job = {"path": str(script), "targets": ["sm_90"], "max_variants": 10,
+           "cases": None, "hints": None, "sys_path": list(sys.path), "tmp": str(tmp_path)}
+    p = z.start("_loader_entry", (job,), [w], stdout=True)
+    os.close(w)
+    p.wait(timeout=60)
+    p.stdout.close()
+    os.close(r)
+
+
 def test_prefetch_imports_the_compile_side_before_the_next_fork_without_torch(tmp_path):
     """tune asks for cuTile's compile side as soon as its plan is loaded (issue 22): the zygote imports it then,
     without torch when no loader saw torch, so a child forked afterwards has it (and torch blocked) already."""
@@ -195,14 +207,7 @@ def test_prefetch_imports_the_compile_side_before_the_next_fork_without_torch(tm
         z = zygote.current()
         assert z is not None and z.wait_ready()
         assert zygote.prefetch_heavy(False) is True and z.torch_free
-        r, w = os.pipe()
-        job = {"path": str(script), "targets": ["sm_90"], "max_variants": 10,
-               "cases": None, "hints": None, "sys_path": list(sys.path), "tmp": str(tmp_path)}
-        p = z.start("_loader_entry", (job,), [w], stdout=True)
-        os.close(w)
-        p.wait(timeout=60)
-        p.stdout.close()
-        os.close(r)
+        _run_forked_loader(z, script, tmp_path)
     assert out.read_text() == "(True, True)"
 
 
@@ -214,12 +219,5 @@ def test_without_a_prefetch_a_plain_fork_has_no_compile_side(tmp_path):
     with zygote.warm_starts():
         z = zygote.current()
         assert z is not None and z.wait_ready()
-        r, w = os.pipe()
-        job = {"path": str(script), "targets": ["sm_90"], "max_variants": 10,
-               "cases": None, "hints": None, "sys_path": list(sys.path), "tmp": str(tmp_path)}
-        p = z.start("_loader_entry", (job,), [w], stdout=True)
-        os.close(w)
-        p.wait(timeout=60)
-        p.stdout.close()
-        os.close(r)
+        _run_forked_loader(z, script, tmp_path)
     assert out.read_text() == "False"
