@@ -40,7 +40,7 @@ from tileprobe.compile.toolcache import binary_fact
 from tileprobe.judge.advice import advice
 from tileprobe.model.cluster import reference_num_sms
 from tileprobe.model.toolkit import compiler_identity
-from tileprobe.probe.zygote import warm_starts
+from tileprobe.probe.zygote import prefetch_heavy, warm_starts
 from tileprobe.procs import owned_tempdir
 from tileprobe.schema import timeout_seconds
 from tileprobe.schema import write_json
@@ -410,7 +410,6 @@ def _load(paths, targets, result: AuditResult, tmp: str, jobs, timeout_s: float,
         _note_output(result, rep, shown)
         plans.extend(rep.plans)
     plans = _without_name_clashes(plans, targets, result)
-    from tileprobe.probe.zygote import prefetch_heavy
     prefetch_heavy(any(rep.uses_torch for rep in reports))   # no probe needs torch: workers need not wait for it
     if not plans:
         raise IncompleteError("no probe could be loaded:\n  " + "\n  ".join(result.probe_errors + result.notes))

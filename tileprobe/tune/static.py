@@ -29,6 +29,7 @@ from tileprobe.errors import ProbeError
 from tileprobe.probe.define import load_probes
 from tileprobe.schema import VariantRecord, canonical, value_key
 from tileprobe.probe.signature import ArraySpec
+from tileprobe.probe.zygote import prefetch_heavy
 from tileprobe.tune.space import Config, Problem, problems
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.19 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
@@ -145,7 +146,6 @@ def load_space(probe_paths: Sequence[str], *, where: dict | None = None, cases: 
                               [{"cases": cases, "hints": hints}] * len(probe_paths),
                               timeout_s=probe_timeout_s or PROBE_TIMEOUT_S)
     if reports and not any(rep.errors for rep in reports):   # the compile side's import starts now (issue 22)
-        from tileprobe.probe.zygote import prefetch_heavy
         prefetch_heavy(any(rep.uses_torch for rep in reports))
     for rep in reports:
         errors.extend(rep.errors)
