@@ -45,7 +45,17 @@ def chosen_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``tileprobe`` command. Returns the exit code."""
+    """Entry point of the ``tileprobe`` command. Returns the exit code. A stderr that cannot be written is dropped
+    (:class:`~tileprobe.cli._common.QuietStream`): the work and stdout's results go on."""
+    saved = sys.stderr
+    sys.stderr = _common.QuietStream(saved)
+    try:
+        return _main(argv)
+    finally:
+        sys.stderr = saved
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     if not (sys.argv[1:] if argv is None else argv):     # bare `tileprobe`: the commands, not an argparse complaint
         parser.print_help(sys.stderr)

@@ -313,6 +313,55 @@ def check_output_path(path: str | None, what: str) -> None:
         raise TileprobeError(f"{what} {path}: folder {folder} does not exist; create it or give another path")
     if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
         raise TileprobeError(f"{what} {path}: not writable; give another path")
+    existed = os.path.exists(path)
+    try:                  # root passes os.access on /sys and /proc, where opening still fails: try it (nothing lost:
+        os.close(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666))   # no truncation; a file made here
+    except OSError as e:                                                        # is removed again)
+        raise TileprobeError(f"{what} {path}: cannot be written ({e.strerror}); give another path") from e
+    if not existed:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
+class QuietStream:
+    """A text stream (stderr) that drops what it cannot write: progress and summary lines are information, and a
+    stderr that is full (``2>/dev/full``), closed by its reader (``2>&1 | head -1``) or absent (``2>&-``) must not
+    stop the work or lose stdout's results. Writes after the first failure are dropped; everything else is the
+    wrapped stream's (``isatty``, ``fileno``, ``encoding`` …)."""
+
+    def __init__(self, stream):
+        self._stream, self.broken = stream, stream is None
+
+    def write(self, text: str) -> int:
+        """Write ``text``; its length, also when it was dropped."""
+        if not self.broken:
+            try:
+                return self._stream.write(text)
+            except (OSError, ValueError):
+                self.broken = True
+        return len(text)
+
+    def flush(self) -> None:
+        """Flush, dropping a failure."""
+        if not self.broken:
+            try:
+                self._stream.flush()
+            except (OSError, ValueError):
+                self.broken = True
+
+    def isatty(self) -> bool:
+        """Whether the wrapped stream is a terminal (False when it is gone)."""
+        try:
+            return not self.broken and self._stream.isatty()
+        except (OSError, ValueError):
+            return False
+
+    def __getattr__(self, name):
+        if self._stream is None:
+            raise AttributeError(name)
+        return getattr(self._stream, name)
 
 
 #: Arguments that name a file a command writes (``report``'s ``--json`` is an input: it takes a list).
