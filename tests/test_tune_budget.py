@@ -117,3 +117,30 @@ def test_the_summary_counts_unreached_configurations_apart_from_failures(probe, 
     (p,) = run(dict(probe, store=str(tmp_path / "empty.sqlite")), 0.01).problems   # nothing stored: 2 compiled
     line = summary_line(p)
     assert "0 failed" in line and "10 not searched (the budget)" in line and line.endswith("→ 2 to time"), line
+
+
+def test_a_spent_budget_still_races_a_space_compiled_whole_for_the_least_race_time(probe):
+    """Below the search's threshold the space is compiled whole; a budget the compiles spent still gives its race
+    MIN_RACE_S (as the search's rounds get), so the candidates are timed and a winner named (hostile test 6: they
+    were all 'skipped' and the table said no candidate ran correctly)."""
+    from tileprobe.report.tune import verdict_lines
+    with Watchdog(timeout_s=5.0, init=INIT, env={PLAN_ENV: json.dumps({"times": TIMES})}, grace_s=0.5) as wd:
+        with Store.open(probe["store"]) as s:
+            res = tune([probe["probe"]], arch="sm_90", watchdog=wd, tasks=TASKS, store=s, timeout_s=5.0, jobs=2,
+                       budget_s=1e-9, search_full_max=20)
+    (p,) = res.problems
+    assert p.verdict in ("winner", "tie") and p.pick.label == "TILE=1024 occupancy=1"
+    assert not any(r.status == "skipped" for r in p.candidates)
+    assert not any("no winner" in line for line in verdict_lines(p))
+
+
+def test_a_race_the_budget_never_reached_says_so_not_that_nothing_ran_correctly():
+    from tileprobe.report.tune import verdict_lines
+    from tileprobe.tune.result import CandidateRow, ProblemResult
+    rows = [CandidateRow(label=f"TILE={t}", config={"case": {"TILE": t}, "hints": {}}, status=s)
+            for t, s in ((256, "skipped"), (512, "skipped"), (1024, "duplicate_launch"))]
+    skipped = ProblemResult(kernel="k", probe="p.py", problem={}, arch="sm_90", verdict="none", candidates=rows)
+    assert verdict_lines(skipped)[0] == ("no winner: the budget ran out before any candidate was timed "
+                                         "(give a larger --budget)")
+    rows[0].status = "crash"
+    assert verdict_lines(skipped)[0] == "no winner: no candidate ran correctly"

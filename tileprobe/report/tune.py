@@ -13,6 +13,9 @@ _FATES = ("winner", "tie", "ok", "eliminated", "wrong", "hang", "crash", "error"
 ROWS_SHOWN = 20
 
 
+#: Statuses of the candidates a race took (the others never reached it: failed compiles, duplicates, rules).
+_RACED = ("skipped", "winner", "tie", "eliminated", "hang", "crash", "error", "wrong")
+
 def _us(v) -> str:
     return "-" if v is None else f"{v:,.1f}"
 
@@ -172,7 +175,9 @@ def verdict_lines(p: ProblemResult, compact: bool = False) -> list[str]:
         out.append(f"tie (within noise, {len(p.tie)} candidates; pick = lowest median): " +
                    "; ".join(f"{t.label} {_us(t.median_us)} µs {_ci(t)}" for t in p.tie) + _check_text(pick))
     elif p.verdict == "none":
-        out.append("no winner: no candidate ran correctly")
+        raced = [r for r in p.candidates if r.config is not None and r.status in _RACED]
+        out.append("no winner: the budget ran out before any candidate was timed (give a larger --budget)"
+                   if raced and all(r.status == "skipped" for r in raced) else "no winner: no candidate ran correctly")
     failed: dict[tuple, list[str]] = {}
     for r in p.candidates:
         if r.config is not None and r.status not in ("ok", "winner", "tie", "eliminated", "duplicate_launch"):

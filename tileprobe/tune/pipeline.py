@@ -25,7 +25,7 @@ from tileprobe.compile.toolcache import cached_default
 from tileprobe.run.clocks import compute_capability
 from tileprobe.run.watchdog import WorkerStartError
 from tileprobe.tune.overlap import Overlap
-from tileprobe.tune.overlap import budget_share
+from tileprobe.tune.overlap import MIN_RACE_S, budget_share
 from tileprobe.tune.static import Landing
 from tileprobe.tune.static import pending_plans
 import contextlib
@@ -457,7 +457,7 @@ def _race_all(result: TuneResult, plans: list[Plan], wd, get, probe_paths, bundl
         raced = plan.raced()
         share = settings.budget_s
         if share is not None:   # the budget is shared: each race gets an equal share of what is left
-            share = max(0.0, settings.budget_s - (time.perf_counter() - t0)) / (len(plans) - i)
+            share = max(MIN_RACE_S, max(0.0, settings.budget_s - (time.perf_counter() - t0)) / (len(plans) - i))
         if result.aborted or not raced:
             res = problem_result(plan, None, result.environment["arch"], settings.confidence)
             res.notes.append(result.aborted and f"not raced: {result.aborted}" or "no candidate left to time")
