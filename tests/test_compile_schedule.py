@@ -43,3 +43,8 @@ def test_the_audit_compiles_in_the_schedules_order_and_stops_at_its_cut_off(tmp_
                       schedule=CompileSchedule(rank=lambda v: 0, stop_at=0.0, at_least=0))
     # nothing may start now, but the two stored records land
     assert [r.case["TILE"] for r in again.records] == [1024, 1024]
+
+
+def test_a_limit_compiles_only_the_ranked_ones():
+    got = list(CompileSchedule(rank=lambda v: {"a": 0, "b": 1}.get(v, 2), limit=2).apply(["x", "b", "y", "a"]))
+    assert got == ["a", "b"]

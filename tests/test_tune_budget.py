@@ -144,3 +144,14 @@ def test_a_race_the_budget_never_reached_says_so_not_that_nothing_ran_correctly(
                                          "(give a larger --budget)")
     rows[0].status = "crash"
     assert verdict_lines(skipped)[0] == "no winner: no candidate ran correctly"
+
+
+def test_a_round_takes_every_stored_configuration_beside_the_ones_it_compiles(probe, tmp_path):
+    """Stored variants cost nothing: a round lands all of them, not only those of its batch (hostile test 6: with
+    every compile stored a spent budget left 4 configurations 'not reached')."""
+    store = str(tmp_path / "full.sqlite")
+    whole = run(dict(probe, store=store), 600.0)                    # every configuration compiled and stored
+    assert whole.problems[0].coverage["compiled"] == 12
+    (p,) = run(dict(probe, store=store), 1e-9).problems
+    assert "not_searched" not in p.dropped and p.coverage["compiled"] == 12
+    assert p.pick.label == "TILE=1024 occupancy=1"

@@ -167,3 +167,17 @@ def test_failed_compiles_are_not_raced_and_the_search_goes_on():
                          clock=fake.clock).run()
     assert all(best.label not in r for r in fake.races)
     assert out.outcome.pick == min((c for c in configs if c != best), key=bowl).label
+
+
+def test_a_round_note_counts_failed_compiles_and_a_round_without_leaders_is_a_sample():
+    configs = space(TILE=list(range(10)), occupancy=[1, 2], num_ctas=[1])
+    fake = Fake(bowl, jobs=2, fail={c.label for c in configs})            # every compile fails
+    real = fake.compile
+    fake.compile = lambda b, s=None, a=0: (lambda got: Compiled(got.ids, got.reached, got.longest_s,
+                                                                len(got.reached)))(real(b, s, a))
+    out = BudgetedSearch(configs, fake.compile, fake.race, lambda c: c.label, SearchSettings(jobs=2, full_max=4),
+                         12.0, clock=fake.clock).run()
+    assert out.outcome is None and len(out.rounds) >= 2
+    assert all(r.kind == "sample" and r.leader is None for r in out.rounds)
+    assert out.rounds[0].note().startswith("budgeted search round 1: 4 compiled (a spread sample, 4 of them "
+                                           "failed), 0 raced; no leader")

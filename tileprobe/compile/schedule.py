@@ -22,17 +22,22 @@ class CompileSchedule:
 
     rank: variant -> its place (lower first; ties keep the audit's order). stop_at: a ``clock()`` value (s) after
     which no compile is started (None: no cut-off). at_least: this many are started whatever the clock says (a
-    round's first wave). clock: seconds, monotonic (``time.perf_counter``, as the tune's deadline; tests inject one).
+    round's first wave). limit: no variant of rank ``limit`` or more is compiled (the audit was given more so that
+    the store's records of them land, at no cost; None: no limit). clock: seconds, monotonic
+    (``time.perf_counter``, as the tune's deadline; tests inject one).
     """
     rank: Callable[[Variant], int]
     stop_at: float | None = None
     at_least: int = 0
     clock: Callable[[], float] = time.perf_counter
+    limit: int | None = None
 
     def apply(self, variants: Iterable[Variant]) -> Iterator[Variant]:
         """``variants`` (read whole: they are the ones the store did not hold) by rank, ending at the cut-off."""
         ordered = sorted(variants, key=self.rank)     # sorted() is stable: equal ranks keep their order
         for i, v in enumerate(ordered):
+            if self.limit is not None and self.rank(v) >= self.limit:
+                return
             if i >= self.at_least and self.stop_at is not None and self.clock() >= self.stop_at:
                 return
             yield v

@@ -81,11 +81,16 @@ class _ProblemSearch:
         self.bench: WorkerBench | None = None
 
     def compile(self, batch: list[Config], stop_at: float | None = None, at_least: int = 0) -> Compiled:
-        """Compile ``batch`` in its order (the store answers first), none started after ``stop_at`` but the first
-        ``at_least``; land the records, dedupe. A configuration not started stays ``not_searched``."""
+        """Compile ``batch`` in its order, none started after ``stop_at`` but the first ``at_least``; the store's
+        records of every configuration not yet searched land too (they cost nothing). Land the records, dedupe.
+        A configuration not started stays ``not_searched``."""
         t0 = time.perf_counter()
-        sub = dataclasses.replace(self.plan.problem, configs=list(batch), rejected={})
-        schedule = CompileSchedule(variant_rank(self.plan.problem, batch), stop_at, at_least, time.perf_counter)
+        offered = set(batch)
+        rest = [c.config for c in self.plan.candidates if c.status == NOT_SEARCHED and c.config not in offered]
+        rest_set = set(rest)
+        sub = dataclasses.replace(self.plan.problem, configs=list(batch) + rest, rejected={})
+        schedule = CompileSchedule(variant_rank(self.plan.problem, batch), stop_at, at_least, time.perf_counter,
+                                   limit=len(batch))
         records, get, env, errors = self.ctx.records([sub], schedule)
         self.ctx.compile_s += time.perf_counter() - t0
         self.ctx.getters.append(get)
@@ -98,14 +103,16 @@ class _ProblemSearch:
             if c.config in wanted and c.record is None and not cut:
                 c.status, c.reason = "not_compiled", f"no {self.ctx.arch} record for it"
                 self.plan.dropped["not_compiled"] = self.plan.dropped.get("not_compiled", 0) + 1
-        reached = [c.config for c in self.plan.candidates if c.config in wanted and c.status != NOT_SEARCHED]
+        reached = [c.config for c in self.plan.candidates
+                   if (c.config in wanted or c.config in rest_set) and c.status != NOT_SEARCHED]
         ok = [c for c in landed if c.status == "ok"]
         sms = self.ctx.sms
         facts = launch_facts([Plan(self.plan.problem, ok)], sms, self.ctx.probe_timeout_s) if ok and sms else {}
         ids = [c.id for c in landed if (dedupe_one(self.plan, c, sms, self.ctx.get, facts.get(id(c))) if sms
                                         else c.status == "ok")]
         longest = max((c.record.compile_s or 0.0 for c in landed if c.record is not None), default=0.0)
-        return Compiled(ids, reached, longest)
+        failed = sum(1 for c in landed if c.record is not None and not c.record.ok)
+        return Compiled(ids, reached, longest, failed)
 
     def race(self, ids: list[str], budget_s: float | None) -> RaceOutcome:
         """Race ``ids`` (compiled, deduplicated) on the tune's worker within ``budget_s``."""

@@ -157,12 +157,15 @@ class SearchRound:
     compile_s: float
     race_s: float
     kind: str          # "sample" or "neighbours"
+    failed: int = 0    # of ``compiled``: compiles that failed (not raced)
 
     def note(self) -> str:
         """One line for the problem's notes."""
         lead = f"leader {self.leader} {self.leader_us:,.1f} µs" if self.leader and self.leader_us else "no leader"
         what = "a spread sample" if self.kind == "sample" else "the leaders' neighbours"
-        return (f"budgeted search round {self.index}: {self.compiled} compiled ({what}), {self.raced} raced; {lead} "
+        failed = f", {self.failed} of them failed" if self.failed else ""
+        return (f"budgeted search round {self.index}: {self.compiled} compiled ({what}{failed}), {self.raced} raced; "
+                f"{lead} "
                 f"(compile {self.compile_s:.1f} s, race {self.race_s:.1f} s)")
 
 
@@ -182,6 +185,7 @@ class Compiled:
     ids: list[str]
     reached: list[Config]
     longest_s: float = 0.0
+    failed: int = 0
 
 
 class BudgetedSearch:
@@ -256,6 +260,7 @@ class BudgetedSearch:
     def _round(self, batch: list[Config], stop_at: float) -> bool:
         """Compile what of ``batch`` the cut-off allows, race it with the leaders; False when nothing was reached."""
         t0 = self.clock()
+        had_leaders = bool(self.leaders)        # a later round without leaders offered the spread order only
         got = self.compile(batch, stop_at, self.s.sample if not self.rounds else 0)
         if not got.reached:
             return False
@@ -277,7 +282,7 @@ class BudgetedSearch:
         lead = self.leaders[0] if self.leaders else None
         rnd = SearchRound(len(self.rounds) + 1, len(got.reached), len(ids), lead,
                           self.entries[lead].median if lead else None, t1 - t0, t2 - t1,
-                          "sample" if not self.rounds else "neighbours")
+                          "neighbours" if self.rounds and had_leaders else "sample", got.failed)
         self.rounds.append(rnd)
         if self.progress:
             self.progress("search", rnd)
