@@ -184,6 +184,16 @@ def test_front_end_errors_are_told_from_the_compilers_by_class():
     assert (f.failure, f.fix) == ("compile_error", BEFORE_TILEIRAS_FIX) and "repeat" not in f.fix
 
 
+def test_a_kernel_whose_source_cannot_be_read_is_told_to_live_in_a_file():
+    """A kernel made by exec() (hostile test 6): inspect cannot read its source, so cuTile cannot parse it; the fix
+    says so rather than suggesting a report to NVIDIA."""
+    from tileprobe.compile.failure import NO_SOURCE_FIX
+    for text in ("source code not available", "could not get source code"):
+        f = classify(OSError(text))
+        assert (f.failure, f.fix) == ("compile_error", NO_SOURCE_FIX) and "NVIDIA" not in f.fix
+    assert classify(OSError("disk on fire")).fix != NO_SOURCE_FIX
+
+
 # --- broken_environment: the CUDA_HOME trap ------------------------------------------------------------------------
 
 def _old_toolkit(tmp_path):

@@ -114,7 +114,17 @@ def classify(exc: BaseException, *, tileiras: str | None = None, build: str = ""
     error = f"{name}: {text}" if text else name
     if front_end(exc):
         return _make(COMPILE_ERROR, lines, error, kernel_fix(exc))
+    if isinstance(exc, OSError) and _NO_SOURCE.search(text):   # inspect.getsource: the kernel has no file
+        return _make(COMPILE_ERROR, lines, error, NO_SOURCE_FIX)
     return _make(COMPILE_ERROR, lines, error, BEFORE_TILEIRAS_FIX)
+
+
+#: inspect's words when a function's source cannot be read (``OSError: could not get source code`` / ``source code
+#: not available``): cuTile parses the kernel's Python source, so a kernel made by ``exec`` or whose file is gone
+#: cannot be compiled.
+_NO_SOURCE = re.compile(r"source code not available|could not get source code|could not find class definition")
+NO_SOURCE_FIX = ("cuTile could not read the kernel's source (a kernel made by exec() or eval(), or its file is gone "
+                 "or changed): define the kernel in a .py file and import it from there")
 
 
 #: The fix of a compile_error raised before tileiras ran that is not a front-end error of the kernel (cuTile's own
