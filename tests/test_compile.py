@@ -81,7 +81,8 @@ def test_ctrl_c_stops_the_sweep_at_once_and_keeps_finished_variants(tmp_path):
     root = os.path.dirname(os.path.dirname(__file__))
     p = subprocess.Popen([sys.executable, "-m", "tileprobe.cli", "audit", "examples/rms_norm.py", "--arch",
                           "sm_90,sm_120", "--store", str(db), "--format", "none", "--no-sass", "-j", "2"], cwd=root,
-                         start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                         start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             preexec_fn=_ctrl_c_default)
 
     def stored():
         try:
@@ -126,3 +127,11 @@ def test_the_repeat_command_points_beside_the_store_given(tmp_path, monkeypatch)
     [rec] = audit([VADD], ["sm_90"], toolchains=[{"tileiras": fake}], jobs=1,
                   cases={"TILE": [256]}, hints={"occupancy": [1]}).records
     assert f"{tmp_path}/tmp/tileprobe-failed/" in rec.repro
+
+
+def _ctrl_c_default() -> None:
+    """In the child before exec: SIGINT as a terminal's foreground job has it (default), whatever this process
+    inherited or a test left (conftest's ``_sigint_as_it_was``): the test is of Ctrl-C, not of an ignored SIGINT."""
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+

@@ -263,7 +263,7 @@ def test_ctrl_c_keeps_finished_variants(tmp_path):
     cmd = [sys.executable, "-m", "tileprobe.cli", "audit", probe, "--arch", "sm_90", "--jobs", "1", "--store", path,
            "--format", "none"]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=_ctrl_c_default)
     try:
         deadline = time.monotonic() + 240
         while not _stored(path):
@@ -549,3 +549,11 @@ def test_the_interrupt_message_says_what_was_kept_or_that_no_store_was_used(monk
         monkeypatch.setattr(st, "_OPENED", opened)
         print_interrupted()
         assert capsys.readouterr().err.strip() == f"interrupted; {text}"
+
+
+def _ctrl_c_default() -> None:
+    """In the child before exec: SIGINT as a terminal's foreground job has it (default), whatever this process
+    inherited or a test left (conftest's ``_sigint_as_it_was``): the test is of Ctrl-C, not of an ignored SIGINT."""
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
