@@ -137,7 +137,7 @@ def test_inside_a_loader_session_the_save_is_made_by_the_saver_thread_and_waited
         (report,) = contained.load_probe_files([probe], ["sm_90"], tmp_root=str(tmp), jobs=1)
         report.default_tileiras = "/set/after/the/keep"
         assert not plans.exists() or not os.listdir(plans)      # not yet written
-    assert saved_by == ["tileprobe-plan-saves"]
+    assert saved_by == ["tileprobe-plan-saves_0"]          # the session's saver thread (ThreadPoolExecutor's name)
     (name,) = os.listdir(plans)
     kept = plancache.lookup(name[:-len(".json")])
     assert kept["default_tileiras"] != "/set/after/the/keep" and len(kept["plans"]) == len(report.plans)

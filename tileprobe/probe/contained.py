@@ -49,13 +49,13 @@ import itertools
 import json
 import math
 import os
-import queue
 import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
 from multiprocessing.connection import Connection, wait
 from typing import Any, Callable, Iterator, Sequence
@@ -814,9 +814,8 @@ class LoaderSession:
         self.tmp = make_owned_tempdir("loaders")
         self.closed = False
         self.started = self.reused = 0
-        self.saver: threading.Thread | None = None
+        self.saver: ThreadPoolExecutor | None = None   # plan-cache writes, one at a time (save_later)
         self.lookup = None       # a DefaultCompilerLookup started ahead (prefetch_compiler_lookup)
-        self.saves: "queue.SimpleQueue" = queue.SimpleQueue()
 
     def loader(self, path: str, targets, max_variants: int, timeout_s: float, tmp_root: str,
                overrides: tuple = (None, None), task: tuple | None = None, num_sms: int | None = None) -> _Loader:
@@ -865,26 +864,15 @@ class LoaderSession:
         loader.end()
 
     def save_later(self, fn: Callable, *args) -> bool:
-        """Run ``fn(*args)`` in the session's saver thread (started on first use); False after :meth:`close`."""
+        """Run ``fn(*args)`` in the session's saver thread (started on first use); False after :meth:`close`. A
+        failure stays in its future, unread: a cache write that fails is a miss next time, never an error."""
         with self.lock:
             if self.closed:
                 return False
             if self.saver is None:
-                self.saver = threading.Thread(target=self._save_all, name="tileprobe-plan-saves", daemon=True)
-                self.saver.start()
-            self.saves.put((fn, args))
+                self.saver = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tileprobe-plan-saves")
+            self.saver.submit(fn, *args)
         return True
-
-    def _save_all(self) -> None:
-        while True:
-            item = self.saves.get()
-            if item is None:
-                return
-            fn, args = item
-            try:
-                fn(*args)
-            except Exception:   # noqa: BLE001 — a cache write that fails is a miss next time, never an error
-                pass
 
     def close(self) -> None:
         """Finish the pending saves, end every child (with its process group) and remove the temp folder. An idle
@@ -895,8 +883,7 @@ class LoaderSession:
             self.closed = True    # a save asked from now on is made by its caller (save_later says False)
             saver, self.saver = self.saver, None
         if saver is not None:
-            self.saves.put(None)
-            saver.join()
+            saver.shutdown(wait=True)
         with self.lock:
             self.closed = True
             idle, busy = list(self.idle), [l for l in self.live if l not in self.idle]
