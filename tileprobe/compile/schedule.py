@@ -34,9 +34,9 @@ class CompileSchedule:
 
     def apply(self, variants: Iterable[Variant]) -> Iterator[Variant]:
         """``variants`` (read whole: they are the ones the store did not hold) by rank, ending at the cut-off."""
-        ordered = sorted(variants, key=self.rank)     # sorted() is stable: equal ranks keep their order
-        for i, v in enumerate(ordered):
-            if self.limit is not None and self.rank(v) >= self.limit:
+        ranked = sorted(((self.rank(v), v) for v in variants), key=lambda rv: rv[0])   # stable: ties keep order
+        for i, (rank, v) in enumerate(ranked):
+            if self.limit is not None and rank >= self.limit:
                 return
             if i >= self.at_least and self.stop_at is not None and self.clock() >= self.stop_at:
                 return

@@ -85,8 +85,8 @@ class _ProblemSearch:
         records of every configuration not yet searched land too (they cost nothing). Land the records, dedupe.
         A configuration not started stays ``not_searched``."""
         t0 = time.perf_counter()
-        offered = set(batch)
-        rest = [c.config for c in self.plan.candidates if c.status == NOT_SEARCHED and c.config not in offered]
+        wanted = set(batch)
+        rest = [c.config for c in self.plan.candidates if c.status == NOT_SEARCHED and c.config not in wanted]
         rest_set = set(rest)
         sub = dataclasses.replace(self.plan.problem, configs=list(batch) + rest, rejected={})
         schedule = CompileSchedule(variant_rank(self.plan.problem, batch), stop_at, at_least, time.perf_counter,
@@ -98,7 +98,6 @@ class _ProblemSearch:
         self.ctx.probe_errors += [e for e in errors if e not in self.ctx.probe_errors]
         landed = [hit[1] for r in records if (hit := self.landing.land(r)) is not None]
         cut = stop_at is not None and time.perf_counter() >= stop_at   # the unstarted ones were cut, not refused
-        wanted = set(batch)
         for c in self.plan.candidates:
             if c.config in wanted and c.record is None and not cut:
                 c.status, c.reason = "not_compiled", f"no {self.ctx.arch} record for it"

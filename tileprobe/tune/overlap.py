@@ -17,7 +17,7 @@ import time
 from typing import Callable
 
 from tileprobe.tune.gpu import WorkerBench
-from tileprobe.tune.race import Race
+from tileprobe.tune.race import MIN_RACE_S, Race
 from tileprobe.tune.static import Landing, Plan, dedupe_one
 from tileprobe.run.watchdog import WorkerStartError
 
@@ -173,13 +173,8 @@ class Overlap:
             self.bench.default = d.same_as or d
 
 
-#: The least a race gets of a budget (s), even a spent one, so that a budget spent by the compiles still times the
-#: candidates (the budgeted search's :attr:`~tileprobe.tune.search.SearchSettings.min_race_s` too).
-MIN_RACE_S = 2.0
-
-
 def budget_share(settings, n_problems: int):
-    """The first race's settings: an equal share of the budget, at least :data:`MIN_RACE_S` (None: no limit)."""
+    """The first race's settings: an equal share of the budget, at least :data:`~tileprobe.tune.race.MIN_RACE_S` (None: no limit)."""
     if settings.budget_s is None:
         return settings
     return dataclasses.replace(settings, budget_s=max(MIN_RACE_S, settings.budget_s / max(1, n_problems)))

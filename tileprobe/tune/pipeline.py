@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 from tileprobe.model.arch import get_arch
 from tileprobe.errors import TileprobeError
 from tileprobe.tune.gpu import CHECK_TASK, TIME_TASK, TimingSettings, WorkerBench
-from tileprobe.tune.race import Race, RaceSettings
+from tileprobe.tune.race import MIN_RACE_S, Race, RaceSettings
 from tileprobe.tune.search import SearchSettings
 from tileprobe.tune.assemble import compare_previous, problem_result
 from tileprobe.tune.result import NO_SM_COUNT, ProblemResult, TuneResult
@@ -25,7 +25,7 @@ from tileprobe.compile.toolcache import cached_default
 from tileprobe.run.clocks import compute_capability
 from tileprobe.run.watchdog import WorkerStartError
 from tileprobe.tune.overlap import Overlap
-from tileprobe.tune.overlap import MIN_RACE_S, budget_share
+from tileprobe.tune.overlap import budget_share
 from tileprobe.tune.static import Landing
 from tileprobe.tune.static import pending_plans
 import contextlib

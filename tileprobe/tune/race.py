@@ -42,6 +42,10 @@ from tileprobe.tune.stats import median_ci, summary, z_value
 #: Statuses that take a candidate out of the race for good.
 FAILED = ("hang", "crash", "error", "wrong")
 STRATEGIES = ("race", "exhaustive")
+#: The least a race gets of a budget (s), even a spent one, so that a budget spent by the compiles still times the
+#: candidates (a race of a few candidates to ``min_samples`` takes well under a second on the H200: docs/TUNE.md);
+#: the budgeted search's rounds get it too (:attr:`tileprobe.tune.search.SearchSettings.min_race_s`).
+MIN_RACE_S = 2.0
 #: Times a race may put eliminated candidates back (:meth:`Race._rejudge`) before it stops with what it has.
 MAX_REJUDGE = 3
 
@@ -182,15 +186,10 @@ class Race:
             self._admit(True)
         rejudged = 0
         while True:
-            if self.check is not None and self._check(self._finalists()):
-                for e in self.entries:
-                    if e.status == "eliminated":
-                        e.status, e.eliminated_round, e.reason = "racing", None, ""
-                self._eliminate(len(self.rounds))
-            elif rejudged < MAX_REJUDGE and self._rejudge():
+            if not self._check_finalists():     # none wrong: put back what later samples no longer beat, or stop
+                if rejudged >= MAX_REJUDGE or not self._rejudge():
+                    break
                 rejudged += 1
-            else:
-                break
             self._race()
         return self._outcome()
 
@@ -219,7 +218,7 @@ class Race:
             self._admit(False)
             reason = self._stop_reason()
             if reason and self._more and not self._over_budget():
-                if self._check_while_waiting():
+                if self._check_finalists():
                     continue         # a finalist was wrong: the others are judged again first
                 self._admit(True)    # it would stop, but candidates are still compiling: wait for the next one
                 continue
@@ -231,10 +230,10 @@ class Race:
                 return
             self._round(len(self.rounds) + 1)
 
-    def _check_while_waiting(self) -> bool:
-        """Check the finalists not yet checked while the race waits for candidates still compiling (the checks then
-        cost no wall time after the last one lands). True when one was wrong: the eliminated candidates are put
-        back and judged again against the new leader, as after the race (:meth:`run`)."""
+    def _check_finalists(self) -> bool:
+        """Check the finalists not yet checked: after the race (:meth:`run`), and while it waits for candidates still
+        compiling (the checks then cost no wall time after the last one lands). True when one was wrong: the
+        eliminated candidates are put back and judged again against the new leader."""
         if self.check is None or not self._check(self._finalists()):
             return False
         for e in self.entries:

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from tileprobe.schema import value_key
-from tileprobe.tune.race import FAILED, Entry, RaceOutcome
+from tileprobe.tune.race import FAILED, MIN_RACE_S, Entry, RaceOutcome
 from tileprobe.tune.space import Config
 
 #: The status of a configuration the budgeted search never compiled.
@@ -71,7 +71,7 @@ class SearchSettings:
     sample: int | None = None
     leaders: int = 3
     seed: int = 0
-    min_race_s: float = 2.0
+    min_race_s: float = MIN_RACE_S
     round_cap: int | None = None
 
     def __post_init__(self):
@@ -264,7 +264,8 @@ class BudgetedSearch:
         got = self.compile(batch, stop_at, self.s.sample if not self.rounds else 0)
         if not got.reached:
             return False
-        self.tried += [c for c in got.reached if c not in set(self.tried)]
+        seen = set(self.tried)
+        self.tried += [c for c in got.reached if c not in seen]
         self.longest_s = max(self.longest_s, got.longest_s)
         t1 = self.clock()
         ids = list(dict.fromkeys(self.leaders + got.ids))
