@@ -221,3 +221,59 @@ def test_without_a_prefetch_a_plain_fork_has_no_compile_side(tmp_path):
         assert z is not None and z.wait_ready()
         _run_forked_loader(z, script, tmp_path)
     assert out.read_text() == "False"
+
+
+def _fake_installed(tmp_path, name: str, body: str = "") -> str:
+    """A package ``name`` in a folder named site-packages (installed code to :func:`installed_imports`), on sys.path."""
+    site = tmp_path / "venv" / "site-packages"
+    (site / name).mkdir(parents=True)
+    (site / name / "__init__.py").write_text(body)
+    (site / name / "ops.py").write_text("def k():\n    pass\n")
+    return str(site)
+
+
+def test_installed_imports_names_installed_packages_not_the_users_modules(tmp_path, monkeypatch):
+    """Module-level imports and "pkg.mod:kernel" names of installed packages; not the standard library, tileprobe,
+    cuda, modules beside the probe or in the working directory, imports inside functions, or missing ones. A venv
+    inside the working directory still counts as installed."""
+    from tileprobe.probe.zygote import installed_imports
+    monkeypatch.syspath_prepend(_fake_installed(tmp_path, "tp_fake_a"))
+    monkeypatch.syspath_prepend(_fake_installed(tmp_path / "b", "tp_fake_b"))
+    monkeypatch.chdir(tmp_path)
+    here = tmp_path / "probes"
+    here.mkdir()
+    (here / "helper_mod.py").write_text("")
+    monkeypatch.syspath_prepend(str(here))
+    probe = here / "p.py"
+    probe.write_text("import os, json\nimport cuda.tile as ct\nfrom tileprobe import Probe\nimport helper_mod\n"
+                     "from tp_fake_a.ops import k\nimport no_such_module_tp\n"
+                     "def f():\n    import tp_fake_never\n"
+                     "KERNEL = 'tp_fake_b.ops:k'\n")
+    assert installed_imports(str(probe)) == ("tp_fake_a", "tp_fake_b")
+    (here / "bad.py").write_text("import (\n")
+    assert installed_imports(str(here / "bad.py")) == ()
+    assert installed_imports(str(here / "missing.py")) == ()
+
+
+def test_a_probes_installed_imports_run_once_in_the_zygote_not_in_each_worker(tmp_path, monkeypatch):
+    """A probe that needs torch: its installed packages are imported in the zygote before its loader is forked, so
+    the loader and both compile workers inherit them (one import in all); TILEPROBE_PRELOAD=0 imports them in the
+    loader and again in each worker. The records are the same."""
+    from tileprobe.audit import audit
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    body = f"import os\nopen(os.path.join({str(marks)!r}, str(os.getpid())), 'w').close()\n"
+    monkeypatch.syspath_prepend(_fake_installed(tmp_path, "tp_fake_counted", body))
+    src = "import torch  # noqa: F401\nimport tp_fake_counted  # noqa: F401\n" + open(PROBE).read().replace(
+        "__file__", repr(PROBE))
+    runs = {}
+    for preload in ("1", "0"):
+        monkeypatch.setenv("TILEPROBE_PRELOAD", preload)
+        (tmp_path / f"p{preload}.py").write_text(src)
+        res = audit([str(tmp_path / f"p{preload}.py")], ["sm_90"], jobs=2)
+        assert len(res.records) == 4 and all(r.ok for r in res.records), [r.error for r in res.records]
+        runs[preload] = (len(os.listdir(marks)), _facts(res.records))
+        for f in os.listdir(marks):
+            os.unlink(marks / f)
+    assert runs["1"][0] == 1 and runs["0"][0] == 3
+    assert runs["1"][1] == runs["0"][1]

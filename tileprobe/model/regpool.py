@@ -61,6 +61,14 @@ _LABEL_LINE = re.compile(r"^\s*(\.L_x_\d+):")
 _LINE = re.compile(r"^\s*/\*([0-9a-f]+)\*/\s*\{?\s*(@!?U?P(?:T|\d+)\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Za-z0-9_]+)*)([^;]*)")
 _TARGET_LABEL = re.compile(r"`\((\.L_x_\d+)\)")
 _REG = re.compile(r"^(?:U?R\d+|U?P\d+)$")
+# Compiled once (the walk runs them per instruction and warp: re's own cache lookup was a third of a 16,161-line
+# listing.s walk, 1.4 s on the 2-core machine, 2026-12-02; 0.95-1.0 s with these and the per-instruction kills).
+_NUMBER = re.compile(r"-?(?:0x[0-9a-fA-F]+|\d+)")
+_IMMEDIATE = re.compile(r"0x[0-9a-fA-F]+|\d+")
+_PREDICATE = re.compile(r"U?P\d+")
+_PREDICATE_OPERAND = re.compile(r"!?U?P(?:T|\d+)")
+_GMMA_SHAPE = re.compile(r"(\d+)x(\d+)x\d+")
+_FIRST_REG = re.compile(r"(U?R)(\d+)")
 _CMP = {"EQ": lambda a, b: a == b, "NE": lambda a, b: a != b, "LT": lambda a, b: a < b,
         "LE": lambda a, b: a <= b, "GT": lambda a, b: a > b, "GE": lambda a, b: a >= b}
 
@@ -72,14 +80,18 @@ class _Ins:
     opcode: str
     operands: tuple[str, ...]
     labels: tuple[str, ...] = ()
+    base: str = field(init=False, compare=False, repr=False)              # the opcode before its first "."
+    mods: tuple[str, ...] = field(init=False, compare=False, repr=False)  # the opcode's "."-parts after it
 
-    @property
-    def base(self) -> str:
-        return self.opcode.split(".", 1)[0]
+    kills: tuple[str, ...] = field(init=False, compare=False, repr=False)  # what :func:`_kill` forgets
+    kills_all_r: bool = field(init=False, compare=False, repr=False)       # a matrix op of unknown shape
 
-    @property
-    def mods(self) -> tuple[str, ...]:
-        return tuple(self.opcode.split(".")[1:])
+    def __post_init__(self):
+        parts = self.opcode.split(".")
+        object.__setattr__(self, "base", parts[0])
+        object.__setattr__(self, "mods", tuple(parts[1:]))
+        object.__setattr__(self, "kills", _kills(self))
+        object.__setattr__(self, "kills_all_r", "MMA" in self.base and not _gmma_shape(self))
 
     def text(self) -> str:
         return " ".join(x for x in (self.guard, self.opcode, ", ".join(self.operands)) if x)
@@ -185,7 +197,7 @@ def _value(token: str, env: dict):
         return not neg
     if t in ("RZ", "URZ"):
         return 0
-    if re.fullmatch(r"-?(?:0x[0-9a-fA-F]+|\d+)", t):
+    if _NUMBER.fullmatch(t):
         return int(t, 0) & _MASK
     if t.startswith("-") and _REG.match(t[1:]):
         v = env.get(t[1:])
@@ -277,28 +289,39 @@ def _lop3(a: int, b: int, c: int, lut: int) -> int:
 def _kill_predicates(operands, out: dict) -> None:
     for o in operands:
         t = o.lstrip("!")
-        if re.fullmatch(r"U?P\d+", t):
+        if _PREDICATE.fullmatch(t):
             out.pop(t, None)
+
+
+def _gmma_shape(ins: _Ins):
+    return _GMMA_SHAPE.search(ins.opcode) if "GMMA" in ins.base else None
+
+
+def _kills(ins: _Ins) -> tuple[str, ...]:
+    """The registers and predicates an unmodelled ``ins`` may write (:func:`_kill`), found once per instruction."""
+    out = []
+    shape = _gmma_shape(ins)
+    if ins.operands:
+        m = _FIRST_REG.fullmatch(ins.operands[0])
+        if m:
+            mods = set(ins.mods)
+            width = 4 if mods & {"128", "X4"} else 2 if mods & {"64", "WIDE", "X2"} or ins.base == "CS2R" else 1
+            if shape:   # wgmma MxNxK: M×N accumulators over 128 threads, at most one 32-bit register each
+                width = int(shape.group(1)) * int(shape.group(2)) // 128
+            out += [f"{m.group(1)}{int(m.group(2)) + i}" for i in range(width)]
+    out += [o.lstrip("!") for o in ins.operands if _PREDICATE.fullmatch(o.lstrip("!"))]
+    return tuple(out)
 
 
 def _kill(ins: _Ins, out: dict) -> None:
     """Forget what an unmodelled instruction may write: its first operand (with the registers after it that a
     wide result fills: .64 / WIDE / X2 / CS2R two, .128 / X4 four, a wgmma MxNxK M·N/128), every predicate it
     names, and every register at all for other matrix instructions."""
-    shape = re.search(r"(\d+)x(\d+)x\d+", ins.opcode) if "GMMA" in ins.base else None
-    if "MMA" in ins.base and not shape:
+    if ins.kills_all_r:
         for k in [k for k in out if isinstance(k, str) and k.startswith("R")]:
             out.pop(k, None)
-    if ins.operands:
-        m = re.fullmatch(r"(U?R)(\d+)", ins.operands[0])
-        if m:
-            mods = set(ins.mods)
-            width = 4 if mods & {"128", "X4"} else 2 if mods & {"64", "WIDE", "X2"} or ins.base == "CS2R" else 1
-            if shape:   # wgmma MxNxK: M×N accumulators over 128 threads, at most one 32-bit register each
-                width = int(shape.group(1)) * int(shape.group(2)) // 128
-            for i in range(width):
-                out.pop(f"{m.group(1)}{int(m.group(2)) + i}", None)
-    _kill_predicates(ins.operands, out)
+    for k in ins.kills:
+        out.pop(k, None)
 
 
 def _join(a: dict | None, b: dict) -> dict:
@@ -345,7 +368,7 @@ def _walk(instructions, labels, warp: int) -> set[int]:
         if ins.base == "BRA":
             target = _TARGET_LABEL.search(", ".join(ins.operands))
             cond = g
-            extra = [o for o in ins.operands if re.fullmatch(r"!?U?P(?:T|\d+)", o)]
+            extra = [o for o in ins.operands if _PREDICATE_OPERAND.fullmatch(o)]
             if extra and cond is not False:
                 e = _value(extra[0], env)
                 cond = (cond and e) if isinstance(e, bool) and isinstance(cond, bool) else (False if e is False
@@ -386,7 +409,7 @@ def _resolve(env: dict, warp: int) -> dict:
 def _setmaxnreg(instructions, i: int, reached) -> SetMaxNReg:
     ins = instructions[i]
     action = ins.mods[0] if ins.mods else ""
-    imm = [o for o in ins.operands if re.fullmatch(r"0x[0-9a-fA-F]+|\d+", o)]
+    imm = [o for o in ins.operands if _IMMEDIATE.fullmatch(o)]
     target = int(imm[-1], 0) if imm else None
     loop = False
     for j in range(i + 1, min(i + 4, len(instructions))):

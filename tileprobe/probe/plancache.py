@@ -59,7 +59,7 @@ def key(path: str, question: dict) -> str:
     return hashlib.sha256(json.dumps(doc, sort_keys=True, default=repr).encode()).hexdigest()
 
 
-def _installed_roots() -> tuple[str, ...]:
+def installed_roots() -> tuple[str, ...]:
     """Folders of installed code (the standard library, site-packages): pip changes a file's size or mtime there."""
     import sysconfig
     roots = {sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
@@ -89,7 +89,7 @@ def code_files() -> list[list]:
     A file is described once per process, the first time it is seen (:data:`_DESCRIBED`): a loader child that
     stays for several jobs (:func:`tileprobe.probe.contained.loader_sessions`) ran each module once, and a later
     report describes the file as it was then, not as an edit made since left it."""
-    installed = _installed_roots()
+    installed = installed_roots()
     out, seen, folders = [], set(), []
     for module in list(sys.modules.values()):
         path = getattr(module, "__file__", None)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
+import re
 import signal
 import socket
 import subprocess
@@ -188,11 +189,12 @@ class Zygote:
         return self.ready and not self.dead
 
     def start(self, entry: str, args: tuple, fds: list[int], *, stdout: bool = False,
-              env: dict | None = None, heavy: bool = False) -> ZygoteProcess:
+              env: dict | None = None, heavy: bool = False, preload: tuple = ()) -> ZygoteProcess:
         """Fork a child that runs ``entry`` (a function of this module: ``_loader_entry`` / ``_worker_entry``) with
         the received ``fds`` and ``args``, in this process's environment, cwd and ``sys.path``. ``stdout``: its
         fds 1 and 2 go to a new pipe, whose read end is the process's ``stdout``. ``heavy``: fork it after
-        :data:`HEAVY` is imported.
+        :data:`HEAVY` is imported. ``preload``: with ``heavy``, the installed packages (:func:`installed_imports`)
+        the zygote imports before forking it (once each; every later fork has them).
 
         Raises:
             ZygoteError: the zygote is gone or did not start the child.
@@ -205,7 +207,7 @@ class Zygote:
                 out_r, out_w = os.pipe()
             req = {"entry": entry, "args": args, "env": dict(env if env is not None else os.environ),
                    "cwd": os.getcwd(), "sys_path": list(sys.path), "nfds": len(fds), "stdout": stdout, "heavy": heavy,
-                   "torch_free": self.torch_free}
+                   "torch_free": self.torch_free, "preload": list(preload)}
             try:
                 socket.send_fds(self.sock, [pickle.dumps(req)], list(fds) + ([out_w] if stdout else []))
                 while not self._replies and not self.dead:
@@ -343,10 +345,74 @@ def start_loader(job: dict, msg_fd: int, env: dict) -> ZygoteProcess | None:
     z = current()
     if z is None:
         return None
+    heavy = needs_torch(job["path"])
+    preload = installed_imports(job["path"]) if heavy and os.environ.get(PRELOAD_ENV, "1") != "0" else ()
     try:
-        return z.start("_loader_entry", (job,), [msg_fd], stdout=True, env=env, heavy=needs_torch(job["path"]))
+        return z.start("_loader_entry", (job,), [msg_fd], stdout=True, env=env, heavy=heavy, preload=preload)
     except ZygoteError:
         return None
+
+
+#: ``TILEPROBE_PRELOAD=0``: the zygote imports no probe's installed packages (:func:`installed_imports`).
+PRELOAD_ENV = "TILEPROBE_PRELOAD"
+#: Seconds the zygote gives one probe's installed packages to import (:func:`_preload`); past it, it stops that
+#: import and forks the loader, which imports them itself (and reports what goes wrong, with the probe's line).
+PRELOAD_TIMEOUT_S = 60.0
+
+
+def installed_imports(path: str) -> tuple[str, ...]:
+    """Top-level names of the installed packages probe file ``path`` imports at module level (``import X``,
+    ``from X.y import z``) or names a kernel in (``"X.ops.mod:kernel"``), read with :mod:`ast` (nothing of it runs):
+    those found (:func:`importlib.util.find_spec` of a top-level name runs no package code) outside the probe's
+    folder and the working directory (a site-packages folder inside them counts as installed: a venv in the
+    repository), and outside the standard library, ``tileprobe`` and ``cuda``.
+
+    Why (issue 22): the zygote imports them once before it forks the probe's loader, and the compile workers
+    forked after it have them. On the H200 host each compile worker of the TileGym matmul spent 3.4–4.8 s on its
+    first job, 0.3–0.5 s of it in tileiras: it imported TileGym (torch, transformers) again
+    (``benchmarks/trace_tune.py``, 2026-12-02). The user's own modules (beside the probe, or in the working
+    directory) are left to the loader, which runs them contained and reports their errors. ``()`` for a file that
+    cannot be read or parsed (its loader reports that)."""
+    import ast
+    import importlib.util
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            tree = ast.parse(f.read(1 << 20))
+    except (OSError, SyntaxError, ValueError):
+        return ()
+    names = []
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.append(node.module)
+    names += [m.group(1) for m in re.finditer(r"[\"']([A-Za-z_]\w*)(?:\.\w+)*:\w+[\"']", _text(path))]
+    from tileprobe.probe.plancache import installed_roots
+    user = tuple(os.path.join(os.path.realpath(d), "") for d in (os.path.dirname(os.path.abspath(path)), os.getcwd()))
+    installed = tuple(r for r in installed_roots() if r not in user)
+    out = []
+    for top in dict.fromkeys(n.partition(".")[0] for n in names):
+        if top in sys.stdlib_module_names or top in ("tileprobe", "cuda", "__future__"):
+            continue
+        try:
+            spec = importlib.util.find_spec(top)
+        except (ImportError, ValueError):
+            continue
+        where = spec and (spec.origin if spec.origin not in (None, "namespace") else
+                          next(iter(spec.submodule_search_locations or ()), None))
+        real = where and os.path.realpath(where)
+        if real and (real.startswith(installed) or not real.startswith(user)):
+            out.append(top)
+    return tuple(out)
+
+
+def _text(path: str) -> str:
+    """The first MiB of ``path`` as text ("" when it cannot be read)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read(1 << 20)
+    except OSError:
+        return ""
 
 
 def needs_torch(path: str) -> bool:
@@ -354,12 +420,7 @@ def needs_torch(path: str) -> bool:
     in them as ``"tilegym.…"``): its loader is
     then forked after :data:`HEAVY` (torch with it) is imported once, rather than importing torch itself. A guess
     that only moves time: a wrong one costs that loader its own torch import, or a wait for the zygote's."""
-    import re
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            text = f.read(1 << 20)
-    except OSError:
-        return False
+    text = _text(path)
     return re.search(r"^\s*(import|from)\s+(torch|tilegym)\b|[\"'](torch|tilegym)[.:]", text, re.M) is not None
 
 
@@ -455,6 +516,8 @@ def _serve(sock, reaper: _Reaper) -> None:
             continue
         if req.get("heavy") and heavy:
             _import_heavy(heavy, bool(req.get("torch_free")))
+        if req.get("heavy") and req.get("preload") and not _HEAVY_FAILED and not _TORCH_BLOCKED:
+            _preload(req["preload"], req["sys_path"])
         refused = ("its import of cuTile failed" if _HEAVY_FAILED else
                    "its cuTile was imported without torch" if _TORCH_BLOCKED and not req.get("torch_free") else None)
         if req.get("heavy") and refused:
@@ -483,6 +546,37 @@ def _import_heavy(heavy: list, torch_free: bool) -> None:
         if blocker is not None:
             sys.meta_path.remove(blocker)
             _TORCH_BLOCKED = True
+
+
+class _PreloadTimeout(BaseException):
+    """:data:`PRELOAD_TIMEOUT_S` passed in :func:`_preload` (a BaseException: an ``except Exception`` of the
+    package's own import code does not swallow it)."""
+
+
+def _preload(names: list, path: list) -> None:
+    """Import the installed packages ``names`` here (the zygote), each at most once, all within
+    :data:`PRELOAD_TIMEOUT_S`, with the asking command's ``sys.path`` (``path``; each fork sets its own anyway): one
+    that fails or takes longer is left to the loader, which imports it again and reports what went wrong. Their
+    output goes where the zygote's does (nowhere)."""
+    import importlib
+    sys.path[:] = path
+
+    def _late(*_):
+        raise _PreloadTimeout()
+    old = signal.signal(signal.SIGALRM, _late)
+    signal.setitimer(signal.ITIMER_REAL, PRELOAD_TIMEOUT_S)
+    try:
+        for name in names:
+            if name not in sys.modules:
+                try:
+                    importlib.import_module(name)
+                except Exception:   # noqa: BLE001 — the loader imports it again and reports it with the probe's line
+                    continue
+    except _PreloadTimeout:
+        pass
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
 
 
 def _fork(sock, req: dict, fds: list[int], reaper: _Reaper) -> None:
