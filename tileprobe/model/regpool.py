@@ -62,7 +62,7 @@ _LINE = re.compile(r"^\s*/\*([0-9a-f]+)\*/\s*\{?\s*(@!?U?P(?:T|\d+)\s+)?([A-Z][A
 _TARGET_LABEL = re.compile(r"`\((\.L_x_\d+)\)")
 _REG = re.compile(r"^(?:U?R\d+|U?P\d+)$")
 # Compiled once (the walk runs them per instruction and warp: re's own cache lookup was a third of a 16,161-line
-# listing.s walk, 1.4 s on the 2-core machine, 2026-12-02; 0.95-1.0 s with these and the per-instruction kills).
+# listing's walk, 1.4 s on the 2-core machine, 2026-12-02; 0.95-1.0 s with these and the per-instruction kills).
 _NUMBER = re.compile(r"-?(?:0x[0-9a-fA-F]+|\d+)")
 _IMMEDIATE = re.compile(r"0x[0-9a-fA-F]+|\d+")
 _PREDICATE = re.compile(r"U?P\d+")
