@@ -36,6 +36,7 @@ waits, so a pool that balances can still deadlock through them: ``pool_ok`` is n
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -62,7 +63,9 @@ _LINE = re.compile(r"^\s*/\*([0-9a-f]+)\*/\s*\{?\s*(@!?U?P(?:T|\d+)\s+)?([A-Z][A
 _TARGET_LABEL = re.compile(r"`\((\.L_x_\d+)\)")
 _REG = re.compile(r"^(?:U?R\d+|U?P\d+)$")
 # Compiled once (the walk runs them per instruction and warp: re's own cache lookup was a third of a 16,161-line
-# listing's walk, 1.4 s on the 2-core machine, 2026-12-02; 0.95-1.0 s with these and the per-instruction kills).
+# listing's walk, 1.4 s on the 2-core machine, 2026-12-02; with these, the per-instruction kills and the walk by
+# basic blocks 0.53 s (benchmarks/bench_regpool.py), with the same reach and verdicts as the walk of 459075d on the
+# 34 listings of tests/data and that kernel, 1-12 warps).
 _NUMBER = re.compile(r"-?(?:0x[0-9a-fA-F]+|\d+)")
 _IMMEDIATE = re.compile(r"0x[0-9a-fA-F]+|\d+")
 _PREDICATE = re.compile(r"U?P\d+")
@@ -83,15 +86,21 @@ class _Ins:
     base: str = field(init=False, compare=False, repr=False)              # the opcode before its first "."
     mods: tuple[str, ...] = field(init=False, compare=False, repr=False)  # the opcode's "."-parts after it
 
-    kills: tuple[str, ...] = field(init=False, compare=False, repr=False)  # what :func:`_kill` forgets
-    kills_all_r: bool = field(init=False, compare=False, repr=False)       # a matrix op of unknown shape
 
     def __post_init__(self):
         parts = self.opcode.split(".")
         object.__setattr__(self, "base", parts[0])
         object.__setattr__(self, "mods", tuple(parts[1:]))
-        object.__setattr__(self, "kills", _kills(self))
-        object.__setattr__(self, "kills_all_r", "MMA" in self.base and not _gmma_shape(self))
+
+    @functools.cached_property
+    def kills(self) -> tuple[str, ...]:
+        """What :func:`_kill` forgets after it (found once, when a walk first needs it)."""
+        return _kills(self)
+
+    @functools.cached_property
+    def kills_all_r(self) -> bool:
+        """A matrix instruction of unknown shape: every register is forgotten after it."""
+        return "MMA" in self.base and not _gmma_shape(self)
 
     def text(self) -> str:
         return " ".join(x for x in (self.guard, self.opcode, ", ".join(self.operands)) if x)
@@ -216,9 +225,18 @@ def _signed(v: int) -> int:
     return v - (1 << 32) if v & 0x80000000 else v
 
 
-def _effect(ins: _Ins, env: dict) -> dict:
-    """``env`` after ``ins`` (guard not applied). Unmodelled writes make their destinations unknown."""
-    out = dict(env)
+#: Opcodes whose effect :func:`_effect` models; any other only forgets what it writes (:func:`_kill`).
+_MODELLED = frozenset(("S2R", "SHF", "MOV", "UMOV", "R2UR", "IMAD", "IADD3", "UIADD3", "VIADD", "ISETP", "UISETP",
+                       "LOP3", "ULOP3", "PLOP3", "UPLOP3"))
+
+
+def _effect(ins: _Ins, env: dict, in_place: bool = False) -> dict:
+    """``env`` after ``ins`` (guard not applied): a new dict, or ``env`` itself changed when ``in_place`` (every
+    operand is read before any destination is written). Unmodelled writes make their destinations unknown."""
+    out = env if in_place else dict(env)
+    if ins.base not in _MODELLED:
+        _kill(ins, out)
+        return out
     ops, base, mods = ins.operands, ins.base, ins.mods
 
     def put(dest, value):
@@ -345,60 +363,116 @@ def warp_reach(instructions, warps: int) -> tuple[dict[int, set[int]], str | Non
         if ins.base in ("BRX", "JMX", "JMP", "BRXU", "JMXU"):
             every = set(range(warps))
             return {i: every for i in range(len(instructions))}, f"indirect branch {ins.text()} at {ins.address:#06x}"
+    starts = _blocks(instructions)
     for w in range(warps):
-        for i in _walk(instructions, labels, w):
+        for i in _walk(instructions, labels, w, starts):
             reached.setdefault(i, set()).add(w)
     return reached, None
 
 
-def _walk(instructions, labels, warp: int) -> set[int]:
-    """Indices of instructions warp ``warp`` may reach (a forward data flow to a fixpoint)."""
-    start = {}
-    states: dict[int, dict] = {0: start}
+_CONTROL = ("BRA", "EXIT", "RET", "BPT", "KILL", "CALL")
+
+
+def _blocks(instructions) -> list[int]:
+    """Start indices of the basic blocks: the first instruction, every labelled one (a possible branch target) and
+    every one after a branch, exit or call."""
+    starts = {0}
+    for i, ins in enumerate(instructions):
+        if ins.labels:
+            starts.add(i)
+        if ins.base in _CONTROL:
+            starts.add(i + 1)
+    return sorted(s for s in starts if s < len(instructions))
+
+
+def _walk(instructions, labels, warp: int, starts: list[int] | None = None) -> set[int]:
+    """Indices of instructions warp ``warp`` may reach (a forward data flow to a fixpoint), block by block: the
+    state is joined only at block starts, and inside a block each instruction sees the one before it's output with
+    warp values made concrete (:func:`_resolve`) — what an instruction-by-instruction walk gives, without a state
+    kept per instruction."""
+    starts = _blocks(instructions) if starts is None else starts
+    end_of = {b: (starts[k + 1] if k + 1 < len(starts) else len(instructions)) for k, b in enumerate(starts)}
+    states: dict[int, dict] = {0: {}}
     work = [0]
     seen: set[int] = set()
     while work:
-        i = work.pop()
-        if i >= len(instructions):
+        b = work.pop()
+        if b >= len(instructions):
             continue
-        seen.add(i)
-        ins, env = instructions[i], _resolve(states[i], warp)
-        g = _guard(ins, env)
-        succ: list[tuple[int, dict]] = []
-        if ins.base == "BRA":
-            target = _TARGET_LABEL.search(", ".join(ins.operands))
-            cond = g
-            extra = [o for o in ins.operands if _PREDICATE_OPERAND.fullmatch(o)]
-            if extra and cond is not False:
-                e = _value(extra[0], env)
-                cond = (cond and e) if isinstance(e, bool) and isinstance(cond, bool) else (False if e is False
-                                                                                           else None)
-            if target and target.group(1) in labels:
-                if cond is not False:
-                    succ.append((labels[target.group(1)], env))
-                if cond is not True:
-                    succ.append((i + 1, env))
-            else:
-                succ.append((i + 1, env))
-        elif ins.base in ("EXIT", "RET", "BPT", "KILL"):
-            if g is not True:
-                succ.append((i + 1, env))
-        else:
-            new = _effect(ins, env) if g is not False else env
-            if g is None:
-                new = _join(env, new)
-            succ.append((i + 1, new))
-            if ins.base == "CALL":
-                target = _TARGET_LABEL.search(", ".join(ins.operands))
-                if target and target.group(1) in labels:
-                    succ.append((labels[target.group(1)], new))
-        for j, e in succ:
+        env = _resolve(states[b], warp)   # the block's own copy, changed in place
+        pending = False                    # env holds a warp value ("warp", k) that the next instruction resolves
+        for i in range(b, end_of[b]):
+            seen.add(i)
+            ins = instructions[i]
+            if pending:
+                _resolve_in_place(env, warp)
+                pending = False
+            succ = _step(ins, env, i, labels)
+            if succ is None:           # a plain instruction: on to the next one in the block
+                g = _guard(ins, env)
+                if g is True:
+                    _effect(ins, env, in_place=True)
+                elif g is None:
+                    env = _join(env, _effect(ins, env))
+                pending = ins.base == "SHF"
+                continue
+            for j, e in succ:
+                old = states.get(j)
+                joined = _join(old, e)
+                if old is None or joined != old:
+                    states[j] = joined
+                    work.append(j)
+            break
+        else:                          # the block ran into the next one's start
+            j = end_of[b]
             old = states.get(j)
-            joined = _join(old, e)
+            joined = _join(old, env)
             if old is None or joined != old:
                 states[j] = joined
                 work.append(j)
     return seen
+
+
+def _step(ins: _Ins, env: dict, i: int, labels: dict) -> list[tuple[int, dict]] | None:
+    """The successors ``(index, state)`` of a branch, exit or call at index ``i`` under ``env``; None for any other
+    instruction (it falls through to ``i + 1`` with its effect)."""
+    if ins.base not in _CONTROL:
+        return None
+    g = _guard(ins, env)
+    succ: list[tuple[int, dict]] = []
+    if ins.base == "BRA":
+        target = _TARGET_LABEL.search(", ".join(ins.operands))
+        cond = g
+        extra = [o for o in ins.operands if _PREDICATE_OPERAND.fullmatch(o)]
+        if extra and cond is not False:
+            e = _value(extra[0], env)
+            cond = (cond and e) if isinstance(e, bool) and isinstance(cond, bool) else (False if e is False
+                                                                                       else None)
+        if target and target.group(1) in labels:
+            if cond is not False:
+                succ.append((labels[target.group(1)], env))
+            if cond is not True:
+                succ.append((i + 1, env))
+        else:
+            succ.append((i + 1, env))
+    elif ins.base == "CALL":
+        new = _effect(ins, env) if g is not False else env
+        if g is None:
+            new = _join(env, new)
+        succ.append((i + 1, new))
+        target = _TARGET_LABEL.search(", ".join(ins.operands))
+        if target and target.group(1) in labels:
+            succ.append((labels[target.group(1)], new))
+    elif g is not True:                # EXIT, RET, BPT, KILL
+        succ.append((i + 1, env))
+    return succ
+
+
+def _resolve_in_place(env: dict, warp: int) -> None:
+    """:func:`_resolve` on ``env`` itself."""
+    for k, v in env.items():
+        if isinstance(v, tuple):
+            env[k] = warp >> v[1]
 
 
 def _resolve(env: dict, warp: int) -> dict:
