@@ -76,13 +76,15 @@ class Fake:
     def clock(self) -> float:
         return self.now
 
-    def compile(self, batch, stop_at=None, at_least=0):
+    def compile(self, batch, stop_at=None, at_least=0, room=None):
         free = [self.now] * self.jobs
         reached = []
         for i, c in enumerate(batch):
             slot = min(range(self.jobs), key=lambda j: free[j])
             t = free[slot]
             if i >= at_least and stop_at is not None and t >= stop_at:
+                break
+            if i >= at_least and room is not None and not room(i, t):
                 break
             self.starts.append((t, stop_at, i < at_least))
             free[slot] = t + 1.0
@@ -173,11 +175,39 @@ def test_a_round_note_counts_failed_compiles_and_a_round_without_leaders_is_a_sa
     configs = space(TILE=list(range(10)), occupancy=[1, 2], num_ctas=[1])
     fake = Fake(bowl, jobs=2, fail={c.label for c in configs})            # every compile fails
     real = fake.compile
-    fake.compile = lambda b, s=None, a=0: (lambda got: Compiled(got.ids, got.reached, got.longest_s,
-                                                                len(got.reached)))(real(b, s, a))
+    fake.compile = lambda b, s=None, a=0, room=None: (lambda got: Compiled(got.ids, got.reached, got.longest_s,
+                                                                            len(got.reached)))(real(b, s, a, room))
     out = BudgetedSearch(configs, fake.compile, fake.race, lambda c: c.label, SearchSettings(jobs=2, full_max=4),
                          12.0, clock=fake.clock).run()
     assert out.outcome is None and len(out.rounds) >= 2
     assert all(r.kind == "sample" and r.leader is None for r in out.rounds)
     assert out.rounds[0].note().startswith("budgeted search round 1: 4 compiled (a spread sample, 4 of them "
                                            "failed), 0 raced; no leader")
+
+
+def test_compile_room_keeps_a_race_of_every_candidate_and_the_longest_compile_before_the_deadline():
+    from tileprobe.tune.search import CompileRoom
+    room = CompileRoom(deadline=30.0, jobs=4, per_candidate_s=0.2, t0=10.0, racing=2)
+    assert room(4, 12.0) and room.longest_s == 2.0          # the first first-wave compile ended after 2 s
+    assert room(5, 16.0) and room.longest_s == 6.0          # another after 6 s: the longest so far
+    assert room(9, 20.0) and room.longest_s == 6.0          # past the first wave: no first-wave ends any more
+    # 20 + 6 + 0.2 × (17 + 1 + 2) = 30.0 fits; 20 + 6 + 0.2 × (18 + 1 + 2) = 30.2 does not
+    assert room(17, 20.0) and not room(18, 20.0)
+
+
+def test_a_round_starts_no_compile_whose_race_would_not_fit_and_its_race_gets_the_rest():
+    """Fake compiles of 1 s on 4 slots, a race cost of 0.5 s per candidate, a deadline of 9 s: the cut-off alone
+    ((9 - 2) / 2 = 3.5 s) would start 16; the room stops at 12 (at 3 s, 3 + 1 + 0.5 × 13 > 9). Half of the 6 s
+    left (3 s) is not more than the longest compile and a race (1 + 2 s), so no later round could start compiles:
+    the race gets all of it but FINISH_S, instead of half."""
+    from tileprobe.tune.search import FINISH_S
+    configs = space(TILE=list(range(10)), occupancy=[1, 2, 4, 8], num_ctas=[1, 2, 4])
+    fake = Fake(bowl, jobs=4)
+    budgets = []
+    real_race = fake.race
+    fake.race = lambda ids, budget_s: (budgets.append(budget_s), real_race(ids, budget_s))[1]
+    out = BudgetedSearch(configs, fake.compile, fake.race, lambda c: c.label,
+                         SearchSettings(jobs=4, round_cap=64, race_per_candidate_s=0.5), 9.0,
+                         clock=fake.clock).run()
+    assert out.rounds[0].compiled == 12
+    assert budgets[0] == pytest.approx(9.0 - 3.0 - FINISH_S)

@@ -24,13 +24,19 @@ class CompileSchedule:
     which no compile is started (None: no cut-off). at_least: this many are started whatever the clock says (a
     round's first wave). limit: no variant of rank ``limit`` or more is compiled (the audit was given more so that
     the store's records of them land, at no cost; None: no limit). clock: seconds, monotonic
-    (``time.perf_counter``, as the tune's deadline; tests inject one).
+    (``time.perf_counter``, as the tune's deadline; tests inject one). room: (compiles started, ``clock()``) ->
+    whether one more may start, asked after the first ``at_least`` as each starts (the pool asks for the next
+    variant when a worker frees up); None: only ``stop_at`` decides.
     """
     rank: Callable[[Variant], int]
     stop_at: float | None = None
     at_least: int = 0
     clock: Callable[[], float] = time.perf_counter
     limit: int | None = None
+    room: Callable[[int, float], bool] | None = None
+
+    # room: (compiles started so far, clock()) -> whether another may start (after the first ``at_least``): a
+    # budgeted round's check that what it starts can still finish and be raced (tileprobe.tune.search.CompileRoom).
 
     def apply(self, variants: Iterable[Variant]) -> Iterator[Variant]:
         """``variants`` (read whole: they are the ones the store did not hold) by rank, ending at the cut-off."""
@@ -39,5 +45,7 @@ class CompileSchedule:
             if self.limit is not None and rank >= self.limit:
                 return
             if i >= self.at_least and self.stop_at is not None and self.clock() >= self.stop_at:
+                return
+            if i >= self.at_least and self.room is not None and not self.room(i, self.clock()):
                 return
             yield v

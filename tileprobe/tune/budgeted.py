@@ -80,17 +80,19 @@ class _ProblemSearch:
         self.landing = Landing([plan], ctx.arch, ctx.run_hang_risk)
         self.bench: WorkerBench | None = None
 
-    def compile(self, batch: list[Config], stop_at: float | None = None, at_least: int = 0) -> Compiled:
+    def compile(self, batch: list[Config], stop_at: float | None = None, at_least: int = 0,
+                room: Callable[[int, float], bool] | None = None) -> Compiled:
         """Compile ``batch`` in its order, none started after ``stop_at`` but the first ``at_least``; the store's
         records of every configuration not yet searched land too (they cost nothing). Land the records, dedupe.
-        A configuration not started stays ``not_searched``."""
+        A configuration not started stays ``not_searched``; ``room`` (:class:`~tileprobe.tune.search.CompileRoom`)
+        may stop the starts before ``stop_at``."""
         t0 = time.perf_counter()
         wanted = set(batch)
         rest = [c.config for c in self.plan.candidates if c.status == NOT_SEARCHED and c.config not in wanted]
         rest_set = set(rest)
         sub = dataclasses.replace(self.plan.problem, configs=list(batch) + rest, rejected={})
         schedule = CompileSchedule(variant_rank(self.plan.problem, batch), stop_at, at_least, time.perf_counter,
-                                   limit=len(batch))
+                                   limit=len(batch), room=room)
         records, get, env, errors = self.ctx.records([sub], schedule)
         self.ctx.compile_s += time.perf_counter() - t0
         self.ctx.getters.append(get)

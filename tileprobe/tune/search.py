@@ -47,6 +47,13 @@ from tileprobe.tune.space import Config
 NOT_SEARCHED = "not_searched"
 #: Round 1 starts compiles during this share of what is left after its race (the rest: later rounds).
 ROUND1_SHARE = 0.5
+#: What a round's race is expected to cost per candidate (s): its first batch and about as much again in the later
+#: rounds of successive elimination. On the H200 host a first batch of the TileGym matmul took 0.06-0.12 s
+#: (``benchmarks/trace_tune.py``), and a 2.4-s race of 58 candidates timed only 25 of them (``bench_budget.py``
+#: seed 3, 2026-12-02): the rest were skipped, and the pick was 1.24x the full tune's.
+RACE_PER_CANDIDATE_S = 0.2
+#: Seconds kept after the last race for the finalists' store and export (0.05-0.06 s measured, with margin).
+FINISH_S = 0.5
 #: Race statuses of candidates that ran correctly (a leader is chosen among them).
 _TIMED_OK = ("winner", "tie", "eliminated", "racing")
 
@@ -61,7 +68,8 @@ class SearchSettings:
     decides how many start). leaders: how many of the fastest candidates seed the next round's neighbours
     and race again. seed: the spread order's tie-breaks. min_race_s: the least a round's race gets (s), even past
     the deadline, so that a spent budget still times round 1 (a race of a few candidates to ``min_samples`` takes
-    well under a second on the H200: docs/TUNE.md).
+    well under a second on the H200: docs/TUNE.md). race_per_candidate_s: the race time a round keeps per
+    candidate it starts compiling (:class:`CompileRoom`).
 
     Raises:
         ValueError: a count below 1.
@@ -73,6 +81,7 @@ class SearchSettings:
     seed: int = 0
     min_race_s: float = MIN_RACE_S
     round_cap: int | None = None
+    race_per_candidate_s: float = RACE_PER_CANDIDATE_S
 
     def __post_init__(self):
         for name in ("jobs", "leaders"):
@@ -188,20 +197,41 @@ class Compiled:
     failed: int = 0
 
 
+@dataclass
+class CompileRoom:
+    """Whether a round may start one more compile (``room(started, now)``, asked by the compile schedule as each
+    worker frees up): only if, after it, the compiles in flight (each as long as the longest seen: ``longest_s``
+    from earlier rounds, and this round's first-wave compiles as they end) and a race of every candidate
+    (``per_candidate_s`` each, with the ``racing`` leaders) still end by ``deadline``. ``t0``: the round's start
+    (its first wave starts then), ``jobs``: compiles at once. Times in seconds of the search's clock."""
+    deadline: float
+    jobs: int
+    per_candidate_s: float
+    t0: float
+    racing: int = 0
+    longest_s: float = 0.0
+
+    def __call__(self, started: int, now: float) -> bool:
+        if self.jobs <= started < 2 * self.jobs:   # a first-wave compile (started at t0) ended: its slot asks
+            self.longest_s = max(self.longest_s, now - self.t0)
+        return now + self.longest_s + self.per_candidate_s * (started + 1 + self.racing) <= self.deadline
+
+
 class BudgetedSearch:
     """The search of one problem's ``configs`` within ``deadline`` (module doc).
 
     Args:
         configs: the problem's configurations (after the constraints), in declared order.
-        compile: (configs, stop_at, at_least) -> :class:`Compiled`: compile them in that order, starting none after
-            ``stop_at`` (a ``clock()`` value) except the first ``at_least`` (the tune lands the records in its plan).
+        compile: (configs, stop_at, at_least, room=) -> :class:`Compiled`: compile them in that order, starting
+            none after ``stop_at`` (a ``clock()`` value) or when ``room`` (a :class:`CompileRoom`) says no, except
+            the first ``at_least`` (the tune lands the records in its plan).
         race: (ids, budget_s) -> the :class:`~tileprobe.tune.race.RaceOutcome` of racing those candidates.
         label: config -> its candidate id. settings: :class:`SearchSettings`. deadline: the clock's value by
             which the search ends. first: configurations round 1 takes first (the default, stored picks).
         clock: seconds, monotonic (tests inject one). progress: ``progress("search", SearchRound)``.
     """
 
-    def __init__(self, configs: Sequence[Config], compile: Callable[[list[Config], float | None, int], Compiled],
+    def __init__(self, configs: Sequence[Config], compile: Callable[..., Compiled],
                  race: Callable[[list[str], float | None], RaceOutcome], label: Callable[[Config], str],
                  settings: SearchSettings, deadline: float, first: Sequence[Config] = (),
                  clock: Callable[[], float] = time.monotonic, progress: Callable | None = None):
@@ -261,7 +291,9 @@ class BudgetedSearch:
         """Compile what of ``batch`` the cut-off allows, race it with the leaders; False when nothing was reached."""
         t0 = self.clock()
         had_leaders = bool(self.leaders)        # a later round without leaders offered the spread order only
-        got = self.compile(batch, stop_at, self.s.sample if not self.rounds else 0)
+        room = CompileRoom(self.deadline, self.s.jobs, self.s.race_per_candidate_s, t0, len(self.leaders),
+                           self.longest_s)
+        got = self.compile(batch, stop_at, self.s.sample if not self.rounds else 0, room=room)
         if not got.reached:
             return False
         seen = set(self.tried)
@@ -269,8 +301,10 @@ class BudgetedSearch:
         self.longest_s = max(self.longest_s, got.longest_s)
         t1 = self.clock()
         ids = list(dict.fromkeys(self.leaders + got.ids))
-        left = max(0.0, self.deadline - t1)     # a round that may not be the last leaves half for the next ones
-        share = max(self.s.min_race_s, left if len(self.tried) >= len(self.configs) else left / 2)
+        left = max(0.0, self.deadline - t1)
+        # a round that may not be the last leaves half for the next ones, when half would still start compiles
+        later = len(self.tried) < len(self.configs) and left / 2 > self.longest_s + self.s.min_race_s
+        share = max(self.s.min_race_s, left / 2 if later else left - FINISH_S)
         outcome = self.race(ids, share) if ids else None
         t2 = self.clock()
         self.race_s = t2 - t1
