@@ -65,7 +65,7 @@ def test_a_spent_budget_stops_after_the_spread_sample_and_says_what_was_searched
     assert p.pick is not None and p.pick.label in {r.label for r in searched if r.raced}
     assert p.pick.median_us == pytest.approx(min(TIMES[str(r.config["case"]["TILE"])] for r in searched
                                                  if r.raced), rel=0.05)
-    assert any(n.startswith("budgeted search round 1: 2 compiled (a spread sample)") for n in p.notes)
+    assert any(n.startswith("budgeted search round 1: 2 compiled (a balanced sample)") for n in p.notes)
     assert all(r.reason.startswith("not compiled: the budgeted search did not reach it") for r in rows.values()
                if r.status == "not_searched")
     assert res.environment["search"] == {"full_max": 4, "sample": 2, "jobs": 2, "round_cap": 4, "leaders": 3}

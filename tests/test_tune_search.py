@@ -8,7 +8,8 @@ import statistics
 import pytest
 
 from tileprobe.tune.race import Entry, RaceOutcome
-from tileprobe.tune.search import Compiled, BudgetedSearch, SearchSettings, axes, neighbours, position, spread
+from tileprobe.tune.search import (Compiled, BudgetedSearch, SearchSettings, axes, balanced_sample, neighbours,
+                                   position, spread)
 from tileprobe.tune.space import Config
 
 
@@ -181,7 +182,7 @@ def test_a_round_note_counts_failed_compiles_and_a_round_without_leaders_is_a_sa
                          12.0, clock=fake.clock).run()
     assert out.outcome is None and len(out.rounds) >= 2
     assert all(r.kind == "sample" and r.leader is None for r in out.rounds)
-    assert out.rounds[0].note().startswith("budgeted search round 1: 4 compiled (a spread sample, 4 of them "
+    assert out.rounds[0].note().startswith("budgeted search round 1: 4 compiled (a balanced sample, 4 of them "
                                            "failed), 0 raced; no leader")
 
 
@@ -211,3 +212,22 @@ def test_a_round_starts_no_compile_whose_race_would_not_fit_and_its_race_gets_th
                          clock=fake.clock).run()
     assert out.rounds[0].compiled == 12
     assert budgets[0] == pytest.approx(9.0 - 3.0 - FINISH_S)
+
+
+def test_a_balanced_sample_of_nine_in_a_cube_of_27_is_an_orthogonal_array():
+    """3 knobs × 3 values: 9 picks give every value of every knob 3 times and every pair of two knobs' values once
+    (an orthogonal array), for any seed; max-min spread (seed 0) gives the corners first: the middle values once."""
+    configs = space(A=[1, 2, 3], B=[1, 2, 3], C=[1, 2, 3])
+    ax = axes(configs)
+
+    def cover(picks):
+        pos = [position(c, ax) for c in picks]
+        values = sorted(sum(1 for p in pos if p[i] == v) for i in range(3) for v in range(3))
+        pairs = {(i, j, p[i], p[j]) for p in pos for i in range(3) for j in range(i + 1, 3)}
+        return values, len(pairs)
+    for seed in range(3):
+        picks = balanced_sample(configs, 9, seed=seed)
+        assert len(set(picks)) == 9 and cover(picks) == ([3] * 9, 27)
+    assert cover(spread(configs, 9, seed=0)) == ([1, 1, 1, 4, 4, 4, 4, 4, 4], 15)
+    taken = balanced_sample(configs, 4, seed=0)
+    assert not set(balanced_sample(configs, 9, taken, seed=0)) & set(taken)

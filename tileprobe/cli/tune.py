@@ -38,7 +38,7 @@ def add_parser(subparsers, add_common=None) -> None:
     p.add_argument("--budget", type=seconds, default=None, metavar="SECONDS",
                    help="time for the search, shared among the problems (default: until each is decided): "
                    "the races; and for a problem of more than 4 × --jobs configurations the compiles too, from "
-                   "the start: a spread sample first, then the leaders' neighbours, round by round; what was not "
+                   "the start: a balanced sample first, then the leaders' neighbours, round by round; what was not "
                    "reached is not_searched (docs/TUNE.md, \"Budgeted search\")")
     p.add_argument("--strategy", choices=["race", "exhaustive"], default="race",
                    help="race: successive elimination (default); exhaustive: every candidate sampled alike")

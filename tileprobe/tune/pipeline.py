@@ -144,7 +144,7 @@ def tune(probe_paths: Sequence[str], *, arch: str | None = None, budget_s: float
         arch: target (default: this GPU's). budget_s: seconds for the search, shared among the problems: each
             race gets an equal share of what is left (None: no limit); when a problem has more than
             ``search_full_max`` configurations (default: 4 × the compile jobs) and compiles are made here, the
-            compiles count too, from this call's start: the space is searched in rounds, a spread sample first,
+            compiles count too, from this call's start: the space is searched in rounds, a balanced sample first,
             then the leaders' neighbours (:mod:`tileprobe.tune.search`), and what was not reached is
             ``not_searched``.
         strategy: ``race`` (successive elimination) or ``exhaustive`` (every candidate sampled alike).

@@ -7,10 +7,10 @@ compile jobs its configurations in order, and stops *starting* compiles at its c
 :class:`~tileprobe.compile.schedule.CompileSchedule`), so the jobs stay busy up to it rather than waiting at the end
 of each wave for its slowest compile; then it races what it compiled:
 
-1. **Round 1, the spread order**: the default configuration, the stored picks of the same kernel on other problems
-   (the store's tunes: a neighbouring problem's winner is often this one's), then the configurations farthest from
-   those already taken (greedy max-min distance over each knob's index in its declared list, scaled to 0…1: any
-   first part of that order is spread over the space). Its first wave (:attr:`SearchSettings.sample`) is compiled
+1. **Round 1, a balanced sample**: the default configuration, the stored picks of the same kernel on other problems
+   (the store's tunes: a neighbouring problem's winner is often this one's), then :func:`balanced_sample`: each
+   next configuration the one that adds most unseen pairs of two knobs' values (any first part of that order has
+   every value of every knob about equally often). Its first wave (:attr:`SearchSettings.sample`) is compiled
    whatever the clock says; it stops starting compiles after :data:`ROUND1_SHARE` of what is left of the budget
    after a race. Then the race of :class:`~tileprobe.tune.race.Race` (successive elimination, checks of the
    finalists).
@@ -52,6 +52,8 @@ ROUND1_SHARE = 0.5
 #: (``benchmarks/trace_tune.py``), and a 2.4-s race of 58 candidates timed only 25 of them (``bench_budget.py``
 #: seed 3, 2026-12-02): the rest were skipped, and the pick was 1.24x the full tune's.
 RACE_PER_CANDIDATE_S = 0.2
+#: A leader's neighbour's compile, as a multiple of the leader's own (a later round's tail, :meth:`BudgetedSearch._tail_s`).
+NEIGHBOUR_COMPILE_FACTOR = 1.5
 #: Seconds kept after the last race for the finalists' store and export (0.05-0.06 s measured, with margin).
 FINISH_S = 0.5
 #: Race statuses of candidates that ran correctly (a leader is chosen among them).
@@ -142,6 +144,45 @@ def spread(configs: Sequence[Config], n: int, taken: Sequence[Config] = (), seed
     return chosen
 
 
+def balanced_sample(configs: Sequence[Config], n: int, taken: Sequence[Config] = (), seed: int = 0) -> list[Config]:
+    """Up to ``n`` configurations of ``configs`` not in ``taken``, each the one that adds most to what the sample
+    (``taken`` and those chosen before) covers: every pair of two knobs' values (:func:`position`) it has not yet
+    seen counts ``1 / (1 + times seen)``, and so does each of its own values; ties broken by a ``seed``-ed shuffle.
+    Round 1 of the search uses it: unlike :func:`spread`, whose max-min distance picks the space's corners first
+    (2^k of them before any middle value), every value of every knob, and every pair of values, comes up about
+    equally often. Replayed on the 486-configuration matmul's full tune (``benchmarks/sim_budget.py``, 20 seeds,
+    a 30-s budget), round 1 from this sample found a configuration within 1.02 of the best in 9 seeds, from
+    :func:`spread` in 3 (2026-12-02). O(n × len(configs) × knobs²)."""
+    ax = axes(configs)
+    pos = {c: position(c, ax) for c in configs}
+    k = len(ax)
+    pairs = [(i, j) for i in range(k) for j in range(i + 1, k)]
+    seen: dict[tuple, int] = {}
+
+    def add(p: tuple[int, ...]) -> None:
+        for i in range(k):
+            seen[(i, p[i])] = seen.get((i, p[i]), 0) + 1
+        for i, j in pairs:
+            seen[(i, j, p[i], p[j])] = seen.get((i, j, p[i], p[j]), 0) + 1
+
+    def gain(p: tuple[int, ...]) -> float:
+        return (sum(1.0 / (1 + seen.get((i, j, p[i], p[j]), 0)) for i, j in pairs)
+                + sum(1.0 / (1 + seen.get((i, p[i]), 0)) for i in range(k)))
+    for c in taken:
+        if c in pos:
+            add(pos[c])
+    taken_set = set(taken)
+    left = [c for c in configs if c not in taken_set]
+    random.Random(seed).shuffle(left)
+    chosen: list[Config] = []
+    while left and len(chosen) < n:
+        pick = max(left, key=lambda c: gain(pos[c]))
+        chosen.append(pick)
+        left.remove(pick)
+        add(pos[pick])
+    return chosen
+
+
 def neighbours(config: Config, configs: Sequence[Config]) -> list[Config]:
     """The configurations of ``configs`` one step from ``config`` on exactly one knob (the next or previous value
     in its declared list), in knob order."""
@@ -171,7 +212,7 @@ class SearchRound:
     def note(self) -> str:
         """One line for the problem's notes."""
         lead = f"leader {self.leader} {self.leader_us:,.1f} µs" if self.leader and self.leader_us else "no leader"
-        what = "a spread sample" if self.kind == "sample" else "the leaders' neighbours"
+        what = "a balanced sample" if self.kind == "sample" else "the leaders' neighbours"
         failed = f", {self.failed} of them failed" if self.failed else ""
         return (f"budgeted search round {self.index}: {self.compiled} compiled ({what}{failed}), {self.raced} raced; "
                 f"{lead} "
@@ -190,11 +231,13 @@ class SearchOutcome:
 class Compiled:
     """What a round's ``compile`` did: the ids to time (compiled, deduplicated), the configurations it reached
     (compiled or failed: the others were not started before the cut-off and stay untried), and its longest single
-    compile (s, tileiras' time) — what a compile started just before a cut-off may still cost."""
+    compile (s, tileiras' time) — what a compile started just before a cut-off may still cost; ``seconds``: each
+    id's compile time, from which a later round estimates the compiles of the leaders' neighbours."""
     ids: list[str]
     reached: list[Config]
     longest_s: float = 0.0
     failed: int = 0
+    seconds: dict = field(default_factory=dict)   # id -> its compile's time (s, tileiras'), where known
 
 
 @dataclass
@@ -245,6 +288,7 @@ class BudgetedSearch:
         self.outcomes: list[RaceOutcome] = []
         self.leaders: list[str] = []
         self.longest_s = 0.0        # the longest single compile seen (s)
+        self.seconds: dict[str, float] = {}   # id -> compile time (s)
         self.race_s = 0.0           # the last round's race (s)
 
     def run(self) -> SearchOutcome:
@@ -262,12 +306,12 @@ class BudgetedSearch:
 
     # --- choosing ---------------------------------------------------------------------------------------------
     def _batch(self) -> list[Config]:
-        """Round 1: the first ones, then the spread order; later: the leaders' neighbours, then the spread order.
+        """Round 1: the first ones, then the balanced sample; later: the leaders' neighbours, then the spread order.
         Up to :attr:`SearchSettings.round_cap` each; the round's cut-off decides how many are compiled."""
         cap = self.s.round_cap
         if not self.rounds:
             head = self.first[:cap]
-            return head + spread(self.configs, cap - len(head), head, self.s.seed)
+            return head + balanced_sample(self.configs, cap - len(head), head, self.s.seed)
         tried = set(self.tried)
         near: list[Config] = []
         for lead in self.leaders:
@@ -283,8 +327,18 @@ class BudgetedSearch:
         race = max(self.s.min_race_s, self.race_s)
         if not self.rounds:
             return now + max(0.0, self.deadline - now - race) * ROUND1_SHARE
-        stop = self.deadline - race - self.longest_s
+        stop = self.deadline - race - self._tail_s()
         return stop if stop > now else None
+
+    def _tail_s(self) -> float:
+        """What a later round's last compile may cost (s): a neighbour differs from its leader in one knob, so
+        :data:`NEIGHBOUR_COMPILE_FACTOR` × the leaders' longest compile, where their times are known; else the
+        longest compile seen (the 486-configuration matmul's longest, 9 s, is a 256×256×128 tile's; its leaders'
+        compiled in 1-3 s on the H200 host, 2026-12-02)."""
+        known = [self.seconds[i] for i in self.leaders if i in self.seconds]
+        if not known:
+            return self.longest_s
+        return min(self.longest_s, NEIGHBOUR_COMPILE_FACTOR * max(known))
 
     # --- one round --------------------------------------------------------------------------------------------
     def _round(self, batch: list[Config], stop_at: float) -> bool:
@@ -292,13 +346,14 @@ class BudgetedSearch:
         t0 = self.clock()
         had_leaders = bool(self.leaders)        # a later round without leaders offered the spread order only
         room = CompileRoom(self.deadline, self.s.jobs, self.s.race_per_candidate_s, t0, len(self.leaders),
-                           self.longest_s)
+                           self._tail_s())
         got = self.compile(batch, stop_at, self.s.sample if not self.rounds else 0, room=room)
         if not got.reached:
             return False
         seen = set(self.tried)
         self.tried += [c for c in got.reached if c not in seen]
         self.longest_s = max(self.longest_s, got.longest_s)
+        self.seconds.update(got.seconds)
         t1 = self.clock()
         ids = list(dict.fromkeys(self.leaders + got.ids))
         left = max(0.0, self.deadline - t1)
