@@ -155,3 +155,21 @@ def test_a_round_takes_every_stored_configuration_beside_the_ones_it_compiles(pr
     (p,) = run(dict(probe, store=store), 1e-9).problems
     assert "not_searched" not in p.dropped and p.coverage["compiled"] == 12
     assert p.pick.label == "TILE=1024 occupancy=1"
+
+
+def test_a_dry_run_with_a_budget_compiles_round_1s_sample_and_lists_the_rest(probe, tmp_path):
+    """Before: a dry run ignored --budget and compiled all 486 configurations of the matmul space (837 s on the
+    2-core machine, a new user, 2026-12-02). Now it compiles what round 1 would (round_cap 4 here: the default
+    configuration first, then the balanced sample) and lists the others as not_searched, saying why."""
+    with Store.open(str(tmp_path / "dry.sqlite")) as s:
+        res = tune([probe["probe"]], arch="sm_90", store=s, jobs=2, budget_s=30.0, search_full_max=4, dry_run=True,
+                   num_sms=132)
+    (p,) = res.problems
+    rows = [r for r in p.candidates if r.config]
+    compiled = [r for r in rows if r.status != "not_searched"]
+    assert len(rows) == 12 and len(compiled) == 4 and p.coverage["compiled"] == 4
+    assert "TILE=256 occupancy=1" in {r.label for r in compiled}
+    assert p.dropped["not_searched"] == 8 and p.coverage["timed"] == 0
+    assert all(r.reason.startswith("not compiled: a dry run with --budget compiles round 1's sample")
+               for r in rows if r.status == "not_searched")
+    assert any(n.startswith("a dry run with --budget: compiled round 1's sample, 4 of 12") for n in p.notes)

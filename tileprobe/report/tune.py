@@ -93,6 +93,17 @@ def _shown(rows: list[CandidateRow], all_rows: bool) -> list[CandidateRow]:
     return timed[:5] or [r for r in rows if not r.same_launch_as and r.status == "ok"][:ROWS_SHOWN]
 
 
+def _not_timed_why(p: ProblemResult) -> str:
+    """Why the others were not timed, from the problem's drop counts: "the others: duplicates, the budget", or
+    "not raced" (a dry run)."""
+    if not p.rounds and p.verdict == "not_run":
+        return "not raced"
+    names = {"duplicate_launch": "duplicates", "not_searched": "the budget"}
+    why = list(dict.fromkeys("rejections" if k.startswith("constraint:") else names.get(k, "failures")
+                             for k, n in p.dropped.items() if n))
+    return "the others: " + ", ".join(why) if why else "every candidate"
+
+
 def _render_problem(p: ProblemResult, console, all_rows: bool = False) -> None:
     """One problem: its title, the summary and race lines, the candidates' table and the verdict lines."""
     from rich.table import Table
@@ -105,7 +116,7 @@ def _render_problem(p: ProblemResult, console, all_rows: bool = False) -> None:
     cov = getattr(p, "coverage", None) or {}
     if cov:
         say(console, f"  searched: {cov['compiled']:,} of {cov['configurations']:,} configurations compiled, "
-                     f"{cov['timed']:,} timed (the others: duplicates, failures, rejections, or the budget)")
+                     f"{cov['timed']:,} timed ({_not_timed_why(p)})")
     best = p.pick.median_us if p.pick else None
     t = Table(show_edge=False, pad_edge=False)
     for h in ("configuration", "status", "n", "median µs", "95% CI µs", "vs pick", "grid", "regs", "CTAs/SM",

@@ -169,3 +169,37 @@ def search_problem(ctx: SearchContext, problem: Problem, deadline: float, store=
     plan.notes += [r.note() for r in found.rounds]
     return plan, found
 
+
+
+#: Why a configuration of a dry run with ``--budget`` was not compiled.
+NOT_SAMPLED_REASON = ("not compiled: a dry run with --budget compiles round 1's sample only (the later rounds "
+                      "follow the race's leaders, and a dry run has no race)")
+
+
+def dry_run_sample(problem: Problem, settings: SearchSettings, store=None) -> tuple[Problem, list[Config]]:
+    """What a dry run with ``--budget`` compiles of ``problem`` (larger than ``settings.full_max``): round 1 of the
+    budgeted search — the default configuration, the stored picks of the same kernel, then the balanced sample, up
+    to ``settings.round_cap`` — as a problem of those configurations, and the configurations left out (rows of
+    status :data:`~tileprobe.tune.search.NOT_SEARCHED`, :func:`add_not_sampled`). The later rounds need the race,
+    which a dry run does not run. (Until 2026-12-02 a dry run ignored ``--budget`` and compiled the whole space:
+    486 matmul configurations, 837 s on the 2-core machine.)"""
+    from tileprobe.tune.search import balanced_sample
+    first = [c for c in dict.fromkeys(([problem.default] if problem.default is not None else [])
+                                      + stored_picks(store, problem)) if c in set(problem.configs)]
+    head = first[:settings.round_cap]
+    sample = head + balanced_sample(problem.configs, settings.round_cap - len(head), head, settings.seed)
+    keep = set(sample)
+    return (dataclasses.replace(problem, configs=[c for c in problem.configs if c in keep]),
+            [c for c in problem.configs if c not in keep])
+
+
+def add_not_sampled(plan: Plan, left: list[Config]) -> None:
+    """Rows of status ``not_searched`` for the configurations a dry run's sample left out (:func:`dry_run_sample`),
+    counted in ``plan.dropped``, with a note saying why."""
+    if not left:
+        return
+    plan.candidates += [Candidate(plan.problem, cfg, None, NOT_SEARCHED, NOT_SAMPLED_REASON) for cfg in left]
+    plan.dropped[NOT_SEARCHED] = plan.dropped.get(NOT_SEARCHED, 0) + len(left)
+    n = len(plan.candidates) - len(left)
+    plan.notes.append(f"a dry run with --budget: compiled round 1's sample, {n} of {len(plan.candidates)} "
+                      "configurations; the later rounds follow the race's leaders (run without --dry-run)")

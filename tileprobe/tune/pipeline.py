@@ -241,10 +241,18 @@ def _tune(t0, result, race_settings, timing_settings, probe_paths, arch, export,
                                 timing_settings, race_settings, timeout_s, seed, tasks, probe_timeout_s, run_hang_risk,
                                 gpu)
         else:
+            left = {}
+            if dry_run and _wants_search(race_settings, search, problems, False, bundle):   # round 1's sample
+                problems, left = _dry_run_samples(problems, search, store)
             plans = _sequential(result, problems, arch, starter, watchdog, probe_paths, bundle, store, jobs,
                                 compile_timeout_s, toolchains, progress, overrides, executor, num_sms,
                                 timing_settings, race_settings, timeout_s, seed, tasks, dry_run, confidence,
                                 probe_timeout_s, run_hang_risk, gpu, compile_sms)
+            if left:
+                from tileprobe.tune.budgeted import add_not_sampled
+                for plan in plans:
+                    add_not_sampled(plan, left.get(id(plan.problem), []))
+                result.problems = [problem_result(p, None, arch, confidence) for p in plans]
     finally:
         if own:
             watchdog.close()
@@ -274,6 +282,20 @@ def _wants_search(race: RaceSettings, search: SearchSettings, problems, dry_run:
     """A budget, compiles to make here, and a problem larger than the search's ``full_max``."""
     return (race.budget_s is not None and not dry_run and not bundle
             and any(len(p.configs) > search.full_max for p in problems))
+
+
+def _dry_run_samples(problems, search: SearchSettings, store) -> tuple[list, dict]:
+    """A dry run with ``--budget``: each problem larger than ``search.full_max`` cut to round 1's sample
+    (:func:`tileprobe.tune.budgeted.dry_run_sample`); returns the problems and ``{id(problem): configurations left
+    out}``."""
+    from tileprobe.tune.budgeted import dry_run_sample
+    out, left = [], {}
+    for p in problems:
+        if len(p.configs) > search.full_max:
+            p, rest = dry_run_sample(p, search, store)
+            left[id(p)] = rest
+        out.append(p)
+    return out, left
 
 
 def _searched(result, problems, arch, starter, wd, probe_paths, store, jobs, compile_timeout_s, toolchains, progress,

@@ -10,7 +10,8 @@ tileiras 13.4.92 and the managed 13.3.36, by::
 (``cli/inputs/issue17_run.json`` was written by that code too, and is kept when the goldens are made again.)
 ``usage_errors`` and ``tune_dry_run`` were made again on branch cli-polish (2026-12-02) for two intended changes:
 ``sass`` without ``--where`` is a usage error (exit 2), and a tune with nothing to compile names that time
-"reading the store".
+"reading the store"; ``tune_dry_run`` again in session 5 (2026-12-02): a dry run says "not raced" instead of
+listing why the others were not timed.
 
 ``--code DIR`` is the tileprobe source tree the commands run with (``PYTHONPATH=DIR``); the cases, the inputs and
 the normalizer are this file's, so ``tests/test_golden_cli.py`` runs the very same commands on the current code
