@@ -63,6 +63,9 @@ def test_counts_and_groups():
     rows = _result(12).problems[0].candidates
     assert fate_counts(rows) == {"winner": 1, "tie": 1, "eliminated": 6, "error": 2, "duplicate_launch": 2}
     assert duplicate_lines(rows) == ["TILE=2 = TILE=8, TILE=9 (timed once, as TILE=2)"]
+    for r in rows[3:6]:            # three more members of TILE=2's group: five in all, three named
+        r.same_launch_as = "TILE=2"
+    assert duplicate_lines(rows) == ["TILE=2 = TILE=3, TILE=4, TILE=5 and 2 more (timed once, as TILE=2)"]
 
 
 def test_the_output_says_how_much_of_the_space_was_searched():

@@ -72,13 +72,24 @@ def fate_counts(rows: list[CandidateRow]) -> dict[str, int]:
     return dict(sorted(out.items(), key=lambda kv: order.get(kv[0], len(order))))
 
 
+#: Members a duplicate-group line names before "and N more" (``--all`` and the JSON name them all): a group of the
+#: 486-configuration matmul ran to 520 characters (a new user, 2026-12-02).
+GROUP_MEMBERS_SHOWN = 3
+
+
 def duplicate_lines(rows: list[CandidateRow]) -> list[str]:
-    """One line per group of identical launches: ``A = B, C (timed once, as A)``."""
+    """One line per group of identical launches: ``A = B, C (timed once, as A)``; past
+    :data:`GROUP_MEMBERS_SHOWN` members, ``A = B, C, D and 4 more (timed once, as A)``."""
     groups: dict[str, list[str]] = {}
     for r in rows:
         if r.same_launch_as:
             groups.setdefault(r.same_launch_as, []).append(r.label)
-    return [f"{rep} = {', '.join(members)} (timed once, as {rep})" for rep, members in groups.items()]
+    out = []
+    for rep, members in groups.items():
+        names = ", ".join(members[:GROUP_MEMBERS_SHOWN])
+        more = len(members) - GROUP_MEMBERS_SHOWN
+        out.append(f"{rep} = {names}{f' and {more} more' if more > 0 else ''} (timed once, as {rep})")
+    return out
 
 
 def _shown(rows: list[CandidateRow], all_rows: bool) -> list[CandidateRow]:
