@@ -277,3 +277,52 @@ def test_a_probes_installed_imports_run_once_in_the_zygote_not_in_each_worker(tm
             os.unlink(marks / f)
     assert runs["1"][0] == 1 and runs["0"][0] == 3
     assert runs["1"][1] == runs["0"][1]
+
+
+def test_installed_imports_reads_kernel_names_from_strings_not_comments_and_survives_a_deep_file(tmp_path,
+                                                                                                 monkeypatch):
+    from tileprobe.probe.zygote import installed_imports
+    monkeypatch.syspath_prepend(_fake_installed(tmp_path, "tp_fake_named"))
+    monkeypatch.syspath_prepend(_fake_installed(tmp_path / "c", "tp_fake_commented"))
+    probe = tmp_path / "p.py"
+    probe.write_text("import torch\nK = 'tp_fake_named.ops:k'   # not \"tp_fake_commented.ops:k\"\n")
+    got = installed_imports(str(probe))
+    assert "tp_fake_named" in got and "tp_fake_commented" not in got
+    deep = tmp_path / "deep.py"
+    deep.write_text("import torch\nX = (" + "1+" * 3000 + "1)\n")     # ast.parse: RecursionError
+    assert installed_imports(str(deep)) == ()
+
+
+def test_hostile_installed_packages_leave_the_zygote_and_the_other_probes_alone(tmp_path, monkeypatch):
+    """Packages imported in the zygote before their probe's loader (a probe that needs torch): one that calls
+    sys.exit at import, one that ignores SIGCHLD, one that registers a name and then fails. The innocent probe
+    loads and compiles; the failing ones are probe errors with their own message (the half-done import is undone,
+    so the loader's own import reports the real ImportError, not a 'registered twice'); nothing hangs."""
+    from tileprobe.audit import audit
+    site = tmp_path / "venv" / "site-packages"
+    pkgs = {"tp_h_exit": "import sys\nsys.exit(2)\n",
+            "tp_h_sigchld": "import signal\nsignal.signal(signal.SIGCHLD, signal.SIG_IGN)\n",
+            "tp_h_registry": "NAMES = set()\ndef register(n):\n    if n in NAMES:\n"
+                             "        raise RuntimeError(f'{n} registered twice')\n    NAMES.add(n)\n",
+            "tp_h_regraise": "import tp_h_registry\ntp_h_registry.register('op')\n"
+                             "raise ImportError('the REAL problem')\n"}
+    for name, body in pkgs.items():
+        (site / name).mkdir(parents=True)
+        (site / name / "__init__.py").write_text(body)
+    monkeypatch.syspath_prepend(str(site))
+    src = open(PROBE).read().replace("__file__", repr(PROBE))
+    files = {}
+    for tag, pkg in (("innocent", None), ("exit", "tp_h_exit"), ("sigchld", "tp_h_sigchld"),
+                     ("regraise", "tp_h_regraise")):
+        files[tag] = tmp_path / f"p_{tag}.py"
+        files[tag].write_text("import torch  # noqa: F401\n" + (f"import {pkg}  # noqa: F401\n" if pkg else "")
+                              + src.replace('name="vadd"', f'name="vadd_{tag}"'))
+    t0 = time.monotonic()
+    res = audit([str(f) for f in files.values()], ["sm_90"], jobs=2)
+    assert time.monotonic() - t0 < 240
+    ok = {r.kernel for r in res.records if r.ok}
+    errors = "\n".join(res.probe_errors)
+    assert len([r for r in res.records if r.ok]) == 8, errors        # innocent and sigchld: 4 variants each
+    assert "p_exit.py" in errors and "sys.exit(2)" in errors
+    assert "p_regraise.py" in errors and "the REAL problem" in errors and "registered twice" not in errors
+    assert ok and not any("innocent" in e or "sigchld" in e for e in res.probe_errors)

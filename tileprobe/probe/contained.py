@@ -629,7 +629,7 @@ class _Loader:
         ours, theirs = socket.socketpair()    # jobs go down (a staying child), stages and reports come up
         w = theirs.fileno()
         try:
-            self.proc = start_loader(job, w, env) or subprocess.Popen(   # forked warm, else a fresh Python
+            self.proc = start_loader(job, w, env, preload_s=timeout_s) or subprocess.Popen(   # forked warm, else a fresh Python
                 [sys.executable, "-c", _BOOT, str(w), json.dumps(job)], pass_fds=(w,),
                                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                          start_new_session=True, env=env)

@@ -42,6 +42,11 @@ PRELOAD = ("cuda.tile", "tileprobe.probe.define", "tileprobe.probe.signature", "
 #: meanwhile would wait for it (6 s under load, 2026-12-02). A warm audit or tune of probes that need neither
 #: (examples/rms_norm.py), every variant stored, never imports it.
 HEAVY = ("cuda.tile._compile",)
+#: ``TILEPROBE_PRELOAD=0``: the zygote imports no probe's installed packages (:func:`installed_imports`).
+PRELOAD_ENV = "TILEPROBE_PRELOAD"
+#: Seconds the zygote gives one probe's installed packages to import (:func:`_preload`); past it, it stops that
+#: import and forks the loader, which imports them itself (and reports what goes wrong, with the probe's line).
+PRELOAD_TIMEOUT_S = 60.0
 #: ``TILEPROBE_TORCH_FREE=0``: always import :data:`HEAVY` with torch (see :func:`allow_torch_free`).
 TORCH_FREE_ENV = "TILEPROBE_TORCH_FREE"
 #: Seconds to wait for the zygote to import :data:`PRELOAD` before giving up on it (a fresh process then starts).
@@ -156,6 +161,13 @@ class Zygote:
         else:
             self._replies.append(msg)
 
+    def _kill_group(self) -> None:
+        """SIGKILL the zygote's process group (its own session: the zygote, and what a package it imported
+        started, e.g. a ``subprocess.Popen`` at import; loaders have sessions of their own). Only while the zygote
+        is not reaped, so its pid, the group's id, cannot have been reused."""
+        with contextlib.suppress(OSError):
+            os.killpg(self.pid, signal.SIGKILL)
+
     def _died(self) -> None:
         """The zygote ended: its children got their parent-death signals; say so and make sure."""
         from tileprobe.procs import kill_tree
@@ -189,12 +201,15 @@ class Zygote:
         return self.ready and not self.dead
 
     def start(self, entry: str, args: tuple, fds: list[int], *, stdout: bool = False,
-              env: dict | None = None, heavy: bool = False, preload: tuple = ()) -> ZygoteProcess:
+              env: dict | None = None, heavy: bool = False, preload: tuple = (),
+              preload_s: float = PRELOAD_TIMEOUT_S) -> ZygoteProcess:
         """Fork a child that runs ``entry`` (a function of this module: ``_loader_entry`` / ``_worker_entry``) with
         the received ``fds`` and ``args``, in this process's environment, cwd and ``sys.path``. ``stdout``: its
         fds 1 and 2 go to a new pipe, whose read end is the process's ``stdout``. ``heavy``: fork it after
         :data:`HEAVY` is imported. ``preload``: with ``heavy``, the installed packages (:func:`installed_imports`)
-        the zygote imports before forking it (once each; every later fork has them).
+        the zygote imports before forking it (once each; every later fork has them), within ``preload_s``. A zygote
+        that does not answer within :data:`READY_TIMEOUT_S` plus that (an import that defeated its alarm) is
+        killed, and this raises.
 
         Raises:
             ZygoteError: the zygote is gone or did not start the child.
@@ -207,10 +222,15 @@ class Zygote:
                 out_r, out_w = os.pipe()
             req = {"entry": entry, "args": args, "env": dict(env if env is not None else os.environ),
                    "cwd": os.getcwd(), "sys_path": list(sys.path), "nfds": len(fds), "stdout": stdout, "heavy": heavy,
-                   "torch_free": self.torch_free, "preload": list(preload)}
+                   "torch_free": self.torch_free, "preload": list(preload), "preload_s": preload_s}
             try:
                 socket.send_fds(self.sock, [pickle.dumps(req)], list(fds) + ([out_w] if stdout else []))
+                late = time.monotonic() + READY_TIMEOUT_S + (preload_s if preload else 0.0)
                 while not self._replies and not self.dead:
+                    if time.monotonic() > late:      # stuck (a package's import that stopped the alarm)
+                        self._kill_group()
+                        self._died()
+                        break
                     self.pump(1.0)
             except OSError as e:
                 self._died()
@@ -251,7 +271,7 @@ class Zygote:
             with contextlib.suppress(OSError):
                 self.sock.close()
         from tileprobe.procs import remove_owned_tempdir, stop_process, sweep_leftovers
-        stop_process(self.proc, self.CLOSE_GRACE_S)
+        stop_process(self.proc, self.CLOSE_GRACE_S, group=True)   # and what a package it imported started
         remove_owned_tempdir(self.tmp)
         sweep_leftovers()   # those of zygotes whose command was SIGKILLed (their marker's owner was perhaps not yet
         #                     reaped when this command's start swept)
@@ -339,25 +359,26 @@ def current() -> Zygote | None:
     return z
 
 
-def start_loader(job: dict, msg_fd: int, env: dict) -> ZygoteProcess | None:
+def start_loader(job: dict, msg_fd: int, env: dict, preload_s: float = PRELOAD_TIMEOUT_S) -> ZygoteProcess | None:
     """A probe loader (:func:`tileprobe.probe.contained.child_main`) forked from the zygote, its output on a pipe
-    (``.stdout``); None when there is no zygote (the caller starts ``python -c`` as before)."""
+    (``.stdout``); None when there is no zygote (the caller starts ``python -c`` as before). ``preload_s``: the
+    most its installed packages' import in the zygote may take (:func:`installed_imports`; the probe's timeout)."""
     z = current()
     if z is None:
         return None
     heavy = needs_torch(job["path"])
     preload = installed_imports(job["path"]) if heavy and os.environ.get(PRELOAD_ENV, "1") != "0" else ()
     try:
-        return z.start("_loader_entry", (job,), [msg_fd], stdout=True, env=env, heavy=heavy, preload=preload)
+        return z.start("_loader_entry", (job,), [msg_fd], stdout=True, env=env, heavy=heavy, preload=preload,
+                       preload_s=min(PRELOAD_TIMEOUT_S, preload_s))
     except ZygoteError:
         return None
 
 
-#: ``TILEPROBE_PRELOAD=0``: the zygote imports no probe's installed packages (:func:`installed_imports`).
-PRELOAD_ENV = "TILEPROBE_PRELOAD"
-#: Seconds the zygote gives one probe's installed packages to import (:func:`_preload`); past it, it stops that
-#: import and forks the loader, which imports them itself (and reports what goes wrong, with the probe's line).
-PRELOAD_TIMEOUT_S = 60.0
+
+
+#: A kernel named as ``"package.module:function"`` (a string constant of the probe file; comments are not read).
+_KERNEL_NAME = re.compile(r"([A-Za-z_]\w*)(?:\.\w+)*:\w+")
 
 
 def installed_imports(path: str) -> tuple[str, ...]:
@@ -378,15 +399,16 @@ def installed_imports(path: str) -> tuple[str, ...]:
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             tree = ast.parse(f.read(1 << 20))
-    except (OSError, SyntaxError, ValueError):
+        names = []
+        for node in tree.body:
+            if isinstance(node, ast.Import):
+                names += [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names.append(node.module)
+        names += [m.group(1) for node in ast.walk(tree) if isinstance(node, ast.Constant)
+                  and isinstance(node.value, str) and (m := _KERNEL_NAME.fullmatch(node.value))]
+    except Exception:   # noqa: BLE001 — OSError, SyntaxError, RecursionError, MemoryError …: the loader reports it
         return ()
-    names = []
-    for node in tree.body:
-        if isinstance(node, ast.Import):
-            names += [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names.append(node.module)
-    names += [m.group(1) for m in re.finditer(r"[\"']([A-Za-z_]\w*)(?:\.\w+)*:\w+[\"']", _text(path))]
     from tileprobe.probe.plancache import installed_roots
     user = tuple(os.path.join(os.path.realpath(d), "") for d in (os.path.dirname(os.path.abspath(path)), os.getcwd()))
     installed = tuple(r for r in installed_roots() if r not in user)
@@ -517,7 +539,7 @@ def _serve(sock, reaper: _Reaper) -> None:
         if req.get("heavy") and heavy:
             _import_heavy(heavy, bool(req.get("torch_free")))
         if req.get("heavy") and req.get("preload") and not _HEAVY_FAILED and not _TORCH_BLOCKED:
-            _preload(req["preload"], req["sys_path"])
+            _preload(req["preload"], req["sys_path"], float(req.get("preload_s") or PRELOAD_TIMEOUT_S))
         refused = ("its import of cuTile failed" if _HEAVY_FAILED else
                    "its cuTile was imported without torch" if _TORCH_BLOCKED and not req.get("torch_free") else None)
         if req.get("heavy") and refused:
@@ -553,30 +575,39 @@ class _PreloadTimeout(BaseException):
     package's own import code does not swallow it)."""
 
 
-def _preload(names: list, path: list) -> None:
-    """Import the installed packages ``names`` here (the zygote), each at most once, all within
-    :data:`PRELOAD_TIMEOUT_S`, with the asking command's ``sys.path`` (``path``; each fork sets its own anyway): one
-    that fails or takes longer is left to the loader, which imports it again and reports what went wrong. Their
-    output goes where the zygote's does (nowhere)."""
+def _preload(names: list, path: list, limit_s: float = PRELOAD_TIMEOUT_S) -> None:
+    """Import the installed packages ``names`` here (the zygote), each at most once, all within ``limit_s``
+    (:data:`PRELOAD_TIMEOUT_S` or the probe's own timeout, the lower), with the asking command's ``sys.path``
+    (``path``; each fork sets its own anyway). One that fails in any way (``sys.exit`` too), or takes longer, is
+    undone — every module its import added is removed, so the loader imports it afresh and reports what went wrong
+    (not a side effect of this half-done import) — and the rest are not tried. The signal handlers are put back
+    as they were (a package that ignores SIGCHLD would stop the zygote's reaping). Their output goes where the
+    zygote's does (nowhere): a package's import-time warnings are not shown (``TILEPROBE_PRELOAD=0`` shows them)."""
     import importlib
     sys.path[:] = path
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGCHLD, signal.SIGINT, signal.SIGTERM, signal.SIGALRM,
+                                                 signal.SIGPIPE, signal.SIGHUP)}
 
     def _late(*_):
         raise _PreloadTimeout()
-    old = signal.signal(signal.SIGALRM, _late)
-    signal.setitimer(signal.ITIMER_REAL, PRELOAD_TIMEOUT_S)
+    signal.signal(signal.SIGALRM, _late)
+    signal.setitimer(signal.ITIMER_REAL, max(0.1, limit_s))
     try:
         for name in names:
-            if name not in sys.modules:
-                try:
-                    importlib.import_module(name)
-                except Exception:   # noqa: BLE001 — the loader imports it again and reports it with the probe's line
-                    continue
-    except _PreloadTimeout:
-        pass
+            if name in sys.modules:
+                continue
+            before = set(sys.modules)
+            try:
+                importlib.import_module(name)
+            except BaseException:   # noqa: B036 — sys.exit, a timeout, anything: undo it; the loader reports it
+                for added in set(sys.modules) - before:
+                    sys.modules.pop(added, None)
+                break
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
+        for sig, handler in handlers.items():
+            with contextlib.suppress(TypeError, ValueError, OSError):
+                signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
 
 
 def _fork(sock, req: dict, fds: list[int], reaper: _Reaper) -> None:
