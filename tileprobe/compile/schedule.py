@@ -35,9 +35,6 @@ class CompileSchedule:
     limit: int | None = None
     room: Callable[[int, float], bool] | None = None
 
-    # room: (compiles started so far, clock()) -> whether another may start (after the first ``at_least``): a
-    # budgeted round's check that what it starts can still finish and be raced (tileprobe.tune.search.CompileRoom).
-
     def apply(self, variants: Iterable[Variant]) -> Iterator[Variant]:
         """``variants`` (read whole: they are the ones the store did not hold) by rank, ending at the cut-off."""
         ranked = sorted(((self.rank(v), v) for v in variants), key=lambda rv: rv[0])   # stable: ties keep order

@@ -375,8 +375,6 @@ def start_loader(job: dict, msg_fd: int, env: dict, preload_s: float = PRELOAD_T
         return None
 
 
-
-
 #: A kernel named as ``"package.module:function"`` (a string constant of the probe file; comments are not read).
 _KERNEL_NAME = re.compile(r"([A-Za-z_]\w*)(?:\.\w+)*:\w+")
 
@@ -397,8 +395,7 @@ def installed_imports(path: str) -> tuple[str, ...]:
     import ast
     import importlib.util
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            tree = ast.parse(f.read(1 << 20))
+        tree = ast.parse(_text(path))
         names = []
         for node in tree.body:
             if isinstance(node, ast.Import):

@@ -148,6 +148,11 @@ def stored_picks(store, problem: Problem) -> list[Config]:
     return out
 
 
+def first_guesses(problem: Problem, store=None) -> list[Config]:
+    """What round 1 takes first: the default configuration, then the stored picks (:func:`stored_picks`)."""
+    return ([problem.default] if problem.default is not None else []) + stored_picks(store, problem)
+
+
 def _config_key(cfg) -> str | None:
     if not isinstance(cfg, dict):
         return None
@@ -160,7 +165,7 @@ def search_problem(ctx: SearchContext, problem: Problem, deadline: float, store=
     context's); its plan and the search's outcome."""
     plan = search_plan(problem)
     side = _ProblemSearch(ctx, plan)
-    first = ([problem.default] if problem.default is not None else []) + stored_picks(store, problem)
+    first = first_guesses(problem, store)
     found = BudgetedSearch(problem.configs, side.compile, side.race, lambda c: c.label, settings or ctx.search, deadline,
                            first, clock=time.perf_counter, progress=ctx.progress).run()
     plan.dropped[NOT_SEARCHED] = sum(1 for c in plan.candidates if c.status == NOT_SEARCHED)
@@ -183,12 +188,8 @@ def dry_run_sample(problem: Problem, settings: SearchSettings, store=None) -> tu
     status :data:`~tileprobe.tune.search.NOT_SEARCHED`, :func:`add_not_sampled`). The later rounds need the race,
     which a dry run does not run. (Until 2026-12-02 a dry run ignored ``--budget`` and compiled the whole space:
     486 matmul configurations, 837 s on the 2-core machine.)"""
-    from tileprobe.tune.search import balanced_sample
-    first = [c for c in dict.fromkeys(([problem.default] if problem.default is not None else [])
-                                      + stored_picks(store, problem)) if c in set(problem.configs)]
-    head = first[:settings.round_cap]
-    sample = head + balanced_sample(problem.configs, settings.round_cap - len(head), head, settings.seed)
-    keep = set(sample)
+    from tileprobe.tune.search import round_one
+    keep = set(round_one(problem.configs, first_guesses(problem, store), settings.round_cap, settings.seed))
     return (dataclasses.replace(problem, configs=[c for c in problem.configs if c in keep]),
             [c for c in problem.configs if c not in keep])
 

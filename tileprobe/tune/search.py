@@ -183,6 +183,14 @@ def balanced_sample(configs: Sequence[Config], n: int, taken: Sequence[Config] =
     return chosen
 
 
+def round_one(configs: Sequence[Config], first: Sequence[Config], cap: int, seed: int = 0) -> list[Config]:
+    """Round 1's offer (module doc): ``first`` (those of ``configs``, once each, in order), then the
+    :func:`balanced_sample`, ``cap`` in all. The budgeted search and a dry run with ``--budget`` both take it."""
+    known = set(configs)
+    head = [c for c in dict.fromkeys(first) if c in known][:cap]
+    return head + balanced_sample(configs, cap - len(head), head, seed)
+
+
 def neighbours(config: Config, configs: Sequence[Config]) -> list[Config]:
     """The configurations of ``configs`` one step from ``config`` on exactly one knob (the next or previous value
     in its declared list), in knob order."""
@@ -280,7 +288,7 @@ class BudgetedSearch:
                  clock: Callable[[], float] = time.monotonic, progress: Callable | None = None):
         self.configs, self.compile, self.race, self.label = list(configs), compile, race, label
         self.s, self.deadline, self.clock, self.progress = settings, deadline, clock, progress
-        self.first = [c for c in dict.fromkeys(first) if c in set(self.configs)]
+        self.first = list(first)
         self.tried: list[Config] = []
         self.by_id = {label(c): c for c in self.configs}
         self.entries: dict[str, Entry] = {}
@@ -310,8 +318,7 @@ class BudgetedSearch:
         Up to :attr:`SearchSettings.round_cap` each; the round's cut-off decides how many are compiled."""
         cap = self.s.round_cap
         if not self.rounds:
-            head = self.first[:cap]
-            return head + balanced_sample(self.configs, cap - len(head), head, self.s.seed)
+            return round_one(self.configs, self.first, cap, self.s.seed)
         tried = set(self.tried)
         near: list[Config] = []
         for lead in self.leaders:
