@@ -271,7 +271,7 @@ class Zygote:
             with contextlib.suppress(OSError):
                 self.sock.close()
         from tileprobe.procs import remove_owned_tempdir, stop_process, sweep_leftovers
-        stop_process(self.proc, self.CLOSE_GRACE_S, group=True)   # and what a package it imported started
+        stop_process(self.proc, self.CLOSE_GRACE_S)
         remove_owned_tempdir(self.tmp)
         sweep_leftovers()   # those of zygotes whose command was SIGKILLed (their marker's owner was perhaps not yet
         #                     reaped when this command's start swept)
