@@ -173,3 +173,25 @@ def test_a_dry_run_with_a_budget_compiles_round_1s_sample_and_lists_the_rest(pro
     assert all(r.reason.startswith("not compiled: a dry run with --budget compiles round 1's sample")
                for r in rows if r.status == "not_searched")
     assert any(n.startswith("a dry run with --budget: compiled round 1's sample, 4 of 12") for n in p.notes)
+
+
+def test_each_rounds_compile_passes_the_tileiras_time_of_every_configuration_it_landed(probe, tmp_path,
+                                                                                    monkeypatch):
+    """The leaders' tail estimate (search._tail_s) reads ``Compiled.seconds``: the tune's compile must fill it, one
+    positive time per compiled candidate id (a real tileiras compile of vec_add takes well over 1 ms)."""
+    from tileprobe.tune import budgeted
+    got = []
+    real = budgeted._ProblemSearch.compile
+
+    def spy(self, *a, **kw):
+        out = real(self, *a, **kw)
+        got.append(out)
+        return out
+    monkeypatch.setattr(budgeted._ProblemSearch, "compile", spy)
+    run(dict(probe, store=str(tmp_path / "fresh.sqlite")), 600.0)
+    assert len(got) >= 2
+    assert sum(len(c.ids) for c in got) >= 2          # a round may time nothing new: its compiles were duplicates
+    for c in got:
+        assert set(c.ids) <= set(c.seconds) and c.seconds
+        assert all(s > 0.001 for s in c.seconds.values())
+        assert max(c.seconds.values()) == pytest.approx(c.longest_s)

@@ -66,8 +66,9 @@ class Fake:
     starts when a slot frees, unless the round's cut-off has passed and its first ``at_least`` have started) and a
     fake race (2 s; each candidate's samples are its cost with a little spread; the fastest wins) over ``cost``."""
 
-    def __init__(self, cost, jobs, fail=()):
-        self.cost, self.jobs, self.fail = cost, jobs, set(fail)
+    def __init__(self, cost, jobs, fail=(), secs=lambda c: 1.0):
+        self.cost, self.jobs, self.fail, self.secs = cost, jobs, set(fail), secs
+        self.stops: list[float | None] = []
         self.now = 0.0
         self.compiled: list[Config] = []
         self.starts: list[tuple[float, float | None, bool]] = []    # (start, cut-off, within at_least)
@@ -80,6 +81,7 @@ class Fake:
     def compile(self, batch, stop_at=None, at_least=0, room=None):
         free = [self.now] * self.jobs
         reached = []
+        self.stops.append(stop_at)
         for i, c in enumerate(batch):
             slot = min(range(self.jobs), key=lambda j: free[j])
             t = free[slot]
@@ -88,12 +90,14 @@ class Fake:
             if i >= at_least and room is not None and not room(i, t):
                 break
             self.starts.append((t, stop_at, i < at_least))
-            free[slot] = t + 1.0
+            free[slot] = t + self.secs(c)
             reached.append(c)
             self.by_label[c.label] = c
         self.now = max(free) if reached else self.now
         self.compiled += reached
-        return Compiled([c.label for c in reached if c.label not in self.fail], reached, 1.0 if reached else 0.0)
+        seconds = {c.label: self.secs(c) for c in reached}
+        return Compiled([c.label for c in reached if c.label not in self.fail], reached,
+                        max(seconds.values(), default=0.0), seconds=seconds)
 
     def race(self, ids, budget_s):
         self.now += 2.0
@@ -231,3 +235,18 @@ def test_a_balanced_sample_of_nine_in_a_cube_of_27_is_an_orthogonal_array():
     assert cover(spread(configs, 9, seed=0)) == ([1, 1, 1, 4, 4, 4, 4, 4, 4], 15)
     taken = balanced_sample(configs, 4, seed=0)
     assert not set(balanced_sample(configs, 9, taken, seed=0)) & set(taken)
+
+
+def test_a_later_rounds_cut_off_keeps_room_for_a_leaders_neighbour_not_for_the_slowest_compile():
+    """The default configuration (TILE=0) compiles in 8 s, every other in 1 s; the leaders sit around TILE=5. A
+    neighbour differs from its leader in one knob, so round 2 stops starting compiles NEIGHBOUR_COMPILE_FACTOR ×
+    the leaders' longest compile (1.5 s) plus a race (2 s) before the deadline, not 8 s + 2 s before it."""
+    from tileprobe.tune.search import NEIGHBOUR_COMPILE_FACTOR
+    configs = space(TILE=list(range(10)), occupancy=[1, 2, 4, 8], num_ctas=[1, 2, 4])
+    fake = Fake(bowl, jobs=4, secs=lambda c: 8.0 if dict(c.tunables)["TILE"] == 0 else 1.0)
+    out = BudgetedSearch(configs, fake.compile, fake.race, lambda c: c.label, SearchSettings(jobs=4), 40.0,
+                         [configs[0]], clock=fake.clock).run()
+    assert fake.compiled[0] == configs[0] and len(out.rounds) >= 2
+    assert configs[0].label not in out.rounds[0].leader                 # TILE=0 is far from the bowl's minimum
+    assert fake.stops[1] == pytest.approx(40.0 - 2.0 - NEIGHBOUR_COMPILE_FACTOR * 1.0)
+    assert out.outcome.pick == min(configs, key=bowl).label

@@ -113,7 +113,8 @@ class _ProblemSearch:
                                         else c.status == "ok")]
         longest = max((c.record.compile_s or 0.0 for c in landed if c.record is not None), default=0.0)
         failed = sum(1 for c in landed if c.record is not None and not c.record.ok)
-        return Compiled(ids, reached, longest, failed)
+        seconds = {c.id: c.record.compile_s for c in landed if c.record is not None and c.record.compile_s}
+        return Compiled(ids, reached, longest, failed, seconds)
 
     def race(self, ids: list[str], budget_s: float | None) -> RaceOutcome:
         """Race ``ids`` (compiled, deduplicated) on the tune's worker within ``budget_s``."""

@@ -365,7 +365,8 @@ class BudgetedSearch:
         ids = list(dict.fromkeys(self.leaders + got.ids))
         left = max(0.0, self.deadline - t1)
         # a round that may not be the last leaves half for the next ones, when half would still start compiles
-        later = len(self.tried) < len(self.configs) and left / 2 > self.longest_s + self.s.min_race_s
+        # (after the last compile a later round may cost, the same estimate as its cut-off's: _tail_s)
+        later = len(self.tried) < len(self.configs) and left / 2 > self._tail_s() + self.s.min_race_s
         share = max(self.s.min_race_s, left / 2 if later else left - FINISH_S)
         outcome = self.race(ids, share) if ids else None
         t2 = self.clock()
