@@ -111,10 +111,9 @@ class _ProblemSearch:
         facts = launch_facts([Plan(self.plan.problem, ok)], sms, self.ctx.probe_timeout_s) if ok and sms else {}
         ids = [c.id for c in landed if (dedupe_one(self.plan, c, sms, self.ctx.get, facts.get(id(c))) if sms
                                         else c.status == "ok")]
-        longest = max((c.record.compile_s or 0.0 for c in landed if c.record is not None), default=0.0)
-        failed = sum(1 for c in landed if c.record is not None and not c.record.ok)
         seconds = {c.id: c.record.compile_s for c in landed if c.record is not None and c.record.compile_s}
-        return Compiled(ids, reached, longest, failed, seconds)
+        failed = sum(1 for c in landed if c.record is not None and not c.record.ok)
+        return Compiled(ids, reached, max(seconds.values(), default=0.0), failed, seconds)
 
     def race(self, ids: list[str], budget_s: float | None) -> RaceOutcome:
         """Race ``ids`` (compiled, deduplicated) on the tune's worker within ``budget_s``."""
