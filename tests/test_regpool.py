@@ -198,3 +198,35 @@ def test_the_check_builds_the_record_it_writes():
     assert isinstance(pool, RegisterPool) and (pool.verdict, pool.registers_per_thread, pool.threads) == (NONE, 16, 128)
     assert list(c.to_dict()) == ["verdict", "reason", "model_version", "registers_per_thread", "threads",
                                  "pool_registers", "demand_registers", "warpgroup_counts", "instructions"]
+
+
+# --- issue 22: the tune reads the SASS only where the register-pool check needs it (SASS_GATE) ----------------------
+
+def test_the_ptx_says_which_cubins_have_setmaxnreg():
+    """The embedded PTX's setmaxnreg decides whether the SASS must be read before a launch; a cubin without PTX
+    reads as unknown (None), so it is disassembled."""
+    from tileprobe.model.sass import ptx_has_setmaxnreg
+    assert ptx_has_setmaxnreg(OCC16.read_bytes()) is True
+    assert ptx_has_setmaxnreg((DATA / "cubins" / "matmul_sm_90.cubin").read_bytes()) is True
+    assert ptx_has_setmaxnreg((DATA / "cubins" / "matmul_occ4_sm_120.cubin").read_bytes()) is False
+    assert ptx_has_setmaxnreg((DATA / "cubins" / "ptx_smem4k_sm_90.cubin").read_bytes()) is None
+    assert ptx_has_setmaxnreg(b"not a cubin") is None
+
+
+def test_a_gated_summary_of_a_cubin_without_setmaxnreg_is_the_verdict_none_alone(monkeypatch):
+    """No nvdisasm run: the verdict comes from the PTX, the record keeps no traits (sass None)."""
+    from tileprobe.model import sass as sass_mod
+    monkeypatch.setattr(sass_mod, "sass_summary", lambda *a: pytest.fail("nvdisasm was run"))
+    data = (DATA / "cubins" / "matmul_occ4_sm_120.cubin").read_bytes()
+    sass, pool = split_register_pool(sass_mod.gated_summary(data, ""))
+    assert sass is None and pool.verdict == NONE and "no setmaxnreg in the embedded PTX" in pool.reason
+    record = VariantRecord(kernel="k", probe="p.py", case={}, hints={}, arch="sm_120", tileiras="13.4.92", status="ok",
+                           register_pool=pool)
+    assert record.hang_risk is False and record.pool_verdict == NONE
+
+
+@needs_nvdisasm
+def test_a_gated_summary_of_a_cubin_with_setmaxnreg_reads_the_sass():
+    from tileprobe.model.sass import gated_summary
+    sass, pool = split_register_pool(gated_summary(OCC16.read_bytes(), ""))
+    assert sass.setmaxnreg and pool.verdict == HANG_RISK

@@ -486,6 +486,36 @@ def test_lookup_with_sass_fills_traits_from_the_stored_cubin(cold, tmp_path):
         assert all(r.sass is not None for r in store.lookup(variants, tc)[0])   # kept in the store
 
 
+def test_lookup_with_the_sass_gate_reads_only_the_ptx_where_it_has_no_setmaxnreg(cold, tmp_path, monkeypatch):
+    """Issue 22: the tune's lookup (SASS_GATE) gives a stored record without traits the register-pool verdict from
+    its PTX (vec_add has no setmaxnreg), with no nvdisasm run, keeps it, and a full lookup still reads the traits."""
+    from tileprobe.model import sass as sass_mod
+    path = copy_store(cold["store"], tmp_path / "gate.sqlite")
+    with Store.open(path) as store:
+        variants = audit_mod.plan_variants(audit_mod.load_probes(cold["probe"]), ["sm_90"])
+        tc = Toolchain.at("x", build=cold["result"].records[0].tileiras)
+        with monkeypatch.context() as m:
+            m.setattr(sass_mod, "sass_facts", lambda *a: pytest.fail("nvdisasm was run"))
+            found, todo = store.lookup(variants, tc, with_sass=sass_mod.SASS_GATE)
+        assert todo == [] and len(found) == 4
+        assert all(r.sass is None and r.pool_verdict == "none" for r in found), found[0].register_pool
+        again = store.lookup(variants, tc)[0]
+        assert all(r.sass is None and r.pool_verdict == "none" for r in again)      # kept in the store
+        if sass_mod.have_nvdisasm():
+            full = store.lookup(variants, tc, with_sass=True)[0]
+            assert all(isinstance(r.sass, SassFacts) and "spill_stores" in r.sass for r in full)
+
+
+def test_a_gated_audit_compiles_without_reading_the_sass(tmp_path):
+    """The compile worker in SASS_GATE mode: vec_add's records carry the verdict none from the PTX and no traits."""
+    from tileprobe.model.sass import SASS_GATE
+    probe = write_vec_probe(tmp_path / "probe_vec.py", tiles=(1024,))
+    result = audit_mod.audit([probe], ["sm_90"], jobs=1, with_sass=SASS_GATE)
+    assert [r.status for r in result.records] == ["ok", "ok"]
+    assert all(r.sass is None and r.pool_verdict == "none" for r in result.records)
+    assert "no setmaxnreg in the embedded PTX" in result.records[0].pool_reason
+
+
 def test_history_cli_prints_audits_compiles_and_runs(tmp_path, capsys):
     """Golden output of ``tileprobe history`` on a store built here (cells compared word by word)."""
     import re

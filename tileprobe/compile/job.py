@@ -278,9 +278,10 @@ def compile_one(variant: Variant) -> CompileResult:
     mark_phase(root, "compile")
     _compile_cubin(kernel, sig, variant, res, probe.timeout_s)
     mark_phase(root, None)
-    if res.cubin is not None and _WORKER.get("with_sass"):
-        from tileprobe.model.sass import sass_summary
-        res.sass = sass_summary(res.cubin, res.symbol)
+    with_sass = _WORKER.get("with_sass")
+    if res.cubin is not None and with_sass:
+        from tileprobe.model.sass import SASS_GATE, gated_summary, sass_summary
+        res.sass = (gated_summary if with_sass == SASS_GATE else sass_summary)(res.cubin, res.symbol)
     res.total_s = time.perf_counter() - t0
     return res
 

@@ -30,8 +30,16 @@ from tileprobe.records import RegisterPool, SassFacts, keyed_from_dict
 if TYPE_CHECKING:
     from tileprobe.schema import VariantRecord
 
-__all__ = ["KernelSassTraits", "SassTraits", "TMA_DATA_OPCODES", "find_nvdisasm", "have_nvdisasm", "parse_nvdisasm",
-           "register_pool", "sass_facts", "sass_summary", "sass_traits", "split_register_pool", "tma_data_ops"]
+__all__ = ["KernelSassTraits", "SassTraits", "SASS_GATE", "TMA_DATA_OPCODES", "find_nvdisasm", "gated_summary",
+           "have_nvdisasm", "parse_nvdisasm", "ptx_has_setmaxnreg", "register_pool", "sass_facts", "sass_summary",
+           "sass_traits", "split_register_pool", "tma_data_ops"]
+
+#: The third value of an audit's ``with_sass`` (issue 22): read the SASS only where the register-pool check needs
+#: it before a launch (the embedded PTX has ``setmaxnreg``, or there is no PTX); elsewhere the record gets the
+#: check's verdict ``none`` from the PTX and no traits. ``tileprobe tune`` compiles this way: nvdisasm starts in
+#: 0.4-0.5 s of CPU for any cubin (the 2-core machine, 2026-12-03) and the register-pool walk of a 16,161-line
+#: listing took 0.5-0.7 s, which was the last step of the slowest compile of a tune (docs/NOTES.md §26).
+SASS_GATE = "gate"
 
 NVDISASM_TIMEOUT_S = 120
 
@@ -334,6 +342,31 @@ def register_pool(cubin: bytes, listing: str, kernel: str, target: str | None) -
     return check_listing(listing, kernel, k.regs_per_thread, k.threads_per_cta, tuple(k.reqntid), unit).record()
 
 
+def ptx_has_setmaxnreg(cubin: bytes) -> bool | None:
+    """Whether the PTX tileiras embedded in ``cubin`` (``.nv_debug_ptx_txt``) has a ``setmaxnreg``; None when the
+    cubin carries no PTX (or cannot be read). ptxas writes SASS ``USETMAXREG`` only for a PTX ``setmaxnreg``
+    (the PTX ISA's only way to ask for it): on the cubins of ``tests/data`` the PTX's count equals the SASS's
+    (2 and 3 in the 13.3.36 RMSNorm ones, 3 in the sm_90 matmul, 0 where the SASS has none)."""
+    from tileprobe.model.cubin import embedded_ptx
+    try:
+        ptx = embedded_ptx(cubin)
+    except CubinError:
+        return None
+    return None if ptx is None else "setmaxnreg" in ptx
+
+
+def gated_summary(cubin: bytes, symbol: str) -> dict:
+    """:func:`sass_summary` where the register-pool check needs the SASS (:func:`ptx_has_setmaxnreg` is not
+    False); else only that check's verdict, ``none``, read from the PTX (:data:`SASS_GATE`): no nvdisasm run."""
+    if ptx_has_setmaxnreg(cubin) is not False:
+        return sass_summary(cubin, symbol)
+    from tileprobe.model.regpool import MODEL_VERSION, NONE
+    pool = RegisterPool(verdict=NONE, model_version=MODEL_VERSION,
+                        reason="no setmaxnreg in the embedded PTX, so no USETMAXREG in the SASS (the SASS was not "
+                               "read: `tileprobe audit` reads it)")
+    return {"register_pool": pool.to_dict()}
+
+
 def split_register_pool(summary: dict | None) -> tuple[SassFacts | None, RegisterPool | None]:
     """``(sass, register_pool)`` as the record keeps them (``VariantRecord.sass``, ``.register_pool``) from
     :func:`sass_summary`'s dict (the compile worker's pipe form): the summary without its ``register_pool`` entry,
@@ -342,4 +375,4 @@ def split_register_pool(summary: dict | None) -> tuple[SassFacts | None, Registe
         return None, None
     sass = dict(summary)
     pool = sass.pop("register_pool", None)
-    return SassFacts.from_dict(sass), keyed_from_dict(RegisterPool, pool)
+    return (SassFacts.from_dict(sass) if sass else None), keyed_from_dict(RegisterPool, pool)

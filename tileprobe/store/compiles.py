@@ -120,6 +120,18 @@ def _pool_verdict(raw: dict) -> str | None:
     return pool.verdict if pool is not None else None
 
 
+def _wants_sass(rec: VariantRecord, with_sass: bool | str) -> bool:
+    """Whether a reused record gets SASS facts from its stored cubin: ``with_sass`` True, when it has no traits or
+    a stale register-pool check; :data:`~tileprobe.model.sass.SASS_GATE` (the tune), only when it has no
+    register-pool verdict at all (a record stored by a gated compile has the verdict and no traits) or a stale one."""
+    from tileprobe.model.sass import SASS_GATE
+    if not with_sass or not rec.ok:
+        return False
+    if with_sass == SASS_GATE:
+        return (rec.sass is None and rec.register_pool is None) or _stale_pool(rec)
+    return rec.sass is None or _stale_pool(rec)
+
+
 def _stale_pool(rec: VariantRecord) -> bool:
     """Whether a stored record's register-pool check (issue 23) is missing or from an older model while its SASS
     has setmaxnreg: then the store checks the stored cubin again."""
@@ -202,18 +214,22 @@ class CompilesMixin(StoreConnection):
                 todo.append(v)
                 continue
             rec.probe, rec.kernel, rec.verdicts = v.probe_path, v.probe_name, {}
-            if with_sass and rec.ok and (rec.sass is None or _stale_pool(rec)):
-                self._add_sass(key, rec)
+            if _wants_sass(rec, with_sass):
+                self._add_sass(key, rec, with_sass)
             self._remember(rec, key)
             found.append(rec)
         return found, todo
 
-    def _add_sass(self, key: str, rec) -> None:
-        from tileprobe.model.sass import sass_facts   # the workers' SASS summary: stored = fresh
-        cubin = self.cubin(rec.cubin_sha256) if rec.cubin_sha256 else None
+    def _add_sass(self, key: str, rec, with_sass: bool | str = True) -> None:
+        from tileprobe.model.sass import SASS_GATE, gated_summary, sass_facts, split_register_pool
+        cubin = self.cubin(rec.cubin_sha256) if rec.cubin_sha256 else None   # the workers' summary: stored = fresh
         if cubin is None:
             return
-        rec.sass, rec.register_pool = sass_facts(cubin, rec.symbol)
+        if with_sass == SASS_GATE:
+            sass, rec.register_pool = split_register_pool(gated_summary(cubin, rec.symbol))
+            rec.sass = sass or rec.sass
+        else:
+            rec.sass, rec.register_pool = sass_facts(cubin, rec.symbol)
         record = rec.to_dict()
         record.update(verdicts={}, run=None)
         with self._transaction() as c:

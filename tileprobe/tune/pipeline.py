@@ -18,7 +18,7 @@ from tileprobe.tune.search import SearchSettings
 from tileprobe.tune.assemble import compare_previous, problem_result
 from tileprobe.tune.result import NO_SM_COUNT, ProblemResult, TuneResult
 from tileprobe.tune.static import Plan, compile_records, dedupe, launch_facts, load_space, make_plans
-from tileprobe.model.sass import have_nvdisasm
+from tileprobe.model.sass import SASS_GATE, have_nvdisasm
 from tileprobe.probe.zygote import warm_starts
 from tileprobe.probe.contained import PROBE_TIMEOUT_S, loader_sessions, prefetch_compiler_lookup
 from tileprobe.compile.toolcache import cached_default
@@ -117,7 +117,8 @@ def _records(paths, problems, arch, bundle, store, jobs, compile_timeout_s, tool
         return records, get, env, []
     res = compile_records(paths, problems, arch, store=store, jobs=jobs, timeout_s=compile_timeout_s,
                           **(overrides or {}),
-                          toolchains=toolchains, with_sass=have_nvdisasm(), executor=executor, on_record=on_record,
+                          toolchains=toolchains, with_sass=SASS_GATE if have_nvdisasm() else False,
+                          executor=executor, on_record=on_record,
                           schedule=schedule,
                           progress=(lambda k, n: progress("compile", (k, n))) if progress else None)
 
