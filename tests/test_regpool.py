@@ -230,3 +230,24 @@ def test_a_gated_summary_of_a_cubin_with_setmaxnreg_reads_the_sass():
     from tileprobe.model.sass import gated_summary
     sass, pool = split_register_pool(gated_summary(OCC16.read_bytes(), ""))
     assert sass.setmaxnreg and pool.verdict == HANG_RISK
+
+
+@needs_nvdisasm
+def test_the_facts_listing_without_dataflow_gives_the_facts_of_the_plain_listing():
+    """nvdisasm -ndf -novliw (FACTS_OPTIONS, faster) against plain -c on every cubin of tests/data: the same SASS
+    traits and register-pool checks (the reason may quote an instruction without its dataflow annotation)."""
+    from tileprobe.model import sass as S
+    tool = S.find_nvdisasm()
+    cubins = sorted(DATA.glob("**/*.cubin"))
+    assert len(cubins) >= 30
+    for path in cubins:
+        data = path.read_bytes()
+        plain, fast = S._disassemble(tool, data, str(path)), S._disassemble(tool, data, str(path), S.FACTS_OPTIONS)
+        assert len(plain.splitlines()) == len(fast.splitlines()), path
+        tp, tf = S.parse_nvdisasm(plain), S.parse_nvdisasm(fast)
+        assert [k.record(tp.target).to_dict() for k in tp.kernels] == \
+            [k.record(tf.target).to_dict() for k in tf.kernels], path
+        for kp, kf in zip(tp.kernels, tf.kernels):
+            pp = S.register_pool(data, plain, kp.name, tp.target).to_dict()
+            pf = S.register_pool(data, fast, kf.name, tf.target).to_dict()
+            assert {**pp, "reason": None} == {**pf, "reason": None}, path
