@@ -68,7 +68,7 @@ def test_a_spent_budget_stops_after_the_spread_sample_and_says_what_was_searched
     assert any(n.startswith("budgeted search round 1: 2 compiled (a balanced sample)") for n in p.notes)
     assert all(r.reason.startswith("not compiled: the budgeted search did not reach it") for r in rows.values()
                if r.status == "not_searched")
-    assert res.environment["search"] == {"full_max": 4, "sample": 2, "jobs": 2, "round_cap": 4, "leaders": 3}
+    assert res.environment["search"] == {"full_max": 4, "sample": 2, "jobs": 2, "round_cap": 4, "leaders": 2}
 
 
 def test_a_budget_that_suffices_searches_around_the_leaders_and_finds_the_fastest(probe):

@@ -144,8 +144,9 @@ def test_a_cut_off_round_leaves_the_rest_untried_and_a_spent_budget_compiles_one
     fake = Fake(bowl, jobs=4)
     out = BudgetedSearch(configs, fake.compile, fake.race, lambda c: c.label, SearchSettings(jobs=4), 7.0,
                          clock=fake.clock).run()
-    # round 1: cut-off (7 - 2) / 2 = 2.5 s: waves at 0, 1, 2 s start (12); round 2: 7 - 2 - 1 = 4 s < 5 s: none
-    assert [r.compiled for r in out.rounds] == [12] and out.tried == 12 == len(fake.compiled)
+    # round 1: cut-off (7 - 2) × ROUND1_SHARE (0.3) = 1.5 s: waves at 0 and 1 s start (8); round 2: 7 - 2 - 1 = 4 s
+    # is before the clock (2 s of compiles, 2 s of race): none
+    assert [r.compiled for r in out.rounds] == [8] and out.tried == 8 == len(fake.compiled)
 
 
 def test_the_budget_stops_the_search_after_the_first_round():
@@ -250,3 +251,27 @@ def test_a_later_rounds_cut_off_keeps_room_for_a_leaders_neighbour_not_for_the_s
     assert configs[0].label not in out.rounds[0].leader                 # TILE=0 is far from the bowl's minimum
     assert fake.stops[1] == pytest.approx(40.0 - 2.0 - NEIGHBOUR_COMPILE_FACTOR * 1.0)
     assert out.outcome.pick == min(configs, key=bowl).label
+
+
+def test_a_later_rounds_cut_off_keeps_a_race_of_its_leaders_and_a_wave_not_the_whole_last_race():
+    """A race that costs 0.1 s per candidate: round 1 races its many candidates for several seconds, but a later
+    round races its leaders and about a wave of newcomers, so its cut-off keeps max(MIN_RACE_S, 0.1 s × (leaders +
+    jobs)) before the deadline (and the neighbour's compile), not the whole of round 1's race."""
+    from tileprobe.tune.race import MIN_RACE_S
+    configs = space(TILE=list(range(10)), occupancy=[1, 2, 4, 8], num_ctas=[1, 2, 4])
+    fake = Fake(bowl, jobs=4)
+    real_race = fake.race
+
+    def race(ids, budget_s):
+        out = real_race(ids, budget_s)
+        fake.now += 0.1 * len(ids) - 2.0
+        return out
+    fake.race = race
+    out = BudgetedSearch(configs, fake.compile, fake.race, lambda c: c.label, SearchSettings(jobs=4, round_cap=64),
+                         60.0, clock=fake.clock).run()
+    first = len(fake.races[0])
+    assert first * 0.1 > MIN_RACE_S + 1.0                       # round 1's race was long
+    assert len(out.rounds) >= 2
+    # the tail: min(the longest compile, NEIGHBOUR_COMPILE_FACTOR × the leaders') = 1 s (every compile takes 1 s)
+    assert fake.stops[1] == pytest.approx(60.0 - max(MIN_RACE_S, 0.1 * (2 + 4)) - 1.0)
+    assert fake.stops[1] > 60.0 - 0.1 * first - 1.0    # later than keeping the whole of round 1's race
