@@ -87,7 +87,8 @@ def main(argv=None) -> int:
     ap.add_argument("--budget", type=float, default=30.0)
     ap.add_argument("--plan", type=float, default=9.0, help="s from the tune's start to round 1 (start-up + plan)")
     ap.add_argument("--jobs", type=int, default=16)
-    ap.add_argument("--overhead", type=float, default=0.8, help="s per compile job beyond tileiras")
+    ap.add_argument("--overhead", type=float, default=1.08,
+                    help="s per compile job beyond tileiras (1.08: the H200's full tune of 2026-12-03)")
     ap.add_argument("--round-start", type=float, default=1.0)
     ap.add_argument("--batch", type=float, default=0.045,
                     help="s per candidate per race round (0.045: the H200's race of 49 matmul candidates took 4.4 s in "

@@ -84,6 +84,13 @@ def test_a_budget_that_suffices_searches_around_the_leaders_and_finds_the_fastes
     assert len([r for r in d["problems"][0]["candidates"] if r.get("config")]) == 12
 
 
+def test_the_budget_counts_the_processs_start_up(probe, tmp_path):
+    """--budget bounds the command's wall time: a start-up that took all of it leaves the search round 1's first
+    wave only (the same 600-s budget without it tries every configuration, the test above)."""
+    (p,) = run(dict(probe, store=str(tmp_path / "s.sqlite")), 600.0, startup_s=600.0).problems
+    assert p.coverage["compiled"] == 2 and p.dropped["not_searched"] == 10
+
+
 def test_a_small_space_with_a_budget_is_compiled_whole_as_before(probe):
     with Watchdog(timeout_s=5.0, init=INIT, env={PLAN_ENV: json.dumps({"times": TIMES})}, grace_s=0.5) as wd:
         with Store.open(probe["store"]) as s:

@@ -241,15 +241,16 @@ def test_a_balanced_sample_of_nine_in_a_cube_of_27_is_an_orthogonal_array():
 def test_a_later_rounds_cut_off_keeps_room_for_a_leaders_neighbour_not_for_the_slowest_compile():
     """The default configuration (TILE=0) compiles in 8 s, every other in 1 s; the leaders sit around TILE=5. A
     neighbour differs from its leader in one knob, so round 2 stops starting compiles NEIGHBOUR_COMPILE_FACTOR ×
-    the leaders' longest compile (1.5 s) plus a race (2 s) before the deadline, not 8 s + 2 s before it."""
-    from tileprobe.tune.search import NEIGHBOUR_COMPILE_FACTOR
+    the leaders' longest compile (1.5 s) and the worker's overhead beyond tileiras, plus a race (2 s) and the finish,
+    before the deadline, not 8 s + 2 s before it."""
+    from tileprobe.tune.search import FINISH_S, NEIGHBOUR_COMPILE_FACTOR, WORKER_OVERHEAD_S
     configs = space(TILE=list(range(10)), occupancy=[1, 2, 4, 8], num_ctas=[1, 2, 4])
     fake = Fake(bowl, jobs=4, secs=lambda c: 8.0 if dict(c.tunables)["TILE"] == 0 else 1.0)
     out = BudgetedSearch(configs, fake.compile, fake.race, lambda c: c.label, SearchSettings(jobs=4), 40.0,
                          [configs[0]], clock=fake.clock).run()
     assert fake.compiled[0] == configs[0] and len(out.rounds) >= 2
     assert configs[0].label not in out.rounds[0].leader                 # TILE=0 is far from the bowl's minimum
-    assert fake.stops[1] == pytest.approx(40.0 - 2.0 - NEIGHBOUR_COMPILE_FACTOR * 1.0)
+    assert fake.stops[1] == pytest.approx(40.0 - 2.0 - NEIGHBOUR_COMPILE_FACTOR * 1.0 - WORKER_OVERHEAD_S - FINISH_S)
     assert out.outcome.pick == min(configs, key=bowl).label
 
 
@@ -258,6 +259,7 @@ def test_a_later_rounds_cut_off_keeps_a_race_of_its_leaders_and_a_wave_not_the_w
     round races its leaders and about a wave of newcomers, so its cut-off keeps max(MIN_RACE_S, 0.1 s × (leaders +
     jobs)) before the deadline (and the neighbour's compile), not the whole of round 1's race."""
     from tileprobe.tune.race import MIN_RACE_S
+    from tileprobe.tune.search import FINISH_S, WORKER_OVERHEAD_S
     configs = space(TILE=list(range(10)), occupancy=[1, 2, 4, 8], num_ctas=[1, 2, 4])
     fake = Fake(bowl, jobs=4)
     real_race = fake.race
@@ -273,5 +275,6 @@ def test_a_later_rounds_cut_off_keeps_a_race_of_its_leaders_and_a_wave_not_the_w
     assert first * 0.1 > MIN_RACE_S + 1.0                       # round 1's race was long
     assert len(out.rounds) >= 2
     # the tail: min(the longest compile, NEIGHBOUR_COMPILE_FACTOR × the leaders') = 1 s (every compile takes 1 s)
-    assert fake.stops[1] == pytest.approx(60.0 - max(MIN_RACE_S, 0.1 * (2 + 4)) - 1.0)
-    assert fake.stops[1] > 60.0 - 0.1 * first - 1.0    # later than keeping the whole of round 1's race
+    keep = 1.0 + WORKER_OVERHEAD_S + FINISH_S
+    assert fake.stops[1] == pytest.approx(60.0 - max(MIN_RACE_S, 0.1 * (2 + 4)) - keep)
+    assert fake.stops[1] > 60.0 - 0.1 * first - keep    # later than keeping the whole of round 1's race

@@ -303,7 +303,7 @@ def _searched(result, problems, arch, starter, wd, probe_paths, store, jobs, com
               overrides, executor, num_sms, timing, settings, search, timeout_s, seed, tasks, probe_timeout_s,
               run_hang_risk, gpu, t0) -> list[Plan]:
     """The budgeted search (:mod:`tileprobe.tune.search`): each problem in rounds within its share of the budget,
-    counted from the tune's start; a problem of at most ``search.full_max`` configurations is searched in one
+    counted from the process's start (``startup_s`` before ``t0``); a problem of at most ``search.full_max`` configurations is searched in one
     round of everything. Returns the plans."""
     from tileprobe.tune.budgeted import SearchContext, search_problem
     asked: dict = {} if gpu is None else {"gpu": gpu}
@@ -319,7 +319,8 @@ def _searched(result, problems, arch, starter, wd, probe_paths, store, jobs, com
                     timeout_s=timeout_s, seed=seed, tasks=tasks, trust_recorded=True)
     ctx = SearchContext(records, wait_gpu, bench_kw, settings, search, arch, run_hang_risk, probe_timeout_s, num_sms,
                         progress)
-    plans, deadline = [], t0 + settings.budget_s
+    # --budget bounds the command's wall time: the process's start-up before this call counts (issue 22)
+    plans, deadline = [], t0 + settings.budget_s - (result.times.get("startup_s") or 0.0)
     for i, problem in enumerate(problems):
         share = max(0.0, deadline - time.perf_counter()) / (len(problems) - i)
         one = search if len(problem.configs) > search.full_max else \

@@ -47,9 +47,9 @@ from tileprobe.tune.space import Config
 #: The status of a configuration the budgeted search never compiled.
 NOT_SEARCHED = "not_searched"
 #: Round 1 starts compiles during this share of what is left after its race (the rest: later rounds). Replayed on the
-#: H200's full tune of the 486-configuration matmul (``benchmarks/sim_budget.py``, 60 seeds, 30-s budget, 9-s plan,
-#: 2026-12-03), with the later rounds' race estimated per candidate: 0.3 found a configuration within 1.02 of the
-#: best in 32 seeds, 0.5 in 28 (and the search before these changes in 24).
+#: H200's full tune of the 486-configuration matmul (``benchmarks/sim_budget.py``, 60 seeds, 30-s budget, a 10-s
+#: plan, 1.08 s per compile beyond tileiras, 2026-12-03): 0.3 found a configuration within 1.02 of the best in 26
+#: seeds, 0.5 in 25; the search before this session's changes (later rounds' cut-offs, 3 leaders, 0.5) in 23.
 ROUND1_SHARE = 0.3
 #: What a round's race is expected to cost per candidate (s): its first batch and about as much again in the later
 #: rounds of successive elimination. On the H200 host a first batch of the TileGym matmul took 0.06-0.12 s
@@ -60,6 +60,11 @@ RACE_PER_CANDIDATE_S = 0.2
 NEIGHBOUR_COMPILE_FACTOR = 1.5
 #: Seconds kept after the last race for the finalists' store and export (0.05-0.06 s measured, with margin).
 FINISH_S = 0.5
+#: What a compile job costs beyond tileiras' own time (s): cuTile's front end, nvdisasm and the register-pool walk,
+#: the result's trip back. The H200 host's full tune of the 486-configuration matmul kept 16 jobs busy for 62.8 s
+#: (1,005 job-seconds) for 480 s of tileiras: 1.08 s per compile (``benchmarks/bench_budget.py``, 2026-12-03).
+#: A later round's last compile is its tail (:meth:`BudgetedSearch._tail_s`) plus this.
+WORKER_OVERHEAD_S = 1.0
 #: Race statuses of candidates that ran correctly (a leader is chosen among them).
 _TIMED_OK = ("winner", "tie", "eliminated", "racing")
 
@@ -333,15 +338,16 @@ class BudgetedSearch:
 
     def _cut_off(self) -> float | None:
         """When the next round stops starting compiles (module doc, "Rounds"), or None: no time for one. Round 1
-        gets :data:`ROUND1_SHARE` of what is left after a race; a later round what is left after a race and the
-        longest compile seen (one started just before the cut-off still has to finish)."""
+        gets :data:`ROUND1_SHARE` of what is left after a race; a later round what is left after a race of its leaders
+        and a wave (the last race's time per candidate), its tail (one compile started just before the cut-off still
+        has to finish: :meth:`_tail_s` plus :data:`WORKER_OVERHEAD_S`) and :data:`FINISH_S`."""
         now = self.clock()
         race = max(self.s.min_race_s, self.race_s)
         if not self.rounds:
             return now + max(0.0, self.deadline - now - race) * ROUND1_SHARE
         if self.race_per_s is not None:   # a later round races its leaders and about a wave of newcomers
             race = max(self.s.min_race_s, min(race, self.race_per_s * (len(self.leaders) + self.s.jobs)))
-        stop = self.deadline - race - self._tail_s()
+        stop = self.deadline - race - self._tail_s() - WORKER_OVERHEAD_S - FINISH_S
         return stop if stop > now else None
 
     def _tail_s(self) -> float:
