@@ -7,10 +7,12 @@ in order until its budget is spent (the rest skipped, as the real race). Prints,
 and timed and the pick's median over the full tune's pick's, then how many seeds were within 1.02.
 
     python benchmarks/sim_budget.py FULL.json [--budget 30 --plan 9 --seeds 20] [--round1-share 0.5 --round-cap 64]
+    python benchmarks/sim_budget.py docs/gpu/2026-12-03/s7a-full-486.json.gz --plan 10 --seeds 60   # the H200's
 """
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import statistics
@@ -24,7 +26,9 @@ from tileprobe.tune.space import Config  # noqa: E402
 
 
 def load(path: str):
-    with open(path, encoding="utf-8") as f:
+    """The first problem's rows of a tune's JSON (``.json`` or gzip-ed ``.json.gz``): config -> (compile s, median
+    µs, status)."""
+    with (gzip.open(path, "rt", encoding="utf-8") if path.endswith(".gz") else open(path, encoding="utf-8")) as f:
         p = json.load(f)["problems"][0]
     rows = {}
     for c in p["candidates"]:

@@ -278,3 +278,20 @@ def test_a_later_rounds_cut_off_keeps_a_race_of_its_leaders_and_a_wave_not_the_w
     keep = 1.0 + WORKER_OVERHEAD_S + FINISH_S
     assert fake.stops[1] == pytest.approx(60.0 - max(MIN_RACE_S, 0.1 * (2 + 4)) - keep)
     assert fake.stops[1] > 60.0 - 0.1 * first - keep    # later than keeping the whole of round 1's race
+
+
+def test_the_search_replayed_on_the_h200s_full_486_configuration_tune_keeps_its_hit_rate():
+    """benchmarks/sim_budget.py replays the budgeted search on the H200's full tune of TileGym's 486-configuration
+    matmul (every configuration's tileiras time and race median, docs/gpu/2026-12-03/s7a-full-486.json.gz): with a
+    30-s budget and a 10-s plan, 14 of 30 seeds pick a configuration within 1.02 of the best (the search before
+    2026-12-03: 13). A change to the search that finds it less often fails here."""
+    import os
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run([sys.executable, os.path.join(root, "benchmarks", "sim_budget.py"),
+                          os.path.join(root, "docs", "gpu", "2026-12-03", "s7a-full-486.json.gz"),
+                          "--plan", "10", "--seeds", "30"], capture_output=True, text=True, timeout=600, check=True)
+    last = out.stdout.strip().splitlines()[-1]
+    hits = int(last.split("within 1.02: ")[1].split(" of ")[0])
+    assert hits >= 14, last
