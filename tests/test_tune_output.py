@@ -81,3 +81,18 @@ def test_the_time_split_names_the_compile_part_for_what_it_was():
     for compiled in (3, None):        # some compiled, or not counted (a bundle, no progress callback)
         assert time_line(times, compiled) == ("time: start-up 1.0 s · plan 0.2 s · compile 4.8 s · store 0.1 s · "
                                               "total 6.1 s")
+
+
+def test_a_row_whose_sass_was_not_read_shows_its_stack_and_the_table_says_why_there_is_no_stl():
+    """Issue 22: the tune reads the SASS only for kernels whose PTX has setmaxnreg; the others' rows have stack bytes
+    and no STL count, and one line under the table says why and where to get it."""
+    res = _result(4)
+    rows = res.problems[0].candidates
+    rows[0].stack_bytes, rows[0].spills = 24, None
+    rows[1].stack_bytes, rows[1].spills = 256, {"spill_stores": 91}
+    text = _text(res)
+    cells = {ln.split()[0]: ln for ln in text.splitlines() if ln.lstrip().startswith("TILE=")}
+    assert " 24 " in cells["TILE=0"] and "256/91" in cells["TILE=1"]
+    assert text.count("stack B / STL: no STL count where the SASS was not read") == 1
+    rows[0].spills = {"spill_stores": 0}
+    assert "no STL count" not in _text(res)

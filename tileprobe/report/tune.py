@@ -143,6 +143,9 @@ def _render_problem(p: ProblemResult, console, all_rows: bool = False) -> None:
                               str(r.registers or "-"), str(r.ctas_per_sm or "-"), _spill(r), _mhz(r),
                               _note(r))))
     console.print(t)
+    if any(r.stack_bytes is not None and not (r.spills or {}) for r in shown):
+        say(console, "  stack B / STL: no STL count where the SASS was not read (the tune reads it only for kernels "
+                     "whose PTX has setmaxnreg, for the hang check); `tileprobe audit` of the probe reads it")
     if len(shown) < len(rows):
         say(console, f"  {len(shown)} of {len(rows)} rows shown (--all: every row; --json keeps them all); per fate: "
                      + ", ".join(f"{k} {n}" for k, n in fate_counts(rows).items()))
