@@ -295,3 +295,21 @@ def test_the_search_replayed_on_the_h200s_full_486_configuration_tune_keeps_its_
     last = out.stdout.strip().splitlines()[-1]
     hits = int(last.split("within 1.02: ")[1].split(" of ")[0])
     assert hits >= 14, last
+
+
+def test_round_ones_race_leaves_half_for_later_rounds_judged_on_a_typical_compile_not_the_slowest():
+    """The default configuration compiles in 8 s, every other in 1 s. Whether round 1's race leaves half of what
+    is left for a later round is judged on what a later round's last compile may cost: before any leader is known,
+    1.5 × the round's median compile (1.5 s), not the slowest one (8 s), so round 1's race gets half, and a
+    second round runs."""
+    configs = space(TILE=list(range(10)), occupancy=[1, 2, 4, 8], num_ctas=[1, 2, 4])
+    fake = Fake(bowl, jobs=4, secs=lambda c: 8.0 if dict(c.tunables)["TILE"] == 0 else 1.0)
+    budgets, clocks = [], []
+    real_race = fake.race
+    fake.race = lambda ids, budget_s: (budgets.append(budget_s), clocks.append(fake.now), real_race(ids, budget_s))[2]
+    out = BudgetedSearch(configs, fake.compile, fake.race, lambda c: c.label, SearchSettings(jobs=4), 24.0,
+                         [configs[0]], clock=fake.clock).run()
+    left = 24.0 - clocks[0]
+    assert 8.0 + 2.0 > left / 2 > 1.5 + 2.0              # the slowest compile would have said "no later round"
+    assert budgets[0] == pytest.approx(left / 2)
+    assert len(out.rounds) >= 2
