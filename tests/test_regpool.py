@@ -251,3 +251,83 @@ def test_the_facts_listing_without_dataflow_gives_the_facts_of_the_plain_listing
             pp = S.register_pool(data, plain, kp.name, tp.target).to_dict()
             pf = S.register_pool(data, fast, kf.name, tf.target).to_dict()
             assert {**pp, "reason": None} == {**pf, "reason": None}, path
+
+
+def _with_ptx_section(data: bytes, edit) -> bytes:
+    """``data`` with its ``.nv_debug_ptx_txt`` section's bytes replaced by ``edit(old bytes)`` (same size or shorter:
+    the section header's size is set to the new length)."""
+    import io
+    import struct
+    from elftools.elf.elffile import ELFFile
+    elf = ELFFile(io.BytesIO(data))
+    index = next(i for i, s in enumerate(elf.iter_sections()) if s.name == ".nv_debug_ptx_txt")
+    sec = elf.get_section(index)
+    new = edit(sec.data())
+    assert len(new) <= sec["sh_size"]
+    out = bytearray(data)
+    off = sec["sh_offset"]
+    out[off:off + len(new)] = new
+    hdr = elf["e_shoff"] + index * elf["e_shentsize"]
+    struct.pack_into("<Q", out, hdr + 32, len(new))         # Elf64_Shdr.sh_size
+    return bytes(out)
+
+
+@pytest.mark.parametrize("edit", [
+    lambda d: b"",                                            # an empty section
+    lambda d: d[:d.index(b"setmaxnreg")],                     # cut short before the first setmaxnreg
+    lambda d: b"\xff" * len(d),                               # not text
+    lambda d: d.replace(b"setmaxnreg", b"setmaxn\0reg")[:len(d)],   # a NUL inserted in the word (a new line)
+    lambda d: d.replace(b"setmaxnreg", b"setmaxnreG"),        # a damaged letter
+], ids=["empty", "cut", "not-text", "nul-split", "case"])
+def test_a_damaged_ptx_never_lets_the_gate_skip_the_sass_of_a_hang(edit):
+    """Hostile test (session 7): the occupancy-16 cubin hangs (its SASS says so); with its PTX section damaged in
+    these ways the gate must not answer 'no setmaxnreg' (False), so the SASS is read."""
+    from tileprobe.model.sass import ptx_has_setmaxnreg
+    data = _with_ptx_section(OCC16.read_bytes(), edit)
+    assert ptx_has_setmaxnreg(data) is not False
+
+
+def test_the_gate_never_raises_on_a_damaged_cubin():
+    """Hostile test (session 7): a PTX section flagged compressed with a bad stream raised zlib.error through the
+    gate (the tune crashed); every damaged input now reads as 'cannot tell' (None)."""
+    import random
+    import struct
+    from tileprobe.model.sass import ptx_has_setmaxnreg
+    base = OCC16.read_bytes()
+    import io
+    from elftools.elf.elffile import ELFFile
+    elf = ELFFile(io.BytesIO(base))
+    index = next(i for i, s in enumerate(elf.iter_sections()) if s.name == ".nv_debug_ptx_txt")
+    bad = bytearray(base)
+    hdr = elf["e_shoff"] + index * elf["e_shentsize"]
+    flags = struct.unpack_from("<Q", bad, hdr + 8)[0]
+    struct.pack_into("<Q", bad, hdr + 8, flags | 0x800)      # SHF_COMPRESSED over bytes that are no zlib stream
+    assert ptx_has_setmaxnreg(bytes(bad)) is None
+    rng = random.Random(7)
+    head = elf["e_shoff"]
+    for _ in range(300):
+        d = bytearray(base)
+        for _ in range(8):
+            i = rng.choice([rng.randrange(0, 64), rng.randrange(head, len(d))])
+            d[i] = rng.randrange(256)
+        assert ptx_has_setmaxnreg(bytes(d)) in (None, True, False)
+
+
+@pytest.mark.parametrize("word", [b"setmaxn\0eg", b"setmaxneeg", b"xxxxxxxxxx"])
+def test_a_ptx_that_lies_is_caught_by_the_sm90_machine_code(word):
+    """A letter of the word replaced (hostile test, session 7) leaves no trace in the PTX; on sm_90 the instruction
+    words still show the USETMAXREG (low 12 bits 0x9c8), so the gated summary reads the SASS and finds the hang."""
+    from tileprobe.model.sass import gated_summary, machine_code_may_setmaxnreg, ptx_has_setmaxnreg
+    data = _with_ptx_section(OCC16.read_bytes(), lambda d: d.replace(b"setmaxnreg", word))
+    assert ptx_has_setmaxnreg(data) is False and machine_code_may_setmaxnreg(data) is True
+    if have_nvdisasm():
+        assert split_register_pool(gated_summary(data, ""))[1].verdict == HANG_RISK
+
+
+def test_the_machine_code_signal_counts_exactly_the_usetmaxreg_of_sm90_cubins():
+    from tileprobe.model.sass import machine_code_may_setmaxnreg
+    assert machine_code_may_setmaxnreg(OCC4.read_bytes()) is True
+    assert machine_code_may_setmaxnreg((DATA / "cubins" / "matmul_sm_90.cubin").read_bytes()) is True
+    assert machine_code_may_setmaxnreg((DATA / "cubins" / "vec_add_sm_90.cubin").read_bytes()) is False
+    assert machine_code_may_setmaxnreg((DATA / "cubins" / "vec_add_sm_120.cubin").read_bytes()) is None   # unchecked
+    assert machine_code_may_setmaxnreg(b"garbage") is None

@@ -202,3 +202,14 @@ def test_each_rounds_compile_passes_the_tileiras_time_of_every_configuration_it_
         assert set(c.ids) <= set(c.seconds) and c.seconds
         assert all(s > 0.001 for s in c.seconds.values())
         assert max(c.seconds.values()) == pytest.approx(c.longest_s)
+
+
+@pytest.mark.parametrize("kw", [{"budget_s": float("nan")}, {"budget_s": -5.0}, {"budget_s": 0.0},
+                                {"budget_s": 30.0, "startup_s": float("nan")}, {"budget_s": 30.0, "startup_s": -1000.0}],
+                         ids=["nan", "negative", "zero", "startup-nan", "startup-negative"])
+def test_the_api_refuses_a_budget_or_start_up_that_is_no_number_of_seconds(probe, kw):
+    """Hostile test (session 7): these ran silently as a spent budget, or added 1000 s to it."""
+    from tileprobe.errors import TileprobeError
+    name = "startup_s" if "startup_s" in kw else "budget_s"
+    with pytest.raises(TileprobeError, match=rf"tune settings: {name}=.*: give a finite number of seconds"):
+        tune([probe["probe"]], arch="sm_90", dry_run=True, num_sms=132, **kw)

@@ -116,7 +116,8 @@ def cmd_tune(args) -> int:
 def run_tune(args, err):
     """The tune of ``args.probes`` with the store, the GPU worker and progress lines; the ``TuneResult``."""
     from tileprobe.tune.pipeline import process_age_s
-    startup_s = process_age_s()
+    startup_s = getattr(args, "startup_s", None)   # set by `tune -- COMMAND` before the program ran
+    startup_s = process_age_s() if startup_s is None else startup_s
     if args.bundle:       # the bundle is checked before any GPU is looked for (issue 25)
         from tileprobe.run.session import load_bundle
         load_bundle(args.bundle)

@@ -35,8 +35,10 @@ def cmd_tune_program(args, command: list[str] | None, run_tune, report) -> int:
     ``run_tune(args, err) -> TuneResult`` and ``report(args, result, err) -> exit code`` are ``tileprobe tune``'s
     own (:mod:`tileprobe.cli.tune`, passed in: it imports this module)."""
     from tileprobe.cli._common import console
+    from tileprobe.tune.pipeline import process_age_s
     err = console(stderr=True)
     args.tune_fns = (run_tune, report)
+    args.startup_s = process_age_s()   # --budget bounds the tune: the recorded program's own run does not count
     if args.refresh:
         if command:
             raise TileprobeError("give either --refresh TABLE or -- COMMAND, not both")

@@ -339,11 +339,9 @@ def embedded_ptx(data: bytes, source: str | None = None) -> str | None:
     """The PTX text tileiras embeds in the cubin (``.nv_debug_ptx_txt``), or None when it carries none.
 
     Raises:
-        CubinError: not a cubin (see :meth:`CubinInfo.from_bytes`).
+        CubinError: not a cubin, or a damaged one (see :meth:`CubinInfo.from_bytes`). TypeError: not bytes.
     """
-    src = source or "<bytes>"
-    _check_header(data, src)
-    return _Reader(data, src)._ptx_text()
+    return _read(data, source, lambda r: r._ptx_text(), "embedded_ptx")
 
 
 def _positive_ints(values) -> bool:

@@ -350,22 +350,63 @@ def register_pool(cubin: bytes, listing: str, kernel: str, target: str | None) -
 
 
 def ptx_has_setmaxnreg(cubin: bytes) -> bool | None:
-    """Whether the PTX tileiras embedded in ``cubin`` (``.nv_debug_ptx_txt``) has a ``setmaxnreg``; None when the
-    cubin carries no PTX (or cannot be read). ptxas writes SASS ``USETMAXREG`` only for a PTX ``setmaxnreg``
-    (the PTX ISA's only way to ask for it): on the cubins of ``tests/data`` the PTX's count equals the SASS's
-    (2 and 3 in the 13.3.36 RMSNorm ones, 3 in the sm_90 matmul, 0 where the SASS has none)."""
+    """Whether the PTX tileiras embedded in ``cubin`` (``.nv_debug_ptx_txt``) has a ``setmaxnreg``; None when that
+    cannot be told: no PTX, a cubin that cannot be read, or a PTX that does not look whole (empty, bytes that are
+    not text, no ``.version`` / ``.target`` / ``.entry``, unbalanced braces: cut short or damaged). ptxas writes
+    SASS ``USETMAXREG`` only for a PTX ``setmaxnreg`` (the PTX ISA's only way to ask for it): on the cubins of
+    ``tests/data`` and 84 compiled for sm_90/100/120 the PTX's count equals the SASS's (2026-12-03). The search
+    ignores case and white space (the section's lines are NUL-separated, read as new lines). Never raises."""
     from tileprobe.model.cubin import embedded_ptx
     try:
         ptx = embedded_ptx(cubin)
-    except CubinError:
+    except Exception:     # noqa: BLE001 — any failure to read means "cannot tell": the caller reads the SASS
         return None
-    return None if ptx is None else "setmaxnreg" in ptx
+    if not ptx or "\ufffd" in ptx or not _whole_ptx(ptx):
+        return None
+    return "setmaxnreg" in re.sub(r"\s+", "", ptx).lower()   # its lines are NUL-separated: a NUL inside the word too
+
+
+def _whole_ptx(ptx: str) -> bool:
+    """A PTX module that looks complete: ``.version``, ``.target``, an ``.entry``, and its braces balanced."""
+    return (".version" in ptx and ".target" in ptx and ".entry" in ptx
+            and ptx.count("{") == ptx.count("}") > 0)
+
+
+#: sm_90 (Hopper) encodes USETMAXREG with 0x9c8 in the low 12 bits of each 128-bit instruction's first 64-bit word
+#: (``nvdisasm -hex``: ``USETMAXREG.TRY_ALLOC.CTAPOOL UP0, 0x20`` is ``0x00000020000079c8``; ``.DEALLOC`` too). On
+#: the sm_90 cubins of tests/data and a 15,608-instruction RMSNorm one, the words with those bits are exactly the
+#: USETMAXREG instructions (2026-12-03); another opcode with them would only make the gate read the SASS.
+_SM90_USETMAXREG_LOW12 = 0x9C8
+
+
+def machine_code_may_setmaxnreg(cubin: bytes) -> bool | None:
+    """Whether the cubin's kernel code may hold a USETMAXREG, read from the instruction words alone: for sm_90 /
+    sm_90a, any word with :data:`_SM90_USETMAXREG_LOW12`; None for other architectures (their encodings were not
+    checked here: the PTX alone decides) and for a cubin that cannot be read. The gate's second signal, beside
+    the PTX: it catches a damaged PTX section that lost its ``setmaxnreg``. Never raises."""
+    import io
+    import struct
+    try:
+        from elftools.elf.elffile import ELFFile
+        from tileprobe.model.cubin import CubinInfo
+        if CubinInfo.from_bytes(cubin).arch != "sm_90":
+            return None
+        for sec in ELFFile(io.BytesIO(cubin)).iter_sections():
+            if sec.name.startswith(".text."):
+                code = sec.data()
+                if any(struct.unpack_from("<Q", code, i)[0] & 0xFFF == _SM90_USETMAXREG_LOW12
+                       for i in range(0, len(code) - 15, 16)):
+                    return True
+        return False
+    except Exception:     # noqa: BLE001 — cannot tell
+        return None
 
 
 def gated_summary(cubin: bytes, symbol: str) -> dict:
-    """:func:`sass_summary` where the register-pool check needs the SASS (:func:`ptx_has_setmaxnreg` is not
-    False); else only that check's verdict, ``none``, read from the PTX (:data:`SASS_GATE`): no nvdisasm run."""
-    if ptx_has_setmaxnreg(cubin) is not False:
+    """:func:`sass_summary` where the register-pool check may need the SASS (:func:`ptx_has_setmaxnreg` is not
+    False, or :func:`machine_code_may_setmaxnreg` is True); else only that check's verdict, ``none``, read from the PTX and
+    the instruction words (:data:`SASS_GATE`): no nvdisasm run."""
+    if ptx_has_setmaxnreg(cubin) is not False or machine_code_may_setmaxnreg(cubin) is True:
         return sass_summary(cubin, symbol)
     from tileprobe.model.regpool import MODEL_VERSION, NONE
     pool = RegisterPool(verdict=NONE, model_version=MODEL_VERSION,

@@ -30,6 +30,7 @@ from tileprobe.tune.static import Landing
 from tileprobe.tune.static import pending_plans
 import contextlib
 import dataclasses
+import math
 
 if TYPE_CHECKING:
     from tileprobe.toolchain import Toolchain
@@ -81,6 +82,22 @@ class _WorkerStarter:
         if self.error is not None:
             raise self.error
         return self.info, self.t1 - self.t0, waited
+
+
+def _check_seconds(*, budget_s, startup_s) -> None:
+    """``budget_s`` (None, or seconds > 0) and ``startup_s`` (None, or seconds ≥ 0), finite: a NaN, negative or
+    zero budget would silently act as spent, a negative start-up would lengthen it (hostile test, session 7).
+
+    Raises:
+        TileprobeError: naming the argument, its value and what to give."""
+    for name, value, least in (("budget_s", budget_s, "> 0"), ("startup_s", startup_s, ">= 0")):
+        if value is None:
+            continue
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and \
+            (value > 0 if name == "budget_s" else value >= 0)
+        if not ok:
+            raise TileprobeError(f"tune settings: {name}={value!r}: give a finite number of seconds {least}"
+                                 + (" (or None: no budget)" if name == "budget_s" else " (or None)"))
 
 
 def _settings(strategy, budget_s, tie_pct, confidence, min_samples, max_samples, seed, timing) -> tuple:
@@ -183,10 +200,12 @@ def tune(probe_paths: Sequence[str], *, arch: str | None = None, budget_s: float
     Returns a :class:`~tileprobe.tune.result.TuneResult`.
 
     Raises:
-        TileprobeError: nothing to tune (no probe loaded), bad settings, a bundle without the GPU's arch, or no GPU
-            worker could start (:class:`~tileprobe.run.watchdog.WorkerStartError`).
+        TileprobeError: nothing to tune (no probe loaded), bad settings (a NaN, negative or zero ``budget_s``; a
+            negative ``startup_s``), a bundle without the GPU's arch, or no GPU worker could start
+            (:class:`~tileprobe.run.watchdog.WorkerStartError`).
     """
     t0 = time.perf_counter()
+    _check_seconds(budget_s=budget_s, startup_s=startup_s)
     if bundle:            # a damaged or missing bundle is said before the GPU worker starts (issue 25)
         from tileprobe.run.session import load_bundle
         load_bundle(bundle)
