@@ -179,7 +179,8 @@ def test_a_dry_run_with_a_budget_compiles_round_1s_sample_and_lists_the_rest(pro
     assert p.dropped["not_searched"] == 8 and p.coverage["timed"] == 0
     assert all(r.reason.startswith("not compiled: a dry run with --budget compiles round 1's sample")
                for r in rows if r.status == "not_searched")
-    assert any(n.startswith("a dry run with --budget: compiled round 1's sample, 4 of 12") for n in p.notes)
+    assert any(n.startswith("a dry run with --budget: round 1's sample, 4 of 12 configurations (at most 4 × --jobs; "
+                             "compiled, or taken from the store)") for n in p.notes)
 
 
 def test_each_rounds_compile_passes_the_tileiras_time_of_every_configuration_it_landed(probe, tmp_path,

@@ -5,7 +5,8 @@ Finds the fastest correct configuration (tunable case values × hints) of each k
 machine's GPU: compiles the candidates in parallel (or takes them from the store or a bundle) while the GPU worker
 starts, drops failed compiles and times identical launches once, races the rest with successive elimination,
 checks the winner and every candidate within noise of it, and prints what happened with the time split.
-Exit code: 0 when the tune ran (failed candidates are results), 1 when it could not run.
+Exit code: 0 when the tune ran (failed candidates are results), 1 when it could not run, 3 when a probe (its
+import, constraints, grid() or args()) failed and the other probes were still tuned (README: Exit codes).
 """
 from __future__ import annotations
 

@@ -202,5 +202,6 @@ def add_not_sampled(plan: Plan, left: list[Config]) -> None:
     plan.candidates += [Candidate(plan.problem, cfg, None, NOT_SEARCHED, NOT_SAMPLED_REASON) for cfg in left]
     plan.dropped[NOT_SEARCHED] = plan.dropped.get(NOT_SEARCHED, 0) + len(left)
     n = len(plan.candidates) - len(left)
-    plan.notes.append(f"a dry run with --budget: compiled round 1's sample, {n} of {len(plan.candidates)} "
-                      "configurations; the later rounds follow the race's leaders (run without --dry-run)")
+    plan.notes.append(f"a dry run with --budget: round 1's sample, {n} of {len(plan.candidates)} configurations "
+                      "(at most 4 × --jobs; compiled, or taken from the store); the later rounds follow the race's "
+                      "leaders (run without --dry-run)")
