@@ -206,7 +206,8 @@ def test_each_rounds_compile_passes_the_tileiras_time_of_every_configuration_it_
 
 
 @pytest.mark.parametrize("kw", [{"budget_s": float("nan")}, {"budget_s": -5.0}, {"budget_s": 0.0},
-                                {"budget_s": 30.0, "startup_s": float("nan")}, {"budget_s": 30.0, "startup_s": -1000.0}],
+                                {"budget_s": 30.0, "startup_s": float("nan")},
+                                {"budget_s": 30.0, "startup_s": -1000.0}],
                          ids=["nan", "negative", "zero", "startup-nan", "startup-negative"])
 def test_the_api_refuses_a_budget_or_start_up_that_is_no_number_of_seconds(probe, kw):
     """Hostile test (session 7): these ran silently as a spent budget, or added 1000 s to it."""

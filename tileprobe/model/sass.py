@@ -31,13 +31,13 @@ if TYPE_CHECKING:
     from tileprobe.schema import VariantRecord
 
 __all__ = ["KernelSassTraits", "SassTraits", "SASS_GATE", "TMA_DATA_OPCODES", "find_nvdisasm", "gated_summary",
-           "have_nvdisasm", "parse_nvdisasm", "ptx_has_setmaxnreg", "register_pool", "sass_facts", "sass_summary",
-           "sass_traits", "split_register_pool", "tma_data_ops"]
+           "have_nvdisasm", "machine_code_may_setmaxnreg", "parse_nvdisasm", "ptx_has_setmaxnreg", "register_pool",
+           "sass_facts", "sass_summary", "sass_traits", "split_register_pool", "tma_data_ops"]
 
 #: The third value of an audit's ``with_sass`` (issue 22): read the SASS only where the register-pool check needs
-#: it before a launch (the embedded PTX has ``setmaxnreg``, or there is no PTX); elsewhere the record gets the
-#: check's verdict ``none`` from the PTX and no traits. ``tileprobe tune`` compiles this way: nvdisasm starts in
-#: 0.4-0.5 s of CPU for any cubin (the 2-core machine, 2026-12-03) and the register-pool walk of a 16,161-line
+#: it before a launch (the embedded PTX has ``setmaxnreg`` or does not look whole, or an sm_90 instruction word is
+#: a USETMAXREG); elsewhere the record gets the check's verdict ``none`` and no traits. ``tileprobe tune`` compiles
+#: this way: nvdisasm starts in 0.4-0.5 s of CPU for any cubin (the 2-core machine, 2026-12-03) and the register-pool walk of a 16,161-line
 #: listing took 0.5-0.7 s, which was the last step of the slowest compile of a tune (docs/NOTES.md §26).
 SASS_GATE = "gate"
 
@@ -404,14 +404,14 @@ def machine_code_may_setmaxnreg(cubin: bytes) -> bool | None:
 
 def gated_summary(cubin: bytes, symbol: str) -> dict:
     """:func:`sass_summary` where the register-pool check may need the SASS (:func:`ptx_has_setmaxnreg` is not
-    False, or :func:`machine_code_may_setmaxnreg` is True); else only that check's verdict, ``none``, read from the PTX and
-    the instruction words (:data:`SASS_GATE`): no nvdisasm run."""
+    False, or :func:`machine_code_may_setmaxnreg` is True); else only that check's verdict, ``none``, read from the
+    PTX and the instruction words (:data:`SASS_GATE`): no nvdisasm run."""
     if ptx_has_setmaxnreg(cubin) is not False or machine_code_may_setmaxnreg(cubin) is True:
         return sass_summary(cubin, symbol)
     from tileprobe.model.regpool import MODEL_VERSION, NONE
     pool = RegisterPool(verdict=NONE, model_version=MODEL_VERSION,
-                        reason="no setmaxnreg in the embedded PTX, so no USETMAXREG in the SASS (the SASS was not "
-                               "read: `tileprobe audit` reads it)")
+                        reason="no setmaxnreg in the embedded PTX (nor, on sm_90, a USETMAXREG instruction word), so "
+                               "no USETMAXREG in the SASS (the SASS was not read: `tileprobe audit` reads it)")
     return {"register_pool": pool.to_dict()}
 
 

@@ -322,8 +322,8 @@ def _searched(result, problems, arch, starter, wd, probe_paths, store, jobs, com
               overrides, executor, num_sms, timing, settings, search, timeout_s, seed, tasks, probe_timeout_s,
               run_hang_risk, gpu, t0) -> list[Plan]:
     """The budgeted search (:mod:`tileprobe.tune.search`): each problem in rounds within its share of the budget,
-    counted from the process's start (``startup_s`` before ``t0``); a problem of at most ``search.full_max`` configurations is searched in one
-    round of everything. Returns the plans."""
+    counted from the process's start (``startup_s`` before ``t0``); a problem of at most ``search.full_max``
+    configurations is searched in one round of everything. Returns the plans."""
     from tileprobe.tune.budgeted import SearchContext, search_problem
     asked: dict = {} if gpu is None else {"gpu": gpu}
 
