@@ -324,10 +324,46 @@ def test_a_ptx_that_lies_is_caught_by_the_sm90_machine_code(word):
         assert split_register_pool(gated_summary(data, ""))[1].verdict == HANG_RISK
 
 
-def test_the_machine_code_signal_counts_exactly_the_usetmaxreg_of_sm90_cubins():
+def test_the_machine_code_signal_finds_the_usetmaxreg_of_sm90_sm100_sm120_cubins():
     from tileprobe.model.sass import machine_code_may_setmaxnreg
+    cubins = DATA / "cubins"
     assert machine_code_may_setmaxnreg(OCC4.read_bytes()) is True
-    assert machine_code_may_setmaxnreg((DATA / "cubins" / "matmul_sm_90.cubin").read_bytes()) is True
-    assert machine_code_may_setmaxnreg((DATA / "cubins" / "vec_add_sm_90.cubin").read_bytes()) is False
-    assert machine_code_may_setmaxnreg((DATA / "cubins" / "vec_add_sm_120.cubin").read_bytes()) is None   # unchecked
+    for arch in ("sm_90", "sm_100", "sm_120"):
+        assert machine_code_may_setmaxnreg((cubins / f"matmul_cluster2_{arch}.cubin").read_bytes()) is True, arch
+        assert machine_code_may_setmaxnreg((cubins / f"vec_add_{arch}.cubin").read_bytes()) is False, arch
+    assert machine_code_may_setmaxnreg((cubins / "ptx_smem4k_sm_121.cubin").read_bytes()) is None   # not checked
+    assert machine_code_may_setmaxnreg((cubins / "vec_add_sm_80.cubin").read_bytes()) is None
     assert machine_code_may_setmaxnreg(b"garbage") is None
+
+
+@pytest.mark.parametrize("arch", ["sm_90", "sm_100", "sm_120"])
+def test_another_kernels_ptx_in_the_section_does_not_let_the_gate_skip_the_sass(arch):
+    """Hostile test 9: vec_add's whole PTX put in the matmul cubin's section said 'no setmaxnreg' on sm_100/sm_120
+    (the SASS has 4 and 3 USETMAXREG). The PTX must name the cubin's kernel, and the instruction words of these
+    three architectures are scanned."""
+    from tileprobe.model.cubin import CubinInfo, embedded_ptx
+    from tileprobe.model.sass import gated_summary, machine_code_may_setmaxnreg, ptx_has_setmaxnreg
+    other = embedded_ptx((DATA / "cubins" / f"vec_add_{arch}.cubin").read_bytes()).replace("\n", "\0").encode()
+    base = (DATA / "cubins" / f"matmul_cluster2_{arch}.cubin").read_bytes()
+    data = _with_ptx_section(base, lambda d: other[:len(d)])
+    symbol = CubinInfo.from_bytes(base).kernels[0].name
+    assert ptx_has_setmaxnreg(data, symbol) is None                  # vec_add's entry, not the matmul's
+    assert machine_code_may_setmaxnreg(data) is True
+    if have_nvdisasm():
+        sass, pool = split_register_pool(gated_summary(data, symbol))
+        assert sass is not None and sass.setmaxnreg
+
+
+def test_a_symbol_name_that_is_no_utf8_does_not_crash_the_sass_read():
+    """Hostile test 9: one byte of the kernel's name in .strtab set to 0xff made nvdisasm's output undecodable and a
+    UnicodeDecodeError escaped the gate, the store and the compile worker."""
+    from tileprobe.model.sass import gated_summary, sass_summary
+    data = bytearray((DATA / "cubins" / "matmul_sm_90.cubin").read_bytes())
+    name = b"matmul_"
+    i = data.find(name, data.find(b".strtab"))
+    i = data.find(name) if i < 0 else i
+    data[i + 1] = 0xFF
+    for fn in (gated_summary, sass_summary):
+        out = fn(bytes(data), "")
+        assert isinstance(out, dict)
+

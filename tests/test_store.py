@@ -506,6 +506,22 @@ def test_lookup_with_the_sass_gate_reads_only_the_ptx_where_it_has_no_setmaxnreg
             assert all(isinstance(r.sass, SassFacts) and "spill_stores" in r.sass for r in full)
 
 
+def test_the_gated_lookup_checks_again_what_has_no_verdict_or_a_gate_of_other_rules():
+    """Hostile test 9: a record whose nvdisasm failed (traits with an error, no register-pool verdict) was never
+    checked again, and the tune launched it unchecked; a gated 'none' of older gate rules is checked again too."""
+    from tileprobe.model.sass import GATE_VERSION, SASS_GATE
+    from tileprobe.records import RegisterPool
+    from tileprobe.store.compiles import _wants_sass
+    rec = VariantRecord(kernel="k", probe="p.py", case={}, hints={}, arch="sm_90", tileiras="t", status="ok")
+    rec.sass = SassFacts(error="nvdisasm could not decode the cubin")
+    assert _wants_sass(rec, SASS_GATE) and not _wants_sass(rec, True)     # audit: the error stays the answer
+    rec.sass = None
+    rec.register_pool = RegisterPool(verdict="none", model_version=1, gate_version=GATE_VERSION - 1)
+    assert _wants_sass(rec, SASS_GATE) and _wants_sass(rec, True)
+    rec.register_pool = RegisterPool(verdict="none", model_version=1, gate_version=GATE_VERSION)
+    assert not _wants_sass(rec, SASS_GATE) and _wants_sass(rec, True)
+
+
 def test_a_gated_audit_compiles_without_reading_the_sass(tmp_path):
     """The compile worker in SASS_GATE mode: vec_add's records carry the verdict none from the PTX and no traits."""
     from tileprobe.model.sass import SASS_GATE

@@ -134,6 +134,7 @@ class RegisterPool(KeyedRecord):
     demand_registers: int | None = Key()          # Σ over warpgroups of final count × 128
     warpgroup_counts: list | None = Key()         # final registers per thread of each warpgroup
     instructions: list | None = Key()             # [PoolInstruction], in address order
+    gate_version: int | None = Key()              # model.sass.GATE_VERSION of a verdict read without the SASS
 
 
 class PtxFacts(KeyedRecord):

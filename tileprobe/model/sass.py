@@ -30,16 +30,19 @@ from tileprobe.records import RegisterPool, SassFacts, keyed_from_dict
 if TYPE_CHECKING:
     from tileprobe.schema import VariantRecord
 
-__all__ = ["KernelSassTraits", "SassTraits", "SASS_GATE", "TMA_DATA_OPCODES", "find_nvdisasm", "gated_summary",
-           "have_nvdisasm", "machine_code_may_setmaxnreg", "parse_nvdisasm", "ptx_has_setmaxnreg", "register_pool",
-           "sass_facts", "sass_summary", "sass_traits", "split_register_pool", "tma_data_ops"]
+__all__ = ["GATE_VERSION", "KernelSassTraits", "SassTraits", "SASS_GATE", "TMA_DATA_OPCODES", "find_nvdisasm",
+           "gated_summary", "have_nvdisasm", "machine_code_may_setmaxnreg", "parse_nvdisasm", "ptx_has_setmaxnreg",
+           "register_pool", "sass_facts", "sass_summary", "sass_traits", "split_register_pool", "tma_data_ops"]
 
 #: The third value of an audit's ``with_sass`` (issue 22): read the SASS only where the register-pool check needs
-#: it before a launch (the embedded PTX has ``setmaxnreg`` or does not look whole, or an sm_90 instruction word is
+#: it before a launch (the embedded PTX has ``setmaxnreg`` or does not look whole, or an instruction word is
 #: a USETMAXREG); elsewhere the record gets the check's verdict ``none`` and no traits. ``tileprobe tune`` compiles
-#: this way: nvdisasm starts in 0.4-0.5 s of CPU for any cubin (the 2-core machine, 2026-12-03) and the register-pool walk of a 16,161-line
-#: listing took 0.5-0.7 s, which was the last step of the slowest compile of a tune (docs/NOTES.md §26).
+#: this way: nvdisasm starts in 0.4-0.5 s of CPU for any cubin (the 2-core machine, 2026-12-03) and the
+#: register-pool walk of a 16,161-line listing took 0.5-0.7 s, the last step of a tune's slowest compile (NOTES §26).
 SASS_GATE = "gate"
+#: Bumped whenever the gate's rules change: a verdict ``none`` the gate wrote under other rules (``gate_version``
+#: of the record's register pool) is checked again from the stored cubin (``Store.lookup``).
+GATE_VERSION = 2
 
 NVDISASM_TIMEOUT_S = 120
 #: nvdisasm's options for the facts (traits and the register-pool check): ``-ndf`` skips the dataflow pass, which
@@ -225,8 +228,8 @@ def _disassemble(tool: str, data: bytes, src: str, options: tuple[str, ...] = ("
         with open(path, "wb") as f:
             f.write(data)
         try:
-            proc = subprocess.run([tool, *options, path], capture_output=True, text=True,
-                                  timeout=NVDISASM_TIMEOUT_S)
+            proc = subprocess.run([tool, *options, path], capture_output=True, text=True, errors="replace",
+                                  timeout=NVDISASM_TIMEOUT_S)   # a symbol name that is no UTF-8 (hostile test 9)
         except subprocess.TimeoutExpired as exc:
             raise ToolchainError(f"{tool} took over {NVDISASM_TIMEOUT_S} s on {src}; try again, or pass "
                                  "another nvdisasm") from exc
@@ -349,10 +352,11 @@ def register_pool(cubin: bytes, listing: str, kernel: str, target: str | None) -
     return check_listing(listing, kernel, k.regs_per_thread, k.threads_per_cta, tuple(k.reqntid), unit).record()
 
 
-def ptx_has_setmaxnreg(cubin: bytes) -> bool | None:
+def ptx_has_setmaxnreg(cubin: bytes, symbol: str = "") -> bool | None:
     """Whether the PTX tileiras embedded in ``cubin`` (``.nv_debug_ptx_txt``) has a ``setmaxnreg``; None when that
     cannot be told: no PTX, a cubin that cannot be read, or a PTX that does not look whole (empty, bytes that are
-    not text, no ``.version`` / ``.target`` / ``.entry``, unbalanced braces: cut short or damaged). ptxas writes
+    not text, no ``.version`` / ``.target`` / ``.entry`` of ``symbol`` (the kernel; any entry when empty),
+    unbalanced braces: cut short, damaged or another kernel's). ptxas writes
     SASS ``USETMAXREG`` only for a PTX ``setmaxnreg`` (the PTX ISA's only way to ask for it): on the cubins of
     ``tests/data`` and 84 compiled for sm_90/100/120 the PTX's count equals the SASS's (2026-12-03). The search
     ignores case and white space (the section's lines are NUL-separated, read as new lines). Never raises."""
@@ -361,57 +365,72 @@ def ptx_has_setmaxnreg(cubin: bytes) -> bool | None:
         ptx = embedded_ptx(cubin)
     except Exception:     # noqa: BLE001 — any failure to read means "cannot tell": the caller reads the SASS
         return None
-    if not ptx or "\ufffd" in ptx or not _whole_ptx(ptx):
+    if not ptx or "\ufffd" in ptx or not _whole_ptx(ptx, symbol):
         return None
     return "setmaxnreg" in re.sub(r"\s+", "", ptx).lower()   # its lines are NUL-separated: a NUL inside the word too
 
 
-def _whole_ptx(ptx: str) -> bool:
-    """A PTX module that looks complete: ``.version``, ``.target``, an ``.entry``, and its braces balanced."""
-    return (".version" in ptx and ".target" in ptx and ".entry" in ptx
+def _whole_ptx(ptx: str, symbol: str = "") -> bool:
+    """A PTX module that looks complete: ``.version``, ``.target``, an ``.entry`` (of ``symbol`` when given: the
+    cubin's kernel), and its braces balanced."""
+    entry = f".entry {symbol}" if symbol else ".entry"
+    return (".version" in ptx and ".target" in ptx and entry in ptx
             and ptx.count("{") == ptx.count("}") > 0)
 
 
-#: sm_90 (Hopper) encodes USETMAXREG with 0x9c8 in the low 12 bits of each 128-bit instruction's first 64-bit word
-#: (``nvdisasm -hex``: ``USETMAXREG.TRY_ALLOC.CTAPOOL UP0, 0x20`` is ``0x00000020000079c8``; ``.DEALLOC`` too). On
-#: the sm_90 cubins of tests/data and a 15,608-instruction RMSNorm one, the words with those bits are exactly the
-#: USETMAXREG instructions (2026-12-03); another opcode with them would only make the gate read the SASS.
-_SM90_USETMAXREG_LOW12 = 0x9C8
+#: sm_90, sm_100 and sm_120 encode USETMAXREG with 0x9c8 in the low 12 bits of each 128-bit instruction's first
+#: 64-bit word (``nvdisasm -hex``: ``USETMAXREG.TRY_ALLOC.CTAPOOL UP0, 0x20`` is ``0x00000020000079c8``; ``.DEALLOC``
+#: too). On every cubin of tests/data (sm_80 … sm_121) and a 15,608-instruction RMSNorm one, the words with those
+#: bits are exactly the USETMAXREG instructions (2026-12-03); another opcode with them would only make the gate read
+#: the SASS.
+_USETMAXREG_LOW12 = 0x9C8
+#: The architectures where a cubin with USETMAXREG showed that encoding (tests/data): there a scan that finds none
+#: is an answer; elsewhere only a scan that finds one is.
+_USETMAXREG_CHECKED = frozenset({"sm_90", "sm_100", "sm_120"})
 
 
 def machine_code_may_setmaxnreg(cubin: bytes) -> bool | None:
-    """Whether the cubin's kernel code may hold a USETMAXREG, read from the instruction words alone: for sm_90 /
-    sm_90a, any word with :data:`_SM90_USETMAXREG_LOW12`; None for other architectures (their encodings were not
-    checked here: the PTX alone decides) and for a cubin that cannot be read. The gate's second signal, beside
-    the PTX: it catches a damaged PTX section that lost its ``setmaxnreg``. Never raises."""
+    """Whether the cubin's kernel code may hold a USETMAXREG, read from the instruction words alone (any word with
+    :data:`_USETMAXREG_LOW12`): True when one has them; False when none has and the architecture is one of
+    :data:`_USETMAXREG_CHECKED`; None otherwise (another architecture, or a cubin that cannot be read). The gate's
+    second signal, beside the PTX: it catches a PTX section that lost its ``setmaxnreg`` or belongs to another
+    kernel. About 10 ms for a 1 MB cubin. Never raises."""
     import io
-    import struct
     try:
         from elftools.elf.elffile import ELFFile
         from tileprobe.model.cubin import CubinInfo
-        if CubinInfo.from_bytes(cubin).arch != "sm_90":
-            return None
+        arch = CubinInfo.from_bytes(cubin).arch
         for sec in ELFFile(io.BytesIO(cubin)).iter_sections():
-            if sec.name.startswith(".text."):
-                code = sec.data()
-                if any(struct.unpack_from("<Q", code, i)[0] & 0xFFF == _SM90_USETMAXREG_LOW12
-                       for i in range(0, len(code) - 15, 16)):
-                    return True
-        return False
+            if sec.name.startswith(".text.") and _has_usetmaxreg_bits(sec.data()):
+                return True
+        return False if arch in _USETMAXREG_CHECKED else None
     except Exception:     # noqa: BLE001 — cannot tell
         return None
+
+
+def _has_usetmaxreg_bits(code: bytes) -> bool:
+    """Any 16-byte instruction of ``code`` whose first two bytes (little-endian) have :data:`_USETMAXREG_LOW12` in
+    their low 12 bits: byte 0 is 0xc8 and byte 1's low nibble 0x9 (strided slices: C speed on a 64 MiB section)."""
+    low, high = code[0::16], code[1::16]
+    start = 0
+    while (i := low.find(b"\xc8", start)) >= 0:
+        if i < len(high) and high[i] & 0x0F == 0x09 and 16 * i + 15 < len(code):
+            return True
+        start = i + 1
+    return False
 
 
 def gated_summary(cubin: bytes, symbol: str) -> dict:
     """:func:`sass_summary` where the register-pool check may need the SASS (:func:`ptx_has_setmaxnreg` is not
     False, or :func:`machine_code_may_setmaxnreg` is True); else only that check's verdict, ``none``, read from the
     PTX and the instruction words (:data:`SASS_GATE`): no nvdisasm run."""
-    if ptx_has_setmaxnreg(cubin) is not False or machine_code_may_setmaxnreg(cubin) is True:
+    if ptx_has_setmaxnreg(cubin, symbol) is not False or machine_code_may_setmaxnreg(cubin) is True:
         return sass_summary(cubin, symbol)
     from tileprobe.model.regpool import MODEL_VERSION, NONE
     pool = RegisterPool(verdict=NONE, model_version=MODEL_VERSION,
-                        reason="no setmaxnreg in the embedded PTX (nor, on sm_90, a USETMAXREG instruction word), so "
-                               "no USETMAXREG in the SASS (the SASS was not read: `tileprobe audit` reads it)")
+                        reason="no setmaxnreg in the embedded PTX, no USETMAXREG bits in the instruction words, so "
+                               "no USETMAXREG in the SASS (the SASS was not read: `tileprobe audit` reads it)",
+                        gate_version=GATE_VERSION)
     return {"register_pool": pool.to_dict()}
 
 

@@ -123,12 +123,14 @@ def _pool_verdict(raw: dict) -> str | None:
 def _wants_sass(rec: VariantRecord, with_sass: bool | str) -> bool:
     """Whether a reused record gets SASS facts from its stored cubin: ``with_sass`` True, when it has no traits or
     a stale register-pool check; :data:`~tileprobe.model.sass.SASS_GATE` (the tune), only when it has no
-    register-pool verdict at all (a record stored by a gated compile has the verdict and no traits) or a stale one."""
-    from tileprobe.model.sass import SASS_GATE
+    register-pool verdict (a record stored by a gated compile has the verdict and no traits; one whose nvdisasm
+    failed has neither) or a stale one: of an older walk, or a gated ``none`` of other gate rules."""
+    from tileprobe.model.sass import GATE_VERSION, SASS_GATE
     if not with_sass or not rec.ok:
         return False
-    if with_sass == SASS_GATE:
-        return (rec.sass is None and rec.register_pool is None) or _stale_pool(rec)
+    pool = rec.register_pool
+    if with_sass == SASS_GATE:   # no verdict (not read, or nvdisasm failed), or a gate of other rules: again
+        return pool is None or _stale_pool(rec) or (rec.sass is None and pool.gate_version != GATE_VERSION)
     return rec.sass is None or _stale_pool(rec)
 
 
