@@ -395,14 +395,11 @@ def machine_code_may_setmaxnreg(cubin: bytes) -> bool | None:
     :data:`_USETMAXREG_CHECKED`; None otherwise (another architecture, or a cubin that cannot be read). The gate's
     second signal, beside the PTX: it catches a PTX section that lost its ``setmaxnreg`` or belongs to another
     kernel. About 10 ms for a 1 MB cubin. Never raises."""
-    import io
     try:
-        from elftools.elf.elffile import ELFFile
-        from tileprobe.model.cubin import CubinInfo
+        from tileprobe.model.cubin import CubinInfo, cubin_sections   # the reader's checks: inflation bounded
         arch = CubinInfo.from_bytes(cubin).arch
-        for sec in ELFFile(io.BytesIO(cubin)).iter_sections():
-            if sec.name.startswith(".text.") and _has_usetmaxreg_bits(sec.data()):
-                return True
+        if any(sec.name.startswith(".text.") and _has_usetmaxreg_bits(sec.data) for sec in cubin_sections(cubin)):
+            return True
         return False if arch in _USETMAXREG_CHECKED else None
     except Exception:     # noqa: BLE001 — cannot tell
         return None
