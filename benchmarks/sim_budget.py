@@ -1,12 +1,13 @@
-"""The budgeted search (tileprobe/tune/search.py) replayed on a recorded full tune, to compare search settings
-without a GPU: each configuration's compile time and race median come from a full tune's JSON (``tileprobe tune
---json``, every configuration compiled and timed, e.g. bench_budget.py's ``full.json`` from the H200); compiles run
-on ``--jobs`` fake workers (compile time + ``--overhead`` s each), a round starts ``--round-start`` s after it is
-asked (the audit's own setup), a race costs ``--batch`` s per candidate per round of halving and times candidates
-in order until its budget is spent (the rest skipped, as the real race). Prints, per seed, how many were compiled
-and timed and the pick's median over the full tune's pick's, then how many seeds were within 1.02.
+"""The budgeted search (tileprobe/tune/search.py's SearchOrder) replayed on a recorded full tune, to compare search
+settings without a GPU: each configuration's compile time and race median come from a full tune's JSON (``tileprobe
+tune --json``, every configuration compiled and timed, e.g. bench_budget.py's ``full.json`` from the H200); compiles
+run on ``--jobs`` fake workers (compile time + ``--overhead`` s each) from ``--plan`` + ``--round-start`` s (the
+audit's own setup), each asking the order for its next configuration as it frees up; the race times each landed
+candidate with one batch (``--batch`` s) when the GPU is free and the leaders again once per step. Noise-free: each
+candidate's time is its recorded median. Prints, per seed, how many were compiled and timed, when the replay ended
+and the pick's median over the full tune's pick's, then how many seeds were within 1.02.
 
-    python benchmarks/sim_budget.py FULL.json [--budget 30 --plan 9 --seeds 20] [--round1-share 0.5 --round-cap 64]
+    python benchmarks/sim_budget.py FULL.json [--budget 30 --plan 9 --seeds 20] [--leaders 2 --round-cap 64]
     python benchmarks/sim_budget.py docs/gpu/2026-12-03/s7a-full-486.json.gz --plan 10 --seeds 60   # the H200's
 """
 from __future__ import annotations
@@ -15,13 +16,11 @@ import argparse
 import gzip
 import json
 import os
-import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from tileprobe.tune import search as S  # noqa: E402
-from tileprobe.tune.race import Entry, RaceOutcome  # noqa: E402
 from tileprobe.tune.space import Config  # noqa: E402
 
 
@@ -37,52 +36,56 @@ def load(path: str):
     return rows
 
 
-class Replay:
-    def __init__(self, rows, a, t0: float):
-        self.rows, self.a, self.now = rows, a, t0
-        self.timed: set = set()
-        self.compiled: set = set()
-        self.by_label = {c.label: c for c in rows}
-
-    def clock(self):
-        return self.now
-
-    def compile(self, batch, stop_at=None, at_least=0, room=None):
-        self.now += self.a.round_start
-        free = [self.now] * self.a.jobs
-        reached, longest = [], 0.0
-        for i, c in enumerate(batch):
-            slot = min(range(self.a.jobs), key=lambda j: free[j])
-            t = free[slot]
-            if i >= at_least and ((stop_at is not None and t >= stop_at) or (room is not None and not room(i, t))):
-                break
-            dur = self.rows[c][0] + self.a.overhead
-            free[slot] = t + dur
-            longest = max(longest, self.rows[c][0])
-            reached.append(c)
-        self.now = max(free) if reached else self.now
-        self.compiled |= set(reached)
-        ok = [c.label for c in reached if self.rows[c][1]]
-        return S.Compiled(ok, reached, longest, len(reached) - len(ok), {c.label: self.rows[c][0] for c in reached})
-
-    def race(self, ids, budget_s):
-        t0, entries, spent = self.now, [], 0.0
-        for i in ids:
-            if spent + self.a.batch > budget_s:
-                entries.append(Entry(i, status="skipped"))
-                continue
-            spent += self.a.batch
-            entries.append(Entry(i, samples=[self.rows[self.by_label[i]][1]]))
-            self.timed.add(i)
-        timed = [e for e in entries if e.samples]
-        rounds_cost = self.a.batch * len(timed)     # the later rounds of halving: about as much again
-        self.now = t0 + min(budget_s, spent + rounds_cost)
-        if not timed:
-            return RaceOutcome(entries, "no winner", None, [], "budget", [], self.now - t0, 0.0, 0.0)
-        best = min(timed, key=lambda e: statistics.median(e.samples))
-        for e in timed:
-            e.status = "winner" if e is best else "eliminated"
-        return RaceOutcome(entries, "winner", best.id, [best.id], "one survivor", [{"round": 1}], self.now - t0, 0, 0)
+def continuous(rows, a, seed: int):
+    """The continuous search (:class:`~tileprobe.tune.search.SearchOrder`) replayed: ``--jobs`` fake compile jobs ask
+    the order for their next configuration as they free up; the race (one GPU) times each landed candidate with one
+    batch (``--batch`` s) as soon as it is free, and each leader again once per ``--leaders`` newcomers; the leaders
+    the order reads are the fastest timed so far. Returns (pick, compiled, timed, end s)."""
+    import heapq
+    configs = list(rows)
+    timed: dict = {}
+    leaders = lambda: sorted(timed, key=timed.get)[:a.leaders]  # noqa: E731
+    settings = S.SearchSettings(jobs=a.jobs, seed=seed, round_cap=a.round_cap, leaders=a.leaders)
+    order = S.SearchOrder(configs, [], settings, a.budget, leaders)
+    t0 = a.plan + a.round_start
+    gpu = max(t0, a.gpu_ready)
+    events = [(t0, i, "free", None) for i in range(a.jobs)]
+    heapq.heapify(events)
+    landed: list = []       # (landing time, configuration) not yet timed
+    n = a.jobs
+    compiled = 0
+    while events:
+        t, _, kind, c = heapq.heappop(events)
+        # the race keeps up with what landed before t
+        while landed and gpu <= t:
+            new = [x for x in landed if x[0] <= gpu] or [landed[0]]
+            gpu = max(gpu, new[0][0])
+            for x in new:
+                landed.remove(x)
+                if rows[x[1]][1]:
+                    timed[x[1]] = rows[x[1]][1]
+                gpu += a.batch
+            gpu += a.batch * len(leaders())
+        if kind == "land":
+            order.landed(c, rows[c][0])
+            landed.append((t, c))
+            continue
+        nxt = order.next(t)
+        if nxt is None:
+            continue
+        compiled += 1
+        n += 1
+        done = t + rows[nxt][0] + a.overhead
+        heapq.heappush(events, (done, n, "land", nxt))
+        n += 1
+        heapq.heappush(events, (done, n, "free", None))
+    for t, c in landed:
+        gpu = max(gpu, t) + a.batch
+        if rows[c][1]:
+            timed[c] = rows[c][1]
+    end = gpu + a.batch * 2 * a.leaders + 0.5
+    pick = min(timed, key=timed.get) if timed else None
+    return pick, compiled, len(timed), end
 
 
 def main(argv=None) -> int:
@@ -98,27 +101,20 @@ def main(argv=None) -> int:
                     help="s per candidate per race round (0.045: the H200's race of 49 matmul candidates took 4.4 s in "
                          "two rounds, 2026-12-03)")
     ap.add_argument("--seeds", type=int, default=20)
-    ap.add_argument("--round1-share", type=float, default=S.ROUND1_SHARE)
     ap.add_argument("--round-cap", type=int, default=None)
     ap.add_argument("--leaders", type=int, default=S.SearchSettings().leaders)
+    ap.add_argument("--gpu-ready", type=float, default=0.0, help="s from the tune's start to the GPU worker's start")
     a = ap.parse_args(argv)
     rows = load(a.full)
     configs = list(rows)
-    full_best = min(c for c in configs if rows[c][1]) if False else min((c for c in configs if rows[c][1]),
-                                                                       key=lambda c: rows[c][1])
-    S.ROUND1_SHARE = a.round1_share
+    full_best = min((c for c in configs if rows[c][1]), key=lambda c: rows[c][1])
     ok = 0
     for seed in range(a.seeds):
-        rep = Replay(rows, a, a.plan)
-        settings = S.SearchSettings(jobs=a.jobs, seed=seed, round_cap=a.round_cap, leaders=a.leaders)
-        out = S.BudgetedSearch(configs, rep.compile, rep.race, lambda c: c.label, settings, a.budget,
-                               clock=rep.clock).run()
-        pick = out.outcome.pick if out.outcome else None
-        ratio = rows[rep.by_label[pick]][1] / rows[full_best][1] if pick else float("inf")
+        pick, compiled, ntimed, end = continuous(rows, a, seed)
+        ratio = rows[pick][1] / rows[full_best][1] if pick else float("inf")
         ok += ratio <= 1.02
-        print(f"seed {seed:2d}: rounds {len(out.rounds)}, compiled {len(rep.compiled):3d}, timed {len(rep.timed):3d}, "
-              f"end {rep.now:5.1f} s, pick/full {ratio:.3f}")
-    print(f"within 1.02: {ok} of {a.seeds} (budget {a.budget} s, plan {a.plan} s, round-1 share {a.round1_share}, "
+        print(f"seed {seed:2d}: compiled {compiled:3d}, timed {ntimed:3d}, end {end:5.1f} s, pick/full {ratio:.3f}")
+    print(f"within 1.02: {ok} of {a.seeds} (budget {a.budget} s, plan {a.plan} s, leaders {a.leaders}, "
           f"round cap {a.round_cap or 'default'})")
     return 0
 

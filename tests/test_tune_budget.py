@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -65,7 +66,8 @@ def test_a_spent_budget_stops_after_the_spread_sample_and_says_what_was_searched
     assert p.pick is not None and p.pick.label in {r.label for r in searched if r.raced}
     assert p.pick.median_us == pytest.approx(min(TIMES[str(r.config["case"]["TILE"])] for r in searched
                                                  if r.raced), rel=0.05)
-    assert any(n.startswith("budgeted search round 1: 2 compiled (a balanced sample)") for n in p.notes)
+    assert any(n.startswith("budgeted search: 2 of 12 configurations compiled (2 of a balanced sample, 0 neighbours "
+                            "of the race's leaders), 2 timed; compiling ") for n in p.notes), p.notes
     assert all(r.reason.startswith("not compiled: the budgeted search did not reach it") for r in rows.values()
                if r.status == "not_searched")
     assert res.environment["search"] == {"full_max": 4, "sample": 2, "jobs": 2, "round_cap": 4, "leaders": 2}
@@ -75,8 +77,12 @@ def test_a_budget_that_suffices_searches_around_the_leaders_and_finds_the_fastes
     res = run(probe, 600.0)
     (p,) = res.problems
     assert p.pick.label == "TILE=1024 occupancy=1" and p.pick.median_us == pytest.approx(90.0, rel=0.05)
-    rounds = [n for n in p.notes if n.startswith("budgeted search round")]
-    assert len(rounds) >= 2 and "the leaders' neighbours" in rounds[1]
+    (note,) = [n for n in p.notes if n.startswith("budgeted search:")]
+    compiled = int(re.match(r"budgeted search: (\d+) of 12 configurations compiled \(", note).group(1))
+    stored = re.search(r", (\d+) taken from the store", note)           # the module's store holds the test above's
+    sample, neighbours = (int(x) for x in re.findall(r"(\d+) (?:of a balanced sample|neighbours)", note))
+    assert compiled + (int(stored.group(1)) if stored else 0) == 12 and sample + neighbours == compiled
+    assert neighbours >= 1                                         # the race's leaders steered some of the compiles
     assert p.coverage["compiled"] == 12 and "not_searched" not in p.dropped   # time for everything: all tried
     assert res.times["compile_s"] > 0 and res.times["race_s"] > 0
     # the JSON keeps every row and the search's notes
@@ -183,26 +189,27 @@ def test_a_dry_run_with_a_budget_compiles_round_1s_sample_and_lists_the_rest(pro
                              "compiled, or taken from the store)") for n in p.notes)
 
 
-def test_each_rounds_compile_passes_the_tileiras_time_of_every_configuration_it_landed(probe, tmp_path,
-                                                                                    monkeypatch):
-    """The leaders' tail estimate (search._tail_s) reads ``Compiled.seconds``: the tune's compile must fill it, one
-    positive time per compiled candidate id (a real tileiras compile of vec_add takes well over 1 ms)."""
-    from tileprobe.tune import budgeted
-    got = []
-    real = budgeted._ProblemSearch.compile
+def test_the_search_order_gets_the_tileiras_time_of_every_configuration_it_chose(probe, tmp_path, monkeypatch):
+    """The order's compile-time model (SearchOrder.expected_s) reads what ``landed`` tells it: the tune must call it
+    with a positive time for each configuration it compiled (a real tileiras compile of vec_add takes well over
+    1 ms), and with nothing the order did not choose when the store is empty."""
+    from tileprobe.tune import search
+    got, orders = {}, []
+    real_landed, real_init = search.SearchOrder.landed, search.SearchOrder.__init__
 
-    def spy(self, *a, **kw):
-        out = real(self, *a, **kw)
-        got.append(out)
-        return out
-    monkeypatch.setattr(budgeted._ProblemSearch, "compile", spy)
+    def init(self, *a, **kw):
+        real_init(self, *a, **kw)
+        orders.append(self)
+
+    def landed(self, config, compile_s):
+        got[config] = compile_s
+        return real_landed(self, config, compile_s)
+    monkeypatch.setattr(search.SearchOrder, "__init__", init)
+    monkeypatch.setattr(search.SearchOrder, "landed", landed)
     run(dict(probe, store=str(tmp_path / "fresh.sqlite")), 600.0)
-    assert len(got) >= 2
-    assert sum(len(c.ids) for c in got) >= 2          # a round may time nothing new: its compiles were duplicates
-    for c in got:
-        assert set(c.ids) <= set(c.seconds) and c.seconds
-        assert all(s > 0.001 for s in c.seconds.values())
-        assert max(c.seconds.values()) == pytest.approx(c.longest_s)
+    (order,) = orders
+    assert set(got) == set(order.tried) and len(got) == 12 and not order.landed_stored
+    assert all(s > 0.001 for s in got.values()) and order.expected_s(order.tried[0]) > 0
 
 
 @pytest.mark.parametrize("kw", [{"budget_s": float("nan")}, {"budget_s": -5.0}, {"budget_s": 0.0},

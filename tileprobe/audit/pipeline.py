@@ -26,7 +26,7 @@ from tileprobe.compile.job import DEFAULT_TIMEOUT_S, CompileResult, Variant, fai
 from tileprobe.probe.contained import (OUTPUT_SHOWN_BYTES, PROBE_TIMEOUT_S, ProbePlan, _target_name,  # noqa: F401
                         load_probe_files, probe_code_sha256, probe_targets, source_sha256)
 from tileprobe.compile.claims import Claims
-from tileprobe.compile.schedule import CompileSchedule
+from tileprobe.compile.schedule import ChosenSchedule
 from tileprobe.compile.pool import compile_variants
 from tileprobe.probe.define import load_probes  # noqa: F401  (re-exported: callers plan from Probe objects)
 from tileprobe.judge.verdict import judge_records
@@ -235,7 +235,7 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
           retry_failed: bool = False, probe_timeout_s: float = PROBE_TIMEOUT_S,
           max_variants: int = MAX_VARIANTS, executor=None, compiler_timeout_s: float | None = None,
           on_record: Callable | None = None, num_sms: int | None = None,
-          schedule: CompileSchedule | None = None) -> AuditResult:
+          schedule: ChosenSchedule | None = None) -> AuditResult:
     """Audit probe files for architectures, with one or more tileiras toolchains.
 
     Args:
@@ -276,8 +276,9 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
         on_record: ``on_record(record, cubin)`` as each record lands (:attr:`AuditResult.on_record`).
         num_sms: the SM count handed to probes whose ``args`` take ``num_sms=`` (``--num-sms``; default: each
             arch's reference GPU's, :func:`tileprobe.model.cluster.reference_num_sms`, else None).
-        schedule: a :class:`~tileprobe.compile.schedule.CompileSchedule`: the compiles (not the stored variants)
-            started in its order and none after its cut-off; the variants not started get no record.
+        schedule: a :class:`~tileprobe.compile.schedule.ChosenSchedule`: the compiles (not the stored variants)
+            started in the order it chooses, as workers free up, until it stops; the variants not started get no
+            record.
 
     With a store, each variant is claimed there at dispatch (:mod:`tileprobe.compile.claims`): processes sharing
     the store never compile one variant twice at once; one claimed by another live process is awaited.
@@ -490,7 +491,7 @@ def _count(plans, targets, select, repeat: int, max_variants: int) -> int:
 
 def _audit_with(tc: Toolchain, plans, targets, result: AuditResult, order: dict, total: int, *, tmp, jobs, timeout_s,
                 with_sass, store, progress, select, repeat, retry_failed=False, executor=None, since="",
-                schedule: CompileSchedule | None = None) -> None:
+                schedule: ChosenSchedule | None = None) -> None:
     """One toolchain's part of the audit: stored variants reused, archs the compiler does not list refused
     (:func:`refuse_unlisted`), the rest streamed to the compile workers."""
     def planned() -> Iterator[Variant]:
@@ -505,7 +506,7 @@ def _audit_with(tc: Toolchain, plans, targets, result: AuditResult, order: dict,
     refused: list[CompileResult] = []
     failed: list = []   # failed records taken from the store
     todo = _not_stored(planned(), tc, store, with_sass, result, order, retry_failed, failed)
-    if schedule is not None:      # a budgeted tune's round: its most wanted first, none started after its cut-off
+    if schedule is not None:      # a budgeted tune: what its search chooses, as long as its time allows
         todo = schedule.apply(todo)
     extra = (dataclasses.replace(v, rep=i) for i in range(1, repeat) for v in planned()
              if not listed or v.arch in listed)

@@ -1,9 +1,9 @@
-"""The budgeted search's side of the tune (``--budget`` over a large space): each problem searched in rounds by
-:class:`~tileprobe.tune.search.BudgetedSearch`, whose ``compile`` and ``race`` are made here from the tune's own
-parts — the compiles of :func:`tileprobe.tune.pipeline` (the store first, then the compile pool), the records landed
-in the problem's plan (:class:`~tileprobe.tune.static.Landing`), duplicates found as they land
-(:func:`~tileprobe.tune.static.dedupe_one`, the probe's ``grid``/``args`` run contained), and races on the tune's
-GPU worker (:class:`~tileprobe.tune.gpu.WorkerBench`, one per problem, its candidates added round by round).
+"""The budgeted search's side of the tune (``--budget`` over a large space): each problem searched by
+:class:`~tileprobe.tune.search.SearchOrder` while its race runs — the compiles of :func:`tileprobe.tune.pipeline`
+(the store first, then the compile pool, which asks the order for each next configuration as a job frees up:
+:class:`~tileprobe.compile.schedule.ChosenSchedule`), and the race of what landed on the tune's GPU worker in a
+thread (:class:`~tileprobe.tune.overlap.Overlap`: records landed in the problem's plan, duplicates found as they
+land, latecomers join the race), whose leaders the order reads.
 """
 from __future__ import annotations
 
@@ -13,13 +13,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+from tileprobe.compile.schedule import ChosenSchedule
 from tileprobe.schema import value_key
-from tileprobe.tune.gpu import WorkerBench
-from tileprobe.tune.race import Race, RaceOutcome, RaceSettings
-from tileprobe.compile.schedule import CompileSchedule
-from tileprobe.tune.search import NOT_SEARCHED, BudgetedSearch, Compiled, SearchOutcome, SearchSettings
+from tileprobe.tune.overlap import Overlap
+from tileprobe.tune.race import RaceOutcome, RaceSettings
+from tileprobe.tune.result import NO_SM_COUNT
+from tileprobe.tune.search import NOT_SEARCHED, SearchOrder, SearchSettings
 from tileprobe.tune.space import Config, Problem
-from tileprobe.tune.static import Candidate, Landing, Plan, dedupe_one, launch_facts, variant_rank
+from tileprobe.tune.static import Candidate, Landing, Plan, config_key, launch_facts, record_key, variant_key
 
 #: Stored tunes read for round 1's first guesses (the newest; each holds every row of its tune).
 STORED_PICKS_READ = 20
@@ -29,10 +30,12 @@ NOT_SEARCHED_REASON = "not compiled: the budgeted search did not reach it (--bud
 
 @dataclass
 class SearchContext:
-    """What every problem's search shares: the tune's compile function (``records(problems) -> (records, cubin
-    getter, environment, probe errors)``), the GPU (``gpu() -> info``, waits for the worker), the worker bench's
-    keyword arguments (watchdog first), the race settings, the arch and the hang-risk choice, the probe timeout,
-    the given SM count (None: the GPU's) and the progress callback."""
+    """What every problem's search shares: the tune's compile function (``records(problems, schedule, on_record) ->
+    (records, cubin getter, environment, probe errors)``), the GPU (``gpu() -> info``, waits for the worker), the
+    worker bench's keyword arguments (watchdog first), the race settings, the search settings, the arch and the
+    hang-risk choice, the probe timeout, the given SM count (None: the GPU's) and the progress callback. Gathers the
+    compile getters, the environment, the probe errors, the compile time and each problem's race (released by
+    :meth:`release` when the tune is over: the worker a race thread started dies with that thread)."""
     records: Callable
     gpu: Callable[[], dict]
     bench_kw: dict
@@ -47,19 +50,20 @@ class SearchContext:
     environment: dict | None = None
     probe_errors: list = field(default_factory=list)
     compile_s: float = 0.0
+    races: list = field(default_factory=list)
 
     def get(self, sha: str) -> bytes | None:
-        """A cubin by SHA-256 from any round's compile (or the store)."""
+        """A cubin by SHA-256 from any problem's compile (or the store)."""
         for g in self.getters:
             data = g(sha)
             if data is not None:
                 return data
         return None
 
-    @property
-    def sms(self) -> int | None:
-        """The SM count the grids are made for: the one given, else the GPU's (waits for the worker)."""
-        return self.num_sms or self.gpu().get("num_sms")
+    def release(self) -> None:
+        """Let every problem's race thread end."""
+        for ov in self.races:
+            ov.release()
 
 
 def search_plan(problem: Problem) -> Plan:
@@ -72,61 +76,88 @@ def search_plan(problem: Problem) -> Plan:
     return plan
 
 
-class _ProblemSearch:
-    """One problem's ``compile`` and ``race`` for :class:`BudgetedSearch` (module doc)."""
+@dataclass
+class Searched:
+    """One problem's search: its plan, the race's outcome (None: not raced), the order (what it chose), the time
+    the compiles and the race took (s), and whether the GPU worker could not start (the reason)."""
+    plan: Plan
+    outcome: RaceOutcome | None
+    order: SearchOrder
+    compile_s: float
+    race_s: float
+    aborted: str | None = None
 
-    def __init__(self, ctx: SearchContext, plan: Plan):
-        self.ctx, self.plan = ctx, plan
-        self.landing = Landing([plan], ctx.arch, ctx.run_hang_risk)
-        self.bench: WorkerBench | None = None
+    def note(self) -> str:
+        """One line for the problem's notes: how much of the space was compiled, from where, and timed."""
+        o = self.order
+        timed = sum(1 for e in (self.outcome.entries if self.outcome else []) if e.samples)
+        stored = len(o.landed_stored)
+        return (f"budgeted search: {len(o.tried)} of {len(o.configs)} configurations compiled "
+                f"({o.by_source['sample']} of a balanced sample, {o.by_source['neighbours']} neighbours of the race's "
+                f"leaders)" + (f", {stored} taken from the store" if stored else "") +
+                f", {timed} timed; compiling {self.compile_s:.1f} s with the race beside it ({self.race_s:.1f} s)")
 
-    def compile(self, batch: list[Config], stop_at: float | None = None, at_least: int = 0,
-                room: Callable[[int, float], bool] | None = None) -> Compiled:
-        """Compile ``batch`` in its order, none started after ``stop_at`` but the first ``at_least``; the store's
-        records of every configuration not yet searched land too (they cost nothing). Land the records, dedupe.
-        A configuration not started stays ``not_searched``; ``room`` (:class:`~tileprobe.tune.search.CompileRoom`)
-        may stop the starts before ``stop_at``."""
-        t0 = time.perf_counter()
-        wanted = set(batch)
-        rest = [c.config for c in self.plan.candidates if c.status == NOT_SEARCHED and c.config not in wanted]
-        rest_set = set(rest)
-        sub = dataclasses.replace(self.plan.problem, configs=list(batch) + rest, rejected={})
-        schedule = CompileSchedule(variant_rank(self.plan.problem, batch), stop_at, at_least, time.perf_counter,
-                                   limit=len(batch), room=room)
-        records, get, env, errors = self.ctx.records([sub], schedule)
-        self.ctx.compile_s += time.perf_counter() - t0
-        self.ctx.getters.append(get)
-        self.ctx.environment = self.ctx.environment or env
-        self.ctx.probe_errors += [e for e in errors if e not in self.ctx.probe_errors]
-        landed = [hit[1] for r in records if (hit := self.landing.land(r)) is not None]
-        cut = stop_at is not None and time.perf_counter() >= stop_at   # the unstarted ones were cut, not refused
-        for c in self.plan.candidates:
-            if c.config in wanted and c.record is None and not cut:
-                c.status, c.reason = "not_compiled", f"no {self.ctx.arch} record for it"
-                self.plan.dropped["not_compiled"] = self.plan.dropped.get("not_compiled", 0) + 1
-        reached = [c.config for c in self.plan.candidates
-                   if (c.config in wanted or c.config in rest_set) and c.status != NOT_SEARCHED]
-        ok = [c for c in landed if c.status == "ok"]
-        sms = self.ctx.sms
-        facts = launch_facts([Plan(self.plan.problem, ok)], sms, self.ctx.probe_timeout_s) if ok and sms else {}
-        ids = [c.id for c in landed if (dedupe_one(self.plan, c, sms, self.ctx.get, facts.get(id(c))) if sms
-                                        else c.status == "ok")]
-        seconds = {c.id: c.record.compile_s for c in landed if c.record is not None and c.record.compile_s}
-        failed = sum(1 for c in landed if c.record is not None and not c.record.ok)
-        return Compiled(ids, reached, max(seconds.values(), default=0.0), failed, seconds)
 
-    def race(self, ids: list[str], budget_s: float | None) -> RaceOutcome:
-        """Race ``ids`` (compiled, deduplicated) on the tune's worker within ``budget_s``."""
-        by_id = {c.id: c for c in self.plan.candidates}
-        if self.bench is None:
-            self.bench = WorkerBench(candidates={}, cubin_get=self.ctx.get, **self.ctx.bench_kw)
-        self.bench.candidates.update({i: by_id[i] for i in ids})
-        if self.bench.default is None:
-            d = self.plan.find(self.plan.problem.default)
-            if d is not None and d.status == "ok":
-                self.bench.default = d.same_as or d
-        settings = dataclasses.replace(self.ctx.race, budget_s=budget_s)
-        return Race(ids, self.bench.measure, self.bench.check, settings, progress=self.ctx.progress).run()
+def search_problem(ctx: SearchContext, problem: Problem, deadline: float, store=None,
+                   settings: SearchSettings | None = None) -> Searched:
+    """Search ``problem`` until ``deadline`` (``time.perf_counter()`` seconds) with ``settings`` (default the
+    context's): compile what :class:`~tileprobe.tune.search.SearchOrder` chooses while the race of what landed runs
+    (module doc). Raises what the race thread raised."""
+    plan = search_plan(problem)
+    s = settings or ctx.search
+    by_id = {c.label: c for c in problem.configs}
+    by_key = {config_key(problem, c): c for c in problem.configs}
+    ov = Overlap(plan, Landing([plan], ctx.arch, ctx.run_hang_risk), ctx.gpu, ctx.num_sms, NO_SM_COUNT, ctx.bench_kw,
+                 ctx.race, lambda sha: None, lambda plan_, outcome: outcome, ctx.progress,
+                 lambda plan_, n: launch_facts([plan_], n, ctx.probe_timeout_s), deadline=deadline)
+    ctx.races.append(ov)
+    order = SearchOrder(problem.configs, first_guesses(problem, store), s, deadline,
+                        lambda: [by_id[i] for i in ov.leaders(s.leaders) if i in by_id])
+
+    def on_record(rec, cubin) -> None:
+        ov.on_record(rec, cubin)
+        cfg = by_key.get(record_key(rec))
+        if cfg is not None and rec.arch == ctx.arch:
+            order.landed(cfg, rec.compile_s)
+
+    def choose(now: float):
+        cfg = order.next(now)
+        return None if cfg is None else config_key(problem, cfg)
+    t0 = time.perf_counter()
+    try:
+        _, get, env, errors = ctx.records([problem], ChosenSchedule(choose, variant_key, time.perf_counter),
+                                          on_record)
+    finally:
+        ov.compiled()
+    compile_s = time.perf_counter() - t0
+    ctx.compile_s += compile_s
+    ctx.getters.append(get)
+    ctx.environment = ctx.environment or env
+    ctx.probe_errors += [e for e in errors if e not in ctx.probe_errors]
+    ov.fallback_get = get
+    ov.join()
+    if ov.error is not None:
+        raise ov.error
+    _not_compiled(plan, order, ctx.arch)
+    _count_not_searched(plan)
+    found = Searched(plan, ov.result, order, compile_s, ov.race_s, ov.aborted)
+    plan.notes.append(found.note())
+    return found
+
+
+def _not_compiled(plan: Plan, order: SearchOrder, arch: str) -> None:
+    """Configurations the order chose that got no record: ``not_compiled`` (counted)."""
+    chosen = set(order.tried)
+    for c in plan.candidates:
+        if c.config in chosen and c.record is None and c.status == NOT_SEARCHED:
+            c.status, c.reason = "not_compiled", f"no {arch} record for it"
+            plan.dropped["not_compiled"] = plan.dropped.get("not_compiled", 0) + 1
+
+
+def _count_not_searched(plan: Plan) -> None:
+    n = sum(1 for c in plan.candidates if c.status == NOT_SEARCHED)
+    if n:
+        plan.dropped[NOT_SEARCHED] = n
 
 
 def stored_picks(store, problem: Problem) -> list[Config]:
@@ -157,23 +188,6 @@ def _config_key(cfg) -> str | None:
     if not isinstance(cfg, dict):
         return None
     return value_key({"case": cfg.get("case") or {}, "hints": cfg.get("hints") or {}})
-
-
-def search_problem(ctx: SearchContext, problem: Problem, deadline: float, store=None,
-                   settings: SearchSettings | None = None) -> tuple[Plan, SearchOutcome]:
-    """Search ``problem`` until ``deadline`` (``time.perf_counter()`` seconds) with ``settings`` (default the
-    context's); its plan and the search's outcome."""
-    plan = search_plan(problem)
-    side = _ProblemSearch(ctx, plan)
-    first = first_guesses(problem, store)
-    found = BudgetedSearch(problem.configs, side.compile, side.race, lambda c: c.label, settings or ctx.search, deadline,
-                           first, clock=time.perf_counter, progress=ctx.progress).run()
-    plan.dropped[NOT_SEARCHED] = sum(1 for c in plan.candidates if c.status == NOT_SEARCHED)
-    if not plan.dropped[NOT_SEARCHED]:
-        del plan.dropped[NOT_SEARCHED]
-    plan.notes += [r.note() for r in found.rounds]
-    return plan, found
-
 
 
 #: Why a configuration of a dry run with ``--budget`` was not compiled.

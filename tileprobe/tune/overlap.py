@@ -18,6 +18,7 @@ from typing import Callable
 
 from tileprobe.tune.gpu import WorkerBench
 from tileprobe.tune.race import MIN_RACE_S, Race
+from tileprobe.tune.search import FINISH_S
 from tileprobe.tune.static import Landing, Plan, dedupe_one
 from tileprobe.run.watchdog import WorkerStartError
 
@@ -35,11 +36,16 @@ class Overlap:
         make_result: (plan, outcome or None) -> the problem's result. progress: as for the tune.
         facts_of: (plan, num_sms) -> :func:`~tileprobe.tune.static.launch_facts` of the plan's compiled candidates
             (``grid``/``args`` run contained), asked once per batch of candidates that landed.
+        deadline: a ``time.perf_counter()`` value (s) the race ends by (a budgeted search's; ``settings.budget_s`` is
+            then counted from the race's start to :data:`~tileprobe.tune.search.FINISH_S` before it, at least
+            :data:`~tileprobe.tune.race.MIN_RACE_S`); None: ``settings`` as given.
     """
 
     def __init__(self, plan: Plan, landing: Landing, wait_gpu: Callable[[], dict], num_sms: int | None,
                  no_sm_note: str, bench_kw: dict, settings, fallback_get: Callable, make_result: Callable,
-                 progress: Callable | None = None, facts_of: Callable | None = None):
+                 progress: Callable | None = None, facts_of: Callable | None = None, deadline: float | None = None):
+        self.deadline = deadline
+        self.race: Race | None = None
         self.plan, self.landing, self.wait_gpu, self.given_sms = plan, landing, wait_gpu, num_sms
         self.no_sm_note, self.bench_kw, self.settings = no_sm_note, bench_kw, settings
         self.fallback_get, self.make_result, self.progress = fallback_get, make_result, progress
@@ -86,6 +92,12 @@ class Overlap:
         """Let the race thread end (the tune is over)."""
         self.held.set()
 
+    def leaders(self, k: int) -> list[str]:
+        """The race's ``k`` fastest candidates so far (:meth:`~tileprobe.tune.race.Race.leaders`; none before it
+        starts)."""
+        race = self.race
+        return race.leaders(k) if race is not None else []
+
     def get(self, sha: str) -> bytes | None:
         """A cubin by SHA-256: those that landed, else the store's."""
         data = self.cubins.get(sha)
@@ -113,9 +125,12 @@ class Overlap:
             if self.progress:
                 self.progress("race", self.plan)
             t0 = self.race_t0 = time.perf_counter()
+            settings = self.settings if self.deadline is None else dataclasses.replace(
+                self.settings, budget_s=max(MIN_RACE_S, self.deadline - t0 - FINISH_S))
             try:
-                outcome = Race([], self.bench.measure, self.bench.check, self.settings, progress=self.progress,
-                               arrivals=self._arrivals).run()
+                self.race = Race([], self.bench.measure, self.bench.check, settings, progress=self.progress,
+                                 arrivals=self._arrivals)
+                outcome = self.race.run()
                 self.check_s = outcome.check_s
             except WorkerStartError as e:
                 self.aborted, outcome = f"no GPU worker could be started: {e}", None

@@ -123,7 +123,7 @@ def _target_arch(arch: str | None, starter: _WorkerStarter | None) -> str:
 def _records(paths, problems, arch, bundle, store, jobs, compile_timeout_s, toolchains, progress, overrides=None,
              executor=None, on_record=None, schedule=None):
     """(records, cubin getter, environment, probe errors) from a bundle or from compiling here (``schedule``: a
-    :class:`~tileprobe.compile.schedule.CompileSchedule` for the audit)."""
+    :class:`~tileprobe.compile.schedule.ChosenSchedule` for the audit)."""
     if bundle:
         from tileprobe.run.session import load_bundle
         records, env, get = load_bundle(bundle)
@@ -321,9 +321,10 @@ def _dry_run_samples(problems, search: SearchSettings, store) -> tuple[list, dic
 def _searched(result, problems, arch, starter, wd, probe_paths, store, jobs, compile_timeout_s, toolchains, progress,
               overrides, executor, num_sms, timing, settings, search, timeout_s, seed, tasks, probe_timeout_s,
               run_hang_risk, gpu, t0) -> list[Plan]:
-    """The budgeted search (:mod:`tileprobe.tune.search`): each problem in rounds within its share of the budget,
-    counted from the process's start (``startup_s`` before ``t0``); a problem of at most ``search.full_max``
-    configurations is searched in one round of everything. Returns the plans."""
+    """The budgeted search (:mod:`tileprobe.tune.budgeted`): each problem compiled in the order
+    :class:`~tileprobe.tune.search.SearchOrder` chooses while its race runs, within its share of the budget, counted
+    from the process's start (``startup_s`` before ``t0``); a problem of at most ``search.full_max`` configurations
+    is compiled whole (its first wave is all of it). Returns the plans."""
     from tileprobe.tune.budgeted import SearchContext, search_problem
     asked: dict = {} if gpu is None else {"gpu": gpu}
 
@@ -331,25 +332,29 @@ def _searched(result, problems, arch, starter, wd, probe_paths, store, jobs, com
         if "gpu" not in asked:
             asked["gpu"] = _gpu(result, starter, arch, progress)
         return asked["gpu"]
-    records = lambda probs, schedule=None: _records(probe_paths, probs, arch, None, store, jobs,  # noqa: E731
-                                                    compile_timeout_s, toolchains, progress, overrides, executor,
-                                                    schedule=schedule)
+    records = lambda probs, schedule, on_record: _records(  # noqa: E731
+        probe_paths, probs, arch, None, store, jobs, compile_timeout_s, toolchains, progress, overrides, executor,
+        on_record=on_record, schedule=schedule)
     bench_kw = dict(watchdog=wd, probe_paths=probe_paths, search_dirs=[os.getcwd()], timing=timing,
                     timeout_s=timeout_s, seed=seed, tasks=tasks, trust_recorded=True)
     ctx = SearchContext(records, wait_gpu, bench_kw, settings, search, arch, run_hang_risk, probe_timeout_s, num_sms,
                         progress)
     # --budget bounds the command's wall time: the process's start-up before this call counts (issue 22)
     plans, deadline = [], t0 + settings.budget_s - (result.times.get("startup_s") or 0.0)
-    for i, problem in enumerate(problems):
-        share = max(0.0, deadline - time.perf_counter()) / (len(problems) - i)
-        one = search if len(problem.configs) > search.full_max else \
-            dataclasses.replace(search, sample=len(problem.configs))
-        plan, found = search_problem(ctx, problem, time.perf_counter() + share, store, one)
-        plans.append(plan)
-        res = problem_result(plan, found.outcome, arch, settings.confidence)
-        result.problems.append(res)
-        if progress:
-            progress("problem", res)
+    try:
+        for i, problem in enumerate(problems):
+            share = max(0.0, deadline - time.perf_counter()) / (len(problems) - i)
+            one = search if len(problem.configs) > search.full_max else \
+                dataclasses.replace(search, sample=len(problem.configs))
+            found = search_problem(ctx, problem, time.perf_counter() + share, store, one)
+            plans.append(found.plan)
+            result.aborted = result.aborted or found.aborted
+            res = problem_result(found.plan, found.outcome, arch, settings.confidence)
+            result.problems.append(res)
+            if progress:
+                progress("problem", res)
+    finally:
+        ctx.release()
     _say_hang_risk(plans, run_hang_risk, progress)
     result.probe_errors += [e for e in ctx.probe_errors if e not in result.probe_errors]
     for plan in plans:

@@ -44,7 +44,7 @@ FAILED = ("hang", "crash", "error", "wrong")
 STRATEGIES = ("race", "exhaustive")
 #: The least a race gets of a budget (s), even a spent one, so that a budget spent by the compiles still times the
 #: candidates (a race of a few candidates to ``min_samples`` takes well under a second on the H200: docs/TUNE.md);
-#: the budgeted search's rounds get it too (:attr:`tileprobe.tune.search.SearchSettings.min_race_s`).
+#: a budgeted search's race too (:class:`tileprobe.tune.overlap.Overlap`'s ``deadline``).
 MIN_RACE_S = 2.0
 #: Times a race may put eliminated candidates back (:meth:`Race._rejudge`) before it stops with what it has.
 MAX_REJUDGE = 3
@@ -176,6 +176,17 @@ class Race:
         self.stop = ""
         self._t0 = 0.0
         self._measure_s = self._check_s = 0.0
+
+    def leaders(self, k: int) -> list[str]:
+        """The ``k`` fastest candidates still racing (or named at the end), by median so far, fastest first. Safe to
+        call from another thread while the race runs (a budgeted search reads it as compile jobs free up): it reads a
+        snapshot of the entries and of each one's samples."""
+        timed = []
+        for e in list(self.entries):
+            samples = list(e.samples)
+            if samples and e.status in ("racing", "winner", "tie"):
+                timed.append((statistics.median(samples), e.id))
+        return [i for _, i in sorted(timed)[:k]]
 
     # --- the loop ------------------------------------------------------------------------------------------
     def run(self) -> RaceOutcome:

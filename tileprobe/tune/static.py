@@ -188,12 +188,20 @@ def _want_key(path: str, label: str, case: dict, hints: dict) -> tuple:
     return (os.path.basename(path), label, value_key(canonical(case)), value_key(canonical(hints)))
 
 
-def variant_rank(problem: Problem, configs: Sequence[Config]) -> Callable:
-    """variant -> the place of its configuration in ``configs`` (those of ``problem``; any other variant after them):
-    the :class:`~tileprobe.compile.schedule.CompileSchedule` rank of a budgeted search's round."""
-    place = {_want_key(problem.probe.source or "", problem.probe.label, c.case(problem.values), c.hints_dict): i
-             for i, c in enumerate(configs)}
-    return lambda v: place.get(_want_key(v.probe_path, v.probe_name, v.case_dict, v.hints_dict), len(place))
+def config_key(problem: Problem, config: Config) -> tuple:
+    """The key of ``config`` of ``problem`` that :func:`variant_key` and :func:`record_key` give its variant and its
+    record (probe file name, probe label, case, hints)."""
+    return _want_key(problem.probe.source or "", problem.probe.label, config.case(problem.values), config.hints_dict)
+
+
+def variant_key(v) -> tuple:
+    """A compile variant's key (:func:`config_key`)."""
+    return _want_key(v.probe_path, v.probe_name, v.case_dict, v.hints_dict)
+
+
+def record_key(rec: VariantRecord) -> tuple:
+    """A record's key (:func:`config_key`); its arch is not part of it."""
+    return _want_key(rec.probe, rec.kernel, rec.case, rec.hints)
 
 
 def wanted(problems_: Sequence[Problem]) -> set[tuple]:
