@@ -221,7 +221,10 @@ def _progress(console, ticker=None):
             hang_risk_lines(console, *data)
         elif kind == "race":
             waiting = sum(1 for c in data.candidates if c.status == "compiling")
+            unreached = sum(1 for c in data.candidates if c.status == "not_searched")
             say(console, f"racing {data.problem.probe.label} {data.problem.label}: " + (
+                f"while the budgeted search compiles: candidates join as their compiles land (of {unreached:,} "
+                "configurations not reached yet)" if unreached else
                 f"{len(data.raced())} candidates" if not waiting else
                 f"while compiling: candidates join as their compiles land ({waiting} to come)"))
         elif kind == "joined":
@@ -231,8 +234,6 @@ def _progress(console, ticker=None):
             failed = f", failed {', '.join(data['failed'])}" if data["failed"] else ""
             say(console, f"  round {data['round']}: {data['racing']} racing{gone}{failed}, {data['left']} left "
                          f"({data['wall_s']:.1f} s)")
-        elif kind == "search":
-            say(console, f"  search {data.note().removeprefix('budgeted search ')}")
         elif kind == "rejudge":
             say(console, f"  back in the race: {', '.join(data['back'])} (the leader's later samples no longer beat "
                          "them)")
