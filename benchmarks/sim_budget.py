@@ -2,7 +2,8 @@
 settings without a GPU: each configuration's compile time and race median come from a full tune's JSON (``tileprobe
 tune --json``, every configuration compiled and timed, e.g. bench_budget.py's ``full.json`` from the H200); compiles
 run on ``--jobs`` fake workers (compile time + ``--overhead`` s each) from ``--plan`` + ``--round-start`` s (the
-audit's own setup), each asking the order for its next configuration as it frees up; the race times each landed
+audit's own setup), each asking the order for its next configuration as it frees up (one still running at the
+order's ``cut_at`` gives nothing); the race times each landed
 candidate with one batch (``--batch`` s) when the GPU is free and the leaders again once per step. Noise-free: each
 candidate's time is its recorded median. Prints, per seed, how many were compiled and timed, when the replay ended
 and the pick's median over the full tune's pick's, then how many seeds were within 1.02.
@@ -67,6 +68,8 @@ def continuous(rows, a, seed: int):
                 gpu += a.batch
             gpu += a.batch * len(leaders())
         if kind == "land":
+            if t > order.cut_at:        # still compiling at the cut: killed, no record
+                continue
             order.landed(c, rows[c][0])
             landed.append((t, c))
             continue

@@ -47,6 +47,22 @@ def test_compiler_timeout_is_a_result(tmp_path):
     assert "timeout" in res.error.lower()
 
 
+def test_compiles_still_running_at_the_cut_are_killed_and_give_no_result(tmp_path):
+    """A budgeted tune's end (``cut_at``): a 3-s compile is killed at the cut and yields nothing — no ``timeout``
+    record that the store would keep — its worker is gone, and the variants not started never start; the first
+    ``cut_spare`` started (a budgeted tune's first wave) finish."""
+    import time
+    fake = fake_tileiras(tmp_path, "sleep 3")
+    t0 = time.monotonic()
+    gen = compile_variants([_variant(tile=t) for t in (256, 1024, 4096)], tileiras=fake, jobs=2, timeout_s=60.0,
+                           cut_at=t0 + 1.0, cut_spare=1)
+    got = list(gen)
+    assert time.monotonic() - t0 < 20.0
+    # two started at once; the one spared finished (status: the fake's), the other was killed at 1 s, the third
+    # never started
+    assert [r.variant.case_dict["TILE"] for r in got] == [256]
+
+
 def test_sweep_goes_on_after_failures(tmp_path):
     fake = fake_tileiras(tmp_path, "echo 'error: synthetic failure' >&2; exit 5")
     results = list(compile_variants([_variant(tile=t) for t in (256, 1024)], tileiras=fake, jobs=2))

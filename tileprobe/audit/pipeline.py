@@ -517,7 +517,12 @@ def _audit_with(tc: Toolchain, plans, targets, result: AuditResult, order: dict,
         kw = dict(tileiras=tc.tileiras, lib_dirs=list(tc.lib_dirs) or None, jobs=jobs, timeout_s=timeout_s,
                   with_sass=with_sass, tmp_root=tmp,
                   artifact_root=failed_artifacts_dir(getattr(store, "path", None) if store is not None else None))
-        results = executor.compile(variants, **kw) if executor is not None else compile_variants(variants, **kw)
+        if executor is not None:
+            results = executor.compile(variants, **kw)
+        else:
+            cut = schedule.cut_monotonic() if schedule is not None else None
+            results = compile_variants(variants, **kw, **({"cut_at": cut, "cut_spare": schedule.spare}
+                                                          if cut is not None else {}))
         with contextlib.closing(results):   # an exception here (Ctrl-C, SIGTERM) stops the workers now, not at GC
             _collect(results, tc, result, store, progress, repeats)
 

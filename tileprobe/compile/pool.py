@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing as mp
 import os
+import math
 import signal
 import sys
 import time
@@ -93,6 +94,7 @@ class _Worker:
     deadline: float = 0.0
     limit_s: float = 0.0
     ready: bool = False
+    seq: int = 0             # its variant's place among those the pool started (0 first)
 
 
 class WorkerPool:
@@ -100,6 +102,8 @@ class WorkerPool:
 
     def __init__(self, jobs: int, initargs: tuple, timeout_s: float):
         self.jobs, self.initargs, self.timeout_s = max(1, jobs), initargs, timeout_s
+        self.cut: list[Variant] = []     # variants whose compiles ``run``'s cut_at killed
+        self.given = 0                   # variants handed to workers
         self.ctx = mp.get_context("spawn")
         self.started = 0          # workers started (a benchmark and the tests read it)
 
@@ -124,12 +128,17 @@ class WorkerPool:
         return variant_limit_s(v, self.timeout_s, fresh)
 
     def _give(self, w: _Worker, v: Variant) -> None:
-        w.variant, w.limit_s = v, self.limit_s(v, not w.ready)
+        w.variant, w.limit_s, w.seq = v, self.limit_s(v, not w.ready), self.given
+        self.given += 1
         w.deadline = time.monotonic() + w.limit_s
         w.conn.send(v)
 
-    def run(self, variants: Iterable[Variant]) -> Iterator[CompileResult]:
-        """Compile ``variants`` (any iterable: read as workers free up); yield results as they finish.
+    def run(self, variants: Iterable[Variant], cut_at: float | None = None,
+            spare: int = 0) -> Iterator[CompileResult]:
+        """Compile ``variants`` (any iterable: read as workers free up); yield results as they finish. At ``cut_at``
+        (a ``time.monotonic()`` value; None: never) no more start, and the compiles still running are killed and
+        yield nothing (a budgeted tune's end: their time is not there), except the first ``spare`` started (a
+        budgeted tune's first wave, compiled whatever the clock says), which finish.
 
         Raises:
             ToolchainError: the workers cannot start with this tileiras (their set-up failed, or they die before it
@@ -141,24 +150,31 @@ class WorkerPool:
         done = False
         try:
             while True:
-                self._fill(it, busy, idle)
+                self._fill(it, busy, idle, None if cut_at is None or time.monotonic() < cut_at else spare)
                 if not busy:
                     break
-                soonest = min(w.deadline for w in busy.values())
+                cutting = cut_at is not None and any(w.seq >= spare for w in busy.values())
+                soonest = min(min(w.deadline for w in busy.values()), cut_at if cutting else math.inf)
                 ready = wait(list(busy), timeout=max(0.0, soonest - time.monotonic()))
                 results = [r for conn in ready for r in self._receive(busy.pop(conn), busy, idle)]
                 now = time.monotonic()
                 for w in [w for w in busy.values() if now > w.deadline]:
                     del busy[w.conn]
                     results.append(self._stop_stuck(w))
-                self._fill(it, busy, idle)       # keep the width while the caller reads the results
+                if cutting and now >= cut_at:
+                    for w in [w for w in busy.values() if w.seq >= spare]:
+                        del busy[w.conn]
+                        self.cut.append(w.variant)
+                        self._kill(w)
+                self._fill(it, busy, idle, None if cut_at is None or now < cut_at else spare)   # keep the width
                 yield from results
             done = True
         finally:
             self._close(idle, list(busy.values()), graceful=done)
 
-    def _fill(self, it, busy: dict, idle: list) -> None:
-        while len(busy) < self.jobs:
+    def _fill(self, it, busy: dict, idle: list, limit: int | None = None) -> None:
+        """Give workers variants until ``jobs`` are busy (and, with ``limit``, no more than that many were given)."""
+        while len(busy) < self.jobs and (limit is None or self.given < limit):
             v = next(it, None)
             if v is None:
                 return
@@ -248,7 +264,8 @@ class WorkerPool:
 def compile_variants(variants: Iterable[Variant], *, tileiras: str | None = None,
                      lib_dirs: list[str] | None = None, jobs: int | None = None,
                      timeout_s: float = DEFAULT_TIMEOUT_S, artifact_root: str | None = None,
-                     with_sass: bool = False, tmp_root: str | None = None) -> Iterator[CompileResult]:
+                     with_sass: bool = False, tmp_root: str | None = None,
+                     cut_at: float | None = None, cut_spare: int = 0) -> Iterator[CompileResult]:
     """Compile ``variants`` with one tileiras in a pool of spawned workers; yield results as they finish.
 
     Args:
@@ -261,6 +278,8 @@ def compile_variants(variants: Iterable[Variant], *, tileiras: str | None = None
             :func:`~tileprobe.compile.job.failed_artifacts_dir`).
         with_sass: also disassemble each cubin in the worker (nvdisasm) for :mod:`tileprobe.model.sass` traits.
         tmp_root: the folder the workers work in (default: a temp folder of this call, removed at the end).
+        cut_at: a ``time.monotonic()`` value at which compiles still running are killed, yielding nothing, and no
+            more start (:meth:`WorkerPool.run`); None: never. cut_spare: the first this many started are not cut.
 
     Raises:
         ToolchainError: the workers cannot start with this tileiras.
@@ -273,7 +292,7 @@ def compile_variants(variants: Iterable[Variant], *, tileiras: str | None = None
             tmp_root = stack.enter_context(owned_tempdir("compile"))
         pool = WorkerPool(jobs or default_jobs(), (tileiras, lib_dirs, timeout_s, tmp_root, with_sass,
                                                    artifact_root), timeout_s)
-        yield from pool.run(variants)
+        yield from pool.run(variants, cut_at, cut_spare)
 
 
 @contextlib.contextmanager

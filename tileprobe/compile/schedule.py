@@ -25,11 +25,19 @@ class ChosenSchedule:
     choose: (``clock()`` s) -> the key of the next variant to compile, or None: start no more. key: variant -> its
     key. A chosen key that is not among the variants (the store holds it, or the audit does not compile it) starts
     nothing, and the next is asked for at once. clock: seconds, monotonic (``time.perf_counter``, as the tune's
-    deadline; tests inject one).
+    deadline; tests inject one). cut_at: a ``clock()`` value at which the compiles still running, but the first
+    ``spare`` started, are killed and give no record (:meth:`~tileprobe.compile.pool.WorkerPool.run`); None: they
+    all finish.
     """
     choose: Callable[[float], object]
     key: Callable[[Variant], object]
     clock: Callable[[], float] = time.perf_counter
+    cut_at: float | None = None
+    spare: int = 0
+
+    def cut_monotonic(self) -> float | None:
+        """:attr:`cut_at` on ``time.monotonic()``'s clock (the compile pool's), or None."""
+        return None if self.cut_at is None else time.monotonic() + (self.cut_at - self.clock())
 
     def apply(self, variants: Iterable[Variant]) -> Iterator[Variant]:
         """``variants`` (read whole) in the order ``choose`` asks for them, until it says None or none is left."""

@@ -125,8 +125,8 @@ def search_problem(ctx: SearchContext, problem: Problem, deadline: float, store=
         return None if cfg is None else config_key(problem, cfg)
     t0 = time.perf_counter()
     try:
-        _, get, env, errors = ctx.records([problem], ChosenSchedule(choose, variant_key, time.perf_counter),
-                                          on_record)
+        _, get, env, errors = ctx.records([problem], ChosenSchedule(choose, variant_key, time.perf_counter,
+                                                                    order.cut_at, s.sample), on_record)
     finally:
         ov.compiled()
     compile_s = time.perf_counter() - t0
@@ -146,11 +146,13 @@ def search_problem(ctx: SearchContext, problem: Problem, deadline: float, store=
 
 
 def _not_compiled(plan: Plan, order: SearchOrder, arch: str) -> None:
-    """Configurations the order chose that got no record: ``not_compiled`` (counted)."""
+    """Configurations the order chose that got no record: ``not_compiled`` (counted) — cut at the budget's end
+    (:attr:`~tileprobe.tune.search.SearchOrder.cut_at`), or the compiler gave none."""
     chosen = set(order.tried)
     for c in plan.candidates:
         if c.config in chosen and c.record is None and c.status == NOT_SEARCHED:
-            c.status, c.reason = "not_compiled", f"no {arch} record for it"
+            c.status, c.reason = "not_compiled", (f"no {arch} record for it: its compile was still running when the "
+                                                  "budget's compiles were cut (--budget), or gave none")
             plan.dropped["not_compiled"] = plan.dropped.get("not_compiled", 0) + 1
 
 

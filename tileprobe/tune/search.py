@@ -49,8 +49,15 @@ NOT_SEARCHED = "not_searched"
 #: A compile's margin over the model of compile times (:meth:`SearchOrder.expected_s`) at the least: a neighbour
 #: of a leader differs from it in one knob, and knobs interact.
 NEIGHBOUR_COMPILE_FACTOR = 1.5
-#: Seconds kept after the last race for the finalists' store and export (0.05-0.06 s measured, with margin).
-FINISH_S = 0.5
+#: Seconds kept after the race's end by the deadline: the finalists' checks (run even when the budget is spent),
+#: the store, the export and the process's exit. On the H200 host (``bench_budget.py`` seeds 0-5, 2026-12-03, the
+#: race ending at the deadline less 0.5 s) the checks took 0.32-0.47 s, the store 0.03-0.05 s, and the exit after
+#: the tune 0.25-0.35 s: the command's wall ended 0.4-0.8 s past the budget.
+FINISH_S = 1.5
+#: Compiles still running this long before :data:`FINISH_S` (s) are cut — killed, no record — so that one late and
+#: slower than modelled cannot carry the tune past its budget (a 7-s compile started 10 s before a 30-s budget's end
+#: made that wall 31.9 s, seed 2 of the same run); a compile landing just before the cut still gets a batch.
+CUT_S = 1.0
 #: What a compile job costs beyond tileiras' own time (s): cuTile's front end, nvdisasm and the register-pool walk,
 #: the result's trip back. The H200 host's full tune of the 486-configuration matmul kept 16 jobs busy for 62.8 s
 #: (1,005 job-seconds) for 480 s of tileiras: 1.08 s per compile (``benchmarks/bench_budget.py``, 2026-12-03).
@@ -172,7 +179,8 @@ class SearchOrder:
        :attr:`SearchSettings.round_cap` at a time, around what was tried).
     3. No compile starts unless it can land and be raced before ``deadline``: now + its expected compile
        (:meth:`expected_s`) + :data:`WORKER_OVERHEAD_S` + :data:`LAST_RACE_S` + :data:`FINISH_S` ≤ ``deadline``;
-       near the end a choice whose compile would not fit gives way to the next that does.
+       near the end a choice whose compile would not fit gives way to the next that does. A compile still running
+       at :attr:`cut_at` is cut (the tune kills it: no record).
 
     Args:
         configs: the problem's configurations (after the constraints), in declared order.
@@ -197,6 +205,8 @@ class SearchOrder:
         self._model: tuple | None = None
         self.by_source = {"sample": 0, "neighbours": 0}
         self.landed_stored: list[Config] = []    # landed from the store before the order chose them
+        #: When the compiles still running are cut (s, the deadline's clock): :data:`CUT_S` + :data:`FINISH_S` before it.
+        self.cut_at = deadline - CUT_S - FINISH_S
         self.refills = 0
 
     # --- asked by the compile schedule -------------------------------------------------------------------------
