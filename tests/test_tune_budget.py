@@ -60,7 +60,7 @@ def test_a_spent_budget_stops_after_the_spread_sample_and_says_what_was_searched
     (p,) = res.problems
     rows = {r.label: r for r in p.candidates if r.config}
     searched = [r for r in rows.values() if r.status != "not_searched"]
-    assert len(rows) == 12 and len(searched) == 2                      # round 1: one wave of 2 jobs
+    assert len(rows) == 12 and len(searched) == 2                      # the first wave: 2 jobs
     assert "TILE=256 occupancy=1" in {r.label for r in searched}        # the default configuration comes first
     assert p.dropped["not_searched"] == 10 and p.coverage["compiled"] == 2 and p.coverage["configurations"] == 12
     assert p.pick is not None and p.pick.label in {r.label for r in searched if r.raced}
@@ -91,7 +91,7 @@ def test_a_budget_that_suffices_searches_around_the_leaders_and_finds_the_fastes
 
 
 def test_the_budget_counts_the_processs_start_up(probe, tmp_path):
-    """--budget bounds the command's wall time: a start-up that took all of it leaves the search round 1's first
+    """--budget bounds the command's wall time: a start-up that took all of it leaves the search its first
     wave only (the same 600-s budget without it tries every configuration, the test above)."""
     (p,) = run(dict(probe, store=str(tmp_path / "s.sqlite")), 600.0, startup_s=600.0).problems
     assert p.coverage["compiled"] == 2 and p.dropped["not_searched"] == 10
@@ -170,9 +170,9 @@ def test_a_round_takes_every_stored_configuration_beside_the_ones_it_compiles(pr
     assert p.pick.label == "TILE=1024 occupancy=1"
 
 
-def test_a_dry_run_with_a_budget_compiles_round_1s_sample_and_lists_the_rest(probe, tmp_path):
+def test_a_dry_run_with_a_budget_compiles_the_first_sample_and_lists_the_rest(probe, tmp_path):
     """Before: a dry run ignored --budget and compiled all 486 configurations of the matmul space (837 s on the
-    2-core machine, a new user, 2026-12-02). Now it compiles what round 1 would (round_cap 4 here: the default
+    2-core machine, a new user, 2026-12-02). Now it compiles the search's first sample (round_cap 4 here: the default
     configuration first, then the balanced sample) and lists the others as not_searched, saying why."""
     with Store.open(str(tmp_path / "dry.sqlite")) as s:
         res = tune([probe["probe"]], arch="sm_90", store=s, jobs=2, budget_s=30.0, search_full_max=4, dry_run=True,
@@ -183,9 +183,9 @@ def test_a_dry_run_with_a_budget_compiles_round_1s_sample_and_lists_the_rest(pro
     assert len(rows) == 12 and len(compiled) == 4 and p.coverage["compiled"] == 4
     assert "TILE=256 occupancy=1" in {r.label for r in compiled}
     assert p.dropped["not_searched"] == 8 and p.coverage["timed"] == 0
-    assert all(r.reason.startswith("not compiled: a dry run with --budget compiles round 1's sample")
+    assert all(r.reason.startswith("not compiled: a dry run with --budget compiles the search's first sample")
                for r in rows if r.status == "not_searched")
-    assert any(n.startswith("a dry run with --budget: round 1's sample, 4 of 12 configurations (at most 4 × --jobs; "
+    assert any(n.startswith("a dry run with --budget: the search's first sample, 4 of 12 configurations (at most 4 × --jobs; "
                              "compiled, or taken from the store)") for n in p.notes)
 
 

@@ -22,7 +22,7 @@ from tileprobe.tune.search import NOT_SEARCHED, SearchOrder, SearchSettings
 from tileprobe.tune.space import Config, Problem
 from tileprobe.tune.static import Candidate, Landing, Plan, config_key, launch_facts, record_key, variant_key
 
-#: Stored tunes read for round 1's first guesses (the newest; each holds every row of its tune).
+#: Stored tunes read for the search's first guesses (the newest; each holds every row of its tune).
 STORED_PICKS_READ = 20
 #: Why a configuration of a budgeted search has no record.
 NOT_SEARCHED_REASON = "not compiled: the budgeted search did not reach it (--budget; docs/TUNE.md)"
@@ -164,7 +164,7 @@ def _count_not_searched(plan: Plan) -> None:
 
 def stored_picks(store, problem: Problem) -> list[Config]:
     """The picks of stored tunes of the same kernel (any problem, any GPU, newest first) that are configurations of
-    ``problem``: round 1 takes them first (a neighbouring problem's winner is a good first guess)."""
+    ``problem``: the search takes them first (a neighbouring problem's winner is a good first guess)."""
     if store is None:
         return []
     want = {c.key(): c for c in problem.configs}
@@ -182,7 +182,7 @@ def stored_picks(store, problem: Problem) -> list[Config]:
 
 
 def first_guesses(problem: Problem, store=None) -> list[Config]:
-    """What round 1 takes first: the default configuration, then the stored picks (:func:`stored_picks`)."""
+    """What the search takes first: the default configuration, then the stored picks (:func:`stored_picks`)."""
     return ([problem.default] if problem.default is not None else []) + stored_picks(store, problem)
 
 
@@ -193,15 +193,15 @@ def _config_key(cfg) -> str | None:
 
 
 #: Why a configuration of a dry run with ``--budget`` was not compiled.
-NOT_SAMPLED_REASON = ("not compiled: a dry run with --budget compiles round 1's sample only (the later rounds "
-                      "follow the race's leaders, and a dry run has no race)")
+NOT_SAMPLED_REASON = ("not compiled: a dry run with --budget compiles the search's first sample only (after it the "
+                      "search follows the race's leaders, and a dry run has no race)")
 
 
 def dry_run_sample(problem: Problem, settings: SearchSettings, store=None) -> tuple[Problem, list[Config]]:
-    """What a dry run with ``--budget`` compiles of ``problem`` (larger than ``settings.full_max``): round 1 of the
-    budgeted search — the default configuration, the stored picks of the same kernel, then the balanced sample, up
+    """What a dry run with ``--budget`` compiles of ``problem`` (larger than ``settings.full_max``): the first sample
+    of the budgeted search — the default configuration, the stored picks of the same kernel, then the balanced sample, up
     to ``settings.round_cap`` — as a problem of those configurations, and the configurations left out (rows of
-    status :data:`~tileprobe.tune.search.NOT_SEARCHED`, :func:`add_not_sampled`). The later rounds need the race,
+    status :data:`~tileprobe.tune.search.NOT_SEARCHED`, :func:`add_not_sampled`). What comes after it needs the race,
     which a dry run does not run. (Until 2026-12-02 a dry run ignored ``--budget`` and compiled the whole space:
     486 matmul configurations, 837 s on the 2-core machine.)"""
     from tileprobe.tune.search import round_one
@@ -218,6 +218,6 @@ def add_not_sampled(plan: Plan, left: list[Config]) -> None:
     plan.candidates += [Candidate(plan.problem, cfg, None, NOT_SEARCHED, NOT_SAMPLED_REASON) for cfg in left]
     plan.dropped[NOT_SEARCHED] = plan.dropped.get(NOT_SEARCHED, 0) + len(left)
     n = len(plan.candidates) - len(left)
-    plan.notes.append(f"a dry run with --budget: round 1's sample, {n} of {len(plan.candidates)} configurations "
-                      "(at most 4 × --jobs; compiled, or taken from the store); the later rounds follow the race's "
-                      "leaders (run without --dry-run)")
+    plan.notes.append(f"a dry run with --budget: the search's first sample, {n} of {len(plan.candidates)} "
+                      "configurations (at most 4 × --jobs; compiled, or taken from the store); after it the search "
+                      "follows the race's leaders (run without --dry-run)")

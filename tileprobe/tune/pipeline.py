@@ -262,7 +262,7 @@ def _tune(t0, result, race_settings, timing_settings, probe_paths, arch, export,
                                 gpu)
         else:
             left = {}
-            if dry_run and _wants_search(race_settings, search, problems, False, bundle):   # round 1's sample
+            if dry_run and _wants_search(race_settings, search, problems, False, bundle):   # the search's first sample
                 problems, left = _dry_run_samples(problems, search, store)
             plans = _sequential(result, problems, arch, starter, watchdog, probe_paths, bundle, store, jobs,
                                 compile_timeout_s, toolchains, progress, overrides, executor, num_sms,
@@ -305,7 +305,7 @@ def _wants_search(race: RaceSettings, search: SearchSettings, problems, dry_run:
 
 
 def _dry_run_samples(problems, search: SearchSettings, store) -> tuple[list, dict]:
-    """A dry run with ``--budget``: each problem larger than ``search.full_max`` cut to round 1's sample
+    """A dry run with ``--budget``: each problem larger than ``search.full_max`` cut to the search's first sample
     (:func:`tileprobe.tune.budgeted.dry_run_sample`); returns the problems and ``{id(problem): configurations left
     out}``."""
     from tileprobe.tune.budgeted import dry_run_sample

@@ -153,7 +153,7 @@ def balanced_sample(configs: Sequence[Config], n: int, taken: Sequence[Config] =
 
 
 def round_one(configs: Sequence[Config], first: Sequence[Config], cap: int, seed: int = 0) -> list[Config]:
-    """Round 1's offer (module doc): ``first`` (those of ``configs``, once each, in order), then the
+    """The search's first sample (module doc, 1.): ``first`` (those of ``configs``, once each, in order), then the
     :func:`balanced_sample`, ``cap`` in all. The budgeted search and a dry run with ``--budget`` both take it."""
     known = set(configs)
     head = [c for c in dict.fromkeys(first) if c in known][:cap]
@@ -172,7 +172,7 @@ class SearchOrder:
     of what landed runs beside the compiles (issue 22, items 2 and 3): the continuous form of "sample, then refine
     around the leaders".
 
-    1. The first :attr:`SearchSettings.sample` (a wave) are round 1's offer (:func:`round_one`: the default, the
+    1. The first :attr:`SearchSettings.sample` (a wave) are the first sample (:func:`round_one`: the default, the
        stored picks, then the balanced sample), started whatever the clock says.
     2. After them, each next one is the first untried neighbour (:func:`neighbours`) of the race's current leaders
        (``leaders()``, fastest first, read when the job frees up), else the next of the balanced sample (refilled
