@@ -199,8 +199,8 @@ NOT_SAMPLED_REASON = ("not compiled: a dry run with --budget compiles the search
 
 def dry_run_sample(problem: Problem, settings: SearchSettings, store=None) -> tuple[Problem, list[Config]]:
     """What a dry run with ``--budget`` compiles of ``problem`` (larger than ``settings.full_max``): the first sample
-    of the budgeted search — the default configuration, the stored picks of the same kernel, then the balanced sample, up
-    to ``settings.round_cap`` — as a problem of those configurations, and the configurations left out (rows of
+    of the budgeted search — the default configuration, the stored picks of the same kernel, then the balanced
+    sample, up to ``settings.round_cap`` — as a problem of those configurations, and the configurations left out (rows of
     status :data:`~tileprobe.tune.search.NOT_SEARCHED`, :func:`add_not_sampled`). What comes after it needs the race,
     which a dry run does not run. (Until 2026-12-02 a dry run ignored ``--budget`` and compiled the whole space:
     486 matmul configurations, 837 s on the 2-core machine.)"""
