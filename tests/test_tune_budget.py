@@ -66,8 +66,8 @@ def test_a_spent_budget_stops_after_the_spread_sample_and_says_what_was_searched
     assert p.pick is not None and p.pick.label in {r.label for r in searched if r.raced}
     assert p.pick.median_us == pytest.approx(min(TIMES[str(r.config["case"]["TILE"])] for r in searched
                                                  if r.raced), rel=0.05)
-    assert any(n.startswith("budgeted search: 2 of 12 configurations compiled (2 of a balanced sample, 0 neighbours "
-                            "of the race's leaders), 2 timed; compiling ") for n in p.notes), p.notes
+    assert any(n.startswith("budgeted search: 2 of 12 configurations compiled (of 2 started: 2 from a balanced "
+                            "sample, 0 neighbours of the race's leaders), 2 timed; compiling ") for n in p.notes), p.notes
     assert all(r.reason.startswith("not compiled: the budgeted search did not reach it") for r in rows.values()
                if r.status == "not_searched")
     assert res.environment["search"] == {"full_max": 4, "sample": 2, "jobs": 2, "round_cap": 4, "leaders": 2}
@@ -80,7 +80,7 @@ def test_a_budget_that_suffices_searches_around_the_leaders_and_finds_the_fastes
     (note,) = [n for n in p.notes if n.startswith("budgeted search:")]
     compiled = int(re.match(r"budgeted search: (\d+) of 12 configurations compiled \(", note).group(1))
     stored = re.search(r", (\d+) taken from the store", note)           # the module's store holds the test above's
-    sample, neighbours = (int(x) for x in re.findall(r"(\d+) (?:of a balanced sample|neighbours)", note))
+    sample, neighbours = (int(x) for x in re.findall(r"(\d+) (?:from a balanced sample|neighbours)", note))
     assert compiled + (int(stored.group(1)) if stored else 0) == 12 and sample + neighbours == compiled
     assert neighbours >= 1                                         # the race's leaders steered some of the compiles
     assert p.coverage["compiled"] == 12 and "not_searched" not in p.dropped   # time for everything: all tried

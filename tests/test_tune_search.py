@@ -220,3 +220,46 @@ def test_the_search_replayed_on_the_h200s_full_486_configuration_tune_keeps_its_
     assert len(ends) == 30 and max(ends) <= 31.0, out.stdout
 
 
+
+
+def test_a_store_holding_part_of_the_space_does_not_make_the_order_spin():
+    """Session 8's new user: the first 14 of 64 configurations stored before the search (an earlier audit); the
+    refill of the balanced sample did not count them as taken, offered only them, and ``next`` never returned."""
+    import threading
+    configs = space(TILE=[256, 512, 1024, 2048], ALLOW=[True, False], occupancy=[1, 2, 4, 8], opt_level=[2, 3])
+    order = SearchOrder(configs, [], SearchSettings(jobs=2), 1e9)
+    stored = configs[:14]
+    for c in stored:
+        order.landed(c, 0.5)
+    got: list = []
+
+    def drain():
+        while (c := order.next(0.0)) is not None:
+            got.append(c)
+            order.landed(c, 0.5)
+    t = threading.Thread(target=drain, daemon=True)
+    t.start()
+    t.join(30)
+    assert not t.is_alive(), f"next() spun: {len(got)} chosen, {order.refills} refills"
+    assert len(got) == 64 - 14 and not set(got) & set(stored) and order.landed_stored == stored
+
+
+def test_the_order_ends_when_the_stored_configurations_outrank_the_untried_ones():
+    """Session 8's hostile test, the smallest case of the spin above: one wave of one job, one configuration stored."""
+    configs = space(A=[0, 1], B=[0, 1], C=[0, 1])
+    order = SearchOrder(configs, [configs[0]], SearchSettings(jobs=1, full_max=1), 1e9)
+    order.landed(configs[-1], 1.0)
+    got = [order.next(0.0) for _ in range(7)]
+    assert None not in got and order.next(0.0) is None and set(got) == set(configs) - {configs[-1]}
+
+
+@pytest.mark.parametrize("bad", [-1.0, 0.0, float("nan"), float("inf"), None])
+def test_a_compile_time_that_is_no_positive_finite_number_is_not_modelled(bad):
+    """Session 8's hostile test: -1 made ``next`` raise (math.log), NaN or inf made every later choice refused."""
+    configs = space(**SPACE)
+    order = SearchOrder(configs, [], SearchSettings(jobs=2), 100.0)
+    first = [order.next(0.0), order.next(0.0)]
+    order.landed(first[0], 1.0)
+    order.landed(first[1], bad)
+    assert order.seconds == {first[0]: 1.0}
+    assert order.next(0.0) is not None and order.expected_s(first[1]) == pytest.approx(1.5)

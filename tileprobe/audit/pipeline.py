@@ -513,16 +513,17 @@ def _audit_with(tc: Toolchain, plans, targets, result: AuditResult, order: dict,
     repeats: dict[tuple, list[str]] = {}
     claims = Claims(store, tc, since, timeout_s) if store is not None else None
 
-    def compile_(variants: Iterable[Variant]) -> None:
+    cut = schedule.cut_monotonic() if schedule is not None else None   # a budgeted tune's end (monotonic clock)
+
+    def compile_(variants: Iterable[Variant], spare: int | None = None) -> None:
         kw = dict(tileiras=tc.tileiras, lib_dirs=list(tc.lib_dirs) or None, jobs=jobs, timeout_s=timeout_s,
                   with_sass=with_sass, tmp_root=tmp,
                   artifact_root=failed_artifacts_dir(getattr(store, "path", None) if store is not None else None))
         if executor is not None:
             results = executor.compile(variants, **kw)
         else:
-            cut = schedule.cut_monotonic() if schedule is not None else None
-            results = compile_variants(variants, **kw, **({"cut_at": cut, "cut_spare": schedule.spare}
-                                                          if cut is not None else {}))
+            results = compile_variants(variants, **kw, **({"cut_at": cut, "cut_spare": schedule.spare
+                                                           if spare is None else spare} if cut is not None else {}))
         with contextlib.closing(results):   # an exception here (Ctrl-C, SIGTERM) stops the workers now, not at GC
             _collect(results, tc, result, store, progress, repeats)
 
@@ -531,7 +532,8 @@ def _audit_with(tc: Toolchain, plans, targets, result: AuditResult, order: dict,
         compile_(itertools.chain(claims.dispatch(stream) if claims else stream, extra))
         _collect(refused, tc, result, store, progress, repeats)
         if claims is not None:
-            claims.settle(compile_, lambda records: _found(records, store, result, progress))
+            claims.settle(lambda vs: compile_(vs, spare=0), lambda records: _found(records, store, result, progress),
+                          until=cut)
     finally:
         if claims is not None:
             claims.release()

@@ -91,10 +91,14 @@ class Searched:
         """One line for the problem's notes: how much of the space was compiled, from where, and timed."""
         o = self.order
         timed = sum(1 for e in (self.outcome.entries if self.outcome else []) if e.samples)
+        chosen = set(o.tried)
+        missed = sum(1 for c in self.plan.candidates if c.config in chosen and c.record is None)
         stored = len(o.landed_stored)
-        return (f"budgeted search: {len(o.tried)} of {len(o.configs)} configurations compiled "
-                f"({o.by_source['sample']} of a balanced sample, {o.by_source['neighbours']} neighbours of the race's "
-                f"leaders)" + (f", {stored} taken from the store" if stored else "") +
+        return (f"budgeted search: {len(o.tried) - missed} of {len(o.configs)} configurations compiled (of "
+                f"{len(o.tried)} started: {o.by_source['sample']} from a balanced sample, {o.by_source['neighbours']} "
+                f"neighbours of the race's leaders" + (f"; {missed} cut at the budget's end or without a record"
+                                                       if missed else "") + ")" +
+                (f", {stored} taken from the store" if stored else "") +
                 f", {timed} timed; compiling {self.compile_s:.1f} s with the race beside it ({self.race_s:.1f} s)")
 
 

@@ -113,6 +113,12 @@ def position(config: Config, ax: list[list[str]]) -> tuple[int, ...]:
     return tuple(ax[i].index(value_key(v)) for i, (_, v) in enumerate((*config.tunables, *config.hints)))
 
 
+#: How many of the configurations not yet taken :func:`balanced_sample` weighs for each pick (in a seeded shuffle):
+#: all of them in spaces up to this size. Weighing all of a 4,096-configuration space cost 2.0-2.5 s per 64 picks on
+#: the 2-core machine, 16,384 configurations 14 s (session 8's hostile test), out of the budget.
+BALANCE_WINDOW = 512
+
+
 def balanced_sample(configs: Sequence[Config], n: int, taken: Sequence[Config] = (), seed: int = 0) -> list[Config]:
     """Up to ``n`` configurations of ``configs`` not in ``taken``, each the one that adds most to what the sample
     (``taken`` and those chosen before) covers: every pair of two knobs' values (:func:`position`) it has not yet
@@ -121,7 +127,8 @@ def balanced_sample(configs: Sequence[Config], n: int, taken: Sequence[Config] =
     them before any middle value), every value of every knob, and every pair of values, comes up about equally
     often. Replayed on the 486-configuration matmul's full tune (``benchmarks/sim_budget.py``, 20 seeds, a 30-s
     budget, the search in rounds of 2026-12-02), round 1 from this sample found a configuration within 1.02 of the
-    best in 9 seeds, from such a spread in 3. O(n × len(configs) × knobs²)."""
+    best in 9 seeds, from such a spread in 3. Each pick weighs at most :data:`BALANCE_WINDOW` configurations:
+    O(n × min(len(configs), BALANCE_WINDOW) × knobs²)."""
     ax = axes(configs)
     pos = {c: position(c, ax) for c in configs}
     k = len(ax)
@@ -144,8 +151,8 @@ def balanced_sample(configs: Sequence[Config], n: int, taken: Sequence[Config] =
     left = [c for c in configs if c not in taken_set]
     random.Random(seed).shuffle(left)
     chosen: list[Config] = []
-    while left and len(chosen) < n:
-        pick = max(left, key=lambda c: gain(pos[c]))
+    while left and len(chosen) < n:     # the best of a shuffled window: O(n × window × knobs²) however large the space
+        pick = max(left[:BALANCE_WINDOW], key=lambda c: gain(pos[c]))
         chosen.append(pick)
         left.remove(pick)
         add(pos[pick])
@@ -233,7 +240,7 @@ class SearchOrder:
         if config not in self._tried:
             self._tried.add(config)
             self.landed_stored.append(config)
-        if compile_s:
+        if compile_s is not None and math.isfinite(compile_s) and compile_s > 0:   # a stored record's may be anything
             self.seconds[config] = compile_s
             self._model = None
 
@@ -242,8 +249,9 @@ class SearchOrder:
         the mean log of those landed plus, for each knob, how far the mean log of those with this configuration's
         value sits from it (tile sizes multiply a compile's time: the 486-configuration matmul's compiles took
         0.3 s at 64 × 64 × 32 and 7-9 s at 256 × 256 × 128 on the H200 host, 2026-12-03), times the model's own
-        error on the compiles landed (their 90th percentile of time ÷ model, at least
-        :data:`NEIGHBOUR_COMPILE_FACTOR`: knobs interact, and one model of a few compiles misses the extremes).
+        largest error on the compiles landed (their largest time ÷ model, at least :data:`NEIGHBOUR_COMPILE_FACTOR`:
+        knobs interact, and a model of a few compiles misses the extremes; the 90th percentile let a 7.9-s compile
+        start as a 3.5-s one in the replay).
         0 before any compile landed (the first wave starts whatever the clock says)."""
         if not self.seconds:
             return 0.0
@@ -276,8 +284,11 @@ class SearchOrder:
             if len(self._tried) + len(offered) >= len(self.configs):
                 return
             self.refills += 1
-            more = balanced_sample(self.configs, self.s.round_cap, [*self.tried, *offered],
-                                   self.s.seed + self.refills)
+            # everything tried counts as taken, those the store gave too (else the refill would offer them again
+            # and again: a tune whose store held some of the space spun here for ever, session 8's new user)
+            more = [c for c in balanced_sample(self.configs, self.s.round_cap,
+                                               [*self.tried, *self.landed_stored, *offered], self.s.seed + self.refills)
+                    if c not in self._tried and c not in offered]
             if not more:
                 return
             self.pending += more
