@@ -345,3 +345,12 @@ def test_a_dead_worker_fails_its_variant_only_and_is_replaced(tmp_path):
     assert all("the compile worker died, killed by SIGKILL (signal 9), while" in r.error and "args" in r.error
                for r in results if r.status != "ok")
     assert pool.started == 4       # both first workers died; two new ones took the two variants left
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "abc"])
+def test_an_invalid_budget_is_a_usage_error_that_names_a_budget(value):
+    """Session 8's new user: ``--budget 0`` said "'0' is not a timeout"."""
+    proc = _cli("tune", "examples/rms_norm.py", "--budget", value, "--no-store")
+    assert proc.returncode == 2, proc.stderr
+    assert (f"argument --budget: '{value}' is not a budget: give the command's wall time in seconds, a finite "
+            "number > 0 and ≤ 10,000,000 (e.g. 30)") in proc.stderr and "Traceback" not in proc.stderr

@@ -187,6 +187,8 @@ def test_a_dry_run_with_a_budget_compiles_the_first_sample_and_lists_the_rest(pr
                for r in rows if r.status == "not_searched")
     assert any(n.startswith("a dry run with --budget: the search's first sample, 4 of 12 configurations (at most "
                             "4 × --jobs; compiled, or taken from the store)") for n in p.notes)
+    from tileprobe.report.tune import summary_line
+    assert "8 not searched (not in the dry run's sample)" in summary_line(p)      # the budget decided nothing here
 
 
 def test_the_search_order_gets_the_tileiras_time_of_every_configuration_it_chose(probe, tmp_path, monkeypatch):

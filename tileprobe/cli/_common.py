@@ -30,6 +30,17 @@ def seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a timeout: {e}") from None
 
 
+def budget_seconds(text: str) -> float:
+    """argparse type of a time budget (``tune --budget``): the rule of :func:`seconds`, named a budget in the usage
+    error (session 8's new user read "'0' is not a timeout" for ``--budget 0``)."""
+    from tileprobe.schema import MAX_TIMEOUT_S
+    try:
+        return seconds(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a budget: give the command's wall time in seconds, a finite "
+                                         f"number > 0 and ≤ {MAX_TIMEOUT_S:,.0f} (e.g. 30)") from None
+
+
 def count(text: str) -> int:
     """argparse type of a count (``--jobs``, ``--max-variants``): a whole number ≥ 1 (usage error otherwise)."""
     try:

@@ -25,7 +25,7 @@ def add_parser(subparsers, add_common=None) -> None:
     """Register ``tileprobe tune`` (the CLI's plug-in hook; ``add_common`` is not used: tune has its own
     ``--json``)."""
     from tileprobe.run.watchdog import DEFAULT_TIMEOUT_S
-    from tileprobe.cli._common import count, percent, seconds
+    from tileprobe.cli._common import budget_seconds, count, percent, seconds
     from tileprobe.report.tune import ROWS_SHOWN
     p = subparsers.add_parser("tune", help="the fastest correct hints and tunable values per problem on this GPU",
                               description=__doc__.split("\n\n")[1])
@@ -36,11 +36,11 @@ def add_parser(subparsers, add_common=None) -> None:
                    "which winners changed and what keeping the old one costs")
     p.add_argument("--record-dir", metavar="DIR", help="with -- COMMAND: where the recording and its tuning probes "
                    "go (default: TABLE.record beside the --export table)")
-    p.add_argument("--budget", type=seconds, default=None, metavar="SECONDS",
-                   help="time for the search, shared among the problems (default: until each is decided): "
-                   "the races; and for a problem of more than 4 × --jobs configurations the compiles too, from "
-                   "the start: a balanced sample first, then the leaders' neighbours, round by round; what was not "
-                   "reached is not_searched (docs/TUNE.md, \"Budgeted search\")")
+    p.add_argument("--budget", type=budget_seconds, default=None, metavar="SECONDS",
+                   help="the command's wall time, Python's start-up included, shared among the problems (default: "
+                   "until each is decided): the races; and for a problem of more than 4 × --jobs configurations the "
+                   "compiles too: a balanced sample first, then the neighbours of the race's leaders, compiled while "
+                   "the race runs; what was not reached is not_searched (docs/TUNE.md, \"Budgeted search\")")
     p.add_argument("--strategy", choices=["race", "exhaustive"], default="race",
                    help="race: successive elimination (default); exhaustive: every candidate sampled alike")
     p.add_argument("--timing", choices=["sustained", "burst", "eager", "graph"], default="sustained",

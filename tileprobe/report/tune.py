@@ -44,7 +44,8 @@ def _counts(d: dict) -> str:
 
 def summary_line(p: ProblemResult) -> str:
     """``12 configurations: 7 rejected by constraints (fits: 4, …), 1 failed (compile_error: 1), 1 duplicate
-    launches → 3 to time``; a budgeted search's unreached configurations are ``N not searched (the budget)``."""
+    launches → 3 to time``; a budgeted search's unreached configurations are ``N not searched (the budget)``, a
+    budgeted dry run's ``N not searched (not in the dry run's sample)``."""
     rejected = {k[len("constraint:"):]: n for k, n in p.dropped.items() if k.startswith("constraint:")}
     own = rejected.pop("programs_own", None) is not None     # a recorded search: only the program's are its space
     failed = {k: n for k, n in p.dropped.items() if not k.startswith("constraint:")
@@ -58,7 +59,14 @@ def summary_line(p: ProblemResult) -> str:
     return (f"{len(rows) + sum(rejected.values())} configurations{' (the program' + chr(39) + 's)' if own else ''}: "
             f"{sum(rejected.values())} rejected by constraints{_counts(rejected)}, {sum(failed.values())} failed{_counts(failed)}, "
             + (f"{hangs} predicted to hang (not launched), " if hangs else "")
-            + (f"{unsearched} not searched (the budget), " if unsearched else "") + f"{dupes} → {timed} to time")
+            + (f"{unsearched} not searched ({_why_unsearched(rows)}), " if unsearched else "")
+            + f"{dupes} → {timed} to time")
+
+
+def _why_unsearched(rows: list[CandidateRow]) -> str:
+    """Why rows are ``not_searched``: a dry run's sample left them out (their reason says so), or the budget."""
+    dry = any(r.status == "not_searched" and (r.reason or "").startswith("not compiled: a dry run") for r in rows)
+    return "not in the dry run's sample" if dry else "the budget"
 
 
 def fate_counts(rows: list[CandidateRow]) -> dict[str, int]:

@@ -159,14 +159,15 @@ def tune(probe_paths: Sequence[str], *, arch: str | None = None, budget_s: float
 
     Args:
         probe_paths: probe files (see README "Tuning": ``tunable=``, ``constraint=``, ``default=``).
-        arch: target (default: this GPU's). budget_s: seconds for the search, shared among the problems: each
-            race gets an equal share of what is left (None: no limit); when a problem has more than
-            ``search_full_max`` configurations (default: 4 × the compile jobs) and compiles are made here, the
-            compiles count too, from this call's start: the space is searched in rounds, a balanced sample first,
-            then the leaders' neighbours (:mod:`tileprobe.tune.search`), and what was not reached is
-            ``not_searched``.
+        arch: target (default: this GPU's).
+        budget_s: seconds of wall time, counted from ``startup_s`` before this call (the CLI's ``--budget``: the
+            command's wall time), shared among the problems (None: no limit). Each race gets an equal share of
+            what is left; when a problem has more than ``search_full_max`` configurations (default: 4 × the
+            compile jobs) and compiles are made here, the compiles count too: the space is searched continuously,
+            a balanced sample first, then the neighbours of the race's leaders, compiled while the race runs
+            (:mod:`tileprobe.tune.search`); what was not reached is ``not_searched``.
         strategy: ``race`` (successive elimination) or ``exhaustive`` (every candidate sampled alike).
-        timing: ``sustained`` (default) or ``burst`` (docs/TUNE.md "Timing modes").
+        timing: ``sustained`` (default), ``burst``, ``eager`` or ``graph`` (docs/TUNE.md "Timing modes").
         export: write the JSON table for host code there (merged into an existing table).
         bundle: take records and cubins from ``tileprobe audit --bundle DIR`` (no tileiras needed here).
         store: a :class:`~tileprobe.store.Store` (compiles reused, results saved, last compiler's tune compared).
@@ -189,8 +190,8 @@ def tune(probe_paths: Sequence[str], *, arch: str | None = None, budget_s: float
         tasks: the worker tasks (time, check) as ``"module:function"``; tests plant fakes.
         progress: ``progress(kind, data)`` for printing: ``compile``, ``plans``, ``worker``, ``race``, ``round``, ``rejudge``,
             ``problem``.
-        startup_s: the caller's start-up time before this call (the CLI's: :func:`process_age_s`), for the
-            time split.
+        startup_s: the caller's start-up time before this call (s; the CLI's: :func:`process_age_s`): part of
+            ``budget_s``, and of the time split.
         where: keep the configurations matching ``{name: value}`` (``--where``; :mod:`tileprobe.select`).
         cases, hints: ``{name: [values]}`` replacing the probes' own (``--case`` / ``--hint``).
         run_hang_risk: race the candidates the register-pool check predicts to hang too (default: dropped under
