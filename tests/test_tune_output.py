@@ -33,10 +33,16 @@ def _text(result, **kw) -> str:
     return buf.getvalue()
 
 
+def _rows(text: str) -> list[str]:
+    """The candidates table's rows (cells after the table's left rule), those of a TILE= configuration."""
+    out = [ln.strip().lstrip("│").strip() for ln in text.splitlines()]
+    return [ln for ln in out if ln.startswith("TILE=")]
+
+
 def test_hundreds_of_candidates_print_the_finalists_counts_and_one_line_per_duplicate_group():
     res = _result(300)
     text = _text(res)
-    table_rows = [ln for ln in text.splitlines() if ln.lstrip().startswith("TILE=")]
+    table_rows = _rows(text)
     assert [ln.split()[0] for ln in table_rows] == ["TILE=0", "TILE=1"]
     assert "2 of 300 rows shown" in text
     assert "winner 1, tie 1, eliminated 294, error 2, duplicate_launch 2" in text
@@ -47,7 +53,7 @@ def test_hundreds_of_candidates_print_the_finalists_counts_and_one_line_per_dupl
 
 def test_all_prints_every_row():
     text = _text(_result(300), all_rows=True)
-    assert sum(1 for ln in text.splitlines() if ln.lstrip().startswith("TILE=")) == 300
+    assert len(_rows(text)) == 300
     assert "rows shown" not in text
     assert "error: TILE=298: out of memory" in text and "error: TILE=299: out of memory" in text
 
@@ -55,7 +61,7 @@ def test_all_prints_every_row():
 def test_a_small_space_prints_every_row():
     n = ROWS_SHOWN
     text = _text(_result(n))
-    assert sum(1 for ln in text.splitlines() if ln.lstrip().startswith("TILE=")) == n
+    assert len(_rows(text)) == n
     assert "rows shown" not in text
 
 
@@ -91,8 +97,23 @@ def test_a_row_whose_sass_was_not_read_shows_its_stack_and_the_table_says_why_th
     rows[0].stack_bytes, rows[0].spills = 24, None
     rows[1].stack_bytes, rows[1].spills = 256, {"spill_stores": 91}
     text = _text(res)
-    cells = {ln.split()[0]: ln for ln in text.splitlines() if ln.lstrip().startswith("TILE=")}
+    cells = {ln.split()[0]: ln for ln in _rows(text)}
     assert " 24 " in cells["TILE=0"] and "256/91" in cells["TILE=1"]
     assert text.count("stack B / STL: no STL count where the SASS was not read") == 1
     rows[0].spills = {"spill_stores": 0}
     assert "no STL count" not in _text(res)
+
+
+def test_a_narrow_terminal_drops_the_least_needed_columns_and_says_which():
+    """Session 8's new user: at 120 columns the table cut the configuration and squeezed n and regs to nothing.
+    Now it keeps every configuration whole, drops columns in a set order and names them under the table."""
+    res = _result(4)
+    buf = io.StringIO()
+    render(res, Console(file=buf, width=80, force_terminal=False))
+    text = buf.getvalue()
+    want = sorted(r.label for r in res.problems[0].candidates if r.config is not None)
+    assert sorted(ln.split()[0] for ln in _rows(text)) == want and len(want) == 6     # every row, whole
+    assert all(len(ln) <= 80 for ln in text.splitlines() if "│" in ln or "━" in ln)
+    dropped = next(ln for ln in text.splitlines() if ln.startswith("not shown at 80 columns: "))
+    assert dropped.startswith("not shown at 80 columns: SM MHz, grid") and dropped.endswith("(--json keeps every column)")
+    assert "not shown at" not in _text(res)       # 200 columns: all of it

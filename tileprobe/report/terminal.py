@@ -10,7 +10,7 @@ from rich.table import Table
 from tileprobe.analyses.results import Comparison, Finding, GateResult, History
 from tileprobe.model.arch import NOT_SOURCED
 from tileprobe.schema import VariantRecord, VariantRun, Verdict
-from tileprobe.report.fit import DROP_ORDER, Column, fit_columns, table_width
+from tileprobe.report.fit import DROP_ORDER, Column, Fitted, fit_columns, table_width
 from tileprobe.report.common import (variant_label, KEPT, NUMERIC, POOL_CELLS, POOL_HEADER, RUN_COLUMNS, SASS_UNREAD,
                                      pool_line, compile_timeout_line, VERDICT_MARK, fmt_int, fmt_value, best_lines,
                                      case_columns, failure_counts, failure_groups, failure_of, fmt_kv, group_label,
@@ -127,16 +127,19 @@ def spill_line(rows: Sequence[VariantRecord]) -> str:
     return ""
 
 
-def print_fitted_table(console: Console, title: str, columns: list[Column], wide: bool = False) -> None:
+def print_fitted_table(console: Console, title: str, columns: list[Column], wide: bool = False,
+                       more: str = "--wide shows every column", rank: Callable[[Column], int] | None = None) -> Fitted:
     """Draw ``columns`` as a rich table fitted to the console (:func:`~tileprobe.report.fit.fit_columns`), then
-    the notes: the verdict legend and what was left out. Narrower than the kept columns alone (about 60 columns
-    for one hint), one line per row instead: a table there would squeeze columns to nothing."""
+    the notes: the verdict legend and what was left out (``more``: how to see it). Narrower than the kept columns
+    alone (about 60 columns for one hint), one line per row instead: a table there would squeeze columns to
+    nothing. ``rank``: the order columns are dropped in (default: the audit's, :data:`~tileprobe.report.fit.DROP_ORDER`).
+    Returns what :func:`~tileprobe.report.fit.fit_columns` decided."""
     has_ldl = any(c.header == "LDL/STL" for c in columns)
     order = {h: i for i, h in enumerate(DROP_ORDER)}
 
-    def rank(c: Column) -> int:   # without spill counts, stack B is the spill hint: keep it longer
+    def audit_rank(c: Column) -> int:   # without spill counts, stack B is the spill hint: keep it longer
         return order.get("LDL/STL", 0) if c.header == "stack B" and not has_ldl else order.get(c.header, -1)
-    fitted = fit_columns(columns, console.width, wide=wide, rank=rank)
+    fitted = fit_columns(columns, console.width, wide=wide, rank=rank or audit_rank)
     # The title is a line of its own: a rich table title is wrapped to the table's width and padded with spaces.
     say(console, title + (f" · {fitted.title_extra}" if fitted.title_extra else ""))
     if fitted.folded:
@@ -149,11 +152,12 @@ def print_fitted_table(console: Console, title: str, columns: list[Column], wide
     if fitted.legend:
         notes.append("verdicts: " + " · ".join(fitted.legend))
     if fitted.dropped:
-        notes.append(f"not shown at {console.width} columns: {', '.join(fitted.dropped)} (--wide shows every column)")
+        notes.append(f"not shown at {console.width} columns: {', '.join(fitted.dropped)} ({more})")
     if fitted.short_headers:
         notes.append("headers: " + " · ".join(fitted.short_headers))
     for n in notes:
         say(console, n)
+    return fitted
 
 
 def _print_table_of(console: Console, columns: list[Column], wide: bool) -> None:

@@ -4,6 +4,8 @@ split, from the :class:`~tileprobe.tune.result.TuneResult` the tune made (``tile
 from __future__ import annotations
 
 from tileprobe.schema import short_build
+from tileprobe.report.fit import Column
+from tileprobe.report.terminal import print_fitted_table
 from tileprobe.report.text import cell, say
 from tileprobe.tune.result import NO_SM_COUNT, CandidateRow, ProblemResult, TuneResult
 
@@ -124,8 +126,8 @@ def _not_timed_why(p: ProblemResult) -> str:
 
 
 def _render_problem(p: ProblemResult, console, all_rows: bool = False) -> None:
-    """One problem: its title, the summary and race lines, the candidates' table and the verdict lines."""
-    from rich.table import Table
+    """One problem: its title, the summary and race lines, the candidates' table (fitted to the terminal: the
+    columns it drops are named under it) and the verdict lines."""
     say(console, f"\n{p.kernel} · {p.arch} · {p.label} · {short_build(p.tileiras) if p.tileiras else ''}",
         style="bold")
     say(console, "  " + summary_line(p))
@@ -137,21 +139,18 @@ def _render_problem(p: ProblemResult, console, all_rows: bool = False) -> None:
         say(console, f"  searched: {cov['compiled']:,} of {cov['configurations']:,} configurations compiled, "
                      f"{cov['timed']:,} timed ({_not_timed_why(p)})")
     best = p.pick.median_us if p.pick else None
-    t = Table(show_edge=False, pad_edge=False)
-    for h in ("configuration", "status", "n", "median µs", "95% CI µs", "vs pick", "grid", "regs", "CTAs/SM",
-              "stack B / STL", "SM MHz", "note"):
-        t.add_column(h, justify="right" if h not in ("configuration", "status", "note") else "left",
-                     no_wrap=h != "note", overflow="fold" if h == "note" else "ellipsis")
     rows = [r for r in p.candidates if r.config is not None]
     by_label = {r.label: (i, r) for i, r in enumerate(rows)}
     shown = _shown(rows, all_rows)
-    for r in sorted(shown, key=lambda r: _rank(*by_label[r.same_launch_as or r.label], r)):
-        t.add_row(*map(cell, (r.label, r.status, str(r.n or "-"), _us(r.median_us), _ci(r),
-                              f"{r.median_us / best:.3f}×" if best and r.median_us else "-", _grid(r),
-                              str(r.registers or "-"), str(r.ctas_per_sm or "-"), _spill(r), _mhz(r),
-                              _note(r))))
-    console.print(t)
-    if any(r.stack_bytes is not None and not (r.spills or {}) for r in shown):
+    ordered = sorted(shown, key=lambda r: _rank(*by_label[r.same_launch_as or r.label], r))
+    cells = [(r.label, r.status, str(r.n or "-"), _us(r.median_us), _ci(r),
+              f"{r.median_us / best:.3f}×" if best and r.median_us else "-", _grid(r), str(r.registers or "-"),
+              str(r.ctas_per_sm or "-"), _spill(r), _mhz(r), _note(r)) for r in ordered]
+    columns = [Column(h, [row[i] for row in cells], "left" if h in ("configuration", "status", "note") else "right",
+                      keep=h in ("configuration", "status")) for i, h in enumerate(_COLUMNS)]
+    fitted = print_fitted_table(console, "  candidates:", columns, more="--json keeps every column",
+                                rank=lambda c: _TUNE_DROP_ORDER.index(c.header) if c.header in _TUNE_DROP_ORDER else -1)
+    if "stack B / STL" not in fitted.dropped and any(r.stack_bytes is not None and not (r.spills or {}) for r in shown):
         say(console, "  stack B / STL: no STL count where the SASS was not read (the tune reads it only for kernels "
                      "whose PTX has setmaxnreg, for the hang check); `tileprobe audit` of the probe reads it")
     if len(shown) < len(rows):
@@ -161,6 +160,14 @@ def _render_problem(p: ProblemResult, console, all_rows: bool = False) -> None:
             say(console, "  duplicate launches: " + line)
     for line in verdict_lines(p, compact=len(shown) < len(rows)):
         say(console, "  " + line)
+
+
+#: The candidates table's columns, and those dropped first when it is wider than the terminal (the configuration
+#: and its status always stay: :func:`tileprobe.report.terminal.print_fitted_table`, as the audit's tables).
+_COLUMNS = ("configuration", "status", "n", "median µs", "95% CI µs", "vs pick", "grid", "regs", "CTAs/SM",
+            "stack B / STL", "SM MHz", "note")
+_TUNE_DROP_ORDER = ("SM MHz", "grid", "stack B / STL", "CTAs/SM", "regs", "n", "95% CI µs", "note", "vs pick",
+                    "median µs")
 
 
 def _rank(position: int, timed: CandidateRow, r: CandidateRow) -> tuple:
