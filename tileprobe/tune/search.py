@@ -273,6 +273,10 @@ class SearchOrder:
                     if c not in self._tried and c not in offered:
                         offered.add(c)
                         yield c, "neighbours"
+        head = 0           # those tried at the head of the sample's order go (each call would scan them again)
+        while head < len(self.pending) and self.pending[head] in self._tried:
+            head += 1
+        del self.pending[:head]
         i = 0
         while True:
             while i < len(self.pending):
