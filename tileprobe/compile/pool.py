@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing as mp
-import os
 import math
+import os
 import signal
 import sys
 import time
@@ -102,7 +102,6 @@ class WorkerPool:
 
     def __init__(self, jobs: int, initargs: tuple, timeout_s: float):
         self.jobs, self.initargs, self.timeout_s = max(1, jobs), initargs, timeout_s
-        self.cut: list[Variant] = []     # variants whose compiles ``run``'s cut_at killed
         self.given = 0                   # variants handed to workers
         self.ctx = mp.get_context("spawn")
         self.started = 0          # workers started (a benchmark and the tests read it)
@@ -148,9 +147,12 @@ class WorkerPool:
         busy: dict[object, _Worker] = {}
         idle: list[_Worker] = []
         done = False
+
+        def limit(now: float) -> int | None:   # after the cut only the spared first ones may still be given out
+            return None if cut_at is None or now < cut_at else spare
         try:
             while True:
-                self._fill(it, busy, idle, None if cut_at is None or time.monotonic() < cut_at else spare)
+                self._fill(it, busy, idle, limit(time.monotonic()))
                 if not busy:
                     break
                 cutting = cut_at is not None and any(w.seq >= spare for w in busy.values())
@@ -164,9 +166,8 @@ class WorkerPool:
                 if cutting and now >= cut_at:
                     for w in [w for w in busy.values() if w.seq >= spare]:
                         del busy[w.conn]
-                        self.cut.append(w.variant)
                         self._cut(w)
-                self._fill(it, busy, idle, None if cut_at is None or now < cut_at else spare)   # keep the width
+                self._fill(it, busy, idle, limit(now))   # keep the width while the caller reads the results
                 yield from results
             done = True
         finally:

@@ -206,8 +206,7 @@ def record_key(rec: VariantRecord) -> tuple:
 
 def wanted(problems_: Sequence[Problem]) -> set[tuple]:
     """The (probe file name, probe label, case, hints) keys of every configuration to compile."""
-    return {_want_key(p.probe.source or "", p.probe.label, c.case(p.values), c.hints_dict)
-            for p in problems_ for c in p.configs}
+    return {config_key(p, c) for p in problems_ for c in p.configs}
 
 
 def compile_records(probe_paths: Sequence[str], problems_: Sequence[Problem], arch: str, **audit_kw):
@@ -216,7 +215,7 @@ def compile_records(probe_paths: Sequence[str], problems_: Sequence[Problem], ar
     from tileprobe.audit import audit
     keys = wanted(problems_)
     return audit(list(probe_paths), [arch],
-                 select=lambda v: _want_key(v.probe_path, v.probe_name, v.case_dict, v.hints_dict) in keys,
+                 select=lambda v: variant_key(v) in keys,
                  **audit_kw)
 
 
@@ -224,12 +223,12 @@ def make_plans(problems_: Sequence[Problem], records: Sequence[VariantRecord], a
                missing_status: str = "not_compiled", run_hang_risk: bool = False) -> list[Plan]:
     """Match each configuration to its record (same probe file name, label, case, hints and arch); count the
     constraint rejections, the failed compiles and (unless ``run_hang_risk``) the predicted hangs per rule."""
-    by_key = {_want_key(r.probe, r.kernel, r.case, r.hints): r for r in records if r.arch == arch}
+    by_key = {record_key(r): r for r in records if r.arch == arch}
     plans = []
     for p in problems_:
         plan = Plan(p, [], {f"constraint:{k}": n for k, n in p.rejected.items()})
         for cfg in p.configs:
-            rec = by_key.get(_want_key(p.probe.source or "", p.probe.label, cfg.case(p.values), cfg.hints_dict))
+            rec = by_key.get(config_key(p, cfg))
             c = Candidate(p, cfg, rec)
             if rec is None:
                 c.status, c.reason = missing_status, f"no {arch} record for it"
@@ -275,14 +274,12 @@ class Landing:
 
     def __init__(self, plans: Sequence[Plan], arch: str, run_hang_risk: bool = False):
         self.arch, self.plans, self.run_hang_risk = arch, list(plans), run_hang_risk
-        self.by_key = {_want_key(pl.problem.probe.source or "", pl.problem.probe.label, c.case, c.config.hints_dict):
-                       (pl, c) for pl in plans for c in pl.candidates}
+        self.by_key = {config_key(pl.problem, c.config): (pl, c) for pl in plans for c in pl.candidates}
 
     def land(self, rec: VariantRecord) -> tuple[Plan, Candidate] | None:
         """Give ``rec`` to its candidate (status ``ok`` or the failure's, counted); None when it is none of
         theirs or its candidate has one already."""
-        hit = self.by_key.get(_want_key(rec.probe, rec.kernel, rec.case, rec.hints)) if rec.arch == self.arch \
-            else None
+        hit = self.by_key.get(record_key(rec)) if rec.arch == self.arch else None
         if hit is None or hit[1].record is not None:
             return None
         plan, c = hit
