@@ -7,7 +7,7 @@ from tileprobe.schema import short_build
 from tileprobe.report.fit import Column
 from tileprobe.report.terminal import print_fitted_table
 from tileprobe.report.text import cell, say
-from tileprobe.tune.result import NO_SM_COUNT, CandidateRow, ProblemResult, TuneResult
+from tileprobe.tune.result import NO_SM_COUNT, NOT_SAMPLED_REASON, CandidateRow, ProblemResult, TuneResult
 
 #: Table order of the candidates' fates.
 _FATES = ("winner", "tie", "ok", "eliminated", "wrong", "hang", "crash", "error", "skipped")
@@ -67,7 +67,7 @@ def summary_line(p: ProblemResult) -> str:
 
 def _why_unsearched(rows: list[CandidateRow]) -> str:
     """Why rows are ``not_searched``: a dry run's sample left them out (their reason says so), or the budget."""
-    dry = any(r.status == "not_searched" and (r.reason or "").startswith("not compiled: a dry run") for r in rows)
+    dry = any(r.status == "not_searched" and r.reason == NOT_SAMPLED_REASON for r in rows)
     return "not in the dry run's sample" if dry else "the budget"
 
 

@@ -17,7 +17,7 @@ from tileprobe.compile.schedule import ChosenSchedule
 from tileprobe.schema import value_key
 from tileprobe.tune.overlap import Overlap
 from tileprobe.tune.race import RaceOutcome, RaceSettings
-from tileprobe.tune.result import NO_SM_COUNT
+from tileprobe.tune.result import NO_SM_COUNT, NOT_SAMPLED_REASON
 from tileprobe.tune.search import NOT_SEARCHED, SearchOrder, SearchSettings
 from tileprobe.tune.space import Config, Problem
 from tileprobe.tune.static import Candidate, Landing, Plan, config_key, launch_facts, record_key, variant_key
@@ -196,9 +196,6 @@ def _config_key(cfg) -> str | None:
     return value_key({"case": cfg.get("case") or {}, "hints": cfg.get("hints") or {}})
 
 
-#: Why a configuration of a dry run with ``--budget`` was not compiled.
-NOT_SAMPLED_REASON = ("not compiled: a dry run with --budget compiles the search's first sample only (after it the "
-                      "search follows the race's leaders, and a dry run has no race)")
 
 
 def dry_run_sample(problem: Problem, settings: SearchSettings, store=None) -> tuple[Problem, list[Config]]:

@@ -31,6 +31,10 @@ from tileprobe._version import __version__
 TUNE_SCHEMA_VERSION = 1
 #: The note of a plan whose duplicate launches were not looked for (the summary line says so instead of "0").
 NO_SM_COUNT = "no SM count (give --num-sms): duplicate launches were not looked for"
+#: Why a configuration of a dry run with ``--budget`` was not compiled (the reason of its ``not_searched`` row; the
+#: summary line tells these rows from those the budget left out by it).
+NOT_SAMPLED_REASON = ("not compiled: a dry run with --budget compiles the search's first sample only (after it the "
+                      "search follows the race's leaders, and a dry run has no race)")
 #: A row's static facts (from its compiled record), its samples summary and its race facts, in JSON order.
 STATIC_FIELDS = ("threads", "registers", "shared_bytes", "stack_bytes", "ctas_per_sm", "spills", "compile_s",
                  "verdicts", "register_pool")
