@@ -13,8 +13,8 @@ join it and are judged by the same rules), so the order can read the race's lead
    every value of every knob about equally often). Its first wave (:attr:`SearchSettings.sample`) is compiled
    whatever the clock says.
 2. **Then around the leaders**: each next compile is the first untried neighbour of the race's fastest candidates
-   so far — one step away on one knob (the next or the previous value in its list) — and the balanced sample
-   where they have none left.
+   so far — one step away (the next or the previous value in its list) on one knob, then on two knobs at once —
+   and the balanced sample where they have none left.
 3. **Stop starting compiles** when a compile started now, priced by a model of the compile times seen so far
    (:meth:`SearchOrder.expected_s`), would not land and be raced by the deadline; near it a cheaper choice may still
    start. The race ends by the deadline (:mod:`tileprobe.tune.overlap`'s ``deadline``).
@@ -25,8 +25,8 @@ halving's "sample, then refine around the leaders", made continuous for a compil
 compile (seconds) before its first sample, and the local step follows that tile sizes and hints act mostly on their
 own axis (a configuration next to a fast one is faster on average than one far away). Replayed on the H200's full
 tune of the 486-configuration matmul (``benchmarks/sim_budget.py``, 60 seeds, a 30-s budget, a 10-s plan,
-2026-12-03), a configuration within 1.02 of the best was found in 49 seeds; the search in rounds it replaced (each
-round compiled, then raced, then chose the next round) in 26.
+2026-12-03), a configuration within 1.02 of the best was found in 58 seeds (47 with neighbours on one knob only);
+the search in rounds it replaced (each round compiled, then raced, then chose the next round) in 26.
 
 :class:`SearchOrder` never compiles or times anything itself: the tune asks it (:mod:`tileprobe.tune.budgeted`), the
 tests and the replay drive it with fakes.
@@ -268,11 +268,13 @@ class SearchOrder:
         """Untried configurations in the order of preference (class doc, 1.-2.), each with where it came from."""
         offered: set[Config] = set()
         if len(self.tried) >= self.s.sample:
-            for lead in list(self.leaders())[:self.s.leaders]:
-                for c in self._neighbours(lead):
-                    if c not in self._tried and c not in offered:
-                        offered.add(c)
-                        yield c, "neighbours"
+            leaders = list(self.leaders())[:self.s.leaders]
+            for knobs in (1, 2):     # one knob away from each leader, then two knobs away
+                for lead in leaders:
+                    for c in self._neighbours(lead, knobs):
+                        if c not in self._tried and c not in offered:
+                            offered.add(c)
+                            yield c, "neighbours"
         head = 0           # those tried at the head of the sample's order go (each call would scan them again)
         while head < len(self.pending) and self.pending[head] in self._tried:
             head += 1
@@ -297,18 +299,26 @@ class SearchOrder:
                 return
             self.pending += more
 
-    def _neighbours(self, config: Config) -> list[Config]:
-        """The configurations one step from ``config`` on exactly one knob (the next or previous value in its
-        declared list), knob by knob; O(knobs)."""
+    def _neighbours(self, config: Config, knobs: int = 1) -> list[Config]:
+        """The configurations one step from ``config`` (the next or previous value in the knob's declared list) on
+        exactly ``knobs`` knobs (1 or 2), knob by knob (pairs of knobs in declared order); O(knobs²).
+
+        Two knobs away: the best of a space often needs two knobs moved together (the 486-configuration matmul's
+        TILE_M 256 with 2 CTAs per cluster, where 256 with one CTA and 128 with two are both slow); one step on
+        one knob at a time stalls there. Replayed (``benchmarks/sim_budget.py``, 60 seeds, 30-s budget, 10-s plan,
+        this 2-core machine, 2026-12-03): 58 of 60 within 1.02 with these, 47 of 60 with one knob only."""
         here = self.pos.get(config)
         if here is None:
             return []
         out = []
-        for i in range(len(here)):
-            for step in (1, -1):
-                p = here[:i] + (here[i] + step,) + here[i + 1:]
-                if p in self.at:
-                    out.append(self.at[p])
+        for idx in itertools.combinations(range(len(here)), knobs):
+            for steps in itertools.product((1, -1), repeat=knobs):
+                p = list(here)
+                for i, step in zip(idx, steps):
+                    p[i] += step
+                c = self.at.get(tuple(p))
+                if c is not None:
+                    out.append(c)
         return out
 
 
