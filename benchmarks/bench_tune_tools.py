@@ -102,11 +102,11 @@ def cutile(probe_path: str, dry_run: bool) -> dict:
     return out
 
 
-def dobench(probe_path: str, dry_run: bool, labels: list[str] | None = None) -> dict:
+def dobench(probe_path: str, dry_run: bool, labels: list[str] | None = None, passes: int = 2) -> dict:
     """Check every configuration (or those named by ``labels``) against the reference, then time it with do_bench
     (median, warm-up 25 ms, rep 100 ms: its defaults), JIT through ct.launch; SM clocks read before and after
-    each; then every correct one again in reverse order (:func:`_second_pass`): ``median_us`` is the mean of the
-    two passes' medians."""
+    each; then every correct one again, ``passes`` − 1 more times, in reverse order, then forward, … (:func:`_more_passes`):
+    ``median_us`` is the mean of the passes' medians."""
     import cuda.tile as ct
     probe, prob, configs = space(probe_path)
     if labels is not None:
@@ -137,7 +137,9 @@ def dobench(probe_path: str, dry_run: bool, labels: list[str] | None = None) -> 
             row.update(status="error", error="".join(traceback.format_exception_only(type(e), e)).strip()[:1000])
             if "illegal" in str(e).lower() or "launch failure" in str(e).lower():
                 broken = row["error"]
-    _second_pass(do_bench, ct, kernel, probe, prob, configs, inputs, stream, num_sms, out["rows"], reader, broken)
+    _more_passes(do_bench, ct, kernel, probe, prob, configs, inputs, stream, num_sms, out["rows"], reader, broken,
+                 passes)
+    out["passes"] = passes
     ok = [r for r in out["rows"] if r.get("status") == "ok"]
     if ok:
         best = min(ok, key=lambda r: r["median_us"])
@@ -145,21 +147,26 @@ def dobench(probe_path: str, dry_run: bool, labels: list[str] | None = None) -> 
     return out
 
 
-def _second_pass(do_bench, ct, kernel, probe, prob, configs, inputs, stream, num_sms, rows, reader, broken) -> None:
-    """Time every correct configuration again in reverse order and keep the mean of its two medians
-    (``median_us``; the passes in ``median_us_passes``): the configurations are timed one after another while the SM
-    clock drifts under load (1,530–1,965 MHz seen on the H200, docs/NOTES.md section 13), and A…Z then Z…A puts
-    that drift on every configuration alike, as benchmarks/bench_timing.py does for its methods."""
+def _more_passes(do_bench, ct, kernel, probe, prob, configs, inputs, stream, num_sms, rows, reader, broken,
+                 passes: int = 2) -> None:
+    """Time every correct configuration ``passes`` − 1 more times, in reverse order, then forward, and so on, and
+    keep the mean of its passes' medians (``median_us``; each pass in ``median_us_passes``): the configurations are
+    timed one after another while the SM clock drifts under load (1,530–1,965 MHz seen on the H200, docs/NOTES.md
+    section 13), and A…Z then Z…A puts that drift on every configuration alike, as benchmarks/bench_timing.py does
+    for its methods. More passes narrow the judge's own spread: one pass of two configurations with the same
+    machine code read 206.4 and 214.2 µs (the 486 matmul, H200, 2026-12-03, docs/NOTES.md §27)."""
     if broken:
         return
-    for cfg, row in reversed(list(zip(configs, rows))):
-        if row.get("status") != "ok":
-            continue
-        k = kernel.replace_hints(**hints_of(cfg))
-        grid, args = grid_of(probe, prob, cfg, num_sms), inputs.get(cfg)
-        first = row["median_us"]
-        again = 1000.0 * do_bench(lambda: ct.launch(stream, grid, k, args), return_mode="median")
-        row.update(median_us=(first + again) / 2, median_us_passes=[first, again], clocks_after_second=reader.read())
+    pairs = list(zip(configs, rows))
+    for n in range(1, passes):
+        for cfg, row in (reversed(pairs) if n % 2 else pairs):
+            if row.get("status") != "ok":
+                continue
+            k = kernel.replace_hints(**hints_of(cfg))
+            grid, args = grid_of(probe, prob, cfg, num_sms), inputs.get(cfg)
+            done = row.setdefault("median_us_passes", [row["median_us"]])
+            done.append(1000.0 * do_bench(lambda: ct.launch(stream, grid, k, args), return_mode="median"))
+            row.update(median_us=sum(done) / len(done), clocks_after_last=reader.read())
 
 
 def _bench_one(ct, do_bench, torch, probe, prob, cfg, kernel, inputs, stream, num_sms, reader, row) -> None:
@@ -189,10 +196,14 @@ def main(argv=None) -> int:
     ap.add_argument("--json", required=True, help="where to write the result")
     ap.add_argument("--dry-run", action="store_true", help="build the space and functions only (no GPU)")
     ap.add_argument("--labels", help="dobench: a JSON file of the configuration labels to time (default: all)")
+    ap.add_argument("--passes", type=int, default=2, help="dobench: passes over the configurations, alternating "
+                    "their order (default 2); median_us is the mean of the passes' medians")
     a = ap.parse_args(argv)
     if a.tool == "dobench" and a.labels:
         with open(a.labels, encoding="utf-8") as f:
-            res = dobench(a.probe, a.dry_run, json.load(f))
+            res = dobench(a.probe, a.dry_run, json.load(f), a.passes)
+    elif a.tool == "dobench":
+        res = dobench(a.probe, a.dry_run, passes=a.passes)
     else:
         res = (cutile if a.tool == "cutile" else dobench)(a.probe, a.dry_run)
     with open(a.json, "w", encoding="utf-8") as f:
