@@ -63,6 +63,19 @@ def test_compiles_still_running_at_the_cut_are_killed_and_give_no_result(tmp_pat
     assert [r.variant.case_dict["TILE"] for r in got] == [256]
 
 
+def test_the_first_wave_is_spared_at_the_cut_only_until_a_compile_lands_ok(tmp_path):
+    """A budgeted tune's first wave (``cut_spare``) finishes past the cut only while nothing compiled: once one of
+    them lands ``ok`` there is something to race, and the others, still running, are cut (a slow first wave ran past
+    ``--budget`` before, session 8's note). The fake runs the real tileiras, then the second compile sleeps 20 s."""
+    import time
+    fake = fake_tileiras(tmp_path, '[ "$n" -ge 1 ] && sleep 20; exit 0', logged=True)
+    t0 = time.monotonic()
+    got = list(compile_variants([_variant(tile=t) for t in (256, 1024)], tileiras=fake, jobs=2, timeout_s=120.0,
+                                cut_at=t0 + 0.5, cut_spare=2))
+    assert time.monotonic() - t0 < 18.0                      # the sleeping one was cut, not waited for
+    assert [r.status for r in got] == ["ok"], [(r.status, r.error) for r in got]
+
+
 def test_sweep_goes_on_after_failures(tmp_path):
     fake = fake_tileiras(tmp_path, "echo 'error: synthetic failure' >&2; exit 5")
     results = list(compile_variants([_variant(tile=t) for t in (256, 1024)], tileiras=fake, jobs=2))

@@ -137,7 +137,8 @@ class WorkerPool:
         """Compile ``variants`` (any iterable: read as workers free up); yield results as they finish. At ``cut_at``
         (a ``time.monotonic()`` value; None: never) no more start, and the compiles still running are killed and
         yield nothing (a budgeted tune's end: their time is not there), except the first ``spare`` started (a
-        budgeted tune's first wave, compiled whatever the clock says), which finish.
+        budgeted tune's first wave, compiled whatever the clock says) while no compile has yielded an ``ok``
+        result: with nothing compiled there is nothing to race, and once something is, the budget comes first.
 
         Raises:
             ToolchainError: the workers cannot start with this tileiras (their set-up failed, or they die before it
@@ -148,23 +149,29 @@ class WorkerPool:
         idle: list[_Worker] = []
         done = False
 
+        landed_ok = False
+
+        def spared() -> int:   # the first ones are spared only while nothing compiled
+            return 0 if landed_ok else spare
+
         def limit(now: float) -> int | None:   # after the cut only the spared first ones may still be given out
-            return None if cut_at is None or now < cut_at else spare
+            return None if cut_at is None or now < cut_at else spared()
         try:
             while True:
                 self._fill(it, busy, idle, limit(time.monotonic()))
                 if not busy:
                     break
-                cutting = cut_at is not None and any(w.seq >= spare for w in busy.values())
+                cutting = cut_at is not None and any(w.seq >= spared() for w in busy.values())
                 soonest = min(min(w.deadline for w in busy.values()), cut_at if cutting else math.inf)
                 ready = wait(list(busy), timeout=max(0.0, soonest - time.monotonic()))
                 results = [r for conn in ready for r in self._receive(busy.pop(conn), busy, idle)]
+                landed_ok = landed_ok or any(r.status == "ok" for r in results)
                 now = time.monotonic()
                 for w in [w for w in busy.values() if now > w.deadline]:
                     del busy[w.conn]
                     results.append(self._stop_stuck(w))
-                if cutting and now >= cut_at:
-                    for w in [w for w in busy.values() if w.seq >= spare]:
+                if cut_at is not None and now >= cut_at:
+                    for w in [w for w in busy.values() if w.seq >= spared()]:
                         del busy[w.conn]
                         self._cut(w)
                 self._fill(it, busy, idle, limit(now))   # keep the width while the caller reads the results

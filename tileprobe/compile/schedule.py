@@ -25,9 +25,9 @@ class ChosenSchedule:
     choose: (``clock()`` s) -> the key of the next variant to compile, or None: start no more. key: variant -> its
     key. A chosen key that is not among the variants (the store holds it, or the audit does not compile it) starts
     nothing, and the next is asked for at once. clock: seconds, monotonic (``time.perf_counter``, as the tune's
-    deadline; tests inject one). cut_at: a ``clock()`` value at which the compiles still running, but the first
-    ``spare`` started, are killed and give no record (:meth:`~tileprobe.compile.pool.WorkerPool.run`); None: they
-    all finish.
+    deadline; tests inject one). cut_at: a ``clock()`` value at which the compiles still running are killed and give
+    no record, but the first ``spare`` started while no compile has landed ``ok``
+    (:meth:`~tileprobe.compile.pool.WorkerPool.run`); None: they all finish.
     """
     choose: Callable[[float], object]
     key: Callable[[Variant], object]

@@ -10,8 +10,8 @@ join it and are judged by the same rules), so the order can read the race's lead
 1. **A balanced sample first**: the default configuration, the stored picks of the same kernel on other problems
    (the store's tunes: a neighbouring problem's winner is often this one's), then :func:`balanced_sample`: each
    next configuration the one that adds most unseen pairs of two knobs' values (any first part of that order has
-   every value of every knob about equally often). Its first wave (:attr:`SearchSettings.sample`) is compiled
-   whatever the clock says.
+   every value of every knob about equally often). Its first wave (:attr:`SearchSettings.sample`) is started
+   whatever the clock says (and spared at the cut until one of its compiles lands).
 2. **Then around the leaders**: each next compile is the first untried neighbour of the race's fastest candidates
    so far — one step away (the next or the previous value in its list) on one knob, then on two knobs at once —
    and the balanced sample where they have none left.
