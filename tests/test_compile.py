@@ -76,6 +76,22 @@ def test_the_first_wave_is_spared_at_the_cut_only_until_a_compile_lands_ok(tmp_p
     assert [r.status for r in got] == ["ok"], [(r.status, r.error) for r in got]
 
 
+def test_what_landed_is_yielded_before_the_variants_iterator_s_error(tmp_path):
+    """A budgeted tune's variants come from its chooser (the search order, the race's leaders, the store): when that
+    raises after a compile finished, the finished result still reaches the caller, then the error (session 9's
+    hostile test: the ok compile was lost)."""
+    import pytest
+
+    def chosen():
+        yield _variant(tile=256)
+        raise RuntimeError("chooser broke")
+    got = []
+    with pytest.raises(RuntimeError, match="chooser broke"):
+        for r in compile_variants(chosen(), jobs=1, timeout_s=120.0):
+            got.append(r)
+    assert [(r.variant.case_dict["TILE"], r.status) for r in got] == [(256, "ok")]
+
+
 def test_sweep_goes_on_after_failures(tmp_path):
     fake = fake_tileiras(tmp_path, "echo 'error: synthetic failure' >&2; exit 5")
     results = list(compile_variants([_variant(tile=t) for t in (256, 1024)], tileiras=fake, jobs=2))

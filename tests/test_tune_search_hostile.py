@@ -81,3 +81,26 @@ def test_a_compile_time_that_is_no_positive_finite_number_neither_raises_nor_sto
     assert second is not None and second != first
     order.landed(second, 1.0)
     assert math.isfinite(order.expected_s(configs[-1]))
+
+
+def test_near_the_deadline_a_cheap_sample_choice_still_starts_behind_many_dear_neighbours():
+    """Session 9's hostile test: two leaders' one- and two-knob neighbours (5 knobs: 80 of them, all dear) filled the
+    look-ahead window, and ``next`` said None with 79 untried 0.1-s configurations and 3 s left. Each source is now
+    looked through on its own."""
+    from tileprobe.tune import search as S
+    dear = {1: 0.1, 2: 4.0, 3: 8.0, 4: 8.0}
+    configs = space(K0=[1, 2, 3, 4], K1=[1, 2, 3], K2=[1, 2, 3], K3=[1, 2, 3], K4=[1, 2, 3])
+    secs = lambda c: dear[dict(c.tunables)["K0"]]   # noqa: E731
+    lead = [c for c in configs if c.label in ("K0=4 K1=2 K2=2 K3=2 K4=2", "K0=4 K1=2 K2=2 K3=2 K4=1")]
+    o = SearchOrder(configs, [], SearchSettings(jobs=4), deadline=1000.0, leaders=lambda: lead)
+    for _ in range(4):                  # the first wave
+        c = o.next(0.0)
+        o.landed(c, secs(c))
+    for v in (1, 2, 3, 4):              # one landed compile of each K0 value: the model knows K0=1 is cheap
+        c = next(c for c in configs if dict(c.tunables)["K0"] == v and c not in o._tried)
+        o.landed(c, secs(c))
+    assert len([c for c in lead for n in (1, 2) for c in o._neighbours(c, n)]) > S.LOOK_AHEAD
+    now = 1000.0 - S.WORKER_OVERHEAD_S - S.LAST_RACE_S - S.FINISH_S - 3.0   # 3 s of compile left
+    pick = o.next(now)
+    assert pick is not None and secs(pick) < 1.0
+    assert o.expected_s(pick) <= 3.0

@@ -174,7 +174,11 @@ class WorkerPool:
                     for w in [w for w in busy.values() if w.seq >= spared()]:
                         del busy[w.conn]
                         self._cut(w)
-                self._fill(it, busy, idle, limit(now))   # keep the width while the caller reads the results
+                try:            # keep the width while the caller reads the results
+                    self._fill(it, busy, idle, limit(now))
+                except Exception:   # the variants' iterator failed (a tune's chooser): what landed is still theirs
+                    yield from results
+                    raise
                 yield from results
             done = True
         finally:
