@@ -14,6 +14,8 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 
@@ -130,3 +132,27 @@ def test_a_compile_another_process_holds_does_not_carry_the_tune_past_its_budget
         os.killpg(other.pid, signal.SIGKILL)
         other.wait()
     assert run["wall_s"] < 20.0, run   # a 10-s budget (46.5 s before), margin for a loaded machine
+
+
+def test_the_compile_timeout_is_an_option_of_tune_and_reaches_the_compiles(monkeypatch, tmp_path):
+    """``tune``'s compiler timeout had no CLI option (``--timeout`` there is the GPU task's; session 8's note):
+    ``--compile-timeout`` now sets it, and a bad value is refused as the other seconds options are."""
+    import tileprobe.tune.pipeline as pipeline
+    from tileprobe.cli import main
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def fake_tune(paths, **kw):
+        seen.update(kw)
+        raise Stop
+    monkeypatch.setattr(pipeline, "tune", fake_tune)
+    probe = tmp_path / "p.py"
+    probe.write_text("")
+    with pytest.raises(Stop):
+        main(["tune", str(probe), "--dry-run", "--arch", "sm_90", "--no-store", "--compile-timeout", "42.5"])
+    assert seen["compile_timeout_s"] == 42.5 and seen["timeout_s"] != 42.5
+    with pytest.raises(SystemExit) as e:
+        main(["tune", str(probe), "--dry-run", "--arch", "sm_90", "--compile-timeout", "-1"])
+    assert e.value.code == 2

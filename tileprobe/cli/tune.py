@@ -62,6 +62,9 @@ def add_parser(subparsers, add_common=None) -> None:
                         "per fate and one line per duplicate group; --json keeps everything)")
     p.add_argument("--timeout", type=seconds, default=DEFAULT_TIMEOUT_S,
                    help=f"per GPU task (a batch or a check) before it is a hang, s (default {DEFAULT_TIMEOUT_S:g})")
+    p.add_argument("--compile-timeout", type=seconds, default=300.0, metavar="SECONDS",
+                   help="per-candidate compiler timeout, s (default 300; a probe's timeout_s= wins); a candidate past "
+                        "it is a failed compile, status timeout")
     p.add_argument("--jobs", "-j", type=count, default=None, help="parallel compiles (default: all CPUs)")
     p.add_argument("--seed", type=int, default=0, help="seed of the inputs and of the rounds' order")
     p.add_argument("--tie-pct", type=percent, default=1.0, help="medians within this %% of the best are a tie "
@@ -157,7 +160,7 @@ def _tune(args, ex, wd, store, startup_s, err):
     from tileprobe.tune.pipeline import tune
     return tune(args.probes, arch=args.arch, budget_s=args.budget, strategy=args.strategy, timing=args.timing,
                 export=args.export, bundle=args.bundle, store=store, jobs=args.jobs, timeout_s=args.timeout,
-                seed=args.seed, tie_pct=args.tie_pct, max_samples=args.max_samples, num_sms=args.num_sms,
+                compile_timeout_s=args.compile_timeout, seed=args.seed, tie_pct=args.tie_pct, max_samples=args.max_samples, num_sms=args.num_sms,
                 dry_run=args.dry_run, progress=_progress(err), startup_s=startup_s, where=where_of(args),
                 executor=ex, watchdog=wd, probe_timeout_s=args.probe_timeout, run_hang_risk=args.run_hang_risk,
                 **overrides_of(args))

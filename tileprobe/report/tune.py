@@ -148,8 +148,9 @@ def _render_problem(p: ProblemResult, console, all_rows: bool = False) -> None:
               str(r.ctas_per_sm or "-"), _spill(r), _mhz(r), _note(r)) for r in ordered]
     columns = [Column(h, [row[i] for row in cells], "left" if h in ("configuration", "status", "note") else "right",
                       keep=h in ("configuration", "status")) for i, h in enumerate(_COLUMNS)]
+    drop = _TUNE_DROP_ORDER if any(r.n for r in shown) else _UNTIMED_DROP_ORDER
     fitted = print_fitted_table(console, "  candidates:", columns, more="--json keeps every column",
-                                rank=lambda c: _TUNE_DROP_ORDER.index(c.header) if c.header in _TUNE_DROP_ORDER else -1)
+                                rank=lambda c: drop.index(c.header) if c.header in drop else -1)
     if "stack B / STL" not in fitted.dropped and any(r.stack_bytes is not None and not (r.spills or {}) for r in shown):
         say(console, "  stack B / STL: no STL count where the SASS was not read (the tune reads it only for kernels "
                      "whose PTX has setmaxnreg, for the hang check); `tileprobe audit` of the probe reads it")
@@ -168,6 +169,9 @@ _COLUMNS = ("configuration", "status", "n", "median µs", "95% CI µs", "vs pick
             "stack B / STL", "SM MHz", "note")
 _TUNE_DROP_ORDER = ("SM MHz", "grid", "stack B / STL", "CTAs/SM", "regs", "n", "95% CI µs", "note", "vs pick",
                     "median µs")
+#: Nothing timed (a dry run): the race's columns, all "-", go first, the compile's facts stay.
+_UNTIMED_DROP_ORDER = ("SM MHz", "n", "95% CI µs", "vs pick", "median µs", "grid", "stack B / STL", "CTAs/SM",
+                       "regs", "note")
 
 
 def _rank(position: int, timed: CandidateRow, r: CandidateRow) -> tuple:
@@ -195,12 +199,21 @@ def _mhz(r: CandidateRow) -> str:
     return text + (" moved" if r.clocks_moved else "")
 
 
+#: The table's note cell at most (characters): a longer first line of a reason ends in "…" (the failure reasons are
+#: printed whole under the table, and ``--json`` keeps them): a 100-character note pushed grid, CTAs/SM and stack out
+#: of a 120-column table (session 9's new user).
+NOTE_CELL = 56
+
+
 def _note(r: CandidateRow) -> str:
     if r.same_launch_as:
         return f"= {r.same_launch_as}"
     if r.status in ("winner", "tie", "eliminated"):
         return ""
-    return r.reason.strip().splitlines()[0][:100] if r.reason else ""
+    if r.status == "not_searched":      # the same words on every such row: the short form (the summary counts them)
+        return "not in the dry run's sample" if r.reason == NOT_SAMPLED_REASON else "not reached (--budget)"
+    text = r.reason.strip().splitlines()[0] if r.reason else ""
+    return text if len(text) <= NOTE_CELL else text[:NOTE_CELL - 1] + "…"
 
 
 def verdict_lines(p: ProblemResult, compact: bool = False) -> list[str]:

@@ -162,7 +162,10 @@ class Watchdog:
                       else info.get("error") or _tail(log_path))
             raise WorkerStartError(f"the run worker could not start ({why}):\n{detail}\n"
                                    "Check that this machine has an NVIDIA GPU, its driver, a CUDA build of torch, "
-                                   "cuda-core and cuda-bindings (python -c 'import torch; print(torch.cuda.is_available())').")
+                                   "cuda-core and cuda-bindings (python -c 'import torch; print(torch.cuda.is_available())'). "
+                                   "Without a GPU, `tileprobe tune … --dry-run --arch sm_90 [--num-sms N]` runs the "
+                                   "static stage (compiles, duplicates, hang check), and `tileprobe audit` reads "
+                                   "the compiled code.")
         w.info = msg[2] or {}
         self.info = w.info
         return w

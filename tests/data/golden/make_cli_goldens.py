@@ -12,7 +12,9 @@ tileiras 13.4.92 and the managed 13.3.36, by::
 ``sass`` without ``--where`` is a usage error (exit 2), and a tune with nothing to compile names that time
 "reading the store"; ``tune_dry_run`` again in session 5 (2026-12-02): a dry run says "not raced" instead of
 listing why the others were not timed; ``tune_dry_run`` again in session 8 (2026-12-03): the tune's table is fitted
-to the terminal as the audit's (columns dropped in a set order and named under it, instead of cut mid-cell).
+to the terminal as the audit's (columns dropped in a set order and named under it, instead of cut mid-cell);
+``tune_dry_run`` again in session 9 (2026-12-03): with nothing timed the race's columns (all "-") are dropped
+before grid, CTAs/SM and stack.
 
 ``--code DIR`` is the tileprobe source tree the commands run with (``PYTHONPATH=DIR``); the cases, the inputs and
 the normalizer are this file's, so ``tests/test_golden_cli.py`` runs the very same commands on the current code
