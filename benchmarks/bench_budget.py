@@ -61,7 +61,7 @@ def _env(out: str, name: str) -> dict:
 
 def tune_step(name: str, probe: str, out: str, budget: float | None, seed: int = 0) -> dict:
     """``tileprobe tune`` cold, with or without ``--budget``."""
-    cmd = [sys.executable, "-m", "tileprobe.cli", "tune", probe, "--store", _fresh(os.path.join(out, f"{name}.sqlite")),
+    cmd = [sys.executable, "-m", "tileprobe", "tune", probe, "--store", _fresh(os.path.join(out, f"{name}.sqlite")),
            "--json", os.path.join(out, f"{name}.json")]
     cmd += ["--budget", str(budget), "--seed", str(seed)] if budget is not None else []
     return _run(name, cmd, out, _env(out, name))

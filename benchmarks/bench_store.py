@@ -55,7 +55,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5, help="in-process warm repetitions (median reported)")
     args = ap.parse_args()
     store = args.store or os.path.join(tempfile.mkdtemp(prefix="bench-store-"), "results.sqlite")
-    cmd = [sys.executable, "-m", "tileprobe.cli", "audit", *args.probes, "--arch", args.arch, "--store", store,
+    cmd = [sys.executable, "-m", "tileprobe", "audit", *args.probes, "--arch", args.arch, "--store", store,
            "--format", "none"] + (["--jobs", str(args.jobs)] if args.jobs else [])
 
     fixed_s = min(timed_cli([sys.executable, "-c", "import tileprobe.cli, tileprobe.audit, cuda.tile._compile"])

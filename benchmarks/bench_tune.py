@@ -98,7 +98,7 @@ def run_step(kernel: str, step: str, probe: str, out: str, dry_run: bool) -> dic
     result = os.path.join(out, f"{kernel}-{step}.json")
     if step in ("tileprobe", "retune"):
         store = os.path.join(out, f"store-{kernel}.sqlite")
-        cmd = [sys.executable, "-m", "tileprobe.cli", "tune", probe, "--store",
+        cmd = [sys.executable, "-m", "tileprobe", "tune", probe, "--store",
                _fresh(store) if step == "tileprobe" else store, "--json", result,
                "--export", _fresh(os.path.join(out, f"{kernel}-{step}-export.json"))]
         if dry_run:

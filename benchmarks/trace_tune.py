@@ -81,6 +81,9 @@ def install() -> None:
 def main() -> int:
     """Run the ``tileprobe`` command with the timeline installed."""
     log("python up; importing tileprobe")
+    if len(sys.argv) > 1 and sys.argv[1] in ("tune", "audit"):   # as the console entry point (tileprobe/_entry.py)
+        from tileprobe.probe.zygote import start_early
+        log(f"zygote started early: {start_early()}")
     install()
     from tileprobe.cli import main as cli_main
     atexit.register(lambda: log("exit"))

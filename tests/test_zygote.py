@@ -326,3 +326,118 @@ def test_hostile_installed_packages_leave_the_zygote_and_the_other_probes_alone(
     assert "p_exit.py" in errors and "sys.exit(2)" in errors
     assert "p_regraise.py" in errors and "the REAL problem" in errors and "registered twice" not in errors
     assert ok and not any("innocent" in e or "sigchld" in e for e in res.probe_errors)
+
+
+def _look_script(tmp_path):
+    """A script that writes (cuTile's compile side imported?, torch blocked?) where it is forked."""
+    script, out = tmp_path / "look.py", tmp_path / "seen.txt"
+    script.write_text("import sys\nfrom tileprobe.probe.zygote import torch_blocked\n"
+                      f"open({str(out)!r}, 'w').write(repr(('cuda.tile._compile' in sys.modules, torch_blocked())))\n")
+    return script, out
+
+
+def test_a_tune_of_files_without_torch_imports_the_compile_side_right_after_forking_their_loaders(tmp_path):
+    """speculate_torch_free (issue 22): the guess is made for files that do not look like they need torch, and the
+    zygote imports cuTile's compile side without torch once their loaders are forked, not after they report; files
+    that look like they need torch get no guess."""
+    from tileprobe.probe import zygote
+    (tmp_path / "t.py").write_text("import torch\n")
+    script, out = _look_script(tmp_path)
+    with zygote.warm_starts():
+        z = zygote.current()
+        assert z is not None and z.wait_ready()
+        assert zygote.speculate_torch_free([str(tmp_path / "t.py")]) is False and z.speculate_after == 0
+        assert zygote.speculate_torch_free([PROBE, PROBE]) is True and z.speculate_after == 2
+        _run_forked_loader(z, script, tmp_path)            # the first loader: no import yet
+        assert out.read_text() == "(False, False)" and not z.speculated
+        _run_forked_loader(z, script, tmp_path)            # the second: the import is asked for after its fork
+        assert z.speculated and z.torch_free and z.speculate_after == 0
+        _run_forked_loader(z, script, tmp_path)            # what is forked afterwards has it, without torch
+        assert out.read_text() == "(True, True)"
+        assert zygote.prefetch_heavy(False) is True and zygote.current() is z   # the guess held: nothing changes
+
+
+def test_a_wrong_torch_free_guess_makes_a_new_zygote_current_whose_workers_have_torch(tmp_path):
+    """The loader of a file that imports torch through another module reports torch: a new zygote becomes the
+    current one (the old one stays until warm_starts ends: its loaders still run) and what it forks for the
+    compile side has cuTile imported with torch."""
+    from tileprobe.probe import zygote
+    script, out = _look_script(tmp_path)
+    with zygote.warm_starts():
+        z = zygote.current()
+        assert z.wait_ready() and zygote.speculate_torch_free([PROBE])
+        _run_forked_loader(z, script, tmp_path)
+        assert z.speculated
+        assert zygote.prefetch_heavy(True) is True            # the loader saw torch after all
+        z2 = zygote.current()
+        assert z2 is not None and z2 is not z and not z.dead and z in zygote._retired
+        assert z2.wait_ready()
+        r, w = os.pipe()
+        job = {"path": str(script), "targets": ["sm_90"], "max_variants": 10, "cases": None, "hints": None,
+               "sys_path": list(sys.path), "tmp": str(tmp_path)}
+        p = z2.start("_loader_entry", (job,), [w], stdout=True, heavy=True)
+        os.close(w)
+        p.wait(timeout=120)
+        p.stdout.close()
+        os.close(r)
+        assert out.read_text() == "(True, False)"
+    assert z.dead and z2.dead and not zygote._retired
+
+
+def test_a_tune_whose_probe_imports_torch_through_a_helper_still_compiles(tmp_path, monkeypatch):
+    """End to end, the wrong guess: the probe file names neither torch nor TileGym, a module beside it imports
+    torch; the dry run's compiles are ok (forked from the zygote that imported torch), as without the guess."""
+    from tileprobe.tune import tune
+    (tmp_path / "helper_torch.py").write_text("import torch  # noqa: F401\n")
+    src = open(PROBE).read().replace("__file__", repr(PROBE))
+    (tmp_path / "p.py").write_text("import helper_torch  # noqa: F401\n" + src)
+    from tileprobe.probe import zygote
+    replaced = []
+    real = zygote._replace_current
+
+    def spy():
+        replaced.append(1)
+        return real()
+    monkeypatch.setattr(zygote, "_replace_current", spy)
+    res = tune([str(tmp_path / "p.py")], arch="sm_90", dry_run=True, num_sms=132, jobs=2)
+    rows = [c for p in res.problems for c in p.candidates if c.config]
+    assert replaced and len(rows) == 4 and all(c.status in ("ok", "duplicate_launch") for c in rows), \
+        [(c.label, c.status, c.reason) for c in rows]
+
+
+def test_an_early_zygote_is_taken_by_warm_starts_or_closed(monkeypatch):
+    """start_early (the console entry point, for tune and audit): the next warm_starts takes it while the
+    environment is the one it started in; in another one it is closed and a fresh one starts."""
+    from tileprobe.probe import zygote
+    assert zygote.start_early() is True
+    early = zygote._early
+    with zygote.warm_starts():
+        assert zygote.current() is early and zygote._early is None
+    assert early.dead
+    assert zygote.start_early() is True
+    early = zygote._early
+    monkeypatch.setenv("TILEPROBE_TEST_OTHER_ENV", "1")     # the command changed its environment since
+    with zygote.warm_starts():
+        z = zygote.current()
+        assert z is not None and z is not early and early.dead
+    assert z.dead
+
+
+def test_an_early_zygote_no_command_took_leaves_nothing_at_exit(tmp_path):
+    """A command that ends before any warm_starts (a usage error, --bundle) closes the early zygote at exit: no
+    process of it and no temp folder of it are left."""
+    import subprocess
+    code = ("import os, sys\nfrom tileprobe.probe import zygote\nassert zygote.start_early()\n"
+            "z = zygote._early\nassert z.wait_ready()\nprint(z.pid, z.tmp)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ, TMPDIR=str(tmp_path)))
+    assert out.returncode == 0, out.stderr
+    pid, tmp = out.stdout.split()
+    time.sleep(0.5)
+    assert not os.path.exists(tmp)
+    try:
+        os.kill(int(pid), 0)
+        alive = open(f"/proc/{pid}/stat").read().split()[2] != "Z"
+    except (ProcessLookupError, FileNotFoundError):
+        alive = False
+    assert not alive

@@ -8,6 +8,9 @@ def main() -> int:
     """Import and run the CLI (:func:`tileprobe.cli.main`); returns its exit code, 130
     (:data:`tileprobe.errors.EXIT_INTERRUPTED`) on Ctrl-C during the import."""
     try:
+        if len(sys.argv) > 1 and sys.argv[1] in ("tune", "audit") and not {"-h", "--help"} & set(sys.argv[2:]):
+            from tileprobe.probe.zygote import start_early
+            start_early()          # its imports beside the CLI's (issue 22)
         from tileprobe.cli import main as cli_main
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")

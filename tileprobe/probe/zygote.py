@@ -30,7 +30,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Sequence
 
 #: Modules the zygote imports before forking anything (0.1-0.3 s): cuTile's front (``import cuda.tile`` does not
 #: import torch in cuda-tile 1.7.0) and tileprobe's loader and worker side.
@@ -55,6 +55,11 @@ _MAX_MSG = 1 << 22
 _BOOT = "from tileprobe.probe.zygote import zygote_main; zygote_main()"
 
 _current: "Zygote | None" = None
+#: Zygotes that were current before a wrong guess of :func:`speculate_torch_free` (kept until :func:`warm_starts`
+#: ends: the loaders forked from them still run).
+_retired: list = []
+#: A zygote started by :func:`start_early` that no :func:`warm_starts` has taken yet.
+_early: "Zygote | None" = None
 _depth = 0
 _lock = threading.RLock()
 
@@ -128,6 +133,9 @@ class Zygote:
         self.lock = threading.RLock()
         self._replies: list = []
         self.torch_free = False   # compile workers may start from a cuTile imported without torch (allow_torch_free)
+        #: :func:`speculate_torch_free`: loader forks to go before :data:`HEAVY` is imported without torch (0: none),
+        #: and whether that import was asked for on that guess.
+        self.speculate_after, self.speculated = 0, False
 
     # --- messages ----------------------------------------------------------------------------------------------
     def pump(self, timeout: float) -> None:
@@ -252,6 +260,11 @@ class Zygote:
                 child.returncode = self.exits.pop(value)
             else:
                 self.children[value] = child
+            if not heavy and self.speculate_after > 0:
+                self.speculate_after -= 1
+                if self.speculate_after == 0:     # the loaders are forked: the guessed import goes beside them
+                    self.torch_free = self.speculated = True
+                    self.prefetch_heavy()
             return child
 
     #: Seconds :meth:`close` gives the zygote to remove its temp folder and exit after SIGTERM; a zygote inside a
@@ -291,12 +304,17 @@ def enabled() -> bool:
 def warm_starts() -> Iterator[None]:
     """Inside: loaders and compile workers are forked from one zygote (module doc), started at once so that its
     imports overlap the caller's work. Nested uses share it; the outermost ends it."""
-    global _current, _depth
+    global _current, _depth, _early
     with _lock:
         _depth += 1
+        early, _early = _early, None
+        if early is not None and (_depth != 1 or not enabled() or _current is not None or early.dead
+                                  or early.key != _env_key()):
+            early.close()          # another environment by now, or not needed: a fresh one, as without it
+            early = None
         if _depth == 1 and enabled() and _current is None:
             try:
-                _current = Zygote()
+                _current = early or Zygote()
             except OSError:
                 _current = None
     try:
@@ -304,21 +322,100 @@ def warm_starts() -> Iterator[None]:
     finally:
         with _lock:
             _depth -= 1
-            if _depth == 0 and _current is not None:
-                z, _current = _current, None
-                z.close()
+            if _depth == 0:
+                gone = ([_current] if _current is not None else []) + _retired
+                _current = None
+                _retired.clear()
+                for z in gone:
+                    z.close()
+
+
+def start_early() -> bool:
+    """Start the zygote now, before the command's own modules are imported (the console entry point does this for
+    ``tune`` and ``audit``): its imports (0.24 s here, about 0.4 s on the H200 host) then run beside the CLI's
+    (0.3-0.6 s), and the first loader's fork need not wait for them (0.26 s of a cold RMSNorm tune's path on the
+    H200, docs/NOTES.md §28). The next :func:`warm_starts` takes it when the environment is still the one it
+    started in; otherwise, or at exit, it is closed. Returns whether one was started."""
+    global _early
+    if not enabled() or _early is not None or threading.current_thread() is not threading.main_thread():
+        return False
+    try:
+        _early = Zygote()
+    except OSError:
+        return False
+    import atexit
+    atexit.register(_close_early)
+    return True
+
+
+def _close_early() -> None:
+    global _early
+    with _lock:
+        z, _early = _early, None
+    if z is not None:
+        z.close()
 
 
 def prefetch_heavy(uses_torch: bool) -> bool:
     """Once the probe files are loaded: let the zygote of the :func:`warm_starts` in force import :data:`HEAVY`
     at once, without torch when no loader saw torch (``uses_torch`` False: :func:`allow_torch_free`), while the
-    command goes on (:meth:`Zygote.prefetch_heavy`). Returns whether it was asked."""
+    command goes on (:meth:`Zygote.prefetch_heavy`). After a wrong guess of :func:`speculate_torch_free` (a loader
+    saw torch), a new zygote becomes the current one and imports :data:`HEAVY` with torch as soon as it is up
+    (:func:`_replace_current`). Returns whether it was asked."""
     z = current()
     if z is None:
         return False
+    z.speculate_after = 0
+    if uses_torch and z.speculated:
+        return _replace_current()
     if not uses_torch:
         allow_torch_free()
     return z.prefetch_heavy()
+
+
+def speculate_torch_free(paths: Sequence[str]) -> bool:
+    """Before the probe loaders of ``paths`` start (``tileprobe tune``'s plan): when none of the files looks like it
+    needs torch (:func:`needs_torch`), let the zygote import :data:`HEAVY` without torch right after it forked
+    their loaders, beside them, rather than after they report (:func:`prefetch_heavy`).
+
+    Why (issue 22): on the H200 host that import took 0.85 s and was on a cold tune's path: the first compile
+    worker waited for it (the RMSNorm 2M tune's trace, docs/NOTES.md §28). A wrong guess (a file that imports
+    torch through another module) costs a second zygote's start, 0.3-0.5 s beside the loaders
+    (:func:`_replace_current`); the workers are then forked from that one, with torch. Returns whether the guess
+    was made (off with ``TILEPROBE_TORCH_FREE=0``, without a zygote, or when a file looks like it needs torch)."""
+    z = current()
+    if z is None or not paths or os.environ.get(TORCH_FREE_ENV, "1") == "0" or z.speculated:
+        return False
+    if any(needs_torch(p) for p in paths):
+        return False
+    z.speculate_after = len(paths)
+    return True
+
+
+def _replace_current() -> bool:
+    """The current zygote imported :data:`HEAVY` without torch on a guess, and a probe needs torch: start a new
+    zygote, make it the current one (loaders and workers from now on are forked from it) and let it import
+    :data:`HEAVY` with torch as soon as it is ready (a thread waits for it). The old one is kept until
+    :func:`warm_starts` ends (the loaders it forked still run). False when the new one cannot start, or this is not
+    the main thread (workers then start fresh, as without a zygote: the old one refuses them)."""
+    global _current
+    if threading.current_thread() is not threading.main_thread():   # a zygote dies with the thread that started it
+        return False
+    with _lock:
+        old = _current
+        try:
+            new = Zygote()
+        except OSError:
+            return False
+        if old is not None:
+            _retired.append(old)
+        _current = new
+
+    def prefetch() -> None:
+        if new.wait_ready():
+            new.prefetch_heavy()
+    threading.Thread(target=prefetch, name="tileprobe-zygote-prefetch", daemon=True).start()
+    return True
 
 
 def allow_torch_free() -> bool:

@@ -19,7 +19,7 @@ from tileprobe.tune.assemble import compare_previous, problem_result
 from tileprobe.tune.result import NO_SM_COUNT, ProblemResult, TuneResult
 from tileprobe.tune.static import Plan, compile_records, dedupe, launch_facts, load_space, make_plans
 from tileprobe.model.sass import SASS_GATE, have_nvdisasm
-from tileprobe.probe.zygote import warm_starts
+from tileprobe.probe.zygote import speculate_torch_free, warm_starts
 from tileprobe.probe.contained import PROBE_TIMEOUT_S, loader_sessions, prefetch_compiler_lookup
 from tileprobe.compile.toolcache import cached_default
 from tileprobe.run.clocks import compute_capability
@@ -234,6 +234,8 @@ def _tune(t0, result, race_settings, timing_settings, probe_paths, arch, export,
         watchdog = watchdog or Watchdog(timeout_s=timeout_s)
     starter = _WorkerStarter(watchdog) if not dry_run else None
     try:
+        if not bundle:    # cuTile's compiler side imported beside the loaders (issue 22)
+            speculate_torch_free(probe_paths)
         problems, result.probe_errors = load_space(probe_paths, where=where, cases=cases, hints=hints,
                                                    probe_timeout_s=probe_timeout_s)
         if not problems:
