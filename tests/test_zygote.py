@@ -176,7 +176,7 @@ def test_probe_code_that_imports_torch_only_in_a_torch_free_worker_is_a_broken_e
     src = open(PROBE).read().replace("__file__", repr(PROBE))
     (tmp_path / "p.py").write_text(
         "import importlib\nfrom tileprobe.probe.zygote import torch_blocked\n"
-        "if torch_blocked():\n    importlib.import_module('torch')   # not seen by needs_torch's look at the text\n" + src)
+        "if torch_blocked():\n    importlib.import_module('tor' + 'ch')   # not seen by needs_torch's look at the text\n" + src)
     res = audit([str(tmp_path / "p.py")], ["sm_90"], jobs=1)
     assert len(res.records) == 4
     assert {(r.status, r.failure) for r in res.records} == {("compile_error", "broken_environment")}
@@ -338,23 +338,51 @@ def _look_script(tmp_path):
 
 def test_a_tune_of_files_without_torch_imports_the_compile_side_right_after_forking_their_loaders(tmp_path):
     """speculate_torch_free (issue 22): the guess is made for files that do not look like they need torch, and the
-    zygote imports cuTile's compile side without torch once their loaders are forked, not after they report; files
-    that look like they need torch get no guess."""
+    zygote imports cuTile's compile side without torch once their loaders are started (loaders_started), not after
+    they report; files that look like they need torch get no guess."""
     from tileprobe.probe import zygote
-    (tmp_path / "t.py").write_text("import torch\n")
+    (tmp_path / "t.py").write_text("import os, torch\n")
     script, out = _look_script(tmp_path)
     with zygote.warm_starts():
         z = zygote.current()
         assert z is not None and z.wait_ready()
-        assert zygote.speculate_torch_free([str(tmp_path / "t.py")]) is False and z.speculate_after == 0
-        assert zygote.speculate_torch_free([PROBE, PROBE]) is True and z.speculate_after == 2
-        _run_forked_loader(z, script, tmp_path)            # the first loader: no import yet
+        assert zygote.speculate_torch_free([str(tmp_path / "t.py")]) is False and not z.speculate
+        assert zygote.loaders_started() is False and not z.speculated          # nothing armed: nothing asked
+        assert zygote.speculate_torch_free([PROBE, PROBE]) is True and z.speculate
+        _run_forked_loader(z, script, tmp_path)            # a loader: no import yet
         assert out.read_text() == "(False, False)" and not z.speculated
-        _run_forked_loader(z, script, tmp_path)            # the second: the import is asked for after its fork
-        assert z.speculated and z.torch_free and z.speculate_after == 0
+        assert zygote.loaders_started() is True            # the loaders are started: the import is asked for
+        assert z.speculated and z.torch_free and not z.speculate
         _run_forked_loader(z, script, tmp_path)            # what is forked afterwards has it, without torch
         assert out.read_text() == "(True, True)"
         assert zygote.prefetch_heavy(False) is True and zygote.current() is z   # the guess held: nothing changes
+
+
+def test_the_guess_fires_when_the_plans_loaders_start_whatever_the_files_and_the_cache(tmp_path):
+    """The hostile test of session 9: counting forks against the number of files lost the guess when a file's plan
+    came from the cache, a file was named twice or one was missing. The import now starts after the loaders' first
+    start, however many there are."""
+    from tileprobe.probe import zygote
+    from tileprobe.tune.static import load_space
+    with zygote.warm_starts():
+        z = zygote.current()
+        assert z.wait_ready() and zygote.speculate_torch_free([PROBE, PROBE, str(tmp_path / "missing.py")])
+        load_space([PROBE, PROBE, str(tmp_path / "missing.py")])
+        assert z.speculated and not z.speculate
+
+
+def test_needs_torch_reads_imports_among_others_and_by_name():
+    import tempfile
+    from tileprobe.probe.zygote import needs_torch
+    for text, want in {"import os, torch\n": True, "import numpy as np; import torch\n": True,
+                       "x = __import__('torch')\n": True, "importlib.import_module(\"tilegym.ops\")\n": True,
+                       "import torchvision_like, os\n": False, "# import torch\nimport os\n": False}.items():
+        with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
+            f.write(text)
+        try:
+            assert needs_torch(f.name) is want, text
+        finally:
+            os.unlink(f.name)
 
 
 def test_a_wrong_torch_free_guess_makes_a_new_zygote_current_whose_workers_have_torch(tmp_path):
@@ -367,7 +395,7 @@ def test_a_wrong_torch_free_guess_makes_a_new_zygote_current_whose_workers_have_
         z = zygote.current()
         assert z.wait_ready() and zygote.speculate_torch_free([PROBE])
         _run_forked_loader(z, script, tmp_path)
-        assert z.speculated
+        assert zygote.loaders_started() and z.speculated
         assert zygote.prefetch_heavy(True) is True            # the loader saw torch after all
         z2 = zygote.current()
         assert z2 is not None and z2 is not z and not z.dead and z in zygote._retired
@@ -441,3 +469,17 @@ def test_an_early_zygote_no_command_took_leaves_nothing_at_exit(tmp_path):
     except (ProcessLookupError, FileNotFoundError):
         alive = False
     assert not alive
+
+
+def test_a_sigterm_before_the_command_takes_its_signals_leaves_no_early_zygote_folder(tmp_path):
+    """Between start_early and the CLI's own handlers a SIGTERM ended the process with its default action: atexit
+    did not run and the zygote's temp folder stayed (session 9's hostile test). The early handler closes it first,
+    then the process ends by the signal as before."""
+    import subprocess
+    code = ("import os, signal, sys\nfrom tileprobe.probe import zygote\nassert zygote.start_early()\n"
+            "assert zygote._early.wait_ready()\nprint(zygote._early.tmp, flush=True)\n"
+            "os.kill(os.getpid(), signal.SIGTERM)\nimport time; time.sleep(30)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ, TMPDIR=str(tmp_path)))
+    assert out.returncode == -signal.SIGTERM, (out.returncode, out.stderr)
+    assert not os.path.exists(out.stdout.strip()) and not [p for p in os.listdir(tmp_path) if "zygote" in p]

@@ -119,7 +119,7 @@ class Zygote:
             self.proc = subprocess.Popen(argv, pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL,
                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                          start_new_session=True, env=env)
-        except OSError:
+        except BaseException:   # OSError, or Ctrl-C in the start (the console entry point starts one early)
             from tileprobe.procs import remove_owned_tempdir
             remove_owned_tempdir(self.tmp)
             parent.close()
@@ -133,9 +133,9 @@ class Zygote:
         self.lock = threading.RLock()
         self._replies: list = []
         self.torch_free = False   # compile workers may start from a cuTile imported without torch (allow_torch_free)
-        #: :func:`speculate_torch_free`: loader forks to go before :data:`HEAVY` is imported without torch (0: none),
-        #: and whether that import was asked for on that guess.
-        self.speculate_after, self.speculated = 0, False
+        #: :func:`speculate_torch_free`: whether :data:`HEAVY` is to be imported without torch once the loaders are
+        #: started (:func:`loaders_started`), and whether that import was asked for on that guess.
+        self.speculate, self.speculated = False, False
 
     # --- messages ----------------------------------------------------------------------------------------------
     def pump(self, timeout: float) -> None:
@@ -260,11 +260,6 @@ class Zygote:
                 child.returncode = self.exits.pop(value)
             else:
                 self.children[value] = child
-            if not heavy and self.speculate_after > 0:
-                self.speculate_after -= 1
-                if self.speculate_after == 0:     # the loaders are forked: the guessed import goes beside them
-                    self.torch_free = self.speculated = True
-                    self.prefetch_heavy()
             return child
 
     #: Seconds :meth:`close` gives the zygote to remove its temp folder and exit after SIGTERM; a zygote inside a
@@ -290,9 +285,16 @@ class Zygote:
         #                     reaped when this command's start swept)
 
 
+#: Variables a command may change after its zygote started that no import reads: the guard's (set once it starts)
+#: and the terminal's size (the CLI drops an empty or invalid ``COLUMNS``/``LINES``, tileprobe/cli/_common.py).
+#: Each child gets the caller's environment anyway.
+_NOT_KEYED = ("COLUMNS", "LINES")
+
+
 def _env_key() -> tuple:
-    from tileprobe.procs import GUARD_ENV     # set once the guard starts; each child gets the caller's env anyway
-    return (sys.executable, tuple(sorted((k, v) for k, v in os.environ.items() if k != GUARD_ENV)))
+    from tileprobe.procs import GUARD_ENV
+    skip = (GUARD_ENV, *_NOT_KEYED)
+    return (sys.executable, tuple(sorted((k, v) for k, v in os.environ.items() if k not in skip)))
 
 
 def enabled() -> bool:
@@ -345,6 +347,9 @@ def start_early() -> bool:
         return False
     import atexit
     atexit.register(_close_early)
+    for sig in (signal.SIGTERM, signal.SIGHUP):   # until the command's own handlers (an inherited ignore stays)
+        if signal.getsignal(sig) is signal.SIG_DFL:
+            signal.signal(sig, _close_early_and_die)
     return True
 
 
@@ -356,6 +361,15 @@ def _close_early() -> None:
         z.close()
 
 
+def _close_early_and_die(signum, _frame) -> None:
+    """SIGTERM/SIGHUP before the command took over its signals: close the early zygote (its temp folder goes with
+    it; atexit does not run on a signal's default action), then end as the signal would have (session 9's hostile
+    test: a SIGTERM 0.3 s into a tune left the folder)."""
+    _close_early()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
 def prefetch_heavy(uses_torch: bool) -> bool:
     """Once the probe files are loaded: let the zygote of the :func:`warm_starts` in force import :data:`HEAVY`
     at once, without torch when no loader saw torch (``uses_torch`` False: :func:`allow_torch_free`), while the
@@ -365,7 +379,7 @@ def prefetch_heavy(uses_torch: bool) -> bool:
     z = current()
     if z is None:
         return False
-    z.speculate_after = 0
+    z.speculate = False
     if uses_torch and z.speculated:
         return _replace_current()
     if not uses_torch:
@@ -376,7 +390,7 @@ def prefetch_heavy(uses_torch: bool) -> bool:
 def speculate_torch_free(paths: Sequence[str]) -> bool:
     """Before the probe loaders of ``paths`` start (``tileprobe tune``'s plan): when none of the files looks like it
     needs torch (:func:`needs_torch`), let the zygote import :data:`HEAVY` without torch right after it forked
-    their loaders, beside them, rather than after they report (:func:`prefetch_heavy`).
+    their loaders (:func:`loaders_started`), beside them, rather than after they report (:func:`prefetch_heavy`).
 
     Why (issue 22): on the H200 host that import took 0.85 s and was on a cold tune's path: the first compile
     worker waited for it (the RMSNorm 2M tune's trace, docs/NOTES.md §28). A wrong guess (a file that imports
@@ -388,8 +402,20 @@ def speculate_torch_free(paths: Sequence[str]) -> bool:
         return False
     if any(needs_torch(p) for p in paths):
         return False
-    z.speculate_after = len(paths)
+    z.speculate = True
     return True
+
+
+def loaders_started() -> bool:
+    """The probe loaders' first forks are done (:func:`tileprobe.probe.contained.load_probe_files`, after its first
+    fill; none when every plan came from the cache): the import :func:`speculate_torch_free` armed starts now,
+    beside them. Returns whether it was asked."""
+    z = current()
+    if z is None or not z.speculate:
+        return False
+    z.speculate = False
+    z.torch_free = z.speculated = True
+    return z.prefetch_heavy()
 
 
 def _replace_current() -> bool:
@@ -537,7 +563,13 @@ def needs_torch(path: str) -> bool:
     then forked after :data:`HEAVY` (torch with it) is imported once, rather than importing torch itself. A guess
     that only moves time: a wrong one costs that loader its own torch import, or a wait for the zygote's."""
     text = _text(path)
-    return re.search(r"^\s*(import|from)\s+(torch|tilegym)\b|[\"'](torch|tilegym)[.:]", text, re.M) is not None
+    return _NEEDS_TORCH.search(text) is not None
+
+
+#: ``import torch`` / ``from tilegym…`` (also after ``;`` or among other names: ``import os, torch``), and a string
+#: naming them (``"tilegym.ops…:k"``, ``import_module("torch")``, ``__import__('torch')``).
+_NEEDS_TORCH = re.compile(r"(?:^|;)\s*from\s+(?:torch|tilegym)\b|(?:^|;)\s*import\s+[\w., ]*?\b(?:torch|tilegym)\b"
+                          r"|[\"'](?:torch|tilegym)[.:\"']", re.M)
 
 
 def start_worker(conn, initargs: tuple) -> ZygoteProcess | None:
