@@ -354,3 +354,16 @@ def test_an_invalid_budget_is_a_usage_error_that_names_a_budget(value):
     assert proc.returncode == 2, proc.stderr
     assert (f"argument --budget: '{value}' is not a budget: give the command's wall time in seconds, a finite "
             "number > 0 and ≤ 10,000,000 (e.g. 30)") in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_ctrl_c_while_the_cli_builds_its_parser_is_one_line_and_130(monkeypatch, capsys):
+    """Ctrl-C before the command's own handling (the parser's build, 0.6-1.0 s into a run on a loaded machine) gave a
+    traceback and exit -2 (session 9's hostile test): now the one line and exit 130 of a Ctrl-C later on."""
+    import tileprobe.cli as cli
+
+    def interrupted():
+        raise KeyboardInterrupt
+    monkeypatch.setattr(cli, "build_parser", interrupted)
+    assert cli.main(["audit", "x.py"]) == 130
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err

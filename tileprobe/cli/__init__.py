@@ -51,6 +51,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     sys.stderr = _common.QuietStream(saved)
     try:
         return _main(argv)
+    except KeyboardInterrupt:     # Ctrl-C while the parser is built or the store's module imported: one line, 130
+        _common.print_interrupted()
+        return EXIT_INTERRUPTED
     finally:
         sys.stderr = saved
 
