@@ -483,3 +483,35 @@ def test_a_sigterm_before_the_command_takes_its_signals_leaves_no_early_zygote_f
                          env=dict(os.environ, TMPDIR=str(tmp_path)))
     assert out.returncode == -signal.SIGTERM, (out.returncode, out.stderr)
     assert not os.path.exists(out.stdout.strip()) and not [p for p in os.listdir(tmp_path) if "zygote" in p]
+
+
+def test_a_wrong_guess_whose_new_zygote_cannot_start_leaves_workers_to_start_fresh(monkeypatch):
+    """If no new zygote can take over after a wrong guess, the old one (its compile side imported without torch)
+    must not fork compile workers for a probe that needs torch (they would fail as broken_environment): it refuses
+    them, and the pool starts fresh processes."""
+    from tileprobe.probe import zygote
+    with zygote.warm_starts():
+        z = zygote.current()
+        assert z.wait_ready() and zygote.speculate_torch_free([PROBE]) and zygote.loaders_started()
+
+        def cannot(*a, **k):
+            raise OSError("no more processes")
+        monkeypatch.setattr(zygote, "Zygote", cannot)
+        assert zygote.prefetch_heavy(True) is False
+        assert zygote.current() is z and not z.torch_free
+        r, w = os.pipe()
+        try:
+            assert zygote.start_worker(_Conn(w), ((),)) is None    # refused: the pool spawns one instead
+        finally:
+            os.close(r)
+            os.close(w)
+
+
+class _Conn:
+    """The bit of a connection ``start_worker`` reads: its file descriptor."""
+
+    def __init__(self, fd):
+        self.fd = fd
+
+    def fileno(self):
+        return self.fd

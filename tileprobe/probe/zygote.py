@@ -381,7 +381,8 @@ def prefetch_heavy(uses_torch: bool) -> bool:
         return False
     z.speculate = False
     if uses_torch and z.speculated:
-        return _replace_current()
+        z.torch_free = False   # its compile side lacks torch: it refuses workers now (they start fresh) unless a
+        return _replace_current()   # new zygote takes over
     if not uses_torch:
         allow_torch_free()
     return z.prefetch_heavy()
