@@ -7,7 +7,7 @@ from tileprobe.schema import short_build
 from tileprobe.report.fit import Column
 from tileprobe.report.terminal import print_fitted_table
 from tileprobe.report.text import cell, say
-from tileprobe.tune.result import NO_SM_COUNT, NOT_SAMPLED_REASON, CandidateRow, ProblemResult, TuneResult
+from tileprobe.tune.result import CUT_REASON, NO_SM_COUNT, NOT_SAMPLED_REASON, CandidateRow, ProblemResult, TuneResult
 
 #: Table order of the candidates' fates.
 _FATES = ("winner", "tie", "ok", "eliminated", "wrong", "hang", "crash", "error", "skipped")
@@ -211,7 +211,8 @@ def _note(r: CandidateRow) -> str:
     if r.status in ("winner", "tie", "eliminated"):
         return ""
     if r.status == "not_searched":      # the same words on every such row: the short form (the summary counts them)
-        return "not in the dry run's sample" if r.reason == NOT_SAMPLED_REASON else "not reached (--budget)"
+        return {NOT_SAMPLED_REASON: "not in the dry run's sample",
+                CUT_REASON: "cut at the budget's end"}.get(r.reason, "not reached (--budget)")
     text = r.reason.strip().splitlines()[0] if r.reason else ""
     return text if len(text) <= NOTE_CELL else text[:NOTE_CELL - 1] + "…"
 

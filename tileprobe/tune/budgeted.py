@@ -17,7 +17,7 @@ from tileprobe.compile.schedule import ChosenSchedule
 from tileprobe.schema import value_key
 from tileprobe.tune.overlap import Overlap
 from tileprobe.tune.race import RaceOutcome, RaceSettings
-from tileprobe.tune.result import NO_SM_COUNT, NOT_SAMPLED_REASON
+from tileprobe.tune.result import CUT_REASON, NO_SM_COUNT, NOT_SAMPLED_REASON
 from tileprobe.tune.search import NOT_SEARCHED, SearchOrder, SearchSettings
 from tileprobe.tune.space import Config, Problem
 from tileprobe.tune.static import Candidate, Landing, Plan, config_key, launch_facts, record_key, variant_key
@@ -150,14 +150,14 @@ def search_problem(ctx: SearchContext, problem: Problem, deadline: float, store=
 
 
 def _not_compiled(plan: Plan, order: SearchOrder, arch: str) -> None:
-    """Configurations the order chose that got no record: ``not_compiled`` (counted) — cut at the budget's end
-    (:attr:`~tileprobe.tune.search.SearchOrder.cut_at`), or the compiler gave none."""
+    """Configurations the order chose that got no ``arch`` record: their compile was cut at the budget's end
+    (:attr:`~tileprobe.tune.search.SearchOrder.cut_at`; a compile that fails gives a record of its failure). They
+    stay :data:`~tileprobe.tune.search.NOT_SEARCHED`, with :data:`~tileprobe.tune.result.CUT_REASON`: the budget
+    left them out, they did not fail (a summary line said "1 failed" for a cut, session 9)."""
     chosen = set(order.tried)
     for c in plan.candidates:
         if c.config in chosen and c.record is None and c.status == NOT_SEARCHED:
-            c.status, c.reason = "not_compiled", (f"no {arch} record for it: its compile was still running when the "
-                                                  "budget's compiles were cut (--budget), or gave none")
-            plan.dropped["not_compiled"] = plan.dropped.get("not_compiled", 0) + 1
+            c.reason = CUT_REASON
 
 
 def _count_not_searched(plan: Plan) -> None:

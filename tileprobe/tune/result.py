@@ -35,6 +35,10 @@ NO_SM_COUNT = "no SM count (give --num-sms): duplicate launches were not looked 
 #: summary line tells these rows from those the budget left out by it).
 NOT_SAMPLED_REASON = ("not compiled: a dry run with --budget compiles the search's first sample only (after it the "
                       "search follows the race's leaders, and a dry run has no race)")
+#: Why a configuration a budgeted search started got no record (the reason of its ``not_searched`` row): its
+#: compile was cut at the budget's end (or another process's claim on it was given up then). Not a failure: the
+#: summary counts it with the configurations the budget left out.
+CUT_REASON = "not compiled: its compile was started but cut at the budget's end (--budget)"
 #: A row's static facts (from its compiled record), its samples summary and its race facts, in JSON order.
 STATIC_FIELDS = ("threads", "registers", "shared_bytes", "stack_bytes", "ctas_per_sm", "spills", "compile_s",
                  "verdicts", "register_pool")
