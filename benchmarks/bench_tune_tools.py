@@ -105,8 +105,8 @@ def cutile(probe_path: str, dry_run: bool) -> dict:
 def dobench(probe_path: str, dry_run: bool, labels: list[str] | None = None, passes: int = 2) -> dict:
     """Check every configuration (or those named by ``labels``) against the reference, then time it with do_bench
     (median, warm-up 25 ms, rep 100 ms: its defaults), JIT through ct.launch; SM clocks read before and after
-    each; then every correct one again, ``passes`` − 1 more times, in reverse order, then forward, … (:func:`_more_passes`):
-    ``median_us`` is the mean of the passes' medians."""
+    each; then every correct one again, ``passes`` − 1 more times, in reverse order, then forward, …
+    (:func:`_more_passes`): ``median_us`` is the mean of the passes' medians."""
     import cuda.tile as ct
     probe, prob, configs = space(probe_path)
     if labels is not None:

@@ -160,7 +160,8 @@ def _tune(args, ex, wd, store, startup_s, err):
     from tileprobe.tune.pipeline import tune
     return tune(args.probes, arch=args.arch, budget_s=args.budget, strategy=args.strategy, timing=args.timing,
                 export=args.export, bundle=args.bundle, store=store, jobs=args.jobs, timeout_s=args.timeout,
-                compile_timeout_s=args.compile_timeout, seed=args.seed, tie_pct=args.tie_pct, max_samples=args.max_samples, num_sms=args.num_sms,
+                compile_timeout_s=args.compile_timeout, seed=args.seed, tie_pct=args.tie_pct,
+                max_samples=args.max_samples, num_sms=args.num_sms,
                 dry_run=args.dry_run, progress=_progress(err), startup_s=startup_s, where=where_of(args),
                 executor=ex, watchdog=wd, probe_timeout_s=args.probe_timeout, run_hang_risk=args.run_hang_risk,
                 **overrides_of(args))

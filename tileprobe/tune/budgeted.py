@@ -142,15 +142,15 @@ def search_problem(ctx: SearchContext, problem: Problem, deadline: float, store=
     ov.join()
     if ov.error is not None:
         raise ov.error
-    _not_compiled(plan, order, ctx.arch)
+    _mark_cut(plan, order)
     _count_not_searched(plan)
     found = Searched(plan, ov.result, order, compile_s, ov.race_s, ov.aborted)
     plan.notes.append(found.note())
     return found
 
 
-def _not_compiled(plan: Plan, order: SearchOrder, arch: str) -> None:
-    """Configurations the order chose that got no ``arch`` record: their compile was cut at the budget's end
+def _mark_cut(plan: Plan, order: SearchOrder) -> None:
+    """Configurations the order chose that got no record: their compile was cut at the budget's end
     (:attr:`~tileprobe.tune.search.SearchOrder.cut_at`; a compile that fails gives a record of its failure). They
     stay :data:`~tileprobe.tune.search.NOT_SEARCHED`, with :data:`~tileprobe.tune.result.CUT_REASON`: the budget
     left them out, they did not fail (a summary line said "1 failed" for a cut, session 9)."""
