@@ -121,7 +121,8 @@ def position(config: Config, ax: list[list[str]]) -> tuple[int, ...]:
 BALANCE_WINDOW = 512
 
 
-def balanced_sample(configs: Sequence[Config], n: int, taken: Sequence[Config] = (), seed: int = 0) -> list[Config]:
+def balanced_sample(configs: Sequence[Config], n: int, taken: Sequence[Config] = (), seed: int = 0,
+                    pos: dict[Config, tuple[int, ...]] | None = None) -> list[Config]:
     """Up to ``n`` configurations of ``configs`` not in ``taken``, each the one that adds most to what the sample
     (``taken`` and those chosen before) covers: every pair of two knobs' values (:func:`position`) it has not yet
     seen counts ``1 / (1 + times seen)``, and so does each of its own values; ties broken by a ``seed``-ed shuffle.
@@ -130,10 +131,13 @@ def balanced_sample(configs: Sequence[Config], n: int, taken: Sequence[Config] =
     often. Replayed on the 486-configuration matmul's full tune (``benchmarks/sim_budget.py``, 20 seeds, a 30-s
     budget, the search in rounds of 2026-12-02), round 1 from this sample found a configuration within 1.02 of the
     best in 9 seeds, from such a spread in 3. Each pick weighs at most :data:`BALANCE_WINDOW` configurations:
-    O(n × min(len(configs), BALANCE_WINDOW) × knobs²)."""
-    ax = axes(configs)
-    pos = {c: position(c, ax) for c in configs}
-    k = len(ax)
+    O(n × min(len(configs), BALANCE_WINDOW) × knobs²). ``pos``: each configuration's :func:`position`, when the
+    caller has them (:class:`SearchOrder` does: working them out is O(configurations × knobs × values), 0.6 s for
+    4,096 configurations of 12 knobs on the 2-core machine, and a refill did it again each time)."""
+    if pos is None:
+        ax = axes(configs)
+        pos = {c: position(c, ax) for c in configs}
+    k = len(next(iter(pos.values()), ()))
     pairs = [(i, j) for i in range(k) for j in range(i + 1, k)]
     seen: dict[tuple, int] = {}
     keys: dict[Config, tuple] = {}     # each configuration's pair keys, then value keys: made once, not per weighing
@@ -168,12 +172,14 @@ def balanced_sample(configs: Sequence[Config], n: int, taken: Sequence[Config] =
     return chosen
 
 
-def round_one(configs: Sequence[Config], first: Sequence[Config], cap: int, seed: int = 0) -> list[Config]:
+def round_one(configs: Sequence[Config], first: Sequence[Config], cap: int, seed: int = 0,
+              pos: dict[Config, tuple[int, ...]] | None = None) -> list[Config]:
     """The search's first sample (module doc, 1.): ``first`` (those of ``configs``, once each, in order), then the
-    :func:`balanced_sample`, ``cap`` in all. The budgeted search and a dry run with ``--budget`` both take it."""
+    :func:`balanced_sample`, ``cap`` in all (``pos``: as there). The budgeted search and a dry run with
+    ``--budget`` both take it."""
     known = set(configs)
     head = [c for c in dict.fromkeys(first) if c in known][:cap]
-    return head + balanced_sample(configs, cap - len(head), head, seed)
+    return head + balanced_sample(configs, cap - len(head), head, seed, pos)
 
 
 #: How many of its next choices :meth:`SearchOrder.next` looks through for one whose compile fits the time left.
@@ -214,7 +220,7 @@ class SearchOrder:
         self.ax = axes(self.configs)
         self.pos = {c: position(c, self.ax) for c in self.configs}
         self.at = {p: c for c, p in self.pos.items()}
-        self.pending = list(round_one(self.configs, first, self.s.round_cap, self.s.seed))
+        self.pending = list(round_one(self.configs, first, self.s.round_cap, self.s.seed, self.pos))
         self.tried: list[Config] = []
         self._tried: set[Config] = set()
         self.seconds: dict[Config, float] = {}    # tileiras' time of each compile that landed (s)
@@ -311,7 +317,8 @@ class SearchOrder:
             # everything tried counts as taken, those the store gave too (else the refill would offer them again
             # and again: a tune whose store held some of the space spun here for ever, session 8's new user)
             more = [c for c in balanced_sample(self.configs, self.s.round_cap,
-                                               [*self.tried, *self.landed_stored, *offered], self.s.seed + self.refills)
+                                               [*self.tried, *self.landed_stored, *offered], self.s.seed + self.refills,
+                                               self.pos)
                     if c not in self._tried and c not in offered]
             if not more:
                 return
