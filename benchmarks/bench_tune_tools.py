@@ -135,7 +135,7 @@ def dobench(probe_path: str, dry_run: bool, labels: list[str] | None = None, pas
             _bench_one(ct, do_bench, torch, probe, prob, cfg, kernel, inputs, stream, num_sms, reader, row)
         except Exception as e:  # one failing configuration must not stop the benchmark
             row.update(status="error", error="".join(traceback.format_exception_only(type(e), e)).strip()[:1000])
-            if "illegal" in str(e).lower() or "launch failure" in str(e).lower():
+            if _breaks_context(e):
                 broken = row["error"]
     out["passes"] = 1 + _more_passes(do_bench, ct, kernel, probe, prob, configs, inputs, stream, num_sms, out["rows"],
                                      reader, broken, passes)
@@ -144,6 +144,13 @@ def dobench(probe_path: str, dry_run: bool, labels: list[str] | None = None, pas
         best = min(ok, key=lambda r: r["median_us"])
         out["best"], out["best_us"] = best["label"], best["median_us"]
     return out
+
+
+def _breaks_context(e: BaseException) -> bool:
+    """Whether ``e`` (a launch's or do_bench's error) leaves the CUDA context unusable: an illegal address or a
+    launch failure (nothing after it in this process can be timed)."""
+    text = str(e).lower()
+    return "illegal" in text or "launch failure" in text
 
 
 def _more_passes(do_bench, ct, kernel, probe, prob, configs, inputs, stream, num_sms, rows, reader, broken,
@@ -169,7 +176,7 @@ def _more_passes(do_bench, ct, kernel, probe, prob, configs, inputs, stream, num
                 us = 1000.0 * do_bench(lambda: ct.launch(stream, grid, k, args), return_mode="median")
             except Exception as e:  # one failing pass must not lose the rows timed so far
                 row["pass_error"] = "".join(traceback.format_exception_only(type(e), e)).strip()[:1000]
-                if "illegal" in str(e).lower() or "launch failure" in str(e).lower():
+                if _breaks_context(e):
                     return n - 1
                 continue
             done = row.setdefault("median_us_passes", [row["median_us"]])
