@@ -1,5 +1,6 @@
 """Test doubles shared by several test files: the standard ``vec_add`` probe file, tileiras wrappers that are the
-real compiler for everything but a kernel compile, and a search of /proc for the processes a test started.
+real compiler for everything but a kernel compile, a search of /proc for the processes a test started, and a
+repository script imported as a module.
 (Imported as ``support``: pytest puts ``tests/`` on sys.path.)"""
 from __future__ import annotations
 
@@ -9,6 +10,20 @@ import textwrap
 from pathlib import Path
 
 KERNELS = Path(__file__).parent / "data" / "kernels.py"
+
+
+def load_script(path: str | os.PathLike, register: bool = False):
+    """The repository script at ``path`` (a benchmark, a data generator) imported as a module named after its file,
+    for tests of its functions; ``register``: put it in ``sys.modules`` first (a script whose dataclasses look
+    their module up by name needs it)."""
+    import importlib.util
+    import sys
+    spec = importlib.util.spec_from_file_location(Path(path).stem, path)
+    mod = importlib.util.module_from_spec(spec)
+    if register:
+        sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def write_vec_probe(path: Path, tiles=(1024,), occupancy=(1, 2), name: str = "vec_add") -> str:

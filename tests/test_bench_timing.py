@@ -4,11 +4,9 @@ crash, the time budget), the bundle's tasks, and one variant in a CPU worker wit
 need a GPU, triton or a CUDA graph fail and are kept as errors)."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import random
-import sys
 
 import pytest
 
@@ -17,11 +15,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 @pytest.fixture(scope="module")
 def bt():
-    spec = importlib.util.spec_from_file_location("bench_timing", os.path.join(ROOT, "benchmarks", "bench_timing.py"))
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    from support import load_script
+    return load_script(os.path.join(ROOT, "benchmarks", "bench_timing.py"), register=True)
 
 
 def test_the_tune_rule_is_cuda_tile_tunes(bt):

@@ -3,12 +3,12 @@
 lost every row, and ``--passes 0`` accepted."""
 from __future__ import annotations
 
-import importlib.util
 import os
 import types
 
 import pytest
 
+from support import load_script
 from test_tune_search import space
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -16,11 +16,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 @pytest.fixture(scope="module")
 def btt():
-    spec = importlib.util.spec_from_file_location("bench_tune_tools",
-                                                  os.path.join(ROOT, "benchmarks", "bench_tune_tools.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script(os.path.join(ROOT, "benchmarks", "bench_tune_tools.py"))
 
 
 CONFIGS = space(TILE=[1, 2, 3])

@@ -8,7 +8,6 @@ they were built) and, live, the cuobjdump / nvdisasm wheels (a missing wheel fai
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import re
 import struct
@@ -31,10 +30,8 @@ PTX_NAMES = [n for n in NAMES if n.startswith("ptx_")]  # ptxas probes: 4,096 B 
 
 
 def _load_make_cubins():
-    spec = importlib.util.spec_from_file_location("make_cubins", DATA / "make_cubins.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    from support import load_script
+    return load_script(DATA / "make_cubins.py")
 
 
 make_cubins = _load_make_cubins()

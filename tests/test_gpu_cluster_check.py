@@ -1,10 +1,8 @@
 """The CPU side of ``benchmarks/gpu_cluster_check.py``: arguments, configurations, GPCs from observations, the
 comparison with a fake driver answer, and its two NVRTC kernels (compiled here; nothing is launched)."""
 import hashlib
-import importlib.util
 import os
 import random
-import sys
 
 import pytest
 
@@ -18,12 +16,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 @pytest.fixture(scope="module")
 def gcc():
-    spec = importlib.util.spec_from_file_location("gpu_cluster_check",
-                                                  os.path.join(ROOT, "benchmarks", "gpu_cluster_check.py"))
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    from support import load_script
+    return load_script(os.path.join(ROOT, "benchmarks", "gpu_cluster_check.py"), register=True)
 
 
 LAYOUT = [18, 18, 18, 16, 16, 16, 16, 14]      # 132 SMs in 8 GPCs of even size ≤ 18 (one H100-like die)

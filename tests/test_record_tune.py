@@ -119,11 +119,8 @@ def test_tuned_export_is_read_back_by_host_code_without_tileprobe(dry, tmp_path,
 
 def _script():
     """benchmarks/gpu_record_tilegym.py as a module (its step 4: the host program, run as the script runs it)."""
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("gpu_record_tilegym", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    from support import load_script
+    return load_script(SCRIPT)
 
 
 def test_host_program_carries_the_readme_reader_verbatim():
