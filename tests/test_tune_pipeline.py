@@ -44,13 +44,16 @@ def _planned(record):
 
 def fake_time(record, cubin, probe_path, seed=0, mode="sustained", **kw):
     what, _ = _planned(record)
+    steady = json.loads(os.environ[PLAN_ENV]).get("steady")      # a power-capped GPU: the final's batches (their
+    if steady and kw.get("max_warmup") == 20000:                    # long warm-up) read the steady-state times
+        what = steady[str(record["case"]["TILE"])]
     if what == "hang":
         time.sleep(3600)
     if what == "crash":
         os.abort()
     rng = random.Random(hash((record["case"]["TILE"], json.dumps(record["hints"]))) + os.getpid() + time.time_ns())
     xs = [rng.gauss(what, what * 0.004) for _ in range(10)]
-    clocks = {"sm_mhz": 1980.0, "mem_mhz": 3201.0, "reasons": []}
+    clocks = {"sm_mhz": 1980.0, "mem_mhz": 3201.0, "reasons": ["sw_power_cap"] if steady else []}
     return {"status": "ok", "samples_us": xs, "clocks_before": clocks, "clocks_after": dict(clocks, sm_mhz=1890.0),
             "grid": [1, 1, 1], "n": 10, "mode": mode, "warmup_launches": 3}
 
@@ -153,6 +156,44 @@ def test_planted_hang_and_crash_are_recorded_and_the_winner_is_named(space):
     #                                                  compile_s < 10 s assertion, which a loaded machine fails)
     assert len(pids) >= 3                            # a fresh worker after the crash and the hang
     assert res.environment["timing"] == "sustained" and res.environment["gpu"]["name"] == "Fake H200"
+
+
+def test_power_capped_gpu_gets_a_steady_state_final_in_the_result_the_json_and_the_output(space, tmp_path, capsys):
+    plan = {"times": {"256": 300.0, "512": 104.0, "1024": 100.0, "2048": 200.0},
+            "steady": {"256": 300.0, "512": 108.0, "1024": 112.0, "2048": 200.0}}
+    res, _ = run_tune(space, plan)
+    (p,) = res.problems
+    rows = {r.label: r for r in p.candidates if r.config}
+    assert p.pick.label == "TILE=512 occupancy=1" and p.verdict == "winner"
+    assert p.final["reasons"] == ["sw_power_cap"] and p.final["changed"] is True and p.final["passes"] == 2
+    assert p.final["leader_before"] == "TILE=1024 occupancy=1"
+    assert sorted(p.final["contenders"]) == ["TILE=1024 occupancy=1", "TILE=512 occupancy=1"]
+    assert rows["TILE=512 occupancy=1"].final_us == pytest.approx(108.0, rel=0.01)
+    assert rows["TILE=1024 occupancy=1"].status == "eliminated"
+    assert "slower in the steady-state final" in rows["TILE=1024 occupancy=1"].reason
+    assert rows["TILE=256 occupancy=1"].final_us is None
+    d = res.to_dict()["problems"][0]
+    assert d["final"]["pick"] == "TILE=512 occupancy=1"
+    assert {r["label"]: len(r.get("final_passes_us") or []) for r in d["candidates"] if r.get("config")
+            and r["label"] != "TILE=1024 occupancy=2"} == {"TILE=256 occupancy=1": 0, "TILE=512 occupancy=1": 2,
+                                                          "TILE=1024 occupancy=1": 2, "TILE=2048 occupancy=1": 0}
+    assert res.environment["race"]["final_pct"] == 12.0 and res.environment["timing_settings"]["final_warmup_ms"] == 75
+    from rich.console import Console
+    from tileprobe.report.tune import render
+    console = Console(width=200, record=True)
+    render(res, console)
+    text = console.export_text()
+    assert "steady-state final (the clocks were set by sw_power_cap; 2 pass(es)): TILE=512 occupancy=1 10" in text
+    assert "the race had led with TILE=1024 occupancy=1" in text and ", steady-state final 10" in text
+
+
+def test_burst_timing_has_no_final_even_on_a_power_capped_gpu(space):
+    plan = {"times": {"256": 300.0, "512": 104.0, "1024": 100.0, "2048": 200.0},
+            "steady": {"256": 300.0, "512": 108.0, "1024": 112.0, "2048": 200.0}}
+    res, _ = run_tune(space, plan, timing="burst")
+    (p,) = res.problems
+    assert p.final is None and p.pick.label == "TILE=1024 occupancy=1"
+    assert "final" not in res.to_dict()["problems"][0]
 
 
 def test_wrong_winner_is_dropped_and_the_next_taken(space):

@@ -241,4 +241,7 @@ def _progress(console, ticker=None):
         elif kind == "rejudge":
             say(console, f"  back in the race: {', '.join(data['back'])} (the leader's later samples no longer beat "
                          "them)")
+        elif kind == "final":
+            from tileprobe.report.tune import final_line
+            say(console, "  " + final_line(data))
     return cb

@@ -134,6 +134,8 @@ def _render_problem(p: ProblemResult, console, all_rows: bool = False) -> None:
     if p.rounds:
         n = sum(r.n or 0 for r in p.candidates if r.same_launch_as is None)
         say(console, f"  race: {len(p.rounds)} rounds, {n:,} samples, stopped: {p.stop}; {p.race_s:.1f} s")
+    if p.final:
+        say(console, "  " + final_line(p.final))
     cov = getattr(p, "coverage", None) or {}
     if cov:
         say(console, f"  searched: {cov['compiled']:,} of {cov['configurations']:,} configurations compiled, "
@@ -217,6 +219,29 @@ def _note(r: CandidateRow) -> str:
     return text if len(text) <= NOTE_CELL else text[:NOTE_CELL - 1] + "…"
 
 
+#: Contenders a final line names (the JSON has them all; ``final_max`` is 5 by default).
+FINAL_NAMED = 5
+
+
+def final_line(final: dict) -> str:
+    """The steady-state final (``tileprobe.tune.race``, module doc 7) in one line: why it ran, each contender's
+    figure (µs, and × the best), and whether it changed the race's pick; or why it was skipped."""
+    why = ", ".join(final.get("reasons") or []) or "a power limit"
+    head = f"steady-state final (the clocks were set by {why}; {final.get('passes', 0)} pass(es))"
+    if final.get("skipped"):
+        return f"{head}: skipped: {final['skipped']}"
+    figures = sorted((final.get("figures_us") or {}).items(), key=lambda kv: kv[1])
+    if not figures:
+        return head
+    best = figures[0][1]
+    named = " · ".join(f"{label} {us:,.1f} µs" + (f" ({us / best:.3f}×)" if i else "")
+                       for i, (label, us) in enumerate(figures[:FINAL_NAMED]))
+    more = f" · and {len(figures) - FINAL_NAMED} more" if len(figures) > FINAL_NAMED else ""
+    change = (f"; the race had led with {final.get('leader_before')}" if final.get("changed")
+              else "; the race's leader kept its place")
+    return f"{head}: {named}{more}{change}"
+
+
 def verdict_lines(p: ProblemResult, compact: bool = False) -> list[str]:
     """The winner or the tie with intervals, the check, failed and skipped candidates, the compiler comparison.
     ``compact``: failed candidates as one line per fate and first line of reason, with a count."""
@@ -224,10 +249,11 @@ def verdict_lines(p: ProblemResult, compact: bool = False) -> list[str]:
     pick = p.pick
     if p.verdict == "winner":
         out.append(f"winner: {pick.label}: {_us(pick.median_us)} µs {_ci(pick)} ({pick.n} samples)"
-                   f"{_check_text(pick)}")
+                   f"{_final_text(pick)}{_check_text(pick)}")
     elif p.verdict == "tie":
         out.append(f"tie (within noise, {len(p.tie)} candidates; pick = lowest median): " +
-                   "; ".join(f"{t.label} {_us(t.median_us)} µs {_ci(t)}" for t in p.tie) + _check_text(pick))
+                   "; ".join(f"{t.label} {_us(t.median_us)} µs {_ci(t)}{_final_text(t)}" for t in p.tie)
+                   + _check_text(pick))
     elif p.verdict == "none":
         raced = [r for r in p.candidates if r.config is not None and r.status in _RACED]
         out.append("no winner: the budget ran out before any candidate was timed (give a larger --budget)"
@@ -248,6 +274,10 @@ def verdict_lines(p: ProblemResult, compact: bool = False) -> list[str]:
     if p.previous:
         out.append(previous_line(p.previous))
     return out
+
+
+def _final_text(r: CandidateRow) -> str:
+    return f", steady-state final {r.final_us:,.1f} µs" if r.final_us is not None else ""
 
 
 def _check_text(r: CandidateRow | None) -> str:

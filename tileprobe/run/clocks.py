@@ -24,6 +24,10 @@ from typing import Iterable
 CLOCK_EVENT_REASONS = {0x1: "gpu_idle", 0x2: "applications_clocks_setting", 0x4: "sw_power_cap",
                        0x8: "hw_slowdown", 0x10: "sync_boost", 0x20: "sw_thermal_slowdown",
                        0x40: "hw_thermal_slowdown", 0x80: "hw_power_brake_slowdown", 0x100: "display_clock_setting"}
+#: The reasons that say the GPU's power or temperature limit set the clocks (not the load, nor a setting): a kernel's
+#: time then depends on how long the load has lasted (tileprobe.tune.race's steady-state final).
+POWER_REASONS = ("sw_power_cap", "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown",
+                 "hw_power_brake_slowdown")
 #: A candidate's SM clock readings spanning more than this (% of the highest) flag it: its samples were not all
 #: taken at one clock. H200 SM clocks move in steps of 15 MHz (0.8 % of 1,980 MHz), so one step passes.
 CLOCK_MOVED_PCT = 1.0

@@ -56,6 +56,7 @@ def candidate_row(c: Candidate, outcome: RaceOutcome | None, confidence: float =
         row.check, row.eliminated_round, row.clocks = e.check, e.eliminated_round, _clock_summary(e.batches)
         row.clocks_moved = clocks_moved(b.get(k) for b in e.batches for k in ("clocks_before", "clocks_after"))
         row.batches, row.driver_ctas_per_sm = len(e.batches), e.info.get("driver_ctas_per_sm")
+        row.final_us, row.final_passes_us = e.final_us, list(e.final) or None
     return row
 
 
@@ -87,7 +88,7 @@ def problem_result(plan: Plan, outcome: RaceOutcome | None, arch: str, confidenc
     if outcome is None:
         return res
     res.verdict, res.stop, res.rounds = outcome.verdict, outcome.stop, outcome.rounds
-    res.race_s, res.check_s = outcome.wall_s, outcome.check_s
+    res.race_s, res.check_s, res.final = outcome.wall_s, outcome.check_s, outcome.final
     by_label = {r.label: r for r in rows if r.config is not None}
     first = _first_of_launch(plan, outcome.pick) if outcome.pick else None
     if first is not None and first != outcome.pick and first in by_label and outcome.pick in by_label:

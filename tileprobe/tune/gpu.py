@@ -32,6 +32,9 @@ class TimingSettings:
     ``warmup_ms`` of warm-up per batch, then about ``batch_ms`` of samples (``min_n`` … ``max_n``). burst:
     ``burst_warmup`` launches, then ``burst_n`` samples each synchronized. eager: ``eager_warmup`` launches, then
     ``eager_n`` host-timed samples. graph: ``graph_warmup`` untimed replays, then ``graph_n`` timed ones.
+    ``final_*``: the batches of the sustained mode's steady-state final (:mod:`tileprobe.tune.race`, module doc 7;
+    :data:`tileprobe.run.timing.FINAL_WARMUP_MS`): ``final_warmup_ms`` of warm-up, then about ``final_batch_ms`` of
+    samples (at most ``final_max_n``).
 
     Raises:
         ValueError: an unknown mode.
@@ -48,6 +51,9 @@ class TimingSettings:
     graph_n: int = run_timing.GRAPH_BATCH
     graph_warmup: int = run_timing.GRAPH_WARMUP
     graph_launches: int = run_timing.GRAPH_LAUNCHES
+    final_warmup_ms: float = run_timing.FINAL_WARMUP_MS
+    final_batch_ms: float = run_timing.FINAL_BATCH_MS
+    final_max_n: int = run_timing.FINAL_MAX_N
 
     def __post_init__(self):
         if self.mode not in run_timing.TIMING_MODES:
@@ -64,11 +70,18 @@ class TimingSettings:
         return {"mode": "sustained", "warmup_ms": self.warmup_ms, "batch_ms": self.batch_ms, "min_n": self.min_n,
                 "max_n": self.max_n}
 
+    def final_kwargs(self) -> dict:
+        """The keyword arguments of :func:`tileprobe.run.batch.time_batch` for one batch of the steady-state final
+        (a sustained batch with the ``final_*`` settings)."""
+        return {"mode": "sustained", "warmup_ms": self.final_warmup_ms, "batch_ms": self.final_batch_ms,
+                "min_n": self.min_n, "max_n": self.final_max_n, "max_warmup": run_timing.FINAL_MAX_WARMUP}
+
     def to_dict(self) -> dict:
-        """Every setting as a JSON-ready dict (stored with each tune); the ``graph_*`` ones only in that mode (the
-        other modes' stored settings are as they were before it existed)."""
+        """Every setting as a JSON-ready dict (stored with each tune); the ``graph_*`` ones only in that mode and the
+        ``final_*`` ones only in ``sustained`` (the other modes' stored settings are as they were before)."""
         d = asdict(self)
-        return d if self.mode == "graph" else {k: v for k, v in d.items() if not k.startswith("graph_")}
+        return {k: v for k, v in d.items() if not (k.startswith("graph_") and self.mode != "graph")
+                and not (k.startswith("final_") and self.mode != "sustained")}
 
 
 class WorkerBench:
@@ -120,18 +133,28 @@ class WorkerBench:
         self._payloads[c.id] = out
         return out
 
-    def measure(self, cid: str, rnd: int) -> Batch:
-        """One batch of candidate ``cid`` (the race's ``measure``)."""
+    def measure(self, cid: str, rnd: int, mode_kw: dict | None = None) -> Batch:
+        """One batch of candidate ``cid`` (the race's ``measure``), in the tune's timing mode or with ``mode_kw``."""
         task = self.payload(self.candidates[cid])
         if isinstance(task, str):
             self.failed.add(cid)
             return Batch("error", error=task)
-        out = self.wd.submit(self.tasks[0], {**task, "seed": self.seed, **self.timing.task_kwargs()},
+        out = self.wd.submit(self.tasks[0], {**task, "seed": self.seed, **(mode_kw or self.timing.task_kwargs())},
                              timeout_s=self.timeout_s)
         batch = self._batch(out)
         if batch.status != "ok":
             self.failed.add(cid)
         return batch
+
+    def measure_final(self, cid: str, pass_: int) -> Batch:
+        """One batch of candidate ``cid`` in the steady-state final (the race's ``final``: :meth:`final_kwargs`)."""
+        return self.measure(cid, pass_, self.timing.final_kwargs())
+
+    @property
+    def final(self) -> Callable[[str, int], Batch] | None:
+        """The race's ``final`` measure in the ``sustained`` mode; None in the others, which time another regime on
+        purpose (burst: cuda.tile.tune's idle gaps; eager, graph: a program's launches)."""
+        return self.measure_final if self.timing.mode == "sustained" else None
 
     @staticmethod
     def _batch(out) -> Batch:

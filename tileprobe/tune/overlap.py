@@ -129,7 +129,7 @@ class Overlap:
                 self.settings, budget_s=max(MIN_RACE_S, self.deadline - t0 - FINISH_S))
             try:
                 self.race = Race([], self.bench.measure, self.bench.check, settings, progress=self.progress,
-                                 arrivals=self._arrivals)
+                                 arrivals=self._arrivals, final=self.bench.final)
                 outcome = self.race.run()
                 self.check_s = outcome.check_s
             except WorkerStartError as e:

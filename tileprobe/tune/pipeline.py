@@ -496,7 +496,8 @@ def _environment(env: dict, gpu: dict, arch: str, num_sms, timing: TimingSetting
             "gpu": {k: gpu.get(k) for k in keep if k in gpu}, "tileiras": ", ".join(env.get("tileiras") or []),
             "timing": timing.mode, "timing_settings": timing.to_dict(), "strategy": race.strategy,
             "race": {"min_samples": race.min_samples, "max_samples": race.max_samples, "tie_pct": race.tie_pct,
-                     "confidence": race.confidence, "budget_s": race.budget_s, "seed": race.seed},
+                     "confidence": race.confidence, "budget_s": race.budget_s, "seed": race.seed,
+                     "final_pct": race.final_pct, "final_max": race.final_max, "final_passes": race.final_passes},
             "bundle": os.path.abspath(bundle) if bundle else None}
 
 
@@ -523,7 +524,7 @@ def _race_all(result: TuneResult, plans: list[Plan], wd, get, probe_paths, bundl
             progress("race", plan)
         try:
             outcome = Race([c.id for c in raced], bench.measure, bench.check,
-                           dataclasses.replace(settings, budget_s=share), progress=progress).run()
+                           dataclasses.replace(settings, budget_s=share), progress=progress, final=bench.final).run()
         except WorkerStartError as e:
             result.aborted, outcome = f"no GPU worker could be started: {e}", None
         res = problem_result(plan, outcome, result.environment["arch"], settings.confidence)

@@ -24,6 +24,16 @@ watchdog'd worker, the tests a fake. The method (``docs/TUNE.md``):
    checked; a wrong one is dropped (status ``wrong``), the eliminated candidates are reinstated and judged again
    against the new leader with the samples they have, and the race resumes if it must. Checks run even when
    the budget is spent (one launch each).
+7. **Steady-state final** (``final``, the sustained mode's): when any batch came with the clocks set by the GPU's
+   power or temperature limit (:data:`~tileprobe.run.clocks.POWER_REASONS`), the race's batches (a few ms of idle
+   between two, 25 ms of warm-up) caught each candidate at a different point of the power cap's ramp: a 4096³
+   matmul read 204 µs in its first 25 ms of load and 224–229 µs from 50 ms on (docs/NOTES.md §29), so a leader
+   measured after idle gaps can be 5–10 % behind in do_bench's (and a program's) steady state. The leader and the
+   others within ``final_pct`` % of its median (eliminated or not; at most ``final_max``, closest first) are then
+   timed again in ``final_passes`` passes (alternating order) of ``final(id, pass)`` batches, long enough to reach
+   the steady state; the lowest mean of the passes' medians is the pick, the others within ``tie_pct`` % of it tie.
+   A new pick is checked (6.); a wrong one gives way to the next. While the power limit has been seen, a budgeted
+   race keeps ``final_max × final_passes × final_batch_s`` (at most a third of its budget) for the final.
 
 Statuses at the end: ``winner`` (the only finalist), ``tie`` (finalists when several), ``eliminated`` (with the
 round and the reason), ``hang`` / ``crash`` / ``error`` / ``wrong`` (with the error), ``skipped`` (the budget
@@ -37,6 +47,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
+from tileprobe.run.clocks import POWER_REASONS
 from tileprobe.tune.stats import median_ci, summary, z_value
 
 #: Statuses that take a candidate out of the race for good.
@@ -83,6 +94,11 @@ class RaceSettings:
     H200 (docs/NOTES.md §3: median 0.02 %, max 1.23 %): a smaller difference is not a property of the
     configuration.
 
+    ``final_pct``, ``final_max``, ``final_passes``, ``final_batch_s``: the steady-state final (module doc 7). 12 %
+    is about the most a candidate's race median was seen below its steady state (204 vs 228 µs, the 4096³ matmul,
+    docs/NOTES.md §29); ``final_batch_s`` is about one final batch's wall time on the H200 (75 + 50 ms of GPU time
+    and the worker's round trip).
+
     Raises:
         ValueError: an unknown strategy or confidence, or a count below 1.
     """
@@ -94,21 +110,31 @@ class RaceSettings:
     confidence: float = 0.95
     budget_s: float | None = None
     seed: int = 0
+    final_pct: float = 12.0
+    final_max: int = 5
+    final_passes: int = 2
+    final_batch_s: float = 0.2
 
     def __post_init__(self):
         if self.strategy not in STRATEGIES:
             raise ValueError(f"strategy {self.strategy!r}: use one of {', '.join(STRATEGIES)}")
         z_value(self.confidence)
-        for name in ("min_samples", "max_samples", "exhaustive_samples"):
+        for name in ("min_samples", "max_samples", "exhaustive_samples", "final_passes"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name}={getattr(self, name)}: give 1 or more")
         if not (0.0 <= self.tie_pct <= 100.0):    # nan fails too: it would make every candidate a tie
             raise ValueError(f"tie_pct={self.tie_pct}: give a percentage from 0 to 100")
+        if not (0.0 <= self.final_pct <= 100.0) or not (0.0 <= self.final_batch_s < float("inf")):
+            raise ValueError(f"final_pct={self.final_pct}, final_batch_s={self.final_batch_s}: give a percentage "
+                             "from 0 to 100 and a finite number of seconds ≥ 0")
+        if self.final_max < 0:
+            raise ValueError(f"final_max={self.final_max}: give 0 (no final) or more")
 
 
 @dataclass
 class Entry:
-    """One candidate's state: status, samples (µs), batches (clock readings, round, size), check, reason."""
+    """One candidate's state: status, samples (µs), batches (clock readings, round, size), check, reason; ``final``:
+    the median (µs) of each of its batches in the steady-state final (module doc 7), empty when it had none."""
     id: str
     status: str = "racing"
     samples: list = field(default_factory=list)
@@ -118,6 +144,12 @@ class Entry:
     check: dict | None = None
     info: dict = field(default_factory=dict)
     joined_round: int = 1     # the first round it could take part in (later: it was compiled during the race)
+    final: list = field(default_factory=list)
+
+    @property
+    def final_us(self) -> float | None:
+        """The mean of its final batches' medians (µs), None without any."""
+        return statistics.fmean(self.final) if self.final else None
 
     @property
     def median(self) -> float:
@@ -133,7 +165,10 @@ class Entry:
 class RaceOutcome:
     """The race's result: every entry (input order), the verdict (``winner`` | ``tie`` | ``none``), the pick
     (the lowest median among the finalists; None when nothing ran correctly), the tied ids (pick first), why it
-    stopped, one dict per round, and the time spent measuring and checking (s)."""
+    stopped, one dict per round, and the time spent measuring and checking (s). ``final``: the steady-state final
+    when one ran (module doc 7): ``reasons`` (the power limits seen), ``contenders`` (ids, closest first),
+    ``passes`` (complete ones), ``leader_before`` (the race's pick), ``figures_us`` (id → mean of its passes'
+    medians), ``changed`` (the pick is not the race's); or ``{"skipped": why, …}`` when it could not run."""
     entries: list[Entry]
     verdict: str
     pick: str | None
@@ -143,6 +178,7 @@ class RaceOutcome:
     wall_s: float = 0.0
     measure_s: float = 0.0
     check_s: float = 0.0
+    final: dict | None = None
 
     def entry(self, id_: str) -> Entry:
         """The entry of candidate ``id_``. Raises StopIteration when there is none."""
@@ -157,12 +193,15 @@ class RaceOutcome:
 class Race:
     """An adaptive race (module doc). ``ids``: candidate ids, unique. ``measure(id, round) -> Batch``;
     ``check(id) -> CheckOutcome`` or None (no correctness check). ``clock``: seconds, monotonic (injected by
-    tests). ``progress(kind, data)``: called with ``("round", round_dict)`` after each round."""
+    tests). ``progress(kind, data)``: called with ``("round", round_dict)`` after each round (and ``("final",
+    final_dict)`` after a steady-state final). ``final(id, pass) -> Batch``: one steady-state batch (module doc 7),
+    or None for no final."""
 
     def __init__(self, ids: Sequence[str], measure: Callable[[str, int], Batch],
                  check: Callable[[str], CheckOutcome] | None = None, settings: RaceSettings | None = None,
                  clock: Callable[[], float] = time.monotonic, progress: Callable | None = None,
-                 arrivals: Callable[[bool], tuple[list[str], bool]] | None = None):
+                 arrivals: Callable[[bool], tuple[list[str], bool]] | None = None,
+                 final: Callable[[str, int], Batch] | None = None):
         if len(set(ids)) != len(ids):
             raise ValueError("candidate ids must be unique")
         self.entries = [Entry(i) for i in ids]
@@ -170,6 +209,10 @@ class Race:
         # landed since, whether more may come); with ``block`` it waits for one or for the end.
         self.arrivals, self._more = arrivals, arrivals is not None
         self.measure, self.check, self.clock, self.progress = measure, check, clock, progress
+        self.final = final                 # (id, pass) -> Batch in the steady state (module doc 7), or None
+        self._final: dict | None = None
+        self._final_group: list[Entry] = []
+        self._power: list[str] = []
         self.s = settings or RaceSettings()
         self.rng = random.Random(self.s.seed)
         self.rounds: list[dict] = []
@@ -202,6 +245,7 @@ class Race:
                     break
                 rejudged += 1
             self._race()
+        self._final_round()
         return self._outcome()
 
     def _rejudge(self) -> bool:
@@ -269,6 +313,11 @@ class Race:
             self.progress("joined", {"round": len(self.rounds) + 1, "ids": list(new)})
 
     def _over_budget(self) -> bool:
+        """The race's budget is spent: ``budget_s`` less what the steady-state final keeps (module doc 7)."""
+        return self.s.budget_s is not None and self.clock() - self._t0 >= self.s.budget_s - self._final_reserve_s()
+
+    def _spent(self) -> bool:
+        """The whole budget is spent (the final's share too)."""
         return self.s.budget_s is not None and self.clock() - self._t0 >= self.s.budget_s
 
     def _racing(self) -> list[Entry]:
@@ -306,6 +355,103 @@ class Race:
             e.status, e.reason = (b.status if b.status in FAILED else "error"), b.error or b.status
             return
         e.samples.extend(float(x) for x in b.samples_us)
+
+    # --- the steady-state final (module doc 7) -------------------------------------------------------------
+    def _power_reasons(self) -> list[str]:
+        """The power or temperature limits (:data:`~tileprobe.run.clocks.POWER_REASONS`) any batch saw, sorted; kept
+        once seen (it is asked before every batch)."""
+        if not self._power:
+            seen = {x for e in list(self.entries) for b in list(e.batches) for k in ("clocks_before", "clocks_after")
+                    for x in ((b.get(k) or {}).get("reasons") or ())}
+            self._power = sorted(seen.intersection(POWER_REASONS))
+        return self._power
+
+    def _final_reserve_s(self) -> float:
+        """Seconds a budgeted race keeps for its final (module doc 7): none without a final or a power limit seen."""
+        if self.final is None or self.s.budget_s is None or self.s.final_max < 2 or not self._power_reasons():
+            return 0.0
+        return min(self.s.final_max * self.s.final_passes * self.s.final_batch_s, self.s.budget_s / 3.0)
+
+    def _contenders(self) -> list[Entry]:
+        """The race's pick, then the timed candidates (racing or eliminated) within ``final_pct`` % of its median,
+        closest first: ``final_max`` in all at most."""
+        finalists = self._finalists()
+        if not finalists:
+            return []
+        leader = finalists[0]
+        limit = leader.median * (1 + self.s.final_pct / 100.0)
+        others = sorted((e for e in self.entries if e is not leader and e.samples
+                         and e.status in ("racing", "eliminated") and e.median <= limit), key=lambda e: e.median)
+        return [leader] + others[:max(0, self.s.final_max - 1)]
+
+    def _final_round(self) -> None:
+        """The steady-state final (module doc 7), when a power limit was seen and another candidate is close."""
+        if self.final is None or self.s.final_max < 2:
+            return
+        why = self._power_reasons()
+        contenders = self._contenders() if why else []
+        if len(contenders) < 2:
+            return
+        leader = contenders[0]
+        passes = self._final_passes(contenders)
+        for e in contenders:
+            del e.final[passes:]         # a pass the budget cut short does not count
+        self._final = {"reasons": why, "contenders": [e.id for e in contenders], "passes": passes,
+                       "leader_before": leader.id}
+        ranked = [e for e in contenders if e.status not in FAILED and len(e.final) == passes > 0]
+        group = self._final_pick(ranked)
+        if not group:
+            self._final["skipped"] = ("the budget ran out before a whole pass" if passes == 0
+                                      else "no contender ran correctly")
+            return
+        top = group[0]
+        for e in (e for e in ranked if e.status not in FAILED):
+            if e in group:
+                e.status, e.eliminated_round, e.reason = "racing", None, ""
+            else:
+                e.status, e.eliminated_round = "eliminated", len(self.rounds)
+                e.reason = (f"slower in the steady-state final: {e.final_us:,.2f} µs against {top.id}'s "
+                            f"{top.final_us:,.2f} µs")
+        self._final_group = group
+        self._final.update(figures_us={e.id: e.final_us for e in ranked}, pick=top.id, changed=top is not leader)
+        if self.progress:
+            self.progress("final", dict(self._final))
+
+    def _final_passes(self, contenders: list[Entry]) -> int:
+        """The final's passes (alternating order) until done or the whole budget is spent; returns the complete
+        ones."""
+        for p in range(self.s.final_passes):
+            for e in (contenders if p % 2 == 0 else contenders[::-1]):
+                if e.status in FAILED:
+                    continue
+                if self._spent():
+                    return p
+                self._take_final(e, p)
+        return self.s.final_passes
+
+    def _take_final(self, e: Entry, p: int) -> None:
+        t0 = self.clock()
+        b = self.final(e.id, p)
+        self._measure_s += self.clock() - t0
+        e.batches.append({"round": len(self.rounds), "final": p + 1, "status": b.status, "n": len(b.samples_us),
+                          "clocks_before": b.clocks_before, "clocks_after": b.clocks_after, "wall_s": b.wall_s})
+        if b.status == "ok" and b.samples_us:
+            e.final.append(statistics.median(float(x) for x in b.samples_us))
+        else:
+            e.status = b.status if b.status in FAILED else "error"
+            e.reason = b.error or (b.status if b.status != "ok" else "the final batch returned no samples")
+
+    def _final_pick(self, ranked: list[Entry]) -> list[Entry]:
+        """The final's best and those within ``tie_pct`` % of it, best first, once checked (6.); a wrong one gives way
+        to the next. Empty when none is left."""
+        while ranked:
+            ranked.sort(key=lambda e: e.final_us)
+            best = ranked[0].final_us
+            group = [e for e in ranked if e.final_us <= best * (1 + self.s.tie_pct / 100.0)]
+            if self.check is None or not self._check(group):
+                return group
+            ranked = [e for e in ranked if e.status not in FAILED]
+        return []
 
     # --- judging -------------------------------------------------------------------------------------------
     def _ci(self, e: Entry) -> tuple[float, float]:
@@ -384,7 +530,7 @@ class Race:
         for e in self._racing():
             if not e.samples:
                 e.status, e.reason = "skipped", "the budget ran out before its first batch"
-        finalists = self._finalists()
+        finalists = self._final_group or self._finalists()
         verdict = "none" if not finalists else "winner" if len(finalists) == 1 else "tie"
         for e in finalists:
             e.status = "winner" if verdict == "winner" else "tie"
@@ -393,4 +539,5 @@ class Race:
             e.reason = f"slower than {finalists[0].id} when the race stopped ({self.stop})"
         return RaceOutcome(self.entries, verdict, finalists[0].id if finalists else None,
                            [e.id for e in finalists] if verdict == "tie" else [], self.stop, self.rounds,
-                           wall_s=self.clock() - self._t0, measure_s=self._measure_s, check_s=self._check_s)
+                           wall_s=self.clock() - self._t0, measure_s=self._measure_s, check_s=self._check_s,
+                           final=self._final)

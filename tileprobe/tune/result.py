@@ -9,7 +9,8 @@ changed since a stored tune with another compiler. JSON layout (``schema_version
 
 A problem (:class:`ProblemResult`): ``kernel``, ``probe``, ``problem`` (its case values), ``arch``, ``verdict``
 (``winner`` | ``tie`` | ``none`` | ``not_run``), ``pick`` and ``tie`` (candidate rows), ``stop`` (why the race
-stopped), ``rounds``, ``dropped`` (rule → count), ``notes``, ``previous`` (the comparison with a stored tune
+stopped), ``final`` (the steady-state final, when one ran: :mod:`tileprobe.tune.race`, module doc 7), ``rounds``,
+``dropped`` (rule → count), ``notes``, ``previous`` (the comparison with a stored tune
 under another tileiras build, or null), and ``candidates`` (:class:`CandidateRow`), each with: ``config`` (``case``: tunable values,
 ``hints``), ``label``, ``status`` (winner | tie | eliminated | hang | crash | error | wrong | skipped |
 duplicate | hang_risk (not launched: predicted hang, issue 23) | a compile status | constraint), ``reason``, ``same_launch_as``, ``group`` (labels timed as one),
@@ -53,7 +54,9 @@ class CandidateRow:
 
     The JSON row (:meth:`to_dict`) holds the static facts only when ``compiled`` (the candidate has a record), the
     samples summary and race facts only when ``raced`` (of the samples only ``n`` when it is 0), and
-    ``compile_key`` only when ``linked`` (the tune looked it up in a store). Times in µs, ``compile_s`` in s;
+    ``compile_key`` only when ``linked`` (the tune looked it up in a store), ``final_us`` (the mean of
+    ``final_passes_us``, each the median of one steady-state final batch: :mod:`tileprobe.tune.race`, module doc 7)
+    only when it was in a final. Times in µs, ``compile_s`` in s;
     ``grid`` the launch grid; ``check`` the result check (``status``, ``rel_err``, ``tolerance``, ``against``,
     ``message``); ``clocks`` the lowest and highest SM and memory MHz (``sm_mhz``, ``mem_mhz``: ``[lo, hi]`` or
     None) and the driver's clock-event ``reasons``."""
@@ -92,6 +95,8 @@ class CandidateRow:
     driver_ctas_per_sm: int | None = None
     linked: bool = False
     compile_key: str | None = None
+    final_us: float | None = None
+    final_passes_us: list[float] | None = None
 
     def to_dict(self) -> dict:
         """The row as the tune's JSON and the store's ``tune_candidates.summary`` hold it (class doc)."""
@@ -104,6 +109,8 @@ class CandidateRow:
         d.update({k: getattr(self, k) for k in names})
         if self.linked:
             d["compile_key"] = self.compile_key
+        if self.final_passes_us:
+            d.update(final_us=self.final_us, final_passes_us=list(self.final_passes_us))
         return copy.deepcopy(d)
 
 
@@ -131,6 +138,9 @@ class ProblemResult:
     #: How much of the space was searched: configurations (constraints' rejections included), compiled (a record
     #: with a cubin), timed (at least one batch) — issue 22: a budget may leave part of it unsearched.
     coverage: dict = field(default_factory=dict)
+    #: The steady-state final when one ran (:class:`tileprobe.tune.race.RaceOutcome`'s ``final``); not in the JSON
+    #: when None.
+    final: dict | None = None
 
     @property
     def label(self) -> str:
@@ -144,7 +154,7 @@ class ProblemResult:
                if f.name not in ("candidates", "pick", "tie")}
         out.update(candidates=[r.to_dict() for r in self.candidates], pick=self.pick.to_dict() if self.pick else None,
                    tie=[r.to_dict() for r in self.tie])
-        return {f.name: out[f.name] for f in fields(self)}
+        return {f.name: out[f.name] for f in fields(self) if not (f.name == "final" and out[f.name] is None)}
 
 
 @dataclass
