@@ -199,3 +199,109 @@ def test_the_sustained_mode_alone_has_a_final_and_its_settings():
     bench.measure_final("x", 1)
     assert sent == [("x", 1, kw)]
     assert WorkerBench(object(), {}, lambda sha: None, timing=TimingSettings(mode="burst")).final is None
+
+
+def test_close_contenders_get_more_passes_and_clear_losers_leave_after_two():
+    plan = {"a": (200.0, 222.0), "b": (203.0, 222.6), "c": (205.0, 240.0)}
+    out, gpu = run(plan, RaceSettings(final_passes=4))
+    calls = [c for c, _ in gpu.final_calls]
+    assert calls.count("c") == 2 and calls.count("a") == calls.count("b") == 4     # c left after two passes
+    assert out.final["passes"] == 4 and out.final["figures_us"].keys() == {"a", "b", "c"}
+    assert "(2 and 4 passes)" in out.entry("c").reason
+    assert out.verdict == "tie" and set(out.tie) == {"a", "b"}           # 0.3 % apart: within tie_pct
+    out, gpu = run(plan, RaceSettings(final_passes=2))
+    assert len(gpu.final_calls) == 6 and out.final["passes"] == 2
+
+
+class Drifting(PowerCappedGPU):
+    """The steady state drifts slower by ``drift_us`` per final batch (the GPU heating over the final), as on the
+    H200, where every contender's second pass read 2.5–7 % slower than its first (docs/NOTES.md §29)."""
+
+    def __init__(self, plan, drift_us, **kw):
+        super().__init__(plan, **kw)
+        self.drift_us, self.k = drift_us, 0
+
+    def final(self, cid, p):
+        b = super().final(cid, p)
+        self.k += 1
+        b.samples_us = [x + self.k * self.drift_us for x in b.samples_us]
+        return b
+
+
+def test_pass_by_pass_differences_see_through_a_drift_that_hits_everyone():
+    plan = {"a": (200.0, 220.0), "b": (203.0, 226.0)}      # b 2.7 % slower, under a drift of 2 µs per batch
+    gpu = Drifting(plan, 2.0)
+    out = Race(list(plan), gpu.measure, gpu.check, RaceSettings(), clock=gpu.clock, final=gpu.final).run()
+    # a b | b a: a's passes read 222 and 228, b's 230 and 232: each pass alone spreads 6 µs, but b's pass-by-pass
+    # differences are 8 and 4 µs (mean 6, standard error 2): b is out after two passes
+    assert out.pick == "a" and out.final["passes"] == 2
+    assert gpu.final_calls == [("a", 0), ("b", 0), ("b", 1), ("a", 1)]
+    assert out.final["figures_us"]["a"] == pytest.approx(225.0, rel=0.005)
+    assert out.final["figures_us"]["b"] == pytest.approx(231.0, rel=0.005)
+
+
+class Feed:
+    """A budgeted search's arrivals on the fake clock: ``(t, id)`` land at t; the search ends at ``end_s``. A
+    blocking call waits for the next one, the end, or the race's ``time_left_s()``, as the overlap's does."""
+
+    def __init__(self, gpu, arrivals, end_s):
+        self.gpu, self.pending, self.end_s, self.race = gpu, sorted(arrivals), end_s, None
+
+    def __call__(self, block):
+        if block and not any(t <= self.gpu.now for t, _ in self.pending):
+            nxt = min([t for t, _ in self.pending] + [self.end_s])
+            left = self.race.time_left_s()
+            self.gpu.now = max(self.gpu.now, nxt if left is None else min(nxt, self.gpu.now + max(0.0, left)))
+        new = [i for t, i in self.pending if t <= self.gpu.now]
+        self.pending = [(t, i) for t, i in self.pending if t > self.gpu.now]
+        return new, bool(self.pending) or self.gpu.now < self.end_s
+
+
+def test_a_budgeted_race_waiting_for_compiles_stops_at_the_final_s_share_and_gathers_the_rest_after():
+    plan = {"a": (200.0, 220.0), "b": (203.0, 212.0), "late": (300.0, 300.0), "later": (300.0, 300.0)}
+    gpu = PowerCappedGPU(plan)
+    feed = Feed(gpu, [(0.0, "a"), (0.0, "b"), (1.0, "late"), (8.0, "later")], end_s=9.0)
+    race = Race([], gpu.measure, gpu.check, RaceSettings(budget_s=6.0), clock=gpu.clock, arrivals=feed,
+                final=gpu.final)
+    feed.race = race
+    out = race.run()
+    assert out.pick == "b" and out.final["passes"] >= 2 and out.final["changed"] is True
+    assert gpu.now == 9.0                            # then it waited for the search's end
+    assert out.entry("later").status == "skipped"    # landed after the race: not timed
+    assert out.entry("late").status == "eliminated"
+    assert race.time_left_s() is None                # gathering the rest: no limit on the wait
+
+
+def test_time_left_keeps_the_final_s_share_once_a_power_limit_was_seen():
+    gpu = PowerCappedGPU({"a": (200.0, 220.0)})
+    race = Race(["a"], gpu.measure, settings=RaceSettings(budget_s=9.0), clock=gpu.clock, final=gpu.final)
+    assert Race(["a"], gpu.measure, clock=gpu.clock).time_left_s() is None       # no budget
+    race._t0 = 0.0
+    assert race.time_left_s() == pytest.approx(9.0)                  # nothing seen yet: the whole budget
+    race._take(race.entries[0], 1)                                   # a batch under the power cap
+    assert race.time_left_s() == pytest.approx(9.0 - 2.5 - gpu.now)  # 5 contenders × 2 passes × 0.25 s kept
+
+
+def test_the_overlap_waits_for_compiles_no_longer_than_the_race_s_budget_line():
+    import queue
+    import threading
+    import time
+    from tileprobe.tune.overlap import Overlap
+
+    class Left:
+        def __init__(self, left):
+            self.left = left
+
+        def time_left_s(self):
+            return self.left
+
+    ov = object.__new__(Overlap)                 # the race thread's side only: feed, race, landing, _timed
+    ov.feed, ov.ended, ov._timed = queue.Queue(), False, lambda landed: [c.id for c in landed]
+    ov.race = Left(0.05)
+    t0 = time.perf_counter()
+    assert ov._arrivals(True) == ([], True)      # nothing landed before the line: back to the race, more to come
+    assert 0.04 <= time.perf_counter() - t0 < 2.0
+    ov.race = Left(None)                         # no budget (or gathering the rest): wait for the search's end
+    threading.Timer(0.1, ov.feed.put, (None,)).start()
+    t0 = time.perf_counter()
+    assert ov._arrivals(True) == ([], False) and time.perf_counter() - t0 >= 0.09

@@ -143,14 +143,20 @@ class Overlap:
         self.held.wait()
 
     def _arrivals(self, block: bool) -> tuple[list[str], bool]:
-        """The race's ``arrivals``: the first problem's new candidates to time, and whether more may come."""
+        """The race's ``arrivals``: the first problem's new candidates to time, and whether more may come. A blocking
+        call waits at most until the race's budget line (:meth:`~tileprobe.tune.race.Race.time_left_s`: a budgeted
+        race keeps a share for its steady-state final, which compiles landing until the search's deadline must not
+        eat)."""
         new: list[str] = []
         while not self.ended and not new:
-            landed = []
+            landed, waited_out = [], False
             while not self.ended:
+                wait = block and not landed
+                left = self.race.time_left_s() if wait and self.race is not None else None
                 try:
-                    item = self.feed.get(block=block and not landed)
+                    item = self.feed.get(block=wait, timeout=None if left is None else max(0.0, left))
                 except queue.Empty:
+                    waited_out = wait
                     break
                 if item is None:
                     self.ended = True
@@ -160,7 +166,7 @@ class Overlap:
                 if hit is not None and hit[0] is self.plan:
                     landed.append(hit[1])
             new += self._timed(landed)
-            if not block:
+            if not block or waited_out:
                 break
         return new, not self.ended
 

@@ -30,10 +30,13 @@ watchdog'd worker, the tests a fake. The method (``docs/TUNE.md``):
    matmul read 204 µs in its first 25 ms of load and 224–229 µs from 50 ms on (docs/NOTES.md §29), so a leader
    measured after idle gaps can be 5–10 % behind in do_bench's (and a program's) steady state. The leader and the
    others within ``final_pct`` % of its median (eliminated or not; at most ``final_max``, closest first) are then
-   timed again in ``final_passes`` passes (alternating order) of ``final(id, pass)`` batches, long enough to reach
-   the steady state; the lowest mean of the passes' medians is the pick, the others within ``tie_pct`` % of it tie.
-   A new pick is checked (6.); a wrong one gives way to the next. While the power limit has been seen, a budgeted
-   race keeps ``final_max × final_passes × final_batch_s`` (at most a third of its budget) for the final.
+   timed again in batches of ``final(id, pass)``, long enough to reach the steady state: two passes over all
+   (alternating order), then, up to ``final_passes``, passes over those still close to the best (pass-by-pass
+   differences within two standard errors, or within ``tie_pct`` %): the final batches of one configuration
+   still moved 3–7 % between passes on the H200 (§29). The lowest mean of the passes' medians is the pick, the
+   others within ``tie_pct`` % of it tie. A new pick is checked (6.); a wrong one gives way to the next. While the
+   power limit has been seen, a budgeted race keeps ``final_max × 2 × final_batch_s`` (at most a third of its
+   budget) for the final; later passes run only in what is left.
 
 Statuses at the end: ``winner`` (the only finalist), ``tie`` (finalists when several), ``eliminated`` (with the
 round and the reason), ``hang`` / ``crash`` / ``error`` / ``wrong`` (with the error), ``skipped`` (the budget
@@ -57,6 +60,8 @@ STRATEGIES = ("race", "exhaustive")
 #: candidates (a race of a few candidates to ``min_samples`` takes well under a second on the H200: docs/TUNE.md);
 #: a budgeted search's race too (:class:`tileprobe.tune.overlap.Overlap`'s ``deadline``).
 MIN_RACE_S = 2.0
+#: Passes of the steady-state final over every contender before the clearly slower ones leave it (module doc 7).
+FINAL_MIN_PASSES = 2
 #: Times a race may put eliminated candidates back (:meth:`Race._rejudge`) before it stops with what it has.
 MAX_REJUDGE = 3
 
@@ -94,10 +99,10 @@ class RaceSettings:
     H200 (docs/NOTES.md §3: median 0.02 %, max 1.23 %): a smaller difference is not a property of the
     configuration.
 
-    ``final_pct``, ``final_max``, ``final_passes``, ``final_batch_s``: the steady-state final (module doc 7). 12 %
-    is about the most a candidate's race median was seen below its steady state (204 vs 228 µs, the 4096³ matmul,
-    docs/NOTES.md §29); ``final_batch_s`` is about one final batch's wall time on the H200 (75 + 50 ms of GPU time
-    and the worker's round trip).
+    ``final_pct``, ``final_max``, ``final_passes`` (at most), ``final_batch_s``: the steady-state final (module
+    doc 7). 12 % is about the most a candidate's race median was seen below its steady state (204 vs 228 µs, the
+    4096³ matmul, docs/NOTES.md §29); ``final_batch_s`` is a little over one final batch's wall time on the H200
+    (75 + 50 ms of kernel time, the L2 flushes between, the worker's round trip: about 0.2 s).
 
     Raises:
         ValueError: an unknown strategy or confidence, or a count below 1.
@@ -112,8 +117,8 @@ class RaceSettings:
     seed: int = 0
     final_pct: float = 12.0
     final_max: int = 5
-    final_passes: int = 2
-    final_batch_s: float = 0.2
+    final_passes: int = 4
+    final_batch_s: float = 0.25
 
     def __post_init__(self):
         if self.strategy not in STRATEGIES:
@@ -213,6 +218,7 @@ class Race:
         self._final: dict | None = None
         self._final_group: list[Entry] = []
         self._power: list[str] = []
+        self._draining = False
         self.s = settings or RaceSettings()
         self.rng = random.Random(self.s.seed)
         self.rounds: list[dict] = []
@@ -236,8 +242,8 @@ class Race:
         """Race to a stop, check the finalists, repeat while a finalist turns out wrong; return the outcome."""
         self._t0 = self.clock()
         self._race()
-        while self._more:        # the budget stopped it: the rest still land (they are ``skipped``)
-            self._admit(True)
+        if not self._final_reserve_s():   # the budget stopped it: the rest still land (they are ``skipped``), after
+            self._drain()                 # the final when it keeps a share of the budget
         rejudged = 0
         while True:
             if not self._check_finalists():     # none wrong: put back what later samples no longer beat, or stop
@@ -246,7 +252,14 @@ class Race:
                 rejudged += 1
             self._race()
         self._final_round()
+        self._drain()
         return self._outcome()
+
+    def _drain(self) -> None:
+        """Wait for the candidates still to land (they are ``skipped``: the race has stopped)."""
+        self._draining = True
+        while self._more:
+            self._admit(True)
 
     def _rejudge(self) -> bool:
         """Put back in the race every eliminated candidate that the leader's samples taken since no longer beat by the
@@ -370,7 +383,16 @@ class Race:
         """Seconds a budgeted race keeps for its final (module doc 7): none without a final or a power limit seen."""
         if self.final is None or self.s.budget_s is None or self.s.final_max < 2 or not self._power_reasons():
             return 0.0
-        return min(self.s.final_max * self.s.final_passes * self.s.final_batch_s, self.s.budget_s / 3.0)
+        passes = min(FINAL_MIN_PASSES, self.s.final_passes)
+        return min(self.s.final_max * passes * self.s.final_batch_s, self.s.budget_s / 3.0)
+
+    def time_left_s(self) -> float | None:
+        """Seconds until the race stops for its budget (the final's share kept back), for a caller that waits for
+        latecomers on the race's behalf; None without a budget, and once the race only gathers the candidates that
+        land after it (they wait as long as they must)."""
+        if self.s.budget_s is None or self._draining:
+            return None
+        return self.s.budget_s - self._final_reserve_s() - (self.clock() - self._t0)
 
     def _contenders(self) -> list[Entry]:
         """The race's pick, then the timed candidates (racing or eliminated) within ``final_pct`` % of its median,
@@ -393,41 +415,63 @@ class Race:
         if len(contenders) < 2:
             return
         leader = contenders[0]
-        passes = self._final_passes(contenders)
-        for e in contenders:
+        alive, passes = self._final_passes(contenders)
+        for e in alive:
             del e.final[passes:]         # a pass the budget cut short does not count
         self._final = {"reasons": why, "contenders": [e.id for e in contenders], "passes": passes,
                        "leader_before": leader.id}
-        ranked = [e for e in contenders if e.status not in FAILED and len(e.final) == passes > 0]
-        group = self._final_pick(ranked)
+        ranked = [e for e in alive if e.status not in FAILED and len(e.final) == passes > 0]
+        dropped = [e for e in contenders if e not in alive and e.status not in FAILED and e.final]
+        group = self._final_pick(ranked) or self._final_pick(dropped)    # all close ones wrong: the next ones
         if not group:
             self._final["skipped"] = ("the budget ran out before a whole pass" if passes == 0
                                       else "no contender ran correctly")
             return
         top = group[0]
-        for e in (e for e in ranked if e.status not in FAILED):
+        timed = [e for e in contenders if e.status not in FAILED and e.final]
+        for e in timed:
             if e in group:
                 e.status, e.eliminated_round, e.reason = "racing", None, ""
             else:
                 e.status, e.eliminated_round = "eliminated", len(self.rounds)
                 e.reason = (f"slower in the steady-state final: {e.final_us:,.2f} µs against {top.id}'s "
-                            f"{top.final_us:,.2f} µs")
+                            f"{top.final_us:,.2f} µs ({len(e.final)} and {len(top.final)} passes)")
         self._final_group = group
-        self._final.update(figures_us={e.id: e.final_us for e in ranked}, pick=top.id, changed=top is not leader)
+        self._final.update(figures_us={e.id: e.final_us for e in timed}, pick=top.id, changed=top is not leader)
         if self.progress:
             self.progress("final", dict(self._final))
 
-    def _final_passes(self, contenders: list[Entry]) -> int:
-        """The final's passes (alternating order) until done or the whole budget is spent; returns the complete
-        ones."""
+    def _final_passes(self, contenders: list[Entry]) -> tuple[list[Entry], int]:
+        """The final's passes, in alternating order: :data:`FINAL_MIN_PASSES` over every contender, then, up to
+        ``final_passes``, over those still close to the best (:meth:`_still_close`), until one is left or the whole
+        budget is spent. Returns the contenders of the last pass and how many passes they all completed."""
+        alive = list(contenders)
         for p in range(self.s.final_passes):
-            for e in (contenders if p % 2 == 0 else contenders[::-1]):
+            if p >= FINAL_MIN_PASSES:
+                alive = self._still_close(alive, p)
+                if len(alive) < 2:
+                    return alive, p
+            for e in (alive if p % 2 == 0 else alive[::-1]):
                 if e.status in FAILED:
                     continue
                 if self._spent():
-                    return p
+                    return alive, p
                 self._take_final(e, p)
-        return self.s.final_passes
+            alive = [e for e in alive if e.status not in FAILED]
+        return alive, self.s.final_passes
+
+    def _still_close(self, alive: list[Entry], k: int) -> list[Entry]:
+        """The contenders whose first ``k`` final figures do not clearly lose to the best's: the mean of their
+        differences to the best's, pass by pass (the alternating order puts a drift on both alike), is within
+        ``tie_pct`` % of the best or within two standard errors of those differences."""
+        best = min(alive, key=lambda e: statistics.fmean(e.final[:k]))
+        keep = []
+        for e in alive:
+            d = [a - b for a, b in zip(e.final[:k], best.final[:k])]
+            se = statistics.stdev(d) / k ** 0.5 if len(d) > 1 else float("inf")
+            if e is best or statistics.fmean(d) <= max(best.final_us * self.s.tie_pct / 100.0, 2.0 * se):
+                keep.append(e)
+        return keep
 
     def _take_final(self, e: Entry, p: int) -> None:
         t0 = self.clock()
