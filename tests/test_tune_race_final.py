@@ -305,3 +305,13 @@ def test_the_overlap_waits_for_compiles_no_longer_than_the_race_s_budget_line():
     threading.Timer(0.1, ov.feed.put, (None,)).start()
     t0 = time.perf_counter()
     assert ov._arrivals(True) == ([], False) and time.perf_counter() - t0 >= 0.09
+
+
+def test_power_window_takes_medians_per_window_of_kernel_time():
+    from tests.support import load_script
+    pw = load_script("benchmarks/power_window.py")
+    # 10 µs samples: 2,500 per 25 ms; the first window's are 100 µs, the rest 10
+    times = [100.0] * 250 + [10.0] * 2500 + [12.0] * 5000 + [20.0] * 1000
+    w = pw.windows(times, ends_ms=(25, 50, 100))
+    assert w == {"0-25": 100.0, "25-50": 10.0, "50-100": 12.0, "100-": 20.0}
+    assert pw.windows([], ends_ms=(25,)) == {}
