@@ -359,6 +359,7 @@ class Race:
         t0 = self.clock()
         b = self.measure(e.id, r)
         self._measure_s += self.clock() - t0
+        self._note_power(b)
         e.batches.append({"round": r, "status": b.status, "n": len(b.samples_us), "clocks_before": b.clocks_before,
                           "clocks_after": b.clocks_after, "wall_s": b.wall_s})
         e.info.update(b.info or {})
@@ -371,13 +372,15 @@ class Race:
 
     # --- the steady-state final (module doc 7) -------------------------------------------------------------
     def _power_reasons(self) -> list[str]:
-        """The power or temperature limits (:data:`~tileprobe.run.clocks.POWER_REASONS`) any batch saw, sorted; kept
-        once seen (it is asked before every batch)."""
-        if not self._power:
-            seen = {x for e in list(self.entries) for b in list(e.batches) for k in ("clocks_before", "clocks_after")
-                    for x in ((b.get(k) or {}).get("reasons") or ())}
-            self._power = sorted(seen.intersection(POWER_REASONS))
+        """The power or temperature limits (:data:`~tileprobe.run.clocks.POWER_REASONS`) any batch saw, sorted."""
         return self._power
+
+    def _note_power(self, b: Batch) -> None:
+        """Add the power or temperature limits of batch ``b``'s clock readings to those seen."""
+        seen = {x for c in (b.clocks_before, b.clocks_after) if isinstance(c, dict)
+                for x in (c.get("reasons") or ()) if isinstance(x, str)}
+        if seen - set(self._power):
+            self._power = sorted(set(self._power) | seen.intersection(POWER_REASONS))
 
     def _final_reserve_s(self) -> float:
         """Seconds a budgeted race keeps for its final (module doc 7): none without a final or a power limit seen."""
@@ -477,6 +480,7 @@ class Race:
         t0 = self.clock()
         b = self.final(e.id, p)
         self._measure_s += self.clock() - t0
+        self._note_power(b)
         e.batches.append({"round": len(self.rounds), "final": p + 1, "status": b.status, "n": len(b.samples_us),
                           "clocks_before": b.clocks_before, "clocks_after": b.clocks_after, "wall_s": b.wall_s})
         if b.status == "ok" and b.samples_us:
