@@ -81,7 +81,8 @@ def test_the_final_names_the_steady_state_best_that_the_race_eliminated():
     assert f["figures_us"]["256x128 c2"] == pytest.approx(222.0, rel=0.003)
     assert f["figures_us"]["128x128 occ2"] == pytest.approx(228.0, rel=0.003)
     old = out.entry("128x128 occ2")
-    assert old.reason.startswith("slower in the steady-state final: 22") and "against 256x128 c2's 22" in old.reason
+    assert old.reason.startswith("slower in the steady-state final: 1.02") and "256x128 c2's figure" in old.reason
+    assert "over the 2 pass(es) both ran (228." in old.reason
     assert len(old.final) == 2 and old.final_us == pytest.approx(228.0, rel=0.003)
     assert "256x128 c2" in gpu.checked          # the new pick was checked before it was named
     assert out.entry("64x128").final == [] and out.entry("64x128").final_us is None
@@ -141,8 +142,8 @@ def test_a_budgeted_race_keeps_time_for_the_final_and_stays_within_it():
     plan = {"a": (200.0, 220.0), "b": (200.0, 210.0)}      # the same in the race: it runs to its budget
     out, gpu = run(plan, settings)
     assert out.stop == "budget" and out.final["passes"] == 2 and out.pick == "b"
-    assert gpu.now <= 6.0 + gpu.final_s       # the final's share: 5 × 2 × 0.2 s = 2 s, at most a third of 6 s
-    reserve = min(5 * 2 * 0.2, 6.0 / 3)
+    assert gpu.now <= 6.0 + gpu.final_s       # the final's share: 2 contenders × 2 passes × 0.25 s = 1 s
+    reserve = 2 * 2 * 0.25
     race_end = gpu.now - 4 * gpu.final_s
     assert 6.0 - reserve - gpu.race_s <= race_end <= 6.0 - reserve + gpu.race_s
 
@@ -150,10 +151,10 @@ def test_a_budgeted_race_keeps_time_for_the_final_and_stays_within_it():
 def test_a_budget_spent_in_the_final_keeps_the_whole_passes_only():
     settings = RaceSettings(budget_s=6.0, max_samples=10_000, tie_pct=0.0)
     plan = {"a": (200.0, 220.0), "b": (200.0, 210.0)}
-    out, gpu = run(plan, settings, final_s=0.7)       # the 2-s share holds 2 of the 4 batches of 0.7 s
+    out, gpu = run(plan, settings, final_s=0.7)       # the 1-s share holds one pass of two 0.7-s batches at most
     assert out.final["passes"] == 1 and out.pick == "b"
-    assert [len(e.final) for e in out.entries] == [1, 1]     # the second pass's first batch is not kept
-    assert len(gpu.final_calls) == 3 and gpu.now <= 6.0 + 0.7
+    assert [len(e.final) for e in out.entries] == [1, 1]
+    assert len(gpu.final_calls) == 2 and gpu.now <= 6.0 + 0.7
     out, gpu = run(plan, settings, final_s=2.5)       # not one pass fits: the race's pick stands
     assert out.final["passes"] == 0 and out.final["skipped"] == "the budget ran out before a whole pass"
     assert out.verdict in ("winner", "tie") and out.pick in ("a", "b") and "figures_us" not in out.final
@@ -172,7 +173,7 @@ def test_the_final_in_the_result_the_json_and_the_line():
     assert line.startswith("steady-state final (the clocks were set by sw_power_cap; 2 pass(es)): 256x128 c2 22")
     assert "128x128 occ2 228." in line and "(1.02" in line and line.endswith("the race had led with 128x128 occ2")
     assert final_line({"reasons": ["sw_power_cap"], "passes": 0, "skipped": "the budget ran out before a whole "
-                       "pass"}).endswith("skipped: the budget ran out before a whole pass")
+                       "pass"}).endswith("skipped: the budget ran out before a whole pass; the race's ranking stands")
     row = CandidateRow({"case": {}, "hints": {}}, "x", "winner", raced=True, n=20, median_us=214.0,
                        final_us=222.0, final_passes_us=[221.0, 223.0])
     d = row.to_dict()
@@ -207,7 +208,7 @@ def test_close_contenders_get_more_passes_and_clear_losers_leave_after_two():
     calls = [c for c, _ in gpu.final_calls]
     assert calls.count("c") == 2 and calls.count("a") == calls.count("b") == 4     # c left after two passes
     assert out.final["passes"] == 4 and out.final["figures_us"].keys() == {"a", "b", "c"}
-    assert "(2 and 4 passes)" in out.entry("c").reason
+    assert "over the 2 pass(es) both ran" in out.entry("c").reason and "over its 2)" in out.entry("c").reason
     assert out.verdict == "tie" and set(out.tie) == {"a", "b"}           # 0.3 % apart: within tie_pct
     out, gpu = run(plan, RaceSettings(final_passes=2))
     assert len(gpu.final_calls) == 6 and out.final["passes"] == 2
@@ -272,14 +273,28 @@ def test_a_budgeted_race_waiting_for_compiles_stops_at_the_final_s_share_and_gat
     assert race.time_left_s() is None                # gathering the rest: no limit on the wait
 
 
-def test_time_left_keeps_the_final_s_share_once_a_power_limit_was_seen():
-    gpu = PowerCappedGPU({"a": (200.0, 220.0)})
-    race = Race(["a"], gpu.measure, settings=RaceSettings(budget_s=9.0), clock=gpu.clock, final=gpu.final)
+def test_time_left_keeps_the_final_s_share_once_a_power_limit_was_seen_and_a_contender_is_close():
+    gpu = PowerCappedGPU({"a": (200.0, 220.0), "b": (210.0, 215.0), "c": (300.0, 300.0)})
+    race = Race(["a", "b", "c"], gpu.measure, settings=RaceSettings(budget_s=9.0), clock=gpu.clock, final=gpu.final)
     assert Race(["a"], gpu.measure, clock=gpu.clock).time_left_s() is None       # no budget
     race._t0 = 0.0
     assert race.time_left_s() == pytest.approx(9.0)                  # nothing seen yet: the whole budget
-    race._take(race.entries[0], 1)                                   # a batch under the power cap
-    assert race.time_left_s() == pytest.approx(9.0 - 2.5 - gpu.now)  # 5 contenders × 2 passes × 0.25 s kept
+    race._take(race.entries[0], 1)                                   # a batch under the power cap, nobody close
+    race._take(race.entries[2], 1)
+    assert race.time_left_s() == pytest.approx(9.0 - gpu.now)
+    race._take(race.entries[1], 1)                                   # b within 12 % of a: 2 × 2 passes × 0.25 s
+    assert race.time_left_s() == pytest.approx(9.0 - 1.0 - gpu.now)
+
+
+def test_no_share_is_kept_when_nothing_is_close_so_a_better_latecomer_is_still_timed():
+    plan = {"a": (200.0, 220.0), "b": (300.0, 300.0), "late": (150.0, 150.0)}
+    gpu = PowerCappedGPU(plan)
+    feed = Feed(gpu, [(0.0, "a"), (0.0, "b"), (4.5, "late")], end_s=9.0)
+    race = Race([], gpu.measure, gpu.check, RaceSettings(budget_s=6.0), clock=gpu.clock, arrivals=feed,
+                final=gpu.final)
+    feed.race = race
+    out = race.run()
+    assert out.pick == "late" and out.final is None
 
 
 def test_the_overlap_waits_for_compiles_no_longer_than_the_race_s_budget_line():
@@ -315,3 +330,101 @@ def test_power_window_takes_medians_per_window_of_kernel_time():
     w = pw.windows(times, ends_ms=(25, 50, 100))
     assert w == {"0-25": 100.0, "25-50": 10.0, "50-100": 12.0, "100-": 20.0}
     assert pw.windows([], ends_ms=(25,)) == {}
+
+
+@pytest.mark.parametrize("passes", [2, 3, 4])
+def test_every_contender_failing_in_the_final_leaves_the_race_s_ranking_checked(passes):
+    # the hostile tester's case: every contender hangs in the final (a crash in _still_close at passes ≥ 3 before)
+    plan = {"a": (200.0, "hang"), "b": (214.0, "hang"), "z": (300.0, 300.0)}
+    gpu = PowerCappedGPU(plan)
+    seen = []
+    out = Race(list(plan), gpu.measure, gpu.check, RaceSettings(final_passes=passes), clock=gpu.clock,
+               final=gpu.final, progress=lambda kind, data: seen.append(kind)).run()
+    assert out.final["skipped"] == "no contender ran correctly" and "final" in seen
+    assert out.pick == "z" and out.verdict == "winner" and "z" in gpu.checked
+    assert out.entry("a").status == out.entry("b").status == "hang"
+    assert out.entry("a").reason.startswith("in the steady-state final: no result within 60 s")
+
+
+def test_a_hung_leader_and_a_wrong_runner_up_leave_the_next_correct_one():
+    out, gpu = run({"a": (200.0, "hang"), "b": (214.0, 222.0), "z": (300.0, 300.0)}, wrong={"b"})
+    assert out.pick == "z" and out.entry("b").status == "wrong" and out.entry("a").status == "hang"
+
+
+@pytest.mark.parametrize("bad", [[float("inf")] * 5, [float("nan")] * 5, [-5.0] * 5, [0.0] * 5, [220.0, float("nan")]])
+def test_a_final_batch_with_times_that_are_no_times_is_an_error_of_its_candidate(bad):
+    plan = {"a": (200.0, 220.0), "b": (214.0, 222.0), "z": (300.0, 300.0)}
+    gpu = PowerCappedGPU(plan)
+    real = gpu.final
+
+    def final(cid, p):
+        b = real(cid, p)
+        if cid == "a":
+            b.samples_us = list(bad)
+        return b
+
+    out = Race(list(plan), gpu.measure, gpu.check, RaceSettings(), clock=gpu.clock, final=final).run()
+    assert out.entry("a").status == "error" and "not a finite number of µs above 0" in out.entry("a").reason
+    assert out.pick == "b"
+
+
+def test_a_contender_dropped_after_two_passes_is_compared_over_the_passes_it_shares_with_the_pick():
+    # the hostile tester's case: every reading drifts up over the final, so a contender dropped after two passes
+    # had a lower mean than the pick's four-pass mean, and the line named it before the pick
+    plan = {"a": (200.0, 220.0), "b": (201.0, 220.2), "c": (203.0, 224.4)}
+    gpu = PowerCappedGPU(plan)
+    real = gpu.final
+
+    def final(cid, p):                    # every reading of pass p is 5·p µs slower
+        b = real(cid, p)
+        b.samples_us = [x + 5.0 * p for x in b.samples_us]
+        return b
+
+    out = Race(list(plan), gpu.measure, gpu.check, RaceSettings(), clock=gpu.clock, final=final).run()
+    assert out.entry("c").final_us < out.entry(out.final["pick"]).final_us     # its own mean looks better …
+    f = out.final
+    assert f["passes"] == 4 and len(out.entry("c").final) == 2
+    assert f["vs_pick"]["c"] == pytest.approx(1.02, abs=0.004) and f["vs_pick"][f["pick"]] == 1.0   # … it is not
+    line = final_line(f)
+    assert line.index(f["pick"] + " ") < line.index("c ")          # the pick first, then by the fair ratio
+    assert out.entry("c").reason.startswith("slower in the steady-state final: 1.0")
+
+
+def test_racing_candidates_the_final_did_not_take_say_so():
+    plan = {"a": (200.0, 221.0), "b": (200.1, 220.0), "c": (200.2, 222.0), "d": (200.3, 223.0)}
+    out, _ = run(plan, RaceSettings(final_max=2, max_samples=40))
+    left = [e for e in out.entries if e.id not in out.final["contenders"]]
+    assert left and all(e.status == "eliminated" and e.reason.startswith("not among the 2 closest") for e in left)
+
+
+def test_a_tie_after_the_final_says_what_picked_it():
+    from tileprobe.report.tune import verdict_lines
+    row = CandidateRow({"case": {}, "hints": {}}, "x", "tie", raced=True, n=20, median_us=214.0, final_us=222.0,
+                       final_passes_us=[221.0, 223.0])
+    other = CandidateRow({"case": {}, "hints": {}}, "y", "tie", raced=True, n=20, median_us=210.0, final_us=222.5,
+                         final_passes_us=[222.0, 223.0])
+    res = ProblemResult("k", "p.py", {}, "sm_90", [row, other], verdict="tie", pick=row, tie=[row, other],
+                        final={"figures_us": {"x": 222.0, "y": 222.5}, "pick": "x", "tie": ["x", "y"],
+                               "leader_before": "y", "changed": True, "passes": 2, "reasons": ["sw_power_cap"]})
+    line = verdict_lines(res)[0]
+    assert line.startswith("tie (within noise, 2 candidates; pick = lowest final figure): x 214.0 µs")
+    assert ", steady-state final 222.0 µs" in line
+    assert final_line(res.final).endswith("it ties with the race's leader, y")
+
+
+@pytest.mark.parametrize("final", [
+    {"figures_us": {"a": 0.0, "b": 1.0}, "pick": "a", "vs_pick": {"a": 1.0}},
+    {"figures_us": {"a": None, "b": "x", "c": 5.0}, "pick": "c"},
+    {"reasons": "sw_power_cap", "figures_us": {}},
+    {"reasons": ["[bold]x[/bold]"], "figures_us": {"[red]a[/red]": 1.0}, "pick": "[red]a[/red]"},
+    {}])
+def test_the_final_line_takes_odd_dicts(final):
+    line = final_line(final)
+    assert line.startswith("steady-state final (the clocks were set by ")
+    assert "[red]a[/red] 1.0 µs" in line or "[red]" not in str(final)
+
+
+@pytest.mark.parametrize("bad", [{"final_max": 2.5}, {"final_passes": 2.0}])
+def test_final_counts_must_be_whole_numbers(bad):
+    with pytest.raises(ValueError, match="whole numbers"):
+        RaceSettings(**bad)

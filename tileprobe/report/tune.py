@@ -211,7 +211,7 @@ def _note(r: CandidateRow) -> str:
     if r.same_launch_as:
         return f"= {r.same_launch_as}"
     if r.status in ("winner", "tie", "eliminated"):
-        return ""
+        return "" if r.final_us is None else f"final {r.final_us:,.1f} µs"
     if r.status == "not_searched":      # the same words on every such row: the short form (the summary counts them)
         return {NOT_SAMPLED_REASON: "not in the dry run's sample",
                 CUT_REASON: "cut at the budget's end"}.get(r.reason, "not reached (--budget)")
@@ -225,20 +225,28 @@ FINAL_NAMED = 5
 
 def final_line(final: dict) -> str:
     """The steady-state final (``tileprobe.tune.race``, module doc 7) in one line: why it ran, each contender's
-    figure (µs, and × the best), and whether it changed the race's pick; or why it was skipped."""
-    why = ", ".join(final.get("reasons") or []) or "a power limit"
+    figure (µs; and × the pick's over the passes both ran), and whether it changed the race's pick; or why it was
+    skipped."""
+    reasons = final.get("reasons")
+    why = ", ".join(str(r) for r in reasons) if isinstance(reasons, (list, tuple)) and reasons else "a power limit"
     head = f"steady-state final (the clocks were set by {why}; {final.get('passes', 0)} pass(es))"
     if final.get("skipped"):
-        return f"{head}: skipped: {final['skipped']}"
-    figures = sorted((final.get("figures_us") or {}).items(), key=lambda kv: kv[1])
-    if not figures:
+        return f"{head}: skipped: {final['skipped']}; the race's ranking stands"
+    figures = {k: v for k, v in (final.get("figures_us") or {}).items() if isinstance(v, (int, float))}
+    ratios = final.get("vs_pick") or {}
+    order = sorted(figures, key=lambda k: (k != final.get("pick"), ratios.get(k, 0.0), figures[k]))
+    if not order:
         return head
-    best = figures[0][1]
-    named = " · ".join(f"{label} {us:,.1f} µs" + (f" ({us / best:.3f}×)" if i else "")
-                       for i, (label, us) in enumerate(figures[:FINAL_NAMED]))
-    more = f" · and {len(figures) - FINAL_NAMED} more" if len(figures) > FINAL_NAMED else ""
-    change = (f"; the race had led with {final.get('leader_before')}" if final.get("changed")
-              else "; the race's leader kept its place")
+    named = " · ".join(f"{label} {figures[label]:,.1f} µs"
+                       + (f" ({ratios[label]:.3f}×)" if label != final.get("pick") and label in ratios else "")
+                       for label in order[:FINAL_NAMED])
+    more = f" · and {len(order) - FINAL_NAMED} more" if len(order) > FINAL_NAMED else ""
+    if not final.get("changed"):
+        change = "; the race's leader kept its place"
+    elif final.get("leader_before") in (final.get("tie") or []):
+        change = f"; it ties with the race's leader, {final.get('leader_before')}"
+    else:
+        change = f"; the race had led with {final.get('leader_before')}"
     return f"{head}: {named}{more}{change}"
 
 
@@ -251,7 +259,8 @@ def verdict_lines(p: ProblemResult, compact: bool = False) -> list[str]:
         out.append(f"winner: {pick.label}: {_us(pick.median_us)} µs {_ci(pick)} ({pick.n} samples)"
                    f"{_final_text(pick)}{_check_text(pick)}")
     elif p.verdict == "tie":
-        out.append(f"tie (within noise, {len(p.tie)} candidates; pick = lowest median): " +
+        by = "lowest final figure" if p.final and p.final.get("figures_us") else "lowest median"
+        out.append(f"tie (within noise, {len(p.tie)} candidates; pick = {by}): " +
                    "; ".join(f"{t.label} {_us(t.median_us)} µs {_ci(t)}{_final_text(t)}" for t in p.tie)
                    + _check_text(pick))
     elif p.verdict == "none":

@@ -44,6 +44,7 @@ ran out before its first batch).
 """
 from __future__ import annotations
 
+import math
 import random
 import statistics
 import time
@@ -132,8 +133,9 @@ class RaceSettings:
         if not (0.0 <= self.final_pct <= 100.0) or not (0.0 <= self.final_batch_s < float("inf")):
             raise ValueError(f"final_pct={self.final_pct}, final_batch_s={self.final_batch_s}: give a percentage "
                              "from 0 to 100 and a finite number of seconds ≥ 0")
-        if self.final_max < 0:
-            raise ValueError(f"final_max={self.final_max}: give 0 (no final) or more")
+        if not isinstance(self.final_max, int) or self.final_max < 0 or not isinstance(self.final_passes, int):
+            raise ValueError(f"final_max={self.final_max!r}, final_passes={self.final_passes!r}: give whole numbers "
+                             "(final_max 0 for no final)")
 
 
 @dataclass
@@ -150,6 +152,7 @@ class Entry:
     info: dict = field(default_factory=dict)
     joined_round: int = 1     # the first round it could take part in (later: it was compiled during the race)
     final: list = field(default_factory=list)
+    _median: tuple = field(default=(0, 0.0), repr=False, compare=False)   # (samples counted, their median)
 
     @property
     def final_us(self) -> float | None:
@@ -158,8 +161,17 @@ class Entry:
 
     @property
     def median(self) -> float:
-        """Median of the samples taken so far (µs). Raises StatisticsError when there are none."""
-        return statistics.median(self.samples)
+        """Median of the samples taken so far (µs), worked out again only when samples came. Raises
+        StatisticsError when there are none."""
+        n = len(self.samples)
+        if self._median[0] != n or not n:
+            self._median = (n, statistics.median(self.samples))
+        return self._median[1]
+
+    def final_vs(self, other: "Entry") -> float:
+        """Its final figure ÷ ``other``'s over the passes both ran (a drift over the final hits both alike)."""
+        k = min(len(self.final), len(other.final))
+        return statistics.fmean(self.final[:k]) / statistics.fmean(other.final[:k])
 
     def summary(self, confidence: float = 0.95) -> dict:
         """Median and its ``confidence`` interval (µs) over the samples: :func:`tileprobe.tune.stats.summary`."""
@@ -383,11 +395,26 @@ class Race:
             self._power = sorted(set(self._power) | seen.intersection(POWER_REASONS))
 
     def _final_reserve_s(self) -> float:
-        """Seconds a budgeted race keeps for its final (module doc 7): none without a final or a power limit seen."""
+        """Seconds a budgeted race keeps for its final (module doc 7): two passes over the candidates within
+        ``final_pct`` % of the leader so far (at most ``final_max``); none without a final, a power limit seen or
+        another candidate that close."""
         if self.final is None or self.s.budget_s is None or self.s.final_max < 2 or not self._power_reasons():
             return 0.0
+        near = self._near_leader()
+        if near < 2:
+            return 0.0
         passes = min(FINAL_MIN_PASSES, self.s.final_passes)
-        return min(self.s.final_max * passes * self.s.final_batch_s, self.s.budget_s / 3.0)
+        return min(min(near, self.s.final_max) * passes * self.s.final_batch_s, self.s.budget_s / 3.0)
+
+    def _near_leader(self) -> int:
+        """How many timed candidates (racing or eliminated) are within ``final_pct`` % of the racing leader's
+        median, the leader counted."""
+        timed = [e for e in self.entries if e.samples and e.status in ("racing", "eliminated")]
+        racing = [e.median for e in timed if e.status == "racing"]
+        if not racing:
+            return 0
+        limit = min(racing) * (1 + self.s.final_pct / 100.0)
+        return sum(1 for e in timed if e.median <= limit)
 
     def time_left_s(self) -> float | None:
         """Seconds until the race stops for its budget (the final's share kept back), for a caller that waits for
@@ -426,23 +453,46 @@ class Race:
         ranked = [e for e in alive if e.status not in FAILED and len(e.final) == passes > 0]
         dropped = [e for e in contenders if e not in alive and e.status not in FAILED and e.final]
         group = self._final_pick(ranked) or self._final_pick(dropped)    # all close ones wrong: the next ones
-        if not group:
+        if group:
+            self._name_final(contenders, group)
+        else:
             self._final["skipped"] = ("the budget ran out before a whole pass" if passes == 0
                                       else "no contender ran correctly")
-            return
+            self._fall_back()
+        if self.progress:
+            self.progress("final", dict(self._final))
+
+    def _name_final(self, contenders: list[Entry], group: list[Entry]) -> None:
+        """The final's statuses: ``group`` (best first) racing to be named, the other contenders eliminated by their
+        figure over the passes they share with the pick, the racing ones the final did not take eliminated."""
         top = group[0]
         timed = [e for e in contenders if e.status not in FAILED and e.final]
         for e in timed:
             if e in group:
                 e.status, e.eliminated_round, e.reason = "racing", None, ""
             else:
+                k = min(len(e.final), len(top.final))
                 e.status, e.eliminated_round = "eliminated", len(self.rounds)
-                e.reason = (f"slower in the steady-state final: {e.final_us:,.2f} µs against {top.id}'s "
-                            f"{top.final_us:,.2f} µs ({len(e.final)} and {len(top.final)} passes)")
+                e.reason = (f"slower in the steady-state final: {e.final_vs(top):.3f}× {top.id}'s figure over the "
+                            f"{k} pass(es) both ran ({e.final_us:,.2f} µs over its {len(e.final)})")
+        for e in self._racing():
+            if e not in group:
+                e.status, e.eliminated_round = "eliminated", len(self.rounds)
+                e.reason = (f"not among the {len(contenders)} closest to the race's leader that the steady-state "
+                            "final timed")
         self._final_group = group
-        self._final.update(figures_us={e.id: e.final_us for e in timed}, pick=top.id, changed=top is not leader)
-        if self.progress:
-            self.progress("final", dict(self._final))
+        self._final.update(figures_us={e.id: e.final_us for e in timed},
+                           vs_pick={e.id: e.final_vs(top) for e in timed}, pick=top.id,
+                           tie=[e.id for e in group] if len(group) > 1 else [], changed=top.id != contenders[0].id)
+
+    def _fall_back(self) -> None:
+        """After a final that left no contender standing (all failed in it, or wrong): the race's own ranking of the
+        rest, the eliminated ones put back and the finalists checked (6.)."""
+        for e in self.entries:
+            if e.status == "eliminated":
+                e.status, e.eliminated_round, e.reason = "racing", None, ""
+        while self.check is not None and self._check(self._finalists()):
+            pass
 
     def _final_passes(self, contenders: list[Entry]) -> tuple[list[Entry], int]:
         """The final's passes, in alternating order: :data:`FINAL_MIN_PASSES` over every contender, then, up to
@@ -451,7 +501,7 @@ class Race:
         alive = list(contenders)
         for p in range(self.s.final_passes):
             if p >= FINAL_MIN_PASSES:
-                alive = self._still_close(alive, p)
+                alive = self._still_close(alive, p) if len(alive) > 1 else alive
                 if len(alive) < 2:
                     return alive, p
             for e in (alive if p % 2 == 0 else alive[::-1]):
@@ -483,11 +533,14 @@ class Race:
         self._note_power(b)
         e.batches.append({"round": len(self.rounds), "final": p + 1, "status": b.status, "n": len(b.samples_us),
                           "clocks_before": b.clocks_before, "clocks_after": b.clocks_after, "wall_s": b.wall_s})
-        if b.status == "ok" and b.samples_us:
-            e.final.append(statistics.median(float(x) for x in b.samples_us))
-        else:
-            e.status = b.status if b.status in FAILED else "error"
-            e.reason = b.error or (b.status if b.status != "ok" else "the final batch returned no samples")
+        xs = [float(x) for x in b.samples_us] if b.status == "ok" else []
+        if xs and all(math.isfinite(x) and x > 0 for x in xs):
+            e.final.append(statistics.median(xs))
+            return
+        e.status = b.status if b.status in FAILED else "error"
+        why = b.error or (b.status if b.status != "ok" else "its batch returned no samples" if not xs
+                          else "its batch returned a time that is not a finite number of µs above 0")
+        e.reason = f"in the steady-state final: {why}"
 
     def _final_pick(self, ranked: list[Entry]) -> list[Entry]:
         """The final's best and those within ``tie_pct`` % of it, best first, once checked (6.); a wrong one gives way
