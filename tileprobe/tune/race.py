@@ -34,9 +34,12 @@ watchdog'd worker, the tests a fake. The method (``docs/TUNE.md``):
    (alternating order), then, up to ``final_passes``, passes over those still close to the best (pass-by-pass
    differences within two standard errors, or within ``tie_pct`` %): the final batches of one configuration
    still moved 3–7 % between passes on the H200 (§29). The lowest mean of the passes' medians is the pick, the
-   others within ``tie_pct`` % of it tie. A new pick is checked (6.); a wrong one gives way to the next. While the
-   power limit has been seen, a budgeted race keeps ``final_max × 2 × final_batch_s`` (at most a third of its
-   budget) for the final; later passes run only in what is left.
+   others within ``tie_pct`` % of it tie; a contender is compared with the pick over the passes both ran. A new
+   pick is checked (6.); a wrong one gives way to the next. When no contender is left standing (all failed in the
+   final or were wrong), the race's own ranking of the rest stands, checked. Once the power limit has been seen
+   and another candidate is within ``final_pct`` % of the leader, a budgeted race keeps two passes' worth for the
+   final (``final_batch_s`` per contender and pass, at most ``final_max`` contenders, at most a third of its
+   budget); later passes run only in what is left.
 
 Statuses at the end: ``winner`` (the only finalist), ``tie`` (finalists when several), ``eliminated`` (with the
 round and the reason), ``hang`` / ``crash`` / ``error`` / ``wrong`` (with the error), ``skipped`` (the budget
