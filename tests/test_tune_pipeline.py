@@ -185,6 +185,19 @@ def test_power_capped_gpu_gets_a_steady_state_final_in_the_result_the_json_and_t
     text = console.export_text()
     assert "steady-state final (the clocks were set by sw_power_cap; 2 pass(es)): TILE=512 occupancy=1 10" in text
     assert "the race had led with TILE=1024 occupancy=1" in text and ", steady-state final 10" in text
+    old_leader = next(line for line in text.splitlines() if line.startswith("│ TILE=1024 occupancy=1 "))
+    vs = [c.strip() for c in old_leader.split("│")][6]
+    assert vs.startswith("1.0") and vs.endswith("×") and "final 11" in old_leader   # not the race's 0.96×
+    assert "vs pick: the steady-state final's ratio" in text
+    export = tmp_path / "t.json"
+    from tileprobe.tune.export import write_export
+    write_export(res, str(export))
+    row = json.loads(export.read_text())["kernels"]["vec_add_tune"][0]
+    assert row["final_us"] == pytest.approx(108.0, rel=0.01) and row["median_us"] == pytest.approx(104.0, rel=0.02)
+    res, _ = run_tune(space, plan, final=False)                  # --no-final: the race's own pick
+    (p,) = res.problems
+    assert p.final is None and p.pick.label == "TILE=1024 occupancy=1"
+    assert res.environment["race"]["final_max"] == 0
 
 
 def test_burst_timing_has_no_final_even_on_a_power_capped_gpu(space):

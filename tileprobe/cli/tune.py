@@ -40,13 +40,18 @@ def add_parser(subparsers, add_common=None) -> None:
                    help="the command's wall time, Python's start-up included, shared among the problems (default: "
                    "until each is decided): the races; and for a problem of more than 4 × --jobs configurations the "
                    "compiles too: a balanced sample first, then the neighbours of the race's leaders, compiled while "
-                   "the race runs; what was not reached is not_searched (docs/TUNE.md, \"Budgeted search\")")
+                   "the race runs; what was not reached is not_searched (docs/TUNE.md, \"Budgeted search\"); "
+                   "under a power-capped GPU a share is kept for the steady-state final")
     p.add_argument("--strategy", choices=["race", "exhaustive"], default="race",
                    help="race: successive elimination (default); exhaustive: every candidate sampled alike")
     p.add_argument("--timing", choices=["sustained", "burst", "eager", "graph"], default="sustained",
                    help="sustained: back to back as triton's do_bench (default); burst: short batches with gaps, as "
                         "cuda.tile.tune; eager: host-inclusive, launch then wait, as a program does; graph: CUDA-graph "
-                        "replay, as serving stacks run kernels (docs/TUNE.md)")
+                        "replay, as serving stacks run kernels (docs/TUNE.md). sustained ends with a steady-state "
+                        "final when the GPU's power limit set the clocks: the pick and those within 12 %% of it timed "
+                        "again with 75 ms warm-ups (docs/TUNE.md, \"The steady-state final\")")
+    p.add_argument("--no-final", action="store_true", help="no steady-state final: the race's own pick, as cut by "
+                   "its short batches")
     p.add_argument("--export", metavar="FILE", help="write the tuned configurations as JSON for host code "
                    "(merged into FILE if it is a tune table)")
     p.add_argument("--bundle", metavar="DIR", help="take the compiled candidates from `tileprobe audit --bundle DIR` "
@@ -67,9 +72,10 @@ def add_parser(subparsers, add_common=None) -> None:
                         "it is a failed compile, status timeout")
     p.add_argument("--jobs", "-j", type=count, default=None, help="parallel compiles (default: all CPUs)")
     p.add_argument("--seed", type=int, default=0, help="seed of the inputs and of the rounds' order")
-    p.add_argument("--tie-pct", type=percent, default=1.0, help="medians within this %% of the best are a tie "
-                   "(default 1: what one variant reproduces between processes, docs/NOTES.md)")
-    p.add_argument("--max-samples", type=int, default=300, help="samples per candidate at most (default 300)")
+    p.add_argument("--tie-pct", type=percent, default=1.0, help="medians (and steady-state final figures) within "
+                   "this %% of the best are a tie (default 1: what one variant reproduces between processes, "
+                   "docs/NOTES.md)")
+    p.add_argument("--max-samples", type=count, default=300, help="samples per candidate at most (default 300)")
     p.add_argument("--num-sms", type=int, default=None, help="SM count the grids are made for (default: the GPU's; "
                    "give it with --dry-run to find duplicate launches)")
     p.add_argument("--dry-run", action="store_true", help="static stage only: compile, drop, dedupe; no GPU")
@@ -161,7 +167,7 @@ def _tune(args, ex, wd, store, startup_s, err):
     return tune(args.probes, arch=args.arch, budget_s=args.budget, strategy=args.strategy, timing=args.timing,
                 export=args.export, bundle=args.bundle, store=store, jobs=args.jobs, timeout_s=args.timeout,
                 compile_timeout_s=args.compile_timeout, seed=args.seed, tie_pct=args.tie_pct,
-                max_samples=args.max_samples, num_sms=args.num_sms,
+                max_samples=args.max_samples, num_sms=args.num_sms, final=not args.no_final,
                 dry_run=args.dry_run, progress=_progress(err), startup_s=startup_s, where=where_of(args),
                 executor=ex, watchdog=wd, probe_timeout_s=args.probe_timeout, run_hang_risk=args.run_hang_risk,
                 **overrides_of(args))

@@ -145,9 +145,9 @@ def _render_problem(p: ProblemResult, console, all_rows: bool = False) -> None:
     by_label = {r.label: (i, r) for i, r in enumerate(rows)}
     shown = _shown(rows, all_rows)
     ordered = sorted(shown, key=lambda r: _rank(*by_label[r.same_launch_as or r.label], r))
-    cells = [(r.label, r.status, str(r.n or "-"), _us(r.median_us), _ci(r),
-              f"{r.median_us / best:.3f}×" if best and r.median_us else "-", _grid(r), str(r.registers or "-"),
-              str(r.ctas_per_sm or "-"), _spill(r), _mhz(r), _note(r)) for r in ordered]
+    cells = [(r.label, r.status, str(r.n or "-"), _us(r.median_us), _ci(r), _vs_pick(r, best, p.final),
+              _grid(r), str(r.registers or "-"), str(r.ctas_per_sm or "-"), _spill(r), _mhz(r), _note(r))
+             for r in ordered]
     columns = [Column(h, [row[i] for row in cells], "left" if h in ("configuration", "status", "note") else "right",
                       keep=h in ("configuration", "status")) for i, h in enumerate(_COLUMNS)]
     drop = _TUNE_DROP_ORDER if any(r.n for r in shown) else _UNTIMED_DROP_ORDER
@@ -156,6 +156,9 @@ def _render_problem(p: ProblemResult, console, all_rows: bool = False) -> None:
     if "stack B / STL" not in fitted.dropped and any(r.stack_bytes is not None and not (r.spills or {}) for r in shown):
         say(console, "  stack B / STL: no STL count where the SASS was not read (the tune reads it only for kernels "
                      "whose PTX has setmaxnreg, for the hang check); `tileprobe audit` of the probe reads it")
+    if (p.final or {}).get("vs_pick") and "vs pick" not in fitted.dropped:
+        say(console, "  vs pick: the steady-state final's ratio (over the passes both ran) for the rows it timed "
+                     "(note: final …), the race medians' for the others")
     if len(shown) < len(rows):
         say(console, f"  {len(shown)} of {len(rows)} rows shown (--all: every row; --json keeps them all); per fate: "
                      + ", ".join(f"{k} {n}" for k, n in fate_counts(rows).items()))
@@ -174,6 +177,15 @@ _TUNE_DROP_ORDER = ("SM MHz", "grid", "stack B / STL", "CTAs/SM", "regs", "n", "
 #: Nothing timed (a dry run): the race's columns, all "-", go first, the compile's facts stay.
 _UNTIMED_DROP_ORDER = ("SM MHz", "n", "95% CI µs", "vs pick", "median µs", "grid", "stack B / STL", "CTAs/SM",
                        "regs", "note")
+
+
+def _vs_pick(r: CandidateRow, best: float | None, final: dict | None) -> str:
+    """``r``'s time ÷ the pick's: the steady-state final's ratio for a row it timed (docs/TUNE.md), else the race
+    medians'."""
+    ratio = ((final or {}).get("vs_pick") or {}).get(r.same_launch_as or r.label)
+    if isinstance(ratio, (int, float)):
+        return f"{ratio:.3f}×"
+    return f"{r.median_us / best:.3f}×" if best and r.median_us else "-"
 
 
 def _rank(position: int, timed: CandidateRow, r: CandidateRow) -> tuple:

@@ -14,8 +14,10 @@ Layout (``schema_version`` :data:`EXPORT_SCHEMA_VERSION`; README "Tuning" shows 
          {"problem": {"M": 4096},                   # the problem's case values ({} when every case name is tuned)
           "case": {"TILE_M": 128},                  # the tuned case values (tunable names only)
           "hints": {"occupancy": 2},                # the tuned hints (null: as the kernel declares)
-          "verdict": "winner",                      # or "tie": candidates within noise, this one has the lowest median
-          "median_us": 288.5, "ci_us": [287.9, 289.0], "samples": 412,
+          "verdict": "winner",                      # or "tie": candidates within noise, this one the pick (the
+                                                    # lowest median, or the lowest steady-state final figure)
+          "median_us": 288.5, "ci_us": [287.9, 289.0], "samples": 412,   # the race's samples of it
+          "final_us": 301.2,                        # only after a steady-state final (docs/TUNE.md): its figure
           "tie": [{"case": {...}, "hints": {...}, "median_us": 289.1, "ci_us": [288.2, 290.3]}],  # the others
           "arch": "sm_90", "gpu": "NVIDIA H200", "num_sms": 132, "tileiras": "…", "cuda_tile": "1.7.0",
           "timing": "sustained",
@@ -48,9 +50,10 @@ def _row(p, env: dict) -> dict | None:
     if p.pick is None or p.verdict not in ("winner", "tie"):
         return None
     pick = p.pick
+    final = {"final_us": pick.final_us} if pick.final_us is not None else {}
     return {"problem": p.problem, "case": pick.config["case"], "hints": pick.config["hints"],
             "verdict": p.verdict, "median_us": pick.median_us,
-            "ci_us": [pick.ci_lo_us, pick.ci_hi_us], "samples": pick.n,
+            "ci_us": [pick.ci_lo_us, pick.ci_hi_us], "samples": pick.n, **final,
             "tie": [{"case": t.config["case"], "hints": t.config["hints"], "median_us": t.median_us,
                      "ci_us": [t.ci_lo_us, t.ci_hi_us]} for t in p.tie if t.label != pick.label],
             "arch": p.arch, "gpu": (env.get("gpu") or {}).get("name"), "num_sms": env.get("num_sms"),
