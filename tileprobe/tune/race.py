@@ -25,20 +25,20 @@ watchdog'd worker, the tests a fake. The method (``docs/TUNE.md``):
    against the new leader with the samples they have, and the race resumes if it must. Checks run even when
    the budget is spent (one launch each).
 7. **Steady-state final** (``final``, the sustained mode's): when any batch came with the clocks set by the GPU's
-   power or temperature limit (:data:`~tileprobe.run.clocks.POWER_REASONS`), the race's batches (a few ms of idle
-   between two, 25 ms of warm-up) caught each candidate at a different point of the power cap's ramp: a 4096³
-   matmul read 204 µs in its first 25 ms of load and 224–229 µs from 50 ms on (docs/NOTES.md §29), so a leader
-   measured after idle gaps can be 5–10 % behind in do_bench's (and a program's) steady state. The leader and the
-   others within ``final_pct`` % of its median (eliminated or not; at most ``final_max``, closest first) are then
-   timed again in batches of ``final(id, pass)``, long enough to reach the steady state: two passes over all
-   (alternating order), then, up to ``final_passes``, passes over those still close to the best (pass-by-pass
-   differences within two standard errors, or within ``tie_pct`` %): the final batches of one configuration
-   still moved 0.2–7.5 % between two passes on the H200 (§29). The lowest mean of the passes' medians is the pick, the
-   others within ``tie_pct`` % of it tie; a contender is compared with the pick over the passes both ran. A new
-   pick is checked (6.); a wrong one gives way to the next. When no contender is left standing (all failed in the
-   final or were wrong), the race's own ranking of the rest stands, checked. Once the power limit has been seen
-   and another candidate is within ``final_pct`` % of the leader, a budgeted race keeps two passes' worth for the
-   final (``final_batch_s`` per contender and pass, at most ``final_max`` contenders, at most a third of its
+   power or temperature limit (:data:`~tileprobe.run.clocks.POWER_REASONS`; :mod:`tileprobe.tune.final`), the race's
+   batches (a few ms of idle between two, 25 ms of warm-up) caught each candidate at a different point of the power
+   cap's ramp: a 4096³ matmul read 204 µs in its first 25 ms of load and 224–229 µs from 50 ms on (docs/NOTES.md
+   §29), so a leader measured after idle gaps can be 5–10 % behind in do_bench's (and a program's) steady state. The
+   leader and the others within ``final_pct`` % of its median (eliminated or not; at most ``final_max``, closest
+   first) are then timed again in batches of ``final(id, pass)``, long enough to reach the steady state: two passes
+   over all (alternating order), then, up to ``final_passes``, passes over those still close to the best
+   (pass-by-pass differences within two standard errors, or within ``tie_pct`` %): the final batches of one
+   configuration still moved 0.2–7.5 % between two passes on the H200 (§29). The lowest mean of the passes' medians
+   is the pick, the others within ``tie_pct`` % of it tie; a contender is compared with the pick over the passes both
+   ran. A new pick is checked (6.); a wrong one gives way to the next. When no contender is left standing (all failed
+   in the final or were wrong), the race's own ranking of the rest stands, checked. Once the power limit has been
+   seen and another candidate is within ``final_pct`` % of the leader, a budgeted race keeps two passes' worth for
+   the final (``final_batch_s`` per contender and pass, at most ``final_max`` contenders, at most a third of its
    budget); later passes run only in what is left.
 
 Statuses at the end: ``winner`` (the only finalist), ``tie`` (finalists when several), ``eliminated`` (with the
@@ -47,52 +47,23 @@ ran out before its first batch).
 """
 from __future__ import annotations
 
-import math
 import random
 import statistics
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from tileprobe.run.clocks import POWER_REASONS
-from tileprobe.tune.stats import median_ci, summary, z_value
+from tileprobe.tune.final import SteadyFinal
+from tileprobe.tune.race_state import FAILED, Batch, CheckOutcome, Entry   # noqa: F401 (the race's records, as before)
+from tileprobe.tune.stats import median_ci, z_value
 
-#: Statuses that take a candidate out of the race for good.
-FAILED = ("hang", "crash", "error", "wrong")
 STRATEGIES = ("race", "exhaustive")
 #: The least a race gets of a budget (s), even a spent one, so that a budget spent by the compiles still times the
 #: candidates (a race of a few candidates to ``min_samples`` takes well under a second on the H200: docs/TUNE.md);
 #: a budgeted search's race too (:class:`tileprobe.tune.overlap.Overlap`'s ``deadline``).
 MIN_RACE_S = 2.0
-#: Passes of the steady-state final over every contender before the clearly slower ones leave it (module doc 7).
-FINAL_MIN_PASSES = 2
 #: Times a race may put eliminated candidates back (:meth:`Race._rejudge`) before it stops with what it has.
 MAX_REJUDGE = 3
-
-
-@dataclass
-class Batch:
-    """One batch of samples of one candidate, as the measure function returns it.
-
-    status: ``ok`` | ``hang`` | ``crash`` | ``error``. samples_us: per-launch times (µs). clocks_before/after:
-    ``{"sm_mhz", "mem_mhz", ...}`` read just before and after the samples (None when unknown). info: anything
-    else the worker said (grid, warm-up launches, driver facts).
-    """
-    status: str = "ok"
-    samples_us: list = field(default_factory=list)
-    clocks_before: dict | None = None
-    clocks_after: dict | None = None
-    error: str = ""
-    wall_s: float = 0.0
-    info: dict = field(default_factory=dict)
-
-
-@dataclass
-class CheckOutcome:
-    """A correctness check: status ``ok`` | ``wrong`` | ``unchecked`` (nothing to compare with) | ``hang`` |
-    ``crash`` | ``error``; detail: rel_err, tolerance, against (``reference`` | ``default``), message …"""
-    status: str
-    detail: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -142,46 +113,6 @@ class RaceSettings:
 
 
 @dataclass
-class Entry:
-    """One candidate's state: status, samples (µs), batches (clock readings, round, size), check, reason; ``final``:
-    the median (µs) of each of its batches in the steady-state final (module doc 7), empty when it had none."""
-    id: str
-    status: str = "racing"
-    samples: list = field(default_factory=list)
-    batches: list = field(default_factory=list)
-    reason: str = ""
-    eliminated_round: int | None = None
-    check: dict | None = None
-    info: dict = field(default_factory=dict)
-    joined_round: int = 1     # the first round it could take part in (later: it was compiled during the race)
-    final: list = field(default_factory=list)
-    _median: tuple = field(default=(0, 0.0), repr=False, compare=False)   # (samples counted, their median)
-
-    @property
-    def final_us(self) -> float | None:
-        """The mean of its final batches' medians (µs), None without any."""
-        return statistics.fmean(self.final) if self.final else None
-
-    @property
-    def median(self) -> float:
-        """Median of the samples taken so far (µs), worked out again only when samples came. Raises
-        StatisticsError when there are none."""
-        n = len(self.samples)
-        if self._median[0] != n or not n:
-            self._median = (n, statistics.median(self.samples))
-        return self._median[1]
-
-    def final_vs(self, other: "Entry") -> float:
-        """Its final figure ÷ ``other``'s over the passes both ran (a drift over the final hits both alike)."""
-        k = min(len(self.final), len(other.final))
-        return statistics.fmean(self.final[:k]) / statistics.fmean(other.final[:k])
-
-    def summary(self, confidence: float = 0.95) -> dict:
-        """Median and its ``confidence`` interval (µs) over the samples: :func:`tileprobe.tune.stats.summary`."""
-        return summary(self.samples, confidence)
-
-
-@dataclass
 class RaceOutcome:
     """The race's result: every entry (input order), the verdict (``winner`` | ``tie`` | ``none``), the pick
     (the lowest median among the finalists; None when nothing ran correctly), the tied ids (pick first), why it
@@ -210,7 +141,7 @@ class RaceOutcome:
         return timed + [e for e in self.entries if not e.samples]
 
 
-class Race:
+class Race(SteadyFinal):
     """An adaptive race (module doc). ``ids``: candidate ids, unique. ``measure(id, round) -> Batch``;
     ``check(id) -> CheckOutcome`` or None (no correctness check). ``clock``: seconds, monotonic (injected by
     tests). ``progress(kind, data)``: called with ``("round", round_dict)`` after each round (and ``("final",
@@ -384,178 +315,6 @@ class Race:
             e.status, e.reason = (b.status if b.status in FAILED else "error"), b.error or b.status
             return
         e.samples.extend(float(x) for x in b.samples_us)
-
-    # --- the steady-state final (module doc 7) -------------------------------------------------------------
-    def _power_reasons(self) -> list[str]:
-        """The power or temperature limits (:data:`~tileprobe.run.clocks.POWER_REASONS`) any batch saw, sorted."""
-        return self._power
-
-    def _note_power(self, b: Batch) -> None:
-        """Add the power or temperature limits of batch ``b``'s clock readings to those seen."""
-        seen = {x for c in (b.clocks_before, b.clocks_after) if isinstance(c, dict)
-                for x in (c.get("reasons") or ()) if isinstance(x, str)}
-        if seen - set(self._power):
-            self._power = sorted(set(self._power) | seen.intersection(POWER_REASONS))
-
-    def _final_reserve_s(self) -> float:
-        """Seconds a budgeted race keeps for its final (module doc 7): two passes over the candidates within
-        ``final_pct`` % of the leader so far (at most ``final_max``); none without a final, a power limit seen or
-        another candidate that close."""
-        if self.final is None or self.s.budget_s is None or self.s.final_max < 2 or not self._power_reasons():
-            return 0.0
-        near = self._near_leader()
-        if near < 2:
-            return 0.0
-        passes = min(FINAL_MIN_PASSES, self.s.final_passes)
-        return min(min(near, self.s.final_max) * passes * self.s.final_batch_s, self.s.budget_s / 3.0)
-
-    def _near_leader(self) -> int:
-        """How many timed candidates (racing or eliminated) are within ``final_pct`` % of the racing leader's
-        median, the leader counted."""
-        timed = [e for e in self.entries if e.samples and e.status in ("racing", "eliminated")]
-        racing = [e.median for e in timed if e.status == "racing"]
-        if not racing:
-            return 0
-        limit = min(racing) * (1 + self.s.final_pct / 100.0)
-        return sum(1 for e in timed if e.median <= limit)
-
-    def time_left_s(self) -> float | None:
-        """Seconds until the race stops for its budget (the final's share kept back), for a caller that waits for
-        latecomers on the race's behalf; None without a budget, and once the race only gathers the candidates that
-        land after it (they wait as long as they must)."""
-        if self.s.budget_s is None or self._draining:
-            return None
-        return self.s.budget_s - self._final_reserve_s() - (self.clock() - self._t0)
-
-    def _contenders(self) -> list[Entry]:
-        """The race's pick, then the timed candidates (racing or eliminated) within ``final_pct`` % of its median,
-        closest first: ``final_max`` in all at most."""
-        finalists = self._finalists()
-        if not finalists:
-            return []
-        leader = finalists[0]
-        limit = leader.median * (1 + self.s.final_pct / 100.0)
-        others = sorted((e for e in self.entries if e is not leader and e.samples
-                         and e.status in ("racing", "eliminated") and e.median <= limit), key=lambda e: e.median)
-        return [leader] + others[:max(0, self.s.final_max - 1)]
-
-    def _final_round(self) -> None:
-        """The steady-state final (module doc 7), when a power limit was seen and another candidate is close."""
-        if self.final is None or self.s.final_max < 2:
-            return
-        why = self._power_reasons()
-        contenders = self._contenders() if why else []
-        if len(contenders) < 2:
-            return
-        leader = contenders[0]
-        alive, passes = self._final_passes(contenders)
-        for e in alive:
-            del e.final[passes:]         # a pass the budget cut short does not count
-        self._final = {"reasons": why, "contenders": [e.id for e in contenders], "passes": passes,
-                       "leader_before": leader.id}
-        ranked = [e for e in alive if e.status not in FAILED and len(e.final) == passes > 0]
-        dropped = [e for e in contenders if e not in alive and e.status not in FAILED and e.final]
-        group = self._final_pick(ranked) or self._final_pick(dropped)    # all close ones wrong: the next ones
-        if group:
-            self._name_final(contenders, group)
-        else:
-            self._final["skipped"] = ("the budget ran out before a whole pass" if passes == 0
-                                      else "no contender ran correctly")
-            self._fall_back()
-        if self.progress:
-            self.progress("final", dict(self._final))
-
-    def _name_final(self, contenders: list[Entry], group: list[Entry]) -> None:
-        """The final's statuses: ``group`` (best first) racing to be named, the other contenders eliminated by their
-        figure over the passes they share with the pick, the racing ones the final did not take eliminated."""
-        top = group[0]
-        timed = [e for e in contenders if e.status not in FAILED and e.final]
-        for e in timed:
-            if e in group:
-                e.status, e.eliminated_round, e.reason = "racing", None, ""
-            else:
-                k = min(len(e.final), len(top.final))
-                e.status, e.eliminated_round = "eliminated", len(self.rounds)
-                e.reason = (f"slower in the steady-state final: {e.final_vs(top):.3f}× {top.id}'s figure over the "
-                            f"{k} pass(es) both ran ({e.final_us:,.2f} µs over its {len(e.final)})")
-        for e in self._racing():
-            if e not in group:
-                e.status, e.eliminated_round = "eliminated", len(self.rounds)
-                e.reason = (f"not among the {len(contenders)} closest to the race's leader that the steady-state "
-                            "final timed")
-        self._final_group = group
-        self._final.update(figures_us={e.id: e.final_us for e in timed},
-                           vs_pick={e.id: e.final_vs(top) for e in timed}, pick=top.id,
-                           tie=[e.id for e in group] if len(group) > 1 else [], changed=top.id != contenders[0].id)
-
-    def _fall_back(self) -> None:
-        """After a final that left no contender standing (all failed in it, or wrong): the race's own ranking of the
-        rest, the eliminated ones put back and the finalists checked (6.)."""
-        for e in self.entries:
-            if e.status == "eliminated":
-                e.status, e.eliminated_round, e.reason = "racing", None, ""
-        while self.check is not None and self._check(self._finalists()):
-            pass
-
-    def _final_passes(self, contenders: list[Entry]) -> tuple[list[Entry], int]:
-        """The final's passes, in alternating order: :data:`FINAL_MIN_PASSES` over every contender, then, up to
-        ``final_passes``, over those still close to the best (:meth:`_still_close`), until one is left or the whole
-        budget is spent. Returns the contenders of the last pass and how many passes they all completed."""
-        alive = list(contenders)
-        for p in range(self.s.final_passes):
-            if p >= FINAL_MIN_PASSES:
-                alive = self._still_close(alive, p) if len(alive) > 1 else alive
-                if len(alive) < 2:
-                    return alive, p
-            for e in (alive if p % 2 == 0 else alive[::-1]):
-                if e.status in FAILED:
-                    continue
-                if self._spent():
-                    return alive, p
-                self._take_final(e, p)
-            alive = [e for e in alive if e.status not in FAILED]
-        return alive, self.s.final_passes
-
-    def _still_close(self, alive: list[Entry], k: int) -> list[Entry]:
-        """The contenders whose first ``k`` final figures do not clearly lose to the best's: the mean of their
-        differences to the best's, pass by pass (the alternating order puts a drift on both alike), is within
-        ``tie_pct`` % of the best or within two standard errors of those differences."""
-        best = min(alive, key=lambda e: statistics.fmean(e.final[:k]))
-        keep = []
-        for e in alive:
-            d = [a - b for a, b in zip(e.final[:k], best.final[:k])]
-            se = statistics.stdev(d) / k ** 0.5 if len(d) > 1 else float("inf")
-            if e is best or statistics.fmean(d) <= max(best.final_us * self.s.tie_pct / 100.0, 2.0 * se):
-                keep.append(e)
-        return keep
-
-    def _take_final(self, e: Entry, p: int) -> None:
-        t0 = self.clock()
-        b = self.final(e.id, p)
-        self._measure_s += self.clock() - t0
-        self._note_power(b)
-        e.batches.append({"round": len(self.rounds), "final": p + 1, "status": b.status, "n": len(b.samples_us),
-                          "clocks_before": b.clocks_before, "clocks_after": b.clocks_after, "wall_s": b.wall_s})
-        xs = [float(x) for x in b.samples_us] if b.status == "ok" else []
-        if xs and all(math.isfinite(x) and x > 0 for x in xs):
-            e.final.append(statistics.median(xs))
-            return
-        e.status = b.status if b.status in FAILED else "error"
-        why = b.error or (b.status if b.status != "ok" else "its batch returned no samples" if not xs
-                          else "its batch returned a time that is not a finite number of µs above 0")
-        e.reason = f"in the steady-state final: {why}"
-
-    def _final_pick(self, ranked: list[Entry]) -> list[Entry]:
-        """The final's best and those within ``tie_pct`` % of it, best first, once checked (6.); a wrong one gives way
-        to the next. Empty when none is left."""
-        while ranked:
-            ranked.sort(key=lambda e: e.final_us)
-            best = ranked[0].final_us
-            group = [e for e in ranked if e.final_us <= best * (1 + self.s.tie_pct / 100.0)]
-            if self.check is None or not self._check(group):
-                return group
-            ranked = [e for e in ranked if e.status not in FAILED]
-        return []
 
     # --- judging -------------------------------------------------------------------------------------------
     def _ci(self, e: Entry) -> tuple[float, float]:

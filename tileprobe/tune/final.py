@@ -1,0 +1,195 @@
+"""The race's steady-state final (:mod:`tileprobe.tune.race`, module doc 7), a part of
+:class:`~tileprobe.tune.race.Race`: when the GPU's power or temperature limit set the clocks, the race's pick and
+the candidates close to it are timed again in batches long enough to reach the steady state, and the lowest mean
+of the passes' medians is the pick.
+
+:class:`SteadyFinal` holds the final's methods; :class:`~tileprobe.tune.race.Race` inherits them and provides what
+they use: ``entries``, ``s`` (its :class:`~tileprobe.tune.race.RaceSettings`), ``final`` (the measure of one final
+batch, or None), ``clock``, ``progress``, ``check``, ``rounds``, ``_t0``, ``_measure_s``, ``_power``, ``_final``,
+``_final_group``, ``_draining``, and the methods ``_finalists``, ``_racing``, ``_check`` and ``_spent``.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+
+from tileprobe.run.clocks import POWER_REASONS
+from tileprobe.tune.race_state import FAILED, Batch, Entry
+
+#: Passes of the steady-state final over every contender before the clearly slower ones leave it (race module doc 7).
+FINAL_MIN_PASSES = 2
+
+
+class SteadyFinal:
+    """The steady-state final's methods of :class:`~tileprobe.tune.race.Race` (module doc)."""
+
+    def _power_reasons(self) -> list[str]:
+        """The power or temperature limits (:data:`~tileprobe.run.clocks.POWER_REASONS`) any batch saw, sorted."""
+        return self._power
+
+    def _note_power(self, b: Batch) -> None:
+        """Add the power or temperature limits of batch ``b``'s clock readings to those seen."""
+        seen = {x for c in (b.clocks_before, b.clocks_after) if isinstance(c, dict)
+                for x in (c.get("reasons") or ()) if isinstance(x, str)}
+        if seen - set(self._power):
+            self._power = sorted(set(self._power) | seen.intersection(POWER_REASONS))
+
+    def _final_reserve_s(self) -> float:
+        """Seconds a budgeted race keeps for its final (race module doc 7): two passes over the candidates within
+        ``final_pct`` % of the leader so far (at most ``final_max``); none without a final, a power limit seen or
+        another candidate that close."""
+        if self.final is None or self.s.budget_s is None or self.s.final_max < 2 or not self._power_reasons():
+            return 0.0
+        near = self._near_leader()
+        if near < 2:
+            return 0.0
+        passes = min(FINAL_MIN_PASSES, self.s.final_passes)
+        return min(min(near, self.s.final_max) * passes * self.s.final_batch_s, self.s.budget_s / 3.0)
+
+    def _near_leader(self) -> int:
+        """How many timed candidates (racing or eliminated) are within ``final_pct`` % of the racing leader's
+        median, the leader counted."""
+        timed = [e for e in self.entries if e.samples and e.status in ("racing", "eliminated")]
+        racing = [e.median for e in timed if e.status == "racing"]
+        if not racing:
+            return 0
+        limit = min(racing) * (1 + self.s.final_pct / 100.0)
+        return sum(1 for e in timed if e.median <= limit)
+
+    def time_left_s(self) -> float | None:
+        """Seconds until the race stops for its budget (the final's share kept back), for a caller that waits for
+        latecomers on the race's behalf; None without a budget, and once the race only gathers the candidates that
+        land after it (they wait as long as they must)."""
+        if self.s.budget_s is None or self._draining:
+            return None
+        return self.s.budget_s - self._final_reserve_s() - (self.clock() - self._t0)
+
+    def _contenders(self) -> list[Entry]:
+        """The race's pick, then the timed candidates (racing or eliminated) within ``final_pct`` % of its median,
+        closest first: ``final_max`` in all at most."""
+        finalists = self._finalists()
+        if not finalists:
+            return []
+        leader = finalists[0]
+        limit = leader.median * (1 + self.s.final_pct / 100.0)
+        others = sorted((e for e in self.entries if e is not leader and e.samples
+                         and e.status in ("racing", "eliminated") and e.median <= limit), key=lambda e: e.median)
+        return [leader] + others[:max(0, self.s.final_max - 1)]
+
+    def _final_round(self) -> None:
+        """The steady-state final (race module doc 7), when a power limit was seen and another candidate is close."""
+        if self.final is None or self.s.final_max < 2:
+            return
+        why = self._power_reasons()
+        contenders = self._contenders() if why else []
+        if len(contenders) < 2:
+            return
+        leader = contenders[0]
+        alive, passes = self._final_passes(contenders)
+        for e in alive:
+            del e.final[passes:]         # a pass the budget cut short does not count
+        self._final = {"reasons": why, "contenders": [e.id for e in contenders], "passes": passes,
+                       "leader_before": leader.id}
+        ranked = [e for e in alive if e.status not in FAILED and len(e.final) == passes > 0]
+        dropped = [e for e in contenders if e not in alive and e.status not in FAILED and e.final]
+        group = self._final_pick(ranked) or self._final_pick(dropped)    # all close ones wrong: the next ones
+        if group:
+            self._name_final(contenders, group)
+        else:
+            self._final["skipped"] = ("the budget ran out before a whole pass" if passes == 0
+                                      else "no contender ran correctly")
+            self._fall_back()
+        if self.progress:
+            self.progress("final", dict(self._final))
+
+    def _name_final(self, contenders: list[Entry], group: list[Entry]) -> None:
+        """The final's statuses: ``group`` (best first) racing to be named, the other contenders eliminated by their
+        figure over the passes they share with the pick, the racing ones the final did not take eliminated."""
+        top = group[0]
+        timed = [e for e in contenders if e.status not in FAILED and e.final]
+        for e in timed:
+            if e in group:
+                e.status, e.eliminated_round, e.reason = "racing", None, ""
+            else:
+                k = min(len(e.final), len(top.final))
+                e.status, e.eliminated_round = "eliminated", len(self.rounds)
+                e.reason = (f"slower in the steady-state final: {e.final_vs(top):.3f}× {top.id}'s figure over the "
+                            f"{k} pass(es) both ran ({e.final_us:,.2f} µs over its {len(e.final)})")
+        for e in self._racing():
+            if e not in group:
+                e.status, e.eliminated_round = "eliminated", len(self.rounds)
+                e.reason = (f"not among the {len(contenders)} closest to the race's leader that the steady-state "
+                            "final timed")
+        self._final_group = group
+        self._final.update(figures_us={e.id: e.final_us for e in timed},
+                           vs_pick={e.id: e.final_vs(top) for e in timed}, pick=top.id,
+                           tie=[e.id for e in group] if len(group) > 1 else [], changed=top.id != contenders[0].id)
+
+    def _fall_back(self) -> None:
+        """After a final that left no contender standing (all failed in it, or wrong): the race's own ranking of the
+        rest, the eliminated ones put back and the finalists checked (6.)."""
+        for e in self.entries:
+            if e.status == "eliminated":
+                e.status, e.eliminated_round, e.reason = "racing", None, ""
+        while self.check is not None and self._check(self._finalists()):
+            pass
+
+    def _final_passes(self, contenders: list[Entry]) -> tuple[list[Entry], int]:
+        """The final's passes, in alternating order: :data:`FINAL_MIN_PASSES` over every contender, then, up to
+        ``final_passes``, over those still close to the best (:meth:`_still_close`), until one is left or the whole
+        budget is spent. Returns the contenders of the last pass and how many passes they all completed."""
+        alive = list(contenders)
+        for p in range(self.s.final_passes):
+            if p >= FINAL_MIN_PASSES:
+                alive = self._still_close(alive, p) if len(alive) > 1 else alive
+                if len(alive) < 2:
+                    return alive, p
+            for e in (alive if p % 2 == 0 else alive[::-1]):
+                if e.status in FAILED:
+                    continue
+                if self._spent():
+                    return alive, p
+                self._take_final(e, p)
+            alive = [e for e in alive if e.status not in FAILED]
+        return alive, self.s.final_passes
+
+    def _still_close(self, alive: list[Entry], k: int) -> list[Entry]:
+        """The contenders whose first ``k`` final figures do not clearly lose to the best's: the mean of their
+        differences to the best's, pass by pass (the alternating order puts a drift on both alike), is within
+        ``tie_pct`` % of the best or within two standard errors of those differences."""
+        best = min(alive, key=lambda e: statistics.fmean(e.final[:k]))
+        keep = []
+        for e in alive:
+            d = [a - b for a, b in zip(e.final[:k], best.final[:k])]
+            se = statistics.stdev(d) / k ** 0.5 if len(d) > 1 else float("inf")
+            if e is best or statistics.fmean(d) <= max(best.final_us * self.s.tie_pct / 100.0, 2.0 * se):
+                keep.append(e)
+        return keep
+
+    def _take_final(self, e: Entry, p: int) -> None:
+        t0 = self.clock()
+        b = self.final(e.id, p)
+        self._measure_s += self.clock() - t0
+        self._note_power(b)
+        e.batches.append({"round": len(self.rounds), "final": p + 1, "status": b.status, "n": len(b.samples_us),
+                          "clocks_before": b.clocks_before, "clocks_after": b.clocks_after, "wall_s": b.wall_s})
+        xs = [float(x) for x in b.samples_us] if b.status == "ok" else []
+        if xs and all(math.isfinite(x) and x > 0 for x in xs):
+            e.final.append(statistics.median(xs))
+            return
+        e.status = b.status if b.status in FAILED else "error"
+        why = b.error or (b.status if b.status != "ok" else "its batch returned no samples" if not xs
+                          else "its batch returned a time that is not a finite number of µs above 0")
+        e.reason = f"in the steady-state final: {why}"
+
+    def _final_pick(self, ranked: list[Entry]) -> list[Entry]:
+        """The final's best and those within ``tie_pct`` % of it, best first, once checked (6.); a wrong one gives way
+        to the next. Empty when none is left."""
+        while ranked:
+            ranked.sort(key=lambda e: e.final_us)
+            best = ranked[0].final_us
+            group = [e for e in ranked if e.final_us <= best * (1 + self.s.tie_pct / 100.0)]
+            if self.check is None or not self._check(group):
+                return group
+            ranked = [e for e in ranked if e.status not in FAILED]
+        return []
