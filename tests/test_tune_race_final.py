@@ -173,7 +173,7 @@ def test_the_final_in_the_result_the_json_and_the_line():
     assert line.startswith("steady-state final (the clocks were set by sw_power_cap; 2 pass(es)): 256x128 c2 22")
     assert "128x128 occ2 228." in line and "(1.02" in line and line.endswith("the race had led with 128x128 occ2")
     assert final_line({"reasons": ["sw_power_cap"], "passes": 0, "skipped": "the budget ran out before a whole "
-                       "pass"}).endswith("skipped: the budget ran out before a whole pass; the race's ranking stands")
+                       "pass"}).endswith("skipped: the budget ran out before a whole pass; the race's own ranking of the rest decides")
     row = CandidateRow({"case": {}, "hints": {}}, "x", "winner", raced=True, n=20, median_us=214.0,
                        final_us=222.0, final_passes_us=[221.0, 223.0])
     d = row.to_dict()
@@ -428,3 +428,80 @@ def test_the_final_line_takes_odd_dicts(final):
 def test_final_counts_must_be_whole_numbers(bad):
     with pytest.raises(ValueError, match="whole numbers"):
         RaceSettings(**bad)
+
+
+def test_a_latecomer_landing_after_the_budget_line_is_skipped_not_eliminated():
+    # the second hostile tester's case: the race stops at its budget line (the final's share kept), a faster
+    # candidate lands before the final and is never timed
+    plan = {"a": (200.0, 220.0), "b": (200.0, 210.0), "late": (100.0, 100.0)}
+    gpu = PowerCappedGPU(plan)
+    feed = Feed(gpu, [(0.0, "a"), (0.0, "b"), (5.5, "late")], end_s=9.0)
+    race = Race([], gpu.measure, gpu.check, RaceSettings(budget_s=6.0, tie_pct=0.0, max_samples=10_000),
+                clock=gpu.clock, arrivals=feed, final=gpu.final)
+    feed.race = race
+    out = race.run()
+    late = out.entry("late")
+    assert late.status == "skipped" and late.samples == [] and out.pick == "b"
+
+
+def test_when_every_racing_candidate_fails_later_the_eliminated_ones_are_put_back_and_named():
+    class Later(PowerCappedGPU):
+        def measure(self, cid, rnd):
+            if cid in ("a", "c") and rnd >= 3:
+                return Batch("crash", error="the worker died: killed by SIGSEGV")
+            return super().measure(cid, rnd)
+
+    gpu = Later({"a": (100.0, 100.0), "c": (100.2, 100.2), "b": (150.0, 150.0)}, clocks=FREE)
+    out = Race(["a", "b", "c"], gpu.measure, gpu.check, RaceSettings(tie_pct=0.0), clock=gpu.clock).run()
+    assert out.entry("a").status == out.entry("c").status == "crash"
+    assert out.pick == "b" and out.verdict == "winner" and "b" in gpu.checked
+
+
+def test_a_contender_dropped_after_two_passes_that_the_pick_does_not_beat_over_them_ties():
+    medians = {"a": [200, 200, 230, 230], "b": [190, 230, 200, 200], "c": [204, 204, 204, 204]}
+    plan = {"a": (200.0, 0), "b": (200.5, 0), "c": (201.0, 0)}
+    gpu = PowerCappedGPU(plan)
+
+    def final(cid, p):
+        gpu.final_calls.append((cid, p))
+        gpu.now += gpu.final_s
+        return Batch("ok", [float(medians[cid][p])] * 5, dict(CAPPED), dict(CAPPED))
+
+    out = Race(list(plan), gpu.measure, gpu.check, RaceSettings(tie_pct=1.0), clock=gpu.clock, final=final).run()
+    assert out.pick == "b" and len(out.entry("c").final) == 2
+    assert out.verdict == "tie" and "c" in out.tie and out.entry("c").status == "tie"
+    assert out.final["vs_pick"]["c"] == pytest.approx(408 / 420)
+
+
+def test_a_final_nobody_completed_counts_no_pass():
+    out, _ = run({"a": (200.0, "hang"), "b": (214.0, "hang")})
+    assert out.final["passes"] == 0 and out.final["skipped"] == "no contender ran correctly"
+    assert out.verdict == "none"
+
+
+def test_the_loss_of_keeping_the_old_pick_is_the_final_s_when_it_timed_both():
+    from tileprobe.tune.assemble import compare_previous
+    old = CandidateRow({"case": {"T": 1}, "hints": {}}, "T=1", "eliminated", raced=True, n=20, median_us=100.0,
+                       final_us=112.0, final_passes_us=[112.0])
+    new = CandidateRow({"case": {"T": 2}, "hints": {}}, "T=2", "winner", raced=True, n=20, median_us=104.0,
+                       final_us=108.0, final_passes_us=[108.0])
+    res = ProblemResult("k", "p.py", {}, "sm_90", [old, new], verdict="winner", pick=new,
+                        final={"vs_pick": {"T=1": 112.0 / 108.0, "T=2": 1.0}, "figures_us": {}})
+    prev = compare_previous(res, {"pick": {"config": old.config, "median_us": 99.0}, "tileiras": "13.3"})
+    assert prev["changed"] and prev["loss_pct"] == pytest.approx(100 * (112 / 108 - 1))   # not −3.8 %
+    assert res.vs_pick(old) == pytest.approx(112 / 108) and res.vs_pick(new) == 1.0
+    res.final = None
+    assert res.vs_pick(old) == pytest.approx(100 / 104)                                  # the race's, without one
+
+
+def test_the_median_cache_cannot_be_planted_and_budgets_must_be_numbers():
+    from tileprobe.tune.race_state import Entry
+    with pytest.raises(TypeError):
+        Entry("a", _median=(1, 99.0))
+    e = Entry("a", samples=[1.0, 2.0, 3.0])
+    assert e.median == 2.0
+    e.samples.append(10.0)
+    assert e.median == 2.5
+    for bad in (float("nan"), -1.0, float("inf")):
+        with pytest.raises(ValueError, match="budget_s"):
+            RaceSettings(budget_s=bad)

@@ -191,23 +191,26 @@ def comparison_lines(result, searches: list[dict], old: dict) -> list[str]:
         text = f"{s['name']} ({s['key'][:8]}): pick {pick} {best:,.1f} µs" if best else f"{s['name']}: pick {pick}"
         prog = s.get("program_pick")
         if prog is not None:
-            text += "; " + _versus(f"the program's pick C{prog}", med.get(f"C{prog}"), best, pick == f"C{prog}")
+            text += "; " + _versus(f"the program's pick C{prog}", med.get(f"C{prog}"), p, pick == f"C{prog}")
         before = old.get(s["key"])
         if before is not None:
-            text += "; " + _versus(f"the old row's C{before}", med.get(f"C{before}"), best, pick == f"C{before}",
+            text += "; " + _versus(f"the old row's C{before}", med.get(f"C{before}"), p, pick == f"C{before}",
                                    changed=True)
         out.append(text)
     return out
 
 
-def _versus(what: str, row: CandidateRow | None, best: float | None, same: bool, changed: bool = False) -> str:
+def _versus(what: str, row: CandidateRow | None, problem, same: bool, changed: bool = False) -> str:
+    """``what`` against the pick: its time and what keeping it costs (:meth:`ProblemResult.vs_pick`: the
+    steady-state final's ratio when the final timed it)."""
     if same:
         return f"{what}: same" + (" winner (unchanged)" if changed else "")
     prefix = f"winner changed from {what[len('the old row'):].strip(chr(39) + 's ')}: " if changed else ""
-    if row is None or row.median_us is None or not best:
+    ratio = problem.vs_pick(row) if row is not None else None
+    if row is None or row.median_us is None or ratio is None:
         return f"{prefix}{what} not timed here ({row.status if row is not None else 'no candidate'})"
-    loss = 100.0 * (row.median_us / best - 1.0)
-    return f"{prefix}{what} {row.median_us:,.1f} µs ({row.status}): keeping it costs {loss:+.1f} %"
+    us = f"{row.final_us:,.1f} µs in the steady-state final" if row.final_us is not None else f"{row.median_us:,.1f} µs"
+    return f"{prefix}{what} {us} ({row.status}): keeping it costs {100.0 * (ratio - 1.0):+.1f} %"
 
 
 def _drop_filled_misses(table: str, keys: set) -> int:

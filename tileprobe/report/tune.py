@@ -140,12 +140,11 @@ def _render_problem(p: ProblemResult, console, all_rows: bool = False) -> None:
     if cov:
         say(console, f"  searched: {cov['compiled']:,} of {cov['configurations']:,} configurations compiled, "
                      f"{cov['timed']:,} timed ({_not_timed_why(p)})")
-    best = p.pick.median_us if p.pick else None
     rows = [r for r in p.candidates if r.config is not None]
     by_label = {r.label: (i, r) for i, r in enumerate(rows)}
     shown = _shown(rows, all_rows)
     ordered = sorted(shown, key=lambda r: _rank(*by_label[r.same_launch_as or r.label], r))
-    cells = [(r.label, r.status, str(r.n or "-"), _us(r.median_us), _ci(r), _vs_pick(r, best, p.final),
+    cells = [(r.label, r.status, str(r.n or "-"), _us(r.median_us), _ci(r), _ratio(p.vs_pick(r)),
               _grid(r), str(r.registers or "-"), str(r.ctas_per_sm or "-"), _spill(r), _mhz(r), _note(r))
              for r in ordered]
     columns = [Column(h, [row[i] for row in cells], "left" if h in ("configuration", "status", "note") else "right",
@@ -179,13 +178,8 @@ _UNTIMED_DROP_ORDER = ("SM MHz", "n", "95% CI µs", "vs pick", "median µs", "gr
                        "regs", "note")
 
 
-def _vs_pick(r: CandidateRow, best: float | None, final: dict | None) -> str:
-    """``r``'s time ÷ the pick's: the steady-state final's ratio for a row it timed (docs/TUNE.md), else the race
-    medians'."""
-    ratio = ((final or {}).get("vs_pick") or {}).get(r.same_launch_as or r.label)
-    if isinstance(ratio, (int, float)):
-        return f"{ratio:.3f}×"
-    return f"{r.median_us / best:.3f}×" if best and r.median_us else "-"
+def _ratio(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3f}×"
 
 
 def _rank(position: int, timed: CandidateRow, r: CandidateRow) -> tuple:
@@ -243,9 +237,9 @@ def final_line(final: dict) -> str:
     why = ", ".join(str(r) for r in reasons) if isinstance(reasons, (list, tuple)) and reasons else "a power limit"
     head = f"steady-state final (the clocks were set by {why}; {final.get('passes', 0)} pass(es))"
     if final.get("skipped"):
-        return f"{head}: skipped: {final['skipped']}; the race's ranking stands"
+        return f"{head}: skipped: {final['skipped']}; the race's own ranking of the rest decides"
     figures = {k: v for k, v in (final.get("figures_us") or {}).items() if isinstance(v, (int, float))}
-    ratios = final.get("vs_pick") or {}
+    ratios = {k: v for k, v in (final.get("vs_pick") or {}).items() if isinstance(v, (int, float))}
     order = sorted(figures, key=lambda k: (k != final.get("pick"), ratios.get(k, 0.0), figures[k]))
     if not order:
         return head

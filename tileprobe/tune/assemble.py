@@ -116,9 +116,9 @@ def compare_previous(res: ProblemResult, previous: dict | None) -> dict | None:
     now = next((r for r in res.candidates if r.config == old.get("config")), None)
     out["old_pick_now"] = None if now is None else {"status": now.status, "median_us": now.median_us,
                                                      "ci_lo_us": now.ci_lo_us, "ci_hi_us": now.ci_hi_us}
-    new_us = res.pick.median_us if res.pick else None
+    ratio = res.vs_pick(now) if now is not None else None     # the final's, when it timed both
+    out["loss_pct"] = 100.0 * (ratio - 1.0) if ratio is not None else None
     old_now_us = now.median_us if now else None
-    out["loss_pct"] = (100.0 * (old_now_us - new_us) / new_us) if new_us and old_now_us else None
     before = old.get("median_us")
     out["old_pick_change_pct"] = (100.0 * (old_now_us - before) / before) if before and old_now_us else None
     return out

@@ -55,7 +55,8 @@ def _row(p, env: dict) -> dict | None:
             "verdict": p.verdict, "median_us": pick.median_us,
             "ci_us": [pick.ci_lo_us, pick.ci_hi_us], "samples": pick.n, **final,
             "tie": [{"case": t.config["case"], "hints": t.config["hints"], "median_us": t.median_us,
-                     "ci_us": [t.ci_lo_us, t.ci_hi_us]} for t in p.tie if t.label != pick.label],
+                     "ci_us": [t.ci_lo_us, t.ci_hi_us], **({"final_us": t.final_us} if t.final_us is not None else {})}
+                    for t in p.tie if t.label != pick.label],
             "arch": p.arch, "gpu": (env.get("gpu") or {}).get("name"), "num_sms": env.get("num_sms"),
             "tileiras": p.tileiras, "cuda_tile": p.cuda_tile, "timing": env.get("timing")}
 

@@ -94,9 +94,10 @@ class SteadyFinal:
         dropped = [e for e in contenders if e not in alive and e.status not in FAILED and e.final]
         group = self._final_pick(ranked) or self._final_pick(dropped)    # all close ones wrong: the next ones
         if group:
+            group += self._close_after_all(dropped, group)
             self._name_final(contenders, group)
         else:
-            self._final["skipped"] = ("the budget ran out before a whole pass" if passes == 0
+            self._final["skipped"] = ("the budget ran out before a whole pass" if passes == 0 and self._spent()
                                       else "no contender ran correctly")
             self._fall_back()
         if self.progress:
@@ -116,7 +117,7 @@ class SteadyFinal:
                 e.reason = (f"slower in the steady-state final: {e.final_vs(top):.3f}× {top.id}'s figure over the "
                             f"{k} pass(es) both ran ({e.final_us:,.2f} µs over its {len(e.final)})")
         for e in self._racing():
-            if e not in group:
+            if e not in group and e.samples:       # an untimed latecomer stays racing: it ends "skipped"
                 e.status, e.eliminated_round = "eliminated", len(self.rounds)
                 e.reason = (f"not among the {len(contenders)} closest to the race's leader that the steady-state "
                             "final timed")
@@ -124,6 +125,15 @@ class SteadyFinal:
         self._final.update(figures_us={e.id: e.final_us for e in timed},
                            vs_pick={e.id: e.final_vs(top) for e in timed}, pick=top.id,
                            tie=[e.id for e in group] if len(group) > 1 else [], changed=top.id != contenders[0].id)
+
+    def _close_after_all(self, dropped: list[Entry], group: list[Entry]) -> list[Entry]:
+        """The contenders that left after two passes yet are within ``tie_pct`` % of the pick over the passes both ran
+        (passes 3–4 moved the pick's figure), checked: they tie with it."""
+        limit = 1 + self.s.tie_pct / 100.0
+        near = [e for e in dropped if e not in group and e.final_vs(group[0]) <= limit]
+        if near and self.check is not None:
+            self._check(near)
+        return [e for e in near if e.status not in FAILED]
 
     def _fall_back(self) -> None:
         """After a final that left no contender standing (all failed in it, or wrong): the race's own ranking of the
@@ -151,6 +161,8 @@ class SteadyFinal:
                     return alive, p
                 self._take_final(e, p)
             alive = [e for e in alive if e.status not in FAILED]
+            if not alive:
+                return alive, p        # nobody completed this pass
         return alive, self.s.final_passes
 
     def _still_close(self, alive: list[Entry], k: int) -> list[Entry]:

@@ -104,6 +104,8 @@ class RaceSettings:
                 raise ValueError(f"{name}={getattr(self, name)}: give 1 or more")
         if not (0.0 <= self.tie_pct <= 100.0):    # nan fails too: it would make every candidate a tie
             raise ValueError(f"tie_pct={self.tie_pct}: give a percentage from 0 to 100")
+        if self.budget_s is not None and not (0.0 <= self.budget_s < float("inf")):
+            raise ValueError(f"budget_s={self.budget_s}: give a finite number of seconds ≥ 0, or None")
         if not (0.0 <= self.final_pct <= 100.0) or not (0.0 <= self.final_batch_s < float("inf")):
             raise ValueError(f"final_pct={self.final_pct}, final_batch_s={self.final_batch_s}: give a percentage "
                              "from 0 to 100 and a finite number of seconds ≥ 0")
@@ -212,10 +214,13 @@ class Race(SteadyFinal):
         elimination rule (clocks drift during a tune: 1,530-1,965 MHz on the H200, docs/NOTES.md section 13, so a
         leader's later batches can be slower than those it won with). True when one was put back. Not after the
         budget is spent (there is no time to race them)."""
-        if self.s.strategy != "race" or self.stop == "budget":
-            return False
         timed = [e for e in self._racing() if e.samples]
-        if not timed:
+        if not timed:       # every racing one failed later: the eliminated ones, which ran correctly, are what is left
+            back = [e for e in self.entries if e.status == "eliminated"]
+            for e in back:
+                e.status, e.eliminated_round, e.reason = "racing", None, ""
+            return bool(back)
+        if self.s.strategy != "race" or self.stop == "budget":
             return False
         leader = min(timed, key=lambda e: e.median)
         _, leader_hi = self._ci(leader)

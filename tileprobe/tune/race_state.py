@@ -51,7 +51,7 @@ class Entry:
     info: dict = field(default_factory=dict)
     joined_round: int = 1     # the first round it could take part in (later: it was compiled during the race)
     final: list = field(default_factory=list)
-    _median: tuple = field(default=(0, 0.0), repr=False, compare=False)   # (samples counted, their median)
+    _median: tuple = field(default=(0, 0.0), init=False, repr=False, compare=False)   # (samples counted, median)
 
     @property
     def final_us(self) -> float | None:

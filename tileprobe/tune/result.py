@@ -142,6 +142,16 @@ class ProblemResult:
     #: when None.
     final: dict | None = None
 
+    def vs_pick(self, row: CandidateRow) -> float | None:
+        """``row``'s time ÷ the pick's: the steady-state final's ratio (over the passes both ran) when the final
+        timed it, else the race medians' ratio; None without a pick or a median."""
+        ratio = ((self.final or {}).get("vs_pick") or {}).get(row.same_launch_as or row.label)
+        if isinstance(ratio, (int, float)) and ratio == ratio and ratio > 0:
+            return float(ratio)
+        if self.pick is None or not self.pick.median_us or row.median_us is None:
+            return None
+        return row.median_us / self.pick.median_us
+
     @property
     def label(self) -> str:
         """The problem as ``M=4096 N=4096`` (``(one problem)`` when the probe has no problem keys)."""
