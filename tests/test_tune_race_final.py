@@ -155,9 +155,10 @@ def test_a_budget_spent_in_the_final_keeps_the_whole_passes_only():
     assert out.final["passes"] == 1 and out.pick == "b"
     assert [len(e.final) for e in out.entries] == [1, 1]
     assert len(gpu.final_calls) == 2 and gpu.now <= 6.0 + 0.7
-    out, gpu = run(plan, settings, final_s=2.5)       # not one pass fits: the race's pick stands
+    out, gpu = run(dict(plan, z=(300.0, 300.0)), settings, final_s=2.5)   # not one pass fits: the race stands
     assert out.final["passes"] == 0 and out.final["skipped"] == "the budget ran out before a whole pass"
     assert out.verdict in ("winner", "tie") and out.pick in ("a", "b") and "figures_us" not in out.final
+    assert out.entry("z").status == "eliminated"          # nothing failed: nothing is put back
 
 
 @pytest.mark.parametrize("bad", [{"final_pct": -1.0}, {"final_pct": float("nan")}, {"final_max": -1},

@@ -99,7 +99,8 @@ class SteadyFinal:
         else:
             self._final["skipped"] = ("the budget ran out before a whole pass" if passes == 0 and self._spent()
                                       else "no contender ran correctly")
-            self._fall_back()
+            if not self._finalists():     # the race's own finalists failed in the final: the rest, checked
+                self._fall_back()
         if self.progress:
             self.progress("final", dict(self._final))
 
