@@ -6,7 +6,8 @@ of the passes' medians is the pick.
 :class:`SteadyFinal` holds the final's methods; :class:`~tileprobe.tune.race.Race` inherits them and provides what
 they use: ``entries``, ``s`` (its :class:`~tileprobe.tune.race.RaceSettings`), ``final`` (the measure of one final
 batch, or None), ``clock``, ``progress``, ``check``, ``rounds``, ``_t0``, ``_measure_s``, ``_power``, ``_final``,
-``_final_group``, ``_draining``, and the methods ``_finalists``, ``_racing``, ``_check`` and ``_spent``.
+``_final_group``, ``_draining``, and the methods ``_finalists``, ``_racing``, ``_check``, ``_spent`` and
+``_measured``.
 """
 from __future__ import annotations
 
@@ -23,38 +24,25 @@ FINAL_MIN_PASSES = 2
 class SteadyFinal:
     """The steady-state final's methods of :class:`~tileprobe.tune.race.Race` (module doc)."""
 
-    def _power_reasons(self) -> list[str]:
-        """The power or temperature limits (:data:`~tileprobe.run.clocks.POWER_REASONS`) any batch saw, sorted."""
-        return self._power
-
     def _note_power(self, b: Batch) -> None:
-        """Add the power or temperature limits of batch ``b``'s clock readings to those seen."""
+        """Add the power or temperature limits (:data:`~tileprobe.run.clocks.POWER_REASONS`) of batch ``b``'s clock
+        readings to those seen (``_power``, sorted)."""
         seen = {x for c in (b.clocks_before, b.clocks_after) if isinstance(c, dict)
                 for x in (c.get("reasons") or ()) if isinstance(x, str)}
-        if seen - set(self._power):
+        if not seen.intersection(POWER_REASONS).issubset(self._power):
             self._power = sorted(set(self._power) | seen.intersection(POWER_REASONS))
 
     def _final_reserve_s(self) -> float:
         """Seconds a budgeted race keeps for its final (race module doc 7): two passes over the candidates within
         ``final_pct`` % of the leader so far (at most ``final_max``); none without a final, a power limit seen or
         another candidate that close."""
-        if self.final is None or self.s.budget_s is None or self.s.final_max < 2 or not self._power_reasons():
+        if self.final is None or self.s.budget_s is None or self.s.final_max < 2 or not self._power:
             return 0.0
-        near = self._near_leader()
+        near = len(self._contenders())
         if near < 2:
             return 0.0
         passes = min(FINAL_MIN_PASSES, self.s.final_passes)
-        return min(min(near, self.s.final_max) * passes * self.s.final_batch_s, self.s.budget_s / 3.0)
-
-    def _near_leader(self) -> int:
-        """How many timed candidates (racing or eliminated) are within ``final_pct`` % of the racing leader's
-        median, the leader counted."""
-        timed = [e for e in self.entries if e.samples and e.status in ("racing", "eliminated")]
-        racing = [e.median for e in timed if e.status == "racing"]
-        if not racing:
-            return 0
-        limit = min(racing) * (1 + self.s.final_pct / 100.0)
-        return sum(1 for e in timed if e.median <= limit)
+        return min(near * passes * self.s.final_batch_s, self.s.budget_s / 3.0)
 
     def time_left_s(self) -> float | None:
         """Seconds until the race stops for its budget (the final's share kept back), for a caller that waits for
@@ -65,22 +53,24 @@ class SteadyFinal:
         return self.s.budget_s - self._final_reserve_s() - (self.clock() - self._t0)
 
     def _contenders(self) -> list[Entry]:
-        """The race's pick, then the timed candidates (racing or eliminated) within ``final_pct`` % of its median,
-        closest first: ``final_max`` in all at most."""
-        finalists = self._finalists()
-        if not finalists:
+        """The racing leader (the lowest median: the race's pick, :meth:`_finalists`' first), then the timed
+        candidates (racing or eliminated) within ``final_pct`` % of its median, closest first: ``final_max`` in all
+        at most. Asked before each batch of a budgeted race once a power limit was seen (the final's share), so it
+        works out no interval."""
+        timed = [e for e in self.entries if e.samples and e.status in ("racing", "eliminated")]
+        racing = [e for e in timed if e.status == "racing"]
+        if not racing:
             return []
-        leader = finalists[0]
+        leader = min(racing, key=lambda e: e.median)
         limit = leader.median * (1 + self.s.final_pct / 100.0)
-        others = sorted((e for e in self.entries if e is not leader and e.samples
-                         and e.status in ("racing", "eliminated") and e.median <= limit), key=lambda e: e.median)
+        others = sorted((e for e in timed if e is not leader and e.median <= limit), key=lambda e: e.median)
         return [leader] + others[:max(0, self.s.final_max - 1)]
 
     def _final_round(self) -> None:
         """The steady-state final (race module doc 7), when a power limit was seen and another candidate is close."""
         if self.final is None or self.s.final_max < 2:
             return
-        why = self._power_reasons()
+        why = list(self._power)
         contenders = self._contenders() if why else []
         if len(contenders) < 2:
             return
@@ -180,12 +170,7 @@ class SteadyFinal:
         return keep
 
     def _take_final(self, e: Entry, p: int) -> None:
-        t0 = self.clock()
-        b = self.final(e.id, p)
-        self._measure_s += self.clock() - t0
-        self._note_power(b)
-        e.batches.append({"round": len(self.rounds), "final": p + 1, "status": b.status, "n": len(b.samples_us),
-                          "clocks_before": b.clocks_before, "clocks_after": b.clocks_after, "wall_s": b.wall_s})
+        b = self._measured(e, self.final, p, len(self.rounds), final=p + 1)
         xs = [float(x) for x in b.samples_us] if b.status == "ok" else []
         if xs and all(math.isfinite(x) and x > 0 for x in xs):
             e.final.append(statistics.median(xs))

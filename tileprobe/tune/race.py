@@ -121,7 +121,9 @@ class RaceOutcome:
     stopped, one dict per round, and the time spent measuring and checking (s). ``final``: the steady-state final
     when one ran (module doc 7): ``reasons`` (the power limits seen), ``contenders`` (ids, closest first),
     ``passes`` (complete ones), ``leader_before`` (the race's pick), ``figures_us`` (id → mean of its passes'
-    medians), ``changed`` (the pick is not the race's); or ``{"skipped": why, …}`` when it could not run."""
+    medians), ``vs_pick`` (id → its figure ÷ the pick's over the passes both ran), ``pick``, ``tie`` (the ids that
+    tie, pick first; empty for a winner), ``changed`` (the pick is not the race's); or ``{"skipped": why, …}`` when
+    it named none."""
     entries: list[Entry]
     verdict: str
     pick: str | None
@@ -213,7 +215,8 @@ class Race(SteadyFinal):
         """Put back in the race every eliminated candidate that the leader's samples taken since no longer beat by the
         elimination rule (clocks drift during a tune: 1,530-1,965 MHz on the H200, docs/NOTES.md section 13, so a
         leader's later batches can be slower than those it won with). True when one was put back. Not after the
-        budget is spent (there is no time to race them)."""
+        budget is spent (there is no time to race them), except when every racing candidate has failed: then all the
+        eliminated ones, which ran correctly, are put back to be judged by the samples they have."""
         timed = [e for e in self._racing() if e.samples]
         if not timed:       # every racing one failed later: the eliminated ones, which ran correctly, are what is left
             back = [e for e in self.entries if e.status == "eliminated"]
@@ -306,13 +309,19 @@ class Race(SteadyFinal):
         if self.progress:
             self.progress("round", log)
 
-    def _take(self, e: Entry, r: int) -> None:
+    def _measured(self, e: Entry, fn: Callable[[str, int], Batch], arg: int, r: int, **mark) -> Batch:
+        """One batch of ``e`` by ``fn(e.id, arg)`` (the race's ``measure`` or the final's): its time counted as
+        measuring, its power limits noted, its record appended to ``e.batches`` (round ``r``, and ``mark``)."""
         t0 = self.clock()
-        b = self.measure(e.id, r)
+        b = fn(e.id, arg)
         self._measure_s += self.clock() - t0
         self._note_power(b)
-        e.batches.append({"round": r, "status": b.status, "n": len(b.samples_us), "clocks_before": b.clocks_before,
-                          "clocks_after": b.clocks_after, "wall_s": b.wall_s})
+        e.batches.append({"round": r, **mark, "status": b.status, "n": len(b.samples_us),
+                          "clocks_before": b.clocks_before, "clocks_after": b.clocks_after, "wall_s": b.wall_s})
+        return b
+
+    def _take(self, e: Entry, r: int) -> None:
+        b = self._measured(e, self.measure, r, r)
         e.info.update(b.info or {})
         if b.status == "ok" and not b.samples_us:
             b.status, b.error = "error", "the batch returned no samples"
