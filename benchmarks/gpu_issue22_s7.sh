@@ -9,6 +9,7 @@
 #   final      bench_tune.py --kernels matmul,fmha --steps tileprobe,retune,dobench (cuda.tile.tune's walls from s10a,
 #              carried in gpu_in/s10a), then a sharper judge: do_bench over the 6 best and the picks, 6 passes
 #   bigall     bench_tune.py --kernels matmul,fmha with every step, both tools in one run (session 10)
+#   rejudge    the six-pass judge again over s11b's labels (gpu_in/s11b/judge-*-labels.json), after its fix (session 11)
 #     bash benchmarks/gpu_call.sh s7a 560 'bash benchmarks/gpu_issue22_s7.sh $R env' \
 #       'bash benchmarks/gpu_issue22_s7.sh $R trace' 'bash benchmarks/gpu_issue22_s7.sh $R rms'
 set -uo pipefail
@@ -61,6 +62,11 @@ print(json.dumps(labels))
 PY
          python3 benchmarks/bench_tune_tools.py dobench --probe $probe --labels "$out/judge-$k-labels.json" --passes 6 \
            --json "$out/judge-$k.json" 2>&1 | tail -1
+       done ;;
+  rejudge) for k in matmul fmha; do     # session 11: the fixed judge (heat-up, passes back to back) over s11b's labels
+         probe=examples/tilegym_matmul_tune.py; [ $k = fmha ] && probe=benchmarks/probes/tilegym_fmha.py
+         python3 benchmarks/bench_tune_tools.py dobench --probe $probe --labels gpu_in/s11b/judge-$k-labels.json \
+           --passes 6 --json "$out/rejudge-$k.json" 2>&1 | tail -1
        done ;;
   seeds) bash benchmarks/gpu_issue22_s5.sh "$out" seeds "${3:?SEEDS}" ;;
   *) bash benchmarks/gpu_issue22_s4.sh "$out" "$step" ;;

@@ -4,6 +4,7 @@ lost every row, and ``--passes 0`` accepted."""
 from __future__ import annotations
 
 import os
+import statistics
 import types
 
 import pytest
@@ -33,51 +34,109 @@ class Probe:
 
 
 def _rows():
-    return [{"label": c.label, "status": s, "median_us": 10.0} for c, s in zip(CONFIGS, ["ok", "wrong", "ok"])]
+    return [{"label": c.label, "status": s} for c, s in zip(CONFIGS, ["ok", "wrong", "ok"])]
 
 
 def _passes(btt, do_bench, rows, passes):
     ns = types.SimpleNamespace
-    return btt._more_passes(do_bench, ns(launch=lambda *a: None), Kernel(), Probe(), ns(values={}), CONFIGS,
-                            ns(get=lambda cfg: ()), None, 132, rows, ns(read=lambda: {}), None, passes)
+    return btt._timed_passes(do_bench, ns(launch=lambda *a: None), Kernel(), Probe(), ns(values={}), CONFIGS,
+                             ns(get=lambda cfg: ()), None, 132, rows, ns(read=lambda: {"sm_mhz": 1980.0}), None,
+                             passes)
 
 
-def test_more_passes_alternate_their_order_and_average_the_medians(btt):
+def test_passes_alternate_their_order_and_keep_the_median_of_the_medians(btt):
     seen = []
-    times = iter([0.012, 0.020, 0.014, 0.022])        # ms: pass 2 goes TILE=3, TILE=1; pass 3 TILE=1, TILE=3
+    # ms: pass 1 TILE=1, TILE=2 (wrong: this pass only), TILE=3; pass 2 TILE=3, TILE=1; pass 3 TILE=1, TILE=3
+    times = iter([0.010, 0.030, 0.010, 0.012, 0.020, 0.014, 0.022])
 
     def do_bench(fn, return_mode):
         seen.append(return_mode)
         return next(times)
     rows = _rows()
-    assert _passes(btt, do_bench, rows, 3) == 2
+    assert _passes(btt, do_bench, rows, 3) == 3
     assert rows[2]["median_us_passes"] == pytest.approx([10.0, 12.0, 22.0])
     assert rows[0]["median_us_passes"] == pytest.approx([10.0, 20.0, 14.0])
-    assert rows[0]["median_us"] == pytest.approx(44.0 / 3) and "median_us_passes" not in rows[1]   # not ok: once
-    assert seen == ["median"] * 4
+    assert rows[0]["median_us"] == pytest.approx(14.0) and rows[2]["median_us"] == pytest.approx(12.0)
+    assert rows[1]["median_us_passes"] == pytest.approx([30.0])       # wrong: timed once
+    assert rows[0]["clocks_before"] == {"sm_mhz": 1980.0} and "clocks_after_last" in rows[0]
+    assert seen == ["median"] * 7
 
 
-def test_a_later_pass_that_raises_keeps_the_rows_timed_so_far(btt):
+def test_one_pass_off_the_steady_clock_does_not_move_the_figure(btt):
+    # the s11b case: a configuration's first pass on a cool GPU read 196.9 µs, its five others 215.5–218.3 µs
+    times = iter(x / 1000.0 for pair in zip([196.9, 218.2, 216.8, 216.1, 215.5, 218.3],
+                                            [216.1, 218.8, 220.6, 217.1, 220.1, 219.9]) for x in pair)
+    def do_bench(fn, return_mode):
+        return next(times)
+    rows = [{"label": CONFIGS[0].label, "status": "ok"}, {"label": CONFIGS[2].label, "status": "ok"}]
+    ns = types.SimpleNamespace
+    n = btt._timed_passes(do_bench, ns(launch=lambda *a: None), Kernel(), Probe(), ns(values={}),
+                          [CONFIGS[0], CONFIGS[2]], ns(get=lambda cfg: ()), None, 132, rows, ns(read=lambda: {}),
+                          None, 6)
+    assert n == 6
+    # the alternating order takes the figures as a, b, then b, a, …
+    a, b = rows[0]["median_us_passes"], rows[1]["median_us_passes"]
+    assert sorted(a + b) == sorted([196.9, 218.2, 216.8, 216.1, 215.5, 218.3, 216.1, 218.8, 220.6, 217.1, 220.1,
+                                     219.9])
+    assert rows[0]["median_us"] == pytest.approx(statistics.median(a))
+    assert 196.9 in a and rows[0]["median_us"] > 210.0          # the mean would be pulled 3 µs down
+
+
+def test_a_pass_that_raises_keeps_the_rows_timed_so_far(btt):
     calls = []
 
     def do_bench(fn, return_mode):
         calls.append(1)
-        if len(calls) == 1:      # pass 2's first (TILE=3) fails, as a kernel that faults only sometimes would
+        if len(calls) == 4:      # pass 2's first (TILE=3) fails, as a kernel that faults only sometimes would
             raise RuntimeError("out of memory")
         return 0.011
     rows = _rows()
-    assert _passes(btt, do_bench, rows, 3) == 2
-    assert "out of memory" in rows[2]["pass_error"] and "median_us_passes" not in rows[2]
-    assert rows[2]["median_us"] == 10.0                            # its first pass kept
-    assert rows[0]["median_us_passes"] == pytest.approx([10.0, 11.0, 11.0])
+    assert _passes(btt, do_bench, rows, 3) == 3
+    assert "out of memory" in rows[2]["pass_error"] and rows[2]["median_us_passes"] == pytest.approx([11.0])
+    assert rows[2]["status"] == "ok" and rows[2]["median_us"] == pytest.approx(11.0)      # its first pass kept
+    assert rows[0]["median_us_passes"] == pytest.approx([11.0, 11.0, 11.0])
+
+
+def test_a_first_pass_that_raises_makes_the_row_an_error(btt):
+    def do_bench(fn, return_mode):
+        raise RuntimeError("out of memory")
+    rows = _rows()
+    assert _passes(btt, do_bench, rows, 2) == 2
+    assert all(r["status"] == "error" and "out of memory" in r["error"] for r in rows)
+    assert not any(r.get("median_us") for r in rows)
 
 
 def test_a_broken_context_ends_the_passes_and_says_how_many_ran(btt):
+    calls = []
+
     def do_bench(fn, return_mode):
-        raise RuntimeError("CUDA error: an illegal memory access was encountered")
+        calls.append(1)
+        if len(calls) == 5:      # pass 2's second
+            raise RuntimeError("CUDA error: an illegal memory access was encountered")
+        return 0.010
     rows = _rows()
-    assert _passes(btt, do_bench, rows, 4) == 0
-    assert "illegal memory access" in rows[2]["pass_error"] and rows[0].get("median_us_passes") is None
+    assert _passes(btt, do_bench, rows, 4) == 1
+    assert "illegal memory access" in rows[0]["pass_error"] and rows[0]["median_us_passes"] == [10.0]
+    assert len(calls) == 5
+
+
+def test_the_heat_up_runs_the_first_configuration_untimed_and_reports_an_error(btt):
+    seen = []
+
+    def do_bench(fn, warmup, rep, return_mode):
+        seen.append((warmup, rep))
+        return 0.2
+    ns = types.SimpleNamespace
+    args = (ns(launch=lambda *a: None), Kernel(), Probe(), ns(values={}), CONFIGS[0], ns(get=lambda cfg: ()), None,
+            132, ns(read=lambda: {"sm_mhz": 1590.0}))
+    out = btt._heat_up(do_bench, *args)
+    assert seen == [(25, btt.HEAT_UP_MS)] and out["median_us"] == pytest.approx(200.0)
+    assert out["label"] == CONFIGS[0].label and out["clocks_after"] == {"sm_mhz": 1590.0}
+
+    def failing(fn, warmup, rep, return_mode):
+        raise RuntimeError("CUDA error: unspecified launch failure")
+    out = btt._heat_up(failing, *args)
+    assert "launch failure" in out["error"] and btt._breaks_context(Exception(out["error"]))
 
 
 @pytest.mark.parametrize("bad", ["0", "-2", "two"])

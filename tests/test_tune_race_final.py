@@ -142,6 +142,7 @@ def test_a_budgeted_race_keeps_time_for_the_final_and_stays_within_it():
     plan = {"a": (200.0, 220.0), "b": (200.0, 210.0)}      # the same in the race: it runs to its budget
     out, gpu = run(plan, settings)
     assert out.stop == "budget" and out.final["passes"] == 2 and out.pick == "b"
+    assert "cut" not in out.final          # 5 % apart: a clear loser leaves after two passes, the budget cut nothing
     assert gpu.now <= 6.0 + gpu.final_s       # the final's share: 2 contenders × 2 passes × 0.25 s = 1 s
     reserve = 2 * 2 * 0.25
     race_end = gpu.now - 4 * gpu.final_s
@@ -155,6 +156,7 @@ def test_a_budget_spent_in_the_final_keeps_the_whole_passes_only():
     assert out.final["passes"] == 1 and out.pick == "b"
     assert [len(e.final) for e in out.entries] == [1, 1]
     assert len(gpu.final_calls) == 2 and gpu.now <= 6.0 + 0.7
+    assert out.final["cut"] is True and ", cut short by --budget)" in final_line(out.final)
     out, gpu = run(dict(plan, z=(300.0, 300.0)), settings, final_s=2.5)   # not one pass fits: the race stands
     assert out.final["passes"] == 0 and out.final["skipped"] == "the budget ran out before a whole pass"
     assert out.verdict in ("winner", "tie") and out.pick in ("a", "b") and "figures_us" not in out.final
@@ -506,3 +508,33 @@ def test_the_median_cache_cannot_be_planted_and_budgets_must_be_numbers():
     for bad in (float("nan"), -1.0, float("inf")):
         with pytest.raises(ValueError, match="budget_s"):
             RaceSettings(budget_s=bad)
+
+
+def test_the_result_names_the_final_by_the_first_of_each_launch():
+    """Racing while compiling times whichever of identical launches landed first (s11b: occupancy=4 timed for the
+    group of occupancy=2 and 4); the table names the first in the space's order, and the final's line, its JSON and
+    the rows must say the same."""
+    import types
+
+    from tileprobe.tune.assemble import problem_result
+    from tileprobe.tune.static import Candidate, Plan
+    from test_tune_search import space
+    configs = space(TILE=[1, 2, 3, 4])                     # TILE=1 and TILE=3: one launch, TILE=3 landed first
+    prob = types.SimpleNamespace(probe=types.SimpleNamespace(label="p", source="p.py"), values={}, rejected={})
+    c1, c2, c3, c4 = (Candidate(prob, cfg) for cfg in configs)
+    c3.members, c1.same_as = [c3, c1], c3
+    c2.members, c4.members = [c2], [c4]
+    plan = {"TILE=3": (200.0, 215.0), "TILE=2": (201.0, 216.0), "TILE=4": (230.0, 260.0)}
+    out, _ = run(plan, RaceSettings(tie_pct=1.0))
+    assert out.pick == "TILE=3" and out.final["contenders"][0] == "TILE=3" and set(out.tie) == {"TILE=3", "TILE=2"}
+    res = problem_result(Plan(prob, [c1, c2, c3, c4]), out, "sm_90")
+    assert res.pick.label == "TILE=1" and [r.label for r in res.tie] == ["TILE=1", "TILE=2"]
+    f = res.final
+    assert f["pick"] == f["leader_before"] == "TILE=1" and f["contenders"][0] == "TILE=1"
+    assert set(f["figures_us"]) == set(f["vs_pick"]) == {"TILE=1", "TILE=2"} and f["tie"] == ["TILE=1", "TILE=2"]
+    rows = {r.label: r for r in res.candidates}
+    assert rows["TILE=3"].status == "duplicate_launch" and rows["TILE=3"].same_launch_as == "TILE=1"
+    assert rows["TILE=1"].status == "tie" and rows["TILE=1"].final_us == pytest.approx(f["figures_us"]["TILE=1"])
+    assert res.vs_pick(rows["TILE=1"]) == 1.0 and res.vs_pick(rows["TILE=2"]) == pytest.approx(216.0 / 215.0, 3e-3)
+    assert "TILE=3" not in final_line(f) and final_line(f).split(": ", 1)[1].startswith("TILE=1 21")
+    assert out.final["pick"] == "TILE=3"                  # the race's own record is left as it was

@@ -235,7 +235,8 @@ def final_line(final: dict) -> str:
     skipped."""
     reasons = final.get("reasons")
     why = ", ".join(str(r) for r in reasons) if isinstance(reasons, (list, tuple)) and reasons else "a power limit"
-    head = f"steady-state final (the clocks were set by {why}; {final.get('passes', 0)} pass(es))"
+    cut = ", cut short by --budget" if final.get("cut") else ""
+    head = f"steady-state final (the clocks were set by {why}; {final.get('passes', 0)} pass(es){cut})"
     if final.get("skipped"):
         return f"{head}: skipped: {final['skipped']}; the race's own ranking of the rest decides"
     figures = {k: v for k, v in (final.get("figures_us") or {}).items() if isinstance(v, (int, float))}

@@ -88,17 +88,47 @@ def problem_result(plan: Plan, outcome: RaceOutcome | None, arch: str, confidenc
     if outcome is None:
         return res
     res.verdict, res.stop, res.rounds = outcome.verdict, outcome.stop, outcome.rounds
-    res.race_s, res.check_s, res.final = outcome.wall_s, outcome.check_s, outcome.final
+    res.race_s, res.check_s = outcome.wall_s, outcome.check_s
     by_label = {r.label: r for r in rows if r.config is not None}
-    first = _first_of_launch(plan, outcome.pick) if outcome.pick else None
-    if first is not None and first != outcome.pick and first in by_label and outcome.pick in by_label:
-        timed, shown = by_label[outcome.pick], by_label[first]   # the table names the first one the winner
-        shown.status, shown.reason, shown.same_launch_as = timed.status, timed.reason, None
-        timed.status, timed.same_launch_as = DUPLICATE, first
-        timed.reason = f"same launch as {first} (machine code, resources, grid, arguments): timed as one"
-    res.pick = by_label.get(first) if first else None
-    res.tie = [by_label[t] for t in outcome.tie if t in by_label]
+    named = {t: _name_first(plan, by_label, t)
+             for t in dict.fromkeys(([outcome.pick] if outcome.pick else []) + list(outcome.tie))}
+    res.final = _renamed_final(outcome.final, lambda t: named.get(t) or _first_of_launch(plan, t))
+    res.pick = by_label.get(named[outcome.pick]) if outcome.pick else None
+    res.tie = [by_label[named[t]] for t in outcome.tie if named[t] in by_label]
     return res
+
+
+def _name_first(plan: Plan, by_label: dict[str, CandidateRow], label: str) -> str:
+    """The row that names the timed candidate ``label`` (the pick or one it ties with): the first of its launch in
+    the space's order (:func:`_first_of_launch`), which takes the timed row's status; the timed row and the rest of
+    the group become its duplicates. Returns that row's label."""
+    first = _first_of_launch(plan, label)
+    if first == label or first not in by_label or label not in by_label:
+        return label
+    timed, shown = by_label[label], by_label[first]
+    shown.status, shown.reason, shown.same_launch_as = timed.status, timed.reason, None
+    reason = f"same launch as {first} (machine code, resources, grid, arguments): timed as one"
+    for row in [timed] + [r for r in by_label.values() if r.same_launch_as == label]:
+        row.status, row.same_launch_as, row.reason = DUPLICATE, first, reason
+    return first
+
+
+def _renamed_final(final: dict | None, name) -> dict | None:
+    """The steady-state final's dict (``RaceOutcome.final``) with every id as ``name`` gives it (the label the table
+    names the launch by), so that its line, its JSON and the rows agree."""
+    if not final:
+        return final
+    out = dict(final)
+    for key in ("contenders", "tie"):
+        if key in out:
+            out[key] = [name(t) for t in out[key]]
+    for key in ("leader_before", "pick"):
+        if out.get(key):
+            out[key] = name(out[key])
+    for key in ("figures_us", "vs_pick"):
+        if key in out:
+            out[key] = {name(t): v for t, v in out[key].items()}
+    return out
 
 
 def compare_previous(res: ProblemResult, previous: dict | None) -> dict | None:

@@ -80,6 +80,8 @@ class SteadyFinal:
             del e.final[passes:]         # a pass the budget cut short does not count
         self._final = {"reasons": why, "contenders": [e.id for e in contenders], "passes": passes,
                        "leader_before": leader.id}
+        if 0 < passes < self.s.final_passes and len(alive) > 1 and self._spent():
+            self._final["cut"] = True     # the budget ended it while contenders were still close
         ranked = [e for e in alive if e.status not in FAILED and len(e.final) == passes > 0]
         dropped = [e for e in contenders if e not in alive and e.status not in FAILED and e.final]
         group = self._final_pick(ranked) or self._final_pick(dropped)    # all close ones wrong: the next ones

@@ -122,8 +122,9 @@ class RaceOutcome:
     when one ran (module doc 7): ``reasons`` (the power limits seen), ``contenders`` (ids, closest first),
     ``passes`` (complete ones), ``leader_before`` (the race's pick), ``figures_us`` (id → mean of its passes'
     medians), ``vs_pick`` (id → its figure ÷ the pick's over the passes both ran), ``pick``, ``tie`` (the ids that
-    tie, pick first; empty for a winner), ``changed`` (the pick is not the race's); or ``{"skipped": why, …}`` when
-    it named none."""
+    tie, pick first; empty for a winner), ``changed`` (the pick is not the race's), ``cut`` (only when True: the
+    budget ended it after ``passes`` while contenders were still close); or ``{"skipped": why, …}`` when it named
+    none. :func:`tileprobe.tune.assemble.problem_result` renames the ids to the labels the table names."""
     entries: list[Entry]
     verdict: str
     pick: str | None
