@@ -520,14 +520,16 @@ def test_the_result_names_the_final_by_the_first_of_each_launch():
     from tileprobe.tune.static import Candidate, Plan
     from test_tune_search import space
     configs = space(TILE=[1, 2, 3, 4])                     # TILE=1 and TILE=3: one launch, TILE=3 landed first
-    prob = types.SimpleNamespace(probe=types.SimpleNamespace(label="p", source="p.py"), values={}, rejected={})
+    prob = types.SimpleNamespace(probe=types.SimpleNamespace(label="p", source="p.py"), values={}, rejected={},
+                                 label="SIZE=1")
     c1, c2, c3, c4 = (Candidate(prob, cfg) for cfg in configs)
     c3.members, c1.same_as = [c3, c1], c3
     c2.members, c4.members = [c2], [c4]
     plan = {"TILE=3": (200.0, 215.0), "TILE=2": (201.0, 216.0), "TILE=4": (230.0, 260.0)}
     out, _ = run(plan, RaceSettings(tie_pct=1.0))
     assert out.pick == "TILE=3" and out.final["contenders"][0] == "TILE=3" and set(out.tie) == {"TILE=3", "TILE=2"}
-    res = problem_result(Plan(prob, [c1, c2, c3, c4]), out, "sm_90")
+    plan_ = Plan(prob, [c1, c2, c3, c4])
+    res = problem_result(plan_, out, "sm_90")
     assert res.pick.label == "TILE=1" and [r.label for r in res.tie] == ["TILE=1", "TILE=2"]
     f = res.final
     assert f["pick"] == f["leader_before"] == "TILE=1" and f["contenders"][0] == "TILE=1"
@@ -538,3 +540,15 @@ def test_the_result_names_the_final_by_the_first_of_each_launch():
     assert res.vs_pick(rows["TILE=1"]) == 1.0 and res.vs_pick(rows["TILE=2"]) == pytest.approx(216.0 / 215.0, 3e-3)
     assert "TILE=3" not in final_line(f) and final_line(f).split(": ", 1)[1].startswith("TILE=1 21")
     assert out.final["pick"] == "TILE=3"                  # the race's own record is left as it was
+    # the live line (the race's progress event) names them as the result does
+    import io
+
+    from rich.console import Console
+
+    from tileprobe.cli.tune import _progress
+    console = Console(file=io.StringIO(), width=400)
+    cb = _progress(console, ticker=types.SimpleNamespace(start=lambda n: None))
+    cb("race", plan_)
+    cb("final", out.final)
+    live = console.file.getvalue().splitlines()[-1].strip()
+    assert live == final_line(f) and "TILE=3" not in live

@@ -214,6 +214,7 @@ def _progress(console, ticker=None):
     :class:`~tileprobe.cli._common.CompileTicker` with its 10 s / 15 s intervals)."""
     from tileprobe.cli._common import CompileTicker
     plain = None if console.is_terminal else ticker or CompileTicker(console, noun="candidates")
+    racing = {}          # the plan of the race under way: its final's line names launches as the result does
 
     def cb(kind, data):
         if kind == "compile" and data[0] == "total":
@@ -230,6 +231,7 @@ def _progress(console, ticker=None):
             from tileprobe.cli.run import hang_risk_lines
             hang_risk_lines(console, *data)
         elif kind == "race":
+            racing["plan"] = data
             waiting = sum(1 for c in data.candidates if c.status == "compiling")
             unreached = sum(1 for c in data.candidates if c.status == "not_searched")
             say(console, f"racing {data.problem.probe.label} {data.problem.label}: " + (
@@ -249,5 +251,6 @@ def _progress(console, ticker=None):
                          "them)")
         elif kind == "final":
             from tileprobe.report.tune import final_line
-            say(console, "  " + final_line(data))
+            from tileprobe.tune.assemble import final_named
+            say(console, "  " + final_line(final_named(racing["plan"], data) if "plan" in racing else data))
     return cb

@@ -113,6 +113,12 @@ def _name_first(plan: Plan, by_label: dict[str, CandidateRow], label: str) -> st
     return first
 
 
+def final_named(plan: Plan, final: dict | None) -> dict | None:
+    """The steady-state final's dict (``RaceOutcome.final``, or the race's ``("final", …)`` progress event) with its
+    ids named as :func:`problem_result` names them: the first configuration of each launch in ``plan``'s order."""
+    return _renamed_final(final, lambda t: _first_of_launch(plan, t))
+
+
 def _renamed_final(final: dict | None, name) -> dict | None:
     """The steady-state final's dict (``RaceOutcome.final``) with every id as ``name`` gives it (the label the table
     names the launch by), so that its line, its JSON and the rows agree."""
