@@ -193,7 +193,7 @@ def timeout_seconds(value: Any) -> float:
     except (TypeError, ValueError, OverflowError):
         seconds = math.nan
     if not (math.isfinite(seconds) and 0 < seconds <= MAX_TIMEOUT_S):
-        raise ValueError(f"give a timeout in seconds, a finite number > 0 and ≤ {MAX_TIMEOUT_S:,.0f} (e.g. 900)")
+        raise ValueError(f"give a timeout in seconds, a finite number > 0 and ≤ {MAX_TIMEOUT_S:,.0f}")
     return seconds
 
 

@@ -30,6 +30,18 @@ def seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a timeout: {e}") from None
 
 
+def arch_target(text: str) -> str:
+    """argparse type of a single ``--arch`` (``tune``, ``run``): a name :func:`tileprobe.model.arch.get_arch` knows,
+    in any spelling it accepts (kept as given); another is a usage error (exit 2) whose message lists them."""
+    from tileprobe.errors import TileprobeError
+    from tileprobe.model.arch import get_arch
+    try:
+        get_arch(text)
+    except TileprobeError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
+
+
 def budget_seconds(text: str) -> float:
     """argparse type of a time budget (``tune --budget``): the rule of :func:`seconds`, named a budget in the usage
     error (session 8's new user read "'0' is not a timeout" for ``--budget 0``)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 
 from tileprobe.report.text import clean, escape, say
-from tileprobe.cli._common import (count_or_zero, add_executor_options, add_output_options, executor_of, gpus_of,
+from tileprobe.cli._common import (arch_target, count_or_zero, add_executor_options, add_output_options, executor_of, gpus_of,
                                    add_override_options, add_where_option, command_line, console, count, overrides_of,
                                    seconds, where_of)
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.32 s to its import
@@ -27,7 +27,7 @@ def add_parser(sub) -> None:
                        "are contained)", description=__doc__.split("\n\n")[1])   # plain text: --help prints it
     p.add_argument("probes", nargs="*", metavar="PROBE", help="probe files (with --bundle: which of its probes to "
                    "run; their code is imported from these files only, never from the paths the bundle records)")
-    p.add_argument("--arch", help="target to audit and run (default: this GPU's, e.g. sm_90)")
+    p.add_argument("--arch", type=arch_target, help="target to audit and run (default: this GPU's, e.g. sm_90)")
     p.add_argument("--bundle", metavar="DIR", help="run the audit in DIR (audit.json + cubins/<sha256>.cubin, "
                    "written by `tileprobe audit --bundle DIR` where tileiras is) instead of compiling here; a bundle "
                    "is data: name its probe files too")

@@ -25,7 +25,7 @@ def add_parser(subparsers, add_common=None) -> None:
     """Register ``tileprobe tune`` (the CLI's plug-in hook; ``add_common`` is not used: tune has its own
     ``--json``)."""
     from tileprobe.run.watchdog import DEFAULT_TIMEOUT_S
-    from tileprobe.cli._common import budget_seconds, count, percent, seconds
+    from tileprobe.cli._common import arch_target, budget_seconds, count, percent, seconds
     from tileprobe.report.tune import ROWS_SHOWN
     p = subparsers.add_parser("tune", help="the fastest correct hints and tunable values per problem on this GPU",
                               description=__doc__.split("\n\n")[1])
@@ -56,7 +56,7 @@ def add_parser(subparsers, add_common=None) -> None:
                    "(merged into FILE if it is a tune table)")
     p.add_argument("--bundle", metavar="DIR", help="take the compiled candidates from `tileprobe audit --bundle DIR` "
                    "(made where tileiras is); the probe files are still given, and probe code is imported only from them")
-    p.add_argument("--arch", help="target (default: this GPU's)")
+    p.add_argument("--arch", type=arch_target, help="target (default: this GPU's)")
     p.add_argument("--store", metavar="PATH", help="results store (default: $TILEPROBE_STORE or the user data dir)")
     p.add_argument("--no-store", action="store_true", help="do not read or write the results store")
     p.add_argument("--json", metavar="FILE", help="also write the whole result as JSON (tileprobe/tune/result.py); "
