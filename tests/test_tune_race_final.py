@@ -68,6 +68,8 @@ MATMUL = {"128x128 occ2": (203.6, 228.0), "256x128 c2": (214.4, 222.0), "256x128
 def test_the_final_names_the_steady_state_best_that_the_race_eliminated():
     out, gpu = run(MATMUL)
     assert out.pick == "256x128 c2" and out.verdict == "winner"
+    assert out.final["batches"] == len(gpu.final_calls) and "budget_left_s" not in out.final     # no --budget
+    assert out.final["wall_s"] == pytest.approx(len(gpu.final_calls) * gpu.final_s)
     status = {e.id: e.status for e in out.entries}
     assert status == {"128x128 occ2": "eliminated", "256x128 c2": "winner", "256x128 occ1 c2": "eliminated",
                       "128x128 occ1": "eliminated", "64x128": "eliminated"}
@@ -156,6 +158,8 @@ def test_a_budget_spent_in_the_final_keeps_the_whole_passes_only():
     assert out.final["passes"] == 1 and out.pick == "b"
     assert [len(e.final) for e in out.entries] == [1, 1]
     assert len(gpu.final_calls) == 2 and gpu.now <= 6.0 + 0.7
+    assert out.final["batches"] == 2 and out.final["wall_s"] == pytest.approx(2 * 0.7)     # the fake's clock
+    assert 0.0 < out.final["budget_left_s"] <= 1.0 + gpu.race_s                            # its share: 2 × 2 × 0.25 s
     assert out.final["cut"] is True and ", cut short by --budget)" in final_line(out.final)
     out, gpu = run(dict(plan, z=(300.0, 300.0)), settings, final_s=2.5)   # not one pass fits: the race stands
     assert out.final["passes"] == 0 and out.final["skipped"] == "the budget ran out before a whole pass"

@@ -74,12 +74,16 @@ class SteadyFinal:
         contenders = self._contenders() if why else []
         if len(contenders) < 2:
             return
-        leader = contenders[0]
+        leader, t0 = contenders[0], self.clock()
+        left = None if self.s.budget_s is None else max(0.0, self.s.budget_s - (t0 - self._t0))
         alive, passes = self._final_passes(contenders)
         for e in alive:
             del e.final[passes:]         # a pass the budget cut short does not count
         self._final = {"reasons": why, "contenders": [e.id for e in contenders], "passes": passes,
-                       "leader_before": leader.id}
+                       "leader_before": leader.id, "wall_s": round(self.clock() - t0, 6),
+                       "batches": sum(1 for e in contenders for b in e.batches if b.get("final"))}
+        if left is not None:
+            self._final["budget_left_s"] = round(left, 6)
         if 0 < passes < self.s.final_passes and len(alive) > 1 and self._spent():
             self._final["cut"] = True     # the budget ended it while contenders were still close
         ranked = [e for e in alive if e.status not in FAILED and len(e.final) == passes > 0]

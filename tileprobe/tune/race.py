@@ -123,7 +123,8 @@ class RaceOutcome:
     ``passes`` (complete ones), ``leader_before`` (the race's pick), ``figures_us`` (id → mean of its passes'
     medians), ``vs_pick`` (id → its figure ÷ the pick's over the passes both ran), ``pick``, ``tie`` (the ids that
     tie, pick first; empty for a winner), ``changed`` (the pick is not the race's), ``cut`` (only when True: the
-    budget ended it after ``passes`` while contenders were still close); or ``{"skipped": why, …}`` when it named
+    budget ended it after ``passes`` while contenders were still close), ``wall_s`` and ``batches`` (its time, s,
+    and its batches, a cut one included), ``budget_left_s`` (a budgeted race: what was left when it began); or ``{"skipped": why, …}`` when it named
     none. :func:`tileprobe.tune.assemble.problem_result` renames the ids to the labels the table names."""
     entries: list[Entry]
     verdict: str
