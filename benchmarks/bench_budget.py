@@ -102,6 +102,21 @@ def dobench_step(probe: str, out: str) -> dict:
     return _run("dobench", cmd, out, _env(out, "dobench"))
 
 
+def _final_lines(final: dict | None) -> list[str]:
+    """The budgeted tune's steady-state final: passes, whether the budget cut it, its time per batch and the
+    seconds it was left (tileprobe/tune/race.py, RaceOutcome.final); none without a final."""
+    if not final:
+        return []
+    n, wall = final.get("batches"), final.get("wall_s")
+    per = f", {1000.0 * wall / n:,.0f} ms per batch" if n and wall is not None else ""
+    left = final.get("budget_left_s")
+    how = (", cut by the budget" if final.get("cut") else "") + (
+        f", skipped: {final['skipped']}" if final.get("skipped") else "")
+    return [f"  final: {len(final.get('contenders') or [])} contenders, {final.get('passes')} pass(es){how}; "
+            f"{n} batches in {wall if wall is not None else '?'} s{per}"
+            + (f"; {left:.2f} s of the budget left when it began" if left is not None else "")]
+
+
 def report(out: str) -> str:
     """The figures of the steps found under ``out``."""
     full, budget, db = _load(out, "full.json"), _load(out, "budget.json"), _load(out, "dobench.json") or {}
@@ -131,6 +146,7 @@ def report(out: str) -> str:
     for n in _problem(budget).get("notes") or []:
         if n.startswith("budgeted search"):
             lines.append(f"  {n}")
+    lines += _final_lines(_problem(budget).get("final"))
     text = "\n".join(lines) + "\n"
     with open(os.path.join(out, "bench_budget.txt"), "w", encoding="utf-8") as f:
         f.write(text)

@@ -144,3 +144,16 @@ def test_passes_below_one_is_refused_by_the_cli(btt, bad, capsys):
     with pytest.raises(SystemExit) as e:
         btt.main(["dobench", "--probe", "x.py", "--json", os.devnull, "--passes", bad])
     assert e.value.code == 2 and "is not a number of passes" in capsys.readouterr().err
+
+
+def test_bench_budget_prints_the_final_s_time_per_batch_and_what_it_was_left():
+    bb = load_script(os.path.join(ROOT, "benchmarks", "bench_budget.py"))
+    final = {"contenders": ["a", "b", "c", "d", "e"], "passes": 1, "cut": True, "batches": 7, "wall_s": 2.1,
+             "budget_left_s": 2.2}
+    assert bb._final_lines(final) == ["  final: 5 contenders, 1 pass(es), cut by the budget; 7 batches in 2.1 s, "
+                                      "300 ms per batch; 2.20 s of the budget left when it began"]
+    skipped = {"contenders": ["a", "b"], "passes": 0, "skipped": "the budget ran out before a whole pass",
+               "batches": 0, "wall_s": 0.0}
+    assert bb._final_lines(skipped) == ["  final: 2 contenders, 0 pass(es), skipped: the budget ran out before a "
+                                        "whole pass; 0 batches in 0.0 s"]
+    assert bb._final_lines(None) == []
