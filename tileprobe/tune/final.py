@@ -50,7 +50,7 @@ class SteadyFinal:
         land after it (they wait as long as they must)."""
         if self.s.budget_s is None or self._draining:
             return None
-        return self.s.budget_s - self._final_reserve_s() - (self.clock() - self._t0)
+        return self._line_s() - (self.clock() - self._t0)
 
     def _contenders(self) -> list[Entry]:
         """The racing leader (the lowest median: the race's pick, :meth:`_finalists`' first), then the timed

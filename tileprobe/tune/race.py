@@ -39,7 +39,9 @@ watchdog'd worker, the tests a fake. The method (``docs/TUNE.md``):
    in the final or were wrong), the race's own ranking of the rest stands, checked. Once the power limit has been
    seen and another candidate is within ``final_pct`` % of the leader, a budgeted race keeps two passes' worth for
    the final (``final_batch_s`` per contender and pass, at most ``final_max`` contenders, at most a third of its
-   budget); later passes run only in what is left.
+   budget); later passes run only in what is left. While candidates may still land, the race's line also keeps back
+   the longest time taking in those that landed has cost (their launches asked of a contained child of the probe):
+   on the H200 that step, after the line, had left budget finals 0.75–1.22 s of a 2.5-s share (docs/NOTES.md §30).
 
 Statuses at the end: ``winner`` (the only finalist), ``tie`` (finalists when several), ``eliminated`` (with the
 round and the reason), ``hang`` / ``crash`` / ``error`` / ``wrong`` (with the error), ``skipped`` (the budget
@@ -177,6 +179,7 @@ class Race(SteadyFinal):
         self.stop = ""
         self._t0 = 0.0
         self._measure_s = self._check_s = 0.0
+        self._admit_cost_s = 0.0           # the longest a non-blocking ``arrivals`` call took (s)
 
     def leaders(self, k: int) -> list[str]:
         """The ``k`` fastest candidates still racing (or named at the end), by median so far, fastest first. Safe to
@@ -239,7 +242,8 @@ class Race(SteadyFinal):
 
     def _race(self) -> None:
         while True:
-            self._admit(False)
+            if not self._over_budget():      # past the line, what lands now is gathered after (``skipped``)
+                self._admit(False)
             reason = self._stop_reason()
             if reason and self._more and not self._over_budget():
                 if self._check_finalists():
@@ -271,7 +275,10 @@ class Race(SteadyFinal):
         the rules every candidate is judged by (at least ``min_samples`` of its own before elimination)."""
         if not self._more:
             return
+        t0 = self.clock()
         new, self._more = self.arrivals(block)
+        if not block:       # a blocking call's time is mostly the wait, not the cost of taking candidates in
+            self._admit_cost_s = max(self._admit_cost_s, self.clock() - t0)
         known = {e.id for e in self.entries}
         for i in new:
             if i in known:
@@ -282,8 +289,14 @@ class Race(SteadyFinal):
             self.progress("joined", {"round": len(self.rounds) + 1, "ids": list(new)})
 
     def _over_budget(self) -> bool:
-        """The race's budget is spent: ``budget_s`` less what the steady-state final keeps (module doc 7)."""
-        return self.s.budget_s is not None and self.clock() - self._t0 >= self.s.budget_s - self._final_reserve_s()
+        """The race's budget is spent: it is past :meth:`_line_s`."""
+        return self.s.budget_s is not None and self.clock() - self._t0 >= self._line_s()
+
+    def _line_s(self) -> float:
+        """Seconds into the race at which it stops for its budget: ``budget_s`` less the final's share (module doc
+        7) and, while candidates may still land, the longest time taking them in has cost (:meth:`_admit`)."""
+        held = self._admit_cost_s if self._more and not self._draining else 0.0
+        return self.s.budget_s - self._final_reserve_s() - held
 
     def _spent(self) -> bool:
         """The whole budget is spent (the final's share too)."""
