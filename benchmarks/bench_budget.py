@@ -121,7 +121,8 @@ def report(out: str) -> str:
     """The figures of the steps found under ``out``."""
     full, budget, db = _load(out, "full.json"), _load(out, "budget.json"), _load(out, "dobench.json") or {}
     walls = {s: (_load(out, f"{s}.meta.json") or {}).get("wall_s") for s in STEPS}
-    us = {r["label"]: r.get("median_us") for r in db.get("rows") or [] if r.get("status") == "ok"}
+    us = {r["label"]: r["median_us"] for r in db.get("rows") or []
+          if r.get("status") == "ok" and isinstance(r.get("median_us"), (int, float))}
     lines = [f"# bench_budget: {os.path.basename(PROBE)}"]
     for name, d in (("full", full), ("budget", budget)):
         p, t = _problem(d), (d or {}).get("times") or {}

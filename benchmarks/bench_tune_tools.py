@@ -146,6 +146,7 @@ def dobench(probe_path: str, dry_run: bool, labels: list[str] | None = None, pas
             broken = f"the heat-up: {out['heat_up']['error']}"
     out["passes"] = _timed_passes(do_bench, ct, kernel, probe, prob, configs, inputs, stream, num_sms, out["rows"],
                                   reader, broken, passes)
+    _untimed(out["rows"], broken)
     ok = [r for r in out["rows"] if r.get("status") == "ok" and r.get("median_us") is not None]
     if ok:
         best = min(ok, key=lambda r: r["median_us"])
@@ -194,7 +195,7 @@ def _timed_passes(do_bench, ct, kernel, probe, prob, configs, inputs, stream, nu
     486 matmul, H200, 2026-12-03, docs/NOTES.md §27). A configuration whose pass raises keeps the passes it has
     (``pass_error`` says why; without any its status becomes "error") and is not timed again; an error that breaks
     the CUDA context ends the passes. Returns how many passes ran over every configuration."""
-    if broken:
+    if broken or not configs:
         return 0
     pairs = list(zip(configs, rows))
     for n in range(passes):
@@ -221,6 +222,15 @@ def _timed_passes(do_bench, ct, kernel, probe, prob, configs, inputs, stream, nu
             else:
                 row["clocks_after_last"] = reader.read()
     return passes
+
+
+def _untimed(rows: list[dict], broken: str | None) -> None:
+    """Rows checked but never timed (the CUDA context broke in a check, the heat-up or a pass before their turn)
+    become ``skipped`` with the reason: an "ok" row always has a figure."""
+    for row in rows:
+        if row.get("status") in ("ok", "wrong") and row.get("median_us") is None:
+            why = row.get("pass_error") or broken or "the passes ended before its turn"
+            row.update(status="skipped", error=f"checked ({row['status']}) but not timed: {why}")
 
 
 def _check_one(ct, torch, probe, prob, cfg, kernel, inputs, stream, num_sms, row) -> None:

@@ -157,3 +157,32 @@ def test_bench_budget_prints_the_final_s_time_per_batch_and_what_it_was_left():
     assert bb._final_lines(skipped) == ["  final: 2 contenders, 0 pass(es), skipped: the budget ran out before a "
                                         "whole pass; 0 batches in 0.0 s"]
     assert bb._final_lines(None) == []
+
+
+def test_rows_a_broken_context_left_untimed_are_skipped_not_ok(btt):
+    """Session 11's hostile test: a break in pass 1 left the rows after it "ok" with no figure, and bench_budget's
+    report then crashed on min() over None."""
+    calls = []
+
+    def do_bench(fn, return_mode):
+        calls.append(1)
+        if len(calls) == 2:      # pass 1's second (TILE=2, wrong: timed once) breaks the context
+            raise RuntimeError("CUDA error: an illegal memory access was encountered")
+        return 0.2
+    rows = _rows()
+    assert _passes(btt, do_bench, rows, 3) == 0
+    btt._untimed(rows, None)
+    assert rows[0]["status"] == "ok" and rows[0]["median_us"] == pytest.approx(200.0)
+    assert rows[1]["status"] == "error" and "illegal memory access" in rows[1]["error"]
+    assert rows[2]["status"] == "skipped" and "not timed: the passes ended before its turn" in rows[2]["error"]
+    assert btt._timed_passes(do_bench, None, None, None, None, [], None, None, 132, [], None, None, 3) == 0  # none
+
+
+def test_bench_budget_report_ignores_rows_without_a_figure(btt, tmp_path):
+    import json
+    bb = load_script(os.path.join(ROOT, "benchmarks", "bench_budget.py"))
+    rows = [{"label": "A", "status": "ok", "median_us": 210.0}, {"label": "B", "status": "ok"},
+            {"label": "C", "status": "skipped", "error": "checked (ok) but not timed"}]
+    (tmp_path / "dobench.json").write_text(json.dumps({"rows": rows}))
+    text = bb.report(str(tmp_path))
+    assert "fastest by do_bench among those timed: A 210.0 µs" in text

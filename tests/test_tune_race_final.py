@@ -540,6 +540,7 @@ def test_the_result_names_the_final_by_the_first_of_each_launch():
     assert set(f["figures_us"]) == set(f["vs_pick"]) == {"TILE=1", "TILE=2"} and f["tie"] == ["TILE=1", "TILE=2"]
     rows = {r.label: r for r in res.candidates}
     assert rows["TILE=3"].status == "duplicate_launch" and rows["TILE=3"].same_launch_as == "TILE=1"
+    assert rows["TILE=1"].group == ["TILE=3", "TILE=1"] and rows["TILE=3"].group == []
     assert rows["TILE=1"].status == "tie" and rows["TILE=1"].final_us == pytest.approx(f["figures_us"]["TILE=1"])
     assert res.vs_pick(rows["TILE=1"]) == 1.0 and res.vs_pick(rows["TILE=2"]) == pytest.approx(216.0 / 215.0, 3e-3)
     assert "TILE=3" not in final_line(f) and final_line(f).split(": ", 1)[1].startswith("TILE=1 21")
@@ -588,3 +589,42 @@ def test_the_race_holds_back_what_taking_in_latecomers_costs_so_the_final_keeps_
     assert out.final["budget_left_s"] >= share - 1e-9 and "cut" not in out.final
     assert out.final["passes"] >= 2 and out.pick == "b"
     assert any(e.status == "skipped" for e in out.entries)      # those that landed past the line: gathered after
+
+
+def test_a_contender_timed_for_a_later_launch_keeps_the_final_s_ratio_in_its_row():
+    """Session 11's hostile test: a contender (neither pick nor tie) timed for a group whose first row is another
+    fell back to the race medians' ratio (1.014×) while the final's line said 1.047×."""
+    import types
+
+    from tileprobe.tune.assemble import problem_result
+    from tileprobe.tune.static import Candidate, Plan
+    from test_tune_search import space
+    prob = types.SimpleNamespace(probe=types.SimpleNamespace(label="p", source="p.py"), values={}, rejected={},
+                                 label="SIZE=1")
+    c1, c2, c3, c4, c5 = (Candidate(prob, cfg) for cfg in space(TILE=[1, 2, 3, 4, 5]))
+    c3.members, c1.same_as = [c3, c1], c3
+    c4.members, c2.same_as = [c4, c2], c4
+    c5.members = [c5]
+    out, _ = run({"TILE=3": (200.0, 215.0), "TILE=4": (203.0, 225.0), "TILE=5": (260.0, 262.0)}, RaceSettings())
+    res = problem_result(Plan(prob, [c1, c2, c3, c4, c5]), out, "sm_90")
+    rows = {r.label: r for r in res.candidates}
+    assert rows["TILE=2"].status == "eliminated" and rows["TILE=4"].same_launch_as == "TILE=2"
+    want = res.final["vs_pick"]["TILE=2"]
+    assert want == pytest.approx(225.0 / 215.0, rel=0.01)
+    assert res.vs_pick(rows["TILE=2"]) == res.vs_pick(rows["TILE=4"]) == want
+
+
+def test_a_final_whose_other_contender_failed_is_not_called_cut():
+    """Session 11's hostile test: b hung in pass 2 and the budget ended a's batch: nothing was left to compare."""
+    class Hangs(PowerCappedGPU):
+        def final(self, cid, p):
+            if cid == "b" and p == 1:
+                self.final_calls.append((cid, p))
+                self.now += 0.45
+                return Batch("hang", error="no result within 60 s: the worker was killed")
+            return super().final(cid, p)
+    gpu = Hangs({"a": (200.0, 220.0), "b": (200.0, 220.5)}, final_s=0.45)
+    out = Race(["a", "b"], gpu.measure, gpu.check, RaceSettings(budget_s=6.0, max_samples=10_000, tie_pct=0.0),
+               clock=gpu.clock, final=gpu.final).run()
+    assert out.entry("b").status == "hang" and out.final["passes"] == 1 and "cut" not in out.final
+    assert "cut short" not in final_line(out.final)

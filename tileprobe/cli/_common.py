@@ -31,15 +31,19 @@ def seconds(text: str) -> float:
 
 
 def arch_target(text: str) -> str:
-    """argparse type of a single ``--arch`` (``tune``, ``run``): a name :func:`tileprobe.model.arch.get_arch` knows,
-    in any spelling it accepts (kept as given); another is a usage error (exit 2) whose message lists them."""
+    """argparse type of a single ``--arch`` (``tune``, ``run``): a compile target as
+    :func:`tileprobe.model.arch.check_target` takes it (``sm_90``, ``90``, ``9.0``), returned as tileiras spells it.
+    A comma list (``audit``'s habit), an arch-specific or family name (``sm_90a``, ``sm_100f``, refused as ``audit``
+    refuses them) or an unknown one is a usage error (exit 2) that says why and lists the targets."""
     from tileprobe.errors import TileprobeError
-    from tileprobe.model.arch import get_arch
+    from tileprobe.model.arch import check_target
+    if "," in text:
+        raise argparse.ArgumentTypeError(f"{text!r}: give one target (e.g. sm_90): a GPU run is for one arch; "
+                                          "`tileprobe audit --arch A,B` compares several")
     try:
-        get_arch(text)
+        return check_target(text)
     except TileprobeError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
-    return text
 
 
 def budget_seconds(text: str) -> float:

@@ -48,7 +48,7 @@ def add_parser(subparsers, add_common=None) -> None:
                    help="sustained: back to back as triton's do_bench (default); burst: short batches with gaps, as "
                         "cuda.tile.tune; eager: host-inclusive, launch then wait, as a program does; graph: CUDA-graph "
                         "replay, as serving stacks run kernels (docs/TUNE.md). sustained ends with a steady-state "
-                        "final when the GPU's power limit set the clocks: the pick and those within 12 %% of it timed "
+                        "final when a power or thermal limit set the clocks: the pick and those within 12 %% of it timed "
                         "again with 75 ms warm-ups (docs/TUNE.md, \"The steady-state final\")")
     p.add_argument("--no-final", action="store_true", help="no steady-state final: the race's own pick, as cut by "
                    "its short batches")

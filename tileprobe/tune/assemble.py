@@ -90,8 +90,9 @@ def problem_result(plan: Plan, outcome: RaceOutcome | None, arch: str, confidenc
     res.verdict, res.stop, res.rounds = outcome.verdict, outcome.stop, outcome.rounds
     res.race_s, res.check_s = outcome.wall_s, outcome.check_s
     by_label = {r.label: r for r in rows if r.config is not None}
-    named = {t: _name_first(plan, by_label, t)
-             for t in dict.fromkeys(([outcome.pick] if outcome.pick else []) + list(outcome.tie))}
+    shown = ([outcome.pick] if outcome.pick else []) + list(outcome.tie) + list((outcome.final or {}).get(
+        "contenders") or [])        # the final's contenders too: its ratios are looked up by the rows' names
+    named = {t: _name_first(plan, by_label, t) for t in dict.fromkeys(shown)}
     res.final = _renamed_final(outcome.final, lambda t: named.get(t) or _first_of_launch(plan, t))
     res.pick = by_label.get(named[outcome.pick]) if outcome.pick else None
     res.tie = [by_label[named[t]] for t in outcome.tie if named[t] in by_label]
@@ -99,14 +100,15 @@ def problem_result(plan: Plan, outcome: RaceOutcome | None, arch: str, confidenc
 
 
 def _name_first(plan: Plan, by_label: dict[str, CandidateRow], label: str) -> str:
-    """The row that names the timed candidate ``label`` (the pick or one it ties with): the first of its launch in
-    the space's order (:func:`_first_of_launch`), which takes the timed row's status; the timed row and the rest of
-    the group become its duplicates. Returns that row's label."""
+    """The row that names the timed candidate ``label`` (the pick, one it ties with, a contender of the final): the
+    first of its launch in the space's order (:func:`_first_of_launch`), which takes the timed row's status; the
+    timed row and the rest of the group become its duplicates. Returns that row's label."""
     first = _first_of_launch(plan, label)
     if first == label or first not in by_label or label not in by_label:
         return label
     timed, shown = by_label[label], by_label[first]
     shown.status, shown.reason, shown.same_launch_as = timed.status, timed.reason, None
+    shown.group, timed.group = list(timed.group), []      # the row that names the group lists it
     reason = f"same launch as {first} (machine code, resources, grid, arguments): timed as one"
     for row in [timed] + [r for r in by_label.values() if r.same_launch_as == label]:
         row.status, row.same_launch_as, row.reason = DUPLICATE, first, reason

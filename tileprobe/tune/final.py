@@ -84,7 +84,7 @@ class SteadyFinal:
                        "batches": sum(1 for e in contenders for b in e.batches if b.get("final"))}
         if left is not None:
             self._final["budget_left_s"] = round(left, 6)
-        if 0 < passes < self.s.final_passes and len(alive) > 1 and self._spent():
+        if 0 < passes < self.s.final_passes and sum(e.status not in FAILED for e in alive) > 1 and self._spent():
             self._final["cut"] = True     # the budget ended it while contenders were still close
         ranked = [e for e in alive if e.status not in FAILED and len(e.final) == passes > 0]
         dropped = [e for e in contenders if e not in alive and e.status not in FAILED and e.final]
