@@ -126,8 +126,9 @@ class RaceOutcome:
     medians), ``vs_pick`` (id → its figure ÷ the pick's over the passes both ran), ``pick``, ``tie`` (the ids that
     tie, pick first; empty for a winner), ``changed`` (the pick is not the race's), ``cut`` (only when True: the
     budget ended it after ``passes`` while contenders were still close), ``wall_s`` and ``batches`` (its time, s,
-    and its batches, a cut one included), ``budget_left_s`` (a budgeted race: what was left when it began); or ``{"skipped": why, …}`` when it named
-    none. :func:`tileprobe.tune.assemble.problem_result` renames the ids to the labels the table names."""
+    and its batches, a cut one included), ``budget_left_s`` (a budgeted race: what was left when it began); or
+    ``{"skipped": why, …}`` when it named none. :func:`tileprobe.tune.assemble.problem_result` renames the ids to
+    the labels the table names."""
     entries: list[Entry]
     verdict: str
     pick: str | None
@@ -294,8 +295,9 @@ class Race(SteadyFinal):
 
     def _line_s(self) -> float:
         """Seconds into the race at which it stops for its budget: ``budget_s`` less the final's share (module doc
-        7) and, while candidates may still land, the longest time taking them in has cost (:meth:`_admit`)."""
-        held = self._admit_cost_s if self._more and not self._draining else 0.0
+        7) and, while candidates may still land, the longest time taking them in has cost (:meth:`_admit`; at most
+        a third of the budget, as the final's share)."""
+        held = min(self._admit_cost_s, self.s.budget_s / 3.0) if self._more and not self._draining else 0.0
         return self.s.budget_s - self._final_reserve_s() - held
 
     def _spent(self) -> bool:
