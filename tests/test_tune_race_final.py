@@ -628,3 +628,28 @@ def test_a_final_whose_other_contender_failed_is_not_called_cut():
                clock=gpu.clock, final=gpu.final).run()
     assert out.entry("b").status == "hang" and out.final["passes"] == 1 and "cut" not in out.final
     assert "cut short" not in final_line(out.final)
+
+
+def test_the_race_line_holds_back_the_longest_check_and_intake_at_most_a_third_of_the_budget():
+    """The race ends by checking its finalists (0.26–0.51 s on the H200, s11e) and takes in what lands while
+    candidates may still land: its line keeps back the longest of each seen, together at most a third of the
+    budget (as the final's share), the intake only while more may land."""
+    class SlowCheck(PowerCappedGPU):
+        def check(self, cid):
+            self.now += 0.6
+            return super().check(cid)
+    gpu = SlowCheck({"a": (200.0, 220.0), "b": (300.0, 300.0)})
+    feed = CostlyFeed(gpu, [(0.0, "a"), (0.0, "b")], end_s=100.0, cost_s=0.0)
+    race = Race([], gpu.measure, gpu.check, RaceSettings(budget_s=9.0), clock=gpu.clock, arrivals=feed,
+                final=gpu.final)
+    race._t0 = 0.0
+    race._admit(False)
+    race._check([race.entries[0]])                   # a: 0.6 s on the clock
+    assert race._check_cost_s == pytest.approx(0.6) and race._admit_cost_s == 0.0
+    assert race.time_left_s() == pytest.approx(9.0 - 0.6 - gpu.now)       # nobody close: no final share
+    race._admit_cost_s = 1.5
+    assert race.time_left_s() == pytest.approx(9.0 - 2.1 - gpu.now)
+    race._admit_cost_s = 10.0
+    assert race.time_left_s() == pytest.approx(9.0 - 3.0 - gpu.now)       # at most a third of the budget
+    race._more = False                                                    # nothing more to land: no intake
+    assert race.time_left_s() == pytest.approx(9.0 - 0.6 - gpu.now)

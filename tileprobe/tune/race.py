@@ -39,9 +39,10 @@ watchdog'd worker, the tests a fake. The method (``docs/TUNE.md``):
    in the final or were wrong), the race's own ranking of the rest stands, checked. Once the power limit has been
    seen and another candidate is within ``final_pct`` % of the leader, a budgeted race keeps two passes' worth for
    the final (``final_batch_s`` per contender and pass, at most ``final_max`` contenders, at most a third of its
-   budget); later passes run only in what is left. While candidates may still land, the race's line also keeps back
-   the longest time taking in those that landed has cost (their launches asked of a contained child of the probe):
-   on the H200 that step, after the line, had left budget finals 0.75–1.22 s of a 2.5-s share (docs/NOTES.md §30).
+   budget); later passes run only in what is left. The race's line also keeps back the longest one finalist's check
+   has taken and, while candidates may still land, the longest time taking in those that landed has cost (their
+   launches asked of a contained child of the probe): on the H200 these two, after the line, had left budget finals
+   0.75–1.22 s of a 2.5-s share (docs/NOTES.md §30).
 
 Statuses at the end: ``winner`` (the only finalist), ``tie`` (finalists when several), ``eliminated`` (with the
 round and the reason), ``hang`` / ``crash`` / ``error`` / ``wrong`` (with the error), ``skipped`` (the budget
@@ -181,6 +182,7 @@ class Race(SteadyFinal):
         self._t0 = 0.0
         self._measure_s = self._check_s = 0.0
         self._admit_cost_s = 0.0           # the longest a non-blocking ``arrivals`` call took (s)
+        self._check_cost_s = 0.0           # the longest one finalist's check took (s)
 
     def leaders(self, k: int) -> list[str]:
         """The ``k`` fastest candidates still racing (or named at the end), by median so far, fastest first. Safe to
@@ -295,10 +297,11 @@ class Race(SteadyFinal):
 
     def _line_s(self) -> float:
         """Seconds into the race at which it stops for its budget: ``budget_s`` less the final's share (module doc
-        7) and, while candidates may still land, the longest time taking them in has cost (:meth:`_admit`; at most
-        a third of the budget, as the final's share)."""
-        held = min(self._admit_cost_s, self.s.budget_s / 3.0) if self._more and not self._draining else 0.0
-        return self.s.budget_s - self._final_reserve_s() - held
+        7), the longest one finalist's check has taken (the race ends by checking its finalists) and, while
+        candidates may still land, the longest time taking them in has cost (:meth:`_admit`); these two at most a
+        third of the budget, as the final's share."""
+        held = self._check_cost_s + (self._admit_cost_s if self._more and not self._draining else 0.0)
+        return self.s.budget_s - self._final_reserve_s() - min(held, self.s.budget_s / 3.0)
 
     def _spent(self) -> bool:
         """The whole budget is spent (the final's share too)."""
@@ -413,6 +416,7 @@ class Race(SteadyFinal):
             t0 = self.clock()
             res = self.check(e.id)
             self._check_s += self.clock() - t0
+            self._check_cost_s = max(self._check_cost_s, self.clock() - t0)
             e.check = {"status": res.status, **(res.detail or {})}
             if res.status in FAILED:
                 e.status = res.status
