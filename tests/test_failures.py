@@ -178,6 +178,16 @@ def test_invalid_timeouts_are_usage_errors(option, value):
             "≤ 10,000,000") in proc.stderr and "Traceback" not in proc.stderr
 
 
+def test_a_misspelt_probe_file_gets_the_close_one():
+    """Session 11's new user: `tileprobe tune examples/tilegym_matmul_tun.py` said only "no such file"."""
+    proc = _cli("tune", "examples/tilegym_matmul_tun.py", "--dry-run", "--arch", "sm_90", "--no-store")
+    assert proc.returncode == 3, proc.stderr
+    assert re.search(r"no such file: \S*examples/tilegym_matmul_tun\.py \(did you mean \S*examples/"
+                     r"tilegym_matmul_tune\.py\?\)", proc.stderr), proc.stderr
+    proc = _cli("tune", "examples/zzz_nothing_like_it.py", "--dry-run", "--arch", "sm_90", "--no-store")
+    assert "no such file" in proc.stderr and "did you mean" not in proc.stderr
+
+
 @pytest.mark.parametrize("command", ["tune", "run"])
 def test_an_unknown_arch_is_a_usage_error(command):
     """``tune``/``run --arch sm_99`` exited 1 (session 10's hostile test): a value argparse can refuse is a usage

@@ -12,7 +12,7 @@ from tileprobe.probe.define import load_probes
 from tileprobe.schema import VariantRecord
 from tileprobe.tune.space import problems
 from tileprobe.tune.static import (DUPLICATE, Candidate, compile_records, constant_data_sha256, dedupe, launch_key,
-                                   make_plans)
+                                   Landing, failed_reason, make_plans, pending_plans)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RMS = os.path.join(ROOT, "examples", "rms_norm.py")
@@ -62,6 +62,27 @@ def test_missing_and_failed_records_are_counted_per_rule(rms):
     assert plan.candidates[1].reason == "error: boom"
     (plan,) = make_plans([prob], [r8], "sm_90", missing_status="not_in_bundle")
     assert plan.dropped == {"not_in_bundle": 1} and plan.candidates[1].reason == "no sm_90 record for it"
+
+
+
+def test_a_compile_timeout_names_tune_s_own_remedy(rms):
+    """Session 11's new user: a timeout in tune printed cuTile's message alone; the README had pointed to
+    --timeout, which in tune is the GPU task's limit."""
+    probe, prob, res = rms
+    r8 = next(r for r in res.records if r.hints["occupancy"] == 8)
+    slow = dataclasses.replace(r8, hints={"occupancy": 16}, status="timeout",
+                               error="CompilerTimeoutError: `tileiras` compiler exceeded timeout 0.3s.")
+    (plan,) = make_plans([prob], [r8, slow], "sm_90")
+    assert plan.candidates[1].reason == ("CompilerTimeoutError: `tileiras` compiler exceeded timeout 0.3s. (tune: "
+                                         "raise the limit with --compile-timeout S or Probe(timeout_s=S))")
+    two = dataclasses.replace(slow, error="CompilerTimeoutError: exceeded timeout 0.3s.\nUsing a smaller tile …")
+    (plan,) = make_plans([prob], [r8, two], "sm_90")
+    assert plan.candidates[1].reason.splitlines() == [
+        "CompilerTimeoutError: exceeded timeout 0.3s. (tune: raise the limit with --compile-timeout S or "
+        "Probe(timeout_s=S))", "Using a smaller tile …"]
+    landing = Landing(pending_plans([prob]), "sm_90")
+    landing.land(slow)
+    assert landing.plans[0].candidates[1].reason == failed_reason(slow) and "--compile-timeout" in failed_reason(slow)
 
 
 class _FakeProbe:

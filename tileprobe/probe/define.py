@@ -321,13 +321,24 @@ def import_object(spec: str, base_dir: str | None = None):
     return obj
 
 
+def _near_file(path: str) -> str:
+    """`` (did you mean …?)`` with the closest .py file in ``path``'s folder, or "" (none close, or no folder)."""
+    folder, base = os.path.split(path)
+    try:
+        names = [n for n in os.listdir(folder) if n.endswith(".py")]
+    except OSError:
+        return ""
+    near = difflib.get_close_matches(base, names, n=1, cutoff=0.8)
+    return f" (did you mean {os.path.join(folder, near[0])}?)" if near else ""
+
+
 def _load_module(path: str):
     path = os.path.abspath(path)
     if os.path.isdir(path):
         raise ProbeError(f"{path} is a folder; give the probe files in it (e.g. {path}/*.py)")
     if not os.path.exists(path):
         raise ProbeError(f"{path} is a symbolic link to nothing (dangling or a loop): give the probe file itself"
-                         if os.path.lexists(path) else f"no such file: {path}")
+                         if os.path.lexists(path) else f"no such file: {path}{_near_file(path)}")
     if not os.path.isfile(path):
         raise ProbeError(f"{path} is not a regular file (a FIFO, a device?): give a probe file, a .py")
     name = "tileprobe_probe_" + str(abs(hash(path)))

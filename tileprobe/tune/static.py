@@ -233,7 +233,7 @@ def make_plans(problems_: Sequence[Problem], records: Sequence[VariantRecord], a
             if rec is None:
                 c.status, c.reason = missing_status, f"no {arch} record for it"
             elif not rec.ok:
-                c.status, c.reason = rec.status, (rec.error or "").strip()
+                c.status, c.reason = rec.status, failed_reason(rec)
             elif rec.hang_risk and not run_hang_risk:
                 c.status, c.reason = HANG_RISK, hang_risk_reason(rec)
             if c.status != "ok":
@@ -243,6 +243,16 @@ def make_plans(problems_: Sequence[Problem], records: Sequence[VariantRecord], a
             plan.notes.append(p.default_note)
         plans.append(plan)
     return plans
+
+
+def failed_reason(rec: VariantRecord) -> str:
+    """Why a candidate's compile failed: the record's error; for a ``timeout``, with tune's own remedy (its
+    compile limit is ``--compile-timeout``, not the GPU task's ``--timeout``; the compiler's message names neither)."""
+    text = (rec.error or "").strip()
+    if rec.status == "timeout" and "--compile-timeout" not in text:
+        first, nl, rest = text.partition("\n")      # on the first line: the compact output shows only that one
+        text = f"{first} (tune: raise the limit with --compile-timeout S or Probe(timeout_s=S)){nl}{rest}"
+    return text
 
 
 def hang_risk_reason(rec: VariantRecord) -> str:
@@ -285,7 +295,7 @@ class Landing:
         plan, c = hit
         c.record, c.status = rec, "ok"
         if not rec.ok:
-            c.status, c.reason = rec.status, (rec.error or "").strip()
+            c.status, c.reason = rec.status, failed_reason(rec)
         elif rec.hang_risk and not self.run_hang_risk:
             c.status, c.reason = HANG_RISK, hang_risk_reason(rec)
         if c.status != "ok":
