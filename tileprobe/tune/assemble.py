@@ -93,7 +93,7 @@ def problem_result(plan: Plan, outcome: RaceOutcome | None, arch: str, confidenc
     shown = ([outcome.pick] if outcome.pick else []) + list(outcome.tie) + list((outcome.final or {}).get(
         "contenders") or [])        # the final's contenders too: its ratios are looked up by the rows' names
     named = {t: _name_first(plan, by_label, t) for t in dict.fromkeys(shown)}
-    res.final = _renamed_final(outcome.final, lambda t: named.get(t) or _first_of_launch(plan, t))
+    res.final = _renamed_final(outcome.final, lambda t: named.get(t, t))    # every id of the final is in ``named``
     res.pick = by_label.get(named[outcome.pick]) if outcome.pick else None
     res.tie = [by_label[named[t]] for t in outcome.tie if named[t] in by_label]
     return res

@@ -415,8 +415,9 @@ class Race(SteadyFinal):
                 continue
             t0 = self.clock()
             res = self.check(e.id)
-            self._check_s += self.clock() - t0
-            self._check_cost_s = max(self._check_cost_s, self.clock() - t0)
+            took = self.clock() - t0
+            self._check_s += took
+            self._check_cost_s = max(self._check_cost_s, took)
             e.check = {"status": res.status, **(res.detail or {})}
             if res.status in FAILED:
                 e.status = res.status

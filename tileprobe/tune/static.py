@@ -232,17 +232,27 @@ def make_plans(problems_: Sequence[Problem], records: Sequence[VariantRecord], a
             c = Candidate(p, cfg, rec)
             if rec is None:
                 c.status, c.reason = missing_status, f"no {arch} record for it"
-            elif not rec.ok:
-                c.status, c.reason = rec.status, failed_reason(rec)
-            elif rec.hang_risk and not run_hang_risk:
-                c.status, c.reason = HANG_RISK, hang_risk_reason(rec)
-            if c.status != "ok":
-                plan.dropped[c.status] = plan.dropped.get(c.status, 0) + 1
+                plan.dropped[missing_status] = plan.dropped.get(missing_status, 0) + 1
+            else:
+                _give_record(plan, c, rec, run_hang_risk)
             plan.candidates.append(c)
         if p.default_note and p.probe.reference is None:
             plan.notes.append(p.default_note)
         plans.append(plan)
     return plans
+
+
+def _give_record(plan: Plan, c: Candidate, rec: VariantRecord, run_hang_risk: bool) -> None:
+    """``c``'s status from its record ``rec`` (``ok``, the failure's, or ``hang_risk`` unless ``run_hang_risk``),
+    with the reason, and a status other than ``ok`` counted in ``plan.dropped``: :func:`make_plans` all at once,
+    :class:`Landing` as the compiles land."""
+    c.status = "ok"
+    if not rec.ok:
+        c.status, c.reason = rec.status, failed_reason(rec)
+    elif rec.hang_risk and not run_hang_risk:
+        c.status, c.reason = HANG_RISK, hang_risk_reason(rec)
+    if c.status != "ok":
+        plan.dropped[c.status] = plan.dropped.get(c.status, 0) + 1
 
 
 def failed_reason(rec: VariantRecord) -> str:
@@ -293,13 +303,8 @@ class Landing:
         if hit is None or hit[1].record is not None:
             return None
         plan, c = hit
-        c.record, c.status = rec, "ok"
-        if not rec.ok:
-            c.status, c.reason = rec.status, failed_reason(rec)
-        elif rec.hang_risk and not self.run_hang_risk:
-            c.status, c.reason = HANG_RISK, hang_risk_reason(rec)
-        if c.status != "ok":
-            plan.dropped[c.status] = plan.dropped.get(c.status, 0) + 1
+        c.record = rec
+        _give_record(plan, c, rec, self.run_hang_risk)
         return hit
 
     def finish(self, missing_status: str = "not_compiled") -> None:
