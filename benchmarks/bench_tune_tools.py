@@ -126,6 +126,7 @@ def dobench(probe_path: str, dry_run: bool, labels: list[str] | None = None, pas
     out["triton"] = triton.__version__
     reader = ClockReader()   # NVML device 0 (the GPU machine has one)
     inputs, stream = Inputs(probe, prob), torch.cuda.current_stream()
+    launch_of = launcher(ct, kernel, probe, prob, inputs, stream, num_sms)
     broken = None
     for cfg in configs:
         row = {"label": cfg.label}
@@ -134,18 +135,17 @@ def dobench(probe_path: str, dry_run: bool, labels: list[str] | None = None, pas
             row.update(status="skipped", error=f"the CUDA context broke earlier: {broken}")
             continue
         try:
-            _check_one(ct, torch, probe, prob, cfg, kernel, inputs, stream, num_sms, row)
+            _check_one(torch, probe, prob, cfg, inputs, launch_of(cfg), row)
         except Exception as e:  # one failing configuration must not stop the benchmark
-            row.update(status="error", error="".join(traceback.format_exception_only(type(e), e)).strip()[:1000])
+            row.update(status="error", error=_error_text(e))
             if _breaks_context(e):
                 broken = row["error"]
     first = next((cfg for cfg, row in zip(configs, out["rows"]) if row.get("status") == "ok"), None)
     if first is not None and not broken:
-        out["heat_up"] = _heat_up(do_bench, ct, kernel, probe, prob, first, inputs, stream, num_sms, reader)
+        out["heat_up"] = _heat_up(do_bench, launch_of, first, reader)
         if _breaks_context(Exception(out["heat_up"].get("error", ""))):
             broken = f"the heat-up: {out['heat_up']['error']}"
-    out["passes"] = _timed_passes(do_bench, ct, kernel, probe, prob, configs, inputs, stream, num_sms, out["rows"],
-                                  reader, broken, passes)
+    out["passes"] = _timed_passes(do_bench, launch_of, configs, out["rows"], reader, broken, passes)
     _untimed(out["rows"], broken)
     ok = [r for r in out["rows"] if r.get("status") == "ok" and r.get("median_us") is not None]
     if ok:
@@ -163,18 +163,30 @@ back-to-back passes (195.6 vs 211–218 µs); the clock falls to the power cap o
 first and the passes run back to back after this heat-up."""
 
 
-def _heat_up(do_bench, ct, kernel, probe, prob, cfg, inputs, stream, num_sms, reader) -> dict:
+def launcher(ct, kernel, probe, prob, inputs, stream, num_sms):
+    """``launch_of(cfg)``: a no-argument function that launches ``cfg`` once through ``ct.launch`` on ``stream``
+    (its hints on the kernel, its grid for ``num_sms`` SMs, the arguments :class:`Inputs` keeps for it): what the
+    check, the heat-up and the passes launch."""
+    def launch_of(cfg):
+        k, grid, args = kernel.replace_hints(**hints_of(cfg)), grid_of(probe, prob, cfg, num_sms), inputs.get(cfg)
+        return lambda: ct.launch(stream, grid, k, args)
+    return launch_of
+
+
+def _heat_up(do_bench, launch_of, cfg, reader) -> dict:
     """Launch ``cfg`` for :data:`HEAT_UP_MS` ms, untimed, so that the first pass starts where the others do: at the
     GPU's steady (power-capped) clock. Returns what it did, for the JSON: the configuration, the figure do_bench read
     (µs, not used) and the clocks after; or the error (the passes go on without it)."""
-    k = kernel.replace_hints(**hints_of(cfg))
-    grid, args = grid_of(probe, prob, cfg, num_sms), inputs.get(cfg)
     try:
-        us = 1000.0 * do_bench(lambda: ct.launch(stream, grid, k, args), warmup=25, rep=HEAT_UP_MS,
-                               return_mode="median")
+        us = 1000.0 * do_bench(launch_of(cfg), warmup=25, rep=HEAT_UP_MS, return_mode="median")
     except Exception as e:  # a configuration that fails here fails (and is reported) in the first pass too
-        return {"label": cfg.label, "error": "".join(traceback.format_exception_only(type(e), e)).strip()[:1000]}
+        return {"label": cfg.label, "error": _error_text(e)}
     return {"label": cfg.label, "ms": HEAT_UP_MS, "median_us": us, "clocks_after": reader.read()}
+
+
+def _error_text(e: BaseException) -> str:
+    """``e`` as its exception line(s), at most 1,000 characters (a row's ``error`` or ``pass_error``)."""
+    return "".join(traceback.format_exception_only(type(e), e)).strip()[:1000]
 
 
 def _breaks_context(e: BaseException) -> bool:
@@ -184,8 +196,7 @@ def _breaks_context(e: BaseException) -> bool:
     return "illegal" in text or "launch failure" in text
 
 
-def _timed_passes(do_bench, ct, kernel, probe, prob, configs, inputs, stream, num_sms, rows, reader, broken,
-                  passes: int = 2) -> int:
+def _timed_passes(do_bench, launch_of, configs, rows, reader, broken, passes: int = 2) -> int:
     """Time every checked configuration ``passes`` times, forward, then in reverse order, and so on (a wrong one
     only in the first), and keep the median of its passes' medians (``median_us``; each pass in
     ``median_us_passes``; with two passes their mean). The configurations are timed one after another while the
@@ -202,13 +213,11 @@ def _timed_passes(do_bench, ct, kernel, probe, prob, configs, inputs, stream, nu
         for cfg, row in (reversed(pairs) if n % 2 else pairs):
             if row.get("status") not in ("ok", "wrong") or row.get("pass_error") or (n and row["status"] != "ok"):
                 continue
-            k = kernel.replace_hints(**hints_of(cfg))
-            grid, args = grid_of(probe, prob, cfg, num_sms), inputs.get(cfg)
-            before = reader.read()
+            launch, before = launch_of(cfg), reader.read()
             try:
-                us = 1000.0 * do_bench(lambda: ct.launch(stream, grid, k, args), return_mode="median")
+                us = 1000.0 * do_bench(launch, return_mode="median")
             except Exception as e:  # one failing pass must not lose the rows timed so far
-                row["pass_error"] = "".join(traceback.format_exception_only(type(e), e)).strip()[:1000]
+                row["pass_error"] = _error_text(e)
                 if not row.get("median_us_passes"):
                     row.update(status="error", error=row["pass_error"])
                 if _breaks_context(e):
@@ -233,19 +242,18 @@ def _untimed(rows: list[dict], broken: str | None) -> None:
             row.update(status="skipped", error=f"checked ({row['status']}) but not timed: {why}")
 
 
-def _check_one(ct, torch, probe, prob, cfg, kernel, inputs, stream, num_sms, row) -> None:
-    """JIT ``cfg`` through one ct.launch (``first_launch_s``: a cache hit when the cutile step ran first) and check
-    its outputs against the probe's reference: ``row`` gets ``status`` "ok" or "wrong" and ``rel_err``."""
+def _check_one(torch, probe, prob, cfg, inputs, launch, row) -> None:
+    """JIT ``cfg`` through one ``launch()`` (:func:`launcher`; ``first_launch_s``: a cache hit when the cutile
+    step ran first) and check its outputs against the probe's reference: ``row`` gets ``status`` "ok" or "wrong"
+    and ``rel_err``."""
     from tileprobe.run.arrays import poison
     from tileprobe.run.check import check_outputs
     case, args = cfg.case(prob.values), inputs.get(cfg)
-    k = kernel.replace_hints(**hints_of(cfg))
-    grid = grid_of(probe, prob, cfg, num_sms)
     expected = probe.reference(case, args) if probe.reference else {}
     for idx in expected:
         poison(args[idx])
     t0 = time.perf_counter()
-    ct.launch(stream, grid, k, args)
+    launch()
     torch.cuda.synchronize()
     row["first_launch_s"] = time.perf_counter() - t0
     chk = check_outputs(args, expected, probe.tolerance) if expected else None

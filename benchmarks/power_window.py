@@ -65,7 +65,7 @@ def main(argv=None) -> int:
     import cuda.tile as ct
     import torch
     from triton.testing import do_bench
-    from bench_tune_tools import Inputs, grid_of, hints_of, space
+    from bench_tune_tools import Inputs, launcher, space
     from tileprobe.run.clocks import ClockReader
     from tileprobe.run.timing import TorchTimer, sustained_batch
     probe, prob, configs = space(a.probe)
@@ -76,11 +76,10 @@ def main(argv=None) -> int:
     kernel, num_sms = probe.resolve_kernel(), torch.cuda.get_device_properties(0).multi_processor_count
     inputs, stream, reader = Inputs(probe, prob), torch.cuda.current_stream(), ClockReader()
     timer = TorchTimer(torch.cuda.get_device_properties(0).L2_cache_size)
+    launch_of = launcher(ct, kernel, probe, prob, inputs, stream, num_sms)
     launches = {}
     for lb in a.labels:
-        cfg = by_label[lb]
-        k, grid, args = kernel.replace_hints(**hints_of(cfg)), grid_of(probe, prob, cfg, num_sms), inputs.get(cfg)
-        launches[lb] = (lambda k=k, grid=grid, args=args: ct.launch(stream, grid, k, args))
+        launches[lb] = launch_of(by_label[lb])
         launches[lb]()
     torch.cuda.synchronize()
     rows = []

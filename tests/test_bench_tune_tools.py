@@ -37,10 +37,15 @@ def _rows():
     return [{"label": c.label, "status": s} for c, s in zip(CONFIGS, ["ok", "wrong", "ok"])]
 
 
+def _launch_of(btt, launched=None):
+    ns = types.SimpleNamespace
+    ct = ns(launch=lambda *a: launched.append(a) if launched is not None else None)
+    return btt.launcher(ct, Kernel(), Probe(), ns(values={}), ns(get=lambda cfg: ()), "stream", 132)
+
+
 def _passes(btt, do_bench, rows, passes):
     ns = types.SimpleNamespace
-    return btt._timed_passes(do_bench, ns(launch=lambda *a: None), Kernel(), Probe(), ns(values={}), CONFIGS,
-                             ns(get=lambda cfg: ()), None, 132, rows, ns(read=lambda: {"sm_mhz": 1980.0}), None,
+    return btt._timed_passes(do_bench, _launch_of(btt), CONFIGS, rows, ns(read=lambda: {"sm_mhz": 1980.0}), None,
                              passes)
 
 
@@ -70,9 +75,7 @@ def test_one_pass_off_the_steady_clock_does_not_move_the_figure(btt):
         return next(times)
     rows = [{"label": CONFIGS[0].label, "status": "ok"}, {"label": CONFIGS[2].label, "status": "ok"}]
     ns = types.SimpleNamespace
-    n = btt._timed_passes(do_bench, ns(launch=lambda *a: None), Kernel(), Probe(), ns(values={}),
-                          [CONFIGS[0], CONFIGS[2]], ns(get=lambda cfg: ()), None, 132, rows, ns(read=lambda: {}),
-                          None, 6)
+    n = btt._timed_passes(do_bench, _launch_of(btt), [CONFIGS[0], CONFIGS[2]], rows, ns(read=lambda: {}), None, 6)
     assert n == 6
     # the alternating order takes the figures as a, b, then b, a, …
     a, b = rows[0]["median_us_passes"], rows[1]["median_us_passes"]
@@ -125,12 +128,14 @@ def test_the_heat_up_runs_the_first_configuration_untimed_and_reports_an_error(b
 
     def do_bench(fn, warmup, rep, return_mode):
         seen.append((warmup, rep))
+        fn()
         return 0.2
     ns = types.SimpleNamespace
-    args = (ns(launch=lambda *a: None), Kernel(), Probe(), ns(values={}), CONFIGS[0], ns(get=lambda cfg: ()), None,
-            132, ns(read=lambda: {"sm_mhz": 1590.0}))
+    launched = []
+    args = (_launch_of(btt, launched), CONFIGS[0], ns(read=lambda: {"sm_mhz": 1590.0}))
     out = btt._heat_up(do_bench, *args)
     assert seen == [(25, btt.HEAT_UP_MS)] and out["median_us"] == pytest.approx(200.0)
+    assert [(a[0], a[1], type(a[2]), a[3]) for a in launched] == [("stream", (1, 1, 1), Kernel, ())]   # ct.launch's
     assert out["label"] == CONFIGS[0].label and out["clocks_after"] == {"sm_mhz": 1590.0}
 
     def failing(fn, warmup, rep, return_mode):
@@ -175,7 +180,7 @@ def test_rows_a_broken_context_left_untimed_are_skipped_not_ok(btt):
     assert rows[0]["status"] == "ok" and rows[0]["median_us"] == pytest.approx(200.0)
     assert rows[1]["status"] == "error" and "illegal memory access" in rows[1]["error"]
     assert rows[2]["status"] == "skipped" and "not timed: the passes ended before its turn" in rows[2]["error"]
-    assert btt._timed_passes(do_bench, None, None, None, None, [], None, None, 132, [], None, None, 3) == 0  # none
+    assert btt._timed_passes(do_bench, None, [], [], None, None, 3) == 0                      # nothing to time
 
 
 def test_bench_budget_report_ignores_rows_without_a_figure(btt, tmp_path):
