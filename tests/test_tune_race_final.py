@@ -571,6 +571,7 @@ class CostlyFeed(Feed):
         new, more = super().__call__(block)
         if new:
             self.gpu.now += self.cost_s
+            self.race.note_intake(self.cost_s)       # as the overlap reports its intake, after a wait or not
         return new, more
 
 
@@ -642,14 +643,60 @@ def test_the_race_line_holds_back_the_longest_check_and_intake_at_most_a_third_o
     feed = CostlyFeed(gpu, [(0.0, "a"), (0.0, "b")], end_s=100.0, cost_s=0.0)
     race = Race([], gpu.measure, gpu.check, RaceSettings(budget_s=9.0), clock=gpu.clock, arrivals=feed,
                 final=gpu.final)
-    race._t0 = 0.0
+    feed.race, race._t0 = race, 0.0
     race._admit(False)
     race._check([race.entries[0]])                   # a: 0.6 s on the clock
     assert race._check_cost_s == pytest.approx(0.6) and race._admit_cost_s == 0.0
     assert race.time_left_s() == pytest.approx(9.0 - 0.6 - gpu.now)       # nobody close: no final share
-    race._admit_cost_s = 1.5
+    race.note_intake(1.5)
     assert race.time_left_s() == pytest.approx(9.0 - 2.1 - gpu.now)
-    race._admit_cost_s = 10.0
+    race.note_intake(10.0)
     assert race.time_left_s() == pytest.approx(9.0 - 3.0 - gpu.now)       # at most a third of the budget
     race._more = False                                                    # nothing more to land: no intake
     assert race.time_left_s() == pytest.approx(9.0 - 0.6 - gpu.now)
+
+
+def test_an_intake_after_a_wait_is_reported_to_the_race_too():
+    """Session 11's second hostile test: when the race is quicker than the compiles every candidate comes in after
+    a blocking wait, and the race timed only non-blocking intakes, so it held nothing back (the final began with
+    0.3 s of its 1-s share). The overlap now reports each intake's time itself."""
+    import queue
+    import time
+    import types
+
+    from tileprobe.tune.overlap import Overlap
+    plan = object()
+    told, feed = [], queue.Queue()
+    feed.put(("rec-a", None))
+
+    def timed(landed):
+        time.sleep(0.05)                 # the contained child asked for their launches
+        return [c for c in landed]
+    fake = types.SimpleNamespace(ended=False, feed=feed, plan=plan, _keep=lambda *a: None, _timed=timed,
+                                 landing=types.SimpleNamespace(land=lambda rec: (plan, rec[-1])),
+                                 race=types.SimpleNamespace(time_left_s=lambda: 5.0, note_intake=told.append))
+    new, more = Overlap._arrivals(fake, True)
+    assert new == ["a"] and more is True and len(told) == 1 and told[0] >= 0.05
+    fake.feed.put(None)                  # the search ended, nothing landed: no intake to report
+    assert Overlap._arrivals(fake, True) == ([], False) and len(told) == 1
+    # the race side, on the fake clock: a and b land during the race's first wait, x later
+    gpu = PowerCappedGPU({"a": (200.0, 220.0), "b": (203.0, 212.0), "x": (300.0, 300.0)})
+    feed = CostlyFeed(gpu, [(0.01, "a"), (0.01, "b"), (4.9, "x")], end_s=12.0, cost_s=0.8)
+    race = Race([], gpu.measure, gpu.check, RaceSettings(budget_s=6.0), clock=gpu.clock, arrivals=feed,
+                final=gpu.final)
+    feed.race = race
+    out = race.run()
+    assert race._admit_cost_s == pytest.approx(0.8) and out.final["budget_left_s"] >= 1.0 - 1e-9
+    assert out.final["passes"] >= 2 and "cut" not in out.final
+
+
+def test_a_race_past_its_line_before_anything_was_taken_in_stops_for_the_budget():
+    """Session 11's second hostile test: with the intake skipped past the line, a zero budget said "no candidate
+    left" while every candidate was skipped for the budget."""
+    gpu = PowerCappedGPU({"a": (200.0, 220.0), "b": (203.0, 212.0)})
+    feed = Feed(gpu, [(0.0, "a"), (0.0, "b")], end_s=1.0)
+    race = Race([], gpu.measure, gpu.check, RaceSettings(budget_s=0.0), clock=gpu.clock, arrivals=feed,
+                final=gpu.final)
+    feed.race = race
+    out = race.run()
+    assert out.stop == "budget" and {e.id: e.status for e in out.entries} == {"a": "skipped", "b": "skipped"}

@@ -73,13 +73,20 @@ def test_a_compile_timeout_names_tune_s_own_remedy(rms):
     slow = dataclasses.replace(r8, hints={"occupancy": 16}, status="timeout",
                                error="CompilerTimeoutError: `tileiras` compiler exceeded timeout 0.3s.")
     (plan,) = make_plans([prob], [r8, slow], "sm_90")
-    assert plan.candidates[1].reason == ("CompilerTimeoutError: `tileiras` compiler exceeded timeout 0.3s. (tune: "
-                                         "raise the limit with --compile-timeout S or Probe(timeout_s=S))")
+    remedy = ("(tune: raise the limit with --compile-timeout S or Probe(timeout_s=S); a stored timeout is reused: add "
+              "--no-store, or re-audit into the same store with `tileprobe audit PROBE --arch ARCH --timeout S "
+              "--retry-failed`)")
+    assert plan.candidates[1].reason == "CompilerTimeoutError: `tileiras` compiler exceeded timeout 0.3s. " + remedy
     two = dataclasses.replace(slow, error="CompilerTimeoutError: exceeded timeout 0.3s.\nUsing a smaller tile …")
     (plan,) = make_plans([prob], [r8, two], "sm_90")
-    assert plan.candidates[1].reason.splitlines() == [
-        "CompilerTimeoutError: exceeded timeout 0.3s. (tune: raise the limit with --compile-timeout S or "
-        "Probe(timeout_s=S))", "Using a smaller tile …"]
+    assert plan.candidates[1].reason.splitlines() == ["CompilerTimeoutError: exceeded timeout 0.3s. " + remedy,
+                                                      "Using a smaller tile …"]
+    crlf = dataclasses.replace(slow, error="CompilerTimeoutError: exceeded.\r\nUsing …")     # the remedy before \r
+    (plan,) = make_plans([prob], [r8, crlf], "sm_90")
+    assert plan.candidates[1].reason == "CompilerTimeoutError: exceeded. " + remedy + "\nUsing …"
+    empty = dataclasses.replace(slow, error="")
+    (plan,) = make_plans([prob], [r8, empty], "sm_90")
+    assert plan.candidates[1].reason == remedy
     landing = Landing(pending_plans([prob]), "sm_90")
     landing.land(slow)
     assert landing.plans[0].candidates[1].reason == failed_reason(slow) and "--compile-timeout" in failed_reason(slow)

@@ -165,7 +165,10 @@ class Overlap:
                 hit = self.landing.land(item[0])
                 if hit is not None and hit[0] is self.plan:
                     landed.append(hit[1])
+            t0 = time.perf_counter()
             new += self._timed(landed)
+            if landed and self.race is not None:     # the intake's cost, held back from the race's line
+                self.race.note_intake(time.perf_counter() - t0)
             if not block or waited_out:
                 break
         return new, not self.ended

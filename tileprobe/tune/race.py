@@ -181,7 +181,7 @@ class Race(SteadyFinal):
         self.stop = ""
         self._t0 = 0.0
         self._measure_s = self._check_s = 0.0
-        self._admit_cost_s = 0.0           # the longest a non-blocking ``arrivals`` call took (s)
+        self._admit_cost_s = 0.0           # the longest intake of landed candidates reported (s): note_intake
         self._check_cost_s = 0.0           # the longest one finalist's check took (s)
 
     def leaders(self, k: int) -> list[str]:
@@ -245,6 +245,9 @@ class Race(SteadyFinal):
 
     def _race(self) -> None:
         while True:
+            if self._over_budget() and self._more and not self._racing():
+                self.stop = "budget"         # nothing taken in past the line: not "no candidate left"
+                return
             if not self._over_budget():      # past the line, what lands now is gathered after (``skipped``)
                 self._admit(False)
             reason = self._stop_reason()
@@ -278,10 +281,7 @@ class Race(SteadyFinal):
         the rules every candidate is judged by (at least ``min_samples`` of its own before elimination)."""
         if not self._more:
             return
-        t0 = self.clock()
         new, self._more = self.arrivals(block)
-        if not block:       # a blocking call's time is mostly the wait, not the cost of taking candidates in
-            self._admit_cost_s = max(self._admit_cost_s, self.clock() - t0)
         known = {e.id for e in self.entries}
         for i in new:
             if i in known:
@@ -291,6 +291,12 @@ class Race(SteadyFinal):
         if new and self.progress:
             self.progress("joined", {"round": len(self.rounds) + 1, "ids": list(new)})
 
+    def note_intake(self, seconds: float) -> None:
+        """Told by the owner of ``arrivals`` (the overlap) how long taking in one batch of landed candidates took
+        (s: their launches asked of a contained child of the probe), after a wait or not: the longest is held back
+        from the race's line (:meth:`_line_s`)."""
+        self._admit_cost_s = max(self._admit_cost_s, seconds)
+
     def _over_budget(self) -> bool:
         """The race's budget is spent: it is past :meth:`_line_s`."""
         return self.s.budget_s is not None and self.clock() - self._t0 >= self._line_s()
@@ -298,8 +304,8 @@ class Race(SteadyFinal):
     def _line_s(self) -> float:
         """Seconds into the race at which it stops for its budget: ``budget_s`` less the final's share (module doc
         7), the longest one finalist's check has taken (the race ends by checking its finalists) and, while
-        candidates may still land, the longest time taking them in has cost (:meth:`_admit`); these two at most a
-        third of the budget, as the final's share."""
+        candidates may still land, the longest intake of them (:meth:`note_intake`); these two at most a third of
+        the budget, as the final's share."""
         held = self._check_cost_s + (self._admit_cost_s if self._more and not self._draining else 0.0)
         return self.s.budget_s - self._final_reserve_s() - min(held, self.s.budget_s / 3.0)
 

@@ -257,11 +257,16 @@ def _give_record(plan: Plan, c: Candidate, rec: VariantRecord, run_hang_risk: bo
 
 def failed_reason(rec: VariantRecord) -> str:
     """Why a candidate's compile failed: the record's error; for a ``timeout``, with tune's own remedy (its
-    compile limit is ``--compile-timeout``, not the GPU task's ``--timeout``; the compiler's message names neither)."""
+    compile limit is ``--compile-timeout``, not the GPU task's ``--timeout``; the compiler's message names neither).
+    The store keeps a timeout whatever the limit was (its key has no limit), and ``tune`` has no
+    ``--retry-failed``: the remedy says how to compile it again."""
     text = (rec.error or "").strip()
     if rec.status == "timeout" and "--compile-timeout" not in text:
         first, nl, rest = text.partition("\n")      # on the first line: the compact output shows only that one
-        text = f"{first} (tune: raise the limit with --compile-timeout S or Probe(timeout_s=S)){nl}{rest}"
+        first = first.rstrip("\r")
+        text = (f"{first} (tune: raise the limit with --compile-timeout S or Probe(timeout_s=S); a stored timeout is "
+                "reused: add --no-store, or re-audit into the same store with `tileprobe audit PROBE --arch ARCH "
+                f"--timeout S --retry-failed`){nl}{rest}").lstrip()
     return text
 
 
