@@ -8,8 +8,9 @@ On the GPU machine, each step in its own fresh process, cold (an empty store and
 3. ``dobench``: ``triton.testing.do_bench`` of both picks and of the full tune's five fastest
    (benchmarks/bench_tune_tools.py ``dobench --labels --passes 6``: a 500-ms heat-up, then six passes alternating
    their order; the median of the six medians). Two passes left do_bench's own spread near the 2 % being judged:
-   two configurations with the same machine code read 206.4 and 214.2 µs (H200, 2026-12-03). Without the heat-up
-   the first configuration of pass 1 read 1–2 % below its later passes on a cool GPU (docs/NOTES.md §30);
+   two configurations with the same machine code read 206.4 and 214.2 µs (H200, 2026-12-03). When each configuration's
+   first pass came right after its JIT, on an idled GPU, it read up to 10 % below its later passes (docs/NOTES.md
+   §30): the checks and JITs now come first;
 
 then prints each step's wall time (measured around its process), how much of the space the budget compiled and
 timed, both picks, their do_bench medians and the ratio (required ≤ 1.02). Files under ``--out``.
