@@ -1,13 +1,41 @@
-# --- gpu marker: skip GPU tests where no CUDA GPU is present (tileprobe run, issue 4) -------------------------
+# --- gpu marker: skip GPU tests where no CUDA GPU is present (tileprobe run) -------------------------------------
 import os as _os
 import subprocess as _subprocess
 import sys as _sys
+
+import pytest as _pytest
 
 # Loader reports kept across runs (tileprobe/probe/plancache.py) are off in the tests, which count loaders and
 # plant probes by path; tests/test_plan_cache.py turns the cache on with a cache folder of its own.
 _os.environ.setdefault("TILEPROBE_PLAN_CACHE", "0")
 
-import pytest as _pytest
+
+# --- one results store per test process ------------------------------------------------------------------------------
+
+def pytest_configure(config):
+    """A test (or a ``tileprobe`` child it starts) that names no ``--store`` uses ``$TILEPROBE_STORE``: here a fresh
+    file of this test process's own, so the tests never read or write the developer's store
+    (``platformdirs.user_data_dir``, or a ``$TILEPROBE_STORE`` set in the shell) and parallel workers
+    (pytest-xdist, ``-n``) never share one. Tests that check the default path set or delete the variable themselves
+    (``monkeypatch``)."""
+    import tempfile
+    folder = tempfile.mkdtemp(prefix="tileprobe-tests-store-")
+    config._tileprobe_store_dir = folder
+    config._tileprobe_store_was = _os.environ.get("TILEPROBE_STORE")
+    _os.environ["TILEPROBE_STORE"] = _os.path.join(folder, "results.sqlite")
+
+
+def pytest_unconfigure(config):
+    import shutil
+    folder = getattr(config, "_tileprobe_store_dir", None)
+    if folder is None:
+        return
+    shutil.rmtree(folder, ignore_errors=True)
+    was = config._tileprobe_store_was
+    if was is None:
+        _os.environ.pop("TILEPROBE_STORE", None)
+    else:
+        _os.environ["TILEPROBE_STORE"] = was
 
 _GPU_PROBE = r"""
 import ctypes, sys
@@ -49,7 +77,7 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(_pytest.mark.skip(reason=f"gpu test: {reason}"))
 
 
-# --- compiles counted (issue 14: "nothing stored is compiled again") -------------------------------------------
+# --- compiles counted ("nothing stored is compiled again") -----------------------------------------------------------
 class CompileCounter:
     """Counts the variants handed to the compile workers. Patched in ``compile.pool`` and where the pipeline
     looks the function up (it imported the name when it was first imported)."""
@@ -98,4 +126,4 @@ def _sigint_as_it_was():
     after = signal.getsignal(signal.SIGINT)
     if after is not before:
         signal.signal(signal.SIGINT, before)
-        warnings.warn(f"this test left SIGINT as {after!r} (put back to {before!r})")
+        warnings.warn(f"this test left SIGINT as {after!r} (put back to {before!r})", stacklevel=2)

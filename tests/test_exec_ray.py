@@ -144,7 +144,8 @@ def test_sigterm_under_ray_exits_as_the_local_executor(tmp_path):
     import sqlite3
     import subprocess
     import sys
-    fake = fake_tileiras(tmp_path, 'if [ "$n" -ge 1 ]; then sleep 293; fi', logged=True)
+    hang = f"293.{os.getpid()}"      # this process's own: a parallel test run never matches it
+    fake = fake_tileiras(tmp_path, f'if [ "$n" -ge 1 ]; then sleep {hang}; fi', logged=True)
     db = str(tmp_path / "s.sqlite")
     p = subprocess.Popen([sys.executable, "-m", "tileprobe", "audit", PROBE, "--arch", "sm_90", "--tileiras", fake,
                           "--store", db, "--no-sass", "--executor", "ray", "--format", "none"], cwd=ROOT,
@@ -167,7 +168,7 @@ def test_sigterm_under_ray_exits_as_the_local_executor(tmp_path):
     finally:
         if p.poll() is None:
             p.kill()
-        subprocess.run(["pkill", "-f", "sleep 293"])
+        subprocess.run(["pkill", "-f", f"^sleep {hang}$"])
     assert p.returncode == 143, out
     assert "terminated by SIGTERM; 1 compile finished before it is kept in the results store" in out, out
 

@@ -120,7 +120,7 @@ def test_a_process_the_probe_starts_at_import_neither_stalls_the_audit_nor_outli
     held its output open, so the load waited out --probe-timeout, blamed args() and exited 3, and both sleeps
     outlived tileprobe (a tester, 2026-12-01)."""
     import shutil
-    marker = "311.4159"
+    marker = f"9{os.getpid() % 1000:03d}.4159"     # this process's own: parallel test runs never share it
     shutil.copy(os.path.join(ROOT, "tests", "data", "simple_kernels.py"), tmp_path / "k.py")
     (tmp_path / "p.py").write_text(
         "import os, subprocess\nfrom tileprobe import Probe\n"
@@ -136,7 +136,7 @@ def test_a_process_the_probe_starts_at_import_neither_stalls_the_audit_nor_outli
         assert "1 variants, 0 failed to compile" in proc.stderr + proc.stdout
         assert _marked(marker) == []
     finally:
-        subprocess.run(["pkill", "-f", f"sleep {marker}"])
+        subprocess.run(["pkill", "-f", f"^sleep {marker}$"])
 
 
 # --- issue 25: probe code that ignores SIGTERM, an inherited ignore of SIGHUP ------------------------------------------
@@ -156,8 +156,8 @@ def test_a_probe_that_ignores_sigterm_does_not_outlive_a_sigkilled_audit(tmp_pat
     """The workers' parent-death signal is SIGKILL (it cannot be ignored) and the guard (tileprobe/procs.py)
     ends what probe code started in them: a tester found 7 processes left (2026-12-01)."""
     (tmp_path / "tmp").mkdir()
-    marker = f"29{os.getpid() % 1000}.25"
-    fake = fake_tileiras(tmp_path, 'if [ "$n" -ge 1 ]; then sleep 296; fi', logged=True)
+    marker, hang = f"7{os.getpid() % 1000:03d}.25", f"296.{os.getpid()}"    # this process's own (parallel runs)
+    fake = fake_tileiras(tmp_path, f'if [ "$n" -ge 1 ]; then sleep {hang}; fi', logged=True)
     env = {**os.environ, "PYTHONPATH": ROOT, "TMPDIR": str(tmp_path / "tmp")}
     p = subprocess.Popen([sys.executable, "-m", "tileprobe", "audit", _hostile_probe(tmp_path, marker), "--arch",
                           "sm_90", "--tileiras", fake, "--no-store", "--no-sass", "-j", "2", "--format", "none",
@@ -181,8 +181,8 @@ def test_a_probe_that_ignores_sigterm_does_not_outlive_a_sigkilled_audit(tmp_pat
     finally:
         if p.poll() is None:
             p.kill()
-        subprocess.run(["pkill", "-f", f"sleep {marker}"])
-        subprocess.run(["pkill", "-f", "sleep 296"])
+        subprocess.run(["pkill", "-f", f"^sleep {marker}$"])
+        subprocess.run(["pkill", "-f", f"^sleep {hang}$"])
 
 
 def test_an_inherited_ignore_of_sighup_stays_ignored(tmp_path):
@@ -296,12 +296,12 @@ def test_a_setsid_grandchild_of_probe_code_does_not_outlive_a_sigkilled_audit(tm
     group, reparented to init when its parent dies) is still ended: it carries the guard's mark in its environment
     (procs.GUARD_ENV), and the guard ends every marked process (issue 25's leftover, 2026-12-02)."""
     (tmp_path / "tmp").mkdir()
-    marker = f"28{os.getpid() % 1000}.75"
+    marker, hang = f"8{os.getpid() % 1000:03d}.75", f"295.{os.getpid()}"    # this process's own (parallel runs)
     src = open(PROBE).read().replace("from tileprobe import Probe\n", "from tileprobe import Probe\nimport subprocess\n"
                                      f"subprocess.Popen(['sleep', '{marker}'], start_new_session=True)\n", 1)
     src = src.replace("os.path.dirname(__file__)", repr(os.path.join(ROOT, "tests", "data")))
     (tmp_path / "p.py").write_text(src)
-    fake = fake_tileiras(tmp_path, 'if [ "$n" -ge 1 ]; then sleep 295; fi', logged=True)
+    fake = fake_tileiras(tmp_path, f'if [ "$n" -ge 1 ]; then sleep {hang}; fi', logged=True)
     env = {**os.environ, "PYTHONPATH": ROOT, "TMPDIR": str(tmp_path / "tmp")}
     p = subprocess.Popen([sys.executable, "-m", "tileprobe", "audit", str(tmp_path / "p.py"), "--arch", "sm_90",
                           "--tileiras", fake, "--no-store", "--no-sass", "-j", "2", "--format", "none"], cwd=ROOT,
@@ -318,12 +318,12 @@ def test_a_setsid_grandchild_of_probe_code_does_not_outlive_a_sigkilled_audit(tm
         p.kill()
         p.communicate(timeout=30)
         for _ in range(50):
-            if not _marked(marker) and not _marked("sleep 295"):
+            if not _marked(marker) and not _marked(f"sleep {hang}"):
                 break
             time.sleep(0.2)
-        assert _marked(marker) == [] and _marked("sleep 295") == []
+        assert _marked(marker) == [] and _marked(f"sleep {hang}") == []
     finally:
         if p.poll() is None:
             p.kill()
-        subprocess.run(["pkill", "-f", f"sleep {marker}"])
-        subprocess.run(["pkill", "-f", "sleep 295"])
+        subprocess.run(["pkill", "-f", f"^sleep {marker}$"])
+        subprocess.run(["pkill", "-f", f"^sleep {hang}$"])
