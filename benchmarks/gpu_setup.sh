@@ -1,6 +1,6 @@
 # Source this on a bare GPU host (no package registry, no tileiras) from the repository root:
 #     . benchmarks/gpu_setup.sh
-# It expects what `benchmarks/gpu_pack.sh` put under .gpu/ (ignored by git, carried with the device tool):
+# It expects under .gpu/ (ignored by git, carried with the device tool; benchmarks/README.md "On the GPU machine"):
 #   .gpu/tc/toolchain.tar.xz   tileiras + ptxas + libnvvm + libdevice of one release (../shared/device/pack_toolchain.sh)
 #   .gpu/whl/*.whl             pure-Python or cp312 wheels the host lacks (cuda-tile, pyelftools, platformdirs, tilegym)
 # A toolchain already unpacked in /tmp/tc by an earlier call on the same (warm) machine is reused.

@@ -4,7 +4,7 @@ the FlashInfer #4465 case: a persistent GEMM whose autotune crosses ``num_ctas``
 launches it: ``min(SMs // num_ctas, tiles) * occupancy`` cuTile blocks (a block is a cluster of ``num_ctas`` CTAs).
 
 Two probes: the FlashInfer-like grid (num_ctas 1, 2 × occupancy 1, 2, 4, 8) and larger clusters (num_ctas 4, 8, 16
-× occupancy 1, 2; 16 is above the portable cluster size 8) for ``benchmarks/gpu_cluster_check.py``.
+× occupancy 1, 2; 16 is above the portable cluster size 8) for ``benchmarks/audit/gpu_cluster_check.py``.
 
 Needs ``pip install tilegym`` (and torch, which TileGym imports).
 

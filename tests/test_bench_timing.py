@@ -1,4 +1,4 @@
-"""The CPU side of ``benchmarks/bench_timing.py``: cuda.tile.tune's stopping rule (against the installed
+"""The CPU side of ``benchmarks/timing/bench_timing.py``: cuda.tile.tune's stopping rule (against the installed
 cuda-tile's own ``_TimingCandidate``), the verdicts against do_bench, the table, the loop over variants (a hang, a
 crash, the time budget), the bundle's tasks, and one variant in a CPU worker with fake timers (the methods that
 need a GPU, triton or a CUDA graph fail and are kept as errors)."""
@@ -16,7 +16,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 @pytest.fixture(scope="module")
 def bt():
     from support import load_script
-    return load_script(os.path.join(ROOT, "benchmarks", "bench_timing.py"), register=True)
+    return load_script(os.path.join(ROOT, "benchmarks", "timing", "bench_timing.py"), register=True)
 
 
 def test_the_tune_rule_is_cuda_tile_tunes(bt):

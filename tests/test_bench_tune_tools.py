@@ -1,4 +1,4 @@
-"""The CPU side of ``benchmarks/bench_tune_tools.py``'s do_bench passes (the judge of ``bench_tune.py`` and
+"""The CPU side of ``benchmarks/tune/bench_tune_tools.py``'s do_bench passes (the judge of ``bench_tune.py`` and
 ``bench_budget.py``), with fakes for do_bench and the launch: session 9's hostile test found a later pass that raised
 lost every row, and ``--passes 0`` accepted."""
 from __future__ import annotations
@@ -17,7 +17,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 @pytest.fixture(scope="module")
 def btt():
-    return load_script(os.path.join(ROOT, "benchmarks", "bench_tune_tools.py"))
+    return load_script(os.path.join(ROOT, "benchmarks", "tune", "bench_tune_tools.py"))
 
 
 CONFIGS = space(TILE=[1, 2, 3])
@@ -152,7 +152,7 @@ def test_passes_below_one_is_refused_by_the_cli(btt, bad, capsys):
 
 
 def test_bench_budget_prints_the_final_s_time_per_batch_and_what_it_was_left():
-    bb = load_script(os.path.join(ROOT, "benchmarks", "bench_budget.py"))
+    bb = load_script(os.path.join(ROOT, "benchmarks", "tune", "bench_budget.py"))
     final = {"contenders": ["a", "b", "c", "d", "e"], "passes": 1, "cut": True, "batches": 7, "wall_s": 2.1,
              "budget_left_s": 2.2}
     assert bb._final_lines(final) == ["  final: 5 contenders, 1 pass(es), cut by the budget; 7 batches in 2.1 s, "
@@ -185,7 +185,7 @@ def test_rows_a_broken_context_left_untimed_are_skipped_not_ok(btt):
 
 def test_bench_budget_report_ignores_rows_without_a_figure(btt, tmp_path):
     import json
-    bb = load_script(os.path.join(ROOT, "benchmarks", "bench_budget.py"))
+    bb = load_script(os.path.join(ROOT, "benchmarks", "tune", "bench_budget.py"))
     rows = [{"label": "A", "status": "ok", "median_us": 210.0}, {"label": "B", "status": "ok"},
             {"label": "C", "status": "skipped", "error": "checked (ok) but not timed"}]
     (tmp_path / "dobench.json").write_text(json.dumps({"rows": rows}))

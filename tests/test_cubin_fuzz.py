@@ -1,4 +1,4 @@
-"""The cubin reader on 1,000 mutated cubins (a subset of benchmarks/bench_fuzz_cubin.py): a CubinInfo or a
+"""The cubin reader on 1,000 mutated cubins (a subset of benchmarks/audit/bench_fuzz_cubin.py): a CubinInfo or a
 CubinError for each, never another exception or a hang; compressed sections are capped before they are inflated."""
 import os
 import struct
@@ -8,7 +8,7 @@ import zlib
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+sys.path.insert(0, os.path.join(ROOT, "benchmarks", "audit"))
 
 import bench_fuzz_cubin as fuzz  # noqa: E402
 

@@ -357,7 +357,7 @@ def test_old_records_get_their_failure_class_on_load(status, error, failure, mes
 def test_nvdisasm_on_a_damaged_cubin_blames_the_cubin_not_nvdisasm(tmp_path):
     from tileprobe.errors import CubinError, ToolchainError
     from tileprobe.model.sass import nvdisasm_failure, sass_traits
-    sys.path.insert(0, os.path.join(os.path.dirname(DATA), "..", "benchmarks"))
+    sys.path.insert(0, os.path.join(os.path.dirname(DATA), "..", "benchmarks", "audit"))
     import bench_fuzz_cubin as fz
     data = bytearray(open(os.path.join(DATA, "cubins", "vec_add_sm_90.cubin"), "rb").read())
     text = next(s for s in fz.sections(bytes(data)) if s["name"].startswith(".text."))

@@ -1,4 +1,4 @@
-"""The CPU side of ``benchmarks/gpu_cluster_check.py``: arguments, configurations, GPCs from observations, the
+"""The CPU side of ``benchmarks/audit/gpu_cluster_check.py``: arguments, configurations, GPCs from observations, the
 comparison with a fake driver answer, and its two NVRTC kernels (compiled here; nothing is launched)."""
 import hashlib
 import os
@@ -17,7 +17,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 @pytest.fixture(scope="module")
 def gcc():
     from support import load_script
-    return load_script(os.path.join(ROOT, "benchmarks", "gpu_cluster_check.py"), register=True)
+    return load_script(os.path.join(ROOT, "benchmarks", "audit", "gpu_cluster_check.py"), register=True)
 
 
 LAYOUT = [18, 18, 18, 16, 16, 16, 16, 14]      # 132 SMs in 8 GPCs of even size ≤ 18 (one H100-like die)

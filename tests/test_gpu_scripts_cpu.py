@@ -1,5 +1,6 @@
-"""The CPU side of the issue 15/16 GPU scripts: benchmarks/gpu_runs_compare.py on run results made here with
-real worker processes and a fake task (tests/fake_gpu_tasks.py), as `--gpus 0` and `--gpus 0,0` would make them."""
+"""The CPU side of the scale suite's GPU steps (benchmarks/scale/run.sh): benchmarks/scale/gpu_runs_compare.py on
+run results made here with real worker processes and a fake task (tests/fake_gpu_tasks.py), as `--gpus 0` and
+`--gpus 0,0` would make them."""
 from __future__ import annotations
 
 import hashlib
@@ -29,7 +30,7 @@ def _run(tmp_path, gpus, name):
 
 
 def _compare(*argv):
-    return subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "gpu_runs_compare.py"), *argv],
+    return subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "scale", "gpu_runs_compare.py"), *argv],
                           capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": ROOT})
 
 

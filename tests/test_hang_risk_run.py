@@ -149,7 +149,8 @@ def test_static_advice_never_picks_a_predicted_hang(tmp_path):
 
 
 def test_gpu_table_counts_predictions_against_outcomes(tmp_path, capsys):
-    """benchmarks/issue23_table.py (what gpu_issue23_hangs.sh prints) on a run JSON made with the fake watchdog."""
+    """benchmarks/audit/hang_table.py (what `benchmarks/audit/run.sh OUT hangs` prints) on a run JSON made with the
+    fake watchdog."""
     import os
     from tileprobe.schema import write_json
     probe = tmp_path / "p.py"
@@ -157,7 +158,8 @@ def test_gpu_table_counts_predictions_against_outcomes(tmp_path, capsys):
     recs = _records(probe)
     session.run_probes(recs, {SHA: CUBIN}, watchdog=FakeWatchdog(), run_hang_risk=True)
     write_json(recs, {}, str(tmp_path / "run.json"))
-    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks", "issue23_table.py")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    path = os.path.join(root, "benchmarks", "audit", "hang_table.py")
     from support import load_script
     table = load_script(path)
     assert table.main([str(tmp_path / "run.json"), str(tmp_path / "absent.json")]) == 0

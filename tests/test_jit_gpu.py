@@ -2,7 +2,7 @@
 
 Runs ``python -m tileprobe.run.jitcheck`` (JIT through ``ct.launch`` with real torch tensors in one process, the
 driver-free audit in another) over the bundled probes that compile for the GPU's arch. Needs the CUDA driver,
-torch, cuda-tile and tileiras. Result of 2026-11-29 on an H200: docs/NOTES.md.
+torch, cuda-tile and tileiras. Result of 2026-11-29 on an H200: docs/LOG.md.
 """
 import json
 import os

@@ -6,7 +6,7 @@
 * Each command in the Commands table (inline code, with placeholders) names a subcommand and only flags it has.
 
 The README's first command, ``tileprobe audit examples/*.py --arch sm_90,sm_120 --summary``, compiles 274
-variants (minutes): here it is parsed and its ``--help`` runs; docs/NOTES.md records a full run.
+variants (minutes): here it is parsed and its ``--help`` runs; docs/LOG.md records a full run.
 """
 from __future__ import annotations
 

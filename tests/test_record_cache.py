@@ -100,10 +100,10 @@ def test_a_kernel_the_cache_cannot_place_is_a_todo_not_a_crash(cache, tmp_path):
 
 
 def test_jit_cubins_exported_with_hashes_check_without_the_cubins(cache, tmp_path):
-    """benchmarks/gpu_record_tilegym.py keeps each JIT cubin's arch, code hash and hints in jit/index.json, so the
-    machine-code check runs from the index when the GPU session's results come back without cubins."""
+    """benchmarks/programs/gpu_record_tilegym.py keeps each JIT cubin's arch, code hash and hints in jit/index.json,
+    so the machine-code check runs from the index when the GPU session's results come back without cubins."""
     from support import load_script
-    script = load_script(os.path.join(ROOT, "benchmarks", "gpu_record_tilegym.py"))
+    script = load_script(os.path.join(ROOT, "benchmarks", "programs", "gpu_record_tilegym.py"))
     folder, made = cache
     index = script.export_jit_cubins(folder, str(tmp_path / "jit"))
     by_symbol = {e["symbols"][0]: e for e in index}

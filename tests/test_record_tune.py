@@ -1,10 +1,11 @@
 """A recorded probe, tuned, and its export read back by host code without tileprobe (issue 12's last "done when"):
-the CPU side of ``benchmarks/gpu_record_tilegym.py tune``.
+the CPU side of ``benchmarks/programs/gpu_record_tilegym.py tune``.
 
 The recorded probe is TileGym's softmax kernel from the H200 recording kept in ``tests/data/record/h200``. The
 script's dry run writes its tunable form and compiles the candidates (sm_90); a tune with fake GPU tasks (planted in
-this file, as ``tests/test_tune_pipeline.py`` does) exports a table; ``benchmarks/tilegym_tuned_softmax.py`` reads
-it with the README's reader and makes the launch it would make on the GPU.
+this file, as ``tests/test_tune_pipeline.py`` does) exports a table;
+``benchmarks/programs/tilegym_tuned_softmax.py`` reads it with the README's reader and makes the launch it would
+make on the GPU.
 """
 from __future__ import annotations
 
@@ -19,8 +20,8 @@ import pytest
 
 HERE = os.path.abspath(__file__)
 ROOT = Path(HERE).resolve().parents[1]
-SCRIPT = ROOT / "benchmarks" / "gpu_record_tilegym.py"
-HOST = ROOT / "benchmarks" / "tilegym_tuned_softmax.py"
+SCRIPT = ROOT / "benchmarks" / "programs" / "gpu_record_tilegym.py"
+HOST = ROOT / "benchmarks" / "programs" / "tilegym_tuned_softmax.py"
 TASKS = (f"{HERE}:fake_time", f"{HERE}:fake_check")
 INIT = f"{HERE}:init_fake_gpu"
 #: Fake medians per occupancy (None: as declared, 4): occupancy 8 wins.
@@ -118,7 +119,8 @@ def test_tuned_export_is_read_back_by_host_code_without_tileprobe(dry, tmp_path,
 
 
 def _script():
-    """benchmarks/gpu_record_tilegym.py as a module (its step 4: the host program, run as the script runs it)."""
+    """benchmarks/programs/gpu_record_tilegym.py as a module (its step 4: the host program, run as the script runs
+    it)."""
     from support import load_script
     return load_script(SCRIPT)
 

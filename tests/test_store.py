@@ -103,7 +103,7 @@ def test_warm_reaudit_compiles_nothing(cold, tmp_path, monkeypatch):
     counter = CountingCompiles(monkeypatch)
     with Store.open(path) as store:
         warm = audit_mod.audit([cold["probe"]], ["sm_90"], jobs=2, store=store)
-    assert counter.variants == []          # nothing compiled (its speed: benchmarks/bench_store.py)
+    assert counter.variants == []          # nothing compiled (its speed: benchmarks/store/bench_store.py)
     assert [r.to_dict() for r in warm.records] == [r.to_dict() for r in cold["result"].records]
 
 

@@ -1,6 +1,6 @@
 """The race's steady-state final (``tileprobe/tune/race.py``, module doc 7) driven by a fake power-capped GPU: the
 race's short batches read each candidate's "cool" time, the final's long batches its steady-state time, as the H200
-did for the 4096³ matmul (docs/NOTES.md §29). No GPU: a fake clock, planted times."""
+did for the 4096³ matmul (docs/LOG.md §36). No GPU: a fake clock, planted times."""
 from __future__ import annotations
 
 import random
@@ -223,7 +223,7 @@ def test_close_contenders_get_more_passes_and_clear_losers_leave_after_two():
 
 class Drifting(PowerCappedGPU):
     """The steady state drifts slower by ``drift_us`` per final batch (the GPU heating over the final), as on the
-    H200, where every contender's second pass read 2.5–7 % slower than its first (docs/NOTES.md §29)."""
+    H200, where every contender's second pass read 2.5–7 % slower than its first (docs/LOG.md §36)."""
 
     def __init__(self, plan, drift_us, **kw):
         super().__init__(plan, **kw)
@@ -331,7 +331,7 @@ def test_the_overlap_waits_for_compiles_no_longer_than_the_race_s_budget_line():
 
 def test_power_window_takes_medians_per_window_of_kernel_time():
     from tests.support import load_script
-    pw = load_script("benchmarks/power_window.py")
+    pw = load_script("benchmarks/tune/power_window.py")
     # 10 µs samples: 2,500 per 25 ms; the first window's are 100 µs, the rest 10
     times = [100.0] * 250 + [10.0] * 2500 + [12.0] * 5000 + [20.0] * 1000
     w = pw.windows(times, ends_ms=(25, 50, 100))

@@ -208,7 +208,7 @@ def test_the_search_needs_no_more_than_one_look_at_the_clock_per_start():
 
 
 def test_the_search_replayed_on_the_h200s_full_486_configuration_tune_keeps_its_hit_rate():
-    """benchmarks/sim_budget.py replays the budgeted search on the H200's full tune of TileGym's 486-configuration
+    """benchmarks/tune/sim_budget.py replays the budgeted search on the H200's full tune of TileGym's 486-configuration
     matmul (every configuration's tileiras time and race median, docs/gpu/2026-12-03/s7a-full-486.json.gz): with a
     30-s budget and a 10-s plan, HITS of 30 seeds pick a configuration within 1.02 of the best (the search in rounds
     it replaced: 14), each ending within 1 s of the budget. A change to the search that finds it less often, or
@@ -217,7 +217,7 @@ def test_the_search_replayed_on_the_h200s_full_486_configuration_tune_keeps_its_
     import subprocess
     import sys
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    out = subprocess.run([sys.executable, os.path.join(root, "benchmarks", "sim_budget.py"),
+    out = subprocess.run([sys.executable, os.path.join(root, "benchmarks", "tune", "sim_budget.py"),
                           os.path.join(root, "docs", "gpu", "2026-12-03", "s7a-full-486.json.gz"),
                           "--plan", "10", "--seeds", "30"], capture_output=True, text=True, timeout=600, check=True)
     last = out.stdout.strip().splitlines()[-1]

@@ -252,7 +252,7 @@ def test_refresh_retunes_stale_rows_and_says_what_changed(tuned, tmp_path):
 # --- the GPU benchmark's CPU side ---------------------------------------------------------------------------------
 
 def test_gpu_benchmark_summary_from_a_cpu_run(tuned, tmp_path):
-    """benchmarks/issue21_bench.py composes (a)–(e) from its step results and the table, the recording and a
+    """benchmarks/programs/bench_use.py composes (a)–(e) from its step results and the table, the recording and a
     do_bench space; here those of the fake tune, with do_bench figures made up per configuration."""
     import shutil
     tmp, _ = tuned
@@ -261,8 +261,8 @@ def test_gpu_benchmark_summary_from_a_cpu_run(tuned, tmp_path):
     (s,) = json.loads((tmp_path / "table.json.record" / "record.json").read_text())["searches"]
     us = [30.0, 30.1, 20.0, 20.2, 10.1, 10.0]          # C5 is the best; the table's C4 within 1 %
     (tmp_path / "space.json").write_text(json.dumps([{"key": s["key"], "us": us}]))
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    import issue21_bench as bench
+    from support import load_script
+    bench = load_script(ROOT / "benchmarks" / "programs" / "bench_use.py")
     steps = {"steps": [{"step": "a", "wall_s": 40.0, "rc": 0, "ops": {"vadd": "ok"}, "use_lines": []},
                        {"step": "b", "wall_s": 6.0, "rc": 0, "ops": {"vadd": "ok"}, "use_lines": []},
                        {"step": "e", "wall_s": 41.0, "rc": 0, "ops": {"vadd": "ok"},
@@ -278,10 +278,10 @@ def test_gpu_benchmark_summary_from_a_cpu_run(tuned, tmp_path):
     forged = tmp_path / "forged.json"
     assert bench.forge(str(tmp_path / "table.json"), str(forged)) == 1
     assert json.loads(forged.read_text())["kernels"]["vadd"][0]["tileiras"] == bench.FORGED_TILEIRAS
-    dry = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "issue21_bench.py"), "--out", str(tmp_path),
-                          "--dry-run"], capture_output=True, text=True, timeout=60)
+    dry = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "programs" / "bench_use.py"), "--out",
+                          str(tmp_path), "--dry-run"], capture_output=True, text=True, timeout=60)
     assert dry.returncode == 0 and "step c: " in dry.stdout and "--bench-space" in dry.stdout
-    assert subprocess.run(["bash", "-n", str(ROOT / "benchmarks" / "gpu_issue21.sh")]).returncode == 0
+    assert subprocess.run(["bash", "-n", str(ROOT / "benchmarks" / "programs" / "run.sh")]).returncode == 0
 
 
 def test_a_table_that_is_not_one_is_refused_before_the_program_runs(tmp_path):

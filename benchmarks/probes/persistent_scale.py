@@ -1,7 +1,7 @@
-"""A persistent kernel whose launch constant depends on the hints and the SM count (issue 27): ``PROGRAMS = SMs //
+"""A persistent kernel whose launch constant depends on the hints and the SM count: ``PROGRAMS = SMs //
 num_ctas * occupancy`` is both a ``ct.Constant`` of the kernel and the grid, as in TileGym's persistent kernels, so
-``args`` takes ``arch``, ``hints`` and ``num_sms``. A candidate built from other hints than its own (the tune bug
-of issue 27) launches a grid that disagrees with its constant: with fewer programs than the constant assumes, tiles
+``args`` takes ``arch``, ``hints`` and ``num_sms``. A candidate built from other hints than its own (a tune bug
+fixed 2026-12-04) launches a grid that disagrees with its constant: with fewer programs than the constant assumes, tiles
 are never written, and the reference check (y = 2 x) says ``wrong``.
 
     tileprobe tune benchmarks/probes/persistent_scale.py --dry-run --arch sm_90 --num-sms 132

@@ -1,5 +1,5 @@
 """The persistent RMSNorm of ``examples/rms_norm_large.py`` at 16,384 × 512 bf16 (the seed thread's size), for
-``bench_tune.py`` (issue 22: on the H200 tileprobe tune took 1.51× cuda.tile.tune's wall time there). Kernel, tile
+``bench_tune.py`` (on the H200 tileprobe tune took 1.51× cuda.tile.tune's wall time there). Kernel, tile
 (4 × 512), reference and search space (TMA on/off × occupancy 1, 2, 4, 8, 16) are those of ``rms_norm_large.py``.
 """
 import dataclasses

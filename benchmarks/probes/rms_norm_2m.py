@@ -1,6 +1,6 @@
 """The persistent RMSNorm of ``examples/rms_norm_large.py`` at 2,097,152 × 512 bf16, for ``bench_tune.py``.
 
-Issue 11 asks for an RMSNorm "at a size where one launch takes at least 0.5 ms". At 524,288 × 512 the best
+The tune benchmark asks for an RMSNorm "at a size where one launch takes at least 0.5 ms". At 524,288 × 512 the best
 configuration ran in 288.5 µs on the H200 (docs/gpu/run-rms-norm-large-2026-11-29.txt), so this file makes the
 problem four times larger: one launch moves 2 × 2,097,152 × 512 × 2 B ≈ 4.3 GB, about 1.1 ms at 4 TB/s for the best
 configuration. Kernel, tile (4 × 512), reference and search space (TMA on/off × occupancy 1, 2, 4, 8, 16) are

@@ -1,5 +1,5 @@
 """TileGym's causal attention forward (``tilegym.ops.cutile.attention._fmha_kernel``) as a tuning problem, for
-``bench_tune.py`` (issue 22: a compile-heavy kernel with at least 24 configurations). fp16, batch 4 × 16 heads ×
+``bench_tune.py`` (a compile-heavy kernel with at least 24 configurations). fp16, batch 4 × 16 heads ×
 4,096 tokens × head dim 128 (no grouped queries, ``EVEN_K``), tile M × tile N × occupancy × num_ctas: TILE_M 64,
 128, 256 × TILE_N 32, 64, 128 × occupancy 1, 2 × num_ctas 1, 2 = 36 configurations. The arguments and the grid
 are TileGym's own (``_cutile_autotune_fmha``: ``(ceil(q_len / TILE_M), batch × heads, 1)``); the reference is

@@ -3,7 +3,7 @@ it: lists of A, B, C (fp16, four GEMMs of different shapes), tiles of its autotu
 constant ``NUM_SM = SMs // num_ctas * occupancy`` that is also the grid — so ``args`` needs the hints and the SM
 count (``args(case, arrays, *, arch, hints, num_sms)``, README "Writing a probe").
 
-Issue 27's case: spills on sm_90 grow from tileiras 13.3.36 to 13.4.92, and the MMA family changes. Compiles are
+A case where spills on sm_90 grow from tileiras 13.3.36 to 13.4.92, and the MMA family changes. Compiles are
 slow (about 20 s each on a loaded 2-core machine), so it lives here rather than in ``examples/``.
 
     tileprobe audit benchmarks/probes/tilegym_group_gemm.py --arch sm_90,sm_120 --tileiras 13.3.36,default

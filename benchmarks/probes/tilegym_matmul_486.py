@@ -1,5 +1,5 @@
 """TileGym's tiled matmul (``tilegym.ops.cutile.matmul._matmul_kernel``) at fp16 4096³ over a large space, for
-``bench_budget.py`` (issue 22: "a ≥ 400-configuration space with --budget 30"): TILE_M, TILE_N, TILE_K each 3 values
+``bench_budget.py`` ("a ≥ 400-configuration space with --budget 30"): TILE_M, TILE_N, TILE_K each 3 values
 × occupancy 1, 2, 4 × num_ctas 1, 2, 4 × opt_level 2, 3 = 486 configurations, no constraint (a tile the compiler or
 the GPU cannot take is a failed candidate, as a user's space would have). Arguments, grid and reference are those
 of ``examples/tilegym_matmul_tune.py``.

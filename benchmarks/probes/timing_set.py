@@ -1,4 +1,4 @@
-"""The variants ``benchmarks/bench_timing.py`` times four ways: 14 variants of 5 kernels, bundled from the probes of
+"""The variants ``benchmarks/timing/bench_timing.py`` times four ways: 14 variants of 5 kernels, bundled from the probes of
 ``examples/`` with fewer cases and hints (the kernels, arguments, grids and references are those files').
 
 - ``timing_rms_norm_large``: persistent RMSNorm, 524,288 × 512 bf16 (``examples/rms_norm_large.py``), ALLOW_TMA ×

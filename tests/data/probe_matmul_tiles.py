@@ -1,5 +1,5 @@
 """Eight tile shapes of the small fp16 matmul in ``kernels.py`` × occupancy 1, 2, 4: a probe with many cases, for
-the HTML report's screenshot (``benchmarks/report_screenshots.py``) and its tests.
+the HTML report's screenshot (``benchmarks/audit/report_screenshots.py``) and its tests.
 
     tileprobe audit tests/data/probe_matmul_tiles.py --arch sm_90
 """

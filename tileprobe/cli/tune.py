@@ -74,7 +74,7 @@ def add_parser(subparsers, add_common=None) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the inputs and of the rounds' order")
     p.add_argument("--tie-pct", type=percent, default=1.0, help="medians (and steady-state final figures) within "
                    "this %% of the best are a tie (default 1: what one variant reproduces between processes, "
-                   "docs/NOTES.md)")
+                   "docs/LOG.md)")
     p.add_argument("--max-samples", type=count, default=300, help="samples per candidate at most (default 300)")
     p.add_argument("--num-sms", type=int, default=None, help="SM count the grids are made for (default: the GPU's; "
                    "give it with --dry-run to find duplicate launches)")

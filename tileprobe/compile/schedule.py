@@ -6,7 +6,7 @@ next variant can be chosen at that moment, from what is known then (the race's l
 early stops new compiles and lets those already running finish: the compile jobs stay busy up to the cut-off,
 instead of waiting at the end of each wave for its slowest compile (a wave of 16 TileGym matmul configurations:
 11-15 s on the H200 host, most of it spent waiting for one or two slow compiles, while the 486 compiles of the whole
-space averaged 2.3 s each on its 16 cores, ``benchmarks/bench_budget.py``, 2026-12-02).
+space averaged 2.3 s each on its 16 cores, ``benchmarks/tune/bench_budget.py``, 2026-12-02).
 """
 from __future__ import annotations
 

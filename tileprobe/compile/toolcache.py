@@ -2,7 +2,7 @@
 tileiras binary's build string and targets.
 
 Finding cuTile's default tileiras imports ``cuda.tile._compile`` (torch: 2.06 s on the 2-core machine) and reads
-package metadata (1.15 s more: docs/NOTES.md §18); ``tileiras --version`` and ``--help`` are two more processes.
+package metadata (1.15 s more: docs/LOG.md §18); ``tileiras --version`` and ``--help`` are two more processes.
 A warm re-audit, every variant in the store, needs all three for the store keys and nothing else from cuTile.
 
 * Per process: each answer is kept in memory.

@@ -11,7 +11,7 @@ present / absent) get one of:
 * ``unverified`` — (occupancy) met or not depending on a rule no driver has checked: the reading of the 1 KB
   per-CTA shared-memory reserve where it is not driver-checked and the other reading lands on the other side of N,
   or, for a cluster variant whose CTAs meet N, a GPC layout not sourced. The reason starts with the status it would
-  have (``honoured by readings no driver has checked — …``). docs/NOTES.md §26 has the evidence for each reading.
+  have (``honoured by readings no driver has checked — …``). docs/LOG.md §22 has the evidence for each reading.
 * ``partial`` — moved toward the goal and fell short (occupancy: more CTAs/SM than the reference, fewer than N).
 * ``ignored`` — the goal is not met and the hint had no effect: the same machine code and resources as another
   value of the hint, or no residency change.

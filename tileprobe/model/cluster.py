@@ -24,8 +24,8 @@ Sources, named where used:
 - ``[hopper-wp]``: NVIDIA H100 Tensor Core GPU Architecture whitepaper: full GH100 = 8 GPCs × 9 TPCs × 2 SMs
   (144 SMs); H100 SXM5 = 8 GPCs, 66 TPCs, 132 SMs. Which TPCs are disabled varies per die, so SMs per GPC are not
   published. The H200 uses the same GH100 with 132 SMs (``FIELD_NOTES``: the H200 here reports 132 SMs).
-- ``[h200-measured]``: ``benchmarks/gpu_cluster_check.py`` on one NVIDIA H200 (driver 580.159.04, 2026-12-01;
-  ``docs/gpu/2026-12-01/cluster_check.json``, docs/NOTES.md §8): SMs that ever ran CTAs of one cluster (clusters
+- ``[h200-measured]``: ``benchmarks/audit/gpu_cluster_check.py`` on one NVIDIA H200 (driver 580.159.04, 2026-12-01;
+  ``docs/gpu/2026-12-01/cluster_check.json``, docs/LOG.md §8): SMs that ever ran CTAs of one cluster (clusters
   of 16, 8, 4, 2 CTAs, one CTA per SM, 3 launches each) form 12 groups of 18, 18, 16, 16, 16, 16, 16, 8, 2, 2, 2
   and 2 SMs; with that layout the rule below gave ``cuOccupancyMaxActiveClusters``'s answer for 74 of 74
   configurations (cluster sizes 2–16, 1–7 CTAs/SM), the earlier rule without "distinct SMs" for 52.
@@ -104,7 +104,7 @@ HOPPER_WHITEPAPER = GpuLayout("H100 SXM5/H200", "sm_90", 132, 8, 18, 2, "[hopper
 H200_MEASURED = GpuLayout(
     "H200", "sm_90", 132, 8, 18, 2,
     "[h200-measured]: cluster co-residency on one H200, driver 580.159.04, 2026-12-01 "
-    "(benchmarks/gpu_cluster_check.py); cuOccupancyMaxActiveClusters matched on 74 of 74 configurations",
+    "(benchmarks/audit/gpu_cluster_check.py); cuOccupancyMaxActiveClusters matched on 74 of 74 configurations",
     H200_MEASURED_SMS_PER_GPC,
     caveat="layout measured on one H200, 2026-12-01; other H100/H200 dies may group their SMs differently")
 

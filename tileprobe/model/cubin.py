@@ -37,7 +37,7 @@ Compressed sections (``SHF_COMPRESSED``, an ``Elf64_Chdr`` then zlib data) are r
 capped before anything is inflated: at most :data:`MAX_INFLATED_BYTES` in all per cubin (a 4.2 MB cubin whose
 ``.nv.info`` claimed 8.4 GB used to be inflated whole: 8.4 GB of memory and 24 s before it was refused, issue 9).
 ``.symtab`` must not be compressed (pyelftools reads symbols from the raw bytes), and ``SHT_NOBITS`` sections hold
-no bytes whatever size they claim. ``benchmarks/bench_fuzz_cubin.py`` feeds the reader 10,000+ mutated cubins.
+no bytes whatever size they claim. ``benchmarks/audit/bench_fuzz_cubin.py`` feeds the reader 10,000+ mutated cubins.
 
 Static shared memory and the 1 KB per-CTA reserve (``smem_driver_bytes``): from sm_90 on, ptxas places user
 shared memory after the 1 KB system reserve (SASS forms shared addresses from 0x400) and ``.nv.shared.<kernel>``

@@ -64,8 +64,8 @@ _TARGET_LABEL = re.compile(r"`\((\.L_x_\d+)\)")
 _REG = re.compile(r"^(?:U?R\d+|U?P\d+)$")
 # Compiled once (the walk runs them per instruction and warp: re's own cache lookup was a third of a 16,161-line
 # listing's walk, 1.4 s on the 2-core machine, 2026-12-02; with these, the per-instruction kills and the walk by
-# basic blocks 0.53 s (benchmarks/bench_regpool.py), with the same reach and verdicts as the walk of 459075d on the
-# 34 listings of tests/data and that kernel, 1-12 warps).
+# basic blocks 0.53 s (benchmarks/audit/bench_regpool.py), with the same reach and verdicts as the walk of 459075d on
+# the 34 listings of tests/data and that kernel, 1-12 warps).
 _NUMBER = re.compile(r"-?(?:0x[0-9a-fA-F]+|\d+)")
 _IMMEDIATE = re.compile(r"0x[0-9a-fA-F]+|\d+")
 _PREDICATE = re.compile(r"U?P\d+")

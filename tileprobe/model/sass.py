@@ -38,7 +38,8 @@ __all__ = ["GATE_VERSION", "KernelSassTraits", "SassTraits", "SASS_GATE", "TMA_D
 #: it before a launch (the embedded PTX has ``setmaxnreg`` or does not look whole, or an instruction word is
 #: a USETMAXREG); elsewhere the record gets the check's verdict ``none`` and no traits. ``tileprobe tune`` compiles
 #: this way: nvdisasm starts in 0.4-0.5 s of CPU for any cubin (the 2-core machine, 2026-12-03) and the
-#: register-pool walk of a 16,161-line listing took 0.5-0.7 s, the last step of a tune's slowest compile (NOTES §26).
+#: register-pool walk of a 16,161-line listing took 0.5-0.7 s, the last step of a tune's slowest compile
+#: (docs/LOG.md §33).
 SASS_GATE = "gate"
 #: Bumped whenever the gate's rules change: a verdict ``none`` the gate wrote under other rules (``gate_version``
 #: of the record's register pool) is checked again from the stored cubin (``Store.lookup``).

@@ -24,9 +24,9 @@ and a job goes to an idle child of the same probe file, working folder, ``sys.pa
 tune imports each probe file for its plan (``tune.static.load_space``), for the audit's load (:func:`check_file`)
 and for the launch facts of each batch of landed candidates (``tune.static.launch_facts``); the TileGym matmul's
 kernel module imports torch and transformers, 2.3 s on the 2-core machine and ~5 s on the H200 host, where a cold
-tune spent plan 7.6 s + compile 17.5 s against a compile floor of 5.5 s (benchmarks/bench_tune.py, 2026-12-02;
+tune spent plan 7.6 s + compile 17.5 s against a compile floor of 5.5 s (benchmarks/tune/bench_tune.py, 2026-12-02;
 here ``load_space`` of that probe took 2.7 s and each further load 1.2 s with a warm zygote and
-``TILEPROBE_PLAN_CACHE=0``; benchmarks/bench_loaders.py measures the difference).
+``TILEPROBE_PLAN_CACHE=0``; benchmarks/audit/bench_loaders.py measures the difference).
 
 Each job starts anew: its own folder as ``tempfile.tempdir``, its stage deadline, its output count and limit. The
 containment is the one of a single job: every child runs in its own session with a parent-death signal, guarded
@@ -943,7 +943,7 @@ def prefetch_compiler_lookup(timeout_s: float = PROBE_TIMEOUT_S) -> bool:
     """Inside :func:`loader_sessions`: start finding the tileiras cuTile picks now
     (:class:`~tileprobe._cutile.DefaultCompilerLookup`), for the session's first :func:`load_probe_files` that asks
     (``find_compiler``): a tune starts it beside its plan, so that its audit need not wait for it (1.5 s of a cold
-    tune's path on the H200 host when the answer was not kept, ``benchmarks/trace_tune.py``, 2026-12-02). Returns
+    tune's path on the H200 host when the answer was not kept, ``benchmarks/tune/trace_tune.py``, 2026-12-02). Returns
     whether one was started."""
     from tileprobe._cutile import DefaultCompilerLookup
     session = current_session()

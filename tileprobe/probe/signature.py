@@ -206,7 +206,7 @@ def jit_signature(kernel, args: Sequence[Any]):
     static shape or a tuple parameter). Since cuda-tile 1.7 JIT makes every size-1 extent of an array of at most
     5 dimensions a static shape (``shape_constant = 1``, mangled ``1s1``), so such a launch compiles under
     ``cutile_python_v2`` (``…_Kt2_…``); all others under ``cutile_python_v1`` (``…_Kt1_…``). Both seen in JIT
-    symbols on the H200 (TileGym RoPE's ``cos`` of shape (1, seq, dim): ``Kt2``; docs/NOTES.md).
+    symbols on the H200 (TileGym RoPE's ``cos`` of shape (1, seq, dim): ``Kt2``; docs/LOG.md).
     ``from_kernel_args`` infers static shapes only when asked for v2, so we infer under v2 and keep v1 when
     cuTile infers the very same constraints under it.
 

@@ -2,7 +2,7 @@
 (:mod:`.contained`) and the compile workers (:mod:`.pool`) of an audit, so each pays only for its own work.
 
 Why: ``import cuda.tile._compile`` took 2.06 s per process on the 2-core machine (2.23 s for two at once; cuTile's
-``_ir.core_ops`` → ``_cext`` imports torch, 1.80 s of it: docs/NOTES.md §18), and an audit started one loader per
+``_ir.core_ops`` → ``_cext`` imports torch, 1.80 s of it: docs/LOG.md §18), and an audit started one loader per
 probe file plus one worker per CPU, each importing it again. Forked from the zygote, a loader or worker starts in
 milliseconds; torch (through cuTile's compiler side) is imported once, when a worker or a probe needs it.
 
@@ -188,7 +188,7 @@ class Zygote:
     def prefetch_heavy(self) -> bool:
         """Ask the zygote to import :data:`HEAVY` now (without torch when :attr:`torch_free`), without forking
         anything and without waiting: the first compile worker's fork then need not wait for that import (0.59 s
-        of a cold tune's path on the H200 host, ``benchmarks/trace_tune.py``, 2026-12-02). False when the zygote
+        of a cold tune's path on the H200 host, ``benchmarks/tune/trace_tune.py``, 2026-12-02). False when the zygote
         is not running or did not take the request."""
         with self.lock:
             if not self.ready or self.dead:
@@ -336,7 +336,7 @@ def start_early() -> bool:
     """Start the zygote now, before the command's own modules are imported (the console entry point does this for
     ``tune`` and ``audit``): its imports (0.24 s here, about 0.4 s on the H200 host) then run beside the CLI's
     (0.3-0.6 s), and the first loader's fork need not wait for them (0.26 s of a cold RMSNorm tune's path on the
-    H200, docs/NOTES.md §28). The next :func:`warm_starts` takes it when the environment is still the one it
+    H200, docs/LOG.md §35). The next :func:`warm_starts` takes it when the environment is still the one it
     started in; otherwise, or at exit, it is closed. Returns whether one was started."""
     global _early
     if not enabled() or _early is not None or threading.current_thread() is not threading.main_thread():
@@ -394,7 +394,7 @@ def speculate_torch_free(paths: Sequence[str]) -> bool:
     their loaders (:func:`loaders_started`), beside them, rather than after they report (:func:`prefetch_heavy`).
 
     Why (issue 22): on the H200 host that import took 0.85 s and was on a cold tune's path: the first compile
-    worker waited for it (the RMSNorm 2M tune's trace, docs/NOTES.md §28). A wrong guess (a file that imports
+    worker waited for it (the RMSNorm 2M tune's trace, docs/LOG.md §35). A wrong guess (a file that imports
     torch through another module) costs a second zygote's start, 0.3-0.5 s beside the loaders
     (:func:`_replace_current`); the workers are then forked from that one, with torch. Returns whether the guess
     was made (off with ``TILEPROBE_TORCH_FREE=0``, without a zygote, or when a file looks like it needs torch)."""
@@ -513,7 +513,7 @@ def installed_imports(path: str) -> tuple[str, ...]:
     Why (issue 22): the zygote imports them once before it forks the probe's loader, and the compile workers
     forked after it have them. On the H200 host each compile worker of the TileGym matmul spent 3.4–4.8 s on its
     first job, 0.3–0.5 s of it in tileiras: it imported TileGym (torch, transformers) again
-    (``benchmarks/trace_tune.py``, 2026-12-02). The user's own modules (beside the probe, or in the working
+    (``benchmarks/tune/trace_tune.py``, 2026-12-02). The user's own modules (beside the probe, or in the working
     directory) are left to the loader, which runs them contained and reports their errors. ``()`` for a file that
     cannot be read or parsed (its loader reports that)."""
     import ast

@@ -14,7 +14,7 @@ What one launch costs: a type-dispatched description of each argument (for a tor
 ``data_ptr``), a walk up the frames for the call site (classification cached per code object) and a dict lookup.
 A launch seen for the first time (new kernel object, arguments, grid or call site) writes one line at once with
 ``os.write`` (unbuffered: it survives a crash); repeats only count, and counts are written when a count reaches a
-power of two, at most a second after the last write, and at exit. ``benchmarks/bench_record.py`` measures it.
+power of two, at most a second after the last write, and at exit. ``benchmarks/programs/bench_record.py`` measures it.
 
 Line types (``"t"``): ``process`` (argv, cwd, Python, cuda-tile), ``kernel`` (one per kernel object: function,
 where it lives, its compiler options), ``launch`` (kernel id, grid, arguments, call site), ``counts`` (absolute

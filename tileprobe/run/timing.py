@@ -43,7 +43,7 @@ MIN_FLUSH_BYTES = 256 * 1024 * 1024
 #: A tune's steady-state final (:mod:`tileprobe.tune.race`, module doc 7): warm-up (ms of GPU time) and samples
 #: (ms, at most ``FINAL_MAX_N``) of each final batch. Under the H200's power cap a 4096³ fp16 matmul's samples read
 #: 204 µs in the first 25 ms of load, 209 µs in the next 25 ms and 224–229 µs from 50 ms on, at every length up to
-#: 800 ms (``benchmarks/power_window.py``, 2026-12-03, docs/NOTES.md §29): past 75 ms of warm-up a batch sees the
+#: 800 ms (``benchmarks/tune/power_window.py``, 2026-12-03, docs/LOG.md §36): past 75 ms of warm-up a batch sees the
 #: power-capped steady state that do_bench's 100 ms and a program's sustained load see.
 FINAL_WARMUP_MS, FINAL_BATCH_MS, FINAL_MAX_N = 75.0, 50.0, 1000
 #: Warm-up launches a final batch makes at most (75 ms of a 5-µs kernel is 15,000).

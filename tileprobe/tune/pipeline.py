@@ -55,7 +55,7 @@ class _WorkerStarter:
         self.wd, self.info, self.error = wd, None, None
         self.t0, self.t1 = time.perf_counter(), None
         self.held = threading.Event()   # the thread lives until release(): the worker dies with the thread that
-        #                                 started it (PR_SET_PDEATHSIG follows the thread; docs/NOTES.md section 13)
+        #                                 started it (PR_SET_PDEATHSIG follows the thread; docs/LOG.md §14)
         self.ready = threading.Event()
         self.thread = threading.Thread(target=self._run, name="tileprobe-worker-start", daemon=True)
         self.thread.start()

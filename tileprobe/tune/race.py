@@ -27,13 +27,13 @@ watchdog'd worker, the tests a fake. The method (``docs/TUNE.md``):
 7. **Steady-state final** (``final``, the sustained mode's): when any batch came with the clocks set by the GPU's
    power or temperature limit (:data:`~tileprobe.run.clocks.POWER_REASONS`; :mod:`tileprobe.tune.final`), the race's
    batches (a few ms of idle between two, 25 ms of warm-up) caught each candidate at a different point of the power
-   cap's ramp: a 4096³ matmul read 204 µs in its first 25 ms of load and 224–229 µs from 50 ms on (docs/NOTES.md
-   §29), so a leader measured after idle gaps can be 5–10 % behind in do_bench's (and a program's) steady state. The
+   cap's ramp: a 4096³ matmul read 204 µs in its first 25 ms of load and 224–229 µs from 50 ms on (docs/LOG.md
+   §36), so a leader measured after idle gaps can be 5–10 % behind in do_bench's (and a program's) steady state. The
    leader and the others within ``final_pct`` % of its median (eliminated or not; at most ``final_max``, closest
    first) are then timed again in batches of ``final(id, pass)``, long enough to reach the steady state: two passes
    over all (alternating order), then, up to ``final_passes``, passes over those still close to the best
    (pass-by-pass differences within two standard errors, or within ``tie_pct`` %): the final batches of one
-   configuration still moved 0.2–7.5 % between two passes on the H200 (§29). The lowest mean of the passes' medians
+   configuration still moved 0.2–7.5 % between two passes on the H200 (§36). The lowest mean of the passes' medians
    is the pick, the others within ``tie_pct`` % of it tie; a contender is compared with the pick over the passes both
    ran. A new pick is checked (6.); a wrong one gives way to the next. When no contender is left standing (all failed
    in the final or were wrong), the race's own ranking of the rest stands, checked. Once the power limit has been
@@ -42,7 +42,7 @@ watchdog'd worker, the tests a fake. The method (``docs/TUNE.md``):
    budget); later passes run only in what is left. The race's line also keeps back the longest one finalist's check
    has taken and, while candidates may still land, the longest time taking in those that landed has cost (their
    launches asked of a contained child of the probe): on the H200 these two, after the line, had left budget finals
-   0.75–1.22 s of a 2.5-s share (docs/NOTES.md §30).
+   0.75–1.22 s of a 2.5-s share (docs/LOG.md §37).
 
 Statuses at the end: ``winner`` (the only finalist), ``tie`` (finalists when several), ``eliminated`` (with the
 round and the reason), ``hang`` / ``crash`` / ``error`` / ``wrong`` (with the error), ``skipped`` (the budget
@@ -74,12 +74,12 @@ class RaceSettings:
     """How a race runs (module doc). Times in s; ``tie_pct`` in % of the leader's median.
 
     The default ``tie_pct`` of 1 % is the reproducibility of one variant's median between two processes on the
-    H200 (docs/NOTES.md §3: median 0.02 %, max 1.23 %): a smaller difference is not a property of the
+    H200 (docs/LOG.md §3: median 0.02 %, max 1.23 %): a smaller difference is not a property of the
     configuration.
 
     ``final_pct``, ``final_max``, ``final_passes`` (at most), ``final_batch_s``: the steady-state final (module
     doc 7). 12 % is about the most a candidate's race median was seen below its steady state (204 vs 228 µs, the
-    4096³ matmul, docs/NOTES.md §29); ``final_batch_s`` is a little over one final batch's wall time on the H200
+    4096³ matmul, docs/LOG.md §36); ``final_batch_s`` is a little over one final batch's wall time on the H200
     (75 + 50 ms of kernel time, the L2 flushes between, the worker's round trip: about 0.2 s).
 
     Raises:
@@ -221,7 +221,7 @@ class Race(SteadyFinal):
 
     def _rejudge(self) -> bool:
         """Put back in the race every eliminated candidate that the leader's samples taken since no longer beat by the
-        elimination rule (clocks drift during a tune: 1,530-1,965 MHz on the H200, docs/NOTES.md section 13, so a
+        elimination rule (clocks drift during a tune: 1,530-1,965 MHz on the H200, docs/LOG.md §13, so a
         leader's later batches can be slower than those it won with). True when one was put back. Not after the
         budget is spent (there is no time to race them), except when every racing candidate has failed: then all the
         eliminated ones, which ran correctly, are put back to be judged by the samples they have."""

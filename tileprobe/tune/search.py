@@ -24,7 +24,7 @@ configurations never compiled are rows of status :data:`NOT_SEARCHED`. The searc
 halving's "sample, then refine around the leaders", made continuous for a compile-bound tune: a candidate costs a
 compile (seconds) before its first sample, and the local step follows that tile sizes and hints act mostly on their
 own axis (a configuration next to a fast one is faster on average than one far away). Replayed on the H200's full
-tune of the 486-configuration matmul (``benchmarks/sim_budget.py``, 60 seeds, a 30-s budget, a 10-s plan,
+tune of the 486-configuration matmul (``benchmarks/tune/sim_budget.py``, 60 seeds, a 30-s budget, a 10-s plan,
 2026-12-03), a configuration within 1.02 of the best was found in 58 seeds (47 with neighbours on one knob only);
 the search in rounds it replaced (each round compiled, then raced, then chose the next round) in 26.
 
@@ -60,7 +60,7 @@ FINISH_S = 1.5
 CUT_S = 1.0
 #: What a compile job costs beyond tileiras' own time (s): cuTile's front end, nvdisasm and the register-pool walk,
 #: the result's trip back. The H200 host's full tune of the 486-configuration matmul kept 16 jobs busy for 62.8 s
-#: (1,005 job-seconds) for 480 s of tileiras: 1.08 s per compile (``benchmarks/bench_budget.py``, 2026-12-03).
+#: (1,005 job-seconds) for 480 s of tileiras: 1.08 s per compile (``benchmarks/tune/bench_budget.py``, 2026-12-03).
 WORKER_OVERHEAD_S = 1.0
 
 
@@ -128,7 +128,7 @@ def balanced_sample(configs: Sequence[Config], n: int, taken: Sequence[Config] =
     seen counts ``1 / (1 + times seen)``, and so does each of its own values; ties broken by a ``seed``-ed shuffle.
     The search's sample uses it: unlike a max-min distance spread, which picks the space's corners first (2^k of
     them before any middle value), every value of every knob, and every pair of values, comes up about equally
-    often. Replayed on the 486-configuration matmul's full tune (``benchmarks/sim_budget.py``, 20 seeds, a 30-s
+    often. Replayed on the 486-configuration matmul's full tune (``benchmarks/tune/sim_budget.py``, 20 seeds, a 30-s
     budget, the search in rounds of 2026-12-02), round 1 from this sample found a configuration within 1.02 of the
     best in 9 seeds, from such a spread in 3. Each pick weighs at most :data:`BALANCE_WINDOW` configurations:
     O(n × min(len(configs), BALANCE_WINDOW) × knobs²). ``pos``: each configuration's :func:`position`, when the
@@ -330,7 +330,7 @@ class SearchOrder:
 
         Two knobs away: the best of a space often needs two knobs moved together (the 486-configuration matmul's
         TILE_M 256 with 2 CTAs per cluster, where 256 with one CTA and 128 with two are both slow); one step on
-        one knob at a time stalls there. Replayed (``benchmarks/sim_budget.py``, 60 seeds, 30-s budget, 10-s plan,
+        one knob at a time stalls there. Replayed (``benchmarks/tune/sim_budget.py``, 60 seeds, 30-s budget, 10-s plan,
         this 2-core machine, 2026-12-03): 58 of 60 within 1.02 with these, 47 of 60 with one knob only."""
         here = self.pos.get(config)
         if here is None:

@@ -1,0 +1,126 @@
+"""The budgeted search (tileprobe/tune/search.py's SearchOrder) replayed on a recorded full tune, to compare search
+settings without a GPU: each configuration's compile time and race median come from a full tune's JSON (``tileprobe
+tune --json``, every configuration compiled and timed, e.g. bench_budget.py's ``full.json`` from the H200); compiles
+run on ``--jobs`` fake workers (compile time + ``--overhead`` s each) from ``--plan`` + ``--round-start`` s (the
+audit's own setup), each asking the order for its next configuration as it frees up (one still running at the
+order's ``cut_at`` gives nothing); the race times each landed
+candidate with one batch (``--batch`` s) when the GPU is free and the leaders again once per step. Noise-free: each
+candidate's time is its recorded median. Prints, per seed, how many were compiled and timed, when the replay ended
+and the pick's median over the full tune's pick's, then how many seeds were within 1.02.
+
+    python benchmarks/tune/sim_budget.py FULL.json [--budget 30 --plan 9 --seeds 20] [--leaders 2 --round-cap 64]
+    python benchmarks/tune/sim_budget.py docs/gpu/2026-12-03/s7a-full-486.json.gz --plan 10 --seeds 60   # the H200's
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+from tileprobe.tune import search as S  # noqa: E402
+from tileprobe.tune.space import Config  # noqa: E402
+
+
+def load(path: str):
+    """The first problem's rows of a tune's JSON (``.json`` or gzip-ed ``.json.gz``): config -> (compile s, median
+    µs, status)."""
+    with (gzip.open(path, "rt", encoding="utf-8") if path.endswith(".gz") else open(path, encoding="utf-8")) as f:
+        p = json.load(f)["problems"][0]
+    rows = {}
+    for c in p["candidates"]:
+        cfg = Config(tuple(c["config"]["case"].items()), tuple(c["config"]["hints"].items()))
+        rows[cfg] = (c.get("compile_s") or 0.0, c.get("median_us"), c["status"])
+    return rows
+
+
+def continuous(rows, a, seed: int):
+    """The continuous search (:class:`~tileprobe.tune.search.SearchOrder`) replayed: ``--jobs`` fake compile jobs ask
+    the order for their next configuration as they free up; the race (one GPU) times each landed candidate with one
+    batch (``--batch`` s) as soon as it is free, and each leader again once per ``--leaders`` newcomers; the leaders
+    the order reads are the fastest timed so far. Returns (pick, compiled, timed, end s)."""
+    import heapq
+    configs = list(rows)
+    timed: dict = {}
+    leaders = lambda: sorted(timed, key=timed.get)[:a.leaders]  # noqa: E731
+    settings = S.SearchSettings(jobs=a.jobs, seed=seed, round_cap=a.round_cap, leaders=a.leaders)
+    order = S.SearchOrder(configs, [], settings, a.budget, leaders)
+    t0 = a.plan + a.round_start
+    gpu = max(t0, a.gpu_ready)
+    events = [(t0, i, "free", None) for i in range(a.jobs)]
+    heapq.heapify(events)
+    landed: list = []       # (landing time, configuration) not yet timed
+    n = a.jobs
+    compiled = 0
+    while events:
+        t, _, kind, c = heapq.heappop(events)
+        # the race keeps up with what landed before t
+        while landed and gpu <= t:
+            new = [x for x in landed if x[0] <= gpu] or [landed[0]]
+            gpu = max(gpu, new[0][0])
+            for x in new:
+                landed.remove(x)
+                if rows[x[1]][1]:
+                    timed[x[1]] = rows[x[1]][1]
+                gpu += a.batch
+            gpu += a.batch * len(leaders())
+        if kind == "land":
+            if t > order.cut_at:        # still compiling at the cut: killed, no record
+                continue
+            order.landed(c, rows[c][0])
+            landed.append((t, c))
+            continue
+        nxt = order.next(t)
+        if nxt is None:
+            continue
+        compiled += 1
+        n += 1
+        done = t + rows[nxt][0] + a.overhead
+        heapq.heappush(events, (done, n, "land", nxt))
+        n += 1
+        heapq.heappush(events, (done, n, "free", None))
+    for t, c in landed:
+        gpu = max(gpu, t) + a.batch
+        if rows[c][1]:
+            timed[c] = rows[c][1]
+    end = gpu + a.batch * 2 * a.leaders + 0.5
+    pick = min(timed, key=timed.get) if timed else None
+    return pick, compiled, len(timed), end
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("full")
+    ap.add_argument("--budget", type=float, default=30.0)
+    ap.add_argument("--plan", type=float, default=9.0, help="s from the tune's start to round 1 (start-up + plan)")
+    ap.add_argument("--jobs", type=int, default=16)
+    ap.add_argument("--overhead", type=float, default=1.08,
+                    help="s per compile job beyond tileiras (1.08: the H200's full tune of 2026-12-03)")
+    ap.add_argument("--round-start", type=float, default=1.0)
+    ap.add_argument("--batch", type=float, default=0.045,
+                    help="s per candidate per race round (0.045: the H200's race of 49 matmul candidates took 4.4 s in "
+                         "two rounds, 2026-12-03)")
+    ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--round-cap", type=int, default=None)
+    ap.add_argument("--leaders", type=int, default=S.SearchSettings().leaders)
+    ap.add_argument("--gpu-ready", type=float, default=0.0, help="s from the tune's start to the GPU worker's start")
+    a = ap.parse_args(argv)
+    rows = load(a.full)
+    configs = list(rows)
+    full_best = min((c for c in configs if rows[c][1]), key=lambda c: rows[c][1])
+    ok = 0
+    for seed in range(a.seeds):
+        pick, compiled, ntimed, end = continuous(rows, a, seed)
+        ratio = rows[pick][1] / rows[full_best][1] if pick else float("inf")
+        ok += ratio <= 1.02
+        print(f"seed {seed:2d}: compiled {compiled:3d}, timed {ntimed:3d}, end {end:5.1f} s, pick/full {ratio:.3f}")
+    print(f"within 1.02: {ok} of {a.seeds} (budget {a.budget} s, plan {a.plan} s, leaders {a.leaders}, "
+          f"round cap {a.round_cap or 'default'})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
