@@ -28,7 +28,10 @@ RUNTIME_ENV = {"env_vars": {"PYTHONPATH": ROOT}}
 def ray_session():
     if ray.is_initialized():
         ray.shutdown()
-    ray.init(num_cpus=2, num_gpus=2, include_dashboard=False, log_to_driver=False, runtime_env=RUNTIME_ENV)
+    # address="local": a Ray of this test's own, never one another test run (or a developer) started on this machine
+    # (with no address Ray joins the latest cluster it finds: RAY_ADDRESS, then /tmp/ray/ray_current_cluster)
+    ray.init(address="local", num_cpus=2, num_gpus=2, include_dashboard=False, log_to_driver=False,
+             runtime_env=RUNTIME_ENV)
     yield
     ray.shutdown()
 
