@@ -77,6 +77,22 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(_pytest.mark.skip(reason=f"gpu test: {reason}"))
 
 
+# --- one results store for the whole run ---------------------------------------------------------------------------
+
+@_pytest.fixture(scope="session")
+def shared_store_path(tmp_path_factory) -> str:
+    """A results store (path) shared by every test process of this run, pytest-xdist workers included (it sits in
+    the folder above the workers' own temp folders), for tests that compile the same variants in different files:
+    the first to need a variant compiles it, the others read it from the store (processes sharing a store never
+    compile one variant twice at once: tileprobe/store/claims.py). Only for tests whose assertions hold for stored
+    records as for fresh ones (the store gives back the same records: tests/test_golden_cli.py), never for a test
+    that counts compiles or compares a run with another."""
+    import os
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    return str(root / "shared-results.sqlite")
+
+
 # --- compiles counted ("nothing stored is compiled again") -----------------------------------------------------------
 class CompileCounter:
     """Counts the variants handed to the compile workers. Patched in ``compile.pool`` and where the pipeline

@@ -4,6 +4,7 @@ import os
 import pytest
 
 from tileprobe.audit.pipeline import audit
+from tileprobe.store import Store
 
 ROOT = os.path.dirname(os.path.dirname(__file__))
 
@@ -25,8 +26,11 @@ def _require_13_4_92(records):
 
 
 @pytest.fixture(scope="module")
-def w4a16():
-    return audit([os.path.join(ROOT, "examples", "w4a16_gemm.py")], ["sm_120"]).records
+def w4a16(shared_store_path):
+    """Its 12 variants for sm_120 (tileiras 13.4.92 compiles them in tests/test_versions.py too: the run's shared
+    store compiles them once)."""
+    with Store.open(shared_store_path) as store:
+        return audit([os.path.join(ROOT, "examples", "w4a16_gemm.py")], ["sm_120"], store=store).records
 
 
 def test_w4a16_sm120_matches_report_table(w4a16):

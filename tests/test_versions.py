@@ -12,6 +12,7 @@ from tileprobe.audit.pipeline import audit
 from tileprobe.analyses.bisect import bisect_versions, candidates, make_evaluator
 from tileprobe.analyses.compare import compare_records, split_by_compiler, match_key
 from tileprobe.errors import TileprobeError
+from tileprobe.store import Store
 from tileprobe.toolchain import published_versions, resolve_toolchains
 
 ROOT = os.path.dirname(os.path.dirname(__file__))
@@ -49,9 +50,10 @@ def test_two_versions_in_one_run_equal_two_separate_runs():
     assert _resources(rb) == _resources(b)
 
 
-def test_compare_names_the_report_regression():
+def test_compare_names_the_report_regression(shared_store_path):
     tcs = resolve_toolchains(["13.3.36", "13.4.92"], auto_install=True)   # issue 27: installing is asked for
-    recs = audit([W4A16], ["sm_120"], toolchains=tcs, jobs=2).records
+    with Store.open(shared_store_path) as store:     # 13.4.92's half is tests/test_examples_audit.py's w4a16 too
+        recs = audit([W4A16], ["sm_120"], toolchains=tcs, jobs=2, store=store).records
     a, b, build_a, build_b = split_by_compiler(recs)
     got_a = {(r.case["GATHER"], r.case["LOOP"], r.hints["occupancy"]): (r.threads, r.registers, r.shared_bytes)
              for r in a}
@@ -79,12 +81,13 @@ def test_compare_names_the_report_regression():
     assert len(verdict_regressions) == 1
 
 
-def test_bisect_names_first_release_that_ignores_the_hint():
+def test_bisect_names_first_release_that_ignores_the_hint(shared_store_path):
     versions = candidates(published_versions(), "13.3.36", "13.4.92")
     assert versions[0] == "13.3.36" and versions[-1] == "13.4.92"
-    evaluate = make_evaluator(W4A16, "sm_120", {"GATHER": True, "LOOP": True, "occupancy": 2},
-                              "occupancy honoured", jobs=2, install=True)   # a test may download
-    res = bisect_versions(versions, evaluate)
+    with Store.open(shared_store_path) as store:     # the ends' compiles are test_compare_names…'s
+        evaluate = make_evaluator(W4A16, "sm_120", {"GATHER": True, "LOOP": True, "occupancy": 2},
+                                  "occupancy honoured", jobs=2, store=store, install=True)   # a test may download
+        res = bisect_versions(versions, evaluate)
     assert res.last_good == "13.3.36"
     assert res.first_bad == "13.4.59"
     assert [s.holds for s in res.steps][:2] == [True, False]
