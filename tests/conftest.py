@@ -1,4 +1,5 @@
-# --- gpu marker: skip GPU tests where no CUDA GPU is present (tileprobe run) -------------------------------------
+"""Shared test set-up: a results store per test process and one for the whole run, the gpu marker, compile counting,
+a hermetic terminal width and signal dispositions. Every test is parallel-safe (pytest-xdist, README's -n auto)."""
 import os as _os
 import subprocess as _subprocess
 import sys as _sys
@@ -36,6 +37,9 @@ def pytest_unconfigure(config):
         _os.environ.pop("TILEPROBE_STORE", None)
     else:
         _os.environ["TILEPROBE_STORE"] = was
+
+
+# --- gpu marker: skip GPU tests where no CUDA GPU is present (tileprobe run) -----------------------------------------
 
 _GPU_PROBE = r"""
 import ctypes, sys
