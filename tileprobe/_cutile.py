@@ -569,16 +569,18 @@ def install_compile_hook() -> None:
     """
     import inspect
     from cuda.tile import _compile
+    check_cutile()
     original = getattr(_compile.compile_cubin, "_tileprobe_original", _compile.compile_cubin)
-    api = installed_api()
     signature = inspect.signature(original)
+    # PrivateApi.remarks, read from the function wrapped here
+    remarks = "remarks_output_file" in signature.parameters and hasattr(_compile, "_tileiras_supports_remarks")
 
     def hooked(*args, **kwargs):
         bound = signature.bind(*args, **kwargs)
         bound.apply_defaults()
         given = bound.arguments
         fname_bytecode = given["fname_bytecode"]
-        if (api.remarks and given.get("remarks_output_file") is None
+        if (remarks and given.get("remarks_output_file") is None
                 and _compile._tileiras_supports_remarks(os.path.dirname(fname_bytecode))):
             # JIT with cuTile's disk cache on (its default) asks for remarks; do the same.
             given["remarks_output_file"] = os.path.splitext(fname_bytecode)[0] + ".remarks.yaml"
