@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from tileprobe._cutile import which_tool
+from tileprobe._cutile import execution_error, which_tool
 from tileprobe.compile.job import Variant
 from tileprobe.compile.pool import compile_variants
 from tileprobe.compile.failure import classify
@@ -173,7 +173,7 @@ def test_front_end_errors_are_told_from_the_compilers_by_class():
     assert front_end(cte.TileSyntaxError("x", cte.Loc(3, 1, "/k.py")))
     assert front_end(cte.TileStaticAssertionError("x"))
     assert not front_end(cte.TileInternalError("x", cte.Loc(3, 1, "/k.py")))
-    assert not front_end(ct_exec := cte.TileCompilerExecutionError(1, "boom", None, "", None))
+    assert not front_end(ct_exec := execution_error(1, "boom", [], None))
     assert classify(ct_exec, tileiras=REAL).fix != BEFORE_TILEIRAS_FIX
     assert not front_end(RuntimeError("x"))
     assert kernel_fix(cte.TypeCheckingError("x", cte.Loc(12, 5, "/src/k.py"))).startswith(
@@ -253,7 +253,7 @@ def test_cuda_home_pointing_at_an_older_toolkit_is_named(tmp_path, capsys):
         try:
             proc.check_returncode()
         except subprocess.CalledProcessError as e:
-            raise ct.TileCompilerExecutionError(e.returncode, e.stderr.decode(), None, "", None)
+            raise execution_error(e.returncode, e.stderr.decode(), [], None)
     except ct.TileCompilerExecutionError as exc:
         f = classify(exc, tileiras=REAL, build="Cuda compilation tools, release 13.4, V13.4.92",
                      compiler_env={"CUDA_HOME": str(fake_home)})
@@ -414,7 +414,7 @@ def test_classify_without_the_raw_output(rc, message, failure, first):
     'Return code N' + its parse of stderr) is classified from the message: the signal by name, the class."""
     import cuda.tile as ct
     try:
-        raise ct.TileCompilerExecutionError(rc, message, None, "", None)
+        raise execution_error(rc, message, [], None)   # as the installed cuda-tile builds it
     except ct.TileCompilerExecutionError as exc:
         f = classify(exc, tileiras=REAL, build="Cuda compilation tools, release 13.4, V13.4.92")
     assert (f.failure, f.message.splitlines()[0]) == (failure, first)
