@@ -190,3 +190,33 @@ def test_cutiles_own_errors_keep_their_blame(fake_compile):
 
     exc = _raised(refused, "/t/k.bytecode", object(), "sm_90", 5)
     assert own_call(exc) is None and classify(exc).fix.startswith("fix the kernel")
+
+
+_INIT = """
+import sys
+from cuda.tile import _compile
+from tileprobe.compile import job
+_compile._get_max_supported_bytecode_version = None   # a private name whose shape moved: not callable any more
+try:
+    job._init_worker(None, None, 60.0, sys.argv[1])
+except Exception as e:
+    print(type(e).__name__)
+    print(e)
+"""
+
+
+def test_a_compile_worker_whose_cutile_set_up_fails_in_tileprobes_code_says_it_is_tileprobes(tmp_path):
+    """The compile worker's set-up of cuTile (fake driver, compiler, hook, the compiler's facts) failing in
+    tileprobe's code is a TileprobeError saying it is tileprobe's, with the place and the versions (the audit prints
+    it as "not audited: ..."), not a bare TypeError."""
+    import subprocess
+    import sys
+    proc = subprocess.run([sys.executable, "-c", _INIT, str(tmp_path)], capture_output=True, text=True, timeout=300,
+                          cwd=ROOT)
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "TileprobeError", proc.stdout + proc.stderr
+    assert re.fullmatch(r"tileprobe's own call into cuda-tile failed at tileprobe/_cutile\.py:\d+ \(a tileprobe bug: "
+                        r"not the kernel's, not the compiler's\): TypeError: 'NoneType' object is not callable",
+                        lines[1])
+    assert lines[2] == f"versions: tileprobe 0.1.0, cuda-tile {cutile_version()}, tileiras ?"
+    assert lines[3].startswith("fix: report it to tileprobe (its issue tracker)")
