@@ -45,7 +45,7 @@ for r in "${releases[@]}"; do
     summary+=("cuda-tile $r: the test install replaced it with $have"); status=1; continue
   fi
   echo "=== cuda-tile $r: ${TESTS[*]}"
-  if "$venv/bin/python" -m pytest -q -p no:cacheprovider "${TESTS[@]}"; then
+  if "$venv/bin/python" -m pytest -q -p no:cacheprovider --durations=5 "${TESTS[@]}"; then
     summary+=("cuda-tile $r: passed ($(( $(date +%s) - start )) s with the install)")
   else
     summary+=("cuda-tile $r: FAILED ($(( $(date +%s) - start )) s with the install)"); status=1
