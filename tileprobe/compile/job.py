@@ -185,8 +185,10 @@ def _init_worker(tileiras: str | None, lib_dirs: list[str] | None, timeout_s: fl
     """Set up this worker: fake driver, contained compiler, the compiler's version probed once (returned).
 
     Raises:
-        TileprobeError: cuTile lacks a name tileprobe needs; ToolchainError: tileiras is not executable or does not
-            answer its version probe in time.
+        TileprobeError: cuTile lacks a name tileprobe needs (the message names the tested cuda-tile releases), or
+            tileprobe's own set-up of cuTile failed (any other exception: the message says it is tileprobe's, where
+            and with which versions: :func:`tileprobe.compile.failure.own_fault`); ToolchainError: tileiras is not
+            executable or does not answer its version probe in time.
     """
     from tileprobe import _cutile
     from tileprobe.errors import TileprobeError
