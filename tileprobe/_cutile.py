@@ -149,22 +149,141 @@ def install_fake_driver() -> None:
     sys.modules[name] = mod
 
 
-# --- cuTile version and private names ------------------------------------------------------------------
+# --- cuTile version and private names: the adapter ------------------------------------------------------
+
+#: The cuda-tile releases tileprobe is tested with, one per series (CI runs the compile, audit and record tests
+#: once with each: .ci/cuda_tile_matrix.sh). The message for an unsupported cuda-tile names these.
+TESTED_RELEASES = ("1.5.0", "1.6.0", "1.7.0")
+#: The newest tested release: what the message for an unsupported cuda-tile tells a user to install.
+NEWEST_TESTED = TESTED_RELEASES[-1]
+
+
+@dataclasses.dataclass(frozen=True)
+class PrivateApi:
+    """The shape of a cuda-tile release's private compiler side, as tileprobe calls it.
+
+    Attributes:
+        compile_cubin: the parameter names of ``cuda.tile._compile.compile_cubin``, in order. 1.5.0:
+            ``(fname_bytecode, compiler_options, sm_arch, timeout_sec)``; 1.6.0 adds ``remarks_output_file``;
+            1.7.0 adds ``preview_features`` and ``linker_inputs`` (read from each release's ``_compile.py``).
+        error_takes_stderr: ``TileCompilerExecutionError(return_code, stderr, compiler_flags, compiler_version)``
+            parses tileiras' stderr itself (1.5.0); else it takes ``(return_code, message, loc, compiler_flags,
+            compiler_version)``, parsed first by ``_compile._parse_tileir_stderr`` (1.6.0, 1.7.0).
+        remarks: cuTile can ask tileiras for YAML remarks (``_compile._tileiras_supports_remarks`` exists and
+            ``compile_cubin`` takes ``remarks_output_file``; 1.6.0 and later).
+    """
+    compile_cubin: tuple[str, ...]
+    error_takes_stderr: bool
+    remarks: bool
+
+
+_CUBIN_15 = ("fname_bytecode", "compiler_options", "sm_arch", "timeout_sec")
+#: What tileprobe expects of each tested series (``"1.5"`` …), read from that release's ``cuda/tile/_compile.py``
+#: and ``_exception.py``; ``tests/test_cutile_api.py`` checks the installed release against its entry.
+EXPECTED_APIS: dict[str, PrivateApi] = {
+    "1.5": PrivateApi(_CUBIN_15, error_takes_stderr=True, remarks=False),
+    "1.6": PrivateApi((*_CUBIN_15, "remarks_output_file"), error_takes_stderr=False, remarks=True),
+    "1.7": PrivateApi((*_CUBIN_15, "remarks_output_file", "preview_features", "linker_inputs"),
+                      error_takes_stderr=False, remarks=True),
+}
+
+#: Names of ``cuda.tile._compile`` every supported release has and tileprobe uses.
+NEEDED_NAMES = ("compile_cubin", "_find_compiler_bin", "_CompilerBinary", "_get_max_supported_bytecode_version",
+                "_get_compiler_version_string", "_try_get_compiler_version", "_tileiras_effective_opt_and_device_debug",
+                "TileCompilerExecutionError", "TileCompilerTimeoutError", "dev_features_enabled")
+
+
+def series(version: str) -> str:
+    """``"1.6.0rc5"`` → ``"1.6"``: the key of :data:`EXPECTED_APIS` (major.minor of a release)."""
+    m = re.match(r"(\d+)\.(\d+)", version or "")
+    return f"{m.group(1)}.{m.group(2)}" if m else version
+
+
+def expected_api(version: str | None = None) -> PrivateApi | None:
+    """What tileprobe expects of cuda-tile ``version`` (default: the installed one); None for an untested series."""
+    return EXPECTED_APIS.get(series(version or cutile_version()))
+
+
+def installed_api() -> PrivateApi:
+    """The private API of the installed cuda-tile, read from its functions (not from its version number, so that a
+    release tileprobe was not tested with works where its names are the same).
+
+    Raises:
+        TileprobeError: a name tileprobe needs is missing or has another shape (:func:`check_cutile`'s message).
+    """
+    if _API:
+        return _API[0]
+    import inspect
+    from cuda.tile import _compile
+    check_cutile()
+    fn = getattr(_compile.compile_cubin, "_tileprobe_original", _compile.compile_cubin)
+    params = tuple(inspect.signature(fn).parameters)
+    error_params = tuple(inspect.signature(_compile.TileCompilerExecutionError.__init__).parameters)[1:]
+    _API.append(PrivateApi(params, error_takes_stderr="stderr" in error_params,
+                           remarks=hasattr(_compile, "_tileiras_supports_remarks") and "remarks_output_file" in params))
+    return _API[0]
+
+
+_API: list[PrivateApi] = []   # the installed release's, read once per process
+
+
+def unsupported_text(what: str) -> str:
+    """The message for a cuda-tile tileprobe cannot use: ``what`` is missing or changed, the releases really tested
+    (:data:`TESTED_RELEASES`) and the command that installs one."""
+    tested = ", ".join(TESTED_RELEASES[:-1]) + f" and {TESTED_RELEASES[-1]}"
+    return (f"cuda-tile {cutile_version()} {what}, which tileprobe {_tileprobe_version()} uses; tileprobe is tested "
+            f"with cuda-tile {tested}: pip install 'cuda-tile=={NEWEST_TESTED}' (or another of these), or a "
+            "tileprobe that supports this cuda-tile")
+
+
+def _tileprobe_version() -> str:
+    from tileprobe._version import __version__
+    return __version__
+
 
 def check_cutile() -> None:
-    """Check that the private names tileprobe relies on exist in the installed cuTile.
+    """Check that the private names tileprobe relies on exist in the installed cuTile, with shapes it can call.
 
-    Raises :class:`TileprobeError` naming the missing name and the cuda-tile versions tileprobe was tested with.
+    Raises :class:`TileprobeError` naming the missing or changed name, the cuda-tile releases tileprobe was tested
+    with and the command that installs one (:func:`unsupported_text`).
     """
+    import inspect
     from cuda.tile import _compile
-    needed = ["compile_cubin", "_find_compiler_bin", "_CompilerBinary", "_get_max_supported_bytecode_version",
-              "_get_compiler_version_string", "_tileiras_supports_remarks", "_try_get_compiler_version",
-              "_parse_tileir_stderr", "TileCompilerExecutionError", "TileCompilerTimeoutError", "dev_features_enabled"]
-    missing = [n for n in needed if not hasattr(_compile, n)]
+    missing = [n for n in NEEDED_NAMES if not hasattr(_compile, n)]
     if missing:
-        raise TileprobeError(
-            f"cuda-tile {cutile_version()} lacks cuda.tile._compile.{', '.join(missing)}, which tileprobe uses; "
-            "tileprobe was tested with cuda-tile 1.5-1.7: pip install 'cuda-tile>=1.5,<1.8' or upgrade tileprobe.")
+        raise TileprobeError(unsupported_text(f"lacks cuda.tile._compile.{', '.join(missing)}"))
+    fn = getattr(_compile.compile_cubin, "_tileprobe_original", _compile.compile_cubin)
+    params = tuple(inspect.signature(fn).parameters)
+    if params[:len(_CUBIN_15)] != _CUBIN_15:
+        raise TileprobeError(unsupported_text(f"has compile_cubin{inspect.signature(fn)} (tileprobe knows "
+                                              f"compile_cubin({', '.join(_CUBIN_15)}, ...))"))
+    error_params = tuple(inspect.signature(_compile.TileCompilerExecutionError.__init__).parameters)[1:]
+    if error_params not in (("return_code", "stderr", "compiler_flags", "compiler_version"),
+                            ("return_code", "message", "loc", "compiler_flags", "compiler_version")):
+        raise TileprobeError(unsupported_text(f"has TileCompilerExecutionError({', '.join(error_params)})"))
+    if "stderr" not in error_params and not hasattr(_compile, "_parse_tileir_stderr"):
+        raise TileprobeError(unsupported_text("lacks cuda.tile._compile._parse_tileir_stderr"))
+
+
+def feature_notes() -> list[str]:
+    """One line for each tileprobe feature the installed cuda-tile cannot give, saying why (``[]`` when none):
+    cuda-tile 1.5 never asks tileiras for remarks, so the audit has none to show."""
+    api = installed_api()
+    notes = []
+    if not api.remarks:
+        notes.append(f"compiler remarks: off: cuda-tile {cutile_version()} does not ask tileiras for them "
+                     "(its compile_cubin takes no remarks file; cuda-tile 1.6 and later do)")
+    return notes
+
+
+def execution_error(return_code: int, stderr: str, flags: list[str], version: str | None) -> Exception:
+    """cuTile's ``TileCompilerExecutionError`` for a tileiras run that exited with ``return_code`` and printed
+    ``stderr``, built as the installed release builds it (:attr:`PrivateApi.error_takes_stderr`)."""
+    from cuda.tile import _compile
+    if installed_api().error_takes_stderr:
+        return _compile.TileCompilerExecutionError(return_code, stderr, " ".join(flags), version)
+    message, loc = _compile._parse_tileir_stderr(stderr)
+    return _compile.TileCompilerExecutionError(return_code, message, loc, " ".join(flags), version)
 
 
 # --- compiler selection and the compile hook -----------------------------------------------------------
@@ -239,9 +358,8 @@ def _contained_binary_type():
                                                         _compile._try_get_compiler_version(self.path))
             if rc != 0:   # raised from the raw output: failure.classify reads stderr and stdout (cuTile's parse drops stdout)
                 import subprocess
-                message, loc = _compile._parse_tileir_stderr(err.decode(errors="replace"))
-                raise _compile.TileCompilerExecutionError(rc, message, loc, " ".join(flags),
-                                                          _compile._try_get_compiler_version(self.path)) \
+                raise execution_error(rc, err.decode(errors="replace"), flags,
+                                      _compile._try_get_compiler_version(self.path)) \
                     from subprocess.CalledProcessError(rc, command, out, err)
 
     _CONTAINED.append(_ContainedBinary)
@@ -440,39 +558,62 @@ def parse_build(version_text: str) -> str:
 
 
 def install_compile_hook() -> None:
-    """Wrap ``cuda.tile._compile.compile_cubin`` to record each tileiras call (argv, seconds, remarks)."""
-    from cuda.tile import _compile
-    original = getattr(_compile.compile_cubin, "_tileprobe_original", _compile.compile_cubin)
+    """Wrap ``cuda.tile._compile.compile_cubin`` to record each tileiras call (argv, seconds, remarks).
 
-    def hooked(fname_bytecode, compiler_options, sm_arch, timeout_sec, remarks_output_file=None,
-               preview_features=(), linker_inputs=()):
-        if remarks_output_file is None and _compile._tileiras_supports_remarks(os.path.dirname(fname_bytecode)):
+    The wrapper takes whatever the installed release's ``compile_cubin`` takes (:attr:`PrivateApi.compile_cubin`:
+    4 parameters in 1.5.0, 5 in 1.6.0, 7 in 1.7.0) and passes it on as given; where the release can ask for
+    remarks (:attr:`PrivateApi.remarks`) and tileiras reads them, it asks as cuTile's JIT does with its disk cache on.
+
+    Raises:
+        TileprobeError: the installed cuda-tile lacks a name or shape tileprobe needs (:func:`check_cutile`).
+    """
+    import inspect
+    from cuda.tile import _compile
+    check_cutile()
+    original = getattr(_compile.compile_cubin, "_tileprobe_original", _compile.compile_cubin)
+    signature = inspect.signature(original)
+    # PrivateApi.remarks, read from the function wrapped here
+    remarks = "remarks_output_file" in signature.parameters and hasattr(_compile, "_tileiras_supports_remarks")
+
+    def hooked(*args, **kwargs):
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        given = bound.arguments
+        fname_bytecode = given["fname_bytecode"]
+        if (remarks and given.get("remarks_output_file") is None
+                and _compile._tileiras_supports_remarks(os.path.dirname(fname_bytecode))):
             # JIT with cuTile's disk cache on (its default) asks for remarks; do the same.
-            remarks_output_file = os.path.splitext(fname_bytecode)[0] + ".remarks.yaml"
-        binary = _compile._find_compiler_bin()
-        opt, debug = _compile._tileiras_effective_opt_and_device_debug(compiler_options, sm_arch)
-        argv = [binary.path, str(fname_bytecode), "-o", os.path.splitext(fname_bytecode)[0] + ".cubin",
-                "--gpu-name", sm_arch, f"-O{opt}", *[f"--preview={f}" for f in preview_features]]
-        for p in linker_inputs:
-            argv += ["-l", str(p)]
-        argv.append("--device-debug" if debug else "--lineinfo")
-        if remarks_output_file is not None:
-            argv += ["--remark-format=yaml", "--remarks=all", f"--remarks-output-file={remarks_output_file}"]
-        passed = getattr(binary, "pass_cuda_home_var", True)
-        call = CompilerCall(argv, binary.bin_path, binary.ld_path,
-                            remarks_path=str(remarks_output_file) if remarks_output_file else None,
-                            cuda_env={k: os.environ[k] for k in ("CUDA_HOME", "CUDA_PATH")
-                                      if passed and k in os.environ})
+            given["remarks_output_file"] = os.path.splitext(fname_bytecode)[0] + ".remarks.yaml"
+        call = _compiler_call(given)
         _CALLS.append(call)
         t0 = time.perf_counter()
         try:
-            return original(fname_bytecode, compiler_options, sm_arch, timeout_sec, remarks_output_file,
-                            preview_features, linker_inputs)
+            return original(*bound.args, **bound.kwargs)
         finally:
             call.seconds = time.perf_counter() - t0
 
     hooked._tileprobe_original = original
     _compile.compile_cubin = hooked
+
+
+def _compiler_call(given: dict) -> CompilerCall:
+    """The tileiras command ``compile_cubin`` runs for these arguments (bound by name; a parameter the release lacks
+    is absent and adds no flag), as cuda-tile 1.5.0-1.7.0 build it."""
+    from cuda.tile import _compile
+    fname_bytecode, sm_arch = given["fname_bytecode"], given["sm_arch"]
+    remarks = given.get("remarks_output_file")
+    binary = _compile._find_compiler_bin()
+    opt, debug = _compile._tileiras_effective_opt_and_device_debug(given["compiler_options"], sm_arch)
+    argv = [binary.path, str(fname_bytecode), "-o", os.path.splitext(fname_bytecode)[0] + ".cubin",
+            "--gpu-name", sm_arch, f"-O{opt}", *[f"--preview={f}" for f in given.get("preview_features", ())]]
+    for p in given.get("linker_inputs", ()):
+        argv += ["-l", str(p)]
+    argv.append("--device-debug" if debug else "--lineinfo")
+    if remarks is not None:
+        argv += ["--remark-format=yaml", "--remarks=all", f"--remarks-output-file={remarks}"]
+    passed = getattr(binary, "pass_cuda_home_var", True)
+    return CompilerCall(argv, binary.bin_path, binary.ld_path, remarks_path=str(remarks) if remarks else None,
+                        cuda_env={k: os.environ[k] for k in ("CUDA_HOME", "CUDA_PATH") if passed and k in os.environ})
 
 
 def take_compiler_calls() -> list[CompilerCall]:

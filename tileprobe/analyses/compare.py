@@ -328,7 +328,7 @@ def load_side(spec: str, store_path: str | None = None) -> tuple[list[VariantRec
     """
     if os.path.exists(spec):
         recs, env = load(spec, judge=judge_records)
-        return recs, f"{spec} ({', '.join(short_build(b) for b in env.get('tileiras', []))})"
+        return recs, f"{spec} ({side_text(recs) or ', '.join(short_build(b) for b in env.get('tileiras', []))})"
     from tileprobe.store import Store
     if not spec.strip().isdigit():
         raise _not_a_side(spec)
@@ -337,6 +337,37 @@ def load_side(spec: str, store_path: str | None = None) -> tuple[list[VariantRec
     if not recs:
         raise _not_a_side(spec)
     return recs, f"stored audit {spec}"
+
+
+def side_text(recs: Sequence[VariantRecord]) -> str:
+    """The frontends and compilers of one side's records: ``cuda-tile 1.5.0, tileiras 13.3.36`` (``""`` for no
+    records; a record without a cuda-tile version, from before it was recorded, adds none)."""
+    fronts = sorted({r.cuda_tile for r in recs if r.cuda_tile})
+    builds = list(dict.fromkeys(short_build(r.tileiras) for r in recs if r.tileiras))
+    return ", ".join([*(f"cuda-tile {v}" for v in fronts), *builds])
+
+
+def changed_side(a: Sequence[VariantRecord], b: Sequence[VariantRecord]) -> str:
+    """Which side of the toolchain differs between A and B: the frontend (cuda-tile, which writes the bytecode),
+    the compiler (tileiras), both, or neither, in words (``""`` when a side's records name no cuda-tile version).
+    Records name the cuda-tile and tileiras that made them, so this is read from A's and B's records."""
+    def parts(recs):
+        return ({r.cuda_tile for r in recs if r.cuda_tile}, {short_build(r.tileiras) for r in recs if r.tileiras})
+    (fa, ca), (fb, cb) = parts(a), parts(b)
+    if not (fa and fb):    # a side whose records name no cuda-tile (hand-made, or older than the field)
+        return ""
+    front, compiler = fa != fb and bool(fa and fb), ca != cb
+    if front and not compiler:
+        return (f"only the frontend differs (cuda-tile {', '.join(sorted(fa))} → {', '.join(sorted(fb))}; "
+                f"{', '.join(sorted(ca))} on both): a change here is cuTile's, in the bytecode it wrote")
+    if compiler and not front:
+        same = f"cuda-tile {', '.join(sorted(fa))} on both" if fa and fa == fb else "the same frontend"
+        return (f"only the compiler differs ({same}, writing the newest bytecode each tileiras reads): a change "
+                "here is tileiras' or the bytecode version's")
+    if front and compiler:
+        return ("the frontend (cuda-tile) and the compiler (tileiras) both differ: a change here may be either's; "
+                "compare with one of them the same to tell")
+    return ""
 
 
 def _not_a_side(spec: str) -> TileprobeError:
@@ -395,7 +426,9 @@ def compare_results(results: Sequence[str] = (), *, probe: str | None = None, ti
         from tileprobe.select import select, select_or_explain
         select_or_explain(a + b, where)   # issue 27: matching nothing is a WhereError (exit 2), as for audit
         a, b = select(a, where), select(b, where)
-    return Comparison(compare_records(a, b), name_a, name_b, env, audited, advice=_advice(audited, where))
+    side = changed_side(a, b)
+    return Comparison(compare_records(a, b), name_a, f"{name_b}; {side}" if side else name_b, env, audited,
+                      advice=_advice(audited, where))
 
 
 def _advice(audited: list[VariantRecord], where: dict | None) -> list[str]:

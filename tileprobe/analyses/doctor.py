@@ -287,13 +287,14 @@ def _check_cutile() -> Finding:
     try:
         version = _cutile.cutile_version()
         _cutile.check_cutile()
+        notes = _cutile.feature_notes()   # what this release cannot give (remarks before 1.6), one line each
     except TileprobeError as e:
         m = re.search(r"pip install .*$", str(e))
         return Finding("error", "cuda-tile", str(e)[:m.start()].rstrip(" :;") if m else str(e),
                        m.group(0) if m else "pip install 'cuda-tile[tileiras]'")
     except ImportError as e:
         return Finding("error", "cuda-tile", f"cuda.tile does not import: {e}", "pip install 'cuda-tile[tileiras]'")
-    return Finding("ok", "cuda-tile", f"cuda-tile {version}")
+    return Finding("ok", "cuda-tile", "; ".join([f"cuda-tile {version}", *notes]))
 
 
 def _check_pip(pip: Mapping[str, str | None]) -> Finding:

@@ -19,7 +19,10 @@ broken_environment tileiras printed nothing but ``error: failed to compile Tile 
 compile_error      anything else tileiras or cuTile's front end refused. A front-end error (:func:`front_end`:
                    ``TypeCheckingError`` and the like, raised while cuTile checks the kernel's Python source) is the
                    kernel's: its fix names the file:line cuTile gives (:func:`kernel_fix`); only a refusal by
-                   tileiras has a repeat command, so only its fix mentions one
+                   tileiras has a repeat command, so only its fix mentions one. An exception raised in tileprobe's
+                   own code or its adapter's call into cuTile (:func:`own_call`: a ``TypeError`` for another
+                   release's signature) is tileprobe's: its message and fix say so (:func:`own_fault`), never
+                   the kernel's or NVIDIA's
 ================== ===========================================================================================
 
 :func:`dead_worker` names a compile worker that died: while running probe code (``args``) that is the probe's
@@ -112,11 +115,63 @@ def classify(exc: BaseException, *, tileiras: str | None = None, build: str = ""
     if "UnsupportedFeature" in name:
         return _make(UNSUPPORTED_FEATURE, lines, f"{name}: {text}")
     error = f"{name}: {text}" if text else name
+    where = own_call(exc)
+    if where:
+        return own_fault(exc, where, build)
     if front_end(exc):
         return _make(COMPILE_ERROR, lines, error, kernel_fix(exc))
     if isinstance(exc, OSError) and _NO_SOURCE.search(text):   # inspect.getsource: the kernel has no file
         return _make(COMPILE_ERROR, lines, error, NO_SOURCE_FIX)
     return _make(COMPILE_ERROR, lines, error, BEFORE_TILEIRAS_FIX)
+
+
+#: Exceptions that say a call was wrong (a parameter, a name, an import), not that what it was given was: raised where
+#: tileprobe's adapter (tileprobe/_cutile.py) calls into cuTile, they are tileprobe's (it called another release's
+#: private API), e.g. ``TypeError: compile_cubin() takes from 4 to 5 positional arguments but 7 were given``
+#: (cuda-tile 1.6.0 under tileprobe before its adapter, 2026-12-05).
+_CALL_ERRORS = (TypeError, AttributeError, NameError, ImportError)
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_ADAPTER = os.path.join(_PACKAGE, "_cutile.py")
+
+
+def own_call(exc: BaseException) -> str | None:
+    """``file:line`` of tileprobe's own code where ``exc`` arose, when it is tileprobe's fault, else None.
+
+    Tileprobe's fault: ``exc`` is neither one of cuTile's (a ``TileError``: the kernel's or the compiler's) nor one
+    of tileprobe's deliberate errors (:class:`~tileprobe.errors.TileprobeError`, which say what to do), and either it
+    was raised in a frame of the tileprobe package (the traceback's innermost frame), or it is a call error
+    (:data:`_CALL_ERRORS`) raised in cuTile code that tileprobe's adapter called (the deepest tileprobe frame is in
+    ``tileprobe/_cutile.py``)."""
+    import traceback
+    from tileprobe.errors import TileprobeError
+    names = {c.__name__ for c in type(exc).__mro__}
+    if "TileError" in names or isinstance(exc, TileprobeError):
+        return None
+    frames = traceback.extract_tb(exc.__traceback__)
+    ours = [f for f in frames if os.path.abspath(f.filename).startswith(_PACKAGE + os.sep)]
+    if not ours:
+        return None
+    last = ours[-1]
+    if last is frames[-1] or (isinstance(exc, _CALL_ERRORS) and os.path.abspath(last.filename) == _ADAPTER):
+        return f"{os.path.relpath(os.path.abspath(last.filename), os.path.dirname(_PACKAGE))}:{last.lineno}"
+    return None
+
+
+def own_fault(exc: BaseException, where: str, build: str = "") -> Failure:
+    """The failure of a variant whose compile failed in tileprobe's own code (:func:`own_call` gave ``where``):
+    said to be tileprobe's, with the versions in play (tileprobe, cuda-tile, tileiras ``build``) and where to report
+    it; the releases of cuda-tile tileprobe is tested with, and the command that installs one."""
+    from tileprobe._cutile import NEWEST_TESTED, TESTED_RELEASES
+    from tileprobe._version import __version__
+    from tileprobe.schema import cutile_version
+    name, text = type(exc).__name__, str(exc).strip()
+    versions = f"tileprobe {__version__}, cuda-tile {cutile_version()}, tileiras {version_of(build) or '?'}"
+    lines = [f"tileprobe's own call into cuda-tile failed at {where} (a tileprobe bug: not the kernel's, not the "
+             f"compiler's): {name}: {text}", f"versions: {versions}"]
+    fix = (f"report it to tileprobe (its issue tracker) with this message and the versions ({versions}); a cuda-tile "
+           f"tileprobe is tested with ({', '.join(TESTED_RELEASES)}) may avoid it: pip install "
+           f"'cuda-tile=={NEWEST_TESTED}', then audit with --retry-failed")
+    return _make(COMPILE_ERROR, lines, f"{name}: {text}" if text else name, fix)
 
 
 #: inspect's words when a function's source cannot be read (``OSError: could not get source code`` / ``source code

@@ -185,22 +185,32 @@ def _init_worker(tileiras: str | None, lib_dirs: list[str] | None, timeout_s: fl
     """Set up this worker: fake driver, contained compiler, the compiler's version probed once (returned).
 
     Raises:
-        TileprobeError: cuTile lacks a name tileprobe needs; ToolchainError: tileiras is not executable or does not
-            answer its version probe in time.
+        TileprobeError: cuTile lacks a name tileprobe needs (the message names the tested cuda-tile releases), or
+            tileprobe's own set-up of cuTile failed (any other exception: the message says it is tileprobe's, where
+            and with which versions: :func:`tileprobe.compile.failure.own_fault`); ToolchainError: tileiras is not
+            executable or does not answer its version probe in time.
     """
     from tileprobe import _cutile
+    from tileprobe.errors import TileprobeError
     warnings.simplefilter("ignore")   # the loader already showed the probe's import-time warnings once
-    _cutile.install_fake_driver()
-    _cutile.check_cutile()
-    if tileiras:
-        _cutile.use_compiler(tileiras, lib_dirs)
-    else:
-        _cutile.contain_default_compiler()
-    _cutile.install_compile_hook()
-    wdir = tempfile.mkdtemp(prefix="worker-", dir=tmp_root)
-    tempfile.tempdir = wdir           # cuTile's and nvdisasm's temp files stay in the audit's own folder
-    _cutile.configure_context(wdir, timeout_s)
-    version, bytecode = _cutile.pin_compiler_facts(wdir)
+    try:
+        _cutile.install_fake_driver()
+        _cutile.check_cutile()
+        if tileiras:
+            _cutile.use_compiler(tileiras, lib_dirs)
+        else:
+            _cutile.contain_default_compiler()
+        _cutile.install_compile_hook()
+        wdir = tempfile.mkdtemp(prefix="worker-", dir=tmp_root)
+        tempfile.tempdir = wdir           # cuTile's and nvdisasm's temp files stay in the audit's own folder
+        _cutile.configure_context(wdir, timeout_s)
+        version, bytecode = _cutile.pin_compiler_facts(wdir)
+    except (TileprobeError, OSError):
+        raise                             # said already (what to do), or the machine's (a full disk)
+    except Exception as e:                # tileprobe's own set-up of cuTile failed: its fault, said so
+        from tileprobe.compile.failure import own_call, own_fault
+        failure = own_fault(e, own_call(e) or "its compile worker's set-up")
+        raise TileprobeError(f"{failure.message}\nfix: {failure.fix}") from e
     _WORKER.update(tmp=wdir, root=tmp_root, timeout_s=timeout_s, probes={}, sigs={}, with_sass=with_sass,
                    artifacts=artifact_root or failed_artifacts_dir())
     return {"pid": os.getpid(), "tileiras": _cutile.parse_build(version), "bytecode": str(bytecode)}
