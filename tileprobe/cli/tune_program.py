@@ -53,9 +53,18 @@ def cmd_tune_program(args, command: list[str] | None, run_tune, report) -> int:
         say(err, f"note: replacing the recording {rec_dir} that `tileprobe tune --refresh {table}` reads: rows of "
                  f"{table} whose search this command does not make again can no longer be refreshed")
     say(err, f"recording {' '.join(command)} (its cuda.tile.tune searches) into {rec_dir} …")
-    res = record(command, rec_dir, force=True)
+    from tileprobe.record.hook import load_capture
+    in_use = os.environ.get(load_capture().ENV_USE)
+    if in_use:
+        say(err, f"note: TILEPROBE_USE_TABLE={in_use} is set here; the recorded program runs without it (its searches "
+                 "must run to be tuned)")
+    res = record(command, rec_dir, force=True, keep_use=False)
     with open(os.path.join(rec_dir, TUNE_MARK), "w", encoding="utf-8") as f:
         f.write("recorded by `tileprobe tune -- COMMAND`; `tileprobe tune --refresh` reads this folder\n")
+    if res.program is not None and res.program.signals:
+        say(err, f"stopped by {', '.join(dict.fromkeys(res.program.signals))} while the command ran (it exited with "
+                 f"{res.exit_code}): nothing tuned; what it recorded is in {rec_dir}")
+        return res.exit_code or 1
     if res.exit_code:
         say(err, f"the command exited with {res.exit_code}: tuning the searches it made before")
     searches = _summary(rec_dir).get("searches") or []

@@ -578,19 +578,22 @@ def _canon(obj):
 
 
 _SOURCE_SHA: dict = {}
+#: A kernel source file larger than this is not hashed (its hash is "unknown"): kernel files are kilobytes, and a
+#: ``kernel_file`` that ``record.json`` names may be anything (``/dev/zero``).
+SOURCE_LIMIT_BYTES = 16 << 20
 
 
 def source_sha256(path: str | None) -> str | None:
-    """SHA-256 of a kernel's source file (hex), cached per path; None when it cannot be read. The file, not the
-    function: a helper the kernel calls in the same file changes it too."""
+    """SHA-256 of a kernel's source file (hex), cached per path; None when it cannot be read (missing, not a regular
+    file, above :data:`SOURCE_LIMIT_BYTES`). The file, not the function: a helper the kernel calls in the same file
+    changes it too."""
     if not path:
         return None
     if path not in _SOURCE_SHA:
         import hashlib
         try:
-            with open(path, "rb") as f:
-                _SOURCE_SHA[path] = hashlib.sha256(f.read()).hexdigest()
-        except OSError:
+            _SOURCE_SHA[path] = hashlib.sha256(read_regular(path, SOURCE_LIMIT_BYTES)).hexdigest()
+        except (OSError, ValueError):    # not a regular file, or larger than any kernel source
             _SOURCE_SHA[path] = None
     return _SOURCE_SHA[path]
 
@@ -884,6 +887,60 @@ class TableReadError(ValueError):
     """A tune table or recording that cannot be read as one; the message names the file and the problem."""
 
 
+#: A table above this size is said once, with the fix, in each process that reads it (a searching one): parsing
+#: costs about 0.1 s per 1 MB on the 2-core machine (benchmarks/programs/bench_hook.py).
+TABLE_WARN_BYTES = 32 << 20
+
+
+def _open_regular(path: str, flags: int) -> int:
+    """A descriptor of the regular file ``path`` opened with ``flags`` plus ``O_NONBLOCK``, ``O_NOCTTY``: opening
+    a FIFO does not wait for its other end, and anything but a regular file is closed and refused.
+
+    Raises:
+        OSError: it cannot be opened, or it is not a regular file (a FIFO, device, socket or directory).
+    """
+    import stat
+    fd = os.open(path, flags | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0), 0o644)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path}: not a regular file (a FIFO, device or directory); tileprobe reads and writes "
+                          "regular files only")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def append_regular(path: str, data: bytes) -> None:
+    """Append ``data`` to the regular file ``path`` (created when missing) in one ``write``; never blocks on a
+    FIFO or device there.
+
+    Raises:
+        OSError: it cannot be opened or written, or it is not a regular file.
+    """
+    fd = _open_regular(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+
+
+def read_regular(path: str, limit_bytes: int) -> bytes:
+    """The bytes of the regular file ``path``, at most ``limit_bytes``; never blocks on a FIFO, never reads a device
+    for ever.
+
+    Raises:
+        OSError: it cannot be opened or is not a regular file.
+        TableReadError: it holds more than ``limit_bytes`` bytes (the message names the file and the limit).
+    """
+    fd = _open_regular(path, os.O_RDONLY)
+    with os.fdopen(fd, "rb") as f:
+        raw = f.read(limit_bytes + 1)
+    if len(raw) > limit_bytes:
+        raise TableReadError(f"{path}: more than the {limit_bytes:,} bytes tileprobe reads")
+    return raw
+
+
 def read_json_file(path: str, limit_bytes: int = TABLE_LIMIT_BYTES):
     """The JSON document in the regular file ``path`` (at most ``limit_bytes``, UTF-8, nested no deeper than
     Python's recursion limit lets the parser go).
@@ -921,7 +978,9 @@ def read_json_file(path: str, limit_bytes: int = TABLE_LIMIT_BYTES):
 
 class Answerer:
     """Answers searches from a tune table (``tileprobe tune --export``): rows with a ``search`` block, indexed by
-    the search key. Never raises into the program: an unreadable table is said once and every search runs."""
+    the search key. The table is read at the first search of the process, not before: a process that never
+    searches opens neither the table nor its misses file. Never raises into the program: an unreadable table is said
+    once and every search runs."""
 
     def __init__(self, path: str):
         self.path = os.path.abspath(path)
@@ -931,6 +990,16 @@ class Answerer:
         self.facts = None
         self.answered = 0
         self.broken = False
+        self.loaded = False
+        self.read_s = None            # seconds the table read took (None: not read yet)
+
+    def load(self) -> None:
+        """Read the table once (the first search calls it): index its rows by search key; a table above
+        :data:`TABLE_WARN_BYTES` is said once with the fix, an unreadable one once with the reason."""
+        if self.loaded:
+            return
+        self.loaded = True
+        t0 = time.perf_counter()
         try:
             doc = read_json_file(self.path)
             if isinstance(doc, dict) and isinstance(doc.get("schema_version"), int) and \
@@ -942,10 +1011,19 @@ class Answerer:
                     key = (row.get("search") or {}).get("key")
                     if key:
                         self.rows.setdefault(key, []).append((kernel, row))
-        except (OSError, ValueError, AttributeError, TypeError, RecursionError) as e:
+        except (OSError, ValueError, AttributeError, TypeError, RecursionError, MemoryError) as e:
             self.broken = True
             self.say_once("table", f"cannot read the table {self.path} ({type(e).__name__}: {e}); every search "
                                    "runs as the program wrote it")
+        self.read_s = time.perf_counter() - t0
+        try:
+            size = os.stat(self.path).st_size
+        except OSError:
+            size = 0
+        if size > TABLE_WARN_BYTES:
+            self.say_once("size", f"the table {self.path} is {size / 1e6:,.0f} MB: each process that searches reads "
+                                  f"all of it ({self.read_s:.1f} s here); give this program a table of its own "
+                                  "kernels (`tileprobe tune --export SMALL.json -- COMMAND`)")
 
     def say_once(self, what: str, text: str) -> None:
         """One line on stderr per ``what`` (a reason, a search key)."""
@@ -964,6 +1042,7 @@ class Answerer:
             return None
 
     def _answer(self, search: Search, frame):
+        self.load()
         if self.broken:                  # said once when the table was read; no misses noted beside it
             return None
         name = search.kernel_doc.get("qualname") or search.kernel_doc.get("name") or "kernel"
@@ -1005,8 +1084,7 @@ class Answerer:
             sites = _Sites().frames(frame) if frame is not None else (None, None)
             line = {"t": "miss", "time": time.time(), "reason": reason, "argv": list(sys.argv),
                     "kernel": search.kernel_doc, **search.doc((_site(sites[0]), _site(sites[1])))}
-            with open(self.misses_path, "a", encoding="utf-8") as f:
-                f.write(json.dumps(line, default=repr) + "\n")
+            append_regular(self.misses_path, (json.dumps(line, default=repr) + "\n").encode("utf-8"))
         except Exception as e:
             self.say_once("misses", f"cannot note the miss in {self.misses_path}: {type(e).__name__}: {e}")
         return None
@@ -1214,9 +1292,21 @@ def uninstall() -> None:
     _RECORDER = None
 
 
+#: Hook folders whose ``sitecustomize.py`` ran in this process (``tileprobe use`` and ``tileprobe record`` /
+#: ``tune -- CMD`` each put one on PYTHONPATH; nested, both are there): each runs once, and the chain to the
+#: program's own ``sitecustomize`` passes over every one of them, so it runs once too.
+_HOOK_DIRS: set = set()
+
+
 def bootstrap(sitecustomize_file: str) -> None:
     """What the generated ``sitecustomize.py`` runs: install, then run the ``sitecustomize`` this one shadows
-    (further along ``sys.path``), then wrap ``launch`` again if that one replaced it."""
+    (further along ``sys.path``, passing over every hook folder), then wrap ``launch`` again if that one replaced it.
+    A second hook's ``sitecustomize`` reached by the chain runs this again for its folder only (no loop); any
+    failure of ours is one line on stderr and the program runs as written."""
+    hook_dir = os.path.dirname(os.path.abspath(sitecustomize_file))
+    if hook_dir in _HOOK_DIRS:
+        return
+    _HOOK_DIRS.add(hook_dir)
     try:
         install()
     except Exception as e:
@@ -1228,7 +1318,7 @@ def bootstrap(sitecustomize_file: str) -> None:
         sys.stderr.write(f"tileprobe use: could not start in process {os.getpid()}: {type(e).__name__}: {_plain(e)}; "
                          "every search runs as the program wrote it\n")
     try:
-        _chain(os.path.dirname(os.path.abspath(sitecustomize_file)))
+        _chain()
     finally:
         try:
             ensure_patched()
@@ -1237,10 +1327,13 @@ def bootstrap(sitecustomize_file: str) -> None:
                 _RECORDER.fail(e)
 
 
-def _chain(hook_dir: str) -> None:
+def _chain() -> None:
+    """Run the first ``sitecustomize`` on ``sys.path`` outside the hook folders that already ran (the program's
+    own, or another tileprobe hook's, which chains on in turn). An error in the program's own ``sitecustomize``
+    is the program's: it propagates as it would without us (``site`` prints it)."""
     import importlib.machinery
     import importlib.util
-    rest = [p for p in sys.path if os.path.abspath(p or os.curdir) != hook_dir]
+    rest = [p for p in sys.path if os.path.abspath(p or os.curdir) not in _HOOK_DIRS]
     spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
     if spec is None or spec.loader is None:
         return
