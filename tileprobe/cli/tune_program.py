@@ -224,14 +224,21 @@ def _versus(what: str, row: CandidateRow | None, problem, same: bool, changed: b
 
 def _drop_filled_misses(table: str, keys: set) -> int:
     from tileprobe.record.use import misses_path
+    from tileprobe.record.hook import load_capture
+    from tileprobe.record.log import MISSES_LIMIT_BYTES
     path = misses_path(table)
-    if not os.path.exists(path):
+    if not os.path.lexists(path):
         return 0
-    with open(path, encoding="utf-8", errors="replace") as f:
-        lines = f.readlines()
+    try:      # a regular file, bounded, opened without blocking (a FIFO there is left alone: read_misses says so)
+        lines = load_capture().read_regular(path, MISSES_LIMIT_BYTES).decode("utf-8", "replace").splitlines(True)
+    except (OSError, ValueError):
+        return 0
     keep = [ln for ln in lines if _key_of(ln) not in keys]
-    with open(path, "w", encoding="utf-8") as f:
-        f.writelines(keep)
+    if len(keep) < len(lines):
+        tmp = f"{path}.tmp-{os.getpid()}"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.writelines(keep)
+        os.replace(tmp, path)
     return len(lines) - len(keep)
 
 
@@ -310,7 +317,12 @@ def _refresh(args, err) -> int:
     for key, (row, why) in stale.items():
         say(err, f"stale: {key[:8]} ({(row.get('search') or {}).get('site')}): {'; '.join(why)}")
     todo = [s for s in recorded if s["key"] in stale]
-    misses = [m for m in read_misses(misses_path(table)) if m.key not in {s["key"] for s in todo}]
+    try:
+        noted = read_misses(misses_path(table))
+    except TileprobeError as e:
+        say(err, f"note: {e}; the noted misses are not refreshed")
+        noted = []
+    misses = [m for m in noted if m.key not in {s["key"] for s in todo}]
     if misses:
         written, notes = write_search_probes(misses, rec_dir, Origin("record", now(), command=["tileprobe use"]))
         for note in notes:

@@ -593,7 +593,7 @@ def source_sha256(path: str | None) -> str | None:
         import hashlib
         try:
             _SOURCE_SHA[path] = hashlib.sha256(read_regular(path, SOURCE_LIMIT_BYTES)).hexdigest()
-        except (OSError, ValueError):    # not a regular file, or larger than any kernel source
+        except (OSError, ValueError, TypeError):    # not a regular file, larger than any kernel source, not a path
             _SOURCE_SHA[path] = None
     return _SOURCE_SHA[path]
 

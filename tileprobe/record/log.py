@@ -90,22 +90,36 @@ def _search_done(s: RecordedSearch, d: dict) -> None:
     s.error, s.failures = d.get("error"), d.get("failures") or []
 
 
-def read_misses(path: str) -> list[RecordedSearch]:
-    """The searches ``tileprobe use`` noted as misses in ``path`` (``TABLE.misses.jsonl``), merged; [] when none."""
-    out = []
-    if not os.path.exists(path):
-        return out
-    with open(path, encoding="utf-8", errors="replace") as f:
-        for line in f:
-            try:
-                d = json.loads(line)
-                s = search_from(d, d.get("kernel") or {}) if d.get("t") == "miss" else None
-            except (ValueError, RecursionError, KeyError, TypeError, AttributeError):   # one bad line, not the file
-                continue
-            if s is not None:
-                out.append(s)
-    return merge_searches(out)
+#: Largest misses file read (bytes): one miss line describes one search (a few KB to a few hundred KB).
+MISSES_LIMIT_BYTES = 256 << 20
 
+
+def read_misses(path: str) -> list[RecordedSearch]:
+    """The searches ``tileprobe use`` noted as misses in ``path`` (``TABLE.misses.jsonl``), merged; [] when none.
+    Read only when it is a regular file of at most :data:`MISSES_LIMIT_BYTES` (opened without blocking); a line
+    that is not a miss is passed over.
+
+    Raises:
+        TileprobeError: ``path`` is a FIFO, device or folder, or too large (names it and the fix).
+    """
+    from tileprobe.record.hook import load_capture
+    out = []
+    if not os.path.lexists(path):
+        return out
+    try:
+        raw = load_capture().read_regular(path, MISSES_LIMIT_BYTES)
+    except (OSError, ValueError) as e:
+        raise TileprobeError(f"{path}: the misses file cannot be read ({e}); move it aside (`tileprobe use` writes "
+                             "a new one at the next miss)") from None
+    for line in raw.decode("utf-8", errors="replace").splitlines():
+        try:
+            d = json.loads(line)
+            s = search_from(d, d.get("kernel") or {}) if d.get("t") == "miss" else None
+        except (ValueError, RecursionError, KeyError, TypeError, AttributeError):   # one bad line, not the file
+            continue
+        if s is not None:
+            out.append(s)
+    return merge_searches(out)
 
 
 def _read_file(path: str, rec: Recording) -> list[Launch]:

@@ -67,6 +67,30 @@ def _flag_output(d: dict) -> dict:
     return d
 
 
+def literal(value) -> str:
+    """``value`` (JSON data as a program's configuration holds it: dicts, lists, strings, numbers, booleans, None)
+    as Python source that evaluates back to it: NaN and ±infinity as ``float("nan")`` / ``float("inf")`` (``repr``
+    writes ``nan``, a NameError in the probe), integers of any size, nesting kept; anything else by ``repr`` of its
+    text."""
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        return 'float("nan")' if value != value else ('float("inf")' if value > 0 else '-float("inf")')
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return repr(value)
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{literal(k)}: {literal(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        items = ", ".join(literal(v) for v in value)
+        return f"({items}{',' if len(value) == 1 else ''})" if isinstance(value, tuple) else f"[{items}]"
+    return repr(str(value))
+
+
+def probe_name(s: RecordedSearch) -> str:
+    """The name of a search's probe: the kernel's name and the search key's first 8 digits, so that several searches
+    of one kernel (problem sizes, dtypes, call sites) are several probes; the table's rows go back under the kernel's
+    name (:func:`tileprobe.tune.export.annotate_searches`)."""
+    return f"{s.kernel.name}@{s.key[:8]}"
+
+
 def _header(s: RecordedSearch, origin: Origin, probe_dir: str) -> list[str]:
     k = s.kernel
     site = s.sites.most_common(1)[0][0] if s.sites else "?"
@@ -107,7 +131,7 @@ def render_search_probe(s: RecordedSearch, origin: Origin, probe_dir: str) -> st
         if any(isinstance(v, dict) for v in raw.values()):
             config_lines.append(inert("    # hints as the program gave them: "
                                       + " ".join(f"{h}={hint_text(v)}" for h, v in raw.items())))
-        config_lines.append(f"    {label!r}: {entry!r},")
+        config_lines.append(f"    {label!r}: {literal(entry)},")
         text = args_text(_marked_args(s, i))
         arg_lines.append(f"    {label!r}: lambda arrays: {text.tuple_text('    ')},")
         imports |= text.imports
@@ -139,9 +163,9 @@ def render_search_probe(s: RecordedSearch, origin: Origin, probe_dir: str) -> st
             f"    cases={{{SEARCH_CASE!r}: [SEARCH], {CONFIG_CASE!r}: {labels!r}}},",
             f"    tunable=({CONFIG_CASE!r},),"]
     if hints:
-        out.append(f"    hints={hints!r},")
-    out += ["    constraint=programs_own,", f"    default={default!r},", "    grid=grid,",
-            f"    name={s.kernel.name!r},", ")", ""]
+        out.append(f"    hints={literal(hints)},")
+    out += ["    constraint=programs_own,", f"    default={literal(default)},", "    grid=grid,",
+            f"    name={probe_name(s)!r},", ")", ""]
     text = "\n".join(out)
     check_probe_text(text)
     return text
