@@ -71,12 +71,16 @@ def cmd_tune_program(args, command: list[str] | None, run_tune, report) -> int:
     for note in res.notes:
         say(err, f"note: {note}")
     if not searches:
-        say(err, "no cuda.tile.tune search was seen: nothing to tune (is exhaustive_search called? see "
-                 "docs/RECORD.md)")
+        undescribed = res.recording.undescribed if res.recording is not None else []
+        if undescribed:
+            say(err, f"{len(undescribed)} cuda.tile.tune search(es) seen, none that could be described (said above): "
+                     "nothing to tune")
+        else:
+            say(err, "no cuda.tile.tune search was seen: nothing to tune (is exhaustive_search called? see "
+                     "docs/RECORD.md)")
         return 1
     for s in searches:
-        say(err, f"search {s['name']} at {next(iter(s['sites']), '?')}: {len(s['configs'])} configurations; "
-                 f"{_program_text(s)}")
+        say(err, f"search {s['name']} at {next(iter(s['sites']), '?')}: {_count_text(s)}; {_program_text(s)}")
     return _tune_searches(args, err, table, rec_dir, searches)
 
 
@@ -102,6 +106,18 @@ def check_record_dir(rec_dir: str, default: bool) -> bool:
         return True
     raise TileprobeError(f"{rec_dir}: a non-empty folder that is not a recording made by `tileprobe tune`; tune would "
                          "replace what is in it: give a new or empty folder with --record-dir, or remove it")
+
+
+def _count_text(s: dict) -> str:
+    """``6 configurations``, or for a search tuned in part ``5 of the program's 6 configurations (left out: #3
+    args_fn raised ValueError: …)``."""
+    skipped = [x for x in s.get("skipped") or [] if isinstance(x, list) and len(x) == 2]
+    if not skipped:
+        return f"{len(s['configs'])} configurations"
+    total = s.get("space_size") or len(s["configs"]) + len(skipped)
+    shown = "; ".join(f"#{i} {why}" for i, why in skipped[:3]) + (f"; {len(skipped) - 3} more" if len(skipped) > 3
+                                                                   else "")
+    return f"tuned in part: {len(s['configs'])} of the program's {total} configurations (left out: {shown})"
 
 
 def _program_text(s: dict) -> str:

@@ -388,6 +388,7 @@ class Recorder:
         self.calls = 0
         self.arch_written = False
         self.searches: dict = {}      # search key -> search id
+        self.undescribed: set = set()  # (call site, reason) of searches seen but not described
 
     def after_fork(self):
         """In a forked child: start a new log (the parent's counts and file are the parent's)."""
@@ -577,6 +578,13 @@ def _canon(obj):
     return json.loads(json.dumps(obj, sort_keys=True, default=repr))
 
 
+def _strict_text(obj) -> str:
+    """``obj`` as strict JSON text, keys sorted: NaN and ±infinity as ``null``, as a tune table stores them
+    (``tileprobe.schema.json_text``), so a configuration holding NaN compares equal to its row."""
+    loose = json.loads(json.dumps(obj, sort_keys=True, default=repr), parse_constant=lambda _: None)
+    return json.dumps(loose, sort_keys=True)
+
+
 _SOURCE_SHA: dict = {}
 #: A kernel source file larger than this is not hashed (its hash is "unknown"): kernel files are kilobytes, and a
 #: ``kernel_file`` that ``record.json`` names may be anything (``/dev/zero``).
@@ -605,6 +613,42 @@ def _compiler_timeout_s():
         return None
 
 
+#: A search of more configurations than this is not described (nor recorded, nor answered): said with the number.
+#: Each configuration is a compile and a timing in the tune (3,000 took a line of 1.2 MB in the launch log).
+MAX_SEARCH_CONFIGS = 1024
+
+
+class NotDescribed(Exception):
+    """A search seen but not described: every configuration's ``grid_fn`` / ``args_fn`` / ``hints_fn`` /
+    kernel factory raised, or the space is above :data:`MAX_SEARCH_CONFIGS`; the message says which."""
+
+
+class _ConfigError(Exception):
+    def __init__(self, fn: str):
+        super().__init__(fn)
+        self.fn = fn
+
+
+def _short(e: BaseException) -> str:
+    text = str(e).splitlines()[0] if str(e) else ""
+    return f"{type(e).__name__}: {text[:200]}" if text else type(e).__name__
+
+
+def _describe_config(cfg, grid_fn, kernel, args_fn, hints_fn) -> tuple:
+    """(config, kernel object, hints, grid, arguments) of one configuration, each of the program's functions called
+    once. Raises :class:`_ConfigError` naming the function that raised (the cause is its exception)."""
+    def call(name, fn, *a):
+        try:
+            return fn(*a)
+        except Exception as e:
+            raise _ConfigError(name) from e
+    k = kernel if hasattr(kernel, "replace_hints") else call("the kernel factory", kernel, cfg)
+    hints = dict(call("hints_fn", hints_fn, cfg)) if hints_fn is not None else {}
+    grid = call("grid_fn", grid_fn, cfg)
+    grid = tuple(grid) if isinstance(grid, (tuple, list)) else (grid,)
+    return cfg, k, hints, grid, tuple(call("args_fn", args_fn, cfg))
+
+
 class Search:
     """One call of ``exhaustive_search``, described before it runs.
 
@@ -614,14 +658,25 @@ class Search:
     """
 
     def __init__(self, configs, grid_fn, kernel, args_fn, hints_fn):
-        self.configs = configs
+        if len(configs) > MAX_SEARCH_CONFIGS:
+            raise NotDescribed(f"{len(configs):,} configurations, more than the {MAX_SEARCH_CONFIGS:,} tileprobe "
+                               "describes (and tunes) from one search; search a smaller space, or write a probe "
+                               "whose constraint keeps the configurations worth compiling")
         self.entries = []
-        for cfg in configs:
-            k = kernel if hasattr(kernel, "replace_hints") else kernel(cfg)
-            hints = dict(hints_fn(cfg)) if hints_fn is not None else {}
-            grid = grid_fn(cfg)
-            grid = tuple(grid) if isinstance(grid, (tuple, list)) else (grid,)
-            self.entries.append((cfg, k, hints, grid, tuple(args_fn(cfg))))
+        #: (position among the program's configurations, "grid_fn raised ValueError: …") per one left out
+        self.skipped: list = []
+        self.space_size = len(configs)
+        for i, cfg in enumerate(configs):
+            try:
+                self.entries.append(_describe_config(cfg, grid_fn, kernel, args_fn, hints_fn))
+            except Exception as e:          # the program's own function: its search fails that one too
+                self.skipped.append((i, f"{_plain(e.fn if isinstance(e, _ConfigError) else 'describing it')} "
+                                        f"raised {_plain(_short(e.__cause__ or e))}"))
+        if not self.entries:
+            reasons = sorted({why for _, why in self.skipped})
+            raise NotDescribed(f"every one of its {len(configs):,} configurations failed: " + "; ".join(reasons[:3])
+                               + (f" (and {len(reasons) - 3} other reasons)" if len(reasons) > 3 else ""))
+        self.configs = [e[0] for e in self.entries]
         descs = [tuple(describe(a) for a in e[4]) for e in self.entries]
         n = len(descs[0])
         self.problem = [i for i in range(n) if all(len(d) == n and d[i] == descs[0][i] for d in descs)]
@@ -643,6 +698,7 @@ class Search:
     def doc(self, sites=(None, None)) -> dict:
         """The JSON description (a ``search`` line without its ids)."""
         return {"key": self.key, "configs": self.configs_json, "problem": self.problem,
+                "skipped": [list(x) for x in self.skipped], "space_size": self.space_size,
                 "source_sha256": self.source_sha256, "site": sites[0], "launch_site": sites[1],
                 "compiler_timeout_s": _compiler_timeout_s(), "same_kernel": self.kernels_same}
 
@@ -718,6 +774,23 @@ def _record_search(recorder: "Recorder", search: Search, frame):
     return sid, {i: _checksum(a) for i, a in search.arrays_at(arrays)}
 
 
+def _record_undescribed(recorder: "Recorder", kernel, n_configs: int, why: str, frame) -> None:
+    """Write a ``search_failed`` line: a search seen that could not be described (``why``), with its kernel when
+    it is a kernel object (not a factory), its size and call site; once per call site and reason."""
+    call, launch = recorder.sites.frames(frame)
+    line = {"t": "search_failed", "configs": n_configs, "reason": why, "site": _site(call),
+            "launch_site": _site(launch)}
+    if hasattr(kernel, "replace_hints"):
+        line["kernel"] = recorder._kernel_id(kernel)
+        line["name"] = getattr(getattr(kernel, "_pyfunc", None), "__name__", None)
+    seen = (line["site"], why)
+    with recorder.lock:
+        if seen in recorder.undescribed:
+            return
+        recorder.undescribed.add(seen)
+    recorder._write(line)
+
+
 def _end_search(recorder: "Recorder", search: Search, begun, result, error, wall_s: float) -> None:
     if begun is None:
         return
@@ -748,9 +821,14 @@ def wrap_search(original):
         try:
             search = Search(configs, grid_fn, kernel, args_fn, hints_fn) if configs else None
         except Exception as e:   # the program's own functions raised: its search will say so
+            why = str(e) if isinstance(e, NotDescribed) else _short(e)
             if use is not None:
-                use.say_once("describe", f"a search could not be described ({type(e).__name__}: {e}): it runs "
-                                          "as the program wrote it")
+                use.say_once("describe", f"a search could not be described ({why}): it runs as the program wrote it")
+            if rec is not None and not rec.failed:
+                try:
+                    _record_undescribed(rec, kernel, len(configs), why, sys._getframe(1))
+                except Exception as e2:
+                    rec.fail(e2)
         if search is not None and use is not None:
             answer = use.answer(search, sys._getframe(1))
             if answer is not None:
@@ -1068,9 +1146,9 @@ class Answerer:
             return self._miss(search, frame, name, ("" if why[0].startswith("invalid") else "stale row: ") +
                               "; ".join(why))
         row = fresh[-1]
-        want = _canon({"config": row["search"].get("config"), "hints": row["search"].get("hints")})
+        want = _strict_text({"config": row["search"].get("config"), "hints": row["search"].get("hints")})
         for i, c in enumerate(search.configs_json):
-            if _canon({"config": c["config"], "hints": c["hints"]}) == want:
+            if _strict_text({"config": c["config"], "hints": c["hints"]}) == want:
                 self.answered += 1
                 return _tuning_result(search.configs[i], row)
         return self._miss(search, frame, name, "the table's configuration is not among the program's candidates")

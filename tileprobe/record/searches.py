@@ -114,6 +114,11 @@ def _header(s: RecordedSearch, origin: Origin, probe_dir: str) -> list[str]:
              "Array values are not recorded: floating inputs are random, integer arrays zeros."]
     if s.compiler_timeout_s is not None:
         lines.append(f"The program searched under ct.compiler_timeout({s.compiler_timeout_s:g}).")
+    if s.skipped:
+        lines.append(f"Left out: {len(s.skipped)} of the program's {s.space_size or len(s.configs) + len(s.skipped)} "
+                     "configurations (positions from 0; C0 … are the others in order): "
+                     + "; ".join(f"#{i} {why}" for i, why in s.skipped[:5])
+                     + (f"; and {len(s.skipped) - 5} more" if len(s.skipped) > 5 else "") + ".")
     return ['"""' + doc_text(lines[0])] + [doc_text(x) for x in lines[1:]] + ['"""']
 
 
@@ -201,6 +206,7 @@ def search_summary(written: list[SearchProbe], out_dir: str) -> list[dict]:
                     "kernel": s.kernel.spec(os.path.dirname(sp.path)), "kernel_file": s.kernel.file, "count": s.count,
                     "configs": [{"label": lab, "config": c.get("config"), "hints": c.get("hints") or {}}
                                 for lab, c in zip(sp.labels, s.configs)],
+                    "skipped": s.skipped, "space_size": s.space_size,
                     "problem": s.problem, "outputs": s.outputs, "program_pick": s.best,
                     "program_pick_us": s.best_us, "program_search_s": s.wall_s, "error": s.error,
                     "failures": s.failures, "source_sha256": s.source_sha256, "archs": sorted(s.archs),

@@ -100,6 +100,7 @@ def probes_from_log(out_dir: str, *, top: int = 10, by: str = "signature", hints
     plans, notes = plans_from(rec.launches, top=top, by=by, hints=hints)
     timeouts = compile_timeouts(rec.launches)
     notes += timeouts
+    notes += rec.undescribed
     for name, n in rec.overflow.items():
         notes.append(f"{name}: {n:,} launches counted but not described (over the per-process limit of distinct "
                      "launches; TILEPROBE_RECORD_MAX_DISTINCT raises it)")
