@@ -978,6 +978,13 @@ def _open_regular(path: str, flags: int) -> int:
         OSError: it cannot be opened, or it is not a regular file (a FIFO, device, socket or directory).
     """
     import stat
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode):     # said as such, not as the open's ENXIO of a lone FIFO
+        raise OSError(f"{path}: not a regular file (a FIFO, device or directory); tileprobe reads and writes "
+                      "regular files only")
     fd = os.open(path, flags | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0), 0o644)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
