@@ -56,7 +56,12 @@ def test_a_fifo_or_device_as_the_table_is_refused_not_read_forever(tmp_path):
         env["PYTHONPATH"] = hook.write_hook(str(tmp_path / "h")) + os.pathsep + env["PYTHONPATH"]
         out = subprocess.run([sys.executable, "-c", "import cuda.tile.tune; print('ran')"], capture_output=True,
                              text=True, env=env, timeout=60)
-        assert out.returncode == 0 and out.stdout.strip() == "ran", out.stderr
+        # a process that never searches does not read the table: not a word
+        assert out.returncode == 0 and out.stdout.strip() == "ran" and "tileprobe" not in out.stderr, out.stderr
+        env["PYTHONPATH"] += os.pathsep + str(ROOT / "tests" / "data" / "record" / "fake_tune")
+        out = subprocess.run([sys.executable, str(ROOT / "tests" / "data" / "record" / "search_program.py"), "256"],
+                             capture_output=True, text=True, env=env, timeout=120)
+        assert out.returncode == 0 and "check ok" in out.stdout, out.stderr
         lines = [ln for ln in out.stderr.splitlines() if ln.startswith("tileprobe use:")]
         assert len(lines) == 1 and "not a regular file" in lines[0] and str(path) in lines[0], out.stderr
 

@@ -509,3 +509,65 @@ def pythonpath(current=None) -> str:
     """``PYTHONPATH`` with :data:`PACKAGE_ROOT` first (``current``: the rest, None or "" for none)."""
     return os.pathsep.join([PACKAGE_ROOT, *filter(None, [current])])
 
+
+
+# --- the programs `tileprobe use / record / tune -- COMMAND` start (tileprobe.record.program) ---------------------
+
+#: ``PR_SET_CHILD_SUBREAPER`` from ``<linux/prctl.h>`` (Linux 3.4).
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def set_child_subreaper(on: bool) -> bool:
+    """Make this process a child subreaper (``prctl(PR_SET_CHILD_SUBREAPER)``, ``man 2 prctl``) or stop being one:
+    while it is, a process below it whose parent dies (a daemon's double fork, ``setsid cmd &``) becomes its child
+    instead of init's, so it can be seen, named and ended. Returns whether the call succeeded (False off Linux)."""
+    if _PRCTL is None:
+        return False
+    return _PRCTL(PR_SET_CHILD_SUBREAPER, 1 if on else 0, 0, 0, 0) == 0
+
+
+def guard_pids() -> set[int]:
+    """The guard process of this one (:func:`arm_guard`) and what runs below it: never a program's leftover."""
+    if not _GUARD or _GUARD[0].poll() is not None:
+        return set()
+    return {_GUARD[0].pid, *descendants(_GUARD[0].pid)}
+
+
+def marked_processes() -> list[int]:
+    """Live processes (other than this one) whose environment carries this process's guard mark (:data:`GUARD_ENV`,
+    set by :func:`arm_guard`): what it started and what those started, wherever they were reparented, unless they
+    cleared their environment. [] before :func:`arm_guard` or off Linux."""
+    token = os.environ.get(GUARD_ENV)
+    if not token or not os.path.isdir("/proc"):
+        return []
+    mark = f"{GUARD_ENV}={token}".encode()
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                if mark in f.read().split(b"\0"):
+                    out.append(int(entry))
+        except OSError:
+            continue
+    return out
+
+
+def process_state(pid: int) -> str | None:
+    """The state letter of process ``pid`` (``/proc/PID/stat`` field 3: R, S, D, Z …), None when it is gone."""
+    fields = _stat_fields(pid)
+    return fields[0] if fields else None
+
+
+def command_line(pid: int, limit: int = 120) -> str:
+    """Process ``pid``'s command line, arguments joined by spaces, cut to ``limit`` characters with its length;
+    control characters shown escaped (it is the program's text). ``?`` when it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            raw = f.read(4096)
+    except OSError:
+        return "?"
+    text = " ".join(a.decode(errors="replace") for a in raw.split(b"\0") if a) or "?"
+    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters)"

@@ -53,21 +53,34 @@ def cmd_tune_program(args, command: list[str] | None, run_tune, report) -> int:
         say(err, f"note: replacing the recording {rec_dir} that `tileprobe tune --refresh {table}` reads: rows of "
                  f"{table} whose search this command does not make again can no longer be refreshed")
     say(err, f"recording {' '.join(command)} (its cuda.tile.tune searches) into {rec_dir} …")
-    res = record(command, rec_dir, force=True)
+    from tileprobe.record.hook import load_capture
+    in_use = os.environ.get(load_capture().ENV_USE)
+    if in_use:
+        say(err, f"note: TILEPROBE_USE_TABLE={in_use} is set here; the recorded program runs without it (its searches "
+                 "must run to be tuned)")
+    res = record(command, rec_dir, force=True, keep_use=False)
     with open(os.path.join(rec_dir, TUNE_MARK), "w", encoding="utf-8") as f:
         f.write("recorded by `tileprobe tune -- COMMAND`; `tileprobe tune --refresh` reads this folder\n")
+    if res.program is not None and res.program.signals:
+        say(err, f"stopped by {', '.join(dict.fromkeys(res.program.signals))} while the command ran (it exited with "
+                 f"{res.exit_code}): nothing tuned; what it recorded is in {rec_dir}")
+        return res.exit_code or 1
     if res.exit_code:
         say(err, f"the command exited with {res.exit_code}: tuning the searches it made before")
     searches = _summary(rec_dir).get("searches") or []
     for note in res.notes:
         say(err, f"note: {note}")
     if not searches:
-        say(err, "no cuda.tile.tune search was seen: nothing to tune (is exhaustive_search called? see "
-                 "docs/RECORD.md)")
+        undescribed = res.recording.undescribed if res.recording is not None else []
+        if undescribed:
+            say(err, f"{len(undescribed)} cuda.tile.tune search(es) seen, none that could be described (said above): "
+                     "nothing to tune")
+        else:
+            say(err, "no cuda.tile.tune search was seen: nothing to tune (is exhaustive_search called? see "
+                     "docs/RECORD.md)")
         return 1
     for s in searches:
-        say(err, f"search {s['name']} at {next(iter(s['sites']), '?')}: {len(s['configs'])} configurations; "
-                 f"{_program_text(s)}")
+        say(err, f"search {s['name']} at {next(iter(s['sites']), '?')}: {_count_text(s)}; {_program_text(s)}")
     return _tune_searches(args, err, table, rec_dir, searches)
 
 
@@ -93,6 +106,18 @@ def check_record_dir(rec_dir: str, default: bool) -> bool:
         return True
     raise TileprobeError(f"{rec_dir}: a non-empty folder that is not a recording made by `tileprobe tune`; tune would "
                          "replace what is in it: give a new or empty folder with --record-dir, or remove it")
+
+
+def _count_text(s: dict) -> str:
+    """``6 configurations``, or for a search tuned in part ``5 of the program's 6 configurations (left out: #3
+    args_fn raised ValueError: …)``."""
+    skipped = [x for x in s.get("skipped") or [] if isinstance(x, list) and len(x) == 2]
+    if not skipped:
+        return f"{len(s['configs'])} configurations"
+    total = s.get("space_size") or len(s["configs"]) + len(skipped)
+    shown = "; ".join(f"#{i} {why}" for i, why in skipped[:3]) + (f"; {len(skipped) - 3} more" if len(skipped) > 3
+                                                                   else "")
+    return f"tuned in part: {len(s['configs'])} of the program's {total} configurations (left out: {shown})"
 
 
 def _program_text(s: dict) -> str:
@@ -215,14 +240,21 @@ def _versus(what: str, row: CandidateRow | None, problem, same: bool, changed: b
 
 def _drop_filled_misses(table: str, keys: set) -> int:
     from tileprobe.record.use import misses_path
+    from tileprobe.record.hook import load_capture
+    from tileprobe.record.log import MISSES_LIMIT_BYTES
     path = misses_path(table)
-    if not os.path.exists(path):
+    if not os.path.lexists(path):
         return 0
-    with open(path, encoding="utf-8", errors="replace") as f:
-        lines = f.readlines()
+    try:      # a regular file, bounded, opened without blocking (a FIFO there is left alone: read_misses says so)
+        lines = load_capture().read_regular(path, MISSES_LIMIT_BYTES).decode("utf-8", "replace").splitlines(True)
+    except (OSError, ValueError):
+        return 0
     keep = [ln for ln in lines if _key_of(ln) not in keys]
-    with open(path, "w", encoding="utf-8") as f:
-        f.writelines(keep)
+    if len(keep) < len(lines):
+        tmp = f"{path}.tmp-{os.getpid()}"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.writelines(keep)
+        os.replace(tmp, path)
     return len(lines) - len(keep)
 
 
@@ -301,7 +333,12 @@ def _refresh(args, err) -> int:
     for key, (row, why) in stale.items():
         say(err, f"stale: {key[:8]} ({(row.get('search') or {}).get('site')}): {'; '.join(why)}")
     todo = [s for s in recorded if s["key"] in stale]
-    misses = [m for m in read_misses(misses_path(table)) if m.key not in {s["key"] for s in todo}]
+    try:
+        noted = read_misses(misses_path(table))
+    except TileprobeError as e:
+        say(err, f"note: {e}; the noted misses are not refreshed")
+        noted = []
+    misses = [m for m in noted if m.key not in {s["key"] for s in todo}]
     if misses:
         written, notes = write_search_probes(misses, rec_dir, Origin("record", now(), command=["tileprobe use"]))
         for note in notes:

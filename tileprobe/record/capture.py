@@ -388,6 +388,7 @@ class Recorder:
         self.calls = 0
         self.arch_written = False
         self.searches: dict = {}      # search key -> search id
+        self.undescribed: set = set()  # (call site, reason) of searches seen but not described
 
     def after_fork(self):
         """In a forked child: start a new log (the parent's counts and file are the parent's)."""
@@ -577,20 +578,30 @@ def _canon(obj):
     return json.loads(json.dumps(obj, sort_keys=True, default=repr))
 
 
+def _strict_text(obj) -> str:
+    """``obj`` as strict JSON text, keys sorted: NaN and ±infinity as ``null``, as a tune table stores them
+    (``tileprobe.schema.json_text``), so a configuration holding NaN compares equal to its row."""
+    loose = json.loads(json.dumps(obj, sort_keys=True, default=repr), parse_constant=lambda _: None)
+    return json.dumps(loose, sort_keys=True)
+
+
 _SOURCE_SHA: dict = {}
+#: A kernel source file larger than this is not hashed (its hash is "unknown"): kernel files are kilobytes, and a
+#: ``kernel_file`` that ``record.json`` names may be anything (``/dev/zero``).
+SOURCE_LIMIT_BYTES = 16 << 20
 
 
 def source_sha256(path: str | None) -> str | None:
-    """SHA-256 of a kernel's source file (hex), cached per path; None when it cannot be read. The file, not the
-    function: a helper the kernel calls in the same file changes it too."""
+    """SHA-256 of a kernel's source file (hex), cached per path; None when it cannot be read (missing, not a regular
+    file, above :data:`SOURCE_LIMIT_BYTES`). The file, not the function: a helper the kernel calls in the same file
+    changes it too."""
     if not path:
         return None
     if path not in _SOURCE_SHA:
         import hashlib
         try:
-            with open(path, "rb") as f:
-                _SOURCE_SHA[path] = hashlib.sha256(f.read()).hexdigest()
-        except OSError:
+            _SOURCE_SHA[path] = hashlib.sha256(read_regular(path, SOURCE_LIMIT_BYTES)).hexdigest()
+        except (OSError, ValueError, TypeError):    # not a regular file, larger than any kernel source, not a path
             _SOURCE_SHA[path] = None
     return _SOURCE_SHA[path]
 
@@ -602,6 +613,42 @@ def _compiler_timeout_s():
         return None
 
 
+#: A search of more configurations than this is not described (nor recorded, nor answered): said with the number.
+#: Each configuration is a compile and a timing in the tune (3,000 took a line of 1.2 MB in the launch log).
+MAX_SEARCH_CONFIGS = 1024
+
+
+class NotDescribed(Exception):
+    """A search seen but not described: every configuration's ``grid_fn`` / ``args_fn`` / ``hints_fn`` /
+    kernel factory raised, or the space is above :data:`MAX_SEARCH_CONFIGS`; the message says which."""
+
+
+class _ConfigError(Exception):
+    def __init__(self, fn: str):
+        super().__init__(fn)
+        self.fn = fn
+
+
+def _short(e: BaseException) -> str:
+    text = str(e).splitlines()[0] if str(e) else ""
+    return f"{type(e).__name__}: {text[:200]}" if text else type(e).__name__
+
+
+def _describe_config(cfg, grid_fn, kernel, args_fn, hints_fn) -> tuple:
+    """(config, kernel object, hints, grid, arguments) of one configuration, each of the program's functions called
+    once. Raises :class:`_ConfigError` naming the function that raised (the cause is its exception)."""
+    def call(name, fn, *a):
+        try:
+            return fn(*a)
+        except Exception as e:
+            raise _ConfigError(name) from e
+    k = kernel if hasattr(kernel, "replace_hints") else call("the kernel factory", kernel, cfg)
+    hints = dict(call("hints_fn", hints_fn, cfg)) if hints_fn is not None else {}
+    grid = call("grid_fn", grid_fn, cfg)
+    grid = tuple(grid) if isinstance(grid, (tuple, list)) else (grid,)
+    return cfg, k, hints, grid, tuple(call("args_fn", args_fn, cfg))
+
+
 class Search:
     """One call of ``exhaustive_search``, described before it runs.
 
@@ -611,14 +658,25 @@ class Search:
     """
 
     def __init__(self, configs, grid_fn, kernel, args_fn, hints_fn):
-        self.configs = configs
+        if len(configs) > MAX_SEARCH_CONFIGS:
+            raise NotDescribed(f"{len(configs):,} configurations, more than the {MAX_SEARCH_CONFIGS:,} tileprobe "
+                               "describes (and tunes) from one search; search a smaller space, or write a probe "
+                               "whose constraint keeps the configurations worth compiling")
         self.entries = []
-        for cfg in configs:
-            k = kernel if hasattr(kernel, "replace_hints") else kernel(cfg)
-            hints = dict(hints_fn(cfg)) if hints_fn is not None else {}
-            grid = grid_fn(cfg)
-            grid = tuple(grid) if isinstance(grid, (tuple, list)) else (grid,)
-            self.entries.append((cfg, k, hints, grid, tuple(args_fn(cfg))))
+        #: (position among the program's configurations, "grid_fn raised ValueError: …") per one left out
+        self.skipped: list = []
+        self.space_size = len(configs)
+        for i, cfg in enumerate(configs):
+            try:
+                self.entries.append(_describe_config(cfg, grid_fn, kernel, args_fn, hints_fn))
+            except Exception as e:          # the program's own function: its search fails that one too
+                self.skipped.append((i, f"{_plain(e.fn if isinstance(e, _ConfigError) else 'describing it')} "
+                                        f"raised {_plain(_short(e.__cause__ or e))}"))
+        if not self.entries:
+            reasons = sorted({why for _, why in self.skipped})
+            raise NotDescribed(f"every one of its {len(configs):,} configurations failed: " + "; ".join(reasons[:3])
+                               + (f" (and {len(reasons) - 3} other reasons)" if len(reasons) > 3 else ""))
+        self.configs = [e[0] for e in self.entries]
         descs = [tuple(describe(a) for a in e[4]) for e in self.entries]
         n = len(descs[0])
         self.problem = [i for i in range(n) if all(len(d) == n and d[i] == descs[0][i] for d in descs)]
@@ -640,6 +698,7 @@ class Search:
     def doc(self, sites=(None, None)) -> dict:
         """The JSON description (a ``search`` line without its ids)."""
         return {"key": self.key, "configs": self.configs_json, "problem": self.problem,
+                "skipped": [list(x) for x in self.skipped], "space_size": self.space_size,
                 "source_sha256": self.source_sha256, "site": sites[0], "launch_site": sites[1],
                 "compiler_timeout_s": _compiler_timeout_s(), "same_kernel": self.kernels_same}
 
@@ -715,6 +774,23 @@ def _record_search(recorder: "Recorder", search: Search, frame):
     return sid, {i: _checksum(a) for i, a in search.arrays_at(arrays)}
 
 
+def _record_undescribed(recorder: "Recorder", kernel, n_configs: int, why: str, frame) -> None:
+    """Write a ``search_failed`` line: a search seen that could not be described (``why``), with its kernel when
+    it is a kernel object (not a factory), its size and call site; once per call site and reason."""
+    call, launch = recorder.sites.frames(frame)
+    line = {"t": "search_failed", "configs": n_configs, "reason": why, "site": _site(call),
+            "launch_site": _site(launch)}
+    if hasattr(kernel, "replace_hints"):
+        line["kernel"] = recorder._kernel_id(kernel)
+        line["name"] = getattr(getattr(kernel, "_pyfunc", None), "__name__", None)
+    seen = (line["site"], why)
+    with recorder.lock:
+        if seen in recorder.undescribed:
+            return
+        recorder.undescribed.add(seen)
+    recorder._write(line)
+
+
 def _end_search(recorder: "Recorder", search: Search, begun, result, error, wall_s: float) -> None:
     if begun is None:
         return
@@ -745,9 +821,14 @@ def wrap_search(original):
         try:
             search = Search(configs, grid_fn, kernel, args_fn, hints_fn) if configs else None
         except Exception as e:   # the program's own functions raised: its search will say so
+            why = str(e) if isinstance(e, NotDescribed) else _short(e)
             if use is not None:
-                use.say_once("describe", f"a search could not be described ({type(e).__name__}: {e}): it runs "
-                                          "as the program wrote it")
+                use.say_once("describe", f"a search could not be described ({why}): it runs as the program wrote it")
+            if rec is not None and not rec.failed:
+                try:
+                    _record_undescribed(rec, kernel, len(configs), why, sys._getframe(1))
+                except Exception as e2:
+                    rec.fail(e2)
         if search is not None and use is not None:
             answer = use.answer(search, sys._getframe(1))
             if answer is not None:
@@ -884,6 +965,67 @@ class TableReadError(ValueError):
     """A tune table or recording that cannot be read as one; the message names the file and the problem."""
 
 
+#: A table above this size is said once, with the fix, in each process that reads it (a searching one): parsing
+#: costs about 0.1 s per 1 MB on the 2-core machine (benchmarks/programs/bench_hook.py).
+TABLE_WARN_BYTES = 32 << 20
+
+
+def _open_regular(path: str, flags: int) -> int:
+    """A descriptor of the regular file ``path`` opened with ``flags`` plus ``O_NONBLOCK``, ``O_NOCTTY``: opening
+    a FIFO does not wait for its other end, and anything but a regular file is closed and refused.
+
+    Raises:
+        OSError: it cannot be opened, or it is not a regular file (a FIFO, device, socket or directory).
+    """
+    import stat
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode):     # said as such, not as the open's ENXIO of a lone FIFO
+        raise OSError(f"{path}: not a regular file (a FIFO, device or directory); tileprobe reads and writes "
+                      "regular files only")
+    fd = os.open(path, flags | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0), 0o644)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path}: not a regular file (a FIFO, device or directory); tileprobe reads and writes "
+                          "regular files only")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def append_regular(path: str, data: bytes) -> None:
+    """Append ``data`` to the regular file ``path`` (created when missing) in one ``write``; never blocks on a
+    FIFO or device there.
+
+    Raises:
+        OSError: it cannot be opened or written, or it is not a regular file.
+    """
+    fd = _open_regular(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+
+
+def read_regular(path: str, limit_bytes: int) -> bytes:
+    """The bytes of the regular file ``path``, at most ``limit_bytes``; never blocks on a FIFO, never reads a device
+    for ever.
+
+    Raises:
+        OSError: it cannot be opened or is not a regular file.
+        TableReadError: it holds more than ``limit_bytes`` bytes (the message names the file and the limit).
+    """
+    fd = _open_regular(path, os.O_RDONLY)
+    with os.fdopen(fd, "rb") as f:
+        raw = f.read(limit_bytes + 1)
+    if len(raw) > limit_bytes:
+        raise TableReadError(f"{path}: more than the {limit_bytes:,} bytes tileprobe reads")
+    return raw
+
+
 def read_json_file(path: str, limit_bytes: int = TABLE_LIMIT_BYTES):
     """The JSON document in the regular file ``path`` (at most ``limit_bytes``, UTF-8, nested no deeper than
     Python's recursion limit lets the parser go).
@@ -921,7 +1063,9 @@ def read_json_file(path: str, limit_bytes: int = TABLE_LIMIT_BYTES):
 
 class Answerer:
     """Answers searches from a tune table (``tileprobe tune --export``): rows with a ``search`` block, indexed by
-    the search key. Never raises into the program: an unreadable table is said once and every search runs."""
+    the search key. The table is read at the first search of the process, not before: a process that never
+    searches opens neither the table nor its misses file. Never raises into the program: an unreadable table is said
+    once and every search runs."""
 
     def __init__(self, path: str):
         self.path = os.path.abspath(path)
@@ -931,6 +1075,16 @@ class Answerer:
         self.facts = None
         self.answered = 0
         self.broken = False
+        self.loaded = False
+        self.read_s = None            # seconds the table read took (None: not read yet)
+
+    def load(self) -> None:
+        """Read the table once (the first search calls it): index its rows by search key; a table above
+        :data:`TABLE_WARN_BYTES` is said once with the fix, an unreadable one once with the reason."""
+        if self.loaded:
+            return
+        self.loaded = True
+        t0 = time.perf_counter()
         try:
             doc = read_json_file(self.path)
             if isinstance(doc, dict) and isinstance(doc.get("schema_version"), int) and \
@@ -942,10 +1096,19 @@ class Answerer:
                     key = (row.get("search") or {}).get("key")
                     if key:
                         self.rows.setdefault(key, []).append((kernel, row))
-        except (OSError, ValueError, AttributeError, TypeError, RecursionError) as e:
+        except (OSError, ValueError, AttributeError, TypeError, RecursionError, MemoryError) as e:
             self.broken = True
             self.say_once("table", f"cannot read the table {self.path} ({type(e).__name__}: {e}); every search "
                                    "runs as the program wrote it")
+        self.read_s = time.perf_counter() - t0
+        try:
+            size = os.stat(self.path).st_size
+        except OSError:
+            size = 0
+        if size > TABLE_WARN_BYTES:
+            self.say_once("size", f"the table {self.path} is {size / 1e6:,.0f} MB: each process that searches reads "
+                                  f"all of it ({self.read_s:.1f} s here); give this program a table of its own "
+                                  "kernels (`tileprobe tune --export SMALL.json -- COMMAND`)")
 
     def say_once(self, what: str, text: str) -> None:
         """One line on stderr per ``what`` (a reason, a search key)."""
@@ -964,6 +1127,7 @@ class Answerer:
             return None
 
     def _answer(self, search: Search, frame):
+        self.load()
         if self.broken:                  # said once when the table was read; no misses noted beside it
             return None
         name = search.kernel_doc.get("qualname") or search.kernel_doc.get("name") or "kernel"
@@ -989,9 +1153,9 @@ class Answerer:
             return self._miss(search, frame, name, ("" if why[0].startswith("invalid") else "stale row: ") +
                               "; ".join(why))
         row = fresh[-1]
-        want = _canon({"config": row["search"].get("config"), "hints": row["search"].get("hints")})
+        want = _strict_text({"config": row["search"].get("config"), "hints": row["search"].get("hints")})
         for i, c in enumerate(search.configs_json):
-            if _canon({"config": c["config"], "hints": c["hints"]}) == want:
+            if _strict_text({"config": c["config"], "hints": c["hints"]}) == want:
                 self.answered += 1
                 return _tuning_result(search.configs[i], row)
         return self._miss(search, frame, name, "the table's configuration is not among the program's candidates")
@@ -1005,8 +1169,7 @@ class Answerer:
             sites = _Sites().frames(frame) if frame is not None else (None, None)
             line = {"t": "miss", "time": time.time(), "reason": reason, "argv": list(sys.argv),
                     "kernel": search.kernel_doc, **search.doc((_site(sites[0]), _site(sites[1])))}
-            with open(self.misses_path, "a", encoding="utf-8") as f:
-                f.write(json.dumps(line, default=repr) + "\n")
+            append_regular(self.misses_path, (json.dumps(line, default=repr) + "\n").encode("utf-8"))
         except Exception as e:
             self.say_once("misses", f"cannot note the miss in {self.misses_path}: {type(e).__name__}: {e}")
         return None
@@ -1214,9 +1377,27 @@ def uninstall() -> None:
     _RECORDER = None
 
 
-def bootstrap(sitecustomize_file: str) -> None:
-    """What the generated ``sitecustomize.py`` runs: install, then run the ``sitecustomize`` this one shadows
-    (further along ``sys.path``), then wrap ``launch`` again if that one replaced it."""
+#: Hook folders whose ``sitecustomize.py`` ran in this process (``tileprobe use`` and ``tileprobe record`` /
+#: ``tune -- CMD`` each put one on PYTHONPATH; nested, both are there): each runs once, and the chain to the
+#: program's own ``sitecustomize`` passes over every one of them, so it runs once too.
+def _hook_state():
+    """The hook's state shared with the generated ``sitecustomize`` files (:data:`tileprobe.record.hook.STATE_MODULE`):
+    ``dirs``, the hook folders that ran in this process."""
+    import types
+    st = sys.modules.get("_tileprobe_hook_state")
+    if st is None:
+        st = sys.modules["_tileprobe_hook_state"] = types.ModuleType("_tileprobe_hook_state")
+        st.dirs, st.lazy = set(), None
+    return st
+
+
+_HOOK_DIRS: set = _hook_state().dirs
+
+
+def start() -> None:
+    """What the generated ``sitecustomize`` runs when it loads this module (at the first import of cuda.tile's
+    launch or tuner module): start recording (``$TILEPROBE_RECORD_DIR``) and answering (``$TILEPROBE_USE_TABLE``);
+    a failure is one line on stderr and the program runs as written."""
     try:
         install()
     except Exception as e:
@@ -1227,8 +1408,21 @@ def bootstrap(sitecustomize_file: str) -> None:
     except Exception as e:
         sys.stderr.write(f"tileprobe use: could not start in process {os.getpid()}: {type(e).__name__}: {_plain(e)}; "
                          "every search runs as the program wrote it\n")
+
+
+def bootstrap(sitecustomize_file: str) -> None:
+    """What a ``sitecustomize.py`` generated by an older tileprobe runs (today's load this module only when cuda.tile
+    is imported, then call :func:`start`): install, then run the ``sitecustomize`` this one shadows (further along
+    ``sys.path``, passing over every hook folder), then wrap ``launch`` again if that one replaced it. A second
+    hook's ``sitecustomize`` reached by the chain runs this again for its folder only (no loop); any failure of ours
+    is one line on stderr and the program runs as written."""
+    hook_dir = os.path.dirname(os.path.abspath(sitecustomize_file))
+    if hook_dir in _HOOK_DIRS:
+        return
+    _HOOK_DIRS.add(hook_dir)
+    start()
     try:
-        _chain(os.path.dirname(os.path.abspath(sitecustomize_file)))
+        _chain()
     finally:
         try:
             ensure_patched()
@@ -1237,10 +1431,13 @@ def bootstrap(sitecustomize_file: str) -> None:
                 _RECORDER.fail(e)
 
 
-def _chain(hook_dir: str) -> None:
+def _chain() -> None:
+    """Run the first ``sitecustomize`` on ``sys.path`` outside the hook folders that already ran (the program's
+    own, or another tileprobe hook's, which chains on in turn). An error in the program's own ``sitecustomize``
+    is the program's: it propagates as it would without us (``site`` prints it)."""
     import importlib.machinery
     import importlib.util
-    rest = [p for p in sys.path if os.path.abspath(p or os.curdir) != hook_dir]
+    rest = [p for p in sys.path if os.path.abspath(p or os.curdir) not in _HOOK_DIRS]
     spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
     if spec is None or spec.loader is None:
         return

@@ -24,6 +24,7 @@ class Recording:
     unreadable: list[str] = field(default_factory=list)
     archs: set = field(default_factory=set)
     searches: list = field(default_factory=list)   # RecordedSearch, merged over processes
+    undescribed: list = field(default_factory=list)   # sentences: searches seen that could not be described
 
     @property
     def total_launches(self) -> int:
@@ -40,9 +41,10 @@ def kernel_ref(d: dict) -> KernelRef:
                      declared_json=json.dumps(declared, sort_keys=True) if declared is not None else None)
 
 
-#: Longest line of a launch log read, in characters (issue 25): a launch line with a few hundred arguments is a few
-#: KB; a longer one (a file that is no launch log) ends the reading of that file, named.
-MAX_LINE_CHARS = 1 << 20
+#: Longest line of a launch log read, in characters: a launch line with a few hundred arguments is a few KB, a search
+#: line of the capture's largest space (1,024 configurations) under 2 MB; a longer one (a file that is no launch log)
+#: ends the reading of that file, named.
+MAX_LINE_CHARS = 16 << 20
 
 
 def read_log(launch_dir: str) -> Recording:
@@ -78,10 +80,22 @@ def search_from(d: dict, kernel: dict, cwd: str | None = None) -> RecordedSearch
         return None
     s = RecordedSearch(d["key"], kernel_ref(kernel), configs, list(d.get("problem") or []),
                        source_sha256=d.get("source_sha256"), compiler_timeout_s=d.get("compiler_timeout_s"),
-                       same_kernel=d.get("same_kernel", True) is not False)
+                       same_kernel=d.get("same_kernel", True) is not False,
+                       skipped=[x for x in d.get("skipped") or [] if isinstance(x, list) and len(x) == 2],
+                       space_size=d.get("space_size") if isinstance(d.get("space_size"), int) else None)
     s.sites[short_site(d.get("site") or d.get("launch_site"), cwd)] += 1
     s.launch_sites[short_site(d.get("launch_site"), cwd)] += 1
     return s
+
+
+def undescribed_from(d: dict, kernels: dict, cwd: str | None = None) -> str:
+    """The sentence for a ``search_failed`` line (a search seen that the capture could not describe): kernel,
+    call site, size and reason. Raises like :func:`_take_line` for a line of the wrong shape."""
+    name = d.get("name") or kernel_ref(kernels.get(d.get("kernel"), {})).name if d.get("kernel") is not None else \
+        d.get("name") or "a kernel"
+    site = short_site(d.get("site") or d.get("launch_site"), cwd)
+    return (f"search of {name} at {site} ({int(d.get('configs') or 0):,} configurations) seen but not described: "
+            f"{d.get('reason')}; nothing of it is tuned")
 
 
 def _search_done(s: RecordedSearch, d: dict) -> None:
@@ -90,22 +104,36 @@ def _search_done(s: RecordedSearch, d: dict) -> None:
     s.error, s.failures = d.get("error"), d.get("failures") or []
 
 
-def read_misses(path: str) -> list[RecordedSearch]:
-    """The searches ``tileprobe use`` noted as misses in ``path`` (``TABLE.misses.jsonl``), merged; [] when none."""
-    out = []
-    if not os.path.exists(path):
-        return out
-    with open(path, encoding="utf-8", errors="replace") as f:
-        for line in f:
-            try:
-                d = json.loads(line)
-                s = search_from(d, d.get("kernel") or {}) if d.get("t") == "miss" else None
-            except (ValueError, RecursionError, KeyError, TypeError, AttributeError):   # one bad line, not the file
-                continue
-            if s is not None:
-                out.append(s)
-    return merge_searches(out)
+#: Largest misses file read (bytes): one miss line describes one search (a few KB to a few hundred KB).
+MISSES_LIMIT_BYTES = 256 << 20
 
+
+def read_misses(path: str) -> list[RecordedSearch]:
+    """The searches ``tileprobe use`` noted as misses in ``path`` (``TABLE.misses.jsonl``), merged; [] when none.
+    Read only when it is a regular file of at most :data:`MISSES_LIMIT_BYTES` (opened without blocking); a line
+    that is not a miss is passed over.
+
+    Raises:
+        TileprobeError: ``path`` is a FIFO, device or folder, or too large (names it and the fix).
+    """
+    from tileprobe.record.hook import load_capture
+    out = []
+    if not os.path.lexists(path):
+        return out
+    try:
+        raw = load_capture().read_regular(path, MISSES_LIMIT_BYTES)
+    except (OSError, ValueError) as e:
+        raise TileprobeError(f"{path}: the misses file cannot be read ({e}); move it aside (`tileprobe use` writes "
+                             "a new one at the next miss)") from None
+    for line in raw.decode("utf-8", errors="replace").splitlines():
+        try:
+            d = json.loads(line)
+            s = search_from(d, d.get("kernel") or {}) if d.get("t") == "miss" else None
+        except (ValueError, RecursionError, KeyError, TypeError, AttributeError):   # one bad line, not the file
+            continue
+        if s is not None:
+            out.append(s)
+    return merge_searches(out)
 
 
 def _read_file(path: str, rec: Recording) -> list[Launch]:
@@ -124,7 +152,7 @@ def _read_file(path: str, rec: Recording) -> list[Launch]:
             try:
                 d = json.loads(line)
                 _take_line(d, kernels, launches, overflow, counts, rec, path, cwd)
-                _take_search(d, kernels, searches, cwd)
+                _take_search(d, kernels, searches, cwd, rec)
             except (ValueError, RecursionError, KeyError, TypeError, AttributeError):   # one bad line, not the log
                 rec.unreadable.append(f"{path}:{lineno}")
                 continue
@@ -195,7 +223,7 @@ def _take_line(d: dict, kernels: dict, launches: dict, overflow: dict, counts: d
         rec.errors.append(f"{os.path.basename(path)}: {d.get('error')}")
 
 
-def _take_search(d: dict, kernels: dict, searches: dict, cwd) -> None:
+def _take_search(d: dict, kernels: dict, searches: dict, cwd, rec: Recording) -> None:
     """Apply one decoded ``search`` / ``search_again`` / ``search_done`` line (raises like :func:`_take_line` for a
     line of the wrong shape)."""
     t = d.get("t")
@@ -207,3 +235,7 @@ def _take_search(d: dict, kernels: dict, searches: dict, cwd) -> None:
         searches[d["id"]].count += 1
     elif t == "search_done" and d.get("id") in searches:
         _search_done(searches[d["id"]], d)
+    elif t == "search_failed":
+        text = undescribed_from(d, kernels, cwd)
+        if text not in rec.undescribed:
+            rec.undescribed.append(text)

@@ -155,7 +155,9 @@ class RecordedSearch:
     "grid": [...], "args": [argument descriptions]}``; ``problem``: argument positions equal in every configuration;
     ``outputs``: positions the search wrote (values changed: the outputs a tune checks); ``best``: the index of the
     program's own pick (None: it failed or was not seen); ``best_us``: its mean time by cuda.tile.tune (µs);
-    ``wall_s``: the search's wall time (s); ``count``: searches seen; ``source_sha256``: the kernel file's hash.
+    ``wall_s``: the search's wall time (s); ``count``: searches seen; ``source_sha256``: the kernel file's hash;
+    ``skipped``: configurations the capture could not describe (the program's ``grid_fn`` / ``args_fn`` raised for
+    them), ``[position, reason]``, left out of ``configs``; ``space_size``: the program's configurations, all.
     """
     key: str
     kernel: KernelRef
@@ -174,6 +176,8 @@ class RecordedSearch:
     compiler_timeout_s: float | None = None
     archs: set = field(default_factory=set)
     same_kernel: bool = True
+    skipped: list = field(default_factory=list)   # [position among the program's configurations, why] left out
+    space_size: int | None = None                 # the program's configurations, those left out included
 
     def absorb(self, other: "RecordedSearch") -> None:
         """Add another process's sighting of the same search (counts, sites; outputs and pick when unknown)."""

@@ -67,6 +67,30 @@ def _flag_output(d: dict) -> dict:
     return d
 
 
+def literal(value) -> str:
+    """``value`` (JSON data as a program's configuration holds it: dicts, lists, strings, numbers, booleans, None)
+    as Python source that evaluates back to it: NaN and ±infinity as ``float("nan")`` / ``float("inf")`` (``repr``
+    writes ``nan``, a NameError in the probe), integers of any size, nesting kept; anything else by ``repr`` of its
+    text."""
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        return 'float("nan")' if value != value else ('float("inf")' if value > 0 else '-float("inf")')
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return repr(value)
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{literal(k)}: {literal(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        items = ", ".join(literal(v) for v in value)
+        return f"({items}{',' if len(value) == 1 else ''})" if isinstance(value, tuple) else f"[{items}]"
+    return repr(str(value))
+
+
+def probe_name(s: RecordedSearch) -> str:
+    """The name of a search's probe: the kernel's name and the search key's first 8 digits, so that several searches
+    of one kernel (problem sizes, dtypes, call sites) are several probes; the table's rows go back under the kernel's
+    name (:func:`tileprobe.tune.export.annotate_searches`)."""
+    return f"{s.kernel.name}@{s.key[:8]}"
+
+
 def _header(s: RecordedSearch, origin: Origin, probe_dir: str) -> list[str]:
     k = s.kernel
     site = s.sites.most_common(1)[0][0] if s.sites else "?"
@@ -90,6 +114,11 @@ def _header(s: RecordedSearch, origin: Origin, probe_dir: str) -> list[str]:
              "Array values are not recorded: floating inputs are random, integer arrays zeros."]
     if s.compiler_timeout_s is not None:
         lines.append(f"The program searched under ct.compiler_timeout({s.compiler_timeout_s:g}).")
+    if s.skipped:
+        lines.append(f"Left out: {len(s.skipped)} of the program's {s.space_size or len(s.configs) + len(s.skipped)} "
+                     "configurations (positions from 0; C0 … are the others in order): "
+                     + "; ".join(f"#{i} {why}" for i, why in s.skipped[:5])
+                     + (f"; and {len(s.skipped) - 5} more" if len(s.skipped) > 5 else "") + ".")
     return ['"""' + doc_text(lines[0])] + [doc_text(x) for x in lines[1:]] + ['"""']
 
 
@@ -107,7 +136,7 @@ def render_search_probe(s: RecordedSearch, origin: Origin, probe_dir: str) -> st
         if any(isinstance(v, dict) for v in raw.values()):
             config_lines.append(inert("    # hints as the program gave them: "
                                       + " ".join(f"{h}={hint_text(v)}" for h, v in raw.items())))
-        config_lines.append(f"    {label!r}: {entry!r},")
+        config_lines.append(f"    {label!r}: {literal(entry)},")
         text = args_text(_marked_args(s, i))
         arg_lines.append(f"    {label!r}: lambda arrays: {text.tuple_text('    ')},")
         imports |= text.imports
@@ -139,9 +168,9 @@ def render_search_probe(s: RecordedSearch, origin: Origin, probe_dir: str) -> st
             f"    cases={{{SEARCH_CASE!r}: [SEARCH], {CONFIG_CASE!r}: {labels!r}}},",
             f"    tunable=({CONFIG_CASE!r},),"]
     if hints:
-        out.append(f"    hints={hints!r},")
-    out += ["    constraint=programs_own,", f"    default={default!r},", "    grid=grid,",
-            f"    name={s.kernel.name!r},", ")", ""]
+        out.append(f"    hints={literal(hints)},")
+    out += ["    constraint=programs_own,", f"    default={literal(default)},", "    grid=grid,",
+            f"    name={probe_name(s)!r},", ")", ""]
     text = "\n".join(out)
     check_probe_text(text)
     return text
@@ -177,6 +206,7 @@ def search_summary(written: list[SearchProbe], out_dir: str) -> list[dict]:
                     "kernel": s.kernel.spec(os.path.dirname(sp.path)), "kernel_file": s.kernel.file, "count": s.count,
                     "configs": [{"label": lab, "config": c.get("config"), "hints": c.get("hints") or {}}
                                 for lab, c in zip(sp.labels, s.configs)],
+                    "skipped": s.skipped, "space_size": s.space_size,
                     "problem": s.problem, "outputs": s.outputs, "program_pick": s.best,
                     "program_pick_us": s.best_us, "program_search_s": s.wall_s, "error": s.error,
                     "failures": s.failures, "source_sha256": s.source_sha256, "archs": sorted(s.archs),

@@ -4,7 +4,6 @@ from __future__ import annotations
 import datetime
 import os
 import shutil
-import subprocess
 from dataclasses import dataclass, field
 
 from tileprobe.errors import TileprobeError
@@ -31,6 +30,7 @@ class RecordResult:
     notes: list[str] = field(default_factory=list)
     searches: list = field(default_factory=list)     # SearchProbe: one tuning probe per recorded search
     timeouts: list[str] = field(default_factory=list)   # issue 23: first calls at or past their compiler timeout
+    program: object = None      # tileprobe.record.program.ProgramEnd of a command run
 
 
 def now() -> str:
@@ -59,36 +59,25 @@ def prepare_dir(out_dir: str, force: bool = False) -> None:
     os.makedirs(out_dir, exist_ok=True)
 
 
-def run_command(command: list[str], out_dir: str) -> int:
-    """Run ``command`` with every Python process it starts recording into ``out_dir/launches``.
+def run_command(command: list[str], out_dir: str, keep_use: bool = True):
+    """Run ``command`` with every Python process it starts recording into ``out_dir/launches``, as tileprobe's own
+    (:func:`tileprobe.record.program.run_program`: signals passed on, its tree killed after a grace period, ended
+    if tileprobe is killed, its leftovers named). ``keep_use``: a ``tileprobe use`` table in the environment
+    (``TILEPROBE_USE_TABLE``) stays in force; ``tune -- COMMAND`` drops it (the program's searches must run).
 
-    Returns its exit code (128 + N when a signal N ended it, as a shell reports it). Ctrl-C reaches the command
-    (same process group) and this waits for it, so what it recorded is kept; a second Ctrl-C terminates it, a
-    third kills it.
+    Returns the :class:`~tileprobe.record.program.ProgramEnd` (exit code 128 + N when a signal N ended it).
 
     Raises:
         TileprobeError: the command cannot be started (not found, not executable).
     """
+    from tileprobe.record.program import run_program
     if not command:
         raise TileprobeError("no command to record: tileprobe record -o DIR -- python my_script.py")
     env = hook.recording_env(out_dir)
+    if not keep_use:
+        env.pop(hook.load_capture().ENV_USE, None)
     os.makedirs(hook.launch_dir(out_dir), exist_ok=True)
-    try:
-        proc = subprocess.Popen(command, env=env)
-    except OSError as e:
-        raise TileprobeError(f"cannot start {command[0]!r}: {e.strerror or e}; check the command after --") from e
-    interrupts = 0
-    while True:
-        try:
-            rc = proc.wait()
-            break
-        except KeyboardInterrupt:   # the command got the same Ctrl-C; let it finish, unless asked again
-            interrupts += 1
-            if interrupts == 2:
-                proc.terminate()
-            elif interrupts > 2:
-                proc.kill()
-    return 128 - rc if rc < 0 else rc
+    return run_program(command, env, "record")
 
 
 def plans_from(launches: list[Launch], *, top: int, by: str, hints: str) -> tuple[list[ProbePlan], list[str]]:
@@ -111,6 +100,7 @@ def probes_from_log(out_dir: str, *, top: int = 10, by: str = "signature", hints
     plans, notes = plans_from(rec.launches, top=top, by=by, hints=hints)
     timeouts = compile_timeouts(rec.launches)
     notes += timeouts
+    notes += rec.undescribed
     for name, n in rec.overflow.items():
         notes.append(f"{name}: {n:,} launches counted but not described (over the per-process limit of distinct "
                      "launches; TILEPROBE_RECORD_MAX_DISTINCT raises it)")
@@ -152,13 +142,15 @@ def compile_timeouts(launches) -> list[str]:
 
 
 def record(command: list[str], out_dir: str, *, top: int = 10, by: str = "signature", hints: str = "around",
-           force: bool = False) -> RecordResult:
+           force: bool = False, keep_use: bool = True) -> RecordResult:
     """Run ``command`` recorded, then write probes: ``tileprobe record -o out_dir -- command``.
 
     The command's results and exit code are its own (``RecordResult.exit_code``); probes are written whatever it
     returned, from every launch logged before it ended.
     """
     prepare_dir(out_dir, force)
-    rc = run_command(command, out_dir)
+    end = run_command(command, out_dir, keep_use=keep_use)
     origin = Origin("record", now(), command=list(command))
-    return probes_from_log(out_dir, top=top, by=by, hints=hints, origin=origin, exit_code=rc)
+    result = probes_from_log(out_dir, top=top, by=by, hints=hints, origin=origin, exit_code=end.exit_code)
+    result.program = end
+    return result

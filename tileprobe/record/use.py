@@ -21,10 +21,6 @@ import os
 
 from tileprobe.errors import TileprobeError
 from tileprobe.record import hook
-import signal
-import subprocess
-import sys
-import tempfile
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.10 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
@@ -73,58 +69,20 @@ def use_env(table: str, hook_dir: str, env: dict | None = None) -> dict:
 
 def run_with_table(table: str, command: list[str]) -> int:
     """Run ``command`` with its searches answered from ``table``; return its exit code (128 + N for signal N).
+    The command is tileprobe's own (:func:`tileprobe.record.program.run_program`: signals passed on, its tree
+    killed after a grace period, ended if tileprobe is killed); the hook lives in an owned temp folder
+    ``$TMPDIR/tileprobe-use-*`` removed on exit and swept by a later run when a SIGKILL left it.
 
     Raises:
         TileprobeError: no command, the table is not a tune table, the command cannot be started.
     """
+    from tileprobe.procs import owned_tempdir
+    from tileprobe.record.program import run_program
     if not command:
         raise TileprobeError("no command: tileprobe use TABLE -- python my_script.py")
     table = check_table(table)
-    with tempfile.TemporaryDirectory(prefix="tileprobe-use-") as tmp:
-        env = use_env(table, tmp)
-        own_group = not _terminal_foreground()
-        try:
-            proc = subprocess.Popen(command, env=env, preexec_fn=_child_setup(own_group))
-        except (OSError, subprocess.SubprocessError) as e:
-            raise TileprobeError(f"cannot start {command[0]!r}: {getattr(e, 'strerror', None) or e}; check the "
-                                 "command after --") from e
-        rc = _wait_forwarding(proc, own_group)
-    return 128 - rc if rc < 0 else rc
-
-
-def _terminal_foreground() -> bool:
-    """Whether standard input is a terminal whose foreground process group is ours (Ctrl-C reaches the child too)."""
-    try:
-        return os.isatty(0) and os.tcgetpgrp(0) == os.getpgrp()
-    except OSError:
-        return False
-
-
-def _child_setup(own_group: bool):
-    """The child's set-up between fork and exec: its own process group (unless it shares our terminal), and the
-    parent-death signal SIGTERM (Linux ``prctl(PR_SET_PDEATHSIG)``) so a SIGKILL of tileprobe ends it too."""
-    from tileprobe.procs import preexec_die_with_parent
-    return preexec_die_with_parent(os.getpid(), signal.SIGTERM, new_group=own_group)
-
-
-def _wait_forwarding(proc, own_group: bool) -> int:
-    """Wait for ``proc``, passing SIGTERM, SIGHUP and SIGINT on to it (its process group when it has its own; a
-    terminal's Ctrl-C already reached a child in our group); its return code."""
-    from tileprobe.procs import signal_process
-    wanted = [sig for sig in ("SIGTERM", "SIGHUP", "SIGINT") if hasattr(signal, sig)]
-
-    def forward(signum, frame):
-        if signum == signal.SIGINT and not own_group:
-            return
-        sys.stderr.write(f"tileprobe use: {signal.Signals(signum).name} passed on to the command (pid {proc.pid}); "
-                         "waiting for it to end\n")
-        signal_process(proc.pid, signum, group=own_group)
-    old = {sig: signal.signal(getattr(signal, sig), forward) for sig in wanted}
-    try:
-        return proc.wait()
-    finally:
-        for sig, handler in old.items():
-            signal.signal(getattr(signal, sig), handler)
+    with owned_tempdir("use") as tmp:
+        return run_program(command, use_env(table, tmp), "use").exit_code
 
 
 def use(table: str):

@@ -109,8 +109,27 @@ def annotate_searches(path: str, searches: list[dict], probe_dir: str | None = N
                              "probe": os.path.join(probe_dir, os.path.basename(s["file"])) if probe_dir and
                              s.get("file") else s.get("file")}
             n += 1
+    _under_kernel_names(doc, by_key)
     _write(doc, path)
     return n
+
+
+def _under_kernel_names(doc: dict, by_key: dict) -> None:
+    """Move each search row from its probe's label (``vadd@1a2b3c4d``: one probe per search,
+    :func:`tileprobe.record.searches.probe_name`) to its kernel's name, replacing a row there of the same search
+    and arch: a program's searches of one kernel are rows of one kernel, as ``tileprobe use`` looks them up."""
+    kernels = doc.get("kernels") or {}
+    for label in list(kernels):
+        for row in list(kernels[label]):
+            s = by_key.get((row.get("problem") or {}).get("search"))
+            name = (s or {}).get("name")
+            if not name or name == label:
+                continue
+            kernels[label].remove(row)
+            same = (row.get("problem"), row.get("arch"))
+            kernels[name] = [r for r in kernels.get(name, []) if (r.get("problem"), r.get("arch")) != same] + [row]
+        if not kernels[label]:
+            del kernels[label]
 
 
 def _read_json(path: str):

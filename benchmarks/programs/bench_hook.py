@@ -1,0 +1,128 @@
+"""What the start-up hook of ``tileprobe use`` costs a Python process (tileprobe/record/capture.py).
+
+Cases, each a fresh ``python`` process timed by wall clock (median and minimum of ``--runs`` runs, interleaved so
+that load from other processes falls on both alike), with its peak RSS (``wait4``):
+
+* ``hello``: ``python -c "print('hello')"`` without the hook;
+* ``hello + hook``: the same with the hook first on PYTHONPATH and ``TILEPROBE_USE_TABLE`` naming a table of
+  ``--mb`` MB (default 150): a process that never searches — the goal is within 10 % or 20 ms of ``hello``;
+* ``import cuda.tile.tune`` with and without the hook: a process that imports the tuner but does not search.
+
+Then the table read a *searching* process pays once (``Answerer.load``: read, parse, index), in this process, with
+the RSS it adds.
+
+No GPU needed. The first lines name the machine (host, CPU model and count, load average), the date and the command.
+
+    python benchmarks/programs/bench_hook.py [--runs 15] [--mb 150]
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, ROOT)
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "?"
+
+
+def machine() -> str:
+    """One line naming this machine: host, CPU model and logical CPUs, load average, Python."""
+    load = "/".join(f"{x:.1f}" for x in os.getloadavg())
+    return (f"host {platform.node()}: {_cpu_model()} x {os.cpu_count()} logical CPUs, load {load}; "
+            f"Python {platform.python_version()}")
+
+
+def make_table(path: str, mb: int) -> int:
+    """A legal tune table of about ``mb`` MB (rows of other kernels with search blocks); its size in bytes."""
+    row = {"problem": {"search": "0" * 16}, "case": {"config": "C0"}, "hints": {"occupancy": 2}, "verdict": "winner",
+           "median_us": 10.0, "ci_us": [9.9, 10.1], "samples": 100, "arch": "sm_90", "gpu": "NVIDIA H200",
+           "num_sms": 132, "tileiras": "Cuda compilation tools, release 13.4, V13.4.92", "cuda_tile": "1.7.0",
+           "search": {"key": "", "config_index": 0, "config": {"TILE": 256, "pad": "x" * 200}, "hints": {}}}
+    n = mb * 1_000_000 // len(json.dumps(row))
+    rows = []
+    for i in range(n):
+        r = dict(row, search=dict(row["search"], key=f"{i:016x}"), problem={"search": f"{i:016x}"})
+        rows.append(r)
+    with open(path, "w") as f:
+        json.dump({"schema_version": 1, "kind": "tileprobe.tune", "kernels": {"other": rows}}, f)
+    return os.path.getsize(path)
+
+
+def run_once(argv: list[str], env: dict) -> tuple[float, float]:
+    """(wall ms, peak RSS MB) of one process."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = (time.perf_counter() - t0) * 1000
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    err = proc.stderr.read().decode(errors="replace")
+    proc.stderr.close()
+    if proc.returncode != 0 or err.strip():
+        raise SystemExit(f"{argv}: exit {proc.returncode}: {err[-2000:]}")
+    return wall, usage.ru_maxrss / 1024
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=15)
+    ap.add_argument("--mb", type=int, default=150)
+    a = ap.parse_args()
+    print(f"# {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC · {machine()}")
+    print(f"# command: python benchmarks/programs/bench_hook.py --runs {a.runs} --mb {a.mb}")
+    from tileprobe.record import hook
+    with tempfile.TemporaryDirectory(prefix="bench-hook-") as tmp:
+        table = os.path.join(tmp, "table.json")
+        size = make_table(table, a.mb)
+        hook_dir = hook.write_hook(os.path.join(tmp, "h"))
+        base = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TILEPROBE_USE_TABLE")}
+        on = dict(base, PYTHONPATH=hook_dir, TILEPROBE_USE_TABLE=table)
+        cases = [("hello", [sys.executable, "-c", "print('hello')"]),
+                 ("import cuda.tile.tune", [sys.executable, "-c", "import cuda.tile.tune"])]
+        print(f"table: {size / 1e6:,.1f} MB; {a.runs} runs per case, interleaved")
+        print(f"{'case':34} {'median ms':>10} {'min ms':>8} {'peak RSS MB':>12}")
+        for name, argv in cases:
+            runs = {"off": [], "on": []}
+            for _ in range(a.runs):
+                runs["off"].append(run_once(argv, base))
+                runs["on"].append(run_once(argv, on))
+            for which, label in (("off", name), ("on", f"{name} + hook, {size / 1e6:,.0f} MB table")):
+                walls = [w for w, _ in runs[which]]
+                print(f"{label:34} {statistics.median(walls):10.1f} {min(walls):8.1f} "
+                      f"{max(r for _, r in runs[which]):12.1f}")
+            d = statistics.median(w for w, _ in runs["on"]) - statistics.median(w for w, _ in runs["off"])
+            print(f"{'  hook cost (median difference)':34} {d:+10.1f} ms "
+                  f"({100 * d / statistics.median(w for w, _ in runs['off']):+.1f} %)")
+        cap = hook.load_capture()
+        rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        answerer = cap.Answerer(table)
+        t0 = time.perf_counter()
+        answerer.load()
+        took = time.perf_counter() - t0
+        rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        rows = sum(len(v) for v in answerer.rows.values())
+        print(f"searching process, first search: table read, parsed and indexed in {took:.2f} s ({rows:,} rows, "
+              f"{size / 1e6 / took:,.0f} MB/s), peak RSS +{rss1 - rss0:,.0f} MB; said once on stderr above "
+              f"{cap.TABLE_WARN_BYTES / 1e6:,.0f} MB")
+
+
+if __name__ == "__main__":
+    main()
