@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import pickle
 import re
 import signal
 import socket
@@ -52,6 +51,10 @@ TORCH_FREE_ENV = "TILEPROBE_TORCH_FREE"
 #: Seconds to wait for the zygote to import :data:`PRELOAD` before giving up on it (a fresh process then starts).
 READY_TIMEOUT_S = 120.0
 _MAX_MSG = 1 << 22
+#: What the zygote may send, by kind: the types of the fields after the kind (``("exit", pid, status)``). Anything
+#: else — a pickle, a message of another shape, a pid that is not a positive int — is not the zygote's own word
+#: (a package imported in it wrote on its socket): :meth:`Zygote._take` distrusts the zygote from then on.
+ZYGOTE_SENDS = {"ready": (), "started": (int,), "failed": (str,), "exit": (int, int)}
 _BOOT = "from tileprobe.probe.zygote import zygote_main; zygote_main()"
 
 _current: "Zygote | None" = None
@@ -114,7 +117,8 @@ class Zygote:
         # the zygote's temp folder is this process's: removed by close() however the zygote ended, and by the next
         # run's sweep when this process is SIGKILLed (a folder the zygote owned could lose its marker mid-removal)
         self.tmp = make_owned_tempdir("zygote")
-        argv = [sys.executable, "-c", _BOOT, str(child.fileno()), str(os.getpid()), self.tmp]
+        # no pid of ours on its command line (a package imported in it reads its argv); it dies with us all the same
+        argv = [sys.executable, "-c", _BOOT, str(child.fileno()), self.tmp]
         try:
             self.proc = subprocess.Popen(argv, pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL,
                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -128,6 +132,8 @@ class Zygote:
             child.close()
         self.sock, self.pid = parent, self.proc.pid
         self.ready, self.dead = False, False
+        #: Why the zygote is no longer trusted (it sent something that is not its message), or None.
+        self.distrusted: str | None = None
         self.children: dict[int, ZygoteProcess] = {}
         self.exits: dict[int, int] = {}      # exits read before their start was registered
         self.lock = threading.RLock()
@@ -153,10 +159,31 @@ class Zygote:
                 if not data:
                     self._died()
                     return
-                self._take(pickle.loads(data))
+                self._take(data)
                 r, _, _ = select.select([self.sock], [], [], 0.0)
 
-    def _take(self, msg: tuple) -> None:
+    def _take(self, data: bytes) -> None:
+        """One message of the zygote (:data:`ZYGOTE_SENDS`, as :mod:`tileprobe.probe.wire` data: nothing in it runs
+        here; a ``started`` pid must be a child of the zygote or gone, an ``exit`` pid no running child). One that is not
+        such a message makes the zygote distrusted (:attr:`distrusted`): no process is started from it any more
+        (each starts fresh: :func:`current` is None); the start waiting for its answer and the children it already
+        started go on, with their own messages."""
+        from tileprobe.probe import wire
+        try:
+            msg = wire.loads(data)
+            if type(msg) is not tuple or not msg or msg[0] not in ZYGOTE_SENDS:
+                raise wire.WireError(f"not a kind the zygote sends: {wire._short_repr(msg)}")
+            fields = ZYGOTE_SENDS[msg[0]]
+            if len(msg) != 1 + len(fields) or any(type(v) is not t for v, t in zip(msg[1:], fields)) or \
+                    (msg[0] in ("started", "exit") and msg[1] <= 0):
+                raise wire.WireError(f"a {msg[0]!r} message of the wrong shape: {wire._short_repr(msg)}")
+            if msg[0] == "started" and _parent_of(msg[1]) not in (None, self.pid):
+                raise wire.WireError(f"'started' of pid {msg[1]}, which is not a child of the zygote")
+            if msg[0] == "exit" and _running_child_of(msg[1], self.pid):
+                raise wire.WireError(f"'exit' of pid {msg[1]}, a child of the zygote that still runs")
+        except wire.WireError as e:
+            self.distrusted = self.distrusted or str(e)   # a start waiting for its answer goes on waiting for it
+            return
         kind = msg[0]
         if kind == "ready":
             self.ready = True
@@ -195,7 +222,7 @@ class Zygote:
                 return False
             req = {"prefetch": True, "torch_free": self.torch_free}
             try:
-                socket.send_fds(self.sock, [pickle.dumps(req)], [])
+                socket.send_fds(self.sock, [_request(req)], [])
             except OSError:
                 self._died()
                 return False
@@ -223,8 +250,9 @@ class Zygote:
             ZygoteError: the zygote is gone or did not start the child.
         """
         with self.lock:
-            if not self.wait_ready():
-                raise ZygoteError("the zygote is not running")
+            if not self.wait_ready() or self.distrusted:
+                raise ZygoteError("the zygote is not running" if not self.distrusted else
+                                  f"the zygote is not trusted: {self.distrusted}")
             out_r = out_w = None
             if stdout:
                 out_r, out_w = os.pipe()
@@ -232,7 +260,7 @@ class Zygote:
                    "cwd": os.getcwd(), "sys_path": list(sys.path), "nfds": len(fds), "stdout": stdout, "heavy": heavy,
                    "torch_free": self.torch_free, "preload": list(preload), "preload_s": preload_s}
             try:
-                socket.send_fds(self.sock, [pickle.dumps(req)], list(fds) + ([out_w] if stdout else []))
+                socket.send_fds(self.sock, [_request(req)], list(fds) + ([out_w] if stdout else []))
                 late = time.monotonic() + READY_TIMEOUT_S + (preload_s if preload else 0.0)
                 while not self._replies and not self.dead:
                     if time.monotonic() > late:      # stuck (a package's import that stopped the alarm)
@@ -267,8 +295,8 @@ class Zygote:
     CLOSE_GRACE_S = 1.0
 
     def close(self) -> None:
-        """End the zygote: SIGTERM makes it exit; one still busy after :attr:`CLOSE_GRACE_S` (inside an import) is
-        SIGKILLed. Its temp folder (this process's) is then removed, so nothing of it is left when the command
+        """End the zygote: closing its socket makes it exit (it ignores SIGTERM and the other catchable signals, so
+        a probe that signals its parent cannot end it); one still there after :attr:`CLOSE_GRACE_S` is SIGKILLed. Its temp folder (this process's) is then removed, so nothing of it is left when the command
         returns; its children get their parent-death signals (their ``poll``/``wait`` say -SIGKILL from now on,
         rather than asking a closed socket)."""
         with self.lock:
@@ -283,6 +311,20 @@ class Zygote:
         remove_owned_tempdir(self.tmp)
         sweep_leftovers()   # those of zygotes whose command was SIGKILLed (their marker's owner was perhaps not yet
         #                     reaped when this command's start swept)
+
+
+def _parent_of(pid: int) -> int | None:
+    """The parent pid of process ``pid``; None when there is no such process (it was reaped)."""
+    from tileprobe.procs import _stat_fields
+    fields = _stat_fields(pid)
+    return None if fields is None else int(fields[1])
+
+
+def _running_child_of(pid: int, parent: int) -> bool:
+    """Whether ``pid`` is a process that runs (not a zombie) and whose parent is ``parent`` (``/proc``)."""
+    from tileprobe.procs import _stat_fields
+    fields = _stat_fields(pid)
+    return fields is not None and fields[0] != "Z" and fields[1] == str(parent)
 
 
 #: Variables a command may change after its zygote started that no import reads: the guard's (set once it starts)
@@ -478,7 +520,7 @@ def torch_blocked() -> bool:
 def current() -> Zygote | None:
     """The zygote of the :func:`warm_starts` in force, when it is running in this environment; else None."""
     z = _current
-    if z is None or z.dead or z.key != _env_key():
+    if z is None or z.dead or z.distrusted or z.key != _env_key():
         return None
     return z
 
@@ -587,18 +629,40 @@ def start_worker(conn, initargs: tuple) -> ZygoteProcess | None:
 
 # --- the zygote's side ---------------------------------------------------------------------------------------------
 
+def _request(req: dict) -> bytes:
+    """A request to the zygote as :mod:`tileprobe.probe.wire` data (never a pickle, either way)."""
+    from tileprobe.probe import wire
+    return wire.dumps(req, "the zygote's request")
+
+
+#: Signals the zygote ignores: every one whose default ends a process and that can be caught. Its children (probe
+#: loaders) can reach it with ``os.kill(os.getppid(), …)``; the zygote's end would end every other probe's loader.
+#: It ends when its socket closes (:meth:`Zygote.close`), by SIGKILL, or with its parent (``PR_SET_PDEATHSIG``).
+#: SIGCHLD is not among them (ignoring it would reap the children before the reaper reads their status).
+_IGNORED = tuple(sig for sig in (
+    signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2, signal.SIGALRM,
+    signal.SIGPIPE, signal.SIGVTALRM, signal.SIGPROF, signal.SIGXCPU, signal.SIGXFSZ, signal.SIGTSTP,
+    signal.SIGTTIN, signal.SIGTTOU, getattr(signal, "SIGIO", None), getattr(signal, "SIGPWR", None),
+    getattr(signal, "SIGSTKFLT", None), *range(signal.SIGRTMIN, signal.SIGRTMAX + 1)) if sig is not None)
+
+
 def zygote_main() -> None:
-    """Entry of the zygote: ``python -c … FD PARENT_PID TMPDIR``. Imports :data:`PRELOAD`, says ("ready",), then forks one
-    child per request and reports ("started", pid) and, when it ends, ("exit", pid, status); :data:`HEAVY` is
-    imported before the first request that needs it."""
+    """Entry of the zygote: ``python -c … FD TMPDIR``. Imports :data:`PRELOAD`, says ("ready",), then forks one
+    child per request and reports ("started", pid) and, when it ends, ("exit", pid, status) (:data:`ZYGOTE_SENDS`,
+    as wire data); :data:`HEAVY` is imported before the first request that needs it. It is not told its parent's
+    pid: it dies with its parent (``PR_SET_PDEATHSIG``), and a parent that died before that was set has closed the
+    socket, which ends it too (:func:`_exit_on_hangup`)."""
     import importlib
     import tempfile
     from tileprobe.procs import die_with_parent
     sock = socket.socket(fileno=int(sys.argv[1]))
-    die_with_parent(signal.SIGKILL, int(sys.argv[2]))
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, lambda *_: os._exit(0))   # close(): now, even inside an import
-    tempfile.tempdir = sys.argv[3]      # cuTile's import makes a temp folder: inside the caller's, which it removes
+    die_with_parent(signal.SIGKILL)
+    threading.Thread(target=_exit_on_hangup, args=(sock.fileno(),), name="tileprobe-zygote-hangup",
+                     daemon=True).start()
+    for sig in _IGNORED:
+        with contextlib.suppress(OSError, ValueError):
+            signal.signal(sig, signal.SIG_IGN)
+    tempfile.tempdir = sys.argv[2]      # cuTile's import makes a temp folder: inside the caller's, which it removes
     for name in PRELOAD:
         importlib.import_module(name)
     reaper = _Reaper(sock)
@@ -607,9 +671,23 @@ def zygote_main() -> None:
     os._exit(0)      # no interpreter teardown (torch's takes 0.5 s): the caller removes the folder
 
 
+def _exit_on_hangup(fd: int) -> None:
+    """A thread of the zygote: exit as soon as the other end of socket ``fd`` is closed (:meth:`Zygote.close`, or
+    the parent's death), even while the main thread is inside a seconds-long import."""
+    import select
+    poller = select.poll()
+    poller.register(fd, select.POLLRDHUP)
+    while True:
+        with contextlib.suppress(InterruptedError):
+            for _fd, event in poller.poll():
+                if event & (select.POLLHUP | select.POLLRDHUP | select.POLLERR | select.POLLNVAL):
+                    os._exit(0)
+
+
 def _send(sock, msg: tuple, lock) -> None:
+    from tileprobe.probe import wire
     with lock, contextlib.suppress(OSError):
-        sock.send(pickle.dumps(msg))
+        sock.send(wire.dumps(msg, "the zygote's message"))
 
 
 class _Reaper:
@@ -656,7 +734,16 @@ def _serve(sock, reaper: _Reaper) -> None:
             return
         if not data:
             return
-        req = pickle.loads(data)
+        from tileprobe.probe import wire
+        try:
+            req = wire.loads(data)
+        except wire.WireError:
+            req = None
+        if type(req) is not dict:
+            for fd in fds:
+                os.close(fd)
+            _send(sock, ("failed", "a request that is not one"), reaper.lock)
+            continue
         if req.get("prefetch"):       # Zygote.prefetch_heavy: import now, fork nothing, answer nothing
             for fd in fds:
                 os.close(fd)
@@ -749,6 +836,10 @@ def _fork(sock, req: dict, fds: list[int], reaper: _Reaper) -> None:
         code = 1
         try:
             sock.close()
+            for sig in _IGNORED:      # the zygote's ignores are not the child's (an ignore survives exec)
+                with contextlib.suppress(OSError, ValueError):
+                    signal.signal(sig, signal.SIG_DFL)
+            signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the command's; it stops its children
             os.environ.clear()
             os.environ.update(req["env"])
             os.chdir(req["cwd"])
