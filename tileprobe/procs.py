@@ -198,8 +198,9 @@ def run_in_group(command: list[str], env: dict | None, timeout_s: float,
     proc = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, start_new_session=True, preexec_fn=preexec)
     streams = (BoundedOutput(), BoundedOutput())
+    held: list[str] = []
     try:
-        finished = _pump(proc, streams, time.monotonic() + timeout_s)
+        finished = _pump(proc, streams, time.monotonic() + timeout_s, held)
     except BaseException:
         signal_group(proc.pid)
         proc.wait()
@@ -210,6 +211,9 @@ def run_in_group(command: list[str], env: dict | None, timeout_s: float,
     signal_group(proc.pid)
     proc.wait()
     out, err = (b.data() for b in streams)
+    if held:    # named where its output is read: what the tool left running holding it was ended
+        err += (f"\n[tileprobe: {os.path.basename(command[0])} exited, and left {len(held)} process(es) holding its "
+                f"output, which were killed: {', '.join(held)}]\n").encode()
     if text:     # as subprocess's text=True: undecodable bytes replaced, universal newlines
         out, err = (x.decode(errors="replace").replace("\r\n", "\n").replace("\r", "\n") for x in (out, err))
     return (proc.returncode if finished else None), out, err
@@ -248,20 +252,39 @@ class BoundedOutput:
             bytes(self.tail)
 
 
-def _pump(proc: subprocess.Popen, streams: tuple, deadline: float) -> bool:
+#: Seconds the output of a tool that has exited is still read: past it, a process that still holds its output
+#: open (a detached child: ``setsid sleep &``) is killed and named (:func:`_pump`), and the tool is judged by its
+#: exit (a good cubin of a tileiras that left a sleeper was stored as a timeout, 2026-12-04).
+EXITED_READ_S = 1.0
+
+
+def _pump(proc: subprocess.Popen, streams: tuple, deadline: float, held: list | None = None) -> bool:
     """Read ``proc``'s stdout and stderr into ``streams`` until both end and it exits (True), or until ``deadline``
-    (False: its group is SIGKILLed and what it wrote so far is kept)."""
+    (False: its group is SIGKILLed and what it wrote so far is kept). Once ``proc`` has exited its output is read
+    :data:`EXITED_READ_S` more at most: the processes that then still hold it open (:func:`pipe_holders`) are
+    SIGKILLed, each added to ``held`` as ``"PID (NAME)"``, and it counts as ended (True)."""
     import selectors
     sel = selectors.DefaultSelector()
     for f, b in zip((proc.stdout, proc.stderr), streams):
         sel.register(f, selectors.EVENT_READ, b)
+    exited_at = None
     try:
         while sel.get_map():
-            left = deadline - time.monotonic()
+            now = time.monotonic()
+            left = deadline - now
             if left <= 0:
                 signal_group(proc.pid)
                 return False
-            for key, _ in sel.select(timeout=min(left, 1.0)):
+            if exited_at is None and proc.poll() is not None:
+                exited_at = now
+            if exited_at is not None and now - exited_at > EXITED_READ_S:
+                for key in list(sel.get_map().values()):
+                    for pid, name in pipe_holders(key.fd):
+                        signal_process(pid, signal.SIGKILL, group=False)
+                        if held is not None and f"{pid} ({name})" not in held:
+                            held.append(f"{pid} ({name})")
+                break
+            for key, _ in sel.select(timeout=min(left, 1.0 if exited_at is None else 0.2)):
                 data = os.read(key.fd, 1 << 16)
                 if data:
                     key.data.add(data)
@@ -275,6 +298,25 @@ def _pump(proc: subprocess.Popen, streams: tuple, deadline: float) -> bool:
         return True
     finally:
         sel.close()
+
+
+def pipe_holders(fd: int) -> list[tuple[int, str]]:
+    """The processes other than this one that hold the pipe of ``fd`` open (``/proc/PID/fd``, same user only),
+    as (pid, command name). ``[]`` off Linux or when ``fd`` is not a pipe."""
+    try:
+        inode = os.fstat(fd).st_ino
+    except OSError:
+        return []
+    target, found = f"pipe:[{inode}]", []
+    with contextlib.suppress(OSError):
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit() or int(entry) == os.getpid():
+                continue
+            with contextlib.suppress(OSError):
+                if any(os.readlink(f"/proc/{entry}/fd/{n}") == target for n in os.listdir(f"/proc/{entry}/fd")):
+                    with open(f"/proc/{entry}/comm") as f:
+                        found.append((int(entry), f.read().strip()))
+    return found
 
 
 def kill_tree(pid: int, include_self: bool = True, group: bool = False) -> list[int]:
