@@ -35,3 +35,25 @@ def test_compare_of_a_result_with_one_compiler_string_still_works(tmp_path, caps
     b.write_text(json.dumps(dump([_record(registers=40)], {"tileiras": []})))
     assert main(["compare", str(a), str(b)]) == 0, capsys.readouterr().err
     assert "13.4" in capsys.readouterr().out
+
+
+H200_LOG = __import__("os").path.join(__import__("os").path.dirname(__file__), "data", "record", "h200",
+                                      "launches-tilegym-2026-12-01.jsonl")
+
+
+@pytest.mark.parametrize("strides", [[4096, "1", None], [4096.5, 1], [True, 1], "4096,1"])
+def test_record_from_log_with_one_launch_of_mixed_strides_keeps_every_other_launch(tmp_path, capsys, strides):
+    """One launch whose strides mix ints, strings and null raised a TypeError and lost every other launch."""
+    good = [json.loads(line) for line in open(H200_LOG)]
+    kernels = {d["id"] for d in good if d.get("t") == "kernel"}
+    bad = [dict(d) for d in good]
+    first = next(i for i, d in enumerate(bad) if d.get("t") == "launch")
+    bad[first] = dict(bad[first], args=[dict(bad[first]["args"][0], strides=strides)] + bad[first]["args"][1:])
+    (tmp_path / "launches").mkdir()
+    (tmp_path / "launches" / "p1.jsonl").write_text("\n".join(json.dumps(d) for d in bad) + "\n")
+    assert main(["record", "--from-log", str(tmp_path)]) == 0
+    captured = capsys.readouterr()
+    assert f"{tmp_path / 'launches' / 'p1.jsonl'}:{first + 1}" in captured.err + captured.out
+    assert "Traceback" not in captured.err
+    written = sorted(p.name for p in (tmp_path / "probes").glob("*.py"))
+    assert len(written) == len(kernels) - 1, written      # the kernel of the bad launch had no other launch
