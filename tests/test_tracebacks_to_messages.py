@@ -57,3 +57,44 @@ def test_record_from_log_with_one_launch_of_mixed_strides_keeps_every_other_laun
     assert "Traceback" not in captured.err
     written = sorted(p.name for p in (tmp_path / "probes").glob("*.py"))
     assert len(written) == len(kernels) - 1, written      # the kernel of the bad launch had no other launch
+
+
+PROBE = __import__("os").path.join(__import__("os").path.dirname(__file__), "data", "probe_vadd.py")
+
+
+def test_a_newline_in_arch_is_escaped_not_a_forged_line(capsys):
+    assert main(["audit", PROBE, "--arch", "sm_90\nFORGED line", "--no-store"]) == 3
+    err = capsys.readouterr().err
+    assert "--arch sm_90\\nFORGED line: 'sm_90\\nFORGED line' is not a target" in err, err
+    assert not any(line.startswith("FORGED") for line in err.splitlines())
+
+
+def test_a_long_where_is_cut_with_its_length(capsys):
+    where = "TILE=" + "x" * 120_000
+    assert main(["audit", PROBE, "--arch", "sm_90", "--where", where, "--no-store"]) != 0
+    err = capsys.readouterr().err
+    assert "… (120,005 characters) matches none of the planned variants" in err, err[:500]
+    assert len(err) < 2000
+
+
+def test_shown_escapes_controls_and_cuts():
+    from tileprobe.errors import shown
+    assert shown("a\nb\x1b[31m") == "a\\nb\\x1b[31m"
+    assert shown("sm_90") == "sm_90" and shown("sm_90", quote=True) == "'sm_90'"
+    assert shown("y" * 500, limit=10) == "yyyyyyyyyy… (500 characters)"
+
+
+def test_a_probe_named_twice_is_audited_once(tmp_path, monkeypatch):
+    from tileprobe.audit import audit
+    from tileprobe.audit import pipeline
+    loaded = []
+    real = pipeline._load
+
+    def counting(paths, *a, **kw):
+        loaded.append(list(paths))
+        return real(paths, *a, **kw)
+    monkeypatch.setattr(pipeline, "_load", counting)
+    monkeypatch.chdir(__import__("os").path.dirname(PROBE))
+    res = audit([PROBE, "probe_vadd.py", "./probe_vadd.py", PROBE], ["sm_90"], jobs=2)
+    assert loaded == [[PROBE]]
+    assert sorted(r.status for r in res.records) == ["ok"] * 4
