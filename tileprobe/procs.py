@@ -347,41 +347,69 @@ def kill_tree(pid: int, include_self: bool = True, group: bool = False) -> list[
 
 #: The guard: one small process per tileprobe process (no tileprobe import, no probe code), reading ``+PID TICKS`` /
 #: ``-PID`` lines; at end of file (tileprobe ended, however: a SIGKILL included) it SIGKILLs the process group and
-#: the descendants of every pid still registered whose start time is still TICKS, then exits.
+#: the descendants of every pid still registered whose start time is still TICKS, then exits. While pids are
+#: registered it also notes every descendant of theirs each 0.5 s (pid and start time), and kills those too at the
+#: end: a probe's child that left its session and cleared its environment (so neither the group nor the mark finds
+#: it) is orphaned the moment its worker dies with tileprobe, before the guard could walk the tree (one survived a
+#: SIGKILLed audit, 2026-12-04).
 _GUARD_CODE = r"""
-import os, signal, sys
+import os, select, signal, sys
 def stat(pid):
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             return f.read().decode("ascii", "replace").rsplit(")", 1)[1].split()
     except OSError:
         return None
-live = {}
-for line in sys.stdin:
-    op, _, rest = line.strip().partition(" ")
-    if op.startswith("+"):
-        live[int(op[1:])] = rest
-    elif op.startswith("-"):
-        live.pop(int(op[1:]), None)
+def children():
+    kids = {}
+    for e in os.listdir("/proc"):
+        g = stat(e) if e.isdigit() else None
+        if g:
+            kids.setdefault(int(g[1]), []).append((int(e), g[19]))
+    return kids
+live, seen = {}, {}
+def walk(kids, roots):
+    todo, found = list(roots), []
+    while todo:
+        for c, t in kids.get(todo.pop(), []):
+            found.append((c, t))
+            todo.append(c)
+    return found
+fd, buf = sys.stdin.fileno(), b""
+while True:
+    ready, _, _ = select.select([fd], [], [], 0.5)
+    if ready:
+        data = os.read(fd, 65536)
+        if not data:
+            break
+        *lines, buf = (buf + data).split(b"\n")
+        for line in lines:
+            op, _, rest = line.decode("ascii", "replace").strip().partition(" ")
+            if op.startswith("+"):
+                live[int(op[1:])] = rest
+            elif op.startswith("-"):
+                live.pop(int(op[1:]), None)
+    if live:
+        for c, t in walk(children(), live):
+            seen[c] = t
+        seen = {c: t for c, t in seen.items() if (stat(c) or [None] * 20)[19] == t}
+targets = []
+kids = children()
 for pid, ticks in live.items():
     f = stat(pid)
     if f is not None and f[19] != ticks:
         continue                       # that pid is another process now
-    kids, todo, seen = {}, [pid], []
-    for e in os.listdir("/proc"):
-        g = stat(e) if e.isdigit() else None
-        if g:
-            kids.setdefault(int(g[1]), []).append(int(e))
-    while todo:
-        for c in kids.get(todo.pop(), []):
-            seen.append(c)
-            todo.append(c)
-    for target in [pid] + seen:
-        for kill in (lambda t: os.killpg(t, signal.SIGKILL), lambda t: os.kill(t, signal.SIGKILL)):
-            try:
-                kill(target)
-            except OSError:
-                pass
+    targets += [pid] + [c for c, _ in walk(kids, [pid])]
+for c, t in seen.items():              # descendants seen while they ran: a probe's child that left its session
+    f = stat(c)
+    if f is not None and f[19] == t:
+        targets.append(c)
+for target in targets:
+    for kill in (lambda t: os.killpg(t, signal.SIGKILL), lambda t: os.kill(t, signal.SIGKILL)):
+        try:
+            kill(target)
+        except OSError:
+            pass
 mark = ("TILEPROBE_GUARD=" + sys.argv[1]).encode() if len(sys.argv) > 1 else None
 for e in os.listdir("/proc") if mark else ():
     if e.isdigit() and int(e) != os.getpid():
@@ -551,3 +579,19 @@ def pythonpath(current=None) -> str:
     """``PYTHONPATH`` with :data:`PACKAGE_ROOT` first (``current``: the rest, None or "" for none)."""
     return os.pathsep.join([PACKAGE_ROOT, *filter(None, [current])])
 
+
+
+# --- orphans of probe code: adopted, so the guard and the zygote's close find them ------------------------------------
+
+#: ``prctl`` option: this process adopts its descendants' orphans (``PR_SET_CHILD_SUBREAPER``, Linux 3.4).
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def adopt_orphans() -> bool:
+    """Make this process the subreaper of its descendants (``prctl(PR_SET_CHILD_SUBREAPER)``): a process that a
+    child started and left behind (a probe's ``Popen(..., start_new_session=True, env={})`` in a loader that then
+    ended) is reparented here rather than to init, so it stays a descendant that :func:`kill_tree` and the guard
+    (:func:`guard`) find. The caller must reap what it adopts. Returns whether it was set (False off Linux)."""
+    if _PRCTL is None:
+        return False
+    return _PRCTL(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0

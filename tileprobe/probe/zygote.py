@@ -110,7 +110,8 @@ class Zygote:
 
     def __init__(self):
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        from tileprobe.procs import importable_env
+        from tileprobe.procs import arm_guard, importable_env
+        arm_guard()   # the zygote carries the guard's mark, and is guarded with what it adopts (below)
         env = importable_env()
         self.key = _env_key()
         from tileprobe.procs import make_owned_tempdir
@@ -131,6 +132,8 @@ class Zygote:
         finally:
             child.close()
         self.sock, self.pid = parent, self.proc.pid
+        from tileprobe.procs import guard
+        guard(self.pid)   # it adopts its children's orphans (zygote_main): the guard ends them if we are SIGKILLed
         self.ready, self.dead = False, False
         #: Why the zygote is no longer trusted (it sent something that is not its message), or None.
         self.distrusted: str | None = None
@@ -306,8 +309,12 @@ class Zygote:
             self.children.clear()
             with contextlib.suppress(OSError):
                 self.sock.close()
-        from tileprobe.procs import remove_owned_tempdir, stop_process, sweep_leftovers
+        from tileprobe.procs import kill_tree, remove_owned_tempdir, stop_process, sweep_leftovers, unguard
+        if self.proc.poll() is None:   # what probe code left running, adopted by the zygote (zygote_main)
+            kill_tree(self.pid, include_self=False)
         stop_process(self.proc, self.CLOSE_GRACE_S)
+        if self.proc.poll() is not None:
+            unguard(self.pid)
         remove_owned_tempdir(self.tmp)
         sweep_leftovers()   # those of zygotes whose command was SIGKILLed (their marker's owner was perhaps not yet
         #                     reaped when this command's start swept)
@@ -654,9 +661,10 @@ def zygote_main() -> None:
     socket, which ends it too (:func:`_exit_on_hangup`)."""
     import importlib
     import tempfile
-    from tileprobe.procs import die_with_parent
+    from tileprobe.procs import adopt_orphans, die_with_parent
     sock = socket.socket(fileno=int(sys.argv[1]))
     die_with_parent(signal.SIGKILL)
+    adopt_orphans()   # what a loader or worker leaves (a probe's setsid child) stays ours: the close and guard end it
     threading.Thread(target=_exit_on_hangup, args=(sock.fileno(),), name="tileprobe-zygote-hangup",
                      daemon=True).start()
     for sig in _IGNORED:
