@@ -41,7 +41,7 @@ class _Runs:
 def test_a_message_that_is_not_the_zygotes_is_never_unpickled_and_distrusts_it(tmp_path):
     """Forged messages: a pickle that would create a file, a wrong kind, a 'started' of a process that is no child
     of the zygote (our own pid: tileprobe would kill it later), an 'exit' of a child that still runs. None runs
-    anything; each makes the zygote distrusted, and no process is started from it any more."""
+    anything; each makes the zygote distrusted, and no process is started from it any more (a new zygote is)."""
     from tileprobe.probe import wire, zygote
     marker = tmp_path / "ran"
     forged = [pickle.dumps(("exit", _Runs(str(marker)), 0)), wire.dumps(("run", "rm -rf ~")),
@@ -62,7 +62,7 @@ def test_a_message_that_is_not_the_zygotes_is_never_unpickled_and_distrusts_it(t
         z._take(wire.dumps(("exit", child.pid, 0)))        # the running child: forged
         assert z.distrusted and "still runs" in z.distrusted
         assert not marker.exists()
-        assert zygote.current() is None                    # distrusted: fresh processes from now on
+        assert zygote.current() is not z                   # distrusted: nothing is started from it any more
         assert child.wait(timeout=60) is not None          # its own exit still arrives
         child.stdout.close()
         os.close(r)
@@ -109,3 +109,38 @@ def test_a_package_that_writes_a_pickle_on_the_zygotes_socket_runs_nothing_here(
     assert not marker.exists()
     ok = sorted(r.kernel for r in res.records if r.ok)
     assert ok.count("vadd_innocent") == 4, (ok, res.probe_errors)
+
+
+def test_a_probe_that_sigkills_its_parent_loses_only_its_own_results(tmp_path):
+    """``os.kill(os.getppid(), SIGKILL)`` at import: its parent is a process of its own (the zygote's child that
+    forked it), so only that probe is lost; the one beside it is audited, the zygote lives on."""
+    from tileprobe.audit import audit
+    src = open(PROBE).read().replace("__file__", repr(PROBE))
+    killer, innocent = tmp_path / "p_killer.py", tmp_path / "p_innocent.py"
+    killer.write_text("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n"
+                      + src.replace('name="vadd"', 'name="vadd_killer"'))
+    innocent.write_text(src.replace('name="vadd"', 'name="vadd_innocent"'))
+    res = audit([str(killer), str(innocent)], ["sm_90"], jobs=2)
+    ok = sorted(r.kernel for r in res.records if r.ok)
+    assert ok == ["vadd_innocent"] * 4, (ok, res.probe_errors)
+    assert any("p_killer.py" in e and "SIGKILL" in e for e in res.probe_errors), res.probe_errors
+
+
+def test_a_package_that_kills_the_zygote_costs_the_others_nothing(tmp_path, monkeypatch):
+    """A package imported in the zygote (its probe imports torch) SIGKILLs the process it is imported in: the
+    zygote dies, and the loaders it had forked with it; they are started again from a new zygote (at most
+    MAX_REPLACEMENTS), so the innocent probe is audited."""
+    from tileprobe.audit import audit
+    site = tmp_path / "venv" / "site-packages"
+    (site / "tp_h_zkill").mkdir(parents=True)
+    (site / "tp_h_zkill" / "__init__.py").write_text("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n")
+    monkeypatch.syspath_prepend(str(site))
+    src = open(PROBE).read().replace("__file__", repr(PROBE))
+    innocent, damager = tmp_path / "p_innocent.py", tmp_path / "p_damager.py"
+    innocent.write_text(src.replace('name="vadd"', 'name="vadd_innocent"'))
+    damager.write_text("import torch  # noqa: F401\nimport tp_h_zkill  # noqa: F401\n"
+                       + src.replace('name="vadd"', 'name="vadd_damager"'))
+    res = audit([str(innocent), str(damager)], ["sm_90"], jobs=2)
+    ok = sorted(r.kernel for r in res.records if r.ok)
+    assert ok == ["vadd_innocent"] * 4, (ok, res.probe_errors)
+    assert any("p_damager.py" in e for e in res.probe_errors), res.probe_errors

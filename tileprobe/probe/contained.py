@@ -788,6 +788,8 @@ class _Loader:
         status = self.end()
         if self.jobs > 1 and not self.heard and self.error is None and not timed_out:
             return None
+        if self.report is None and self.error is None and not timed_out and self._zygote_lost():
+            return None          # its zygote died under it (another probe's package): again, from a new zygote
         if timed_out and self.deadline >= self.bound:
             return FileReport(self.path, errors=[
                 f"{self.path}: loading it took longer than {self.bound - self.started:.0f} s in all "
@@ -802,6 +804,16 @@ class _Loader:
         return self._with_output(self.report or FileReport(self.path, errors=[
             f"{self.path}: the process loading it ended during {self.stage} ({exit_text(status)}) and gave no "
             "result (a crash in an extension module, or os._exit before tileprobe could catch it)"]))
+
+    def _zygote_lost(self) -> bool:
+        """Whether this child was forked from a zygote that then died (its children die with it) and a new zygote
+        is running to start the job again (:func:`tileprobe.probe.zygote.replaced_after`; never a fresh Python
+        here: a probe that killed its parent would then reach tileprobe itself)."""
+        z = getattr(self.proc, "zygote", None)
+        if z is None or not z.dead:
+            return False
+        from tileprobe.probe.zygote import replaced_after
+        return replaced_after(z)
 
     def _with_output(self, report: FileReport) -> FileReport:
         report.output = bytes(self.head).decode(errors="replace")

@@ -355,7 +355,7 @@ def enabled() -> bool:
 def warm_starts() -> Iterator[None]:
     """Inside: loaders and compile workers are forked from one zygote (module doc), started at once so that its
     imports overlap the caller's work. Nested uses share it; the outermost ends it."""
-    global _current, _depth, _early
+    global _current, _depth, _early, _replacements
     with _lock:
         _depth += 1
         early, _early = _early, None
@@ -374,6 +374,7 @@ def warm_starts() -> Iterator[None]:
         with _lock:
             _depth -= 1
             if _depth == 0:
+                _replacements = 0
                 gone = ([_current] if _current is not None else []) + _retired
                 _current = None
                 _retired.clear()
@@ -524,12 +525,32 @@ def torch_blocked() -> bool:
     return _TORCH_BLOCKED
 
 
+#: Times one :func:`warm_starts` replaces a zygote that died or became distrusted while in use (a package imported
+#: in it killed it, or wrote on its socket): past it, processes start fresh.
+MAX_REPLACEMENTS = 2
+_replacements = 0
+
+
 def current() -> Zygote | None:
-    """The zygote of the :func:`warm_starts` in force, when it is running in this environment; else None."""
+    """The zygote of the :func:`warm_starts` in force, when it is running in this environment; else None. One that
+    died or became distrusted while in use is replaced by a new one (at most :data:`MAX_REPLACEMENTS` times, from
+    the main thread), so one probe's damage does not turn every later start into a fresh Python."""
+    global _replacements
     z = _current
+    if z is not None and (z.dead or z.distrusted) and _replacements < MAX_REPLACEMENTS and \
+            z.key == _env_key() and _replace_current():
+        _replacements += 1
+        z = _current
     if z is None or z.dead or z.distrusted or z.key != _env_key():
         return None
     return z
+
+
+def replaced_after(z: Zygote) -> bool:
+    """Whether a zygote other than ``z`` (which died or is distrusted) is current and running now (:func:`current`
+    replaces it when it may): a loader that ``z`` took down with it can be started again from there."""
+    now = current()
+    return now is not None and now is not z
 
 
 def start_loader(job: dict, msg_fd: int, env: dict, preload_s: float = PRELOAD_TIMEOUT_S) -> ZygoteProcess | None:
@@ -544,6 +565,13 @@ def start_loader(job: dict, msg_fd: int, env: dict, preload_s: float = PRELOAD_T
     try:
         return z.start("_loader_entry", (job,), [msg_fd], stdout=True, env=env, heavy=heavy, preload=preload,
                        preload_s=min(PRELOAD_TIMEOUT_S, preload_s))
+    except ZygoteError:
+        pass
+    again = current()    # the zygote died or was distrusted on this start (its packages' import): a new one, which
+    if again is None or again is z:   # does not import them (the loader does, contained), rather than a fresh
+        return None                   # Python whose parent would be tileprobe itself
+    try:
+        return again.start("_loader_entry", (job,), [msg_fd], stdout=True, env=env, heavy=heavy)
     except ZygoteError:
         return None
 
@@ -833,6 +861,7 @@ def _preload(names: list, path: list, limit_s: float = PRELOAD_TIMEOUT_S) -> Non
 
 
 def _fork(sock, req: dict, fds: list[int], reaper: _Reaper) -> None:
+    zygote = os.getpid()
     try:
         pid = os.fork()
     except OSError as e:
@@ -844,6 +873,7 @@ def _fork(sock, req: dict, fds: list[int], reaper: _Reaper) -> None:
         code = 1
         try:
             sock.close()
+            _nanny(zygote)            # returns in a child of this process, which runs the entry
             for sig in _IGNORED:      # the zygote's ignores are not the child's (an ignore survives exec)
                 with contextlib.suppress(OSError, ValueError):
                     signal.signal(sig, signal.SIG_DFL)
@@ -873,6 +903,34 @@ def _fork(sock, req: dict, fds: list[int], reaper: _Reaper) -> None:
         os.close(fd)
     _send(sock, ("started", pid), reaper.lock)
     reaper.forked()
+
+
+def _nanny(zygote: int) -> None:
+    """In a child of the zygote: fork the process that runs the entry (a loader, a worker: probe code) and stay its
+    parent, so that what probe code does to its parent (``os.kill(os.getppid(), SIGKILL)``) ends only its own
+    process, never the zygote and every other probe's loader with it. Returns in that process (whose parent-death
+    signal is set by the entry, :func:`tileprobe.procs.die_with_parent`); here, it ignores the catchable signals
+    (as the zygote), keeps no file of the job open, waits for it and ends as it ended (its exit status, or the same
+    signal), which the zygote reports for the pid it started. Dies with the zygote (``PR_SET_PDEATHSIG``)."""
+    from tileprobe.procs import die_with_parent
+    die_with_parent(signal.SIGKILL, zygote)
+    child = os.fork()
+    if child == 0:
+        return
+    os.closerange(3, 1 << 16)
+    while True:
+        try:
+            _pid, status = os.waitpid(child, 0)
+            break
+        except InterruptedError:
+            continue
+    code = os.waitstatus_to_exitcode(status)
+    if code < 0:
+        with contextlib.suppress(OSError, ValueError):
+            signal.signal(-code, signal.SIG_DFL)
+        os.kill(os.getpid(), -code)
+        os.kill(os.getpid(), signal.SIGKILL)    # a signal whose default does not end a process: end anyway
+    os._exit(code & 0xFF)
 
 
 def _loader_entry(fds: list[int], job: dict) -> None:
