@@ -8,7 +8,11 @@ milliseconds; torch (through cuTile's compiler side) is imported once, when a wo
 
 Containment is unchanged: each probe file and each worker still runs in a process of its own, in its own session,
 with a parent-death signal; the zygote runs no probe code and its children close its socket before running any
-(they cannot ask it for anything). The zygote dies with the process that started it (``PR_SET_PDEATHSIG``; start
+(they cannot ask it for anything). What crosses from the zygote is data (:mod:`tileprobe.probe.wire`, checked
+against :data:`ZYGOTE_SENDS`: the installed packages it imports could write on its socket), and a zygote that sends
+anything else is distrusted and replaced. Each child runs under a *nanny* of its own (:func:`_nanny`), so probe code
+that signals its parent reaches that nanny, not the zygote; the zygote ignores the catchable signals anyway, adopts
+its children's orphans (``PR_SET_CHILD_SUBREAPER``) and is guarded (:func:`tileprobe.procs.guard`). The zygote dies with the process that started it (``PR_SET_PDEATHSIG``; start
 it from the main thread or a thread that outlives it) and ends when :func:`warm_starts` ends; its children then get
 their own parent-death signals. The zygote reaps its children and reports each exit status, so
 :class:`ZygoteProcess` answers ``poll``/``wait`` (as :class:`subprocess.Popen`) and ``join``/``exitcode`` (as
