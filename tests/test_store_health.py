@@ -149,7 +149,7 @@ def test_sqlite_full_and_io_errors_on_a_low_disk_are_a_full_disk_not_damage(tmp_
                     raise _error(code, text)
             said = str(e.value)
             assert said.startswith(f"no space left on ") and f": {free} bytes free, the store {path} is intact" in said
-            assert "kept 1 compile(s)" in said and "were not kept" in said and "damaged" not in said
+            assert "kept 1 compile(s)" in said and "was not kept" in said and "damaged" not in said
         monkeypatch.setattr(health, "free_bytes", lambda p: 10 << 30)
         with pytest.raises(StoreError, match=r"disk I/O error \(sqlite: disk I/O error\); the write was rolled back") as e:
             with s._errors():
@@ -202,3 +202,28 @@ def test_an_empty_store_option_is_an_error_not_the_default_store(tmp_path, monke
     assert '--store "" names no file' in capsys.readouterr().err
     with pytest.raises(StoreError, match='names no file'):
         Store.open("")
+
+
+def test_a_compile_that_finds_the_disk_full_is_named_as_not_kept(tmp_path, monkeypatch):
+    """On a disk with little space the audit did not say which compiles were kept (2026-12-04): the error names the
+    compile that was not kept, and counts those this command kept."""
+    path = str(tmp_path / "s.sqlite")
+    _filled(path, 2)
+    monkeypatch.setattr(connection, "_SAVED", {"compiles": 2, "runs": 0})
+    monkeypatch.setattr(health, "free_bytes", lambda p: 8192)
+    with Store.open(path) as s:
+        real = s._conn
+
+        class Full:
+            def execute(self, sql, *a):
+                if sql.startswith("INSERT"):
+                    raise _error(13, "database or disk is full")
+                return real.execute(sql, *a)
+        s._conn = Full()
+        with pytest.raises(StoreError) as e:
+            _save(s, 5, B1, "2026-10-03T00:00:00.000000Z", 55)
+        s._conn = real
+    said = str(e.value)
+    assert "no space left on" in said and "8192 bytes free" in said and "kept 2 compile(s)" in said
+    assert "The compile not kept: k I=5 occupancy=1 sm_90 (ok); the kept ones are not compiled again." in said, said
+    assert _rows(path) == 2

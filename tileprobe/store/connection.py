@@ -304,7 +304,7 @@ class StoreConnection:
         if not (saved["compiles"] or saved["runs"]):
             return ""
         return (f" This command kept {saved['compiles']} compile(s) and {saved['runs']} GPU run(s) saved before "
-                "the disk filled; the variant being saved and those after it were not kept.")
+                "the disk filled; what it was saving then, and what came after, was not kept.")
 
     def _damaged(self, e: Exception) -> StoreError:
         if getattr(self, "opened", False) and not getattr(self, "read_only", False):
