@@ -8,6 +8,8 @@ import pickle
 import signal
 import time
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROBE = os.path.join(ROOT, "tests", "data", "probe_vadd.py")   # 2 tiles × occupancy 1, 2: four variants
 
@@ -144,3 +146,26 @@ def test_a_package_that_kills_the_zygote_costs_the_others_nothing(tmp_path, monk
     ok = sorted(r.kernel for r in res.records if r.ok)
     assert ok == ["vadd_innocent"] * 4, (ok, res.probe_errors)
     assert any("p_damager.py" in e for e in res.probe_errors), res.probe_errors
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGKILL"])
+def test_without_a_zygote_a_probe_that_signals_its_parent_does_not_reach_tileprobe(tmp_path, sig):
+    """``TILEPROBE_ZYGOTE=0``: loaders and workers are tileprobe's children, and a probe's ``os.kill(os.getppid(),
+    SIGKILL)`` ended the audit. Each runs under a nanny of its own: only that probe can be lost."""
+    import subprocess
+    import sys
+    src = open(PROBE).read().replace("__file__", repr(PROBE))
+    killer, innocent = tmp_path / "p_killer.py", tmp_path / "p_innocent.py"
+    killer.write_text(f"import os, signal\nos.kill(os.getppid(), signal.{sig})\n"
+                      + src.replace('name="vadd"', 'name="vadd_killer"'))
+    innocent.write_text(src.replace('name="vadd"', 'name="vadd_innocent"'))
+    out = tmp_path / "out.json"
+    proc = subprocess.run([sys.executable, "-m", "tileprobe", "audit", str(killer), str(innocent), "--arch", "sm_90",
+                           "--no-store", "--no-sass", "-j", "2", "--json", str(out)], cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": ROOT, "TILEPROBE_ZYGOTE": "0"},
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode in (0, 3), proc.stdout + proc.stderr
+    import json
+    ok = sorted(v["kernel"] for v in json.loads(out.read_text())["variants"] if v["status"] == "ok")
+    assert ok.count("vadd_innocent") == 4, (ok, proc.stderr)
+    assert ok.count("vadd_killer") == (4 if sig == "SIGTERM" else 0), (ok, proc.stderr)

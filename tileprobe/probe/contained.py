@@ -428,8 +428,10 @@ def child_main() -> None:
     — or, when the job says ``stay`` (a :func:`loader_sessions` child), waits on FD for the parent's next
     ("job", dict) and exits at end of file (or on anything else)."""
     from tileprobe.procs import die_with_parent
+    from tileprobe.probe.zygote import under_nanny
     fd, job = int(sys.argv[1]), json.loads(sys.argv[2])
-    die_with_parent(signal.SIGKILL, job["parent"])
+    parent = under_nanny(job["parent"])   # probe code that signals its parent reaches a nanny of its own
+    die_with_parent(signal.SIGKILL, parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     sys.path[:] = job["sys_path"] + [p for p in sys.path if p not in job["sys_path"]]
     real_exit = os._exit

@@ -916,11 +916,19 @@ def _nanny(zygote: int) -> None:
     signal is set by the entry, :func:`tileprobe.procs.die_with_parent`); here, it ignores the catchable signals
     (as the zygote), keeps no file of the job open, waits for it and ends as it ended (its exit status, or the same
     signal), which the zygote reports for the pid it started. Dies with the zygote (``PR_SET_PDEATHSIG``)."""
+    global _NANNIED
     from tileprobe.procs import die_with_parent
     die_with_parent(signal.SIGKILL, zygote)
     child = os.fork()
     if child == 0:
+        _NANNIED = True
         return
+    for sig in _IGNORED:
+        with contextlib.suppress(OSError, ValueError):
+            signal.signal(sig, signal.SIG_IGN)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
     os.closerange(3, 1 << 16)
     while True:
         try:
@@ -935,6 +943,21 @@ def _nanny(zygote: int) -> None:
         os.kill(os.getpid(), -code)
         os.kill(os.getpid(), signal.SIGKILL)    # a signal whose default does not end a process: end anyway
     os._exit(code & 0xFF)
+
+
+#: Whether this process runs under a nanny (:func:`_nanny`) already.
+_NANNIED = False
+
+
+def under_nanny(parent: int) -> int:
+    """In a loader or compile worker that was not forked from the zygote (``TILEPROBE_ZYGOTE=0``, no zygote): put
+    a nanny between it and ``parent`` (tileprobe, :func:`_nanny`), so ``os.kill(os.getppid(), …)`` in probe code
+    reaches the nanny, not tileprobe. Returns the pid to die with from now on (the nanny; ``parent`` when this
+    process already has one). The nanny keeps this process's pid, which its starter knows."""
+    if _NANNIED:
+        return parent
+    _nanny(parent)
+    return os.getppid()
 
 
 def _loader_entry(fds: list[int], job: dict) -> None:
