@@ -4,6 +4,7 @@ malformed field named."""
 import hashlib
 import json
 import os
+import re
 import threading
 
 import pytest
@@ -191,3 +192,18 @@ def test_tune_bundle_imports_only_given_probes_and_reports_bad_cubins(tmp_path):
     ok = WorkerBench(None, {}, get, probe_paths=[str(given)], trust_recorded=False).payload(
         SimpleNamespace(id="c3", record=rec))
     assert ok["probe_path"] == str(given) and ok["cubin"] == CUBIN
+
+
+@pytest.mark.parametrize("doc, message", [
+    ("[" * 200_000 + "]" * 200_000, r"audit\.json: nested deeper than the JSON reader goes"),
+    ('{"schema_version": 2, "variants": [], "x": ' + "7" * 5000 + "}",
+     r"audit\.json: holds a number of more than 4,300 digits"),
+], ids=["nested-200000", "int-5000-digits"])
+def test_run_bundle_of_a_deep_or_huge_number_document_is_a_message_not_a_traceback(tmp_path, capsys, doc, message):
+    """A hostile tester (2026-12-04): RecursionError and ValueError tracebacks."""
+    d = _bundle(tmp_path, doc=doc)
+    with pytest.raises(TileprobeError, match=message):
+        session.load_bundle(str(d))
+    assert main(["run", "--bundle", str(d), "p.py"]) == 1
+    err = capsys.readouterr().err
+    assert re.search(message, err) and "Traceback" not in err, err

@@ -327,3 +327,63 @@ def test_a_setsid_grandchild_of_probe_code_does_not_outlive_a_sigkilled_audit(tm
             p.kill()
         subprocess.run(["pkill", "-f", f"^sleep {marker}$"])
         subprocess.run(["pkill", "-f", f"^sleep {hang}$"])
+
+
+def test_a_probe_child_that_leaves_its_session_and_clears_its_environment_dies_with_a_sigkilled_audit(tmp_path):
+    """A hostile tester (2026-12-04): a probe that ignores SIGTERM and replaces os.kill/os.killpg, whose import starts
+    a child in a session of its own with an empty environment (neither the group nor the guard's mark finds it),
+    left that child alive 5 s after the audit was SIGKILLed. The guard notes every descendant while it runs."""
+    (tmp_path / "tmp").mkdir()
+    marker = f"27{os.getpid() % 1000}.42"
+    src = open(PROBE).read().replace("import os\n", "import os, signal, subprocess\n"
+                                     "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+                                     f"subprocess.Popen(['/bin/sleep', '{marker}'], env={{}}, start_new_session=True)\n"
+                                     "os.kill = os.killpg = lambda *a: None\n", 1)
+    src = src.replace("os.path.dirname(__file__)", repr(os.path.join(ROOT, "tests", "data")))
+    (tmp_path / "hostile.py").write_text(src)
+    fake = fake_tileiras(tmp_path, 'if [ "$n" -ge 1 ]; then sleep 295; fi', logged=True)
+    env = {**os.environ, "PYTHONPATH": ROOT, "TMPDIR": str(tmp_path / "tmp")}
+    p = subprocess.Popen([sys.executable, "-m", "tileprobe", "audit", str(tmp_path / "hostile.py"), "--arch",
+                          "sm_90", "--tileiras", fake, "--no-store", "--no-sass", "-j", "2", "--format", "none",
+                          "--probe-timeout", "120"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True)
+    log = tmp_path / "compiles.log"
+    deadline = time.time() + 240
+    try:
+        while time.time() < deadline and p.poll() is None and not (log.exists()
+                                                                   and len(log.read_text().splitlines()) >= 3):
+            time.sleep(0.2)
+        assert p.poll() is None, p.communicate()[0]
+        time.sleep(1.5)          # the guard's notes are 0.5 s apart
+        assert _marked(marker), "the probe's sleep should be running"
+        p.kill()
+        p.communicate(timeout=30)
+        time.sleep(5)
+        assert _marked(marker) == []
+    finally:
+        if p.poll() is None:
+            p.kill()
+        subprocess.run(["pkill", "-f", f"sleep {marker}"])
+        subprocess.run(["pkill", "-f", "sleep 295"])
+
+
+def test_a_probe_child_that_leaves_its_session_ends_with_a_finished_audit(tmp_path):
+    """The same child (own session, empty environment) from a probe's import in the loader and the workers: the
+    loader ends before the audit does, so the child was an orphan of init and outlived the audit (exit 0)."""
+    (tmp_path / "tmp").mkdir()
+    marker = f"26{os.getpid() % 1000}.42"
+    src = open(PROBE).read().replace("import os\n", "import os, subprocess\n"
+                                     f"subprocess.Popen(['/bin/sleep', '{marker}'], env={{}}, start_new_session=True,"
+                                     " stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n", 1)
+    src = src.replace("os.path.dirname(__file__)", repr(os.path.join(ROOT, "tests", "data")))
+    (tmp_path / "hostile.py").write_text(src)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "tileprobe", "audit", str(tmp_path / "hostile.py"), "--arch",
+                               "sm_90", "--no-store", "--no-sass", "--format", "none", "-j", "2"], cwd=ROOT,
+                              env={**os.environ, "PYTHONPATH": ROOT, "TMPDIR": str(tmp_path / "tmp")},
+                              capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        time.sleep(1)
+        assert _marked(marker) == []
+    finally:
+        subprocess.run(["pkill", "-f", f"sleep {marker}"])

@@ -122,3 +122,27 @@ def test_a_timed_out_tool_keeps_what_it_wrote_and_a_short_output_is_whole():
                                 text=True)
     assert rc is None and out == "half\n" and err == "warn\n"
     assert run_in_group(["printf", "a\\nb"], None, 10) == (0, b"a\nb", b"")
+
+
+def test_a_tool_is_judged_by_its_exit_not_by_a_detached_child_that_holds_its_output(tmp_path):
+    """A tool that starts ``setsid sleep &`` (its own session: not in the tool's group) and exits 0 at once: its
+    output is read until it exits and a moment more, the sleeper holding the pipes is killed and named, the status
+    is the tool's (a hostile tileiras held an audit 200 s this way, 2026-12-04)."""
+    import subprocess
+    import time
+    from tileprobe.procs import run_in_group
+    marker = f"sleep 37.{os.getpid()}"
+    t0 = time.monotonic()
+    rc, out, err = run_in_group(["sh", "-c", f"setsid {marker} & echo compiled; echo note >&2; exit 0"], None, 60)
+    took = time.monotonic() - t0
+    assert (rc, out) == (0, b"compiled\n") and took < 10, (rc, out, err, took)
+    assert err.startswith(b"note\n") and b"left 1 process(es) holding its output, which were killed" in err, err
+    time.sleep(0.2)
+    alive = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split()
+    assert alive == [], alive
+
+
+def test_a_tool_whose_children_end_with_it_gets_no_note():
+    from tileprobe.procs import run_in_group
+    rc, out, err = run_in_group(["sh", "-c", "sleep 0.2 & wait; echo done"], None, 60)
+    assert (rc, out, err) == (0, b"done\n", b"")

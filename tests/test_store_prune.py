@@ -92,3 +92,26 @@ def test_cutoff_ages():
     assert cutoff("2026-11-01T02:00:00+02:00") == "2026-11-01T00:00:00.000000Z"
     # older than the calendar (was an OverflowError): nothing is that old; the year keeps 4 digits so it sorts first
     assert cutoff("100000000000000000000d", now) == "0001-01-01T00:00:00.000000Z" < "2026-11-01"
+
+
+def test_prune_leaves_no_row_pointing_at_a_deleted_compile(filled):
+    """A hostile tester (2026-12-04): after a prune, audits still counted their deleted compiles (history said 16
+    variants of an audit that kept 1). Now an audit counts what it kept, says how many were pruned, and a tune's
+    candidate of a deleted compile keeps its row without the key."""
+    with Store.open(filled["path"]) as s:
+        with s._transaction() as c:
+            c.execute("INSERT INTO audits (id, created, host, tileprobe, command_line, environment, wall_s, "
+                      "n_variants) VALUES (7, '2026-12-02', 'h', 't', 'audit', '{\"tileiras\": \"x\"}', 1.0, 2)")
+            c.executemany("INSERT INTO audit_compiles (audit_id, position, compile_key, verdicts) VALUES (7, ?, ?, '{}')",
+                          [(0, filled["old"]), (1, filled["newest"])])
+            c.execute("INSERT INTO tunes (id, created, kernel, problem_json, result) VALUES (3, 'x', 'k', '{}', '{}')")
+            c.execute("INSERT INTO tune_candidates (tune_id, position, compile_key, status, summary) "
+                      "VALUES (3, 0, ?, 'slower', '{}')", (filled["old"],))
+        assert s.prune(older_than="2026-12-31", keep_latest=1)["compiles"] == 2
+        assert s._query("SELECT n_variants, json_extract(environment, '$.pruned_variants'), "
+                        "json_extract(environment, '$.tileiras') FROM audits WHERE id = 7") == [(1, 1, "x")]
+        for table, column in (("audit_compiles", "compile_key"), ("runs", "compile_key"),
+                              ("tune_candidates", "compile_key")):
+            assert s._query(f"SELECT COUNT(*) FROM {table} WHERE {column} IS NOT NULL AND {column} NOT IN "
+                            "(SELECT key FROM compiles)") == [(0,)], table
+        assert s._query("SELECT status FROM tune_candidates WHERE tune_id = 3") == [("slower",)]

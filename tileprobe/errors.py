@@ -15,6 +15,24 @@ EXIT_COMPILE_FAILED = 4   # --strict: some variant failed to compile (compile_er
 EXIT_INTERRUPTED = 130    # Ctrl-C; SIGTERM / SIGHUP give 128 + the signal's number
 
 
+#: Characters of a user's value echoed in a message (:func:`shown`); a longer one is cut and its length given.
+SHOWN_CHARS = 120
+
+
+def shown(value, quote: bool = False, limit: int = SHOWN_CHARS) -> str:
+    """``value`` (a user's text: an ``--arch``, a ``--where``) as a message echoes it: control characters escaped
+    as Python writes them (a newline is ``\\n``: it cannot forge a line of output), ``quote``: in quotes as
+    ``repr`` gives it; longer than ``limit`` characters: cut, with its length (a 120 KB ``--where`` was echoed whole,
+    2026-12-04)."""
+    text = value if isinstance(value, str) else str(value)
+    out = repr(text)[1:-1] if not text.isprintable() else text
+    if quote:
+        out = repr(text)
+    if len(out) > limit:
+        out = f"{out[:limit]}… ({len(text):,} characters)"
+    return out
+
+
 class TileprobeError(Exception):
     """A problem the user can fix: bad input, a missing tool, an unknown architecture.
 

@@ -198,8 +198,9 @@ def run_in_group(command: list[str], env: dict | None, timeout_s: float,
     proc = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, start_new_session=True, preexec_fn=preexec)
     streams = (BoundedOutput(), BoundedOutput())
+    held: list[str] = []
     try:
-        finished = _pump(proc, streams, time.monotonic() + timeout_s)
+        finished = _pump(proc, streams, time.monotonic() + timeout_s, held)
     except BaseException:
         signal_group(proc.pid)
         proc.wait()
@@ -210,6 +211,9 @@ def run_in_group(command: list[str], env: dict | None, timeout_s: float,
     signal_group(proc.pid)
     proc.wait()
     out, err = (b.data() for b in streams)
+    if held:    # named where its output is read: what the tool left running holding it was ended
+        err += (f"\n[tileprobe: {os.path.basename(command[0])} exited, and left {len(held)} process(es) holding its "
+                f"output, which were killed: {', '.join(held)}]\n").encode()
     if text:     # as subprocess's text=True: undecodable bytes replaced, universal newlines
         out, err = (x.decode(errors="replace").replace("\r\n", "\n").replace("\r", "\n") for x in (out, err))
     return (proc.returncode if finished else None), out, err
@@ -248,20 +252,39 @@ class BoundedOutput:
             bytes(self.tail)
 
 
-def _pump(proc: subprocess.Popen, streams: tuple, deadline: float) -> bool:
+#: Seconds the output of a tool that has exited is still read: past it, a process that still holds its output
+#: open (a detached child: ``setsid sleep &``) is killed and named (:func:`_pump`), and the tool is judged by its
+#: exit (a good cubin of a tileiras that left a sleeper was stored as a timeout, 2026-12-04).
+EXITED_READ_S = 1.0
+
+
+def _pump(proc: subprocess.Popen, streams: tuple, deadline: float, held: list | None = None) -> bool:
     """Read ``proc``'s stdout and stderr into ``streams`` until both end and it exits (True), or until ``deadline``
-    (False: its group is SIGKILLed and what it wrote so far is kept)."""
+    (False: its group is SIGKILLed and what it wrote so far is kept). Once ``proc`` has exited its output is read
+    :data:`EXITED_READ_S` more at most: the processes that then still hold it open (:func:`pipe_holders`) are
+    SIGKILLed, each added to ``held`` as ``"PID (NAME)"``, and it counts as ended (True)."""
     import selectors
     sel = selectors.DefaultSelector()
     for f, b in zip((proc.stdout, proc.stderr), streams):
         sel.register(f, selectors.EVENT_READ, b)
+    exited_at = None
     try:
         while sel.get_map():
-            left = deadline - time.monotonic()
+            now = time.monotonic()
+            left = deadline - now
             if left <= 0:
                 signal_group(proc.pid)
                 return False
-            for key, _ in sel.select(timeout=min(left, 1.0)):
+            if exited_at is None and proc.poll() is not None:
+                exited_at = now
+            if exited_at is not None and now - exited_at > EXITED_READ_S:
+                for key in list(sel.get_map().values()):
+                    for pid, name in pipe_holders(key.fd):
+                        signal_process(pid, signal.SIGKILL, group=False)
+                        if held is not None and f"{pid} ({name})" not in held:
+                            held.append(f"{pid} ({name})")
+                break
+            for key, _ in sel.select(timeout=min(left, 1.0 if exited_at is None else 0.2)):
                 data = os.read(key.fd, 1 << 16)
                 if data:
                     key.data.add(data)
@@ -275,6 +298,25 @@ def _pump(proc: subprocess.Popen, streams: tuple, deadline: float) -> bool:
         return True
     finally:
         sel.close()
+
+
+def pipe_holders(fd: int) -> list[tuple[int, str]]:
+    """The processes other than this one that hold the pipe of ``fd`` open (``/proc/PID/fd``, same user only),
+    as (pid, command name). ``[]`` off Linux or when ``fd`` is not a pipe."""
+    try:
+        inode = os.fstat(fd).st_ino
+    except OSError:
+        return []
+    target, found = f"pipe:[{inode}]", []
+    with contextlib.suppress(OSError):
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit() or int(entry) == os.getpid():
+                continue
+            with contextlib.suppress(OSError):
+                if any(os.readlink(f"/proc/{entry}/fd/{n}") == target for n in os.listdir(f"/proc/{entry}/fd")):
+                    with open(f"/proc/{entry}/comm") as f:
+                        found.append((int(entry), f.read().strip()))
+    return found
 
 
 def kill_tree(pid: int, include_self: bool = True, group: bool = False) -> list[int]:
@@ -305,41 +347,69 @@ def kill_tree(pid: int, include_self: bool = True, group: bool = False) -> list[
 
 #: The guard: one small process per tileprobe process (no tileprobe import, no probe code), reading ``+PID TICKS`` /
 #: ``-PID`` lines; at end of file (tileprobe ended, however: a SIGKILL included) it SIGKILLs the process group and
-#: the descendants of every pid still registered whose start time is still TICKS, then exits.
+#: the descendants of every pid still registered whose start time is still TICKS, then exits. While pids are
+#: registered it also notes every descendant of theirs each 0.5 s (pid and start time), and kills those too at the
+#: end: a probe's child that left its session and cleared its environment (so neither the group nor the mark finds
+#: it) is orphaned the moment its worker dies with tileprobe, before the guard could walk the tree (one survived a
+#: SIGKILLed audit, 2026-12-04).
 _GUARD_CODE = r"""
-import os, signal, sys
+import os, select, signal, sys
 def stat(pid):
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             return f.read().decode("ascii", "replace").rsplit(")", 1)[1].split()
     except OSError:
         return None
-live = {}
-for line in sys.stdin:
-    op, _, rest = line.strip().partition(" ")
-    if op.startswith("+"):
-        live[int(op[1:])] = rest
-    elif op.startswith("-"):
-        live.pop(int(op[1:]), None)
+def children():
+    kids = {}
+    for e in os.listdir("/proc"):
+        g = stat(e) if e.isdigit() else None
+        if g:
+            kids.setdefault(int(g[1]), []).append((int(e), g[19]))
+    return kids
+live, seen = {}, {}
+def walk(kids, roots):
+    todo, found = list(roots), []
+    while todo:
+        for c, t in kids.get(todo.pop(), []):
+            found.append((c, t))
+            todo.append(c)
+    return found
+fd, buf = sys.stdin.fileno(), b""
+while True:
+    ready, _, _ = select.select([fd], [], [], 0.5)
+    if ready:
+        data = os.read(fd, 65536)
+        if not data:
+            break
+        *lines, buf = (buf + data).split(b"\n")
+        for line in lines:
+            op, _, rest = line.decode("ascii", "replace").strip().partition(" ")
+            if op.startswith("+"):
+                live[int(op[1:])] = rest
+            elif op.startswith("-"):
+                live.pop(int(op[1:]), None)
+    if live:
+        for c, t in walk(children(), live):
+            seen[c] = t
+        seen = {c: t for c, t in seen.items() if (stat(c) or [None] * 20)[19] == t}
+targets = []
+kids = children()
 for pid, ticks in live.items():
     f = stat(pid)
     if f is not None and f[19] != ticks:
         continue                       # that pid is another process now
-    kids, todo, seen = {}, [pid], []
-    for e in os.listdir("/proc"):
-        g = stat(e) if e.isdigit() else None
-        if g:
-            kids.setdefault(int(g[1]), []).append(int(e))
-    while todo:
-        for c in kids.get(todo.pop(), []):
-            seen.append(c)
-            todo.append(c)
-    for target in [pid] + seen:
-        for kill in (lambda t: os.killpg(t, signal.SIGKILL), lambda t: os.kill(t, signal.SIGKILL)):
-            try:
-                kill(target)
-            except OSError:
-                pass
+    targets += [pid] + [c for c, _ in walk(kids, [pid])]
+for c, t in seen.items():              # descendants seen while they ran: a probe's child that left its session
+    f = stat(c)
+    if f is not None and f[19] == t:
+        targets.append(c)
+for target in targets:
+    for kill in (lambda t: os.killpg(t, signal.SIGKILL), lambda t: os.kill(t, signal.SIGKILL)):
+        try:
+            kill(target)
+        except OSError:
+            pass
 mark = ("TILEPROBE_GUARD=" + sys.argv[1]).encode() if len(sys.argv) > 1 else None
 for e in os.listdir("/proc") if mark else ():
     if e.isdigit() and int(e) != os.getpid():
@@ -571,3 +641,15 @@ def command_line(pid: int, limit: int = 120) -> str:
     text = " ".join(a.decode(errors="replace") for a in raw.split(b"\0") if a) or "?"
     text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
     return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters)"
+
+
+# --- orphans of probe code: adopted, so the guard and the zygote's close find them ------------------------------------
+
+def adopt_orphans() -> bool:
+    """Make this process the subreaper of its descendants (``prctl(PR_SET_CHILD_SUBREAPER)``): a process that a
+    child started and left behind (a probe's ``Popen(..., start_new_session=True, env={})`` in a loader that then
+    ended) is reparented here rather than to init, so it stays a descendant that :func:`kill_tree` and the guard
+    (:func:`guard`) find. The caller must reap what it adopts. Returns whether it was set (False off Linux)."""
+    if _PRCTL is None:
+        return False
+    return _PRCTL(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0

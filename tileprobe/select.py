@@ -19,7 +19,7 @@ import json
 import re
 from typing import Any, Iterable, Mapping, Sequence
 
-from tileprobe.errors import UsageError
+from tileprobe.errors import UsageError, shown
 from tileprobe.errors import ProbeError
 from tileprobe.model.hints import KERNEL_HINTS
 from tileprobe.model.hints import LOAD_KNOBS
@@ -89,15 +89,17 @@ def parse_where(text: str | None, option: str = "--where") -> dict[str, Any]:
                "or as Python, (128,128))")
     items = split_items(text or "")
     if text is not None and not items:
-        raise WhereError(f"{option} {text!r} names nothing; {example}")
+        raise WhereError(f"{option} {shown(text, quote=True)} names nothing; {example}")
     for item in items:
         name, eq, value = item.partition("=")
         if not eq or not name.strip() or not value.strip():
-            raise WhereError(f"{option} {text!r}: {item!r} is not NAME=VALUE; {example}")
+            raise WhereError(f"{option} {shown(text, quote=True)}: {shown(item, quote=True)} is not NAME=VALUE; "
+                             f"{example}")
         name = name.strip()
         if name in out:
-            raise WhereError(f"{option} {text!r} gives {name} twice ({format_value(out[name])} and "
-                             f"{value.strip()}); a variant has one value of each: select one value per name")
+            raise WhereError(f"{option} {shown(text, quote=True)} gives {shown(name)} twice "
+                             f"({shown(format_value(out[name]))} and {shown(value.strip())}); a variant has one value "
+                             "of each: select one value per name")
         out[name] = parse_value(value)
     return out
 
@@ -307,7 +309,7 @@ def _check_hint_values(where: Mapping[str, Any], probes: Sequence, option: str) 
             continue
         planned = distinct(x for p in probes for x in (p.hints or {}).get(name, ()))
         if planned and not any(same_value(x, want) for x in planned):
-            raise WhereError(f"{option} {name}={format_value(want)} matches none of the planned variants; "
+            raise WhereError(f"{option} {shown(f'{name}={format_value(want)}')} matches none of the planned variants; "
                              f"{takes_text(name, planned)}")
 
 
@@ -317,7 +319,7 @@ def no_case_match(where: Mapping[str, Any], probes: Sequence, option: str = "--w
     values = [takes_text(k, (x for p in probes for x in p.cases.get(k, ()))) for k in names]
     text = ",".join(f"{k}={format_value(where[k])}" for k in (names or where))
     why = "; ".join(values) or "no variant was planned to select from"
-    return WhereError(f"{option} {text} matches none of the planned variants; {why}")
+    return WhereError(f"{option} {shown(text)} matches none of the planned variants; {why}")
 
 
 def case_filter(where: Mapping[str, Any] | None, probes: Sequence, variants: Sequence, option: str = "--where"):

@@ -328,7 +328,12 @@ def load_side(spec: str, store_path: str | None = None) -> tuple[list[VariantRec
     """
     if os.path.exists(spec):
         recs, env = load(spec, judge=judge_records)
-        return recs, f"{spec} ({side_text(recs) or ', '.join(short_build(b) for b in env.get('tileiras', []))})"
+        builds = env.get("tileiras", [])
+        builds = [builds] if isinstance(builds, str) else builds
+        if not isinstance(builds, list) or not all(isinstance(b, str) for b in builds):
+            raise TileprobeError(f"{spec}: environment.tileiras is {_short(builds)}, not a list of compiler builds "
+                                 "(strings); give a file written by `tileprobe audit --json` or `tileprobe run --json`")
+        return recs, f"{spec} ({side_text(recs) or ', '.join(short_build(b) for b in builds)})"
     from tileprobe.store import Store
     if not spec.strip().isdigit():
         raise _not_a_side(spec)
@@ -368,6 +373,13 @@ def changed_side(a: Sequence[VariantRecord], b: Sequence[VariantRecord]) -> str:
         return ("the frontend (cuda-tile) and the compiler (tileiras) both differ: a change here may be either's; "
                 "compare with one of them the same to tell")
     return ""
+
+
+def _short(value) -> str:
+    """``value`` as JSON text for a message, cut at 80 characters."""
+    import json
+    text = json.dumps(value, default=str)
+    return text if len(text) <= 80 else f"{text[:77]}... ({len(text):,} chars)"
 
 
 def _not_a_side(spec: str) -> TileprobeError:

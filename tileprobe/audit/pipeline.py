@@ -15,7 +15,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, Sequence
 
-from tileprobe.errors import CubinError, IncompleteError, TileprobeError, ToolchainError, UsageError
+from tileprobe.errors import CubinError, IncompleteError, TileprobeError, ToolchainError, UsageError, shown
 from tileprobe.model.arch import check_target, get_arch, has_limits
 from tileprobe.model.cubin import CubinInfo
 from tileprobe.model.occupancy import theoretical_occupancy
@@ -309,6 +309,7 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
         raise UsageError(f"--num-sms {num_sms!r}: give the GPU's SM count, a whole number ≥ 1")
     result = AuditResult(on_record=on_record)
     since = store_now()
+    probe_paths = distinct_files(probe_paths)   # a file named twice (or as ./a.py and a.py) is audited once
     targets = _targets(archs, result)
     if archs and not targets:   # issue 27: every --arch is wrong: say so now, not after loading the probes (30-50 s)
         result.environment, result.wall_s = environment(), time.perf_counter() - t0
@@ -370,6 +371,19 @@ def check_seconds(name: str, value) -> float:
         raise UsageError(f"{name}={value!r}: {e}") from None
 
 
+def distinct_files(paths: Sequence[str]) -> list[str]:
+    """``paths`` without the repeats of a file named before (same real path: ``a.py``, ``./a.py``, a link to it),
+    in their order, each as first given (a probe named 20 times on the command line was compiled 20 times,
+    2026-12-04)."""
+    seen, out = set(), []
+    for p in paths:
+        key = os.path.realpath(p)
+        if key not in seen:
+            seen.add(key)
+            out.append(p)
+    return out
+
+
 def _targets(archs: Sequence[str], result: AuditResult) -> list[str]:
     """The requested targets tileiras lists; each other one becomes a target error (the rest are audited)."""
     out = []
@@ -377,7 +391,7 @@ def _targets(archs: Sequence[str], result: AuditResult) -> list[str]:
         try:
             t = check_target(a)
         except TileprobeError as e:
-            result.target_errors.append(f"--arch {a}: {e}")
+            result.target_errors.append(f"--arch {shown(a)}: {e}")
             continue
         if t not in out:
             out.append(t)

@@ -72,7 +72,7 @@ def compile_task(variant: Variant, spec: dict) -> bytes:
         key = repr(sorted(spec.items()))
         if _NODE.get("key") != key:
             tileiras, lib_dirs = node_tileiras(spec)
-            root = tempfile.mkdtemp(prefix="tileprobe-ray-")
+            root = _worker_tempdir()
             _init_worker(tileiras, lib_dirs, spec["timeout_s"], root, spec["with_sass"], None)
             _NODE.update(key=key, root=root)
         return wire.dumps(("result", result_data(compile_one(variant))), "the compile result")
@@ -82,6 +82,43 @@ def compile_task(variant: Variant, spec: dict) -> bytes:
         except Exception:   # noqa: BLE001 — a hostile __str__
             text = type(e).__name__
         return wire.dumps(("error", text[-2000:]))
+
+
+def _worker_tempdir() -> str:
+    """A Ray worker's temp folder (``tileprobe-ray-*``), marked as this worker's (:func:`tileprobe.procs.
+    make_owned_tempdir`): removed when the worker exits (``atexit``), by :meth:`RayExecutor.close` once Ray is shut
+    down, and by any later tileprobe run on this node when the worker was killed (every Ray audit left two folders
+    behind, 2026-12-04). One per worker process, kept across its tasks (the compiler set-up lives there)."""
+    import atexit
+    from tileprobe.procs import make_owned_tempdir, remove_owned_tempdir
+    root = make_owned_tempdir("ray")
+    atexit.register(remove_owned_tempdir, root)
+    return root
+
+
+def _ray_folders() -> set[str]:
+    """The ``tileprobe-ray-*`` folders in this node's temp folder now."""
+    import glob
+    from tileprobe.procs import TEMP_PREFIX
+    return set(glob.glob(os.path.join(tempfile.gettempdir(), f"{TEMP_PREFIX}ray-*")))
+
+
+#: Seconds :meth:`RayExecutor.close` waits for the workers Ray's shutdown ended to be gone before it sweeps their
+#: temp folders (a folder whose worker still runs is left to the next run's sweep).
+SHUTDOWN_SWEEP_S = 5.0
+
+
+def _sweep_after_shutdown(before: set[str]) -> None:
+    """Remove the ``tileprobe-ray-*`` folders of this node's Ray workers that ended (:func:`tileprobe.procs.
+    sweep_leftovers`), waiting up to :data:`SHUTDOWN_SWEEP_S` for those made since ``before`` (this executor's
+    workers') to go; other runs' folders are left to their owners."""
+    from tileprobe.procs import sweep_leftovers
+    end = time.monotonic() + SHUTDOWN_SWEEP_S
+    while True:
+        sweep_leftovers()
+        if not (_ray_folders() - before) or time.monotonic() > end:
+            return
+        time.sleep(0.2)
 
 
 class RayExecutor:
@@ -101,8 +138,12 @@ class RayExecutor:
     def __init__(self, address: str | None = None, jobs: int | None = None, deadline_s: float | None = None):
         ray = self.ray = _ray()
         self.owned = not ray.is_initialized()
+        self._folders_before: set[str] = set()
         if self.owned:
             check_address(address)
+            from tileprobe.procs import arm_guard
+            arm_guard()   # before Ray starts: its raylet, workers and agents carry the guard's mark and end with us
+            self._folders_before = _ray_folders()
             handlers = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
             ray.init(address=address, include_dashboard=False, log_to_driver=False,
                      runtime_env={"env_vars": {"PYTHONPATH": _pythonpath()}})
@@ -173,6 +214,7 @@ class RayExecutor:
         """Shut Ray down if this executor started it."""
         if self.owned and self.ray.is_initialized():
             self.ray.shutdown()
+            _sweep_after_shutdown(self._folders_before)
 
 
 class GpuActor:

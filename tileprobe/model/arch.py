@@ -40,7 +40,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from tileprobe.errors import TileprobeError
+from tileprobe.errors import TileprobeError, shown
 
 OCC_HEADER = "cuda_occupancy.h (nvidia-cuda-runtime 13.4.92)"
 GUIDE = "CUDA C++ Programming Guide, Technical Specifications per Compute Capability"
@@ -309,7 +309,7 @@ def check_target(name: str) -> str:
     import difflib
     near = [] if m else difflib.get_close_matches(text, list(TILEIRAS_TARGETS), n=1, cutoff=0.6)  # not for sm_75
     maybe = f" (did you mean {near[0]!r}?)" if near else ""
-    raise TileprobeError(f"{name!r} is not a target tileiras lists{maybe}; targets: {', '.join(TILEIRAS_TARGETS)}")
+    raise TileprobeError(f"{shown(name, quote=True)} is not a target tileiras lists{maybe}; targets: {', '.join(TILEIRAS_TARGETS)}")
 
 
 def has_limits(target: str) -> bool:

@@ -71,6 +71,13 @@ import tempfile
 PROBE_TIMEOUT_S = 60.0
 #: Seconds the loader child may take to start (Python, tileprobe, cuTile) before any probe code runs.
 STARTUP_S = 60.0
+#: A job's stages together (a probe file's load, or one task) may take at most this many times the stage timeout:
+#: each stage message starts the stage's own deadline anew, but never past this bound, so a child that sends a stage
+#: message every second cannot hold a command (one held an audit 200 s with ``--probe-timeout 10``, 2026-12-04).
+#: With the default :data:`PROBE_TIMEOUT_S` a file's load may take 10 min in all; raise ``--probe-timeout`` for more.
+JOB_BOUND_STAGES = 10
+#: Stage messages one job may send; more stops it as an error (a flood costs the tileprobe process its reading).
+MAX_STAGE_MESSAGES = 100_000
 #: Bytes of output (stdout and stderr together) a probe may print while it is loaded; more stops it as an error.
 OUTPUT_LIMIT_BYTES = 1 << 20
 #: Bytes of a probe's output kept to show (its first lines).
@@ -421,8 +428,10 @@ def child_main() -> None:
     — or, when the job says ``stay`` (a :func:`loader_sessions` child), waits on FD for the parent's next
     ("job", dict) and exits at end of file (or on anything else)."""
     from tileprobe.procs import die_with_parent
+    from tileprobe.probe.zygote import under_nanny
     fd, job = int(sys.argv[1]), json.loads(sys.argv[2])
-    die_with_parent(signal.SIGKILL, job["parent"])
+    parent = under_nanny(job["parent"])   # probe code that signals its parent reaches a nanny of its own
+    die_with_parent(signal.SIGKILL, parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     sys.path[:] = job["sys_path"] + [p for p in sys.path if p not in job["sys_path"]]
     real_exit = os._exit
@@ -649,8 +658,11 @@ class _Loader:
     def _begin(self, timeout_s: float, first_s: float, stage: str) -> None:
         """A job starts: its stage, its deadline (``first_s`` from now), its output counted from 0."""
         self.timeout_s, self.stage, self.report, self.error, self.heard = timeout_s, stage, None, None, False
-        self.head, self.out_bytes = bytearray(), 0
-        self.deadline = time.monotonic() + first_s
+        self.head, self.out_bytes, self.stages = bytearray(), 0, 0
+        self.started = time.monotonic()
+        self.deadline = self.started + first_s
+        #: The job's absolute end (:data:`JOB_BOUND_STAGES`): no stage message moves :attr:`deadline` past it.
+        self.bound = self.deadline + JOB_BOUND_STAGES * timeout_s
 
     def again(self, job: dict, timeout_s: float) -> bool:
         """Give this staying child its next ``job`` (:func:`_job`): its stage, deadline and output count start
@@ -683,7 +695,11 @@ class _Loader:
             try:
                 kind, payload = wire.recv(self.msgs)   # data only: nothing the child sends is unpickled
                 if kind == "stage" and type(payload) is str:
-                    self.stage, self.deadline = payload, time.monotonic() + self.timeout_s
+                    self.stages += 1
+                    if self.stages > MAX_STAGE_MESSAGES:
+                        raise wire.WireError(f"more than {MAX_STAGE_MESSAGES:,} stage messages")
+                    self.stage = payload if len(payload) <= 500 else f"{payload[:480]}… ({len(payload):,} chars)"
+                    self.deadline = min(time.monotonic() + self.timeout_s, self.bound)
                 elif kind == "report":
                     self.report = report_from_data(payload, self.path)
                 else:
@@ -774,6 +790,13 @@ class _Loader:
         status = self.end()
         if self.jobs > 1 and not self.heard and self.error is None and not timed_out:
             return None
+        if self.report is None and self.error is None and not timed_out and self._zygote_lost():
+            return None          # its zygote died under it (another probe's package): again, from a new zygote
+        if timed_out and self.deadline >= self.bound:
+            return FileReport(self.path, errors=[
+                f"{self.path}: loading it took longer than {self.bound - self.started:.0f} s in all "
+                f"({JOB_BOUND_STAGES} × the probe timeout of {self.timeout_s:.0f} s, whatever its stages said) and "
+                f"was stopped during {self.stage} (raise --probe-timeout)"])
         if timed_out:
             return FileReport(self.path, errors=[f"{self.path}: {self.stage} did not return within "
                                                  f"{self.timeout_s:.0f} s and was stopped (an endless loop? a slow "
@@ -783,6 +806,16 @@ class _Loader:
         return self._with_output(self.report or FileReport(self.path, errors=[
             f"{self.path}: the process loading it ended during {self.stage} ({exit_text(status)}) and gave no "
             "result (a crash in an extension module, or os._exit before tileprobe could catch it)"]))
+
+    def _zygote_lost(self) -> bool:
+        """Whether this child was forked from a zygote that then died (its children die with it) and a new zygote
+        is running to start the job again (:func:`tileprobe.probe.zygote.replaced_after`; never a fresh Python
+        here: a probe that killed its parent would then reach tileprobe itself)."""
+        z = getattr(self.proc, "zygote", None)
+        if z is None or not z.dead:
+            return False
+        from tileprobe.probe.zygote import replaced_after
+        return replaced_after(z)
 
     def _with_output(self, report: FileReport) -> FileReport:
         report.output = bytes(self.head).decode(errors="replace")

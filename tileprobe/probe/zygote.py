@@ -8,7 +8,11 @@ milliseconds; torch (through cuTile's compiler side) is imported once, when a wo
 
 Containment is unchanged: each probe file and each worker still runs in a process of its own, in its own session,
 with a parent-death signal; the zygote runs no probe code and its children close its socket before running any
-(they cannot ask it for anything). The zygote dies with the process that started it (``PR_SET_PDEATHSIG``; start
+(they cannot ask it for anything). What crosses from the zygote is data (:mod:`tileprobe.probe.wire`, checked
+against :data:`ZYGOTE_SENDS`: the installed packages it imports could write on its socket), and a zygote that sends
+anything else is distrusted and replaced. Each child runs under a *nanny* of its own (:func:`_nanny`), so probe code
+that signals its parent reaches that nanny, not the zygote; the zygote ignores the catchable signals anyway, adopts
+its children's orphans (``PR_SET_CHILD_SUBREAPER``) and is guarded (:func:`tileprobe.procs.guard`). The zygote dies with the process that started it (``PR_SET_PDEATHSIG``; start
 it from the main thread or a thread that outlives it) and ends when :func:`warm_starts` ends; its children then get
 their own parent-death signals. The zygote reaps its children and reports each exit status, so
 :class:`ZygoteProcess` answers ``poll``/``wait`` (as :class:`subprocess.Popen`) and ``join``/``exitcode`` (as
@@ -22,7 +26,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import pickle
 import re
 import signal
 import socket
@@ -52,6 +55,10 @@ TORCH_FREE_ENV = "TILEPROBE_TORCH_FREE"
 #: Seconds to wait for the zygote to import :data:`PRELOAD` before giving up on it (a fresh process then starts).
 READY_TIMEOUT_S = 120.0
 _MAX_MSG = 1 << 22
+#: What the zygote may send, by kind: the types of the fields after the kind (``("exit", pid, status)``). Anything
+#: else — a pickle, a message of another shape, a pid that is not a positive int — is not the zygote's own word
+#: (a package imported in it wrote on its socket): :meth:`Zygote._take` distrusts the zygote from then on.
+ZYGOTE_SENDS = {"ready": (), "started": (int,), "failed": (str,), "exit": (int, int)}
 _BOOT = "from tileprobe.probe.zygote import zygote_main; zygote_main()"
 
 _current: "Zygote | None" = None
@@ -107,14 +114,16 @@ class Zygote:
 
     def __init__(self):
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        from tileprobe.procs import importable_env
+        from tileprobe.procs import arm_guard, importable_env
+        arm_guard()   # the zygote carries the guard's mark, and is guarded with what it adopts (below)
         env = importable_env()
         self.key = _env_key()
         from tileprobe.procs import make_owned_tempdir
         # the zygote's temp folder is this process's: removed by close() however the zygote ended, and by the next
         # run's sweep when this process is SIGKILLed (a folder the zygote owned could lose its marker mid-removal)
         self.tmp = make_owned_tempdir("zygote")
-        argv = [sys.executable, "-c", _BOOT, str(child.fileno()), str(os.getpid()), self.tmp]
+        # no pid of ours on its command line (a package imported in it reads its argv); it dies with us all the same
+        argv = [sys.executable, "-c", _BOOT, str(child.fileno()), self.tmp]
         try:
             self.proc = subprocess.Popen(argv, pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL,
                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -127,7 +136,11 @@ class Zygote:
         finally:
             child.close()
         self.sock, self.pid = parent, self.proc.pid
+        from tileprobe.procs import guard
+        guard(self.pid)   # it adopts its children's orphans (zygote_main): the guard ends them if we are SIGKILLed
         self.ready, self.dead = False, False
+        #: Why the zygote is no longer trusted (it sent something that is not its message), or None.
+        self.distrusted: str | None = None
         self.children: dict[int, ZygoteProcess] = {}
         self.exits: dict[int, int] = {}      # exits read before their start was registered
         self.lock = threading.RLock()
@@ -153,10 +166,31 @@ class Zygote:
                 if not data:
                     self._died()
                     return
-                self._take(pickle.loads(data))
+                self._take(data)
                 r, _, _ = select.select([self.sock], [], [], 0.0)
 
-    def _take(self, msg: tuple) -> None:
+    def _take(self, data: bytes) -> None:
+        """One message of the zygote (:data:`ZYGOTE_SENDS`, as :mod:`tileprobe.probe.wire` data: nothing in it runs
+        here; a ``started`` pid must be a child of the zygote or gone, an ``exit`` pid no running child). One that is not
+        such a message makes the zygote distrusted (:attr:`distrusted`): no process is started from it any more
+        (each starts fresh: :func:`current` is None); the start waiting for its answer and the children it already
+        started go on, with their own messages."""
+        from tileprobe.probe import wire
+        try:
+            msg = wire.loads(data)
+            if type(msg) is not tuple or not msg or msg[0] not in ZYGOTE_SENDS:
+                raise wire.WireError(f"not a kind the zygote sends: {wire._short_repr(msg)}")
+            fields = ZYGOTE_SENDS[msg[0]]
+            if len(msg) != 1 + len(fields) or any(type(v) is not t for v, t in zip(msg[1:], fields)) or \
+                    (msg[0] in ("started", "exit") and msg[1] <= 0):
+                raise wire.WireError(f"a {msg[0]!r} message of the wrong shape: {wire._short_repr(msg)}")
+            if msg[0] == "started" and _parent_of(msg[1]) not in (None, self.pid):
+                raise wire.WireError(f"'started' of pid {msg[1]}, which is not a child of the zygote")
+            if msg[0] == "exit" and _running_child_of(msg[1], self.pid):
+                raise wire.WireError(f"'exit' of pid {msg[1]}, a child of the zygote that still runs")
+        except wire.WireError as e:
+            self.distrusted = self.distrusted or str(e)   # a start waiting for its answer goes on waiting for it
+            return
         kind = msg[0]
         if kind == "ready":
             self.ready = True
@@ -195,7 +229,7 @@ class Zygote:
                 return False
             req = {"prefetch": True, "torch_free": self.torch_free}
             try:
-                socket.send_fds(self.sock, [pickle.dumps(req)], [])
+                socket.send_fds(self.sock, [_request(req)], [])
             except OSError:
                 self._died()
                 return False
@@ -223,8 +257,9 @@ class Zygote:
             ZygoteError: the zygote is gone or did not start the child.
         """
         with self.lock:
-            if not self.wait_ready():
-                raise ZygoteError("the zygote is not running")
+            if not self.wait_ready() or self.distrusted:
+                raise ZygoteError("the zygote is not running" if not self.distrusted else
+                                  f"the zygote is not trusted: {self.distrusted}")
             out_r = out_w = None
             if stdout:
                 out_r, out_w = os.pipe()
@@ -232,7 +267,7 @@ class Zygote:
                    "cwd": os.getcwd(), "sys_path": list(sys.path), "nfds": len(fds), "stdout": stdout, "heavy": heavy,
                    "torch_free": self.torch_free, "preload": list(preload), "preload_s": preload_s}
             try:
-                socket.send_fds(self.sock, [pickle.dumps(req)], list(fds) + ([out_w] if stdout else []))
+                socket.send_fds(self.sock, [_request(req)], list(fds) + ([out_w] if stdout else []))
                 late = time.monotonic() + READY_TIMEOUT_S + (preload_s if preload else 0.0)
                 while not self._replies and not self.dead:
                     if time.monotonic() > late:      # stuck (a package's import that stopped the alarm)
@@ -267,8 +302,8 @@ class Zygote:
     CLOSE_GRACE_S = 1.0
 
     def close(self) -> None:
-        """End the zygote: SIGTERM makes it exit; one still busy after :attr:`CLOSE_GRACE_S` (inside an import) is
-        SIGKILLed. Its temp folder (this process's) is then removed, so nothing of it is left when the command
+        """End the zygote: closing its socket makes it exit (it ignores SIGTERM and the other catchable signals, so
+        a probe that signals its parent cannot end it); one still there after :attr:`CLOSE_GRACE_S` is SIGKILLed. Its temp folder (this process's) is then removed, so nothing of it is left when the command
         returns; its children get their parent-death signals (their ``poll``/``wait`` say -SIGKILL from now on,
         rather than asking a closed socket)."""
         with self.lock:
@@ -278,11 +313,29 @@ class Zygote:
             self.children.clear()
             with contextlib.suppress(OSError):
                 self.sock.close()
-        from tileprobe.procs import remove_owned_tempdir, stop_process, sweep_leftovers
+        from tileprobe.procs import kill_tree, remove_owned_tempdir, stop_process, sweep_leftovers, unguard
+        if self.proc.poll() is None:   # what probe code left running, adopted by the zygote (zygote_main)
+            kill_tree(self.pid, include_self=False)
         stop_process(self.proc, self.CLOSE_GRACE_S)
+        if self.proc.poll() is not None:
+            unguard(self.pid)
         remove_owned_tempdir(self.tmp)
         sweep_leftovers()   # those of zygotes whose command was SIGKILLed (their marker's owner was perhaps not yet
         #                     reaped when this command's start swept)
+
+
+def _parent_of(pid: int) -> int | None:
+    """The parent pid of process ``pid``; None when there is no such process (it was reaped)."""
+    from tileprobe.procs import _stat_fields
+    fields = _stat_fields(pid)
+    return None if fields is None else int(fields[1])
+
+
+def _running_child_of(pid: int, parent: int) -> bool:
+    """Whether ``pid`` is a process that runs (not a zombie) and whose parent is ``parent`` (``/proc``)."""
+    from tileprobe.procs import _stat_fields
+    fields = _stat_fields(pid)
+    return fields is not None and fields[0] != "Z" and fields[1] == str(parent)
 
 
 #: Variables a command may change after its zygote started that no import reads: the guard's (set once it starts)
@@ -306,7 +359,7 @@ def enabled() -> bool:
 def warm_starts() -> Iterator[None]:
     """Inside: loaders and compile workers are forked from one zygote (module doc), started at once so that its
     imports overlap the caller's work. Nested uses share it; the outermost ends it."""
-    global _current, _depth, _early
+    global _current, _depth, _early, _replacements
     with _lock:
         _depth += 1
         early, _early = _early, None
@@ -325,6 +378,7 @@ def warm_starts() -> Iterator[None]:
         with _lock:
             _depth -= 1
             if _depth == 0:
+                _replacements = 0
                 gone = ([_current] if _current is not None else []) + _retired
                 _current = None
                 _retired.clear()
@@ -475,12 +529,32 @@ def torch_blocked() -> bool:
     return _TORCH_BLOCKED
 
 
+#: Times one :func:`warm_starts` replaces a zygote that died or became distrusted while in use (a package imported
+#: in it killed it, or wrote on its socket): past it, processes start fresh.
+MAX_REPLACEMENTS = 2
+_replacements = 0
+
+
 def current() -> Zygote | None:
-    """The zygote of the :func:`warm_starts` in force, when it is running in this environment; else None."""
+    """The zygote of the :func:`warm_starts` in force, when it is running in this environment; else None. One that
+    died or became distrusted while in use is replaced by a new one (at most :data:`MAX_REPLACEMENTS` times, from
+    the main thread), so one probe's damage does not turn every later start into a fresh Python."""
+    global _replacements
     z = _current
-    if z is None or z.dead or z.key != _env_key():
+    if z is not None and (z.dead or z.distrusted) and _replacements < MAX_REPLACEMENTS and \
+            z.key == _env_key() and _replace_current():
+        _replacements += 1
+        z = _current
+    if z is None or z.dead or z.distrusted or z.key != _env_key():
         return None
     return z
+
+
+def replaced_after(z: Zygote) -> bool:
+    """Whether a zygote other than ``z`` (which died or is distrusted) is current and running now (:func:`current`
+    replaces it when it may): a loader that ``z`` took down with it can be started again from there."""
+    now = current()
+    return now is not None and now is not z
 
 
 def start_loader(job: dict, msg_fd: int, env: dict, preload_s: float = PRELOAD_TIMEOUT_S) -> ZygoteProcess | None:
@@ -495,6 +569,13 @@ def start_loader(job: dict, msg_fd: int, env: dict, preload_s: float = PRELOAD_T
     try:
         return z.start("_loader_entry", (job,), [msg_fd], stdout=True, env=env, heavy=heavy, preload=preload,
                        preload_s=min(PRELOAD_TIMEOUT_S, preload_s))
+    except ZygoteError:
+        pass
+    again = current()    # the zygote died or was distrusted on this start (its packages' import): a new one, which
+    if again is None or again is z:   # does not import them (the loader does, contained), rather than a fresh
+        return None                   # Python whose parent would be tileprobe itself
+    try:
+        return again.start("_loader_entry", (job,), [msg_fd], stdout=True, env=env, heavy=heavy)
     except ZygoteError:
         return None
 
@@ -587,18 +668,41 @@ def start_worker(conn, initargs: tuple) -> ZygoteProcess | None:
 
 # --- the zygote's side ---------------------------------------------------------------------------------------------
 
+def _request(req: dict) -> bytes:
+    """A request to the zygote as :mod:`tileprobe.probe.wire` data (never a pickle, either way)."""
+    from tileprobe.probe import wire
+    return wire.dumps(req, "the zygote's request")
+
+
+#: Signals the zygote ignores: every one whose default ends a process and that can be caught. Its children (probe
+#: loaders) can reach it with ``os.kill(os.getppid(), …)``; the zygote's end would end every other probe's loader.
+#: It ends when its socket closes (:meth:`Zygote.close`), by SIGKILL, or with its parent (``PR_SET_PDEATHSIG``).
+#: SIGCHLD is not among them (ignoring it would reap the children before the reaper reads their status).
+_IGNORED = tuple(sig for sig in (
+    signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2, signal.SIGALRM,
+    signal.SIGPIPE, signal.SIGVTALRM, signal.SIGPROF, signal.SIGXCPU, signal.SIGXFSZ, signal.SIGTSTP,
+    signal.SIGTTIN, signal.SIGTTOU, getattr(signal, "SIGIO", None), getattr(signal, "SIGPWR", None),
+    getattr(signal, "SIGSTKFLT", None), *range(signal.SIGRTMIN, signal.SIGRTMAX + 1)) if sig is not None)
+
+
 def zygote_main() -> None:
-    """Entry of the zygote: ``python -c … FD PARENT_PID TMPDIR``. Imports :data:`PRELOAD`, says ("ready",), then forks one
-    child per request and reports ("started", pid) and, when it ends, ("exit", pid, status); :data:`HEAVY` is
-    imported before the first request that needs it."""
+    """Entry of the zygote: ``python -c … FD TMPDIR``. Imports :data:`PRELOAD`, says ("ready",), then forks one
+    child per request and reports ("started", pid) and, when it ends, ("exit", pid, status) (:data:`ZYGOTE_SENDS`,
+    as wire data); :data:`HEAVY` is imported before the first request that needs it. It is not told its parent's
+    pid: it dies with its parent (``PR_SET_PDEATHSIG``), and a parent that died before that was set has closed the
+    socket, which ends it too (:func:`_exit_on_hangup`)."""
     import importlib
     import tempfile
-    from tileprobe.procs import die_with_parent
+    from tileprobe.procs import adopt_orphans, die_with_parent
     sock = socket.socket(fileno=int(sys.argv[1]))
-    die_with_parent(signal.SIGKILL, int(sys.argv[2]))
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, lambda *_: os._exit(0))   # close(): now, even inside an import
-    tempfile.tempdir = sys.argv[3]      # cuTile's import makes a temp folder: inside the caller's, which it removes
+    die_with_parent(signal.SIGKILL)
+    adopt_orphans()   # what a loader or worker leaves (a probe's setsid child) stays ours: the close and guard end it
+    threading.Thread(target=_exit_on_hangup, args=(sock.fileno(),), name="tileprobe-zygote-hangup",
+                     daemon=True).start()
+    for sig in _IGNORED:
+        with contextlib.suppress(OSError, ValueError):
+            signal.signal(sig, signal.SIG_IGN)
+    tempfile.tempdir = sys.argv[2]      # cuTile's import makes a temp folder: inside the caller's, which it removes
     for name in PRELOAD:
         importlib.import_module(name)
     reaper = _Reaper(sock)
@@ -607,9 +711,23 @@ def zygote_main() -> None:
     os._exit(0)      # no interpreter teardown (torch's takes 0.5 s): the caller removes the folder
 
 
+def _exit_on_hangup(fd: int) -> None:
+    """A thread of the zygote: exit as soon as the other end of socket ``fd`` is closed (:meth:`Zygote.close`, or
+    the parent's death), even while the main thread is inside a seconds-long import."""
+    import select
+    poller = select.poll()
+    poller.register(fd, select.POLLRDHUP)
+    while True:
+        with contextlib.suppress(InterruptedError):
+            for _fd, event in poller.poll():
+                if event & (select.POLLHUP | select.POLLRDHUP | select.POLLERR | select.POLLNVAL):
+                    os._exit(0)
+
+
 def _send(sock, msg: tuple, lock) -> None:
+    from tileprobe.probe import wire
     with lock, contextlib.suppress(OSError):
-        sock.send(pickle.dumps(msg))
+        sock.send(wire.dumps(msg, "the zygote's message"))
 
 
 class _Reaper:
@@ -656,7 +774,16 @@ def _serve(sock, reaper: _Reaper) -> None:
             return
         if not data:
             return
-        req = pickle.loads(data)
+        from tileprobe.probe import wire
+        try:
+            req = wire.loads(data)
+        except wire.WireError:
+            req = None
+        if type(req) is not dict:
+            for fd in fds:
+                os.close(fd)
+            _send(sock, ("failed", "a request that is not one"), reaper.lock)
+            continue
         if req.get("prefetch"):       # Zygote.prefetch_heavy: import now, fork nothing, answer nothing
             for fd in fds:
                 os.close(fd)
@@ -738,6 +865,7 @@ def _preload(names: list, path: list, limit_s: float = PRELOAD_TIMEOUT_S) -> Non
 
 
 def _fork(sock, req: dict, fds: list[int], reaper: _Reaper) -> None:
+    zygote = os.getpid()
     try:
         pid = os.fork()
     except OSError as e:
@@ -749,6 +877,11 @@ def _fork(sock, req: dict, fds: list[int], reaper: _Reaper) -> None:
         code = 1
         try:
             sock.close()
+            _nanny(zygote)            # returns in a child of this process, which runs the entry
+            for sig in _IGNORED:      # the zygote's ignores are not the child's (an ignore survives exec)
+                with contextlib.suppress(OSError, ValueError):
+                    signal.signal(sig, signal.SIG_DFL)
+            signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the command's; it stops its children
             os.environ.clear()
             os.environ.update(req["env"])
             os.chdir(req["cwd"])
@@ -774,6 +907,57 @@ def _fork(sock, req: dict, fds: list[int], reaper: _Reaper) -> None:
         os.close(fd)
     _send(sock, ("started", pid), reaper.lock)
     reaper.forked()
+
+
+def _nanny(zygote: int) -> None:
+    """In a child of the zygote: fork the process that runs the entry (a loader, a worker: probe code) and stay its
+    parent, so that what probe code does to its parent (``os.kill(os.getppid(), SIGKILL)``) ends only its own
+    process, never the zygote and every other probe's loader with it. Returns in that process (whose parent-death
+    signal is set by the entry, :func:`tileprobe.procs.die_with_parent`); here, it ignores the catchable signals
+    (as the zygote), keeps no file of the job open, waits for it and ends as it ended (its exit status, or the same
+    signal), which the zygote reports for the pid it started. Dies with the zygote (``PR_SET_PDEATHSIG``)."""
+    global _NANNIED
+    from tileprobe.procs import die_with_parent
+    die_with_parent(signal.SIGKILL, zygote)
+    child = os.fork()
+    if child == 0:
+        _NANNIED = True
+        return
+    for sig in _IGNORED:
+        with contextlib.suppress(OSError, ValueError):
+            signal.signal(sig, signal.SIG_IGN)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    os.closerange(3, 1 << 16)
+    while True:
+        try:
+            _pid, status = os.waitpid(child, 0)
+            break
+        except InterruptedError:
+            continue
+    code = os.waitstatus_to_exitcode(status)
+    if code < 0:
+        with contextlib.suppress(OSError, ValueError):
+            signal.signal(-code, signal.SIG_DFL)
+        os.kill(os.getpid(), -code)
+        os.kill(os.getpid(), signal.SIGKILL)    # a signal whose default does not end a process: end anyway
+    os._exit(code & 0xFF)
+
+
+#: Whether this process runs under a nanny (:func:`_nanny`) already.
+_NANNIED = False
+
+
+def under_nanny(parent: int) -> int:
+    """In a loader or compile worker that was not forked from the zygote (``TILEPROBE_ZYGOTE=0``, no zygote): put
+    a nanny between it and ``parent`` (tileprobe, :func:`_nanny`), so ``os.kill(os.getppid(), …)`` in probe code
+    reaches the nanny, not tileprobe. Returns the pid to die with from now on (the nanny; ``parent`` when this
+    process already has one). The nanny keeps this process's pid, which its starter knows."""
+    if _NANNIED:
+        return parent
+    _nanny(parent)
+    return os.getppid()
 
 
 def _loader_entry(fds: list[int], job: dict) -> None:

@@ -202,6 +202,8 @@ def _take_line(d: dict, kernels: dict, launches: dict, overflow: dict, counts: d
         kernels[d["id"]] = d
     elif t == "launch":
         kd = kernels.get(d["kernel"], {})
+        _check_arrays(d.get("args") or [])
+        _check_arrays(list((d.get("kwargs") or {}).values()))
         launches[d["id"]] = Launch(kernel_ref(kd), dict(kd.get("hints") or {}), tuple(d.get("grid") or ()),
                                    d.get("args") or [], 0, kwargs=d.get("kwargs") or {})
         la = launches[d["id"]]
@@ -221,6 +223,21 @@ def _take_line(d: dict, kernels: dict, launches: dict, overflow: dict, counts: d
         la.first_error = str(d.get("error") or "")[:500]
     elif t == "error":
         rec.errors.append(f"{os.path.basename(path)}: {d.get('error')}")
+
+
+def _check_arrays(args: list) -> None:
+    """Raise ValueError when an array argument of a launch line has a shape or strides that are not lists of
+    integers (strings, null, floats, bools mixed in: a hand-edited or hostile log made the probe writer raise a
+    TypeError and lose every other launch, 2026-12-04): that line is then counted unreadable, the others kept."""
+    for a in args:
+        if not isinstance(a, dict) or a.get("kind") != "array":
+            continue
+        for name in ("shape", "strides"):
+            v = a.get(name)
+            if name == "strides" and v is None:
+                continue
+            if not isinstance(v, list) or not all(type(x) is int for x in v):
+                raise ValueError(f"an array's {name} is {v!r:.80}, not a list of integers")
 
 
 def _take_search(d: dict, kernels: dict, searches: dict, cwd, rec: Recording) -> None:

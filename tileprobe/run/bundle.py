@@ -18,6 +18,7 @@ It may come from anywhere, so reading it runs nothing and reads nothing outside 
 from __future__ import annotations
 
 import json
+import sys
 import os
 import re
 import stat
@@ -94,6 +95,12 @@ def read_audit_json(path: str) -> dict:
         raise TileprobeError(f"{path}: not UTF-8 text (byte {e.start}); {_MAKE}") from e
     except json.JSONDecodeError as e:
         raise TileprobeError(f"{path}: not JSON (line {e.lineno}, column {e.colno}: {e.msg}); {_MAKE}") from e
+    except RecursionError:
+        raise TileprobeError(f"{path}: nested deeper than the JSON reader goes (about {sys.getrecursionlimit():,} "
+                             f"levels; tileprobe writes 6); {_MAKE}") from None
+    except ValueError:               # an integer of more than 4,300 digits (Python's int/str limit)
+        raise TileprobeError(f"{path}: holds a number of more than 4,300 digits (Python's limit for reading an "
+                             f"integer): not a tileprobe result; {_MAKE}") from None
     if not isinstance(doc, dict):
         raise TileprobeError(f"{path}: holds {type(doc).__name__}, not a tileprobe result object; {_MAKE}")
     if not isinstance(doc.get("schema_version"), int) or isinstance(doc.get("schema_version"), bool):

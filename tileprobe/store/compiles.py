@@ -46,6 +46,7 @@ import json
 import sqlite3
 from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
+from tileprobe.errors import StoreError
 from tileprobe.records import RegisterPool, SassFacts, keyed_from_dict
 from tileprobe.schema import value_key, verdicts_from_dict
 from tileprobe.store.connection import _SAVED, StoreConnection, now
@@ -249,15 +250,22 @@ class CompilesMixin(StoreConnection):
                res.symbol, json.dumps(res.signature, default=str), _pairs_json(v.case), _pairs_json(v.hints), v.arch,
                tc.build, tc.tileiras or res.tileiras_path, self.cuda_tile(), rec.status, cubin_sha,
                res.compile_s, json.dumps(record, default=str))
-        with self._transaction() as c:
-            if res.cubin is not None:
-                c.execute("INSERT OR IGNORE INTO cubins (sha256, size_bytes, arch, code_sha256, data, created) "
-                          "VALUES (?, ?, ?, ?, ?, ?)", (cubin_sha, len(res.cubin), v.arch, rec.code_sha256,
-                                                        sqlite3.Binary(res.cubin), now()))
-            c.execute(f"INSERT OR REPLACE INTO compiles ({', '.join(_COMPILE_COLUMNS)}) "
-                      f"VALUES ({', '.join('?' * len(_COMPILE_COLUMNS))})", row)
-            c.execute("UPDATE compiles SET tileiras_sha256 = ? WHERE key = ?", (tc.identity, key))
-            c.execute("DELETE FROM claims WHERE key = ?", (key,))
+        try:
+            with self._transaction() as c:
+                if res.cubin is not None:
+                    c.execute("INSERT OR IGNORE INTO cubins (sha256, size_bytes, arch, code_sha256, data, created) "
+                              "VALUES (?, ?, ?, ?, ?, ?)", (cubin_sha, len(res.cubin), v.arch, rec.code_sha256,
+                                                            sqlite3.Binary(res.cubin), now()))
+                c.execute(f"INSERT OR REPLACE INTO compiles ({', '.join(_COMPILE_COLUMNS)}) "
+                          f"VALUES ({', '.join('?' * len(_COMPILE_COLUMNS))})", row)
+                c.execute("UPDATE compiles SET tileiras_sha256 = ? WHERE key = ?", (tc.identity, key))
+                c.execute("DELETE FROM claims WHERE key = ?", (key,))
+        except StoreError as e:
+            if str(e).startswith("no space left on "):   # say which compile was not kept (the store is intact)
+                label = " ".join([rec.kernel, *(f"{k}={x}" for k, x in (*v.case, *v.hints)), v.arch])
+                raise StoreError(f"{e} The compile not kept: {label} ({rec.status}); the kept ones are not compiled "
+                                 "again.") from e
+            raise
         _SAVED["compiles"] += 1
         self._remember(rec, key)
         return key

@@ -45,11 +45,13 @@ from __future__ import annotations
 import contextlib
 import datetime
 import os
+import pathlib
 import socket
 import sqlite3
 from typing import Any, Iterator, Sequence
 
 from tileprobe.errors import StoreError
+from tileprobe.store import health
 from tileprobe._version import __version__
 import platformdirs
 
@@ -158,6 +160,8 @@ class StoreConnection:
         self._keys: dict[int, tuple[Any, str]] = {}   # id(record) -> (record, compile key)
         self._cuda_tile: str | None = None
         self.host = socket.gethostname()
+        self.read_only = False   # opened read-only (read-only media or permissions): reading only
+        self.opened = False      # the file was opened as a store (a later error may be damage, and is noted)
 
     # --- opening -------------------------------------------------------------------------------------------------
 
@@ -170,7 +174,10 @@ class StoreConnection:
             StoreError: the file was written by a newer tileprobe, is damaged or not a tileprobe store (it is left
                 untouched), cannot be created, or stays locked by another process for :data:`BUSY_TIMEOUT_S`.
         """
-        path = os.path.abspath(os.fspath(path) if path else default_path())
+        if path is not None and not os.fspath(path):
+            raise StoreError('--store "" names no file: give the path of a results store, or leave --store out for '
+                             f"the default one ({default_path()})")
+        path = os.path.abspath(os.fspath(path) if path is not None else default_path())
         if must_exist and not os.path.exists(path):
             raise StoreError(f"no results store at {path}; check --store (audits create one there)")
         if os.path.isdir(path):
@@ -181,16 +188,25 @@ class StoreConnection:
             what = "is empty (0 bytes)" if os.path.isfile(path) else "is not a regular file"
             raise StoreError(f"{path} {what}: not a tileprobe results store, and it is left as it is; give the path "
                              "of a store (--store), or of a file that does not exist yet to create one")
+        read_only = os.path.isfile(path) and not health.writable(path)
         try:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+            if read_only:    # read-only media or permissions: the reading commands read it; a write says why not
+                conn = sqlite3.connect(f"{pathlib.Path(path).as_uri()}?mode=ro", timeout=BUSY_TIMEOUT_S,
+                                       isolation_level=None, uri=True)
+            else:
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
         except (OSError, sqlite3.Error) as e:
             raise StoreError(f"cannot open the results store {path}: {e}. Check the folder's permissions, or pass "
                              "--store PATH (or set TILEPROBE_STORE) to put it elsewhere.") from e
         store = cls(path, conn)
+        store.read_only = read_only
         try:
             with store._errors():
                 store._prepare()
+            store.opened = True
+            if os.path.exists(health.note_path(path)):   # damage found by an earlier command: checked again
+                store.check_health()
         except BaseException:
             conn.close()
             raise
@@ -200,8 +216,23 @@ class StoreConnection:
     def _prepare(self) -> None:
         c = self._conn
         c.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-        version = c.execute("PRAGMA user_version").fetchone()[0]   # reads the header: a non-SQLite file fails here
+        try:
+            version = c.execute("PRAGMA user_version").fetchone()[0]   # reads the header: a non-SQLite file fails here
+        except sqlite3.OperationalError:
+            if not self.read_only:
+                raise
+            # a WAL store on read-only media whose shared-memory file cannot be made: read the file as it is
+            self._conn.close()
+            self._conn = c = sqlite3.connect(f"{pathlib.Path(self.path).as_uri()}?mode=ro&immutable=1",
+                                             timeout=BUSY_TIMEOUT_S, isolation_level=None, uri=True)
+            version = c.execute("PRAGMA user_version").fetchone()[0]
         self._refuse_newer(version)
+        if self.read_only:
+            if version < SCHEMA_VERSION:
+                raise StoreError(f"the results store {self.path} has store schema {version} and cannot be written "
+                                 f"(read-only), so it cannot be brought to schema {SCHEMA_VERSION}: copy it to a "
+                                 "writable folder and pass --store with the copy")
+            return
         if version < SCHEMA_VERSION:
             self._migrate()       # before WAL: a file that is not ours is refused before anything changes it
         c.execute("PRAGMA journal_mode = WAL")
@@ -246,26 +277,58 @@ class StoreConnection:
 
     @contextlib.contextmanager
     def _errors(self) -> Iterator[None]:
-        """Turn sqlite3 errors into StoreErrors that say what to do."""
+        """Turn sqlite3 errors into StoreErrors that say what to do (:func:`tileprobe.store.health.classify`: a
+        full disk is not damage)."""
         try:
             yield
-        except sqlite3.OperationalError as e:
-            text = str(e).lower()
-            if "locked" in text or "busy" in text:
+        except sqlite3.DatabaseError as e:
+            kind = health.classify(e, self.path)
+            if kind == "locked":
                 raise StoreError(f"the results store {self.path} stayed locked by another process for "
                                  f"{BUSY_TIMEOUT_S:.0f} s ({e}). Wait for the other tileprobe to finish, or pass "
                                  "--store PATH to use another store.") from e
-            if "readonly" in text or "unable to open" in text or "disk" in text and "full" in text:
-                raise StoreError(f"cannot write the results store {self.path}: {e}. Check free space and "
-                                 "permissions, or pass --store PATH.") from e
-            raise self._damaged(e) from e
-        except sqlite3.DatabaseError as e:
+            if kind == "full":
+                raise StoreError(health.full_message(self.path, e) + self._saved_note()) from e
+            if kind == "read-only":
+                raise StoreError(f"cannot write the results store {self.path}: {e} (it is on read-only media or not "
+                                 "writable by you; history, report and compare can still read it). Pass --store "
+                                 "PATH to write elsewhere.") from e
+            if kind == "io":
+                raise StoreError(f"the results store {self.path} met a disk I/O error (sqlite: {e}); the write was "
+                                 "rolled back. Check the disk (dmesg) and run the command again.") from e
             raise self._damaged(e) from e
 
+    @staticmethod
+    def _saved_note() -> str:
+        saved = saved_by_this_process()
+        if not (saved["compiles"] or saved["runs"]):
+            return ""
+        return (f" This command kept {saved['compiles']} compile(s) and {saved['runs']} GPU run(s) saved before "
+                "the disk filled; what it was saving then, and what came after, was not kept.")
+
     def _damaged(self, e: Exception) -> StoreError:
+        if getattr(self, "opened", False) and not getattr(self, "read_only", False):
+            health.write_note(self.path, [f"sqlite: {e}"])   # the next open checks the file again
         return StoreError(f"the results store {self.path} is damaged or is not a tileprobe store (sqlite: {e}). "
                           "tileprobe does not delete results: move the file aside (e.g. mv it to *.bad) or pass "
                           f"--store PATH to start another store; `sqlite3 {self.path} .recover` may salvage its rows.")
+
+    def check_health(self) -> None:
+        """Run :func:`tileprobe.store.health.quick_check` on the file; call it after a command in which untrusted
+        code (probe code, compilers) could reach it (``save_audit`` and ``save_tune`` do). A sound file clears an
+        earlier damage note; a damaged one leaves one (every later open checks again).
+
+        Raises:
+            StoreError: the file is damaged (the message says how to recover).
+        """
+        problems = health.quick_check(self._conn)
+        if not problems:
+            if not self.read_only:
+                health.clear_note(self.path)
+            return
+        if not self.read_only:
+            health.write_note(self.path, problems)
+        raise StoreError(health.damaged_message(self.path, problems))
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:

@@ -47,6 +47,21 @@ class PruneMixin(StoreConnection):
         if keep_latest < 0:
             raise StoreError(f"--keep-latest {keep_latest}: give 0 or more compiles to keep per variant")
         before = self.size()["file_bytes"]
+        if dry_run:
+            plan = self._prune_plan(self._doomed(older_than, keep_latest))
+        else:   # planned and deleted in one write transaction: an audit saved meanwhile is seen whole or not at all
+            with self._transaction():
+                plan = self._prune_plan(self._doomed(older_than, keep_latest))
+                self._delete(plan)
+        if not dry_run and plan["compiles"]:
+            with self._errors():
+                self._conn.execute("VACUUM")
+                self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")   # VACUUM in WAL mode goes through the WAL
+        counts = {k: len(v) for k, v in plan.items()}
+        return {**counts, "bytes_before": before, "bytes_after": self.size()["file_bytes"]}
+
+    def _doomed(self, older_than: str | None, keep_latest: int) -> list[str]:
+        """The keys of the compiles :meth:`prune` deletes (its rules)."""
         rows = self._query(f"SELECT key, created, {_VARIANT_COLUMNS} FROM compiles ORDER BY created DESC")
         seen: dict[tuple, int] = {}
         doomed = []
@@ -55,14 +70,7 @@ class PruneMixin(StoreConnection):
             seen[tuple(variant)] = rank + 1
             if rank >= keep_latest and (older_than is None or created < older_than):
                 doomed.append(key)
-        plan = self._prune_plan(doomed)
-        if not dry_run and doomed:
-            self._delete(plan)
-            with self._errors():
-                self._conn.execute("VACUUM")
-                self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")   # VACUUM in WAL mode goes through the WAL
-        counts = {k: len(v) for k, v in plan.items()}
-        return {**counts, "bytes_before": before, "bytes_after": self.size()["file_bytes"]}
+        return doomed
 
     def _prune_plan(self, keys: list[str]) -> dict[str, list]:
         """What goes with these compiles: their runs, the cubins only they use, the audits made only of them."""
@@ -79,10 +87,31 @@ class PruneMixin(StoreConnection):
         return {"compiles": list(keys), "runs": runs, "cubins": cubins, "audits": audits}
 
     def _delete(self, plan: dict[str, list]) -> None:
-        with self._transaction() as c:
-            for table, column, values in (("runs", "id", plan["runs"]), ("compiles", "key", plan["compiles"]),
-                                          ("audit_compiles", "compile_key", plan["compiles"]),
-                                          ("audits", "id", plan["audits"]), ("cubins", "sha256", plan["cubins"])):
-                for i in range(0, len(values), 500):
-                    chunk = values[i:i + 500]
-                    c.execute(f"DELETE FROM {table} WHERE {column} IN ({','.join('?' * len(chunk))})", chunk)
+        """Delete what ``plan`` names, inside the caller's transaction. No row is left pointing at a deleted compile:
+        an audit that keeps some of its compiles counts only those (``n_variants``; how many went is kept in its
+        ``environment`` as ``pruned_variants``), and a tune's candidates lose the key of a deleted compile (their
+        measured row stays)."""
+        c = self._conn
+        gone = plan["compiles"]
+        touched: dict[int, int] = {}
+        for i in range(0, len(gone), 500):
+            chunk = gone[i:i + 500]
+            for audit_id, n in c.execute(f"SELECT audit_id, COUNT(*) FROM audit_compiles WHERE compile_key IN "
+                                         f"({','.join('?' * len(chunk))}) GROUP BY audit_id", chunk):
+                touched[audit_id] = touched.get(audit_id, 0) + n
+        for table, column, values in (("runs", "id", plan["runs"]), ("compiles", "key", gone),
+                                      ("audit_compiles", "compile_key", gone),
+                                      ("audits", "id", plan["audits"]), ("cubins", "sha256", plan["cubins"])):
+            for i in range(0, len(values), 500):
+                chunk = values[i:i + 500]
+                c.execute(f"DELETE FROM {table} WHERE {column} IN ({','.join('?' * len(chunk))})", chunk)
+        for i in range(0, len(gone), 500):
+            chunk = gone[i:i + 500]
+            c.execute(f"UPDATE tune_candidates SET compile_key = NULL WHERE compile_key IN "
+                      f"({','.join('?' * len(chunk))})", chunk)
+        for audit_id, n in touched.items():
+            c.execute("UPDATE audits SET n_variants = (SELECT COUNT(*) FROM audit_compiles WHERE audit_id = ?), "
+                      "environment = json_set(CASE WHEN json_valid(environment) THEN environment ELSE '{}' END, "
+                      "'$.pruned_variants', COALESCE(json_extract(CASE WHEN json_valid(environment) THEN "
+                      "environment ELSE '{}' END, '$.pruned_variants'), 0) + ?) WHERE id = ?",
+                      (audit_id, n, audit_id))

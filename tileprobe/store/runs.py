@@ -17,7 +17,8 @@ class RunsMixin(StoreConnection):
     :meth:`~tileprobe.store.compiles.CompilesMixin.key_of`."""
 
     def save_audit(self, result, command_line: str) -> int:
-        """Store an audit: when, where, the command line, its environment and its records' keys and verdicts."""
+        """Store an audit: when, where, the command line, its environment and its records' keys and verdicts; then
+        check the file (:meth:`check_health`). Raises StoreError when it is damaged (the audit row is saved)."""
         rows = [(self.key_of(r), json.dumps(verdicts_to_dict(r.verdicts), default=str)) for r in result.records]
         with self._transaction() as c:
             cur = c.execute("INSERT INTO audits (created, host, tileprobe, command_line, environment, wall_s, "
@@ -27,6 +28,7 @@ class RunsMixin(StoreConnection):
             audit_id = cur.lastrowid
             c.executemany("INSERT INTO audit_compiles (audit_id, position, compile_key, verdicts) VALUES (?, ?, ?, ?)",
                           [(audit_id, i, k, verdicts) for i, (k, verdicts) in enumerate(rows)])
+        self.check_health()   # probe code and compilers ran while the file was open (raises StoreError if damaged)
         return audit_id
 
     def save_run(self, record_key, run: VariantRun, gpu: dict) -> int:
@@ -80,6 +82,7 @@ class RunsMixin(StoreConnection):
                             r.get("same_launch_as"), r.get("n"), r.get("median_us"), r.get("ci_lo_us"),
                             r.get("ci_hi_us"), None if r.get("clocks_moved") is None else int(r["clocks_moved"]),
                             json.dumps(r, default=str)) for i, r in enumerate(problem.get("candidates") or [])])
+        self.check_health()   # probe code, compilers and the GPU workers ran while the file was open
         return tune_id
 
     def tunes(self, *, kernel: str | None = None, problem: dict | None = None, gpu_name: str | None = None,

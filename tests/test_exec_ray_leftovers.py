@@ -1,0 +1,74 @@
+"""Nothing left behind by Ray (a hostile tester, 2026-12-04): every Ray audit, even a clean one, left two
+``tileprobe-ray-*`` temp folders; a SIGKILLed Ray audit left Ray's agents alive 10-55 s. Each audit here runs with
+its own short TMPDIR (Ray's socket paths must stay under 107 bytes), whose name marks every process it started."""
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+
+pytest.importorskip("ray")
+
+from support import fake_tileiras, live_processes_with   # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PROBE = os.path.join(ROOT, "tests", "data", "probe_vadd.py")
+
+
+@pytest.fixture
+def short_tmp():
+    path = tempfile.mkdtemp(prefix="tpr", dir="/tmp")
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _audit(tmp: str, *extra: str) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": ROOT, "TMPDIR": tmp, "RAY_TMPDIR": tmp}
+    return subprocess.Popen([sys.executable, "-m", "tileprobe", "audit", PROBE, "--arch", "sm_90", "--no-store",
+                             "--no-sass", "--executor", "ray", "--format", "none", *extra], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def test_a_ray_audit_leaves_no_temp_folder(short_tmp):
+    p = _audit(short_tmp)
+    out, _ = p.communicate(timeout=400)
+    assert p.returncode == 0, out
+    assert glob.glob(os.path.join(short_tmp, "tileprobe-*")) == [], os.listdir(short_tmp)
+
+
+def test_a_sigkilled_ray_audit_leaves_no_process_and_the_next_run_sweeps_its_folders(short_tmp, tmp_path):
+    fake = fake_tileiras(tmp_path, "sleep 297", logged=True)   # every compile hangs after the real one
+    p = _audit(short_tmp, "--tileiras", fake)
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and not (tmp_path / "compiles.log").exists():
+            assert p.poll() is None, p.communicate()[0]
+            time.sleep(0.5)
+        assert glob.glob(os.path.join(short_tmp, "tileprobe-ray-*")), os.listdir(short_tmp)
+        p.kill()
+        p.wait()
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 5 and live_processes_with(f"TMPDIR={short_tmp}", "environ"):
+            time.sleep(0.2)
+        assert live_processes_with(f"TMPDIR={short_tmp}", "environ") == []
+    finally:
+        if p.poll() is None:
+            p.kill()
+        for pid in live_processes_with(f"TMPDIR={short_tmp}", "environ"):
+            os.kill(pid, signal.SIGKILL)
+    from tileprobe.procs import OWNER_MARKER, sweep_leftovers
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 10 and glob.glob(os.path.join(short_tmp, "tileprobe-ray-*")):
+        sweep_leftovers(short_tmp)    # what the next run does first (the killed workers are reaped meanwhile)
+        time.sleep(0.5)
+    left = glob.glob(os.path.join(short_tmp, "tileprobe-ray-*"))
+    owners = [open(os.path.join(d, OWNER_MARKER)).read() if os.path.exists(os.path.join(d, OWNER_MARKER))
+              else "no marker" for d in left]
+    assert left == [], owners
