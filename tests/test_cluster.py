@@ -181,7 +181,12 @@ def test_persistent_gemm_statuses_say_what_happened(pm):
         assert got[(arch, 1, 1)] == ("met", "met")            # the reference values
         assert got[(arch, 1, 8)] == ("met", "ignored")        # occupancy 8 gives occupancy 1's machine code
     assert got[("sm_90", 2, 1)] == ("honoured", "met") and got[("sm_90", 1, 2)] == ("met", "honoured")
-    assert got[("sm_90", 2, 4)] == ("honoured", "ignored")
+    # occupancy 4 builds occupancy 2's code (2 CTAs/SM < 4), up from 1 CTA/SM at the reference: partial, and the
+    # reason still says which value's code it is (the moe / tiled matmul case on sm_90)
+    assert got[("sm_90", 2, 4)] == ("honoured", "partial") and got[("sm_90", 1, 4)] == ("met", "partial")
+    four = pm[("sm_90", 1, 4)]["occupancy"].reason
+    assert four.startswith("2 CTAs/SM (up from 1 at occupancy=1) but < 4")
+    assert "same machine code and resources as occupancy=2" in four
     # issue 26: on sm_100 the B200's GPC layout (clusters) and the reserve reading (115,860 B) decide these
     assert got[("sm_100", 2, 1)] == ("honoured", "unverified") and got[("sm_100", 1, 2)] == ("met", "unverified")
     assert got[("sm_100", 2, 4)] == ("honoured", "unverified")
