@@ -46,8 +46,8 @@ clusters (TileGym's static persistent matmul; the FlashInfer #4465 kernel, whose
 candidate got 1 block/SM from the driver and failed to launch on GPUs with ≥ 148 SMs), and expects them all
 resident at once. CTAs of a cluster need distinct SMs of one GPC (:mod:`tileprobe.model.cluster`), so on the H200
 30 clusters of 4 fit at 1 CTA/SM where such a grid has 33: 3 wait for a second wave although every SM could hold a
-CTA. Where the GPC layout is not known (sm_100: range
-from 0) and the range straddles the goal, or no GPU of the arch has a sourced layout (sm_120), a goal the CTAs meet
+CTA. Where the GPC layout is not known (sm_100: a range
+over the GPC sizes a real B200 allows, :data:`tileprobe.model.cluster.B200`) and the range straddles the goal, or no GPU of the arch has a sourced layout (sm_120), a goal the CTAs meet
 is ``unverified`` and the reason says it depends on the layout.
 
 Occupancy reasons also name what they rest on: for clusters (``cluster_dims`` > 1 CTA) the resident clusters on
