@@ -353,3 +353,19 @@ def table_md(headers: list[str], rows: list[list[str]]) -> str:
     out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     out += ["| " + " | ".join(esc(c) for c in row) + " |" for row in rows]
     return "\n".join(out) + "\n"
+
+
+def change_group_line(group) -> str:
+    """One line for a :class:`~tileprobe.analyses.compare.ChangeGroup`: the topic, how many variants, and for a
+    numeric topic the range of B − A and the values (``instructions: 60 variants, +4 … +16 (203 → 219 the most
+    common)``); the same text in the terminal, Markdown and HTML reports."""
+    n = len(group.changes)
+    text = f"{group.topic}: {n} variant{'s' if n != 1 else ''}"
+    if group.deltas:
+        lo, hi = min(group.deltas), max(group.deltas)
+        span = f"{lo:+,}" if lo == hi else f"{lo:+,} … {hi:+,}"
+        pairs = Counter(zip(group.before, group.after))
+        (a, b), k = pairs.most_common(1)[0]
+        common = f"{a:,} → {b:,}" + (f" in {k}" if k != n else "")
+        text += f", {span} ({common})"
+    return text
