@@ -79,7 +79,7 @@ class ChangeGroup:
             ``occupancy honoured → met``, ``MMA HMMA → HGMMA``, ``machine code only``…).
         changes: the :class:`Change` s with it (a variant is in one group per topic it has).
         deltas: B − A of the topic's number per change, where the topic has one (instructions, registers, threads,
-            shared B, stack B, CTAs/SM; LDL+STL for spills), else empty.
+            shared B, stack B, CTAs/SM; LDL+STL for spills; TMA instructions), else empty.
         before, after: the A and B values of those numbers (same order as ``deltas``).
     """
     topic: str
@@ -133,7 +133,7 @@ def group_changes(changes: Sequence[Change], kinds: Sequence[str] = ("changed",)
                 continue
             g.changes.append(c)
             m = _ARROW.search(d)
-            if m and (topic in _NUMERIC_TOPICS or topic == "spills"):
+            if m and (topic in _NUMERIC_TOPICS or topic in ("spills", "TMA")):
                 a = int(m.group(1).replace(",", "")) + int(m.group(2) or 0)
                 b = int(m.group(3).replace(",", "")) + int(m.group(4) or 0)
                 g.before.append(a)

@@ -302,6 +302,11 @@ def _print_reasons(console: Console, rows: list[VariantRecord], brief: bool) -> 
         label = variant_label(r)
         if not r.ok:
             continue
+        said = []              # lines of this variant printed so far: a PTX or remark line goes under its own label
+
+        def line(text: str) -> None:
+            say(console, f"  {label}: {text}")
+            said.append(text)
         for hint, v in r.verdicts.items():
             if hint in silent:
                 continue
@@ -309,28 +314,34 @@ def _print_reasons(console: Console, rows: list[VariantRecord], brief: bool) -> 
                 reason = v.reason
                 for i, text in enumerate(notes, start=1):
                     reason = reason.replace(text, f"[{i}]")
-                say(console, f"  {label}: {hint} {v.status}: {reason}")
+                line(f"{hint} {v.status}: {reason}")
         if r.sass and "error" in r.sass:
-            say(console, f"  {label}: {SASS_UNREAD}: {r.sass.error}")
+            line(f"{SASS_UNREAD}: {r.sass.error}")
         pool = pool_line(r)
         if pool and (r.hang_risk or not brief):
-            say(console, f"  {label}: {pool}")
+            line(pool)
         slow = compile_timeout_line(r)
         if slow:
-            say(console, f"  {label}: {slow}")
+            line(slow)
         if r.deterministic is False:
+            if not said:
+                say(console, f"  {label}:")
+                said.append(label)
             say(console, f"    tileiras gave {len(r.code_hashes)} different machine codes over repeated compiles of "
                          "this variant; verdicts treat any shared code as the same")
         if brief:
             continue
         ptx = ptx_text(r)
+        rem = own.get(id(r), frozenset())
+        rem = rem if rem and rem not in shown_remarks else frozenset()
+        if (ptx or rem) and not said:      # no reason line of its own: the label first, never under another's
+            say(console, f"  {label}:")
         if ptx:
             say(console, f"    PTX: {ptx}")
-        rem = own.get(id(r), frozenset())
-        if rem and rem not in shown_remarks:
+        if rem:
             shown_remarks.add(rem)
-            for line in sorted(rem, key=_remark_order)[:6]:
-                say(console, f"    remark: {line}")
+            for text in sorted(rem, key=_remark_order)[:6]:
+                say(console, f"    remark: {text}")
 
 
 # --- compare ------------------------------------------------------------------------------------------------------
@@ -382,7 +393,7 @@ def render_compare(comparison: Comparison, console: Console | None = None, wide:
                                   break_on_hyphens=False):
             say(console, line)
     _render_change_groups(comparison, console, details)
-    why = list(dict.fromkeys(w for c in shown for w in c.why))
+    why = list(dict.fromkeys(w for c in changes if c.kind != "same" for w in c.why))
     if why:
         say(console, "why:")
         for w in why:
