@@ -102,9 +102,15 @@ def test_range_texts_say_what_they_rest_on():
     # the measured die is outside the whitepaper's family (12 groups, not 8 GPCs): 92 is below its 95–98
     assert (active_clusters(h, 3, 4).low, active_clusters(h, 3, 4).high) == (95, 98)
     b200 = REFERENCE_GPUS["sm_100"]
-    assert (active_clusters(b200, 1, 2).low, active_clusters(b200, 1, 2).high) == (0, 74)
-    assert "GPC layout not sourced" in active_clusters(b200, 1, 2).text()
-    assert (active_clusters(b200, 2, 2).low, active_clusters(b200, 2, 2).high) == (0, 148)   # GPCs of 1 SM allowed
+    # B200: 8 GPCs of ≤ 20 SMs or 10 of ≤ 16, SMs in TPCs of 2 ([b200]): every GPC has an even SM count, so
+    # clusters of 2 fill all 148 SMs (it was 0–74, from GPCs of one SM no real part has)
+    assert (active_clusters(b200, 1, 2).low, active_clusters(b200, 1, 2).high) == (74, 74)
+    assert active_clusters(b200, 1, 2).text() == (
+        "clusters of 2: 74 active on B200 (148 SMs in 8 GPCs of ≤ 20 or 10 GPCs of ≤ 16 SMs, TPCs of 2) (the same "
+        "on every GPC layout its SM and TPC counts allow; figures: [b200] in tileprobe/model/cluster.py)")
+    assert (active_clusters(b200, 2, 2).low, active_clusters(b200, 2, 2).high) == (148, 148)
+    # clusters of 4 depend on GPC sizes mod 4: 10 GPCs of 14–16 SMs, or 8 of 18–20
+    assert (active_clusters(b200, 1, 4).low, active_clusters(b200, 1, 4).high) == (34, 37)
     c = active_clusters(H200_MEASURED, 1, 16)
     assert (c.low, c.high, c.naive) == (7, 7, 8)
     assert c.text() == (
@@ -181,10 +187,17 @@ def test_persistent_gemm_statuses_say_what_happened(pm):
         assert got[(arch, 1, 1)] == ("met", "met")            # the reference values
         assert got[(arch, 1, 8)] == ("met", "ignored")        # occupancy 8 gives occupancy 1's machine code
     assert got[("sm_90", 2, 1)] == ("honoured", "met") and got[("sm_90", 1, 2)] == ("met", "honoured")
-    assert got[("sm_90", 2, 4)] == ("honoured", "ignored")
+    # occupancy 4 builds occupancy 2's code (2 CTAs/SM < 4), up from 1 CTA/SM at the reference: partial, and the
+    # reason still says which value's code it is (the moe / tiled matmul case on sm_90)
+    assert got[("sm_90", 2, 4)] == ("honoured", "partial") and got[("sm_90", 1, 4)] == ("met", "partial")
+    four = pm[("sm_90", 1, 4)]["occupancy"].reason
+    assert four.startswith("2 CTAs/SM (up from 1 at occupancy=1) but < 4")
+    assert "same machine code and resources as occupancy=2" in four
     # issue 26: on sm_100 the B200's GPC layout (clusters) and the reserve reading (115,860 B) decide these
-    assert got[("sm_100", 2, 1)] == ("honoured", "unverified") and got[("sm_100", 1, 2)] == ("met", "unverified")
-    assert got[("sm_100", 2, 4)] == ("honoured", "unverified")
+    # clusters of 2 on the B200 are 74 × CTAs/SM on every layout [b200] allows: occupancy 1 is met, no longer
+    # unverified on a GPC layout; occupancy 2 still rests on the reserve reading (115,860 B)
+    assert got[("sm_100", 2, 1)] == ("honoured", "met") and got[("sm_100", 1, 2)] == ("met", "unverified")
+    assert got[("sm_100", 2, 4)] == ("honoured", "honoured")       # 296 clusters of 2 on every B200 layout
     assert "same machine code and resources as occupancy=1" in pm[("sm_90", 1, 8)]["occupancy"].reason
 
 
@@ -194,11 +207,9 @@ def test_persistent_gemm_cluster_reasons(pm):
                                  "on H200 (132 SMs in groups of 18/18/16/16/16/16/16/8/2/2/2/2 SMs) (layout measured "
                                  "on one H200, 2026-12-01")
     sm100 = pm[("sm_100", 2, 1)]["occupancy"].reason
-    assert "clusters of 2: 0–74 active on B200 (148 SMs) (GPC layout not sourced)" in sm100
-    assert sm100.startswith("met by readings no driver has checked — per-CTA residency counted: whether the 74 "
-                            "clusters of 2 needed for 1 CTA per SM (1 × ⌊148 ÷ 2⌋) are resident depends on the GPC "
-                            "layout (B200's is not sourced) — 1 CTA/SM ≥ 1")
-    assert "clusters of 2: 0–296 active on B200" in pm[("sm_100", 2, 4)]["occupancy"].reason
+    assert sm100.startswith("1 CTA/SM ≥ 1")
+    assert "clusters of 2: 74 active on B200 (148 SMs in 8 GPCs of ≤ 20 or 10 GPCs of ≤ 16 SMs, TPCs of 2)" in sm100
+    assert "clusters of 2: 296 active on B200" in pm[("sm_100", 2, 4)]["occupancy"].reason
 
 
 # clusters of 4 on sm_90 (examples/tilegym_persistent_matmul.py, probe tilegym_persistent_matmul_clusters, audited
@@ -258,13 +269,12 @@ def test_flashinfer_4465_numbers_name_the_explanation_the_verdict_rests_on():
     judge_records(recs)
     v = recs[1].verdicts["occupancy"]
     assert v.status == "unverified"        # issue 26: was honoured, on two readings no driver has checked
+    # the reserve reading alone decides it now: clusters of 2 fill every GPC a real B200 can have (148 at 2 CTAs/SM)
     assert v.reason.startswith("honoured by readings no driver has checked — the cubin's shared size read as "
                                   "including the 1 KB per-CTA reserve (from the cubin's layout; no driver has checked "
-                                  "it on sm_100): the other reading gives 1 CTA/SM, short of 2; and per-CTA residency "
-                                  "counted: whether the 148 clusters of 2")
-    assert "clusters of 2: 0–148 active on B200 (148 SMs) (GPC layout not sourced)" in v.reason
-    assert "whether the 148 clusters of 2 needed for 2 CTAs per SM (2 × ⌊148 ÷ 2⌋) are resident depends on the GPC " \
-        "layout" in v.reason
+                                  "it on sm_100): the other reading gives 1 CTA/SM, short of 2 — 2 CTAs/SM ≥ 2")
+    assert "clusters of 2: 148 active on B200 (148 SMs in 8 GPCs of ≤ 20 or 10 GPCs of ≤ 16 SMs" in v.reason
+    assert "per-CTA residency counted" not in v.reason
     assert "2 × (115,852 + 1,024) = 233,752 B (233,984 B in 128-B units) > 233,472 B per SM → 1 CTA/SM" in v.reason
-    assert "(then clusters of 2: 0–74 active on B200 (148 SMs) (GPC layout not sourced))" in v.reason
+    assert "(then clusters of 2: 74 active on B200" in v.reason
     assert "cubin layout only, not driver-checked" in v.reason

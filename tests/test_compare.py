@@ -134,8 +134,9 @@ COMPARE_SHORT = """\
 1 regression(s), 0 improvement(s), 1 changed, 0 same, 1 on one side only
 w4a16:
 ! sm_120 GATHER=True LOOP=True occupancy=2: occupancy honoured → ignored; CTAs/SM 2 → 1 · also threads 256 → 384, registers 128 → 168, shared B 44,068 → 100,484
-x sm_120 GATHER=True LOOP=True occupancy=1: shared B 44,092 → 100,484
 ? sm_120 GATHER=True LOOP=True occupancy=4: only in A
+x changed (1 variant), by kind of change (--details lists each variant):
+    shared B: 1 variant, +56,392 (44,092 → 100,484)
 why:
   - a hint's goal no longer met
   - fewer CTAs/SM: less latency hidden (lost residency)
@@ -149,6 +150,15 @@ def test_compare_cli_prints_the_counts_first_then_each_change_short(tmp_path, ca
     lines = [ln.rstrip() for ln in capsys.readouterr().out.splitlines()]
     assert lines[:2] == [f"A: {pa} (tileiras 13.3.36)", f"B: {pb} (tileiras 13.4.92)"]
     assert "\n".join(lines[2:]) == COMPARE_SHORT
+
+
+def test_compare_cli_details_lists_each_changed_variant(tmp_path, capsys):
+    from tileprobe.cli import main
+    pa, pb = _result_files(tmp_path)
+    assert main(["compare", pa, pb, "--details"]) == 0
+    out = capsys.readouterr().out
+    assert "x sm_120 GATHER=True LOOP=True occupancy=1: shared B 44,092 → 100,484" in out
+    assert "x changed (1 variant), by kind of change:\n    shared B: 1 variant" in out
 
 
 def test_compare_cli_prints_the_changes_table(tmp_path, capsys):

@@ -118,7 +118,7 @@ def test_schema1_gate_words_keep_passing_when_the_goal_is_met_without_the_hint()
     met = rec(verdict="met", reason="2 CTAs/SM ≥ 2; same machine code and resources as occupancy=1")
     assert check([met], ["occupancy honoured"]) == [] and check([met], ["occupancy met"]) == []
     (f,) = check([met], ["occupancy took effect"])
-    assert (f.expected, f.got) == ("honoured (the hint changed the code and met its goal)", "met")
+    assert (f.expected, f.got) == ("honoured (the hint met a goal its reference fell short of)", "met")
     assert check([rec()], ["occupancy took effect"]) == []
 
 

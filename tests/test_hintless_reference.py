@@ -75,18 +75,17 @@ def test_static_advice_names_no_pick_only_a_measurement_could_justify(records):
         assert "which is fastest must be measured" in line and "`tileprobe run " in line
 
 
-def test_the_flashinfer_like_cluster_variant_on_sm_100_is_unverified(records):
+def test_the_flashinfer_like_cluster_variant_on_sm_100_counts_clusters_on_real_gpc_sizes(records):
+    """Clusters of 2 fill every GPC a real B200 can have (8 or 10 GPCs, SMs in TPCs of 2): 148 resident at
+    2 CTAs/SM on every layout, so the goal is decided (it was `unverified` on a 0–148 range)."""
     r = _one(records, "sm_100", (128, 128, 64), num_ctas=2, occupancy=2)
     assert r.cluster_dims == [2, 1, 1] and r.ctas_per_sm == 2
     v = r.verdicts["occupancy"]
-    assert v.status == "unverified"
-    assert v.reason.startswith("honoured by readings no driver has checked — per-CTA residency counted: whether "
-                                  "the 148 clusters of 2 needed for 2 CTAs per SM (2 × ⌊148 ÷ 2⌋) are resident "
-                                  "depends on the GPC layout (B200's is not sourced)")
+    assert v.status in ("honoured", "met") and "per-CTA residency counted" not in v.reason
+    assert "clusters of 2: 148 active on B200" in v.reason
     assert r.verdicts["num_ctas"].status == "met"              # the cluster shape itself is in the cubin
     line = next(line for line in advice(records) if "sm_100" in line)
-    assert "(verdict unverified: a rule no driver has checked decides the goal)" in line
-    assert "0–148 clusters of 2 resident on B200 (occupancy 2 needs 148)" in line
+    assert "148 clusters of 2 resident on B200 (occupancy 2 needs 148)" in line
 
 
 def test_one_name_with_disjoint_archs_in_one_file(records):

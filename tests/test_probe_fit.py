@@ -143,7 +143,7 @@ def test_per_probe_compile_timeout_and_the_default(tmp_path):
 
 
 def test_declared_hints_show_their_values_per_arch():
-    """A kernel declaring occupancy=ByTarget(sm_100=16): tables say 16 on sm_100 and auto on sm_90, not None."""
+    """A kernel declaring occupancy=ByTarget(sm_100=16): tables say 16 on sm_100 and hint-less on sm_90, not None."""
     sys.path.insert(0, os.path.join(DATA, "record"))
     try:
         import kernels as k
@@ -157,7 +157,7 @@ def test_declared_hints_show_their_values_per_arch():
         rec = VariantRecord(kernel="scale_rows", probe="p.py", case={}, hints={"occupancy": None}, arch=arch,
                             tileiras="", status="compile_error", effective_hints=effective_hints(k.scale_rows, arch))
         cells[arch] = row_cells(rec, ["occupancy"])[0]
-    assert cells == {"sm_100": "16 (declared)", "sm_90": "auto"}
+    assert cells == {"sm_100": "16 (declared)", "sm_90": "hint-less"}
     launched = VariantRecord(kernel="k", probe="p.py", case={}, hints={"occupancy": 9}, arch="sm_90", tileiras="",
                              status="ok", effective_hints={"occupancy": 9})
     assert hint_cell(launched, "occupancy") == "9"

@@ -1,7 +1,9 @@
 """Register-pool balance of setmaxnreg (issue 23): real cubins for the verdicts they show, hand-made SASS for the rest.
 
 Real cubins (``tests/data/regpool``): examples/rms_norm_large.py compiled by tileiras 13.3.36 for sm_90 with
-ALLOW_TMA=False, occupancy=16 (hung on an H200 under the watchdog, 2026-12-01) and occupancy=4 (ran).
+ALLOW_TMA=False, occupancy=16 (hung on an H200 under the watchdog, 2026-12-01) and occupancy=4 (ran); the same
+kernel at occupancy=4 compiled by tileiras 13.4.92 (pip) for sm_100 (ALLOW_TMA=False) and sm_120 (both), whose
+SASS spells integer adds ``IADD3 R0, PT, PT, R0, -0x5, RZ`` and ``IADD R0, R0, -0x5`` (2026-12-05).
 """
 from pathlib import Path
 
@@ -137,6 +139,9 @@ def test_a_branch_the_model_cannot_decide_is_unknown():
                                                                               "R2UR UR5, R0")
     c = check_listing(_listing(text), None, 128, 256, (256, 1, 1))
     assert c.verdict == UNKNOWN and "may reach counts {24, 232}" in c.reason
+    # and it names the instruction that stopped the walk: the load the split depends on
+    assert c.reason.endswith("the walk could not decide @P0 BRA `(.L_x_0) at 0x0060: P0 is computed from "
+                             "LDG.E R0, desc[UR4][R2.64] at 0x0020, which the model does not read")
 
 
 def test_an_indirect_branch_is_unknown():
@@ -367,3 +372,77 @@ def test_a_symbol_name_that_is_no_utf8_does_not_crash_the_sass_read():
         out = fn(bytes(data), "")
         assert isinstance(out, dict)
 
+
+
+# --- every integer-add spelling nvdisasm writes, sm_80 … sm_120 ------------------------------------------------
+NEW_ARCHS = {"rms_norm_large_13.4.92_tma_off_occ4_sm_100.cubin": "sm_100",
+             "rms_norm_large_13.4.92_tma_off_occ4_sm_120.cubin": "sm_120",
+             "rms_norm_large_13.4.92_tma_on_occ4_sm_120.cubin": "sm_120"}
+
+
+@needs_nvdisasm
+@pytest.mark.parametrize("name", sorted(NEW_ARCHS))
+def test_sm_100_and_sm_120_cubins_balance_their_pool(name):
+    """Warp group 0 (warps 0-3) grows to 96, warps 4-7 shrink to 32: the split the sm_90 cubin of 13.3.36 has.
+    Before the walk read the carry-predicate IADD3 / IADD adds (and CS2R.32 as one register) it lost the warp
+    index and called these ``unknown``."""
+    pool = _check(DATA / "regpool" / name)
+    assert pool.verdict == POOL_OK, pool.reason
+    assert pool.warpgroup_counts == [96, 32]
+    assert [(i.action, i.target, i.warps) for i in pool.instructions] == [
+        ("TRY_ALLOC", 96, [0, 1, 2, 3]), ("DEALLOC", 32, [4]), ("DEALLOC", 32, [5, 6, 7])]
+
+
+def _real_adds():
+    """(arch, instruction) for every plain 32-bit integer add in the cubins of tests/data, by nvdisasm -c."""
+    import re
+    import subprocess
+    from tileprobe.model.regpool import _ADDS, _NOT_PLAIN_ADD, _parse
+    from tileprobe.model.sass import find_nvdisasm
+    out = []
+    for f in sorted((DATA / "cubins").glob("matmul_*.cubin")) + sorted((DATA / "regpool").glob("*.cubin")):
+        arch = re.search(r"sm_\d+", f.name).group(0)
+        listing = subprocess.run([find_nvdisasm(), "-c", str(f)], capture_output=True, text=True, check=True).stdout
+        out += [(arch, i) for i in _parse(listing, None) if i.base in _ADDS and not (_NOT_PLAIN_ADD & set(i.mods))]
+    return out
+
+
+@needs_nvdisasm
+def test_every_plain_integer_add_of_each_arch_is_read_as_an_add():
+    """Every IADD3 / UIADD3 / VIADD / IADD (not .X, not .64) of the matmul cubins of sm_80, sm_90, sm_100, sm_120
+    and the register-pool cubins gives its destination the sum of its terms when they are known."""
+    from tileprobe.model.regpool import _PREDICATE_OPERAND, _effect
+    adds = _real_adds()
+    archs = {a for a, _ in adds}
+    assert archs == {"sm_80", "sm_90", "sm_100", "sm_120"}
+    spellings = {(i.base, len(i.operands)) for _, i in adds}
+    assert {("IADD3", 4), ("IADD3", 5), ("IADD3", 6), ("UIADD3", 6), ("VIADD", 3), ("IADD", 3)} <= spellings
+    for arch, ins in adds:
+        env = {}
+        terms = [o for o in ins.operands[1:] if not _PREDICATE_OPERAND.fullmatch(o)]
+        for k, o in enumerate(terms):
+            reg = o.lstrip("-~").removesuffix(".reuse")
+            if reg not in ("RZ", "URZ") and not reg.startswith(("0x", "c[")) and not reg.isdigit():
+                env[reg] = 7 + k
+        if any(o.startswith("c[") for o in terms) or ins.operands[0] in ("RZ", "URZ"):
+            continue          # a constant-bank operand (not known statically), or a NOP-like add to RZ
+        got = _effect(ins, env).get(ins.operands[0])
+        assert got is not None, f"{arch}: {ins.text()} not read as an add"
+
+
+def test_the_add_spellings_compute_their_sums():
+    from tileprobe.model.regpool import _effect, _parse
+    body = _listing("""
+IADD3 R1, PT, PT, R0, -0x5, RZ
+IADD R2, R0, -0x5
+IADD3 R3, P1, R0, 0x2, RZ
+UIADD3 UR4, UPT, UPT, UR5, 0x1, URZ
+VIADD R4, R0.reuse, 0xfffffffe
+IADD3 R5, R0, ~R6, RZ
+""")
+    env = {"R0": 9, "UR5": 3, "R6": 0, "P1": True}
+    for ins in _parse(body, None):
+        env = _effect(ins, env)
+    assert (env["R1"], env["R2"], env["R3"], env["UR4"], env["R4"]) == (4, 4, 11, 4, 7)
+    assert env["R5"] == 8             # 9 + ~0 = 9 - 1
+    assert "P1" not in env            # the carry-out predicate is no longer known

@@ -69,16 +69,20 @@ def _hrec(build, tile, occ, ok=True):
     return r
 
 
-def test_html_what_changed_is_not_led_by_an_accidental_run():
+def test_html_what_changed_leaves_out_only_a_build_without_a_partner():
+    """A build is "Not compared" only when none of its variants was audited with another build; one with fewer
+    variants than the others (13.3.36: 3 against 8, all partnered) is compared."""
     from tileprobe.analyses.compare import compiler_steps
     from tileprobe.report.html import compiler_changes_section
-    rows = [_hrec(b, t, o) for b in ("13.3.36", "13.4.92") for t in (64, 128) for o in (1, 2)]
-    rows.append(_hrec("13.2.86", 64, 1))             # one variant under another release
+    rows = [_hrec("13.4.92", t, o) for t in (64, 128, 256, 512) for o in (1, 2)]
+    rows += [_hrec("13.3.36", t, o) for t, o in ((64, 1), (64, 2), (128, 1))]
+    rows.append(_hrec("13.2.86", 32, 1))             # one variant no other release audited
     steps = compiler_steps(rows)
     assert steps.left_out == [(_build("13.2.86"), 1)] and [s[:2] for s in steps.steps] == [
         (_build("13.3.36"), _build("13.4.92"))]
     html = compiler_changes_section(steps)
-    assert "Not compared (fewer than half the variants of the others): tileiras 13.2.86 (1 variant)" in html
+    assert "Not compared (no variant also audited with another compiler): tileiras 13.2.86 (1 variant)" in html
+    assert "tileiras 13.3.36 (3 variants)" not in html
     assert "What changed from tileiras 13.2.86" not in html and "What changed from tileiras 13.3.36 to tileiras " \
         "13.4.92" in html
 

@@ -119,8 +119,10 @@ def test_a_declared_value_is_the_hint_less_reference():
     rows = [one, free]
     assign_verdicts(rows, ["occupancy"])
     assert free.verdicts["occupancy"].status == "infeasible"     # 16 × 256 threads > 2,048
+    assert one.verdicts["occupancy"].status == "met"      # the hint-less build already has 8 CTAs/SM ≥ 1
     assert one.verdicts["occupancy"].reason.endswith(
-        "vs the hint-less build (declared occupancy=16): registers 32→255, CTAs/SM 8→1")
+        "already met by the hint-less build (declared occupancy=16) at 8 CTAs/SM; the hint changed "
+        "registers 32→255, CTAs/SM 8→1")
     assert variant_label(free) == "C=1 occupancy=16 (declared)"
 
 
@@ -147,3 +149,49 @@ def test_hints_without_a_goal_take_the_hint_less_build_as_baseline():
     assert rows[1].verdicts["opt_level"].reason == "vs the hint-less build (declared opt_level=3): registers 128→96"
     assert rows[2].verdicts["opt_level"].reason == ("same machine code and resources as the hint-less build "
                                                        "(declared opt_level=3)")
+
+
+# --- what the hint did: met by the hint-less build, partial before ignored, a declared value --------------------
+# RMSNorm (unsloth's, TileGym 1.5.1) N_COLS=5120 on sm_120 under 13.4.92: the hint-less build already has 126
+# registers and 4 CTAs/SM; occupancy=4 only moves registers to 128, still 4 CTAs/SM.
+def test_a_goal_the_hint_less_build_already_met_is_met_not_honoured():
+    from tileprobe.analyses.gate import check
+    free, four = rec(None, 128, 126, 0, 4, "A"), rec(4, 128, 128, 0, 4, "B")
+    assign_verdicts([free, four], ["occupancy"])
+    v = four.verdicts["occupancy"]
+    assert v.status == "met"
+    assert v.reason.endswith("already met by the hint-less build at 4 CTAs/SM; the hint changed registers 126→128")
+    (f,) = check([four], ["occupancy took effect"])          # the hint bought nothing toward its goal
+    assert f.got == "met"
+    assert check([four], ["occupancy honoured"]) == []       # the goal itself is met
+
+
+def test_a_hint_that_reaches_the_goal_the_reference_missed_is_honoured():
+    free, four = rec(None, 128, 160, 0, 3, "A"), rec(4, 128, 128, 0, 4, "B")
+    assign_verdicts([free, four], ["occupancy"])
+    assert four.verdicts["occupancy"].status == "honoured"
+    assert four.verdicts["occupancy"].reason.endswith("vs the hint-less build: registers 160→128, CTAs/SM 3→4")
+
+
+def test_same_code_as_another_value_but_up_from_the_reference_is_partial():
+    """moe / tiled matmul on sm_90: occupancy 4 builds occupancy 2's code (2 CTAs/SM) against a 1-CTA/SM reference."""
+    rows = [rec(None, 256, 255, 1000, 1, "A", arch="sm_90"), rec(2, 256, 128, 1000, 2, "B", arch="sm_90"),
+            rec(4, 256, 128, 1000, 2, "B", arch="sm_90")]
+    assign_verdicts(rows, ["occupancy"])
+    v = rows[2].verdicts["occupancy"]
+    assert v.status == "partial"
+    assert v.reason.startswith("2 CTAs/SM (up from 1 at the hint-less build) but < 4")
+    assert "same machine code and resources as occupancy=2" in v.reason
+
+
+def test_a_declared_hint_on_the_hint_less_build_is_compared_with_the_explicit_builds():
+    """A kernel declaring occupancy=16 on sm_100: the hint-less build gets 46 registers and 10 CTAs/SM, the
+    explicit builds 90 registers and 5 CTAs/SM."""
+    free = rec(None, 128, 46, 0, 10, "A", arch="sm_100")
+    free.effective_hints = {"occupancy": 16}
+    rows = [free, rec(8, 128, 90, 0, 5, "B", arch="sm_100"), rec(16, 128, 90, 0, 5, "B", arch="sm_100")]
+    assign_verdicts(rows, ["occupancy"])
+    reason = free.verdicts["occupancy"].reason
+    assert free.verdicts["occupancy"].status == "ignored"
+    assert reason.endswith("the explicit builds: occupancy=16: 5 CTAs/SM, 90 registers (other machine code); "
+                           "occupancy=8: 5 CTAs/SM, 90 registers (other machine code)")

@@ -45,7 +45,8 @@ from tileprobe.errors import TileprobeError, UsageError
 from tileprobe.records import SassFacts
 from tileprobe.schema import VariantRecord, VariantRun, build_order, load, number_text, short_build
 from tileprobe.analyses.noise import TimeStats, time_change
-from tileprobe.analyses.results import Change, CompilerSteps, Comparison
+from tileprobe.analyses.results import (Change, ChangeGroup, CompilerSteps, Comparison,  # noqa: F401 (API)
+                                        change_topic, group_changes)
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.21 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
@@ -107,16 +108,20 @@ def compare_records(a: list[VariantRecord], b: list[VariantRecord]) -> list[Chan
 
 def compiler_steps(rows: Sequence[VariantRecord]) -> CompilerSteps:
     """What changed between each pair of consecutive compiler builds of ``rows`` (one kernel's records; builds in
-    :func:`~tileprobe.schema.build_order`): :func:`compare_records` of each pair, older build as A. A build with
-    fewer than half the variants of the most-audited one is left out (issue 27: an accidental run of a few variants
-    must not lead)."""
+    :func:`~tileprobe.schema.build_order`): :func:`compare_records` of each pair, older build as A. A build none of
+    whose variants is audited under another build (no partner: nothing to compare) is left out and named."""
     counts: dict[str, int] = {}
+    keys: dict[str, set] = {}
     for r in rows:
         if r.tileiras:
             counts[r.tileiras] = counts.get(r.tileiras, 0) + 1
-    most = max(counts.values(), default=0)
-    builds = sorted((b for b, n in counts.items() if 2 * n >= most), key=build_order)
-    few = sorted((b for b, n in counts.items() if 2 * n < most), key=build_order)
+            keys.setdefault(r.tileiras, set()).add(match_key(r))
+
+    def partnered(b: str) -> bool:   # some variant of b is also audited under another build
+        return any(keys[b] & keys[o] for o in keys if o != b)
+
+    builds = sorted((b for b in counts if partnered(b)), key=build_order)
+    few = sorted((b for b in counts if not partnered(b)), key=build_order)
     steps = [(old, new, compare_records([r for r in rows if r.tileiras == old], [r for r in rows if r.tileiras == new]))
              for old, new in zip(builds, builds[1:])]
     return CompilerSteps([(b, counts[b]) for b in few], steps)
@@ -181,6 +186,9 @@ def _classify(ch: Change, a: VariantRecord, b: VariantRecord) -> None:
                 (("stack B", a.stack_bytes, b.stack_bytes),) if not spill else ()):
             if va != vb:
                 changed.append(f"{name} {number_text(va)} → {number_text(vb)}")
+        ia, ib = instruction_count(a), instruction_count(b)
+        if ia is not None and ib is not None and ia != ib:
+            changed.append(f"instructions {ia:,} → {ib:,} ({ib - ia:+,})")
         if not a.same_code(b) and not (changed or notable or worse or better):
             changed.append("machine code differs")
         changed[:0] = notable
@@ -192,6 +200,14 @@ def _classify(ch: Change, a: VariantRecord, b: VariantRecord) -> None:
     ch.kind = "regression" if worse else "improvement" if better else "changed" if changed else "same"
     ch.severity = _severity(worse or better) if worse or better else (0 if notable else 9)
     ch.why, ch.judged = why, len(worse) + len(better)
+
+
+def instruction_count(r: VariantRecord) -> int | None:
+    """Static SASS instructions of the variant, NOPs excluded (code size; ``SassFacts.instructions``), or None when
+    the SASS was not read or the record is older than that count."""
+    sass = r.sass or SassFacts()
+    n = sass.instructions if "instructions" in sass else None
+    return int(n) if isinstance(n, int) and not isinstance(n, bool) else None
 
 
 def spill_counts(r: VariantRecord) -> tuple[int, int] | None:

@@ -358,6 +358,20 @@ def _check_targets(ref: Compiler | None) -> Finding | None:
     return Finding("ok", "targets", f"tileiras {ref.version} accepts {', '.join(ref.targets)}; {note}")
 
 
+def jit_environment_findings(env: Mapping[str, str] | None = None) -> list[Finding]:
+    """The CUDA_HOME / CUDA_PATH findings of :func:`diagnose` that are not ``ok`` (a root without libnvvm, not a
+    folder, empty), for ``env`` (default ``os.environ``): what would break the user's own JIT compile although
+    tileprobe's contained compiles drop those variables. Cheap: no compiler is run (so a root's CUDA version is not
+    compared with tileiras' release here; ``tileprobe doctor`` does that). Never raises."""
+    env = dict(os.environ if env is None else env)
+    try:
+        pick = cutile_pick(env, tcm.pip_versions())
+        found = [_check_cuda_var(v, env, None, pick) for v in ("CUDA_HOME", "CUDA_PATH")]
+    except Exception as e:  # noqa: BLE001 — a warning helper must never stop the audit it serves
+        return [Finding("warn", "environment", f"cannot check CUDA_HOME / CUDA_PATH: {e}", "tileprobe doctor")]
+    return [f for f in found if f is not None and f.level != "ok"]
+
+
 def _check_managed(env: Mapping[str, str]) -> list[Finding]:
     root = tcm.toolchains_dir(env)
     have = tcm.installed(root)

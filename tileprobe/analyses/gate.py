@@ -42,7 +42,8 @@ FORMS = """\
   HINT met                    the same as HINT honoured
                               (an `unverified` verdict, which a rule no driver has checked decides, cannot be
                               checked: it fails unless --allow-unchecked)
-  HINT took effect            the hint changed the machine code and met its goal: verdict honoured (no goal: changed)
+  HINT took effect            the hint met a goal its reference fell short of: verdict honoured, not met
+                              (met: the hint-less build had it already; no goal: changed)
   HINT not ignored            the HINT verdict is anything but ignored / unchanged
   compiles                    the variant compiled (status ok)
   no crash                    tileiras did not crash on it (any other compile result holds) and, when it ran on a
@@ -149,7 +150,7 @@ def verdict_holds(kind: str, status: str) -> tuple[bool, str]:
     if status in EFFECT_STATUSES:
         return status == CHANGED, "changed (no goal to meet: the code changed)"
     if kind == "took_effect":
-        return status == HONOURED, "honoured (the hint changed the code and met its goal)"
+        return status == HONOURED, "honoured (the hint met a goal its reference fell short of)"
     return status in (HONOURED, MET), "honoured or met"
 
 

@@ -13,6 +13,8 @@ report (:class:`CompilerSteps`).
 """
 from __future__ import annotations
 
+import re
+
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Sequence
 
@@ -69,6 +71,79 @@ def to_json(changes: list[Change]) -> list[dict]:
 
 
 @dataclass
+class ChangeGroup:
+    """The changed variants of a comparison that share one kind of change (:func:`group_changes`; :mod:`tileprobe.analyses.compare` re-exports it).
+
+    Attributes:
+        topic: what changed, in the words of the details (``instructions``, ``registers``, ``spills``,
+            ``occupancy honoured → met``, ``MMA HMMA → HGMMA``, ``machine code only``…).
+        changes: the :class:`Change` s with it (a variant is in one group per topic it has).
+        deltas: B − A of the topic's number per change, where the topic has one (instructions, registers, threads,
+            shared B, stack B, CTAs/SM; LDL+STL for spills; TMA instructions), else empty.
+        before, after: the A and B values of those numbers (same order as ``deltas``).
+    """
+    topic: str
+    changes: list[Change] = field(default_factory=list)
+    deltas: list[int] = field(default_factory=list)
+    before: list[int] = field(default_factory=list)
+    after: list[int] = field(default_factory=list)
+
+
+#: Topics with a number before and after (``registers 126 → 128``), in the order groups are listed.
+_NUMERIC_TOPICS = ("instructions", "registers", "CTAs/SM", "threads", "shared B", "stack B")
+_ARROW = re.compile(r"(-?[\d,]+)(?: LDL/(\d+) STL)? → (-?[\d,]+)(?: LDL/(\d+) STL)?")
+CODE_ONLY = "machine code only (same size and resources)"
+
+
+def change_topic(detail: str) -> str:
+    """The kind of one change detail (:attr:`Change.details`): its numeric topic (``instructions``, ``registers`` …),
+    ``spills``, ``stack``, the MMA switch without its TMA count, ``TMA``, ``register cap (.maxnreg)``, ``machine
+    code only`` for ``machine code differs``, else the detail itself (status, run and verdict transitions,
+    ``occupancy honoured → met``)."""
+    for t in _NUMERIC_TOPICS:
+        if detail.startswith(t + " "):
+            return t
+    if detail.startswith("spills "):
+        return "spills"
+    if detail.startswith("stack "):
+        return "stack"
+    if detail.startswith("MMA "):
+        return detail.split(",")[0]
+    if detail.startswith("TMA "):
+        return "TMA"
+    if detail.startswith("register cap"):
+        return "register cap (.maxnreg)"
+    if detail == "machine code differs":
+        return CODE_ONLY
+    return detail
+
+
+def group_changes(changes: Sequence[Change], kinds: Sequence[str] = ("changed",)) -> list[ChangeGroup]:
+    """The changes of ``kinds`` grouped by topic (:func:`change_topic`), the most variants first (numeric topics
+    in :data:`_NUMERIC_TOPICS` order among equals): what ``compare`` and the reports print one line each for,
+    instead of a line per variant (``--details`` lists every variant)."""
+    groups: dict[str, ChangeGroup] = {}
+    for c in changes:
+        if c.kind not in kinds:
+            continue
+        for d in c.details:
+            topic = change_topic(d)
+            g = groups.setdefault(topic, ChangeGroup(topic))
+            if g.changes and g.changes[-1] is c:
+                continue
+            g.changes.append(c)
+            m = _ARROW.search(d)
+            if m and (topic in _NUMERIC_TOPICS or topic in ("spills", "TMA")):
+                a = int(m.group(1).replace(",", "")) + int(m.group(2) or 0)
+                b = int(m.group(3).replace(",", "")) + int(m.group(4) or 0)
+                g.before.append(a)
+                g.after.append(b)
+                g.deltas.append(b - a)
+    order = {t: i for i, t in enumerate(_NUMERIC_TOPICS)}
+    return sorted(groups.values(), key=lambda g: (-len(g.changes), order.get(g.topic, len(order)), g.topic))
+
+
+@dataclass
 class Comparison:
     """What :func:`~tileprobe.analyses.compare.compare_results` found: the :class:`Change` s (regressions first),
     the names of sides A and B, the environment of the audit or file they came from (``{}`` for two files), and
@@ -107,8 +182,8 @@ class Comparison:
 @dataclass
 class CompilerSteps:
     """What changed between consecutive compiler builds among one kernel's records (the HTML report's first
-    section, :func:`tileprobe.analyses.compare.compiler_steps`): the builds ``left_out`` of the comparison (fewer
-    than half the variants of the most-audited one: an accidental run must not lead) with their variant counts, and
+    section, :func:`tileprobe.analyses.compare.compiler_steps`): the builds ``left_out`` of the comparison (none
+    of their variants audited with another build: no partner) with their variant counts, and
     each compared pair, oldest first, as (older build, newer build, its :class:`Change` s, regressions first)."""
     left_out: list[tuple[str, int]] = field(default_factory=list)
     steps: list[tuple[str, str, list[Change]]] = field(default_factory=list)

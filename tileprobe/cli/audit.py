@@ -81,6 +81,7 @@ def cmd_audit(args) -> int:
     err = console(stderr=True)
     if not split(args.arch):
         raise UsageError(f"--arch {args.arch!r} names no architecture; e.g. --arch sm_90,sm_120")
+    _warn_jit_environment(err)
     where, overrides = where_of(args), overrides_of(args)
     tcs, tc_errors = resolve_tileiras(args.tileiras, args.install)
     if args.tileiras and not tcs:
@@ -123,6 +124,16 @@ def _print_problems(err, result) -> None:
         err.print(f"[red]probe error[/]: {escape(e)}", highlight=False, soft_wrap=True)
     for note in result.notes:
         say(err, f"note: {note}")
+
+
+def _warn_jit_environment(err) -> None:
+    """Once per audit: a CUDA_HOME / CUDA_PATH that would break the user's own JIT compile (no libnvvm, not a
+    folder, empty), as ``tileprobe doctor`` says it (:func:`tileprobe.analyses.doctor.jit_environment_findings`).
+    The audit's compiles drop these variables, so they succeed; the program run with them would not."""
+    from tileprobe.analyses.doctor import jit_environment_findings
+    for f in jit_environment_findings():
+        say(err, f"warning: {f.message} Fix: {f.fix}. (The audit's own compiles drop {f.topic}; `tileprobe "
+                 "doctor` checks the whole setup.)")
 
 
 def repeat_line(records, repeat: int) -> str:

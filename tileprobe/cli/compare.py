@@ -32,6 +32,8 @@ def add_parser(sub) -> None:
                    "cover every variant)")
     p.add_argument("--wide", action="store_true", help="A and B side by side in a table (with --probe: and the audit "
                    "tables, at full width)")
+    p.add_argument("--details", action="store_true", help="list every changed variant, not only one line per kind "
+                   "of change (regressions and improvements are always listed)")
     p.add_argument("--tables", action="store_true", help="with --probe: the audit tables of both compilers too, "
                    "after the comparison")
     add_where_option(p, "variants")
@@ -56,11 +58,11 @@ def cmd_compare(args) -> int:
         write_json_doc(args.json, c.to_json())
     if args.format == "markdown" and text_out:
         from tileprobe.report.markdown import compare_markdown
-        sys.stdout.write(clean(compare_markdown(c, command_line())))
+        sys.stdout.write(clean(compare_markdown(c, command_line(), details=args.details)))
     elif args.format == "table" and text_out:
         from tileprobe.report.terminal import render_compare
         out = console()
-        render_compare(c, out, wide=args.wide)    # issue 27: the comparison first, short
+        render_compare(c, out, wide=args.wide, details=args.details)    # the comparison first, short
         if c.audited and (args.tables or args.wide):
             from tileprobe.select import select
             from tileprobe.report.terminal import render_audit

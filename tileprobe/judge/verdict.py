@@ -4,19 +4,29 @@ Hints with a checkable goal (occupancy: theoretical CTAs/SM ≥ N, and for a clu
 size⌋ clusters resident on the arch's reference GPU; num_ctas: a cluster of N CTAs; allow_tma: TMA instructions
 present / absent) get one of:
 
-* ``honoured`` — the goal is met AND the hint changed the machine code: it differs from the reference's.
-* ``met`` — the goal is met, but with the same machine code and resources as the reference (or this is the
-  reference): the goal was already met without the hint. (Nsight Compute's and cuda_occupancy.h's
-  "theoretical occupancy" is the CTAs/SM compared with N here.)
+Rules in this order (the README's verdict table gives the same order):
+
+* ``infeasible`` — the goal cannot be met on this arch for the CTA the compiler built, whatever it does
+  (e.g. occupancy 16 × 256 threads = 4096 > 2048 threads per SM on sm_90; clusters before sm_90).
+* ``met`` — the goal is met, and the reference already met it: this is the reference, it has the same machine
+  code and resources, or the reference reaches the goal too ("already met by the hint-less build (4 CTAs/SM); the
+  hint changed registers 126→128"): whatever else the hint changed, it bought nothing toward its goal.
+  (Nsight Compute's and cuda_occupancy.h's "theoretical occupancy" is the CTAs/SM compared with N here.)
+* ``honoured`` — the goal is met AND the reference does not meet it: the hint changed the machine code and that
+  change reached the goal.
 * ``unverified`` — (occupancy) met or not depending on a rule no driver has checked: the reading of the 1 KB
   per-CTA shared-memory reserve where it is not driver-checked and the other reading lands on the other side of N,
   or, for a cluster variant whose CTAs meet N, a GPC layout not sourced. The reason starts with the status it would
   have (``honoured by readings no driver has checked — …``). docs/LOG.md §22 has the evidence for each reading.
-* ``partial`` — moved toward the goal and fell short (occupancy: more CTAs/SM than the reference, fewer than N).
-* ``ignored`` — the goal is not met and the hint had no effect: the same machine code and resources as another
-  value of the hint, or no residency change.
-* ``infeasible`` — the goal cannot be met on this arch for the CTA the compiler built, whatever it does
-  (e.g. occupancy 16 × 256 threads = 4096 > 2048 threads per SM on sm_90; clusters before sm_90).
+* ``partial`` — moved toward the goal and fell short (occupancy: more CTAs/SM — or resident clusters — than the
+  reference, fewer than N). Decided against the reference first: a value that shares another value's machine
+  code but is up from the reference is ``partial``, and its reason says the code identity as well.
+* ``ignored`` — the goal is not met and the hint moved nothing toward it against the reference (the reason says
+  when it has the same machine code and resources as another value, or changed code without residency).
+
+The hint-less build of a kernel that declares the hint (``@ct.kernel(occupancy=16)``) is judged on the declared
+value, and its reason adds what the explicit builds got (``the explicit builds: occupancy=16: 5 CTAs/SM, 90
+registers (other machine code)``).
 
 Hints without a checkable goal (opt_level, num_worker_warps, latency and other per-load knobs) get one of:
 
@@ -36,8 +46,8 @@ clusters (TileGym's static persistent matmul; the FlashInfer #4465 kernel, whose
 candidate got 1 block/SM from the driver and failed to launch on GPUs with ≥ 148 SMs), and expects them all
 resident at once. CTAs of a cluster need distinct SMs of one GPC (:mod:`tileprobe.model.cluster`), so on the H200
 30 clusters of 4 fit at 1 CTA/SM where such a grid has 33: 3 wait for a second wave although every SM could hold a
-CTA. Where the GPC layout is not known (sm_100: range
-from 0) and the range straddles the goal, or no GPU of the arch has a sourced layout (sm_120), a goal the CTAs meet
+CTA. Where the GPC layout is not known (sm_100: a range
+over the GPC sizes a real B200 allows, :data:`tileprobe.model.cluster.B200`) and the range straddles the goal, or no GPU of the arch has a sourced layout (sm_120), a goal the CTAs meet
 is ``unverified`` and the reason says it depends on the layout.
 
 Occupancy reasons also name what they rest on: for clusters (``cluster_dims`` > 1 CTA) the resident clusters on
@@ -158,11 +168,12 @@ def judge_occupancy(hint: str, r: VariantRecord, group: list[VariantRecord]) -> 
     count = _cluster_count(r)
     if v.status == HONOURED:
         short = _cluster_shortfall(hint, r, group, count) if count is not None else None
-        v = short if short is not None else _met_or_honoured(hint, r, group, v)
+        v = short if short is not None else _met_or_honoured(hint, r, group, v,
+                                                             ref_met=lambda ref: _occupancy_met(ref, n))
     if v.status in (PARTIAL, IGNORED):
         from tileprobe.judge.advice import what_clusters_take, what_it_takes
         v = v.extended(f"; {what_clusters_take(r, n, count) if count is not None else what_it_takes(r, n)}")
-    notes = [c for c in (_cluster_clause(r), smem_reserve_clause(r, n)) if c]
+    notes = [c for c in (_cluster_clause(r), smem_reserve_clause(r, n), _declared_clause(hint, r, group)) if c]
     if notes and v.status != INFEASIBLE:
         v = v.extended("; " + "; ".join(notes))
     return _unverified(r, n, count, v)
@@ -210,16 +221,54 @@ def _reference(hint: str, r: VariantRecord, group: list[VariantRecord]) -> Varia
 
 
 def _met_or_honoured(hint: str, r: VariantRecord, group: list[VariantRecord], v: Verdict,
-                     ref: VariantRecord | None = None) -> Verdict:
-    """A met goal: ``met`` when ``r`` is the reference or has its machine code and resources, else ``honoured``;
-    the reason names the reference (:func:`_reference`) and what differs from it."""
+                     ref: VariantRecord | None = None, ref_met=None) -> Verdict:
+    """A met goal: ``met`` when ``r`` is the reference, has its machine code and resources, or when the reference
+    already met ``r``'s goal (``ref_met(ref)`` is true: the hint bought nothing toward it, whatever else it
+    changed), else ``honoured``; the reason names the reference (:func:`_reference`) and what differs from it."""
     ref = ref if ref is not None else _reference(hint, r, group)
     if ref is r:
         return _verdict(MET, f"{v.reason}; {_as_reference(hint, r, group)}")
     if r.same_code(ref) and _resources(ref) == _resources(r):
         return _verdict(MET, f"{v.reason}; same machine code and resources as {ref_name(hint, ref)}: "
                              "met without the hint")
+    if ref_met is not None and ref_met(ref):
+        diff = _diff(ref, r)
+        changed = ("only the machine code (same resources)" if diff == _CODE_ONLY else diff)
+        return _verdict(MET, f"{v.reason}; already met by {ref_name(hint, ref)} at "
+                             f"{_ctas(ref.ctas_per_sm or 0)}/SM; the hint changed {changed}")
     return _verdict(HONOURED, f"{v.reason}; vs {ref_name(hint, ref)}: {_diff(ref, r)}")
+
+
+def _occupancy_met(r: VariantRecord, n: int) -> bool:
+    """Whether ``r`` itself meets ``occupancy=n``: ≥ n CTAs/SM and, for a cluster variant, n × ⌊SMs ÷ cluster
+    size⌋ clusters resident for certain on the arch's reference GPU (:meth:`ClusterCount.goal_met`)."""
+    if (r.ctas_per_sm or 0) < n:
+        return False
+    if cluster_size(r.cluster_dims) <= 1:
+        return True
+    count = _cluster_count(r)
+    return count is not None and count.goal_met(n) is True
+
+
+def _declared_clause(hint: str, r: VariantRecord, group: list[VariantRecord]) -> str:
+    """For the hint-less build of a kernel that declares the hint (``@ct.kernel(occupancy=16)``), what the explicit
+    builds got beside it (``the explicit builds: occupancy=16: 5 CTAs/SM, 90 registers (other machine code)``), so
+    that a declared value is compared with the same value asked explicitly; '' otherwise (no declared value, not
+    the hint-less build, or no explicit build audited). At most four values, the declared one first."""
+    if not r.hintless(hint) or r.hint(hint) is None:
+        return ""
+    explicit = [o for o in group if o.ok and not o.hintless(hint) and o.hint(hint) is not None]
+    if not explicit:
+        return ""
+    declared = r.hint(hint)
+    explicit.sort(key=lambda o: (o.hint(hint) != declared, _sort_key(o.hint(hint))))
+    parts = []
+    for o in explicit[:4]:
+        same = r.same_code(o) and _resources(o) == _resources(r)
+        parts.append(f"{hint}={number_text(o.hint(hint))}: {_ctas(o.ctas_per_sm or 0)}/SM, {o.registers} registers"
+                     f" ({'same machine code' if same else 'other machine code'})")
+    more = f" (+{len(explicit) - 4} more)" if len(explicit) > 4 else ""
+    return f"the explicit builds: {'; '.join(parts)}{more}"
 
 
 def _as_reference(hint: str, r: VariantRecord, group: list[VariantRecord]) -> str:
@@ -238,6 +287,9 @@ def _as_reference(hint: str, r: VariantRecord, group: list[VariantRecord]) -> st
     return f"the lowest {hint} value audited, the reference of the others; {missing}"
 
 
+_CODE_ONLY = "machine code differs, same resources"
+
+
 def _diff(base: VariantRecord, r: VariantRecord) -> str:
     """What differs between two variants' resources and residency (registers 118→255, CTAs/SM 1→2, new spills
     …), or that only the machine code does."""
@@ -248,7 +300,7 @@ def _diff(base: VariantRecord, r: VariantRecord) -> str:
         ("CTAs/SM", base.ctas_per_sm, r.ctas_per_sm)) if a != b]
     if _spilled(r) and not _spilled(base):
         diffs.append("new spills")
-    return ", ".join(diffs) if diffs else "machine code differs, same resources"
+    return ", ".join(diffs) if diffs else _CODE_ONLY
 
 
 def _spilled(r: VariantRecord) -> bool:
@@ -286,12 +338,13 @@ def _cluster_shortfall(hint: str, r: VariantRecord, group: list[VariantRecord], 
     if ctas_per_sm_for_goal(count.gpu, count.size, n, most, certain=False) is None:
         return _verdict(INFEASIBLE, f"{per}; not even at {most} CTAs/SM, the most of {r.threads} threads an SM holds")
     twin = _same_code(hint, r, group)
-    if twin is not None:
-        return _verdict(IGNORED, f"same machine code and resources as {ref_name(hint, twin)}: {per}")
     base = _baseline(hint, r, group)
     base_count = _cluster_count(base) if base is not None else None
-    if base_count is not None and base_count.high < count.high:
-        return _verdict(PARTIAL, f"{per}; up from {base_count.high} clusters at {ref_name(hint, base)}")
+    if base_count is not None and base_count.high < count.high:   # against the reference first
+        also = f"; same machine code and resources as {ref_name(hint, twin)}" if twin is not None else ""
+        return _verdict(PARTIAL, f"{per}; up from {base_count.high} clusters at {ref_name(hint, base)}{also}")
+    if twin is not None:
+        return _verdict(IGNORED, f"same machine code and resources as {ref_name(hint, twin)}: {per}")
     return _verdict(IGNORED, per)
 
 
@@ -373,13 +426,14 @@ def _judge_occupancy(hint: str, r: VariantRecord, group: list[VariantRecord]) ->
     if ctas >= n:
         return _verdict(HONOURED, f"{_ctas(ctas)}/SM ≥ {n} ({_fmt_res(r)}; limiter: {r.limiter})")
     twin = _same_code(hint, r, group)
+    base = _baseline(hint, r, group)
+    if base is not None and ctas > (base.ctas_per_sm or 0):      # against the reference first, then code identity
+        also = f"; same machine code and resources as {ref_name(hint, twin)}" if twin is not None else ""
+        return _verdict(PARTIAL, f"{_ctas(ctas)}/SM (up from {base.ctas_per_sm} at {ref_name(hint, base)}) "
+                                 f"but < {n}; limiter: {r.limiter} ({_fmt_res(r)}){also}")
     if twin is not None:
         return _verdict(IGNORED, f"same machine code and resources as {ref_name(hint, twin)}: {_ctas(ctas)}/SM < {n} "
                                  f"({_fmt_res(r)}; limiter: {r.limiter})")
-    base = _baseline(hint, r, group)
-    if base is not None and ctas > (base.ctas_per_sm or 0):
-        return _verdict(PARTIAL, f"{_ctas(ctas)}/SM (up from {base.ctas_per_sm} at {ref_name(hint, base)}) "
-                                 f"but < {n}; limiter: {r.limiter} ({_fmt_res(r)})")
     changed = ""
     if base is not None and _resources(base) != _resources(r):
         changed = f"; code changed vs {ref_name(hint, base)} ({_fmt_res(base)}) without changing residency"
@@ -409,7 +463,7 @@ def judge_num_ctas(hint: str, r: VariantRecord, group: list[VariantRecord]) -> V
         v = v.extended(f"; {_ctas(r.ctas_per_sm or 0)}/SM per CTA residency, {note}")
     if size > 1 and not r.ctas_per_sm:
         return _verdict(INFEASIBLE, f"{v.reason}; the CTA cannot launch on {r.arch} (limiter: {r.limiter})")
-    return _met_or_honoured(hint, r, group, v)
+    return _met_or_honoured(hint, r, group, v, ref_met=lambda ref: cluster_size(ref.cluster_dims) == n)
 
 
 def _judge_generic(hint: str, r: VariantRecord, group: list[VariantRecord]) -> Verdict:

@@ -30,8 +30,11 @@ Sources, named where used:
   and 2 SMs; with that layout the rule below gave ``cuOccupancyMaxActiveClusters``'s answer for 74 of 74
   configurations (cluster sizes 2–16, 1–7 CTAs/SM), the earlier rule without "distinct SMs" for 52.
 - ``[b200]``: B200 = 148 SMs (two dies of 80 SMs, 74 enabled on each: Chips and Cheese, "Nvidia's B200: Keeping
-  the CUDA Juggernaut Rolling"; FlashInfer #4465 names GPUs "with at least 148 SMs"). Its GPC count is NOT
-  sourced here: published figures disagree (8 and 10).
+  the CUDA Juggernaut Rolling"; FlashInfer #4465 names GPUs "with at least 148 SMs"). Its GPC count is not settled:
+  published figures disagree (8 and 10 GPCs), so the count is a range over both — 8 GPCs of ≤ 20 SMs or 10 of
+  ≤ 16 (either way the two full dies' 160 SMs) — with SMs enabled and disabled in TPCs of 2, as on GH100
+  ([hopper-wp]; assumed for the B200, whose tcgen05 ``cta_group::2`` pairs SMs the same way). So every GPC holds
+  an even number of SMs: clusters of 2 fill all 148 SMs (74 × CTAs/SM clusters, exact), larger clusters get a range.
 
 **The rule** (``[h200-measured]``): the CTAs of one cluster run on *distinct* SMs of one GPC. A GPC with ``s`` SMs,
 each holding ``c`` CTAs of the kernel (per-CTA residency, :func:`tileprobe.model.occupancy.theoretical_occupancy`),
@@ -72,6 +75,8 @@ class GpuLayout:
     (an upper bound per GPC), or None. ``sms_per_tpc``: SMs are enabled and disabled in TPCs of this many.
     ``sms_per_gpc``: the exact layout (e.g. measured on one GPU), or None. ``source``: where the numbers come from.
     ``caveat``: what the layout does not say (e.g. "other dies may differ"), shown with every count from it.
+    ``other_gpc_counts``: other (GPC count, SMs of a full GPC) pairs that published figures allow besides
+    (``num_gpcs``, ``max_sms_per_gpc``); counts are ranges over all of them (the B200: 8 of ≤ 20 or 10 of ≤ 16).
     """
     gpu: str
     arch: str
@@ -82,6 +87,7 @@ class GpuLayout:
     source: str
     sms_per_gpc: tuple[int, ...] | None = None
     caveat: str = ""
+    other_gpc_counts: tuple[tuple[int, int], ...] = ()
 
     def __post_init__(self) -> None:
         if self.sms_per_gpc is not None and sum(self.sms_per_gpc) != self.num_sms:
@@ -94,7 +100,16 @@ class GpuLayout:
             return f"{self.gpu} ({self.num_sms} SMs in groups of {'/'.join(map(str, self.sms_per_gpc))} SMs)"
         if self.num_gpcs is None:
             return f"{self.gpu} ({self.num_sms} SMs)"
-        return f"{self.gpu} ({self.num_sms} SMs in {self.num_gpcs} GPCs of ≤ {self.max_sms_per_gpc} SMs)"
+        gpcs = " or ".join(f"{n} GPCs of ≤ {m}" for n, m in self.gpc_counts())
+        tpc = f", TPCs of {self.sms_per_tpc}" if self.other_gpc_counts else ""
+        return f"{self.gpu} ({self.num_sms} SMs in {gpcs} SMs{tpc})"
+
+    def gpc_counts(self) -> tuple[tuple[int, int], ...]:
+        """Every (GPC count, SMs of a full GPC) the sources allow: (``num_gpcs``, ``max_sms_per_gpc``) first, then
+        ``other_gpc_counts``; ``()`` when the GPC count is not sourced."""
+        if self.num_gpcs is None:
+            return ()
+        return ((self.num_gpcs, self.max_sms_per_gpc),) + tuple(self.other_gpc_counts)
 
 
 #: H100 SXM5 / H200 as the whitepaper describes them (per-die layout unknown): counts are ranges.
@@ -108,11 +123,16 @@ H200_MEASURED = GpuLayout(
     H200_MEASURED_SMS_PER_GPC,
     caveat="layout measured on one H200, 2026-12-01; other H100/H200 dies may group their SMs differently")
 
+#: The B200 of [b200]: 148 SMs in 8 GPCs of ≤ 20 SMs or 10 of ≤ 16 (published figures disagree), TPCs of 2 SMs.
+B200 = GpuLayout("B200", "sm_100", 148, 8, 20, 2,
+                 "[b200]: 148 SMs (74 of 80 on each of two dies); 8 or 10 GPCs as published figures disagree, "
+                 "of ≤ 20 / ≤ 16 SMs; SMs enabled in TPCs of 2 as on GH100 ([hopper-wp])",
+                 other_gpc_counts=((10, 16),))
+
 #: The GPU whose layout the audit assumes per arch (the one the arch's reports come from); none for other archs.
 REFERENCE_GPUS = {
     "sm_90": H200_MEASURED,
-    "sm_100": GpuLayout("B200", "sm_100", 148, None, None, 1, "[b200]: 148 SMs; GPC count and SMs per TPC not "
-                        "sourced"),
+    "sm_100": B200,
 }
 
 
@@ -203,7 +223,7 @@ def active_clusters(gpu: GpuLayout, ctas_per_sm: int, size: int) -> ClusterCount
     by the distinct-SM rule (module doc).
 
     Exact when the layout is known (``sms_per_gpc``); else the least and most over every layout the sourced facts
-    allow (GPC count, SMs per full GPC, SMs enabled per TPC); else from TPCs × floor(SMs per TPC × c / k) (GPCs
+    allow (GPC counts, SMs per full GPC, SMs enabled per TPC: :meth:`GpuLayout.gpc_counts`); else from TPCs × floor(SMs per TPC × c / k) (GPCs
     of one TPC; 0 when a TPC has fewer SMs than the cluster) up to the naive count, with "GPC layout not
     sourced".
     """
@@ -216,10 +236,12 @@ def active_clusters(gpu: GpuLayout, ctas_per_sm: int, size: int) -> ClusterCount
         tpc = gpu.sms_per_tpc
         low = gpu.num_sms // tpc * (tpc * ctas_per_sm // size) if size <= tpc else 0
         return ClusterCount(gpu, size, ctas_per_sm, low, naive, naive, f"GPC layout {NOT_SOURCED}")
-    low, high = _layout_bounds(gpu.num_sms, gpu.num_gpcs, gpu.max_sms_per_gpc, gpu.sms_per_tpc,
-                               ctas_per_sm, size)
+    bounds = [_layout_bounds(gpu.num_sms, n, most, gpu.sms_per_tpc, ctas_per_sm, size)
+              for n, most in gpu.gpc_counts()]
+    low, high = min(b[0] for b in bounds), max(b[1] for b in bounds)
+    ref = f"; figures: {gpu.source.split(':')[0]} in tileprobe/model/cluster.py" if gpu.other_gpc_counts else ""
     why = ("the same on every GPC layout its SM and TPC counts allow" if low == high else
-           "range over the GPC layouts its SM and TPC counts allow; its own layout is not published")
+           "range over the GPC layouts its SM and TPC counts allow; its own layout is not published") + ref
     return ClusterCount(gpu, size, ctas_per_sm, low, high, naive, why)
 
 

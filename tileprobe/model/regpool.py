@@ -17,8 +17,11 @@ What :func:`check_register_pool` does, per kernel:
    read statically), guard predicate, and whether it sits in a retry loop.
 2. Finds which warps reach each one, by following the code once per warp index ``w`` (0 … threads/32 − 1): the
    thread index (``S2R SR_TID.X``) shifted right by 5 or more is known per warp, and so is every value computed
-   from it by the moves, adds, compares (ISETP/UISETP) and predicate logic (PLOP3) it models; a branch or EXIT
-   whose predicate is known for ``w`` goes one way, any other goes both ways (so reachability over-approximates).
+   from it by the moves, adds (every 32-bit spelling nvdisasm writes on sm_80 … sm_120: ``IADD3`` with 0–2
+   carry-out predicates, ``UIADD3``, ``VIADD``, ``IADD``, ``IMAD.IADD``; :data:`_ADDS`), compares (ISETP/UISETP)
+   and predicate logic (PLOP3) it models; a branch or EXIT whose predicate is known for ``w`` goes one way, any
+   other goes both ways (so reachability over-approximates). An ``unknown`` that comes from such a branch names
+   it and the instruction its predicate came from (:func:`stopped_at`).
 3. Balances per warpgroup: the count each warpgroup ends at (its USETMAXREG's target, or the launch count when
    it has none) × 128, summed, against the pool.
 
@@ -47,8 +50,8 @@ __all__ = ["VERDICTS", "HANG_RISK", "POOL_OK", "UNKNOWN", "NONE", "SetMaxNReg", 
 
 HANG_RISK, POOL_OK, UNKNOWN, NONE = "hang_risk", "pool_ok", "unknown", "none"
 #: Bumped whenever the walk or the rules change what they decide: a stored check of an older model is redone from
-#: the stored cubin (``Store.lookup``).
-MODEL_VERSION = 1
+#: the stored cubin (``Store.lookup``). 2: the carry-predicate IADD3, IADD and uniform adds, CS2R.32 as one register.
+MODEL_VERSION = 2
 #: Verdicts of the check, worst first.
 VERDICTS = (HANG_RISK, UNKNOWN, POOL_OK, NONE)
 #: setmaxnreg register counts the PTX ISA allows: multiples of 8 in 24 … 256.
@@ -199,6 +202,11 @@ def _parse(listing: str, symbol: str | None) -> list[_Ins]:
 def _value(token: str, env: dict):
     """The known value of operand ``token`` under ``env`` (int, bool, _TID) or None when unknown."""
     t = token.strip()
+    if t.endswith(".reuse"):          # an operand-reuse cache hint (``R2.reuse``): the register itself
+        t = t[:-6]
+    if t.startswith("~") and len(t) > 1:    # IADD3 / LOP's bitwise-not operand (``~R3``)
+        v = _int(_value(t[1:], env))
+        return (~v) & _MASK if v is not None else None
     neg = t.startswith("!")
     if neg:
         t = t[1:]
@@ -226,8 +234,16 @@ def _signed(v: int) -> int:
 
 
 #: Opcodes whose effect :func:`_effect` models; any other only forgets what it writes (:func:`_kill`).
-_MODELLED = frozenset(("S2R", "SHF", "MOV", "UMOV", "R2UR", "IMAD", "IADD3", "UIADD3", "VIADD", "ISETP", "UISETP",
-                       "LOP3", "ULOP3", "PLOP3", "UPLOP3"))
+_MODELLED = frozenset(("S2R", "SHF", "MOV", "UMOV", "R2UR", "IMAD", "IADD3", "UIADD3", "VIADD", "UVIADD", "IADD",
+                       "UIADD", "ISETP", "UISETP", "LOP3", "ULOP3", "PLOP3", "UPLOP3"))
+#: Integer adds (32-bit, no carry-in): their spellings in nvdisasm 13.x listings of sm_80 … sm_120, as seen on the
+#: cubins of tests/data — ``IADD3 R0, R0, -0x5, RZ`` (sm_80/sm_90), ``IADD3 R0, P0, R0, R1, RZ`` (one carry-out
+#: predicate), ``IADD3 R0, PT, PT, R0, -0x5, RZ`` (sm_100/sm_120: both carry-out predicates written out),
+#: ``UIADD3 UR4, UPT, UPT, UR4, 0x1, URZ`` (uniform), ``VIADD R0, R0, -0x5`` (sm_90+) and ``IADD R0, R0, -0x5``
+#: (sm_120). ``.X`` (carry-in), ``.64`` (register pairs) and the IMAD forms other than ``IMAD.IADD`` are not adds
+#: of two or three 32-bit terms: they only forget what they write.
+_ADDS = frozenset(("IADD3", "UIADD3", "VIADD", "UVIADD", "IADD", "UIADD"))
+_NOT_PLAIN_ADD = frozenset(("X", "WIDE", "HI", "SHL", "64"))
 
 
 def _effect(ins: _Ins, env: dict, in_place: bool = False) -> dict:
@@ -261,12 +277,15 @@ def _effect(ins: _Ins, env: dict, in_place: bool = False) -> dict:
         put(ops[0], _value(ops[1], env))
     elif base == "IMAD" and mods[:1] == ("MOV",) and len(ops) == 4:
         put(ops[0], _value(ops[3], env))
-    elif base in ("IADD3", "UIADD3", "VIADD", "IMAD") and not ({"X", "WIDE", "HI", "SHL"} & set(mods)) and \
-            (base != "IMAD" or mods[:1] == ("IADD",)) and len(ops) in (3, 4):
-        terms = [_int(_value(o, env)) for o in ops[1:]]
-        if base == "IMAD":   # IMAD.IADD d, a, 0x1, b = a + b
-            terms = [terms[0], terms[2]] if _value(ops[2], env) == 1 else [None]
-        put(ops[0], (sum(terms) & _MASK) if all(t is not None for t in terms) else None)
+    elif base == "IMAD" and mods[:1] == ("IADD",) and len(ops) == 4 and not (_NOT_PLAIN_ADD & set(mods)):
+        terms = [_int(_value(ops[1], env)), _int(_value(ops[3], env))] if _value(ops[2], env) == 1 else [None]
+        put(ops[0], (sum(terms) & _MASK) if all(t is not None for t in terms) else None)   # d = a × 1 + b
+    elif base in _ADDS and not (_NOT_PLAIN_ADD & set(mods)) and _add_terms(base, ops) is not None:
+        carries, terms = _add_terms(base, ops)
+        values = [_int(_value(o, env)) for o in terms]
+        put(ops[0], (sum(values) & _MASK) if all(v is not None for v in values) else None)
+        for p in carries:          # carry-out predicates: not modelled, so no longer known
+            put(p, None)
     elif base in ("ISETP", "UISETP") and len(ops) == 5 and mods and mods[0] in _CMP and mods[-1] in ("AND", "OR",
                                                                                                      "XOR"):
         a, b, c = _int(_value(ops[2], env)), _int(_value(ops[3], env)), _value(ops[4], env)
@@ -293,6 +312,21 @@ def _effect(ins: _Ins, env: dict, in_place: bool = False) -> dict:
     else:
         _kill(ins, out)
     return out
+
+
+def _add_terms(base: str, ops: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """(carry-out predicates, terms) of an integer add's operands after its destination, or None for a spelling
+    that is not one (:data:`_ADDS`): IADD3 / UIADD3 take 0–2 carry-out predicates then three terms; VIADD / IADD
+    two terms (an ``IADD`` with a third term is a three-input add as well)."""
+    rest = ops[1:]
+    carries = []
+    while rest and _PREDICATE_OPERAND.fullmatch(rest[0]) and len(carries) < 2:
+        carries.append(rest[0])
+        rest = rest[1:]
+    want = (3,) if base in ("IADD3", "UIADD3") else (2, 3)
+    if len(rest) not in want or any(_PREDICATE_OPERAND.fullmatch(o) for o in rest):
+        return None
+    return tuple(carries), tuple(rest)
 
 
 def _lop3(a: int, b: int, c: int, lut: int) -> int:
@@ -323,7 +357,8 @@ def _kills(ins: _Ins) -> tuple[str, ...]:
         m = _FIRST_REG.fullmatch(ins.operands[0])
         if m:
             mods = set(ins.mods)
-            width = 4 if mods & {"128", "X4"} else 2 if mods & {"64", "WIDE", "X2"} or ins.base == "CS2R" else 1
+            cs2r_pair = ins.base == "CS2R" and "32" not in mods     # CS2R.32 writes one register (sm_100 on)
+            width = 4 if mods & {"128", "X4"} else 2 if mods & {"64", "WIDE", "X2"} or cs2r_pair else 1
             if shape:   # wgmma MxNxK: M×N accumulators over 128 threads, at most one 32-bit register each
                 width = int(shape.group(1)) * int(shape.group(2)) // 128
             out += [f"{m.group(1)}{int(m.group(2)) + i}" for i in range(width)]
@@ -333,7 +368,7 @@ def _kills(ins: _Ins) -> tuple[str, ...]:
 
 def _kill(ins: _Ins, out: dict) -> None:
     """Forget what an unmodelled instruction may write: its first operand (with the registers after it that a
-    wide result fills: .64 / WIDE / X2 / CS2R two, .128 / X4 four, a wgmma MxNxK M·N/128), every predicate it
+    wide result fills: .64 / WIDE / X2 / CS2R (not CS2R.32) two, .128 / X4 four, a wgmma MxNxK M·N/128), every predicate it
     names, and every register at all for other matrix instructions."""
     if ins.kills_all_r:
         for k in [k for k in out if isinstance(k, str) and k.startswith("R")]:
@@ -385,7 +420,8 @@ def _blocks(instructions) -> list[int]:
     return sorted(s for s in starts if s < len(instructions))
 
 
-def _walk(instructions, labels, warp: int, starts: list[int] | None = None) -> set[int]:
+def _walk(instructions, labels, warp: int, starts: list[int] | None = None,
+          undecided: set[int] | None = None) -> set[int]:
     """Indices of instructions warp ``warp`` may reach (a forward data flow to a fixpoint), block by block: the
     state is joined only at block starts, and inside a block each instruction sees the one before it's output with
     warp values made concrete (:func:`_resolve`) — what an instruction-by-instruction walk gives, without a state
@@ -408,6 +444,9 @@ def _walk(instructions, labels, warp: int, starts: list[int] | None = None) -> s
                 _resolve_in_place(env, warp)
                 pending = False
             succ = _step(ins, env, i, labels)
+            if undecided is not None and succ is not None and ins.base in ("BRA", "EXIT") and \
+                    (len(succ) > 1 or _guard(ins, env) is None):
+                undecided.add(i)
             if succ is None:           # a plain instruction: on to the next one in the block
                 g = _guard(ins, env)
                 if g is True:
@@ -466,6 +505,71 @@ def _step(ins: _Ins, env: dict, i: int, labels: dict) -> list[tuple[int, dict]] 
     elif g is not True:                # EXIT, RET, BPT, KILL
         succ.append((i + 1, env))
     return succ
+
+
+def stopped_at(instructions, warps) -> str:
+    """Why the walk could not decide where ``warps`` go: the first branch (by address) whose condition it did not
+    know for one of them, and the instruction that stopped it — the last writer, before the branch, of its
+    predicate or of a register that predicate was computed from, that the model does not read (:data:`_MODELLED`;
+    a loaded value, a special register other than SR_TID.X …). Back-tracking follows the listing's order, not its
+    control flow: it names a likely cause, up to six writers back. '' when every branch was decided."""
+    labels = {lab: i for i, ins in enumerate(instructions) for lab in ins.labels}
+    branches: set[int] = set()
+    for w in warps:
+        _walk(instructions, labels, w, undecided=branches)
+    if not branches:
+        return ""
+    i = min(branches)
+    branch = instructions[i]
+    text = f"the walk could not decide {branch.text()} at {branch.address:#06x}"
+    cause = _cause(instructions, i, branch.guard.lstrip("@!") if branch.guard else "")
+    return f"{text}{cause}"
+
+
+def _cause(instructions, i: int, name: str, depth: int = 6) -> str:
+    """``: its P0 comes from … at 0x…, which the model does not read`` for the last writer of ``name`` before
+    index ``i`` (following modelled writers' sources, ``depth`` writers at most); '' when none is found."""
+    first = name
+    for _ in range(depth):
+        if not name or name in ("PT", "UPT"):
+            return ""
+        j = next((j for j in range(i - 1, -1, -1) if name in _writes(instructions[j])), None)
+        if j is None:
+            return f": {name} is not written before it"
+        w = instructions[j]
+        if w.base not in _MODELLED or _reads_unmodelled(w):
+            how = "comes" if name == first else "is computed"
+            return f": {first} {how} from {w.text()} at {w.address:#06x}, which the model does not read"
+        sources = [o.lstrip("!-~").removesuffix(".reuse") for o in w.operands[_dests(w):]]
+        sources = [o for o in sources if (_REG.match(o) or _PREDICATE.fullmatch(o)) and o not in ("RZ", "URZ")]
+        if not sources:
+            return ""
+        i, name = j, sources[0]
+    return ""
+
+
+def _dests(ins: _Ins) -> int:
+    """How many leading operands ``ins`` writes (two for the compares and PLOP3, one otherwise)."""
+    return 2 if ins.base in ("ISETP", "UISETP", "PLOP3", "UPLOP3") else 1
+
+
+def _writes(ins: _Ins) -> tuple[str, ...]:
+    """Registers and predicates ``ins`` writes (its leading destinations, and what :func:`_kill` forgets)."""
+    return tuple(ins.operands[:_dests(ins)]) + (ins.kills if ins.base not in _MODELLED else ())
+
+
+def _reads_unmodelled(ins: _Ins) -> bool:
+    """A modelled opcode in a form :func:`_effect` does not read (``S2R`` of another special register, an add with
+    carry-in or 64-bit, a shift other than SHF.R.U32.HI)."""
+    if ins.base == "S2R":
+        return "SR_TID.X" not in ins.operands
+    if ins.base in _ADDS:
+        return bool(_NOT_PLAIN_ADD & set(ins.mods)) or _add_terms(ins.base, ins.operands) is None
+    if ins.base == "SHF":
+        return ins.mods[:3] != ("R", "U32", "HI")
+    if ins.base == "IMAD":
+        return ins.mods[:1] not in (("MOV",), ("IADD",))
+    return False
 
 
 def _resolve_in_place(env: dict, warp: int) -> None:
@@ -550,10 +654,11 @@ def check_register_pool(instructions, registers_per_thread: int, threads: int, r
                                     "is all held by the CTA's own warps, so the allocation can never be granted "
                                     "and its retry loop spins for ever (assumes exited warps return no registers "
                                     "to the pool)", **facts)
-    return _balance(smn, warps, launch, pool, pool_text, problem, facts)
+    return _balance(instructions, smn, warps, launch, pool, pool_text, problem, facts)
 
 
-def _balance(smn, warps: int, launch: int, pool: int, pool_text: str, problem: str | None, facts: dict) -> PoolCheck:
+def _balance(instructions, smn, warps: int, launch: int, pool: int, pool_text: str, problem: str | None,
+             facts: dict) -> PoolCheck:
     """Per-warpgroup final counts against the pool (both TRY_ALLOC and DEALLOC are reachable)."""
     if warps % WARPS_PER_WARPGROUP:
         return PoolCheck(UNKNOWN, f"the CTA has {warps} warps, not whole warpgroups of {WARPS_PER_WARPGROUP}: "
@@ -566,13 +671,16 @@ def _balance(smn, warps: int, launch: int, pool: int, pool_text: str, problem: s
         for w in range(g * WARPS_PER_WARPGROUP, (g + 1) * WARPS_PER_WARPGROUP):
             per_warp.append(frozenset(s.target for s in smn if w in s.warps))
         if len(set(per_warp)) > 1:
+            why = stopped_at(instructions, range(g * WARPS_PER_WARPGROUP, (g + 1) * WARPS_PER_WARPGROUP))
             return PoolCheck(UNKNOWN, f"the warps of warpgroup {g} reach different setmaxnreg counts "
                                       f"({', '.join(sorted({_counts(c) for c in per_warp}))}); the PTX ISA has the "
-                                      "whole warpgroup execute the same one", **facts)
-        if len(per_warp[0]) > 1:
-            return PoolCheck(UNKNOWN, f"warpgroup {g} may reach counts {_counts(per_warp[0])} (branches the model "
-                                      "cannot decide, or several in sequence): its final count is not known",
+                                      "whole warpgroup execute the same one" + (f"; {why}" if why else ""),
                              **facts)
+        if len(per_warp[0]) > 1:
+            why = stopped_at(instructions, range(g * WARPS_PER_WARPGROUP, (g + 1) * WARPS_PER_WARPGROUP))
+            return PoolCheck(UNKNOWN, f"warpgroup {g} may reach counts {_counts(per_warp[0])} (branches the model "
+                                      "cannot decide, or several in sequence): its final count is not known"
+                                      + (f"; {why}" if why else ""), **facts)
         counts.append(next(iter(per_warp[0])) if per_warp[0] else launch)
     demand = sum(c * WARP_SIZE * WARPS_PER_WARPGROUP for c in counts)
     facts.update(demand_registers=demand, warpgroup_counts=tuple(counts))

@@ -29,11 +29,15 @@ def fmt_kv(d: dict) -> str:
     return " ".join(f"{k}={fmt_value(v)}" for k, v in d.items()) or "-"
 
 
+#: The one name of the build without a hint (the probe's value None) in every table, label and plot.
+HINTLESS = "hint-less"
+
+
 def variant_label(r: VariantRecord) -> str:
     """``GATHER=True TILE=64×64 occupancy=2`` (case constants, then hints; ``declared hints`` when none): a valid
     ``--where`` once the spaces are commas, except that a hint the variant leaves to the kernel reads as the table
-    cell does, ``occupancy=16 (declared)`` or ``occupancy=auto`` (:func:`hint_cell`; it read ``occupancy=None``
-    beside a table saying ``16 (declared)``, issue 26)."""
+    cell does, ``occupancy=16 (declared)`` or ``occupancy=hint-less`` (:func:`hint_cell`; it read
+    ``occupancy=None`` beside a table saying ``16 (declared)``)."""
     if not (r.case or r.hints):
         return "declared hints"
     hints = " ".join(f"{k}={fmt_value(v) if v is not None else _left_to_kernel(r, k)}" for k, v in r.hints.items())
@@ -41,10 +45,10 @@ def variant_label(r: VariantRecord) -> str:
 
 
 def _left_to_kernel(r: VariantRecord, hint: str) -> str:
-    """A hint the variant leaves to the kernel, for a label: as its table cell (``16 (declared)``, ``auto``), or
-    ``None`` when the record never resolved it (a variant that failed first)."""
+    """A hint the variant leaves to the kernel, for a label: as its table cell (``16 (declared)``, ``hint-less``),
+    also ``hint-less`` when the record never resolved it (a variant that failed first)."""
     cell = hint_cell(r, hint)
-    return "None" if cell == "-" else cell
+    return HINTLESS if cell == "-" else cell
 
 
 def fmt_value(v) -> str:
@@ -141,15 +145,15 @@ def case_columns(rows: Iterable[VariantRecord]) -> list[str]:
 
 def hint_cell(r: VariantRecord, hint: str) -> str:
     """A hint's value in a table: the variant's value; when the variant leaves it to the kernel (``None`` or not
-    set), the value in force, e.g. ``16 (declared)`` (``ByTarget`` resolved for the arch), or ``auto`` when the
-    kernel declares none either (issue 12)."""
+    set), the value in force, e.g. ``16 (declared)`` (``ByTarget`` resolved for the arch), or ``hint-less`` when
+    the kernel declares none either (:data:`HINTLESS`: the one name every report gives that build)."""
     value = r.hints.get(hint)
     if value is not None:
         return fmt_value(value)
     if hint not in r.effective_hints:   # not known (a variant that failed before its hints were resolved)
         return "-"
     declared = r.effective_hints[hint]
-    return "auto" if declared is None else f"{fmt_value(declared)} (declared)"
+    return HINTLESS if declared is None else f"{fmt_value(declared)} (declared)"
 
 
 def row_cells(r: VariantRecord, hints: list[str], cases: list[str] | None = None) -> list[str]:
@@ -353,3 +357,19 @@ def table_md(headers: list[str], rows: list[list[str]]) -> str:
     out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     out += ["| " + " | ".join(esc(c) for c in row) + " |" for row in rows]
     return "\n".join(out) + "\n"
+
+
+def change_group_line(group) -> str:
+    """One line for a :class:`~tileprobe.analyses.compare.ChangeGroup`: the topic, how many variants, and for a
+    numeric topic the range of B − A and the values (``instructions: 60 variants, +4 … +16 (203 → 219 the most
+    common)``); the same text in the terminal, Markdown and HTML reports."""
+    n = len(group.changes)
+    text = f"{group.topic}: {n} variant{'s' if n != 1 else ''}"
+    if group.deltas:
+        lo, hi = min(group.deltas), max(group.deltas)
+        span = f"{lo:+,}" if lo == hi else f"{lo:+,} … {hi:+,}"
+        pairs = Counter(zip(group.before, group.after))
+        (a, b), k = pairs.most_common(1)[0]
+        common = f"{a:,} → {b:,}" + (f" in {k}" if k != n else "")
+        text += f", {span} ({common})"
+    return text

@@ -22,11 +22,11 @@ import re
 from collections import defaultdict
 from typing import Iterable, Mapping, Sequence
 
-from tileprobe.analyses.results import CompilerSteps
+from tileprobe.analyses.results import CompilerSteps, group_changes
 from tileprobe.errors import TileprobeError
 from tileprobe.schema import VariantRecord, VariantRun, build_order
 from tileprobe.report.text import clean
-from tileprobe.report.common import (variant_label, NUMERIC, VERDICT_MARK, case_columns, failure_groups, failure_of,
+from tileprobe.report.common import (change_group_line, variant_label, NUMERIC, VERDICT_MARK, case_columns, failure_groups, failure_of,
                                      fmt_kv, fmt_value, group_label, group_tables, headers, hint_columns, noteworthy,
                                      row_cells, sass_columns, short_build, verdict_columns)
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.06 s to its import
@@ -407,6 +407,14 @@ def _count(items) -> dict:
     return out
 
 
+def _changes_table(changes) -> str:
+    """A table of changes: mark, variant, what changed."""
+    body = "".join(f'<tr class="{_e(c.kind)}"><td>{_e(c.mark)}</td><td>{_e(c.label())}</td>'
+                   f"<td>{_e('; '.join(c.details))}</td></tr>" for c in changes)
+    return ('<table class="audit"><thead><tr><th></th><th>variant</th><th>what changed</th></tr>'
+            f"</thead><tbody>{body}</tbody></table>")
+
+
 def compiler_changes_section(steps: CompilerSteps | None) -> str:
     """What changed between each pair of consecutive compiler versions of one kernel (``steps``:
     :func:`tileprobe.analyses.compare.compiler_steps`; None: no section): regressions first; identical variants
@@ -414,8 +422,8 @@ def compiler_changes_section(steps: CompilerSteps | None) -> str:
     if steps is None:
         return ""
     out = []
-    if steps.left_out:   # issue 27: an accidental run of a few variants must not lead the section
-        out.append('<p class="meta">Not compared (fewer than half the variants of the others): ' + ", ".join(
+    if steps.left_out:   # only a build none of whose variants another build audited: no partner to compare with
+        out.append('<p class="meta">Not compared (no variant also audited with another compiler): ' + ", ".join(
             f"{_e(short_build(b))} ({n} variant{'s' if n != 1 else ''})" for b, n in steps.left_out) + "</p>")
     for old, new, changes in steps.steps:
         shown = [c for c in changes if c.kind != "same"]
@@ -426,11 +434,16 @@ def compiler_changes_section(steps: CompilerSteps | None) -> str:
         if not shown:
             out.append(head)
             continue
-        body = "".join(f'<tr class="{_e(c.kind)}"><td>{_e(c.mark)}</td><td>{_e(c.label())}</td>'
-                       f"<td>{_e('; '.join(c.details))}</td></tr>" for c in shown)
+        judged = [c for c in shown if c.kind != "changed"]
+        changed = [c for c in shown if c.kind == "changed"]
+        groups = group_changes(changes)
+        summary = ("<p>Changed ({}), by kind of change:</p><ul>{}</ul>".format(
+            f"{len(changed)} variant{'s' if len(changed) != 1 else ''}",
+            "".join(f"<li>{_e(change_group_line(g))}</li>" for g in groups)) if groups else "")
         why = list(dict.fromkeys(w for c in shown for w in c.why))
-        out.append(head + '<table class="audit"><thead><tr><th></th><th>variant</th><th>what changed</th></tr>'
-                   f"</thead><tbody>{body}</tbody></table>"
+        out.append(head + (_changes_table(judged) if judged else "") + summary
+                   + (f"<details><summary>each changed variant ({len(changed)})</summary>{_changes_table(changed)}"
+                      "</details>" if changed else "")
                    + ('<p class="meta">why: ' + " · ".join(_e(w) for w in why) + "</p>" if why else ""))
     return "".join(out)
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
-from tileprobe.analyses.results import BisectResult, Comparison, Finding, TimeBisectResult
+from tileprobe.analyses.results import BisectResult, Comparison, Finding, TimeBisectResult, group_changes
 from tileprobe.schema import VariantRecord
 from tileprobe.report.common import (variant_label, RUN_COLUMNS, SASS_UNREAD, best_lines, case_columns, failure_groups,
                                      failure_of, fmt_kv, group_tables, headers, hint_columns, noteworthy, pool_line,
                                      compile_timeout_line, record_side, row_cells, sass_columns, short_build, table_md,
-                                     verdict_cells, verdict_columns, verdict_text)
+                                     verdict_cells, verdict_columns, verdict_text, change_group_line)
 from tileprobe.report.releases import gpu_line
 from tileprobe.report.releases import releases_markdown
 
@@ -148,10 +148,11 @@ def _label(r: VariantRecord) -> str:
     return variant_label(r)
 
 
-def compare_markdown(comparison: Comparison, command: str = "") -> str:
-    """Markdown for a bug report: the two sides, the environment, the repro command, the changed variants
-    (regressions first), and with ``--probe`` the probe file (:func:`probe_section`). Over GPU runs: the timed
-    report of :func:`tileprobe.report.releases.releases_markdown`."""
+def compare_markdown(comparison: Comparison, command: str = "", details: bool = False) -> str:
+    """Markdown for a bug report: the two sides, the environment, the repro command, the regressions,
+    improvements and one-sided variants (regressions first), the variants that only changed as one line per kind of
+    change (every one of them too with ``details``), and with ``--probe`` the probe file (:func:`probe_section`).
+    Over GPU runs: the timed report of :func:`tileprobe.report.releases.releases_markdown`."""
     c = comparison
     if c.timed:
         return releases_markdown(c, command) + probe_section(sorted({r.probe for r in c.audited if r.probe}))
@@ -161,12 +162,20 @@ def compare_markdown(comparison: Comparison, command: str = "") -> str:
     if command:
         parts.append(f"\nReproduce:\n\n```\n{command}\n```\n")
     rows = [[ch.mark, ch.label(), record_side(ch.a), record_side(ch.b), "; ".join(ch.details)]
-            for ch in c.changes if ch.kind != "same"]
+            for ch in c.changes if ch.kind != "same" and (details or ch.kind != "changed")]
+    groups = group_changes(c.changes)
     if not c.changes:     # issue 27: no claim of a comparison that did not happen
         parts.append(f"\nNo regression among the {c.total} variant(s) compared.\n" if c.total is not None else
                      "\nNothing was compared: both sides are empty.\n")
         return "".join(parts) + probe_section(sorted({r.probe for r in c.audited if r.probe}))
-    parts.append("\n" + table_md(["", "variant", "A", "B", "what changed"], rows) if rows else "\nNo differences.\n")
+    if rows:
+        parts.append("\n" + table_md(["", "variant", "A", "B", "what changed"], rows))
+    if groups:
+        n = sum(ch.kind == "changed" for ch in c.changes)
+        parts.append(f"\nChanged ({n} variant{'s' if n != 1 else ''}), by kind of change:\n\n"
+                     + "".join(f"- {change_group_line(g)}\n" for g in groups))
+    if not rows and not groups:
+        parts.append("\nNo differences.\n")
     why = list(dict.fromkeys(w for ch in c.changes for w in ch.why))
     if why:
         parts.append("\nWhy:\n\n" + "".join(f"- {w}\n" for w in why))

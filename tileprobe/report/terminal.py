@@ -16,7 +16,7 @@ from tileprobe.report.common import (variant_label, KEPT, NUMERIC, POOL_CELLS, P
                                      case_columns, failure_counts, failure_groups, failure_of, fmt_kv, group_label,
                                      group_tables, headers, hint_columns, noteworthy, ptx_text, record_side,
                                      remark_lines, row_cells, run_label, sass_columns, short_build, verdict_cells,
-                                     verdict_columns)
+                                     verdict_columns, change_group_line)
 from tileprobe.report.text import cell, escape, say
 from tileprobe.report.releases import change_text
 from tileprobe.report.releases import time_text
@@ -302,6 +302,11 @@ def _print_reasons(console: Console, rows: list[VariantRecord], brief: bool) -> 
         label = variant_label(r)
         if not r.ok:
             continue
+        said = []              # lines of this variant printed so far: a PTX or remark line goes under its own label
+
+        def line(text: str) -> None:
+            say(console, f"  {label}: {text}")
+            said.append(text)
         for hint, v in r.verdicts.items():
             if hint in silent:
                 continue
@@ -309,28 +314,34 @@ def _print_reasons(console: Console, rows: list[VariantRecord], brief: bool) -> 
                 reason = v.reason
                 for i, text in enumerate(notes, start=1):
                     reason = reason.replace(text, f"[{i}]")
-                say(console, f"  {label}: {hint} {v.status}: {reason}")
+                line(f"{hint} {v.status}: {reason}")
         if r.sass and "error" in r.sass:
-            say(console, f"  {label}: {SASS_UNREAD}: {r.sass.error}")
+            line(f"{SASS_UNREAD}: {r.sass.error}")
         pool = pool_line(r)
         if pool and (r.hang_risk or not brief):
-            say(console, f"  {label}: {pool}")
+            line(pool)
         slow = compile_timeout_line(r)
         if slow:
-            say(console, f"  {label}: {slow}")
+            line(slow)
         if r.deterministic is False:
+            if not said:
+                say(console, f"  {label}:")
+                said.append(label)
             say(console, f"    tileiras gave {len(r.code_hashes)} different machine codes over repeated compiles of "
                          "this variant; verdicts treat any shared code as the same")
         if brief:
             continue
         ptx = ptx_text(r)
+        rem = own.get(id(r), frozenset())
+        rem = rem if rem and rem not in shown_remarks else frozenset()
+        if (ptx or rem) and not said:      # no reason line of its own: the label first, never under another's
+            say(console, f"  {label}:")
         if ptx:
             say(console, f"    PTX: {ptx}")
-        rem = own.get(id(r), frozenset())
-        if rem and rem not in shown_remarks:
+        if rem:
             shown_remarks.add(rem)
-            for line in sorted(rem, key=_remark_order)[:6]:
-                say(console, f"    remark: {line}")
+            for text in sorted(rem, key=_remark_order)[:6]:
+                say(console, f"    remark: {text}")
 
 
 # --- compare ------------------------------------------------------------------------------------------------------
@@ -339,11 +350,13 @@ def _print_reasons(console: Console, rows: list[VariantRecord], brief: bool) -> 
 _MINOR = ("threads ", "registers ", "shared B ", "stack B ", "machine code differs")
 
 
-def render_compare(comparison: Comparison, console: Console | None = None, wide: bool = False) -> None:
-    """The comparison, short (issue 27): the counts first, then each change that is not "same", regressions first,
+def render_compare(comparison: Comparison, console: Console | None = None, wide: bool = False,
+                   details: bool = False) -> None:
+    """The comparison, short (issue 27): the counts first, then each regression, improvement and one-sided variant
     as ``mark variant`` and indented lines: what changed (what costs time first), why, and the resource changes;
-    the kernel named once when there is one. ``wide``: the table of A and B side by side instead
-    (:func:`render_compare_table`)."""
+    the kernel named once when there is one. The variants that only changed are grouped by kind of change, one
+    line per group with counts (:func:`tileprobe.analyses.compare.group_changes`); ``details`` lists each of them
+    too. ``wide``: the table of A and B side by side instead (:func:`render_compare_table`)."""
     changes, console = comparison.changes, console or Console()
     if wide:
         render_compare_table(comparison, console)
@@ -354,7 +367,7 @@ def render_compare(comparison: Comparison, console: Console | None = None, wide:
         return
     say(console, _counts_line(comparison))
     kernels = {(c.a or c.b).kernel for c in changes}
-    shown = [c for c in changes if c.kind != "same"]
+    shown = [c for c in changes if c.kind != "same" and (details or c.kind != "changed")]
     if len(kernels) == 1 and shown:
         say(console, f"{next(iter(kernels))}:")
     width = max(40, console.width)
@@ -379,7 +392,8 @@ def render_compare(comparison: Comparison, console: Console | None = None, wide:
         for line in textwrap.wrap(text, width - 1, initial_indent="    ", subsequent_indent="    ",
                                   break_on_hyphens=False):
             say(console, line)
-    why = list(dict.fromkeys(w for c in shown for w in c.why))
+    _render_change_groups(comparison, console, details)
+    why = list(dict.fromkeys(w for c in changes if c.kind != "same" for w in c.why))
     if why:
         say(console, "why:")
         for w in why:
@@ -418,6 +432,19 @@ def _counts_line(comparison: Comparison) -> str:
     return (f"{n} regression(s), {sum(c.kind == 'improvement' for c in changes)} improvement(s), "
             f"{sum(c.kind == 'changed' for c in changes)} changed, {sum(c.kind == 'same' for c in changes)} same"
             + (f", {one_side} on one side only" if one_side else ""))
+
+
+def _render_change_groups(comparison: Comparison, console: Console, details: bool) -> None:
+    """``x changed, by kind of change:`` and one line per group (:func:`change_group_line`)."""
+    from tileprobe.analyses.results import group_changes
+    groups = group_changes(comparison.changes)
+    if not groups:
+        return
+    n = sum(c.kind == "changed" for c in comparison.changes)
+    say(console, f"x changed ({n} variant{'s' if n != 1 else ''}), by kind of change"
+                 + ("" if details else " (--details lists each variant)") + ":")
+    for g in groups:
+        say(console, f"    {change_group_line(g)}")
 
 
 def render_compare_table(comparison: Comparison, console: Console | None = None) -> None:

@@ -14,7 +14,10 @@ tileiras 13.4.92 and the managed 13.3.36, by::
 listing why the others were not timed; ``tune_dry_run`` again in session 8 (2026-12-03): the tune's table is fitted
 to the terminal as the audit's (columns dropped in a set order and named under it, instead of cut mid-cell);
 ``tune_dry_run`` again in session 9 (2026-12-03): with nothing timed the race's columns (all "-") are dropped
-before grid, CTAs/SM and stack.
+before grid, CTAs/SM and stack. ``audit_warm_json``, ``gate`` and ``history_fresh`` on branch h4 (2026-12-05): the
+register-pool model's version is 2 (it reads the sm_100/sm_120 add spellings), their only change;
+``compare_files``, ``compare_files_markdown`` and ``compare_releases`` too: the variants that only changed are one
+line per kind of change (``instructions: 2 variants, +18 (80 → 98)``) instead of a line each.
 
 ``--code DIR`` is the tileprobe source tree the commands run with (``PYTHONPATH=DIR``); the cases, the inputs and
 the normalizer are this file's, so ``tests/test_golden_cli.py`` runs the very same commands on the current code

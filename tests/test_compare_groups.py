@@ -1,0 +1,57 @@
+"""``compare`` groups the variants that only changed by kind of change, with what changed in the machine code
+from the SASS (instruction count), one line per group with counts; Markdown and HTML use the same lines.
+
+Records modelled on SwiGLU (TileGym) on sm_90 under tileiras 13.3.36 and 13.4.92: same resources, 203 → 219
+SASS instructions in every variant (the only change ``sass`` showed), and a few with registers moved too."""
+from __future__ import annotations
+
+from tileprobe.analyses.compare import compare_records, compiler_steps, group_changes
+from tileprobe.analyses.results import Comparison
+from tileprobe.records import SassFacts
+from tileprobe.report.common import change_group_line
+from tileprobe.report.html import compiler_changes_section
+from tileprobe.report.markdown import compare_markdown
+from tileprobe.schema import VariantRecord
+
+
+def _rec(build: str, tile: int, occ: int, instructions: int, regs: int = 61) -> VariantRecord:
+    return VariantRecord(kernel="swiglu", probe="swiglu_probe.py", case={"TILE": tile}, hints={"occupancy": occ},
+                         arch="sm_90", tileiras=f"Cuda compilation tools, release 13.x, V{build}", status="ok",
+                         threads=128, registers=regs, shared_bytes=1024, driver_shared_bytes=0, stack_bytes=0,
+                         ctas_per_sm=8, limiter="threads", code_sha256=f"{build}-{tile}-{occ}-{regs}",
+                         sass=SassFacts(instructions=instructions, spill_loads=0, spill_stores=0))
+
+
+def _sides():
+    keys = [(t, o) for t in (64, 128, 256) for o in (1, 2)]
+    a = [_rec("13.3.36", t, o, 203) for t, o in keys]
+    b = [_rec("13.4.92", t, o, 219, regs=63 if t == 256 else 61) for t, o in keys]
+    return a, b
+
+
+def test_a_changed_variant_says_its_instruction_count_not_only_that_the_code_differs():
+    a, b = _sides()
+    changes = compare_records(a, b)
+    assert {c.kind for c in changes} == {"changed"}
+    assert changes[0].details[-1] == "instructions 203 → 219 (+16)"
+    assert not any("machine code differs" in d for c in changes for d in c.details)
+
+
+def test_changes_are_grouped_by_kind_with_counts():
+    a, b = _sides()
+    groups = group_changes(compare_records(a, b))
+    assert [change_group_line(g) for g in groups] == [
+        "instructions: 6 variants, +16 (203 → 219)",
+        "registers: 2 variants, +2 (61 → 63)"]
+
+
+def test_markdown_and_html_print_the_same_group_lines():
+    a, b = _sides()
+    comparison = Comparison(compare_records(a, b), "13.3.36", "13.4.92")
+    md = compare_markdown(comparison)
+    assert "Changed (6 variants), by kind of change:\n\n- instructions: 6 variants, +16 (203 → 219)\n" in md
+    assert "TILE=64" not in md                                  # no line per variant without details
+    assert "TILE=64" in compare_markdown(comparison, details=True)
+    html = compiler_changes_section(compiler_steps(a + b))
+    assert "<li>instructions: 6 variants, +16 (203 → 219)</li>" in html
+    assert "<details><summary>each changed variant (6)</summary>" in html
