@@ -111,7 +111,8 @@ def reduce(probe: str, *, arch: str, where: Mapping[str, Any], prop: str | Prope
 
     def save() -> None:
         if journal:
-            _save_state(journal["path"], journal["key"], journal["current"](), kept, failed, oracle)
+            _save_state(journal["path"], journal["key"], journal["current"](), kept, failed, oracle,
+                        journal["needle"]())
     shown = progress or (lambda e, i: None)
 
     def say(event: str, info: dict) -> None:
@@ -134,26 +135,28 @@ def reduce(probe: str, *, arch: str, where: Mapping[str, Any], prop: str | Prope
                     compile_timeout_s=compile_timeout_s)
     versions = [tc.version for tc in toolchains]
     start_src = ast.unparse(fold_variant(tree, case))
-    first = oracle.check([start_src])[0]
-    want = _want(first, p, regression, versions, probe)
-    oracle.want = want
-    if p.failure and not p.needle:   # keep the failure by its signature: the first line of the compiler's message
-        p = dataclasses.replace(p, needle=_signature(first))
-        oracle.prop = p
-        oracle.memo.clear()
-        first = oracle.check([start_src])[0]
-    say("start", {"size": size(start_src), "line": first.line()})
-    key = hashlib.sha256(json.dumps([original, arch, sorted(where.items(), key=str), p.text, p.needle, versions],
+    key = hashlib.sha256(json.dumps([original, arch, sorted(where.items(), key=str), p.text, versions, regression],
                                     default=str).encode()).hexdigest()
     state_path = os.path.join(out_dir, STATE)
     state = _load_state(state_path, key)
     resumed = bool(state)
     for k, o in (state.get("memo") or {}).items():
-        oracle.memo[k] = Outcome(o[0], tuple(tuple(j) for j in o[1]))
+        oracle.memo[k] = Outcome(False, tuple(tuple(j) for j in o[1]))
+    if state.get("needle"):
+        p = oracle.prop = dataclasses.replace(p, needle=state["needle"])
+    first = oracle.check([start_src])[0]
+    oracle.want = _want(first, p, regression, versions, probe)
+    if p.failure and not p.needle:   # keep the failure by its signature: the first line of the compiler's message
+        p = oracle.prop = dataclasses.replace(p, needle=_signature(first))
+        oracle.memo.clear()
+        first = oracle.check([start_src])[0]
+    oracle.rejudge()
+    first = oracle.memo[digest(start_src)]
+    say("start", {"size": size(start_src), "line": first.line()})
     kept: list[str] = list(state.get("kept") or [])
     current = state.get("current") or start_src
     failed: set = set(state.get("failed") or [])
-    journal.update(path=state_path, key=key, current=lambda: current)
+    journal.update(path=state_path, key=key, current=lambda: current, needle=lambda: p.needle)
     if not resumed:
         folded = _normalized(start_src)
         if folded != current and oracle.check([folded])[0].interesting:
@@ -288,8 +291,9 @@ def _load_state(path: str, key: str) -> dict:
     return st if st.get("key") == key else {}
 
 
-def _save_state(path: str, key: str, current: str, kept: list[str], failed: set, oracle: Oracle) -> None:
-    st = {"key": key, "current": current, "kept": kept, "failed": sorted(failed),
+def _save_state(path: str, key: str, current: str, kept: list[str], failed: set, oracle: Oracle,
+                needle: str) -> None:
+    st = {"key": key, "current": current, "kept": kept, "failed": sorted(failed), "needle": needle,
           "memo": {k: [o.interesting, [list(j) for j in o.judgements]] for k, o in oracle.memo.items()}}
     tmp = path + ".tmp"
     with open(tmp, "w") as f:

@@ -57,6 +57,15 @@ class Oracle:
             self.compiled += len(todo)
         return [self.memo[k] for k in keys]
 
+    def rejudge(self) -> None:
+        """Recompute every remembered outcome's ``interesting`` against :attr:`want` (answers from a journal were
+        kept as the judgements alone)."""
+        for k, o in self.memo.items():
+            self.memo[k] = Outcome(self._interesting(o.judgements), o.judgements)
+
+    def _interesting(self, js) -> bool:
+        return all(h == w for (_, h, _), w in zip(js, self.want))
+
     def _audit(self, todo: dict[str, str]) -> dict[str, Outcome]:
         from tileprobe.audit.pipeline import audit
         from tileprobe.errors import TileprobeError
@@ -86,7 +95,7 @@ class Oracle:
                 mine = [r for r in recs if short_build(r.tileiras) == f"tileiras {tc.version}"]
                 j: Judgement = judge(self.prop, mine)
                 js.append((tc.version, j.holds, j.line))
-            out[k] = Outcome(all(h == w for (_, h, _), w in zip(js, self.want)), tuple(js))
+            out[k] = Outcome(self._interesting(js), tuple(js))
         return out
 
 
