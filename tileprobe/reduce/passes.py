@@ -301,24 +301,35 @@ def operands(tree: ast.Module) -> Iterator[Candidate]:
             continue
         v = s.value
         subs = v.args if isinstance(v, ast.Call) else [v.left, v.right] if isinstance(v, ast.BinOp) else []
+        method = isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and not is_ct(v.func)
+        if method:      # x.reshape(s) → x
+            subs = [v.func.value, *subs]
         for m, sub in enumerate(subs):
             if isinstance(sub, (ast.Constant, ast.Tuple, ast.Attribute)):
                 continue
 
-            def edit(t, path=path, m=m):
+            def edit(t, path=path, m=m, method=method):
                 L, j = _locate(parts(t).kernel, path)
                 val = L[j].value
-                L[j].value = val.args[m] if isinstance(val, ast.Call) else (val.left, val.right)[m]
+                if isinstance(val, ast.Call):
+                    L[j].value = ([val.func.value] if method else []) + val.args
+                    L[j].value = L[j].value[m]
+                else:
+                    L[j].value = (val.left, val.right)[m]
             src = _make(tree, edit)
             if src:
-                what = f"ct.{v.func.attr}" if isinstance(v, ast.Call) and is_ct(v.func) else _short(v, 30)
+                what = (f"ct.{v.func.attr}" if isinstance(v, ast.Call) and is_ct(v.func) else
+                        f".{v.func.attr}()" if method else _short(v, 30))
                 yield Candidate(src, f"`{_short(s.targets[0], 20)} = {_short(sub, 40)}` instead of {what}",
                                 f"{what} in `{_short(s, 50)}`{_where(k, path)}", "operand")
 
 
 def constants(tree: ast.Module) -> Iterator[Candidate]:
-    """Halve a module constant or a kernel integer literal ≥ 2 (tile sizes, strides, trip counts)."""
+    """Halve a module constant the kernel reads (tile sizes, block sizes) when it is an integer ≥ 2. Constants only
+    the probe's ``args`` read (problem sizes) are left: they do not change what the kernel compiles to."""
+    from tileprobe.reduce.source import names_used
     env = module_constants(tree)
+    read = names_used(parts(tree).kernel)
     for idx, node in enumerate(tree.body):
         if not isinstance(node, ast.Assign) or len(node.targets) != 1:
             continue
@@ -326,7 +337,7 @@ def constants(tree: ast.Module) -> Iterator[Candidate]:
         pairs = list(zip(t.elts, v.elts)) if isinstance(t, ast.Tuple) and isinstance(v, ast.Tuple) else [(t, v)]
         for m, (name, val) in enumerate(pairs):
             if not (isinstance(name, ast.Name) and isinstance(val, ast.Constant) and type(val.value) is int
-                    and val.value >= 2 and name.id in env):
+                    and val.value >= 2 and name.id in env and name.id in read):
                 continue
 
             def edit(tr, idx=idx, m=m, new=val.value // 2):
@@ -337,17 +348,6 @@ def constants(tree: ast.Module) -> Iterator[Candidate]:
             if src:
                 yield Candidate(src, f"{name.id} = {val.value // 2} (was {val.value})", f"the value of {name.id}",
                                 "constant")
-    k = parts(tree).kernel
-    lits = [n for n in ast.walk(k) if isinstance(n, ast.Constant) and type(n.value) is int and n.value >= 2]
-    for m, lit in enumerate(lits):
-        def edit(tr, m=m):
-            ls = [n for n in ast.walk(parts(tr).kernel) if isinstance(n, ast.Constant) and type(n.value) is int
-                  and n.value >= 2]
-            ls[m].value //= 2
-        src = _make(tree, edit)
-        if src:
-            yield Candidate(src, f"{lit.value} → {lit.value // 2} in the kernel", f"the constant {lit.value}",
-                            "constant")
 
 
 def hint_values(tree: ast.Module, keep: dict) -> Iterator[Candidate]:
