@@ -56,6 +56,15 @@ def row_index(rows, kt, k_off, k_total, tm, tk):
 
 
 @ct.function
+def swizzle(mb, grid_m, group):
+    """Grouped block order (as grouped GEMMs raster their M blocks): ``mb`` within groups of ``group``."""
+    g = mb // group
+    first = g * group
+    size = group + 0 * grid_m
+    return first + (mb - first) % size
+
+
+@ct.function
 def silu(x):
     """x · sigmoid(x), in float32."""
     xf = ct.astype(x, ct.float32)
@@ -95,7 +104,7 @@ def grouped_w4a16(X, ROWS, W, S, OUT, BIAS_T, EXPERT_IDS, TOKENS_PER_EXPERT, ALP
     for it in range(num_iterations if LOOP else 1):
         mb = ct.bid(0) + it * grid_m
         if SWIZZLE > 1:
-            mb = mb + 0
+            mb = swizzle(mb, grid_m, SWIZZLE)
         rows = ct.gather(ROWS, (mb * TM + ct.arange(TM, dtype=ct.int32),), padding_value=0)
         acc = ct.zeros((TM, TN), dtype=ct.float32)
         extra = ct.zeros((TM, TN), dtype=ct.float32)
