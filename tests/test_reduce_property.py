@@ -89,3 +89,15 @@ def test_bad_input_property_not_held_or_held_under_both():
         _want(none, p, False, ["13.4.92"], "probe.py")
     regression = Outcome(False, (("13.3.36", True, "a"), ("13.4.92", False, "b")))
     assert _want(regression, p, True, ["13.3.36", "13.4.92"], "probe.py") == (True, False)
+
+
+def test_an_unchecked_answer_is_never_interesting_even_where_the_property_must_not_hold():
+    from tileprobe.reduce.oracle import Oracle
+    o = Oracle("sm_120", [], parse_property("occupancy honoured"), (True, False), {}, "/nonexistent")
+    unverified = judge(parse_property("occupancy honoured"), [rec(status="unverified")])
+    assert not unverified.holds and not unverified.checked
+    assert not o._interesting((("13.3.36", True, "honoured"), ("13.4.92", False, unverified.line)))
+    assert o._interesting((("13.3.36", True, "honoured"), ("13.4.92", False, "occupancy ignored")))
+    with pytest.raises(ReduceInputError, match="cannot be checked under tileiras 13.4.92"):
+        _want(Outcome(False, (("13.3.36", True, "a"), ("13.4.92", False, unverified.line))),
+              parse_property("occupancy honoured"), True, ["13.3.36", "13.4.92"], "probe.py")

@@ -208,6 +208,11 @@ def _ct_calls(src: str) -> list[str]:
 
 
 def _want(first: Outcome, p: Property, regression: bool, versions: list[str], probe: str) -> tuple[bool, ...]:
+    from tileprobe.reduce.prop import checked
+    for v, _, line in first.judgements:
+        if not checked(line):
+            raise ReduceInputError(f"{probe}: {p.text!r} cannot be checked under tileiras {v}: {line}. Choose a "
+                                   "property the audit decides for this variant; nothing was reduced")
     holds = tuple(h for _, h, _ in first.judgements)
     if not regression:
         if not holds[0]:

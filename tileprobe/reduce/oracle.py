@@ -64,7 +64,10 @@ class Oracle:
             self.memo[k] = Outcome(self._interesting(o.judgements), o.judgements)
 
     def _interesting(self, js) -> bool:
-        return all(h == w for (_, h, _), w in zip(js, self.want))
+        """The property has the wanted value under every compiler, and could be checked under every one (an
+        unchecked answer is never a wanted "does not hold")."""
+        from tileprobe.reduce.prop import checked
+        return all(h == w and checked(line) for (_, h, line), w in zip(js, self.want))
 
     def _audit(self, todo: dict[str, str]) -> dict[str, Outcome]:
         from tileprobe.audit.pipeline import audit

@@ -76,9 +76,25 @@ def parse_property(text: str) -> Property:
 @dataclass(frozen=True)
 class Judgement:
     """Whether a property holds on one candidate's selected records under one compiler, and the audit line that
-    shows why (the record's measured value, or the compiler's first message line)."""
+    shows why (the record's measured value, or the compiler's first message line). A property that cannot be
+    checked (an ``unverified`` verdict, an ``unknown`` register pool) has ``holds`` False and a line starting with
+    :data:`UNCHECKED`: such a candidate is never interesting, whichever value the property must have."""
     holds: bool
     line: str
+
+    @property
+    def checked(self) -> bool:
+        """False when the property could not be checked (see class doc)."""
+        return checked(self.line)
+
+
+#: How the line of a judgement that could not be checked starts.
+UNCHECKED = "cannot check: "
+
+
+def checked(line: str) -> bool:
+    """Whether a judgement's ``line`` says the property was checked (journalled answers keep only the line)."""
+    return not line.startswith(UNCHECKED)
 
 
 def judge(prop: Property, records: Sequence) -> Judgement:
@@ -96,7 +112,7 @@ def judge(prop: Property, records: Sequence) -> Judgement:
         return Judgement(False, line)
     failures = check(records, [prop.expect])
     if any(f.unchecked for f in failures):
-        return Judgement(False, f"cannot check: {failures[0]}")
+        return Judgement(False, f"{UNCHECKED}{failures[0]}")
     holds = not failures
     detail = "; ".join(dict.fromkeys(measured(prop.expect, r) for r in records))
     return Judgement(holds != prop.negated, f"{detail} ({line})" if detail else line)
