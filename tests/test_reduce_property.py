@@ -101,3 +101,13 @@ def test_an_unchecked_answer_is_never_interesting_even_where_the_property_must_n
     with pytest.raises(ReduceInputError, match="cannot be checked under tileiras 13.4.92"):
         _want(Outcome(False, (("13.3.36", True, "a"), ("13.4.92", False, unverified.line))),
               parse_property("occupancy honoured"), True, ["13.3.36", "13.4.92"], "probe.py")
+
+
+def test_a_removal_answers_the_property_only_when_the_candidate_compiled_or_failed_as_the_property_says():
+    from tileprobe.reduce.engine import _told
+    assert _told("occupancy ignored (384 threads × 168 regs, 100,484 B, 1 CTA/SM, occupancy ignored)")
+    assert _told("compiler_crash: tileiras was killed by SIGSEGV (signal 11)")
+    assert not _told("compile_error: TileTypeError: shapes (64, 128) and (128,) do not broadcast")
+    assert not _told("no variant (the candidate did not load or compile)")
+    assert not _told("timeout: tileiras did not finish within 300 s")
+    assert not _told("cannot check: k sm_120 occupancy=2: unverified")

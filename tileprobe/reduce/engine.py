@@ -280,11 +280,21 @@ def _needs(current: str, hints: dict, oracle: Oracle, say) -> list[Need]:
     outs = oracle.check([c.source for c in cands]) if cands else []
     out: list[Need] = []
     for c, o in zip(cands, outs):
-        compiled = all("did not load" not in line and "compile_error" not in line for _, _, line in o.judgements)
-        verdict = "not_needed" if o.interesting else ("needed" if compiled else "rejected")
+        verdict = "not_needed" if o.interesting else ("needed" if all(_told(line) for _, _, line in o.judgements)
+                                                      else "rejected")
         out.append(Need(c.construct, c.label, verdict, o.line()))
     say("needs", {"needs": out})
     return out
+
+
+#: Words of an audit line that mean the candidate failed for another reason than the property (it cannot tell).
+_UNTOLD = ("no variant", "compile_error", "probe_error", "unsupported_", "timeout", "broken_environment")
+
+
+def _told(line: str) -> bool:
+    """Whether an audit line answers the property (the candidate compiled, or failed as the property says)."""
+    from tileprobe.reduce.prop import checked
+    return checked(line) and not any(w in line for w in _UNTOLD)
 
 
 def _load_state(path: str, key: str) -> dict:
