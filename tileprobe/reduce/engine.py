@@ -185,6 +185,8 @@ def reduce(probe: str, *, arch: str, where: Mapping[str, Any], prop: str | Prope
     removed = [c for c in folded_calls if c not in _ct_calls(current)]
     res = Reduction(current, size(start_src), size(current), oracle.compiled, kept, needs, removed, stopped, resumed,
                     time.monotonic() - t0, first, final, versions)
+    import shutil
+    shutil.rmtree(work, ignore_errors=True)   # the candidates' files; their answers are in the journal
     say("done", {"reduction": res})
     return res
 
