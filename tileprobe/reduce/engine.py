@@ -158,7 +158,10 @@ def reduce(probe: str, *, arch: str, where: Mapping[str, Any], prop: str | Prope
     failed: set = set(state.get("failed") or [])
     journal.update(path=state_path, key=key, current=lambda: current, needle=lambda: p.needle)
     if not resumed:
-        folded = _normalized(start_src)
+        try:
+            folded = _normalized(start_src)
+        except Exception:     # noqa: BLE001 - a construct the folding cannot follow: reduce the probe unfolded
+            folded = start_src
         if folded != current and oracle.check([folded])[0].interesting:
             current = folded
             kept.append("folded the variant: constexpr switches, helpers inlined, dead code out")
