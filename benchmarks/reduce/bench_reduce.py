@@ -67,11 +67,63 @@ def run_one(name: str, out_root: str, budget: float | None) -> dict:
             "needs": needs.group(1) if needs else "", "verified": all(gate_ok), "tail": text[-600:]}
 
 
+def generic_run(name: str, out_root: str, budget_s: float) -> dict:
+    """The generic reducer alone on the same kernel and property: pysource-minimize 0.10.1's AST passes over the
+    whole probe file, each check one candidate audited in the same contained compile pool with the same property
+    (:class:`tileprobe.reduce.oracle.Oracle`), checks one at a time (pysource-minimize is sequential). After
+    ``budget_s`` every further check answers False at once, so it ends with the smallest file it kept."""
+    import pysource_minimize
+    from tileprobe.reduce.oracle import Oracle
+    from tileprobe.reduce.prop import parse_property
+    from tileprobe.reduce.source import parts, size
+    from tileprobe.store import Store
+    from tileprobe.toolchain import resolve_toolchains
+    probe, arch, where, prop, compilers, _ = CASES[name]
+    where_d = dict(kv.split("=") for kv in where.split(","))
+    tcs = resolve_toolchains([compilers[1], compilers[3]] if compilers[0] == "--good" else [compilers[1]])
+    work = os.path.join(out_root, f"{name}-generic")
+    os.makedirs(work, exist_ok=True)
+    with open(probe) as f:
+        src = f.read()
+    # the variant's case values as the probe's only case (the generic reducer gets the same selection)
+    for k, v in where_d.items():
+        if k != "occupancy":
+            src = re.sub(rf'"{k}": \[[^\]]*\]', f'"{k}": [{v}]', src)
+    oracle = Oracle(arch, tcs, parse_property(prop), (True, False) if len(tcs) == 2 else (True,),
+                    {"occupancy": int(where_d["occupancy"])} if "occupancy" in where_d else {}, work,
+                    store=Store.open(os.path.join(out_root, f"{name}-generic.sqlite")))
+    t0, state = time.monotonic(), {"checks": 0, "best": src}
+
+    def checker(candidate: str) -> bool:
+        if time.monotonic() - t0 > budget_s:
+            return False
+        try:
+            parts(__import__("ast").parse(candidate))
+        except Exception:       # noqa: BLE001 - no Probe left: the audit would load nothing
+            state["checks"] += 1
+            return False
+        state["checks"] += 1
+        ok = oracle.check([candidate])[0].interesting
+        if ok and len(candidate) < len(state["best"]):
+            state["best"] = candidate
+        return ok
+    pysource_minimize.minimize(src, checker)
+    best = state["best"]
+    try:
+        final = str(size(best))
+    except Exception:           # noqa: BLE001
+        final = f"{len(best.splitlines())} file lines"
+    return {"wall_s": time.monotonic() - t0, "checks": state["checks"], "final": final,
+            "budget_hit": time.monotonic() - t0 > budget_s}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", nargs="*", default=list(CASES), choices=list(CASES))
     ap.add_argument("--out", default=None, help="where the reductions go (default: a new temp folder)")
     ap.add_argument("--budget", type=float, default=None)
+    ap.add_argument("--generic", type=float, default=None, metavar="S", help="also run the generic reducer alone "
+                    "(pysource-minimize) on each kernel for at most S seconds, after tileprobe reduce")
     a = ap.parse_args()
     out_root = a.out or tempfile.mkdtemp(prefix="bench-reduce-")
     os.makedirs(out_root, exist_ok=True)
@@ -86,6 +138,10 @@ def main() -> int:
             print(f"  needs: {r['needs']}", flush=True)
         if r["rc"] != 0:
             print("  " + r["tail"].replace("\n", "\n  "), flush=True)
+        if a.generic:
+            g = generic_run(name, out_root, a.generic)
+            print(f"  generic reducer alone (pysource-minimize): {g['wall_s']:.0f} s wall, {g['checks']} checks, "
+                  f"→ {g['final']}" + (" (stopped by its budget)" if g["budget_hit"] else ""), flush=True)
     return 0
 
 
