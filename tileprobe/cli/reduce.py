@@ -105,7 +105,7 @@ def _write(args, con, red, prop, tcs, store, out_dir) -> int:
     from tileprobe.reduce.report import markdown
     from tileprobe.report.text import clean
     w = write_standalone(red.source, out_dir)
-    records = audit([w.probe], [args.arch], toolchains=tcs, store=store, with_sass=prop.needs_sass).records
+    records = audit([w.probe], [args.arch], toolchains=tcs, store=store, with_sass=True).records
     with open(w.kernel) as f:
         ksrc = f.read()
     md = markdown(red, probe=args.probe, arch=args.arch, where=args.where or "", prop=prop.text,

@@ -46,16 +46,20 @@ def markdown(red, *, probe: str, arch: str, where: str, prop: str, versions: Seq
                 + "; ".join(_code(n.construct) for n in rejected)]
     if records:
         out += ["", "## Hints × compilers (the written probe)", "",
-                "| tileiras | hints | threads | regs | smem B | stack B | CTAs/SM | verdicts / failure |",
-                "|---|---|---|---|---|---|---|---|"]
+                "| tileiras | hints | threads | regs | smem B | stack B | LDL/STL | CTAs/SM | reg pool | verdicts / failure |",
+                "|---|---|---|---|---|---|---|---|---|---|"]
         from tileprobe.schema import short_build
         for r in records:
             hints = ", ".join(f"{k}={v}" for k, v in r.hints.items()) or "-"
             verdicts = ", ".join(f"{h} {x.status}" for h, x in r.verdicts.items()) if r.ok else (r.failure or r.status)
+            sass = r.sass if r.ok else None
+            spills = (f"{sass.spill_loads}/{sass.spill_stores}" if sass is not None and "spill_loads" in sass
+                      else "-")
+            pool = r.register_pool.verdict if r.ok and r.register_pool is not None else "-"
             out.append(f"| {short_build(r.tileiras).split()[-1]} | {hints} | {r.threads or '-'} | "
                        f"{r.registers or '-'} | {r.shared_bytes if r.shared_bytes is not None else '-'} | "
-                       f"{r.stack_bytes if r.stack_bytes is not None else '-'} | {r.ctas_per_sm or '-'} | "
-                       f"{_code(verdicts)} |")
+                       f"{r.stack_bytes if r.stack_bytes is not None else '-'} | {spills} | {r.ctas_per_sm or '-'} | "
+                       f"{pool} | {_code(verdicts)} |")
     out += ["", "## Environment", "",
             f"- Python {platform.python_version()} on {platform.system()} {platform.machine()}",
             f"- arch {arch}; tileiras {', '.join(versions)}"]
