@@ -98,8 +98,10 @@ def test_candidates_name_the_runtime_loop_and_the_gather_inside_it():
 
 def test_gather_to_load_keeps_block_index_and_shape():
     src = normalized(SEED, {"GATHER": True, "LOOP": True})
-    (c,) = [c for c in passes.gather_load(ast.parse(src))]
-    assert "ct.load(ROWS, index=(mb,), shape=(TM,))" in c.source
+    load, zeros = passes.gather_load(ast.parse(src))
+    assert "rows = ct.load(ROWS, index=(mb,), shape=(TM,))" in load.source
+    assert "a = ct.zeros(idx.shape, dtype=X.dtype)" in zeros.source and "ct.gather(X" not in zeros.source
+    assert "ct.gather(ROWS" in zeros.source       # only the one gather changed
 
 
 def test_standalone_kernel_file_imports_only_cuda_tile(tmp_path):

@@ -237,13 +237,25 @@ def keywords(tree: ast.Module) -> Iterator[Candidate]:
 
 def gather_load(tree: ast.Module) -> Iterator[Candidate]:
     """``ct.gather(A, (B * T + ct.arange(T, …),))`` → ``ct.load(A, index=(B,), shape=(T,))`` and back (1-D: the
-    form a row gather of consecutive rows takes); other gathers → ``ct.zeros`` of the index's shape is not tried
-    (cuTile needs the shape as a constant)."""
+    form a row gather of consecutive rows takes); a gather by an index tile ``I`` → ``ct.zeros(I.shape,
+    dtype=A.dtype)`` (the gathered values gone, the shape kept)."""
     k = parts(tree).kernel
     for path, n, c in _calls(tree):
         if is_ct(c.func, "gather") and len(c.args) >= 2 and isinstance(c.args[1], ast.Tuple) \
                 and len(c.args[1].elts) == 1:
-            m = _block_index(c.args[1].elts[0])
+            index = c.args[1].elts[0]
+            if isinstance(index, ast.Name) and isinstance(c.args[0], ast.Name):
+                def zeros(t, path=path, n=n, index=index.id, array=c.args[0].id):
+                    call = _call_at(t, path, n)
+                    call.func.attr = "zeros"
+                    call.args = [ast.Attribute(ast.Name(index, ast.Load()), "shape", ast.Load())]
+                    call.keywords = [ast.keyword("dtype", ast.Attribute(ast.Name(array, ast.Load()), "dtype",
+                                                                        ast.Load()))]
+                src = _make(tree, zeros)
+                if src:
+                    yield Candidate(src, f"ct.gather → ct.zeros of the index's shape: `{_short(c, 50)}`",
+                                    f"ct.gather({_short(c.args[0], 12)}, …){_where(k, path)}", "gather")
+            m = _block_index(index)
             if m is None:
                 continue
             block, tile = m
