@@ -16,10 +16,10 @@ from typing import Sequence
 from tileprobe.errors import EXIT_INTERRUPTED, TileprobeError
 from tileprobe.cli import _common
 from tileprobe.cli import (audit, bisect, compare, doctor, gate, history, record, report, run, sass, store, toolchain,
-                           tune, use)
+                           tune, use, reduce)
 
 #: Command modules in the order ``tileprobe --help`` lists them.
-COMMANDS = (audit, sass, toolchain, doctor, compare, bisect, run, tune, use, record, report, history, store, gate)
+COMMANDS = (audit, sass, toolchain, doctor, compare, bisect, reduce, run, tune, use, record, report, history, store, gate)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,50 @@
+"""``tileprobe reduce`` on the command line: bad input is a clear error before any reduction."""
+import os
+
+from tileprobe.cli import main
+from tests.test_reduce_run import TINY
+
+
+def write_tiny(tmp_path):
+    p = tmp_path / "tiny.py"
+    p.write_text(TINY)
+    return str(p)
+
+
+def test_good_without_bad_is_a_usage_error(tmp_path, capsys):
+    rc = main(["reduce", write_tiny(tmp_path), "--arch", "sm_90", "--property", "compiles", "--good", "13.3.36",
+               "-o", str(tmp_path / "out"), "--no-store"])
+    assert rc == 2 and "--good V1 and --bad V2" in capsys.readouterr().err
+
+
+def test_an_unknown_property_lists_the_forms(tmp_path, capsys):
+    rc = main(["reduce", write_tiny(tmp_path), "--arch", "sm_90", "--property", "occupancy sometimes",
+               "-o", str(tmp_path / "out"), "--no-store"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "compiler crash" in err and "no spills" in err
+
+
+def test_an_unknown_release_is_refused_before_any_compile(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("TILEPROBE_TOOLCHAINS", str(tmp_path / "tc"))
+    rc = main(["reduce", write_tiny(tmp_path), "--arch", "sm_90", "--property", "compiles", "--tileiras", "13.9.99",
+               "-o", str(tmp_path / "out"), "--no-store"])
+    err = capsys.readouterr().err
+    assert rc != 0 and "13.9.99" in err
+    assert not os.path.exists(tmp_path / "out" / "reduce-state.json")
+
+
+def test_a_probe_whose_kernel_lives_elsewhere_is_refused_with_the_fix(tmp_path, capsys):
+    p = tmp_path / "p.py"
+    p.write_text('from tileprobe import Probe\nprobe = Probe(kernel="k.py:vec_add", args=lambda c, a: ())\n')
+    rc = main(["reduce", str(p), "--arch", "sm_90", "--property", "compiles", "-o", str(tmp_path / "out"),
+               "--no-store"])
+    err = capsys.readouterr().err
+    assert rc == 2 and f"{p}:2" in err and "copy the kernel into the probe file" in err
+
+
+def test_a_property_not_held_is_an_error_with_the_audit_line(tmp_path, capsys):
+    rc = main(["reduce", write_tiny(tmp_path), "--arch", "sm_90", "--where", "SCALE=True,occupancy=2",
+               "--property", "registers>=255", "-o", str(tmp_path / "out"), "--no-store", "-j", "2"])
+    err = capsys.readouterr().err
+    assert rc == 1 and "does not hold to begin with" in err and "registers" in err and "threads" in err
+    assert not os.path.exists(tmp_path / "out" / "reduced_kernel.py")

@@ -1,0 +1,136 @@
+"""tileprobe reduce's source transformations (AST only: nothing compiled, nothing imported from the probe)."""
+import ast
+from pathlib import Path
+
+import pytest
+
+from tileprobe.errors import UsageError
+from tileprobe.reduce import clean, engine, fold, inline, output, passes, source
+
+ROOT = Path(__file__).resolve().parents[1]
+PADDED = ROOT / "benchmarks" / "reduce" / "padded_w4a16.py"
+SEED = ROOT / "examples" / "w4a16_gemm.py"
+PADDED_CASE = dict(GATHER=True, LOOP=True, SCALED=True, ACT=0, BIAS=False)
+
+
+def normalized(path, case):
+    t = ast.parse(path.read_text())
+    return engine._normalized(ast.unparse(fold.fold_variant(t, case)))
+
+
+def kernel_text(src):
+    return ast.unparse(source.parts(ast.parse(src)).kernel)
+
+
+def test_fold_variant_replaces_case_values_and_drops_them_from_cases():
+    t = fold.fold_variant(ast.parse(SEED.read_text()), {"GATHER": True, "LOOP": False})
+    text = ast.unparse(t)
+    assert 'case["GATHER"]' not in text and "case['GATHER']" not in text
+    assert "cases=" not in text          # both case names folded: no cases left
+    assert "True, False)" in text.replace("\n", " ")   # the args tuple ends with the folded values
+
+
+def test_constexpr_switches_fold_to_the_variant_and_leave_the_signature():
+    src = normalized(SEED, {"GATHER": True, "LOOP": True})
+    k = source.parts(ast.parse(src)).kernel
+    assert [a.arg for a in k.args.args] == ["X", "ROWS", "W", "S", "OUT", "num_iterations", "grid_m"]
+    body = ast.unparse(k)
+    assert "if GATHER" not in body and "ct.load(X" not in body     # the GATHER=False branch is gone
+    assert "for it in range(num_iterations)" in body               # the runtime trip count stays runtime
+    assert "6144" in body                                          # K folded to the probe's value
+
+
+def test_loop_false_folds_the_runtime_loop_to_range_1():
+    src = normalized(SEED, {"GATHER": False, "LOOP": False})
+    body = kernel_text(src)
+    assert "range(1)" in body and "num_iterations" not in body
+    assert "ct.gather(X" not in body
+
+
+def test_helpers_are_inlined_and_dead_helpers_leave_the_module():
+    src = normalized(PADDED, PADDED_CASE)
+    tree = ast.parse(src)
+    p = source.parts(tree)
+    assert p.helpers == {}                                       # every @ct.function inlined, then unused
+    body = ast.unparse(p.kernel)
+    assert "ct.unpack_from_bytes" in body and "ct.expand_dims" in body   # unpack and dequant bodies inlined
+    assert "silu" not in body and "ct.tanh(" not in body and "ct.exp(" not in body   # ACT=0: no activation
+    assert "unused_a" not in body and "EXPERT_IDS" not in body and "BIAS_T" not in body
+    size = source.size(src)
+    assert size.params == 7 and size.lines <= 30
+    assert source.size(ast.unparse(ast.parse(PADDED.read_text()))).lines > 60
+
+
+def test_unused_parameters_leave_with_their_probe_arguments():
+    src = normalized(PADDED, PADDED_CASE)
+    p = source.parts(ast.parse(src))
+    assert len(p.args_tuple().elts) == len(p.kernel.args.args) == 7
+
+
+def test_dead_code_goes_but_stores_stay():
+    t = ast.parse("import cuda.tile as ct\n@ct.kernel\ndef k(A, B):\n    x = ct.load(A, index=(0,), shape=(4,))\n"
+                  "    y = x + 1\n    z = y * 2\n    ct.store(B, index=(0,), tile=y)\n"
+                  "probe = Probe(kernel=k, args=lambda case, arrays: (1, 2))\n")
+    out = ast.unparse(clean.clean(t))
+    assert "z = " not in out and "y = x + 1" in out and "ct.store" in out
+
+
+def test_deletion_candidates_never_leave_an_unbound_name():
+    src = normalized(SEED, {"GATHER": True, "LOOP": True})
+    cands = list(passes.candidates(ast.parse(src), {"occupancy": 2}))
+    assert cands
+    for c in cands:
+        assert not passes.unbound(ast.parse(c.source)), c.label
+
+
+def test_candidates_name_the_runtime_loop_and_the_gather_inside_it():
+    src = normalized(SEED, {"GATHER": True, "LOOP": True})
+    cands = list(passes.candidates(ast.parse(src), {"occupancy": 2}))
+    kinds = {c.kind for c in cands}
+    assert {"hint", "delete", "loop", "gather", "option", "operand", "constant"} <= kinds
+    loop = [c for c in cands if c.kind == "loop" and "num_iterations" in c.construct]
+    assert loop and all("runtime trip count" in c.construct for c in loop)
+    assert any(c.kind == "gather" and "inside a loop with a runtime trip count" in c.construct for c in cands)
+    assert cands[0].kind == "hint"             # hint values first: they make every later compile cheaper
+    hint_labels = [c.label for c in cands if c.kind == "hint"]
+    assert all("occupancy=2" not in h for h in hint_labels)   # the selected value is never dropped
+
+
+def test_gather_to_load_keeps_block_index_and_shape():
+    src = normalized(SEED, {"GATHER": True, "LOOP": True})
+    load, zeros = passes.gather_load(ast.parse(src))
+    assert "rows = ct.load(ROWS, index=(mb,), shape=(TM,))" in load.source
+    assert "a = ct.zeros(idx.shape, dtype=X.dtype)" in zeros.source and "ct.gather(X" not in zeros.source
+    assert "ct.gather(ROWS" in zeros.source       # only the one gather changed
+
+
+def test_standalone_kernel_file_imports_only_cuda_tile(tmp_path):
+    src = normalized(PADDED, PADDED_CASE)
+    w = output.write_standalone(src, str(tmp_path))
+    ktree = ast.parse(Path(w.kernel).read_text())
+    imports = {a.name for n in ast.walk(ktree) if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
+    froms = {n.module for n in ast.walk(ktree) if isinstance(n, ast.ImportFrom)}
+    assert imports == {"cuda.tile"} and froms == set()
+    assert {"TM", "TN", "TK", "SB"} <= {t.id for n in ktree.body if isinstance(n, ast.Assign)
+                                       for t in ast.walk(n.targets[0]) if isinstance(t, ast.Name)}
+    ptext = Path(w.probe).read_text()
+    assert f"reduced_kernel.py:{w.kernel_name}" in ptext and "def args" in ptext
+    compile(ptext, w.probe, "exec")
+
+
+def test_a_probe_without_its_kernel_in_the_file_is_a_clear_error(tmp_path):
+    with pytest.raises(UsageError, match="not a function defined in this file"):
+        source.parts(ast.parse('probe = Probe(kernel="k.py:vec_add")'), "p.py")
+    with pytest.raises(UsageError, match="no `probe = Probe"):
+        source.parts(ast.parse("x = 1"), "p.py")
+    with pytest.raises(UsageError, match="p.py:1"):
+        source.parse("def (", "p.py")
+
+
+def test_size_counts_lines_tokens_params_and_ct_calls():
+    src = ("import cuda.tile as ct\n@ct.kernel\ndef k(A, B):\n    x = ct.load(A, index=(0,), shape=(4,))\n"
+           "    ct.store(B, index=(0,), tile=x)\nprobe = Probe(kernel=k)\n")
+    s = source.size(src)
+    assert (s.lines, s.params, s.ct_calls) == (2, 2, 2)
+    assert s.tokens == len("x = ct . load ( A , index = ( 0 , ) , shape = ( 4 , ) )".split()) + \
+        len("ct . store ( B , index = ( 0 , ) , tile = x )".split())

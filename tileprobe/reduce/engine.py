@@ -1,0 +1,321 @@
+"""``tileprobe reduce``: from a probe whose variant has a property to the smallest kernel that still has it.
+
+    tileprobe reduce examples/w4a16_gemm.py --arch sm_120 --where "GATHER=True,LOOP=True,occupancy=2" \\
+        --property "occupancy honoured" --good 13.3.36 --bad 13.4.92 -o reduced/
+
+Steps: (1) check the property on the probe as it is (bad input is an error before anything is reduced, with the
+audit line that shows why); (2) fold the variant: its case values and constexpr switches into the source, helpers
+inlined, dead code out (kept only if the property still holds); (3) rounds of candidates
+(:mod:`tileprobe.reduce.passes`), checked in batches of ``batch`` in the contained compile pool, the first
+interesting candidate that is smaller kept, until a round keeps nothing or ``budget_s`` runs out; (4) "what
+matters": each construct of the result changed once more on its own; (5) the written files
+(:mod:`tileprobe.reduce.output`).
+
+Candidates that fail once are not tried again in later rounds unless a round finds nothing (then one last full
+round); answers and the smallest kernel so far are journalled in ``OUT/reduce-state.json`` after every batch, so a
+stopped reduction started again with the same arguments goes on from there.
+
+Python API: :func:`reduce` returns a :class:`Reduction`.
+"""
+from __future__ import annotations
+
+import ast
+import dataclasses
+import hashlib
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from tileprobe.errors import TileprobeError, UsageError
+from tileprobe.reduce.clean import clean
+from tileprobe.reduce.fold import fold_args, fold_branches, fold_constexprs, fold_variant, propagate_copies
+from tileprobe.reduce.inline import inline_helpers
+from tileprobe.reduce.oracle import Oracle, Outcome
+from tileprobe.reduce.passes import Candidate, candidates
+from tileprobe.reduce.prop import Property, parse_property
+from tileprobe.reduce.source import Size, digest, parse, parts, size
+
+STATE = "reduce-state.json"
+
+
+class ReduceInputError(TileprobeError):
+    """The reduction cannot start: the property does not hold on the probe as given (or holds under both
+    compilers), a release is unknown; the message has the audit line that shows why."""
+
+
+@dataclass
+class Need:
+    """One construct of the reduced kernel and what changing it alone did: ``needed`` (the property is lost),
+    ``not_needed`` (still holds: a construct the rounds could not remove with the others) or ``rejected`` (cuTile or
+    the compiler refused the kernel without it: it cannot be told apart)."""
+    construct: str
+    change: str
+    verdict: str
+    line: str
+
+
+@dataclass
+class Reduction:
+    """What a reduction did. ``source``: the reduced probe module; ``original_size`` / ``final_size``;
+    ``candidates``: candidates audited (identical ones once); ``kept``: the steps kept, in order; ``needs``;
+    ``removed``: ``ct.*`` calls of the folded kernel that the result no longer has (not needed);
+    ``stopped_by_budget``: the budget ran out (the result is the smallest so far); ``resumed``: it went on from a
+    journal; ``wall_s``; ``start``: the outcome on the original probe (the audit lines)."""
+    source: str
+    original_size: Size
+    final_size: Size
+    candidates: int
+    kept: list[str]
+    needs: list[Need]
+    removed: list[str]
+    stopped_by_budget: bool
+    resumed: bool
+    wall_s: float
+    start: Outcome
+    final: Outcome
+    versions: list[str] = field(default_factory=list)
+
+
+def _order(src: str) -> tuple:
+    s = size(src)
+    consts = sum(abs(n.value) for n in ast.walk(ast.parse(src)) if isinstance(n, ast.Constant)
+                 and type(n.value) is int)
+    return (s.tokens, s.lines, consts)
+
+
+def reduce(probe: str, *, arch: str, where: Mapping[str, Any], prop: str | Property, toolchains: list,
+           regression: bool, out_dir: str, budget_s: float | None = None, jobs: int | None = None, store=None,
+           batch: int | None = None, compile_timeout_s: float = 300.0,
+           progress: Callable[[str, dict], None] | None = None) -> Reduction:
+    """Reduce ``probe``'s kernel to the smallest one whose variant still has ``prop`` (module doc).
+
+    Args:
+        where: the variant: case constants and hint values (``{"GATHER": True, "occupancy": 2}``).
+        prop: a ``--property`` (:func:`tileprobe.reduce.prop.parse_property`).
+        toolchains: one (property under it) or two, good then bad (``regression``: the property's value differs
+            between them as it does on the probe: kept on every candidate).
+        out_dir: where the journal lives (and the caller writes the outputs).
+        budget_s: wall seconds after which the smallest kernel so far is returned (``stopped_by_budget``).
+        batch: candidates audited at once (default: the CPUs, at least 3).
+        compile_timeout_s: per-variant compile limit; a candidate that hangs the compiler is one that times out.
+        progress: ``progress(event, info)``: "start", "batch", "kept", "needs", "done".
+
+    Raises:
+        UsageError: a probe the reducer cannot read (no Probe, kernel not in the file), a malformed property.
+        ReduceInputError: the property does not hold on the probe as wanted (module doc).
+    """
+    t0 = time.monotonic()
+    journal: dict = {}
+
+    def save() -> None:
+        if journal:
+            _save_state(journal["path"], journal["key"], journal["current"](), kept, failed, oracle,
+                        journal["needle"]())
+    shown = progress or (lambda e, i: None)
+
+    def say(event: str, info: dict) -> None:
+        if event == "save":
+            save()
+        else:
+            shown(event, info)
+    p = prop if isinstance(prop, Property) else parse_property(prop)
+    with open(probe) as f:
+        original = f.read()
+    tree = parse(original, probe)
+    pp = parts(tree, probe)
+    case_names = _case_names(pp)
+    case = {k: v for k, v in where.items() if k in case_names}
+    hints = {k: v for k, v in where.items() if k not in case_names}
+    os.makedirs(out_dir, exist_ok=True)
+    work = os.path.join(out_dir, ".reduce-work")
+    os.makedirs(work, exist_ok=True)
+    oracle = Oracle(arch, toolchains, p, (True,), hints, work, store=store, jobs=jobs,
+                    compile_timeout_s=compile_timeout_s)
+    versions = [tc.version for tc in toolchains]
+    start_src = ast.unparse(fold_variant(tree, case))
+    key = hashlib.sha256(json.dumps([original, arch, sorted(where.items(), key=str), p.text, versions, regression],
+                                    default=str).encode()).hexdigest()
+    state_path = os.path.join(out_dir, STATE)
+    state = _load_state(state_path, key)
+    resumed = bool(state)
+    for k, o in (state.get("memo") or {}).items():
+        oracle.memo[k] = Outcome(False, tuple(tuple(j) for j in o[1]))
+    if state.get("needle"):
+        p = oracle.prop = dataclasses.replace(p, needle=state["needle"])
+    first = oracle.check([start_src])[0]
+    oracle.want = _want(first, p, regression, versions, probe)
+    if p.failure and not p.needle:   # keep the failure by its signature: the first line of the compiler's message
+        p = oracle.prop = dataclasses.replace(p, needle=_signature(first))
+        oracle.memo.clear()
+        first = oracle.check([start_src])[0]
+    oracle.rejudge()
+    first = oracle.memo[digest(start_src)]
+    say("start", {"size": size(start_src), "line": first.line()})
+    kept: list[str] = list(state.get("kept") or [])
+    current = state.get("current") or start_src
+    failed: set = set(state.get("failed") or [])
+    journal.update(path=state_path, key=key, current=lambda: current, needle=lambda: p.needle)
+    if not resumed:
+        try:
+            folded = _normalized(start_src)
+        except Exception:     # noqa: BLE001 - a construct the folding cannot follow: reduce the probe unfolded
+            folded = start_src
+        if folded != current and oracle.check([folded])[0].interesting:
+            current = folded
+            kept.append("folded the variant: constexpr switches, helpers inlined, dead code out")
+    folded_calls = _ct_calls(current)
+    deadline = None if budget_s is None else t0 + budget_s
+    batch = batch or max(3, jobs or os.cpu_count() or 1)
+    stopped = False
+
+
+    while True:
+        nxt = _round(current, hints, oracle, batch, failed, deadline, say, kept)
+        if nxt is False and failed:     # nothing kept while skipping earlier failures: one full round more
+            failed.clear()
+            nxt = _round(current, hints, oracle, batch, failed, deadline, say, kept)
+        if nxt is None:
+            stopped = True
+        if not nxt:
+            break
+        current = nxt
+        save()
+    save()
+    needs = [] if stopped else _needs(current, hints, oracle, say)
+    final = oracle.check([current])[0]
+    removed = [c for c in folded_calls if c not in _ct_calls(current)]
+    res = Reduction(current, size(start_src), size(current), oracle.compiled, kept, needs, removed, stopped, resumed,
+                    time.monotonic() - t0, first, final, versions)
+    import shutil
+    shutil.rmtree(work, ignore_errors=True)   # the candidates' files; their answers are in the journal
+    say("done", {"reduction": res})
+    return res
+
+
+def _case_names(pp) -> set[str]:
+    kw = pp.kw("cases")
+    if kw is not None and isinstance(kw.value, ast.Dict):
+        return {k.value for k in kw.value.keys if isinstance(k, ast.Constant)}
+    return set()
+
+
+def _normalized(src: str) -> str:
+    t = ast.parse(src)
+    return ast.unparse(clean(fold_args(propagate_copies(propagate_copies(fold_constexprs(inline_helpers(t)))))))
+
+
+def _ct_calls(src: str) -> list[str]:
+    from tileprobe.reduce.source import is_ct
+    k = parts(ast.parse(src)).kernel
+    return list(dict.fromkeys(f"ct.{n.func.attr}" for n in ast.walk(k) if isinstance(n, ast.Call) and is_ct(n.func)))
+
+
+def _want(first: Outcome, p: Property, regression: bool, versions: list[str], probe: str) -> tuple[bool, ...]:
+    from tileprobe.reduce.prop import checked
+    for v, _, line in first.judgements:
+        if not checked(line):
+            raise ReduceInputError(f"{probe}: {p.text!r} cannot be checked under tileiras {v}: {line}. Choose a "
+                                   "property the audit decides for this variant; nothing was reduced")
+    holds = tuple(h for _, h, _ in first.judgements)
+    if not regression:
+        if not holds[0]:
+            raise ReduceInputError(f"{probe}: {p.text!r} does not hold to begin with under tileiras {versions[0]}: "
+                                   f"{first.judgements[0][2]}. Check --where, --arch and --property (the audit "
+                                   "of the variant says why above); nothing was reduced")
+        return (True,)
+    if holds[0] == holds[1]:
+        raise ReduceInputError(f"{probe}: {p.text!r} {'holds' if holds[0] else 'does not hold'} under both "
+                               f"tileiras {versions[0]} ({first.judgements[0][2]}) and {versions[1]} "
+                               f"({first.judgements[1][2]}): no regression to keep. Check --good/--bad, --where "
+                               "and --property; nothing was reduced")
+    return holds
+
+
+def _signature(o: Outcome) -> str:
+    for _, _, line in o.judgements:
+        text = line.split(": ", 1)[-1].strip()
+        if text:
+            return text[:80]
+    return ""
+
+
+def _round(current: str, hints: dict, oracle: Oracle, batch: int, failed: set, deadline, say, kept) -> str | None | bool:
+    """One round: the first interesting smaller candidate (its source), False when none, None when the budget ran
+    out."""
+    tree = ast.parse(current)
+    base = _order(current)
+    pending: list[Candidate] = []
+    seen: set[str] = set()
+    gen = candidates(tree, hints)
+    done = False
+    while not done:
+        pending.clear()
+        for c in gen:
+            d = digest(c.source)
+            if d in seen or d in failed or _order(c.source) >= base:
+                continue
+            seen.add(d)
+            pending.append(c)
+            if len(pending) >= batch:
+                break
+        else:
+            done = True
+        if not pending:
+            return False
+        if deadline is not None and time.monotonic() >= deadline:
+            return None
+        outs = oracle.check([c.source for c in pending])
+        say("batch", {"n": len(pending), "compiled": oracle.compiled, "kept": sum(o.interesting for o in outs)})
+        say("save", {})
+        for c, o in zip(pending, outs):
+            if o.interesting:
+                kept.append(c.label)
+                say("kept", {"label": c.label, "size": size(c.source)})
+                return c.source
+            failed.add(digest(c.source))
+    return False
+
+
+def _needs(current: str, hints: dict, oracle: Oracle, say) -> list[Need]:
+    """Each construct of ``current`` changed once on its own (the rounds' own transformations, the constant
+    halvings and hint values left out): which lose the property."""
+    cands = [c for c in candidates(ast.parse(current), hints) if c.kind not in ("constant", "hint")]
+    outs = oracle.check([c.source for c in cands]) if cands else []
+    out: list[Need] = []
+    for c, o in zip(cands, outs):
+        verdict = "not_needed" if o.interesting else ("needed" if all(_told(line) for _, _, line in o.judgements)
+                                                      else "rejected")
+        out.append(Need(c.construct, c.label, verdict, o.line()))
+    say("needs", {"needs": out})
+    return out
+
+
+#: Words of an audit line that mean the candidate failed for another reason than the property (it cannot tell).
+_UNTOLD = ("no variant", "compile_error", "probe_error", "unsupported_", "timeout", "broken_environment")
+
+
+def _told(line: str) -> bool:
+    """Whether an audit line answers the property (the candidate compiled, or failed as the property says)."""
+    from tileprobe.reduce.prop import checked
+    return checked(line) and not any(w in line for w in _UNTOLD)
+
+
+def _load_state(path: str, key: str) -> dict:
+    try:
+        with open(path) as f:
+            st = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    return st if st.get("key") == key else {}
+
+
+def _save_state(path: str, key: str, current: str, kept: list[str], failed: set, oracle: Oracle,
+                needle: str) -> None:
+    st = {"key": key, "current": current, "kept": kept, "failed": sorted(failed), "needle": needle,
+          "memo": {k: [o.interesting, [list(j) for j in o.judgements]] for k, o in oracle.memo.items()}}
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(st, f)
+    os.replace(tmp, path)

@@ -1,0 +1,400 @@
+"""The reducer's candidate transformations, each one step a kernel engineer would try, in the order they are
+tried: delete a statement (with the code only it used), take one branch of an ``if``, run a loop once or a constant
+number of times, ``ct.gather`` ↔ ``ct.load``, drop a keyword of a ``ct.*`` call (``latency=``, ``padding_value=``,
+``allow_tma=`` …), replace a value by one of its operands, halve a constant, drop a hint value.
+
+Every candidate is a :class:`Candidate`: a new module (cleaned of dead code, :func:`tileprobe.reduce.clean.clean`),
+what was done in words (``label``) and what it was done to (``construct``: the same text each time the same
+construct is met, so the "needs" list can name it).
+"""
+from __future__ import annotations
+
+import ast
+import copy
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+from tileprobe.reduce.clean import clean
+from tileprobe.reduce.fold import module_constants
+from tileprobe.reduce.source import is_ct, parts
+
+Path = tuple
+
+
+@dataclass
+class Candidate:
+    """One transformed probe module: ``source`` (unparsed), ``label`` (what was done) and ``construct`` (the kernel
+    construct it removed or simplified, e.g. ``ct.gather(X, …) inside a runtime loop``)."""
+    source: str
+    label: str
+    construct: str
+    kind: str
+
+
+def _stmt_paths(body: list[ast.stmt], prefix: Path = ()) -> Iterator[Path]:
+    for i, s in enumerate(body):
+        yield prefix + (i,)
+        for field in ("body", "orelse"):
+            sub = getattr(s, field, None)
+            if isinstance(sub, list) and sub and isinstance(sub[0], ast.stmt):
+                yield from _stmt_paths(sub, prefix + (i, field))
+
+
+def _locate(kernel: ast.FunctionDef, path: Path) -> tuple[list[ast.stmt], int]:
+    lst: list = kernel.body
+    for step in path[:-1]:
+        lst = lst[step] if isinstance(step, int) else getattr(lst, step)
+    return lst, path[-1]
+
+
+def _loops_over(kernel: ast.FunctionDef, path: Path) -> list[ast.For]:
+    """The ``for`` loops enclosing the statement at ``path``."""
+    out, lst = [], kernel.body
+    for step in path[:-1]:
+        if isinstance(step, int):
+            node = lst[step]
+            if isinstance(node, ast.For):
+                out.append(node)
+            lst = node
+        else:
+            lst = getattr(lst, step)
+    return out
+
+
+def _runtime(loop: ast.For, consts: set[str]) -> bool:
+    """Whether a loop's trip count is not a constant: its ``range`` reads a name that is not a module constant
+    (a kernel parameter, a value computed in the kernel)."""
+    return any(isinstance(n, ast.Name) and n.id not in ("range", *consts) for n in ast.walk(loop.iter))
+
+
+def _where(kernel: ast.FunctionDef, path: Path) -> str:
+    loops = _loops_over(kernel, path)
+    if not loops:
+        return ""
+    consts = _CONSTS.get(id(kernel), set())
+    return " inside a loop with a runtime trip count" if any(_runtime(lp, consts) for lp in loops) \
+        else " inside a constant-trip-count loop"
+
+
+#: id(kernel) → its module's constant names, set by :func:`candidates` (loops over those are constant loops).
+_CONSTS: dict[int, set[str]] = {}
+
+
+def _short(node: ast.AST, n: int = 60) -> str:
+    text = ast.unparse(node).replace("\n", " ")
+    return text if len(text) <= n else text[:n - 1] + "…"
+
+
+def _ct_names(node: ast.AST) -> list[str]:
+    return list(dict.fromkeys(f"ct.{c.func.attr}" for c in ast.walk(node) if isinstance(c, ast.Call)
+                              and is_ct(c.func)))
+
+
+def _make(tree: ast.Module, edit: Callable[[ast.Module], bool | None]) -> str | None:
+    t = copy.deepcopy(tree)
+    if edit(t) is False:
+        return None
+    try:
+        t = clean(t)
+    except Exception:      # noqa: BLE001 - an edit the cleaner cannot follow is one candidate fewer
+        return None
+    return None if unbound(t) else ast.unparse(t)
+
+
+def unbound(tree: ast.Module) -> set[str]:
+    """Names the kernel reads that nothing binds (a parameter, a kernel assignment or loop variable, a module
+    name, a builtin): a candidate with one fails in cuTile, so it is not compiled at all."""
+    import builtins
+    k = parts(tree).kernel
+    bound = {a.arg for a in k.args.args} | {n.id for n in ast.walk(k) if isinstance(n, ast.Name)
+                                           and isinstance(n.ctx, ast.Store)}
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            bound |= {n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    used = {n.id for n in ast.walk(k) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    return used - bound - set(dir(builtins))
+
+
+def deletions(tree: ast.Module) -> Iterator[Candidate]:
+    """Delete one kernel statement (outermost first; a loop or branch with all it holds)."""
+    k = parts(tree).kernel
+    for path in list(_stmt_paths(k.body)):
+        lst, i = _locate(k, path)
+        s = lst[i]
+
+        def edit(t, path=path):
+            L, j = _locate(parts(t).kernel, path)
+            del L[j]
+            if not L:
+                L.append(ast.Pass())
+        src = _make(tree, edit)
+        if src:
+            names = ", ".join(_ct_names(s)) or "no ct.* call"
+            yield Candidate(src, f"delete `{_short(s)}`", f"`{_short(s, 50)}` ({names}){_where(k, path)}", "delete")
+
+
+def loops(tree: ast.Module) -> Iterator[Candidate]:
+    """Each ``for`` loop: run its body once (the loop variable 0), or loop a constant number of times (1)."""
+    k = parts(tree).kernel
+    for path in list(_stmt_paths(k.body)):
+        lst, i = _locate(k, path)
+        s = lst[i]
+        if not isinstance(s, ast.For) or not isinstance(s.target, ast.Name):
+            continue
+        kind = "runtime" if _runtime(s, _CONSTS.get(id(k), set())) else "constant"
+        what = f"loop `for {s.target.id} in {_short(s.iter, 40)}` ({kind} trip count){_where(k, path)}"
+
+        def once(t, path=path):
+            L, j = _locate(parts(t).kernel, path)
+            loop = L[j]
+            L[j:j + 1] = [ast.Assign([ast.Name(loop.target.id, ast.Store())], ast.Constant(0)), *loop.body]
+
+        def const(t, path=path):
+            L, j = _locate(parts(t).kernel, path)
+            loop = L[j]
+            if _const_range(loop) == 1:
+                return False
+            loop.iter = ast.Call(ast.Name("range", ast.Load()), [ast.Constant(1)], [])
+        for edit, label in ((once, "run the loop's body once"), (const, "give the loop a constant trip count (1)")):
+            src = _make(tree, edit)
+            if src:
+                yield Candidate(src, f"{label}: `for {s.target.id} in {_short(s.iter, 40)}`", what, "loop")
+
+
+def _const_range(loop: ast.For) -> int | None:
+    it = loop.iter
+    if (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range" and len(it.args) == 1
+            and isinstance(it.args[0], ast.Constant)):
+        return it.args[0].value
+    return None
+
+
+def branches(tree: ast.Module) -> Iterator[Candidate]:
+    """Each ``if``: keep only its body, or only its ``else``."""
+    k = parts(tree).kernel
+    for path in list(_stmt_paths(k.body)):
+        lst, i = _locate(k, path)
+        s = lst[i]
+        if not isinstance(s, ast.If):
+            continue
+        for field in ("body", "orelse"):
+            def edit(t, path=path, field=field):
+                L, j = _locate(parts(t).kernel, path)
+                L[j:j + 1] = getattr(L[j], field) or [ast.Pass()]
+            src = _make(tree, edit)
+            if src:
+                yield Candidate(src, f"keep only the {'then' if field == 'body' else 'else'} branch of "
+                                     f"`if {_short(s.test, 40)}`", f"branch `if {_short(s.test, 40)}`", "branch")
+
+
+def _calls(tree: ast.Module) -> list[tuple[Path, int, ast.Call]]:
+    """Every ``ct.*`` call of the kernel: (statement path, index among the statement's own calls, call)."""
+    k = parts(tree).kernel
+    out = []
+    for path in _stmt_paths(k.body):
+        lst, i = _locate(k, path)
+        own = _own_calls(lst[i])
+        out.extend((path, n, c) for n, c in enumerate(own))
+    return out
+
+
+def _own_calls(s: ast.stmt) -> list[ast.Call]:
+    if isinstance(s, ast.For):
+        nodes = [s.iter]
+    elif isinstance(s, (ast.If, ast.While)):
+        nodes = [s.test]
+    else:
+        nodes = [s]
+    return [c for n in nodes for c in ast.walk(n) if isinstance(c, ast.Call) and is_ct(c.func)]
+
+
+def _call_at(t: ast.Module, path: Path, n: int) -> ast.Call:
+    L, j = _locate(parts(t).kernel, path)
+    return _own_calls(L[j])[n]
+
+
+def keywords(tree: ast.Module) -> Iterator[Candidate]:
+    """Drop one keyword argument of a ``ct.*`` call (load/store options and hints: ``latency``, ``allow_tma``,
+    ``padding_value``, ``check_bounds`` …); ``dtype=`` and ``shape=``/``index=``/``tile=``/``axis=`` are kept."""
+    k = parts(tree).kernel
+    for path, n, c in _calls(tree):
+        for kw in c.keywords:
+            if kw.arg in ("dtype", "shape", "index", "tile", "axis", None):
+                continue
+
+            def edit(t, path=path, n=n, name=kw.arg):
+                call = _call_at(t, path, n)
+                call.keywords = [x for x in call.keywords if x.arg != name]
+            src = _make(tree, edit)
+            if src:
+                yield Candidate(src, f"drop `{kw.arg}=` of ct.{c.func.attr}",
+                                f"`{kw.arg}={_short(kw.value, 20)}` of ct.{c.func.attr}{_where(k, path)}", "option")
+
+
+def gather_load(tree: ast.Module) -> Iterator[Candidate]:
+    """``ct.gather(A, (B * T + ct.arange(T, …),))`` → ``ct.load(A, index=(B,), shape=(T,))`` and back (1-D: the
+    form a row gather of consecutive rows takes); a gather by an index tile ``I`` → ``ct.zeros(I.shape,
+    dtype=A.dtype)`` (the gathered values gone, the shape kept)."""
+    k = parts(tree).kernel
+    for path, n, c in _calls(tree):
+        if is_ct(c.func, "gather") and len(c.args) >= 2 and isinstance(c.args[1], ast.Tuple) \
+                and len(c.args[1].elts) == 1:
+            index = c.args[1].elts[0]
+            if isinstance(index, ast.Name) and isinstance(c.args[0], ast.Name):
+                def zeros(t, path=path, n=n, index=index.id, array=c.args[0].id):
+                    call = _call_at(t, path, n)
+                    call.func.attr = "zeros"
+                    call.args = [ast.Attribute(ast.Name(index, ast.Load()), "shape", ast.Load())]
+                    call.keywords = [ast.keyword("dtype", ast.Attribute(ast.Name(array, ast.Load()), "dtype",
+                                                                        ast.Load()))]
+                src = _make(tree, zeros)
+                if src:
+                    yield Candidate(src, f"ct.gather → ct.zeros of the index's shape: `{_short(c, 50)}`",
+                                    f"ct.gather({_short(c.args[0], 12)}, …){_where(k, path)}", "gather")
+            m = _block_index(index)
+            if m is None:
+                continue
+            block, tile = m
+
+            def edit(t, path=path, n=n, block=block, tile=tile):
+                call = _call_at(t, path, n)
+                call.func.attr = "load"
+                call.args = call.args[:1]
+                call.keywords = [ast.keyword("index", ast.Tuple([block], ast.Load())),
+                                 ast.keyword("shape", ast.Tuple([tile], ast.Load()))]
+            src = _make(tree, edit)
+            if src:
+                yield Candidate(src, f"ct.gather → ct.load: `{_short(c, 50)}`",
+                                f"ct.gather({_short(c.args[0], 12)}, …){_where(k, path)}", "gather")
+        elif is_ct(c.func, "load") and len(c.args) == 1:
+            kw = {x.arg: x.value for x in c.keywords}
+            idx, shape = kw.get("index"), kw.get("shape")
+            if not (isinstance(idx, ast.Tuple) and isinstance(shape, ast.Tuple) and len(idx.elts) == 1
+                    and len(shape.elts) == 1):
+                continue
+
+            def edit(t, path=path, n=n, b=idx.elts[0], tl=shape.elts[0]):
+                call = _call_at(t, path, n)
+                call.func.attr = "gather"
+                e = ast.BinOp(ast.BinOp(b, ast.Mult(), tl), ast.Add(),
+                              ast.Call(ast.Attribute(ast.Name("ct", ast.Load()), "arange", ast.Load()), [tl],
+                                       [ast.keyword("dtype", ast.Attribute(ast.Name("ct", ast.Load()), "int32",
+                                                                           ast.Load()))]))
+                call.args = [call.args[0], ast.Tuple([e], ast.Load())]
+                call.keywords = []
+            src = _make(tree, edit)
+            if src:
+                yield Candidate(src, f"ct.load → ct.gather: `{_short(c, 50)}`",
+                                f"ct.load({_short(c.args[0], 12)}, …){_where(k, path)}", "load")
+
+
+def _block_index(e: ast.expr) -> tuple[ast.expr, ast.expr] | None:
+    """``B * T + ct.arange(T, …)`` → (B, T), else None."""
+    if not (isinstance(e, ast.BinOp) and isinstance(e.op, ast.Add) and isinstance(e.left, ast.BinOp)
+            and isinstance(e.left.op, ast.Mult) and isinstance(e.right, ast.Call) and is_ct(e.right.func, "arange")
+            and e.right.args):
+        return None
+    if ast.dump(e.left.right) != ast.dump(e.right.args[0]):
+        return None
+    return e.left.left, e.left.right
+
+
+def operands(tree: ast.Module) -> Iterator[Candidate]:
+    """Replace an assigned value by one of its operands (``w = ct.reshape(x, s)`` → ``w = x``; ``a * b`` → ``a``)."""
+    k = parts(tree).kernel
+    for path in list(_stmt_paths(k.body)):
+        lst, i = _locate(k, path)
+        s = lst[i]
+        if not isinstance(s, ast.Assign):
+            continue
+        v = s.value
+        subs = v.args if isinstance(v, ast.Call) else [v.left, v.right] if isinstance(v, ast.BinOp) else []
+        method = isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and not is_ct(v.func)
+        if method:      # x.reshape(s) → x
+            subs = [v.func.value, *subs]
+        for m, sub in enumerate(subs):
+            if isinstance(sub, (ast.Constant, ast.Tuple, ast.Attribute)):
+                continue
+
+            def edit(t, path=path, m=m, method=method):
+                L, j = _locate(parts(t).kernel, path)
+                val = L[j].value
+                if isinstance(val, ast.Call):
+                    L[j].value = ([val.func.value] if method else []) + val.args
+                    L[j].value = L[j].value[m]
+                else:
+                    L[j].value = (val.left, val.right)[m]
+            src = _make(tree, edit)
+            if src:
+                what = (f"ct.{v.func.attr}" if isinstance(v, ast.Call) and is_ct(v.func) else
+                        f".{v.func.attr}()" if method else _short(v, 30))
+                yield Candidate(src, f"`{_short(s.targets[0], 20)} = {_short(sub, 40)}` instead of {what}",
+                                f"{what} in `{_short(s, 50)}`{_where(k, path)}", "operand")
+
+
+def constants(tree: ast.Module) -> Iterator[Candidate]:
+    """Halve a module constant the kernel reads (tile sizes, block sizes) when it is an integer ≥ 2. Constants only
+    the probe's ``args`` read (problem sizes) are left: they do not change what the kernel compiles to."""
+    from tileprobe.reduce.source import names_used
+    env = module_constants(tree)
+    read = names_used(parts(tree).kernel)
+    for idx, node in enumerate(tree.body):
+        if not isinstance(node, ast.Assign) or len(node.targets) != 1:
+            continue
+        t, v = node.targets[0], node.value
+        pairs = list(zip(t.elts, v.elts)) if isinstance(t, ast.Tuple) and isinstance(v, ast.Tuple) else [(t, v)]
+        for m, (name, val) in enumerate(pairs):
+            if not (isinstance(name, ast.Name) and isinstance(val, ast.Constant) and type(val.value) is int
+                    and val.value >= 2 and name.id in env and name.id in read):
+                continue
+
+            def edit(tr, idx=idx, m=m, new=val.value // 2):
+                a = tr.body[idx]
+                target = a.value.elts[m] if isinstance(a.value, ast.Tuple) else a.value
+                target.value = new
+            src = _make(tree, edit)
+            if src:
+                yield Candidate(src, f"{name.id} = {val.value // 2} (was {val.value})", f"the value of {name.id}",
+                                "constant")
+
+
+def hint_values(tree: ast.Module, keep: dict) -> Iterator[Candidate]:
+    """Drop one value of a ``Probe(hints=...)`` list that ``--where`` does not select (the selected value and the
+    values a verdict compares it with are found by trying)."""
+    p = parts(tree)
+    kw = p.kw("hints")
+    if kw is None or not isinstance(kw.value, ast.Dict):
+        return
+    for key, lst in zip(kw.value.keys, kw.value.values):
+        if not (isinstance(key, ast.Constant) and isinstance(lst, ast.List)):
+            continue
+        for m, el in enumerate(lst.elts):
+            if isinstance(el, ast.Constant) and keep.get(key.value, object()) == el.value:
+                continue
+
+            def edit(t, key=key.value, m=m):
+                d = parts(t).kw("hints").value
+                L = next(v for k2, v in zip(d.keys, d.values) if isinstance(k2, ast.Constant) and k2.value == key)
+                del L.elts[m]
+            src = _make(tree, edit)
+            if src:
+                yield Candidate(src, f"drop {key.value}={_short(el)} from the probe's hints",
+                                f"hint value {key.value}={_short(el)}", "hint")
+
+
+#: The passes in the order a round tries them (biggest cuts first).
+PASSES = (deletions, branches, loops, gather_load, keywords, operands, constants)
+
+
+def candidates(tree: ast.Module, keep_hints: dict) -> Iterator[Candidate]:
+    """Every candidate of one round: the hint values first (each one dropped makes every later compile cheaper),
+    then :data:`PASSES` in order."""
+    _CONSTS.clear()
+    _CONSTS[id(parts(tree).kernel)] = set(module_constants(tree))
+    yield from hint_values(tree, keep_hints)
+    for p in PASSES:
+        yield from p(tree)

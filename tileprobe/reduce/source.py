@@ -1,0 +1,133 @@
+"""A probe module's parts as the reducer sees them: the kernel, its ``@ct.function`` helpers, the ``args``
+function, the ``Probe(...)`` call and the module constants; and how big a kernel is.
+
+Works on Python's :mod:`ast` only: nothing here imports or runs the probe (that happens in the audit's contained
+children).
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+import io
+import tokenize
+from dataclasses import dataclass
+
+from tileprobe.errors import UsageError
+
+
+@dataclass
+class Parts:
+    """Handles into one parsed probe module (``tree``); any may be None except ``kernel`` and ``probe_call``."""
+    tree: ast.Module
+    kernel: ast.FunctionDef
+    helpers: dict[str, ast.FunctionDef]
+    args_fn: ast.FunctionDef | None
+    probe_call: ast.Call
+
+    def kw(self, name: str) -> ast.keyword | None:
+        """The ``Probe(...)`` keyword ``name``, or None."""
+        return next((k for k in self.probe_call.keywords if k.arg == name), None)
+
+    def args_tuple(self) -> ast.Tuple | None:
+        """The tuple ``args`` returns (its last statement ``return (...)``, or a lambda's tuple body), else None."""
+        if self.args_fn is not None:
+            last = self.args_fn.body[-1] if self.args_fn.body else None
+            if isinstance(last, ast.Return) and isinstance(last.value, ast.Tuple):
+                return last.value
+            return None
+        kw = self.kw("args")
+        if kw is not None and isinstance(kw.value, ast.Lambda) and isinstance(kw.value.body, ast.Tuple):
+            return kw.value.body
+        return None
+
+
+def _decorator_is(dec: ast.expr, name: str) -> bool:
+    target = dec.func if isinstance(dec, ast.Call) else dec
+    return isinstance(target, ast.Attribute) and target.attr == name or (isinstance(target, ast.Name)
+                                                                         and target.id == name)
+
+
+def parts(tree: ast.Module, where: str = "probe") -> Parts:
+    """Find the parts of ``tree``.
+
+    Raises:
+        UsageError: no ``Probe(...)`` call at module level, its ``kernel=`` is not a function of this file (a
+            ``"file:name"`` string: reduce that file's kernel from a probe that defines it), or no such function.
+    """
+    call = None
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            f = node.value.func
+            if (isinstance(f, ast.Name) and f.id == "Probe") or (isinstance(f, ast.Attribute) and f.attr == "Probe"):
+                call = node.value
+    if call is None:
+        raise UsageError(f"{where}: no `probe = Probe(...)` at module level: reduce takes a probe file that defines "
+                         "its kernel and one Probe")
+    kernel_kw = next((k for k in call.keywords if k.arg == "kernel"), None)
+    if kernel_kw is None or not isinstance(kernel_kw.value, ast.Name):
+        raise UsageError(f"{where}:{call.lineno}: Probe(kernel=...) is not a function defined in this file; copy the "
+                         "kernel into the probe file (reduce rewrites that file only)")
+    funcs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    kernel = funcs.get(kernel_kw.value.id)
+    if kernel is None:
+        raise UsageError(f"{where}:{call.lineno}: kernel {kernel_kw.value.id!r} is imported, not defined here; copy "
+                         "it (and its @ct.function helpers) into the probe file")
+    helpers = {n: f for n, f in funcs.items() if any(_decorator_is(d, "function") for d in f.decorator_list)}
+    args_kw = next((k for k in call.keywords if k.arg == "args"), None)
+    args_fn = funcs.get(args_kw.value.id) if args_kw is not None and isinstance(args_kw.value, ast.Name) else None
+    return Parts(tree, kernel, helpers, args_fn, call)
+
+
+def parse(source: str, where: str = "probe") -> ast.Module:
+    """``ast.parse`` with a clear error (file:line) on a syntax error.
+
+    Raises:
+        UsageError: the source does not parse."""
+    try:
+        return ast.parse(source)
+    except SyntaxError as e:
+        raise UsageError(f"{where}:{e.lineno}: {e.msg}: fix the probe file's syntax") from None
+
+
+def digest(source: str) -> str:
+    """The candidate's identity: sha256 of its source as ``ast.unparse`` writes it (comments, blank lines and
+    formatting do not make two candidates different)."""
+    return hashlib.sha256(ast.unparse(ast.parse(source)).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Size:
+    """How big a kernel is: ``lines`` of its body (non-blank, as unparsed, helpers it calls included), Python
+    ``tokens`` of the same text, kernel ``params`` and ``ct_calls`` (calls of ``ct.*`` in kernel and helpers)."""
+    lines: int
+    tokens: int
+    params: int
+    ct_calls: int
+
+    def __str__(self) -> str:
+        return (f"{self.lines} lines, {self.tokens} tokens, {self.params} kernel parameters, "
+                f"{self.ct_calls} ct.* calls")
+
+
+def size(source: str) -> Size:
+    """:class:`Size` of the kernel of probe ``source`` (its helpers counted too)."""
+    p = parts(ast.parse(source))
+    funcs = [p.kernel, *p.helpers.values()]
+    text = "\n".join(ast.unparse(s) for f in funcs for s in f.body)
+    lines = sum(1 for ln in text.splitlines() if ln.strip())
+    toks = sum(1 for t in tokenize.generate_tokens(io.StringIO(text + "\n").readline)
+               if t.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
+                                 tokenize.ENDMARKER, tokenize.COMMENT))
+    calls = sum(1 for f in funcs for n in ast.walk(f) if isinstance(n, ast.Call) and is_ct(n.func))
+    return Size(lines, toks, len(p.kernel.args.args), calls)
+
+
+def is_ct(func: ast.expr, name: str | None = None) -> bool:
+    """Whether ``func`` is ``ct.NAME`` (any name when ``name`` is None)."""
+    return (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "ct"
+            and (name is None or func.attr == name))
+
+
+def names_used(node: ast.AST) -> set[str]:
+    """Every name read anywhere under ``node``."""
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
