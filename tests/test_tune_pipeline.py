@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tileprobe.report.tune import time_line
 from tileprobe.run.watchdog import Watchdog
 from tileprobe.store import Store
 from tileprobe.tune import tune
@@ -152,6 +153,11 @@ def test_planted_hang_and_crash_are_recorded_and_the_winner_is_named(space):
     win = rows["TILE=1024 occupancy=1"]
     assert win.check["status"] == "ok" and win.clocks["sm_mhz"] == [1890.0, 1980.0] and win.clocks_moved
     assert res.times["race_s"] > 0 and res.times["worker_start_s"] > 0
+    timed = [r for r in p.candidates if r.config and r.n and r.median_us and not r.same_launch_as]
+    assert p.kernel_s == pytest.approx(sum(r.n * r.median_us for r in timed) / 1e6, rel=0.02)   # µs samples → s
+    assert res.times["race_kernel_s"] == p.kernel_s > 0                                       # sustained: 1 each
+    assert f"kernel time {p.kernel_s:.2f} s = {100 * p.kernel_s / res.times['race_s']:.1f} % of the race" in \
+        time_line(res.times)
     assert after == before and len(before) == 5      # the store's compiles were reused, none made again (was: a
     #                                                  compile_s < 10 s assertion, which a loaded machine fails)
     assert len(pids) >= 3                            # a fresh worker after the crash and the hang

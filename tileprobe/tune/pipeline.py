@@ -554,10 +554,21 @@ def _finish(result: TuneResult, plans: list[Plan], store, export: str | None, t0
         _link(result, plans, store)
         _store(result, store)
     result.times["store_s"] = time.perf_counter() - t
+    if result.times.get("race_s") is not None and not result.dry_run:
+        result.times["race_kernel_s"] = race_kernel_s(result)
     if export and not result.dry_run:
         from tileprobe.tune.export import write_export
         write_export(result, export)
     result.times["total_s"] = time.perf_counter() - t0 + (result.times.get("startup_s") or 0.0)
+
+
+def race_kernel_s(result: TuneResult) -> float:
+    """The kernel time the races timed (s): each problem's :attr:`~tileprobe.tune.result.ProblemResult.kernel_s`,
+    times the launches one sample stands for (``graph`` timing: ``graph_launches`` per replay, each sample their
+    mean; the other modes: one). Over ``times["race_s"]`` it is the race's efficiency in the time split."""
+    settings = result.environment.get("timing_settings") or {}
+    per_sample = settings.get("graph_launches", 1) if result.environment.get("timing") == "graph" else 1
+    return sum(p.kernel_s for p in result.problems) * (per_sample or 1)
 
 
 def _link(result: TuneResult, plans: list[Plan], store) -> None:
