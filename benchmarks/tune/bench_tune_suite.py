@@ -86,11 +86,12 @@ def repeats_summary(out: str, kernel: str, best_us: float | None, timed: dict) -
         i += 1
     if not picks:
         return {}
-    counts = collections.Counter(picks)
+    named = [p for p in picks if p]
+    counts = collections.Counter(named)
     ratios = [timed[p] / best_us for p in picks if p in timed and best_us]
     first = splits[0]
     race, kernel_s = first.get("race_s"), first.get("race_kernel_s")
-    return {"picks": picks, "flip_rate": 1 - counts.most_common(1)[0][1] / len(picks),
+    return {"picks": picks, "flip_rate": 1 - counts.most_common(1)[0][1] / len(named) if named else None,
             "regret_mean": statistics.fmean(r - 1 for r in ratios) if ratios else None,
             "regret_max": max(r - 1 for r in ratios) if ratios else None, "split": first,
             "efficiency": kernel_s / race if race and kernel_s is not None else None,
