@@ -210,3 +210,35 @@ def test_an_audit_reads_every_record_s_sass_in_batches_with_the_per_cubin_facts(
     for r in ok:
         sass, pool = sass_facts(result.cubins[r.cubin_sha256], r.symbol)
         assert r.sass == sass and r.register_pool == pool, r.hints
+
+
+@needs_nvdisasm
+def test_an_audit_stopped_while_facts_wait_stores_its_compiles_and_the_store_reads_their_facts_later(monkeypatch,
+                                                                                                     tmp_path):
+    """Loses nothing already done: the compiles whose facts were not read yet are stored without them, and the
+    store's lookup reads them from the stored cubin (as for any record stored without SASS facts)."""
+    from tileprobe.audit import pipeline
+    from tileprobe.audit.sass_reader import SassReader
+    from tileprobe.store import Store
+
+    class Stopping(SassReader):
+        def __init__(self, *a, **kw):
+            super().__init__(*a, batch=100, **kw)     # nothing is read before the end
+
+        def close(self):
+            raise KeyboardInterrupt                    # Ctrl-C as the compiles end
+
+    monkeypatch.setattr(pipeline, "SassReader", Stopping)
+    probe = str(DATA / "probe_vadd.py")
+    with Store.open(str(tmp_path / "s.sqlite")) as store:
+        with pytest.raises(KeyboardInterrupt):
+            pipeline.audit([probe], ["sm_90"], jobs=2, with_sass=True, store=store)
+        stored = store.lookup(pipeline.plan_variants(pipeline.load_probes(probe), ["sm_90"]),
+                              pipeline.resolve_compiler(pipeline.Toolchain.at()))
+        monkeypatch.undo()
+        again = pipeline.audit([probe], ["sm_90"], jobs=2, with_sass=True, store=store)
+    assert len(stored[0]) == 4 and all(r.sass is None for r in stored[0])   # stored by the stopped audit, no facts
+    ok = [r for r in again.records if r.ok]
+    assert len(ok) == 4
+    for r in ok:                                                           # read from the stored cubins
+        assert (r.sass, r.register_pool) == sass_facts(again.cubins[r.cubin_sha256], r.symbol)
