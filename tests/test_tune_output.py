@@ -89,6 +89,21 @@ def test_the_time_split_names_the_compile_part_for_what_it_was():
                                               "total 6.1 s")
 
 
+def test_the_time_split_gives_the_race_s_efficiency_and_graph_timing_counts_each_launch_of_a_replay():
+    import pytest
+    from tileprobe.tune.pipeline import race_kernel_s
+    times = {"startup_s": 1.0, "plan_s": 0.2, "compile_s": 4.8, "race_s": 4.0, "check_s": 0.5,
+             "race_kernel_s": 0.25, "store_s": 0.1, "total_s": 10.6}
+    assert "race 4.0 s (checks 0.5 s; kernel time 0.25 s = 6.2 % of the race)" in time_line(times, 3)
+    assert "race 4.0 s (checks 0.5 s) ·" in time_line({**times, "race_kernel_s": None}, 3)   # not known: not said
+    res = _result(4)
+    res.problems[0].kernel_s = 0.02
+    res.environment = {"timing": "graph", "timing_settings": {"graph_launches": 20}}
+    assert race_kernel_s(res) == pytest.approx(0.4)
+    res.environment = {"timing": "sustained", "timing_settings": {}}
+    assert race_kernel_s(res) == pytest.approx(0.02)
+
+
 def test_a_row_whose_sass_was_not_read_shows_its_stack_and_the_table_says_why_there_is_no_stl():
     """Issue 22: the tune reads the SASS only for kernels whose PTX has setmaxnreg; the others' rows have stack bytes
     and no STL count, and one line under the table says why and where to get it."""

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tileprobe.report.tune import time_line
 from tileprobe.run.watchdog import Watchdog
 from tileprobe.store import Store
 from tileprobe.tune import tune
@@ -152,6 +153,11 @@ def test_planted_hang_and_crash_are_recorded_and_the_winner_is_named(space):
     win = rows["TILE=1024 occupancy=1"]
     assert win.check["status"] == "ok" and win.clocks["sm_mhz"] == [1890.0, 1980.0] and win.clocks_moved
     assert res.times["race_s"] > 0 and res.times["worker_start_s"] > 0
+    timed = [r for r in p.candidates if r.config and r.n and r.median_us and not r.same_launch_as]
+    assert p.kernel_s == pytest.approx(sum(r.n * r.median_us for r in timed) / 1e6, rel=0.02)   # µs samples → s
+    assert res.times["race_kernel_s"] == p.kernel_s > 0                                       # sustained: 1 each
+    assert f"kernel time {p.kernel_s:.2f} s = {100 * p.kernel_s / res.times['race_s']:.1f} % of the race" in \
+        time_line(res.times)
     assert after == before and len(before) == 5      # the store's compiles were reused, none made again (was: a
     #                                                  compile_s < 10 s assertion, which a loaded machine fails)
     assert len(pids) >= 3                            # a fresh worker after the crash and the hang
@@ -338,3 +344,55 @@ def test_the_summary_line_does_not_count_duplicates_it_did_not_look_for():
                                "for (no SM count) → 2 to time")
     p.notes = []
     assert summary_line(p).endswith(", 0 duplicate launches → 2 to time")
+
+
+# --- the GPU worker started at the command's first line (run/early.py) ------------------------------------------
+
+def _early_watchdog(plan, made):
+    def make():
+        wd = Watchdog(timeout_s=60.0, init=INIT, env={PLAN_ENV: json.dumps(plan)}, grace_s=0.5)
+        made.append(wd)
+        return wd
+    return make
+
+
+def test_the_gpu_worker_started_at_the_command_s_first_line_is_the_one_the_tune_races_on(space):
+    from tileprobe.run import early
+    plan = {"times": {"256": 90.0, "512": 100.0, "1024": 80.0, "2048": 120.0}}
+    made = []
+    early.start_early_worker(_early_watchdog(plan, made))
+    (wd,) = made
+    with Store.open(space["store"]) as s:     # no watchdog given: the tune takes the early one (its own would need
+        res = tune([space["probe"]], arch="sm_90", tasks=TASKS, store=s, timeout_s=3.0)   # CUDA, and fail here)
+    assert res.aborted is None and res.problems[0].pick.label == "TILE=1024 occupancy=1"
+    assert len(wd.pids) == 1 and wd.timeout_s == 3.0      # one worker: the early one, with the tune's task timeout
+    assert wd._worker is None and early.take_early_worker() is None   # the tune closed it; nothing left behind
+    assert res.times["worker_start_s"] > 0
+
+
+def test_a_dry_run_closes_an_early_worker_it_does_not_need(space):
+    from tileprobe.run import early
+    made = []
+    early.start_early_worker(_early_watchdog({"times": {}}, made))
+    (wd,) = made
+    with Store.open(space["store"]) as s:
+        res = tune([space["probe"]], arch="sm_90", num_sms=132, dry_run=True, store=s)
+    assert res.dry_run and early.take_early_worker() is None
+    assert wd._worker is None and not os.path.exists(wd._logdir)     # closed: its worker stopped, its folder gone
+
+
+@pytest.mark.parametrize("argv, wanted", [
+    (["tune", "probe.py"], True),
+    (["tune", "probe.py", "--budget", "30", "--timing=graph"], True),
+    (["tune", "probe.py", "--dry-run"], False),
+    (["tune", "--gpus=1,2", "probe.py"], False),
+    (["tune", "probe.py", "--executor", "ray"], False),
+    (["tune", "--", "python", "train.py"], False),
+    (["tune", "--refresh", "table.json"], False),
+    (["tune", "-h"], False),
+    (["audit", "probe.py"], False),
+    ([], False),
+])
+def test_only_a_tune_that_races_on_this_gpu_starts_its_worker_early(argv, wanted):
+    from tileprobe.run.early import wants_early_worker
+    assert wants_early_worker(argv) is wanted

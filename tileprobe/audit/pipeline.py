@@ -28,6 +28,8 @@ from tileprobe.probe.contained import (OUTPUT_SHOWN_BYTES, PROBE_TIMEOUT_S, Prob
 from tileprobe.compile.claims import Claims
 from tileprobe.compile.schedule import ChosenSchedule
 from tileprobe.compile.pool import compile_variants
+from tileprobe.audit.sass_reader import SassReader
+from tileprobe.procs import default_jobs
 from tileprobe.probe.define import load_probes  # noqa: F401  (re-exported: callers plan from Probe objects)
 from tileprobe.judge.verdict import judge_records
 from tileprobe.toolchain import Toolchain
@@ -529,9 +531,12 @@ def _audit_with(tc: Toolchain, plans, targets, result: AuditResult, order: dict,
 
     cut = schedule.cut_monotonic() if schedule is not None else None   # a budgeted tune's end (monotonic clock)
 
+    # the local pool's workers only compile; the SASS facts are read here in batches (audit.sass_reader)
+    reader = SassReader(jobs=jobs or default_jobs()) if with_sass is True and executor is None else None
+
     def compile_(variants: Iterable[Variant], spare: int | None = None) -> None:
         kw = dict(tileiras=tc.tileiras, lib_dirs=list(tc.lib_dirs) or None, jobs=jobs, timeout_s=timeout_s,
-                  with_sass=with_sass, tmp_root=tmp,
+                  with_sass=False if reader is not None else with_sass, tmp_root=tmp,
                   artifact_root=failed_artifacts_dir(getattr(store, "path", None) if store is not None else None))
         if executor is not None:
             results = executor.compile(variants, **kw)
@@ -539,7 +544,7 @@ def _audit_with(tc: Toolchain, plans, targets, result: AuditResult, order: dict,
             results = compile_variants(variants, **kw, **({"cut_at": cut, "cut_spare": schedule.spare
                                                            if spare is None else spare} if cut is not None else {}))
         with contextlib.closing(results):   # an exception here (Ctrl-C, SIGTERM) stops the workers now, not at GC
-            _collect(results, tc, result, store, progress, repeats)
+            _collect(results, tc, result, store, progress, repeats, reader)
 
     try:
         stream = _refuse(todo, tc, refused)
@@ -548,7 +553,12 @@ def _audit_with(tc: Toolchain, plans, targets, result: AuditResult, order: dict,
         if claims is not None:
             claims.settle(lambda vs: compile_(vs, spare=0), lambda records: _found(records, store, result, progress),
                           until=cut)
+        if reader is not None:
+            _land_read(reader.close(), tc, result, store)
+            reader = None
     finally:
+        if reader is not None:    # stopped early: what was compiled still lands (unread facts: the store reads
+            _land_unread(reader, tc, result, store)    # them from the cubin at the next lookup)
         if claims is not None:
             claims.release()
     transient = [r for r in failed if (r.failure or r.status) in TRANSIENT_FAILURES]
@@ -592,8 +602,11 @@ def _refuse(variants: Iterable[Variant], tc: Toolchain, refused: list) -> Iterat
         yield from keep
 
 
-def _collect(results: Iterable[CompileResult], tc: Toolchain, result: AuditResult, store, progress, repeats: dict) -> None:
-    """Turn compile results into records (stored as they come); repeated compiles only add code hashes."""
+def _collect(results: Iterable[CompileResult], tc: Toolchain, result: AuditResult, store, progress, repeats: dict,
+             reader: SassReader | None = None) -> None:
+    """Turn compile results into records (stored as they come); repeated compiles only add code hashes. With a
+    ``reader``, a compiled record waits for its SASS facts (read in batches beside the compiles) before it is
+    stored and handed on; the others land at once."""
     for res in results:
         if res.variant.rep:
             _advance(progress, None)
@@ -604,10 +617,39 @@ def _collect(results: Iterable[CompileResult], tc: Toolchain, result: AuditResul
         _advance(progress, rec)
         if res.cubin is not None and rec.cubin_sha256:
             result.cubins[rec.cubin_sha256] = res.cubin
-        if store is not None:
-            store.save_compile(res, rec, tc)
-        result.records.append(rec)
-        result.landed([rec])
+        if reader is not None and rec.ok and rec.cubin_sha256:
+            reader.submit((res, rec), res.cubin, res.symbol)
+        else:
+            _land(res, rec, tc, result, store)
+        if reader is not None:
+            _land_read(reader.take(), tc, result, store)
+
+
+def _land(res: CompileResult, rec: VariantRecord, tc: Toolchain, result: AuditResult, store) -> None:
+    """Store one record and hand it on (:meth:`AuditResult.landed`)."""
+    if store is not None:
+        store.save_compile(res, rec, tc)
+    result.records.append(rec)
+    result.landed([rec])
+
+
+def _land_read(read: Iterable[tuple], tc: Toolchain, result: AuditResult, store) -> None:
+    """Land the records whose SASS facts a :class:`SassReader` read: ``((res, rec), summary)`` pairs, the summary
+    in the worker's pipe form, set as :func:`record_from` sets a worker's."""
+    for (res, rec), summary in read:
+        res.sass = summary
+        rec.sass, rec.register_pool = split_register_pool(summary)
+        _land(res, rec, tc, result, store)
+
+
+def _land_unread(reader: SassReader, tc: Toolchain, result: AuditResult, store) -> None:
+    """After an error or an interrupt: land what the reader read, and the rest without SASS facts; a failure to
+    land one does not hide the error that stopped the audit."""
+    read, unread = reader.abandon()
+    with contextlib.suppress(Exception):
+        _land_read(read, tc, result, store)
+        for res, rec in unread:
+            _land(res, rec, tc, result, store)
 
 
 def _chunks(variants: Iterable[Variant], chunk: int = 256) -> Iterator[list[Variant]]:

@@ -30,9 +30,9 @@ from tileprobe.records import RegisterPool, SassFacts, keyed_from_dict
 if TYPE_CHECKING:
     from tileprobe.schema import VariantRecord
 
-__all__ = ["GATE_VERSION", "KernelSassTraits", "SassTraits", "SASS_GATE", "TMA_DATA_OPCODES", "find_nvdisasm",
-           "gated_summary", "have_nvdisasm", "machine_code_may_setmaxnreg", "parse_nvdisasm", "ptx_has_setmaxnreg",
-           "register_pool", "sass_facts", "sass_summary", "sass_traits", "split_register_pool", "tma_data_ops"]
+__all__ = ["GATE_VERSION", "KernelSassTraits", "SassTraits", "SASS_GATE", "TMA_DATA_OPCODES", "facts_from_listing",
+           "find_nvdisasm", "gated_summary", "have_nvdisasm", "machine_code_may_setmaxnreg", "parse_nvdisasm",
+           "ptx_has_setmaxnreg", "register_pool", "sass_facts", "sass_summary", "sass_traits", "split_register_pool", "tma_data_ops"]
 
 #: The third value of an audit's ``with_sass`` (issue 22): read the SASS only where the register-pool check needs
 #: it before a launch (the embedded PTX has ``setmaxnreg`` or does not look whole, or an instruction word is
@@ -310,13 +310,23 @@ def sass_facts(cubin: bytes, symbol: str) -> tuple[SassFacts, RegisterPool | Non
     try:
         from tileprobe.model.cubin import _check_header
         _check_header(cubin, "the cubin")
-        listing = _disassemble(find_nvdisasm(), cubin, "the cubin", FACTS_OPTIONS)
-        traits = parse_nvdisasm(listing)
-        names = [k.name for k in traits.kernels]
-        kernel = traits.kernel(symbol if symbol in names else None)
-        return kernel.record(traits.target), register_pool(cubin, listing, kernel.name, traits.target)
+        return facts_from_listing(cubin, symbol, _disassemble(find_nvdisasm(), cubin, "the cubin", FACTS_OPTIONS))
     except TileprobeError as e:
         return SassFacts(error=str(e)), None
+
+
+def facts_from_listing(cubin: bytes, symbol: str, listing: str) -> tuple[SassFacts, RegisterPool]:
+    """:func:`sass_facts` from a listing already made (``nvdisasm`` with :data:`FACTS_OPTIONS`, or one
+    :mod:`tileprobe.model.sass_batch` put together in that form): the traits of kernel ``symbol`` (the only kernel
+    when none has that name) and its register-pool check.
+
+    Raises:
+        CubinError: the cubin has several kernels and none is called ``symbol``.
+    """
+    traits = parse_nvdisasm(listing)
+    names = [k.name for k in traits.kernels]
+    kernel = traits.kernel(symbol if symbol in names else None)
+    return kernel.record(traits.target), register_pool(cubin, listing, kernel.name, traits.target)
 
 
 def sass_summary(cubin: bytes, symbol: str) -> dict:

@@ -323,6 +323,15 @@ def previous_line(prev: dict) -> str:
     return text + ")"
 
 
+def _efficiency(times: dict) -> str:
+    """``; kernel time 0.4 s = 9.8 % of the race`` (the race's efficiency: timed kernel time ÷ race wall), or ``""``
+    when either is missing or the race took no time."""
+    kernel, race = times.get("race_kernel_s"), times.get("race_s")
+    if kernel is None or not race:
+        return ""
+    return f"; kernel time {kernel:.2f} s = {100 * kernel / race:.1f} % of the race"
+
+
 def time_line(times: dict, compiled: int | None = None) -> str:
     """``time: start-up 1.9 s · plan 0.2 s · compile 12.1 s · GPU worker start 7.9 s (waited 0.0 s) · …``; when
     ``compiled`` is 0 (every candidate came from the store) the ``compile_s`` part is named for what it was:
@@ -335,6 +344,6 @@ def time_line(times: dict, compiled: int | None = None) -> str:
     if times.get("worker_start_s") is not None:
         parts.append(f"GPU worker start {s('worker_start_s')} (waited {s('worker_wait_s')} after compiling)")
     if times.get("race_s") is not None:
-        parts.append(f"race {s('race_s')} (checks {s('check_s')})")
+        parts.append(f"race {s('race_s')} (checks {s('check_s')}{_efficiency(times)})")
     parts += [f"store {s('store_s')}", f"total {s('total_s')}"]
     return "time: " + " · ".join(parts)

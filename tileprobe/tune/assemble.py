@@ -89,6 +89,7 @@ def problem_result(plan: Plan, outcome: RaceOutcome | None, arch: str, confidenc
         return res
     res.verdict, res.stop, res.rounds = outcome.verdict, outcome.stop, outcome.rounds
     res.race_s, res.check_s = outcome.wall_s, outcome.check_s
+    res.kernel_s = sum(sum(e.samples) for e in outcome.entries) / 1e6
     by_label = {r.label: r for r in rows if r.config is not None}
     shown = ([outcome.pick] if outcome.pick else []) + list(outcome.tie) + list((outcome.final or {}).get(
         "contenders") or [])        # the final's contenders too: its ratios are looked up by the rows' names

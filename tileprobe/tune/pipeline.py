@@ -6,7 +6,6 @@ call plus printing (``tileprobe/cli/tune.py``, its tables in ``tileprobe/report/
 from __future__ import annotations
 
 import os
-import threading
 import time
 from typing import TYPE_CHECKING, Callable, Sequence
 
@@ -24,6 +23,7 @@ from tileprobe.probe.contained import PROBE_TIMEOUT_S, loader_sessions, prefetch
 from tileprobe.compile.toolcache import cached_default
 from tileprobe.run.clocks import compute_capability
 from tileprobe.run.watchdog import WorkerStartError
+from tileprobe.run.early import WorkerStarter, discard_early_worker, take_early_worker
 from tileprobe.tune.overlap import Overlap
 from tileprobe.tune.overlap import budget_share
 from tileprobe.tune.static import Landing
@@ -48,40 +48,8 @@ def process_age_s() -> float | None:
         return None
 
 
-class _WorkerStarter:
-    """Start the GPU worker in a thread (it imports torch and makes a CUDA context: seconds) while compiling."""
-
-    def __init__(self, wd):
-        self.wd, self.info, self.error = wd, None, None
-        self.t0, self.t1 = time.perf_counter(), None
-        self.held = threading.Event()   # the thread lives until release(): the worker dies with the thread that
-        #                                 started it (PR_SET_PDEATHSIG follows the thread; docs/LOG.md §14)
-        self.ready = threading.Event()
-        self.thread = threading.Thread(target=self._run, name="tileprobe-worker-start", daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        try:
-            self.info = dict(self.wd.start())
-        except BaseException as e:  # handed to the main thread by wait()
-            self.error = e
-        finally:
-            self.t1 = time.perf_counter()
-            self.ready.set()
-        self.held.wait()
-
-    def release(self) -> None:
-        """Let the starting thread end (after the tune: its worker is closed or no longer needed)."""
-        self.held.set()
-
-    def wait(self) -> tuple[dict, float, float]:
-        """(GPU info, worker start-up s, s spent waiting for it here). Raises what the start raised."""
-        t = time.perf_counter()
-        self.ready.wait()
-        waited = time.perf_counter() - t
-        if self.error is not None:
-            raise self.error
-        return self.info, self.t1 - self.t0, waited
+#: The thread that starts the GPU worker (:class:`tileprobe.run.early.WorkerStarter`; this name kept for callers).
+_WorkerStarter = WorkerStarter
 
 
 def _check_seconds(*, budget_s, startup_s) -> None:
@@ -232,10 +200,16 @@ def _tune(t0, result, race_settings, timing_settings, probe_paths, arch, export,
           compile_timeout_s, seed, confidence, num_sms, dry_run, watchdog, toolchains, tasks, progress, where, cases,
           hints, executor, probe_timeout_s, run_hang_risk=False, search_full_max=None) -> TuneResult:
     own = watchdog is None and not dry_run
-    if not dry_run:        # the GPU worker starts now (torch, a CUDA context: 3.5-5.3 s on the H200), beside the plan
-        from tileprobe.run.watchdog import Watchdog
-        watchdog = watchdog or Watchdog(timeout_s=timeout_s)
-    starter = _WorkerStarter(watchdog) if not dry_run else None
+    early = take_early_worker(timeout_s) if own else None   # started at the command's first line (run/early.py)
+    if early is None:
+        discard_early_worker()     # a dry run, or a watchdog given: an early worker is not this tune's
+    if early is not None:
+        watchdog, starter = early
+    else:
+        if not dry_run:    # the GPU worker starts now (torch, a CUDA context: 3.5-5.3 s on the H200), beside the plan
+            from tileprobe.run.watchdog import Watchdog
+            watchdog = watchdog or Watchdog(timeout_s=timeout_s)
+        starter = _WorkerStarter(watchdog) if not dry_run else None
     try:
         if not bundle:    # cuTile's compiler side imported beside the loaders (issue 22)
             speculate_torch_free(probe_paths)
@@ -554,10 +528,21 @@ def _finish(result: TuneResult, plans: list[Plan], store, export: str | None, t0
         _link(result, plans, store)
         _store(result, store)
     result.times["store_s"] = time.perf_counter() - t
+    if result.times.get("race_s") is not None and not result.dry_run:
+        result.times["race_kernel_s"] = race_kernel_s(result)
     if export and not result.dry_run:
         from tileprobe.tune.export import write_export
         write_export(result, export)
     result.times["total_s"] = time.perf_counter() - t0 + (result.times.get("startup_s") or 0.0)
+
+
+def race_kernel_s(result: TuneResult) -> float:
+    """The kernel time the races timed (s): each problem's :attr:`~tileprobe.tune.result.ProblemResult.kernel_s`,
+    times the launches one sample stands for (``graph`` timing: ``graph_launches`` per replay, each sample their
+    mean; the other modes: one). Over ``times["race_s"]`` it is the race's efficiency in the time split."""
+    settings = result.environment.get("timing_settings") or {}
+    per_sample = settings.get("graph_launches", 1) if result.environment.get("timing") == "graph" else 1
+    return sum(p.kernel_s for p in result.problems) * (per_sample or 1)
 
 
 def _link(result: TuneResult, plans: list[Plan], store) -> None:

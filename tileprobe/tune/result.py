@@ -3,7 +3,8 @@ changed since a stored tune with another compiler. JSON layout (``schema_version
 
     {"schema_version": 1, "kind": "tileprobe.tune-result", "tool": "tileprobe 0.1.0", "created": "…Z",
      "environment": {gpu, arch, num_sms, tileiras, cuda_tile, timing, strategy, race settings, …},
-     "times": {startup_s, plan_s, compile_s, worker_start_s, worker_wait_s, race_s, check_s, store_s, total_s},
+     "times": {startup_s, plan_s, compile_s, worker_start_s, worker_wait_s, race_s, check_s, race_kernel_s, store_s,
+               total_s},
      "probe_errors": [...], "aborted": null | "why",
      "problems": [ProblemResult.to_dict(), ...]}
 
@@ -135,6 +136,10 @@ class ProblemResult:
     source_sha256: str = ""
     race_s: float = 0.0
     check_s: float = 0.0
+    #: Kernel time in the race's timed samples (s): the sum of every candidate's samples (µs per launch, one launch
+    #: each; graph timing: the tune's time split multiplies by the launches in a graph); the final's batches, the
+    #: warm-up and the checks' launches not counted. ``race_s`` ÷ this is what the race's wall buys.
+    kernel_s: float = 0.0
     #: How much of the space was searched: configurations (constraints' rejections included), compiled (a record
     #: with a cubin), timed (at least one batch) — issue 22: a budget may leave part of it unsearched.
     coverage: dict = field(default_factory=dict)
