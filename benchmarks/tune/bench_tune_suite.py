@@ -33,7 +33,7 @@ import statistics
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-BENCH_TUNE = os.path.join(os.path.dirname(HERE), "bench_tune.py")
+BENCH_TUNE = os.path.join(HERE, "bench_tune.py")
 
 #: The regimes: bench_tune's kernel, its wall-ratio target against cuda.tile.tune (issue 43), and what it stands for.
 REGIMES = {
