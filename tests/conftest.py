@@ -72,6 +72,7 @@ def _no_gpu_reason() -> str | None:
 
 
 def pytest_collection_modifyitems(config, items):
+    _slow_files_first(items)
     gpu_items = [item for item in items if item.get_closest_marker("gpu") is not None]
     if not gpu_items:
         return
@@ -95,6 +96,17 @@ def shared_store_path(tmp_path_factory) -> str:
     base = tmp_path_factory.getbasetemp()
     root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
     return str(root / "shared-results.sqlite")
+
+
+# --- the slowest files first -----------------------------------------------------------------------------------------
+
+def _slow_files_first(items) -> None:
+    """Files with a test marked ``slow`` (minutes each: several compiler releases, a toolchain download, the CLI
+    goldens, a Ray cluster) run first, each file's tests in their order: with ``-n auto --dist loadfile`` a worker
+    takes the next file as it frees up, and a slow file taken last would leave the other workers idle until it ends.
+    Only the order changes (every worker collects the same order, as pytest-xdist requires)."""
+    slow = {item.path for item in items if item.get_closest_marker("slow") is not None}
+    items.sort(key=lambda item: item.path not in slow)      # sort is stable: the order within each group is kept
 
 
 # --- compiles counted ("nothing stored is compiled again") -----------------------------------------------------------

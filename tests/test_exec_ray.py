@@ -23,6 +23,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROBE = os.path.join(ROOT, "tests", "data", "probe_vadd.py")   # 2 tiles × occupancy 1, 2: four variants
 RUNTIME_ENV = {"env_vars": {"PYTHONPATH": ROOT}}
 
+pytestmark = pytest.mark.slow      # minutes: local Ray instances and a 2-node cluster start and stop
+
 
 @pytest.fixture(scope="module")
 def ray_session():

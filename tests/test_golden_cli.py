@@ -26,6 +26,8 @@ _spec = importlib.util.spec_from_file_location("make_cli_goldens",
 gold = sys.modules.setdefault(_spec.name, importlib.util.module_from_spec(_spec))
 _spec.loader.exec_module(gold)
 
+pytestmark = pytest.mark.slow      # minutes: a tileprobe process per command of every case
+
 
 def _missing(needs: str) -> str | None:
     """Why the compiler a case needs is not here, or None."""
