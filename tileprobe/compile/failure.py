@@ -286,11 +286,17 @@ def phase_file(root: str, pid: int) -> str:
     return os.path.join(root, f"phase-{pid}")
 
 
+#: The pid its pool knows this worker by, when it is not this process's own: a worker runs under a nanny
+#: (:func:`tileprobe.probe.zygote.under_nanny`), whose pid the pool started and watches. None: ``os.getpid()``.
+PHASE_PID: int | None = None
+
+
 def mark_phase(root: str | None, phase: str | None) -> None:
-    """Note (``phase`` in :data:`PHASES`) or clear (None) what this worker process does now; best effort."""
+    """Note (``phase`` in :data:`PHASES`) or clear (None) what this worker process does now, in the phase file of
+    the pid its pool knows it by (:data:`PHASE_PID`); best effort."""
     if not root:
         return
-    path = phase_file(root, os.getpid())
+    path = phase_file(root, PHASE_PID or os.getpid())
     try:
         if phase is None:
             os.unlink(path)

@@ -48,6 +48,8 @@ def worker_main(conn, initargs: tuple, parent_pid: int) -> None:
     tempfile.tempdir = initargs[3]                 # before cuTile's import makes its own temp folder (kept on a kill)
     from tileprobe.probe.zygote import under_nanny
     parent_pid = under_nanny(parent_pid)           # probe code that signals its parent reaches a nanny of its own
+    from tileprobe.compile import failure
+    failure.PHASE_PID = parent_pid                 # the pool knows this worker by its nanny's pid
     die_with_parent(signal.SIGKILL, parent_pid)    # not SIGTERM: probe code could ignore it (issue 25); the compilers
     os.setsid()                                    # die with us (their own parent-death signal), the parent's guard
     #                                                ends what probe code started (procs.guard); terminal signals are
