@@ -5,7 +5,9 @@ not run with ``-S``, ``-I`` or ``-E``. Ours puts a small finder first on ``sys.m
 ``sitecustomize`` it shadows (passing over every tileprobe hook folder, so nested hooks chain once); only when the
 process imports cuda.tile's launch or tuner module does the finder load :mod:`tileprobe.record.capture` by path (so
 tileprobe itself is not put on the program's ``sys.path``) and step aside: a process that never imports cuda.tile
-pays for the generated file only (benchmarks/programs/bench_hook.py). Child
+pays for the generated file only (benchmarks/programs/bench_hook.py). Under ``tileprobe use`` alone (answering, no
+recording) the finder waits longer: the tuner's ``exhaustive_search`` becomes a small stand-in that loads the
+capture at the first search, so a process that imports cuda.tile but never searches loads nothing either. Child
 processes inherit ``PYTHONPATH`` and ``TILEPROBE_RECORD_DIR`` and so are recorded too.
 """
 from __future__ import annotations
