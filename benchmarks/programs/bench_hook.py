@@ -1,12 +1,14 @@
 """What the start-up hook of ``tileprobe use`` costs a Python process (tileprobe/record/capture.py).
 
 Cases, each a fresh ``python`` process timed by wall clock (median and minimum of ``--runs`` runs, interleaved so
-that load from other processes falls on both alike), with its peak RSS (``wait4``):
+that load from other processes falls on both alike):
 
 * ``hello``: ``python -c "print('hello')"`` without the hook;
 * ``hello + hook``: the same with the hook first on PYTHONPATH and ``TILEPROBE_USE_TABLE`` naming a table of
   ``--mb`` MB (default 150): a process that never searches — the goal is within 10 % or 20 ms of ``hello``;
-* ``import cuda.tile.tune`` with and without the hook: a process that imports the tuner but does not search.
+* ``import cuda.tile`` with and without the hook: under ``use`` the capture is not loaded (it waits for the tuner);
+* ``import cuda.tile.tune`` with and without the hook: a process that imports the tuner but does not search (the
+  capture is loaded and wraps the tuner; the table is not read).
 
 Then the table read a *searching* process pays once (``Answerer.load``: read, parse, index), in this process, with
 the RSS it adds.
@@ -68,7 +70,7 @@ def make_table(path: str, mb: int) -> int:
 
 
 def run_once(argv: list[str], env: dict) -> tuple[float, float]:
-    """(wall ms, peak RSS MB) of one process."""
+    """(wall ms, peak RSS MB) of one process (the RSS counts from the fork: its parent's size at the time)."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -85,20 +87,30 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--mb", type=int, default=150)
+    ap.add_argument("--make-table", metavar="PATH", help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.make_table:
+        make_table(a.make_table, a.mb)
+        return
     print(f"# {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC · {machine()}")
     print(f"# command: python benchmarks/programs/bench_hook.py --runs {a.runs} --mb {a.mb}")
     from tileprobe.record import hook
     with tempfile.TemporaryDirectory(prefix="bench-hook-") as tmp:
         table = os.path.join(tmp, "table.json")
-        size = make_table(table, a.mb)
+        # made in a child: a forked child's peak RSS starts from its parent's, which must stay small
+        subprocess.run([sys.executable, os.path.abspath(__file__), "--make-table", table, "--mb", str(a.mb)],
+                       check=True)
+        size = os.path.getsize(table)
         hook_dir = hook.write_hook(os.path.join(tmp, "h"))
         base = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TILEPROBE_USE_TABLE")}
         on = dict(base, PYTHONPATH=hook_dir, TILEPROBE_USE_TABLE=table)
         cases = [("hello", [sys.executable, "-c", "print('hello')"]),
+                 ("import cuda.tile", [sys.executable, "-c", "import cuda.tile"]),
                  ("import cuda.tile.tune", [sys.executable, "-c", "import cuda.tile.tune"])]
         print(f"table: {size / 1e6:,.1f} MB; {a.runs} runs per case, interleaved")
-        print(f"{'case':34} {'median ms':>10} {'min ms':>8} {'peak RSS MB':>12}")
+        cached = "off (PYTHONDONTWRITEBYTECODE)" if os.environ.get("PYTHONDONTWRITEBYTECODE") else "on"
+        print(f"bytecode caching: {cached}; the capture (1,400 lines) is compiled at each load when off")
+        print(f"{'case':44} {'median ms':>10} {'min ms':>8}")
         for name, argv in cases:
             runs = {"off": [], "on": []}
             for _ in range(a.runs):
@@ -106,10 +118,9 @@ def main() -> None:
                 runs["on"].append(run_once(argv, on))
             for which, label in (("off", name), ("on", f"{name} + hook, {size / 1e6:,.0f} MB table")):
                 walls = [w for w, _ in runs[which]]
-                print(f"{label:34} {statistics.median(walls):10.1f} {min(walls):8.1f} "
-                      f"{max(r for _, r in runs[which]):12.1f}")
+                print(f"{label:44} {statistics.median(walls):10.1f} {min(walls):8.1f}")
             d = statistics.median(w for w, _ in runs["on"]) - statistics.median(w for w, _ in runs["off"])
-            print(f"{'  hook cost (median difference)':34} {d:+10.1f} ms "
+            print(f"{'  hook cost (median difference)':44} {d:+10.1f} ms "
                   f"({100 * d / statistics.median(w for w, _ in runs['off']):+.1f} %)")
         cap = hook.load_capture()
         rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

@@ -1254,9 +1254,14 @@ def _patch_module(module) -> None:
             _rebind(current, module.launch)
     elif module.__name__ == TUNE_MODULE and (_RECORDER is not None or _USE is not None):
         current = getattr(module, "exhaustive_search", None)
+        stub = None
+        if getattr(current, "_tileprobe_stub", False):   # the hook's stand-in until the first search: unwrap it
+            stub, current = current, current.__wrapped__
         if current is not None and not getattr(current, "_tileprobe_record", False):
             module.exhaustive_search = wrap_search(current)
             _rebind(current, module.exhaustive_search)
+            if stub is not None:
+                _rebind(stub, module.exhaustive_search)
 
 
 def ensure_patched() -> bool:

@@ -5,7 +5,9 @@ not run with ``-S``, ``-I`` or ``-E``. Ours puts a small finder first on ``sys.m
 ``sitecustomize`` it shadows (passing over every tileprobe hook folder, so nested hooks chain once); only when the
 process imports cuda.tile's launch or tuner module does the finder load :mod:`tileprobe.record.capture` by path (so
 tileprobe itself is not put on the program's ``sys.path``) and step aside: a process that never imports cuda.tile
-pays for the generated file only (benchmarks/programs/bench_hook.py). Child
+pays for the generated file only (benchmarks/programs/bench_hook.py). Under ``tileprobe use`` alone (answering, no
+recording) the finder waits longer: the tuner's ``exhaustive_search`` becomes a small stand-in that loads the
+capture at the first search, so a process that imports cuda.tile but never searches loads nothing either. Child
 processes inherit ``PYTHONPATH`` and ``TILEPROBE_RECORD_DIR`` and so are recorded too.
 """
 from __future__ import annotations
@@ -34,16 +36,19 @@ def _tileprobe_hook(here):
         import types
         st = _s.modules[{state!r}] = types.ModuleType({state!r})
         st.dirs, st.lazy = set(), None
+    st.capture = {capture!r}
     if here in st.dirs:
         return
     st.dirs.add(here)
     try:
         wanted = os.environ.get({env_dir!r}) or os.environ.get({env_use!r})
+        # recording wraps the launch and the tuner, answering only the tuner
+        triggers = {triggers!r} if os.environ.get({env_dir!r}) else {triggers!r}[1:]
         if wanted and {name!r} not in _s.modules and st.lazy is None:
-            if any(m in _s.modules for m in {triggers!r}):
+            if any(m in _s.modules for m in triggers):
                 _load()
             else:
-                st.lazy = _Lazy()
+                st.lazy = _Lazy(triggers, stub=not os.environ.get({env_dir!r}))
                 _s.meta_path.insert(0, st.lazy)
         elif wanted:
             _load()
@@ -77,13 +82,25 @@ def _load():
 
 
 class _Lazy:
-    # sys.meta_path entry: at the first import of cuda.tile's launch or tuner module, load the capture (which
-    # wraps them) and step aside.
+    # sys.meta_path entry. Recording: at the first import of cuda.tile's launch or tuner module, load the capture
+    # (which wraps them) and step aside. Answering only (stub): give the tuner module a loader that wraps its
+    # exhaustive_search in a stub which loads the capture at the first search (cuda.tile imports the tuner).
+    def __init__(self, triggers, stub):
+        self.triggers, self.stub = triggers, stub
+
     def find_spec(self, fullname, path=None, target=None):
-        if fullname not in {triggers!r}:
+        if fullname not in self.triggers:
             return None
         if self in _s.meta_path:
             _s.meta_path.remove(self)
+        if self.stub:
+            for finder in _s.meta_path:
+                spec = finder.find_spec(fullname, path, target) if hasattr(finder, "find_spec") else None
+                if spec is not None:
+                    if spec.loader is not None:
+                        spec.loader = _StubLoader(spec.loader)
+                    return spec
+            return None
         try:
             finder = getattr(_load(), "_FINDER", None)
         except Exception as e:
@@ -94,6 +111,42 @@ class _Lazy:
 
     def invalidate_caches(self):
         pass
+
+
+class _StubLoader:
+    def __init__(self, loader):
+        self._loader = loader
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module):
+        self._loader.exec_module(module)
+        real = getattr(module, "exhaustive_search", None)
+        if callable(real):
+            module.exhaustive_search = _stub(real, module)
+
+    def __getattr__(self, name):
+        return getattr(self._loader, name)
+
+
+def _stub(real, module):
+    def exhaustive_search(*args, **kwargs):
+        try:
+            _load()          # wraps module.exhaustive_search (and rebinds references to this stub)
+        except Exception as e:
+            _s.stderr.write(f"tileprobe use: could not load its capture ({{type(e).__name__}}: {{e}}); the search "
+                            "runs as the program wrote it\\n")
+        fn = getattr(module, "exhaustive_search", real)
+        return (real if fn is exhaustive_search else fn)(*args, **kwargs)
+    for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
+        try:
+            setattr(exhaustive_search, attr, getattr(real, attr))
+        except (AttributeError, TypeError):
+            pass
+    exhaustive_search.__wrapped__ = real
+    exhaustive_search._tileprobe_stub = True
+    return exhaustive_search
 
 
 _tileprobe_hook(__import__("os").path.dirname(__import__("os").path.abspath(__file__)))

@@ -109,11 +109,13 @@ def _wait(proc, who: str, own_group: bool, sigint_ignored: bool, grace_s: float,
         if deadline[0] is not None:
             deadline[0] = time.monotonic()
             return
-        if not (signum == signal.SIGINT and not own_group):
+        terminal = signum == signal.SIGINT and not own_group     # the terminal's Ctrl-C reached it already
+        if not terminal:
             signal_process(proc.pid, signum, group=own_group)
         deadline[0] = time.monotonic() + grace_s
-        _say(who, f"{name} passed on to the command (pid {proc.pid}); its whole process tree is killed if it has "
-                  f"not ended in {grace_s:g} s (at once on a second signal)")
+        _say(who, f"{name} {'reached the command too' if terminal else 'passed on to the command'} (pid {proc.pid}); "
+                  f"its whole process tree is killed if it has not ended in {grace_s:g} s (at once on a second "
+                  "signal)")
 
     old = {}
     for sig in FORWARDED:

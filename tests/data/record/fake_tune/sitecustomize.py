@@ -54,5 +54,14 @@ def install_fake_facts(capture) -> None:
     capture.device_facts = fake_facts
 
 
+_hook = sys.modules.get("_tileprobe_hook_state")
+if "_tileprobe_record_capture" not in sys.modules and getattr(_hook, "capture", None):
+    # tileprobe's hook loads its capture at the first search, after this file: load it now (by path, under its
+    # own name, started by the hook as usual) so that its device facts are the fake GPU's
+    import importlib.util
+    _spec = importlib.util.spec_from_file_location("_tileprobe_record_capture", _hook.capture)
+    _mod = importlib.util.module_from_spec(_spec)
+    sys.modules["_tileprobe_record_capture"] = _mod
+    _spec.loader.exec_module(_mod)
 if "_tileprobe_record_capture" in sys.modules:
     install_fake_facts(sys.modules["_tileprobe_record_capture"])
