@@ -98,3 +98,15 @@ def test_the_shared_memory_column_is_explained_once_per_arch():
     assert text.count("smem B (cubin) on sm_80: excludes the 1 KB per-CTA reserve, added on top (cubin layout "
                       "only)") == 1
     assert all(len(line) <= 100 for line in text.splitlines())
+
+
+def test_the_markdown_and_html_legends_say_the_met_rule():
+    from tileprobe.report.html import render_html
+    from tileprobe.report.markdown import audit_markdown
+    rows = [_rec(4, 128, 4, "B", 128), _rec(None, 126, 4, "A", None)]
+    judge_records(rows)
+    md = audit_markdown(rows, {})
+    assert ("\nVerdicts:\n\n- met: the goal is met and the reference (the hint-less build, else the lowest value) "
+            "met it too: the hint bought nothing toward it\n") in md
+    html = render_html(rows, plots=False)
+    assert "honoured: the goal is met and the reference falls short of it: the hint reached the goal" in html

@@ -29,6 +29,27 @@ def fmt_kv(d: dict) -> str:
     return " ".join(f"{k}={fmt_value(v)}" for k, v in d.items()) or "-"
 
 
+#: What each verdict status means, in the README's rule order (legends of the Markdown and HTML reports).
+VERDICT_MEANING = {
+    "infeasible": "the goal cannot be met on this arch for the CTA the compiler built",
+    "met": "the goal is met and the reference (the hint-less build, else the lowest value) met it too: "
+           "the hint bought nothing toward it",
+    "honoured": "the goal is met and the reference falls short of it: the hint reached the goal",
+    "unverified": "met or not by a rule no driver has checked (the 1 KB reserve reading, a GPC layout)",
+    "partial": "short of the goal but moved toward it against the reference (decided before code identity)",
+    "ignored": "short of the goal and nothing moved toward it against the reference",
+    "changed": "no goal; the code or resources differ from the baseline's",
+    "unchanged": "no goal; the same code and resources as the baseline",
+    "baseline": "no goal; the value the others are compared with",
+}
+
+
+def verdict_legend(statuses: Iterable[str]) -> list[str]:
+    """``status: meaning`` for each of ``statuses`` that :data:`VERDICT_MEANING` knows, in its order."""
+    present = set(statuses)
+    return [f"{s}: {m}" for s, m in VERDICT_MEANING.items() if s in present]
+
+
 #: The one name of the build without a hint (the probe's value None) in every table, label and plot.
 HINTLESS = "hint-less"
 

@@ -9,7 +9,7 @@ from tileprobe.schema import VariantRecord
 from tileprobe.report.common import (variant_label, RUN_COLUMNS, SASS_UNREAD, best_lines, case_columns, failure_groups,
                                      failure_of, fmt_kv, group_tables, headers, hint_columns, noteworthy, pool_line,
                                      compile_timeout_line, record_side, row_cells, sass_columns, short_build, table_md,
-                                     verdict_cells, verdict_columns, verdict_text, change_group_line)
+                                     verdict_cells, verdict_columns, verdict_text, change_group_line, verdict_legend)
 from tileprobe.report.releases import gpu_line
 from tileprobe.report.releases import releases_markdown
 
@@ -107,9 +107,12 @@ def audit_markdown(records: Iterable[VariantRecord], environment: dict, command:
         notes += [f"- {_label(r)}: {compile_timeout_line(r)}" for r in rows if r.exceeds_compile_timeout]
         if notes:
             parts.append("\n" + "\n".join(notes) + "\n")
+    legend = verdict_legend(v.status for r in records for v in r.verdicts.values())
+    if legend:
+        parts.append("\nVerdicts:\n\n" + "".join(f"- {line}\n" for line in legend))
     if advice:
         parts.append("\n### Advice\n\n" + "".join(f"- {line}\n" for line in advice))
-    parts.append(probe_section(sorted({r.probe for r in records if r.probe})))
+    parts.append(probe_section(probes))
     return "".join(parts)
 
 
