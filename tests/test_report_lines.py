@@ -30,3 +30,83 @@ def test_each_ptx_line_is_under_its_own_variant():
     assert len(ptx) == 2
     assert lines[ptx[1]].strip() == "PTX: .reqntid 128 .minnctapersm 1"
     assert lines[ptx[1] - 1].strip() == "N=5120 occupancy=hint-less:"        # its own label, one name
+
+
+def _sized(occ, instructions):
+    from tileprobe.records import SassFacts
+    r = _rec(occ, 128, 4, f"C{occ}", 128)
+    r.sass = SassFacts(instructions=instructions, spill_loads=0, spill_stores=0, tma={}, matrix={},
+                       matrix_families=[])
+    return r
+
+
+def _table(rows, width):
+    out = io.StringIO()
+    render_audit(rows, Console(file=out, width=width, force_terminal=False, color_system=None), reasons=False)
+    return out.getvalue()
+
+
+def test_audit_has_a_code_size_column_dropped_first_when_narrow():
+    rows = [_sized(2, 1203), _sized(4, 1219)]
+    judge_records(rows)
+    wide = _table(rows, 160)
+    assert "instr" in wide
+    line = next(ln for ln in wide.splitlines() if "│ 4 " in ln)
+    assert "1,219" in line
+    narrow = _table(rows, 90)
+    assert "1,219" not in narrow and "not shown at 90 columns: instr, " in narrow   # the first column dropped
+
+
+# --- the Markdown report stands alone ---------------------------------------------------------------------------
+def test_markdown_environment_gives_one_line_per_compiler():
+    from tileprobe.report.markdown import environment_md
+    text = environment_md({"cuda_tile": "1.7.0", "tileiras": ["Cuda compilation tools, release 13.3, V13.3.36",
+                                                               "Cuda compilation tools, release 13.4, V13.4.92"]})
+    assert text == ("- cuda_tile: 1.7.0\n- tileiras:\n  - Cuda compilation tools, release 13.3, V13.3.36\n"
+                    "  - Cuda compilation tools, release 13.4, V13.4.92\n")
+
+
+def test_markdown_names_probes_by_relative_or_home_paths_and_the_kernel_packages(tmp_path, monkeypatch):
+    import importlib.metadata as md
+    from tileprobe.report.markdown import audit_markdown, display_path
+    home, work = tmp_path / "home", tmp_path / "home" / "work"
+    work.mkdir(parents=True)
+    probe = work / "swiglu_probe.py"
+    probe.write_text("import os\nimport rich\nfrom tileprobe import Probe\nimport cuda.tile as ct\n")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(work)
+    assert display_path(str(probe)) == "swiglu_probe.py"
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    assert display_path(str(probe)) == "~/work/swiglu_probe.py"
+    r = _rec(4, 128, 4, "B", 128)
+    r.probe = str(probe)
+    text = audit_markdown([r], {"tileprobe": "x"})
+    assert f"- kernel packages: rich {md.version('rich')}\n" in text          # not os, tileprobe, cuda-tile
+    assert "`~/work/swiglu_probe.py`:" in text and str(probe) not in text
+
+
+def test_the_shared_memory_column_is_explained_once_per_arch():
+    """The column read 16 B on sm_80 and 1,040 B on sm_90 for one kernel, with only sm_90's reserve explained."""
+    rows = [_rec(4, 128, 4, "B", 128), _rec(2, 128, 4, "C", 128)]
+    sm80 = [_rec(4, 128, 4, "D", 128), _rec(2, 128, 4, "E", 128)]
+    for r in sm80:
+        r.arch = "sm_80"
+    judge_records(rows + sm80)
+    text = _table(rows + sm80, 100)
+    assert text.count("smem B (cubin) on sm_120: includes the 1 KB per-CTA reserve (cubin layout only)") == 1
+    assert text.count("smem B (cubin) on sm_80: excludes the 1 KB per-CTA reserve, added on top (cubin layout "
+                      "only)") == 1
+    assert all(len(line) <= 100 for line in text.splitlines())
+
+
+def test_the_markdown_and_html_legends_say_the_met_rule():
+    from tileprobe.report.html import render_html
+    from tileprobe.report.markdown import audit_markdown
+    rows = [_rec(4, 128, 4, "B", 128), _rec(None, 126, 4, "A", None)]
+    judge_records(rows)
+    md = audit_markdown(rows, {})
+    assert ("\nVerdicts:\n\n- met: the goal is met and the reference (the hint-less build, else the lowest value) "
+            "met it too: the hint bought nothing toward it\n") in md
+    html = render_html(rows, plots=False)
+    assert "honoured: the goal is met and the reference falls short of it: the hint reached the goal" in html

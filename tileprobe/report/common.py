@@ -29,6 +29,27 @@ def fmt_kv(d: dict) -> str:
     return " ".join(f"{k}={fmt_value(v)}" for k, v in d.items()) or "-"
 
 
+#: What each verdict status means, in the README's rule order (legends of the Markdown and HTML reports).
+VERDICT_MEANING = {
+    "infeasible": "the goal cannot be met on this arch for the CTA the compiler built",
+    "met": "the goal is met and the reference (the hint-less build, else the lowest value) met it too: "
+           "the hint bought nothing toward it",
+    "honoured": "the goal is met and the reference falls short of it: the hint reached the goal",
+    "unverified": "met or not by a rule no driver has checked (the 1 KB reserve reading, a GPC layout)",
+    "partial": "short of the goal but moved toward it against the reference (decided before code identity)",
+    "ignored": "short of the goal and nothing moved toward it against the reference",
+    "changed": "no goal; the code or resources differ from the baseline's",
+    "unchanged": "no goal; the same code and resources as the baseline",
+    "baseline": "no goal; the value the others are compared with",
+}
+
+
+def verdict_legend(statuses: Iterable[str]) -> list[str]:
+    """``status: meaning`` for each of ``statuses`` that :data:`VERDICT_MEANING` knows, in its order."""
+    present = set(statuses)
+    return [f"{s}: {m}" for s, m in VERDICT_MEANING.items() if s in present]
+
+
 #: The one name of the build without a hint (the probe's value None) in every table, label and plot.
 HINTLESS = "hint-less"
 
@@ -177,6 +198,23 @@ LIMITER_SHORT = {"threads": "threads", "registers": "regs", "shared_memory": "sm
 SMEM_HEADER = "smem B (cubin)"
 
 
+def smem_column_note(arch: str) -> str:
+    """What the shared-memory column holds on ``arch``, once under its first table: whether the cubin's size
+    includes the 1 KB per-CTA reserve, and what that rests on (``ArchLimits.smem_reserve_rule``: driver-checked on
+    sm_90, the cubin's layout elsewhere); '' for an arch without limits."""
+    from tileprobe.model.arch import get_arch
+    try:
+        rule = get_arch(arch).smem_reserve_rule
+    except Exception:  # noqa: BLE001 — an arch tileprobe has no limits for: nothing to explain
+        return ""
+    if not rule:
+        return ""
+    basis = rule.split(":")[0].replace(", not driver-checked", "").split(" 20")[0]   # no date: it fits 100 columns
+    how = "includes the 1 KB per-CTA reserve" if "includes the 1 KB reserve" in rule else \
+        "excludes the 1 KB per-CTA reserve, added on top"
+    return f"{SMEM_HEADER} on {arch}: {how} ({basis})"
+
+
 def headers(hints: list[str], cases: list[str]) -> list[str]:
     """Column headers matching :func:`row_cells`."""
     return [*cases, *hints, "threads", "regs", SMEM_HEADER, "stack B", "CTAs/SM", "limiter"]
@@ -229,12 +267,15 @@ def compile_timeout_line(r: VariantRecord) -> str | None:
 
 
 def sass_columns(rows: Iterable[VariantRecord]) -> list[tuple[str, callable]]:
-    """Extra (header, cell) columns shown when the data exists: cluster dims, spills (LDL/STL), TMA, matrix ops,
-    and the register-pool verdict when any variant's SASS has setmaxnreg (:data:`POOL_HEADER`)."""
+    """Extra (header, cell) columns shown when the data exists: cluster dims, code size (``instr``: SASS
+    instructions, NOPs excluded), spills (LDL/STL), TMA, matrix ops, and the register-pool verdict when any variant's SASS has setmaxnreg (:data:`POOL_HEADER`)."""
     rows = list(rows)
     cols: list[tuple[str, callable]] = []
     if any(r.cluster_dims for r in rows):
         cols.append(("cluster", lambda r: "×".join(map(str, r.cluster_dims)) if r.cluster_dims else "-"))
+    if any(r.sass and "instructions" in r.sass for r in rows):     # code size: SASS instructions, NOPs excluded
+        cols.append(("instr", lambda r: fmt_int(r.sass.instructions) if r.sass and "instructions" in r.sass
+                     else "-"))
     if any(r.sass and "spill_loads" in r.sass for r in rows):
         cols.append(("LDL/STL", lambda r: f"{r.sass.spill_loads}/{r.sass.spill_stores}"
                      if r.sass and "spill_loads" in r.sass else "-"))

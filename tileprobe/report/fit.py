@@ -29,8 +29,8 @@ VERDICT_ABBREV = {"honoured": "hon", "met": "met", "unverified": "unver", "parti
 #: Columns that may be dropped, least important first (headers as :func:`tileprobe.report.common.headers` and the
 #: SASS and run columns name them). ``stack B`` goes early when LDL/STL (the spill counts it hints at) is shown.
 #: ``reg pool`` goes first when no row says HANG RISK (with one, the terminal never drops it: ``audit_columns``):
-#: a column of ``ok`` tells less than the MMA and TMA columns.
-DROP_ORDER = ("reg pool", "MMA", "TMA", "stack B", "IQR %", "rel err", "threads", "drv CTAs/SM", "limiter",
+#: a column of ``ok`` tells less than the MMA and TMA columns. ``instr`` (code size) goes before all of them.
+DROP_ORDER = ("instr", "reg pool", "MMA", "TMA", "stack B", "IQR %", "rel err", "threads", "drv CTAs/SM", "limiter",
               "cluster", "LDL/STL", "status")
 
 

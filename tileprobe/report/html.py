@@ -26,7 +26,7 @@ from tileprobe.analyses.results import CompilerSteps, group_changes
 from tileprobe.errors import TileprobeError
 from tileprobe.schema import VariantRecord, VariantRun, build_order
 from tileprobe.report.text import clean
-from tileprobe.report.common import (change_group_line, variant_label, NUMERIC, VERDICT_MARK, case_columns, failure_groups, failure_of,
+from tileprobe.report.common import (VERDICT_MEANING, change_group_line, verdict_legend, variant_label, NUMERIC, VERDICT_MARK, case_columns, failure_groups, failure_of,
                                      fmt_kv, fmt_value, group_label, group_tables, headers, hint_columns, noteworthy,
                                      row_cells, sass_columns, short_build, verdict_columns)
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.06 s to its import
@@ -478,8 +478,11 @@ def render_html(records: Iterable[VariantRecord], *, title: str = "tileprobe rep
              f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>", f"<h1>{_e(title)}</h1>",
              '<table class="meta">' + "".join(f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>" for k, v in meta)
              + "</table>",
-             "<p>Verdicts: " + "".join(f'<span class="v v-{s}">{s}</span>' for s in VERDICT_STYLE)
-             + ' <span class="v v-failed">failed</span> — hover a verdict for its reason.</p>']
+             "<p>Verdicts: " + "".join(f'<span class="v v-{s}" title="{_e(VERDICT_MEANING.get(s, s))}">{s}</span>'
+                                       for s in VERDICT_STYLE)
+             + ' <span class="v v-failed">failed</span> — hover a verdict for its reason.</p>'
+             + "<p class=\"meta\">" + " · ".join(_e(line) for line in verdict_legend(("met", "honoured", "partial",
+                                                                                      "ignored"))) + "</p>"]
     if plots and not with_plots:
         parts.append(f'<p class="note">{_e(NO_MATPLOTLIB)}</p>')
     if len(kernels) > 1:

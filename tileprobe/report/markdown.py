@@ -9,15 +9,74 @@ from tileprobe.schema import VariantRecord
 from tileprobe.report.common import (variant_label, RUN_COLUMNS, SASS_UNREAD, best_lines, case_columns, failure_groups,
                                      failure_of, fmt_kv, group_tables, headers, hint_columns, noteworthy, pool_line,
                                      compile_timeout_line, record_side, row_cells, sass_columns, short_build, table_md,
-                                     verdict_cells, verdict_columns, verdict_text, change_group_line)
+                                     verdict_cells, verdict_columns, verdict_text, change_group_line, verdict_legend)
 from tileprobe.report.releases import gpu_line
 from tileprobe.report.releases import releases_markdown
 
 
 def environment_md(env: dict) -> str:
-    """The environment block: tileprobe, Python, platform, cuda-tile, tileiras builds, GPU if any."""
-    lines = [f"- {k}: {', '.join(map(str, v)) if isinstance(v, list) else v}" for k, v in env.items()]
+    """The environment block: tileprobe, Python, platform, cuda-tile, tileiras builds, GPU if any. A list of more
+    than one value (two compilers' banners) gets one sub-item per value, never run together on one line."""
+    lines = []
+    for k, v in env.items():
+        if isinstance(v, list) and len(v) > 1:
+            lines.append(f"- {k}:\n" + "\n".join(f"  - {' '.join(str(x).split())}" for x in v))
+        else:
+            lines.append(f"- {k}: {', '.join(map(str, v)) if isinstance(v, list) else v}")
     return "\n".join(lines) + "\n"
+
+
+def display_path(path: str) -> str:
+    """``path`` as a report shows it: relative to the working folder when under it, else ``~/…`` when under the
+    home folder, else as given — a pasted report names no user's absolute folders."""
+    import os
+    try:
+        full = os.path.abspath(path)
+        cwd, home = os.getcwd(), os.path.expanduser("~")
+        if full == cwd or full.startswith(cwd + os.sep):
+            return os.path.relpath(full, cwd)
+        if home not in ("", "/") and (full == home or full.startswith(home + os.sep)):
+            return "~" + full[len(home):]
+    except (OSError, ValueError):
+        pass
+    return path
+
+
+def kernel_packages_md(paths: Sequence[str]) -> str:
+    """``- kernel packages: tilegym 1.5.1, torch 2.9.0`` — the installed distributions the probe files import
+    (top-level ``import`` / ``from … import`` of each file, by ``importlib.metadata.packages_distributions``),
+    without the standard library, tileprobe and cuda-tile (listed above); '' when none or unreadable. The
+    versions a kernel taken from a package (TileGym …) was audited with, for a report that stands alone."""
+    import ast
+    import importlib.metadata as md
+    import sys
+    names: set[str] = set()
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8") as f:
+                tree = ast.parse(f.read())
+        except (OSError, SyntaxError, ValueError):
+            continue
+        for node in tree.body:
+            if isinstance(node, ast.Import):
+                names.update(a.name.split(".")[0] for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names.add(node.module.split(".")[0])
+    names -= set(sys.stdlib_module_names) | {"tileprobe", "cuda", "__future__"}
+    if not names:
+        return ""
+    try:
+        dists = md.packages_distributions()
+    except Exception:  # noqa: BLE001 — metadata that cannot be read: name nothing rather than fail the report
+        return ""
+    found = {}
+    for name in sorted(names):
+        for dist in dists.get(name, []):
+            try:
+                found[dist] = md.version(dist)
+            except md.PackageNotFoundError:
+                continue
+    return ("- kernel packages: " + ", ".join(f"{d} {v}" for d, v in sorted(found.items())) + "\n") if found else ""
 
 
 def audit_markdown(records: Iterable[VariantRecord], environment: dict, command: str = "",
@@ -28,7 +87,8 @@ def audit_markdown(records: Iterable[VariantRecord], environment: dict, command:
     reproduces it, one table per kernel, arch and compiler, the ``advice`` lines (:meth:`AuditResult.advice
     <tileprobe.audit.pipeline.AuditResult.advice>`), and the probe file itself (:func:`probe_section`)."""
     records = list(records)
-    parts = ["## tileprobe audit\n", environment_md(environment), versions_md(records)]
+    probes = sorted({r.probe for r in records if r.probe})
+    parts = ["## tileprobe audit\n", environment_md(environment), versions_md(records), kernel_packages_md(probes)]
     if command:
         parts.append(f"\nReproduce:\n\n```\n{command}\n```\n")
     parts.append(problems_md(records))
@@ -47,9 +107,12 @@ def audit_markdown(records: Iterable[VariantRecord], environment: dict, command:
         notes += [f"- {_label(r)}: {compile_timeout_line(r)}" for r in rows if r.exceeds_compile_timeout]
         if notes:
             parts.append("\n" + "\n".join(notes) + "\n")
+    legend = verdict_legend(v.status for r in records for v in r.verdicts.values())
+    if legend:
+        parts.append("\nVerdicts:\n\n" + "".join(f"- {line}\n" for line in legend))
     if advice:
         parts.append("\n### Advice\n\n" + "".join(f"- {line}\n" for line in advice))
-    parts.append(probe_section(sorted({r.probe for r in records if r.probe})))
+    parts.append(probe_section(probes))
     return "".join(parts)
 
 
@@ -134,13 +197,13 @@ def probe_section(paths: Sequence[str]) -> str:
             with open(path, encoding="utf-8") as f:
                 text = f.read()
         except OSError as e:
-            out.append(f"\n`{path}`: not readable here ({e.strerror or e})\n")
+            out.append(f"\n`{display_path(path)}`: not readable here ({e.strerror or e})\n")
             continue
         if text.count("\n") > PROBE_MAX_LINES:
-            out.append(f"\n`{path}`: {text.count(chr(10))} lines, attach it\n")
+            out.append(f"\n`{display_path(path)}`: {text.count(chr(10))} lines, attach it\n")
             continue
         fence = "````" if "```" in text else "```"
-        out.append(f"\n`{path}`:\n\n{fence}python\n{text.rstrip()}\n{fence}\n")
+        out.append(f"\n`{display_path(path)}`:\n\n{fence}python\n{text.rstrip()}\n{fence}\n")
     return "".join(out)
 
 

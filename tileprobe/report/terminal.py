@@ -16,7 +16,7 @@ from tileprobe.report.common import (variant_label, KEPT, NUMERIC, POOL_CELLS, P
                                      case_columns, failure_counts, failure_groups, failure_of, fmt_kv, group_label,
                                      group_tables, headers, hint_columns, noteworthy, ptx_text, record_side,
                                      remark_lines, row_cells, run_label, sass_columns, short_build, verdict_cells,
-                                     verdict_columns, change_group_line)
+                                     verdict_columns, change_group_line, smem_column_note)
 from tileprobe.report.text import cell, escape, say
 from tileprobe.report.releases import change_text
 from tileprobe.report.releases import time_text
@@ -52,12 +52,17 @@ def render_audit(records: Iterable[VariantRecord], console: Console | None = Non
     """
     console = console or Console()
     records = list(records)
+    explained: set[str] = set()        # archs whose shared-memory column was explained under a table
     for (kernel, tileiras, arch), rows in group_tables(records).items():
         title = f"{kernel} · {arch} · {short_build(tileiras)}"
         print_fitted_table(console, title, audit_columns(rows, extra_columns), wide)
         spills = spill_line(rows)
         if spills:
             say(console, f"  {spills}")
+        smem = smem_column_note(arch) if arch not in explained and any(r.ok for r in rows) else ""
+        if smem:
+            say(console, f"  {smem}")
+            explained.add(arch)
         if arch in NOT_SOURCED:
             say(console, f"  {NOT_SOURCED[arch]}")
         if reasons:

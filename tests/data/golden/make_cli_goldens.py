@@ -17,7 +17,11 @@ to the terminal as the audit's (columns dropped in a set order and named under i
 before grid, CTAs/SM and stack. ``audit_warm_json``, ``gate`` and ``history_fresh`` on branch h4 (2026-12-05): the
 register-pool model's version is 2 (it reads the sm_100/sm_120 add spellings), their only change;
 ``compare_files``, ``compare_files_markdown`` and ``compare_releases`` too: the variants that only changed are one
-line per kind of change (``instructions: 2 variants, +18 (80 → 98)``) instead of a line each.
+line per kind of change (``instructions: 2 variants, +18 (80 → 98)``) instead of a line each; ``audit_cold``,
+``audit_warm``, ``audit_warm_markdown``, ``audit_warm_summary_where``, ``audit_failures`` and ``compare_releases``
+(h4, 2026-12-05): the audit's code-size column (``instr``), the shared-memory column's note, the Markdown report's
+relative probe paths, one line per compiler and the verdict legend (``audit_cold`` without the progress line a slow
+machine adds).
 
 ``--code DIR`` is the tileprobe source tree the commands run with (``PYTHONPATH=DIR``); the cases, the inputs and
 the normalizer are this file's, so ``tests/test_golden_cli.py`` runs the very same commands on the current code
