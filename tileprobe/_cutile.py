@@ -267,8 +267,10 @@ def check_cutile() -> None:
 
 def feature_notes() -> list[str]:
     """One line for each tileprobe feature the installed cuda-tile cannot give, saying why (``[]`` when none):
-    cuda-tile 1.5 never asks tileiras for remarks, so the audit has none to show."""
-    api = installed_api()
+    cuda-tile 1.5 never asks tileiras for remarks, so the audit has none to show. A tested release is answered from
+    :data:`EXPECTED_APIS` (no cuTile import: the audit's parent process calls this); another is read from its
+    functions (:func:`installed_api`)."""
+    api = expected_api() or installed_api()
     notes = []
     if not api.remarks:
         notes.append(f"compiler remarks: off: cuda-tile {cutile_version()} does not ask tileiras for them "

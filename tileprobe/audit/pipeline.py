@@ -352,6 +352,8 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
         store.attach_runs(result.records)
     result.records.sort(key=lambda r: (r.tileiras, order.get(_order_key(r.probe, r.kernel, r.case, r.hints, r.arch), 0)))
     result.environment = environment(r.tileiras for r in result.records if r.tileiras)
+    if any(r.ok for r in result.records):   # what this cuda-tile cannot give (remarks before 1.6), one line each
+        result.notes.extend(_cutile.feature_notes())
     result.wall_s = time.perf_counter() - t0
     return result
 
