@@ -154,6 +154,9 @@ def normalize(text: str, fresh: bool) -> str:
     text = re.sub(r"\b\d+\.\d{5,}(e-?\d+)?\b", "<float>", text)            # CSV compile_s
     text = re.sub(r"\b\d+\.\d+( s\b|s\))", r"<t>\1", text)                  # "5.2 s", "(0.2s)"
     text = re.sub(rf",{re.escape(socket.gethostname())},", ",<host>,", text)
+    # the compile stage's plain progress lines come only when compiling took longer than 10 s: on a loaded machine
+    # (tests in parallel) and not on an idle one, so they are not part of what is compared
+    text = re.sub(r"^(tileiras \S+: )?compiled \d+/\d+ \w+( \(\d+ failed\))?, \d+ s\n", "", text, flags=re.M)
     return _sorted_remarks(text)
 
 
