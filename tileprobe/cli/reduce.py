@@ -115,6 +115,9 @@ def _write(args, con, red, prop, tcs, store, out_dir) -> int:
     head = "smallest so far (the budget ran out)" if red.stopped_by_budget else "reduced"
     con.print(f"{head}: {red.original_size} → {red.final_size}; {red.candidates} candidates compiled in "
               f"{red.wall_s:.0f} s" + (" (resumed)" if red.resumed else ""), markup=False)
+    if red.stopped_by_budget:
+        con.print("what matters was not checked (the budget ran out): the same command again goes on from the "
+                  f"journal in {out_dir}", markup=False)
     needed = [n.construct for n in red.needs if n.verdict == "needed"]
     if needed:
         con.print("needs: " + clean("; ".join(needed)), markup=False)
