@@ -48,3 +48,10 @@ def test_a_property_not_held_is_an_error_with_the_audit_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert rc == 1 and "does not hold to begin with" in err and "registers" in err and "threads" in err
     assert not os.path.exists(tmp_path / "out" / "reduced_kernel.py")
+
+
+def test_an_unknown_arch_is_a_usage_error(tmp_path, capsys):
+    import pytest
+    with pytest.raises(SystemExit) as e:
+        main(["reduce", write_tiny(tmp_path), "--arch", "sm_91x", "--property", "compiles", "--no-store"])
+    assert e.value.code == 2 and "sm_91x" in capsys.readouterr().err

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from tileprobe.cli._common import add_install_option, budget_seconds, console, count, seconds
+from tileprobe.cli._common import add_install_option, arch_target, budget_seconds, console, count, seconds
 
 
 def add_parser(sub) -> None:
@@ -15,7 +15,7 @@ def add_parser(sub) -> None:
     p = sub.add_parser("reduce", help="cut a kernel down to the smallest one that keeps a property (a compiler bug "
                                       "report)")
     p.add_argument("probe", metavar="PROBE", help="a probe file that defines its kernel (and @ct.function helpers)")
-    p.add_argument("--arch", required=True, help="one target, e.g. sm_120")
+    p.add_argument("--arch", required=True, type=arch_target, help="one target, e.g. sm_120")
     p.add_argument("--where", default=None, metavar="NAME=VALUE,...", help='the variant, e.g. '
                    '"GATHER=True,LOOP=True,occupancy=2": case constants are folded into the kernel')
     p.add_argument("--property", required=True, help='what to keep: a `gate --expect` form ("occupancy honoured", '
