@@ -76,6 +76,7 @@ class Reduction:
     start: Outcome
     final: Outcome
     versions: list[str] = field(default_factory=list)
+    needle: str = ""     # the failure signature kept (failure properties), else ""
 
 
 def _order(src: str) -> tuple:
@@ -196,7 +197,7 @@ def reduce(probe: str, *, arch: str, where: Mapping[str, Any], prop: str | Prope
     final = oracle.check([current])[0]
     removed = [c for c in folded_calls if c not in _ct_calls(current)]
     res = Reduction(current, size(start_src), size(current), oracle.compiled, kept, needs, removed, stopped, resumed,
-                    time.monotonic() - t0, first, final, versions)
+                    time.monotonic() - t0, first, final, versions, p.needle)
     import shutil
     shutil.rmtree(work, ignore_errors=True)   # the candidates' files; their answers are in the journal
     say("done", {"reduction": res})
