@@ -48,3 +48,24 @@ def test_a_property_not_held_is_an_error_with_the_audit_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert rc == 1 and "does not hold to begin with" in err and "registers" in err and "threads" in err
     assert not os.path.exists(tmp_path / "out" / "reduced_kernel.py")
+
+
+def test_an_unknown_arch_is_a_usage_error(tmp_path, capsys):
+    import pytest
+    with pytest.raises(SystemExit) as e:
+        main(["reduce", write_tiny(tmp_path), "--arch", "sm_91x", "--property", "compiles", "--no-store"])
+    assert e.value.code == 2 and "sm_91x" in capsys.readouterr().err
+
+
+def test_the_written_probe_is_audited_again_and_said_to_keep_the_property(tmp_path, capsys):
+    import ast
+    out = tmp_path / "out"
+    rc = main(["reduce", write_tiny(tmp_path), "--arch", "sm_90", "--where", "SCALE=True,occupancy=2",
+               "--property", "compiles", "-o", str(out), "--no-store", "-j", "2", "--budget", "0.01"])
+    err = capsys.readouterr().err
+    assert rc == 0 and "smallest so far (the budget ran out)" in err
+    assert "the written probe keeps the property: 13." in err
+    assert "what matters was not checked" in err
+    kernel = ast.parse((out / "reduced_kernel.py").read_text())
+    assert {a.name for n in ast.walk(kernel) if isinstance(n, ast.Import) for a in n.names} == {"cuda.tile"}
+    assert "The budget ran out" in (out / "REPORT.md").read_text()

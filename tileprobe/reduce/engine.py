@@ -76,6 +76,7 @@ class Reduction:
     start: Outcome
     final: Outcome
     versions: list[str] = field(default_factory=list)
+    needle: str = ""     # the failure signature kept (failure properties), else ""
 
 
 def _order(src: str) -> tuple:
@@ -183,11 +184,20 @@ def reduce(probe: str, *, arch: str, where: Mapping[str, Any], prop: str | Prope
         current = nxt
         save()
     save()
+    if not stopped:       # tidy: copies the rounds left (`w = x`) propagated, kept if the property still holds
+        try:
+            tidy = ast.unparse(clean(propagate_copies(ast.parse(current))))
+        except Exception:     # noqa: BLE001 - nothing to tidy that the folding step can follow
+            tidy = current
+        if tidy != current and oracle.check([tidy])[0].interesting:
+            current = tidy
+            kept.append("propagated the copies left by the rounds")
+            save()
     needs = [] if stopped else _needs(current, hints, oracle, say)
     final = oracle.check([current])[0]
     removed = [c for c in folded_calls if c not in _ct_calls(current)]
     res = Reduction(current, size(start_src), size(current), oracle.compiled, kept, needs, removed, stopped, resumed,
-                    time.monotonic() - t0, first, final, versions)
+                    time.monotonic() - t0, first, final, versions, p.needle)
     import shutil
     shutil.rmtree(work, ignore_errors=True)   # the candidates' files; their answers are in the journal
     say("done", {"reduction": res})
@@ -283,11 +293,18 @@ def _needs(current: str, hints: dict, oracle: Oracle, say) -> list[Need]:
     halvings and hint values left out): which lose the property."""
     cands = [c for c in candidates(ast.parse(current), hints) if c.kind not in ("constant", "hint")]
     outs = oracle.check([c.source for c in cands]) if cands else []
-    out: list[Need] = []
+    by: dict[str, list[tuple[str, str, str]]] = {}
     for c, o in zip(cands, outs):
         verdict = "not_needed" if o.interesting else ("needed" if all(_told(line) for _, _, line in o.judgements)
                                                       else "rejected")
-        out.append(Need(c.construct, c.label, verdict, o.line()))
+        by.setdefault(c.construct, []).append((verdict, c.label, o.line()))
+    out: list[Need] = []
+    for construct, tries in by.items():     # one line per construct: needed if any change of it lost the property
+        for verdict in ("needed", "not_needed", "rejected"):
+            hit = [t for t in tries if t[0] == verdict]
+            if hit:
+                out.append(Need(construct, "; ".join(dict.fromkeys(t[1] for t in hit)), verdict, hit[0][2]))
+                break
     say("needs", {"needs": out})
     return out
 

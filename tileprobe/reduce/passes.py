@@ -337,7 +337,9 @@ def operands(tree: ast.Module) -> Iterator[Candidate]:
 
 
 def constants(tree: ast.Module) -> Iterator[Candidate]:
-    """Halve a module constant the kernel reads (tile sizes, block sizes) when it is an integer ≥ 2. Constants only
+    """Divide a module constant the kernel reads (tile sizes, block sizes) by 16, 4 or 2 (biggest cut first: the
+    first that keeps the property is kept, so a tile size falls in one step, not one halving per round) when it
+    is an integer ≥ 2. Constants only
     the probe's ``args`` read (problem sizes) are left: they do not change what the kernel compiles to."""
     from tileprobe.reduce.source import names_used
     env = module_constants(tree)
@@ -352,14 +354,15 @@ def constants(tree: ast.Module) -> Iterator[Candidate]:
                     and val.value >= 2 and name.id in env and name.id in read):
                 continue
 
-            def edit(tr, idx=idx, m=m, new=val.value // 2):
-                a = tr.body[idx]
-                target = a.value.elts[m] if isinstance(a.value, ast.Tuple) else a.value
-                target.value = new
-            src = _make(tree, edit)
-            if src:
-                yield Candidate(src, f"{name.id} = {val.value // 2} (was {val.value})", f"the value of {name.id}",
-                                "constant")
+            for new in dict.fromkeys(x for x in (val.value // 16, val.value // 4, val.value // 2) if x >= 1):
+                def edit(tr, idx=idx, m=m, new=new):
+                    a = tr.body[idx]
+                    target = a.value.elts[m] if isinstance(a.value, ast.Tuple) else a.value
+                    target.value = new
+                src = _make(tree, edit)
+                if src:
+                    yield Candidate(src, f"{name.id} = {new} (was {val.value})", f"the value of {name.id}",
+                                    "constant")
 
 
 def hint_values(tree: ast.Module, keep: dict) -> Iterator[Candidate]:
