@@ -6,8 +6,8 @@ median µs, IQR % (the file's "±" and "IQR %" column: (p75 − p25) / median ×
 occupancy-8 cubin (FIELD_NOTES: "gives the occupancy-8 cubin").
 """
 from tileprobe.judge.advice import advice, measured_advice
-from tileprobe.schema import VariantRecord, VariantRun
 from tileprobe.judge.verdict import judge_records
+from tileprobe.schema import VariantRecord, VariantRun
 
 H200 = "NVIDIA H200"
 RUN = {  # (ALLOW_TMA, occupancy): (threads, regs, smem, stack, ctas, median_us, iqr_pct)
@@ -128,6 +128,7 @@ def test_advice_gives_cluster_residency_and_picks_between_identical_builds():
     ignored and 2 partial by cluster residency; the advice gives the resident clusters against those the grid
     needs, and asks for a measurement. A TileGym matmul whose two values build the same code: take the lowest."""
     from pathlib import Path
+
     from tileprobe.schema import load
     recs, _ = load(str(Path(__file__).parent / "data" / "examples_records_2026-12-01.json"), judge=judge_records)
     judge_records(recs)

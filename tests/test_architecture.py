@@ -151,7 +151,7 @@ def test_every_relative_import_resolves():
     broken = []
     for path in sorted((root / "tileprobe").rglob("*.py")):
         parts = path.relative_to(root).with_suffix("").parts
-        package = parts[:-1] if parts[-1] != "__init__" else parts[:-1]
+        package = parts[:-1]   # a module's package; __init__'s is its own folder, the same parts
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and node.level:
                 base = list(package[:len(package) - (node.level - 1)])

@@ -162,9 +162,10 @@ def test_arguments(bt):
 
 
 def test_tasks_from_a_bundle(bt, tmp_path):
+    import hashlib
+
     from tileprobe.errors import TileprobeError
     from tileprobe.schema import VariantRecord, write_json
-    import hashlib
     cubin = b"not really a cubin"
     sha = hashlib.sha256(cubin).hexdigest()
     (tmp_path / "cubins").mkdir()

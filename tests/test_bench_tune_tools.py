@@ -8,7 +8,6 @@ import statistics
 import types
 
 import pytest
-
 from support import load_script
 from test_tune_search import space
 

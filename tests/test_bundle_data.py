@@ -176,6 +176,7 @@ def test_run_bundle_cli_says_a_bundle_is_data(tmp_path, capsys):
 
 def test_tune_bundle_imports_only_given_probes_and_reports_bad_cubins(tmp_path):
     from types import SimpleNamespace
+
     from tileprobe.tune.gpu import WorkerBench
     d = _bundle(tmp_path)
     (d / "probe_k.py").write_text("")

@@ -6,8 +6,9 @@ import subprocess
 import sys
 import time
 
-from tileprobe.store import Store, now
 from support import fake_tileiras
+
+from tileprobe.store import Store, now
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROBE = os.path.join(ROOT, "tests", "data", "probe_vadd.py")   # 2 tiles × occupancy 1, 2: four variants
@@ -55,7 +56,7 @@ def test_two_concurrent_audits_on_one_store_compile_each_variant_once(tmp_path):
     from tileprobe.schema import load
     a, b = (load(str(tmp_path / f"a{i}.json"))[0] for i in range(2))
     assert len(a) == len(b) == 4
-    key = lambda r: (r.case.get("TILE"), r.hints.get("occupancy"))   # noqa: E731
+    key = lambda r: (r.case.get("TILE"), r.hints.get("occupancy"))
     assert {key(r): (r.status, r.code_sha256) for r in a} == {key(r): (r.status, r.code_sha256) for r in b}
     assert all(r.status == "ok" for r in a)
     with Store.open(tmp_path / "s.sqlite") as store:

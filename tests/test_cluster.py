@@ -8,13 +8,23 @@ import os
 import pytest
 
 from tileprobe.errors import TileprobeError
+from tileprobe.judge.verdict import judge_records
 from tileprobe.model.arch import get_arch
-from tileprobe.model.cluster import (H200_MEASURED, H200_MEASURED_SMS_PER_GPC, HOPPER_WHITEPAPER, REFERENCE_GPUS,
-                                     GpuLayout, active_clusters, cluster_note, cluster_size, ctas_per_sm_for_goal,
-                                     max_active_clusters, max_cluster_size)
+from tileprobe.model.cluster import (
+    H200_MEASURED,
+    H200_MEASURED_SMS_PER_GPC,
+    HOPPER_WHITEPAPER,
+    REFERENCE_GPUS,
+    GpuLayout,
+    active_clusters,
+    cluster_note,
+    cluster_size,
+    ctas_per_sm_for_goal,
+    max_active_clusters,
+    max_cluster_size,
+)
 from tileprobe.model.occupancy import theoretical_occupancy
 from tileprobe.schema import VariantRecord
-from tileprobe.judge.verdict import judge_records
 
 H100_LIKE = (18, 18, 18, 16, 16, 16, 16, 14)      # 132 SMs: one possible die
 CHECK = os.path.join(os.path.dirname(__file__), "..", "docs", "gpu", "2026-12-01", "cluster_check.json")

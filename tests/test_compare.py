@@ -5,8 +5,8 @@ import pytest
 from tileprobe.analyses.bisect import Step, bisect_versions, candidates
 from tileprobe.analyses.compare import Comparison, compare_records, split_by_compiler
 from tileprobe.errors import TileprobeError
-from tileprobe.report.markdown import compare_markdown
 from tileprobe.records import PtxFacts, SassFacts
+from tileprobe.report.markdown import compare_markdown
 from tileprobe.schema import VariantRecord, VariantRun, Verdict
 from tileprobe.toolchain import Toolchain
 
@@ -78,7 +78,7 @@ def test_new_spills_and_failures_are_regressions():
 def test_time_beyond_noise_only():
     gpu = {"name": "NVIDIA H200"}
     run = lambda m, q: VariantRun(status="ok", median_us=m, p25_us=m - q, p75_us=m + q, reps=100,
-                                  gpu=gpu)  # noqa: E731
+                                  gpu=gpu)
     a = [rec(A, 1, 256, 128, 0, 2, "x", run=run(100.0, 0.5)), rec(A, 2, 256, 128, 0, 2, "y", run=run(100.0, 0.5))]
     b = [rec(B, 1, 256, 128, 0, 2, "x", run=run(100.8, 0.5)), rec(B, 2, 256, 128, 0, 2, "y", run=run(130.0, 0.5))]
     ch = {c.a.hints["occupancy"]: c for c in compare_records(a, b)}
@@ -111,6 +111,7 @@ def test_candidates_between_good_and_bad():
 
 def _result_files(tmp_path):
     import json
+
     from tileprobe.schema import dump
     a = [rec(A, 1, 384, 168, 44092, 1, "a1"), rec(A, 2, 256, 128, 44068, 2, "a2"), rec(A, 4, 256, 128, 44068, 2, "a4")]
     b = [rec(B, 1, 384, 168, 100484, 1, "b1"), rec(B, 2, 384, 168, 100484, 1, "b1", status="ignored")]
@@ -173,6 +174,7 @@ def test_compare_cli_prints_the_changes_table(tmp_path, capsys):
 
 def test_compare_cli_markdown_and_json(tmp_path, capsys):
     import json
+
     from tileprobe.cli import main
     pa, pb = _result_files(tmp_path)
     out_json = tmp_path / "changes.json"
@@ -379,6 +381,7 @@ def test_spill_growth_is_a_regression_even_with_more_ctas_and_mma_switch_is_list
 
 def test_a_comparison_with_nothing_in_common_says_so(capsys):
     from rich.console import Console
+
     from tileprobe.report.terminal import render_compare
     a = [rec(A, 1, 384, 168, 44092, 1, "a1")]
     b = [rec(B, 1, 384, 168, 44092, 1, "a1")]
@@ -396,6 +399,7 @@ def test_a_comparison_with_nothing_in_common_says_so(capsys):
 def test_compare_json_to_stdout_is_json_alone(tmp_path, capsys, monkeypatch):
     """`--json -` wrote a file named '-' (a tester, 2026-12-01); now standard output holds the JSON alone."""
     import json
+
     from tileprobe.cli import main
     pa, pb = _result_files(tmp_path)
     monkeypatch.chdir(tmp_path)
@@ -408,6 +412,7 @@ def test_compare_claims_no_comparison_it_did_not_make(tmp_path, capsys):
     """Issue 27 (left by the last hostile pass): --regressions with none, Markdown, two empty results say so; a
     --where that matches nothing exits 2, as audit does."""
     import json
+
     from tileprobe.cli import main
     from tileprobe.schema import dump
     pa, pb = _result_files(tmp_path)

@@ -13,10 +13,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from support import write_vec_probe
 
 from tileprobe.cli import main
-
-from support import write_vec_probe
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,10 +1,11 @@
 """Compiles are results: errors, compiler crashes and timeouts are recorded per variant, never an abort."""
 import os
 
+from support import fake_tileiras
+
 from tileprobe.audit.pipeline import audit
 from tileprobe.compile.job import Variant
 from tileprobe.compile.pool import compile_variants
-from support import fake_tileiras
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 VADD = os.path.join(DATA, "probe_vadd.py")

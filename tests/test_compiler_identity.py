@@ -105,8 +105,8 @@ def test_failures_the_probe_causes_are_probe_errors_not_the_compilers(tmp_path):
 
 
 def test_a_worker_killed_by_a_timer_signal_is_the_probes_error():
-    from tileprobe.compile.job import Variant
     from tileprobe.compile.failure import dead_worker
+    from tileprobe.compile.job import Variant
     v = Variant("/x/p.py", 0, "k", (), (), "sm_90")
     f = dead_worker(v, None, None, "killed by SIGALRM (signal 14)")
     assert f.failure == "probe_error" and "SIGALRM is a signal only the probe's own code arms" in f.message

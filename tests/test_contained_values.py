@@ -13,6 +13,7 @@ import textwrap
 import pytest
 
 from tileprobe.probe import wire
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 KERNELS = os.path.join(HERE, "data", "kernels.py")
 

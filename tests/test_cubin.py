@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from tileprobe.model.cubin import RESERVED_SMEM_PER_CTA_BYTES, CubinInfo
 from tileprobe.errors import CubinError, ToolchainError
 from tileprobe.model import sass
+from tileprobe.model.cubin import RESERVED_SMEM_PER_CTA_BYTES, CubinInfo
 from tileprobe.model.sass import find_nvdisasm, parse_nvdisasm, sass_traits
 
 DATA = Path(__file__).resolve().parent / "data"

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tileprobe.analyses import doctor
 from tileprobe import toolchain as tcm
+from tileprobe.analyses import doctor
 from tileprobe.analyses.doctor import Finding
 
 ALL_TARGETS = ["sm_80", "sm_86", "sm_87", "sm_88", "sm_89", "sm_90", "sm_100", "sm_103", "sm_107", "sm_110",

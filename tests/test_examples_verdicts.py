@@ -17,9 +17,9 @@ from collections import Counter
 
 import pytest
 
+from tileprobe.judge.verdict import judge_records, tma_data_ops
 from tileprobe.model.cluster import H200_MEASURED_SMS_PER_GPC, cluster_size
 from tileprobe.schema import EFFECT_STATUSES, GOAL_STATUSES, load
-from tileprobe.judge.verdict import judge_records, tma_data_ops
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "data", "examples_records_2026-12-01.json")
 GOAL_HINTS = ("occupancy", "num_ctas", "allow_tma")
@@ -44,7 +44,7 @@ def _reference(records, r, hint):
 
 
 def _same(a, b):
-    res = lambda x: (x.threads, x.registers, x.shared_bytes, x.stack_bytes, tuple(x.cluster_dims or ()))  # noqa: E731
+    res = lambda x: (x.threads, x.registers, x.shared_bytes, x.stack_bytes, tuple(x.cluster_dims or ()))
     return a.same_code(b) and res(a) == res(b)
 
 

@@ -14,10 +14,11 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
-from tileprobe.audit import audit                       # noqa: E402
-from tileprobe.exec.ray_exec import RayExecutor         # noqa: E402
-from tileprobe.store import Store                       # noqa: E402
-from support import fake_tileiras                      # noqa: E402
+from support import fake_tileiras  # noqa: E402
+
+from tileprobe.audit import audit  # noqa: E402
+from tileprobe.exec.ray_exec import RayExecutor  # noqa: E402
+from tileprobe.store import Store  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROBE = os.path.join(ROOT, "tests", "data", "probe_vadd.py")   # 2 tiles × occupancy 1, 2: four variants
@@ -184,6 +185,7 @@ def test_a_gpu_actor_result_crosses_ray_as_data_only(tmp_path, monkeypatch):
     __reduce__ never runs. Ray is simulated: each call pickles the actor's return value and unpickles it here, as
     Ray's object store does."""
     import pickle
+
     from tileprobe.exec import ray_exec
     marker = tmp_path / "ran"
     monkeypatch.setenv("TILEPROBE_TEST_MARKER", str(marker))
@@ -206,7 +208,7 @@ def test_a_gpu_actor_result_crosses_ray_as_data_only(tmp_path, monkeypatch):
                     def remote(*a):
                         actor = cls(*a)
                         return type("Handle", (), {name: type("M", (), {"remote": staticmethod(
-                            lambda *x, m=getattr(actor, name): pickle.dumps(m(*x)))})
+                            lambda *x, m=getattr(actor, name): pickle.dumps(m(*x)))})  # noqa: B008 (binds each name)
                             for name in ("hello", "task")})()
                 return Remote
             return wrap

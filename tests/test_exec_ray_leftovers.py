@@ -16,7 +16,7 @@ import pytest
 
 pytest.importorskip("ray")
 
-from support import fake_tileiras, live_processes_with   # noqa: E402
+from support import fake_tileiras, live_processes_with
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROBE = os.path.join(ROOT, "tests", "data", "probe_vadd.py")

@@ -11,10 +11,10 @@ import sys
 import pytest
 
 from tileprobe._cutile import execution_error, which_tool
+from tileprobe.cli import main
+from tileprobe.compile.failure import classify
 from tileprobe.compile.job import Variant
 from tileprobe.compile.pool import compile_variants
-from tileprobe.compile.failure import classify
-from tileprobe.cli import main
 from tileprobe.report.html import render_html
 from tileprobe.report.markdown import audit_markdown
 from tileprobe.schema import VariantRecord, derive_failure
@@ -172,6 +172,7 @@ def test_front_end_errors_are_told_from_the_compilers_by_class():
     InternalError and the tileiras errors under it are not; a front-end error without a location says where to
     look; any other error raised before tileiras ran mentions no repeat command."""
     import cuda.tile._exception as cte
+
     from tileprobe.compile.failure import BEFORE_TILEIRAS_FIX, front_end, kernel_fix
     type_checking = getattr(cte, "TypeCheckingError", cte.TileTypeError)   # cuda-tile 1.5.0: TileTypeError
     assert front_end(type_checking("x", cte.Loc(3, 1, "/k.py")))
@@ -228,6 +229,7 @@ def test_cuda_root_trap_is_broken_environment_with_the_cause(tmp_path, capsys):
     (rec,) = _records(js)
     assert rec.failure == "broken_environment" and rec.status == "compile_error"
     from rich.console import Console
+
     from tileprobe.report.terminal import render_audit
     con = Console(record=True, width=400)
     render_audit([rec], con)
@@ -239,10 +241,11 @@ def test_cuda_home_pointing_at_an_older_toolkit_is_named(tmp_path, capsys):
     """The trap itself: the real tileiras 13.4.92 run with CUDA_HOME at a fake CUDA 13.0 toolkit, the way cuTile runs
     a compiler it passes CUDA_HOME to (a CompilerExecutionError raised from the CalledProcessError)."""
     import cuda.tile as ct
+    from rich.console import Console
+
     from tileprobe.audit.pipeline import record_from
     from tileprobe.compile.job import CompileResult
     from tileprobe.report.terminal import print_failures
-    from rich.console import Console
     fake_home = tmp_path / "cuda-13.0"
     fake_home.mkdir()
     (fake_home / "version.json").write_text('{"cuda": {"version": "13.0.88"}}')
@@ -258,7 +261,7 @@ def test_cuda_home_pointing_at_an_older_toolkit_is_named(tmp_path, capsys):
         try:
             proc.check_returncode()
         except subprocess.CalledProcessError as e:
-            raise execution_error(e.returncode, e.stderr.decode(), [], None)
+            raise execution_error(e.returncode, e.stderr.decode(), [], None) from e
     except ct.TileCompilerExecutionError as exc:
         f = classify(exc, tileiras=REAL, build="Cuda compilation tools, release 13.4, V13.4.92",
                      compiler_env={"CUDA_HOME": str(fake_home)})

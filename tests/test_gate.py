@@ -10,16 +10,14 @@ import re
 from pathlib import Path
 
 import pytest
+from support import write_vec_probe
 
+from tileprobe.analyses.gate import GateError, check, parse_expectation, parse_where, run_gate, select
 from tileprobe.cli import main
-from tileprobe.report.terminal import gate_text
-from tileprobe.analyses.gate import (GateError, check, parse_expectation, parse_where,
-                            run_gate, select)
 from tileprobe.records import SassFacts
+from tileprobe.report.terminal import gate_text
 from tileprobe.schema import VariantRecord, VariantRun, Verdict, dump
 from tileprobe.store import Store
-
-from support import write_vec_probe
 
 pytest_plugins = ["pytester"]
 

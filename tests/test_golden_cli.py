@@ -12,9 +12,9 @@ of what tileprobe prints: the failure shows the unified diff. An intended change
 from __future__ import annotations
 
 import difflib
-import json
 import importlib.metadata
 import importlib.util
+import json
 import sys
 from pathlib import Path
 

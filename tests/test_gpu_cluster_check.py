@@ -124,7 +124,7 @@ def test_the_kernels_compile_with_nvrtc(gcc):
 
 
 def test_the_nvcc_fallback_builds_the_same_register_cap(gcc):
-    import nvidia                                       # the nvidia-cuda-nvcc wheel of the test extra
+    import nvidia  # the nvidia-cuda-nvcc wheel of the test extra
     nvcc = os.path.join(list(nvidia.__path__)[0], "cu13", "bin", "nvcc")
     assert os.path.exists(nvcc), f"no nvcc at {nvcc}: pip install -e '.[test]'"
     cubin = gcc.nvcc_cubin(gcc.REGS_SOURCE, "sm_90", "regs_probe.cu", 96, nvcc=nvcc)

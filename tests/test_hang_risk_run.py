@@ -6,9 +6,9 @@ import io
 
 from rich.console import Console
 
+from tileprobe.records import CompileTimeout, RegisterPool, SassFacts
 from tileprobe.run import session
 from tileprobe.run.watchdog import TaskOutcome
-from tileprobe.records import CompileTimeout, RegisterPool, SassFacts
 from tileprobe.schema import VariantRecord, Verdict
 
 CUBIN = b"cubin bytes"
@@ -152,6 +152,7 @@ def test_gpu_table_counts_predictions_against_outcomes(tmp_path, capsys):
     """benchmarks/audit/hang_table.py (what `benchmarks/audit/run.sh OUT hangs` prints) on a run JSON made with the
     fake watchdog."""
     import os
+
     from tileprobe.schema import write_json
     probe = tmp_path / "p.py"
     probe.write_text("")

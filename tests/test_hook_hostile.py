@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 import test_use as tu
+
 from tileprobe.record import hook
 
 ROOT = Path(__file__).resolve().parents[1]

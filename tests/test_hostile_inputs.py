@@ -134,6 +134,7 @@ def test_json_outputs_are_strict_json_nan_and_infinity_become_null(tmp_path):
     """A NaN or infinite case value (or timing) used to reach ``--json`` as bare ``NaN``, which jq, JavaScript and Go
     refuse. Written as null, the file parses with a reader that rejects the non-standard constants."""
     import json
+
     from tileprobe.schema import VariantRecord, json_text, write_json
 
     def strict(text):
@@ -228,8 +229,9 @@ def test_no_case_match_without_case_names_still_names_the_selection():
 
 def test_a_hint_value_no_probe_plans_is_refused_before_compiling(capsys):
     """--where occupancy=3 compiled all 10 rms_norm variants (20 s) before saying it matched none."""
-    from tileprobe.select import WhereError, case_selector
     from types import SimpleNamespace
+
+    from tileprobe.select import WhereError, case_selector
     plan = SimpleNamespace(cases={"ALLOW_TMA": [True, False]}, hints={"occupancy": [1, 2, 4, 8, 16]})
     with pytest.raises(WhereError, match=r"^--where occupancy=3 matches none of the planned variants; occupancy takes "
                                          r"1, 2, 4, 8, 16$"):
@@ -294,9 +296,9 @@ def test_history_csv_and_the_html_report_hold_no_escape_from_stored_names(tmp_pa
     """A hostile tester (2026-12-02): `history --csv -` wrote 19 ESC and 6 BEL bytes of stored case values to stdout,
     and the HTML report held them too (`cat report.html` obeyed them)."""
     from tileprobe.cli import main
+    from tileprobe.report.html import render_html
     from tileprobe.schema import VariantRecord
     from tileprobe.store import Store
-    from tileprobe.report.html import render_html
     db = str(tmp_path / "s.sqlite")
     rec = VariantRecord(kernel="k\x1b]0;PWNED\x07", probe="p.py", case={"MODE": "a\x1b[2Jb"}, hints={"occupancy": 1},
                         arch="sm_90", tileiras="V13.4.92", status="ok", threads=128, registers=32, shared_bytes=0,
@@ -322,8 +324,10 @@ def test_tune_tie_pct_takes_a_percentage_only(value, capsys):
 def test_audit_json_to_stdout_with_markdown_prints_the_json_alone(tmp_path, capsys):
     """`audit --json - --format markdown` printed the JSON and then the Markdown: not JSON (a hostile tester)."""
     import json as _json
-    from tileprobe.cli import main
+
     from support import write_vec_probe
+
+    from tileprobe.cli import main
     probe = write_vec_probe(tmp_path / "p.py")
     assert main(["audit", probe, "--arch", "sm_90", "--no-store", "--json", "-", "--format", "markdown"]) == 0
     doc = _json.loads(capsys.readouterr().out)

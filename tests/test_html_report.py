@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from tileprobe.cli import main
 from tileprobe.analyses.compare import compiler_steps_by_kernel
-from tileprobe.report.html import NO_MATPLOTLIB, VERDICT_STYLE, render_html
+from tileprobe.cli import main
 from tileprobe.records import SassFacts
+from tileprobe.report.html import NO_MATPLOTLIB, VERDICT_STYLE, render_html
 from tileprobe.schema import VariantRecord, VariantRun, Verdict
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -60,15 +60,22 @@ def test_no_rule_finds_more_than_its_baseline():
 
 
 def test_the_rule_set_of_pyproject_is_the_one_applied(tmp_path):
-    """An unused import (F401) and a 121-character line (E501 at line-length 120) are found; a 120-character line,
-    and a × in a string (RUF001, ignored: the messages write × on purpose), are not."""
+    """An unused import (F401) and an undefined name (F821) are found; a 121-character line (E501, left out: the
+    docstrings' tables are wrapped by hand) and a × in a string (RUF001, left out: the messages write × on purpose)
+    are not."""
     src = tmp_path / "sample.py"
-    long_ok = "x = '" + "a" * 114 + "'"
-    src.write_text("import os\n\n" + long_ok + "\n" + long_ok[:-1] + "ab'\ny = '2 × 3'\n", encoding="utf-8")
-    assert len(long_ok) == 120
+    long_line = "x = '" + "a" * 115 + "'"
+    src.write_text("import os\n\n" + long_line + "\ny = '2 × 3'\nz = undefined_name\n", encoding="utf-8")
+    assert len(long_line) == 121
     got = sorted((f["code"], f["location"]["row"]) for f in findings(str(src), config=ROOT / "pyproject.toml",
                                                                        cwd=tmp_path))
-    assert got == [("E501", 4), ("F401", 1)]
+    assert got == [("F401", 1), ("F821", 5)]
+
+
+def test_tileprobe_and_tests_have_no_finding():
+    """The rule set holds with no finding at all (tests/data/ruff_baseline.json is empty): a new finding fails
+    here, by :func:`test_no_rule_finds_more_than_its_baseline`, with its place."""
+    assert json.loads(BASELINE.read_text(encoding="utf-8")) == {}
 
 
 def test_the_baseline_counts_only_rules_of_the_rule_set():

@@ -14,7 +14,6 @@ import threading
 import time
 
 import pytest
-
 from support import live_processes_with
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -66,6 +66,7 @@ def test_a_cache_whose_metadata_has_the_wrong_types_is_read_as_no_metadata(tmp_p
 
 def test_a_full_disk_under_json_says_what_was_kept(tmp_path, capsys, monkeypatch):
     import builtins
+
     from tileprobe.store import Store
     store, out = str(tmp_path / "s.sqlite"), str(tmp_path / "out.json")
     Store.open(store).close()
@@ -88,6 +89,7 @@ def test_a_full_disk_under_json_says_what_was_kept(tmp_path, capsys, monkeypatch
                                         ([{"status": "error", "error": "x"}] * 2, "every one of the 2 runs failed")])
 def test_run_bundle_that_ran_nothing_or_only_failed_exits_1(tmp_path, capsys, monkeypatch, runs, says):
     from types import SimpleNamespace
+
     import tileprobe.run.session as session
     from tileprobe.schema import VariantRecord, VariantRun
     recs = [VariantRecord(kernel="k", probe="p.py", case={}, hints={}, arch="sm_90", tileiras="t", status="ok",

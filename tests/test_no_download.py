@@ -4,9 +4,9 @@ it. No network: the registry's version list is planted, and any download fails t
 from __future__ import annotations
 
 import pytest
+from support import write_vec_probe
 
 import tileprobe.toolchain as toolchain
-from support import write_vec_probe
 
 PUBLISHED = ["13.3.36", "13.4.59", "13.4.92", "13.5.37"]
 
@@ -112,6 +112,7 @@ def test_the_download_question_is_asked_only_at_a_terminal(monkeypatch, capsys):
     asks nothing and is False."""
     import io
     import sys
+
     from tileprobe.cli._common import confirmed
 
     class Tty(io.StringIO):

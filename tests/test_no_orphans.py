@@ -14,7 +14,6 @@ import sys
 import time
 
 import pytest
-
 from support import fake_tileiras
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -249,6 +248,7 @@ def test_a_zygote_killed_at_any_point_leaves_no_temp_folder(tmp_path, monkeypatc
     inside its own removal of the folder, which could take the marker first and leave an unmarked folder nobody may
     sweep: a full CI run, 2026-12-02), close() still removes it."""
     import tempfile
+
     from tileprobe.probe import zygote
     from tileprobe.procs import OWNER_MARKER, start_ticks
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
@@ -269,6 +269,7 @@ def test_an_interrupted_removal_leaves_a_folder_that_still_names_its_owner(tmp_p
     """remove_owned_tempdir takes the owner marker last, so a removal cut short leaves a folder the next sweep may
     judge (and remove once its owner is gone)."""
     import tempfile
+
     from tileprobe import procs
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     path = procs.make_owned_tempdir("audit")

@@ -18,9 +18,15 @@ from pathlib import Path
 
 import pytest
 
-from tileprobe.model.arch import (ARCHS, MAX_THREADS_PER_CTA, SMEM_PER_CTA_DEFAULT_BYTES, SUBPARTITIONS_PER_SM,
-                            ArchLimits, get_arch)
 from tileprobe.errors import TileprobeError
+from tileprobe.model.arch import (
+    ARCHS,
+    MAX_THREADS_PER_CTA,
+    SMEM_PER_CTA_DEFAULT_BYTES,
+    SUBPARTITIONS_PER_SM,
+    ArchLimits,
+    get_arch,
+)
 from tileprobe.model.occupancy import LIMITERS, UNLIMITED, Occupancy, theoretical_occupancy
 
 KB = 1024

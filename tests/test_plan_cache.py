@@ -120,6 +120,7 @@ def test_inside_a_loader_session_the_save_is_made_by_the_saver_thread_and_waited
     """The report is encoded and written off the command's path (issue 22), with the fields it had when kept; the
     session's end waits for the write, so the next process finds it."""
     import threading
+
     from tileprobe.probe import contained, plancache
     tmp, started = cache
     probe = str(tmp / "probe_vadd.py")

@@ -10,8 +10,8 @@ import sys
 import time
 
 import pytest
-
 from support import live_processes_with
+
 from tileprobe.procs import kill_tree, run_in_group, signal_group, stop_process
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process groups and /proc: Linux")
@@ -130,6 +130,7 @@ def test_a_tool_is_judged_by_its_exit_not_by_a_detached_child_that_holds_its_out
     is the tool's (a hostile tileiras held an audit 200 s this way, 2026-12-04)."""
     import subprocess
     import time
+
     from tileprobe.procs import run_in_group
     marker = f"sleep 37.{os.getpid()}"
     t0 = time.monotonic()

@@ -251,6 +251,7 @@ def test_arguments_are_described_abstractly():
     """Tensors by dtype, shape, strides in elements and base alignment; DLPack and __cuda_array_interface__ objects
     alike; scalars and constants by value; anything else by type only."""
     import torch
+
     from tileprobe.probe.signature import ArraySpec
     capture = hook.load_capture()
     d = lambda a: capture.to_json(capture.describe(a))
@@ -343,7 +344,7 @@ def test_a_launch_log_is_data_never_code(basic, tmp_path):
         runpy_globals = {"__file__": path, "__name__": "probe_under_test"}
         try:
             exec(compile(text, path, "exec"), runpy_globals)
-        except Exception:   # noqa: BLE001 — the kernel import may fail here; what matters is that nothing ran
+        except Exception:
             pass
     assert not marker.exists()
 

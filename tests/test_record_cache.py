@@ -7,8 +7,7 @@ import sys
 
 import pytest
 
-from tileprobe.record.cache import embedded_hints, read_cache
-from tileprobe.record.cache import probes_from_cache
+from tileprobe.record.cache import embedded_hints, probes_from_cache, read_cache
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)

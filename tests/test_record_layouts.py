@@ -162,6 +162,7 @@ def test_a_recorded_broadcast_input_can_be_made_for_a_gpu_run():
     """`tileprobe run` fills inputs through torch; an expanded (stride-0) input overlaps itself, which copy_ refuses:
     it is filled through one slice, as the program's own expanded tensor was."""
     import torch
+
     from tileprobe.run.arrays import TorchArrays
     arrays = TorchArrays("cpu", seed=1)
     t = arrays.randn((2, 16, 8), "bfloat16", strides=(0, 8, 1))

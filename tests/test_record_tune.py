@@ -79,6 +79,7 @@ def test_dry_run_makes_the_recorded_probe_tunable_and_compiles_it(dry):
 
 def test_the_tunable_probe_poisons_the_output_and_checks_against_torch(dry):
     import torch
+
     from tileprobe.probe.define import load_probes
     from tileprobe.run.arrays import TorchArrays
     out, _ = dry

@@ -1,8 +1,8 @@
 """``tileprobe reduce`` on the command line: bad input is a clear error before any reduction."""
 import os
 
-from tileprobe.cli import main
 from tests.test_reduce_run import TINY
+from tileprobe.cli import main
 
 
 def write_tiny(tmp_path):

@@ -6,7 +6,7 @@ from tileprobe.records import RegisterPool, SassFacts
 from tileprobe.reduce.engine import ReduceInputError, _want
 from tileprobe.reduce.oracle import Outcome
 from tileprobe.reduce.prop import judge, parse_property
-from tileprobe.schema import Verdict, VariantRecord
+from tileprobe.schema import VariantRecord, Verdict
 
 
 def rec(occ=2, status="honoured", ok=True, failure=None, message="", stack=0, pool=None, spills=(0, 0)):

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from tileprobe.errors import UsageError
-from tileprobe.reduce import clean, engine, fold, inline, output, passes, source
+from tileprobe.reduce import clean, engine, fold, output, passes, source
 
 ROOT = Path(__file__).resolve().parents[1]
 PADDED = ROOT / "benchmarks" / "reduce" / "padded_w4a16.py"

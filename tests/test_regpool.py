@@ -263,6 +263,7 @@ def _with_ptx_section(data: bytes, edit) -> bytes:
     the section header's size is set to the new length)."""
     import io
     import struct
+
     from elftools.elf.elffile import ELFFile
     elf = ELFFile(io.BytesIO(data))
     index = next(i for i, s in enumerate(elf.iter_sections()) if s.name == ".nv_debug_ptx_txt")
@@ -297,9 +298,11 @@ def test_the_gate_never_raises_on_a_damaged_cubin():
     gate (the tune crashed); every damaged input now reads as 'cannot tell' (None)."""
     import random
     import struct
+
     from tileprobe.model.sass import ptx_has_setmaxnreg
     base = OCC16.read_bytes()
     import io
+
     from elftools.elf.elffile import ELFFile
     elf = ELFFile(io.BytesIO(base))
     index = next(i for i, s in enumerate(elf.iter_sections()) if s.name == ".nv_debug_ptx_txt")
@@ -397,6 +400,7 @@ def _real_adds():
     """(arch, instruction) for every plain 32-bit integer add in the cubins of tests/data, by nvdisasm -c."""
     import re
     import subprocess
+
     from tileprobe.model.regpool import _ADDS, _NOT_PLAIN_ADD, _parse
     from tileprobe.model.sass import find_nvdisasm
     out = []

@@ -7,8 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from tileprobe.analyses.bisect_time import (RunProperty, evaluate_releases, parse_run_property, pool_runs,
-                                            releases_for_target)
+from tileprobe.analyses.bisect_time import (
+    RunProperty,
+    evaluate_releases,
+    parse_run_property,
+    pool_runs,
+    releases_for_target,
+)
 from tileprobe.analyses.compare import compare_records, compare_results
 from tileprobe.analyses.gate import check, parse_expectation
 from tileprobe.analyses.noise import TimeStats, betainc, t_quantile, t_sf, time_change

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from tileprobe.report.terminal import render_audit
 from tileprobe.records import SassFacts
+from tileprobe.report.terminal import render_audit
 from tileprobe.schema import VariantRecord, Verdict
 
 

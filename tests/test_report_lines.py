@@ -68,6 +68,7 @@ def test_markdown_environment_gives_one_line_per_compiler():
 
 def test_markdown_names_probes_by_relative_or_home_paths_and_the_kernel_packages(tmp_path, monkeypatch):
     import importlib.metadata as md
+
     from tileprobe.report.markdown import audit_markdown, display_path
     home, work = tmp_path / "home", tmp_path / "home" / "work"
     work.mkdir(parents=True)

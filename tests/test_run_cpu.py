@@ -15,17 +15,17 @@ import subprocess
 import sys
 from types import SimpleNamespace
 
+import cuda.tile as ct
 import pytest
 import torch
 
-import cuda.tile as ct
 from tileprobe.errors import ProbeError
 from tileprobe.probe.define import SpecArrays, load_probes
+from tileprobe.probe.signature import ArraySpec, assign_addresses
 from tileprobe.run import check as chk
 from tileprobe.run import launch, session, timing, worker
 from tileprobe.run.arrays import TorchArrays, is_poisoned, poison_value
 from tileprobe.schema import VariantRecord
-from tileprobe.probe.signature import ArraySpec, assign_addresses
 
 HERE = os.path.abspath(__file__)
 DATA = os.path.join(os.path.dirname(HERE), "data")

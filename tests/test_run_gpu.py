@@ -227,8 +227,9 @@ def test_aot_launch_computes_what_jit_launch_does(sm):
     """Our launch of the audited cubin (block (1,1,1), pointer/shape/strides packing) against ct.launch."""
     if getattr(sys.modules.get("cuda.tile._load_libcuda"), "_tileprobe_fake", False):
         pytest.skip("the fake driver of an in-process audit is installed in this process; run this file alone")
-    import torch
     import cuda.tile as ct
+    import torch
+
     from tileprobe.probe.define import load_probes
     from tileprobe.run.arrays import TorchArrays
     from tileprobe.run.launch import LoadedKernel, check_packing, core_stream, cuda_core, grid3, pack_arguments

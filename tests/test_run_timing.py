@@ -8,8 +8,8 @@ import time
 
 import pytest
 from rich.console import Console
-
 from test_run_cpu import FAULTY, FakeGPU, FakeKernel, _add, _healthy_record
+
 from tileprobe.run import clocks, timing, worker
 from tileprobe.schema import VariantRun
 

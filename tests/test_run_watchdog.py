@@ -18,8 +18,7 @@ import pytest
 
 from tileprobe.run import session as session_mod
 from tileprobe.run.watchdog import Watchdog, WorkerStartError
-from tileprobe.schema import exit_text
-from tileprobe.schema import VariantRecord
+from tileprobe.schema import VariantRecord, exit_text
 
 HERE = os.path.abspath(__file__)
 PLAIN = "tileprobe.run.worker:init_plain"
@@ -336,6 +335,7 @@ def test_run_probes_reports_each_fault_and_goes_on(monkeypatch):
 def test_cli_runs_a_bundle_end_to_end(tmp_path, monkeypatch):
     """``tileprobe run --bundle DIR`` on records and cubins written elsewhere (fake worker: no GPU needed)."""
     import json
+
     from tileprobe.cli import main
     from tileprobe.run import watchdog as wd_mod
     from tileprobe.schema import dump

@@ -11,8 +11,14 @@ import pytest
 from tileprobe.model import sass_batch as B
 from tileprobe.model.cubin import CubinInfo
 from tileprobe.model.regpool import _parse
-from tileprobe.model.sass import (FACTS_OPTIONS, _disassemble, facts_from_listing, find_nvdisasm, have_nvdisasm,
-                                  sass_facts)
+from tileprobe.model.sass import (
+    FACTS_OPTIONS,
+    _disassemble,
+    facts_from_listing,
+    find_nvdisasm,
+    have_nvdisasm,
+    sass_facts,
+)
 
 DATA = Path(__file__).resolve().parent / "data"
 CUBINS = sorted(DATA.glob("**/*.cubin"))
@@ -193,8 +199,7 @@ def test_a_reader_error_reaches_the_caller_and_abandon_returns_the_unread():
 def test_an_audit_reads_every_record_s_sass_in_batches_with_the_per_cubin_facts(monkeypatch):
     """The compile workers run no nvdisasm; each record's traits and register-pool check equal sass_facts of its
     cubin."""
-    from tileprobe.audit import pipeline
-    from tileprobe.audit import sass_reader
+    from tileprobe.audit import pipeline, sass_reader
     monkeypatch.setattr(sass_reader, "BATCH", 2)
     made = []
     real = sass_reader.SassReader

@@ -5,12 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from support import write_vec_probe
 
 from tileprobe.cli import main
 from tileprobe.model.sass import disassemble, find_nvdisasm, parse_nvdisasm
 from tileprobe.model.sass_diff import diff_instructions, instruction_class, kernel_instructions, parse_listing
-
-from support import write_vec_probe
 
 ROOT = Path(__file__).resolve().parents[1]
 CUBINS = ROOT / "tests" / "data" / "cubins"

@@ -11,8 +11,8 @@ import warnings
 
 import pytest
 
-from tileprobe.judge.verdict import judge_records
 from tileprobe.errors import TileprobeError
+from tileprobe.judge.verdict import judge_records
 from tileprobe.schema import SCHEMA_VERSION, SchemaMigrationWarning, load, write_json
 from tileprobe.store import Store
 

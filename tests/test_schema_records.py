@@ -112,10 +112,10 @@ def test_readers_use_the_typed_run():
 
 
 def test_the_sass_facts_are_a_record_and_write_back_the_same_json():
-    from tileprobe.records import SassFacts
-    from tileprobe.model.sass import split_register_pool, tma_data_ops
-    from tileprobe.schema import check_fields
     from tileprobe.errors import TileprobeError
+    from tileprobe.model.sass import split_register_pool, tma_data_ops
+    from tileprobe.records import SassFacts
+    from tileprobe.schema import check_fields
     variants = _variants(os.path.join(DATA, "schema1_audit.json"))     # SASS traits of a schema-1 audit
     assert sum(1 for v in variants if v.get("sass")) >= 3
     for v in variants:

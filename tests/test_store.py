@@ -17,17 +17,16 @@ import time
 from pathlib import Path
 
 import pytest
+from support import write_vec_probe
 
 import tileprobe.audit.pipeline as audit_mod
 from tileprobe.compile.job import CompileResult, Variant
-from tileprobe.judge.verdict import judge_records
 from tileprobe.errors import StoreError
+from tileprobe.judge.verdict import judge_records
 from tileprobe.records import SassFacts
 from tileprobe.schema import VariantRecord, VariantRun, load
 from tileprobe.store import SCHEMA_VERSION, Store, compile_key
 from tileprobe.toolchain import Toolchain
-
-from support import write_vec_probe
 
 ROOT = Path(__file__).resolve().parents[1]
 TC = Toolchain.at("/opt/fake/tileiras", build="Cuda compilation tools, release 13.4, V13.4.92")
@@ -535,6 +534,7 @@ def test_a_gated_audit_compiles_without_reading_the_sass(tmp_path):
 def test_history_cli_prints_audits_compiles_and_runs(tmp_path, capsys):
     """Golden output of ``tileprobe history`` on a store built here (cells compared word by word)."""
     import re
+
     from tileprobe.audit import AuditResult
     from tileprobe.cli import main
     path = str(tmp_path / "h.sqlite")
@@ -584,7 +584,7 @@ def test_history_of_a_kernel_the_store_never_compiled_is_a_usage_error(tmp_path,
 
 def test_the_interrupt_message_says_what_was_kept_or_that_no_store_was_used(monkeypatch, capsys):
     """With --no-store, Ctrl-C said "nothing had been saved to the results store yet" (a tester, 2026-12-01)."""
-    import tileprobe.store.connection as st      # the counters live there (issue 24: store/ a package)
+    import tileprobe.store.connection as st  # the counters live there (issue 24: store/ a package)
     from tileprobe.cli._common import print_interrupted
     for saved, opened, text in (({"compiles": 0, "runs": 0}, set(), "nothing is kept: no results store was used "
                                                                     "(--no-store)"),

@@ -13,13 +13,11 @@ import textwrap
 import types
 
 import pytest
+from test_store_prune import B1, _save
 
 from tileprobe.cli import main
 from tileprobe.errors import StoreError
-from tileprobe.store import Store
-from tileprobe.store import connection, health
-
-from test_store_prune import B1, _save
+from tileprobe.store import Store, connection, health
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -148,7 +146,7 @@ def test_sqlite_full_and_io_errors_on_a_low_disk_are_a_full_disk_not_damage(tmp_
                 with s._errors():
                     raise _error(code, text)
             said = str(e.value)
-            assert said.startswith(f"no space left on ") and f": {free} bytes free, the store {path} is intact" in said
+            assert said.startswith("no space left on ") and f": {free} bytes free, the store {path} is intact" in said
             assert "kept 1 compile(s)" in said and "was not kept" in said and "damaged" not in said
         monkeypatch.setattr(health, "free_bytes", lambda p: 10 << 30)
         with pytest.raises(StoreError, match=r"disk I/O error \(sqlite: disk I/O error\); the write was rolled back") as e:

@@ -6,9 +6,9 @@ import datetime
 
 import pytest
 
-from tileprobe.compile.job import CompileResult, Variant
 from tileprobe.cli import main
 from tileprobe.cli.store import cutoff
+from tileprobe.compile.job import CompileResult, Variant
 from tileprobe.errors import TileprobeError
 from tileprobe.schema import VariantRecord, VariantRun
 from tileprobe.store import Store

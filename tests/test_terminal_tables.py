@@ -16,12 +16,19 @@ import pytest
 from rich.console import Console
 
 from tileprobe.judge.verdict import judge_records
-from tileprobe.select import (WhereError, apply_overrides, format_value, parse_overrides, parse_where, select,
-                                   select_or_explain)
+from tileprobe.records import SassFacts
 from tileprobe.report.common import group_tables, variant_label
 from tileprobe.report.terminal import render_audit, summary_lines
-from tileprobe.records import SassFacts
 from tileprobe.schema import VariantRecord, VariantRun, Verdict, load
+from tileprobe.select import (
+    WhereError,
+    apply_overrides,
+    format_value,
+    parse_overrides,
+    parse_where,
+    select,
+    select_or_explain,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDS = ROOT / "tests" / "data" / "examples_records_2026-12-01.json"
@@ -57,7 +64,7 @@ def test_audit_tables_golden(examples, width):
 def test_the_numbers_that_matter_are_always_whole(examples, width):
     """Every table fits, no cell is truncated, and each row shows its registers, shared memory, CTAs/SM and
     verdict in full."""
-    for (kernel, build, arch), rows in group_tables(examples).items():
+    for (kernel, _build, arch), rows in group_tables(examples).items():
         text = _render(rows, width)
         lines = text.splitlines()
         assert max(map(len, lines)) <= width and "…" not in text, (kernel, arch)

@@ -85,8 +85,7 @@ def test_shown_escapes_controls_and_cuts():
 
 
 def test_a_probe_named_twice_is_audited_once(tmp_path, monkeypatch):
-    from tileprobe.audit import audit
-    from tileprobe.audit import pipeline
+    from tileprobe.audit import audit, pipeline
     loaded = []
     real = pipeline._load
 

@@ -4,7 +4,6 @@ compiles of a small vec_add probe (sm_90), the real watchdog and worker, the fak
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 
@@ -120,7 +119,7 @@ def test_a_small_space_with_a_budget_is_compiled_whole_as_before(probe):
 
 def test_stored_picks_of_the_kernel_on_other_problems_come_first(tmp_path):
     from tileprobe.tune.budgeted import stored_picks
-    from tileprobe.tune.space import Config, Problem, ProbeInfo
+    from tileprobe.tune.space import Config, ProbeInfo, Problem
     configs = [Config((("TILE", t),), (("occupancy", o),)) for t in (256, 512, 1024) for o in (1, 2)]
     problem = Problem(ProbeInfo("p.py", 0, "vec_add_budget"), {"N": 4096}, configs)
     env = {"gpu": {"name": "NVIDIA H200"}, "timing": "sustained", "strategy": "race"}

@@ -105,6 +105,7 @@ def test_a_compile_another_process_holds_does_not_carry_the_tune_past_its_budget
     budget says: its wall was 46.5 s. audit/pipeline.py _audit_with (claims.settle after the schedule's cut; also
     settle's compile_ of a taken-over variant spares the first ``schedule.spare`` again)."""
     import sqlite3
+
     import test_tune_budget as tb
     from support import fake_tileiras
     probe = tmp_path / "vec_budget.py"

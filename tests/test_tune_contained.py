@@ -11,7 +11,6 @@ import textwrap
 import time
 
 import pytest
-
 from support import live_processes_with
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -91,6 +91,7 @@ def test_the_time_split_names_the_compile_part_for_what_it_was():
 
 def test_the_time_split_gives_the_race_s_efficiency_and_graph_timing_counts_each_launch_of_a_replay():
     import pytest
+
     from tileprobe.tune.pipeline import race_kernel_s
     times = {"startup_s": 1.0, "plan_s": 0.2, "compile_s": 4.8, "race_s": 4.0, "check_s": 0.5,
              "race_kernel_s": 0.25, "store_s": 0.1, "total_s": 10.6}

@@ -185,6 +185,7 @@ def test_power_capped_gpu_gets_a_steady_state_final_in_the_result_the_json_and_t
                                                           "TILE=1024 occupancy=1": 2, "TILE=2048 occupancy=1": 0}
     assert res.environment["race"]["final_pct"] == 12.0 and res.environment["timing_settings"]["final_warmup_ms"] == 75
     from rich.console import Console
+
     from tileprobe.report.tune import render
     console = Console(width=200, record=True)
     render(res, console)
@@ -302,9 +303,9 @@ def test_cli_dry_run_prints_the_static_stage(space, capsys):
 
 
 def test_bundle_without_the_target_arch_says_how_to_make_one(space, tmp_path):
+    from tileprobe.audit import AuditResult
     from tileprobe.audit.pipeline import write_bundle
     from tileprobe.errors import TileprobeError
-    from tileprobe.audit import AuditResult
     from tileprobe.schema import VariantRecord
     rec = VariantRecord(kernel="vec_add_tune", probe=space["probe"], case={"TILE": 256}, hints={"occupancy": 1},
                         arch="sm_120", tileiras="t", status="ok")
@@ -335,9 +336,9 @@ def test_split_machines_tune_from_a_bundle(space, tmp_path):
 def test_the_summary_line_does_not_count_duplicates_it_did_not_look_for():
     """A dry run without --num-sms said "0 duplicate launches" and, two lines down, that it had not looked."""
     from types import SimpleNamespace
+
     from tileprobe.report.tune import summary_line
-    from tileprobe.tune.result import NO_SM_COUNT
-    from tileprobe.tune.result import CandidateRow
+    from tileprobe.tune.result import NO_SM_COUNT, CandidateRow
     rows = [CandidateRow({}, f"occupancy={o}", "ok") for o in (1, 2)]
     p = SimpleNamespace(dropped={}, candidates=rows, notes=[NO_SM_COUNT])
     assert summary_line(p) == ("2 configurations: 0 rejected by constraints, 0 failed, duplicate launches not looked "

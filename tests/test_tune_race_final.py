@@ -308,6 +308,7 @@ def test_the_overlap_waits_for_compiles_no_longer_than_the_race_s_budget_line():
     import queue
     import threading
     import time
+
     from tileprobe.tune.overlap import Overlap
 
     class Left:
@@ -520,9 +521,10 @@ def test_the_result_names_the_final_by_the_first_of_each_launch():
     the rows must say the same."""
     import types
 
+    from test_tune_search import space
+
     from tileprobe.tune.assemble import problem_result
     from tileprobe.tune.static import Candidate, Plan
-    from test_tune_search import space
     configs = space(TILE=[1, 2, 3, 4])                     # TILE=1 and TILE=3: one launch, TILE=3 landed first
     prob = types.SimpleNamespace(probe=types.SimpleNamespace(label="p", source="p.py"), values={}, rejected={},
                                  label="SIZE=1")
@@ -597,9 +599,10 @@ def test_a_contender_timed_for_a_later_launch_keeps_the_final_s_ratio_in_its_row
     fell back to the race medians' ratio (1.014×) while the final's line said 1.047×."""
     import types
 
+    from test_tune_search import space
+
     from tileprobe.tune.assemble import problem_result
     from tileprobe.tune.static import Candidate, Plan
-    from test_tune_search import space
     prob = types.SimpleNamespace(probe=types.SimpleNamespace(label="p", source="p.py"), values={}, rejected={},
                                  label="SIZE=1")
     c1, c2, c3, c4, c5 = (Candidate(prob, cfg) for cfg in space(TILE=[1, 2, 3, 4, 5]))

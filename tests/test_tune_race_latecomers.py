@@ -4,6 +4,7 @@ not stop while more may come, and the budget leaves the rest ``skipped``."""
 from __future__ import annotations
 
 from test_tune_race import FakeGPU
+
 from tileprobe.tune.race import Race, RaceSettings
 
 
@@ -107,7 +108,9 @@ def test_the_tune_races_while_compiling(tmp_path):
     """A real tune (fake GPU tasks, real compiles one at a time, no store): the race starts before the last compile
     lands, candidates join in several groups, and the pick is the planted fastest."""
     import json
+
     from test_tune_pipeline import INIT, PLAN_ENV, PROBE, TASKS
+
     from tileprobe.run.watchdog import Watchdog
     from tileprobe.tune.pipeline import tune
     probe = tmp_path / "vec_tune.py"

@@ -9,8 +9,17 @@ import re
 
 import pytest
 
-from tileprobe.tune.search import (FINISH_S, LAST_RACE_S, NEIGHBOUR_COMPILE_FACTOR, WORKER_OVERHEAD_S, SearchOrder,
-                                   SearchSettings, axes, balanced_sample, position)
+from tileprobe.tune.search import (
+    FINISH_S,
+    LAST_RACE_S,
+    NEIGHBOUR_COMPILE_FACTOR,
+    WORKER_OVERHEAD_S,
+    SearchOrder,
+    SearchSettings,
+    axes,
+    balanced_sample,
+    position,
+)
 from tileprobe.tune.space import Config
 
 
@@ -154,7 +163,7 @@ def test_no_compile_starts_that_could_not_land_and_be_raced_by_the_deadline_but_
     like the dearest value of its knob seen): near the deadline the order passes over TILE 9's configurations (their
     modelled compile does not fit) and starts the cheap ones while they fit."""
     configs = space(**SPACE)
-    secs = lambda c: 8.0 if dict(c.tunables)["TILE"] == 9 else 1.0   # noqa: E731
+    secs = lambda c: 8.0 if dict(c.tunables)["TILE"] == 9 else 1.0
     run = Jobs(configs, bowl, secs=secs, deadline=15.0, first=[configs[-1]])
     run.run()
     keep = WORKER_OVERHEAD_S + LAST_RACE_S + FINISH_S
@@ -167,7 +176,7 @@ def test_no_compile_starts_that_could_not_land_and_be_raced_by_the_deadline_but_
 
 def test_the_compile_time_model_multiplies_knob_effects_with_a_margin_of_at_least_one_and_a_half():
     configs = space(**SPACE)
-    secs = lambda c: 0.1 * (1 + dict(c.tunables)["TILE"]) * (2.0 if dict(c.hints)["num_ctas"] == 4 else 1.0)  # noqa
+    secs = lambda c: 0.1 * (1 + dict(c.tunables)["TILE"]) * (2.0 if dict(c.hints)["num_ctas"] == 4 else 1.0)
     order = SearchOrder(configs, [], SearchSettings(jobs=4), 1e9)
     assert order.expected_s(configs[0]) == 0.0                 # nothing landed: the first wave goes anyway
     for c in balanced_sample(configs, 60, seed=1):

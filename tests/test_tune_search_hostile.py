@@ -7,8 +7,8 @@ import math
 import signal
 
 import pytest
-
 from test_tune_search import space
+
 from tileprobe.tune.search import SearchOrder, SearchSettings
 
 
@@ -90,7 +90,7 @@ def test_near_the_deadline_a_cheap_sample_choice_still_starts_behind_many_dear_n
     from tileprobe.tune import search as S
     dear = {1: 0.1, 2: 4.0, 3: 8.0, 4: 8.0}
     configs = space(K0=[1, 2, 3, 4], K1=[1, 2, 3], K2=[1, 2, 3], K3=[1, 2, 3], K4=[1, 2, 3])
-    secs = lambda c: dear[dict(c.tunables)["K0"]]   # noqa: E731
+    secs = lambda c: dear[dict(c.tunables)["K0"]]
     lead = [c for c in configs if c.label in ("K0=4 K1=2 K2=2 K3=2 K4=2", "K0=4 K1=2 K2=2 K3=2 K4=1")]
     o = SearchOrder(configs, [], SearchSettings(jobs=4), deadline=1000.0, leaders=lambda: lead)
     for _ in range(4):                  # the first wave

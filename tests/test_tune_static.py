@@ -11,8 +11,18 @@ import pytest
 from tileprobe.probe.define import load_probes
 from tileprobe.schema import VariantRecord
 from tileprobe.tune.space import problems
-from tileprobe.tune.static import (DUPLICATE, Candidate, compile_records, constant_data_sha256, dedupe, launch_key,
-                                   Landing, failed_reason, make_plans, pending_plans)
+from tileprobe.tune.static import (
+    DUPLICATE,
+    Candidate,
+    Landing,
+    compile_records,
+    constant_data_sha256,
+    dedupe,
+    failed_reason,
+    launch_key,
+    make_plans,
+    pending_plans,
+)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RMS = os.path.join(ROOT, "examples", "rms_norm.py")

@@ -7,8 +7,8 @@ import os
 import textwrap
 
 import pytest
-
 from test_run_cpu import FAULTY, FakeGPU, FakeKernel, _add, _healthy_record
+
 from tileprobe.run import batch, clocks, timing, worker
 
 

@@ -184,6 +184,7 @@ def test_usage_errors_exit_2_and_a_dry_run_says_it_writes_no_table(tmp_path):
 
 def test_the_count_line_of_a_programs_search_counts_the_programs_configurations():
     from types import SimpleNamespace
+
     from tileprobe.report.tune import summary_line
     from tileprobe.tune.result import CandidateRow
     rows = [CandidateRow({"case": {"config": f"C{i}"}}, f"C{i}", "ok") for i in range(6)]

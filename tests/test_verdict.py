@@ -1,8 +1,8 @@
 """Verdict rules on hand-made records (numbers worked out from cuda_occupancy.h rules)."""
 from tileprobe.judge.advice import max_regs_for, max_smem_for, what_it_takes
+from tileprobe.judge.verdict import assign_verdicts
 from tileprobe.model.arch import get_arch
 from tileprobe.schema import VariantRecord, Verdict
-from tileprobe.judge.verdict import assign_verdicts
 
 
 def rec(occ, threads, regs, smem, ctas, code, arch="sm_120", case=None, limiter="registers", **kw):

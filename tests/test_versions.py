@@ -8,9 +8,9 @@ import os
 
 import pytest
 
-from tileprobe.audit.pipeline import audit
 from tileprobe.analyses.bisect import bisect_versions, candidates, make_evaluator
-from tileprobe.analyses.compare import compare_records, split_by_compiler, match_key
+from tileprobe.analyses.compare import compare_records, match_key, split_by_compiler
+from tileprobe.audit.pipeline import audit
 from tileprobe.errors import TileprobeError
 from tileprobe.store import Store
 from tileprobe.toolchain import published_versions, resolve_toolchains

@@ -373,6 +373,7 @@ def test_the_guess_fires_when_the_plans_loaders_start_whatever_the_files_and_the
 
 def test_needs_torch_reads_imports_among_others_and_by_name():
     import tempfile
+
     from tileprobe.probe.zygote import needs_torch
     for text, want in {"import os, torch\n": True, "import numpy as np; import torch\n": True,
                        "x = __import__('torch')\n": True, "importlib.import_module(\"tilegym.ops\")\n": True,

@@ -43,7 +43,37 @@ _WHERE = {
     "StoreError": "errors", "stub_modules": "stubs", "use": "record.use",
 }
 
-__all__ = ["__version__", *_WHERE]
+__all__ = [
+    "ArraySpec",
+    "AuditResult",
+    "Comparison",
+    "CubinError",
+    "Finding",
+    "GateError",
+    "GateResult",
+    "History",
+    "Probe",
+    "ProbeError",
+    "RunResult",
+    "SpecArrays",
+    "Store",
+    "StoreError",
+    "TileprobeError",
+    "Toolchain",
+    "ToolchainError",
+    "VariantRecord",
+    "__version__",
+    "compare_results",
+    "diagnose",
+    "history",
+    "jit_signature",
+    "run_gate",
+    "run_sweep",
+    "stub_modules",
+    "use",
+    "write_html_report",
+]
+assert set(__all__) == {"__version__", *_WHERE}   # one list of the public names
 
 if TYPE_CHECKING:  # the same names, for type checkers and import-graph tools
     from tileprobe.analyses.compare import compare_results
@@ -52,16 +82,16 @@ if TYPE_CHECKING:  # the same names, for type checkers and import-graph tools
     from tileprobe.analyses.history import history
     from tileprobe.analyses.results import Comparison, Finding, GateResult, History
     from tileprobe.audit.pipeline import AuditResult
+    from tileprobe.cli.report import write_html_report
+    from tileprobe.errors import CubinError, ProbeError, StoreError, TileprobeError, ToolchainError
     from tileprobe.probe.define import Probe, SpecArrays
     from tileprobe.probe.signature import ArraySpec, jit_signature
-    from tileprobe.errors import CubinError, ProbeError, StoreError, TileprobeError, ToolchainError
-    from tileprobe.cli.report import write_html_report
+    from tileprobe.record.use import use
     from tileprobe.run.session import RunResult, run_sweep
     from tileprobe.schema import VariantRecord
     from tileprobe.store import Store
     from tileprobe.stubs import stub_modules
     from tileprobe.toolchain import Toolchain
-    from tileprobe.record.use import use
 
 
 def __getattr__(name: str):

@@ -24,21 +24,23 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import json
 import os
 import re
 import shutil
 import sys
+import threading
 import time
 import types
+from collections.abc import Callable
 from ctypes import POINTER, c_char_p, c_int, c_uint, c_uint64, c_void_p
-from typing import Any, Callable
+from typing import Any
 
-from tileprobe.errors import ToolchainError, TileprobeError
+from tileprobe.errors import TileprobeError, ToolchainError
 from tileprobe.model.toolkit import tool_timeout_s
 from tileprobe.procs import run_in_group
 from tileprobe.schema import cutile_version  # the public version, beside the private names it gates
-import json
-import threading
+
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.06 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
@@ -214,6 +216,7 @@ def installed_api() -> PrivateApi:
     if _API:
         return _API[0]
     import inspect
+
     from cuda.tile import _compile
     check_cutile()
     fn = getattr(_compile.compile_cubin, "_tileprobe_original", _compile.compile_cubin)
@@ -248,6 +251,7 @@ def check_cutile() -> None:
     with and the command that installs one (:func:`unsupported_text`).
     """
     import inspect
+
     from cuda.tile import _compile
     missing = [n for n in NEEDED_NAMES if not hasattr(_compile, n)]
     if missing:
@@ -408,7 +412,7 @@ def pin_compiler_facts(temp_dir: str) -> tuple[str, object]:
             versions[allow_dev] = probe(temp_dir, allow_dev)
         return versions[allow_dev]
 
-    from cuda.tile._compile import dev_features_enabled   # noqa: F401  (present in every cuda-tile 1.5-1.7)
+    from cuda.tile._compile import dev_features_enabled
     bytecode = max_version(allow_dev=dev_features_enabled())
     _compile._get_max_supported_bytecode_version = max_version
     _compile._get_compiler_version_string = lambda: version_text
@@ -570,6 +574,7 @@ def install_compile_hook() -> None:
         TileprobeError: the installed cuda-tile lacks a name or shape tileprobe needs (:func:`check_cutile`).
     """
     import inspect
+
     from cuda.tile import _compile
     check_cutile()
     original = getattr(_compile.compile_cubin, "_tileprobe_original", _compile.compile_cubin)

@@ -13,7 +13,7 @@ def main() -> int:
             start_early()          # its imports beside the CLI's (issue 22)
         from tileprobe.run.early import wants_early_worker
         if wants_early_worker(sys.argv[1:]):   # the tune's GPU worker (torch, a CUDA context) starts now, beside the
-            from tileprobe.run.early import start_early_worker    # CLI's start-up, the plan and the compiles
+            from tileprobe.run.early import start_early_worker  # CLI's start-up, the plan and the compiles
             start_early_worker()
         from tileprobe.cli import main as cli_main
     except KeyboardInterrupt:

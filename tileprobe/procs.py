@@ -28,11 +28,11 @@ import ctypes.util
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import time
-from typing import Iterator
-import subprocess
+from collections.abc import Iterator
 
 #: ``PR_SET_PDEATHSIG`` from ``<linux/prctl.h>``.
 PR_SET_PDEATHSIG = 1

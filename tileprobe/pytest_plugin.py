@@ -20,7 +20,8 @@ compile everything) and is shared by the tests of one session. No GPU is needed.
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import pytest
 
@@ -81,6 +82,7 @@ def pytest_terminal_summary(terminalreporter, config) -> None:
         return
     import subprocess
     import sys
+
     from tileprobe.record import hook
     hook.load_capture().uninstall()                   # flush this process's counts first
     from tileprobe.procs import importable_env
@@ -104,12 +106,12 @@ class AuditCheck:
     The audit runs on first use (``records`` or ``expect``) and is cached for the session.
     """
 
-    def __init__(self, session: "_Session", probe: str, arch: str, tileiras: str | None = None,
+    def __init__(self, session: _Session, probe: str, arch: str, tileiras: str | None = None,
                  where: dict | None = None, baseline: str | None = None):
         self._session, self.probe, self.arch, self.tileiras = session, probe, arch, tileiras
         self._where, self.baseline = dict(where or {}), baseline
 
-    def where(self, **selection: Any) -> "AuditCheck":
+    def where(self, **selection: Any) -> AuditCheck:
         """A narrower check: case constants and hint values, e.g. ``where(GATHER=True, occupancy=2)``."""
         return AuditCheck(self._session, self.probe, self.arch, self.tileiras, {**self._where, **selection},
                           self.baseline)
@@ -127,7 +129,7 @@ class AuditCheck:
         base = load_baseline(self.baseline, arch=self.arch) if self.baseline else None
         return check(self.records, exps, base)
 
-    def expect(self, *expectations: str) -> "AuditCheck":
+    def expect(self, *expectations: str) -> AuditCheck:
         """Fail the test with the gate's reasons unless every expectation holds; returns self for chaining."""
         failures = self.check(*expectations)
         if failures:

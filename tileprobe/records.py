@@ -16,8 +16,16 @@ from __future__ import annotations
 import copy
 from typing import Any, ClassVar
 
-__all__ = ["Key", "KeyedRecord", "RegisterPool", "PoolInstruction", "PtxFacts", "CompileTimeout", "SassFacts",
-           "keyed_from_dict"]
+__all__ = [
+    "CompileTimeout",
+    "Key",
+    "KeyedRecord",
+    "PoolInstruction",
+    "PtxFacts",
+    "RegisterPool",
+    "SassFacts",
+    "keyed_from_dict",
+]
 
 
 class Key:
@@ -27,10 +35,10 @@ class Key:
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = name
 
-    def __get__(self, obj: "KeyedRecord | None", owner: type | None = None) -> Any:
+    def __get__(self, obj: KeyedRecord | None, owner: type | None = None) -> Any:
         return self if obj is None else obj._items.get(self.name)
 
-    def __set__(self, obj: "KeyedRecord", value: Any) -> None:
+    def __set__(self, obj: KeyedRecord, value: Any) -> None:
         obj._items[self.name] = value
 
 
@@ -40,7 +48,7 @@ class KeyedRecord:
     (converted by ``from_dict``/``to_dict``). Setting a name that is no key raises AttributeError (``__slots__``);
     constructing with one raises TypeError."""
     __slots__ = ("_items",)
-    _nested: ClassVar[dict[str, type["KeyedRecord"]]] = {}
+    _nested: ClassVar[dict[str, type[KeyedRecord]]] = {}
 
     def __init__(self, **items: Any) -> None:
         """A record with these keys, in this order (names of the class's :class:`Key` attributes; TypeError for
@@ -54,7 +62,7 @@ class KeyedRecord:
         if unknown:
             raise TypeError(f"{cls.__name__} has no field {', '.join(unknown)}")
 
-    def replace(self, **items: Any) -> "KeyedRecord":
+    def replace(self, **items: Any) -> KeyedRecord:
         """A copy (shallow) with ``items`` set; a key it lacked goes last. TypeError for a name that is no key."""
         self._check(items)
         out = type(self).__new__(type(self))
@@ -62,7 +70,7 @@ class KeyedRecord:
         return out
 
     @classmethod
-    def from_dict(cls, d: dict) -> "KeyedRecord":
+    def from_dict(cls, d: dict) -> KeyedRecord:
         """A record from its JSON object (a file's, the store's or a worker's), every key kept in order; the items
         of a ``_nested`` key's list become records of their class (items that are no objects stay as they are)."""
         rec = cls.__new__(cls)

@@ -87,24 +87,22 @@ Version history:
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import json
+import math
 import os
 import re
+import signal
 import stat
 import sys
+import warnings
 from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-from tileprobe.errors import TileprobeError
-from tileprobe.records import (CompileTimeout, Key, KeyedRecord, PtxFacts, RegisterPool, SassFacts,
-                               keyed_from_dict)
-from importlib.metadata import PackageNotFoundError
-from importlib.metadata import version
 from tileprobe._version import __version__
-import datetime
-import math
-import signal
-import warnings
+from tileprobe.errors import TileprobeError
+from tileprobe.records import CompileTimeout, Key, KeyedRecord, PtxFacts, RegisterPool, SassFacts, keyed_from_dict
 
 SCHEMA_VERSION = 2
 
@@ -293,7 +291,7 @@ class Verdict:
     status: str | None
     reason: str = ""
 
-    def extended(self, clause: str) -> "Verdict":
+    def extended(self, clause: str) -> Verdict:
         """This verdict with ``clause`` appended to its reason (``"; …"`` included by the caller)."""
         return Verdict(self.status, self.reason + clause)
 
@@ -302,7 +300,7 @@ class Verdict:
         return {"status": self.status, "reason": self.reason}
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Verdict":
+    def from_dict(cls, d: dict) -> Verdict:
         """A verdict from its JSON object (``check_fields`` made sure it is one); a missing or null reason (a
         damaged file) is ``""``, any other value its text."""
         reason = d.get("reason")
@@ -441,7 +439,7 @@ class VariantRecord:
         """Whether the variant compiled (``status == "ok"``)."""
         return self.status == "ok"
 
-    def same_code(self, other: "VariantRecord") -> bool:
+    def same_code(self, other: VariantRecord) -> bool:
         """Whether two variants can have the same machine code: equal ``code_sha256``, or — when repeated
         compiles showed tileiras' output varies — any code hash in common."""
         mine = set(self.code_hashes) | {self.code_sha256}
@@ -483,7 +481,7 @@ class VariantRecord:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict) -> "VariantRecord":
+    def from_dict(cls, d: dict) -> VariantRecord:
         """A record from a ``variants`` item; keys this version does not know are ignored, missing ones default."""
         names = {f.name for f in dataclasses.fields(cls)}
         rec = cls(**{k: v for k, v in d.items() if k in names})

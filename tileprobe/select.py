@@ -17,17 +17,31 @@ import ast
 import dataclasses
 import json
 import re
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
-from tileprobe.errors import UsageError, shown
-from tileprobe.errors import ProbeError
-from tileprobe.model.hints import KERNEL_HINTS
-from tileprobe.model.hints import LOAD_KNOBS
-from tileprobe.model.hints import check_hints
+from tileprobe.errors import ProbeError, UsageError, shown
+from tileprobe.model.hints import KERNEL_HINTS, LOAD_KNOBS, check_hints
 
-__all__ = ["WhereError", "parse_where", "parse_value", "split_items", "same_value", "matches", "select",
-           "check_names", "no_match_message", "parse_overrides", "apply_overrides", "format_value", "check_overrides",
-           "check_case_names", "case_selector", "no_case_match", "case_filter"]
+__all__ = [
+    "WhereError",
+    "apply_overrides",
+    "case_filter",
+    "case_selector",
+    "check_case_names",
+    "check_names",
+    "check_overrides",
+    "format_value",
+    "matches",
+    "no_case_match",
+    "no_match_message",
+    "parse_overrides",
+    "parse_value",
+    "parse_where",
+    "same_value",
+    "select",
+    "split_items",
+]
 
 _DIMS = re.compile(r"^\s*-?\d+(?:\s*[×x]\s*-?\d+)+\s*$")
 

@@ -30,7 +30,7 @@ class Stub:
     def __init__(self, name: str):
         self._stub_name = name
 
-    def __getattr__(self, attr: str) -> "Stub":
+    def __getattr__(self, attr: str) -> Stub:
         if attr.startswith("__") and attr.endswith("__"):
             raise AttributeError(attr)
         return Stub(f"{self._stub_name}.{attr}")
@@ -40,7 +40,7 @@ class Stub:
             return args[0]          # used as a decorator: keep what it decorates
         return Stub(f"{self._stub_name}()")
 
-    def __getitem__(self, key: Any) -> "Stub":
+    def __getitem__(self, key: Any) -> Stub:
         return Stub(f"{self._stub_name}[{key!r}]")
 
     def __iter__(self):
@@ -102,7 +102,7 @@ class stub_modules:
         self._finder: _StubFinder | None = None
         self._saved: dict[str, types.ModuleType] = {}
 
-    def __enter__(self) -> "stub_modules":
+    def __enter__(self) -> stub_modules:
         if not self.names:
             return self
         self._finder = _StubFinder(self.names)

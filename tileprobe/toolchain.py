@@ -40,14 +40,18 @@ import sys
 import tempfile
 import time
 import zipfile
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence, TextIO
+from typing import TextIO
+
+from platformdirs import user_cache_dir
 
 from tileprobe.errors import ToolchainError
-from tileprobe.model.toolkit import parse_targets  # noqa: F401  (the ``--help`` reader, shared with the audit)
-from platformdirs import user_cache_dir
-from tileprobe.model.toolkit import run_tool
-from tileprobe.model.toolkit import tool_timeout_s
+from tileprobe.model.toolkit import (
+    parse_targets,
+    run_tool,
+    tool_timeout_s,
+)
 
 TILEIRAS_PKG = "nvidia-cuda-tileiras"
 NVCC_PKG = "nvidia-cuda-nvcc"
@@ -215,14 +219,14 @@ class Toolchain:
 
     @classmethod
     def at(cls, tileiras: str = "", lib_dirs: Sequence[str] = (), *, version: str = "", build: str = "",
-           identity: str | None = None) -> "Toolchain":
+           identity: str | None = None) -> Toolchain:
         """A tileiras known by its path as given (not resolved; ``""``: the one cuTile would pick), source
         ``"path"``, ``root`` ``""``; what is not given is filled when the audit resolves it."""
         return cls(version=version, root="", tileiras=str(tileiras), lib_dirs=tuple(lib_dirs), source="path",
                    build=build, identity=identity)
 
     @classmethod
-    def from_dict(cls, d: Mapping) -> "Toolchain":
+    def from_dict(cls, d: Mapping) -> Toolchain:
         """The mapping form of a compiler ``{"tileiras": path, "lib_dirs": [...], "version": "13.4.92"}`` (all
         optional; what :meth:`as_dict` gives), as :meth:`at` takes it; ``build``, ``identity`` and ``targets``
         are kept when given.
@@ -235,7 +239,7 @@ class Toolchain:
         return dataclasses.replace(tc, targets=d["targets"]) if d.get("targets") is not None else tc
 
     @classmethod
-    def from_dir(cls, root: str | os.PathLike) -> "Toolchain":
+    def from_dir(cls, root: str | os.PathLike) -> Toolchain:
         """Read a managed toolchain folder's ``toolchain.json``.
 
         Raises:
@@ -255,7 +259,7 @@ class Toolchain:
                    lib_dirs=(str(root / "lib"),), pins=doc.get("pins", {}), source="managed")
 
     @classmethod
-    def from_binary(cls, tileiras: str | os.PathLike) -> "Toolchain":
+    def from_binary(cls, tileiras: str | os.PathLike) -> Toolchain:
         """A tileiras given by path (source ``"path"``); its version comes from ``tileiras --version``.
 
         Raises:
@@ -454,7 +458,7 @@ def _verify(stage: Path, pins: Mapping[str, str]) -> str:
     return line
 
 
-def _notice(stream: TextIO | None | str, text: str) -> None:
+def _notice(stream: TextIO | str | None, text: str) -> None:
     """Print a progress line to ``stream``: ``"stderr"`` = ``sys.stderr`` at call time, ``None`` = silent."""
     stream = sys.stderr if stream == "stderr" else stream
     if stream is not None:
@@ -462,7 +466,7 @@ def _notice(stream: TextIO | None | str, text: str) -> None:
 
 
 def install(version: str, *, root: str | os.PathLike | None = None, force: bool = False,
-            stream: TextIO | None | str = "stderr") -> Toolchain:
+            stream: TextIO | str | None = "stderr") -> Toolchain:
     """Install tileiras ``version`` (``"13.3"`` = newest 13.3.x, or ``"13.3.36"``) as a managed toolchain.
 
     Downloads ``nvidia-cuda-tileiras==V`` plus the newest ``nvidia-cuda-nvcc`` and ``nvidia-nvvm`` of V's
@@ -615,7 +619,7 @@ def typical_size_bytes(root: str | os.PathLike | None = None) -> int | None:
 
 
 def resolve_toolchain(spec: str, auto_install: bool = False, *, root: str | os.PathLike | None = None,
-                      stream: TextIO | None | str = "stderr") -> Toolchain:
+                      stream: TextIO | str | None = "stderr") -> Toolchain:
     """One ``--tileiras`` entry → a Toolchain. See :func:`resolve_toolchains`."""
     if os.sep in spec or "/" in spec or spec.endswith(f"tileiras{_EXE}"):
         return Toolchain.from_binary(spec)
@@ -642,7 +646,7 @@ def resolve_toolchain(spec: str, auto_install: bool = False, *, root: str | os.P
 
 
 def resolve_toolchains(specs: Sequence[str], auto_install: bool = False, *, root: str | os.PathLike | None = None,
-                       stream: TextIO | None | str = "stderr") -> list[Toolchain]:
+                       stream: TextIO | str | None = "stderr") -> list[Toolchain]:
     """Turn ``--tileiras`` entries into the Toolchains ``audit(toolchains=…)`` takes.
 
     Each entry is ``MAJOR.MINOR`` (newest published patch), ``MAJOR.MINOR.PATCH`` or a path to a tileiras.

@@ -18,11 +18,13 @@ Python API: :func:`bisect` (what ``tileprobe bisect`` runs) returns a :class:`Bi
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
+from tileprobe.analyses.results import BisectResult, Step
 from tileprobe.errors import TileprobeError
 from tileprobe.records import SassFacts
-from tileprobe.analyses.results import BisectResult, Step
+
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.22 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
@@ -79,8 +81,8 @@ def make_evaluator(probe: str, arch: str, where: dict, prop: str, jobs: int | No
 
     ``evaluate`` raises TileprobeError when the property cannot be checked at a release (no stored run)."""
     from tileprobe.analyses.gate import _check_where_names, audit_selected, check, parse_expectation, select
-    from tileprobe.probe.contained import load_plans
     from tileprobe.errors import ProbeError
+    from tileprobe.probe.contained import load_plans
     from tileprobe.toolchain import NVCC_PKG, NVVM_PKG, TILEIRAS_PKG, resolve_toolchain
     parse_expectation(prop)  # fail early on a malformed property
     plans, errors = load_plans([probe], [arch])    # probe code runs contained, never in this process (issue 25)
@@ -169,8 +171,8 @@ def bisect(probe: str, *, arch: str, where: str | Mapping[str, Any], prop: str, 
         GateError: a malformed ``prop`` or ``where``. TileprobeError: ``where`` matches no variant, or the
             property has the same value at GOOD and BAD.
     """
-    from tileprobe.toolchain import published_versions, require_installed
     from tileprobe.analyses.gate import parse_where
+    from tileprobe.toolchain import published_versions, require_installed
     versions = candidates(published_versions(), good, bad)
     require_installed(versions, install)
     if on_versions:

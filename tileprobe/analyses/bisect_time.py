@@ -31,13 +31,15 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
-from tileprobe.errors import TileprobeError
-from tileprobe.schema import VariantRecord, VariantRun, p_text
 from tileprobe.analyses.noise import MIN_EFFECT, TimeStats, time_change
 from tileprobe.analyses.results import ReleaseStep, TimeBisectResult
+from tileprobe.errors import TileprobeError
+from tileprobe.schema import VariantRecord, VariantRun, p_text
+
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.51 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
@@ -144,10 +146,10 @@ def prepare_bundle(probe: str, out_dir: str, *, arch: str, where: Mapping[str, A
             installed and ``install`` is False. TileprobeError:
             ``where`` selects nothing, fewer than two releases can compile ``arch``.
     """
-    from tileprobe.audit.pipeline import AuditResult, write_bundle
-    from tileprobe.toolchain import published_versions, require_installed, resolve_toolchains, tileiras_targets
     from tileprobe.analyses.bisect import candidates
     from tileprobe.analyses.gate import audit_selected, select
+    from tileprobe.audit.pipeline import AuditResult, write_bundle
+    from tileprobe.toolchain import published_versions, require_installed, resolve_toolchains, tileiras_targets
     versions = candidates(published_versions(), good, bad)
     require_installed(versions, install)
     tcs = {v: resolve_toolchains([v], auto_install=install)[0] for v in versions}
@@ -182,8 +184,8 @@ def evaluate_releases(records: Sequence[VariantRecord], prop: RunProperty, order
     Raises:
         TileprobeError: fewer than two releases among ``records``.
     """
-    from tileprobe.toolchain import _sort_key
     from tileprobe.analyses.compare import match_key
+    from tileprobe.toolchain import _sort_key
     by_release: dict[str, dict[tuple, VariantRecord]] = {}
     for r in records:
         by_release.setdefault(release_of(r.tileiras), {})[match_key(r)] = r
@@ -263,8 +265,8 @@ def pool_runs(runs: Sequence[VariantRun]) -> VariantRun:
     """One run record from several rounds of one variant: the worst status (hang, crash, error, wrong before ok),
     the samples pooled and the statistics recomputed over them (:func:`tileprobe.run.timing.summarize`), the
     first round's other fields. A single run is returned as is."""
-    from tileprobe.run.timing import sample_fields, summarize
     from tileprobe.analyses.compare import RUN_RANK
+    from tileprobe.run.timing import sample_fields, summarize
     if len(runs) == 1:
         return runs[0].replace()
     worst = min(runs, key=lambda x: RUN_RANK.get(x.status, 1))

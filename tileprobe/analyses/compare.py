@@ -38,15 +38,15 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Sequence
+from collections.abc import Sequence
 
-from tileprobe.judge.verdict import judge_records
+from tileprobe.analyses.noise import TimeStats, time_change
+from tileprobe.analyses.results import Change, ChangeGroup, Comparison, CompilerSteps, change_topic, group_changes  # noqa: F401 (API)
 from tileprobe.errors import TileprobeError, UsageError
+from tileprobe.judge.verdict import judge_records
 from tileprobe.records import SassFacts
 from tileprobe.schema import VariantRecord, VariantRun, build_order, load, number_text, short_build
-from tileprobe.analyses.noise import TimeStats, time_change
-from tileprobe.analyses.results import (Change, ChangeGroup, CompilerSteps, Comparison,  # noqa: F401 (API)
-                                        change_topic, group_changes)
+
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.21 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
@@ -474,8 +474,8 @@ def _audit_probe(probe, tileiras, archs, jobs, store_path, use_store, with_sass,
     the SASS traits when nvdisasm is there."""
     from tileprobe.audit import audit
     from tileprobe.model.sass import have_nvdisasm
-    from tileprobe.toolchain import resolve_toolchains
     from tileprobe.store import Store
+    from tileprobe.toolchain import resolve_toolchains
     store = Store.open(store_path) if use_store else None
     try:
         result = audit([probe], list(archs), toolchains=resolve_toolchains(list(tileiras)), jobs=jobs, store=store,

@@ -29,16 +29,15 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, Sequence
 
-from tileprobe import toolchain as tcm
-from tileprobe.errors import TileprobeError, ToolchainError
-from tileprobe.model.toolkit import TRAP, libnvvm, toolkit_version  # noqa: F401  (toolkit_version: part of this API)
-from tileprobe.analyses.results import Finding
 from tileprobe import _cutile
+from tileprobe import toolchain as tcm
+from tileprobe.analyses.results import Finding
+from tileprobe.errors import TileprobeError, ToolchainError
 from tileprobe.model.arch import ARCHS
-
+from tileprobe.model.toolkit import TRAP, libnvvm, toolkit_version
 
 
 @dataclasses.dataclass
@@ -367,7 +366,7 @@ def jit_environment_findings(env: Mapping[str, str] | None = None) -> list[Findi
     try:
         pick = cutile_pick(env, tcm.pip_versions())
         found = [_check_cuda_var(v, env, None, pick) for v in ("CUDA_HOME", "CUDA_PATH")]
-    except Exception as e:  # noqa: BLE001 — a warning helper must never stop the audit it serves
+    except Exception as e:
         return [Finding("warn", "environment", f"cannot check CUDA_HOME / CUDA_PATH: {e}", "tileprobe doctor")]
     return [f for f in found if f is not None and f.level != "ok"]
 

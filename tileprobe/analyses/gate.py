@@ -20,16 +20,18 @@ The pytest fixture ``tileprobe_audit`` (``tileprobe/pytest_plugin.py``) wraps th
 from __future__ import annotations
 
 import operator
+import os
 import re
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+import stat
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-from tileprobe.model.hints import KERNEL_HINTS
+from tileprobe.analyses.results import Expectation, Failure, GateResult
 from tileprobe.errors import TileprobeError, UsageError
+from tileprobe.model.hints import KERNEL_HINTS
 from tileprobe.records import SassFacts
 from tileprobe.schema import VariantRecord, VariantRun, p_text, short_build, value_key
-from tileprobe.analyses.results import Expectation, Failure, GateResult
-import os
-import stat
+
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.47 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
@@ -160,7 +162,7 @@ def _bad(text: str, why: str) -> GateError:
 
 def variant_label(r: VariantRecord) -> str:
     """``w4a16_gemm sm_120 tileiras 13.4.92 GATHER=True LOOP=True occupancy=2``."""
-    from tileprobe.select import format_value   # issue 27: tuples as the tables print them, 128×128×128
+    from tileprobe.select import format_value  # issue 27: tuples as the tables print them, 128×128×128
     kv = " ".join(f"{k}={format_value(v)}" for k, v in [*r.case.items(), *r.hints.items()])
     return " ".join(x for x in (r.kernel, r.arch, short_build(r.tileiras), kv) if x)
 
@@ -377,7 +379,8 @@ def parse_where(text: str | None) -> dict[str, Any]:
     Raises:
         GateError: an item that is not NAME=VALUE.
     """
-    from tileprobe.select import WhereError, parse_where as parse
+    from tileprobe.select import WhereError
+    from tileprobe.select import parse_where as parse
     try:
         return parse(text)
     except WhereError as e:
@@ -414,8 +417,8 @@ def audit_selected(probe_path: str, arch: str, *, where: Mapping[str, Any] | Non
     """
     from tileprobe.audit.pipeline import audit
     from tileprobe.compile.job import DEFAULT_TIMEOUT_S
-    from tileprobe.probe.contained import load_plans
     from tileprobe.errors import ProbeError
+    from tileprobe.probe.contained import load_plans
     where = dict(where or {})
     probes, errors = load_plans([probe_path], [arch])    # probe code runs contained, never in this process
     if not probes:

@@ -11,17 +11,18 @@ Filters everywhere: ``kernel`` (exact probe label), ``arch`` (``sm_90``; aliases
 from __future__ import annotations
 
 import csv
+import difflib
 import io
-from typing import Sequence, TextIO
+from collections.abc import Sequence
+from typing import TextIO
 
+from tileprobe.analyses.results import History
+from tileprobe.errors import UsageError
 from tileprobe.judge.verdict import judge_records
 from tileprobe.model.arch import get_arch
 from tileprobe.schema import VariantRecord, dump, json_text, load
-from tileprobe.store import Store
-from tileprobe.analyses.results import History
-from tileprobe.errors import UsageError
 from tileprobe.select import select
-import difflib
+from tileprobe.store import Store
 
 #: Columns of :func:`write_history_csv`, in order (one row per stored compile; ``median_us`` and ``gpu``: its
 #: newest run).

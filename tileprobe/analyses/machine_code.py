@@ -11,12 +11,14 @@ Python API: :func:`variant_cubins` (records and cubins), :func:`sass_listing`, :
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 from tileprobe.errors import TileprobeError
 from tileprobe.model.sass_diff import SassDiff, diff_instructions, kernel_instructions
 from tileprobe.schema import VariantRecord
+
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.33 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
@@ -45,8 +47,8 @@ def variant_cubins(probe: str, arch: str, where: dict, *, toolchains: Sequence[T
             add); TileprobeError: the variant failed to compile (its status and message).
     """
     from tileprobe.audit import audit
-    from tileprobe.select import WhereError, matches_values, select_or_explain
     from tileprobe.model.sass import have_nvdisasm
+    from tileprobe.select import WhereError, matches_values, select_or_explain
     result = audit([probe], [arch], toolchains=toolchains, store=store, jobs=jobs, where=where, with_sass=have_nvdisasm(),
                    select=lambda v: matches_values(v.case_dict, v.hints_dict, where))
     if store is not None:

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from tileprobe.schema import VariantRun, p_text
 
@@ -48,7 +48,7 @@ class TimeStats:
     source: str = "summary"
 
     @classmethod
-    def of(cls, run: VariantRun | None) -> "TimeStats | None":
+    def of(cls, run: VariantRun | None) -> TimeStats | None:
         """The statistics of a run record (``VariantRecord.run``), or None when it has no usable time (not ok,
         no median, fewer than 2 samples)."""
         run = run or VariantRun()

@@ -14,11 +14,12 @@ report (:class:`CompilerSteps`).
 from __future__ import annotations
 
 import re
-
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 from tileprobe.analyses.noise import MIN_EFFECT
+
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.06 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
@@ -169,7 +170,7 @@ class Comparison:
         """:func:`to_json` of the changes (what ``--json`` writes)."""
         return to_json(self.changes)
 
-    def only(self, kinds: Sequence[str] = ("regression",), where: dict | None = None) -> "Comparison":
+    def only(self, kinds: Sequence[str] = ("regression",), where: dict | None = None) -> Comparison:
         """A copy keeping the changes of these ``kinds`` (``compare --regressions``) whose variants match
         ``where`` (:mod:`tileprobe.select`); ``total`` keeps the count before filtering."""
         from tileprobe.select import matches

@@ -13,12 +13,26 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-__all__ = ["audit", "AuditResult", "plan_variants", "record_from", "source_sha256", "environment",
-           "resolve_compiler"]
+__all__ = [
+    "AuditResult",
+    "audit",
+    "environment",
+    "plan_variants",
+    "record_from",
+    "resolve_compiler",
+    "source_sha256",
+]
 
 if TYPE_CHECKING:
-    from tileprobe.audit.pipeline import (AuditResult, audit, environment, plan_variants, record_from, resolve_compiler,
-                                          source_sha256)
+    from tileprobe.audit.pipeline import (
+        AuditResult,
+        audit,
+        environment,
+        plan_variants,
+        record_from,
+        resolve_compiler,
+        source_sha256,
+    )
 
 
 def __getattr__(name: str):

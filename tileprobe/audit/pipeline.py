@@ -8,50 +8,60 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import datetime
 import itertools
 import math
+import os
 import platform
 import sys
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Iterator, Sequence
 
+from tileprobe import _cutile
+from tileprobe._version import __version__
+from tileprobe.audit.sass_reader import SassReader
+from tileprobe.compile.claims import Claims
+from tileprobe.compile.failure import help_command, unsupported_target, version_of
+from tileprobe.compile.job import CompileResult, Variant, failed_artifacts_dir, load_scaled_timeout_s
+from tileprobe.compile.pool import compile_variants
+from tileprobe.compile.schedule import ChosenSchedule
+from tileprobe.compile.toolcache import binary_fact
 from tileprobe.errors import CubinError, IncompleteError, TileprobeError, ToolchainError, UsageError, shown
+from tileprobe.judge.advice import advice
+from tileprobe.judge.verdict import judge_records
 from tileprobe.model.arch import check_target, get_arch, has_limits
+from tileprobe.model.cluster import reference_num_sms
 from tileprobe.model.cubin import CubinInfo
 from tileprobe.model.occupancy import theoretical_occupancy
 from tileprobe.model.sass import split_register_pool
-from tileprobe.records import CompileTimeout
-from tileprobe.schema import FAILURE_FIXES, VariantRecord, canonical, derive_failure, short_build, value_key
-from tileprobe.compile.job import DEFAULT_TIMEOUT_S, CompileResult, Variant, failed_artifacts_dir, load_scaled_timeout_s
-from tileprobe.probe.contained import (OUTPUT_SHOWN_BYTES, PROBE_TIMEOUT_S, ProbePlan, _target_name,  # noqa: F401
-                        load_probe_files, probe_code_sha256, probe_targets, source_sha256)
-from tileprobe.compile.claims import Claims
-from tileprobe.compile.schedule import ChosenSchedule
-from tileprobe.compile.pool import compile_variants
-from tileprobe.audit.sass_reader import SassReader
-from tileprobe.procs import default_jobs
-from tileprobe.probe.define import load_probes  # noqa: F401  (re-exported: callers plan from Probe objects)
-from tileprobe.judge.verdict import judge_records
-from tileprobe.toolchain import Toolchain
-from tileprobe import _cutile
-from tileprobe._version import __version__
-from tileprobe.compile.failure import help_command
-from tileprobe.compile.failure import unsupported_target
-from tileprobe.compile.failure import version_of
-from tileprobe.compile.toolcache import binary_fact
-from tileprobe.judge.advice import advice
-from tileprobe.model.cluster import reference_num_sms
 from tileprobe.model.toolkit import compiler_identity
+from tileprobe.probe.contained import (
+    OUTPUT_SHOWN_BYTES,
+    PROBE_TIMEOUT_S,
+    ProbePlan,
+    _target_name,
+    load_probe_files,
+    probe_code_sha256,
+    probe_targets,
+    source_sha256,
+)
+from tileprobe.probe.define import load_probes  # noqa: F401  (re-exported: callers plan from Probe objects)
 from tileprobe.probe.zygote import prefetch_heavy, warm_starts
-from tileprobe.procs import owned_tempdir
-from tileprobe.schema import timeout_seconds
-from tileprobe.schema import write_json
-from tileprobe.select import case_selector
-from tileprobe.select import check_case_names
-from tileprobe.select import check_overrides
-import datetime
-import os
-import time
+from tileprobe.procs import default_jobs, owned_tempdir
+from tileprobe.records import CompileTimeout
+from tileprobe.schema import (
+    FAILURE_FIXES,
+    VariantRecord,
+    canonical,
+    derive_failure,
+    short_build,
+    timeout_seconds,
+    value_key,
+    write_json,
+)
+from tileprobe.select import case_selector, check_case_names, check_overrides
+from tileprobe.toolchain import Toolchain
 
 #: Most variants an audit compiles unless told otherwise (``max_variants`` / ``--max-variants``): a 10^6-variant
 #: grid took the main process to 3 GB in 3 minutes (issue 9); 5,000 variants at the 1-3 s a compile takes is
@@ -325,7 +335,7 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
         plans, default = _load(probe_paths, targets, result, tmp, jobs, probe_timeout_s, max_variants,
                                find and known is None, cases, hints, num_sms)
         if known is not None:
-            default = lambda: known   # noqa: E731
+            default = lambda: known
         select = _selector(where, plans, select)
         total = _count(plans, targets, select, repeat, max_variants)
         if total == 0 and where and not result.probe_errors:   # a broken probe: its own error, not "matches none"

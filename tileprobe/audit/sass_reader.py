@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import threading
-from typing import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 
 from tileprobe.model.sass_batch import sass_summaries_many
 
@@ -106,7 +106,7 @@ class SassReader:
                 final = self._closing
             try:
                 got = self._read_all(work, self.jobs if final else 1)
-            except BaseException as e:   # noqa: BLE001 — handed to the caller's thread
+            except BaseException as e:
                 with self._cond:
                     self._error = e
                 return

@@ -11,12 +11,27 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
+from tileprobe.cli import (
+    _common,
+    audit,
+    bisect,
+    compare,
+    doctor,
+    gate,
+    history,
+    record,
+    reduce,
+    report,
+    run,
+    sass,
+    store,
+    toolchain,
+    tune,
+    use,
+)
 from tileprobe.errors import EXIT_INTERRUPTED, TileprobeError
-from tileprobe.cli import _common
-from tileprobe.cli import (audit, bisect, compare, doctor, gate, history, record, report, run, sass, store, toolchain,
-                           tune, use, reduce)
 
 #: Command modules in the order ``tileprobe --help`` lists them.
 COMMANDS = (audit, sass, toolchain, doctor, compare, bisect, reduce, run, tune, use, record, report, history, store, gate)

@@ -2,15 +2,17 @@
 results store option, the output-path check, the compile progress bar and error printing."""
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
+import signal
 import sys
-from typing import TYPE_CHECKING, Callable
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from tileprobe.errors import TileprobeError, ToolchainError
-import argparse
-import signal
-import threading
+
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.57 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
@@ -203,6 +205,7 @@ def progress_bar(con, ticker: CompileTicker | None = None):
     terminal there is no bar: a :class:`CompileTicker` (``ticker``, else one with its 10 s / 15 s intervals)
     prints plain progress lines instead."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     from tileprobe.report.text import say
     # Not a terminal (a pipe, a CI log): lines only; a live display would leave a blank line behind when it stops.
     prog = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),

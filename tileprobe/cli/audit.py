@@ -7,14 +7,31 @@ from __future__ import annotations
 
 import sys
 
-from tileprobe.compile.job import DEFAULT_TIMEOUT_S
-from tileprobe.probe.contained import PROBE_TIMEOUT_S
 from tileprobe.audit.pipeline import MAX_VARIANTS
+from tileprobe.cli._common import (
+    DEFAULT_ARCHS,
+    add_executor_options,
+    add_install_option,
+    add_output_options,
+    add_override_options,
+    add_where_option,
+    command_line,
+    console,
+    count,
+    executor_of,
+    open_store,
+    overrides_of,
+    progress_bar,
+    resolve_tileiras,
+    seconds,
+    split,
+    where_of,
+)
+from tileprobe.compile.job import DEFAULT_TIMEOUT_S
 from tileprobe.errors import EXIT_COMPILE_FAILED, EXIT_INCOMPLETE, EXIT_OK, UsageError
+from tileprobe.probe.contained import PROBE_TIMEOUT_S
 from tileprobe.report.text import escape, say
-from tileprobe.cli._common import (add_executor_options, add_install_option, resolve_tileiras, DEFAULT_ARCHS,
-                                   add_output_options, add_override_options, add_where_option, command_line, console,
-                                   count, executor_of, open_store, overrides_of, progress_bar, seconds, split, where_of)
+
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.97 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
@@ -57,7 +74,7 @@ def add_parser(sub) -> None:
                    "variants whose machine code differs between compiles (tileiras is not always deterministic)")
     a.add_argument("--retry-failed", action="store_true", help="compile again the variants the store holds as "
                    "failed (by default a stored failure is the answer and is not compiled again)")
-    from tileprobe.schema import NOTEWORTHY_STATUSES       # what report.common.noteworthy prints under --brief
+    from tileprobe.schema import NOTEWORTHY_STATUSES  # what report.common.noteworthy prints under --brief
     a.add_argument("--brief", action="store_true", help="print reasons only for noteworthy verdicts "
                    f"({', '.join(NOTEWORTHY_STATUSES)}); failures and predicted hangs are still listed")
     a.add_argument("--summary", action="store_true", help="one line per kernel, arch and compiler instead of the "
@@ -85,7 +102,7 @@ def cmd_audit(args) -> int:
     where, overrides = where_of(args), overrides_of(args)
     tcs, tc_errors = resolve_tileiras(args.tileiras, args.install)
     if args.tileiras and not tcs:
-        from tileprobe.errors import IncompleteError   # README "Exit codes": a requested compiler could not be used: 3
+        from tileprobe.errors import IncompleteError  # README "Exit codes": a requested compiler could not be used: 3
         raise IncompleteError("no requested compiler can be used:\n  " + "\n  ".join(tc_errors))
     store = open_store(args)
     prog, cb = progress_bar(err)

@@ -12,9 +12,17 @@ from __future__ import annotations
 
 import sys
 
+from tileprobe.cli._common import (
+    add_install_option,
+    add_output_options,
+    command_line,
+    confirmed,
+    console,
+    count,
+    write_json_doc,
+)
 from tileprobe.report.text import clean, say
-from tileprobe.cli._common import (add_install_option, add_output_options, command_line, confirmed, console,
-                                   count, write_json_doc)
+
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.41 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 

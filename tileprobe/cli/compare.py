@@ -6,9 +6,22 @@ from __future__ import annotations
 
 import sys
 
+from tileprobe.cli._common import (
+    DEFAULT_ARCHS,
+    add_install_option,
+    add_output_options,
+    add_where_option,
+    command_line,
+    console,
+    count,
+    progress_bar,
+    split,
+    toolchains,
+    where_of,
+    write_json_doc,
+)
 from tileprobe.report.text import clean, say
-from tileprobe.cli._common import (DEFAULT_ARCHS, add_install_option, toolchains, add_output_options, add_where_option,
-                                   command_line, console, count, progress_bar, split, where_of, write_json_doc)
+
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.34 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
@@ -64,8 +77,8 @@ def cmd_compare(args) -> int:
         out = console()
         render_compare(c, out, wide=args.wide, details=args.details)    # the comparison first, short
         if c.audited and (args.tables or args.wide):
-            from tileprobe.select import select
             from tileprobe.report.terminal import render_audit
+            from tileprobe.select import select
             render_audit(select(c.audited, where_of(args)), out, wide=args.wide, advice=c.advice)
         elif c.audited:
             say(out, "the audit tables of both compilers: add --tables (or `tileprobe audit PROBE --tileiras A,B`)")

@@ -9,8 +9,9 @@ import json
 import sys
 from pathlib import Path
 
-from tileprobe.report.text import clean
 from tileprobe.cli._common import add_output_options, console
+from tileprobe.report.text import clean
+
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.33 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 

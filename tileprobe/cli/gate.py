@@ -7,8 +7,9 @@ from __future__ import annotations
 import argparse
 import shlex
 
-from tileprobe.report.text import say
 from tileprobe.cli._common import add_install_option, console, count, open_store, seconds, toolchains, write_json_doc
+from tileprobe.report.text import say
+
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.34 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 

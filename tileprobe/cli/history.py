@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import sys
 
-from tileprobe.cli._common import add_where_option, console, where_of, count_or_zero
+from tileprobe.cli._common import add_where_option, console, count_or_zero, where_of
 from tileprobe.report.text import say
+
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.40 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
@@ -42,6 +43,7 @@ def cmd_history(args) -> int:
                 say(err, f"wrote {args.json}: {n} variant{'' if n == 1 else 's'}")
         if args.csv == "-":          # stored names and case values reach the terminal as text (report/text.py)
             import io
+
             from tileprobe.report.text import clean
             buf = io.StringIO()
             write_history_csv(store, buf, **filters)

@@ -6,9 +6,10 @@ printed summary :mod:`tileprobe.report.record`.
 from __future__ import annotations
 
 import os
+import sys
 
 from tileprobe.errors import TileprobeError
-import sys
+
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.37 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
@@ -82,5 +83,6 @@ def _print(result, out_dir: str) -> None:
     :func:`tileprobe.report.record.render_record`."""
 
     from rich.console import Console
+
     from tileprobe.report.record import render_record
     render_record(result, Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 200), out_dir)

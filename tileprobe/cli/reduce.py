@@ -45,7 +45,6 @@ def cmd_reduce(args) -> int:
     from tileprobe.analyses.gate import parse_where
     from tileprobe.cli._common import open_store, toolchains
     from tileprobe.errors import UsageError
-    from tileprobe.reduce.engine import reduce
     from tileprobe.reduce.prop import parse_property
     prop = parse_property(args.property)
     if bool(args.good) != bool(args.bad) or (args.good and args.tileiras):
@@ -75,6 +74,7 @@ def cmd_reduce(args) -> int:
 
 def _run(args, con, prop, tcs, where, store, out_dir):
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
     from tileprobe.reduce.engine import reduce
     from tileprobe.report.text import clean
     state = {"size": None}

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from tileprobe.report.text import say
 from tileprobe.cli._common import add_where_option, console, where_of
+from tileprobe.report.text import say
+
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.41 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 

@@ -11,10 +11,24 @@ from __future__ import annotations
 
 import sys
 
+from tileprobe.cli._common import (
+    add_executor_options,
+    add_output_options,
+    add_override_options,
+    add_where_option,
+    arch_target,
+    command_line,
+    console,
+    count,
+    count_or_zero,
+    executor_of,
+    gpus_of,
+    overrides_of,
+    seconds,
+    where_of,
+)
 from tileprobe.report.text import clean, escape, say
-from tileprobe.cli._common import (arch_target, count_or_zero, add_executor_options, add_output_options, executor_of, gpus_of,
-                                   add_override_options, add_where_option, command_line, console, count, overrides_of,
-                                   seconds, where_of)
+
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.32 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 

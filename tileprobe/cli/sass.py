@@ -9,9 +9,10 @@ from __future__ import annotations
 import argparse
 import sys
 
+from tileprobe.cli._common import add_install_option, add_where_option, console, open_store, toolchains, where_of
 from tileprobe.errors import TileprobeError
 from tileprobe.select import WhereError
-from tileprobe.cli._common import add_install_option, add_where_option, console, open_store, toolchains, where_of
+
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.48 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 

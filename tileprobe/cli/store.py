@@ -8,8 +8,9 @@ from __future__ import annotations
 import datetime
 import re
 
-from tileprobe.errors import TileprobeError
 from tileprobe.cli._common import console
+from tileprobe.errors import TileprobeError
+
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.35 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 

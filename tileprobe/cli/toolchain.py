@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import time
 
-from tileprobe.report.text import say
 from tileprobe.cli._common import console
+from tileprobe.report.text import say
+
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.43 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 

@@ -14,6 +14,7 @@ import contextlib
 import sys
 
 from tileprobe.report.text import say
+
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.56 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
@@ -24,9 +25,9 @@ from tileprobe.report.text import say
 def add_parser(subparsers, add_common=None) -> None:
     """Register ``tileprobe tune`` (the CLI's plug-in hook; ``add_common`` is not used: tune has its own
     ``--json``)."""
-    from tileprobe.run.watchdog import DEFAULT_TIMEOUT_S
     from tileprobe.cli._common import arch_target, budget_seconds, count, percent, seconds
     from tileprobe.report.tune import ROWS_SHOWN
+    from tileprobe.run.watchdog import DEFAULT_TIMEOUT_S
     p = subparsers.add_parser("tune", help="the fastest correct hints and tunable values per problem on this GPU",
                               description=__doc__.split("\n\n")[1])
     p.add_argument("probes", nargs="*", metavar="PROBE", help="probe files (README: Tuning); or, after --, a "

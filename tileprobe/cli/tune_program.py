@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from tileprobe.errors import TileprobeError
 from tileprobe.report.text import say
+
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.35 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
@@ -239,9 +240,9 @@ def _versus(what: str, row: CandidateRow | None, problem, same: bool, changed: b
 
 
 def _drop_filled_misses(table: str, keys: set) -> int:
-    from tileprobe.record.use import misses_path
     from tileprobe.record.hook import load_capture
     from tileprobe.record.log import MISSES_LIMIT_BYTES
+    from tileprobe.record.use import misses_path
     path = misses_path(table)
     if not os.path.lexists(path):
         return 0
@@ -315,9 +316,9 @@ def stale_rows(table: dict, searches: list[dict], facts: dict) -> dict:
 def _refresh(args, err) -> int:
     from tileprobe.record.log import read_misses
     from tileprobe.record.searches import search_summary, write_search_probes
+    from tileprobe.record.session import now
     from tileprobe.record.use import misses_path
     from tileprobe.record.write import Origin
-    from tileprobe.record.session import now
     from tileprobe.tune.export import read_table
     table = args.refresh
     doc = read_table(table)

@@ -5,6 +5,7 @@ The work is :mod:`tileprobe.record.use`; this module parses and returns the comm
 from __future__ import annotations
 
 from tileprobe.errors import TileprobeError
+
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.42 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
@@ -36,6 +37,7 @@ def cmd_use(args) -> int:
     if args.env:
         import os
         import shlex
+
         from tileprobe.record.use import check_table, use_env
         table = check_table(args.table)
         if os.pathsep in table + ".hook":

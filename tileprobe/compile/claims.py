@@ -13,7 +13,7 @@ The store object is duck-typed (this layer does not import :mod:`tileprobe.store
 from __future__ import annotations
 
 import time
-from typing import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from tileprobe.compile.job import Variant
 from tileprobe.compile.pool import variant_limit_s

@@ -32,14 +32,24 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 from dataclasses import dataclass
 
 from tileprobe.model.toolkit import TRAP, cuda_root, environment_trap
-from tileprobe.schema import (BROKEN_ENVIRONMENT, COMPILE_ERROR, COMPILER_CRASH, FAILURE_FIXES, FAILURE_STATUS,
-                              PROBE_ERROR, TIMEOUT, UNSUPPORTED_FEATURE, UNSUPPORTED_TARGET, meaningful_lines,
-                              signal_text)
-import shlex
+from tileprobe.schema import (
+    BROKEN_ENVIRONMENT,
+    COMPILE_ERROR,
+    COMPILER_CRASH,
+    FAILURE_FIXES,
+    FAILURE_STATUS,
+    PROBE_ERROR,
+    TIMEOUT,
+    UNSUPPORTED_FEATURE,
+    UNSUPPORTED_TARGET,
+    meaningful_lines,
+    signal_text,
+)
 
 _TARGET_REFUSED = re.compile(r"Cannot find option named '(sm_\d+[a-z]?)'")
 _REQUIRES = re.compile(r"requires tileiras (\d+\.\d+)")
@@ -143,6 +153,7 @@ def own_call(exc: BaseException) -> str | None:
     (:data:`_CALL_ERRORS`) raised in cuTile code that tileprobe's adapter called (the deepest tileprobe frame is in
     ``tileprobe/_cutile.py``)."""
     import traceback
+
     from tileprobe.errors import TileprobeError
     names = {c.__name__ for c in type(exc).__mro__}
     if "TileError" in names or isinstance(exc, TileprobeError):

@@ -18,16 +18,17 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
+import signal
 import sys
 import tempfile
 import time
 import traceback
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
 from tileprobe.errors import ProbeError
-import signal
-import warnings
+
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.07 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
@@ -127,7 +128,7 @@ class CompileResult:
     message: str = ""
     fix: str = ""
 
-    def fail(self, f) -> "CompileResult":
+    def fail(self, f) -> CompileResult:
         """Set status, failure class, message, fix and error from a :class:`tileprobe.compile.failure.Failure`."""
         self.status, self.failure, self.message, self.fix, self.error = f.status, f.failure, f.message, f.fix, f.error
         return self
@@ -147,7 +148,7 @@ _RESULT_TYPES = {"signature": (list,), "effective_hints": (dict,), "cubin": (byt
                  "total_s": (float, int), "artifact_dir": (str, type(None)), "failure": (str, type(None))}
 
 
-def result_data(res: "CompileResult") -> dict:
+def result_data(res: CompileResult) -> dict:
     """What a worker sends back of ``res``: its fields but the variant, as data for
     :mod:`tileprobe.probe.wire`. A field that is not data (a constant in the signature that is an object of the
     probe's class) makes it the variant's ``probe_error`` naming the value and the fix."""
@@ -162,7 +163,7 @@ def result_data(res: "CompileResult") -> dict:
     return data
 
 
-def result_from_data(data, variant: "Variant") -> "CompileResult":
+def result_from_data(data, variant: Variant) -> CompileResult:
     """The :class:`CompileResult` of ``variant`` from a worker's :func:`result_data`, read as data: every field
     checked for its type. Raises ValueError for a dict of another shape."""
     if type(data) is not dict or set(data) != set(_RESULT_FIELDS):
@@ -245,8 +246,8 @@ def compile_one(variant: Variant) -> CompileResult:
     dies in probe code is not called a compiler crash."""
     from tileprobe import _cutile
     from tileprobe.compile.failure import mark_phase
-    from tileprobe.probe.signature import describe_signature, jit_signature
     from tileprobe.probe.define import probe_code_guard
+    from tileprobe.probe.signature import describe_signature, jit_signature
     t0 = time.perf_counter()
     res = CompileResult(variant, "ok", cuda_tile=_cutile.cutile_version())
     root, phase = _WORKER.get("root"), "import"
@@ -279,7 +280,7 @@ def compile_one(variant: Variant) -> CompileResult:
         mark_phase(root, None)
         res.total_s = time.perf_counter() - t0
         return res
-    except BaseException as e:  # noqa: B036 — probe code failed (sys.exit, os._exit too), or cuTile refused it
+    except BaseException as e:
         _probe_failed(res, e, phase)
         mark_phase(root, None)
         res.total_s = time.perf_counter() - t0
@@ -344,6 +345,7 @@ def _probe_failed(res: CompileResult, e: BaseException, phase: str) -> None:
 def _compile_cubin(kernel, sig, variant: Variant, res: CompileResult, timeout_s: float | None = None) -> None:
     """Compile with the probe's own timeout when it sets one (issue 12), else the audit's."""
     from cuda.tile.compilation import export_kernel
+
     from tileprobe import _cutile
     vdir = tempfile.mkdtemp(prefix="v-", dir=_WORKER["tmp"])
     _cutile.configure_context(vdir, timeout_s or _WORKER["timeout_s"])

@@ -16,21 +16,22 @@ replaced (issue 9, items 4, 5 and 7).
 from __future__ import annotations
 
 import contextlib
-import multiprocessing as mp
 import math
+import multiprocessing as mp
 import os
 import signal
 import sys
+import tempfile
 import time
 import types
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from multiprocessing.connection import wait
-from typing import Iterable, Iterator
 
-from tileprobe.errors import ToolchainError
 from tileprobe.compile.job import DEFAULT_TIMEOUT_S, CompileResult, Variant
+from tileprobe.errors import ToolchainError
 from tileprobe.procs import default_jobs
-import tempfile
+
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.15 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
@@ -42,8 +43,8 @@ def worker_main(conn, initargs: tuple, parent_pid: int) -> None:
     """A compile worker: set up (:func:`tileprobe.compile.job._init_worker`), say ("ready", info) or
     ("init_error", text), then answer each variant received with ("result", CompileResult) until None or
     end-of-file (the parent is gone)."""
-    from tileprobe.probe import wire
     from tileprobe.compile.job import _init_worker, compile_one, result_data
+    from tileprobe.probe import wire
     from tileprobe.procs import die_with_parent
     tempfile.tempdir = initargs[3]                 # before cuTile's import makes its own temp folder (kept on a kill)
     from tileprobe.probe.zygote import under_nanny
@@ -60,7 +61,7 @@ def worker_main(conn, initargs: tuple, parent_pid: int) -> None:
     os.dup2(devnull, 2)
     try:
         info = _init_worker(*initargs)
-    except BaseException as e:   # noqa: B036
+    except BaseException as e:
         wire.send(conn, ("init_error", str(e) or type(e).__name__))
         return
     wire.send(conn, ("ready", info))
@@ -199,8 +200,8 @@ class WorkerPool:
             busy[w.conn] = w
 
     def _receive(self, w: _Worker, busy: dict, idle: list) -> list[CompileResult]:
-        from tileprobe.probe import wire
         from tileprobe.compile.job import result_from_data
+        from tileprobe.probe import wire
         try:
             kind, payload = wire.recv(w.conn)      # data only: nothing a worker (probe code ran there) sends is unpickled
             if kind == "result":
@@ -232,7 +233,7 @@ class WorkerPool:
             raise ToolchainError(f"a compile worker died while starting ({status}): cuTile or tileiras cannot load "
                                  "here; run `tileprobe doctor`")
         # what it was doing (its phase file): probe code, or the compile
-        from tileprobe.compile.failure import (dead_worker)
+        from tileprobe.compile.failure import dead_worker
         failure = dead_worker(w.variant, self.initargs[3], w.process.pid, status)
         return CompileResult(w.variant, "compiler_crash").fail(failure)
 

@@ -11,8 +11,8 @@ space averaged 2.3 s each on its 16 cores, ``benchmarks/tune/bench_budget.py``, 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator
 
 from tileprobe.compile.job import Variant
 

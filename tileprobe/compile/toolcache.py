@@ -15,12 +15,12 @@ A warm re-audit, every variant in the store, needs all three for the store keys 
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
-import tempfile
-from typing import Callable
-import hashlib
+from collections.abc import Callable
+
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.07 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 

@@ -2,7 +2,7 @@
 listed GPU (:class:`tileprobe.run.watchdog.Watchdog`, ``CUDA_VISIBLE_DEVICES`` set per worker)."""
 from __future__ import annotations
 
-from typing import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from tileprobe.compile.job import CompileResult, Variant
 from tileprobe.compile.pool import compile_variants

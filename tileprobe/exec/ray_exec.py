@@ -21,17 +21,18 @@ from __future__ import annotations
 
 import os
 import re
+import signal
+import socket
 import tempfile
 import time
 import traceback
-from typing import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from tileprobe.compile.job import DEFAULT_TIMEOUT_S, CompileResult, Variant
 from tileprobe.compile.pool import variant_limit_s
 from tileprobe.errors import UsageError
 from tileprobe.run.watchdog import INIT_CUDA, TaskOutcome, WorkerStartError
-import signal
-import socket
+
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.15 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
@@ -66,8 +67,8 @@ def compile_task(variant: Variant, spec: dict) -> bytes:
     """One compile in a Ray worker process (set up for ``spec`` on its first task). Returns a
     :mod:`tileprobe.probe.wire` message, ``("result", data)`` or ``("error", text)``: data only, so the driver never
     unpickles what the probe's code made there (an exception of the probe's class included)."""
-    from tileprobe.probe import wire
     from tileprobe.compile.job import _init_worker, compile_one, result_data
+    from tileprobe.probe import wire
     try:
         key = repr(sorted(spec.items()))
         if _NODE.get("key") != key:
@@ -76,10 +77,10 @@ def compile_task(variant: Variant, spec: dict) -> bytes:
             _init_worker(tileiras, lib_dirs, spec["timeout_s"], root, spec["with_sass"], None)
             _NODE.update(key=key, root=root)
         return wire.dumps(("result", result_data(compile_one(variant))), "the compile result")
-    except BaseException as e:   # noqa: B036 — as text: the exception object stays here
+    except BaseException as e:
         try:
             text = f"{type(e).__name__}: {e}"
-        except Exception:   # noqa: BLE001 — a hostile __str__
+        except Exception:
             text = type(e).__name__
         return wire.dumps(("error", text[-2000:]))
 
@@ -90,6 +91,7 @@ def _worker_tempdir() -> str:
     down, and by any later tileprobe run on this node when the worker was killed (every Ray audit left two folders
     behind, 2026-12-04). One per worker process, kept across its tasks (the compiler set-up lives there)."""
     import atexit
+
     from tileprobe.procs import make_owned_tempdir, remove_owned_tempdir
     root = make_owned_tempdir("ray")
     atexit.register(remove_owned_tempdir, root)
@@ -99,6 +101,7 @@ def _worker_tempdir() -> str:
 def _ray_folders() -> set[str]:
     """The ``tileprobe-ray-*`` folders in this node's temp folder now."""
     import glob
+
     from tileprobe.procs import TEMP_PREFIX
     return set(glob.glob(os.path.join(tempfile.gettempdir(), f"{TEMP_PREFIX}ray-*")))
 
@@ -187,8 +190,8 @@ class RayExecutor:
                 self.ray.cancel(ref, force=True)
 
     def _result(self, ref, v: Variant) -> CompileResult:
-        from tileprobe.probe import wire
         from tileprobe.compile.job import result_from_data
+        from tileprobe.probe import wire
         try:
             message = self.ray.get(ref)
         except Exception as e:   # the task's worker or node died past its retries
@@ -206,7 +209,7 @@ class RayExecutor:
             return CompileResult(v, "probe_error", error=text, failure="probe_error", message=text,
                                  fix=f"check what {v.probe_path} does at import and in args()")
 
-    def gpu_slots(self, gpus: Sequence[int], *, timeout_s: float, init: str = INIT_CUDA) -> list["RayGpuSlot"]:
+    def gpu_slots(self, gpus: Sequence[int], *, timeout_s: float, init: str = INIT_CUDA) -> list[RayGpuSlot]:
         """One :class:`RayGpuSlot` per entry of ``gpus`` (Ray picks the GPUs: only their number counts here)."""
         return [RayGpuSlot(self.ray, init, timeout_s) for _ in gpus]
 
@@ -372,7 +375,7 @@ def _version(tileiras: str | None) -> str | None:
     try:
         from tileprobe.toolchain import tileiras_version
         version = tileiras_version(tileiras)[0]
-    except Exception:   # noqa: BLE001 — the driver's compile will report a broken compiler itself
+    except Exception:
         return None
     m = re.search(r"\d+\.\d+\.\d+", version or "")
     return m.group(0) if m else None

@@ -6,14 +6,15 @@ the answers use exactly the same allocation granularities (256 registers per war
 """
 from __future__ import annotations
 
+import shlex
 from collections import defaultdict
-from typing import Iterable
+from collections.abc import Iterable
 
 from tileprobe.model.arch import ArchLimits, get_arch, has_limits
 from tileprobe.model.occupancy import theoretical_occupancy
 from tileprobe.records import SassFacts
 from tileprobe.schema import VariantRecord, short_build
-import shlex
+
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.06 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
@@ -186,7 +187,7 @@ def _code_classes(rows: list[VariantRecord]) -> list[list[VariantRecord]]:
 
 
 def _same_build(a: VariantRecord, b: VariantRecord) -> bool:
-    res = lambda x: (x.threads, x.registers, x.shared_bytes, x.stack_bytes, tuple(x.cluster_dims or ()))  # noqa: E731
+    res = lambda x: (x.threads, x.registers, x.shared_bytes, x.stack_bytes, tuple(x.cluster_dims or ()))
     return a.same_code(b) and res(a) == res(b)
 
 

@@ -58,19 +58,35 @@ the 1 KB per-CTA reserve would change it, the arch's reserve rule and whether a 
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Iterable
+from collections.abc import Iterable
 
 from tileprobe.model.arch import get_arch, has_limits, target_cc
-from tileprobe.model.cluster import (ClusterCount, cluster_note, cluster_residency, cluster_size, ctas_per_sm_for_goal,
-                             max_cluster_size)
-from tileprobe.model.occupancy import smem_allocated_per_cta_bytes, theoretical_occupancy
-from tileprobe.model.sass import tma_data_ops
-from tileprobe.records import SassFacts
-from tileprobe.schema import (BASELINE, CHANGED, HONOURED, IGNORED, INFEASIBLE, MET, PARTIAL, UNCHANGED,  # noqa: F401
-                      UNVERIFIED,
-                      VariantRecord, Verdict, number_text)
+from tileprobe.model.cluster import (
+    ClusterCount,
+    cluster_note,
+    cluster_residency,
+    cluster_size,
+    ctas_per_sm_for_goal,
+    max_cluster_size,
+)
 from tileprobe.model.hints import KERNEL_HINTS
-from tileprobe.model.sass import TMA_DATA_OPCODES
+from tileprobe.model.occupancy import smem_allocated_per_cta_bytes, theoretical_occupancy
+from tileprobe.model.sass import TMA_DATA_OPCODES, tma_data_ops
+from tileprobe.records import SassFacts
+from tileprobe.schema import (
+    BASELINE,
+    CHANGED,
+    HONOURED,
+    IGNORED,
+    INFEASIBLE,
+    MET,
+    PARTIAL,
+    UNCHANGED,
+    UNVERIFIED,
+    VariantRecord,
+    Verdict,
+    number_text,
+)
 
 
 def assign_verdicts(records: Iterable[VariantRecord], hint_names: Iterable[str]) -> None:

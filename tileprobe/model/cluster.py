@@ -55,8 +55,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from tileprobe.model.arch import get_arch
 from tileprobe.errors import TileprobeError
+from tileprobe.model.arch import get_arch
 
 #: Largest cluster every cluster-capable GPU runs ([guide]: "portable cluster size").
 PORTABLE_CLUSTER_SIZE = 8

@@ -58,9 +58,10 @@ import os
 import re
 import struct
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from io import BytesIO
-from typing import Iterator, NamedTuple
+from typing import NamedTuple
 
 from elftools.common.exceptions import ELFError
 from elftools.construct import ConstructError
@@ -70,8 +71,17 @@ from elftools.elf.sections import SymbolTableSection
 from tileprobe.errors import CubinError
 from tileprobe.records import PtxFacts
 
-__all__ = ["CubinInfo", "CubinSection", "KernelResources", "NvInfoRecord", "PtxDirectives",
-           "RESERVED_SMEM_PER_CTA_BYTES", "cubin_sections", "embedded_ptx", "kernel_attributes"]
+__all__ = [
+    "RESERVED_SMEM_PER_CTA_BYTES",
+    "CubinInfo",
+    "CubinSection",
+    "KernelResources",
+    "NvInfoRecord",
+    "PtxDirectives",
+    "cubin_sections",
+    "embedded_ptx",
+    "kernel_attributes",
+]
 
 EM_CUDA = 190
 STO_CUDA_ENTRY = 0x10

@@ -6,7 +6,8 @@ Source: ``cuda/tile/_compiler_options.py`` (cuda-tile 1.7.0), its ``_validate_*`
 from __future__ import annotations
 
 import difflib
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from tileprobe.errors import ProbeError
 

@@ -34,8 +34,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tileprobe.model.arch import SUBPARTITIONS_PER_SM, ArchLimits
 from tileprobe.errors import TileprobeError
+from tileprobe.model.arch import SUBPARTITIONS_PER_SM, ArchLimits
 
 #: Limiter names, in tie-break order: when several resources allow the same (smallest) number of CTAs, the
 #: first one here is reported. This is the order of the header's ``cudaOccLimitingFactor`` bits

@@ -45,8 +45,18 @@ from dataclasses import dataclass, field
 
 from tileprobe.records import PoolInstruction, RegisterPool
 
-__all__ = ["VERDICTS", "HANG_RISK", "POOL_OK", "UNKNOWN", "NONE", "SetMaxNReg", "PoolCheck", "check_register_pool",
-           "check_listing", "warp_reach"]
+__all__ = [
+    "HANG_RISK",
+    "NONE",
+    "POOL_OK",
+    "UNKNOWN",
+    "VERDICTS",
+    "PoolCheck",
+    "SetMaxNReg",
+    "check_listing",
+    "check_register_pool",
+    "warp_reach",
+]
 
 HANG_RISK, POOL_OK, UNKNOWN, NONE = "hang_risk", "pool_ok", "unknown", "none"
 #: Bumped whenever the walk or the rules change what they decide: a stored check of an older model is redone from

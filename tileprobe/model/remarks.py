@@ -6,8 +6,9 @@ FIELD_NOTES 2026-11-29); :func:`parse_remarks` keeps each distinct remark once, 
 """
 from __future__ import annotations
 
-import yaml
 import re
+
+import yaml
 
 
 class _RemarkLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):

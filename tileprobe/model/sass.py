@@ -17,22 +17,39 @@ import shutil
 import subprocess
 import tempfile
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Mapping
+from importlib import metadata
+from typing import TYPE_CHECKING
 
 from tileprobe.errors import CubinError, TileprobeError, ToolchainError
-from importlib import metadata
 from tileprobe.model.arch import get_arch
-from tileprobe.model.regpool import UNKNOWN
-from tileprobe.model.regpool import check_listing
+from tileprobe.model.regpool import UNKNOWN, check_listing
 from tileprobe.records import RegisterPool, SassFacts, keyed_from_dict
 
 if TYPE_CHECKING:
     from tileprobe.schema import VariantRecord
 
-__all__ = ["GATE_VERSION", "KernelSassTraits", "SassTraits", "SASS_GATE", "TMA_DATA_OPCODES", "facts_from_listing",
-           "find_nvdisasm", "gated_summary", "have_nvdisasm", "machine_code_may_setmaxnreg", "parse_nvdisasm",
-           "ptx_has_setmaxnreg", "register_pool", "sass_facts", "sass_summary", "sass_traits", "split_register_pool", "tma_data_ops"]
+__all__ = [
+    "GATE_VERSION",
+    "SASS_GATE",
+    "TMA_DATA_OPCODES",
+    "KernelSassTraits",
+    "SassTraits",
+    "facts_from_listing",
+    "find_nvdisasm",
+    "gated_summary",
+    "have_nvdisasm",
+    "machine_code_may_setmaxnreg",
+    "parse_nvdisasm",
+    "ptx_has_setmaxnreg",
+    "register_pool",
+    "sass_facts",
+    "sass_summary",
+    "sass_traits",
+    "split_register_pool",
+    "tma_data_ops",
+]
 
 #: The third value of an audit's ``with_sass`` (issue 22): read the SASS only where the register-pool check needs
 #: it before a launch (the embedded PTX has ``setmaxnreg`` or does not look whole, or an instruction word is
@@ -374,7 +391,7 @@ def ptx_has_setmaxnreg(cubin: bytes, symbol: str = "") -> bool | None:
     from tileprobe.model.cubin import embedded_ptx
     try:
         ptx = embedded_ptx(cubin)
-    except Exception:     # noqa: BLE001 — any failure to read means "cannot tell": the caller reads the SASS
+    except Exception:
         return None
     if not ptx or "\ufffd" in ptx or not _whole_ptx(ptx, symbol):
         return None
@@ -407,12 +424,12 @@ def machine_code_may_setmaxnreg(cubin: bytes) -> bool | None:
     second signal, beside the PTX: it catches a PTX section that lost its ``setmaxnreg`` or belongs to another
     kernel. About 10 ms for a 1 MB cubin. Never raises."""
     try:
-        from tileprobe.model.cubin import CubinInfo, cubin_sections   # the reader's checks: inflation bounded
+        from tileprobe.model.cubin import CubinInfo, cubin_sections  # the reader's checks: inflation bounded
         arch = CubinInfo.from_bytes(cubin).arch
         if any(sec.name.startswith(".text.") and _has_usetmaxreg_bits(sec.data) for sec in cubin_sections(cubin)):
             return True
         return False if arch in _USETMAXREG_CHECKED else None
-    except Exception:     # noqa: BLE001 — cannot tell
+    except Exception:
         return None
 
 

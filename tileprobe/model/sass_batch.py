@@ -28,12 +28,11 @@ import os
 import re
 import subprocess
 import tempfile
+from collections.abc import MutableMapping, Sequence
 from dataclasses import dataclass
-from typing import MutableMapping, Sequence
 
 from tileprobe.errors import TileprobeError
-from tileprobe.model.sass import (FACTS_OPTIONS, NVDISASM_TIMEOUT_S, facts_from_listing, find_nvdisasm,
-                                  sass_facts)
+from tileprobe.model.sass import FACTS_OPTIONS, NVDISASM_TIMEOUT_S, facts_from_listing, find_nvdisasm, sass_facts
 from tileprobe.records import RegisterPool, SassFacts
 
 __all__ = ["INSTRUCTION_BYTES", "RAW_TARGETS", "raw_arch", "sass_facts_many", "sass_summaries_many"]
@@ -120,7 +119,7 @@ def _member(index: int, cubin: bytes, code: dict[str, bytes]) -> _Member | None:
         every = cubin_sections(cubin)
         texts = [s for s in every if s.name.startswith(".text.")]
         relocated = any(s.name.startswith((".rel.text.", ".rela.text.")) and s.size for s in every)
-    except Exception:     # noqa: BLE001 — anything unreadable: the old way says what is wrong with it
+    except Exception:
         return None
     if target not in RAW_TARGETS or any(len(s.data) % INSTRUCTION_BYTES or len(s.data) != s.size for s in texts):
         return None
@@ -203,6 +202,7 @@ def _function_symbols(cubin: bytes) -> dict[str, tuple[dict[int, str], set[int]]
     name after ``.text.``; ``end``: offset + size, where the ELF listing puts the label its ``.size`` line names);
     None when the symbol table cannot be read."""
     import io
+
     from elftools.elf.elffile import ELFFile
     try:
         elf = ELFFile(io.BytesIO(cubin))
@@ -217,7 +217,7 @@ def _function_symbols(cubin: bytes) -> dict[str, tuple[dict[int, str], set[int]]
                 names.setdefault(sym["st_value"], sym.name)
                 ends.add(sym["st_value"] + sym["st_size"])
         return out
-    except Exception:     # noqa: BLE001 — a symbol table the reader cannot walk: the old way
+    except Exception:
         return None
 
 

@@ -16,8 +16,15 @@ from dataclasses import dataclass, field
 
 from tileprobe.errors import CubinError
 
-__all__ = ["Instruction", "CLASSES", "instruction_class", "parse_listing", "kernel_instructions", "SassDiff",
-           "diff_instructions"]
+__all__ = [
+    "CLASSES",
+    "Instruction",
+    "SassDiff",
+    "diff_instructions",
+    "instruction_class",
+    "kernel_instructions",
+    "parse_listing",
+]
 
 _SECTION = re.compile(r"^\s*\.section\s+\.text\.([^,\s]+)")
 _LINE = re.compile(r"^\s*/\*([0-9a-f]+)\*/\s*\{?\s*(@!?U?P(?:T|\d+)\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)\s*(.*?)\s*;?\s*\}?\s*$")

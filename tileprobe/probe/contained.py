@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib
 import inspect
 import itertools
 import json
@@ -53,16 +54,17 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
 from multiprocessing.connection import Connection, wait
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 from tileprobe.errors import ProbeError
-import importlib
-import tempfile
+
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.10 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
@@ -184,8 +186,8 @@ def probe_targets(probe_archs: Sequence[str] | None, targets: Sequence[str]) -> 
 
 
 def _target_name(name: str) -> str:
-    from tileprobe.model.arch import check_target, get_arch
     from tileprobe.errors import TileprobeError
+    from tileprobe.model.arch import check_target, get_arch
     try:
         return check_target(name)
     except TileprobeError:
@@ -223,7 +225,7 @@ def probe_code_sha256(probe, case: dict, hints: dict, arch: str, num_sms: int | 
         k = kernel.replace_hints(**set_) if set_ else kernel
         a = probe.launch_args(case, arch=arch, hints=effective_hints(k, arch), num_sms=num_sms)
         return code_sha256(kernel_source_sha256(probe), signature_sha256(jit_signature(k, a)))
-    except Exception:   # noqa: BLE001 — the key falls back to the probe file's digest
+    except Exception:
         return ""
 
 
@@ -307,7 +309,7 @@ def check_file(path: str, targets: Sequence[str], max_variants: int, stage: Call
     except ProbeError as e:
         report.errors.append(str(e))
         return report
-    except BaseException as e:   # noqa: B036 — sys.exit, os._exit, KeyboardInterrupt from the probe's own code
+    except BaseException as e:
         report.errors.append(str(_probe_error_from(e, report.path, "importing the probe file")))
         return report
     for p in probes:
@@ -326,7 +328,7 @@ def _plan(p, targets, max_variants: int, stage, errors: list[str], num_sms: int 
         with probe_code_guard():
             kernel = p.resolve_kernel()
             digest, kernel_digest = source_sha256(p), kernel_source_sha256(p)
-    except BaseException as e:   # noqa: B036
+    except BaseException as e:
         if isinstance(e, ProbeError) and e.path and e.lineno:      # located already (e.g. the kernel file's line)
             errors.append(str(e))
         else:
@@ -381,7 +383,7 @@ def _try_hints(p, kernel, where, stage, fails: _Failures, skip: set) -> dict:
             with probe_code_guard():
                 set_ = {k: v for k, v in h.items() if v is not None}
                 kernels[hi] = kernel.replace_hints(**set_) if set_ else kernel
-        except BaseException as e:   # noqa: B036
+        except BaseException as e:
             fails.add(f"{where}: {label} refused by cuTile (allowed values in its message)", e, label, p.lineno)
             skip.add((None, hi, None))
     return kernels
@@ -408,14 +410,14 @@ def _try_args(p, kernels: dict, targets, stage, fails: _Failures, skip: set, pla
             try:
                 with probe_code_guard():
                     a = tuple(p.args(dict(case), SpecArrays(), **context_kwargs(p.args, **ctx)))
-            except BaseException as e:   # noqa: B036
+            except BaseException as e:
                 fails.add("args()", e, label, args_line)
                 skip.add((ci, hi, arch) if arch else (ci, None, None))
                 continue
             try:
                 with probe_code_guard():
                     sig = jit_signature(k, a)
-            except BaseException as e:   # noqa: B036
+            except BaseException as e:
                 fails.add("args()", e, label, args_line)
                 skip.add((ci, hi, arch) if arch else (ci, None, None))
                 continue
@@ -427,8 +429,8 @@ def child_main() -> None:
     ("report", FileReport) on the connection FD (a socket), then exits without running the probe's atexit handlers
     — or, when the job says ``stay`` (a :func:`loader_sessions` child), waits on FD for the parent's next
     ("job", dict) and exits at end of file (or on anything else)."""
-    from tileprobe.procs import die_with_parent
     from tileprobe.probe.zygote import under_nanny
+    from tileprobe.procs import die_with_parent
     fd, job = int(sys.argv[1]), json.loads(sys.argv[2])
     parent = under_nanny(job["parent"])   # probe code that signals its parent reaches a nanny of its own
     die_with_parent(signal.SIGKILL, parent)
@@ -437,6 +439,7 @@ def child_main() -> None:
     real_exit = os._exit
     conn = Connection(fd)
     import cuda.tile  # noqa: F401  — not probe code: imported before the probe's clock starts
+
     from tileprobe.probe.plancache import watch_missing
     watch_missing()   # the modules probe code looks for and does not find (a plan kept for later names them)
     from tileprobe.probe import define, signature  # noqa: F401
@@ -450,12 +453,12 @@ def _serve_job(conn: Connection, job: dict) -> None:
     """In the loader child: run one job (:func:`check_file` or a task) and send its report, as data."""
     from tileprobe.probe import plancache, wire
     tempfile.tempdir = job["tmp"]      # each job's own folder (the parent removes it)
-    stage = lambda t: wire.send(conn, ("stage", str(t)))   # noqa: E731
+    stage = lambda t: wire.send(conn, ("stage", str(t)))
     try:
         report = (_run_task(job, stage) if job.get("task") else
                   check_file(job["path"], job["targets"], job["max_variants"], stage, job.get("cases"),
                              job.get("hints"), job.get("num_sms")))
-    except BaseException as e:   # noqa: B036 — a tileprobe bug: still this file's error, not the audit's
+    except BaseException as e:
         from tileprobe.probe.define import describe_exception
         report = FileReport(os.path.abspath(job["path"]), errors=[f"{job['path']}: loading failed inside tileprobe: "
                                                                   f"{describe_exception(e)}"])
@@ -1002,8 +1005,8 @@ def load_probe_files(paths: Sequence[str], targets: Sequence[str], *, tmp_root: 
     ``num_sms`` the SM count for ``args`` (:func:`check_file`); ``task``: (tileprobe function, one argument dict
     per path) to run instead of :func:`check_file` (:func:`run_probe_tasks`). Inside :func:`loader_sessions` a
     job goes to a live child of its file when one is idle. Ctrl-C stops the children and propagates."""
-    from tileprobe.procs import default_jobs
     from tileprobe._cutile import DefaultCompilerLookup
+    from tileprobe.procs import default_jobs
     jobs = max(1, jobs or default_jobs())
     session = current_session()
     lookup = None

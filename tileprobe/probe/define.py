@@ -29,20 +29,20 @@ import contextlib
 import difflib
 import importlib
 import importlib.util
+import inspect
 import itertools
 import os
+import posix
 import re
 import sys
 import traceback
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from tileprobe.errors import ProbeError
-from tileprobe.probe.signature import ArraySpec
-
 from tileprobe.model.hints import LOAD_KNOBS, check_hints, check_values
-import inspect
-import posix
+from tileprobe.probe.signature import ArraySpec
 
 
 class SpecArrays:
@@ -268,7 +268,7 @@ def _caller_line() -> int | None:
     return f.f_lineno if f is not None else None
 
 
-def _check_tuning(probe: "Probe") -> None:
+def _check_tuning(probe: Probe) -> None:
     """Validate the opt-in tuning fields (``tunable``, ``constraint(s)``, ``default``); see :class:`Probe`."""
     if isinstance(probe.tunable, str):
         raise ProbeError(f"tunable={probe.tunable!r} must be a list of case names, e.g. tunable=({probe.tunable!r},)")

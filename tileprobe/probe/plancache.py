@@ -29,7 +29,9 @@ import json
 import os
 import sys
 from typing import Any
+
 from platformdirs import user_cache_dir
+
 from tileprobe._version import __version__
 from tileprobe.probe import wire
 

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import ctypes
 import math
+from collections.abc import Sequence
 from ctypes import POINTER, Structure, c_int32, c_int64, c_uint8, c_uint16, c_uint64, c_void_p
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
-from tileprobe.errors import ProbeError
 from tileprobe import _cutile
+from tileprobe.errors import ProbeError
 
 #: DLPack dtype (code, bits) per dtype name. Codes from dlpack.h v1.1 (DLDataTypeCode):
 #: kDLInt 0, kDLUInt 1, kDLFloat 2, kDLBfloat 4, kDLBool 6, kDLFloat8_e4m3fn 10, kDLFloat8_e5m2 12,

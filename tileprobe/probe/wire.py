@@ -15,10 +15,10 @@ back as what they were (a tile ``(128, 128, 32)`` stays a tuple). A message is a
 from __future__ import annotations
 
 import base64
+import enum
 import json
 import re
 from typing import Any
-import enum
 
 #: Deepest nesting of lists, tuples and dicts in one value (a case value, a record field).
 MAX_DEPTH = 64
@@ -47,7 +47,7 @@ class WireError(ValueError):
 def _short_repr(v: Any) -> str:
     try:
         text = repr(v)
-    except Exception:   # noqa: BLE001 — a hostile __repr__: the type names it
+    except Exception:
         text = f"<{type(v).__name__} object>"
     text = re.sub(r"\btileprobe_probe_\d+\.", "", text)      # a probe file's module name (probe/define.py)
     return text if len(text) <= 80 else text[:77] + "..."
@@ -61,7 +61,7 @@ def _not_data(v: Any, where: str) -> NotData:
     if isinstance(v, enum.Enum):
         try:
             inner = _short_repr(v.value)
-        except Exception:   # noqa: BLE001
+        except Exception:
             inner = "its value"
         return NotData(where, _short_repr(v), f"a member of the Enum {kind}, not data: case and hint values cross "
                        "to tileprobe as data only", f"use its .value ({inner}) and turn it back in args() "
@@ -180,7 +180,7 @@ def to_data(value: Any, depth: int = 0) -> Any:
             got = item()
             if type(got) in _SCALARS:
                 return got
-        except Exception:   # noqa: BLE001 — an array of many elements, or a hostile item(): its text
+        except Exception:
             pass
     return _short_repr(value)
 

@@ -33,7 +33,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 #: Modules the zygote imports before forking anything (0.1-0.3 s): cuTile's front (``import cuda.tile`` does not
 #: import torch in cuda-tile 1.7.0) and tileprobe's loader and worker side.
@@ -61,12 +61,12 @@ _MAX_MSG = 1 << 22
 ZYGOTE_SENDS = {"ready": (), "started": (int,), "failed": (str,), "exit": (int, int)}
 _BOOT = "from tileprobe.probe.zygote import zygote_main; zygote_main()"
 
-_current: "Zygote | None" = None
+_current: Zygote | None = None
 #: Zygotes that were current before a wrong guess of :func:`speculate_torch_free` (kept until :func:`warm_starts`
 #: ends: the loaders forked from them still run).
 _retired: list = []
 #: A zygote started by :func:`start_early` that no :func:`warm_starts` has taken yet.
-_early: "Zygote | None" = None
+_early: Zygote | None = None
 _depth = 0
 _lock = threading.RLock()
 
@@ -82,7 +82,7 @@ class ZygoteProcess:
     ``stdout``: the read end of its output pipe when one was asked for.
     """
 
-    def __init__(self, zygote: "Zygote", pid: int, stdout=None):
+    def __init__(self, zygote: Zygote, pid: int, stdout=None):
         self.zygote, self.pid, self.stdout, self.returncode = zygote, pid, stdout, None
 
     def poll(self) -> int | None:
@@ -609,7 +609,7 @@ def installed_imports(path: str) -> tuple[str, ...]:
                 names.append(node.module)
         names += [m.group(1) for node in ast.walk(tree) if isinstance(node, ast.Constant)
                   and isinstance(node.value, str) and (m := _KERNEL_NAME.fullmatch(node.value))]
-    except Exception:   # noqa: BLE001 — OSError, SyntaxError, RecursionError, MemoryError …: the loader reports it
+    except Exception:
         return ()
     from tileprobe.probe.plancache import installed_roots
     user = tuple(os.path.join(os.path.realpath(d), "") for d in (os.path.dirname(os.path.abspath(path)), os.getcwd()))
@@ -693,6 +693,7 @@ def zygote_main() -> None:
     socket, which ends it too (:func:`_exit_on_hangup`)."""
     import importlib
     import tempfile
+
     from tileprobe.procs import adopt_orphans, die_with_parent
     sock = socket.socket(fileno=int(sys.argv[1]))
     die_with_parent(signal.SIGKILL)
@@ -816,7 +817,7 @@ def _import_heavy(heavy: list, torch_free: bool) -> None:
     try:
         while heavy:
             importlib.import_module(heavy.pop(0))
-    except Exception:   # noqa: BLE001 — a cuTile that needs torch, or a broken one: workers start fresh instead
+    except Exception:
         _HEAVY_FAILED = True
     finally:
         if blocker is not None:
@@ -853,7 +854,7 @@ def _preload(names: list, path: list, limit_s: float = PRELOAD_TIMEOUT_S) -> Non
             before = set(sys.modules)
             try:
                 importlib.import_module(name)
-            except BaseException:   # noqa: B036 — sys.exit, a timeout, anything: undo it; the loader reports it
+            except BaseException:
                 for added in set(sys.modules) - before:
                     sys.modules.pop(added, None)
                 break
@@ -897,7 +898,7 @@ def _fork(sock, req: dict, fds: list[int], reaper: _Reaper) -> None:
             code = 0
         except SystemExit as e:
             code = e.code if isinstance(e.code, int) else 1
-        except BaseException:   # noqa: B036 — a child never returns into the zygote's loop
+        except BaseException:
             with contextlib.suppress(Exception):
                 import traceback
                 traceback.print_exc()

@@ -9,10 +9,11 @@ No rich, no argparse here: the command line is ``tileprobe/cli/record.py``. See 
 from __future__ import annotations
 
 from tileprobe.record.session import RecordResult, probes_from_log, record
+
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.07 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
-__all__ = ["RecordResult", "record", "probes_from_log", "probes_from_cache"]
+__all__ = ["RecordResult", "probes_from_cache", "probes_from_log", "record"]
 
 
 def probes_from_cache(*args, **kwargs):

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from tileprobe.errors import TileprobeError
 from tileprobe.record.model import KernelRef, Launch, merge
+
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.09 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
@@ -79,8 +80,8 @@ def cache_db(path: str | None) -> str:
 def read_cache(path: str | None) -> list[CacheEntry]:
     """Every entry of the cache, most recently used first (read-only: the cache is not touched)."""
     from tileprobe._cutile import parse_build
-    from tileprobe.model.cubin import CubinInfo
     from tileprobe.errors import CubinError
+    from tileprobe.model.cubin import CubinInfo
     db = cache_db(path)
     try:
         conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
@@ -158,8 +159,8 @@ def _overlap(p, shape: list[int], strides: list[int], cap: int) -> bool:
 def array_from_constraint(p) -> tuple[dict, list[str]]:
     """Placeholder array description (shapes invented, divisibility, strides and alignment as the signature says)
     for a cuTile ``ArrayConstraint``, and TODO notes for what it cannot reproduce."""
-    from tileprobe.probe.signature import dtype_name, itemsize
     from tileprobe.errors import ProbeError
+    from tileprobe.probe.signature import dtype_name, itemsize
     todos = []
     try:
         dtype = dtype_name(p.dtype.name)
@@ -218,6 +219,7 @@ def find_kernels(places: list[str]) -> tuple[dict[str, KernelRef], list[str]]:
         TileprobeError: a module or file named in ``places`` that cannot be imported.
     """
     from cuda.tile._execution import kernel as kernel_type
+
     from tileprobe.probe.define import _load_module
     found: dict[str, KernelRef] = {}
     notes: list[str] = []
@@ -254,6 +256,7 @@ def _declared(kernel) -> dict:
 def launches_from_cache(entries: list[CacheEntry], kernels: dict[str, KernelRef]) -> tuple[list[Launch], list[str]]:
     """One launch per (cubin, symbol): signature demangled, hints from the cubin, kernel from ``kernels`` by name."""
     from cuda.tile.compilation import demangle_kernel_name
+
     from tileprobe.record.group import plain_hint
     notes: list[str] = []
     launches = []

@@ -756,7 +756,7 @@ def _written(search: Search, before: dict) -> list[int]:
     return out
 
 
-def _record_search(recorder: "Recorder", search: Search, frame):
+def _record_search(recorder: Recorder, search: Search, frame):
     """Write the ``search`` line (or count a repeat); return (search id, checksums before) for :func:`_end`."""
     call, launch = recorder.sites.frames(frame)
     with recorder.lock:
@@ -774,7 +774,7 @@ def _record_search(recorder: "Recorder", search: Search, frame):
     return sid, {i: _checksum(a) for i, a in search.arrays_at(arrays)}
 
 
-def _record_undescribed(recorder: "Recorder", kernel, n_configs: int, why: str, frame) -> None:
+def _record_undescribed(recorder: Recorder, kernel, n_configs: int, why: str, frame) -> None:
     """Write a ``search_failed`` line: a search seen that could not be described (``why``), with its kernel when
     it is a kernel object (not a factory), its size and call site; once per call site and reason."""
     call, launch = recorder.sites.frames(frame)
@@ -791,7 +791,7 @@ def _record_undescribed(recorder: "Recorder", kernel, n_configs: int, why: str, 
     recorder._write(line)
 
 
-def _end_search(recorder: "Recorder", search: Search, begun, result, error, wall_s: float) -> None:
+def _end_search(recorder: Recorder, search: Search, begun, result, error, wall_s: float) -> None:
     if begun is None:
         return
     sid, before = begun

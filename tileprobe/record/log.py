@@ -4,12 +4,12 @@ from __future__ import annotations
 import glob
 import json
 import os
+import stat
 from collections import Counter
 from dataclasses import dataclass, field
 
 from tileprobe.errors import TileprobeError
 from tileprobe.record.model import KernelRef, Launch, RecordedSearch, merge, merge_searches
-import stat
 
 
 @dataclass

@@ -118,7 +118,7 @@ class Launch:
         """Launches equal under this key are the same launch (seen in several processes)."""
         return (self.kernel.key, self.kernel.attr, _json(self.launch_hints), self.grid, _json(self.args))
 
-    def absorb(self, other: "Launch") -> None:
+    def absorb(self, other: Launch) -> None:
         """Add another process's counts and sites of the same launch."""
         self.count = None if self.count is None or other.count is None else self.count + other.count
         self.sites.update(other.sites)
@@ -179,7 +179,7 @@ class RecordedSearch:
     skipped: list = field(default_factory=list)   # [position among the program's configurations, why] left out
     space_size: int | None = None                 # the program's configurations, those left out included
 
-    def absorb(self, other: "RecordedSearch") -> None:
+    def absorb(self, other: RecordedSearch) -> None:
         """Add another process's sighting of the same search (counts, sites; outputs and pick when unknown)."""
         self.count += other.count
         self.sites.update(other.sites)

@@ -12,6 +12,7 @@ from tileprobe.record.group import ProbePlan, group
 from tileprobe.record.log import Recording, read_log
 from tileprobe.record.model import Launch
 from tileprobe.record.write import PROBE_DIR, SUMMARY_FILE, Origin, summary, write_probes, write_summary
+
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.06 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 

@@ -16,6 +16,7 @@ import tempfile
 
 from tileprobe.record.args import args_text
 from tileprobe.record.model import Launch
+
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.07 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
@@ -66,13 +67,14 @@ def compute_symbols(launches: list[Launch], timeout_s: float = TIMEOUT_S) -> lis
 
 def _child_env() -> dict:
     """This environment without a recording hook, with this tileprobe importable."""
-    from tileprobe.record.hook import clean_env
     from tileprobe.procs import importable_env
+    from tileprobe.record.hook import clean_env
     return importable_env(clean_env(os.environ))
 
 
 def _kernel(entry: dict):
     import cuda.tile as ct
+
     from tileprobe.probe.define import import_object
     if entry.get("root"):
         sys.path.insert(0, entry["root"])
@@ -82,6 +84,7 @@ def _kernel(entry: dict):
 
 def _symbols(entry: dict) -> dict:
     import cuda.tile as ct
+
     from tileprobe.probe.define import SpecArrays
     from tileprobe.probe.signature import jit_signature
     try:

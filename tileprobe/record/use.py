@@ -21,6 +21,7 @@ import os
 
 from tileprobe.errors import TileprobeError
 from tileprobe.record import hook
+
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.10 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 

@@ -6,6 +6,7 @@ could not tell. It loads and audits with ``tileprobe audit`` unchanged.
 """
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -13,7 +14,7 @@ from dataclasses import dataclass, field
 
 from tileprobe.record.args import args_text, inert
 from tileprobe.record.group import Case, ProbePlan
-import ast
+
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.11 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 

@@ -25,12 +25,13 @@ import hashlib
 import json
 import os
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
-from tileprobe.errors import TileprobeError, UsageError
+from tileprobe.errors import TileprobeError
 from tileprobe.reduce.clean import clean
-from tileprobe.reduce.fold import fold_args, fold_branches, fold_constexprs, fold_variant, propagate_copies
+from tileprobe.reduce.fold import fold_args, fold_constexprs, fold_variant, propagate_copies
 from tileprobe.reduce.inline import inline_helpers
 from tileprobe.reduce.oracle import Oracle, Outcome
 from tileprobe.reduce.passes import Candidate, candidates
@@ -161,7 +162,7 @@ def reduce(probe: str, *, arch: str, where: Mapping[str, Any], prop: str | Prope
     if not resumed:
         try:
             folded = _normalized(start_src)
-        except Exception:     # noqa: BLE001 - a construct the folding cannot follow: reduce the probe unfolded
+        except Exception:
             folded = start_src
         if folded != current and oracle.check([folded])[0].interesting:
             current = folded
@@ -187,7 +188,7 @@ def reduce(probe: str, *, arch: str, where: Mapping[str, Any], prop: str | Prope
     if not stopped:       # tidy: copies the rounds left (`w = x`) propagated, kept if the property still holds
         try:
             tidy = ast.unparse(clean(propagate_copies(ast.parse(current))))
-        except Exception:     # noqa: BLE001 - nothing to tidy that the folding step can follow
+        except Exception:
             tidy = current
         if tidy != current and oracle.check([tidy])[0].interesting:
             current = tidy
@@ -251,7 +252,7 @@ def _signature(o: Outcome) -> str:
     return ""
 
 
-def _round(current: str, hints: dict, oracle: Oracle, batch: int, failed: set, deadline, say, kept) -> str | None | bool:
+def _round(current: str, hints: dict, oracle: Oracle, batch: int, failed: set, deadline, say, kept) -> str | bool | None:
     """One round: the first interesting smaller candidate (its source), False when none, None when the budget ran
     out."""
     tree = ast.parse(current)

@@ -10,9 +10,10 @@ from __future__ import annotations
 import ast
 import copy
 import operator
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
-from tileprobe.reduce.source import is_ct, names_used, parts
+from tileprobe.reduce.source import parts
 
 #: ``ct.*`` calls with an effect beyond their value: a statement calling one is never dead code.
 EFFECTS = ("store", "scatter", "store_advanced_indexing", "print", "printf", "assert_")

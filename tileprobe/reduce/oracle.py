@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import ast
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from tileprobe.reduce.prop import Judgement, Property, judge
 from tileprobe.reduce.source import digest, parts

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import ast
 import copy
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterator
 
 from tileprobe.reduce.clean import clean
 from tileprobe.reduce.fold import module_constants
@@ -96,7 +96,7 @@ def _make(tree: ast.Module, edit: Callable[[ast.Module], bool | None]) -> str | 
         return None
     try:
         t = clean(t)
-    except Exception:      # noqa: BLE001 - an edit the cleaner cannot follow is one candidate fewer
+    except Exception:
         return None
     return None if unbound(t) else ast.unparse(t)
 

@@ -17,8 +17,8 @@ the same way as on the original kernel (e.g. honoured under G and ignored under 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from tileprobe.errors import UsageError
 

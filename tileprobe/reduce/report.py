@@ -5,8 +5,7 @@ kernel and the compiler's words are text, never Markdown."""
 from __future__ import annotations
 
 import platform
-import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 from tileprobe.reduce.output import KERNEL_FILE, PROBE_FILE
 
@@ -66,7 +65,7 @@ def markdown(red, *, probe: str, arch: str, where: str, prop: str, versions: Seq
     try:
         from importlib.metadata import version
         out.append(f"- cuda-tile {version('cuda-tile')}")
-    except Exception:      # noqa: BLE001 - metadata missing: say nothing rather than guess
+    except Exception:
         pass
     out += ["", "## Repeat", "", "```", f"tileprobe audit {PROBE_FILE} --arch {arch} --tileiras {tcs}", "```", "",
             f"## Reduced kernel ({KERNEL_FILE})", "", "```python", kernel_source.rstrip(), "```", ""]

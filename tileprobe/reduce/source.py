@@ -43,7 +43,7 @@ class Parts:
 
 def _decorator_is(dec: ast.expr, name: str) -> bool:
     target = dec.func if isinstance(dec, ast.Call) else dec
-    return isinstance(target, ast.Attribute) and target.attr == name or (isinstance(target, ast.Name)
+    return (isinstance(target, ast.Attribute) and target.attr == name) or (isinstance(target, ast.Name)
                                                                          and target.id == name)
 
 

@@ -2,16 +2,13 @@
 from __future__ import annotations
 
 import re
-
-from collections import defaultdict
-from typing import Iterable, Sequence
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
 
 from tileprobe.model.arch import NOT_SOURCED
 from tileprobe.model.sass import tma_data_ops
 from tileprobe.records import PtxFacts, SassFacts
-# noqa: F401  (short_build: the renderers' label)
-from tileprobe.schema import (NOTEWORTHY_STATUSES, VariantRecord, VariantRun, Verdict, short_build)
-from collections import Counter
+from tileprobe.schema import NOTEWORTHY_STATUSES, VariantRecord, VariantRun, Verdict, short_build
 
 #: How a verdict status reads in text (``ignored`` in capitals: the hint fell short and did nothing).
 VERDICT_MARK = {"honoured": "honoured", "met": "met", "unverified": "unverified", "partial": "partial", "ignored": "IGNORED",
@@ -205,7 +202,7 @@ def smem_column_note(arch: str) -> str:
     from tileprobe.model.arch import get_arch
     try:
         rule = get_arch(arch).smem_reserve_rule
-    except Exception:  # noqa: BLE001 — an arch tileprobe has no limits for: nothing to explain
+    except Exception:
         return ""
     if not rule:
         return ""

@@ -17,8 +17,8 @@ space either side, one rule between columns and at both edges.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 #: Verdict abbreviations for narrow tables (legend under the table).
 VERDICT_ABBREV = {"honoured": "hon", "met": "met", "unverified": "unver", "partial": "part", "ignored": "IGN",

@@ -20,15 +20,35 @@ import io
 import os
 import re
 from collections import defaultdict
-from typing import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from tileprobe.analyses.results import CompilerSteps, group_changes
 from tileprobe.errors import TileprobeError
-from tileprobe.schema import VariantRecord, VariantRun, build_order
+from tileprobe.report.common import (
+    NUMERIC,
+    VERDICT_MARK,
+    VERDICT_MEANING,
+    case_columns,
+    change_group_line,
+    failure_groups,
+    failure_of,
+    fmt_kv,
+    fmt_value,
+    group_label,
+    group_tables,
+    headers,
+    hint_columns,
+    noteworthy,
+    row_cells,
+    sass_columns,
+    short_build,
+    variant_label,
+    verdict_columns,
+    verdict_legend,
+)
 from tileprobe.report.text import clean
-from tileprobe.report.common import (VERDICT_MEANING, change_group_line, verdict_legend, variant_label, NUMERIC, VERDICT_MARK, case_columns, failure_groups, failure_of,
-                                     fmt_kv, fmt_value, group_label, group_tables, headers, hint_columns, noteworthy,
-                                     row_cells, sass_columns, short_build, verdict_columns)
+from tileprobe.schema import VariantRecord, VariantRun, build_order
+
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.06 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 

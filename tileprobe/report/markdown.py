@@ -2,16 +2,37 @@
 comparisons, bisections, doctor findings and GPU runs."""
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from tileprobe.analyses.results import BisectResult, Comparison, Finding, TimeBisectResult, group_changes
+from tileprobe.report.common import (
+    RUN_COLUMNS,
+    SASS_UNREAD,
+    best_lines,
+    case_columns,
+    change_group_line,
+    compile_timeout_line,
+    failure_groups,
+    failure_of,
+    fmt_kv,
+    group_tables,
+    headers,
+    hint_columns,
+    noteworthy,
+    pool_line,
+    record_side,
+    row_cells,
+    sass_columns,
+    short_build,
+    table_md,
+    variant_label,
+    verdict_cells,
+    verdict_columns,
+    verdict_legend,
+    verdict_text,
+)
+from tileprobe.report.releases import gpu_line, releases_markdown
 from tileprobe.schema import VariantRecord
-from tileprobe.report.common import (variant_label, RUN_COLUMNS, SASS_UNREAD, best_lines, case_columns, failure_groups,
-                                     failure_of, fmt_kv, group_tables, headers, hint_columns, noteworthy, pool_line,
-                                     compile_timeout_line, record_side, row_cells, sass_columns, short_build, table_md,
-                                     verdict_cells, verdict_columns, verdict_text, change_group_line, verdict_legend)
-from tileprobe.report.releases import gpu_line
-from tileprobe.report.releases import releases_markdown
 
 
 def environment_md(env: dict) -> str:
@@ -67,7 +88,7 @@ def kernel_packages_md(paths: Sequence[str]) -> str:
         return ""
     try:
         dists = md.packages_distributions()
-    except Exception:  # noqa: BLE001 — metadata that cannot be read: name nothing rather than fail the report
+    except Exception:
         return ""
     found = {}
     for name in sorted(names):

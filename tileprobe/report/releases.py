@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 
 from tileprobe.analyses.results import Change, Comparison
-from tileprobe.schema import VariantRecord, VariantRun, p_text
 from tileprobe.report.common import fmt_kv, short_build, table_md
+from tileprobe.schema import VariantRecord, VariantRun, p_text
 
 
 def time_text(r: VariantRecord | None, st) -> str:

@@ -2,29 +2,57 @@
 log), and the tables and reports of compare, doctor, gate, history, toolchain list and run."""
 from __future__ import annotations
 
-from typing import Callable, Iterable, Sequence
+import re
+import textwrap
+from collections.abc import Callable, Iterable, Sequence
 
 from rich.console import Console
 from rich.table import Table
 
 from tileprobe.analyses.results import Comparison, Finding, GateResult, History
 from tileprobe.model.arch import NOT_SOURCED
-from tileprobe.schema import VariantRecord, VariantRun, Verdict
+from tileprobe.report.common import (
+    KEPT,
+    NUMERIC,
+    POOL_CELLS,
+    POOL_HEADER,
+    RUN_COLUMNS,
+    SASS_UNREAD,
+    VERDICT_MARK,
+    best_lines,
+    case_columns,
+    change_group_line,
+    compile_timeout_line,
+    failure_counts,
+    failure_groups,
+    failure_of,
+    fmt_int,
+    fmt_kv,
+    fmt_value,
+    group_label,
+    group_tables,
+    headers,
+    hint_columns,
+    noteworthy,
+    pool_line,
+    ptx_text,
+    record_side,
+    remark_lines,
+    row_cells,
+    run_label,
+    sass_columns,
+    short_build,
+    smem_column_note,
+    variant_label,
+    verdict_cells,
+    verdict_columns,
+)
 from tileprobe.report.fit import DROP_ORDER, Column, Fitted, fit_columns, table_width
-from tileprobe.report.common import (variant_label, KEPT, NUMERIC, POOL_CELLS, POOL_HEADER, RUN_COLUMNS, SASS_UNREAD,
-                                     pool_line, compile_timeout_line, VERDICT_MARK, fmt_int, fmt_value, best_lines,
-                                     case_columns, failure_counts, failure_groups, failure_of, fmt_kv, group_label,
-                                     group_tables, headers, hint_columns, noteworthy, ptx_text, record_side,
-                                     remark_lines, row_cells, run_label, sass_columns, short_build, verdict_cells,
-                                     verdict_columns, change_group_line, smem_column_note)
+from tileprobe.report.releases import change_text, time_text
 from tileprobe.report.text import cell, escape, say
-from tileprobe.report.releases import change_text
-from tileprobe.report.releases import time_text
+from tileprobe.schema import VariantRecord, VariantRun, Verdict
 from tileprobe.select import format_value
-from tileprobe.toolchain import NVCC_PKG
-from tileprobe.toolchain import NVVM_PKG
-import re
-import textwrap
+from tileprobe.toolchain import NVCC_PKG, NVVM_PKG
 
 _STYLE = {"honoured": "green", "met": "cyan", "unverified": "yellow", "partial": "yellow", "ignored": "bold red", "infeasible": "magenta",
           "changed": "blue", "unchanged": "dim", "baseline": "dim",
@@ -122,7 +150,7 @@ def spill_line(rows: Sequence[VariantRecord]) -> str:
     if spill:
         ldl = [r.sass.spill_loads for r in spill]
         stl = [r.sass.spill_stores for r in spill]
-        span = lambda xs: f"{min(xs):,}" if min(xs) == max(xs) else f"{min(xs):,}–{max(xs):,}"  # noqa: E731
+        span = lambda xs: f"{min(xs):,}" if min(xs) == max(xs) else f"{min(xs):,}–{max(xs):,}"
         return f"spills: {len(spill)} of {len(ok)} variants ({span(ldl)} LDL, {span(stl)} STL)"
     if not counted:
         stack = [r.stack_bytes for r in ok if r.stack_bytes]

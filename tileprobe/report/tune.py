@@ -3,10 +3,10 @@ table (the finalists only past :data:`ROWS_SHOWN` rows, unless ``--all``) and th
 split, from the :class:`~tileprobe.tune.result.TuneResult` the tune made (``tileprobe/cli/tune.py`` prints it)."""
 from __future__ import annotations
 
-from tileprobe.schema import short_build
 from tileprobe.report.fit import Column
 from tileprobe.report.terminal import print_fitted_table
-from tileprobe.report.text import cell, say
+from tileprobe.report.text import say
+from tileprobe.schema import short_build
 from tileprobe.tune.result import CUT_REASON, NO_SM_COUNT, NOT_SAMPLED_REASON, CandidateRow, ProblemResult, TuneResult
 
 #: Table order of the candidates' fates.

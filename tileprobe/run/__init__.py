@@ -9,8 +9,17 @@ torch, cuda-core and cuda-bindings are imported only here, and only when used (a
 """
 from __future__ import annotations
 
-__all__ = ["run_probes", "run_audit", "load_bundle", "best_hints", "RunResult", "Watchdog", "TaskOutcome",
-           "WorkerStartError", "TorchArrays"]
+__all__ = [
+    "RunResult",
+    "TaskOutcome",
+    "TorchArrays",
+    "Watchdog",
+    "WorkerStartError",
+    "best_hints",
+    "load_bundle",
+    "run_audit",
+    "run_probes",
+]
 
 _WHERE = {"run_probes": "session", "run_audit": "session", "load_bundle": "session", "best_hints": "session",
           "RunResult": "session", "Watchdog": "watchdog", "TaskOutcome": "watchdog",

@@ -14,10 +14,11 @@ so that an element the kernel never wrote is caught by :mod:`tileprobe.run.check
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
-from tileprobe.probe.signature import contiguous_strides, dtype_name, itemsize
 from tileprobe.errors import ProbeError
+from tileprobe.probe.signature import contiguous_strides, dtype_name, itemsize
+
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.06 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 

@@ -18,14 +18,23 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 
-from tileprobe.run.worker import (_STATE, _call_probe, _classify, _kernel, _probe, clock_reader, launch_context,
-                                  probe_grid)
+from tileprobe.run.worker import (
+    _STATE,
+    _call_probe,
+    _classify,
+    _kernel,
+    _probe,
+    clock_reader,
+    launch_context,
+    probe_grid,
+)
+
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.10 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
 #: Inputs kept per worker: at most this fraction of the GPU's memory (oldest dropped first).
 ARGS_CACHE_FRACTION = 0.25
-_ARGS: "OrderedDict[tuple, tuple]" = OrderedDict()
+_ARGS: OrderedDict[tuple, tuple] = OrderedDict()
 
 
 def _tracking_arrays(seed: int):

@@ -18,17 +18,16 @@ It may come from anywhere, so reading it runs nothing and reads nothing outside 
 from __future__ import annotations
 
 import json
-import sys
 import os
 import re
 import stat
-from typing import Any, Callable
+import sys
+from collections.abc import Callable
+from typing import Any
 
 from tileprobe.errors import CubinError, TileprobeError
-from tileprobe.schema import VariantRecord
 from tileprobe.model.arch import get_arch
-from tileprobe.schema import check_fields
-from tileprobe.schema import load
+from tileprobe.schema import VariantRecord, check_fields, load
 
 SHA256_RE = re.compile(r"[0-9a-f]{64}")
 #: Largest cubin a bundle may hold (the largest seen from tileiras is a few MB; a FlashInfer FP4 GEMM < 4 MB).

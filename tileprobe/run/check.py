@@ -17,12 +17,12 @@ and TF32 tensor cores give ~1e-4).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from tileprobe.probe.signature import dtype_name
-from tileprobe.run.arrays import is_floating
-from tileprobe.run.arrays import is_poisoned
+from tileprobe.run.arrays import is_floating, is_poisoned
 
 #: Relative-error bound per output dtype (overridable by ``Probe.tolerance``).
 DEFAULT_TOLERANCE: dict[str, float] = {

@@ -18,7 +18,7 @@ import shutil
 import statistics
 import subprocess
 import threading
-from typing import Iterable
+from collections.abc import Iterable
 
 #: nvml.h ``nvmlClocksEventReason*`` bits (NVML 12.x) → short names.
 CLOCK_EVENT_REASONS = {0x1: "gpu_idle", 0x2: "applications_clocks_setting", 0x4: "sw_power_cap",

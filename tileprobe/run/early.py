@@ -15,7 +15,7 @@ from __future__ import annotations
 import atexit
 import threading
 import time
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 __all__ = ["WorkerStarter", "discard_early_worker", "start_early_worker", "take_early_worker", "wants_early_worker"]
 
@@ -87,7 +87,7 @@ def start_early_worker(make_watchdog: Callable | None = None) -> None:
                 from tileprobe.run.watchdog import Watchdog
                 make_watchdog = Watchdog
             wd = make_watchdog()
-        except Exception:     # noqa: BLE001 — the tune starts its own later and says what is wrong
+        except Exception:
             return
         _EARLY.update(wd=wd, starter=WorkerStarter(wd))
     atexit.register(discard_early_worker)

@@ -15,13 +15,14 @@ the real CTA size (``cuOccupancyMaxActiveBlocksPerMultiprocessor``) and compared
 from __future__ import annotations
 
 import getopt
+import hashlib
 import json
 import os
 import subprocess
 import sys
 import tempfile
 from types import SimpleNamespace
-import hashlib
+
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.06 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
@@ -39,7 +40,7 @@ def _torch_array(spec, torch):
     base = raw[spec.offset:spec.offset + span]
     flat = base.view(dt) if span % isz == 0 else base[: (span // isz) * isz].view(dt)
     t = torch.as_strided(flat, spec.shape, spec.strides)
-    t._tileprobe_keepalive = raw  # noqa: SLF001
+    t._tileprobe_keepalive = raw
     return t
 
 
@@ -174,7 +175,7 @@ def compare(jit_rows: list[dict], audit_doc: dict, cubin_dir: str) -> list[dict]
             row.update(driver=drv, static_ctas_per_sm=a["ctas_per_sm"],
                        occupancy_agrees=drv["ctas_per_sm"] == a["ctas_per_sm"],
                        driver_shared_equal=drv["shared_bytes"] == a["driver_shared_bytes"])
-        except Exception as e:  # noqa: BLE001 - report, don't stop the comparison
+        except Exception as e:
             row["driver_error"] = f"{type(e).__name__}: {e}"
         same = row["bytes_equal"] or (row["symbol_equal"] and row["resources_equal"] and row["code_equal"])
         row["status"] = "same" if same else "DIFFERENT"

@@ -35,13 +35,14 @@ launching with arguments that break them is undefined behaviour, so it is refuse
 from __future__ import annotations
 
 import ctypes
-import struct
-from dataclasses import dataclass
-from typing import Any, Sequence
-
-from tileprobe.probe.signature import ArraySpec, dtype_name, itemsize
-from tileprobe.errors import ProbeError, TileprobeError
 import re
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tileprobe.errors import ProbeError, TileprobeError
+from tileprobe.probe.signature import ArraySpec, dtype_name, itemsize
 
 # --- CUDA errors -------------------------------------------------------------------------------------------
 

@@ -17,18 +17,16 @@ time kernels while another kernel runs beside them: their runs get ``shared_gpu:
 from __future__ import annotations
 
 import queue
-import threading
-import time
-from dataclasses import dataclass, field
-from typing import Callable, Sequence
-
-from tileprobe.errors import UsageError
-from tileprobe.schema import VariantRun
-from tileprobe.run.watchdog import WorkerStartError
-from tileprobe.run.watchdog import INIT_CUDA
-from tileprobe.run.watchdog import Watchdog
 import shutil
 import subprocess
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from tileprobe.errors import UsageError
+from tileprobe.run.watchdog import INIT_CUDA, Watchdog, WorkerStartError
+from tileprobe.schema import VariantRun
 
 SHARED_WARNING = ("timed on a GPU shared with another busy worker (--gpus lists it twice): the timing is flagged "
                   "shared_gpu and never ranked")

@@ -21,18 +21,20 @@ import hashlib
 import json
 import os
 import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Sequence
-
-from tileprobe.judge.verdict import judge_records
-from tileprobe.errors import StoreError, TileprobeError
-from tileprobe.model.arch import get_arch
-from tileprobe.schema import VariantRecord, VariantRun
-from tileprobe.run import watchdog as _watchdog
-from tileprobe.run.watchdog import DEFAULT_TIMEOUT_S, Watchdog, WorkerStartError
-from tileprobe.run.multi import ranked
-from tileprobe.run.worker import run_dict
 from types import SimpleNamespace
+from typing import Any
+
+from tileprobe.errors import StoreError, TileprobeError
+from tileprobe.judge.verdict import judge_records
+from tileprobe.model.arch import get_arch
+from tileprobe.run import watchdog as _watchdog
+from tileprobe.run.multi import ranked
+from tileprobe.run.watchdog import DEFAULT_TIMEOUT_S, Watchdog, WorkerStartError
+from tileprobe.run.worker import run_dict
+from tileprobe.schema import VariantRecord, VariantRun
+
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.10 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 

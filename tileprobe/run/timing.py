@@ -19,15 +19,12 @@ tests drive this module with a fake clock. Events follow torch's API: ``record()
 from __future__ import annotations
 
 import math
-import time
 import statistics
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Callable, Sequence
-from tileprobe.run.clocks import ClockPoller
-from tileprobe.run.clocks import POLL_INTERVAL_S
-from tileprobe.run.clocks import clock_summary
-from tileprobe.run.clocks import clock_warning
-from tileprobe.run.clocks import clocks_moved
+
+from tileprobe.run.clocks import POLL_INTERVAL_S, ClockPoller, clock_summary, clock_warning, clocks_moved
 
 #: Below this median (µs) a launch is too short to time meaningfully: event resolution (~0.5 µs) and launch
 #: jitter are a large part of it.

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -29,11 +30,11 @@ from dataclasses import dataclass, field
 from multiprocessing import Pipe
 from typing import Any
 
-from tileprobe.probe.wire import WireError, recv as wire_recv
-from tileprobe.procs import importable_env, signal_group, stop_process
 from tileprobe.errors import TileprobeError
+from tileprobe.probe.wire import WireError
+from tileprobe.probe.wire import recv as wire_recv
+from tileprobe.procs import importable_env, signal_group, stop_process
 from tileprobe.schema import exit_text
-import shutil
 
 #: Default per-variant timeout (s): inputs, reference, one checked launch and the timed repetitions.
 DEFAULT_TIMEOUT_S = 60.0
@@ -116,7 +117,7 @@ class Watchdog:
         self._finalizer = weakref.finalize(self, _shutdown, self.__dict__)
 
     # --- life cycle --------------------------------------------------------------------------------------
-    def __enter__(self) -> "Watchdog":
+    def __enter__(self) -> Watchdog:
         return self
 
     def __exit__(self, *exc) -> None:

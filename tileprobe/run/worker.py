@@ -18,15 +18,16 @@ record exactly as it is stored (``VariantRecord.run``; fields in :data:`RUN_FIEL
 from __future__ import annotations
 
 import os
-import signal
 import shutil
+import signal
 import subprocess
 import sys
 import time
 import traceback
-from typing import Any
 from importlib import metadata
 from multiprocessing.connection import Connection
+from typing import Any
+
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.13 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
@@ -75,6 +76,7 @@ def init_cuda() -> dict:
         RuntimeError: torch sees no CUDA GPU.
     """
     import torch
+
     from tileprobe.run.launch import core_stream, cuda_core
     from tileprobe.run.timing import TorchTimer
     if not torch.cuda.is_available():
@@ -100,6 +102,7 @@ def gpu_info(dev: int = 0) -> dict:
     """
     import torch
     from cuda.bindings import driver
+
     from tileprobe.run.launch import check_cu
     props = torch.cuda.get_device_properties(dev)
     cudev = check_cu(driver.cuDeviceGet(dev), "cuDeviceGet")

@@ -20,14 +20,34 @@ from __future__ import annotations
 
 from tileprobe.store.claims import ClaimsMixin
 from tileprobe.store.compiles import KEY_VERSION, RETRIED_FAILURES, REUSED_STATUSES, CompilesMixin, compile_key
-from tileprobe.store.connection import (BUSY_TIMEOUT_S, SCHEMA_VERSION, STORE_ENV, begin_command, default_path, now,
-                                        saved_by_this_process, store_opened_by_this_process)
+from tileprobe.store.connection import (
+    BUSY_TIMEOUT_S,
+    SCHEMA_VERSION,
+    STORE_ENV,
+    begin_command,
+    default_path,
+    now,
+    saved_by_this_process,
+    store_opened_by_this_process,
+)
 from tileprobe.store.prune import PruneMixin
 from tileprobe.store.runs import RunsMixin
 
-__all__ = ["Store", "SCHEMA_VERSION", "KEY_VERSION", "BUSY_TIMEOUT_S", "REUSED_STATUSES", "RETRIED_FAILURES",
-           "STORE_ENV", "default_path", "now", "compile_key", "saved_by_this_process", "begin_command",
-           "store_opened_by_this_process"]
+__all__ = [
+    "BUSY_TIMEOUT_S",
+    "KEY_VERSION",
+    "RETRIED_FAILURES",
+    "REUSED_STATUSES",
+    "SCHEMA_VERSION",
+    "STORE_ENV",
+    "Store",
+    "begin_command",
+    "compile_key",
+    "default_path",
+    "now",
+    "saved_by_this_process",
+    "store_opened_by_this_process",
+]
 
 
 class Store(CompilesMixin, RunsMixin, ClaimsMixin, PruneMixin):

@@ -12,9 +12,9 @@ The ``claims`` table (store schema 4): ``key`` → ``owner_host``, ``owner_pid``
 from __future__ import annotations
 
 import os
+import time
 
 from tileprobe.store.connection import StoreConnection
-import time
 
 
 class ClaimsMixin(StoreConnection):

@@ -41,18 +41,20 @@ again once.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
+import re
 import sqlite3
-from typing import TYPE_CHECKING, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from types import SimpleNamespace
+from typing import TYPE_CHECKING
 
 from tileprobe.errors import StoreError
 from tileprobe.records import RegisterPool, SassFacts, keyed_from_dict
 from tileprobe.schema import value_key, verdicts_from_dict
 from tileprobe.store.connection import _SAVED, StoreConnection, now
-from types import SimpleNamespace
-import dataclasses
-import re
+
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.16 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
@@ -392,8 +394,8 @@ class CompilesMixin(StoreConnection):
 
 def _natural_order(r) -> tuple:
     """Kernel, arch (by compute capability), compiler (by version), then case and hint values (numbers by value)."""
-    from tileprobe.model.arch import get_arch
     from tileprobe.errors import TileprobeError
+    from tileprobe.model.arch import get_arch
 
     def val(v):   # numbers by value, sequences of numbers (tiles) element by element, the rest by text
         if isinstance(v, (int, float)) and not isinstance(v, bool):

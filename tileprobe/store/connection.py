@@ -48,12 +48,14 @@ import os
 import pathlib
 import socket
 import sqlite3
-from typing import Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
+import platformdirs
+
+from tileprobe._version import __version__
 from tileprobe.errors import StoreError
 from tileprobe.store import health
-from tileprobe._version import __version__
-import platformdirs
 
 SCHEMA_VERSION = 5
 BUSY_TIMEOUT_S = 60.0
@@ -166,7 +168,7 @@ class StoreConnection:
     # --- opening -------------------------------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, path: str | os.PathLike | None = None, *, must_exist: bool = False) -> "Store":
+    def open(cls, path: str | os.PathLike | None = None, *, must_exist: bool = False) -> StoreConnection:
         """Open (creating or migrating) the store at ``path`` (``None``: :func:`default_path`). ``must_exist``: for
         commands that only read (history, report, compare), a missing file is an error rather than a new store.
 
@@ -352,7 +354,7 @@ class StoreConnection:
         """Close the connection (saved data is already committed)."""
         self._conn.close()
 
-    def __enter__(self) -> "Store":
+    def __enter__(self) -> StoreConnection:
         return self
 
     def __exit__(self, *exc) -> None:

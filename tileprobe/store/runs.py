@@ -4,12 +4,12 @@ newest first."""
 from __future__ import annotations
 
 import json
-from typing import Sequence
+from collections.abc import Sequence
 
+from tileprobe._version import __version__
 from tileprobe.errors import StoreError
 from tileprobe.schema import VariantRun, value_key, verdicts_to_dict
 from tileprobe.store.connection import _SAVED, StoreConnection, now
-from tileprobe._version import __version__
 
 
 class RunsMixin(StoreConnection):

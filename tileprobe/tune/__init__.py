@@ -14,8 +14,17 @@ No rich, no argparse here: the command is ``tileprobe/cli/tune.py``, its tables 
 """
 from __future__ import annotations
 
-__all__ = ["tune", "TuneResult", "ProblemResult", "Race", "RaceSettings", "Batch", "CheckOutcome",
-           "TimingSettings", "write_export"]
+__all__ = [
+    "Batch",
+    "CheckOutcome",
+    "ProblemResult",
+    "Race",
+    "RaceSettings",
+    "TimingSettings",
+    "TuneResult",
+    "tune",
+    "write_export",
+]
 
 _WHERE = {"tune": "pipeline", "TuneResult": "result", "ProblemResult": "result", "Race": "race",
           "RaceSettings": "race", "Batch": "race", "CheckOutcome": "race", "TimingSettings": "gpu",

@@ -7,6 +7,7 @@ from tileprobe.run.clocks import clocks_moved
 from tileprobe.tune.race import RaceOutcome
 from tileprobe.tune.result import SAMPLE_FIELDS, CandidateRow, ProblemResult
 from tileprobe.tune.static import DUPLICATE, Candidate, Plan
+
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.26 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import dataclasses
 import sqlite3
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from tileprobe.compile.schedule import ChosenSchedule
 from tileprobe.schema import value_key

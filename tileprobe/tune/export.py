@@ -33,14 +33,12 @@ correct candidate are left out. A table of another ``schema_version`` or ``kind`
 from __future__ import annotations
 
 import datetime
-import json
 import os
-
-from tileprobe.errors import TileprobeError
-from tileprobe.schema import json_text
-from tileprobe._version import __version__
-from tileprobe.schema import read_json_file
 import stat
+
+from tileprobe._version import __version__
+from tileprobe.errors import TileprobeError
+from tileprobe.schema import json_text, read_json_file
 
 EXPORT_SCHEMA_VERSION = 1
 KIND = "tileprobe.tune"

@@ -9,11 +9,11 @@ torch is never imported here (the worker does that).
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Callable, Mapping, Sequence
 
-from tileprobe.run import timing as run_timing
 from tileprobe.errors import TileprobeError
+from tileprobe.run import timing as run_timing
 from tileprobe.run.session import _TASK_FIELDS, probe_not_given, resolve_probe_path
 from tileprobe.tune.race import FAILED, Batch, CheckOutcome
 from tileprobe.tune.static import Candidate

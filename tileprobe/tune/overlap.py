@@ -14,13 +14,13 @@ import dataclasses
 import queue
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
+from tileprobe.run.watchdog import WorkerStartError
 from tileprobe.tune.gpu import WorkerBench
 from tileprobe.tune.race import MIN_RACE_S, Race
 from tileprobe.tune.search import FINISH_S
 from tileprobe.tune.static import Landing, Plan, dedupe_one
-from tileprobe.run.watchdog import WorkerStartError
 
 
 class Overlap:
@@ -136,7 +136,7 @@ class Overlap:
                 self.aborted, outcome = f"no GPU worker could be started: {e}", None
             self.race_s = time.perf_counter() - t0
             self.result = self.make_result(self.plan, outcome)
-        except BaseException as e:   # noqa: B036 — handed to the main thread by join()
+        except BaseException as e:
             self.error = e
         finally:
             self.done.set()

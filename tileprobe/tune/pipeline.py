@@ -5,32 +5,39 @@ call plus printing (``tileprobe/cli/tune.py``, its tables in ``tileprobe/report/
 """
 from __future__ import annotations
 
-import os
-import time
-from typing import TYPE_CHECKING, Callable, Sequence
-
-from tileprobe.model.arch import get_arch
-from tileprobe.errors import TileprobeError
-from tileprobe.tune.gpu import CHECK_TASK, TIME_TASK, TimingSettings, WorkerBench
-from tileprobe.tune.race import MIN_RACE_S, Race, RaceSettings
-from tileprobe.tune.search import SearchSettings
-from tileprobe.tune.assemble import compare_previous, problem_result
-from tileprobe.tune.result import NO_SM_COUNT, ProblemResult, TuneResult
-from tileprobe.tune.static import Plan, compile_records, dedupe, launch_facts, load_space, make_plans
-from tileprobe.model.sass import SASS_GATE, have_nvdisasm
-from tileprobe.probe.zygote import speculate_torch_free, warm_starts
-from tileprobe.probe.contained import PROBE_TIMEOUT_S, loader_sessions, prefetch_compiler_lookup
-from tileprobe.compile.toolcache import cached_default
-from tileprobe.run.clocks import compute_capability
-from tileprobe.run.watchdog import WorkerStartError
-from tileprobe.run.early import WorkerStarter, discard_early_worker, take_early_worker
-from tileprobe.tune.overlap import Overlap
-from tileprobe.tune.overlap import budget_share
-from tileprobe.tune.static import Landing
-from tileprobe.tune.static import pending_plans
 import contextlib
 import dataclasses
 import math
+import os
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from tileprobe.compile.toolcache import cached_default
+from tileprobe.errors import TileprobeError
+from tileprobe.model.arch import get_arch
+from tileprobe.model.sass import SASS_GATE, have_nvdisasm
+from tileprobe.probe.contained import PROBE_TIMEOUT_S, loader_sessions, prefetch_compiler_lookup
+from tileprobe.probe.zygote import speculate_torch_free, warm_starts
+from tileprobe.run.clocks import compute_capability
+from tileprobe.run.early import WorkerStarter, discard_early_worker, take_early_worker
+from tileprobe.run.watchdog import WorkerStartError
+from tileprobe.tune.assemble import compare_previous, problem_result
+from tileprobe.tune.gpu import CHECK_TASK, TIME_TASK, TimingSettings, WorkerBench
+from tileprobe.tune.overlap import Overlap, budget_share
+from tileprobe.tune.race import MIN_RACE_S, Race, RaceSettings
+from tileprobe.tune.result import NO_SM_COUNT, ProblemResult, TuneResult
+from tileprobe.tune.search import SearchSettings
+from tileprobe.tune.static import (
+    Landing,
+    Plan,
+    compile_records,
+    dedupe,
+    launch_facts,
+    load_space,
+    make_plans,
+    pending_plans,
+)
 
 if TYPE_CHECKING:
     from tileprobe.toolchain import Toolchain
@@ -216,7 +223,7 @@ def _tune(t0, result, race_settings, timing_settings, probe_paths, arch, export,
         problems, result.probe_errors = load_space(probe_paths, where=where, cases=cases, hints=hints,
                                                    probe_timeout_s=probe_timeout_s)
         if not problems:
-            from tileprobe.errors import IncompleteError     # exit 3, as audit's "no probe could be loaded"
+            from tileprobe.errors import IncompleteError  # exit 3, as audit's "no probe could be loaded"
             raise IncompleteError("nothing to tune: no probe could be loaded:\n  " + "\n  ".join(result.probe_errors))
         result.times["plan_s"] = time.perf_counter() - t0
         arch = _target_arch(arch, starter)
@@ -312,7 +319,7 @@ def _searched(result, problems, arch, starter, wd, probe_paths, store, jobs, com
         if "gpu" not in asked:
             asked["gpu"] = _gpu(result, starter, arch, progress)
         return asked["gpu"]
-    records = lambda probs, schedule, on_record: _records(  # noqa: E731
+    records = lambda probs, schedule, on_record: _records(
         probe_paths, probs, arch, None, store, jobs, compile_timeout_s, toolchains, progress, overrides, executor,
         on_record=on_record, schedule=schedule)
     bench_kw = dict(watchdog=wd, probe_paths=probe_paths, search_dirs=[os.getcwd()], timing=timing,
@@ -489,7 +496,7 @@ def _race_all(result: TuneResult, plans: list[Plan], wd, get, probe_paths, bundl
             share = max(MIN_RACE_S, max(0.0, settings.budget_s - (time.perf_counter() - t0)) / (len(plans) - i))
         if result.aborted or not raced:
             res = problem_result(plan, None, result.environment["arch"], settings.confidence)
-            res.notes.append(result.aborted and f"not raced: {result.aborted}" or "no candidate left to time")
+            res.notes.append((result.aborted and f"not raced: {result.aborted}") or "no candidate left to time")
             result.problems.append(res)
             continue
         dflt = plan.find(plan.problem.default)

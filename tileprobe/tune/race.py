@@ -53,11 +53,11 @@ from __future__ import annotations
 import random
 import statistics
 import time
-from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from tileprobe.tune.final import SteadyFinal
-from tileprobe.tune.race_state import FAILED, Batch, CheckOutcome, Entry   # noqa: F401 (the race's records, as before)
+from tileprobe.tune.race_state import FAILED, Batch, CheckOutcome, Entry
 from tileprobe.tune.stats import median_ci, z_value
 
 STRATEGIES = ("race", "exhaustive")

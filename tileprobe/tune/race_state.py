@@ -67,7 +67,7 @@ class Entry:
             self._median = (n, statistics.median(self.samples))
         return self._median[1]
 
-    def final_vs(self, other: "Entry") -> float:
+    def final_vs(self, other: Entry) -> float:
         """Its final figure ÷ ``other``'s over the passes both ran (a drift over the final hits both alike)."""
         k = min(len(self.final), len(other.final))
         return statistics.fmean(self.final[:k]) / statistics.fmean(other.final[:k])

@@ -28,6 +28,7 @@ from __future__ import annotations
 import copy
 import datetime
 from dataclasses import dataclass, field, fields
+
 from tileprobe._version import __version__
 
 TUNE_SCHEMA_VERSION = 1

@@ -37,8 +37,8 @@ import itertools
 import math
 import random
 import statistics
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Callable, Iterator, Sequence
 
 from tileprobe.schema import value_key
 from tileprobe.tune.race import MIN_RACE_S

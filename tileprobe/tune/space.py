@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import itertools
 import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from tileprobe.errors import ProbeError
 from tileprobe.probe.define import Probe, _probe_error_from
@@ -122,7 +123,7 @@ def problem_data(p: Problem, source_sha256: str = "") -> dict:
             "lineno": getattr(probe, "lineno", None), "reference": True if probe.reference is not None else None,
             "grid": True if probe.grid is not None else None, "source_sha256": source_sha256,
             "args_context": list(getattr(probe, "args_context", ()))}
-    cfg = lambda c: [list(c.tunables), list(c.hints)] if c is not None else None   # noqa: E731
+    cfg = lambda c: [list(c.tunables), list(c.hints)] if c is not None else None
     return {"probe": info, "values": dict(p.values), "configs": [cfg(c) for c in p.configs],
             "rejected": dict(p.rejected), "default": cfg(p.default), "default_note": p.default_note}
 
@@ -133,7 +134,7 @@ def problem_from_data(d: dict) -> Problem:
     info = d["probe"]
     if type(info) is not dict or type(info.get("source")) is not str or type(info.get("label")) is not str:
         raise TypeError("a problem's probe must name its source and label")
-    cfg = lambda x: None if x is None else Config(tuple(tuple(kv) for kv in x[0]),   # noqa: E731
+    cfg = lambda x: None if x is None else Config(tuple(tuple(kv) for kv in x[0]),
                                                    tuple(tuple(kv) for kv in x[1]))
     info = dict(info, args_context=tuple(str(x) for x in info.get("args_context") or ()))
     return Problem(ProbeInfo(**info), dict(d["values"]), [cfg(c) for c in d["configs"]], dict(d["rejected"]),

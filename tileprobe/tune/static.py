@@ -22,15 +22,17 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from tileprobe.errors import ProbeError
 from tileprobe.probe.define import load_probes
-from tileprobe.schema import VariantRecord, canonical, value_key
 from tileprobe.probe.signature import ArraySpec
 from tileprobe.probe.zygote import prefetch_heavy
+from tileprobe.schema import VariantRecord, canonical, value_key
 from tileprobe.tune.space import Config, Problem, problems
+
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.19 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
@@ -53,7 +55,7 @@ class Candidate:
     reason: str = ""
     grid: tuple | None = None
     launch_key: str | None = None
-    same_as: "Candidate | None" = None
+    same_as: Candidate | None = None
     members: list = field(default_factory=list)
 
     @property
@@ -91,8 +93,8 @@ def space_task(path: str, stage: Callable[[str], None], cases: dict | None = Non
     """In a contained loader child (:func:`tileprobe.probe.contained.run_probe_tasks`): import the probe file, apply
     the overrides, run each probe's constraints; return (its problems as :func:`~tileprobe.tune.space.problem_data`,
     errors). What the probe's code does (raise, exit, values that are not data) is its error, with its line."""
-    from tileprobe.probe import wire
     from tileprobe.audit.pipeline import source_sha256
+    from tileprobe.probe import wire
     from tileprobe.probe.define import _probe_error_from, probe_code_guard
     from tileprobe.select import apply_overrides
     from tileprobe.tune.space import problem_data
@@ -102,7 +104,7 @@ def space_task(path: str, stage: Callable[[str], None], cases: dict | None = Non
             probes = apply_overrides(load_probes(path), cases, hints, check=False)
     except ProbeError as e:
         return [], [str(e)]
-    except BaseException as e:   # noqa: B036 — sys.exit, os._exit, KeyboardInterrupt of the probe's own code
+    except BaseException as e:
         return [], [str(_probe_error_from(e, os.path.abspath(path), "importing the probe file"))]
     out, errors = [], []
     for probe in probes:
@@ -120,7 +122,7 @@ def space_task(path: str, stage: Callable[[str], None], cases: dict | None = Non
         except ProbeError as e:
             errors.append(str(e))
             continue
-        except BaseException as e:   # noqa: B036
+        except BaseException as e:
             errors.append(str(_probe_error_from(e, probe.source, f"probe {probe.label!r}")))
             continue
         out.extend(data)
@@ -157,6 +159,7 @@ def load_space(probe_paths: Sequence[str], *, where: dict | None = None, cases: 
                 break
     if cases and out:    # --case names: checked across all files (the children took each file alone)
         from types import SimpleNamespace
+
         from tileprobe.select import check_case_names
         check_case_names(cases, [SimpleNamespace(cases={*p.values, *(n for c in p.configs for n, _ in c.tunables)})
                                  for p in out])
@@ -389,7 +392,7 @@ def launch_task(path: str, stage: Callable[[str], None], index: int, num_sms: in
     try:
         with probe_code_guard():
             probe = load_probes(path)[index]
-    except BaseException as e:   # noqa: B036
+    except BaseException as e:
         return [], [str(e) if isinstance(e, ProbeError) else
                     str(_probe_error_from(e, os.path.abspath(path), "importing the probe file"))]
     out = []
@@ -406,7 +409,7 @@ def launch_task(path: str, stage: Callable[[str], None], index: int, num_sms: in
             out.append(str(ProbeError(f"args({c.case}) gave a launch argument that is not data: {e}", probe.source)))
         except ProbeError as e:
             out.append(str(e))
-        except BaseException as e:   # noqa: B036
+        except BaseException as e:
             out.append(str(_probe_error_from(e, probe.source, f"grid() or args() of {c.case}")))
     return out, []
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import Sequence
+from collections.abc import Sequence
 
 #: Normal quantiles for the confidence levels the race offers.
 _Z = {0.90: 1.6449, 0.95: 1.9600, 0.99: 2.5758}
