@@ -331,7 +331,7 @@ def use_compiler(tileiras: str, lib_dirs: list[str] | None = None) -> None:
             f.cache_clear()
 
 
-# --- issue 9: every tileiras run contained, its version probed once ---------------------------------------------
+# --- every tileiras run contained, its version probed once ------------------------------------------------------
 
 _CONTAINED: list = []
 
@@ -388,7 +388,7 @@ def pin_compiler_facts(temp_dir: str) -> tuple[str, object]:
 
     cuTile caches its bytecode-version probe per temp folder (``_get_max_supported_bytecode_version(temp_dir)``),
     and the audit gives every variant its own folder, so each compile ran the probe again: 88 extra tileiras runs
-    for 88 variants (issue 9). It also runs ``tileiras --version`` again after every failed compile
+    for 88 variants. It also runs ``tileiras --version`` again after every failed compile
     (``_try_get_compiler_version``), without a timeout. Call after :func:`use_compiler` /
     :func:`contain_default_compiler`, once per worker.
 
@@ -427,7 +427,6 @@ def _tool_env(binary) -> dict:
         for key in ("CUDA_HOME", "CUDA_PATH"):
             env.pop(key, None)
     return env
-# --- end issue 9 -------------------------------------------------------------------------------------------------
 
 
 def current_compiler() -> str:
@@ -470,7 +469,7 @@ except Exception as e:
 
 class DefaultCompilerLookup:
     """The tileiras cuTile would pick (:func:`current_compiler`), found in a child process started at once, so
-    that it overlaps the probe loaders (issue 22): on the H200 host the lookup took 4.15 s in a loader, and as it
+    that it overlaps the probe loaders: on the H200 host the lookup took 4.15 s in a loader, and as it
     imported cuTile's compiler side (torch with it) the loader could no longer say whether the probe needs torch.
     Here cuTile is imported without torch (0.3 s instead of 2.2 s on the 2-core machine); if that import fails,
     the lookup is asked again with torch. Not probe code: no probe file is imported.
@@ -654,7 +653,7 @@ def which_tool(name: str) -> str | None:
         return None
 
 
-# --- issue 12: where cuTile keeps its compile cache --------------------------------------------------------
+# --- where cuTile keeps its compile cache ------------------------------------------------------------------
 
 def compile_cache_dir() -> str | None:
     """The folder of cuTile's compile cache (``cache.db`` inside), as cuTile picks it: ``$CUDA_TILE_CACHE_DIR``,

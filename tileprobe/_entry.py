@@ -10,7 +10,7 @@ def main() -> int:
     try:
         if len(sys.argv) > 1 and sys.argv[1] in ("tune", "audit") and not {"-h", "--help"} & set(sys.argv[2:]):
             from tileprobe.probe.zygote import start_early
-            start_early()          # its imports beside the CLI's (issue 22)
+            start_early()          # its imports beside the CLI's
         from tileprobe.run.early import wants_early_worker
         if wants_early_worker(sys.argv[1:]):   # the tune's GPU worker (torch, a CUDA context) starts now, beside the
             from tileprobe.run.early import start_early_worker  # CLI's start-up, the plan and the compiles

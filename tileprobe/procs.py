@@ -1,4 +1,4 @@
-"""Child processes that die with tileprobe, and temp folders that do not outlive it (issue 9, item 4).
+"""Child processes that die with tileprobe, and temp folders that do not outlive it.
 
 Every process an audit starts (probe loaders, compile workers, and the tileiras / ptxas / nvdisasm those run) must
 end within seconds when the tileprobe process ends, however it ends:
@@ -343,7 +343,7 @@ def kill_tree(pid: int, include_self: bool = True, group: bool = False) -> list[
     return victims
 
 
-# --- issue 25: a guard that outlives a SIGKILLed tileprobe and ends what probe code left -------------------------------
+# --- a guard that outlives a SIGKILLed tileprobe and ends what probe code left -----------------------------------------
 
 #: The guard: one small process per tileprobe process (no tileprobe import, no probe code), reading ``+PID TICKS`` /
 #: ``-PID`` lines; at end of file (tileprobe ended, however: a SIGKILL included) it SIGKILLs the process group and

@@ -38,7 +38,7 @@ def pytest_addoption(parser) -> None:
                     help="record the session's cuda.tile launches and write probes for them under DIR/probes")
 
 
-# --- issue 12: --tileprobe-record DIR --------------------------------------------------------------------------
+# --- --tileprobe-record DIR ------------------------------------------------------------------------------------
 
 def pytest_configure(config) -> None:
     """With ``--tileprobe-record DIR``: record every cuTile launch of this session (and its child processes)."""

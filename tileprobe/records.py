@@ -1,4 +1,4 @@
-"""The facts a variant record carries besides its scalars, as records (issue 24): ``VariantRecord.register_pool``
+"""The facts a variant record carries besides its scalars, as records: ``VariantRecord.register_pool``
 (:class:`RegisterPool`), ``.ptx`` (:class:`PtxFacts`), ``.compile_timeout`` (:class:`CompileTimeout`) and ``.sass``
 (:class:`SassFacts`), and the machinery they share with ``VariantRecord.run`` (:class:`tileprobe.schema.VariantRun`).
 
@@ -127,7 +127,7 @@ class PoolInstruction(KeyedRecord):
 
 
 class RegisterPool(KeyedRecord):
-    """``VariantRecord.register_pool``: the register-pool check of setmaxnreg (issue 23;
+    """``VariantRecord.register_pool``: the register-pool check of setmaxnreg (
     :mod:`tileprobe.model.regpool` computes it, ``PoolCheck.record()`` builds this). Registers per CTA unless named
     per thread. Records written before the check have ``{verdict, reason}`` only (derived from their SASS); the
     other keys then read None."""
@@ -156,7 +156,7 @@ class PtxFacts(KeyedRecord):
 
 class CompileTimeout(KeyedRecord):
     """``VariantRecord.compile_timeout``: the compile time against the program's compiler timeout
-    (``audit --compiler-timeout S``, issue 23; :func:`tileprobe.audit.pipeline.check_compile_timeout`). Seconds."""
+    (``audit --compiler-timeout S``; :func:`tileprobe.audit.pipeline.check_compile_timeout`). Seconds."""
     __slots__ = ()
     timeout_s: float | None = Key()    # the compiler timeout checked against
     compile_s: float | None = Key()    # the variant's compile time

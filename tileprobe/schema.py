@@ -47,11 +47,11 @@ knobs          {per-load hint: case constant} (e.g. {"allow_tma": "ALLOW_TMA"}) 
 code_hashes, deterministic  with ``audit --repeat N``: the distinct code_sha256 over N compiles of the variant,
                and whether there was only one (null without --repeat); tileiras is not always deterministic
 sass, remarks, ptx  SASS traits, compiler remarks, embedded-PTX directives (when collected)
-register_pool  the register-pool check of setmaxnreg (issue 23; :mod:`tileprobe.model.regpool`): {"verdict":
+register_pool  the register-pool check of setmaxnreg (:mod:`tileprobe.model.regpool`): {"verdict":
                hang_risk | pool_ok | unknown | none, "reason", "registers_per_thread", "threads", "pool_registers",
                "demand_registers", "warpgroup_counts", "instructions": [{address, action, target, text, guard,
                retry_loop, warps}]}, or null when the SASS was not read
-compile_timeout  with ``audit --compiler-timeout S`` (a program's ct.compiler_timeout, issue 23): {"timeout_s",
+compile_timeout  with ``audit --compiler-timeout S`` (a program's ct.compiler_timeout): {"timeout_s",
                "compile_s", "margin_s" (timeout − compile time, < 0 when it exceeds), "exceeds", "source"}, else null
 run            GPU run result (status ok|wrong|hang|crash, median_us, …) when the variant was run
 ============== ======================================================================================
@@ -68,19 +68,19 @@ Version history:
    the records (every field they need is in schema 1), since a schema-1 ``honoured`` cannot be split without the
    other variants of its group. Nothing else changed.
 
-   Added within schema 2 (2026-12-01, issue 9), no version bump: ``failure``, ``message`` and ``fix``. They are
+   Added within schema 2 (2026-12-01), no version bump: ``failure``, ``message`` and ``fix``. They are
    optional (older tileprobe ignores them; ``status`` keeps its values, so old readers still see compile_error /
    compiler_crash / timeout / probe_error). A record written before them (a file, or a stored compile) gets them on
    load from ``status`` and ``error`` (:func:`derive_failure`): "Cannot find option named 'sm_NN'" →
    unsupported_target, cuTile's UnsupportedFeatureError → unsupported_feature, otherwise the status itself.
    broken_environment is never derived: it needs the environment the compiler ran in.
 
-   Added within schema 2 (2026-12-02, issue 23), no version bump: ``register_pool`` (optional; older tileprobe
+   Added within schema 2 (2026-12-02), no version bump: ``register_pool`` (optional; older tileprobe
    ignores it). A record written before it gets it on load from its ``sass`` (:func:`derive_register_pool`):
    ``none`` when the SASS traits list no setmaxnreg, ``unknown`` ("not checked") when they list some (the store
    checks those again from the cubin when it is asked for SASS), null when the SASS was not read.
 
-   Added within schema 2 (2026-12-02, issue 26), no version bump: the goal status ``unverified`` (the goal is met
+   Added within schema 2 (2026-12-02), no version bump: the goal status ``unverified`` (the goal is met
    under one reading of a rule no driver has checked and not under the other). Older tileprobe shows it as an
    unknown status; files written before keep the verdicts they were written with (an audit judges afresh).
 """
@@ -114,7 +114,7 @@ MET = "met"                # goal met without the hint: same machine code and re
 PARTIAL = "partial"        # moved toward the goal and fell short
 IGNORED = "ignored"        # goal not met, no effect
 INFEASIBLE = "infeasible"  # goal impossible on this arch for the CTA the compiler built
-UNVERIFIED = "unverified"  # goal met or not depending on a rule no driver has checked (issue 26: the 1 KB
+UNVERIFIED = "unverified"  # goal met or not depending on a rule no driver has checked (the 1 KB
                            # per-CTA reserve on sm_8x/10x/12x, a GPC layout not sourced for clusters)
 CHANGED = "changed"        # no goal: the machine code or resources differ from the baseline value's
 UNCHANGED = "unchanged"    # no goal: same machine code and resources as the baseline value
@@ -125,7 +125,7 @@ EFFECT_STATUSES = (CHANGED, UNCHANGED, BASELINE)
 NOTEWORTHY_STATUSES = (UNVERIFIED, PARTIAL, IGNORED, INFEASIBLE, UNCHANGED)
 
 
-# Failure classes (``VariantRecord.failure``): what went wrong, in classes a user can act on (issue 9). Each is
+# Failure classes (``VariantRecord.failure``): what went wrong, in classes a user can act on. Each is
 # stored under a ``status`` older readers know (:data:`FAILURE_STATUS`); :data:`FAILURE_FIXES` is the generic fix
 # (a record's ``fix`` may be more precise, e.g. naming the releases that list a target).
 UNSUPPORTED_TARGET = "unsupported_target"   # the tileiras does not list the arch (tileiras --help): nothing compiled
@@ -371,7 +371,7 @@ class VariantRun(KeyedRecord):
     clocks_moved: Any = Key()
     register_pool: str | None = Key()       # the static prediction beside what happened
     gpu: Any = Key()                        # {"index", "name", "uuid", …}, or a name in older files
-    shared_gpu: bool | None = Key()         # timed beside another worker on one GPU (issue 15)
+    shared_gpu: bool | None = Key()         # timed beside another worker on one GPU
     worker_pid: int | None = Key()
     roundtrip_s: float | None = Key()
     rounds: int | None = Key()              # rounds pooled into this result (bisect --property time)
@@ -463,7 +463,7 @@ class VariantRecord:
     def hintless(self, name: str) -> bool:
         """Whether this is the build without hint ``name``: the probe leaves it unset or sets it to None (the
         kernel's declared value, ``ByTarget`` resolved for the arch, or none). Never for a per-load knob (its value
-        is a case constant). Verdicts and advice compare the other values with this build (issue 26)."""
+        is a case constant). Verdicts and advice compare the other values with this build."""
         return name not in self.knobs and self.hints.get(name) is None
 
     def group_key(self, without: str) -> tuple:
@@ -526,8 +526,8 @@ KEYED_FIELDS: dict[str, type[KeyedRecord]] = {"sass": SassFacts, "ptx": PtxFacts
 #: Register-pool verdicts (``VariantRecord.register_pool.verdict``; :mod:`tileprobe.model.regpool`).
 HANG_RISK, POOL_OK, POOL_UNKNOWN, POOL_NONE = "hang_risk", "pool_ok", "unknown", "none"
 #: The reason of a record written before the check whose SASS has setmaxnreg.
-POOL_NOT_CHECKED = ("not checked: the record was written before the register-pool check (tileprobe before "
-                    "issue 23); audit again with the store (it checks the stored cubin) or with --no-store")
+POOL_NOT_CHECKED = ("not checked: the record was written before the register-pool check (by an older "
+                    "tileprobe); audit again with the store (it checks the stored cubin) or with --no-store")
 
 
 def derive_register_pool(sass: SassFacts | None) -> RegisterPool | None:
@@ -624,7 +624,7 @@ def check_fields(i: int, v: Any, doc: str, fix: str = "", required: bool = True)
                                  f"object{tail}")
 
 
-#: Largest result JSON file a command reads, in bytes (issue 25): a 20,000-variant audit with SASS traits is about
+#: Largest result JSON file a command reads, in bytes: a 20,000-variant audit with SASS traits is about
 #: 60 MB; a larger file is refused with its size before it is parsed.
 MAX_RESULT_JSON_BYTES = 1 << 30
 

@@ -1,4 +1,4 @@
-"""Stub host-only imports while a kernel module is imported (issue 12).
+"""Stub host-only imports while a kernel module is imported.
 
 A kernel often lives in a package whose import pulls host-side machinery an audit never needs: a JIT extension
 builder, a native library, a GPU runtime (FlashInfer's ``flashinfer.jit``). ``stub_modules`` replaces such modules,

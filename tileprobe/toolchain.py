@@ -283,7 +283,7 @@ def tileiras_version(tileiras: str, env: Mapping[str, str] | None = None) -> tup
     Raises:
         ToolchainError: it does not run, or prints no ``V<major>.<minor>.<patch>``.
     """
-    try:     # its own process group, TILEPROBE_TOOL_TIMEOUT_S, the group killed after (issue 25)
+    try:     # its own process group, TILEPROBE_TOOL_TIMEOUT_S, the group killed after
         proc = run_tool([tileiras, "--version"], compiler_env(env))
     except subprocess.TimeoutExpired:
         raise ToolchainError(f"{tileiras} --version did not answer within {tool_timeout_s():g} s "
@@ -555,7 +555,7 @@ def _local_match(spec: str, candidates: Iterable[Toolchain]) -> Toolchain | None
 
 
 class ReleaseNotInstalled(ToolchainError):
-    """A ``--tileiras`` release that is published but not installed here, and nobody asked to install it (issue 27:
+    """A ``--tileiras`` release that is published but not installed here, and nobody asked to install it (
     a typo, 13.5 for 13.3, downloaded 226 MB and took 446 s unasked). ``version``: the exact release;
     ``size_bytes``: what one installed release takes here (:func:`typical_size_bytes`), None when unknown."""
 
@@ -595,7 +595,7 @@ def require_installed(versions: Sequence[str], install: bool, root: str | os.Pat
     """Refuse to go on when some of ``versions`` would be downloaded and ``install`` is False.
 
     Raises:
-        ReleasesNotInstalled: naming them and their size (issue 27: releases are installed only when asked).
+        ReleasesNotInstalled: naming them and their size (releases are installed only when asked).
     """
     missing = missing_releases(versions, root)
     if missing and not install:
@@ -652,7 +652,7 @@ def resolve_toolchains(specs: Sequence[str], auto_install: bool = False, *, root
     Each entry is ``MAJOR.MINOR`` (newest published patch), ``MAJOR.MINOR.PATCH`` or a path to a tileiras.
     The current environment's pip tileiras is used in place when it is that exact version (and its nvcc/nvvm
     match, as cuTile requires); else a managed toolchain; a missing one is installed (one line to ``stream``)
-    only when ``auto_install`` (``--install``; issue 27: never unasked). Duplicates are dropped, order kept.
+    only when ``auto_install`` (``--install``; never unasked). Duplicates are dropped, order kept.
 
     Raises:
         ToolchainError: a malformed or unpublished version (lists the published ones); a failed install.

@@ -9,7 +9,7 @@ if needed, audits the selected case with every hint value (a verdict compares va
 with the gate's expectation language (:func:`tileprobe.analyses.gate.parse_expectation`). Binary search assumes the property
 changes once between GOOD and BAD; every step is reported (``on_step``) so a non-monotonic history is visible.
 
-Properties on status find where a failure began or ended (issue 9): ``compiles``, ``no crash`` (e.g. the release
+Properties on status find where a failure began or ended: ``compiles``, ``no crash`` (e.g. the release
 where cutile-python #94's tileiras SIGSEGV became an error: 13.4.59), and, from GPU runs stored in ``--store``,
 ``no hang`` and ``correct``. A step whose property cannot be checked (no stored run for that release) stops the
 bisection with what to run.
@@ -85,7 +85,7 @@ def make_evaluator(probe: str, arch: str, where: dict, prop: str, jobs: int | No
     from tileprobe.probe.contained import load_plans
     from tileprobe.toolchain import NVCC_PKG, NVVM_PKG, TILEIRAS_PKG, resolve_toolchain
     parse_expectation(prop)  # fail early on a malformed property
-    plans, errors = load_plans([probe], [arch])    # probe code runs contained, never in this process (issue 25)
+    plans, errors = load_plans([probe], [arch])    # probe code runs contained, never in this process
     if not plans:
         raise ProbeError(errors[0] if errors else f"{probe}: no probe loaded")
     _check_where_names(where, plans)  # and on a --where naming nothing
@@ -117,7 +117,7 @@ def make_evaluator(probe: str, arch: str, where: dict, prop: str, jobs: int | No
 
 
 def measured(prop: str, r) -> str:
-    """The value ``prop`` is about, as measured on ``r`` (issue 27: a step says what it measured): the spill counts
+    """The value ``prop`` is about, as measured on ``r`` (a step says what it measured): the spill counts
     and stack for ``no spills``, the field for ``registers<=128``, the verdict for ``occupancy honoured``, the
     status for ``compiles`` / ``no crash``, the run status for ``no hang`` / ``correct``."""
     from tileprobe.analyses.gate import parse_expectation

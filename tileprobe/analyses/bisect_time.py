@@ -1,4 +1,4 @@
-"""``tileprobe bisect`` by measured time, split across machines (issue 17).
+"""``tileprobe bisect`` by measured time, split across machines.
 
 The CPU side (:func:`prepare_bundle`, ``tileprobe bisect PROBE --arch sm_90 --where … --good A --bad B
 --bundle-out DIR``) compiles the chosen variant(s) with EVERY published tileiras release from GOOD to BAD that lists

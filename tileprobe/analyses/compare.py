@@ -16,11 +16,11 @@ Variants are matched by (kernel, case, hints, arch). Each pair gets a mark, in t
 Verdict ranks: honoured = met > partial > ignored > infeasible; a change between honoured and met (the hint now
 makes, or no longer makes, the difference), a change to or from ``unverified`` (a rule no driver has checked
 decides it: neither better nor worse for certain) and any change of a no-goal status (changed / unchanged / baseline)
-is listed as a change, not a regression. A failure is a state like any other (issue 9): the compile status is
+is listed as a change, not a regression. A failure is a state like any other: the compile status is
 compared by failure class (ok > an answer: compile_error, unsupported_target, unsupported_feature,
 broken_environment, probe_error > no answer: timeout, compiler_crash) and the run status likewise (ok > wrong >
 error > hang, crash); two classes of one rank (crash ↔ timeout, unsupported_target → compile_error) are a change.
-Spills (issue 27) are judged by amount too: when both sides spill, LDL+STL growing by at least
+Spills are judged by amount too: when both sides spill, LDL+STL growing by at least
 :data:`SPILL_CHANGE` (and :data:`SPILL_MIN` instructions) is a regression — even when CTAs/SM rose (each spill is a
 local-memory round trip in the loop; more resident CTAs do not pay for a doubling) — and shrinking as much an
 improvement; a smaller move is a change (``spills 172 LDL/94 STL → 180 LDL/94 STL (both spill)``). Each judged
@@ -59,11 +59,11 @@ COMPILE_RANK = {"ok": 3, "compile_error": 2, "unsupported_target": 2, "unsupport
 RUN_RANK = {"ok": 3, "wrong": 2, "error": 1, "hang": 0, "crash": 0}
 #: States that make a regression "new crash or hang" (listed first).
 _CRASH_OR_HANG = {"compiler_crash", "timeout", "hang", "crash"}
-#: Relative change of LDL+STL instructions (both sides spilling) judged a regression / an improvement (issue 27).
+#: Relative change of LDL+STL instructions (both sides spilling) judged a regression / an improvement.
 SPILL_CHANGE = 0.10
 #: ... and at least this many LDL+STL instructions added or removed (a handful moves with any code change).
 SPILL_MIN = 16
-#: Why each kind of judged item costs (or saves) time, shown beside it (issue 27).
+#: Why each kind of judged item costs (or saves) time, shown beside it.
 WHY = {
     "spills_new": "new spills: LDL/STL are local-memory round trips, in the main loop for a GEMM",
     "spills_more": "more spills (×N = LDL+STL after ÷ before): more local-memory traffic per tile, a regression "
@@ -254,7 +254,7 @@ def _spill_amount_change(a: VariantRecord, b: VariantRecord) -> tuple[str, str, 
 
 
 def _notable_changes(a: VariantRecord, b: VariantRecord, why: list[str]) -> list[str]:
-    """Changes listed first among the unjudged ones (issue 27): the MMA instruction family (``MMA HMMA → HGMMA``,
+    """Changes listed first among the unjudged ones: the MMA instruction family (``MMA HMMA → HGMMA``,
     with the TMA count), TMA use appearing or going, and the register cap (PTX ``.maxnreg``)."""
     out = []
     fa, fb = _families(a), _families(b)
@@ -316,7 +316,7 @@ def _time_change(a: VariantRecord, b: VariantRecord, tc):
     ra, rb = a.run or VariantRun(), b.run or VariantRun()
     if ra.status != "ok" or rb.status != "ok" or ra.gpu_name != rb.gpu_name:
         return None
-    if ra.shared_gpu or rb.shared_gpu:   # timed beside another worker on one GPU (issue 15)
+    if ra.shared_gpu or rb.shared_gpu:   # timed beside another worker on one GPU
         return None
     if tc is None or not tc.changed:
         return None
@@ -452,7 +452,7 @@ def compare_results(results: Sequence[str] = (), *, probe: str | None = None, ti
                          "compiler builds, or --probe P --tileiras A,B")
     if where:
         from tileprobe.select import select, select_or_explain
-        select_or_explain(a + b, where)   # issue 27: matching nothing is a WhereError (exit 2), as for audit
+        select_or_explain(a + b, where)   # matching nothing is a WhereError (exit 2), as for audit
         a, b = select(a, where), select(b, where)
     side = changed_side(a, b)
     return Comparison(compare_records(a, b), name_a, f"{name_b}; {side}" if side else name_b, env, audited,

@@ -134,7 +134,7 @@ def parse_expectation(text: str) -> Expectation:
     return Expectation(t, "time" if name == "time" else "compare", field=name, op=op, value=float(n.group(1)))
 
 
-#: Expectations on a variant's compile and run status (issue 9: a failure change is a change) → kind.
+#: Expectations on a variant's compile and run status (a failure change is a change) → kind.
 _STATUS_FORMS = {"no crash": "no_crash", "no crashes": "no_crash", "no hang": "no_hang", "no hangs": "no_hang",
                  "correct": "correct"}
 
@@ -162,7 +162,7 @@ def _bad(text: str, why: str) -> GateError:
 
 def variant_label(r: VariantRecord) -> str:
     """``w4a16_gemm sm_120 tileiras 13.4.92 GATHER=True LOOP=True occupancy=2``."""
-    from tileprobe.select import format_value  # issue 27: tuples as the tables print them, 128×128×128
+    from tileprobe.select import format_value  # tuples as the tables print them, 128×128×128
     kv = " ".join(f"{k}={format_value(v)}" for k, v in [*r.case.items(), *r.hints.items()])
     return " ".join(x for x in (r.kernel, r.arch, short_build(r.tileiras), kv) if x)
 
@@ -263,7 +263,7 @@ def _check_one(e: Expectation, r: VariantRecord, base: dict) -> Failure | None:
             return Failure(e.text, label, f"a {e.field} verdict", "none",
                            f"this variant does not set {e.field} and the kernel declares none")
         ok, want = verdict_holds(e.kind, v.status)
-        if v.status == "unverified":     # issue 26: a rule no driver has checked decides the goal
+        if v.status == "unverified":     # a rule no driver has checked decides the goal
             return Failure(e.text, label, want, v.status, f"unverified: {v.reason}", unchecked=True)
         return None if ok else Failure(e.text, label, want, v.status, v.reason)
     if e.kind == "no_spills":
@@ -276,7 +276,7 @@ def _check_one(e: Expectation, r: VariantRecord, base: dict) -> Failure | None:
 
 
 def _check_pool(e: Expectation, r: VariantRecord, label: str) -> Failure | None:
-    """``no hang risk``: the register-pool verdict (issue 23) is pool_ok or none."""
+    """``no hang risk``: the register-pool verdict is pool_ok or none."""
     verdict = r.pool_verdict
     if verdict in ("pool_ok", "none"):
         return None
@@ -505,7 +505,7 @@ def run_gate(probe_path: str, arch: str, expectations: Sequence[str], *, where: 
         allow_unchecked: let expectations that cannot be checked (no run records, no baseline) pass.
         jobs: parallel compiles; timeout_s: per-variant compiler timeout (s); command_line: stored with the audit.
         runs: a run JSON (or store) whose records of this probe's kernels are checked instead of an audit here (the
-            run of a new release made on the GPU machine from a bundle; issue 17); ``runs_tileiras`` picks one
+            run of a new release made on the GPU machine from a bundle); ``runs_tileiras`` picks one
             compiler build of it.
 
     Returns a :class:`GateResult` (``passed``, ``failures``).

@@ -1,11 +1,11 @@
-"""Is a time change real? The one significance rule of ``compare``, ``bisect`` and ``gate`` (issue 17).
+"""Is a time change real? The one significance rule of ``compare``, ``bisect`` and ``gate``.
 
 A change between two runs of one variant (A, B) counts when BOTH hold:
 
 1. **significant**: Welch's two-sided t-test (unequal variances) rejects "same mean" at ``alpha`` = 0.05, as
    pyperf's ``is_significant`` does (pyperf uses Student's pooled test with a t table; Welch's form is the same test
    without assuming the two releases' spreads are equal). It is run on the samples when both runs kept them
-   (``run.samples_us``, tileprobe ≥ issue 17), else on the summary statistics (``reps``, ``mean_us``,
+   (``run.samples_us``), else on the summary statistics (``reps``, ``mean_us``,
    ``stdev_us``), else, for runs recorded before ``stdev_us`` existed, with the standard deviation estimated from
    the interquartile range (σ ≈ IQR / 1.349, exact for a normal distribution) and the median for the mean.
 2. **large enough**: the medians differ by at least ``min_effect`` (default 2 %): with 100 samples a 0.3 %

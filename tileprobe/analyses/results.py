@@ -42,7 +42,7 @@ class Change:
     kind: str = "same"
     details: list[str] = field(default_factory=list)
     severity: int = 9
-    why: list[str] = field(default_factory=list)   # issue 27: the reason of each judged or notable item
+    why: list[str] = field(default_factory=list)   # the reason of each judged or notable item
     weight: int = 0                                 # spill instructions added (regression) or removed, for order
     judged: int = 0                                 # the first ``judged`` details are the worse and better items
     #: The two sides' run times (:meth:`TimeStats.of <tileprobe.analyses.noise.TimeStats.of>` of ``a.run``,
@@ -66,7 +66,7 @@ class Change:
 
 
 def to_json(changes: list[Change]) -> list[dict]:
-    """JSON-ready rows: kind, mark, variant label, details, why (issue 27), and both records."""
+    """JSON-ready rows: kind, mark, variant label, details, why, and both records."""
     return [{"kind": c.kind, "mark": c.mark, "variant": c.label(), "details": c.details, "why": c.why,
              "a": c.a.to_dict() if c.a else None, "b": c.b.to_dict() if c.b else None} for c in changes]
 
@@ -292,7 +292,7 @@ class Step:
     holds: bool
     summary: str
     detail: list[str] = field(default_factory=list)
-    measured: str = ""             # issue 27: the property's own value, e.g. "3323 LDL/3317 STL, 8,720 B stack"
+    measured: str = ""             # the property's own value, e.g. "3323 LDL/3317 STL, 8,720 B stack"
     parts: dict = field(default_factory=dict)      # toolkit parts it ran with: tileiras, ptxas (nvcc), nvvm
     warnings: list[str] = field(default_factory=list)   # e.g. machine code that differs between compiles
 
@@ -314,7 +314,7 @@ class BisectResult:
                 "steps": [asdict(s) for s in self.steps], "warnings": self.warnings()}
 
     def warnings(self) -> list[str]:
-        """What weakens the answer (issue 27): the last good and first bad releases ran with other ptxas or nvvm
+        """What weakens the answer: the last good and first bad releases ran with other ptxas or nvvm
         releases (then a tileiras change cannot be told from a ptxas or nvvm change), a part whose release differs
         from its tileiras release, and steps whose machine code differed between compiles."""
         by = {s.version: s for s in self.steps}

@@ -64,7 +64,7 @@ from tileprobe.select import case_selector, check_case_names, check_overrides
 from tileprobe.toolchain import Toolchain
 
 #: Most variants an audit compiles unless told otherwise (``max_variants`` / ``--max-variants``): a 10^6-variant
-#: grid took the main process to 3 GB in 3 minutes (issue 9); 5,000 variants at the 1-3 s a compile takes is
+#: grid took the main process to 3 GB in 3 minutes; 5,000 variants at the 1-3 s a compile takes is
 #: already hours on 2 cores.
 MAX_VARIANTS = 5000
 
@@ -81,9 +81,9 @@ class AuditResult:
     environment: dict = field(default_factory=dict)
     wall_s: float = 0.0
     cubins: dict = field(default_factory=dict)   # cubin_sha256 -> bytes (for the store and `run`)
-    notes: list[str] = field(default_factory=list)   # e.g. helper files skipped (issue 12)
-    target_errors: list[str] = field(default_factory=list)   # issue 9: archs / compilers not usable
-    #: ``on_record(record, cubin bytes or None)`` as each record lands, stored or compiled (issue 22: the tune races
+    notes: list[str] = field(default_factory=list)   # e.g. helper files skipped
+    target_errors: list[str] = field(default_factory=list)   # archs / compilers not usable
+    #: ``on_record(record, cubin bytes or None)`` as each record lands, stored or compiled (the tune races
     #: while compiling); called in the audit's thread, before the verdicts.
     on_record: Callable | None = field(default=None, repr=False, compare=False)
 
@@ -130,7 +130,7 @@ def iter_variants(probes: Sequence, archs: Sequence[str]) -> Iterator[Variant]:
 
 
 def _args_num_sms(p, arch: str) -> int | None:
-    """The SM count the variant's ``args`` gets (issue 27): the plan's, or for a Probe the arch's reference GPU's
+    """The SM count the variant's ``args`` gets: the plan's, or for a Probe the arch's reference GPU's
     when its ``args`` takes ``num_sms``."""
     if isinstance(p, ProbePlan):
         return p.args_num_sms(arch)
@@ -172,7 +172,7 @@ def record_from(res: CompileResult) -> VariantRecord:
     rec.cubin_sha256, rec.code_sha256 = info.sha256, info.code_sha256
     if k.ptx is not None:
         rec.ptx = k.ptx.record()
-    if not has_limits(v.arch):   # issue 9: sm_107 is compiled and read; its CTAs/SM are not sourced (NOT_SOURCED)
+    if not has_limits(v.arch):   # sm_107 is compiled and read; its CTAs/SM are not sourced (NOT_SOURCED)
         rec.limiter = None
         rec.sass, rec.register_pool = split_register_pool(res.sass)
         return rec
@@ -196,7 +196,7 @@ def resolve_compiler(tc: Toolchain) -> Toolchain:
         ToolchainError: tileiras is not found or does not answer ``--version``.
     """
     tileiras = tc.tileiras or _cutile.current_compiler()
-    build = binary_fact("build", tileiras, _cutile.tileiras_build)   # asked once (issue 22)
+    build = binary_fact("build", tileiras, _cutile.tileiras_build)   # asked once
     identity = compiler_identity(tileiras)
     targets = tc.targets
     if targets is None:
@@ -228,7 +228,7 @@ def environment(tileiras_builds: Iterable[str] = ()) -> dict:
 
 def check_compile_timeout(records: Iterable[VariantRecord], timeout_s: float,
                           source: str = "--compiler-timeout") -> None:
-    """Issue 23: set ``compile_timeout`` on every compiled record: the program's compiler timeout (``timeout_s``,
+    """Set ``compile_timeout`` on every compiled record: the program's compiler timeout (``timeout_s``,
     as ``ct.compiler_timeout`` sets it), the variant's compile time (``compile_s``: tileiras wall time on the
     machine that compiled it, as stored), the margin (timeout − compile time) and whether the compile exceeds it —
     a compile that long would fail in the program with ``TileCompilerTimeoutError`` on a cold cache."""
@@ -323,7 +323,7 @@ def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Seque
     since = store_now()
     probe_paths = distinct_files(probe_paths)   # a file named twice (or as ./a.py and a.py) is audited once
     targets = _targets(archs, result)
-    if archs and not targets:   # issue 27: every --arch is wrong: say so now, not after loading the probes (30-50 s)
+    if archs and not targets:   # every --arch is wrong: say so now, not after loading the probes (30-50 s)
         result.environment, result.wall_s = environment(), time.perf_counter() - t0
         return result
     order: dict[tuple, int] = {}
@@ -433,7 +433,7 @@ def _load(paths, targets, result: AuditResult, tmp: str, jobs, timeout_s: float,
     for rep in reports:
         if rep.no_probe and len(paths) == 1:
             result.probe_errors.append(rep.no_probe)
-        elif rep.no_probe:      # issue 12: a helper module among several files is not a broken probe
+        elif rep.no_probe:      # a helper module among several files is not a broken probe
             result.notes.append(f"{rep.path}: skipped, it defines no probe (a helper module?)")
         result.probe_errors.extend(rep.errors)
         _note_output(result, rep, shown)
@@ -450,7 +450,7 @@ def _without_name_clashes(plans: list, targets: Sequence[str], result: AuditResu
     """``plans`` less those whose name another plan of another file already has for one of the requested
     ``targets`` (tables, verdicts and the store tell probes apart by name and arch); each clash is a probe error
     naming both files and lines and the shared archs. Probes of one name with disjoint ``archs`` (per-arch launches
-    of one kernel, issue 26) all stay, and so do plans with no variant to audit (their own errors say why)."""
+    of one kernel) all stay, and so do plans with no variant to audit (their own errors say why)."""
     kept: list = []
     for plan in plans:
         if plan.evaluated and not plan.n_variants:   # nothing to audit (its own errors say why): no clash

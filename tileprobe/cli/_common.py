@@ -116,7 +116,7 @@ def signals_as_exceptions():
             caught.append(signum)
             raise Terminated(signum)
     wanted = [signal.SIGTERM] + ([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])
-    # an inherited ignore stays (`nohup tileprobe audit … &` ignores SIGHUP; issue 25)
+    # an inherited ignore stays (`nohup tileprobe audit … &` ignores SIGHUP)
     previous = {s: signal.signal(s, handler) for s in wanted if signal.getsignal(s) is not signal.SIG_IGN}
     try:
         yield
@@ -241,7 +241,7 @@ def split(s: str | None) -> list[str]:
 def resolve_tileiras(spec: str | None, install: bool = False) -> tuple[list[Toolchain] | None, list[str]]:
     """``--tileiras 13.3.36,13.4.92`` resolved, the same way for every command: each entry on its own
     (:func:`resolve_one`: a release not installed here is installed only with ``install``, ``--install``, or after
-    a yes at a terminal prompt; otherwise nothing is downloaded, issue 27), and an entry that cannot be used does
+    a yes at a terminal prompt; otherwise nothing is downloaded), and an entry that cannot be used does
     not stop the others from being resolved.
 
     Returns (the usable Toolchains, each compiler once, in the order named; one ``"--tileiras ENTRY: why"`` per
@@ -304,7 +304,7 @@ def resolve_one(spec: str, install: bool = False) -> list[Toolchain]:
 
 def confirmed(question: str) -> bool:
     """Ask ``question`` with ``[y/N]`` on standard error when standard input and error are both a terminal; True
-    for a yes. False without asking anywhere else (a pipe, CI): nothing is downloaded unasked (issue 27)."""
+    for a yes. False without asking anywhere else (a pipe, CI): nothing is downloaded unasked."""
     if not (sys.stdin.isatty() and sys.stderr.isatty()):
         return False
     sys.stderr.write(f"{question} [y/N] ")
@@ -510,7 +510,7 @@ def print_interrupted(what: str = "interrupted") -> None:
 
 
 def add_executor_options(p, gpus: bool = False) -> None:
-    """``--executor local|ray`` and ``--address ADDR`` (issue 15); with ``gpus``, also ``--gpus all|0,2|0,0``."""
+    """``--executor local|ray`` and ``--address ADDR``; with ``gpus``, also ``--gpus all|0,2|0,0``."""
     p.add_argument("--executor", choices=["local", "ray"], default="local", help="where compiles (and GPU runs) "
                    "go: local processes (default) or a Ray cluster (pip install \"tileprobe[ray]\"; docs/SCALE.md)")
     p.add_argument("--address", metavar="ADDR", help="with --executor ray: the cluster to join (as `ray start --head` "

@@ -60,7 +60,7 @@ def add_parser(sub) -> None:
                    "--bundle DIR` on a GPU machine without tileiras")
     a.add_argument("--compiler-timeout", type=seconds, default=None, metavar="S",
                    help="the program's compiler timeout (ct.compiler_timeout(S), e.g. TileGym's 5): flag the variants "
-                   "whose compile time here exceeds it, with the margin (issue 23)")
+                   "whose compile time here exceeds it, with the margin")
     a.add_argument("--probe-timeout", type=seconds, default=PROBE_TIMEOUT_S, metavar="SECONDS",
                    help="seconds each step of probe code may take: importing the probe, importing its kernel, one "
                         f"args() call (default {PROBE_TIMEOUT_S:.0f}); past it the probe is an error, the others go on")
@@ -117,7 +117,7 @@ def cmd_audit(args) -> int:
     if store is not None:
         store.save_audit(result, " ".join(sys.argv[1:]) if args.command_line is None else args.command_line)
     if args.bundle:
-        # the bundle says how it was made (issue 17)
+        # the bundle says how it was made
         result.environment["audit_command"] = args.command_line or command_line()
         write_bundle(args.bundle, result)
     from tileprobe.select import select_or_explain

@@ -1,7 +1,7 @@
 """``tileprobe bisect PROBE --arch A --where … --property … --good V --bad V``: the first tileiras release where a
 property of one variant changed.
 
-By time (issue 17), split across machines: ``--bundle-out DIR`` (where tileiras is) compiles the variant with
+By time, split across machines: ``--bundle-out DIR`` (where tileiras is) compiles the variant with
 every published release from GOOD to BAD that lists the target into one bundle; ``--bundle DIR PROBE --property
 "time within 5%"`` (where the GPU is) runs every release of it, interleaved, and names the first release where the
 property fails. With a run property and neither option, one machine (tileiras and a GPU) does both.
@@ -63,7 +63,7 @@ def add_parser(sub) -> None:
 def _asking(run):
     """``run(install)`` with ``--install``'s value; when releases in between are missing and standard input and
     error are a terminal, one question names them and their size, and a yes runs it again installing them
-    (issue 27: releases are installed only when asked). Raises what ``run`` raises otherwise."""
+    (releases are installed only when asked). Raises what ``run`` raises otherwise."""
     from tileprobe.toolchain import ReleasesNotInstalled
 
     def go(args):
@@ -106,7 +106,7 @@ def cmd_bisect(args) -> int:
                  + f" — {s.summary}")
 
     store = None
-    if not args.no_store:      # issue 27: the store by default (nothing stored is compiled again)
+    if not args.no_store:      # the store by default (nothing stored is compiled again)
         from tileprobe.store import Store
         store = Store.open(args.store)
     try:
@@ -130,7 +130,7 @@ def cmd_bisect(args) -> int:
 
 
 def _static_run_property(args) -> bool:
-    """``no hang`` / ``correct`` with --store: the stored runs answer (the bisection of issue 9), no GPU needed."""
+    """``no hang`` / ``correct`` with --store: the stored runs answer (a bisection on status), no GPU needed."""
     return not args.no_store and args.property.strip().lower() in ("no hang", "no hangs", "correct")
 
 

@@ -58,7 +58,7 @@ def cmd_compare(args) -> int:
     """Run ``tileprobe compare`` for parsed arguments; returns the exit code (0: compared, whatever changed)."""
     from tileprobe.analyses.compare import compare_results
     if args.probe and len(split(args.tileiras)) == 2:
-        toolchains(args.tileiras, args.install)   # a release not installed: installed only when asked (issue 27)
+        toolchains(args.tileiras, args.install)   # a release not installed: installed only when asked
     prog, cb = progress_bar(console(stderr=True))
     with prog:
         c = compare_results(args.results, probe=args.probe, tileiras=split(args.tileiras), archs=split(args.arch),

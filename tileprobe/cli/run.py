@@ -88,7 +88,7 @@ def cmd_run(args) -> int:
         err.print(f"[bold red]sweep stopped[/]: {escape(result.aborted)}", highlight=False)
         return 1
     statuses = [r.run.status for r in result.records if r.run]
-    if args.bundle and (not result.ran or all(s == "error" for s in statuses)):   # issue 25: not a success
+    if args.bundle and (not result.ran or all(s == "error" for s in statuses)):   # not a success
         say(err, f"tileprobe: --bundle {args.bundle}: " + ("nothing was run" if not result.ran else
                                                           f"every one of the {len(statuses)} runs failed (error)"))
         return 1

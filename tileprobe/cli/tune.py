@@ -129,7 +129,7 @@ def run_tune(args, err):
     from tileprobe.tune.pipeline import process_age_s
     startup_s = getattr(args, "startup_s", None)   # set by `tune -- COMMAND` before the program ran
     startup_s = process_age_s() if startup_s is None else startup_s
-    if args.bundle:       # the bundle is checked before any GPU is looked for (issue 25)
+    if args.bundle:       # the bundle is checked before any GPU is looked for
         from tileprobe.run.session import load_bundle
         load_bundle(args.bundle)
     store = None

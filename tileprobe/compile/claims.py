@@ -1,4 +1,4 @@
-"""One compile of a variant at a time among the processes that share a results store (issue 15, item 3).
+"""One compile of a variant at a time among the processes that share a results store.
 
 Two audits on one store used to compile everything twice. Now each variant is claimed in the store just before
 it is handed to a compile worker (the pool and the Ray executor read their variants lazily, so "just before" is

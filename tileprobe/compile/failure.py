@@ -1,4 +1,4 @@
-"""Why a variant did not compile, in the compiler's own words and in classes a user can act on (issue 9).
+"""Why a variant did not compile, in the compiler's own words and in classes a user can act on.
 
 :func:`classify` turns what ``export_kernel`` raised into a :class:`Failure`: its class
 (:data:`tileprobe.schema.FAILURE_CLASSES`), the ``status`` older readers know, the meaningful lines of what tileiras
@@ -318,7 +318,7 @@ def mark_phase(root: str | None, phase: str | None) -> None:
         pass
 
 
-#: Signals that end a compile worker only when probe code armed or sent them (issue 25): tileprobe stops workers with
+#: Signals that end a compile worker only when probe code armed or sent them: tileprobe stops workers with
 #: SIGKILL (and SIGTERM when the audit itself dies); a compiler runs in its own process group and cannot arm the
 #: worker's timers; a crash of cuTile's extension is SIGSEGV, SIGBUS or SIGABRT.
 PROBE_SIGNALS = ("SIGALRM", "SIGVTALRM", "SIGPROF", "SIGUSR1", "SIGUSR2")
@@ -337,7 +337,7 @@ def dead_worker(variant, root: str | None, pid: int | None, how: str = "") -> Fa
             pass
     ended = f", {how}," if how else ""
     armed = next((s for s in PROBE_SIGNALS if f"{s} " in f"{how} " or f"{s})" in how), None)
-    if armed:      # issue 25: neither tileprobe nor a compiler sends it to the worker; the probe's timer did
+    if armed:      # neither tileprobe nor a compiler sends it to the worker; the probe's timer did
         doing = PHASES.get(phase, phase or "between variants")
         return _make(PROBE_ERROR, [f"the compile worker ended{ended} while {doing}: {armed} is a signal only the "
                                    "probe's own code arms (signal.alarm, signal.setitimer, os.kill); tileprobe and "

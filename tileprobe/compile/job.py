@@ -48,7 +48,7 @@ def load_scaled_timeout_s(base_s: float = DEFAULT_TIMEOUT_S, *, load: float | No
     :data:`MAX_LOAD_SCALE` × (900–3,600 s by default).
 
     Why: compile time grows with what else the machine runs. FlashInfer's W4A4 GEMM on sm_100 took 167–372 s
-    per variant on a 2-core machine, and 1,055 s on the same machine under more load (issue 26), past the 900 s
+    per variant on a 2-core machine, and 1,055 s on the same machine under more load, past the 900 s
     default. ``load`` / ``cpus`` replace the measured ones (tests); without a load average (a platform without
     ``os.getloadavg``) the result is ``base_s``."""
     if load is None:
@@ -76,8 +76,8 @@ class Variant:
     knobs: tuple = ()          # (per-load hint, case constant) pairs from the probe
     rep: int = 0               # repeat index (audit --repeat): the same compile again, to see tileiras' noise
     timeout_s: float | None = None   # the probe's own compiler timeout (Probe(timeout_s=...)), for the pool's deadline
-    num_sms: int | None = None       # issue 27: the SM count handed to args(..., num_sms=) (audit/tune --num-sms)
-    compile_sha256: str = ""         # issue 27: kernel source + signature (the store key's code part when known)
+    num_sms: int | None = None       # the SM count handed to args(..., num_sms=) (audit/tune --num-sms)
+    compile_sha256: str = ""         # kernel source + signature (the store key's code part when known)
 
     @property
     def case_dict(self) -> dict:
@@ -221,7 +221,7 @@ def failed_artifacts_dir(store_path: str | None = None) -> str:
     """Where failed variants keep their bytecode for the repro command: ``$TILEPROBE_ARTIFACTS``; else a
     ``failed`` folder beside the results store in use (``store_path``: its SQLite file); else, without a store,
     ``tileprobe-failed`` in the temp folder (:func:`tempfile.gettempdir`: ``$TMPDIR`` when set). Never the audit's
-    own temp folder, which every run removes. (Until issue 26 it was always ``~/.cache/tileprobe/failed``,
+    own temp folder, which every run removes. (It used to be always ``~/.cache/tileprobe/failed``,
     outside the store and temp folder a user had given.)"""
     env = os.environ.get("TILEPROBE_ARTIFACTS")
     if env:
@@ -264,7 +264,7 @@ def compile_one(variant: Variant) -> CompileResult:
                 kernel = kernel.replace_hints(**hints)
             res.effective_hints = _cutile.effective_hints(kernel, variant.arch)
             sig_key = (variant.probe_path, variant.probe_index, variant.case)
-            if probe.args_take_context:   # issue 12/27: args(case, arrays, *, arch, hints, num_sms) may differ
+            if probe.args_take_context:   # args(case, arrays, *, arch, hints, num_sms) may differ
                 sig_key += (variant.arch, tuple(sorted(res.effective_hints.items())), variant.num_sms)
             if sig_key not in _WORKER["sigs"]:
                 phase = "args"
@@ -313,7 +313,7 @@ def _check_torch_free(variant: Variant) -> None:
 
 
 def _undo_probe_state() -> None:
-    """Before compiling (issue 25): disarm the timers probe code may have armed (``signal.alarm``,
+    """Before compiling: disarm the timers probe code may have armed (``signal.alarm``,
     ``signal.setitimer``: their signal would end the worker mid-compile and read as a compiler crash) and make the
     worker's temp folder again if probe code removed it (``shutil.rmtree(tempfile.gettempdir())``)."""
     for timer in (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF):
@@ -343,7 +343,7 @@ def _probe_failed(res: CompileResult, e: BaseException, phase: str) -> None:
 
 
 def _compile_cubin(kernel, sig, variant: Variant, res: CompileResult, timeout_s: float | None = None) -> None:
-    """Compile with the probe's own timeout when it sets one (issue 12), else the audit's."""
+    """Compile with the probe's own timeout when it sets one, else the audit's."""
     from cuda.tile.compilation import export_kernel
 
     from tileprobe import _cutile

@@ -1,8 +1,8 @@
-"""The compile worker pool: variants streamed to spawned workers, each with a deadline; a dead or stuck worker is
-replaced (issue 9, items 4, 5 and 7).
+"""The compile worker pool: variants streamed to spawned workers, each with a deadline; a dead or stuck worker
+is replaced.
 
 * **Streamed.** Variants come from an iterator and at most ``jobs`` are in flight: a grid is never one queue of
-  futures in memory (a 10^6-variant grid took 3 GB in ``concurrent.futures``, issue 9).
+  futures in memory (a 10^6-variant grid took 3 GB in ``concurrent.futures``).
 * **A deadline per variant.** Probe code, cuTile's front end, tileiras and nvdisasm together get the variant's
   compiler timeout plus :data:`~tileprobe.probe.contained.PROBE_TIMEOUT_S`,
   :data:`~tileprobe.model.sass.NVDISASM_TIMEOUT_S` and :data:`SLACK_S`; past it the worker and every process it
@@ -51,7 +51,7 @@ def worker_main(conn, initargs: tuple, parent_pid: int) -> None:
     parent_pid = under_nanny(parent_pid)           # probe code that signals its parent reaches a nanny of its own
     from tileprobe.compile import failure
     failure.PHASE_PID = parent_pid                 # the pool knows this worker by its nanny's pid
-    die_with_parent(signal.SIGKILL, parent_pid)    # not SIGTERM: probe code could ignore it (issue 25); the compilers
+    die_with_parent(signal.SIGKILL, parent_pid)    # not SIGTERM: probe code could ignore it; the compilers
     os.setsid()                                    # die with us (their own parent-death signal), the parent's guard
     #                                                ends what probe code started (procs.guard); terminal signals are
     #                                                the parent's, it stops us
@@ -116,7 +116,7 @@ class WorkerPool:
         from tileprobe.procs import arm_guard
         arm_guard()      # before the worker's environment is taken: it and its compilers carry the guard's mark
         parent_end, child_end = self.ctx.Pipe()
-        p = start_worker(child_end, self.initargs)     # forked from the warm zygote (issue 22), else spawned
+        p = start_worker(child_end, self.initargs)     # forked from the warm zygote, else spawned
         if p is None:
             p = self.ctx.Process(target=worker_main, args=(child_end, self.initargs, os.getpid()), daemon=True)
             with _no_main_reimport():

@@ -1,4 +1,4 @@
-"""The order in which an audit hands its compiles to the pool, and when it stops handing them (issue 22: a budgeted
+"""The order in which an audit hands its compiles to the pool, and when it stops handing them (a budgeted
 tune compiles what its search chooses, as long as its time allows).
 
 The compile pool reads its variants as workers free up (:func:`tileprobe.compile.pool.compile_variants`), so the

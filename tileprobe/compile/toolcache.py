@@ -1,4 +1,4 @@
-"""What the audit asks about compilers, asked once (issue 22): the tileiras cuTile picks by default, and each
+"""What the audit asks about compilers, asked once: the tileiras cuTile picks by default, and each
 tileiras binary's build string and targets.
 
 Finding cuTile's default tileiras imports ``cuda.tile._compile`` (torch: 2.06 s on the 2-core machine) and reads

@@ -1,4 +1,4 @@
-"""Where work runs (issue 15, item 2): the executor interface, the local process pool (default) and Ray.
+"""Where work runs: the executor interface, the local process pool (default) and Ray.
 
 An executor has
 

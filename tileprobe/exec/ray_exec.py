@@ -1,4 +1,4 @@
-"""The Ray executor (``pip install "tileprobe[ray]"``, ``--executor ray [--address ADDR]``; issue 15, item 2).
+"""The Ray executor (``pip install "tileprobe[ray]"``, ``--executor ray [--address ADDR]``).
 
 * **Compiles are CPU tasks** (``num_cpus=1``) on any node. A Ray worker process sets itself up once per compiler
   (:func:`tileprobe.compile.job._init_worker`, as a pool worker does) and then compiles variant after variant.
@@ -37,7 +37,7 @@ from tileprobe.run.watchdog import INIT_CUDA, TaskOutcome, WorkerStartError
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
 #: Longest single ``ray.wait`` in seconds: Python runs a signal handler (SIGTERM: exit 143 with the kept line) only
-#: between them, and Ray's wait does not return for a signal (issue 25: SIGTERM under Ray was not heard).
+#: between them, and Ray's wait does not return for a signal (SIGTERM under Ray was not heard).
 WAIT_SLICE_S = 1.0
 #: Times Ray re-runs a compile task whose worker or node died (not one cancelled past its deadline).
 TASK_RETRIES = 2
@@ -343,7 +343,7 @@ def _wait(ray, refs: list, timeout_s: float) -> list:
         raise
 
 
-#: Seconds to wait for a TCP answer from a ``--address host:port`` before Ray is asked to join it (issue 25: Ray
+#: Seconds to wait for a TCP answer from a ``--address host:port`` before Ray is asked to join it (Ray
 #: itself waited more than 200 s without a word for an address where nothing listens).
 CONNECT_TIMEOUT_S = 10.0
 

@@ -142,7 +142,7 @@ def static_advice(rows: list[VariantRecord]) -> tuple[VariantRecord | None, str]
     fastest is a measurement — more CTAs/SM, fewer spills or fewer registers are not faster by themselves (the
     TornadoVM report: occupancy 4 and 8 ran 2× and 7× slower than the hint-less build) — and the sentence ends
     with the ``tileprobe run`` command that measures exactly this group."""
-    launchable = [r for r in rows if r.ctas_per_sm and not r.hang_risk]   # issue 23: never advise a predicted hang
+    launchable = [r for r in rows if r.ctas_per_sm and not r.hang_risk]   # never advise a predicted hang
     classes = _code_classes(launchable)
     parts = [_class_text(c) for c in classes]
     dead = [r for r in rows if not r.ctas_per_sm]
@@ -279,7 +279,7 @@ def _short_name(r: VariantRecord) -> str:
 def _timed(rows: list[VariantRecord]) -> list[VariantRecord]:
     """Correct runs with a median, on the GPU most of them ran on, fastest first."""
     ok = [r for r in rows if r.run and r.run.status == "ok" and r.run.median_us
-          and not r.run.shared_gpu]   # timed beside another worker on one GPU: never ranked (issue 15)
+          and not r.run.shared_gpu]   # timed beside another worker on one GPU: never ranked
     if not ok:
         return []
     names = [_gpu(r) for r in ok]

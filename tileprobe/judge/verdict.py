@@ -36,7 +36,7 @@ Hints without a checkable goal (opt_level, num_worker_warps, latency and other p
 
 The *reference* of occupancy, num_ctas and the no-goal hints is, among the variants that differ only in that hint,
 the build without it when the probe audits one (the value None or left out: the kernel's declared value, ByTarget
-resolved, or none; :meth:`~tileprobe.schema.VariantRecord.hintless`), else the one with the lowest value (issue 26:
+resolved, or none; :meth:`~tileprobe.schema.VariantRecord.hintless`), else the one with the lowest value (earlier,
 the lowest value was the reference even beside a hint-less build with other code); of allow_tma it is the variant
 with the other value. Reasons name the reference (``vs the hint-less build: …``, ``vs occupancy=1: …``). File hashes always differ between hint values (the embedded Tile IR carries them), so "same machine
 code" compares ``code_sha256`` (machine code + resources), never the file hash.
@@ -101,7 +101,7 @@ def assign_verdicts(records: Iterable[VariantRecord], hint_names: Iterable[str])
             for r in group:
                 if r.ok and r.hint(hint) is not None:
                     if hint in _NEEDS_LIMITS and not has_limits(r.arch):
-                        continue      # issue 9: sm_107's CTAs/SM are not sourced; no verdict rather than a guess
+                        continue      # sm_107's CTAs/SM are not sourced; no verdict rather than a guess
                     v = _JUDGES.get(hint, _judge_generic)(hint, r, group)
                     if v is not None:
                         r.verdicts[hint] = v

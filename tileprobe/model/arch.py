@@ -266,7 +266,7 @@ def get_arch(name: str) -> ArchLimits:
         f"Supported: {', '.join(ARCHS)} (also written 90, sm_90a, sm_100f or 9.0); pass one of these.")
 
 
-# --- issue 9, item 10: compile targets, as tileiras names them -------------------------------------------------------
+# --- compile targets, as tileiras names them -------------------------------------------------------------------------
 
 #: Every ``--gpu-name`` tileiras 13.4.92 lists (``tileiras --help``, 2026-12-01): :data:`ARCHS` and sm_107. No
 #: arch-specific (``sm_90a``) or family (``sm_100f``) target is among them: ``tileiras --gpu-name sm_90a`` answers

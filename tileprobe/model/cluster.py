@@ -139,7 +139,7 @@ REFERENCE_GPUS = {
 def reference_num_sms(arch: str) -> int | None:
     """SMs of the arch's reference GPU (:data:`REFERENCE_GPUS`: sm_90 132 for the H200, sm_100 148 for the B200),
     or None for an arch without one (or a name that is not an arch). The SM count an audit hands to a probe's
-    ``args(..., num_sms=)`` when it is not given one (issue 27)."""
+    ``args(..., num_sms=)`` when it is not given one."""
     try:
         gpu = REFERENCE_GPUS.get(get_arch(arch).name)
     except TileprobeError:

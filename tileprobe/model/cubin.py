@@ -35,7 +35,7 @@ keep the SM in the low byte and 'a' in bit 11 (0x800), per LLVM's ``BinaryFormat
 
 Compressed sections (``SHF_COMPRESSED``, an ``Elf64_Chdr`` then zlib data) are read, but the sizes they claim are
 capped before anything is inflated: at most :data:`MAX_INFLATED_BYTES` in all per cubin (a 4.2 MB cubin whose
-``.nv.info`` claimed 8.4 GB used to be inflated whole: 8.4 GB of memory and 24 s before it was refused, issue 9).
+``.nv.info`` claimed 8.4 GB used to be inflated whole: 8.4 GB of memory and 24 s before it was refused).
 ``.symtab`` must not be compressed (pyelftools reads symbols from the raw bytes), and ``SHT_NOBITS`` sections hold
 no bytes whatever size they claim. ``benchmarks/audit/bench_fuzz_cubin.py`` feeds the reader 10,000+ mutated cubins.
 

@@ -51,7 +51,7 @@ __all__ = [
     "tma_data_ops",
 ]
 
-#: The third value of an audit's ``with_sass`` (issue 22): read the SASS only where the register-pool check needs
+#: The third value of an audit's ``with_sass``: read the SASS only where the register-pool check needs
 #: it before a launch (the embedded PTX has ``setmaxnreg`` or does not look whole, or an instruction word is
 #: a USETMAXREG); elsewhere the record gets the check's verdict ``none`` and no traits. ``tileprobe tune`` compiles
 #: this way: nvdisasm starts in 0.4-0.5 s of CPU for any cubin (the 2-core machine, 2026-12-03) and the

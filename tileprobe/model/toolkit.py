@@ -109,7 +109,7 @@ def environment_trap(tileiras: str, env: Mapping[str, str], tileiras_version: st
     return None
 
 
-# --- issue 25: a compiler is what its files are ---------------------------------------------------------------------
+# --- a compiler is what its files are -------------------------------------------------------------------------------
 
 #: Name of the cache of file hashes (under the user cache folder): path → (size, mtime_ns, SHA-256).
 HASH_CACHE_NAME = "compiler-hashes.json"

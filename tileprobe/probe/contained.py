@@ -1,4 +1,4 @@
-"""Probe code runs contained (issue 9, item 2): a probe file is imported, and its kernel, hints and ``args`` are
+"""Probe code runs contained: a probe file is imported, and its kernel, hints and ``args`` are
 tried, in a child process — never in the tileprobe process.
 
 Whatever the probe does there becomes that probe's error, and the other probes go on: an exception (with its line
@@ -14,7 +14,7 @@ The compile workers import the probe again to compile (they hold the kernel); th
 (:func:`tileprobe.probe.define.probe_code_guard`) and a worker that dies or hangs is replaced
 (:mod:`tileprobe.compile.pool`).
 
-**Sessions** (issue 22, "the static stage near its floor"). Outside :func:`loader_sessions` each job — one file's
+**Sessions** (the static stage near its floor). Outside :func:`loader_sessions` each job — one file's
 :func:`check_file`, or one :func:`run_probe_tasks` task — gets a child of its own, which exits after its report.
 Inside it (``tileprobe tune`` enters it, beside :func:`~tileprobe.probe.zygote.warm_starts`; an audit alone loads
 each file once and does not, an audit inside a tune uses the tune's) a child stays after
@@ -107,8 +107,8 @@ class ProbePlan:
     skip: frozenset = frozenset()
     n_variants: int = 0
     evaluated: bool = True
-    lineno: int | None = None      # the line of ``Probe(...)`` in ``source`` (issue 26: name clashes name it)
-    # --- issue 27: what each variant's compile depends on, and the SM count args() gets ---------------------
+    lineno: int | None = None      # the line of ``Probe(...)`` in ``source`` (name clashes name it)
+    # --- what each variant's compile depends on, and the SM count args() gets -------------------------------
     args_context: tuple = ()      # the context keywords args() takes (arch, hints, num_sms)
     num_sms: int | None = None    # the SM count given (audit/tune --num-sms); None: each arch's reference GPU's
     kernel_sha256: str = ""       # the file that defines the kernel (kernel_source_sha256)
@@ -128,7 +128,6 @@ class ProbePlan:
         did not try ``args`` (then the store key falls back to :attr:`source_sha256`, the whole probe file)."""
         key = (case_index, hint_index, arch) if self.args_context else (case_index, None, None)
         return code_sha256(self.kernel_sha256, self.signatures.get(key, ""))
-    # --- end issue 27 ----------------------------------------------------------------------------------------
 
     def case_grid(self) -> list[dict]:
         """Every case as a dict (the cross product of ``cases``)."""
@@ -162,10 +161,10 @@ class FileReport:
     default_tileiras: str = ""    # the tileiras cuTile picks here (the parent never imports cuTile itself)
     default_tileiras_error: str = ""
     data: Any = None              # what a task (run_probe_tasks) returned, as data
-    uses_torch: bool = True       # torch was imported in the loader once its probes were loaded (issue 22: False
+    uses_torch: bool = True       # torch was imported in the loader once its probes were loaded (False
     #                               lets compile workers start from a cuTile imported without torch)
     code_files: list = field(default_factory=list)   # [path, size, mtime_ns] of the modules the loader ran
-    #                                                  (issue 22: the report is kept while they are unchanged)
+    #                                                  (the report is kept while they are unchanged)
 
 
 def _cross(grid) -> list[dict]:
@@ -198,7 +197,7 @@ def _target_name(name: str) -> str:
 
 
 def code_sha256(kernel_sha256: str, signature_sha256: str) -> str:
-    """The code part of the store key (issue 27): SHA-256 over the kernel file's and the signature's digests;
+    """The code part of the store key: SHA-256 over the kernel file's and the signature's digests;
     "" when either is unknown."""
     if not kernel_sha256 or not signature_sha256:
         return ""
@@ -230,7 +229,7 @@ def probe_code_sha256(probe, case: dict, hints: dict, arch: str, num_sms: int | 
 
 
 def kernel_source_sha256(probe) -> str:
-    """SHA-256 of the file that defines the probe's kernel (issue 27: with the signature, what its compile
+    """SHA-256 of the file that defines the probe's kernel (with the signature, what its compile
     depends on; a kernel defined in the probe file makes the probe file its source). "" when it has no file."""
     try:
         path = inspect.getsourcefile(probe.resolve_kernel()._pyfunc)
@@ -391,7 +390,7 @@ def _try_hints(p, kernel, where, stage, fails: _Failures, skip: set) -> dict:
 
 def _try_args(p, kernels: dict, targets, stage, fails: _Failures, skip: set, plan: ProbePlan) -> None:
     """Call ``args`` for every case (per target and hints when it takes them) and infer the signature from it;
-    each signature's SHA-256 goes to ``plan.signatures`` (the store key, issue 27)."""
+    each signature's SHA-256 goes to ``plan.signatures`` (the store key)."""
     from tileprobe._cutile import effective_hints
     from tileprobe.probe.define import SpecArrays, context_kwargs, probe_code_guard
     from tileprobe.probe.signature import jit_signature
@@ -651,7 +650,7 @@ class _Loader:
         finally:
             theirs.close()
         from tileprobe.procs import guard
-        guard(self.proc.pid)      # ended with its group even if tileprobe is SIGKILLed (issue 25)
+        guard(self.proc.pid)      # ended with its group even if tileprobe is SIGKILLed
         self.path, self.stay, self.key, self.jobs = path, stay, _child_key(path), 1
         self.msgs: Connection | None = Connection(ours.detach())
         self.out_fd: int | None = self.proc.stdout.fileno()
@@ -826,7 +825,7 @@ class _Loader:
         return report
 
 
-# --- loader sessions: children that stay for a command's length (issue 22) -------------------------------------------
+# --- loader sessions: children that stay for a command's length ------------------------------------------------------
 
 #: ``TILEPROBE_KEEP_LOADERS=0``: :func:`loader_sessions` keeps no child (one child per job, as outside it).
 KEEP_ENV = "TILEPROBE_KEEP_LOADERS"
@@ -1010,7 +1009,7 @@ def load_probe_files(paths: Sequence[str], targets: Sequence[str], *, tmp_root: 
     jobs = max(1, jobs or default_jobs())
     session = current_session()
     lookup = None
-    if find_compiler and paths:   # beside the loaders; one started ahead in this session is taken (issue 22)
+    if find_compiler and paths:   # beside the loaders; one started ahead in this session is taken
         lookup = session.lookup if session is not None and session.lookup is not None else \
             DefaultCompilerLookup(timeout_s)
     tasks = [None if task is None else (task[0], task[1][i]) for i in range(len(paths))]

@@ -126,7 +126,7 @@ class Probe:
     ``args``, ``reference`` (and ``grid``, for ``arch``) may also take the architecture and the hints in force as
     keyword parameters: ``args(case, arrays, *, arch=None, hints=None)`` gets ``arch="sm_90"`` and ``hints`` = every
     kernel hint's value for this variant (the probe's value, else the declared one, ``ByTarget`` resolved for the
-    arch). ``args`` may also take ``num_sms=`` (issue 27): the SM count of the GPU the launch is for — ``run`` and
+    arch). ``args`` may also take ``num_sms=``: the SM count of the GPU the launch is for — ``run`` and
     ``tune``: the GPU's (or ``tune --num-sms``); ``audit``: ``--num-sms``, else the arch's reference GPU's
     (:func:`tileprobe.model.cluster.reference_num_sms`: sm_90 132, sm_100 148), else None — so a persistent kernel's
     SM-count constant agrees with ``grid(case, hints, num_sms)``. Detected by parameter name (or ``**kwargs``);
@@ -152,11 +152,10 @@ class Probe:
     default: Mapping[str, Any] | None = None
     source: str | None = None        # set by load_probes: "file.py" and index
     index: int = 0
-    # --- issue 12: probes that fit real launch code -------------------------------------------------------
+    # --- probes that fit real launch code -----------------------------------------------------------------
     timeout_s: float | None = None
     stub_modules: Sequence[str] = ()
-    # --- end issue 12 ----------------------------------------------------------------------------------------
-    lineno: int | None = field(default=None, compare=False)   # issue 9: the line of ``Probe(...)`` in its file
+    lineno: int | None = field(default=None, compare=False)   # the line of ``Probe(...)`` in its file
 
     def __post_init__(self):
         if self.lineno is None:
@@ -244,7 +243,7 @@ class Probe:
         return tuple(context_kwargs(self.args, arch=None, hints=None, num_sms=None))
 
 
-# --- issue 12: arch and hints for args / grid / reference ---------------------------------------------------
+# --- arch and hints for args / grid / reference -------------------------------------------------------------
 def context_kwargs(fn: Callable, **available: Any) -> dict:
     """The keyword arguments among ``available`` (e.g. ``arch=``, ``hints=``) that ``fn`` declares by name or
     accepts through ``**kwargs``; ``{}`` for a function that takes neither (old-style probes)."""
@@ -256,7 +255,6 @@ def context_kwargs(fn: Callable, **available: Any) -> dict:
         return dict(available)
     names = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
     return {k: v for k, v in available.items() if k in names}
-# --- end issue 12 -------------------------------------------------------------------------------------------
 
 
 def _caller_line() -> int | None:
@@ -351,7 +349,7 @@ def _load_module(path: str):
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     try:
-        with _folder_on_path(os.path.dirname(path)):   # issue 12: sibling modules (e.g. a sample's utils.py)
+        with _folder_on_path(os.path.dirname(path)):   # sibling modules (e.g. a sample's utils.py)
             spec.loader.exec_module(module)
     except SyntaxError as e:
         del sys.modules[name]
@@ -364,7 +362,7 @@ def _load_module(path: str):
     except Exception as e:
         del sys.modules[name]
         raise _probe_error_from(e, path, "loading the probe failed") from e
-    except BaseException:   # SystemExit, KeyboardInterrupt, ProbeExit: the caller describes it (issue 9)
+    except BaseException:   # SystemExit, KeyboardInterrupt, ProbeExit: the caller describes it
         sys.modules.pop(name, None)
         raise
     return module
@@ -399,7 +397,7 @@ def _probe_error_from(exc: BaseException, path: str | None, what: str) -> ProbeE
     return ProbeError(f"{what}{sep}{detail}", path.split(":")[0] if path else None, lineno)
 
 
-# --- issue 9: what probe code did, when it did not simply return ------------------------------------------------
+# --- what probe code did, when it did not simply return ---------------------------------------------------------
 
 class ProbeExit(BaseException):
     """Raised in place of ``os._exit(code)`` while probe code runs (:func:`probe_code_guard`)."""
@@ -467,7 +465,6 @@ def _suggestion(exc: BaseException) -> str | None:
         return None
     near = difflib.get_close_matches(name, [n for n in names if n != name], n=1)
     return near[0] if near else None
-# --- end issue 9 ----------------------------------------------------------------------------------------------------
 
 
 class NoProbeDefined(ProbeError):
@@ -502,7 +499,7 @@ def load_probes(path: str) -> list[Probe]:
         p.source = os.path.abspath(path)
         p.index = i
         # tables, verdicts and the store tell probes apart by name and arch: one name is fine for probes whose
-        # ``archs`` do not overlap (per-arch launches of one kernel, issue 26)
+        # ``archs`` do not overlap (per-arch launches of one kernel)
         twin = next((q for q in out if q.label == p.label and archs_overlap(q.archs, p.archs)), None)
         if twin is not None:
             raise ProbeError(f"probes[{twin.index}] and probes[{i}] are both named {p.label!r} for "

@@ -1,4 +1,4 @@
-"""Loader reports kept across runs (issue 22: a warm re-audit costs < 1 s per 100 variants): a probe file whose
+"""Loader reports kept across runs (a warm re-audit costs < 1 s per 100 variants): a probe file whose
 code has not changed is not imported again.
 
 A warm re-audit of the bundled examples (274 variants, every one in the store) took 10–14 s on the 2-core machine

@@ -1,4 +1,4 @@
-"""What crosses from a process that ran probe code into the tileprobe process: data only, never pickles (issue 25).
+"""What crosses from a process that ran probe code into the tileprobe process: data only, never pickles.
 
 A probe loader, a compile worker and a Ray compile task run the probe's code; what they send back (plans, case and
 hint values, compile results) is encoded here as JSON text, and the tileprobe process only ever parses JSON. An

@@ -1,4 +1,4 @@
-"""Warm process starts (issue 22): one *zygote* process imports cuTile once, then forks the probe loaders
+"""Warm process starts: one *zygote* process imports cuTile once, then forks the probe loaders
 (:mod:`.contained`) and the compile workers (:mod:`.pool`) of an audit, so each pays only for its own work.
 
 Why: ``import cuda.tile._compile`` took 2.06 s per process on the 2-core machine (2.23 s for two at once; cuTile's
@@ -447,7 +447,7 @@ def speculate_torch_free(paths: Sequence[str]) -> bool:
     needs torch (:func:`needs_torch`), let the zygote import :data:`HEAVY` without torch right after it forked
     their loaders (:func:`loaders_started`), beside them, rather than after they report (:func:`prefetch_heavy`).
 
-    Why (issue 22): on the H200 host that import took 0.85 s and was on a cold tune's path: the first compile
+    Why: on the H200 host that import took 0.85 s and was on a cold tune's path: the first compile
     worker waited for it (the RMSNorm 2M tune's trace, docs/LOG.md §35). A wrong guess (a file that imports
     torch through another module) costs a second zygote's start, 0.3-0.5 s beside the loaders
     (:func:`_replace_current`); the workers are then forked from that one, with torch. Returns whether the guess
@@ -591,7 +591,7 @@ def installed_imports(path: str) -> tuple[str, ...]:
     folder and the working directory (a site-packages folder inside them counts as installed: a venv in the
     repository), and outside the standard library, ``tileprobe`` and ``cuda``.
 
-    Why (issue 22): the zygote imports them once before it forks the probe's loader, and the compile workers
+    Why: the zygote imports them once before it forks the probe's loader, and the compile workers
     forked after it have them. On the H200 host each compile worker of the TileGym matmul spent 3.4–4.8 s on its
     first job, 0.3–0.5 s of it in tileiras: it imported TileGym (torch, transformers) again
     (``benchmarks/tune/trace_tune.py``, 2026-12-02). The user's own modules (beside the probe, or in the working

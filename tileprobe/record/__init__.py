@@ -1,4 +1,4 @@
-"""From a real program to probes (issue 12): record what a program launches, or read cuTile's compile cache.
+"""From a real program to probes: record what a program launches, or read cuTile's compile cache.
 
 ``record(["python", "app.py"], "out")`` runs the command with every Python process it starts recording its
 ``cuda.tile.launch`` calls (:mod:`.capture`, :mod:`.hook`), then groups the launches per kernel (:mod:`.group`) and

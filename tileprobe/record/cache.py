@@ -97,7 +97,7 @@ def read_cache(path: str | None) -> list[CacheEntry]:
             md = json.loads(meta) if meta else {}
         except (ValueError, RecursionError, TypeError):   # not JSON, too deep, too many digits, not text
             md = {}
-        md = md if isinstance(md, dict) else {}          # metadata of the wrong type (issue 25): read as none
+        md = md if isinstance(md, dict) else {}          # metadata of the wrong type: read as none
         names = md.get("kernel_names")
         version = md.get("compiler_version")
         entry = CacheEntry(str(key), bytes(blob) if isinstance(blob, (bytes, bytearray, memoryview)) else b"",

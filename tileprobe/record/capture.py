@@ -476,7 +476,7 @@ class Recorder:
         return new if new is not None and new.lid >= 0 else None
 
     def first_call(self, entry, wall_s: float, exc: BaseException | None) -> None:
-        """Issue 23: a distinct launch's first call — its wall time (cuTile compiles there unless its cache has the
+        """A distinct launch's first call — its wall time (cuTile compiles there unless its cache has the
         cubin), the compiler timeout in force (``ct.compiler_timeout`` / ``CUDA_TILE_COMPILER_TIMEOUT_SEC``) and the
         exception it raised, if any (a ``TileCompilerTimeoutError`` is the compile timing out)."""
         line = {"t": "first_call", "id": entry.lid, "wall_s": round(wall_s, 6),

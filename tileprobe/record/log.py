@@ -59,7 +59,7 @@ def read_log(launch_dir: str) -> Recording:
     rec = Recording()
     launches: list[Launch] = []
     for path in sorted(glob.glob(os.path.join(launch_dir, "*.jsonl"))):
-        try:   # a FIFO or a link to /dev/zero would never end (issue 25): regular files only
+        try:   # a FIFO or a link to /dev/zero would never end: regular files only
             regular = stat.S_ISREG(os.stat(path).st_mode)
         except OSError:
             regular = False
@@ -214,7 +214,7 @@ def _take_line(d: dict, kernels: dict, launches: dict, overflow: dict, counts: d
     elif t == "counts":
         for lid, n in (d.get("n") or {}).items():
             counts[int(lid)] = max(counts.get(int(lid), 0), int(n))
-    elif t == "first_call" and d.get("id") in launches:   # issue 23: the first call's time and compiler timeout
+    elif t == "first_call" and d.get("id") in launches:   # the first call's time and compiler timeout
         la = launches[d["id"]]
         wall, limit = d.get("wall_s"), d.get("compiler_timeout_s")
         la.first_call_s = float(wall) if isinstance(wall, (int, float)) and not isinstance(wall, bool) else None

@@ -103,7 +103,7 @@ class Launch:
     symbol: str | None = None          # known from the compile cache; computed later for recordings
     source: str = "record"             # "record" | "cache"
     note: str = ""
-    first_call_s: float | None = None          # issue 23: the first call's wall time (JIT compile included)
+    first_call_s: float | None = None          # the first call's wall time (JIT compile included)
     compiler_timeout_s: float | None = None    # the compiler timeout in force at that call (None: no limit)
     first_error: str = ""                      # what the first call raised ("CompilerTimeoutError: …")
 

@@ -30,7 +30,7 @@ class RecordResult:
     summary_path: str = ""
     notes: list[str] = field(default_factory=list)
     searches: list = field(default_factory=list)     # SearchProbe: one tuning probe per recorded search
-    timeouts: list[str] = field(default_factory=list)   # issue 23: first calls at or past their compiler timeout
+    timeouts: list[str] = field(default_factory=list)   # first calls at or past their compiler timeout
     program: object = None      # tileprobe.record.program.ProgramEnd of a command run
 
 

@@ -229,7 +229,7 @@ NUMERIC = {"threads", "regs", SMEM_HEADER, "stack B", "CTAs/SM"}
 KEPT = {"regs", SMEM_HEADER, "CTAs/SM", "median µs"}
 
 
-#: The register-pool column (issue 23): the setmaxnreg balance verdict, ``HANG RISK`` spelled out loud.
+#: The register-pool column: the setmaxnreg balance verdict, ``HANG RISK`` spelled out loud.
 POOL_HEADER = "reg pool"
 POOL_CELLS = {"hang_risk": "HANG RISK", "pool_ok": "ok", "unknown": "unknown", "none": "-"}
 
@@ -253,7 +253,7 @@ def pool_line(r: VariantRecord) -> str | None:
 
 def compile_timeout_line(r: VariantRecord) -> str | None:
     """``compile 42.9 s exceeds the program's compiler timeout of 5 s by 37.9 s`` for a record checked against a
-    compiler timeout whose compile exceeds it (issue 23), else None."""
+    compiler timeout whose compile exceeds it, else None."""
     ct = r.compile_timeout
     if not r.exceeds_compile_timeout:
         return None

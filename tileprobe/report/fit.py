@@ -7,7 +7,7 @@ steps run in order until it fits, and each leaves a note under the table:
 1. verdicts are abbreviated (``hon``, ``IGN`` …) and a legend lists the abbreviations used;
 2. case constants with one value in every row move into the title (``· TILE=128×128``);
 3. the other columns are dropped, least important first (:data:`DROP_ORDER`), and the note names them — never one
-   that shows a problem in some row (:attr:`Column.problem`: spill counts where a variant spills, issue 27);
+   that shows a problem in some row (:attr:`Column.problem`: spill counts where a variant spills);
 4. hint names in headers are shortened (``occ`` for occupancy, :data:`HEADER_ABBREV`) and a line says so;
 5. if the kept columns alone are still too wide, :attr:`Fitted.folded` is set and the audit prints one line per
    row instead of a table (``tileprobe.report.terminal.print_fitted_table``): nothing is cut.
@@ -48,7 +48,7 @@ class Column:
     keep: bool = True
     kind: str = "data"            # "id" (case/hint value), "data", "verdict"
     styled: list[str] | None = None   # cells with rich markup (verdict colours), same text as ``cells``
-    problem: bool = False         # issue 27: it shows a problem (spills) in some row: never dropped
+    problem: bool = False         # it shows a problem (spills) in some row: never dropped
 
     @property
     def width(self) -> int:

@@ -265,7 +265,7 @@ def hint_figure_svg(rows: Sequence[VariantRecord], hint: str, title: str, salt: 
     builds = sorted({r.tileiras for r in rows}, key=build_order)
     series: dict[tuple, list[VariantRecord]] = defaultdict(list)
     for r in rows:
-        if not r.ok or r.hint(hint) is None:   # issue 27: a series without a drawn point gets no legend entry
+        if not r.ok or r.hint(hint) is None:   # a series without a drawn point gets no legend entry
             continue
         others = {k: v for k, v in r.hints.items() if k != hint}
         series[(r.tileiras, fmt_kv(r.case) if r.case else "", fmt_kv(others) if others else "")].append(r)
@@ -297,7 +297,7 @@ def hint_figure_svg(rows: Sequence[VariantRecord], hint: str, title: str, salt: 
 
 
 def legend_columns(labels: Sequence[str], width_in: float, font_pt: float = 8.0) -> int:
-    """Legend columns that fit a figure ``width_in`` inches wide (issue 27: 4 columns of long labels were wider than
+    """Legend columns that fit a figure ``width_in`` inches wide (4 columns of long labels were wider than
     the figure and cut at its left edge): each entry takes its longest label at about 0.6 × the font size per
     character plus the line sample and padding (3.2 + 2 font sizes); at most 4, at least 1."""
     longest = max((len(x) for x in labels), default=1)
@@ -368,7 +368,7 @@ def _arch_order(arch: str) -> tuple:
         return ((999, 0), arch)
 
 
-#: Most lines one figure draws (issue 25): past it the figure is a note (a 20,000-variant audit drew 16,785 lines
+#: Most lines one figure draws: past it the figure is a note (a 20,000-variant audit drew 16,785 lines
 #: for minutes; more than a few dozen lines are not readable in one figure anyway).
 MAX_PLOT_SERIES = 64
 
@@ -392,7 +392,7 @@ def kernel_plots(rows: Sequence[VariantRecord], kernel_index: int) -> str:
                                                                               else "")
                 n = len({(r.tileiras, fmt_kv(r.case), fmt_kv({k2: v for k2, v in r.hints.items() if k2 != hint}))
                          for r in part})
-                if n > MAX_PLOT_SERIES:   # issue 25: 16,785 lines took minutes to draw and read as nothing
+                if n > MAX_PLOT_SERIES:   # 16,785 lines took minutes to draw and read as nothing
                     out.append(f'<p class="note">{_e(title)}: no plot, {n:,} lines (one per case and compiler) are '
                                f"more than the {MAX_PLOT_SERIES} a figure shows; the table above has every variant "
                                "(narrow the report with --where or --kernel for a plot).</p>")
@@ -404,7 +404,7 @@ def kernel_plots(rows: Sequence[VariantRecord], kernel_index: int) -> str:
     return "".join(out)
 
 
-#: Most lines in one plot; above it, one plot per compiler (issue 27: 32 series in one plot could not be read).
+#: Most lines in one plot; above it, one plot per compiler (32 series in one plot could not be read).
 MAX_SERIES = 12
 
 
@@ -513,7 +513,7 @@ def render_html(records: Iterable[VariantRecord], *, title: str = "tileprobe rep
         probes = sorted({r.probe for r in rows if r.probe})
         if probes:
             parts.append(f'<p class="meta">probe: {", ".join(f"<code>{_e(p)}</code>" for p in probes)}</p>')
-        parts.append(compiler_changes_section((compiler_steps or {}).get(key)))   # issue 27: what changed first
+        parts.append(compiler_changes_section((compiler_steps or {}).get(key)))   # what changed first
         for (_, build, arch), trows in group_tables(rows).items():
             parts.append(f"<h3>{_e(arch)} · {_e(short_build(build))}</h3>"
                          f'<p class="meta">{_e(build)}</p>{audit_table(trows)}')

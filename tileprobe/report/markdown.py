@@ -248,7 +248,7 @@ def compare_markdown(comparison: Comparison, command: str = "", details: bool = 
     rows = [[ch.mark, ch.label(), record_side(ch.a), record_side(ch.b), "; ".join(ch.details)]
             for ch in c.changes if ch.kind != "same" and (details or ch.kind != "changed")]
     groups = group_changes(c.changes)
-    if not c.changes:     # issue 27: no claim of a comparison that did not happen
+    if not c.changes:     # no claim of a comparison that did not happen
         parts.append(f"\nNo regression among the {c.total} variant(s) compared.\n" if c.total is not None else
                      "\nNothing was compared: both sides are empty.\n")
         return "".join(parts) + probe_section(sorted({r.probe for r in c.audited if r.probe}))

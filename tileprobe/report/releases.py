@@ -1,4 +1,4 @@
-"""Compiler releases side by side by measured time (issue 17): the rows of ``compare`` over GPU runs and the
+"""Compiler releases side by side by measured time: the rows of ``compare`` over GPU runs and the
 Markdown a compiler bug report needs (both releases' tables with times, the changed cases with their ratio, the
 environment, the command that repeats it).
 

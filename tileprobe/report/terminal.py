@@ -130,7 +130,7 @@ def audit_columns(rows: list[VariantRecord],
 
 
 def _shows_spills(name: str, cells: list[str], has_ldl: bool) -> bool:
-    """Whether column ``name`` shows a spill in some row (issue 27: such a column is never dropped to fit)."""
+    """Whether column ``name`` shows a spill in some row (such a column is never dropped to fit)."""
     if name == "LDL/STL":
         return any(c not in ("0/0", "-", "") for c in cells)
     return False
@@ -143,7 +143,7 @@ def _sass_key(r: VariantRecord, key: str):
 
 def spill_line(rows: Sequence[VariantRecord]) -> str:
     """``spills: 7 of 8 variants (146–6,640 LDL, 188–6,600 STL)`` from the SASS, else from the stack frame
-    (``stack: 3 of 8 variants use a stack frame (176–8,720 B)``); "" when none spills (issue 27)."""
+    (``stack: 3 of 8 variants use a stack frame (176–8,720 B)``); "" when none spills."""
     ok = [r for r in rows if r.ok]
     counted = [r for r in ok if r.sass and "spill_loads" in r.sass]
     spill = [r for r in counted if r.sass.spill_loads or r.sass.spill_stores]
@@ -276,7 +276,7 @@ def print_failures(console: Console, rows: Iterable[VariantRecord]) -> None:
 
 
 def _repeated_notes(reasons, min_len: int = 80) -> list[str]:
-    """Parentheticals of at least ``min_len`` characters that recur in two or more reasons of a table (issue 27:
+    """Parentheticals of at least ``min_len`` characters that recur in two or more reasons of a table (
     the H200 layout's caveat, 90 characters, repeated in every cluster line made reasons of 1,779 characters): each is
     printed once as a numbered note and the reasons say ``[n]``."""
     seen: dict[str, int] = {}
@@ -288,7 +288,7 @@ def _repeated_notes(reasons, min_len: int = 80) -> list[str]:
 
 def _one_value_hints(rows: list[VariantRecord]) -> dict[str, tuple[str, str, int]]:
     """Hints audited at one value in this table whose every verdict is the same "nothing shows the hint changed
-    the code" (issue 27: such a hint got a line per variant): hint → (value, status, variants), said once."""
+    the code" (such a hint got a line per variant): hint → (value, status, variants), said once."""
     ok = [r for r in rows if r.ok]
     out = {}
     for hint in dict.fromkeys(h for r in ok for h in r.verdicts):
@@ -304,7 +304,7 @@ def _one_value_hints(rows: list[VariantRecord]) -> dict[str, tuple[str, str, int
 
 def _remark_sets(rows: list[VariantRecord]) -> tuple[frozenset, dict]:
     """(the remarks every compiled variant of the table carries, {id(record): its other remarks}), each a set of
-    :func:`remark_lines` (issue 27: tileiras varies their order, so a list made the same remarks look new)."""
+    :func:`remark_lines` (tileiras varies their order, so a list made the same remarks look new)."""
     sets = {id(r): frozenset(remark_lines(r, limit=None)) for r in rows if r.ok}
     common = frozenset.intersection(*sets.values()) if len(sets) > 1 else frozenset()
     return common, {k: v - common for k, v in sets.items()}
@@ -385,7 +385,7 @@ _MINOR = ("threads ", "registers ", "shared B ", "stack B ", "machine code diffe
 
 def render_compare(comparison: Comparison, console: Console | None = None, wide: bool = False,
                    details: bool = False) -> None:
-    """The comparison, short (issue 27): the counts first, then each regression, improvement and one-sided variant
+    """The comparison, short: the counts first, then each regression, improvement and one-sided variant
     as ``mark variant`` and indented lines: what changed (what costs time first), why, and the resource changes;
     the kernel named once when there is one. The variants that only changed are grouped by kind of change, one
     line per group with counts (:func:`tileprobe.analyses.compare.group_changes`); ``details`` lists each of them
@@ -439,7 +439,7 @@ def render_compare(comparison: Comparison, console: Console | None = None, wide:
 
 
 def _say_nothing_compared(comparison: Comparison, console: Console) -> bool:
-    """Say so when nothing was compared (issue 27: no claim of a comparison): no variant on either side, none on
+    """Say so when nothing was compared (no claim of a comparison): no variant on either side, none on
     both, or ``--regressions`` keeping none (then the counts of all). Returns whether it said so."""
     changes = comparison.changes
     if comparison.total is not None and not changes:
@@ -604,7 +604,7 @@ def render_history(hist: History, console: Console, limit: int | None = None) ->
     _print_table(console, "audits", ("id", "when (UTC)", "host", "variants", "s", "command"),
                  [(str(a["id"]), _when(a["created"]), a["host"] or "", str(a["n_variants"]),
                    f"{a['wall_s'] or 0:.1f}", a["command_line"] or "") for a in hist.audits])
-    pool = any(c.get("reg_pool") not in (None, "none") for c in hist.compiles)   # issue 23: shown when any has one
+    pool = any(c.get("reg_pool") not in (None, "none") for c in hist.compiles)   # shown when any has one
     _print_table(console, "compiles", ("when (UTC)", "kernel", "case", "hints", "arch", "compiler", "status", "regs",
                                        "CTAs/SM", "compile s", *((POOL_HEADER,) if pool else ()), "µs"),
                  [(_when(c["created"]), c["kernel"], fmt_kv(c["case"]), fmt_kv(c["hints"]), c["arch"],

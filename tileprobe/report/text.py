@@ -1,4 +1,4 @@
-"""Untrusted text is text (issue 9, item 3): the one place that makes names, case values, compiler messages and
+"""Untrusted text is text: the one place that makes names, case values, compiler messages and
 probe errors safe for a terminal.
 
 Kernel names, case values, probe errors, compiler output and anything read back from a store or a JSON file come

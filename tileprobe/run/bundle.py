@@ -1,4 +1,4 @@
-"""A bundle is data: read ``tileprobe audit --bundle DIR`` safely on the GPU machine (issue 9).
+"""A bundle is data: read ``tileprobe audit --bundle DIR`` safely on the GPU machine.
 
 A bundle is ``DIR/audit.json`` (the audit's result JSON, :mod:`tileprobe.schema`) and ``DIR/cubins/<sha256>.cubin``.
 It may come from anywhere, so reading it runs nothing and reads nothing outside it:

@@ -1,6 +1,6 @@
 """The GPU worker of ``tileprobe tune``, started at the command's first line.
 
-The worker imports torch and makes a CUDA context: 3.5-5.7 s on the H200 (issue 43's table, 2026-12-04). The tune
+The worker imports torch and makes a CUDA context: 3.5-5.7 s on the H200 (measured 2026-12-04). The tune
 started it in a thread at the top of :func:`tileprobe.tune.pipeline.tune`, after the CLI's own start-up (Python,
 argparse, rich, the command modules), the store's opening and the tune's imports; a warm re-tune, whose compiles
 all come from the store, waited for nearly all of it. :func:`start_early_worker`, called by the console entry

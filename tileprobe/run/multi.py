@@ -1,4 +1,4 @@
-"""Every listed GPU at once (issue 15, item 1): one watchdog'd worker per GPU, a shared queue, shared GPUs flagged.
+"""Every listed GPU at once: one watchdog'd worker per GPU, a shared queue, shared GPUs flagged.
 
 ``--gpus all|0,2|0,0`` lists device indexes (:func:`parse_gpus`). Each entry gets its own worker slot — a local
 :class:`~tileprobe.run.watchdog.Watchdog` with ``CUDA_VISIBLE_DEVICES`` set to that device

@@ -164,7 +164,7 @@ def run_probes(records: Iterable[VariantRecord], cubins: Any = None, *, probe_pa
         gpus: device indexes, one worker each (``--gpus``; :func:`tileprobe.run.multi.parse_gpus`); more than one,
             or ``slots`` given, runs :func:`run_probes_on_gpus`. slots: started or not
             :class:`~tileprobe.run.multi.Slot` s (e.g. Ray actors from :mod:`tileprobe.exec`).
-        run_hang_risk: launch variants the register-pool check predicts to hang (``hang_risk``, issue 23); by
+        run_hang_risk: launch variants the register-pool check predicts to hang (``hang_risk``); by
             default they are not launched: their ``run`` is ``status: skipped`` with the reason (a hang costs the
             watchdog's timeout and may leave the GPU unusable).
 
@@ -299,7 +299,7 @@ def new_run(**fields: Any) -> VariantRun:
 
 
 def hang_risk_skip(r: VariantRecord) -> VariantRun:
-    """The ``run`` of a variant not launched because the register-pool check predicts a hang (issue 23)."""
+    """The ``run`` of a variant not launched because the register-pool check predicts a hang."""
     return new_run(status="skipped", register_pool="hang_risk", cubin_sha256=r.cubin_sha256,
                     static_ctas_per_sm=r.ctas_per_sm, threads=r.threads,
                     error=f"{HANG_SKIP}: {r.pool_reason}")
@@ -348,7 +348,7 @@ def _run_one(wd: Watchdog, rec: VariantRecord, get, probe_paths, search_dirs, ti
         run = new_run(status="error", error=out.error, **base)
     run.roundtrip_s = round(out.wall_s, 6)
     run.worker_pid = out.worker_pid
-    run.register_pool = rec.pool_verdict      # the prediction beside what happened (issue 23)
+    run.register_pool = rec.pool_verdict      # the prediction beside what happened
     return run
 
 
@@ -528,7 +528,7 @@ def _sweep_on_gpus(probes, from_bundle, slots, gpus, *, executor, arch, bundle, 
 
 
 def interleave_releases(records: Sequence[VariantRecord], offset: int = 0) -> list[VariantRecord]:
-    """The run order of records compiled by several tileiras releases (issue 17): each variant (kernel, case,
+    """The run order of records compiled by several tileiras releases: each variant (kernel, case,
     hints, arch) under every release back to back, and the release that goes first rotates from one variant to the
     next (v1: A B C, v2: B C A, v3: C A B …), so clock and thermal drift over the sweep hits every release alike
     instead of favouring the one run first. Variants keep their order; one release: the order is unchanged.
@@ -567,7 +567,7 @@ def _from_bundle(bundle: str, probes: Sequence[str], arch: str | None):
 
 def import_bundle(store, records: Sequence[VariantRecord], env: dict, cubins, command_line: str) -> int:
     """Store a bundle's compiles and its audit (so this machine's runs of it are stored, keyed by release, and
-    ``tileprobe compare AUDIT_ID`` / ``history`` see them; issue 17); return the stored audit's id."""
+    ``tileprobe compare AUDIT_ID`` / ``history`` see them); return the stored audit's id."""
     store.import_records(records, cubin_getter(cubins), env.get("cuda_tile"))
     return store.save_audit(SimpleNamespace(records=list(records), environment=env, wall_s=0.0),
                             command_line or f"run --bundle {env.get('bundle', '')}")

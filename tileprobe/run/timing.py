@@ -103,7 +103,7 @@ MAX_KEPT_SAMPLES = 500
 
 def sample_fields(times_us: Sequence[float]) -> dict:
     """``{"stdev_us", "samples_us"}`` of per-launch times (µs): the sample standard deviation (0 for one sample)
-    and the samples in launch order, rounded to 1 ns, at most :data:`MAX_KEPT_SAMPLES` (issue 17: compare tests
+    and the samples in launch order, rounded to 1 ns, at most :data:`MAX_KEPT_SAMPLES` (compare tests
     the difference between two releases on them)."""
     xs = [float(t) for t in times_us]
     step = max(1, math.ceil(len(xs) / MAX_KEPT_SAMPLES))
@@ -243,9 +243,9 @@ BATCH_MS = 25.0
 MIN_BATCH, MAX_BATCH = 5, 100
 #: cuda.tile.tune's figures (tune/_tune.py: ``_BATCH_REPEATS``, ``_WARM_UP_REPEATS``, cuda-tile 1.7.0).
 BURST_BATCH, BURST_WARMUP = 5, 3
-#: ``eager`` (issue 22): host-inclusive samples per batch and untimed launches before them.
+#: ``eager``: host-inclusive samples per batch and untimed launches before them.
 EAGER_BATCH, EAGER_WARMUP = 20, 3
-#: ``graph`` (issue 22): launches captured in one CUDA graph, timed replays per batch, untimed replays before them.
+#: ``graph``: launches captured in one CUDA graph, timed replays per batch, untimed replays before them.
 GRAPH_LAUNCHES, GRAPH_BATCH, GRAPH_WARMUP = 10, 10, 2
 
 

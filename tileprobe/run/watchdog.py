@@ -150,7 +150,7 @@ class Watchdog:
         w = _Worker(proc, parent, log_path)
         try:
             ready = parent.poll(self.startup_timeout_s)
-            msg = wire_recv(parent) if ready else None   # data only: never unpickled here (issue 25)
+            msg = wire_recv(parent) if ready else None   # data only: never unpickled here
         except (EOFError, OSError, WireError):
             msg = None
         if msg is None or msg[0] != "hello" or not msg[1]:
@@ -209,9 +209,9 @@ class Watchdog:
         try:
             w.conn.send(("task", task_id, fn, kwargs or {}))
             # the timeout counts from the worker's "started" (its task imported: seconds on a loaded machine, not
-            # the task's time); a worker that dies meanwhile or later is a crash, whatever the timing (issue 25)
+            # the task's time); a worker that dies meanwhile or later is a crash, whatever the timing
             ready = w.conn.poll(self.startup_timeout_s)
-            msg = wire_recv(w.conn) if ready else None   # data only: never unpickled here (issue 25)
+            msg = wire_recv(w.conn) if ready else None   # data only: never unpickled here
             if msg is not None and msg[0] == "started":
                 ready = w.conn.poll(timeout)
                 msg = wire_recv(w.conn) if ready else None

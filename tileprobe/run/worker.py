@@ -8,7 +8,7 @@ fork of a process that may hold a CUDA context), it talks over the inherited soc
   e.g. the GPU's provenance from :func:`init_cuda`, or the traceback when it failed;
 * parent → worker: ``("task", task_id, "module:function", kwargs)`` or ``("stop",)``;
 * worker → parent: ``("started", task_id)`` once the task's function is imported (its timeout starts then: a
-  loaded machine's import time is not a hang, issue 25), then ``("result", task_id, ok, value)`` — the function's
+  loaded machine's import time is not a hang), then ``("result", task_id, ok, value)`` — the function's
   return value (a dict), or ``{"error": traceback, "exception": name}`` when it raised.
 
 A task result with ``"fatal": True`` (a sticky CUDA error broke the context) makes the worker exit right after
@@ -33,8 +33,8 @@ from typing import Any
 
 #: The fields of a stored run result (``VariantRecord.run``), with their defaults. Times in µs, durations in s.
 #: status: ok | wrong | hang | crash | error (the variant could not be set up: probe, reference or argument
-#: packing failed — the kernel was not judged) | skipped (not launched: the register-pool check predicted a hang,
-#: issue 23). register_pool: the static prediction beside what happened (``hang_risk`` | ``pool_ok`` | ``unknown``
+#: packing failed — the kernel was not judged) | skipped (not launched: the register-pool check predicted a
+#: hang). register_pool: the static prediction beside what happened (``hang_risk`` | ``pool_ok`` | ``unknown``
 #: | ``none`` | None when the SASS was not read).
 RUN_FIELDS: dict[str, Any] = {
     "status": None, "median_us": None, "p25_us": None, "p75_us": None, "min_us": None, "mean_us": None,
@@ -190,7 +190,7 @@ def _version(dist: str) -> str | None:
 
 def _probe(path: str, label: str, arch: str | None = None):
     """The probe named ``label`` in file ``path`` (the only one of a one-probe file), loaded once; of probes sharing
-    the name with disjoint ``archs`` (issue 26), the one meant for ``arch``."""
+    the name with disjoint ``archs``, the one meant for ``arch``."""
     from tileprobe.errors import ProbeError
     from tileprobe.probe.define import archs_overlap, load_probes
     key = (path, label, arch)
@@ -225,7 +225,7 @@ def grid_hints(record: dict) -> dict:
 
 def launch_context(record: dict, num_sms: int | None) -> dict:
     """The keywords ``run``, ``tune`` (static stage, timed batches, checks) and the audit hand to a probe's ``args``
-    (issue 27: all alike): ``arch`` (the record's target), ``hints`` (every hint in force: the effective hints with
+    (all alike): ``arch`` (the record's target), ``hints`` (every hint in force: the effective hints with
     the variant's own on top, None replaced by the effective value) and ``num_sms`` (the GPU's SM count, or the
     one the grids are made for). :meth:`~tileprobe.probe.define.Probe.launch_args` passes those ``args`` declares."""
     return {"arch": record.get("arch"), "hints": {**(record.get("effective_hints") or {}), **grid_hints(record)},
@@ -425,7 +425,7 @@ def _import(name: str):
 
 def _send(conn, message: tuple) -> None:
     """One message to the parent as data (:mod:`tileprobe.probe.wire`): the parent never unpickles what this
-    process, which runs probe code, sends (issue 25)."""
+    process, which runs probe code, sends."""
     from tileprobe.probe import wire
     wire.send(conn, wire.to_data(message), "the worker's message")
 

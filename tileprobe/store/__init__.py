@@ -11,8 +11,8 @@ module (its docstring says how that part works):
 - :mod:`tileprobe.store.compiles`: the compile key (:func:`compile_key`), what a lookup reuses and for which
   compiler, saving compiles and their cubins, importing a bundle's, reading records back;
 - :mod:`tileprobe.store.runs`: audits, GPU runs and tunes;
-- :mod:`tileprobe.store.claims`: one compile of a variant at a time among the processes sharing a store (issue 15);
-- :mod:`tileprobe.store.prune`: what the store takes, and deleting old compiles (issue 14).
+- :mod:`tileprobe.store.claims`: one compile of a variant at a time among the processes sharing a store;
+- :mod:`tileprobe.store.prune`: what the store takes, and deleting old compiles.
 
 The parts import only :mod:`tileprobe.store.connection` from this package, never each other.
 """

@@ -1,6 +1,6 @@
 """Compile claims: one compile of a variant at a time among the processes sharing a results store.
 
-**Claims (issue 15).** Processes that share a store (two audits, an audit and a tune, a Ray driver) never compile
+**Claims.** Processes that share a store (two audits, an audit and a tune, a Ray driver) never compile
 one variant twice at once: before a variant is handed to a compile worker, its key is claimed in a
 ``BEGIN IMMEDIATE`` transaction (:meth:`Store.claim`); a process that finds a live claim of another waits for that
 compile's result in the store instead of compiling. A claim is live while its owner holds it: same host and the pid
@@ -20,7 +20,7 @@ from tileprobe.store.connection import StoreConnection
 class ClaimsMixin(StoreConnection):
     """The compile claims of :class:`~tileprobe.store.Store` (module doc): claim, wait, release."""
 
-    # --- claims: one compile of a variant at a time among the processes sharing this store (issue 15) ----------
+    # --- claims: one compile of a variant at a time among the processes sharing this store ---------------------
 
     def claim(self, key: str, lease_s: float, *, since: str = "", pid: int | None = None) -> str:
         """Claim compile ``key`` for this process for ``lease_s`` seconds, in one ``BEGIN IMMEDIATE`` transaction.

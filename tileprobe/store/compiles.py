@@ -7,12 +7,12 @@ in this order:
 
 1. :data:`KEY_VERSION` (one byte; bumped when this list changes or when what a record holds changes — a new field, a
    different reading of the cubin — which makes every stored compile a miss)
-2. what the compiled code depends on (issue 27): ``"compile:" + Variant.compile_sha256``, the SHA-256 of the file
+2. what the compiled code depends on: ``"compile:" + Variant.compile_sha256``, the SHA-256 of the file
    that defines the kernel and of the launch signature the probe's ``args`` gave for this variant (constants,
    dtypes, divisibility; :meth:`tileprobe.probe.contained.ProbePlan.compile_sha256`) — so editing a probe without
    changing any compiled variant (a comment, ``tunable=``, a reference) compiles nothing again. When the loader did
    not try ``args`` (a grid over ``--max-variants``), ``Variant.source_sha256``: SHA-256 of the probe file and the
-   kernel's file (:func:`tileprobe.audit.source_sha256`), the key of stores written before issue 27 (their records
+   kernel's file (:func:`tileprobe.audit.source_sha256`), the key of older stores (their records
    stay readable; their compiles are found again under this fallback only)
 3. the probe's index in its file, 4. the probe's name (its label in reports)
 5. the case, 6. the hints: each as JSON of its ``[name, value]`` pairs sorted by name (``true`` ≠ ``1``)
@@ -26,12 +26,12 @@ after editing one, audit with ``--no-store`` or another ``--store``.
 
 **What a lookup reuses.** A stored compile is the answer: ``ok`` and every compile failure (``compile_error``,
 ``compiler_crash``, ``timeout``, ``unsupported_target``, ``unsupported_feature``) are not compiled again — a failing
-variant does not cost a compile on every audit (issue 9). Compiled again: ``probe_error`` (the probe's code, or an
+variant does not cost a compile on every audit. Compiled again: ``probe_error`` (the probe's code, or an
 import it makes, may be fixed without the probe file changing) and ``broken_environment`` (the environment is not
 in the key), and with ``retry_failed`` (``tileprobe audit --retry-failed``, e.g. after raising ``--timeout``) every
 failure.
 
-**Which compiler (issue 25).** The key names the compiler by its build string (what ``--version`` says); each
+**Which compiler.** The key names the compiler by its build string (what ``--version`` says); each
 compile also stores ``tileiras_sha256``, the hash of the compiler's files
 (:func:`tileprobe.model.toolkit.compiler_identity`: tileiras, its ptxas and libnvvm). A stored compile is reused only
 for a compiler with the same hash: a ``--tileiras`` that prints 13.4.92's version but hangs or crashes stores its
@@ -106,7 +106,7 @@ def compile_key(variant, build: str, cuda_tile: str) -> str:
 
 
 def _legacy_keys(keyed: dict, key_of: Callable) -> dict[str, str]:
-    """new key -> the key of the same compile in a store written before issue 27 (probe file + kernel file instead
+    """new key -> the key of the same compile in an older store (probe file + kernel file instead
     of kernel file + signature), for variants whose ``args`` take no ``num_sms`` (the old key did not hold it)."""
     out = {}
     for key, v in keyed.items():
@@ -138,7 +138,7 @@ def _wants_sass(rec: VariantRecord, with_sass: bool | str) -> bool:
 
 
 def _stale_pool(rec: VariantRecord) -> bool:
-    """Whether a stored record's register-pool check (issue 23) is missing or from an older model while its SASS
+    """Whether a stored record's register-pool check is missing or from an older model while its SASS
     has setmaxnreg: then the store checks the stored cubin again."""
     from tileprobe.model.regpool import MODEL_VERSION
     if not (rec.sass and rec.sass.setmaxnreg):
@@ -185,7 +185,7 @@ class CompilesMixin(StoreConnection):
     def lookup(self, variants: Sequence, tc: Toolchain, *, with_sass: bool = False,
                retry_failed: bool = False, any_status: bool = False) -> tuple[list, list]:
         """Split ``variants`` into records already stored for compiler ``tc`` and the variants still to compile.
-        ``any_status``: every stored record is the answer (a compile another process just made, issue 15).
+        ``any_status``: every stored record is the answer (a compile another process just made).
 
         ``tc.build`` is the tileiras build string, ``tc.identity`` the hash of its files: a stored compile of
         other files is not reused (module doc, "Which compiler"). Reused records get the variant's current probe path and
@@ -206,7 +206,7 @@ class CompilesMixin(StoreConnection):
         found, todo = [], []
         for key, v in keyed.items():
             hit = stored.get(key)
-            if hit is None and legacy.get(key) in stored:   # a store written before issue 27's key
+            if hit is None and legacy.get(key) in stored:   # an older store's key
                 key = legacy[key]
                 hit = stored[key]
             if hit is None or not _same_compiler(hit[2], hit[0], tc) or (
@@ -273,7 +273,7 @@ class CompilesMixin(StoreConnection):
         return key
 
     def import_records(self, records: Sequence, cubin_of: Callable[[str], bytes | None], cuda_tile: str | None) -> int:
-        """Store the compiles of records audited on another machine (a bundle's, issue 17) so their runs can be
+        """Store the compiles of records audited on another machine (a bundle's) so their runs can be
         stored and compared here; return how many were new. The key is :func:`compile_key` of the record's own
         fields (kernel, case, hints, arch, build; no probe source hash: the bundle carries none, so
         ``source_sha256`` is ``"bundle"``) under the bundle's ``cuda_tile``; the cubin is stored when

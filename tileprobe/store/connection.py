@@ -30,7 +30,7 @@ tune_candidates (``tune_id``, ``position``) → ``compile_key``, ``config_json``
 =============== ====================================================================================================
 
 Version history: 1 — meta, cubins, compiles, audits, audit_compiles. 2 — runs, indexes for history filters.
-3 — tunes, tune_candidates. 4 — claims. 5 — ``compiles.tileiras_sha256`` (issue 25:
+3 — tunes, tune_candidates. 4 — claims. 5 — ``compiles.tileiras_sha256`` (
 :mod:`tileprobe.store.compiles`, "Which compiler").
 
 Older stores are migrated in place when opened (``_migrate_to_N``); a newer one is refused; a file that is not a

@@ -1,4 +1,4 @@
-"""Store hygiene (issue 14): what the results store holds and takes (:meth:`PruneMixin.size`), and deleting old
+"""Store hygiene: what the results store holds and takes (:meth:`PruneMixin.size`), and deleting old
 compiles with the runs, cubins and audits only they use (:meth:`PruneMixin.prune`): ``tileprobe store size|prune``."""
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ _VARIANT_COLUMNS = "kernel, probe, case_json, hints_json, arch, tileiras"
 class PruneMixin(StoreConnection):
     """``size`` and ``prune`` of :class:`~tileprobe.store.Store`."""
 
-    # --- hygiene: size and prune (issue 14) ----------------------------------------------------------------------
+    # --- hygiene: size and prune ---------------------------------------------------------------------------------
 
     def size(self) -> dict:
         """What the store holds and takes: ``path``, ``file_bytes`` (the database, its WAL and shared-memory

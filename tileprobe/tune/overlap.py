@@ -1,4 +1,4 @@
-"""Racing while compiling (issue 22, item 2): the first problem's race starts as soon as the GPU worker is up and
+"""Racing while compiling: the first problem's race starts as soon as the GPU worker is up and
 its first candidate has landed; the others join as their compiles land (:class:`~tileprobe.tune.race.Race`'s
 ``arrivals``), deduplicated one by one (:func:`~tileprobe.tune.static.dedupe_one`).
 

@@ -183,7 +183,7 @@ def tune(probe_paths: Sequence[str], *, arch: str | None = None, budget_s: float
     """
     t0 = time.perf_counter()
     _check_seconds(budget_s=budget_s, startup_s=startup_s)
-    if bundle:            # a damaged or missing bundle is said before the GPU worker starts (issue 25)
+    if bundle:            # a damaged or missing bundle is said before the GPU worker starts
         from tileprobe.run.session import load_bundle
         load_bundle(bundle)
     result = TuneResult(dry_run=dry_run, times={"startup_s": startup_s})
@@ -195,7 +195,7 @@ def tune(probe_paths: Sequence[str], *, arch: str | None = None, budget_s: float
         race_settings = dataclasses.replace(race_settings, final_max=0)
     with contextlib.nullcontext() if bundle else warm_starts(), loader_sessions():   # the compile side's cuTile
         # import starts now, beside the plan; each probe file is imported once, its loader child kept for the
-        # plan, the audit's load and the launch facts (issue 22); so does the default compiler's lookup
+        # plan, the audit's load and the launch facts; so does the default compiler's lookup
         if not bundle and not toolchains and cached_default() is None:
             prefetch_compiler_lookup(probe_timeout_s or PROBE_TIMEOUT_S)
         return _tune(t0, result, race_settings, timing_settings, probe_paths, arch, export, bundle, store, jobs,
@@ -218,7 +218,7 @@ def _tune(t0, result, race_settings, timing_settings, probe_paths, arch, export,
             watchdog = watchdog or Watchdog(timeout_s=timeout_s)
         starter = _WorkerStarter(watchdog) if not dry_run else None
     try:
-        if not bundle:    # cuTile's compiler side imported beside the loaders (issue 22)
+        if not bundle:    # cuTile's compiler side imported beside the loaders
             speculate_torch_free(probe_paths)
         problems, result.probe_errors = load_space(probe_paths, where=where, cases=cases, hints=hints,
                                                    probe_timeout_s=probe_timeout_s)
@@ -229,7 +229,7 @@ def _tune(t0, result, race_settings, timing_settings, probe_paths, arch, export,
         arch = _target_arch(arch, starter)
         gpu, compile_sms = None, num_sms
         if compile_sms is None and not bundle and any("num_sms" in p.probe.args_context for p in problems):
-            if starter is not None:   # issue 27: args(..., num_sms=) is compiled for this GPU's SM count
+            if starter is not None:   # args(..., num_sms=) is compiled for this GPU's SM count
                 gpu = _gpu(result, starter, arch, progress)
                 compile_sms = gpu.get("num_sms")
             else:
@@ -242,7 +242,7 @@ def _tune(t0, result, race_settings, timing_settings, probe_paths, arch, export,
             plans = _searched(result, problems, arch, starter, watchdog, probe_paths, store, jobs, compile_timeout_s,
                               toolchains, progress, overrides, executor, num_sms, timing_settings, race_settings,
                               search, timeout_s, seed, tasks, probe_timeout_s, run_hang_risk, gpu, t0)
-        elif not dry_run and not bundle:      # race the first problem while compiling (issue 22)
+        elif not dry_run and not bundle:      # race the first problem while compiling
             plans = _overlapped(result, problems, arch, starter, watchdog, probe_paths, store, jobs, compile_timeout_s,
                                 toolchains, progress, overrides, executor, num_sms,
                                 timing_settings, race_settings, timeout_s, seed, tasks, probe_timeout_s, run_hang_risk,
@@ -326,7 +326,7 @@ def _searched(result, problems, arch, starter, wd, probe_paths, store, jobs, com
                     timeout_s=timeout_s, seed=seed, tasks=tasks, trust_recorded=True)
     ctx = SearchContext(records, wait_gpu, bench_kw, settings, search, arch, run_hang_risk, probe_timeout_s, num_sms,
                         progress)
-    # --budget bounds the command's wall time: the process's start-up before this call counts (issue 22)
+    # --budget bounds the command's wall time: the process's start-up before this call counts
     plans, deadline = [], t0 + settings.budget_s - (result.times.get("startup_s") or 0.0)
     try:
         for i, problem in enumerate(problems):
@@ -384,7 +384,7 @@ def _sequential(result, problems, arch, starter, watchdog, probe_paths, bundle, 
 
 
 def _say_hang_risk(plans: list[Plan], run_hang_risk: bool, progress) -> None:
-    """Name the candidates the register-pool check predicts to hang (issue 23) before any is raced."""
+    """Name the candidates the register-pool check predicts to hang before any is raced."""
     risky = [c.record for p in plans for c in p.candidates if c.record is not None and c.record.ok
              and c.record.hang_risk]
     if risky and progress:

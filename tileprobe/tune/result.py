@@ -14,7 +14,7 @@ stopped), ``final`` (the steady-state final, when one ran: :mod:`tileprobe.tune.
 ``dropped`` (rule → count), ``notes``, ``previous`` (the comparison with a stored tune
 under another tileiras build, or null), and ``candidates`` (:class:`CandidateRow`), each with: ``config`` (``case``: tunable values,
 ``hints``), ``label``, ``status`` (winner | tie | eliminated | hang | crash | error | wrong | skipped |
-duplicate | hang_risk (not launched: predicted hang, issue 23) | a compile status | constraint), ``reason``, ``same_launch_as``, ``group`` (labels timed as one),
+duplicate | hang_risk (not launched: predicted hang) | a compile status | constraint), ``reason``, ``same_launch_as``, ``group`` (labels timed as one),
 the samples summary (``n``, ``median_us``, ``ci_lo_us``, ``ci_hi_us``, ``p25_us``, ``p75_us``, ``min_us``),
 ``clocks`` (lowest and highest SM and memory MHz over its batches, the driver's clock-event reasons),
 ``clocks_moved``, ``check``, ``eliminated_round``, ``grid`` and the static facts (threads, registers,
@@ -142,7 +142,7 @@ class ProblemResult:
     #: warm-up and the checks' launches not counted. ``race_s`` ÷ this is what the race's wall buys.
     kernel_s: float = 0.0
     #: How much of the space was searched: configurations (constraints' rejections included), compiled (a record
-    #: with a cubin), timed (at least one batch) — issue 22: a budget may leave part of it unsearched.
+    #: with a cubin), timed (at least one batch) — a budget may leave part of it unsearched.
     coverage: dict = field(default_factory=dict)
     #: The steady-state final when one ran (:class:`tileprobe.tune.race.RaceOutcome`'s ``final``); not in the JSON
     #: when None.

@@ -1,4 +1,4 @@
-"""A budgeted search over a space too large to compile whole (issue 22, items 2 and 3): ``tileprobe tune --budget S``.
+"""A budgeted search over a space too large to compile whole: ``tileprobe tune --budget S``.
 
 Compiling every configuration of a space of several hundred costs minutes (486 matmul configurations: 39 s of
 compiling on the H200 host's 16 cores, 2026-12-01), linear in the space. With a budget, a problem whose space is
@@ -191,7 +191,7 @@ LAST_RACE_S = MIN_RACE_S
 
 class SearchOrder:
     """Which configuration a budgeted search compiles next, asked each time a compile job frees up, while the race
-    of what landed runs beside the compiles (issue 22, items 2 and 3): the continuous form of "sample, then refine
+    of what landed runs beside the compiles: the continuous form of "sample, then refine
     around the leaders".
 
     1. The first :attr:`SearchSettings.sample` (a wave) are the first sample (:func:`round_one`: the default, the

@@ -64,7 +64,7 @@ class Config:
 
 
 def _short(v: Any) -> str:
-    """A value in a label as the audit tables print it (issue 27: tuples ``128×128×128`` everywhere)."""
+    """A value in a label as the audit tables print it (tuples ``128×128×128`` everywhere)."""
     if isinstance(v, (tuple, list)):
         return "×".join(str(x) for x in v)
     return str(v)
@@ -72,7 +72,7 @@ def _short(v: Any) -> str:
 
 @dataclass(frozen=True)
 class ProbeInfo:
-    """What the tune's own process knows of a probe it loaded from a file (issue 25): its names and facts, as data.
+    """What the tune's own process knows of a probe it loaded from a file: its names and facts, as data.
     The probe's code (``args``, ``grid``, constraints) ran in a contained child (:mod:`tileprobe.tune.static`),
     never here. ``reference`` / ``grid``: True when the probe has one, else None (as :class:`Probe` reads)."""
     source: str
@@ -82,7 +82,7 @@ class ProbeInfo:
     reference: bool | None = None
     grid: bool | None = None
     source_sha256: str = ""
-    args_context: tuple = ()      # issue 27: the context keywords its args() takes (arch, hints, num_sms)
+    args_context: tuple = ()      # the context keywords its args() takes (arch, hints, num_sms)
 
 
 @dataclass

@@ -5,7 +5,7 @@
    ``tileprobe audit --bundle`` where tileiras is.
 2. **Drop, counting per rule**: a configuration whose compile failed (the rule is its status: ``compile_error``,
    ``compiler_crash``, ``timeout``, ``probe_error``), that the bundle lacks (``not_in_bundle``), or whose SASS the
-   register-pool check predicts to hang (``hang_risk``, issue 23: not launched unless ``run_hang_risk``).
+   register-pool check predicts to hang (``hang_risk``: not launched unless ``run_hang_risk``).
 3. **Exact duplicates** (rule ``duplicate_launch``): candidates whose launches are identical are timed once and
    reported as one group, every member named. Identical means all of: the same machine code and resources
    (``code_sha256``, threads, registers, shared and stack bytes, cluster shape), the same data in the cubin's
@@ -147,7 +147,7 @@ def load_space(probe_paths: Sequence[str], *, where: dict | None = None, cases: 
     reports = run_probe_tasks(probe_paths, "tileprobe.tune.static:space_task",
                               [{"cases": cases, "hints": hints}] * len(probe_paths),
                               timeout_s=probe_timeout_s or PROBE_TIMEOUT_S)
-    if reports and not any(rep.errors for rep in reports):   # the compile side's import starts now (issue 22)
+    if reports and not any(rep.errors for rep in reports):   # the compile side's import starts now
         prefetch_heavy(any(rep.uses_torch for rep in reports))
     for rep in reports:
         errors.extend(rep.errors)
@@ -274,7 +274,7 @@ def failed_reason(rec: VariantRecord) -> str:
 
 
 def hang_risk_reason(rec: VariantRecord) -> str:
-    """Why a candidate the register-pool check predicts to hang is not launched (issue 23)."""
+    """Why a candidate the register-pool check predicts to hang is not launched."""
     return ("not launched: the register-pool check predicts a hang (--run-hang-risk launches it): "
             + rec.pool_reason)
 
@@ -375,7 +375,7 @@ def probe_launch(c: Candidate, num_sms: int) -> tuple[tuple, list]:
     except Exception as e:
         from tileprobe.probe.define import _probe_error_from
         raise _probe_error_from(e, probe.source, f"grid({c.case}) failed") from e
-    args = probe.launch_args(c.case, **launch_context(record, num_sms))   # issue 27: as run and the GPU stage do
+    args = probe.launch_args(c.case, **launch_context(record, num_sms))   # as run and the GPU stage do
     sig = rec.signature or []
     runtime = [_arg_key(a) for i, a in enumerate(args) if i >= len(sig) or sig[i].get("kind") != "constant"]
     return grid, runtime
