@@ -1,5 +1,6 @@
-"""Issue 17 on recorded run data (no GPU): the noise rule, status changes between releases, the timed compare
-Markdown (golden text), release interleaving, bisect by time over per-release runs, and the gate's baseline run."""
+"""Compiler releases by measured time, on recorded run data (no GPU): the noise rule, status changes between
+releases, the timed compare Markdown (golden text), release interleaving, bisect by time over per-release runs, and
+the gate's baseline run."""
 import json
 import random
 import statistics
@@ -141,7 +142,7 @@ def test_compare_one_run_file_with_two_releases_and_its_markdown(tmp_path):
     assert [(x.kind, x.a.hints["occupancy"]) for x in c.changes] == [("regression", 8), ("regression", 2),
                                                                      ("same", 4)]
     md = compare_markdown(c, "tileprobe compare run.json --format markdown")
-    golden = (DATA / "issue17_compare.md").read_text()
+    golden = (DATA / "release_runs_compare.md").read_text()
     assert md == golden
 
 

@@ -1,4 +1,4 @@
-"""Issue 27's terminal report: remarks de-duplicated as sets (tileiras varies their order), the spill line under a
+"""The terminal report, condensed: remarks de-duplicated as sets (tileiras varies their order), the spill line under a
 table, and one-value hints silent."""
 from __future__ import annotations
 
