@@ -40,7 +40,7 @@ def _records(run=True):
 
 
 def test_static_advice_says_what_each_value_builds_and_names_no_pick_it_cannot_justify():
-    """Issue 26: the static pick was occupancy 4 ("the most CTAs/SM met without spills"), a guess at speed the
+    """The static pick was occupancy 4 ("the most CTAs/SM met without spills"), a guess at speed the
     measurement below contradicts (occupancy 16 is 1.30× faster). The static line now lists each build and asks
     for the measurement, with the command."""
     lines = advice(_records())

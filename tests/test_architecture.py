@@ -46,7 +46,7 @@ def test_forbidden_contract_covers_every_module_outside_cli_and_report(graph):
 
 
 def test_report_contract_forbids_every_computing_module(graph):
-    """report/ renders what it is given (issue 24): it may import the result records of analyses/ and tune/
+    """report/ renders what it is given: it may import the result records of analyses/ and tune/
     (``analyses.results``, ``tune.result``), never any other module of theirs nor the judge, the run, the audit,
     the store or the rest of the pipeline; a module added to analyses/ or tune/ must be listed."""
     import tomllib

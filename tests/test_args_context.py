@@ -1,4 +1,4 @@
-"""Issue 27: ``tune`` calls a probe's ``args`` and ``grid`` as ``run`` does (arch, hints and the SM count), caches the
+"""``tune`` calls a probe's ``args`` and ``grid`` as ``run`` does (arch, hints and the SM count), caches the
 arguments by everything they depend on, and the store key holds what a compile depends on (the kernel's file and
 the launch signature), not the whole probe file: editing a probe without changing a compiled variant compiles
 nothing again.

@@ -1,4 +1,4 @@
-"""A bundle is data (issue 9): `tileprobe run --bundle DIR` reads audit.json and cubins/ without running or reading
+"""A bundle is data: `tileprobe run --bundle DIR` reads audit.json and cubins/ without running or reading
 anything else — probe code only from paths on the command line, cubin names checked, regular files only, every
 malformed field named."""
 import hashlib

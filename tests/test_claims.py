@@ -1,4 +1,4 @@
-"""Claims in the store (issue 15, item 3): processes sharing a store never compile one variant twice at once."""
+"""Claims in the store: processes sharing a store never compile one variant twice at once."""
 from __future__ import annotations
 
 import os

@@ -203,7 +203,7 @@ def test_persistent_gemm_statuses_say_what_happened(pm):
     four = pm[("sm_90", 1, 4)]["occupancy"].reason
     assert four.startswith("2 CTAs/SM (up from 1 at occupancy=1) but < 4")
     assert "same machine code and resources as occupancy=2" in four
-    # issue 26: on sm_100 the B200's GPC layout (clusters) and the reserve reading (115,860 B) decide these
+    # on sm_100 the B200's GPC layout (clusters) and the reserve reading (115,860 B) decide these
     # clusters of 2 on the B200 are 74 × CTAs/SM on every layout [b200] allows: occupancy 1 is met, no longer
     # unverified on a GPC layout; occupancy 2 still rests on the reserve reading (115,860 B)
     assert got[("sm_100", 2, 1)] == ("honoured", "met") and got[("sm_100", 1, 2)] == ("met", "unverified")
@@ -278,7 +278,7 @@ def test_flashinfer_4465_numbers_name_the_explanation_the_verdict_rests_on():
     recs = [_pm("sm_100", 2, 1), _pm("sm_100", 2, 2, smem=115_852)]
     judge_records(recs)
     v = recs[1].verdicts["occupancy"]
-    assert v.status == "unverified"        # issue 26: was honoured, on two readings no driver has checked
+    assert v.status == "unverified"        # was honoured, on two readings no driver has checked
     # the reserve reading alone decides it now: clusters of 2 fill every GPC a real B200 can have (148 at 2 CTAs/SM)
     assert v.reason.startswith("honoured by readings no driver has checked — the cubin's shared size read as "
                                   "including the 1 KB per-CTA reserve (from the cubin's layout; no driver has checked "

@@ -50,7 +50,7 @@ def test_honoured_and_met_rank_alike_and_no_goal_statuses_are_changes():
 
 
 def test_a_change_to_or_from_unverified_is_a_change():
-    """Issue 26: honoured → unverified (a rule no driver has checked now decides the goal) is neither better nor
+    """Honoured → unverified (a rule no driver has checked now decides the goal) is neither better nor
     worse for certain."""
     a = [rec(A, 2, 256, 128, 1000, 2, "x"), rec(A, 4, 256, 64, 1000, 4, "y", status="unverified")]
     b = [rec(B, 2, 256, 128, 1000, 2, "x", status="unverified"), rec(B, 4, 256, 64, 1000, 4, "y", status="ignored")]
@@ -270,7 +270,7 @@ def test_bisect_cli_prints_each_step_and_the_release(monkeypatch, capsys):
         "first release where `occupancy honoured` changed: tileiras 13.4.92 (last like 13.3.36: 13.4.59)"]
 
 
-# --- a failure change is a change (issue 9) ---------------------------------------------------------------------------
+# --- a failure change is a change -------------------------------------------------------------------------------------
 
 def _failed(build, occ, failure, status=None, message=""):
     r = rec(build, occ, 256, 128, 0, 2, "x")
@@ -350,7 +350,7 @@ def test_spill_amounts_are_shown_when_both_sides_spill():
     b = [rec(B, 1, 256, 255, 1000, 1, "b")]
     a[0].sass, b[0].sass = SassFacts(spill_loads=172, spill_stores=94), SassFacts(spill_loads=23, spill_stores=23)
     (c,) = compare_records(a, b)
-    # issue 27: judged by amount: 266 → 46 LDL+STL is an improvement, with its ratio and reason
+    # judged by amount: 266 → 46 LDL+STL is an improvement, with its ratio and reason
     assert c.kind == "improvement" and c.details == ["spills 172 LDL/94 STL → 23 LDL/23 STL (×0.2)"]
     assert c.why == ["fewer spills: less local-memory traffic"]
     b[0].sass = SassFacts(spill_loads=180, spill_stores=94)     # +8: within SPILL_MIN, shown, not judged
@@ -359,7 +359,7 @@ def test_spill_amounts_are_shown_when_both_sides_spill():
 
 
 def test_spill_growth_is_a_regression_even_with_more_ctas_and_mma_switch_is_listed():
-    """Issue 27's group GEMM: spills doubling is a regression; spills tripling with CTAs/SM 1 → 2 too; HMMA with
+    """A group GEMM: spills doubling is a regression; spills tripling with CTAs/SM 1 → 2 too; HMMA with
     no TMA → HGMMA with 33 TMA and a register cap that moved are listed as changes, with their reasons."""
     a = [rec(A, 1, 384, 168, 198984, 1, "a1"), rec(A, 2, 384, 168, 100812, 1, "a2"),
          rec(A, 4, 256, 255, 167056, 1, "a4")]
@@ -409,7 +409,7 @@ def test_compare_json_to_stdout_is_json_alone(tmp_path, capsys, monkeypatch):
 
 
 def test_compare_claims_no_comparison_it_did_not_make(tmp_path, capsys):
-    """Issue 27 (left by the last hostile pass): --regressions with none, Markdown, two empty results say so; a
+    """--regressions with none, Markdown, two empty results say so; a
     --where that matches nothing exits 2, as audit does."""
     import json
 
@@ -434,7 +434,7 @@ def test_compare_claims_no_comparison_it_did_not_make(tmp_path, capsys):
 
 
 def test_bisect_shows_what_it_measured_and_the_toolkit_parts(monkeypatch, capsys):
-    """Issue 27: each step prints the property's value and the ptxas/nvvm releases it ran with; a ptxas or nvvm
+    """Each step prints the property's value and the ptxas/nvvm releases it ran with; a ptxas or nvvm
     change between the last good and the first bad release, a part from another patch release and a release
     whose machine code varies between compiles are warned about."""
     import tileprobe.analyses.bisect as bisect_mod

@@ -1,4 +1,4 @@
-"""Issue 14: ``compare --probe`` reads the results store (nothing stored is compiled again) and fills it, so an
+"""``compare --probe`` reads the results store (nothing stored is compiled again) and fills it, so an
 audit after it compiles nothing either; and it reads spills from the SASS (LDL/STL), not from the stack frame.
 
 Two compilers without a download: the environment's tileiras, and a fake one — a shell script that answers
@@ -82,4 +82,4 @@ def test_compare_with_no_store_compiles_and_regressions_filter(two_compilers, co
                  "--no-store", "--jobs", "2", "--regressions", "--where", "TILE=1024"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert counter.n == 4                                  # TILE=1024 only, both compilers, nothing stored
-    assert "no regression among the 2 variant(s) compared" in out      # issue 27: said, not an empty table
+    assert "no regression among the 2 variant(s) compared" in out      # said, not an empty table

@@ -156,7 +156,7 @@ def test_ctrl_c_stops_the_sweep_at_once_and_keeps_finished_variants(tmp_path):
 
 
 def test_the_repeat_command_points_beside_the_store_given(tmp_path, monkeypatch):
-    """Issue 26: failed variants' bytecode (and their repeat command) went to ~/.cache/tileprobe/failed whatever
+    """Failed variants' bytecode (and their repeat command) went to ~/.cache/tileprobe/failed whatever
     store the audit was given; now beside that store, and without a store in the temp folder ($TMPDIR)."""
     from tileprobe.store import Store
     monkeypatch.delenv("TILEPROBE_ARTIFACTS", raising=False)

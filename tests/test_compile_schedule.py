@@ -1,4 +1,4 @@
-"""The compile schedule of a budgeted tune (issue 22): each compile is the one its chooser names when the pool asks,
+"""The compile schedule of a budgeted tune: each compile is the one its chooser names when the pool asks,
 none after the chooser stops; stored variants are not compiles and always land."""
 from __future__ import annotations
 

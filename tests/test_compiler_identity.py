@@ -1,4 +1,4 @@
-"""Issue 25, class 3: a compiler is what its files are, not what its ``--version`` says.
+"""A compiler is what its files are, not what its ``--version`` says.
 
 A ``--tileiras`` that prints the real 13.4.92's version but crashes stores its failures against its own files: a
 later plain audit with the real 13.4.92 compiles those variants (and a second audit with the fake one reuses its own

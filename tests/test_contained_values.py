@@ -1,4 +1,4 @@
-"""Issue 25, class 1: what probe code makes crosses into the tileprobe process as data only (tileprobe/probe/wire.py).
+"""What probe code makes crosses into the tileprobe process as data only (tileprobe/probe/wire.py).
 
 An Enum member or an object of the probe's own class used as a case value, an object whose ``__reduce__`` is
 ``os.system`` or sleeps, a value that contains itself: each is that probe's error, naming the value, the probe's

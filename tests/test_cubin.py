@@ -151,7 +151,7 @@ def test_embedded_ptx_directives():
     occ1, occ2 = _info("vec_add_occ1_sm_90.cubin").kernel(), _info("vec_add_occ2_sm_90.cubin").kernel()
     assert occ1.ptx.maxnreg is None and occ2.ptx.maxnreg == 256  # asked for, but 255 is the cap anyway
     assert occ1.ptx.reqntid == (128,) and occ1.ptx.minnctapersm == 1
-    # what a variant record keeps (VariantRecord.ptx, issue 24): a PtxFacts, its JSON the audit's keys in order
+    # what a variant record keeps (VariantRecord.ptx): a PtxFacts, its JSON the audit's keys in order
     assert occ1.ptx.record().to_dict() == {"maxnreg": None, "reqntid": [128], "minnctapersm": 1}
     assert list(occ2.ptx.record().to_dict()) == ["maxnreg", "reqntid", "minnctapersm"]
     occ4 = _info("vec_add_occ4_sm_90.cubin").kernel()

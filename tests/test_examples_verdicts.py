@@ -10,7 +10,7 @@ verdicts are judged here, with today's rules.
   allow_tma: TMA instructions present / absent).
 - Hints without a goal are never honoured or ignored.
 - A goal met or not by a rule no driver has checked (the 1 KB reserve on sm_100/sm_120; clusters on a GPC layout
-  not sourced) is ``unverified`` (issue 26), never honoured or met.
+  not sourced) is ``unverified``, never honoured or met.
 """
 import os
 from collections import Counter
@@ -81,7 +81,7 @@ def test_no_variant_with_the_reference_code_is_honoured(records):
             ref = _reference(records, r, hint)
             assert ref is not None and ref is not r and not _same(r, ref), (r.kernel, r.arch, r.case, r.hints, hint)
             checked += 1
-    assert checked == 128     # 144 before issue 26: 20 then `unverified`, 4 of them honoured again now that the
+    assert checked == 128     # 144 before `unverified`: 20 then `unverified`, 4 of them honoured again now that the
     #                           B200's clusters of 2 are counted on the GPC sizes a real part allows
 
 
@@ -95,7 +95,7 @@ def test_nothing_is_honoured_or_met_without_a_goal_it_met(records):
 
 def test_met_marks_the_reference_or_its_twin(records):
     met = [(r, h) for r in records for h, v in r.verdicts.items() if v.status == "met"]
-    assert len(met) == 72     # 81 before issue 26: 12 then `unverified`, 3 met again (B200 clusters of 2)
+    assert len(met) == 72     # 81 before `unverified`: 12 then `unverified`, 3 met again (B200 clusters of 2)
     for r, hint in met:
         ref = _reference(records, r, hint)
         assert ref is r or _same(r, ref), (r.kernel, r.arch, r.hints, hint)
@@ -123,7 +123,7 @@ def test_cluster_variants_on_the_h200_follow_cluster_residency(records):
 
 
 def test_verdicts_an_unchecked_rule_decides_are_unverified(records):
-    """Issue 26: sm_90's reserve is driver-checked and its H200 layout measured, so nothing there is unverified; on
+    """The reserve of sm_90 is driver-checked and its H200 layout measured, so nothing there is unverified; on
     sm_100 and sm_120 the reserve reading and the GPC layout are not checked. The FlashInfer #4465 candidate
     (num_ctas=2, occupancy=2 on sm_100, which failed to launch on a B200) was `honoured`."""
     unverified = [(r, v) for r in records for h, v in r.verdicts.items() if v.status == "unverified"]

@@ -1,4 +1,4 @@
-"""The Ray executor (issue 15, items 2 and 4) on this CPU machine: logical CPUs and GPUs, and a 2-node local
+"""The Ray executor on this CPU machine: logical CPUs and GPUs, and a 2-node local
 cluster. Ray is in the ``test`` extra, so these run in CI (they skip only where Ray is not installed).
 
 Few and module-scoped: one Ray instance (``num_cpus=2, num_gpus=2``) for the first tests, a 2-node
@@ -131,7 +131,7 @@ def test_a_node_killed_mid_sweep_loses_nothing_finished(tmp_path):
         cluster.shutdown()
 
 
-# --- issue 25 ----------------------------------------------------------------------------------------------------
+# --- an unreachable --address, SIGTERM under Ray, actor results as data only ---------------------------------------
 
 def test_an_address_where_nothing_listens_is_refused_at_once():
     """Ray waited more than 200 s without a word for an address where nothing listens (a tester, 2026-12-01)."""
@@ -180,7 +180,7 @@ def test_sigterm_under_ray_exits_as_the_local_executor(tmp_path):
 
 
 def test_a_gpu_actor_result_crosses_ray_as_data_only(tmp_path, monkeypatch):
-    """Issue 25's leftover: what a Ray GPU actor returns (its task ran probe code) is a wire message (bytes), so
+    """What a Ray GPU actor returns (its task ran probe code) is a wire message (bytes), so
     Ray's pickle carries only bytes and the driver parses JSON: a probe-made object arrives as its repr text, its
     __reduce__ never runs. Ray is simulated: each call pickles the actor's return value and unpickles it here, as
     Ray's object store does."""

@@ -1,4 +1,4 @@
-"""The compiler's own words, everywhere (issue 9): each failure class with its message, fix and repeat command in
+"""The compiler's own words, everywhere: each failure class with its message, fix and repeat command in
 the terminal, in Markdown and in HTML; signals by name; the CUDA_HOME trap named; failures kept in the store."""
 import json
 import os

@@ -1,4 +1,4 @@
-"""Every failure loud, exact and contained (issue 9): broken and hostile probes, bad options, unknown targets, markup
+"""Every failure loud, exact and contained: broken and hostile probes, bad options, unknown targets, markup
 in names. Each case is a row of docs/FAILURES.md; the CLI runs as a subprocess, as a CI job runs it.
 
 Most probes are audited together in one run beside a good probe (``batch``): each must give exactly one error line

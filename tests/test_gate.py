@@ -121,7 +121,7 @@ def test_schema1_gate_words_keep_passing_when_the_goal_is_met_without_the_hint()
 
 
 def test_an_unverified_verdict_cannot_be_checked():
-    """Issue 26: a goal that a rule no driver has checked decides is neither passed nor failed as if known: the
+    """A goal that a rule no driver has checked decides is neither passed nor failed as if known: the
     expectation cannot be checked (the gate fails unless --allow-unchecked), and the reason says why."""
     why = ("honoured by readings no driver has checked — the cubin's shared size read as including the 1 KB "
            "per-CTA reserve (from the cubin's layout; no driver has checked it on sm_120): the other reading gives "

@@ -1,7 +1,7 @@
-"""Issue 24, "every CLI output, JSON file and store written before the change reads and prints the same after it":
-the CLI commands of ``tests/data/golden/make_cli_goldens.py`` run on this tree and compared, byte for byte after
-that file's :func:`normalize`, with the transcripts it wrote at commit 041030c (before the modules moved into
-packages) into ``tests/data/golden/cli/``.
+"""The package refactor: "every CLI output, JSON file and store written before the change reads and prints the
+same after it": the CLI commands of ``tests/data/golden/make_cli_goldens.py`` run on this tree and compared, byte
+for byte after that file's :func:`normalize`, with the transcripts it wrote at commit 041030c (before the modules
+moved into packages) into ``tests/data/golden/cli/``.
 
 They cover the renderers (audit, compare, history and tune tables, Markdown, JSON and CSV exports, gate reports,
 SASS listings and diffs) and the readers (stores written by older tileprobe, migrated on opening; result and run

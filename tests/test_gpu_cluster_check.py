@@ -186,7 +186,7 @@ def test_the_whole_check_with_a_fake_driver_and_bundle(gcc, tmp_path, monkeypatc
     recs = []
     for n, regs, drv_smem in ((2, 128, 114_888), (16, 255, 116_160)):
         data = f"fake:{regs}:{drv_smem}".encode()
-        sha = hashlib.sha256(data).hexdigest()   # a bundle names cubins by their SHA-256 (issue 9: checked)
+        sha = hashlib.sha256(data).hexdigest()   # a bundle names cubins by their SHA-256 (checked)
         r = VariantRecord(kernel="pm", probe="p.py", case={"T": 1}, hints={"num_ctas": n}, arch="sm_90",
                           tileiras="V13.4.92", status="ok", threads=256, registers=regs, shared_bytes=drv_smem + 1024,
                           driver_shared_bytes=drv_smem, ctas_per_sm=2 if regs == 128 else 1,

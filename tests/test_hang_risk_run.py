@@ -1,4 +1,4 @@
-"""run and tune with predicted hangs (issue 23): named before, not launched by default (run = skipped, with the
+"""run and tune with predicted hangs: named before, not launched by default (run = skipped, with the
 reason), launched with --run-hang-risk, and every run records the prediction beside what happened. No GPU: the
 watchdog is a fake that says what each launch would have done."""
 import hashlib
@@ -90,7 +90,7 @@ def test_tune_drops_a_predicted_hang_unless_asked(tmp_path):
 
 
 def test_racing_while_compiling_drops_a_predicted_hang_as_it_lands(tmp_path):
-    """The tune's default GPU path lands records one by one (tune/static.py Landing, issue 22): the hang rule holds
+    """The tune's default GPU path lands records one by one (tune/static.py Landing): the hang rule holds
     there as in make_plans."""
     from tileprobe.tune.space import Config, Problem
     from tileprobe.tune.static import COMPILING, HANG_RISK, Landing, pending_plans

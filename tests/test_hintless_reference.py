@@ -1,4 +1,5 @@
-"""Issue 26 on real cubins (tileiras 13.4.92, compiled here: ``tests/data/probe_hintless.py``, 10 variants):
+"""The hint-less reference on real cubins (tileiras 13.4.92, compiled here: ``tests/data/probe_hintless.py``,
+10 variants):
 
 - a TornadoVM-like probe on sm_89 with ``occupancy=[None, 2, 4, 8]``: the hint-less build is the reference, and the
   reason for occupancy 2 names it and what differs (it said "the lowest occupancy value audited: nothing shows the

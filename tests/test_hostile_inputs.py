@@ -83,7 +83,7 @@ def test_two_probes_with_one_name_are_refused(tmp_path):
 
 
 def test_one_name_is_refused_only_for_archs_both_probes_audit(tmp_path):
-    """Issue 26: per-arch probes of one kernel may share a name when their ``archs`` are disjoint."""
+    """Per-arch probes of one kernel may share a name when their ``archs`` are disjoint."""
     from tileprobe.probe.define import load_probes
     path = _probe_file(tmp_path, "probes = [Probe(kernel=K, args=lambda c, a: (), name='dup', archs=['sm_90']),\n"
                                  "          Probe(kernel=K, args=lambda c, a: (), name='dup', archs=['sm_120'])]\n")

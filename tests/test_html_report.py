@@ -111,7 +111,7 @@ def test_what_changed_between_compilers_sass_columns_and_failures_once():
 
 
 def test_integer_ticks_on_counts():
-    """CTAs/SM and registers are counts: no tick at 2.5 (issue 14 saw 2.5 and 7.5 on the CTAs/SM axis)."""
+    """CTAs/SM and registers are counts: no tick at 2.5 (an earlier report showed 2.5 and 7.5 on the CTAs/SM axis)."""
     recs = [rec(B134, False, o, ctas=c, regs=g) for o, c, g in ((1, 1, 255), (2, 3, 128), (4, 7, 64), (8, 8, 32))]
     svg = render_html(recs)
     ticks = re.findall(r"<text[^>]*>([0-9.]+)</text>", svg)

@@ -1,4 +1,4 @@
-"""Loader children kept for a command (issue 22; tileprobe/probe/contained.py ``loader_sessions``): inside the
+"""Loader children kept for a command (tileprobe/probe/contained.py ``loader_sessions``): inside the
 context a probe file is imported once, later jobs on it (the tune's plan, the audit's load, the launch facts) run in
 the same child; a child stopped by a timeout is replaced by a fresh one; no process and no temp folder is left when
 the context exits, also after an exception; outside it every job gets a child of its own, as before.
@@ -220,7 +220,7 @@ def test_a_reused_childs_report_names_the_modules_it_had_imported(probe, monkeyp
 
 
 def test_a_compiler_lookup_started_ahead_is_the_one_the_load_takes(tmp_path, monkeypatch):
-    """tune starts the default compiler's lookup beside its plan (issue 22); the audit's load in the same session
+    """tune starts the default compiler's lookup beside its plan; the audit's load in the same session
     takes that one rather than starting a second."""
     from tileprobe import _cutile
     from tileprobe.probe import contained

@@ -1,4 +1,4 @@
-"""Issue 25, class 5 (and the launch-log waits of class 6): readers of malformed input give an exit-code message
+"""Readers of malformed input give an exit-code message
 naming the file and the place, within stated limits — never a traceback, never a wait without end."""
 from __future__ import annotations
 

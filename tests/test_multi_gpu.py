@@ -1,5 +1,5 @@
-"""``--gpus``: one watchdog'd worker per listed GPU, a shared queue, shared GPUs flagged and never ranked (issue 15,
-item 1). Real worker processes with a fake init and task (tests/fake_gpu_tasks.py): no CUDA here."""
+"""``--gpus``: one watchdog'd worker per listed GPU, a shared queue, shared GPUs flagged and never ranked.
+Real worker processes with a fake init and task (tests/fake_gpu_tasks.py): no CUDA here."""
 from __future__ import annotations
 
 import hashlib

@@ -1,4 +1,4 @@
-"""Issue 27: ``--tileiras V`` with a release that is not installed downloads nothing unless asked (``--install``, or a
+"""``--tileiras V`` with a release that is not installed downloads nothing unless asked (``--install``, or a
 yes at a terminal prompt); it says the release is not installed, its size when known, and the command to install
 it. No network: the registry's version list is planted, and any download fails the test."""
 from __future__ import annotations
@@ -64,7 +64,7 @@ def test_install_asked_for_installs(no_download, monkeypatch, tmp_path):
 
 
 def test_a_wrong_arch_alone_is_refused_before_any_probe_is_loaded(tmp_path, monkeypatch, capsys):
-    """Issue 27: `--arch sm_9` cost a whole probe load (33-49 s for TileGym) before its one-line error."""
+    """`--arch sm_9` used to cost a whole probe load (33-49 s for TileGym) before its one-line error."""
     import tileprobe.audit.pipeline as pipeline
     from tileprobe.cli import main
     monkeypatch.setattr(pipeline, "load_probe_files", lambda *a, **kw: pytest.fail("loaded the probes"))

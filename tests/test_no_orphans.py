@@ -1,4 +1,4 @@
-"""No orphans, no litter (issue 9, item 4): ``tileprobe audit`` killed mid-sweep by SIGTERM, SIGHUP or SIGKILL.
+"""No orphans, no litter: ``tileprobe audit`` killed mid-sweep by SIGTERM, SIGHUP or SIGKILL.
 
 A fake tileiras compiles for real, then — from the third compile on — waits in a child process (``sleep``, a ptxas
 stand-in), so two variants are stored and two are in flight when the signal comes. Within 5 s of the kill no process
@@ -51,7 +51,7 @@ def _audit(tmp_path, fake):
 
 def _default_sighup() -> None:
     """The audit starts with SIGHUP's default action: under ``nohup`` (a test run started with it) the child would
-    inherit SIGHUP ignored, which the CLI keeps ignored on purpose (issue 25), and the SIGHUP case would wait 30 s
+    inherit SIGHUP ignored, which the CLI keeps ignored on purpose, and the SIGHUP case would wait 30 s
     and fail (session 8: two full runs under nohup, none without)."""
     signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
@@ -138,7 +138,7 @@ def test_a_process_the_probe_starts_at_import_neither_stalls_the_audit_nor_outli
         subprocess.run(["pkill", "-f", f"^sleep {marker}$"])
 
 
-# --- issue 25: probe code that ignores SIGTERM, an inherited ignore of SIGHUP ------------------------------------------
+# --- probe code that ignores SIGTERM, an inherited ignore of SIGHUP ----------------------------------------------------
 
 def _hostile_probe(tmp_path, marker: str) -> str:
     """probe_vadd, but its import ignores SIGTERM and starts a `sleep` (in the loader and in each compile worker)."""
@@ -295,7 +295,7 @@ def test_an_interrupted_removal_leaves_a_folder_that_still_names_its_owner(tmp_p
 def test_a_setsid_grandchild_of_probe_code_does_not_outlive_a_sigkilled_audit(tmp_path):
     """Probe code that starts a process in a session of its own (``start_new_session=True``: not in the worker's
     group, reparented to init when its parent dies) is still ended: it carries the guard's mark in its environment
-    (procs.GUARD_ENV), and the guard ends every marked process (issue 25's leftover, 2026-12-02)."""
+    (procs.GUARD_ENV), and the guard ends every marked process (2026-12-02)."""
     (tmp_path / "tmp").mkdir()
     marker, hang = f"8{os.getpid() % 1000:03d}.75", f"295.{os.getpid()}"    # this process's own (parallel runs)
     src = open(PROBE).read().replace("from tileprobe import Probe\n", "from tileprobe import Probe\nimport subprocess\n"

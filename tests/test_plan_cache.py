@@ -1,4 +1,4 @@
-"""Loader reports kept across runs (issue 22; tileprobe/probe/plancache.py): a probe file whose code has not
+"""Loader reports kept across runs (tileprobe/probe/plancache.py): a probe file whose code has not
 changed is not imported again on a warm re-audit, and any change to the code it ran, or to the question, makes
 it be imported again."""
 from __future__ import annotations
@@ -117,7 +117,7 @@ def test_an_unsafe_cache_entry_is_a_miss_not_a_hang(cache, kind):
 
 
 def test_inside_a_loader_session_the_save_is_made_by_the_saver_thread_and_waited_for_at_its_end(cache, monkeypatch):
-    """The report is encoded and written off the command's path (issue 22), with the fields it had when kept; the
+    """The report is encoded and written off the command's path, with the fields it had when kept; the
     session's end waits for the write, so the next process finds it."""
     import threading
 

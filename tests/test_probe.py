@@ -106,7 +106,7 @@ def test_spec_arrays_records_fill_recipes():
     ("opt_level", 4, r"an int in 0 … 3"), ("num_worker_warps", 3, r"a power of two in 1 … 32 \(1, 2, 4, 8, 16, 32\)"),
 ])
 def test_bad_hint_values_name_the_probe_line_and_the_allowed_values(tmp_path, hint, value, allowed):
-    """Issue 9: occupancy='two' used to end in a TypeError about comparing str and int, deep in cuTile."""
+    """An occupancy='two' used to end in a TypeError about comparing str and int, deep in cuTile."""
     path = _write(tmp_path, f"""\
         from tileprobe import Probe
 

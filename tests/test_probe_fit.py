@@ -1,4 +1,4 @@
-"""Probes that fit real launch code (issue 12): one test per friction met writing probes for 23 real kernels."""
+"""Probes that fit real launch code: one test per friction met writing probes for 23 real kernels."""
 import os
 import sys
 import textwrap
@@ -164,7 +164,7 @@ def test_declared_hints_show_their_values_per_arch():
 
 
 def test_the_default_compile_timeout_scales_with_the_load_per_cpu():
-    """Issue 26: a FlashInfer W4A4 compile took 1,055 s on a loaded 2-core machine, past the 900 s default."""
+    """A FlashInfer W4A4 compile took 1,055 s on a loaded 2-core machine, past the 900 s default."""
     from tileprobe.compile.job import load_scaled_timeout_s
     assert load_scaled_timeout_s(load=0.3, cpus=2) == 900.0            # an idle machine: the default
     assert load_scaled_timeout_s(load=5.0, cpus=2) == 2250.0           # 2.5 runnable tasks per CPU

@@ -1,4 +1,4 @@
-"""Issue 14: every ``tileprobe …`` command README.md shows exists as written.
+"""Every ``tileprobe …`` command README.md shows exists as written.
 
 * Each command in a fenced code block is parsed by the real parser (``build_parser``), every ``--flag`` in it must
   be an option of its subcommand exactly (argparse would accept an abbreviation), its subcommand's ``--help``
@@ -123,7 +123,7 @@ def test_commands_table_flags_exist(cmd, cell):
 
 
 def test_the_check_catches_a_flag_that_does_not_exist():
-    """The README of issue 14 showed `audit --sass`: this test would have failed on it."""
+    """An earlier README showed `audit --sass`: this test would have failed on it."""
     row = "| `tileprobe audit PROBE… --arch sm_90 [--format markdown] [--sass]` | compile | no |"
     ((cmd, cell),) = table_spans(row)
     assert cmd == "audit" and "--sass" not in all_options(COMMANDS[cmd]) and "--sass" in cell

@@ -1,4 +1,4 @@
-"""tileprobe record (issue 12): launches captured from real programs, grouped, written as probes that audit.
+"""tileprobe record: launches captured from real programs, grouped, written as probes that audit.
 
 No GPU: the programs run with ``tests/data/record/fake_launch`` on PYTHONPATH, a test double that replaces
 ``cuda.tile._cext.launch`` (and ``cuda.tile.launch``) by a function that accepts the call and returns. The kernels
@@ -359,7 +359,7 @@ def test_dtype_names_that_are_not_names_become_todos():
 
 
 def test_a_compile_past_the_programs_compiler_timeout_is_flagged(tmp_path):
-    """Issue 23: the program launches vadd under ct.compiler_timeout(0.05) while its (simulated) JIT compile takes
+    """The program launches vadd under ct.compiler_timeout(0.05) while its (simulated) JIT compile takes
     0.3 s: cuTile raises TileCompilerTimeoutError, the program catches it. record logs the timeout in force and the
     first call's time of each distinct launch, and flags that launch with the kernel, the time and the timeout;
     scale_rows (timeout 30 s) and the vadd launch without a timeout are not flagged."""

@@ -1,4 +1,4 @@
-"""Probes from cuTile's compile cache (issue 12): a cache made the way cuTile makes it, read back into probes whose
+"""Probes from cuTile's compile cache: a cache made the way cuTile makes it, read back into probes whose
 audit reproduces the cached cubins' symbols and machine code."""
 import json
 import os

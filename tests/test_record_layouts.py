@@ -1,4 +1,4 @@
-"""Recorded layouts reproduce JIT's signature (issue 12; the H200 run of 2026-12-01 found TileGym's RoPE audited under
+"""Recorded layouts reproduce JIT's signature (the H200 run of 2026-12-01 found TileGym's RoPE audited under
 another signature than JIT's).
 
 The programs run under ``tileprobe record`` with ``tests/data/record/fake_launch`` (no GPU) and launch torch CPU

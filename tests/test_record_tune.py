@@ -1,4 +1,4 @@
-"""A recorded probe, tuned, and its export read back by host code without tileprobe (issue 12's last "done when"):
+"""A recorded probe, tuned, and its export read back by host code without tileprobe:
 the CPU side of ``benchmarks/programs/gpu_record_tilegym.py tune``.
 
 The recorded probe is TileGym's softmax kernel from the H200 recording kept in ``tests/data/record/h200``. The

@@ -1,4 +1,4 @@
-"""Register-pool balance of setmaxnreg (issue 23): real cubins for the verdicts they show, hand-made SASS for the rest.
+"""Register-pool balance of setmaxnreg: real cubins for the verdicts they show, hand-made SASS for the rest.
 
 Real cubins (``tests/data/regpool``): examples/rms_norm_large.py compiled by tileiras 13.3.36 for sm_90 with
 ALLOW_TMA=False, occupancy=16 (hung on an H200 under the watchdog, 2026-12-01) and occupancy=4 (ran); the same
@@ -176,7 +176,7 @@ def test_an_old_record_gets_its_pool_verdict_from_its_sass():
 
 
 def test_register_pool_is_a_record_that_writes_back_every_shape_unchanged():
-    """Issue 24: ``register_pool`` is a :class:`RegisterPool` inside the program; an old ``{verdict, reason}`` (no
+    """``register_pool`` is a :class:`RegisterPool` inside the program; an old ``{verdict, reason}`` (no
     model_version), keys in another order and a newer tileprobe's unknown key all write back as they were read."""
     import json
     base = {"kernel": "k", "probe": "p", "case": {}, "hints": {}, "arch": "sm_90", "tileiras": "t", "status": "ok"}
@@ -197,7 +197,7 @@ def test_register_pool_is_a_record_that_writes_back_every_shape_unchanged():
 
 
 def test_the_check_builds_the_record_it_writes():
-    """``PoolCheck.record()`` is what the record keeps, its JSON the keys issue 23 wrote, in that order."""
+    """``PoolCheck.record()`` is what the record keeps, its JSON the keys it always had, in that order."""
     c = check_listing(_listing("S2R R0, SR_TID.X\nEXIT"), None, 16, 128)
     pool = c.record()
     assert isinstance(pool, RegisterPool) and (pool.verdict, pool.registers_per_thread, pool.threads) == (NONE, 16, 128)
@@ -205,7 +205,7 @@ def test_the_check_builds_the_record_it_writes():
                                  "pool_registers", "demand_registers", "warpgroup_counts", "instructions"]
 
 
-# --- issue 22: the tune reads the SASS only where the register-pool check needs it (SASS_GATE) ----------------------
+# --- the tune reads the SASS only where the register-pool check needs it (SASS_GATE) --------------------------------
 
 def test_the_ptx_says_which_cubins_have_setmaxnreg():
     """The embedded PTX's setmaxnreg decides whether the SASS must be read before a launch; a cubin without PTX

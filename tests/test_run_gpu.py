@@ -1,7 +1,7 @@
 """``tileprobe run`` on a real GPU (marked ``gpu``: skipped where no CUDA GPU is present, see conftest.py).
 
 Needs, on the GPU machine: torch with CUDA, cuda-core, cuda-bindings, cuda-tile and a tileiras toolchain (the
-audit compiles here; see the command in docs or the report). What is checked (issue 4, "Done when"):
+audit compiles here; see the command in docs or the report). What is checked:
 
 * RMSNorm at a size where one launch takes ≥ 100 µs: every occupancy × TMA variant timed and checked, the best
   hint named with its speed-up over the default;

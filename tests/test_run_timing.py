@@ -46,7 +46,7 @@ def test_sustained_reads_clocks_after_the_warm_up_and_flags_a_move():
     out = timing.time_variant(gpu.launch, Timer(gpu), reader, mode="sustained", reps=20, warmup=10, warmup_ms=1.0)
     assert reader.reads == [3 + 10, 3 + 10 + 20]               # after the warm-up, after the samples
     assert out["timing_mode"] == "sustained" and out["reps"] == 20 and out["median_us"] == pytest.approx(200.0)
-    assert len(out["samples_us"]) == 20 and out["samples_us"][0] == pytest.approx(200.0, abs=1e-3)   # issue 17
+    assert len(out["samples_us"]) == 20 and out["samples_us"][0] == pytest.approx(200.0, abs=1e-3)
     assert out["stdev_us"] == pytest.approx(0.0, abs=1e-3)
     assert out["clocks_before"]["sm_mhz"] == 1950.0 and out["clocks_after"]["sm_mhz"] == 1515.0
     assert out["clocks_during"] == {"n": 2, "sm_mhz": {"min": 1515.0, "median": 1732.5, "max": 1950.0},
@@ -151,7 +151,7 @@ def test_the_warning_is_in_the_run_record_and_under_the_run_table(throttled_work
 
 
 def test_eager_times_the_host_from_the_launch_call_to_the_end_of_the_synchronize():
-    """issue 22: the host-inclusive mode. A fake host clock: each launch costs 7 µs of host time (packing, the
+    """The host-inclusive mode. A fake host clock: each launch costs 7 µs of host time (packing, the
     driver call), each synchronize 3 µs; the GPU's own event time never enters the figure."""
     host = {"t": 0.0, "syncs": 0, "launches": 0, "flushes": 0}
 
@@ -184,7 +184,7 @@ def test_eager_is_a_mode_of_run_and_tune():
 
 
 def test_graph_times_replays_of_captured_launches_per_launch():
-    """issue 22: the CUDA-graph mode. A fake GPU: 200 µs per launch; a replay of the captured graph runs its 10
+    """The CUDA-graph mode. A fake GPU: 200 µs per launch; a replay of the captured graph runs its 10
     launches back to back (no flush between them, no host cost per launch); a sample is the replay ÷ 10."""
     gpu = FakeGPU([200.0], flush_us=50.0)
     captured = []

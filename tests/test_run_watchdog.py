@@ -2,7 +2,7 @@
 
 The fake tasks below run inside real worker processes (``python -m tileprobe.run.worker``), loaded by file path;
 the worker's init is ``init_plain`` (no GPU). Each fault must be reported for its own task only, the sweep must
-finish within the timeout plus 10 s per fault (issue 4), and no process may be left behind (cuda-core
+finish within the timeout plus 10 s per fault, and no process may be left behind (cuda-core
 ``tests/helpers/child_processes.py`` checks the same).
 """
 from __future__ import annotations
@@ -258,8 +258,8 @@ def test_close_stops_the_worker_and_is_idempotent():
 
 
 def test_close_while_another_thread_starts_the_worker_stops_it_as_it_comes_up():
-    """A tune whose plan fails closes its watchdog while the worker it started beside the plan is still starting
-    (issue 22): the start gives the worker up and says why; no process is left."""
+    """A tune whose plan fails closes its watchdog while the worker it started beside the plan is still starting:
+    the start gives the worker up and says why; no process is left."""
     import threading
     w = Watchdog(init=task("init_one_second"), grace_s=0.5)
     seen = {}
@@ -364,7 +364,7 @@ def test_cli_runs_a_bundle_end_to_end(tmp_path, monkeypatch):
 
 
 def test_a_result_crosses_as_data_only(wd, tmp_path, monkeypatch):
-    """Issue 25: what the worker (which runs probe code) sends is JSON data, never unpickled in the parent: a
+    """What the worker (which runs probe code) sends is JSON data, never unpickled in the parent: a
     probe-made object arrives as its repr text and its __reduce__ never runs; numpy scalars arrive as numbers."""
     marker = tmp_path / "ran"
     monkeypatch.setenv("TILEPROBE_TEST_MARKER", str(marker))

@@ -1,4 +1,4 @@
-"""Issue 14, machine code on demand: the listing parser, instruction classes, the aligned diff with registers
+"""Machine code on demand: the listing parser, instruction classes, the aligned diff with registers
 normalised (a renaming is not a change), and ``tileprobe sass`` (SASS, PTX, --diff) through the store."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Typed records inside, dicts only at the JSON/SQLite edge (issue 24): a record's verdicts are :class:`Verdict`
+"""Typed records inside, dicts only at the JSON/SQLite edge: a record's verdicts are :class:`Verdict`
 objects and its GPU run a :class:`VariantRun`, and a stored record reads and writes back the same text."""
 from __future__ import annotations
 

@@ -156,7 +156,7 @@ def fake(i: int, status: str = "ok", kernel: str = "fake") -> tuple[CompileResul
 
 
 def test_failed_compiles_reuse_policy(tmp_path):
-    """Issue 9: a stored failure is the answer (not compiled on every audit) unless --retry-failed; probe errors
+    """A stored failure is the answer (not compiled on every audit) unless --retry-failed; probe errors
     and broken environments are compiled again (neither is in the key)."""
     with Store.open(tmp_path / "s.sqlite") as store:
         results = [fake(0, "ok"), fake(1, "compile_error"), fake(2, "timeout"), fake(3, "compiler_crash"),
@@ -369,7 +369,7 @@ def test_existing_schema_1_store_is_migrated(tmp_path):
 
 
 def test_stored_compiles_are_reused_only_for_the_same_compiler_files(tmp_path):
-    """Issue 25: a compiler is what its files are (tc.identity); a fake tileiras that prints 13.4.92's version
+    """A compiler is what its files are (tc.identity); a fake tileiras that prints 13.4.92's version
     stores its failures against its own files, and the real 13.4.92 does not reuse them (nor its ok rows). Rows of
     a schema-4 store (no hash) are reused when ok and compiled again when failed."""
     real, fake_tc = dataclasses.replace(TC, identity="a" * 64), dataclasses.replace(TC, identity="b" * 64)
@@ -486,7 +486,7 @@ def test_lookup_with_sass_fills_traits_from_the_stored_cubin(cold, tmp_path):
 
 
 def test_lookup_with_the_sass_gate_reads_only_the_ptx_where_it_has_no_setmaxnreg(cold, tmp_path, monkeypatch):
-    """Issue 22: the tune's lookup (SASS_GATE) gives a stored record without traits the register-pool verdict from
+    """The tune's lookup (SASS_GATE) gives a stored record without traits the register-pool verdict from
     its PTX (vec_add has no setmaxnreg), with no nvdisasm run, keeps it, and a full lookup still reads the traits."""
     from tileprobe.model import sass as sass_mod
     path = copy_store(cold["store"], tmp_path / "gate.sqlite")
@@ -584,7 +584,7 @@ def test_history_of_a_kernel_the_store_never_compiled_is_a_usage_error(tmp_path,
 
 def test_the_interrupt_message_says_what_was_kept_or_that_no_store_was_used(monkeypatch, capsys):
     """With --no-store, Ctrl-C said "nothing had been saved to the results store yet" (a tester, 2026-12-01)."""
-    import tileprobe.store.connection as st  # the counters live there (issue 24: store/ a package)
+    import tileprobe.store.connection as st  # the counters live there (store/ a package)
     from tileprobe.cli._common import print_interrupted
     for saved, opened, text in (({"compiles": 0, "runs": 0}, set(), "nothing is kept: no results store was used "
                                                                     "(--no-store)"),

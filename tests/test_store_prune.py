@@ -1,4 +1,4 @@
-"""Issue 14, store hygiene: ``tileprobe store size`` and ``store prune`` (the newest compile of a variant stays unless
+"""Store hygiene: ``tileprobe store size`` and ``store prune`` (the newest compile of a variant stays unless
 ``--keep-latest 0``; runs and cubins only the pruned compiles used go with them; the file shrinks: VACUUM)."""
 from __future__ import annotations
 

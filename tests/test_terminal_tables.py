@@ -1,4 +1,4 @@
-"""Issue 14, terminal output: audit tables that keep the numbers that matter at 100 and 120 columns (golden files),
+"""Terminal output: audit tables that keep the numbers that matter at 100 and 120 columns (golden files),
 the one-line summary, ``--where`` / ``--case`` / ``--hint`` parsing, and the Markdown bug report.
 
 Golden files: ``tests/data/golden/audit_tables_{100,120}.txt``, the tables of every bundled probe's audit on sm_90,
@@ -374,7 +374,7 @@ def test_at_80_columns_hint_headers_are_shortened_not_broken(examples):
     ``occupancy`` and ``num_ctas`` become ``occ`` and ``ctas`` (a line says so) instead of wrapping mid-word."""
     import copy
     rows = [r for r in examples if r.kernel == "tilegym_matmul" and r.arch == "sm_90"]
-    spilling = _render(rows, 80)          # issue 27: its spill counts are never dropped: one line per variant
+    spilling = _render(rows, 80)          # its spill counts are never dropped: one line per variant
     assert "┃" not in spilling and spilling.count("LDL/STL 1791/1591") == 2   # occupancy 1 and 2
     rows = [copy.deepcopy(r) for r in rows]
     for r in rows:                          # without spills the LDL/STL column may go, and the table fits
@@ -440,7 +440,7 @@ def test_too_narrow_for_any_table_one_line_per_variant(examples):
     out = _render(rows, 40)
     assert "┃" not in out and "│" not in out
     assert ("  occ=1 · regs 255 · smem B (cubin) 191,256 · CTAs/SM 1 · LDL/STL 159/91 · occ verdict met · tma "
-            "verdict hon") in out                     # issue 27: the spill counts stay
+            "verdict hon") in out                     # the spill counts stay
     assert "one line per variant: a table does not fit 40 columns" in out
 
 

@@ -346,7 +346,7 @@ def test_resolve_missing_without_auto_install(offline):
     with pytest.raises(ToolchainError, match=r"^tileiras 13\.3\.36 is not installed; nothing was downloaded\. "
                                              r"Install it.* with `tileprobe toolchain install 13\.3\.36`, or add "
                                              r"--install to this command"):
-        tcm.resolve_toolchains(["13.3"])          # issue 27: the default installs nothing
+        tcm.resolve_toolchains(["13.3"])          # the default installs nothing
 
 
 def test_resolve_installs_missing_with_a_notice(offline, capsys):

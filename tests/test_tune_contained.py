@@ -1,4 +1,4 @@
-"""Issue 25, class 2: ``tileprobe tune`` loads probe files, runs their constraints, ``grid()`` and ``args()`` in
+"""``tileprobe tune`` loads probe files, runs their constraints, ``grid()`` and ``args()`` in
 contained children, as ``tileprobe audit`` does (tileprobe/probe/contained.py: ``run_probe_tasks``): an
 ``os._exit(5)`` or an endless loop at import, an endless loop in ``grid()``, is that probe's error with a message,
 the tune exits 3 (the other probes are still tuned), and no process is left."""

@@ -1,7 +1,7 @@
 """``tileprobe tune`` on a real GPU (marked ``gpu``: skipped where no CUDA GPU is present, see conftest.py).
 
 Needs what ``tests/test_run_gpu.py`` needs (torch with CUDA, cuda-core, cuda-bindings, cuda-tile, tileiras), and
-nvidia-ml-py for the clocks. Checked (issue 11, "Done when"):
+nvidia-ml-py for the clocks. Checked:
 
 * the large RMSNorm (one launch ≥ 100 µs): every candidate gets a fate, the winner (or each tied candidate) is
   checked against the reference, samples carry SM clocks, the result is stored and exported;
@@ -87,7 +87,7 @@ def test_burst_mode_is_recorded():
 
 
 def test_graph_mode_times_replays_and_agrees_with_sustained_on_the_order():
-    """issue 22: CUDA-graph replay timing; recorded, per-launch figures, and on the large RMSNorm (≥ 100 µs per
+    """CUDA-graph replay timing; recorded, per-launch figures, and on the large RMSNorm (≥ 100 µs per
     launch, where the driver's launch cost is noise) the same pick as the sustained mode's or one within 2 %."""
     probe = os.path.join(EXAMPLES, "rms_norm_large.py")
     graph = tune([probe], timing="graph", timeout_s=120, budget_s=60)

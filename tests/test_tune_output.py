@@ -1,4 +1,4 @@
-"""The tune's terminal output for hundreds of candidates (issue 22, item 5): the finalists, the counts per fate, one
+"""The tune's terminal output for hundreds of candidates: the finalists, the counts per fate, one
 line per duplicate group by default; every row with --all; small spaces print every row as before."""
 from __future__ import annotations
 
@@ -106,7 +106,7 @@ def test_the_time_split_gives_the_race_s_efficiency_and_graph_timing_counts_each
 
 
 def test_a_row_whose_sass_was_not_read_shows_its_stack_and_the_table_says_why_there_is_no_stl():
-    """Issue 22: the tune reads the SASS only for kernels whose PTX has setmaxnreg; the others' rows have stack bytes
+    """The tune reads the SASS only for kernels whose PTX has setmaxnreg; the others' rows have stack bytes
     and no STL count, and one line under the table says why and where to get it."""
     res = _result(4)
     rows = res.problems[0].candidates

@@ -1,4 +1,4 @@
-"""Racing while compiling (issue 22, item 2): candidates join the race as their compiles land, with the fake GPU of
+"""Racing while compiling: candidates join the race as their compiles land, with the fake GPU of
 test_tune_race.py; a latecomer gets as many samples of its own before elimination as an early one, the race does
 not stop while more may come, and the budget leaves the rest ``skipped``."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 21: a program's own cuda.tile.tune searches recorded, tuned into a table, and answered from it at run time.
+"""A program's own cuda.tile.tune searches recorded, tuned into a table, and answered from it at run time.
 
 No GPU: the program (``tests/data/record/search_program.py``, TileGym's pattern) runs the real
 ``cuda.tile.tune.exhaustive_search`` under ``tests/data/record/fake_tune``, whose ``_benchmark`` "runs" the kernel on

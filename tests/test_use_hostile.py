@@ -1,4 +1,4 @@
-"""Issue 21 hardening: ``tileprobe use`` / ``tune --refresh`` given hostile tables and recordings (deep JSON,
+"""Hardening: ``tileprobe use`` / ``tune --refresh`` given hostile tables and recordings (deep JSON,
 wrong shapes, FIFOs and devices) answer with a message naming the file, never a traceback or a hang."""
 from __future__ import annotations
 

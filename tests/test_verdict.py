@@ -78,7 +78,7 @@ def test_tuple_and_list_case_values_are_one_group():
 
 
 def test_what_it_takes_quotes_shared_memory_as_the_table_does():
-    """Issue 14: the table showed 165,048 B (the cubin's size) and the reason 164,024 B (the driver's); the
+    """The table showed 165,048 B (the cubin's size) and the reason 164,024 B (the driver's); the
     reason now quotes the cubin's figure, and the limit in the same terms (the driver's limit + the 1 KB the
     sm_90 cubin includes)."""
     r = rec(2, 256, 128, 165_048, 1, "A")
@@ -89,7 +89,7 @@ def test_what_it_takes_quotes_shared_memory_as_the_table_does():
 
 
 def test_the_hint_less_build_is_the_reference_and_reasons_name_it():
-    """Issue 26 (the TornadoVM report's probe, occupancy=[None, 2, 4, 8] on sm_89): occupancy 2 was "met … the
+    """The TornadoVM report's probe, occupancy=[None, 2, 4, 8] on sm_89): occupancy 2 was "met … the
     lowest occupancy value audited: nothing shows the hint changed the code" beside a hint-less build with 118
     registers, 98,304 B and 1 CTA/SM; occupancy 2 had 255 registers, 38,912 B and new spills."""
     free = rec(None, 128, 118, 98_304, 1, "A", arch="sm_89", limiter="shared_memory")

@@ -1,4 +1,4 @@
-"""Several compiler versions: isolation between versions, the occupancy report's regression, bisect; issue 9: a
+"""Several compiler versions: isolation between versions, the occupancy report's regression, bisect; a
 crash that became an error (cutile-python #94) compared and bisected, a release that does not list a target.
 
 These install managed toolchains from the package registry (about 200 MB per release, a few seconds each here)
@@ -40,7 +40,7 @@ def _resources(records):
 
 
 def test_two_versions_in_one_run_equal_two_separate_runs():
-    tcs = resolve_toolchains(["13.3.36", "13.4.92"], auto_install=True)   # issue 27: installing is asked for
+    tcs = resolve_toolchains(["13.3.36", "13.4.92"], auto_install=True)   # installing is asked for
     both = audit([VADD], ["sm_90"], toolchains=tcs, jobs=2).records
     a = audit([VADD], ["sm_90"], toolchains=tcs[:1], jobs=2).records
     b = audit([VADD], ["sm_90"], toolchains=tcs[1:], jobs=2).records
@@ -51,7 +51,7 @@ def test_two_versions_in_one_run_equal_two_separate_runs():
 
 
 def test_compare_names_the_report_regression(shared_store_path):
-    tcs = resolve_toolchains(["13.3.36", "13.4.92"], auto_install=True)   # issue 27: installing is asked for
+    tcs = resolve_toolchains(["13.3.36", "13.4.92"], auto_install=True)   # installing is asked for
     with Store.open(shared_store_path) as store:     # 13.4.92's half is tests/test_examples_audit.py's w4a16 too
         recs = audit([W4A16], ["sm_120"], toolchains=tcs, jobs=2, store=store).records
     a, b, build_a, build_b = split_by_compiler(recs)
@@ -64,7 +64,7 @@ def test_compare_names_the_report_regression(shared_store_path):
         (True, False, 1): (256, 255, 44100), (True, False, 2): (256, 128, 44100), (True, False, 4): (256, 255, 44100),
         (True, True, 1): (384, 168, 44092), (True, True, 2): (256, 128, 44068), (True, True, 4): (384, 168, 44092)}
     changes = compare_records(a, b)
-    # issue 27: regressions come first, ranked by what costs time. 13.4.92 also gives GATHER=True LOOP=False new
+    # regressions come first, ranked by what costs time. 13.4.92 also gives GATHER=True LOOP=False new
     # spills (0 → 408 B stack at occupancy 1 and 4), ranked first; the report's case is the one whose goal is lost
     # (occupancy 2: 2 → 1 CTAs/SM), with its reasons.
     regressions = [c for c in changes if c.kind == "regression"]
@@ -93,7 +93,7 @@ def test_bisect_names_first_release_that_ignores_the_hint(shared_store_path):
     assert [s.holds for s in res.steps][:2] == [True, False]
 
 
-# --- issue 9: the compiler's words across releases, and a failure change is a change -------------------------------
+# --- the compiler's words across releases, and a failure change is a change ----------------------------------------
 
 ISSUE94 = os.path.join(ROOT, "tests", "data", "cutile_issue94.py")
 
@@ -102,7 +102,7 @@ def test_issue94_crash_became_an_error_compare_lists_it_and_bisect_names_13_4_59
     """cutile-python #94's kernel on sm_120: tileiras 13.3.36 is killed by SIGSEGV, 13.4.92 answers with an error.
     compare lists that as a change (an improvement); bisect on "no crash" names 13.4.59; "compiles" has nothing to
     bisect and says which property would."""
-    tcs = resolve_toolchains(["13.3.36", "13.4.92"], auto_install=True)   # issue 27: installing is asked for
+    tcs = resolve_toolchains(["13.3.36", "13.4.92"], auto_install=True)   # installing is asked for
     store = Store.open(shared_store_path)      # the bisects below read the two ends' compiles back from it
     recs = audit([ISSUE94], ["sm_120"], toolchains=tcs, jobs=2, store=store).records
     a, b, _, _ = split_by_compiler(recs)
@@ -143,7 +143,7 @@ def test_13_2_86_does_not_list_sm_90_in_its_own_words(capsys):
 
 
 def test_bundle_carries_both_releases_and_bisect_bundle_keeps_those_listing_the_target(tmp_path):
-    """Issue 17: `audit --tileiras A,B --bundle DIR` holds both releases' records (keyed by build) and cubins, the
+    """`audit --tileiras A,B --bundle DIR` holds both releases' records (keyed by build) and cubins, the
     bundle says which releases and how it was made, and the run order interleaves them; `bisect --bundle-out`
     skips a release whose tileiras does not list the target (13.2.86 and sm_90) and bundles the others."""
     from tileprobe.analyses.bisect_time import prepare_bundle

@@ -1,4 +1,4 @@
-"""Warm starts (issue 22): loaders and compile workers forked from one zygote give the same records as fresh
+"""Warm starts: loaders and compile workers forked from one zygote give the same records as fresh
 processes; a child's exit status reaches its starter; the compiler facts are asked once and invalidated."""
 from __future__ import annotations
 
@@ -196,7 +196,7 @@ def _run_forked_loader(z, script, tmp_path) -> None:
 
 
 def test_prefetch_imports_the_compile_side_before_the_next_fork_without_torch(tmp_path):
-    """tune asks for cuTile's compile side as soon as its plan is loaded (issue 22): the zygote imports it then,
+    """tune asks for cuTile's compile side as soon as its plan is loaded: the zygote imports it then,
     without torch when no loader saw torch, so a child forked afterwards has it (and torch blocked) already."""
     from tileprobe.probe import zygote
     script = tmp_path / "look.py"
@@ -337,7 +337,7 @@ def _look_script(tmp_path):
 
 
 def test_a_tune_of_files_without_torch_imports_the_compile_side_right_after_forking_their_loaders(tmp_path):
-    """speculate_torch_free (issue 22): the guess is made for files that do not look like they need torch, and the
+    """speculate_torch_free: the guess is made for files that do not look like they need torch, and the
     zygote imports cuTile's compile side without torch once their loaders are started (loaders_started), not after
     they report; files that look like they need torch get no guess."""
     from tileprobe.probe import zygote

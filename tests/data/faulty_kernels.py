@@ -1,6 +1,6 @@
 """Planted faults for ``tileprobe run``: a kernel that never finishes, one that writes far out of bounds, and a
 healthy one between them, as one probe file (``probes = [...]``). A sweep over it must report ``hang``, ``ok`` and
-``crash`` and finish within the timeout plus 10 s per fault (issue 4).
+``crash`` and finish within the timeout plus 10 s per fault.
 
 * ``spin_forever``: two nested loops whose trip counts come from a runtime scalar (the compiler cannot bound
   them), launched with ``n = 2**31 - 1``: ~4.6e18 iterations of a floating-point recurrence that cannot be

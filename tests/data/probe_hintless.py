@@ -1,4 +1,5 @@
-"""Issue 26's real-cubin cases, one kernel (the fp16 matmul of ``kernels.py``, 2048³) under one name for two archs:
+"""The hint-less reference's real-cubin cases, one kernel (the fp16 matmul of ``kernels.py``, 2048³) under one name
+for two archs:
 
 - sm_89, ``occupancy=[None, 2, 4, 8]``: the TornadoVM report's shape of probe (a hint-less build beside the hint
   values). With tileiras 13.4.92 the hint-less build of TILE 128×128×64 has 255 registers, 98,304 B shared and

@@ -1,4 +1,4 @@
-"""Golden outputs of the ``tileprobe`` CLI (issue 24: the refactor into packages must not change what any command
+"""Golden outputs of the ``tileprobe`` CLI (the refactor into packages must not change what any command
 prints, nor how a JSON file or store written before it reads).
 
 Written at commit 041030c (before f6a19df moved the modules into packages), on the 2-core CPU machine with the pip

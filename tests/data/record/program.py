@@ -38,7 +38,7 @@ def basic():
 
 
 def timeout():
-    """Issue 23: a launch under a short ct.compiler_timeout whose (simulated, FAKE_COMPILE_S) compile is longer —
+    """A launch under a short ct.compiler_timeout whose (simulated, FAKE_COMPILE_S) compile is longer —
     the program catches cuTile's TileCompilerTimeoutError as a TileGym op's caller would — then one under a timeout
     the compile fits in, and one with no timeout at all."""
     import cuda.tile as ct
