@@ -12,8 +12,10 @@ PUBLISHED = ["13.3.36", "13.4.59", "13.4.92", "13.5.37"]
 
 
 @pytest.fixture
-def no_download(monkeypatch):
-    """The registry lists 13.5.37 (not installed here); installing or downloading anything raises."""
+def no_download(monkeypatch, tmp_path):
+    """The registry lists 13.5.37 (not installed here: the managed toolchains' folder is an empty one of this
+    test's, whatever this machine has installed); installing or downloading anything raises."""
+    monkeypatch.setenv("TILEPROBE_TOOLCHAINS", str(tmp_path / "no-toolchains"))
     calls = []
 
     def refuse(*a, **kw):

@@ -248,8 +248,13 @@ def test_sweep_killed_with_sigkill_loses_nothing_and_resumes(tmp_path):
     assert again.returncode == 0, again.stderr
     after = _stored(path)
     assert len(after) == 6
-    for key, row in before.items():
-        assert after[key] == row, "a variant finished before the kill was compiled (or changed) again"
+    for key, (created, record) in before.items():
+        # not compiled again (same time of saving), and the same record but for the SASS facts, which a compile
+        # saved just before the kill may still lack (the store fills them in from its cubin when it reads it back)
+        assert after[key][0] == created, "a variant finished before the kill was compiled again"
+        def without_sass(text):
+            return {k: v for k, v in json.loads(text).items() if k not in ("sass", "register_pool")}
+        assert without_sass(after[key][1]) == without_sass(record), "a finished variant changed on resume"
     with Store.open(path) as store:
         (audit,) = store.audits()
         assert audit["n_variants"] == 6 and set(audit["compile_keys"]) == set(after)

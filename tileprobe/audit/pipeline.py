@@ -617,8 +617,9 @@ def _refuse(variants: Iterable[Variant], tc: Toolchain, refused: list) -> Iterat
 def _collect(results: Iterable[CompileResult], tc: Toolchain, result: AuditResult, store, progress, repeats: dict,
              reader: SassReader | None = None) -> None:
     """Turn compile results into records (stored as they come); repeated compiles only add code hashes. With a
-    ``reader``, a compiled record waits for its SASS facts (read in batches beside the compiles) before it is
-    stored and handed on; the others land at once."""
+    ``reader``, a compiled record is stored at once, then waits for its SASS facts (read in batches beside the
+    compiles) before it is stored again with them and handed on; the others land at once. A SIGKILL between the two
+    leaves the compile stored without its facts, which the store fills in from the cubin when it is read back."""
     for res in results:
         if res.variant.rep:
             _advance(progress, None)
@@ -630,6 +631,8 @@ def _collect(results: Iterable[CompileResult], tc: Toolchain, result: AuditResul
         if res.cubin is not None and rec.cubin_sha256:
             result.cubins[rec.cubin_sha256] = res.cubin
         if reader is not None and rec.ok and rec.cubin_sha256:
+            if store is not None:      # saved now, its SASS facts added when read: a killed audit keeps the compile
+                store.save_compile(res, rec, tc)
             reader.submit((res, rec), res.cubin, res.symbol)
         else:
             _land(res, rec, tc, result, store)

@@ -5,13 +5,14 @@ Until 2026-12-05 each compile worker ran ``nvdisasm`` once per variant, right af
 starting up each time, about 40 % of an audit's CPU (issue: "audit at the compiler's pace"). Here the workers only
 compile; the audit hands each compiled cubin to a :class:`SassReader`, which reads a batch as soon as
 :data:`BATCH` cubins wait (while the next compiles run) and the rest when the compiles are done, split over
-``jobs`` runs at once. A record is saved and handed on (``on_record``) once its facts are read, with the same
+``jobs`` runs at once; a cubin that has waited :data:`MAX_WAIT_S` is read with whatever waits beside it. A record is saved and handed on (``on_record``) once its facts are read, with the same
 ``sass`` and ``register_pool`` the worker would have given it.
 """
 from __future__ import annotations
 
 import concurrent.futures
 import threading
+import time
 from collections.abc import Callable, Hashable, Sequence
 
 from tileprobe.model.sass_batch import sass_summaries_many
@@ -23,6 +24,10 @@ __all__ = ["BATCH", "SassReader"]
 #: 2,000 instructions each) put the start-up under a quarter of the batch. The last batch waits for the compiles'
 #: end: a smaller batch makes that tail shorter, a larger one the start-ups fewer.
 BATCH = 16
+#: Seconds a compiled cubin waits at most for its batch while compiles still run: a batch is also read once its
+#: oldest cubin has waited this long, so a record is saved at most about this long after its compile finished and
+#: a SIGKILLed audit loses no more than the compiles of these last seconds (the next run compiles them again).
+MAX_WAIT_S = 5.0
 #: Decoded sections kept for later batches (identical machine code across hint values), about 150 KB each at most.
 CACHE_SECTIONS = 512
 
@@ -41,6 +46,7 @@ class SassReader:
         self.batch, self.jobs, self._read = max(1, batch), max(1, jobs), read
         self._cond = threading.Condition()
         self._pending: list[tuple[Hashable, bytes, str]] = []
+        self._oldest = 0.0             # time.monotonic() when the oldest pending cubin was submitted
         self._done: list[tuple[Hashable, dict]] = []
         self._closing = self._stopped = False
         self._error: BaseException | None = None
@@ -52,6 +58,8 @@ class SassReader:
     def submit(self, key: Hashable, cubin: bytes, symbol: str) -> None:
         """Queue one cubin (kernel ``symbol``) to be read; ``key`` comes back with its facts."""
         with self._cond:
+            if not self._pending:
+                self._oldest = time.monotonic()
             self._pending.append((key, cubin, symbol))
             if len(self._pending) >= self.batch:
                 self._cond.notify_all()
@@ -90,6 +98,14 @@ class SassReader:
             unread, self._pending = [k for k, _, _ in self._pending], []
         return done, unread
 
+    def _overdue(self) -> bool:
+        """The oldest pending cubin has waited :data:`MAX_WAIT_S` (call with the lock held)."""
+        return bool(self._pending) and time.monotonic() - self._oldest >= MAX_WAIT_S
+
+    def _due(self) -> bool:
+        """A batch is to be read now, or the reader is to stop (call with the lock held)."""
+        return self._stopped or self._closing or len(self._pending) >= self.batch or self._overdue()
+
     def _raise(self) -> None:
         if self._error is not None:
             raise self._error
@@ -97,7 +113,10 @@ class SassReader:
     def _loop(self) -> None:
         while True:
             with self._cond:
-                self._cond.wait_for(lambda: self._stopped or self._closing or len(self._pending) >= self.batch)
+                left = MAX_WAIT_S - (time.monotonic() - self._oldest) if self._pending else None
+                self._cond.wait_for(self._due, timeout=None if left is None else max(left, 0.01))
+                if not self._due():
+                    continue
                 if self._stopped or not self._pending:
                     if self._closing or self._stopped:
                         return

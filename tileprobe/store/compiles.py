@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING
 from tileprobe.errors import StoreError
 from tileprobe.records import RegisterPool, SassFacts, keyed_from_dict
 from tileprobe.schema import value_key, verdicts_from_dict
-from tileprobe.store.connection import _SAVED, StoreConnection, now
+from tileprobe.store.connection import _SAVED, _SAVED_KEYS, StoreConnection, now
 
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.16 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
@@ -268,7 +268,8 @@ class CompilesMixin(StoreConnection):
                 raise StoreError(f"{e} The compile not kept: {label} ({rec.status}); the kept ones are not compiled "
                                  "again.") from e
             raise
-        _SAVED["compiles"] += 1
+        _SAVED_KEYS.add(key)
+        _SAVED["compiles"] = len(_SAVED_KEYS)
         self._remember(rec, key)
         return key
 

@@ -129,6 +129,8 @@ _MIGRATIONS = {1: _migrate_to_1, 2: _migrate_to_2, 3: _migrate_to_3, 4: _migrate
 #: What this process has written to results stores so far (every Store): ``compiles`` and ``runs``, counted
 #: after each commit; the CLI says it when Ctrl-C or SIGTERM stops a command (:func:`saved_by_this_process`).
 _SAVED = {"compiles": 0, "runs": 0}
+#: The compile keys behind ``_SAVED["compiles"]``: a compile saved again (its SASS facts added) counts once.
+_SAVED_KEYS: set[str] = set()
 #: Results stores this process opened (none with ``--no-store``).
 _OPENED: set[str] = set()
 
@@ -143,6 +145,7 @@ def begin_command() -> None:
     ``tileprobe.cli.main()`` call is one command, and what it says was kept is what that command kept (a process
     that runs several, a test suite or a notebook, would otherwise report the earlier ones' compiles)."""
     _SAVED.update(compiles=0, runs=0)
+    _SAVED_KEYS.clear()
     _OPENED.clear()
 
 

@@ -22,6 +22,9 @@ line per kind of change (``instructions: 2 variants, +18 (80 → 98)``) instead 
 (h4, 2026-12-05): the audit's code-size column (``instr``), the shared-memory column's note, the Markdown report's
 relative probe paths, one line per compiler and the verdict legend (``audit_cold`` without the progress line a slow
 machine adds).
+``compare_files``, ``compare_files_markdown``, ``compare_schema1``, ``compare_releases`` and ``tune_dry_run`` again
+(2026-12-05, with this file's cases on main): compare names each side's cuda-tile and says which side differs, and a
+tune's JSON carries the race's kernel time (``kernel_s``).
 
 ``--code DIR`` is the tileprobe source tree the commands run with (``PYTHONPATH=DIR``); the cases, the inputs and
 the normalizer are this file's, so ``tests/test_golden_cli.py`` runs the very same commands on the current code
