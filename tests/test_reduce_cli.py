@@ -69,3 +69,28 @@ def test_the_written_probe_is_audited_again_and_said_to_keep_the_property(tmp_pa
     kernel = ast.parse((out / "reduced_kernel.py").read_text())
     assert {a.name for n in ast.walk(kernel) if isinstance(n, ast.Import) for a in n.names} == {"cuda.tile"}
     assert "The budget ran out" in (out / "REPORT.md").read_text()
+
+
+def test_a_fifo_as_the_probe_is_refused_not_waited_on(tmp_path, capsys):
+    """A FIFO as the probe file blocked reduce in open() for ever (a hostile tester, 2026-12-05)."""
+    fifo = tmp_path / "fifo.py"
+    os.mkfifo(fifo)
+    rc = main(["reduce", str(fifo), "--arch", "sm_90", "--property", "compiles", "-o", str(tmp_path / "out"),
+               "--no-store"])
+    assert rc == 1 and "not a readable regular file" in capsys.readouterr().err
+
+
+def test_out_as_an_existing_file_is_an_error_and_links_in_out_are_replaced_not_written_through(tmp_path, capsys):
+    from tileprobe.reduce.output import write_file
+    (tmp_path / "a_file").write_text("mine")
+    rc = main(["reduce", write_tiny(tmp_path), "--arch", "sm_90", "--property", "compiles",
+               "-o", str(tmp_path / "a_file"), "--no-store", "-j", "2"])
+    assert rc == 1 and "exists and is not a folder" in capsys.readouterr().err
+    assert (tmp_path / "a_file").read_text() == "mine"
+    precious = tmp_path / "precious.txt"
+    precious.write_text("keep")
+    (tmp_path / "out").mkdir()
+    os.symlink(precious, tmp_path / "out" / "reduced_kernel.py")
+    write_file(str(tmp_path / "out" / "reduced_kernel.py"), "kernel")
+    assert precious.read_text() == "keep" and not os.path.islink(tmp_path / "out" / "reduced_kernel.py")
+    assert (tmp_path / "out" / "reduced_kernel.py").read_text() == "kernel"

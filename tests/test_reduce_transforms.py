@@ -134,3 +134,15 @@ def test_size_counts_lines_tokens_params_and_ct_calls():
     assert (s.lines, s.params, s.ct_calls) == (2, 2, 2)
     assert s.tokens == len("x = ct . load ( A , index = ( 0 , ) , shape = ( 4 , ) )".split()) + \
         len("ct . store ( B , index = ( 0 , ) , tile = x )".split())
+
+
+def test_the_reference_hint_value_is_never_dropped():
+    """Dropping occupancy=1 (the lowest value, the reference of the others' verdicts) made a reduced probe's
+    "occupancy honoured" read "met" (a new user, 2026-12-05): only the other values are candidates to drop."""
+    import ast
+
+    from tests.test_reduce_run import TINY
+    from tileprobe.reduce.passes import hint_values
+    tree = ast.parse(TINY.replace('hints={"occupancy": [1, 2]}', 'hints={"occupancy": [4, 1, 2, 8]}'))
+    dropped = sorted(c.label for c in hint_values(tree, {"occupancy": 2}))
+    assert dropped == ["drop occupancy=4 from the probe's hints", "drop occupancy=8 from the probe's hints"]

@@ -97,3 +97,14 @@ def test_a_probe_named_twice_is_audited_once(tmp_path, monkeypatch):
     res = audit([PROBE, "probe_vadd.py", "./probe_vadd.py", PROBE], ["sm_90"], jobs=2)
     assert loaded == [[PROBE]]
     assert sorted(r.status for r in res.records) == ["ok"] * 4
+
+
+def test_compare_of_a_result_whose_environment_is_not_an_object_is_a_message(tmp_path, capsys):
+    """A result file with ``"environment": null`` made compare raise a TypeError in the schema reader."""
+    from tileprobe.cli import main
+    doc = {"schema_version": 2, "variants": [], "environment": None}
+    (tmp_path / "a.json").write_text(json.dumps(doc))
+    (tmp_path / "b.json").write_text(json.dumps(doc))
+    assert main(["compare", str(tmp_path / "a.json"), str(tmp_path / "b.json")]) == 1
+    err = " ".join(capsys.readouterr().err.split())
+    assert "a.json: environment is NoneType, not an object" in err and "Traceback" not in err, err

@@ -379,3 +379,19 @@ def test_two_rows_for_one_search_warn_once_and_a_newer_schema_is_refused(tuned, 
     table.write_text(json.dumps(doc))
     out = _use(tmp_path, table, 4096)
     assert out.returncode == 1 and "schema_version 99" in out.stderr and "pick" not in out.stdout, out.stderr
+
+
+def test_the_command_after_dashes_keeps_its_own_dashes():
+    """`use T -- printf '[%s]' x -- y` runs the command as typed: argparse's positional dropped the inner `--`
+    (the program printed [x][y], and a nested `tileprobe use T2 -- …` was refused); `record` the same."""
+    from tileprobe.cli import build_parser
+    from tileprobe.cli._common import command_after_dashes
+    for argv in (["use", "t.json", "--", "printf", "[%s]", "x", "--", "y"],
+                 ["record", "-o", "out", "--", "printf", "[%s]", "x", "--", "y"]):
+        args = build_parser().parse_args(argv)
+        args.raw_argv = argv
+        assert command_after_dashes(args) == ["printf", "[%s]", "x", "--", "y"]
+    nested = ["use", "t.json", "--", "python", "-m", "tileprobe", "use", "t2.json", "--", "python", "-c", "print(1)"]
+    args = build_parser().parse_args(nested)
+    args.raw_argv = nested
+    assert command_after_dashes(args) == nested[3:]

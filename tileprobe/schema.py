@@ -690,7 +690,11 @@ def load(doc_or_path: Any, judge=None, source: str | None = None) -> tuple[list[
     for i, v in enumerate(doc["variants"]):
         check_fields(i, v, str(name), "the file is damaged or was not written by tileprobe", required=False)
     records = [VariantRecord.from_dict(v) for v in doc["variants"]]
-    environment = dict(doc.get("environment", {}))
+    environment = doc.get("environment", {})
+    if not isinstance(environment, dict):
+        raise TileprobeError(f"{name}: environment is {type(environment).__name__}, not an object (the file is "
+                             "damaged or was not written by tileprobe: give one from `tileprobe audit --json`)")
+    environment = dict(environment)
     if version < SCHEMA_VERSION:
         migrate(records, version, environment, source=name, judge=judge)
     return records, environment

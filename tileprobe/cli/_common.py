@@ -541,3 +541,16 @@ def gpus_of(args) -> list[int] | None:
         return None
     from tileprobe.run.multi import parse_gpus, visible_gpu_count
     return parse_gpus(args.gpus, visible_gpu_count)
+
+
+def command_after_dashes(args) -> list[str]:
+    """The program's command line as typed after the first ``--`` of ``tileprobe use|record … -- COMMAND``.
+
+    argparse's ``nargs="*"`` positional drops every further ``--`` inside COMMAND (``printf '[%s]' x -- y`` lost its
+    ``--``; a nested ``tileprobe use T -- …`` inside COMMAND was refused), so the words are taken from the raw
+    argv that :func:`tileprobe.cli.main` keeps (``args.raw_argv``); without it, from the parsed positional."""
+    raw = list(getattr(args, "raw_argv", None) or [])
+    if "--" in raw:
+        return raw[raw.index("--") + 1:]
+    command = list(getattr(args, "command", None) or [])
+    return command[1:] if command[:1] == ["--"] else command

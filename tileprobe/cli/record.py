@@ -8,12 +8,15 @@ from __future__ import annotations
 import os
 import sys
 
+from tileprobe.cli._common import command_after_dashes
 from tileprobe.errors import TileprobeError
 
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.37 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
 DEFAULT_OUT = "tileprobe-record"
+
+
 
 
 def add_parser(subparsers, add_common=None) -> None:
@@ -52,9 +55,7 @@ def add_parser(subparsers, add_common=None) -> None:
 def cmd_record(args) -> int:
     """Run the command recorded (or read a log / the cache), write the probes, print what was written."""
     from tileprobe.record.session import probes_from_log, record
-    command = list(args.command or [])
-    if command and command[0] == "--":
-        command = command[1:]
+    command = command_after_dashes(args)
     sources = [bool(command), args.from_log is not None, args.from_cache is not None]
     if sum(sources) != 1:
         raise TileprobeError("give exactly one of: a COMMAND after --, --from-log DIR, or --from-cache [PATH]; "

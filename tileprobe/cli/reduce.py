@@ -101,7 +101,7 @@ def _run(args, con, prop, tcs, where, store, out_dir):
 
 def _write(args, con, red, prop, tcs, store, out_dir) -> int:
     from tileprobe.audit.pipeline import audit
-    from tileprobe.reduce.output import REPORT_FILE, write_standalone
+    from tileprobe.reduce.output import REPORT_FILE, write_file, write_standalone
     from tileprobe.reduce.report import markdown
     from tileprobe.report.text import clean
     w = write_standalone(red.source, out_dir)
@@ -110,8 +110,7 @@ def _write(args, con, red, prop, tcs, store, out_dir) -> int:
         ksrc = f.read()
     md = markdown(red, probe=args.probe, arch=args.arch, where=args.where or "", prop=prop.text,
                   versions=[t.version for t in tcs], regression=bool(args.good), kernel_source=ksrc, records=records)
-    with open(os.path.join(out_dir, REPORT_FILE), "w") as f:
-        f.write(md)
+    write_file(os.path.join(out_dir, REPORT_FILE), md)
     head = "smallest so far (the budget ran out)" if red.stopped_by_budget else "reduced"
     con.print(f"{head}: {red.original_size} → {red.final_size}; {red.candidates} candidates compiled in "
               f"{red.wall_s:.0f} s" + (" (resumed)" if red.resumed else ""), markup=False)

@@ -4,10 +4,10 @@ The work is :mod:`tileprobe.record.use`; this module parses and returns the comm
 """
 from __future__ import annotations
 
-from tileprobe.errors import TileprobeError
-
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.42 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
+from tileprobe.cli._common import command_after_dashes
+from tileprobe.errors import TileprobeError
 
 
 def add_parser(subparsers, add_common=None) -> None:
@@ -31,9 +31,7 @@ def add_parser(subparsers, add_common=None) -> None:
 def cmd_use(args) -> int:
     """Run the command with the table in use; its exit code."""
     from tileprobe.record.use import run_with_table
-    command = list(args.command or [])
-    if command and command[0] == "--":
-        command = command[1:]
+    command = command_after_dashes(args)
     if args.env:
         import os
         import shlex

@@ -29,14 +29,21 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tileprobe.errors import TileprobeError
+from tileprobe.cachefile import read_cache_bytes
+from tileprobe.errors import ProbeError, TileprobeError
 from tileprobe.reduce.clean import clean
 from tileprobe.reduce.fold import fold_args, fold_constexprs, fold_variant, propagate_copies
 from tileprobe.reduce.inline import inline_helpers
 from tileprobe.reduce.oracle import Oracle, Outcome
+from tileprobe.reduce.output import write_file
 from tileprobe.reduce.passes import Candidate, candidates
 from tileprobe.reduce.prop import Property, parse_property
 from tileprobe.reduce.source import Size, digest, parse, parts, size
+
+#: Largest probe file reduce reads (bytes): far above any kernel file; a bigger one, a FIFO or a device is refused.
+MAX_PROBE_BYTES = 256 << 20
+#: Largest journal (``reduce-state.json``) read back; a bigger one starts the reduction afresh.
+MAX_STATE_BYTES = 256 << 20
 
 STATE = "reduce-state.json"
 
@@ -123,13 +130,19 @@ def reduce(probe: str, *, arch: str, where: Mapping[str, Any], prop: str | Prope
         else:
             shown(event, info)
     p = prop if isinstance(prop, Property) else parse_property(prop)
-    with open(probe) as f:
-        original = f.read()
+    data = read_cache_bytes(probe, MAX_PROBE_BYTES)    # never blocks on a FIFO nor reads /dev/zero for ever
+    if data is None:
+        raise ProbeError(f"{probe}: not a readable regular file of at most {MAX_PROBE_BYTES >> 20} MiB: give the "
+                         "probe's .py file")
+    original = data.decode("utf-8", errors="replace")
     tree = parse(original, probe)
     pp = parts(tree, probe)
     case_names = _case_names(pp)
     case = {k: v for k, v in where.items() if k in case_names}
     hints = {k: v for k, v in where.items() if k not in case_names}
+    if os.path.lexists(out_dir) and not os.path.isdir(out_dir):
+        raise TileprobeError(f"-o {out_dir}: exists and is not a folder: give a new or existing folder for the "
+                             "reduced kernel, probe and REPORT.md")
     os.makedirs(out_dir, exist_ok=True)
     work = os.path.join(out_dir, ".reduce-work")
     os.makedirs(work, exist_ok=True)
@@ -321,19 +334,16 @@ def _told(line: str) -> bool:
 
 
 def _load_state(path: str, key: str) -> dict:
+    data = read_cache_bytes(path, MAX_STATE_BYTES)     # regular files only: a FIFO or a device is no journal
     try:
-        with open(path) as f:
-            st = json.load(f)
-    except (OSError, ValueError):
+        st = json.loads(data) if data is not None else {}
+    except ValueError:
         return {}
-    return st if st.get("key") == key else {}
+    return st if isinstance(st, dict) and st.get("key") == key else {}
 
 
 def _save_state(path: str, key: str, current: str, kept: list[str], failed: set, oracle: Oracle,
                 needle: str) -> None:
     st = {"key": key, "current": current, "kept": kept, "failed": sorted(failed), "needle": needle,
           "memo": {k: [o.interesting, [list(j) for j in o.judgements]] for k, o in oracle.memo.items()}}
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(st, f)
-    os.replace(tmp, path)
+    write_file(path, json.dumps(st))

@@ -9,6 +9,7 @@ with a plain ``tileprobe audit``, and a Markdown report in the form of an upstre
 from __future__ import annotations
 
 import ast
+import contextlib
 import os
 from dataclasses import dataclass
 
@@ -77,13 +78,32 @@ def probe_module(source: str, kernel_name: str) -> str:
     return doc + ast.unparse(ast.fix_missing_locations(ast.Module(body, []))) + "\n"
 
 
+def write_file(path: str, text: str) -> None:
+    """Write ``text`` to ``path`` through a temp file in the same folder and ``os.replace``: whatever was at
+    ``path`` — a file of the user's, a symbolic link (its target is never written through), a FIFO (whose open
+    would block) — is replaced as a folder entry, and a failed write leaves no half file.
+
+    Raises:
+        OSError: the folder cannot be written (read-only, full).
+    """
+    import tempfile
+    folder = os.path.dirname(path) or "."
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
 def write_standalone(source: str, out_dir: str) -> Written:
     """Write the kernel and probe files into ``out_dir`` (made if missing); returns their paths."""
     os.makedirs(out_dir, exist_ok=True)
     ktext, name = kernel_module(source)
     kpath, ppath = os.path.join(out_dir, KERNEL_FILE), os.path.join(out_dir, PROBE_FILE)
-    with open(kpath, "w") as f:
-        f.write(ktext)
-    with open(ppath, "w") as f:
-        f.write(probe_module(source, name))
+    write_file(kpath, ktext)
+    write_file(ppath, probe_module(source, name))
     return Written(kpath, ppath, name)

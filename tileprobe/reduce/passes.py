@@ -365,9 +365,21 @@ def constants(tree: ast.Module) -> Iterator[Candidate]:
                                     "constant")
 
 
+def _reference_value(lst: ast.List) -> int | None:
+    """The index of the value a hint's verdicts compare with (README "Verdicts": the hint-less build, ``None``, when
+    audited, else the lowest value), or None when it cannot be told from constants."""
+    consts = [(m, el.value) for m, el in enumerate(lst.elts) if isinstance(el, ast.Constant)]
+    for m, v in consts:
+        if v is None:
+            return m
+    numbers = [(v, m) for m, v in consts if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    return min(numbers)[1] if numbers else None
+
+
 def hint_values(tree: ast.Module, keep: dict) -> Iterator[Candidate]:
-    """Drop one value of a ``Probe(hints=...)`` list that ``--where`` does not select (the selected value and the
-    values a verdict compares it with are found by trying)."""
+    """Drop one value of a ``Probe(hints=...)`` list that ``--where`` does not select, never the reference a verdict
+    is judged against (the hint-less build or the lowest value: without it a verdict changes meaning, e.g.
+    ``honoured`` becomes ``met``, as a new user's reduction of the seed showed, 2026-12-05)."""
     p = parts(tree)
     kw = p.kw("hints")
     if kw is None or not isinstance(kw.value, ast.Dict):
@@ -375,8 +387,11 @@ def hint_values(tree: ast.Module, keep: dict) -> Iterator[Candidate]:
     for key, lst in zip(kw.value.keys, kw.value.values):
         if not (isinstance(key, ast.Constant) and isinstance(lst, ast.List)):
             continue
+        ref = _reference_value(lst)
         for m, el in enumerate(lst.elts):
             if isinstance(el, ast.Constant) and keep.get(key.value, object()) == el.value:
+                continue
+            if m == ref:      # the build a verdict is judged against: dropping it turns "honoured" into "met"
                 continue
 
             def edit(t, key=key.value, m=m):
