@@ -82,6 +82,7 @@ def _main(argv: Sequence[str] | None) -> int:
     if extra:                                            # the chosen command's own usage, not the top level's (exit 2)
         chosen_parser(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")
     args.raw_argv = list(sys.argv[1:] if argv is None else argv)   # where `--` was (tune -- COMMAND)
+    _common.COMMAND_ARGV[:] = args.raw_argv                # what "Reproduce:" blocks repeat (command_line)
     from tileprobe.store import begin_command
     begin_command()                                        # "… kept in the results store" counts this command's
     try:

@@ -478,9 +478,16 @@ def add_output_options(p) -> None:
                    help="what to print: terminal tables (default), Markdown for a bug report, or nothing")
 
 
+#: The arguments of the command :func:`tileprobe.cli.main` runs now (``main(argv)`` in a test, a notebook or a
+#: pytest-xdist worker is not ``sys.argv``).
+COMMAND_ARGV: list[str] = []
+
+
 def command_line() -> str:
-    """This process's command as typed: ``tileprobe`` and its arguments (for "Reproduce:" blocks)."""
-    return " ".join(["tileprobe", *sys.argv[1:]])
+    """The running command as typed: ``tileprobe`` and its arguments (for "Reproduce:" blocks), each quoted for a
+    shell where it needs it; the arguments :func:`tileprobe.cli.main` was given, else ``sys.argv``'s."""
+    import shlex
+    return " ".join(["tileprobe", *(shlex.quote(a) for a in (COMMAND_ARGV or sys.argv[1:]))])
 
 
 def write_json_doc(path: str, doc) -> None:
