@@ -146,7 +146,12 @@ def _print_problems(err, result) -> None:
 def _warn_jit_environment(err) -> None:
     """Once per audit: a CUDA_HOME / CUDA_PATH that would break the user's own JIT compile (no libnvvm, not a
     folder, empty), as ``tileprobe doctor`` says it (:func:`tileprobe.analyses.doctor.jit_environment_findings`).
-    The audit's compiles drop these variables, so they succeed; the program run with them would not."""
+    The audit's compiles drop these variables, so they succeed; the program run with them would not. With neither
+    variable set there is nothing to check, and cuTile is not imported here (its import takes seconds and makes a
+    temp folder that a SIGKILLed audit would leave behind)."""
+    import os
+    if not (os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")):
+        return
     from tileprobe.analyses.doctor import jit_environment_findings
     for f in jit_environment_findings():
         say(err, f"warning: {f.message} Fix: {f.fix}. (The audit's own compiles drop {f.topic}; `tileprobe "
