@@ -353,7 +353,7 @@ def kill_tree(pid: int, include_self: bool = True, group: bool = False) -> list[
 #: it) is orphaned the moment its worker dies with tileprobe, before the guard could walk the tree (one survived a
 #: SIGKILLed audit, 2026-12-04).
 _GUARD_CODE = r"""
-import os, select, signal, sys
+import os, select, signal, sys, time
 def stat(pid):
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
@@ -411,18 +411,24 @@ for target in targets:
         except OSError:
             pass
 mark = ("TILEPROBE_GUARD=" + sys.argv[1]).encode() if len(sys.argv) > 1 else None
-for e in os.listdir("/proc") if mark else ():
-    if e.isdigit() and int(e) != os.getpid():
-        try:
-            with open(f"/proc/{e}/environ", "rb") as f:
-                marked = mark in f.read().split(b"\0")
-        except OSError:
-            continue
-        if marked:
+for sweep in range(8):                 # again while any is found: a marked process being started as its parent died
+    found = False                      # (Ray's raylet starting its agents) appears after the first sweep
+    for e in os.listdir("/proc") if mark else ():
+        if e.isdigit() and int(e) != os.getpid():
             try:
-                os.kill(int(e), signal.SIGKILL)
+                with open(f"/proc/{e}/environ", "rb") as f:
+                    marked = mark in f.read().split(b"\0")
             except OSError:
-                pass
+                continue
+            if marked:
+                found = True
+                try:
+                    os.kill(int(e), signal.SIGKILL)
+                except OSError:
+                    pass
+    if not found and sweep:
+        break
+    time.sleep(0.4)
 """
 _GUARD: list = []
 #: The environment variable every process started after :func:`arm_guard` inherits: ``<pid>.<start ticks>`` of
