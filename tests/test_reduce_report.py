@@ -36,3 +36,15 @@ def test_a_budget_stop_is_said_first():
     md = markdown(reduction(stopped=True), probe="p.py", arch="sm_120", where="", prop="occupancy honoured",
                   versions=["13.3.36", "13.4.92"], regression=True, kernel_source="")
     assert "**The budget ran out: this is the smallest kernel found so far" in md.split("## What happens")[0]
+
+
+def test_a_budget_stop_before_what_matters_says_not_checked():
+    """A budget stop skips "what matters": the report said "needs: (none found)" and "not needed: (nothing was
+    removed)" though things had been removed (a new user, 2026-12-05); it now says it was not checked."""
+    import dataclasses
+    red = dataclasses.replace(reduction(stopped=True), needs=[])
+    md = markdown(red, probe="p.py", arch="sm_120", where="", prop="occupancy honoured",
+                  versions=["13.3.36", "13.4.92"], regression=True, kernel_source="")
+    matters = md.split("## What matters")[1].split("##")[0]
+    assert "not checked: the budget ran out" in matters and "(none found)" not in matters
+    assert "(nothing was removed)" not in matters

@@ -36,10 +36,14 @@ def markdown(red, *, probe: str, arch: str, where: str, prop: str, versions: Seq
     other = [n for n in red.needs if n.verdict == "not_needed"]
     rejected = [n for n in red.needs if n.verdict == "rejected"]
     out += ["## What matters", ""]
-    out.append("needs: " + ("; ".join(_code(n.construct) + f" ({n.change})" for n in needed) or "(none found)"))
-    out.append("")
-    nn = [_code(c) for c in red.removed] + [_code(n.construct) for n in other]
-    out.append("not needed: " + ("; ".join(nn) or "(nothing was removed)"))
+    if red.stopped_by_budget and not red.needs:
+        out.append("not checked: the budget ran out before each remaining construct was tried on its own (run the "
+                   "same command again, with a larger --budget or none: it resumes from its journal)")
+    else:
+        out.append("needs: " + ("; ".join(_code(n.construct) + f" ({n.change})" for n in needed) or "(none found)"))
+        out.append("")
+        nn = [_code(c) for c in red.removed] + [_code(n.construct) for n in other]
+        out.append("not needed: " + ("; ".join(nn) or "(nothing was removed)"))
     if rejected:
         out += ["", "cannot tell (the kernel does not compile without it): "
                 + "; ".join(_code(n.construct) for n in rejected)]
