@@ -47,6 +47,15 @@ def _locate(kernel: ast.FunctionDef, path: Path) -> tuple[list[ast.stmt], int]:
     return lst, path[-1]
 
 
+def _statements(kernel: ast.FunctionDef) -> list[tuple[Path, ast.stmt]]:
+    """Every statement of ``kernel`` with its path, outermost first (a list: the passes edit copies, not it)."""
+    out = []
+    for path in _stmt_paths(kernel.body):
+        lst, i = _locate(kernel, path)
+        out.append((path, lst[i]))
+    return out
+
+
 def _loops_over(kernel: ast.FunctionDef, path: Path) -> list[ast.For]:
     """The ``for`` loops enclosing the statement at ``path``."""
     out, lst = [], kernel.body
@@ -122,9 +131,7 @@ def unbound(tree: ast.Module) -> set[str]:
 def deletions(tree: ast.Module) -> Iterator[Candidate]:
     """Delete one kernel statement (outermost first; a loop or branch with all it holds)."""
     k = parts(tree).kernel
-    for path in list(_stmt_paths(k.body)):
-        lst, i = _locate(k, path)
-        s = lst[i]
+    for path, s in _statements(k):
 
         def edit(t, path=path):
             L, j = _locate(parts(t).kernel, path)
@@ -140,9 +147,7 @@ def deletions(tree: ast.Module) -> Iterator[Candidate]:
 def loops(tree: ast.Module) -> Iterator[Candidate]:
     """Each ``for`` loop: run its body once (the loop variable 0), or loop a constant number of times (1)."""
     k = parts(tree).kernel
-    for path in list(_stmt_paths(k.body)):
-        lst, i = _locate(k, path)
-        s = lst[i]
+    for path, s in _statements(k):
         if not isinstance(s, ast.For) or not isinstance(s.target, ast.Name):
             continue
         kind = "runtime" if _runtime(s, _CONSTS.get(id(k), set())) else "constant"
@@ -176,9 +181,7 @@ def _const_range(loop: ast.For) -> int | None:
 def branches(tree: ast.Module) -> Iterator[Candidate]:
     """Each ``if``: keep only its body, or only its ``else``."""
     k = parts(tree).kernel
-    for path in list(_stmt_paths(k.body)):
-        lst, i = _locate(k, path)
-        s = lst[i]
+    for path, s in _statements(k):
         if not isinstance(s, ast.If):
             continue
         for field in ("body", "orelse"):
@@ -306,9 +309,7 @@ def _block_index(e: ast.expr) -> tuple[ast.expr, ast.expr] | None:
 def operands(tree: ast.Module) -> Iterator[Candidate]:
     """Replace an assigned value by one of its operands (``w = ct.reshape(x, s)`` → ``w = x``; ``a * b`` → ``a``)."""
     k = parts(tree).kernel
-    for path in list(_stmt_paths(k.body)):
-        lst, i = _locate(k, path)
-        s = lst[i]
+    for path, s in _statements(k):
         if not isinstance(s, ast.Assign):
             continue
         v = s.value
