@@ -1,5 +1,5 @@
 """The start-up hook of ``tileprobe use / record / tune -- COMMAND`` inside users' programs
-(tileprobe/record/capture.py, loaded by path), and the files tileprobe reads that another file names: hooks chain
+(tileprobe/record/capture/, loaded by path), and the files tileprobe reads that another file names: hooks chain
 once in any nesting, a process that never searches reads no table, the hook never blocks on a FIFO, a large table is
 said with the fix, ``tune -- CMD`` names the searches it saw but could not describe, several searches of one kernel
 get a row each, and any JSON value of a configuration round-trips into the generated probe."""

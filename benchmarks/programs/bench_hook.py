@@ -1,4 +1,4 @@
-"""What the start-up hook of ``tileprobe use`` costs a Python process (tileprobe/record/capture.py).
+"""What the start-up hook of ``tileprobe use`` costs a Python process (tileprobe/record/capture/).
 
 Cases, each a fresh ``python`` process timed by wall clock (median and minimum of ``--runs`` runs, interleaved so
 that load from other processes falls on both alike):

@@ -44,14 +44,15 @@ _tune._benchmark = fake_benchmark
 
 def install_fake_facts(capture) -> None:
     """Make tileprobe's capture module see an H200 (``$FAKE_GPU`` another name), with this machine's tileiras."""
-    real = capture.device_facts
+    where = getattr(capture, "facts", capture)      # the capture's answerer reads its device facts there
+    real = where.device_facts
 
     def fake_facts():
         facts = real()
         facts.update(gpu=os.environ.get("FAKE_GPU", "NVIDIA H200"), num_sms=132, arch="sm_90")
         return facts
 
-    capture.device_facts = fake_facts
+    where.device_facts = fake_facts
 
 
 _hook = sys.modules.get("_tileprobe_hook_state")

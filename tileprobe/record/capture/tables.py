@@ -1,0 +1,137 @@
+"""Read a tune table as the capture must: regular files only, size-limited, strict JSON; a row's own figures
+checked. Standard library only (see :mod:`tileprobe.record.capture`).
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+TABLE_SCHEMA = 1                # the tune table's schema_version this file reads (tileprobe.tune.export)
+
+
+def row_problems(row: dict) -> list[str]:
+    """Why a row's own figures are invalid (empty: they are fine): ``median_us`` not a finite positive number, a
+    ``samples`` count or ``ci_us`` bound that is negative or not finite, ``num_sms`` not an integer."""
+    import math
+    out = []
+
+    def bad(v, allow_none=False):
+        if v is None:
+            return not allow_none
+        return isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0
+
+    if bad(row.get("median_us")) or row.get("median_us") == 0:
+        out.append(f"invalid row: median_us is {row.get('median_us')!r}, not a positive number of µs")
+    if bad(row.get("samples"), allow_none=True):
+        out.append(f"invalid row: samples is {row.get('samples')!r}, not a count")
+    ci = row.get("ci_us")
+    if ci is not None and (not isinstance(ci, list) or any(bad(v, allow_none=True) for v in ci)):
+        out.append(f"invalid row: ci_us is {ci!r}, not two non-negative µs")
+    n = row.get("num_sms")
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int)):
+        out.append(f"invalid row: num_sms is a {type(n).__name__} ({n!r}), not an integer SM count")
+    return out
+
+
+TABLE_LIMIT_BYTES = 1 << 30     # 1 GiB, as the result readers (tileprobe.schema)
+
+
+class TableReadError(ValueError):
+    """A tune table or recording that cannot be read as one; the message names the file and the problem."""
+
+
+#: A table above this size is said once, with the fix, in each process that reads it (a searching one): parsing
+#: costs about 0.1 s per 1 MB on the 2-core machine (benchmarks/programs/bench_hook.py).
+TABLE_WARN_BYTES = 32 << 20
+
+
+def _open_regular(path: str, flags: int) -> int:
+    """A descriptor of the regular file ``path`` opened with ``flags`` plus ``O_NONBLOCK``, ``O_NOCTTY``: opening
+    a FIFO does not wait for its other end, and anything but a regular file is closed and refused.
+
+    Raises:
+        OSError: it cannot be opened, or it is not a regular file (a FIFO, device, socket or directory).
+    """
+    import stat
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode):     # said as such, not as the open's ENXIO of a lone FIFO
+        raise OSError(f"{path}: not a regular file (a FIFO, device or directory); tileprobe reads and writes "
+                      "regular files only")
+    fd = os.open(path, flags | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0), 0o644)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path}: not a regular file (a FIFO, device or directory); tileprobe reads and writes "
+                          "regular files only")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def append_regular(path: str, data: bytes) -> None:
+    """Append ``data`` to the regular file ``path`` (created when missing) in one ``write``; never blocks on a
+    FIFO or device there.
+
+    Raises:
+        OSError: it cannot be opened or written, or it is not a regular file.
+    """
+    fd = _open_regular(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+
+
+def read_regular(path: str, limit_bytes: int) -> bytes:
+    """The bytes of the regular file ``path``, at most ``limit_bytes``; never blocks on a FIFO, never reads a device
+    for ever.
+
+    Raises:
+        OSError: it cannot be opened or is not a regular file.
+        TableReadError: it holds more than ``limit_bytes`` bytes (the message names the file and the limit).
+    """
+    fd = _open_regular(path, os.O_RDONLY)
+    with os.fdopen(fd, "rb") as f:
+        raw = f.read(limit_bytes + 1)
+    if len(raw) > limit_bytes:
+        raise TableReadError(f"{path}: more than the {limit_bytes:,} bytes tileprobe reads")
+    return raw
+
+
+def read_json_file(path: str, limit_bytes: int = TABLE_LIMIT_BYTES):
+    """The JSON document in the regular file ``path`` (at most ``limit_bytes``, UTF-8, nested no deeper than
+    Python's recursion limit lets the parser go).
+
+    Raises:
+        OSError: it cannot be opened or stat'ed.
+        TableReadError: not a regular file (a FIFO or device would hang or never end), too large, not UTF-8, not
+            JSON, nested too deep; the message starts with ``path``.
+    """
+    import stat
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise TableReadError(f"{path}: not a regular file (a FIFO, device or directory); give a file")
+    if st.st_size > limit_bytes:
+        raise TableReadError(f"{path}: {st.st_size:,} bytes, more than the {limit_bytes:,} bytes tileprobe reads")
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):   # replaced between stat and open
+            raise TableReadError(f"{path}: not a regular file; give a file")
+        raw = f.read(limit_bytes + 1)
+    if len(raw) > limit_bytes:
+        raise TableReadError(f"{path}: more than the {limit_bytes:,} bytes tileprobe reads")
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise TableReadError(f"{path}: not UTF-8 text (byte {e.start:,})") from None
+    except json.JSONDecodeError as e:
+        raise TableReadError(f"{path}: not JSON (line {e.lineno}, column {e.colno}: {e.msg})") from None
+    except RecursionError:
+        raise TableReadError(f"{path}: nested deeper than the JSON reader goes (about "
+                             f"{sys.getrecursionlimit():,} levels; tileprobe writes 6)") from None
+    except ValueError as e:          # an integer of more than 4,300 digits
+        raise TableReadError(f"{path}: {e}") from None
