@@ -157,7 +157,7 @@ class _Session:
         return self._store
 
     def audit(self, probe: str, arch: str, tileiras: str | None, where: dict) -> list:
-        from tileprobe.analyses.gate import audit_selected
+        from tileprobe.audit.selected import audit_selected
         key = (probe, arch, tileiras, repr(sorted(where.items(), key=lambda kv: kv[0])))
         if key not in self._audits:
             toolchains = None

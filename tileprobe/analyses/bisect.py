@@ -80,7 +80,8 @@ def make_evaluator(probe: str, arch: str, where: dict, prop: str, jobs: int | No
     (what ``no hang`` and ``correct`` need).
 
     ``evaluate`` raises TileprobeError when the property cannot be checked at a release (no stored run)."""
-    from tileprobe.analyses.gate import _check_where_names, audit_selected, check, parse_expectation, select
+    from tileprobe.analyses.gate import _check_where_names, check, parse_expectation, select
+    from tileprobe.audit.selected import audit_selected
     from tileprobe.errors import ProbeError
     from tileprobe.probe.contained import load_plans
     from tileprobe.toolchain import NVCC_PKG, NVVM_PKG, TILEIRAS_PKG, resolve_toolchain

@@ -147,8 +147,9 @@ def prepare_bundle(probe: str, out_dir: str, *, arch: str, where: Mapping[str, A
             ``where`` selects nothing, fewer than two releases can compile ``arch``.
     """
     from tileprobe.analyses.bisect import candidates
-    from tileprobe.analyses.gate import audit_selected, select
+    from tileprobe.analyses.gate import select
     from tileprobe.audit.pipeline import AuditResult, write_bundle
+    from tileprobe.audit.selected import audit_selected
     from tileprobe.toolchain import published_versions, require_installed, resolve_toolchains, tileiras_targets
     versions = candidates(published_versions(), good, bad)
     require_installed(versions, install)

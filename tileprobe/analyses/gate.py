@@ -262,10 +262,11 @@ def _check_one(e: Expectation, r: VariantRecord, base: dict) -> Failure | None:
         if v is None:
             return Failure(e.text, label, f"a {e.field} verdict", "none",
                            f"this variant does not set {e.field} and the kernel declares none")
-        ok, want = verdict_holds(e.kind, v.status)
-        if v.status == "unverified":     # a rule no driver has checked decides the goal
-            return Failure(e.text, label, want, v.status, f"unverified: {v.reason}", unchecked=True)
-        return None if ok else Failure(e.text, label, want, v.status, v.reason)
+        status = v.status or "none"      # None only in a damaged file (schema.Verdict)
+        ok, want = verdict_holds(e.kind, status)
+        if status == "unverified":     # a rule no driver has checked decides the goal
+            return Failure(e.text, label, want, status, f"unverified: {v.reason}", unchecked=True)
+        return None if ok else Failure(e.text, label, want, status, v.reason)
     if e.kind == "no_spills":
         return _check_spills(e, r, label)
     if e.kind == "no_hang_risk":
@@ -336,7 +337,7 @@ def _check_time(e: Expectation, r: VariantRecord, label: str, base: dict) -> Fai
                                                            f"{t:,.2f} µs")
     b = base.get(_variant_key(r))
     bt = _median(b) if b is not None else None
-    if bt is None:
+    if b is None or bt is None:
         return Failure(e.text, label, e.text, "no baseline run", "the baseline has no GPU run of this variant",
                        unchecked=True)
     if e.op == "no_worse":
@@ -399,38 +400,23 @@ def select(records: Iterable[VariantRecord], where: Mapping[str, Any]) -> list[V
 
 
 def _check_where_names(where: Mapping[str, Any], probes) -> None:
-    from tileprobe.select import WhereError, check_names
+    from tileprobe.audit.selected import check_where_names
+    from tileprobe.select import WhereError
     try:
-        check_names(where, {c for p in probes for c in p.cases}, KERNEL_HINTS)
+        check_where_names(where, probes)
     except WhereError as e:
         raise GateUsageError(str(e)) from e
 
 
-def audit_selected(probe_path: str, arch: str, *, where: Mapping[str, Any] | None = None,
-                   toolchains: Sequence[Toolchain] | None = None, store=None, jobs: int | None = None,
-                   timeout_s: float | None = None, command_line: str = "", with_sass: bool = False):
-    """Audit the variants of ``probe_path`` whose case matches ``where`` (all hint values: verdicts need them).
-
-    Returns the :class:`~tileprobe.audit.AuditResult`; variants in ``store`` are not compiled again, new ones
-    are saved, and the audit is stored with ``command_line``. ``with_sass``: read the SASS too (``no hang risk``
-    needs the register-pool check).
-    """
-    from tileprobe.audit.pipeline import audit
-    from tileprobe.compile.job import DEFAULT_TIMEOUT_S
-    from tileprobe.errors import ProbeError
-    from tileprobe.probe.contained import load_plans
-    where = dict(where or {})
-    probes, errors = load_plans([probe_path], [arch])    # probe code runs contained, never in this process
-    if not probes:
-        raise ProbeError(errors[0] if errors else f"{probe_path}: no probe loaded")
-    _check_where_names(where, probes)
-    case_where = {k: v for k, v in where.items() if any(k in p.cases for p in probes)}
-    result = audit([probe_path], [arch], toolchains=toolchains, jobs=jobs, store=store,
-                   timeout_s=timeout_s or DEFAULT_TIMEOUT_S, with_sass=with_sass,
-                   select=lambda v: all(_same(v.case_dict.get(k), want) for k, want in case_where.items()))
-    if store is not None and command_line:
-        store.save_audit(result, command_line)
-    return result
+def audit_selected(probe_path: str, arch: str, **kwargs: Any):
+    """:func:`tileprobe.audit.selected.audit_selected` (same arguments and result), a ``where`` naming nothing
+    raised as :class:`GateUsageError` (the gate's command-line error)."""
+    from tileprobe.audit.selected import audit_selected as audit_them
+    from tileprobe.select import WhereError
+    try:
+        return audit_them(probe_path, arch, **kwargs)
+    except WhereError as e:
+        raise GateUsageError(str(e)) from e
 
 
 def check_baseline(path: str, option: str = "--baseline") -> None:

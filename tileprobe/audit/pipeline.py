@@ -12,178 +12,53 @@ import datetime
 import itertools
 import math
 import os
-import platform
-import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
 
 from tileprobe import _cutile
-from tileprobe._version import __version__
+from tileprobe.audit.result import AuditResult, environment, write_bundle
 from tileprobe.audit.sass_reader import SassReader
+from tileprobe.audit.variants import check_compile_timeout, iter_variants, plan_variants, record_from
 from tileprobe.compile.claims import Claims
 from tileprobe.compile.failure import help_command, unsupported_target, version_of
 from tileprobe.compile.job import CompileResult, Variant, failed_artifacts_dir, load_scaled_timeout_s
 from tileprobe.compile.pool import compile_variants
 from tileprobe.compile.schedule import ChosenSchedule
 from tileprobe.compile.toolcache import binary_fact
-from tileprobe.errors import CubinError, IncompleteError, TileprobeError, ToolchainError, UsageError, shown
-from tileprobe.judge.advice import advice
+from tileprobe.errors import IncompleteError, TileprobeError, ToolchainError, UsageError, shown
 from tileprobe.judge.verdict import judge_records
-from tileprobe.model.arch import check_target, get_arch, has_limits
-from tileprobe.model.cluster import reference_num_sms
+from tileprobe.model.arch import check_target
 from tileprobe.model.cubin import CubinInfo
-from tileprobe.model.occupancy import theoretical_occupancy
 from tileprobe.model.sass import split_register_pool
 from tileprobe.model.toolkit import compiler_identity
 from tileprobe.probe.contained import (
     OUTPUT_SHOWN_BYTES,
     PROBE_TIMEOUT_S,
-    ProbePlan,
-    _target_name,
     load_probe_files,
-    probe_code_sha256,
-    probe_targets,
     source_sha256,
 )
-from tileprobe.probe.define import load_probes  # noqa: F401  (re-exported: callers plan from Probe objects)
+from tileprobe.probe.define import load_probes
 from tileprobe.probe.zygote import prefetch_heavy, warm_starts
 from tileprobe.procs import default_jobs, owned_tempdir
-from tileprobe.records import CompileTimeout
 from tileprobe.schema import (
-    FAILURE_FIXES,
     VariantRecord,
-    canonical,
-    derive_failure,
     short_build,
     timeout_seconds,
     value_key,
-    write_json,
 )
 from tileprobe.select import case_selector, check_case_names, check_overrides
 from tileprobe.toolchain import Toolchain
+
+#: The pipeline's API as callers import it (its result and variants live in :mod:`.result` and :mod:`.variants`;
+#: :mod:`tileprobe.audit` re-exports part of it lazily).
+__all__ = ["MAX_VARIANTS", "AuditResult", "audit", "check_compile_timeout", "distinct_files", "environment",
+           "iter_variants", "load_probe_files", "load_probes", "plan_variants", "record_from", "refuse_unlisted",
+           "resolve_compiler", "source_sha256", "write_bundle"]
 
 #: Most variants an audit compiles unless told otherwise (``max_variants`` / ``--max-variants``): a 10^6-variant
 #: grid took the main process to 3 GB in 3 minutes; 5,000 variants at the 1-3 s a compile takes is
 #: already hours on 2 cores.
 MAX_VARIANTS = 5000
-
-
-@dataclass
-class AuditResult:
-    """Records of one audit, the probe errors met on the way, and the environment it ran in.
-
-    ``probe_errors``: each broken probe's error once (file:line); ``target_errors``: each requested arch or compiler
-    that could not be used; the audit is :attr:`complete` when both are empty.
-    """
-    records: list[VariantRecord] = field(default_factory=list)
-    probe_errors: list[str] = field(default_factory=list)
-    environment: dict = field(default_factory=dict)
-    wall_s: float = 0.0
-    cubins: dict = field(default_factory=dict)   # cubin_sha256 -> bytes (for the store and `run`)
-    notes: list[str] = field(default_factory=list)   # e.g. helper files skipped
-    target_errors: list[str] = field(default_factory=list)   # archs / compilers not usable
-    #: ``on_record(record, cubin bytes or None)`` as each record lands, stored or compiled (the tune races
-    #: while compiling); called in the audit's thread, before the verdicts.
-    on_record: Callable | None = field(default=None, repr=False, compare=False)
-
-    def landed(self, records: Iterable) -> None:
-        """Tell :attr:`on_record` about ``records`` (already in :attr:`records`)."""
-        if self.on_record is not None:
-            for r in records:
-                self.on_record(r, self.cubins.get(r.cubin_sha256) if r.cubin_sha256 else None)
-
-    @property
-    def complete(self) -> bool:
-        """Every probe loaded and every requested arch and compiler could be used."""
-        return not self.probe_errors and not self.target_errors
-
-    def advice(self, selected: Iterable[VariantRecord] | None = None) -> list[str]:
-        """The static advice lines of this audit (:func:`tileprobe.judge.advice.advice`), one group per kernel,
-        case, other hints, arch and compiler; ``selected``: only the groups of these records (a ``--where``
-        selection of :attr:`records`), each weighed over all of its audited values."""
-        return advice(self.records, selected)
-
-
-def iter_variants(probes: Sequence, archs: Sequence[str]) -> Iterator[Variant]:
-    """Every (probe, case, hints, arch) to compile, in a stable order, one at a time (nothing is held in memory).
-
-    ``probes``: :class:`~tileprobe.probe.contained.ProbePlan` s (what the loader found; their broken variants are
-    left out) or :class:`~tileprobe.probe.define.Probe` s.
-    """
-    archs = [_target_name(a) for a in archs]
-    for p in probes:
-        digest = p.source_sha256 if isinstance(p, ProbePlan) else source_sha256(p)
-        mine = probe_targets(p.archs, archs)
-        skipped = p.skipped if isinstance(p, ProbePlan) else None
-        cases, hint_grid = p.case_grid(), p.hint_grid()
-        for arch in mine:
-            num_sms = _args_num_sms(p, arch)
-            for ci, case in enumerate(cases):
-                for hi, hints in enumerate(hint_grid):
-                    if skipped is None or not skipped(ci, hi, arch):
-                        compiled = (p.compile_sha256(ci, hi, arch) if isinstance(p, ProbePlan)
-                                    else probe_code_sha256(p, case, hints, arch, num_sms))
-                        yield Variant(p.source or "", p.index, p.label, tuple(case.items()), tuple(hints.items()),
-                                      arch, digest, tuple(p.knobs.items()), timeout_s=p.timeout_s, num_sms=num_sms,
-                                      compile_sha256=compiled)
-
-
-def _args_num_sms(p, arch: str) -> int | None:
-    """The SM count the variant's ``args`` gets: the plan's, or for a Probe the arch's reference GPU's
-    when its ``args`` takes ``num_sms``."""
-    if isinstance(p, ProbePlan):
-        return p.args_num_sms(arch)
-    if "num_sms" not in p.args_context:
-        return None
-    return reference_num_sms(arch)
-
-
-def plan_variants(probes: Sequence, archs: Sequence[str]) -> list[Variant]:
-    """:func:`iter_variants` as a list."""
-    return list(iter_variants(probes, archs))
-
-
-def record_from(res: CompileResult) -> VariantRecord:
-    """Turn one compile result into a variant record: read the cubin and compute occupancy."""
-    v = res.variant
-    rec = VariantRecord(kernel=v.probe_name, probe=v.probe_path, case=canonical(v.case_dict),
-                        hints=canonical(v.hints_dict),
-                        arch=v.arch, tileiras=res.tileiras, status=res.status, cuda_tile=res.cuda_tile,
-                        effective_hints=res.effective_hints, error=res.error, repro=res.repro,
-                        compile_s=round(res.compile_s, 3), symbol=res.symbol, signature=res.signature,
-                        knobs=dict(v.knobs), failure=res.failure, message=res.message, fix=res.fix)
-    if res.status != "ok" and not rec.failure:   # a result made without a class (e.g. a tileprobe bug in a worker)
-        rec.failure, rec.message = derive_failure(res.status, res.error)
-        rec.fix = rec.fix or FAILURE_FIXES.get(rec.failure, "")
-    if res.status != "ok" or res.cubin is None:
-        return rec
-    try:
-        info = CubinInfo.from_bytes(res.cubin)
-    except CubinError as e:
-        rec.status, rec.failure, rec.error = "compile_error", "compile_error", f"unreadable cubin: {e}"
-        rec.message, rec.fix = rec.error, "the compiler wrote a cubin tileprobe cannot read: report it with the cubin"
-        return rec
-    k = info.kernel(res.symbol) if res.symbol and any(x.name == res.symbol for x in info.kernels) else info.kernel()
-    rec.threads, rec.registers, rec.max_regs = k.threads_per_cta, k.regs_per_thread, k.max_regs
-    rec.shared_bytes, rec.driver_shared_bytes = k.smem_static_bytes, k.smem_driver_bytes
-    rec.stack_bytes = k.stack_bytes
-    rec.cluster_dims = list(k.cluster_dims) if k.cluster_dims else None
-    rec.cubin_sha256, rec.code_sha256 = info.sha256, info.code_sha256
-    if k.ptx is not None:
-        rec.ptx = k.ptx.record()
-    if not has_limits(v.arch):   # sm_107 is compiled and read; its CTAs/SM are not sourced (NOT_SOURCED)
-        rec.limiter = None
-        rec.sass, rec.register_pool = split_register_pool(res.sass)
-        return rec
-    occ = theoretical_occupancy(get_arch(v.arch), k.threads_per_cta, k.regs_per_thread, k.smem_driver_bytes)
-    rec.ctas_per_sm, rec.warps_per_sm = occ.ctas_per_sm, occ.warps_per_sm
-    rec.occupancy_pct, rec.limiter = round(occ.occupancy_pct, 1), occ.limiter
-    if res.remarks:
-        from tileprobe.model.remarks import parse_remarks
-        rec.remarks = parse_remarks(res.remarks)
-    rec.sass, rec.register_pool = split_register_pool(res.sass)
-    return rec
 
 
 def resolve_compiler(tc: Toolchain) -> Toolchain:
@@ -199,8 +74,9 @@ def resolve_compiler(tc: Toolchain) -> Toolchain:
     build = binary_fact("build", tileiras, _cutile.tileiras_build)   # asked once
     identity = compiler_identity(tileiras)
     targets = tc.targets
-    if targets is None:
-        targets = binary_fact("targets", tileiras, _cutile.tileiras_targets)
+    if targets is None:     # a list from tileiras (or the cache file's JSON): the toolchain keeps a tuple
+        listed = binary_fact("targets", tileiras, _cutile.tileiras_targets)
+        targets = tuple(listed) if listed is not None else None
     return dataclasses.replace(tc, tileiras=tileiras, build=build, identity=identity, targets=targets,
                                version=tc.version or version_of(build) or "")
 
@@ -218,25 +94,6 @@ def refuse_unlisted(variants: Sequence[Variant], tc: Toolchain) -> tuple[list[Co
         else:
             todo.append(v)
     return refused, todo
-
-
-def environment(tileiras_builds: Iterable[str] = ()) -> dict:
-    """Provenance of a result set: host, Python, cuda-tile and the tileiras builds used."""
-    return {"tileprobe": __version__, "python": sys.version.split()[0], "platform": platform.platform(),
-            "cuda_tile": _cutile.cutile_version(), "tileiras": sorted(set(tileiras_builds))}
-
-
-def check_compile_timeout(records: Iterable[VariantRecord], timeout_s: float,
-                          source: str = "--compiler-timeout") -> None:
-    """Set ``compile_timeout`` on every compiled record: the program's compiler timeout (``timeout_s``,
-    as ``ct.compiler_timeout`` sets it), the variant's compile time (``compile_s``: tileiras wall time on the
-    machine that compiled it, as stored), the margin (timeout − compile time) and whether the compile exceeds it —
-    a compile that long would fail in the program with ``TileCompilerTimeoutError`` on a cold cache."""
-    for r in records:
-        if r.ok:
-            r.compile_timeout = CompileTimeout(timeout_s=timeout_s, compile_s=r.compile_s,
-                                               margin_s=round(timeout_s - r.compile_s, 3),
-                                               exceeds=r.compile_s > timeout_s, source=source)
 
 
 def audit(probe_paths: Sequence[str], archs: Sequence[str], *, toolchains: Sequence[Toolchain | dict] | None = None,
@@ -722,20 +579,3 @@ def _mark_determinism(records: list[VariantRecord], repeats: dict[tuple, list[st
 
 def _order_key(probe: str, kernel: str, case: dict, hints: dict, arch: str) -> tuple:
     return (probe, kernel, value_key(case), value_key(hints), arch)
-
-
-def write_bundle(folder: str, result: AuditResult) -> None:
-    """Hand an audit to another machine (e.g. the GPU host): ``folder/audit.json`` (the result JSON) and
-    ``folder/cubins/<sha256>.cubin`` (every cubin of ``result``).
-
-    ``tileprobe run --bundle folder`` reads this layout (:func:`tileprobe.run.session.load_bundle`); no tileiras
-    is needed there.
-
-    Raises:
-        OSError: the folder cannot be created or written.
-    """
-    os.makedirs(os.path.join(folder, "cubins"), exist_ok=True)
-    for sha, data in result.cubins.items():
-        with open(os.path.join(folder, "cubins", sha + ".cubin"), "wb") as f:
-            f.write(data)
-    write_json(result.records, result.environment, os.path.join(folder, "audit.json"))

@@ -20,6 +20,9 @@ import json
 import os
 import sys
 from collections.abc import Callable
+from typing import TypeVar
+
+T = TypeVar("T")
 
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.07 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
@@ -106,7 +109,7 @@ def remember_default(path: str) -> None:
     _write(_default_key(inputs), {"inputs": inputs, "tileiras": path, "stat": _stat(path)})
 
 
-def binary_fact(kind: str, tileiras: str, ask: Callable[[str], object]) -> object:
+def binary_fact(kind: str, tileiras: str, ask: Callable[[str], T]) -> T:
     """``ask(tileiras)`` (``kind``: ``build`` or ``targets``), answered from memory or the cache file while the
     binary is unchanged (module doc). What ``ask`` raises is raised, and nothing is kept."""
     stat = _stat(tileiras)
