@@ -14,7 +14,10 @@ This module sits below :mod:`tileprobe.schema` (pyproject.toml's layers): it imp
 from __future__ import annotations
 
 import copy
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar, cast, overload
+
+V = TypeVar("V")
+R = TypeVar("R", bound="KeyedRecord")
 
 __all__ = [
     "CompileTimeout",
@@ -28,17 +31,26 @@ __all__ = [
 ]
 
 
-class Key:
-    """One named key of a :class:`KeyedRecord` as an attribute: it reads None when the object has no such key, and
-    writing it sets the key (a new key goes last, as in the JSON)."""
+class Key(Generic[V]):
+    """One named key of a :class:`KeyedRecord` as an attribute of type ``V`` (declared ``name = Key[int | None]()``):
+    it reads None when the object has no such key, and writing it sets the key (a new key goes last, as in the
+    JSON). The type is what the type checker holds readers and writers to; the JSON is not checked on reading."""
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = name
 
-    def __get__(self, obj: KeyedRecord | None, owner: type | None = None) -> Any:
-        return self if obj is None else obj._items.get(self.name)
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> Key[V]: ...
 
-    def __set__(self, obj: KeyedRecord, value: Any) -> None:
+    @overload
+    def __get__(self, obj: KeyedRecord, owner: type | None = None) -> V: ...
+
+    def __get__(self, obj: KeyedRecord | None, owner: type | None = None) -> Key[V] | V:
+        if obj is None:
+            return self
+        return cast(V, obj._items.get(self.name))    # a key never written reads None: V is declared Optional
+
+    def __set__(self, obj: KeyedRecord, value: V) -> None:
         obj._items[self.name] = value
 
 
@@ -62,7 +74,7 @@ class KeyedRecord:
         if unknown:
             raise TypeError(f"{cls.__name__} has no field {', '.join(unknown)}")
 
-    def replace(self, **items: Any) -> KeyedRecord:
+    def replace(self: R, **items: Any) -> R:
         """A copy (shallow) with ``items`` set; a key it lacked goes last. TypeError for a name that is no key."""
         self._check(items)
         out = type(self).__new__(type(self))
@@ -70,7 +82,7 @@ class KeyedRecord:
         return out
 
     @classmethod
-    def from_dict(cls, d: dict) -> KeyedRecord:
+    def from_dict(cls: type[R], d: dict) -> R:
         """A record from its JSON object (a file's, the store's or a worker's), every key kept in order; the items
         of a ``_nested`` key's list become records of their class (items that are no objects stay as they are)."""
         rec = cls.__new__(cls)
@@ -100,9 +112,9 @@ class KeyedRecord:
         return bool(self._items)      # a file's empty {} is no fact, as it was when these were dicts
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and self._items == other._items    # type: ignore[attr-defined]
+        return isinstance(other, KeyedRecord) and type(other) is type(self) and self._items == other._items
 
-    __hash__ = None   # type: ignore[assignment]   (mutable)
+    # no __hash__: a class that defines __eq__ alone is unhashable (mutable, as the dicts it replaced)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in self._items.items())})"
@@ -117,13 +129,13 @@ class PoolInstruction(KeyedRecord):
     """One USETMAXREG of a register-pool check (``RegisterPool.instructions``;
     :class:`tileprobe.model.regpool.SetMaxNReg` builds it)."""
     __slots__ = ()
-    address: int | None = Key()       # byte offset in the kernel
-    action: str | None = Key()        # TRY_ALLOC (grow) | DEALLOC (shrink)
-    target: int | None = Key()        # registers per thread asked for; None for a register operand
-    text: str | None = Key()          # the instruction as nvdisasm wrote it
-    guard: str | None = Key()         # its predicate (@P0) or ""
-    retry_loop: bool | None = Key()   # a TRY_ALLOC whose next branch jumps back to it
-    warps: list | None = Key()        # warp indices that reach it (over-approximated)
+    address = Key[int | None]()       # byte offset in the kernel
+    action = Key[str | None]()        # TRY_ALLOC (grow) | DEALLOC (shrink)
+    target = Key[int | None]()        # registers per thread asked for; None for a register operand
+    text = Key[str | None]()          # the instruction as nvdisasm wrote it
+    guard = Key[str | None]()         # its predicate (@P0) or ""
+    retry_loop = Key[bool | None]()   # a TRY_ALLOC whose next branch jumps back to it
+    warps = Key[list | None]()        # warp indices that reach it (over-approximated)
 
 
 class RegisterPool(KeyedRecord):
@@ -133,36 +145,36 @@ class RegisterPool(KeyedRecord):
     other keys then read None."""
     __slots__ = ()
     _nested = {"instructions": PoolInstruction}
-    verdict: str | None = Key()                   # hang_risk | pool_ok | unknown | none
-    reason: str | None = Key()                    # the instructions, numbers and reasoning in words
-    model_version: int | None = Key()             # regpool.MODEL_VERSION of the check (None: derived, not checked)
-    registers_per_thread: int | None = Key()      # the launch count (EIATTR_REGCOUNT)
-    threads: int | None = Key()                   # threads per CTA
-    pool_registers: int | None = Key()            # the CTA's pool (per-warp allocation × warps)
-    demand_registers: int | None = Key()          # Σ over warpgroups of final count × 128
-    warpgroup_counts: list | None = Key()         # final registers per thread of each warpgroup
-    instructions: list | None = Key()             # [PoolInstruction], in address order
-    gate_version: int | None = Key()              # model.sass.GATE_VERSION of a verdict read without the SASS
+    verdict = Key[str | None]()                   # hang_risk | pool_ok | unknown | none
+    reason = Key[str | None]()                    # the instructions, numbers and reasoning in words
+    model_version = Key[int | None]()             # regpool.MODEL_VERSION of the check (None: derived, not checked)
+    registers_per_thread = Key[int | None]()      # the launch count (EIATTR_REGCOUNT)
+    threads = Key[int | None]()                   # threads per CTA
+    pool_registers = Key[int | None]()            # the CTA's pool (per-warp allocation × warps)
+    demand_registers = Key[int | None]()          # Σ over warpgroups of final count × 128
+    warpgroup_counts = Key[list | None]()         # final registers per thread of each warpgroup
+    instructions = Key[list | None]()             # [PoolInstruction], in address order
+    gate_version = Key[int | None]()              # model.sass.GATE_VERSION of a verdict read without the SASS
 
 
 class PtxFacts(KeyedRecord):
     """``VariantRecord.ptx``: the embedded PTX's performance directives of the kernel
     (:class:`tileprobe.model.cubin.PtxDirectives` builds it with ``record()``)."""
     __slots__ = ()
-    maxnreg: int | None = Key()        # .maxnreg N
-    reqntid: list | None = Key()       # .reqntid x[, y, z]
-    minnctapersm: int | None = Key()   # .minnctapersm N
+    maxnreg = Key[int | None]()        # .maxnreg N
+    reqntid = Key[list | None]()       # .reqntid x[, y, z]
+    minnctapersm = Key[int | None]()   # .minnctapersm N
 
 
 class CompileTimeout(KeyedRecord):
     """``VariantRecord.compile_timeout``: the compile time against the program's compiler timeout
     (``audit --compiler-timeout S``; :func:`tileprobe.audit.pipeline.check_compile_timeout`). Seconds."""
     __slots__ = ()
-    timeout_s: float | None = Key()    # the compiler timeout checked against
-    compile_s: float | None = Key()    # the variant's compile time
-    margin_s: float | None = Key()     # timeout − compile time (< 0 when the compile exceeds it)
-    exceeds: bool | None = Key()       # compile time > timeout
-    source: str | None = Key()         # where the timeout came from (in words)
+    timeout_s = Key[float | None]()    # the compiler timeout checked against
+    compile_s = Key[float | None]()    # the variant's compile time
+    margin_s = Key[float | None]()     # timeout − compile time (< 0 when the compile exceeds it)
+    exceeds = Key[bool | None]()       # compile time > timeout
+    source = Key[str | None]()         # where the timeout came from (in words)
 
 
 class SassFacts(KeyedRecord):
@@ -171,17 +183,17 @@ class SassFacts(KeyedRecord):
     or failed. Counts are static instructions. Older records hold fewer keys (``{tma, spill_loads, spill_stores}``,
     or none): a missing one reads None, ``"key" in sass`` says whether it is there."""
     __slots__ = ()
-    target: str | None = Key()             # nvdisasm's .target (sm_90a)
-    instructions: int | None = Key()       # instructions, NOPs excluded
-    spill_loads: int | None = Key()        # LDL instructions
-    spill_stores: int | None = Key()       # STL instructions
-    setmaxnreg: list | None = Key()        # [[action, registers per thread]] of each USETMAXREG
-    tma: dict | None = Key()               # UTMA* / UBLK* opcode → count
-    has_tma: bool | None = Key()           # any TMA data opcode
-    matrix: dict | None = Key()            # matrix opcode → count
-    matrix_families: list | None = Key()   # matrix opcodes present, sorted
-    error: str | None = Key()              # why the SASS was not read (nvdisasm missing or failing)
-    kernels: Any = Key()                   # per-kernel traits, in files of another shape (gate reads their spills)
+    target = Key[str | None]()             # nvdisasm's .target (sm_90a)
+    instructions = Key[int | None]()       # instructions, NOPs excluded
+    spill_loads = Key[int | None]()        # LDL instructions
+    spill_stores = Key[int | None]()       # STL instructions
+    setmaxnreg = Key[list | None]()        # [[action, registers per thread]] of each USETMAXREG
+    tma = Key[dict | None]()               # UTMA* / UBLK* opcode → count
+    has_tma = Key[bool | None]()           # any TMA data opcode
+    matrix = Key[dict | None]()            # matrix opcode → count
+    matrix_families = Key[list | None]()   # matrix opcodes present, sorted
+    error = Key[str | None]()              # why the SASS was not read (nvdisasm missing or failing)
+    kernels = Key[Any]()                   # per-kernel traits, in files of another shape (gate reads their spills)
 
     def spills(self) -> dict | None:
         """The spill counts as the object holds them (``{"spill_loads": N, "spill_stores": N}``, its keys and

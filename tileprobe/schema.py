@@ -89,10 +89,8 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import json
-import math
 import os
 import re
-import signal
 import stat
 import sys
 import warnings
@@ -102,150 +100,14 @@ from typing import Any
 
 from tileprobe._version import __version__
 from tileprobe.errors import TileprobeError
+from tileprobe.outcomes import *  # noqa: F403  (re-exported: the result format names its statuses and classes)
+from tileprobe.outcomes import (
+    FAILURE_FIXES,
+    derive_failure,
+)
 from tileprobe.records import CompileTimeout, Key, KeyedRecord, PtxFacts, RegisterPool, SassFacts, keyed_from_dict
 
 SCHEMA_VERSION = 2
-
-# Verdict statuses (schema 2). Hints with a goal tileprobe can check (occupancy: CTAs/SM ≥ N; num_ctas: cluster of
-# N CTAs; allow_tma: TMA instructions present/absent) get one of the first five; hints without one (opt_level,
-# num_worker_warps, latency and other per-load knobs) get one of the last three. README "Verdicts" explains them.
-HONOURED = "honoured"      # goal met, and the hint changed the machine code (vs the reference value)
-MET = "met"                # goal met without the hint: same machine code and resources as the reference value
-PARTIAL = "partial"        # moved toward the goal and fell short
-IGNORED = "ignored"        # goal not met, no effect
-INFEASIBLE = "infeasible"  # goal impossible on this arch for the CTA the compiler built
-UNVERIFIED = "unverified"  # goal met or not depending on a rule no driver has checked (the 1 KB
-                           # per-CTA reserve on sm_8x/10x/12x, a GPC layout not sourced for clusters)
-CHANGED = "changed"        # no goal: the machine code or resources differ from the baseline value's
-UNCHANGED = "unchanged"    # no goal: same machine code and resources as the baseline value
-BASELINE = "baseline"      # no goal: the value the others are compared with (the lowest audited)
-GOAL_STATUSES = (HONOURED, MET, UNVERIFIED, PARTIAL, IGNORED, INFEASIBLE)
-EFFECT_STATUSES = (CHANGED, UNCHANGED, BASELINE)
-#: Statuses whose reasons brief output (``--brief``, markdown, HTML notes) shows: the hint fell short or did nothing.
-NOTEWORTHY_STATUSES = (UNVERIFIED, PARTIAL, IGNORED, INFEASIBLE, UNCHANGED)
-
-
-# Failure classes (``VariantRecord.failure``): what went wrong, in classes a user can act on. Each is
-# stored under a ``status`` older readers know (:data:`FAILURE_STATUS`); :data:`FAILURE_FIXES` is the generic fix
-# (a record's ``fix`` may be more precise, e.g. naming the releases that list a target).
-UNSUPPORTED_TARGET = "unsupported_target"   # the tileiras does not list the arch (tileiras --help): nothing compiled
-UNSUPPORTED_FEATURE = "unsupported_feature"  # cuTile refused a dtype/feature on this arch before tileiras ran
-COMPILE_ERROR = "compile_error"              # tileiras (or cuTile's front end) answered with an error
-COMPILER_CRASH = "compiler_crash"            # tileiras killed by a signal (SIGSEGV …) or the compile worker died in it
-TIMEOUT = "timeout"                          # tileiras did not finish within the compile timeout
-BROKEN_ENVIRONMENT = "broken_environment"    # the compiler's environment is broken (the CUDA_HOME trap)
-PROBE_ERROR = "probe_error"                  # the probe's own code failed (args, import, hint values)
-FAILURE_CLASSES = (UNSUPPORTED_TARGET, UNSUPPORTED_FEATURE, COMPILE_ERROR, COMPILER_CRASH, TIMEOUT,
-                   BROKEN_ENVIRONMENT, PROBE_ERROR)
-#: The ``status`` a record of each failure class has (the status values are those of schema 1).
-FAILURE_STATUS = {UNSUPPORTED_TARGET: "compile_error", UNSUPPORTED_FEATURE: "compile_error",
-                  COMPILE_ERROR: "compile_error", COMPILER_CRASH: "compiler_crash", TIMEOUT: "timeout",
-                  BROKEN_ENVIRONMENT: "compile_error", PROBE_ERROR: "probe_error"}
-#: The generic fix of each failure class.
-FAILURE_FIXES = {
-    UNSUPPORTED_TARGET: "audit this arch with a tileiras release that lists it (`tileprobe doctor` shows each "
-                        "release's targets; e.g. --tileiras 13.4), or leave the arch out",
-    UNSUPPORTED_FEATURE: "audit this probe for an arch that has the feature, or limit the probe to those archs "
-                         "(Probe(archs=[...]))",
-    COMPILE_ERROR: "the compiler refused the kernel: read its message; run the repeat command to see it again, and "
-                   "report it to NVIDIA if the kernel is valid",
-    COMPILER_CRASH: "a compiler bug: report it to NVIDIA with the repeat command and the bytecode it names; "
-                    "`tileprobe bisect … --property \"no crash\"` finds the release where it began or ended",
-    TIMEOUT: "raise the limit (--timeout S, or Probe(timeout_s=S)) and audit with --retry-failed",
-    BROKEN_ENVIRONMENT: "fix the compiler's environment (unset CUDA_HOME / CUDA_PATH, or point them at a toolkit "
-                        "as new as tileiras with lib/libnvvm.so.4); `tileprobe doctor` checks it; then audit with "
-                        "--retry-failed",
-    PROBE_ERROR: "fix the probe file at the line named",
-}
-#: What a compile failure's message shows at most (lines); the record's ``error`` keeps the whole text.
-MESSAGE_MAX_LINES = 12
-_NOISE = re.compile(r"^(?:(?:\w+Error: )?Return code -?\d+|Unknown location|Traceback .*|\s*\^+\s*)$")
-_TARGET_REFUSED = re.compile(r"Cannot find option named '(sm_\d+[a-z]?)'")
-
-
-def signal_text(returncode: int) -> str:
-    """``-11`` (a child's return code: killed by signal 11) → ``"SIGSEGV (signal 11)"``; other codes →
-    ``"exit code N"``."""
-    if returncode < 0:
-        try:
-            return f"{signal.Signals(-returncode).name} (signal {-returncode})"
-        except ValueError:
-            return f"signal {-returncode}"
-    return f"exit code {returncode}"
-
-
-#: The longest timeout tileprobe takes, in seconds (10^7 s, about 116 days). Longer ones overflow the deadline
-#: arithmetic of the OS waits (``--timeout 1e308`` crashed the compile pool's ``select``: a tester, 2026-12-01).
-MAX_TIMEOUT_S = 1e7
-
-
-def timeout_seconds(value: Any) -> float:
-    """``value`` (a number or its text) as a timeout in seconds: a finite number > 0 and ≤ :data:`MAX_TIMEOUT_S`.
-    One rule for ``--timeout``, ``--probe-timeout``, ``Probe(timeout_s=…)`` and ``TILEPROBE_TOOL_TIMEOUT_S``.
-
-    Raises:
-        ValueError: anything else (0, negative, nan, inf, past the maximum, not a number), with the rule in words.
-    """
-    try:
-        seconds = float(value) if not isinstance(value, bool) else math.nan
-    except (TypeError, ValueError, OverflowError):
-        seconds = math.nan
-    if not (math.isfinite(seconds) and 0 < seconds <= MAX_TIMEOUT_S):
-        raise ValueError(f"give a timeout in seconds, a finite number > 0 and ≤ {MAX_TIMEOUT_S:,.0f}")
-    return seconds
-
-
-def number_text(value: Any) -> str:
-    """A resource figure as the tables print it: integers with thousands separators (``100484`` → ``"100,484"``),
-    anything else (``None``, text) as ``str()``, so that a reason or a change names the same figure as its table."""
-    return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else str(value)
-
-
-def p_text(p: float) -> str:
-    """A p-value as the reports print it: ``p < 0.001`` or ``p 0.034`` (three decimals: what a reader needs of a
-    p-value; shared by the noise rule's own text, :mod:`tileprobe.analyses.noise`, and the renderers)."""
-    return "p < 0.001" if p < 0.001 else f"p {p:.3f}"
-
-
-def exit_text(returncode: int | None) -> str:
-    """A child process's end in words, one wording for every process tileprobe starts (compilers, compile and
-    probe-loading workers, GPU workers): ``-9`` → ``"killed by SIGKILL (signal 9)"``, ``5`` → ``"exit code 5"``,
-    ``None`` (no return code yet) → ``"still running"``."""
-    if returncode is None:
-        return "still running"
-    return f"killed by {signal_text(returncode)}" if returncode < 0 else f"exit code {returncode}"
-
-
-def meaningful_lines(text: str, max_lines: int = MESSAGE_MAX_LINES) -> list[str]:
-    """The lines of a compiler's output worth showing: blank lines, cuTile's ``Return code N`` and ``Unknown
-    location`` dropped, repeats dropped (first seen kept), at most ``max_lines`` (then ``… N more lines``)."""
-    out: list[str] = []
-    for line in (text or "").splitlines():
-        line = line.rstrip()
-        if not line.strip() or _NOISE.match(line.strip()) or line in out:
-            continue
-        out.append(line)
-    if len(out) > max_lines:
-        out = out[:max_lines] + [f"… {len(out) - max_lines} more lines (the record's error holds them all)"]
-    return out
-
-
-def derive_failure(status: str, error: str) -> tuple[str | None, str]:
-    """``(failure class, message)`` for a record written before ``failure`` existed (see the version history),
-    from its ``status`` and ``error``."""
-    if status == "ok":
-        return None, ""
-    error = error or ""
-    lines = meaningful_lines(error)
-    m = re.search(r"Return code (-\d+)", error)
-    if status == "compiler_crash" and m:
-        lines = [f"tileiras was killed by {signal_text(int(m.group(1)))}"] + lines
-    if status == "compile_error" and _TARGET_REFUSED.search(error):
-        return UNSUPPORTED_TARGET, "\n".join(lines)
-    if status == "compile_error" and ("UnsupportedFeatureError" in error or re.search(r"not supported on sm_", error)):
-        return UNSUPPORTED_FEATURE, "\n".join(lines)
-    return (status if status in FAILURE_CLASSES else COMPILE_ERROR), "\n".join(lines)
-
 
 def canonical(value: Any) -> Any:
     """``value`` as it reads back from JSON (tuples become lists), so fresh and stored records compare equal."""
@@ -328,53 +190,53 @@ class VariantRun(KeyedRecord):
     (:class:`~tileprobe.records.KeyedRecord`). Setting a name that is no field raises AttributeError
     (``__slots__``)."""
     __slots__ = ()
-    status: str | None = Key()              # ok | wrong | hang | crash | error | skipped (run/worker.py)
-    median_us: float | None = Key()         # median of the timed launches (µs)
-    p25_us: float | None = Key()            # 25th percentile (µs)
-    p75_us: float | None = Key()            # 75th percentile (µs)
-    min_us: float | None = Key()
-    mean_us: float | None = Key()
-    stdev_us: float | None = Key()          # sample standard deviation (µs)
-    samples_us: list | None = Key()         # every timed launch (µs)
-    spread_pct: float | None = Key()        # IQR as a percentage of the median
-    reps: int | None = Key()                # timed launches
-    rel_err: float | None = Key()           # relative error against the reference (check)
-    tolerance: float | None = Key()
-    max_abs_err: float | None = Key()
-    nan_count: int | None = Key()
-    unwritten_count: int | None = Key()
-    checked: bool | None = Key()
-    warnings: list | None = Key()           # lines the reports show beside the time
-    driver_ctas_per_sm: int | None = Key()  # cuOccupancyMaxActiveBlocksPerMultiprocessor
-    driver_ctas_per_sm_block1: int | None = Key()
-    static_ctas_per_sm: int | None = Key()  # the record's theoretical CTAs/SM
-    occupancy_agrees: bool | None = Key()   # driver == static (None: no static figure)
-    driver_registers: int | None = Key()
-    driver_shared_bytes: int | None = Key()
-    driver_local_bytes: int | None = Key()
-    threads: int | None = Key()
-    grid: list | None = Key()
-    block: list | None = Key()
-    seed: int | None = Key()
-    cubin_sha256: str | None = Key()
-    error: str | None = Key()               # why it did not run or check (traceback, watchdog's words)
-    cuda_error: int | None = Key()          # the CUDA error code (700: illegal address)
-    fatal: bool | None = Key()
-    setup_s: float | None = Key()
-    check_s: float | None = Key()
-    time_s: float | None = Key()
-    wall_s: float | None = Key()
-    timing_mode: str | None = Key()
-    clocks_before: Any = Key()
-    clocks_after: Any = Key()
-    clocks_during: Any = Key()
-    clocks_moved: Any = Key()
-    register_pool: str | None = Key()       # the static prediction beside what happened
-    gpu: Any = Key()                        # {"index", "name", "uuid", …}, or a name in older files
-    shared_gpu: bool | None = Key()         # timed beside another worker on one GPU
-    worker_pid: int | None = Key()
-    roundtrip_s: float | None = Key()
-    rounds: int | None = Key()              # rounds pooled into this result (bisect --property time)
+    status = Key[str | None]()              # ok | wrong | hang | crash | error | skipped (run/worker.py)
+    median_us = Key[float | None]()         # median of the timed launches (µs)
+    p25_us = Key[float | None]()            # 25th percentile (µs)
+    p75_us = Key[float | None]()            # 75th percentile (µs)
+    min_us = Key[float | None]()
+    mean_us = Key[float | None]()
+    stdev_us = Key[float | None]()          # sample standard deviation (µs)
+    samples_us = Key[list | None]()         # every timed launch (µs)
+    spread_pct = Key[float | None]()        # IQR as a percentage of the median
+    reps = Key[int | None]()                # timed launches
+    rel_err = Key[float | None]()           # relative error against the reference (check)
+    tolerance = Key[float | None]()
+    max_abs_err = Key[float | None]()
+    nan_count = Key[int | None]()
+    unwritten_count = Key[int | None]()
+    checked = Key[bool | None]()
+    warnings = Key[list | None]()           # lines the reports show beside the time
+    driver_ctas_per_sm = Key[int | None]()  # cuOccupancyMaxActiveBlocksPerMultiprocessor
+    driver_ctas_per_sm_block1 = Key[int | None]()
+    static_ctas_per_sm = Key[int | None]()  # the record's theoretical CTAs/SM
+    occupancy_agrees = Key[bool | None]()   # driver == static (None: no static figure)
+    driver_registers = Key[int | None]()
+    driver_shared_bytes = Key[int | None]()
+    driver_local_bytes = Key[int | None]()
+    threads = Key[int | None]()
+    grid = Key[list | None]()
+    block = Key[list | None]()
+    seed = Key[int | None]()
+    cubin_sha256 = Key[str | None]()
+    error = Key[str | None]()               # why it did not run or check (traceback, watchdog's words)
+    cuda_error = Key[int | None]()          # the CUDA error code (700: illegal address)
+    fatal = Key[bool | None]()
+    setup_s = Key[float | None]()
+    check_s = Key[float | None]()
+    time_s = Key[float | None]()
+    wall_s = Key[float | None]()
+    timing_mode = Key[str | None]()
+    clocks_before = Key[Any]()
+    clocks_after = Key[Any]()
+    clocks_during = Key[Any]()
+    clocks_moved = Key[Any]()
+    register_pool = Key[str | None]()       # the static prediction beside what happened
+    gpu = Key[Any]()                        # {"index", "name", "uuid", …}, or a name in older files
+    shared_gpu = Key[bool | None]()         # timed beside another worker on one GPU
+    worker_pid = Key[int | None]()
+    roundtrip_s = Key[float | None]()
+    rounds = Key[int | None]()              # rounds pooled into this result (bisect --property time)
 
     @property
     def gpu_name(self) -> str | None:
@@ -476,7 +338,8 @@ class VariantRecord:
     def to_dict(self) -> dict:
         """The record as a JSON-ready dict (the ``variants`` items of the result document)."""
         keyed = {name: getattr(self, name) for name in KEYED_FIELDS}   # no dataclasses: converted alone
-        d = dataclasses.asdict(dataclasses.replace(self, **dict.fromkeys(KEYED_FIELDS)))
+        blank: dict[str, Any] = dict.fromkeys(KEYED_FIELDS)
+        d = dataclasses.asdict(dataclasses.replace(self, **blank))
         d.update({name: None if value is None else value.to_dict() for name, value in keyed.items()})
         return d
 
@@ -491,7 +354,7 @@ class VariantRecord:
         if rec.status != "ok" and not rec.failure:   # written before failure classes (see the version history)
             rec.failure, message = derive_failure(rec.status, rec.error)
             rec.message = rec.message or message
-            rec.fix = rec.fix or FAILURE_FIXES.get(rec.failure, "")
+            rec.fix = rec.fix or FAILURE_FIXES.get(rec.failure or "", "")
         if "register_pool" not in d:   # written before the register-pool check (see the version history)
             rec.register_pool = derive_register_pool(rec.sass)
         return rec
