@@ -9,6 +9,23 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from tileprobe.errors import TileprobeError
+from tileprobe.jsonrecord import from_dict
+from tileprobe.record.lines import (
+    ArchLine,
+    CountsLine,
+    ErrorLine,
+    FirstCallLine,
+    KernelLine,
+    LaunchLine,
+    MissLine,
+    OverflowLine,
+    ProcessLine,
+    SearchAgainLine,
+    SearchDoneLine,
+    SearchFailedLine,
+    SearchLine,
+    parse_line,
+)
 from tileprobe.record.model import KernelRef, Launch, RecordedSearch, merge, merge_searches
 
 
@@ -18,7 +35,7 @@ class Recording:
     recording failures they reported, launches counted but not described (over the per-kernel cap), and lines that
     could not be read (e.g. the last line of a process killed mid-write)."""
     launches: list[Launch] = field(default_factory=list)
-    processes: list[dict] = field(default_factory=list)
+    processes: list[ProcessLine] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     overflow: Counter = field(default_factory=Counter)
     unreadable: list[str] = field(default_factory=list)
@@ -32,13 +49,12 @@ class Recording:
         return sum(la.count or 0 for la in self.launches) + sum(self.overflow.values())
 
 
-def kernel_ref(d: dict) -> KernelRef:
-    """A :class:`KernelRef` from a ``kernel`` log line."""
-    declared = d.get("declared")
-    return KernelRef(name=d.get("name") or d.get("qualname") or "kernel", module=d.get("module"),
-                     qualname=d.get("qualname"), file=d.get("file"), line=d.get("line"), attr=d.get("attr"),
-                     ref_kind=d.get("ref_kind"),
-                     declared_json=json.dumps(declared, sort_keys=True) if declared is not None else None)
+def kernel_ref(k: KernelLine | None) -> KernelRef:
+    """A :class:`KernelRef` from a ``kernel`` log line (None: a kernel the log did not describe)."""
+    k = k or KernelLine()
+    return KernelRef(name=k.name or k.qualname or "kernel", module=k.module, qualname=k.qualname, file=k.file,
+                     line=k.line, attr=k.attr, ref_kind=k.ref_kind,
+                     declared_json=json.dumps(k.declared, sort_keys=True) if k.declared is not None else None)
 
 
 #: Longest line of a launch log read, in characters: a launch line with a few hundred arguments is a few KB, a search
@@ -72,36 +88,34 @@ def read_log(launch_dir: str) -> Recording:
     return rec
 
 
-def search_from(d: dict, kernel: dict, cwd: str | None = None) -> RecordedSearch | None:
+def search_from(d: SearchLine, kernel: KernelLine | None, cwd: str | None = None) -> RecordedSearch | None:
     """A :class:`RecordedSearch` from a ``search`` line (or a ``miss`` line, which carries its kernel), or None
     when the line is not one (no key, no configurations)."""
-    configs = d.get("configs")
-    if not isinstance(d.get("key"), str) or not isinstance(configs, list) or not configs:
+    if d.key is None or not d.configs:
         return None
-    s = RecordedSearch(d["key"], kernel_ref(kernel), configs, list(d.get("problem") or []),
-                       source_sha256=d.get("source_sha256"), compiler_timeout_s=d.get("compiler_timeout_s"),
-                       same_kernel=d.get("same_kernel", True) is not False,
-                       skipped=[x for x in d.get("skipped") or [] if isinstance(x, list) and len(x) == 2],
-                       space_size=d.get("space_size") if isinstance(d.get("space_size"), int) else None)
-    s.sites[short_site(d.get("site") or d.get("launch_site"), cwd)] += 1
-    s.launch_sites[short_site(d.get("launch_site"), cwd)] += 1
+    s = RecordedSearch(d.key, kernel_ref(kernel), d.configs, list(d.problem or []),
+                       source_sha256=d.source_sha256, compiler_timeout_s=d.compiler_timeout_s,
+                       same_kernel=d.same_kernel is not False,
+                       skipped=[x for x in d.skipped or [] if isinstance(x, list) and len(x) == 2],
+                       space_size=d.space_size)
+    s.sites[short_site(d.site or d.launch_site, cwd)] += 1
+    s.launch_sites[short_site(d.launch_site, cwd)] += 1
     return s
 
 
-def undescribed_from(d: dict, kernels: dict, cwd: str | None = None) -> str:
+def undescribed_from(d: SearchFailedLine, kernels: dict[int, KernelLine], cwd: str | None = None) -> str:
     """The sentence for a ``search_failed`` line (a search seen that the capture could not describe): kernel,
     call site, size and reason. Raises like :func:`_take_line` for a line of the wrong shape."""
-    name = d.get("name") or kernel_ref(kernels.get(d.get("kernel"), {})).name if d.get("kernel") is not None else \
-        d.get("name") or "a kernel"
-    site = short_site(d.get("site") or d.get("launch_site"), cwd)
-    return (f"search of {name} at {site} ({int(d.get('configs') or 0):,} configurations) seen but not described: "
-            f"{d.get('reason')}; nothing of it is tuned")
+    name = d.name or kernel_ref(kernels.get(d.kernel)).name if d.kernel is not None else d.name or "a kernel"
+    site = short_site(d.site or d.launch_site, cwd)
+    return (f"search of {name} at {site} ({int(d.configs or 0):,} configurations) seen but not described: "
+            f"{d.reason}; nothing of it is tuned")
 
 
-def _search_done(s: RecordedSearch, d: dict) -> None:
-    s.outputs = [i for i in d.get("outputs") or [] if isinstance(i, int)]
-    s.best, s.best_us, s.wall_s = d.get("best"), d.get("best_us"), d.get("wall_s")
-    s.error, s.failures = d.get("error"), d.get("failures") or []
+def _search_done(s: RecordedSearch, d: SearchDoneLine) -> None:
+    s.outputs = [i for i in d.outputs or [] if isinstance(i, int)]
+    s.best, s.best_us, s.wall_s = d.best, d.best_us, d.wall_s
+    s.error, s.failures = d.error, d.failures or []
 
 
 #: Largest misses file read (bytes): one miss line describes one search (a few KB to a few hundred KB).
@@ -117,7 +131,7 @@ def read_misses(path: str) -> list[RecordedSearch]:
         TileprobeError: ``path`` is a FIFO, device or folder, or too large (names it and the fix).
     """
     from tileprobe.record.hook import load_capture
-    out = []
+    out: list[RecordedSearch] = []
     if not os.path.lexists(path):
         return out
     try:
@@ -125,10 +139,13 @@ def read_misses(path: str) -> list[RecordedSearch]:
     except (OSError, ValueError) as e:
         raise TileprobeError(f"{path}: the misses file cannot be read ({e}); move it aside (`tileprobe use` writes "
                              "a new one at the next miss)") from None
-    for line in raw.decode("utf-8", errors="replace").splitlines():
+    for n, line in enumerate(raw.decode("utf-8", errors="replace").splitlines(), 1):
         try:
-            d = json.loads(line)
-            s = search_from(d, d.get("kernel") or {}) if d.get("t") == "miss" else None
+            d = parse_line(json.loads(line), f"{path}:{n}")
+            s = None
+            if isinstance(d, MissLine):      # a miss carries its kernel's description
+                kernel = from_dict(KernelLine, d.kernel, where=f"{path}:{n}") if d.kernel is not None else None
+                s = search_from(d, kernel)
         except (ValueError, RecursionError, KeyError, TypeError, AttributeError):   # one bad line, not the file
             continue
         if s is not None:
@@ -137,7 +154,7 @@ def read_misses(path: str) -> list[RecordedSearch]:
 
 
 def _read_file(path: str, rec: Recording) -> list[Launch]:
-    kernels: dict[int, dict] = {}
+    kernels: dict[int, KernelLine] = {}
     launches: dict[int, Launch] = {}
     overflow: dict[int, int] = {}
     searches: dict[int, RecordedSearch] = {}
@@ -150,17 +167,16 @@ def _read_file(path: str, rec: Recording) -> list[Launch]:
                                       "of the file skipped)")
                 break
             try:
-                d = json.loads(line)
+                d = parse_line(json.loads(line), f"{path}:{lineno}")
                 _take_line(d, kernels, launches, overflow, counts, rec, path, cwd)
                 _take_search(d, kernels, searches, cwd, rec)
             except (ValueError, RecursionError, KeyError, TypeError, AttributeError):   # one bad line, not the log
                 rec.unreadable.append(f"{path}:{lineno}")
                 continue
-            t = d.get("t")
-            if t == "process":
-                cwd = d.get("cwd")
-            elif t == "arch":
-                arch = d.get("arch")
+            if isinstance(d, ProcessLine):
+                cwd = d.cwd
+            elif isinstance(d, ArchLine):
+                arch = d.arch
     for lid, la in launches.items():
         n = max(counts.get(lid, 0), 1)     # a launch line is written before its first count
         la.count = n
@@ -175,7 +191,7 @@ def _read_file(path: str, rec: Recording) -> list[Launch]:
             s.archs.add(arch)
     rec.searches.extend(searches.values())
     for oid, kid in overflow.items():
-        rec.overflow[kernel_ref(kernels.get(kid, {})).name] += counts.get(oid, 0)
+        rec.overflow[kernel_ref(kernels.get(kid)).name] += counts.get(oid, 0)
     return list(launches.values())
 
 
@@ -191,38 +207,36 @@ def short_site(site: str | None, cwd: str | None = None) -> str:
     return site[len(prefix):] if prefix and site.startswith(prefix) else site
 
 
-def _take_line(d: dict, kernels: dict, launches: dict, overflow: dict, counts: dict, rec, path: str,
-               cwd) -> None:
-    """Apply one decoded log line ``d``; raises KeyError/TypeError/ValueError for a line of the wrong shape
-    (the caller counts it unreadable and goes on)."""
-    t = d.get("t")
-    if t == "process":
+def _take_line(d: object, kernels: dict[int, KernelLine], launches: dict[int, Launch], overflow: dict[int, int],
+               counts: dict[int, int], rec: Recording, path: str, cwd: str | None) -> None:
+    """Apply one log line's record ``d`` (:func:`tileprobe.record.lines.parse_line`); raises ValueError/TypeError
+    for a line of the wrong shape (the caller counts it unreadable and goes on)."""
+    if isinstance(d, ProcessLine):
         rec.processes.append(d)
-    elif t == "kernel":
-        kernels[d["id"]] = d
-    elif t == "launch":
-        kd = kernels.get(d["kernel"], {})
-        _check_arrays(d.get("args") or [])
-        _check_arrays(list((d.get("kwargs") or {}).values()))
-        launches[d["id"]] = Launch(kernel_ref(kd), dict(kd.get("hints") or {}), tuple(d.get("grid") or ()),
-                                   d.get("args") or [], 0, kwargs=d.get("kwargs") or {})
-        la = launches[d["id"]]
-        la.sites[short_site(d.get("site") or d.get("launch_site"), cwd)] += 0
-        la.launch_sites[short_site(d.get("launch_site"), cwd)] += 0
-    elif t == "overflow":
-        overflow[d["id"]] = d["kernel"]
-    elif t == "counts":
-        for lid, n in (d.get("n") or {}).items():
+    elif isinstance(d, KernelLine) and d.id is not None:
+        kernels[d.id] = d
+    elif isinstance(d, LaunchLine):
+        kd = kernels.get(d.kernel)
+        _check_arrays(d.args or [])
+        _check_arrays(list((d.kwargs or {}).values()))
+        la = launches[d.id] = Launch(kernel_ref(kd), dict((kd.hints if kd else None) or {}), tuple(d.grid or ()),
+                                     d.args or [], 0, kwargs=d.kwargs or {})
+        la.sites[short_site(d.site or d.launch_site, cwd)] += 0
+        la.launch_sites[short_site(d.launch_site, cwd)] += 0
+    elif isinstance(d, OverflowLine):
+        overflow[d.id] = d.kernel
+    elif isinstance(d, CountsLine):
+        for lid, n in (d.n or {}).items():
             counts[int(lid)] = max(counts.get(int(lid), 0), int(n))
-    elif t == "first_call" and d.get("id") in launches:   # the first call's time and compiler timeout
-        la = launches[d["id"]]
-        wall, limit = d.get("wall_s"), d.get("compiler_timeout_s")
+    elif isinstance(d, FirstCallLine) and d.id in launches:   # the first call's time and compiler timeout
+        la = launches[d.id]
+        wall, limit = d.wall_s, d.compiler_timeout_s
         la.first_call_s = float(wall) if isinstance(wall, (int, float)) and not isinstance(wall, bool) else None
         la.compiler_timeout_s = float(limit) if isinstance(limit, (int, float)) and not isinstance(limit, bool) \
             else None
-        la.first_error = str(d.get("error") or "")[:500]
-    elif t == "error":
-        rec.errors.append(f"{os.path.basename(path)}: {d.get('error')}")
+        la.first_error = str(d.error or "")[:500]
+    elif isinstance(d, ErrorLine):
+        rec.errors.append(f"{os.path.basename(path)}: {d.error}")
 
 
 def _check_arrays(args: list) -> None:
@@ -240,19 +254,19 @@ def _check_arrays(args: list) -> None:
                 raise ValueError(f"an array's {name} is {v!r:.80}, not a list of integers")
 
 
-def _take_search(d: dict, kernels: dict, searches: dict, cwd, rec: Recording) -> None:
-    """Apply one decoded ``search`` / ``search_again`` / ``search_done`` line (raises like :func:`_take_line` for a
-    line of the wrong shape)."""
-    t = d.get("t")
-    if t == "search":
-        s = search_from(d, kernels.get(d.get("kernel"), {}), cwd)
+def _take_search(d: object, kernels: dict[int, KernelLine], searches: dict[int, RecordedSearch], cwd: str | None,
+                 rec: Recording) -> None:
+    """Apply one ``search`` / ``search_again`` / ``search_done`` / ``search_failed`` line's record (raises like
+    :func:`_take_line` for a line of the wrong shape)."""
+    if type(d) is SearchLine and d.id is not None:
+        s = search_from(d, kernels.get(d.kernel) if isinstance(d.kernel, int) else None, cwd)
         if s is not None:
-            searches[d["id"]] = s
-    elif t == "search_again" and d.get("id") in searches:
-        searches[d["id"]].count += 1
-    elif t == "search_done" and d.get("id") in searches:
-        _search_done(searches[d["id"]], d)
-    elif t == "search_failed":
+            searches[d.id] = s
+    elif isinstance(d, SearchAgainLine) and d.id in searches:
+        searches[d.id].count += 1
+    elif isinstance(d, SearchDoneLine) and d.id in searches:
+        _search_done(searches[d.id], d)
+    elif isinstance(d, SearchFailedLine):
         text = undescribed_from(d, kernels, cwd)
         if text not in rec.undescribed:
             rec.undescribed.append(text)

@@ -106,7 +106,7 @@ def probes_from_log(out_dir: str, *, top: int = 10, by: str = "signature", hints
         notes.append(f"{name}: {n:,} launches counted but not described (over the per-process limit of distinct "
                      "launches; TILEPROBE_RECORD_MAX_DISTINCT raises it)")
     if origin is None:
-        command = rec.processes[0]["argv"] if rec.processes else []
+        command = rec.processes[0].argv if rec.processes else []
         origin = Origin("record", now(), command=command)
     for p in (os.path.join(out_dir, PROBE_DIR),):
         if os.path.isdir(p):
