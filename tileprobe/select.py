@@ -53,7 +53,9 @@ class WhereError(UsageError):
 
 def split_items(text: str) -> list[str]:
     """Split on commas that are not inside brackets or quotes: ``"A=(1,2),B=3"`` → ``["A=(1,2)", "B=3"]``."""
-    items, depth, quote, cur = [], 0, "", []
+    items: list[str] = []
+    cur: list[str] = []
+    depth, quote = 0, ""
     for ch in text or "":
         if quote:
             quote = "" if ch == quote else quote
@@ -348,5 +350,5 @@ def case_filter(where: Mapping[str, Any] | None, probes: Sequence, variants: Seq
         return list(variants)
     chosen = [v for v in variants if keep(v)]
     if variants and not chosen:
-        raise no_case_match(dict(where), probes, option)
+        raise no_case_match(dict(where or {}), probes, option)
     return chosen

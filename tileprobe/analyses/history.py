@@ -42,8 +42,10 @@ def history(store: Store, *, kernel: str | None = None, arch: str | None = None,
             with no stored compile (naming the kernels there are).
     """
     check_kernel(store, kernel)
-    kw = dict(kernel=kernel, arch=arch, tileiras=tileiras, limit=None if where else (limit or None))
-    audits, compiles, runs = store.audits(**kw), store.compiles(**kw), store.runs(**kw)
+    most = None if where else (limit or None)
+    audits = store.audits(kernel=kernel, arch=arch, tileiras=tileiras, limit=most)
+    compiles = store.compiles(kernel=kernel, arch=arch, tileiras=tileiras, limit=most)
+    runs = store.runs(kernel=kernel, arch=arch, tileiras=tileiras, limit=most)
     if where:
         from tileprobe.select import matches_values
         compiles = [c for c in compiles if matches_values(c["case"], c["hints"], where)]
@@ -127,7 +129,8 @@ def load_records(*, store: str | None = None, json_files: Sequence[str] = (), us
         TileprobeError: an unreadable or newer result file, an unknown ``arch``. StoreError: a store that
             cannot be read, or a ``store`` path that does not exist.
     """
-    records, sources = [], []
+    records: list[VariantRecord] = []
+    sources: list[str] = []
     arch = get_arch(arch).name if arch else None
     for path in json_files:
         recs, _ = load(path, judge=judge_records)

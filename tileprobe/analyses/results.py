@@ -60,6 +60,8 @@ class Change:
     def label(self) -> str:
         """``kernel arch NAME=VALUE …`` (case constants, then hints; ``declared hints`` when there are none)."""
         r = self.a or self.b
+        if r is None:                   # a change has a record on one side at least
+            return "(no record)"
         from tileprobe.select import format_value
         parts = [f"{k}={format_value(v)}" for k, v in [*r.case.items(), *r.hints.items()]]
         return f"{r.kernel} {r.arch} " + (" ".join(parts) or "declared hints")

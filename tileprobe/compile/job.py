@@ -263,7 +263,7 @@ def compile_one(variant: Variant) -> CompileResult:
             if hints:
                 kernel = kernel.replace_hints(**hints)
             res.effective_hints = _cutile.effective_hints(kernel, variant.arch)
-            sig_key = (variant.probe_path, variant.probe_index, variant.case)
+            sig_key: tuple = (variant.probe_path, variant.probe_index, variant.case)
             if probe.args_take_context:   # args(case, arrays, *, arch, hints, num_sms) may differ
                 sig_key += (variant.arch, tuple(sorted(res.effective_hints.items())), variant.num_sms)
             if sig_key not in _WORKER["sigs"]:
@@ -352,16 +352,17 @@ def _compile_cubin(kernel, sig, variant: Variant, res: CompileResult, timeout_s:
     out = os.path.join(vdir, "kernel.cubin")
     _cutile.take_compiler_calls()
     t0 = time.perf_counter()
-    failed = None
+    failed: Exception | None = None
     try:
         export_kernel(kernel, [sig], out, gpu_code=variant.arch, output_format="cubin")
         size = os.path.getsize(out)
         if size > MAX_CUBIN_BYTES:
             raise CubinTooLarge(size)
         with open(out, "rb") as f:
-            res.cubin = f.read(MAX_CUBIN_BYTES + 1)
-        if len(res.cubin) > MAX_CUBIN_BYTES:    # grew while read
-            res.cubin, failed = None, CubinTooLarge(len(res.cubin))
+            data = f.read(MAX_CUBIN_BYTES + 1)
+        res.cubin = data
+        if len(data) > MAX_CUBIN_BYTES:    # grew while read
+            res.cubin, failed = None, CubinTooLarge(len(data))
     except Exception as e:
         failed = e
     res.export_s = time.perf_counter() - t0

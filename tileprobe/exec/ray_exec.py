@@ -27,6 +27,7 @@ import tempfile
 import time
 import traceback
 from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 from tileprobe.compile.job import DEFAULT_TIMEOUT_S, CompileResult, Variant
 from tileprobe.compile.pool import variant_limit_s
@@ -258,7 +259,10 @@ class RayGpuSlot:
     def __init__(self, ray, init: str, timeout_s: float, startup_timeout_s: float = 300.0):
         self.ray, self.init, self.timeout_s, self.startup_timeout_s = ray, init, timeout_s, startup_timeout_s
         self.cls = ray.remote(num_gpus=1, max_restarts=0)(GpuActor)
-        self.actor, self.info, self.restarts, self.pids = None, {}, 0, []
+        self.actor: Any = None          # the GpuActor handle while one is alive
+        self.info: dict = {}
+        self.restarts = 0
+        self.pids: list[int] = []
 
     def start(self) -> dict:
         """Start the actor if none is alive; return its hello info. Raises WorkerStartError."""
@@ -276,7 +280,7 @@ class RayGpuSlot:
 
     def submit(self, fn: str, kwargs: dict | None = None, *, timeout_s: float | None = None) -> TaskOutcome:
         """Run ``fn(**kwargs)`` in the actor within ``timeout_s``; a hang kills the actor (:class:`TaskOutcome`)."""
-        self.start()
+        self.start()                    # an actor is alive after it (or it raised)
         timeout = self.timeout_s if timeout_s is None else float(timeout_s)
         t0 = time.perf_counter()
         ref = self.actor.task.remote(fn, kwargs or {})

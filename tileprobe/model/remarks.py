@@ -67,7 +67,7 @@ def _dedupe_text(text: str) -> str:
         return text
     docs = [text[a:b] for a, b in zip(starts, starts[1:] + [len(text)])]
     kept = list(dict.fromkeys(docs))
-    out = []
+    out: list[str] = []
     for line in "".join(kept).splitlines(keepends=True):
         if not (out and line == out[-1] and line.lstrip().startswith("- ")):
             out.append(line)

@@ -35,7 +35,8 @@ class Case:
     def count(self) -> int | None:
         """Launches in this case; None when a source does not count (the compile cache)."""
         counts = [la.count for la in self.launches]
-        return None if any(c is None for c in counts) else sum(counts)
+        known = [c for c in counts if c is not None]
+        return None if len(known) < len(counts) else sum(known)
 
     def hint_sets(self) -> list[tuple[dict, int | None]]:
         """The distinct launch hints of this case's launches with their counts, most frequent first."""
@@ -49,14 +50,14 @@ class Case:
 
     def sites(self) -> Counter:
         """Call sites (``file:line``) of the case's launches with their launch counts."""
-        out = Counter()
+        out: Counter[str] = Counter()
         for la in self.launches:
             out.update(la.sites)
         return out
 
     def launch_sites(self) -> Counter:
         """Where ``ct.launch`` itself was called (inside the library), with launch counts."""
-        out = Counter()
+        out: Counter[str] = Counter()
         for la in self.launches:
             out.update(la.launch_sites)
         return out
@@ -76,7 +77,8 @@ class ProbePlan:
     def total(self) -> int | None:
         """Launches of this kernel, written and left out; None when a source does not count them."""
         counts = [c.count for c in self.cases + self.omitted]
-        return None if any(n is None for n in counts) else sum(counts)
+        known = [n for n in counts if n is not None]
+        return None if len(known) < len(counts) else sum(known)
 
     @property
     def distinct(self) -> int:
@@ -142,7 +144,7 @@ def group(launches: list[Launch], *, top: int = 10, hints: str = "around") -> li
         per_kernel.setdefault(la.kernel.key, []).append(la)
     plans = []
     for group_launches in per_kernel.values():
-        cases: dict[tuple, list[Launch]] = {}
+        cases: dict[str, list[Launch]] = {}
         for la in group_launches:
             key = la.symbol or json.dumps(la.args, sort_keys=True, default=repr)
             cases.setdefault(key, []).append(la)

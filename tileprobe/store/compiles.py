@@ -110,7 +110,8 @@ def _legacy_keys(keyed: dict, key_of: Callable) -> dict[str, str]:
     of kernel file + signature), for variants whose ``args`` take no ``num_sms`` (the old key did not hold it)."""
     out = {}
     for key, v in keyed.items():
-        if getattr(v, "compile_sha256", "") and getattr(v, "num_sms", None) is None and dataclasses.is_dataclass(v):
+        if getattr(v, "compile_sha256", "") and getattr(v, "num_sms", None) is None and dataclasses.is_dataclass(v) \
+                and not isinstance(v, type):
             out[key] = key_of(dataclasses.replace(v, compile_sha256=""))
     return {k: old for k, old in out.items() if old != k}
 
@@ -149,6 +150,9 @@ def _stale_pool(rec: VariantRecord) -> bool:
 class CompilesMixin(StoreConnection):
     """The compiles and cubins of :class:`~tileprobe.store.Store` (module doc): keys, lookup, save, import, read
     back. ``records(runs=True)`` attaches GPU runs through :class:`~tileprobe.store.runs.RunsMixin`."""
+
+    if TYPE_CHECKING:     # RunsMixin's, beside this part in Store (the parts never import each other)
+        def _attach_runs(self, items: list[tuple]) -> None: ...
 
     def cuda_tile(self) -> str:
         """This process's cuda-tile version (part of every compile key), read once.
@@ -196,7 +200,7 @@ class CompilesMixin(StoreConnection):
         from tileprobe.schema import VariantRecord
         keyed = {self.compile_key(v, tc.build): v for v in variants}
         legacy = _legacy_keys(keyed, lambda v: self.compile_key(v, tc.build))
-        stored: dict[str, tuple[str, str]] = {}
+        stored: dict[str, tuple[str, str, str | None]] = {}   # key -> (status, record JSON, tileiras hash)
         keys = list(keyed) + list(legacy.values())
         for i in range(0, len(keys), 500):
             chunk = keys[i:i + 500]

@@ -49,7 +49,7 @@ import pathlib
 import socket
 import sqlite3
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import platformdirs
 
@@ -60,6 +60,8 @@ from tileprobe.store import health
 SCHEMA_VERSION = 5
 BUSY_TIMEOUT_S = 60.0
 STORE_ENV = "TILEPROBE_STORE"
+#: The class :meth:`StoreConnection.open` and ``with`` give back: :class:`~tileprobe.store.Store` when opened as one.
+S = TypeVar("S", bound="StoreConnection")
 
 
 def default_path() -> str:
@@ -171,7 +173,7 @@ class StoreConnection:
     # --- opening -------------------------------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, path: str | os.PathLike | None = None, *, must_exist: bool = False) -> StoreConnection:
+    def open(cls: type[S], path: str | os.PathLike | None = None, *, must_exist: bool = False) -> S:
         """Open (creating or migrating) the store at ``path`` (``None``: :func:`default_path`). ``must_exist``: for
         commands that only read (history, report, compare), a missing file is an error rather than a new store.
 
@@ -357,7 +359,7 @@ class StoreConnection:
         """Close the connection (saved data is already committed)."""
         self._conn.close()
 
-    def __enter__(self) -> StoreConnection:
+    def __enter__(self: S) -> S:
         return self
 
     def __exit__(self, *exc) -> None:

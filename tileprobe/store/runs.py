@@ -4,7 +4,9 @@ newest first."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from tileprobe._version import __version__
 from tileprobe.errors import StoreError
@@ -16,6 +18,9 @@ class RunsMixin(StoreConnection):
     """The audits, GPU runs and tunes of :class:`~tileprobe.store.Store`. A record's compile key comes from
     :meth:`~tileprobe.store.compiles.CompilesMixin.key_of`."""
 
+    if TYPE_CHECKING:     # CompilesMixin's, beside this part in Store (the parts never import each other)
+        def key_of(self, record: Any) -> str | None: ...
+
     def save_audit(self, result, command_line: str) -> int:
         """Store an audit: when, where, the command line, its environment and its records' keys and verdicts; then
         check the file (:meth:`check_health`). Raises StoreError when it is damaged (the audit row is saved)."""
@@ -25,7 +30,7 @@ class RunsMixin(StoreConnection):
                             "n_variants) VALUES (?, ?, ?, ?, ?, ?, ?)",
                             (now(), self.host, __version__, command_line, json.dumps(result.environment, default=str),
                              result.wall_s, len(result.records)))
-            audit_id = cur.lastrowid
+            audit_id = _row_id(cur)
             c.executemany("INSERT INTO audit_compiles (audit_id, position, compile_key, verdicts) VALUES (?, ?, ?, ?)",
                           [(audit_id, i, k, verdicts) for i, (k, verdicts) in enumerate(rows)])
         self.check_health()   # probe code and compilers ran while the file was open (raises StoreError if damaged)
@@ -52,7 +57,7 @@ class RunsMixin(StoreConnection):
                              json.dumps(gpu.get("clocks"), default=str), json.dumps(gpu, default=str),
                              run.status, run.median_us, json.dumps(run.to_dict(), default=str)))
         _SAVED["runs"] += 1
-        return cur.lastrowid
+        return _row_id(cur)
 
     def save_tune(self, problem: dict, environment: dict) -> int:
         """Store one problem's tune; return its id.
@@ -74,7 +79,7 @@ class RunsMixin(StoreConnection):
                             "arch, gpu_name, gpu_uuid, driver, tileiras, cuda_tile, timing, strategy, verdict, "
                             "pick_json, median_us, ci_lo_us, ci_hi_us, result) "
                             f"VALUES ({', '.join('?' * len(row))})", row)
-            tune_id = cur.lastrowid
+            tune_id = _row_id(cur)
             c.executemany("INSERT INTO tune_candidates (tune_id, position, compile_key, config_json, status, "
                           "same_launch_as, n_samples, median_us, ci_lo_us, ci_hi_us, clocks_moved, summary) "
                           "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -159,3 +164,14 @@ class RunsMixin(StoreConnection):
                  "clocks": json.loads(cl or "null"), "status": s, "median_us": m, "kernel": kn,
                  "case": dict(json.loads(case)), "hints": dict(json.loads(hints)), "arch": a, "tileiras": t}
                 for i, k, cr, h, g, d, cl, s, m, kn, case, hints, a, t in self._query(sql, params)]
+
+
+def _row_id(cur: sqlite3.Cursor) -> int:
+    """The id of the row ``cur``'s INSERT just added (``lastrowid``, None only when no row was inserted).
+
+    Raises:
+        StoreError: no row was inserted (the INSERT failed without raising: a bug of ours).
+    """
+    if cur.lastrowid is None:
+        raise StoreError("the store did not give the id of the row just inserted")
+    return cur.lastrowid

@@ -135,8 +135,7 @@ def wrap(original, recorder: Recorder):
     launch.__name__ = getattr(original, "__name__", "launch")
     launch.__qualname__ = getattr(original, "__qualname__", "launch")
     launch.__doc__ = getattr(original, "__doc__", None)
-    launch.__wrapped__ = original
-    launch._tileprobe_record = True
+    vars(launch).update(__wrapped__=original, _tileprobe_record=True)   # what uninstall and ensure_patched look for
     return launch
 
 
@@ -176,7 +175,7 @@ def _patch_module(module) -> None:
     elif module.__name__ == TUNE_MODULE and (_RECORDER is not None or _USE is not None):
         current = getattr(module, "exhaustive_search", None)
         stub = None
-        if getattr(current, "_tileprobe_stub", False):   # the hook's stand-in until the first search: unwrap it
+        if current is not None and getattr(current, "_tileprobe_stub", False):   # the hook's stand-in: unwrap it
             stub, current = current, current.__wrapped__
         if current is not None and not getattr(current, "_tileprobe_record", False):
             module.exhaustive_search = wrap_search(current, _in_use)

@@ -28,11 +28,11 @@ class Answerer:
         self.misses_path = self.path + ".misses.jsonl"
         self.said: set = set()
         self.rows: dict = {}
-        self.facts = None
+        self.facts: dict | None = None    # this process's device facts (facts.device_facts), at the first answer
         self.answered = 0
         self.broken = False
         self.loaded = False
-        self.read_s = None            # seconds the table read took (None: not read yet)
+        self.read_s: float | None = None   # seconds the table read took (None: not read yet)
 
     def load(self) -> None:
         """Read the table once (the first search calls it): index its rows by search key; a table above
@@ -66,8 +66,8 @@ class Answerer:
                                   f"all of it ({self.read_s:.1f} s here); give this program a table of its own "
                                   "kernels (`tileprobe tune --export SMALL.json -- COMMAND`)")
 
-    def say_once(self, what: str, text: str) -> None:
-        """One line on stderr per ``what`` (a reason, a search key)."""
+    def say_once(self, what: str | tuple, text: str) -> None:
+        """One line on stderr per ``what`` (a reason; a reason and a search key)."""
         if what in self.said:
             return
         self.said.add(what)

@@ -58,7 +58,7 @@ def _cai_array(a):
     return ("A", "cai:" + typestr, shape, strides, align_of(cai["data"][0]), "cuda_array_interface")
 
 
-_DL = {}
+_DL: dict = {}
 
 
 def _dlpack_reader():
@@ -207,7 +207,7 @@ def _find_ref(pyfunc, kernel_type):
 def describe_kernel(kernel) -> dict:
     """Where a kernel object's function lives, how to import it, and its hints (launched and declared)."""
     pyfunc = getattr(kernel, "_pyfunc", None)
-    out = {"hints": kernel_hints(kernel), "type": f"{type(kernel).__module__}.{type(kernel).__qualname__}"}
+    out: dict = {"hints": kernel_hints(kernel), "type": f"{type(kernel).__module__}.{type(kernel).__qualname__}"}
     if pyfunc is None:
         return out
     code = getattr(pyfunc, "__code__", None)
