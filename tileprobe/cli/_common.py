@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import os
 import signal
 import sys
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tileprobe.errors import TileprobeError, ToolchainError
 
@@ -211,26 +212,37 @@ def progress_bar(con, ticker: CompileTicker | None = None):
     prog = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                     console=con, transient=True) if con.is_terminal else contextlib.nullcontext()
     plain = None if con.is_terminal else ticker or CompileTicker(con)
-    state = {"task": None, "stored": 0, "compiler": ""}
+    state = _BarState()
 
     def cb(kind, n):
-        if kind in ("stored", "compiler"):
-            state[kind] = n
+        if kind == "stored":
+            state.stored = n
+        elif kind == "compiler":
+            state.compiler = n
         elif kind == "total":
             if not con.is_terminal or not n:
-                say(con, compiling_line(n, state["stored"], state["compiler"]))
-            label = f"{state['compiler']}: compiling" if state["compiler"] else "compiling"
-            state["task"] = prog.add_task(label, total=n) if n and con.is_terminal else None
+                say(con, compiling_line(n, state.stored, state.compiler))
+            label = f"{state.compiler}: compiling" if state.compiler else "compiling"
+            state.task = prog.add_task(label, total=n) if n and con.is_terminal else None
             if plain is not None:
-                plain.start(n, state["compiler"])
+                plain.start(n, state.compiler)
         elif kind == "failed" and plain is not None:
             plain.fail(n)
         elif kind == "advance":
-            if state["task"] is not None:
-                prog.advance(state["task"], n)
+            if state.task is not None:
+                prog.advance(state.task, n)
             elif plain is not None:
                 plain.advance(n)
     return prog, cb
+
+
+@dataclasses.dataclass
+class _BarState:
+    """What :func:`progress_bar`'s callback has been told: variants from the store, the compiler's name, and the
+    bar's task (None: no bar)."""
+    task: Any = None
+    stored: int = 0
+    compiler: str = ""
 
 
 def split(s: str | None) -> list[str]:

@@ -178,11 +178,25 @@ def result_from_data(data, variant: Variant) -> CompileResult:
 
 # --- worker side ---------------------------------------------------------------------------------------
 
-_WORKER: dict[str, Any] = {}
+@dataclass
+class _WorkerState:
+    """This compile worker's set-up (:func:`_init_worker`): its temp folder (``tmp``) in the audit's (``root``),
+    the compile timeout (seconds), the probes it loaded and the JIT signatures it made (each once), whether it reads
+    SASS, and where a failed compile's artifacts go."""
+    tmp: str | None = None
+    root: str | None = None
+    timeout_s: float | None = None
+    probes: dict[tuple, Any] = field(default_factory=dict)
+    sigs: dict[tuple, Any] = field(default_factory=dict)
+    with_sass: bool | str = False    # True, or model.sass.SASS_GATE: the gated summary only
+    artifacts: str | None = None
+
+
+_WORKER = _WorkerState()
 
 
 def _init_worker(tileiras: str | None, lib_dirs: list[str] | None, timeout_s: float, tmp_root: str,
-                 with_sass: bool = False, artifact_root: str | None = None) -> dict:
+                 with_sass: bool | str = False, artifact_root: str | None = None) -> dict:
     """Set up this worker: fake driver, contained compiler, the compiler's version probed once (returned).
 
     Raises:
@@ -212,8 +226,9 @@ def _init_worker(tileiras: str | None, lib_dirs: list[str] | None, timeout_s: fl
         from tileprobe.compile.failure import own_call, own_fault
         failure = own_fault(e, own_call(e) or "its compile worker's set-up")
         raise TileprobeError(f"{failure.message}\nfix: {failure.fix}") from e
-    _WORKER.update(tmp=wdir, root=tmp_root, timeout_s=timeout_s, probes={}, sigs={}, with_sass=with_sass,
-                   artifacts=artifact_root or failed_artifacts_dir())
+    global _WORKER
+    _WORKER = _WorkerState(tmp=wdir, root=tmp_root, timeout_s=timeout_s, with_sass=with_sass,
+                           artifacts=artifact_root or failed_artifacts_dir())
     return {"pid": os.getpid(), "tileiras": _cutile.parse_build(version), "bytecode": str(bytecode)}
 
 
@@ -234,9 +249,9 @@ def failed_artifacts_dir(store_path: str | None = None) -> str:
 def _probe(path: str, index: int):
     from tileprobe.probe.define import load_probes
     key = (path, index)
-    if key not in _WORKER["probes"]:
-        _WORKER["probes"][key] = load_probes(path)[index]
-    return _WORKER["probes"][key]
+    if key not in _WORKER.probes:
+        _WORKER.probes[key] = load_probes(path)[index]
+    return _WORKER.probes[key]
 
 
 def compile_one(variant: Variant) -> CompileResult:
@@ -250,7 +265,7 @@ def compile_one(variant: Variant) -> CompileResult:
     from tileprobe.probe.signature import describe_signature, jit_signature
     t0 = time.perf_counter()
     res = CompileResult(variant, "ok", cuda_tile=_cutile.cutile_version())
-    root, phase = _WORKER.get("root"), "import"
+    root, phase = _WORKER.root, "import"
     try:
         res.tileiras_path = _cutile.current_compiler()
         res.tileiras = _cutile.compiler_build_string()
@@ -266,12 +281,12 @@ def compile_one(variant: Variant) -> CompileResult:
             sig_key: tuple = (variant.probe_path, variant.probe_index, variant.case)
             if probe.args_take_context:   # args(case, arrays, *, arch, hints, num_sms) may differ
                 sig_key += (variant.arch, tuple(sorted(res.effective_hints.items())), variant.num_sms)
-            if sig_key not in _WORKER["sigs"]:
+            if sig_key not in _WORKER.sigs:
                 phase = "args"
                 mark_phase(root, phase)
-                _WORKER["sigs"][sig_key] = jit_signature(kernel, probe.launch_args(
+                _WORKER.sigs[sig_key] = jit_signature(kernel, probe.launch_args(
                     variant.case_dict, arch=variant.arch, hints=dict(res.effective_hints), num_sms=variant.num_sms))
-        sig = _WORKER["sigs"][sig_key]
+        sig = _WORKER.sigs[sig_key]
         res.symbol, res.signature = sig.symbol, describe_signature(sig)
         _check_torch_free(variant)
     except TorchNeeded as e:
@@ -289,7 +304,7 @@ def compile_one(variant: Variant) -> CompileResult:
     mark_phase(root, "compile")
     _compile_cubin(kernel, sig, variant, res, probe.timeout_s)
     mark_phase(root, None)
-    with_sass = _WORKER.get("with_sass")
+    with_sass = _WORKER.with_sass
     if res.cubin is not None and with_sass:
         from tileprobe.model.sass import SASS_GATE, gated_summary, sass_summary
         res.sass = (gated_summary if with_sass == SASS_GATE else sass_summary)(res.cubin, res.symbol)
@@ -321,8 +336,8 @@ def _undo_probe_state() -> None:
             signal.setitimer(timer, 0)
         except (OSError, ValueError):
             pass
-    if _WORKER.get("tmp"):
-        os.makedirs(_WORKER["tmp"], exist_ok=True)
+    if _WORKER.tmp:
+        os.makedirs(_WORKER.tmp, exist_ok=True)
 
 
 def _probe_failed(res: CompileResult, e: BaseException, phase: str) -> None:
@@ -347,8 +362,8 @@ def _compile_cubin(kernel, sig, variant: Variant, res: CompileResult, timeout_s:
     from cuda.tile.compilation import export_kernel
 
     from tileprobe import _cutile
-    vdir = tempfile.mkdtemp(prefix="v-", dir=_WORKER["tmp"])
-    _cutile.configure_context(vdir, timeout_s or _WORKER["timeout_s"])
+    vdir = tempfile.mkdtemp(prefix="v-", dir=_WORKER.tmp)
+    _cutile.configure_context(vdir, timeout_s or _WORKER.timeout_s)
     out = os.path.join(vdir, "kernel.cubin")
     _cutile.take_compiler_calls()
     t0 = time.perf_counter()
@@ -382,7 +397,7 @@ def _compile_cubin(kernel, sig, variant: Variant, res: CompileResult, timeout_s:
         from tileprobe.compile.failure import classify
         env = calls[-1].cuda_env if calls else None
         res.fail(classify(failed, tileiras=res.tileiras_path, build=res.tileiras, compiler_env=env,
-                          timeout_s=timeout_s or _WORKER["timeout_s"]))
+                          timeout_s=timeout_s or _WORKER.timeout_s))
         if not res.error:
             res.error = traceback.format_exc(limit=3)
     if calls:
@@ -409,7 +424,7 @@ class CubinTooLarge(Exception):
 def _keep_artifacts(vdir: str, res: CompileResult) -> None:
     """Move a failed variant's folder (its bytecode) out of the temp folder, which is removed when the audit ends,
     to :func:`failed_artifacts_dir`, and point the repro command there."""
-    dest_root = _WORKER.get("artifacts") or failed_artifacts_dir()
+    dest_root = _WORKER.artifacts or failed_artifacts_dir()
     try:
         os.makedirs(dest_root, exist_ok=True)
         dest = tempfile.mkdtemp(prefix=f"{res.variant.arch}-", dir=dest_root)

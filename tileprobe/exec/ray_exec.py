@@ -27,6 +27,7 @@ import tempfile
 import time
 import traceback
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from tileprobe.compile.job import DEFAULT_TIMEOUT_S, CompileResult, Variant
@@ -42,7 +43,29 @@ from tileprobe.run.watchdog import INIT_CUDA, TaskOutcome, WorkerStartError
 WAIT_SLICE_S = 1.0
 #: Times Ray re-runs a compile task whose worker or node died (not one cancelled past its deadline).
 TASK_RETRIES = 2
-_NODE: dict = {}   # in a Ray worker process: the compiler set up there (spec) and its temp folder
+
+
+@dataclass(frozen=True)
+class CompileSpec:
+    """What a Ray worker process compiles with, sent with each compile task (a worker sets itself up once per spec):
+    the driver's tileiras path and its release (found or installed again on a node without that path), the
+    compiler's library folders, the compile timeout in seconds, and whether SASS is read (True, or the gated
+    summary only: :data:`tileprobe.model.sass.SASS_GATE`)."""
+    tileiras: str | None
+    version: str | None
+    lib_dirs: tuple[str, ...] | None
+    timeout_s: float
+    with_sass: bool | str
+
+
+@dataclass
+class _NodeState:
+    """In a Ray worker process: the spec its compiler was set up for, and its temp folder."""
+    spec: CompileSpec | None = None
+    root: str | None = None
+
+
+_NODE = _NodeState()
 
 
 def _ray():
@@ -53,30 +76,29 @@ def _ray():
     return ray
 
 
-def node_tileiras(spec: dict) -> tuple[str | None, list[str] | None]:
+def node_tileiras(spec: CompileSpec) -> tuple[str | None, list[str] | None]:
     """The tileiras of ``spec`` on this node: the driver's path when it exists here, else the same release found
-    or installed by :func:`tileprobe.toolchain.resolve_toolchain` (``spec["version"]``)."""
-    path = spec.get("tileiras")
-    if not path or os.path.exists(path) or not spec.get("version"):
-        return path, spec.get("lib_dirs")
+    or installed by :func:`tileprobe.toolchain.resolve_toolchain` (``spec.version``)."""
+    path = spec.tileiras
+    if not path or os.path.exists(path) or not spec.version:
+        return path, list(spec.lib_dirs) if spec.lib_dirs else None
     from tileprobe.toolchain import resolve_toolchain
-    tc = resolve_toolchain(spec["version"], stream=None)
+    tc = resolve_toolchain(spec.version, stream=None)
     return tc.tileiras, list(tc.lib_dirs)
 
 
-def compile_task(variant: Variant, spec: dict) -> bytes:
+def compile_task(variant: Variant, spec: CompileSpec) -> bytes:
     """One compile in a Ray worker process (set up for ``spec`` on its first task). Returns a
     :mod:`tileprobe.probe.wire` message, ``("result", data)`` or ``("error", text)``: data only, so the driver never
     unpickles what the probe's code made there (an exception of the probe's class included)."""
     from tileprobe.compile.job import _init_worker, compile_one, result_data
     from tileprobe.probe import wire
     try:
-        key = repr(sorted(spec.items()))
-        if _NODE.get("key") != key:
+        if _NODE.spec != spec:
             tileiras, lib_dirs = node_tileiras(spec)
             root = _worker_tempdir()
-            _init_worker(tileiras, lib_dirs, spec["timeout_s"], root, spec["with_sass"], None)
-            _NODE.update(key=key, root=root)
+            _init_worker(tileiras, lib_dirs, spec.timeout_s, root, spec.with_sass, None)
+            _NODE.spec, _NODE.root = spec, root
         return wire.dumps(("result", result_data(compile_one(variant))), "the compile result")
     except BaseException as e:
         try:
@@ -163,8 +185,8 @@ class RayExecutor:
                 jobs: int | None = None, timeout_s: float = DEFAULT_TIMEOUT_S, with_sass: bool = False,
                 tmp_root: str | None = None, **_) -> Iterator[CompileResult]:
         """Compile ``variants`` as Ray tasks; yield results as they finish (module doc)."""
-        spec = {"tileiras": tileiras, "lib_dirs": list(lib_dirs or []) or None, "timeout_s": timeout_s,
-                "with_sass": with_sass, "version": _version(tileiras)}
+        spec = CompileSpec(tileiras=tileiras, version=_version(tileiras), lib_dirs=tuple(lib_dirs or ()) or None,
+                           timeout_s=timeout_s, with_sass=with_sass)
         width = jobs or self.jobs
         it = iter(variants)
         flight: dict = {}       # ref -> (variant, deadline)
