@@ -12,7 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 #: String-key accesses in tileprobe/ today (2026-12-05: 1,041 before the launch log's lines became records).
-STRING_KEYS_LEFT = 944
+STRING_KEYS_LEFT = 909
 #: The aim of the house issue: below 600.
 STRING_KEYS_AIM = 600
 _ACCESS = re.compile(r'\.get\("[^"]*"|\["[^"]*"\]')

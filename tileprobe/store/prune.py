@@ -2,6 +2,7 @@
 compiles with the runs, cubins and audits only they use (:meth:`PruneMixin.prune`): ``tileprobe store size|prune``."""
 from __future__ import annotations
 
+import dataclasses
 import os
 
 from tileprobe.errors import StoreError
@@ -9,6 +10,16 @@ from tileprobe.store.connection import StoreConnection
 
 #: The columns that name one variant of one compiler (``prune`` keeps the newest compiles of each).
 _VARIANT_COLUMNS = "kernel, probe, case_json, hints_json, arch, tileiras"
+
+
+@dataclasses.dataclass
+class PrunePlan:
+    """What a prune deletes: the compiles (keys), their GPU runs (ids), the cubins only they use (SHA-256) and the
+    audits made only of them (ids)."""
+    compiles: list[str]
+    runs: list[int]
+    cubins: list[str]
+    audits: list[int]
 
 
 class PruneMixin(StoreConnection):
@@ -53,11 +64,11 @@ class PruneMixin(StoreConnection):
             with self._transaction():
                 plan = self._prune_plan(self._doomed(older_than, keep_latest))
                 self._delete(plan)
-        if not dry_run and plan["compiles"]:
+        if not dry_run and plan.compiles:
             with self._errors():
                 self._conn.execute("VACUUM")
                 self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")   # VACUUM in WAL mode goes through the WAL
-        counts = {k: len(v) for k, v in plan.items()}
+        counts = {k: len(v) for k, v in dataclasses.asdict(plan).items()}
         return {**counts, "bytes_before": before, "bytes_after": self.size()["file_bytes"]}
 
     def _doomed(self, older_than: str | None, keep_latest: int) -> list[str]:
@@ -72,7 +83,7 @@ class PruneMixin(StoreConnection):
                 doomed.append(key)
         return doomed
 
-    def _prune_plan(self, keys: list[str]) -> dict[str, list]:
+    def _prune_plan(self, keys: list[str]) -> PrunePlan:
         """What goes with these compiles: their runs, the cubins only they use, the audits made only of them."""
         gone = set(keys)
         runs = [i for i, k in self._query("SELECT id, compile_key FROM runs") if k in gone]
@@ -84,24 +95,25 @@ class PruneMixin(StoreConnection):
         for audit_id, key in self._query("SELECT audit_id, compile_key FROM audit_compiles"):
             members.setdefault(audit_id, set()).add(key)
         audits = [i for i, keys_ in members.items() if keys_ <= gone]
-        return {"compiles": list(keys), "runs": runs, "cubins": cubins, "audits": audits}
+        return PrunePlan(compiles=list(keys), runs=runs, cubins=cubins, audits=audits)
 
-    def _delete(self, plan: dict[str, list]) -> None:
+    def _delete(self, plan: PrunePlan) -> None:
         """Delete what ``plan`` names, inside the caller's transaction. No row is left pointing at a deleted compile:
         an audit that keeps some of its compiles counts only those (``n_variants``; how many went is kept in its
         ``environment`` as ``pruned_variants``), and a tune's candidates lose the key of a deleted compile (their
         measured row stays)."""
         c = self._conn
-        gone = plan["compiles"]
+        gone = plan.compiles
         touched: dict[int, int] = {}
         for i in range(0, len(gone), 500):
             chunk = gone[i:i + 500]
             for audit_id, n in c.execute(f"SELECT audit_id, COUNT(*) FROM audit_compiles WHERE compile_key IN "
                                          f"({','.join('?' * len(chunk))}) GROUP BY audit_id", chunk):
                 touched[audit_id] = touched.get(audit_id, 0) + n
-        for table, column, values in (("runs", "id", plan["runs"]), ("compiles", "key", gone),
-                                      ("audit_compiles", "compile_key", gone),
-                                      ("audits", "id", plan["audits"]), ("cubins", "sha256", plan["cubins"])):
+        deletions: tuple[tuple[str, str, list], ...] = (
+            ("runs", "id", plan.runs), ("compiles", "key", gone), ("audit_compiles", "compile_key", gone),
+            ("audits", "id", plan.audits), ("cubins", "sha256", plan.cubins))
+        for table, column, values in deletions:
             for i in range(0, len(values), 500):
                 chunk = values[i:i + 500]
                 c.execute(f"DELETE FROM {table} WHERE {column} IN ({','.join('?' * len(chunk))})", chunk)

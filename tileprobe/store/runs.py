@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tileprobe._version import __version__
 from tileprobe.errors import StoreError
+from tileprobe.jsonrecord import from_dict
 from tileprobe.schema import VariantRun, value_key, verdicts_to_dict
 from tileprobe.store.connection import _SAVED, StoreConnection, now
 
@@ -66,14 +68,21 @@ class RunsMixin(StoreConnection):
             problem: ``ProblemResult.to_dict()`` (``tileprobe/tune/result.py``); each candidate row may carry its
                 ``compile_key``.
             environment: the tune's environment: ``gpu`` (name, uuid, driver …), ``timing``, ``strategy``.
+
+        Raises:
+            tileprobe.jsonrecord.FieldError: a stored column's value of the wrong type (the field named; nothing
+            saved).
         """
-        gpu, pick = environment.get("gpu") or {}, problem.get("pick") or {}
-        row = (now(), self.host, __version__, problem["kernel"], problem.get("probe"), problem.get("source_sha256"),
-               value_key(problem["problem"]), problem.get("arch"), gpu.get("name"), gpu.get("uuid"),
-               str(gpu.get("driver") or ""), problem.get("tileiras"), problem.get("cuda_tile"),
-               environment.get("timing"), environment.get("strategy"), problem.get("verdict"),
-               json.dumps(pick.get("config")) if pick else None, pick.get("median_us"), pick.get("ci_lo_us"),
-               pick.get("ci_hi_us"), json.dumps(problem, default=str))
+        p = from_dict(_TunedProblem, problem, where="the tune's problem result")
+        env = from_dict(_TuneEnvironment, environment, where="the tune's environment")
+        gpu = from_dict(_Gpu, env.gpu or {}, where="the tune's environment.gpu")
+        pick = from_dict(_TunedRow, p.pick, where="the tune's pick") if p.pick else None
+        row = (now(), self.host, __version__, p.kernel, p.probe, p.source_sha256, value_key(p.problem), p.arch,
+               gpu.name, gpu.uuid, str(gpu.driver or ""), p.tileiras, p.cuda_tile, env.timing, env.strategy,
+               p.verdict, json.dumps(pick.config) if pick else None, pick.median_us if pick else None,
+               pick.ci_lo_us if pick else None, pick.ci_hi_us if pick else None, json.dumps(problem, default=str))
+        rows = [(from_dict(_TunedRow, r, where=f"the tune's candidates[{i}]"), r)
+                for i, r in enumerate(p.candidates or [])]
         with self._transaction() as c:
             cur = c.execute("INSERT INTO tunes (created, host, tileprobe, kernel, probe, source_sha256, problem_json, "
                             "arch, gpu_name, gpu_uuid, driver, tileiras, cuda_tile, timing, strategy, verdict, "
@@ -83,10 +92,9 @@ class RunsMixin(StoreConnection):
             c.executemany("INSERT INTO tune_candidates (tune_id, position, compile_key, config_json, status, "
                           "same_launch_as, n_samples, median_us, ci_lo_us, ci_hi_us, clocks_moved, summary) "
                           "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                          [(tune_id, i, r.get("compile_key"), json.dumps(r.get("config")), r.get("status") or "",
-                            r.get("same_launch_as"), r.get("n"), r.get("median_us"), r.get("ci_lo_us"),
-                            r.get("ci_hi_us"), None if r.get("clocks_moved") is None else int(r["clocks_moved"]),
-                            json.dumps(r, default=str)) for i, r in enumerate(problem.get("candidates") or [])])
+                          [(tune_id, i, r.compile_key, json.dumps(r.config), r.status or "", r.same_launch_as, r.n,
+                            r.median_us, r.ci_lo_us, r.ci_hi_us, None if r.clocks_moved is None else int(r.clocks_moved),
+                            json.dumps(raw, default=str)) for i, (r, raw) in enumerate(rows)])
         self.check_health()   # probe code, compilers and the GPU workers ran while the file was open
         return tune_id
 
@@ -175,3 +183,52 @@ def _row_id(cur: sqlite3.Cursor) -> int:
     if cur.lastrowid is None:
         raise StoreError("the store did not give the id of the row just inserted")
     return cur.lastrowid
+
+
+# What save_tune stores in columns of a tune's JSON (tileprobe.tune.result's ProblemResult.to_dict(), the tune's
+# environment); the whole object is kept beside them. Read with tileprobe.jsonrecord (a wrong type names the field).
+
+@dataclass
+class _TunedRow:
+    """A candidate row's (or the pick's) indexed columns: its configuration, status, timing summary (µs)."""
+    config: Any = None
+    status: str | None = None
+    same_launch_as: str | None = None
+    n: int | None = None
+    median_us: float | None = None
+    ci_lo_us: float | None = None
+    ci_hi_us: float | None = None
+    clocks_moved: bool | None = None
+    compile_key: str | None = None
+
+
+@dataclass
+class _TunedProblem:
+    """A problem's tune: kernel, problem (``{name: value}``), where and with what it was tuned, its verdict, pick
+    and candidate rows (JSON objects, read as :class:`_TunedRow`)."""
+    kernel: str
+    problem: Any
+    probe: str | None = None
+    source_sha256: str | None = None
+    arch: str | None = None
+    tileiras: str | None = None
+    cuda_tile: str | None = None
+    verdict: Any = None
+    pick: dict[str, Any] | None = None
+    candidates: list[dict[str, Any]] | None = None
+
+
+@dataclass
+class _TuneEnvironment:
+    """The tune's environment: its GPU (an object), timing mode and strategy."""
+    gpu: dict[str, Any] | None = None
+    timing: str | None = None
+    strategy: str | None = None
+
+
+@dataclass
+class _Gpu:
+    """The GPU a tune ran on, as the tune's environment names it."""
+    name: Any = None
+    uuid: Any = None
+    driver: Any = None
