@@ -338,7 +338,7 @@ def dead_worker(variant, root: str | None, pid: int | None, how: str = "") -> Fa
     ended = f", {how}," if how else ""
     armed = next((s for s in PROBE_SIGNALS if f"{s} " in f"{how} " or f"{s})" in how), None)
     if armed:      # neither tileprobe nor a compiler sends it to the worker; the probe's timer did
-        doing = PHASES.get(phase, phase or "between variants")
+        doing = PHASES.get(phase, phase) if phase else "between variants"
         return _make(PROBE_ERROR, [f"the compile worker ended{ended} while {doing}: {armed} is a signal only the "
                                    "probe's own code arms (signal.alarm, signal.setitimer, os.kill); tileprobe and "
                                    "the compiler never send it"],

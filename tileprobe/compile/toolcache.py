@@ -87,8 +87,9 @@ def _default_key(inputs: str) -> str:
 
 def cached_default() -> str | None:
     """The tileiras cuTile picked last time in this environment, if nothing it depends on changed; else None."""
-    if "default" in _memory:
-        return _memory["default"]
+    known = _memory.get("default")
+    if isinstance(known, str):       # remember_default keeps a path
+        return known
     inputs = _lookup_inputs()
     entry = _read().get(_default_key(inputs))
     if not isinstance(entry, dict) or entry.get("inputs") != inputs:

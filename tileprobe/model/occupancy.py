@@ -159,8 +159,7 @@ def _check_inputs(limits: ArchLimits, threads_per_cta: int, regs_per_thread: int
 
 
 def _check_range(name: str, value: object, low: int, high: int | None, arch: str) -> None:
-    is_int = isinstance(value, int) and not isinstance(value, bool)
-    if is_int and low <= value and (high is None or value <= high):
+    if isinstance(value, int) and not isinstance(value, bool) and low <= value and (high is None or value <= high):
         return
     bounds = f"{low}-{high}" if high is not None else f">= {low}"
     raise TileprobeError(f"{name} = {value!r} is impossible on {arch} (must be an int, {bounds}); "

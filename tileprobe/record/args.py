@@ -23,6 +23,7 @@ DEFAULT_ALIGN = 256
 def dtype_from(raw: str) -> str | None:
     """A recorded dtype (``torch.bfloat16``, ``dlpack:4:16``, ``cai:<f2``) → our dtype name, or None if tileprobe
     cannot describe it (e.g. ``torch.float4_e2m1fn_x2``)."""
+    name: str | None
     if raw.startswith("torch."):
         name = raw[len("torch."):]
     elif raw.startswith("dlpack:"):

@@ -20,6 +20,7 @@ import os
 import pkgutil
 import re
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from tileprobe.errors import TileprobeError
@@ -282,7 +283,7 @@ def launches_from_cache(entries: list[CacheEntry], kernels: dict[str, KernelRef]
 
 
 def probes_from_cache(path: str | None, out_dir: str, *, top: int = 10, hints: str = "around",
-                      kernels: list[str] = (), force: bool = False):
+                      kernels: Sequence[str] = (), force: bool = False):
     """Write probe skeletons for every kernel in cuTile's compile cache (see module doc); returns a
     :class:`~tileprobe.record.session.RecordResult`."""
     from tileprobe.record.group import group

@@ -171,9 +171,9 @@ def render_search_probe(s: RecordedSearch, origin: Origin, probe_dir: str) -> st
         out.append(f"    hints={literal(hints)},")
     out += ["    constraint=programs_own,", f"    default={literal(default)},", "    grid=grid,",
             f"    name={probe_name(s)!r},", ")", ""]
-    text = "\n".join(out)
-    check_probe_text(text)
-    return text
+    probe_text = "\n".join(out)
+    check_probe_text(probe_text)
+    return probe_text
 
 
 def write_search_probes(searches: list[RecordedSearch], out_dir: str, origin: Origin,
