@@ -14,6 +14,7 @@ import math
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
 
 from tileprobe import _cutile
 from tileprobe.audit.result import AuditResult, environment, write_bundle
@@ -404,14 +405,16 @@ def _audit_with(tc: Toolchain, plans, targets, result: AuditResult, order: dict,
     reader = SassReader(jobs=jobs or default_jobs()) if with_sass is True and executor is None else None
 
     def compile_(variants: Iterable[Variant], spare: int | None = None) -> None:
-        kw = dict(tileiras=tc.tileiras, lib_dirs=list(tc.lib_dirs) or None, jobs=jobs, timeout_s=timeout_s,
-                  with_sass=False if reader is not None else with_sass, tmp_root=tmp,
-                  artifact_root=failed_artifacts_dir(getattr(store, "path", None) if store is not None else None))
+        kw: dict[str, Any] = dict(
+            tileiras=tc.tileiras, lib_dirs=list(tc.lib_dirs) or None, jobs=jobs, timeout_s=timeout_s,
+            with_sass=False if reader is not None else with_sass, tmp_root=tmp,
+            artifact_root=failed_artifacts_dir(getattr(store, "path", None) if store is not None else None))
         if executor is not None:
             results = executor.compile(variants, **kw)
         else:
-            results = compile_variants(variants, **kw, **({"cut_at": cut, "cut_spare": schedule.spare
-                                                           if spare is None else spare} if cut is not None else {}))
+            if cut is not None and schedule is not None:     # a budgeted tune: stop dispatching at its end
+                kw.update(cut_at=cut, cut_spare=schedule.spare if spare is None else spare)
+            results = compile_variants(variants, **kw)
         with contextlib.closing(results):   # an exception here (Ctrl-C, SIGTERM) stops the workers now, not at GC
             _collect(results, tc, result, store, progress, repeats, reader)
 
@@ -487,7 +490,7 @@ def _collect(results: Iterable[CompileResult], tc: Toolchain, result: AuditResul
         _advance(progress, rec)
         if res.cubin is not None and rec.cubin_sha256:
             result.cubins[rec.cubin_sha256] = res.cubin
-        if reader is not None and rec.ok and rec.cubin_sha256:
+        if reader is not None and rec.ok and rec.cubin_sha256 and res.cubin is not None:
             if store is not None:      # saved now, its SASS facts added when read: a killed audit keeps the compile
                 store.save_compile(res, rec, tc)
             reader.submit((res, rec), res.cubin, res.symbol)
