@@ -172,5 +172,6 @@ def diff_instructions(a: list[Instruction], b: list[Instruction]) -> SassDiff:
     classes = [(name, ca.get(name, 0), cb.get(name, 0)) for name in (*(n for n, _ in CLASSES), "other")
                if ca.get(name) or cb.get(name)]
     sm = difflib.SequenceMatcher(a=[i.normalised() for i in a], b=[i.normalised() for i in b], autojunk=False)
-    hunks = [(tag, a[i1:i2], b[j1:j2]) for tag, i1, i2, j1, j2 in sm.get_opcodes()]
+    hunks: list[tuple[str, list[Instruction], list[Instruction]]] = [
+        (tag, a[i1:i2], b[j1:j2]) for tag, i1, i2, j1, j2 in sm.get_opcodes()]
     return SassDiff(a, b, classes, hunks)

@@ -5,6 +5,7 @@ import datetime
 import os
 import shutil
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from tileprobe.errors import TileprobeError
 from tileprobe.record import hook
@@ -12,6 +13,9 @@ from tileprobe.record.group import ProbePlan, group
 from tileprobe.record.log import Recording, read_log
 from tileprobe.record.model import Launch
 from tileprobe.record.write import PROBE_DIR, SUMMARY_FILE, Origin, summary, write_probes, write_summary
+
+if TYPE_CHECKING:
+    from tileprobe.record.program import ProgramEnd
 
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.06 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
@@ -31,7 +35,7 @@ class RecordResult:
     notes: list[str] = field(default_factory=list)
     searches: list = field(default_factory=list)     # SearchProbe: one tuning probe per recorded search
     timeouts: list[str] = field(default_factory=list)   # first calls at or past their compiler timeout
-    program: object = None      # tileprobe.record.program.ProgramEnd of a command run
+    program: ProgramEnd | None = None      # how the recorded command ended (a command run; None: a cache read)
 
 
 def now() -> str:

@@ -12,7 +12,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from tileprobe.record.args import args_text, inert
+from tileprobe.record.args import ArgsText, args_text, inert
 from tileprobe.record.group import Case, ProbePlan
 
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.11 s to its import
@@ -101,7 +101,7 @@ def _kernel_lines(plan: ProbePlan, probe_dir: str) -> tuple[list[str], str]:
     return lines, repr(spec)
 
 
-def _case_lines(plan: ProbePlan, case: Case) -> tuple[list[str], list[str], object]:
+def _case_lines(plan: ProbePlan, case: Case) -> tuple[list[str], list[str], ArgsText]:
     """(LAUNCHES entry lines, ARGS entry lines, ArgsText) for one case."""
     la = case.rep
     info = []
@@ -147,7 +147,10 @@ def _hints_text(hints: dict) -> str:
 def render_probe(plan: ProbePlan, origin: Origin, probe_dir: str) -> str:
     """The text of a probe file for ``plan`` (to be written in ``probe_dir``)."""
     kernel_lines, kernel_expr = _kernel_lines(plan, probe_dir)
-    launch_lines, arg_lines, imports, todos = [], [], set(), []
+    launch_lines: list[str] = []
+    arg_lines: list[str] = []
+    imports: set[str] = set()
+    todos: list[str] = []
     for case in plan.cases:
         ll, al, text = _case_lines(plan, case)
         launch_lines += ll
@@ -183,9 +186,9 @@ def render_probe(plan: ProbePlan, origin: Origin, probe_dir: str) -> str:
         fields.append("    grid=grid,")
     fields.append(f"    name={plan.kernel.name!r},")
     out += ["probe = Probe(", *fields, ")", ""]
-    text = "\n".join(out)
-    check_probe_text(text)
-    return text
+    probe_text = "\n".join(out)
+    check_probe_text(probe_text)
+    return probe_text
 
 
 #: The top-level statements a written probe may hold (its docstring, imports, assignments, sys.path.insert, the
@@ -208,7 +211,7 @@ def check_probe_text(text: str) -> None:
                              "log holds text tileprobe cannot write into Python: report it") from e
     for i, node in enumerate(tree.body):
         kind = type(node).__name__
-        call = node.value if kind == "Expr" else None
+        call = node.value if isinstance(node, ast.Expr) else None
         if kind in _ALLOWED_TOP or (kind == "Expr" and i == 0 and isinstance(call, ast.Constant)):
             continue
         if isinstance(call, ast.Call) and ast.unparse(call.func) == "sys.path.insert":
