@@ -313,6 +313,8 @@ def _check_compare(e: Expectation, r: VariantRecord, label: str, base: dict) -> 
             return Failure(e.text, label, f"{e.field} {e.op} baseline", "no baseline value",
                            "the baseline has no compiled record of this variant", unchecked=True)
         want, ref = getattr(b, e.field), f"baseline ({_short(b)})"
+    if want is None:    # no number given and none in the baseline (returned above): nothing to compare with
+        return Failure(e.text, label, f"{e.field} {e.op} baseline", "no baseline value", "", unchecked=True)
     if got is None:
         return Failure(e.text, label, f"{e.field} {e.op} {want:g}", "unknown", "", unchecked=True)
     if _OPS[e.op](got, want):

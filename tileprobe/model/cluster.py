@@ -107,7 +107,7 @@ class GpuLayout:
     def gpc_counts(self) -> tuple[tuple[int, int], ...]:
         """Every (GPC count, SMs of a full GPC) the sources allow: (``num_gpcs``, ``max_sms_per_gpc``) first, then
         ``other_gpc_counts``; ``()`` when the GPC count is not sourced."""
-        if self.num_gpcs is None:
+        if self.num_gpcs is None or self.max_sms_per_gpc is None:
             return ()
         return ((self.num_gpcs, self.max_sms_per_gpc),) + tuple(self.other_gpc_counts)
 

@@ -498,8 +498,8 @@ class _Reader:
                     per_symbol[attr] = number
         records = list(self._records(".nv.info." + name))
         attrs = {attr: value for _, attr, value in records}
-        lists = {attr: _u32s(value) for fmt, attr, value in records if fmt == EIFMT_SVAL}
-        numbers = {attr: value for fmt, attr, value in records if fmt != EIFMT_SVAL}
+        lists = {attr: _u32s(value) for fmt, attr, value in records if fmt == EIFMT_SVAL and isinstance(value, bytes)}
+        numbers = {attr: value for fmt, attr, value in records if fmt != EIFMT_SVAL and isinstance(value, int)}
         regs = per_symbol.get(EIATTR_REGCOUNT)
         if regs is None:
             text = self.sections.get(".text." + name)
@@ -565,8 +565,8 @@ class _Reader:
         if not isinstance(value, bytes):
             return attr, value
         if attr in _PER_SYMBOL_ATTRS or attr == EIATTR_PARAM_CBANK:
-            words = list(_u32s(value))
-            if words:
+            words: list[int | str] = list(_u32s(value))
+            if words and isinstance(words[0], int):
                 words[0] = self._symbol_name(words[0])
             return attr, tuple(words)
         if attr == EIATTR_EXTERNS:
