@@ -58,7 +58,7 @@ def test_recording_keeps_the_programs_output_and_exit_code(tmp_path):
 def test_every_launch_is_counted_across_processes(basic):
     out, result = basic
     rec = result.recording
-    assert len(rec.processes) == 2 and {p["argv"][-1] for p in rec.processes} == {"basic", "child"}
+    assert len(rec.processes) == 2 and {p.argv[-1] for p in rec.processes} == {"basic", "child"}
     assert rec.total_launches == 13 and not rec.errors
     by_name = {plan.kernel.name: plan for _, plan in result.written}
     assert set(by_name) == {"vadd", "scale_rows", "copy_fn"}
