@@ -46,8 +46,8 @@ import os
 import sys
 import time
 
-from .answer import Answerer, _tuning_result
-from .describe import _plain, _where, align_of, describe, describe_kernel, kernel_hints, to_json
+from .answer import Answerer
+from .describe import _plain, align_of, describe, describe_kernel, kernel_hints, to_json
 from .facts import PROVENANCE, build_of, compiler_timeout_s, device_facts, stale_reasons
 from .names import (
     ALIGN_CAP,
@@ -89,7 +89,7 @@ __all__ = [
     "ALIGN_CAP", "CEXT_MODULE", "DEFAULT_MAX_DISTINCT", "ENV_DIR", "ENV_MAX_DISTINCT", "ENV_SKIP", "ENV_USE",
     "FLUSH_INTERVAL_S", "HINT_FIELDS", "LIBRARY_PACKAGES", "MAX_SEARCH_CONFIGS", "MODULE_NAME", "PROVENANCE", "SCHEMA",
     "SOURCE_LIMIT_BYTES", "TABLE_LIMIT_BYTES", "TABLE_SCHEMA", "TABLE_WARN_BYTES", "TUNE_MODULE", "Answerer",
-    "NotDescribed", "Recorder", "Search", "TableReadError", "_plain", "_tuning_result", "_where", "align_of",
+    "NotDescribed", "Recorder", "Search", "TableReadError", "align_of",
     "append_regular", "bootstrap", "build_of", "compiler_timeout_s", "config_json", "describe", "describe_kernel",
     "device_facts", "ensure_patched", "install", "install_use", "kernel_hints", "read_json_file", "read_regular",
     "row_problems", "source_sha256", "stale_reasons", "start", "to_json", "uninstall", "wrap", "wrap_search",
