@@ -14,7 +14,7 @@ import math
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, cast
 
 from tileprobe import _cutile
 from tileprobe.audit.result import AuditResult, environment, write_bundle
@@ -523,7 +523,7 @@ def _land_unread(reader: SassReader, tc: Toolchain, result: AuditResult, store) 
     read, unread = reader.abandon()
     with contextlib.suppress(Exception):
         _land_read(read, tc, result, store)
-        for res, rec in unread:
+        for res, rec in cast("list[tuple[CompileResult, VariantRecord]]", unread):   # the keys _collect submitted
             _land(res, rec, tc, result, store)
 
 

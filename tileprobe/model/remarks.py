@@ -10,8 +10,13 @@ import re
 
 import yaml
 
+try:                       # libyaml's loader when PyYAML was built with it (faster), else the pure-Python one
+    from yaml import CSafeLoader as _SafeLoader
+except ImportError:
+    from yaml import SafeLoader as _SafeLoader
 
-class _RemarkLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+
+class _RemarkLoader(_SafeLoader):
     """SafeLoader (libyaml's when PyYAML has it) that keeps a document's tag (``!Passed`` …) as its ``Kind``."""
 
 

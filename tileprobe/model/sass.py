@@ -298,7 +298,7 @@ def parse_nvdisasm(listing: str) -> SassTraits:
             continue
         m = _INSTRUCTION.match(line)
         if m and current is not None:
-            current.append(m.groups())
+            current.append((m.group(1), m.group(2), m.group(3)))   # opcode, modifiers, operands
     kernels = tuple(_kernel_traits(name, ins) for name, ins in sorted(sections.items()))
     return SassTraits(target=target.group(1) if target else None, kernels=kernels)
 
