@@ -1131,6 +1131,10 @@ class Answerer:
         if self.broken:                  # said once when the table was read; no misses noted beside it
             return None
         name = search.kernel_doc.get("qualname") or search.kernel_doc.get("name") or "kernel"
+        ext = _usehook()
+        control = ext.steer(self, search, name) if ext is not None else []     # --off / --pin: [its answer]
+        if control:
+            return control[0]
         found = self.rows.get(search.key)
         if not found:
             return self._miss(search, frame, name, "no row for this search (its problem or its configurations are "
@@ -1151,16 +1155,24 @@ class Answerer:
         if not fresh:
             why = judged[-1][0]
             return self._miss(search, frame, name, ("" if why[0].startswith("invalid") else "stale row: ") +
-                              "; ".join(why))
+                              "; ".join(why), "missed" if why[0].startswith("invalid") else "stale")
         row = fresh[-1]
-        want = _strict_text({"config": row["search"].get("config"), "hints": row["search"].get("hints")})
+        want, outcome = {"config": row["search"].get("config"), "hints": row["search"].get("hints")}, "answered"
+        if ext is not None:      # never worse than the program's default configuration (the row's own figures)
+            want, outcome = ext.never_worse_for(self, row, name, want)
+        want = _strict_text(want)
         for i, c in enumerate(search.configs_json):
             if _strict_text({"config": c["config"], "hints": c["hints"]}) == want:
                 self.answered += 1
+                if ext is not None:
+                    ext.get().searched(search, name, outcome)
                 return _tuning_result(search.configs[i], row)
         return self._miss(search, frame, name, "the table's configuration is not among the program's candidates")
 
-    def _miss(self, search: Search, frame, name: str, reason: str):
+    def _miss(self, search: Search, frame, name: str, reason: str, outcome: str = "missed"):
+        ext = _usehook()
+        if ext is not None:              # every call counts in the coverage, said or not
+            ext.get().searched(search, name, outcome, reason)
         if search.key in self.said:      # said and noted once per search and process
             return None
         self.say_once(search.key, f"{name}: {reason}; running the program's own search (noted in "
@@ -1183,6 +1195,25 @@ def _tuning_result(config, row: dict):
     best = mod.Measurement(config=config, mean_us=float(row.get("median_us") or 0.0),
                            num_samples=int(row.get("samples") or 0), error_margin_us=float(margin))
     return mod.TuningResult(best=best, successes=(best,), failures=())
+
+
+def _usehook():
+    """The ``tileprobe use`` side of the hook (:mod:`tileprobe.record.usehook`, loaded by path from beside this
+    file, standard library only), or None when it cannot be loaded (said once)."""
+    if "_tileprobe_use_hook" in sys.modules:
+        return sys.modules["_tileprobe_use_hook"]
+    try:
+        import importlib.util
+        spec = importlib.util.spec_from_file_location(
+            "_tileprobe_use_hook", os.path.join(os.path.dirname(os.path.abspath(__file__)), "usehook.py"))
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+    except Exception as e:
+        sys.stderr.write(f"tileprobe use: coverage and per-kernel control are off in process {os.getpid()}: "
+                         f"{type(e).__name__}: {_plain(e)}\n")
+        mod = None
+    sys.modules["_tileprobe_use_hook"] = mod
+    return mod
 
 
 # --- patching ct.launch ---------------------------------------------------------------------------------
@@ -1252,7 +1283,9 @@ def _patch_module(module) -> None:
         if current is not None and not getattr(current, "_tileprobe_record", False):
             module.launch = wrap(current, _RECORDER)
             _rebind(current, module.launch)
-    elif module.__name__ == TUNE_MODULE and (_RECORDER is not None or _USE is not None):
+    if module.__name__ == CEXT_MODULE and _USE is not None and _usehook() is not None:
+        _usehook().count_launches(module, _rebind)      # `tileprobe use`'s coverage: launches per kernel
+    if module.__name__ == TUNE_MODULE and (_RECORDER is not None or _USE is not None):
         current = getattr(module, "exhaustive_search", None)
         stub = None
         if getattr(current, "_tileprobe_stub", False):   # the hook's stand-in until the first search: unwrap it
@@ -1370,10 +1403,11 @@ def uninstall() -> None:
     for name, attr in ((CEXT_MODULE, "launch"), (TUNE_MODULE, "exhaustive_search")):
         mod = sys.modules.get(name)
         current = getattr(mod, attr, None) if mod is not None else None
-        if current is not None and getattr(current, "_tileprobe_record", False):
+        while current is not None and getattr(current, "_tileprobe_record", False):   # coverage on recording
             original = current.__wrapped__
             setattr(mod, attr, original)
             _rebind(current, original)
+            current = original
     if _RECORDER is not None:
         _RECORDER.close()
         if _RECORDER.fd is not None:
