@@ -62,12 +62,18 @@ def canon_text(obj) -> str:
     return json.dumps(loose, sort_keys=True)
 
 
-def _us(block) -> float | None:
-    """The figure a table block is judged by (µs): its steady-state final when it has one, else its median."""
-    if not isinstance(block, dict):
-        return None
-    v = block.get("final_us") if block.get("final_us") is not None else block.get("median_us")
+def _us(block, field: str) -> float | None:
+    """A table block's figure ``field`` (µs) when it is a finite positive number."""
+    v = block.get(field) if isinstance(block, dict) else None
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v and v > 0 else None
+
+
+def figures(row: dict, default) -> tuple:
+    """(pick µs, default µs, what they are): the steady-state finals when both have one, else the race medians;
+    a figure missing is None."""
+    if _us(row, "final_us") is not None and _us(default, "final_us") is not None:
+        return _us(row, "final_us"), _us(default, "final_us"), "steady-state final"
+    return _us(row, "median_us"), _us(default, "median_us"), "median"
 
 
 class UseHook:
@@ -136,11 +142,11 @@ class UseHook:
         search = row.get("search") or {}
         pick = {"config": search.get("config"), "hints": search.get("hints")}
         default = row.get("default")
-        us_pick, us_default = _us(row), _us(default)
+        us_pick, us_default, what = figures(row, default)
         if us_pick is None or us_default is None or us_default >= us_pick:
             return pick, None
         why = (f"the table's pick {us_pick:,.2f} µs is slower than the program's default configuration "
-               f"{us_default:,.2f} µs in the table's own figures: answering the default")
+               f"{us_default:,.2f} µs in the table's own figures ({what}): answering the default")
         return {"config": default.get("config"), "hints": default.get("hints")}, why
 
     def searched(self, search, name: str, outcome: str, reason: str | None = None) -> None:
