@@ -191,7 +191,9 @@ def table_rows(table: dict, recorded: list[dict]) -> list[_TableRow]:
     by_key = {}
     for s in recorded:
         configs = s.get("configs") or []
-        if s.get("key") and configs:
+        if s.get("key") and s.get("problem_args"):
+            by_key[s["key"]] = s["problem_args"]
+        elif s.get("key") and configs:
             args = configs[0].get("args") or []
             by_key[s["key"]] = [[i, args[i]] for i in s.get("problem") or [] if i < len(args)]
     out = []

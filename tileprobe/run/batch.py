@@ -151,7 +151,7 @@ def check_candidate(record: dict, cubin: bytes, probe_path: str, seed: int = 0, 
     Returns ``status`` (ok | wrong | unchecked | crash | error), ``against`` (reference | default), ``rel_err``,
     ``tolerance``, ``max_abs_err``, ``nan_count``, ``unwritten_count``, ``message``, ``error``, ``fatal``, and
     ``checks``: the checks passed (``tolerance``, ``bit-exact``)."""
-    from tileprobe.run.check import check_bits, check_outputs
+    from tileprobe.run.check import check_against
     out = _result(against=None, rel_err=None, tolerance=None, max_abs_err=None, nan_count=0, unwritten_count=0,
                   message="")
     launched = False
@@ -179,19 +179,7 @@ def check_candidate(record: dict, cubin: bytes, probe_path: str, seed: int = 0, 
         launched = True
         kernel.launch(_STATE["stream"], grid, packed)
         _STATE["synchronize"]()
-        res = check_outputs(args, expected, probe.tolerance)
-        out.update(status=res.status, rel_err=res.rel_err, tolerance=res.tolerance, max_abs_err=res.max_abs_err,
-                   nan_count=res.nan_count, unwritten_count=res.unwritten_count, message=res.message,
-                   checks=["tolerance"] if res.status == "ok" else [])
-        if bit_exact and res.status == "ok" and out["against"] == "default":
-            bits = check_bits(args, expected)
-            if bits.status == "ok":
-                out["checks"].append("bit-exact")
-            else:
-                out.update(status="wrong", message=bits.message)
-        elif bit_exact and res.status == "ok":
-            out["message"] = ("bit-exact not checked: the probe has a reference=, checked within tolerance (bit-exact "
-                              "compares with the default configuration's output)")
+        out.update(check_against(args, expected, probe.tolerance, out["against"], bit_exact))
     except Exception as exc:
         _classify(out, exc, launched)
         out["message"] = out["error"]

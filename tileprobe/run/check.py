@@ -166,6 +166,29 @@ def check_bits(args, expected: Mapping[int, Any]) -> CheckResult:
     return CheckResult("ok", 0.0, 0.0)
 
 
+def check_against(args, expected: Mapping[int, Any], tolerance: Any = None, against: str = "reference",
+                  bit_exact: bool = False) -> dict:
+    """A candidate's check fields: :func:`check_outputs` within tolerance, then, with ``bit_exact`` and
+    ``against == "default"`` (``expected`` is the default configuration's output), :func:`check_bits`.
+
+    Returns ``status``, ``rel_err``, ``tolerance``, ``max_abs_err``, ``nan_count``, ``unwritten_count``, ``message``
+    and ``checks`` (those passed: ``tolerance``, ``bit-exact``)."""
+    res = check_outputs(args, expected, tolerance)
+    out = {"status": res.status, "rel_err": res.rel_err, "tolerance": res.tolerance, "max_abs_err": res.max_abs_err,
+           "nan_count": res.nan_count, "unwritten_count": res.unwritten_count, "message": res.message,
+           "checks": ["tolerance"] if res.status == "ok" else []}
+    if bit_exact and res.status == "ok" and against == "default":
+        bits = check_bits(args, expected)
+        if bits.status == "ok":
+            out["checks"].append("bit-exact")
+        else:
+            out.update(status="wrong", message=bits.message)
+    elif bit_exact and res.status == "ok":
+        out["message"] = ("bit-exact not checked: the probe has a reference=, checked within tolerance (bit-exact "
+                          "compares with the default configuration's output)")
+    return out
+
+
 def combine(results: list[CheckResult]) -> CheckResult:
     """One verdict for several outputs: ``wrong`` if any is; the relative error and tolerance of the output
     closest to (or furthest past) its bound; every output's figures in ``per_arg``."""

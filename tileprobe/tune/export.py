@@ -74,17 +74,23 @@ def default_block(p) -> dict | None:
     duplicate of another takes that one's), or None: not a recorded search, or C0 was not timed."""
     if not isinstance(p.problem, dict) or "search" not in p.problem:
         return None
-    rows = {r.label: r for r in p.candidates if r.config}
-    row = rows.get(SEARCH_DEFAULT)
-    if row is not None and row.median_us is None and row.same_launch_as in rows:
-        row = rows[row.same_launch_as]
-    if row is None or row.median_us is None:
+    by_label = {r.label: r for r in p.candidates if r.config}
+    first = next((r for r in by_label.values() if _config_label(r) == SEARCH_DEFAULT), None)
+    row = first
+    if row is not None and row.median_us is None and row.same_launch_as in by_label:
+        row = by_label[row.same_launch_as]
+    if first is None or row is None or row.median_us is None:
         return None
-    out = {"case": {"config": SEARCH_DEFAULT}, "hints": (rows[SEARCH_DEFAULT].config or {}).get("hints"),
+    out = {"case": {"config": SEARCH_DEFAULT}, "hints": (first.config or {}).get("hints"),
            "median_us": row.median_us, "ci_us": [row.ci_lo_us, row.ci_hi_us], "status": row.status}
     if row.final_us is not None:
         out["final_us"] = row.final_us
     return out
+
+
+def _config_label(row) -> str | None:
+    """A recorded search's candidate as the program's configuration label (``C0``, …)."""
+    return ((row.config or {}).get("case") or {}).get("config")
 
 
 def _row(p, env: dict) -> dict | None:
@@ -96,7 +102,7 @@ def _row(p, env: dict) -> dict | None:
     return {"problem": p.problem, "case": pick.config["case"], "hints": pick.config["hints"],
             "verdict": p.verdict, "median_us": pick.median_us,
             "ci_us": [pick.ci_lo_us, pick.ci_hi_us], "samples": pick.n, **final,
-            "checks": checks_of(pick, default is not None and pick.label == SEARCH_DEFAULT), **({"default": default} if default is not None else {}),
+            "checks": checks_of(pick, default is not None and _config_label(pick) == SEARCH_DEFAULT), **({"default": default} if default is not None else {}),
             "tie": [{"case": t.config["case"], "hints": t.config["hints"], "median_us": t.median_us,
                      "ci_us": [t.ci_lo_us, t.ci_hi_us], **({"final_us": t.final_us} if t.final_us is not None else {})}
                     for t in p.tie if t.label != pick.label],
@@ -164,6 +170,8 @@ def annotate_searches(path: str, searches: list[dict], probe_dir: str | None = N
 def _problem_args(s: dict) -> list:
     """A recorded search's problem: ``[[position, argument JSON], …]`` of its first configuration's arguments
     (``tileprobe use --coverage`` finds a miss's nearest row by it)."""
+    if s.get("problem_args"):
+        return s["problem_args"]
     args = ((s.get("configs") or [{}])[0] or {}).get("args") or []
     return [[i, args[i]] for i in s.get("problem") or [] if isinstance(i, int) and i < len(args)]
 
