@@ -16,7 +16,6 @@ import sys
 import textwrap
 from pathlib import Path
 
-import pytest
 import torch
 
 HERE = os.path.abspath(__file__)

@@ -143,7 +143,7 @@ class UseHook:
         pick = {"config": search.get("config"), "hints": search.get("hints")}
         default = row.get("default")
         us_pick, us_default, what = figures(row, default)
-        if us_pick is None or us_default is None or us_default >= us_pick:
+        if not isinstance(default, dict) or us_pick is None or us_default is None or us_default >= us_pick:
             return pick, None
         why = (f"the table's pick {us_pick:,.2f} µs is slower than the program's default configuration "
                f"{us_default:,.2f} µs in the table's own figures ({what}): answering the default")
@@ -198,9 +198,8 @@ def wrap_launch(original, hook: UseHook):
     launch.__name__ = getattr(original, "__name__", "launch")
     launch.__qualname__ = getattr(original, "__qualname__", "launch")
     launch.__doc__ = getattr(original, "__doc__", None)
-    launch.__wrapped__ = original
-    launch._tileprobe_record = True
-    launch._tileprobe_cov = True
+    for attr, value in (("__wrapped__", original), ("_tileprobe_record", True), ("_tileprobe_cov", True)):
+        setattr(launch, attr, value)
     return launch
 
 
@@ -213,8 +212,13 @@ def get() -> UseHook:
     if _HOOK is None:
         _HOOK = UseHook()
         if hasattr(os, "register_at_fork"):
-            os.register_at_fork(after_in_child=lambda: _HOOK and _HOOK.after_fork())
+            os.register_at_fork(after_in_child=_after_fork)
     return _HOOK
+
+
+def _after_fork() -> None:
+    if _HOOK is not None:
+        _HOOK.after_fork()
 
 
 def coverage_on() -> bool:

@@ -174,13 +174,14 @@ def check_against(args, expected: Mapping[int, Any], tolerance: Any = None, agai
     Returns ``status``, ``rel_err``, ``tolerance``, ``max_abs_err``, ``nan_count``, ``unwritten_count``, ``message``
     and ``checks`` (those passed: ``tolerance``, ``bit-exact``)."""
     res = check_outputs(args, expected, tolerance)
+    checks = ["tolerance"] if res.status == "ok" else []
     out = {"status": res.status, "rel_err": res.rel_err, "tolerance": res.tolerance, "max_abs_err": res.max_abs_err,
            "nan_count": res.nan_count, "unwritten_count": res.unwritten_count, "message": res.message,
-           "checks": ["tolerance"] if res.status == "ok" else []}
+           "checks": checks}
     if bit_exact and res.status == "ok" and against == "default":
         bits = check_bits(args, expected)
         if bits.status == "ok":
-            out["checks"].append("bit-exact")
+            checks.append("bit-exact")
         else:
             out.update(status="wrong", message=bits.message)
     elif bit_exact and res.status == "ok":
