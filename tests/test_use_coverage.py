@@ -207,3 +207,20 @@ def test_a_row_slower_than_its_default_is_not_used(table, tmp_path):
     t.write_text(t.read_text().replace('"median_us": 8.0', '"median_us": 12.0'))
     out = _use(tmp_path, t)
     assert _picks(out.stdout)["vadd"] == "TILE=1024 occupancy=1" and "default configuration" not in out.stderr
+
+
+def test_env_prints_the_control_variables_for_a_shell(table, tmp_path):
+    out = subprocess.run([sys.executable, "-m", "tileprobe.cli", "use", str(table), "--off", "vadd", "--pin",
+                          'scale_rows={"TM": 32}', "--env"], capture_output=True, text=True, env=_env(tmp_path),
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert "export TILEPROBE_USE_OFF=vadd" in lines
+    assert "export TILEPROBE_USE_PIN='{\"scale_rows\": {\"TM\": 32}}'" in lines
+
+
+def test_an_unwritable_coverage_json_is_said_after_the_program_ran(table, tmp_path):
+    out = subprocess.run([sys.executable, "-m", "tileprobe.cli", "use", str(table), "--coverage-json",
+                          str(tmp_path / "no" / "such" / "c.json"), "--", sys.executable, "-c", "print('ran')"],
+                         capture_output=True, text=True, cwd=tmp_path, env=_env(tmp_path), timeout=120)
+    assert out.returncode == 1 and out.stdout == "ran\n" and "cannot write it" in out.stderr, out.stderr

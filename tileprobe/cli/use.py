@@ -88,8 +88,13 @@ def _run(args, command: list[str], control: dict) -> int:
         render_coverage(cov, err)
     if args.coverage_json:
         from tileprobe.schema import json_text
-        with open(args.coverage_json, "w", encoding="utf-8") as f:
-            f.write(json_text(cov.to_json()))
+        try:
+            with open(args.coverage_json, "w", encoding="utf-8") as f:
+                f.write(json_text(cov.to_json()))
+        except OSError as e:      # the program has run: say it, keep its exit code (or fail a CI that asked)
+            say(err, f"tileprobe use: --coverage-json {args.coverage_json}: cannot write it ({e.strerror or e}); "
+                     "give a writable path")
+            return rc or 1
     below = cov.below(args.min_coverage) if args.min_coverage is not None else []
     if below:
         say(err, f"tileprobe use: coverage below --min-coverage {args.min_coverage:g} %: " + ", ".join(below)
