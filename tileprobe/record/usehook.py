@@ -77,8 +77,9 @@ def figures(row: dict, default) -> tuple:
 
 
 class UseHook:
-    """This process's coverage events and per-kernel control (module doc). Never raises into the program from
-    :meth:`launched`; the other methods are called inside the capture's guard."""
+    """This process's coverage events and per-kernel control (module doc). Launches are counted by
+    :func:`wrap_launch` (never raising into the program); the other methods are called inside the capture's
+    guard."""
 
     def __init__(self, environ=None):
         env = os.environ if environ is None else environ
@@ -99,18 +100,10 @@ class UseHook:
             atexit.register(self.flush)
 
     def after_fork(self) -> None:
-        """In a forked child: its own file and counts."""
-        self.pid, self.path, self.counts = os.getpid(), None, {}
-
-    # --- launches ---------------------------------------------------------------------------------------------
-    def launched(self, kernel) -> None:
-        """Count one launch of ``kernel`` under how its function's configuration was chosen."""
-        try:
-            f = getattr(kernel, "_pyfunc", None) or kernel
-            key = (f, self.state.get(f, NONE))
-            self.counts[key] = self.counts.get(key, 0) + 1
-        except Exception:
-            pass
+        """In a forked child: its own file and counts (the dict is cleared, not replaced: the launch wrapper holds
+        it)."""
+        self.pid, self.path = os.getpid(), None
+        self.counts.clear()
 
     # --- searches ---------------------------------------------------------------------------------------------
     def control(self, names: set):
@@ -191,9 +184,16 @@ def _name(f) -> str:
 
 def wrap_launch(original, hook: UseHook):
     """``launch`` that counts the call in ``hook`` and then calls ``original`` unchanged (its errors its own)."""
+    counts, state = hook.counts, hook.state      # the counting inlined: it runs at every launch
+
     def launch(*args, **kwargs):
-        if len(args) > 2:
-            hook.launched(args[2])
+        try:
+            kernel = args[2]
+            f = getattr(kernel, "_pyfunc", kernel)
+            key = (f, state.get(f, NONE))
+            counts[key] = counts.get(key, 0) + 1
+        except Exception:
+            pass
         return original(*args, **kwargs)
     launch.__name__ = getattr(original, "__name__", "launch")
     launch.__qualname__ = getattr(original, "__qualname__", "launch")
