@@ -17,6 +17,8 @@ import textwrap
 from pathlib import Path
 
 import torch
+from test_run_cpu import _healthy_record
+from test_tune_worker import NO_REF, tune_worker  # noqa: F401  (the worker's CPU fixture)
 
 HERE = os.path.abspath(__file__)
 ROOT = Path(HERE).resolve().parents[1]
@@ -127,3 +129,31 @@ def test_bit_exact_drops_candidates_that_round_differently_and_rows_say_their_ch
     for label in ("C1", "C2"):      # within tolerance (the first tune kept C2), not bit for bit
         assert f"wrong: config={label}: argument 0: " in text
     assert text.count("differ in their bits from the default configuration's output (bit-exact)") == 2
+
+
+def test_the_worker_check_task_drops_a_candidate_that_rounds_differently(tune_worker, tmp_path):  # noqa: F811
+    """``run/batch.py: check_candidate_bit_exact`` on the CPU worker: the default writes x + 1, the candidate
+    (x + 0.5) + 0.5 in float32 — the same within tolerance, other bits where the halves round."""
+    import numpy as np
+    use, _ = tune_worker
+    probe = tmp_path / "noref.py"
+    probe.write_text(textwrap.dedent(NO_REF))
+    sig = _healthy_record()["signature"][:2]
+    rec = _healthy_record(kernel="noref", probe=str(probe), case={"K": 2}, symbol="cand",
+                          signature=sig + [{"kind": "constant", "value": 2}])
+    dflt = _healthy_record(kernel="noref", probe=str(probe), case={"K": 1}, symbol="dflt",
+                           signature=sig + [{"kind": "constant", "value": 1}])
+
+    def halves(x, y):
+        y[:] = (x + np.float32(0.5)) + np.float32(0.5)
+    use(lambda x, y: y.__setitem__(slice(None), x + np.float32(1.0)), "dflt")
+    use(halves, "cand")
+    from tileprobe.run import batch
+    tol = batch.check_candidate(rec, b"", str(probe), seed=5, default=dflt, default_cubin=b"")
+    assert (tol["status"], tol["checks"]) == ("ok", ["tolerance"]) and 0 < tol["rel_err"] < 1e-6, tol
+    bits = batch.check_candidate_bit_exact(rec, b"", str(probe), seed=5, default=dflt, default_cubin=b"")
+    assert bits["status"] == "wrong" and bits["checks"] == ["tolerance"], bits
+    assert "elements differ in their bits from the default configuration's output (bit-exact)" in bits["message"]
+    use(lambda x, y: y.__setitem__(slice(None), x + np.float32(1.0)), "cand")
+    same = batch.check_candidate_bit_exact(rec, b"", str(probe), seed=5, default=dflt, default_cubin=b"")
+    assert (same["status"], same["checks"]) == ("ok", ["tolerance", "bit-exact"]), same
