@@ -95,7 +95,6 @@ class UseHook:
         self.names: dict = {}       # kernel function -> its name
         self.counts: dict = {}      # (kernel function, how) -> launches
         self.path = None
-        self.said_control = False
         if self.dir:
             atexit.register(self.flush)
 
