@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import textwrap
@@ -83,11 +84,13 @@ def _tune(tmp_path, *options):
         from tileprobe.run.watchdog import Watchdog
         from tileprobe.tune.pipeline import tune
         def fake(args, ex, wd, store, startup_s, err):
-            task = t.tasks_of(args).get("tasks", (None, "tileprobe.run.batch:check_candidate"))[1]
+            chosen = t.tasks_of(args)
+            task = chosen.get("tasks", (None, "tileprobe.run.batch:check_candidate"))[1]
             check = {HERE!r} + (":fake_check_bit_exact" if task.endswith("_bit_exact") else ":fake_check")
             with Watchdog(timeout_s=10.0, init={HERE + ":init_fake_gpu"!r}) as w:
                 return tune(args.probes, arch="sm_90", watchdog=w, tasks=({HERE + ":fake_time"!r}, check),
-                            store=store, export=args.export, num_sms=132, jobs=2)
+                            store=store, export=args.export, num_sms=132, jobs=2,
+                            check_first=chosen.get("check_first", False))
         t._tune = fake
         from tileprobe.cli import main
         sys.exit(main(sys.argv[1:]))
@@ -126,8 +129,9 @@ def test_bit_exact_drops_candidates_that_round_differently_and_rows_say_their_ch
     assert row["case"] == {"config": "C0"} and row["search"]["config"] == {"TN": 64}
     assert row["checks"] == ["default"] and row["default"]["median_us"] == row["median_us"]
     text = " ".join(out.stdout.split())
-    for label in ("C1", "C2"):      # within tolerance (the first tune kept C2), not bit for bit
+    for label in ("C1", "C2"):      # within tolerance (the first tune kept C2), not bit for bit: dropped untimed
         assert f"wrong: config={label}: argument 0: " in text
+        assert re.search(rf"config={label} │ wrong │ - │ - │", text), out.stdout
     assert text.count("differ in their bits from the default configuration's output (bit-exact)") == 2
 
 
@@ -157,3 +161,18 @@ def test_the_worker_check_task_drops_a_candidate_that_rounds_differently(tune_wo
     use(lambda x, y: y.__setitem__(slice(None), x + np.float32(1.0)), "cand")
     same = batch.check_candidate_bit_exact(rec, b"", str(probe), seed=5, default=dflt, default_cubin=b"")
     assert (same["status"], same["checks"]) == ("ok", ["tolerance", "bit-exact"]), same
+
+
+def test_check_first_drops_a_wrong_candidate_before_its_first_batch():
+    """``RaceSettings(check_first=True)`` (``--bit-exact``): every candidate checked before it is timed; a wrong one
+    is never measured, the others are raced as usual and not checked again."""
+    from test_tune_race import FakeGPU
+
+    from tileprobe.tune.race import Race, RaceSettings
+    plan = {"fast_wrong": (150.0, 0.5), "right": (200.0, 0.5), "slow": (300.0, 0.5)}
+    gpu = FakeGPU(plan, wrong={"fast_wrong"})
+    out = Race(list(plan), gpu.measure, gpu.check, RaceSettings(check_first=True), clock=gpu.clock).run()
+    e = {x.id: x for x in out.entries}
+    assert e["fast_wrong"].status == "wrong" and not e["fast_wrong"].samples
+    assert "fast_wrong" not in {cid for cid, _ in gpu.calls} and sorted(gpu.checked) == sorted(plan)
+    assert out.pick == "right" and e["right"].check["status"] == "ok"

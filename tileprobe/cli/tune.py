@@ -178,11 +178,12 @@ def _tune(args, ex, wd, store, startup_s, err):
 
 
 def tasks_of(args) -> dict:
-    """``tasks=`` for the tune: the bit-exact check task with ``--bit-exact``, else none (the default tasks)."""
+    """The tune's ``tasks=`` and ``check_first=`` for ``--bit-exact`` (the bit-exact check task, every candidate
+    checked before its first batch), else none (the default tasks, the finalists checked)."""
     if not getattr(args, "bit_exact", False):
         return {}
     from tileprobe.tune.gpu import BIT_EXACT_CHECK_TASK, TIME_TASK
-    return {"tasks": (TIME_TASK, BIT_EXACT_CHECK_TASK)}
+    return {"tasks": (TIME_TASK, BIT_EXACT_CHECK_TASK), "check_first": True}
 
 
 @contextlib.contextmanager
