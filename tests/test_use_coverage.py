@@ -224,3 +224,19 @@ def test_an_unwritable_coverage_json_is_said_after_the_program_ran(table, tmp_pa
                           str(tmp_path / "no" / "such" / "c.json"), "--", sys.executable, "-c", "print('ran')"],
                          capture_output=True, text=True, cwd=tmp_path, env=_env(tmp_path), timeout=120)
     assert out.returncode == 1 and out.stdout == "ran\n" and "cannot write it" in out.stderr, out.stderr
+
+
+def test_a_search_that_cannot_be_described_is_a_miss_with_the_reason(tmp_path):
+    empty = tmp_path / "empty.json"
+    empty.write_text(json.dumps({"schema_version": 1, "kind": "tileprobe.tune", "kernels": {}}))
+    out = subprocess.run([sys.executable, "-m", "tileprobe.cli", "use", str(empty), "--coverage-json", "cov.json",
+                          "--", sys.executable, str(DATA / "undescribed_program.py")], capture_output=True, text=True,
+                         cwd=tmp_path, env=_env(tmp_path), timeout=300)
+    assert out.returncode == 0 and "3,000 configurations: searched" in out.stdout, out.stderr
+    (vadd,) = json.loads((tmp_path / "cov.json").read_text())["kernels"]
+    reasons = sorted(m["reason"] for m in vadd["misses"])
+    assert vadd["kernel"] == "vadd" and vadd["searches"]["missed"] == 3 and len(reasons) == 3
+    assert reasons[0].startswith("no row for this search")
+    assert "not described: 3,000 configurations, more than the 1,024" in reasons[1]
+    assert reasons[2].startswith("not described: every one of its 6 configurations failed: grid_fn raised "
+                                 "ZeroDivisionError"), reasons

@@ -824,6 +824,8 @@ def wrap_search(original):
             why = str(e) if isinstance(e, NotDescribed) else _short(e)
             if use is not None:
                 use.say_once("describe", f"a search could not be described ({why}): it runs as the program wrote it")
+                if _usehook() is not None:        # counted in the coverage as a miss with that reason
+                    _usehook().get().undescribed(kernel, why)
             if rec is not None and not rec.failed:
                 try:
                     _record_undescribed(rec, kernel, len(configs), why, sys._getframe(1))

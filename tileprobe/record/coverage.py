@@ -40,7 +40,8 @@ class NearestRow:
 
 @dataclass
 class SearchMiss:
-    """One distinct search (kernel, key, outcome) that ran the program's own search: the reason (for ``stale``:
+    """One distinct search (kernel, key, outcome, reason) that ran the program's own search (key ``-``: one that
+    could not be described): the reason (for ``stale``:
     what changed), its problem as text, how often it was called, and the nearest row (None: the kernel has no row
     with a known problem)."""
     kernel: str
@@ -257,7 +258,7 @@ def read_coverage(events_dir: str, table: dict, recorded: list[dict] | None = No
                 k = kernels.setdefault(str(obj.get("kernel")), KernelCoverage(str(obj.get("kernel"))))
                 k.searches[obj["outcome"]] += 1
                 if obj["outcome"] not in ANSWERED:
-                    mk = (k.kernel, obj.get("key"), obj["outcome"])
+                    mk = (k.kernel, obj.get("key"), obj["outcome"], obj.get("reason"))   # undescribed: key "-"
                     if mk in misses:
                         misses[mk].calls += 1
                     else:

@@ -154,6 +154,22 @@ class UseHook:
                      "reason": reason, "problem": [[i, args[i]] for i in search.problem if i < len(args)]})
         self.flush()
 
+    def undescribed(self, kernel, why: str) -> None:
+        """Note a search that could not be described (``why``: the program's functions raised for every
+        configuration, or too many configurations): a miss of its kernel (``kernel``: a kernel object, or the
+        program's kernel factory) with no key. Never raises."""
+        try:
+            f = getattr(kernel, "_pyfunc", None) or kernel
+            name = str(getattr(f, "__qualname__", None) or getattr(f, "__name__", None) or "kernel")
+            self.state[f] = OWN
+            self.names[f] = name
+            if self.dir:
+                self._write({"t": "search", "time": time.time(), "kernel": name, "key": "-", "outcome": "missed",
+                             "reason": f"not described: {why}", "problem": []})
+                self.flush()
+        except Exception:
+            pass
+
     # --- the file ---------------------------------------------------------------------------------------------
     def flush(self) -> None:
         """Write the launch counts (absolute; the last line per process wins). Called at each search and at exit."""
