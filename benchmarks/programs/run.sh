@@ -2,6 +2,7 @@
 # The programs suite: `tileprobe record`, `tune -- CMD` and `use` on real programs (README.md here).
 #   bash benchmarks/programs/run.sh OUT_DIR [STEP …]     (from the repository root; no STEP: record-cost)
 # Steps on any machine:
+#   coverage-cost  bench_coverage.py: what `tileprobe use --coverage` adds per launch (no GPU)
 #   record-cost  bench_record.py: the recorder's own cost per launch (steady, varied, new shapes, a real launch
 #                when a GPU and tileiras are there)
 #   use-dry      bench_use.py --dry-run: the use steps' commands, the program parsed (no GPU)
@@ -21,6 +22,7 @@ for step in "${steps[@]}"; do
   echo "== programs: $step"
   case $step in
     record-cost) timeout 300 python3 $here/bench_record.py 2>&1 | tee "$out/bench_record.txt" ;;
+    coverage-cost) timeout 300 python3 $here/bench_coverage.py 2>&1 | tee "$out/bench_coverage.txt" ;;
     use-dry) python3 $here/bench_use.py --out "$out/use" --dry-run 2>&1 | tee "$out/use-dry.txt" ;;
     record) timeout 420 python3 $here/gpu_record_tilegym.py all --out "$out/rec-tilegym" --jobs 16 2>&1 \
         | tee "$out/record.txt"; echo "record exit ${PIPESTATUS[0]}"
@@ -28,6 +30,6 @@ for step in "${steps[@]}"; do
         | tee "$out/tune.txt"; echo "tune exit ${PIPESTATUS[0]}" ;;
     use) python3 $here/bench_use.py --out "$out/use" --ops "${OPS:-bmm,fmha,matmul,softmax,group_gemm}"
       cat "$out/use/summary.txt" ;;
-    *) echo "unknown step: $step (record-cost use-dry record use)"; exit 2 ;;
+    *) echo "unknown step: $step (record-cost coverage-cost use-dry record use)"; exit 2 ;;
   esac
 done

@@ -79,9 +79,12 @@ def _main(argv: Sequence[str] | None) -> int:
         parser.print_help(sys.stderr)
         return 2
     args, extra = parser.parse_known_args(argv)
-    if extra:                                            # the chosen command's own usage, not the top level's (exit 2)
-        chosen_parser(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")
-    args.raw_argv = list(sys.argv[1:] if argv is None else argv)   # where `--` was (tune -- COMMAND)
+    raw = list(sys.argv[1:] if argv is None else argv)
+    # `use T --coverage -- COMMAND`: argparse gave the positional COMMAND [] at T and leaves `-- COMMAND` over; the
+    # command is taken from the raw argv (command_after_dashes), so that tail is not an unknown argument
+    if extra and not (extra[0] == "--" and extra == raw[raw.index("--"):]):
+        chosen_parser(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")   # the command's own usage
+    args.raw_argv = raw                                    # where `--` was (tune -- COMMAND)
     _common.COMMAND_ARGV[:] = args.raw_argv                # what "Reproduce:" blocks repeat (command_line)
     from tileprobe.store import begin_command
     begin_command()                                        # "… kept in the results store" counts this command's

@@ -80,6 +80,9 @@ def add_parser(subparsers, add_common=None) -> None:
     p.add_argument("--num-sms", type=int, default=None, help="SM count the grids are made for (default: the GPU's; "
                    "give it with --dry-run to find duplicate launches)")
     p.add_argument("--dry-run", action="store_true", help="static stage only: compile, drop, dedupe; no GPU")
+    p.add_argument("--bit-exact", action="store_true", help="drop every candidate whose output differs in any bit "
+                   "from the default configuration's (the program's first), not only beyond the dtype's tolerance; "
+                   "the table's rows say which checks their pick passed")
     p.add_argument("--run-hang-risk", action="store_true", help="race the candidates the register-pool check "
                    "predicts to hang too (default: named, dropped under the rule hang_risk, not launched)")
     from tileprobe.probe.contained import PROBE_TIMEOUT_S
@@ -171,7 +174,16 @@ def _tune(args, ex, wd, store, startup_s, err):
                 max_samples=args.max_samples, num_sms=args.num_sms, final=not args.no_final,
                 dry_run=args.dry_run, progress=_progress(err), startup_s=startup_s, where=where_of(args),
                 executor=ex, watchdog=wd, probe_timeout_s=args.probe_timeout, run_hang_risk=args.run_hang_risk,
-                **overrides_of(args))
+                **tasks_of(args), **overrides_of(args))
+
+
+def tasks_of(args) -> dict:
+    """The tune's ``tasks=`` and ``check_first=`` for ``--bit-exact`` (the bit-exact check task, every candidate
+    checked before its first batch), else none (the default tasks, the finalists checked)."""
+    if not getattr(args, "bit_exact", False):
+        return {}
+    from tileprobe.tune.gpu import BIT_EXACT_CHECK_TASK, TIME_TASK
+    return {"tasks": (TIME_TASK, BIT_EXACT_CHECK_TASK), "check_first": True}
 
 
 @contextlib.contextmanager

@@ -17,6 +17,7 @@ import os
 import sys
 
 from tileprobe.record import capture as _capture_module
+from tileprobe.record import usehook as _usehook
 
 HOOK_DIR = ".hook"
 LAUNCH_DIR = "launches"
@@ -42,13 +43,14 @@ def _tileprobe_hook(here):
     st.dirs.add(here)
     try:
         wanted = os.environ.get({env_dir!r}) or os.environ.get({env_use!r})
-        # recording wraps the launch and the tuner, answering only the tuner
-        triggers = {triggers!r} if os.environ.get({env_dir!r}) else {triggers!r}[1:]
+        # recording (and `use`'s coverage) wraps the launch and the tuner, answering only the tuner
+        launches = os.environ.get({env_dir!r}) or os.environ.get({env_cov!r})
+        triggers = {triggers!r} if launches else {triggers!r}[1:]
         if wanted and {name!r} not in _s.modules and st.lazy is None:
             if any(m in _s.modules for m in triggers):
                 _load()
             else:
-                st.lazy = _Lazy(triggers, stub=not os.environ.get({env_dir!r}))
+                st.lazy = _Lazy(triggers, stub=not launches)
                 _s.meta_path.insert(0, st.lazy)
         elif wanted:
             _load()
@@ -182,6 +184,7 @@ def write_hook(out_dir: str) -> str:
     with open(os.path.join(hook, "sitecustomize.py"), "w", encoding="utf-8") as f:
         f.write(_SITECUSTOMIZE.format(name=_capture_module.MODULE_NAME, capture=capture_path(), state=STATE_MODULE,
                                       env_dir=_capture_module.ENV_DIR, env_use=_capture_module.ENV_USE,
+                                      env_cov=_usehook.ENV_COVERAGE,
                                       triggers=(_capture_module.CEXT_MODULE, _capture_module.TUNE_MODULE)))
     return hook
 

@@ -208,6 +208,8 @@ def search_summary(written: list[SearchProbe], out_dir: str) -> list[dict]:
                                 for lab, c in zip(sp.labels, s.configs)],
                     "skipped": s.skipped, "space_size": s.space_size,
                     "problem": s.problem, "outputs": s.outputs, "program_pick": s.best,
+                    "problem_args": [[i, s.configs[0]["args"][i]] for i in s.problem
+                                     if s.configs and i < len(s.configs[0].get("args") or [])],
                     "program_pick_us": s.best_us, "program_search_s": s.wall_s, "error": s.error,
                     "failures": s.failures, "source_sha256": s.source_sha256, "archs": sorted(s.archs),
                     "sites": dict(s.sites.most_common(5)), "compiler_timeout_s": s.compiler_timeout_s})

@@ -17,10 +17,11 @@ the program's search, is said once on stderr with the reason, and is appended to
 """
 from __future__ import annotations
 
+import json
 import os
 
 from tileprobe.errors import TileprobeError
-from tileprobe.record import hook
+from tileprobe.record import hook, usehook
 
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.10 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
@@ -68,14 +69,26 @@ def use_env(table: str, hook_dir: str, env: dict | None = None) -> dict:
     return env
 
 
-def run_with_table(table: str, command: list[str]) -> int:
+def run_with_table(table: str, command: list[str], extra_env: dict | None = None) -> int:
     """Run ``command`` with its searches answered from ``table``; return its exit code (128 + N for signal N).
     The command is tileprobe's own (:func:`tileprobe.record.program.run_program`: signals passed on, its tree
     killed after a grace period, ended if tileprobe is killed); the hook lives in an owned temp folder
-    ``$TMPDIR/tileprobe-use-*`` removed on exit and swept by a later run when a SIGKILL left it.
+    ``$TMPDIR/tileprobe-use-*`` removed on exit and swept by a later run when a SIGKILL left it. ``extra_env``:
+    more variables for the program (:func:`control_env`).
 
     Raises:
         TileprobeError: no command, the table is not a tune table, the command cannot be started.
+    """
+    return run_with_coverage(table, command, extra_env, coverage=False)[0]
+
+
+def run_with_coverage(table: str, command: list[str], extra_env: dict | None = None, coverage: bool = True):
+    """:func:`run_with_table` that also counts, in every process of the program, its searches by outcome and its
+    launches per kernel (:mod:`tileprobe.record.usehook`); returns (exit code, :class:`~tileprobe.record.coverage
+    .Coverage` or None without ``coverage``), added up after the program ended.
+
+    Raises:
+        TileprobeError: as :func:`run_with_table`.
     """
     from tileprobe.procs import owned_tempdir
     from tileprobe.record.program import run_program
@@ -83,7 +96,93 @@ def run_with_table(table: str, command: list[str]) -> int:
         raise TileprobeError("no command: tileprobe use TABLE -- python my_script.py")
     table = check_table(table)
     with owned_tempdir("use") as tmp:
-        return run_program(command, use_env(table, tmp), "use").exit_code
+        env = use_env(table, tmp)
+        env.update(extra_env or {})
+        events = os.path.join(tmp, "coverage")
+        if coverage:
+            env[usehook.ENV_COVERAGE] = events
+        rc = run_program(command, env, "use").exit_code
+        if not coverage:
+            return rc, None
+        from tileprobe.record.coverage import read_coverage
+        doc, recorded = _table_and_recording(table)
+        return rc, read_coverage(events, doc, recorded)
+
+
+def _table_and_recording(table: str) -> tuple[dict, list[dict]]:
+    """The table's document and its recording's searches (``TABLE.record/record.json``: [] when it is not there or
+    cannot be read; it only gives the rows' problems for the nearest row of a miss)."""
+    cap = hook.load_capture()
+    doc = cap.read_json_file(table)
+    try:
+        rec = cap.read_json_file(os.path.abspath(table) + ".record/record.json")
+        searches = rec.get("searches") if isinstance(rec, dict) else None
+    except (OSError, ValueError):
+        searches = None
+    return (doc if isinstance(doc, dict) else {}), [s for s in searches or [] if isinstance(s, dict)]
+
+
+def control_env(table: str, off: list[str], pins: list[str]) -> dict:
+    """The environment variables that carry ``--off KERNEL`` and ``--pin KERNEL=CONFIG`` to the program's
+    processes (:data:`usehook.ENV_OFF`, :data:`usehook.ENV_PIN`), checked against ``table``: every kernel must have
+    rows there; CONFIG is the program's configuration as JSON (``'{"TILE": 1024}'``: the table's ``search.config``)
+    or a row's search key (its first 6+ hex digits), and must be one of the configurations the table's recording
+    holds for that kernel when the recording is there.
+
+    Raises:
+        TileprobeError: an unknown kernel, a CONFIG that is neither JSON nor a row key, a configuration outside the
+            kernel's recorded space (each names the value, what is known and the fix).
+    """
+    doc, recorded = _table_and_recording(table)
+    kernels = {k: rows for k, rows in (doc.get("kernels") or {}).items() if isinstance(rows, list)}
+    known = ", ".join(sorted(kernels)) or "(none)"
+    env: dict = {}
+
+    def kernel_rows(name: str, flag: str) -> list:
+        if name not in kernels:
+            raise TileprobeError(f"{flag} {name}: {table} has no rows for a kernel of that name (its kernels: "
+                                 f"{known}); give one of them")
+        return [r for r in kernels[name] if isinstance(r, dict) and isinstance(r.get("search"), dict)]
+
+    for name in off:
+        kernel_rows(name, "--off")
+    if off:
+        env[usehook.ENV_OFF] = ",".join(off)
+    pinned = {}
+    for item in pins:
+        name, sep, value = item.partition("=")
+        if not sep or not name or not value:
+            raise TileprobeError(f"--pin {item!r}: give KERNEL=CONFIG, e.g. --pin vadd='{{\"TILE\": 1024}}' or "
+                                 "--pin vadd=1a2b3c4d (a row's search key)")
+        rows = kernel_rows(name, "--pin")
+        pinned[name] = _pin_config(table, name, value, rows, recorded)
+    if pinned:
+        env[usehook.ENV_PIN] = json.dumps(pinned, sort_keys=True)
+    return env
+
+
+def _pin_config(table: str, name: str, value: str, rows: list, recorded: list[dict]):
+    """The configuration ``--pin NAME=VALUE`` names (:func:`control_env`)."""
+    import re
+    if re.fullmatch(r"[0-9a-fA-F]{6,64}", value):
+        match = [r for r in rows if str(r["search"].get("key", "")).startswith(value.lower())]
+        if len(match) != 1:
+            keys = ", ".join(str(r["search"].get("key")) for r in rows) or "(none)"
+            raise TileprobeError(f"--pin {name}={value}: {'no' if not match else 'more than one'} row of {name} in "
+                                 f"{table} has a search key starting so (its keys: {keys})")
+        return match[0]["search"].get("config")
+    try:
+        config = json.loads(value)
+    except ValueError as e:
+        raise TileprobeError(f"--pin {name}={value}: not JSON ({e}) nor a row's search key; give the program's "
+                             f"configuration as JSON, e.g. --pin {name}='{{\"TILE\": 1024}}'") from None
+    space = [c.get("config") for s in recorded if s.get("name") == name for c in s.get("configs") or []]
+    canon = usehook.canon_text
+    if space and canon(config) not in {canon(c) for c in space}:
+        shown = ", ".join(sorted({canon(c) for c in space})[:6])
+        raise TileprobeError(f"--pin {name}={value}: not one of the configurations the program searches for {name} "
+                             f"(recorded in {os.path.abspath(table)}.record: {shown}); pin one of them")
+    return config
 
 
 def use(table: str):

@@ -135,14 +135,23 @@ def time_batch(record: dict, cubin: bytes, probe_path: str, seed: int = 0, mode:
     return out
 
 
+def check_candidate_bit_exact(record: dict, cubin: bytes, probe_path: str, seed: int = 0, default: dict | None = None,
+                              default_cubin: bytes | None = None) -> dict:
+    """:func:`check_candidate` with ``bit_exact``: the check task of ``tileprobe tune --bit-exact``."""
+    return check_candidate(record, cubin, probe_path, seed, default, default_cubin, bit_exact=True)
+
+
 def check_candidate(record: dict, cubin: bytes, probe_path: str, seed: int = 0, default: dict | None = None,
-                    default_cubin: bytes | None = None) -> dict:
+                    default_cubin: bytes | None = None, bit_exact: bool = False) -> dict:
     """Check one candidate's output (module doc). ``default``/``default_cubin``: the default configuration's
-    record fields and cubin, used when the probe has no reference.
+    record fields and cubin, used when the probe has no reference. ``bit_exact``: against the default's output,
+    also every bit equal (:func:`tileprobe.run.check.check_bits`; a probe with a reference is checked against it
+    within tolerance only, and says so).
 
     Returns ``status`` (ok | wrong | unchecked | crash | error), ``against`` (reference | default), ``rel_err``,
-    ``tolerance``, ``max_abs_err``, ``nan_count``, ``unwritten_count``, ``message``, ``error``, ``fatal``."""
-    from tileprobe.run.check import check_outputs
+    ``tolerance``, ``max_abs_err``, ``nan_count``, ``unwritten_count``, ``message``, ``error``, ``fatal``, and
+    ``checks``: the checks passed (``tolerance``, ``bit-exact``)."""
+    from tileprobe.run.check import check_against
     out = _result(against=None, rel_err=None, tolerance=None, max_abs_err=None, nan_count=0, unwritten_count=0,
                   message="")
     launched = False
@@ -170,9 +179,7 @@ def check_candidate(record: dict, cubin: bytes, probe_path: str, seed: int = 0, 
         launched = True
         kernel.launch(_STATE["stream"], grid, packed)
         _STATE["synchronize"]()
-        res = check_outputs(args, expected, probe.tolerance)
-        out.update(status=res.status, rel_err=res.rel_err, tolerance=res.tolerance, max_abs_err=res.max_abs_err,
-                   nan_count=res.nan_count, unwritten_count=res.unwritten_count, message=res.message)
+        out.update(check_against(args, expected, probe.tolerance, out["against"], bit_exact))
     except Exception as exc:
         _classify(out, exc, launched)
         out["message"] = out["error"]

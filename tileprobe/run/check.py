@@ -132,6 +132,64 @@ def check_outputs(args, expected: Mapping[int, Any], tolerance: Any = None) -> C
     return combine(results)
 
 
+def bits_differing(out, expected) -> int | None:
+    """How many elements of ``out`` differ in any bit from ``expected`` (both torch tensors): their bytes compared
+    element by element, so ``-0.0`` differs from ``0.0`` and one NaN payload from another. None when they cannot
+    be compared bit for bit (another dtype or shape)."""
+    import torch
+    exp = expected.to(out.device) if hasattr(expected, "to") else torch.as_tensor(expected, device=out.device)
+    if exp.dtype != out.dtype or tuple(exp.shape) != tuple(out.shape):
+        return None
+    if out.numel() == 0:
+        return 0
+    size = out.element_size()
+    a = out.contiguous().reshape(-1).view(torch.uint8).reshape(-1, size)
+    b = exp.contiguous().reshape(-1).view(torch.uint8).reshape(-1, size)
+    return int((a != b).any(dim=1).sum())
+
+
+def check_bits(args, expected: Mapping[int, Any]) -> CheckResult:
+    """The bit-exact check (``tileprobe tune --bit-exact``): every output argument (``{arg_index: expected}``, the
+    default configuration's outputs) equal to its expected tensor in every bit; ``wrong`` names the first output
+    that is not and how many elements differ. The relative error is not computed (None); tolerance 0."""
+    for idx, exp in expected.items():
+        out = args[idx]
+        n = bits_differing(out, exp)
+        if n:
+            return CheckResult("wrong", None, 0.0, elements=out.numel(), arg=idx,
+                               message=f"argument {idx}: {n:,} of {out.numel():,} elements differ in their bits from "
+                                       "the default configuration's output (bit-exact)")
+        if n is None:
+            return CheckResult("wrong", None, 0.0, elements=out.numel(), arg=idx,
+                               message=f"argument {idx}: another dtype or shape than the default configuration's "
+                                       "output (bit-exact)")
+    return CheckResult("ok", 0.0, 0.0)
+
+
+def check_against(args, expected: Mapping[int, Any], tolerance: Any = None, against: str = "reference",
+                  bit_exact: bool = False) -> dict:
+    """A candidate's check fields: :func:`check_outputs` within tolerance, then, with ``bit_exact`` and
+    ``against == "default"`` (``expected`` is the default configuration's output), :func:`check_bits`.
+
+    Returns ``status``, ``rel_err``, ``tolerance``, ``max_abs_err``, ``nan_count``, ``unwritten_count``, ``message``
+    and ``checks`` (those passed: ``tolerance``, ``bit-exact``)."""
+    res = check_outputs(args, expected, tolerance)
+    checks = ["tolerance"] if res.status == "ok" else []
+    out = {"status": res.status, "rel_err": res.rel_err, "tolerance": res.tolerance, "max_abs_err": res.max_abs_err,
+           "nan_count": res.nan_count, "unwritten_count": res.unwritten_count, "message": res.message,
+           "checks": checks}
+    if bit_exact and res.status == "ok" and against == "default":
+        bits = check_bits(args, expected)
+        if bits.status == "ok":
+            checks.append("bit-exact")
+        else:
+            out.update(status="wrong", message=bits.message)
+    elif bit_exact and res.status == "ok":
+        out["message"] = ("bit-exact not checked: the probe has a reference=, checked within tolerance (bit-exact "
+                          "compares with the default configuration's output)")
+    return out
+
+
 def combine(results: list[CheckResult]) -> CheckResult:
     """One verdict for several outputs: ``wrong`` if any is; the relative error and tolerance of the output
     closest to (or furthest past) its bound; every output's figures in ``per_arg``."""

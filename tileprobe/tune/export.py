@@ -19,12 +19,18 @@ Layout (``schema_version`` :data:`EXPORT_SCHEMA_VERSION`; README "Tuning" shows 
           "median_us": 288.5, "ci_us": [287.9, 289.0], "samples": 412,   # the race's samples of it
           "final_us": 301.2,                        # only after a steady-state final (docs/TUNE.md): its figure
           "tie": [{"case": {...}, "hints": {...}, "median_us": 289.1, "ci_us": [288.2, 290.3]}],  # the others
+          "checks": ["tolerance"],                  # output checks the pick passed (+ "bit-exact": tune --bit-exact;
+                                                    # ["default"]: it is the default, the others checked against it)
           "arch": "sm_90", "gpu": "NVIDIA H200", "num_sms": 132, "tileiras": "…", "cuda_tile": "1.7.0",
           "timing": "sustained",
           # rows of a recorded search (`tileprobe tune -- COMMAND`, problem {"search": KEY}) also carry:
           "source_sha256": "…",                     # the kernel's source file when recorded
           "search": {"key": KEY, "config_index": 3, "config": {...}, "hints": {...},   # the program's own
-                     "program_pick": 5, "site": "app.py:12", "probe": "…/search_k_KEY.py"}}]}}
+                     "program_pick": 5, "site": "app.py:12", "probe": "…/search_k_KEY.py",
+                     "problem_args": [[0, {"kind": "array", "dtype": "torch.float32", "shape": [4096], …}]]},
+          "default": {"case": {"config": "C0"}, "hints": {...}, "median_us": 301.0, "ci_us": [...],   # the program's
+                      "status": "eliminated", "final_us": 310.2,       # first configuration, timed in this tune;
+                      "config_index": 0, "config": {...}}}]}}          # `use` answers it if the pick is slower
 
 Rows are keyed by (kernel, problem, arch): writing to an existing table of this schema replaces those rows and
 keeps the others, so one file can hold every kernel of a package (and several GPUs' archs). Problems with no
@@ -44,14 +50,59 @@ EXPORT_SCHEMA_VERSION = 1
 KIND = "tileprobe.tune"
 
 
+#: The configuration label of a recorded search's default: the program's first configuration
+#: (:mod:`tileprobe.record.searches` names them C0, C1, … in the program's order).
+SEARCH_DEFAULT = "C0"
+
+
+def checks_of(row, is_default: bool = False) -> list[str]:
+    """The output checks a candidate row passed: ``tolerance`` (within the dtype's tolerance of the reference or
+    the default's output), ``bit-exact`` (every bit equal to the default configuration's output: ``tune
+    --bit-exact``), or ``["default"]`` for the default configuration itself (the others are checked against it);
+    [] when unchecked."""
+    check = row.check or {}
+    if check.get("checks"):
+        return list(check["checks"])
+    if check.get("status") == "ok":
+        return ["tolerance"]
+    return ["default"] if is_default else []
+
+
+def default_block(p) -> dict | None:
+    """The program's default configuration of a recorded search's problem ``p`` (``C0``) with its figures from
+    this tune (µs: its race median and CI, its steady-state final when it ran one; a candidate timed as the
+    duplicate of another takes that one's), or None: not a recorded search, or C0 was not timed."""
+    if not isinstance(p.problem, dict) or "search" not in p.problem:
+        return None
+    by_label = {r.label: r for r in p.candidates if r.config}
+    first = next((r for r in by_label.values() if _config_label(r) == SEARCH_DEFAULT), None)
+    row = first
+    if row is not None and row.median_us is None and row.same_launch_as in by_label:
+        row = by_label[row.same_launch_as]
+    if first is None or row is None or row.median_us is None:
+        return None
+    out = {"case": {"config": SEARCH_DEFAULT}, "hints": (first.config or {}).get("hints"),
+           "median_us": row.median_us, "ci_us": [row.ci_lo_us, row.ci_hi_us], "status": row.status}
+    if row.final_us is not None:
+        out["final_us"] = row.final_us
+    return out
+
+
+def _config_label(row) -> str | None:
+    """A recorded search's candidate as the program's configuration label (``C0``, …)."""
+    return ((row.config or {}).get("case") or {}).get("config")
+
+
 def _row(p, env: dict) -> dict | None:
     if p.pick is None or p.verdict not in ("winner", "tie"):
         return None
     pick = p.pick
     final = {"final_us": pick.final_us} if pick.final_us is not None else {}
+    default = default_block(p)
     return {"problem": p.problem, "case": pick.config["case"], "hints": pick.config["hints"],
             "verdict": p.verdict, "median_us": pick.median_us,
             "ci_us": [pick.ci_lo_us, pick.ci_hi_us], "samples": pick.n, **final,
+            "checks": checks_of(pick, default is not None and _config_label(pick) == SEARCH_DEFAULT), **({"default": default} if default is not None else {}),
             "tie": [{"case": t.config["case"], "hints": t.config["hints"], "median_us": t.median_us,
                      "ci_us": [t.ci_lo_us, t.ci_hi_us], **({"final_us": t.final_us} if t.final_us is not None else {})}
                     for t in p.tie if t.label != pick.label],
@@ -105,11 +156,24 @@ def annotate_searches(path: str, searches: list[dict], probe_dir: str | None = N
             row["search"] = {"key": s["key"], "config_index": i, "config": c.get("config"), "hints": c.get("hints"),
                              "program_pick": s.get("program_pick"), "site": next(iter(s.get("sites") or {}), None),
                              "probe": os.path.join(probe_dir, os.path.basename(s["file"])) if probe_dir and
-                             s.get("file") else s.get("file")}
+                             s.get("file") else s.get("file"),
+                             "problem_args": _problem_args(s)}
+            first = (s.get("configs") or [None])[0]
+            if isinstance(row.get("default"), dict) and isinstance(first, dict):    # the program's own objects
+                row["default"].update(config_index=0, config=first.get("config"), hints=first.get("hints"))
             n += 1
     _under_kernel_names(doc, by_key)
     _write(doc, path)
     return n
+
+
+def _problem_args(s: dict) -> list:
+    """A recorded search's problem: ``[[position, argument JSON], …]`` of its first configuration's arguments
+    (``tileprobe use --coverage`` finds a miss's nearest row by it)."""
+    if s.get("problem_args"):
+        return s["problem_args"]
+    args = ((s.get("configs") or [{}])[0] or {}).get("args") or []
+    return [[i, args[i]] for i in s.get("problem") or [] if isinstance(i, int) and i < len(args)]
 
 
 def _under_kernel_names(doc: dict, by_key: dict) -> None:

@@ -20,6 +20,9 @@ from tileprobe.tune.static import Candidate
 
 TIME_TASK = "tileprobe.run.batch:time_batch"
 CHECK_TASK = "tileprobe.run.batch:check_candidate"
+#: The check task of ``tileprobe tune --bit-exact``: a candidate whose output differs in any bit from the default
+#: configuration's is ``wrong`` (dropped from the race).
+BIT_EXACT_CHECK_TASK = "tileprobe.run.batch:check_candidate_bit_exact"
 
 
 @dataclass

@@ -129,7 +129,7 @@ def tune(probe_paths: Sequence[str], *, arch: str | None = None, budget_s: float
          progress: Callable | None = None, startup_s: float | None = None, where: dict | None = None,
          cases: dict | None = None, hints: dict | None = None, executor=None,
          probe_timeout_s: float | None = None, run_hang_risk: bool = False,
-         search_full_max: int | None = None, final: bool = True) -> TuneResult:
+         search_full_max: int | None = None, final: bool = True, check_first: bool = False) -> TuneResult:
     """Tune probe files on this machine's GPU: the fastest correct configuration per (kernel, problem case).
 
     Args:
@@ -150,7 +150,8 @@ def tune(probe_paths: Sequence[str], *, arch: str | None = None, budget_s: float
         timeout_s: per GPU task (a batch or a check) before it is a hang.
         seed: inputs' seed and the rounds' shuffle. tie_pct, confidence, min_samples, max_samples: the race
             (:class:`~tileprobe.tune.race.RaceSettings`). final: False for no steady-state final (the CLI's
-            ``--no-final``; :mod:`tileprobe.tune.race`, module doc 7).
+            ``--no-final``; :mod:`tileprobe.tune.race`, module doc 7). check_first: check every candidate before
+            its first batch (``--bit-exact``), not only the finalists.
         num_sms: the SM count the grids are made for, and that ``args(..., num_sms=)`` gets (default: the GPU's;
             needed to dedupe with ``dry_run``, where a probe whose ``args`` takes ``num_sms`` gets the arch's
             reference GPU's, :func:`tileprobe.model.cluster.reference_num_sms`).
@@ -193,6 +194,8 @@ def tune(probe_paths: Sequence[str], *, arch: str | None = None, budget_s: float
                                                seed, timing)
     if not final:
         race_settings = dataclasses.replace(race_settings, final_max=0)
+    if check_first:
+        race_settings = dataclasses.replace(race_settings, check_first=True)
     with contextlib.nullcontext() if bundle else warm_starts(), loader_sessions():   # the compile side's cuTile
         # import starts now, beside the plan; each probe file is imported once, its loader child kept for the
         # plan, the audit's load and the launch facts; so does the default compiler's lookup

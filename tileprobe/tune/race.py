@@ -97,6 +97,9 @@ class RaceSettings:
     final_max: int = 5
     final_passes: int = 4
     final_batch_s: float = 0.25
+    #: Check every candidate once before its first batch (``tune --bit-exact``: one that differs from the default
+    #: is dropped before it is timed), not only the finalists after the race.
+    check_first: bool = False
 
     def __post_init__(self):
         if self.strategy not in STRATEGIES:
@@ -199,6 +202,8 @@ class Race(SteadyFinal):
     def run(self) -> RaceOutcome:
         """Race to a stop, check the finalists, repeat while a finalist turns out wrong; return the outcome."""
         self._t0 = self.clock()
+        if self.s.check_first and self.check is not None:
+            self._check(list(self.entries))
         self._race()
         if not self._final_reserve_s():   # the budget stopped it: the rest still land (they are ``skipped``), after
             self._drain()                 # the final when it keeps a share of the budget
@@ -288,6 +293,8 @@ class Race(SteadyFinal):
                 raise ValueError(f"candidate {i!r} joined twice")
             known.add(i)
             self.entries.append(Entry(i, joined_round=len(self.rounds) + 1))
+        if new and self.s.check_first and self.check is not None:
+            self._check(self.entries[-len(new):])
         if new and self.progress:
             self.progress("joined", {"round": len(self.rounds) + 1, "ids": list(new)})
 

@@ -48,6 +48,7 @@ import time
 
 from .answer import Answerer
 from .describe import _plain, align_of, describe, describe_kernel, kernel_hints, to_json
+from .ext import usehook
 from .facts import PROVENANCE, build_of, compiler_timeout_s, device_facts, stale_reasons
 from .names import (
     ALIGN_CAP,
@@ -172,7 +173,9 @@ def _patch_module(module) -> None:
         if current is not None and not getattr(current, "_tileprobe_record", False):
             module.launch = wrap(current, _RECORDER)
             _rebind(current, module.launch)
-    elif module.__name__ == TUNE_MODULE and (_RECORDER is not None or _USE is not None):
+    if module.__name__ == CEXT_MODULE and _USE is not None and usehook() is not None:
+        usehook().count_launches(module, _rebind)      # `tileprobe use`'s coverage: launches per kernel
+    if module.__name__ == TUNE_MODULE and (_RECORDER is not None or _USE is not None):
         current = getattr(module, "exhaustive_search", None)
         stub = None
         if current is not None and getattr(current, "_tileprobe_stub", False):   # the hook's stand-in: unwrap it
@@ -290,10 +293,11 @@ def uninstall() -> None:
     for name, attr in ((CEXT_MODULE, "launch"), (TUNE_MODULE, "exhaustive_search")):
         mod = sys.modules.get(name)
         current = getattr(mod, attr, None) if mod is not None else None
-        if current is not None and getattr(current, "_tileprobe_record", False):
+        while current is not None and getattr(current, "_tileprobe_record", False):   # coverage on recording
             original = current.__wrapped__
             setattr(mod, attr, original)
             _rebind(current, original)
+            current = original
     if _RECORDER is not None:
         _RECORDER.close()
         if _RECORDER.fd is not None:

@@ -11,6 +11,7 @@ import time
 
 from . import facts
 from .describe import _plain, _site, _Sites
+from .ext import usehook
 from .facts import stale_reasons
 from .names import TUNE_MODULE
 from .search import Search, _strict_text
@@ -87,6 +88,10 @@ class Answerer:
         if self.broken:                  # said once when the table was read; no misses noted beside it
             return None
         name = search.kernel_doc.get("qualname") or search.kernel_doc.get("name") or "kernel"
+        ext = usehook()
+        control = ext.steer(self, search, name) if ext is not None else []     # --off / --pin: [its answer]
+        if control:
+            return control[0]
         found = self.rows.get(search.key)
         if not found:
             return self._miss(search, frame, name, "no row for this search (its problem or its configurations are "
@@ -107,16 +112,24 @@ class Answerer:
         if not fresh:
             why = judged[-1][0]
             return self._miss(search, frame, name, ("" if why[0].startswith("invalid") else "stale row: ") +
-                              "; ".join(why))
+                              "; ".join(why), "missed" if why[0].startswith("invalid") else "stale")
         row = fresh[-1]
-        want = _strict_text({"config": row["search"].get("config"), "hints": row["search"].get("hints")})
+        want, outcome = {"config": row["search"].get("config"), "hints": row["search"].get("hints")}, "answered"
+        if ext is not None:      # never worse than the program's default configuration (the row's own figures)
+            want, outcome = ext.never_worse_for(self, row, name, want)
+        want = _strict_text(want)
         for i, c in enumerate(search.configs_json):
             if _strict_text({"config": c["config"], "hints": c["hints"]}) == want:
                 self.answered += 1
+                if ext is not None:
+                    ext.get().searched(search, name, outcome)
                 return _tuning_result(search.configs[i], row)
         return self._miss(search, frame, name, "the table's configuration is not among the program's candidates")
 
-    def _miss(self, search: Search, frame, name: str, reason: str):
+    def _miss(self, search: Search, frame, name: str, reason: str, outcome: str = "missed"):
+        ext = usehook()
+        if ext is not None:              # every call counts in the coverage, said or not
+            ext.get().searched(search, name, outcome, reason)
         if search.key in self.said:      # said and noted once per search and process
             return None
         self.say_once(search.key, f"{name}: {reason}; running the program's own search (noted in "
@@ -139,3 +152,4 @@ def _tuning_result(config, row: dict):
     best = mod.Measurement(config=config, mean_us=float(row.get("median_us") or 0.0),
                            num_samples=int(row.get("samples") or 0), error_margin_us=float(margin))
     return mod.TuningResult(best=best, successes=(best,), failures=())
+

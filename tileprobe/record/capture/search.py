@@ -9,6 +9,7 @@ import sys
 import time
 
 from .describe import _hint_json, _plain, _site, describe, describe_kernel, to_json
+from .ext import usehook
 from .names import CEXT_MODULE
 from .recorder import Recorder
 from .tables import read_regular
@@ -288,6 +289,8 @@ def wrap_search(original, in_use):
             why = str(e) if isinstance(e, NotDescribed) else _short(e)
             if use is not None:
                 use.say_once("describe", f"a search could not be described ({why}): it runs as the program wrote it")
+                if usehook() is not None:        # counted in the coverage as a miss with that reason
+                    usehook().get().undescribed(kernel, why)
             if rec is not None and not rec.failed:
                 try:
                     _record_undescribed(rec, kernel, len(configs), why, sys._getframe(1))
