@@ -39,6 +39,7 @@ import stat
 from tileprobe._version import __version__
 from tileprobe.errors import TileprobeError
 from tileprobe.schema import json_text, read_json_file
+from tileprobe.tune.table_store import update_table
 
 EXPORT_SCHEMA_VERSION = 1
 KIND = "tileprobe.tune"
@@ -90,8 +91,20 @@ def annotate_searches(path: str, searches: list[dict], probe_dir: str | None = N
     Raises:
         TileprobeError: ``path`` is not a tune table.
     """
-    doc = read_table(path)
     by_key = {s["key"]: s for s in searches if s.get("key")}
+    count = [0]
+
+    def change(doc: dict | None) -> dict:
+        if doc is None:
+            raise TileprobeError(f"{path}: not a readable tune table (no file); make it with `tileprobe tune --export`")
+        count[0] = _annotate(doc, by_key, probe_dir)
+        return doc
+
+    update_table(path, change, read_table)     # under the table's lock: a concurrent writer's rows are kept
+    return count[0]
+
+
+def _annotate(doc: dict, by_key: dict, probe_dir: str | None) -> int:
     n = 0
     for rows in (doc.get("kernels") or {}).values():
         for row in rows:
@@ -108,7 +121,6 @@ def annotate_searches(path: str, searches: list[dict], probe_dir: str | None = N
                              s.get("file") else s.get("file")}
             n += 1
     _under_kernel_names(doc, by_key)
-    _write(doc, path)
     return n
 
 
@@ -158,11 +170,13 @@ def read_table(path: str) -> dict:
     return doc
 
 
-def _write(doc: dict, path: str) -> None:
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(json_text(doc))
-    os.replace(tmp, path)
+def merged_document(kernels: dict, provenances: list[dict]) -> dict:
+    """A table document around merged ``kernels`` (:func:`tileprobe.tune.table_store.merge_tables`): the sources'
+    provenance blocks, one when they all agree, else ``{"merged": [each distinct one]}`` (each row keeps its own)."""
+    distinct = list({json_text(p): p for p in provenances}.values())
+    return {"schema_version": EXPORT_SCHEMA_VERSION, "kind": KIND, "tool": f"tileprobe {__version__}",
+            "created": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "provenance": distinct[0] if len(distinct) == 1 else {"merged": distinct}, "kernels": kernels}
 
 
 def write_export(result, path: str) -> dict:
@@ -171,8 +185,7 @@ def write_export(result, path: str) -> dict:
     Raises:
         TileprobeError: ``path`` holds something else (not JSON, another kind, another schema version).
     """
-    existing = None
-    if os.path.exists(path):
+    def read_existing(path: str) -> dict:
         try:
             existing = _read_json(path)
         except (OSError, TileprobeError) as e:
@@ -182,6 +195,8 @@ def write_export(result, path: str) -> dict:
                 existing.get("schema_version") != EXPORT_SCHEMA_VERSION:
             raise TileprobeError(f"--export {path}: the file exists and is not a schema-{EXPORT_SCHEMA_VERSION} "
                                  f"tileprobe tune table; it was left untouched: give another path")
-    doc = table(result, existing)
-    _write(doc, path)
-    return doc
+        return existing
+
+    # read, merge and write under the table's lock (tileprobe.tune.table_store): tunes that export into one table
+    # side by side keep each other's rows
+    return update_table(path, lambda existing: table(result, existing), read_existing)
