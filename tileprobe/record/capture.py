@@ -840,7 +840,9 @@ def wrap_search(original):
                 rec.fail(e)
         t0 = time.perf_counter()
         try:
-            result = original(configs, stream, grid_fn, kernel, args_fn, hints_fn, **kwargs)
+            def run():
+                return original(configs, stream, grid_fn, kernel, args_fn, hints_fn, **kwargs)
+            result = _search_once(use, search, run) if begun is None else run()
         except BaseException as e:
             _end_safely(rec, search, begun, None, e, time.perf_counter() - t0)
             raise
@@ -853,6 +855,26 @@ def wrap_search(original):
     exhaustive_search.__wrapped__ = original
     exhaustive_search._tileprobe_record = True
     return exhaustive_search
+
+
+def _search_once(use, search, run):
+    """A miss under ``use``: searched once across the ranks of a run (capture_ranks.py, beside this file, loaded by
+    path once); anything else, or a failure to load it (said once), runs the program's search here."""
+    if use is None or search is None:
+        return run()
+    try:
+        mod = sys.modules.get(MODULE_NAME + "_ranks")
+        if mod is None:
+            import importlib.util
+            spec = importlib.util.spec_from_file_location(MODULE_NAME + "_ranks", os.path.join(
+                os.path.dirname(os.path.abspath(__file__)), "capture_ranks.py"))
+            mod = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(mod)
+            sys.modules[MODULE_NAME + "_ranks"] = mod
+    except Exception as e:
+        use.say_once("ranks", f"cannot share searches between ranks ({type(e).__name__}: {e}); each runs its own")
+        return run()
+    return mod.search_once(use.path, search, run, _tuning_result)
 
 
 def _end_safely(rec, search, begun, result, error, wall_s):

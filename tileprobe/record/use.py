@@ -17,6 +17,7 @@ the program's search, is said once on stderr with the reason, and is appended to
 """
 from __future__ import annotations
 
+import contextlib
 import os
 
 from tileprobe.errors import TileprobeError
@@ -72,7 +73,9 @@ def run_with_table(table: str, command: list[str]) -> int:
     """Run ``command`` with its searches answered from ``table``; return its exit code (128 + N for signal N).
     The command is tileprobe's own (:func:`tileprobe.record.program.run_program`: signals passed on, its tree
     killed after a grace period, ended if tileprobe is killed); the hook lives in an owned temp folder
-    ``$TMPDIR/tileprobe-use-*`` removed on exit and swept by a later run when a SIGKILL left it.
+    ``$TMPDIR/tileprobe-use-*`` removed on exit and swept by a later run when a SIGKILL left it. The command's
+    processes get a run id (``TILEPROBE_USE_RUN``): ranks of it (``WORLD_SIZE`` > 1) search each miss once and share
+    the pick through ``TABLE.shared/<run>/`` (:mod:`tileprobe.record.capture_ranks`), removed when the command ends.
 
     Raises:
         TileprobeError: no command, the table is not a tune table, the command cannot be started.
@@ -81,9 +84,21 @@ def run_with_table(table: str, command: list[str]) -> int:
     from tileprobe.record.program import run_program
     if not command:
         raise TileprobeError("no command: tileprobe use TABLE -- python my_script.py")
+    import shutil
+    import uuid
+
+    from tileprobe.record.capture_ranks import ENV_RUN, shared_folder
     table = check_table(table)
-    with owned_tempdir("use") as tmp:
-        return run_program(command, use_env(table, tmp), "use").exit_code
+    env_run = {ENV_RUN: f"{os.getpid()}-{uuid.uuid4().hex[:12]}"}   # ranks of this run share their misses' picks
+    try:
+        with owned_tempdir("use") as tmp:
+            return run_program(command, {**use_env(table, tmp), **env_run}, "use").exit_code
+    finally:
+        folder = shared_folder(table, {**env_run, "WORLD_SIZE": "2"})
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                os.rmdir(os.path.dirname(folder))      # TABLE.shared/, when no other run uses it
 
 
 def use(table: str):
