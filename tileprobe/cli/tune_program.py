@@ -81,7 +81,8 @@ def cmd_tune_program(args, command: list[str] | None, run_tune, report) -> int:
                      "docs/RECORD.md)")
         return 1
     for s in searches:
-        say(err, f"search {s['name']} at {next(iter(s['sites']), '?')}: {_count_text(s)}; {_program_text(s)}")
+        say(err, f"search {s['name']} at {next(iter(s['sites']), '?')}: {_count_text(s)}; {_program_text(s)}"
+                 + _options_text(s))
     return _tune_searches(args, err, table, rec_dir, searches)
 
 
@@ -119,6 +120,13 @@ def _count_text(s: dict) -> str:
     shown = "; ".join(f"#{i} {why}" for i, why in skipped[:3]) + (f"; {len(skipped) - 3} more" if len(skipped) > 3
                                                                    else "")
     return f"tuned in part: {len(s['configs'])} of the program's {total} configurations (left out: {shown})"
+
+
+def _options_text(s: dict) -> str:
+    """``; tuned with flush_l2=False, single_run_timeout_sec=30``, or nothing for cuda.tile.tune's defaults."""
+    from tileprobe.record.search_options import SearchOptions
+    text = SearchOptions.of(s.get("options")).text()
+    return f"; tuned with {text} (as the program searched)" if text else ""
 
 
 def _program_text(s: dict) -> str:

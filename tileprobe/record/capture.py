@@ -654,10 +654,15 @@ class Search:
 
     ``entries``: per configuration (config object, kernel object, hints dict, grid tuple, argument tuple);
     ``doc``: the JSON description (``configs`` with config/hints/grid/args, ``problem``: the argument positions
-    equal in every configuration, ``key``: SHA-256 prefix of kernel + problem arguments + the space).
+    equal in every configuration, ``key``: SHA-256 prefix of kernel + problem arguments + the space, and the
+    keyword arguments but ``quiet`` when it passed any).
     """
 
-    def __init__(self, configs, grid_fn, kernel, args_fn, hints_fn):
+    def __init__(self, configs, grid_fn, kernel, args_fn, hints_fn, options=None):
+        #: the search's keyword arguments as JSON (flush_l2, single_run_timeout_sec, …; a callable by its name)
+        self.options = {k: v if isinstance(v, _PLAIN) else {"callable" if callable(v) else "object":
+                                                            _plain(getattr(v, "__qualname__", type(v).__name__))}
+                        for k, v in (options or {}).items()}
         if len(configs) > MAX_SEARCH_CONFIGS:
             raise NotDescribed(f"{len(configs):,} configurations, more than the {MAX_SEARCH_CONFIGS:,} tileprobe "
                                "describes (and tunes) from one search; search a smaller space, or write a probe "
@@ -689,6 +694,9 @@ class Search:
         material = {"kernel": [kd.get("module"), kd.get("qualname")],
                     "problem": [[i, to_json(_key_desc(descs[0][i]))] for i in self.problem],
                     "space": [{"config": c["config"], "hints": c["hints"]} for c in self.configs_json]}
+        asked = {k: v for k, v in self.options.items() if k != "quiet"}
+        if asked:       # flush_l2=False, a benchmark_fn …: another search than the same space without them
+            material["options"] = asked
         import hashlib
         self.key = hashlib.sha256(json.dumps(material, sort_keys=True, default=repr).encode()).hexdigest()[:16]
         self.kernel_doc = kd
@@ -700,7 +708,8 @@ class Search:
         return {"key": self.key, "configs": self.configs_json, "problem": self.problem,
                 "skipped": [list(x) for x in self.skipped], "space_size": self.space_size,
                 "source_sha256": self.source_sha256, "site": sites[0], "launch_site": sites[1],
-                "compiler_timeout_s": _compiler_timeout_s(), "same_kernel": self.kernels_same}
+                "compiler_timeout_s": _compiler_timeout_s(), "same_kernel": self.kernels_same,
+                "options": self.options}
 
     def index_of(self, config) -> int | None:
         """The position of a configuration object among the program's (identity first, then equal JSON)."""
@@ -819,7 +828,7 @@ def wrap_search(original):
         configs = search_space if isinstance(search_space, (list, tuple)) else list(search_space)
         search = begun = None
         try:
-            search = Search(configs, grid_fn, kernel, args_fn, hints_fn) if configs else None
+            search = Search(configs, grid_fn, kernel, args_fn, hints_fn, kwargs) if configs else None
         except Exception as e:   # the program's own functions raised: its search will say so
             why = str(e) if isinstance(e, NotDescribed) else _short(e)
             if use is not None:

@@ -82,7 +82,8 @@ def search_from(d: dict, kernel: dict, cwd: str | None = None) -> RecordedSearch
                        source_sha256=d.get("source_sha256"), compiler_timeout_s=d.get("compiler_timeout_s"),
                        same_kernel=d.get("same_kernel", True) is not False,
                        skipped=[x for x in d.get("skipped") or [] if isinstance(x, list) and len(x) == 2],
-                       space_size=d.get("space_size") if isinstance(d.get("space_size"), int) else None)
+                       space_size=d.get("space_size") if isinstance(d.get("space_size"), int) else None,
+                       options=d.get("options") if isinstance(d.get("options"), dict) else {})
     s.sites[short_site(d.get("site") or d.get("launch_site"), cwd)] += 1
     s.launch_sites[short_site(d.get("launch_site"), cwd)] += 1
     return s

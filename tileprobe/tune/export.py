@@ -24,7 +24,8 @@ Layout (``schema_version`` :data:`EXPORT_SCHEMA_VERSION`; README "Tuning" shows 
           # rows of a recorded search (`tileprobe tune -- COMMAND`, problem {"search": KEY}) also carry:
           "source_sha256": "…",                     # the kernel's source file when recorded
           "search": {"key": KEY, "config_index": 3, "config": {...}, "hints": {...},   # the program's own
-                     "program_pick": 5, "site": "app.py:12", "probe": "…/search_k_KEY.py"}}]}}
+                     "program_pick": 5, "site": "app.py:12", "probe": "…/search_k_KEY.py",
+                     "options": {"flush_l2": false}}}]}}     # the search's keyword arguments, when it passed any
 
 Rows are keyed by (kernel, problem, arch): writing to an existing table of this schema replaces those rows and
 keeps the others, so one file can hold every kernel of a package (and several GPUs' archs). Problems with no
@@ -119,6 +120,8 @@ def _annotate(doc: dict, by_key: dict, probe_dir: str | None) -> int:
                              "program_pick": s.get("program_pick"), "site": next(iter(s.get("sites") or {}), None),
                              "probe": os.path.join(probe_dir, os.path.basename(s["file"])) if probe_dir and
                              s.get("file") else s.get("file")}
+            if s.get("options"):            # flush_l2, single_run_timeout_sec as the program passed them
+                row["search"]["options"] = s["options"]
             n += 1
     _under_kernel_names(doc, by_key)
     return n
