@@ -211,6 +211,27 @@ def write_search_probes(searches: list[RecordedSearch], out_dir: str, origin: Or
     return written, notes
 
 
+def problem_dims(args: list, problem: list) -> list[int]:
+    """The dimensions of a search's problem from its first configuration's argument descriptions (the capture's
+    JSON): each array's shape (a sequence's arrays in order), each integer scalar, at the ``problem`` positions."""
+    out: list[int] = []
+
+    def add(d) -> None:
+        if not isinstance(d, dict):
+            return
+        if d.get("kind") == "array":
+            out.extend(int(x) for x in d.get("shape") or [] if isinstance(x, int) and not isinstance(x, bool))
+        elif d.get("kind") == "sequence":
+            for x in d.get("items") or []:
+                add(x)
+        elif isinstance(d.get("value"), int) and not isinstance(d.get("value"), bool):
+            out.append(int(d["value"]))
+    for i in problem:
+        if isinstance(i, int) and 0 <= i < len(args):
+            add(args[i])
+    return out
+
+
 def search_summary(written: list[SearchProbe], out_dir: str) -> list[dict]:
     """``record.json``'s ``searches``: per search probe, its key, kernel, configurations (as the program made them,
     with the hints it gave), the program's pick and time, sites — what a tune table's rows are annotated with."""
@@ -226,5 +247,5 @@ def search_summary(written: list[SearchProbe], out_dir: str) -> list[dict]:
                     "program_pick_us": s.best_us, "program_search_s": s.wall_s, "error": s.error,
                     "failures": s.failures, "source_sha256": s.source_sha256, "archs": sorted(s.archs),
                     "sites": dict(s.sites.most_common(5)), "compiler_timeout_s": s.compiler_timeout_s,
-                    "options": s.options})
+                    "options": s.options, "dims": problem_dims(s.configs[0].get("args") or [], s.problem)})
     return out

@@ -122,6 +122,8 @@ def _annotate(doc: dict, by_key: dict, probe_dir: str | None) -> int:
                              s.get("file") else s.get("file")}
             if s.get("options"):            # flush_l2, single_run_timeout_sec as the program passed them
                 row["search"]["options"] = s["options"]
+            if isinstance(s.get("dims"), list):  # the problem's dimensions: a new shape's nearest rows (tune/warm.py)
+                row["search"]["dims"] = s["dims"]
             n += 1
     _under_kernel_names(doc, by_key)
     return n
