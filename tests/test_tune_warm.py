@@ -9,7 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from tileprobe.tune.space import Config, Problem, ProbeInfo
+from tileprobe.tune.space import Config, ProbeInfo, Problem
 from tileprobe.tune.warm import KnownPick, apply_warm, config_text, distance, known_picks, warm_first, warm_labels
 
 ROOT = Path(__file__).resolve().parents[1]
