@@ -45,6 +45,9 @@ def test_warm_first_moves_only_the_named_configurations_to_the_front():
     q = warm_first(p, ["C4", "C1"])
     assert [dict(c.tunables)["config"] for c in q.configs] == ["C4", "C1", "C0", "C2", "C3", "C5"]
     assert q.default == p.default and q.values == p.values and sorted(q.configs, key=str) == sorted(p.configs, key=str)
+    assert [dict(c.tunables)["config"] for c in q.first] == ["C4", "C1"] and p.first == ()
+    from tileprobe.tune.budgeted import first_guesses
+    assert first_guesses(q) == [p.configs[0], p.configs[4], p.configs[1]]     # the default, then the warm start
     assert warm_first(p, []) is p
     (r,) = apply_warm([p], {"other@00000000": ["C5"]})
     assert r.configs == p.configs

@@ -164,3 +164,43 @@ def test_not_a_rank_or_no_run_means_no_sharing(tmp_path):
     assert shared_folder(t, {"TILEPROBE_USE_RUN": "a/../b", "WORLD_SIZE": "2"}) == t + ".shared" + os.sep + "ab"
     assert shared_folder(t, {"TORCHELASTIC_RUN_ID": "x1", "WORLD_SIZE": "2"}) == \
         t + ".shared" + os.sep + f"torchrun-x1-{os.getppid()}"
+
+
+# --- tune -- CMD: the ranks' searches tuned once each, then answered alike -----------------------------------------
+
+def _tune_cli(args, env, cwd):
+    code = textwrap.dedent(f"""
+        import sys
+        import tileprobe.cli.tune as t
+        from tileprobe.run.watchdog import Watchdog
+        from tileprobe.tune.pipeline import tune
+        def fake(args, ex, wd, store, startup_s, err):
+            with Watchdog(timeout_s=10.0, init={TEST_USE + ':init_fake_gpu'!r}) as w:
+                return tune(args.probes, arch="sm_90", watchdog=w, tasks=({TEST_USE + ':fake_time'!r},
+                            {TEST_USE + ':fake_check'!r}), store=store, export=args.export, num_sms=132, jobs=2)
+        t._tune = fake
+        from tileprobe.cli import main
+        sys.exit(main(sys.argv[1:]))
+        """)
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, cwd=cwd,
+                          timeout=900)
+
+
+def test_tune_of_four_ranks_tunes_each_search_once_and_use_answers_every_rank_alike(tmp_path):
+    env = _env(tmp_path, TILEPROBE_STORE=str(tmp_path / "store.db"), **_rank_args(4))
+    out = _tune_cli(["tune", "--export", "t.json", "--", sys.executable, LAUNCHER, "4", sys.executable, PROGRAM], env,
+                    str(tmp_path))
+    assert out.returncode == 0, out.stderr
+    searches = json.loads((tmp_path / "t.json.record" / "record.json").read_text())["searches"]
+    assert sorted(s["count"] for s in searches) == [2, 4]     # n=2000: 2 ranks; n=1000: all 4
+    assert "(2 search row(s) written)" in " ".join(out.stderr.split())
+    rows = json.loads((tmp_path / "t.json").read_text())["kernels"]["vadd"]
+    assert len(rows) == 2 and {r["search"]["config"]["TILE"] for r in rows} == {1024}   # test_use.FAKE_US: C4
+    (tmp_path / "trials.log").unlink(missing_ok=True)
+    used = subprocess.run([sys.executable, "-m", "tileprobe.cli", "use", str(tmp_path / "t.json"), "--",
+                           sys.executable, LAUNCHER, "4", sys.executable, PROGRAM], capture_output=True, text=True,
+                          env=_env(tmp_path, **_rank_args(4)), timeout=600)
+    assert used.returncode == 0, used.stderr
+    picks = _picks(used.stdout)
+    assert len(picks) == 6 and set(picks.values()) == {"TILE=1024 occupancy=1"}
+    assert _trials(tmp_path) == 0 and "tileprobe use" not in used.stderr

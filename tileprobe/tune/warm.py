@@ -77,7 +77,9 @@ def warm_labels(picks: Sequence[KnownPick], dims: Sequence[int], labels: Mapping
 
 def warm_first(problem: Problem, first: Sequence[str]) -> Problem:
     """``problem`` with the configurations whose tunable ``config`` value is in ``first`` moved to the front (in
-    ``first``'s order), the others after them in their order; the default and everything else unchanged."""
+    ``first``'s order), the others after them in their order, and those named its ``first`` (what a budgeted search
+    takes first after the default: :func:`tileprobe.tune.budgeted.first_guesses`); the default and the rest
+    unchanged. Without a budget the order is the compile order: the warm configurations land, and race, first."""
     if not first:
         return problem
     rank = {label: i for i, label in enumerate(first)}
@@ -87,7 +89,8 @@ def warm_first(problem: Problem, first: Sequence[str]) -> Problem:
         label = dict(getattr(c, "tunables", ())).get("config")
         return (rank.get(label, len(rank)), i)
     ordered = [c for _, c in sorted(enumerate(problem.configs), key=key)]
-    return replace(problem, configs=ordered)
+    warm = tuple(c for c in ordered if dict(getattr(c, "tunables", ())).get("config") in rank)
+    return replace(problem, configs=ordered, first=warm)
 
 
 def apply_warm(problems: Sequence[Problem], warm: Mapping[str, Sequence[str]] | None) -> list[Problem]:
