@@ -20,7 +20,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from tileprobe.tune.space import Problem
+from tileprobe.tune.space import Config, Problem
 
 #: How many of the nearest rows' picks a new search takes first.
 WARM_ROWS = 3
@@ -84,12 +84,15 @@ def warm_first(problem: Problem, first: Sequence[str]) -> Problem:
         return problem
     rank = {label: i for i, label in enumerate(first)}
 
-    def key(ic: tuple[int, object]) -> tuple[int, int]:
-        i, c = ic
-        label = dict(getattr(c, "tunables", ())).get("config")
-        return (rank.get(label, len(rank)), i)
+    def label_of(c: Config) -> str | None:
+        label = dict(c.tunables).get("config")
+        return label if isinstance(label, str) else None
+
+    def key(ic: tuple[int, Config]) -> tuple[int, int]:
+        label = label_of(ic[1])
+        return (rank[label] if label in rank else len(rank), ic[0])
     ordered = [c for _, c in sorted(enumerate(problem.configs), key=key)]
-    warm = tuple(c for c in ordered if dict(getattr(c, "tunables", ())).get("config") in rank)
+    warm = tuple(c for c in ordered if label_of(c) in rank)
     return replace(problem, configs=ordered, first=warm)
 
 
