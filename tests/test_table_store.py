@@ -137,3 +137,36 @@ def test_a_failed_change_writes_nothing(tmp_path):
     with pytest.raises(RuntimeError):
         update_table(str(path), change, read_table)
     assert path.read_text() == before and not [p for p in tmp_path.iterdir() if ".tmp-" in p.name]
+
+
+def test_exporting_into_a_merged_table_replaces_only_this_gpus_row(tmp_path):
+    """A tune on the H100 writing into a table that also holds the H200's row of the same problem and arch."""
+    from types import SimpleNamespace
+
+    from tileprobe.tune.export import write_export
+    path = _table(tmp_path / "both.json", {"vadd": [_row({"N": 4096}, 512), _row({"N": 4096}, 256,
+                                                                                gpu="NVIDIA H100 80GB HBM3")]})
+    pick = SimpleNamespace(config={"case": {"TILE": 1024}, "hints": {"occupancy": None}}, median_us=9.0,
+                           ci_lo_us=8.9, ci_hi_us=9.1, n=40, final_us=None, label="TILE=1024")
+    problem = SimpleNamespace(kernel="vadd", problem={"N": 4096}, pick=pick, verdict="winner", tie=[], arch="sm_90",
+                              tileiras="Cuda compilation tools, release 13.4, V13.4.92", cuda_tile="1.7.0")
+    env = {"gpu": {"name": "NVIDIA H100 80GB HBM3"}, "num_sms": 132, "arch": "sm_90", "timing": "sustained"}
+    write_export(SimpleNamespace(problems=[problem], environment=env), str(path))
+    rows = read_table(str(path))["kernels"]["vadd"]
+    assert sorted((r["gpu"], r["case"]["TILE"]) for r in rows) == [("NVIDIA H100 80GB HBM3", 1024), ("NVIDIA H200", 512)]
+
+
+def test_the_readme_reader_takes_this_gpus_row_of_a_merged_table_and_refuses_when_none_holds(tmp_path):
+    import re
+    readme = (ROOT / "README.md").read_text()
+    snippet = re.search(r"<!-- tune-reader -->\s*```python\n(.*?)```", readme, re.S).group(1)
+    scope: dict = {}
+    exec(compile(snippet, "README.md", "exec"), scope)
+    path = _table(tmp_path / "both.json", {"vadd": [_row({"N": 4096}, 512), _row({"N": 4096}, 256,
+                                                                                gpu="NVIDIA H100 80GB HBM3")]})
+    reader = scope["tuned_config"]
+    assert reader(str(path), "vadd", here={"gpu": "NVIDIA H100 80GB HBM3"}, N=4096)[0] == {"TILE": 256}
+    assert reader(str(path), "vadd", here={"gpu": "NVIDIA H200"}, N=4096)[0] == {"TILE": 512}
+    with pytest.raises(ValueError, match="gpu NVIDIA B200 here, NVIDIA H200 in .* \\| gpu NVIDIA B200 here, NVIDIA H100"):
+        reader(str(path), "vadd", here={"gpu": "NVIDIA B200"}, N=4096)
+    assert reader(str(path), "vadd", N=1) is None

@@ -1,6 +1,6 @@
 """``tileprobe tune --export FILE``: the tuned configurations as a JSON table that host code reads without tileprobe.
 
-Layout (``schema_version`` :data:`EXPORT_SCHEMA_VERSION`; README "Tuning" shows a 10-line reader)::
+Layout (``schema_version`` :data:`EXPORT_SCHEMA_VERSION`; README "Tuning" shows a 13-line reader)::
 
     {"schema_version": 1,
      "kind": "tileprobe.tune",
@@ -27,8 +27,9 @@ Layout (``schema_version`` :data:`EXPORT_SCHEMA_VERSION`; README "Tuning" shows 
                      "program_pick": 5, "site": "app.py:12", "probe": "…/search_k_KEY.py",
                      "options": {"flush_l2": false}}}]}}     # the search's keyword arguments, when it passed any
 
-Rows are keyed by (kernel, problem, arch): writing to an existing table of this schema replaces those rows and
-keeps the others, so one file can hold every kernel of a package (and several GPUs' archs). Problems with no
+Rows are keyed by (kernel, problem, arch, GPU name): writing to an existing table of this schema replaces those rows
+and keeps the others, so one file can hold every kernel of a package, for several GPUs (``tileprobe table merge``
+joins tables made apart). Problems with no
 correct candidate are left out. A table of another ``schema_version`` or ``kind`` is refused, not overwritten.
 """
 from __future__ import annotations
@@ -77,7 +78,8 @@ def table(result, existing: dict | None = None) -> dict:
         row = _row(p, result.environment)
         if row is None:
             continue
-        rows = [r for r in kernels.get(p.kernel, []) if (r.get("problem"), r.get("arch")) != (row["problem"], p.arch)]
+        same = (row["problem"], p.arch, row["gpu"])    # another GPU's row of the problem (a merged table) is kept
+        rows = [r for r in kernels.get(p.kernel, []) if (r.get("problem"), r.get("arch"), r.get("gpu")) != same]
         kernels[p.kernel] = rows + [row]
     return {"schema_version": EXPORT_SCHEMA_VERSION, "kind": KIND, "tool": f"tileprobe {__version__}",
             "created": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -141,8 +143,9 @@ def _under_kernel_names(doc: dict, by_key: dict) -> None:
             if not name or name == label:
                 continue
             kernels[label].remove(row)
-            same = (row.get("problem"), row.get("arch"))
-            kernels[name] = [r for r in kernels.get(name, []) if (r.get("problem"), r.get("arch")) != same] + [row]
+            same = (row.get("problem"), row.get("arch"), row.get("gpu"))
+            kernels[name] = [r for r in kernels.get(name, []) if
+                             (r.get("problem"), r.get("arch"), r.get("gpu")) != same] + [row]
         if not kernels[label]:
             del kernels[label]
 
