@@ -1103,7 +1103,7 @@ class Answerer:
         self.misses_path = self.path + ".misses.jsonl"
         self.said: set = set()
         self.rows: dict = {}
-        self.facts = None
+        self.facts: dict | None = None
         self.answered = 0
         self.broken = False
         self.loaded = False
@@ -1141,8 +1141,8 @@ class Answerer:
                                   f"all of it ({self.read_s:.1f} s here); give this program a table of its own "
                                   "kernels (`tileprobe tune --export SMALL.json -- COMMAND`)")
 
-    def say_once(self, what: str, text: str) -> None:
-        """One line on stderr per ``what`` (a reason, a search key)."""
+    def say_once(self, what: object, text: str) -> None:
+        """One line on stderr per ``what`` (a reason, a search key, a (reason, key) pair)."""
         if what in self.said:
             return
         self.said.add(what)

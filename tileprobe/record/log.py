@@ -75,7 +75,7 @@ def read_log(launch_dir: str) -> Recording:
 def search_from(d: dict, kernel: dict, cwd: str | None = None) -> RecordedSearch | None:
     """A :class:`RecordedSearch` from a ``search`` line (or a ``miss`` line, which carries its kernel), or None
     when the line is not one (no key, no configurations)."""
-    configs = d.get("configs")
+    configs, options = d.get("configs"), d.get("options")
     if not isinstance(d.get("key"), str) or not isinstance(configs, list) or not configs:
         return None
     s = RecordedSearch(d["key"], kernel_ref(kernel), configs, list(d.get("problem") or []),
@@ -83,7 +83,7 @@ def search_from(d: dict, kernel: dict, cwd: str | None = None) -> RecordedSearch
                        same_kernel=d.get("same_kernel", True) is not False,
                        skipped=[x for x in d.get("skipped") or [] if isinstance(x, list) and len(x) == 2],
                        space_size=d.get("space_size") if isinstance(d.get("space_size"), int) else None,
-                       options=d.get("options") if isinstance(d.get("options"), dict) else {})
+                       options=options if isinstance(options, dict) else {})
     s.sites[short_site(d.get("site") or d.get("launch_site"), cwd)] += 1
     s.launch_sites[short_site(d.get("launch_site"), cwd)] += 1
     return s
