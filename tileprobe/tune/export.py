@@ -1,6 +1,6 @@
 """``tileprobe tune --export FILE``: the tuned configurations as a JSON table that host code reads without tileprobe.
 
-Layout (``schema_version`` :data:`EXPORT_SCHEMA_VERSION`; README "Tuning" shows a 13-line reader)::
+Layout (``schema_version`` :data:`EXPORT_SCHEMA_VERSION`; README "Tuning" shows a 12-line reader)::
 
     {"schema_version": 1,
      "kind": "tileprobe.tune",
