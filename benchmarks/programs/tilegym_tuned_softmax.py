@@ -29,11 +29,11 @@ def tuned_config(path, kernel, arch=None, here=None, **problem):
     with open(path) as f:
         table = json.load(f)
     assert table.get("schema_version") == 1, f"{path}: schema {table.get('schema_version')}; this reader knows 1"
-    for row in table["kernels"].get(kernel, []):
-        if row["problem"] == problem and arch in (None, row["arch"]):
-            stale = [f"{k} {v} here, {row.get(k)} in {path}" for k, v in (here or {}).items() if str(v) not in str(row.get(k)).split(", ")]
-            if stale: raise ValueError(f"stale row for {kernel}: {'; '.join(stale)}: re-tune (tileprobe tune --refresh)")
-            return row["case"], row["hints"]
+    rows = [row for row in table["kernels"].get(kernel, []) if row["problem"] == problem and arch in (None, row["arch"])]
+    stale = [[f"{k} {v} here, {row.get(k)} in {path}" for k, v in (here or {}).items() if str(v) not in str(row.get(k)).split(", ")] for row in rows]
+    for row, why in zip(rows, stale):
+        if not why: return row["case"], row["hints"]   # the first row that holds here (a merged table: one per GPU)
+    if stale: raise ValueError(f"stale row for {kernel}: {' | '.join('; '.join(w) for w in stale)}: re-tune (tileprobe tune --refresh)")
 # --- end tune-reader ---
 
 

@@ -27,6 +27,7 @@ from tileprobe.cli import (
     run,
     sass,
     store,
+    table,
     toolchain,
     tune,
     use,
@@ -34,7 +35,8 @@ from tileprobe.cli import (
 from tileprobe.errors import EXIT_INTERRUPTED, TileprobeError
 
 #: Command modules in the order ``tileprobe --help`` lists them.
-COMMANDS = (audit, sass, toolchain, doctor, compare, bisect, reduce, run, tune, use, record, report, history, store, gate)
+COMMANDS = (audit, sass, toolchain, doctor, compare, bisect, reduce, run, tune, use, table, record, report, history,
+            store, gate)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -174,7 +174,8 @@ def _tune(args, ex, wd, store, startup_s, err):
                 max_samples=args.max_samples, num_sms=args.num_sms, final=not args.no_final,
                 dry_run=args.dry_run, progress=_progress(err), startup_s=startup_s, where=where_of(args),
                 executor=ex, watchdog=wd, probe_timeout_s=args.probe_timeout, run_hang_risk=args.run_hang_risk,
-                **tasks_of(args), **overrides_of(args))
+                warm_first=getattr(args, "warm_first", None), **tasks_of(args),
+                **overrides_of(args))
 
 
 def tasks_of(args) -> dict:

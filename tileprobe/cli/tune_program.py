@@ -81,7 +81,8 @@ def cmd_tune_program(args, command: list[str] | None, run_tune, report) -> int:
                      "docs/RECORD.md)")
         return 1
     for s in searches:
-        say(err, f"search {s['name']} at {next(iter(s['sites']), '?')}: {_count_text(s)}; {_program_text(s)}")
+        say(err, f"search {s['name']} at {next(iter(s['sites']), '?')}: {_count_text(s)}; {_program_text(s)}"
+                 + _options_text(s))
     return _tune_searches(args, err, table, rec_dir, searches)
 
 
@@ -119,6 +120,13 @@ def _count_text(s: dict) -> str:
     shown = "; ".join(f"#{i} {why}" for i, why in skipped[:3]) + (f"; {len(skipped) - 3} more" if len(skipped) > 3
                                                                    else "")
     return f"tuned in part: {len(s['configs'])} of the program's {total} configurations (left out: {shown})"
+
+
+def _options_text(s: dict) -> str:
+    """``; tuned with flush_l2=False, single_run_timeout_sec=30``, or nothing for cuda.tile.tune's defaults."""
+    from tileprobe.record.search_options import SearchOptions
+    text = SearchOptions.of(s.get("options")).text()
+    return f"; tuned with {text} (as the program searched)" if text else ""
 
 
 def _program_text(s: dict) -> str:
@@ -189,6 +197,7 @@ def _tune_searches(args, err, table: str, rec_dir: str, searches: list[dict], ol
     from tileprobe.tune.export import annotate_searches
     run_tune, report = args.tune_fns
     args.probes = [os.path.join(rec_dir, s["file"]) for s in searches]
+    args.warm_first = _warm_start(err, table, searches)
     result = run_tune(args, err)
     rc = report(args, result, err)
     if result.dry_run or not os.path.exists(table):
@@ -200,6 +209,29 @@ def _tune_searches(args, err, table: str, rec_dir: str, searches: list[dict], ol
     say(err, f"table: {table} ({n} search row(s) written{f', {filled} noted miss(es) filled' if filled else ''}); "
              f"run the program with it: tileprobe use {table} -- COMMAND")
     return rc
+
+
+def _warm_start(err, table: str, searches: list[dict]) -> dict[str, list[str]]:
+    """Probe label → the configurations each search races first: the picks of the table's nearest rows of the same
+    kernel for other problems (:mod:`tileprobe.tune.warm`), each said on stderr; {} when there is no table yet."""
+    from tileprobe.tune.export import read_table
+    from tileprobe.tune.warm import config_text, known_picks, warm_labels
+    if not os.path.exists(table):
+        return {}
+    try:
+        doc = read_table(table)
+    except TileprobeError:          # not a table: write_export refuses it with the reason later
+        return {}
+    out = {}
+    for s in searches:
+        picks = known_picks(doc, s["name"], s["key"])
+        labels = {config_text(c.get("config"), c.get("hints")): c["label"] for c in s["configs"] if "label" in c}
+        first = warm_labels(picks, s.get("dims") or [], labels) if picks else []
+        if first:
+            out[f"{s['name']}@{s['key'][:8]}"] = [label for label, _ in first]
+            say(err, f"warm start: {s['name']} ({s['key'][:8]}) races first "
+                     + ", ".join(f"{label} (the pick of {where})" for label, where in first))
+    return out
 
 
 def comparison_lines(result, searches: list[dict], old: dict) -> list[str]:

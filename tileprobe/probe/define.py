@@ -122,6 +122,11 @@ class Probe:
             slower to compile than the default allows.
         stub_modules: modules to replace by stubs while the kernel is imported (host-only dependencies such as
             ``"flashinfer.jit"``; see :func:`tileprobe.stubs.stub_modules`).
+        flush_l2: for GPU runs and tunes: flush the L2 before each timed launch (default True, as
+            ``cuda.tile.tune.exhaustive_search``); False times with whatever the previous launch left in L2, as a
+            search made with ``flush_l2=False`` does (:func:`tileprobe.run.batch.time_batch`).
+        run_timeout_s: for GPU runs and tunes: seconds one launch may take (``single_run_timeout_sec`` of the
+            program's search); a batch with a slower launch is an error for that candidate. None: no such bound.
 
     ``args``, ``reference`` (and ``grid``, for ``arch``) may also take the architecture and the hints in force as
     keyword parameters: ``args(case, arrays, *, arch=None, hints=None)`` gets ``arch="sm_90"`` and ``hints`` = every
@@ -155,6 +160,8 @@ class Probe:
     # --- probes that fit real launch code -----------------------------------------------------------------
     timeout_s: float | None = None
     stub_modules: Sequence[str] = ()
+    flush_l2: bool = True
+    run_timeout_s: float | None = None
     lineno: int | None = field(default=None, compare=False)   # the line of ``Probe(...)`` in its file
 
     def __post_init__(self):
@@ -172,6 +179,11 @@ class Probe:
                 timeout_seconds(self.timeout_s if isinstance(self.timeout_s, (int, float)) else None)
             except ValueError as e:
                 raise ProbeError(f"timeout_s={self.timeout_s!r}: a compiler timeout: {e}") from None
+        if not isinstance(self.flush_l2, bool):
+            raise ProbeError(f"flush_l2={self.flush_l2!r}: give True or False")
+        if self.run_timeout_s is not None and (isinstance(self.run_timeout_s, bool) or not isinstance(
+                self.run_timeout_s, (int, float)) or not self.run_timeout_s > 0):
+            raise ProbeError(f"run_timeout_s={self.run_timeout_s!r}: give seconds above 0, or None")
         if isinstance(self.stub_modules, str):
             raise ProbeError(f"stub_modules={self.stub_modules!r}: give a list of module names")
         if self.name is not None and (not isinstance(self.name, str)

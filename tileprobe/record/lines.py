@@ -99,6 +99,7 @@ class SearchLine:
     launch_site: str | None = None
     compiler_timeout_s: float | None = None
     same_kernel: bool | None = True
+    options: dict[str, Any] | None = None       # the search's keyword arguments (flush_l2, …), when it passed any
 
 
 @dataclass

@@ -97,7 +97,8 @@ def search_from(d: SearchLine, kernel: KernelLine | None, cwd: str | None = None
                        source_sha256=d.source_sha256, compiler_timeout_s=d.compiler_timeout_s,
                        same_kernel=d.same_kernel is not False,
                        skipped=[x for x in d.skipped or [] if isinstance(x, list) and len(x) == 2],
-                       space_size=d.space_size)
+                       space_size=d.space_size,
+                       options=d.options if isinstance(d.options, dict) else {})
     s.sites[short_site(d.site or d.launch_site, cwd)] += 1
     s.launch_sites[short_site(d.launch_site, cwd)] += 1
     return s

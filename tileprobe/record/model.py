@@ -157,7 +157,9 @@ class RecordedSearch:
     program's own pick (None: it failed or was not seen); ``best_us``: its mean time by cuda.tile.tune (µs);
     ``wall_s``: the search's wall time (s); ``count``: searches seen; ``source_sha256``: the kernel file's hash;
     ``skipped``: configurations the capture could not describe (the program's ``grid_fn`` / ``args_fn`` raised for
-    them), ``[position, reason]``, left out of ``configs``; ``space_size``: the program's configurations, all.
+    them), ``[position, reason]``, left out of ``configs``; ``space_size``: the program's configurations, all;
+    ``options``: the keyword arguments the program passed (``flush_l2``, ``single_run_timeout_sec``, ``quiet``, and
+    any other, a function as ``{"callable": name}``).
     """
     key: str
     kernel: KernelRef
@@ -178,6 +180,7 @@ class RecordedSearch:
     same_kernel: bool = True
     skipped: list = field(default_factory=list)   # [position among the program's configurations, why] left out
     space_size: int | None = None                 # the program's configurations, those left out included
+    options: dict = field(default_factory=dict)   # its keyword arguments (flush_l2, …) as JSON: search_options()
 
     def absorb(self, other: RecordedSearch) -> None:
         """Add another process's sighting of the same search (counts, sites; outputs and pick when unknown)."""

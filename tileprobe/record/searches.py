@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from tileprobe.record.args import args_text, inert
 from tileprobe.record.group import ProbePlan, plain_hint
 from tileprobe.record.model import RecordedSearch
+from tileprobe.record.search_options import SearchOptions
 from tileprobe.record.write import Origin, _kernel_lines, check_probe_text, doc_text, hint_text, probe_filename
 
 SEARCH_CASE = "search"
@@ -114,6 +115,10 @@ def _header(s: RecordedSearch, origin: Origin, probe_dir: str) -> list[str]:
              "Array values are not recorded: floating inputs are random, integer arrays zeros."]
     if s.compiler_timeout_s is not None:
         lines.append(f"The program searched under ct.compiler_timeout({s.compiler_timeout_s:g}).")
+    opts = SearchOptions.of(s.options)
+    if opts.text():
+        lines.append(f"The program's search passed {opts.text()}: tuned so (flush_l2=False: timed without L2 "
+                     "flushes; single_run_timeout_sec: a slower launch fails its candidate).")
     if s.skipped:
         lines.append(f"Left out: {len(s.skipped)} of the program's {s.space_size or len(s.configs) + len(s.skipped)} "
                      "configurations (positions from 0; C0 … are the others in order): "
@@ -170,10 +175,16 @@ def render_search_probe(s: RecordedSearch, origin: Origin, probe_dir: str) -> st
     if hints:
         out.append(f"    hints={literal(hints)},")
     out += ["    constraint=programs_own,", f"    default={literal(default)},", "    grid=grid,",
-            f"    name={probe_name(s)!r},", ")", ""]
-    probe_text = "\n".join(out)
-    check_probe_text(probe_text)
-    return probe_text
+            f"    name={probe_name(s)!r},"]
+    opts = SearchOptions.of(s.options)
+    if not opts.flush_l2:
+        out.append("    flush_l2=False,")
+    if opts.run_timeout_s is not None:
+        out.append(f"    run_timeout_s={opts.run_timeout_s!r},")
+    out += [")", ""]
+    text = "\n".join(out)
+    check_probe_text(text)
+    return text
 
 
 def write_search_probes(searches: list[RecordedSearch], out_dir: str, origin: Origin,
@@ -189,11 +200,36 @@ def write_search_probes(searches: list[RecordedSearch], out_dir: str, origin: Or
             notes.append(f"search {s.key} of {s.kernel.name}: its configurations use several kernel functions; "
                          "no tuning probe written (one probe tunes one kernel)")
             continue
+        refused = SearchOptions.of(s.options).refusal(s.options)
+        if refused:
+            notes.append(f"search {s.key} of {s.kernel.name}: {refused}")
+            continue
         path = os.path.join(probe_dir, probe_filename(f"search_{s.kernel.name}_{s.key[:8]}", taken))
         with open(path, "w", encoding="utf-8") as f:
             f.write(render_search_probe(s, origin, probe_dir))
         written.append(SearchProbe(path, s))
     return written, notes
+
+
+def problem_dims(args: list, problem: list) -> list[int]:
+    """The dimensions of a search's problem from its first configuration's argument descriptions (the capture's
+    JSON): each array's shape (a sequence's arrays in order), each integer scalar, at the ``problem`` positions."""
+    out: list[int] = []
+
+    def add(d) -> None:
+        if not isinstance(d, dict):
+            return
+        if d.get("kind") == "array":
+            out.extend(int(x) for x in d.get("shape") or [] if isinstance(x, int) and not isinstance(x, bool))
+        elif d.get("kind") == "sequence":
+            for x in d.get("items") or []:
+                add(x)
+        elif isinstance(d.get("value"), int) and not isinstance(d.get("value"), bool):
+            out.append(int(d["value"]))
+    for i in problem:
+        if isinstance(i, int) and 0 <= i < len(args):
+            add(args[i])
+    return out
 
 
 def search_summary(written: list[SearchProbe], out_dir: str) -> list[dict]:
@@ -212,5 +248,6 @@ def search_summary(written: list[SearchProbe], out_dir: str) -> list[dict]:
                                      if s.configs and i < len(s.configs[0].get("args") or [])],
                     "program_pick_us": s.best_us, "program_search_s": s.wall_s, "error": s.error,
                     "failures": s.failures, "source_sha256": s.source_sha256, "archs": sorted(s.archs),
-                    "sites": dict(s.sites.most_common(5)), "compiler_timeout_s": s.compiler_timeout_s})
+                    "sites": dict(s.sites.most_common(5)), "compiler_timeout_s": s.compiler_timeout_s,
+                    "options": s.options, "dims": problem_dims(s.configs[0].get("args") or [], s.problem)})
     return out

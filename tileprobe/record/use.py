@@ -17,6 +17,7 @@ the program's search, is said once on stderr with the reason, and is appended to
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 
@@ -73,7 +74,10 @@ def run_with_table(table: str, command: list[str], extra_env: dict | None = None
     """Run ``command`` with its searches answered from ``table``; return its exit code (128 + N for signal N).
     The command is tileprobe's own (:func:`tileprobe.record.program.run_program`: signals passed on, its tree
     killed after a grace period, ended if tileprobe is killed); the hook lives in an owned temp folder
-    ``$TMPDIR/tileprobe-use-*`` removed on exit and swept by a later run when a SIGKILL left it. ``extra_env``:
+    ``$TMPDIR/tileprobe-use-*`` removed on exit and swept by a later run when a SIGKILL left it. The command's
+    processes get a run id (``TILEPROBE_USE_RUN``): ranks of it (``WORLD_SIZE`` > 1) search each miss once and share
+    the pick through ``TABLE.shared/<run>/`` (:mod:`tileprobe.record.capture_ranks`), removed when the command ends.
+    ``extra_env``:
     more variables for the program (:func:`control_env`).
 
     Raises:
@@ -94,19 +98,31 @@ def run_with_coverage(table: str, command: list[str], extra_env: dict | None = N
     from tileprobe.record.program import run_program
     if not command:
         raise TileprobeError("no command: tileprobe use TABLE -- python my_script.py")
+    import shutil
+    import uuid
+
+    from tileprobe.record.capture_ranks import ENV_RUN, shared_folder
     table = check_table(table)
-    with owned_tempdir("use") as tmp:
-        env = use_env(table, tmp)
-        env.update(extra_env or {})
-        events = os.path.join(tmp, "coverage")
-        if coverage:
-            env[usehook.ENV_COVERAGE] = events
-        rc = run_program(command, env, "use").exit_code
-        if not coverage:
-            return rc, None
-        from tileprobe.record.coverage import read_coverage
-        doc, recorded = _table_and_recording(table)
-        return rc, read_coverage(events, doc, recorded)
+    env_run = {ENV_RUN: f"{os.getpid()}-{uuid.uuid4().hex[:12]}"}   # ranks of this run share their misses' picks
+    try:
+        with owned_tempdir("use") as tmp:
+            env = {**use_env(table, tmp), **env_run}
+            env.update(extra_env or {})
+            events = os.path.join(tmp, "coverage")
+            if coverage:
+                env[usehook.ENV_COVERAGE] = events
+            rc = run_program(command, env, "use").exit_code
+            if not coverage:
+                return rc, None
+            from tileprobe.record.coverage import read_coverage
+            doc, recorded = _table_and_recording(table)
+            return rc, read_coverage(events, doc, recorded)
+    finally:
+        folder = shared_folder(table, {**env_run, "WORLD_SIZE": "2"})
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                os.rmdir(os.path.dirname(folder))      # TABLE.shared/, when no other run uses it
 
 
 def _table_and_recording(table: str) -> tuple[dict, list[dict]]:

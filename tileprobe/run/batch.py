@@ -97,6 +97,23 @@ def _result(**fields) -> dict:
     return out
 
 
+def l2_flush(probe, timer):
+    """The flush a batch of ``probe`` runs before each timed launch: the timer's (``timer.flush``), or None for a
+    probe made with ``flush_l2=False`` (a program's search that times without L2 flushes)."""
+    return timer.flush if getattr(probe, "flush_l2", True) is not False else None
+
+
+def run_timeout_error(probe, samples_us) -> str | None:
+    """Why a batch breaks ``probe.run_timeout_s`` (a program's ``single_run_timeout_sec``: seconds one launch may
+    take), or None: the slowest sample in seconds against the bound."""
+    bound = getattr(probe, "run_timeout_s", None)
+    slowest = max(samples_us, default=0.0) / 1e6
+    if bound is None or slowest <= bound:
+        return None
+    return (f"a launch took {slowest:.3g} s, over the {bound:g} s the program's search allows one launch "
+            "(single_run_timeout_sec)")
+
+
 def time_batch(record: dict, cubin: bytes, probe_path: str, seed: int = 0, mode: str = "sustained",
                **mode_kw) -> dict:
     """Time one batch of one candidate (module doc). ``record``: the fields of
@@ -126,9 +143,12 @@ def time_batch(record: dict, cubin: bytes, probe_path: str, seed: int = 0, mode:
         if mode == "graph":
             mode_kw = {**mode_kw, "capture": timer.capture}
         times, info = fn(lambda: kernel.launch(stream, grid, packed), event_factory=timer.event,
-                         synchronize=timer.synchronize, flush=timer.flush,
+                         synchronize=timer.synchronize, flush=l2_flush(probe, timer),
                          between=lambda: seen.update(c=clocks.read()), **mode_kw)
         out.update(status="ok", samples_us=times, clocks_before=seen.get("c"), clocks_after=clocks.read(), **info)
+        over = run_timeout_error(probe, times)
+        if over:
+            out.update(status="error", error=over)
     except Exception as exc:  # the kernel's, the probe's or the driver's failure: a status
         _classify(out, exc, launched)
     out["wall_s"] = time.perf_counter() - t0

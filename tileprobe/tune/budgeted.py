@@ -186,8 +186,10 @@ def stored_picks(store, problem: Problem) -> list[Config]:
 
 
 def first_guesses(problem: Problem, store=None) -> list[Config]:
-    """What the search takes first: the default configuration, then the stored picks (:func:`stored_picks`)."""
-    return ([problem.default] if problem.default is not None else []) + stored_picks(store, problem)
+    """What the search takes first: the default configuration, the warm start's (the table's nearest rows' picks:
+    :mod:`tileprobe.tune.warm`), then the stored picks (:func:`stored_picks`); each once."""
+    out = [problem.default] if problem.default is not None else []
+    return list(dict.fromkeys([*out, *problem.first, *stored_picks(store, problem)]))
 
 
 def _config_key(cfg) -> str | None:

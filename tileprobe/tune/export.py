@@ -1,6 +1,6 @@
 """``tileprobe tune --export FILE``: the tuned configurations as a JSON table that host code reads without tileprobe.
 
-Layout (``schema_version`` :data:`EXPORT_SCHEMA_VERSION`; README "Tuning" shows a 10-line reader)::
+Layout (``schema_version`` :data:`EXPORT_SCHEMA_VERSION`; README "Tuning" shows a 12-line reader)::
 
     {"schema_version": 1,
      "kind": "tileprobe.tune",
@@ -32,8 +32,9 @@ Layout (``schema_version`` :data:`EXPORT_SCHEMA_VERSION`; README "Tuning" shows 
                       "status": "eliminated", "final_us": 310.2,       # first configuration, timed in this tune;
                       "config_index": 0, "config": {...}}}]}}          # `use` answers it if the pick is slower
 
-Rows are keyed by (kernel, problem, arch): writing to an existing table of this schema replaces those rows and
-keeps the others, so one file can hold every kernel of a package (and several GPUs' archs). Problems with no
+Rows are keyed by (kernel, problem, arch, GPU name): writing to an existing table of this schema replaces those rows
+and keeps the others, so one file can hold every kernel of a package, for several GPUs (``tileprobe table merge``
+joins tables made apart). Problems with no
 correct candidate are left out. A table of another ``schema_version`` or ``kind`` is refused, not overwritten.
 """
 from __future__ import annotations
@@ -45,6 +46,7 @@ import stat
 from tileprobe._version import __version__
 from tileprobe.errors import TileprobeError
 from tileprobe.schema import json_text, read_json_file
+from tileprobe.tune.table_store import update_table
 
 EXPORT_SCHEMA_VERSION = 1
 KIND = "tileprobe.tune"
@@ -126,7 +128,8 @@ def table(result, existing: dict | None = None) -> dict:
         row = _row(p, result.environment)
         if row is None:
             continue
-        rows = [r for r in kernels.get(p.kernel, []) if (r.get("problem"), r.get("arch")) != (row["problem"], p.arch)]
+        same = (row["problem"], p.arch, row["gpu"])    # another GPU's row of the problem (a merged table) is kept
+        rows = [r for r in kernels.get(p.kernel, []) if (r.get("problem"), r.get("arch"), r.get("gpu")) != same]
         kernels[p.kernel] = rows + [row]
     return {"schema_version": EXPORT_SCHEMA_VERSION, "kind": KIND, "tool": f"tileprobe {__version__}",
             "created": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -141,8 +144,20 @@ def annotate_searches(path: str, searches: list[dict], probe_dir: str | None = N
     Raises:
         TileprobeError: ``path`` is not a tune table.
     """
-    doc = read_table(path)
     by_key = {s["key"]: s for s in searches if s.get("key")}
+    count = [0]
+
+    def change(doc: dict | None) -> dict:
+        if doc is None:
+            raise TileprobeError(f"{path}: not a readable tune table (no file); make it with `tileprobe tune --export`")
+        count[0] = _annotate(doc, by_key, probe_dir)
+        return doc
+
+    update_table(path, change, read_table)     # under the table's lock: a concurrent writer's rows are kept
+    return count[0]
+
+
+def _annotate(doc: dict, by_key: dict, probe_dir: str | None) -> int:
     n = 0
     for rows in (doc.get("kernels") or {}).values():
         for row in rows:
@@ -158,12 +173,15 @@ def annotate_searches(path: str, searches: list[dict], probe_dir: str | None = N
                              "probe": os.path.join(probe_dir, os.path.basename(s["file"])) if probe_dir and
                              s.get("file") else s.get("file"),
                              "problem_args": _problem_args(s)}
+            if s.get("options"):            # flush_l2, single_run_timeout_sec as the program passed them
+                row["search"]["options"] = s["options"]
+            if isinstance(s.get("dims"), list):  # the problem's dimensions: a new shape's nearest rows (tune/warm.py)
+                row["search"]["dims"] = s["dims"]
             first = (s.get("configs") or [None])[0]
             if isinstance(row.get("default"), dict) and isinstance(first, dict):    # the program's own objects
                 row["default"].update(config_index=0, config=first.get("config"), hints=first.get("hints"))
             n += 1
     _under_kernel_names(doc, by_key)
-    _write(doc, path)
     return n
 
 
@@ -188,8 +206,9 @@ def _under_kernel_names(doc: dict, by_key: dict) -> None:
             if not name or name == label:
                 continue
             kernels[label].remove(row)
-            same = (row.get("problem"), row.get("arch"))
-            kernels[name] = [r for r in kernels.get(name, []) if (r.get("problem"), r.get("arch")) != same] + [row]
+            same = (row.get("problem"), row.get("arch"), row.get("gpu"))
+            kernels[name] = [r for r in kernels.get(name, []) if
+                             (r.get("problem"), r.get("arch"), r.get("gpu")) != same] + [row]
         if not kernels[label]:
             del kernels[label]
 
@@ -222,11 +241,13 @@ def read_table(path: str) -> dict:
     return doc
 
 
-def _write(doc: dict, path: str) -> None:
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(json_text(doc))
-    os.replace(tmp, path)
+def merged_document(kernels: dict, provenances: list[dict]) -> dict:
+    """A table document around merged ``kernels`` (:func:`tileprobe.tune.table_store.merge_tables`): the sources'
+    provenance blocks, one when they all agree, else ``{"merged": [each distinct one]}`` (each row keeps its own)."""
+    distinct = list({json_text(p): p for p in provenances}.values())
+    return {"schema_version": EXPORT_SCHEMA_VERSION, "kind": KIND, "tool": f"tileprobe {__version__}",
+            "created": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "provenance": distinct[0] if len(distinct) == 1 else {"merged": distinct}, "kernels": kernels}
 
 
 def write_export(result, path: str) -> dict:
@@ -235,8 +256,7 @@ def write_export(result, path: str) -> dict:
     Raises:
         TileprobeError: ``path`` holds something else (not JSON, another kind, another schema version).
     """
-    existing = None
-    if os.path.exists(path):
+    def read_existing(path: str) -> dict:
         try:
             existing = _read_json(path)
         except (OSError, TileprobeError) as e:
@@ -246,6 +266,8 @@ def write_export(result, path: str) -> dict:
                 existing.get("schema_version") != EXPORT_SCHEMA_VERSION:
             raise TileprobeError(f"--export {path}: the file exists and is not a schema-{EXPORT_SCHEMA_VERSION} "
                                  f"tileprobe tune table; it was left untouched: give another path")
-    doc = table(result, existing)
-    _write(doc, path)
-    return doc
+        return existing
+
+    # read, merge and write under the table's lock (tileprobe.tune.table_store): tunes that export into one table
+    # side by side keep each other's rows
+    return update_table(path, lambda existing: table(result, existing), read_existing)

@@ -10,7 +10,7 @@ import dataclasses
 import math
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from tileprobe.compile.toolcache import cached_default
@@ -38,6 +38,7 @@ from tileprobe.tune.static import (
     make_plans,
     pending_plans,
 )
+from tileprobe.tune.warm import apply_warm
 
 if TYPE_CHECKING:
     from tileprobe.toolchain import Toolchain
@@ -129,7 +130,8 @@ def tune(probe_paths: Sequence[str], *, arch: str | None = None, budget_s: float
          progress: Callable | None = None, startup_s: float | None = None, where: dict | None = None,
          cases: dict | None = None, hints: dict | None = None, executor=None,
          probe_timeout_s: float | None = None, run_hang_risk: bool = False,
-         search_full_max: int | None = None, final: bool = True, check_first: bool = False) -> TuneResult:
+         search_full_max: int | None = None, final: bool = True, check_first: bool = False,
+         warm_first: Mapping[str, Sequence[str]] | None = None) -> TuneResult:
     """Tune probe files on this machine's GPU: the fastest correct configuration per (kernel, problem case).
 
     Args:
@@ -174,6 +176,8 @@ def tune(probe_paths: Sequence[str], *, arch: str | None = None, budget_s: float
         run_hang_risk: race the candidates the register-pool check predicts to hang too (default: dropped under
             the rule ``hang_risk``, named by ``progress("hang_risk", records)`` before any race).
         search_full_max: with ``budget_s``: the largest space compiled whole (see ``budget_s``).
+        warm_first: probe label → tunable ``config`` values its problems race first (a new shape's warm start,
+            :mod:`tileprobe.tune.warm`); the rest of each space keeps its order.
 
     Returns a :class:`~tileprobe.tune.result.TuneResult`.
 
@@ -203,12 +207,13 @@ def tune(probe_paths: Sequence[str], *, arch: str | None = None, budget_s: float
             prefetch_compiler_lookup(probe_timeout_s or PROBE_TIMEOUT_S)
         return _tune(t0, result, race_settings, timing_settings, probe_paths, arch, export, bundle, store, jobs,
                      timeout_s, compile_timeout_s, seed, confidence, num_sms, dry_run, watchdog, toolchains, tasks,
-                     progress, where, cases, hints, executor, probe_timeout_s, run_hang_risk, search_full_max)
+                     progress, where, cases, hints, executor, probe_timeout_s, run_hang_risk, search_full_max,
+                     warm_first)
 
 
 def _tune(t0, result, race_settings, timing_settings, probe_paths, arch, export, bundle, store, jobs, timeout_s,
           compile_timeout_s, seed, confidence, num_sms, dry_run, watchdog, toolchains, tasks, progress, where, cases,
-          hints, executor, probe_timeout_s, run_hang_risk=False, search_full_max=None) -> TuneResult:
+          hints, executor, probe_timeout_s, run_hang_risk=False, search_full_max=None, warm_first=None) -> TuneResult:
     own = watchdog is None and not dry_run
     early = take_early_worker(timeout_s) if own else None   # started at the command's first line (run/early.py)
     if early is None:
@@ -225,6 +230,7 @@ def _tune(t0, result, race_settings, timing_settings, probe_paths, arch, export,
             speculate_torch_free(probe_paths)
         problems, result.probe_errors = load_space(probe_paths, where=where, cases=cases, hints=hints,
                                                    probe_timeout_s=probe_timeout_s)
+        problems = apply_warm(problems, warm_first)     # a new shape's warm start: nearest rows' picks first
         if not problems:
             from tileprobe.errors import IncompleteError  # exit 3, as audit's "no probe could be loaded"
             raise IncompleteError("nothing to tune: no probe could be loaded:\n  " + "\n  ".join(result.probe_errors))

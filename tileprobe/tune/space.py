@@ -100,6 +100,8 @@ class Problem:
     rejected: dict[str, int] = field(default_factory=dict)
     default: Config | None = None
     default_note: str = ""
+    #: configurations to take first (a new shape's warm start: :func:`tileprobe.tune.warm.warm_first`)
+    first: tuple[Config, ...] = ()
 
     @property
     def label(self) -> str:

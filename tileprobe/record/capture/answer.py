@@ -101,14 +101,14 @@ class Answerer:
         if not rows:
             return self._miss(search, frame, name, f"the table's row for this search is under another kernel "
                                                    f"({', '.join(sorted({k for k, _ in found}))})")
-        if len(rows) > 1:
-            self.say_once(("dup", search.key), f"{name}: {len(rows)} rows for one search ({search.key}) in "
-                                               f"{self.path}; the last that holds here answers")
         if self.facts is None:
             self.facts = facts.device_facts()   # looked up at the call: a test may stand in for it
         here = {**self.facts, "source_sha256": search.source_sha256}
         judged = [(row_problems(r) or stale_reasons(r, here), r) for r in rows]
         fresh = [r for why, r in judged if not why]
+        if len(fresh) > 1:     # rows of other GPUs (a merged table) are not duplicates here
+            self.say_once(("dup", search.key), f"{name}: {len(fresh)} rows for one search ({search.key}) in "
+                                               f"{self.path}; the last that holds here answers")
         if not fresh:
             why = judged[-1][0]
             return self._miss(search, frame, name, ("" if why[0].startswith("invalid") else "stale row: ") +

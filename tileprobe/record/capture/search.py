@@ -5,12 +5,13 @@ table in use or records it. Standard library only (see :mod:`tileprobe.record.ca
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 
 from .describe import _hint_json, _plain, _site, describe, describe_kernel, to_json
 from .ext import usehook
-from .names import CEXT_MODULE
+from .names import CEXT_MODULE, MODULE_NAME
 from .recorder import Recorder
 from .tables import read_regular
 
@@ -118,10 +119,15 @@ class Search:
 
     ``entries``: per configuration (config object, kernel object, hints dict, grid tuple, argument tuple);
     ``doc``: the JSON description (``configs`` with config/hints/grid/args, ``problem``: the argument positions
-    equal in every configuration, ``key``: SHA-256 prefix of kernel + problem arguments + the space).
+    equal in every configuration, ``key``: SHA-256 prefix of kernel + problem arguments + the space, and the
+    keyword arguments but ``quiet`` when it passed any).
     """
 
-    def __init__(self, configs, grid_fn, kernel, args_fn, hints_fn):
+    def __init__(self, configs, grid_fn, kernel, args_fn, hints_fn, options=None):
+        #: the search's keyword arguments as JSON (flush_l2, single_run_timeout_sec, …; a callable by its name)
+        self.options = {k: v if isinstance(v, _PLAIN) else {"callable" if callable(v) else "object":
+                                                            _plain(getattr(v, "__qualname__", type(v).__name__))}
+                        for k, v in (options or {}).items()}
         if len(configs) > MAX_SEARCH_CONFIGS:
             raise NotDescribed(f"{len(configs):,} configurations, more than the {MAX_SEARCH_CONFIGS:,} tileprobe "
                                "describes (and tunes) from one search; search a smaller space, or write a probe "
@@ -153,6 +159,9 @@ class Search:
         material = {"kernel": [kd.get("module"), kd.get("qualname")],
                     "problem": [[i, to_json(_key_desc(descs[0][i]))] for i in self.problem],
                     "space": [{"config": c["config"], "hints": c["hints"]} for c in self.configs_json]}
+        asked = {k: v for k, v in self.options.items() if k != "quiet"}
+        if asked:       # flush_l2=False, a benchmark_fn …: another search than the same space without them
+            material["options"] = asked
         import hashlib
         self.key = hashlib.sha256(json.dumps(material, sort_keys=True, default=repr).encode()).hexdigest()[:16]
         self.kernel_doc = kd
@@ -164,7 +173,8 @@ class Search:
         return {"key": self.key, "configs": self.configs_json, "problem": self.problem,
                 "skipped": [list(x) for x in self.skipped], "space_size": self.space_size,
                 "source_sha256": self.source_sha256, "site": sites[0], "launch_site": sites[1],
-                "compiler_timeout_s": _compiler_timeout_s(), "same_kernel": self.kernels_same}
+                "compiler_timeout_s": _compiler_timeout_s(), "same_kernel": self.kernels_same,
+                "options": self.options}
 
     def index_of(self, config) -> int | None:
         """The position of a configuration object among the program's (identity first, then equal JSON)."""
@@ -284,7 +294,7 @@ def wrap_search(original, in_use):
         configs = search_space if isinstance(search_space, (list, tuple)) else list(search_space)
         search = begun = None
         try:
-            search = Search(configs, grid_fn, kernel, args_fn, hints_fn) if configs else None
+            search = Search(configs, grid_fn, kernel, args_fn, hints_fn, kwargs) if configs else None
         except Exception as e:   # the program's own functions raised: its search will say so
             why = str(e) if isinstance(e, NotDescribed) else _short(e)
             if use is not None:
@@ -307,7 +317,9 @@ def wrap_search(original, in_use):
                 rec.fail(e)
         t0 = time.perf_counter()
         try:
-            result = original(configs, stream, grid_fn, kernel, args_fn, hints_fn, **kwargs)
+            def run():
+                return original(configs, stream, grid_fn, kernel, args_fn, hints_fn, **kwargs)
+            result = _search_once(use, search, run) if begun is None else run()
         except BaseException as e:
             _end_safely(rec, search, begun, None, e, time.perf_counter() - t0)
             raise
@@ -320,6 +332,28 @@ def wrap_search(original, in_use):
     exhaustive_search.__wrapped__ = original
     exhaustive_search._tileprobe_record = True
     return exhaustive_search
+
+
+def _search_once(use, search, run):
+    """A miss under ``use``: searched once across the ranks of a run (``tileprobe/record/capture_ranks.py``, in the
+    record folder beside this package, loaded by path once); anything else, or a failure to load it (said once),
+    runs the program's search here."""
+    if use is None or search is None:
+        return run()
+    from .answer import _tuning_result
+    try:
+        mod = sys.modules.get(MODULE_NAME + "_ranks")
+        if mod is None:
+            import importlib.util
+            spec = importlib.util.spec_from_file_location(MODULE_NAME + "_ranks", os.path.join(
+                os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "capture_ranks.py"))
+            mod = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(mod)
+            sys.modules[MODULE_NAME + "_ranks"] = mod
+    except Exception as e:
+        use.say_once("ranks", f"cannot share searches between ranks ({type(e).__name__}: {e}); each runs its own")
+        return run()
+    return mod.search_once(use.path, search, run, _tuning_result)
 
 
 def _end_safely(rec, search, begun, result, error, wall_s):

@@ -3,7 +3,9 @@
 On PYTHONPATH, every Python process gets: ``cuda.tile._cext.launch`` (and ``cuda.tile.launch``) replaced by a
 function that accepts the call and returns; ``cuda.tile.tune._tune._benchmark`` (what the real
 ``exhaustive_search`` times each trial with) replaced by :func:`fake_benchmark`, which "runs" the kernel on torch CPU
-tensors (``Z = X + Y``), appends one line per call to ``$FAKE_TUNE_LOG`` and returns a time in µs that depends on
+tensors (``Z = X + Y``), appends one line per call to ``$FAKE_TUNE_LOG`` (``… no-flush`` for a search made with
+``flush_l2=False``; ``benchmark_with_timeout``, what ``single_run_timeout_sec`` runs in a subprocess, runs it
+in-process) and returns a time in µs that depends on
 the TILE constant and the occupancy hint (TILE 512 with occupancy 2 is fastest); and, when tileprobe's capture is
 loaded, its ``device_facts`` answering as an H200 (``$FAKE_GPU`` overrides the name) with this machine's tileiras.
 The real ``exhaustive_search`` runs on top of it.
@@ -27,18 +29,25 @@ def fake_benchmark(stream, grid, kernel, args, flush_l2=True):
     log = os.environ.get("FAKE_TUNE_LOG")
     if log:
         with open(log, "a") as f:
-            f.write(f"{grid}\n")
+            f.write(f"{grid}\n" if flush_l2 else f"{grid} no-flush\n")
     if len(args) != 4:      # another kernel (a TileGym op run on CPU tensors): a time from its configuration
         return 10.0 + (hash((tuple(grid), repr([a for a in args if isinstance(a, int)]))) % 1000) / 100
     x, y, z, tile = args[0], args[1], args[2], args[3]
     z.copy_(x + y)
     occ = getattr(getattr(kernel, "_compiler_options", None), "occupancy", None)
+    if os.environ.get("FAKE_RANK_NOISE") and os.environ.get("RANK"):
+        # each rank's own "noise": rank r finds TILE 256 × 2**(r % 3) fastest, so ranks that search on their own
+        # pick differently
+        return 10.0 + abs(tile - 256 * 2 ** (int(os.environ["RANK"]) % 3)) / 64 + (0.0 if occ == 2 else 1.5)
     return 10.0 + abs(tile - 512) / 64 + (0.0 if occ == 2 else 1.5)
 
 
 _cext.launch = fake_launch
 _ct.launch = fake_launch
 _tune._benchmark = fake_benchmark
+# single_run_timeout_sec: the real tuner runs the first warm-up in a subprocess on a CUDA stream; here in-process
+_tune.benchmark_with_timeout = lambda stream, grid, kernel, args, timeout, flush_l2=True: fake_benchmark(
+    stream, grid, kernel, args, flush_l2)
 
 
 

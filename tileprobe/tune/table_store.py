@@ -1,0 +1,184 @@
+"""A tune table as a file many processes write and several machines' tables merge into.
+
+Two jobs, both about keeping every row of a table (``tileprobe tune --export``, schema in
+:mod:`tileprobe.tune.export`) whole:
+
+* **Concurrent writers** (:func:`update_table`): each change to a table is one read-modify-write under an exclusive
+  ``flock`` on ``TABLE.lock`` beside it, written to a temporary file in the same folder, flushed to disk and renamed
+  over the table. Readers (``tileprobe use``, the README's reader) never see a half-written file (a rename is atomic
+  on one file system), and writers (ranks of one program, tunes run side by side) never lose each other's rows (the
+  lock serialises them: the second reads what the first wrote). The lock is advisory: processes that write the file
+  another way are not held back.
+* **Merge** (:func:`merge_tables`): tables made on different GPUs or machines become one. A row's identity is its
+  kernel, problem and provenance (:data:`IDENTITY`: arch, GPU name, SM count, tileiras build, cuda-tile version,
+  timing mode, kernel source hash): rows that differ in any of them are all kept, so one file answers an H100 and an
+  H200 alike (``tileprobe use`` picks the row whose provenance holds where it runs). Two rows with one identity and
+  the same pick (case and hints) are one row; with different picks they are a :class:`Conflict`, and the merge is
+  refused (nothing is written) with both rows named.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from tileprobe.errors import TileprobeError
+from tileprobe.schema import json_text
+
+#: A row's fields that, beside its kernel and problem, tell rows apart in a merge: where and how it was measured.
+#: The same fields ``tileprobe use`` checks a row against the machine it runs on (capture.PROVENANCE) and the timing.
+IDENTITY = ("arch", "gpu", "num_sms", "tileiras", "cuda_tile", "timing", "source_sha256")
+
+
+@contextlib.contextmanager
+def locked(path: str) -> Iterator[None]:
+    """Hold the exclusive advisory lock of table ``path`` (``flock`` on ``path + ".lock"``, created 0o644 and kept:
+    removing it while another process waits on it would let a third take a second lock).
+
+    Raises:
+        OSError: the lock file cannot be created (the folder is not writable).
+    """
+    import fcntl
+    fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0),
+                 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)        # closing the descriptor releases the lock
+
+
+def write_atomic(path: str, text: str) -> None:
+    """Write ``text`` to ``path`` by a temporary file in its folder (unique to this process and thread), flushed to
+    disk, then renamed over ``path``: a reader sees the old file or the new one, never a part."""
+    import threading
+    tmp = f"{path}.tmp-{os.getpid()}-{threading.get_ident()}"
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def update_table(path: str, change: Callable[[dict | None], dict], read: Callable[[str], dict]) -> dict:
+    """Apply ``change`` to the table at ``path`` under its lock and write the result atomically; return it.
+
+    ``change`` gets the table as it is now (``read(path)``, or None when there is no file yet) and returns the
+    document to write. ``read`` raises for a file that is not a table; the file is then left as it is.
+
+    Raises:
+        TileprobeError: what ``read`` or ``change`` raise (nothing is written).
+        OSError: the folder is not writable.
+    """
+    with locked(path):
+        current = read(path) if os.path.exists(path) else None
+        doc = change(current)
+        write_atomic(path, json_text(doc))
+    return doc
+
+
+# --- merge ------------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TableRow:
+    """One row of a table read for a merge: where it came from, its identity (kernel, problem, :data:`IDENTITY`)
+    and its pick (case and hints as canonical JSON), the row itself (JSON data) kept to be written back."""
+    source: str
+    kernel: str
+    index: int
+    identity: tuple
+    pick: str
+    data: dict
+
+    @property
+    def where(self) -> str:
+        """``A.json: kernels.vadd[2]``."""
+        return f"{self.source}: kernels.{self.kernel}[{self.index}]"
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """Two rows of one identity whose picks differ: ``first`` kept so far, ``second`` the one that disagrees."""
+    first: TableRow
+    second: TableRow
+
+    def reason(self) -> str:
+        """One sentence naming both rows, their picks and the identity they share."""
+        ident = ", ".join(f"{f}={v}" for f, v in zip(("problem", *IDENTITY), self.first.identity[1:]) if v is not None)
+        return (f"{self.first.kernel}: {self.first.where} picks {self.first.pick} but {self.second.where} picks "
+                f"{self.second.pick} for the same problem and provenance ({ident})")
+
+
+@dataclass
+class MergeResult:
+    """What :func:`merge_tables` made: the merged document, how many rows each source gave, rows dropped as exact
+    duplicates (same identity, same pick), and the conflicts (the merge is refused when there is any)."""
+    doc: dict
+    rows_from: dict[str, int]
+    duplicates: int
+    conflicts: list[Conflict]
+
+
+def _canon(value) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=repr)
+
+
+def table_rows(source: str, doc: dict) -> list[TableRow]:
+    """Every row of a table document (as read from ``source``) as a :class:`TableRow`.
+
+    Raises:
+        TileprobeError: ``kernels`` is not an object of row lists (the place named).
+    """
+    kernels = doc.get("kernels")
+    if not isinstance(kernels, dict):
+        raise TileprobeError(f"{source}: \"kernels\" is not an object of rows; give a table `tileprobe tune --export` "
+                             "wrote")
+    out = []
+    for kernel, rows in kernels.items():
+        if not isinstance(rows, list):
+            raise TileprobeError(f"{source}: kernels.{kernel} is not a list of rows")
+        for i, row in enumerate(rows):
+            if not isinstance(row, dict):
+                raise TileprobeError(f"{source}: kernels.{kernel}[{i}] is not a row object")
+            identity = (kernel, _canon(row.get("problem")), *(row.get(f) for f in IDENTITY))
+            pick = _canon({"case": row.get("case"), "hints": row.get("hints")})
+            out.append(TableRow(source, kernel, i, identity, pick, row))
+    return out
+
+
+def merge_tables(docs: list[tuple[str, dict]], make_doc: Callable[[dict, list[dict]], dict]) -> MergeResult:
+    """Merge tables ``[(source, document), …]`` in order: every row kept once per identity (module doc).
+
+    ``make_doc(kernels, provenances)`` builds the merged document around the merged ``kernels`` (rows in first-seen
+    order under their kernel) and the sources' ``provenance`` blocks (:func:`tileprobe.tune.export.merged_document`).
+
+    Raises:
+        TileprobeError: a document's rows are not rows (the place named).
+    """
+    kept: dict[tuple, TableRow] = {}
+    conflicts: list[Conflict] = []
+    rows_from: dict[str, int] = {}
+    duplicates = 0
+    for source, doc in docs:
+        rows = table_rows(source, doc)
+        rows_from[source] = len(rows)
+        for row in rows:
+            first = kept.get(row.identity)
+            if first is None:
+                kept[row.identity] = row
+            elif first.pick == row.pick:
+                duplicates += 1
+            else:
+                conflicts.append(Conflict(first, row))
+    kernels: dict[str, list[dict]] = {}
+    for row in kept.values():
+        kernels.setdefault(row.kernel, []).append(row.data)
+    provenances = [doc["provenance"] for _, doc in docs if isinstance(doc.get("provenance"), dict)]
+    return MergeResult(make_doc(kernels, provenances), rows_from, duplicates, conflicts)
