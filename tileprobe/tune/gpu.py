@@ -66,7 +66,8 @@ class TimingSettings:
         if self.mode == "eager":
             return {"mode": "eager", "n": self.eager_n, "warmup": self.eager_warmup}
         if self.mode == "graph":
-            return {"mode": "graph", "n": self.graph_n, "warmup": self.graph_warmup, "launches": self.graph_launches}
+            return {"mode": "graph", "n": self.graph_n, "warmup": self.graph_warmup, "launches": self.graph_launches,
+                    "batch_ms": self.batch_ms}
         return {"mode": "sustained", "warmup_ms": self.warmup_ms, "batch_ms": self.batch_ms, "min_n": self.min_n,
                 "max_n": self.max_n}
 
