@@ -103,7 +103,8 @@ def _handle(conn: socket.socket, wd, start_error: str, prov: dict, idle_s: float
         return "unused"
     if not isinstance(hello, dict) or hello.get("op") != "hello":
         return "unused"
-    theirs = hello.get("provenance") if isinstance(hello.get("provenance"), dict) else {}
+    got = hello.get("provenance")
+    theirs: dict = got if isinstance(got, dict) else {}
     differs = sorted(k for k in set(prov) | set(theirs) if prov.get(k) != theirs.get(k))
     ok = not differs and not start_error and wd is not None
     why = (start_error if start_error else
