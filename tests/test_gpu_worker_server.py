@@ -201,3 +201,39 @@ def test_keep_warm_is_asked_for_by_option_or_environment():
     assert keep_warm_seconds(["tune", "p.py", "--keep-warm", "0"], {"TILEPROBE_KEEP_WARM": "600"}) is None
     assert keep_warm_seconds(["tune", "--", "--keep-warm", "5"], {}) is None     # the program's own argument
     assert keep_warm_seconds(["tune", "--keep-warm=soon"], {}) is None           # the CLI refuses it
+
+
+def _children(pid: int) -> set[int]:
+    """The GPU workers among ``pid``'s children (not its guard)."""
+    kids = []
+    for task in os.listdir(f"/proc/{pid}/task") if os.path.isdir(f"/proc/{pid}/task") else ():
+        try:      # a child started by another thread is listed under that thread
+            with open(f"/proc/{pid}/task/{task}/children") as f:
+                kids += [int(x) for x in f.read().split()]
+        except OSError:
+            pass
+    out = set()
+    for k in kids:
+        try:
+            with open(f"/proc/{k}/cmdline", "rb") as f:
+                if b"tileprobe.run.worker" in f.read():
+                    out.add(k)
+        except OSError:
+            pass
+    return out
+
+
+def test_the_next_commands_worker_starts_while_this_one_runs(env):
+    """While a command uses its worker the server starts the next one's (a spare), so a command that follows at
+    once does not wait for a whole worker start: the second command's worker is a process that already ran during
+    the first."""
+    with kept(env) as a:
+        first = a.submit(TASK).value["pid"]
+        deadline = time.monotonic() + 30
+        while len(_children(a.server_pid)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        during = _children(a.server_pid)
+        assert first in during and len(during) == 2
+    with kept(env) as b:
+        second = b.submit(TASK).value["pid"]
+    assert second in during - {first}

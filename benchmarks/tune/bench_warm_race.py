@@ -135,6 +135,8 @@ def main(argv=None) -> int:
     ap.add_argument("--keep-warm-runs", type=int, default=3)
     ap.add_argument("--oracle-top", type=int, default=0, help="do_bench only the K fastest of the cold table (0: all)")
     ap.add_argument("--no-oracle", action="store_true")
+    ap.add_argument("--no-warm", action="store_true", help="skip the plain warm re-tune (the kept-warm ones only)")
+    ap.add_argument("--no-graph", action="store_true", help="skip the --timing graph re-tune")
     ap.add_argument("--report", action="store_true")
     a = ap.parse_args(argv)
     os.makedirs(a.out, exist_ok=True)
@@ -149,14 +151,16 @@ def main(argv=None) -> int:
         for p in (store, os.path.join(a.out, f"cutile-cache-{kernel}")):
             shutil.rmtree(p, ignore_errors=True) if os.path.isdir(p) else (os.path.exists(p) and os.remove(p))
         rows.append(run(a.out, kernel, "cold", ROOT, store, []))
-        rows.append(run(a.out, kernel, "warm", ROOT, store, []))
+        if not a.no_warm:
+            rows.append(run(a.out, kernel, "warm", ROOT, store, []))
         for i in range(1, a.keep_warm_runs + 1):
             rows.append(run(a.out, kernel, f"kw{i}", ROOT, store, ["--keep-warm", "120"]))
         if a.base:
             base_store = os.path.join(a.out, f"store-{kernel}-base.sqlite")
             shutil.copyfile(store, base_store)
             rows.append(run(a.out, kernel, "base", a.base, base_store, []))
-        rows.append(run(a.out, kernel, "graph", ROOT, store, ["--timing", "graph", "--keep-warm", "120"]))
+        if not a.no_graph:
+            rows.append(run(a.out, kernel, "graph", ROOT, store, ["--timing", "graph", "--keep-warm", "120"]))
         if a.base and kernel in a.base_graph.split(","):
             rows.append(run(a.out, kernel, "base-graph", a.base, os.path.join(a.out, f"store-{kernel}-base.sqlite"),
                             ["--timing", "graph"]))

@@ -80,6 +80,10 @@ def peer_uid(sock: socket.socket) -> tuple[int, int]:
     return pid, uid
 
 
+#: The spare worker's first half of the default init (torch imported, no CUDA context): :func:`_Spare`.
+PREPARE = {"tileprobe.run.worker:init_cuda": "tileprobe.run.worker:init_import"}
+
+
 def _new_watchdog(init: str):
     from tileprobe.run.watchdog import Watchdog
     wd = Watchdog(init=init)
@@ -89,6 +93,54 @@ def _new_watchdog(init: str):
     except Exception as e:   # no GPU, torch missing: said to the client that asks, then the server exits
         wd.close()
         return None, str(e)
+
+
+class _Spare:
+    """The next command's worker, started while a command runs: a thread starts it with the first half of the init
+    (:data:`PREPARE`: Python and torch, seconds of CPU, no GPU touched while the command races) and then stays
+    alive until :meth:`release` (the worker's parent-death signal follows the thread that started it).
+    :meth:`activate` finishes the init (a CUDA context: about a second) once the command has gone."""
+
+    def __init__(self, init: str):
+        import threading
+
+        from tileprobe.run.watchdog import Watchdog
+        self.init, self.prepare = init, PREPARE.get(init)
+        self.wd, self.error = Watchdog(init=self.prepare or init), ""
+        self.ready, self._release = threading.Event(), threading.Event()
+        threading.Thread(target=self._run, name="tileprobe-spare-worker", daemon=True).start()
+
+    def _run(self) -> None:
+        try:
+            self.wd.start()
+        except Exception as e:   # said when it is activated: a full start is tried then
+            self.error = str(e)
+        finally:
+            self.ready.set()
+        self._release.wait()
+
+    def release(self) -> None:
+        self._release.set()
+
+    def activate(self):
+        """(watchdog, start error): this spare, its init finished; a fresh full start when it failed."""
+        from tileprobe.run.watchdog import DEFAULT_STARTUP_TIMEOUT_S
+        self.ready.wait()
+        wd = self.wd
+        if not self.error and self.prepare:
+            out = wd.submit(self.init, {}, timeout_s=DEFAULT_STARTUP_TIMEOUT_S)
+            if out.status == "done" and isinstance(out.value, dict):
+                wd.info = dict(out.value)
+                if wd._worker is not None:
+                    wd._worker.info = wd.info
+            else:
+                self.error = out.error or out.status
+        if self.error:
+            wd.close()
+            self.release()
+            return _new_watchdog(self.init)
+        wd.init = self.init          # a worker replaced after a crash gets the whole init
+        return wd, ""
 
 
 def _handle(conn: socket.socket, wd, start_error: str, prov: dict, idle_s: float) -> str:
@@ -151,6 +203,8 @@ def serve(path: str, init: str, idle_s: float, prov: dict) -> int:
     ino = os.stat(path).st_ino
     srv.listen(8)
     wd, start_error = _new_watchdog(init)
+    spare: _Spare | None = None
+    holder: _Spare | None = None       # the spare that became ``wd``: released when ``wd`` is closed
     last = time.monotonic()
     try:
         while True:
@@ -162,6 +216,8 @@ def serve(path: str, init: str, idle_s: float, prov: dict) -> int:
                 conn, _ = srv.accept()
             except TimeoutError:
                 break
+            if spare is None and wd is not None:
+                spare = _Spare(init)   # the next command's worker starts now, beside this one's
             with conn:
                 try:
                     what = _handle(conn, wd, start_error, prov, idle_s)
@@ -169,13 +225,20 @@ def serve(path: str, init: str, idle_s: float, prov: dict) -> int:
                     what = "used"
             if what in ("stop", "stale"):
                 break
-            if what == "used":     # a fresh worker for the next command, started while nobody waits
+            if what == "used" and wd is not None and spare is not None:   # a fresh worker for the next command
                 wd.close()
-                wd, start_error = _new_watchdog(init)
+                if holder is not None:
+                    holder.release()
+                holder, spare = spare, None
+                wd, start_error = holder.activate()
             last = time.monotonic()
     finally:
         if wd is not None:
             wd.close()
+        for s in (spare, holder):
+            if s is not None:
+                s.wd.close()
+                s.release()
         try:
             if os.stat(path).st_ino == ino:   # still ours (a new server may have replaced a stale socket)
                 os.unlink(path)

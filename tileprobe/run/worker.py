@@ -63,6 +63,16 @@ _STATE: dict[str, Any] = {"probes": {}, "kernels": {}, "device": "cuda", "synchr
 _KERNEL_CACHE_SIZE = 64
 
 
+def init_import() -> dict:
+    """The first half of :func:`init_cuda` for a spare worker of the kept-warm server
+    (:mod:`tileprobe.run.warmserver`): import torch and the modules the tasks use, touch no GPU (no CUDA context
+    while another command races on it). :func:`init_cuda`, run later as a task, finishes the set-up."""
+    import torch  # noqa: F401  (the seconds of the start: imported now, while nobody waits)
+
+    from tileprobe.run import batch, check, launch, timing  # noqa: F401
+    return {"pid": os.getpid(), "prepared": True}
+
+
 def init_plain() -> dict:
     """An init that touches no GPU (for tests of the protocol and the watchdog)."""
     return {"pid": os.getpid()}
