@@ -9,6 +9,7 @@ torch is never imported here (the worker does that).
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 
@@ -19,6 +20,11 @@ from tileprobe.tune.race import FAILED, Batch, CheckOutcome
 from tileprobe.tune.static import Candidate
 
 TIME_TASK = "tileprobe.run.batch:time_batch"
+#: A sustained batch that starts within ``HOT_GAP_S`` of the last batch's end (the GPU busy with this race's
+#: launches until then) warms up for ``HOT_WARMUP_MS`` of the kernel's time instead of the full warm-up: the heat-up
+#: is the race's, paid once by its first batch, not by each candidate (the 25 ms per batch were a third of a
+#: 40-candidate matmul round on the H100, docs/LOG.md §40).
+HOT_GAP_S, HOT_WARMUP_MS = 0.2, 5.0
 CHECK_TASK = "tileprobe.run.batch:check_candidate"
 
 
@@ -111,6 +117,7 @@ class WorkerBench:
         self.timeout_s, self.seed, self.default, self.tasks = timeout_s, seed, default, tasks
         self.failed: set[str] = set()
         self._payloads: dict[str, dict | str] = {}
+        self._last_end: float | None = None     # perf_counter() at the end of the last batch (HOT_GAP_S)
 
     def payload(self, c: Candidate) -> dict | str:
         """The task fields of a candidate (record, cubin, probe path), or why there are none."""
@@ -135,13 +142,18 @@ class WorkerBench:
         return out
 
     def measure(self, cid: str, rnd: int, mode_kw: dict | None = None) -> Batch:
-        """One batch of candidate ``cid`` (the race's ``measure``), in the tune's timing mode or with ``mode_kw``."""
+        """One batch of candidate ``cid`` (the race's ``measure``), in the tune's timing mode or with ``mode_kw``;
+        a sustained race batch right after another (:data:`HOT_GAP_S`) warms up for :data:`HOT_WARMUP_MS` only."""
         task = self.payload(self.candidates[cid])
         if isinstance(task, str):
             self.failed.add(cid)
             return Batch("error", error=task)
-        out = self.wd.submit(self.tasks[0], {**task, "seed": self.seed, **(mode_kw or self.timing.task_kwargs())},
-                             timeout_s=self.timeout_s)
+        kw = mode_kw or self.timing.task_kwargs()
+        hot = self._last_end is not None and time.perf_counter() - self._last_end < HOT_GAP_S
+        if mode_kw is None and hot and kw["mode"] == "sustained":
+            kw = {**kw, "warmup_ms": min(kw["warmup_ms"], HOT_WARMUP_MS)}
+        out = self.wd.submit(self.tasks[0], {**task, "seed": self.seed, **kw}, timeout_s=self.timeout_s)
+        self._last_end = time.perf_counter()
         batch = self._batch(out)
         if batch.status != "ok":
             self.failed.add(cid)
