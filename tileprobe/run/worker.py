@@ -69,7 +69,7 @@ def init_import() -> dict:
     while another command races on it). :func:`init_cuda`, run later as a task, finishes the set-up."""
     import torch  # noqa: F401  (the seconds of the start: imported now, while nobody waits)
 
-    from tileprobe.run import batch, check, launch, timing  # noqa: F401
+    from tileprobe.run import launch, timing  # noqa: F401  (batch imports this module: it is loaded with the task)
     return {"pid": os.getpid(), "prepared": True}
 
 
