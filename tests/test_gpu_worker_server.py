@@ -227,13 +227,17 @@ def test_the_next_commands_worker_starts_while_this_one_runs(env):
     """While a command uses its worker the server starts the next one's (a spare), so a command that follows at
     once does not wait for a whole worker start: the second command's worker is a process that already ran during
     the first."""
+    from tileprobe.run.warmserver import SPARES
     with kept(env) as a:
         first = a.submit(TASK).value["pid"]
         deadline = time.monotonic() + 30
-        while len(_children(a.server_pid)) < 2 and time.monotonic() < deadline:
+        while len(_children(a.server_pid)) < 1 + SPARES and time.monotonic() < deadline:
             time.sleep(0.1)
         during = _children(a.server_pid)
-        assert first in during and len(during) == 2
+        assert first in during and len(during) == 1 + SPARES
     with kept(env) as b:
         second = b.submit(TASK).value["pid"]
     assert second in during - {first}
+    with kept(env) as c:
+        third = c.submit(TASK).value["pid"]
+    assert third in during - {first, second}     # started during the first command: two commands ahead

@@ -16,8 +16,9 @@ its race about a second after its first line, so it waited for nearly all of tha
   size and mtime) differs from the server's is refused, and the server exits: it is stale (tileprobe changed
   since it started); the client starts a new one.
 * **A fresh worker for every command**: the worker a command used is closed when the command disconnects and a
-  new one starts at once, while nobody waits, so no probe module, kernel or CUDA state of one command reaches the
-  next (probe code is untrusted and may have been edited in between).
+  prepared one takes its place (:data:`SPARES` of them start while commands run: Python and torch, no CUDA context
+  until it is activated), so no probe module, kernel or CUDA state of one command reaches the next (probe code is
+  untrusted and may have been edited in between).
 * **Idle exit**: no connection for ``IDLE_S`` seconds → the worker is closed (its process group, then the guard of
   :func:`tileprobe.procs.arm_guard` for anything its children left) and the server exits, removing its socket.
   One client at a time; a second waits in the listen queue (the client gives up after a short wait and uses a
@@ -80,7 +81,11 @@ def peer_uid(sock: socket.socket) -> tuple[int, int]:
     return pid, uid
 
 
-#: The spare worker's first half of the default init (torch imported, no CUDA context): :func:`_Spare`.
+#: Prepared next workers the server keeps (:class:`_Spare`): with one, a tune that followed a 4-5-s tune at once still
+#: waited 1.8-3.6 s for it on the H100 (its torch import takes 3.7-6.6 s; docs/LOG.md §40); with two, the next
+#: command's was started a command earlier. A prepared spare holds no CUDA context, only Python and torch.
+SPARES = 2
+#: The spare worker's first half of the default init (torch imported, no CUDA context): :class:`_Spare`.
 PREPARE = {"tileprobe.run.worker:init_cuda": "tileprobe.run.worker:init_import"}
 
 
@@ -203,7 +208,7 @@ def serve(path: str, init: str, idle_s: float, prov: dict) -> int:
     ino = os.stat(path).st_ino
     srv.listen(8)
     wd, start_error = _new_watchdog(init)
-    spare: _Spare | None = None
+    spares: list[_Spare] = []
     holder: _Spare | None = None       # the spare that became ``wd``: released when ``wd`` is closed
     last = time.monotonic()
     try:
@@ -216,8 +221,8 @@ def serve(path: str, init: str, idle_s: float, prov: dict) -> int:
                 conn, _ = srv.accept()
             except TimeoutError:
                 break
-            if spare is None and wd is not None:
-                spare = _Spare(init)   # the next command's worker starts now, beside this one's
+            while wd is not None and len(spares) < SPARES:
+                spares.append(_Spare(init))   # the next commands' workers start now, beside this one's
             with conn:
                 try:
                     what = _handle(conn, wd, start_error, prov, idle_s)
@@ -225,20 +230,20 @@ def serve(path: str, init: str, idle_s: float, prov: dict) -> int:
                     what = "used"
             if what in ("stop", "stale"):
                 break
-            if what == "used" and wd is not None and spare is not None:   # a fresh worker for the next command
+            if what == "used" and wd is not None and spares:   # a fresh worker for the next command
                 wd.close()
                 if holder is not None:
                     holder.release()
-                holder, spare = spare, None
+                holder = spares.pop(0)
                 wd, start_error = holder.activate()
             last = time.monotonic()
     finally:
         if wd is not None:
             wd.close()
-        for s in (spare, holder):
-            if s is not None:
-                s.wd.close()
-                s.release()
+        for sp in [*spares, holder]:
+            if sp is not None:
+                sp.wd.close()
+                sp.release()
         try:
             if os.stat(path).st_ino == ino:   # still ours (a new server may have replaced a stale socket)
                 os.unlink(path)
