@@ -418,8 +418,8 @@ def _classify(out: dict, exc: BaseException, launched: bool = True) -> None:
         s in text for s in ("CUDA error", "CUDA_ERROR_"))
     sticky = code in STICKY_CUDA_ERRORS
     if sticky or (launched and not isinstance(exc, TileprobeError) and (code is not None or cuda_like)):
-        out.update(status="crash", error=text, cuda_error=code, fatal=code in STICKY_CUDA_ERRORS)
-        if out["fatal"]:
+        out.update(status="crash", error=text, cuda_error=code, fatal=sticky)
+        if code is not None and sticky:
             out["error"] += f" — sticky CUDA error {code} ({STICKY_CUDA_ERRORS[code]}): the worker is replaced"
     else:
         out.update(status="error", cuda_error=code, error=text if isinstance(exc, TileprobeError) or code is not None

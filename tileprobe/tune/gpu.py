@@ -124,12 +124,16 @@ class WorkerBench:
         if c.id in self._payloads:
             return self._payloads[c.id]
         rec = c.record
+        if rec is None:    # a candidate not compiled (yet): nothing to run
+            self._payloads[c.id] = f"{c.id}: no compiled record"
+            return self._payloads[c.id]
         try:
             cubin = self.get(rec.cubin_sha256) if rec.cubin_sha256 else None
         except TileprobeError as e:   # a bundle's cubin that is a link, a FIFO, oversized or badly named
             self._payloads[c.id] = str(e)
             return str(e)
         path = resolve_probe_path(rec.probe, self.probe_paths, self.search_dirs, trust_recorded=self.trust_recorded)
+        out: dict | str
         if cubin is None:
             out = f"cubin {rec.cubin_sha256} not found (bundle or store incomplete?)"
         elif hashlib.sha256(cubin).hexdigest() != rec.cubin_sha256:
@@ -186,8 +190,8 @@ class WorkerBench:
             return CheckOutcome("error", {"message": task})
         kw = {**task, "seed": self.seed}
         d = self.default
-        if d is not None and d.id not in self.failed and d.id != cid and not isinstance(self.payload(d), str):
-            dp = self.payload(d)
+        dp = self.payload(d) if d is not None and d.id not in self.failed and d.id != cid else None
+        if isinstance(dp, dict):
             kw.update(default=dp["record"], default_cubin=dp["cubin"])
         out = self.wd.submit(self.tasks[1], kw, timeout_s=self.timeout_s)
         if out.status != "done":

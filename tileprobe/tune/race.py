@@ -291,7 +291,7 @@ class Race(SteadyFinal):
     def _admit(self, block: bool) -> None:
         """Add the candidates that landed (module doc, "Latecomers"): each starts with no samples and is judged by
         the rules every candidate is judged by (at least ``min_samples`` of its own before elimination)."""
-        if not self._more:
+        if not self._more or self.arrivals is None:
             return
         new, self._more = self.arrivals(block)
         known = {e.id for e in self.entries}
@@ -318,8 +318,11 @@ class Race(SteadyFinal):
         7), the longest one finalist's check has taken (the race ends by checking its finalists) and, while
         candidates may still land, the longest intake of them (:meth:`note_intake`); these two at most a third of
         the budget, as the final's share."""
+        budget = self.s.budget_s
+        if budget is None:     # no budget: no line
+            return float("inf")
         held = self._check_cost_s + (self._admit_cost_s if self._more and not self._draining else 0.0)
-        return self.s.budget_s - self._final_reserve_s() - min(held, self.s.budget_s / 3.0)
+        return budget - self._final_reserve_s() - min(held, budget / 3.0)
 
     def _spent(self) -> bool:
         """The whole budget is spent (the final's share too)."""
@@ -444,12 +447,14 @@ class Race(SteadyFinal):
 
     def _check(self, finalists: list[Entry]) -> bool:
         """Check the finalists not yet checked; True when one was dropped."""
-        dropped = False
+        dropped, check = False, self.check
+        if check is None:      # no check function: every caller tests for it first
+            return False
         for e in finalists:
             if e.check is not None:
                 continue
             t0 = self.clock()
-            res = self.check(e.id)
+            res = check(e.id)
             took = self.clock() - t0
             self._check_s += took
             self._check_cost_s = max(self._check_cost_s, took)
