@@ -209,6 +209,37 @@ def test_graph_times_replays_of_captured_launches_per_launch():
     assert gpu.launches == timing.BURST_WARMUP + (2 + 4) * 10
 
 
+def test_graph_batch_in_a_tune_is_sized_by_the_kernel_time():
+    """With batch_ms (the tune's batches) a long kernel's graph batch costs what a sustained batch costs: a graph
+    of one launch, one warm-up replay, the sustained mode's sample count; a short kernel's keeps 10 launches per
+    replay (GRAPH_SPAN_US / 17 µs rounds up past 10)."""
+    def capture_of(gpu, captured):
+        def capture(launch, launches):
+            captured.append(launches)
+
+            def replay():
+                for _ in range(launches):
+                    gpu.launch()
+            return replay
+        return capture
+    long_gpu, captured = FakeGPU([80_000.0], flush_us=50.0), []
+    times, info = timing.graph_batch(long_gpu.launch, event_factory=long_gpu.event, synchronize=long_gpu.synchronize,
+                                     capture=capture_of(long_gpu, captured), flush=long_gpu.flush, n=10, launches=10,
+                                     warmup=2, batch_ms=25.0)
+    assert captured == [1] and info["n"] == timing.MIN_BATCH == len(times) and info["graph_launches"] == 1
+    assert info["estimate_us"] == pytest.approx(80_000.0) and times == pytest.approx([80_000.0] * timing.MIN_BATCH)
+    assert long_gpu.launches == timing.BURST_WARMUP + 1 + 1 + timing.MIN_BATCH      # 10 launches, not 133
+    sustained_gpu = FakeGPU([80_000.0], flush_us=50.0)
+    timing.sustained_batch(sustained_gpu.launch, event_factory=sustained_gpu.event,
+                           synchronize=sustained_gpu.synchronize, flush=sustained_gpu.flush)
+    assert long_gpu.launches <= sustained_gpu.launches + 1
+    short_gpu, captured = FakeGPU([17.0]), []
+    times, info = timing.graph_batch(short_gpu.launch, event_factory=short_gpu.event,
+                                     synchronize=short_gpu.synchronize, capture=capture_of(short_gpu, captured),
+                                     flush=short_gpu.flush, n=10, launches=10, warmup=2, batch_ms=25.0)
+    assert captured == [10] and info["n"] == 10 and times == pytest.approx([17.0] * 10)
+
+
 def test_graph_is_a_mode_of_run_and_tune_and_recorded():
     from tileprobe.tune.gpu import TimingSettings
     gpu = FakeGPU([150.0])
@@ -220,6 +251,6 @@ def test_graph_is_a_mode_of_run_and_tune_and_recorded():
     assert out["timing_mode"] == "graph" and out["reps"] == 6 and out["median_us"] == pytest.approx(150.0)
     s = TimingSettings(mode="graph")
     assert s.task_kwargs() == {"mode": "graph", "n": timing.GRAPH_BATCH, "warmup": timing.GRAPH_WARMUP,
-                               "launches": timing.GRAPH_LAUNCHES}
+                               "launches": timing.GRAPH_LAUNCHES, "batch_ms": timing.BATCH_MS}
     assert s.to_dict()["graph_launches"] == timing.GRAPH_LAUNCHES
     assert not any(k.startswith("graph_") for k in TimingSettings(mode="sustained").to_dict())  # as before

@@ -72,7 +72,32 @@ def test_planted_timings_pick_the_fastest_and_eliminate_the_rest():
     assert out.entry("occ1").eliminated_round == 1 and gpu.checked == ["occ2"]
     assert out.entry("occ4").eliminated_round > 1
     assert len(out.entry("occ1").samples) == 10 < len(out.entry("occ4").samples) <= len(out.entry("occ2").samples)
-    assert "slower than occ2" in out.entry("occ16").reason
+    assert "slower than occ2" in out.entry("occ8").reason
+    assert out.entry("occ16").reason.startswith("far behind occ2: its fastest of 10 samples")   # 27 % slower
+
+
+def test_far_behind_candidates_of_a_long_kernel_cost_one_batch():
+    """Batches of 5 samples (a long kernel's sustained batch) and min_samples 10: candidates 30 % and more behind
+    the fastest go after their first batch (the far-behind rule); one 10 % behind needs the interval rule, after
+    two; with the rule off every candidate has a second batch."""
+    plan = {"fast": (1000.0, 1.0), "close": (1100.0, 1.0), "slow": (1300.0, 1.0), "slowest": (4000.0, 1.0)}
+    out, gpu = race(plan, batch=5)
+    assert out.pick == "fast"
+    batches = {c: sum(1 for x, _ in gpu.calls if x == c) for c in plan}
+    assert batches["slow"] == batches["slowest"] == 1 and batches["close"] >= 2
+    assert out.entry("slow").reason.startswith("far behind fast") and out.entry("slow").eliminated_round == 1
+    assert out.entry("close").reason.startswith("slower than fast")
+    off, gpu_off = race(plan, RaceSettings(far_pct=0.0), batch=5)
+    assert off.pick == "fast" and all(sum(1 for x, _ in gpu_off.calls if x == c) >= 2 for c in plan)
+    assert len(gpu.calls) < len(gpu_off.calls)
+
+
+def test_the_far_behind_rule_spares_what_the_power_ramp_can_move():
+    """A candidate 12 % behind (the most a median moved with the power cap's ramp, docs/LOG.md §36) is not far
+    behind: it is judged by its interval, with min_samples of its own."""
+    out, gpu = race({"a": (200.0, 0.5), "b": (224.0, 0.5)}, batch=5)
+    assert out.pick == "a" and out.entry("b").reason.startswith("slower than a")
+    assert len(out.entry("b").samples) >= 10
 
 
 def test_rounds_are_interleaved_in_a_shuffled_seeded_order():

@@ -27,6 +27,7 @@ def add_parser(subparsers, add_common=None) -> None:
     ``--json``)."""
     from tileprobe.cli._common import arch_target, budget_seconds, count, percent, seconds
     from tileprobe.report.tune import ROWS_SHOWN
+    from tileprobe.run.keepwarm import DEFAULT_IDLE_S
     from tileprobe.run.watchdog import DEFAULT_TIMEOUT_S
     p = subparsers.add_parser("tune", help="the fastest correct hints and tunable values per problem on this GPU",
                               description=__doc__.split("\n\n")[1])
@@ -68,6 +69,10 @@ def add_parser(subparsers, add_common=None) -> None:
                         "per fate and one line per duplicate group; --json keeps everything)")
     p.add_argument("--timeout", type=seconds, default=DEFAULT_TIMEOUT_S,
                    help=f"per GPU task (a batch or a check) before it is a hang, s (default {DEFAULT_TIMEOUT_S:g})")
+    p.add_argument("--keep-warm", type=seconds, nargs="?", const=DEFAULT_IDLE_S, default=None, metavar="SECONDS",
+                   help="keep the GPU worker (torch, a CUDA context: seconds to start) running for the next tune "
+                        f"until it has been idle SECONDS (default {DEFAULT_IDLE_S:g}); also $TILEPROBE_KEEP_WARM "
+                        "(docs/TUNE.md, 'The kept-warm GPU worker')")
     p.add_argument("--compile-timeout", type=seconds, default=300.0, metavar="SECONDS",
                    help="per-candidate compiler timeout, s (default 300; a probe's timeout_s= wins); a candidate past "
                         "it is a failed compile, status timeout")
@@ -240,7 +245,7 @@ def _progress(console, ticker=None):
             (plain.fail if data[0] == "failed" else plain.advance)(data[1])
         elif kind == "worker":
             say(console, f"GPU: {data.get('name')} ({data.get('sm')}, {data.get('num_sms')} SMs, driver "
-                         f"{data.get('driver')})")
+                         f"{data.get('driver')})" + (f"; worker {data['kept_warm']}" if data.get("kept_warm") else ""))
         elif kind == "hang_risk":
             from tileprobe.cli.run import hang_risk_lines
             hang_risk_lines(console, *data)

@@ -13,11 +13,16 @@ watchdog is closed at exit.
 from __future__ import annotations
 
 import atexit
+import functools
 import threading
 import time
 from collections.abc import Callable, Sequence
 
-__all__ = ["WorkerStarter", "discard_early_worker", "start_early_worker", "take_early_worker", "wants_early_worker"]
+__all__ = ["WorkerStarter", "discard_early_worker", "keep_warm_seconds", "start_early_worker", "take_early_worker",
+           "wants_early_worker"]
+
+#: The option and the environment variable that ask for the kept-warm GPU worker (:mod:`tileprobe.run.keepwarm`).
+KEEP_WARM_OPTION, KEEP_WARM_ENV = "--keep-warm", "TILEPROBE_KEEP_WARM"
 
 #: ``tileprobe tune`` options after which no GPU worker of the default kind races here: a dry run, a program's
 #: searches (``--``) or a table refresh (their own path), other GPUs (``--gpus``), another executor (``--executor``:
@@ -75,15 +80,49 @@ def wants_early_worker(argv: Sequence[str]) -> bool:
     return not any(a.split("=", 1)[0] in _NOT_HERE for a in argv[1:])
 
 
-def start_early_worker(make_watchdog: Callable | None = None) -> None:
+def keep_warm_seconds(argv: Sequence[str], environ: dict | None = None) -> float | None:
+    """The idle seconds of the kept-warm GPU worker asked for by ``--keep-warm [SECONDS]`` (``--keep-warm=S`` too;
+    no value: :data:`tileprobe.run.keepwarm.DEFAULT_IDLE_S`) in ``argv``, else by ``$TILEPROBE_KEEP_WARM``; None
+    when neither asks (0 turns it off). A value that is not a number is the CLI's to refuse: None here."""
+    import os
+    env = os.environ if environ is None else environ
+    value: str | None = env.get(KEEP_WARM_ENV) or None
+    for i, a in enumerate(argv):
+        if a == "--":
+            break
+        if a == KEEP_WARM_OPTION:
+            nxt = argv[i + 1] if i + 1 < len(argv) else ""
+            value = nxt if nxt[:1].isdigit() else "default"
+        elif a.startswith(KEEP_WARM_OPTION + "="):
+            value = a.split("=", 1)[1]
+    if value is None:
+        return None
+    if value == "default":
+        from tileprobe.run.keepwarm import DEFAULT_IDLE_S
+        return DEFAULT_IDLE_S
+    try:
+        seconds = float(value)
+    except ValueError:
+        return None
+    return seconds if seconds > 0 else None
+
+
+def start_early_worker(make_watchdog: Callable | None = None, argv: Sequence[str] | None = None) -> None:
     """Start the tune's GPU worker now, in a thread (once per process; ``make_watchdog``: a factory for tests,
-    default :class:`~tileprobe.run.watchdog.Watchdog` with its defaults). Never raises: a start that fails is
-    the tune's to report when it takes the worker (:class:`WorkerStarter.wait`)."""
+    default :class:`~tileprobe.run.watchdog.Watchdog` with its defaults, or the kept-warm worker's
+    :class:`~tileprobe.run.keepwarm.KeptWarmWatchdog` when ``argv`` (default ``sys.argv[1:]``) or the environment
+    ask for it: :func:`keep_warm_seconds`). Never raises: a start that fails is the tune's to report when it takes
+    the worker (:class:`WorkerStarter.wait`)."""
+    import sys
     with _LOCK:
         if _EARLY:
             return
         try:
-            if make_watchdog is None:
+            idle_s = keep_warm_seconds(sys.argv[1:] if argv is None else argv)
+            if make_watchdog is None and idle_s is not None:
+                from tileprobe.run.keepwarm import KeptWarmWatchdog
+                make_watchdog = functools.partial(KeptWarmWatchdog, idle_s=idle_s)
+            elif make_watchdog is None:
                 from tileprobe.run.watchdog import Watchdog
                 make_watchdog = Watchdog
             wd = make_watchdog()

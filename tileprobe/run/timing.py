@@ -155,11 +155,16 @@ def measure(launch: Callable[[], None], *, event_factory: Callable[[], object], 
 def _estimate_and_warm(launch, flush, event_factory, synchronize, min_warmup: int, warmup_ms: float,
                        max_warmup: int, between) -> tuple[float, int]:
     """Time 3 launches (the estimate), launch untimed until ``warmup_ms`` of estimated GPU time (at least
-    ``min_warmup``, at most ``max_warmup`` launches), then call ``between()``. Returns (estimate µs, warm-ups)."""
+    ``min_warmup``, at most ``max_warmup`` launches), then call ``between()``. Returns (estimate µs, warm-ups).
+
+    The warm-up launches run back to back with no L2 flush between them, as ``triton.testing.do_bench``'s do: the
+    warm-up is there to bring the clocks and the power draw to the kernel's own load, which a flush (a memset of
+    :data:`MIN_FLUSH_BYTES` or more) between launches only dilutes. With a flush before each warm-up launch, a
+    17-µs kernel's 25 ms of warm-up was 1,470 launches each behind a 256-MB memset: most of a race batch's GPU time
+    (docs/LOG.md, the race's cost, 2026-12-05). The timed samples still come each after a flush."""
     estimate_us = statistics.median(_timed(launch, flush, event_factory, synchronize, 3))
     n_warm = min(max(min_warmup, math.ceil(warmup_ms / max(estimate_us / 1000.0, 1e-6))), max_warmup)
     for _ in range(n_warm):
-        flush()
         launch()
     synchronize()
     if between:
@@ -247,6 +252,9 @@ BURST_BATCH, BURST_WARMUP = 5, 3
 EAGER_BATCH, EAGER_WARMUP = 20, 3
 #: ``graph``: launches captured in one CUDA graph, timed replays per batch, untimed replays before them.
 GRAPH_LAUNCHES, GRAPH_BATCH, GRAPH_WARMUP = 10, 10, 2
+#: ``graph`` in a tune: a replay holds launches for about this long (µs), so the launch gaps it hides are those of
+#: kernels short enough for them to matter (a 5-µs launch cost beside a 200-µs replay is 2.5 %).
+GRAPH_SPAN_US = 200.0
 
 
 def sustained_batch(launch: Callable[[], None], *, event_factory, synchronize, flush=None,
@@ -313,7 +321,7 @@ def eager_batch(launch: Callable[[], None], *, synchronize, flush=None, n: int =
 
 def graph_batch(launch: Callable[[], None], *, event_factory, synchronize, capture, flush=None,
                 n: int = GRAPH_BATCH, launches: int = GRAPH_LAUNCHES, warmup: int = GRAPH_WARMUP,
-                between: Callable[[], None] | None = None) -> tuple[list[float], dict]:
+                between: Callable[[], None] | None = None, batch_ms: float | None = None) -> tuple[list[float], dict]:
     """One batch in the ``graph`` mode (CUDA-graph replay, as serving stacks run kernels: vLLM's and SGLang's
     decode steps are replays of captured graphs): :data:`BURST_WARMUP` eager launches (module loading happens
     outside the capture), ``capture(launch, launches)`` (a replay callable of one graph holding ``launches``
@@ -322,11 +330,27 @@ def graph_batch(launch: Callable[[], None], *, event_factory, synchronize, captu
     driver's per-launch host cost is gone, the launches of one replay share a warm L2 as consecutive layers' do
     not quite). Returns the times and ``{"warmup_launches", "n", "graph_launches"}``.
 
+    With ``batch_ms`` (the tune's batches), the batch is sized by the kernel's time, as a sustained batch is: one
+    more eager launch is timed (the estimate), a graph holds only as many launches as make a replay of
+    :data:`GRAPH_SPAN_US` (at most ``launches``: a long kernel's launch cost is nothing beside it), one warm-up
+    replay is made when a replay is longer than a millisecond, and the samples are ⌈batch_ms ÷ replay⌉ between
+    :data:`MIN_BATCH` and ``n``. Without it, a 80-ms attention kernel's graph batch ran 133 launches (10.6 s)
+    where its sustained batch ran 9, and the graph race cost 5.5× the sustained one (issue's H200 figures,
+    2026-12-04); the info then has ``estimate_us`` too.
+
     Raises:
         Whatever ``capture`` raises (e.g. a launch the graph cannot hold): the candidate's error.
     """
     flush = flush or (lambda: None)
     _warm_up(launch, flush, synchronize, BURST_WARMUP, None)
+    extra = {}
+    if batch_ms is not None:
+        estimate_us = _timed(launch, flush, event_factory, synchronize, 1)[0]
+        launches = max(1, min(launches, math.ceil(GRAPH_SPAN_US / max(estimate_us, 1e-3))))
+        replay_us = estimate_us * launches
+        warmup = min(warmup, 1) if replay_us > 1000.0 else warmup
+        n = min(max(MIN_BATCH, math.ceil(batch_ms * 1000.0 / max(replay_us, 1e-3))), n)
+        extra = {"estimate_us": estimate_us}
     replay = capture(launch, launches)
     for _ in range(warmup):
         replay()
@@ -334,7 +358,7 @@ def graph_batch(launch: Callable[[], None], *, event_factory, synchronize, captu
     if between:
         between()
     times = [t / launches for t in _timed(replay, flush, event_factory, synchronize, n)]
-    return times, {"warmup_launches": BURST_WARMUP + warmup * launches, "n": n, "graph_launches": launches}
+    return times, {"warmup_launches": BURST_WARMUP + warmup * launches, "n": n, "graph_launches": launches, **extra}
 
 
 # --- one variant of `tileprobe run` (docs/TIMING.md) ---------------------------------------------------------------

@@ -63,6 +63,16 @@ _STATE: dict[str, Any] = {"probes": {}, "kernels": {}, "device": "cuda", "synchr
 _KERNEL_CACHE_SIZE = 64
 
 
+def init_import() -> dict:
+    """The first half of :func:`init_cuda` for a spare worker of the kept-warm server
+    (:mod:`tileprobe.run.warmserver`): import torch and the modules the tasks use, touch no GPU (no CUDA context
+    while another command races on it). :func:`init_cuda`, run later as a task, finishes the set-up."""
+    import torch  # noqa: F401  (the seconds of the start: imported now, while nobody waits)
+
+    from tileprobe.run import launch, timing  # noqa: F401  (batch imports this module: it is loaded with the task)
+    return {"pid": os.getpid(), "prepared": True}
+
+
 def init_plain() -> dict:
     """An init that touches no GPU (for tests of the protocol and the watchdog)."""
     return {"pid": os.getpid()}
@@ -408,8 +418,8 @@ def _classify(out: dict, exc: BaseException, launched: bool = True) -> None:
         s in text for s in ("CUDA error", "CUDA_ERROR_"))
     sticky = code in STICKY_CUDA_ERRORS
     if sticky or (launched and not isinstance(exc, TileprobeError) and (code is not None or cuda_like)):
-        out.update(status="crash", error=text, cuda_error=code, fatal=code in STICKY_CUDA_ERRORS)
-        if out["fatal"]:
+        out.update(status="crash", error=text, cuda_error=code, fatal=sticky)
+        if code is not None and sticky:
             out["error"] += f" — sticky CUDA error {code} ({STICKY_CUDA_ERRORS[code]}): the worker is replaced"
     else:
         out.update(status="error", cuda_error=code, error=text if isinstance(exc, TileprobeError) or code is not None

@@ -9,6 +9,7 @@ torch is never imported here (the worker does that).
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 
@@ -19,6 +20,11 @@ from tileprobe.tune.race import FAILED, Batch, CheckOutcome
 from tileprobe.tune.static import Candidate
 
 TIME_TASK = "tileprobe.run.batch:time_batch"
+#: A sustained batch that starts within ``HOT_GAP_S`` of the last batch's end (the GPU busy with this race's
+#: launches until then) warms up for ``HOT_WARMUP_MS`` of the kernel's time instead of the full warm-up: the heat-up
+#: is the race's, paid once by its first batch, not by each candidate (the 25 ms per batch were a third of a
+#: 40-candidate matmul round on the H100, docs/LOG.md §40).
+HOT_GAP_S, HOT_WARMUP_MS = 0.2, 5.0
 CHECK_TASK = "tileprobe.run.batch:check_candidate"
 #: The check task of ``tileprobe tune --bit-exact``: a candidate whose output differs in any bit from the default
 #: configuration's is ``wrong`` (dropped from the race).
@@ -69,7 +75,8 @@ class TimingSettings:
         if self.mode == "eager":
             return {"mode": "eager", "n": self.eager_n, "warmup": self.eager_warmup}
         if self.mode == "graph":
-            return {"mode": "graph", "n": self.graph_n, "warmup": self.graph_warmup, "launches": self.graph_launches}
+            return {"mode": "graph", "n": self.graph_n, "warmup": self.graph_warmup, "launches": self.graph_launches,
+                    "batch_ms": self.batch_ms}
         return {"mode": "sustained", "warmup_ms": self.warmup_ms, "batch_ms": self.batch_ms, "min_n": self.min_n,
                 "max_n": self.max_n}
 
@@ -113,18 +120,23 @@ class WorkerBench:
         self.timeout_s, self.seed, self.default, self.tasks = timeout_s, seed, default, tasks
         self.failed: set[str] = set()
         self._payloads: dict[str, dict | str] = {}
+        self._last_end: float | None = None     # perf_counter() at the end of the last batch (HOT_GAP_S)
 
     def payload(self, c: Candidate) -> dict | str:
         """The task fields of a candidate (record, cubin, probe path), or why there are none."""
         if c.id in self._payloads:
             return self._payloads[c.id]
         rec = c.record
+        if rec is None:    # a candidate not compiled (yet): nothing to run
+            self._payloads[c.id] = f"{c.id}: no compiled record"
+            return self._payloads[c.id]
         try:
             cubin = self.get(rec.cubin_sha256) if rec.cubin_sha256 else None
         except TileprobeError as e:   # a bundle's cubin that is a link, a FIFO, oversized or badly named
             self._payloads[c.id] = str(e)
             return str(e)
         path = resolve_probe_path(rec.probe, self.probe_paths, self.search_dirs, trust_recorded=self.trust_recorded)
+        out: dict | str
         if cubin is None:
             out = f"cubin {rec.cubin_sha256} not found (bundle or store incomplete?)"
         elif hashlib.sha256(cubin).hexdigest() != rec.cubin_sha256:
@@ -137,13 +149,18 @@ class WorkerBench:
         return out
 
     def measure(self, cid: str, rnd: int, mode_kw: dict | None = None) -> Batch:
-        """One batch of candidate ``cid`` (the race's ``measure``), in the tune's timing mode or with ``mode_kw``."""
+        """One batch of candidate ``cid`` (the race's ``measure``), in the tune's timing mode or with ``mode_kw``;
+        a sustained race batch right after another (:data:`HOT_GAP_S`) warms up for :data:`HOT_WARMUP_MS` only."""
         task = self.payload(self.candidates[cid])
         if isinstance(task, str):
             self.failed.add(cid)
             return Batch("error", error=task)
-        out = self.wd.submit(self.tasks[0], {**task, "seed": self.seed, **(mode_kw or self.timing.task_kwargs())},
-                             timeout_s=self.timeout_s)
+        kw = mode_kw or self.timing.task_kwargs()
+        hot = self._last_end is not None and time.perf_counter() - self._last_end < HOT_GAP_S
+        if mode_kw is None and hot and kw["mode"] == "sustained":
+            kw = {**kw, "warmup_ms": min(kw["warmup_ms"], HOT_WARMUP_MS)}
+        out = self.wd.submit(self.tasks[0], {**task, "seed": self.seed, **kw}, timeout_s=self.timeout_s)
+        self._last_end = time.perf_counter()
         batch = self._batch(out)
         if batch.status != "ok":
             self.failed.add(cid)
@@ -176,8 +193,8 @@ class WorkerBench:
             return CheckOutcome("error", {"message": task})
         kw = {**task, "seed": self.seed}
         d = self.default
-        if d is not None and d.id not in self.failed and d.id != cid and not isinstance(self.payload(d), str):
-            dp = self.payload(d)
+        dp = self.payload(d) if d is not None and d.id not in self.failed and d.id != cid else None
+        if isinstance(dp, dict):
             kw.update(default=dp["record"], default_cubin=dp["cubin"])
         out = self.wd.submit(self.tasks[1], kw, timeout_s=self.timeout_s)
         if out.status != "done":

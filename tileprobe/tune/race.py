@@ -8,7 +8,12 @@ watchdog'd worker, the tests a fake. The method (``docs/TUNE.md``):
    (seeded), so drift (clocks, temperature, other load) hits every candidate alike instead of the last ones.
 2. **Successive elimination** (``strategy="race"``): after a round, each candidate with at least ``min_samples``
    samples whose median's confidence interval lies wholly above the leader's, and whose median is more than
-   ``tie_pct`` % above the leader's, is eliminated. ``strategy="exhaustive"`` eliminates nothing and samples
+   ``tie_pct`` % above the leader's, is eliminated. Before that, after one batch (at least
+   :data:`FAR_MIN_SAMPLES` samples), a candidate whose *fastest* sample is more than ``far_pct`` % (25) above the
+   median of the fastest candidate so far is **far behind** and eliminated at once: the bound is on the ratio, not on
+   overlapping intervals, so a long kernel (5 samples a batch, ``min_samples`` 10) costs one batch, not two. 25 % is
+   twice the most a median was seen to move with the power cap's ramp (12 %, ``final_pct``), so no candidate the
+   steady-state final would weigh is cut by it. ``strategy="exhaustive"`` eliminates nothing and samples
    every candidate ``exhaustive_samples`` times.
 3. **Stop** at one survivor (after judging the eliminated candidates again against the leader's samples as they
    are then: one its later samples no longer beat is put back in the race, at most :data:`MAX_REJUDGE` times); or when every survivor's interval is narrower than ± ``tie_pct``/2 % and all
@@ -67,6 +72,9 @@ STRATEGIES = ("race", "exhaustive")
 MIN_RACE_S = 2.0
 #: Times a race may put eliminated candidates back (:meth:`Race._rejudge`) before it stops with what it has.
 MAX_REJUDGE = 3
+#: Samples a candidate (and the leader) needs before the far-behind rule (module doc 2) may judge it: a sustained
+#: batch of a long kernel has 5 (:data:`tileprobe.run.timing.MIN_BATCH`).
+FAR_MIN_SAMPLES = 5
 
 
 @dataclass
@@ -77,6 +85,7 @@ class RaceSettings:
     H200 (docs/LOG.md §3: median 0.02 %, max 1.23 %): a smaller difference is not a property of the
     configuration.
 
+    ``far_pct``: the far-behind rule's bound (module doc 2; 0 turns it off).
     ``final_pct``, ``final_max``, ``final_passes`` (at most), ``final_batch_s``: the steady-state final (module
     doc 7). 12 % is about the most a candidate's race median was seen below its steady state (204 vs 228 µs, the
     4096³ matmul, docs/LOG.md §36); ``final_batch_s`` is a little over one final batch's wall time on the H200
@@ -97,6 +106,7 @@ class RaceSettings:
     final_max: int = 5
     final_passes: int = 4
     final_batch_s: float = 0.25
+    far_pct: float = 25.0
     #: Check every candidate once before its first batch (``tune --bit-exact``: one that differs from the default
     #: is dropped before it is timed), not only the finalists after the race.
     check_first: bool = False
@@ -112,6 +122,8 @@ class RaceSettings:
             raise ValueError(f"tie_pct={self.tie_pct}: give a percentage from 0 to 100")
         if self.budget_s is not None and not (0.0 <= self.budget_s < float("inf")):
             raise ValueError(f"budget_s={self.budget_s}: give a finite number of seconds ≥ 0, or None")
+        if not (0.0 <= self.far_pct < float("inf")):
+            raise ValueError(f"far_pct={self.far_pct}: give a percentage ≥ 0 (0: no far-behind rule)")
         if not (0.0 <= self.final_pct <= 100.0) or not (0.0 <= self.final_batch_s < float("inf")):
             raise ValueError(f"final_pct={self.final_pct}, final_batch_s={self.final_batch_s}: give a percentage "
                              "from 0 to 100 and a finite number of seconds ≥ 0")
@@ -241,7 +253,7 @@ class Race(SteadyFinal):
         leader = min(timed, key=lambda e: e.median)
         _, leader_hi = self._ci(leader)
         back = [e for e in self.entries if e.status == "eliminated"
-                and not (self._ci(e)[0] > leader_hi and not self._within_tie(e, leader))]
+                and not (self._ci(e)[0] > leader_hi and not self._within_tie(e, leader)) and not self._far(e, leader)]
         for e in back:
             e.status, e.eliminated_round, e.reason = "racing", None, ""
         if back and self.progress:
@@ -284,7 +296,7 @@ class Race(SteadyFinal):
     def _admit(self, block: bool) -> None:
         """Add the candidates that landed (module doc, "Latecomers"): each starts with no samples and is judged by
         the rules every candidate is judged by (at least ``min_samples`` of its own before elimination)."""
-        if not self._more:
+        if not self._more or self.arrivals is None:
             return
         new, self._more = self.arrivals(block)
         known = {e.id for e in self.entries}
@@ -313,8 +325,11 @@ class Race(SteadyFinal):
         7), the longest one finalist's check has taken (the race ends by checking its finalists) and, while
         candidates may still land, the longest intake of them (:meth:`note_intake`); these two at most a third of
         the budget, as the final's share."""
+        budget = self.s.budget_s
+        if budget is None:     # no budget: no line
+            return float("inf")
         held = self._check_cost_s + (self._admit_cost_s if self._more and not self._draining else 0.0)
-        return self.s.budget_s - self._final_reserve_s() - min(held, self.s.budget_s / 3.0)
+        return budget - self._final_reserve_s() - min(held, budget / 3.0)
 
     def _spent(self) -> bool:
         """The whole budget is spent (the final's share too)."""
@@ -370,15 +385,32 @@ class Race(SteadyFinal):
     def _within_tie(self, e: Entry, leader: Entry) -> bool:
         return e.median <= leader.median * (1 + self.s.tie_pct / 100.0)
 
+    def _far(self, e: Entry, leader: Entry) -> bool:
+        """Whether ``e`` is far behind ``leader`` (module doc 2): every sample of its own above the leader's median
+        by more than ``far_pct`` %, with at least :data:`FAR_MIN_SAMPLES` samples each."""
+        return (bool(self.s.far_pct) and e is not leader and len(e.samples) >= FAR_MIN_SAMPLES
+                and len(leader.samples) >= FAR_MIN_SAMPLES
+                and min(e.samples) > leader.median * (1 + self.s.far_pct / 100.0))
+
     def _eliminate(self, r: int) -> list[str]:
         if self.s.strategy != "race":
             return []
+        out = []
+        seen = [e for e in self._racing() if len(e.samples) >= FAR_MIN_SAMPLES]
+        if len(seen) >= 2:     # one short look is enough for those far behind
+            first = min(seen, key=lambda e: e.median)
+            for e in seen:
+                if self._far(e, first):
+                    e.status, e.eliminated_round = "eliminated", r
+                    e.reason = (f"far behind {first.id}: its fastest of {len(e.samples)} samples, "
+                                f"{min(e.samples):,.2f} µs, is more than {self.s.far_pct:g} % above its median "
+                                f"{first.median:,.2f} µs")
+                    out.append(e.id)
         ready = [e for e in self._racing() if len(e.samples) >= self.s.min_samples]
         if len(ready) < 2:
-            return []
+            return out
         leader = min(ready, key=lambda e: e.median)
         _, leader_hi = self._ci(leader)
-        out = []
         for e in ready:
             lo, _ = self._ci(e)
             if e is not leader and lo > leader_hi and not self._within_tie(e, leader):
@@ -422,12 +454,14 @@ class Race(SteadyFinal):
 
     def _check(self, finalists: list[Entry]) -> bool:
         """Check the finalists not yet checked; True when one was dropped."""
-        dropped = False
+        dropped, check = False, self.check
+        if check is None:      # no check function: every caller tests for it first
+            return False
         for e in finalists:
             if e.check is not None:
                 continue
             t0 = self.clock()
-            res = self.check(e.id)
+            res = check(e.id)
             took = self.clock() - t0
             self._check_s += took
             self._check_cost_s = max(self._check_cost_s, took)
