@@ -180,6 +180,7 @@ class SassFacts(KeyedRecord):
     has_tma: bool | None = Key()           # any TMA data opcode
     matrix: dict | None = Key()            # matrix opcode → count
     matrix_families: list | None = Key()   # matrix opcodes present, sorted
+    opcodes: dict | None = Key()           # base opcode → count, NOPs excluded (instruction families)
     error: str | None = Key()              # why the SASS was not read (nvdisasm missing or failing)
     kernels: Any = Key()                   # per-kernel traits, in files of another shape (gate reads their spills)
 

@@ -189,6 +189,9 @@ def _classify(ch: Change, a: VariantRecord, b: VariantRecord) -> None:
         ia, ib = instruction_count(a), instruction_count(b)
         if ia is not None and ib is not None and ia != ib:
             changed.append(f"instructions {ia:,} → {ib:,} ({ib - ia:+,})")
+        ch.families = family_changes(a, b)
+        if ch.families:
+            changed.append(families_text(ch.families))
         if not a.same_code(b) and not (changed or notable or worse or better):
             changed.append("machine code differs")
         changed[:0] = notable
@@ -208,6 +211,23 @@ def instruction_count(r: VariantRecord) -> int | None:
     sass = r.sass or SassFacts()
     n = sass.instructions if "instructions" in sass else None
     return int(n) if isinstance(n, int) and not isinstance(n, bool) else None
+
+
+def family_changes(a: VariantRecord, b: VariantRecord) -> tuple[tuple[str, int, int], ...]:
+    """The instruction families (SASS base opcodes: ``HMMA``, ``LDGSTS``, ``UTMALDG``, ``SHFL``, ``MUFU`` …) in
+    one side's code only, as ``(opcode, static count in A, static count in B)`` sorted by opcode; ``()`` when
+    either record lacks ``SassFacts.opcodes`` (SASS not read, or a record older than that key)."""
+    oa, ob = (r.sass.opcodes if r.sass is not None else None for r in (a, b))
+    if not isinstance(oa, dict) or not isinstance(ob, dict):
+        return ()
+    return tuple((op, int(oa.get(op, 0)), int(ob.get(op, 0))) for op in sorted(set(oa) ^ set(ob)))
+
+
+def families_text(families: Sequence[tuple[str, int, int]]) -> str:
+    """``instruction families +MUFU (3), +I2FP (1), −SHFL (4)``: added ones first, each with its static count."""
+    added = [f"+{op} ({nb:,})" for op, na, nb in families if not na]
+    dropped = [f"−{op} ({na:,})" for op, na, nb in families if na]
+    return "instruction families " + ", ".join(added + dropped)
 
 
 def spill_counts(r: VariantRecord) -> tuple[int, int] | None:
