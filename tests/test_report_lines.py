@@ -27,9 +27,10 @@ def test_each_ptx_line_is_under_its_own_variant():
     render_audit(rows, Console(file=out, width=100, force_terminal=False, color_system=None))
     lines = [ln.rstrip() for ln in out.getvalue().splitlines()]
     ptx = [i for i, ln in enumerate(lines) if ln.strip().startswith("PTX:")]
-    assert len(ptx) == 2
-    assert lines[ptx[1]].strip() == "PTX: .reqntid 128 .minnctapersm 1"
-    assert lines[ptx[1] - 1].strip() == "N=5120 occupancy=hint-less:"        # its own label, one name
+    assert len(ptx) == 2                                                     # the hint-less build first
+    assert lines[ptx[0]].strip() == "PTX: .reqntid 128 .minnctapersm 1"
+    assert lines[ptx[0] - 1].strip() == "N=5120 occupancy=hint-less:"        # its own label, one name
+    assert lines[ptx[1]].strip() == "PTX: .maxnreg 128 .reqntid 128 .minnctapersm 1"
 
 
 def _sized(occ, instructions):

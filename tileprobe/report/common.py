@@ -82,11 +82,28 @@ def fmt_int(v) -> str:
 
 
 def group_tables(records: Iterable[VariantRecord]) -> dict[tuple[str, str, str], list[VariantRecord]]:
-    """Records per (kernel, tileiras build, arch), in the order given."""
+    """Records per (kernel, tileiras build, arch), in the order given except that within a case the hint-less
+    build of a hint comes before its values (:func:`hintless_first`): one order in every report."""
     out: dict[tuple[str, str, str], list[VariantRecord]] = defaultdict(list)
     for r in records:
         out[(r.kernel, r.tileiras, r.arch)].append(r)
-    return out
+    return {key: hintless_first(rows) for key, rows in out.items()}
+
+
+def hintless_first(rows: Sequence[VariantRecord]) -> list[VariantRecord]:
+    """``rows`` grouped by case (first-seen order) and, within a case, ordered hint by hint (first-seen order of
+    the hints) with the hint-less value (None: :data:`HINTLESS`) first and the set values in first-seen order: the
+    audit's order (cases × hint values) kept, with the hint-less build first wherever a store or file put it."""
+    def first_seen(values) -> dict[str, int]:
+        return {v: i for i, v in enumerate(dict.fromkeys(values))}
+    cases = first_seen(fmt_kv(r.case) for r in rows)
+    hints = list(dict.fromkeys(h for r in rows for h in r.hints))
+    seen = {h: first_seen(repr(r.hints.get(h)) for r in rows if r.hints.get(h) is not None) for h in hints}
+
+    def key(r: VariantRecord) -> tuple:
+        return (cases[fmt_kv(r.case)],
+                *((0, 0) if r.hints.get(h) is None else (1, seen[h][repr(r.hints.get(h))]) for h in hints))
+    return sorted(rows, key=key)
 
 
 def _first_seen(names_per_row: Iterable[Iterable[str]]) -> list[str]:
