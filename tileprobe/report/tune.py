@@ -35,6 +35,9 @@ def render(result: TuneResult, console, all_rows: bool = False) -> None:
     env = result.environment
     say(console, f"timing: {env.get('timing')} · strategy: {env.get('strategy')} · arch {env.get('arch')}"
                  f"{' · dry run (static stage only)' if result.dry_run else ''}")
+    if result.dry_run and env.get("num_sms_reference"):
+        say(console, f"duplicate launches looked for at {env.get('num_sms')} SMs, the {env.get('arch')} reference "
+                     f"GPU's ({env.get('num_sms_reference')}); --num-sms N for another GPU")
     for p in result.problems:
         _render_problem(p, console, all_rows)
     say(console, time_line(result.times, result.compiled))
