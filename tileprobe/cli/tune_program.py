@@ -76,6 +76,9 @@ def cmd_tune_program(args, command: list[str] | None, run_tune, report) -> int:
         if undescribed:
             say(err, f"{len(undescribed)} cuda.tile.tune search(es) seen, none that could be described (said above): "
                      "nothing to tune")
+        elif res.recording is not None and res.recording.exit_errors:    # it ended before it searched
+            from tileprobe.report.record import exit_error_line
+            say(err, f"no cuda.tile.tune search was seen: nothing to tune; {exit_error_line(res.recording)}")
         else:
             say(err, "no cuda.tile.tune search was seen: nothing to tune (is exhaustive_search called? see "
                      "docs/RECORD.md)")

@@ -4,12 +4,19 @@ from __future__ import annotations
 import glob
 import json
 import os
+import re
 import stat
 from collections import Counter
 from dataclasses import dataclass, field
 
 from tileprobe.errors import TileprobeError
 from tileprobe.record.model import KernelRef, Launch, RecordedSearch, merge, merge_searches
+
+#: What a program's error says when it ended for want of a GPU: torch built without CUDA, no CUDA device, no
+#: driver (torch's, the CUDA runtime's and driver API's wordings).
+NO_GPU = re.compile(r"not compiled with CUDA|no CUDA[- ]capable device|CUDA_ERROR_NO_DEVICE|cudaErrorNoDevice|"
+                    r"Found no NVIDIA driver|NVIDIA driver on your system|CUDA driver initialization failed|"
+                    r"libcuda\.so[^ ]* cannot open|CUDA_ERROR_NOT_INITIALIZED|no GPU", re.I)
 
 
 @dataclass
@@ -25,6 +32,13 @@ class Recording:
     archs: set = field(default_factory=set)
     searches: list = field(default_factory=list)   # RecordedSearch, merged over processes
     undescribed: list = field(default_factory=list)   # sentences: searches seen that could not be described
+    exit_errors: list = field(default_factory=list)   # the uncaught exception of each process that ended on one
+
+    @property
+    def gpu_missing(self) -> str | None:
+        """The first exit error that says the program found no usable GPU (:data:`NO_GPU`: a CPU-only torch, no
+        CUDA device or driver), or None."""
+        return next((e for e in self.exit_errors if NO_GPU.search(e)), None)
 
     @property
     def total_launches(self) -> int:
@@ -198,6 +212,8 @@ def _take_line(d: dict, kernels: dict, launches: dict, overflow: dict, counts: d
     t = d.get("t")
     if t == "process":
         rec.processes.append(d)
+    elif t == "exit_error":
+        rec.exit_errors.append(str(d["error"]))
     elif t == "kernel":
         kernels[d["id"]] = d
     elif t == "launch":
