@@ -141,7 +141,10 @@ def _render_problem(p: ProblemResult, console, all_rows: bool = False) -> None:
         say(console, "  " + final_line(p.final))
     cov = getattr(p, "coverage", None) or {}
     if cov:
-        say(console, f"  searched: {cov['compiled']:,} of {cov['configurations']:,} configurations compiled, "
+        # a recorded search's space is the program's configurations: programs_own's rejections are not among them,
+        # as the summary line counts them
+        space = cov['configurations'] - p.dropped.get("constraint:programs_own", 0)
+        say(console, f"  searched: {cov['compiled']:,} of {space:,} configurations compiled, "
                      f"{cov['timed']:,} timed ({_not_timed_why(p)})")
     rows = [r for r in p.candidates if r.config is not None]
     by_label = {r.label: (i, r) for i, r in enumerate(rows)}
