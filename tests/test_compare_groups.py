@@ -92,3 +92,15 @@ def test_records_without_opcodes_compare_without_families():
     changes = compare_records(a, b)
     assert all(c.families == () for c in changes)
     assert not any(d.startswith("instruction families") for c in changes for d in c.details)
+
+
+def test_the_hint_less_variant_has_the_tables_name_in_compare():
+    a, b = _sides()
+    for r in (a[0], b[0]):
+        r.hints, r.effective_hints = {"occupancy": None}, {"occupancy": None}
+    for r in (a[2], b[2]):
+        r.hints, r.effective_hints = {"occupancy": None}, {"occupancy": 16}
+    changes = {c.label() for c in compare_records(a, b)}
+    assert "swiglu sm_90 TILE=64 occupancy=hint-less" in changes            # it read occupancy=None
+    assert "swiglu sm_90 TILE=128 occupancy=16 (declared)" in changes
+    assert not any("None" in label for label in changes)

@@ -61,10 +61,18 @@ class Change:
         return MARKS[self.kind]
 
     def label(self) -> str:
-        """``kernel arch NAME=VALUE …`` (case constants, then hints; ``declared hints`` when there are none)."""
+        """``kernel arch NAME=VALUE …`` (case constants, then hints; ``declared hints`` when there are none); a hint
+        left to the kernel reads ``occupancy=hint-less`` or ``occupancy=16 (declared)``, as in the tables."""
         r = self.a or self.b
         from tileprobe.select import format_value
-        parts = [f"{k}={format_value(v)}" for k, v in [*r.case.items(), *r.hints.items()]]
+
+        def hint(k: str, v) -> str:   # a value left to the kernel reads as the tables write it (report.common)
+            if v is not None:
+                return format_value(v)
+            declared = r.effective_hints.get(k)
+            return "hint-less" if declared is None else f"{format_value(declared)} (declared)"
+        parts = [f"{k}={format_value(v)}" for k, v in r.case.items()] + [f"{k}={hint(k, v)}"
+                                                                          for k, v in r.hints.items()]
         return f"{r.kernel} {r.arch} " + (" ".join(parts) or "declared hints")
 
 
