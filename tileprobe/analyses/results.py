@@ -63,7 +63,9 @@ class Change:
     def label(self) -> str:
         """``kernel arch NAME=VALUE …`` (case constants, then hints; ``declared hints`` when there are none); a hint
         left to the kernel reads ``occupancy=hint-less`` or ``occupancy=16 (declared)``, as in the tables."""
-        r = self.a or self.b
+        r = self.a if self.a is not None else self.b
+        if r is None:
+            raise ValueError("a Change holds a record on at least one side")
         from tileprobe.select import format_value
 
         def hint(k: str, v) -> str:   # a value left to the kernel reads as the tables write it (report.common)

@@ -31,9 +31,8 @@ def render_record(result, err, out_dir: str) -> None:
         say(err, "no cuda.tile launch was seen: no probe written")
         return
     table = Table(title="probes written", title_justify="left")
-    for col, just in (("probe", "left"), ("kernel", "left"), ("launches", "right"), ("cases", "right"),
-                      ("left out", "right"), ("hints", "left")):
-        table.add_column(col, justify=just)
+    for col in ("probe", "kernel", "launches", "cases", "left out", "hints"):
+        table.add_column(col, justify="right" if col in ("launches", "cases", "left out") else "left")
     for path, plan in result.written:
         total = "-" if plan.total is None else f"{plan.total:,}"
         cells = [os.path.relpath(path), plan.kernel.spec() or f"{plan.kernel.name} (TODO: not importable)",
