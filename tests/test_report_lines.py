@@ -149,3 +149,21 @@ def test_markdown_does_not_repeat_a_kernel_the_printed_probe_defines(tmp_path, m
     r.probe, r.symbol = str(probe), "vadd_Kt1_A1f32"
     text = audit_markdown([r], {})
     assert "### The kernel" not in text and "def vadd(a, b):" in text      # once, in the probe
+
+
+def test_the_kernel_named_by_a_module_spec_string_is_found(tmp_path, monkeypatch):
+    """``Probe(kernel="pkg.ops.mod:name")`` (examples/tilegym_rms_norm.py's form): the module is found on sys.path
+    and read, never imported."""
+    from tileprobe.report.kernel_source import find_kernel_source
+    ops = tmp_path / "site" / "fakegym" / "ops"
+    ops.mkdir(parents=True)
+    (ops.parent / "__init__.py").write_text("raise SystemExit('imported')\n")
+    (ops / "__init__.py").write_text("")
+    (ops / "rms_norm.py").write_text("import cuda.tile as ct\n\n\n@ct.kernel(occupancy=2)\ndef _rms_norm_kernel(x):\n"
+                                     "    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    probe = tmp_path / "p.py"
+    probe.write_text('from tileprobe import Probe\nprobe = Probe(kernel="fakegym.ops.rms_norm:_rms_norm_kernel")\n')
+    src = find_kernel_source(str(probe), "_rms_norm_kernel_Kt1_A1f32")
+    assert src is not None and (src.path, src.line) == (str(ops / "rms_norm.py"), 4)
+    assert src.text == "@ct.kernel(occupancy=2)\ndef _rms_norm_kernel(x):\n    pass"

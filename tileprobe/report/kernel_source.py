@@ -3,7 +3,8 @@ prints so that a report on a kernel taken from a package (TileGym, FlashInfer â€
 
 The probe file and the files it names are read as text and parsed (:mod:`ast`), never imported: a probe and the
 packages it imports are user code, which runs only in contained children. The files searched, in order: the probe;
-the ``.py`` files its string literals name (``"simple_kernels.py:vadd"``), beside the probe; the modules its
+the ``.py`` files its string literals name (``"simple_kernels.py:vadd"``), beside the probe, and the modules they
+name as ``"package.module:function"`` (a ``Probe(kernel=â€¦)`` spec); the modules its
 top-level imports name, found on ``sys.path`` (the probe's folder first) as ``a/b.py`` or ``a/b/__init__.py``, and
 one step further through a package's re-export (``from .swiglu import swiglu_kernel`` in an ``__init__.py``). The
 kernel is the top-level function whose name is the cubin symbol (``VariantRecord.symbol``) or its prefix before
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 #: Longest kernel source printed (lines); a longer function is named by file and line only.
 KERNEL_MAX_LINES = 200
 _PY_NAME = re.compile(r"([\w./-]+\.py)(?::\w+)?$")
+_MODULE_SPEC = re.compile(r"([A-Za-z_][\w.]*):[A-Za-z_]\w*$")    # Probe(kernel="tilegym.ops.cutile.rms_norm:name")
 
 
 @dataclass(frozen=True)
@@ -89,10 +91,13 @@ def _named_files(tree: ast.Module, path: str, folders: Sequence[str]) -> list[st
     out: list[str] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            m = _PY_NAME.search(node.value.strip())
+            text = node.value.strip()
+            m = _PY_NAME.search(text)
             if m:
                 name = m.group(1)
                 out += [p for p in (name if os.path.isabs(name) else os.path.join(here, name),) if os.path.isfile(p)]
+            elif (m := _MODULE_SPEC.fullmatch(text)) is not None:
+                out += _module_files(m.group(1), folders)
     for node in tree.body:
         if isinstance(node, ast.Import):
             for alias in node.names:
