@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from tileprobe.model.arch import NOT_SOURCED
 from tileprobe.model.sass import tma_data_ops
@@ -41,7 +41,7 @@ VERDICT_MEANING = {
 }
 
 
-def verdict_legend(statuses: Iterable[str]) -> list[str]:
+def verdict_legend(statuses: Iterable[str | None]) -> list[str]:
     """``status: meaning`` for each of ``statuses`` that :data:`VERDICT_MEANING` knows, in its order."""
     present = set(statuses)
     return [f"{s}: {m}" for s, m in VERDICT_MEANING.items() if s in present]
@@ -280,11 +280,11 @@ def compile_timeout_line(r: VariantRecord) -> str | None:
             "fail with TileCompilerTimeoutError")
 
 
-def sass_columns(rows: Iterable[VariantRecord]) -> list[tuple[str, callable]]:
+def sass_columns(rows: Iterable[VariantRecord]) -> list[tuple[str, Callable[[VariantRecord], str]]]:
     """Extra (header, cell) columns shown when the data exists: cluster dims, code size (``instr``: SASS
     instructions, NOPs excluded), spills (LDL/STL), TMA, matrix ops, and the register-pool verdict when any variant's SASS has setmaxnreg (:data:`POOL_HEADER`)."""
     rows = list(rows)
-    cols: list[tuple[str, callable]] = []
+    cols: list[tuple[str, Callable[[VariantRecord], str]]] = []
     if any(r.cluster_dims for r in rows):
         cols.append(("cluster", lambda r: "×".join(map(str, r.cluster_dims)) if r.cluster_dims else "-"))
     if any(r.sass and "instructions" in r.sass for r in rows):     # code size: SASS instructions, NOPs excluded

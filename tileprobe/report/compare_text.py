@@ -35,7 +35,7 @@ def render_compare(comparison: Comparison, console: Console | None = None, wide:
     if _say_nothing_compared(comparison, console):
         return
     say(console, _counts_line(comparison))
-    kernels = {(c.a or c.b).kernel for c in changes}
+    kernels = {r.kernel for c in changes for r in (c.a, c.b) if r is not None}
     shown = [c for c in changes if c.kind != "same" and (details or c.kind != "changed")]
     if len(kernels) == 1 and shown:
         say(console, f"{next(iter(kernels))}:")

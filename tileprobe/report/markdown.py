@@ -122,7 +122,7 @@ def audit_markdown(records: Iterable[VariantRecord], environment: dict, command:
                                for r in rows]))
         notes = [f"- {_label(r)}: {verdict_text(r, long=True)}" for r in rows
                  if r.ok and any(noteworthy(v) for v in r.verdicts.values())]
-        notes += [f"- {_label(r)}: {SASS_UNREAD}: {_one_line(r.sass.error)}"
+        notes += [f"- {_label(r)}: {SASS_UNREAD}: {_one_line(r.sass.error or '')}"
                   for r in rows if r.ok and r.sass and "error" in r.sass]
         notes += [f"- {_label(r)}: {pool_line(r)}" for r in rows if r.hang_risk or r.pool_verdict == "unknown"]
         notes += [f"- {_label(r)}: {compile_timeout_line(r)}" for r in rows if r.exceeds_compile_timeout]
