@@ -168,7 +168,7 @@ def verdict_text(r: VariantRecord, long: bool = False) -> str:
         return failure_brief(r) if long else failure_of(r)
     parts = []
     for hint, v in r.verdicts.items():
-        text = f"{hint} {VERDICT_MARK.get(v.status, v.status)}"
+        text = f"{hint} {VERDICT_MARK.get(v.status or '', v.status)}"
         parts.append(f"{text}: {v.reason}" if long else text)
     return "; ".join(parts) or "-"
 
@@ -200,7 +200,7 @@ def row_cells(r: VariantRecord, hints: list[str], cases: list[str] | None = None
         return lead + ["-", "-", "-", "-", "-", "-"]
     ctas = str(r.ctas_per_sm) if r.ctas_per_sm is not None else "not sourced" if r.arch in NOT_SOURCED else "-"
     return lead + [str(r.threads), str(r.registers), fmt_int(r.shared_bytes), fmt_int(r.stack_bytes),
-                   ctas, LIMITER_SHORT.get(r.limiter, r.limiter or "-")]
+                   ctas, LIMITER_SHORT.get(r.limiter or "", r.limiter or "-")]
 
 
 #: Short limiter names for narrow tables.
@@ -238,7 +238,7 @@ def verdict_cells(r: VariantRecord, hints: list[str]) -> list[str]:
     """One verdict status per hint column (``-`` when none)."""
     if not r.ok:
         return [failure_of(r)] + ["-"] * (len(hints) - 1) if hints else []
-    return [r.verdict_status(h, "-") for h in hints]
+    return [r.verdict_status(h, "-") or "-" for h in hints]
 
 
 NUMERIC = {"threads", "regs", SMEM_HEADER, "stack B", "CTAs/SM"}
@@ -272,7 +272,7 @@ def compile_timeout_line(r: VariantRecord) -> str | None:
     """``compile 42.9 s exceeds the program's compiler timeout of 5 s by 37.9 s`` for a record checked against a
     compiler timeout whose compile exceeds it, else None."""
     ct = r.compile_timeout
-    if not r.exceeds_compile_timeout:
+    if not r.exceeds_compile_timeout or ct is None or ct.margin_s is None:
         return None
     return (f"compile {ct.compile_s:.2f} s exceeds the program's compiler timeout of {ct.timeout_s:g} s "
             f"({ct.source or ''}) by {-ct.margin_s:.2f} s on this machine (compiles run side by side, so "
