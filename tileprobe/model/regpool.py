@@ -43,6 +43,7 @@ reach and the balance are here.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from tileprobe.model.regpool_ops import (
     _ADDS,
@@ -387,7 +388,7 @@ def check_register_pool(instructions, registers_per_thread: int, threads: int, r
     per_warp = -(-registers_per_thread * WARP_SIZE // reg_alloc_unit) * reg_alloc_unit
     pool = per_warp * warps
     launch = per_warp // WARP_SIZE
-    facts = dict(registers_per_thread=registers_per_thread, threads=threads, pool_registers=pool)
+    facts: dict[str, Any] = dict(registers_per_thread=registers_per_thread, threads=threads, pool_registers=pool)
     one_d = not reqntid or tuple(reqntid[1:]) in ((), (1,), (1, 1))
     reached, problem = warp_reach(instructions, warps) if one_d else \
         ({i: set(range(warps)) for i in range(len(instructions))}, f"the CTA is {reqntid}, not one-dimensional")
@@ -402,7 +403,7 @@ def check_register_pool(instructions, registers_per_thread: int, threads: int, r
         what = "; ".join(f"{s.text} at {s.address:#06x}" for s in bad)
         return PoolCheck(UNKNOWN, f"cannot read the count of {what}: a register operand, or outside the PTX ISA's "
                                   f"{MIN_COUNT}…{MAX_COUNT} in steps of {COUNT_STEP}", **facts)
-    grows = [s for s in smn if s.action != "DEALLOC" and s.warps and s.target > launch]
+    grows = [s for s in smn if s.action != "DEALLOC" and s.warps and s.target is not None and s.target > launch]
     frees = [s for s in smn if s.action == "DEALLOC" and s.warps]
     if not grows:
         return PoolCheck(POOL_OK, f"no reachable USETMAXREG asks for more than the launch allocation ({launch} per "
@@ -410,7 +411,7 @@ def check_register_pool(instructions, registers_per_thread: int, threads: int, r
     ask = "; ".join(f"{s.text} at {s.address:#06x} ({_warps(s.warps)}"
                     f"{', in a retry loop' if s.retry_loop else ''})" for s in grows)
     if not frees:
-        need = max(s.target for s in grows)
+        need = max(s.target or 0 for s in grows)
         return PoolCheck(HANG_RISK, f"{ask} asks for {need} registers per thread, above the launch count of "
                                     f"{launch}, and no reachable USETMAXREG.DEALLOC returns registers: {pool_text} "
                                     "is all held by the CTA's own warps, so the allocation can never be granted "

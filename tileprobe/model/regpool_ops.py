@@ -67,7 +67,8 @@ class _Ins:
 def _parse(listing: str, symbol: str | None) -> list[_Ins]:
     """The instructions of kernel ``symbol`` (the only or first kernel when None or absent), NOPs kept out."""
     kernels: dict[str, list[_Ins]] = {}
-    current, pending = None, []
+    current: list[_Ins] | None = None
+    pending: list[str] = []
     for line in listing.splitlines():
         m = _SECTION.match(line)
         if m:
@@ -168,12 +169,13 @@ def _effect(ins: _Ins, env: dict, in_place: bool = False) -> dict:
     elif base == "IMAD" and mods[:1] == ("MOV",) and len(ops) == 4:
         put(ops[0], _value(ops[3], env))
     elif base == "IMAD" and mods[:1] == ("IADD",) and len(ops) == 4 and not (_NOT_PLAIN_ADD & set(mods)):
-        terms = [_int(_value(ops[1], env)), _int(_value(ops[3], env))] if _value(ops[2], env) == 1 else [None]
-        put(ops[0], (sum(terms) & _MASK) if all(t is not None for t in terms) else None)   # d = a × 1 + b
-    elif base in _ADDS and not (_NOT_PLAIN_ADD & set(mods)) and _add_terms(base, ops) is not None:
-        carries, terms = _add_terms(base, ops)
-        values = [_int(_value(o, env)) for o in terms]
-        put(ops[0], (sum(values) & _MASK) if all(v is not None for v in values) else None)
+        a, b = (_int(_value(ops[1], env)), _int(_value(ops[3], env))) if _value(ops[2], env) == 1 else (None, None)
+        put(ops[0], ((a + b) & _MASK) if a is not None and b is not None else None)   # d = a × 1 + b
+    elif base in _ADDS and not (_NOT_PLAIN_ADD & set(mods)) and (split := _add_terms(base, ops)) is not None:
+        carries, addends = split
+        values = [_int(_value(o, env)) for o in addends]
+        known = [v for v in values if v is not None]
+        put(ops[0], (sum(known) & _MASK) if len(known) == len(values) else None)
         for p in carries:          # carry-out predicates: not modelled, so no longer known
             put(p, None)
     elif base in ("ISETP", "UISETP") and len(ops) == 5 and mods and mods[0] in _CMP and mods[-1] in ("AND", "OR",
@@ -209,7 +211,7 @@ def _add_terms(base: str, ops: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[
     that is not one (:data:`_ADDS`): IADD3 / UIADD3 take 0–2 carry-out predicates then three terms; VIADD / IADD
     two terms (an ``IADD`` with a third term is a three-input add as well)."""
     rest = ops[1:]
-    carries = []
+    carries: list[str] = []
     while rest and _PREDICATE_OPERAND.fullmatch(rest[0]) and len(carries) < 2:
         carries.append(rest[0])
         rest = rest[1:]
