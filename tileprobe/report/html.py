@@ -133,7 +133,7 @@ def _verdict_cells(r: VariantRecord, hints: list[str]) -> list[str]:
             continue
         status = v.status
         cells.append(f'<span class="v v-{_e(status)}" title="{_e(v.reason)}">'
-                     f'{_e(VERDICT_MARK.get(status, status))}</span>')
+                     f'{_e(VERDICT_MARK.get(status or "", status))}</span>')
     return cells
 
 
@@ -507,7 +507,7 @@ def render_html(records: Iterable[VariantRecord], *, title: str = "tileprobe rep
     by_key: dict[tuple[str, str], list[VariantRecord]] = defaultdict(list)
     for r in records:
         by_key[(r.kernel, r.probe)].append(r)
-    names = defaultdict(int)
+    names: dict[str, int] = defaultdict(int)
     for kernel, _ in by_key:
         names[kernel] += 1
     kernels = {(f"{k} ({os.path.basename(p)})" if names[k] > 1 and p else k): (rows, (k, p))

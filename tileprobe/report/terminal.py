@@ -142,11 +142,11 @@ def spill_line(rows: Sequence[VariantRecord]) -> str:
     """``spills: 7 of 8 variants (146–6,640 LDL, 188–6,600 STL)`` from the SASS, else from the stack frame
     (``stack: 3 of 8 variants use a stack frame (176–8,720 B)``); "" when none spills."""
     ok = [r for r in rows if r.ok]
-    counted = [r for r in ok if r.sass and "spill_loads" in r.sass]
-    spill = [r for r in counted if r.sass.spill_loads or r.sass.spill_stores]
+    counted = [(r, r.sass) for r in ok if r.sass is not None and "spill_loads" in r.sass]
+    spill = [(r, sass) for r, sass in counted if sass.spill_loads or sass.spill_stores]
     if spill:
-        ldl = [r.sass.spill_loads for r in spill]
-        stl = [r.sass.spill_stores for r in spill]
+        ldl = [sass.spill_loads or 0 for _, sass in spill]
+        stl = [sass.spill_stores or 0 for _, sass in spill]
         span = lambda xs: f"{min(xs):,}" if min(xs) == max(xs) else f"{min(xs):,}–{max(xs):,}"
         return f"spills: {len(spill)} of {len(ok)} variants ({span(ldl)} LDL, {span(stl)} STL)"
     if not counted:

@@ -113,7 +113,8 @@ def _shown(rows: list[CandidateRow], all_rows: bool) -> list[CandidateRow]:
     final = [r for r in rows if r.status in ("winner", "tie")]
     if final:
         return final
-    timed = sorted((r for r in rows if not r.same_launch_as and r.median_us is not None), key=lambda r: r.median_us)
+    timed = sorted((r for r in rows if not r.same_launch_as and r.median_us is not None),
+                   key=lambda r: r.median_us or 0.0)
     return timed[:5] or [r for r in rows if not r.same_launch_as and r.status == "ok"][:ROWS_SHOWN]
 
 
@@ -268,7 +269,7 @@ def verdict_lines(p: ProblemResult, compact: bool = False) -> list[str]:
     ``compact``: failed candidates as one line per fate and first line of reason, with a count."""
     out = []
     pick = p.pick
-    if p.verdict == "winner":
+    if p.verdict == "winner" and pick is not None:
         out.append(f"winner: {pick.label}: {_us(pick.median_us)} µs {_ci(pick)} ({pick.n} samples)"
                    f"{_final_text(pick)}{_check_text(pick)}")
     elif p.verdict == "tie":
