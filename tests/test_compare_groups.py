@@ -55,3 +55,52 @@ def test_markdown_and_html_print_the_same_group_lines():
     html = compiler_changes_section(compiler_steps(a + b))
     assert "<li>instructions: 6 variants, +16 (203 → 219)</li>" in html
     assert "<details><summary>each changed variant (6)</summary>" in html
+
+
+def _with_opcodes(recs: list[VariantRecord], opcodes: dict[str, int]) -> list[VariantRecord]:
+    for r in recs:
+        r.sass = r.sass.replace(opcodes=dict(opcodes))
+    return recs
+
+
+#: SwiGLU's prologue under 13.4.92 gained a division sequence (MUFU.RCP, I2FP, F2I) that 13.3.36 did not have.
+_OLD_OPS = {"FFMA": 40, "LDG": 8, "STG": 4, "IMAD": 30, "SHFL": 2, "EXIT": 1}
+_NEW_OPS = {"FFMA": 40, "LDG": 8, "STG": 4, "IMAD": 33, "MUFU": 3, "I2FP": 1, "F2I": 1, "EXIT": 1}
+
+
+def test_instruction_families_added_or_dropped_are_one_line_per_group_with_counts():
+    a, b = _sides()
+    _with_opcodes(a, _OLD_OPS), _with_opcodes(b, _NEW_OPS)
+    b[0].sass = b[0].sass.replace(opcodes={**_NEW_OPS, "SHFL": 2})      # one variant kept its shuffles
+    changes = compare_records(a, b)
+    assert "instruction families +F2I (1), +I2FP (1), +MUFU (3), −SHFL (2)" in changes[-1].details
+    assert changes[-1].families == (("F2I", 0, 1), ("I2FP", 0, 1), ("MUFU", 0, 3), ("SHFL", 2, 0))
+    lines = [change_group_line(g) for g in group_changes(changes)]
+    assert lines == ["instructions: 6 variants, +16 (203 → 219)",
+                     "instruction families added: F2I, I2FP, MUFU: 6 variants",
+                     "instruction families dropped: SHFL: 5 variants",
+                     "registers: 2 variants, +2 (61 → 63)"]
+    md = compare_markdown(Comparison(changes, "13.3.36", "13.4.92"))
+    assert "- instruction families added: F2I, I2FP, MUFU: 6 variants\n" in md
+    html = compiler_changes_section(compiler_steps(a + b))
+    assert "<li>instruction families dropped: SHFL: 5 variants</li>" in html
+
+
+def test_records_without_opcodes_compare_without_families():
+    a, b = _sides()
+    _with_opcodes(b, _NEW_OPS)                     # A is older than the opcodes key
+    changes = compare_records(a, b)
+    assert all(c.families == () for c in changes)
+    assert not any(d.startswith("instruction families") for c in changes for d in c.details)
+
+
+def test_the_hint_less_variant_has_the_tables_name_in_compare():
+    a, b = _sides()
+    for r in (a[0], b[0]):
+        r.hints, r.effective_hints = {"occupancy": None}, {"occupancy": None}
+    for r in (a[2], b[2]):
+        r.hints, r.effective_hints = {"occupancy": None}, {"occupancy": 16}
+    changes = {c.label() for c in compare_records(a, b)}
+    assert "swiglu sm_90 TILE=64 occupancy=hint-less" in changes            # it read occupancy=None
+    assert "swiglu sm_90 TILE=128 occupancy=16 (declared)" in changes
+    assert not any("None" in label for label in changes)

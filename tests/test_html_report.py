@@ -279,3 +279,35 @@ def test_same_kernel_name_from_two_probes_gets_two_sections():
     a.probe, b.probe = "/x/first.py", "/y/second.py"
     page = render_html([a, b], plots=False)
     assert "<h2>w4a16_gemm (first.py)</h2>" in page and "<h2>w4a16_gemm (second.py)</h2>" in page
+
+
+def test_each_arch_plot_sits_beside_its_tables_and_the_hint_less_build_comes_first_everywhere():
+    """Records in a store's order (the hint-less build last): the HTML tables, the terminal tables and the plots'
+    x axes all put it first, under one name; each arch's plots follow that arch's tables, not all the tables."""
+    import io
+
+    from rich.console import Console
+
+    from tileprobe.report.html import have_matplotlib
+    from tileprobe.report.terminal import render_audit
+    rows = []
+    for arch in ("sm_90", "sm_120"):
+        for occ in (2, 4, None):
+            r = rec(B134, False, occ, arch=arch, ctas=2 if occ else 1, regs=80 if occ else 168)
+            if occ is None:
+                r.verdicts, r.effective_hints = {}, {"occupancy": None}     # the kernel declares none
+            rows.append(r)
+    page = render_html(rows, plots=True)
+    table = page[page.index("<h3>sm_90"):page.index("</table>", page.index("<h3>sm_90"))]
+    cells = re.findall(r"<tr><td>False</td><td>([^<]*)</td>", table)
+    assert cells == ["hint-less", "2", "4"]
+    out = io.StringIO()
+    render_audit(rows, Console(file=out, width=160, force_terminal=False, color_system=None), reasons=False)
+    firsts = [ln.split("│")[2].strip() for ln in out.getvalue().splitlines() if ln.startswith("│ False")]
+    assert firsts[:3] == ["hint-less", "2", "4"]
+    if have_matplotlib():
+        first_plot = page.index('<figure class="plot">')
+        assert page.index("<h3>sm_90") < first_plot < page.index("<h3>sm_120")    # beside sm_90's table
+        svg = page[first_plot:page.index("</figure>", first_plot)]
+        ticks = re.findall(r">(hint-less|2|4)</text>", svg)
+        assert ticks[:3] == ["hint-less", "2", "4"]

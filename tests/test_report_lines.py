@@ -27,9 +27,10 @@ def test_each_ptx_line_is_under_its_own_variant():
     render_audit(rows, Console(file=out, width=100, force_terminal=False, color_system=None))
     lines = [ln.rstrip() for ln in out.getvalue().splitlines()]
     ptx = [i for i, ln in enumerate(lines) if ln.strip().startswith("PTX:")]
-    assert len(ptx) == 2
-    assert lines[ptx[1]].strip() == "PTX: .reqntid 128 .minnctapersm 1"
-    assert lines[ptx[1] - 1].strip() == "N=5120 occupancy=hint-less:"        # its own label, one name
+    assert len(ptx) == 2                                                     # the hint-less build first
+    assert lines[ptx[0]].strip() == "PTX: .reqntid 128 .minnctapersm 1"
+    assert lines[ptx[0] - 1].strip() == "N=5120 occupancy=hint-less:"        # its own label, one name
+    assert lines[ptx[1]].strip() == "PTX: .maxnreg 128 .reqntid 128 .minnctapersm 1"
 
 
 def _sized(occ, instructions):
@@ -111,3 +112,58 @@ def test_the_markdown_and_html_legends_say_the_met_rule():
             "met it too: the hint bought nothing toward it\n") in md
     html = render_html(rows, plots=False)
     assert "honoured: the goal is met and the reference falls short of it: the hint reached the goal" in html
+
+
+def test_markdown_carries_the_kernel_source_from_the_package_it_comes_from(tmp_path, monkeypatch):
+    """A probe of a kernel imported from a package (TileGym-like: re-exported by the package's ``__init__``): the
+    report prints the @ct.kernel function with its file and line, read as text (the package is never imported)."""
+    from tileprobe.report.markdown import audit_markdown
+    pkg = tmp_path / "site" / "fakegym"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("raise SystemExit('imported')\nfrom .swiglu import swiglu_kernel\n")
+    (pkg / "swiglu.py").write_text("raise SystemExit('imported')\nimport cuda.tile as ct\n\n\ndef helper():\n"
+                                   "    pass\n\n\n@ct.kernel\ndef swiglu_kernel(a, b, c, TILE: ct.Constant[int]):\n"
+                                   "    x = ct.load(a, index=(ct.bid(0),), shape=(TILE,))\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    work = tmp_path / "work"
+    work.mkdir()
+    probe = work / "swiglu_probe.py"
+    probe.write_text("from fakegym import swiglu_kernel\nfrom tileprobe import Probe\n")
+    monkeypatch.chdir(work)
+    r = _rec(4, 128, 4, "B", 128)
+    r.probe, r.symbol = str(probe), "swiglu_kernel_Kt1_A1f32_1i16t1_p16_I256"
+    text = audit_markdown([r], {})
+    want = (f"\n### The kernel\n\n`{pkg / 'swiglu.py'}:9` (rms_norm):\n\n```python\n@ct.kernel\n"
+            "def swiglu_kernel(a, b, c, TILE: ct.Constant[int]):\n"
+            "    x = ct.load(a, index=(ct.bid(0),), shape=(TILE,))\n```\n")
+    assert want in text
+    assert text.index("### The kernel") < text.index("### The probe")
+
+
+def test_markdown_does_not_repeat_a_kernel_the_printed_probe_defines(tmp_path, monkeypatch):
+    from tileprobe.report.markdown import audit_markdown
+    probe = tmp_path / "p.py"
+    probe.write_text("import cuda.tile as ct\n\n\n@ct.kernel\ndef vadd(a, b):\n    pass\n")
+    monkeypatch.chdir(tmp_path)
+    r = _rec(4, 128, 4, "B", 128)
+    r.probe, r.symbol = str(probe), "vadd_Kt1_A1f32"
+    text = audit_markdown([r], {})
+    assert "### The kernel" not in text and "def vadd(a, b):" in text      # once, in the probe
+
+
+def test_the_kernel_named_by_a_module_spec_string_is_found(tmp_path, monkeypatch):
+    """``Probe(kernel="pkg.ops.mod:name")`` (examples/tilegym_rms_norm.py's form): the module is found on sys.path
+    and read, never imported."""
+    from tileprobe.report.kernel_source import find_kernel_source
+    ops = tmp_path / "site" / "fakegym" / "ops"
+    ops.mkdir(parents=True)
+    (ops.parent / "__init__.py").write_text("raise SystemExit('imported')\n")
+    (ops / "__init__.py").write_text("")
+    (ops / "rms_norm.py").write_text("import cuda.tile as ct\n\n\n@ct.kernel(occupancy=2)\ndef _rms_norm_kernel(x):\n"
+                                     "    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    probe = tmp_path / "p.py"
+    probe.write_text('from tileprobe import Probe\nprobe = Probe(kernel="fakegym.ops.rms_norm:_rms_norm_kernel")\n')
+    src = find_kernel_source(str(probe), "_rms_norm_kernel_Kt1_A1f32")
+    assert src is not None and (src.path, src.line) == (str(ops / "rms_norm.py"), 4)
+    assert src.text == "@ct.kernel(occupancy=2)\ndef _rms_norm_kernel(x):\n    pass"

@@ -127,12 +127,15 @@ def test_tune_of_a_program_writes_search_rows_with_provenance(tuned):
     (row,) = doc["kernels"]["vadd"]
     assert row["case"] == {"config": "C4"} and row["hints"] == {"occupancy": 1}
     assert row["search"]["config"] == {"TILE": 1024, "occupancy": 1} and row["search"]["config_index"] == 4
+    assert row["search"]["label"] == "TILE=1024 occupancy=1"                  # the program's own names
+    assert "config=C" not in proc.stdout and "│ TILE=1024 occupancy=1 │ winner" in proc.stdout   # the table too
+    assert "6 configurations (the program's)" in proc.stdout and "searched: 6 of 6 configurations" in proc.stdout
     assert row["search"]["program_pick"] == 3
     assert row["gpu"] == "NVIDIA H200" and row["num_sms"] == 132 and row["arch"] == "sm_90"
     assert re.search(r"V13\.4\.\d+", row["tileiras"]) and row["cuda_tile"] and len(row["source_sha256"]) == 64
     err = " ".join(proc.stderr.split())
-    assert "search_program.py:37: 6 configurations; the program picked C3" in err
-    m = re.search(r"the program's pick C3 (\S+) µs \(\w+\): keeping it costs \+(\S+) %", err)
+    assert "search_program.py:37: 6 configurations; the program picked TILE=512 occupancy=2" in err
+    m = re.search(r"the program's pick TILE=512 occupancy=2 (\S+) µs \(\w+\): keeping it costs \+(\S+) %", err)
     assert m and abs(float(m.group(1)) - 20.0) < 0.2 and 98.0 < float(m.group(2)) < 102.0, err
 
 
@@ -241,7 +244,8 @@ def test_refresh_retunes_stale_rows_and_says_what_changed(tuned, tmp_path):
     assert out.returncode == 0, out.stdout + out.stderr
     err = " ".join(out.stderr.split())
     assert "stale: " in err and "tileiras build V13.4." in err and "V13.3.36 in the table" in err
-    m = re.search(r"winner changed from C4: the old row's C4 (\S+) µs \(\w+\): keeping it costs \+(\S+) %", err)
+    m = re.search(r"winner changed from TILE=1024 occupancy=1: the old row's TILE=1024 occupancy=1 (\S+) µs \(\w+\): "
+                  r"keeping it costs \+(\S+) %", err)
     assert m and abs(float(m.group(1)) - 10.0) < 0.1 and 10.0 < float(m.group(2)) < 12.5, err
     (row,) = json.loads((tmp_path / "t.json").read_text())["kernels"]["vadd"]
     assert row["case"] == {"config": "C2"} and "V13.4." in row["tileiras"] and row["search"]["config_index"] == 2

@@ -192,6 +192,7 @@ class SassFacts(KeyedRecord):
     has_tma = Key[bool | None]()           # any TMA data opcode
     matrix = Key[dict | None]()            # matrix opcode → count
     matrix_families = Key[list | None]()   # matrix opcodes present, sorted
+    opcodes = Key[dict | None]()           # base opcode → count, NOPs excluded (instruction families)
     error = Key[str | None]()              # why the SASS was not read (nvdisasm missing or failing)
     kernels = Key[Any]()                   # per-kernel traits, in files of another shape (gate reads their spills)
 

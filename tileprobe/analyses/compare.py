@@ -153,7 +153,9 @@ def _state_change(what: str, sa: str | None, sb: str | None, ranks: dict, worse:
 
 
 def _classify(ch: Change, a: VariantRecord, b: VariantRecord) -> None:
-    worse, better, changed = [], [], []
+    worse: list[str] = []
+    better: list[str] = []
+    changed: list[str] = []
     why: list[str] = []
     notable: list[str] = []
     _state_change("status", _state(a), _state(b), COMPILE_RANK, worse, better, changed)
@@ -177,18 +179,23 @@ def _classify(ch: Change, a: VariantRecord, b: VariantRecord) -> None:
             _why(why, spill[2])
             sa, sb = spill_counts(a), spill_counts(b)
             ch.weight = abs(sum(sb) - sum(sa)) if sa and sb else 0
-        elif spill_counts(a) != spill_counts(b) and None not in (spill_counts(a), spill_counts(b)):
+        elif (ca := spill_counts(a)) is not None and (cb := spill_counts(b)) is not None and ca != cb:
             # both sides spill, in amounts within SPILL_CHANGE: shown, not judged
-            changed.append(f"spills {_spill_text(spill_counts(a))} → {_spill_text(spill_counts(b))} (both spill)")
+            changed.append(f"spills {_spill_text(ca)} → {_spill_text(cb)} (both spill)")
         notable = _notable_changes(a, b, why)
-        for name, va, vb in (("threads", a.threads, b.threads), ("registers", a.registers, b.registers),
-                             ("shared B", a.shared_bytes, b.shared_bytes)) + (
-                (("stack B", a.stack_bytes, b.stack_bytes),) if not spill else ()):
-            if va != vb:
-                changed.append(f"{name} {number_text(va)} → {number_text(vb)}")
+        resources: tuple[tuple[str, int | None, int | None], ...] = (
+            ("threads", a.threads, b.threads), ("registers", a.registers, b.registers),
+            ("shared B", a.shared_bytes, b.shared_bytes)) + (
+            (("stack B", a.stack_bytes, b.stack_bytes),) if not spill else ())
+        for name, before, after in resources:
+            if before != after:
+                changed.append(f"{name} {number_text(before)} → {number_text(after)}")
         ia, ib = instruction_count(a), instruction_count(b)
         if ia is not None and ib is not None and ia != ib:
             changed.append(f"instructions {ia:,} → {ib:,} ({ib - ia:+,})")
+        ch.families = family_changes(a, b)
+        if ch.families:
+            changed.append(families_text(ch.families))
         if not a.same_code(b) and not (changed or notable or worse or better):
             changed.append("machine code differs")
         changed[:0] = notable
@@ -210,12 +217,29 @@ def instruction_count(r: VariantRecord) -> int | None:
     return int(n) if isinstance(n, int) and not isinstance(n, bool) else None
 
 
+def family_changes(a: VariantRecord, b: VariantRecord) -> tuple[tuple[str, int, int], ...]:
+    """The instruction families (SASS base opcodes: ``HMMA``, ``LDGSTS``, ``UTMALDG``, ``SHFL``, ``MUFU`` …) in
+    one side's code only, as ``(opcode, static count in A, static count in B)`` sorted by opcode; ``()`` when
+    either record lacks ``SassFacts.opcodes`` (SASS not read, or a record older than that key)."""
+    oa, ob = (r.sass.opcodes if r.sass is not None else None for r in (a, b))
+    if not isinstance(oa, dict) or not isinstance(ob, dict):
+        return ()
+    return tuple((op, int(oa.get(op, 0)), int(ob.get(op, 0))) for op in sorted(set(oa) ^ set(ob)))
+
+
+def families_text(families: Sequence[tuple[str, int, int]]) -> str:
+    """``instruction families +MUFU (3), +I2FP (1), −SHFL (4)``: added ones first, each with its static count."""
+    added = [f"+{op} ({nb:,})" for op, na, nb in families if not na]
+    dropped = [f"−{op} ({na:,})" for op, na, nb in families if na]
+    return "instruction families " + ", ".join(added + dropped)
+
+
 def spill_counts(r: VariantRecord) -> tuple[int, int] | None:
     """(LDL, STL) instructions in the variant's SASS, or None when the SASS was not read."""
     sass = r.sass or SassFacts()
-    if "spill_loads" not in sass:
+    if "spill_loads" not in sass or sass.spill_loads is None:
         return None
-    return int(sass.spill_loads), int(sass.spill_stores)
+    return int(sass.spill_loads), int(sass.spill_stores or 0)
 
 
 def _spill_change(a: VariantRecord, b: VariantRecord) -> tuple[str, str, str] | None:
@@ -275,7 +299,7 @@ def _notable_changes(a: VariantRecord, b: VariantRecord, why: list[str]) -> list
 
 def _families(r: VariantRecord) -> tuple[str, ...] | None:
     sass = r.sass or SassFacts()
-    return tuple(sass.matrix_families) if "matrix_families" in sass else None
+    return tuple(sass.matrix_families or ()) if "matrix_families" in sass else None
 
 
 def _tma_count(r: VariantRecord) -> int | None:

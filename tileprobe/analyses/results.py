@@ -51,6 +51,9 @@ class Change:
     time_a: TimeStats | None = None
     time_b: TimeStats | None = None
     time: TimeChange | None = None
+    #: Instruction families (SASS base opcodes, ``SassFacts.opcodes``) on one side only: ``(opcode, count in A,
+    #: count in B)``, one of the counts 0, sorted by opcode; empty when either side's opcodes were not read.
+    families: tuple[tuple[str, int, int], ...] = ()
 
     @property
     def mark(self) -> str:
@@ -58,12 +61,20 @@ class Change:
         return MARKS[self.kind]
 
     def label(self) -> str:
-        """``kernel arch NAME=VALUE …`` (case constants, then hints; ``declared hints`` when there are none)."""
-        r = self.a or self.b
-        if r is None:                   # a change has a record on one side at least
+        """``kernel arch NAME=VALUE …`` (case constants, then hints; ``declared hints`` when there are none); a hint
+        left to the kernel reads ``occupancy=hint-less`` or ``occupancy=16 (declared)``, as in the tables."""
+        r = self.a if self.a is not None else self.b
+        if r is None:
             return "(no record)"
         from tileprobe.select import format_value
-        parts = [f"{k}={format_value(v)}" for k, v in [*r.case.items(), *r.hints.items()]]
+
+        def hint(k: str, v) -> str:   # a value left to the kernel reads as the tables write it (report.common)
+            if v is not None:
+                return format_value(v)
+            declared = r.effective_hints.get(k)
+            return "hint-less" if declared is None else f"{format_value(declared)} (declared)"
+        parts = [f"{k}={format_value(v)}" for k, v in r.case.items()] + [f"{k}={hint(k, v)}"
+                                                                          for k, v in r.hints.items()]
         return f"{r.kernel} {r.arch} " + (" ".join(parts) or "declared hints")
 
 
@@ -96,6 +107,8 @@ class ChangeGroup:
 _NUMERIC_TOPICS = ("instructions", "registers", "CTAs/SM", "threads", "shared B", "stack B")
 _ARROW = re.compile(r"(-?[\d,]+)(?: LDL/(\d+) STL)? → (-?[\d,]+)(?: LDL/(\d+) STL)?")
 CODE_ONLY = "machine code only (same size and resources)"
+#: The topic of SASS base opcodes in one side's code only (:attr:`Change.families`).
+FAMILIES = "instruction families"
 
 
 def change_topic(detail: str) -> str:
@@ -118,7 +131,25 @@ def change_topic(detail: str) -> str:
         return "register cap (.maxnreg)"
     if detail == "machine code differs":
         return CODE_ONLY
+    if detail.startswith(FAMILIES + " "):
+        return FAMILIES
     return detail
+
+
+def _merge_families(groups: dict[str, ChangeGroup]) -> list[ChangeGroup]:
+    """The groups with the per-family ones (keyed ``+MUFU`` / ``−SHFL``) merged where the same variants added or
+    dropped them: one ``instruction families added: F2I, I2FP, MUFU; dropped: SHFL`` group per set of variants."""
+    out = [g for key, g in groups.items() if g.topic != FAMILIES]
+    merged: dict[tuple[int, ...], tuple[list[str], list[str], list[Change]]] = {}
+    for key, g in groups.items():
+        if g.topic == FAMILIES:
+            added, dropped, changes = merged.setdefault(tuple(id(c) for c in g.changes), ([], [], g.changes))
+            (added if key[0] == "+" else dropped).append(key[1:])
+    for added, dropped, changes in merged.values():
+        words = ([f"added: {', '.join(added)}"] if added else []) + ([f"dropped: {', '.join(dropped)}"] if dropped
+                                                                     else [])
+        out.append(ChangeGroup(f"{FAMILIES} {'; '.join(words)}", changes))
+    return out
 
 
 def group_changes(changes: Sequence[Change], kinds: Sequence[str] = ("changed",)) -> list[ChangeGroup]:
@@ -131,6 +162,10 @@ def group_changes(changes: Sequence[Change], kinds: Sequence[str] = ("changed",)
             continue
         for d in c.details:
             topic = change_topic(d)
+            if topic == FAMILIES:
+                for op, na, _ in c.families:
+                    groups.setdefault(("−" if na else "+") + op, ChangeGroup(FAMILIES)).changes.append(c)
+                continue
             g = groups.setdefault(topic, ChangeGroup(topic))
             if g.changes and g.changes[-1] is c:
                 continue
@@ -143,7 +178,7 @@ def group_changes(changes: Sequence[Change], kinds: Sequence[str] = ("changed",)
                 g.after.append(b)
                 g.deltas.append(b - a)
     order = {t: i for i, t in enumerate(_NUMERIC_TOPICS)}
-    return sorted(groups.values(), key=lambda g: (-len(g.changes), order.get(g.topic, len(order)), g.topic))
+    return sorted(_merge_families(groups), key=lambda g: (-len(g.changes), order.get(g.topic, len(order)), g.topic))
 
 
 @dataclass

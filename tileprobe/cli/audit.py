@@ -204,10 +204,13 @@ def emit(result, records, args) -> None:
     """Write ``--json`` and print ``--format`` (terminal tables, Markdown or nothing) for the ``records`` of an
     :class:`~tileprobe.audit.AuditResult` (all of them, or a ``--where`` selection: the advice still weighs every
     audited value, :meth:`~tileprobe.audit.pipeline.AuditResult.advice`)."""
-    from tileprobe.schema import write_json
     environment = result.environment
     if args.json:
-        write_json(records, environment, args.json)
+        from tileprobe.judge.pruned import pruned_space
+        from tileprobe.schema import dump, json_text, write_text
+        doc = dump(records, environment)
+        doc["pruned_space"] = [c.to_dict() for c in pruned_space(records)]   # per case, the distinct builds
+        write_text(args.json, json_text(doc))
     fmt = getattr(args, "format", "table")
     if fmt == "markdown" and args.json != "-":     # `--json -`: standard output holds the JSON alone
         from tileprobe.report.markdown import audit_markdown

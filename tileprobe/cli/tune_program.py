@@ -76,6 +76,9 @@ def cmd_tune_program(args, command: list[str] | None, run_tune, report) -> int:
         if undescribed:
             say(err, f"{len(undescribed)} cuda.tile.tune search(es) seen, none that could be described (said above): "
                      "nothing to tune")
+        elif res.recording is not None and res.recording.exit_errors:    # it ended before it searched
+            from tileprobe.report.record import exit_error_line
+            say(err, f"no cuda.tile.tune search was seen: nothing to tune; {exit_error_line(res.recording)}")
         else:
             say(err, "no cuda.tile.tune search was seen: nothing to tune (is exhaustive_search called? see "
                      "docs/RECORD.md)")
@@ -133,7 +136,9 @@ def _program_text(s: dict) -> str:
     if s.get("program_pick") is None:
         return f"the program's search gave no pick ({s.get('error') or 'not seen'})"
     t = s.get("program_search_s")
-    return f"the program picked C{s['program_pick']}" + (f" in {t:.1f} s" if t is not None else "")
+    label = f"C{s['program_pick']}"
+    text = next((c.get("text") for c in s.get("configs") or [] if c.get("label") == label and c.get("text")), label)
+    return f"the program picked {text}" + (f" in {t:.1f} s" if t is not None else "")
 
 
 def _summary(rec_dir: str) -> dict:
@@ -199,6 +204,7 @@ def _tune_searches(args, err, table: str, rec_dir: str, searches: list[dict], ol
     args.probes = [os.path.join(rec_dir, s["file"]) for s in searches]
     args.warm_first = _warm_start(err, table, searches)
     result = run_tune(args, err)
+    relabel(result, searches)
     rc = report(args, result, err)
     if result.dry_run or not os.path.exists(table):
         return rc
@@ -234,6 +240,25 @@ def _warm_start(err, table: str, searches: list[dict]) -> dict[str, list[str]]:
     return out
 
 
+def relabel(result, searches: list[dict]) -> None:
+    """Name each candidate of a recorded search by the program's own configuration (``TILE=128 occupancy=1``,
+    ``record.json``'s ``text`` of each configuration, :func:`tileprobe.record.searches.program_labels`) instead of
+    the probe's ``config=C0 occupancy=1``, in the rows' ``label``, ``same_launch_as`` and ``group``: what the tables
+    and ``--json`` show. A recording without the texts (an older tileprobe's) keeps the C labels."""
+    by_key = {s["key"]: s for s in searches if s.get("key")}
+    for p in result.problems:
+        s = by_key.get((p.problem or {}).get("search"))
+        texts = {c["label"]: c.get("text") for c in (s or {}).get("configs") or [] if c.get("text")}
+        names = {r.label: texts[r.config["case"]["config"]] for r in p.candidates
+                 if r.config and r.config.get("case", {}).get("config") in texts}
+        if not names:
+            continue
+        for r in p.candidates:
+            r.label = names.get(r.label, r.label)
+            r.same_launch_as = names.get(r.same_launch_as, r.same_launch_as) if r.same_launch_as else None
+            r.group = [names.get(g, g) for g in r.group]
+
+
 def comparison_lines(result, searches: list[dict], old: dict) -> list[str]:
     """Per tuned search: the table's pick against the program's own pick (and against the row it replaces, with
     what keeping the old configuration would cost), from this tune's medians."""
@@ -245,15 +270,18 @@ def comparison_lines(result, searches: list[dict], old: dict) -> list[str]:
             continue
         med = {r.config.get("case", {}).get("config"): r for r in p.candidates if r.config}
         pick = p.pick.config["case"]["config"]
+        texts = {c["label"]: c.get("text") or c["label"] for c in s.get("configs") or []}   # the program's names
         best = p.pick.median_us
-        text = f"{s['name']} ({s['key'][:8]}): pick {pick} {best:,.1f} µs" if best else f"{s['name']}: pick {pick}"
+        shown = texts.get(pick, pick)
+        text = f"{s['name']} ({s['key'][:8]}): pick {shown} {best:,.1f} µs" if best else f"{s['name']}: pick {shown}"
         prog = s.get("program_pick")
         if prog is not None:
-            text += "; " + _versus(f"the program's pick C{prog}", med.get(f"C{prog}"), p, pick == f"C{prog}")
+            text += "; " + _versus(f"the program's pick {texts.get(f'C{prog}', f'C{prog}')}", med.get(f"C{prog}"), p,
+                                   pick == f"C{prog}")
         before = old.get(s["key"])
         if before is not None:
-            text += "; " + _versus(f"the old row's C{before}", med.get(f"C{before}"), p, pick == f"C{before}",
-                                   changed=True)
+            text += "; " + _versus(f"the old row's {texts.get(f'C{before}', f'C{before}')}", med.get(f"C{before}"), p,
+                                   pick == f"C{before}", changed=True)
         out.append(text)
     return out
 
@@ -263,7 +291,7 @@ def _versus(what: str, row: CandidateRow | None, problem, same: bool, changed: b
     steady-state final's ratio when the final timed it)."""
     if same:
         return f"{what}: same" + (" winner (unchanged)" if changed else "")
-    prefix = f"winner changed from {what[len('the old row'):].strip(chr(39) + 's ')}: " if changed else ""
+    prefix = f"winner changed from {what.removeprefix('the old row' + chr(39) + 's ')}: " if changed else ""
     ratio = problem.vs_pick(row) if row is not None else None
     if row is None or row.median_us is None or ratio is None:
         return f"{prefix}{what} not timed here ({row.status if row is not None else 'no candidate'})"

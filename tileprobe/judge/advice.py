@@ -7,10 +7,10 @@ the answers use exactly the same allocation granularities (256 registers per war
 from __future__ import annotations
 
 import shlex
-from collections import defaultdict
 from collections.abc import Iterable
 
-from tileprobe.model.arch import ArchLimits, get_arch, has_limits
+from tileprobe.judge.pruned import _code_classes, _occupancy_groups, paste_lines, pruned_space
+from tileprobe.model.arch import ArchLimits, get_arch
 from tileprobe.model.occupancy import theoretical_occupancy
 from tileprobe.records import SassFacts
 from tileprobe.schema import VariantRecord, short_build
@@ -94,33 +94,28 @@ def advice(records: Iterable[VariantRecord], selected: Iterable[VariantRecord] |
     machine code, and a pick only where those facts decide it; otherwise that speed must be measured, with the
     ``tileprobe run`` command that measures it. When the variants carry GPU run results (``record.run``), a second
     line ranks them by measured median time with its noise and compares the static pick, if any
-    (:func:`measured_advice`).
+    (:func:`measured_advice`). Where some values build what another does, a last line per kernel, arch and
+    compiler lists the distinct builds as a configuration list to paste (:func:`tileprobe.judge.pruned.paste_lines`).
     """
     out = []
     keys = None if selected is None else {r.group_key("occupancy") for r in selected}
+    shown: list[VariantRecord] = []
     for rows in _occupancy_groups(records):
         if keys is not None and rows[0].group_key("occupancy") not in keys:
             continue
+        shown += rows
         label = _label(rows[0])
         static, line = static_advice(rows)
         out.append(f"{label}: {line}")
         measured = measured_advice(rows, static)
         if measured:
             out.append(f"{label}: {measured}")
+    space = pruned_space(shown)
+    # some value builds what another does, and more than one build is left to time: the list is shorter than the
+    # grid (one build for every value is the static line's pick already)
+    if any(c.same_as for c in space) and any(len(c.distinct) > 1 for c in space):
+        out += paste_lines(space)
     return out
-
-
-def _occupancy_groups(records: Iterable[VariantRecord]) -> list[list[VariantRecord]]:
-    """The compiled variants that differ only in occupancy, one list per group, the hint-less build first, then by
-    value (the hint-less build without a declared value counts: it is what the hint is weighed against)."""
-    groups: dict[tuple, list[VariantRecord]] = defaultdict(list)
-    for r in records:
-        if r.ok and has_limits(r.arch) and (r.hint("occupancy") is not None or r.hintless("occupancy")):
-            groups[r.group_key("occupancy")].append(r)
-    keyed = [sorted(rows, key=lambda r: (not r.hintless("occupancy"), int(r.hint("occupancy") or 0)))
-             for rows in groups.values()]
-    return [rows for rows in keyed if any(r.hint("occupancy") is not None and not r.hintless("occupancy")
-                                          for r in rows)]
 
 
 def _label(r0: VariantRecord) -> str:
@@ -172,23 +167,6 @@ def _value_name(r: VariantRecord) -> str:
         return f"occupancy {r.hint('occupancy')}"
     declared = r.hint("occupancy")
     return "hint-less" + (f" (declared {declared})" if declared is not None else "")
-
-
-def _code_classes(rows: list[VariantRecord]) -> list[list[VariantRecord]]:
-    """``rows`` split into sets with the same machine code and resources (identical builds), in ``rows``' order."""
-    classes: list[list[VariantRecord]] = []
-    for r in rows:
-        home = next((c for c in classes if _same_build(c[0], r)), None)
-        if home is None:
-            classes.append([r])
-        else:
-            home.append(r)
-    return classes
-
-
-def _same_build(a: VariantRecord, b: VariantRecord) -> bool:
-    res = lambda x: (x.threads, x.registers, x.shared_bytes, x.stack_bytes, tuple(x.cluster_dims or ()))
-    return a.same_code(b) and res(a) == res(b)
 
 
 def _class_text(rows: list[VariantRecord]) -> str:

@@ -129,11 +129,13 @@ class KernelSassTraits:
         return SassFacts(target=target, **self.to_dict())
 
     def to_dict(self) -> dict:
-        """JSON-ready summary (``opcode_counts`` left out: it is large and derivable from the cubin)."""
+        """JSON-ready summary; ``opcodes`` is ``opcode_counts`` without NOPs (a few dozen base opcodes: what
+        ``compare`` reads for instruction families added or dropped)."""
         return {"instructions": self.instructions, "spill_loads": self.spill_loads,
                 "spill_stores": self.spill_stores, "setmaxnreg": [list(s) for s in self.setmaxnreg],
                 "tma": dict(self.tma_counts), "has_tma": self.has_tma, "matrix": dict(self.matrix_counts),
-                "matrix_families": list(self.matrix_families)}
+                "matrix_families": list(self.matrix_families),
+                "opcodes": {op: n for op, n in sorted(self.opcode_counts.items()) if op != "NOP"}}
 
 
 @dataclass(frozen=True)

@@ -137,11 +137,18 @@ class SearchFailedLine:
 
 
 #: The record of each line type (``"t"``); a line of another type is passed over.
+@dataclass
+class ExitErrorLine:
+    """``exit_error``: the process's uncaught exception (its type and first 500 characters), logged before the
+    program's own ``sys.excepthook`` printed it."""
+    error: str | None = None
+
+
 LINE_TYPES: dict[str, type] = {
     "process": ProcessLine, "kernel": KernelLine, "launch": LaunchLine, "counts": CountsLine,
     "overflow": OverflowLine, "first_call": FirstCallLine, "error": ErrorLine, "arch": ArchLine,
     "search": SearchLine, "miss": MissLine, "search_again": SearchAgainLine, "search_done": SearchDoneLine,
-    "search_failed": SearchFailedLine,
+    "search_failed": SearchFailedLine, "exit_error": ExitErrorLine,
 }
 
 

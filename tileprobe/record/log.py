@@ -4,6 +4,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import re
 import stat
 from collections import Counter
 from dataclasses import dataclass, field
@@ -14,6 +15,7 @@ from tileprobe.record.lines import (
     ArchLine,
     CountsLine,
     ErrorLine,
+    ExitErrorLine,
     FirstCallLine,
     KernelLine,
     LaunchLine,
@@ -27,6 +29,12 @@ from tileprobe.record.lines import (
     parse_line,
 )
 from tileprobe.record.model import KernelRef, Launch, RecordedSearch, merge, merge_searches
+
+#: What a program's error says when it ended for want of a GPU: torch built without CUDA, no CUDA device, no
+#: driver (torch's, the CUDA runtime's and driver API's wordings).
+NO_GPU = re.compile(r"not compiled with CUDA|no CUDA[- ]capable device|CUDA_ERROR_NO_DEVICE|cudaErrorNoDevice|"
+                    r"Found no NVIDIA driver|NVIDIA driver on your system|CUDA driver initialization failed|"
+                    r"libcuda\.so[^ ]* cannot open|CUDA_ERROR_NOT_INITIALIZED|no GPU", re.I)
 
 
 @dataclass
@@ -42,6 +50,13 @@ class Recording:
     archs: set = field(default_factory=set)
     searches: list = field(default_factory=list)   # RecordedSearch, merged over processes
     undescribed: list = field(default_factory=list)   # sentences: searches seen that could not be described
+    exit_errors: list = field(default_factory=list)   # the uncaught exception of each process that ended on one
+
+    @property
+    def gpu_missing(self) -> str | None:
+        """The first exit error that says the program found no usable GPU (:data:`NO_GPU`: a CPU-only torch, no
+        CUDA device or driver), or None."""
+        return next((e for e in self.exit_errors if NO_GPU.search(e)), None)
 
     @property
     def total_launches(self) -> int:
@@ -214,6 +229,8 @@ def _take_line(d: object, kernels: dict[int, KernelLine], launches: dict[int, La
     for a line of the wrong shape (the caller counts it unreadable and goes on)."""
     if isinstance(d, ProcessLine):
         rec.processes.append(d)
+    elif isinstance(d, ExitErrorLine):
+        rec.exit_errors.append(str(d.error))
     elif isinstance(d, KernelLine) and d.id is not None:
         kernels[d.id] = d
     elif isinstance(d, LaunchLine):

@@ -12,6 +12,7 @@ program's search) are ``arrays.empty``: every candidate's output is checked agai
 """
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 
@@ -232,6 +233,31 @@ def problem_dims(args: list, problem: list) -> list[int]:
     return out
 
 
+def program_label(config, hints: dict) -> str:
+    """A configuration as the program wrote it, for tables: ``TILE=128 occupancy=1`` — the fields of its
+    configuration object (``config_json``: a dict, namespace or named tuple; tuples as ``64×64``) then the hints
+    its ``hints_fn`` gave that the object does not hold (None: left to the kernel, left out); a configuration that
+    is no such object by its JSON text (``[128, 64]``)."""
+    def value(v) -> str:
+        if isinstance(v, list) and all(isinstance(x, (int, float, str)) for x in v):
+            return "×".join(map(str, v))
+        return v if isinstance(v, str) else json.dumps(v, separators=(",", ":"), default=str)
+    fields = config if isinstance(config, dict) else {}
+    parts = [f"{k}={value(v)}" for k, v in fields.items()] if fields else ([value(config)] if config is not None
+                                                                            else [])
+    parts += [f"{h}={value(v)}" for h, v in (hints or {}).items() if v is not None and h not in fields]
+    return " ".join(parts)
+
+
+def program_labels(s: RecordedSearch) -> list[str]:
+    """:func:`program_label` of each configuration of ``s`` in its order; where two read alike (or one reads as
+    nothing), every configuration is ``C<i> text`` instead, so that the labels stay distinct."""
+    texts = [program_label(c.get("config"), c.get("hints") or {}) for c in s.configs]
+    if len(set(texts)) == len(texts) and all(texts):
+        return texts
+    return [f"C{i} {t}".rstrip() for i, t in enumerate(texts)]
+
+
 def search_summary(written: list[SearchProbe], out_dir: str) -> list[dict]:
     """``record.json``'s ``searches``: per search probe, its key, kernel, configurations (as the program made them,
     with the hints it gave), the program's pick and time, sites — what a tune table's rows are annotated with."""
@@ -240,8 +266,9 @@ def search_summary(written: list[SearchProbe], out_dir: str) -> list[dict]:
         s = sp.search
         out.append({"file": os.path.relpath(sp.path, out_dir), "key": s.key, "name": s.kernel.name,
                     "kernel": s.kernel.spec(os.path.dirname(sp.path)), "kernel_file": s.kernel.file, "count": s.count,
-                    "configs": [{"label": lab, "config": c.get("config"), "hints": c.get("hints") or {}}
-                                for lab, c in zip(sp.labels, s.configs)],
+                    "configs": [{"label": lab, "config": c.get("config"), "hints": c.get("hints") or {},
+                                 "text": text}
+                                for lab, c, text in zip(sp.labels, s.configs, program_labels(s))],
                     "skipped": s.skipped, "space_size": s.space_size,
                     "problem": s.problem, "outputs": s.outputs, "program_pick": s.best,
                     "problem_args": [[i, s.configs[0]["args"][i]] for i in s.problem

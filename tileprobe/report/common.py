@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from tileprobe.model.arch import NOT_SOURCED
 from tileprobe.model.sass import tma_data_ops
@@ -41,7 +41,7 @@ VERDICT_MEANING = {
 }
 
 
-def verdict_legend(statuses: Iterable[str]) -> list[str]:
+def verdict_legend(statuses: Iterable[str | None]) -> list[str]:
     """``status: meaning`` for each of ``statuses`` that :data:`VERDICT_MEANING` knows, in its order."""
     present = set(statuses)
     return [f"{s}: {m}" for s, m in VERDICT_MEANING.items() if s in present]
@@ -82,11 +82,28 @@ def fmt_int(v) -> str:
 
 
 def group_tables(records: Iterable[VariantRecord]) -> dict[tuple[str, str, str], list[VariantRecord]]:
-    """Records per (kernel, tileiras build, arch), in the order given."""
+    """Records per (kernel, tileiras build, arch), in the order given except that within a case the hint-less
+    build of a hint comes before its values (:func:`hintless_first`): one order in every report."""
     out: dict[tuple[str, str, str], list[VariantRecord]] = defaultdict(list)
     for r in records:
         out[(r.kernel, r.tileiras, r.arch)].append(r)
-    return out
+    return {key: hintless_first(rows) for key, rows in out.items()}
+
+
+def hintless_first(rows: Sequence[VariantRecord]) -> list[VariantRecord]:
+    """``rows`` grouped by case (first-seen order) and, within a case, ordered hint by hint (first-seen order of
+    the hints) with the hint-less value (None: :data:`HINTLESS`) first and the set values in first-seen order: the
+    audit's order (cases × hint values) kept, with the hint-less build first wherever a store or file put it."""
+    def first_seen(values) -> dict[str, int]:
+        return {v: i for i, v in enumerate(dict.fromkeys(values))}
+    cases = first_seen(fmt_kv(r.case) for r in rows)
+    hints = list(dict.fromkeys(h for r in rows for h in r.hints))
+    seen = {h: first_seen(repr(r.hints.get(h)) for r in rows if r.hints.get(h) is not None) for h in hints}
+
+    def key(r: VariantRecord) -> tuple:
+        return (cases[fmt_kv(r.case)],
+                *((0, 0) if r.hints.get(h) is None else (1, seen[h][repr(r.hints.get(h))]) for h in hints))
+    return sorted(rows, key=key)
 
 
 def _first_seen(names_per_row: Iterable[Iterable[str]]) -> list[str]:
@@ -151,7 +168,7 @@ def verdict_text(r: VariantRecord, long: bool = False) -> str:
         return failure_brief(r) if long else failure_of(r)
     parts = []
     for hint, v in r.verdicts.items():
-        text = f"{hint} {VERDICT_MARK.get(v.status, v.status)}"
+        text = f"{hint} {VERDICT_MARK.get(v.status or '', v.status)}"
         parts.append(f"{text}: {v.reason}" if long else text)
     return "; ".join(parts) or "-"
 
@@ -183,7 +200,7 @@ def row_cells(r: VariantRecord, hints: list[str], cases: list[str] | None = None
         return lead + ["-", "-", "-", "-", "-", "-"]
     ctas = str(r.ctas_per_sm) if r.ctas_per_sm is not None else "not sourced" if r.arch in NOT_SOURCED else "-"
     return lead + [str(r.threads), str(r.registers), fmt_int(r.shared_bytes), fmt_int(r.stack_bytes),
-                   ctas, LIMITER_SHORT.get(r.limiter, r.limiter or "-")]
+                   ctas, LIMITER_SHORT.get(r.limiter or "", r.limiter or "-")]
 
 
 #: Short limiter names for narrow tables.
@@ -221,7 +238,7 @@ def verdict_cells(r: VariantRecord, hints: list[str]) -> list[str]:
     """One verdict status per hint column (``-`` when none)."""
     if not r.ok:
         return [failure_of(r)] + ["-"] * (len(hints) - 1) if hints else []
-    return [r.verdict_status(h, "-") for h in hints]
+    return [r.verdict_status(h, "-") or "-" for h in hints]
 
 
 NUMERIC = {"threads", "regs", SMEM_HEADER, "stack B", "CTAs/SM"}
@@ -255,7 +272,7 @@ def compile_timeout_line(r: VariantRecord) -> str | None:
     """``compile 42.9 s exceeds the program's compiler timeout of 5 s by 37.9 s`` for a record checked against a
     compiler timeout whose compile exceeds it, else None."""
     ct = r.compile_timeout
-    if not r.exceeds_compile_timeout:
+    if not r.exceeds_compile_timeout or ct is None or ct.margin_s is None:
         return None
     return (f"compile {ct.compile_s:.2f} s exceeds the program's compiler timeout of {ct.timeout_s:g} s "
             f"({ct.source or ''}) by {-ct.margin_s:.2f} s on this machine (compiles run side by side, so "
@@ -263,11 +280,11 @@ def compile_timeout_line(r: VariantRecord) -> str | None:
             "fail with TileCompilerTimeoutError")
 
 
-def sass_columns(rows: Iterable[VariantRecord]) -> list[tuple[str, callable]]:
+def sass_columns(rows: Iterable[VariantRecord]) -> list[tuple[str, Callable[[VariantRecord], str]]]:
     """Extra (header, cell) columns shown when the data exists: cluster dims, code size (``instr``: SASS
     instructions, NOPs excluded), spills (LDL/STL), TMA, matrix ops, and the register-pool verdict when any variant's SASS has setmaxnreg (:data:`POOL_HEADER`)."""
     rows = list(rows)
-    cols: list[tuple[str, callable]] = []
+    cols: list[tuple[str, Callable[[VariantRecord], str]]] = []
     if any(r.cluster_dims for r in rows):
         cols.append(("cluster", lambda r: "×".join(map(str, r.cluster_dims)) if r.cluster_dims else "-"))
     if any(r.sass and "instructions" in r.sass for r in rows):     # code size: SASS instructions, NOPs excluded

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from tileprobe.analyses.results import CompilerSteps, group_changes
 from tileprobe.errors import TileprobeError
 from tileprobe.report.common import (
+    HINTLESS,
     NUMERIC,
     VERDICT_MARK,
     VERDICT_MEANING,
@@ -82,6 +83,8 @@ table.audit th{background:#f6f8fa}table.audit td.num{text-align:right}tr.failed 
 ul.reasons{margin:4px 0 10px;padding-left:20px;color:#393f46}ul.reasons li{margin:2px 0}
 code,pre{font:12px ui-monospace,SFMono-Regular,Menlo,monospace;background:#f6f8fa;padding:1px 4px;border-radius:4px}
 pre{padding:6px;white-space:pre-wrap;overflow-wrap:anywhere}
+.arch{display:flex;flex-wrap:wrap;gap:0 24px;align-items:flex-start}
+.arch>.tables{flex:1 1 640px;min-width:0;overflow-x:auto}.arch>.plots{flex:1 1 560px;min-width:0}
 figure{margin:10px 0 18px}figure svg{max-width:100%;height:auto}figcaption{color:#59636e;font-size:13px}
 .note{background:#fff8c5;border:1px solid #d4a72c;padding:6px 10px;border-radius:6px}
 nav ul{columns:3;padding-left:20px}details summary{cursor:pointer;font-weight:600;margin:8px 0}
@@ -95,6 +98,17 @@ def _e(value) -> str:
 
 def _sort_value(v):
     return (0, v, "") if isinstance(v, (int, float)) and not isinstance(v, bool) else (1, 0, repr(v))
+
+
+def _x(r: VariantRecord, hint: str):
+    """Where a variant sits on a plot's x axis: its value of ``hint`` (set, else declared), or :data:`HINTLESS`."""
+    v = r.hint(hint)
+    return HINTLESS if v is None else v
+
+
+def _x_order(v) -> tuple:
+    """The x axis' order, the tables' too: the hint-less build first, then the values (:func:`_sort_value`)."""
+    return (0, (0, 0, "")) if v == HINTLESS else (1, _sort_value(v))
 
 
 def _median_us(r: VariantRecord):
@@ -119,7 +133,7 @@ def _verdict_cells(r: VariantRecord, hints: list[str]) -> list[str]:
             continue
         status = v.status
         cells.append(f'<span class="v v-{_e(status)}" title="{_e(v.reason)}">'
-                     f'{_e(VERDICT_MARK.get(status, status))}</span>')
+                     f'{_e(VERDICT_MARK.get(status or "", status))}</span>')
     return cells
 
 
@@ -259,13 +273,13 @@ def hint_figure_svg(rows: Sequence[VariantRecord], hint: str, title: str, salt: 
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
 
-    xs = sorted({repr(r.hint(hint)): r.hint(hint) for r in rows if r.hint(hint) is not None}.values(), key=_sort_value)
+    xs = sorted({repr(_x(r, hint)): _x(r, hint) for r in rows if r.ok}.values(), key=_x_order)
     timed = any(_median_us(r) is not None for r in rows)
     metrics = list(_METRICS) + ([("median_us", "median time (µs), bar: p25–p75", 1)] if timed else [])
     builds = sorted({r.tileiras for r in rows}, key=build_order)
     series: dict[tuple, list[VariantRecord]] = defaultdict(list)
     for r in rows:
-        if not r.ok or r.hint(hint) is None:   # a series without a drawn point gets no legend entry
+        if not r.ok:   # a series without a drawn point gets no legend entry
             continue
         others = {k: v for k, v in r.hints.items() if k != hint}
         series[(r.tileiras, fmt_kv(r.case) if r.case else "", fmt_kv(others) if others else "")].append(r)
@@ -309,9 +323,9 @@ def _draw_series(axes, metrics, recs, xs, hint, style, seen_verdicts: list) -> N
     """One line per panel for these records (compiled ones); a verdict-shaped marker at each point; on the time
     panel a p25–p75 bar."""
     pos = {repr(v): i for i, v in enumerate(xs)}
-    recs = sorted((r for r in recs if r.ok and repr(r.hint(hint)) in pos), key=lambda r: pos[repr(r.hint(hint))])
+    recs = sorted((r for r in recs if r.ok and repr(_x(r, hint)) in pos), key=lambda r: pos[repr(_x(r, hint))])
     for ax, (field, _, scale) in zip(axes, metrics):
-        pts = [(pos[repr(r.hint(hint))], _metric(r, field) / scale, r) for r in recs if _metric(r, field) is not None]
+        pts = [(pos[repr(_x(r, hint))], _metric(r, field) / scale, r) for r in recs if _metric(r, field) is not None]
         if not pts:
             continue
         ax.plot([p[0] for p in pts], [p[1] for p in pts], alpha=0.9, **style)
@@ -333,14 +347,16 @@ def _style_axes(axes, metrics, xs, hint) -> bool:
     """Ticks at the hint values, labels, grid, y from 0, integer ticks on counts; the asked CTAs/SM line for
     occupancy (returns whether it was drawn)."""
     from matplotlib.ticker import MaxNLocator
-    asked = hint == "occupancy" and all(isinstance(v, int) and not isinstance(v, bool) for v in xs)
+    values = [(i, v) for i, v in enumerate(xs) if v != HINTLESS]
+    asked = hint == "occupancy" and bool(values) and all(isinstance(v, int) and not isinstance(v, bool)
+                                                        for _, v in values)
     for ax, (field, ylabel, _) in zip(axes, metrics):
-        ax.set_xticks(range(len(xs)), [_mpl(fmt_value(v)) for v in xs])
+        ax.set_xticks(range(len(xs)), [_mpl(HINTLESS if v == HINTLESS else fmt_value(v)) for v in xs])
         ax.set_xlabel(_mpl(hint))
         ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3)
         if field == "ctas_per_sm" and asked:
-            ax.plot(range(len(xs)), xs, ":", color="#59636e", lw=1.2, zorder=1)
+            ax.plot([i for i, _ in values], [v for _, v in values], ":", color="#59636e", lw=1.2, zorder=1)
         ax.set_ylim(bottom=0)
         if field in _COUNTS:
             ax.yaxis.set_major_locator(MaxNLocator(integer=True))
@@ -379,28 +395,38 @@ def kernel_plots(rows: Sequence[VariantRecord], kernel_index: int) -> str:
     by_arch: dict[str, list[VariantRecord]] = defaultdict(list)
     for r in rows:
         by_arch[r.arch].append(r)
-    out = []
-    for arch, recs in sorted(by_arch.items(), key=lambda kv: _arch_order(kv[0])):
-        if not any(r.ok for r in recs):
-            statuses = ", ".join(f"{n} {s}" for s, n in sorted(_count(r.status for r in recs).items()))
-            out.append(f'<p class="note">{_e(recs[0].kernel)} on {_e(arch)}: no plot, every variant failed '
-                       f"({_e(statuses)}); the message is in the table's notes above.</p>")
-            continue
-        for j, hint in enumerate(varying_hints(recs)):
-            for k, (build, part) in enumerate(plot_groups(recs, hint)):
-                title = f"{recs[0].kernel} on {arch}: resources vs {hint}" + (f" · {short_build(build)}" if build
-                                                                              else "")
-                n = len({(r.tileiras, fmt_kv(r.case), fmt_kv({k2: v for k2, v in r.hints.items() if k2 != hint}))
-                         for r in part})
-                if n > MAX_PLOT_SERIES:   # 16,785 lines took minutes to draw and read as nothing
-                    out.append(f'<p class="note">{_e(title)}: no plot, {n:,} lines (one per case and compiler) are '
-                               f"more than the {MAX_PLOT_SERIES} a figure shows; the table above has every variant "
-                               "(narrow the report with --where or --kernel for a plot).</p>")
-                    continue
-                svg = hint_figure_svg(part, hint, title, salt=f"tileprobe-{kernel_index}-{arch}-{j}-{k}")
-                out.append(f'<figure class="plot">{svg}<figcaption>{_e(title)}; one colour per case'
-                           f"{' (dash: compiler)' if len({r.tileiras for r in part}) > 1 else ''}; marker shape: "
-                           f"the verdict of {_e(hint)}</figcaption></figure>")
+    return "".join(arch_plots(recs, kernel_index) for _, recs in sorted(by_arch.items(),
+                                                                          key=lambda kv: _arch_order(kv[0])))
+
+
+def arch_plots(recs: Sequence[VariantRecord], kernel_index: int) -> str:
+    """The figures of one kernel on one arch (``recs``, every compiler): one per varying hint, the hint-less build
+    first on the x axis; a note instead when no variant compiled. :func:`render_html` puts them beside that arch's
+    tables."""
+    if not recs:
+        return ""
+    out: list[str] = []
+    arch = recs[0].arch
+    if not any(r.ok for r in recs):
+        statuses = ", ".join(f"{n} {s}" for s, n in sorted(_count(r.status for r in recs).items()))
+        out.append(f'<p class="note">{_e(recs[0].kernel)} on {_e(arch)}: no plot, every variant failed '
+                   f"({_e(statuses)}); the message is in the table's notes above.</p>")
+        return "".join(out)
+    for j, hint in enumerate(varying_hints(recs)):
+        for k, (build, part) in enumerate(plot_groups(recs, hint)):
+            title = f"{recs[0].kernel} on {arch}: resources vs {hint}" + (f" · {short_build(build)}" if build
+                                                                          else "")
+            n = len({(r.tileiras, fmt_kv(r.case), fmt_kv({k2: v for k2, v in r.hints.items() if k2 != hint}))
+                     for r in part})
+            if n > MAX_PLOT_SERIES:   # 16,785 lines took minutes to draw and read as nothing
+                out.append(f'<p class="note">{_e(title)}: no plot, {n:,} lines (one per case and compiler) are '
+                           f"more than the {MAX_PLOT_SERIES} a figure shows; the tables beside it have every variant "
+                           "(narrow the report with --where or --kernel for a plot).</p>")
+                continue
+            svg = hint_figure_svg(part, hint, title, salt=f"tileprobe-{kernel_index}-{arch}-{j}-{k}")
+            out.append(f'<figure class="plot">{svg}<figcaption>{_e(title)}; one colour per case'
+                       f"{' (dash: compiler)' if len({r.tileiras for r in part}) > 1 else ''}; marker shape: "
+                       f"the verdict of {_e(hint)}</figcaption></figure>")
     return "".join(out)
 
 
@@ -412,7 +438,7 @@ def plot_groups(recs: Sequence[VariantRecord], hint: str) -> list[tuple[str, lis
     """The plots of ``hint`` for one kernel and arch: one ``("", recs)`` when its series (compiler × case × other
     hints, with a drawn point) are at most :data:`MAX_SERIES`, else one ``(build, its records)`` per compiler
     that has data, newest first."""
-    drawn = [r for r in recs if r.ok and r.hint(hint) is not None]
+    drawn = [r for r in recs if r.ok]
     keys = {(r.tileiras, repr(r.case), repr({k: v for k, v in r.hints.items() if k != hint})) for r in drawn}
     builds = sorted({r.tileiras for r in drawn}, key=build_order, reverse=True)
     if len(keys) <= MAX_SERIES or len(builds) < 2:
@@ -481,7 +507,7 @@ def render_html(records: Iterable[VariantRecord], *, title: str = "tileprobe rep
     by_key: dict[tuple[str, str], list[VariantRecord]] = defaultdict(list)
     for r in records:
         by_key[(r.kernel, r.probe)].append(r)
-    names = defaultdict(int)
+    names: dict[str, int] = defaultdict(int)
     for kernel, _ in by_key:
         names[kernel] += 1
     kernels = {(f"{k} ({os.path.basename(p)})" if names[k] > 1 and p else k): (rows, (k, p))
@@ -514,11 +540,17 @@ def render_html(records: Iterable[VariantRecord], *, title: str = "tileprobe rep
         if probes:
             parts.append(f'<p class="meta">probe: {", ".join(f"<code>{_e(p)}</code>" for p in probes)}</p>')
         parts.append(compiler_changes_section((compiler_steps or {}).get(key)))   # what changed first
-        for (_, build, arch), trows in group_tables(rows).items():
-            parts.append(f"<h3>{_e(arch)} · {_e(short_build(build))}</h3>"
-                         f'<p class="meta">{_e(build)}</p>{audit_table(trows)}')
-        if with_plots:
-            parts.append(kernel_plots(rows, i))
+        tables = group_tables(rows)
+        for arch in dict.fromkeys(a for _, _, a in tables):   # each arch's tables, then its plots beside them
+            parts.append('<div class="arch"><div class="tables">')
+            for (_, build, a), trows in tables.items():
+                if a == arch:
+                    parts.append(f"<h3>{_e(arch)} · {_e(short_build(build))}</h3>"
+                                 f'<p class="meta">{_e(build)}</p>{audit_table(trows)}')
+            parts.append("</div>")
+            if with_plots:
+                parts.append(f'<div class="plots">{arch_plots([r for r in rows if r.arch == arch], i)}</div>')
+            parts.append("</div>")
         parts.append(remarks_section(rows))
         parts.append("</section>")
     parts.append("</body></html>\n")

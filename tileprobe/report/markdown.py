@@ -2,6 +2,7 @@
 comparisons, bisections, doctor findings and GPU runs."""
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Sequence
 
 from tileprobe.analyses.results import BisectResult, Comparison, Finding, TimeBisectResult, group_changes
@@ -50,7 +51,6 @@ def environment_md(env: dict) -> str:
 def display_path(path: str) -> str:
     """``path`` as a report shows it: relative to the working folder when under it, else ``~/…`` when under the
     home folder, else as given — a pasted report names no user's absolute folders."""
-    import os
     try:
         full = os.path.abspath(path)
         cwd, home = os.getcwd(), os.path.expanduser("~")
@@ -122,7 +122,7 @@ def audit_markdown(records: Iterable[VariantRecord], environment: dict, command:
                                for r in rows]))
         notes = [f"- {_label(r)}: {verdict_text(r, long=True)}" for r in rows
                  if r.ok and any(noteworthy(v) for v in r.verdicts.values())]
-        notes += [f"- {_label(r)}: {SASS_UNREAD}: {_one_line(r.sass.error)}"
+        notes += [f"- {_label(r)}: {SASS_UNREAD}: {_one_line(r.sass.error or '')}"
                   for r in rows if r.ok and r.sass and "error" in r.sass]
         notes += [f"- {_label(r)}: {pool_line(r)}" for r in rows if r.hang_risk or r.pool_verdict == "unknown"]
         notes += [f"- {_label(r)}: {compile_timeout_line(r)}" for r in rows if r.exceeds_compile_timeout]
@@ -133,8 +133,40 @@ def audit_markdown(records: Iterable[VariantRecord], environment: dict, command:
         parts.append("\nVerdicts:\n\n" + "".join(f"- {line}\n" for line in legend))
     if advice:
         parts.append("\n### Advice\n\n" + "".join(f"- {line}\n" for line in advice))
+    parts.append(kernel_section(records))
     parts.append(probe_section(probes))
     return "".join(parts)
+
+
+def kernel_section(records: Sequence[VariantRecord]) -> str:
+    """``### The kernel``: the source of each audited ``@ct.kernel`` function found outside the probe files printed
+    in full (a kernel imported from TileGym …; :func:`tileprobe.report.kernel_source.find_kernel_source`, which reads
+    files and runs nothing), with its file and line; '' when every kernel is in a printed probe or none is found."""
+    from tileprobe.report.kernel_source import KERNEL_MAX_LINES, find_kernel_source
+    printed = {os.path.abspath(p) for p in {r.probe for r in records if r.probe} if _probe_lines(p) <= PROBE_MAX_LINES}
+    found: dict[tuple[str, int], tuple[str, str]] = {}
+    for probe, symbol, kernel in dict.fromkeys((r.probe, r.symbol, r.kernel) for r in records if r.probe and r.symbol):
+        src = find_kernel_source(probe, symbol)
+        if src is not None and src.path not in printed:
+            found.setdefault((src.path, src.line), (kernel, src.text))
+    out = []
+    for (path, line), (kernel, text) in found.items():
+        where = f"`{display_path(path)}:{line}` ({kernel})"
+        n = text.count("\n") + 1
+        if n > KERNEL_MAX_LINES:
+            out.append(f"\n{where}: {n} lines, attach it\n")
+            continue
+        fence = "````" if "```" in text else "```"
+        out.append(f"\n{where}:\n\n{fence}python\n{text.rstrip()}\n{fence}\n")
+    return "\n### The kernel\n" + "".join(out) if out else ""
+
+
+def _probe_lines(path: str) -> int:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read().count("\n")
+    except OSError:
+        return PROBE_MAX_LINES + 1
 
 
 def versions_md(records: Sequence[VariantRecord]) -> str:

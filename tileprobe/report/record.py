@@ -19,6 +19,9 @@ def render_record(result, err, out_dir: str) -> None:
                  + (f"; the command exited with {result.exit_code}" if result.exit_code is not None else ""))
         for e in rec.errors:
             say(err, f"recording failed: {e}")
+        line = exit_error_line(rec)
+        if line:
+            say(err, line)
         if rec.unreadable:
             say(err, f"{len(rec.unreadable)} unreadable log line(s) skipped (a process ended mid-write?): "
                      f"{rec.unreadable[0]}")
@@ -28,9 +31,8 @@ def render_record(result, err, out_dir: str) -> None:
         say(err, "no cuda.tile launch was seen: no probe written")
         return
     table = Table(title="probes written", title_justify="left")
-    for col, just in (("probe", "left"), ("kernel", "left"), ("launches", "right"), ("cases", "right"),
-                      ("left out", "right"), ("hints", "left")):
-        table.add_column(col, justify=just)
+    for col in ("probe", "kernel", "launches", "cases", "left out", "hints"):
+        table.add_column(col, justify="right" if col in ("launches", "cases", "left out") else "left")
     for path, plan in result.written:
         total = "-" if plan.total is None else f"{plan.total:,}"
         cells = [os.path.relpath(path), plan.kernel.spec() or f"{plan.kernel.name} (TODO: not importable)",
@@ -40,3 +42,17 @@ def render_record(result, err, out_dir: str) -> None:
     err.print(table)
     say(err, f"summary: {os.path.relpath(result.summary_path)}; audit them with: tileprobe audit "
              f"{os.path.relpath(os.path.join(out_dir, 'probes'))}/*.py --arch sm_90")
+
+
+def exit_error_line(rec) -> str:
+    """What the processes that ended on an uncaught exception said (the recording's ``exit_errors``), quoted: for
+    want of a GPU (``Recording.gpu_missing``) said first and as such, with the fix; '' when none did."""
+    if not rec.exit_errors:
+        return ""
+    n = len(rec.exit_errors)
+    who = f"{n} of the {len(rec.processes)} recorded process(es)"
+    if rec.gpu_missing:
+        return (f"the program failed for want of a GPU ({who} ended on an error): \"{rec.gpu_missing}\"; run the "
+                "command on a machine with an NVIDIA GPU and a CUDA build of its libraries")
+    return f"the program failed ({who} ended on an error): \"{rec.exit_errors[0]}\""
+

@@ -35,6 +35,9 @@ def render(result: TuneResult, console, all_rows: bool = False) -> None:
     env = result.environment
     say(console, f"timing: {env.get('timing')} · strategy: {env.get('strategy')} · arch {env.get('arch')}"
                  f"{' · dry run (static stage only)' if result.dry_run else ''}")
+    if result.dry_run and env.get("num_sms_reference"):
+        say(console, f"duplicate launches looked for at {env.get('num_sms')} SMs, the {env.get('arch')} reference "
+                     f"GPU's ({env.get('num_sms_reference')}); --num-sms N for another GPU")
     for p in result.problems:
         _render_problem(p, console, all_rows)
     say(console, time_line(result.times, result.compiled))
@@ -110,7 +113,8 @@ def _shown(rows: list[CandidateRow], all_rows: bool) -> list[CandidateRow]:
     final = [r for r in rows if r.status in ("winner", "tie")]
     if final:
         return final
-    timed = sorted((r for r in rows if not r.same_launch_as and r.median_us is not None), key=lambda r: r.median_us)
+    timed = sorted((r for r in rows if not r.same_launch_as and r.median_us is not None),
+                   key=lambda r: r.median_us or 0.0)
     return timed[:5] or [r for r in rows if not r.same_launch_as and r.status == "ok"][:ROWS_SHOWN]
 
 
@@ -138,7 +142,10 @@ def _render_problem(p: ProblemResult, console, all_rows: bool = False) -> None:
         say(console, "  " + final_line(p.final))
     cov = getattr(p, "coverage", None) or {}
     if cov:
-        say(console, f"  searched: {cov['compiled']:,} of {cov['configurations']:,} configurations compiled, "
+        # a recorded search's space is the program's configurations: programs_own's rejections are not among them,
+        # as the summary line counts them
+        space = cov['configurations'] - p.dropped.get("constraint:programs_own", 0)
+        say(console, f"  searched: {cov['compiled']:,} of {space:,} configurations compiled, "
                      f"{cov['timed']:,} timed ({_not_timed_why(p)})")
     rows = [r for r in p.candidates if r.config is not None]
     by_label = {r.label: (i, r) for i, r in enumerate(rows)}
@@ -262,7 +269,7 @@ def verdict_lines(p: ProblemResult, compact: bool = False) -> list[str]:
     ``compact``: failed candidates as one line per fate and first line of reason, with a count."""
     out = []
     pick = p.pick
-    if p.verdict == "winner":
+    if p.verdict == "winner" and pick is not None:
         out.append(f"winner: {pick.label}: {_us(pick.median_us)} µs {_ci(pick)} ({pick.n} samples)"
                    f"{_final_text(pick)}{_check_text(pick)}")
     elif p.verdict == "tie":

@@ -168,7 +168,8 @@ def _annotate(doc: dict, by_key: dict, probe_dir: str | None) -> int:
                 continue
             i, c = configs[label]
             row["source_sha256"] = s.get("source_sha256")
-            row["search"] = {"key": s["key"], "config_index": i, "config": c.get("config"), "hints": c.get("hints"),
+            row["search"] = {"key": s["key"], "config_index": i, "label": c.get("text") or label,
+                             "config": c.get("config"), "hints": c.get("hints"),
                              "program_pick": s.get("program_pick"), "site": next(iter(s.get("sites") or {}), None),
                              "probe": os.path.join(probe_dir, os.path.basename(s["file"])) if probe_dir and
                              s.get("file") else s.get("file"),

@@ -202,5 +202,8 @@ class WorkerBench:
         v = dict(out.value)
         status = v.pop("status", None) or "error"
         if d is not None and d.id == cid and v.get("against") is None and status == "unchecked":
-            v["message"] = "this is the default configuration: without reference= there is nothing to compare with"
+            default = self.candidates[cid].problem.default      # d is the timed one of the default's group
+            who = ("this is the default configuration" if default is None or default == self.candidates[cid].config
+                   else f"this builds the same launch as the default configuration ({default.label})")
+            v["message"] = f"{who}: without reference= there is nothing to compare with"
         return CheckOutcome(status if status in (*FAILED, "ok", "unchecked") else "error", v)

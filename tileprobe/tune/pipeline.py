@@ -380,8 +380,16 @@ def _sequential(result, problems, arch, starter, watchdog, probe_paths, bundle, 
     _say_hang_risk(plans, run_hang_risk, progress)
     gpu = gpu if gpu is not None else _gpu(result, starter, arch, progress)
     num_sms = num_sms or gpu.get("num_sms") or compile_sms   # a dry run: the SM count args() was compiled for
+    reference = None
+    if not num_sms and dry_run:     # no GPU and no --num-sms: the arch's reference GPU's, as audit does
+        from tileprobe.model.arch import get_arch
+        from tileprobe.model.cluster import REFERENCE_GPUS
+        layout = REFERENCE_GPUS.get(get_arch(arch).name)
+        num_sms, reference = (layout.num_sms, layout.gpu) if layout is not None else (None, None)
     _dedupe_all(result, plans, num_sms, get, probe_timeout_s)
     result.environment = _environment(env, gpu, arch, num_sms, timing_settings, race_settings, bundle)
+    if reference:
+        result.environment["num_sms_reference"] = reference
     if progress:
         progress("plans", plans)
     if dry_run:

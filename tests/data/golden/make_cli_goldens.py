@@ -25,6 +25,10 @@ machine adds).
 ``compare_files``, ``compare_files_markdown``, ``compare_schema1``, ``compare_releases`` and ``tune_dry_run`` again
 (2026-12-05, with this file's cases on main): compare names each side's cuda-tile and says which side differs, and a
 tune's JSON carries the race's kernel time (``kernel_s``).
+``audit_warm_json``, ``gate``, ``history_fresh``, ``audit_failures``, ``audit_warm_markdown``,
+``audit_warm_summary_where`` and ``compare_releases`` on branch h5 (2026-12-05): records keep the SASS base opcodes
+(``sass.opcodes``), ``audit --json`` the pruned occupancy space (``pruned_space``), the Markdown report the kernel's
+source (``### The kernel``) and compare the instruction families added or dropped.
 
 ``--code DIR`` is the tileprobe source tree the commands run with (``PYTHONPATH=DIR``); the cases, the inputs and
 the normalizer are this file's, so ``tests/test_golden_cli.py`` runs the very same commands on the current code

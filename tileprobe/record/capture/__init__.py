@@ -255,10 +255,29 @@ def install(out_dir: str | None = None):
     _RECORDER = Recorder(out_dir)
     _install_finder()
     ensure_patched()
+    _install_excepthook()
     atexit.register(_RECORDER.close)
     if hasattr(os, "register_at_fork"):
         os.register_at_fork(after_in_child=lambda: _RECORDER and _RECORDER.after_fork())
     return _RECORDER
+
+
+def _install_excepthook() -> None:
+    """Log this process's uncaught exception (``{"t": "exit_error"}``: its type and first 500 characters) before
+    the program's own ``sys.excepthook`` prints it, so that ``record`` and ``tune -- CMD`` can quote why a program
+    ended before it launched (e.g. a CPU-only torch: "Torch not compiled with CUDA enabled"). Never raises."""
+    previous = sys.excepthook
+
+    def hook(etype, value, tb):
+        try:
+            rec = _RECORDER
+            if rec is not None and not rec.failed and os.getpid() == rec.pid and etype is not KeyboardInterrupt:
+                with rec.lock:
+                    rec._write({"t": "exit_error", "error": _plain(f"{etype.__name__}: {value}")[:500]})
+        except Exception:
+            pass
+        previous(etype, value, tb)
+    sys.excepthook = hook
 
 
 def _install_finder() -> None:
