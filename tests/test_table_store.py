@@ -147,8 +147,9 @@ def test_exporting_into_a_merged_table_replaces_only_this_gpus_row(tmp_path):
     path = _table(tmp_path / "both.json", {"vadd": [_row({"N": 4096}, 512), _row({"N": 4096}, 256,
                                                                                 gpu="NVIDIA H100 80GB HBM3")]})
     pick = SimpleNamespace(config={"case": {"TILE": 1024}, "hints": {"occupancy": None}}, median_us=9.0,
-                           ci_lo_us=8.9, ci_hi_us=9.1, n=40, final_us=None, label="TILE=1024")
+                           ci_lo_us=8.9, ci_hi_us=9.1, n=40, final_us=None, label="TILE=1024", check=None)
     problem = SimpleNamespace(kernel="vadd", problem={"N": 4096}, pick=pick, verdict="winner", tie=[], arch="sm_90",
+                              candidates=[pick],
                               tileiras="Cuda compilation tools, release 13.4, V13.4.92", cuda_tile="1.7.0")
     env = {"gpu": {"name": "NVIDIA H100 80GB HBM3"}, "num_sms": 132, "arch": "sm_90", "timing": "sustained"}
     write_export(SimpleNamespace(problems=[problem], environment=env), str(path))

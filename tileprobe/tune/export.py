@@ -104,7 +104,8 @@ def _row(p, env: dict) -> dict | None:
     return {"problem": p.problem, "case": pick.config["case"], "hints": pick.config["hints"],
             "verdict": p.verdict, "median_us": pick.median_us,
             "ci_us": [pick.ci_lo_us, pick.ci_hi_us], "samples": pick.n, **final,
-            "checks": checks_of(pick, default is not None and _config_label(pick) == SEARCH_DEFAULT), **({"default": default} if default is not None else {}),
+            "checks": checks_of(pick, default is not None and _config_label(pick) == SEARCH_DEFAULT),
+            **({"default": default} if default is not None else {}),
             "tie": [{"case": t.config["case"], "hints": t.config["hints"], "median_us": t.median_us,
                      "ci_us": [t.ci_lo_us, t.ci_hi_us], **({"final_us": t.final_us} if t.final_us is not None else {})}
                     for t in p.tie if t.label != pick.label],

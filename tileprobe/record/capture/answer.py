@@ -13,7 +13,7 @@ from . import facts
 from .describe import _plain, _site, _Sites
 from .ext import usehook
 from .facts import stale_reasons
-from .names import TUNE_MODULE
+from .result import _tuning_result
 from .search import Search, _strict_text
 from .tables import TABLE_SCHEMA, TABLE_WARN_BYTES, TableReadError, append_regular, read_json_file, row_problems
 
@@ -142,14 +142,3 @@ class Answerer:
         except Exception as e:
             self.say_once("misses", f"cannot note the miss in {self.misses_path}: {type(e).__name__}: {e}")
         return None
-
-
-def _tuning_result(config, row: dict):
-    """A real ``cuda.tile.tune.TuningResult`` whose ``best`` is the program's own configuration object."""
-    mod = sys.modules[TUNE_MODULE]
-    ci = row.get("ci_us") or [None, None]
-    margin = (ci[1] - ci[0]) / 2 if None not in ci else 0.0
-    best = mod.Measurement(config=config, mean_us=float(row.get("median_us") or 0.0),
-                           num_samples=int(row.get("samples") or 0), error_margin_us=float(margin))
-    return mod.TuningResult(best=best, successes=(best,), failures=())
-

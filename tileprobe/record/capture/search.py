@@ -13,6 +13,7 @@ from .describe import _hint_json, _plain, _site, describe, describe_kernel, to_j
 from .ext import usehook
 from .names import CEXT_MODULE, MODULE_NAME
 from .recorder import Recorder
+from .result import _tuning_result
 from .tables import read_regular
 
 _PLAIN = (int, float, str, bool, type(None))
@@ -340,7 +341,6 @@ def _search_once(use, search, run):
     runs the program's search here."""
     if use is None or search is None:
         return run()
-    from .answer import _tuning_result
     try:
         mod = sys.modules.get(MODULE_NAME + "_ranks")
         if mod is None:
