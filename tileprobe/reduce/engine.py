@@ -11,8 +11,8 @@ interesting candidate that is smaller kept, until a round keeps nothing or ``bud
 matters": each construct of the result changed once more on its own; (5) the written files
 (:mod:`tileprobe.reduce.output`).
 
-Candidates that fail once are not tried again in later rounds unless a round finds nothing (then one last full
-round); answers and the smallest kernel so far are journalled in ``OUT/reduce-state.json`` after every batch, so a
+An edit that fails once (a candidate's ``key``: the pass and the text it changed) is neither built nor tried again
+in later rounds unless a round finds nothing (then one last full round); answers and the smallest kernel so far are journalled in ``OUT/reduce-state.json`` after every batch, so a
 stopped reduction started again with the same arguments goes on from there.
 
 Python API: :func:`reduce` returns a :class:`Reduction`.
@@ -107,7 +107,7 @@ def reduce(probe: str, *, arch: str, where: Mapping[str, Any], prop: str | Prope
             between them as it does on the probe: kept on every candidate).
         out_dir: where the journal lives (and the caller writes the outputs).
         budget_s: wall seconds after which the smallest kernel so far is returned (``stopped_by_budget``).
-        batch: candidates audited at once (default: the CPUs, at least 3).
+        batch: candidates audited at once (default: twice the CPUs, at least 4).
         compile_timeout_s: per-variant compile limit; a candidate that hangs the compiler is one that times out.
         progress: ``progress(event, info)``: "start", "batch", "kept", "needs", "done".
 
@@ -182,7 +182,7 @@ def reduce(probe: str, *, arch: str, where: Mapping[str, Any], prop: str | Prope
             kept.append("folded the variant: constexpr switches, helpers inlined, dead code out")
     folded_calls = _ct_calls(current)
     deadline = None if budget_s is None else t0 + budget_s
-    batch = batch or max(3, jobs or os.cpu_count() or 1)
+    batch = batch or max(4, 2 * (jobs or os.cpu_count() or 1))   # two per core: an audit call's start-up is shared
     stopped = False
 
 
@@ -272,13 +272,14 @@ def _round(current: str, hints: dict, oracle: Oracle, batch: int, failed: set, d
     base = _order(current)
     pending: list[Candidate] = []
     seen: set[str] = set()
-    gen = candidates(tree, hints)
+    out_of_time = (lambda: False) if deadline is None else (lambda: time.monotonic() >= deadline)
+    gen = candidates(tree, hints, skip=failed.__contains__, stop=out_of_time)
     done = False
     while not done:
         pending.clear()
         for c in gen:
             d = digest(c.source)
-            if d in seen or d in failed or _order(c.source) >= base:
+            if d in seen or _order(c.source) >= base:
                 continue
             seen.add(d)
             pending.append(c)
@@ -286,10 +287,10 @@ def _round(current: str, hints: dict, oracle: Oracle, batch: int, failed: set, d
                 break
         else:
             done = True
+        if out_of_time():
+            return None
         if not pending:
             return False
-        if deadline is not None and time.monotonic() >= deadline:
-            return None
         outs = oracle.check([c.source for c in pending])
         say("batch", {"n": len(pending), "compiled": oracle.compiled, "kept": sum(o.interesting for o in outs)})
         say("save", {})
@@ -298,14 +299,14 @@ def _round(current: str, hints: dict, oracle: Oracle, batch: int, failed: set, d
                 kept.append(c.label)
                 say("kept", {"label": c.label, "size": size(c.source)})
                 return c.source
-            failed.add(digest(c.source))
+            failed.add(c.key)
     return False
 
 
 def _needs(current: str, hints: dict, oracle: Oracle, say) -> list[Need]:
     """Each construct of ``current`` changed once on its own (the rounds' own transformations, the constant
     halvings and hint values left out): which lose the property."""
-    cands = [c for c in candidates(ast.parse(current), hints) if c.kind not in ("constant", "hint")]
+    cands = [c for c in candidates(ast.parse(current), hints) if c.kind not in ("constant", "hint", "chunk")]
     outs = oracle.check([c.source for c in cands]) if cands else []
     by: dict[str, list[tuple[str, str, str]]] = {}
     for c, o in zip(cands, outs):

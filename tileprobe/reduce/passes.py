@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import dataclasses
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -23,12 +24,32 @@ Path = tuple
 
 @dataclass
 class Candidate:
-    """One transformed probe module: ``source`` (unparsed), ``label`` (what was done) and ``construct`` (the kernel
-    construct it removed or simplified, e.g. ``ct.gather(X, …) inside a runtime loop``)."""
-    source: str
+    """One transformed probe module: ``label`` (what was done), ``construct`` (the kernel construct it removed or
+    simplified, e.g. ``ct.gather(X, …) inside a runtime loop``), ``kind`` (the pass), ``key`` (the edit's
+    identity across rounds: the pass and the full text of what it changed, so an edit that failed once is skipped
+    in later rounds without building its module again) and ``source``: the module unparsed, built on first use
+    (copied, edited, cleaned: milliseconds to a second for a big kernel); "" when the edit gives no valid
+    candidate (a name left unbound, an edit that does not apply)."""
     label: str
     construct: str
     kind: str
+    key: str
+    build: Callable[[], str | None] = dataclasses.field(repr=False, compare=False)
+    _source: str | None = dataclasses.field(default=None, repr=False, compare=False)
+
+    @property
+    def source(self) -> str:
+        """The candidate module's source ("" when there is none)."""
+        if self._source is None:
+            self._source = self.build() or ""
+        return self._source
+
+
+def _lazy(tree: ast.Module, edit: Callable[[ast.Module], bool | None], label: str, construct: str, kind: str,
+          key: str = "") -> Candidate:
+    """A candidate whose module is built (copied, edited, cleaned, unparsed: milliseconds to a second for a big
+    kernel) only when :func:`candidates` decides to try it."""
+    return Candidate(label, construct, kind, key or f"{kind}:{label}", lambda: _make(tree, edit))
 
 
 def _stmt_paths(body: list[ast.stmt], prefix: Path = ()) -> Iterator[Path]:
@@ -100,14 +121,17 @@ def _ct_names(node: ast.AST) -> list[str]:
 
 
 def _make(tree: ast.Module, edit: Callable[[ast.Module], bool | None]) -> str | None:
-    t = copy.deepcopy(tree)
-    if edit(t) is False:
-        return None
     try:
-        t = clean(t)
-    except Exception:
+        t = copy.deepcopy(tree)
+        if edit(t) is False:
+            return None
+        try:
+            t = clean(t)
+        except Exception:
+            return None
+        return None if unbound(t) else ast.unparse(t)
+    except RecursionError:      # an expression nested deeper than Python's recursion limit: no candidate
         return None
-    return None if unbound(t) else ast.unparse(t)
 
 
 def unbound(tree: ast.Module) -> set[str]:
@@ -138,10 +162,9 @@ def deletions(tree: ast.Module) -> Iterator[Candidate]:
             del L[j]
             if not L:
                 L.append(ast.Pass())
-        src = _make(tree, edit)
-        if src:
-            names = ", ".join(_ct_names(s)) or "no ct.* call"
-            yield Candidate(src, f"delete `{_short(s)}`", f"`{_short(s, 50)}` ({names}){_where(k, path)}", "delete")
+        names = ", ".join(_ct_names(s)) or "no ct.* call"
+        yield _lazy(tree, edit, f"delete `{_short(s)}`", f"`{_short(s, 50)}` ({names}){_where(k, path)}", "delete",
+                    key=f"delete:{ast.unparse(s)}")
 
 
 def loops(tree: ast.Module) -> Iterator[Candidate]:
@@ -165,9 +188,7 @@ def loops(tree: ast.Module) -> Iterator[Candidate]:
                 return False
             loop.iter = ast.Call(ast.Name("range", ast.Load()), [ast.Constant(1)], [])
         for edit, label in ((once, "run the loop's body once"), (const, "give the loop a constant trip count (1)")):
-            src = _make(tree, edit)
-            if src:
-                yield Candidate(src, f"{label}: `for {s.target.id} in {_short(s.iter, 40)}`", what, "loop")
+            yield _lazy(tree, edit, f"{label}: `for {s.target.id} in {_short(s.iter, 40)}`", what, "loop")
 
 
 def _const_range(loop: ast.For) -> int | None:
@@ -188,10 +209,8 @@ def branches(tree: ast.Module) -> Iterator[Candidate]:
             def edit(t, path=path, field=field):
                 L, j = _locate(parts(t).kernel, path)
                 L[j:j + 1] = getattr(L[j], field) or [ast.Pass()]
-            src = _make(tree, edit)
-            if src:
-                yield Candidate(src, f"keep only the {'then' if field == 'body' else 'else'} branch of "
-                                     f"`if {_short(s.test, 40)}`", f"branch `if {_short(s.test, 40)}`", "branch")
+            yield _lazy(tree, edit, f"keep only the {'then' if field == 'body' else 'else'} branch of "
+                        f"`if {_short(s.test, 40)}`", f"branch `if {_short(s.test, 40)}`", "branch")
 
 
 def _calls(tree: ast.Module) -> list[tuple[Path, int, ast.Call]]:
@@ -232,10 +251,8 @@ def keywords(tree: ast.Module) -> Iterator[Candidate]:
             def edit(t, path=path, n=n, name=kw.arg):
                 call = _call_at(t, path, n)
                 call.keywords = [x for x in call.keywords if x.arg != name]
-            src = _make(tree, edit)
-            if src:
-                yield Candidate(src, f"drop `{kw.arg}=` of ct.{c.func.attr}",
-                                f"`{kw.arg}={_short(kw.value, 20)}` of ct.{c.func.attr}{_where(k, path)}", "option")
+            yield _lazy(tree, edit, f"drop `{kw.arg}=` of ct.{c.func.attr}",
+                        f"`{kw.arg}={_short(kw.value, 20)}` of ct.{c.func.attr}{_where(k, path)}", "option")
 
 
 def gather_load(tree: ast.Module) -> Iterator[Candidate]:
@@ -254,10 +271,8 @@ def gather_load(tree: ast.Module) -> Iterator[Candidate]:
                     call.args = [ast.Attribute(ast.Name(index, ast.Load()), "shape", ast.Load())]
                     call.keywords = [ast.keyword("dtype", ast.Attribute(ast.Name(array, ast.Load()), "dtype",
                                                                         ast.Load()))]
-                src = _make(tree, zeros)
-                if src:
-                    yield Candidate(src, f"ct.gather → ct.zeros of the index's shape: `{_short(c, 50)}`",
-                                    f"ct.gather({_short(c.args[0], 12)}, …){_where(k, path)}", "gather")
+                yield _lazy(tree, zeros, f"ct.gather → ct.zeros of the index's shape: `{_short(c, 50)}`",
+                            f"ct.gather({_short(c.args[0], 12)}, …){_where(k, path)}", "gather")
             m = _block_index(index)
             if m is None:
                 continue
@@ -269,10 +284,8 @@ def gather_load(tree: ast.Module) -> Iterator[Candidate]:
                 call.args = call.args[:1]
                 call.keywords = [ast.keyword("index", ast.Tuple([block], ast.Load())),
                                  ast.keyword("shape", ast.Tuple([tile], ast.Load()))]
-            src = _make(tree, edit)
-            if src:
-                yield Candidate(src, f"ct.gather → ct.load: `{_short(c, 50)}`",
-                                f"ct.gather({_short(c.args[0], 12)}, …){_where(k, path)}", "gather")
+            yield _lazy(tree, edit, f"ct.gather → ct.load: `{_short(c, 50)}`",
+                        f"ct.gather({_short(c.args[0], 12)}, …){_where(k, path)}", "gather")
         elif is_ct(c.func, "load") and len(c.args) == 1:
             kw = {x.arg: x.value for x in c.keywords}
             idx, shape = kw.get("index"), kw.get("shape")
@@ -289,10 +302,8 @@ def gather_load(tree: ast.Module) -> Iterator[Candidate]:
                                                                            ast.Load()))]))
                 call.args = [call.args[0], ast.Tuple([e], ast.Load())]
                 call.keywords = []
-            src = _make(tree, edit)
-            if src:
-                yield Candidate(src, f"ct.load → ct.gather: `{_short(c, 50)}`",
-                                f"ct.load({_short(c.args[0], 12)}, …){_where(k, path)}", "load")
+            yield _lazy(tree, edit, f"ct.load → ct.gather: `{_short(c, 50)}`",
+                        f"ct.load({_short(c.args[0], 12)}, …){_where(k, path)}", "load")
 
 
 def _block_index(e: ast.expr) -> tuple[ast.expr, ast.expr] | None:
@@ -329,12 +340,11 @@ def operands(tree: ast.Module) -> Iterator[Candidate]:
                     L[j].value = L[j].value[m]
                 else:
                     L[j].value = (val.left, val.right)[m]
-            src = _make(tree, edit)
-            if src:
-                what = (f"ct.{v.func.attr}" if isinstance(v, ast.Call) and is_ct(v.func) else
-                        f".{v.func.attr}()" if method else _short(v, 30))
-                yield Candidate(src, f"`{_short(s.targets[0], 20)} = {_short(sub, 40)}` instead of {what}",
-                                f"{what} in `{_short(s, 50)}`{_where(k, path)}", "operand")
+            what = (f"ct.{v.func.attr}" if isinstance(v, ast.Call) and is_ct(v.func) else
+                    f".{v.func.attr}()" if method else _short(v, 30))
+            yield _lazy(tree, edit, f"`{_short(s.targets[0], 20)} = {_short(sub, 40)}` instead of {what}",
+                        f"{what} in `{_short(s, 50)}`{_where(k, path)}", "operand",
+                        key=f"operand:{m}:{ast.unparse(s)}")
 
 
 def constants(tree: ast.Module) -> Iterator[Candidate]:
@@ -360,10 +370,8 @@ def constants(tree: ast.Module) -> Iterator[Candidate]:
                     a = tr.body[idx]
                     target = a.value.elts[m] if isinstance(a.value, ast.Tuple) else a.value
                     target.value = new
-                src = _make(tree, edit)
-                if src:
-                    yield Candidate(src, f"{name.id} = {new} (was {val.value})", f"the value of {name.id}",
-                                    "constant")
+                yield _lazy(tree, edit, f"{name.id} = {new} (was {val.value})", f"the value of {name.id}",
+                            "constant")
 
 
 def _reference_value(lst: ast.List) -> int | None:
@@ -399,21 +407,59 @@ def hint_values(tree: ast.Module, keep: dict) -> Iterator[Candidate]:
                 d = parts(t).kw("hints").value
                 L = next(v for k2, v in zip(d.keys, d.values) if isinstance(k2, ast.Constant) and k2.value == key)
                 del L.elts[m]
-            src = _make(tree, edit)
-            if src:
-                yield Candidate(src, f"drop {key.value}={_short(el)} from the probe's hints",
-                                f"hint value {key.value}={_short(el)}", "hint")
+            yield _lazy(tree, edit, f"drop {key.value}={_short(el)} from the probe's hints",
+                        f"hint value {key.value}={_short(el)}", "hint")
+
+
+def chunks(tree: ast.Module) -> Iterator[Candidate]:
+    """Coarse deletions first: each statement list of the kernel with 4 or more statements loses a contiguous half,
+    then a quarter (the ddmin idea of C-Reduce and picire: one kept candidate removes many statements, where
+    single deletions would take one round each). A chunk whose removal leaves a name unbound is never built into a
+    compile (:func:`unbound`), so most of these cost no compile."""
+    k = parts(tree).kernel
+    lists = [((), k.body)] + [(path + (f,), getattr(s, f)) for path, s in _statements(k)
+                              for f in ("body", "orelse") if isinstance(getattr(s, f, None), list)
+                              and getattr(s, f) and isinstance(getattr(s, f)[0], ast.stmt)]
+    for prefix, body in lists:
+        n = len(body)
+        for size_ in dict.fromkeys(x for x in (n // 2, n // 4) if x >= 2):
+            for start in range(0, n - size_ + 1, size_):
+                text = "; ".join(ast.unparse(x).split("\n")[0] for x in body[start:start + size_])
+
+                def edit(t, prefix=prefix, start=start, size_=size_):
+                    lst = parts(t).kernel.body if not prefix else _block(parts(t).kernel, prefix)
+                    del lst[start:start + size_]
+                    if not lst:
+                        lst.append(ast.Pass())
+                yield _lazy(tree, edit, f"delete {size_} statements `{_short(body[start], 40)}` …",
+                            f"statements {start + 1}–{start + size_} of a block", "chunk",
+                            key=f"chunk:{text}")
+
+
+def _block(kernel: ast.FunctionDef, path: Path) -> list[ast.stmt]:
+    """The statement list at ``path`` (a statement's path then ``"body"`` / ``"orelse"``)."""
+    lst, i = _locate(kernel, path[:-1])
+    return getattr(lst[i], path[-1])
 
 
 #: The passes in the order a round tries them (biggest cuts first).
-PASSES = (deletions, branches, loops, gather_load, keywords, operands, constants)
+PASSES = (chunks, deletions, branches, loops, gather_load, keywords, operands, constants)
 
 
-def candidates(tree: ast.Module, keep_hints: dict) -> Iterator[Candidate]:
-    """Every candidate of one round: the hint values first (each one dropped makes every later compile cheaper),
-    then :data:`PASSES` in order."""
+def candidates(tree: ast.Module, keep_hints: dict, skip: Callable[[str], bool] | None = None,
+               stop: Callable[[], bool] | None = None) -> Iterator[Candidate]:
+    """Every candidate of one round, built: the hint values first (each one dropped makes every later compile
+    cheaper), then :data:`PASSES` in order. A candidate whose ``key`` ``skip`` names is not built (it failed in an
+    earlier round); the generation ends as soon as ``stop()`` says so (a budget checked between candidates, not
+    only between compiles: building the candidates of an 800-line kernel takes minutes)."""
     _CONSTS.clear()
     _CONSTS[id(parts(tree).kernel)] = set(module_constants(tree))
-    yield from hint_values(tree, keep_hints)
-    for p in PASSES:
-        yield from p(tree)
+    gens = [hint_values(tree, keep_hints), *(p(tree) for p in PASSES)]
+    for gen in gens:
+        for c in gen:
+            if stop is not None and stop():
+                return
+            if skip is not None and skip(c.key):
+                continue
+            if c.source:
+                yield c
