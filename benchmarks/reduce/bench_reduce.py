@@ -132,7 +132,8 @@ def main() -> int:
     for name in a.only:
         r = run_one(name, out_root, a.budget)
         print(f"{r['name']}: {r['wall_s']:.0f} s wall, {r['candidates']} candidates, {r['from']} → {r['to']}; "
-              f"written probe keeps the property (gate): {'yes' if r['verified'] else 'NO'}; exit {r['rc']}",
+              f"written probe keeps the property (gate): {'yes' if r['verified'] else 'NO'}; exit {r['rc']}; "
+              f"load average {os.getloadavg()[0]:.1f} at the end",
               flush=True)
         if r["needs"]:
             print(f"  needs: {r['needs']}", flush=True)
