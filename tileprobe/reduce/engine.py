@@ -34,6 +34,8 @@ from tileprobe.errors import ProbeError, TileprobeError
 from tileprobe.reduce.clean import clean
 from tileprobe.reduce.fold import fold_args, fold_constexprs, fold_variant, propagate_copies
 from tileprobe.reduce.inline import inline_helpers
+from tileprobe.reduce.journal import Journal
+from tileprobe.reduce.journal import load as load_journal
 from tileprobe.reduce.oracle import Oracle, Outcome
 from tileprobe.reduce.output import write_file
 from tileprobe.reduce.passes import Candidate, candidates
@@ -42,9 +44,6 @@ from tileprobe.reduce.source import Size, digest, parse, parts, size
 
 #: Largest probe file reduce reads (bytes): far above any kernel file; a bigger one, a FIFO or a device is refused.
 MAX_PROBE_BYTES = 256 << 20
-#: Largest journal (``reduce-state.json``) read back; a bigger one starts the reduction afresh.
-MAX_STATE_BYTES = 256 << 20
-
 STATE = "reduce-state.json"
 
 
@@ -70,7 +69,8 @@ class Reduction:
     ``candidates``: candidates audited (identical ones once); ``kept``: the steps kept, in order; ``needs``;
     ``removed``: ``ct.*`` calls of the folded kernel that the result no longer has (not needed);
     ``stopped_by_budget``: the budget ran out (the result is the smallest so far); ``resumed``: it went on from a
-    journal; ``wall_s``; ``start``: the outcome on the original probe (the audit lines)."""
+    journal (``earlier_candidates``, ``earlier_wall_s``: what the runs before it cost); ``wall_s`` (this run);
+    ``start``: the outcome on the original probe (the audit lines)."""
     source: str
     original_size: Size
     final_size: Size
@@ -85,6 +85,8 @@ class Reduction:
     final: Outcome
     versions: list[str] = field(default_factory=list)
     needle: str = ""     # the failure signature kept (failure properties), else ""
+    earlier_candidates: int = 0     # resumed: candidates compiled by the runs before this one
+    earlier_wall_s: float = 0.0     # resumed: their wall seconds
 
 
 def _order(src: str) -> tuple:
@@ -114,14 +116,17 @@ def reduce(probe: str, *, arch: str, where: Mapping[str, Any], prop: str | Prope
     Raises:
         UsageError: a probe the reducer cannot read (no Probe, kernel not in the file), a malformed property.
         ReduceInputError: the property does not hold on the probe as wanted (module doc).
+        JournalError: ``OUT/reduce-state.json`` of these arguments is damaged (:mod:`tileprobe.reduce.journal`).
     """
     t0 = time.monotonic()
-    journal: dict = {}
+    jr = Journal("")
 
     def save() -> None:
-        if journal:
-            _save_state(journal["path"], journal["key"], journal["current"](), kept, failed, oracle,
-                        journal["needle"]())
+        if jr.key:
+            jr.current, jr.kept, jr.failed, jr.needle = current, kept, sorted(failed), p.needle
+            jr.memo = {k: o.judgements for k, o in oracle.memo.items()}
+            jr.compiled, jr.wall_s = earlier[0] + oracle.compiled, earlier[1] + time.monotonic() - t0
+            write_file(state_path, jr.to_json())
     shown = progress or (lambda e, i: None)
 
     def say(event: str, info: dict) -> None:
@@ -153,12 +158,14 @@ def reduce(probe: str, *, arch: str, where: Mapping[str, Any], prop: str | Prope
     key = hashlib.sha256(json.dumps([original, arch, sorted(where.items(), key=str), p.text, versions, regression],
                                     default=str).encode()).hexdigest()
     state_path = os.path.join(out_dir, STATE)
-    state = _load_state(state_path, key)
-    resumed = bool(state)
-    for k, o in (state.get("memo") or {}).items():
-        oracle.memo[k] = Outcome(False, tuple(tuple(j) for j in o[1]))
-    if state.get("needle"):
-        p = oracle.prop = dataclasses.replace(p, needle=state["needle"])
+    loaded = load_journal(state_path, key)      # a damaged journal stops here, before any compile
+    resumed = loaded is not None
+    jr = loaded or Journal(key)
+    earlier = (jr.compiled, jr.wall_s)          # what the runs before this one cost (a resumed report says it)
+    for k, js in jr.memo.items():
+        oracle.memo[k] = Outcome(False, js)
+    if jr.needle:
+        p = oracle.prop = dataclasses.replace(p, needle=jr.needle)
     first = oracle.check([start_src])[0]
     oracle.want = _want(first, p, regression, versions, probe)
     if p.failure and not p.needle:   # keep the failure by its signature: the first line of the compiler's message
@@ -168,10 +175,9 @@ def reduce(probe: str, *, arch: str, where: Mapping[str, Any], prop: str | Prope
     oracle.rejudge()
     first = oracle.memo[digest(start_src)]
     say("start", {"size": size(start_src), "line": first.line()})
-    kept: list[str] = list(state.get("kept") or [])
-    current = state.get("current") or start_src
-    failed: set = set(state.get("failed") or [])
-    journal.update(path=state_path, key=key, current=lambda: current, needle=lambda: p.needle)
+    kept: list[str] = list(jr.kept)
+    current = jr.current or start_src
+    failed: set[str] = set(jr.failed)
     if not resumed:
         try:
             folded = _normalized(start_src)
@@ -193,7 +199,7 @@ def reduce(probe: str, *, arch: str, where: Mapping[str, Any], prop: str | Prope
             nxt = _round(current, hints, oracle, batch, failed, deadline, say, kept)
         if nxt is None:
             stopped = True
-        if not nxt:
+        if not isinstance(nxt, str):
             break
         current = nxt
         save()
@@ -209,9 +215,10 @@ def reduce(probe: str, *, arch: str, where: Mapping[str, Any], prop: str | Prope
             save()
     needs = [] if stopped else _needs(current, hints, oracle, say)
     final = oracle.check([current])[0]
+    save()
     removed = [c for c in folded_calls if c not in _ct_calls(current)]
     res = Reduction(current, size(start_src), size(current), oracle.compiled, kept, needs, removed, stopped, resumed,
-                    time.monotonic() - t0, first, final, versions, p.needle)
+                    time.monotonic() - t0, first, final, versions, p.needle, *earlier)
     import shutil
     shutil.rmtree(work, ignore_errors=True)   # the candidates' files; their answers are in the journal
     say("done", {"reduction": res})
@@ -246,8 +253,8 @@ def _want(first: Outcome, p: Property, regression: bool, versions: list[str], pr
     if not regression:
         if not holds[0]:
             raise ReduceInputError(f"{probe}: {p.text!r} does not hold to begin with under tileiras {versions[0]}: "
-                                   f"{first.judgements[0][2]}. Check --where, --arch and --property (the audit "
-                                   "of the variant says why above); nothing was reduced")
+                                   f"{first.judgements[0][2]}. Check --where, --arch and --property (the line "
+                                   "after the colon is the audit of the variant); nothing was reduced")
         return (True,)
     if holds[0] == holds[1]:
         raise ReduceInputError(f"{probe}: {p.text!r} {'holds' if holds[0] else 'does not hold'} under both "
@@ -332,19 +339,3 @@ def _told(line: str) -> bool:
     """Whether an audit line answers the property (the candidate compiled, or failed as the property says)."""
     from tileprobe.reduce.prop import checked
     return checked(line) and not any(w in line for w in _UNTOLD)
-
-
-def _load_state(path: str, key: str) -> dict:
-    data = read_cache_bytes(path, MAX_STATE_BYTES)     # regular files only: a FIFO or a device is no journal
-    try:
-        st = json.loads(data) if data is not None else {}
-    except ValueError:
-        return {}
-    return st if isinstance(st, dict) and st.get("key") == key else {}
-
-
-def _save_state(path: str, key: str, current: str, kept: list[str], failed: set, oracle: Oracle,
-                needle: str) -> None:
-    st = {"key": key, "current": current, "kept": kept, "failed": sorted(failed), "needle": needle,
-          "memo": {k: [o.interesting, [list(j) for j in o.judgements]] for k, o in oracle.memo.items()}}
-    write_file(path, json.dumps(st))
