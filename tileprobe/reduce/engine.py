@@ -32,7 +32,7 @@ from typing import Any
 from tileprobe.cachefile import read_cache_bytes
 from tileprobe.errors import ProbeError, TileprobeError
 from tileprobe.reduce.clean import clean
-from tileprobe.reduce.fold import fold_args, fold_constexprs, fold_variant, propagate_copies
+from tileprobe.reduce.fold import fold_args, fold_constexprs, fold_variant, inline_single_use, propagate_copies
 from tileprobe.reduce.inline import inline_helpers
 from tileprobe.reduce.journal import Journal
 from tileprobe.reduce.journal import load as load_journal
@@ -205,15 +205,12 @@ def reduce(probe: str, *, arch: str, where: Mapping[str, Any], prop: str | Prope
         save()
     save()
     if not stopped:       # tidy: copies the rounds left (`w = x`) propagated, kept if the property still holds
-        try:
-            tidy = ast.unparse(clean(propagate_copies(ast.parse(current))))
-        except Exception:
-            tidy = current
-        if tidy != current and oracle.check([tidy])[0].interesting:
-            current = tidy
-            kept.append("propagated the copies left by the rounds")
-            save()
+        current = _tidy(current, propagate_copies, oracle, kept, "propagated the copies left by the rounds")
+        save()
     needs = [] if stopped else _needs(current, hints, oracle, say)
+    if not stopped:       # last, after "what matters" was told on the finer kernel: one line per effect
+        current = _tidy(current, inline_single_use, oracle, kept,
+                        "wrote values read once into the line that reads them")
     final = oracle.check([current])[0]
     save()
     removed = [c for c in folded_calls if c not in _ct_calls(current)]
@@ -223,6 +220,19 @@ def reduce(probe: str, *, arch: str, where: Mapping[str, Any], prop: str | Prope
     shutil.rmtree(work, ignore_errors=True)   # the candidates' files; their answers are in the journal
     say("done", {"reduction": res})
     return res
+
+
+def _tidy(current: str, how: Callable[[ast.Module], ast.Module], oracle: Oracle, kept: list[str], label: str) -> str:
+    """``current`` rewritten by ``how`` (a meaning-keeping tidy: copies propagated, single-use values inlined) and
+    cleaned, when that still has the property (one candidate); else ``current``."""
+    try:
+        tidy = ast.unparse(clean(how(ast.parse(current))))
+    except Exception:       # a module the tidy cannot follow stays as it is
+        return current
+    if tidy != current and oracle.check([tidy])[0].interesting:
+        kept.append(label)
+        return tidy
+    return current
 
 
 def _case_names(pp) -> set[str]:

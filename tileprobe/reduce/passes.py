@@ -188,7 +188,8 @@ def loops(tree: ast.Module) -> Iterator[Candidate]:
                 return False
             loop.iter = ast.Call(ast.Name("range", ast.Load()), [ast.Constant(1)], [])
         for edit, label in ((once, "run the loop's body once"), (const, "give the loop a constant trip count (1)")):
-            yield _lazy(tree, edit, f"{label}: `for {s.target.id} in {_short(s.iter, 40)}`", what, "loop")
+            yield _lazy(tree, edit, f"{label}: `for {s.target.id} in {_short(s.iter, 40)}`", what, "loop",
+                        key=f"loop:{label}:{s.target.id}:{ast.unparse(s.iter)}")
 
 
 def _const_range(loop: ast.For) -> int | None:
@@ -210,7 +211,8 @@ def branches(tree: ast.Module) -> Iterator[Candidate]:
                 L, j = _locate(parts(t).kernel, path)
                 L[j:j + 1] = getattr(L[j], field) or [ast.Pass()]
             yield _lazy(tree, edit, f"keep only the {'then' if field == 'body' else 'else'} branch of "
-                        f"`if {_short(s.test, 40)}`", f"branch `if {_short(s.test, 40)}`", "branch")
+                        f"`if {_short(s.test, 40)}`", f"branch `if {_short(s.test, 40)}`", "branch",
+                        key=f"branch:{field}:{ast.unparse(s.test)}")
 
 
 def _calls(tree: ast.Module) -> list[tuple[Path, int, ast.Call]]:
@@ -252,7 +254,8 @@ def keywords(tree: ast.Module) -> Iterator[Candidate]:
                 call = _call_at(t, path, n)
                 call.keywords = [x for x in call.keywords if x.arg != name]
             yield _lazy(tree, edit, f"drop `{kw.arg}=` of ct.{c.func.attr}",
-                        f"`{kw.arg}={_short(kw.value, 20)}` of ct.{c.func.attr}{_where(k, path)}", "option")
+                        f"`{kw.arg}={_short(kw.value, 20)}` of ct.{c.func.attr}{_where(k, path)}", "option",
+                        key=f"option:{kw.arg}:{ast.unparse(c)}")
 
 
 def gather_load(tree: ast.Module) -> Iterator[Candidate]:
@@ -272,7 +275,8 @@ def gather_load(tree: ast.Module) -> Iterator[Candidate]:
                     call.keywords = [ast.keyword("dtype", ast.Attribute(ast.Name(array, ast.Load()), "dtype",
                                                                         ast.Load()))]
                 yield _lazy(tree, zeros, f"ct.gather → ct.zeros of the index's shape: `{_short(c, 50)}`",
-                            f"ct.gather({_short(c.args[0], 12)}, …){_where(k, path)}", "gather")
+                            f"ct.gather({_short(c.args[0], 12)}, …){_where(k, path)}", "gather",
+                            key=f"zeros:{ast.unparse(c)}")
             m = _block_index(index)
             if m is None:
                 continue
@@ -285,7 +289,8 @@ def gather_load(tree: ast.Module) -> Iterator[Candidate]:
                 call.keywords = [ast.keyword("index", ast.Tuple([block], ast.Load())),
                                  ast.keyword("shape", ast.Tuple([tile], ast.Load()))]
             yield _lazy(tree, edit, f"ct.gather → ct.load: `{_short(c, 50)}`",
-                        f"ct.gather({_short(c.args[0], 12)}, …){_where(k, path)}", "gather")
+                        f"ct.gather({_short(c.args[0], 12)}, …){_where(k, path)}", "gather",
+                        key=f"gather-load:{ast.unparse(c)}")
         elif is_ct(c.func, "load") and len(c.args) == 1:
             kw = {x.arg: x.value for x in c.keywords}
             idx, shape = kw.get("index"), kw.get("shape")
@@ -303,7 +308,8 @@ def gather_load(tree: ast.Module) -> Iterator[Candidate]:
                 call.args = [call.args[0], ast.Tuple([e], ast.Load())]
                 call.keywords = []
             yield _lazy(tree, edit, f"ct.load → ct.gather: `{_short(c, 50)}`",
-                        f"ct.load({_short(c.args[0], 12)}, …){_where(k, path)}", "load")
+                        f"ct.load({_short(c.args[0], 12)}, …){_where(k, path)}", "load",
+                        key=f"load-gather:{ast.unparse(c)}")
 
 
 def _block_index(e: ast.expr) -> tuple[ast.expr, ast.expr] | None:
