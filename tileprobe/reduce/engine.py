@@ -238,7 +238,7 @@ def _tidy(current: str, how: Callable[[ast.Module], ast.Module], oracle: Oracle,
 def _case_names(pp) -> set[str]:
     kw = pp.kw("cases")
     if kw is not None and isinstance(kw.value, ast.Dict):
-        return {k.value for k in kw.value.keys if isinstance(k, ast.Constant)}
+        return {k.value for k in kw.value.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
     return set()
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import copy
 import operator
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from tileprobe.reduce.source import parts
@@ -39,7 +39,9 @@ def const_value(e: ast.expr, env: Mapping[str, Any]) -> Any:
         v = const_value(e.operand, env)
         if v is _NO:
             return _NO
-        return {ast.Not: operator.not_, ast.USub: operator.neg, ast.UAdd: operator.pos}.get(type(e.op), lambda _: _NO)(v)
+        unary: dict[type, Callable[[Any], Any]] = {ast.Not: operator.not_, ast.USub: operator.neg,
+                                                   ast.UAdd: operator.pos}
+        return unary.get(type(e.op), lambda _: _NO)(v)
     if isinstance(e, ast.BinOp) and type(e.op) in _BIN:
         a, b = const_value(e.left, env), const_value(e.right, env)
         if a is _NO or b is _NO or not all(isinstance(x, (int, float)) for x in (a, b)):
@@ -201,7 +203,7 @@ def propagate_copies(tree: ast.Module) -> ast.Module:
             elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
                 stores[n.target.id] = stores.get(n.target.id, 0) + 1
         order = {id(n): i for i, n in enumerate(_preorder(k))}
-        first_store = {}
+        first_store: dict[str, int] = {}
         for n in _preorder(k):
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
                 first_store.setdefault(n.id, order[id(n)])
@@ -214,7 +216,7 @@ def propagate_copies(tree: ast.Module) -> ast.Module:
                              stores.get(n.value.id) == 1 and first_store[n.value.id] < order[id(n)]))))):
                 found = n
                 break
-        if found is None:
+        if found is None or not isinstance(found.targets[0], ast.Name):
             break
         name, value = found.targets[0].id, found.value
 

@@ -14,6 +14,7 @@ import copy
 import dataclasses
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from tileprobe.reduce.clean import clean
 from tileprobe.reduce.fold import module_constants
@@ -62,7 +63,7 @@ def _stmt_paths(body: list[ast.stmt], prefix: Path = ()) -> Iterator[Path]:
 
 
 def _locate(kernel: ast.FunctionDef, path: Path) -> tuple[list[ast.stmt], int]:
-    lst: list = kernel.body
+    lst: Any = kernel.body
     for step in path[:-1]:
         lst = lst[step] if isinstance(step, int) else getattr(lst, step)
     return lst, path[-1]
@@ -79,7 +80,8 @@ def _statements(kernel: ast.FunctionDef) -> list[tuple[Path, ast.stmt]]:
 
 def _loops_over(kernel: ast.FunctionDef, path: Path) -> list[ast.For]:
     """The ``for`` loops enclosing the statement at ``path``."""
-    out, lst = [], kernel.body
+    out: list[ast.For] = []
+    lst: Any = kernel.body
     for step in path[:-1]:
         if isinstance(step, int):
             node = lst[step]
@@ -195,7 +197,7 @@ def loops(tree: ast.Module) -> Iterator[Candidate]:
 def _const_range(loop: ast.For) -> int | None:
     it = loop.iter
     if (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range" and len(it.args) == 1
-            and isinstance(it.args[0], ast.Constant)):
+            and isinstance(it.args[0], ast.Constant) and type(it.args[0].value) is int):
         return it.args[0].value
     return None
 
@@ -218,7 +220,7 @@ def branches(tree: ast.Module) -> Iterator[Candidate]:
 def _calls(tree: ast.Module) -> list[tuple[Path, int, ast.Call]]:
     """Every ``ct.*`` call of the kernel: (statement path, index among the statement's own calls, call)."""
     k = parts(tree).kernel
-    out = []
+    out: list[tuple[Path, int, ast.Call]] = []
     for path in _stmt_paths(k.body):
         lst, i = _locate(k, path)
         own = _own_calls(lst[i])
@@ -227,6 +229,7 @@ def _calls(tree: ast.Module) -> list[tuple[Path, int, ast.Call]]:
 
 
 def _own_calls(s: ast.stmt) -> list[ast.Call]:
+    nodes: list[ast.AST]
     if isinstance(s, ast.For):
         nodes = [s.iter]
     elif isinstance(s, (ast.If, ast.While)):
@@ -253,8 +256,8 @@ def keywords(tree: ast.Module) -> Iterator[Candidate]:
             def edit(t, path=path, n=n, name=kw.arg):
                 call = _call_at(t, path, n)
                 call.keywords = [x for x in call.keywords if x.arg != name]
-            yield _lazy(tree, edit, f"drop `{kw.arg}=` of ct.{c.func.attr}",
-                        f"`{kw.arg}={_short(kw.value, 20)}` of ct.{c.func.attr}{_where(k, path)}", "option",
+            yield _lazy(tree, edit, f"drop `{kw.arg}=` of {_short(c.func)}",
+                        f"`{kw.arg}={_short(kw.value, 20)}` of {_short(c.func)}{_where(k, path)}", "option",
                         key=f"option:{kw.arg}:{ast.unparse(c)}")
 
 
@@ -331,9 +334,11 @@ def operands(tree: ast.Module) -> Iterator[Candidate]:
             continue
         v = s.value
         subs = v.args if isinstance(v, ast.Call) else [v.left, v.right] if isinstance(v, ast.BinOp) else []
-        method = isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and not is_ct(v.func)
-        if method:      # x.reshape(s) → x
-            subs = [v.func.value, *subs]
+        func = v.func if isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and not is_ct(v.func) \
+            else None
+        method = func is not None
+        if func is not None:      # x.reshape(s) → x
+            subs = [func.value, *subs]
         for m, sub in enumerate(subs):
             if isinstance(sub, (ast.Constant, ast.Tuple, ast.Attribute)):
                 continue
@@ -347,7 +352,7 @@ def operands(tree: ast.Module) -> Iterator[Candidate]:
                 else:
                     L[j].value = (val.left, val.right)[m]
             what = (f"ct.{v.func.attr}" if isinstance(v, ast.Call) and is_ct(v.func) else
-                    f".{v.func.attr}()" if method else _short(v, 30))
+                    f".{func.attr}()" if func is not None else _short(v, 30))
             yield _lazy(tree, edit, f"`{_short(s.targets[0], 20)} = {_short(sub, 40)}` instead of {what}",
                         f"{what} in `{_short(s, 50)}`{_where(k, path)}", "operand",
                         key=f"operand:{m}:{ast.unparse(s)}")
@@ -400,7 +405,7 @@ def hint_values(tree: ast.Module, keep: dict) -> Iterator[Candidate]:
     if kw is None or not isinstance(kw.value, ast.Dict):
         return
     for key, lst in zip(kw.value.keys, kw.value.values):
-        if not (isinstance(key, ast.Constant) and isinstance(lst, ast.List)):
+        if not (isinstance(key, ast.Constant) and isinstance(key.value, str) and isinstance(lst, ast.List)):
             continue
         ref = _reference_value(lst)
         for m, el in enumerate(lst.elts):

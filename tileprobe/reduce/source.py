@@ -12,6 +12,7 @@ import io
 import sys
 import tokenize
 from dataclasses import dataclass
+from typing import TypeGuard
 
 from tileprobe.errors import UsageError
 
@@ -154,8 +155,8 @@ def size(source: str) -> Size:
     return Size(lines, toks, len(p.kernel.args.args), calls)
 
 
-def is_ct(func: ast.expr, name: str | None = None) -> bool:
-    """Whether ``func`` is ``ct.NAME`` (any name when ``name`` is None)."""
+def is_ct(func: ast.expr, name: str | None = None) -> TypeGuard[ast.Attribute]:
+    """Whether ``func`` is ``ct.NAME`` (any name when ``name`` is None); a type guard: ``func.attr`` is the name."""
     return (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "ct"
             and (name is None or func.attr == name))
 
