@@ -197,3 +197,18 @@ def test_an_edit_that_failed_is_skipped_unbuilt_and_the_budget_stops_generation(
     after = passes.candidates(ast.parse(src.replace("padding_value=0, check_bounds", "check_bounds")),
                               {"occupancy": 2})
     assert {c.key for c in after if c.kind == "delete"} & failed   # the same statements keep their keys
+
+
+def test_coarse_deletions_drop_half_then_a_quarter_of_a_block_first():
+    stores = "\n".join(f"    ct.store(B{i}, index=(i,), tile=ct.load(A, index=(i,), shape=(T,)))" for i in range(8))
+    src = (f"import cuda.tile as ct\nfrom tileprobe import Probe\nT = 16\n\n@ct.kernel\n"
+           f"def k(A, {', '.join(f'B{i}' for i in range(8))}):\n    i = ct.bid(0)\n{stores}\n\n"
+           "probe = Probe(kernel=k, args=lambda case, arrays: (1,), name='k')\n")
+    cands = list(passes.candidates(ast.parse(src), {}))
+    chunks = [c for c in cands if c.kind == "chunk"]
+    assert cands[0].kind == "chunk"                 # coarse first
+    # 9 statements: halves of 4 (2 of them, the first leaves `i` unbound), quarters of 2 (4, the first unbound)
+    kernels = [kernel_text(c.source) for c in chunks]
+    assert len(chunks) == 1 + 3
+    assert all(k.count("ct.store") == 4 for k in kernels[:1]) and all(k.count("ct.store") == 6 for k in kernels[1:])
+    assert all("i = ct.bid(0)" in k for k in kernels)
