@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from tileprobe.reduce.clean import clean
+from tileprobe.reduce.clean import clean_in_place
 from tileprobe.reduce.fold import module_constants
 from tileprobe.reduce.source import is_ct, parts
 
@@ -128,7 +128,7 @@ def _make(tree: ast.Module, edit: Callable[[ast.Module], bool | None]) -> str | 
         if edit(t) is False:
             return None
         try:
-            t = clean(t)
+            t = clean_in_place(t)
         except Exception:
             return None
         return None if unbound(t) else ast.unparse(t)
@@ -154,10 +154,33 @@ def unbound(tree: ast.Module) -> set[str]:
     return used - bound - set(dir(builtins))
 
 
+def _unbinds(kernel: ast.FunctionDef, removed: list[ast.stmt]) -> bool:
+    """Whether deleting the statements ``removed`` leaves a name the rest of ``kernel`` reads with no binding (the
+    check :func:`unbound` makes on a built candidate, made here on the kernel as it is, in one walk, before a copy:
+    in a kernel whose values feed each other most single deletions are such, and building each one — copy, edit,
+    clean, unparse — cost seconds per batch on a big kernel)."""
+    inside = {id(n) for s in removed for n in ast.walk(s)}
+    lost = {n.id for s in removed for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    if not lost:
+        return False
+    lost -= {a.arg for a in kernel.args.args}
+    read = set()
+    for n in ast.walk(kernel):
+        if id(n) in inside or not isinstance(n, ast.Name):
+            continue
+        if isinstance(n.ctx, ast.Store):
+            lost.discard(n.id)
+        else:
+            read.add(n.id)
+    return bool(lost & read)
+
+
 def deletions(tree: ast.Module) -> Iterator[Candidate]:
     """Delete one kernel statement (outermost first; a loop or branch with all it holds)."""
     k = parts(tree).kernel
     for path, s in _statements(k):
+        if _unbinds(k, [s]):
+            continue
 
         def edit(t, path=path):
             L, j = _locate(parts(t).kernel, path)
@@ -436,6 +459,9 @@ def chunks(tree: ast.Module) -> Iterator[Candidate]:
         for size_ in dict.fromkeys(x for x in (n // 2, n // 4) if x >= 2):
             for start in range(0, n - size_ + 1, size_):
                 text = "; ".join(ast.unparse(x).split("\n")[0] for x in body[start:start + size_])
+
+                if _unbinds(k, body[start:start + size_]):
+                    continue
 
                 def edit(t, prefix=prefix, start=start, size_=size_):
                     lst = parts(t).kernel.body if not prefix else _block(parts(t).kernel, prefix)
