@@ -8,12 +8,14 @@ audit line that shows why); (2) fold the variant: its case values and constexpr 
 inlined, dead code out (kept only if the property still holds); (3) rounds of candidates
 (:mod:`tileprobe.reduce.passes`), checked in batches of ``batch`` in the contained compile pool, the first
 interesting candidate that is smaller kept, until a round keeps nothing or ``budget_s`` runs out; (4) "what
-matters": each construct of the result changed once more on its own; (5) the written files
+matters": each construct of the result changed once more on its own; (5) tidy: values read once written into
+the line that reads them (one check, kept if the property holds); (6) the written files
 (:mod:`tileprobe.reduce.output`).
 
 An edit that fails once (a candidate's ``key``: the pass and the text it changed) is neither built nor tried again
-in later rounds unless a round finds nothing (then one last full round); answers and the smallest kernel so far are journalled in ``OUT/reduce-state.json`` after every batch, so a
-stopped reduction started again with the same arguments goes on from there.
+in later rounds unless a round finds nothing (then one last full round); answers and the smallest kernel so far
+are journalled in ``OUT/reduce-state.json`` (:mod:`tileprobe.reduce.journal`) after every batch, so a stopped
+reduction started again with the same arguments goes on from there.
 
 Python API: :func:`reduce` returns a :class:`Reduction`.
 """
