@@ -66,6 +66,7 @@ def test_budget_returns_the_smallest_so_far_and_a_second_run_resumes(tiny, tmp_p
     assert os.path.exists(os.path.join(out, "reduce-state.json"))
     second = reduce(tiny, budget_s=0.01, **kw)
     assert second.resumed and second.candidates == 0   # everything it needed was in the journal
+    assert second.earlier_candidates == first.candidates > 0 and second.earlier_wall_s > 0   # REPORT.md says it
     assert second.source == first.source
 
 

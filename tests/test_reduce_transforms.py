@@ -146,3 +146,69 @@ def test_the_reference_hint_value_is_never_dropped():
     tree = ast.parse(TINY.replace('hints={"occupancy": [1, 2]}', 'hints={"occupancy": [4, 1, 2, 8]}'))
     dropped = sorted(c.label for c in hint_values(tree, {"occupancy": 2}))
     assert dropped == ["drop occupancy=4 from the probe's hints", "drop occupancy=8 from the probe's hints"]
+
+
+def test_values_read_once_are_written_into_their_reader_but_never_into_a_loop_or_past_a_rebinding():
+    src = '''
+import cuda.tile as ct
+from tileprobe import Probe
+T = 16
+
+@ct.kernel
+def k(A, B, n):
+    i = ct.bid(0)
+    a = ct.load(A, index=(i,), shape=(T,))
+    w = ct.reshape(a, (T,))
+    b = ct.load(B, index=(i,), shape=(T,))
+    for it in range(n):
+        b = b + a
+    ct.store(B, index=(i,), tile=w + b)
+
+probe = Probe(kernel=k, args=lambda case, arrays: (1, 2, 3), name="k")
+'''
+    out = kernel_text(ast.unparse(fold.inline_single_use(ast.parse(src))))
+    assert "ct.store(B, index=(ct.bid(0),)" not in out        # i is read three times: kept
+    assert "w = " not in out
+    lines = [ln.strip() for ln in out.splitlines()[2:]]
+    assert lines[0] == "i = ct.bid(0)"
+    assert "a = ct.load(A, index=(i,), shape=(T,))" in lines   # read twice (in the loop and by w): kept
+    assert "b = ct.load(B, index=(i,), shape=(T,))" in lines   # rebound in the loop: kept
+    assert "ct.store(B, index=(i,), tile=ct.reshape(a, (T,)) + b)" in lines   # w read once, after the loop
+    short = kernel_text(ast.unparse(fold.inline_single_use(ast.parse(src), max_len=20)))
+    assert "w = ct.reshape(a, (T,))" in short                  # the reader would be too long: kept
+
+
+def test_an_edit_that_failed_is_skipped_unbuilt_and_the_budget_stops_generation(monkeypatch):
+    src = normalized(SEED, {"GATHER": True, "LOOP": True})
+    tree = ast.parse(src)
+    built = []
+    real = passes._make
+    monkeypatch.setattr(passes, "_make", lambda t, e: built.append(1) or real(t, e))
+    every = list(passes.candidates(tree, {"occupancy": 2}))
+    keys, all_built = [c.key for c in every], len(built)
+    assert len(set(keys)) == len(keys)           # each edit has its own identity (two gathers' options differ)
+    failed = {c.key for c in every if c.kind == "delete"}
+    rest = list(passes.candidates(tree, {"occupancy": 2}, skip=failed.__contains__))
+    assert failed and not any(c.key in failed for c in rest)
+    assert len(built) - all_built == all_built - len(failed)     # the skipped edits were never built
+    assert [c.key for c in rest] == [k for k in keys if k not in failed]
+    n = len(built)
+    assert list(passes.candidates(tree, {"occupancy": 2}, stop=lambda: True)) == [] and len(built) == n
+    after = passes.candidates(ast.parse(src.replace("padding_value=0, check_bounds", "check_bounds")),
+                              {"occupancy": 2})
+    assert {c.key for c in after if c.kind == "delete"} & failed   # the same statements keep their keys
+
+
+def test_coarse_deletions_drop_half_then_a_quarter_of_a_block_first():
+    stores = "\n".join(f"    ct.store(B{i}, index=(i,), tile=ct.load(A, index=(i,), shape=(T,)))" for i in range(8))
+    src = (f"import cuda.tile as ct\nfrom tileprobe import Probe\nT = 16\n\n@ct.kernel\n"
+           f"def k(A, {', '.join(f'B{i}' for i in range(8))}):\n    i = ct.bid(0)\n{stores}\n\n"
+           "probe = Probe(kernel=k, args=lambda case, arrays: (1,), name='k')\n")
+    cands = list(passes.candidates(ast.parse(src), {}))
+    chunks = [c for c in cands if c.kind == "chunk"]
+    assert cands[0].kind == "chunk"                 # coarse first
+    # 9 statements: halves of 4 (2 of them, the first leaves `i` unbound), quarters of 2 (4, the first unbound)
+    kernels = [kernel_text(c.source) for c in chunks]
+    assert len(chunks) == 1 + 3
+    assert all(k.count("ct.store") == 4 for k in kernels[:1]) and all(k.count("ct.store") == 6 for k in kernels[1:])
+    assert all("i = ct.bid(0)" in k for k in kernels)

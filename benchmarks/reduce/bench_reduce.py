@@ -62,7 +62,8 @@ def run_one(name: str, out_root: str, budget: float | None) -> dict:
             g += ["--where", ",".join(f"{k}={v}" for k, v in hint.items())]
         rc = subprocess.run(g, capture_output=True, text=True).returncode if res.returncode == 0 else None
         gate_ok.append(rc == want)
-    return {"name": name, "wall_s": wall, "rc": res.returncode, "from": m.group(1) if m else "?",
+    kept = len(re.findall(r"^kept: ", text, re.M))
+    return {"name": name, "wall_s": wall, "rc": res.returncode, "kept": kept, "from": m.group(1) if m else "?",
             "to": m.group(2) if m else "?", "candidates": int(m.group(3)) if m else None,
             "needs": needs.group(1) if needs else "", "verified": all(gate_ok), "tail": text[-600:]}
 
@@ -131,8 +132,11 @@ def main() -> int:
           f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; outputs in {out_root}", flush=True)
     for name in a.only:
         r = run_one(name, out_root, a.budget)
-        print(f"{r['name']}: {r['wall_s']:.0f} s wall, {r['candidates']} candidates, {r['from']} → {r['to']}; "
-              f"written probe keeps the property (gate): {'yes' if r['verified'] else 'NO'}; exit {r['rc']}",
+        per = f"{r['candidates'] / r['kept']:.1f}" if r["kept"] and r["candidates"] else "-"
+        print(f"{r['name']}: {r['wall_s']:.0f} s wall, {r['candidates']} candidates, {r['kept']} kept steps ({per} "
+              f"candidates per kept step), {r['from']} → {r['to']}; "
+              f"written probe keeps the property (gate): {'yes' if r['verified'] else 'NO'}; exit {r['rc']}; "
+              f"load average {os.getloadavg()[0]:.1f} at the end",
               flush=True)
         if r["needs"]:
             print(f"  needs: {r['needs']}", flush=True)

@@ -23,8 +23,10 @@ def add_parser(sub) -> None:
                    '"compiler crash", "compile error" (kept by the message\'s first line) or "compile error '
                    '\\"TEXT\\""')
     p.add_argument("--tileiras", help="the compiler the property holds under (default: cuTile's)")
-    p.add_argument("--good", help="with --bad: a release where the property has its old value (e.g. 13.3.36)")
-    p.add_argument("--bad", help="a release where it changed (e.g. 13.4.92); kept on every candidate")
+    p.add_argument("--good", metavar="V", help="with --bad: a release under which the property has the value it "
+                   "has on the probe there (e.g. 13.3.36: the hint honoured)")
+    p.add_argument("--bad", metavar="V", help="with --good: a release under which the property's value differs "
+                   "(e.g. 13.4.92: the hint ignored); every candidate kept keeps both values (a regression)")
     p.add_argument("-o", "--out", default="reduced", metavar="DIR", help="where the kernel, probe, REPORT.md and "
                    "the journal go (default ./reduced); run again with the same arguments to resume")
     p.add_argument("--budget", type=budget_seconds, default=None, metavar="SECONDS",
@@ -32,7 +34,8 @@ def add_parser(sub) -> None:
     p.add_argument("--compile-timeout", type=seconds, default=300.0, metavar="S",
                    help="per-variant compile limit: a candidate that hangs the compiler is not interesting "
                         "(default 300)")
-    p.add_argument("--jobs", "-j", type=count, default=None)
+    p.add_argument("--jobs", "-j", type=count, default=None, help="parallel compiles of a batch of candidates "
+                   "(default: all CPUs; a batch is twice this many candidates, at least 4)")
     p.add_argument("--store", metavar="PATH", help="results store (compiles reused: a resumed reduction compiles "
                    "nothing twice); default: the user data dir's")
     p.add_argument("--no-store", action="store_true", help="store nothing")
@@ -113,7 +116,8 @@ def _write(args, con, red, prop, tcs, store, out_dir) -> int:
     write_file(os.path.join(out_dir, REPORT_FILE), md)
     head = "smallest so far (the budget ran out)" if red.stopped_by_budget else "reduced"
     con.print(f"{head}: {red.original_size} → {red.final_size}; {red.candidates} candidates compiled in "
-              f"{red.wall_s:.0f} s" + (" (resumed)" if red.resumed else ""), markup=False)
+              f"{red.wall_s:.0f} s" + (f" (resumed: {red.earlier_candidates} candidates and {red.earlier_wall_s:.0f} s "
+                                       "in the runs before)" if red.resumed else ""), markup=False)
     if red.stopped_by_budget:
         con.print("what matters was not checked (the budget ran out): the same command again goes on from the "
                   f"journal in {out_dir}", markup=False)

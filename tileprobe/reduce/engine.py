@@ -8,12 +8,14 @@ audit line that shows why); (2) fold the variant: its case values and constexpr 
 inlined, dead code out (kept only if the property still holds); (3) rounds of candidates
 (:mod:`tileprobe.reduce.passes`), checked in batches of ``batch`` in the contained compile pool, the first
 interesting candidate that is smaller kept, until a round keeps nothing or ``budget_s`` runs out; (4) "what
-matters": each construct of the result changed once more on its own; (5) the written files
+matters": each construct of the result changed once more on its own; (5) tidy: values read once written into
+the line that reads them (one check, kept if the property holds); (6) the written files
 (:mod:`tileprobe.reduce.output`).
 
-Candidates that fail once are not tried again in later rounds unless a round finds nothing (then one last full
-round); answers and the smallest kernel so far are journalled in ``OUT/reduce-state.json`` after every batch, so a
-stopped reduction started again with the same arguments goes on from there.
+An edit that fails once (a candidate's ``key``: the pass and the text it changed) is neither built nor tried again
+in later rounds unless a round finds nothing (then one last full round); answers and the smallest kernel so far
+are journalled in ``OUT/reduce-state.json`` (:mod:`tileprobe.reduce.journal`) after every batch, so a stopped
+reduction started again with the same arguments goes on from there.
 
 Python API: :func:`reduce` returns a :class:`Reduction`.
 """
@@ -32,8 +34,10 @@ from typing import Any
 from tileprobe.cachefile import read_cache_bytes
 from tileprobe.errors import ProbeError, TileprobeError
 from tileprobe.reduce.clean import clean
-from tileprobe.reduce.fold import fold_args, fold_constexprs, fold_variant, propagate_copies
+from tileprobe.reduce.fold import fold_args, fold_constexprs, fold_variant, inline_single_use, propagate_copies
 from tileprobe.reduce.inline import inline_helpers
+from tileprobe.reduce.journal import Journal
+from tileprobe.reduce.journal import load as load_journal
 from tileprobe.reduce.oracle import Oracle, Outcome
 from tileprobe.reduce.output import write_file
 from tileprobe.reduce.passes import Candidate, candidates
@@ -42,9 +46,6 @@ from tileprobe.reduce.source import Size, digest, parse, parts, size
 
 #: Largest probe file reduce reads (bytes): far above any kernel file; a bigger one, a FIFO or a device is refused.
 MAX_PROBE_BYTES = 256 << 20
-#: Largest journal (``reduce-state.json``) read back; a bigger one starts the reduction afresh.
-MAX_STATE_BYTES = 256 << 20
-
 STATE = "reduce-state.json"
 
 
@@ -70,7 +71,8 @@ class Reduction:
     ``candidates``: candidates audited (identical ones once); ``kept``: the steps kept, in order; ``needs``;
     ``removed``: ``ct.*`` calls of the folded kernel that the result no longer has (not needed);
     ``stopped_by_budget``: the budget ran out (the result is the smallest so far); ``resumed``: it went on from a
-    journal; ``wall_s``; ``start``: the outcome on the original probe (the audit lines)."""
+    journal (``earlier_candidates``, ``earlier_wall_s``: what the runs before it cost); ``wall_s`` (this run);
+    ``start``: the outcome on the original probe (the audit lines)."""
     source: str
     original_size: Size
     final_size: Size
@@ -85,6 +87,8 @@ class Reduction:
     final: Outcome
     versions: list[str] = field(default_factory=list)
     needle: str = ""     # the failure signature kept (failure properties), else ""
+    earlier_candidates: int = 0     # resumed: candidates compiled by the runs before this one
+    earlier_wall_s: float = 0.0     # resumed: their wall seconds
 
 
 def _order(src: str) -> tuple:
@@ -107,21 +111,24 @@ def reduce(probe: str, *, arch: str, where: Mapping[str, Any], prop: str | Prope
             between them as it does on the probe: kept on every candidate).
         out_dir: where the journal lives (and the caller writes the outputs).
         budget_s: wall seconds after which the smallest kernel so far is returned (``stopped_by_budget``).
-        batch: candidates audited at once (default: the CPUs, at least 3).
+        batch: candidates audited at once (default: twice the CPUs, at least 4).
         compile_timeout_s: per-variant compile limit; a candidate that hangs the compiler is one that times out.
         progress: ``progress(event, info)``: "start", "batch", "kept", "needs", "done".
 
     Raises:
         UsageError: a probe the reducer cannot read (no Probe, kernel not in the file), a malformed property.
         ReduceInputError: the property does not hold on the probe as wanted (module doc).
+        JournalError: ``OUT/reduce-state.json`` of these arguments is damaged (:mod:`tileprobe.reduce.journal`).
     """
     t0 = time.monotonic()
-    journal: dict = {}
+    jr = Journal("")
 
     def save() -> None:
-        if journal:
-            _save_state(journal["path"], journal["key"], journal["current"](), kept, failed, oracle,
-                        journal["needle"]())
+        if jr.key:
+            jr.current, jr.kept, jr.failed, jr.needle = current, kept, sorted(failed), p.needle
+            jr.memo = {k: o.judgements for k, o in oracle.memo.items()}
+            jr.compiled, jr.wall_s = earlier[0] + oracle.compiled, earlier[1] + time.monotonic() - t0
+            write_file(state_path, jr.to_json())
     shown = progress or (lambda e, i: None)
 
     def say(event: str, info: dict) -> None:
@@ -153,12 +160,14 @@ def reduce(probe: str, *, arch: str, where: Mapping[str, Any], prop: str | Prope
     key = hashlib.sha256(json.dumps([original, arch, sorted(where.items(), key=str), p.text, versions, regression],
                                     default=str).encode()).hexdigest()
     state_path = os.path.join(out_dir, STATE)
-    state = _load_state(state_path, key)
-    resumed = bool(state)
-    for k, o in (state.get("memo") or {}).items():
-        oracle.memo[k] = Outcome(False, tuple(tuple(j) for j in o[1]))
-    if state.get("needle"):
-        p = oracle.prop = dataclasses.replace(p, needle=state["needle"])
+    loaded = load_journal(state_path, key)      # a damaged journal stops here, before any compile
+    resumed = loaded is not None
+    jr = loaded or Journal(key)
+    earlier = (jr.compiled, jr.wall_s)          # what the runs before this one cost (a resumed report says it)
+    for k, js in jr.memo.items():
+        oracle.memo[k] = Outcome(False, js)
+    if jr.needle:
+        p = oracle.prop = dataclasses.replace(p, needle=jr.needle)
     first = oracle.check([start_src])[0]
     oracle.want = _want(first, p, regression, versions, probe)
     if p.failure and not p.needle:   # keep the failure by its signature: the first line of the compiler's message
@@ -168,10 +177,9 @@ def reduce(probe: str, *, arch: str, where: Mapping[str, Any], prop: str | Prope
     oracle.rejudge()
     first = oracle.memo[digest(start_src)]
     say("start", {"size": size(start_src), "line": first.line()})
-    kept: list[str] = list(state.get("kept") or [])
-    current = state.get("current") or start_src
-    failed: set = set(state.get("failed") or [])
-    journal.update(path=state_path, key=key, current=lambda: current, needle=lambda: p.needle)
+    kept: list[str] = list(jr.kept)
+    current = jr.current or start_src
+    failed: set[str] = set(jr.failed)
     if not resumed:
         try:
             folded = _normalized(start_src)
@@ -182,7 +190,7 @@ def reduce(probe: str, *, arch: str, where: Mapping[str, Any], prop: str | Prope
             kept.append("folded the variant: constexpr switches, helpers inlined, dead code out")
     folded_calls = _ct_calls(current)
     deadline = None if budget_s is None else t0 + budget_s
-    batch = batch or max(3, jobs or os.cpu_count() or 1)
+    batch = batch or max(4, 2 * (jobs or os.cpu_count() or 1))   # two per core: an audit call's start-up is shared
     stopped = False
 
 
@@ -193,35 +201,46 @@ def reduce(probe: str, *, arch: str, where: Mapping[str, Any], prop: str | Prope
             nxt = _round(current, hints, oracle, batch, failed, deadline, say, kept)
         if nxt is None:
             stopped = True
-        if not nxt:
+        if not isinstance(nxt, str):
             break
         current = nxt
         save()
     save()
     if not stopped:       # tidy: copies the rounds left (`w = x`) propagated, kept if the property still holds
-        try:
-            tidy = ast.unparse(clean(propagate_copies(ast.parse(current))))
-        except Exception:
-            tidy = current
-        if tidy != current and oracle.check([tidy])[0].interesting:
-            current = tidy
-            kept.append("propagated the copies left by the rounds")
-            save()
+        current = _tidy(current, propagate_copies, oracle, kept, "propagated the copies left by the rounds")
+        save()
     needs = [] if stopped else _needs(current, hints, oracle, say)
+    if not stopped:       # last, after "what matters" was told on the finer kernel: one line per effect
+        current = _tidy(current, inline_single_use, oracle, kept,
+                        "wrote values read once into the line that reads them")
     final = oracle.check([current])[0]
+    save()
     removed = [c for c in folded_calls if c not in _ct_calls(current)]
     res = Reduction(current, size(start_src), size(current), oracle.compiled, kept, needs, removed, stopped, resumed,
-                    time.monotonic() - t0, first, final, versions, p.needle)
+                    time.monotonic() - t0, first, final, versions, p.needle, *earlier)
     import shutil
     shutil.rmtree(work, ignore_errors=True)   # the candidates' files; their answers are in the journal
     say("done", {"reduction": res})
     return res
 
 
+def _tidy(current: str, how: Callable[[ast.Module], ast.Module], oracle: Oracle, kept: list[str], label: str) -> str:
+    """``current`` rewritten by ``how`` (a meaning-keeping tidy: copies propagated, single-use values inlined) and
+    cleaned, when that still has the property (one candidate); else ``current``."""
+    try:
+        tidy = ast.unparse(clean(how(ast.parse(current))))
+    except Exception:       # a module the tidy cannot follow stays as it is
+        return current
+    if tidy != current and oracle.check([tidy])[0].interesting:
+        kept.append(label)
+        return tidy
+    return current
+
+
 def _case_names(pp) -> set[str]:
     kw = pp.kw("cases")
     if kw is not None and isinstance(kw.value, ast.Dict):
-        return {k.value for k in kw.value.keys if isinstance(k, ast.Constant)}
+        return {k.value for k in kw.value.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
     return set()
 
 
@@ -246,8 +265,8 @@ def _want(first: Outcome, p: Property, regression: bool, versions: list[str], pr
     if not regression:
         if not holds[0]:
             raise ReduceInputError(f"{probe}: {p.text!r} does not hold to begin with under tileiras {versions[0]}: "
-                                   f"{first.judgements[0][2]}. Check --where, --arch and --property (the audit "
-                                   "of the variant says why above); nothing was reduced")
+                                   f"{first.judgements[0][2]}. Check --where, --arch and --property (the line "
+                                   "after the colon is the audit of the variant); nothing was reduced")
         return (True,)
     if holds[0] == holds[1]:
         raise ReduceInputError(f"{probe}: {p.text!r} {'holds' if holds[0] else 'does not hold'} under both "
@@ -272,13 +291,14 @@ def _round(current: str, hints: dict, oracle: Oracle, batch: int, failed: set, d
     base = _order(current)
     pending: list[Candidate] = []
     seen: set[str] = set()
-    gen = candidates(tree, hints)
+    out_of_time = (lambda: False) if deadline is None else (lambda: time.monotonic() >= deadline)
+    gen = candidates(tree, hints, skip=failed.__contains__, stop=out_of_time)
     done = False
     while not done:
         pending.clear()
         for c in gen:
             d = digest(c.source)
-            if d in seen or d in failed or _order(c.source) >= base:
+            if d in seen or _order(c.source) >= base:
                 continue
             seen.add(d)
             pending.append(c)
@@ -286,10 +306,10 @@ def _round(current: str, hints: dict, oracle: Oracle, batch: int, failed: set, d
                 break
         else:
             done = True
+        if out_of_time():
+            return None
         if not pending:
             return False
-        if deadline is not None and time.monotonic() >= deadline:
-            return None
         outs = oracle.check([c.source for c in pending])
         say("batch", {"n": len(pending), "compiled": oracle.compiled, "kept": sum(o.interesting for o in outs)})
         say("save", {})
@@ -298,14 +318,14 @@ def _round(current: str, hints: dict, oracle: Oracle, batch: int, failed: set, d
                 kept.append(c.label)
                 say("kept", {"label": c.label, "size": size(c.source)})
                 return c.source
-            failed.add(digest(c.source))
+            failed.add(c.key)
     return False
 
 
 def _needs(current: str, hints: dict, oracle: Oracle, say) -> list[Need]:
     """Each construct of ``current`` changed once on its own (the rounds' own transformations, the constant
     halvings and hint values left out): which lose the property."""
-    cands = [c for c in candidates(ast.parse(current), hints) if c.kind not in ("constant", "hint")]
+    cands = [c for c in candidates(ast.parse(current), hints) if c.kind not in ("constant", "hint", "chunk")]
     outs = oracle.check([c.source for c in cands]) if cands else []
     by: dict[str, list[tuple[str, str, str]]] = {}
     for c, o in zip(cands, outs):
@@ -331,19 +351,3 @@ def _told(line: str) -> bool:
     """Whether an audit line answers the property (the candidate compiled, or failed as the property says)."""
     from tileprobe.reduce.prop import checked
     return checked(line) and not any(w in line for w in _UNTOLD)
-
-
-def _load_state(path: str, key: str) -> dict:
-    data = read_cache_bytes(path, MAX_STATE_BYTES)     # regular files only: a FIFO or a device is no journal
-    try:
-        st = json.loads(data) if data is not None else {}
-    except ValueError:
-        return {}
-    return st if isinstance(st, dict) and st.get("key") == key else {}
-
-
-def _save_state(path: str, key: str, current: str, kept: list[str], failed: set, oracle: Oracle,
-                needle: str) -> None:
-    st = {"key": key, "current": current, "kept": kept, "failed": sorted(failed), "needle": needle,
-          "memo": {k: [o.interesting, [list(j) for j in o.judgements]] for k, o in oracle.memo.items()}}
-    write_file(path, json.dumps(st))

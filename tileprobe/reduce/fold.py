@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import copy
 import operator
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from tileprobe.reduce.source import parts
@@ -39,7 +39,9 @@ def const_value(e: ast.expr, env: Mapping[str, Any]) -> Any:
         v = const_value(e.operand, env)
         if v is _NO:
             return _NO
-        return {ast.Not: operator.not_, ast.USub: operator.neg, ast.UAdd: operator.pos}.get(type(e.op), lambda _: _NO)(v)
+        unary: dict[type, Callable[[Any], Any]] = {ast.Not: operator.not_, ast.USub: operator.neg,
+                                                   ast.UAdd: operator.pos}
+        return unary.get(type(e.op), lambda _: _NO)(v)
     if isinstance(e, ast.BinOp) and type(e.op) in _BIN:
         a, b = const_value(e.left, env), const_value(e.right, env)
         if a is _NO or b is _NO or not all(isinstance(x, (int, float)) for x in (a, b)):
@@ -201,7 +203,7 @@ def propagate_copies(tree: ast.Module) -> ast.Module:
             elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
                 stores[n.target.id] = stores.get(n.target.id, 0) + 1
         order = {id(n): i for i, n in enumerate(_preorder(k))}
-        first_store = {}
+        first_store: dict[str, int] = {}
         for n in _preorder(k):
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
                 first_store.setdefault(n.id, order[id(n)])
@@ -214,7 +216,7 @@ def propagate_copies(tree: ast.Module) -> ast.Module:
                              stores.get(n.value.id) == 1 and first_store[n.value.id] < order[id(n)]))))):
                 found = n
                 break
-        if found is None:
+        if found is None or not isinstance(found.targets[0], ast.Name):
             break
         name, value = found.targets[0].id, found.value
 
@@ -252,3 +254,69 @@ def fold_args(tree: ast.Module) -> ast.Module:
     if p.args_fn is not None:
         p.args_fn.body = [_Folder().visit(s) for s in p.args_fn.body]
     return ast.fix_missing_locations(tree)
+
+
+def inline_single_use(tree: ast.Module, max_len: int = 100) -> ast.Module:
+    """Kernel locals assigned once and read once, by a simple statement later in the same block, are written into
+    that read and their assignment removed (``w = ct.reshape(x, s)`` then ``acc = ct.mma(a, w, acc)`` →
+    ``acc = ct.mma(a, ct.reshape(x, s), acc)``), when the statement that reads it stays within ``max_len``
+    characters (a report's kernel stays readable), nothing between the two rebinds a name the value reads, and the
+    value calls no ``ct.*`` with an effect (:data:`EFFECTS`). A value is never moved into or out of a loop or a
+    branch. The meaning is the same: cuTile's tiles are values; this only shortens the kernel a report shows."""
+    from tileprobe.reduce.source import names_used
+    tree = copy.deepcopy(tree)
+    k = parts(tree).kernel
+    for _ in range(500):
+        if not _inline_one(k, max_len, names_used):
+            break
+    return ast.fix_missing_locations(tree)
+
+
+def _inline_one(k: ast.FunctionDef, max_len: int, names_used) -> bool:
+    stores: dict[str, int] = {}
+    loads: dict[str, int] = {}
+    for n in ast.walk(k):
+        if isinstance(n, ast.Name):
+            d = stores if isinstance(n.ctx, ast.Store) else loads
+            d[n.id] = d.get(n.id, 0) + 1
+    blocks = [k.body] + [getattr(s, f) for s in ast.walk(k) for f in ("body", "orelse")
+                         if s is not k and isinstance(getattr(s, f, None), list) and getattr(s, f)
+                         and isinstance(getattr(s, f)[0], ast.stmt)]
+    simple = (ast.Assign, ast.Expr, ast.AugAssign, ast.Return)
+    for body in blocks:
+        for i, s in enumerate(body):
+            if not (isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name)):
+                continue
+            name = s.targets[0].id
+            if stores.get(name) != 1 or loads.get(name) != 1 or any(
+                    isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr in EFFECTS
+                    for c in ast.walk(s.value)):
+                continue
+            reads = names_used(s.value)
+            for j in range(i + 1, len(body)):
+                use = body[j]
+                if name not in names_used(use):
+                    if any(isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id in reads
+                           for n in ast.walk(use)):
+                        break       # a name the value reads is rebound before the read
+                    continue
+                if not isinstance(use, simple):
+                    break           # read inside a loop, a branch: the value would move into it
+                new = _substitute(use, name, s.value)
+                if len(ast.unparse(new)) > max_len:
+                    break
+                body[j] = new
+                del body[i]
+                return True
+    return False
+
+
+def _substitute(stmt: ast.stmt, name: str, value: ast.expr) -> ast.stmt:
+    stmt = copy.deepcopy(stmt)
+
+    class Sub(ast.NodeTransformer):
+        def visit_Name(self, node):
+            if isinstance(node.ctx, ast.Load) and node.id == name:
+                return ast.copy_location(copy.deepcopy(value), node)
+            return node
+    return Sub().visit(stmt)

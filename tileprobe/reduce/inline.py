@@ -38,8 +38,10 @@ def _rename(f: ast.FunctionDef, prefix: str) -> tuple[list[ast.stmt], ast.expr |
             return node
     body = [R().visit(s) for s in body]
     ret = None
-    if body and isinstance(body[-1], ast.Return):
-        ret = body.pop().value
+    last = body[-1] if body else None
+    if isinstance(last, ast.Return):
+        body.pop()
+        ret = last.value
     return body, ret, [prefix + a.arg for a in f.args.args]
 
 

@@ -28,7 +28,7 @@ class Written:
 
 def _needed(tree: ast.Module, roots: list[ast.AST]) -> list[ast.stmt]:
     """Module-level assignments the ``roots`` read, transitively, in module order."""
-    defs = {}
+    defs: dict[str, ast.Assign] = {}
     for node in tree.body:
         if isinstance(node, ast.Assign):
             for t in node.targets:
@@ -39,10 +39,10 @@ def _needed(tree: ast.Module, roots: list[ast.AST]) -> list[ast.stmt]:
     todo = set().union(*(names_used(r) for r in roots)) if roots else set()
     while todo:
         name = todo.pop()
-        node = defs.get(name)
-        if node is not None and id(node) not in want:
-            want.add(id(node))
-            todo |= names_used(node.value)
+        found = defs.get(name)
+        if found is not None and id(found) not in want:
+            want.add(id(found))
+            todo |= names_used(found.value)
     return [n for n in tree.body if id(n) in want]
 
 

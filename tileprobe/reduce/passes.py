@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import ast
 import copy
+import dataclasses
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
-from tileprobe.reduce.clean import clean
+from tileprobe.reduce.clean import clean_in_place
 from tileprobe.reduce.fold import module_constants
 from tileprobe.reduce.source import is_ct, parts
 
@@ -23,12 +25,32 @@ Path = tuple
 
 @dataclass
 class Candidate:
-    """One transformed probe module: ``source`` (unparsed), ``label`` (what was done) and ``construct`` (the kernel
-    construct it removed or simplified, e.g. ``ct.gather(X, …) inside a runtime loop``)."""
-    source: str
+    """One transformed probe module: ``label`` (what was done), ``construct`` (the kernel construct it removed or
+    simplified, e.g. ``ct.gather(X, …) inside a runtime loop``), ``kind`` (the pass), ``key`` (the edit's
+    identity across rounds: the pass and the full text of what it changed, so an edit that failed once is skipped
+    in later rounds without building its module again) and ``source``: the module unparsed, built on first use
+    (copied, edited, cleaned: milliseconds to a second for a big kernel); "" when the edit gives no valid
+    candidate (a name left unbound, an edit that does not apply)."""
     label: str
     construct: str
     kind: str
+    key: str
+    build: Callable[[], str | None] = dataclasses.field(repr=False, compare=False)
+    _source: str | None = dataclasses.field(default=None, repr=False, compare=False)
+
+    @property
+    def source(self) -> str:
+        """The candidate module's source ("" when there is none)."""
+        if self._source is None:
+            self._source = self.build() or ""
+        return self._source
+
+
+def _lazy(tree: ast.Module, edit: Callable[[ast.Module], bool | None], label: str, construct: str, kind: str,
+          key: str = "") -> Candidate:
+    """A candidate whose module is built (copied, edited, cleaned, unparsed: milliseconds to a second for a big
+    kernel) only when :func:`candidates` decides to try it."""
+    return Candidate(label, construct, kind, key or f"{kind}:{label}", lambda: _make(tree, edit))
 
 
 def _stmt_paths(body: list[ast.stmt], prefix: Path = ()) -> Iterator[Path]:
@@ -41,7 +63,7 @@ def _stmt_paths(body: list[ast.stmt], prefix: Path = ()) -> Iterator[Path]:
 
 
 def _locate(kernel: ast.FunctionDef, path: Path) -> tuple[list[ast.stmt], int]:
-    lst: list = kernel.body
+    lst: Any = kernel.body
     for step in path[:-1]:
         lst = lst[step] if isinstance(step, int) else getattr(lst, step)
     return lst, path[-1]
@@ -58,7 +80,8 @@ def _statements(kernel: ast.FunctionDef) -> list[tuple[Path, ast.stmt]]:
 
 def _loops_over(kernel: ast.FunctionDef, path: Path) -> list[ast.For]:
     """The ``for`` loops enclosing the statement at ``path``."""
-    out, lst = [], kernel.body
+    out: list[ast.For] = []
+    lst: Any = kernel.body
     for step in path[:-1]:
         if isinstance(step, int):
             node = lst[step]
@@ -100,14 +123,17 @@ def _ct_names(node: ast.AST) -> list[str]:
 
 
 def _make(tree: ast.Module, edit: Callable[[ast.Module], bool | None]) -> str | None:
-    t = copy.deepcopy(tree)
-    if edit(t) is False:
-        return None
     try:
-        t = clean(t)
-    except Exception:
+        t = copy.deepcopy(tree)
+        if edit(t) is False:
+            return None
+        try:
+            t = clean_in_place(t)
+        except Exception:
+            return None
+        return None if unbound(t) else ast.unparse(t)
+    except RecursionError:      # an expression nested deeper than Python's recursion limit: no candidate
         return None
-    return None if unbound(t) else ast.unparse(t)
 
 
 def unbound(tree: ast.Module) -> set[str]:
@@ -128,20 +154,42 @@ def unbound(tree: ast.Module) -> set[str]:
     return used - bound - set(dir(builtins))
 
 
+def _unbinds(kernel: ast.FunctionDef, removed: list[ast.stmt]) -> bool:
+    """Whether deleting the statements ``removed`` leaves a name the rest of ``kernel`` reads with no binding (the
+    check :func:`unbound` makes on a built candidate, made here on the kernel as it is, in one walk, before a copy:
+    in a kernel whose values feed each other most single deletions are such, and building each one — copy, edit,
+    clean, unparse — cost seconds per batch on a big kernel)."""
+    inside = {id(n) for s in removed for n in ast.walk(s)}
+    lost = {n.id for s in removed for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    if not lost:
+        return False
+    lost -= {a.arg for a in kernel.args.args}
+    read = set()
+    for n in ast.walk(kernel):
+        if id(n) in inside or not isinstance(n, ast.Name):
+            continue
+        if isinstance(n.ctx, ast.Store):
+            lost.discard(n.id)
+        else:
+            read.add(n.id)
+    return bool(lost & read)
+
+
 def deletions(tree: ast.Module) -> Iterator[Candidate]:
     """Delete one kernel statement (outermost first; a loop or branch with all it holds)."""
     k = parts(tree).kernel
     for path, s in _statements(k):
+        if _unbinds(k, [s]):
+            continue
 
         def edit(t, path=path):
             L, j = _locate(parts(t).kernel, path)
             del L[j]
             if not L:
                 L.append(ast.Pass())
-        src = _make(tree, edit)
-        if src:
-            names = ", ".join(_ct_names(s)) or "no ct.* call"
-            yield Candidate(src, f"delete `{_short(s)}`", f"`{_short(s, 50)}` ({names}){_where(k, path)}", "delete")
+        names = ", ".join(_ct_names(s)) or "no ct.* call"
+        yield _lazy(tree, edit, f"delete `{_short(s)}`", f"`{_short(s, 50)}` ({names}){_where(k, path)}", "delete",
+                    key=f"delete:{ast.unparse(s)}")
 
 
 def loops(tree: ast.Module) -> Iterator[Candidate]:
@@ -165,15 +213,14 @@ def loops(tree: ast.Module) -> Iterator[Candidate]:
                 return False
             loop.iter = ast.Call(ast.Name("range", ast.Load()), [ast.Constant(1)], [])
         for edit, label in ((once, "run the loop's body once"), (const, "give the loop a constant trip count (1)")):
-            src = _make(tree, edit)
-            if src:
-                yield Candidate(src, f"{label}: `for {s.target.id} in {_short(s.iter, 40)}`", what, "loop")
+            yield _lazy(tree, edit, f"{label}: `for {s.target.id} in {_short(s.iter, 40)}`", what, "loop",
+                        key=f"loop:{label}:{s.target.id}:{ast.unparse(s.iter)}")
 
 
 def _const_range(loop: ast.For) -> int | None:
     it = loop.iter
     if (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range" and len(it.args) == 1
-            and isinstance(it.args[0], ast.Constant)):
+            and isinstance(it.args[0], ast.Constant) and type(it.args[0].value) is int):
         return it.args[0].value
     return None
 
@@ -188,16 +235,15 @@ def branches(tree: ast.Module) -> Iterator[Candidate]:
             def edit(t, path=path, field=field):
                 L, j = _locate(parts(t).kernel, path)
                 L[j:j + 1] = getattr(L[j], field) or [ast.Pass()]
-            src = _make(tree, edit)
-            if src:
-                yield Candidate(src, f"keep only the {'then' if field == 'body' else 'else'} branch of "
-                                     f"`if {_short(s.test, 40)}`", f"branch `if {_short(s.test, 40)}`", "branch")
+            yield _lazy(tree, edit, f"keep only the {'then' if field == 'body' else 'else'} branch of "
+                        f"`if {_short(s.test, 40)}`", f"branch `if {_short(s.test, 40)}`", "branch",
+                        key=f"branch:{field}:{ast.unparse(s.test)}")
 
 
 def _calls(tree: ast.Module) -> list[tuple[Path, int, ast.Call]]:
     """Every ``ct.*`` call of the kernel: (statement path, index among the statement's own calls, call)."""
     k = parts(tree).kernel
-    out = []
+    out: list[tuple[Path, int, ast.Call]] = []
     for path in _stmt_paths(k.body):
         lst, i = _locate(k, path)
         own = _own_calls(lst[i])
@@ -206,6 +252,7 @@ def _calls(tree: ast.Module) -> list[tuple[Path, int, ast.Call]]:
 
 
 def _own_calls(s: ast.stmt) -> list[ast.Call]:
+    nodes: list[ast.AST]
     if isinstance(s, ast.For):
         nodes = [s.iter]
     elif isinstance(s, (ast.If, ast.While)):
@@ -232,10 +279,9 @@ def keywords(tree: ast.Module) -> Iterator[Candidate]:
             def edit(t, path=path, n=n, name=kw.arg):
                 call = _call_at(t, path, n)
                 call.keywords = [x for x in call.keywords if x.arg != name]
-            src = _make(tree, edit)
-            if src:
-                yield Candidate(src, f"drop `{kw.arg}=` of ct.{c.func.attr}",
-                                f"`{kw.arg}={_short(kw.value, 20)}` of ct.{c.func.attr}{_where(k, path)}", "option")
+            yield _lazy(tree, edit, f"drop `{kw.arg}=` of {_short(c.func)}",
+                        f"`{kw.arg}={_short(kw.value, 20)}` of {_short(c.func)}{_where(k, path)}", "option",
+                        key=f"option:{kw.arg}:{ast.unparse(c)}")
 
 
 def gather_load(tree: ast.Module) -> Iterator[Candidate]:
@@ -254,10 +300,9 @@ def gather_load(tree: ast.Module) -> Iterator[Candidate]:
                     call.args = [ast.Attribute(ast.Name(index, ast.Load()), "shape", ast.Load())]
                     call.keywords = [ast.keyword("dtype", ast.Attribute(ast.Name(array, ast.Load()), "dtype",
                                                                         ast.Load()))]
-                src = _make(tree, zeros)
-                if src:
-                    yield Candidate(src, f"ct.gather → ct.zeros of the index's shape: `{_short(c, 50)}`",
-                                    f"ct.gather({_short(c.args[0], 12)}, …){_where(k, path)}", "gather")
+                yield _lazy(tree, zeros, f"ct.gather → ct.zeros of the index's shape: `{_short(c, 50)}`",
+                            f"ct.gather({_short(c.args[0], 12)}, …){_where(k, path)}", "gather",
+                            key=f"zeros:{ast.unparse(c)}")
             m = _block_index(index)
             if m is None:
                 continue
@@ -269,10 +314,9 @@ def gather_load(tree: ast.Module) -> Iterator[Candidate]:
                 call.args = call.args[:1]
                 call.keywords = [ast.keyword("index", ast.Tuple([block], ast.Load())),
                                  ast.keyword("shape", ast.Tuple([tile], ast.Load()))]
-            src = _make(tree, edit)
-            if src:
-                yield Candidate(src, f"ct.gather → ct.load: `{_short(c, 50)}`",
-                                f"ct.gather({_short(c.args[0], 12)}, …){_where(k, path)}", "gather")
+            yield _lazy(tree, edit, f"ct.gather → ct.load: `{_short(c, 50)}`",
+                        f"ct.gather({_short(c.args[0], 12)}, …){_where(k, path)}", "gather",
+                        key=f"gather-load:{ast.unparse(c)}")
         elif is_ct(c.func, "load") and len(c.args) == 1:
             kw = {x.arg: x.value for x in c.keywords}
             idx, shape = kw.get("index"), kw.get("shape")
@@ -289,10 +333,9 @@ def gather_load(tree: ast.Module) -> Iterator[Candidate]:
                                                                            ast.Load()))]))
                 call.args = [call.args[0], ast.Tuple([e], ast.Load())]
                 call.keywords = []
-            src = _make(tree, edit)
-            if src:
-                yield Candidate(src, f"ct.load → ct.gather: `{_short(c, 50)}`",
-                                f"ct.load({_short(c.args[0], 12)}, …){_where(k, path)}", "load")
+            yield _lazy(tree, edit, f"ct.load → ct.gather: `{_short(c, 50)}`",
+                        f"ct.load({_short(c.args[0], 12)}, …){_where(k, path)}", "load",
+                        key=f"load-gather:{ast.unparse(c)}")
 
 
 def _block_index(e: ast.expr) -> tuple[ast.expr, ast.expr] | None:
@@ -314,9 +357,11 @@ def operands(tree: ast.Module) -> Iterator[Candidate]:
             continue
         v = s.value
         subs = v.args if isinstance(v, ast.Call) else [v.left, v.right] if isinstance(v, ast.BinOp) else []
-        method = isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and not is_ct(v.func)
-        if method:      # x.reshape(s) → x
-            subs = [v.func.value, *subs]
+        func = v.func if isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and not is_ct(v.func) \
+            else None
+        method = func is not None
+        if func is not None:      # x.reshape(s) → x
+            subs = [func.value, *subs]
         for m, sub in enumerate(subs):
             if isinstance(sub, (ast.Constant, ast.Tuple, ast.Attribute)):
                 continue
@@ -329,12 +374,11 @@ def operands(tree: ast.Module) -> Iterator[Candidate]:
                     L[j].value = L[j].value[m]
                 else:
                     L[j].value = (val.left, val.right)[m]
-            src = _make(tree, edit)
-            if src:
-                what = (f"ct.{v.func.attr}" if isinstance(v, ast.Call) and is_ct(v.func) else
-                        f".{v.func.attr}()" if method else _short(v, 30))
-                yield Candidate(src, f"`{_short(s.targets[0], 20)} = {_short(sub, 40)}` instead of {what}",
-                                f"{what} in `{_short(s, 50)}`{_where(k, path)}", "operand")
+            what = (f"ct.{v.func.attr}" if isinstance(v, ast.Call) and is_ct(v.func) else
+                    f".{func.attr}()" if func is not None else _short(v, 30))
+            yield _lazy(tree, edit, f"`{_short(s.targets[0], 20)} = {_short(sub, 40)}` instead of {what}",
+                        f"{what} in `{_short(s, 50)}`{_where(k, path)}", "operand",
+                        key=f"operand:{m}:{ast.unparse(s)}")
 
 
 def constants(tree: ast.Module) -> Iterator[Candidate]:
@@ -360,10 +404,8 @@ def constants(tree: ast.Module) -> Iterator[Candidate]:
                     a = tr.body[idx]
                     target = a.value.elts[m] if isinstance(a.value, ast.Tuple) else a.value
                     target.value = new
-                src = _make(tree, edit)
-                if src:
-                    yield Candidate(src, f"{name.id} = {new} (was {val.value})", f"the value of {name.id}",
-                                    "constant")
+                yield _lazy(tree, edit, f"{name.id} = {new} (was {val.value})", f"the value of {name.id}",
+                            "constant")
 
 
 def _reference_value(lst: ast.List) -> int | None:
@@ -386,7 +428,7 @@ def hint_values(tree: ast.Module, keep: dict) -> Iterator[Candidate]:
     if kw is None or not isinstance(kw.value, ast.Dict):
         return
     for key, lst in zip(kw.value.keys, kw.value.values):
-        if not (isinstance(key, ast.Constant) and isinstance(lst, ast.List)):
+        if not (isinstance(key, ast.Constant) and isinstance(key.value, str) and isinstance(lst, ast.List)):
             continue
         ref = _reference_value(lst)
         for m, el in enumerate(lst.elts):
@@ -399,21 +441,62 @@ def hint_values(tree: ast.Module, keep: dict) -> Iterator[Candidate]:
                 d = parts(t).kw("hints").value
                 L = next(v for k2, v in zip(d.keys, d.values) if isinstance(k2, ast.Constant) and k2.value == key)
                 del L.elts[m]
-            src = _make(tree, edit)
-            if src:
-                yield Candidate(src, f"drop {key.value}={_short(el)} from the probe's hints",
-                                f"hint value {key.value}={_short(el)}", "hint")
+            yield _lazy(tree, edit, f"drop {key.value}={_short(el)} from the probe's hints",
+                        f"hint value {key.value}={_short(el)}", "hint")
+
+
+def chunks(tree: ast.Module) -> Iterator[Candidate]:
+    """Coarse deletions first: each statement list of the kernel with 4 or more statements loses a contiguous half,
+    then a quarter (the ddmin idea of C-Reduce and picire: one kept candidate removes many statements, where
+    single deletions would take one round each). A chunk whose removal leaves a name unbound is never built into a
+    compile (:func:`unbound`), so most of these cost no compile."""
+    k = parts(tree).kernel
+    lists = [((), k.body)] + [(path + (f,), getattr(s, f)) for path, s in _statements(k)
+                              for f in ("body", "orelse") if isinstance(getattr(s, f, None), list)
+                              and getattr(s, f) and isinstance(getattr(s, f)[0], ast.stmt)]
+    for prefix, body in lists:
+        n = len(body)
+        for size_ in dict.fromkeys(x for x in (n // 2, n // 4) if x >= 2):
+            for start in range(0, n - size_ + 1, size_):
+                text = "; ".join(ast.unparse(x).split("\n")[0] for x in body[start:start + size_])
+
+                if _unbinds(k, body[start:start + size_]):
+                    continue
+
+                def edit(t, prefix=prefix, start=start, size_=size_):
+                    lst = parts(t).kernel.body if not prefix else _block(parts(t).kernel, prefix)
+                    del lst[start:start + size_]
+                    if not lst:
+                        lst.append(ast.Pass())
+                yield _lazy(tree, edit, f"delete {size_} statements `{_short(body[start], 40)}` …",
+                            f"statements {start + 1}–{start + size_} of a block", "chunk",
+                            key=f"chunk:{text}")
+
+
+def _block(kernel: ast.FunctionDef, path: Path) -> list[ast.stmt]:
+    """The statement list at ``path`` (a statement's path then ``"body"`` / ``"orelse"``)."""
+    lst, i = _locate(kernel, path[:-1])
+    return getattr(lst[i], path[-1])
 
 
 #: The passes in the order a round tries them (biggest cuts first).
-PASSES = (deletions, branches, loops, gather_load, keywords, operands, constants)
+PASSES = (chunks, deletions, branches, loops, gather_load, keywords, operands, constants)
 
 
-def candidates(tree: ast.Module, keep_hints: dict) -> Iterator[Candidate]:
-    """Every candidate of one round: the hint values first (each one dropped makes every later compile cheaper),
-    then :data:`PASSES` in order."""
+def candidates(tree: ast.Module, keep_hints: dict, skip: Callable[[str], bool] | None = None,
+               stop: Callable[[], bool] | None = None) -> Iterator[Candidate]:
+    """Every candidate of one round, built: the hint values first (each one dropped makes every later compile
+    cheaper), then :data:`PASSES` in order. A candidate whose ``key`` ``skip`` names is not built (it failed in an
+    earlier round); the generation ends as soon as ``stop()`` says so (a budget checked between candidates, not
+    only between compiles: building the candidates of an 800-line kernel takes minutes)."""
     _CONSTS.clear()
     _CONSTS[id(parts(tree).kernel)] = set(module_constants(tree))
-    yield from hint_values(tree, keep_hints)
-    for p in PASSES:
-        yield from p(tree)
+    gens = [hint_values(tree, keep_hints), *(p(tree) for p in PASSES)]
+    for gen in gens:
+        for c in gen:
+            if stop is not None and stop():
+                return
+            if skip is not None and skip(c.key):
+                continue
+            if c.source:
+                yield c

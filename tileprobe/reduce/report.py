@@ -11,8 +11,41 @@ from tileprobe.reduce.output import KERNEL_FILE, PROBE_FILE
 
 
 def _code(text: str) -> str:
-    text = str(text).replace("`", "'")
+    text = _paths(str(text)).replace("`", "'")
     return f"`{text}`"
+
+
+def _paths(text: str) -> str:
+    """``text`` with the working folder's and the home folder's absolute paths shortened (``./x`` → ``x``,
+    ``/home/u/x`` → ``~/x``): a report pasted upstream names no user's folders."""
+    import os
+    cwd, home = os.getcwd(), os.path.expanduser("~")
+    if cwd not in ("", "/"):
+        text = text.replace(cwd + os.sep, "")
+    if home not in ("", "/"):
+        text = text.replace(home + os.sep, "~" + os.sep)
+    return text
+
+
+def shown_path(path: str) -> str:
+    """A probe's path as the report names it: relative to the working folder, or ``~/…``, else its file name alone
+    (never a user's absolute folder)."""
+    import os
+
+    from tileprobe.report.markdown import display_path
+    p = display_path(path)
+    return os.path.basename(p) if os.path.isabs(p) else p
+
+
+def _cost(red) -> str:
+    """Candidates and seconds; a resumed run says what the runs before it did, and the sum."""
+    now = f"{red.candidates} candidates compiled, {red.wall_s:.0f} s"
+    if not red.resumed:
+        return now + "."
+    total = red.candidates + red.earlier_candidates
+    return (f"{now} in this run, resumed from the journal after {red.earlier_candidates} candidates and "
+            f"{red.earlier_wall_s:.0f} s in the runs before it ({total} candidates, "
+            f"{red.wall_s + red.earlier_wall_s:.0f} s in all).")
 
 
 def markdown(red, *, probe: str, arch: str, where: str, prop: str, versions: Sequence[str], regression: bool,
@@ -30,8 +63,8 @@ def markdown(red, *, probe: str, arch: str, where: str, prop: str, versions: Seq
     out += ["## What happens", ""]
     for v, holds, line in red.final.judgements:
         out.append(f"- tileiras {v}: {_code(prop)} {'holds' if holds else 'does not hold'} — {_code(line)}")
-    out += ["", f"Reduced from {_code(probe)} ({_code(where)}): {red.original_size} → {red.final_size}; "
-                f"{red.candidates} candidates compiled, {red.wall_s:.0f} s.", ""]
+    out += ["", f"Reduced from {_code(shown_path(probe))} ({_code(where)}): {red.original_size} → "
+                f"{red.final_size}; {_cost(red)}", ""]
     needed = [n for n in red.needs if n.verdict == "needed"]
     other = [n for n in red.needs if n.verdict == "not_needed"]
     rejected = [n for n in red.needs if n.verdict == "rejected"]

@@ -9,8 +9,10 @@ from __future__ import annotations
 import ast
 import hashlib
 import io
+import sys
 import tokenize
 from dataclasses import dataclass
+from typing import TypeGuard
 
 from tileprobe.errors import UsageError
 
@@ -79,14 +81,45 @@ def parts(tree: ast.Module, where: str = "probe") -> Parts:
 
 
 def parse(source: str, where: str = "probe") -> ast.Module:
-    """``ast.parse`` with a clear error (file:line) on a syntax error.
+    """``ast.parse`` with a clear error (file:line) on a syntax error, and on an expression nested too deeply for
+    the reducer: every candidate is a copy of the tree rewritten and unparsed, each recursive in Python, so a tree
+    that cannot be copied and unparsed under Python's recursion limit (a sum of a few hundred terms written out)
+    is refused here, before anything is compiled, not met as a RecursionError mid-reduction.
 
     Raises:
-        UsageError: the source does not parse."""
+        UsageError: the source does not parse, or holds an expression too deep to copy (message: the line, the
+            depth and the fix: split it into assignments)."""
+    import copy
     try:
-        return ast.parse(source)
+        tree = ast.parse(source)
     except SyntaxError as e:
         raise UsageError(f"{where}:{e.lineno}: {e.msg}: fix the probe file's syntax") from None
+    except (RecursionError, MemoryError):
+        raise UsageError(f"{where}: an expression is nested too deeply for Python's parser: split it into "
+                         "assignments of a few terms each (e.g. partial sums) and run again") from None
+    try:
+        ast.unparse(copy.deepcopy(tree))
+    except RecursionError:
+        line, depth = deepest(tree)
+        raise UsageError(f"{where}:{line}: an expression nested {depth} levels deep: the reducer copies and rewrites "
+                         f"the kernel's syntax tree recursively and this is past Python's recursion limit "
+                         f"({sys.getrecursionlimit()}). Split it into assignments of a few terms each (e.g. partial "
+                         "sums) and run again") from None
+    return tree
+
+
+def deepest(tree: ast.AST) -> tuple[int, int]:
+    """(line, depth) of the most deeply nested node of ``tree``, found without recursion (a stack of
+    (node, depth)): the place a RecursionError came from."""
+    best = (0, 0)
+    stack: list[tuple[ast.AST, int, int]] = [(tree, 0, 0)]
+    while stack:
+        node, depth, line = stack.pop()
+        line = getattr(node, "lineno", line)
+        if depth > best[1]:
+            best = (line, depth)
+        stack.extend((child, depth + 1, line) for child in ast.iter_child_nodes(node))
+    return best
 
 
 def digest(source: str) -> str:
@@ -122,8 +155,8 @@ def size(source: str) -> Size:
     return Size(lines, toks, len(p.kernel.args.args), calls)
 
 
-def is_ct(func: ast.expr, name: str | None = None) -> bool:
-    """Whether ``func`` is ``ct.NAME`` (any name when ``name`` is None)."""
+def is_ct(func: ast.expr, name: str | None = None) -> TypeGuard[ast.Attribute]:
+    """Whether ``func`` is ``ct.NAME`` (any name when ``name`` is None); a type guard: ``func.attr`` is the name."""
     return (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "ct"
             and (name is None or func.attr == name))
 
