@@ -1,4 +1,5 @@
-"""Every ``tileprobe …`` command README.md shows exists as written.
+"""Every ``tileprobe …`` command README.md and docs/RECIPES.md (the README's examples, more of them) show exists as
+written.
 
 * Each command in a fenced code block is parsed by the real parser (``build_parser``), every ``--flag`` in it must
   be an option of its subcommand exactly (argparse would accept an abbreviation), its subcommand's ``--help``
@@ -22,6 +23,7 @@ from tileprobe.cli import build_parser, main
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
+RECIPES = (ROOT / "docs" / "RECIPES.md").read_text(encoding="utf-8")
 #: Subcommands run for real: quick, no GPU, no network, no compile.
 RUN_FOR_REAL = {"doctor", "history", "store"}
 
@@ -65,11 +67,13 @@ def all_options(parser: argparse.ArgumentParser) -> set[str]:
 
 
 COMMANDS = subparsers(build_parser())
-FENCED = fenced_commands(README)
+FENCED = fenced_commands(README) + fenced_commands(RECIPES)
 
 
 def test_the_readme_shows_commands():
-    assert len(FENCED) >= 20 and any(c.startswith("tileprobe sass ") for c in FENCED)
+    shown = fenced_commands(README)
+    assert len(shown) >= 20 and any(c.startswith("tileprobe sass ") for c in shown)
+    assert len(fenced_commands(RECIPES)) >= 20
     assert {cmd for cmd, _ in table_spans(README)} >= {"audit", "sass", "run", "tune", "compare", "store", "report"}
 
 

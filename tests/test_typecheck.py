@@ -16,6 +16,10 @@ from pathlib import Path
 
 import pytest
 
+#: mypy on all of tileprobe/ takes minutes cold (303 s on the 2-core machine at load 12, 2026-12-05): marked slow so
+#: that tests/conftest.py starts this file first and it does not end the run alone.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "pyproject.toml"
 FIXTURE = ROOT / "tests" / "data" / "typecheck" / "deliberate_error.py"
