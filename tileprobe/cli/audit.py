@@ -48,6 +48,9 @@ def add_parser(sub) -> None:
                    "`tileprobe toolchain install`, or --install), e.g. 13.3.36,13.4.92; default: the one cuTile "
                    "would use")
     add_install_option(a)
+    a.add_argument("--cuda-tile", metavar="VERSION", help="audit with this cuda-tile frontend instead of the one "
+                   "installed here: an environment `tileprobe frontend install VERSION` made (the whole audit runs "
+                   "with its interpreter; records name that version)")
     a.add_argument("--jobs", "-j", type=count, default=None, help="parallel compiles (default: all CPUs)")
     a.add_argument("--timeout", type=seconds, default=None, help="per-variant compiler timeout in seconds "
                    f"(default {DEFAULT_TIMEOUT_S:.0f} × the machine's load per CPU at the start, 1× to 4×; a probe's "
@@ -95,6 +98,11 @@ def cmd_audit(args) -> int:
     from tileprobe.audit import audit
     from tileprobe.audit.pipeline import write_bundle
     from tileprobe.model.sass import have_nvdisasm
+    if args.cuda_tile:
+        from tileprobe.frontend import run_with
+        code = run_with(args.cuda_tile, args.raw_argv)
+        if code is not None:
+            return code
     err = console(stderr=True)
     if not split(args.arch):
         raise UsageError(f"--arch {args.arch!r} names no architecture; e.g. --arch sm_90,sm_120")
