@@ -22,16 +22,15 @@ raises a clear error when a name moved.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import dataclasses
-import json
 import os
 import re
 import sys
-import threading
 import time
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from ctypes import POINTER, c_char_p, c_int, c_uint, c_uint64, c_void_p
 from typing import Any
 
@@ -39,7 +38,14 @@ from tileprobe.errors import TileprobeError, ToolchainError
 from tileprobe.model.toolkit import tool_timeout_s
 from tileprobe.procs import run_in_group
 from tileprobe.schema import cutile_version  # the public version, beside the private names it gates
-from tileprobe.tileiras_cli import NoTorch, parse_build, tileiras_build, tileiras_targets, which_tool  # noqa: F401
+from tileprobe.tileiras_cli import (  # noqa: F401
+    DefaultCompilerLookup,
+    NoTorch,
+    parse_build,
+    tileiras_build,
+    tileiras_targets,
+    which_tool,
+)
 
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.06 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
@@ -302,6 +308,7 @@ class CompilerCall:
     env_ld_library_path: str
     seconds: float = 0.0
     remarks_path: str | None = None
+    bytecode_sha256: str = ""   # sha256 of the bytecode file tileiras was given
     cuda_env: dict = dataclasses.field(default_factory=dict)   # CUDA_HOME / CUDA_PATH as passed to tileiras
 
 
@@ -406,10 +413,13 @@ def pin_compiler_facts(temp_dir: str) -> tuple[str, object]:
     probe = getattr(_compile._get_max_supported_bytecode_version, "__wrapped__",
                     _compile._get_max_supported_bytecode_version)
     versions = {}
+    fixed = os.environ.get(BYTECODE_ENV, "").strip()
 
     def max_version(temp_dir_=None, allow_dev=False):
         if allow_dev not in versions:
             versions[allow_dev] = probe(temp_dir, allow_dev)
+            if fixed:
+                versions[allow_dev] = _fixed_bytecode(fixed, versions[allow_dev], parse_build(version_text or ""))
         return versions[allow_dev]
 
     from cuda.tile._compile import dev_features_enabled
@@ -418,6 +428,88 @@ def pin_compiler_facts(temp_dir: str) -> tuple[str, object]:
     _compile._get_compiler_version_string = lambda: version_text
     _compile._try_get_compiler_version = lambda compiler_bin=None: version_text
     return version_text or "", bytecode
+
+
+#: Set to a bytecode version (``"13.3"``) to make cuTile write that version whatever the tileiras reads (at most its
+#: newest): one frontend's bytecode, the same bytes, for several tileiras releases (``audit --fixed-bytecode``).
+BYTECODE_ENV = "TILEPROBE_BYTECODE"
+
+
+def bytecode_text(version) -> str:
+    """cuTile's ``BytecodeVersion`` (``130400``) as ``"13.4"``; ``""`` for None or another shape."""
+    try:
+        n = int(getattr(version, "value", version))
+    except (TypeError, ValueError):
+        return ""
+    return f"{n // 10000}.{n // 100 % 100}"
+
+
+def _fixed_bytecode(wanted: str, newest, build: str):
+    """The newest cuTile ``BytecodeVersion`` not past ``wanted`` (``"13.3"``; a release newer than cuTile knows gets
+    cuTile's newest), when the tileiras (whose newest is ``newest``) reads it.
+
+    Raises:
+        ToolchainError: ``wanted`` is not MAJOR.MINOR, older than every version cuTile writes, or newer than this
+            tileiras reads.
+    """
+    from cuda.tile import _compile
+    try:
+        want = _version_number(wanted)
+    except ValueError:
+        raise ToolchainError(f"{BYTECODE_ENV}={wanted!r} is not a bytecode version such as 13.3") from None
+    fits = [v for v in _compile._all_bytecode_versions(False) if int(v.value) <= want]
+    if not fits:
+        raise ToolchainError(f"{BYTECODE_ENV}={wanted}: cuda-tile {cutile_version()} writes no bytecode that old")
+    chosen = max(fits, key=lambda v: int(v.value))
+    if int(chosen.value) > int(getattr(newest, "value", newest)):
+        raise ToolchainError(f"{BYTECODE_ENV}={wanted}: {build or 'this tileiras'} reads bytecode up to "
+                             f"{bytecode_text(newest)}; fix the bytecode at the oldest release's version")
+    return chosen
+
+
+def _version_number(text: str) -> int:
+    """``"13.3"`` or ``"13.3.36"`` → 130300 (cuTile's ``BytecodeVersion`` numbering). Raises ValueError."""
+    major, minor = (int(x) for x in text.strip().split(".")[:2])
+    return major * 10000 + minor * 100
+
+
+def fixed_bytecode_for(releases: Sequence[str]) -> str:
+    """The bytecode version every one of these tileiras releases reads (``["13.3.36", "13.4.92"]`` → ``"13.3"``):
+    the oldest release's major.minor (tileiras 13.3.36 reads bytecode up to 13.3, 13.4.92 and 13.5.37 up to 13.4:
+    cuTile 1.7.0's probe, 2026-12-05). Raises :class:`ToolchainError` for a release that is not MAJOR.MINOR[.PATCH].
+    """
+    try:
+        oldest = min(_version_number(r) for r in releases)
+    except ValueError:
+        raise ToolchainError(f"releases {', '.join(releases)}: each must be MAJOR.MINOR.PATCH to fix the bytecode "
+                             "for them (a tileiras given by path: install it as a toolchain)") from None
+    return f"{oldest // 10000}.{oldest // 100 % 100}"
+
+
+@contextlib.contextmanager
+def fixed_bytecode(releases: Sequence[str]) -> Iterator[str]:
+    """While inside: every compile worker started writes the bytecode :func:`fixed_bytecode_for` ``releases``
+    (:data:`BYTECODE_ENV` set, then restored), so that one frontend's bytecode, the same bytes, goes to each."""
+    fixed = fixed_bytecode_for(releases)
+    before = os.environ.get(BYTECODE_ENV)
+    os.environ[BYTECODE_ENV] = fixed
+    try:
+        yield fixed
+    finally:
+        if before is None:
+            os.environ.pop(BYTECODE_ENV, None)
+        else:
+            os.environ[BYTECODE_ENV] = before
+
+
+def file_sha256(path: str) -> str:
+    """The sha256 of a file's bytes (hex); ``""`` when it cannot be read."""
+    import hashlib
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        return ""
 
 
 def _tool_env(binary) -> dict:
@@ -436,63 +528,6 @@ def current_compiler() -> str:
         return _compile._find_compiler_bin().path
     except FileNotFoundError as e:
         raise ToolchainError(f"{e} Or install one with `tileprobe toolchain install 13.4`.") from e
-
-
-#: The lookup child of :class:`DefaultCompilerLookup`: cuTile imported with torch unimportable (:class:`NoTorch`:
-#: cuTile's ``_cext`` imports it at import, seconds, and no part of the lookup), then its ``_find_compiler_bin``.
-_LOOKUP_CODE = r"""
-import json, os, sys
-from tileprobe import _cutile
-if os.environ.get("TILEPROBE_LOOKUP_TORCH") != "1":
-    sys.meta_path.insert(0, _cutile.NoTorch())
-try:
-    print(json.dumps([str(_cutile.current_compiler()), ""]))
-except Exception as e:
-    print(json.dumps(["", str(e)]))
-"""
-
-
-class DefaultCompilerLookup:
-    """The tileiras cuTile would pick (:func:`current_compiler`), found in a child process started at once, so
-    that it overlaps the probe loaders: on the H200 host the lookup took 4.15 s in a loader, and as it
-    imported cuTile's compiler side (torch with it) the loader could no longer say whether the probe needs torch.
-    Here cuTile is imported without torch (0.3 s instead of 2.2 s on the 2-core machine); if that import fails,
-    the lookup is asked again with torch. Not probe code: no probe file is imported.
-
-    ``result()`` → (path, "") or ("", the error's text), after at most ``timeout_s`` seconds (then the error says
-    it did not answer).
-    """
-
-    def __init__(self, timeout_s: float):
-        self.timeout_s, self.answer = timeout_s, ("", f"the tileiras lookup did not answer within {timeout_s:g} s")
-        self.thread = threading.Thread(target=self._run, name="tileprobe-tileiras-lookup", daemon=True)
-        self.thread.start()   # the child dies with this thread (PR_SET_PDEATHSIG), which waits for it
-
-    def _ask(self, with_torch: bool) -> tuple[str, str] | None:
-        from tileprobe.procs import importable_env
-        env = importable_env({k: v for k, v in os.environ.items() if k != "TILEPROBE_LOOKUP_TORCH"})
-        if with_torch:
-            env["TILEPROBE_LOOKUP_TORCH"] = "1"
-        rc, out, err = run_in_group([sys.executable, "-c", _LOOKUP_CODE], env, self.timeout_s)
-        try:
-            path, error = json.loads(out.decode(errors="replace").strip().splitlines()[-1])
-            return str(path), str(error)
-        except (ValueError, IndexError, TypeError):
-            if rc is None:
-                return None
-            return "", f"the tileiras lookup failed ({err.decode(errors='replace').strip()[-500:] or rc})"
-
-    def _run(self) -> None:
-        answer = self._ask(False)
-        if answer is not None and not answer[0] and "without torch" in answer[1]:
-            answer = self._ask(True)
-        if answer is not None:
-            self.answer = answer
-
-    def result(self) -> tuple[str, str]:
-        """(tileiras path, "") or ("", why there is none), waiting for the child up to its timeout."""
-        self.thread.join(self.timeout_s + 5)
-        return self.answer
 
 
 def compiler_build_string() -> str:
@@ -530,6 +565,7 @@ def install_compile_hook() -> None:
             # JIT with cuTile's disk cache on (its default) asks for remarks; do the same.
             given["remarks_output_file"] = os.path.splitext(fname_bytecode)[0] + ".remarks.yaml"
         call = _compiler_call(given)
+        call.bytecode_sha256 = file_sha256(fname_bytecode)
         _CALLS.append(call)
         t0 = time.perf_counter()
         try:

@@ -17,6 +17,8 @@ effective_hints the hints in force for this arch after ByTarget resolution
 arch           target, e.g. "sm_90"
 tileiras       the compiler's build string, e.g. "Cuda compilation tools, release 13.4, V13.4.92"
 cuda_tile      cuda-tile version that produced the bytecode
+bytecode, bytecode_sha256  the Tile IR bytecode version cuTile wrote ("13.3") and the hash of that bytecode file as
+               tileiras read it ("" when not known: a failure before tileiras ran, a record made before them)
 status         ok | compile_error | compiler_crash | timeout | probe_error (unchanged since schema 1; the finer
                ``failure`` class says what kind of compile_error it was)
 failure        null when ok, else the failure class a user can act on (:data:`FAILURE_CLASSES`):
@@ -401,6 +403,8 @@ class VariantRecord:
     tileiras: str
     status: str
     cuda_tile: str = ""
+    bytecode: str = ""
+    bytecode_sha256: str = ""
     effective_hints: dict = field(default_factory=dict)
     threads: int | None = None
     registers: int | None = None

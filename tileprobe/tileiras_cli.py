@@ -1,12 +1,16 @@
 """tileiras as a program, and what a process does to import cuTile fast: its release line
 (``tileiras --version``), the targets its ``--help`` lists, where a CUDA tool is on this machine, and the finder
-that keeps torch out of a cuTile import. Nothing here touches cuTile's private names (those are
+that keeps torch out of a cuTile import, and the lookup of the tileiras cuTile would pick (in a child that imports
+:mod:`tileprobe._cutile`). Nothing here touches cuTile's private names (those are
 :mod:`tileprobe._cutile`'s, which re-exports these)."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
+import sys
+import threading
 
 from tileprobe.errors import ToolchainError
 from tileprobe.model.toolkit import tool_timeout_s
@@ -84,3 +88,60 @@ def which_tool(name: str) -> str | None:
         return shutil.which(name, path=os.path.join(cu13.__path__[0], "bin"))
     except (ImportError, AttributeError, IndexError):
         return None
+
+
+#: The lookup child of :class:`DefaultCompilerLookup`: cuTile imported with torch unimportable (:class:`NoTorch`:
+#: cuTile's ``_cext`` imports it at import, seconds, and no part of the lookup), then its ``_find_compiler_bin``.
+_LOOKUP_CODE = r"""
+import json, os, sys
+from tileprobe import _cutile
+if os.environ.get("TILEPROBE_LOOKUP_TORCH") != "1":
+    sys.meta_path.insert(0, _cutile.NoTorch())
+try:
+    print(json.dumps([str(_cutile.current_compiler()), ""]))
+except Exception as e:
+    print(json.dumps(["", str(e)]))
+"""
+
+
+class DefaultCompilerLookup:
+    """The tileiras cuTile would pick (:func:`current_compiler`), found in a child process started at once, so
+    that it overlaps the probe loaders: on the H200 host the lookup took 4.15 s in a loader, and as it
+    imported cuTile's compiler side (torch with it) the loader could no longer say whether the probe needs torch.
+    Here cuTile is imported without torch (0.3 s instead of 2.2 s on the 2-core machine); if that import fails,
+    the lookup is asked again with torch. Not probe code: no probe file is imported.
+
+    ``result()`` → (path, "") or ("", the error's text), after at most ``timeout_s`` seconds (then the error says
+    it did not answer).
+    """
+
+    def __init__(self, timeout_s: float):
+        self.timeout_s, self.answer = timeout_s, ("", f"the tileiras lookup did not answer within {timeout_s:g} s")
+        self.thread = threading.Thread(target=self._run, name="tileprobe-tileiras-lookup", daemon=True)
+        self.thread.start()   # the child dies with this thread (PR_SET_PDEATHSIG), which waits for it
+
+    def _ask(self, with_torch: bool) -> tuple[str, str] | None:
+        from tileprobe.procs import importable_env
+        env = importable_env({k: v for k, v in os.environ.items() if k != "TILEPROBE_LOOKUP_TORCH"})
+        if with_torch:
+            env["TILEPROBE_LOOKUP_TORCH"] = "1"
+        rc, out, err = run_in_group([sys.executable, "-c", _LOOKUP_CODE], env, self.timeout_s)
+        try:
+            path, error = json.loads(out.decode(errors="replace").strip().splitlines()[-1])
+            return str(path), str(error)
+        except (ValueError, IndexError, TypeError):
+            if rc is None:
+                return None
+            return "", f"the tileiras lookup failed ({err.decode(errors='replace').strip()[-500:] or rc})"
+
+    def _run(self) -> None:
+        answer = self._ask(False)
+        if answer is not None and not answer[0] and "without torch" in answer[1]:
+            answer = self._ask(True)
+        if answer is not None:
+            self.answer = answer
+
+    def result(self) -> tuple[str, str]:
+        """(tileiras path, "") or ("", why there is none), waiting for the child up to its timeout."""
+        self.thread.join(self.timeout_s + 5)
+        return self.answer
