@@ -243,7 +243,7 @@ def _bytecode_fixed(args, tcs):
     from tileprobe import _cutile
     if not getattr(args, "fixed_bytecode", False):
         return contextlib.nullcontext()
-    if len(tcs) < 2:
+    if len(tcs or ()) < 2:
         raise UsageError("--fixed-bytecode holds the bytecode fixed across compilers: give two or more, e.g. "
                          "--tileiras 13.3.36,13.4.92")
     return _cutile.fixed_bytecode([tc.version for tc in tcs])
