@@ -280,6 +280,66 @@ def _check_gpu(env: Mapping[str, str], ref: Compiler | None) -> list[Finding]:
     return out
 
 
+# --- what installs a compiler for the cuda-tile installed ---------------------------------------------------------
+
+def compiler_range(requires: Sequence[str] | None = None) -> str:
+    """The tileiras releases the installed cuda-tile's ``[tileiras]`` extra allows, as its metadata says
+    (``Requires-Dist: cuda-toolkit[nvcc,nvvm,tileiras]<13.4,>=13.2; extra == "tileiras"`` in 1.5.0; ``<13.5,>=13.2``
+    in 1.6.0 and 1.7.0): ``"<13.4,>=13.2"``, or ``""`` when it names none (``requires``: the Requires-Dist lines,
+    default the installed cuda-tile's)."""
+    import importlib.metadata
+
+    from packaging.requirements import InvalidRequirement, Requirement
+    if requires is None:
+        try:
+            requires = importlib.metadata.requires("cuda-tile") or []
+        except importlib.metadata.PackageNotFoundError:
+            return ""
+    for line in requires:
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            continue
+        if req.name == "cuda-toolkit" and req.marker is not None and "tileiras" in str(req.marker):
+            return str(req.specifier)
+    return ""
+
+
+def compiler_release(spec: str) -> str:
+    """The newest CUDA 13 major.minor a ``[tileiras]`` range allows (``"<13.4,>=13.2"`` → ``"13.3"``); ``"13.4"``
+    (the release tileprobe's ``tileiras`` extra pins) when the range is empty or allows none."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    try:
+        allowed = SpecifierSet(spec) if spec else None
+    except InvalidSpecifier:
+        allowed = None
+    if allowed is not None:
+        for minor in range(9, -1, -1):
+            if allowed.contains(f"13.{minor}.999"):
+                return f"13.{minor}"
+    return "13.4"
+
+
+def compiler_install_text(requires: Sequence[str] | None = None, version: str | None = None) -> str:
+    """What installs a compiler for the installed cuda-tile: the three packages of one release (cuTile takes the
+    pip tileiras only when they share major.minor), or a managed toolchain; not ``cuda-tile[tileiras]``, whose
+    ``cuda-toolkit`` meta-package a CUDA build of torch pins to its own release (ResolutionImpossible).
+    ``requires`` / ``version``: a cuda-tile's Requires-Dist lines and version (default: the installed one's)."""
+    spec = compiler_range(requires)
+    release = compiler_release(spec)
+    within = f" (cuda-tile {version or _cutile_version_or('?')} takes tileiras {spec})" if spec else ""
+    pkgs = " ".join(f"'{p}=={release}.*'" for p in tcm.PACKAGES)
+    return (f"pip install {pkgs}{within}, or `tileprobe toolchain install {release}` and audit with --tileiras "
+            f"{release}; not cuda-tile[tileiras]: its cuda-toolkit meta-package clashes with a CUDA build of torch")
+
+
+def _cutile_version_or(default: str) -> str:
+    try:
+        return _cutile.cutile_version()
+    except TileprobeError:
+        return default
+
+
 # --- the report --------------------------------------------------------------------------------------------------
 
 def _check_cutile() -> Finding:
@@ -290,9 +350,10 @@ def _check_cutile() -> Finding:
     except TileprobeError as e:
         m = re.search(r"pip install .*$", str(e))
         return Finding("error", "cuda-tile", str(e)[:m.start()].rstrip(" :;") if m else str(e),
-                       m.group(0) if m else "pip install 'cuda-tile[tileiras]'")
+                       m.group(0) if m else f"pip install 'cuda-tile=={_cutile.NEWEST_TESTED}'")
     except ImportError as e:
-        return Finding("error", "cuda-tile", f"cuda.tile does not import: {e}", "pip install 'cuda-tile[tileiras]'")
+        return Finding("error", "cuda-tile", f"cuda.tile does not import: {e}",
+                       f"pip install 'cuda-tile=={_cutile.NEWEST_TESTED}' (then a compiler: {compiler_install_text()})")
     return Finding("ok", "cuda-tile", "; ".join([f"cuda-tile {version}", *notes]))
 
 
@@ -335,8 +396,7 @@ def _check_pick(pick: Pick, ref: Compiler | None) -> Finding:
     if pick.path is None:
         return Finding("error", "compiler choice", f"cuTile finds no tileiras ({why}): every compile raises "
                                                    "FileNotFoundError",
-                       "pip install 'cuda-tile[tileiras]' (tileiras + ptxas + libnvvm of one release), or "
-                       "`tileprobe toolchain install 13.4` and audit with --tileiras 13.4")
+                       compiler_install_text())
     version = ref.version if ref and ref.version else "?"
     msg = f"cuTile would use tileiras {version} at {pick.path}, found via {pick.source}"
     return Finding("ok", "compiler choice", msg + (f" ({why})" if why else "")
@@ -402,7 +462,7 @@ def diagnose(env: Mapping[str, str] | None = None) -> list[Finding]:
     findings += [_compiler_finding(c, pick) for c in compilers]
     if not compilers:
         findings.append(Finding("error", "tileiras", "no tileiras anywhere (pip, PATH, CUDA_HOME, /usr/local/cuda*, "
-                                                     "managed toolchains)", "pip install 'cuda-tile[tileiras]'"))
+                                                     "managed toolchains)", compiler_install_text()))
     findings.append(_check_pick(pick, ref if pick.path else None))
     findings += [f for f in [_check_targets(ref)] if f]
     findings += [f for v in ("CUDA_HOME", "CUDA_PATH") if (f := _check_cuda_var(v, env, ref, pick))]
