@@ -31,10 +31,18 @@ import sys
 import time
 import types
 from collections.abc import Callable, Iterator, Sequence
-from ctypes import POINTER, c_char_p, c_int, c_uint, c_uint64, c_void_p
 from typing import Any
 
 from tileprobe.errors import TileprobeError, ToolchainError
+from tileprobe.fake_driver import (  # noqa: F401  (re-exported)
+    _GETPROC,
+    _KEEP_ALIVE,
+    CUDA_ERROR_NOT_SUPPORTED,
+    CUDA_SUCCESS,
+    FAKE_DRIVER_CALLS,
+    FAKE_DRIVER_VERSION,
+    _get_proc_address,
+)
 from tileprobe.model.toolkit import tool_timeout_s
 from tileprobe.procs import run_in_group
 from tileprobe.schema import cutile_version  # the public version, beside the private names it gates
@@ -49,89 +57,6 @@ from tileprobe.tileiras_cli import (  # noqa: F401
 
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.06 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
-
-CUDA_SUCCESS = 0
-CUDA_ERROR_NOT_SUPPORTED = 801
-#: Driver version the fake driver reports (CUDA 13.0, the minimum cuTile 1.x accepts).
-FAKE_DRIVER_VERSION = 13000
-#: Entry points the fake driver implements; anything else returns CUDA_ERROR_NOT_SUPPORTED.
-FAKE_DRIVER_CALLS: list[str] = []
-
-_KEEP_ALIVE: list[Any] = []
-_FAKE_CONTEXT = 0x7E11_0000
-
-
-def _impls() -> dict[str, tuple[Any, Callable]]:
-    P = POINTER
-
-    def cu_init(flags):
-        return CUDA_SUCCESS
-
-    def driver_version(out):
-        out[0] = FAKE_DRIVER_VERSION
-        return CUDA_SUCCESS
-
-    def device_count(out):
-        out[0] = 1
-        return CUDA_SUCCESS
-
-    def device_get(out, ordinal):
-        out[0] = 0
-        return CUDA_SUCCESS
-
-    def ctx_current(out):
-        out[0] = _FAKE_CONTEXT
-        return CUDA_SUCCESS
-
-    def ctx_device(out):
-        out[0] = 0
-        return CUDA_SUCCESS
-
-    def pointer_attribute(data, attribute, ptr):
-        # CU_POINTER_ATTRIBUTE_CONTEXT (1): every fake array lives in the fake current context.
-        if attribute == 1:
-            ctypes.cast(data, P(c_void_p))[0] = _FAKE_CONTEXT
-            return CUDA_SUCCESS
-        return CUDA_ERROR_NOT_SUPPORTED
-
-    return {
-        "cuInit": (ctypes.CFUNCTYPE(c_int, c_uint), cu_init),
-        "cuDriverGetVersion": (ctypes.CFUNCTYPE(c_int, P(c_int)), driver_version),
-        "cuDeviceGetCount": (ctypes.CFUNCTYPE(c_int, P(c_int)), device_count),
-        "cuDeviceGet": (ctypes.CFUNCTYPE(c_int, P(c_int), c_int), device_get),
-        "cuCtxGetCurrent": (ctypes.CFUNCTYPE(c_int, P(c_void_p)), ctx_current),
-        "cuCtxGetDevice": (ctypes.CFUNCTYPE(c_int, P(c_int)), ctx_device),
-        "cuPointerGetAttribute": (ctypes.CFUNCTYPE(c_int, c_void_p, c_int, c_uint64), pointer_attribute),
-    }
-
-
-def _make_entry(name: str):
-    impls = _impls()
-    if name in impls:
-        proto, fn = impls[name]
-
-        def logged(*args, _fn=fn, _name=name):
-            FAKE_DRIVER_CALLS.append(_name)
-            return _fn(*args)
-
-        cb = proto(logged)
-    else:
-        def unsupported(_name=name):
-            FAKE_DRIVER_CALLS.append(_name + " (unsupported)")
-            return CUDA_ERROR_NOT_SUPPORTED
-
-        cb = ctypes.CFUNCTYPE(c_int)(unsupported)
-    _KEEP_ALIVE.append(cb)
-    return cb
-
-
-_GETPROC = ctypes.CFUNCTYPE(c_int, c_char_p, POINTER(c_void_p), c_int, c_uint64, c_void_p)
-
-
-def _get_proc_address(symbol, pfn, cuda_version, flags, status):
-    pfn[0] = ctypes.cast(_make_entry(symbol.decode()), c_void_p).value
-    return CUDA_SUCCESS
-
 
 def install_fake_driver() -> None:
     """Make cuTile's signature inference work with no GPU and no ``libcuda.so.1``.
@@ -639,3 +564,54 @@ def effective_hints(kernel, arch: str) -> dict:
     eff = dict(by_target.get("default", {}))
     eff.update(by_target.get(arch, {}))
     return eff
+
+
+# --- the kernel class, the JIT's compile, the compiler lookup's helpers ---------------------------------------
+
+def kernel_type() -> type:
+    """The class of a ``@ct.kernel`` function: ``ct.kernel`` itself (a class in cuda-tile 1.5.0, 1.6.0 and 1.7.0,
+    defined as the private ``cuda.tile._execution.kernel``), for ``isinstance`` checks."""
+    import cuda.tile as ct
+    return ct.kernel
+
+
+def kernel_function(kernel) -> Callable:
+    """The Python function a ``@ct.kernel`` object wraps (its private ``_pyfunc`` in cuda-tile 1.5.0 … 1.7.0)."""
+    return kernel._pyfunc
+
+
+@contextlib.contextmanager
+def jit_compile_hook(seen: Callable[[Any, Any], None]) -> Iterator[None]:
+    """While inside, each JIT compile of this process (``cuda.tile._execution.kernel._compile``: ``(self, signature,
+    context)`` in 1.5.0, ``compute_capability`` added in 1.6.0 and 1.7.0; passed on as given) runs, then
+    ``seen(signature, result)`` is called (``result[0]``: the cubin bytes); it may raise to stop the launch.
+    Restored on exit."""
+    from cuda.tile import _execution
+    original = _execution.kernel._compile
+
+    def hooked(self, signature, *args, **kwargs):
+        result = original(self, signature, *args, **kwargs)
+        seen(signature, result)
+        return result
+
+    _execution.kernel._compile = hooked
+    try:
+        yield
+    finally:
+        _execution.kernel._compile = original
+
+
+def default_toolkit_dirs() -> list[str] | None:
+    """cuTile's ``_compile._get_default_cuda_toolkit_paths()`` (a listdir of /usr/local, no compiler run), or None
+    when the installed release has no such helper (``tileprobe doctor`` then uses its own copy)."""
+    from cuda.tile import _compile
+    helper = getattr(_compile, "_get_default_cuda_toolkit_paths", None)
+    return list(helper()) if helper is not None else None
+
+
+def passes_cuda_home_flag() -> bool:
+    """Whether the installed cuTile's ``_CompilerBinary`` has ``pass_cuda_home_var`` (1.7: CUDA_HOME / CUDA_PATH are
+    kept only for a tileiras found on PATH or in ``$CUDA_HOME/bin``); without it (older releases) they are always
+    passed to tileiras."""
+    from cuda.tile import _compile
+    return "pass_cuda_home_var" in {f.name for f in dataclasses.fields(_compile._CompilerBinary)}

@@ -89,26 +89,28 @@ def _pip_state(pip: Mapping[str, str | None]) -> tuple[str | None, str]:
 
 
 def _default_toolkit_dirs() -> list[str]:
-    """cuTile's ``_get_default_cuda_toolkit_paths`` (pure: a listdir of /usr/local), or our copy of it."""
+    """cuTile's ``_get_default_cuda_toolkit_paths`` (pure: a listdir of /usr/local; :func:`_cutile.default_toolkit_dirs`),
+    or our copy of it when cuTile is missing or has no such helper."""
     try:
-        from cuda.tile import _compile
-        return list(_compile._get_default_cuda_toolkit_paths())
-    except Exception:  # cuTile missing or the helper moved
-        base = Path("/usr/local")
-        found = [(float("inf"), float("inf"), "cuda")]
-        for d in base.iterdir() if base.is_dir() else ():
-            m = re.fullmatch(r"cuda-(\d+)(?:\.(\d+))?", d.name)
-            if m:
-                found.append((int(m.group(1)), int(m.group(2)) if m.group(2) else float("inf"), d.name))
-        return [str(base / n) for _, _, n in sorted(found, reverse=True)]
+        found = _cutile.default_toolkit_dirs()
+    except Exception:  # cuTile missing or broken
+        found = None
+    if found is not None:
+        return found
+    base = Path("/usr/local")
+    rows: list[tuple[float, float, str]] = [(float("inf"), float("inf"), "cuda")]
+    for d in base.iterdir() if base.is_dir() else ():
+        m = re.fullmatch(r"cuda-(\d+)(?:\.(\d+))?", d.name)
+        if m:
+            rows.append((int(m.group(1)), int(m.group(2)) if m.group(2) else float("inf"), d.name))
+    return [str(base / n) for _, _, n in sorted(rows, reverse=True)]
 
 
 def _cuda_home_passed_for(source: str) -> bool:
     """Whether cuTile keeps CUDA_HOME/CUDA_PATH for a compiler found this way (``_CompilerBinary`` in 1.7 has
     ``pass_cuda_home_var``: False for pip and default folders; older cuTile always passed them)."""
     try:
-        from cuda.tile import _compile
-        has_flag = "pass_cuda_home_var" in {f.name for f in dataclasses.fields(_compile._CompilerBinary)}
+        has_flag = _cutile.passes_cuda_home_flag()
     except Exception:
         has_flag = False
     return not has_flag or source in ("PATH", "$CUDA_HOME/bin", "$CUDA_PATH/bin")
