@@ -55,6 +55,8 @@ def add_parser(sub) -> None:
     p.add_argument("--store", metavar="PATH", help="results store to reuse compiles from and take GPU runs from "
                    "(\"no hang\", \"correct\"); default: the user data dir's")
     p.add_argument("--no-store", action="store_true", help="compile every step again, store nothing")
+    p.add_argument("--fixed-bytecode", action="store_true", help="every step compiles one bytecode, the version "
+                   "the oldest release reads, so that a change found is tileiras' (each step names its bytecode)")
     add_install_option(p)
     add_output_options(p)
     p.set_defaults(func=cmd_bisect)
@@ -112,7 +114,8 @@ def cmd_bisect(args) -> int:
     try:
         res = _asking(lambda install: bisect(args.probe, arch=args.arch, where=args.where, prop=args.property,
                                              good=args.good, bad=args.bad, jobs=args.jobs, on_versions=show_versions,
-                                             on_step=show_step, store=store, install=install))(args)
+                                             on_step=show_step, store=store, install=install,
+                                             fixed_bytecode=args.fixed_bytecode))(args)
     finally:
         if store is not None:
             store.close()
@@ -122,6 +125,10 @@ def cmd_bisect(args) -> int:
     else:
         say(con, f"first release where `{args.property}` changed: tileiras {res.first_bad} "
                  f"(last like {res.versions[0]}: {res.last_good})")
+        from tileprobe.analyses.bisect import bytecode_verdict
+        side = bytecode_verdict(res.steps, args.fixed_bytecode)
+        if side:
+            say(con, side)
         for w in res.warnings():
             say(con, f"warning: {w}")
     if args.json:
