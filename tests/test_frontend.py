@@ -84,3 +84,23 @@ def test_an_audit_with_another_cuda_tile_compiles_with_it(toolchains, tmp_path, 
     doc = json.loads(out.read_text())
     assert doc["environment"]["cuda_tile"] == "1.6.0"
     assert [(v["cuda_tile"], v["status"], v["bytecode"]) for v in doc["variants"]] == [("1.6.0", "ok", "13.4")]
+
+
+def test_compare_two_frontends_with_one_compiler(toolchains, tmp_path, monkeypatch, capsys):
+    """`compare --probe P --cuda-tile 1.6.0,1.7.0` audits with each frontend and one tileiras (13.4.92, pip) and
+    names the side: the same bytecode from both here (the vec_add kernel), so nothing can be the frontend's."""
+    monkeypatch.setenv("TILEPROBE_TOOLCHAINS", toolchains["TILEPROBE_TOOLCHAINS"])
+    probe = write_vec_probe(tmp_path / "vec.py", occupancy=(1,))
+    assert main(["compare", "--probe", probe, "--arch", "sm_90", "--cuda-tile", "1.6.0,1.7.0", "--tileiras",
+                 "13.4.92", "--store", str(tmp_path / "s.db")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("A: ") and lines[0].endswith("0-cuda-tile-1.6.0.json (cuda-tile 1.6.0, tileiras 13.4.92)")
+    assert lines[1].endswith("1-cuda-tile-1.7.0.json (cuda-tile 1.7.0, tileiras 13.4.92); same bytecode, same compiler "
+                             "(cuda-tile 1.6.0 → 1.7.0; bytecode 13.4; tileiras 13.4.92 on both): the 1 variant(s) were "
+                             "given the same bytes")
+
+
+def test_compare_frontends_needs_two_and_a_probe(capsys):
+    assert main(["compare", "--cuda-tile", "1.6.0", "--probe", "p.py"]) == 2
+    assert "--cuda-tile A,B compares two frontends with one compiler: give --probe, two versions" in \
+        capsys.readouterr().err

@@ -143,6 +143,25 @@ def strip_option(argv: Sequence[str], option: str) -> list[str]:
     return out
 
 
+def _installed_here() -> str:
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+    try:
+        return dist_version("cuda-tile")
+    except PackageNotFoundError:
+        return ""
+
+
+def command_for(version: str, argv: Sequence[str]) -> tuple[list[str], dict[str, str]]:
+    """The command line and environment of ``tileprobe <argv>`` with cuda-tile ``version``: this interpreter when
+    it is the one installed here, else its environment's (:func:`reexec_argv`). Raises :class:`ToolchainError` when
+    that has none (the message names `tileprobe frontend install VERSION`)."""
+    if _installed_here() == version:
+        from tileprobe.procs import importable_env
+        return [sys.executable, "-m", "tileprobe", *argv], importable_env()
+    return reexec_argv(find(version), argv)
+
+
 def run_with(version: str, argv: Sequence[str], option: str = "--cuda-tile") -> int | None:
     """Run ``tileprobe <argv>`` (without ``option``) with cuda-tile ``version``'s environment and return its exit
     status; None when this process already runs with that version (installed here, or started by this function):
@@ -151,15 +170,8 @@ def run_with(version: str, argv: Sequence[str], option: str = "--cuda-tile") -> 
     Raises:
         ToolchainError: no environment of that version (the message names `tileprobe frontend install VERSION`).
     """
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as dist_version
-
     from tileprobe.procs import preexec_die_with_parent
-    try:
-        here = dist_version("cuda-tile")
-    except PackageNotFoundError:
-        here = ""
-    if os.environ.get(FRONTEND_ENV) == version or here == version:
+    if os.environ.get(FRONTEND_ENV) == version or _installed_here() == version:
         return None
     cmd, env = reexec_argv(find(version), strip_option(argv, option))
     proc = subprocess.Popen(cmd, env=env, preexec_fn=preexec_die_with_parent(os.getpid()))
