@@ -13,7 +13,7 @@ from tileprobe import _cutile
 from tileprobe.analyses.compare import changed_side
 from tileprobe.cli import main
 from tileprobe.errors import ToolchainError, UsageError
-from tileprobe.schema import VariantRecord, dump
+from tileprobe.schema import VariantRecord, cutile_version, dump
 
 OLD, NEW = "Cuda compilation tools, release 13.3, V13.3.36", "Cuda compilation tools, release 13.4, V13.4.92"
 
@@ -81,7 +81,8 @@ def test_one_frontends_bytecode_compiled_by_two_releases(tmp_path, capsys):
     assert main(["compare", a, b]) == 0
     line = capsys.readouterr().out.splitlines()[1]
     assert line.endswith("same bytecode, compiler changed (tileiras 13.3.36 → tileiras 13.4.92; bytecode 13.3 from "
-                         "cuda-tile 1.7.0 on both, the same bytes in all 1 variant(s)): a change here is tileiras'")
+                         f"cuda-tile {cutile_version()} on both, the same bytes in all 1 variant(s)): a change here is "
+                         "tileiras'")
     a, b = _split(free, tmp_path)
     assert main(["compare", a, b]) == 0
     line = capsys.readouterr().out.splitlines()[1]
@@ -116,3 +117,20 @@ def test_the_bytecode_fields_round_trip_through_the_result_file():
     r = rec("1.7.0", OLD, "d" * 64, bytecode="13.3")
     back = VariantRecord.from_dict(json.loads(json.dumps(dump([r], {})))["variants"][0])
     assert (back.bytecode, back.bytecode_sha256) == ("13.3", "d" * 64)
+
+
+def test_compare_a_probe_across_two_releases_with_the_bytecode_fixed(tmp_path, capsys):
+    """`compare --probe P --tileiras 13.3.36,13.4.92 --fixed-bytecode`: one audit, both releases given bytecode 13.3,
+    and the comparison's heading puts the change on the compiler's side."""
+    _managed("13.3.36")
+    probe = write_vec_probe(tmp_path / "vec.py", occupancy=(1,))
+    assert main(["compare", "--probe", probe, "--arch", "sm_90", "--tileiras", "13.3.36,13.4.92", "--fixed-bytecode",
+                 "--store", str(tmp_path / "s.db")]) == 0
+    out = capsys.readouterr().out
+    assert ("same bytecode, compiler changed (tileiras 13.3.36 → tileiras 13.4.92; bytecode 13.3 from cuda-tile "
+            f"{cutile_version()} on both, the same bytes in all 1 variant(s)): a change here is tileiras'") in out
+
+
+def test_compare_fixes_the_bytecode_only_for_a_probe_and_two_releases(capsys):
+    assert main(["compare", "a.json", "b.json", "--fixed-bytecode"]) == UsageError.exit_code
+    assert "--fixed-bytecode needs --probe and two --tileiras releases" in capsys.readouterr().err
