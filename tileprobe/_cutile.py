@@ -49,6 +49,7 @@ from tileprobe.schema import cutile_version  # the public version, beside the pr
 from tileprobe.tileiras_cli import (  # noqa: F401
     DefaultCompilerLookup,
     NoTorch,
+    as_text,
     parse_build,
     tileiras_build,
     tileiras_targets,
@@ -75,10 +76,8 @@ def install_fake_driver() -> None:
     cb = _GETPROC(_get_proc_address)
     _KEEP_ALIVE.append(cb)
     mod = types.ModuleType(name)
-    mod._tileprobe_fake = True
-    mod._dll = None
-    mod._cuGetProcAddress_v2 = cb
-    mod.cuGetProcAddress_v2_ptrptr = ctypes.addressof(cb)
+    mod.__dict__.update(_tileprobe_fake=True, _dll=None, _cuGetProcAddress_v2=cb,
+                        cuGetProcAddress_v2_ptrptr=ctypes.addressof(cb))
     sys.modules[name] = mod
 
 
@@ -296,7 +295,7 @@ def _contained_binary_type():
                                                         _compile._try_get_compiler_version(self.path))
             if rc != 0:   # raised from the raw output: failure.classify reads stderr and stdout (cuTile's parse drops stdout)
                 import subprocess
-                raise execution_error(rc, err.decode(errors="replace"), flags,
+                raise execution_error(rc, as_text(err), flags,
                                       _compile._try_get_compiler_version(self.path)) \
                     from subprocess.CalledProcessError(rc, command, out, err)
 
@@ -334,7 +333,7 @@ def pin_compiler_facts(temp_dir: str) -> tuple[str, object]:
     if rc is None:
         raise ToolchainError(f"{binary.path} --version did not answer within {limit:g} s; it was stopped. "
                              "Run `tileprobe doctor`.")
-    version_text = out.decode(errors="replace") if rc == 0 else None
+    version_text = as_text(out) if rc == 0 else None
     probe = getattr(_compile._get_max_supported_bytecode_version, "__wrapped__",
                     _compile._get_max_supported_bytecode_version)
     versions = {}
@@ -498,7 +497,7 @@ def install_compile_hook() -> None:
         finally:
             call.seconds = time.perf_counter() - t0
 
-    hooked._tileprobe_original = original
+    hooked.__dict__["_tileprobe_original"] = original
     _compile.compile_cubin = hooked
 
 

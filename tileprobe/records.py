@@ -14,7 +14,7 @@ This module sits below :mod:`tileprobe.schema` (pyproject.toml's layers): it imp
 from __future__ import annotations
 
 import copy
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 __all__ = [
     "CompileTimeout",
@@ -42,6 +42,9 @@ class Key:
         obj._items[self.name] = value
 
 
+_Keyed = TypeVar("_Keyed", bound="KeyedRecord")   # replace() gives the same record class back
+
+
 class KeyedRecord:
     """A JSON object's keys as attributes (:class:`Key` class attributes name them), the object's key order and
     unknown keys kept. ``_nested`` maps a key whose value is a list of objects to the record class of its items
@@ -62,7 +65,7 @@ class KeyedRecord:
         if unknown:
             raise TypeError(f"{cls.__name__} has no field {', '.join(unknown)}")
 
-    def replace(self, **items: Any) -> KeyedRecord:
+    def replace(self: _Keyed, **items: Any) -> _Keyed:
         """A copy (shallow) with ``items`` set; a key it lacked goes last. TypeError for a name that is no key."""
         self._check(items)
         out = type(self).__new__(type(self))

@@ -17,6 +17,12 @@ from tileprobe.model.toolkit import tool_timeout_s
 from tileprobe.procs import run_in_group
 
 
+def as_text(output: bytes | str) -> str:
+    """A tool's output as :func:`tileprobe.procs.run_in_group` gives it (bytes, or text with ``text=True``) as text,
+    undecodable bytes replaced."""
+    return output.decode(errors="replace") if isinstance(output, bytes) else output
+
+
 class NoTorch:
     """A ``sys.meta_path`` finder that makes ``torch`` unimportable while cuTile is imported: cuTile's
     ``_cext.foreign_dtype_object_to_native`` imports torch at ``import cuda.tile._compile`` (1.9 of its 2.2 s on the
@@ -48,8 +54,8 @@ def tileiras_build(tileiras: str) -> str:
                              "Run `tileprobe doctor`.")
     if rc != 0:
         raise ToolchainError(f"{tileiras} --version failed (exit status {rc}: "
-                             f"{err.decode(errors='replace').strip()[:300]}); run `tileprobe doctor`.")
-    return parse_build(out.decode(errors="replace"))
+                             f"{as_text(err).strip()[:300]}); run `tileprobe doctor`.")
+    return parse_build(as_text(out))
 
 
 def tileiras_targets(tileiras: str) -> list[str]:
@@ -63,7 +69,7 @@ def tileiras_targets(tileiras: str) -> list[str]:
         rc, out, _err = run_in_group([tileiras, "--help"], env, tool_timeout_s())
     except OSError:
         return []
-    return parse_targets(out.decode(errors="replace")) if rc is not None else []
+    return parse_targets(as_text(out)) if rc is not None else []
 
 
 def parse_build(version_text: str) -> str:
@@ -127,12 +133,12 @@ class DefaultCompilerLookup:
             env["TILEPROBE_LOOKUP_TORCH"] = "1"
         rc, out, err = run_in_group([sys.executable, "-c", _LOOKUP_CODE], env, self.timeout_s)
         try:
-            path, error = json.loads(out.decode(errors="replace").strip().splitlines()[-1])
+            path, error = json.loads(as_text(out).strip().splitlines()[-1])
             return str(path), str(error)
         except (ValueError, IndexError, TypeError):
             if rc is None:
                 return None
-            return "", f"the tileiras lookup failed ({err.decode(errors='replace').strip()[-500:] or rc})"
+            return "", f"the tileiras lookup failed ({as_text(err).strip()[-500:] or rc})"
 
     def _run(self) -> None:
         answer = self._ask(False)

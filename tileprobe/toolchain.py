@@ -296,8 +296,8 @@ def pip_cu13_dir() -> Path | None:
 def pip_toolchain() -> Toolchain | None:
     """This environment's pip tileiras as a Toolchain, when cuTile would take it: the three packages installed
     with one major.minor and ``nvidia/cu13/bin/tileiras`` present (``_compile._find_pip_tileiras``)."""
-    versions = pip_versions()
-    if any(v is None for v in versions.values()):
+    versions = {k: v for k, v in pip_versions().items() if v is not None}
+    if len(versions) < len(PACKAGES):
         return None
     try:
         if len({major_minor(v) for v in versions.values()}) != 1:
@@ -306,7 +306,7 @@ def pip_toolchain() -> Toolchain | None:
         return None
     cu13 = pip_cu13_dir()
     exe = cu13 / "bin" / f"tileiras{_EXE}" if cu13 else None
-    if exe is None or not exe.is_file():
+    if cu13 is None or exe is None or not exe.is_file():
         return None
     return Toolchain(version=versions[TILEIRAS_PKG], root=str(cu13), tileiras=str(exe),
                      lib_dirs=(str(cu13 / "lib"),), pins=versions, source="pip")
@@ -352,9 +352,9 @@ def _verify(stage: Path, pins: Mapping[str, str]) -> str:
 
 def _notice(stream: TextIO | str | None, text: str) -> None:
     """Print a progress line to ``stream``: ``"stderr"`` = ``sys.stderr`` at call time, ``None`` = silent."""
-    stream = sys.stderr if stream == "stderr" else stream
-    if stream is not None:
-        print(text, file=stream, flush=True)
+    target = sys.stderr if stream == "stderr" else stream
+    if target is not None and not isinstance(target, str):
+        print(text, file=target, flush=True)
 
 
 def install(version: str, *, root: str | os.PathLike | None = None, force: bool = False,

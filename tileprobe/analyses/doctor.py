@@ -79,7 +79,7 @@ def _pip_state(pip: Mapping[str, str | None]) -> tuple[str | None, str]:
         return None, "no pip tileiras packages installed"
     if missing:
         return None, f"pip packages incomplete (missing {', '.join(missing)})"
-    if len({_mm(v) for v in pip.values()}) != 1:
+    if len({_mm(v) for v in pip.values() if v is not None}) != 1:
         return None, "pip packages skipped: " + ", ".join(f"{p} {v}" for p, v in pip.items()) + " differ in major.minor"
     cu13 = tcm.pip_cu13_dir()
     exe = cu13 / "bin" / _exe("tileiras") if cu13 else None
@@ -119,7 +119,7 @@ def _cuda_home_passed_for(source: str) -> bool:
 def cutile_pick(env: Mapping[str, str], pip: Mapping[str, str | None]) -> Pick:
     """Which tileiras cuTile's ``_find_compiler_bin`` would return for ``env`` (no call into it: it caches and
     warns). ``Pick.path`` is None when cuTile would raise ``FileNotFoundError``."""
-    skipped = []
+    skipped: list[str] = []
     path, why = _pip_state(pip)
     if path:
         return Pick(path, "pip packages", _cuda_home_passed_for("pip"), skipped)
@@ -460,7 +460,7 @@ def diagnose(env: Mapping[str, str] | None = None) -> list[Finding]:
     pick = cutile_pick(env, pip)
     ref = next((c for c in compilers if pick.path and c.path == os.path.realpath(pick.path)), None)
     if ref is None and pick.path is None:  # compare CUDA_HOME with the newest tileiras in sight
-        ref = max((c for c in compilers if c.version), key=lambda c: tcm._sort_key(c.version), default=None)
+        ref = max((c for c in compilers if c.version), key=lambda c: tcm._sort_key(c.version or ""), default=None)
     findings += [_compiler_finding(c, pick) for c in compilers]
     if not compilers:
         findings.append(Finding("error", "tileiras", "no tileiras anywhere (pip, PATH, CUDA_HOME, /usr/local/cuda*, "
