@@ -77,6 +77,9 @@ Version history:
    unsupported_target, cuTile's UnsupportedFeatureError → unsupported_feature, otherwise the status itself.
    broken_environment is never derived: it needs the environment the compiler ran in.
 
+   Added within schema 2 (2026-12-05), no version bump: ``bytecode`` and ``bytecode_sha256``, written only when
+   known (:data:`OPTIONAL_FIELDS`; older tileprobe ignores them, a record without them reads back with ``""``).
+
    Added within schema 2 (2026-12-02), no version bump: ``register_pool`` (optional; older tileprobe
    ignores it). A record written before it gets it on load from its ``sass`` (:func:`derive_register_pool`):
    ``none`` when the SASS traits list no setmaxnreg, ``unknown`` ("not checked") when they list some (the store
@@ -482,6 +485,9 @@ class VariantRecord:
         keyed = {name: getattr(self, name) for name in KEYED_FIELDS}   # no dataclasses: converted alone
         d = dataclasses.asdict(dataclasses.replace(self, **dict.fromkeys(KEYED_FIELDS)))
         d.update({name: None if value is None else value.to_dict() for name, value in keyed.items()})
+        for name in OPTIONAL_FIELDS:   # written only when known: a file of before them reads and writes back the same
+            if not d[name]:
+                del d[name]
         return d
 
     @classmethod
@@ -521,6 +527,10 @@ class VariantRecord:
         """Whether the register-pool check predicts a hang (``register_pool.verdict == "hang_risk"``)."""
         return self.pool_verdict == HANG_RISK
 
+
+#: Record fields written only when they hold a value (added within schema 2 on 2026-12-05; older tileprobe ignores
+#: them, and a record without them reads back with ``""``).
+OPTIONAL_FIELDS = ("bytecode", "bytecode_sha256")
 
 #: The record fields held as :class:`~tileprobe.records.KeyedRecord`\ s and their classes: ``to_dict``/``from_dict``
 #: convert them (key order and unknown keys kept).
