@@ -418,10 +418,15 @@ def bytecode_side(a: Sequence[VariantRecord], b: Sequence[VariantRecord], fa: se
                     "variant(s) were given the same bytes")
         return (f"same bytecode, compiler changed ({compilers}; bytecode {bc} from {fronts}, the same bytes in all "
                 f"{len(both)} variant(s)): a change here is tileiras'")
-    why = f"frontend {', '.join(sorted(fa))}→{', '.join(sorted(fb))}" if fa != fb else f"bytecode version {bc}"
-    tail = ("; the compiler changed too: a change here may be either's" if ca != cb
-            else f"; {compilers}: a change here is in what cuTile wrote")
-    return f"bytecode changed ({why}; the bytes differ in {len(both) - same} of {len(both)} variant(s)){tail}"
+    differ = f"the bytes differ in {len(both) - same} of {len(both)} variant(s)"
+    if fa != fb:
+        why = f"frontend {', '.join(sorted(fa))}→{', '.join(sorted(fb))}; {differ}"
+        tail = (" and the compiler changed: a change here may be either's" if ca != cb
+                else f"; {compilers}: a change here is in what cuTile wrote")
+        return f"bytecode changed ({why}){tail}"
+    return (f"bytecode changed (bytecode version {bc}, {fronts} writing the newest each tileiras reads; {differ}) and "
+            f"the compiler changed ({compilers}): a change here is tileiras' or the bytecode version's; "
+            "--fixed-bytecode gives both the same bytes")
 
 
 def _short(value) -> str:
