@@ -412,6 +412,8 @@ def bytecode_side(a: Sequence[VariantRecord], b: Sequence[VariantRecord], fa: se
     versions = ({ha[k].bytecode for k in both}, {hb[k].bytecode for k in both})
     bc = ", ".join(sorted(versions[0])) + (f" → {', '.join(sorted(versions[1]))}" if versions[0] != versions[1] else "")
     compilers = f"{', '.join(sorted(ca))} → {', '.join(sorted(cb))}" if ca != cb else f"{', '.join(sorted(ca))} on both"
+    if fa == fb and ca == cb:
+        return ""     # nothing of the toolchain differs: nothing to say of its sides
     if same == len(both):
         if ca == cb:
             return (f"same bytecode, same compiler ({fronts}; bytecode {bc}; {compilers}): the {len(both)} "

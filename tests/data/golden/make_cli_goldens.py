@@ -24,7 +24,9 @@ relative probe paths, one line per compiler and the verdict legend (``audit_cold
 machine adds).
 ``compare_files``, ``compare_files_markdown``, ``compare_schema1``, ``compare_releases`` and ``tune_dry_run`` again
 (2026-12-05, with this file's cases on main): compare names each side's cuda-tile and says which side differs, and a
-tune's JSON carries the race's kernel time (``kernel_s``).
+tune's JSON carries the race's kernel time (``kernel_s``). ``audit_warm_json``, ``gate``, ``history_fresh`` and
+``compare_releases`` on branch h8 (2026-12-05): records carry the bytecode tileiras was given (``bytecode``,
+``bytecode_sha256``), and compare says the bytecode changed with the compiler (13.3 → 13.4).
 
 ``--code DIR`` is the tileprobe source tree the commands run with (``PYTHONPATH=DIR``); the cases, the inputs and
 the normalizer are this file's, so ``tests/test_golden_cli.py`` runs the very same commands on the current code
