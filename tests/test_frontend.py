@@ -104,3 +104,10 @@ def test_compare_frontends_needs_two_and_a_probe(capsys):
     assert main(["compare", "--cuda-tile", "1.6.0", "--probe", "p.py"]) == 2
     assert "--cuda-tile A,B compares two frontends with one compiler: give --probe, two versions" in \
         capsys.readouterr().err
+
+
+def test_frontend_list_says_where_none_is(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("TILEPROBE_TOOLCHAINS", str(tmp_path))
+    assert main(["frontend", "list"]) == 0
+    assert capsys.readouterr().out.split() == (f"no cuda-tile environments in {tmp_path}; `tileprobe frontend install "
+                                               "1.6.0` makes one").split()
