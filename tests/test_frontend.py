@@ -111,3 +111,11 @@ def test_frontend_list_says_where_none_is(tmp_path, monkeypatch, capsys):
     assert main(["frontend", "list"]) == 0
     assert capsys.readouterr().out.split() == (f"no cuda-tile environments in {tmp_path}; `tileprobe frontend install "
                                                "1.6.0` makes one").split()
+
+
+@pytest.mark.parametrize("command", [["audit", "p.py", "--arch", "sm_90"], ["bisect", "p.py", "--arch", "sm_90",
+                                     "--property", "compiles", "--good", "13.3", "--bad", "13.4"]])
+def test_a_frontend_not_made_stops_before_any_work(command, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("TILEPROBE_TOOLCHAINS", str(tmp_path))
+    assert main([*command, "--cuda-tile", "1.4.9"]) == ToolchainError.exit_code
+    assert "cuda-tile 1.4.9 has no environment of tileprobe's" in capsys.readouterr().err

@@ -55,6 +55,9 @@ def add_parser(sub) -> None:
     p.add_argument("--store", metavar="PATH", help="results store to reuse compiles from and take GPU runs from "
                    "(\"no hang\", \"correct\"); default: the user data dir's")
     p.add_argument("--no-store", action="store_true", help="compile every step again, store nothing")
+    p.add_argument("--cuda-tile", metavar="VERSION", help="bisect with this cuda-tile frontend instead of the one "
+                   "installed here (an environment `tileprobe frontend install VERSION` made; the whole bisect runs "
+                   "with its interpreter)")
     p.add_argument("--fixed-bytecode", action="store_true", help="every step compiles one bytecode, the version "
                    "the oldest release reads, so that a change found is tileiras' (each step names its bytecode)")
     add_install_option(p)
@@ -85,6 +88,11 @@ def cmd_bisect(args) -> int:
     from tileprobe.analyses.bisect import bisect
     from tileprobe.analyses.bisect_time import parse_run_property
     from tileprobe.errors import TileprobeError
+    if args.cuda_tile:
+        from tileprobe.frontend import run_with
+        code = run_with(args.cuda_tile, args.raw_argv)
+        if code is not None:
+            return code
     con = console(stderr=args.json == "-")      # `--json -`: standard output holds the JSON alone
     if args.bundle:
         return _gpu_side(args, args.bundle, con)
