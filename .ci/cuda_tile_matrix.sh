@@ -28,6 +28,7 @@ fi
 # The compile, audit and record tests whose numbers do not depend on the frontend (a few minutes per release on 2
 # cores): the adapter per release, compiles and their failures, the two reports' audits, recording programs.
 TESTS=(tests/test_cutile_api.py tests/test_compile.py tests/test_failure_words.py tests/test_examples_audit.py
+       tests/test_fixed_bytecode.py
        tests/test_record.py)
 root=${MATRIX_VENVS:-/tmp}
 summary=()

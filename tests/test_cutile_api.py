@@ -220,3 +220,29 @@ def test_a_compile_worker_whose_cutile_set_up_fails_in_tileprobes_code_says_it_i
                         lines[1])
     assert lines[2] == f"versions: tileprobe 0.1.0, cuda-tile {cutile_version()}, tileiras ?"
     assert lines[3].startswith("fix: report it to tileprobe (its issue tracker)")
+
+
+def test_the_jit_compile_hook_passes_on_what_each_release_takes(monkeypatch):
+    """cuda-tile 1.5.0's kernel._compile takes (self, signature, context), 1.6.0 and 1.7.0 add compute_capability:
+    the hook calls the release's own with what it was given (run/jitcheck.py's hook called 1.7.0's shape, a
+    TypeError on 1.5.0), reports each compile, and puts the original back."""
+    from cuda.tile import _execution
+    calls, seen = [], []
+
+    def compile_15(self, signature, context):
+        calls.append((signature, context))
+        return (b"cubin", "meta")
+
+    monkeypatch.setattr(_execution.kernel, "_compile", compile_15)
+    with _cutile.jit_compile_hook(lambda sig, result: seen.append((sig, result[0]))):
+        assert _execution.kernel._compile(object(), "sig", "ctx") == (b"cubin", "meta")
+        with pytest.raises(TypeError, match="positional argument"):
+            _execution.kernel._compile(object(), "sig", "ctx", (9, 0))   # 1.7.0's arity on 1.5.0's function
+    assert calls == [("sig", "ctx")] and seen == [("sig", b"cubin")]
+    assert _execution.kernel._compile is compile_15
+
+
+def test_the_kernel_class_is_the_public_decorator():
+    import cuda.tile as ct
+    from cuda.tile import _execution
+    assert _cutile.kernel_type() is ct.kernel is _execution.kernel

@@ -212,7 +212,8 @@ def test_mismatched_nvvm_and_nothing_else_means_no_compiler(tmp_path, fake_pip):
     f = one(findings, "compiler choice")
     assert f.level == "error" and re.match(r"cuTile finds no tileiras \(pip packages skipped: .*; no tileiras on PATH; "
                                            r"no tileiras in /usr/local/cuda\*/bin\)", f.message)
-    assert f.fix.startswith("pip install 'cuda-tile[tileiras]'")
+    assert f.fix == doctor.compiler_install_text()
+    assert f.fix.startswith("pip install 'nvidia-cuda-tileiras==13.4.*' 'nvidia-cuda-nvcc==13.4.*' 'nvidia-nvvm==13.4.*'")
 
 
 def test_incomplete_pip_set(tmp_path, fake_pip):
@@ -331,3 +332,18 @@ def test_cli_table_marks_each_finding_and_its_fix(tmp_path, fake_pip, monkeypatc
     assert ("fix: unset CUDA_HOME (cuTile and tileprobe find tileiras without it), or point it at a CUDA 13.4+ "
             "toolkit that has lib/libnvvm.so.4 ✓ toolchains:") in text
     assert lines[-1] == "✓ GPU: no GPU (no nvidia-smi, no libcuda.so.1): audits work, runs need one"
+
+
+@pytest.mark.parametrize("front, spec, release", [("1.5.0", "<13.4,>=13.2", "13.3"), ("1.6.0", "<13.5,>=13.2", "13.4")])
+def test_the_compiler_doctor_suggests_is_the_one_that_cuda_tile_takes(front, spec, release):
+    """Not cuda-tile[tileiras] (its cuda-toolkit meta-package clashes with a CUDA torch): the three packages of the
+    newest release the cuda-tile's [tileiras] extra allows (its Requires-Dist, as 1.5.0 and 1.6.0 publish it), or
+    a managed toolchain of that release."""
+    requires = ["typing-extensions", f'cuda-toolkit[nvcc,nvvm,tileiras]{spec}; extra == "tileiras"']
+    assert doctor.compiler_range(requires) == spec
+    assert doctor.compiler_install_text(requires, front) == (
+        f"pip install 'nvidia-cuda-tileiras=={release}.*' 'nvidia-cuda-nvcc=={release}.*' 'nvidia-nvvm=={release}.*' "
+        f"(cuda-tile {front} takes tileiras {spec}), or `tileprobe toolchain install {release}` and audit with "
+        f"--tileiras {release}; not cuda-tile[tileiras]: its cuda-toolkit meta-package clashes with a CUDA build of "
+        "torch")
+    assert doctor.compiler_release("") == "13.4"

@@ -22,110 +22,42 @@ raises a clear error when a name moved.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import dataclasses
-import json
 import os
 import re
-import shutil
 import sys
-import threading
 import time
 import types
-from collections.abc import Callable
-from ctypes import POINTER, c_char_p, c_int, c_uint, c_uint64, c_void_p
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from tileprobe.errors import TileprobeError, ToolchainError
+from tileprobe.fake_driver import (  # noqa: F401  (re-exported)
+    _GETPROC,
+    _KEEP_ALIVE,
+    CUDA_ERROR_NOT_SUPPORTED,
+    CUDA_SUCCESS,
+    FAKE_DRIVER_CALLS,
+    FAKE_DRIVER_VERSION,
+    _get_proc_address,
+)
 from tileprobe.model.toolkit import tool_timeout_s
 from tileprobe.procs import run_in_group
 from tileprobe.schema import cutile_version  # the public version, beside the private names it gates
+from tileprobe.tileiras_cli import (  # noqa: F401
+    DefaultCompilerLookup,
+    NoTorch,
+    as_text,
+    parse_build,
+    tileiras_build,
+    tileiras_targets,
+    which_tool,
+)
 
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.06 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
-
-CUDA_SUCCESS = 0
-CUDA_ERROR_NOT_SUPPORTED = 801
-#: Driver version the fake driver reports (CUDA 13.0, the minimum cuTile 1.x accepts).
-FAKE_DRIVER_VERSION = 13000
-#: Entry points the fake driver implements; anything else returns CUDA_ERROR_NOT_SUPPORTED.
-FAKE_DRIVER_CALLS: list[str] = []
-
-_KEEP_ALIVE: list[Any] = []
-_FAKE_CONTEXT = 0x7E11_0000
-
-
-def _impls() -> dict[str, tuple[Any, Callable]]:
-    P = POINTER
-
-    def cu_init(flags):
-        return CUDA_SUCCESS
-
-    def driver_version(out):
-        out[0] = FAKE_DRIVER_VERSION
-        return CUDA_SUCCESS
-
-    def device_count(out):
-        out[0] = 1
-        return CUDA_SUCCESS
-
-    def device_get(out, ordinal):
-        out[0] = 0
-        return CUDA_SUCCESS
-
-    def ctx_current(out):
-        out[0] = _FAKE_CONTEXT
-        return CUDA_SUCCESS
-
-    def ctx_device(out):
-        out[0] = 0
-        return CUDA_SUCCESS
-
-    def pointer_attribute(data, attribute, ptr):
-        # CU_POINTER_ATTRIBUTE_CONTEXT (1): every fake array lives in the fake current context.
-        if attribute == 1:
-            ctypes.cast(data, P(c_void_p))[0] = _FAKE_CONTEXT
-            return CUDA_SUCCESS
-        return CUDA_ERROR_NOT_SUPPORTED
-
-    return {
-        "cuInit": (ctypes.CFUNCTYPE(c_int, c_uint), cu_init),
-        "cuDriverGetVersion": (ctypes.CFUNCTYPE(c_int, P(c_int)), driver_version),
-        "cuDeviceGetCount": (ctypes.CFUNCTYPE(c_int, P(c_int)), device_count),
-        "cuDeviceGet": (ctypes.CFUNCTYPE(c_int, P(c_int), c_int), device_get),
-        "cuCtxGetCurrent": (ctypes.CFUNCTYPE(c_int, P(c_void_p)), ctx_current),
-        "cuCtxGetDevice": (ctypes.CFUNCTYPE(c_int, P(c_int)), ctx_device),
-        "cuPointerGetAttribute": (ctypes.CFUNCTYPE(c_int, c_void_p, c_int, c_uint64), pointer_attribute),
-    }
-
-
-def _make_entry(name: str):
-    impls = _impls()
-    if name in impls:
-        proto, fn = impls[name]
-
-        def logged(*args, _fn=fn, _name=name):
-            FAKE_DRIVER_CALLS.append(_name)
-            return _fn(*args)
-
-        cb = proto(logged)
-    else:
-        def unsupported(_name=name):
-            FAKE_DRIVER_CALLS.append(_name + " (unsupported)")
-            return CUDA_ERROR_NOT_SUPPORTED
-
-        cb = ctypes.CFUNCTYPE(c_int)(unsupported)
-    _KEEP_ALIVE.append(cb)
-    return cb
-
-
-_GETPROC = ctypes.CFUNCTYPE(c_int, c_char_p, POINTER(c_void_p), c_int, c_uint64, c_void_p)
-
-
-def _get_proc_address(symbol, pfn, cuda_version, flags, status):
-    pfn[0] = ctypes.cast(_make_entry(symbol.decode()), c_void_p).value
-    return CUDA_SUCCESS
-
 
 def install_fake_driver() -> None:
     """Make cuTile's signature inference work with no GPU and no ``libcuda.so.1``.
@@ -144,10 +76,8 @@ def install_fake_driver() -> None:
     cb = _GETPROC(_get_proc_address)
     _KEEP_ALIVE.append(cb)
     mod = types.ModuleType(name)
-    mod._tileprobe_fake = True
-    mod._dll = None
-    mod._cuGetProcAddress_v2 = cb
-    mod.cuGetProcAddress_v2_ptrptr = ctypes.addressof(cb)
+    mod.__dict__.update(_tileprobe_fake=True, _dll=None, _cuGetProcAddress_v2=cb,
+                        cuGetProcAddress_v2_ptrptr=ctypes.addressof(cb))
     sys.modules[name] = mod
 
 
@@ -302,6 +232,7 @@ class CompilerCall:
     env_ld_library_path: str
     seconds: float = 0.0
     remarks_path: str | None = None
+    bytecode_sha256: str = ""   # sha256 of the bytecode file tileiras was given
     cuda_env: dict = dataclasses.field(default_factory=dict)   # CUDA_HOME / CUDA_PATH as passed to tileiras
 
 
@@ -364,7 +295,7 @@ def _contained_binary_type():
                                                         _compile._try_get_compiler_version(self.path))
             if rc != 0:   # raised from the raw output: failure.classify reads stderr and stdout (cuTile's parse drops stdout)
                 import subprocess
-                raise execution_error(rc, err.decode(errors="replace"), flags,
+                raise execution_error(rc, as_text(err), flags,
                                       _compile._try_get_compiler_version(self.path)) \
                     from subprocess.CalledProcessError(rc, command, out, err)
 
@@ -402,14 +333,17 @@ def pin_compiler_facts(temp_dir: str) -> tuple[str, object]:
     if rc is None:
         raise ToolchainError(f"{binary.path} --version did not answer within {limit:g} s; it was stopped. "
                              "Run `tileprobe doctor`.")
-    version_text = out.decode(errors="replace") if rc == 0 else None
+    version_text = as_text(out) if rc == 0 else None
     probe = getattr(_compile._get_max_supported_bytecode_version, "__wrapped__",
                     _compile._get_max_supported_bytecode_version)
     versions = {}
+    fixed = os.environ.get(BYTECODE_ENV, "").strip()
 
     def max_version(temp_dir_=None, allow_dev=False):
         if allow_dev not in versions:
             versions[allow_dev] = probe(temp_dir, allow_dev)
+            if fixed:
+                versions[allow_dev] = _fixed_bytecode(fixed, versions[allow_dev], parse_build(version_text or ""))
         return versions[allow_dev]
 
     from cuda.tile._compile import dev_features_enabled
@@ -418,6 +352,88 @@ def pin_compiler_facts(temp_dir: str) -> tuple[str, object]:
     _compile._get_compiler_version_string = lambda: version_text
     _compile._try_get_compiler_version = lambda compiler_bin=None: version_text
     return version_text or "", bytecode
+
+
+#: Set to a bytecode version (``"13.3"``) to make cuTile write that version whatever the tileiras reads (at most its
+#: newest): one frontend's bytecode, the same bytes, for several tileiras releases (``audit --fixed-bytecode``).
+BYTECODE_ENV = "TILEPROBE_BYTECODE"
+
+
+def bytecode_text(version) -> str:
+    """cuTile's ``BytecodeVersion`` (``130400``) as ``"13.4"``; ``""`` for None or another shape."""
+    try:
+        n = int(getattr(version, "value", version))
+    except (TypeError, ValueError):
+        return ""
+    return f"{n // 10000}.{n // 100 % 100}"
+
+
+def _fixed_bytecode(wanted: str, newest, build: str):
+    """The newest cuTile ``BytecodeVersion`` not past ``wanted`` (``"13.3"``; a release newer than cuTile knows gets
+    cuTile's newest), when the tileiras (whose newest is ``newest``) reads it.
+
+    Raises:
+        ToolchainError: ``wanted`` is not MAJOR.MINOR, older than every version cuTile writes, or newer than this
+            tileiras reads.
+    """
+    from cuda.tile import _compile
+    try:
+        want = _version_number(wanted)
+    except ValueError:
+        raise ToolchainError(f"{BYTECODE_ENV}={wanted!r} is not a bytecode version such as 13.3") from None
+    fits = [v for v in _compile._all_bytecode_versions(False) if int(v.value) <= want]
+    if not fits:
+        raise ToolchainError(f"{BYTECODE_ENV}={wanted}: cuda-tile {cutile_version()} writes no bytecode that old")
+    chosen = max(fits, key=lambda v: int(v.value))
+    if int(chosen.value) > int(getattr(newest, "value", newest)):
+        raise ToolchainError(f"{BYTECODE_ENV}={wanted}: {build or 'this tileiras'} reads bytecode up to "
+                             f"{bytecode_text(newest)}; fix the bytecode at the oldest release's version")
+    return chosen
+
+
+def _version_number(text: str) -> int:
+    """``"13.3"`` or ``"13.3.36"`` → 130300 (cuTile's ``BytecodeVersion`` numbering). Raises ValueError."""
+    major, minor = (int(x) for x in text.strip().split(".")[:2])
+    return major * 10000 + minor * 100
+
+
+def fixed_bytecode_for(releases: Sequence[str]) -> str:
+    """The bytecode version every one of these tileiras releases reads (``["13.3.36", "13.4.92"]`` → ``"13.3"``):
+    the oldest release's major.minor (tileiras 13.3.36 reads bytecode up to 13.3, 13.4.92 and 13.5.37 up to 13.4:
+    cuTile 1.7.0's probe, 2026-12-05). Raises :class:`ToolchainError` for a release that is not MAJOR.MINOR[.PATCH].
+    """
+    try:
+        oldest = min(_version_number(r) for r in releases)
+    except ValueError:
+        raise ToolchainError(f"releases {', '.join(releases)}: each must be MAJOR.MINOR.PATCH to fix the bytecode "
+                             "for them (a tileiras given by path: install it as a toolchain)") from None
+    return f"{oldest // 10000}.{oldest // 100 % 100}"
+
+
+@contextlib.contextmanager
+def fixed_bytecode(releases: Sequence[str]) -> Iterator[str]:
+    """While inside: every compile worker started writes the bytecode :func:`fixed_bytecode_for` ``releases``
+    (:data:`BYTECODE_ENV` set, then restored), so that one frontend's bytecode, the same bytes, goes to each."""
+    fixed = fixed_bytecode_for(releases)
+    before = os.environ.get(BYTECODE_ENV)
+    os.environ[BYTECODE_ENV] = fixed
+    try:
+        yield fixed
+    finally:
+        if before is None:
+            os.environ.pop(BYTECODE_ENV, None)
+        else:
+            os.environ[BYTECODE_ENV] = before
+
+
+def file_sha256(path: str) -> str:
+    """The sha256 of a file's bytes (hex); ``""`` when it cannot be read."""
+    import hashlib
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        return ""
 
 
 def _tool_env(binary) -> dict:
@@ -438,128 +454,10 @@ def current_compiler() -> str:
         raise ToolchainError(f"{e} Or install one with `tileprobe toolchain install 13.4`.") from e
 
 
-class NoTorch:
-    """A ``sys.meta_path`` finder that makes ``torch`` unimportable while cuTile is imported: cuTile's
-    ``_cext.foreign_dtype_object_to_native`` imports torch at ``import cuda.tile._compile`` (1.9 of its 2.2 s on the
-    2-core machine, ``python -X importtime``, 2026-12-02) and answers "not a foreign dtype" without it. Used by the
-    zygote (:func:`tileprobe.probe.zygote.allow_torch_free`) and the compiler lookup (:class:`DefaultCompilerLookup`).
-    """
-
-    def find_spec(self, name, path=None, target=None):
-        """Raise ModuleNotFoundError for ``torch`` and its submodules; None (not mine) for any other name."""
-        if name == "torch" or name.startswith("torch."):
-            raise ModuleNotFoundError(f"No module named {name!r} (tileprobe: cuTile imported without torch)",
-                                      name=name)
-        return None
-
-
-#: The lookup child of :class:`DefaultCompilerLookup`: cuTile imported with torch unimportable (:class:`NoTorch`:
-#: cuTile's ``_cext`` imports it at import, seconds, and no part of the lookup), then its ``_find_compiler_bin``.
-_LOOKUP_CODE = r"""
-import json, os, sys
-from tileprobe import _cutile
-if os.environ.get("TILEPROBE_LOOKUP_TORCH") != "1":
-    sys.meta_path.insert(0, _cutile.NoTorch())
-try:
-    print(json.dumps([str(_cutile.current_compiler()), ""]))
-except Exception as e:
-    print(json.dumps(["", str(e)]))
-"""
-
-
-class DefaultCompilerLookup:
-    """The tileiras cuTile would pick (:func:`current_compiler`), found in a child process started at once, so
-    that it overlaps the probe loaders: on the H200 host the lookup took 4.15 s in a loader, and as it
-    imported cuTile's compiler side (torch with it) the loader could no longer say whether the probe needs torch.
-    Here cuTile is imported without torch (0.3 s instead of 2.2 s on the 2-core machine); if that import fails,
-    the lookup is asked again with torch. Not probe code: no probe file is imported.
-
-    ``result()`` → (path, "") or ("", the error's text), after at most ``timeout_s`` seconds (then the error says
-    it did not answer).
-    """
-
-    def __init__(self, timeout_s: float):
-        self.timeout_s, self.answer = timeout_s, ("", f"the tileiras lookup did not answer within {timeout_s:g} s")
-        self.thread = threading.Thread(target=self._run, name="tileprobe-tileiras-lookup", daemon=True)
-        self.thread.start()   # the child dies with this thread (PR_SET_PDEATHSIG), which waits for it
-
-    def _ask(self, with_torch: bool) -> tuple[str, str] | None:
-        from tileprobe.procs import importable_env
-        env = importable_env({k: v for k, v in os.environ.items() if k != "TILEPROBE_LOOKUP_TORCH"})
-        if with_torch:
-            env["TILEPROBE_LOOKUP_TORCH"] = "1"
-        rc, out, err = run_in_group([sys.executable, "-c", _LOOKUP_CODE], env, self.timeout_s)
-        try:
-            path, error = json.loads(out.decode(errors="replace").strip().splitlines()[-1])
-            return str(path), str(error)
-        except (ValueError, IndexError, TypeError):
-            if rc is None:
-                return None
-            return "", f"the tileiras lookup failed ({err.decode(errors='replace').strip()[-500:] or rc})"
-
-    def _run(self) -> None:
-        answer = self._ask(False)
-        if answer is not None and not answer[0] and "without torch" in answer[1]:
-            answer = self._ask(True)
-        if answer is not None:
-            self.answer = answer
-
-    def result(self) -> tuple[str, str]:
-        """(tileiras path, "") or ("", why there is none), waiting for the child up to its timeout."""
-        self.thread.join(self.timeout_s + 5)
-        return self.answer
-
-
 def compiler_build_string() -> str:
     """tileiras ``--version`` output, last line (e.g. ``Cuda compilation tools, release 13.4, V13.4.92``)."""
     from cuda.tile import _compile
     return parse_build(_compile._get_compiler_version_string() or "")
-
-
-def tileiras_build(tileiras: str) -> str:
-    """Run ``tileiras --version`` and return its last line, e.g. ``Cuda compilation tools, release 13.4, V13.4.92``.
-
-    Raises :class:`ToolchainError` if it does not run (a missing library, a wrong platform).
-    """
-    env = {k: v for k, v in os.environ.items() if k not in ("CUDA_HOME", "CUDA_PATH")}
-    try:
-        limit = tool_timeout_s()
-        rc, out, err = run_in_group([tileiras, "--version"], env, limit)
-    except OSError as e:
-        raise ToolchainError(f"{tileiras} --version failed ({e}); run `tileprobe doctor`.") from e
-    if rc is None:
-        raise ToolchainError(f"{tileiras} --version did not answer within {limit:g} s; it was stopped. "
-                             "Run `tileprobe doctor`.")
-    if rc != 0:
-        raise ToolchainError(f"{tileiras} --version failed (exit status {rc}: "
-                             f"{err.decode(errors='replace').strip()[:300]}); run `tileprobe doctor`.")
-    return parse_build(out.decode(errors="replace"))
-
-
-def tileiras_targets(tileiras: str) -> list[str]:
-    """The ``--gpu-name`` targets ``tileiras --help`` lists (e.g. 13.2.86: sm_80 … sm_89, sm_100 … sm_121, no
-    sm_90), run without CUDA_HOME / CUDA_PATH, contained (:func:`tileprobe.procs.run_in_group`: its process group
-    is killed after :func:`~tileprobe.model.toolkit.tool_timeout_s`); ``[]`` when it does not answer or lists none
-    (then nothing is refused before compiling)."""
-    from tileprobe.model.toolkit import parse_targets
-    env = {k: v for k, v in os.environ.items() if k not in ("CUDA_HOME", "CUDA_PATH")}
-    try:
-        rc, out, _err = run_in_group([tileiras, "--help"], env, tool_timeout_s())
-    except OSError:
-        return []
-    return parse_targets(out.decode(errors="replace")) if rc is not None else []
-
-
-def parse_build(version_text: str) -> str:
-    """The release line of ``tileiras --version`` (``Cuda compilation tools, release 13.4, V13.4.92``).
-
-    tileiras 13.4.92 prints five lines; the release line is the 4th, a ``Build …`` line follows it.
-    """
-    lines = [ln.strip() for ln in (version_text or "").splitlines() if ln.strip()]
-    for ln in lines:
-        if "release" in ln and re.search(r"V\d+\.\d+", ln):
-            return ln
-    return lines[-1] if lines else "unknown"
 
 
 def install_compile_hook() -> None:
@@ -591,6 +489,7 @@ def install_compile_hook() -> None:
             # JIT with cuTile's disk cache on (its default) asks for remarks; do the same.
             given["remarks_output_file"] = os.path.splitext(fname_bytecode)[0] + ".remarks.yaml"
         call = _compiler_call(given)
+        call.bytecode_sha256 = file_sha256(fname_bytecode)
         _CALLS.append(call)
         t0 = time.perf_counter()
         try:
@@ -598,7 +497,7 @@ def install_compile_hook() -> None:
         finally:
             call.seconds = time.perf_counter() - t0
 
-    hooked._tileprobe_original = original
+    hooked.__dict__["_tileprobe_original"] = original
     _compile.compile_cubin = hooked
 
 
@@ -641,18 +540,6 @@ def configure_context(temp_dir: str, timeout_s: float | None) -> None:
     cfg.cache_dir = None
 
 
-def which_tool(name: str) -> str | None:
-    """Find a CUDA tool (cuobjdump, nvdisasm, tileiras) on PATH or in the pip ``nvidia/cu13/bin`` folder."""
-    found = shutil.which(name)
-    if found:
-        return found
-    try:
-        import nvidia.cu13 as cu13  # type: ignore
-        return shutil.which(name, path=os.path.join(cu13.__path__[0], "bin"))
-    except (ImportError, AttributeError, IndexError):
-        return None
-
-
 # --- where cuTile keeps its compile cache ------------------------------------------------------------------
 
 def compile_cache_dir() -> str | None:
@@ -676,3 +563,54 @@ def effective_hints(kernel, arch: str) -> dict:
     eff = dict(by_target.get("default", {}))
     eff.update(by_target.get(arch, {}))
     return eff
+
+
+# --- the kernel class, the JIT's compile, the compiler lookup's helpers ---------------------------------------
+
+def kernel_type() -> type:
+    """The class of a ``@ct.kernel`` function: ``ct.kernel`` itself (a class in cuda-tile 1.5.0, 1.6.0 and 1.7.0,
+    defined as the private ``cuda.tile._execution.kernel``), for ``isinstance`` checks."""
+    import cuda.tile as ct
+    return ct.kernel
+
+
+def kernel_function(kernel) -> Callable:
+    """The Python function a ``@ct.kernel`` object wraps (its private ``_pyfunc`` in cuda-tile 1.5.0 … 1.7.0)."""
+    return kernel._pyfunc
+
+
+@contextlib.contextmanager
+def jit_compile_hook(seen: Callable[[Any, Any], None]) -> Iterator[None]:
+    """While inside, each JIT compile of this process (``cuda.tile._execution.kernel._compile``: ``(self, signature,
+    context)`` in 1.5.0, ``compute_capability`` added in 1.6.0 and 1.7.0; passed on as given) runs, then
+    ``seen(signature, result)`` is called (``result[0]``: the cubin bytes); it may raise to stop the launch.
+    Restored on exit."""
+    from cuda.tile import _execution
+    original = _execution.kernel._compile
+
+    def hooked(self, signature, *args, **kwargs):
+        result = original(self, signature, *args, **kwargs)
+        seen(signature, result)
+        return result
+
+    _execution.kernel._compile = hooked
+    try:
+        yield
+    finally:
+        _execution.kernel._compile = original
+
+
+def default_toolkit_dirs() -> list[str] | None:
+    """cuTile's ``_compile._get_default_cuda_toolkit_paths()`` (a listdir of /usr/local, no compiler run), or None
+    when the installed release has no such helper (``tileprobe doctor`` then uses its own copy)."""
+    from cuda.tile import _compile
+    helper = getattr(_compile, "_get_default_cuda_toolkit_paths", None)
+    return list(helper()) if helper is not None else None
+
+
+def passes_cuda_home_flag() -> bool:
+    """Whether the installed cuTile's ``_CompilerBinary`` has ``pass_cuda_home_var`` (1.7: CUDA_HOME / CUDA_PATH are
+    kept only for a tileiras found on PATH or in ``$CUDA_HOME/bin``); without it (older releases) they are always
+    passed to tileiras."""
+    from cuda.tile import _compile
+    return "pass_cuda_home_var" in {f.name for f in dataclasses.fields(_compile._CompilerBinary)}

@@ -54,6 +54,8 @@ class Key(Generic[V]):
         obj._items[self.name] = value
 
 
+
+
 class KeyedRecord:
     """A JSON object's keys as attributes (:class:`Key` class attributes name them), the object's key order and
     unknown keys kept. ``_nested`` maps a key whose value is a list of objects to the record class of its items

@@ -17,6 +17,8 @@ effective_hints the hints in force for this arch after ByTarget resolution
 arch           target, e.g. "sm_90"
 tileiras       the compiler's build string, e.g. "Cuda compilation tools, release 13.4, V13.4.92"
 cuda_tile      cuda-tile version that produced the bytecode
+bytecode, bytecode_sha256  the Tile IR bytecode version cuTile wrote ("13.3") and the hash of that bytecode file as
+               tileiras read it ("" when not known: a failure before tileiras ran, a record made before them)
 status         ok | compile_error | compiler_crash | timeout | probe_error (unchanged since schema 1; the finer
                ``failure`` class says what kind of compile_error it was)
 failure        null when ok, else the failure class a user can act on (:data:`FAILURE_CLASSES`):
@@ -74,6 +76,9 @@ Version history:
    load from ``status`` and ``error`` (:func:`derive_failure`): "Cannot find option named 'sm_NN'" →
    unsupported_target, cuTile's UnsupportedFeatureError → unsupported_feature, otherwise the status itself.
    broken_environment is never derived: it needs the environment the compiler ran in.
+
+   Added within schema 2 (2026-12-05), no version bump: ``bytecode`` and ``bytecode_sha256``, written only when
+   known (:data:`OPTIONAL_FIELDS`; older tileprobe ignores them, a record without them reads back with ``""``).
 
    Added within schema 2 (2026-12-02), no version bump: ``register_pool`` (optional; older tileprobe
    ignores it). A record written before it gets it on load from its ``sass`` (:func:`derive_register_pool`):
@@ -263,6 +268,8 @@ class VariantRecord:
     tileiras: str
     status: str
     cuda_tile: str = ""
+    bytecode: str = ""
+    bytecode_sha256: str = ""
     effective_hints: dict = field(default_factory=dict)
     threads: int | None = None
     registers: int | None = None
@@ -341,6 +348,9 @@ class VariantRecord:
         blank: dict[str, Any] = dict.fromkeys(KEYED_FIELDS)
         d = dataclasses.asdict(dataclasses.replace(self, **blank))
         d.update({name: None if value is None else value.to_dict() for name, value in keyed.items()})
+        for name in OPTIONAL_FIELDS:   # written only when known: a file of before them reads and writes back the same
+            if not d[name]:
+                del d[name]
         return d
 
     @classmethod
@@ -380,6 +390,10 @@ class VariantRecord:
         """Whether the register-pool check predicts a hang (``register_pool.verdict == "hang_risk"``)."""
         return self.pool_verdict == HANG_RISK
 
+
+#: Record fields written only when they hold a value (added within schema 2 on 2026-12-05; older tileprobe ignores
+#: them, and a record without them reads back with ``""``).
+OPTIONAL_FIELDS = ("bytecode", "bytecode_sha256")
 
 #: The record fields held as :class:`~tileprobe.records.KeyedRecord`\ s and their classes: ``to_dict``/``from_dict``
 #: convert them (key order and unknown keys kept).

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import hashlib
 import importlib.metadata
 import importlib.util
 import json
@@ -39,21 +38,34 @@ import subprocess
 import sys
 import tempfile
 import time
-import zipfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from platformdirs import user_cache_dir
-
+from tileprobe import toolchain_files as _files
 from tileprobe.errors import ToolchainError
 from tileprobe.model.toolkit import (
     parse_targets,
     run_tool,
     tool_timeout_s,
 )
+from tileprobe.toolchain_files import (  # noqa: F401  (re-exported: the versions and files side)
+    _BIN_FILES,
+    _EXE,
+    _SPEC_RE,
+    _sha256,
+    _sort_key,
+    companion_version,
+    extract_wheel,
+    major_minor,
+    match_version,
+    parse_pip_versions,
+    parse_spec,
+    toolchains_dir,
+    wanted,
+)
 
-TILEIRAS_PKG = "nvidia-cuda-tileiras"
+TILEIRAS_PKG = _files.TILEIRAS_PKG
 NVCC_PKG = "nvidia-cuda-nvcc"
 NVVM_PKG = "nvidia-nvvm"
 #: The wheels of one toolchain, in cuTile's order (``_compile._PIP_TILEIRAS_PACKAGES``).
@@ -61,62 +73,8 @@ PACKAGES = (TILEIRAS_PKG, NVCC_PKG, NVVM_PKG)
 SOURCES = ("managed", "pip", "path")
 MANIFEST = "toolchain.json"
 MANIFEST_SCHEMA_VERSION = 1
-_EXE = ".exe" if os.name == "nt" else ""
-_BIN_FILES = {f"tileiras{_EXE}", f"ptxas{_EXE}", f"tileirdisasm{_EXE}"}
-_SPEC_RE = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?$")
 _RELEASE_RE = re.compile(r"V(\d+\.\d+\.\d+)")
 _PUBLISHED: dict[str, list[str]] = {}
-
-
-# --- versions ---------------------------------------------------------------------------------------------------
-
-def parse_spec(spec: str) -> tuple[int, ...]:
-    """``"13.3"`` → ``(13, 3)``; ``"13.3.36"`` → ``(13, 3, 36)``.
-
-    Raises:
-        ToolchainError: anything else (``"13"``, ``"v13.3"``, ``"13.3.36rc1"``).
-    """
-    m = _SPEC_RE.match(str(spec).strip())
-    if not m:
-        raise ToolchainError(f"{spec!r} is not a tileiras version: give MAJOR.MINOR (13.4, the newest 13.4.x) "
-                             "or MAJOR.MINOR.PATCH (13.4.92); `tileprobe toolchain list --available` lists them.")
-    return tuple(int(g) for g in m.groups() if g is not None)
-
-
-def major_minor(version: str) -> tuple[int, int]:
-    """``"13.4.92"`` → ``(13, 4)``; the key cuTile compares across the three packages."""
-    parts = parse_spec(version)
-    return parts[0], parts[1]
-
-
-def _sort_key(version: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in version.split("."))
-
-
-def match_version(spec: str, published: Sequence[str], package: str = TILEIRAS_PKG) -> str:
-    """The published version a spec names: itself when exact, else the newest patch of MAJOR.MINOR.
-
-    Raises:
-        ToolchainError: no published version matches; the message lists the published ones.
-    """
-    want = parse_spec(spec)
-    hits = sorted((v for v in published if _sort_key(v)[:len(want)] == want), key=_sort_key)
-    if not hits:
-        listed = ", ".join(sorted(published, key=_sort_key)) or "none"
-        raise ToolchainError(f"{package} {spec} is not published; published: {listed}.")
-    return hits[-1]
-
-
-def companion_version(tileiras_version: str, published: Sequence[str], package: str) -> str:
-    """The newest published ``package`` release with tileiras' major.minor (its patch number differs).
-
-    Raises:
-        ToolchainError: that major.minor has no release of ``package``.
-    """
-    try:
-        return match_version("%d.%d" % major_minor(tileiras_version), published, package)
-    except ToolchainError as e:
-        raise ToolchainError(f"tileiras {tileiras_version} needs {package} of the same major.minor: {e}") from None
 
 
 def _pip(*args: str, timeout_s: float = 600) -> subprocess.CompletedProcess:
@@ -130,17 +88,6 @@ def _pip(*args: str, timeout_s: float = 600) -> subprocess.CompletedProcess:
 def _pip_tail(proc: subprocess.CompletedProcess, n: int = 6) -> str:
     lines = [ln for ln in (proc.stderr + proc.stdout).splitlines() if ln.strip() and "WARNING" not in ln]
     return "\n  ".join(lines[-n:]) or f"exit code {proc.returncode}"
-
-
-def parse_pip_versions(text: str) -> list[str] | None:
-    """Final releases from ``pip index versions`` ("Available versions: a, b") or a ``pip download`` error
-    ("(from versions: a, b)"), ascending; ``None`` when the text has neither. Pre-releases (``13.4.46rc1``) are
-    dropped."""
-    m = re.search(r"Available versions:\s*(.*)", text) or re.search(r"\(from versions:\s*([^)]*)\)", text)
-    if not m:
-        return None
-    found = {v.strip() for v in m.group(1).split(",")}
-    return sorted((v for v in found if re.fullmatch(r"\d+\.\d+\.\d+", v)), key=_sort_key)
 
 
 def _query_published(package: str) -> list[str]:
@@ -309,14 +256,6 @@ def tileiras_targets(tileiras: str, env: Mapping[str, str] | None = None) -> lis
 
 # --- where toolchains live --------------------------------------------------------------------------------------
 
-def toolchains_dir(env: Mapping[str, str] | None = None) -> Path:
-    """``$TILEPROBE_TOOLCHAINS`` or ``platformdirs.user_cache_dir("tileprobe")/toolchains`` (not created)."""
-    env = os.environ if env is None else env
-    if env.get("TILEPROBE_TOOLCHAINS"):
-        return Path(env["TILEPROBE_TOOLCHAINS"]).expanduser()
-    return Path(user_cache_dir("tileprobe")) / "toolchains"
-
-
 def installed(root: str | os.PathLike | None = None) -> list[Toolchain]:
     """Managed toolchains under ``root`` (default :func:`toolchains_dir`), ascending by version.
 
@@ -357,8 +296,8 @@ def pip_cu13_dir() -> Path | None:
 def pip_toolchain() -> Toolchain | None:
     """This environment's pip tileiras as a Toolchain, when cuTile would take it: the three packages installed
     with one major.minor and ``nvidia/cu13/bin/tileiras`` present (``_compile._find_pip_tileiras``)."""
-    versions = pip_versions()
-    if any(v is None for v in versions.values()):
+    versions = {k: v for k, v in pip_versions().items() if v is not None}
+    if len(versions) < len(PACKAGES):
         return None
     try:
         if len({major_minor(v) for v in versions.values()}) != 1:
@@ -367,60 +306,13 @@ def pip_toolchain() -> Toolchain | None:
         return None
     cu13 = pip_cu13_dir()
     exe = cu13 / "bin" / f"tileiras{_EXE}" if cu13 else None
-    if exe is None or not exe.is_file():
+    if cu13 is None or exe is None or not exe.is_file():
         return None
     return Toolchain(version=versions[TILEIRAS_PKG], root=str(cu13), tileiras=str(exe),
                      lib_dirs=(str(cu13 / "lib"),), pins=versions, source="pip")
 
 
 # --- install / remove -------------------------------------------------------------------------------------------
-
-def wanted(member: str) -> str | None:
-    """The toolchain-relative path a wheel member is extracted to, or ``None`` to leave it out.
-
-    Kept: ``bin/{tileiras,ptxas,tileirdisasm}``, ``lib/*``, ``nvvm/**`` except ``nvvm/bin`` (cicc: unused).
-    """
-    prefix = "nvidia/cu13/"
-    if not member.startswith(prefix) or member.endswith("/"):
-        return None
-    rel = member[len(prefix):]
-    parts = rel.split("/")
-    if any(p in ("", ".", "..") for p in parts):
-        return None
-    if parts[0] == "bin":
-        return rel if len(parts) == 2 and parts[1] in _BIN_FILES else None
-    if parts[0] == "lib":
-        return rel if len(parts) == 2 else None
-    if parts[0] == "nvvm":
-        return rel if len(parts) > 2 and parts[1] != "bin" else None
-    return None
-
-
-def extract_wheel(wheel: str | os.PathLike, dest: str | os.PathLike) -> list[str]:
-    """Extract the :func:`wanted` members of a wheel into ``dest``, keeping executable bits; return their paths."""
-    out = []
-    with zipfile.ZipFile(wheel) as zf:
-        for info in zf.infolist():
-            rel = wanted(info.filename)
-            if rel is None:
-                continue
-            target = Path(dest, rel)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with zf.open(info) as src, open(target, "wb") as dst:
-                shutil.copyfileobj(src, dst, 1 << 20)
-            mode = (info.external_attr >> 16) & 0o777
-            os.chmod(target, 0o755 if rel.startswith("bin/") else (mode or 0o644) | 0o444)
-            out.append(rel)
-    return out
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
 
 def _download(pins: Mapping[str, str], dest: Path) -> dict[str, Path]:
     """``pip download`` the pinned wheels for this platform into ``dest``; return package → wheel file."""
@@ -460,9 +352,9 @@ def _verify(stage: Path, pins: Mapping[str, str]) -> str:
 
 def _notice(stream: TextIO | str | None, text: str) -> None:
     """Print a progress line to ``stream``: ``"stderr"`` = ``sys.stderr`` at call time, ``None`` = silent."""
-    stream = sys.stderr if stream == "stderr" else stream
-    if stream is not None:
-        print(text, file=stream, flush=True)
+    target = sys.stderr if stream == "stderr" else stream
+    if target is not None and not isinstance(target, str):
+        print(text, file=target, flush=True)
 
 
 def install(version: str, *, root: str | os.PathLike | None = None, force: bool = False,

@@ -106,7 +106,7 @@ def make_evaluator(probe: str, arch: str, where: dict, prop: str, jobs: int | No
                                  "property (compiles, no crash)")
         summary = "; ".join(_summary(r) for r in chosen)
         parts = {"tileiras": tc.pins.get(TILEIRAS_PKG, tc.version), "ptxas": tc.pins.get(NVCC_PKG),
-                 "nvvm": tc.pins.get(NVVM_PKG)}
+                 "nvvm": tc.pins.get(NVVM_PKG), "bytecode": bytecode_of(chosen)}
         noisy = [r for r in chosen if r.deterministic is False]
         warn = [f"{len(r.code_hashes)} different machine codes over repeated compiles of {r.kernel} "
                 f"{', '.join(f'{k}={v}' for k, v in {**r.case, **r.hints}.items())}: this release is not "
@@ -115,6 +115,30 @@ def make_evaluator(probe: str, arch: str, where: dict, prop: str, jobs: int | No
                     measured="; ".join(dict.fromkeys(measured(prop, r) for r in chosen)), parts=parts, warnings=warn)
 
     return evaluate
+
+
+def bytecode_of(records) -> str:
+    """The bytecode the selected records were compiled from: ``"13.3 87a54901a5c5"`` (version, then the first 12
+    hex digits of each distinct sha256), ``""`` when they carry none (failed before tileiras ran, or older)."""
+    seen = dict.fromkeys((r.bytecode, r.bytecode_sha256[:12]) for r in records if r.bytecode_sha256)
+    return "; ".join(f"{v} {h}" for v, h in seen)
+
+
+def bytecode_verdict(steps: Sequence[Step], fixed: bool) -> str:
+    """What the steps' bytecode says of the change (``""`` when a step carries none): the same bytes at every step
+    (the change is the compiler's), or different bytes (then a change may be in what cuTile wrote for each release's
+    bytecode version; ``fixed``: whether ``--fixed-bytecode`` was asked, which should have held it)."""
+    seen = [s.parts.get("bytecode", "") for s in steps]
+    if not seen or not all(seen):
+        return ""
+    if len(set(seen)) == 1:
+        return (f"same bytecode at every step ({seen[0]}){', fixed' if fixed else ''}: what changed is tileiras', "
+                "not the bytecode cuTile wrote")
+    distinct = ", ".join(dict.fromkeys(seen))
+    if fixed:
+        return f"the bytecode differed between steps although it was fixed ({distinct}): cuTile's output is not stable"
+    return (f"the bytecode differed between steps ({distinct}): each release was given the newest bytecode it reads, "
+            "so a change may be in the bytecode, not tileiras; bisect with --fixed-bytecode to hold it fixed")
 
 
 def measured(prop: str, r) -> str:
@@ -151,7 +175,8 @@ def _summary(r) -> str:
 
 def bisect(probe: str, *, arch: str, where: str | Mapping[str, Any], prop: str, good: str, bad: str,
            jobs: int | None = None, on_versions: Callable[[list[str]], None] | None = None,
-           on_step: Callable[[Step], None] | None = None, store=None, install: bool = False) -> BisectResult:
+           on_step: Callable[[Step], None] | None = None, store=None, install: bool = False,
+           fixed_bytecode: bool = False) -> BisectResult:
     """``tileprobe bisect``: the first published tileiras release between ``good`` and ``bad`` where ``prop``
     changed for the variants of ``probe`` selected by ``where`` on ``arch`` (see module doc).
 
@@ -166,6 +191,9 @@ def bisect(probe: str, *, arch: str, where: str | Mapping[str, Any], prop: str, 
         store: a :class:`~tileprobe.store.Store`: compiles reused and saved; its GPU runs attached to the records.
         install: download and install the releases in between that are not installed here (else, when some are
             missing, nothing is downloaded and :class:`~tileprobe.toolchain.ReleasesNotInstalled` says which).
+        fixed_bytecode: every step compiles the same bytecode, the version the oldest candidate reads
+            (:func:`tileprobe._cutile.fixed_bytecode`); each step's ``parts["bytecode"]`` names it either way
+            (:func:`bytecode_verdict` reads them).
 
     Raises:
         ToolchainError: the registry cannot be reached, or a release is not published or cannot be installed.
@@ -179,7 +207,11 @@ def bisect(probe: str, *, arch: str, where: str | Mapping[str, Any], prop: str, 
     if on_versions:
         on_versions(versions)
     selection = parse_where(where) if isinstance(where, str) else dict(where or {})
-    res = bisect_versions(versions, make_evaluator(probe, arch, selection, prop, jobs, store=store,
-                                                   install=install), on_step)
+    import contextlib
+
+    from tileprobe import _cutile
+    with _cutile.fixed_bytecode(versions) if fixed_bytecode else contextlib.nullcontext():
+        res = bisect_versions(versions, make_evaluator(probe, arch, selection, prop, jobs, store=store,
+                                                       install=install), on_step)
     res.prop, res.versions = prop, versions
     return res

@@ -239,7 +239,7 @@ def bisect_bundle(bundle: str, probes: Sequence[str], prop: str, *, rounds: int 
     names = {os.path.basename(x) for x in probes}
     records = [r for r in records if os.path.basename(r.probe) in names]
     info = env.get("bisect") or {}
-    pooled: dict[int, list[dict]] = {id(r): [] for r in records}
+    pooled: dict[int, list[VariantRun]] = {id(r): [] for r in records}
     timeout = DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s
     with Watchdog(timeout_s=timeout) as wd:
         for k in range(rounds):
@@ -270,7 +270,7 @@ def pool_runs(runs: Sequence[VariantRun]) -> VariantRun:
     from tileprobe.run.timing import sample_fields, summarize
     if len(runs) == 1:
         return runs[0].replace()
-    worst = min(runs, key=lambda x: RUN_RANK.get(x.status, 1))
+    worst = min(runs, key=lambda x: RUN_RANK.get(x.status or "", 1))
     if worst.status != "ok":
         return worst.replace(rounds=len(runs))
     samples = [s for x in runs for s in (x.samples_us or [])]

@@ -402,6 +402,9 @@ def changed_side(a: Sequence[VariantRecord], b: Sequence[VariantRecord]) -> str:
     if not (fa and fb):    # a side whose records name no cuda-tile (hand-made, or older than the field)
         return ""
     front, compiler = fa != fb and bool(fa and fb), ca != cb
+    said = bytecode_side(a, b, fa, fb, ca, cb)
+    if said:
+        return said
     if front and not compiler:
         return (f"only the frontend differs (cuda-tile {', '.join(sorted(fa))} → {', '.join(sorted(fb))}; "
                 f"{', '.join(sorted(ca))} on both): a change here is cuTile's, in the bytecode it wrote")
@@ -413,6 +416,43 @@ def changed_side(a: Sequence[VariantRecord], b: Sequence[VariantRecord]) -> str:
         return ("the frontend (cuda-tile) and the compiler (tileiras) both differ: a change here may be either's; "
                 "compare with one of them the same to tell")
     return ""
+
+
+def bytecode_side(a: Sequence[VariantRecord], b: Sequence[VariantRecord], fa: set, fb: set, ca: set, cb: set) -> str:
+    """What the bytecode hashes of A's and B's records say (``""`` when a side's ok records carry none, records
+    older than ``bytecode_sha256``): ``same bytecode, compiler changed`` when every variant both sides compiled was
+    given the same bytes (``audit --fixed-bytecode``), else ``bytecode changed`` and why (the frontend, the bytecode
+    version). ``fa``/``fb``: the sides' cuda-tile versions, ``ca``/``cb``: their compilers (short builds)."""
+    def hashes(recs):
+        return {(r.kernel, r.arch, repr(sorted(r.case.items())), repr(sorted(r.hints.items()))): r
+                for r in recs if r.ok and r.bytecode_sha256}
+    ha, hb = hashes(a), hashes(b)
+    both = sorted(set(ha) & set(hb))
+    if not both or len(ha) < sum(r.ok for r in a) or len(hb) < sum(r.ok for r in b):
+        return ""
+    same = sum(ha[k].bytecode_sha256 == hb[k].bytecode_sha256 for k in both)
+    fronts = (f"cuda-tile {', '.join(sorted(fa))}" + (f" → {', '.join(sorted(fb))}" if fa != fb else " on both")
+              if fa and fb else "")
+    versions = ({ha[k].bytecode for k in both}, {hb[k].bytecode for k in both})
+    bc = ", ".join(sorted(versions[0])) + (f" → {', '.join(sorted(versions[1]))}" if versions[0] != versions[1] else "")
+    compilers = f"{', '.join(sorted(ca))} → {', '.join(sorted(cb))}" if ca != cb else f"{', '.join(sorted(ca))} on both"
+    if fa == fb and ca == cb:
+        return ""     # nothing of the toolchain differs: nothing to say of its sides
+    if same == len(both):
+        if ca == cb:
+            return (f"same bytecode, same compiler ({fronts}; bytecode {bc}; {compilers}): the {len(both)} "
+                    "variant(s) were given the same bytes")
+        return (f"same bytecode, compiler changed ({compilers}; bytecode {bc} from {fronts}, the same bytes in all "
+                f"{len(both)} variant(s)): a change here is tileiras'")
+    differ = f"the bytes differ in {len(both) - same} of {len(both)} variant(s)"
+    if fa != fb:
+        why = f"frontend {', '.join(sorted(fa))}→{', '.join(sorted(fb))}; {differ}"
+        tail = (" and the compiler changed: a change here may be either's" if ca != cb
+                else f"; {compilers}: a change here is in what cuTile wrote")
+        return f"bytecode changed ({why}){tail}"
+    return (f"bytecode changed (bytecode version {bc}, {fronts} writing the newest each tileiras reads; {differ}) and "
+            f"the compiler changed ({compilers}): a change here is tileiras' or the bytecode version's; "
+            "--fixed-bytecode gives both the same bytes")
 
 
 def _short(value) -> str:

@@ -79,7 +79,7 @@ def _pip_state(pip: Mapping[str, str | None]) -> tuple[str | None, str]:
         return None, "no pip tileiras packages installed"
     if missing:
         return None, f"pip packages incomplete (missing {', '.join(missing)})"
-    if len({_mm(v) for v in pip.values()}) != 1:
+    if len({_mm(v) for v in pip.values() if v is not None}) != 1:
         return None, "pip packages skipped: " + ", ".join(f"{p} {v}" for p, v in pip.items()) + " differ in major.minor"
     cu13 = tcm.pip_cu13_dir()
     exe = cu13 / "bin" / _exe("tileiras") if cu13 else None
@@ -89,26 +89,28 @@ def _pip_state(pip: Mapping[str, str | None]) -> tuple[str | None, str]:
 
 
 def _default_toolkit_dirs() -> list[str]:
-    """cuTile's ``_get_default_cuda_toolkit_paths`` (pure: a listdir of /usr/local), or our copy of it."""
+    """cuTile's ``_get_default_cuda_toolkit_paths`` (pure: a listdir of /usr/local; :func:`_cutile.default_toolkit_dirs`),
+    or our copy of it when cuTile is missing or has no such helper."""
     try:
-        from cuda.tile import _compile
-        return list(_compile._get_default_cuda_toolkit_paths())
-    except Exception:  # cuTile missing or the helper moved
-        base = Path("/usr/local")
-        found = [(float("inf"), float("inf"), "cuda")]
-        for d in base.iterdir() if base.is_dir() else ():
-            m = re.fullmatch(r"cuda-(\d+)(?:\.(\d+))?", d.name)
-            if m:
-                found.append((int(m.group(1)), int(m.group(2)) if m.group(2) else float("inf"), d.name))
-        return [str(base / n) for _, _, n in sorted(found, reverse=True)]
+        found = _cutile.default_toolkit_dirs()
+    except Exception:  # cuTile missing or broken
+        found = None
+    if found is not None:
+        return found
+    base = Path("/usr/local")
+    rows: list[tuple[float, float, str]] = [(float("inf"), float("inf"), "cuda")]
+    for d in base.iterdir() if base.is_dir() else ():
+        m = re.fullmatch(r"cuda-(\d+)(?:\.(\d+))?", d.name)
+        if m:
+            rows.append((int(m.group(1)), int(m.group(2)) if m.group(2) else float("inf"), d.name))
+    return [str(base / n) for _, _, n in sorted(rows, reverse=True)]
 
 
 def _cuda_home_passed_for(source: str) -> bool:
     """Whether cuTile keeps CUDA_HOME/CUDA_PATH for a compiler found this way (``_CompilerBinary`` in 1.7 has
     ``pass_cuda_home_var``: False for pip and default folders; older cuTile always passed them)."""
     try:
-        from cuda.tile import _compile
-        has_flag = "pass_cuda_home_var" in {f.name for f in dataclasses.fields(_compile._CompilerBinary)}
+        has_flag = _cutile.passes_cuda_home_flag()
     except Exception:
         has_flag = False
     return not has_flag or source in ("PATH", "$CUDA_HOME/bin", "$CUDA_PATH/bin")
@@ -117,7 +119,7 @@ def _cuda_home_passed_for(source: str) -> bool:
 def cutile_pick(env: Mapping[str, str], pip: Mapping[str, str | None]) -> Pick:
     """Which tileiras cuTile's ``_find_compiler_bin`` would return for ``env`` (no call into it: it caches and
     warns). ``Pick.path`` is None when cuTile would raise ``FileNotFoundError``."""
-    skipped = []
+    skipped: list[str] = []
     path, why = _pip_state(pip)
     if path:
         return Pick(path, "pip packages", _cuda_home_passed_for("pip"), skipped)
@@ -280,6 +282,66 @@ def _check_gpu(env: Mapping[str, str], ref: Compiler | None) -> list[Finding]:
     return out
 
 
+# --- what installs a compiler for the cuda-tile installed ---------------------------------------------------------
+
+def compiler_range(requires: Sequence[str] | None = None) -> str:
+    """The tileiras releases the installed cuda-tile's ``[tileiras]`` extra allows, as its metadata says
+    (``Requires-Dist: cuda-toolkit[nvcc,nvvm,tileiras]<13.4,>=13.2; extra == "tileiras"`` in 1.5.0; ``<13.5,>=13.2``
+    in 1.6.0 and 1.7.0): ``"<13.4,>=13.2"``, or ``""`` when it names none (``requires``: the Requires-Dist lines,
+    default the installed cuda-tile's)."""
+    import importlib.metadata
+
+    from packaging.requirements import InvalidRequirement, Requirement
+    if requires is None:
+        try:
+            requires = importlib.metadata.requires("cuda-tile") or []
+        except importlib.metadata.PackageNotFoundError:
+            return ""
+    for line in requires:
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            continue
+        if req.name == "cuda-toolkit" and req.marker is not None and "tileiras" in str(req.marker):
+            return str(req.specifier)
+    return ""
+
+
+def compiler_release(spec: str) -> str:
+    """The newest CUDA 13 major.minor a ``[tileiras]`` range allows (``"<13.4,>=13.2"`` → ``"13.3"``); ``"13.4"``
+    (the release tileprobe's ``tileiras`` extra pins) when the range is empty or allows none."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    try:
+        allowed = SpecifierSet(spec) if spec else None
+    except InvalidSpecifier:
+        allowed = None
+    if allowed is not None:
+        for minor in range(9, -1, -1):
+            if allowed.contains(f"13.{minor}.999"):
+                return f"13.{minor}"
+    return "13.4"
+
+
+def compiler_install_text(requires: Sequence[str] | None = None, version: str | None = None) -> str:
+    """What installs a compiler for the installed cuda-tile: the three packages of one release (cuTile takes the
+    pip tileiras only when they share major.minor), or a managed toolchain; not ``cuda-tile[tileiras]``, whose
+    ``cuda-toolkit`` meta-package a CUDA build of torch pins to its own release (ResolutionImpossible).
+    ``requires`` / ``version``: a cuda-tile's Requires-Dist lines and version (default: the installed one's)."""
+    spec = compiler_range(requires)
+    release = compiler_release(spec)
+    within = f" (cuda-tile {version or _cutile_version_or('?')} takes tileiras {spec})" if spec else ""
+    pkgs = " ".join(f"'{p}=={release}.*'" for p in tcm.PACKAGES)
+    return (f"pip install {pkgs}{within}, or `tileprobe toolchain install {release}` and audit with --tileiras "
+            f"{release}; not cuda-tile[tileiras]: its cuda-toolkit meta-package clashes with a CUDA build of torch")
+
+
+def _cutile_version_or(default: str) -> str:
+    try:
+        return _cutile.cutile_version()
+    except TileprobeError:
+        return default
+
+
 # --- the report --------------------------------------------------------------------------------------------------
 
 def _check_cutile() -> Finding:
@@ -290,9 +352,10 @@ def _check_cutile() -> Finding:
     except TileprobeError as e:
         m = re.search(r"pip install .*$", str(e))
         return Finding("error", "cuda-tile", str(e)[:m.start()].rstrip(" :;") if m else str(e),
-                       m.group(0) if m else "pip install 'cuda-tile[tileiras]'")
+                       m.group(0) if m else f"pip install 'cuda-tile=={_cutile.NEWEST_TESTED}'")
     except ImportError as e:
-        return Finding("error", "cuda-tile", f"cuda.tile does not import: {e}", "pip install 'cuda-tile[tileiras]'")
+        return Finding("error", "cuda-tile", f"cuda.tile does not import: {e}",
+                       f"pip install 'cuda-tile=={_cutile.NEWEST_TESTED}' (then a compiler: {compiler_install_text()})")
     return Finding("ok", "cuda-tile", "; ".join([f"cuda-tile {version}", *notes]))
 
 
@@ -335,8 +398,7 @@ def _check_pick(pick: Pick, ref: Compiler | None) -> Finding:
     if pick.path is None:
         return Finding("error", "compiler choice", f"cuTile finds no tileiras ({why}): every compile raises "
                                                    "FileNotFoundError",
-                       "pip install 'cuda-tile[tileiras]' (tileiras + ptxas + libnvvm of one release), or "
-                       "`tileprobe toolchain install 13.4` and audit with --tileiras 13.4")
+                       compiler_install_text())
     version = ref.version if ref and ref.version else "?"
     msg = f"cuTile would use tileiras {version} at {pick.path}, found via {pick.source}"
     return Finding("ok", "compiler choice", msg + (f" ({why})" if why else "")
@@ -398,11 +460,11 @@ def diagnose(env: Mapping[str, str] | None = None) -> list[Finding]:
     pick = cutile_pick(env, pip)
     ref = next((c for c in compilers if pick.path and c.path == os.path.realpath(pick.path)), None)
     if ref is None and pick.path is None:  # compare CUDA_HOME with the newest tileiras in sight
-        ref = max((c for c in compilers if c.version), key=lambda c: tcm._sort_key(c.version), default=None)
+        ref = max((c for c in compilers if c.version), key=lambda c: tcm._sort_key(c.version or ""), default=None)
     findings += [_compiler_finding(c, pick) for c in compilers]
     if not compilers:
         findings.append(Finding("error", "tileiras", "no tileiras anywhere (pip, PATH, CUDA_HOME, /usr/local/cuda*, "
-                                                     "managed toolchains)", "pip install 'cuda-tile[tileiras]'"))
+                                                     "managed toolchains)", compiler_install_text()))
     findings.append(_check_pick(pick, ref if pick.path else None))
     findings += [f for f in [_check_targets(ref)] if f]
     findings += [f for v in ("CUDA_HOME", "CUDA_PATH") if (f := _check_cuda_var(v, env, ref, pick))]

@@ -364,7 +364,7 @@ class BisectResult:
                 out.append(f"tileiras {self.last_good} → {self.first_bad} also changed {', '.join(moved)}: the change "
                            "may come from those, not from tileiras")
         for s in self.steps:
-            other = [f"{k} {v}" for k, v in s.parts.items() if k != "tileiras" and v and v != s.version]
+            other = [f"{k} {v}" for k, v in s.parts.items() if k not in ("tileiras", "bytecode") and v and v != s.version]
             if other and s.version in (self.last_good, self.first_bad):
                 out.append(f"tileiras {s.version} ran with {', '.join(other)} (the newest of its major.minor, not "
                            "necessarily the release it came with)")

@@ -62,6 +62,7 @@ def record_from(res: CompileResult) -> VariantRecord:
     rec = VariantRecord(kernel=v.probe_name, probe=v.probe_path, case=canonical(v.case_dict),
                         hints=canonical(v.hints_dict),
                         arch=v.arch, tileiras=res.tileiras, status=res.status, cuda_tile=res.cuda_tile,
+                        bytecode=res.bytecode, bytecode_sha256=res.bytecode_sha256,
                         effective_hints=res.effective_hints, error=res.error, repro=res.repro,
                         compile_s=round(res.compile_s, 3), symbol=res.symbol, signature=res.signature,
                         knobs=dict(v.knobs), failure=res.failure, message=res.message, fix=res.fix)

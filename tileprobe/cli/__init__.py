@@ -19,6 +19,7 @@ from tileprobe.cli import (
     bisect,
     compare,
     doctor,
+    frontend,
     gate,
     history,
     record,
@@ -35,8 +36,8 @@ from tileprobe.cli import (
 from tileprobe.errors import EXIT_INTERRUPTED, TileprobeError
 
 #: Command modules in the order ``tileprobe --help`` lists them.
-COMMANDS = (audit, sass, toolchain, doctor, compare, bisect, reduce, run, tune, use, table, record, report, history,
-            store, gate)
+COMMANDS = (audit, sass, toolchain, frontend, doctor, compare, bisect, reduce, run, tune, use, table, record, report,
+            history, store, gate)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -48,6 +48,12 @@ def add_parser(sub) -> None:
                    "`tileprobe toolchain install`, or --install), e.g. 13.3.36,13.4.92; default: the one cuTile "
                    "would use")
     add_install_option(a)
+    a.add_argument("--cuda-tile", metavar="VERSION", help="audit with this cuda-tile frontend instead of the one "
+                   "installed here: an environment `tileprobe frontend install VERSION` made (the whole audit runs "
+                   "with its interpreter; records name that version)")
+    a.add_argument("--fixed-bytecode", action="store_true", help="with two or more --tileiras releases: cuTile "
+                   "writes one bytecode, the version the oldest reads, for every release (records carry its hash: "
+                   "`compare` then says whether only the compiler changed)")
     a.add_argument("--jobs", "-j", type=count, default=None, help="parallel compiles (default: all CPUs)")
     a.add_argument("--timeout", type=seconds, default=None, help="per-variant compiler timeout in seconds "
                    f"(default {DEFAULT_TIMEOUT_S:.0f} × the machine's load per CPU at the start, 1× to 4×; a probe's "
@@ -95,6 +101,11 @@ def cmd_audit(args) -> int:
     from tileprobe.audit import audit
     from tileprobe.audit.pipeline import write_bundle
     from tileprobe.model.sass import have_nvdisasm
+    if args.cuda_tile:
+        from tileprobe.frontend import run_with
+        code = run_with(args.cuda_tile, args.raw_argv)
+        if code is not None:
+            return code
     err = console(stderr=True)
     if not split(args.arch):
         raise UsageError(f"--arch {args.arch!r} names no architecture; e.g. --arch sm_90,sm_120")
@@ -106,7 +117,7 @@ def cmd_audit(args) -> int:
         raise IncompleteError("no requested compiler can be used:\n  " + "\n  ".join(tc_errors))
     store = open_store(args)
     prog, cb = progress_bar(err)
-    with executor_of(args) as ex, prog:
+    with executor_of(args) as ex, prog, _bytecode_fixed(args, tcs):
         result = audit(args.probes, split(args.arch), toolchains=tcs, jobs=args.jobs,
                        timeout_s=args.timeout, with_sass=args.sass and have_nvdisasm(), store=store, progress=cb,
                        repeat=args.repeat, where=where, retry_failed=args.retry_failed,
@@ -225,3 +236,17 @@ def emit(result, records, args) -> None:
         from tileprobe.report.terminal import render_audit
         render_audit(records, console(), brief=getattr(args, "brief", False), wide=getattr(args, "wide", False),
                      advice=result.advice(records))
+
+
+def _bytecode_fixed(args, tcs):
+    """``--fixed-bytecode``: :func:`tileprobe._cutile.fixed_bytecode` for the audit's releases (a null context
+    without it). Raises UsageError with fewer than two releases."""
+    import contextlib
+
+    from tileprobe import _cutile
+    if not getattr(args, "fixed_bytecode", False):
+        return contextlib.nullcontext()
+    if len(tcs or ()) < 2:
+        raise UsageError("--fixed-bytecode holds the bytecode fixed across compilers: give two or more, e.g. "
+                         "--tileiras 13.3.36,13.4.92")
+    return _cutile.fixed_bytecode([tc.version for tc in tcs])

@@ -55,6 +55,11 @@ def add_parser(sub) -> None:
     p.add_argument("--store", metavar="PATH", help="results store to reuse compiles from and take GPU runs from "
                    "(\"no hang\", \"correct\"); default: the user data dir's")
     p.add_argument("--no-store", action="store_true", help="compile every step again, store nothing")
+    p.add_argument("--cuda-tile", metavar="VERSION", help="bisect with this cuda-tile frontend instead of the one "
+                   "installed here (an environment `tileprobe frontend install VERSION` made; the whole bisect runs "
+                   "with its interpreter)")
+    p.add_argument("--fixed-bytecode", action="store_true", help="every step compiles one bytecode, the version "
+                   "the oldest release reads, so that a change found is tileiras' (each step names its bytecode)")
     add_install_option(p)
     add_output_options(p)
     p.set_defaults(func=cmd_bisect)
@@ -83,6 +88,11 @@ def cmd_bisect(args) -> int:
     from tileprobe.analyses.bisect import bisect
     from tileprobe.analyses.bisect_time import parse_run_property
     from tileprobe.errors import TileprobeError
+    if args.cuda_tile:
+        from tileprobe.frontend import run_with
+        code = run_with(args.cuda_tile, args.raw_argv)
+        if code is not None:
+            return code
     con = console(stderr=args.json == "-")      # `--json -`: standard output holds the JSON alone
     if args.bundle:
         return _gpu_side(args, args.bundle, con)
@@ -112,7 +122,8 @@ def cmd_bisect(args) -> int:
     try:
         res = _asking(lambda install: bisect(args.probe, arch=args.arch, where=args.where, prop=args.property,
                                              good=args.good, bad=args.bad, jobs=args.jobs, on_versions=show_versions,
-                                             on_step=show_step, store=store, install=install))(args)
+                                             on_step=show_step, store=store, install=install,
+                                             fixed_bytecode=args.fixed_bytecode))(args)
     finally:
         if store is not None:
             store.close()
@@ -122,6 +133,10 @@ def cmd_bisect(args) -> int:
     else:
         say(con, f"first release where `{args.property}` changed: tileiras {res.first_bad} "
                  f"(last like {res.versions[0]}: {res.last_good})")
+        from tileprobe.analyses.bisect import bytecode_verdict
+        side = bytecode_verdict(res.steps, args.fixed_bytecode)
+        if side:
+            say(con, side)
         for w in res.warnings():
             say(con, f"warning: {w}")
     if args.json:

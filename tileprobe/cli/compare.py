@@ -20,6 +20,7 @@ from tileprobe.cli._common import (
     where_of,
     write_json_doc,
 )
+from tileprobe.errors import UsageError
 from tileprobe.report.text import clean, say
 
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.34 s to its import
@@ -32,7 +33,12 @@ def add_parser(sub) -> None:
     p.add_argument("results", nargs="*", metavar="RESULT", help="two result JSON files / stored audit ids, or one "
                    "file with two compiler builds")
     p.add_argument("--probe", help="audit this probe with the two --tileiras versions and compare them")
-    p.add_argument("--tileiras", metavar="A,B", help="two compiler versions (with --probe)")
+    p.add_argument("--tileiras", metavar="A,B", help="two compiler versions (with --probe); with --cuda-tile A,B: "
+                   "the one compiler both use")
+    p.add_argument("--cuda-tile", metavar="A,B", help="with --probe: audit with two cuda-tile frontends (environments "
+                   "`tileprobe frontend install` made, or the one installed here) and one compiler, and compare them")
+    p.add_argument("--fixed-bytecode", action="store_true", help="with --probe --tileiras A,B: both compilers get "
+                   "one bytecode, the version the older reads, so that a change is the compiler's")
     add_install_option(p)
     p.add_argument("--arch", default=DEFAULT_ARCHS, help="targets (with --probe)")
     p.add_argument("--jobs", "-j", type=count, default=None)
@@ -56,11 +62,24 @@ def add_parser(sub) -> None:
 
 def cmd_compare(args) -> int:
     """Run ``tileprobe compare`` for parsed arguments; returns the exit code (0: compared, whatever changed)."""
+    import contextlib
+    import tempfile
+
+    from tileprobe import _cutile
     from tileprobe.analyses.compare import compare_results
+    tcs = None
     if args.probe and len(split(args.tileiras)) == 2:
-        toolchains(args.tileiras, args.install)   # a release not installed: installed only when asked
+        tcs = toolchains(args.tileiras, args.install)   # a release not installed: installed only when asked
+    fixed = contextlib.nullcontext()
+    if args.fixed_bytecode:
+        if not (args.probe and tcs):
+            raise UsageError("--fixed-bytecode needs --probe and two --tileiras releases, e.g. --tileiras "
+                             "13.3.36,13.4.92")
+        fixed = _cutile.fixed_bytecode([tc.version for tc in tcs])
     prog, cb = progress_bar(console(stderr=True))
-    with prog:
+    with prog, fixed, tempfile.TemporaryDirectory(prefix="tileprobe-frontends-") as tmp:
+        if args.cuda_tile:
+            args.results, args.probe = _audit_frontends(args, tmp), None
         c = compare_results(args.results, probe=args.probe, tileiras=split(args.tileiras), archs=split(args.arch),
                             jobs=args.jobs, store=args.store, use_store=not args.no_store, with_sass=args.sass,
                             where=where_of(args), progress=cb)
@@ -83,3 +102,36 @@ def cmd_compare(args) -> int:
         elif c.audited:
             say(out, "the audit tables of both compilers: add --tables (or `tileprobe audit PROBE --tileiras A,B`)")
     return 0
+
+
+def _audit_frontends(args, tmp: str) -> list[str]:
+    """``--cuda-tile A,B``: audit ``--probe`` with each frontend (its environment's interpreter, or this one for the
+    cuda-tile installed here) and the one ``--tileiras`` (default: the one cuTile would pick), each writing a result
+    file in ``tmp``; returns the two files. Raises UsageError for other than two versions or no --probe,
+    ToolchainError for a frontend with no environment, TileprobeError when an audit fails."""
+    import os
+    import subprocess
+
+    from tileprobe import frontend
+    from tileprobe.errors import TileprobeError
+    from tileprobe.procs import preexec_die_with_parent
+    fronts = split(args.cuda_tile)
+    if len(fronts) != 2 or not args.probe or len(split(args.tileiras)) > 1:
+        raise UsageError("--cuda-tile A,B compares two frontends with one compiler: give --probe, two versions "
+                         "(e.g. --cuda-tile 1.6.0,1.7.0) and at most one --tileiras")
+    out = []
+    for i, version in enumerate(fronts):
+        path = f"{tmp}/{i}-cuda-tile-{version}.json"
+        argv = ["audit", args.probe, "--arch", args.arch, "--summary", "--json", path,
+                *(["--tileiras", args.tileiras] if args.tileiras else []), *(["--install"] if args.install else []),
+                *(["--jobs", str(args.jobs)] if args.jobs else []), *(["--store", args.store] if args.store else []),
+                *(["--no-store"] if args.no_store else []), *(["--where", args.where] if args.where else [])]
+        cmd, env = frontend.command_for(version, argv)
+        proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, text=True, errors="replace",
+                              preexec_fn=preexec_die_with_parent(os.getpid()))   # it ends when this process ends
+        sys.stderr.write(proc.stdout)       # its summary lines go to standard error: the comparison owns stdout
+        if proc.returncode != 0:
+            raise TileprobeError(f"the audit with cuda-tile {version} failed (exit {proc.returncode}; its messages "
+                                 "are above)")
+        out.append(path)
+    return out

@@ -246,7 +246,8 @@ def _from_tileiras(exc, name: str, text: str, tileiras: str | None, build: str, 
                    "new as tileiras with lib/libnvvm.so.4; `tileprobe doctor` checks it; then audit with --retry-failed"
                    if origin.startswith("$") else
                    "run a tileiras that sits in its complete toolkit (bin/ptxas, lib/libnvvm.so.4 beside it): "
-                   "`tileprobe toolchain install 13.4` and --tileiras 13.4, or pip install 'cuda-tile[tileiras]'; "
+                   "`tileprobe toolchain install 13.4` and --tileiras 13.4, or the pip packages of one release "
+                   "(`tileprobe doctor` names them); "
                    "then audit with --retry-failed")
             return _make(BROKEN_ENVIRONMENT, [*lines, f"tileiras {version_of(build) or '?'} took a broken CUDA root: "
                                               f"{why} (the CUDA_HOME trap: tileiras loads libnvvm and ptxas from its "

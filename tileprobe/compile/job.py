@@ -112,6 +112,8 @@ class CompileResult:
     tileiras: str = ""
     tileiras_path: str = ""
     cuda_tile: str = ""
+    bytecode: str = ""           # the Tile IR bytecode version cuTile wrote, "13.4"
+    bytecode_sha256: str = ""    # sha256 of the bytecode file tileiras read
     symbol: str = ""
     signature: list = field(default_factory=list)
     effective_hints: dict = field(default_factory=dict)
@@ -140,7 +142,8 @@ class CompileResult:
 MAX_CUBIN_BYTES = 64 << 20
 
 #: CompileResult fields a worker sends back (the variant is the parent's own; it is not sent).
-_RESULT_FIELDS = ("status", "tileiras", "tileiras_path", "cuda_tile", "symbol", "signature", "effective_hints",
+_RESULT_FIELDS = ("status", "tileiras", "tileiras_path", "cuda_tile", "bytecode", "bytecode_sha256", "symbol",
+                  "signature", "effective_hints",
                   "cubin", "sass", "remarks", "error", "repro", "compile_s", "export_s", "total_s", "artifact_dir",
                   "failure", "message", "fix")
 _RESULT_TYPES = {"signature": (list,), "effective_hints": (dict,), "cubin": (bytes, type(None)),
@@ -190,6 +193,7 @@ class _WorkerState:
     sigs: dict[tuple, Any] = field(default_factory=dict)
     with_sass: bool | str = False    # True, or model.sass.SASS_GATE: the gated summary only
     artifacts: str | None = None
+    bytecode: str = ""               # the Tile IR bytecode version cuTile writes here ("13.4"; fixed or not)
 
 
 _WORKER = _WorkerState()
@@ -228,7 +232,8 @@ def _init_worker(tileiras: str | None, lib_dirs: list[str] | None, timeout_s: fl
         raise TileprobeError(f"{failure.message}\nfix: {failure.fix}") from e
     global _WORKER
     _WORKER = _WorkerState(tmp=wdir, root=tmp_root, timeout_s=timeout_s, with_sass=with_sass,
-                           artifacts=artifact_root or failed_artifacts_dir())
+                           artifacts=artifact_root or failed_artifacts_dir(),
+                           bytecode=_cutile.bytecode_text(bytecode))
     return {"pid": os.getpid(), "tileiras": _cutile.parse_build(version), "bytecode": str(bytecode)}
 
 
@@ -403,6 +408,7 @@ def _compile_cubin(kernel, sig, variant: Variant, res: CompileResult, timeout_s:
     if calls:
         call = calls[-1]
         res.compile_s = call.seconds
+        res.bytecode, res.bytecode_sha256 = _WORKER.bytecode, call.bytecode_sha256
         res.repro = _repro_command(call)
         if call.remarks_path and os.path.exists(call.remarks_path):
             with open(call.remarks_path, encoding="utf-8", errors="replace") as f:

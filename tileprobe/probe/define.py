@@ -205,8 +205,8 @@ class Probe:
             from tileprobe.stubs import stub_modules
             with stub_modules(*self.stub_modules):
                 k = import_object(k, base_dir=os.path.dirname(self.source) if self.source else None)
-        from cuda.tile._execution import kernel as kernel_type
-        if not isinstance(k, kernel_type):
+        from tileprobe._cutile import kernel_type
+        if not isinstance(k, kernel_type()):
             raise ProbeError(f"kernel {self.kernel!r} is a {type(k).__name__}, not a @ct.kernel function",
                              self.source)
         return k

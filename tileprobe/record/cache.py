@@ -219,8 +219,7 @@ def find_kernels(places: list[str]) -> tuple[dict[str, KernelRef], list[str]]:
     Raises:
         TileprobeError: a module or file named in ``places`` that cannot be imported.
     """
-    from cuda.tile._execution import kernel as kernel_type
-
+    from tileprobe._cutile import kernel_function, kernel_type
     from tileprobe.probe.define import _load_module
     found: dict[str, KernelRef] = {}
     notes: list[str] = []
@@ -237,9 +236,9 @@ def find_kernels(places: list[str]) -> tuple[dict[str, KernelRef], list[str]]:
                 notes.append(f"--kernels: {info.name} not searched ({type(e).__name__}: {e})")
         for mod in modules:
             for attr, obj in list(vars(mod).items()):
-                if not isinstance(obj, kernel_type):
+                if not isinstance(obj, kernel_type()):
                     continue
-                fn = obj._pyfunc
+                fn = kernel_function(obj)
                 if fn.__module__ != mod.__name__ and not place.endswith(".py"):
                     continue     # imported from elsewhere: found where it is defined
                 code = fn.__code__

@@ -62,21 +62,18 @@ def jit_capture(probe_paths: list[str], arch: str) -> list[dict]:
 
     import cuda.tile as ct
     import torch
-    from cuda.tile import _execution
 
+    from tileprobe._cutile import jit_compile_hook, kernel_function
     from tileprobe.probe.define import load_probes
     captured = {}
-    original = _execution.kernel._compile
 
-    def hooked(self, signature, context, compute_capability=None):
-        result = original(self, signature, context, compute_capability)
+    def seen(signature, result):
         captured["sig"], captured["cubin"] = signature, result[0]
         raise _Captured()
 
-    _execution.kernel._compile = hooked
     out = []
     stream = torch.cuda.current_stream()
-    try:
+    with jit_compile_hook(seen):
         for path in probe_paths:
             for probe in load_probes(path):
                 kernel = probe.resolve_kernel()
@@ -97,13 +94,11 @@ def jit_capture(probe_paths: list[str], arch: str) -> list[dict]:
                                 f.write(cubin)
                             sig = captured["sig"]
                             if sig.symbol is None:  # JIT mangles inside compile_tile; name it the same way
-                                sig = sig.with_mangled_symbol(k._pyfunc.__name__)
+                                sig = sig.with_mangled_symbol(kernel_function(k).__name__)
                             row.update(symbol=sig.symbol, cubin_sha256=sha)
                         except Exception as e:  # the JIT itself failed (e.g. unsupported dtype on this arch)
                             row["error"] = f"{type(e).__name__}: {e}"
                         out.append(row)
-    finally:
-        _execution.kernel._compile = original
     return out
 
 

@@ -44,6 +44,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 import re
 import sqlite3
 from collections.abc import Callable, Iterable, Sequence
@@ -166,8 +167,10 @@ class CompilesMixin(StoreConnection):
         return self._cuda_tile
 
     def compile_key(self, variant, build: str) -> str:
-        """:func:`compile_key` with this process's cuda-tile version."""
-        return compile_key(variant, build, self.cuda_tile())
+        """:func:`compile_key` with this process's cuda-tile version, and the bytecode version when it is fixed
+        (``$TILEPROBE_BYTECODE``, ``audit --fixed-bytecode``: other bytes than the newest each tileiras reads)."""
+        fixed = os.environ.get("TILEPROBE_BYTECODE", "").strip()
+        return compile_key(variant, build, self.cuda_tile() + (f"+bytecode{fixed}" if fixed else ""))
 
     def key_of(self, record) -> str | None:
         """The compile key of a record this store returned or saved, else the newest compile that matches it."""

@@ -29,6 +29,9 @@ tune's JSON carries the race's kernel time (``kernel_s``).
 ``audit_warm_summary_where`` and ``compare_releases`` on branch h5 (2026-12-05): records keep the SASS base opcodes
 (``sass.opcodes``), ``audit --json`` the pruned occupancy space (``pruned_space``), the Markdown report the kernel's
 source (``### The kernel``) and compare the instruction families added or dropped.
+``audit_warm_json``, ``gate``, ``history_fresh`` and
+``compare_releases`` on branch h8 (2026-12-05): records carry the bytecode tileiras was given (``bytecode``,
+``bytecode_sha256``), and compare says the bytecode changed with the compiler (13.3 → 13.4).
 
 ``--code DIR`` is the tileprobe source tree the commands run with (``PYTHONPATH=DIR``); the cases, the inputs and
 the normalizer are this file's, so ``tests/test_golden_cli.py`` runs the very same commands on the current code
