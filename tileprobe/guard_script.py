@@ -11,7 +11,11 @@ from __future__ import annotations
 #: registered it also notes every descendant of theirs each 0.5 s (pid and start time), and kills those too at the
 #: end: a probe's child that left its session and cleared its environment (so neither the group nor the mark finds
 #: it) is orphaned the moment its worker dies with tileprobe, before the guard could walk the tree (one survived a
-#: SIGKILLed audit, 2026-12-04).
+#: SIGKILLed audit, 2026-12-04). A ``*PID TICKS`` line asks it to note the descendants of PID the same way, but not
+#: PID itself (``-PID`` ends that too): tileprobe, a child subreaper while a ``-- COMMAND`` program runs
+#: (:mod:`tileprobe.record.program`), names itself, so a daemon the program double-forked (``env -i setsid sh -c
+#: 'sleep 600 &'``: no group, no session, no mark, its parent gone at once) is noted once it comes back to tileprobe
+#: and is ended when tileprobe dies, SIGKILL included (it then goes to init, out of every tree).
 GUARD_CODE = r"""
 import os, select, signal, sys, time
 def stat(pid):
@@ -27,7 +31,7 @@ def children():
         if g:
             kids.setdefault(int(g[1]), []).append((int(e), g[19]))
     return kids
-live, seen = {}, {}
+live, below, seen, me = {}, {}, {}, os.getpid()
 def walk(kids, roots):
     todo, found = list(roots), []
     while todo:
@@ -47,11 +51,15 @@ while True:
             op, _, rest = line.decode("ascii", "replace").strip().partition(" ")
             if op.startswith("+"):
                 live[int(op[1:])] = rest
+            elif op.startswith("*"):
+                below[int(op[1:])] = rest
             elif op.startswith("-"):
                 live.pop(int(op[1:]), None)
-    if live:
-        for c, t in walk(children(), live):
-            seen[c] = t
+                below.pop(int(op[1:]), None)
+    if live or below:
+        for c, t in walk(children(), list(live) + list(below)):
+            if c != me:
+                seen[c] = t
         seen = {c: t for c, t in seen.items() if (stat(c) or [None] * 20)[19] == t}
 targets = []
 kids = children()

@@ -368,6 +368,17 @@ def guard(pid: int) -> None:
         _GUARD[0].stdin.write(f"+{pid} {start_ticks(pid) or 0}\n")
 
 
+def guard_below(pid: int) -> None:
+    """Have the guard note the descendants of ``pid`` (each 0.5 s, with their start times) and SIGKILL those still
+    running if this process ends before :func:`unguard` — not ``pid`` itself. For this process while it is a child
+    subreaper (:func:`set_child_subreaper`): an orphan that comes back to it (a daemon's double fork that cleared its
+    environment and left its session) is then ended with it, even when it is SIGKILLed. A no-op off Linux."""
+    if not arm_guard():
+        return
+    with contextlib.suppress(OSError, ValueError):
+        _GUARD[0].stdin.write(f"*{pid} {start_ticks(pid) or 0}\n")
+
+
 def arm_guard() -> bool:
     """Start the guard process (once per process; again if it died) and set :data:`GUARD_ENV` in this process's
     environment, so every process started from now on — and what those start — is ended by the guard if this
@@ -387,7 +398,8 @@ def arm_guard() -> bool:
 
 
 def unguard(pid: int) -> None:
-    """``pid`` has ended and was reaped: the guard forgets it (its pid may be reused)."""
+    """``pid`` has ended and was reaped (or, after :func:`guard_below`, its descendants are no longer to be noted):
+    the guard forgets it (its pid may be reused)."""
     if _GUARD and _GUARD[0].poll() is None:
         with contextlib.suppress(OSError, ValueError):
             _GUARD[0].stdin.write(f"-{pid}\n")
