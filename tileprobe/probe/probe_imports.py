@@ -58,13 +58,29 @@ def installed_imports(path: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+#: Bytes of a probe file read here (in the tileprobe process) to guess what it imports.
+HEAD_BYTES = 1 << 20
+
+
 def _text(path: str) -> str:
-    """The first MiB of ``path`` as text ("" when it cannot be read)."""
+    """The first :data:`HEAD_BYTES` of ``path`` as text; "" when it cannot be read or is not a regular file.
+
+    This runs in the tileprobe process, before the probe's loader: the file is opened without blocking and read only
+    when the opened descriptor is a regular file (a FIFO's ``open`` waits for a writer for ever, ``/dev/zero`` never
+    ends: an audit of a FIFO hung here, 2026-12-04). The loader child then reads it under its deadline."""
+    import stat
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read(1 << 20)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     except OSError:
         return ""
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return ""
+        return os.read(fd, HEAD_BYTES).decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
 
 
 def needs_torch(path: str) -> bool:
