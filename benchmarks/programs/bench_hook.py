@@ -10,8 +10,9 @@ that load from other processes falls on both alike):
 * ``import cuda.tile.tune`` with and without the hook: a process that imports the tuner but does not search (the
   capture is loaded and wraps the tuner; the table is not read).
 
-Then the table read a *searching* process pays once (``Answerer.load``: read, parse, index), in this process, with
-the RSS it adds.
+Then the table read a *searching* process pays once without the index (``Answerer.load``: read, parse, index), in
+this process, with the RSS it adds; and with the index ``tune --export`` writes beside the table (``TABLE.index``:
+one bucket of rows read, ``capture.index_rows``), in fresh processes, for a key in the table and one not in it.
 
 No GPU needed. The first lines name the machine (host, CPU model and count, load average), the date and the command.
 
@@ -64,8 +65,13 @@ def make_table(path: str, mb: int) -> int:
     for i in range(n):
         r = dict(row, search=dict(row["search"], key=f"{i:016x}"), problem={"search": f"{i:016x}"})
         rows.append(r)
+    doc = {"schema_version": 1, "kind": "tileprobe.tune", "kernels": {"other": rows}}
     with open(path, "w") as f:
-        json.dump({"schema_version": 1, "kind": "tileprobe.tune", "kernels": {"other": rows}}, f)
+        json.dump(doc, f)
+    from tileprobe.tune.export import _write_index
+    t0 = time.perf_counter()
+    _write_index(path, doc)          # as `tune --export` writes it beside the table
+    print(f"index written beside the table in {time.perf_counter() - t0:.2f} s (by the process that wrote it)")
     return os.path.getsize(path)
 
 
@@ -130,9 +136,19 @@ def main() -> None:
         took = time.perf_counter() - t0
         rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         rows = sum(len(v) for v in answerer.rows.values())
-        print(f"searching process, first search: table read, parsed and indexed in {took:.2f} s ({rows:,} rows, "
-              f"{size / 1e6 / took:,.0f} MB/s), peak RSS +{rss1 - rss0:,.0f} MB; said once on stderr above "
-              f"{cap.TABLE_WARN_BYTES / 1e6:,.0f} MB")
+        print(f"searching process without the index, first search: table read, parsed and indexed in {took:.2f} s "
+              f"({rows:,} rows, {size / 1e6 / took:,.0f} MB/s), peak RSS +{rss1 - rss0:,.0f} MB; said once on stderr "
+              f"above {cap.TABLE_WARN_BYTES / 1e6:,.0f} MB")
+        probe = [sys.executable, "-c", "import sys, time; sys.path.insert(0, sys.argv[1]); from tileprobe.record "
+                 "import hook; cap = hook.load_capture(); t0 = time.perf_counter(); "
+                 "found = cap.index_rows(sys.argv[2], sys.argv[3]); "
+                 "print(len(found), (time.perf_counter() - t0) * 1000)", ROOT, table]
+        for what, key in (("a key in the table", f"{rows // 2:016x}"), ("a key not in it", "f" * 16)):
+            got = [subprocess.run([*probe, key], capture_output=True, text=True, check=True).stdout.split()
+                   for _ in range(a.runs)]
+            ms = [float(ms) for _, ms in got]
+            print(f"searching process with the index ({what}): {got[0][0]} row(s) from one bucket in median "
+                  f"{statistics.median(ms):.1f} ms (min {min(ms):.1f}, {a.runs} processes)")
 
 
 if __name__ == "__main__":
