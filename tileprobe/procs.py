@@ -209,7 +209,8 @@ def run_in_group(command: list[str], env: dict | None, timeout_s: float,
         raise
     finally:
         for f in (proc.stdout, proc.stderr):
-            f.close()
+            if f is not None:
+                f.close()
     signal_group(proc.pid)
     proc.wait()
     out, err = (b.data() for b in streams)
@@ -217,8 +218,12 @@ def run_in_group(command: list[str], env: dict | None, timeout_s: float,
         err += (f"\n[tileprobe: {os.path.basename(command[0])} exited, and left {len(held)} process(es) holding its "
                 f"output, which were killed: {', '.join(held)}]\n").encode()
     if text:     # as subprocess's text=True: undecodable bytes replaced, universal newlines
-        out, err = (x.decode(errors="replace").replace("\r\n", "\n").replace("\r", "\n") for x in (out, err))
+        return (proc.returncode if finished else None), _text(out), _text(err)
     return (proc.returncode if finished else None), out, err
+
+
+def _text(data: bytes) -> str:
+    return data.decode(errors="replace").replace("\r\n", "\n").replace("\r", "\n")
 
 
 #: Bytes of a tool's stdout and of its stderr kept from the start and from the end each (the middle of a longer
@@ -268,7 +273,8 @@ def _pump(proc: subprocess.Popen, streams: tuple, deadline: float, held: list | 
     import selectors
     sel = selectors.DefaultSelector()
     for f, b in zip((proc.stdout, proc.stderr), streams):
-        sel.register(f, selectors.EVENT_READ, b)
+        if f is not None:
+            sel.register(f, selectors.EVENT_READ, b)
     exited_at = None
     try:
         while sel.get_map():
@@ -438,7 +444,7 @@ def sweep_leftovers(root: str | None = None) -> list[str]:
     longer exists (same pid and start time). Folders without a marker, or of live owners, are left alone.
     Returns the folders removed."""
     root = root or tempfile.gettempdir()
-    removed = []
+    removed: list[str] = []
     try:
         names = os.listdir(root)
     except OSError:

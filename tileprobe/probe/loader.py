@@ -100,13 +100,16 @@ class _Loader:
         guard(self.proc.pid)      # ended with its group even if tileprobe is SIGKILLed
         self.path, self.stay, self.key, self.jobs = path, stay, _child_key(path), 1
         self.msgs: Connection | None = Connection(ours.detach())
+        assert self.proc.stdout is not None      # started with a pipe for its output, either way
         self.out_fd: int | None = self.proc.stdout.fileno()
         self.ended, self._end_lock = False, threading.Lock()
         self._begin(timeout_s, STARTUP_S + timeout_s, "starting Python")
 
     def _begin(self, timeout_s: float, first_s: float, stage: str) -> None:
         """A job starts: its stage, its deadline (``first_s`` from now), its output counted from 0."""
-        self.timeout_s, self.stage, self.report, self.error, self.heard = timeout_s, stage, None, None, False
+        self.timeout_s, self.stage, self.heard = timeout_s, stage, False
+        self.report: FileReport | None = None
+        self.error: str | None = None
         self.head, self.out_bytes, self.stages = bytearray(), 0, 0
         self.started = time.monotonic()
         self.deadline = self.started + first_s

@@ -32,7 +32,8 @@ class _Failures:
     """Errors of one probe grouped by (what, line, detail), so each is reported once with the variants it hits."""
 
     def __init__(self, path: str):
-        self.path, self.groups = path, {}
+        self.path = path
+        self.groups: dict[str, list[str]] = {}
 
     def add(self, what: str, exc: BaseException, label: str, line: int | None = None) -> None:
         from tileprobe.probe.define import _probe_error_from

@@ -32,7 +32,8 @@ class ZygoteProcess:
     """
 
     def __init__(self, zygote: Zygote, pid: int, stdout=None):
-        self.zygote, self.pid, self.stdout, self.returncode = zygote, pid, stdout, None
+        self.zygote, self.pid, self.stdout = zygote, pid, stdout
+        self.returncode: int | None = None
 
     def poll(self) -> int | None:
         """The exit status if it has ended (without waiting), else None."""
@@ -216,7 +217,7 @@ class Zygote:
                    "cwd": os.getcwd(), "sys_path": list(sys.path), "nfds": len(fds), "stdout": stdout, "heavy": heavy,
                    "torch_free": self.torch_free, "preload": list(preload), "preload_s": preload_s}
             try:
-                socket.send_fds(self.sock, [_request(req)], list(fds) + ([out_w] if stdout else []))
+                socket.send_fds(self.sock, [_request(req)], list(fds) + ([out_w] if out_w is not None else []))
                 late = time.monotonic() + READY_TIMEOUT_S + (preload_s if preload else 0.0)
                 while not self._replies and not self.dead:
                     if time.monotonic() > late:      # stuck (a package's import that stopped the alarm)
@@ -239,7 +240,7 @@ class Zygote:
                 if out_r is not None:
                     os.close(out_r)
                 raise ZygoteError(f"the zygote did not start the process: {value}")
-            child = ZygoteProcess(self, value, os.fdopen(out_r, "rb", buffering=0) if stdout else None)
+            child = ZygoteProcess(self, value, os.fdopen(out_r, "rb", buffering=0) if out_r is not None else None)
             if value in self.exits:
                 child.returncode = self.exits.pop(value)
             else:
