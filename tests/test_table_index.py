@@ -42,7 +42,8 @@ def test_the_index_gives_each_search_keys_rows_as_the_table_does(tmp_path):
         assert [(k, r["search"]["config"]) for k, r in got] == [(k, r["search"]["config"]) for k, r in whole.rows[key]]
     assert [k for k, _ in cap.index_rows(str(table), "00aa" * 4)] == ["a", "b"]
     assert cap.index_rows(str(table), "1234" * 4) == []               # current index, no row: a miss at once
-    assert sorted(os.listdir(str(table) + ".index")) == ["00.json", "ff.json", "meta.json"]
+    buckets = sorted(f"{cap.index_bucket(k)}.json" for k in ("00aa" * 4, "ffbb" * 4))
+    assert sorted(os.listdir(str(table) + ".index")) == [*buckets, "meta.json"]
 
 
 def test_an_index_older_than_its_table_damaged_or_not_a_file_is_passed_over(tmp_path):
@@ -54,7 +55,7 @@ def test_an_index_older_than_its_table_damaged_or_not_a_file_is_passed_over(tmp_
     assert cap.index_rows(str(table), key) is None
     _write_index(str(table), _doc())                                    # made again, in place of the old one
     assert len(cap.index_rows(str(table), key)) == 2 and not list(tmp_path.glob("t.json.index.*"))
-    (table.parent / "t.json.index" / "00.json").write_text("[[")      # damaged bucket
+    (table.parent / "t.json.index" / f"{cap.index_bucket(key)}.json").write_text("[[")      # damaged bucket
     assert cap.index_rows(str(table), key) is None
     shutil.rmtree(str(table) + ".index")
     os.mkfifo(str(table) + ".index")                                    # not a folder: passed over, no hang

@@ -89,11 +89,27 @@ def run_once(argv: list[str], env: dict) -> tuple[float, float]:
     return wall, usage.ru_maxrss / 1024
 
 
+def _read_whole(cap, table: str, size: int) -> int:
+    """The first search's read of the whole table (no index), in this process; prints it, returns the row count."""
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    answerer = cap.Answerer(table)
+    t0 = time.perf_counter()
+    answerer.load()
+    took = time.perf_counter() - t0
+    rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    rows = sum(len(v) for v in answerer.rows.values())
+    print(f"searching process without the index, first search: table read, parsed and indexed in {took:.2f} s "
+          f"({rows:,} rows, {size / 1e6 / took:,.0f} MB/s), peak RSS +{rss1 - rss0:,.0f} MB; said once on stderr "
+          f"above {cap.TABLE_WARN_BYTES / 1e6:,.0f} MB")
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--mb", type=int, default=150)
     ap.add_argument("--make-table", metavar="PATH", help=argparse.SUPPRESS)
+    ap.add_argument("--index-only", action="store_true", help="only the searching process's read with the index")
     a = ap.parse_args()
     if a.make_table:
         make_table(a.make_table, a.mb)
@@ -117,7 +133,7 @@ def main() -> None:
         cached = "off (PYTHONDONTWRITEBYTECODE)" if os.environ.get("PYTHONDONTWRITEBYTECODE") else "on"
         print(f"bytecode caching: {cached}; the capture (1,400 lines) is compiled at each load when off")
         print(f"{'case':44} {'median ms':>10} {'min ms':>8}")
-        for name, argv in cases:
+        for name, argv in cases if not a.index_only else ():
             runs = {"off": [], "on": []}
             for _ in range(a.runs):
                 runs["off"].append(run_once(argv, base))
@@ -129,16 +145,12 @@ def main() -> None:
             print(f"{'  hook cost (median difference)':44} {d:+10.1f} ms "
                   f"({100 * d / statistics.median(w for w, _ in runs['off']):+.1f} %)")
         cap = hook.load_capture()
-        rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        answerer = cap.Answerer(table)
-        t0 = time.perf_counter()
-        answerer.load()
-        took = time.perf_counter() - t0
-        rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        rows = sum(len(v) for v in answerer.rows.values())
-        print(f"searching process without the index, first search: table read, parsed and indexed in {took:.2f} s "
-              f"({rows:,} rows, {size / 1e6 / took:,.0f} MB/s), peak RSS +{rss1 - rss0:,.0f} MB; said once on stderr "
-              f"above {cap.TABLE_WARN_BYTES / 1e6:,.0f} MB")
+        if a.index_only:
+            with open(table) as f:
+                rows = sum(len(v) for v in json.load(f)["kernels"].values())
+            print(f"({rows:,} rows; --index-only: the processes above and the read without the index left out)")
+        else:
+            rows = _read_whole(cap, table, size)
         probe = [sys.executable, "-c", "import sys, time; sys.path.insert(0, sys.argv[1]); from tileprobe.record "
                  "import hook; cap = hook.load_capture(); t0 = time.perf_counter(); "
                  "found = cap.index_rows(sys.argv[2], sys.argv[3]); "

@@ -33,6 +33,7 @@ correct candidate are left out. A table of another ``schema_version`` or ``kind`
 from __future__ import annotations
 
 import datetime
+import hashlib
 import json
 import os
 import re
@@ -169,7 +170,7 @@ _INDEX_KEY = re.compile(r"[0-9a-f]{16}")
 def _write_index(table: str, doc: dict) -> None:
     """Write the index of ``doc``, just written to ``table``, in place of any older one (a new folder, renamed into
     place): ``TABLE.index/meta.json`` (the table's size and mtime) and ``XY.json`` per first two hex digits of the
-    search keys, each ``[[kernel, row], …]``. Its reader is the start-up hook's (tileprobe/record/capture.py,
+    search key's SHA-256, each ``[[kernel, row], …]``. Its reader is the start-up hook's (tileprobe/record/capture.py,
     ``index_rows``, where the format is described; tests/test_table_index.py holds the two together). Raises
     OSError when it cannot (the table stays; the hook then reads it whole)."""
     import shutil
@@ -179,7 +180,7 @@ def _write_index(table: str, doc: dict) -> None:
         for row in rows if isinstance(rows, list) else ():
             key = (row.get("search") or {}).get("key") if isinstance(row, dict) else None
             if isinstance(key, str) and _INDEX_KEY.fullmatch(key):
-                buckets.setdefault(key[:2], []).append([kernel, row])
+                buckets.setdefault(hashlib.sha256(key.encode()).hexdigest()[:2], []).append([kernel, row])
     folder = table + _INDEX_SUFFIX
     tmp = tempfile.mkdtemp(prefix=os.path.basename(folder) + ".tmp-", dir=os.path.dirname(os.path.abspath(table)))
     try:
