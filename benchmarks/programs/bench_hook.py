@@ -115,7 +115,8 @@ def main() -> None:
         make_table(a.make_table, a.mb)
         return
     print(f"# {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC · {machine()}")
-    print(f"# command: python benchmarks/programs/bench_hook.py --runs {a.runs} --mb {a.mb}")
+    print(f"# command: python benchmarks/programs/bench_hook.py --runs {a.runs} --mb {a.mb}"
+          + (" --index-only" if a.index_only else ""))
     from tileprobe.record import hook
     with tempfile.TemporaryDirectory(prefix="bench-hook-") as tmp:
         table = os.path.join(tmp, "table.json")
