@@ -24,8 +24,8 @@ while time.monotonic() < end:
 
 
 def _load(tmp_path, monkeypatch, head: str, timeout_s: float):
-    from tileprobe.probe import contained
-    monkeypatch.setattr(contained, "STARTUP_S", 5.0)
+    from tileprobe.probe import contained, loader
+    monkeypatch.setattr(loader, "STARTUP_S", 5.0)     # the limits are read where a loader child is watched
     src = open(PROBE).read().replace("__file__", repr(PROBE))
     bad, good = tmp_path / "p_stages.py", tmp_path / "p_good.py"
     bad.write_text(head + src.replace('name="vadd"', 'name="vadd_stages"'))
@@ -37,8 +37,8 @@ def _load(tmp_path, monkeypatch, head: str, timeout_s: float):
 
 
 def test_stage_messages_cannot_hold_a_load_past_its_bound(tmp_path, monkeypatch):
-    from tileprobe.probe import contained
-    monkeypatch.setattr(contained, "JOB_BOUND_STAGES", 3)
+    from tileprobe.probe import loader
+    monkeypatch.setattr(loader, "JOB_BOUND_STAGES", 3)
     reports, took = _load(tmp_path, monkeypatch, _STAGES.replace("PAUSE", "0.3").replace("SIZE", "0"), 2.0)
     # bound: 5 s start + 2 s + 3 × 2 s = 13 s (the loop would go on for 60 s)
     assert took < 40, took
@@ -48,8 +48,8 @@ def test_stage_messages_cannot_hold_a_load_past_its_bound(tmp_path, monkeypatch)
 
 
 def test_a_flood_of_stage_messages_is_that_probes_error(tmp_path, monkeypatch):
-    from tileprobe.probe import contained
-    monkeypatch.setattr(contained, "MAX_STAGE_MESSAGES", 2000)
+    from tileprobe.probe import loader
+    monkeypatch.setattr(loader, "MAX_STAGE_MESSAGES", 2000)
     reports, took = _load(tmp_path, monkeypatch, _STAGES.replace("PAUSE", "0").replace("SIZE", "3000"), 30.0)
     assert took < 50, took
     error = "\n".join(reports[0].errors)

@@ -36,6 +36,19 @@ open(sys.argv[1] + ".tmp", "w").write(str(child.pid))
 os.replace(sys.argv[1] + ".tmp", sys.argv[1])
 """
 
+#: A daemon as a shell script makes one: ``env -i`` (no guard mark), ``setsid`` (out of the program's group and
+#: session), ``&`` then the shell exits (a double fork: the sleeper's parent is gone at once). The program then runs on.
+DOUBLE_FORK = """
+import os, subprocess, sys, time
+daemon = sys.argv[1] + ".daemon"
+subprocess.run(["env", "-i", "setsid", "sh", "-c", f"sleep 600 & echo $! > {daemon}"], check=True)
+while not open(daemon).read().strip():
+    time.sleep(0.05)
+open(sys.argv[1] + ".tmp", "w").write(f"{os.getpid()} {open(daemon).read().strip()}")
+os.replace(sys.argv[1] + ".tmp", sys.argv[1])
+time.sleep(300)
+"""
+
 
 def _env(tmp_path):
     return dict(os.environ, PYTHONPATH=str(ROOT), TILEPROBE_STORE=str(tmp_path / "store.db"), TMPDIR=str(tmp_path),
@@ -97,6 +110,24 @@ def test_sigkill_of_tileprobe_ends_the_program_and_its_children_within_5_s(tmp_p
         assert gone, f"{kind}: {pids} alive 5 s after tileprobe was SIGKILLed"
 
 
+def test_sigkill_of_tileprobe_ends_a_double_forked_daemon_that_left_the_session_and_cleared_its_environment(
+        tmp_path):
+    for kind in ("use", "record", "tune"):
+        proc, pids = _start(kind, tmp_path, DOUBLE_FORK)
+        daemon = pids[1]
+        assert _alive(daemon) and "sleep" in Path(f"/proc/{daemon}/cmdline").read_text()
+        assert os.getsid(daemon) != os.getsid(pids[0])      # it left the program's session
+        time.sleep(1.5)                                      # the guard's walk (each 0.5 s) has seen it
+        proc.kill()
+        proc.wait(timeout=30)          # (not communicate: a surviving daemon holds tileprobe's output pipes)
+        gone = _wait_for(lambda: not any(_alive(p) for p in pids), 5.0)
+        for p in pids:
+            if _alive(p):
+                os.kill(p, signal.SIGKILL)
+        proc.communicate(timeout=30)
+        assert gone, f"{kind}: {[p for p in pids if _alive(p)]} of {pids} alive 5 s after tileprobe was SIGKILLed"
+
+
 def test_sigterm_is_passed_on_and_a_program_that_ignores_it_is_killed_after_the_grace_period(tmp_path):
     for kind, sig in (("record", signal.SIGTERM), ("tune", signal.SIGHUP)):
         proc, pids = _start(kind, tmp_path)
@@ -125,10 +156,13 @@ def test_a_second_signal_kills_the_tree_at_once(tmp_path):
 
 
 def test_a_daemon_the_program_leaves_is_named_and_ended(tmp_path):
-    for kind in ("use", "record"):
+    double_fork_then_exit = DOUBLE_FORK.replace('f"{os.getpid()} {open(daemon).read().strip()}"',
+                                                "open(daemon).read().strip()").replace("time.sleep(300)", "")
+    for kind, program, command in (("use", DAEMON, "time.sleep(300)"), ("record", DAEMON, "time.sleep(300)"),
+                                   ("use", double_fork_then_exit, "sleep 600")):
         flag = tmp_path / "pids"
         flag.unlink(missing_ok=True)
-        out = subprocess.run([sys.executable, "-m", "tileprobe.cli", *_command(kind, tmp_path, DAEMON, flag)],
+        out = subprocess.run([sys.executable, "-m", "tileprobe.cli", *_command(kind, tmp_path, program, flag)],
                              capture_output=True, text=True, env=_env(tmp_path), cwd=str(tmp_path), timeout=120,
                              stdin=subprocess.DEVNULL)
         (pid,) = [int(x) for x in flag.read_text().split()]
@@ -136,7 +170,7 @@ def test_a_daemon_the_program_leaves_is_named_and_ended(tmp_path):
         if not gone:
             os.kill(pid, signal.SIGKILL)
         assert out.returncode == 0 and gone, (kind, out.stderr)
-        assert "left 1 process(es) running" in out.stderr and f"pid {pid} (" in out.stderr and "time.sleep(300)" in \
+        assert "left 1 process(es) running" in out.stderr and f"pid {pid} (" in out.stderr and command in \
             out.stderr, out.stderr
 
 

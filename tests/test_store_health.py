@@ -225,3 +225,17 @@ def test_a_compile_that_finds_the_disk_full_is_named_as_not_kept(tmp_path, monke
     assert "no space left on" in said and "8192 bytes free" in said and "kept 2 compile(s)" in said
     assert "The compile not kept: k I=5 occupancy=1 sm_90 (ok); the kept ones are not compiled again." in said, said
     assert _rows(path) == 2
+
+
+@pytest.mark.parametrize("suffix, role", [("-wal", "its write-ahead log"), ("-journal", "its rollback journal")])
+def test_a_folder_where_sqlite_keeps_its_log_is_named_not_called_read_only(tmp_path, capsys, suffix, role):
+    store = tmp_path / "s.sqlite"
+    _filled(store)
+    os.mkdir(str(store) + suffix)
+    assert main(["history", "--store", str(store)]) == 1
+    err = capsys.readouterr().err
+    assert f"{store}{suffix} is a folder, not a file ({role}, which SQLite makes beside the store)" in err, err
+    assert "read-only" not in err and "disk I/O error. Check the disk" not in err and "damaged" not in err, err
+    os.rmdir(str(store) + suffix)            # moved aside as the message says: every row is there
+    assert _rows(str(store)) == 3
+    assert main(["history", "--store", str(store)]) == 0

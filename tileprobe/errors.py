@@ -17,6 +17,9 @@ EXIT_INTERRUPTED = 130    # Ctrl-C; SIGTERM / SIGHUP give 128 + the signal's num
 
 #: Characters of a user's value echoed in a message (:func:`shown`); a longer one is cut and its length given.
 SHOWN_CHARS = 120
+#: Characters of a path echoed in a message (``shown(path, limit=PATH_SHOWN_CHARS)``): Linux's ``PATH_MAX``, so a
+#: real path is only escaped, never cut.
+PATH_SHOWN_CHARS = 4096
 
 
 def shown(value, quote: bool = False, limit: int = SHOWN_CHARS) -> str:

@@ -16,8 +16,8 @@ Linux only for the parent-death signal and the /proc walks; elsewhere these are 
 worker and the main process still ends an idle worker: its ``recv`` sees end-of-file).
 
 The one home of process handling: every module that ends processes calls it (a leaf: it imports nothing of
-tileprobe). A tool asked something or compiling runs in a group of its own, killed whole when it ends or times
-out (:func:`run_in_group`); a worker is stopped politely, then by force (:func:`stop_process`); a group is
+tileprobe but the guard's program text, :mod:`tileprobe.guard_script`). A tool asked something or compiling runs in
+a group of its own, killed whole when it ends or times out (:func:`run_in_group`); a worker is stopped politely, then by force (:func:`stop_process`); a group is
 signalled by :func:`signal_group`, a tree by :func:`kill_tree`.
 """
 from __future__ import annotations
@@ -33,6 +33,8 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+
+from tileprobe.guard_script import GUARD_CODE
 
 #: ``PR_SET_PDEATHSIG`` from ``<linux/prctl.h>``.
 PR_SET_PDEATHSIG = 1
@@ -207,7 +209,8 @@ def run_in_group(command: list[str], env: dict | None, timeout_s: float,
         raise
     finally:
         for f in (proc.stdout, proc.stderr):
-            f.close()
+            if f is not None:
+                f.close()
     signal_group(proc.pid)
     proc.wait()
     out, err = (b.data() for b in streams)
@@ -215,8 +218,12 @@ def run_in_group(command: list[str], env: dict | None, timeout_s: float,
         err += (f"\n[tileprobe: {os.path.basename(command[0])} exited, and left {len(held)} process(es) holding its "
                 f"output, which were killed: {', '.join(held)}]\n").encode()
     if text:     # as subprocess's text=True: undecodable bytes replaced, universal newlines
-        out, err = (x.decode(errors="replace").replace("\r\n", "\n").replace("\r", "\n") for x in (out, err))
+        return (proc.returncode if finished else None), _text(out), _text(err)
     return (proc.returncode if finished else None), out, err
+
+
+def _text(data: bytes) -> str:
+    return data.decode(errors="replace").replace("\r\n", "\n").replace("\r", "\n")
 
 
 #: Bytes of a tool's stdout and of its stderr kept from the start and from the end each (the middle of a longer
@@ -266,7 +273,8 @@ def _pump(proc: subprocess.Popen, streams: tuple, deadline: float, held: list | 
     import selectors
     sel = selectors.DefaultSelector()
     for f, b in zip((proc.stdout, proc.stderr), streams):
-        sel.register(f, selectors.EVENT_READ, b)
+        if f is not None:
+            sel.register(f, selectors.EVENT_READ, b)
     exited_at = None
     try:
         while sel.get_map():
@@ -345,91 +353,8 @@ def kill_tree(pid: int, include_self: bool = True, group: bool = False) -> list[
 
 # --- a guard that outlives a SIGKILLed tileprobe and ends what probe code left -----------------------------------------
 
-#: The guard: one small process per tileprobe process (no tileprobe import, no probe code), reading ``+PID TICKS`` /
-#: ``-PID`` lines; at end of file (tileprobe ended, however: a SIGKILL included) it SIGKILLs the process group and
-#: the descendants of every pid still registered whose start time is still TICKS, then exits. While pids are
-#: registered it also notes every descendant of theirs each 0.5 s (pid and start time), and kills those too at the
-#: end: a probe's child that left its session and cleared its environment (so neither the group nor the mark finds
-#: it) is orphaned the moment its worker dies with tileprobe, before the guard could walk the tree (one survived a
-#: SIGKILLed audit, 2026-12-04).
-_GUARD_CODE = r"""
-import os, select, signal, sys, time
-def stat(pid):
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().decode("ascii", "replace").rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-def children():
-    kids = {}
-    for e in os.listdir("/proc"):
-        g = stat(e) if e.isdigit() else None
-        if g:
-            kids.setdefault(int(g[1]), []).append((int(e), g[19]))
-    return kids
-live, seen = {}, {}
-def walk(kids, roots):
-    todo, found = list(roots), []
-    while todo:
-        for c, t in kids.get(todo.pop(), []):
-            found.append((c, t))
-            todo.append(c)
-    return found
-fd, buf = sys.stdin.fileno(), b""
-while True:
-    ready, _, _ = select.select([fd], [], [], 0.5)
-    if ready:
-        data = os.read(fd, 65536)
-        if not data:
-            break
-        *lines, buf = (buf + data).split(b"\n")
-        for line in lines:
-            op, _, rest = line.decode("ascii", "replace").strip().partition(" ")
-            if op.startswith("+"):
-                live[int(op[1:])] = rest
-            elif op.startswith("-"):
-                live.pop(int(op[1:]), None)
-    if live:
-        for c, t in walk(children(), live):
-            seen[c] = t
-        seen = {c: t for c, t in seen.items() if (stat(c) or [None] * 20)[19] == t}
-targets = []
-kids = children()
-for pid, ticks in live.items():
-    f = stat(pid)
-    if f is not None and f[19] != ticks:
-        continue                       # that pid is another process now
-    targets += [pid] + [c for c, _ in walk(kids, [pid])]
-for c, t in seen.items():              # descendants seen while they ran: a probe's child that left its session
-    f = stat(c)
-    if f is not None and f[19] == t:
-        targets.append(c)
-for target in targets:
-    for kill in (lambda t: os.killpg(t, signal.SIGKILL), lambda t: os.kill(t, signal.SIGKILL)):
-        try:
-            kill(target)
-        except OSError:
-            pass
-mark = ("TILEPROBE_GUARD=" + sys.argv[1]).encode() if len(sys.argv) > 1 else None
-for sweep in range(8):                 # again while any is found: a marked process being started as its parent died
-    found = False                      # (Ray's raylet starting its agents) appears after the first sweep
-    for e in os.listdir("/proc") if mark else ():
-        if e.isdigit() and int(e) != os.getpid():
-            try:
-                with open(f"/proc/{e}/environ", "rb") as f:
-                    marked = mark in f.read().split(b"\0")
-            except OSError:
-                continue
-            if marked:
-                found = True
-                try:
-                    os.kill(int(e), signal.SIGKILL)
-                except OSError:
-                    pass
-    if not found and sweep:
-        break
-    time.sleep(0.4)
-"""
+#: The guard's program (:mod:`tileprobe.guard_script`: its orders and what it ends).
+_GUARD_CODE = GUARD_CODE
 _GUARD: list = []
 #: The environment variable every process started after :func:`arm_guard` inherits: ``<pid>.<start ticks>`` of
 #: the tileprobe process. At the end the guard SIGKILLs every process that carries it, wherever it was reparented
@@ -447,6 +372,17 @@ def guard(pid: int) -> None:
         return
     with contextlib.suppress(OSError, ValueError):
         _GUARD[0].stdin.write(f"+{pid} {start_ticks(pid) or 0}\n")
+
+
+def guard_below(pid: int) -> None:
+    """Have the guard note the descendants of ``pid`` (each 0.5 s, with their start times) and SIGKILL those still
+    running if this process ends before :func:`unguard` — not ``pid`` itself. For this process while it is a child
+    subreaper (:func:`set_child_subreaper`): an orphan that comes back to it (a daemon's double fork that cleared its
+    environment and left its session) is then ended with it, even when it is SIGKILLed. A no-op off Linux."""
+    if not arm_guard():
+        return
+    with contextlib.suppress(OSError, ValueError):
+        _GUARD[0].stdin.write(f"*{pid} {start_ticks(pid) or 0}\n")
 
 
 def arm_guard() -> bool:
@@ -468,7 +404,8 @@ def arm_guard() -> bool:
 
 
 def unguard(pid: int) -> None:
-    """``pid`` has ended and was reaped: the guard forgets it (its pid may be reused)."""
+    """``pid`` has ended and was reaped (or, after :func:`guard_below`, its descendants are no longer to be noted):
+    the guard forgets it (its pid may be reused)."""
     if _GUARD and _GUARD[0].poll() is None:
         with contextlib.suppress(OSError, ValueError):
             _GUARD[0].stdin.write(f"-{pid}\n")
@@ -507,7 +444,7 @@ def sweep_leftovers(root: str | None = None) -> list[str]:
     longer exists (same pid and start time). Folders without a marker, or of live owners, are left alone.
     Returns the folders removed."""
     root = root or tempfile.gettempdir()
-    removed = []
+    removed: list[str] = []
     try:
         names = os.listdir(root)
     except OSError:

@@ -10,8 +10,9 @@ that load from other processes falls on both alike):
 * ``import cuda.tile.tune`` with and without the hook: a process that imports the tuner but does not search (the
   capture is loaded and wraps the tuner; the table is not read).
 
-Then the table read a *searching* process pays once (``Answerer.load``: read, parse, index), in this process, with
-the RSS it adds.
+Then the table read a *searching* process pays once without the index (``Answerer.load``: read, parse, index), in
+this process, with the RSS it adds; and with the index ``tune --export`` writes beside the table (``TABLE.index``:
+one bucket of rows read, ``capture.index_rows``), in fresh processes, for a key in the table and one not in it.
 
 No GPU needed. The first lines name the machine (host, CPU model and count, load average), the date and the command.
 
@@ -64,8 +65,13 @@ def make_table(path: str, mb: int) -> int:
     for i in range(n):
         r = dict(row, search=dict(row["search"], key=f"{i:016x}"), problem={"search": f"{i:016x}"})
         rows.append(r)
+    doc = {"schema_version": 1, "kind": "tileprobe.tune", "kernels": {"other": rows}}
     with open(path, "w") as f:
-        json.dump({"schema_version": 1, "kind": "tileprobe.tune", "kernels": {"other": rows}}, f)
+        json.dump(doc, f)
+    from tileprobe.tune.export import _write_index
+    t0 = time.perf_counter()
+    _write_index(path, doc)          # as `tune --export` writes it beside the table
+    print(f"index written beside the table in {time.perf_counter() - t0:.2f} s (by the process that wrote it)")
     return os.path.getsize(path)
 
 
@@ -83,17 +89,34 @@ def run_once(argv: list[str], env: dict) -> tuple[float, float]:
     return wall, usage.ru_maxrss / 1024
 
 
+def _read_whole(cap, table: str, size: int) -> int:
+    """The first search's read of the whole table (no index), in this process; prints it, returns the row count."""
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    answerer = cap.Answerer(table)
+    t0 = time.perf_counter()
+    answerer.load()
+    took = time.perf_counter() - t0
+    rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    rows = sum(len(v) for v in answerer.rows.values())
+    print(f"searching process without the index, first search: table read, parsed and indexed in {took:.2f} s "
+          f"({rows:,} rows, {size / 1e6 / took:,.0f} MB/s), peak RSS +{rss1 - rss0:,.0f} MB; said once on stderr "
+          f"above {cap.TABLE_WARN_BYTES / 1e6:,.0f} MB")
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--mb", type=int, default=150)
     ap.add_argument("--make-table", metavar="PATH", help=argparse.SUPPRESS)
+    ap.add_argument("--index-only", action="store_true", help="only the searching process's read with the index")
     a = ap.parse_args()
     if a.make_table:
         make_table(a.make_table, a.mb)
         return
     print(f"# {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC · {machine()}")
-    print(f"# command: python benchmarks/programs/bench_hook.py --runs {a.runs} --mb {a.mb}")
+    print(f"# command: python benchmarks/programs/bench_hook.py --runs {a.runs} --mb {a.mb}"
+          + (" --index-only" if a.index_only else ""))
     from tileprobe.record import hook
     with tempfile.TemporaryDirectory(prefix="bench-hook-") as tmp:
         table = os.path.join(tmp, "table.json")
@@ -111,7 +134,7 @@ def main() -> None:
         cached = "off (PYTHONDONTWRITEBYTECODE)" if os.environ.get("PYTHONDONTWRITEBYTECODE") else "on"
         print(f"bytecode caching: {cached}; the capture (1,400 lines) is compiled at each load when off")
         print(f"{'case':44} {'median ms':>10} {'min ms':>8}")
-        for name, argv in cases:
+        for name, argv in cases if not a.index_only else ():
             runs = {"off": [], "on": []}
             for _ in range(a.runs):
                 runs["off"].append(run_once(argv, base))
@@ -123,16 +146,22 @@ def main() -> None:
             print(f"{'  hook cost (median difference)':44} {d:+10.1f} ms "
                   f"({100 * d / statistics.median(w for w, _ in runs['off']):+.1f} %)")
         cap = hook.load_capture()
-        rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        answerer = cap.Answerer(table)
-        t0 = time.perf_counter()
-        answerer.load()
-        took = time.perf_counter() - t0
-        rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        rows = sum(len(v) for v in answerer.rows.values())
-        print(f"searching process, first search: table read, parsed and indexed in {took:.2f} s ({rows:,} rows, "
-              f"{size / 1e6 / took:,.0f} MB/s), peak RSS +{rss1 - rss0:,.0f} MB; said once on stderr above "
-              f"{cap.TABLE_WARN_BYTES / 1e6:,.0f} MB")
+        if a.index_only:
+            with open(table) as f:
+                rows = sum(len(v) for v in json.load(f)["kernels"].values())
+            print(f"({rows:,} rows; --index-only: the processes above and the read without the index left out)")
+        else:
+            rows = _read_whole(cap, table, size)
+        probe = [sys.executable, "-c", "import sys, time; sys.path.insert(0, sys.argv[1]); from tileprobe.record "
+                 "import hook; cap = hook.load_capture(); t0 = time.perf_counter(); "
+                 "found = cap.index_rows(sys.argv[2], sys.argv[3]); "
+                 "print(len(found), (time.perf_counter() - t0) * 1000)", ROOT, table]
+        for what, key in (("a key in the table", f"{rows // 2:016x}"), ("a key not in it", "f" * 16)):
+            got = [subprocess.run([*probe, key], capture_output=True, text=True, check=True).stdout.split()
+                   for _ in range(a.runs)]
+            ms = [float(ms) for _, ms in got]
+            print(f"searching process with the index ({what}): {got[0][0]} row(s) from one bucket in median "
+                  f"{statistics.median(ms):.1f} ms (min {min(ms):.1f}, {a.runs} processes)")
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ from pathlib import Path
 from tileprobe import _cutile
 from tileprobe import toolchain as tcm
 from tileprobe.analyses.results import Finding
-from tileprobe.errors import TileprobeError, ToolchainError
+from tileprobe.errors import PATH_SHOWN_CHARS, TileprobeError, ToolchainError, shown
 from tileprobe.model.arch import ARCHS
 from tileprobe.model.toolkit import TRAP, libnvvm, toolkit_version
 
@@ -181,6 +181,7 @@ def _check_cuda_var(var: str, env: Mapping[str, str], ref: Compiler | None, pick
     value = env.get(var)
     if value is None:
         return None
+    raw, value = value, shown(value, limit=PATH_SHOWN_CHARS)   # echoed escaped: a newline forges no line
     if var == "CUDA_PATH" and env.get("CUDA_HOME"):
         return Finding("ok", var, f"CUDA_PATH={value} is shadowed by CUDA_HOME (tileiras reads CUDA_HOME first)")
     used = pick.path is not None and pick.passes_cuda_home
@@ -194,8 +195,8 @@ def _check_cuda_var(var: str, env: Mapping[str, str], ref: Compiler | None, pick
            f"that has lib/libnvvm.so.4")
     effect = (f"tileiras takes libnvvm and ptxas from ${var} instead of its own and fails every compile with only "
               f"'{TRAP}' (exit code 5)")
-    root = Path(value)
-    if not value:
+    root = Path(raw)
+    if not raw:
         return Finding(level, var, f"{var} is set but empty: {ref_txt} then loads whatever libnvvm the dynamic "
                                    f"linker finds and fails with only '{TRAP}' (exit code 5); {who}.", fix)
     if not root.is_dir():

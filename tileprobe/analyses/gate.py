@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tileprobe.analyses.results import Expectation, Failure, GateResult
-from tileprobe.errors import TileprobeError, UsageError
+from tileprobe.errors import TileprobeError, UsageError, shown
 from tileprobe.model.hints import KERNEL_HINTS
 from tileprobe.records import SassFacts
 from tileprobe.schema import VariantRecord, VariantRun, p_text, short_build, value_key
@@ -157,7 +157,7 @@ def verdict_holds(kind: str, status: str) -> tuple[bool, str]:
 
 
 def _bad(text: str, why: str) -> GateError:
-    return GateUsageError(f"cannot parse expectation {text!r}: {why}. Accepted forms:\n{forms()}")
+    return GateUsageError(f"cannot parse expectation {shown(text, quote=True)}: {why}. Accepted forms:\n{forms()}")
 
 
 def variant_label(r: VariantRecord) -> str:

@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from tileprobe.errors import TileprobeError, ToolchainError
+from tileprobe.errors import PATH_SHOWN_CHARS, TileprobeError, ToolchainError, shown
 
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.57 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
@@ -274,7 +274,7 @@ def resolve_tileiras(spec: str | None, install: bool = False) -> tuple[list[Tool
         try:
             tcs += [t for t in resolve_one(one, install) if t.tileiras not in {x.tileiras for x in tcs}]
         except ToolchainError as e:
-            errors.append(f"--tileiras {one}: {e}")
+            errors.append(f"--tileiras {shown(one)}: {e}")
     return tcs, errors
 
 
@@ -346,20 +346,23 @@ def check_output_path(path: str | None, what: str) -> None:
         return
     if not path.strip():
         raise TileprobeError(f"{what} {path!r}: an empty path; give a file name, or - for standard output")
+    where = shown(path, limit=PATH_SHOWN_CHARS)     # echoed escaped: a newline in it cannot forge a line
     if os.path.isdir(path):
-        raise TileprobeError(f"{what} {path}: is a folder; give a file path such as {os.path.join(path, 'out')}")
+        raise TileprobeError(f"{what} {where}: is a folder; give a file path such as "
+                             f"{shown(os.path.join(path, 'out'), limit=PATH_SHOWN_CHARS)}")
     if os.path.exists(path) and not os.path.isfile(path):
-        raise TileprobeError(f"{what} {path}: not a regular file (a FIFO or a device); give a file path")
+        raise TileprobeError(f"{what} {where}: not a regular file (a FIFO or a device); give a file path")
     folder = os.path.dirname(os.path.abspath(path)) or "."
     if not os.path.isdir(folder):
-        raise TileprobeError(f"{what} {path}: folder {folder} does not exist; create it or give another path")
+        raise TileprobeError(f"{what} {where}: folder {shown(folder, limit=PATH_SHOWN_CHARS)} does not "
+                             "exist; create it or give another path")
     if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
-        raise TileprobeError(f"{what} {path}: not writable; give another path")
+        raise TileprobeError(f"{what} {where}: not writable; give another path")
     existed = os.path.exists(path)
     try:                  # root passes os.access on /sys and /proc, where opening still fails: try it (nothing lost:
         os.close(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666))   # no truncation; a file made here
     except OSError as e:                                                        # is removed again)
-        raise TileprobeError(f"{what} {path}: cannot be written ({e.strerror}); give another path") from e
+        raise TileprobeError(f"{what} {where}: cannot be written ({e.strerror}); give another path") from e
     if not existed:
         try:
             os.unlink(path)

@@ -38,6 +38,7 @@ import sys
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import FrameType
 from typing import Any
 
 from tileprobe.errors import ProbeError
@@ -272,7 +273,7 @@ def context_kwargs(fn: Callable, **available: Any) -> dict:
 def _caller_line() -> int | None:
     """The line of the first frame outside this module and dataclasses' generated ``__init__`` (the ``Probe(...)``
     call in a probe file), for errors about the probe as a whole (its kernel, its hints)."""
-    f = sys._getframe(1)
+    f: FrameType | None = sys._getframe(1)
     while f is not None and (f.f_code.co_filename == __file__ or f.f_code.co_filename.startswith("<")):
         f = f.f_back
     return f.f_lineno if f is not None else None
@@ -355,7 +356,7 @@ def _load_module(path: str):
     if name in sys.modules:
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None:
+    if spec is None or spec.loader is None:
         raise ProbeError(f"{path} is not a Python file: a probe file is a .py that defines `probe = Probe(…)` or "
                          "`probes = [...]` (README, 'Writing a probe')")
     module = importlib.util.module_from_spec(spec)
@@ -504,7 +505,7 @@ def load_probes(path: str) -> list[Probe]:
             "probe", "probes") else ""
         raise NoProbeDefined("defines no probe: add `probe = tileprobe.Probe(kernel=..., args=...)` "
                              f"(or a list `probes = [...]`){maybe}", os.path.abspath(path))
-    out = []
+    out: list[Probe] = []
     for i, p in enumerate(found):
         if not isinstance(p, Probe):
             raise ProbeError(f"probes[{i}] is a {type(p).__name__}, not a tileprobe.Probe", os.path.abspath(path))
@@ -532,5 +533,5 @@ def _shared_archs(a: Sequence[str] | None, b: Sequence[str] | None) -> str:
     if not a and not b:
         return "every arch"
     if not a or not b:
-        return ", ".join(map(str, a or b))
+        return ", ".join(map(str, a or b or ()))
     return ", ".join(sorted({str(x).lower() for x in a} & {str(x).lower() for x in b}))

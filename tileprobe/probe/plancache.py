@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import sys
 from typing import Any
 
@@ -69,12 +70,17 @@ def installed_roots() -> tuple[str, ...]:
     return tuple(sorted(os.path.join(os.path.realpath(r), "") for r in roots if r))
 
 
+#: Largest module file hashed (bytes); a larger one, or one that is not a regular file, has no hash (a miss).
+MAX_HASHED_BYTES = 64 << 20
+
+
 def _sha256(path: str) -> str | None:
-    try:
-        with open(path, "rb") as f:
-            return hashlib.sha256(f.read()).hexdigest()
-    except OSError:
-        return None
+    """SHA-256 of module file ``path``; None when it is not a regular file, larger than :data:`MAX_HASHED_BYTES`
+    or unreadable. The lookup runs in the tileprobe process: a module swapped for a FIFO (whose ``open`` blocks) or
+    a link to ``/dev/zero`` is a miss, never a hang (:func:`tileprobe.cachefile.read_cache_bytes`)."""
+    from tileprobe.cachefile import read_cache_bytes
+    data = read_cache_bytes(path, MAX_HASHED_BYTES)
+    return None if data is None else hashlib.sha256(data).hexdigest()
 
 
 #: In a loader child: each module file as :func:`code_files` first described it (path → (entry, user's own)).
@@ -173,7 +179,7 @@ def _unchanged(files: Any) -> bool:
             st = os.stat(path)
         except (OSError, TypeError, ValueError):
             return False
-        if st.st_size != size or st.st_mtime_ns != mtime:
+        if st.st_size != size or st.st_mtime_ns != mtime or not stat.S_ISREG(st.st_mode):
             return False
         if digest is not None and _sha256(path) != digest:
             return False

@@ -152,12 +152,14 @@ class ArraySpec:
         """Bytes spanned by the array (from its first to one past its last element)."""
         if 0 in self.shape:
             return 0
-        span = 1 + sum((n - 1) * abs(s) for n, s in zip(self.shape, self.strides))
+        strides = self.strides if self.strides is not None else contiguous_strides(self.shape)   # set at init
+        span = 1 + sum((n - 1) * abs(s) for n, s in zip(self.shape, strides))
         return span * itemsize(self.dtype)
 
     def describe(self) -> dict:
         """JSON-ready description: dtype, shape, strides (elements), align and offset (bytes)."""
-        return {"dtype": self.dtype, "shape": list(self.shape), "strides": list(self.strides),
+        strides = self.strides if self.strides is not None else contiguous_strides(self.shape)   # set at init
+        return {"dtype": self.dtype, "shape": list(self.shape), "strides": list(strides),
                 "align": self.align, "offset": self.offset}
 
     # DLPack producer protocol (consumed by cuTile's C extension).

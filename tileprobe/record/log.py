@@ -176,7 +176,16 @@ def _read_file(path: str, rec: Recording) -> list[Launch]:
     searches: dict[int, RecordedSearch] = {}
     counts: dict[int, int] = {}
     arch, cwd = None, None
-    with open(path, encoding="utf-8", errors="replace") as f:
+    try:   # without blocking, and regular only on the opened descriptor (swapped for a FIFO since the stat)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except OSError as e:
+        rec.unreadable.append(f"{path} ({e.strerror or e}; skipped)")
+        return []
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        rec.unreadable.append(f"{path} (not a regular file: a FIFO, a device or a broken link; skipped)")
+        return []
+    with open(fd, encoding="utf-8", errors="replace") as f:
         for lineno, line in enumerate(iter(lambda: f.readline(MAX_LINE_CHARS + 1), ""), 1):
             if len(line) > MAX_LINE_CHARS:
                 rec.unreadable.append(f"{path}:{lineno} (a line of more than {MAX_LINE_CHARS:,} characters; the rest "

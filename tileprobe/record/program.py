@@ -7,12 +7,14 @@ What is promised (docs/FAILURES.md, "The start-up hook and the programs tileprob
   ended :data:`GRACE_S` seconds after the first one (or at once on a second one), its whole process tree and group
   are SIGKILLed, and that is said.
 * If tileprobe itself is SIGKILLed, the program gets SIGTERM from the kernel (``PR_SET_PDEATHSIG``), and the guard
-  process (:func:`tileprobe.procs.guard`, which program code cannot reach) SIGKILLs it, its group, its descendants
-  and every process that carries the guard's mark in its environment, at once.
+  process (:func:`tileprobe.procs.guard`, which program code cannot reach) SIGKILLs it, its group, its descendants,
+  every process that carries the guard's mark in its environment, and every descendant of tileprobe it noted while
+  the program ran (:func:`tileprobe.procs.guard_below`: a daemon that cleared its environment, left its session and
+  came back to tileprobe, the subreaper, is one), at once.
 * Processes the program leaves running when it ends (its daemons: ``setsid``, double forks) come back to tileprobe
   (a child subreaper, ``PR_SET_CHILD_SUBREAPER``, while the program runs) or carry the mark: they are named and
-  ended. One that cleared its environment, left its session and was started after tileprobe died is out of reach
-  (said in docs/FAILURES.md).
+  ended. One that cleared its environment, left its session and was started less than the guard's 0.5 s walk
+  before tileprobe died, or after, is out of reach (said in docs/FAILURES.md).
 * A SIGINT that the shell passed ignored (a background job of a non-interactive shell) is ignored by the program
   too; tileprobe says so when one arrives, instead of waiting silently.
 """
@@ -80,6 +82,8 @@ def run_program(command: list[str], env: dict, who: str, grace_s: float = GRACE_
         raise TileprobeError(f"cannot start {command[0]!r}: {getattr(e, 'strerror', None) or e}; check the "
                              "command after --") from e
     procs.guard(proc.pid)
+    if reaping:     # what comes back to tileprobe (a daemon's double fork) is noted by the guard, and ended with us
+        procs.guard_below(os.getpid())
     end = ProgramEnd(0)
     try:
         rc = _wait(proc, who, own_group, sigint_ignored, grace_s, end)
@@ -87,6 +91,8 @@ def run_program(command: list[str], env: dict, who: str, grace_s: float = GRACE_
         end.leftovers = _end_leftovers(proc.pid, reaping)
         procs.set_child_subreaper(False)
         procs.unguard(proc.pid)
+        if reaping:
+            procs.unguard(os.getpid())
     end.exit_code = 128 - rc if rc < 0 else rc
     if end.leftovers:
         _say(who, f"the command left {len(end.leftovers)} process(es) running when it ended: "

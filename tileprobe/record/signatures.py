@@ -54,8 +54,15 @@ def compute_symbols(launches: list[Launch], timeout_s: float = TIMEOUT_S) -> lis
         if proc.returncode != 0 or not os.path.exists(dst):
             tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
             return [f"signatures not computed ({tail[0]}): launches grouped by arguments"]
-        with open(dst) as f:
-            result = json.load(f)
+        from tileprobe.cachefile import read_cache_bytes  # the child imported user code: regular, bounded
+        raw = read_cache_bytes(dst, 256 << 20)
+        try:
+            result = json.loads(raw) if raw is not None else None
+        except (ValueError, RecursionError):
+            result = None
+        if not isinstance(result, list):
+            return ["signatures not computed (their child's answer is not a regular file of JSON): launches "
+                    "grouped by arguments"]
     notes = []
     for key, res in zip(keys, result):
         for la, sym in zip(owners[key], res["symbols"]):

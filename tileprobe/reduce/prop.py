@@ -20,7 +20,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tileprobe.errors import UsageError
+from tileprobe.errors import UsageError, shown
 
 _FAIL = re.compile(r'^(compiler crash|compile error|compile failure)(?:\s+["\'](.+)["\'])?$', re.I)
 _NEGATIONS = {"spills": "no spills", "hang risk": "no hang risk", "hang_risk": "no hang risk",
@@ -68,7 +68,7 @@ def parse_property(text: str) -> Property:
     try:
         parse_expectation(low)
     except GateError as e:
-        raise UsageError(f"--property {t!r}: {e}\nforms: the gate's (below), 'HINT ignored', 'spills', "
+        raise UsageError(f"--property {shown(t, quote=True)}: {e}\nforms: the gate's (below), 'HINT ignored', 'spills', "
                          f"'hang risk', 'not FORM', 'compiler crash', 'compile error \"TEXT\"'\n{forms()}") from None
     return Property(t, expect=low, negated=negated)
 

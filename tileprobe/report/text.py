@@ -8,6 +8,10 @@ from outside tileprobe. Before they reach a terminal they are
   ``ESC ] 8 ;; URL`` hyperlinks and window titles, DCS/APC/PM/SOS strings, lone ESC), C0 and C1 controls except
   newline and tab, DEL, and the Unicode bidirectional overrides that can make text read differently than it is
   (U+202A–U+202E, U+2066–U+2069);
+* echoed on one line when they are a user's value in a message (an option, a path, an environment variable):
+  :func:`shown` escapes every control character as Python writes it (a newline is ``\\n``: it cannot forge a line
+  of output) and cuts a long one with its length (:data:`SHOWN_CHARS`; a path at :data:`PATH_SHOWN_CHARS`). It lives
+  in :mod:`tileprobe.errors` so the modules below report/ use it too; it is named here as the place to look;
 * never parsed as rich markup or emoji codes: tables get :class:`rich.text.Text` cells (:func:`cell`), printed lines
   go through :func:`say`, and a message inside tileprobe's own markup is :func:`escape` d.
 
@@ -23,6 +27,10 @@ from typing import Any
 
 from rich.markup import escape as _rich_escape
 from rich.text import Text
+
+from tileprobe.errors import PATH_SHOWN_CHARS, SHOWN_CHARS, shown
+
+__all__ = ["PATH_SHOWN_CHARS", "SHOWN_CHARS", "cell", "clean", "escape", "say", "shown"]
 
 _SEQUENCES = re.compile(
     r"\x1b\[[0-?]*[ -/]*[@-~]"                      # CSI … final byte

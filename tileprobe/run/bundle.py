@@ -25,9 +25,15 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from tileprobe.errors import CubinError, TileprobeError
+from tileprobe.errors import PATH_SHOWN_CHARS, CubinError, TileprobeError, shown
 from tileprobe.model.arch import get_arch
 from tileprobe.schema import VariantRecord, check_fields, load
+
+
+def _echo(path: str) -> str:
+    """``path`` as a message echoes it: control characters escaped (a newline cannot forge a line of output)."""
+    return shown(path, limit=PATH_SHOWN_CHARS)
+
 
 SHA256_RE = re.compile(r"[0-9a-f]{64}")
 #: Largest cubin a bundle may hold (the largest seen from tileiras is a few MB; a FlashInfer FP4 GEMM < 4 MB).
@@ -43,11 +49,11 @@ def _regular(path: str, what: str) -> os.stat_result:
     try:
         st = os.lstat(path)
     except OSError as e:
-        raise TileprobeError(f"{path}: {what} cannot be read ({e.strerror or e}); {_MAKE}") from e
+        raise TileprobeError(f"{_echo(path)}: {what} cannot be read ({e.strerror or e}); {_MAKE}") from e
     if not stat.S_ISREG(st.st_mode):
         kind = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "a FIFO" if stat.S_ISFIFO(st.st_mode) else \
             "a folder" if stat.S_ISDIR(st.st_mode) else "not a regular file"
-        raise TileprobeError(f"{path}: {what} is {kind}; a bundle holds regular files only (it is read as data, "
+        raise TileprobeError(f"{_echo(path)}: {what} is {kind}; a bundle holds regular files only (it is read as data, "
                              "links are not followed)")
     return st
 
@@ -59,13 +65,13 @@ def read_regular(path: str, limit: int, what: str) -> bytes:
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
     except OSError as e:
-        raise TileprobeError(f"{path}: {what} cannot be opened ({e.strerror or e})") from e
+        raise TileprobeError(f"{_echo(path)}: {what} cannot be opened ({e.strerror or e})") from e
     with os.fdopen(fd, "rb") as f:
         st = os.fstat(f.fileno())
         if not stat.S_ISREG(st.st_mode):   # swapped between lstat and open
-            raise TileprobeError(f"{path}: {what} is not a regular file")
+            raise TileprobeError(f"{_echo(path)}: {what} is not a regular file")
         if st.st_size > limit:
-            raise TileprobeError(f"{path}: {what} is {st.st_size:,} bytes, over the {limit:,}-byte limit")
+            raise TileprobeError(f"{_echo(path)}: {what} is {st.st_size:,} bytes, over the {limit:,}-byte limit")
         return f.read(limit + 1)[:limit]
 
 
@@ -91,23 +97,23 @@ def read_audit_json(path: str) -> dict:
     try:
         doc = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as e:
-        raise TileprobeError(f"{path}: not UTF-8 text (byte {e.start}); {_MAKE}") from e
+        raise TileprobeError(f"{_echo(path)}: not UTF-8 text (byte {e.start}); {_MAKE}") from e
     except json.JSONDecodeError as e:
-        raise TileprobeError(f"{path}: not JSON (line {e.lineno}, column {e.colno}: {e.msg}); {_MAKE}") from e
+        raise TileprobeError(f"{_echo(path)}: not JSON (line {e.lineno}, column {e.colno}: {e.msg}); {_MAKE}") from e
     except RecursionError:
-        raise TileprobeError(f"{path}: nested deeper than the JSON reader goes (about {sys.getrecursionlimit():,} "
-                             f"levels; tileprobe writes 6); {_MAKE}") from None
+        raise TileprobeError(f"{_echo(path)}: nested deeper than the JSON reader goes (about "
+                             f"{sys.getrecursionlimit():,} levels; tileprobe writes 6); {_MAKE}") from None
     except ValueError:               # an integer of more than 4,300 digits (Python's int/str limit)
-        raise TileprobeError(f"{path}: holds a number of more than 4,300 digits (Python's limit for reading an "
+        raise TileprobeError(f"{_echo(path)}: holds a number of more than 4,300 digits (Python's limit for reading an "
                              f"integer): not a tileprobe result; {_MAKE}") from None
     if not isinstance(doc, dict):
-        raise TileprobeError(f"{path}: holds {type(doc).__name__}, not a tileprobe result object; {_MAKE}")
+        raise TileprobeError(f"{_echo(path)}: holds {type(doc).__name__}, not a tileprobe result object; {_MAKE}")
     if not isinstance(doc.get("schema_version"), int) or isinstance(doc.get("schema_version"), bool):
-        raise TileprobeError(f"{path}: schema_version is {doc.get('schema_version')!r}, not an integer; {_MAKE}")
+        raise TileprobeError(f"{_echo(path)}: schema_version is {doc.get('schema_version')!r}, not an integer; {_MAKE}")
     if not isinstance(doc.get("variants"), list):
-        raise TileprobeError(f"{path}: variants is {type(doc.get('variants')).__name__}, not a list; {_MAKE}")
+        raise TileprobeError(f"{_echo(path)}: variants is {type(doc.get('variants')).__name__}, not a list; {_MAKE}")
     if not isinstance(doc.get("environment", {}), dict):
-        raise TileprobeError(f"{path}: environment is not an object; {_MAKE}")
+        raise TileprobeError(f"{_echo(path)}: environment is not an object; {_MAKE}")
     for i, v in enumerate(doc["variants"]):
         check_variant(i, v, path)
     return doc
@@ -141,10 +147,10 @@ def load_bundle_records(path: str, judge=None) -> tuple[list[VariantRecord], dic
     """The records and environment of bundle ``path`` (checked: module doc). ``judge``: as
     :func:`tileprobe.schema.load`."""
     if not os.path.isdir(path):
-        raise TileprobeError(f"{path}: not a tileprobe bundle (no such folder); {_MAKE}")
+        raise TileprobeError(f"{_echo(path)}: not a tileprobe bundle (no such folder); {_MAKE}")
     doc = os.path.join(path, "audit.json")
     if not os.path.lexists(doc):
-        raise TileprobeError(f"{path}: not a tileprobe bundle (no audit.json); {_MAKE}")
+        raise TileprobeError(f"{_echo(path)}: not a tileprobe bundle (no audit.json); {_MAKE}")
     data = read_audit_json(doc)
     try:
         return load(data, judge=judge, source=doc)

@@ -296,6 +296,8 @@ class StoreConnection:
                                  "--store PATH to use another store.") from e
             if kind == "full":
                 raise StoreError(health.full_message(self.path, e) + self._saved_note()) from e
+            if kind == "companion":      # a folder or FIFO at S-wal / S-shm / S-journal: not read-only media
+                raise StoreError(health.companion_message(self.path, e)) from e
             if kind == "read-only":
                 raise StoreError(f"cannot write the results store {self.path}: {e} (it is on read-only media or not "
                                  "writable by you; history, report and compare can still read it). Pass --store "

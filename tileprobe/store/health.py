@@ -67,11 +67,57 @@ def error_code(e: BaseException) -> int | None:
     return None if code is None else code & 0xFF
 
 
+#: The files SQLite keeps beside a store ``S``: its write-ahead log, the log's shared-memory index, a rollback
+#: journal (https://www.sqlite.org/tempfiles.html).
+COMPANIONS = (("-wal", "its write-ahead log"), ("-shm", "its write-ahead log's shared-memory index"),
+              ("-journal", "its rollback journal"))
+
+
+def _kind_of(mode: int) -> str | None:
+    """What a file of ``st_mode`` ``mode`` is, in words, when it is not a regular file (None when it is one)."""
+    import stat
+    for test, words in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
+                        (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return words
+    return None if stat.S_ISREG(mode) else "not a regular file"
+
+
+def companion_problem(path: str) -> tuple[str, str] | None:
+    """The first file SQLite keeps beside the store at ``path`` (:data:`COMPANIONS`) that exists and is not a
+    regular file — a folder at ``S-wal`` makes every open fail with "unable to open database file", which reads as
+    read-only media — as (its path, what it is and is for); None when there is none."""
+    for suffix, role in COMPANIONS:
+        other = path + suffix
+        if not os.path.lexists(other):
+            continue
+        try:
+            kind = _kind_of(os.stat(other).st_mode)     # a link is judged by what it points at
+        except OSError:
+            kind = "a broken symbolic link"
+        if kind is not None:
+            return other, f"{kind}, not a file ({role}, which SQLite makes beside the store)"
+    return None
+
+
+def companion_message(path: str, e: BaseException) -> str:
+    """The message for a store one of whose companion files is not a regular file (:func:`companion_problem`)."""
+    found = companion_problem(path)
+    other, what = found if found is not None else (path + "-wal", "not a regular file")
+    return (f"the results store {path} cannot be opened: {other} is {what}; the store itself was not changed "
+            f"(sqlite: {e}). Move {other} aside (e.g. `mv {other} {other}.bad`: a folder or a FIFO holds none of "
+            "the store's rows) and run the command again, or pass --store PATH to use another store.")
+
+
 def classify(e: BaseException, path: str) -> str:
-    """What ``e``, raised on the store at ``path``, means: ``"full"`` (no space left), ``"read-only"`` (the file
-    or its folder cannot be written), ``"locked"``, ``"damaged"`` (SQLite found the file corrupt or not a database)
-    or ``"io"`` (another I/O error: the file was not changed by it)."""
+    """What ``e``, raised on the store at ``path``, means: ``"full"`` (no space left), ``"companion"`` (a file SQLite
+    keeps beside the store is a folder, FIFO or device: :func:`companion_problem`), ``"read-only"`` (the file or its
+    folder cannot be written), ``"locked"``, ``"damaged"`` (SQLite found the file corrupt or not a database) or
+    ``"io"`` (another I/O error: the file was not changed by it)."""
     code, text = error_code(e), str(e).lower()
+    if (code in (SQLITE_CANTOPEN, SQLITE_IOERR, SQLITE_READONLY) or "unable to open" in text or "i/o error" in text) \
+            and companion_problem(path) is not None:
+        return "companion"
     low = free_bytes(path)
     if code == SQLITE_FULL or "disk is full" in text or (code == SQLITE_IOERR and low is not None
                                                          and low < LOW_SPACE_BYTES):

@@ -19,8 +19,10 @@ Two jobs, both about keeping every row of a table (``tileprobe tune --export``, 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -81,7 +83,50 @@ def update_table(path: str, change: Callable[[dict | None], dict], read: Callabl
         current = read(path) if os.path.exists(path) else None
         doc = change(current)
         write_atomic(path, json_text(doc))
+        with contextlib.suppress(OSError):    # without it, the hook reads the table whole
+            write_index(path, doc)
     return doc
+
+
+#: The table's index (read by the start-up hook: tileprobe/record/capture/tables.py ``INDEX_SUFFIX``, ``INDEX_SCHEMA``).
+_INDEX_SUFFIX = ".index"
+_INDEX_SCHEMA = 1
+_INDEX_KEY = re.compile(r"[0-9a-f]{16}")
+
+
+def write_index(table: str, doc: dict) -> None:
+    """Write the index of ``doc``, just written to ``table``, in place of any older one (a new folder, renamed into
+    place): ``TABLE.index/meta.json`` (the table's size and mtime) and ``XY.json`` per first two hex digits of the
+    search key's SHA-256, each ``[[kernel, row], …]``. Its reader is the start-up hook's (tileprobe/record/capture/tables.py,
+    ``index_rows``, where the format is described; tests/test_table_index.py holds the two together). Raises
+    OSError when it cannot (the table stays; the hook then reads it whole)."""
+    import shutil
+    import tempfile
+    buckets: dict = {}
+    for kernel, rows in (doc.get("kernels") or {}).items():
+        for row in rows if isinstance(rows, list) else ():
+            key = (row.get("search") or {}).get("key") if isinstance(row, dict) else None
+            if isinstance(key, str) and _INDEX_KEY.fullmatch(key):
+                buckets.setdefault(hashlib.sha256(key.encode()).hexdigest()[:2], []).append([kernel, row])
+    folder = table + _INDEX_SUFFIX
+    tmp = tempfile.mkdtemp(prefix=os.path.basename(folder) + ".tmp-", dir=os.path.dirname(os.path.abspath(table)))
+    try:
+        for name, pairs in buckets.items():
+            with open(os.path.join(tmp, name + ".json"), "w", encoding="utf-8") as f:
+                f.write(json_text(pairs, indent=None))     # as the table writes its rows
+        st = os.stat(table)
+        with open(os.path.join(tmp, "meta.json"), "w", encoding="utf-8") as f:
+            json.dump({"schema": _INDEX_SCHEMA, "size": st.st_size, "mtime_ns": st.st_mtime_ns}, f)
+        old = f"{folder}.old-{os.getpid()}"
+        if os.path.lexists(folder):
+            os.rename(folder, old)     # a file or a link there is moved aside too, never written through
+        os.rename(tmp, folder)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if os.path.isdir(old) and not os.path.islink(old):
+        shutil.rmtree(old, ignore_errors=True)
+    elif os.path.lexists(old):
+        os.remove(old)
 
 
 # --- merge ------------------------------------------------------------------------------------------------------

@@ -76,11 +76,15 @@ from .search import (
     wrap_search,
 )
 from .tables import (
+    INDEX_SCHEMA,
+    INDEX_SUFFIX,
     TABLE_LIMIT_BYTES,
     TABLE_SCHEMA,
     TABLE_WARN_BYTES,
     TableReadError,
     append_regular,
+    index_bucket,
+    index_rows,
     read_json_file,
     read_regular,
     row_problems,

@@ -15,7 +15,15 @@ from .ext import usehook
 from .facts import stale_reasons
 from .result import _tuning_result
 from .search import Search, _strict_text
-from .tables import TABLE_SCHEMA, TABLE_WARN_BYTES, TableReadError, append_regular, read_json_file, row_problems
+from .tables import (
+    TABLE_SCHEMA,
+    TABLE_WARN_BYTES,
+    TableReadError,
+    append_regular,
+    index_rows,
+    read_json_file,
+    row_problems,
+)
 
 
 class Answerer:
@@ -84,15 +92,17 @@ class Answerer:
             return None
 
     def _answer(self, search: Search, frame):
-        self.load()
-        if self.broken:                  # said once when the table was read; no misses noted beside it
-            return None
+        found = None if self.loaded else index_rows(self.path, search.key)   # one bucket of a current index
+        if found is None:
+            self.load()
+            if self.broken:              # said once when the table was read; no misses noted beside it
+                return None
+            found = self.rows.get(search.key)
         name = search.kernel_doc.get("qualname") or search.kernel_doc.get("name") or "kernel"
         ext = usehook()
         control = ext.steer(self, search, name) if ext is not None else []     # --off / --pin: [its answer]
         if control:
             return control[0]
-        found = self.rows.get(search.key)
         if not found:
             return self._miss(search, frame, name, "no row for this search (its problem or its configurations are "
                                                    "not in the table)")
