@@ -82,7 +82,7 @@ def peer_uid(sock: socket.socket) -> tuple[int, int]:
 
 
 #: Prepared next workers the server keeps (:class:`_Spare`): with one, a tune that followed a 4-5-s tune at once still
-#: waited 1.8-3.6 s for it on the H100 (its torch import takes 3.7-6.6 s; docs/LOG.md §40); with two, the next
+#: waited 1.8-3.6 s for it on the H100 (its torch import takes 3.7-6.6 s; docs/LOG.md §42); with two, the next
 #: command's was started a command earlier. A prepared spare holds no CUDA context, only Python and torch.
 SPARES = 2
 #: The spare worker's first half of the default init (torch imported, no CUDA context): :class:`_Spare`.

@@ -23,7 +23,7 @@ TIME_TASK = "tileprobe.run.batch:time_batch"
 #: A sustained batch that starts within ``HOT_GAP_S`` of the last batch's end (the GPU busy with this race's
 #: launches until then) warms up for ``HOT_WARMUP_MS`` of the kernel's time instead of the full warm-up: the heat-up
 #: is the race's, paid once by its first batch, not by each candidate (the 25 ms per batch were a third of a
-#: 40-candidate matmul round on the H100, docs/LOG.md §40).
+#: 40-candidate matmul round on the H100, docs/LOG.md §42).
 HOT_GAP_S, HOT_WARMUP_MS = 0.2, 5.0
 CHECK_TASK = "tileprobe.run.batch:check_candidate"
 #: The check task of ``tileprobe tune --bit-exact``: a candidate whose output differs in any bit from the default
