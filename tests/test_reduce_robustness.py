@@ -125,3 +125,16 @@ def test_the_report_names_no_absolute_folder(tmp_path, monkeypatch):
         assert str(tmp_path) not in md and "/opt/elsewhere" not in md
         assert "reduced/.reduce-work/cand_1.py:3" in md and "~/notes.txt" in md
     assert os.getcwd() == str(work)
+
+
+def test_written_files_get_the_mode_open_would_give_not_mkstemps_private_one(tmp_path):
+    """REPORT.md is the text to paste upstream: written through a temp file, it still gets 0666 & ~umask (0644
+    under umask 022), not mkstemp's 0600."""
+    from tileprobe.reduce.output import write_file
+    old = os.umask(0o022)
+    try:
+        write_file(str(tmp_path / "REPORT.md"), "# report\n")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "REPORT.md").stat().st_mode & 0o777 == 0o644
+    assert (tmp_path / "REPORT.md").read_text() == "# report\n"

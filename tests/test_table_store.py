@@ -171,3 +171,11 @@ def test_the_readme_reader_takes_this_gpus_row_of_a_merged_table_and_refuses_whe
     with pytest.raises(ValueError, match="gpu NVIDIA B200 here, NVIDIA H200 in .* \\| gpu NVIDIA B200 here, NVIDIA H100"):
         reader(str(path), "vadd", here={"gpu": "NVIDIA B200"}, N=4096)
     assert reader(str(path), "vadd", N=1) is None
+
+
+def test_merging_one_table_is_a_usage_error(tmp_path, capsys):
+    """``table merge A -o C``: a usage error (exit 2, as the README's exit codes say), nothing written."""
+    from tileprobe.cli import main
+    a = _table(tmp_path / "a.json", {"vadd": [_row({"N": 4096}, 512)]})
+    assert main(["table", "merge", str(a), "-o", str(tmp_path / "c.json")]) == 2
+    assert "give two tables or more" in capsys.readouterr().err and not (tmp_path / "c.json").exists()

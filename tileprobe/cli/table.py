@@ -6,7 +6,7 @@ identity with different picks refused with both named: exit 1, nothing written.
 """
 from __future__ import annotations
 
-from tileprobe.errors import TileprobeError
+from tileprobe.errors import UsageError
 
 
 def add_parser(subparsers, add_common=None) -> None:
@@ -37,7 +37,7 @@ def cmd_merge(args) -> int:
     from tileprobe.tune.export import merged_document, read_table
     from tileprobe.tune.table_store import merge_tables, update_table
     if len(args.tables) < 2:
-        raise TileprobeError("table merge: give two tables or more (tileprobe table merge A.json B.json -o C.json)")
+        raise UsageError("table merge: give two tables or more (tileprobe table merge A.json B.json -o C.json)")
     check_output_path(args.output, "-o")
     docs = [(t, read_table(t)) for t in args.tables]
     result = merge_tables(docs, merged_document)

@@ -89,6 +89,9 @@ def write_file(path: str, text: str) -> None:
     import tempfile
     folder = os.path.dirname(path) or "."
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.fchmod(fd, 0o666 & ~umask)      # as open() would make it (mkstemp's 0600 would keep REPORT.md private)
     try:
         with os.fdopen(fd, "w") as f:
             f.write(text)
