@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from tileprobe.errors import UsageError
 from tileprobe.run.watchdog import INIT_CUDA, Watchdog, WorkerStartError
@@ -142,8 +142,11 @@ def mark_shared(slots: Sequence[Slot]) -> None:
         s.shared = sum(1 for o in live if ident(o) == ident(s)) > 1
 
 
-def dispatch(slots: Sequence[Slot], items: Sequence, run_one: Callable[[Slot, int, object], VariantRun],
-             progress: Callable[[int, int, object], None] | None = None) -> str | None:
+T = TypeVar("T")
+
+
+def dispatch(slots: Sequence[Slot], items: Sequence[T], run_one: Callable[[Slot, int, T], VariantRun],
+             progress: Callable[[int, int, T], None] | None = None) -> str | None:
     """Run ``items`` on the started slots: each slot's thread takes the next item from one queue when it is free and
     sets ``item.run = run_one(slot, position, item)`` (plus ``gpu`` and, on a shared GPU, ``shared_gpu``).
 
