@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 
 from tileprobe.run.worker import (
     _STATE,
@@ -91,7 +92,7 @@ def _prepare(record: dict, cubin: bytes, probe_path: str, args) -> tuple:
 
 
 def _result(**fields) -> dict:
-    out = {"status": None, "samples_us": [], "clocks_before": None, "clocks_after": None, "grid": None,
+    out: dict = {"status": None, "samples_us": [], "clocks_before": None, "clocks_after": None, "grid": None,
            "error": "", "cuda_error": None, "fatal": False, "warmup_launches": None, "n": 0, "wall_s": None}
     out.update(fields)
     return out
@@ -139,7 +140,9 @@ def time_batch(record: dict, cubin: bytes, probe_path: str, seed: int = 0, mode:
         timer, stream, clocks = _STATE["timer"], _STATE["stream"], clock_reader()
         seen: dict = {}
         launched = True
-        fn = {"burst": burst_batch, "eager": eager_batch, "graph": graph_batch}.get(mode, sustained_batch)
+        modes: dict[str, Callable[..., tuple[list[float], dict]]] = {"burst": burst_batch, "eager": eager_batch,
+                                                                     "graph": graph_batch}
+        fn = modes.get(mode, sustained_batch)
         if mode == "graph":
             mode_kw = {**mode_kw, "capture": timer.capture}
         times, info = fn(lambda: kernel.launch(stream, grid, packed), event_factory=timer.event,
@@ -187,6 +190,8 @@ def check_candidate(record: dict, cubin: bytes, probe_path: str, seed: int = 0, 
                                    **context_kwargs(probe.reference, arch=ctx["arch"], hints=ctx["hints"]))
             out["against"] = "reference"
         elif default is not None:
+            # by construction: the caller (tune/gpu.py's check) gives the default's record and cubin together
+            assert default_cubin is not None
             expected, why = _default_outputs(default, default_cubin, probe_path, seed, arrays, args)
             if expected is None:
                 out.update(status="unchecked", message=why["message"], fatal=why.get("fatal", False))

@@ -19,6 +19,7 @@ import statistics
 import subprocess
 import threading
 from collections.abc import Iterable
+from typing import Any
 
 #: nvml.h ``nvmlClocksEventReason*`` bits (NVML 12.x) → short names.
 CLOCK_EVENT_REASONS = {0x1: "gpu_idle", 0x2: "applications_clocks_setting", 0x4: "sw_power_cap",
@@ -54,7 +55,9 @@ class ClockReader:
     def __init__(self, pci_bus_id: str | None = None, index: int = 0, *, nvml=None):
         self.bus, self.index = pci_bus_id, index
         self.source: str | None = None
-        self._nvml = self._handle = None
+        # pynvml (untyped: ignore_missing_imports) or the stand-in given as ``nvml``, and its opaque device handle
+        self._nvml: Any = None
+        self._handle: Any = None
         try:
             self._open_nvml(nvml)
         except Exception:   # no pynvml, no driver library, unknown device: fall back
@@ -64,7 +67,8 @@ class ClockReader:
 
     def _open_nvml(self, nvml) -> None:
         if nvml is None:
-            import pynvml as nvml
+            import pynvml
+            nvml = pynvml
         nvml.nvmlInit()
         handle = None
         for bus in _bus_variants(self.bus):
@@ -186,6 +190,7 @@ def clock_warning(readings: Iterable[dict | None], tolerance_pct: float = CLOCK_
     if not clocks_moved(readings, tolerance_pct):
         return None
     s = clock_summary(readings)
+    assert s is not None       # by construction: clocks moved, so some reading was taken
 
     def span(d):
         return "not read" if d is None else (f"{d['min']:,.0f} MHz" if d["min"] == d["max"]

@@ -157,7 +157,8 @@ def cubin_params(cubin: bytes, symbol: str) -> list[KernelParam]:
         raise ProbeError(f"the cubin has no kernel {symbol!r} (it has {', '.join(kernels) or 'none'})")
     out = {}
     for fmt, attr, payload in kernels[symbol]:
-        if fmt == EIFMT_SVAL and attr in (EIATTR_KPARAM_INFO, EIATTR_KPARAM_INFO_V2) and len(payload) >= 12:
+        if (fmt == EIFMT_SVAL and attr in (EIATTR_KPARAM_INFO, EIATTR_KPARAM_INFO_V2) and isinstance(payload, bytes)
+                and len(payload) >= 12):     # an SVAL record's payload is its bytes (the others' an int)
             _index, ordinal, offset, flags = struct.unpack_from("<IHHI", payload)
             nbytes = flags & 0xFFFF if attr == EIATTR_KPARAM_INFO_V2 else (flags >> 18) & 0x3FFF
             out[ordinal] = KernelParam(ordinal, offset, nbytes)
@@ -166,11 +167,11 @@ def cubin_params(cubin: bytes, symbol: str) -> list[KernelParam]:
 
 # --- argument packing --------------------------------------------------------------------------------------
 
-_SCALAR_CTYPES = {
+_INT_CTYPES = {
     "int8": ctypes.c_int8, "int16": ctypes.c_int16, "int32": ctypes.c_int32, "int64": ctypes.c_int64,
     "uint8": ctypes.c_uint8, "uint16": ctypes.c_uint16, "uint32": ctypes.c_uint32, "uint64": ctypes.c_uint64,
-    "float32": ctypes.c_float, "float64": ctypes.c_double,
 }
+_FLOAT_CTYPES = {"float32": ctypes.c_float, "float64": ctypes.c_double}
 _INDEX_CTYPES = {"int32": ctypes.c_int32, "uint32": ctypes.c_uint32, "int64": ctypes.c_int64}
 
 
@@ -187,6 +188,7 @@ def array_view(arg: Any) -> ArrayView | None:
     """The :class:`ArrayView` of a torch tensor, an :class:`ArraySpec` or a ``__cuda_array_interface__`` object;
     None for anything else."""
     if isinstance(arg, ArraySpec):
+        assert arg.strides is not None     # by construction: ArraySpec's __post_init__ sets them
         return ArrayView(arg.address, tuple(arg.shape), tuple(arg.strides), arg.dtype)
     if hasattr(arg, "data_ptr") and hasattr(arg, "stride") and hasattr(arg, "dtype"):   # torch.Tensor
         return ArrayView(int(arg.data_ptr()), tuple(arg.shape), tuple(arg.stride()), dtype_name(arg.dtype))
@@ -253,18 +255,17 @@ def _pack_scalar(i: int, dtype: str, arg, nbytes: int | None):
     if dtype == "bfloat16":
         bits = struct.unpack("<I", struct.pack("<f", float(arg)))[0]
         return ctypes.c_uint16(((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF)
-    ctype = _SCALAR_CTYPES.get(dtype)
-    if ctype is None:
+    if dtype not in _INT_CTYPES and dtype not in _FLOAT_CTYPES:
         raise ProbeError(f"argument {i}: scalar dtype {dtype} cannot be packed")
-    if dtype.startswith(("int", "uint")):
+    if dtype in _INT_CTYPES:       # the int and uint dtypes
         if isinstance(arg, float) or not hasattr(arg, "__index__"):
             raise ProbeError(f"argument {i} is {arg!r}; the cubin expects an integer scalar ({dtype})")
         bits = itemsize(dtype) * 8
         lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if dtype.startswith("int") else (0, (1 << bits) - 1)
         if not lo <= int(arg) <= hi:
             raise ProbeError(f"argument {i} = {arg} does not fit the cubin's {dtype} scalar")
-        return ctype(int(arg))
-    return ctype(float(arg))
+        return _INT_CTYPES[dtype](int(arg))
+    return _FLOAT_CTYPES[dtype](float(arg))
 
 
 def _pack_array(i: int, param: dict, arg) -> list:
@@ -339,10 +340,10 @@ def grid3(grid) -> tuple[int, int, int]:
         raise ProbeError(f"grid {grid!r} must be a tuple of 1 to 3 integers") from e
     if not 1 <= len(dims) <= 3 or any(d < 1 for d in dims):
         raise ProbeError(f"grid {grid!r} must be 1 to 3 positive integers")
-    dims = dims + (1,) * (3 - len(dims))
-    if dims[0] > 2**31 - 1 or dims[1] > 65535 or dims[2] > 65535:
-        raise ProbeError(f"grid {dims} exceeds CUDA's limits (x ≤ 2^31−1, y, z ≤ 65535)")
-    return dims
+    x, y, z = dims + (1,) * (3 - len(dims))
+    if x > 2**31 - 1 or y > 65535 or z > 65535:
+        raise ProbeError(f"grid {(x, y, z)} exceeds CUDA's limits (x ≤ 2^31−1, y, z ≤ 65535)")
+    return x, y, z
 
 
 # --- cuda-core ---------------------------------------------------------------------------------------------

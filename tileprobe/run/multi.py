@@ -23,6 +23,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol, TypeVar
 
 from tileprobe.errors import UsageError
 from tileprobe.run.watchdog import INIT_CUDA, Watchdog, WorkerStartError
@@ -66,11 +67,20 @@ def visible_gpu_count() -> int:
     return sum(1 for line in out.splitlines() if line.startswith("GPU "))
 
 
+class SlotWorker(Protocol):
+    """What a slot's worker does here: a :class:`~tileprobe.run.watchdog.Watchdog` or a Ray slot
+    (:mod:`tileprobe.exec.ray_exec`)."""
+
+    def start(self) -> dict: ...
+
+    def close(self) -> None: ...
+
+
 @dataclass
 class Slot:
     """One worker of a multi-GPU sweep: its device index, its watchdog (or Ray slot), its GPU once started."""
     device: int
-    worker: object
+    worker: SlotWorker
     info: dict = field(default_factory=dict)
     shared: bool = False
     error: str | None = None
@@ -132,8 +142,11 @@ def mark_shared(slots: Sequence[Slot]) -> None:
         s.shared = sum(1 for o in live if ident(o) == ident(s)) > 1
 
 
-def dispatch(slots: Sequence[Slot], items: Sequence, run_one: Callable[[Slot, int, object], VariantRun],
-             progress: Callable[[int, int, object], None] | None = None) -> str | None:
+T = TypeVar("T")
+
+
+def dispatch(slots: Sequence[Slot], items: Sequence[T], run_one: Callable[[Slot, int, T], VariantRun],
+             progress: Callable[[int, int, T], None] | None = None) -> str | None:
     """Run ``items`` on the started slots: each slot's thread takes the next item from one queue when it is free and
     sets ``item.run = run_one(slot, position, item)`` (plus ``gpu`` and, on a shared GPU, ``shared_gpu``).
 
@@ -194,7 +207,7 @@ def local_slots(gpus: Sequence[int], timeout_s: float, init: str | None = None) 
 def check_same_arch(slots: Sequence[Slot]) -> None:
     """Raises UsageError when the started slots' GPUs are of different architectures (one sweep runs one
     arch's cubins)."""
-    archs = {s.info.get("sm") for s in slots if s.error is None and s.info.get("sm")}
+    archs = {s.info["sm"] for s in slots if s.error is None and s.info.get("sm")}
     if len(archs) > 1:
         raise UsageError(f"--gpus lists GPUs of different architectures ({', '.join(sorted(archs))}): run each "
                          "architecture in its own `tileprobe run --gpus …`")

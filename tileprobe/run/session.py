@@ -177,7 +177,9 @@ def run_probes(records: Iterable[VariantRecord], cubins: Any = None, *, probe_pa
     """
     if slots is not None or (gpus is not None and len(gpus) > 1):
         from tileprobe.run.multi import local_slots
-        slots = slots if slots is not None else local_slots(gpus, timeout_s)
+        if slots is None:
+            assert gpus is not None      # by construction: the condition above, without slots
+            slots = local_slots(gpus, timeout_s)
         return run_probes_on_gpus(records, cubins, slots, probe_paths=probe_paths, search_dirs=search_dirs,
                                   timeout_s=timeout_s, timing=dict(reps=reps, warmup=warmup, warmup_ms=warmup_ms,
                                                                    timing_mode=timing_mode), seed=seed,
@@ -449,8 +451,9 @@ def run_sweep(probes: Sequence[str] = (), *, arch: str | None = None, bundle: st
                                 timing=dict(reps=reps, warmup=warmup, warmup_ms=None, timing_mode=timing_mode),
                                 run_hang_risk=run_hang_risk, on_hang_risk=on_hang_risk)
         return _finish(result, store, command_line, audit_id)
-    env = {"env": {"CUDA_VISIBLE_DEVICES": str(gpus[0])}} if gpus else {}
-    with _watchdog.Watchdog(timeout_s=timeout_s, **env) as wd:
+    watchdog = (_watchdog.Watchdog(timeout_s=timeout_s, env={"CUDA_VISIBLE_DEVICES": str(gpus[0])}) if gpus
+                else _watchdog.Watchdog(timeout_s=timeout_s))
+    with watchdog as wd:
         gpu = wd.start()
         if on_gpu:
             on_gpu(gpu)
@@ -558,8 +561,8 @@ def _from_bundle(bundle: str, probes: Sequence[str], arch: str | None):
                              "bundle is data, and tileprobe imports probe code only from probe files given on the "
                              f"command line: tileprobe run --bundle {bundle} path/to/{names[0] if names else 'probe.py'}")
     if probes:
-        names = {os.path.basename(p) for p in probes}
-        records = [r for r in records if os.path.basename(r.probe) in names]
+        given = {os.path.basename(p) for p in probes}
+        records = [r for r in records if os.path.basename(r.probe) in given]
     if arch:
         records = [r for r in records if get_arch(r.arch).name == get_arch(arch).name]
     return records, env, cubins, []   # a bundle is data: probe code only from the paths on the command line

@@ -125,6 +125,10 @@ class Watchdog:
 
     def start(self) -> dict:
         """Make sure a worker is running; return its hello info (e.g. the GPU's provenance)."""
+        return self._running().info
+
+    def _running(self) -> _Worker:
+        """The worker, started first when none is running (:meth:`start`)."""
         if self._worker is None or self._worker.proc.poll() is not None:
             if self._worker is not None:
                 self._kill(self._worker)
@@ -134,7 +138,7 @@ class Watchdog:
                 self._kill(w)
                 raise WorkerStartError("the watchdog was closed while its worker started")
             self._worker = w
-        return self._worker.info
+        return self._worker
 
     def _spawn(self) -> _Worker:
         parent, child = Pipe(duplex=True)
@@ -201,8 +205,7 @@ class Watchdog:
         Never raises for what the task does (hang, crash, exception: see :class:`TaskOutcome`); raises
         :class:`WorkerStartError` if no worker can be started for it.
         """
-        self.start()
-        w = self._worker
+        w = self._running()
         timeout = self.timeout_s if timeout_s is None else float(timeout_s)
         task_id = next(self._ids)
         t0 = time.perf_counter()

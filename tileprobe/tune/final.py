@@ -13,16 +13,60 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
 
 from tileprobe.run.clocks import POWER_REASONS
-from tileprobe.tune.race_state import FAILED, Batch, Entry
+from tileprobe.tune.race_state import FAILED, Batch, CheckOutcome, Entry
 
 #: Passes of the steady-state final over every contender before the clearly slower ones leave it (race module doc 7).
 FINAL_MIN_PASSES = 2
 
 
+class FinalSettings(Protocol):
+    """The settings the final reads, of :class:`~tileprobe.tune.race.RaceSettings` (race.py imports this module, so
+    this one names what it needs rather than importing that class)."""
+    budget_s: float | None
+    tie_pct: float
+    final_pct: float
+    final_max: int
+    final_passes: int
+    final_batch_s: float
+
+
+def _figure(e: Entry) -> float:
+    """``e``'s final figure (µs, :attr:`~tileprobe.tune.race_state.Entry.final_us`), asked only of a contender with
+    at least one final pass: never None there."""
+    us = e.final_us
+    assert us is not None      # by construction: every caller passes contenders whose ``final`` is not empty
+    return us
+
+
 class SteadyFinal:
     """The steady-state final's methods of :class:`~tileprobe.tune.race.Race` (module doc)."""
+
+    # What :class:`~tileprobe.tune.race.Race` provides (module doc), declared for the type checker: annotations
+    # only, no values, so that Race's own attributes and methods are the ones used.
+    entries: list[Entry]
+    s: FinalSettings
+    final: Callable[[str, int], Batch] | None
+    clock: Callable[[], float]
+    progress: Callable | None
+    check: Callable[[str], CheckOutcome] | None
+    rounds: list[dict]
+    _t0: float
+    _power: list[str]
+    _final: dict | None
+    _final_group: list[Entry]
+    _draining: bool
+
+    if TYPE_CHECKING:
+        def _line_s(self) -> float: ...
+        def _spent(self) -> bool: ...
+        def _racing(self) -> list[Entry]: ...
+        def _finalists(self) -> list[Entry]: ...
+        def _check(self, finalists: list[Entry]) -> bool: ...
+        def _measured(self, e: Entry, fn: Callable[[str, int], Batch], arg: int, r: int, **mark) -> Batch: ...
 
     def _note_power(self, b: Batch) -> None:
         """Add the power or temperature limits (:data:`~tileprobe.run.clocks.POWER_REASONS`) of batch ``b``'s clock
@@ -119,6 +163,7 @@ class SteadyFinal:
                 e.reason = (f"not among the {len(contenders)} closest to the race's leader that the steady-state "
                             "final timed")
         self._final_group = group
+        assert self._final is not None     # by construction: _final_round, the only caller, has just set it
         self._final.update(figures_us={e.id: e.final_us for e in timed},
                            vs_pick={e.id: e.final_vs(top) for e in timed}, pick=top.id,
                            tie=[e.id for e in group] if len(group) > 1 else [], changed=top.id != contenders[0].id)
@@ -171,11 +216,12 @@ class SteadyFinal:
         for e in alive:
             d = [a - b for a, b in zip(e.final[:k], best.final[:k])]
             se = statistics.stdev(d) / k ** 0.5 if len(d) > 1 else float("inf")
-            if e is best or statistics.fmean(d) <= max(best.final_us * self.s.tie_pct / 100.0, 2.0 * se):
+            if e is best or statistics.fmean(d) <= max(_figure(best) * self.s.tie_pct / 100.0, 2.0 * se):
                 keep.append(e)
         return keep
 
     def _take_final(self, e: Entry, p: int) -> None:
+        assert self.final is not None      # by construction: _final_round returns before any pass without it
         b = self._measured(e, self.final, p, len(self.rounds), final=p + 1)
         xs = [float(x) for x in b.samples_us] if b.status == "ok" else []
         if xs and all(math.isfinite(x) and x > 0 for x in xs):
@@ -190,9 +236,9 @@ class SteadyFinal:
         """The final's best and those within ``tie_pct`` % of it, best first, once checked (6.); a wrong one gives way
         to the next. Empty when none is left."""
         while ranked:
-            ranked.sort(key=lambda e: e.final_us)
-            best = ranked[0].final_us
-            group = [e for e in ranked if e.final_us <= best * (1 + self.s.tie_pct / 100.0)]
+            ranked.sort(key=_figure)
+            best = _figure(ranked[0])
+            group = [e for e in ranked if _figure(e) <= best * (1 + self.s.tie_pct / 100.0)]
             if self.check is None or not self._check(group):
                 return group
             ranked = [e for e in ranked if e.status not in FAILED]

@@ -190,7 +190,7 @@ class Race(SteadyFinal):
         self._final_group: list[Entry] = []
         self._power: list[str] = []
         self._draining = False
-        self.s = settings or RaceSettings()
+        self.s: RaceSettings = settings or RaceSettings()
         self.rng = random.Random(self.s.seed)
         self.rounds: list[dict] = []
         self.stop = ""

@@ -31,7 +31,7 @@ from tileprobe.probe.define import load_probes
 from tileprobe.probe.signature import ArraySpec
 from tileprobe.probe.zygote import prefetch_heavy
 from tileprobe.schema import VariantRecord, canonical, value_key
-from tileprobe.tune.space import Config, Problem, problems
+from tileprobe.tune.space import Config, ProbeInfo, Problem, problems
 
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.19 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
@@ -339,6 +339,14 @@ def constant_data_sha256(cubin: bytes) -> str:
     return h.hexdigest()
 
 
+def _record(c: Candidate) -> VariantRecord:
+    """The record of a compiled candidate (status ``ok``): never None there, as :func:`make_plans` and
+    :class:`Landing` give a candidate without one another status."""
+    rec = c.record
+    assert rec is not None     # by construction: the callers take only compiled candidates (status ok, a record)
+    return rec
+
+
 def _arg_key(arg: Any) -> Any:
     if isinstance(arg, ArraySpec):
         init = {k: _fill_key(v) if callable(v) else v for k, v in (arg.init or {}).items()}
@@ -365,7 +373,9 @@ def probe_launch(c: Candidate, num_sms: int) -> tuple[tuple, list]:
     from tileprobe.probe.define import context_kwargs
     from tileprobe.run.launch import grid3
     from tileprobe.run.worker import grid_hints, launch_context
-    probe, rec = c.problem.probe, c.record
+    probe, rec = c.problem.probe, _record(c)
+    # by construction: a probe held as data (ProbeInfo) has this run in its contained child (launch_facts)
+    assert not isinstance(probe, ProbeInfo)
     if probe.grid is None:
         raise ProbeError("the probe has no grid=: tuning needs grid(case, hints, num_sms)", probe.source)
     record = rec.to_dict()
@@ -395,7 +405,7 @@ def launch_task(path: str, stage: Callable[[str], None], index: int, num_sms: in
     except BaseException as e:
         return [], [str(e) if isinstance(e, ProbeError) else
                     str(_probe_error_from(e, os.path.abspath(path), "importing the probe file"))]
-    out = []
+    out: list[list | str] = []
     for values, config, rec in items:
         c = Candidate(Problem(probe, values), Config(tuple(map(tuple, config[0])), tuple(map(tuple, config[1]))),
                       VariantRecord.from_dict(rec))
@@ -429,7 +439,7 @@ def launch_facts(plans: Sequence[Plan], num_sms: int, probe_timeout_s: float | N
     keys = list(groups)
     args = [{"index": i, "num_sms": num_sms, "items": [[dict(c.problem.values), [list(c.config.tunables),
                                                                                  list(c.config.hints)],
-                                                        c.record.to_dict()] for c in groups[k]]}
+                                                        _record(c).to_dict()] for c in groups[k]]}
             for k in keys for i in [k[1]]]
     reports = run_probe_tasks([k[0] for k in keys], "tileprobe.tune.static:launch_task", args,
                               timeout_s=probe_timeout_s or PROBE_TIMEOUT_S) if keys else []
@@ -455,7 +465,7 @@ def launch_key(c: Candidate, num_sms: int, cubin: bytes | None, facts: tuple | N
     Raises:
         ProbeError: the probe's ``grid`` or ``args`` failed, or the probe has no ``grid``.
     """
-    rec = c.record
+    rec = _record(c)
     grid, runtime = facts if facts is not None else probe_launch(c, num_sms)
     parts = {"code": rec.code_sha256, "data": constant_data_sha256(cubin) if cubin else rec.cubin_sha256,
              "threads": rec.threads, "registers": rec.registers, "shared": rec.driver_shared_bytes,
@@ -485,7 +495,8 @@ def dedupe_one(plan: Plan, c: Candidate, num_sms: int, cubin_get: Callable[[str]
     try:
         if isinstance(fact, ProbeError):
             raise fact
-        c.launch_key, c.grid = launch_key(c, num_sms, cubin_get(c.record.cubin_sha256), fact)
+        sha = _record(c).cubin_sha256      # None: no cubin to look up (every getter finds none for it)
+        c.launch_key, c.grid = launch_key(c, num_sms, cubin_get(sha) if sha is not None else None, fact)
     except ProbeError as e:
         c.status, c.reason = "probe_error", str(e)
         plan.dropped["probe_error"] = plan.dropped.get("probe_error", 0) + 1
