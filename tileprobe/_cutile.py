@@ -533,7 +533,7 @@ def configure_context(temp_dir: str, timeout_s: float | None) -> None:
 
     The audit has its own store; a cuTile cache hit would skip tileiras and hide the compile.
     """
-    from cuda.tile._cext import default_tile_context  # type: ignore[attr-defined]
+    from cuda.tile._cext import default_tile_context
     cfg = default_tile_context.config
     cfg.temp_dir = temp_dir
     cfg.compiler_timeout_sec = timeout_s

@@ -70,7 +70,7 @@ def cmd_compare(args) -> int:
     tcs = None
     if args.probe and len(split(args.tileiras)) == 2:
         tcs = toolchains(args.tileiras, args.install)   # a release not installed: installed only when asked
-    fixed = contextlib.nullcontext()
+    fixed: contextlib.AbstractContextManager[object] = contextlib.nullcontext()   # or the fixed bytecode's
     if args.fixed_bytecode:
         if not (args.probe and tcs):
             raise UsageError("--fixed-bytecode needs --probe and two --tileiras releases, e.g. --tileiras "

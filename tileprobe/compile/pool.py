@@ -26,11 +26,15 @@ import time
 import types
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from multiprocessing.connection import wait
+from multiprocessing.connection import Connection, wait
+from typing import TYPE_CHECKING, cast
 
 from tileprobe.compile.job import DEFAULT_TIMEOUT_S, CompileResult, Variant
 from tileprobe.errors import ToolchainError
 from tileprobe.procs import default_jobs
+
+if TYPE_CHECKING:
+    from tileprobe.probe.zygote_client import ZygoteProcess
 
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.15 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
@@ -93,13 +97,18 @@ def variant_limit_s(v: Variant, timeout_s: float, fresh: bool = True) -> float:
 
 @dataclass(eq=False)
 class _Worker:
-    process: mp.process.BaseProcess
-    conn: object
+    process: mp.process.BaseProcess | ZygoteProcess     # spawned, or forked from the warm zygote
+    conn: Connection
     variant: Variant | None = None
     deadline: float = 0.0
     limit_s: float = 0.0
     ready: bool = False
     seq: int = 0             # its variant's place among those the pool started (0 first)
+
+    def held(self) -> Variant:
+        """The variant a busy worker compiles (read only while it is busy)."""
+        assert self.variant is not None   # given with the worker (WorkerPool._give); None only once it is idle
+        return self.variant
 
 
 class WorkerPool:
@@ -116,12 +125,13 @@ class WorkerPool:
         from tileprobe.procs import arm_guard
         arm_guard()      # before the worker's environment is taken: it and its compilers carry the guard's mark
         parent_end, child_end = self.ctx.Pipe()
-        p = start_worker(child_end, self.initargs)     # forked from the warm zygote, else spawned
-        if p is None:
+        p: mp.process.BaseProcess | ZygoteProcess | None = start_worker(child_end, self.initargs)
+        if p is None:                                  # forked from the warm zygote, else spawned
             p = self.ctx.Process(target=worker_main, args=(child_end, self.initargs, os.getpid()), daemon=True)
             with _no_main_reimport():
                 p.start()
         from tileprobe.procs import guard
+        assert p.pid is not None   # started: forked by the zygote, or spawned just above
         guard(p.pid)
         child_end.close()
         self.started += 1
@@ -150,7 +160,7 @@ class WorkerPool:
                 ends); results yielded before stay valid.
         """
         it = iter(variants)
-        busy: dict[object, _Worker] = {}
+        busy: dict[Connection, _Worker] = {}
         idle: list[_Worker] = []
         done = False
 
@@ -166,9 +176,10 @@ class WorkerPool:
                 self._fill(it, busy, idle, limit(time.monotonic()))
                 if not busy:
                     break
-                cutting = cut_at is not None and any(w.seq >= spared() for w in busy.values())
-                soonest = min(min(w.deadline for w in busy.values()), cut_at if cutting else math.inf)
-                ready = wait(list(busy), timeout=max(0.0, soonest - time.monotonic()))
+                cut = cut_at if cut_at is not None and any(w.seq >= spared() for w in busy.values()) else math.inf
+                soonest = min(min(w.deadline for w in busy.values()), cut)
+                # wait answers some of the objects it was given: the busy workers' connections
+                ready = cast("list[Connection]", wait(list(busy), timeout=max(0.0, soonest - time.monotonic())))
                 results = [r for conn in ready for r in self._receive(busy.pop(conn), busy, idle)]
                 landed_ok = landed_ok or any(r.status == "ok" for r in results)
                 now = time.monotonic()
@@ -205,7 +216,7 @@ class WorkerPool:
         try:
             kind, payload = wire.recv(w.conn)      # data only: nothing a worker (probe code ran there) sends is unpickled
             if kind == "result":
-                payload = result_from_data(payload, w.variant)
+                payload = result_from_data(payload, w.held())
             elif kind not in ("init_error", "ready") or (kind == "init_error" and type(payload) is not str):
                 raise wire.WireError(f"an unexpected message {kind!r}")
         except (EOFError, OSError):
@@ -217,7 +228,7 @@ class WorkerPool:
             raise ToolchainError(f"the compile workers cannot start: {payload}")
         if kind == "ready":
             w.ready = True
-            w.limit_s = self.limit_s(w.variant, False)
+            w.limit_s = self.limit_s(w.held(), False)
             busy[w.conn] = w                     # still compiling its variant
             return []
         w.variant = None
@@ -234,8 +245,8 @@ class WorkerPool:
                                  "here; run `tileprobe doctor`")
         # what it was doing (its phase file): probe code, or the compile
         from tileprobe.compile.failure import dead_worker
-        failure = dead_worker(w.variant, self.initargs[3], w.process.pid, status)
-        return CompileResult(w.variant, "compiler_crash").fail(failure)
+        failure = dead_worker(w.held(), self.initargs[3], w.process.pid, status)
+        return CompileResult(w.held(), "compiler_crash").fail(failure)
 
     def _garbled(self, w: _Worker, why: str) -> CompileResult:
         """A worker sent something that is not a worker's message (probe code in it may have replaced tileprobe's
@@ -245,12 +256,12 @@ class WorkerPool:
             raise ToolchainError(f"a compile worker sent a message that is not one while starting ({why})")
         text = (f"the compile worker sent back something that is not a compile result ({why}); probe code in it may "
                 "have changed tileprobe's own code; the worker was stopped and a new one takes the next variant")
-        return CompileResult(w.variant, "probe_error", error=text, failure="probe_error", message=text,
-                             fix=f"check what {w.variant.probe_path} does at import and in args()")
+        return CompileResult(w.held(), "probe_error", error=text, failure="probe_error", message=text,
+                             fix=f"check what {w.held().probe_path} does at import and in args()")
 
     def _stop_stuck(self, w: _Worker) -> CompileResult:
         self._kill(w)
-        return CompileResult(w.variant, "timeout",
+        return CompileResult(w.held(), "timeout",
                              error=f"no result within {w.limit_s:.0f} s (probe code, cuTile's front end, tileiras and "
                                    "nvdisasm together); the worker and its compiler processes were stopped "
                                    "(raise the limit: --timeout S or Probe(timeout_s=S))")

@@ -13,7 +13,7 @@ from tileprobe.judge.pruned import _code_classes, _occupancy_groups, paste_lines
 from tileprobe.model.arch import ArchLimits, get_arch
 from tileprobe.model.occupancy import theoretical_occupancy
 from tileprobe.records import SassFacts
-from tileprobe.schema import VariantRecord, short_build
+from tileprobe.schema import VariantRecord, VariantRun, short_build
 
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.06 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
@@ -44,16 +44,19 @@ def max_smem_for(limits: ArchLimits, ctas: int) -> int | None:
 def what_it_takes(r: VariantRecord, ctas: int) -> str:
     """One sentence: what this variant's CTA would need for ``ctas`` CTAs/SM on its arch, per binding resource."""
     limits = get_arch(r.arch)
+    threads, registers = r.threads, r.registers
+    # judged variants compiled: their threads and registers are read from the cubin (audit/variants.record_from)
+    assert threads is not None and registers is not None
     needs = []
     if ctas > limits.max_ctas_per_sm:
         return f"{ctas} CTAs/SM is above the {limits.max_ctas_per_sm} CTA slots of {r.arch}"
-    if ctas * r.threads > limits.max_threads_per_sm:
-        return (f"{ctas} CTAs of {r.threads} threads need {ctas * r.threads:,} threads, above the "
+    if ctas * threads > limits.max_threads_per_sm:
+        return (f"{ctas} CTAs of {threads} threads need {ctas * threads:,} threads, above the "
                 f"{limits.max_threads_per_sm:,} per SM of {r.arch}; it would take ≤ {limits.max_threads_per_sm // ctas} "
                 f"threads per CTA")
-    regs = max_regs_for(limits, r.threads, ctas)
-    if regs is not None and r.registers > regs:
-        needs.append(f"≤ {regs} registers per thread (has {r.registers})")
+    regs = max_regs_for(limits, threads, ctas)
+    if regs is not None and registers > regs:
+        needs.append(f"≤ {regs} registers per thread (has {registers})")
     smem = max_smem_for(limits, ctas)
     drv = r.driver_shared_bytes if r.driver_shared_bytes is not None else r.shared_bytes
     if smem is not None and drv is not None and drv > smem:
@@ -185,6 +188,7 @@ def _class_text(rows: list[VariantRecord]) -> str:
     size = cluster_size(r.cluster_dims)
     if size > 1:
         from tileprobe.model.cluster import cluster_residency
+        assert r.ctas_per_sm is not None   # rows can launch (static_advice keeps those with CTAs/SM)
         count = cluster_residency(r.arch, r.ctas_per_sm, size)
         if count is None:
             text += f", clusters of {size} (resident count not sourced)"
@@ -227,10 +231,10 @@ def measured_advice(rows: list[VariantRecord], static: VariantRecord | None) -> 
     if ties:
         text += " (within noise: " + ", ".join(_value_name(r) for r in ties) + ")"
     text += f"; {_versus_static(best, static, timed)}"
-    text += "; ranking: " + ", ".join(f"{_short_name(r)} {r.run.median_us:,.1f}" for r in timed) + " µs"
-    failed = [r for r in rows if r.run and r.run.status != "ok"]
+    text += "; ranking: " + ", ".join(f"{_short_name(r)} {_median(r):,.1f}" for r in timed) + " µs"
+    failed = [(r, r.run) for r in rows if r.run and r.run.status != "ok"]
     if failed:
-        text += "; not ranked: " + ", ".join(f"{_value_name(r)} ({r.run.status})" for r in failed)
+        text += "; not ranked: " + ", ".join(f"{_value_name(r)} ({run.status})" for r, run in failed)
     return text
 
 
@@ -244,7 +248,7 @@ def _versus_static(best: VariantRecord, static: VariantRecord | None, timed: lis
         return f"the static advice ({occ}) has no correct run to compare"
     if not _differ(best, static):
         return f"the static advice ({occ}, {_time(static)}) is within noise of it"
-    ratio = static.run.median_us / best.run.median_us
+    ratio = _median(static) / _median(best)
     return (f"static advice: {occ}; measured best: {_value_name(best)}, {ratio:.2f}× "
             f"faster than {_short_name(static)} ({_time(static)}): the static advice and the measurement disagree")
 
@@ -262,7 +266,20 @@ def _timed(rows: list[VariantRecord]) -> list[VariantRecord]:
         return []
     names = [_gpu(r) for r in ok]
     gpu = max(set(names), key=names.count)
-    return sorted((r for r in ok if _gpu(r) == gpu), key=lambda r: r.run.median_us)
+    return sorted((r for r in ok if _gpu(r) == gpu), key=_median)
+
+
+def _timed_run(r: VariantRecord) -> VariantRun:
+    """The run of a record that :func:`_timed` kept (the functions below take only those)."""
+    assert r.run is not None   # _timed keeps records with a correct run
+    return r.run
+
+
+def _median(r: VariantRecord) -> float:
+    """The median (µs) of a record that :func:`_timed` kept."""
+    median = _timed_run(r).median_us
+    assert median is not None   # _timed keeps runs with a median
+    return median
 
 
 def _gpu(r: VariantRecord) -> str:
@@ -271,22 +288,23 @@ def _gpu(r: VariantRecord) -> str:
 
 
 def _iqr_us(r: VariantRecord) -> float | None:
-    p25, p75 = r.run.p25_us, r.run.p75_us
+    p25, p75 = _timed_run(r).p25_us, _timed_run(r).p75_us
     return float(p75 - p25) if p25 is not None and p75 is not None else None
 
 
 def _differ(a: VariantRecord, b: VariantRecord) -> bool:
     """Whether two runs' medians are further apart than their noise (see :func:`measured_advice`)."""
-    ma, mb = a.run.median_us, b.run.median_us
+    ma, mb = _median(a), _median(b)
     noise = max(_iqr_us(a) or 0.0, _iqr_us(b) or 0.0, 0.01 * min(ma, mb))
     return abs(ma - mb) > noise
 
 
 def _time(r: VariantRecord) -> str:
     """``288.5 µs (IQR 286.2–290.5)``."""
-    text = f"{r.run.median_us:,.1f} µs"
-    if _iqr_us(r) is not None:
-        text += f" (IQR {r.run.p25_us:,.1f}–{r.run.p75_us:,.1f})"
+    run = _timed_run(r)
+    text = f"{_median(r):,.1f} µs"
+    if run.p25_us is not None and run.p75_us is not None:   # the IQR is known (_iqr_us)
+        text += f" (IQR {run.p25_us:,.1f}–{run.p75_us:,.1f})"
     return text
 
 

@@ -208,6 +208,8 @@ def _unverified(r: VariantRecord, n: int, count: ClusterCount | None, v: Verdict
         return v
     why = []
     if not get_arch(r.arch).smem_reserve_driver_checked and _other_reserve_reading(r, n) is not None:
+        # _other_reserve_reading answers only when both shared sizes are known
+        assert r.driver_shared_bytes is not None and r.shared_bytes is not None
         read = "as including" if r.driver_shared_bytes < r.shared_bytes else "as excluding"
         other = "short of" if (r.ctas_per_sm or 0) >= n else "meeting"
         why.append(f"the cubin's shared size read {read} the 1 KB per-CTA reserve (from the cubin's layout; no "
@@ -347,6 +349,9 @@ def _cluster_shortfall(hint: str, r: VariantRecord, group: list[VariantRecord], 
     if count.goal_met(n) is not False:
         return None
     limits = get_arch(r.arch)
+    # an occupancy verdict needs the arch's limits, and with them a compiled record has its CTAs/SM
+    # (assign_verdicts, audit/variants.record_from)
+    assert r.ctas_per_sm is not None
     most_of = "" if count.exact else "at most "      # a range: even its most falls short
     per = (f"{_ctas(r.ctas_per_sm)}/SM per CTA, but {most_of}{count.high} clusters are resident, "
            f"fewer than the {_need(count, n)} ({count.mean_ctas_per_sm(count.high):.2f} CTAs per SM on average)")
@@ -356,7 +361,7 @@ def _cluster_shortfall(hint: str, r: VariantRecord, group: list[VariantRecord], 
     twin = _same_code(hint, r, group)
     base = _baseline(hint, r, group)
     base_count = _cluster_count(base) if base is not None else None
-    if base_count is not None and base_count.high < count.high:   # against the reference first
+    if base is not None and base_count is not None and base_count.high < count.high:   # against the reference first
         also = f"; same machine code and resources as {ref_name(hint, twin)}" if twin is not None else ""
         return _verdict(PARTIAL, f"{per}; up from {base_count.high} clusters at {ref_name(hint, base)}{also}")
     if twin is not None:
@@ -423,19 +428,24 @@ def _reserve_other_ctas(r: VariantRecord) -> int:
     record reads it as included (driver size < cubin size), else as including it. Needs the record's threads,
     registers, shared and driver shared sizes (:func:`_other_reserve_reading` checks them)."""
     limits = get_arch(r.arch)
-    included = r.driver_shared_bytes < r.shared_bytes
-    other_smem = r.shared_bytes if included else max(r.shared_bytes - limits.smem_reserved_per_cta_bytes, 0)
-    return theoretical_occupancy(limits, r.threads, r.registers, other_smem).ctas_per_sm
+    threads, registers, shared, driver_shared = r.threads, r.registers, r.shared_bytes, r.driver_shared_bytes
+    # called only once _other_reserve_reading found all four
+    assert threads is not None and registers is not None and shared is not None and driver_shared is not None
+    included = driver_shared < shared
+    other_smem = shared if included else max(shared - limits.smem_reserved_per_cta_bytes, 0)
+    return theoretical_occupancy(limits, threads, registers, other_smem).ctas_per_sm
 
 
 def _judge_occupancy(hint: str, r: VariantRecord, group: list[VariantRecord]) -> Verdict:
     n = int(r.hint(hint))
     limits = get_arch(r.arch)
     ctas = r.ctas_per_sm or 0
+    threads = r.threads
+    assert threads is not None   # judged records compiled: threads read from the cubin (audit/variants.record_from)
     if n > limits.max_ctas_per_sm:
         return _verdict(INFEASIBLE, f"{n} CTAs/SM exceeds the {limits.max_ctas_per_sm} CTA slots per SM on {r.arch}")
-    if n * r.threads > limits.max_threads_per_sm:
-        return _verdict(INFEASIBLE, f"{n} × {r.threads} threads = {n * r.threads:,} > {limits.max_threads_per_sm:,} "
+    if n * threads > limits.max_threads_per_sm:
+        return _verdict(INFEASIBLE, f"{n} × {threads} threads = {n * threads:,} > {limits.max_threads_per_sm:,} "
                                     f"threads per SM on {r.arch}; got {_ctas(ctas)}/SM ({_fmt_res(r)})")
     if ctas == 0:
         return _verdict(INFEASIBLE, f"the CTA cannot launch on {r.arch} (limiter: {r.limiter}; {_fmt_res(r)})")
@@ -519,11 +529,11 @@ def judge_allow_tma(hint: str, r: VariantRecord, group: list[VariantRecord]) -> 
             return _tma_met(hint, r, other, f"{n} TMA/bulk-copy data instruction(s) ({ops})")
         why = [d for rem in r.remarks if "Tma" in rem.get("name", "") for d in rem.get("details", [])]
         return _verdict(IGNORED, "no TMA instructions" + (f"; tileiras: {why[0]}" if why else ""))
-    sib = [o for o in group if o.ok and o is not r and bool(o.hint(hint)) and tma_data_ops(o) is not None]
+    sib_ops = [k for o in group if o.ok and o is not r and bool(o.hint(hint)) and (k := tma_data_ops(o)) is not None]
     if n == 0:
         return _tma_met(hint, r, other, "no TMA instructions")
-    if sib and n < tma_data_ops(sib[0]):
-        return _verdict(HONOURED, f"TMA data instructions {tma_data_ops(sib[0])} → {n} (the others come from other "
+    if sib_ops and n < sib_ops[0]:
+        return _verdict(HONOURED, f"TMA data instructions {sib_ops[0]} → {n} (the others come from other "
                                   f"loads/stores: {ops})")
     return _verdict(IGNORED, f"still {n} TMA data instruction(s) ({ops})")
 

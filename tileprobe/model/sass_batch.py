@@ -142,9 +142,10 @@ def _facts(m: _Member, cubin: bytes, symbol: str, cache: MutableMapping[str, str
         parts.append(cache[key])
     listing = "".join(parts)
     if "USETMAXREG" in listing:   # the register-pool walk follows branches: labels as the ELF listing has them
-        listing = _labelled(m, cubin, cache)
-        if listing is None:
+        labelled = _labelled(m, cubin, cache)
+        if labelled is None:
             return sass_facts(cubin, symbol)
+        listing = labelled
     try:
         return facts_from_listing(cubin, symbol, listing)
     except TileprobeError:
@@ -204,9 +205,12 @@ def _function_symbols(cubin: bytes) -> dict[str, tuple[dict[int, str], set[int]]
     import io
 
     from elftools.elf.elffile import ELFFile
+    from elftools.elf.sections import SymbolTableSection
     try:
         elf = ELFFile(io.BytesIO(cubin))
         symtab = elf.get_section_by_name(".symtab")
+        if symtab is not None and not isinstance(symtab, SymbolTableSection):
+            return None   # a .symtab that is no symbol table: unreadable
         out: dict[str, tuple[dict[int, str], set[int]]] = {}
         for sym in symtab.iter_symbols() if symtab is not None else ():
             if sym["st_info"]["type"] != "STT_FUNC" or not sym.name or not isinstance(sym["st_shndx"], int):

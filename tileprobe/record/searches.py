@@ -143,10 +143,10 @@ def render_search_probe(s: RecordedSearch, origin: Origin, probe_dir: str) -> st
             config_lines.append(inert("    # hints as the program gave them: "
                                       + " ".join(f"{h}={hint_text(v)}" for h, v in raw.items())))
         config_lines.append(f"    {label!r}: {literal(entry)},")
-        text = args_text(_marked_args(s, i))
-        arg_lines.append(f"    {label!r}: lambda arrays: {text.tuple_text('    ')},")
-        imports |= text.imports
-        todos += [f"{label}: {t}" for t in text.todos]
+        arg_text = args_text(_marked_args(s, i))
+        arg_lines.append(f"    {label!r}: lambda arrays: {arg_text.tuple_text('    ')},")
+        imports |= arg_text.imports
+        todos += [f"{label}: {t}" for t in arg_text.todos]
     if s.kernel.ref_kind == "function":
         imports |= {"import os", "import cuda.tile as ct", "from tileprobe.probe.define import import_object"}
     if s.kernel.import_root() is not None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 #: Verdict abbreviations for narrow tables (legend under the table).
 VERDICT_ABBREV = {"honoured": "hon", "met": "met", "unverified": "unver", "partial": "part", "ignored": "IGN",
@@ -44,7 +45,7 @@ class Column:
     """One table column: header (may hold a line break), plain cells, alignment, and whether it may be dropped."""
     header: str
     cells: list[str]
-    justify: str = "left"
+    justify: Literal["left", "right"] = "left"
     keep: bool = True
     kind: str = "data"            # "id" (case/hint value), "data", "verdict"
     styled: list[str] | None = None   # cells with rich markup (verdict colours), same text as ``cells``

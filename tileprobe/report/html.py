@@ -304,7 +304,7 @@ def hint_figure_svg(rows: Sequence[VariantRecord], hint: str, title: str, salt: 
             handles.append(Line2D([], [], ls=":", color="#59636e", lw=1.2, label="CTAs/SM asked"))
         fig.suptitle(_mpl(title), fontsize=10)
         fig.legend(handles=handles, loc="outside lower center", ncol=legend_columns(
-            [h.get_label() for h in handles], 3.4 * len(metrics)), frameon=False, fontsize=8, handlelength=3.2)
+            [str(h.get_label()) for h in handles], 3.4 * len(metrics)), frameon=False, fontsize=8, handlelength=3.2)
         buf = io.StringIO()
         fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None, "Format": None, "Type": None})
     return _clean_svg(buf.getvalue(), title)

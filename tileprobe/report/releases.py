@@ -131,10 +131,10 @@ def releases_markdown(c: Comparison, command: str = "") -> str:
     for k in ("cuda_tile", "python", "platform", "tileprobe"):
         if env.get(k):
             parts.append(f"- {k.replace('_', '-')}: {env[k]}\n")
-    steps = [("# where tileiras is: compile both releases into one bundle", env.get("audit_command")),
+    every = [("# where tileiras is: compile both releases into one bundle", env.get("audit_command")),
              ("# on the GPU machine: run it (releases interleaved)", env.get("run_command")),
              ("# compare", command)]
-    steps = [(note, cmd) for note, cmd in steps if cmd]
+    steps = [(note, cmd) for note, cmd in every if cmd]
     if steps:
         parts.append("\nReproduce:\n\n```\n" + "\n".join(f"{n}\n{cmd}" if len(steps) > 1 else cmd
                                                        for n, cmd in steps) + "\n```\n")

@@ -295,7 +295,9 @@ def _one_value_hints(rows: list[VariantRecord]) -> dict[str, tuple[str, str, int
         if (len(ok) > 1 and len(values) == 1 and len(statuses) == 1 and None not in statuses
                 and all("nothing shows the hint changed the code" in v.reason for v in verdicts)):
             value = ok[0].hints.get(hint)
-            out[hint] = (format_value(value) if value is not None else "declared", statuses.pop(), len(ok))
+            status = statuses.pop()
+            assert status is not None   # None not in statuses (the condition above)
+            out[hint] = (format_value(value) if value is not None else "declared", status, len(ok))
     return out
 
 
@@ -522,10 +524,11 @@ def render_sass_diff(diff, a: VariantRecord, b: VariantRecord, console: Console,
     for h in ("", "A", "B"):
         t.add_column(h, justify="left" if not h else "right")
     spills = [f"{_sass_key(r, 'spill_loads')}/{_sass_key(r, 'spill_stores')}" for r in (a, b)]
-    rows = [("threads", a.threads, b.threads), ("registers", a.registers, b.registers),
-            ("shared B (cubin)", fmt_int(a.shared_bytes), fmt_int(b.shared_bytes)),
-            ("stack B", a.stack_bytes, b.stack_bytes), ("CTAs/SM", a.ctas_per_sm, b.ctas_per_sm),
-            ("LDL/STL", *spills), ("instructions", f"{len(diff.a):,}", f"{len(diff.b):,}")]
+    rows: list[tuple[str, object, object]] = [
+        ("threads", a.threads, b.threads), ("registers", a.registers, b.registers),
+        ("shared B (cubin)", fmt_int(a.shared_bytes), fmt_int(b.shared_bytes)),
+        ("stack B", a.stack_bytes, b.stack_bytes), ("CTAs/SM", a.ctas_per_sm, b.ctas_per_sm),
+        ("LDL/STL", spills[0], spills[1]), ("instructions", f"{len(diff.a):,}", f"{len(diff.b):,}")]
     rows += [(f"  {name}", f"{x:,}", f"{y:,}") for name, x, y in diff.classes]
     for name, x, y in rows:
         t.add_row(name, str(x), str(y), style=None if str(x) == str(y) else "bold")

@@ -226,8 +226,9 @@ def _note(r: CandidateRow) -> str:
     if r.status in ("winner", "tie", "eliminated"):
         return "" if r.final_us is None else f"final {r.final_us:,.1f} µs"
     if r.status == "not_searched":      # the same words on every such row: the short form (the summary counts them)
-        return {NOT_SAMPLED_REASON: "not in the dry run's sample",
-                CUT_REASON: "cut at the budget's end"}.get(r.reason, "not reached (--budget)")
+        short: dict[str | None, str] = {NOT_SAMPLED_REASON: "not in the dry run's sample",
+                                        CUT_REASON: "cut at the budget's end"}
+        return short.get(r.reason, "not reached (--budget)")
     text = r.reason.strip().splitlines()[0] if r.reason else ""
     return text if len(text) <= NOTE_CELL else text[:NOTE_CELL - 1] + "…"
 

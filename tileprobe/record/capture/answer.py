@@ -127,9 +127,9 @@ class Answerer:
         want, outcome = {"config": row["search"].get("config"), "hints": row["search"].get("hints")}, "answered"
         if ext is not None:      # never worse than the program's default configuration (the row's own figures)
             want, outcome = ext.never_worse_for(self, row, name, want)
-        want = _strict_text(want)
+        wanted = _strict_text(want)
         for i, c in enumerate(search.configs_json):
-            if _strict_text({"config": c["config"], "hints": c["hints"]}) == want:
+            if _strict_text({"config": c["config"], "hints": c["hints"]}) == wanted:
                 self.answered += 1
                 if ext is not None:
                     ext.get().searched(search, name, outcome)
