@@ -1,0 +1,156 @@
+"""Hostile files and values where tileprobe reads a table, a rank's pick, coverage or a pin (the hostile tester's
+escapes of 2026-12-05): each is refused, skipped or said, never a hang, a traceback or a changed program outcome.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _ranks_module():
+    spec = importlib.util.spec_from_file_location("_tp_test_capture_ranks",
+                                                  ROOT / "tileprobe" / "record" / "capture_ranks.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _in_thread(fn, timeout_s=10.0):
+    """``fn()``'s result, failing the test if it does not return within ``timeout_s`` (a FIFO would block)."""
+    out: list = []
+    t = threading.Thread(target=lambda: out.append(fn()), daemon=True)
+    t.start()
+    t.join(timeout_s)
+    assert not t.is_alive(), "blocked"
+    return out[0]
+
+
+KEY = "0123456789abcdef"
+GOOD = {"key": KEY, "config_index": 1, "mean_us": 3.5, "num_samples": 5, "error_margin_us": 0.1}
+
+
+@pytest.mark.parametrize("what", ["fifo", "dev_zero", "dir", "mean_str", "index_str", "index_bool", "samples_str",
+                                  "margin_list", "deep", "not_dict", "big", "not_utf8", "huge_int"])
+def test_an_unusable_rank_pick_is_said_once_and_the_rank_searches(tmp_path, capsys, what):
+    mod = _ranks_module()
+    shared = mod.Shared(str(tmp_path))
+    path = tmp_path / (KEY + ".json")
+    if what == "fifo":
+        os.mkfifo(path)
+    elif what == "dev_zero":
+        path.symlink_to("/dev/zero")
+    elif what == "dir":
+        path.mkdir()
+    elif what == "deep":
+        path.write_text("[" * 50_000 + "]" * 50_000)
+    elif what == "not_dict":
+        path.write_text("[1, 2]")
+    elif what == "big":
+        path.write_text(json.dumps(dict(GOOD, pad="x" * (mod.ENTRY_LIMIT_BYTES + 10))))
+    elif what == "not_utf8":
+        path.write_bytes(b'{"key": "\xff"}')
+    elif what == "huge_int":
+        path.write_text('{"key": "%s", "config_index": %s}' % (KEY, "9" * 5000))
+    else:
+        field, value = {"mean_str": ("mean_us", "x"), "index_str": ("config_index", "1"),
+                        "index_bool": ("config_index", True), "samples_str": ("num_samples", "5"),
+                        "margin_list": ("error_margin_us", [1])}[what]
+        path.write_text(json.dumps(dict(GOOD, **{field: value})))
+    assert _in_thread(lambda: shared.read_entry(KEY)) is None
+    assert _in_thread(lambda: shared.read_entry(KEY)) is None
+    err = capsys.readouterr().err
+    assert err.count("is unusable") == 1 and "own search" in err and "Traceback" not in err
+
+
+def test_a_good_rank_pick_is_read(tmp_path):
+    mod = _ranks_module()
+    (tmp_path / (KEY + ".json")).write_text(json.dumps(GOOD))
+    assert mod.Shared(str(tmp_path)).read_entry(KEY) == GOOD
+
+
+def test_a_garbage_pick_runs_the_programs_own_search_under_search_once(tmp_path, monkeypatch):
+    mod = _ranks_module()
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv(mod.ENV_RUN, "r1")
+    table = str(tmp_path / "t.json")
+    folder = mod.shared_folder(table)
+    os.makedirs(folder)
+    with open(os.path.join(folder, KEY + ".json"), "w") as f:
+        json.dump(dict(GOOD, mean_us="x"), f)
+
+    class Search:
+        key = KEY
+        configs = ["a", "b"]
+
+        @staticmethod
+        def index_of(config):
+            return None
+
+    ran = []
+    got = mod.search_once(table, Search, lambda: ran.append(1) or "own", lambda c, r: ("answer", c, r))
+    assert got == "own" and ran == [1]
+
+
+class _Use:
+    path = "/nonexistent/table.json"
+
+    def __init__(self):
+        self.said = []
+
+    def say_once(self, what, text):
+        self.said.append(text)
+
+
+def _with_ranks_module(monkeypatch, search_once):
+    from tileprobe.record.capture import search as capture_search
+    from tileprobe.record.capture.names import MODULE_NAME
+
+    class Mod:
+        pass
+    fake = Mod()
+    fake.search_once = search_once
+    monkeypatch.setitem(sys.modules, MODULE_NAME + "_ranks", fake)
+    return capture_search._search_once
+
+
+def test_an_error_of_tileprobes_sharing_runs_the_programs_search(monkeypatch):
+    def broken(path, search, run, tuning_result):
+        raise TypeError("tileprobe's own bug")
+    _search_once = _with_ranks_module(monkeypatch, broken)
+    use = _Use()
+    assert _search_once(use, object(), lambda: "own") == "own"
+    assert len(use.said) == 1 and "TypeError" in use.said[0]
+
+
+def test_an_error_after_the_programs_search_ran_keeps_its_result(monkeypatch):
+    calls = []
+
+    def publish_fails(path, search, run, tuning_result):
+        run()
+        raise KeyError("publish")
+    _search_once = _with_ranks_module(monkeypatch, publish_fails)
+    use = _Use()
+    assert _search_once(use, object(), lambda: calls.append(1) or "own") == "own"
+    assert calls == [1]                 # not searched twice
+
+
+def test_the_programs_own_search_error_propagates_unchanged(monkeypatch):
+    def passes_through(path, search, run, tuning_result):
+        return run()
+    _search_once = _with_ranks_module(monkeypatch, passes_through)
+    mine = ValueError("the program's own failure")
+
+    def run():
+        raise mine
+    use = _Use()
+    with pytest.raises(ValueError) as info:
+        _search_once(use, object(), run)
+    assert info.value is mine and use.said == []
