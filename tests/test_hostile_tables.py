@@ -154,3 +154,37 @@ def test_the_programs_own_search_error_propagates_unchanged(monkeypatch):
     with pytest.raises(ValueError) as info:
         _search_once(use, object(), run)
     assert info.value is mine and use.said == []
+
+
+EMPTY_TABLE = {"schema_version": 1, "kind": "tileprobe.tune", "provenance": {}, "kernels": {}}
+
+
+@pytest.mark.parametrize("line", [
+    '{"t":"launches","counts":[["vadd","table","x"]]}',
+    '{"t":"launches","counts":[1]}',
+    '{"t":"launches","counts":"abc"}',
+    '{"t":"search","outcome":"missed","kernel":"vadd","key":"k","problem":[[1,2,3]]}',
+    '{"t":"search","outcome":"missed","kernel":"vadd","key":"k","problem":5}',
+    '{"t":"search","outcome":"missed","kernel":"vadd","key":["k"],"problem":[[1]]}',
+    '{"t":"search","outcome":"missed","kernel":"vadd","key":"k","problem":[[1, %s]]}' % ("[" * 5000 + "]" * 5000),
+    "[" * 50_000 + "]" * 50_000,
+    "not json",
+])
+def test_a_malformed_coverage_line_is_skipped_and_counted(tmp_path, line):
+    from tileprobe.record.coverage import read_coverage
+    good = '{"t":"launches","counts":[["vadd","table",3]]}'
+    (tmp_path / "cov-1-1.jsonl").write_text(good + "\n" + line + "\n")
+    cov = read_coverage(str(tmp_path), EMPTY_TABLE)
+    assert cov.unreadable == 1
+    assert cov.processes == 1
+
+
+@pytest.mark.parametrize("what", ["fifo", "dev_zero", "dir"])
+def test_a_coverage_entry_that_is_no_regular_file_is_unreadable_not_a_hang(tmp_path, what):
+    from tileprobe.record.coverage import read_coverage
+    path = tmp_path / "cov-1-1.jsonl"
+    {"fifo": lambda: os.mkfifo(path), "dev_zero": lambda: path.symlink_to("/dev/zero"),
+     "dir": lambda: path.mkdir()}[what]()
+    (tmp_path / "cov-2-2.jsonl").write_text('{"t":"launches","counts":[["vadd","table",3]]}\n')
+    cov = _in_thread(lambda: read_coverage(str(tmp_path), EMPTY_TABLE))
+    assert cov.unreadable == 1 and [k.launches_table for k in cov.kernels] == [3]
