@@ -188,3 +188,39 @@ def test_a_coverage_entry_that_is_no_regular_file_is_unreadable_not_a_hang(tmp_p
     (tmp_path / "cov-2-2.jsonl").write_text('{"t":"launches","counts":[["vadd","table",3]]}\n')
     cov = _in_thread(lambda: read_coverage(str(tmp_path), EMPTY_TABLE))
     assert cov.unreadable == 1 and [k.launches_table for k in cov.kernels] == [3]
+
+
+def _merge_row(**extra) -> dict:
+    return {"problem": [[0, {"kind": "scalar", "value": 4096}]], "arch": "sm_90", "gpu": "NVIDIA H200",
+            "case": {"TILE": 512}, "hints": {}, **extra}
+
+
+@pytest.mark.parametrize("field, value", [("arch", ["sm_90"]), ("gpu", {"name": "H200"}), ("num_sms", [132])])
+def test_a_merge_refuses_a_non_scalar_identity_field_naming_the_row(tmp_path, field, value):
+    from tileprobe.errors import TileprobeError
+    from tileprobe.tune.table_store import merge_tables
+    docs = [("a.json", {"kernels": {"vadd": [_merge_row()]}}),
+            ("b.json", {"kernels": {"vadd": [_merge_row(), _merge_row(**{field: value})]}})]
+    with pytest.raises(TileprobeError) as info:
+        merge_tables(docs, lambda kernels, provenances: {"kernels": kernels})
+    assert f"b.json: kernels.vadd[1].{field} is a JSON" in str(info.value)
+
+
+@pytest.mark.parametrize("what", ["dir", "symlink", "dangling", "fifo"])
+def test_a_table_lock_that_is_no_regular_file_is_an_error_naming_it(tmp_path, what):
+    from tileprobe.errors import TileprobeError
+    from tileprobe.tune.table_store import locked
+    table = tmp_path / "t.json"
+    lock = tmp_path / "t.json.lock"
+    {"dir": lambda: lock.mkdir(), "symlink": lambda: lock.symlink_to(tmp_path / "elsewhere"),
+     "dangling": lambda: lock.symlink_to(tmp_path / "nowhere"), "fifo": lambda: os.mkfifo(lock)}[what]()
+    if what == "symlink":
+        (tmp_path / "elsewhere").write_text("")
+
+    def take():
+        with pytest.raises(TileprobeError) as info:
+            with locked(str(table)):
+                pass
+        return str(info.value)
+    msg = _in_thread(take)
+    assert "t.json.lock" in msg and "remove it" in msg
