@@ -224,3 +224,37 @@ def test_a_table_lock_that_is_no_regular_file_is_an_error_naming_it(tmp_path, wh
         return str(info.value)
     msg = _in_thread(take)
     assert "t.json.lock" in msg and "remove it" in msg
+
+
+def _pin_table(tmp_path) -> str:
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"schema_version": 1, "kind": "tileprobe.tune", "provenance": {}, "kernels": {
+        "vadd": [{"search": {"key": "abcdef0123456789", "config": {"TILE": 1}}}]}}))
+    return str(path)
+
+
+@pytest.mark.parametrize("off, pin", [
+    (["vadd\nFORGED LINE"], []),
+    (["9" * 5000], []),
+    ([], ["vadd\nFORGED LINE={}"]),
+    ([], ["vadd=" + "9" * 5000]),
+    ([], ["vadd=" + "[" * 10_000 + "]" * 10_000]),
+    ([], ["vadd={\"TILE\": 1}\nFORGED LINE"]),
+    ([], ["vadd=abcdef99\nFORGED"]),
+    ([], ["novadd\nFORGED"]),
+])
+def test_off_and_pin_values_are_refused_escaped_and_cut(tmp_path, off, pin):
+    from tileprobe.errors import TileprobeError
+    from tileprobe.record.use import control_env
+    with pytest.raises(TileprobeError) as info:
+        control_env(_pin_table(tmp_path), off, pin)
+    msg = str(info.value)
+    assert "\n" not in msg and "9" * 1000 not in msg and "[" * 1000 not in msg, msg[:300]
+
+
+@pytest.mark.parametrize("text", ["[" * 10_000 + "]" * 10_000, '{"vadd": ' + "[" * 10_000 + "]" * 10_000 + "}",
+                                  '{"vadd": ' + "9" * 5000 + "}"])
+def test_a_deep_or_huge_env_pin_is_a_bad_pin_ignored(text):
+    from tileprobe.record.usehook import ENV_PIN, UseHook
+    h = UseHook({ENV_PIN: text})
+    assert h.pin == {} and h.pin_error
