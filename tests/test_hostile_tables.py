@@ -258,3 +258,27 @@ def test_a_deep_or_huge_env_pin_is_a_bad_pin_ignored(text):
     from tileprobe.record.usehook import ENV_PIN, UseHook
     h = UseHook({ENV_PIN: text})
     assert h.pin == {} and h.pin_error
+
+
+def test_an_index_bucket_larger_than_its_table_is_refused_and_the_table_read(tmp_path):
+    from tileprobe.record.capture.tables import index_bucket, index_rows
+    from tileprobe.tune.table_store import write_index
+    row = {"case": {"config": "C0"}, "search": {"key": "00aa" * 4, "config": {"TILE": 1}}}
+    doc = {"schema_version": 1, "kind": "tileprobe.tune", "kernels": {"a": [row]}}
+    table = tmp_path / "t.json"
+    table.write_text(json.dumps(doc))
+    write_index(str(table), doc)
+    assert index_rows(str(table), "00aa" * 4)
+    bucket = tmp_path / "t.json.index" / (index_bucket("00aa" * 4) + ".json")
+    forged = json.dumps([["a", dict(row, search={"key": "00aa" * 4, "config": {"TILE": 999}})]])
+    bucket.write_text(forged + " " * (table.stat().st_size + 1))         # more than the whole table: not genuine
+    assert index_rows(str(table), "00aa" * 4) is None
+
+
+def test_read_regular_refuses_a_file_from_its_size_before_reading(tmp_path):
+    from tileprobe.record.capture.tables import TableReadError, read_regular
+    big = tmp_path / "big"
+    with open(big, "wb") as f:
+        f.truncate(8 << 30)                                           # sparse: 8 GiB, nothing on disk
+    with pytest.raises(TableReadError, match="8,589,934,592 bytes"):
+        read_regular(str(big), 1 << 20)
