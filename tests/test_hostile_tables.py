@@ -282,3 +282,17 @@ def test_read_regular_refuses_a_file_from_its_size_before_reading(tmp_path):
         f.truncate(8 << 30)                                           # sparse: 8 GiB, nothing on disk
     with pytest.raises(TableReadError, match="8,589,934,592 bytes"):
         read_regular(str(big), 1 << 20)
+
+
+def test_unreadable_coverage_lines_are_said_even_when_no_kernel_was_counted(tmp_path):
+    import io
+
+    from rich.console import Console
+
+    from tileprobe.record.coverage import read_coverage
+    from tileprobe.report.coverage import render_coverage
+    os.mkfifo(tmp_path / "cov-1-1.jsonl")
+    cov = _in_thread(lambda: read_coverage(str(tmp_path), EMPTY_TABLE))
+    buf = io.StringIO()
+    render_coverage(cov, Console(file=buf, width=200))
+    assert "1 unreadable coverage line(s) skipped" in buf.getvalue()
