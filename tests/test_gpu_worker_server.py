@@ -241,3 +241,45 @@ def test_the_next_commands_worker_starts_while_this_one_runs(env):
     with kept(env) as c:
         third = c.submit(TASK).value["pid"]
     assert third in during - {first, second}     # started during the first command: two commands ahead
+
+
+def test_a_malformed_task_is_answered_with_an_error_and_the_server_serves_on():
+    import threading
+
+    from tileprobe.run import warmserver
+    from tileprobe.run.watchdog import TaskOutcome
+
+    class FakeWd:
+        info: dict = {}
+        restarts = 0
+        pids = [1]
+        calls: list = []
+
+        def submit(self, fn, kwargs, timeout_s):
+            self.calls.append((fn, kwargs, timeout_s))
+            return TaskOutcome("done", 7)
+
+    wd = FakeWd()
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    result: list = []
+    t = threading.Thread(target=lambda: result.append(warmserver._handle(theirs, wd, "", {}, 60.0)), daemon=True)
+    t.start()
+    try:
+        ours.settimeout(10)
+        send_msg(ours, {"op": "hello", "provenance": {}})
+        assert recv_msg(ours)["ok"]
+        for bad in ({"op": "task", "timeout_s": 5}, {"op": "task", "fn": "m:f", "timeout_s": "x"},
+                    {"op": "task", "fn": "m:f", "timeout_s": float("nan")}, {"op": "task", "fn": ["m:f"]},
+                    {"op": "task", "fn": "m:f", "timeout_s": 5, "kwargs": [1]}):
+            send_msg(ours, bad)
+            out = recv_msg(ours)
+            assert out["op"] == "outcome" and out["status"] == "raised" and out["error"].startswith("bad task"), out
+        send_msg(ours, {"op": "task", "fn": "m:f", "timeout_s": 5})
+        out = recv_msg(ours)
+        assert out["status"] == "done" and out["value"] == 7 and wd.calls == [("m:f", {}, 5.0)]
+        send_msg(ours, {"op": "stop"})
+        t.join(10)
+        assert result == ["stop"]
+    finally:
+        ours.close()
+        theirs.close()

@@ -39,6 +39,7 @@ def test_a_journal_round_trips_with_the_earlier_runs_cost(tmp_path):
     ({"key": "k", "failed": [1]}, "'failed' is not a list of strings"),
     ({"key": "k", "current": 3}, "'current' is not a string"),
     ({"key": "k", "compiled": -1}, "'compiled' or 'wall_s'"),
+    ("[" * 100_000 + "]" * 100_000, "nested deeper"),
 ])
 def test_a_damaged_journal_is_an_error_naming_the_file_the_field_and_the_fix(tmp_path, content, field):
     path = write(tmp_path, content)

@@ -589,8 +589,10 @@ def test_history_of_a_kernel_the_store_never_compiled_is_a_usage_error(tmp_path,
 
 def test_the_interrupt_message_says_what_was_kept_or_that_no_store_was_used(monkeypatch, capsys):
     """With --no-store, Ctrl-C said "nothing had been saved to the results store yet" (a tester, 2026-12-01)."""
+    import tileprobe.cli._common as common
     import tileprobe.store.connection as st  # the counters live there (store/ a package)
     from tileprobe.cli._common import print_interrupted
+    monkeypatch.setattr(common, "COMMAND_ARGV", ["compile", "p.py", "--no-store"])
     for saved, opened, text in (({"compiles": 0, "runs": 0}, set(), "nothing is kept: no results store was used "
                                                                     "(--no-store)"),
                                 ({"compiles": 0, "runs": 0}, {"s"}, "nothing had been saved to the results store yet"),
@@ -600,6 +602,12 @@ def test_the_interrupt_message_says_what_was_kept_or_that_no_store_was_used(monk
         monkeypatch.setattr(st, "_OPENED", opened)
         print_interrupted()
         assert capsys.readouterr().err.strip() == f"interrupted; {text}"
+    # `use` (no store, no --no-store; the program's own --no-store after --): --no-store is not named
+    monkeypatch.setattr(common, "COMMAND_ARGV", ["use", "t.json", "--", "prog", "--no-store"])
+    monkeypatch.setattr(st, "_SAVED", {"compiles": 0, "runs": 0})
+    monkeypatch.setattr(st, "_OPENED", set())
+    print_interrupted("terminated by SIGTERM")
+    assert capsys.readouterr().err.strip() == "terminated by SIGTERM; nothing is kept: no results store was used"
 
 
 def _ctrl_c_default() -> None:

@@ -219,10 +219,24 @@ def test_env_prints_the_control_variables_for_a_shell(table, tmp_path):
     assert "export TILEPROBE_USE_PIN='{\"scale_rows\": {\"TM\": 32}}'" in lines
 
 
-def test_an_unwritable_coverage_json_is_said_after_the_program_ran(table, tmp_path):
-    out = subprocess.run([sys.executable, "-m", "tileprobe.cli", "use", str(table), "--coverage-json",
-                          str(tmp_path / "no" / "such" / "c.json"), "--", sys.executable, "-c", "print('ran')"],
-                         capture_output=True, text=True, cwd=tmp_path, env=_env(tmp_path), timeout=120)
+@pytest.mark.parametrize("where", ["missing_folder", "folder", "fifo", "dev_full"])
+def test_an_unwritable_coverage_json_is_refused_before_the_program_runs(table, tmp_path, where):
+    path = {"missing_folder": tmp_path / "no" / "such" / "c.json", "folder": tmp_path,
+            "fifo": tmp_path / "c.fifo", "dev_full": Path("/dev/full")}[where]
+    if where == "fifo":
+        os.mkfifo(path)
+    out = subprocess.run([sys.executable, "-m", "tileprobe.cli", "use", str(table), "--coverage-json", str(path),
+                          "--", sys.executable, "-c", "print('ran')"],
+                         capture_output=True, text=True, cwd=tmp_path, env=_env(tmp_path), timeout=60)
+    assert out.returncode != 0 and out.stdout == "" and "--coverage-json" in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_a_fifo_put_at_the_coverage_json_while_the_program_ran_is_said_not_waited_on(table, tmp_path):
+    path = tmp_path / "c.json"
+    out = subprocess.run([sys.executable, "-m", "tileprobe.cli", "use", str(table), "--coverage-json", str(path),
+                          "--", sys.executable, "-c", f"import os; os.mkfifo({str(path)!r}); print('ran')"],
+                         capture_output=True, text=True, cwd=tmp_path, env=_env(tmp_path), timeout=60)
     assert out.returncode == 1 and out.stdout == "ran\n" and "cannot write it" in out.stderr, out.stderr
 
 

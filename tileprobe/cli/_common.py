@@ -527,8 +527,15 @@ def print_interrupted(what: str = "interrupted") -> None:
     parts = [f"{n} {kind[:-1] if n == 1 else kind}" for kind, n in saved.items() if n]
     kept = (f"{' and '.join(parts)} finished before it {'is' if sum(saved.values()) == 1 else 'are'} kept in the "
             "results store" if parts else "nothing had been saved to the results store yet"
-            if store_opened_by_this_process() else "nothing is kept: no results store was used (--no-store)")
+            if store_opened_by_this_process() else "nothing is kept: no results store was used (--no-store)"
+            if _gave_no_store() else "nothing is kept: no results store was used")
     console(stderr=True).print(f"{what}; {kept}", highlight=False, markup=False)
+
+
+def _gave_no_store() -> bool:
+    """Whether this command's own options (before a ``--`` and the program's) hold ``--no-store``."""
+    argv = list(COMMAND_ARGV or sys.argv[1:])
+    return "--no-store" in (argv[:argv.index("--")] if "--" in argv else argv)
 
 
 def add_executor_options(p, gpus: bool = False) -> None:

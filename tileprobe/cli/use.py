@@ -70,6 +70,8 @@ def cmd_use(args) -> int:
     if not command:
         from tileprobe.errors import UsageError
         raise UsageError("no command: tileprobe use TABLE -- python my_script.py (or tileprobe use TABLE --env)")
+    from tileprobe.cli._common import check_output_path
+    check_output_path(args.coverage_json, "--coverage-json")     # before the program runs, not after
     return _run(args, command, control)
 
 
@@ -89,8 +91,7 @@ def _run(args, command: list[str], control: dict) -> int:
     if args.coverage_json:
         from tileprobe.schema import json_text
         try:
-            with open(args.coverage_json, "w", encoding="utf-8") as f:
-                f.write(json_text(cov.to_json()))
+            _write_regular(args.coverage_json, json_text(cov.to_json()).encode("utf-8"))
         except OSError as e:      # the program has run: say it, keep its exit code (or fail a CI that asked)
             say(err, f"tileprobe use: --coverage-json {args.coverage_json}: cannot write it ({e.strerror or e}); "
                      "give a writable path")
@@ -100,3 +101,24 @@ def _run(args, command: list[str], control: dict) -> int:
         say(err, f"tileprobe use: coverage below --min-coverage {args.min_coverage:g} %: " + ", ".join(below)
                  + (f"; the program's own exit code {rc} is kept" if rc else "; exit 1"))
     return rc if rc else (1 if below else 0)
+
+
+def _write_regular(path: str, data: bytes) -> None:
+    """Write ``data`` as the whole of the regular file ``path``: opened non-blocking, so a FIFO put there after the
+    check (nothing reading it) is refused at once rather than waited on; anything but a regular file is refused.
+
+    Raises:
+        OSError: it cannot be opened or written, or it is not a regular file.
+    """
+    import os
+    import stat
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0), 0o666)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path}: not a regular file (a FIFO, device or folder)")
+        os.ftruncate(fd, 0)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)

@@ -30,6 +30,64 @@ import time
 ENV_RUN = "TILEPROBE_USE_RUN"
 #: Seconds between two tries of a held lock while a rank waits for the one searching.
 POLL_S = 0.05
+#: The most bytes of a rank's pick this reads (one written by :meth:`Shared._publish` is about 200).
+ENTRY_LIMIT_BYTES = 1 << 16
+
+
+def _read_regular(path: str, limit_bytes: int) -> bytes:
+    """The bytes of the regular file ``path``: opened ``O_NONBLOCK`` (a FIFO does not block), refused unless
+    regular (a link to ``/dev/zero`` is not read), refused above ``limit_bytes``.
+
+    Raises:
+        OSError: it cannot be opened or is not a regular file; FileNotFoundError when there is none.
+        ValueError: it holds more than ``limit_bytes``.
+    """
+    import stat
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+                 | getattr(os, "O_CLOEXEC", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError("not a regular file (a FIFO, device or directory)")
+        if st.st_size > limit_bytes:
+            raise ValueError(f"{st.st_size:,} bytes, more than the {limit_bytes:,} a pick may hold")
+        chunks, n = [], 0
+        while n <= limit_bytes:
+            b = os.read(fd, limit_bytes + 1 - n)
+            if not b:
+                break
+            chunks.append(b)
+            n += len(b)
+        if n > limit_bytes:
+            raise ValueError(f"more than the {limit_bytes:,} bytes a pick may hold")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _number(v, allow_none: bool = True) -> bool:
+    import math
+    if v is None:
+        return allow_none
+    return not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v) and v >= 0
+
+
+def entry_problem(doc, key: str) -> str | None:
+    """Why ``doc`` is not a pick of search ``key`` as :meth:`Shared._publish` writes it (None: it is one)."""
+    if not isinstance(doc, dict):
+        return f"a JSON {type(doc).__name__}, not an object"
+    if doc.get("key") != key:
+        return "the pick of another search"
+    i = doc.get("config_index")
+    if isinstance(i, bool) or not isinstance(i, int) or i < 0:
+        return "config_index is not a configuration's position"
+    for field in ("mean_us", "error_margin_us"):
+        if not _number(doc.get(field)):
+            return f"{field} is not a non-negative number of µs"
+    n = doc.get("num_samples")
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 0):
+        return "num_samples is not a count"
+    return None
 
 
 def world_size(env=None) -> int:
@@ -68,19 +126,38 @@ class Shared:
         self.folder = folder
         self.searched = 0          # searches this process ran for the ranks
         self.answered = 0          # searches this process answered from another rank's entry
+        self.said: set = set()     # entries said unusable (once each)
 
     def _path(self, key: str, ext: str) -> str:
         safe = "".join(c for c in key if c.isalnum())[:64] or "key"
         return os.path.join(self.folder, safe + ext)
 
     def read_entry(self, key: str):
-        """The entry of ``key`` (a dict) or None when there is none (or it cannot be read)."""
+        """The entry of ``key`` (a dict whose fields have the types :meth:`_publish` writes) or None when there is
+        none; one that cannot be read (not a regular file, larger than :data:`ENTRY_LIMIT_BYTES`, not JSON, nested
+        too deep, a field of another type) is said once on stderr and is None too: this rank searches."""
+        path = self._path(key, ".json")
         try:
-            with open(self._path(key, ".json"), encoding="utf-8") as f:
-                doc = json.load(f)
-            return doc if isinstance(doc, dict) and doc.get("key") == key else None
-        except (OSError, ValueError):
+            raw = _read_regular(path, ENTRY_LIMIT_BYTES)
+        except FileNotFoundError:
             return None
+        except (OSError, ValueError) as e:
+            return self._unusable(path, str(e))
+        try:
+            doc = json.loads(raw.decode("utf-8"))
+        except (ValueError, RecursionError) as e:       # not UTF-8 / not JSON / too deep / a 5,000-digit integer
+            return self._unusable(path, f"not a JSON pick ({type(e).__name__})")
+        problem = entry_problem(doc, key)
+        if problem:
+            return self._unusable(path, problem)
+        return doc
+
+    def _unusable(self, path: str, why: str):
+        if path not in self.said:
+            self.said.add(path)
+            sys.stderr.write(f"tileprobe use: the pick another rank left in {path[-200:]!r} is unusable ({why[:200]}); "
+                             "this rank runs the program's own search\n")
+        return None
 
     def write_entry(self, key: str, doc: dict) -> None:
         """Write ``doc`` as the entry of ``key``: a temporary file renamed into place."""

@@ -222,19 +222,68 @@ def nearest_row(kernel: str, problem: list, rows: list[_TableRow]) -> NearestRow
     return best
 
 
+#: The most bytes of one process's coverage events file this reads (a line per search, one per launch count).
+COVERAGE_LIMIT_BYTES = 256 << 20
+
+
 def _lines(path: str):
-    """The JSON objects of one events file, and how many lines could not be read (a process killed mid-write)."""
+    """The JSON objects of one events file, and how many lines could not be read (a process killed mid-write, or a
+    line no tileprobe wrote). Regular files only, opened non-blocking and read to :data:`COVERAGE_LIMIT_BYTES`: a
+    FIFO, device, folder or larger file is one unreadable line, never a hang."""
+    from .capture.tables import read_regular
+    try:
+        raw = read_regular(path, COVERAGE_LIMIT_BYTES)
+    except (OSError, ValueError):
+        return [], 1
     bad, out = 0, []
-    with open(path, encoding="utf-8", errors="replace") as f:
-        for line in f:
-            try:
-                obj = json.loads(line)
-            except ValueError:
-                bad += 1
-                continue
-            if isinstance(obj, dict):
-                out.append(obj)
+    for line in raw.decode("utf-8", errors="replace").splitlines():
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except (ValueError, RecursionError):
+            bad += 1
+            continue
+        if isinstance(obj, dict):
+            out.append(obj)
+        else:
+            bad += 1
     return out, bad
+
+
+def _launch_counts(counts) -> list | None:
+    """``[[kernel, how, n], …]`` of a ``launches`` line, or None when it is not that shape."""
+    if not isinstance(counts, list):
+        return None
+    out = []
+    for c in counts:
+        if not (isinstance(c, list) and len(c) == 3 and isinstance(c[1], str) and isinstance(c[2], int)
+                and not isinstance(c[2], bool) and c[2] >= 0):
+            return None
+        out.append((str(c[0]), c[1], c[2]))
+    return out
+
+
+def _search_line(obj: dict, kernels: dict, misses: dict, rows: list) -> None:
+    """Count one ``search`` line. Raises on a line no tileprobe wrote (TypeError, ValueError, …): the caller skips
+    it, before anything is counted."""
+    kernel, outcome, problem = str(obj.get("kernel")), obj["outcome"], obj.get("problem") or []
+    miss = None
+    if outcome not in ANSWERED:
+        mk = (kernel, str(obj.get("key")), outcome, str(obj.get("reason") or ""))   # undescribed: key "-"
+        if mk not in misses:
+            if not isinstance(problem, list):
+                raise TypeError("problem is not a list")
+            miss = SearchMiss(kernel, str(obj.get("key")), outcome, str(obj.get("reason") or ""),
+                              problem_text(problem))
+            miss.nearest = nearest_row(kernel, problem, rows)
+    k = kernels.setdefault(kernel, KernelCoverage(kernel))
+    k.searches[outcome] += 1
+    if outcome not in ANSWERED:
+        if miss is not None:
+            misses[mk] = miss
+        else:
+            misses[mk].calls += 1
 
 
 def read_coverage(events_dir: str, table: dict, recorded: list[dict] | None = None) -> Coverage:
@@ -253,22 +302,20 @@ def read_coverage(events_dir: str, table: dict, recorded: list[dict] | None = No
         last_counts: list = []
         for obj in lines:
             if obj.get("t") == "launches":
-                last_counts = obj.get("counts") or []
-            elif obj.get("t") == "search" and obj.get("outcome") in OUTCOMES:
-                k = kernels.setdefault(str(obj.get("kernel")), KernelCoverage(str(obj.get("kernel"))))
-                k.searches[obj["outcome"]] += 1
-                if obj["outcome"] not in ANSWERED:
-                    mk = (k.kernel, obj.get("key"), obj["outcome"], obj.get("reason"))   # undescribed: key "-"
-                    if mk in misses:
-                        misses[mk].calls += 1
-                    else:
-                        misses[mk] = SearchMiss(k.kernel, str(obj.get("key")), obj["outcome"],
-                                                str(obj.get("reason") or ""), problem_text(obj.get("problem") or []))
-                        misses[mk].nearest = nearest_row(k.kernel, obj.get("problem") or [], rows)
+                counts = _launch_counts(obj.get("counts") or [])
+                if counts is None:
+                    cov.unreadable += 1
+                else:
+                    last_counts = counts
+            elif obj.get("t") == "search" and isinstance(obj.get("outcome"), str) and obj["outcome"] in OUTCOMES:
+                try:
+                    _search_line(obj, kernels, misses, rows)
+                except (TypeError, ValueError, AttributeError, KeyError, IndexError, OverflowError, RecursionError):
+                    cov.unreadable += 1
         for kernel, how, n in last_counts:
-            k = kernels.setdefault(str(kernel), KernelCoverage(str(kernel)))
+            k = kernels.setdefault(kernel, KernelCoverage(kernel))
             if how in ("table", "own", "none"):
-                setattr(k, f"launches_{how}", getattr(k, f"launches_{how}") + int(n))
+                setattr(k, f"launches_{how}", getattr(k, f"launches_{how}") + n)
     for m in misses.values():
         kernels[m.kernel].misses.append(m)
     cov.kernels = sorted(kernels.values(), key=lambda k: k.kernel)

@@ -21,7 +21,7 @@ import contextlib
 import json
 import os
 
-from tileprobe.errors import TileprobeError
+from tileprobe.errors import TileprobeError, shown
 from tileprobe.record import hook, usehook
 
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.10 s to its import
@@ -156,7 +156,7 @@ def control_env(table: str, off: list[str], pins: list[str]) -> dict:
 
     def kernel_rows(name: str, flag: str) -> list:
         if name not in kernels:
-            raise TileprobeError(f"{flag} {name}: {table} has no rows for a kernel of that name (its kernels: "
+            raise TileprobeError(f"{flag} {shown(name)}: {table} has no rows for a kernel of that name (its kernels: "
                                  f"{known}); give one of them")
         return [r for r in kernels[name] if isinstance(r, dict) and isinstance(r.get("search"), dict)]
 
@@ -168,7 +168,7 @@ def control_env(table: str, off: list[str], pins: list[str]) -> dict:
     for item in pins:
         name, sep, value = item.partition("=")
         if not sep or not name or not value:
-            raise TileprobeError(f"--pin {item!r}: give KERNEL=CONFIG, e.g. --pin vadd='{{\"TILE\": 1024}}' or "
+            raise TileprobeError(f"--pin {shown(item, quote=True)}: give KERNEL=CONFIG, e.g. --pin vadd='{{\"TILE\": 1024}}' or "
                                  "--pin vadd=1a2b3c4d (a row's search key)")
         rows = kernel_rows(name, "--pin")
         pinned[name] = _pin_config(table, name, value, rows, recorded)
@@ -184,20 +184,26 @@ def _pin_config(table: str, name: str, value: str, rows: list, recorded: list[di
         match = [r for r in rows if str(r["search"].get("key", "")).startswith(value.lower())]
         if len(match) != 1:
             keys = ", ".join(str(r["search"].get("key")) for r in rows) or "(none)"
-            raise TileprobeError(f"--pin {name}={value}: {'no' if not match else 'more than one'} row of {name} in "
+            raise TileprobeError(f"--pin {shown(name + '=' + value)}: {'no' if not match else 'more than one'} row "
+                                 f"of {shown(name)} in "
                                  f"{table} has a search key starting so (its keys: {keys})")
         return match[0]["search"].get("config")
+    canon = usehook.canon_text
+    said = shown(name + "=" + value)
     try:
         config = json.loads(value)
+        text = canon(config)
+    except RecursionError:
+        raise TileprobeError(f"--pin {said}: nested deeper than a configuration can be; give the program's "
+                             f"configuration as JSON, e.g. --pin {shown(name)}='{{\"TILE\": 1024}}'") from None
     except ValueError as e:
-        raise TileprobeError(f"--pin {name}={value}: not JSON ({e}) nor a row's search key; give the program's "
-                             f"configuration as JSON, e.g. --pin {name}='{{\"TILE\": 1024}}'") from None
+        raise TileprobeError(f"--pin {said}: not JSON ({shown(e)}) nor a row's search key; give the program's "
+                             f"configuration as JSON, e.g. --pin {shown(name)}='{{\"TILE\": 1024}}'") from None
     space = [c.get("config") for s in recorded if s.get("name") == name for c in s.get("configs") or []]
-    canon = usehook.canon_text
-    if space and canon(config) not in {canon(c) for c in space}:
-        shown = ", ".join(sorted({canon(c) for c in space})[:6])
-        raise TileprobeError(f"--pin {name}={value}: not one of the configurations the program searches for {name} "
-                             f"(recorded in {os.path.abspath(table)}.record: {shown}); pin one of them")
+    if space and text not in {canon(c) for c in space}:
+        known = ", ".join(sorted({canon(c) for c in space})[:6])
+        raise TileprobeError(f"--pin {said}: not one of the configurations the program searches for {shown(name)} "
+                             f"(recorded in {os.path.abspath(table)}.record: {known}); pin one of them")
     return config
 
 

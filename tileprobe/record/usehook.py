@@ -50,10 +50,16 @@ def parse_pin(text: str | None) -> dict:
     """
     if not text:
         return {}
-    doc = json.loads(text)
-    if not isinstance(doc, dict):
-        raise ValueError(f"{ENV_PIN} is a JSON {type(doc).__name__}, not an object of kernel name → configuration")
-    return {str(k): v for k, v in doc.items()}
+    try:
+        doc = json.loads(text)
+        if not isinstance(doc, dict):
+            raise ValueError(f"{ENV_PIN} is a JSON {type(doc).__name__}, not an object of kernel name → configuration")
+        out = {str(k): v for k, v in doc.items()}
+        for v in out.values():
+            canon_text(v)           # how it is compared and said later: deep nesting fails here, not there
+    except RecursionError:
+        raise ValueError(f"{ENV_PIN} is nested deeper than a configuration can be") from None
+    return out
 
 
 def canon_text(obj) -> str:

@@ -89,6 +89,8 @@ def load(path: str, key: str) -> Journal | None:
         st = json.loads(data)
     except ValueError as e:
         raise _fix(path, f"not JSON ({e})") from None
+    except RecursionError:
+        raise _fix(path, "nested deeper than the JSON reader goes (a journal nests 3 levels)") from None
     if not isinstance(st, dict) or not isinstance(st.get("key"), str):
         raise _fix(path, "not a JSON object with a string 'key'")
     if st["key"] != key:

@@ -23,6 +23,7 @@ def render_coverage(cov, err) -> None:
              f"searching kernels ran a table configuration ({_pct(cov.launch_share)}); {cov.processes} process(es); "
              "launches are host-side ct.launch calls, GPU time is not measured")
     if not cov.kernels:
+        _unreadable(cov, err)
         return
     table = Table(title="coverage per kernel", title_justify="left")
     for col in ("kernel", "answered", "default", "pinned", "missed", "stale", "off", "launches: table", "own search",
@@ -40,5 +41,10 @@ def render_coverage(cov, err) -> None:
             where = (f"nearest row {near.key[:8]} ({near.problem}, distance {near.distance:g}): "
                      f"{json.dumps(near.config, sort_keys=True)}") if near is not None else "no row of this kernel"
             say(err, f"{m.outcome}: {m.kernel} {m.key[:8]} ({m.problem}) ×{m.calls}: {m.reason}; {where}")
+    _unreadable(cov, err)
+
+
+def _unreadable(cov, err) -> None:
     if cov.unreadable:
-        say(err, f"{cov.unreadable} unreadable coverage line(s) skipped (a process killed mid-write?)")
+        say(err, f"{cov.unreadable} unreadable coverage line(s) skipped (a process killed mid-write, or a line or "
+                 "file no tileprobe wrote)")

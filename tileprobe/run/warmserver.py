@@ -183,14 +183,34 @@ def _handle(conn: socket.socket, wd, start_error: str, prov: dict, idle_s: float
         if op != "task":
             break
         used = True
-        out = wd.submit(str(msg["fn"]), dict(msg.get("kwargs") or {}), timeout_s=float(msg["timeout_s"]))
+        bad = _task_problem(msg)
         try:
+            if bad:             # answered, not run: a malformed task never ends the server
+                send_msg(conn, {"op": "outcome", "status": "raised", "value": None, "error": f"bad task: {bad}",
+                                "wall_s": 0.0, "worker_pid": None, "exit_status": None, "restarts": wd.restarts,
+                                "info": dict(wd.info)})
+                continue
+            out = wd.submit(msg["fn"], dict(msg.get("kwargs") or {}), timeout_s=float(msg["timeout_s"]))
             send_msg(conn, {"op": "outcome", "status": out.status, "value": wire.to_data(out.value),
                             "error": out.error, "wall_s": out.wall_s, "worker_pid": out.worker_pid,
                             "exit_status": out.exit_status, "restarts": wd.restarts, "info": dict(wd.info)})
         except OSError:
             break
     return "used" if used else "unused"
+
+
+def _task_problem(msg: dict) -> str:
+    """Why a ``task`` message cannot be run (empty: it can): ``fn`` a non-empty string, ``kwargs`` an object (or
+    absent), ``timeout_s`` a finite number > 0."""
+    import math
+    if not isinstance(msg.get("fn"), str) or not msg["fn"]:
+        return "'fn' is not a function name"
+    if msg.get("kwargs") is not None and not isinstance(msg["kwargs"], dict):
+        return "'kwargs' is not an object"
+    t = msg.get("timeout_s")
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t <= 0:
+        return "'timeout_s' is not a finite number of seconds > 0"
+    return ""
 
 
 def serve(path: str, init: str, idle_s: float, prov: dict) -> int:

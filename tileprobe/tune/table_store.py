@@ -26,7 +26,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from tileprobe.errors import TileprobeError
+from tileprobe.errors import TileprobeError, shown
 from tileprobe.schema import json_text
 
 #: A row's fields that, beside its kernel and problem, tell rows apart in a merge: where and how it was measured.
@@ -41,11 +41,24 @@ def locked(path: str) -> Iterator[None]:
 
     Raises:
         OSError: the lock file cannot be created (the folder is not writable).
+        TileprobeError: a folder, link, FIFO or device is where the lock file goes (the path and the fix named).
     """
+    import errno
     import fcntl
-    fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0),
-                 0o644)
+    import stat
+    lock = path + ".lock"
+    refused = TileprobeError(f"{shown(lock)}: not a regular file (a folder, link, FIFO or device), so the table "
+                             f"cannot be locked; remove it (tileprobe makes a plain file there) and run again")
     try:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+                     | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0), 0o644)
+    except OSError as e:
+        if e.errno in (errno.EISDIR, errno.ELOOP, errno.ENXIO) or os.path.islink(lock):
+            raise refused from None
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise refused
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:
@@ -192,6 +205,11 @@ def table_rows(source: str, doc: dict) -> list[TableRow]:
         for i, row in enumerate(rows):
             if not isinstance(row, dict):
                 raise TileprobeError(f"{source}: kernels.{kernel}[{i}] is not a row object")
+            for f in IDENTITY:
+                if isinstance(row.get(f), (list, dict)):
+                    raise TileprobeError(f"{source}: kernels.{shown(kernel)}[{i}].{f} is a JSON "
+                                         f"{'list' if isinstance(row.get(f), list) else 'object'}, not a single value "
+                                         "(a string or number, as `tileprobe tune --export` writes); mend or drop the row")
             identity = (kernel, _canon(row.get("problem")), *(row.get(f) for f in IDENTITY))
             pick = _canon({"case": row.get("case"), "hints": row.get("hints")})
             out.append(TableRow(source, kernel, i, identity, pick, row))

@@ -353,7 +353,26 @@ def _search_once(use, search, run):
     except Exception as e:
         use.say_once("ranks", f"cannot share searches between ranks ({type(e).__name__}: {e}); each runs its own")
         return run()
-    return mod.search_once(use.path, search, run, _tuning_result)
+    ran: list = []                  # the program's own search: ("ok", result) or ("raised", exception)
+
+    def run_own():
+        try:
+            result = run()
+        except BaseException as e:
+            ran.append(("raised", e))
+            raise
+        ran.append(("ok", result))
+        return result
+
+    try:
+        return mod.search_once(use.path, search, run_own, _tuning_result)
+    except Exception as e:
+        if ran and ran[-1][0] == "raised" and ran[-1][1] is e:
+            raise                   # the program's own search failed: its exception, unchanged
+        use.say_once("ranks", f"cannot share searches between ranks ({type(e).__name__}: {e}); each runs its own")
+        if ran and ran[-1][0] == "ok":
+            return ran[-1][1]       # searched already; only the sharing failed
+        return run()
 
 
 def _end_safely(rec, search, begun, result, error, wall_s):

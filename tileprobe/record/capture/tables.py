@@ -97,6 +97,9 @@ def read_regular(path: str, limit_bytes: int) -> bytes:
     """
     fd = _open_regular(path, os.O_RDONLY)
     with os.fdopen(fd, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size > limit_bytes:          # refused from its size, before a byte is read
+            raise TableReadError(f"{path}: {size:,} bytes, more than the {limit_bytes:,} bytes tileprobe reads")
         raw = f.read(limit_bytes + 1)
     if len(raw) > limit_bytes:
         raise TableReadError(f"{path}: more than the {limit_bytes:,} bytes tileprobe reads")
@@ -169,7 +172,9 @@ def index_rows(table: str, key: str) -> list | None:
         bucket = os.path.join(folder, index_bucket(key) + ".json")
         if not os.path.lexists(bucket):
             return []
-        pairs = json.loads(read_regular(bucket, TABLE_LIMIT_BYTES))
+        # a bucket holds a part of the table's rows: one larger than the table itself is not genuine (refused from
+        # its size before it is read, and the table is read instead)
+        pairs = json.loads(read_regular(bucket, min(st.st_size, TABLE_LIMIT_BYTES)))
         return [(k, r) for k, r in pairs if isinstance(r, dict) and (r.get("search") or {}).get("key") == key]
     except (OSError, ValueError, TypeError, AttributeError, RecursionError, MemoryError):
         return None
