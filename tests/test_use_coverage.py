@@ -254,3 +254,13 @@ def test_a_search_that_cannot_be_described_is_a_miss_with_the_reason(tmp_path):
     assert "not described: 3,000 configurations, more than the 1,024" in reasons[1]
     assert reasons[2].startswith("not described: every one of its 6 configurations failed: grid_fn raised "
                                  "ZeroDivisionError"), reasons
+
+
+def test_a_run_that_searched_nothing_is_below_any_minimum():
+    """``--min-coverage``: 0 searches seen (the hook never loaded, the program never searched) fails a CI gate
+    rather than passing it as 0/0; ``--min-coverage 0`` still passes it."""
+    from tileprobe.record.coverage import Coverage
+    empty = Coverage(kernels=[], processes=1)
+    assert empty.below(100.0) == ["no search was seen (0 searches: did the program run its searches under this "
+                                  "hook?)"]
+    assert empty.below(0.0) == []

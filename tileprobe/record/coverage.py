@@ -107,7 +107,11 @@ class Coverage:
         return 100.0 * a / t if t else None
 
     def below(self, minimum: float) -> list[str]:
-        """What falls below ``minimum`` percent (empty: nothing), each as ``searches 50.0 % (1/2)``."""
+        """What falls below ``minimum`` percent (empty: nothing), each as ``searches 50.0 % (1/2)``. A run in which
+        no search was seen at all is below any minimum above 0: a CI gate must not pass a run whose hook never
+        loaded or whose program never searched."""
+        if minimum > 0 and self.searches[1] == 0:
+            return ["no search was seen (0 searches: did the program run its searches under this hook?)"]
         out = []
         for what, share, (a, t) in (("searches", self.search_share, self.searches),
                                     ("launches", self.launch_share, self.launches)):
