@@ -71,9 +71,13 @@ class SlotWorker(Protocol):
     """What a slot's worker does here: a :class:`~tileprobe.run.watchdog.Watchdog` or a Ray slot
     (:mod:`tileprobe.exec.ray_exec`)."""
 
-    def start(self) -> dict: ...
+    def start(self) -> dict:
+        """Start the worker (a no-op when it runs); its facts: ``sm`` (the arch), the GPU's name, its SM count."""
+        ...
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """End the worker and whatever it started."""
+        ...
 
 
 @dataclass
