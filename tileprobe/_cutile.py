@@ -391,6 +391,13 @@ def _fixed_bytecode(wanted: str, newest, build: str):
     return chosen
 
 
+def newest_bytecode_written() -> str:
+    """The newest bytecode version this cuda-tile writes (``"13.4"`` for 1.6.0 and 1.7.0, ``"13.3"`` for 1.5.0: their
+    ``_all_bytecode_versions``, read 2026-12-05). A tileiras that reads newer still gets this one."""
+    from cuda.tile import _compile
+    return bytecode_text(max(int(v.value) for v in _compile._all_bytecode_versions(False)))
+
+
 def _version_number(text: str) -> int:
     """``"13.3"`` or ``"13.3.36"`` → 130300 (cuTile's ``BytecodeVersion`` numbering). Raises ValueError."""
     major, minor = (int(x) for x in text.strip().split(".")[:2])
