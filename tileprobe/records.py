@@ -58,11 +58,13 @@ class Key(Generic[V]):
 
 class KeyedRecord:
     """A JSON object's keys as attributes (:class:`Key` class attributes name them), the object's key order and
-    unknown keys kept. ``_nested`` maps a key whose value is a list of objects to the record class of its items
-    (converted by ``from_dict``/``to_dict``). Setting a name that is no key raises AttributeError (``__slots__``);
+    unknown keys kept. ``_nested`` maps a key whose value is a list of objects to the record class of its items,
+    ``_objects`` a key whose value is one object to its record class (both converted by ``from_dict``/``to_dict``;
+    a value of another JSON type stays as it is). Setting a name that is no key raises AttributeError (``__slots__``);
     constructing with one raises TypeError."""
     __slots__ = ("_items",)
     _nested: ClassVar[dict[str, type[KeyedRecord]]] = {}
+    _objects: ClassVar[dict[str, type[KeyedRecord]]] = {}
 
     def __init__(self, **items: Any) -> None:
         """A record with these keys, in this order (names of the class's :class:`Key` attributes; TypeError for
@@ -93,12 +95,17 @@ class KeyedRecord:
             value = rec._items.get(key)
             if isinstance(value, list):
                 rec._items[key] = [kind.from_dict(x) if isinstance(x, dict) else x for x in value]
+        for key, kind in cls._objects.items():
+            value = rec._items.get(key)
+            if isinstance(value, dict):
+                rec._items[key] = kind.from_dict(value)
         return rec
 
     def to_dict(self) -> dict:
         """The record as its JSON object: the keys it was read with, in order, then those set since (a copy)."""
         return {k: [x.to_dict() if isinstance(x, KeyedRecord) else copy.deepcopy(x) for x in v]
-                if k in self._nested and isinstance(v, (list, tuple)) else copy.deepcopy(v)
+                if k in self._nested and isinstance(v, (list, tuple))
+                else v.to_dict() if isinstance(v, KeyedRecord) else copy.deepcopy(v)
                 for k, v in self._items.items()}
 
     @property

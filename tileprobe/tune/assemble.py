@@ -26,9 +26,8 @@ def _static(row: CandidateRow, rec) -> None:
 
 
 def _clock_summary(batches: list[dict]) -> dict:
-    readings = [b.get(k) for b in batches for k in ("clocks_before", "clocks_after")]
-    readings = [r for r in readings if r]
-    out = {}
+    readings: list[dict] = [r for b in batches for k in ("clocks_before", "clocks_after") if (r := b.get(k))]
+    out: dict = {}
     for key in ("sm_mhz", "mem_mhz"):
         xs = [r[key] for r in readings if r.get(key) is not None]
         out[key] = [min(xs), max(xs)] if xs else None

@@ -42,10 +42,25 @@ from __future__ import annotations
 import datetime
 import os
 import stat
+from typing import Any
 
 from tileprobe._version import __version__
 from tileprobe.errors import TileprobeError
+from tileprobe.records import Key, KeyedRecord
 from tileprobe.schema import json_text, read_json_file
+from tileprobe.tune.table_doc import (
+    DefaultBlock,
+    PickConfig,
+    Provenance,
+    RecordedSearch,
+    RowSearch,
+    SearchConfig,
+    TieEntry,
+    TuneEnvironment,
+    TuneRow,
+    TuneTable,
+    table_of,
+)
 from tileprobe.tune.table_store import update_table
 
 EXPORT_SCHEMA_VERSION = 1
@@ -62,15 +77,27 @@ def checks_of(row, is_default: bool = False) -> list[str]:
     the default's output), ``bit-exact`` (every bit equal to the default configuration's output: ``tune
     --bit-exact``), or ``["default"]`` for the default configuration itself (the others are checked against it);
     [] when unchecked."""
-    check = row.check or {}
-    if check.get("checks"):
-        return list(check["checks"])
-    if check.get("status") == "ok":
+    check = CheckOutcome.from_dict(row.check or {})
+    if check.checks:
+        return list(check.checks)
+    if check.status == "ok":
         return ["tolerance"]
     return ["default"] if is_default else []
 
 
-def default_block(p) -> dict | None:
+class CheckOutcome(KeyedRecord):
+    """A candidate row's ``check`` (:class:`~tileprobe.tune.result.CandidateRow`) as the table reads it."""
+    __slots__ = ()
+    status = Key[str | None]()          # ok | mismatch | error | unchecked | …
+    checks = Key[list | None]()         # the checks passed (tolerance, bit-exact)
+
+
+def _config(row) -> PickConfig:
+    """A candidate row's configuration (``{"case": …, "hints": …}``) as a record."""
+    return PickConfig.from_dict(row.config or {})
+
+
+def default_block(p) -> DefaultBlock | None:
     """The program's default configuration of a recorded search's problem ``p`` (``C0``) with its figures from
     this tune (µs: its race median and CI, its steady-state final when it ran one; a candidate timed as the
     duplicate of another takes that one's), or None: not a recorded search, or C0 was not timed."""
@@ -83,58 +110,70 @@ def default_block(p) -> dict | None:
         row = by_label[row.same_launch_as]
     if first is None or row is None or row.median_us is None:
         return None
-    out = {"case": {"config": SEARCH_DEFAULT}, "hints": (first.config or {}).get("hints"),
-           "median_us": row.median_us, "ci_us": [row.ci_lo_us, row.ci_hi_us], "status": row.status}
+    out = DefaultBlock(case={"config": SEARCH_DEFAULT}, hints=_config(first).hints, median_us=row.median_us,
+                       ci_us=[row.ci_lo_us, row.ci_hi_us], status=row.status)
     if row.final_us is not None:
-        out["final_us"] = row.final_us
+        out.final_us = row.final_us
     return out
 
 
 def _config_label(row) -> str | None:
     """A recorded search's candidate as the program's configuration label (``C0``, …)."""
-    return ((row.config or {}).get("case") or {}).get("config")
+    return (_config(row).case or {}).get("config")
 
 
-def _row(p, env: dict) -> dict | None:
+def _tie_entry(t) -> TieEntry:
+    final = {"final_us": t.final_us} if t.final_us is not None else {}
+    cfg = _config(t)
+    return TieEntry(case=cfg.case, hints=cfg.hints, median_us=t.median_us, ci_us=[t.ci_lo_us, t.ci_hi_us], **final)
+
+
+def _row(p, env: TuneEnvironment) -> TuneRow | None:
     if p.pick is None or p.verdict not in ("winner", "tie"):
         return None
     pick = p.pick
+    cfg = _config(pick)
     final = {"final_us": pick.final_us} if pick.final_us is not None else {}
     default = default_block(p)
-    return {"problem": p.problem, "case": pick.config["case"], "hints": pick.config["hints"],
-            "verdict": p.verdict, "median_us": pick.median_us,
-            "ci_us": [pick.ci_lo_us, pick.ci_hi_us], "samples": pick.n, **final,
-            "checks": checks_of(pick, default is not None and _config_label(pick) == SEARCH_DEFAULT),
-            **({"default": default} if default is not None else {}),
-            "tie": [{"case": t.config["case"], "hints": t.config["hints"], "median_us": t.median_us,
-                     "ci_us": [t.ci_lo_us, t.ci_hi_us], **({"final_us": t.final_us} if t.final_us is not None else {})}
-                    for t in p.tie if t.label != pick.label],
-            "arch": p.arch, "gpu": (env.get("gpu") or {}).get("name"), "num_sms": env.get("num_sms"),
-            "tileiras": p.tileiras, "cuda_tile": p.cuda_tile, "timing": env.get("timing")}
+    return TuneRow(problem=p.problem, case=cfg.case, hints=cfg.hints, verdict=p.verdict, median_us=pick.median_us,
+                   ci_us=[pick.ci_lo_us, pick.ci_hi_us], samples=pick.n, **final,
+                   checks=checks_of(pick, default is not None and _config_label(pick) == SEARCH_DEFAULT),
+                   **({"default": default} if default is not None else {}),
+                   tie=[_tie_entry(t) for t in p.tie if t.label != pick.label],
+                   arch=p.arch, gpu=env.gpu_info().name, num_sms=env.num_sms, tileiras=p.tileiras,
+                   cuda_tile=p.cuda_tile, timing=env.timing)
 
 
 def provenance(env: dict) -> dict:
     """The export's provenance block from a tune's environment."""
-    gpu = env.get("gpu") or {}
-    return {"gpu": gpu.get("name"), "arch": env.get("arch"), "num_sms": env.get("num_sms"),
-            "driver": gpu.get("driver"), "clocks": env.get("clocks"), "tileiras": env.get("tileiras"),
-            "cuda_tile": env.get("cuda_tile"), "timing": env.get("timing")}
+    return _provenance(TuneEnvironment.from_dict(env)).to_dict()
+
+
+def _provenance(env: TuneEnvironment) -> Provenance:
+    gpu = env.gpu_info()
+    return Provenance(gpu=gpu.name, arch=env.arch, num_sms=env.num_sms, driver=gpu.driver, clocks=env.clocks,
+                      tileiras=env.tileiras, cuda_tile=env.cuda_tile, timing=env.timing)
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def table(result, existing: dict | None = None) -> dict:
     """The export document of a :class:`~tileprobe.tune.result.TuneResult`, merged into ``existing`` (a table
     read back from the same file) when given."""
-    kernels: dict = {k: list(v) for k, v in ((existing or {}).get("kernels") or {}).items()}
+    env = TuneEnvironment.from_dict(result.environment)
+    old = table_of(existing)
+    kernels: dict = {k: list(v) for k, v in (old.rows() if old is not None else {}).items()}
     for p in result.problems:
-        row = _row(p, result.environment)
+        row = _row(p, env)
         if row is None:
             continue
-        same = (row["problem"], p.arch, row["gpu"])    # another GPU's row of the problem (a merged table) is kept
-        rows = [r for r in kernels.get(p.kernel, []) if (r.get("problem"), r.get("arch"), r.get("gpu")) != same]
+        same = row.identity()     # another GPU's row of the problem (a merged table) is kept
+        rows = [r for r in kernels.get(p.kernel, []) if not isinstance(r, TuneRow) or r.identity() != same]
         kernels[p.kernel] = rows + [row]
-    return {"schema_version": EXPORT_SCHEMA_VERSION, "kind": KIND, "tool": f"tileprobe {__version__}",
-            "created": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "provenance": provenance(result.environment), "kernels": kernels}
+    return TuneTable(schema_version=EXPORT_SCHEMA_VERSION, kind=KIND, tool=f"tileprobe {__version__}",
+                     created=_now(), provenance=_provenance(env), kernels=kernels).to_dict()
 
 
 def annotate_searches(path: str, searches: list[dict], probe_dir: str | None = None) -> int:
@@ -145,72 +184,84 @@ def annotate_searches(path: str, searches: list[dict], probe_dir: str | None = N
     Raises:
         TileprobeError: ``path`` is not a tune table.
     """
-    by_key = {s["key"]: s for s in searches if s.get("key")}
+    recorded = [RecordedSearch.from_dict(s) for s in searches if isinstance(s, dict)]
+    by_key = {s.key: s for s in recorded if s.key}
     count = [0]
 
     def change(doc: dict | None) -> dict:
         if doc is None:
             raise TileprobeError(f"{path}: not a readable tune table (no file); make it with `tileprobe tune --export`")
-        count[0] = _annotate(doc, by_key, probe_dir)
-        return doc
+        table = TuneTable.from_dict(doc)
+        count[0] = _annotate(table, by_key, probe_dir)
+        return table.to_dict()
 
     update_table(path, change, read_table)     # under the table's lock: a concurrent writer's rows are kept
     return count[0]
 
 
-def _annotate(doc: dict, by_key: dict, probe_dir: str | None) -> int:
+def _row_search(s: RecordedSearch, i: int, c: SearchConfig, label: str, probe_dir: str | None) -> RowSearch:
+    """The ``search`` block of a row that picked configuration ``c`` (index ``i``) of recorded search ``s``."""
+    probe = os.path.join(probe_dir, os.path.basename(s.file)) if probe_dir and s.file else s.file
+    out = RowSearch(key=s.key, config_index=i, label=c.text or label, config=c.config, hints=c.hints,
+                    program_pick=s.program_pick, site=next(iter(s.sites or {}), None), probe=probe,
+                    problem_args=_problem_args(s))
+    if s.options:            # flush_l2, single_run_timeout_sec as the program passed them
+        out.options = s.options
+    if isinstance(s.dims, list):  # the problem's dimensions: a new shape's nearest rows (tune/warm.py)
+        out.dims = s.dims
+    return out
+
+
+def _annotate(doc: TuneTable, by_key: dict[str, RecordedSearch], probe_dir: str | None) -> int:
     n = 0
-    for rows in (doc.get("kernels") or {}).values():
+    for rows in doc.rows().values():
         for row in rows:
-            s = by_key.get((row.get("problem") or {}).get("search"))
-            label = (row.get("case") or {}).get("config")
-            configs = {c["label"]: (i, c) for i, c in enumerate((s or {}).get("configs") or [])}
+            if not isinstance(row, TuneRow):
+                continue
+            s = by_key.get(row.search_key())
+            label = (row.case or {}).get("config")
+            configs = {c.label: (i, c) for i, c in enumerate((s.configs if s is not None else None) or [])
+                       if isinstance(c, SearchConfig)}
             if s is None or label not in configs:
                 continue
             i, c = configs[label]
-            row["source_sha256"] = s.get("source_sha256")
-            row["search"] = {"key": s["key"], "config_index": i, "label": c.get("text") or label,
-                             "config": c.get("config"), "hints": c.get("hints"),
-                             "program_pick": s.get("program_pick"), "site": next(iter(s.get("sites") or {}), None),
-                             "probe": os.path.join(probe_dir, os.path.basename(s["file"])) if probe_dir and
-                             s.get("file") else s.get("file"),
-                             "problem_args": _problem_args(s)}
-            if s.get("options"):            # flush_l2, single_run_timeout_sec as the program passed them
-                row["search"]["options"] = s["options"]
-            if isinstance(s.get("dims"), list):  # the problem's dimensions: a new shape's nearest rows (tune/warm.py)
-                row["search"]["dims"] = s["dims"]
-            first = (s.get("configs") or [None])[0]
-            if isinstance(row.get("default"), dict) and isinstance(first, dict):    # the program's own objects
-                row["default"].update(config_index=0, config=first.get("config"), hints=first.get("hints"))
+            row.source_sha256 = s.source_sha256
+            row.search = _row_search(s, i, c, label, probe_dir)
+            first = (s.configs or [None])[0]
+            if isinstance(row.default, DefaultBlock) and isinstance(first, SearchConfig):   # the program's objects
+                row.default.config_index, row.default.config, row.default.hints = 0, first.config, first.hints
             n += 1
     _under_kernel_names(doc, by_key)
     return n
 
 
-def _problem_args(s: dict) -> list:
+def _problem_args(s: RecordedSearch) -> list:
     """A recorded search's problem: ``[[position, argument JSON], …]`` of its first configuration's arguments
     (``tileprobe use --coverage`` finds a miss's nearest row by it)."""
-    if s.get("problem_args"):
-        return s["problem_args"]
-    args = ((s.get("configs") or [{}])[0] or {}).get("args") or []
-    return [[i, args[i]] for i in s.get("problem") or [] if isinstance(i, int) and i < len(args)]
+    if s.problem_args:
+        return s.problem_args
+    first = (s.configs or [None])[0]
+    args = (first.args if isinstance(first, SearchConfig) else None) or []
+    return [[i, args[i]] for i in s.problem or [] if isinstance(i, int) and i < len(args)]
 
 
-def _under_kernel_names(doc: dict, by_key: dict) -> None:
+def _under_kernel_names(doc: TuneTable, by_key: dict[str, RecordedSearch]) -> None:
     """Move each search row from its probe's label (``vadd@1a2b3c4d``: one probe per search,
     :func:`tileprobe.record.searches.probe_name`) to its kernel's name, replacing a row there of the same search
     and arch: a program's searches of one kernel are rows of one kernel, as ``tileprobe use`` looks them up."""
-    kernels = doc.get("kernels") or {}
+    kernels = doc.rows()
     for label in list(kernels):
         for row in list(kernels[label]):
-            s = by_key.get((row.get("problem") or {}).get("search"))
-            name = (s or {}).get("name")
+            if not isinstance(row, TuneRow):
+                continue
+            s = by_key.get(row.search_key())
+            name = s.name if s is not None else None
             if not name or name == label:
                 continue
             kernels[label].remove(row)
-            same = (row.get("problem"), row.get("arch"), row.get("gpu"))
-            kernels[name] = [r for r in kernels.get(name, []) if
-                             (r.get("problem"), r.get("arch"), r.get("gpu")) != same] + [row]
+            same = row.identity()
+            kernels[name] = [r for r in kernels.get(name, [])
+                             if not isinstance(r, TuneRow) or r.identity() != same] + [row]
         if not kernels[label]:
             del kernels[label]
 
@@ -238,18 +289,33 @@ def read_table(path: str) -> dict:
         doc = _read_json(path)
     except OSError as e:
         raise TileprobeError(f"{path}: not a readable tune table ({e}); make it with `tileprobe tune --export`") from e
-    if not isinstance(doc, dict) or doc.get("kind") != KIND or doc.get("schema_version") != EXPORT_SCHEMA_VERSION:
+    if not _is_table(doc):
         raise TileprobeError(f"{path}: not a schema-{EXPORT_SCHEMA_VERSION} tileprobe tune table")
     return doc
+
+
+class _Header(KeyedRecord):
+    """What tells a tune table from other JSON (its rows not read)."""
+    __slots__ = ()
+    kind = Key[Any]()
+    schema_version = Key[Any]()
+
+
+def _is_table(doc) -> bool:
+    """Whether JSON ``doc`` is a tune table of this schema (:data:`KIND`, :data:`EXPORT_SCHEMA_VERSION`)."""
+    if not isinstance(doc, dict):
+        return False
+    head = _Header.from_dict(doc)
+    return head.kind == KIND and head.schema_version == EXPORT_SCHEMA_VERSION
 
 
 def merged_document(kernels: dict, provenances: list[dict]) -> dict:
     """A table document around merged ``kernels`` (:func:`tileprobe.tune.table_store.merge_tables`): the sources'
     provenance blocks, one when they all agree, else ``{"merged": [each distinct one]}`` (each row keeps its own)."""
     distinct = list({json_text(p): p for p in provenances}.values())
-    return {"schema_version": EXPORT_SCHEMA_VERSION, "kind": KIND, "tool": f"tileprobe {__version__}",
-            "created": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "provenance": distinct[0] if len(distinct) == 1 else {"merged": distinct}, "kernels": kernels}
+    return TuneTable(schema_version=EXPORT_SCHEMA_VERSION, kind=KIND, tool=f"tileprobe {__version__}",
+                     created=_now(), provenance=distinct[0] if len(distinct) == 1 else Provenance(merged=distinct),
+                     kernels=kernels).to_dict()
 
 
 def write_export(result, path: str) -> dict:
@@ -264,8 +330,7 @@ def write_export(result, path: str) -> dict:
         except (OSError, TileprobeError) as e:
             raise TileprobeError(f"--export {path}: the file exists and is not a tune table ({e}); give another "
                                  "path or remove it") from e
-        if not isinstance(existing, dict) or existing.get("kind") != KIND or \
-                existing.get("schema_version") != EXPORT_SCHEMA_VERSION:
+        if not _is_table(existing):
             raise TileprobeError(f"--export {path}: the file exists and is not a schema-{EXPORT_SCHEMA_VERSION} "
                                  f"tileprobe tune table; it was left untouched: give another path")
         return existing

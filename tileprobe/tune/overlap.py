@@ -20,7 +20,7 @@ from tileprobe.run.watchdog import WorkerStartError
 from tileprobe.tune.gpu import WorkerBench
 from tileprobe.tune.race import MIN_RACE_S, Race
 from tileprobe.tune.search import FINISH_S
-from tileprobe.tune.static import Landing, Plan, dedupe_one
+from tileprobe.tune.static import Candidate, Landing, Plan, dedupe_one
 
 
 class Overlap:
@@ -149,7 +149,8 @@ class Overlap:
         eat)."""
         new: list[str] = []
         while not self.ended and not new:
-            landed, waited_out = [], False
+            landed: list[Candidate] = []
+            waited_out = False
             while not self.ended:
                 wait = block and not landed
                 left = self.race.time_left_s() if wait and self.race is not None else None
@@ -173,28 +174,37 @@ class Overlap:
                 break
         return new, not self.ended
 
-    def _timed(self, landed: list) -> list[str]:
+    def _timed(self, landed: list[Candidate]) -> list[str]:
         """Dedupe the candidates that landed (their grid and args asked once for the batch); the ids to time."""
         ok = [c for c in landed if c.status == "ok"]
         facts = self.facts_of(Plan(self.plan.problem, ok), self.num_sms) if ok and self.num_sms and self.facts_of \
             else {}
+        bench = self._bench()
         out = []
         for c in landed:
             timed = dedupe_one(self.plan, c, self.num_sms, self.get, facts.get(id(c))) if self.num_sms \
                 else c.status == "ok"
             if timed:
-                self.bench.candidates[c.id] = c
+                bench.candidates[c.id] = c
                 out.append(c.id)
         self._default()
         return out
 
     def _default(self) -> None:
         """The problem's default configuration for checks without a reference, once it has landed compiled."""
-        if self.bench.default is not None:
+        bench = self._bench()
+        if bench.default is not None:
             return
         d = self.plan.find(self.plan.problem.default)
-        if d is not None and d.status == "ok" and (d.same_as is not None or d.id in self.bench.candidates):
-            self.bench.default = d.same_as or d
+        if d is not None and d.status == "ok" and (d.same_as is not None or d.id in bench.candidates):
+            bench.default = d.same_as or d
+
+    def _bench(self) -> WorkerBench:
+        """The race's bench; the race (hence its ``arrivals``) starts only once :meth:`_run` has made it. Raises
+        RuntimeError when asked before."""
+        if self.bench is None:
+            raise RuntimeError("the race asked for arrivals before its bench was made")
+        return self.bench
 
 
 def budget_share(settings, n_problems: int):

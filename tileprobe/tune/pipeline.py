@@ -42,6 +42,7 @@ from tileprobe.tune.warm import apply_warm
 
 if TYPE_CHECKING:
     from tileprobe.toolchain import Toolchain
+    from tileprobe.tune.space import Config
 
 
 def process_age_s() -> float | None:
@@ -257,7 +258,7 @@ def _tune(t0, result, race_settings, timing_settings, probe_paths, arch, export,
                                 timing_settings, race_settings, timeout_s, seed, tasks, probe_timeout_s, run_hang_risk,
                                 gpu)
         else:
-            left = {}
+            left: dict[int, list[Config]] = {}
             if dry_run and _wants_search(race_settings, search, problems, False, bundle):   # the search's first sample
                 problems, left = _dry_run_samples(problems, search, store)
             plans = _sequential(result, problems, arch, starter, watchdog, probe_paths, bundle, store, jobs,

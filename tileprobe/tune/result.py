@@ -28,6 +28,7 @@ from __future__ import annotations
 import copy
 import datetime
 from dataclasses import dataclass, field, fields
+from typing import Any
 
 from tileprobe._version import __version__
 
@@ -102,7 +103,7 @@ class CandidateRow:
 
     def to_dict(self) -> dict:
         """The row as the tune's JSON and the store's ``tune_candidates.summary`` hold it (class doc)."""
-        d = {"config": self.config, "label": self.label, "status": self.status, "reason": self.reason}
+        d: dict[str, Any] = {"config": self.config, "label": self.label, "status": self.status, "reason": self.reason}
         if self.config is None:
             return d
         d.update(same_launch_as=self.same_launch_as, group=list(self.group), grid=self.grid)

@@ -64,7 +64,7 @@ CUT_S = 1.0
 WORKER_OVERHEAD_S = 1.0
 
 
-@dataclass
+@dataclass(init=False)
 class SearchSettings:
     """How a budgeted search runs (module doc).
 
@@ -73,23 +73,28 @@ class SearchSettings:
     many configurations of the balanced sample are chosen at a time (default ``full_max``). leaders: how many of
     the race's fastest candidates the next compiles are neighbours of. seed: the sample's tie-breaks.
 
+    ``full_max``, ``sample`` and ``round_cap`` may be given as None (their defaults above); once built, each is an
+    int.
+
     Raises:
         ValueError: a count below 1.
     """
-    jobs: int = 1
-    full_max: int | None = None
-    sample: int | None = None
-    leaders: int = 2
-    seed: int = 0
-    round_cap: int | None = None
+    jobs: int
+    full_max: int
+    sample: int
+    leaders: int
+    seed: int
+    round_cap: int
 
-    def __post_init__(self):
-        for name in ("jobs", "leaders"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"search {name}={getattr(self, name)}: give 1 or more")
-        self.full_max = 4 * self.jobs if self.full_max is None else self.full_max
-        self.sample = max(1, self.jobs if self.sample is None else self.sample)
-        self.round_cap = max(self.sample, self.full_max if self.round_cap is None else self.round_cap)
+    def __init__(self, jobs: int = 1, full_max: int | None = None, sample: int | None = None, leaders: int = 2,
+                 seed: int = 0, round_cap: int | None = None):
+        for name, n in (("jobs", jobs), ("leaders", leaders)):
+            if n < 1:
+                raise ValueError(f"search {name}={n}: give 1 or more")
+        self.jobs, self.leaders, self.seed = jobs, leaders, seed
+        self.full_max = 4 * jobs if full_max is None else full_max
+        self.sample = max(1, jobs if sample is None else sample)
+        self.round_cap = max(self.sample, self.full_max if round_cap is None else round_cap)
 
 
 def axes(configs: Sequence[Config]) -> list[list[str]]:

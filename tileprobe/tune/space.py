@@ -136,11 +136,11 @@ def problem_from_data(d: dict) -> Problem:
     info = d["probe"]
     if type(info) is not dict or type(info.get("source")) is not str or type(info.get("label")) is not str:
         raise TypeError("a problem's probe must name its source and label")
-    cfg = lambda x: None if x is None else Config(tuple(tuple(kv) for kv in x[0]),
-                                                   tuple(tuple(kv) for kv in x[1]))
+    cfg = lambda x: Config(tuple(tuple(kv) for kv in x[0]), tuple(tuple(kv) for kv in x[1]))
     info = dict(info, args_context=tuple(str(x) for x in info.get("args_context") or ()))
+    default = None if d["default"] is None else cfg(d["default"])
     return Problem(ProbeInfo(**info), dict(d["values"]), [cfg(c) for c in d["configs"]], dict(d["rejected"]),
-                   cfg(d["default"]), str(d["default_note"]))
+                   default, str(d["default_note"]))
 
 
 def constraint_name(fn: Callable) -> str:
