@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from tileprobe.run.clocks import clocks_moved
 from tileprobe.tune.race import RaceOutcome
-from tileprobe.tune.result import SAMPLE_FIELDS, CandidateRow, ProblemResult
+from tileprobe.tune.race_state import BatchLog, ClockReading
+from tileprobe.tune.result import SAMPLE_FIELDS, CandidateRow, ProblemResult, StoredPick, StoredTune
 from tileprobe.tune.static import DUPLICATE, Candidate, Plan
 
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.26 s to its import
@@ -25,14 +26,14 @@ def _static(row: CandidateRow, rec) -> None:
     row.register_pool = rec.pool_verdict
 
 
-def _clock_summary(batches: list[dict]) -> dict:
-    readings: list[dict] = [r for b in batches for k in ("clocks_before", "clocks_after") if (r := b.get(k))]
-    out: dict = {}
-    for key in ("sm_mhz", "mem_mhz"):
-        xs = [r[key] for r in readings if r.get(key) is not None]
-        out[key] = [min(xs), max(xs)] if xs else None
-    out["reasons"] = sorted({x for r in readings for x in r.get("reasons") or []})
-    return out
+def _clock_summary(batches: list[BatchLog]) -> dict:
+    """The clocks over a candidate's batches: ``{"sm_mhz": [min, max] or null, "mem_mhz": …, "reasons": [sorted]}``
+    (the tune row's ``clocks``)."""
+    readings = [ClockReading.from_dict(r) for b in batches for r in b.clock_readings()]
+    span = lambda xs: [min(xs), max(xs)] if xs else None
+    return {"sm_mhz": span([r.sm_mhz for r in readings if r.sm_mhz is not None]),
+            "mem_mhz": span([r.mem_mhz for r in readings if r.mem_mhz is not None]),
+            "reasons": sorted({x for r in readings for x in r.reasons or []})}
 
 
 def candidate_row(c: Candidate, outcome: RaceOutcome | None, confidence: float = 0.95) -> CandidateRow:
@@ -54,7 +55,7 @@ def candidate_row(c: Candidate, outcome: RaceOutcome | None, confidence: float =
         if c.same_as is None:
             row.status, row.reason = e.status, e.reason
         row.check, row.eliminated_round, row.clocks = e.check, e.eliminated_round, _clock_summary(e.batches)
-        row.clocks_moved = clocks_moved(b.get(k) for b in e.batches for k in ("clocks_before", "clocks_after"))
+        row.clocks_moved = clocks_moved(r for b in e.batches for r in (b.clocks_before, b.clocks_after))
         row.batches, row.driver_ctas_per_sm = len(e.batches), e.info.get("driver_ctas_per_sm")
         row.final_us, row.final_passes_us = e.final_us, list(e.final) or None
     return row
@@ -144,20 +145,20 @@ def compare_previous(res: ProblemResult, previous: dict | None) -> dict | None:
     """What changed since ``previous`` (a stored tune of the same kernel, problem, GPU and timing mode under
     another tileiras build, as :meth:`tileprobe.store.Store.previous_tune` returns it): whether the pick changed,
     the old pick's time now, how much slower than the new pick it is (the loss of keeping it), and how its time
-    moved between the two compilers. None without a previous tune. ``previous`` is the stored JSON (dicts); ``res``
-    the records."""
-    if not previous or not previous.get("pick"):
+    moved between the two compilers. None without a previous tune. ``previous`` is the stored JSON (read here as a
+    :class:`StoredTune`); ``res`` the records; the answer is the JSON of the problem's ``previous``."""
+    stored = StoredTune.from_dict(previous) if previous else None
+    if stored is None or not stored.pick:
         return None
-    old = previous["pick"]
-    out = {"tileiras_before": previous.get("tileiras"), "created_before": previous.get("created"),
-           "pick_before": old.get("config"), "median_us_before": old.get("median_us"),
-           "changed": res.pick is None or old.get("config") != res.pick.config}
-    now = next((r for r in res.candidates if r.config == old.get("config")), None)
-    out["old_pick_now"] = None if now is None else {"status": now.status, "median_us": now.median_us,
-                                                     "ci_lo_us": now.ci_lo_us, "ci_hi_us": now.ci_hi_us}
+    old = stored.pick if isinstance(stored.pick, StoredPick) else StoredPick()
+    now = next((r for r in res.candidates if r.config == old.config), None)
     ratio = res.vs_pick(now) if now is not None else None     # the final's, when it timed both
-    out["loss_pct"] = 100.0 * (ratio - 1.0) if ratio is not None else None
     old_now_us = now.median_us if now else None
-    before = old.get("median_us")
-    out["old_pick_change_pct"] = (100.0 * (old_now_us - before) / before) if before and old_now_us else None
-    return out
+    before = old.median_us
+    return {"tileiras_before": stored.tileiras, "created_before": stored.created,
+            "pick_before": old.config, "median_us_before": old.median_us,
+            "changed": res.pick is None or old.config != res.pick.config,
+            "old_pick_now": None if now is None else {"status": now.status, "median_us": now.median_us,
+                                                      "ci_lo_us": now.ci_lo_us, "ci_hi_us": now.ci_hi_us},
+            "loss_pct": 100.0 * (ratio - 1.0) if ratio is not None else None,
+            "old_pick_change_pct": (100.0 * (old_now_us - before) / before) if before and old_now_us else None}

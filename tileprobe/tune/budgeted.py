@@ -17,10 +17,11 @@ from tileprobe.compile.schedule import ChosenSchedule
 from tileprobe.schema import value_key
 from tileprobe.tune.overlap import Overlap
 from tileprobe.tune.race import RaceOutcome, RaceSettings
-from tileprobe.tune.result import CUT_REASON, NO_SM_COUNT, NOT_SAMPLED_REASON
+from tileprobe.tune.result import CUT_REASON, NO_SM_COUNT, NOT_SAMPLED_REASON, StoredPick, StoredTune
 from tileprobe.tune.search import NOT_SEARCHED, SearchOrder, SearchSettings
 from tileprobe.tune.space import Config, Problem
 from tileprobe.tune.static import Candidate, Landing, Plan, config_key, launch_facts, record_key, variant_key
+from tileprobe.tune.table_doc import PickConfig
 
 #: Stored tunes read for the search's first guesses (the newest; each holds every row of its tune).
 STORED_PICKS_READ = 20
@@ -178,8 +179,8 @@ def stored_picks(store, problem: Problem) -> list[Config]:
     except (sqlite3.Error, ValueError, TypeError, KeyError):   # a damaged store: no seeds, the search goes on
         return []
     for t in tunes:
-        cfg = (t.get("pick") or {}).get("config")
-        key = _config_key(cfg)
+        pick = StoredTune.from_dict(t).pick if isinstance(t, dict) else None
+        key = _config_key(pick.config if isinstance(pick, StoredPick) else None)
         if key in want and want[key] not in out:
             out.append(want[key])
     return out
@@ -193,9 +194,12 @@ def first_guesses(problem: Problem, store=None) -> list[Config]:
 
 
 def _config_key(cfg) -> str | None:
+    """A stored pick's configuration (``{"case": …, "hints": …}``) as :meth:`~tileprobe.tune.space.Config.key`
+    writes it, or None for no object."""
     if not isinstance(cfg, dict):
         return None
-    return value_key({"case": cfg.get("case") or {}, "hints": cfg.get("hints") or {}})
+    pick = PickConfig.from_dict(cfg)
+    return value_key({"case": pick.case or {}, "hints": pick.hints or {}})
 
 
 

@@ -199,7 +199,7 @@ def annotate_searches(path: str, searches: list[dict], probe_dir: str | None = N
     return count[0]
 
 
-def _row_search(s: RecordedSearch, i: int, c: SearchConfig, label: str, probe_dir: str | None) -> RowSearch:
+def _row_search(s: RecordedSearch, i: int, c: SearchConfig, label: str | None, probe_dir: str | None) -> RowSearch:
     """The ``search`` block of a row that picked configuration ``c`` (index ``i``) of recorded search ``s``."""
     probe = os.path.join(probe_dir, os.path.basename(s.file)) if probe_dir and s.file else s.file
     out = RowSearch(key=s.key, config_index=i, label=c.text or label, config=c.config, hints=c.hints,

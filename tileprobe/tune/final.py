@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from tileprobe.run.clocks import POWER_REASONS
-from tileprobe.tune.race_state import FAILED, Batch, CheckOutcome, Entry
+from tileprobe.tune.race_state import FAILED, Batch, CheckOutcome, ClockReading, Entry
 
 #: Passes of the steady-state final over every contender before the clearly slower ones leave it (race module doc 7).
 FINAL_MIN_PASSES = 2
@@ -66,13 +66,14 @@ class SteadyFinal:
         def _racing(self) -> list[Entry]: ...
         def _finalists(self) -> list[Entry]: ...
         def _check(self, finalists: list[Entry]) -> bool: ...
-        def _measured(self, e: Entry, fn: Callable[[str, int], Batch], arg: int, r: int, **mark) -> Batch: ...
+        def _measured(self, e: Entry, fn: Callable[[str, int], Batch], arg: int, r: int,
+                      final: int | None = None) -> Batch: ...
 
     def _note_power(self, b: Batch) -> None:
         """Add the power or temperature limits (:data:`~tileprobe.run.clocks.POWER_REASONS`) of batch ``b``'s clock
         readings to those seen (``_power``, sorted)."""
         seen = {x for c in (b.clocks_before, b.clocks_after) if isinstance(c, dict)
-                for x in (c.get("reasons") or ()) if isinstance(x, str)}
+                for x in (ClockReading.from_dict(c).reasons or ()) if isinstance(x, str)}
         if not seen.intersection(POWER_REASONS).issubset(self._power):
             self._power = sorted(set(self._power) | seen.intersection(POWER_REASONS))
 
@@ -125,7 +126,7 @@ class SteadyFinal:
             del e.final[passes:]         # a pass the budget cut short does not count
         self._final = {"reasons": why, "contenders": [e.id for e in contenders], "passes": passes,
                        "leader_before": leader.id, "wall_s": round(self.clock() - t0, 6),
-                       "batches": sum(1 for e in contenders for b in e.batches if b.get("final"))}
+                       "batches": sum(1 for e in contenders for b in e.batches if b.final)}
         if left is not None:
             self._final["budget_left_s"] = round(left, 6)
         if 0 < passes < self.s.final_passes and sum(e.status not in FAILED for e in alive) > 1 and self._spent():

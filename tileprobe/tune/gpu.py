@@ -14,9 +14,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 from tileprobe.errors import TileprobeError
+from tileprobe.records import Key, KeyedRecord
 from tileprobe.run import timing as run_timing
 from tileprobe.run.session import _TASK_FIELDS, probe_not_given, resolve_probe_path
 from tileprobe.tune.race import FAILED, Batch, CheckOutcome
+from tileprobe.tune.race_state import CheckDetail
 from tileprobe.tune.static import Candidate
 
 TIME_TASK = "tileprobe.run.batch:time_batch"
@@ -94,6 +96,16 @@ class TimingSettings:
                 and not (k.startswith("final_") and self.mode != "sustained")}
 
 
+class TimeReply(KeyedRecord):
+    """The time task's answer (:func:`tileprobe.run.batch.time_batch`), as the race reads it (µs, clock readings)."""
+    __slots__ = ()
+    status = Key[str | None]()
+    samples_us = Key[list | None]()
+    clocks_before = Key[dict | None]()
+    clocks_after = Key[dict | None]()
+    error = Key[str | None]()
+
+
 class WorkerBench:
     """``measure`` and ``check`` for one problem's race, through ``watchdog``.
 
@@ -157,8 +169,8 @@ class WorkerBench:
             return Batch("error", error=task)
         kw = mode_kw or self.timing.task_kwargs()
         hot = self._last_end is not None and time.perf_counter() - self._last_end < HOT_GAP_S
-        if mode_kw is None and hot and kw["mode"] == "sustained":
-            kw = {**kw, "warmup_ms": min(kw["warmup_ms"], HOT_WARMUP_MS)}
+        if mode_kw is None and hot and self.timing.mode == "sustained":     # kw: the sustained task_kwargs
+            kw = {**kw, "warmup_ms": min(self.timing.warmup_ms, HOT_WARMUP_MS)}
         out = self.wd.submit(self.tasks[0], {**task, "seed": self.seed, **kw}, timeout_s=self.timeout_s)
         self._last_end = time.perf_counter()
         batch = self._batch(out)
@@ -183,8 +195,9 @@ class WorkerBench:
             return Batch(status, error=out.error, wall_s=out.wall_s)
         v = out.value
         info = {k: v[k] for k in ("grid", "warmup_launches", "n", "driver_ctas_per_sm", "cuda_error") if k in v}
-        return Batch(v.get("status") or "error", list(v.get("samples_us") or []), v.get("clocks_before"),
-                     v.get("clocks_after"), error=v.get("error") or "", wall_s=out.wall_s, info=info)
+        reply = TimeReply.from_dict(v)
+        return Batch(reply.status or "error", list(reply.samples_us or []), reply.clocks_before, reply.clocks_after,
+                     error=reply.error or "", wall_s=out.wall_s, info=info)
 
     def check(self, cid: str) -> CheckOutcome:
         """Check candidate ``cid``'s output (the race's ``check``)."""
@@ -194,16 +207,16 @@ class WorkerBench:
         kw = {**task, "seed": self.seed}
         d = self.default
         dp = self.payload(d) if d is not None and d.id not in self.failed and d.id != cid else None
-        if isinstance(dp, dict):
+        if isinstance(dp, dict):     # the task message's fields (payload): the default's record and cubin
             kw.update(default=dp["record"], default_cubin=dp["cubin"])
         out = self.wd.submit(self.tasks[1], kw, timeout_s=self.timeout_s)
         if out.status != "done":
             return CheckOutcome(out.status if out.status in ("hang", "crash") else "error", {"message": out.error})
-        v = dict(out.value)
-        status = v.pop("status", None) or "error"
-        if d is not None and d.id == cid and v.get("against") is None and status == "unchecked":
+        status = CheckDetail.from_dict(out.value).status or "error"
+        v = CheckDetail.from_dict({k: x for k, x in out.value.items() if k != "status"})   # the check's detail
+        if d is not None and d.id == cid and v.against is None and status == "unchecked":
             default = self.candidates[cid].problem.default      # d is the timed one of the default's group
             who = ("this is the default configuration" if default is None or default == self.candidates[cid].config
                    else f"this builds the same launch as the default configuration ({default.label})")
-            v["message"] = f"{who}: without reference= there is nothing to compare with"
-        return CheckOutcome(status if status in (*FAILED, "ok", "unchecked") else "error", v)
+            v.message = f"{who}: without reference= there is nothing to compare with"
+        return CheckOutcome(status if status in (*FAILED, "ok", "unchecked") else "error", v.to_dict())

@@ -21,6 +21,7 @@ from tileprobe.tune.gpu import WorkerBench
 from tileprobe.tune.race import MIN_RACE_S, Race
 from tileprobe.tune.search import FINISH_S
 from tileprobe.tune.static import Candidate, Landing, Plan, dedupe_one
+from tileprobe.tune.table_doc import GpuInfo
 
 
 class Overlap:
@@ -118,7 +119,7 @@ class Overlap:
     def _run(self) -> None:
         try:
             self.gpu = self.wait_gpu()
-            self.num_sms = self.given_sms or self.gpu.get("num_sms")
+            self.num_sms = self.given_sms or GpuInfo.from_dict(self.gpu).num_sms
             if not self.num_sms:
                 self.plan.notes.append(self.no_sm_note)
             self.bench = WorkerBench(candidates={}, cubin_get=self.get, **self.bench_kw)

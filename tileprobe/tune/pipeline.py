@@ -38,6 +38,7 @@ from tileprobe.tune.static import (
     make_plans,
     pending_plans,
 )
+from tileprobe.tune.table_doc import GpuInfo, TimingSettingsData, TuneEnvironment
 from tileprobe.tune.warm import apply_warm
 
 if TYPE_CHECKING:
@@ -94,7 +95,7 @@ def _target_arch(arch: str | None, starter: _WorkerStarter | None) -> str:
         return get_arch(f"sm_{cc[0]}{cc[1]}").name
     if starter is None:
         raise TileprobeError("no GPU found to tune for: give --arch (e.g. --arch sm_90) with --dry-run")
-    return get_arch(starter.wait()[0]["sm"]).name
+    return get_arch(GpuInfo.from_dict(starter.wait()[0]).sm).name
 
 
 def _records(paths, problems, arch, bundle, store, jobs, compile_timeout_s, toolchains, progress, overrides=None,
@@ -241,7 +242,7 @@ def _tune(t0, result, race_settings, timing_settings, probe_paths, arch, export,
         if compile_sms is None and not bundle and any("num_sms" in p.probe.args_context for p in problems):
             if starter is not None:   # args(..., num_sms=) is compiled for this GPU's SM count
                 gpu = _gpu(result, starter, arch, progress)
-                compile_sms = gpu.get("num_sms")
+                compile_sms = GpuInfo.from_dict(gpu).num_sms
             else:
                 from tileprobe.model.cluster import reference_num_sms
                 compile_sms = reference_num_sms(arch)
@@ -357,7 +358,8 @@ def _searched(result, problems, arch, starter, wd, probe_paths, store, jobs, com
     for plan in plans:
         _grid_errors(result, plan)
     gpu_info = wait_gpu()
-    result.environment = _environment(ctx.environment or {}, gpu_info, arch, num_sms or gpu_info.get("num_sms"),
+    result.environment = _environment(ctx.environment or {}, gpu_info, arch,
+                                      num_sms or GpuInfo.from_dict(gpu_info).num_sms,
                                       timing, settings, None)
     result.environment["search"] = {"full_max": search.full_max, "sample": search.sample, "jobs": search.jobs,
                                     "round_cap": search.round_cap, "leaders": search.leaders}
@@ -380,7 +382,7 @@ def _sequential(result, problems, arch, starter, watchdog, probe_paths, bundle, 
     plans = make_plans(problems, records, arch, "not_in_bundle" if bundle else "not_compiled", run_hang_risk)
     _say_hang_risk(plans, run_hang_risk, progress)
     gpu = gpu if gpu is not None else _gpu(result, starter, arch, progress)
-    num_sms = num_sms or gpu.get("num_sms") or compile_sms   # a dry run: the SM count args() was compiled for
+    num_sms = num_sms or GpuInfo.from_dict(gpu).num_sms or compile_sms   # a dry run: the SM count args() was compiled for
     reference = None
     if not num_sms and dry_run:     # no GPU and no --num-sms: the arch's reference GPU's, as audit does
         from tileprobe.model.arch import get_arch
@@ -397,7 +399,7 @@ def _sequential(result, problems, arch, starter, watchdog, probe_paths, bundle, 
         result.problems = [problem_result(p, None, arch, confidence) for p in plans]
     else:
         _race_all(result, plans, watchdog, get, probe_paths, bundle, timing_settings, race_settings, timeout_s,
-                  seed, tasks, progress)
+                  seed, tasks, progress, arch)
     return plans
 
 
@@ -456,7 +458,7 @@ def _overlapped(result, problems, arch, starter, wd, probe_paths, store, jobs, c
             raise ov.error
         landing.finish("not_compiled")
         _say_hang_risk(plans, run_hang_risk, progress)
-        num_sms = num_sms or ov.gpu.get("num_sms")
+        num_sms = num_sms or GpuInfo.from_dict(ov.gpu or {}).num_sms
         _grid_errors(result, plans[0])
         _dedupe_all(result, plans[1:], num_sms, ov.get, probe_timeout_s)
         result.environment = _environment(env, ov.gpu, arch, num_sms, timing, settings, None)
@@ -467,7 +469,7 @@ def _overlapped(result, problems, arch, starter, wd, probe_paths, store, jobs, c
         if progress:
             progress("problem", ov.result)
         _race_all(result, plans[1:], wd, ov.get, probe_paths, None, timing, settings, timeout_s, seed, tasks,
-                  progress)
+                  progress, arch)
         result.times["race_s"] = result.times.get("race_s", 0.0) + ov.race_s
         result.times["race_while_compiling_s"] = ov.overlap_s
         result.times["check_s"] = sum(p.check_s for p in result.problems)
@@ -484,9 +486,10 @@ def _gpu(result: TuneResult, starter, arch: str, progress) -> dict:
     result.times.update(worker_start_s=start_s, worker_wait_s=waited_s)
     if progress:
         progress("worker", gpu)
-    if gpu.get("sm") and get_arch(gpu["sm"]).name != arch:
-        raise TileprobeError(f"this GPU is {gpu.get('name')} ({gpu['sm']}) but the tune targets {arch}: drop --arch "
-                             f"or give --arch {gpu['sm']} (with --bundle: audit the bundle for {gpu['sm']})")
+    info = GpuInfo.from_dict(gpu)
+    if info.sm and get_arch(info.sm).name != arch:
+        raise TileprobeError(f"this GPU is {info.name} ({info.sm}) but the tune targets {arch}: drop --arch "
+                             f"or give --arch {info.sm} (with --bundle: audit the bundle for {info.sm})")
     return gpu
 
 
@@ -504,7 +507,7 @@ def _environment(env: dict, gpu: dict, arch: str, num_sms, timing: TimingSetting
 
 
 def _race_all(result: TuneResult, plans: list[Plan], wd, get, probe_paths, bundle, timing, settings, timeout_s,
-              seed, tasks, progress) -> None:
+              seed, tasks, progress, arch: str) -> None:
     t0 = time.perf_counter()
     search = [] if bundle else [os.getcwd()]   # a bundle is data: probe code only from the paths given
     for i, plan in enumerate(plans):
@@ -513,7 +516,7 @@ def _race_all(result: TuneResult, plans: list[Plan], wd, get, probe_paths, bundl
         if share is not None:   # the budget is shared: each race gets an equal share of what is left
             share = max(MIN_RACE_S, max(0.0, settings.budget_s - (time.perf_counter() - t0)) / (len(plans) - i))
         if result.aborted or not raced:
-            res = problem_result(plan, None, result.environment["arch"], settings.confidence)
+            res = problem_result(plan, None, arch, settings.confidence)
             res.notes.append((result.aborted and f"not raced: {result.aborted}") or "no candidate left to time")
             result.problems.append(res)
             continue
@@ -529,7 +532,7 @@ def _race_all(result: TuneResult, plans: list[Plan], wd, get, probe_paths, bundl
                            dataclasses.replace(settings, budget_s=share), progress=progress, final=bench.final).run()
         except WorkerStartError as e:
             result.aborted, outcome = f"no GPU worker could be started: {e}", None
-        res = problem_result(plan, outcome, result.environment["arch"], settings.confidence)
+        res = problem_result(plan, outcome, arch, settings.confidence)
         result.problems.append(res)
         if progress:
             progress("problem", res)
@@ -565,8 +568,9 @@ def race_kernel_s(result: TuneResult) -> float:
     """The kernel time the races timed (s): each problem's :attr:`~tileprobe.tune.result.ProblemResult.kernel_s`,
     times the launches one sample stands for (``graph`` timing: ``graph_launches`` per replay, each sample their
     mean; the other modes: one). Over ``times["race_s"]`` it is the race's efficiency in the time split."""
-    settings = result.environment.get("timing_settings") or {}
-    per_sample = settings.get("graph_launches", 1) if result.environment.get("timing") == "graph" else 1
+    env = TuneEnvironment.from_dict(result.environment)
+    per_sample = TimingSettingsData.from_dict(env.timing_settings or {}).graph_launches if env.timing == "graph" \
+        else 1
     return sum(p.kernel_s for p in result.problems) * (per_sample or 1)
 
 
@@ -586,11 +590,11 @@ def _link(result: TuneResult, plans: list[Plan], store) -> None:
 
 
 def _store(result: TuneResult, store) -> None:
-    env = result.environment
-    gpu_name = (env.get("gpu") or {}).get("name")
+    env = TuneEnvironment.from_dict(result.environment)
+    gpu_name = env.gpu_info().name
     for p in result.problems:
         if p.verdict == "not_run":
             continue
-        prev = store.previous_tune(p.kernel, p.problem, gpu_name, env.get("timing"), p.tileiras)
+        prev = store.previous_tune(p.kernel, p.problem, gpu_name, env.timing, p.tileiras)
         p.previous = compare_previous(p, prev)
-        store.save_tune(p.to_dict(), env)
+        store.save_tune(p.to_dict(), result.environment)

@@ -62,7 +62,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from tileprobe.tune.final import SteadyFinal
-from tileprobe.tune.race_state import FAILED, Batch, CheckOutcome, Entry
+from tileprobe.tune.race_state import FAILED, Batch, BatchLog, CheckDetail, CheckOutcome, Entry
 from tileprobe.tune.stats import median_ci, z_value
 
 STRATEGIES = ("race", "exhaustive")
@@ -357,15 +357,17 @@ class Race(SteadyFinal):
         if self.progress:
             self.progress("round", log)
 
-    def _measured(self, e: Entry, fn: Callable[[str, int], Batch], arg: int, r: int, **mark) -> Batch:
+    def _measured(self, e: Entry, fn: Callable[[str, int], Batch], arg: int, r: int,
+                  final: int | None = None) -> Batch:
         """One batch of ``e`` by ``fn(e.id, arg)`` (the race's ``measure`` or the final's): its time counted as
-        measuring, its power limits noted, its record appended to ``e.batches`` (round ``r``, and ``mark``)."""
+        measuring, its power limits noted, its :class:`BatchLog` appended to ``e.batches`` (round ``r``; ``final``:
+        the final's pass, 1-based)."""
         t0 = self.clock()
         b = fn(e.id, arg)
         self._measure_s += self.clock() - t0
         self._note_power(b)
-        e.batches.append({"round": r, **mark, "status": b.status, "n": len(b.samples_us),
-                          "clocks_before": b.clocks_before, "clocks_after": b.clocks_after, "wall_s": b.wall_s})
+        e.batches.append(BatchLog(r, b.status, len(b.samples_us), b.clocks_before, b.clocks_after, b.wall_s,
+                                  final))
         return b
 
     def _take(self, e: Entry, r: int) -> None:
@@ -468,7 +470,8 @@ class Race(SteadyFinal):
             e.check = {"status": res.status, **(res.detail or {})}
             if res.status in FAILED:
                 e.status = res.status
-                e.reason = (res.detail or {}).get("message") or (res.detail or {}).get("error") or res.status
+                detail = CheckDetail.from_dict(res.detail or {})
+                e.reason = detail.message or detail.error or res.status
                 dropped = True
         return dropped
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
+from tileprobe.records import Key, KeyedRecord
 from tileprobe.tune.stats import summary
 
 #: Statuses that take a candidate out of the race for good.
@@ -29,6 +30,45 @@ class Batch:
     info: dict = field(default_factory=dict)
 
 
+class ClockReading(KeyedRecord):
+    """One reading of the GPU's clocks (MHz) and throttle reasons, as the GPU worker sends it
+    (:mod:`tileprobe.run.clocks`)."""
+    __slots__ = ()
+    sm_mhz = Key[float | None]()
+    mem_mhz = Key[float | None]()
+    reasons = Key[list | None]()
+
+
+class CheckDetail(KeyedRecord):
+    """A check task's answer (:func:`tileprobe.run.batch.check_candidate`): its status and detail (``rel_err``,
+    ``tolerance``, ``against``: reference | default, ``message``, ``error`` …), every key kept for
+    :attr:`CheckOutcome.detail`."""
+    __slots__ = ()
+    status = Key[str | None]()
+    against = Key[str | None]()
+    message = Key[str | None]()
+    error = Key[str | None]()
+
+
+@dataclass
+class BatchLog:
+    """What the race keeps of one batch of a candidate (``Entry.batches``): its round (the race's, or the round
+    the steady-state final ran after), status, number of samples, the GPU's clock readings before and after
+    (``{"sm_mhz", "mem_mhz", "reasons", ...}`` as the worker read them; None when unknown), its wall time (s) and,
+    for a batch of the final, its pass (1-based; None for a race batch)."""
+    round: int
+    status: str
+    n: int
+    clocks_before: dict | None = None
+    clocks_after: dict | None = None
+    wall_s: float = 0.0
+    final: int | None = None
+
+    def clock_readings(self) -> list[dict]:
+        """The clock readings it has (before, then after)."""
+        return [r for r in (self.clocks_before, self.clocks_after) if r]
+
+
 @dataclass
 class CheckOutcome:
     """A correctness check: status ``ok`` | ``wrong`` | ``unchecked`` (nothing to compare with) | ``hang`` |
@@ -44,7 +84,7 @@ class Entry:
     id: str
     status: str = "racing"
     samples: list = field(default_factory=list)
-    batches: list = field(default_factory=list)
+    batches: list[BatchLog] = field(default_factory=list)
     reason: str = ""
     eliminated_round: int | None = None
     check: dict | None = None

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from tileprobe._version import __version__
+from tileprobe.records import Key, KeyedRecord
 
 TUNE_SCHEMA_VERSION = 1
 #: The note of a plan whose duplicate launches were not looked for (the summary line says so instead of "0").
@@ -115,6 +116,22 @@ class CandidateRow:
         if self.final_passes_us:
             d.update(final_us=self.final_us, final_passes_us=list(self.final_passes_us))
         return copy.deepcopy(d)
+
+
+class StoredPick(KeyedRecord):
+    """A stored tune's ``pick`` (:meth:`tileprobe.store.Store.previous_tune`): its configuration and time (µs)."""
+    __slots__ = ()
+    config = Key[dict | None]()
+    median_us = Key[float | None]()
+
+
+class StoredTune(KeyedRecord):
+    """A stored tune as :func:`compare_previous` reads it: the tileiras build, when it was made, its pick."""
+    __slots__ = ()
+    _objects = {"pick": StoredPick}
+    tileiras = Key[str | None]()
+    created = Key[str | None]()
+    pick = Key[Any]()           # StoredPick
 
 
 @dataclass

@@ -20,10 +20,11 @@ from __future__ import annotations
 import itertools
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tileprobe.errors import ProbeError
+from tileprobe.jsonrecord import from_dict
 from tileprobe.probe.define import Probe, _probe_error_from
 from tileprobe.schema import canonical, value_key
 
@@ -130,17 +131,28 @@ def problem_data(p: Problem, source_sha256: str = "") -> dict:
             "rejected": dict(p.rejected), "default": cfg(p.default), "default_note": p.default_note}
 
 
+@dataclass
+class _ProblemData:
+    """A problem as :func:`problem_data` writes it and the loader child sends it (checked by its fields on reading:
+    :func:`tileprobe.jsonrecord.from_dict`)."""
+    probe: ProbeInfo
+    values: dict
+    configs: list
+    rejected: dict
+    default: Any
+    default_note: Any
+
+
 def problem_from_data(d: dict) -> Problem:
-    """The :class:`Problem` of :func:`problem_data` (its probe a :class:`ProbeInfo`). Raises TypeError, KeyError or
-    ValueError for a dict of another shape."""
-    info = d["probe"]
-    if type(info) is not dict or type(info.get("source")) is not str or type(info.get("label")) is not str:
-        raise TypeError("a problem's probe must name its source and label")
+    """The :class:`Problem` of :func:`problem_data` (its probe a :class:`ProbeInfo`). Raises
+    :class:`~tileprobe.jsonrecord.FieldError` (a ValueError naming the field), TypeError or IndexError for data of
+    another shape (a configuration that is not a pair of lists of pairs)."""
+    m = from_dict(_ProblemData, d, where="a problem")
+    info = replace(m.probe, args_context=tuple(str(x) for x in m.probe.args_context or ()))
     cfg = lambda x: Config(tuple(tuple(kv) for kv in x[0]), tuple(tuple(kv) for kv in x[1]))
-    info = dict(info, args_context=tuple(str(x) for x in info.get("args_context") or ()))
-    default = None if d["default"] is None else cfg(d["default"])
-    return Problem(ProbeInfo(**info), dict(d["values"]), [cfg(c) for c in d["configs"]], dict(d["rejected"]),
-                   default, str(d["default_note"]))
+    default = None if m.default is None else cfg(m.default)
+    return Problem(info, dict(m.values), [cfg(c) for c in m.configs], dict(m.rejected), default,
+                   str(m.default_note))
 
 
 def constraint_name(fn: Callable) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 from tileprobe.records import Key, KeyedRecord
 
 __all__ = ["DefaultBlock", "GpuInfo", "PickConfig", "Provenance", "RecordedSearch", "RowSearch", "SearchConfig",
-           "TieEntry", "TuneEnvironment", "TuneRow", "TuneTable", "table_of"]
+           "TieEntry", "TimingSettingsData", "TuneEnvironment", "TuneRow", "TuneTable", "table_of"]
 
 
 class PickConfig(KeyedRecord):
@@ -98,6 +98,15 @@ class TuneRow(KeyedRecord):
         """The recorded search's key of the row's problem (``{"search": KEY}``), or None."""
         return self.problem.get("search") if isinstance(self.problem, dict) else None
 
+    def search_block(self) -> RowSearch | None:
+        """The row's ``search`` block (a recorded search's, once annotated), or None."""
+        return self.search if isinstance(self.search, RowSearch) else None
+
+    def provenance_values(self) -> tuple:
+        """The row's provenance, in the order of :data:`tileprobe.tune.table_store.IDENTITY`: arch, GPU name, SM
+        count, tileiras build, cuda-tile version, timing mode, kernel source hash."""
+        return (self.arch, self.gpu, self.num_sms, self.tileiras, self.cuda_tile, self.timing, self.source_sha256)
+
 
 class Provenance(KeyedRecord):
     """The table's ``provenance`` block (a merged table's: ``{"merged": [each distinct one]}``)."""
@@ -172,10 +181,26 @@ class TuneEnvironment(KeyedRecord):
     tileiras = Key[str | None]()
     cuda_tile = Key[str | None]()
     timing = Key[str | None]()
+    timing_settings = Key[dict | None]()    # TimingSettings.to_dict() (tileprobe/tune/gpu.py)
 
     def gpu_info(self) -> GpuInfo:
         """The GPU block (an empty one when the tune had none: its fields read None)."""
         return self.gpu if isinstance(self.gpu, GpuInfo) else GpuInfo()
+
+
+class TimingSettingsData(KeyedRecord):
+    """A tune environment's ``timing_settings`` (:meth:`tileprobe.tune.gpu.TimingSettings.to_dict`) as the time
+    split reads it: ``graph_launches``, launches per graph replay (``graph`` timing only; 1 when absent)."""
+    __slots__ = ()
+    graph_launches = Key[int | None]()
+
+    @classmethod
+    def from_dict(cls, d: dict) -> TimingSettingsData:
+        """The settings, ``graph_launches`` 1 when the object lacks it (settings of the other modes)."""
+        rec = super().from_dict(d)
+        if "graph_launches" not in rec:
+            rec.graph_launches = 1
+        return rec
 
 
 class SearchConfig(KeyedRecord):

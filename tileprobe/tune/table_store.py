@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from tileprobe.errors import TileprobeError, shown
 from tileprobe.schema import json_text
+from tileprobe.tune.table_doc import Provenance, TuneRow, TuneTable
 
 #: A row's fields that, beside its kernel and problem, tell rows apart in a merge: where and how it was measured.
 #: The same fields ``tileprobe use`` checks a row against the machine it runs on (capture.PROVENANCE) and the timing.
@@ -116,11 +117,12 @@ def write_index(table: str, doc: dict) -> None:
     import shutil
     import tempfile
     buckets: dict = {}
-    for kernel, rows in (doc.get("kernels") or {}).items():
+    for kernel, rows in TuneTable.from_dict(doc).rows().items():
         for row in rows if isinstance(rows, list) else ():
-            key = (row.get("search") or {}).get("key") if isinstance(row, dict) else None
+            search = row.search_block() if isinstance(row, TuneRow) else None
+            key = search.key if search is not None else None
             if isinstance(key, str) and _INDEX_KEY.fullmatch(key):
-                buckets.setdefault(hashlib.sha256(key.encode()).hexdigest()[:2], []).append([kernel, row])
+                buckets.setdefault(hashlib.sha256(key.encode()).hexdigest()[:2], []).append([kernel, row.to_dict()])
     folder = table + _INDEX_SUFFIX
     tmp = tempfile.mkdtemp(prefix=os.path.basename(folder) + ".tmp-", dir=os.path.dirname(os.path.abspath(table)))
     try:
@@ -194,7 +196,7 @@ def table_rows(source: str, doc: dict) -> list[TableRow]:
     Raises:
         TileprobeError: ``kernels`` is not an object of row lists (the place named).
     """
-    kernels = doc.get("kernels")
+    kernels = TuneTable.from_dict(doc).kernels
     if not isinstance(kernels, dict):
         raise TileprobeError(f"{source}: \"kernels\" is not an object of rows; give a table `tileprobe tune --export` "
                              "wrote")
@@ -203,16 +205,17 @@ def table_rows(source: str, doc: dict) -> list[TableRow]:
         if not isinstance(rows, list):
             raise TileprobeError(f"{source}: kernels.{kernel} is not a list of rows")
         for i, row in enumerate(rows):
-            if not isinstance(row, dict):
+            if not isinstance(row, TuneRow):
                 raise TileprobeError(f"{source}: kernels.{kernel}[{i}] is not a row object")
-            for f in IDENTITY:
-                if isinstance(row.get(f), (list, dict)):
+            values = row.provenance_values()
+            for f, value in zip(IDENTITY, values):
+                if isinstance(value, (list, dict)):
                     raise TileprobeError(f"{source}: kernels.{shown(kernel)}[{i}].{f} is a JSON "
-                                         f"{'list' if isinstance(row.get(f), list) else 'object'}, not a single value "
+                                         f"{'list' if isinstance(value, list) else 'object'}, not a single value "
                                          "(a string or number, as `tileprobe tune --export` writes); mend or drop the row")
-            identity = (kernel, _canon(row.get("problem")), *(row.get(f) for f in IDENTITY))
-            pick = _canon({"case": row.get("case"), "hints": row.get("hints")})
-            out.append(TableRow(source, kernel, i, identity, pick, row))
+            identity = (kernel, _canon(row.problem), *values)
+            pick = _canon({"case": row.case, "hints": row.hints})
+            out.append(TableRow(source, kernel, i, identity, pick, row.to_dict()))
     return out
 
 
@@ -243,5 +246,6 @@ def merge_tables(docs: list[tuple[str, dict]], make_doc: Callable[[dict, list[di
     kernels: dict[str, list[dict]] = {}
     for row in kept.values():
         kernels.setdefault(row.kernel, []).append(row.data)
-    provenances = [doc["provenance"] for _, doc in docs if isinstance(doc.get("provenance"), dict)]
+    provenances = [p.to_dict() for p in (TuneTable.from_dict(doc).provenance for _, doc in docs)
+                   if isinstance(p, Provenance)]
     return MergeResult(make_doc(kernels, provenances), rows_from, duplicates, conflicts)

@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from tileprobe.tune.space import Config, Problem
+from tileprobe.tune.table_doc import TuneRow, TuneTable
 
 #: How many of the nearest rows' picks a new search takes first.
 WARM_ROWS = 3
@@ -51,13 +52,13 @@ def known_picks(table: Mapping, kernel: str, skip_key: str) -> list[KnownPick]:
     """The search rows of ``kernel`` in a table document (JSON) other than the search ``skip_key``'s, with the
     dimensions :func:`tileprobe.tune.export.annotate_searches` wrote (rows without them are left out)."""
     out = []
-    rows = (table.get("kernels") or {}).get(kernel) or []
+    rows = TuneTable.from_dict(dict(table)).rows().get(kernel) or []
     for i, row in enumerate(rows if isinstance(rows, list) else []):
-        search = row.get("search") if isinstance(row, dict) else None
-        if not isinstance(search, dict) or search.get("key") == skip_key or not isinstance(search.get("dims"), list):
+        search = row.search_block() if isinstance(row, TuneRow) else None
+        if search is None or search.key == skip_key or not isinstance(search.dims, list):
             continue
-        dims = tuple(int(x) for x in search["dims"] if isinstance(x, int) and not isinstance(x, bool))
-        out.append(KnownPick(dims, config_text(search.get("config"), search.get("hints")),
+        dims = tuple(int(x) for x in search.dims if isinstance(x, int) and not isinstance(x, bool))
+        out.append(KnownPick(dims, config_text(search.config, search.hints),
                              f"kernels.{kernel}[{i}] ({'×'.join(map(str, dims)) or 'no dimensions'})"))
     return out
 
