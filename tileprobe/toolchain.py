@@ -49,6 +49,7 @@ from tileprobe.model.toolkit import (
     run_tool,
     tool_timeout_s,
 )
+from tileprobe.records import Key, KeyedRecord
 from tileprobe.toolchain_files import (  # noqa: F401  (re-exported: the versions and files side)
     _BIN_FILES,
     _EXE,
@@ -73,6 +74,26 @@ PACKAGES = (TILEIRAS_PKG, NVCC_PKG, NVVM_PKG)
 SOURCES = ("managed", "pip", "path")
 MANIFEST = "toolchain.json"
 MANIFEST_SCHEMA_VERSION = 1
+
+
+class _Manifest(KeyedRecord):
+    """A managed toolchain's ``toolchain.json`` as it is read (the installer writes it: :func:`install`)."""
+    __slots__ = ()
+    schema_version = Key[int | None]()
+    version = Key[str | None]()       # MAJOR.MINOR.PATCH of the release
+    pins = Key[dict | None]()         # the pip packages installed, name -> version
+    size_bytes = Key[int | None]()    # bytes the folder takes
+
+
+class _Spec(KeyedRecord):
+    """The mapping form of a compiler (:meth:`Toolchain.from_dict`), every key optional."""
+    __slots__ = ()
+    tileiras = Key[str | None]()
+    lib_dirs = Key[Sequence[str] | None]()
+    version = Key[str | None]()
+    build = Key[str | None]()
+    identity = Key[str | None]()
+    targets = Key[tuple | None]()
 _RELEASE_RE = re.compile(r"V(\d+\.\d+\.\d+)")
 _PUBLISHED: dict[str, list[str]] = {}
 
@@ -181,9 +202,10 @@ class Toolchain:
         Raises:
             ToolchainError: a ``version`` that is not MAJOR.MINOR.PATCH.
         """
-        tc = cls.at(d.get("tileiras") or "", d.get("lib_dirs") or (), version=d.get("version") or "",
-                    build=d.get("build") or "", identity=d.get("identity"))
-        return dataclasses.replace(tc, targets=d["targets"]) if d.get("targets") is not None else tc
+        spec = _Spec.from_dict(dict(d))
+        tc = cls.at(spec.tileiras or "", spec.lib_dirs or (), version=spec.version or "", build=spec.build or "",
+                    identity=spec.identity)
+        return dataclasses.replace(tc, targets=spec.targets) if spec.targets is not None else tc
 
     @classmethod
     def from_dir(cls, root: str | os.PathLike) -> Toolchain:
@@ -199,11 +221,17 @@ class Toolchain:
             raise ToolchainError(f"{root / MANIFEST} is unreadable ({e}); reinstall: "
                                  f"tileprobe toolchain remove {root.name} && tileprobe toolchain install {root.name}"
                                  ) from e
-        if int(doc.get("schema_version", 0)) > MANIFEST_SCHEMA_VERSION:
-            raise ToolchainError(f"{root / MANIFEST} has schema_version {doc['schema_version']}, newer than this "
+        manifest = _Manifest.from_dict(doc) if isinstance(doc, dict) else _Manifest()
+        reinstall = f"tileprobe toolchain remove {root.name} && tileprobe toolchain install {root.name}"
+        if int(manifest.schema_version or 0) > MANIFEST_SCHEMA_VERSION:
+            raise ToolchainError(f"{root / MANIFEST} has schema_version {manifest.schema_version}, newer than this "
                                  f"tileprobe reads ({MANIFEST_SCHEMA_VERSION}); upgrade tileprobe.")
-        return cls(version=doc["version"], root=str(root), tileiras=str(root / "bin" / f"tileiras{_EXE}"),
-                   lib_dirs=(str(root / "lib"),), pins=doc.get("pins", {}), source="managed")
+        if not isinstance(manifest.version, str):
+            raise ToolchainError(f"{root / MANIFEST} names no version (it holds {str(doc)[:80]}); reinstall: "
+                                 f"{reinstall}")
+        return cls(version=manifest.version, root=str(root), tileiras=str(root / "bin" / f"tileiras{_EXE}"),
+                   lib_dirs=(str(root / "lib"),), pins=manifest.pins or {},
+                   source="managed")
 
     @classmethod
     def from_binary(cls, tileiras: str | os.PathLike) -> Toolchain:
@@ -502,9 +530,10 @@ def typical_size_bytes(root: str | os.PathLike | None = None) -> int | None:
     sizes = []
     for t in installed(root):
         try:
-            n = json.loads((Path(t.root) / MANIFEST).read_text(encoding="utf-8")).get("size_bytes")
+            doc = json.loads((Path(t.root) / MANIFEST).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
+        n = _Manifest.from_dict(doc).size_bytes if isinstance(doc, dict) else None
         if isinstance(n, int) and not isinstance(n, bool) and n > 0:
             sizes.append((t.version, n))
     return max(sizes, key=lambda x: _sort_key(x[0]))[1] if sizes else None
