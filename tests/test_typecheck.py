@@ -77,7 +77,7 @@ def test_a_deliberate_type_error_is_reported_on_its_line_and_fails_the_check(tmp
     assert status == 1, out
     assert [(Path(e.path).name, e.line, e.code) for e in errors] == [("deliberate_error.py", marked, "arg-type")], out
     # the check that tileprobe/ must pass fails on it, naming the place (so the test command, and CI, fail)
-    with pytest.raises(AssertionError, match=rf"1 errors .*deliberate_error\.py:{marked}: .*\[arg-type\]"):
+    with pytest.raises(AssertionError, match=rf"(?s)1 errors .*deliberate_error\.py:{marked}: .*\[arg-type\]"):
         require_no_errors(errors)
 
 
