@@ -77,7 +77,7 @@ def checks_of(row, is_default: bool = False) -> list[str]:
     the default's output), ``bit-exact`` (every bit equal to the default configuration's output: ``tune
     --bit-exact``), or ``["default"]`` for the default configuration itself (the others are checked against it);
     [] when unchecked."""
-    check = CheckOutcome.from_dict(row.check or {})
+    check = RowCheck.from_dict(row.check or {})
     if check.checks:
         return list(check.checks)
     if check.status == "ok":
@@ -85,10 +85,10 @@ def checks_of(row, is_default: bool = False) -> list[str]:
     return ["default"] if is_default else []
 
 
-class CheckOutcome(KeyedRecord):
+class RowCheck(KeyedRecord):
     """A candidate row's ``check`` (:class:`~tileprobe.tune.result.CandidateRow`) as the table reads it."""
     __slots__ = ()
-    status = Key[str | None]()          # ok | mismatch | error | unchecked | …
+    status = Key[str | None]()          # ok | wrong | unchecked | hang | crash | error
     checks = Key[list | None]()         # the checks passed (tolerance, bit-exact)
 
 
