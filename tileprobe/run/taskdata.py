@@ -31,9 +31,9 @@ class LaunchTarget:
     are used, as a status). Units: ``threads`` per CTA, ``ctas_per_sm`` the static model's, ``registers`` per
     thread, ``driver_shared_bytes`` bytes."""
     kernel: str = ""
-    case: dict | None = None
-    hints: dict | None = None
-    effective_hints: dict | None = None
+    case: dict[str, Any] | None = None
+    hints: dict[str, Any] | None = None
+    effective_hints: dict[str, Any] | None = None
     arch: str | None = None
     symbol: str = ""
     signature: list | None = None
