@@ -2,7 +2,7 @@
 
 Started by :mod:`tileprobe.run.watchdog` as ``python -m tileprobe.run.worker FD INIT`` (a new interpreter: never a
 fork of a process that may hold a CUDA context), it talks over the inherited socket ``FD`` with
-``multiprocessing.connection`` messages:
+``multiprocessing.connection`` messages (records in :mod:`tileprobe.run.protocol`, tuples on the wire):
 
 * worker → parent, once: ``("hello", ok, info)`` — ``info`` is what ``INIT`` (``"module:function"``) returned,
   e.g. the GPU's provenance from :func:`init_cuda`, or the traceback when it failed;
@@ -483,32 +483,36 @@ def _send(conn, message: tuple) -> None:
 
 
 def serve(conn, init: str) -> int:
-    """The worker loop: hello, then tasks until ``stop`` or the parent goes away. Returns the exit code."""
+    """The worker loop: hello, then tasks until ``stop`` or the parent goes away (:mod:`tileprobe.run.protocol`).
+    Returns the exit code: 0 stopped, 2 the init failed, 3 a task's result was fatal.
+
+    Raises:
+        tileprobe.run.protocol.ProtocolError: the parent sent a message that is no task and no stop."""
+    from tileprobe.run.protocol import Hello, Result, Started, Task, TaskError
     try:
         info = _import(init)() or {}
-        _send(conn, ("hello", True, info))
+        _send(conn, Hello(True, info).to_wire())
     except BaseException as e:  # report why the worker cannot start, then quit
-        _send(conn, ("hello", False, {"error": "".join(traceback.format_exception(e)).strip(),
-                                    "exception": type(e).__name__, "message": str(e)}))
+        failure = TaskError.of(e, "".join(traceback.format_exception(e)).strip(), with_message=True)
+        _send(conn, Hello(False, failure.to_wire()).to_wire())
         return 2
     while True:
         try:
-            msg = conn.recv()
+            task = Task.from_wire(conn.recv())
         except (EOFError, OSError):
             return 0
-        if not msg or msg[0] == "stop":
+        if task is None:
             return 0
-        _, task_id, fn, kwargs = msg
         try:
-            call = _import(fn)
-            _send(conn, ("started", task_id))     # the task's clock starts now, not while its module imports
-            value = call(**(kwargs or {}))
-            _send(conn, ("result", task_id, True, value))
+            call = _import(task.fn)
+            _send(conn, Started(task.task_id).to_wire())     # the task's clock starts now, not while it imports
+            result = Result(task.task_id, True, call(**task.kwargs))
+            _send(conn, result.to_wire())
         except BaseException as e:  # the task's own failure: report it; the worker stays usable
-            _send(conn, ("result", task_id, False, {"error": "".join(traceback.format_exception(e)).strip(),
-                                                  "exception": type(e).__name__}))
+            failure = TaskError.of(e, "".join(traceback.format_exception(e)).strip())
+            _send(conn, Result(task.task_id, False, failure.to_wire()).to_wire())
             continue
-        if isinstance(value, dict) and value.get("fatal"):
+        if result.fatal:
             return 3
 
 
