@@ -236,9 +236,11 @@ class Watchdog:
                                worker_pid=w.proc.pid, exit_status=exit_text(w.proc.poll()))
         try:
             result = Result.from_wire(msg)
-        except ProtocolError:   # a protocol bug: do not trust this worker any more
+        except ProtocolError as e:   # data of another shape (probe code wrote on the pipe): not trusted any more
             self._replace(w)
-            raise
+            return TaskOutcome("crash", error=f"the worker (pid {w.proc.pid}) sent a message that is not tileprobe's "
+                               f"data ({e}); the next variant runs in a fresh one", wall_s=time.perf_counter() - t0,
+                               worker_pid=w.proc.pid, exit_status=exit_text(w.proc.poll()))
         if result.task_id != task_id:
             self._replace(w)
             raise RuntimeError(f"worker answered task {result.task_id}, expected {task_id}")
