@@ -20,6 +20,7 @@ import pytest
 import torch
 
 from tileprobe.errors import ProbeError
+from tileprobe.jsonrecord import FieldError
 from tileprobe.probe.define import SpecArrays, load_probes
 from tileprobe.probe.signature import ArraySpec, assign_addresses
 from tileprobe.run import check as chk
@@ -148,6 +149,18 @@ def test_pack_matches_fixture_cubins(arch):
         launch.check_packing(packed[:-1], params)
     with pytest.raises(ProbeError, match=r"kernel parameter 1: packed 8 B \(c_long\), the cubin expects 4 B"):
         launch.check_packing([packed[0], ctypes.c_int64(1), *packed[2:]], params)
+
+
+def test_a_signature_item_is_read_once_into_a_record():
+    item = _array_param("bfloat16", 2, stride_divisible_by=[8, 1])
+    param = launch.SignatureParam.from_wire(item)
+    assert (param.kind, param.dtype, param.ndim, param.stride_divisible_by) == ("array", "bfloat16", 2, [8, 1])
+    assert launch.SignatureParam.from_wire(param) is param
+    x = torch.zeros((32, 64), dtype=torch.bfloat16)
+    assert _values(launch.pack_arguments([param], [x])) == _values(launch.pack_arguments([item], [x]))
+    with pytest.raises(FieldError, match=r"the variant's signature: SignatureParam.ndim holds '2' \(str\), not an "
+                                         r"integer"):
+        launch.pack_arguments([dict(item, ndim="2")], [x])
 
 
 def test_cubin_params_unknown_symbol():
