@@ -20,7 +20,7 @@ from typing import Any
 
 from tileprobe.jsonrecord import from_dict
 
-__all__ = ["BatchTiming", "CandidateCheck", "Failure", "LaunchTarget", "WorkerState"]
+__all__ = ["BatchTiming", "CandidateCheck", "Failure", "GpuInfo", "LaunchTarget", "WorkerState"]
 
 
 @dataclass
@@ -161,6 +161,33 @@ class CandidateCheck:
                "max_abs_err": self.max_abs_err, "nan_count": self.nan_count, "unwritten_count": self.unwritten_count,
                "message": self.message}
         return out if self.checks is None else {**out, "checks": self.checks}
+
+
+@dataclass
+class GpuInfo:
+    """The GPU a worker runs on, as the worker's hello says it (:func:`tileprobe.run.worker.gpu_info`, or part of
+    it from a stand-in): its name, arch (``sm_90``), SM count, UUID and PCI bus id (None when not said), the bytes
+    the timer's L2 flush writes, and the clocks (MHz) nvidia-smi reported. Read once from the hello's info
+    (:meth:`from_wire`); the info itself stays the JSON the environment records."""
+    name: str | None = None
+    sm: str | None = None
+    num_sms: int | None = None
+    uuid: str | None = None
+    pci_bus_id: str | None = None
+    l2_flush_bytes: int | None = None
+    clocks: dict | None = None
+
+    @classmethod
+    def from_wire(cls, info: Mapping) -> GpuInfo:
+        """The GPU of a worker's hello ``info``.
+
+        Raises:
+            tileprobe.jsonrecord.FieldError: a field of another type (named)."""
+        return from_dict(cls, info, where="the GPU worker's hello")
+
+    def ref(self, index: int) -> dict:
+        """What a run records of its GPU (``VariantRun.gpu``): device ``index``, name, UUID, PCI bus id."""
+        return {"index": index, "name": self.name, "uuid": self.uuid, "pci_bus_id": self.pci_bus_id}
 
 
 @dataclass
