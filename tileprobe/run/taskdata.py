@@ -55,11 +55,6 @@ class LaunchTarget:
             return record
         return from_dict(cls, record, where="the worker task's record")
 
-    @property
-    def case_values(self) -> dict:
-        """The case's parameter values (``{}`` when the record has none)."""
-        return self.case or {}
-
     def grid_hints(self) -> dict:
         """The hints handed to ``Probe.grid``: the variant's hints, with ``None`` (as declared) replaced by the value
         in force (``effective_hints``)."""
