@@ -106,16 +106,16 @@ def test_argument_cache_is_keyed_by_hints_and_sm_count(compiled, monkeypatch):
     from tileprobe.probe.define import load_probes
     from tileprobe.run import batch, worker
     probe = load_probes(compiled["probe"])[0]
-    monkeypatch.setitem(worker._STATE, "device", "cpu")
-    monkeypatch.setitem(worker._STATE, "gpu", {"memory_bytes": 1 << 30})
-    monkeypatch.setitem(worker._STATE, "num_sms", 132)
+    monkeypatch.setattr(worker._STATE, "device", "cpu")
+    monkeypatch.setattr(worker._STATE, "memory_bytes", 1 << 30)
+    monkeypatch.setattr(worker._STATE, "num_sms", 132)
     batch._ARGS.clear()
     rec = {"case": {"TILE": 1024}, "hints": {"occupancy": 2, "num_ctas": 1}, "effective_hints": {}, "arch": "sm_90"}
     a = batch._cached_args(probe, compiled["probe"], rec, seed=0)
     b = batch._cached_args(probe, compiled["probe"], dict(rec, hints={"occupancy": 1, "num_ctas": 2}), seed=0)
     again = batch._cached_args(probe, compiled["probe"], rec, seed=0)
     assert (a[3], b[3]) == (264, 66) and again is a and len(batch._ARGS) == 2
-    monkeypatch.setitem(worker._STATE, "num_sms", 114)
+    monkeypatch.setattr(worker._STATE, "num_sms", 114)
     assert batch._cached_args(probe, compiled["probe"], rec, seed=0)[3] == 228 and len(batch._ARGS) == 3
 
 

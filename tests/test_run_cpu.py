@@ -20,6 +20,7 @@ import pytest
 import torch
 
 from tileprobe.errors import ProbeError
+from tileprobe.jsonrecord import FieldError
 from tileprobe.probe.define import SpecArrays, load_probes
 from tileprobe.probe.signature import ArraySpec, assign_addresses
 from tileprobe.run import check as chk
@@ -150,6 +151,18 @@ def test_pack_matches_fixture_cubins(arch):
         launch.check_packing([packed[0], ctypes.c_int64(1), *packed[2:]], params)
 
 
+def test_a_signature_item_is_read_once_into_a_record():
+    item = _array_param("bfloat16", 2, stride_divisible_by=[8, 1])
+    param = launch.SignatureParam.from_wire(item)
+    assert (param.kind, param.dtype, param.ndim, param.stride_divisible_by) == ("array", "bfloat16", 2, [8, 1])
+    assert launch.SignatureParam.from_wire(param) is param
+    x = torch.zeros((32, 64), dtype=torch.bfloat16)
+    assert _values(launch.pack_arguments([param], [x])) == _values(launch.pack_arguments([item], [x]))
+    with pytest.raises(FieldError, match=r"the variant's signature: SignatureParam.ndim holds '2' \(str\), not an "
+                                         r"integer"):
+        launch.pack_arguments([dict(item, ndim="2")], [x])
+
+
 def test_cubin_params_unknown_symbol():
     with open(os.path.join(CUBINS, "matmul_sm_90.cubin"), "rb") as f:
         data = f.read()
@@ -232,19 +245,15 @@ def test_error_code_from_text(text, code):
 
 
 def test_classify_exceptions():
-    out = worker.run_dict()
-    worker._classify(out, RuntimeError("CUDA error: an illegal memory access was encountered"))
-    assert (out["status"], out["fatal"], out["cuda_error"]) == ("crash", True, 700)
-    assert "the worker is replaced" in out["error"]
-    out = worker.run_dict()
-    worker._classify(out, launch.CudaFault(701, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", "launch"))
-    assert (out["status"], out["fatal"]) == ("crash", False)
-    out = worker.run_dict()
-    worker._classify(out, launch.CudaFault(209, "CUDA_ERROR_NO_BINARY_FOR_GPU", "cuLibraryLoadData"), launched=False)
-    assert (out["status"], out["cuda_error"]) == ("error", 209) and "NO_BINARY_FOR_GPU" in out["error"]
-    out = worker.run_dict()
-    worker._classify(out, ProbeError("args() failed: KeyError: 'M'", "/p.py", 3))
-    assert out["status"] == "error" and out["error"].startswith("/p.py:3: args() failed")
+    f = worker.failure_of(RuntimeError("CUDA error: an illegal memory access was encountered"))
+    assert (f.status, f.fatal, f.cuda_error) == ("crash", True, 700)
+    assert "the worker is replaced" in f.error
+    f = worker.failure_of(launch.CudaFault(701, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", "launch"))
+    assert (f.status, f.fatal) == ("crash", False)
+    f = worker.failure_of(launch.CudaFault(209, "CUDA_ERROR_NO_BINARY_FOR_GPU", "cuLibraryLoadData"), launched=False)
+    assert (f.status, f.cuda_error) == ("error", 209) and "NO_BINARY_FOR_GPU" in f.error
+    f = worker.failure_of(ProbeError("args() failed: KeyError: 'M'", "/p.py", 3))
+    assert f.status == "error" and f.error.startswith("/p.py:3: args() failed")
 
 
 # --- TorchArrays mirrors SpecArrays ---------------------------------------------------------------------------
@@ -633,11 +642,11 @@ class FakeTimer:
 
 @pytest.fixture
 def cpu_worker(monkeypatch):
-    monkeypatch.setitem(worker._STATE, "device", "cpu")
-    monkeypatch.setitem(worker._STATE, "synchronize", lambda: None)
-    monkeypatch.setitem(worker._STATE, "stream", None)
-    monkeypatch.setitem(worker._STATE, "num_sms", 4)
-    monkeypatch.setitem(worker._STATE, "timer", FakeTimer())
+    monkeypatch.setattr(worker._STATE, "device", "cpu")
+    monkeypatch.setattr(worker._STATE, "synchronize", lambda: None)
+    monkeypatch.setattr(worker._STATE, "stream", None)
+    monkeypatch.setattr(worker._STATE, "num_sms", 4)
+    monkeypatch.setattr(worker._STATE, "timer", FakeTimer())
 
     def use(body, regs=12):
         k = FakeKernel(body, regs)

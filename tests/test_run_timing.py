@@ -124,7 +124,7 @@ def use_fake_worker(monkeypatch, after: int, **state):
     k = K(_add(1.0))
     for key, value in dict(device="cpu", synchronize=gpu.synchronize, stream=None, num_sms=4, timer=Timer(gpu),
                            clock_reader=ThrottlingReader(gpu, after=after), **state).items():
-        monkeypatch.setitem(worker._STATE, key, value)
+        monkeypatch.setattr(worker._STATE, key, value)
     monkeypatch.setattr(worker, "_kernel", lambda cubin, symbol, sha: k)
     monkeypatch.setattr(batch, "_kernel", lambda cubin, symbol, sha: k)
     return gpu

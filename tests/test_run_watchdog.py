@@ -57,6 +57,15 @@ def task_garbage_on_the_pipe():
     time.sleep(60)
 
 
+def task_wrong_shape_on_the_pipe():
+    """Probe code that writes data on the worker's pipe, of another shape than a result."""
+    from multiprocessing.connection import Connection
+
+    from tileprobe.probe import wire
+    wire.send(Connection(int(sys.argv[1]), readable=False), ("result", "all", "fine"))
+    time.sleep(60)
+
+
 def task_abort():
     os.abort()
 
@@ -382,3 +391,9 @@ def test_a_pickle_written_on_the_pipe_is_a_crash_not_run(wd, tmp_path, monkeypat
     assert out.status == "crash" and "not tileprobe's data" in out.error, out
     assert not marker.exists()
     assert wd.submit(task("task_echo"), {"i": 1}).status == "done"   # a fresh worker serves the next task
+
+
+def test_data_of_another_shape_written_on_the_pipe_is_a_crash(wd):
+    out = wd.submit(task("task_wrong_shape_on_the_pipe"), timeout_s=30)
+    assert out.status == "crash" and "not tileprobe's data" in out.error and "not (\"result\", id" in out.error, out
+    assert wd.restarts == 1 and wd.submit(task("task_echo"), {"i": 2}).status == "done"

@@ -38,13 +38,13 @@ class FakeReader:
 @pytest.fixture
 def tune_worker(monkeypatch):
     gpu = FakeGPU([42.0])
-    monkeypatch.setitem(worker._STATE, "device", "cpu")
-    monkeypatch.setitem(worker._STATE, "synchronize", gpu.synchronize)
-    monkeypatch.setitem(worker._STATE, "stream", None)
-    monkeypatch.setitem(worker._STATE, "num_sms", 4)
-    monkeypatch.setitem(worker._STATE, "timer", gpu)
-    monkeypatch.setitem(worker._STATE, "gpu", {"memory_bytes": 1 << 30})
-    monkeypatch.setitem(worker._STATE, "clock_reader", FakeReader(gpu))
+    monkeypatch.setattr(worker._STATE, "device", "cpu")
+    monkeypatch.setattr(worker._STATE, "synchronize", gpu.synchronize)
+    monkeypatch.setattr(worker._STATE, "stream", None)
+    monkeypatch.setattr(worker._STATE, "num_sms", 4)
+    monkeypatch.setattr(worker._STATE, "timer", gpu)
+    monkeypatch.setattr(worker._STATE, "memory_bytes", 1 << 30)
+    monkeypatch.setattr(worker._STATE, "clock_reader", FakeReader(gpu))
     batch._ARGS.clear()
     kernels = {}
 

@@ -128,14 +128,14 @@ def do_bench_table(records, cubins, reps: int) -> None:
         probe = next(p for p in load_probes(r.probe) if p.label == r.kernel)
         kernel = LoadedKernel(cubins[r.cubin_sha256], r.symbol)
         args = probe.launch_args(r.case, TorchArrays("cuda", seed=11))
-        grid = grid3(probe.grid(r.case, worker.grid_hints(r.to_dict()), state["num_sms"]))
+        grid = grid3(probe.grid(r.case, worker.grid_hints(r.to_dict()), state.num_sms))
         packed = pack_arguments(r.signature, args, [p.size_bytes for p in kernel.params])
         check_packing(packed, kernel.params)
 
         def fn(kernel=kernel, grid=grid, packed=packed):
-            kernel.launch(state["stream"], grid, packed)
-        ours, _ = state["timer"].measure(fn, reps=reps)
-        again, _ = state["timer"].measure(fn, reps=reps)
+            kernel.launch(state.stream, grid, packed)
+        ours, _ = state.timer.measure(fn, reps=reps)
+        again, _ = state.timer.measure(fn, reps=reps)
         theirs_us = 1000.0 * triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")
         d, d2 = _pct(ours.median_us, theirs_us), _pct(again.median_us, ours.median_us)
         diffs.append(abs(d))

@@ -42,6 +42,7 @@ no variant starts after the budget is spent.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import json
 import math
@@ -308,25 +309,26 @@ def bench_variant(record: dict, cubin: bytes, probe_path: str, reps: int = 100, 
     from tileprobe.run.arrays import TorchArrays
     from tileprobe.run.batch import _prepare
     from tileprobe.run.check import check_outputs
+    from tileprobe.run.taskdata import LaunchTarget
     state = worker._STATE
     out = {"status": None, "error": "", "cuda_error": None, "fatal": False, "methods": {}, "check": None}
     launched = False
     try:
         probe = worker._probe(probe_path, record["kernel"])
         hints = {**(record.get("effective_hints") or {}), **worker.grid_hints(record)}
-        args = probe.launch_args(record["case"], TorchArrays(state["device"], seed), arch=record.get("arch"),
+        args = probe.launch_args(record["case"], TorchArrays(state.device, seed), arch=record.get("arch"),
                                  hints=hints)
-        kernel, grid, packed = _prepare(record, cubin, probe_path, args)
+        kernel, grid, packed = _prepare(LaunchTarget.from_wire(record), cubin, probe_path, args)
         out["grid"] = list(grid)
-        stream, timer, reader = state["stream"], state["timer"], worker.clock_reader()
+        stream, timer, reader = state.stream, state.timer, worker.clock_reader()
         expected = None
         if probe.reference is not None:
             expected = worker._call_probe(probe, "reference", probe.reference, record["case"], args,
                                           **context_kwargs(probe.reference, arch=record.get("arch"), hints=hints))
-        state["synchronize"]()
+        state.synchronize()
         launched = True
         kernel.launch(stream, grid, packed)
-        state["synchronize"]()
+        state.synchronize()
         if expected is not None:
             res = check_outputs(args, expected, probe.tolerance)
             out["check"] = {"status": res.status, "rel_err": res.rel_err}
@@ -334,7 +336,7 @@ def bench_variant(record: dict, cubin: bytes, probe_path: str, reps: int = 100, 
 
         def launch():
             kernel.launch(stream, grid, packed)
-        l2 = state["gpu"]["l2_bytes"]
+        l2 = state.gpu["l2_bytes"]
         fns = {"sustained": lambda: _tileprobe(launch, timer, reader, "sustained", reps),
                "do_bench": lambda: _do_bench(launch, reader),
                "burst": lambda: _tileprobe(launch, timer, reader, "burst", reps),
@@ -343,7 +345,7 @@ def bench_variant(record: dict, cubin: bytes, probe_path: str, reps: int = 100, 
         out["methods"] = abba(fns)
         out["status"] = "ok"
     except Exception as exc:   # the kernel's, the probe's or the driver's failure: this row's status
-        worker._classify(out, exc, launched)
+        out.update(dataclasses.asdict(worker.failure_of(exc, launched)))
     return out
 
 

@@ -19,15 +19,17 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 
+from tileprobe.run.taskdata import BatchTiming, CandidateCheck, LaunchTarget
 from tileprobe.run.worker import (
     _STATE,
     _call_probe,
-    _classify,
     _kernel,
     _probe,
     clock_reader,
+    failure_of,
     launch_context,
     probe_grid,
+    synchronize,
 )
 
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.10 s to its import
@@ -51,51 +53,46 @@ def _tracking_arrays(seed: int):
             t = super().empty(*a, **kw)
             self.outputs.append(t)
             return t
-    return TrackingArrays(_STATE["device"], seed)
+    return TrackingArrays(_STATE.device, seed)
 
 
 def _nbytes(tensors) -> int:
     return sum(t.untyped_storage().nbytes() for t in tensors)
 
 
-def _cached_args(probe, probe_path: str, record: dict, seed: int) -> tuple:
-    """The candidate's launch arguments, made once per everything they depend on: probe, case, seed, and (issue
-    27) the arch, hints and SM count ``args`` is given (:func:`~tileprobe.run.worker.launch_context`)."""
+def _cached_args(probe, probe_path: str, record: dict | LaunchTarget, seed: int) -> tuple:
+    """The candidate's launch arguments, made once per everything they depend on: probe, case, seed, and the arch,
+    hints and SM count ``args`` is given (:func:`~tileprobe.run.worker.launch_context`). ``record``: the
+    candidate's record fields (a dict, as a task gets them, or its :class:`LaunchTarget`)."""
     from tileprobe.schema import canonical, value_key
-    ctx = launch_context(record, _STATE["num_sms"])
+    target = LaunchTarget.from_wire(record)
+    ctx = launch_context(target, _STATE.num_sms)
     used = {k: ctx[k] for k in probe.args_context}
-    key = (probe_path, probe.label, value_key(record["case"]), seed, value_key(canonical(used)))
+    key = (probe_path, probe.label, value_key(target.case), seed, value_key(canonical(used)))
     if key in _ARGS:
         _ARGS.move_to_end(key)
         return _ARGS[key][0]
     arrays = _tracking_arrays(seed)
-    args = probe.launch_args(record["case"], arrays, **ctx)
-    limit = ARGS_CACHE_FRACTION * (_STATE.get("gpu") or {}).get("memory_bytes", 0)
+    args = probe.launch_args(target.case, arrays, **ctx)
+    limit = ARGS_CACHE_FRACTION * _STATE.memory_bytes
     _ARGS[key] = (args, _nbytes(arrays.created))
     while len(_ARGS) > 1 and sum(b for _, b in _ARGS.values()) > limit:
         _ARGS.popitem(last=False)
     return args
 
 
-def _prepare(record: dict, cubin: bytes, probe_path: str, args) -> tuple:
+def _prepare(target: LaunchTarget, cubin: bytes, probe_path: str, args) -> tuple:
     """(kernel, grid, packed arguments) of one candidate, with the packing checked against the cubin."""
     from tileprobe.run.launch import check_packing, pack_arguments
-    probe = _probe(probe_path, record["kernel"], record.get("arch"))
+    probe = _probe(probe_path, target.kernel, target.arch)
     if probe.grid is None:
         from tileprobe.errors import ProbeError
         raise ProbeError("the probe has no grid=: tuning needs grid(case, hints, num_sms)", probe.source)
-    kernel = _kernel(cubin, record["symbol"], record.get("cubin_sha256"))
-    grid = probe_grid(probe, record, _STATE["num_sms"], "tuning needs")
-    packed = pack_arguments(record["signature"], args, [p.size_bytes for p in kernel.params])
+    kernel = _kernel(cubin, target.symbol, target.cubin_sha256)
+    grid = probe_grid(probe, target, _STATE.num_sms, "tuning needs")
+    packed = pack_arguments(target.signature or [], args, [p.size_bytes for p in kernel.params])
     check_packing(packed, kernel.params)
     return kernel, grid, packed
-
-
-def _result(**fields) -> dict:
-    out: dict = {"status": None, "samples_us": [], "clocks_before": None, "clocks_after": None, "grid": None,
-           "error": "", "cuda_error": None, "fatal": False, "warmup_launches": None, "n": 0, "wall_s": None}
-    out.update(fields)
-    return out
 
 
 def l2_flush(probe, timer):
@@ -128,17 +125,18 @@ def time_batch(record: dict, cubin: bytes, probe_path: str, seed: int = 0, mode:
     in this worker the driver's ``driver_ctas_per_sm``."""
     from tileprobe.run.timing import burst_batch, eager_batch, graph_batch, sustained_batch
     t0 = time.perf_counter()
-    out = _result()
+    target = LaunchTarget.from_wire(record)
+    out = BatchTiming()
     launched = False
     try:
-        probe = _probe(probe_path, record["kernel"], record.get("arch"))
-        args = _cached_args(probe, probe_path, record, seed)
-        kernel, grid, packed = _prepare(record, cubin, probe_path, args)
-        out["grid"] = list(grid)
-        if record.get("threads"):
-            out["driver_ctas_per_sm"] = kernel.driver_facts(record["threads"])["driver_ctas_per_sm"]
-        timer, stream, clocks = _STATE["timer"], _STATE["stream"], clock_reader()
-        seen: dict = {}
+        probe = _probe(probe_path, target.kernel, target.arch)
+        args = _cached_args(probe, probe_path, target, seed)
+        kernel, grid, packed = _prepare(target, cubin, probe_path, args)
+        out.grid = list(grid)
+        if target.threads:
+            out.driver_ctas_per_sm = kernel.driver_facts(target.threads)["driver_ctas_per_sm"]
+        timer, stream, clocks = _STATE.timer, _STATE.stream, clock_reader()
+        seen: list = []
         launched = True
         modes: dict[str, Callable[..., tuple[list[float], dict]]] = {"burst": burst_batch, "eager": eager_batch,
                                                                      "graph": graph_batch}
@@ -147,15 +145,17 @@ def time_batch(record: dict, cubin: bytes, probe_path: str, seed: int = 0, mode:
             mode_kw = {**mode_kw, "capture": timer.capture}
         times, info = fn(lambda: kernel.launch(stream, grid, packed), event_factory=timer.event,
                          synchronize=timer.synchronize, flush=l2_flush(probe, timer),
-                         between=lambda: seen.update(c=clocks.read()), **mode_kw)
-        out.update(status="ok", samples_us=times, clocks_before=seen.get("c"), clocks_after=clocks.read(), **info)
+                         between=lambda: seen.append(clocks.read()), **mode_kw)
+        out.status, out.samples_us = "ok", times
+        out.clocks_before, out.clocks_after = (seen[-1] if seen else None), clocks.read()
+        out.take_info(info)
         over = run_timeout_error(probe, times)
         if over:
-            out.update(status="error", error=over)
+            out.status, out.error = "error", over
     except Exception as exc:  # the kernel's, the probe's or the driver's failure: a status
-        _classify(out, exc, launched)
-    out["wall_s"] = time.perf_counter() - t0
-    return out
+        out.fail(failure_of(exc, launched))
+    out.wall_s = time.perf_counter() - t0
+    return out.to_wire()
 
 
 def check_candidate_bit_exact(record: dict, cubin: bytes, probe_path: str, seed: int = 0, default: dict | None = None,
@@ -174,61 +174,64 @@ def check_candidate(record: dict, cubin: bytes, probe_path: str, seed: int = 0, 
     Returns ``status`` (ok | wrong | unchecked | crash | error), ``against`` (reference | default), ``rel_err``,
     ``tolerance``, ``max_abs_err``, ``nan_count``, ``unwritten_count``, ``message``, ``error``, ``fatal``, and
     ``checks``: the checks passed (``tolerance``, ``bit-exact``)."""
-    from tileprobe.run.check import check_against
-    out = _result(against=None, rel_err=None, tolerance=None, max_abs_err=None, nan_count=0, unwritten_count=0,
-                  message="")
+    from tileprobe.run.check import check_figures
+    target = LaunchTarget.from_wire(record)
+    out = CandidateCheck()
     launched = False
     try:
-        probe = _probe(probe_path, record["kernel"], record.get("arch"))
+        probe = _probe(probe_path, target.kernel, target.arch)
         arrays = _tracking_arrays(seed)
-        args = probe.launch_args(record["case"], arrays, **launch_context(record, _STATE["num_sms"]))
-        kernel, grid, packed = _prepare(record, cubin, probe_path, args)
+        args = probe.launch_args(target.case, arrays, **launch_context(target, _STATE.num_sms))
+        kernel, grid, packed = _prepare(target, cubin, probe_path, args)
         if probe.reference is not None:
             from tileprobe.probe.define import context_kwargs
-            ctx = launch_context(record, _STATE["num_sms"])
-            expected = _call_probe(probe, "reference", probe.reference, record["case"], args,
-                                   **context_kwargs(probe.reference, arch=ctx["arch"], hints=ctx["hints"]))
-            out["against"] = "reference"
+            expected = _call_probe(probe, "reference", probe.reference, target.case, args,
+                                   **context_kwargs(probe.reference, arch=target.arch,
+                                                    hints=target.hints_in_force()))
+            out.against = "reference"
         elif default is not None:
             # by construction: the caller (tune/gpu.py's check) gives the default's record and cubin together
             assert default_cubin is not None
-            expected, why = _default_outputs(default, default_cubin, probe_path, seed, arrays, args)
+            expected, why, fatal = _default_outputs(LaunchTarget.from_wire(default), default_cubin, probe_path, seed,
+                                                    arrays, args)
             if expected is None:
-                out.update(status="unchecked", message=why["message"], fatal=why.get("fatal", False))
-                return out
-            out["against"] = "default"
+                out.status, out.message, out.fatal = "unchecked", why, fatal
+                return out.to_wire()
+            out.against = "default"
         else:
-            out.update(status="unchecked", message="the probe has no reference= and there is no default "
-                       "configuration to compare with: the output was not checked")
-            return out
+            out.status, out.message = "unchecked", ("the probe has no reference= and there is no default "
+                                                    "configuration to compare with: the output was not checked")
+            return out.to_wire()
         launched = True
-        kernel.launch(_STATE["stream"], grid, packed)
-        _STATE["synchronize"]()
-        out.update(check_against(args, expected, probe.tolerance, out["against"], bit_exact))
+        kernel.launch(_STATE.stream, grid, packed)
+        synchronize()
+        res = check_figures(args, expected, probe.tolerance, out.against or "reference", bit_exact)
+        out.status, out.rel_err, out.tolerance = res.status, res.rel_err, res.tolerance
+        out.max_abs_err = res.max_abs_err
+        out.nan_count, out.unwritten_count, out.message, out.checks = (res.nan_count, res.unwritten_count,
+                                                                       res.message, res.checks)
     except Exception as exc:
-        _classify(out, exc, launched)
-        out["message"] = out["error"]
-    return out
+        out.fail(failure_of(exc, launched))
+    return out.to_wire()
 
 
-def _default_outputs(default: dict, cubin: bytes, probe_path: str, seed: int, arrays, args):
-    """The default configuration's outputs on inputs seeded like the candidate's: ``({arg index: tensor}, None)``,
-    or ``(None, {"message", "fatal"})`` when it cannot be had."""
+def _default_outputs(default: LaunchTarget, cubin: bytes, probe_path: str, seed: int, arrays,
+                     args) -> tuple[dict | None, str, bool]:
+    """The default configuration's outputs on inputs seeded like the candidate's: ``({arg index: tensor}, "",
+    False)``, or ``(None, why, fatal)`` when they cannot be had (``fatal``: the default's launch broke the
+    worker's context)."""
     indices = [i for i, a in enumerate(args) if any(a is t for t in arrays.outputs)]
     if not indices:
-        return None, {"message": "no output arrays (made with arrays.empty) to compare with the default "
-                                 "configuration's: the output was not checked"}
-    probe = _probe(probe_path, default["kernel"], default.get("arch"))
+        return None, ("no output arrays (made with arrays.empty) to compare with the default configuration's: the "
+                      "output was not checked"), False
+    probe = _probe(probe_path, default.kernel, default.arch)
     d_arrays = _tracking_arrays(seed)
-    d_args = probe.launch_args(default["case"], d_arrays, **launch_context(default, _STATE["num_sms"]))
-    failed = _result()
+    d_args = probe.launch_args(default.case, d_arrays, **launch_context(default, _STATE.num_sms))
     try:
         kernel, grid, packed = _prepare(default, cubin, probe_path, d_args)
-        kernel.launch(_STATE["stream"], grid, packed)
-        _STATE["synchronize"]()
+        kernel.launch(_STATE.stream, grid, packed)
+        synchronize()
     except Exception as exc:
-        _classify(failed, exc, True)
-        return None, {"message": f"the default configuration failed, so the output was not checked: "
-                                 f"{failed['error']}", "fatal": failed["fatal"]}
-    return {i: d_args[i] for i in indices}, None
-
+        failed = failure_of(exc, True)
+        return None, f"the default configuration failed, so the output was not checked: {failed.error}", failed.fatal
+    return {i: d_args[i] for i in indices}, "", False

@@ -166,28 +166,46 @@ def check_bits(args, expected: Mapping[int, Any]) -> CheckResult:
     return CheckResult("ok", 0.0, 0.0)
 
 
-def check_against(args, expected: Mapping[int, Any], tolerance: Any = None, against: str = "reference",
-                  bit_exact: bool = False) -> dict:
-    """A candidate's check fields: :func:`check_outputs` within tolerance, then, with ``bit_exact`` and
-    ``against == "default"`` (``expected`` is the default configuration's output), :func:`check_bits`.
+@dataclass
+class CandidateFigures:
+    """A candidate's check fields (:func:`check_figures`): ``status`` ok | wrong, the relative error, tolerance and
+    largest absolute error of the worst output, its NaN and unwritten element counts, ``message`` (why it is not
+    ok, or what was not checked) and ``checks``: the checks passed (``tolerance``, ``bit-exact``)."""
+    status: str
+    rel_err: float | None
+    tolerance: Any
+    max_abs_err: float | None
+    nan_count: int
+    unwritten_count: int
+    message: str
+    checks: list[str]
 
-    Returns ``status``, ``rel_err``, ``tolerance``, ``max_abs_err``, ``nan_count``, ``unwritten_count``, ``message``
-    and ``checks`` (those passed: ``tolerance``, ``bit-exact``)."""
+
+def check_figures(args, expected: Mapping[int, Any], tolerance: Any = None, against: str = "reference",
+                  bit_exact: bool = False) -> CandidateFigures:
+    """A candidate's check: :func:`check_outputs` within tolerance, then, with ``bit_exact`` and
+    ``against == "default"`` (``expected`` is the default configuration's output), :func:`check_bits`. A probe
+    with a reference is checked within tolerance only, and the message says so."""
     res = check_outputs(args, expected, tolerance)
-    checks = ["tolerance"] if res.status == "ok" else []
-    out = {"status": res.status, "rel_err": res.rel_err, "tolerance": res.tolerance, "max_abs_err": res.max_abs_err,
-           "nan_count": res.nan_count, "unwritten_count": res.unwritten_count, "message": res.message,
-           "checks": checks}
+    out = CandidateFigures(res.status, res.rel_err, res.tolerance, res.max_abs_err, res.nan_count,
+                           res.unwritten_count, res.message, ["tolerance"] if res.status == "ok" else [])
     if bit_exact and res.status == "ok" and against == "default":
         bits = check_bits(args, expected)
         if bits.status == "ok":
-            checks.append("bit-exact")
+            out.checks.append("bit-exact")
         else:
-            out.update(status="wrong", message=bits.message)
+            out.status, out.message = "wrong", bits.message
     elif bit_exact and res.status == "ok":
-        out["message"] = ("bit-exact not checked: the probe has a reference=, checked within tolerance (bit-exact "
-                          "compares with the default configuration's output)")
+        out.message = ("bit-exact not checked: the probe has a reference=, checked within tolerance (bit-exact "
+                       "compares with the default configuration's output)")
     return out
+
+
+def check_against(args, expected: Mapping[int, Any], tolerance: Any = None, against: str = "reference",
+                  bit_exact: bool = False) -> dict:
+    """:func:`check_figures` as the check task's JSON fields: ``status``, ``rel_err``, ``tolerance``,
+    ``max_abs_err``, ``nan_count``, ``unwritten_count``, ``message`` and ``checks``."""
+    return asdict(check_figures(args, expected, tolerance, against, bit_exact))
 
 
 def combine(results: list[CheckResult]) -> CheckResult:

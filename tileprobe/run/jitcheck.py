@@ -21,7 +21,9 @@ import os
 import subprocess
 import sys
 import tempfile
+from dataclasses import asdict, dataclass, field
 from types import SimpleNamespace
+from typing import Any
 
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.06 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
@@ -29,6 +31,67 @@ from types import SimpleNamespace
 
 class _Captured(Exception):
     pass
+
+
+@dataclass
+class JitCapture:
+    """One variant as JIT compiled it (a row of the JIT process's JSON): the probe's kernel label, case, hints and
+    arch, and the mangled symbol and sha256 of the cubin it built (saved as ``jit_cubins/<sha>.cubin``), or
+    ``error`` when ``ct.launch`` compiled nothing or failed (None: captured)."""
+    kernel: str
+    case: dict[str, Any]
+    hints: dict[str, Any]
+    arch: str | None = None
+    symbol: str | None = None
+    cubin_sha256: str | None = None
+    error: str | None = None
+
+    def key(self) -> tuple[str, str, str]:
+        """The variant's identity: (kernel, case, hints) with the dicts as sorted JSON."""
+        return self.kernel, json.dumps(self.case, sort_keys=True), json.dumps(self.hints, sort_keys=True)
+
+    def to_wire(self) -> dict:
+        """The row as the JIT process prints it (``error`` only when there is one, symbol and sha only when
+        captured)."""
+        out: dict = {"kernel": self.kernel, "case": self.case, "hints": self.hints, "arch": self.arch}
+        if self.error is not None:
+            return {**out, "error": self.error}
+        return out if self.symbol is None else {**out, "symbol": self.symbol, "cubin_sha256": self.cubin_sha256}
+
+
+@dataclass
+class AuditedVariant:
+    """The fields of an audited variant (a ``variants`` item of ``tileprobe audit --json``) the comparison uses:
+    identity, status, the cubin's symbol and hashes, resources (threads per CTA, registers per thread, static and
+    driver-reported shared bytes, stack bytes) and the static CTAs/SM."""
+    kernel: str
+    case: dict[str, Any]
+    hints: dict[str, Any]
+    status: str
+    error: str = ""
+    symbol: str = ""
+    cubin_sha256: str | None = None
+    code_sha256: str | None = None
+    threads: int | None = None
+    registers: int | None = None
+    shared_bytes: int | None = None
+    driver_shared_bytes: int | None = None
+    stack_bytes: int | None = None
+    ctas_per_sm: int | None = None
+
+    def key(self) -> tuple[str, str, str]:
+        """The variant's identity, as :meth:`JitCapture.key`."""
+        return self.kernel, json.dumps(self.case, sort_keys=True), json.dumps(self.hints, sort_keys=True)
+
+
+@dataclass
+class DriverOccupancy:
+    """What the CUDA driver says of a loaded kernel: registers per thread, static shared bytes, and the most CTAs
+    per SM at the real CTA size and at 1 thread (``cuOccupancyMaxActiveBlocksPerMultiprocessor``)."""
+    regs: int
+    shared_bytes: int
+    ctas_per_sm: int
+    ctas_per_sm_block1: int
 
 
 def _torch_array(spec, torch):
@@ -57,7 +120,14 @@ def _materialize(args, torch):
     return out
 
 
-def jit_capture(probe_paths: list[str], arch: str) -> list[dict]:
+@dataclass
+class _Seen:
+    """What the compile hook saw last: cuTile's inferred signature and the cubin's bytes."""
+    signature: Any = None
+    cubin: bytes = b""
+
+
+def jit_capture(probe_paths: list[str], arch: str | None) -> list[JitCapture]:
     """In this (GPU) process: JIT-compile every variant through ``ct.launch`` and capture signature + cubin."""
 
     import cuda.tile as ct
@@ -65,13 +135,13 @@ def jit_capture(probe_paths: list[str], arch: str) -> list[dict]:
 
     from tileprobe._cutile import jit_compile_hook, kernel_function
     from tileprobe.probe.define import load_probes
-    captured = {}
+    captured = _Seen()
 
     def seen(signature, result):
-        captured["sig"], captured["cubin"] = signature, result[0]
+        captured.signature, captured.cubin = signature, result[0]
         raise _Captured()
 
-    out = []
+    out: list[JitCapture] = []
     stream = torch.cuda.current_stream()
     with jit_compile_hook(seen):
         for path in probe_paths:
@@ -81,28 +151,28 @@ def jit_capture(probe_paths: list[str], arch: str) -> list[dict]:
                     args = _materialize(probe.launch_args(case), torch)
                     for hints in probe.hint_grid():
                         k = kernel.replace_hints(**{h: v for h, v in hints.items() if v is not None}) if hints else kernel
-                        captured.clear()
-                        row = {"kernel": probe.label, "case": case, "hints": hints, "arch": arch}
+                        captured.signature, captured.cubin = None, b""
+                        row = JitCapture(probe.label, case, hints, arch)
                         try:
                             ct.launch(stream, (1,), k, tuple(args))
-                            row["error"] = "launch did not compile (cached?)"
+                            row.error = "launch did not compile (cached?)"
                         except _Captured:
-                            cubin = captured["cubin"]
+                            cubin = captured.cubin
                             os.makedirs("jit_cubins", exist_ok=True)
                             sha = hashlib.sha256(cubin).hexdigest()
                             with open(os.path.join("jit_cubins", sha + ".cubin"), "wb") as f:
                                 f.write(cubin)
-                            sig = captured["sig"]
+                            sig = captured.signature
                             if sig.symbol is None:  # JIT mangles inside compile_tile; name it the same way
                                 sig = sig.with_mangled_symbol(kernel_function(k).__name__)
-                            row.update(symbol=sig.symbol, cubin_sha256=sha)
+                            row.symbol, row.cubin_sha256 = sig.symbol, sha
                         except Exception as e:  # the JIT itself failed (e.g. unsupported dtype on this arch)
-                            row["error"] = f"{type(e).__name__}: {e}"
+                            row.error = f"{type(e).__name__}: {e}"
                         out.append(row)
     return out
 
 
-def driver_occupancy(cubin: bytes, symbol: str, threads: int) -> dict:
+def driver_occupancy(cubin: bytes, symbol: str, threads: int) -> DriverOccupancy:
     """Ask the CUDA driver: registers, static shared bytes and max active CTAs/SM at the real CTA size."""
     from cuda.bindings import driver as cu
 
@@ -124,7 +194,7 @@ def driver_occupancy(cubin: bytes, symbol: str, threads: int) -> dict:
     ctas = ok(cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(fn, threads, 0))
     ctas_block1 = ok(cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(fn, 1, 0))
     ok(cu.cuModuleUnload(mod))
-    return {"regs": int(regs), "shared_bytes": int(smem), "ctas_per_sm": int(ctas), "ctas_per_sm_block1": int(ctas_block1)}
+    return DriverOccupancy(int(regs), int(smem), int(ctas), int(ctas_block1))
 
 
 def differing_sections(a: bytes, b: bytes) -> list[str]:
@@ -138,44 +208,109 @@ def differing_sections(a: bytes, b: bytes) -> list[str]:
     return sorted(n for n in set(sa) | set(sb) if sa.get(n) != sb.get(n))
 
 
-def compare(jit_rows: list[dict], audit_doc: dict, cubin_dir: str) -> list[dict]:
+@dataclass
+class Comparison:
+    """One variant's JIT capture beside its audit (a row of ``--out``'s ``rows``): ``status`` same | DIFFERENT |
+    not compared; for one not compared, why (the JIT's error, the audit's status and error); else whether the
+    symbols, the file bytes, the machine code (sha256) and the resources (threads, registers, shared, stack: the
+    ``jit`` and ``audit`` tuples) are equal, the sections that differ, and the driver's occupancy of the audited
+    cubin against the static CTAs/SM (``driver_error`` when the driver could not be asked)."""
+    kernel: str
+    case: dict[str, Any]
+    hints: dict[str, Any]
+    status: str = "not compared"
+    jit_error: str | None = None
+    audit_status: str | None = None
+    audit_error: str | None = None
+    symbol_equal: bool | None = None
+    bytes_equal: bool | None = None
+    code_equal: bool | None = None
+    resources_equal: bool | None = None
+    jit: tuple | None = None
+    audit: tuple | None = None
+    differing_sections: list[str] = field(default_factory=list)
+    driver: DriverOccupancy | None = None
+    static_ctas_per_sm: int | None = None
+    occupancy_agrees: bool | None = None
+    driver_shared_equal: bool | None = None
+    driver_error: str | None = None
+
+    @property
+    def compared(self) -> bool:
+        """Whether both sides were there to compare."""
+        return self.status != "not compared"
+
+    def to_wire(self) -> dict:
+        """The row as ``--out`` holds it (the keys of what was compared, in the order they were found)."""
+        out: dict = {"kernel": self.kernel, "case": self.case, "hints": self.hints}
+        if not self.compared:
+            return {**out, "status": self.status, "jit_error": self.jit_error, "audit_status": self.audit_status,
+                    "audit_error": self.audit_error}
+        out = {**out, "symbol_equal": self.symbol_equal, "bytes_equal": self.bytes_equal,
+               "code_equal": self.code_equal, "resources_equal": self.resources_equal, "jit": self.jit,
+               "audit": self.audit, "differing_sections": self.differing_sections}
+        if self.driver is not None:
+            out = {**out, "driver": asdict(self.driver), "static_ctas_per_sm": self.static_ctas_per_sm,
+                   "occupancy_agrees": self.occupancy_agrees, "driver_shared_equal": self.driver_shared_equal}
+        if self.driver_error is not None:
+            out = {**out, "driver_error": self.driver_error}
+        return {**out, "status": self.status}
+
+
+def compare(jit_rows: list[JitCapture], audited: list[AuditedVariant], cubin_dir: str) -> list[Comparison]:
     """Join JIT captures and audit records per variant and compare them (see module doc)."""
-    from tileprobe.model.cubin import CubinInfo
-    recs = {(r["kernel"], json.dumps(r["case"], sort_keys=True), json.dumps(r["hints"], sort_keys=True)): r
-            for r in audit_doc["variants"]}
+    recs = {r.key(): r for r in audited}
     out = []
     for j in jit_rows:
-        key = (j["kernel"], json.dumps(j["case"], sort_keys=True), json.dumps(j["hints"], sort_keys=True))
-        a = recs.get(key)
-        row = {"kernel": j["kernel"], "case": j["case"], "hints": j["hints"]}
-        if a is None or "error" in j or a["status"] != "ok":
-            row.update(status="not compared", jit_error=j.get("error"), audit_status=a and a["status"],
-                       audit_error=a and a.get("error", "")[:200])
+        a = recs.get(j.key())
+        row = Comparison(j.kernel, j.case, j.hints)
+        if a is None or j.error is not None or a.status != "ok" or j.cubin_sha256 is None:
+            row.jit_error = j.error
+            row.audit_status, row.audit_error = (None, None) if a is None else (a.status, a.error[:200])
             out.append(row)
             continue
-        with open(os.path.join("jit_cubins", j["cubin_sha256"] + ".cubin"), "rb") as f:
-            jit_bytes = f.read()
-        with open(os.path.join(cubin_dir, a["cubin_sha256"] + ".cubin"), "rb") as f:
-            audit_bytes = f.read()
-        ji = CubinInfo.from_bytes(jit_bytes)
-        k = ji.kernel(j["symbol"]) if any(x.name == j["symbol"] for x in ji.kernels) else ji.kernel()
-        jit_res = (k.threads_per_cta, k.regs_per_thread, k.smem_static_bytes, k.stack_bytes)
-        aud_res = (a["threads"], a["registers"], a["shared_bytes"], a["stack_bytes"])
-        row.update(symbol_equal=j["symbol"] == a["symbol"], bytes_equal=jit_bytes == audit_bytes,
-                   code_equal=ji.code_sha256 == a["code_sha256"], resources_equal=jit_res == aud_res,
-                   jit=jit_res, audit=aud_res, differing_sections=[] if jit_bytes == audit_bytes
-                   else differing_sections(jit_bytes, audit_bytes))
-        try:
-            drv = driver_occupancy(audit_bytes, a["symbol"], a["threads"])
-            row.update(driver=drv, static_ctas_per_sm=a["ctas_per_sm"],
-                       occupancy_agrees=drv["ctas_per_sm"] == a["ctas_per_sm"],
-                       driver_shared_equal=drv["shared_bytes"] == a["driver_shared_bytes"])
-        except Exception as e:
-            row["driver_error"] = f"{type(e).__name__}: {e}"
-        same = row["bytes_equal"] or (row["symbol_equal"] and row["resources_equal"] and row["code_equal"])
-        row["status"] = "same" if same else "DIFFERENT"
+        _compare_cubins(row, j, a, cubin_dir)
         out.append(row)
     return out
+
+
+def _compare_cubins(row: Comparison, j: JitCapture, a: AuditedVariant, cubin_dir: str) -> None:
+    """Fill ``row`` from the two cubins' bytes, their resources and the driver's occupancy of the audited one."""
+    from tileprobe.model.cubin import CubinInfo
+    with open(os.path.join("jit_cubins", f"{j.cubin_sha256}.cubin"), "rb") as f:
+        jit_bytes = f.read()
+    with open(os.path.join(cubin_dir, f"{a.cubin_sha256}.cubin"), "rb") as f:
+        audit_bytes = f.read()
+    ji = CubinInfo.from_bytes(jit_bytes)
+    k = ji.kernel(j.symbol) if any(x.name == j.symbol for x in ji.kernels) else ji.kernel()
+    row.jit = (k.threads_per_cta, k.regs_per_thread, k.smem_static_bytes, k.stack_bytes)
+    row.audit = (a.threads, a.registers, a.shared_bytes, a.stack_bytes)
+    row.symbol_equal, row.bytes_equal = j.symbol == a.symbol, jit_bytes == audit_bytes
+    row.code_equal, row.resources_equal = ji.code_sha256 == a.code_sha256, row.jit == row.audit
+    row.differing_sections = [] if row.bytes_equal else differing_sections(jit_bytes, audit_bytes)
+    try:
+        drv = driver_occupancy(audit_bytes, a.symbol, a.threads or 1)
+        row.driver, row.static_ctas_per_sm = drv, a.ctas_per_sm
+        row.occupancy_agrees = drv.ctas_per_sm == a.ctas_per_sm
+        row.driver_shared_equal = drv.shared_bytes == a.driver_shared_bytes
+    except Exception as e:
+        row.driver_error = f"{type(e).__name__}: {e}"
+    same = row.bytes_equal or (row.symbol_equal and row.resources_equal and row.code_equal)
+    row.status = "same" if same else "DIFFERENT"
+
+
+@dataclass
+class AuditEnvironment:
+    """The releases an audit ran with (its JSON's ``environment``; None: not recorded)."""
+    cuda_tile: str | None = None
+    tileiras: str | None = None
+
+
+@dataclass
+class AuditDoc:
+    """The parts of ``tileprobe audit --json`` the comparison reads: the variants and the releases."""
+    variants: list[AuditedVariant] = field(default_factory=list)
+    environment: AuditEnvironment = field(default_factory=AuditEnvironment)
 
 
 USAGE = "usage: python -m tileprobe.run.jitcheck PROBE... [--arch sm_90 (default: the GPU's)] [--out jitcheck.json]"
@@ -209,33 +344,36 @@ def main(argv: list[str] | None = None) -> int:
     the JIT process failed."""
     args = parse_args(sys.argv[1:] if argv is None else argv)
     if args.jit_only:
-        rows = jit_capture(args.probes, args.arch)
-        sys.stdout.write("\n" + json.dumps(rows, default=str) + "\n")
+        captured = jit_capture(args.probes, args.arch)
+        sys.stdout.write("\n" + json.dumps([r.to_wire() for r in captured], default=str) + "\n")
         return 0
     import torch
+
+    from tileprobe.jsonrecord import from_dict
     arch = args.arch or "sm_{}{}".format(*torch.cuda.get_device_capability())
     jit = subprocess.run([sys.executable, "-m", "tileprobe.run.jitcheck", *args.probes, "--arch", arch, "--jit-only"],
                          capture_output=True, text=True)
     if jit.returncode != 0:
         print(jit.stderr[-4000:], file=sys.stderr)
         return 2
-    jit_rows = json.loads(jit.stdout.strip().splitlines()[-1])
+    jit_rows = [from_dict(JitCapture, r, where="the JIT process's output")
+                for r in json.loads(jit.stdout.strip().splitlines()[-1])]
     work = tempfile.mkdtemp(prefix="jitcheck-")
     audit_json = os.path.join(work, "audit.json")
     subprocess.run([sys.executable, "-m", "tileprobe", "audit", *args.probes, "--arch", arch, "--no-store",
                     "--format", "none", "--json", audit_json, "--bundle", work], check=True)
     with open(audit_json) as f:
-        doc = json.load(f)
-    rows = compare(jit_rows, doc, os.path.join(work, "cubins"))
-    summary = {"arch": arch, "gpu": torch.cuda.get_device_name(), "cuda_tile": doc["environment"].get("cuda_tile"),
-               "tileiras": doc["environment"].get("tileiras"), "variants": len(rows),
-               "same": sum(r["status"] == "same" for r in rows),
-               "bytes_equal": sum(bool(r.get("bytes_equal")) for r in rows),
-               "occupancy_agrees": sum(bool(r.get("occupancy_agrees")) for r in rows), "rows": rows}
+        doc = from_dict(AuditDoc, json.load(f), where=audit_json)
+    rows = compare(jit_rows, doc.variants, os.path.join(work, "cubins"))
+    compared = [r for r in rows if r.compared]
+    summary = {"arch": arch, "gpu": torch.cuda.get_device_name(), "cuda_tile": doc.environment.cuda_tile,
+               "tileiras": doc.environment.tileiras, "variants": len(rows),
+               "same": sum(r.status == "same" for r in rows), "bytes_equal": sum(bool(r.bytes_equal) for r in rows),
+               "occupancy_agrees": sum(bool(r.occupancy_agrees) for r in rows)}
     with open(args.out, "w") as f:
-        json.dump(summary, f, indent=1, default=str)
-    print(json.dumps({k: v for k, v in summary.items() if k != "rows"}, default=str))
-    return 0 if summary["same"] == sum(r["status"] != "not compared" for r in rows) else 1
+        json.dump({**summary, "rows": [r.to_wire() for r in rows]}, f, indent=1, default=str)
+    print(json.dumps(summary, default=str))
+    return 0 if all(r.status == "same" for r in compared) else 1
 
 
 if __name__ == "__main__":

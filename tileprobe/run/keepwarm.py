@@ -28,9 +28,11 @@ import sys
 import time
 from pathlib import Path
 
+from tileprobe.jsonrecord import FieldError
 from tileprobe.probe import wire
 from tileprobe.procs import GUARD_ENV, importable_env, signal_group
 from tileprobe.run.warmserver import peer_uid, recv_msg, send_msg
+from tileprobe.run.warmwire import STOP, ClientHello, Outcome, ServerHello, TaskRequest
 from tileprobe.run.watchdog import (
     DEFAULT_GRACE_S,
     DEFAULT_STARTUP_TIMEOUT_S,
@@ -167,9 +169,9 @@ def _wait_connect(path: Path, proc: subprocess.Popen, timeout_s: float) -> socke
     raise KeepWarmRefused(f"the kept-warm worker's server did not open {path} within {timeout_s:g} s")
 
 
-def _hello(s: socket.socket, prov: dict, timeout_s: float) -> dict:
+def _hello(s: socket.socket, prov: dict, timeout_s: float) -> ServerHello:
     s.settimeout(timeout_s)
-    send_msg(s, {"op": "hello", "provenance": prov})
+    send_msg(s, ClientHello(prov).to_wire())
     try:
         reply = recv_msg(s)
     except TimeoutError:
@@ -177,9 +179,13 @@ def _hello(s: socket.socket, prov: dict, timeout_s: float) -> dict:
                               "command?)") from None
     except (EOFError, OSError, wire.WireError) as e:
         raise KeepWarmRefused(f"the kept-warm worker's server broke off its hello: {e}") from None
-    if not isinstance(reply, dict) or reply.get("op") != "hello":
+    try:
+        hello = ServerHello.from_wire(reply)
+    except FieldError as e:
+        raise KeepWarmRefused(f"the kept-warm worker's server answered a hello that does not fit: {e}") from None
+    if hello is None:
         raise KeepWarmRefused("the kept-warm worker's server answered something that is not a hello")
-    return reply
+    return hello
 
 
 def stop_server(init: str = INIT_CUDA, environ: dict | None = None, timeout_s: float = 10.0) -> bool:
@@ -191,9 +197,8 @@ def stop_server(init: str = INIT_CUDA, environ: dict | None = None, timeout_s: f
     if s is None:
         return False
     with s:
-        reply = _hello(s, prov, timeout_s)
-        if reply.get("ok"):
-            send_msg(s, {"op": "stop"})
+        if _hello(s, prov, timeout_s).ok:
+            send_msg(s, STOP)
     return True
 
 
@@ -254,17 +259,16 @@ class KeptWarmWatchdog:
                     proc = _launch(path, self.init, self.idle_s, prov, self.environ)
                     s, started = _wait_connect(path, proc, 30.0), True
                 reply = _hello(s, prov, self.startup_timeout_s if started else BUSY_WAIT_S)
-                if reply.get("ok"):
-                    self._sock, self.server_pid = s, int(reply["pid"])
-                    self.info = dict(reply.get("info") or {})
+                if reply.ok:
+                    self._sock, self.server_pid = s, reply.pid
                     how = "started" if started else "reused"
-                    self.note = f"kept warm (server pid {self.server_pid}, {how}; exits after {reply['idle_s']:g} s idle)"
-                    self.info["kept_warm"] = self.note
+                    self.note = f"kept warm (server pid {self.server_pid}, {how}; exits after {reply.idle_s:g} s idle)"
+                    self.info = {**reply.info, "kept_warm": self.note}
                     return
                 s.close()
-                if reply.get("provenance") == prov:   # a server of this very code whose worker cannot start
-                    raise WorkerStartError(str(reply["why"]))
-                _wait_gone(int(reply["pid"]), 10.0)      # stale: it exits; the next attempt starts a new one
+                if reply.provenance == prov:   # a server of this very code whose worker cannot start
+                    raise WorkerStartError(reply.why)
+                _wait_gone(reply.pid, 10.0)      # stale: it exits; the next attempt starts a new one
         raise KeepWarmRefused(f"{path}: the server there stayed stale after a restart")
 
     def _go_local(self, why: str, start: bool = True) -> dict:
@@ -292,8 +296,8 @@ class KeptWarmWatchdog:
         limit = timeout + self.startup_timeout_s + self.grace_s + NANNY_MARGIN_S
         try:
             s.settimeout(limit)
-            send_msg(s, {"op": "task", "fn": fn, "kwargs": kwargs or {}, "timeout_s": timeout}, "the task")
-            out = recv_msg(s)
+            send_msg(s, TaskRequest(fn, kwargs or {}, timeout).to_wire(), "the task")
+            out = Outcome.from_wire(recv_msg(s))
         except TimeoutError:
             pid = self.server_pid
             self._end_server()
@@ -301,17 +305,16 @@ class KeptWarmWatchdog:
             return TaskOutcome("hang", error=f"the kept-warm GPU worker's server (pid {pid}) gave no answer within "
                                f"{limit:g} s: it was ended; the next variant runs in a worker of this command's own",
                                wall_s=time.perf_counter() - t0, worker_pid=pid)
-        except (EOFError, OSError, wire.WireError) as e:
+        except (EOFError, OSError, wire.WireError, FieldError) as e:
             pid = self.server_pid
             self._go_local(f"its server (pid {pid}) broke off: {e}", start=False)
             return TaskOutcome("crash", error=f"the kept-warm GPU worker's server (pid {pid}) broke off ({e}); the "
                                "next variant runs in a worker of this command's own", wall_s=time.perf_counter() - t0,
                                worker_pid=pid)
-        self.restarts = int(out.get("restarts") or 0)
-        self.info = dict(out.get("info") or self.info)
-        return TaskOutcome(str(out["status"]), value=out.get("value"), error=str(out.get("error") or ""),
-                           wall_s=float(out.get("wall_s") or 0.0), worker_pid=out.get("worker_pid"),
-                           exit_status=out.get("exit_status"))
+        self.restarts = out.restarts or 0
+        self.info = dict(out.info or self.info)
+        return TaskOutcome(out.status, value=out.value, error=out.error or "", wall_s=out.wall_s or 0.0,
+                           worker_pid=out.worker_pid, exit_status=out.exit_status)
 
     def _end_server(self) -> None:
         pid = self.server_pid

@@ -184,6 +184,34 @@ class ArrayView:
     dtype: str
 
 
+@dataclass(frozen=True)
+class SignatureParam:
+    """One parameter of a variant's JIT signature (an item of the record's ``signature``:
+    :func:`tileprobe.probe.signature.describe_signature`): its ``kind`` (array | scalar | constant | another kind
+    tileprobe cannot pack), a constant's ``value``, a scalar's or an array's element ``dtype``, and an array's
+    assumptions: ``ndim``, the index dtype of its extents and strides, per dimension the divisors of its extents and
+    strides and the extents and strides fixed to a value (None: free), the divisor of its base address (bytes)."""
+    kind: str | None = None
+    value: Any = None
+    dtype: str | None = None
+    ndim: int = 0
+    index_dtype: str = "int32"
+    shape_divisible_by: list | None = None
+    stride_divisible_by: list | None = None
+    stride_constant: list | None = None
+    shape_constant: list | None = None
+    base_addr_divisible_by: int | None = None
+
+    @classmethod
+    def from_wire(cls, param: Any) -> SignatureParam:
+        """The parameter of a signature item (one given as a record is returned as it is).
+
+        Raises:
+            tileprobe.jsonrecord.FieldError: not an object, or a field of another type (named)."""
+        from tileprobe.jsonrecord import from_dict
+        return param if isinstance(param, SignatureParam) else from_dict(cls, param, where="the variant's signature")
+
+
 def array_view(arg: Any) -> ArrayView | None:
     """The :class:`ArrayView` of a torch tensor, an :class:`ArraySpec` or a ``__cuda_array_interface__`` object;
     None for anything else."""
@@ -204,7 +232,7 @@ def array_view(arg: Any) -> ArrayView | None:
     return None
 
 
-def pack_arguments(signature: Sequence[dict], args: Sequence[Any],
+def pack_arguments(signature: Sequence[dict | SignatureParam], args: Sequence[Any],
                    param_sizes: Sequence[int] | None = None) -> list:
     """The kernel arguments (ctypes values, in order) for launch arguments ``args`` of a variant whose JIT
     signature is ``signature`` (the record's ``signature``: :func:`tileprobe.probe.signature.describe_signature`).
@@ -220,15 +248,16 @@ def pack_arguments(signature: Sequence[dict], args: Sequence[Any],
     if len(args) != len(signature):
         raise ProbeError(f"{len(args)} launch arguments but the audited signature has {len(signature)} parameters")
     out: list = []
-    for i, (param, arg) in enumerate(zip(signature, args)):
-        kind = param.get("kind")
+    for i, (item, arg) in enumerate(zip(signature, args)):
+        param = SignatureParam.from_wire(item)
+        kind = param.kind
         if kind == "constant":
-            if not _same_constant(arg, param.get("value")):
+            if not _same_constant(arg, param.value):
                 raise ProbeError(f"argument {i} is {arg!r} but the cubin was compiled for the constant "
-                                 f"{param.get('value')!r}: audit and run must use the same probe case")
+                                 f"{param.value!r}: audit and run must use the same probe case")
         elif kind == "scalar":
             nbytes = param_sizes[len(out)] if param_sizes and len(out) < len(param_sizes) else None
-            out.append(_pack_scalar(i, param["dtype"], arg, nbytes))
+            out.append(_pack_scalar(i, str(param.dtype), arg, nbytes))
         elif kind == "array":
             out.extend(_pack_array(i, param, arg))
         else:
@@ -268,45 +297,47 @@ def _pack_scalar(i: int, dtype: str, arg, nbytes: int | None):
     return _FLOAT_CTYPES[dtype](float(arg))
 
 
-def _pack_array(i: int, param: dict, arg) -> list:
+def _pack_array(i: int, param: SignatureParam, arg) -> list:
     view = array_view(arg)
     if view is None:
-        raise ProbeError(f"argument {i} is a {type(arg).__name__}; the cubin expects an array ({param['dtype']})")
+        raise ProbeError(f"argument {i} is a {type(arg).__name__}; the cubin expects an array ({param.dtype})")
     check_array(i, param, view)
-    ctype = _INDEX_CTYPES.get(param.get("index_dtype", "int32"))
+    ctype = _INDEX_CTYPES.get(param.index_dtype)
     if ctype is None:
-        raise ProbeError(f"argument {i}: index dtype {param.get('index_dtype')} cannot be packed")
+        raise ProbeError(f"argument {i}: index dtype {param.index_dtype} cannot be packed")
     return [ctypes.c_uint64(view.ptr)] + [ctype(n) for n in view.shape] + [ctype(s) for s in view.strides]
 
 
-def check_array(i: int, param: dict, view: ArrayView) -> None:
-    """Refuse an array that breaks an assumption the cubin was compiled under (ProbeError with the reason)."""
+def check_array(i: int, param: dict | SignatureParam, view: ArrayView) -> None:
+    """Refuse an array that breaks an assumption the cubin was compiled under (ProbeError with the reason).
+    ``param``: the signature's item for argument ``i`` (a dict, or its :class:`SignatureParam`)."""
+    param = SignatureParam.from_wire(param)
     def bad(what):
         raise ProbeError(f"argument {i}: {what}, but the audited cubin assumes otherwise; the probe's arrays for "
                          "the run must have the layout the audit described")
-    if view.dtype != param["dtype"]:
-        bad(f"dtype is {view.dtype}, the signature says {param['dtype']}")
-    if len(view.shape) != param["ndim"]:
-        bad(f"ndim is {len(view.shape)}, the signature says {param['ndim']}")
-    base = param.get("base_addr_divisible_by") or 1
+    if view.dtype != param.dtype:
+        bad(f"dtype is {view.dtype}, the signature says {param.dtype}")
+    if len(view.shape) != param.ndim:
+        bad(f"ndim is {len(view.shape)}, the signature says {param.ndim}")
+    base = param.base_addr_divisible_by or 1
     if view.ptr % base:
         bad(f"base address {view.ptr:#x} is not divisible by {base} B")
-    for d in range(param["ndim"]):
-        for name, values, actual in (("extent", param.get("shape_divisible_by"), view.shape[d]),
-                                     ("stride", param.get("stride_divisible_by"), view.strides[d])):
+    for d in range(param.ndim):
+        for name, values, actual in (("extent", param.shape_divisible_by, view.shape[d]),
+                                     ("stride", param.stride_divisible_by, view.strides[d])):
             k = values[d] if values else 1
             if k and actual % k:
                 bad(f"{name}[{d}] = {actual} is not divisible by {k}")
-        for name, values, actual in (("stride", param.get("stride_constant"), view.strides[d]),
-                                     ("extent", param.get("shape_constant"), view.shape[d])):
+        for name, values, actual in (("stride", param.stride_constant, view.strides[d]),
+                                     ("extent", param.shape_constant, view.shape[d])):
             if values and values[d] is not None and values[d] != actual:
                 bad(f"{name}[{d}] = {actual}, the signature fixes it to {values[d]}")
-    if param.get("index_dtype", "int32") in ("int32", "uint32"):
-        lo = 0 if param.get("index_dtype") == "uint32" else -(1 << 31)
-        hi = (1 << 32) - 1 if param.get("index_dtype") == "uint32" else (1 << 31) - 1
+    if param.index_dtype in ("int32", "uint32"):
+        lo = 0 if param.index_dtype == "uint32" else -(1 << 31)
+        hi = (1 << 32) - 1 if param.index_dtype == "uint32" else (1 << 31) - 1
         for v in (*view.shape, *view.strides):
             if not lo <= v <= hi:
-                bad(f"extent or stride {v} overflows the {param.get('index_dtype')} index type")
+                bad(f"extent or stride {v} overflows the {param.index_dtype} index type")
 
 
 def check_packing(packed: Sequence, params: Sequence[KernelParam]) -> None:

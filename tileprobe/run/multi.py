@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
 from tileprobe.errors import UsageError
+from tileprobe.run.taskdata import GpuInfo
 from tileprobe.run.watchdog import INIT_CUDA, Watchdog, WorkerStartError
 from tileprobe.schema import VariantRun
 
@@ -92,10 +93,14 @@ class Slot:
     start_s: float = 0.0
     release: threading.Event = field(default_factory=threading.Event)
 
+    @property
+    def gpu(self) -> GpuInfo:
+        """The GPU of the worker's hello (:attr:`info`; empty before it started)."""
+        return GpuInfo.from_wire(self.info)
+
     def gpu_ref(self) -> dict:
         """What each run records of its GPU."""
-        i = self.info
-        return {"index": self.device, "name": i.get("name"), "uuid": i.get("uuid"), "pci_bus_id": i.get("pci_bus_id")}
+        return self.gpu.ref(self.device)
 
 
 def start_slots(slots: Sequence[Slot]) -> None:
@@ -140,7 +145,8 @@ def mark_shared(slots: Sequence[Slot]) -> None:
     """``shared`` on every started slot whose physical GPU (UUID, else PCI bus id, else device index) another
     started slot also uses."""
     def ident(s: Slot):
-        return s.info.get("uuid") or s.info.get("pci_bus_id") or ("index", s.device)
+        gpu = s.gpu
+        return gpu.uuid or gpu.pci_bus_id or ("index", s.device)
     live = [s for s in slots if s.error is None]
     for s in live:
         s.shared = sum(1 for o in live if ident(o) == ident(s)) > 1
@@ -211,7 +217,7 @@ def local_slots(gpus: Sequence[int], timeout_s: float, init: str | None = None) 
 def check_same_arch(slots: Sequence[Slot]) -> None:
     """Raises UsageError when the started slots' GPUs are of different architectures (one sweep runs one
     arch's cubins)."""
-    archs = {s.info["sm"] for s in slots if s.error is None and s.info.get("sm")}
+    archs = {sm for s in slots if s.error is None and (sm := s.gpu.sm)}
     if len(archs) > 1:
         raise UsageError(f"--gpus lists GPUs of different architectures ({', '.join(sorted(archs))}): run each "
                          "architecture in its own `tileprobe run --gpus …`")
@@ -220,4 +226,4 @@ def check_same_arch(slots: Sequence[Slot]) -> None:
 def environment(slots: Sequence[Slot]) -> list[dict]:
     """Per slot: its GPU, whether it was shared, its worker start-up (s, apart from timing), variants run, error."""
     return [{**s.gpu_ref(), "shared_gpu": s.shared, "worker_start_s": round(s.start_s, 3), "ran": s.ran,
-             "clocks": s.info.get("clocks"), "error": s.error} for s in slots]
+             "clocks": s.gpu.clocks, "error": s.error} for s in slots]

@@ -31,6 +31,7 @@ from tileprobe.judge.verdict import judge_records
 from tileprobe.model.arch import get_arch
 from tileprobe.run import watchdog as _watchdog
 from tileprobe.run.multi import ranked
+from tileprobe.run.taskdata import GpuInfo
 from tileprobe.run.watchdog import DEFAULT_TIMEOUT_S, Watchdog, WorkerStartError
 from tileprobe.run.worker import run_dict
 from tileprobe.schema import VariantRecord, VariantRun
@@ -193,7 +194,8 @@ def run_probes(records: Iterable[VariantRecord], cubins: Any = None, *, probe_pa
     result = RunResult(records, dict(environment or {}))
     try:
         gpu = dict(wd.start())
-        todo = _select(records, gpu.get("sm"), result.skipped, run_hang_risk)
+        here = GpuInfo.from_wire(gpu)
+        todo = _select(records, here.sm, result.skipped, run_hang_risk)
         for i, rec in enumerate(todo):
             try:
                 rec.run = _run_one(wd, rec, get, probe_paths, search_dirs, timeout_s,
@@ -203,22 +205,19 @@ def run_probes(records: Iterable[VariantRecord], cubins: Any = None, *, probe_pa
                 rec.run = new_run(status="crash", error=f"no worker could be started for this variant: {e}")
                 result.aborted = str(e)
                 break
-            rec.run.gpu = {"index": (gpus or [0])[0], "name": gpu.get("name"), "uuid": gpu.get("uuid"),
-                           "pci_bus_id": gpu.get("pci_bus_id")}
+            rec.run.gpu = here.ref((gpus or [0])[0])
             result.ran += 1
             if progress:
                 progress(i + 1, len(todo), rec)
         result.restarts = wd.restarts
-        result.environment["gpu"] = gpu
-        result.environment["run"] = {"timeout_s": timeout_s, "reps": reps, "warmup": warmup,
-                                     "timing_mode": timing_mode,
-                                     "warmup_ms": warmup_ms, "seed": seed, "block": [1, 1, 1],
-                                     "l2_flush_bytes": gpu.get("l2_flush_bytes")}
+        run_env = {"timeout_s": timeout_s, "reps": reps, "warmup": warmup, "timing_mode": timing_mode,
+                   "warmup_ms": warmup_ms, "seed": seed, "block": [1, 1, 1], "l2_flush_bytes": here.l2_flush_bytes}
     finally:
         if own:
             wd.close()
     result.wall_s = time.perf_counter() - t0
-    result.environment.setdefault("run", {})["sweep_wall_s"] = round(result.wall_s, 3)   # worker start-up apart
+    # the environment's JSON: the GPU's hello as it came, and the run's settings (worker start-up apart)
+    result.environment.update(gpu=gpu, run={**run_env, "sweep_wall_s": round(result.wall_s, 3)})
     return result
 
 
@@ -249,7 +248,8 @@ def run_probes_on_gpus(records: Iterable[VariantRecord], cubins: Any, slots: Seq
             raise WorkerStartError("no GPU worker could start: " + "; ".join(f"GPU {s.device}: {s.error}" for s in slots))
         multi.check_same_arch(slots)
         gpu = dict(live[0].info)
-        todo = _select(records, gpu.get("sm"), result.skipped, run_hang_risk)
+        here = live[0].gpu
+        todo = _select(records, here.sm, result.skipped, run_hang_risk)
 
         def run_one(slot, pos, rec):
             return _run_one(slot.worker, rec, get, probe_paths, search_dirs, timeout_s,
@@ -260,13 +260,13 @@ def run_probes_on_gpus(records: Iterable[VariantRecord], cubins: Any, slots: Seq
         if any(s.shared for s in slots):
             result.skipped.append(multi.SHARED_WARNING.replace("timed", "runs were timed", 1))
         result.environment.update(gpu=gpu, gpus=multi.environment(slots))
-        result.environment["run"] = {"timeout_s": timeout_s, "seed": seed, "block": [1, 1, 1],
-                                     "l2_flush_bytes": gpu.get("l2_flush_bytes"), "gpus": [s.device for s in slots],
-                                     **timing}
+        run_env = {"timeout_s": timeout_s, "seed": seed, "block": [1, 1, 1], "l2_flush_bytes": here.l2_flush_bytes,
+                   "gpus": [s.device for s in slots], **timing}
     finally:
         multi.close_slots(slots)
     result.wall_s = time.perf_counter() - t0
-    result.environment.setdefault("run", {})["sweep_wall_s"] = round(result.wall_s, 3)   # worker start-up apart
+    # the environment's JSON: the run's settings (worker start-up apart)
+    result.environment.update(run={**run_env, "sweep_wall_s": round(result.wall_s, 3)})
     return result
 
 
@@ -468,8 +468,10 @@ def run_sweep(probes: Sequence[str] = (), *, arch: str | None = None, bundle: st
 
 
 def _name_hang_risks(records, gpu: dict, run_hang_risk: bool, on_hang_risk) -> None:
-    """Call ``on_hang_risk`` with the variants of this GPU's arch predicted to hang, before any runs."""
-    here = get_arch(gpu["sm"]).name if gpu.get("sm") else None
+    """Call ``on_hang_risk`` with the variants of this GPU's arch predicted to hang, before any runs. ``gpu``: the
+    worker's hello info."""
+    sm = GpuInfo.from_wire(gpu).sm
+    here = get_arch(sm).name if sm else None
     risky = [r for r in hang_risks(records) if here is None or get_arch(r.arch).name == here]
     if risky and on_hang_risk:
         on_hang_risk(risky, run_hang_risk)
@@ -483,9 +485,14 @@ def _sweep_records(gpu: dict, from_bundle, probes, arch, jobs, store, command_li
     if from_bundle:
         records, env, cubins, search = from_bundle
     else:
-        records, env, cubins, search = _audit_here(probes, arch or gpu["sm"], jobs, store, command_line,
+        here = GpuInfo.from_wire(gpu)
+        target = arch or here.sm
+        if target is None:
+            raise TileprobeError("the GPU worker did not say its GPU's architecture (its hello has no 'sm'): give "
+                                 "--arch sm_XX")
+        records, env, cubins, search = _audit_here(probes, target, jobs, store, command_line,
                                                    on_probe_error, where=where, cases=cases, hints=hints,
-                                                   executor=executor, num_sms=gpu.get("num_sms"))
+                                                   executor=executor, num_sms=here.num_sms)
     if where:
         from tileprobe.select import select_or_explain
         records = select_or_explain(records, where)

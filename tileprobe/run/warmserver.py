@@ -38,6 +38,7 @@ import time
 from typing import Any
 
 from tileprobe.probe import wire
+from tileprobe.run.warmwire import ClientHello, Outcome, ServerHello, TaskRequest, op_of
 
 __all__ = ["HEADER", "peer_uid", "recv_msg", "send_msg", "serve"]
 
@@ -158,16 +159,16 @@ def _handle(conn: socket.socket, wd, start_error: str, prov: dict, idle_s: float
         hello = recv_msg(conn)
     except (EOFError, OSError, wire.WireError):
         return "unused"
-    if not isinstance(hello, dict) or hello.get("op") != "hello":
+    client = ClientHello.from_wire(hello)
+    if client is None:
         return "unused"
-    got = hello.get("provenance")
-    theirs: dict = got if isinstance(got, dict) else {}
+    theirs = client.provenance
     differs = sorted(k for k in set(prov) | set(theirs) if prov.get(k) != theirs.get(k))
     ok = not differs and not start_error and wd is not None
     why = (start_error if start_error else
            f"this server's {', '.join(differs)} differ from the client's (stale: it exits)" if differs else "")
-    send_msg(conn, {"op": "hello", "ok": ok, "why": why, "pid": os.getpid(), "idle_s": idle_s, "provenance": prov,
-                    "info": dict(wd.info) if ok else {}, "worker_pid": wd.pids[-1] if ok and wd.pids else None})
+    send_msg(conn, ServerHello(ok, why, os.getpid(), idle_s, prov, dict(wd.info) if ok else {},
+                               wd.pids[-1] if ok and wd.pids else None).to_wire())
     if not ok:
         return "stale"
     conn.settimeout(None)
@@ -177,40 +178,24 @@ def _handle(conn: socket.socket, wd, start_error: str, prov: dict, idle_s: float
             msg = recv_msg(conn)
         except (EOFError, OSError, wire.WireError):
             break
-        op = msg.get("op") if isinstance(msg, dict) else None
+        op = op_of(msg)
         if op == "stop":
             return "stop"
         if op != "task":
             break
         used = True
-        bad = _task_problem(msg)
+        task = TaskRequest.from_wire(msg)
         try:
-            if bad:             # answered, not run: a malformed task never ends the server
-                send_msg(conn, {"op": "outcome", "status": "raised", "value": None, "error": f"bad task: {bad}",
-                                "wall_s": 0.0, "worker_pid": None, "exit_status": None, "restarts": wd.restarts,
-                                "info": dict(wd.info)})
+            if isinstance(task, str):      # answered, not run: a malformed task never ends the server
+                send_msg(conn, Outcome("raised", None, f"bad task: {task}", 0.0, None, None, wd.restarts,
+                                       dict(wd.info)).to_wire())
                 continue
-            out = wd.submit(msg["fn"], dict(msg.get("kwargs") or {}), timeout_s=float(msg["timeout_s"]))
-            send_msg(conn, {"op": "outcome", "status": out.status, "value": wire.to_data(out.value),
-                            "error": out.error, "wall_s": out.wall_s, "worker_pid": out.worker_pid,
-                            "exit_status": out.exit_status, "restarts": wd.restarts, "info": dict(wd.info)})
+            out = wd.submit(task.fn, task.kwargs, timeout_s=task.timeout_s)
+            send_msg(conn, Outcome(out.status, wire.to_data(out.value), out.error, out.wall_s, out.worker_pid,
+                                   out.exit_status, wd.restarts, dict(wd.info)).to_wire())
         except OSError:
             break
     return "used" if used else "unused"
-
-
-def _task_problem(msg: dict) -> str:
-    """Why a ``task`` message cannot be run (empty: it can): ``fn`` a non-empty string, ``kwargs`` an object (or
-    absent), ``timeout_s`` a finite number > 0."""
-    import math
-    if not isinstance(msg.get("fn"), str) or not msg["fn"]:
-        return "'fn' is not a function name"
-    if msg.get("kwargs") is not None and not isinstance(msg["kwargs"], dict):
-        return "'kwargs' is not an object"
-    t = msg.get("timeout_s")
-    if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t <= 0:
-        return "'timeout_s' is not a finite number of seconds > 0"
-    return ""
 
 
 def serve(path: str, init: str, idle_s: float, prov: dict) -> int:

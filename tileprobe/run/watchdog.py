@@ -34,6 +34,7 @@ from tileprobe.errors import TileprobeError
 from tileprobe.probe.wire import WireError
 from tileprobe.probe.wire import recv as wire_recv
 from tileprobe.procs import importable_env, signal_group, stop_process
+from tileprobe.run.protocol import STOP, Hello, ProtocolError, Result, Started, Task
 from tileprobe.schema import exit_text
 
 #: Default per-variant timeout (s): inputs, reference, one checked launch and the timed repetitions.
@@ -157,21 +158,22 @@ class Watchdog:
             msg = wire_recv(parent) if ready else None   # data only: never unpickled here
         except (EOFError, OSError, WireError):
             msg = None
-        if msg is None or msg[0] != "hello" or not msg[1]:
+        hello = Hello.from_wire(msg)
+        if not hello.ok:
             why = ("no hello within %.0f s" % self.startup_timeout_s if msg is None and proc.poll() is None
                    else exit_text(proc.poll()) if msg is None else "start-up failed")
             self._kill(w)
-            info = msg[2] if msg and isinstance(msg[2], dict) else {}
-            expected = info.get("exception") in ("RuntimeError", "ImportError", "ModuleNotFoundError")
-            detail = (f"{info['exception']}: {info.get('message')}" if expected
-                      else info.get("error") or _tail(log_path))
+            failure = hello.failure
+            expected = failure.exception in ("RuntimeError", "ImportError", "ModuleNotFoundError")
+            detail = (f"{failure.exception}: {failure.message}" if expected
+                      else failure.error or _tail(log_path))
             raise WorkerStartError(f"the run worker could not start ({why}):\n{detail}\n"
                                    "Check that this machine has an NVIDIA GPU, its driver, a CUDA build of torch, "
                                    "cuda-core and cuda-bindings (python -c 'import torch; print(torch.cuda.is_available())'). "
                                    "Without a GPU, `tileprobe tune … --dry-run --arch sm_90 [--num-sms N]` runs the "
                                    "static stage (compiles, duplicates, hang check), and `tileprobe audit` reads "
                                    "the compiled code.")
-        w.info = msg[2] or {}
+        w.info = hello.info
         self.info = w.info
         return w
 
@@ -182,7 +184,7 @@ class Watchdog:
         w, self._worker = self._worker, None
         if w is not None:
             try:
-                w.conn.send(("stop",))
+                w.conn.send(STOP)
                 w.proc.wait(timeout=max(self.grace_s, 5.0))
             except (OSError, ValueError, subprocess.TimeoutExpired):
                 pass
@@ -210,12 +212,12 @@ class Watchdog:
         task_id = next(self._ids)
         t0 = time.perf_counter()
         try:
-            w.conn.send(("task", task_id, fn, kwargs or {}))
+            w.conn.send(Task(task_id, fn, kwargs or {}).to_wire())
             # the timeout counts from the worker's "started" (its task imported: seconds on a loaded machine, not
             # the task's time); a worker that dies meanwhile or later is a crash, whatever the timing
             ready = w.conn.poll(self.startup_timeout_s)
             msg = wire_recv(w.conn) if ready else None   # data only: never unpickled here
-            if msg is not None and msg[0] == "started":
+            if Started.from_wire(msg) is not None:
                 ready = w.conn.poll(timeout)
                 msg = wire_recv(w.conn) if ready else None
         except (EOFError, OSError):
@@ -232,13 +234,19 @@ class Watchdog:
             return TaskOutcome("hang", error=f"no result within {timeout:g} s: the worker (pid {w.proc.pid}) was "
                                "killed and the next variant runs in a fresh one", wall_s=time.perf_counter() - t0,
                                worker_pid=w.proc.pid, exit_status=exit_text(w.proc.poll()))
-        _, got_id, ok, value = msg
-        if got_id != task_id:   # a protocol bug: do not trust this worker any more
+        try:
+            result = Result.from_wire(msg)
+        except ProtocolError as e:   # data of another shape (probe code wrote on the pipe): not trusted any more
             self._replace(w)
-            raise RuntimeError(f"worker answered task {got_id}, expected {task_id}")
-        out = TaskOutcome("done" if ok else "raised", value=value, wall_s=time.perf_counter() - t0,
-                          worker_pid=w.proc.pid, error="" if ok else value.get("error", ""))
-        if ok and isinstance(value, dict) and value.get("fatal"):
+            return TaskOutcome("crash", error=f"the worker (pid {w.proc.pid}) sent a message that is not tileprobe's "
+                               f"data ({e}); the next variant runs in a fresh one", wall_s=time.perf_counter() - t0,
+                               worker_pid=w.proc.pid, exit_status=exit_text(w.proc.poll()))
+        if result.task_id != task_id:
+            self._replace(w)
+            raise RuntimeError(f"worker answered task {result.task_id}, expected {task_id}")
+        out = TaskOutcome("done" if result.ok else "raised", value=result.value, wall_s=time.perf_counter() - t0,
+                          worker_pid=w.proc.pid, error=result.error)
+        if result.fatal:
             self._replace(w)   # it exits by itself; make sure, and start clean next time
         return out
 

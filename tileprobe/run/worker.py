@@ -2,7 +2,7 @@
 
 Started by :mod:`tileprobe.run.watchdog` as ``python -m tileprobe.run.worker FD INIT`` (a new interpreter: never a
 fork of a process that may hold a CUDA context), it talks over the inherited socket ``FD`` with
-``multiprocessing.connection`` messages:
+``multiprocessing.connection`` messages (records in :mod:`tileprobe.run.protocol`, tuples on the wire):
 
 * worker → parent, once: ``("hello", ok, info)`` — ``info`` is what ``INIT`` (``"module:function"``) returned,
   e.g. the GPU's provenance from :func:`init_cuda`, or the traceback when it failed;
@@ -26,7 +26,12 @@ import time
 import traceback
 from importlib import metadata
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from tileprobe.run.taskdata import Failure, LaunchTarget, WorkerState
+
+if TYPE_CHECKING:
+    from tileprobe.schema import VariantRun
 
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.13 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
@@ -59,7 +64,7 @@ def run_dict(**fields) -> dict:
 # --- worker state ------------------------------------------------------------------------------------------
 
 #: Per-process state: caches, and what :func:`init_cuda` sets up (device, stream, timer, synchronize, SM count).
-_STATE: dict[str, Any] = {"probes": {}, "kernels": {}, "device": "cuda", "synchronize": None}
+_STATE = WorkerState()
 _KERNEL_CACHE_SIZE = 64
 
 
@@ -97,10 +102,13 @@ def init_cuda() -> dict:
     cuda_core().Device(dev).set_current()
     stream = torch.cuda.Stream()
     torch.cuda.set_stream(stream)
-    info = gpu_info(dev)
-    _STATE.update(stream=core_stream(stream.cuda_stream), torch_stream=stream, num_sms=info["num_sms"],
-                  timer=TorchTimer(info["l2_bytes"]), gpu=info, device="cuda", synchronize=torch.cuda.synchronize)
-    info["l2_flush_bytes"] = int(_STATE["timer"].flush_buffer.numel() * 4)
+    props = torch.cuda.get_device_properties(dev)
+    timer = TorchTimer(_l2_bytes(dev))
+    info = {**gpu_info(dev), "l2_flush_bytes": int(timer.flush_buffer.numel() * 4)}
+    _STATE.stream, _STATE.torch_stream, _STATE.timer = core_stream(stream.cuda_stream), stream, timer
+    _STATE.num_sms, _STATE.memory_bytes = props.multi_processor_count, int(props.total_memory)
+    _STATE.pci_bus_id, _STATE.gpu = _pci_bus_id(dev), info
+    _STATE.device, _STATE.synchronize = "cuda", torch.cuda.synchronize
     return info
 
 
@@ -115,21 +123,36 @@ def gpu_info(dev: int = 0) -> dict:
 
     from tileprobe.run.launch import check_cu
     props = torch.cuda.get_device_properties(dev)
-    cudev = check_cu(driver.cuDeviceGet(dev), "cuDeviceGet")
-    attr = driver.CUdevice_attribute
-    l2 = check_cu(driver.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, cudev), "cuDeviceGetAttribute")
+    l2 = _l2_bytes(dev)
     drv = check_cu(driver.cuDriverGetVersion(), "cuDriverGetVersion")
-    bus = check_cu(driver.cuDeviceGetPCIBusId(32, cudev), "cuDeviceGetPCIBusId")
-    bus = c_string(bus)
-    info = {"name": props.name, "sm": f"sm_{props.major}{props.minor}", "cc": [props.major, props.minor],
+    bus = _pci_bus_id(dev)
+    smi = nvidia_smi(bus)
+    clocks = {k.removeprefix("clock_"): smi.get(k) for k in
+              ("clock_sm_mhz", "clock_mem_mhz", "clock_max_sm_mhz", "clock_max_mem_mhz", "clock_app_sm_mhz")}
+    return {"name": props.name, "sm": f"sm_{props.major}{props.minor}", "cc": [props.major, props.minor],
             "num_sms": props.multi_processor_count, "l2_bytes": int(l2), "memory_bytes": int(props.total_memory),
             "cuda_driver_api": f"{drv // 1000}.{drv % 1000 // 10}", "pci_bus_id": bus,
             "torch": torch.__version__, "torch_cuda": torch.version.cuda, "cuda_core": _version("cuda-core"),
-            "cuda_bindings": _version("cuda-bindings")}
-    info.update(nvidia_smi(bus))
-    info["clocks"] = {k.removeprefix("clock_"): info.get(k) for k in
-                      ("clock_sm_mhz", "clock_mem_mhz", "clock_max_sm_mhz", "clock_max_mem_mhz", "clock_app_sm_mhz")}
-    return info
+            "cuda_bindings": _version("cuda-bindings"), **smi, "clocks": clocks}
+
+
+def _l2_bytes(dev: int) -> int:
+    """The L2 cache of device ``dev`` in bytes (the driver's ``CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE``)."""
+    from cuda.bindings import driver
+
+    from tileprobe.run.launch import check_cu
+    cudev = check_cu(driver.cuDeviceGet(dev), "cuDeviceGet")
+    attr = driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE
+    return int(check_cu(driver.cuDeviceGetAttribute(attr, cudev), "cuDeviceGetAttribute"))
+
+
+def _pci_bus_id(dev: int) -> str:
+    """The PCI bus id of device ``dev`` (``0000:19:00.0``), from the driver."""
+    from cuda.bindings import driver
+
+    from tileprobe.run.launch import check_cu
+    cudev = check_cu(driver.cuDeviceGet(dev), "cuDeviceGet")
+    return c_string(check_cu(driver.cuDeviceGetPCIBusId(32, cudev), "cuDeviceGetPCIBusId"))
 
 
 def c_string(buf) -> str:
@@ -204,20 +227,20 @@ def _probe(path: str, label: str, arch: str | None = None):
     from tileprobe.errors import ProbeError
     from tileprobe.probe.define import archs_overlap, load_probes
     key = (path, label, arch)
-    if key not in _STATE["probes"]:
+    if key not in _STATE.probes:
         probes = load_probes(path)
         named = [p for p in probes if p.label == label]
         match = ([p for p in named if arch is None or archs_overlap(p.archs, [arch])] or named
                  or (probes if len(probes) == 1 else []))
         if not match:
             raise ProbeError(f"no probe named {label!r} in {path} (it has {', '.join(p.label for p in probes)})")
-        _STATE["probes"][key] = match[0]
-    return _STATE["probes"][key]
+        _STATE.probes[key] = match[0]
+    return _STATE.probes[key]
 
 
 def _kernel(cubin: bytes, symbol: str, sha: str | None):
     from tileprobe.run.launch import LoadedKernel
-    cache = _STATE["kernels"]
+    cache = _STATE.kernels
     key = (sha, symbol)
     if key not in cache:
         if len(cache) >= _KERNEL_CACHE_SIZE:
@@ -226,31 +249,35 @@ def _kernel(cubin: bytes, symbol: str, sha: str | None):
     return cache[key]
 
 
-def grid_hints(record: dict) -> dict:
+def grid_hints(record: dict | LaunchTarget) -> dict:
     """The hints handed to ``Probe.grid``: the variant's hints, with ``None`` (as declared) replaced by the value in
-    force (``effective_hints``)."""
-    eff = record.get("effective_hints") or {}
-    return {k: (v if v is not None else eff.get(k)) for k, v in (record.get("hints") or {}).items()}
+    force (``effective_hints``). ``record``: the variant record's dict, or its :class:`LaunchTarget`.
+
+    Raises:
+        tileprobe.jsonrecord.FieldError: a dict whose hints are no object."""
+    return LaunchTarget.from_wire(record).grid_hints()
 
 
-def launch_context(record: dict, num_sms: int | None) -> dict:
+def launch_context(record: dict | LaunchTarget, num_sms: int | None) -> dict:
     """The keywords ``run``, ``tune`` (static stage, timed batches, checks) and the audit hand to a probe's ``args``
     (all alike): ``arch`` (the record's target), ``hints`` (every hint in force: the effective hints with
     the variant's own on top, None replaced by the effective value) and ``num_sms`` (the GPU's SM count, or the
-    one the grids are made for). :meth:`~tileprobe.probe.define.Probe.launch_args` passes those ``args`` declares."""
-    return {"arch": record.get("arch"), "hints": {**(record.get("effective_hints") or {}), **grid_hints(record)},
-            "num_sms": num_sms}
+    one the grids are made for). :meth:`~tileprobe.probe.define.Probe.launch_args` passes those ``args`` declares.
+    ``record``: the variant record's dict, or its :class:`LaunchTarget`."""
+    target = LaunchTarget.from_wire(record)
+    return {"arch": target.arch, "hints": target.hints_in_force(), "num_sms": num_sms}
 
 
-def probe_grid(probe, record: dict, num_sms: int, needs: str = "tileprobe run needs") -> tuple:
+def probe_grid(probe, record: dict | LaunchTarget, num_sms: int | None, needs: str = "tileprobe run needs") -> tuple:
     """The probe's ``grid(case, hints, num_sms)`` (with ``arch=`` when it takes it) as a 3-tuple, for ``run`` and
     ``tune`` alike. Raises ProbeError when the probe has none or it fails."""
     from tileprobe.probe.define import context_kwargs
     from tileprobe.run.launch import grid3
     if probe.grid is None:
         raise _probe_error(f"the probe has no grid=: {needs} grid(case, hints, num_sms)", probe)
-    return grid3(_call_probe(probe, "grid", probe.grid, record["case"], grid_hints(record), num_sms,
-                             **context_kwargs(probe.grid, arch=record.get("arch"))))
+    target = LaunchTarget.from_wire(record)
+    return grid3(_call_probe(probe, "grid", probe.grid, target.case, target.grid_hints(), num_sms,
+                             **context_kwargs(probe.grid, arch=target.arch)))
 
 
 def run_variant(record: dict, cubin: bytes, probe_path: str, seed: int = 0, reps: int | None = None,
@@ -277,70 +304,83 @@ def run_variant(record: dict, cubin: bytes, probe_path: str, seed: int = 0, reps
     from tileprobe.probe.define import context_kwargs
     from tileprobe.run.check import check_outputs
     from tileprobe.run.launch import check_packing, pack_arguments
+    from tileprobe.schema import VariantRun
     t0 = time.perf_counter()
-    out = run_dict(seed=seed, cubin_sha256=record.get("cubin_sha256"), static_ctas_per_sm=record.get("ctas_per_sm"))
+    target = LaunchTarget.from_wire(record)
+    out = VariantRun.from_dict(run_dict(seed=seed, cubin_sha256=target.cubin_sha256,
+                                        static_ctas_per_sm=target.ctas_per_sm))
+    warnings: list[str] = []
+    out.warnings = warnings
     args = expected = None
-    sync = _STATE["synchronize"]
+    sync = synchronize
     launched = False
     try:
         from tileprobe.run.arrays import TorchArrays
-        probe = _probe(probe_path, record["kernel"], record.get("arch"))
-        kernel = _kernel(cubin, record["symbol"], record.get("cubin_sha256"))
-        out["threads"] = record.get("threads")
-        facts = kernel.driver_facts(out["threads"] or 1)
-        if not out["threads"]:   # an old record without threads: the cubin's REQNTID is the driver's maximum
-            out["threads"] = facts["driver_max_threads_per_cta"]
-            facts = kernel.driver_facts(out["threads"])
-        out.update({k: v for k, v in facts.items() if k in out})
-        out["occupancy_agrees"] = (None if out["static_ctas_per_sm"] is None
-                                   else out["driver_ctas_per_sm"] == out["static_ctas_per_sm"])
-        out["warnings"].extend(_resource_warnings(record, out))
-        case, ctx = record["case"], launch_context(record, _STATE["num_sms"])
-        arch, hints = ctx["arch"], ctx["hints"]
+        probe = _probe(probe_path, target.kernel, target.arch)
+        kernel = _kernel(cubin, target.symbol, target.cubin_sha256)
+        out.threads = target.threads
+        facts = kernel.driver_facts(out.threads or 1)
+        if not out.threads:   # an old record without threads: the cubin's REQNTID is the driver's maximum
+            out.threads = facts["driver_max_threads_per_cta"]
+            facts = kernel.driver_facts(out.threads)
+        out = out.replace(**{k: v for k, v in facts.items() if k in out})
+        out.occupancy_agrees = (None if out.static_ctas_per_sm is None
+                                else out.driver_ctas_per_sm == out.static_ctas_per_sm)
+        warnings.extend(_resource_warnings(target, out))
+        case, ctx = target.case, launch_context(target, _STATE.num_sms)
         if probe.grid is None:
             raise _probe_error("the probe has no grid=: tileprobe run needs grid(case, hints, num_sms)", probe)
-        args = probe.launch_args(case, TorchArrays(_STATE["device"], seed), **ctx)
-        grid = probe_grid(probe, record, _STATE["num_sms"])
-        out["grid"] = list(grid)
-        packed = pack_arguments(record["signature"], args, [p.size_bytes for p in kernel.params])
+        args = probe.launch_args(case, TorchArrays(_STATE.device, seed), **ctx)
+        grid = probe_grid(probe, target, _STATE.num_sms)
+        out.grid = list(grid)
+        packed = pack_arguments(target.signature or [], args, [p.size_bytes for p in kernel.params])
         check_packing(packed, kernel.params)
         if probe.reference is not None:
             expected = _call_probe(probe, "reference", probe.reference, case, args,
-                                   **context_kwargs(probe.reference, arch=arch, hints=hints))
+                                   **context_kwargs(probe.reference, arch=target.arch, hints=target.hints_in_force()))
         sync()
-        out["setup_s"] = time.perf_counter() - t0
+        out.setup_s = time.perf_counter() - t0
         t1 = time.perf_counter()
-        stream = _STATE["stream"]
+        stream = _STATE.stream
         launched = True
         kernel.launch(stream, grid, packed)
         sync()
-        out["status"] = "ok"
+        out.status = "ok"
         if expected is not None:
             res = check_outputs(args, expected, probe.tolerance)
-            out.update(status=res.status, rel_err=res.rel_err, tolerance=res.tolerance, max_abs_err=res.max_abs_err,
-                       nan_count=res.nan_count, unwritten_count=res.unwritten_count, checked=True)
+            out = out.replace(status=res.status, rel_err=res.rel_err, tolerance=res.tolerance,
+                              max_abs_err=res.max_abs_err, nan_count=res.nan_count,
+                              unwritten_count=res.unwritten_count, checked=True)
             if res.message:
-                out["error"] = res.message
+                out.error = res.message
         else:
-            out["warnings"].append("no reference= in the probe: the output was not checked")
+            warnings.append("no reference= in the probe: the output was not checked")
         expected = None
-        out["check_s"] = time.perf_counter() - t1
+        out.check_s = time.perf_counter() - t1
         if timing:
-            _time(out, kernel, stream, grid, packed, reps, warmup, warmup_ms, timing_mode)
+            out = _time(out, kernel, stream, grid, packed, reps, warmup, warmup_ms, timing_mode)
     except Exception as exc:  # a failure of the kernel, the probe or the driver: a status, not an abort
-        _classify(out, exc, launched)
+        failure = failure_of(exc, launched)
+        out = out.replace(status=failure.status, error=failure.error, cuda_error=failure.cuda_error,
+                          fatal=failure.fatal)
     finally:
         args = expected = None
-        out["wall_s"] = time.perf_counter() - t0
-    return out
+        out.wall_s = time.perf_counter() - t0
+    return out.to_dict()
+
+
+def synchronize() -> None:
+    """Wait for this worker's GPU work (the synchronize :func:`init_cuda` set up; nothing before it ran)."""
+    if _STATE.synchronize is not None:
+        _STATE.synchronize()
 
 
 def clock_reader():
     """This worker's :class:`~tileprobe.run.clocks.ClockReader` (made once, for the GPU of :func:`init_cuda`)."""
-    if "clock_reader" not in _STATE:
+    if _STATE.clock_reader is None:
         from tileprobe.run.clocks import ClockReader
-        _STATE["clock_reader"] = ClockReader((_STATE.get("gpu") or {}).get("pci_bus_id"))
-    return _STATE["clock_reader"]
+        _STATE.clock_reader = ClockReader(_STATE.pci_bus_id)
+    return _STATE.clock_reader
 
 
 def driver_occupancy(cubin: bytes, symbol: str, threads: int) -> dict:
@@ -351,27 +391,29 @@ def driver_occupancy(cubin: bytes, symbol: str, threads: int) -> dict:
     return LoadedKernel(cubin, symbol).driver_facts(threads)
 
 
-def _time(out, kernel, stream, grid, packed, reps, warmup, warmup_ms, mode="sustained"):
-    """Time the variant in ``mode`` with the clocks read over its samples
-    (:func:`tileprobe.run.timing.time_variant`) into ``out``."""
+def _time(out: VariantRun, kernel, stream, grid, packed, reps, warmup, warmup_ms, mode="sustained") -> VariantRun:
+    """``out`` with the variant timed in ``mode``, the clocks read over its samples
+    (:func:`tileprobe.run.timing.time_variant`); its warnings after ``out``'s."""
     from tileprobe.run.timing import time_variant
     t2 = time.perf_counter()
-    res = time_variant(lambda: kernel.launch(stream, grid, packed), _STATE["timer"], clock_reader(), mode=mode,
+    res = time_variant(lambda: kernel.launch(stream, grid, packed), _STATE.timer, clock_reader(), mode=mode,
                        reps=reps, warmup=warmup, warmup_ms=warmup_ms)
-    out["warnings"].extend(res.pop("warnings"))
-    out.update(res)
-    out["time_s"] = time.perf_counter() - t2
+    warnings = [*(out.warnings or []), *res.pop("warnings")]
+    out = out.replace(**res)
+    out.warnings = warnings
+    out.time_s = time.perf_counter() - t2
+    return out
 
 
-def _resource_warnings(record: dict, out: dict) -> list[str]:
+def _resource_warnings(target: LaunchTarget, out: VariantRun) -> list[str]:
     w = []
-    if out["occupancy_agrees"] is False:
-        w.append(f"occupancy: the driver says {out['driver_ctas_per_sm']} CTAs/SM for {out['threads']} threads, "
-                 f"the static model says {out['static_ctas_per_sm']}")
-    for ours, drivers, what in (("registers", "driver_registers", "registers per thread"),
-                                ("driver_shared_bytes", "driver_shared_bytes", "static shared memory (B)")):
-        if record.get(ours) is not None and out.get(drivers) is not None and record[ours] != out[drivers]:
-            w.append(f"{what}: the cubin says {record[ours]}, the driver {out[drivers]}")
+    if out.occupancy_agrees is False:
+        w.append(f"occupancy: the driver says {out.driver_ctas_per_sm} CTAs/SM for {out.threads} threads, "
+                 f"the static model says {out.static_ctas_per_sm}")
+    for ours, drivers, what in ((target.registers, out.driver_registers, "registers per thread"),
+                                (target.driver_shared_bytes, out.driver_shared_bytes, "static shared memory (B)")):
+        if ours is not None and drivers is not None and ours != drivers:
+            w.append(f"{what}: the cubin says {ours}, the driver {drivers}")
     return w
 
 
@@ -400,10 +442,11 @@ def _cuda_code(exc: BaseException) -> int | None:
     return error_code_from_text(str(exc))
 
 
-def _classify(out: dict, exc: BaseException, launched: bool = True) -> None:
-    """Turn an exception into a status: a sticky CUDA error → ``crash`` + fatal (the worker must go); another
+def failure_of(exc: BaseException, launched: bool = True) -> Failure:
+    """What an exception in a task means: a sticky CUDA error → ``crash`` + fatal (the worker must go); another
     CUDA error once the kernel was launched → ``crash``; before it (loading the cubin, the probe, the inputs, the
-    reference, packing) → ``error``."""
+    reference, packing) → ``error`` (with the traceback's last frames when the exception is no tileprobe error and
+    no CUDA error). Sticky codes: :data:`tileprobe.run.launch.STICKY_CUDA_ERRORS`."""
     from tileprobe.errors import TileprobeError
     from tileprobe.run.launch import STICKY_CUDA_ERRORS, context_status
     code = _cuda_code(exc)
@@ -418,12 +461,11 @@ def _classify(out: dict, exc: BaseException, launched: bool = True) -> None:
         s in text for s in ("CUDA error", "CUDA_ERROR_"))
     sticky = code in STICKY_CUDA_ERRORS
     if sticky or (launched and not isinstance(exc, TileprobeError) and (code is not None or cuda_like)):
-        out.update(status="crash", error=text, cuda_error=code, fatal=sticky)
         if code is not None and sticky:
-            out["error"] += f" — sticky CUDA error {code} ({STICKY_CUDA_ERRORS[code]}): the worker is replaced"
-    else:
-        out.update(status="error", cuda_error=code, error=text if isinstance(exc, TileprobeError) or code is not None
-                   else "".join(traceback.format_exception(exc, limit=-4)).strip())
+            text += f" — sticky CUDA error {code} ({STICKY_CUDA_ERRORS[code]}): the worker is replaced"
+        return Failure("crash", text, code, sticky)
+    return Failure("error", text if isinstance(exc, TileprobeError) or code is not None
+                   else "".join(traceback.format_exception(exc, limit=-4)).strip(), code)
 
 
 # --- the process ---------------------------------------------------------------------------------------------
@@ -441,32 +483,36 @@ def _send(conn, message: tuple) -> None:
 
 
 def serve(conn, init: str) -> int:
-    """The worker loop: hello, then tasks until ``stop`` or the parent goes away. Returns the exit code."""
+    """The worker loop: hello, then tasks until ``stop`` or the parent goes away (:mod:`tileprobe.run.protocol`).
+    Returns the exit code: 0 stopped, 2 the init failed, 3 a task's result was fatal.
+
+    Raises:
+        tileprobe.run.protocol.ProtocolError: the parent sent a message that is no task and no stop."""
+    from tileprobe.run.protocol import Hello, Result, Started, Task, TaskError
     try:
         info = _import(init)() or {}
-        _send(conn, ("hello", True, info))
+        _send(conn, Hello(True, info).to_wire())
     except BaseException as e:  # report why the worker cannot start, then quit
-        _send(conn, ("hello", False, {"error": "".join(traceback.format_exception(e)).strip(),
-                                    "exception": type(e).__name__, "message": str(e)}))
+        failure = TaskError.of(e, "".join(traceback.format_exception(e)).strip(), with_message=True)
+        _send(conn, Hello(False, failure.to_wire()).to_wire())
         return 2
     while True:
         try:
-            msg = conn.recv()
+            task = Task.from_wire(conn.recv())
         except (EOFError, OSError):
             return 0
-        if not msg or msg[0] == "stop":
+        if task is None:
             return 0
-        _, task_id, fn, kwargs = msg
         try:
-            call = _import(fn)
-            _send(conn, ("started", task_id))     # the task's clock starts now, not while its module imports
-            value = call(**(kwargs or {}))
-            _send(conn, ("result", task_id, True, value))
+            call = _import(task.fn)
+            _send(conn, Started(task.task_id).to_wire())     # the task's clock starts now, not while it imports
+            result = Result(task.task_id, True, call(**task.kwargs))
+            _send(conn, result.to_wire())
         except BaseException as e:  # the task's own failure: report it; the worker stays usable
-            _send(conn, ("result", task_id, False, {"error": "".join(traceback.format_exception(e)).strip(),
-                                                  "exception": type(e).__name__}))
+            failure = TaskError.of(e, "".join(traceback.format_exception(e)).strip())
+            _send(conn, Result(task.task_id, False, failure.to_wire()).to_wire())
             continue
-        if isinstance(value, dict) and value.get("fatal"):
+        if result.fatal:
             return 3
 
 
