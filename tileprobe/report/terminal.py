@@ -457,15 +457,15 @@ def render_history(hist: History, console: Console, limit: int | None = None) ->
     pool = any(c.reg_pool not in (None, "none") for c in hist.compiles)   # shown when any has one
     _print_table(console, "compiles", ("when (UTC)", "kernel", "case", "hints", "arch", "compiler", "status", "regs",
                                        "CTAs/SM", "compile s", *((POOL_HEADER,) if pool else ()), "µs"),
-                 [(_when(c.created or ""), c.kernel, fmt_kv(c.case or {}), fmt_kv(c.hints or {}), c.arch,
-                   short_build(c.tileiras) if c.tileiras else "", c.status, _num(c.registers),
+                 [(_when(c.created or ""), c.kernel or "", fmt_kv(c.case or {}), fmt_kv(c.hints or {}), c.arch or "",
+                   short_build(c.tileiras) if c.tileiras else "", c.status or "", _num(c.registers),
                    _num(c.ctas_per_sm), _num(c.compile_s, ".2f"),
                    *((POOL_CELLS.get(c.reg_pool or "none", str(c.reg_pool)),) if pool else ()),
                    _num(c.median_us, ".1f")) for c in hist.compiles])
     if hist.runs:
         _print_table(console, "runs", ("when (UTC)", "kernel", "case", "hints", "arch", "GPU", "driver", "status",
                                        "µs"),
-                     [(_when(r.created or ""), r.kernel, fmt_kv(r.case or {}), fmt_kv(r.hints or {}), r.arch,
+                     [(_when(r.created or ""), r.kernel or "", fmt_kv(r.case or {}), fmt_kv(r.hints or {}), r.arch or "",
                        r.gpu or "", r.driver or "", r.status or "", _num(r.median_us, ".1f"))
                       for r in hist.runs])
     if limit:
