@@ -122,3 +122,14 @@ def test_remarks_and_best_hints_read_into_records():
              "best_us": 10.0, "default_hints": {}, "default_us": 15.0, "speedup": 1.5}]
     assert best_lines(best) == ["vec sm_90 13.4.92 N=4: best occupancy=2 10.0 µs, 1.50× vs default declared hints "
                                 "15.0 µs"]
+
+
+def test_a_bisect_bundles_block_is_read_into_a_record_and_a_bad_one_named():
+    from tileprobe.analyses.bisect_time import BundleBisect
+    info = BundleBisect.of({"bisect": {"good": "13.3.36", "bad": "13.5.37", "arch": "sm_90",
+                                       "releases": ["13.3.36", "13.5.37"], "skipped": {"13.2.86": "no sm_90"}}}, "b")
+    assert (info.releases, info.skipped, info.where) == (["13.3.36", "13.5.37"], {"13.2.86": "no sm_90"}, None)
+    assert BundleBisect.of({"cuda_tile": "1.7.0"}, "b") == BundleBisect()     # an audit's bundle: none
+    with pytest.raises(TileprobeError, match=r"b: environment: BundleBisect\.releases holds '13\.3\.36' \(str\), "
+                                             r"not an array; make the bundle again"):
+        BundleBisect.of({"bisect": {"releases": "13.3.36"}}, "b")
