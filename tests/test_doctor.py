@@ -261,8 +261,8 @@ def test_gpu_findings(tmp_path, fake_pip, monkeypatch):
     fake_tileiras(tmp_path / "path", "13.1.80", targets=["sm_100", "sm_120"])
     assert one(doctor.diagnose(env_with(tmp_path)), "GPU").message == \
         "no GPU (no nvidia-smi, no libcuda.so.1): audits work, runs need one"
-    monkeypatch.setattr(doctor, "gpu_info", lambda env: {"gpus": [{"name": "NVIDIA H200", "arch": "sm_90"}],
-                                                         "driver": "575.51", "driver_cuda": 12090})
+    monkeypatch.setattr(doctor, "gpu_info", lambda env: doctor.GpuInfo([doctor.GpuDevice("NVIDIA H200", "sm_90")],
+                                                                       driver="575.51", driver_cuda=12090))
     gpu = [f for f in doctor.diagnose(env_with(tmp_path)) if f.topic == "GPU"]
     assert gpu[0] == Finding("ok", "GPU", "NVIDIA H200 (sm_90); driver 575.51 (CUDA 12.9)")
     assert gpu[1].level == "error" and "CUDA 13.0+ driver" in gpu[1].message

@@ -38,6 +38,7 @@ from typing import Any
 from tileprobe.analyses.noise import MIN_EFFECT, TimeStats, time_change
 from tileprobe.analyses.results import ReleaseStep, TimeBisectResult
 from tileprobe.errors import TileprobeError
+from tileprobe.jsonrecord import FieldError, from_dict, to_dict
 from tileprobe.schema import VariantRecord, VariantRun, p_text
 
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.51 s to its import
@@ -165,9 +166,8 @@ def prepare_bundle(probe: str, out_dir: str, *, arch: str, where: Mapping[str, A
     if not chosen:
         from tileprobe.select import WhereError, no_match_message
         raise WhereError(f"{probe}: {no_match_message(dict(where), result.records)}")
-    env = dict(result.environment)
-    env["bisect"] = {"good": keep[0], "bad": keep[-1], "arch": arch, "where": {k: str(v) for k, v in where.items()},
-                     "releases": keep, "skipped": skipped}
+    plan = BundleBisect(keep[0], keep[-1], arch, {k: str(v) for k, v in where.items()}, keep, skipped)
+    env = dict(result.environment, bisect=to_dict(plan))
     cubins = {r.cubin_sha256: result.cubins[r.cubin_sha256] for r in chosen
               if r.cubin_sha256 and r.cubin_sha256 in result.cubins}
     write_bundle(out_dir, AuditResult(records=chosen, environment=env, cubins=cubins))
@@ -238,7 +238,7 @@ def bisect_bundle(bundle: str, probes: Sequence[str], prop: str, *, rounds: int 
     records, env, cubins = load_bundle(bundle)
     names = {os.path.basename(x) for x in probes}
     records = [r for r in records if os.path.basename(r.probe) in names]
-    info = env.get("bisect") or {}
+    info = BundleBisect.of(env, bundle)
     pooled: dict[int, list[VariantRun]] = {id(r): [] for r in records}
     timeout = DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s
     with Watchdog(timeout_s=timeout) as wd:
@@ -257,9 +257,35 @@ def bisect_bundle(bundle: str, probes: Sequence[str], prop: str, *, rounds: int 
     for r in records:
         if pooled[id(r)]:
             r.run = pool_runs(pooled[id(r)])
-    out = evaluate_releases(records, p, info.get("releases"))
-    out.skipped, out.rounds, out.environment = dict(info.get("skipped") or {}), rounds, env
+    out = evaluate_releases(records, p, info.releases)
+    out.skipped, out.rounds, out.environment = dict(info.skipped or {}), rounds, env
     return out
+
+
+@dataclass
+class BundleBisect:
+    """What ``bisect --bundle-out`` writes into its bundle's environment (``bisect``) for the GPU side: the good and
+    bad releases, the arch, the ``--where`` values (as text), the releases compiled (in order) and those skipped,
+    with why. A bundle that ``audit --bundle`` wrote has none (every field None)."""
+    good: Any = None
+    bad: Any = None
+    arch: Any = None
+    where: dict[str, Any] | None = None
+    releases: list[Any] | None = None
+    skipped: dict[str, Any] | None = None
+
+    @classmethod
+    def of(cls, environment: Mapping, bundle: str) -> BundleBisect:
+        """The ``bisect`` block of a bundle's environment (empty when it has none).
+
+        Raises:
+            TileprobeError: the block is no object, or its releases no list or its skipped releases no object
+            (named with the bundle and the field, with the fix)."""
+        block = environment.get("bisect")
+        try:
+            return cls() if not block else from_dict(cls, block, where=f"{bundle}: environment")
+        except FieldError as e:
+            raise TileprobeError(f"{e}; make the bundle again with `tileprobe bisect --bundle-out DIR`") from None
 
 
 def pool_runs(runs: Sequence[VariantRun]) -> VariantRun:

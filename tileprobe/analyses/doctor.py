@@ -36,6 +36,7 @@ from tileprobe import _cutile
 from tileprobe import toolchain as tcm
 from tileprobe.analyses.results import Finding
 from tileprobe.errors import PATH_SHOWN_CHARS, TileprobeError, ToolchainError, shown
+from tileprobe.jsonrecord import from_dict
 from tileprobe.model.arch import ARCHS
 from tileprobe.model.toolkit import TRAP, libnvvm, toolkit_version
 
@@ -220,25 +221,41 @@ def _check_cuda_var(var: str, env: Mapping[str, str], ref: Compiler | None, pick
 _CTYPES_PROBE = r"""
 import ctypes, json
 cu = ctypes.CDLL("libcuda.so.1")
-v = ctypes.c_int(); n = ctypes.c_int(); out = {"driver_cuda": None, "gpus": []}
+v = ctypes.c_int(); n = ctypes.c_int(); gpus = []
 assert cu.cuInit(0) == 0 and cu.cuDriverGetVersion(ctypes.byref(v)) == 0
-out["driver_cuda"] = v.value
 cu.cuDeviceGetCount(ctypes.byref(n))
 for i in range(n.value):
     d = ctypes.c_int(); name = ctypes.create_string_buffer(256); ma = ctypes.c_int(); mi = ctypes.c_int()
     cu.cuDeviceGet(ctypes.byref(d), i); cu.cuDeviceGetName(name, 256, d)
     cu.cuDeviceGetAttribute(ctypes.byref(ma), 75, d); cu.cuDeviceGetAttribute(ctypes.byref(mi), 76, d)
-    out["gpus"].append({"name": name.value.decode(), "arch": f"sm_{ma.value}{mi.value}"})
-print(json.dumps(out))
+    gpus.append({"name": name.value.decode(), "arch": f"sm_{ma.value}{mi.value}"})
+print(json.dumps({"driver_cuda": v.value, "gpus": gpus}))
 """
 
 
-def gpu_info(env: Mapping[str, str]) -> dict | None:
-    """``{"gpus": [{name, arch}], "driver": "580.159" | None, "driver_cuda": 13000 | None}``, or None (no GPU).
+@dataclasses.dataclass
+class GpuDevice:
+    """One GPU as ``nvidia-smi`` or the driver names it, and its arch (``sm_90``)."""
+    name: str
+    arch: str
 
-    Queries ``nvidia-smi`` on ``env["PATH"]`` and ``libcuda.so.1`` in a child process (so this process never
-    initialises CUDA)."""
-    info: dict = {"gpus": [], "driver": None, "driver_cuda": None}
+
+@dataclasses.dataclass
+class GpuInfo:
+    """The GPUs of this machine and its driver: ``driver`` the driver's version (``"580.159"``, from
+    ``nvidia-smi``), ``driver_cuda`` the CUDA version it supports as ``cuDriverGetVersion`` gives it (13000: 13.0);
+    None where it cannot be told."""
+    gpus: list[GpuDevice] = dataclasses.field(default_factory=list)
+    driver: str | None = None
+    driver_cuda: int | None = None
+
+
+def gpu_info(env: Mapping[str, str]) -> GpuInfo | None:
+    """This machine's GPUs and driver, or None (no GPU).
+
+    Queries ``nvidia-smi`` on the ``PATH`` of ``env`` and ``libcuda.so.1`` in a child process (so this process never
+    initialises CUDA; what it prints is read into the record, a malformed answer counts as none)."""
+    info = GpuInfo()
     smi = shutil.which("nvidia-smi", path=env.get("PATH", ""))
     if smi:
         try:
@@ -247,38 +264,38 @@ def gpu_info(env: Mapping[str, str]) -> dict | None:
             for line in out.splitlines():
                 parts = [p.strip() for p in line.split(",")]
                 if len(parts) == 3 and re.fullmatch(r"\d+\.\d+", parts[2]):
-                    info["driver"] = parts[1]
-                    info["gpus"].append({"name": parts[0], "arch": "sm_" + parts[2].replace(".", "")})
+                    info.driver = parts[1]
+                    info.gpus.append(GpuDevice(parts[0], "sm_" + parts[2].replace(".", "")))
         except (OSError, subprocess.SubprocessError):
             pass
     try:
         proc = subprocess.run([sys.executable, "-c", _CTYPES_PROBE], capture_output=True, text=True, timeout=60,
                               env=dict(env))
         if proc.returncode == 0:
-            probe = json.loads(proc.stdout)
-            info["driver_cuda"] = probe["driver_cuda"]
-            info["gpus"] = info["gpus"] or probe["gpus"]
-    except (OSError, subprocess.SubprocessError, ValueError):
+            probe = from_dict(GpuInfo, json.loads(proc.stdout), where="the driver's answer")
+            info.driver_cuda = probe.driver_cuda
+            info.gpus = info.gpus or probe.gpus
+    except (OSError, subprocess.SubprocessError, ValueError):     # FieldError is a ValueError
         pass
-    return info if info["gpus"] or info["driver_cuda"] else None
+    return info if info.gpus or info.driver_cuda else None
 
 
 def _check_gpu(env: Mapping[str, str], ref: Compiler | None) -> list[Finding]:
     info = gpu_info(env)
     if info is None:
         return [Finding("ok", "GPU", "no GPU (no nvidia-smi, no libcuda.so.1): audits work, runs need one")]
-    cuda = info["driver_cuda"]
-    drv = f"driver {info['driver'] or '?'}" + (f" (CUDA {cuda // 1000}.{cuda % 1000 // 10})" if cuda else "")
-    gpus = ", ".join(f"{g['name']} ({g['arch']})" for g in info["gpus"]) or "no device"
+    cuda = info.driver_cuda
+    drv = f"driver {info.driver or '?'}" + (f" (CUDA {cuda // 1000}.{cuda % 1000 // 10})" if cuda else "")
+    gpus = ", ".join(f"{g.name} ({g.arch})" for g in info.gpus) or "no device"
     out = [Finding("ok", "GPU", f"{gpus}; {drv}")]
     if cuda and cuda < 13000:
         out.append(Finding("error", "GPU", f"the driver supports CUDA {cuda // 1000}.{cuda % 1000 // 10}; cuTile "
                                            "needs a CUDA 13.0+ driver to run kernels (audits still work)",
                            "install an NVIDIA driver for CUDA 13 (R580 or newer)"))
-    for g in info["gpus"]:
-        if ref and ref.targets and g["arch"] not in ref.targets:
-            out.append(Finding("warn", "GPU", f"tileiras {ref.version} cannot compile for this {g['name']} "
-                                              f"({g['arch']}); it accepts {', '.join(ref.targets)}",
+    for g in info.gpus:
+        if ref and ref.targets and g.arch not in ref.targets:
+            out.append(Finding("warn", "GPU", f"tileiras {ref.version} cannot compile for this {g.name} "
+                                              f"({g.arch}); it accepts {', '.join(ref.targets)}",
                                "tileprobe toolchain install 13.4, and audit with --tileiras 13.4"))
     return out
 

@@ -16,7 +16,7 @@ import io
 from collections.abc import Sequence
 from typing import TextIO
 
-from tileprobe.analyses.results import History
+from tileprobe.analyses.results import History, StoredAudit, StoredCompile, StoredRun
 from tileprobe.errors import UsageError
 from tileprobe.judge.verdict import judge_records
 from tileprobe.model.arch import get_arch
@@ -43,15 +43,16 @@ def history(store: Store, *, kernel: str | None = None, arch: str | None = None,
     """
     check_kernel(store, kernel)
     most = None if where else (limit or None)
-    audits = store.audits(kernel=kernel, arch=arch, tileiras=tileiras, limit=most)
-    compiles = store.compiles(kernel=kernel, arch=arch, tileiras=tileiras, limit=most)
-    runs = store.runs(kernel=kernel, arch=arch, tileiras=tileiras, limit=most)
+    audits = [StoredAudit.from_dict(a) for a in store.audits(kernel=kernel, arch=arch, tileiras=tileiras, limit=most)]
+    compiles = [StoredCompile.from_dict(c)
+                for c in store.compiles(kernel=kernel, arch=arch, tileiras=tileiras, limit=most)]
+    runs = [StoredRun.from_dict(r) for r in store.runs(kernel=kernel, arch=arch, tileiras=tileiras, limit=most)]
     if where:
         from tileprobe.select import matches_values
-        compiles = [c for c in compiles if matches_values(c["case"], c["hints"], where)]
-        keys = {c["key"] for c in compiles}
-        runs = [r for r in runs if r["compile_key"] in keys]
-        audits = [a for a in audits if keys & set(a["compile_keys"])]
+        compiles = [c for c in compiles if matches_values(c.case or {}, c.hints or {}, where)]
+        keys = {c.key for c in compiles}
+        runs = [r for r in runs if r.compile_key in keys]
+        audits = [a for a in audits if keys & set(a.compile_keys or ())]
         n = limit or None
         audits, compiles, runs = audits[:n], compiles[:n], runs[:n]
     return History(store.path, audits, compiles, runs)
@@ -84,7 +85,7 @@ def write_history_json(store: Store, dest: str | TextIO, where: dict | None = No
     records = select(store.records(**filters, judge=judge_records), where)
     doc = dump(records, {"store": store.path})
     hist = history(store, where=where, **filters)
-    doc.update(audits=hist.audits, runs=hist.runs)
+    doc.update(audits=[a.to_dict() for a in hist.audits], runs=[r.to_dict() for r in hist.runs])
     _write_text(dest, json_text(doc))
     return len(records)
 
@@ -98,7 +99,7 @@ def write_history_csv(store: Store, dest: str | TextIO, where: dict | None = Non
     w.writeheader()
     rows = history(store, where=where, **filters).compiles
     for row in rows:
-        w.writerow(dict(row, case=_kv(row["case"]), hints=_kv(row["hints"])))
+        w.writerow(dict(row.to_dict(), case=_kv(row.case or {}), hints=_kv(row.hints or {})))
     _write_text(dest, buf.getvalue())
     return len(rows)
 

@@ -8,7 +8,7 @@ report (:class:`CompilerSteps`).
 
 * compare (:mod:`tileprobe.analyses.compare`): :class:`Change`, :class:`Comparison`, :class:`CompilerSteps`;
 * doctor: :class:`Finding`; gate: :class:`Expectation`, :class:`Failure`, :class:`GateResult`;
-* history: :class:`History`; bisect: :class:`Step`, :class:`BisectResult`; bisect by time: :class:`ReleaseStep`,
+* history: :class:`History` (of :class:`StoredAudit`, :class:`StoredCompile`, :class:`StoredRun`); bisect: :class:`Step`, :class:`BisectResult`; bisect by time: :class:`ReleaseStep`,
   :class:`TimeBisectResult`.
 """
 from __future__ import annotations
@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
 from tileprobe.analyses.noise import MIN_EFFECT
+from tileprobe.records import Key, KeyedRecord
 
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.06 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
@@ -305,18 +306,76 @@ class GateResult:
 
 # --- history ------------------------------------------------------------------------------------------------------
 
+class StoredAudit(KeyedRecord):
+    """One stored audit (a :meth:`Store.audits` row, read as it comes: key order and keys the store adds kept).
+    ``created``: ISO time (UTC); ``wall_s``: the audit's wall time (s); ``compile_keys``: its compiles, in order."""
+    __slots__ = ()
+    id = Key[int | None]()
+    created = Key[str | None]()
+    host = Key[str | None]()
+    tileprobe = Key[str | None]()
+    command_line = Key[str | None]()
+    n_variants = Key[int | None]()
+    wall_s = Key[float | None]()
+    environment = Key[dict | None]()
+    compile_keys = Key[list | None]()
+
+
+class StoredCompile(KeyedRecord):
+    """One stored compile (a :meth:`Store.compiles` row: provenance, resources and its newest run's median in µs and
+    GPU). ``case``/``hints``: ``{name: value}``; ``reg_pool``: the register-pool verdict (``hang_risk`` …)."""
+    __slots__ = ()
+    key = Key[str | None]()
+    created = Key[str | None]()
+    host = Key[str | None]()
+    kernel = Key[str | None]()
+    probe = Key[str | None]()
+    case = Key[dict | None]()
+    hints = Key[dict | None]()
+    arch = Key[str | None]()
+    tileiras = Key[str | None]()
+    cuda_tile = Key[str | None]()
+    status = Key[str | None]()
+    registers = Key[int | None]()
+    ctas_per_sm = Key[int | None]()
+    compile_s = Key[float | None]()
+    reg_pool = Key[str | None]()
+    median_us = Key[float | None]()
+    gpu = Key[str | None]()
+
+
+class StoredRun(KeyedRecord):
+    """One stored GPU run (a :meth:`Store.runs` row) with its compile's kernel, case, hints, arch and tileiras;
+    ``gpu``: the GPU's name; ``median_us`` in µs."""
+    __slots__ = ()
+    id = Key[int | None]()
+    compile_key = Key[str | None]()
+    created = Key[str | None]()
+    host = Key[str | None]()
+    gpu = Key[str | None]()
+    driver = Key[str | None]()
+    status = Key[str | None]()
+    median_us = Key[float | None]()
+    kernel = Key[str | None]()
+    case = Key[dict | None]()
+    hints = Key[dict | None]()
+    arch = Key[str | None]()
+    tileiras = Key[str | None]()
+
+
 @dataclass
 class History:
-    """What a store holds, newest first: ``audits`` (:meth:`Store.audits` rows), ``compiles``
-    (:meth:`Store.compiles` rows) and ``runs`` (:meth:`Store.runs` rows) of the store at path ``store``."""
+    """What a store holds, newest first: its audits, compiles and runs (rows read once into records by
+    :func:`tileprobe.analyses.history.history`) of the store at path ``store``."""
     store: str
-    audits: list[dict] = field(default_factory=list)
-    compiles: list[dict] = field(default_factory=list)
-    runs: list[dict] = field(default_factory=list)
+    audits: list[StoredAudit] = field(default_factory=list)
+    compiles: list[StoredCompile] = field(default_factory=list)
+    runs: list[StoredRun] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        """``{"store", "audits", "compiles", "runs"}`` (JSON-ready)."""
-        return asdict(self)
+        """``{"store", "audits", "compiles", "runs"}`` (JSON-ready: the rows as the store gave them)."""
+        return {"store": self.store, "audits": [a.to_dict() for a in self.audits],
+                "compiles": [c.to_dict() for c in self.compiles], "runs": [r.to_dict() for r in self.runs]}
 
 
 # --- bisect -------------------------------------------------------------------------------------------------------

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from dataclasses import dataclass, field
+from typing import Any
 
+from tileprobe.jsonrecord import from_dict
 from tileprobe.report.text import say
 
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.56 s to its import
@@ -227,15 +230,39 @@ def _write_json(result, dest: str) -> None:
         f.write(text)
 
 
+@dataclass
+class WorkerEvent:
+    """The GPU worker's start as the tune's progress reports it (the worker's GPU facts; ``kept_warm``: the
+    keep-warm note of a worker kept between commands)."""
+    name: Any = None
+    sm: Any = None
+    num_sms: Any = None
+    driver: Any = None
+    kept_warm: Any = None
+
+
+@dataclass
+class RoundEvent:
+    """One race round as the tune's progress reports it (:class:`tileprobe.tune.race.Race`'s round log): its
+    number, the candidates racing, the ids eliminated and failed in it, those left, its wall time (s)."""
+    round: int
+    racing: int
+    left: int
+    wall_s: float
+    eliminated: list = field(default_factory=list)
+    failed: list = field(default_factory=list)
+
+
 def _progress(console, ticker=None):
     """Progress lines on stderr: compile count, GPU, each race's start and rounds; when stderr is not a terminal,
     also ``compiled 12/40 candidates (1 failed), 25 s`` lines while the compiles run (``ticker``, else a
     :class:`~tileprobe.cli._common.CompileTicker` with its 10 s / 15 s intervals)."""
     from tileprobe.cli._common import CompileTicker
     plain = None if console.is_terminal else ticker or CompileTicker(console, noun="candidates")
-    racing = {}          # the plan of the race under way: its final's line names launches as the result does
+    plan = None          # the plan of the race under way: its final's line names launches as the result does
 
     def cb(kind, data):
+        nonlocal plan
         if kind == "compile" and data[0] == "total":
             say(console, f"compiling {data[1]} candidates …" if data[1] else
                          "nothing to compile: every candidate's compile is in the store")
@@ -244,13 +271,14 @@ def _progress(console, ticker=None):
         elif kind == "compile" and plain is not None and data[0] in ("failed", "advance"):
             (plain.fail if data[0] == "failed" else plain.advance)(data[1])
         elif kind == "worker":
-            say(console, f"GPU: {data.get('name')} ({data.get('sm')}, {data.get('num_sms')} SMs, driver "
-                         f"{data.get('driver')})" + (f"; worker {data['kept_warm']}" if data.get("kept_warm") else ""))
+            gpu = from_dict(WorkerEvent, data, where="the GPU worker's start")
+            say(console, f"GPU: {gpu.name} ({gpu.sm}, {gpu.num_sms} SMs, driver "
+                         f"{gpu.driver})" + (f"; worker {gpu.kept_warm}" if gpu.kept_warm else ""))
         elif kind == "hang_risk":
             from tileprobe.cli.run import hang_risk_lines
             hang_risk_lines(console, *data)
         elif kind == "race":
-            racing["plan"] = data
+            plan = data
             waiting = sum(1 for c in data.candidates if c.status == "compiling")
             unreached = sum(1 for c in data.candidates if c.status == "not_searched")
             say(console, f"racing {data.problem.probe.label} {data.problem.label}: " + (
@@ -261,15 +289,15 @@ def _progress(console, ticker=None):
         elif kind == "joined":
             say(console, f"  round {data['round']}: {len(data['ids'])} compiled candidate(s) joined")
         elif kind == "round":
-            gone = f", eliminated {len(data['eliminated'])}" if data["eliminated"] else ""
-            failed = f", failed {', '.join(data['failed'])}" if data["failed"] else ""
-            say(console, f"  round {data['round']}: {data['racing']} racing{gone}{failed}, {data['left']} left "
-                         f"({data['wall_s']:.1f} s)")
+            r = from_dict(RoundEvent, data, where="a race round")
+            gone = f", eliminated {len(r.eliminated)}" if r.eliminated else ""
+            failed = f", failed {', '.join(r.failed)}" if r.failed else ""
+            say(console, f"  round {r.round}: {r.racing} racing{gone}{failed}, {r.left} left ({r.wall_s:.1f} s)")
         elif kind == "rejudge":
             say(console, f"  back in the race: {', '.join(data['back'])} (the leader's later samples no longer beat "
                          "them)")
         elif kind == "final":
             from tileprobe.report.tune import final_line
             from tileprobe.tune.assemble import final_named
-            say(console, "  " + final_line(final_named(racing["plan"], data) if "plan" in racing else data))
+            say(console, "  " + final_line(final_named(plan, data) if plan is not None else data))
     return cb

@@ -12,18 +12,99 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from tileprobe.errors import TileprobeError
+from tileprobe.jsonrecord import FieldError, from_dict
 from tileprobe.report.text import say
 
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.35 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
 
 if TYPE_CHECKING:
-    from tileprobe.tune.result import CandidateRow
+    from tileprobe.tune.result import CandidateRow, ProblemResult
 
 DEFAULT_TABLE = "tileprobe-tune.json"
+
+
+@dataclass
+class SearchConfig:
+    """One configuration of a recorded search (``record.json``'s ``searches[i].configs[j]``): its probe label
+    (``C0``, ``C1``, …), the program's configuration and hints as JSON, and the program's own name for it
+    (``TILE=128 occupancy=1``; None in a recording of an older tileprobe)."""
+    label: str | None = None
+    config: Any = None
+    hints: Any = None
+    text: str | None = None
+
+    @property
+    def shown(self) -> str | None:
+        """The program's name for it, else its label."""
+        return self.text or self.label
+
+
+@dataclass
+class SearchEntry:
+    """One search of a recording (``record.json``'s ``searches`` item, written by
+    :func:`tileprobe.record.searches.search_summary`), read once by :func:`read_searches`. ``raw`` is the JSON
+    object itself, for the table annotation that writes its fields into rows
+    (:func:`tileprobe.tune.export.annotate_searches`). Times in s; ``program_pick``: the index of the program's own
+    pick among ``configs`` (None: the program's search gave none, ``error`` says why); ``skipped``: ``[index,
+    why]`` of the configurations left out; ``dims``: the problem's dimensions (:mod:`tileprobe.tune.warm`)."""
+    key: str
+    file: str
+    name: str
+    configs: list[SearchConfig]
+    sites: Any
+    raw: dict = field(default_factory=dict, repr=False)
+    skipped: list | None = None
+    space_size: int | None = None
+    options: dict | None = None
+    program_pick: int | None = None
+    program_search_s: float | None = None
+    error: str | None = None
+    dims: list | None = None
+    kernel_file: str | None = None
+
+    @property
+    def short(self) -> str:
+        """The search key's first 8 characters, as the messages show it."""
+        return self.key[:8]
+
+    def texts(self) -> dict[str | None, str | None]:
+        """Probe label → the program's name for the configuration (its label where it has none)."""
+        return {c.label: c.shown for c in self.configs}
+
+
+def searches_of(searches: Any, where: str) -> list[SearchEntry]:
+    """A recording's searches (``record.json``'s ``searches``, or :func:`~tileprobe.record.searches.search_summary`'s
+    list) as records, each checked: ``key``, ``file``, ``name`` strings, ``configs`` a list of objects,
+    ``sites`` an object or list, the rest of the types :class:`SearchEntry` declares.
+
+    Raises:
+        TileprobeError: naming ``where``, the search's index and its field, with the fix (record again).
+    """
+    if not isinstance(searches, list):
+        raise TileprobeError(f"{where}: \"searches\" is a JSON {_kind(searches)}, not a list; record again with "
+                             "`tileprobe tune --export TABLE -- COMMAND`")
+    return [_entry(s, i, where) for i, s in enumerate(searches)]
+
+
+def _entry(s: Any, i: int, where: str) -> SearchEntry:
+    if not isinstance(s, dict):
+        raise TileprobeError(f"{where}: searches[{i}] is a JSON {_kind(s)}, not an object; record again")
+    for name, want in (("key", str), ("file", str), ("name", str), ("configs", list), ("sites", (dict, list))):
+        if not isinstance(s.get(name), want):
+            raise TileprobeError(f"{where}: searches[{i}].{name} is a JSON {_kind(s.get(name))}, not "
+                                 f"{'a string' if want is str else 'a list' if want is list else 'an object'}; "
+                                 "record again")
+    try:
+        entry = from_dict(SearchEntry, {**s, "raw": {}}, where=f"{where}: searches[{i}]")
+    except FieldError as e:
+        raise TileprobeError(f"{e}; record again with `tileprobe tune --export TABLE -- COMMAND`") from None
+    entry.raw = s
+    return entry
 
 
 def record_dir_of(table: str, given: str | None = None) -> str:
@@ -68,7 +149,7 @@ def cmd_tune_program(args, command: list[str] | None, run_tune, report) -> int:
         return res.exit_code or 1
     if res.exit_code:
         say(err, f"the command exited with {res.exit_code}: tuning the searches it made before")
-    searches = _summary(rec_dir).get("searches") or []
+    searches = _summary(rec_dir)
     for note in res.notes:
         say(err, f"note: {note}")
     if not searches:
@@ -84,7 +165,7 @@ def cmd_tune_program(args, command: list[str] | None, run_tune, report) -> int:
                      "docs/RECORD.md)")
         return 1
     for s in searches:
-        say(err, f"search {s['name']} at {next(iter(s['sites']), '?')}: {_count_text(s)}; {_program_text(s)}"
+        say(err, f"search {s.name} at {next(iter(s.sites), '?')}: {_count_text(s)}; {_program_text(s)}"
                  + _options_text(s))
     return _tune_searches(args, err, table, rec_dir, searches)
 
@@ -113,35 +194,39 @@ def check_record_dir(rec_dir: str, default: bool) -> bool:
                          "replace what is in it: give a new or empty folder with --record-dir, or remove it")
 
 
-def _count_text(s: dict) -> str:
+def _count_text(s: SearchEntry) -> str:
     """``6 configurations``, or for a search tuned in part ``5 of the program's 6 configurations (left out: #3
     args_fn raised ValueError: …)``."""
-    skipped = [x for x in s.get("skipped") or [] if isinstance(x, list) and len(x) == 2]
+    skipped = [x for x in s.skipped or [] if isinstance(x, list) and len(x) == 2]
     if not skipped:
-        return f"{len(s['configs'])} configurations"
-    total = s.get("space_size") or len(s["configs"]) + len(skipped)
+        return f"{len(s.configs)} configurations"
+    total = s.space_size or len(s.configs) + len(skipped)
     shown = "; ".join(f"#{i} {why}" for i, why in skipped[:3]) + (f"; {len(skipped) - 3} more" if len(skipped) > 3
                                                                    else "")
-    return f"tuned in part: {len(s['configs'])} of the program's {total} configurations (left out: {shown})"
+    return f"tuned in part: {len(s.configs)} of the program's {total} configurations (left out: {shown})"
 
 
-def _options_text(s: dict) -> str:
+def _options_text(s: SearchEntry) -> str:
     """``; tuned with flush_l2=False, single_run_timeout_sec=30``, or nothing for cuda.tile.tune's defaults."""
     from tileprobe.record.search_options import SearchOptions
-    text = SearchOptions.of(s.get("options")).text()
+    text = SearchOptions.of(s.options).text()
     return f"; tuned with {text} (as the program searched)" if text else ""
 
 
-def _program_text(s: dict) -> str:
-    if s.get("program_pick") is None:
-        return f"the program's search gave no pick ({s.get('error') or 'not seen'})"
-    t = s.get("program_search_s")
-    label = f"C{s['program_pick']}"
-    text = next((c.get("text") for c in s.get("configs") or [] if c.get("label") == label and c.get("text")), label)
+def _program_text(s: SearchEntry) -> str:
+    if s.program_pick is None:
+        return f"the program's search gave no pick ({s.error or 'not seen'})"
+    t = s.program_search_s
+    label = f"C{s.program_pick}"
+    text = next((c.text for c in s.configs if c.label == label and c.text), label)
     return f"the program picked {text}" + (f" in {t:.1f} s" if t is not None else "")
 
 
-def _summary(rec_dir: str) -> dict:
+def _summary(rec_dir: str) -> list[SearchEntry]:
+    """The searches of the recording in ``rec_dir`` (its ``record.json``), as records.
+
+    Raises:
+        TileprobeError: no readable recording there, or one whose searches do not fit (:func:`searches_of`)."""
     path = os.path.join(rec_dir, "record.json")
     from tileprobe.record.hook import load_capture
     try:
@@ -152,19 +237,7 @@ def _summary(rec_dir: str) -> dict:
     if not isinstance(doc, dict):
         raise TileprobeError(f"{path}: not a tileprobe recording (a JSON {type(doc).__name__}, not an object); run "
                              "`tileprobe tune --export TABLE -- COMMAND` again")
-    searches = doc.get("searches", [])
-    if not isinstance(searches, list):
-        raise TileprobeError(f"{path}: \"searches\" is a JSON {_kind(searches)}, not a list; record again with "
-                             "`tileprobe tune --export TABLE -- COMMAND`")
-    for i, s in enumerate(searches):
-        if not isinstance(s, dict):
-            raise TileprobeError(f"{path}: searches[{i}] is a JSON {_kind(s)}, not an object; record again")
-        for field, want in (("key", str), ("file", str), ("name", str), ("configs", list), ("sites", (dict, list))):
-            if not isinstance(s.get(field), want):
-                raise TileprobeError(f"{path}: searches[{i}].{field} is a JSON {_kind(s.get(field))}, not "
-                                     f"{'a string' if want is str else 'a list' if want is list else 'an object'}; "
-                                     "record again")
-    return doc
+    return searches_of(doc.get("searches", []), path)
 
 
 def _kind(v) -> str:
@@ -193,23 +266,24 @@ def check_table_shape(doc: dict, path: str) -> None:
             search = row.get("search")
             if search is not None and not isinstance(search, dict):
                 raise TileprobeError(f"{path}: {where}.search is a JSON {_kind(search)}, not an object")
-            if search is not None and not isinstance(search.get("key"), str):
-                raise TileprobeError(f"{path}: {where}.search.key is a JSON {_kind(search.get('key'))}, not a "
-                                     "string")
+            key = search.get("key") if search is not None else ""
+            if not isinstance(key, str):
+                raise TileprobeError(f"{path}: {where}.search.key is a JSON {_kind(key)}, not a string")
 
 
-def _tune_searches(args, err, table: str, rec_dir: str, searches: list[dict], old: dict | None = None) -> int:
+def _tune_searches(args, err, table: str, rec_dir: str, searches: list[SearchEntry],
+                   old: dict[str, Any] | None = None) -> int:
     from tileprobe.tune.export import annotate_searches
     run_tune, report = args.tune_fns
-    args.probes = [os.path.join(rec_dir, s["file"]) for s in searches]
+    args.probes = [os.path.join(rec_dir, s.file) for s in searches]
     args.warm_first = _warm_start(err, table, searches)
     result = run_tune(args, err)
     relabel(result, searches)
     rc = report(args, result, err)
     if result.dry_run or not os.path.exists(table):
         return rc
-    n = annotate_searches(table, searches, os.path.join(rec_dir, "probes"))
-    filled = _drop_filled_misses(table, {s["key"] for s in searches})
+    n = annotate_searches(table, [s.raw for s in searches], os.path.join(rec_dir, "probes"))
+    filled = _drop_filled_misses(table, {s.key for s in searches})
     for line in comparison_lines(result, searches, old or {}):
         say(err, line)
     say(err, f"table: {table} ({n} search row(s) written{f', {filled} noted miss(es) filled' if filled else ''}); "
@@ -217,7 +291,7 @@ def _tune_searches(args, err, table: str, rec_dir: str, searches: list[dict], ol
     return rc
 
 
-def _warm_start(err, table: str, searches: list[dict]) -> dict[str, list[str]]:
+def _warm_start(err, table: str, searches: list[SearchEntry]) -> dict[str, list[str]]:
     """Probe label → the configurations each search races first: the picks of the table's nearest rows of the same
     kernel for other problems (:mod:`tileprobe.tune.warm`), each said on stderr; {} when there is no table yet."""
     from tileprobe.tune.export import read_table
@@ -230,27 +304,38 @@ def _warm_start(err, table: str, searches: list[dict]) -> dict[str, list[str]]:
         return {}
     out = {}
     for s in searches:
-        picks = known_picks(doc, s["name"], s["key"])
-        labels = {config_text(c.get("config"), c.get("hints")): c["label"] for c in s["configs"] if "label" in c}
-        first = warm_labels(picks, s.get("dims") or [], labels) if picks else []
+        picks = known_picks(doc, s.name, s.key)
+        labels = {config_text(c.config, c.hints): c.label for c in s.configs if c.label is not None}
+        first = warm_labels(picks, s.dims or [], labels) if picks else []
         if first:
-            out[f"{s['name']}@{s['key'][:8]}"] = [label for label, _ in first]
-            say(err, f"warm start: {s['name']} ({s['key'][:8]}) races first "
+            out[f"{s.name}@{s.short}"] = [label for label, _ in first]
+            say(err, f"warm start: {s.name} ({s.short}) races first "
                      + ", ".join(f"{label} (the pick of {where})" for label, where in first))
     return out
 
 
-def relabel(result, searches: list[dict]) -> None:
+def _case_config(row: CandidateRow) -> Any:
+    """The probe label of the program's configuration a candidate row compiled (its case's ``config``; None for
+    the constraint's row, which has no configuration)."""
+    return (row.config or {}).get("case", {}).get("config")
+
+
+def _search_of(problem: ProblemResult, by_key: dict[str, SearchEntry]) -> SearchEntry | None:
+    """The recorded search a problem of the tune is (its problem's ``search`` key), or None."""
+    key = (problem.problem or {}).get("search")
+    return by_key.get(key) if isinstance(key, str) else None
+
+
+def relabel(result, searches: list[SearchEntry]) -> None:
     """Name each candidate of a recorded search by the program's own configuration (``TILE=128 occupancy=1``,
     ``record.json``'s ``text`` of each configuration, :func:`tileprobe.record.searches.program_labels`) instead of
     the probe's ``config=C0 occupancy=1``, in the rows' ``label``, ``same_launch_as`` and ``group``: what the tables
     and ``--json`` show. A recording without the texts (an older tileprobe's) keeps the C labels."""
-    by_key = {s["key"]: s for s in searches if s.get("key")}
+    by_key = {s.key: s for s in searches if s.key}
     for p in result.problems:
-        s = by_key.get((p.problem or {}).get("search"))
-        texts = {c["label"]: c.get("text") for c in (s or {}).get("configs") or [] if c.get("text")}
-        names = {r.label: texts[r.config["case"]["config"]] for r in p.candidates
-                 if r.config and r.config.get("case", {}).get("config") in texts}
+        s = _search_of(p, by_key)
+        texts = {c.label: c.text for c in (s.configs if s is not None else []) if c.text}
+        names = {r.label: texts[_case_config(r)] for r in p.candidates if r.config and _case_config(r) in texts}
         if not names:
             continue
         for r in p.candidates:
@@ -259,26 +344,27 @@ def relabel(result, searches: list[dict]) -> None:
             r.group = [names.get(g, g) for g in r.group]
 
 
-def comparison_lines(result, searches: list[dict], old: dict) -> list[str]:
+def comparison_lines(result, searches: list[SearchEntry], old: dict[str, Any]) -> list[str]:
     """Per tuned search: the table's pick against the program's own pick (and against the row it replaces, with
-    what keeping the old configuration would cost), from this tune's medians."""
-    by_key = {s["key"]: s for s in searches}
+    what keeping the old configuration would cost), from this tune's medians. ``old``: search key → the replaced
+    row's configuration index."""
+    by_key = {s.key: s for s in searches}
     out = []
     for p in result.problems:
-        s = by_key.get((p.problem or {}).get("search"))
+        s = _search_of(p, by_key)
         if s is None or p.pick is None:
             continue
-        med = {r.config.get("case", {}).get("config"): r for r in p.candidates if r.config}
-        pick = p.pick.config["case"]["config"]
-        texts = {c["label"]: c.get("text") or c["label"] for c in s.get("configs") or []}   # the program's names
+        med = {_case_config(r): r for r in p.candidates if r.config}
+        pick = _case_config(p.pick)
+        texts = s.texts()   # the program's names
         best = p.pick.median_us
         shown = texts.get(pick, pick)
-        text = f"{s['name']} ({s['key'][:8]}): pick {shown} {best:,.1f} µs" if best else f"{s['name']}: pick {shown}"
-        prog = s.get("program_pick")
+        text = f"{s.name} ({s.short}): pick {shown} {best:,.1f} µs" if best else f"{s.name}: pick {shown}"
+        prog = s.program_pick
         if prog is not None:
             text += "; " + _versus(f"the program's pick {texts.get(f'C{prog}', f'C{prog}')}", med.get(f"C{prog}"), p,
                                    pick == f"C{prog}")
-        before = old.get(s["key"])
+        before = old.get(s.key)
         if before is not None:
             text += "; " + _versus(f"the old row's {texts.get(f'C{before}', f'C{before}')}", med.get(f"C{before}"), p,
                                    pick == f"C{before}", changed=True)
@@ -328,18 +414,32 @@ def _key_of(line: str):
 
 # --- --refresh ------------------------------------------------------------------------------------------------
 
-def host_facts() -> dict:
+@dataclass
+class HostFacts:
+    """What this machine can say without a CUDA context about the provenance of a table row
+    (:func:`host_facts`); None where it cannot tell. ``num_sms`` is not read here (it needs a CUDA context)."""
+    tileiras: str | None = None
+    cuda_tile: str | None = None
+    gpu: str | None = None
+    num_sms: int | None = None
+
+    def provenance(self) -> dict[str, Any]:
+        """The facts known, as the capture's provenance check takes them (``{"tileiras": …, "gpu": …}``)."""
+        return {name: value for name, value in asdict(self).items() if value is not None}
+
+
+def host_facts() -> HostFacts:
     """What this machine can say without a CUDA context about the provenance of a row: the tileiras build cuTile
-    would compile with, cuda-tile's version, and the GPU name and SM count when NVML answers."""
-    out = {}
+    would compile with, cuda-tile's version, and the GPU name when NVML answers."""
+    out = HostFacts()
     try:
         from tileprobe import _cutile
-        out["tileiras"] = _cutile.tileiras_build(_cutile.current_compiler())
+        out.tileiras = _cutile.tileiras_build(_cutile.current_compiler())
     except Exception:     # no tileiras here: the build is not a reason
         pass
     from tileprobe.schema import cutile_version
     try:
-        out["cuda_tile"] = cutile_version()
+        out.cuda_tile = cutile_version()
     except TileprobeError:
         pass
     try:
@@ -347,29 +447,48 @@ def host_facts() -> dict:
         pynvml.nvmlInit()
         h = pynvml.nvmlDeviceGetHandleByIndex(0)
         name = pynvml.nvmlDeviceGetName(h)
-        out["gpu"] = name.decode() if isinstance(name, bytes) else name
+        out.gpu = name.decode() if isinstance(name, bytes) else name
     except Exception:
         pass
     return out
 
 
-def stale_rows(table: dict, searches: list[dict], facts: dict) -> dict:
-    """``{search key: (row, [reasons])}`` for the table's search rows that do not hold here: the capture's own
-    check (:func:`stale_reasons`) over the facts known here, the kernel file's hash recomputed."""
+@dataclass
+class RowSearch:
+    """A table row's ``search`` object (what :func:`tileprobe.tune.export.annotate_searches` wrote): the search's
+    key, its call site and the index of the configuration the row picked (types as the table has them)."""
+    key: str | None = None
+    site: Any = None
+    config_index: Any = None
+
+
+@dataclass
+class StaleRow:
+    """A search row of a table that does not hold here: its ``search`` object and the reasons, in words."""
+    search: RowSearch
+    reasons: list[str]
+
+
+def stale_rows(table: dict, searches: list[SearchEntry], facts: HostFacts) -> dict[str, StaleRow]:
+    """``{search key: StaleRow}`` for the table's search rows that do not hold here: the capture's own check
+    (``stale_reasons``) over the facts known here, the kernel file's hash recomputed. ``table``: the table's JSON,
+    checked by :func:`check_table_shape`."""
     from tileprobe.record.hook import load_capture
     cap = load_capture()
-    files = {s["key"]: s.get("kernel_file") for s in searches}
+    files = {s.key: s.kernel_file for s in searches}
+    known = facts.provenance()
     out = {}
     for rows in (table.get("kernels") or {}).values():
         for row in rows:
-            key = (row.get("search") or {}).get("key")
-            if not key:
+            search = from_dict(RowSearch, row.get("search") or {}, where="table row")
+            if not search.key:
                 continue
-            here = {**facts, "source_sha256": cap.source_sha256(files.get(key)) if files.get(key) else
+            kernel_file = files.get(search.key)
+            here = {**known, "source_sha256": cap.source_sha256(kernel_file) if kernel_file else
                     row.get("source_sha256")}
             why = cap.stale_reasons(row, here, fields=[f for f, _ in cap.PROVENANCE if here.get(f) is not None])
             if why:
-                out[key] = (row, why)
+                out[search.key] = StaleRow(search, why)
     return out
 
 
@@ -384,32 +503,32 @@ def _refresh(args, err) -> int:
     doc = read_table(table)
     check_table_shape(doc, table)
     rec_dir = record_dir_of(table, args.record_dir)
-    recorded = _summary(rec_dir).get("searches") or []
+    recorded = _summary(rec_dir)
     facts = host_facts()
     stale = stale_rows(doc, recorded, facts)
-    unchecked = [what for f, what in (("gpu", "GPU name"), ("num_sms", "SM count")) if facts.get(f) is None]
+    unchecked = [what for value, what in ((facts.gpu, "GPU name"), (facts.num_sms, "SM count")) if value is None]
     if unchecked:
         say(err, f"cannot check {'/'.join(unchecked)} here (no GPU answered NVML): rows are checked for the rest "
                  "of their provenance only, as `tileprobe use` treats them")
-    for key, (row, why) in stale.items():
-        say(err, f"stale: {key[:8]} ({(row.get('search') or {}).get('site')}): {'; '.join(why)}")
-    todo = [s for s in recorded if s["key"] in stale]
+    for key, row in stale.items():
+        say(err, f"stale: {key[:8]} ({row.search.site}): {'; '.join(row.reasons)}")
+    todo = [s for s in recorded if s.key in stale]
     try:
         noted = read_misses(misses_path(table))
     except TileprobeError as e:
         say(err, f"note: {e}; the noted misses are not refreshed")
         noted = []
-    misses = [m for m in noted if m.key not in {s["key"] for s in todo}]
+    misses = [m for m in noted if m.key not in {s.key for s in todo}]
     if misses:
         written, notes = write_search_probes(misses, rec_dir, Origin("record", now(), command=["tileprobe use"]))
         for note in notes:
             say(err, f"note: {note}")
-        todo += search_summary(written, rec_dir)
+        todo += searches_of(search_summary(written, rec_dir), rec_dir)
         say(err, f"{len(written)} noted miss(es) of `tileprobe use` to tune")
     if not todo:
         held = f"holds for what can be checked here (not {'/'.join(unchecked)})" if unchecked else "holds here"
         say(err, f"nothing to refresh: every search row of {table} {held} and no miss is noted")
         return 0
-    old = {k: (r.get("search") or {}).get("config_index") for k, (r, _) in stale.items()}
+    old = {k: row.search.config_index for k, row in stale.items()}
     args.export = table
     return _tune_searches(args, err, table, rec_dir, todo, old)

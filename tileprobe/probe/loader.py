@@ -18,6 +18,7 @@ import threading
 import time
 from multiprocessing.connection import Connection
 
+from tileprobe.probe.loader_job import LoaderJob
 from tileprobe.probe.plans import FileReport, report_from_data
 
 #: Seconds one step of probe code may take in the loader (importing the file, importing its kernel, one call of
@@ -42,18 +43,16 @@ _BOOT = "from tileprobe.probe.loader_child import child_main; child_main()"
 
 
 def _job(path: str, targets, max_variants: int, tmp_root: str, overrides: tuple, task: tuple | None,
-         num_sms: int | None, stay: bool) -> dict:
-    """One loader job as data (the child's argv, or a ("job", …) message to a staying child), in a new folder
+         num_sms: int | None, stay: bool) -> LoaderJob:
+    """One loader job (sent as data: the child's argv, or a ("job", …) message to a staying child), in a new folder
     ``load-*`` of ``tmp_root`` that holds its task's arguments and is its ``tempfile.tempdir``."""
     from tileprobe.probe import wire
     tmp = tempfile.mkdtemp(prefix="load-", dir=tmp_root)
-    job = {"path": path, "targets": list(targets), "max_variants": max_variants, "parent": os.getpid(),
-           "cases": overrides[0], "hints": overrides[1], "num_sms": num_sms, "sys_path": _sys_path(), "tmp": tmp}
-    if stay:
-        job["stay"] = True
+    job = LoaderJob(path, list(targets), max_variants, os.getpid(), overrides[0], overrides[1], num_sms, _sys_path(),
+                    tmp, stay=stay)
     if task is not None:      # (function, its arguments): in a file, not on the command line (no size limit)
-        job["task"], job["task_args"] = task[0], os.path.join(tmp, "task.json")
-        with open(job["task_args"], "wb") as f:
+        job.task, job.task_args = task[0], os.path.join(tmp, "task.json")
+        with open(job.task_args, "wb") as f:
             f.write(wire.dumps(task[1], "the task's arguments"))
     return job
 
@@ -88,7 +87,7 @@ class _Loader:
         w = theirs.fileno()
         try:
             self.proc = start_loader(job, w, env, preload_s=timeout_s) or subprocess.Popen(   # forked warm, else a fresh Python
-                [sys.executable, "-c", _BOOT, str(w), json.dumps(job)], pass_fds=(w,),
+                [sys.executable, "-c", _BOOT, str(w), json.dumps(job.to_wire())], pass_fds=(w,),
                                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                          start_new_session=True, env=env)
         except BaseException:
@@ -116,7 +115,7 @@ class _Loader:
         #: The job's absolute end (:data:`JOB_BOUND_STAGES`): no stage message moves :attr:`deadline` past it.
         self.bound = self.deadline + JOB_BOUND_STAGES * timeout_s
 
-    def again(self, job: dict, timeout_s: float) -> bool:
+    def again(self, job: LoaderJob, timeout_s: float) -> bool:
         """Give this staying child its next ``job`` (:func:`_job`): its stage, deadline and output count start
         anew. False (nothing sent) when the child has ended meanwhile; the caller then :meth:`end` s it."""
         from tileprobe.probe import wire
@@ -124,7 +123,7 @@ class _Loader:
             return False
         self._drain(keep=False)   # what it printed between jobs is no job's output
         try:
-            wire.send(self.msgs, ("job", job), "the loader's job")
+            wire.send(self.msgs, ("job", job.to_wire()), "the loader's job")
         except OSError:
             return False
         self.jobs += 1

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
 
 from tileprobe.errors import ProbeError
+from tileprobe.probe.loader_job import LoaderJob
 from tileprobe.probe.plans import (
     FileReport,
     ProbePlan,
@@ -202,11 +203,11 @@ def child_main() -> None:
     ("job", dict) and exits at end of file (or on anything else)."""
     from tileprobe.probe.zygote_side import under_nanny
     from tileprobe.procs import die_with_parent
-    fd, job = int(sys.argv[1]), json.loads(sys.argv[2])
-    parent = under_nanny(job["parent"])   # probe code that signals its parent reaches a nanny of its own
+    fd, job = int(sys.argv[1]), LoaderJob.from_wire(json.loads(sys.argv[2]))
+    parent = under_nanny(job.parent)   # probe code that signals its parent reaches a nanny of its own
     die_with_parent(signal.SIGKILL, parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    sys.path[:] = job["sys_path"] + [p for p in sys.path if p not in job["sys_path"]]
+    sys.path[:] = job.sys_path + [p for p in sys.path if p not in job.sys_path]
     real_exit = os._exit
     conn = Connection(fd)
     import cuda.tile  # noqa: F401  — not probe code: imported before the probe's clock starts
@@ -214,25 +215,25 @@ def child_main() -> None:
     from tileprobe.probe.plancache import watch_missing
     watch_missing()   # the modules probe code looks for and does not find (a plan kept for later names them)
     from tileprobe.probe import define, signature  # noqa: F401
-    while job is not None:
-        _serve_job(conn, job)
-        job = _next_job(conn) if job.get("stay") else None
+    next_job: LoaderJob | None = job
+    while next_job is not None:
+        _serve_job(conn, next_job)
+        next_job = _next_job(conn) if next_job.stay else None
     real_exit(0)
 
 
-def _serve_job(conn: Connection, job: dict) -> None:
+def _serve_job(conn: Connection, job: LoaderJob) -> None:
     """In the loader child: run one job (:func:`check_file` or a task) and send its report, as data."""
     from tileprobe.probe import plancache, wire
-    tempfile.tempdir = job["tmp"]      # each job's own folder (the parent removes it)
+    tempfile.tempdir = job.tmp      # each job's own folder (the parent removes it)
     stage = lambda t: wire.send(conn, ("stage", str(t)))
     try:
-        report = (_run_task(job, stage) if job.get("task") else
-                  check_file(job["path"], job["targets"], job["max_variants"], stage, job.get("cases"),
-                             job.get("hints"), job.get("num_sms")))
+        report = (_run_task(job, stage) if job.task else
+                  check_file(job.path, job.targets, job.max_variants, stage, job.cases, job.hints, job.num_sms))
     except BaseException as e:
         from tileprobe.probe.define import describe_exception
-        report = FileReport(os.path.abspath(job["path"]), errors=[f"{job['path']}: loading failed inside tileprobe: "
-                                                                  f"{describe_exception(e)}"])
+        report = FileReport(os.path.abspath(job.path), errors=[f"{job.path}: loading failed inside tileprobe: "
+                                                               f"{describe_exception(e)}"])
     report.code_files = plancache.code_files() if plancache.enabled() else []   # (hashes: only when kept)
     with contextlib.suppress(Exception):   # what the job printed is in the pipe before its report
         sys.stdout.flush()
@@ -244,26 +245,31 @@ def _serve_job(conn: Connection, job: dict) -> None:
             f"{report.path}: its report cannot be sent to tileprobe as data ({e})"]))))
 
 
-def _next_job(conn: Connection) -> dict | None:
-    """In a staying loader child: the parent's next job (a ("job", dict) message), or None to exit (end of file,
-    or anything else)."""
+def _next_job(conn: Connection) -> LoaderJob | None:
+    """In a staying loader child: the parent's next job (a ("job", object) message, checked), or None to exit (end
+    of file, or anything else: a job whose fields do not fit too)."""
     from tileprobe.probe import wire
     try:
         kind, payload = wire.recv(conn)
+        return LoaderJob.from_wire(payload) if kind == "job" and type(payload) is dict else None
     except (EOFError, OSError, wire.WireError, TypeError, ValueError):
         return None
-    return payload if kind == "job" and type(payload) is dict else None
 
 
-def _run_task(job: dict, stage: Callable[[str], None]) -> FileReport:
-    """In the loader child: run tileprobe's function ``job["task"]`` (``"tileprobe.mod:name"``) as
-    ``fn(path, stage, **args)`` with the arguments in the file ``job["task_args"]`` (a :mod:`tileprobe.probe.wire`
-    message); it returns (data, errors) and guards the probe code it runs itself."""
+def _run_task(job: LoaderJob, stage: Callable[[str], None]) -> FileReport:
+    """In the loader child: run tileprobe's function ``job.task`` (``"tileprobe.mod:name"``) as
+    ``fn(path, stage, **args)`` with the arguments in the file ``job.task_args`` (a :mod:`tileprobe.probe.wire`
+    message); it returns (data, errors) and guards the probe code it runs itself.
+
+    Raises:
+        ValueError: the task is no function of tileprobe's, or the job names no arguments file."""
     from tileprobe.probe import wire
-    module, _, name = job["task"].partition(":")
+    module, _, name = (job.task or "").partition(":")
     if not module.startswith("tileprobe."):
-        raise ValueError(f"not a tileprobe task: {job['task']!r}")
-    with open(job["task_args"], "rb") as f:
+        raise ValueError(f"not a tileprobe task: {job.task!r}")
+    if job.task_args is None:
+        raise ValueError(f"the task {job.task!r} came without its arguments file")
+    with open(job.task_args, "rb") as f:
         args = wire.loads(f.read())
-    data, errors = getattr(importlib.import_module(module), name)(job["path"], stage, **args)
-    return FileReport(os.path.abspath(job["path"]), errors=list(errors), data=data, uses_torch="torch" in sys.modules)
+    data, errors = getattr(importlib.import_module(module), name)(job.path, stage, **args)
+    return FileReport(os.path.abspath(job.path), errors=list(errors), data=data, uses_torch="torch" in sys.modules)

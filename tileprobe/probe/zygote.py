@@ -33,6 +33,7 @@ from collections.abc import Iterator, Sequence
 
 # The parts (re-exported here: callers import them from this module). zygote_side: the zygote process's own code and
 # the protocol's limits; zygote_client: one zygote as its starter sees it; probe_imports: what a probe file imports.
+from tileprobe.probe.loader_job import LoaderJob
 from tileprobe.probe.probe_imports import installed_imports, needs_torch
 from tileprobe.probe.zygote_client import (  # noqa: F401
     Zygote,
@@ -261,17 +262,17 @@ def replaced_after(z: Zygote) -> bool:
     return now is not None and now is not z
 
 
-def start_loader(job: dict, msg_fd: int, env: dict, preload_s: float = PRELOAD_TIMEOUT_S) -> ZygoteProcess | None:
+def start_loader(job: LoaderJob, msg_fd: int, env: dict, preload_s: float = PRELOAD_TIMEOUT_S) -> ZygoteProcess | None:
     """A probe loader (:func:`tileprobe.probe.loader_child.child_main`) forked from the zygote, its output on a pipe
     (``.stdout``); None when there is no zygote (the caller starts ``python -c`` as before). ``preload_s``: the
     most its installed packages' import in the zygote may take (:func:`installed_imports`; the probe's timeout)."""
     z = current()
     if z is None:
         return None
-    heavy = needs_torch(job["path"])
-    preload = installed_imports(job["path"]) if heavy and os.environ.get(PRELOAD_ENV, "1") != "0" else ()
+    heavy = needs_torch(job.path)
+    preload = installed_imports(job.path) if heavy and os.environ.get(PRELOAD_ENV, "1") != "0" else ()
     try:
-        return z.start("_loader_entry", (job,), [msg_fd], stdout=True, env=env, heavy=heavy, preload=preload,
+        return z.start("_loader_entry", (job.to_wire(),), [msg_fd], stdout=True, env=env, heavy=heavy, preload=preload,
                        preload_s=min(PRELOAD_TIMEOUT_S, preload_s))
     except ZygoteError:
         pass
@@ -279,7 +280,7 @@ def start_loader(job: dict, msg_fd: int, env: dict, preload_s: float = PRELOAD_T
     if again is None or again is z:   # does not import them (the loader does, contained), rather than a fresh
         return None                   # Python whose parent would be tileprobe itself
     try:
-        return again.start("_loader_entry", (job,), [msg_fd], stdout=True, env=env, heavy=heavy)
+        return again.start("_loader_entry", (job.to_wire(),), [msg_fd], stdout=True, env=env, heavy=heavy)
     except ZygoteError:
         return None
 

@@ -12,6 +12,7 @@ import socket
 import sys
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 #: Modules the zygote imports before forking anything (0.1-0.3 s): cuTile's front (``import cuda.tile`` does not
 #: import torch in cuda-tile 1.7.0) and tileprobe's loader and worker side.
@@ -103,6 +104,45 @@ def _exit_on_hangup(fd: int) -> None:
                     os._exit(0)
 
 
+@dataclass
+class ForkRequest:
+    """What the tileprobe process asks its zygote (:meth:`tileprobe.probe.zygote_client.Zygote.start`, as a
+    :mod:`tileprobe.probe.wire` object; the format is docs/FAILURES.md's): fork a child that runs the function
+    ``entry`` of this module with the first ``nfds`` received descriptors and ``args``, in the environment ``env``,
+    folder ``cwd`` and ``sys.path`` given, its output on the last descriptor when ``stdout``; ``heavy``: after
+    :data:`HEAVY` is imported (without torch only when ``torch_free``), ``preload`` imported first within
+    ``preload_s`` s. ``prefetch`` (``Zygote.prefetch_heavy``): import :data:`HEAVY` now, fork nothing."""
+    entry: str = ""
+    args: list = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: str = ""
+    sys_path: list[str] = field(default_factory=list)
+    nfds: int = 0
+    stdout: bool | None = False
+    heavy: bool | None = False
+    torch_free: bool | None = False
+    preload: list[str] = field(default_factory=list)
+    preload_s: float | None = None
+    prefetch: bool | None = False
+
+    @classmethod
+    def from_wire(cls, data: bytes) -> ForkRequest | str:
+        """The request in ``data`` (a wire message), each field's type checked; or, for anything else (no wire
+        object, not an object, a field of the wrong type), what to answer with ("failed", it)."""
+        from tileprobe.jsonrecord import FieldError, from_dict
+        from tileprobe.probe import wire
+        try:
+            req = wire.loads(data)
+        except wire.WireError:
+            req = None
+        if type(req) is not dict:
+            return "a request that is not one"
+        try:
+            return from_dict(cls, req, where="the zygote's request")
+        except FieldError as e:
+            return f"a request that is not one ({e})"
+
+
 def _send(sock, msg: tuple, lock) -> None:
     from tileprobe.probe import wire
     with lock, contextlib.suppress(OSError):
@@ -153,29 +193,25 @@ def _serve(sock, reaper: _Reaper) -> None:
             return
         if not data:
             return
-        from tileprobe.probe import wire
-        try:
-            req = wire.loads(data)
-        except wire.WireError:
-            req = None
-        if type(req) is not dict:
+        req = ForkRequest.from_wire(data)
+        if isinstance(req, str):
             for fd in fds:
                 os.close(fd)
-            _send(sock, ("failed", "a request that is not one"), reaper.lock)
+            _send(sock, ("failed", req), reaper.lock)
             continue
-        if req.get("prefetch"):       # Zygote.prefetch_heavy: import now, fork nothing, answer nothing
+        if req.prefetch:       # Zygote.prefetch_heavy: import now, fork nothing, answer nothing
             for fd in fds:
                 os.close(fd)
             if heavy:
-                _import_heavy(heavy, bool(req.get("torch_free")))
+                _import_heavy(heavy, bool(req.torch_free))
             continue
-        if req.get("heavy") and heavy:
-            _import_heavy(heavy, bool(req.get("torch_free")))
-        if req.get("heavy") and req.get("preload") and not _HEAVY_FAILED and not _TORCH_BLOCKED:
-            _preload(req["preload"], req["sys_path"], float(req.get("preload_s") or PRELOAD_TIMEOUT_S))
+        if req.heavy and heavy:
+            _import_heavy(heavy, bool(req.torch_free))
+        if req.heavy and req.preload and not _HEAVY_FAILED and not _TORCH_BLOCKED:
+            _preload(req.preload, req.sys_path, float(req.preload_s or PRELOAD_TIMEOUT_S))
         refused = ("its import of cuTile failed" if _HEAVY_FAILED else
-                   "its cuTile was imported without torch" if _TORCH_BLOCKED and not req.get("torch_free") else None)
-        if req.get("heavy") and refused:
+                   "its cuTile was imported without torch" if _TORCH_BLOCKED and not req.torch_free else None)
+        if req.heavy and refused:
             for fd in fds:
                 os.close(fd)
             _send(sock, ("failed", refused), reaper.lock)
@@ -243,7 +279,7 @@ def _preload(names: list, path: list, limit_s: float = PRELOAD_TIMEOUT_S) -> Non
                 signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
 
 
-def _fork(sock, req: dict, fds: list[int], reaper: _Reaper) -> None:
+def _fork(sock, req: ForkRequest, fds: list[int], reaper: _Reaper) -> None:
     zygote = os.getpid()
     try:
         pid = os.fork()
@@ -262,17 +298,17 @@ def _fork(sock, req: dict, fds: list[int], reaper: _Reaper) -> None:
                     signal.signal(sig, signal.SIG_DFL)
             signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the command's; it stops its children
             os.environ.clear()
-            os.environ.update(req["env"])
-            os.chdir(req["cwd"])
-            sys.path[:] = req["sys_path"]
-            if req["stdout"]:
+            os.environ.update(req.env)
+            os.chdir(req.cwd)
+            sys.path[:] = req.sys_path
+            if req.stdout:
                 devnull = os.open(os.devnull, os.O_RDONLY)
                 os.dup2(devnull, 0)
                 os.dup2(fds[-1], 1)
                 os.dup2(fds[-1], 2)
                 os.close(fds[-1])
-            entry: Callable = globals()[req["entry"]]
-            entry(fds[:req["nfds"]], *req["args"])
+            entry: Callable = globals()[req.entry]
+            entry(fds[:req.nfds], *req.args)
             code = 0
         except SystemExit as e:
             code = e.code if isinstance(e.code, int) else 1

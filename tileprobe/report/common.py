@@ -4,7 +4,10 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
 
+from tileprobe.jsonrecord import from_dict
 from tileprobe.model.arch import NOT_SOURCED
 from tileprobe.model.sass import tma_data_ops
 from tileprobe.records import PtxFacts, SassFacts
@@ -301,15 +304,42 @@ def sass_columns(rows: Iterable[VariantRecord]) -> list[tuple[str, Callable[[Var
     return cols
 
 
+@dataclass(frozen=True)
+class Remark:
+    """One compiler remark of a record (``VariantRecord.remarks``: the JSON objects
+    :func:`tileprobe.model.remarks.parse_remarks` makes): its ``kind`` (``Passed``, ``Missed``, ``Analysis``,
+    ``Failure``), the remark's ``name``, the compiler ``pass_name`` that made it (the JSON's ``pass``), its
+    ``message``, the source ``line`` and the ``details`` lines. Values as the JSON holds them (a stored remark is not
+    re-checked); a missing key reads ``""`` (``line``: None, ``details``: none)."""
+    kind: Any = ""
+    name: Any = ""
+    message: Any = ""
+    line: Any = None
+    details: Any = ()
+    pass_name: Any = ""
+
+    @classmethod
+    def of(cls, d: Any) -> Remark | None:
+        """The remark of a record's JSON object, or None for an item that is no object (a damaged file)."""
+        if not isinstance(d, dict):
+            return None
+        return replace(from_dict(cls, d, where="a compiler remark"), pass_name=d.get("pass", ""))
+
+
+def remarks_of(r: VariantRecord) -> list[Remark]:
+    """The compiler remarks of ``r`` as records (items that are no objects left out)."""
+    return [rem for rem in map(Remark.of, r.remarks or []) if rem is not None]
+
+
 def remark_lines(r: VariantRecord, limit: int | None = 6) -> list[str]:
     """Short lines for the compiler remarks that explain something (failures, misses, hint defaults skipped)."""
     out = []
-    for rem in r.remarks:
-        if rem.get("kind") in ("Passed",) and "Failed" not in rem.get("name", ""):
+    for rem in remarks_of(r):
+        if rem.kind in ("Passed",) and "Failed" not in rem.name:
             continue
-        loc = f"line {rem['line']}: " if rem.get("line") else ""
-        detail = "; ".join(d.split("): ", 1)[-1] for d in rem.get("details", [])[:2])
-        out.append(f"{loc}{rem.get('message') or rem.get('name')}" + (f" ({detail})" if detail else ""))
+        loc = f"line {rem.line}: " if rem.line else ""
+        detail = "; ".join(d.split("): ", 1)[-1] for d in list(rem.details or ())[:2])
+        out.append(f"{loc}{rem.message or rem.name}" + (f" ({detail})" if detail else ""))
     return out[:limit] if limit is not None else out
 
 
@@ -384,19 +414,38 @@ RUN_COLUMNS = [
 ]
 
 
+@dataclass
+class BestHints:
+    """One kernel case's fastest correct hints under one compiler (an item of
+    :func:`tileprobe.run.session.best_hints`): the best variant's hints and median (µs), the default variant's, and
+    the speed-up of the best over the default (None without a default variant)."""
+    kernel: str
+    arch: str
+    case: dict | None = None
+    tileiras: str | None = ""
+    best_hints: dict | None = None
+    best_us: float = 0.0
+    default_hints: dict | None = None
+    default_us: float | None = None
+    speedup: float | None = None
+
+
 def best_lines(best: Iterable[dict]) -> list[str]:
     """One line per kernel case and compiler: the compiler version, the fastest correct hint and its speed-up over
     the default variant. ``best``: the dicts of :func:`tileprobe.run.session.best_hints`
-    (:meth:`tileprobe.run.session.RunResult.best_hints`)."""
+    (:meth:`tileprobe.run.session.RunResult.best_hints`), read into :class:`BestHints`.
+
+    Raises:
+        tileprobe.jsonrecord.FieldError: an item that does not fit :class:`BestHints` (named with its field)."""
     out = []
-    for b in best:
-        case = fmt_kv(b["case"]) if b["case"] else ""
-        hints = fmt_kv(b["best_hints"]) if b["best_hints"] else "declared hints"
-        head = " ".join(x for x in (b["kernel"], b["arch"], short_build(b.get("tileiras", "")), case) if x)
-        line = f"{head}: best {hints} {b['best_us']:,.1f} µs"
-        if b["speedup"] is not None:
-            dflt = fmt_kv(b["default_hints"]) if b["default_hints"] else "declared hints"
-            line += f", {b['speedup']:.2f}× vs default {dflt} {b['default_us']:,.1f} µs"
+    for b in (from_dict(BestHints, d, where="the best hints") for d in best):
+        case = fmt_kv(b.case) if b.case else ""
+        hints = fmt_kv(b.best_hints) if b.best_hints else "declared hints"
+        head = " ".join(x for x in (b.kernel, b.arch, short_build(b.tileiras or ""), case) if x)
+        line = f"{head}: best {hints} {b.best_us:,.1f} µs"
+        if b.speedup is not None:
+            dflt = fmt_kv(b.default_hints) if b.default_hints else "declared hints"
+            line += f", {b.speedup:.2f}× vs default {dflt} {b.default_us or 0.0:,.1f} µs"
         out.append(line)
     return out
 

@@ -40,6 +40,7 @@ from tileprobe.report.common import (
     headers,
     hint_columns,
     noteworthy,
+    remarks_of,
     row_cells,
     sass_columns,
     short_build,
@@ -197,11 +198,8 @@ def remarks_section(rows: Sequence[VariantRecord]) -> str:
     """Compiler remarks of these records, each distinct remark once with the variants that gave it."""
     seen: dict[tuple, list[str]] = defaultdict(list)
     for r in rows:
-        for m in r.remarks or []:
-            if not isinstance(m, dict):
-                continue
-            key = (m.get("kind", ""), m.get("name", "") or m.get("pass", ""), m.get("message", ""),
-                   tuple(m.get("details") or ()), m.get("line"))
+        for m in remarks_of(r):
+            key = (m.kind, m.name or m.pass_name, m.message, tuple(m.details or ()), m.line)
             seen[key].append(f"{short_build(r.tileiras)} {r.arch} {_label(r)}")
     if not seen:
         return ""

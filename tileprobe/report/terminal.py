@@ -452,21 +452,21 @@ def render_history(hist: History, console: Console, limit: int | None = None) ->
     only the newest ``limit`` of each are listed."""
     say(console, f"store: {hist.store}")
     _print_table(console, "audits", ("id", "when (UTC)", "host", "variants", "s", "command"),
-                 [(str(a["id"]), _when(a["created"]), a["host"] or "", str(a["n_variants"]),
-                   f"{a['wall_s'] or 0:.1f}", a["command_line"] or "") for a in hist.audits])
-    pool = any(c.get("reg_pool") not in (None, "none") for c in hist.compiles)   # shown when any has one
+                 [(str(a.id), _when(a.created or ""), a.host or "", str(a.n_variants),
+                   f"{a.wall_s or 0:.1f}", a.command_line or "") for a in hist.audits])
+    pool = any(c.reg_pool not in (None, "none") for c in hist.compiles)   # shown when any has one
     _print_table(console, "compiles", ("when (UTC)", "kernel", "case", "hints", "arch", "compiler", "status", "regs",
                                        "CTAs/SM", "compile s", *((POOL_HEADER,) if pool else ()), "µs"),
-                 [(_when(c["created"]), c["kernel"], fmt_kv(c["case"]), fmt_kv(c["hints"]), c["arch"],
-                   short_build(c["tileiras"]) if c["tileiras"] else "", c["status"], _num(c["registers"]),
-                   _num(c["ctas_per_sm"]), _num(c.get("compile_s"), ".2f"),
-                   *((POOL_CELLS.get(c.get("reg_pool") or "none", str(c.get("reg_pool"))),) if pool else ()),
-                   _num(c["median_us"], ".1f")) for c in hist.compiles])
+                 [(_when(c.created or ""), c.kernel or "", fmt_kv(c.case or {}), fmt_kv(c.hints or {}), c.arch or "",
+                   short_build(c.tileiras) if c.tileiras else "", c.status or "", _num(c.registers),
+                   _num(c.ctas_per_sm), _num(c.compile_s, ".2f"),
+                   *((POOL_CELLS.get(c.reg_pool or "none", str(c.reg_pool)),) if pool else ()),
+                   _num(c.median_us, ".1f")) for c in hist.compiles])
     if hist.runs:
         _print_table(console, "runs", ("when (UTC)", "kernel", "case", "hints", "arch", "GPU", "driver", "status",
                                        "µs"),
-                     [(_when(r["created"]), r["kernel"], fmt_kv(r["case"]), fmt_kv(r["hints"]), r["arch"],
-                       r["gpu"] or "", r["driver"] or "", r["status"] or "", _num(r["median_us"], ".1f"))
+                     [(_when(r.created or ""), r.kernel or "", fmt_kv(r.case or {}), fmt_kv(r.hints or {}), r.arch or "",
+                       r.gpu or "", r.driver or "", r.status or "", _num(r.median_us, ".1f"))
                       for r in hist.runs])
     if limit:
         say(console, f"(newest {limit} of each; --limit 0 lists all, --json/--csv export all)")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from tileprobe.report.fit import Column
 from tileprobe.report.terminal import print_fitted_table
 from tileprobe.report.text import say
+from tileprobe.report.tune_facts import CheckFacts, FinalFacts, PreviousTune, TuneTimes
 from tileprobe.schema import short_build
 from tileprobe.tune.result import CUT_REASON, NO_SM_COUNT, NOT_SAMPLED_REASON, CandidateRow, ProblemResult, TuneResult
 
@@ -162,7 +163,7 @@ def _render_problem(p: ProblemResult, console, all_rows: bool = False) -> None:
     if "stack B / STL" not in fitted.dropped and any(r.stack_bytes is not None and not (r.spills or {}) for r in shown):
         say(console, "  stack B / STL: no STL count where the SASS was not read (the tune reads it only for kernels "
                      "whose PTX has setmaxnreg, for the hang check); `tileprobe audit` of the probe reads it")
-    if (p.final or {}).get("vs_pick") and "vs pick" not in fitted.dropped:
+    if p.final and FinalFacts.of(p.final).vs_pick and "vs pick" not in fitted.dropped:
         say(console, "  vs pick: the steady-state final's ratio (over the passes both ran) for the rows it timed "
                      "(note: final …), the race medians' for the others")
     if len(shown) < len(rows):
@@ -241,27 +242,28 @@ def final_line(final: dict) -> str:
     """The steady-state final (``tileprobe.tune.race``, module doc 7) in one line: why it ran, each contender's
     figure (µs; and × the pick's over the passes both ran), and whether it changed the race's pick; or why it was
     skipped."""
-    reasons = final.get("reasons")
+    f = FinalFacts.of(final)
+    reasons = f.reasons
     why = ", ".join(str(r) for r in reasons) if isinstance(reasons, (list, tuple)) and reasons else "a power limit"
-    cut = ", cut short by --budget" if final.get("cut") else ""
-    head = f"steady-state final (the clocks were set by {why}; {final.get('passes', 0)} pass(es){cut})"
-    if final.get("skipped"):
-        return f"{head}: skipped: {final['skipped']}; the race's own ranking of the rest decides"
-    figures = {k: v for k, v in (final.get("figures_us") or {}).items() if isinstance(v, (int, float))}
-    ratios = {k: v for k, v in (final.get("vs_pick") or {}).items() if isinstance(v, (int, float))}
-    order = sorted(figures, key=lambda k: (k != final.get("pick"), ratios.get(k, 0.0), figures[k]))
+    cut = ", cut short by --budget" if f.cut else ""
+    head = f"steady-state final (the clocks were set by {why}; {f.passes} pass(es){cut})"
+    if f.skipped:
+        return f"{head}: skipped: {f.skipped}; the race's own ranking of the rest decides"
+    figures = {k: v for k, v in (f.figures_us or {}).items() if isinstance(v, (int, float))}
+    ratios = {k: v for k, v in (f.vs_pick or {}).items() if isinstance(v, (int, float))}
+    order = sorted(figures, key=lambda k: (k != f.pick, ratios.get(k, 0.0), figures[k]))
     if not order:
         return head
     named = " · ".join(f"{label} {figures[label]:,.1f} µs"
-                       + (f" ({ratios[label]:.3f}×)" if label != final.get("pick") and label in ratios else "")
+                       + (f" ({ratios[label]:.3f}×)" if label != f.pick and label in ratios else "")
                        for label in order[:FINAL_NAMED])
     more = f" · and {len(order) - FINAL_NAMED} more" if len(order) > FINAL_NAMED else ""
-    if not final.get("changed"):
+    if not f.changed:
         change = "; the race's leader kept its place"
-    elif final.get("leader_before") in (final.get("tie") or []):
-        change = f"; it ties with the race's leader, {final.get('leader_before')}"
+    elif f.leader_before in (f.tie or []):
+        change = f"; it ties with the race's leader, {f.leader_before}"
     else:
-        change = f"; the race had led with {final.get('leader_before')}"
+        change = f"; the race had led with {f.leader_before}"
     return f"{head}: {named}{more}{change}"
 
 
@@ -274,7 +276,7 @@ def verdict_lines(p: ProblemResult, compact: bool = False) -> list[str]:
         out.append(f"winner: {pick.label}: {_us(pick.median_us)} µs {_ci(pick)} ({pick.n} samples)"
                    f"{_final_text(pick)}{_check_text(pick)}")
     elif p.verdict == "tie":
-        by = "lowest final figure" if p.final and p.final.get("figures_us") else "lowest median"
+        by = "lowest final figure" if p.final and FinalFacts.of(p.final).figures_us else "lowest median"
         out.append(f"tie (within noise, {len(p.tie)} candidates; pick = {by}): " +
                    "; ".join(f"{t.label} {_us(t.median_us)} µs {_ci(t)}{_final_text(t)}" for t in p.tie)
                    + _check_text(pick))
@@ -287,8 +289,9 @@ def verdict_lines(p: ProblemResult, compact: bool = False) -> list[str]:
         if r.config is not None and r.status not in ("ok", "winner", "tie", "eliminated", "duplicate_launch"):
             reason = (r.reason or "").strip().splitlines()
             failed.setdefault((r.status, reason[0][:200] if reason else ""), []).append(r.label)
-        if r.check and r.check.get("status") == "unchecked":
-            out.append(f"unchecked: {r.label}: {r.check.get('message')}")
+        check = CheckFacts.of(r.check) if r.check else None
+        if check is not None and check.status == "unchecked":
+            out.append(f"unchecked: {r.label}: {check.message}")
     for (status, reason), labels in failed.items():
         if compact and len(labels) > 1:
             out.append(f"{status}: {len(labels)} candidates ({labels[0]}, …): {reason}")
@@ -305,36 +308,41 @@ def _final_text(r: CandidateRow) -> str:
 
 
 def _check_text(r: CandidateRow | None) -> str:
-    c = (r.check if r is not None else None) or {}
-    if c.get("status") == "ok" and c.get("rel_err") is not None:
-        return f"; checked against the {c.get('against')}: rel. error {c['rel_err']:.2g} ≤ {c.get('tolerance'):.2g}"
-    return f"; check: {c.get('status')}" if c else ""
+    if r is None or not r.check:
+        return ""
+    c = CheckFacts.of(r.check)
+    if c.status == "ok" and c.rel_err is not None:
+        return f"; checked against the {c.against}: rel. error {c.rel_err:.2g} ≤ {c.tolerance:.2g}"
+    return f"; check: {c.status}"
 
 
-def previous_line(prev: dict) -> str:
-    """What changed since the tune with the previous compiler."""
-    before = short_build(prev.get("tileiras_before") or "")
-    if not prev.get("changed"):
+def previous_line(previous: dict) -> str:
+    """What changed since the tune with the previous compiler (``previous``: the problem's ``previous`` JSON,
+    :class:`~tileprobe.report.tune_facts.PreviousTune`)."""
+    prev = PreviousTune.of(previous)
+    before = short_build(prev.tileiras_before or "")
+    if not prev.changed:
         return f"since the tune with {before}: same winner"
-    now = prev.get("old_pick_now") or {}
-    old = prev.get("pick_before") or {}
-    label = " ".join(f"{k}={v}" for k, v in {**(old.get("case") or {}), **(old.get("hints") or {})}.items())
+    now = prev.old_pick_now
+    old = prev.pick_before
+    label = " ".join(f"{k}={v}" for k, v in {**((old.case if old else None) or {}),
+                                             **((old.hints if old else None) or {})}.items())
     text = f"since the tune with {before}: the winner changed (was {label or 'declared hints'}"
-    if now.get("median_us") is not None:
-        text += f", now {now['median_us']:,.1f} µs ({now.get('status')})"
-        if prev.get("loss_pct") is not None:
-            text += f": keeping it would lose {prev['loss_pct']:.1f} % against the new winner"
-        if prev.get("old_pick_change_pct") is not None:
-            text += f"; it took {prev['median_us_before']:,.1f} µs with {before} ({prev['old_pick_change_pct']:+.1f} %)"
+    if now is not None and now.median_us is not None:
+        text += f", now {now.median_us:,.1f} µs ({now.status})"
+        if prev.loss_pct is not None:
+            text += f": keeping it would lose {prev.loss_pct:.1f} % against the new winner"
+        if prev.old_pick_change_pct is not None:
+            text += f"; it took {prev.median_us_before:,.1f} µs with {before} ({prev.old_pick_change_pct:+.1f} %)"
     else:
         text += ", not timed in this tune"
     return text + ")"
 
 
-def _efficiency(times: dict) -> str:
+def _efficiency(times: TuneTimes) -> str:
     """``; kernel time 0.4 s = 9.8 % of the race`` (the race's efficiency: timed kernel time ÷ race wall), or ``""``
     when either is missing or the race took no time."""
-    kernel, race = times.get("race_kernel_s"), times.get("race_s")
+    kernel, race = times.race_kernel_s, times.race_s
     if kernel is None or not race:
         return ""
     return f"; kernel time {kernel:.2f} s = {100 * kernel / race:.1f} % of the race"
@@ -344,14 +352,15 @@ def time_line(times: dict, compiled: int | None = None) -> str:
     """``time: start-up 1.9 s · plan 0.2 s · compile 12.1 s · GPU worker start 7.9 s (waited 0.0 s) · …``; when
     ``compiled`` is 0 (every candidate came from the store) the ``compile_s`` part is named for what it was:
     ``reading the store 4.8 s (nothing compiled)``."""
-    def s(key):
-        v = times.get(key)
+    t = TuneTimes.of(times)
+
+    def s(v: float | None) -> str:
         return "-" if v is None else f"{v:.1f} s"
-    stage = f"reading the store {s('compile_s')} (nothing compiled)" if compiled == 0 else f"compile {s('compile_s')}"
-    parts = [f"start-up {s('startup_s')}", f"plan {s('plan_s')}", stage]
-    if times.get("worker_start_s") is not None:
-        parts.append(f"GPU worker start {s('worker_start_s')} (waited {s('worker_wait_s')} after compiling)")
-    if times.get("race_s") is not None:
-        parts.append(f"race {s('race_s')} (checks {s('check_s')}{_efficiency(times)})")
-    parts += [f"store {s('store_s')}", f"total {s('total_s')}"]
+    stage = f"reading the store {s(t.compile_s)} (nothing compiled)" if compiled == 0 else f"compile {s(t.compile_s)}"
+    parts = [f"start-up {s(t.startup_s)}", f"plan {s(t.plan_s)}", stage]
+    if t.worker_start_s is not None:
+        parts.append(f"GPU worker start {s(t.worker_start_s)} (waited {s(t.worker_wait_s)} after compiling)")
+    if t.race_s is not None:
+        parts.append(f"race {s(t.race_s)} (checks {s(t.check_s)}{_efficiency(t)})")
+    parts += [f"store {s(t.store_s)}", f"total {s(t.total_s)}"]
     return "time: " + " · ".join(parts)
