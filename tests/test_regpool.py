@@ -450,3 +450,48 @@ IADD3 R5, R0, ~R6, RZ
     assert (env["R1"], env["R2"], env["R3"], env["UR4"], env["R4"]) == (4, 4, 11, 4, 7)
     assert env["R5"] == 8             # 9 + ~0 = 9 - 1
     assert "P1" not in env            # the carry-out predicate is no longer known
+
+
+def _reach_one_warp_at_a_time(instructions, warps: int) -> dict[int, set[int]]:
+    """warp_reach without the memo the warps' walks share: each warp's walk on its own."""
+    from tileprobe.model.regpool import _blocks, _walk
+    labels = {lab: i for i, ins in enumerate(instructions) for lab in ins.labels}
+    reached: dict[int, set[int]] = {}
+    for w in range(warps):
+        for i in _walk(instructions, labels, w, _blocks(instructions)):
+            reached.setdefault(i, set()).add(w)
+    return reached
+
+
+def test_shared_block_memo_gives_each_warp_its_own_reach_on_a_split():
+    from tileprobe.model.regpool import warp_reach
+    from tileprobe.model.regpool_ops import _parse
+    ins = _parse(_listing(_SPLIT.format(grow="0xe8", shrink="0x18")), None)
+    reached, problem = warp_reach(ins, 8)
+    assert problem is None
+    assert reached == _reach_one_warp_at_a_time(ins, 8)
+    alloc = next(i for i, x in enumerate(ins) if "TRY_ALLOC" in x.opcode)
+    dealloc = next(i for i, x in enumerate(ins) if "DEALLOC" in x.opcode)
+    assert reached[alloc] == {0, 1, 2, 3} and reached[dealloc] == {4, 5, 6, 7}
+
+
+@needs_nvdisasm
+@pytest.mark.parametrize("cubin", sorted((DATA / "regpool").glob("*.cubin")), ids=lambda p: p.name)
+def test_shared_block_memo_gives_the_same_reach_as_warps_walked_alone(cubin):
+    from tileprobe.model.regpool import warp_reach
+    from tileprobe.model.regpool_ops import _parse
+    from tileprobe.model.sass import disassemble
+    ins = _parse(disassemble(cubin.read_bytes()), None)
+    reached, problem = warp_reach(ins, 8)
+    assert problem is None and reached
+    assert reached == _reach_one_warp_at_a_time(ins, 8)
+
+
+@needs_nvdisasm
+def test_a_listing_read_twice_gives_equal_records_that_are_not_shared():
+    from tileprobe.model.sass import disassemble, facts_from_listing
+    data = OCC16.read_bytes()
+    listing = disassemble(data)
+    (s1, p1), (s2, p2) = facts_from_listing(data, "", listing), facts_from_listing(data, "", listing)
+    assert p1.verdict == HANG_RISK and p1 == p2 and p1 is not p2
+    assert s1 == s2 and s1 is not s2 and s1.opcodes is not s2.opcodes

@@ -30,6 +30,15 @@ def _children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
+def _pythonpath(tree: str) -> str:
+    """``tree`` first, then this process's ``PYTHONPATH`` less any tileprobe checkout (a folder holding
+    ``tileprobe/__init__.py``): the probes' own packages (``tilegym`` installed with ``pip --target``) stay
+    importable, and only ``tree``'s tileprobe runs."""
+    rest = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+            if p and not os.path.exists(os.path.join(p, "tileprobe", "__init__.py"))]
+    return os.pathsep.join([tree, *rest])
+
+
 def run_audit(probes: list[str], arch: str, jobs: int, sass: bool, tree: str) -> dict:
     """One audit in a child process on an empty store: its wall time and its records' figures."""
     with tempfile.TemporaryDirectory(prefix="bench-audit-pace-") as tmp:
@@ -38,7 +47,7 @@ def run_audit(probes: list[str], arch: str, jobs: int, sass: bool, tree: str) ->
                "--store", os.path.join(tmp, "store.sqlite"), "--json", out, "--format", "none"]
         if not sass:
             cmd.append("--no-sass")
-        env = {**os.environ, "PYTHONPATH": tree, "TMPDIR": tmp}
+        env = {**os.environ, "PYTHONPATH": _pythonpath(tree), "TMPDIR": tmp}
         load0 = os.getloadavg()[0]
         t0, cpu0 = time.perf_counter(), _children_cpu()
         proc = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True)

@@ -54,6 +54,7 @@ from tileprobe.model.regpool_ops import (
     _PREDICATE_OPERAND,
     _REG,
     _TARGET_LABEL,
+    _TID,
     _add_terms,
     _effect,
     _guard,
@@ -154,7 +155,11 @@ class PoolCheck:
 
 def warp_reach(instructions, warps: int) -> tuple[dict[int, set[int]], str | None]:
     """Which warps reach which instruction: ``({index: {warp, …}}, problem)``; ``problem`` names an indirect
-    branch the walk could not follow (then every instruction counts as reached by every warp)."""
+    branch the walk could not follow (then every instruction counts as reached by every warp).
+
+    The warps' walks share one memo of blocks (:func:`_walk`): a block entered in the same state by two warps is
+    followed once (on the 127 sm_120 cubins of ``examples/*.py``, 2026-12-05, the walk was about half the CPU of
+    their SASS facts)."""
     labels = {lab: i for i, ins in enumerate(instructions) for lab in ins.labels}
     reached: dict[int, set[int]] = {}
     for ins in instructions:
@@ -162,8 +167,9 @@ def warp_reach(instructions, warps: int) -> tuple[dict[int, set[int]], str | Non
             every = set(range(warps))
             return {i: every for i in range(len(instructions))}, f"indirect branch {ins.text()} at {ins.address:#06x}"
     starts = _blocks(instructions)
+    memo: dict[tuple, _BlockRun] = {}
     for w in range(warps):
-        for i in _walk(instructions, labels, w, starts):
+        for i in _walk(instructions, labels, w, starts, memo=memo):
             reached.setdefault(i, set()).add(w)
     return reached, None
 
@@ -183,12 +189,21 @@ def _blocks(instructions) -> list[int]:
     return sorted(s for s in starts if s < len(instructions))
 
 
+@dataclass(frozen=True)
+class _BlockRun:
+    """One block followed from one state: the index of its last instruction followed (a branch, exit or call
+    ends it early) and the states it hands on, ``(index, state)``; the states are never changed afterwards."""
+    last: int
+    succ: tuple[tuple[int, dict], ...]
+
+
 def _walk(instructions, labels, warp: int, starts: list[int] | None = None,
-          undecided: set[int] | None = None) -> set[int]:
+          undecided: set[int] | None = None, memo: dict[tuple, _BlockRun] | None = None) -> set[int]:
     """Indices of instructions warp ``warp`` may reach (a forward data flow to a fixpoint), block by block: the
     state is joined only at block starts, and inside a block each instruction sees the one before it's output with
     warp values made concrete (:func:`_resolve`) — what an instruction-by-instruction walk gives, without a state
-    kept per instruction."""
+    kept per instruction. ``memo`` (shared by the walks of one kernel's warps): block runs by their block and
+    entry state (:func:`_memo_key`), each followed once."""
     starts = _blocks(instructions) if starts is None else starts
     end_of = {b: (starts[k + 1] if k + 1 < len(starts) else len(instructions)) for k, b in enumerate(starts)}
     states: dict[int, dict] = {0: {}}
@@ -199,40 +214,53 @@ def _walk(instructions, labels, warp: int, starts: list[int] | None = None,
         if b >= len(instructions):
             continue
         env = _resolve(states[b], warp)   # the block's own copy, changed in place
-        pending = False                    # env holds a warp value ("warp", k) that the next instruction resolves
-        for i in range(b, end_of[b]):
-            seen.add(i)
-            ins = instructions[i]
-            if pending:
-                _resolve_in_place(env, warp)
-                pending = False
-            succ = _step(ins, env, i, labels)
-            if undecided is not None and succ is not None and ins.base in ("BRA", "EXIT") and \
-                    (len(succ) > 1 or _guard(ins, env) is None):
-                undecided.add(i)
-            if succ is None:           # a plain instruction: on to the next one in the block
-                g = _guard(ins, env)
-                if g is True:
-                    _effect(ins, env, in_place=True)
-                elif g is None:
-                    env = _join(env, _effect(ins, env))
-                pending = ins.base == "SHF"
-                continue
-            for j, e in succ:
-                old = states.get(j)
-                joined = _join(old, e)
-                if old is None or joined != old:
-                    states[j] = joined
-                    work.append(j)
-            break
-        else:                          # the block ran into the next one's start
-            j = end_of[b]
+        key = _memo_key(instructions, b, end_of[b], env, warp) if memo is not None and undecided is None else None
+        run = memo.get(key) if key is not None and memo is not None else None
+        if run is None:
+            run = _run_block(instructions, labels, b, end_of[b], env, warp, undecided)
+            if key is not None and memo is not None:
+                memo[key] = run
+        seen.update(range(b, run.last + 1))
+        for j, e in run.succ:
             old = states.get(j)
-            joined = _join(old, env)
+            joined = _join(old, e)
             if old is None or joined != old:
                 states[j] = joined
                 work.append(j)
     return seen
+
+
+def _memo_key(instructions, b: int, end: int, env: dict, warp: int) -> tuple:
+    """What a block run depends on: the block, its entry state (values with their types: ``True`` is not ``1``
+    here) and the warp when the block can make a warp value (a thread index held or read by an ``S2R``)."""
+    state = tuple((k, type(v), v) for k, v in env.items())
+    own = any(v == _TID for v in env.values()) or any(instructions[i].base == "S2R" for i in range(b, end))
+    return (b, state, warp if own else None)
+
+
+def _run_block(instructions, labels, b: int, end: int, env: dict, warp: int,
+               undecided: set[int] | None) -> _BlockRun:
+    """Follow block ``b`` (instructions ``b`` … ``end`` − 1) from state ``env`` (changed in place) for ``warp``."""
+    pending = False                    # env holds a warp value ("warp", k) that the next instruction resolves
+    for i in range(b, end):
+        ins = instructions[i]
+        if pending:
+            _resolve_in_place(env, warp)
+            pending = False
+        succ = _step(ins, env, i, labels)
+        if undecided is not None and succ is not None and ins.base in ("BRA", "EXIT") and \
+                (len(succ) > 1 or _guard(ins, env) is None):
+            undecided.add(i)
+        if succ is None:           # a plain instruction: on to the next one in the block
+            g = _guard(ins, env)
+            if g is True:
+                _effect(ins, env, in_place=True)
+            elif g is None:
+                env = _join(env, _effect(ins, env))
+            pending = ins.base == "SHF"
+            continue
+        return _BlockRun(i, tuple(succ))
+    return _BlockRun(end - 1, ((end, env),))   # the block ran into the next one's start
 
 
 def _step(ins: _Ins, env: dict, i: int, labels: dict) -> list[tuple[int, dict]] | None:

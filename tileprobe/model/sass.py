@@ -11,6 +11,7 @@ older toolkit's nvdisasm cannot decode newer architectures), else from ``PATH``;
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -342,7 +343,7 @@ def facts_from_listing(cubin: bytes, symbol: str, listing: str) -> tuple[SassFac
     Raises:
         CubinError: the cubin has several kernels and none is called ``symbol``.
     """
-    traits = parse_nvdisasm(listing)
+    traits = _traits_of(listing)
     names = [k.name for k in traits.kernels]
     kernel = traits.kernel(symbol if symbol in names else None)
     return kernel.record(traits.target), register_pool(cubin, listing, kernel.name, traits.target)
@@ -379,7 +380,26 @@ def register_pool(cubin: bytes, listing: str, kernel: str, target: str | None) -
         unit = get_arch(target or info.target).reg_alloc_unit
     except TileprobeError:
         unit = 256   # every arch tileprobe has limits for allocates registers in 256-register units per warp
-    return check_listing(listing, kernel, k.regs_per_thread, k.threads_per_cta, tuple(k.reqntid), unit).record()
+    return _pool_check(listing, kernel, k.regs_per_thread, k.threads_per_cta, tuple(k.reqntid), unit).record()
+
+
+#: Listings whose traits and register-pool checks are kept (:func:`_traits_of`, :func:`_pool_check`): an audit's
+#: variants whose hint values leave the machine code alone have one listing (27 of the 127 sm_120 cubins of
+#: ``examples/*.py`` repeat one, 2026-12-05); a listing is tens to hundreds of KB.
+LISTINGS_KEPT = 32
+
+
+@functools.lru_cache(maxsize=LISTINGS_KEPT)
+def _traits_of(listing: str) -> SassTraits:
+    """:func:`parse_nvdisasm`, once per listing (the caller makes records from it, never changes it)."""
+    return parse_nvdisasm(listing)
+
+
+@functools.lru_cache(maxsize=LISTINGS_KEPT)
+def _pool_check(listing: str, kernel: str, registers: int, threads: int, reqntid: tuple[int, ...], unit: int):
+    """:func:`tileprobe.model.regpool.check_listing`, once per listing and launch facts (a pure function of
+    them; the caller makes a record from it, never changes it)."""
+    return check_listing(listing, kernel, registers, threads, reqntid, unit)
 
 
 def ptx_has_setmaxnreg(cubin: bytes, symbol: str = "") -> bool | None:
