@@ -19,6 +19,8 @@ def load_script(path: str | os.PathLike, register: bool = False):
     import importlib.util
     import sys
     spec = importlib.util.spec_from_file_location(Path(path).stem, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"{path}: importlib cannot load it as a module (not a .py file?): name a script's .py file")
     mod = importlib.util.module_from_spec(spec)
     if register:
         sys.modules[spec.name] = mod
