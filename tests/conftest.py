@@ -1,5 +1,5 @@
-"""Shared test set-up: a results store per test process and one for the whole run, the gpu marker, compile counting,
-a hermetic terminal width and signal dispositions. Every test is parallel-safe (pytest-xdist, README's -n auto)."""
+"""Shared test set-up: a results store per test process and one for the whole run, nvdisasm listings of tests/data's
+cubins made once per run, the gpu marker, compile counting, a hermetic terminal width and signal dispositions. Every test is parallel-safe (pytest-xdist, README's -n auto)."""
 import os as _os
 import subprocess as _subprocess
 import sys as _sys
