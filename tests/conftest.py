@@ -1,5 +1,5 @@
-"""Shared test set-up: a results store per test process and one for the whole run, the gpu marker, compile counting,
-a hermetic terminal width and signal dispositions. Every test is parallel-safe (pytest-xdist, README's -n auto)."""
+"""Shared test set-up: a results store per test process and one for the whole run, nvdisasm listings of tests/data's
+cubins made once per run, the gpu marker, compile counting, a hermetic terminal width and signal dispositions. Every test is parallel-safe (pytest-xdist, README's -n auto)."""
 import os as _os
 import subprocess as _subprocess
 import sys as _sys
@@ -159,3 +159,18 @@ def _sigint_as_it_was():
     if after is not before:
         signal.signal(signal.SIGINT, before)
         warnings.warn(f"this test left SIGINT as {after!r} (put back to {before!r})", stacklevel=2)
+
+
+# --- nvdisasm listings of tests/data's cubins, made once per run -----------------------------------------------------
+
+@_pytest.fixture(scope="session")
+def nvdisasm_listing(tmp_path_factory):
+    """A :class:`tests.support_sass.ListingCache` in the folder every test process of this run shares (as
+    :func:`shared_store_path`): ``nvdisasm_listing(path, options)`` is nvdisasm's listing of the cubin at ``path``,
+    made by the first test that asks and read back by the others."""
+    import os
+
+    from tests.support_sass import ListingCache
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    return ListingCache(root / "nvdisasm-listings")

@@ -19,6 +19,8 @@ def load_script(path: str | os.PathLike, register: bool = False):
     import importlib.util
     import sys
     spec = importlib.util.spec_from_file_location(Path(path).stem, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"{path}: importlib cannot load it as a module (not a .py file?): name a script's .py file")
     mod = importlib.util.module_from_spec(spec)
     if register:
         sys.modules[spec.name] = mod
@@ -42,19 +44,21 @@ def write_vec_probe(path: Path, tiles=(1024,), occupancy=(1, 2), name: str = "ve
     return str(path)
 
 
-def fake_tileiras(folder: Path, body: str, *, logged: bool = False) -> str:
+def fake_tileiras(folder: Path, body: str, *, logged: bool = False, real_after: bool = False) -> str:
     """Write ``folder/tileiras``: the real tileiras for ``--version``, ``--help`` and cuTile's bytecode probe; for a
     kernel compile it runs ``body`` (bash). ``logged``: first compile with the real one, append the arguments to
     ``folder/compiles.log``, and set ``$n`` to the number of compiles logged before this one, then ``body``. The
     count and the append are one step under ``flock`` (two compiles at once both read n=0 on a loaded machine: a
-    flaky Ray test, 2026-12-01). Returns the script's path."""
+    flaky Ray test, 2026-12-01). ``real_after`` (with ``logged``): count, run ``body``, then the real compile: a
+    compile that ``body`` hangs or fails costs no real compile first (a test that times out many hung compiles
+    waits only for their timeouts). Returns the script's path."""
     from tileprobe._cutile import which_tool
     real = which_tool("tileiras")
     if logged:
         log = f"{folder}/compiles.log"
-        body = (f'{real} "$@" || exit $?\n'
-                f'n=$(flock {log}.lock bash -c \'n=$(wc -l < "$0" 2>/dev/null || echo 0); echo "$1" >> "$0"; '
-                f'echo $n\' {log} "$*")\n{body}')
+        count = (f'n=$(flock {log}.lock bash -c \'n=$(wc -l < "$0" 2>/dev/null || echo 0); echo "$1" >> "$0"; '
+                 f'echo $n\' {log} "$*")\n')
+        body = f'{count}{body}\nexec {real} "$@"' if real_after else f'{real} "$@" || exit $?\n{count}{body}'
     script = folder / "tileiras"
     script.write_text(f"""#!/bin/bash
 case "$*" in

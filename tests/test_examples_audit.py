@@ -55,8 +55,11 @@ def test_w4a16_gather_loop_occupancy_ignored_and_others_honoured(w4a16):
 
 
 @pytest.fixture(scope="module")
-def rms():
-    return audit([os.path.join(ROOT, "examples", "rms_norm.py")], ["sm_90"]).records
+def rms(shared_store_path):
+    """Its 10 variants for sm_90 (tests/test_html_report.py's bundled-examples report audits them too: the run's
+    shared store compiles them once)."""
+    with Store.open(shared_store_path) as store:
+        return audit([os.path.join(ROOT, "examples", "rms_norm.py")], ["sm_90"], store=store).records
 
 
 def test_rms_norm_sm90_registers_follow_occupancy(rms):

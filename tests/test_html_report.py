@@ -260,14 +260,20 @@ def test_report_renders_in_headless_chromium(real_report, tmp_path):
 
 
 @pytest.mark.slow
-def test_bundled_examples_report_renders_in_headless_chromium(tmp_path):
-    """The report of examples/rms_norm.py (sm_90) and examples/w4a16_gemm.py (sm_120): 22 compiles."""
+def test_bundled_examples_report_renders_in_headless_chromium(tmp_path, shared_store_path):
+    """The report of examples/rms_norm.py (sm_90) and examples/w4a16_gemm.py (sm_120): 22 variants, compiled once
+    per test run in the run's shared store (tests/test_examples_audit.py and tests/test_versions.py audit them too),
+    reported from the two audits' JSON files (the shared store holds other tests' records; the report from a store
+    is rendered by test_report_renders_in_headless_chromium)."""
     chromium()     # skip (or fail under CI) before compiling when there is no browser
-    store = str(tmp_path / "examples.sqlite")
+    inputs = []
     for probe, arch in (("examples/rms_norm.py", "sm_90"), ("examples/w4a16_gemm.py", "sm_120")):
-        assert main(["audit", str(ROOT / probe), "--arch", arch, "--store", store, "--format", "none"]) == 0
+        js = tmp_path / f"{Path(probe).stem}.json"
+        assert main(["audit", str(ROOT / probe), "--arch", arch, "--store", shared_store_path, "--json", str(js),
+                     "--format", "none"]) == 0
+        inputs += ["--json", str(js)]
     page = tmp_path / "examples.html"
-    assert main(["report", "--store", store, "-o", str(page), "--title", "tileprobe: bundled examples"]) == 0
+    assert main(["report", *inputs, "-o", str(page), "--title", "tileprobe: bundled examples"]) == 0
     text = page.read_text()
     assert "rms_norm" in text and "w4a16_gemm" in text and "IGNORED" in text
     check_in_chromium(page, tmp_path, n_svg=2)

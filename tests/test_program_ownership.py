@@ -129,10 +129,17 @@ def test_sigkill_of_tileprobe_ends_a_double_forked_daemon_that_left_the_session_
 
 
 def test_sigterm_is_passed_on_and_a_program_that_ignores_it_is_killed_after_the_grace_period(tmp_path):
+    # both commands at once, each in a folder of its own: their 10 s grace periods pass side by side
+    started = []
     for kind, sig in (("record", signal.SIGTERM), ("tune", signal.SIGHUP)):
-        proc, pids = _start(kind, tmp_path)
-        t0 = time.monotonic()
+        (tmp_path / kind).mkdir()
+        proc, pids = _start(kind, tmp_path / kind)
+        started.append((kind, sig, proc, pids))
+    signalled = []
+    for kind, sig, proc, pids in started:
+        signalled.append((kind, sig, proc, pids, time.monotonic()))
         proc.send_signal(sig)
+    for kind, sig, proc, pids, t0 in signalled:
         out, err = proc.communicate(timeout=60)
         took = time.monotonic() - t0
         assert f"{sig.name} passed on to the command" in err and "killed if it has not ended in 10 s" in err, err

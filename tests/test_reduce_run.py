@@ -93,12 +93,13 @@ def test_a_property_the_probe_does_not_have_stops_before_reducing(tiny, tmp_path
 
 def test_a_candidate_that_hangs_the_compiler_is_one_uninteresting_candidate(tiny, tmp_path):
     from tileprobe.toolchain import Toolchain
-    # the first two compiles (the probe as given: occupancy 1 and 2) are real; every later one hangs
-    script = fake_tileiras(tmp_path, 'if [ "$n" -ge 2 ]; then exec sleep 617.25; fi', logged=True)
+    # the first two compiles (the probe as given: occupancy 1 and 2) are real; every later one hangs, before any real
+    # compile (real_after), and four candidates at a time hang side by side (sleeping compiles cost no CPU)
+    script = fake_tileiras(tmp_path, 'if [ "$n" -ge 2 ]; then exec sleep 617.25; fi', logged=True, real_after=True)
     tc = Toolchain.from_binary(script)
     t0 = time.monotonic()
     red = reduce(tiny, arch="sm_90", where={"SCALE": True, "occupancy": 2}, prop="compiles", toolchains=[tc],
-                 regression=False, out_dir=str(tmp_path / "out"), jobs=2, compile_timeout_s=3, batch=2)
+                 regression=False, out_dir=str(tmp_path / "out"), jobs=4, compile_timeout_s=3, batch=4)
     assert time.monotonic() - t0 < 300
     assert red.final.interesting and red.kept == []     # every other candidate timed out: none kept
     assert red.candidates >= 2

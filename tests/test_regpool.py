@@ -238,16 +238,15 @@ def test_a_gated_summary_of_a_cubin_with_setmaxnreg_reads_the_sass():
 
 
 @needs_nvdisasm
-def test_the_facts_listing_without_dataflow_gives_the_facts_of_the_plain_listing():
+def test_the_facts_listing_without_dataflow_gives_the_facts_of_the_plain_listing(nvdisasm_listing):
     """nvdisasm -ndf -novliw (FACTS_OPTIONS, faster) against plain -c on every cubin of tests/data: the same SASS
     traits and register-pool checks (the reason may quote an instruction without its dataflow annotation)."""
     from tileprobe.model import sass as S
-    tool = S.find_nvdisasm()
     cubins = sorted(DATA.glob("**/*.cubin"))
     assert len(cubins) >= 30
     for path in cubins:
         data = path.read_bytes()
-        plain, fast = S._disassemble(tool, data, str(path)), S._disassemble(tool, data, str(path), S.FACTS_OPTIONS)
+        plain, fast = nvdisasm_listing(path), nvdisasm_listing(path, S.FACTS_OPTIONS)   # S._disassemble's, once a run
         assert len(plain.splitlines()) == len(fast.splitlines()), path
         tp, tf = S.parse_nvdisasm(plain), S.parse_nvdisasm(fast)
         assert [k.record(tp.target).to_dict() for k in tp.kernels] == \
@@ -396,27 +395,26 @@ def test_sm_100_and_sm_120_cubins_balance_their_pool(name):
         ("TRY_ALLOC", 96, [0, 1, 2, 3]), ("DEALLOC", 32, [4]), ("DEALLOC", 32, [5, 6, 7])]
 
 
-def _real_adds():
-    """(arch, instruction) for every plain 32-bit integer add in the cubins of tests/data, by nvdisasm -c."""
+def _real_adds(nvdisasm_listing):
+    """(arch, instruction) for every plain 32-bit integer add in the cubins of tests/data, by nvdisasm -c (the
+    listings the facts test above made: tests/support_sass.py)."""
     import re
-    import subprocess
 
     from tileprobe.model.regpool import _ADDS, _NOT_PLAIN_ADD, _parse
-    from tileprobe.model.sass import find_nvdisasm
     out = []
     for f in sorted((DATA / "cubins").glob("matmul_*.cubin")) + sorted((DATA / "regpool").glob("*.cubin")):
         arch = re.search(r"sm_\d+", f.name).group(0)
-        listing = subprocess.run([find_nvdisasm(), "-c", str(f)], capture_output=True, text=True, check=True).stdout
+        listing = nvdisasm_listing(f, ("-c",))
         out += [(arch, i) for i in _parse(listing, None) if i.base in _ADDS and not (_NOT_PLAIN_ADD & set(i.mods))]
     return out
 
 
 @needs_nvdisasm
-def test_every_plain_integer_add_of_each_arch_is_read_as_an_add():
+def test_every_plain_integer_add_of_each_arch_is_read_as_an_add(nvdisasm_listing):
     """Every IADD3 / UIADD3 / VIADD / IADD (not .X, not .64) of the matmul cubins of sm_80, sm_90, sm_100, sm_120
     and the register-pool cubins gives its destination the sum of its terms when they are known."""
     from tileprobe.model.regpool import _PREDICATE_OPERAND, _effect
-    adds = _real_adds()
+    adds = _real_adds(nvdisasm_listing)
     archs = {a for a, _ in adds}
     assert archs == {"sm_80", "sm_90", "sm_100", "sm_120"}
     spellings = {(i.base, len(i.operands)) for _, i in adds}

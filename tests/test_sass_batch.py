@@ -13,9 +13,7 @@ from tileprobe.model.cubin import CubinInfo
 from tileprobe.model.regpool import _parse
 from tileprobe.model.sass import (
     FACTS_OPTIONS,
-    _disassemble,
     facts_from_listing,
-    find_nvdisasm,
     have_nvdisasm,
     sass_facts,
 )
@@ -40,15 +38,15 @@ def counted(monkeypatch):
 
 
 @needs_nvdisasm
-def test_batched_facts_equal_the_per_cubin_facts_on_every_cubin_of_tests_data(counted):
+def test_batched_facts_equal_the_per_cubin_facts_on_every_cubin_of_tests_data(counted, nvdisasm_listing):
     items = _items()
     assert len(items) >= 30
     new = B.sass_facts_many(items)
     targets = {CubinInfo.from_bytes(c).target for c, _ in items}
     assert sorted(t for t, _ in counted["raw"]) == sorted(targets)   # one run per target
-    tool, old_way = find_nvdisasm(), []
+    old_way = []
     for path, (cubin, symbol), got in zip(CUBINS, items, new):
-        elf = _disassemble(tool, cubin, str(path), FACTS_OPTIONS)
+        elf = nvdisasm_listing(path, FACTS_OPTIONS)             # _disassemble's listing, made once per run
         assert got == facts_from_listing(cubin, symbol, elf), path      # sass_facts, without a second run
         if "USETMAXREG" in elf and re.search(r"\bBRX\b", elf):
             old_way.append(symbol)
@@ -58,17 +56,16 @@ def test_batched_facts_equal_the_per_cubin_facts_on_every_cubin_of_tests_data(co
 
 
 @needs_nvdisasm
-def test_the_labelled_raw_listing_gives_the_register_walk_the_elf_listing_gives():
+def test_the_labelled_raw_listing_gives_the_register_walk_the_elf_listing_gives(nvdisasm_listing):
     """Kernels with USETMAXREG: the same instructions, the same labelled ones and every branch to the same place."""
-    tool = find_nvdisasm()
     checked = 0
     for path, (cubin, symbol) in zip(CUBINS, _items()):
+        elf = nvdisasm_listing(path, FACTS_OPTIONS)
+        if "USETMAXREG" not in elf:     # only these are compared: the others need no raw run of their own (the
+            continue                    # batched facts test above decodes every cubin)
         code, cache = {}, {}
         m = B._member(0, cubin, code)
         B._decode(m.target, [k for _, k in m.sections], code, cache)
-        elf = _disassemble(tool, cubin, str(path), FACTS_OPTIONS)
-        if "USETMAXREG" not in elf:
-            continue
         raw = B._labelled(m, cubin, cache)
         if raw is None:                 # an indirect branch: its jump table's targets are labelled in ELF only
             assert re.search(r"\bBRX\b", elf), path
