@@ -348,8 +348,8 @@ def _round(current: str, hints: dict, oracle: Oracle, batch: int, failed: set, d
     done = False
     while not done:
         pending.clear()
-        for c in gen:
-            d = digest(c.source)
+        for c in gen:      # candidates are unparsed already: their text is their identity here (the oracle digests)
+            d = hashlib.sha256(c.source.encode()).hexdigest()
             if d in seen or _order(c.source) >= base:
                 continue
             seen.add(d)
