@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -72,6 +73,13 @@ def run_one(name: str, out_root: str, budget: float | None) -> dict:
             "needs": needs.group(1) if needs else "", "verified": all(gate_ok), "tail": text[-600:]}
 
 
+@dataclass
+class _Generic:
+    """The generic run so far: checks asked, the smallest interesting file."""
+    checks: int
+    best: str
+
+
 class _CutOff(Exception):
     """The generic reducer's cap ran out: the reduction is stopped where it is."""
 
@@ -113,31 +121,31 @@ def generic_run(name: str, out_root: str, budget_s: float) -> dict:
     oracle = Oracle(arch, tcs, parse_property(prop), (True, False) if len(tcs) == 2 else (True,),
                     {"occupancy": int(where_d["occupancy"])} if "occupancy" in where_d else {}, work,
                     store=Store.open(os.path.join(out_root, f"{name}-generic.sqlite")))
-    t0, state = time.monotonic(), {"checks": 0, "best": src}
+    t0, state = time.monotonic(), _Generic(0, src)
 
     def checker(candidate: str) -> bool:
         if time.monotonic() - t0 > budget_s:
             raise _CutOff
-        state["checks"] += 1
+        state.checks += 1
         try:
             parts(ast.parse(candidate))
         except Exception:
             return False
         ok = oracle.check([candidate])[0].interesting
-        if ok and len(candidate) < len(state["best"]):
-            state["best"] = candidate
+        if ok and len(candidate) < len(state.best):
+            state.best = candidate
         return ok
     cut_off = False
     try:
         pysource_minimize.minimize(src, checker)
     except _CutOff:
         cut_off = True
-    best = state["best"]
+    best = state.best
     try:
         final = str(size(best))
     except Exception:
         final = f"{len(best.splitlines())} file lines"
-    return {"wall_s": time.monotonic() - t0, "checks": state["checks"], "compiled": oracle.compiled,
+    return {"wall_s": time.monotonic() - t0, "checks": state.checks, "compiled": oracle.compiled,
             "final": final, "cut_off": cut_off}
 
 
