@@ -141,3 +141,20 @@ def test_a_resumed_run_says_so_before_it_starts(tmp_path):
     assert said.journal == os.path.join(out, "reduce-state.json")
     assert said.candidates == first.candidates and said.kept == len(first.kept) and said.wall_s > 0
     assert events[1][0] == "start"
+
+
+def test_a_compiler_failure_is_reused_as_the_same_failure(tmp_path, monkeypatch):
+    from tileprobe.toolchain import Toolchain
+    pip_tc()
+    script = fake_tileiras(tmp_path, 'echo "error: planted failure 4711 in $1" >&2; exit 3', logged=True)
+    monkeypatch.setenv(REUSE_ENV, str(tmp_path / "reuse"))
+    work = tmp_path / "work"
+    work.mkdir()
+    oracle = Oracle("sm_90", [Toolchain.from_binary(script)], parse_property("compiles"), (True,),
+                    {"occupancy": 2}, str(work), jobs=2)
+    first, second = oracle.check([ONE_CASE, ONE_CASE.replace("extra = ", "spare = ")])
+    line = first.judgements[0][2]
+    assert not first.interesting and "planted failure 4711" in line
+    assert second.judgements[0][2].split(" in ")[0] == line.split(" in ")[0]   # the same failure, replayed
+    assert len((tmp_path / "compiles.log").read_text().splitlines()) == 2     # tileiras ran for one of them
+    assert reused_count(str(tmp_path / "reuse")) == 2
