@@ -134,6 +134,10 @@ def generic_run(name: str, out_root: str, budget_s: float) -> dict:
         ok = oracle.check([candidate])[0].interesting
         if ok and len(candidate) < len(state.best):
             state.best = candidate
+        if state.checks % 25 == 0:     # a run stopped from outside still leaves lower bounds to report
+            print(f"  generic so far: {time.monotonic() - t0:.0f} s, {state.checks} checks, {oracle.compiled} "
+                  f"audited, smallest kept {len(state.best.splitlines())} file lines; load average "
+                  f"{os.getloadavg()[0]:.1f}", flush=True)
         return ok
     cut_off = False
     try:
