@@ -68,9 +68,11 @@ def run_one(name: str, out_root: str, budget: float | None) -> dict:
         rc = subprocess.run(g, capture_output=True, text=True).returncode if res.returncode == 0 else None
         gate_ok.append(rc == want)
     kept = len(re.findall(r"^kept: ", text, re.M))
+    reused = re.search(r"\((\d+) compiles answered from an equal bytecode", text)
     return {"name": name, "wall_s": wall, "rc": res.returncode, "kept": kept, "from": m.group(1) if m else "?",
             "to": m.group(2) if m else "?", "candidates": int(m.group(3)) if m else None,
-            "needs": needs.group(1) if needs else "", "verified": all(gate_ok), "tail": text[-600:]}
+            "needs": needs.group(1) if needs else "", "verified": all(gate_ok), "tail": text[-600:],
+            "reused": int(reused.group(1)) if reused else 0}
 
 
 @dataclass
@@ -195,7 +197,8 @@ def main() -> int:
         r = run_one(name, out_root, a.budget)
         per = f"{r['candidates'] / r['kept']:.1f}" if r["kept"] and r["candidates"] else "-"
         print(f"{r['name']}: {r['wall_s']:.0f} s wall, {r['candidates']} candidates, {r['kept']} kept steps ({per} "
-              f"candidates per kept step), {r['from']} → {r['to']}; "
+              f"candidates per kept step), {r['reused']} compiles answered from an equal bytecode (no tileiras run), "
+              f"{r['from']} → {r['to']}; "
               f"written probe keeps the property (gate): {'yes' if r['verified'] else 'NO'}; exit {r['rc']}; "
               f"load average {os.getloadavg()[0]:.1f} at the end",
               flush=True)
