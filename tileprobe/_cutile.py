@@ -501,8 +501,9 @@ def install_compile_hook() -> None:
         _CALLS.append(call)
         t0 = time.perf_counter()
         try:
-            if os.environ.get(REUSE_ENV):     # one tileiras run per distinct program (tileprobe.bytecode_reuse)
-                return _compiled_once(call, lambda: original(*bound.args, **bound.kwargs))
+            reuse = os.environ.get(REUSE_ENV)     # one tileiras run per distinct program (tileprobe.bytecode_reuse)
+            if reuse:
+                return _compiled_once(reuse, call, lambda: original(*bound.args, **bound.kwargs))
             return original(*bound.args, **bound.kwargs)
         finally:
             call.seconds = time.perf_counter() - t0
@@ -511,7 +512,7 @@ def install_compile_hook() -> None:
     _compile.compile_cubin = hooked
 
 
-def _compiled_once(call: CompilerCall, run: Callable[[], object]):
+def _compiled_once(folder: str, call: CompilerCall, run: Callable[[], object]):
     """``compile_cubin``'s answer through :func:`tileprobe.bytecode_reuse.compile_once`: an equal bytecode's cubin
     (its path, as cuTile returns it), or its failure raised as :class:`_ContainedBinary` raises it."""
     import subprocess
@@ -525,7 +526,7 @@ def _compiled_once(call: CompilerCall, run: Callable[[], object]):
         e = execution_error(f.returncode, f.stderr, flags, compiler_build_string() or None)
         e.__cause__ = subprocess.CalledProcessError(f.returncode, call.argv, f.stdout, f.stderr)
         return e
-    compile_once(os.environ[REUSE_ENV], call.argv[1], context, call.argv[3], call.remarks_path, run, replay)
+    compile_once(folder, call.argv[1], context, call.argv[3], call.remarks_path, run, replay)
     return Path(call.argv[3])
 
 

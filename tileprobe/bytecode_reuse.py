@@ -169,7 +169,7 @@ def compile_once(folder: str, bytecode_path: str, context: list[str], cubin_path
             except BaseException as e:
                 failed = failure_of(e)
                 if failed is not None:
-                    _write(entry + ".failed.json", json.dumps(failed.__dict__).encode())
+                    _write(entry + ".failed.json", json.dumps([failed.returncode, failed.stdout, failed.stderr]).encode())
                 raise
             with contextlib.suppress(OSError):
                 if remarks_path and os.path.exists(remarks_path):
@@ -191,10 +191,10 @@ def _reuse(entry: str, cubin_path: str, remarks_path: str | None,
         return True
     if os.path.exists(entry + ".failed.json"):
         with open(entry + ".failed.json", encoding="utf-8") as f:
-            raw = json.load(f)
+            code, out, err = json.load(f)       # [exit code, stdout, stderr] (written by compile_once)
         with open(os.path.join(os.path.dirname(entry), HITS), "a") as log:
             log.write(os.path.basename(entry) + "\n")
-        raise replay(Failed(int(raw["returncode"]), str(raw["stdout"]), str(raw["stderr"])))
+        raise replay(Failed(int(code), str(out), str(err)))
     return False
 
 
