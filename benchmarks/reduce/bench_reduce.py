@@ -1,13 +1,13 @@
 """Benchmark of ``tileprobe reduce``: wall time, candidates compiled and final size per kernel, and the written
 probe checked again with a plain ``tileprobe gate`` (an audit of the written probe) under both compilers.
 
-    python benchmarks/reduce/bench_reduce.py [--only NAME ...] [--out DIR] [--budget S] [--generic S]
+    python benchmarks/reduce/bench_reduce.py [--only NAME ...] [--out DIR] [--budget S] [--generic [S]]
 
 Each reduction runs with the default options and a fresh results store (nothing compiled before is reused), one
 after another. Prints one line per kernel: wall s, candidates, original → final size, needs, whether the written
 probe keeps the property under both compilers (``gate`` exit codes as expected), and the reduce exit code.
 
-``--generic S``: after each of our reductions, in the same run on the same machine, the generic reducer alone
+``--generic [S]``: after each of our reductions, in the same run on the same machine, the generic reducer alone
 (pysource-minimize) with the same property check, capped at 4 × our wall time + 60 s (and S); when it is cut off
 its wall time and checks are printed as lower bounds (``≥``), and ours is then ≤ 1/4 of its wall by construction.
 
@@ -185,9 +185,9 @@ def main() -> int:
     ap.add_argument("--only", nargs="*", default=list(CASES), choices=list(CASES))
     ap.add_argument("--out", default=None, help="where the reductions go (default: a new temp folder)")
     ap.add_argument("--budget", type=float, default=None)
-    ap.add_argument("--generic", type=float, default=None, metavar="S", help="also run the generic reducer alone "
+    ap.add_argument("--generic", type=float, nargs="?", const=float("inf"), default=None, metavar="S", help="also run the generic reducer alone "
                     "(pysource-minimize) on each kernel after tileprobe reduce, with the same property check, for "
-                    "at most 4 × our wall time + 60 s and never more than S seconds")
+                    "at most 4 × our wall time + 60 s (and never more than S seconds when S is given)")
     a = ap.parse_args()
     out_root = a.out or tempfile.mkdtemp(prefix="bench-reduce-")
     os.makedirs(out_root, exist_ok=True)
