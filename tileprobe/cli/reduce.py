@@ -86,7 +86,10 @@ def _run(args, con, prop, tcs, where, store, out_dir):
         task = bar.add_task("checking the property on the probe as given", total=None)
 
         def progress(event, info):
-            if event == "start":
+            if event == "resumed":      # a Resumed: said at the start, not only at the end
+                bar.console.print(f"resumed from {info.journal}: {info.candidates} candidates compiled, {info.kept} "
+                                  f"steps kept and {info.wall_s:.0f} s in the runs before", markup=False)
+            elif event == "start":
                 state["size"] = info["size"]
                 bar.console.print(f"start: {clean(str(info['size']))}\n  {clean(info['line'])}", markup=False)
             elif event == "batch":
@@ -116,7 +119,8 @@ def _write(args, con, red, prop, tcs, store, out_dir) -> int:
     write_file(os.path.join(out_dir, REPORT_FILE), md)
     head = "smallest so far (the budget ran out)" if red.stopped_by_budget else "reduced"
     con.print(f"{head}: {red.original_size} → {red.final_size}; {red.candidates} candidates compiled in "
-              f"{red.wall_s:.0f} s" + (f" (resumed: {red.earlier_candidates} candidates and {red.earlier_wall_s:.0f} s "
+              f"{red.wall_s:.0f} s" + (f" ({red.reused} compiles answered from an equal bytecode's, no tileiras "
+                                       "run)" if red.reused else "") + (f" (resumed: {red.earlier_candidates} candidates and {red.earlier_wall_s:.0f} s "
                                        "in the runs before)" if red.resumed else ""), markup=False)
     if red.stopped_by_budget:
         con.print("what matters was not checked (the budget ran out): the same command again goes on from the "

@@ -22,15 +22,17 @@ Python API: :func:`reduce` returns a :class:`Reduction`.
 from __future__ import annotations
 
 import ast
+import contextlib
 import dataclasses
 import hashlib
 import json
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from tileprobe.bytecode_reuse import REUSE_ENV, reused_count
 from tileprobe.cachefile import read_cache_bytes
 from tileprobe.errors import ProbeError, TileprobeError
 from tileprobe.reduce.clean import clean
@@ -65,6 +67,16 @@ class Need:
     line: str
 
 
+@dataclass(frozen=True)
+class Resumed:
+    """What a resumed reduction goes on from (its ``progress("resumed", …)`` at the start): the journal's path,
+    the candidates compiled, wall seconds and steps kept by the runs before."""
+    journal: str
+    candidates: int
+    wall_s: float
+    kept: int
+
+
 @dataclass
 class Reduction:
     """What a reduction did. ``source``: the reduced probe module; ``original_size`` / ``final_size``;
@@ -72,7 +84,8 @@ class Reduction:
     ``removed``: ``ct.*`` calls of the folded kernel that the result no longer has (not needed);
     ``stopped_by_budget``: the budget ran out (the result is the smallest so far); ``resumed``: it went on from a
     journal (``earlier_candidates``, ``earlier_wall_s``: what the runs before it cost); ``wall_s`` (this run);
-    ``start``: the outcome on the original probe (the audit lines)."""
+    ``start``: the outcome on the original probe (the audit lines); ``reused``: compiles (variant × compiler)
+    answered from an equal bytecode's compile without running tileiras."""
     source: str
     original_size: Size
     final_size: Size
@@ -89,6 +102,7 @@ class Reduction:
     needle: str = ""     # the failure signature kept (failure properties), else ""
     earlier_candidates: int = 0     # resumed: candidates compiled by the runs before this one
     earlier_wall_s: float = 0.0     # resumed: their wall seconds
+    reused: int = 0                 # compiles answered from an equal bytecode's compile (no tileiras run)
 
 
 def _order(src: str) -> tuple:
@@ -101,7 +115,7 @@ def _order(src: str) -> tuple:
 def reduce(probe: str, *, arch: str, where: Mapping[str, Any], prop: str | Property, toolchains: list,
            regression: bool, out_dir: str, budget_s: float | None = None, jobs: int | None = None, store=None,
            batch: int | None = None, compile_timeout_s: float = 300.0,
-           progress: Callable[[str, dict], None] | None = None) -> Reduction:
+           progress: Callable[[str, Any], None] | None = None) -> Reduction:
     """Reduce ``probe``'s kernel to the smallest one whose variant still has ``prop`` (module doc).
 
     Args:
@@ -113,13 +127,49 @@ def reduce(probe: str, *, arch: str, where: Mapping[str, Any], prop: str | Prope
         budget_s: wall seconds after which the smallest kernel so far is returned (``stopped_by_budget``).
         batch: candidates audited at once (default: twice the CPUs, at least 4).
         compile_timeout_s: per-variant compile limit; a candidate that hangs the compiler is one that times out.
-        progress: ``progress(event, info)``: "start", "batch", "kept", "needs", "done".
+        progress: ``progress(event, info)``: "resumed" (a :class:`Resumed`, before "start" when it goes on from a
+            journal), "start", "batch", "kept", "needs", "done".
+
+    Compiles whose bytecode equals one already compiled in this reduction (:mod:`tileprobe.bytecode_reuse`: the
+    same program from another source text) are answered from that compile without running tileiras
+    (``Reduction.reused`` counts them); the loaders and compile workers of every batch fork from one warm cuTile
+    import (:func:`tileprobe.probe.zygote.warm_starts`). With ``budget_s``, compiles still running when it runs out
+    are stopped (their candidates get no answer and are tried again by a resumed run).
 
     Raises:
         UsageError: a probe the reducer cannot read (no Probe, kernel not in the file), a malformed property.
         ReduceInputError: the property does not hold on the probe as wanted (module doc).
         JournalError: ``OUT/reduce-state.json`` of these arguments is damaged (:mod:`tileprobe.reduce.journal`).
     """
+    from tileprobe.probe.zygote import warm_starts
+    from tileprobe.procs import owned_tempdir
+    with owned_tempdir("reduce-bytecode") as folder, _reuse_env(folder), warm_starts():
+        res = _reduce(probe, arch=arch, where=where, prop=prop, toolchains=toolchains, regression=regression,
+                      out_dir=out_dir, budget_s=budget_s, jobs=jobs, store=store, batch=batch,
+                      compile_timeout_s=compile_timeout_s, progress=progress)
+        res.reused = reused_count(folder)
+    return res
+
+
+@contextlib.contextmanager
+def _reuse_env(folder: str) -> Iterator[None]:
+    """``$TILEPROBE_BYTECODE_REUSE`` set to ``folder`` inside (the compile workers inherit it), as before after."""
+    old = os.environ.get(REUSE_ENV)
+    os.environ[REUSE_ENV] = folder
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(REUSE_ENV, None)
+        else:
+            os.environ[REUSE_ENV] = old
+
+
+def _reduce(probe: str, *, arch: str, where: Mapping[str, Any], prop: str | Property, toolchains: list,
+           regression: bool, out_dir: str, budget_s: float | None = None, jobs: int | None = None, store=None,
+           batch: int | None = None, compile_timeout_s: float = 300.0,
+           progress: Callable[[str, Any], None] | None = None) -> Reduction:
+    """:func:`reduce` inside its bytecode-reuse folder and warm start."""
     t0 = time.monotonic()
     jr = Journal("")
 
@@ -176,6 +226,8 @@ def reduce(probe: str, *, arch: str, where: Mapping[str, Any], prop: str | Prope
         first = oracle.check([start_src])[0]
     oracle.rejudge()
     first = oracle.memo[digest(start_src)]
+    if resumed:
+        shown("resumed", Resumed(state_path, earlier[0], earlier[1], len(jr.kept)))
     say("start", {"size": size(start_src), "line": first.line()})
     kept: list[str] = list(jr.kept)
     current = jr.current or start_src
@@ -192,8 +244,7 @@ def reduce(probe: str, *, arch: str, where: Mapping[str, Any], prop: str | Prope
     deadline = None if budget_s is None else t0 + budget_s
     batch = batch or max(4, 2 * (jobs or os.cpu_count() or 1))   # two per core: an audit call's start-up is shared
     stopped = False
-
-
+    oracle.deadline = deadline      # compiles still running at the budget's end are stopped (the rounds only)
     while True:
         nxt = _round(current, hints, oracle, batch, failed, deadline, say, kept)
         if nxt is False and failed:     # nothing kept while skipping earlier failures: one full round more
@@ -205,6 +256,7 @@ def reduce(probe: str, *, arch: str, where: Mapping[str, Any], prop: str | Prope
             break
         current = nxt
         save()
+    oracle.deadline = None
     save()
     if not stopped:       # tidy: copies the rounds left (`w = x`) propagated, kept if the property still holds
         current = _tidy(current, propagate_copies, oracle, kept, "propagated the copies left by the rounds")
@@ -296,8 +348,8 @@ def _round(current: str, hints: dict, oracle: Oracle, batch: int, failed: set, d
     done = False
     while not done:
         pending.clear()
-        for c in gen:
-            d = digest(c.source)
+        for c in gen:      # candidates are unparsed already: their text is their identity here (the oracle digests)
+            d = hashlib.sha256(c.source.encode()).hexdigest()
             if d in seen or _order(c.source) >= base:
                 continue
             seen.add(d)
@@ -318,7 +370,10 @@ def _round(current: str, hints: dict, oracle: Oracle, batch: int, failed: set, d
                 kept.append(c.label)
                 say("kept", {"label": c.label, "size": size(c.source)})
                 return c.source
-            failed.add(c.key)
+            if not o.cut:           # stopped at the budget: no answer, tried again when the reduction goes on
+                failed.add(c.key)
+        if any(o.cut for o in outs):
+            return None
     return False
 
 

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import ast
 import os
-from collections.abc import Sequence
+import time
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
+from tileprobe.compile.job import Variant
+from tileprobe.compile.schedule import ChosenSchedule
 from tileprobe.reduce.prop import Judgement, Property, judge
 from tileprobe.reduce.source import digest, parts
 
@@ -24,6 +27,7 @@ class Outcome:
     whether it is ``interesting`` (the property holds as wanted under every compiler)."""
     interesting: bool
     judgements: tuple[tuple[str, bool, str], ...]
+    cut: bool = False        # its compiles were stopped at the deadline: no answer (not remembered, tried again)
 
     def line(self) -> str:
         """The audit line per compiler: ``13.4.92: holds — …``."""
@@ -48,15 +52,20 @@ class Oracle:
     compile_timeout_s: float = 300.0
     memo: dict[str, Outcome] = field(default_factory=dict)
     compiled: int = 0        # candidates audited (not answered from memory)
+    deadline: float | None = None    # time.monotonic() at which compiles still running are stopped (the budget)
 
     def check(self, sources: Sequence[str]) -> list[Outcome]:
-        """The outcome of each source, auditing the ones not seen before in one batch."""
+        """The outcome of each source, auditing the ones not seen before in one batch. A candidate whose compiles
+        the :attr:`deadline` stopped gets an outcome with ``cut`` set, which is not remembered (asked again, it is
+        audited again) and not counted in :attr:`compiled`."""
         keys = [digest(s) for s in sources]
         todo = {k: s for k, s in zip(keys, sources) if k not in self.memo}
-        if todo:
-            self.memo.update(self._audit(todo))
-            self.compiled += len(todo)
-        return [self.memo[k] for k in keys]
+        got: dict[str, Outcome] = self._audit(todo) if todo else {}
+        for k, o in got.items():
+            if not o.cut:
+                self.memo[k] = o
+                self.compiled += 1
+        return [self.memo.get(k) or got[k] for k in keys]
 
     def rejudge(self) -> None:
         """Recompute every remembered outcome's ``interesting`` against :attr:`want` (answers from a journal were
@@ -83,10 +92,12 @@ class Oracle:
             paths[path] = k
         try:
             result = audit(list(paths), [self.arch], toolchains=list(self.toolchains), jobs=self.jobs,
-                           store=self.store, timeout_s=self.compile_timeout_s, with_sass=self.prop.needs_sass)
+                           store=self.store, timeout_s=self.compile_timeout_s, with_sass=self.prop.needs_sass,
+                           schedule=None if self.deadline is None else _Until(self.deadline))
             records = result.records
         except TileprobeError:        # no candidate of the batch loaded: none is interesting
             records = []
+        late = self.deadline is not None and time.monotonic() >= self.deadline
         by_path: dict[str, list] = {}
         for r in records:
             by_path.setdefault(os.path.realpath(r.probe), []).append(r)
@@ -94,13 +105,30 @@ class Oracle:
         for path, k in paths.items():
             recs = select(by_path.get(os.path.realpath(path), []), self.hints) if self.hints else \
                 by_path.get(os.path.realpath(path), [])
-            js = []
+            js, cut = [], False
             for tc in self.toolchains:
                 mine = [r for r in recs if short_build(r.tileiras) == f"tileiras {tc.version}"]
+                cut = cut or (late and not mine)     # stopped at the deadline before any record landed
                 j: Judgement = judge(self.prop, mine)
                 js.append((tc.version, j.holds, j.line))
-            out[k] = Outcome(self._interesting(js), tuple(js))
+            out[k] = Outcome(not cut and self._interesting(js), tuple(js), cut)
         return out
+
+
+class _Until(ChosenSchedule):
+    """The audit's schedule for a reduction with a budget: every variant, in the audit's order, started until
+    ``cut_at`` (``time.monotonic()``); then the compiles still running are killed and give no record
+    (:meth:`tileprobe.compile.pool.WorkerPool.run` with ``cut_spare`` 0)."""
+
+    def __init__(self, cut_at: float):
+        super().__init__(choose=lambda _now: None, key=id, clock=time.monotonic, cut_at=cut_at, spare=0)
+
+    def apply(self, variants: Iterable[Variant]) -> Iterator[Variant]:
+        """``variants`` as they come, none after the cut."""
+        for v in variants:
+            if self.clock() >= cast(float, self.cut_at):
+                return
+            yield v
 
 
 def named(source: str, name: str) -> str:

@@ -1,0 +1,161 @@
+"""reduce compiles each distinct Tile IR program once (a candidate whose bytecode equals one already compiled runs
+no tileiras), and its budget stops the compiles in flight: the candidates they were for get no answer, are not
+remembered as failed, and are tried again by a resumed run."""
+import os
+import time
+
+import pytest
+
+from tests.support import fake_tileiras, live_processes_with
+from tests.test_reduce_run import TINY, pip_tc
+from tileprobe.bytecode_reuse import REUSE_ENV, code_key, reused_count
+from tileprobe.reduce import engine
+from tileprobe.reduce.oracle import Oracle, Outcome
+from tileprobe.reduce.passes import Candidate
+from tileprobe.reduce.prop import parse_property
+
+
+def section(sid: int, payload: bytes, align: int = 1) -> bytes:
+    """One section as cuTile's writer lays it out (``_bytecode/writer.py``); padding to 8 from offset 12+2."""
+    head = bytes([sid | (0x80 if align > 1 else 0), len(payload)])
+    if align > 1:
+        head += bytes([align])
+        head += b"\xcb" * (-(12 + len(head)) % align)   # exact only for the first section: enough here
+    return head + payload
+
+
+def strings(*items: bytes) -> bytes:
+    out, offset = bytearray([len(items)]), 0
+    out += b"\xcb" * (-len(out) % 4)
+    for s in items:
+        out += offset.to_bytes(4, "little")
+        offset += len(s)
+    return bytes(out) + b"".join(items)
+
+
+#: The tiny kernel with one case: two variants (occupancy 1 and 2), two compiles per candidate.
+ONE_CASE = TINY.replace('"SCALE": [True, False]', '"SCALE": [True]')
+HEADER = b"\x7fTileIR\x00" + bytes([13, 3]) + b"\x00\x00"
+
+
+def bytecode(code: bytes, path: bytes, line: int, helper: bytes = b"scaled@cand_1:19:1_s1") -> bytes:
+    return (HEADER + section(0x02, code) + section(0x03, bytes([1, line, 7])) +
+            section(0x01, strings(b"kernel_fn", path.rsplit(b"/", 1)[1], path, helper)) + b"\x00")
+
+
+def test_the_key_leaves_out_where_the_source_lives_and_nothing_else():
+    a = bytecode(b"ops:load,add,store", b"/tmp/w/cand_aaaa.py", 10)
+    moved = bytecode(b"ops:load,add,store", b"/tmp/x/cand_bbbb.py", 14, b"scaled@cand_2:23:1_s1")
+    other = bytecode(b"ops:load,mul,store", b"/tmp/w/cand_aaaa.py", 10)
+    assert a != moved and code_key(a) == code_key(moved)       # file, folder, lines, helper's site: not the program
+    assert code_key(a) != code_key(other)                      # an operation differs: another program
+    renamed = a.replace(b"kernel_fn", b"kernel_fm")
+    assert code_key(renamed) != code_key(a)                    # the kernel's symbol is part of the program
+    assert code_key(b"not bytecode") .startswith("raw-")       # unparsable: only identical bytes are equal
+    assert code_key(a[:-6]).startswith("raw-")                 # cut short: no end marker
+
+
+@pytest.fixture
+def counted(tmp_path):
+    """A tileiras that compiles for real and logs each kernel compile to ``compiles.log``."""
+    from tileprobe.toolchain import Toolchain
+    pip_tc()
+    return Toolchain.from_binary(fake_tileiras(tmp_path, ":", logged=True)), tmp_path / "compiles.log"
+
+
+def test_a_candidate_with_the_bytecode_of_one_compiled_before_is_not_compiled_again(tmp_path, counted,
+                                                                                   monkeypatch):
+    tc, log = counted
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.setenv(REUSE_ENV, str(tmp_path / "reuse"))
+    oracle = Oracle("sm_90", [tc], parse_property("compiles"), (True,), {"occupancy": 2}, str(work), jobs=2)
+    # the same program written two ways (a local renamed): two candidates, one bytecode per hint value
+    renamed = ONE_CASE.replace("extra = ", "spare = ").replace("c = a + b", "summed = a + b").replace(
+        "tile=c)", "tile=summed)")
+    first, second = oracle.check([ONE_CASE, renamed])
+    assert oracle.compiled == 2                                # both audited: different source texts
+    assert first.interesting and second.interesting
+    assert first.judgements[0][2] == second.judgements[0][2]   # the same answer (registers, occupancy …)
+    assert len(log.read_text().splitlines()) == 2              # tileiras ran for occupancy 1 and 2 of one of them
+    assert reused_count(str(tmp_path / "reuse")) == 2          # the other's two compiles were answered from them
+    other = ONE_CASE.replace("c = a + b", "c = a * b")             # another program: compiled
+    oracle.check([other])
+    assert len(log.read_text().splitlines()) == 4
+
+
+def test_without_the_folder_every_compile_runs_tileiras(tmp_path, counted, monkeypatch):
+    tc, log = counted
+    monkeypatch.delenv(REUSE_ENV, raising=False)
+    oracle = Oracle("sm_90", [tc], parse_property("compiles"), (True,), {"occupancy": 2}, str(tmp_path), jobs=2)
+    oracle.check([ONE_CASE, ONE_CASE.replace("extra = ", "spare = ")])
+    assert len(log.read_text().splitlines()) == 4
+
+
+def test_the_budget_stops_compiles_in_flight_and_leaves_them_unanswered(tmp_path):
+    from tileprobe.toolchain import Toolchain
+    pip_tc()
+    tc = Toolchain.from_binary(fake_tileiras(tmp_path, "exec sleep 613.75"))    # every kernel compile hangs
+    work = tmp_path / "work"
+    work.mkdir()
+    oracle = Oracle("sm_90", [tc], parse_property("compiles"), (True,), {"occupancy": 2}, str(work), jobs=2,
+                    compile_timeout_s=500)
+    t0 = time.monotonic()
+    oracle.deadline = t0 + 20
+    out = oracle.check([ONE_CASE])
+    assert time.monotonic() - t0 < 120                  # not the compile timeout (500 s): stopped at the deadline
+    assert out[0].cut and not out[0].interesting
+    assert oracle.memo == {} and oracle.compiled == 0   # no answer remembered: a resumed run audits it again
+    assert not live_processes_with("sleep 613.75")      # the compilers in flight were ended
+
+
+def test_a_round_cut_by_the_budget_says_so_and_remembers_no_failure(monkeypatch):
+    cands = [Candidate(f"drop {i}", "x", "statement", f"delete:{i}", lambda i=i: f"x{i} = 1\n") for i in range(3)]
+
+    class Stub:
+        compiled = 0
+
+        def check(self, sources):     # the first was answered before the deadline, the others were cut
+            return [Outcome(False, (("13.4.92", False, "no"),)),
+                    *[Outcome(False, (("13.4.92", False, "no variant"),), cut=True)] * (len(sources) - 1)]
+    failed: set[str] = set()
+    monkeypatch.setattr(engine, "candidates", lambda tree, hints, skip=None, stop=None: iter(cands))
+    monkeypatch.setattr(engine, "_order", lambda src: (len(src),))
+    got = engine._round("current = 'a long kernel'\n", {}, Stub(), 3, failed, None, lambda e, i: None, [])
+    assert got is None                      # the budget ran out: the caller stops and journals
+    assert failed == {"delete:0"}           # only the answered one is a failed edit
+
+
+def test_a_resumed_run_says_so_before_it_starts(tmp_path):
+    from tests.test_reduce_run import pip_tc as tc_or_skip
+    tiny = tmp_path / "tiny.py"
+    tiny.write_text(TINY)
+    out = str(tmp_path / "out")
+    kw = dict(arch="sm_90", where={"SCALE": True, "occupancy": 2}, prop="compiles", toolchains=[tc_or_skip()],
+              regression=False, out_dir=out, jobs=2, budget_s=0.01)
+    first = engine.reduce(str(tiny), **kw)
+    events: list = []
+    second = engine.reduce(str(tiny), progress=lambda e, i: events.append((e, i)), **kw)
+    assert second.resumed and events[0][0] == "resumed"      # the first thing said, before "start"
+    said = events[0][1]
+    assert said.journal == os.path.join(out, "reduce-state.json")
+    assert said.candidates == first.candidates and said.kept == len(first.kept) and said.wall_s > 0
+    assert events[1][0] == "start"
+
+
+def test_a_compiler_failure_is_reused_as_the_same_failure(tmp_path, monkeypatch):
+    from tileprobe.toolchain import Toolchain
+    pip_tc()
+    runs = tmp_path / "runs.log"
+    script = fake_tileiras(tmp_path, f'echo run >> {runs}; echo "error: planted failure 4711" >&2; exit 3')
+    monkeypatch.setenv(REUSE_ENV, str(tmp_path / "reuse"))
+    work = tmp_path / "work"
+    work.mkdir()
+    oracle = Oracle("sm_90", [Toolchain.from_binary(script)], parse_property("compiles"), (True,),
+                    {"occupancy": 2}, str(work), jobs=2)
+    first, second = oracle.check([ONE_CASE, ONE_CASE.replace("extra = ", "spare = ")])
+    line = first.judgements[0][2]
+    assert not first.interesting and "planted failure 4711" in line
+    assert second.judgements == first.judgements and not second.interesting   # the same failure, replayed
+    assert len(runs.read_text().splitlines()) == 2     # tileiras ran for one of them (occupancy 1 and 2)
+    assert reused_count(str(tmp_path / "reuse")) == 2
