@@ -88,6 +88,7 @@ class Hello:
         return TaskError() if self.ok else TaskError.from_wire(self.info)
 
     def to_wire(self) -> tuple:
+        """The pipe's tuple for this message: ("hello", …) in the field order :func:`from_wire` reads."""
         return ("hello", self.ok, self.info)
 
 
@@ -112,6 +113,7 @@ class Task:
         return cls(msg[1], msg[2], dict(msg[3] or {}))
 
     def to_wire(self) -> tuple:
+        """The pipe's tuple for this message: ("task", …) in the field order :func:`from_wire` reads."""
         return ("task", self.task_id, self.fn, self.kwargs)
 
 
@@ -126,6 +128,7 @@ class Started:
         return cls(msg[1]) if _of_kind(msg, "started", 2) else None
 
     def to_wire(self) -> tuple:
+        """The pipe's tuple for this message: ("started", …) in the field order :func:`from_wire` reads."""
         return ("started", self.task_id)
 
 
@@ -150,6 +153,7 @@ class Result:
 
     @property
     def fatal(self) -> bool:
+        """True for a successful reply whose value says the worker's context is broken (:func:`is_fatal`)."""
         return self.ok and is_fatal(self.value)
 
     @property
@@ -158,4 +162,5 @@ class Result:
         return "" if self.ok else TaskError.from_wire(self.value).error
 
     def to_wire(self) -> tuple:
+        """The pipe's tuple for this message: ("result", …) in the field order :func:`from_wire` reads."""
         return ("result", self.task_id, self.ok, self.value)

@@ -52,6 +52,7 @@ class ClientHello:
         return cls(dict(got) if isinstance(got, Mapping) else {})
 
     def to_wire(self) -> dict:
+        """The JSON object sent for this message: its fields plus ``"op": "hello"``."""
         return _with_op("hello", self)
 
 
@@ -78,6 +79,7 @@ class ServerHello:
         return from_dict(cls, msg, where="the kept-warm server's hello")
 
     def to_wire(self) -> dict:
+        """The JSON object sent for this message: its fields plus ``"op": "hello"``."""
         return _with_op("hello", self)
 
 
@@ -102,6 +104,7 @@ class TaskRequest:
         return cls(fn, dict(kwargs or {}), float(t))
 
     def to_wire(self) -> dict:
+        """The JSON object sent for this message: its fields plus ``"op": "task"``."""
         return _with_op("task", self)
 
 
@@ -127,4 +130,5 @@ class Outcome:
         return from_dict(cls, msg, where="the kept-warm server's outcome")
 
     def to_wire(self) -> dict:
+        """The JSON object sent for this message: its fields plus ``"op": "outcome"``."""
         return _with_op("outcome", self)
