@@ -165,6 +165,7 @@ class RayExecutor:
         ray = self.ray = _ray()
         self.owned = not ray.is_initialized()
         self._folders_before: set[str] = set()
+        self._guarding = False
         if self.owned:
             check_address(address)
             from tileprobe.procs import arm_guard
@@ -176,6 +177,13 @@ class RayExecutor:
             for s, h in handlers.items():   # Ray puts its own SIGTERM handler (a stack dump, exit -6): tileprobe's
                 if h is not None:            # stops the sweep as the local executor does (143, the kept line)
                     signal.signal(s, h)
+            # Ray's agents (ray::DashboardAgent, ray::RuntimeEnvAgent: the raylet's children) rewrite their command
+            # line with setproctitle, which overwrites the environment /proc shows: the guard's mark is gone from
+            # them, and a SIGKILLed audit left both alive 10-55 s (they poll for the raylet). The guard notes this
+            # process's descendants while Ray runs, with their start times, and ends those still running if we die.
+            from tileprobe.procs import guard_below
+            guard_below(os.getpid())
+            self._guarding = True
         self.jobs = jobs or max(1, int(ray.cluster_resources().get("CPU", 1)))
         self.deadline_s = deadline_s
         self.cancelled = 0      # tasks cancelled past their deadline (the tests read it)
@@ -241,6 +249,10 @@ class RayExecutor:
         if self.owned and self.ray.is_initialized():
             self.ray.shutdown()
             _sweep_after_shutdown(self._folders_before)
+        if self._guarding:
+            from tileprobe.procs import unguard
+            unguard(os.getpid())
+            self._guarding = False
 
 
 class GpuActor:
