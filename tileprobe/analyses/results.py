@@ -313,9 +313,12 @@ class History:
     audits: list[dict] = field(default_factory=list)
     compiles: list[dict] = field(default_factory=list)
     runs: list[dict] = field(default_factory=list)
+    #: One line per listed audit that ``store prune`` took variants from (``"15 variants of audit 1 were pruned
+    #: (`tileprobe store prune`)"``): its count above is of what is still stored.
+    pruned: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        """``{"store", "audits", "compiles", "runs"}`` (JSON-ready)."""
+        """``{"store", "audits", "compiles", "runs", "pruned"}`` (JSON-ready)."""
         return asdict(self)
 
 
