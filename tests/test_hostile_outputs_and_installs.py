@@ -118,3 +118,36 @@ def test_compare_refuses_one_compiler_named_twice(tmp_path, capsys, fixed):
                  *fixed]) == 2
     err = " ".join(capsys.readouterr().err.split())
     assert f"--tileiras {here},{here} names one compiler twice: compare needs two different ones" in err, err
+
+
+def test_a_toolchain_manifest_that_names_another_release_than_its_folder_is_refused(tmp_path):
+    from tileprobe.toolchain import MANIFEST, Toolchain, installed
+    folder = tmp_path / "13.3.36"
+    folder.mkdir()
+    doc = {"schema_version": 1, "version": "13.5.37", "build": "Cuda compilation tools, release 13.5, V13.5.37",
+           "pins": {"nvidia-cuda-tileiras": "13.5.37"}}
+    (folder / MANIFEST).write_text(json.dumps(doc))
+    with pytest.raises(ToolchainError, match=r"says version '13\.5\.37', build .*V13\.5\.37', nvidia-cuda-tileiras "
+                                             r"'13\.5\.37', but the folder is tileiras 13\.3\.36's.*tileprobe toolchain "
+                                             r"remove 13\.3\.36 && tileprobe toolchain install 13\.3\.36"):
+        Toolchain.from_dir(folder)
+    assert installed(tmp_path) == []                     # not listed as 13.5.37
+    doc.update(version="13.3.36", build="Cuda compilation tools, release 13.3, V13.3.36",
+               pins={"nvidia-cuda-tileiras": "13.3.36"})
+    (folder / MANIFEST).write_text(json.dumps(doc))
+    assert [t.version for t in installed(tmp_path)] == ["13.3.36"]
+
+
+def test_a_managed_compiler_whose_binary_says_another_release_is_refused_when_resolved(tmp_path):
+    """A folder and manifest both edited to say 13.5.37 around another release's tileiras: what it runs decides."""
+    from tileprobe._cutile import which_tool
+    from tileprobe.audit.pipeline import resolve_compiler
+    from tileprobe.toolchain import Toolchain, tileiras_version
+    real = which_tool("tileiras")
+    here = tileiras_version(real)[0]
+    liar = "13.5.37" if here != "13.5.37" else "13.3.36"
+    tc = Toolchain(version=liar, root=str(tmp_path / liar), tileiras=real, source="managed")
+    with pytest.raises(ToolchainError, match=rf"says it is tileiras {here} .*but its folder .* are {liar}'s; "
+                                             rf"reinstall: tileprobe toolchain remove {liar}"):
+        resolve_compiler(tc)
+    assert resolve_compiler(Toolchain(version=here, root=str(tmp_path), tileiras=real, source="managed")).version == here
