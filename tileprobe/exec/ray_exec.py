@@ -171,19 +171,23 @@ class RayExecutor:
             from tileprobe.procs import arm_guard
             arm_guard()   # before Ray starts: its raylet, workers and agents carry the guard's mark and end with us
             self._folders_before = _ray_folders()
-            handlers = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
-            ray.init(address=address, include_dashboard=False, log_to_driver=False,
-                     runtime_env={"env_vars": {"PYTHONPATH": _pythonpath()}})
-            for s, h in handlers.items():   # Ray puts its own SIGTERM handler (a stack dump, exit -6): tileprobe's
-                if h is not None:            # stops the sweep as the local executor does (143, the kept line)
-                    signal.signal(s, h)
             # Ray's agents (ray::DashboardAgent, ray::RuntimeEnvAgent: the raylet's children) rewrite their command
             # line with setproctitle, which overwrites the environment /proc shows: the guard's mark is gone from
             # them, and a SIGKILLed audit left both alive 10-55 s (they poll for the raylet). The guard notes this
-            # process's descendants while Ray runs, with their start times, and ends those still running if we die.
+            # process's descendants from before Ray starts, with their start times, and ends those still running if
+            # we die (also when Ray's start fails half-way).
             from tileprobe.procs import guard_below
             guard_below(os.getpid())
             self._guarding = True
+            handlers = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+            try:
+                ray.init(address=address, include_dashboard=False, log_to_driver=False,
+                         runtime_env={"env_vars": {"PYTHONPATH": _pythonpath()}})
+            except Exception as e:   # Ray raises a bare Exception when its raylet does not register in time
+                _start_failed(ray, e)
+            for s, h in handlers.items():   # Ray puts its own SIGTERM handler (a stack dump, exit -6): tileprobe's
+                if h is not None:            # stops the sweep as the local executor does (143, the kept line)
+                    signal.signal(s, h)
         self.jobs = jobs or max(1, int(ray.cluster_resources().get("CPU", 1)))
         self.deadline_s = deadline_s
         self.cancelled = 0      # tasks cancelled past their deadline (the tests read it)
@@ -384,6 +388,24 @@ def _wait(ray, refs: list, timeout_s: float) -> list:
 #: Seconds to wait for a TCP answer from a ``--address host:port`` before Ray is asked to join it (Ray
 #: itself waited more than 200 s without a word for an address where nothing listens).
 CONNECT_TIMEOUT_S = 10.0
+
+
+def _start_failed(ray, error: Exception) -> None:
+    """Ray could not start its local cluster (seen at load 27 on 2 cores, 2026-12-05: "The current node timed out
+    during startup", a traceback): shut down what it started and say so.
+
+    Raises:
+        TileprobeError: always, naming Ray's error and the fixes.
+    """
+    from tileprobe.errors import TileprobeError, shown
+    try:
+        ray.shutdown()
+    except Exception:   # what Ray left is ended by the guard when this process exits (guard_below, above)
+        pass
+    raise TileprobeError(f"Ray could not start its local cluster ({type(error).__name__}: "
+                         f"{shown(str(error), limit=400)}). On a loaded machine its raylet may not register in time: "
+                         "run again, give it longer (RAY_raylet_start_wait_time_s=120), or compile here with "
+                         "--executor local") from None
 
 
 def check_address(address: str | None, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
