@@ -36,6 +36,17 @@ def _audit(tmp: str, *extra: str) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
+def _describe(pid: int) -> str:
+    """A survivor as ``PID STATE ppid=PPID COMMAND`` (what the assertion names when one is left)."""
+    from tileprobe.procs import command_line, process_state
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            ppid = f.read().rsplit(")", 1)[1].split()[1]
+    except OSError:
+        ppid = "?"
+    return f"{pid} {process_state(pid)} ppid={ppid} {command_line(pid)}"
+
+
 def test_a_ray_audit_leaves_no_temp_folder(short_tmp):
     p = _audit(short_tmp)
     out, _ = p.communicate(timeout=400)
@@ -57,7 +68,8 @@ def test_a_sigkilled_ray_audit_leaves_no_process_and_the_next_run_sweeps_its_fol
         t0 = time.monotonic()
         while time.monotonic() - t0 < 5 and live_processes_with(f"TMPDIR={short_tmp}", "environ"):
             time.sleep(0.2)
-        assert live_processes_with(f"TMPDIR={short_tmp}", "environ") == []
+        left = live_processes_with(f"TMPDIR={short_tmp}", "environ")
+        assert left == [], [_describe(pid) for pid in left]
     finally:
         if p.poll() is None:
             p.kill()
@@ -72,3 +84,23 @@ def test_a_sigkilled_ray_audit_leaves_no_process_and_the_next_run_sweeps_its_fol
     owners = [open(os.path.join(d, OWNER_MARKER)).read() if os.path.exists(os.path.join(d, OWNER_MARKER))
               else "no marker" for d in left]
     assert left == [], owners
+
+
+def test_a_ray_that_cannot_start_is_a_message_not_a_traceback(monkeypatch):
+    """Ray's own start-up failure (at load 27 on 2 cores: "The current node timed out during startup", a bare
+    Exception) is a TileprobeError naming it and the fixes."""
+    import ray
+
+    from tileprobe.errors import TileprobeError
+    from tileprobe.exec.ray_exec import RayExecutor
+
+    def fail(**kw):
+        raise Exception("The current node timed out during startup.")
+    from tileprobe import procs
+    monkeypatch.setattr(procs, "arm_guard", lambda: True)          # this test process gets no guard of its own
+    monkeypatch.setattr(procs, "guard_below", lambda pid: None)
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", fail)
+    with pytest.raises(TileprobeError, match=r"Ray could not start its local cluster \(Exception: The current node "
+                                             r"timed out during startup\.\)\. .*--executor local"):
+        RayExecutor()

@@ -115,3 +115,52 @@ def test_prune_leaves_no_row_pointing_at_a_deleted_compile(filled):
             assert s._query(f"SELECT COUNT(*) FROM {table} WHERE {column} IS NOT NULL AND {column} NOT IN "
                             "(SELECT key FROM compiles)") == [(0,)], table
         assert s._query("SELECT status FROM tune_candidates WHERE tune_id = 3") == [("slower",)]
+
+
+def _audit(c, audit_id: int, keys: list[str]) -> None:
+    c.execute("INSERT INTO audits (id, created, host, tileprobe, command_line, environment, wall_s, n_variants) "
+              "VALUES (?, '2026-12-02', 'h', 't', 'audit', '{}', 1.0, ?)", (audit_id, len(keys)))
+    c.executemany("INSERT INTO audit_compiles (audit_id, position, compile_key, verdicts) VALUES (?, ?, ?, '{}')",
+                  [(audit_id, i, k) for i, k in enumerate(keys)])
+
+
+def test_history_and_compare_say_what_a_prune_took(tmp_path, capsys):
+    """A hostile tester (2026-12-04): after `store prune`, `compare 1 2` said "1 same" and nothing of the variants
+    that were gone. Now history counts what is still stored and both say how many variants of which audit were
+    pruned."""
+    path = str(tmp_path / "s.sqlite")
+    with Store.open(path) as s:
+        old0 = _save(s, 0, B1, "2026-10-01T00:00:00.000000Z", 1)
+        old1 = _save(s, 1, B1, "2026-10-01T00:00:00.000000Z", 2)
+        old2 = _save(s, 2, B1, "2026-10-01T00:00:00.000000Z", 3)
+        new0 = _save(s, 0, B1, "2026-12-01T00:00:00.000000Z", 4)
+        new2 = _save(s, 2, B1, "2026-12-01T00:00:00.000000Z", 5)
+        with s._transaction() as c:
+            _audit(c, 1, [old0, old1, old2])
+            _audit(c, 2, [new0, old1, new2])
+        assert s.prune(older_than="2026-12-31", keep_latest=1)["compiles"] == 2     # old0 and old2
+        assert s.audit_count(1).variants == 1 and s.audit_count(1).pruned == 2
+        assert s.audit_count(2).pruned == 0
+    assert main(["compare", "1", "2", "--store", path]) == 0
+    out = capsys.readouterr().out
+    assert "A: stored audit 1 (1 compared; 2 variants of audit 1 were pruned (`tileprobe store prune`))" in out
+    assert "B: stored audit 2\n" in out
+    assert "1 same, 2 on one side only" in out
+    assert main(["history", "--store", path]) == 0
+    out = capsys.readouterr().out
+    assert "2 variants of audit 1 were pruned (`tileprobe store prune`): the variants counted are those still " \
+           "stored" in out
+    assert "audit 2 were" not in out and "of audit 2 was" not in out
+
+
+def test_an_audit_pruned_by_an_older_tileprobe_counts_only_its_stored_compiles(filled):
+    """Rows an older prune left pointing at deleted compiles (it noted nothing) count as pruned, not as variants."""
+    with Store.open(filled["path"]) as s:
+        with s._transaction() as c:
+            _audit(c, 5, [filled["newest"], "f" * 64, "e" * 64])
+        count = s.audit_count(5)
+        assert (count.variants, count.pruned) == (1, 2)
+        assert count.pruned_text(5) == "2 variants of audit 5 were pruned (`tileprobe store prune`)"
+        assert [(a["id"], a["n_variants"], a["pruned_variants"]) for a in s.audits()] == [(5, 1, 2)]
+        assert [i for i, _ in s.pruned_audits()] == [5]
+        assert s.audit_count(99).pruned_text(99) == ""

@@ -31,7 +31,9 @@ PREFIX = "cuda-tile-"
 PTH_NAME = "tileprobe-parent.pth"
 #: Set in a command :func:`reexec_argv` started: the cuda-tile version it runs with.
 FRONTEND_ENV = "TILEPROBE_FRONTEND"
-_VERSION_RE = re.compile(r"^\d+\.\d+\.\d+(?:(?:a|b|rc)\d+)?$")
+#: A release as PyPI spells it: MAJOR.MINOR.PATCH (a pre-release suffix a/b/rc allowed), no leading zeros (pip reads
+#: ``00001.6.0`` as 1.6.0, and the folder would bear a name no other command finds: a hostile tester, 2026-12-05).
+_VERSION_RE = re.compile(r"^(?:0|[1-9]\d*)\.(?:0|[1-9]\d*)\.(?:0|[1-9]\d*)(?:(?:a|b|rc)(?:0|[1-9]\d*))?$")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,10 +46,12 @@ class Frontend:
 
 def frontend_dir(version: str, env: Mapping[str, str] | None = None) -> Path:
     """``<toolchains>/cuda-tile-<version>`` (not created). Raises :class:`ToolchainError` for a version that is not
-    MAJOR.MINOR.PATCH (a pre-release such as ``1.6.0rc5`` is allowed)."""
-    if not _VERSION_RE.match(str(version)):
-        raise ToolchainError(f"{version!r} is not a cuda-tile release: give MAJOR.MINOR.PATCH, e.g. "
-                             "`tileprobe frontend install 1.6.0`")
+    MAJOR.MINOR.PATCH as a release spells it (:data:`_VERSION_RE`: no leading zeros; a pre-release such as
+    ``1.6.0rc5`` is allowed)."""
+    if not _VERSION_RE.fullmatch(str(version)):
+        from tileprobe.errors import shown
+        raise ToolchainError(f"{shown(version, quote=True)} is not a cuda-tile release: give MAJOR.MINOR.PATCH as the "
+                             "release spells it, without leading zeros, e.g. `tileprobe frontend install 1.6.0`")
     return toolchains_dir(env) / f"{PREFIX}{version}"
 
 
@@ -62,7 +66,7 @@ def installed(env: Mapping[str, str] | None = None) -> list[Frontend]:
     found = []
     for d in sorted(base.iterdir()) if base.is_dir() else ():
         version = d.name[len(PREFIX):]
-        if d.name.startswith(PREFIX) and _VERSION_RE.match(version) and _pth_of(d) is not None:
+        if d.name.startswith(PREFIX) and _VERSION_RE.fullmatch(version) and _pth_of(d) is not None:
             found.append(Frontend(version, str(d), str(_python_of(d))))
     return found
 
@@ -73,11 +77,17 @@ def _pth_of(root: Path) -> Path | None:
 
 
 def find(version: str, env: Mapping[str, str] | None = None) -> Frontend:
-    """The installed frontend of ``version``. Raises :class:`ToolchainError` naming the command that makes it."""
+    """The installed frontend of ``version``. Raises :class:`ToolchainError` naming the command that makes it, also
+    when its folder holds another cuda-tile release than its name says (its ``cuda_tile-*.dist-info``)."""
     root = frontend_dir(version, env)
-    if _pth_of(root) is None or not _python_of(root).exists():
+    pth = _pth_of(root)
+    if pth is None or not _python_of(root).exists():
         raise ToolchainError(f"cuda-tile {version} has no environment of tileprobe's ({root}); make it with "
                              f"`tileprobe frontend install {version}`")
+    try:     # the folder's name is checked against the release really installed there
+        _check_installed(pth.parent, version)
+    except ToolchainError as e:
+        raise ToolchainError(f"{e}; make it again with `tileprobe frontend install {version} --force`") from None
     return Frontend(version, str(root), str(_python_of(root)))
 
 
@@ -108,14 +118,33 @@ def install(version: str, env: Mapping[str, str] | None = None, *, force: bool =
     if not force and _pth_of(root) is not None:
         return find(version, env)
     root.parent.mkdir(parents=True, exist_ok=True)
-    _run([sys.executable, "-m", "venv", "--clear", "--without-pip", str(root)], f"making the venv {root}", 300)
-    python = _python_of(root)
-    _run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-input",
-          "--disable-pip-version-check", f"cuda-tile=={version}"], f"installing cuda-tile=={version} into {root}")
-    site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                               capture_output=True, text=True, timeout=120).stdout.strip())
-    (site / PTH_NAME).write_text("".join(f"{d}\n" for d in parent_site_dirs()), encoding="utf-8")
+    try:
+        _run([sys.executable, "-m", "venv", "--clear", "--without-pip", str(root)], f"making the venv {root}", 300)
+        python = _python_of(root)
+        _run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-input",
+              "--disable-pip-version-check", f"cuda-tile=={version}"], f"installing cuda-tile=={version} into {root}")
+        site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                   capture_output=True, text=True, timeout=120).stdout.strip())
+        _check_installed(site, version)
+        (site / PTH_NAME).write_text("".join(f"{d}\n" for d in parent_site_dirs()), encoding="utf-8")
+    except BaseException:        # a failed (or interrupted) install leaves no folder behind (a 56 KB one was left)
+        import shutil
+        shutil.rmtree(root, ignore_errors=True)
+        raise
     return Frontend(version, str(root), str(python))
+
+
+def _check_installed(site: Path, version: str) -> None:
+    """The venv's site-packages ``site`` holds cuda-tile ``version`` itself (its ``cuda_tile-VERSION.dist-info``),
+    not another release pip chose.
+
+    Raises:
+        ToolchainError: naming what is there instead.
+    """
+    there = sorted(p.name for p in site.glob("cuda_tile-*.dist-info")) if site.is_dir() else []
+    if f"cuda_tile-{version}.dist-info" not in there:
+        raise ToolchainError(f"installing cuda-tile=={version} into {site.parent} left {', '.join(there) or 'no cuda-tile'}"
+                             " there, not that release; check the version (`pip index versions cuda-tile`)")
 
 
 def reexec_argv(frontend: Frontend, argv: Sequence[str]) -> tuple[list[str], dict[str, str]]:

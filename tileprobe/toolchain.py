@@ -229,6 +229,7 @@ class Toolchain:
         if not isinstance(manifest.version, str):
             raise ToolchainError(f"{root / MANIFEST} names no version (it holds {str(doc)[:80]}); reinstall: "
                                  f"{reinstall}")
+        _check_manifest(root, doc)
         return cls(version=manifest.version, root=str(root), tileiras=str(root / "bin" / f"tileiras{_EXE}"),
                    lib_dirs=(str(root / "lib"),), pins=manifest.pins or {},
                    source="managed")
@@ -245,6 +246,39 @@ class Toolchain:
         root = path.parent.parent
         libs = (str(root / "lib"),) if (root / "lib").is_dir() else ()
         return cls(version=version, root=str(root), tileiras=str(path), lib_dirs=libs, pins={}, source="path")
+
+
+@dataclasses.dataclass
+class _ManifestClaims:
+    """What a managed folder's ``toolchain.json`` claims about the release it holds (:func:`_check_manifest`)."""
+    version: object = None
+    build: object = None
+    pins: object = None
+
+
+def _check_manifest(root: Path, doc) -> None:
+    """A managed folder's manifest agrees with what is there: the folder is named by its release (``install`` names
+    it so), and the ``version``, the ``build`` line and the tileiras pin all name that release. (A manifest edited to
+    say 13.5.37 in the folder of 13.3.36 was listed and used as 13.5.37: a hostile tester, 2026-12-05.) What the
+    binary itself says is checked when an audit resolves it (:func:`tileprobe.audit.pipeline.resolve_compiler`).
+
+    Raises:
+        ToolchainError: naming the folder, what the manifest says and the fix (reinstall).
+    """
+    from tileprobe.jsonrecord import from_dict
+    if not isinstance(doc, dict):
+        return
+    m = from_dict(_ManifestClaims, doc, where=str(root / MANIFEST))
+    said = [f"version {m.version!r}"] if m.version != root.name else []
+    if isinstance(m.build, str) and f"V{root.name}" not in m.build.split():
+        said.append(f"build {m.build!r}")
+    pin = m.pins.get(TILEIRAS_PKG) if isinstance(m.pins, dict) else None
+    if pin not in (None, root.name):
+        said.append(f"{TILEIRAS_PKG} {pin!r}")
+    if said:
+        raise ToolchainError(f"{root / MANIFEST} says {', '.join(said)}, but the folder is tileiras {root.name}'s: "
+                             f"the manifest was edited or the folder renamed; reinstall: tileprobe toolchain remove "
+                             f"{root.name} && tileprobe toolchain install {root.name}")
 
 
 def compiler_env(env: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -9,7 +9,8 @@ set -u
 FILES="tests/test_hook_hostile.py tests/test_use_hostile.py tests/test_program_ownership.py
 tests/test_zygote_hostile.py tests/test_contained_deadlines.py tests/test_compile_detached.py
 tests/test_store_health.py tests/test_tracebacks_to_messages.py tests/test_exec_ray_leftovers.py
-tests/test_no_orphans.py tests/test_hostile_echo.py tests/test_hostile_reads.py tests/test_hostile_inputs.py"
+tests/test_no_orphans.py tests/test_hostile_echo.py tests/test_hostile_reads.py tests/test_hostile_inputs.py
+tests/test_gpu_worker_dies_with_tileprobe.py tests/test_hostile_outputs_and_installs.py"
 yes > /dev/null & Y1=$!
 yes > /dev/null & Y2=$!
 trap 'kill "$Y1" "$Y2" 2>/dev/null' EXIT INT TERM

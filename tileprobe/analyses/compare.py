@@ -379,9 +379,11 @@ def load_side(spec: str, store_path: str | None = None) -> tuple[list[VariantRec
         raise _not_a_side(spec)
     with Store.open(store_path, must_exist=bool(store_path)) as store:
         recs = store.records(audit_id=int(spec), judge=judge_records)
+        pruned = store.audit_count(int(spec)).pruned_text(int(spec))
     if not recs:
         raise _not_a_side(spec)
-    return recs, f"stored audit {spec}"
+    # what a prune took is said, not silently left out of the counts ("1 same" of an audit that had 16)
+    return recs, f"stored audit {spec}" + (f" ({len(recs)} compared; {pruned})" if pruned else "")
 
 
 def side_text(recs: Sequence[VariantRecord]) -> str:

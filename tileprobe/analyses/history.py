@@ -55,7 +55,9 @@ def history(store: Store, *, kernel: str | None = None, arch: str | None = None,
         audits = [a for a in audits if keys & set(a.compile_keys or ())]
         n = limit or None
         audits, compiles, runs = audits[:n], compiles[:n], runs[:n]
-    return History(store.path, audits, compiles, runs)
+    listed = {a.id for a in audits}
+    pruned = [c.pruned_text(i) for i, c in store.pruned_audits() if i in listed]
+    return History(store.path, audits, compiles, runs, pruned)
 
 
 def check_kernel(store: Store, kernel: str | None) -> None:

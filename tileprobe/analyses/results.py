@@ -371,11 +371,15 @@ class History:
     audits: list[StoredAudit] = field(default_factory=list)
     compiles: list[StoredCompile] = field(default_factory=list)
     runs: list[StoredRun] = field(default_factory=list)
+    #: One line per listed audit that ``store prune`` took variants from (``"15 variants of audit 1 were pruned
+    #: (`tileprobe store prune`)"``): its count above is of what is still stored.
+    pruned: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        """``{"store", "audits", "compiles", "runs"}`` (JSON-ready: the rows as the store gave them)."""
+        """``{"store", "audits", "compiles", "runs", "pruned"}`` (JSON-ready: the rows as the store gave them)."""
         return {"store": self.store, "audits": [a.to_dict() for a in self.audits],
-                "compiles": [c.to_dict() for c in self.compiles], "runs": [r.to_dict() for r in self.runs]}
+                "compiles": [c.to_dict() for c in self.compiles], "runs": [r.to_dict() for r in self.runs],
+                "pruned": list(self.pruned)}
 
 
 # --- bisect -------------------------------------------------------------------------------------------------------

@@ -69,10 +69,16 @@ def resolve_compiler(tc: Toolchain) -> Toolchain:
     when unknown) and, when it had none, the ``version`` its build names (``""`` when it names none).
 
     Raises:
-        ToolchainError: tileiras is not found or does not answer ``--version``.
+        ToolchainError: tileiras is not found or does not answer ``--version``, or a managed one says another
+            release than its folder and manifest (both were edited or the folder renamed).
     """
     tileiras = tc.tileiras or _cutile.current_compiler()
     build = binary_fact("build", tileiras, _cutile.tileiras_build)   # asked once
+    said = version_of(build)
+    if tc.source == "managed" and tc.version and said and said != tc.version:   # its folder and manifest lie
+        raise ToolchainError(f"{tileiras} says it is tileiras {said} ({build}), but its folder {tc.root} and "
+                             f"manifest are {tc.version}'s; reinstall: tileprobe toolchain remove {tc.version} && "
+                             f"tileprobe toolchain install {tc.version}")
     identity = compiler_identity(tileiras)
     targets = tc.targets
     if targets is None:     # a list from tileiras (or the cache file's JSON): the toolchain keeps a tuple

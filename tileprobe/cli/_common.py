@@ -352,6 +352,10 @@ def check_output_path(path: str | None, what: str) -> None:
                              f"{shown(os.path.join(path, 'out'), limit=PATH_SHOWN_CHARS)}")
     if os.path.exists(path) and not os.path.isfile(path):
         raise TileprobeError(f"{what} {where}: not a regular file (a FIFO or a device); give a file path")
+    if os.path.islink(path) and not os.path.exists(path):    # the check below would make its target, then
+        raise TileprobeError(f"{what} {where}: a symbolic link to "   # remove the link (a hostile tester, 2026-12-05)
+                             f"{shown(os.readlink(path), limit=PATH_SHOWN_CHARS)}, which does not exist; give a "
+                             "file path, not a dangling link")
     folder = os.path.dirname(os.path.abspath(path)) or "."
     if not os.path.isdir(folder):
         raise TileprobeError(f"{what} {where}: folder {shown(folder, limit=PATH_SHOWN_CHARS)} does not "

@@ -70,6 +70,10 @@ def cmd_compare(args) -> int:
     tcs = None
     if args.probe and len(split(args.tileiras)) == 2:
         tcs = toolchains(args.tileiras, args.install)   # a release not installed: installed only when asked
+        if tcs is not None and len(tcs) < 2:     # each compiler is resolved once: one named twice was compiled
+            from tileprobe.errors import shown  # against itself (a hostile tester, 2026-12-05)
+            raise UsageError(f"--tileiras {shown(args.tileiras)} names one compiler twice: compare needs two "
+                             "different ones, e.g. --tileiras 13.3.36,13.4.92")
     fixed: contextlib.AbstractContextManager[object] = contextlib.nullcontext()   # or the fixed bytecode's
     if args.fixed_bytecode:
         if not (args.probe and tcs):

@@ -38,6 +38,7 @@ def cmd_merge(args) -> int:
     from tileprobe.tune.table_store import merge_tables, update_table
     if len(args.tables) < 2:
         raise UsageError("table merge: give two tables or more (tileprobe table merge A.json B.json -o C.json)")
+    _refuse_link(args.output)
     check_output_path(args.output, "-o")
     docs = [(t, read_table(t)) for t in args.tables]
     result = merge_tables(docs, merged_document)
@@ -53,3 +54,23 @@ def cmd_merge(args) -> int:
     dup = f"; {result.duplicates} duplicate row(s) kept once" if result.duplicates else ""
     print(f"{plain(args.output)}: {n} row(s) from {given}{dup}")
     return 0
+
+
+def _refuse_link(path: str) -> None:
+    """Refuse an ``-o`` that is a symbolic link: the merge never writes through a link to its target (nor
+    replaces the link by a file the user did not name), whatever the link points at (a file, nothing, a folder).
+
+    Raises:
+        UsageError: naming the link, its target and the fix (nothing read or written yet).
+    """
+    import os
+
+    from tileprobe.errors import PATH_SHOWN_CHARS, shown
+    if os.path.islink(path):
+        try:
+            target = os.readlink(path)
+        except OSError:
+            target = "?"
+        raise UsageError(f"table merge: -o {shown(path, limit=PATH_SHOWN_CHARS)} is a symbolic link (to "
+                         f"{shown(target, limit=PATH_SHOWN_CHARS)}); tileprobe does not "
+                         "write through links: give the target's own path, or remove the link first")

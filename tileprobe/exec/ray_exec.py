@@ -165,14 +165,26 @@ class RayExecutor:
         ray = self.ray = _ray()
         self.owned = not ray.is_initialized()
         self._folders_before: set[str] = set()
+        self._guarding = False
         if self.owned:
             check_address(address)
             from tileprobe.procs import arm_guard
             arm_guard()   # before Ray starts: its raylet, workers and agents carry the guard's mark and end with us
             self._folders_before = _ray_folders()
+            # Ray's agents (ray::DashboardAgent, ray::RuntimeEnvAgent: the raylet's children) rewrite their command
+            # line with setproctitle, which overwrites the environment /proc shows: the guard's mark is gone from
+            # them, and a SIGKILLed audit left both alive 10-55 s (they poll for the raylet). The guard notes this
+            # process's descendants from before Ray starts, with their start times, and ends those still running if
+            # we die (also when Ray's start fails half-way).
+            from tileprobe.procs import guard_below
+            guard_below(os.getpid())
+            self._guarding = True
             handlers = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
-            ray.init(address=address, include_dashboard=False, log_to_driver=False,
-                     runtime_env={"env_vars": {"PYTHONPATH": _pythonpath()}})
+            try:
+                ray.init(address=address, include_dashboard=False, log_to_driver=False,
+                         runtime_env={"env_vars": {"PYTHONPATH": _pythonpath()}})
+            except Exception as e:   # Ray raises a bare Exception when its raylet does not register in time
+                _start_failed(ray, e)
             for s, h in handlers.items():   # Ray puts its own SIGTERM handler (a stack dump, exit -6): tileprobe's
                 if h is not None:            # stops the sweep as the local executor does (143, the kept line)
                     signal.signal(s, h)
@@ -241,6 +253,10 @@ class RayExecutor:
         if self.owned and self.ray.is_initialized():
             self.ray.shutdown()
             _sweep_after_shutdown(self._folders_before)
+        if self._guarding:
+            from tileprobe.procs import unguard
+            unguard(os.getpid())
+            self._guarding = False
 
 
 class GpuActor:
@@ -372,6 +388,24 @@ def _wait(ray, refs: list, timeout_s: float) -> list:
 #: Seconds to wait for a TCP answer from a ``--address host:port`` before Ray is asked to join it (Ray
 #: itself waited more than 200 s without a word for an address where nothing listens).
 CONNECT_TIMEOUT_S = 10.0
+
+
+def _start_failed(ray, error: Exception) -> None:
+    """Ray could not start its local cluster (seen at load 27 on 2 cores, 2026-12-05: "The current node timed out
+    during startup", a traceback): shut down what it started and say so.
+
+    Raises:
+        TileprobeError: always, naming Ray's error and the fixes.
+    """
+    from tileprobe.errors import TileprobeError, shown
+    try:
+        ray.shutdown()
+    except Exception:   # what Ray left is ended by the guard when this process exits (guard_below, above)
+        pass
+    raise TileprobeError(f"Ray could not start its local cluster ({type(error).__name__}: "
+                         f"{shown(str(error), limit=400)}). On a loaded machine its raylet may not register in time: "
+                         "run again, give it longer (RAY_raylet_start_wait_time_s=120), or compile here with "
+                         "--executor local") from None
 
 
 def check_address(address: str | None, timeout_s: float = CONNECT_TIMEOUT_S) -> None:

@@ -454,6 +454,8 @@ def render_history(hist: History, console: Console, limit: int | None = None) ->
     _print_table(console, "audits", ("id", "when (UTC)", "host", "variants", "s", "command"),
                  [(str(a.id), _when(a.created or ""), a.host or "", str(a.n_variants),
                    f"{a.wall_s or 0:.1f}", a.command_line or "") for a in hist.audits])
+    for line in hist.pruned:     # the counts above are of what is still stored
+        say(console, f"{line}: the variants counted are those still stored")
     pool = any(c.reg_pool not in (None, "none") for c in hist.compiles)   # shown when any has one
     _print_table(console, "compiles", ("when (UTC)", "kernel", "case", "hints", "arch", "compiler", "status", "regs",
                                        "CTAs/SM", "compile s", *((POOL_HEADER,) if pool else ()), "µs"),

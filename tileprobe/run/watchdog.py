@@ -33,7 +33,15 @@ from typing import Any
 from tileprobe.errors import TileprobeError
 from tileprobe.probe.wire import WireError
 from tileprobe.probe.wire import recv as wire_recv
-from tileprobe.procs import importable_env, signal_group, stop_process
+from tileprobe.procs import (
+    arm_guard,
+    guard,
+    importable_env,
+    preexec_die_with_parent,
+    signal_group,
+    stop_process,
+    unguard,
+)
 from tileprobe.run.protocol import STOP, Hello, ProtocolError, Result, Started, Task
 from tileprobe.schema import exit_text
 
@@ -144,12 +152,18 @@ class Watchdog:
     def _spawn(self) -> _Worker:
         parent, child = Pipe(duplex=True)
         fd = child.fileno()
+        arm_guard()     # before the start: the worker and what its tasks start carry the guard's mark
         env = importable_env(dict(os.environ, **self.env))
         log_path = os.path.join(self._logdir, f"worker-{len(self.pids) + 1}.log")
+        # SIGKILLed by the kernel when this process dies, from its first instruction (no window while it imports);
+        # the guard then ends its session's group and every descendant it saw, a `setsid` child of a task included
+        # (both outlived a SIGKILLed tileprobe before, 2026-12-05)
         with open(log_path, "wb") as log:
             proc = subprocess.Popen([sys.executable, "-m", "tileprobe.run.worker", str(fd), self.init],
                                     pass_fds=(fd,), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                    env=env, start_new_session=True)
+                                    env=env, start_new_session=True,
+                                    preexec_fn=preexec_die_with_parent(os.getpid()) if os.name == "posix" else None)
+        guard(proc.pid)
         child.close()
         self.pids.append(proc.pid)
         w = _Worker(proc, parent, log_path)
@@ -195,6 +209,8 @@ class Watchdog:
         """SIGTERM the worker's process group, SIGKILL after ``grace_s``, reap it (one stuck in the driver, D state,
         is reaped at close), sweep its group (children it left there, e.g. nvidia-smi)."""
         stop_process(w.proc, self.grace_s, reap_s=30, group=True)   # start_new_session: it leads its own group
+        if w.proc.poll() is not None:     # reaped: the guard forgets its pid (which may be reused)
+            unguard(w.proc.pid)
         try:
             w.conn.close()
         except OSError:

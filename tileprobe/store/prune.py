@@ -27,13 +27,17 @@ class PruneMixin(StoreConnection):
 
     # --- hygiene: size and prune ---------------------------------------------------------------------------------
 
+    def file_bytes(self) -> int:
+        """Bytes the store takes on disk: the database, its WAL and shared-memory files (those that exist)."""
+        files = [self.path, self.path + "-wal", self.path + "-shm"]
+        return sum(os.path.getsize(f) for f in files if os.path.exists(f))
+
     def size(self) -> dict:
         """What the store holds and takes: ``path``, ``file_bytes`` (the database, its WAL and shared-memory
         files), ``cubin_bytes`` (stored cubins), row counts per table (``compiles``, ``cubins``, ``audits``, ``runs``,
         ``tunes``), ``variants`` (distinct kernel, probe, case, hints, arch and compiler), ``oldest`` and ``newest``
         compile times (UTC)."""
-        files = [self.path, self.path + "-wal", self.path + "-shm"]
-        out = {"path": self.path, "file_bytes": sum(os.path.getsize(f) for f in files if os.path.exists(f))}
+        out = {"path": self.path, "file_bytes": self.file_bytes()}
         out["cubin_bytes"] = self._query("SELECT COALESCE(SUM(size_bytes), 0) FROM cubins")[0][0]
         for table in ("compiles", "cubins", "audits", "runs", "tunes"):
             out[table] = self._query(f"SELECT COUNT(*) FROM {table}")[0][0]
@@ -57,7 +61,7 @@ class PruneMixin(StoreConnection):
         """
         if keep_latest < 0:
             raise StoreError(f"--keep-latest {keep_latest}: give 0 or more compiles to keep per variant")
-        before = self.size()["file_bytes"]
+        before = self.file_bytes()
         if dry_run:
             plan = self._prune_plan(self._doomed(older_than, keep_latest))
         else:   # planned and deleted in one write transaction: an audit saved meanwhile is seen whole or not at all
@@ -69,7 +73,7 @@ class PruneMixin(StoreConnection):
                 self._conn.execute("VACUUM")
                 self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")   # VACUUM in WAL mode goes through the WAL
         counts = {k: len(v) for k, v in dataclasses.asdict(plan).items()}
-        return {**counts, "bytes_before": before, "bytes_after": self.size()["file_bytes"]}
+        return {**counts, "bytes_before": before, "bytes_after": self.file_bytes()}
 
     def _doomed(self, older_than: str | None, keep_latest: int) -> list[str]:
         """The keys of the compiles :meth:`prune` deletes (its rules)."""

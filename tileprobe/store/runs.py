@@ -154,12 +154,45 @@ class RunsMixin(StoreConnection):
         sql += " ORDER BY a.id DESC" + (f" LIMIT {int(limit)}" if limit else "")
         out = []
         for id_, created, host, tp, cmd, n, wall, env in self._query(sql, params):
-            keys = [k for (k,) in self._query("SELECT compile_key FROM audit_compiles WHERE audit_id = ? "
-                                               "ORDER BY position", (id_,))]
+            keys = [k for (k,) in self._query("SELECT x.compile_key FROM audit_compiles x JOIN compiles c ON "
+                                               "c.key = x.compile_key WHERE x.audit_id = ? ORDER BY x.position",
+                                               (id_,))]
+            count = self.audit_count(id_)
             out.append({"id": id_, "created": created, "host": host, "tileprobe": tp, "command_line": cmd,
-                        "n_variants": n, "wall_s": wall, "environment": json.loads(env or "{}"),
-                        "compile_keys": keys})
+                        "n_variants": count.variants if n is not None else n, "pruned_variants": count.pruned,
+                        "wall_s": wall, "environment": json.loads(env or "{}"), "compile_keys": keys})
         return out
+
+    def pruned_audits(self) -> list[tuple[int, AuditCount]]:
+        """The stored audits ``store prune`` took variants from, newest first, with their counts
+        (:meth:`audit_count`)."""
+        ids = [i for (i,) in self._query(
+            "SELECT a.id FROM audits a WHERE (json_valid(a.environment) AND json_extract(a.environment, "
+            "'$.pruned_variants') > 0) OR EXISTS (SELECT 1 FROM audit_compiles x WHERE x.audit_id = a.id AND "
+            "x.compile_key IS NOT NULL AND NOT EXISTS (SELECT 1 FROM compiles c WHERE c.key = x.compile_key)) "
+            "ORDER BY a.id DESC")]
+        return [(i, self.audit_count(i)) for i in ids]
+
+    def audit_count(self, audit_id: int) -> AuditCount:
+        """How many variants stored audit ``audit_id`` holds now and how many ``store prune`` took from it.
+
+        ``pruned``: what the prune noted in the audit's environment (``pruned_variants``) plus the rows that point
+        at a compile no longer stored (left by a prune of before 2026-12-05, which noted nothing); ``variants``:
+        the audit's count less those rows. An audit that is not stored counts (0, 0).
+
+        Raises:
+            StoreError: the store is damaged or locked.
+        """
+        rows = self._query("SELECT n_variants, CASE WHEN json_valid(environment) THEN json_extract(environment, "
+                           "'$.pruned_variants') END FROM audits WHERE id = ?", (audit_id,))
+        if not rows:
+            return AuditCount(0, 0)
+        n, noted = rows[0]
+        ((dangling,),) = self._query("SELECT COUNT(*) FROM audit_compiles x WHERE x.audit_id = ? AND x.compile_key "
+                                     "IS NOT NULL AND NOT EXISTS (SELECT 1 FROM compiles c WHERE c.key = "
+                                     "x.compile_key)", (audit_id,))
+        noted = noted if type(noted) is int and noted > 0 else 0
+        return AuditCount(max(0, (n or 0) - dangling), noted + dangling)
 
     def runs(self, *, kernel=None, arch=None, tileiras=None, limit: int | None = None) -> list[dict]:
         """Stored GPU runs, newest first, with their compile's kernel, case, hints, arch and tileiras."""
@@ -172,6 +205,22 @@ class RunsMixin(StoreConnection):
                  "clocks": json.loads(cl or "null"), "status": s, "median_us": m, "kernel": kn,
                  "case": dict(json.loads(case)), "hints": dict(json.loads(hints)), "arch": a, "tileiras": t}
                 for i, k, cr, h, g, d, cl, s, m, kn, case, hints, a, t in self._query(sql, params)]
+
+
+@dataclass(frozen=True)
+class AuditCount:
+    """A stored audit's variants now (``variants``) and those ``store prune`` deleted from it (``pruned``):
+    :meth:`RunsMixin.audit_count`, what ``history`` and ``compare`` say."""
+    variants: int
+    pruned: int
+
+    def pruned_text(self, audit_id: int) -> str:
+        """``"15 variants of audit 1 were pruned (`tileprobe store prune`)"``, or ``""`` when none were."""
+        if not self.pruned:
+            return ""
+        many = self.pruned != 1
+        return (f"{self.pruned} variant{'s' if many else ''} of audit {audit_id} {'were' if many else 'was'} pruned "
+                "(`tileprobe store prune`)")
 
 
 def _row_id(cur: sqlite3.Cursor) -> int:

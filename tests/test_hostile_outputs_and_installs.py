@@ -1,0 +1,153 @@
+"""What a hostile tester left open on 2026-12-05, each refused with a message naming the problem and the fix
+(non-zero exit) or checked against what is really there: ``table merge -o`` onto a symbolic link, an index whose
+meta.json matches an edited table's size and mtime, ``frontend install 00001.6.0``, a failed ``frontend install``
+that left its folder, a frontend folder holding another release than its name, and ``compare --probe
+--tileiras V,V`` (one compiler compared with itself)."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tileprobe import frontend
+from tileprobe.cli import main
+from tileprobe.errors import ToolchainError
+
+
+def _table(path: Path, tile: int) -> Path:
+    row = {"problem": {"N": 4096}, "case": {"TILE": tile}, "hints": {}, "verdict": "winner", "median_us": 10.0,
+           "arch": "sm_90", "gpu": f"GPU{tile}", "num_sms": 132, "tileiras": "Cuda compilation tools, release 13.4, "
+           "V13.4.92", "cuda_tile": "1.7.0", "timing": "sustained"}
+    path.write_text(json.dumps({"schema_version": 1, "kind": "tileprobe.tune", "tool": "t", "created": "x",
+                                "provenance": {"gpu": f"GPU{tile}", "arch": "sm_90"}, "kernels": {"vadd": [row]}}))
+    return path
+
+
+@pytest.mark.parametrize("target", ["table", "other file", "nothing"])
+def test_a_merge_onto_a_symbolic_link_is_refused_and_writes_nothing_through_it(tmp_path, capsys, target):
+    a, b = _table(tmp_path / "a.json", 512), _table(tmp_path / "b.json", 1024)
+    dest = tmp_path / "elsewhere.json"
+    if target == "table":
+        _table(dest, 256)
+    elif target == "other file":
+        dest.write_text("precious\n")
+    before = dest.read_bytes() if dest.exists() else None
+    link = tmp_path / "out.json"
+    link.symlink_to(dest)
+    assert main(["table", "merge", str(a), str(b), "-o", str(link)]) == (1 if target == "nothing" else 2)
+    err = " ".join(capsys.readouterr().err.split())
+    if target == "nothing":     # every command's output check refuses a dangling link (it made the target before)
+        assert f"-o {link}: a symbolic link to {dest}, which does not exist" in err, err
+    else:
+        assert f"-o {link} is a symbolic link (to {dest})" in err and "give the target's own path" in err, err
+    assert link.is_symlink() and os.readlink(link) == str(dest)           # the link is left as it was
+    assert (dest.read_bytes() if dest.exists() else None) == before       # nothing written through it, nor made
+    assert not list(tmp_path.glob("out.json.*")) and not list(tmp_path.glob("elsewhere.json.*"))
+
+
+def test_an_index_is_not_trusted_for_an_edited_table_whose_size_and_mtime_were_put_back(tmp_path):
+    from tileprobe.record.hook import load_capture
+    from tileprobe.tune.table_store import write_index
+    cap = load_capture()
+    key = "00aa" * 4
+    doc = {"schema_version": 1, "kind": "tileprobe.tune",
+           "kernels": {"a": [{"case": {}, "search": {"key": key, "config": {"TILE": 1}}}]}}
+    table = tmp_path / "t.json"
+    table.write_text(json.dumps(doc))
+    write_index(str(table), doc)
+    assert [r["search"]["config"] for _, r in cap.index_rows(str(table), key)] == [{"TILE": 1}]
+    st = os.stat(table)
+    table.write_text(json.dumps(doc).replace('"TILE": 1', '"TILE": 7'))   # same size, another pick
+    os.utime(table, ns=(st.st_atime_ns, st.st_mtime_ns))                    # and the mtime put back
+    assert os.stat(table).st_size == st.st_size and os.stat(table).st_mtime_ns == st.st_mtime_ns
+    assert cap.index_rows(str(table), key) is None                          # passed over: the table is read whole
+    answerer = cap.Answerer(str(table))
+    answerer.load()
+    assert [r["search"]["config"] for _, r in answerer.rows[key]] == [{"TILE": 7}]
+
+
+@pytest.mark.parametrize("version", ["00001.6.0", "1.06.0", "1.6.00", "1.6.0rc05", " 1.6.0", "1.6.0\n"])
+def test_a_frontend_version_must_be_spelled_as_the_release_is(tmp_path, monkeypatch, capsys, version):
+    monkeypatch.setenv("TILEPROBE_TOOLCHAINS", str(tmp_path))
+    assert main(["frontend", "install", version]) == 1
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"{version!r} is not a cuda-tile release" in err and "without leading zeros" in err, err
+    assert os.listdir(tmp_path) == []                                       # nothing made, nothing downloaded
+
+
+def test_a_failed_frontend_install_leaves_no_folder(tmp_path, monkeypatch):
+    env = {"TILEPROBE_TOOLCHAINS": str(tmp_path)}
+    calls = []
+
+    def fake_run(cmd, what, timeout_s=900):     # the venv is made, then pip fails (an unpublished release)
+        calls.append(cmd[2])
+        if cmd[2] == "venv":
+            os.makedirs(os.path.join(cmd[-1], "bin"))
+            Path(cmd[-1], "pyvenv.cfg").write_text("home = /usr\n")
+            return
+        raise ToolchainError(f"{what} failed (exit 1):\n  ERROR: No matching distribution found for cuda-tile==99.0.0")
+    monkeypatch.setattr(frontend, "_run", fake_run)
+    with pytest.raises(ToolchainError, match="No matching distribution"):
+        frontend.install("99.0.0", env)
+    assert calls == ["venv", "pip"] and os.listdir(tmp_path) == []
+
+
+def test_a_frontend_folder_holding_another_release_than_its_name_is_refused(tmp_path):
+    env = {"TILEPROBE_TOOLCHAINS": str(tmp_path)}
+    root = tmp_path / "cuda-tile-1.6.0"
+    site = root / "lib" / "python3.11" / "site-packages"
+    (site / "cuda_tile-1.7.0.dist-info").mkdir(parents=True)      # what pip really put there
+    (site / frontend.PTH_NAME).write_text("/x\n")
+    (root / "bin").mkdir()
+    (root / "bin" / "python").write_text("")
+    with pytest.raises(ToolchainError, match=r"left cuda_tile-1\.7\.0\.dist-info there, not that release.*"
+                                             r"`tileprobe frontend install 1\.6\.0 --force`"):
+        frontend.find("1.6.0", env)
+    (site / "cuda_tile-1.7.0.dist-info").rename(site / "cuda_tile-1.6.0.dist-info")
+    assert frontend.find("1.6.0", env).version == "1.6.0"
+
+
+@pytest.mark.parametrize("fixed", [[], ["--fixed-bytecode"]])
+def test_compare_refuses_one_compiler_named_twice(tmp_path, capsys, fixed):
+    from tileprobe._cutile import which_tool
+    from tileprobe.toolchain import tileiras_version
+    here = tileiras_version(which_tool("tileiras"))[0]       # the pip compiler: resolved with nothing downloaded
+    assert main(["compare", "--probe", str(tmp_path / "p.py"), "--tileiras", f"{here},{here}", "--no-store",
+                 *fixed]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"--tileiras {here},{here} names one compiler twice: compare needs two different ones" in err, err
+
+
+def test_a_toolchain_manifest_that_names_another_release_than_its_folder_is_refused(tmp_path):
+    from tileprobe.toolchain import MANIFEST, Toolchain, installed
+    folder = tmp_path / "13.3.36"
+    folder.mkdir()
+    doc = {"schema_version": 1, "version": "13.5.37", "build": "Cuda compilation tools, release 13.5, V13.5.37",
+           "pins": {"nvidia-cuda-tileiras": "13.5.37"}}
+    (folder / MANIFEST).write_text(json.dumps(doc))
+    with pytest.raises(ToolchainError, match=r"says version '13\.5\.37', build .*V13\.5\.37', nvidia-cuda-tileiras "
+                                             r"'13\.5\.37', but the folder is tileiras 13\.3\.36's.*tileprobe toolchain "
+                                             r"remove 13\.3\.36 && tileprobe toolchain install 13\.3\.36"):
+        Toolchain.from_dir(folder)
+    assert installed(tmp_path) == []                     # not listed as 13.5.37
+    doc.update(version="13.3.36", build="Cuda compilation tools, release 13.3, V13.3.36",
+               pins={"nvidia-cuda-tileiras": "13.3.36"})
+    (folder / MANIFEST).write_text(json.dumps(doc))
+    assert [t.version for t in installed(tmp_path)] == ["13.3.36"]
+
+
+def test_a_managed_compiler_whose_binary_says_another_release_is_refused_when_resolved(tmp_path):
+    """A folder and manifest both edited to say 13.5.37 around another release's tileiras: what it runs decides."""
+    from tileprobe._cutile import which_tool
+    from tileprobe.audit.pipeline import resolve_compiler
+    from tileprobe.toolchain import Toolchain, tileiras_version
+    real = which_tool("tileiras")
+    here = tileiras_version(real)[0]
+    liar = "13.5.37" if here != "13.5.37" else "13.3.36"
+    tc = Toolchain(version=liar, root=str(tmp_path / liar), tileiras=real, source="managed")
+    with pytest.raises(ToolchainError, match=rf"says it is tileiras {here} .*but its folder .* are {liar}'s; "
+                                             rf"reinstall: tileprobe toolchain remove {liar}"):
+        resolve_compiler(tc)
+    assert resolve_compiler(Toolchain(version=here, root=str(tmp_path), tileiras=real, source="managed")).version == here
