@@ -47,7 +47,12 @@ def test_a_merge_onto_a_symbolic_link_is_refused_and_writes_nothing_through_it(t
     assert not list(tmp_path.glob("out.json.*")) and not list(tmp_path.glob("elsewhere.json.*"))
 
 
-def test_an_index_is_not_trusted_for_an_edited_table_whose_size_and_mtime_were_put_back(tmp_path):
+def test_an_index_shipped_beside_its_table_still_answers_and_an_edit_that_moves_the_mtime_is_read_whole(tmp_path):
+    """A table and its index copied as they are (`cp -p`: a new ctime, the same size and mtime) answer from the index;
+    an edit that changes the size or the mtime passes the index over. An edit that keeps the size and puts the
+    mtime back is answered from the index: docs/FAILURES.md names it (the ctime would catch it, and would also
+    pass over every shipped copy's index)."""
+    import shutil
     from tileprobe.record.hook import load_capture
     from tileprobe.tune.table_store import write_index
     cap = load_capture()
@@ -57,11 +62,14 @@ def test_an_index_is_not_trusted_for_an_edited_table_whose_size_and_mtime_were_p
     table = tmp_path / "t.json"
     table.write_text(json.dumps(doc))
     write_index(str(table), doc)
-    assert [r["search"]["config"] for _, r in cap.index_rows(str(table), key)] == [{"TILE": 1}]
+    shipped = tmp_path / "shipped"
+    shipped.mkdir()
+    shutil.copy2(table, shipped / "t.json")
+    shutil.copytree(tmp_path / "t.json.index", shipped / "t.json.index", copy_function=shutil.copy2)
+    assert [r["search"]["config"] for _, r in cap.index_rows(str(shipped / "t.json"), key)] == [{"TILE": 1}]
     st = os.stat(table)
-    table.write_text(json.dumps(doc).replace('"TILE": 1', '"TILE": 7'))   # same size, another pick
-    os.utime(table, ns=(st.st_atime_ns, st.st_mtime_ns))                    # and the mtime put back
-    assert os.stat(table).st_size == st.st_size and os.stat(table).st_mtime_ns == st.st_mtime_ns
+    table.write_text(json.dumps(doc).replace('"TILE": 1', '"TILE": 7'))   # same size
+    os.utime(table, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))       # a new mtime (a coarse clock may not move)
     assert cap.index_rows(str(table), key) is None                          # passed over: the table is read whole
     answerer = cap.Answerer(str(table))
     answerer.load()

@@ -104,13 +104,13 @@ def update_table(path: str, change: Callable[[dict | None], dict], read: Callabl
 
 #: The table's index (read by the start-up hook: tileprobe/record/capture/tables.py ``INDEX_SUFFIX``, ``INDEX_SCHEMA``).
 _INDEX_SUFFIX = ".index"
-_INDEX_SCHEMA = 2
+_INDEX_SCHEMA = 1
 _INDEX_KEY = re.compile(r"[0-9a-f]{16}")
 
 
 def write_index(table: str, doc: dict) -> None:
     """Write the index of ``doc``, just written to ``table``, in place of any older one (a new folder, renamed into
-    place): ``TABLE.index/meta.json`` (the table's size, mtime and ctime) and ``XY.json`` per first two hex digits of the
+    place): ``TABLE.index/meta.json`` (the table's size and mtime) and ``XY.json`` per first two hex digits of the
     search key's SHA-256, each ``[[kernel, row], …]``. Its reader is the start-up hook's (tileprobe/record/capture/tables.py,
     ``index_rows``, where the format is described; tests/test_table_index.py holds the two together). Raises
     OSError when it cannot (the table stays; the hook then reads it whole)."""
@@ -131,9 +131,8 @@ def write_index(table: str, doc: dict) -> None:
                 f.write(json_text(pairs, indent=None))     # as the table writes its rows
         st = os.stat(table)
         with open(os.path.join(tmp, "meta.json"), "w", encoding="utf-8") as f:
-            # ctime too: an edit that keeps the size and puts the mtime back (os.utime) still changes it
-            json.dump({"schema": _INDEX_SCHEMA, "size": st.st_size, "mtime_ns": st.st_mtime_ns,
-                       "ctime_ns": st.st_ctime_ns}, f)
+            # not the ctime: a copy (cp -p, tar, a package) has a new one, and its index must still answer
+            json.dump({"schema": _INDEX_SCHEMA, "size": st.st_size, "mtime_ns": st.st_mtime_ns}, f)
         old = f"{folder}.old-{os.getpid()}"
         if os.path.lexists(folder):
             os.rename(folder, old)     # a file or a link there is moved aside too, never written through

@@ -143,14 +143,14 @@ def read_json_file(path: str, limit_bytes: int = TABLE_LIMIT_BYTES):
 
 #: The index beside a tune table ``T`` (folder ``T.index``, written by ``tileprobe tune --export``:
 #: ``tileprobe.tune.export._write_index``, which a test holds to this reader): ``meta.json``
-#: names the table's size, mtime and ctime it was made from (schema 2: the ctime, which ``os.utime`` cannot put
-#: back, tells an edit that kept the size and restored the mtime; a copy of the table is then read whole), and each ``XY.json`` holds the rows (``[[kernel, row], …]``)
+#: names the table's size and mtime it was made from (not its ctime: a table shipped with ``cp -p``, ``tar`` or a
+#: package has a new ctime, and its index must still answer), and each ``XY.json`` holds the rows (``[[kernel, row], …]``)
 #: whose search key's own SHA-256 starts with the two hex digits ``XY`` (:func:`index_bucket`: spread evenly
 #: whatever the keys look like). A searching process reads one bucket (a 256th of the
 #: table) instead of the whole table (a 154 MB table took 17-22 s and 0.9 GB to read, 2026-12-05); an index that
 #: is missing, damaged or older than the table is passed over and the table is read whole, as before.
 INDEX_SUFFIX = ".index"
-INDEX_SCHEMA = 2
+INDEX_SCHEMA = 1
 _INDEX_KEY = re.compile(r"[0-9a-f]{16}")
 
 
@@ -168,7 +168,7 @@ def index_rows(table: str, key: str) -> list | None:
         st = os.stat(table)
         meta = json.loads(read_regular(os.path.join(folder, "meta.json"), 1 << 16))
         if not (isinstance(meta, dict) and meta.get("schema") == INDEX_SCHEMA and meta.get("size") == st.st_size
-                and meta.get("mtime_ns") == st.st_mtime_ns and meta.get("ctime_ns") == st.st_ctime_ns) \
+                and meta.get("mtime_ns") == st.st_mtime_ns) \
                 or not _INDEX_KEY.fullmatch(key):
             return None
         bucket = os.path.join(folder, index_bucket(key) + ".json")
