@@ -46,5 +46,8 @@ class ArgDesc:
 
 
 def arg_desc(d: object) -> ArgDesc | None:
-    """The :class:`ArgDesc` of a JSON object, or None when ``d`` is no object (a line no tileprobe wrote)."""
+    """The :class:`ArgDesc` of a JSON object (an ArgDesc as it is), or None when ``d`` is no object (a line no
+    tileprobe wrote)."""
+    if isinstance(d, ArgDesc):
+        return d
     return from_dict(ArgDesc, d) if isinstance(d, Mapping) else None
