@@ -24,8 +24,7 @@ import json
 import os
 import sys
 import time
-from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, NamedTuple
 
 #: Environment variable ``tileprobe use`` sets for every process of one run (its own id), so that ranks of one run
 #: share answers and another run of the same table starts afresh.
@@ -74,12 +73,12 @@ def _number(v, allow_none: bool = True) -> bool:
     return not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v) and v >= 0
 
 
-@dataclass(frozen=True)
-class Pick:
+class Pick(NamedTuple):
     """A rank's pick as :meth:`Shared._publish` writes it: the search ``key``, the position of the picked
     configuration among the program's (``config_index``), its mean and error margin (µs) and samples by
     cuda.tile.tune, and who wrote it (``rank``, ``pid``, ``time``). Fields as read; :func:`entry_problem` checks
-    them."""
+    them. A named tuple, not a dataclass: this module is loaded by path without a ``sys.modules`` entry, which
+    ``dataclasses`` needs."""
     key: Any = None
     config_index: Any = None
     mean_us: Any = None
@@ -92,7 +91,7 @@ class Pick:
 
 def pick_of(doc: dict) -> Pick:
     """The :class:`Pick` of an entry's JSON object (missing fields None, other keys ignored)."""
-    return Pick(**{f.name: doc[f.name] for f in fields(Pick) if f.name in doc})
+    return Pick(**{name: doc[name] for name in Pick._fields if name in doc})
 
 
 def entry_problem(doc, key: str) -> str | None:
