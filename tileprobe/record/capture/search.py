@@ -8,12 +8,10 @@ import json
 import os
 import sys
 import time
-from dataclasses import dataclass, field
-from typing import Any
 
 from .describe import _hint_json, _plain, _site, describe, describe_kernel, to_json
 from .ext import usehook
-from .fields import from_fields
+from .fields import Record
 from .names import CEXT_MODULE, MODULE_NAME
 from .recorder import Recorder
 from .result import _tuning_result
@@ -118,14 +116,14 @@ def _describe_config(cfg, grid_fn, kernel, args_fn, hints_fn) -> tuple:
     return cfg, k, hints, grid, tuple(call("args_fn", args_fn, cfg))
 
 
-@dataclass
-class ConfigDesc:
+class ConfigDesc(Record):
     """One configuration of a search as JSON: the program's ``config`` (:func:`config_json`), the ``hints`` its
     ``hints_fn`` gave, the ``grid`` its ``grid_fn`` gave and its ``args`` (argument descriptions, ``to_json``)."""
-    config: Any = None
-    hints: dict = field(default_factory=dict)
-    grid: list = field(default_factory=list)
-    args: list = field(default_factory=list)
+    __slots__ = ("args", "config", "grid", "hints")
+    config: object
+    hints: dict
+    grid: list
+    args: list
 
     def choice(self) -> dict:
         """``{"config": …, "hints": …}``: what a table row's pick is compared with."""
@@ -136,14 +134,14 @@ class ConfigDesc:
         return {"config": self.config, "hints": self.hints, "grid": self.grid, "args": self.args}
 
 
-@dataclass(frozen=True)
-class KernelNames:
+class KernelNames(Record):
     """What the search reads of its kernel's description (``describe_kernel``): ``name``, ``qualname``,
     ``module`` and the ``file`` it lives in (each None when unknown)."""
-    name: Any = None
-    qualname: Any = None
-    module: Any = None
-    file: Any = None
+    __slots__ = ("file", "module", "name", "qualname")
+    name: str | None
+    qualname: str | None
+    module: str | None
+    file: str | None
 
 
 class Search:
@@ -187,11 +185,11 @@ class Search:
         self.kernel = self.entries[0][1]
         kd = describe_kernel(self.kernel)
         #: the kernel's names (:class:`KernelNames`); ``kernel_doc``: its whole description, as lines carry it
-        self.kernel_names = from_fields(KernelNames, kd)
+        self.kernel_names = KernelNames.from_json(kd)
         self.source_sha256 = source_sha256(self.kernel_names.file)
         #: per configuration its :class:`ConfigDesc`, in the program's order
-        self.config_descs = [ConfigDesc(config_json(e[0]), {h: _hint_json(v) for h, v in e[2].items()},
-                                        list(e[3]), [to_json(a) for a in d])
+        self.config_descs = [ConfigDesc(config=config_json(e[0]), hints={h: _hint_json(v) for h, v in e[2].items()},
+                                        grid=list(e[3]), args=[to_json(a) for a in d])
                              for e, d in zip(self.entries, descs)]
         material = {"kernel": [self.kernel_names.module, self.kernel_names.qualname],
                     "problem": [[i, to_json(_key_desc(descs[0][i]))] for i in self.problem],

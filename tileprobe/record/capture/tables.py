@@ -7,64 +7,52 @@ import json
 import os
 import re
 import sys
-from dataclasses import dataclass
-from typing import Any
 
-from .fields import from_fields
+from .fields import Record
 
 TABLE_SCHEMA = 1                # the tune table's schema_version this file reads (tileprobe.tune.export)
 
 
-@dataclass(frozen=True)
-class RowChoice:
+class RowChoice(Record):
     """A row's ``search`` block (the table's pick: its search ``key``, the program's ``config`` and the ``hints``
     its ``hints_fn`` gave) or ``default`` block (the program's default configuration, raced beside the pick), with
     their figures in µs (``median_us``: the race's median; ``final_us``: steady-state, when measured)."""
-    key: Any = None
-    config: Any = None
-    hints: Any = None
-    median_us: Any = None
-    final_us: Any = None
+    __slots__ = ("config", "final_us", "hints", "key", "median_us")
+    key: object
+    config: object
+    hints: object
+    median_us: object
+    final_us: object
 
     def choice(self) -> dict:
         """The configuration as the search's candidates are compared (``{"config": …, "hints": …}``, JSON)."""
         return {"config": self.config, "hints": self.hints}
 
 
-@dataclass(frozen=True)
-class TableRow:
+class TableRow(Record):
     """One row of a tune table as the capture answers from it (``tileprobe.tune.export`` writes it): the pick
     (``search``), the program's default (``default``; None when the row has none), its own figures (``median_us``,
     ``samples``, ``ci_us`` [low, high] µs, ``num_sms``) and ``raw``, the row's object (its provenance fields, read by
     :func:`~.facts.stale_reasons`)."""
+    __slots__ = ("ci_us", "default", "final_us", "median_us", "num_sms", "raw", "samples", "search")
     search: RowChoice
-    default: RowChoice | None = None
-    median_us: Any = None
-    final_us: Any = None
-    samples: Any = None
-    ci_us: Any = None
-    num_sms: Any = None
-    raw: Any = None
+    default: RowChoice | None
+    median_us: object
+    final_us: object
+    samples: object
+    ci_us: object
+    num_sms: object
+    raw: dict
 
 
 def table_row(d: dict) -> TableRow:
     """The :class:`TableRow` of a row's JSON object (a ``search`` or ``default`` that is no object reads as
     empty / None)."""
-    row = from_fields(_RowJson, d)
-    search = from_fields(RowChoice, row.search) if isinstance(row.search, dict) else RowChoice()
-    default = from_fields(RowChoice, row.default) if isinstance(row.default, dict) else None
-    return TableRow(search, default, row.median_us, row.final_us, row.samples, row.ci_us, row.num_sms, d)
-
-
-@dataclass(frozen=True)
-class _RowJson:
-    search: Any = None
-    default: Any = None
-    median_us: Any = None
-    final_us: Any = None
-    samples: Any = None
-    ci_us: Any = None
-    num_sms: Any = None
+    row = TableRow.from_json(d)
+    row.search = RowChoice.from_json(row.search) if isinstance(row.search, dict) else RowChoice()
+    row.default = RowChoice.from_json(row.default) if isinstance(row.default, dict) else None
+    row.raw = d
+    return row
 
 
 def row_problems(row: TableRow) -> list[str]:
