@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tileprobe.record.model import KernelRef, RecordedSearch
 from tileprobe.record.searches import program_label, program_labels
+from tileprobe.record.tabledoc import RecordedConfigDoc
 
 
 def test_a_configuration_reads_as_the_program_wrote_it():
@@ -18,7 +19,8 @@ def _search(configs):
 
 
 def test_labels_that_read_alike_fall_back_to_their_position():
-    distinct = _search([{"config": {"TILE": t}, "hints": {"occupancy": 1}} for t in (64, 128)])
+    distinct = _search([RecordedConfigDoc(config={"TILE": t}, hints={"occupancy": 1}) for t in (64, 128)])
     assert program_labels(distinct) == ["TILE=64 occupancy=1", "TILE=128 occupancy=1"]
-    alike = _search([{"config": "<object at 0x1>", "hints": {}}, {"config": "<object at 0x1>", "hints": {}}])
+    alike = _search([RecordedConfigDoc(config="<object at 0x1>", hints={}),
+                     RecordedConfigDoc(config="<object at 0x1>", hints={})])
     assert program_labels(alike) == ["C0 <object at 0x1>", "C1 <object at 0x1>"]

@@ -86,7 +86,7 @@ def test_each_miss_is_searched_once_and_every_rank_gets_the_same_answer(tmp_path
     assert _trials(tmp_path) == 2 * TRIALS_PER_SEARCH, out.stderr     # two distinct searches, each run once
     assert not (tmp_path / "t.json.shared").exists()         # the run's shared folder is gone with the run
     from tileprobe.record.log import read_misses
-    assert sorted(s.configs[0]["args"][0]["shape"][0] for s in read_misses(str(table) + ".misses.jsonl")) == \
+    assert sorted(s.configs[0].args[0]["shape"][0] for s in read_misses(str(table) + ".misses.jsonl")) == \
         [1000, 2000]                                         # noted by every rank, merged to one miss per search
 
 

@@ -43,8 +43,8 @@ def bench_space(out_path: str) -> None:
             except Exception as e:     # a config that does not compile or run is a result
                 times.append(None)
                 errors[i] = f"{type(e).__name__}: {str(e)[:200]}"
-        results.append({"key": s.key, "kernel": s.kernel_doc.get("qualname"), "us": times, "errors": errors,
-                        "configs": [c["config"] for c in s.configs_json]})
+        results.append({"key": s.key, "kernel": s.kernel_names.qualname, "us": times, "errors": errors,
+                        "configs": [c.config for c in s.config_descs]})
         with open(out_path, "w") as f:
             json.dump(results, f, indent=1)
         ok = [i for i, t in enumerate(times) if t is not None]

@@ -10,6 +10,8 @@ Python call: :func:`tileprobe.run.session.run_sweep`.
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass, field
+from typing import Any
 
 from tileprobe.cli._common import (
     add_executor_options,
@@ -27,6 +29,7 @@ from tileprobe.cli._common import (
     seconds,
     where_of,
 )
+from tileprobe.jsonrecord import from_dict
 from tileprobe.report.text import clean, escape, say
 
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.32 s to its import
@@ -77,8 +80,8 @@ def cmd_run(args) -> int:
         result = _sweep(args, ex, store, err)
     if result.store_error:
         say(err, f"not stored: {result.store_error}")
-    elif result.environment.get("stored_audit") and len({r.tileiras for r in result.records}) == 2:
-        n = result.environment["stored_audit"]
+    elif (n := from_dict(_StoredAudit, result.environment).stored_audit) and \
+            len({r.tileiras for r in result.records}) == 2:
         say(err, f"stored as audit {n}: compare its two releases with `tileprobe compare {n}`")
     emit(result, args)
     for s in result.skipped:
@@ -117,12 +120,38 @@ def hang_risk_lines(err, records, launched: bool) -> None:
         say(err, f"  {hang_risk_label(r)}: {r.pool_reason}")
 
 
-def _gpu_line(gpu: dict) -> str:
-    line = f"GPU: {gpu.get('name')} ({gpu.get('sm')}, {gpu.get('num_sms')} SMs, driver {gpu.get('driver')})"
-    slots = gpu.get("gpus") or []
-    if len(slots) > 1:
-        line += "; workers: " + ", ".join(f"GPU {g['index']}" + (" (shared)" if g["shared_gpu"] else "")
-                                          + (f" failed: {g['error'][:80]}" if g.get("error") else "") for g in slots)
+@dataclass(frozen=True)
+class _StoredAudit:
+    """What ``run`` reads of a sweep's environment: the audit id it was stored as (None: not stored)."""
+    stored_audit: Any = None
+
+
+@dataclass(frozen=True)
+class _WorkerSlot:
+    """One GPU worker of a sweep (:func:`tileprobe.run.multi` writes it): its device ``index``, whether it shared
+    its GPU with another worker (``shared_gpu``), and why it failed to start (``error``; None: it started)."""
+    index: Any = None
+    shared_gpu: Any = None
+    error: Any = None
+
+
+@dataclass(frozen=True)
+class _GpuInfo:
+    """The GPU a sweep's worker reported (``on_gpu``): name, arch (``sm``), SM count, driver, and its workers
+    (``gpus``: :class:`_WorkerSlot` objects, when more than one)."""
+    name: Any = None
+    sm: Any = None
+    num_sms: Any = None
+    driver: Any = None
+    gpus: list[_WorkerSlot] = field(default_factory=list)
+
+
+def _gpu_line(doc: dict) -> str:
+    gpu = from_dict(_GpuInfo, {k: v for k, v in doc.items() if v is not None})
+    line = f"GPU: {gpu.name} ({gpu.sm}, {gpu.num_sms} SMs, driver {gpu.driver})"
+    if len(gpu.gpus) > 1:
+        line += "; workers: " + ", ".join(f"GPU {g.index}" + (" (shared)" if g.shared_gpu else "")
+                                          + (f" failed: {str(g.error)[:80]}" if g.error else "") for g in gpu.gpus)
     return line
 
 

@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, field
 
 from tileprobe.probe.signature import DLPACK_DTYPES, contiguous_strides, itemsize
+from tileprobe.record.argdesc import ArgDesc, arg_desc
 
 #: ``__cuda_array_interface__`` typestr (without byte order) → dtype name (NumPy array-interface protocol).
 TYPESTR = {"f2": "float16", "f4": "float32", "f8": "float64", "i1": "int8", "i2": "int16", "i4": "int32",
@@ -53,8 +54,9 @@ class ArgsText:
         return "\n".join(lines)
 
 
-def args_text(args: list[dict]) -> ArgsText:
-    """Expressions for a launch's argument descriptions (see :func:`tileprobe.record.capture.to_json`)."""
+def args_text(args: list) -> ArgsText:
+    """Expressions for a launch's argument descriptions (see :func:`tileprobe.record.capture.to_json`: JSON
+    objects, or their :class:`~tileprobe.record.argdesc.ArgDesc` records)."""
     out = ArgsText()
     for i, d in enumerate(args):
         expr, comment = _expr(d, out, i)
@@ -63,28 +65,29 @@ def args_text(args: list[dict]) -> ArgsText:
     return out
 
 
-def _expr(d: dict, out: ArgsText, index: int) -> tuple[str, str]:
-    kind = d.get("kind")
+def _expr(d: object, out: ArgsText, index: int) -> tuple[str, str]:
+    a = arg_desc(d) or ArgDesc()       # no object: an argument of unknown type
+    kind = a.kind
     if kind == "array":
-        return array_expr(d, out, index)
+        return array_expr(a, out, index)
     if kind == "scalar":
-        return scalar_expr(d.get("value")), ""
+        return scalar_expr(a.value), ""
     if kind == "sequence":
-        items = [_expr(x, out, index)[0] for x in d.get("items", [])]
-        if d.get("type") == "list":
+        items = [_expr(x, out, index)[0] for x in a.items or []]
+        if a.type == "list":
             return "[" + ", ".join(items) + "]", ""
         return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")", ""
     if kind == "dtype":
-        name = d.get("name")
+        name = a.name
         if not isinstance(name, str) or not _DTYPE_NAME.match(name):   # a log is data: never pasted in as code
             out.todos.append(f"argument {index} was a dtype whose recorded name {name!r} is not a dtype name")
             return "None", "TODO: a dtype was passed here"
-        if d.get("origin") == "torch":
+        if a.origin == "torch":
             out.imports.add("import torch")
             return f"torch.{name.removeprefix('torch.')}", ""
         out.imports.add("import cuda.tile as ct")
         return f"ct.{name}", ""
-    what = d.get("type", "object")
+    what = a.type if a.type is not None else "object"
     out.todos.append(f"argument {index} was a {what}; only its type is recorded: build it in args()")
     return "None", f"TODO: a {what} was passed here"
 
@@ -109,19 +112,20 @@ def scalar_expr(v) -> str:
     return repr(v)
 
 
-def array_expr(d: dict, out: ArgsText, index: int) -> tuple[str, str]:
+def array_expr(d: ArgDesc, out: ArgsText, index: int) -> tuple[str, str]:
     """``arrays.randn(shape, dtype[, strides=…][, offset=…])``: floating inputs random, integer and bool arrays
     zeros (in-bounds indices); values are not recorded. An alignment under 256 B becomes ``offset=`` (the
-    ``arrays`` factories align the base to 256 B, plus ``offset``)."""
-    shape, strides, align = tuple(d["shape"]), tuple(d["strides"]), int(d.get("align") or DEFAULT_ALIGN)
-    name = dtype_from(d["dtype"])
+    ``arrays`` factories align the base to 256 B, plus ``offset``). ``d``: the array's description. Raises TypeError
+    when it lacks its shape or strides (a log no tileprobe wrote)."""
+    shape, strides, align = tuple(d.shape), tuple(d.strides), int(d.align or DEFAULT_ALIGN)
+    name = dtype_from(d.dtype)
     if name is None:
-        out.todos.append(f"argument {index} has dtype {d['dtype']}, which tileprobe cannot describe: pass its "
+        out.todos.append(f"argument {index} has dtype {d.dtype}, which tileprobe cannot describe: pass its "
                          "bytes as uint8 (and unpack in the kernel) or change the dtype")
-        return f"arrays.empty({shape!r}, {d['dtype']!r})", f"TODO: dtype {d['dtype']} unsupported"
+        return f"arrays.empty({shape!r}, {d.dtype!r})", f"TODO: dtype {d.dtype} unsupported"
     fn = "randn" if name.startswith(("float1", "float3", "float6", "bfloat")) else (
         "rand" if name.startswith("float8") else "zeros")
-    if d.get("output"):     # written by the program (a recorded search's output): poisoned, then checked
+    if d.output:     # written by the program (a recorded search's output): poisoned, then checked
         fn = "empty"
     parts = [repr(shape), repr(name)]
     if strides != contiguous_strides(shape):

@@ -24,6 +24,7 @@ import json
 import os
 import sys
 import time
+from typing import Any, NamedTuple
 
 #: Environment variable ``tileprobe use`` sets for every process of one run (its own id), so that ranks of one run
 #: share answers and another run of the same table starts afresh.
@@ -72,19 +73,41 @@ def _number(v, allow_none: bool = True) -> bool:
     return not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v) and v >= 0
 
 
+class Pick(NamedTuple):
+    """A rank's pick as :meth:`Shared._publish` writes it: the search ``key``, the position of the picked
+    configuration among the program's (``config_index``), its mean and error margin (µs) and samples by
+    cuda.tile.tune, and who wrote it (``rank``, ``pid``, ``time``). Fields as read; :func:`entry_problem` checks
+    them. A named tuple, not a dataclass: this module is loaded by path without a ``sys.modules`` entry, which
+    ``dataclasses`` needs."""
+    key: Any = None
+    config_index: Any = None
+    mean_us: Any = None
+    error_margin_us: Any = None
+    num_samples: Any = None
+    rank: Any = None
+    pid: Any = None
+    time: Any = None
+
+
+def pick_of(doc: dict) -> Pick:
+    """The :class:`Pick` of an entry's JSON object (missing fields None, other keys ignored)."""
+    return Pick(**{name: doc[name] for name in Pick._fields if name in doc})
+
+
 def entry_problem(doc, key: str) -> str | None:
     """Why ``doc`` is not a pick of search ``key`` as :meth:`Shared._publish` writes it (None: it is one)."""
     if not isinstance(doc, dict):
         return f"a JSON {type(doc).__name__}, not an object"
-    if doc.get("key") != key:
+    pick = pick_of(doc)
+    if pick.key != key:
         return "the pick of another search"
-    i = doc.get("config_index")
+    i = pick.config_index
     if isinstance(i, bool) or not isinstance(i, int) or i < 0:
         return "config_index is not a configuration's position"
-    for field in ("mean_us", "error_margin_us"):
-        if not _number(doc.get(field)):
-            return f"{field} is not a non-negative number of µs"
-    n = doc.get("num_samples")
+    for name, value in (("mean_us", pick.mean_us), ("error_margin_us", pick.error_margin_us)):
+        if not _number(value):
+            return f"{name} is not a non-negative number of µs"
+    n = pick.num_samples
     if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 0):
         return "num_samples is not a count"
     return None
@@ -230,18 +253,20 @@ def for_table(table: str):
 def search_once(table: str, search, run_search, tuning_result):
     """``run_search()`` for a search that missed ``table``, searched once across the ranks of this run (module doc);
     just ``run_search()`` in a process that is not a rank. ``search``: the capture's ``Search`` (``key``,
-    ``configs``, ``configs_json``, ``index_of``); ``tuning_result(config, row)``: the capture's result maker."""
+    ``configs``, ``index_of``); ``tuning_result(config, median_us=, samples=, ci_us=)``: the capture's result
+    maker."""
     shared = for_table(table)
     if shared is None:
         return run_search()
 
     def answer_with(entry: dict):
-        i = entry.get("config_index")
+        pick = pick_of(entry)
+        i = pick.config_index
         if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < len(search.configs):
             return None
-        margin = entry.get("error_margin_us") or 0.0
-        return tuning_result(search.configs[i], {"median_us": entry.get("mean_us"), "samples": entry.get("num_samples"),
-                                                 "ci_us": [-margin, margin]})
+        margin = pick.error_margin_us or 0.0
+        return tuning_result(search.configs[i], median_us=pick.mean_us, samples=pick.num_samples,
+                             ci_us=[-margin, margin])
 
     return shared.search_once(search.key, lambda r: search.index_of(r.best.config), run_search, answer_with)
 

@@ -18,7 +18,13 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from tileprobe.jsonrecord import from_dict
+from tileprobe.record.argdesc import arg_desc
+from tileprobe.record.tabledoc import RecordedSearchDoc, TableDoc, recorded_searches, table_doc
 
 ANSWERED = ("answered", "default", "pinned")
 OUTCOMES = ("answered", "default", "pinned", "missed", "stale", "off")
@@ -137,16 +143,17 @@ def problem_text(problem: list) -> str:
     return ", ".join(_arg_text(d) for _, d in problem) or "(no problem arguments)"
 
 
-def _arg_text(d) -> str:
-    if not isinstance(d, dict):
+def _arg_text(d: object) -> str:
+    a = arg_desc(d)
+    if a is None:
         return str(d)
-    if d.get("kind") == "array":
-        return f"{str(d.get('dtype')).replace('torch.', '')}[{'x'.join(map(str, d.get('shape') or []))}]"
-    if d.get("kind") == "scalar":
-        return repr(d.get("value"))
-    if d.get("kind") == "sequence":
-        return "(" + ", ".join(_arg_text(x) for x in d.get("items") or []) + ")"
-    return str(d.get("name") or d.get("type") or d.get("kind"))
+    if a.kind == "array":
+        return f"{str(a.dtype).replace('torch.', '')}[{'x'.join(map(str, a.shape or []))}]"
+    if a.kind == "scalar":
+        return repr(a.value)
+    if a.kind == "sequence":
+        return "(" + ", ".join(_arg_text(x) for x in a.items or []) + ")"
+    return str(a.name or a.type or a.kind)
 
 
 def problem_distance(a: list, b: list) -> float:
@@ -163,20 +170,21 @@ def _log(v) -> float:
     return math.log2(abs(float(v)) + 1.0)
 
 
-def _arg_distance(x, y) -> float:
-    if not isinstance(x, dict) or not isinstance(y, dict) or x.get("kind") != y.get("kind"):
+def _arg_distance(x: object, y: object) -> float:
+    ax, ay = arg_desc(x), arg_desc(y)
+    if ax is None or ay is None or ax.kind != ay.kind:
         return MISMATCH
-    if x.get("kind") == "array":
-        sx, sy = x.get("shape") or [], y.get("shape") or []
-        if x.get("dtype") != y.get("dtype") or len(sx) != len(sy):
+    if ax.kind == "array":
+        sx, sy = ax.shape or [], ay.shape or []
+        if ax.dtype != ay.dtype or len(sx) != len(sy):
             return MISMATCH
         return sum(abs(_log(m) - _log(n)) for m, n in zip(sx, sy))
-    if x.get("kind") == "scalar":
-        vx, vy = x.get("value"), y.get("value")
+    if ax.kind == "scalar":
+        vx, vy = ax.value, ay.value
         numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in (vx, vy))
         return abs(_log(vx) - _log(vy)) if numeric else (0.0 if vx == vy else MISMATCH)
-    if x.get("kind") == "sequence":
-        ix, iy = x.get("items") or [], y.get("items") or []
+    if ax.kind == "sequence":
+        ix, iy = ax.items or [], ay.items or []
         return MISMATCH if len(ix) != len(iy) else sum(_arg_distance(p, q) for p, q in zip(ix, iy))
     return 0.0 if x == y else MISMATCH
 
@@ -189,27 +197,32 @@ class _TableRow:
     problem: list
 
 
-def table_rows(table: dict, recorded: list[dict]) -> list[_TableRow]:
+def _recorded_problems(recorded: list[RecordedSearchDoc]) -> dict:
+    """Search key → problem (``[[position, argument JSON], …]``) of the recording's searches that know it."""
+    by_key = {}
+    for s in recorded:
+        configs = s.config_docs()
+        if s.key and s.problem_args:
+            by_key[s.key] = s.problem_args
+        elif s.key and configs:
+            args = configs[0].args or []
+            by_key[s.key] = [[i, args[i]] for i in s.problem or [] if i < len(args)]
+    return by_key
+
+
+def table_rows(table: TableDoc, recorded: list[RecordedSearchDoc]) -> list[_TableRow]:
     """The search rows of a tune table with their problems: from the row's ``search.problem_args`` (``tune
     --export`` writes it) or else from the recording beside the table (``recorded``: ``record.json``'s
     ``searches``); rows whose problem is known by neither are left out."""
-    by_key = {}
-    for s in recorded:
-        configs = s.get("configs") or []
-        if s.get("key") and s.get("problem_args"):
-            by_key[s["key"]] = s["problem_args"]
-        elif s.get("key") and configs:
-            args = configs[0].get("args") or []
-            by_key[s["key"]] = [[i, args[i]] for i in s.get("problem") or [] if i < len(args)]
+    by_key = _recorded_problems(recorded)
     out = []
-    for kernel, rows in (table.get("kernels") or {}).items():
-        for row in rows if isinstance(rows, list) else []:
-            search = row.get("search") if isinstance(row, dict) else None
-            if not isinstance(search, dict) or not search.get("key"):
+    for kernel, searches in table.row_searches().items():
+        for search in searches:
+            if not search.key:
                 continue
-            problem = search.get("problem_args") or by_key.get(search["key"])
+            problem = search.problem_args or by_key.get(search.key)
             if problem is not None:
-                out.append(_TableRow(kernel, search["key"], search.get("config"), problem))
+                out.append(_TableRow(kernel, search.key, search.config, problem))
     return out
 
 
@@ -230,8 +243,24 @@ def nearest_row(kernel: str, problem: list, rows: list[_TableRow]) -> NearestRow
 COVERAGE_LIMIT_BYTES = 256 << 20
 
 
-def _lines(path: str):
-    """The JSON objects of one events file, and how many lines could not be read (a process killed mid-write, or a
+@dataclass(frozen=True)
+class CoverageEvent:
+    """One line of a process's coverage events file, as :mod:`tileprobe.record.usehook` writes it. ``t``:
+    ``search`` | ``launches``. A ``search`` line: ``kernel``, ``key`` (``-``: a search that could not be described),
+    ``outcome`` (:data:`OUTCOMES`), ``reason`` and ``problem`` (``[[position, argument JSON], …]``); a ``launches``
+    line: ``counts`` (``[[kernel, how, n], …]``). Fields are taken as they come (a line may be anyone's): the
+    counting checks them."""
+    t: Any = None
+    kernel: Any = None
+    key: Any = None
+    outcome: Any = None
+    reason: Any = None
+    problem: Any = None
+    counts: Any = None
+
+
+def _lines(path: str) -> tuple[list[CoverageEvent], int]:
+    """The events (JSON objects) of one events file, and how many lines could not be read (a process killed mid-write, or a
     line no tileprobe wrote). Regular files only, opened non-blocking and read to :data:`COVERAGE_LIMIT_BYTES`: a
     FIFO, device, folder or larger file is one unreadable line, never a hang."""
     from .capture.tables import read_regular
@@ -249,7 +278,7 @@ def _lines(path: str):
             bad += 1
             continue
         if isinstance(obj, dict):
-            out.append(obj)
+            out.append(from_dict(CoverageEvent, obj))
         else:
             bad += 1
     return out, bad
@@ -268,18 +297,17 @@ def _launch_counts(counts) -> list | None:
     return out
 
 
-def _search_line(obj: dict, kernels: dict, misses: dict, rows: list) -> None:
+def _search_line(ev: CoverageEvent, kernels: dict, misses: dict, rows: list) -> None:
     """Count one ``search`` line. Raises on a line no tileprobe wrote (TypeError, ValueError, …): the caller skips
     it, before anything is counted."""
-    kernel, outcome, problem = str(obj.get("kernel")), obj["outcome"], obj.get("problem") or []
+    kernel, outcome, problem = str(ev.kernel), ev.outcome, ev.problem or []
     miss = None
     if outcome not in ANSWERED:
-        mk = (kernel, str(obj.get("key")), outcome, str(obj.get("reason") or ""))   # undescribed: key "-"
+        mk = (kernel, str(ev.key), outcome, str(ev.reason or ""))   # undescribed: key "-"
         if mk not in misses:
             if not isinstance(problem, list):
                 raise TypeError("problem is not a list")
-            miss = SearchMiss(kernel, str(obj.get("key")), outcome, str(obj.get("reason") or ""),
-                              problem_text(problem))
+            miss = SearchMiss(kernel, str(ev.key), outcome, str(ev.reason or ""), problem_text(problem))
             miss.nearest = nearest_row(kernel, problem, rows)
     k = kernels.setdefault(kernel, KernelCoverage(kernel))
     k.searches[outcome] += 1
@@ -290,13 +318,14 @@ def _search_line(obj: dict, kernels: dict, misses: dict, rows: list) -> None:
             misses[mk].calls += 1
 
 
-def read_coverage(events_dir: str, table: dict, recorded: list[dict] | None = None) -> Coverage:
-    """Add up the events under ``events_dir`` (module doc) against ``table`` (the tune table's document) and its
-    recording's searches (``recorded``, for the rows' problems). A missing folder is a run with no search and no
+def read_coverage(events_dir: str, table: TableDoc | Mapping, recorded: list | None = None) -> Coverage:
+    """Add up the events under ``events_dir`` (module doc) against ``table`` (the tune table, as a
+    :class:`~tileprobe.record.tabledoc.TableDoc` or its JSON document) and its recording's searches (``recorded``:
+    ``record.json``'s ``searches``, as records or JSON objects, for the rows' problems). A missing folder is a run with no search and no
     counted launch."""
     kernels: dict[str, KernelCoverage] = {}
     misses: dict[tuple, SearchMiss] = {}
-    rows = table_rows(table, recorded or [])
+    rows = table_rows(table_doc(table), recorded_searches(recorded or []))
     cov = Coverage([])
     names = sorted(n for n in os.listdir(events_dir) if n.startswith("cov-")) if os.path.isdir(events_dir) else []
     for name in names:
@@ -304,16 +333,16 @@ def read_coverage(events_dir: str, table: dict, recorded: list[dict] | None = No
         cov.processes += 1
         cov.unreadable += bad
         last_counts: list = []
-        for obj in lines:
-            if obj.get("t") == "launches":
-                counts = _launch_counts(obj.get("counts") or [])
+        for ev in lines:
+            if ev.t == "launches":
+                counts = _launch_counts(ev.counts or [])
                 if counts is None:
                     cov.unreadable += 1
                 else:
                     last_counts = counts
-            elif obj.get("t") == "search" and isinstance(obj.get("outcome"), str) and obj["outcome"] in OUTCOMES:
+            elif ev.t == "search" and isinstance(ev.outcome, str) and ev.outcome in OUTCOMES:
                 try:
-                    _search_line(obj, kernels, misses, rows)
+                    _search_line(ev, kernels, misses, rows)
                 except (TypeError, ValueError, AttributeError, KeyError, IndexError, OverflowError, RecursionError):
                     cov.unreadable += 1
         for kernel, how, n in last_counts:

@@ -7,6 +7,7 @@ import os
 import re
 import stat
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from tileprobe.errors import TileprobeError
@@ -29,6 +30,7 @@ from tileprobe.record.lines import (
     parse_line,
 )
 from tileprobe.record.model import KernelRef, Launch, RecordedSearch, merge, merge_searches
+from tileprobe.record.tabledoc import RecordedConfigDoc
 
 #: What a program's error says when it ended for want of a GPU: torch built without CUDA, no CUDA device, no
 #: driver (torch's, the CUDA runtime's and driver API's wordings).
@@ -106,9 +108,10 @@ def read_log(launch_dir: str) -> Recording:
 def search_from(d: SearchLine, kernel: KernelLine | None, cwd: str | None = None) -> RecordedSearch | None:
     """A :class:`RecordedSearch` from a ``search`` line (or a ``miss`` line, which carries its kernel), or None
     when the line is not one (no key, no configurations)."""
-    if d.key is None or not d.configs:
+    configs = [from_dict(RecordedConfigDoc, c) for c in d.configs or [] if isinstance(c, Mapping)]
+    if d.key is None or not configs:
         return None
-    s = RecordedSearch(d.key, kernel_ref(kernel), d.configs, list(d.problem or []),
+    s = RecordedSearch(d.key, kernel_ref(kernel), configs, list(d.problem or []),
                        source_sha256=d.source_sha256, compiler_timeout_s=d.compiler_timeout_s,
                        same_kernel=d.same_kernel is not False,
                        skipped=[x for x in d.skipped or [] if isinstance(x, list) and len(x) == 2],

@@ -10,6 +10,8 @@ import os
 from collections import Counter
 from dataclasses import dataclass, field
 
+from tileprobe.record.tabledoc import RecordedConfigDoc
+
 #: cuTile's defaults for kernel hints (``ct.kernel`` signature, cuda-tile 1.7.0 ``_execution.py``).
 HINT_DEFAULTS = {"num_ctas": None, "occupancy": None, "opt_level": 3, "num_worker_warps": None}
 
@@ -151,8 +153,8 @@ class RecordedSearch:
     merged over the processes that made it.
 
     ``key``: the search key (SHA-256 prefix of the kernel, the problem's arguments and the space; the capture's
-    ``Search.key``); ``configs``: per configuration of the program, in its order, ``{"config": …, "hints": …,
-    "grid": [...], "args": [argument descriptions]}``; ``problem``: argument positions equal in every configuration;
+    ``Search.key``); ``configs``: per configuration of the program, in its order, its config, hints, grid and
+    argument descriptions (:class:`~tileprobe.record.tabledoc.RecordedConfigDoc`); ``problem``: argument positions equal in every configuration;
     ``outputs``: positions the search wrote (values changed: the outputs a tune checks); ``best``: the index of the
     program's own pick (None: it failed or was not seen); ``best_us``: its mean time by cuda.tile.tune (µs);
     ``wall_s``: the search's wall time (s); ``count``: searches seen; ``source_sha256``: the kernel file's hash;
@@ -163,7 +165,7 @@ class RecordedSearch:
     """
     key: str
     kernel: KernelRef
-    configs: list
+    configs: list[RecordedConfigDoc]
     problem: list = field(default_factory=list)
     outputs: list = field(default_factory=list)
     source_sha256: str | None = None

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from tileprobe.record.argdesc import ArgDesc, arg_desc
 from tileprobe.record.args import args_text, inert
 from tileprobe.record.group import ProbePlan, plain_hint
 from tileprobe.record.model import RecordedSearch
@@ -40,33 +41,35 @@ class SearchProbe:
 
 def hint_names(s: RecordedSearch) -> list[str]:
     """Every hint any configuration of the search sets, in first-seen order."""
-    return list(dict.fromkeys(h for c in s.configs for h in (c.get("hints") or {})))
+    return list(dict.fromkeys(h for c in s.configs for h in (c.hints or {})))
 
 
 def config_hints(s: RecordedSearch, i: int) -> dict:
     """The hints of configuration ``i`` over :func:`hint_names` (None: not set, as declared), ``ByTarget`` values
     resolved for the recorded arch."""
     archs = sorted(s.archs)
-    hints = s.configs[i].get("hints") or {}
+    hints = s.configs[i].hints or {}
     return {h: plain_hint(hints.get(h), archs) for h in hint_names(s)}
 
 
-def _marked_args(s: RecordedSearch, i: int) -> list[dict]:
-    """Configuration ``i``'s argument descriptions with the outputs flagged (``arrays.empty``)."""
+def _marked_args(s: RecordedSearch, i: int) -> list[ArgDesc | None]:
+    """Configuration ``i``'s argument descriptions with the outputs flagged (``arrays.empty``); None for one that
+    is no JSON object."""
     out = []
-    for pos, d in enumerate(s.configs[i].get("args") or []):
-        if pos in s.outputs:
-            d = _flag_output(d)
-        out.append(d)
+    for pos, d in enumerate(s.configs[i].args or []):
+        a = arg_desc(d)
+        if pos in s.outputs and a is not None:
+            a = _flag_output(a)
+        out.append(a)
     return out
 
 
-def _flag_output(d: dict) -> dict:
-    if d.get("kind") == "array":
-        return {**d, "output": True}
-    if d.get("kind") == "sequence":
-        return {**d, "items": [_flag_output(x) for x in d.get("items") or []]}
-    return d
+def _flag_output(a: ArgDesc) -> ArgDesc:
+    if a.kind == "array":
+        return replace(a, output=True)
+    if a.kind == "sequence":
+        return replace(a, items=[x if x is None else _flag_output(x) for x in a.item_descs()])
+    return a
 
 
 def literal(value) -> str:
@@ -136,9 +139,9 @@ def render_search_probe(s: RecordedSearch, origin: Origin, probe_dir: str) -> st
     labels = [f"C{i}" for i in range(len(s.configs))]
     config_lines, arg_lines, imports, todos = [], [], {"from tileprobe import Probe"}, []
     for i, (label, c) in enumerate(zip(labels, s.configs)):
-        grid = tuple(c.get("grid") or ())
-        entry = {"config": c.get("config"), "hints": config_hints(s, i), "grid": grid}
-        raw = c.get("hints") or {}
+        grid = tuple(c.grid or ())
+        entry = {"config": c.config, "hints": config_hints(s, i), "grid": grid}
+        raw = c.hints or {}
         if any(isinstance(v, dict) for v in raw.values()):
             config_lines.append(inert("    # hints as the program gave them: "
                                       + " ".join(f"{h}={hint_text(v)}" for h, v in raw.items())))
@@ -218,15 +221,16 @@ def problem_dims(args: list, problem: list) -> list[int]:
     out: list[int] = []
 
     def add(d) -> None:
-        if not isinstance(d, dict):
+        a = arg_desc(d)
+        if a is None:
             return
-        if d.get("kind") == "array":
-            out.extend(int(x) for x in d.get("shape") or [] if isinstance(x, int) and not isinstance(x, bool))
-        elif d.get("kind") == "sequence":
-            for x in d.get("items") or []:
+        if a.kind == "array":
+            out.extend(int(x) for x in a.shape or [] if isinstance(x, int) and not isinstance(x, bool))
+        elif a.kind == "sequence":
+            for x in a.items or []:
                 add(x)
-        elif isinstance(d.get("value"), int) and not isinstance(d.get("value"), bool):
-            out.append(int(d["value"]))
+        elif isinstance(a.value, int) and not isinstance(a.value, bool):
+            out.append(int(a.value))
     for i in problem:
         if isinstance(i, int) and 0 <= i < len(args):
             add(args[i])
@@ -252,7 +256,7 @@ def program_label(config, hints: dict) -> str:
 def program_labels(s: RecordedSearch) -> list[str]:
     """:func:`program_label` of each configuration of ``s`` in its order; where two read alike (or one reads as
     nothing), every configuration is ``C<i> text`` instead, so that the labels stay distinct."""
-    texts = [program_label(c.get("config"), c.get("hints") or {}) for c in s.configs]
+    texts = [program_label(c.config, c.hints or {}) for c in s.configs]
     if len(set(texts)) == len(texts) and all(texts):
         return texts
     return [f"C{i} {t}".rstrip() for i, t in enumerate(texts)]
@@ -264,17 +268,17 @@ def search_summary(written: list[SearchProbe], out_dir: str) -> list[dict]:
     out = []
     for sp in written:
         s = sp.search
+        first_args = (s.configs[0].args or []) if s.configs else []
         out.append({"file": os.path.relpath(sp.path, out_dir), "key": s.key, "name": s.kernel.name,
                     "kernel": s.kernel.spec(os.path.dirname(sp.path)), "kernel_file": s.kernel.file, "count": s.count,
-                    "configs": [{"label": lab, "config": c.get("config"), "hints": c.get("hints") or {},
+                    "configs": [{"label": lab, "config": c.config, "hints": c.hints or {},
                                  "text": text}
                                 for lab, c, text in zip(sp.labels, s.configs, program_labels(s))],
                     "skipped": s.skipped, "space_size": s.space_size,
                     "problem": s.problem, "outputs": s.outputs, "program_pick": s.best,
-                    "problem_args": [[i, s.configs[0]["args"][i]] for i in s.problem
-                                     if s.configs and i < len(s.configs[0].get("args") or [])],
+                    "problem_args": [[i, first_args[i]] for i in s.problem if i < len(first_args)],
                     "program_pick_us": s.best_us, "program_search_s": s.wall_s, "error": s.error,
                     "failures": s.failures, "source_sha256": s.source_sha256, "archs": sorted(s.archs),
                     "sites": dict(s.sites.most_common(5)), "compiler_timeout_s": s.compiler_timeout_s,
-                    "options": s.options, "dims": problem_dims(s.configs[0].get("args") or [], s.problem)})
+                    "options": s.options, "dims": problem_dims(first_args, s.problem)})
     return out

@@ -20,9 +20,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from dataclasses import dataclass
+from typing import Any
 
 from tileprobe.errors import TileprobeError, shown
+from tileprobe.jsonrecord import from_dict
 from tileprobe.record import hook, usehook
+from tileprobe.record.tabledoc import RecordedSearchDoc, RowSearch, TableDoc, recorded_searches, table_doc
 
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.10 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
@@ -49,9 +53,9 @@ def check_table(table: str) -> str:
                              "`tileprobe tune --export TABLE -- COMMAND`") from e
     except cap.TableReadError as e:
         raise TileprobeError(f"{e}; give the table `tileprobe tune --export` wrote") from None
-    if not isinstance(doc, dict) or doc.get("kind") != "tileprobe.tune":
+    if not isinstance(doc, dict) or table_doc(doc).kind != "tileprobe.tune":
         raise TileprobeError(f"{table}: not a tileprobe tune table (no \"kind\": \"tileprobe.tune\")")
-    version = doc.get("schema_version")
+    version = table_doc(doc).schema_version
     if not isinstance(version, int) or isinstance(version, bool) or version > cap.TABLE_SCHEMA:
         raise TileprobeError(f"{table}: schema_version {version!r}, not the {cap.TABLE_SCHEMA} this tileprobe reads "
                              "(a newer tileprobe wrote it? upgrade, or tune again with `tileprobe tune --export`)")
@@ -125,17 +129,23 @@ def run_with_coverage(table: str, command: list[str], extra_env: dict | None = N
                 os.rmdir(os.path.dirname(folder))      # TABLE.shared/, when no other run uses it
 
 
-def _table_and_recording(table: str) -> tuple[dict, list[dict]]:
+@dataclass(frozen=True)
+class _RecordJson:
+    """What ``use`` reads of ``record.json``: its ``searches`` (:func:`recorded_searches`)."""
+    searches: Any = None
+
+
+def _table_and_recording(table: str) -> tuple[TableDoc, list[RecordedSearchDoc]]:
     """The table's document and its recording's searches (``TABLE.record/record.json``: [] when it is not there or
     cannot be read; it only gives the rows' problems for the nearest row of a miss)."""
     cap = hook.load_capture()
-    doc = cap.read_json_file(table)
+    doc = table_doc(cap.read_json_file(table))
     try:
         rec = cap.read_json_file(os.path.abspath(table) + ".record/record.json")
-        searches = rec.get("searches") if isinstance(rec, dict) else None
+        searches = from_dict(_RecordJson, rec).searches if isinstance(rec, dict) else None
     except (OSError, ValueError):
         searches = None
-    return (doc if isinstance(doc, dict) else {}), [s for s in searches or [] if isinstance(s, dict)]
+    return doc, recorded_searches(searches)
 
 
 def control_env(table: str, off: list[str], pins: list[str]) -> dict:
@@ -150,15 +160,15 @@ def control_env(table: str, off: list[str], pins: list[str]) -> dict:
             kernel's recorded space (each names the value, what is known and the fix).
     """
     doc, recorded = _table_and_recording(table)
-    kernels = {k: rows for k, rows in (doc.get("kernels") or {}).items() if isinstance(rows, list)}
+    kernels = doc.row_searches()
     known = ", ".join(sorted(kernels)) or "(none)"
     env: dict = {}
 
-    def kernel_rows(name: str, flag: str) -> list:
+    def kernel_rows(name: str, flag: str) -> list[RowSearch]:
         if name not in kernels:
             raise TileprobeError(f"{flag} {shown(name)}: {table} has no rows for a kernel of that name (its kernels: "
                                  f"{known}); give one of them")
-        return [r for r in kernels[name] if isinstance(r, dict) and isinstance(r.get("search"), dict)]
+        return kernels[name]
 
     for name in off:
         kernel_rows(name, "--off")
@@ -177,17 +187,17 @@ def control_env(table: str, off: list[str], pins: list[str]) -> dict:
     return env
 
 
-def _pin_config(table: str, name: str, value: str, rows: list, recorded: list[dict]):
+def _pin_config(table: str, name: str, value: str, rows: list[RowSearch], recorded: list[RecordedSearchDoc]):
     """The configuration ``--pin NAME=VALUE`` names (:func:`control_env`)."""
     import re
     if re.fullmatch(r"[0-9a-fA-F]{6,64}", value):
-        match = [r for r in rows if str(r["search"].get("key", "")).startswith(value.lower())]
+        match = [r for r in rows if str(r.key if r.key is not None else "").startswith(value.lower())]
         if len(match) != 1:
-            keys = ", ".join(str(r["search"].get("key")) for r in rows) or "(none)"
+            keys = ", ".join(str(r.key) for r in rows) or "(none)"
             raise TileprobeError(f"--pin {shown(name + '=' + value)}: {'no' if not match else 'more than one'} row "
                                  f"of {shown(name)} in "
                                  f"{table} has a search key starting so (its keys: {keys})")
-        return match[0]["search"].get("config")
+        return match[0].config
     canon = usehook.canon_text
     said = shown(name + "=" + value)
     try:
@@ -199,7 +209,7 @@ def _pin_config(table: str, name: str, value: str, rows: list, recorded: list[di
     except ValueError as e:
         raise TileprobeError(f"--pin {said}: not JSON ({shown(e)}) nor a row's search key; give the program's "
                              f"configuration as JSON, e.g. --pin {shown(name)}='{{\"TILE\": 1024}}'") from None
-    space = [c.get("config") for s in recorded if s.get("name") == name for c in s.get("configs") or []]
+    space = [c.config for s in recorded if s.name == name for c in s.config_docs()]
     if space and text not in {canon(c) for c in space}:
         known = ", ".join(sorted({canon(c) for c in space})[:6])
         raise TileprobeError(f"--pin {said}: not one of the configurations the program searches for {shown(name)} "

@@ -68,18 +68,18 @@ def canon_text(obj) -> str:
     return json.dumps(loose, sort_keys=True)
 
 
-def _us(block, field: str) -> float | None:
-    """A table block's figure ``field`` (µs) when it is a finite positive number."""
-    v = block.get(field) if isinstance(block, dict) else None
+def _us(v) -> float | None:
+    """A table figure (µs) when it is a finite positive number, else None."""
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v and v > 0 else None
 
 
-def figures(row: dict, default) -> tuple:
-    """(pick µs, default µs, what they are): the steady-state finals when both have one, else the race medians;
-    a figure missing is None."""
-    if _us(row, "final_us") is not None and _us(default, "final_us") is not None:
-        return _us(row, "final_us"), _us(default, "final_us"), "steady-state final"
-    return _us(row, "median_us"), _us(default, "median_us"), "median"
+def figures(row, default) -> tuple:
+    """(pick µs, default µs, what they are) of a table row (the capture's ``TableRow``) and its ``default`` block
+    (a ``RowChoice``, or None): the steady-state finals when both have one, else the race medians; a figure missing
+    is None."""
+    if _us(row.final_us) is not None and default is not None and _us(default.final_us) is not None:
+        return _us(row.final_us), _us(default.final_us), "steady-state final"
+    return _us(row.median_us), _us(default.median_us) if default is not None else None, "median"
 
 
 class UseHook:
@@ -134,18 +134,18 @@ class UseHook:
                          "'{\"rms_norm\": {\"TILE\": 1024}}')")
         return "per-kernel control: " + "; ".join(parts)
 
-    def never_worse(self, row: dict):
-        """(configuration JSON to answer, why) for a fresh row: the row's own pick, or the program's default
-        configuration when the row's ``default`` block is faster than the pick (``why`` says so; else None)."""
-        search = row.get("search") or {}
-        pick = {"config": search.get("config"), "hints": search.get("hints")}
-        default = row.get("default")
+    def never_worse(self, row):
+        """(configuration JSON to answer, why) for a fresh row (the capture's ``TableRow``): the row's own pick, or
+        the program's default configuration when the row's ``default`` block is faster than the pick (``why`` says
+        so; else None)."""
+        pick = row.search.choice()
+        default = row.default
         us_pick, us_default, what = figures(row, default)
-        if not isinstance(default, dict) or us_pick is None or us_default is None or us_default >= us_pick:
+        if default is None or us_pick is None or us_default is None or us_default >= us_pick:
             return pick, None
         why = (f"the table's pick {us_pick:,.2f} µs is slower than the program's default configuration "
                f"{us_default:,.2f} µs in the table's own figures ({what}): answering the default")
-        return {"config": default.get("config"), "hints": default.get("hints")}, why
+        return default.choice(), why
 
     def searched(self, search, name: str, outcome: str, reason: str | None = None) -> None:
         """Note one search call: its kernel's launches from now on count as ``table`` or ``own``; one line in the
@@ -155,7 +155,7 @@ class UseHook:
         self.names[f] = name
         if not self.dir:
             return
-        args = search.configs_json[0]["args"] if search.configs_json else []
+        args = search.config_descs[0].args if search.config_descs else []
         self._write({"t": "search", "time": time.time(), "kernel": name, "key": search.key, "outcome": outcome,
                      "reason": reason, "problem": [[i, args[i]] for i in search.problem if i < len(args)]})
         self.flush()
@@ -251,8 +251,8 @@ def coverage_on() -> bool:
 # --- what the capture calls (inside its guard: a failure is said once and the search runs as written) ------------
 
 def _names(search, name: str) -> set:
-    doc = search.kernel_doc
-    return {n for n in (doc.get("name"), doc.get("qualname"), name, name.rsplit(".", 1)[-1]) if n}
+    kn = search.kernel_names
+    return {n for n in (kn.name, kn.qualname, name, name.rsplit(".", 1)[-1]) if n}
 
 
 def steer(answerer, search, name: str) -> list:
@@ -270,24 +270,24 @@ def steer(answerer, search, name: str) -> list:
         hook.searched(search, name, "off", "the table is turned off for this kernel (--off / " + ENV_OFF + ")")
         return [None]
     want = canon_text(pinned)
-    for i, c in enumerate(search.configs_json):
-        if want in (canon_text(c["config"]), canon_text({"config": c["config"], "hints": c["hints"]})):
+    for i, c in enumerate(search.config_descs):
+        if want in (canon_text(c.config), canon_text(c.choice())):
             hook.searched(search, name, "pinned")
-            return [sys.modules[type(answerer).__module__]._tuning_result(search.configs[i], {})]
-    reason = (f"the pinned configuration {want} is not among this search's {len(search.configs_json)} "
-              f"configurations (the first: {canon_text(search.configs_json[0]['config'])}); pin one of them")
+            return [sys.modules[type(answerer).__module__]._tuning_result(search.configs[i])]
+    reason = (f"the pinned configuration {want} is not among this search's {len(search.config_descs)} "
+              f"configurations (the first: {canon_text(search.config_descs[0].config)}); pin one of them")
     answerer.say_once(("pin", search.key), f"{name}: {reason}; running the program's own search")
     hook.searched(search, name, "missed", reason)
     return [None]
 
 
-def never_worse_for(answerer, row: dict, name: str, pick: dict):
+def never_worse_for(answerer, row, name: str, pick: dict):
     """(configuration to answer, outcome) for a fresh row (:meth:`UseHook.never_worse`): ``pick`` and
     ``"answered"``, or the row's default configuration and ``"default"`` (said once per row)."""
     want, why = get().never_worse(row)
     if why is None:
         return pick, "answered"
-    answerer.say_once(("default", (row.get("search") or {}).get("key")), f"{name}: {why}")
+    answerer.say_once(("default", row.search.key), f"{name}: {why}")
     return want, "default"
 
 

@@ -23,6 +23,7 @@ from .tables import (
     index_rows,
     read_json_file,
     row_problems,
+    table_row,
 )
 
 
@@ -98,7 +99,7 @@ class Answerer:
             if self.broken:              # said once when the table was read; no misses noted beside it
                 return None
             found = self.rows.get(search.key)
-        name = search.kernel_doc.get("qualname") or search.kernel_doc.get("name") or "kernel"
+        name = search.kernel_names.qualname or search.kernel_names.name or "kernel"
         ext = usehook()
         control = ext.steer(self, search, name) if ext is not None else []     # --off / --pin: [its answer]
         if control:
@@ -106,15 +107,15 @@ class Answerer:
         if not found:
             return self._miss(search, frame, name, "no row for this search (its problem or its configurations are "
                                                    "not in the table)")
-        names = {search.kernel_doc.get("name"), name, name.rsplit(".", 1)[-1]}
-        rows = [r for k, r in found if k in names]
+        names = {search.kernel_names.name, name, name.rsplit(".", 1)[-1]}
+        rows = [table_row(r) for k, r in found if k in names]
         if not rows:
             return self._miss(search, frame, name, f"the table's row for this search is under another kernel "
                                                    f"({', '.join(sorted({k for k, _ in found}))})")
         if self.facts is None:
             self.facts = facts.device_facts()   # looked up at the call: a test may stand in for it
         here = {**self.facts, "source_sha256": search.source_sha256}
-        judged = [(row_problems(r) or stale_reasons(r, here), r) for r in rows]
+        judged = [(row_problems(r) or stale_reasons(r.raw, here), r) for r in rows]
         fresh = [r for why, r in judged if not why]
         if len(fresh) > 1:     # rows of other GPUs (a merged table) are not duplicates here
             self.say_once(("dup", search.key), f"{name}: {len(fresh)} rows for one search ({search.key}) in "
@@ -124,16 +125,16 @@ class Answerer:
             return self._miss(search, frame, name, ("" if why[0].startswith("invalid") else "stale row: ") +
                               "; ".join(why), "missed" if why[0].startswith("invalid") else "stale")
         row = fresh[-1]
-        want, outcome = {"config": row["search"].get("config"), "hints": row["search"].get("hints")}, "answered"
+        want, outcome = row.search.choice(), "answered"
         if ext is not None:      # never worse than the program's default configuration (the row's own figures)
             want, outcome = ext.never_worse_for(self, row, name, want)
         wanted = _strict_text(want)
-        for i, c in enumerate(search.configs_json):
-            if _strict_text({"config": c["config"], "hints": c["hints"]}) == wanted:
+        for i, c in enumerate(search.config_descs):
+            if _strict_text(c.choice()) == wanted:
                 self.answered += 1
                 if ext is not None:
                     ext.get().searched(search, name, outcome)
-                return _tuning_result(search.configs[i], row)
+                return _tuning_result(search.configs[i], row.median_us, row.samples, row.ci_us)
         return self._miss(search, frame, name, "the table's configuration is not among the program's candidates")
 
     def _miss(self, search: Search, frame, name: str, reason: str, outcome: str = "missed"):

@@ -6,11 +6,13 @@ import sys
 from .names import TUNE_MODULE
 
 
-def _tuning_result(config, row: dict):
-    """A real ``cuda.tile.tune.TuningResult`` whose ``best`` is the program's own configuration object."""
+def _tuning_result(config, median_us=None, samples=None, ci_us=None):
+    """A real ``cuda.tile.tune.TuningResult`` whose ``best`` is the program's own configuration object, with the
+    figures it was picked by (a table row's or a rank's pick): ``median_us`` (µs; None: 0), ``samples`` (None: 0),
+    ``ci_us`` ([low, high] µs; its half-width is the error margin, 0 without it)."""
     mod = sys.modules[TUNE_MODULE]
-    ci = row.get("ci_us") or [None, None]
+    ci = ci_us or [None, None]
     margin = (ci[1] - ci[0]) / 2 if None not in ci else 0.0
-    best = mod.Measurement(config=config, mean_us=float(row.get("median_us") or 0.0),
-                           num_samples=int(row.get("samples") or 0), error_margin_us=float(margin))
+    best = mod.Measurement(config=config, mean_us=float(median_us or 0.0),
+                           num_samples=int(samples or 0), error_margin_us=float(margin))
     return mod.TuningResult(best=best, successes=(best,), failures=())

@@ -11,6 +11,7 @@ import time
 
 from .describe import _hint_json, _plain, _site, describe, describe_kernel, to_json
 from .ext import usehook
+from .fields import Record
 from .names import CEXT_MODULE, MODULE_NAME
 from .recorder import Recorder
 from .result import _tuning_result
@@ -115,6 +116,34 @@ def _describe_config(cfg, grid_fn, kernel, args_fn, hints_fn) -> tuple:
     return cfg, k, hints, grid, tuple(call("args_fn", args_fn, cfg))
 
 
+class ConfigDesc(Record):
+    """One configuration of a search as JSON: the program's ``config`` (:func:`config_json`), the ``hints`` its
+    ``hints_fn`` gave, the ``grid`` its ``grid_fn`` gave and its ``args`` (argument descriptions, ``to_json``)."""
+    __slots__ = ("args", "config", "grid", "hints")
+    config: object
+    hints: dict
+    grid: list
+    args: list
+
+    def choice(self) -> dict:
+        """``{"config": …, "hints": …}``: what a table row's pick is compared with."""
+        return {"config": self.config, "hints": self.hints}
+
+    def to_json(self) -> dict:
+        """The object a ``search`` line's ``configs`` holds (keys in this order)."""
+        return {"config": self.config, "hints": self.hints, "grid": self.grid, "args": self.args}
+
+
+class KernelNames(Record):
+    """What the search reads of its kernel's description (``describe_kernel``): ``name``, ``qualname``,
+    ``module`` and the ``file`` it lives in (each None when unknown)."""
+    __slots__ = ("file", "module", "name", "qualname")
+    name: str | None
+    qualname: str | None
+    module: str | None
+    file: str | None
+
+
 class Search:
     """One call of ``exhaustive_search``, described before it runs.
 
@@ -150,16 +179,21 @@ class Search:
         self.configs = [e[0] for e in self.entries]
         descs = [tuple(describe(a) for a in e[4]) for e in self.entries]
         n = len(descs[0])
+        #: the first configuration's :func:`describe` tuples (kind letter first: ``A`` array, ``T`` sequence, …)
+        self.first_descs = descs[0]
         self.problem = [i for i in range(n) if all(len(d) == n and d[i] == descs[0][i] for d in descs)]
         self.kernel = self.entries[0][1]
         kd = describe_kernel(self.kernel)
-        self.source_sha256 = source_sha256(kd.get("file"))
-        self.configs_json = [{"config": config_json(e[0]), "hints": {h: _hint_json(v) for h, v in e[2].items()},
-                              "grid": list(e[3]), "args": [to_json(a) for a in d]}
+        #: the kernel's names (:class:`KernelNames`); ``kernel_doc``: its whole description, as lines carry it
+        self.kernel_names = KernelNames.from_json(kd)
+        self.source_sha256 = source_sha256(self.kernel_names.file)
+        #: per configuration its :class:`ConfigDesc`, in the program's order
+        self.config_descs = [ConfigDesc(config=config_json(e[0]), hints={h: _hint_json(v) for h, v in e[2].items()},
+                                        grid=list(e[3]), args=[to_json(a) for a in d])
                              for e, d in zip(self.entries, descs)]
-        material = {"kernel": [kd.get("module"), kd.get("qualname")],
+        material = {"kernel": [self.kernel_names.module, self.kernel_names.qualname],
                     "problem": [[i, to_json(_key_desc(descs[0][i]))] for i in self.problem],
-                    "space": [{"config": c["config"], "hints": c["hints"]} for c in self.configs_json]}
+                    "space": [c.choice() for c in self.config_descs]}
         asked = {k: v for k, v in self.options.items() if k != "quiet"}
         if asked:       # flush_l2=False, a benchmark_fn …: another search than the same space without them
             material["options"] = asked
@@ -171,7 +205,7 @@ class Search:
 
     def doc(self, sites=(None, None)) -> dict:
         """The JSON description (a ``search`` line without its ids)."""
-        return {"key": self.key, "configs": self.configs_json, "problem": self.problem,
+        return {"key": self.key, "configs": [c.to_json() for c in self.config_descs], "problem": self.problem,
                 "skipped": [list(x) for x in self.skipped], "space_size": self.space_size,
                 "source_sha256": self.source_sha256, "site": sites[0], "launch_site": sites[1],
                 "compiler_timeout_s": _compiler_timeout_s(), "same_kernel": self.kernels_same,
@@ -183,8 +217,8 @@ class Search:
             if c is config:
                 return i
         want = _canon(config_json(config))
-        for i, c in enumerate(self.configs_json):
-            if _canon(c["config"]) == want:
+        for i, c in enumerate(self.config_descs):
+            if _canon(c.config) == want:
                 return i
         return None
 
@@ -242,10 +276,9 @@ def _record_search(recorder: Recorder, search: Search, frame):
         sid = recorder.searches[search.key] = len(recorder.searches)
     kids = [recorder._kernel_id(e[1]) for e in search.entries]
     doc = search.doc((_site(call), _site(launch)))
-    for c, kid in zip(doc["configs"], kids):
-        c["kernel"] = kid
+    doc.update(configs=[{**c.to_json(), "kernel": kid} for c, kid in zip(search.config_descs, kids)])
     recorder._write({"t": "search", "id": sid, "kernel": kids[0], **doc})
-    arrays = [i for i in search.problem if search.configs_json[0]["args"][i]["kind"] in ("array", "sequence")]
+    arrays = [i for i in search.problem if search.first_descs[i][0] in ("A", "T")]     # arrays, sequences
     return sid, {i: _checksum(a) for i, a in search.arrays_at(arrays)}
 
 

@@ -8,10 +8,54 @@ import os
 import re
 import sys
 
+from .fields import Record
+
 TABLE_SCHEMA = 1                # the tune table's schema_version this file reads (tileprobe.tune.export)
 
 
-def row_problems(row: dict) -> list[str]:
+class RowChoice(Record):
+    """A row's ``search`` block (the table's pick: its search ``key``, the program's ``config`` and the ``hints``
+    its ``hints_fn`` gave) or ``default`` block (the program's default configuration, raced beside the pick), with
+    their figures in µs (``median_us``: the race's median; ``final_us``: steady-state, when measured)."""
+    __slots__ = ("config", "final_us", "hints", "key", "median_us")
+    key: object
+    config: object
+    hints: object
+    median_us: object
+    final_us: object
+
+    def choice(self) -> dict:
+        """The configuration as the search's candidates are compared (``{"config": …, "hints": …}``, JSON)."""
+        return {"config": self.config, "hints": self.hints}
+
+
+class TableRow(Record):
+    """One row of a tune table as the capture answers from it (``tileprobe.tune.export`` writes it): the pick
+    (``search``), the program's default (``default``; None when the row has none), its own figures (``median_us``,
+    ``samples``, ``ci_us`` [low, high] µs, ``num_sms``) and ``raw``, the row's object (its provenance fields, read by
+    :func:`~.facts.stale_reasons`)."""
+    __slots__ = ("ci_us", "default", "final_us", "median_us", "num_sms", "raw", "samples", "search")
+    search: RowChoice
+    default: RowChoice | None
+    median_us: object
+    final_us: object
+    samples: object
+    ci_us: object
+    num_sms: object
+    raw: dict
+
+
+def table_row(d: dict) -> TableRow:
+    """The :class:`TableRow` of a row's JSON object (a ``search`` or ``default`` that is no object reads as
+    empty / None)."""
+    row = TableRow.from_json(d)
+    row.search = RowChoice.from_json(row.search) if isinstance(row.search, dict) else RowChoice()
+    row.default = RowChoice.from_json(row.default) if isinstance(row.default, dict) else None
+    row.raw = d
+    return row
+
+
+def row_problems(row: TableRow) -> list[str]:
     """Why a row's own figures are invalid (empty: they are fine): ``median_us`` not a finite positive number, a
     ``samples`` count or ``ci_us`` bound that is negative or not finite, ``num_sms`` not an integer."""
     import math
@@ -22,14 +66,14 @@ def row_problems(row: dict) -> list[str]:
             return not allow_none
         return isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0
 
-    if bad(row.get("median_us")) or row.get("median_us") == 0:
-        out.append(f"invalid row: median_us is {row.get('median_us')!r}, not a positive number of µs")
-    if bad(row.get("samples"), allow_none=True):
-        out.append(f"invalid row: samples is {row.get('samples')!r}, not a count")
-    ci = row.get("ci_us")
+    if bad(row.median_us) or row.median_us == 0:
+        out.append(f"invalid row: median_us is {row.median_us!r}, not a positive number of µs")
+    if bad(row.samples, allow_none=True):
+        out.append(f"invalid row: samples is {row.samples!r}, not a count")
+    ci = row.ci_us
     if ci is not None and (not isinstance(ci, list) or any(bad(v, allow_none=True) for v in ci)):
         out.append(f"invalid row: ci_us is {ci!r}, not two non-negative µs")
-    n = row.get("num_sms")
+    n = row.num_sms
     if n is not None and (isinstance(n, bool) or not isinstance(n, int)):
         out.append(f"invalid row: num_sms is a {type(n).__name__} ({n!r}), not an integer SM count")
     return out
