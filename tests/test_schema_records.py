@@ -14,7 +14,7 @@ from tileprobe.report.common import run_cell, verdict_cells, verdict_text
 from tileprobe.schema import VariantRecord, VariantRun, Verdict, load, verdicts_from_dict, verdicts_to_dict
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
-RUN_JSON = os.path.join(DATA, "golden", "cli", "inputs", "issue17_run.json")   # a `run --json` file with verdicts
+RUN_JSON = os.path.join(DATA, "golden", "cli", "inputs", "two_release_run.json")   # a `run --json` file with verdicts
 OLD_STORE = os.path.join(DATA, "schema1_store.sqlite")
 STORE_2 = os.path.join(DATA, "stores", "schema2.sqlite")
 

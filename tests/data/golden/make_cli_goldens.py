@@ -7,7 +7,7 @@ tileiras 13.4.92 and the managed 13.3.36, by::
     git -C /work/main worktree add --detach /work/wt/golden-old 041030c
     python tests/data/golden/make_cli_goldens.py --code /work/wt/golden-old     # about 50 s
 
-(``cli/inputs/issue17_run.json`` was written by that code too, and is kept when the goldens are made again.)
+(``cli/inputs/two_release_run.json`` was written by that code too, and is kept when the goldens are made again.)
 ``usage_errors`` and ``tune_dry_run`` were made again on branch cli-polish (2026-12-02) for two intended changes:
 ``sass`` without ``--where`` is a usage error (exit 2), and a tune with nothing to compile names that time
 "reading the store"; ``tune_dry_run`` again in session 5 (2026-12-02): a dry run says "not raced" instead of
@@ -107,8 +107,8 @@ CASES: dict[str, Case] = {
     "compare_files_markdown": _c("compare data/a.json data/b.json --format markdown"),
     "compare_files_json": _c("compare data/a.json data/b.json --json - --format none --where ALLOW_TMA=True"),
     "compare_schema1": _c("compare data/schema1_audit.json data/examples_records_2026-12-01.json"),
-    "compare_runs": _c("compare data/issue17_run.json", "compare data/issue17_run.json --format markdown",
-                       "compare data/issue17_run.json --wide --json -"),
+    "compare_runs": _c("compare data/two_release_run.json", "compare data/two_release_run.json --format markdown",
+                       "compare data/two_release_run.json --wide --json -"),
     # --- audits, and the commands that read the store they wrote ----------------------------------------------------
     "audit_warm_json": _c(f"{AUDIT} --json -", store="fresh"),
     "audit_warm": _c(AUDIT, f"{AUDIT} --brief --wide", store="fresh"),
@@ -209,16 +209,16 @@ def compare_inputs(out: Path) -> None:
 
 
 def write_run_input(code: Path, out: Path) -> None:
-    """``out/issue17_run.json``: the two-release run JSON of tests/test_release_runs.py (GPU timings, a new hang),
+    """``out/two_release_run.json``: the two-release run JSON of tests/test_release_runs.py (GPU timings, a new hang),
     as the code at ``code`` writes it. Written once, at :data:`GENERATED_AT`, and kept: a file of that tileprobe that
     later code must read as it did (an existing one is left as it is)."""
-    if (out / "issue17_run.json").exists():
+    if (out / "two_release_run.json").exists():
         return
     script = ("import sys, pathlib; sys.path.insert(0, sys.argv[1]); import test_release_runs as t; "
               "print(t._two_release_run(pathlib.Path(sys.argv[2])))")
     subprocess.run([sys.executable, "-c", script, str(code / "tests"), str(out)], check=True,
                    env=dict(os.environ, PYTHONPATH=str(code)), stdout=subprocess.DEVNULL)
-    (out / "run.json").rename(out / "issue17_run.json")
+    (out / "run.json").rename(out / "two_release_run.json")
 
 
 # --- running ----------------------------------------------------------------------------------------------------------
@@ -263,7 +263,7 @@ def work_folder(code: Path, inputs: Path):
             for name in ("schema1_audit.json", "examples_records_2026-12-01.json", "schema1_store.sqlite"):
                 shutil.copy(DATA / name, WORK / "data" / name)
             shutil.copy(DATA / "stores" / "schema2.sqlite", WORK / "data" / "schema2.sqlite")
-            shutil.copy(inputs / "issue17_run.json", WORK / "data" / "issue17_run.json")
+            shutil.copy(inputs / "two_release_run.json", WORK / "data" / "two_release_run.json")
             compare_inputs(WORK / "data")
             yield run_commands(code, [COLD_AUDIT], fresh=True)
         finally:
