@@ -159,3 +159,39 @@ def test_a_managed_compiler_whose_binary_says_another_release_is_refused_when_re
                                              rf"reinstall: tileprobe toolchain remove {liar}"):
         resolve_compiler(tc)
     assert resolve_compiler(Toolchain(version=here, root=str(tmp_path), tileiras=real, source="managed")).version == here
+
+
+def test_a_link_at_a_frontends_folder_is_refused_and_its_target_is_untouched(tmp_path, monkeypatch, capsys):
+    """`cuda-tile-1.6.0` a symbolic link to a user's folder: `venv --clear` emptied the target (a hostile tester,
+    2026-12-05); now the install is refused before anything runs, and the target keeps its files."""
+    victim = tmp_path / "victim"
+    (victim / "sub").mkdir(parents=True)
+    (victim / "data.txt").write_text("precious")
+    tc = tmp_path / "tc"
+    tc.mkdir()
+    (tc / "cuda-tile-1.6.0").symlink_to(victim)
+    monkeypatch.setattr(frontend, "_run", lambda *a, **k: pytest.fail(f"ran {a[0]}"))
+    monkeypatch.setenv("TILEPROBE_TOOLCHAINS", str(tc))
+    assert main(["frontend", "install", "1.6.0", "--force"]) == 1
+    err = " ".join(capsys.readouterr().err.split())
+    assert "is a symbolic link" in err and "never writes through a link" in err, err
+    assert sorted(p.name for p in victim.iterdir()) == ["data.txt", "sub"] and (victim / "data.txt").read_text() == "precious"
+
+
+def test_a_forced_install_that_fails_keeps_the_working_frontend(tmp_path, monkeypatch):
+    """--force builds beside the working environment and swaps only when the new one is whole: pip failing leaves
+    the old one as it was (it was cleared first, then removed)."""
+    env = {"TILEPROBE_TOOLCHAINS": str(tmp_path)}
+    working = tmp_path / "cuda-tile-1.6.0" / "lib" / "python3.11" / "site-packages"
+    working.mkdir(parents=True)
+    (working / frontend.PTH_NAME).write_text("/x\n")
+
+    def fake_run(cmd, what, timeout_s=900):
+        if cmd[2] == "venv":
+            os.makedirs(os.path.join(cmd[-1], "bin"))
+            return
+        raise ToolchainError(f"{what} failed (exit 1):\n  ERROR: pip could not reach the index")
+    monkeypatch.setattr(frontend, "_run", fake_run)
+    with pytest.raises(ToolchainError, match="could not reach the index"):
+        frontend.install("1.6.0", env, force=True)
+    assert (working / frontend.PTH_NAME).read_text() == "/x\n" and os.listdir(tmp_path) == ["cuda-tile-1.6.0"]

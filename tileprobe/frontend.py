@@ -115,23 +115,44 @@ def install(version: str, env: Mapping[str, str] | None = None, *, force: bool =
         ToolchainError: a version that is not MAJOR.MINOR.PATCH, or venv / pip failed (pip's last lines quoted).
     """
     root = frontend_dir(version, env)
+    if root.is_symlink() or (root.exists() and not root.is_dir()):
+        raise ToolchainError(f"{root} is {'a symbolic link' if root.is_symlink() else 'not a folder'}: tileprobe "
+                             "makes each frontend's folder itself and never writes through a link; remove it "
+                             f"(`rm {root}`) and install again")
     if not force and _pth_of(root) is not None:
         return find(version, env)
     root.parent.mkdir(parents=True, exist_ok=True)
+    # Built in a new folder beside it and renamed into place: a failed install leaves neither a half-made folder nor
+    # a broken working one (--force), and nothing that was at the final path is cleared through.
+    build = root.parent / f".{root.name}.new-{os.getpid()}"
+    import shutil
     try:
-        _run([sys.executable, "-m", "venv", "--clear", "--without-pip", str(root)], f"making the venv {root}", 300)
-        python = _python_of(root)
+        _run([sys.executable, "-m", "venv", "--without-pip", str(build)], f"making the venv {build}", 300)
+        python = _python_of(build)
         _run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-input",
               "--disable-pip-version-check", f"cuda-tile=={version}"], f"installing cuda-tile=={version} into {root}")
         site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                    capture_output=True, text=True, timeout=120).stdout.strip())
         _check_installed(site, version)
         (site / PTH_NAME).write_text("".join(f"{d}\n" for d in parent_site_dirs()), encoding="utf-8")
+        _swap_into_place(build, root)
     except BaseException:        # a failed (or interrupted) install leaves no folder behind (a 56 KB one was left)
-        import shutil
-        shutil.rmtree(root, ignore_errors=True)
+        shutil.rmtree(build, ignore_errors=True)
         raise
+    python = _python_of(root)
     return Frontend(version, str(root), str(python))
+
+
+def _swap_into_place(build: Path, root: Path) -> None:
+    """Move the finished environment ``build`` to ``root``; an older one there (``--force``) is moved aside first and
+    removed after. (A venv's interpreter finds its site-packages from where it is, so the moved one works; its
+    activate scripts, which tileprobe does not use, still name the build folder.)"""
+    import shutil
+    old = root.parent / f".{root.name}.old-{os.getpid()}"
+    if root.exists():
+        os.rename(root, old)
+    os.rename(build, root)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def _check_installed(site: Path, version: str) -> None:
