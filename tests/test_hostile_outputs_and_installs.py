@@ -195,3 +195,26 @@ def test_a_forced_install_that_fails_keeps_the_working_frontend(tmp_path, monkey
     with pytest.raises(ToolchainError, match="could not reach the index"):
         frontend.install("1.6.0", env, force=True)
     assert (working / frontend.PTH_NAME).read_text() == "/x\n" and os.listdir(tmp_path) == ["cuda-tile-1.6.0"]
+
+
+def test_compare_says_why_a_compiler_was_left_out(tmp_path, monkeypatch, capsys):
+    """A managed folder whose manifest says 13.9.99 around another release's tileiras: `compare --probe` said only
+    "found 1" (a hostile tester, 2026-12-05); it now names the compiler, what is wrong and the reinstall command."""
+    from support import write_vec_probe
+
+    from tileprobe._cutile import which_tool
+    from tileprobe.toolchain import MANIFEST, tileiras_version
+    real = which_tool("tileiras")
+    here = tileiras_version(real)[0]
+    folder = tmp_path / "tc" / "13.9.99"
+    (folder / "bin").mkdir(parents=True)
+    (folder / "bin" / "tileiras").symlink_to(real)
+    (folder / MANIFEST).write_text(json.dumps({"schema_version": 1, "version": "13.9.99",
+                                               "build": "Cuda compilation tools, release 13.9, V13.9.99",
+                                               "pins": {"nvidia-cuda-tileiras": "13.9.99"}}))
+    monkeypatch.setenv("TILEPROBE_TOOLCHAINS", str(tmp_path / "tc"))
+    probe = write_vec_probe(tmp_path / "vec.py", occupancy=(1,))
+    assert main(["compare", "--probe", probe, "--arch", "sm_90", "--tileiras", f"{here},13.9.99", "--no-store"]) == 1
+    err = " ".join(capsys.readouterr().err.split())
+    assert "need exactly two compiler builds to compare, found 1" in err, err
+    assert f"says it is tileiras {here}" in err and "reinstall: tileprobe toolchain remove 13.9.99" in err, err

@@ -499,7 +499,12 @@ def compare_results(results: Sequence[str] = (), *, probe: str | None = None, ti
         if len(tileiras) != 2:
             raise UsageError("with --probe, give two compilers: --tileiras A,B (e.g. 13.3.36,13.4.92)")
         result = _audit_probe(probe, tileiras, archs, jobs, store, use_store, with_sass, where, progress)
-        a, b, name_a, name_b = split_by_compiler(result.records)
+        try:
+            a, b, name_a, name_b = split_by_compiler(result.records)
+        except TileprobeError as e:     # a compiler the audit could not use: say which and why (its fix with it)
+            if not result.target_errors:
+                raise
+            raise TileprobeError(f"{e}\n" + "\n".join(f"  {t}" for t in result.target_errors)) from None
         name_a, name_b = short_build(name_a), short_build(name_b)
         env, audited = result.environment, result.records
     elif len(results) == 2:
