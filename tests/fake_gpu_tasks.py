@@ -23,3 +23,13 @@ def fake_run(record: dict, cubin: bytes, probe_path: str, seed: int = 0, **timin
     occ = dict(record["hints"]).get("occupancy", 1)
     return run_dict(status="ok", median_us=10.0 + occ, seed=seed, worker_pid=os.getpid(),
                     visible=os.environ.get("CUDA_VISIBLE_DEVICES"))
+
+
+def forged_result() -> None:
+    """Probe code that writes a well-formed result for another task id (424242) on the worker's pipe."""
+    import sys
+    from multiprocessing.connection import Connection
+
+    from tileprobe.probe import wire
+    wire.send(Connection(int(sys.argv[1]), readable=False), ("result", 424242, True, "forged"))
+    time.sleep(60)

@@ -283,3 +283,15 @@ def test_a_malformed_task_is_answered_with_an_error_and_the_server_serves_on():
     finally:
         ours.close()
         theirs.close()
+
+
+def test_a_forged_result_for_another_task_is_a_crash_and_the_server_serves_on(env):
+    with kept(env) as a:
+        out = a.submit("tests.fake_gpu_tasks:forged_result")
+        assert out.status == "crash" and "task 424242, not for this task" in out.error, out
+        nxt = a.submit(TASK)                          # the same command: a fresh worker, the same server
+        assert nxt.status == "done" and nxt.value["name"] == "Fake GPU"
+        pid = a.server_pid
+    with kept(env) as b:                              # the server survived: the next command reuses it
+        assert "reused" in b.note and b.server_pid == pid
+        assert b.submit(TASK).status == "done"

@@ -66,6 +66,15 @@ def task_wrong_shape_on_the_pipe():
     time.sleep(60)
 
 
+def task_forged_result_for_another_task():
+    """Probe code that writes a well-formed result, for a task id that is not its own, on the worker's pipe."""
+    from multiprocessing.connection import Connection
+
+    from tileprobe.probe import wire
+    wire.send(Connection(int(sys.argv[1]), readable=False), ("result", 424242, True, "forged"))
+    time.sleep(60)
+
+
 def task_abort():
     os.abort()
 
@@ -397,3 +406,12 @@ def test_data_of_another_shape_written_on_the_pipe_is_a_crash(wd):
     out = wd.submit(task("task_wrong_shape_on_the_pipe"), timeout_s=30)
     assert out.status == "crash" and "not tileprobe's data" in out.error and "not (\"result\", id" in out.error, out
     assert wd.restarts == 1 and wd.submit(task("task_echo"), {"i": 2}).status == "done"
+
+
+def test_a_result_for_another_task_is_a_crash_and_the_next_task_runs(wd):
+    out = wd.submit(task("task_forged_result_for_another_task"), timeout_s=30)
+    assert out.status == "crash" and out.value is None, out
+    assert "not tileprobe's data" in out.error and "task 424242, not for this task" in out.error, out
+    assert wd.restarts == 1
+    nxt = wd.submit(task("task_echo"), {"i": 3})
+    assert nxt.status == "done" and nxt.worker_pid != out.worker_pid

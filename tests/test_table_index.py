@@ -66,6 +66,23 @@ def test_an_index_older_than_its_table_damaged_or_not_a_file_is_passed_over(tmp_
     assert cap.index_rows(str(table), key) is None
 
 
+def test_a_bucket_of_the_wrong_shape_counts_as_no_index_and_the_table_is_read(tmp_path):
+    cap = load_capture()
+    table = _write(tmp_path, _doc())
+    key = "00aa" * 4
+    bucket = table.parent / "t.json.index" / f"{cap.index_bucket(key)}.json"
+    for forged in ([["vadd", {"search": {"key": "x"}}], "ab", [[], {}]],   # parses, entries of other shapes
+                   {"a": 1}, [["a", {"search": "x"}]], [["a", {"search": {"key": key}}, 3]], [[1, {"search": {}}]]):
+        bucket.write_text(json.dumps(forged))
+        assert cap.index_rows(str(table), key) is None, forged          # not [] ("no rows"): the table is read
+        whole = cap.Answerer(str(table))
+        assert whole.loaded is False and cap.index_rows(whole.path, key) is None
+        whole.load()
+        assert [k for k, _ in whole.rows[key]] == ["a", "b"]              # the table's rows, which [] would hide
+    bucket.write_text(json.dumps([["a", {"search": {"key": "ffbb" * 4}}]]))   # right shape, another key: no rows
+    assert cap.index_rows(str(table), key) == []
+
+
 def test_use_answers_from_the_index_without_reading_the_table(tuned, tmp_path):  # noqa: F811
     tmp, _ = tuned
     assert os.path.isfile(tmp / "table.json.index" / "meta.json")

@@ -252,14 +252,13 @@ class Watchdog:
                                worker_pid=w.proc.pid, exit_status=exit_text(w.proc.poll()))
         try:
             result = Result.from_wire(msg)
+            if result.task_id != task_id:   # a forged reply (probe code wrote on the pipe), as untrusted as one
+                raise ProtocolError(f"a result for task {result.task_id}, not for this task ({task_id})")
         except ProtocolError as e:   # data of another shape (probe code wrote on the pipe): not trusted any more
             self._replace(w)
             return TaskOutcome("crash", error=f"the worker (pid {w.proc.pid}) sent a message that is not tileprobe's "
                                f"data ({e}); the next variant runs in a fresh one", wall_s=time.perf_counter() - t0,
                                worker_pid=w.proc.pid, exit_status=exit_text(w.proc.poll()))
-        if result.task_id != task_id:
-            self._replace(w)
-            raise RuntimeError(f"worker answered task {result.task_id}, expected {task_id}")
         out = TaskOutcome("done" if result.ok else "raised", value=result.value, wall_s=time.perf_counter() - t0,
                           worker_pid=w.proc.pid, error=result.error)
         if result.fatal:

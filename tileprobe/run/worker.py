@@ -24,6 +24,7 @@ import subprocess
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from importlib import metadata
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
@@ -475,42 +476,53 @@ def _import(name: str):
     return import_object(name)
 
 
-def _send(conn, message: tuple) -> None:
-    """One message to the parent as data (:mod:`tileprobe.probe.wire`): the parent never unpickles what this
-    process, which runs probe code, sends."""
+def _sender(conn) -> Callable[[tuple], None]:
+    """A function that sends one message (a protocol tuple) to the parent as data (:mod:`tileprobe.probe.wire`):
+    the parent never unpickles what this process, which runs probe code, sends. The connection's ``send_bytes``
+    and the encoder (``wire.to_data``, ``wire.dumps``) are bound when it is made, before any task runs, so a task
+    that replaces module globals or class attributes (``wire.dumps``, ``Connection.send_bytes``) cannot change what
+    is sent for the tasks after it. Not a wall: code in this process can still reach the connection (through
+    ``gc``); docs/FAILURES.md, "Limits", says what is promised."""
     from tileprobe.probe import wire
-    wire.send(conn, wire.to_data(message), "the worker's message")
+    send_bytes, dumps, to_data = conn.send_bytes, wire.dumps, wire.to_data
+
+    def send(message: tuple) -> None:
+        send_bytes(dumps(to_data(message), "the worker's message"))
+    return send
 
 
 def serve(conn, init: str) -> int:
     """The worker loop: hello, then tasks until ``stop`` or the parent goes away (:mod:`tileprobe.run.protocol`).
-    Returns the exit code: 0 stopped, 2 the init failed, 3 a task's result was fatal.
+    Returns the exit code: 0 stopped, 2 the init failed, 3 a task's result was fatal. What it sends, receives and
+    imports with is bound here, before the init or any task runs (:func:`_sender`).
 
     Raises:
         tileprobe.run.protocol.ProtocolError: the parent sent a message that is no task and no stop."""
     from tileprobe.run.protocol import Hello, Result, Started, Task, TaskError
+    send, recv, import_ = _sender(conn), conn.recv, _import
+    from_wire, error_of, format_exception = Task.from_wire, TaskError.of, traceback.format_exception
     try:
-        info = _import(init)() or {}
-        _send(conn, Hello(True, info).to_wire())
+        info = import_(init)() or {}
+        send(Hello(True, info).to_wire())
     except BaseException as e:  # report why the worker cannot start, then quit
-        failure = TaskError.of(e, "".join(traceback.format_exception(e)).strip(), with_message=True)
-        _send(conn, Hello(False, failure.to_wire()).to_wire())
+        failure = error_of(e, "".join(format_exception(e)).strip(), with_message=True)
+        send(Hello(False, failure.to_wire()).to_wire())
         return 2
     while True:
         try:
-            task = Task.from_wire(conn.recv())
+            task = from_wire(recv())
         except (EOFError, OSError):
             return 0
         if task is None:
             return 0
         try:
-            call = _import(task.fn)
-            _send(conn, Started(task.task_id).to_wire())     # the task's clock starts now, not while it imports
+            call = import_(task.fn)
+            send(Started(task.task_id).to_wire())     # the task's clock starts now, not while it imports
             result = Result(task.task_id, True, call(**task.kwargs))
-            _send(conn, result.to_wire())
+            send(result.to_wire())
         except BaseException as e:  # the task's own failure: report it; the worker stays usable
-            failure = TaskError.of(e, "".join(traceback.format_exception(e)).strip())
-            _send(conn, Result(task.task_id, False, failure.to_wire()).to_wire())
+            failure = error_of(e, "".join(format_exception(e)).strip())
+            send(Result(task.task_id, False, failure.to_wire()).to_wire())
             continue
         if result.fatal:
             return 3

@@ -221,6 +221,12 @@ def index_rows(table: str, key: str) -> list | None:
         # a bucket holds a part of the table's rows: one larger than the table itself is not genuine (refused from
         # its size before it is read, and the table is read instead)
         pairs = json.loads(read_regular(bucket, min(st.st_size, TABLE_LIMIT_BYTES)))
-        return [(k, r) for k, r in pairs if isinstance(r, dict) and (r.get("search") or {}).get("key") == key]
+        # a bucket of another shape than [[kernel, row], ...] was not written by us: no index (the table is read),
+        # never "no rows" (which would hide the table's row)
+        if not (isinstance(pairs, list) and all(isinstance(p, list) and len(p) == 2 and isinstance(p[0], str)
+                                                and isinstance(p[1], dict) and isinstance(p[1].get("search"), dict)
+                                                for p in pairs)):
+            return None
+        return [(k, r) for k, r in pairs if r["search"].get("key") == key]
     except (OSError, ValueError, TypeError, AttributeError, RecursionError, MemoryError):
         return None
