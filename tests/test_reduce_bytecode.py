@@ -238,3 +238,23 @@ def test_a_bad_file_in_the_reuse_folder_is_a_miss_compiled_afresh(tmp_path, how,
         assert compile_once(folder, str(bc), ["tileiras"], str(tmp_path / "again.cubin"), None, compiled,
                             replay) is True
         assert (tmp_path / "again.cubin").read_bytes() == cubin.read_bytes()
+
+
+def test_fifos_in_place_of_the_reused_cubins_give_the_same_verdict_not_a_compile_error(tmp_path, counted,
+                                                                                     monkeypatch):
+    tc, log = counted
+    work, reuse = tmp_path / "work", tmp_path / "reuse"
+    work.mkdir()
+    monkeypatch.setenv(REUSE_ENV, str(reuse))
+    oracle = Oracle("sm_90", [tc], parse_property("compiles"), (True,), {"occupancy": 2}, str(work), jobs=2)
+    [first] = oracle.check([ONE_CASE])
+    cubins = [p for p in reuse.iterdir() if p.name.endswith(".cubin")]
+    assert len(cubins) == 2                      # occupancy 1 and 2
+    for p in cubins:                             # what a hostile watcher did to the folder
+        p.unlink()
+        os.mkfifo(p)
+    [second] = oracle.check([ONE_CASE.replace("extra = ", "spare = ")])
+    assert second.interesting and second.judgements == first.judgements, second.judgements
+    assert len(log.read_text().splitlines()) == 4     # compiled afresh: the FIFOs were misses
+    assert reused_count(str(reuse)) == 0
+    assert all(p.is_file() for p in cubins)          # and replaced by the fresh cubins
