@@ -179,6 +179,18 @@ def test_a_compiler_failure_is_reused_as_the_same_failure(tmp_path, monkeypatch)
     assert reused_count(str(tmp_path / "reuse")) == 2
 
 
+def fake_cubin(n: int) -> bytes:
+    """An ELF64 header with EM_CUDA as its machine (what :func:`is_cubin` reads), then ``n``."""
+    return (b"\x7fELF\x02\x01\x01" + bytes(11) + (190).to_bytes(2, "little")).ljust(64, b"\x00") + b"fresh %d" % n
+
+
+def test_only_a_cuda_elf_file_reads_as_a_cubin():
+    from tileprobe.bytecode_reuse import is_cubin
+    assert is_cubin(fake_cubin(1))
+    assert not is_cubin(b"\x7fELF planted" + bytes(60))                      # not ELF64, machine not EM_CUDA
+    assert not is_cubin(fake_cubin(1)[:40]) and not is_cubin(b"not an ELF file at all" * 4)
+
+
 def _poison(entry: str, how: str) -> None:
     """Replace the cache file ``entry`` as a hostile tester did."""
     os.unlink(entry)
@@ -186,13 +198,13 @@ def _poison(entry: str, how: str) -> None:
         os.mkfifo(entry)
     elif how == "garbage":
         with open(entry, "wb") as f:
-            f.write(b"not an ELF file at all")
+            f.write(b"\x7fELF but no cubin" + bytes(60))
     elif how == "dev-zero":
         os.symlink("/dev/zero", entry)
     elif how == "link":
         target = entry + ".elsewhere"
         with open(target, "wb") as f:
-            f.write(b"\x7fELF planted elsewhere")
+            f.write(fake_cubin(999))
         os.symlink(target, entry)
     elif how == "folder":
         os.mkdir(entry)
@@ -208,7 +220,7 @@ def test_a_bad_file_in_the_reuse_folder_is_a_miss_compiled_afresh(tmp_path, how,
 
     def compiled():
         runs.append(1)
-        cubin.write_bytes(b"\x7fELF fresh %d" % len(runs))
+        cubin.write_bytes(fake_cubin(len(runs)))
 
     def failing():
         import subprocess
@@ -229,10 +241,10 @@ def test_a_bad_file_in_the_reuse_folder_is_a_miss_compiled_afresh(tmp_path, how,
     _poison(entry, how)
     if kind == "lock":      # no hang, no error: the lock is made again and the good cubin reused
         assert compile_once(folder, str(bc), ["tileiras"], str(cubin), None, compiled, replay) is (how != "folder")
-        assert cubin.read_bytes() == b"\x7fELF fresh %d" % len(runs)
+        assert cubin.read_bytes() == fake_cubin(len(runs))
         return
     assert compile_once(folder, str(bc), ["tileiras"], str(cubin), None, compiled, replay) is False
-    assert cubin.read_bytes() == b"\x7fELF fresh %d" % len(runs)    # compiled afresh, not an error or a verdict
+    assert cubin.read_bytes() == fake_cubin(len(runs))    # compiled afresh, not an error or a verdict
     assert reused_count(folder) == 0
     if how != "folder":     # the bad entry made way for the good one: the next equal compile reuses it
         assert compile_once(folder, str(bc), ["tileiras"], str(tmp_path / "again.cubin"), None, compiled,

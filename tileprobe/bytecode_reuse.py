@@ -240,6 +240,15 @@ def _lock_fd(folder: str, path: str) -> int | None:
 MAX_ENTRY_BYTES = 64 << 20
 
 
+#: ELF's ``e_machine`` of a cubin: EM_CUDA (190, the ELF machine registry; what tileiras writes).
+EM_CUDA = 190
+
+
+def is_cubin(data: bytes) -> bool:
+    """Whether ``data`` opens as a cubin does: a 64-byte ELF64 header (magic, class 2) whose machine is EM_CUDA."""
+    return len(data) >= 64 and data.startswith(b"\x7fELF\x02") and int.from_bytes(data[18:20], "little") == EM_CUDA
+
+
 def _drop(path: str) -> None:
     with contextlib.suppress(OSError):
         os.unlink(path)
@@ -260,10 +269,10 @@ def _failure(data: bytes) -> Failed | None:
 def _reuse(entry: str, cubin_path: str, remarks_path: str | None,
            replay: Callable[[Failed], BaseException]) -> bool:
     """Answer from ``entry``'s cubin or failure record. Anything wrong with them (not a regular file, a link, bigger
-    than :data:`MAX_ENTRY_BYTES`, a cubin that is not an ELF file, a record that does not parse) is a miss: the bad
+    than :data:`MAX_ENTRY_BYTES`, a cubin that is not a CUDA ELF file (:func:`is_cubin`), a record that does not parse) is a miss: the bad
     entry is removed and False returned, so the candidate is compiled afresh (never a verdict of its own)."""
     cubin = read_cache_bytes(entry + ".cubin", MAX_ENTRY_BYTES) if not os.path.islink(entry + ".cubin") else None
-    if cubin is not None and cubin.startswith(b"\x7fELF"):
+    if cubin is not None and is_cubin(cubin):
         remarks = None
         if remarks_path and not os.path.islink(entry + ".remarks"):
             remarks = read_cache_bytes(entry + ".remarks", MAX_ENTRY_BYTES)
