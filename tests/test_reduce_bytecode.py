@@ -1,6 +1,7 @@
 """reduce compiles each distinct Tile IR program once (a candidate whose bytecode equals one already compiled runs
 no tileiras), and its budget stops the compiles in flight: the candidates they were for get no answer, are not
 remembered as failed, and are tried again by a resumed run."""
+import contextlib
 import os
 import time
 
@@ -38,21 +39,38 @@ ONE_CASE = TINY.replace('"SCALE": [True, False]', '"SCALE": [True]')
 HEADER = b"\x7fTileIR\x00" + bytes([13, 3]) + b"\x00\x00"
 
 
-def bytecode(code: bytes, path: bytes, line: int, helper: bytes = b"scaled@cand_1:19:1_s1") -> bytes:
+def bytecode(code: bytes, path: bytes, line: int, helper: bytes = b"scaled@cand_aaaa:19:1_s1") -> bytes:
     return (HEADER + section(0x02, code) + section(0x03, bytes([1, line, 7])) +
             section(0x01, strings(b"kernel_fn", path.rsplit(b"/", 1)[1], path, helper)) + b"\x00")
 
 
 def test_the_key_leaves_out_where_the_source_lives_and_nothing_else():
     a = bytecode(b"ops:load,add,store", b"/tmp/w/cand_aaaa.py", 10)
-    moved = bytecode(b"ops:load,add,store", b"/tmp/x/cand_bbbb.py", 14, b"scaled@cand_2:23:1_s1")
+    moved = bytecode(b"ops:load,add,store", b"/tmp/x/cand_bbbb.py", 14, b"scaled@cand_bbbb:23:1_s1")
     other = bytecode(b"ops:load,mul,store", b"/tmp/w/cand_aaaa.py", 10)
-    assert a != moved and code_key(a) == code_key(moved)       # file, folder, lines, helper's site: not the program
-    assert code_key(a) != code_key(other)                      # an operation differs: another program
+    ka, kmoved = code_key(a, "/tmp/w/cand_aaaa.py"), code_key(moved, "/tmp/x/cand_bbbb.py")
+    assert a != moved and ka == kmoved                         # file, folder, lines, helper's site: not the program
+    assert code_key(a) != code_key(moved)                      # the probe not named: every string counts
+    assert ka != code_key(other, "/tmp/w/cand_aaaa.py")        # an operation differs: another program
     renamed = a.replace(b"kernel_fn", b"kernel_fm")
-    assert code_key(renamed) != code_key(a)                    # the kernel's symbol is part of the program
+    assert code_key(renamed, "/tmp/w/cand_aaaa.py") != ka      # the kernel's symbol is part of the program
     assert code_key(b"not bytecode") .startswith("raw-")       # unparsable: only identical bytes are equal
     assert code_key(a[:-6]).startswith("raw-")                 # cut short: no end marker
+
+
+def with_text(text: bytes, path: bytes = b"/tmp/w/cand_aaaa.py") -> bytes:
+    """A bytecode whose String section also holds ``text`` (a printf format or an assert message)."""
+    return (HEADER + section(0x02, b"ops:load,print,store") + section(0x03, bytes([1, 10, 7])) +
+            section(0x01, strings(b"kernel_fn", path.rsplit(b"/", 1)[1], path, text)) + b"\x00")
+
+
+@pytest.mark.parametrize("one, two", [(b"a/b %d\n", b"c/d %d\n"), (b"msg/with/slash", b"msg/with/other"),
+                                      (b"see x.py", b"see y.py"), (b"f@cand_aaaa:1:2 %d", b"f@cand_aaaa:3:4 %d")])
+def test_printf_formats_and_assert_messages_are_part_of_the_key(one, two):
+    probe = "/tmp/w/cand_aaaa.py"
+    assert code_key(with_text(one), probe) != code_key(with_text(two), probe)
+    # the probe's own path as a string is a location: another probe file, the same text, the same key
+    assert code_key(with_text(one), probe) == code_key(with_text(one, b"/tmp/q/cand_cccc.py"), "/tmp/q/cand_cccc.py")
 
 
 @pytest.fixture
@@ -159,3 +177,96 @@ def test_a_compiler_failure_is_reused_as_the_same_failure(tmp_path, monkeypatch)
     assert second.judgements == first.judgements and not second.interesting   # the same failure, replayed
     assert len(runs.read_text().splitlines()) == 2     # tileiras ran for one of them (occupancy 1 and 2)
     assert reused_count(str(tmp_path / "reuse")) == 2
+
+
+def fake_cubin(n: int) -> bytes:
+    """An ELF64 header with EM_CUDA as its machine (what :func:`is_cubin` reads), then ``n``."""
+    return (b"\x7fELF\x02\x01\x01" + bytes(11) + (190).to_bytes(2, "little")).ljust(64, b"\x00") + b"fresh %d" % n
+
+
+def test_only_a_cuda_elf_file_reads_as_a_cubin():
+    from tileprobe.bytecode_reuse import is_cubin
+    assert is_cubin(fake_cubin(1))
+    assert not is_cubin(b"\x7fELF planted" + bytes(60))                      # not ELF64, machine not EM_CUDA
+    assert not is_cubin(fake_cubin(1)[:40]) and not is_cubin(b"not an ELF file at all" * 4)
+
+
+def _poison(entry: str, how: str) -> None:
+    """Replace the cache file ``entry`` as a hostile tester did."""
+    os.unlink(entry)
+    if how == "fifo":
+        os.mkfifo(entry)
+    elif how == "garbage":
+        with open(entry, "wb") as f:
+            f.write(b"\x7fELF but no cubin" + bytes(60))
+    elif how == "dev-zero":
+        os.symlink("/dev/zero", entry)
+    elif how == "link":
+        target = entry + ".elsewhere"
+        with open(target, "wb") as f:
+            f.write(fake_cubin(999))
+        os.symlink(target, entry)
+    elif how == "folder":
+        os.mkdir(entry)
+
+
+@pytest.mark.parametrize("how", ["fifo", "garbage", "dev-zero", "link", "folder"])
+@pytest.mark.parametrize("kind", ["cubin", "failed.json", "lock"])
+def test_a_bad_file_in_the_reuse_folder_is_a_miss_compiled_afresh(tmp_path, how, kind):
+    from tileprobe.bytecode_reuse import compile_once, failure_of
+    folder, bc = str(tmp_path / "reuse"), tmp_path / "k.tilebc"
+    bc.write_bytes(bytecode(b"ops:load,add,store", b"/tmp/w/cand_aaaa.py", 10))
+    cubin, runs = tmp_path / "k.cubin", []
+
+    def compiled():
+        runs.append(1)
+        cubin.write_bytes(fake_cubin(len(runs)))
+
+    def failing():
+        import subprocess
+        runs.append(1)
+        try:
+            raise subprocess.CalledProcessError(3, ["tileiras"], "", "error: planted")
+        except subprocess.CalledProcessError as e:
+            raise RuntimeError("compile failed") from e
+
+    def replay(f):
+        return AssertionError(f"a failure was replayed: {f}")
+
+    first = failing if kind == "failed.json" else compiled
+    with pytest.raises(RuntimeError) if kind == "failed.json" else contextlib.nullcontext():
+        compile_once(folder, str(bc), ["tileiras"], str(cubin), None, first, replay)
+    assert failure_of(RuntimeError()) is None
+    [entry] = [os.path.join(folder, n) for n in os.listdir(folder) if n.endswith("." + kind)]
+    _poison(entry, how)
+    if kind == "lock":      # no hang, no error: the lock is made again and the good cubin reused
+        assert compile_once(folder, str(bc), ["tileiras"], str(cubin), None, compiled, replay) is (how != "folder")
+        assert cubin.read_bytes() == fake_cubin(len(runs))
+        return
+    assert compile_once(folder, str(bc), ["tileiras"], str(cubin), None, compiled, replay) is False
+    assert cubin.read_bytes() == fake_cubin(len(runs))    # compiled afresh, not an error or a verdict
+    assert reused_count(folder) == 0
+    if how != "folder":     # the bad entry made way for the good one: the next equal compile reuses it
+        assert compile_once(folder, str(bc), ["tileiras"], str(tmp_path / "again.cubin"), None, compiled,
+                            replay) is True
+        assert (tmp_path / "again.cubin").read_bytes() == cubin.read_bytes()
+
+
+def test_fifos_in_place_of_the_reused_cubins_give_the_same_verdict_not_a_compile_error(tmp_path, counted,
+                                                                                     monkeypatch):
+    tc, log = counted
+    work, reuse = tmp_path / "work", tmp_path / "reuse"
+    work.mkdir()
+    monkeypatch.setenv(REUSE_ENV, str(reuse))
+    oracle = Oracle("sm_90", [tc], parse_property("compiles"), (True,), {"occupancy": 2}, str(work), jobs=2)
+    [first] = oracle.check([ONE_CASE])
+    cubins = [p for p in reuse.iterdir() if p.name.endswith(".cubin")]
+    assert len(cubins) == 2                      # occupancy 1 and 2
+    for p in cubins:                             # what a hostile watcher did to the folder
+        p.unlink()
+        os.mkfifo(p)
+    [second] = oracle.check([ONE_CASE.replace("extra = ", "spare = ")])
+    assert second.interesting and second.judgements == first.judgements, second.judgements
+    assert len(log.read_text().splitlines()) == 4     # compiled afresh: the FIFOs were misses
+    assert reused_count(str(reuse)) == 0
+    assert all(p.is_file() for p in cubins)          # and replaced by the fresh cubins

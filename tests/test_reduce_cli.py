@@ -59,11 +59,15 @@ def test_an_unknown_arch_is_a_usage_error(tmp_path, capsys):
 
 def test_the_written_probe_is_audited_again_and_said_to_keep_the_property(tmp_path, capsys):
     import ast
+    import re
     out = tmp_path / "out"
     rc = main(["reduce", write_tiny(tmp_path), "--arch", "sm_90", "--where", "SCALE=True,occupancy=2",
                "--property", "compiles", "-o", str(out), "--no-store", "-j", "2", "--budget", "0.01"])
     err = capsys.readouterr().err
     assert rc == 0 and "smallest so far (the budget ran out)" in err
+    # the check of the probe as given is not cut: its time is said, and the budget counted from its end
+    checked = re.search(r"\(the probe as given checked in (\d+\.\d) s; the budget starts now\)", err)
+    assert checked is not None and float(checked.group(1)) > 0, err
     assert "the written probe keeps the property: 13." in err
     assert "what matters was not checked" in err
     kernel = ast.parse((out / "reduced_kernel.py").read_text())

@@ -38,7 +38,14 @@ def test_a_journal_round_trips_with_the_earlier_runs_cost(tmp_path):
     ({"key": "k", "kept": "folded"}, "'kept' is not a list of strings"),
     ({"key": "k", "failed": [1]}, "'failed' is not a list of strings"),
     ({"key": "k", "current": 3}, "'current' is not a string"),
-    ({"key": "k", "compiled": -1}, "'compiled' or 'wall_s'"),
+    ({"key": "k", "compiled": -1}, "'compiled' is not a whole count"),
+    ({"key": "k", "compiled": 10**30}, "'compiled' is not a whole count"),
+    ({"key": "k", "compiled": 2.5}, "'compiled' is not a whole count"),
+    ({"key": "k", "wall_s": float("nan")}, "'wall_s' is not a finite number of seconds"),
+    ({"key": "k", "wall_s": float("inf")}, "'wall_s' is not a finite number of seconds"),
+    ({"key": "k", "wall_s": 1e300}, "'wall_s' is not a finite number of seconds"),
+    ({"key": "k", "wall_s": -1.0}, "'wall_s' is not a finite number of seconds"),
+    ({"key": "k", "wall_s": True}, "'wall_s' is not a finite number of seconds"),
     ("[" * 100_000 + "]" * 100_000, "nested deeper"),
 ])
 def test_a_damaged_journal_is_an_error_naming_the_file_the_field_and_the_fix(tmp_path, content, field):

@@ -9,9 +9,10 @@ one reduction and removed with it.
 What counts as equal (:func:`code_key`): the bytecode file as cuTile wrote it (``cuda/tile/_bytecode/writer.py``,
 cuda-tile 1.5–1.7: a 12-byte header, then sections ``id | varint length | [varint alignment, 0xCB padding] |
 payload``), less what depends on where the kernel's source lives: the Debug section (0x03: the source line and
-column of each operation) is left out, and in the String section (0x01) every string that holds a ``/`` or ends in
-``.py`` (the source file's name and folder) counts as the same string, and a helper's debug name
-(``scaled@module:19:1_s1``) is taken without its module and line. Everything else (the operations, types,
+column of each operation) is left out, and in the String section (0x01) the probe file's own path, folder and file
+name (the worker names it: :func:`set_source`) count as the same string, and a helper's debug name in it
+(``scaled@module:19:1_s1``) is taken without its line. Any other string, a printf format or an assert message
+with a ``/`` in it included, must be equal. Everything else (the operations, types,
 constants, hints, the kernel's symbol) must be equal byte for byte. Two bytecodes that differ only in the line
 table compile to the same code (tileiras ``--lineinfo`` adds a line table to the cubin, not instructions); the
 reused cubin carries the first candidate's line table, which no verdict reads. A bytecode this module cannot
@@ -29,9 +30,11 @@ import hashlib
 import json
 import os
 import re
-import shutil
+import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+
+from tileprobe.cachefile import read_cache_bytes, write_cache_bytes
 
 #: The environment variable that names the shared folder (unset or empty: every compile runs tileiras).
 REUSE_ENV = "TILEPROBE_BYTECODE_REUSE"
@@ -102,9 +105,37 @@ def _strings(payload: bytes) -> list[bytes]:
     return [data[a:b] for a, b in zip(offsets, ends)]
 
 
-def code_key(data: bytes) -> str:
-    """sha256 (hex) of a bytecode file with its source locations left out (module doc: what counts as equal)."""
+#: The probe file being compiled in this worker (:func:`set_source`); its locations are what :func:`code_key`
+#: leaves out of the String section.
+_SOURCE: str | None = None
+
+
+def set_source(probe_path: str | None) -> None:
+    """Name the probe file whose kernels this worker compiles next (None: none known; then every string counts).
+    Called by the compile worker before each compile (``tileprobe.compile.job``)."""
+    global _SOURCE
+    _SOURCE = probe_path
+
+
+def _locations(probe_path: str | None) -> tuple[frozenset[bytes], re.Pattern[bytes] | None]:
+    """The strings that are ``probe_path``'s location (its path as given, absolute and resolved, their folders,
+    its file name) and the pattern of a helper's debug name in it (``name@<stem>:line:column_<id>``, the stem as
+    ``cuda/tile/_ir2bytecode.py`` makes it)."""
+    if not probe_path:
+        return frozenset(), None
+    paths = {probe_path, os.path.abspath(probe_path), os.path.realpath(probe_path)}
+    names = paths | {os.path.dirname(p) for p in paths} | {os.path.basename(p) for p in paths}
+    stem = re.sub(r"[^A-Za-z0-9_]", "_", os.path.splitext(os.path.basename(probe_path))[0]) or "anonymous"
+    site = re.compile(rb"[^@\s]+@" + re.escape(stem.encode()) + rb":\d+:\d+_\w+")
+    return frozenset(os.fsencode(n) for n in names if n), site
+
+
+def code_key(data: bytes, probe_path: str | None = None) -> str:
+    """sha256 (hex) of a bytecode file with its source locations left out (module doc: what counts as equal).
+    ``probe_path``: the probe file compiled; only its own path, folder and file name, and the source site of a
+    helper's debug name in it, count as the same string (None: every string counts as it is)."""
     h = hashlib.sha256()
+    where, site = _locations(probe_path)
     try:
         parts = list(sections(data))
         h.update(data[:_HEADER])
@@ -114,7 +145,11 @@ def code_key(data: bytes) -> str:
             h.update(b"S%d:" % sid)
             if sid == _STRING:
                 for s in _strings(payload):
-                    h.update(_SITE.sub(b"@<site>", b"<path>" if b"/" in s or s.endswith(b".py") else s) + b"\x00")
+                    if s in where:
+                        s = b"<path>"
+                    elif site is not None and site.fullmatch(s):
+                        s = _SITE.sub(b"@<site>", s)
+                    h.update(s + b"\x00")
             else:
                 h.update(b"%d:" % len(payload) + payload)
         return h.hexdigest()
@@ -154,55 +189,131 @@ def compile_once(folder: str, bytecode_path: str, context: list[str], cubin_path
         whatever ``run()`` raises; ``replay(failed)`` for a reused failure.
     """
     with open(bytecode_path, "rb") as f:
-        key = hashlib.sha256((code_key(f.read()) + "\x00" + "\x00".join(context)).encode()).hexdigest()
-    os.makedirs(folder, exist_ok=True)
+        key = hashlib.sha256((code_key(f.read(), _SOURCE) + "\x00" + "\x00".join(context)).encode()).hexdigest()
     entry = os.path.join(folder, key)
-    with open(entry + ".lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)      # an equal compile in another worker: wait for its answer
+    fd = _lock_fd(folder, entry + ".lock")
+    if fd is None:        # the folder or the lock is not ours to use: compile, reuse nothing
+        run()
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)      # an equal compile in another worker: wait for its answer
+        if _reuse(entry, cubin_path, remarks_path, replay):
+            return True
         try:
-            if _reuse(entry, cubin_path, remarks_path, replay):
-                with open(os.path.join(folder, HITS), "a") as log:
-                    log.write(key + "\n")
-                return True
-            try:
-                run()
-            except BaseException as e:
-                failed = failure_of(e)
-                if failed is not None:
-                    _write(entry + ".failed.json", json.dumps([failed.returncode, failed.stdout, failed.stderr]).encode())
-                raise
-            with contextlib.suppress(OSError):
-                if remarks_path and os.path.exists(remarks_path):
-                    shutil.copyfile(remarks_path, entry + ".remarks.tmp")
-                    os.replace(entry + ".remarks.tmp", entry + ".remarks")
-                shutil.copyfile(cubin_path, entry + ".tmp")
-                os.replace(entry + ".tmp", entry + ".cubin")
-            return False
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+            run()
+        except BaseException as e:
+            failed = failure_of(e)
+            if failed is not None:
+                _write(entry + ".failed.json", json.dumps([failed.returncode, failed.stdout, failed.stderr]).encode())
+            raise
+        if remarks_path:
+            remarks = read_cache_bytes(remarks_path, MAX_ENTRY_BYTES)
+            if remarks is not None:
+                _write(entry + ".remarks", remarks)
+        cubin = read_cache_bytes(cubin_path, MAX_ENTRY_BYTES)
+        if cubin is not None:
+            _write(entry + ".cubin", cubin)
+        return False
+    finally:
+        os.close(fd)      # releases the flock
+
+
+def _lock_fd(folder: str, path: str) -> int | None:
+    """A descriptor of the key's lock file (a regular file, opened without blocking or following a link; anything
+    else there is removed once and the file made again), or None when there is none to have."""
+    for _ in range(2):
+        try:
+            os.makedirs(folder, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | os.O_NOFOLLOW, 0o600)
+        except OSError:
+            _drop(path)
+            continue
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            return fd
+        os.close(fd)
+        _drop(path)
+    return None
+
+
+#: Largest cubin or failure record read back from the folder (bytes); a bigger one is a miss (a reduction's cubins
+#: are a few hundred KiB).
+MAX_ENTRY_BYTES = 64 << 20
+
+
+#: ELF's ``e_machine`` of a cubin: EM_CUDA (190, the ELF machine registry; what tileiras writes).
+EM_CUDA = 190
+
+
+def is_cubin(data: bytes) -> bool:
+    """Whether ``data`` opens as a cubin does: a 64-byte ELF64 header (magic, class 2) whose machine is EM_CUDA."""
+    return len(data) >= 64 and data.startswith(b"\x7fELF\x02") and int.from_bytes(data[18:20], "little") == EM_CUDA
+
+
+def _drop(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+
+
+def _failure(data: bytes) -> Failed | None:
+    """The failure record ``[exit code, stdout, stderr]`` (written by :func:`compile_once`), or None when not one."""
+    try:
+        v = json.loads(data)
+    except (ValueError, RecursionError):
+        return None
+    if not (isinstance(v, list) and len(v) == 3 and type(v[0]) is int and isinstance(v[1], str)
+            and isinstance(v[2], str)):
+        return None
+    return Failed(v[0], v[1], v[2])
 
 
 def _reuse(entry: str, cubin_path: str, remarks_path: str | None,
            replay: Callable[[Failed], BaseException]) -> bool:
-    if os.path.exists(entry + ".cubin"):
-        shutil.copyfile(entry + ".cubin", cubin_path)
-        if remarks_path and os.path.exists(entry + ".remarks"):
-            shutil.copyfile(entry + ".remarks", remarks_path)
+    """Answer from ``entry``'s cubin or failure record. Anything wrong with them (not a regular file, a link, bigger
+    than :data:`MAX_ENTRY_BYTES`, a cubin that is not a CUDA ELF file (:func:`is_cubin`), a record that does not parse) is a miss: the bad
+    entry is removed and False returned, so the candidate is compiled afresh (never a verdict of its own)."""
+    cubin = read_cache_bytes(entry + ".cubin", MAX_ENTRY_BYTES) if not os.path.islink(entry + ".cubin") else None
+    if cubin is not None and is_cubin(cubin):
+        remarks = None
+        if remarks_path and not os.path.islink(entry + ".remarks"):
+            remarks = read_cache_bytes(entry + ".remarks", MAX_ENTRY_BYTES)
+        try:
+            with open(cubin_path, "wb") as f:
+                f.write(cubin)
+            if remarks is not None and remarks_path:
+                with open(remarks_path, "wb") as f:
+                    f.write(remarks)
+        except OSError:
+            return False
+        _hit(entry)
         return True
-    if os.path.exists(entry + ".failed.json"):
-        with open(entry + ".failed.json", encoding="utf-8") as f:
-            code, out, err = json.load(f)       # [exit code, stdout, stderr] (written by compile_once)
-        with open(os.path.join(os.path.dirname(entry), HITS), "a") as log:
-            log.write(os.path.basename(entry) + "\n")
-        raise replay(Failed(int(code), str(out), str(err)))
-    return False
+    if os.path.lexists(entry + ".cubin"):
+        _drop(entry + ".cubin")
+        _drop(entry + ".remarks")
+    data = read_cache_bytes(entry + ".failed.json", MAX_ENTRY_BYTES) \
+        if not os.path.islink(entry + ".failed.json") else None
+    failed = _failure(data) if data is not None else None
+    if failed is None:
+        if os.path.lexists(entry + ".failed.json"):
+            _drop(entry + ".failed.json")
+        return False
+    _hit(entry)
+    raise replay(failed)
+
+
+def _hit(entry: str) -> None:
+    """One line in the folder's :data:`HITS` log; a log that is not a regular file is left alone (no count)."""
+    path = os.path.join(os.path.dirname(entry), HITS)
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_NOFOLLOW, 0o600)
+        try:
+            if stat.S_ISREG(os.fstat(fd).st_mode):
+                os.write(fd, (os.path.basename(entry) + "\n").encode())
+        finally:
+            os.close(fd)
 
 
 def _write(path: str, data: bytes) -> None:
-    with contextlib.suppress(OSError):
-        with open(path + ".tmp", "wb") as f:
-            f.write(data)
-        os.replace(path + ".tmp", path)
+    write_cache_bytes(path, data)
 
 
 def reused_count(folder: str) -> int:

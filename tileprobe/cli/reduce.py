@@ -30,7 +30,8 @@ def add_parser(sub) -> None:
     p.add_argument("-o", "--out", default="reduced", metavar="DIR", help="where the kernel, probe, REPORT.md and "
                    "the journal go (default ./reduced); run again with the same arguments to resume")
     p.add_argument("--budget", type=budget_seconds, default=None, metavar="SECONDS",
-                   help="stop after this long with the smallest kernel so far (said as such)")
+                   help="stop this long after the check of the probe as given (that check is not cut; its time "
+                        "is printed) with the smallest kernel so far (said as such)")
     p.add_argument("--compile-timeout", type=seconds, default=300.0, metavar="S",
                    help="per-variant compile limit: a candidate that hangs the compiler is not interesting "
                         "(default 300)")
@@ -91,7 +92,9 @@ def _run(args, con, prop, tcs, where, store, out_dir):
                                   f"steps kept and {info.wall_s:.0f} s in the runs before", markup=False)
             elif event == "start":
                 state["size"] = info["size"]
-                bar.console.print(f"start: {clean(str(info['size']))}\n  {clean(info['line'])}", markup=False)
+                bar.console.print(f"start: {clean(str(info['size']))} (the probe as given checked in "
+                                  f"{info['check_s']:.1f} s{'; the budget starts now' if args.budget is not None else ''})"
+                                  f"\n  {clean(info['line'])}", markup=False)
             elif event == "batch":
                 bar.update(task, description=f"{info['compiled']} candidates compiled"
                            + (f", now {state['size']}" if state["size"] else ""))

@@ -265,6 +265,7 @@ def compile_one(variant: Variant) -> CompileResult:
     the probe's line; the phase it is in is noted (:func:`tileprobe.compile.failure.mark_phase`) so that a worker that
     dies in probe code is not called a compiler crash."""
     from tileprobe import _cutile
+    from tileprobe.bytecode_reuse import set_source
     from tileprobe.compile.failure import mark_phase
     from tileprobe.probe.define import probe_code_guard
     from tileprobe.probe.signature import describe_signature, jit_signature
@@ -307,6 +308,7 @@ def compile_one(variant: Variant) -> CompileResult:
         return res
     _undo_probe_state()
     mark_phase(root, "compile")
+    set_source(variant.probe_path)     # the bytecode reuse of reduce leaves out this file's locations, no others
     _compile_cubin(kernel, sig, variant, res, probe.timeout_s)
     mark_phase(root, None)
     with_sass = _WORKER.with_sass

@@ -124,7 +124,8 @@ def reduce(probe: str, *, arch: str, where: Mapping[str, Any], prop: str | Prope
         toolchains: one (property under it) or two, good then bad (``regression``: the property's value differs
             between them as it does on the probe: kept on every candidate).
         out_dir: where the journal lives (and the caller writes the outputs).
-        budget_s: wall seconds after which the smallest kernel so far is returned (``stopped_by_budget``).
+        budget_s: wall seconds, counted from the end of the check of the probe as given (not cut; its time is the
+            "start" event's ``check_s``), after which the smallest kernel so far is returned (``stopped_by_budget``).
         batch: candidates audited at once (default: twice the CPUs, at least 4).
         compile_timeout_s: per-variant compile limit; a candidate that hangs the compiler is one that times out.
         progress: ``progress(event, info)``: "resumed" (a :class:`Resumed`, before "start" when it goes on from a
@@ -218,6 +219,7 @@ def _reduce(probe: str, *, arch: str, where: Mapping[str, Any], prop: str | Prop
         oracle.memo[k] = Outcome(False, js)
     if jr.needle:
         p = oracle.prop = dataclasses.replace(p, needle=jr.needle)
+    t_check = time.monotonic()
     first = oracle.check([start_src])[0]
     oracle.want = _want(first, p, regression, versions, probe)
     if p.failure and not p.needle:   # keep the failure by its signature: the first line of the compiler's message
@@ -228,7 +230,8 @@ def _reduce(probe: str, *, arch: str, where: Mapping[str, Any], prop: str | Prop
     first = oracle.memo[digest(start_src)]
     if resumed:
         shown("resumed", Resumed(state_path, earlier[0], earlier[1], len(jr.kept)))
-    say("start", {"size": size(start_src), "line": first.line()})
+    checked = time.monotonic()          # the budget starts here: the check of the probe as given is not cut
+    say("start", {"size": size(start_src), "line": first.line(), "check_s": checked - t_check})
     kept: list[str] = list(jr.kept)
     current = jr.current or start_src
     failed: set[str] = set(jr.failed)
@@ -241,7 +244,7 @@ def _reduce(probe: str, *, arch: str, where: Mapping[str, Any], prop: str | Prop
             current = folded
             kept.append("folded the variant: constexpr switches, helpers inlined, dead code out")
     folded_calls = _ct_calls(current)
-    deadline = None if budget_s is None else t0 + budget_s
+    deadline = None if budget_s is None else checked + budget_s
     batch = batch or max(4, 2 * (jobs or os.cpu_count() or 1))   # two per core: an audit call's start-up is shared
     stopped = False
     oracle.deadline = deadline      # compiles still running at the budget's end are stopped (the rounds only)

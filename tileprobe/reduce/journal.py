@@ -9,6 +9,7 @@ the wrong type or shape) is a :class:`JournalError` naming the file, the field a
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 
 from tileprobe.cachefile import read_cache_bytes
@@ -16,6 +17,9 @@ from tileprobe.errors import TileprobeError
 
 #: Largest journal read back (bytes); a bigger one is refused as damaged.
 MAX_STATE_BYTES = 256 << 20
+#: Largest ``compiled`` and ``wall_s`` read back: a billion candidates, a billion seconds (32 years); a journal
+#: beyond them is damaged (a hostile tester's 10**30 candidates and NaN seconds, 2026-12-05).
+MAX_COMPILED, MAX_WALL_S = 10**9, 1e9
 
 #: One compiler's answer on a candidate: (tileiras version, property holds, audit line).
 Judgement = tuple[str, bool, str]
@@ -102,9 +106,11 @@ def load(path: str, key: str) -> Journal | None:
     if not isinstance(memo, dict):
         raise _fix(path, "'memo' is not an object of candidate digest → judgements")
     compiled, wall = st.get("compiled", 0), st.get("wall_s", 0.0)
-    if type(compiled) is not int or compiled < 0 or not isinstance(wall, (int, float)) or isinstance(wall, bool) \
-            or wall < 0:
-        raise _fix(path, "'compiled' or 'wall_s' is not a count ≥ 0")
+    if type(compiled) is not int or not 0 <= compiled <= MAX_COMPILED:
+        raise _fix(path, f"'compiled' is not a whole count from 0 to {MAX_COMPILED:.0e}")
+    if type(wall) not in (int, float) or not math.isfinite(wall) or not 0 <= wall <= MAX_WALL_S:
+        raise _fix(path, f"'wall_s' is not a finite number of seconds from 0 to {MAX_WALL_S:.0e} (NaN and "
+                         f"Infinity are not)")
     return Journal(key, st.get("current", ""), _strings(path, st, "kept"), _strings(path, st, "failed"),
                    st.get("needle", ""), {k: _judgements(path, k, v) for k, v in memo.items()}, compiled,
                    float(wall))
