@@ -53,6 +53,7 @@ def test_an_index_shipped_beside_its_table_still_answers_and_an_edit_that_moves_
     mtime back is answered from the index: docs/FAILURES.md names it (the ctime would catch it, and would also
     pass over every shipped copy's index)."""
     import shutil
+
     from tileprobe.record.hook import load_capture
     from tileprobe.tune.table_store import write_index
     cap = load_capture()
