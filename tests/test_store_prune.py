@@ -164,3 +164,23 @@ def test_an_audit_pruned_by_an_older_tileprobe_counts_only_its_stored_compiles(f
         assert [(a["id"], a["n_variants"], a["pruned_variants"]) for a in s.audits()] == [(5, 1, 2)]
         assert [i for i, _ in s.pruned_audits()] == [5]
         assert s.audit_count(99).pruned_text(99) == ""
+
+
+def test_compare_of_an_audit_that_a_prune_removed_says_so(tmp_path, capsys):
+    """A new user (2026-12-05): after `store prune --keep-latest 0` took every variant, `compare 1 2` said "'1' is
+    neither a result file nor a stored audit id". Now it says the prune removed it; an id never given is still
+    "neither"."""
+    path = str(tmp_path / "s.sqlite")
+    with Store.open(path) as s:
+        k0 = _save(s, 0, B1, "2026-10-01T00:00:00.000000Z", 1)
+        k1 = _save(s, 1, B1, "2026-10-01T00:00:00.000000Z", 2)
+        with s._transaction() as c:
+            _audit(c, 1, [k0])
+            _audit(c, 2, [k1])
+        s.prune(older_than="2026-12-31", keep_latest=0)
+        assert s.records(audit_id=1) == [] and s.last_audit_id() == 2
+    assert main(["compare", "1", "2", "--store", path]) == 1
+    err = " ".join(capsys.readouterr().err.split())
+    assert "stored audit 1 is no longer in the store: `tileprobe store prune` removed it" in err, err
+    assert main(["compare", "7", "2", "--store", path]) == 1
+    assert "'7' is neither a result file nor a stored audit id" in capsys.readouterr().err

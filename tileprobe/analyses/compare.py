@@ -380,6 +380,13 @@ def load_side(spec: str, store_path: str | None = None) -> tuple[list[VariantRec
     with Store.open(store_path, must_exist=bool(store_path)) as store:
         recs = store.records(audit_id=int(spec), judge=judge_records)
         pruned = store.audit_count(int(spec)).pruned_text(int(spec))
+        last = store.last_audit_id()
+    if not recs and pruned:
+        raise TileprobeError(f"stored audit {spec} holds no variant now: {pruned}; `tileprobe history` lists the "
+                             "audits stored")
+    if not recs and 0 < int(spec) <= last:
+        raise TileprobeError(f"stored audit {spec} is no longer in the store: `tileprobe store prune` removed it "
+                             "with its variants; `tileprobe history` lists the audits stored")
     if not recs:
         raise _not_a_side(spec)
     # what a prune took is said, not silently left out of the counts ("1 same" of an audit that had 16)

@@ -173,6 +173,16 @@ class RunsMixin(StoreConnection):
             "ORDER BY a.id DESC")]
         return [(i, self.audit_count(i)) for i in ids]
 
+    def last_audit_id(self) -> int:
+        """The highest audit id this store ever gave (the ``audits`` table's AUTOINCREMENT sequence: an id at or
+        below it that is not stored was removed, by ``store prune``); 0 for a store that saved none.
+
+        Raises:
+            StoreError: the store is damaged or locked.
+        """
+        rows = self._query("SELECT seq FROM sqlite_sequence WHERE name = 'audits'")
+        return int(rows[0][0]) if rows and rows[0][0] is not None else 0
+
     def audit_count(self, audit_id: int) -> AuditCount:
         """How many variants stored audit ``audit_id`` holds now and how many ``store prune`` took from it.
 
