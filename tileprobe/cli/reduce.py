@@ -122,8 +122,8 @@ def _write(args, con, red, prop, tcs, store, out_dir) -> int:
     write_file(os.path.join(out_dir, REPORT_FILE), md)
     head = "smallest so far (the budget ran out)" if red.stopped_by_budget else "reduced"
     con.print(f"{head}: {red.original_size} → {red.final_size}; {red.candidates} candidates compiled in "
-              f"{red.wall_s:.0f} s" + (f" ({red.reused} compiles answered from an equal bytecode's, no tileiras "
-                                       "run)" if red.reused else "") + (f" (resumed: {red.earlier_candidates} candidates and {red.earlier_wall_s:.0f} s "
+              f"{red.wall_s:.0f} s" + (f" ({red.reused} of their compiles, one per variant and compiler, "
+                                       "answered from an equal bytecode's without tileiras)" if red.reused else "") + (f" (resumed: {red.earlier_candidates} candidates and {red.earlier_wall_s:.0f} s "
                                        "in the runs before)" if red.resumed else ""), markup=False)
     if red.stopped_by_budget:
         con.print("what matters was not checked (the budget ran out): the same command again goes on from the "
