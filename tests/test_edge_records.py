@@ -85,7 +85,7 @@ def test_history_rows_read_as_records_write_back_as_the_store_gave_them():
     c = StoredCompile.from_dict(row)
     assert (c.kernel, c.case, c.registers, c.median_us, c.compile_s) == ("vec", {"N": 4}, 32, 1.5, None)
     assert History("s.sqlite", compiles=[c]).to_dict() == {"store": "s.sqlite", "audits": [], "compiles": [row],
-                                                           "runs": []}
+                                                           "runs": [], "pruned": []}
 
 
 def test_the_previous_tune_line_reads_its_record():
