@@ -95,16 +95,16 @@ def test_bisect_names_first_release_that_ignores_the_hint(shared_store_path):
 
 # --- the compiler's words across releases, and a failure change is a change ----------------------------------------
 
-ISSUE94 = os.path.join(ROOT, "tests", "data", "cutile_issue94.py")
+CUTILE_PYTHON_94 = os.path.join(ROOT, "tests", "data", "cutile_python_94.py")
 
 
-def test_issue94_crash_became_an_error_compare_lists_it_and_bisect_names_13_4_59(shared_store_path):
+def test_cutile_python_94_crash_became_an_error_compare_lists_it_and_bisect_names_13_4_59(shared_store_path):
     """cutile-python #94's kernel on sm_120: tileiras 13.3.36 is killed by SIGSEGV, 13.4.92 answers with an error.
     compare lists that as a change (an improvement); bisect on "no crash" names 13.4.59; "compiles" has nothing to
     bisect and says which property would."""
     tcs = resolve_toolchains(["13.3.36", "13.4.92"], auto_install=True)   # installing is asked for
     store = Store.open(shared_store_path)      # the bisects below read the two ends' compiles back from it
-    recs = audit([ISSUE94], ["sm_120"], toolchains=tcs, jobs=2, store=store).records
+    recs = audit([CUTILE_PYTHON_94], ["sm_120"], toolchains=tcs, jobs=2, store=store).records
     a, b, _, _ = split_by_compiler(recs)
     assert [(r.status, r.failure) for r in a] == [("compiler_crash", "compiler_crash")]
     assert a[0].message == "tileiras was killed by SIGSEGV (signal 11)"
@@ -114,12 +114,12 @@ def test_issue94_crash_became_an_error_compare_lists_it_and_bisect_names_13_4_59
     assert (change.kind, change.details) == ("improvement", ["status compiler_crash → compile_error"])
     versions = candidates(published_versions(), "13.3.36", "13.4.92")
     with store:
-        res = bisect_versions(versions, make_evaluator(ISSUE94, "sm_120", {}, "no crash", jobs=2, store=store,
+        res = bisect_versions(versions, make_evaluator(CUTILE_PYTHON_94, "sm_120", {}, "no crash", jobs=2, store=store,
                                                        install=True))
         assert (res.last_good, res.first_bad) == ("13.3.36", "13.4.59")
         assert [s.holds for s in res.steps] == [False, True, True]
         with pytest.raises(TileprobeError, match=r"nothing to bisect.*--property \"no crash\""):
-            bisect_versions(versions, make_evaluator(ISSUE94, "sm_120", {}, "compiles", jobs=2, store=store,
+            bisect_versions(versions, make_evaluator(CUTILE_PYTHON_94, "sm_120", {}, "compiles", jobs=2, store=store,
                                                      install=True))
 
 

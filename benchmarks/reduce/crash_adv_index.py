@@ -1,6 +1,6 @@
 """A row-norm kernel padded around cutile-python #94's trigger, for ``tileprobe reduce`` of a compiler crash.
 
-Planted trigger (tests/data/cutile_issue94.py): a row read through ``ct.load_advanced_indexing``, summed, and
+Planted trigger (tests/data/cutile_python_94.py): a row read through ``ct.load_advanced_indexing``, summed, and
 stored back through ``ct.store_advanced_indexing`` into an aliased slice of the same array; tileiras 13.3.36 is
 killed by SIGSEGV on it (13.4.59 and later answer with an error). Around it: a scale helper, a constexpr
 switch, extra loads and stores of other arrays, and unused parameters.

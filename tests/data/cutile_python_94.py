@@ -14,7 +14,7 @@ from tileprobe import Probe
 
 
 @ct.kernel()
-def issue94_sum(source):
+def cutile_python_94_sum(source):
     row = ct.arange(1, dtype=ct.int32)
     matrix = ct.load_advanced_indexing(source, (ct.Slice(0, 1), row, ct.Slice(0, 32))).reshape((1, 32))
     result = ct.sum(matrix, axis=1)
@@ -22,7 +22,7 @@ def issue94_sum(source):
 
 
 probe = Probe(
-    kernel=issue94_sum,
+    kernel=cutile_python_94_sum,
     args=lambda case, arrays: (arrays.randn((1, 1, 32), "float32"),),
     grid=lambda case, hints, num_sms: (1,),
 )
