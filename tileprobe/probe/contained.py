@@ -84,15 +84,16 @@ from tileprobe.probe.sessions import (  # noqa: F401
 
 
 def run_probe_tasks(paths: Sequence[str], task: str, task_args: Sequence[dict], *, timeout_s: float = PROBE_TIMEOUT_S,
-                    jobs: int | None = None) -> list[FileReport]:
+                    jobs: int | None = None, kept: bool = True) -> list[FileReport]:
     """Run tileprobe's function ``task`` on each probe file in a contained loader child, as the audit loads probes
     (its timeouts per stage, output limit, crashes and exits as the file's errors). ``task_args``: one dict of data
     per path. Returns one :class:`FileReport` per path, its ``data`` what the task returned (None when it failed:
-    then ``errors`` says why)."""
+    then ``errors`` says why). ``kept``: False for a task whose caller keeps the answers itself (the plan cache
+    neither asked nor written; each report keeps its ``code_files``)."""
     from tileprobe.procs import owned_tempdir
     with owned_tempdir("load") as tmp:
         return load_probe_files(paths, (), tmp_root=tmp, jobs=jobs, timeout_s=timeout_s,
-                                task=(task, list(task_args)))
+                                task=(task, list(task_args)), kept=kept)
 
 
 def _plan_key(path: str, targets, max_variants: int, cases, hints, num_sms, task) -> str:
@@ -146,14 +147,15 @@ def load_probe_files(paths: Sequence[str], targets: Sequence[str], *, tmp_root: 
                      timeout_s: float = PROBE_TIMEOUT_S, max_variants: int = 10**9,
                      find_compiler: bool = False, cases: dict | None = None,
                      hints: dict | None = None, task: tuple | None = None,
-                     num_sms: int | None = None) -> list[FileReport]:
+                     num_sms: int | None = None, kept: bool = True) -> list[FileReport]:
     """Load each probe file in its own child (``jobs`` at a time) and return one :class:`FileReport` per path, in
     order. ``timeout_s``: seconds each step of probe code may take; ``max_variants``: a probe whose grid is larger
     is not tried (its plan says ``evaluated=False``); ``find_compiler``: the first report also gives the tileiras
     cuTile would pick (``default_tileiras``), found beside the loaders
     (:class:`~tileprobe._cutile.DefaultCompilerLookup`); ``cases`` / ``hints``: ``--case`` / ``--hint`` overrides,
     ``num_sms`` the SM count for ``args`` (:func:`check_file`); ``task``: (tileprobe function, one argument dict
-    per path) to run instead of :func:`check_file` (:func:`run_probe_tasks`). Inside :func:`loader_sessions` a
+    per path) to run instead of :func:`check_file` (:func:`run_probe_tasks`); ``kept``: False: the plan cache is
+    neither asked nor written (the reports keep their ``code_files``). Inside :func:`loader_sessions` a
     job goes to a live child of its file when one is idle. Ctrl-C stops the children and propagates."""
     from tileprobe._cutile import DefaultCompilerLookup
     from tileprobe.procs import default_jobs
@@ -165,7 +167,7 @@ def load_probe_files(paths: Sequence[str], targets: Sequence[str], *, tmp_root: 
             DefaultCompilerLookup(timeout_s)
     tasks = [None if task is None else (task[0], task[1][i]) for i in range(len(paths))]
     keys = [_plan_key(p, targets, max_variants, cases, hints, num_sms, t) for p, t in zip(paths, tasks)]
-    reports: list[Any] = [_kept_report(k, p) for k, p in zip(keys, paths)]   # None: to load
+    reports: list[Any] = [_kept_report(k, p) if kept else None for k, p in zip(keys, paths)]   # None: to load
     todo = [(i, p) for i, p in enumerate(paths) if reports[i] is None]
     start = session.loader if session is not None else _Loader
     running: dict[int, _Loader] = {}
@@ -193,7 +195,8 @@ def load_probe_files(paths: Sequence[str], targets: Sequence[str], *, tmp_root: 
                         todo.insert(0, (i, paths[i]))
                         continue
                     reports[i] = report
-                    _keep_report(keys[i], reports[i])
+                    if kept:
+                        _keep_report(keys[i], reports[i])
     finally:
         for loader in running.values():
             loader.end()
