@@ -133,7 +133,7 @@ class SteadyFinal:
                        "leader_before": leader.id, "wall_s": round(self.clock() - t0, 6),
                        "batches": sum(1 for e in contenders for b in e.batches if b.final)}
         if stopped:
-            self._final["stopped"] = stopped
+            self._final.update(stopped=stopped)
         if left is not None:
             self._final["budget_left_s"] = round(left, 6)
         if 0 < passes < self.s.final_passes and sum(e.status not in FAILED for e in alive) > 1 and self._spent():
