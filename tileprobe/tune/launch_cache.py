@@ -16,7 +16,9 @@ loaders ran, unchanged) maps each candidate's own question to its facts. A candi
 (tunables and hints), and of its compile record the kernel, arch, hints, effective hints and signature
 (:func:`item_key`). A fact that failed is not kept (it is asked again next time, as the plan cache keeps no report
 with errors), nor one whose text holds an object's address (``at 0x…``: it would differ in another process and
-split a group of identical launches).
+split a group of identical launches). What ``grid`` or ``args`` read besides modules (a data file, the clock) is
+not tracked, as for the plan cache; ``TILEPROBE_PLAN_CACHE=0`` turns both off. The entry is written by the loader
+session's saver thread (:func:`learn`); tests/test_tune_launch_cache.py; benchmarks/tune/bench_warm_facts.py.
 """
 from __future__ import annotations
 
