@@ -20,7 +20,8 @@ from tileprobe.run.clocks import POWER_REASONS
 from tileprobe.tune.race_state import FAILED, Batch, CheckOutcome, ClockReading, Entry
 from tileprobe.tune.stats import t95
 
-#: Passes of the steady-state final over every contender before the clearly slower ones leave it (race module doc 7).
+#: Passes of the steady-state final over every contender before the clearly slower ones leave it (race module doc 7;
+#: one 15 % behind leaves after the first: :data:`FINAL_FAR_PCT`).
 FINAL_MIN_PASSES = 2
 #: A contender whose first final figure is more than this many % above the best first figure leaves after that one
 #: pass: twice the most one configuration's final figure moved between two passes on the H200 (7.5 %, docs/LOG.md
