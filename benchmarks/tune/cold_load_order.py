@@ -46,7 +46,10 @@ def one(folder: str) -> None:
     names = {"space_task": "plan", "launch_task": "facts"}
 
     def kind(task) -> str:
-        return names.get(str(task[0]).rsplit(":", 1)[-1], str(task[0])) if task else "load"
+        if not task:
+            return "load"
+        name = str(task if isinstance(task, str) else task[0])
+        return names.get(name.rsplit(":", 1)[-1], name)
     real_init, real_again = loader._Loader.__init__, loader._Loader.again
 
     def init(self, path, targets, max_variants, timeout_s, tmp_root, overrides=(None, None), task=None, *a, **k):
