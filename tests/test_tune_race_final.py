@@ -723,3 +723,10 @@ def test_a_race_past_its_line_before_anything_was_taken_in_stops_for_the_budget(
     feed.race = race
     out = race.run()
     assert out.stop == "budget" and {e.id: e.status for e in out.entries} == {"a": "skipped", "b": "skipped"}
+
+
+def test_student_s_t_quantiles_the_tie_stop_uses():
+    from tileprobe.tune.stats import t95
+    assert (t95(1), t95(2), t95(3), t95(9), t95(50)) == (12.706, 4.303, 3.182, 2.262, 2.262)
+    with pytest.raises(ValueError, match="degrees of freedom 0"):
+        t95(0)
