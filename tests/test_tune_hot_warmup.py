@@ -57,3 +57,18 @@ def test_payload_hash_is_checked_as_before():
     b.candidates = {"a": SimpleNamespace(id="a", record=rec)}
     out = b.measure("a", 1)
     assert out.status == "error" and "hash to another SHA-256" in out.error and wd.kwargs == []
+
+
+def test_each_candidate_s_first_race_batch_is_a_short_look():
+    b, wd = bench()
+    b.measure("a", 1)
+    b.measure("b", 1)
+    b.measure("a", 2)
+    b.measure_final("b", 1)
+    b.measure("b", 2)
+    looks = [k["batch_ms"] for k in wd.kwargs]
+    assert looks == [gpu.FIRST_LOOK_MS, gpu.FIRST_LOOK_MS, timing.BATCH_MS, timing.FINAL_BATCH_MS, timing.BATCH_MS]
+    assert gpu.FIRST_LOOK_MS < timing.BATCH_MS
+    b, wd = bench("graph")      # graph batches are sized by their own rule
+    b.measure("a", 1)
+    assert wd.kwargs[0]["batch_ms"] == timing.BATCH_MS

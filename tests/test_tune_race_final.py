@@ -210,15 +210,35 @@ def test_the_sustained_mode_alone_has_a_final_and_its_settings():
 
 
 def test_close_contenders_get_more_passes_and_clear_losers_leave_after_two():
-    plan = {"a": (200.0, 222.0), "b": (203.0, 222.6), "c": (205.0, 240.0)}
+    plan = {"a": (200.0, 222.0), "b": (203.0, 224.0), "c": (205.0, 240.0)}
     out, gpu = run(plan, RaceSettings(final_passes=4))
     calls = [c for c, _ in gpu.final_calls]
     assert calls.count("c") == 2 and calls.count("a") == calls.count("b") == 4     # c left after two passes
     assert out.final["passes"] == 4 and out.final["figures_us"].keys() == {"a", "b", "c"}
+    assert "stopped" not in out.final       # b 0.9 % behind: within the tie, but not surely so after 2 or 3 passes
     assert "over the 2 pass(es) both ran" in out.entry("c").reason and "over its 2)" in out.entry("c").reason
-    assert out.verdict == "tie" and set(out.tie) == {"a", "b"}           # 0.3 % apart: within tie_pct
+    assert out.verdict == "tie" and set(out.tie) == {"a", "b"}           # 0.9 % apart: within tie_pct
     out, gpu = run(plan, RaceSettings(final_passes=2))
     assert len(gpu.final_calls) == 6 and out.final["passes"] == 2
+
+
+def test_contenders_surely_within_the_tie_stop_the_final_early_and_it_says_so():
+    plan = {"a": (200.0, 222.0), "b": (203.0, 222.6), "c": (205.0, 240.0)}    # a and b 0.27 % apart
+    out, gpu = run(plan, RaceSettings(final_passes=4))
+    calls = [c for c, _ in gpu.final_calls]
+    assert calls.count("a") == calls.count("b") == 3 and calls.count("c") == 2    # no fourth pass
+    assert out.final["passes"] == 3 and out.final["stopped"].startswith("tied after 3 passes")
+    assert out.verdict == "tie" and out.pick == "a" and set(out.tie) == {"a", "b"}   # the lowest figure picks
+    assert "tied after 3 passes" in final_line(out.final)
+
+
+def test_a_contender_far_behind_after_the_first_final_pass_leaves_after_it():
+    plan = {"a": (200.0, 222.0), "b": (203.0, 230.0), "c": (205.0, 262.0)}    # c 18 % behind in the steady state
+    out, gpu = run(plan, RaceSettings(final_passes=4))
+    calls = [c for c, _ in gpu.final_calls]
+    assert calls.count("c") == 1 and calls.count("b") == 2 and out.pick == "a"
+    assert out.entry("c").status == "eliminated" and "over its 1)" in out.entry("c").reason
+    assert out.final["figures_us"]["c"] == pytest.approx(262.0, rel=0.01)
 
 
 class Drifting(PowerCappedGPU):
@@ -379,7 +399,7 @@ def test_a_final_batch_with_times_that_are_no_times_is_an_error_of_its_candidate
 def test_a_contender_dropped_after_two_passes_is_compared_over_the_passes_it_shares_with_the_pick():
     # the hostile tester's case: every reading drifts up over the final, so a contender dropped after two passes
     # had a lower mean than the pick's four-pass mean, and the line named it before the pick
-    plan = {"a": (200.0, 220.0), "b": (201.0, 220.2), "c": (203.0, 224.4)}
+    plan = {"a": (200.0, 220.0), "b": (201.0, 222.0), "c": (203.0, 224.4)}   # b not surely tied: four passes
     gpu = PowerCappedGPU(plan)
     real = gpu.final
 
@@ -703,3 +723,10 @@ def test_a_race_past_its_line_before_anything_was_taken_in_stops_for_the_budget(
     feed.race = race
     out = race.run()
     assert out.stop == "budget" and {e.id: e.status for e in out.entries} == {"a": "skipped", "b": "skipped"}
+
+
+def test_student_s_t_quantiles_the_tie_stop_uses():
+    from tileprobe.tune.stats import t95
+    assert (t95(1), t95(2), t95(3), t95(9), t95(50)) == (12.706, 4.303, 3.182, 2.262, 2.262)
+    with pytest.raises(ValueError, match="degrees of freedom 0"):
+        t95(0)

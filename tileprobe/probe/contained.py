@@ -42,6 +42,7 @@ each file described as it was when first seen. ``TILEPROBE_KEEP_LOADERS=0`` turn
 """
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Sequence
 from multiprocessing.connection import wait
@@ -84,15 +85,16 @@ from tileprobe.probe.sessions import (  # noqa: F401
 
 
 def run_probe_tasks(paths: Sequence[str], task: str, task_args: Sequence[dict], *, timeout_s: float = PROBE_TIMEOUT_S,
-                    jobs: int | None = None) -> list[FileReport]:
+                    jobs: int | None = None, kept: bool = True) -> list[FileReport]:
     """Run tileprobe's function ``task`` on each probe file in a contained loader child, as the audit loads probes
     (its timeouts per stage, output limit, crashes and exits as the file's errors). ``task_args``: one dict of data
     per path. Returns one :class:`FileReport` per path, its ``data`` what the task returned (None when it failed:
-    then ``errors`` says why)."""
+    then ``errors`` says why). ``kept``: False for a task whose caller keeps the answers itself (the plan cache
+    neither asked nor written; each report keeps its ``code_files``)."""
     from tileprobe.procs import owned_tempdir
     with owned_tempdir("load") as tmp:
         return load_probe_files(paths, (), tmp_root=tmp, jobs=jobs, timeout_s=timeout_s,
-                                task=(task, list(task_args)))
+                                task=(task, list(task_args)), kept=kept)
 
 
 def _plan_key(path: str, targets, max_variants: int, cases, hints, num_sms, task) -> str:
@@ -129,6 +131,42 @@ def _keep_report(k: str, report: FileReport) -> None:
         plancache.save(k, data, files)
 
 
+def load_ahead(paths: Sequence[str], targets: Sequence[str], *, timeout_s: float, max_variants: int,
+               cases: dict | None = None, hints: dict | None = None, num_sms: int | None = None) -> int:
+    """Start loading ``paths`` as :func:`load_probe_files` would with these arguments (:mod:`tileprobe.probe.ahead`),
+    in a thread of the current loader session, one file after another; files whose report the plan cache keeps are
+    left out. Returns how many loads were started (0 outside a session, or when turned off)."""
+    from tileprobe.probe.ahead import enabled, register
+    session = current_session()
+    if session is None or not enabled() or not paths:
+        return 0
+    todo = []
+    for p in paths:
+        k = _plan_key(p, targets, max_variants, cases, hints, num_sms, None)
+        fut = register(session, k) if _kept_report(k, p) is None else None
+        if fut is not None:
+            todo.append((p, fut))
+    if not todo:
+        return 0
+
+    def run() -> None:
+        from tileprobe.procs import owned_tempdir
+        for p, f in todo:
+            report: Any = None
+            try:
+                if not session.closed:
+                    with owned_tempdir("ahead") as tmp:
+                        report = load_probe_files([p], targets, tmp_root=tmp, jobs=1, timeout_s=timeout_s,
+                                                  max_variants=max_variants, cases=cases, hints=hints,
+                                                  num_sms=num_sms, ahead=False)[0]
+            except BaseException:      # the load is asked again by the caller that takes nothing
+                report = None
+            f.set_result(report)
+        session.over.wait()    # a child dies with the thread that started it (its parent-death signal): this one
+        # stays until the session has ended them all, so the children it started serve the command's later jobs
+    threading.Thread(target=run, name="tileprobe-load-ahead", daemon=True).start()
+    return len(todo)
+
 
 def load_plans(paths: Sequence[str], targets: Sequence[str] = (), *,
                timeout_s: float = PROBE_TIMEOUT_S) -> tuple[list[ProbePlan], list[str]]:
@@ -146,14 +184,16 @@ def load_probe_files(paths: Sequence[str], targets: Sequence[str], *, tmp_root: 
                      timeout_s: float = PROBE_TIMEOUT_S, max_variants: int = 10**9,
                      find_compiler: bool = False, cases: dict | None = None,
                      hints: dict | None = None, task: tuple | None = None,
-                     num_sms: int | None = None) -> list[FileReport]:
+                     num_sms: int | None = None, kept: bool = True, ahead: bool = True) -> list[FileReport]:
     """Load each probe file in its own child (``jobs`` at a time) and return one :class:`FileReport` per path, in
     order. ``timeout_s``: seconds each step of probe code may take; ``max_variants``: a probe whose grid is larger
     is not tried (its plan says ``evaluated=False``); ``find_compiler``: the first report also gives the tileiras
     cuTile would pick (``default_tileiras``), found beside the loaders
     (:class:`~tileprobe._cutile.DefaultCompilerLookup`); ``cases`` / ``hints``: ``--case`` / ``--hint`` overrides,
     ``num_sms`` the SM count for ``args`` (:func:`check_file`); ``task``: (tileprobe function, one argument dict
-    per path) to run instead of :func:`check_file` (:func:`run_probe_tasks`). Inside :func:`loader_sessions` a
+    per path) to run instead of :func:`check_file` (:func:`run_probe_tasks`); ``kept``: False: the plan cache is
+    neither asked nor written (the reports keep their ``code_files``); ``ahead``: take a load of the same question
+    started ahead in this session (:mod:`tileprobe.probe.ahead`; waits for it). Inside :func:`loader_sessions` a
     job goes to a live child of its file when one is idle. Ctrl-C stops the children and propagates."""
     from tileprobe._cutile import DefaultCompilerLookup
     from tileprobe.procs import default_jobs
@@ -165,7 +205,11 @@ def load_probe_files(paths: Sequence[str], targets: Sequence[str], *, tmp_root: 
             DefaultCompilerLookup(timeout_s)
     tasks = [None if task is None else (task[0], task[1][i]) for i in range(len(paths))]
     keys = [_plan_key(p, targets, max_variants, cases, hints, num_sms, t) for p, t in zip(paths, tasks)]
-    reports: list[Any] = [_kept_report(k, p) for k, p in zip(keys, paths)]   # None: to load
+    reports: list[Any] = [_kept_report(k, p) if kept else None for k, p in zip(keys, paths)]   # None: to load
+    if ahead and task is None and session is not None:
+        from tileprobe.probe.ahead import take
+        for i, k in enumerate(keys):
+            reports[i] = reports[i] if reports[i] is not None else take(k, 4 * timeout_s + 60.0)
     todo = [(i, p) for i, p in enumerate(paths) if reports[i] is None]
     start = session.loader if session is not None else _Loader
     running: dict[int, _Loader] = {}
@@ -193,7 +237,8 @@ def load_probe_files(paths: Sequence[str], targets: Sequence[str], *, tmp_root: 
                         todo.insert(0, (i, paths[i]))
                         continue
                     reports[i] = report
-                    _keep_report(keys[i], reports[i])
+                    if kept:
+                        _keep_report(keys[i], reports[i])
     finally:
         for loader in running.values():
             loader.end()

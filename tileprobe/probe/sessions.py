@@ -36,6 +36,8 @@ class LoaderSession:
         self.started = self.reused = 0
         self.saver: ThreadPoolExecutor | None = None   # plan-cache writes, one at a time (save_later)
         self.lookup = None       # a DefaultCompilerLookup started ahead (prefetch_compiler_lookup)
+        self.ahead: dict = {}    # plan key -> Future of a load started ahead (tileprobe.probe.ahead)
+        self.over = threading.Event()   # set when close() is done: a thread that started children waits for it
 
     def loader(self, path: str, targets, max_variants: int, timeout_s: float, tmp_root: str,
                overrides: tuple = (None, None), task: tuple | None = None, num_sms: int | None = None) -> _Loader:
@@ -116,6 +118,7 @@ class LoaderSession:
                 loader.end()
         finally:
             remove_owned_tempdir(self.tmp)
+            self.over.set()
 
 
 _session: LoaderSession | None = None

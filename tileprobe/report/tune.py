@@ -246,7 +246,8 @@ def final_line(final: dict) -> str:
     reasons = f.reasons
     why = ", ".join(str(r) for r in reasons) if isinstance(reasons, (list, tuple)) and reasons else "a power limit"
     cut = ", cut short by --budget" if f.cut else ""
-    head = f"steady-state final (the clocks were set by {why}; {f.passes} pass(es){cut})"
+    stopped = f"; {f.stopped}" if isinstance(f.stopped, str) and f.stopped else ""
+    head = f"steady-state final (the clocks were set by {why}; {f.passes} pass(es){cut}{stopped})"
     if f.skipped:
         return f"{head}: skipped: {f.skipped}; the race's own ranking of the rest decides"
     figures = {k: v for k, v in (f.figures_us or {}).items() if isinstance(v, (int, float))}

@@ -23,7 +23,8 @@ class FinalFacts:
     table's labels): the power limits that called it (``reasons``), complete ``passes``, the race's pick
     (``leader_before``), each contender's figure (µs: mean of its passes' medians) and its figure ÷ the pick's over
     the passes both ran (``vs_pick``), the final's ``pick`` and the labels that ``tie`` with it, whether it
-    ``changed`` the race's pick, whether the budget ``cut`` it, or why it was ``skipped``."""
+    ``changed`` the race's pick, whether the budget ``cut`` it, or why it was ``skipped``; ``stopped``: why its
+    passes ended before ``final_passes`` (the contenders statistically tied), when they did."""
     reasons: Any = None
     passes: Any = 0
     cut: Any = None
@@ -34,6 +35,7 @@ class FinalFacts:
     tie: list | None = None
     changed: Any = None
     leader_before: Any = None
+    stopped: Any = None
 
     @classmethod
     def of(cls, final: dict) -> FinalFacts:

@@ -18,9 +18,15 @@ from typing import TYPE_CHECKING, Protocol
 
 from tileprobe.run.clocks import POWER_REASONS
 from tileprobe.tune.race_state import FAILED, Batch, CheckOutcome, ClockReading, Entry
+from tileprobe.tune.stats import t95
 
-#: Passes of the steady-state final over every contender before the clearly slower ones leave it (race module doc 7).
+#: Passes of the steady-state final over every contender before the clearly slower ones leave it (race module doc 7;
+#: one 15 % behind leaves after the first: :data:`FINAL_FAR_PCT`).
 FINAL_MIN_PASSES = 2
+#: A contender whose first final figure is more than this many % above the best first figure leaves after that one
+#: pass: twice the most one configuration's final figure moved between two passes on the H200 (7.5 %, docs/LOG.md
+#: §36), so a contender the second pass could bring back is never cut by it.
+FINAL_FAR_PCT = 15.0
 
 
 class FinalSettings(Protocol):
@@ -121,12 +127,14 @@ class SteadyFinal:
             return
         leader, t0 = contenders[0], self.clock()
         left = None if self.s.budget_s is None else max(0.0, self.s.budget_s - (t0 - self._t0))
-        alive, passes = self._final_passes(contenders)
+        alive, passes, stopped = self._final_passes(contenders)
         for e in alive:
             del e.final[passes:]         # a pass the budget cut short does not count
         self._final = {"reasons": why, "contenders": [e.id for e in contenders], "passes": passes,
                        "leader_before": leader.id, "wall_s": round(self.clock() - t0, 6),
                        "batches": sum(1 for e in contenders for b in e.batches if b.final)}
+        if stopped:
+            self._final.update(stopped=stopped)
         if left is not None:
             self._final["budget_left_s"] = round(left, 6)
         if 0 < passes < self.s.final_passes and sum(e.status not in FAILED for e in alive) > 1 and self._spent():
@@ -187,26 +195,64 @@ class SteadyFinal:
         while self.check is not None and self._check(self._finalists()):
             pass
 
-    def _final_passes(self, contenders: list[Entry]) -> tuple[list[Entry], int]:
-        """The final's passes, in alternating order: :data:`FINAL_MIN_PASSES` over every contender, then, up to
-        ``final_passes``, over those still close to the best (:meth:`_still_close`), until one is left or the whole
-        budget is spent. Returns the contenders of the last pass and how many passes they all completed."""
+    def _final_passes(self, contenders: list[Entry]) -> tuple[list[Entry], int, str]:
+        """The final's passes, in alternating order: one over every contender, after which those more than
+        :data:`FINAL_FAR_PCT` % behind the best leave; then up to :data:`FINAL_MIN_PASSES` over every one left;
+        then, up to ``final_passes``, over those still close to the best (:meth:`_still_close`), until one is left,
+        those left are statistically tied (:meth:`_tied`), or the whole budget is spent. Returns the contenders of
+        the last pass, how many passes they all completed, and why the passes stopped early ("" when they did
+        not, or when one contender was left)."""
         alive = list(contenders)
         for p in range(self.s.final_passes):
+            if p == 1 and len(alive) > 1:
+                alive = self._not_far(alive)
             if p >= FINAL_MIN_PASSES:
                 alive = self._still_close(alive, p) if len(alive) > 1 else alive
                 if len(alive) < 2:
-                    return alive, p
+                    return alive, p, ""
+                tied = self._tied(alive, p)
+                if tied:
+                    return alive, p, tied
             for e in (alive if p % 2 == 0 else alive[::-1]):
                 if e.status in FAILED:
                     continue
                 if self._spent():
-                    return alive, p
+                    return alive, p, ""
                 self._take_final(e, p)
             alive = [e for e in alive if e.status not in FAILED]
             if not alive:
-                return alive, p        # nobody completed this pass
-        return alive, self.s.final_passes
+                return alive, p, ""        # nobody completed this pass
+        return alive, self.s.final_passes, ""
+
+    def _not_far(self, alive: list[Entry]) -> list[Entry]:
+        """The contenders whose first final figure is within :data:`FINAL_FAR_PCT` % of the best first figure (those
+        without one, failed, are left to the caller)."""
+        firsts = [e.final[0] for e in alive if e.final]
+        if not firsts:
+            return alive
+        limit = min(firsts) * (1 + FINAL_FAR_PCT / 100.0)
+        return [e for e in alive if not e.final or e.final[0] <= limit]
+
+    def _tied(self, alive: list[Entry], k: int) -> str:
+        """Why the final may stop after ``k`` passes with every contender in ``alive`` tied with the best, or "":
+        each one's mean pass-by-pass difference to the best, plus Student's t (95 %, k − 1 degrees of freedom) times
+        its standard error, is within ``tie_pct`` % of the best's figure — more passes could reorder them but not
+        take the pick more than ``tie_pct`` % from the best of them (the pick stays the lowest figure)."""
+        best = min(alive, key=lambda e: statistics.fmean(e.final[:k]))
+        figure = statistics.fmean(best.final[:k])
+        limit, worst = figure * self.s.tie_pct / 100.0, 0.0
+        for e in alive:
+            if e is best:
+                continue
+            d = [a - b for a, b in zip(e.final[:k], best.final[:k])]
+            if len(d) < 2:
+                return ""
+            bound = abs(statistics.fmean(d)) + t95(len(d) - 1) * statistics.stdev(d) / len(d) ** 0.5
+            if bound > limit:
+                return ""
+            worst = max(worst, bound)
+        return (f"tied after {k} passes, every contender within {100.0 * worst / figure:.2f} % of the best at 95 % "
+                f"confidence, under the {self.s.tie_pct:g} % tie")
 
     def _still_close(self, alive: list[Entry], k: int) -> list[Entry]:
         """The contenders whose first ``k`` final figures do not clearly lose to the best's: the mean of their

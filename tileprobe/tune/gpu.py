@@ -27,6 +27,14 @@ TIME_TASK = "tileprobe.run.batch:time_batch"
 #: is the race's, paid once by its first batch, not by each candidate (the 25 ms per batch were a third of a
 #: 40-candidate matmul round on the H100, docs/LOG.md §42).
 HOT_GAP_S, HOT_WARMUP_MS = 0.2, 5.0
+#: A candidate's first sustained race batch takes about ``FIRST_LOOK_MS`` of samples instead of ``batch_ms`` (25): the
+#: first look only has to tell the far-behind and the clearly slower (elimination needs 10 samples: a kernel under
+#: 1 ms still gets them; one over 2 ms gets the 5 of any batch, as a 5-ms kernel did before). On the H100 a
+#: 40-candidate round of 0.2-ms matmuls took 2.4-2.6 s, 39 of them out after their one batch of 100 samples, about
+#: 21 ms of kernel time and 10 ms of L2 flushes each (docs/LOG.md §42). Candidates it leaves close get full batches
+#: in the next rounds; the steady-state final re-times every one within 12 % of the leader, eliminated or not.
+#: Not yet measured on a GPU.
+FIRST_LOOK_MS = 10.0
 CHECK_TASK = "tileprobe.run.batch:check_candidate"
 #: The check task of ``tileprobe tune --bit-exact``: a candidate whose output differs in any bit from the default
 #: configuration's is ``wrong`` (dropped from the race).
@@ -133,6 +141,7 @@ class WorkerBench:
         self.failed: set[str] = set()
         self._payloads: dict[str, dict | str] = {}
         self._last_end: float | None = None     # perf_counter() at the end of the last batch (HOT_GAP_S)
+        self._looked: set[str] = set()           # candidates that had their first race batch (FIRST_LOOK_MS)
 
     def payload(self, c: Candidate) -> dict | str:
         """The task fields of a candidate (record, cubin, probe path), or why there are none."""
@@ -162,7 +171,8 @@ class WorkerBench:
 
     def measure(self, cid: str, rnd: int, mode_kw: dict | None = None) -> Batch:
         """One batch of candidate ``cid`` (the race's ``measure``), in the tune's timing mode or with ``mode_kw``;
-        a sustained race batch right after another (:data:`HOT_GAP_S`) warms up for :data:`HOT_WARMUP_MS` only."""
+        a sustained race batch right after another (:data:`HOT_GAP_S`) warms up for :data:`HOT_WARMUP_MS` only, and
+        a candidate's first one takes :data:`FIRST_LOOK_MS` of samples at most."""
         task = self.payload(self.candidates[cid])
         if isinstance(task, str):
             self.failed.add(cid)
@@ -171,6 +181,10 @@ class WorkerBench:
         hot = self._last_end is not None and time.perf_counter() - self._last_end < HOT_GAP_S
         if mode_kw is None and hot and self.timing.mode == "sustained":     # kw: the sustained task_kwargs
             kw = {**kw, "warmup_ms": min(self.timing.warmup_ms, HOT_WARMUP_MS)}
+        if mode_kw is None and cid not in self._looked and self.timing.mode == "sustained":
+            kw = {**kw, "batch_ms": min(self.timing.batch_ms, FIRST_LOOK_MS)}
+        if mode_kw is None:
+            self._looked.add(cid)
         out = self.wd.submit(self.tasks[0], {**task, "seed": self.seed, **kw}, timeout_s=self.timeout_s)
         self._last_end = time.perf_counter()
         batch = self._batch(out)

@@ -230,6 +230,7 @@ def _tune(t0, result, race_settings, timing_settings, probe_paths, arch, export,
     try:
         if not bundle:    # cuTile's compiler side imported beside the loaders
             speculate_torch_free(probe_paths)
+            _load_ahead(probe_paths, arch, cases, hints, num_sms, probe_timeout_s)
         problems, result.probe_errors = load_space(probe_paths, where=where, cases=cases, hints=hints,
                                                    probe_timeout_s=probe_timeout_s)
         problems = apply_warm(problems, warm_first)     # a new shape's warm start: nearest rows' picks first
@@ -278,6 +279,26 @@ def _tune(t0, result, race_settings, timing_settings, probe_paths, arch, export,
             starter.release()
     _finish(result, plans, store, export, t0)
     return result
+
+
+def _load_ahead(paths, arch: str | None, cases, hints, num_sms, probe_timeout_s) -> int:
+    """The audit's load of the probe files started beside the plan (:mod:`tileprobe.probe.ahead`), for the target
+    ``arch`` or the GPU's from NVML (none when neither is known without the GPU worker), with the audit's own
+    question (:data:`tileprobe.audit.pipeline.MAX_VARIANTS`, the overrides, the SM count given). Returns the loads
+    started."""
+    from tileprobe.audit.pipeline import MAX_VARIANTS, distinct_files
+    from tileprobe.model.arch import check_target
+    from tileprobe.probe.contained import load_ahead
+    cc = compute_capability() if not arch else None
+    name = arch or (f"sm_{cc[0]}{cc[1]}" if cc is not None else None)
+    if not name:
+        return 0
+    try:
+        target = check_target(get_arch(name).name)
+    except TileprobeError:
+        return 0
+    return load_ahead(distinct_files(paths), [target], timeout_s=probe_timeout_s or PROBE_TIMEOUT_S,
+                      max_variants=MAX_VARIANTS, cases=cases, hints=hints, num_sms=num_sms)
 
 
 def _counting_compiles(result: TuneResult, progress: Callable) -> Callable:

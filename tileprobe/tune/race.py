@@ -38,8 +38,10 @@ watchdog'd worker, the tests a fake. The method (``docs/TUNE.md``):
    first) are then timed again in batches of ``final(id, pass)``, long enough to reach the steady state: two passes
    over all (alternating order), then, up to ``final_passes``, passes over those still close to the best
    (pass-by-pass differences within two standard errors, or within ``tie_pct`` %): the final batches of one
-   configuration still moved 0.2–7.5 % between two passes on the H200 (§36). The lowest mean of the passes' medians
-   is the pick, the others within ``tie_pct`` % of it tie; a contender is compared with the pick over the passes both
+   configuration still moved 0.2–7.5 % between two passes on the H200 (§36). A contender 15 % behind the best after
+   the first pass leaves after it, and the passes stop once those left are statistically tied within ``tie_pct``
+   % (:meth:`~tileprobe.tune.final.SteadyFinal._tied`; the final's ``stopped`` says so). The lowest mean of the
+   passes' medians is the pick, the others within ``tie_pct`` % of it tie; a contender is compared with the pick over the passes both
    ran. A new pick is checked (6.); a wrong one gives way to the next. When no contender is left standing (all failed
    in the final or were wrong), the race's own ranking of the rest stands, checked. Once the power limit has been
    seen and another candidate is within ``final_pct`` % of the leader, a budgeted race keeps two passes' worth for

@@ -24,7 +24,7 @@ import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tileprobe.errors import ProbeError
 from tileprobe.probe.define import load_probes
@@ -32,6 +32,9 @@ from tileprobe.probe.signature import ArraySpec
 from tileprobe.probe.zygote import prefetch_heavy
 from tileprobe.schema import VariantRecord, canonical, value_key
 from tileprobe.tune.space import Config, ProbeInfo, Problem, problems
+
+if TYPE_CHECKING:
+    from tileprobe.tune.launch_cache import LaunchItem
 
 # Imports inside functions here are lazy on purpose: at the module head they would add 0.19 s to its import
 # (python -X importtime, the 2-core machine, 2026-12-02), paid by every command that imports it.
@@ -426,9 +429,10 @@ def launch_task(path: str, stage: Callable[[str], None], index: int, num_sms: in
 
 def launch_facts(plans: Sequence[Plan], num_sms: int, probe_timeout_s: float | None = None) -> dict:
     """:func:`probe_launch` of every compiled candidate whose probe came from a file
-    (:class:`~tileprobe.tune.space.ProbeInfo`), run in contained children (one per probe): ``id(candidate)`` →
-    (grid, runtime) or a :class:`ProbeError` (its ``grid``/``args`` failed, hung or ended its process)."""
-    from tileprobe.probe.contained import PROBE_TIMEOUT_S, run_probe_tasks
+    (:class:`~tileprobe.tune.space.ProbeInfo`): ``id(candidate)`` → (grid, runtime) or a :class:`ProbeError` (its
+    ``grid``/``args`` failed, hung or ended its process). Facts kept by an earlier tune of unchanged code are taken
+    from :mod:`tileprobe.tune.launch_cache`; only the others are asked of contained children (one per probe),
+    and what they answer is kept for the next tune."""
     from tileprobe.tune.space import ProbeInfo
     groups: dict[tuple, list[Candidate]] = {}
     for plan in plans:
@@ -436,13 +440,40 @@ def launch_facts(plans: Sequence[Plan], num_sms: int, probe_timeout_s: float | N
             for c in plan.candidates:
                 if c.status == "ok" and c.record is not None:
                     groups.setdefault((plan.problem.probe.source, plan.problem.probe.index), []).append(c)
+    facts: dict = {}
+    asked: dict[tuple, list[Candidate]] = {}
+    from tileprobe.tune import launch_cache
+    for k, cands in groups.items():
+        items = [_launch_item(c, k[1], num_sms) for c in cands]
+        for c, got in zip(cands, launch_cache.known(k[0], items)):
+            if got is not None:
+                facts[id(c)] = (tuple(got[0]), got[1])
+            else:
+                asked.setdefault(k, []).append(c)
+    facts.update(_asked_facts(asked, num_sms, probe_timeout_s))
+    return facts
+
+
+def _launch_item(c: Candidate, index: int, num_sms: int) -> LaunchItem:
+    """The :class:`~tileprobe.tune.launch_cache.LaunchItem` of candidate ``c`` (of probe ``index`` in its file)."""
+    from tileprobe.tune.launch_cache import LaunchItem
+    rec = _record(c)
+    return LaunchItem(index, num_sms, dict(c.problem.values), [list(c.config.tunables), list(c.config.hints)],
+                      rec.kernel, rec.arch, dict(rec.hints or {}), dict(rec.effective_hints or {}),
+                      list(rec.signature or []))
+
+
+def _asked_facts(groups: dict[tuple, list[Candidate]], num_sms: int, probe_timeout_s: float | None) -> dict:
+    """:func:`launch_facts` of ``groups`` (``(probe file, index)`` → candidates) from contained children, kept."""
+    from tileprobe.probe.contained import PROBE_TIMEOUT_S, run_probe_tasks
+    from tileprobe.tune import launch_cache
     keys = list(groups)
     args = [{"index": i, "num_sms": num_sms, "items": [[dict(c.problem.values), [list(c.config.tunables),
                                                                                  list(c.config.hints)],
                                                         _record(c).to_dict()] for c in groups[k]]}
             for k in keys for i in [k[1]]]
     reports = run_probe_tasks([k[0] for k in keys], "tileprobe.tune.static:launch_task", args,
-                              timeout_s=probe_timeout_s or PROBE_TIMEOUT_S) if keys else []
+                              timeout_s=probe_timeout_s or PROBE_TIMEOUT_S, kept=False) if keys else []
     facts: dict = {}
     for k, rep in zip(keys, reports):
         got = rep.data if isinstance(rep.data, list) and len(rep.data) == len(groups[k]) else None
@@ -455,6 +486,8 @@ def launch_facts(plans: Sequence[Plan], num_sms: int, probe_timeout_s: float | N
                 facts[id(c)] = ProbeError(item)       # its text names the probe file and line already
             else:
                 facts[id(c)] = (tuple(item[0]), item[1])
+        if got is not None and not rep.errors:
+            launch_cache.learn(k[0], [_launch_item(c, k[1], num_sms) for c in groups[k]], got, rep.code_files)
     return facts
 
 

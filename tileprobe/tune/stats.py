@@ -29,6 +29,22 @@ def z_value(confidence: float) -> float:
     raise ValueError(f"confidence {confidence}: use one of {', '.join(str(k) for k in _Z)}")
 
 
+#: Two-sided 95 % quantiles of Student's t for 1 … 9 degrees of freedom (any table of t, e.g. NIST/SEMATECH
+#: e-Handbook of Statistical Methods, §1.3.6.7.2); more degrees of freedom take the last one, a little generous.
+_T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262)
+
+
+def t95(dof: int) -> float:
+    """The two-sided 95 % quantile of Student's t with ``dof`` degrees of freedom (``dof`` ≥ 1; from 9 on, 9's).
+
+    Raises:
+        ValueError: ``dof`` below 1.
+    """
+    if dof < 1:
+        raise ValueError(f"degrees of freedom {dof}: give at least 1")
+    return _T95[min(dof, len(_T95)) - 1]
+
+
 def median_ci(samples: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
     """The order-statistic confidence interval of the median (module doc), in the samples' unit.
 
