@@ -77,6 +77,7 @@ def test_a_sigkilled_ray_audit_leaves_no_process_and_the_next_run_sweeps_its_fol
                 out = p.communicate()[0]
                 assert RAY_DID_NOT_START in out and not retried, out
                 retried, p = True, _audit(short_tmp, "--tileiras", fake)
+                deadline = time.monotonic() + 300
             time.sleep(0.5)
         assert glob.glob(os.path.join(short_tmp, "tileprobe-ray-*")), os.listdir(short_tmp)
         p.kill()
