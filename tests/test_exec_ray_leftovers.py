@@ -30,9 +30,13 @@ def short_tmp():
 
 
 def _audit(tmp: str, *extra: str) -> subprocess.Popen:
+    """A Ray audit of one variant (TILE=256, occupancy 1): what is checked is Ray's and its workers' leftovers, which
+    one compile makes as four do (a worker's temp folder, Ray's agents), at a quarter of the compiles on a loaded
+    machine (the four-variant audit took 315 s of the test's 400 at load 25, docs/LOG.md)."""
     env = {**os.environ, "PYTHONPATH": ROOT, "TMPDIR": tmp, "RAY_TMPDIR": tmp}
     return subprocess.Popen([sys.executable, "-m", "tileprobe", "audit", PROBE, "--arch", "sm_90", "--no-store",
-                             "--no-sass", "--executor", "ray", "--format", "none", *extra], cwd=ROOT, env=env,
+                             "--no-sass", "--executor", "ray", "--format", "none", "--case", "TILE=256", "--hint",
+                             "occupancy=1", *extra], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
@@ -47,9 +51,17 @@ def _describe(pid: int) -> str:
     return f"{pid} {process_state(pid)} ppid={ppid} {command_line(pid)}"
 
 
+#: What the audit says when Ray's own start-up failed (its raylet did not register within Ray's 30 s, at load 22-28 on
+#: 2 cores, docs/LOG.md): Ray's limit, not what these tests check, so that audit is run once more.
+RAY_DID_NOT_START = "Ray could not start its local cluster"
+
+
 def test_a_ray_audit_leaves_no_temp_folder(short_tmp):
-    p = _audit(short_tmp)
-    out, _ = p.communicate(timeout=400)
+    for _attempt in range(2):
+        p = _audit(short_tmp)
+        out, _ = p.communicate(timeout=400)
+        if RAY_DID_NOT_START not in out:
+            break
     assert p.returncode == 0, out
     assert glob.glob(os.path.join(short_tmp, "tileprobe-*")) == [], os.listdir(short_tmp)
 
@@ -57,10 +69,15 @@ def test_a_ray_audit_leaves_no_temp_folder(short_tmp):
 def test_a_sigkilled_ray_audit_leaves_no_process_and_the_next_run_sweeps_its_folders(short_tmp, tmp_path):
     fake = fake_tileiras(tmp_path, "sleep 297", logged=True)   # every compile hangs after the real one
     p = _audit(short_tmp, "--tileiras", fake)
+    retried = False
     try:
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and not (tmp_path / "compiles.log").exists():
-            assert p.poll() is None, p.communicate()[0]
+            if p.poll() is not None:
+                out = p.communicate()[0]
+                assert RAY_DID_NOT_START in out and not retried, out
+                retried, p = True, _audit(short_tmp, "--tileiras", fake)
+                deadline = time.monotonic() + 300
             time.sleep(0.5)
         assert glob.glob(os.path.join(short_tmp, "tileprobe-ray-*")), os.listdir(short_tmp)
         p.kill()

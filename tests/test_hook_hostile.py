@@ -128,6 +128,8 @@ def test_refresh_reads_no_device_or_fifo_that_record_json_or_the_misses_file_nam
         assert "MemoryError" not in out.stderr and "Traceback" not in out.stderr, out.stderr[-3000:]
         assert f"t{n}.json.misses.jsonl: the misses file cannot be read" in out.stderr, out.stderr[-3000:]
         assert "not a regular file" in out.stderr, out.stderr[-3000:]
+        # its probe file was never written: said, and no loader started for it
+        assert out.returncode == 3 and "probes/none.py is gone from the recording" in out.stderr, out.stderr[-3000:]
 
 
 def test_tune_names_the_searches_it_saw_but_could_not_describe_and_tunes_the_rest(tmp_path):

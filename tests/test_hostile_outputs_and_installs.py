@@ -77,6 +77,46 @@ def test_an_index_shipped_beside_its_table_still_answers_and_an_edit_that_moves_
     assert [r["search"]["config"] for _, r in answerer.rows[key]] == [{"TILE": 7}]
 
 
+def test_a_forged_index_meta_after_an_edit_is_caught_by_use_and_the_table_read_whole(tmp_path, monkeypatch,
+                                                                                      capsys):
+    """An edit of the table, then a ``meta.json`` rewritten to the edited table's size and mtime: each process's
+    check (size, mtime) is fooled, so ``tileprobe use`` checks the table's SHA-256 once (written at export) and has
+    its processes read the table whole; an index without that hash is not trusted either."""
+    from tileprobe.record.hook import load_capture
+    from tileprobe.tune.table_store import write_index
+    cap = load_capture()
+    key = "00aa" * 4
+    doc = {"schema_version": 1, "kind": "tileprobe.tune",
+           "kernels": {"a": [{"case": {}, "search": {"key": key, "config": {"TILE": 1}}}]}}
+    table = tmp_path / "t.json"
+    table.write_text(json.dumps(doc))
+    write_index(str(table), doc)
+    assert cap.index_mismatch(str(table)) is None
+    assert main(["use", str(table), "--env"]) == 0
+    out = capsys.readouterr()
+    assert cap.ENV_NO_INDEX not in out.out and "is not this table's" not in out.err, out
+    meta_path = tmp_path / "t.json.index" / "meta.json"
+    meta = json.loads(meta_path.read_text())
+    table.write_text(json.dumps(doc).replace('"TILE": 1', '"TILE": 7'))    # the edit
+    st = os.stat(table)
+    for forged in ({**meta, "size": st.st_size, "mtime_ns": st.st_mtime_ns},
+                   {"schema": meta["schema"], "size": st.st_size, "mtime_ns": st.st_mtime_ns}):
+        meta_path.write_text(json.dumps(forged))
+        monkeypatch.delenv(cap.ENV_NO_INDEX, raising=False)
+        assert [r["search"]["config"] for _, r in cap.index_rows(str(table), key)] == [{"TILE": 1}]   # fooled
+        why = cap.index_mismatch(str(table))
+        assert why is not None and ("edited after the export" in why if "sha256" in forged else "no sha256" in why)
+        assert main(["use", str(table), "--env"]) == 0
+        out = capsys.readouterr()
+        assert f"export {cap.ENV_NO_INDEX}={table}" in out.out, out.out
+        assert f"the index {table}.index is not this table's: {why}" in " ".join(out.err.split()), out.err
+        monkeypatch.setenv(cap.ENV_NO_INDEX, str(table))       # what the command's processes get
+        assert cap.index_rows(str(table), key) is None
+        answerer = cap.Answerer(str(table))
+        answerer.load()
+        assert [r["search"]["config"] for _, r in answerer.rows[key]] == [{"TILE": 7}]
+
+
 @pytest.mark.parametrize("version", ["00001.6.0", "1.06.0", "1.6.00", "1.6.0rc05", " 1.6.0", "1.6.0\n"])
 def test_a_frontend_version_must_be_spelled_as_the_release_is(tmp_path, monkeypatch, capsys, version):
     monkeypatch.setenv("TILEPROBE_TOOLCHAINS", str(tmp_path))

@@ -1,9 +1,10 @@
 """No orphans, no litter: ``tileprobe audit`` killed mid-sweep by SIGTERM, SIGHUP or SIGKILL.
 
-A fake tileiras compiles for real, then — from the third compile on — waits in a child process (``sleep``, a ptxas
-stand-in), so two variants are stored and two are in flight when the signal comes. Within 5 s of the kill no process
-the audit started may be alive (the pids are collected from /proc before the kill); after SIGTERM and SIGHUP its temp
-folder is gone; after SIGKILL the next run removes it. The re-run loses nothing and compiles nothing twice."""
+A fake tileiras compiles for real, then — from the third compile on — leaves a ``$TMPDIR/tileir-*.o`` as the real
+one does and waits in a child process (``sleep``, a ptxas stand-in), so two variants are stored and two are in
+flight when the signal comes. Within 5 s of the kill no process the audit started may be alive (the pids are
+collected from /proc before the kill); after SIGTERM and SIGHUP its temp folder is gone, tileiras' file with it;
+after SIGKILL the next run removes it. The re-run loses nothing and compiles nothing twice."""
 from __future__ import annotations
 
 import os
@@ -61,7 +62,9 @@ def test_killed_audit_leaves_no_process_and_no_temp_folder(tmp_path, sig):
     from tileprobe.procs import descendants
     (tmp_path / "tmp").mkdir()
     (tmp_path / "slow").touch()
-    fake = fake_tileiras(tmp_path, f'if [ -e {tmp_path}/slow ] && [ "$n" -ge 2 ]; then sleep 297; fi', logged=True)
+    # a killed tileiras leaves its own $TMPDIR/tileir-*.o (the real one does): it must land in a folder tileprobe owns
+    fake = fake_tileiras(tmp_path, f'if [ -e {tmp_path}/slow ] && [ "$n" -ge 2 ]; then '
+                                   'mktemp "${TMPDIR:-/tmp}/tileir-XXXXXX.o" > /dev/null; sleep 297; fi', logged=True)
     log, db = tmp_path / "compiles.log", str(tmp_path / "s.sqlite")
     p = _audit(tmp_path, fake)
     deadline = time.time() + 240
@@ -81,6 +84,7 @@ def test_killed_audit_leaves_no_process_and_no_temp_folder(tmp_path, sig):
     left = os.listdir(tmp_path / "tmp")
     if sig == signal.SIGKILL:
         assert [d for d in left if d.startswith("tileprobe-audit-")], left
+        assert not [d for d in left if d.startswith("tileir-")], left     # inside the audit's folder, swept below
     else:
         assert left == [], left
         # the count it gives is what the store holds

@@ -147,3 +147,26 @@ def test_a_tool_whose_children_end_with_it_gets_no_note():
     from tileprobe.procs import run_in_group
     rc, out, err = run_in_group(["sh", "-c", "sleep 0.2 & wait; echo done"], None, 60)
     assert (rc, out, err) == (0, b"done\n", b"")
+
+
+def test_one_process_table_answers_as_the_walks_of_proc_do():
+    # the end of a `-- COMMAND` program asks three questions of one table; the mark is read only of processes no
+    # older than the asker, and that finds the same marked processes as reading every environment
+    code = """
+import os, subprocess, sys
+from tileprobe import procs
+assert procs.arm_guard()
+kid = subprocess.Popen(["sleep", "30"])
+quiet = subprocess.Popen(["sleep", "31"], env={k: v for k, v in os.environ.items() if k != procs.GUARD_ENV})
+table = procs.process_table()
+marked = procs.marked_processes(table)
+print(kid.pid in marked, quiet.pid in marked, sorted(marked) == sorted(procs.marked_processes()),
+      procs.guard_pids(table) == procs.guard_pids(), {kid.pid, quiet.pid} <= set(procs.descendants(os.getpid(), table)),
+      sorted(procs.descendants(os.getpid(), table)) == sorted(procs.descendants(os.getpid())),
+      table.start[kid.pid] >= procs.start_ticks(os.getpid()))
+kid.kill(); quiet.kill(); kid.wait(); quiet.wait()
+"""
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 0 and out.stdout.split() == ["True", "False", "True", "True", "True", "True", "True"], \
+        out.stdout + out.stderr

@@ -160,6 +160,9 @@ def test_a_second_signal_kills_the_tree_at_once(tmp_path):
     out, err = proc.communicate(timeout=60)
     assert time.monotonic() - t0 < 5.0 and proc.returncode == 128 + signal.SIGKILL, (proc.returncode, err)
     assert _wait_for(lambda: not any(_alive(p) for p in pids), 5.0), pids
+    # said once; the tree's own processes, still dying when the program was reaped, are not "left running"
+    assert err.count("killed it and its process tree (2 process(es), SIGKILL)") == 1, err
+    assert "the command left" not in err, err
 
 
 def test_a_daemon_the_program_leaves_is_named_and_ended(tmp_path):

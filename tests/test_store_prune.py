@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import datetime
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -184,3 +187,45 @@ def test_compare_of_an_audit_that_a_prune_removed_says_so(tmp_path, capsys):
     assert "stored audit 1 is no longer in the store: `tileprobe store prune` removed it" in err, err
     assert main(["compare", "7", "2", "--store", path]) == 1
     assert "'7' is neither a result file nor a stored audit id" in capsys.readouterr().err
+
+
+PRUNER = """
+import os, sys, time
+from tileprobe.store import Store
+path, stop = sys.argv[1], sys.argv[2]
+deleted = 0
+while not os.path.exists(stop):
+    if os.path.exists(path):
+        with Store.open(path) as store:
+            deleted += store.prune(keep_latest=0)["compiles"]
+    time.sleep(0.05)
+print(deleted)
+"""
+
+
+def test_two_writers_and_a_prune_at_once_leave_a_sound_store_with_no_row_pointing_at_a_deleted_compile(tmp_path):
+    """A case of the containment issue's tester (held then, tested here): two processes saving compiles and audits
+    into one store while a third prunes everything it finds, again and again. Every process ends 0, the file passes
+    ``PRAGMA integrity_check``, and no audit row points at a compile the prunes deleted."""
+    from test_store import ROOT, WRITER
+    path, stop = str(tmp_path / "shared.sqlite"), tmp_path / "stop"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    pruner = subprocess.Popen([sys.executable, "-c", PRUNER, path, str(stop)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=env)
+    code = WRITER.format(tests=str(ROOT / "tests"))
+    writers = [subprocess.Popen([sys.executable, "-c", code, str(start), "150", path], cwd=ROOT, env=env,
+                                stderr=subprocess.PIPE, text=True) for start in (0, 100)]
+    try:
+        for w in writers:
+            _, err = w.communicate(timeout=300)
+            assert w.returncode == 0, err
+    finally:
+        stop.touch()
+        out, err = pruner.communicate(timeout=120)
+    assert pruner.returncode == 0 and int(out) > 0, err          # the prunes ran beside the writers and deleted
+    with Store.open(path) as s:
+        assert s._query("PRAGMA integrity_check") == [("ok",)]
+        assert s._query("SELECT COUNT(*) FROM audit_compiles WHERE compile_key IS NOT NULL AND compile_key NOT IN "
+                        "(SELECT key FROM compiles)") == [(0,)]
+        assert s._query("SELECT COUNT(*) FROM compiles WHERE cubin_sha256 IS NOT NULL AND cubin_sha256 NOT IN "
+                        "(SELECT sha256 FROM cubins)") == [(0,)]

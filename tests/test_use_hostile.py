@@ -160,6 +160,36 @@ def test_refresh_says_what_it_cannot_check_instead_of_hold(tmp_path):
     assert "holds for what can be checked here (not GPU name/SM count)" in out.stderr, out.stderr
 
 
+def test_refresh_finds_the_compiler_without_importing_cutiles_compile_side(tmp_path):
+    # cuda.tile._compile imports torch: seconds of CPU in tileprobe's own process, past 100 s under load
+    code = ("import sys; from tileprobe.cli.tune_program import host_facts, picked_compiler; "
+            "from tileprobe import toolchain; f = host_facts(); "
+            "print(f.tileiras, picked_compiler(), toolchain.pip_toolchain() is not None, "
+            "'cuda.tile._compile' in sys.modules, 'torch' in sys.modules, sep='|')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_env(tmp_path),
+                         timeout=120)
+    build, path, pip, compile_side, torch = out.stdout.strip().split("|")
+    assert out.returncode == 0 and (compile_side, torch) == ("False", "False"), out.stdout + out.stderr
+    if pip == "True":      # the pip packages: cuTile's first choice, the same file it would name
+        from tileprobe import _cutile
+        assert path == _cutile.current_compiler() and "release 13." in build, out.stdout
+
+
+def test_refresh_names_a_stale_row_whose_probe_is_gone_and_starts_no_loader(tmp_path):
+    row = {"problem": {"search": "abc"}, "case": {"config": "C0"}, "median_us": 1.0, "arch": "sm_90",
+           "search": {"key": "abc", "config_index": 0}}
+    table = tmp_path / "t.json"
+    table.write_text(json.dumps({**TABLE, "kernels": {"k": [row]}}))
+    (tmp_path / "t.json.record").mkdir()
+    (tmp_path / "t.json.record" / "record.json").write_text(json.dumps({"searches": [
+        {"key": "abc", "file": "probes/gone.py", "name": "k", "configs": [], "sites": {}}]}))
+    out = _tp(tmp_path, "tune", "--refresh", table)
+    gone = tmp_path / "t.json.record" / "probes" / "gone.py"
+    assert out.returncode == 3 and f"cannot refresh abc (k): its probe {gone} is gone" in out.stderr, out.stderr
+    assert "nothing refreshed: 1 stale search row(s)" in out.stderr and "holds" not in out.stderr, out.stderr
+    assert "no probe could be loaded" not in out.stderr, out.stderr
+
+
 def test_use_env_refuses_a_table_path_that_would_split_pythonpath(tmp_path):
     d = tmp_path / "a:b"
     d.mkdir()

@@ -33,6 +33,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 from tileprobe.guard_script import GUARD_CODE
 
@@ -117,18 +118,35 @@ def start_ticks(pid: int) -> int | None:
         return None
 
 
-def descendants(pid: int) -> list[int]:
-    """Every live process below ``pid`` (children, grandchildren …), by a walk of ``/proc``; [] off Linux."""
+@dataclass
+class ProcessTable:
+    """One read of ``/proc/*/stat``: each live process's children and start time (clock ticks since boot). Taken
+    once and passed to :func:`descendants`, :func:`guard_pids` and :func:`marked_processes`, it spares the second
+    and third walks of every process on the machine (on a loaded machine each walk costs tenths of a second)."""
+    children: dict[int, list[int]] = field(default_factory=dict)
+    start: dict[int, int] = field(default_factory=dict)
+
+
+def process_table() -> ProcessTable:
+    """The :class:`ProcessTable` of this moment; empty off Linux."""
+    table = ProcessTable()
     if not os.path.isdir("/proc"):
-        return []
-    children: dict[int, list[int]] = {}
+        return table
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         fields = _stat_fields(int(entry))
-        if fields and len(fields) > 1:
+        if fields and len(fields) > 19:
             with contextlib.suppress(ValueError):
-                children.setdefault(int(fields[1]), []).append(int(entry))
+                table.children.setdefault(int(fields[1]), []).append(int(entry))
+                table.start[int(entry)] = int(fields[19])
+    return table
+
+
+def descendants(pid: int, table: ProcessTable | None = None) -> list[int]:
+    """Every live process below ``pid`` (children, grandchildren …), by a walk of ``/proc`` (or of ``table``, one
+    taken before); [] off Linux."""
+    children = (table or process_table()).children
     out, todo = [], [pid]
     while todo:
         for child in children.get(todo.pop(), []):
@@ -539,24 +557,32 @@ def set_child_subreaper(on: bool) -> bool:
     return _PRCTL(PR_SET_CHILD_SUBREAPER, 1 if on else 0, 0, 0, 0) == 0
 
 
-def guard_pids() -> set[int]:
-    """The guard process of this one (:func:`arm_guard`) and what runs below it: never a program's leftover."""
+def guard_pids(table: ProcessTable | None = None) -> set[int]:
+    """The guard process of this one (:func:`arm_guard`) and what runs below it: never a program's leftover.
+    ``table``: a :class:`ProcessTable` taken before (else ``/proc`` is walked)."""
     if not _GUARD or _GUARD[0].poll() is not None:
         return set()
-    return {_GUARD[0].pid, *descendants(_GUARD[0].pid)}
+    return {_GUARD[0].pid, *descendants(_GUARD[0].pid, table)}
 
 
-def marked_processes() -> list[int]:
+def marked_processes(table: ProcessTable | None = None) -> list[int]:
     """Live processes (other than this one) whose environment carries this process's guard mark (:data:`GUARD_ENV`,
     set by :func:`arm_guard`): what it started and what those started, wherever they were reparented, unless they
-    cleared their environment. [] before :func:`arm_guard` or off Linux."""
+    cleared their environment. [] before :func:`arm_guard` or off Linux. With ``table`` (a :class:`ProcessTable`)
+    only the processes it lists that started no earlier than this one are read: the mark is inherited, so no process
+    older than this one carries it (each environment read is a page; on a busy machine most processes are older)."""
     token = os.environ.get(GUARD_ENV)
     if not token or not os.path.isdir("/proc"):
         return []
     mark = f"{GUARD_ENV}={token}".encode()
     out = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
+    if table is None:
+        entries = [e for e in os.listdir("/proc") if e.isdigit()]
+    else:
+        born = start_ticks(os.getpid()) or 0
+        entries = [str(p) for p, ticks in table.start.items() if ticks >= born]
+    for entry in entries:
+        if int(entry) == os.getpid():
             continue
         try:
             with open(f"/proc/{entry}/environ", "rb") as f:

@@ -377,7 +377,7 @@ def load_side(spec: str, store_path: str | None = None) -> tuple[list[VariantRec
     from tileprobe.store import Store
     if not spec.strip().isdigit():
         raise _not_a_side(spec)
-    with Store.open(store_path, must_exist=bool(store_path)) as store:
+    with Store.open(store_path, must_exist=bool(store_path), check=True) as store:
         recs = store.records(audit_id=int(spec), judge=judge_records)
         pruned = store.audit_count(int(spec)).pruned_text(int(spec))
         last = store.last_audit_id()

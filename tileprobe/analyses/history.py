@@ -141,7 +141,7 @@ def load_records(*, store: str | None = None, json_files: Sequence[str] = (), us
                        and (not tileiras or tileiras in r.tileiras))
         sources.append(path)
     if use_store:
-        with Store.open(store, must_exist=bool(store)) as s:
+        with Store.open(store, must_exist=bool(store), check=True) as s:
             records.extend(s.records(kernel=kernel, arch=arch, tileiras=tileiras, audit_id=audit_id,
                                      judge=judge_records))
             sources.append(s.path + (f" (audit {audit_id})" if audit_id is not None else ""))

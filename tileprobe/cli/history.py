@@ -35,7 +35,7 @@ def cmd_history(args) -> int:
     from tileprobe.analyses.history import history, write_history_csv, write_history_json
     from tileprobe.store import Store
     filters = dict(kernel=args.kernel, arch=args.arch, tileiras=args.tileiras, where=where_of(args))
-    with Store.open(args.store, must_exist=bool(args.store)) as store:
+    with Store.open(args.store, must_exist=bool(args.store), check=True) as store:
         err = console(stderr=True)
         if args.json:
             n = write_history_json(store, _dest(args.json), **filters)

@@ -74,7 +74,7 @@ def cmd_store(args) -> int:
     """Run ``tileprobe store size|prune`` for parsed arguments; returns the exit code."""
     from tileprobe.store import Store
     con = console()
-    with Store.open(args.store, must_exist=bool(args.store)) as store:
+    with Store.open(args.store, must_exist=bool(args.store), check=True) as store:
         if args.action == "size":
             s = store.size()
             con.print(f"store: {s['path']}\n{_mb(s['file_bytes'])} on disk, {_mb(s['cubin_bytes'])} of it cubins; "

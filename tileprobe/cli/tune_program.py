@@ -428,13 +428,33 @@ class HostFacts:
         return {name: value for name, value in asdict(self).items() if value is not None}
 
 
+def picked_compiler() -> str:
+    """The tileiras cuTile would compile with, found as its ``_find_compiler_bin`` looks, in its order: the pip
+    packages (:func:`tileprobe.toolchain.pip_toolchain`, cuTile's own test of them), then ``tileiras`` on PATH;
+    only when neither answers is cuTile asked (:func:`tileprobe._cutile.current_compiler`: its CUDA_HOME and
+    /usr/local folders). The first two import nothing of cuTile: importing ``cuda.tile._compile`` imports torch,
+    2–4 s of CPU on an idle 2-core machine and past 100 s under a load of 25 (docs/LOG.md), for one path.
+
+    Raises:
+        ToolchainError: no tileiras anywhere cuTile looks.
+    """
+    import shutil
+
+    from tileprobe import _cutile
+    from tileprobe import toolchain as tcm
+    pip = tcm.pip_toolchain()
+    if pip is not None:
+        return pip.tileiras
+    return shutil.which("tileiras") or _cutile.current_compiler()
+
+
 def host_facts() -> HostFacts:
     """What this machine can say without a CUDA context about the provenance of a row: the tileiras build cuTile
     would compile with, cuda-tile's version, and the GPU name when NVML answers."""
     out = HostFacts()
     try:
         from tileprobe import _cutile
-        out.tileiras = _cutile.tileiras_build(_cutile.current_compiler())
+        out.tileiras = _cutile.tileiras_build(picked_compiler())
     except Exception:     # no tileiras here: the build is not a reason
         pass
     from tileprobe.schema import cutile_version
@@ -492,6 +512,20 @@ def stale_rows(table: dict, searches: list[SearchEntry], facts: HostFacts) -> di
     return out
 
 
+def _with_probe_files(searches: list[SearchEntry], rec_dir: str, table: str, err) -> list[SearchEntry]:
+    """The stale searches whose probe file is still in the recording; each one whose file is gone is said, with
+    the fix, and left out before any child is started (a loader would only say "no such file")."""
+    kept = []
+    for s in searches:
+        path = os.path.join(rec_dir, s.file)
+        if os.path.isfile(path):
+            kept.append(s)
+        else:
+            say(err, f"cannot refresh {s.key[:8]} ({s.name}): its probe {path} is gone from the recording; record "
+                     f"the program again: tileprobe tune --export {table} -- COMMAND")
+    return kept
+
+
 def _refresh(args, err) -> int:
     from tileprobe.record.log import read_misses
     from tileprobe.record.searches import search_summary, write_search_probes
@@ -512,7 +546,8 @@ def _refresh(args, err) -> int:
                  "of their provenance only, as `tileprobe use` treats them")
     for key, row in stale.items():
         say(err, f"stale: {key[:8]} ({row.search.site}): {'; '.join(row.reasons)}")
-    todo = [s for s in recorded if s.key in stale]
+    todo = _with_probe_files([s for s in recorded if s.key in stale], rec_dir, table, err)
+    gone = len([s for s in recorded if s.key in stale]) - len(todo)
     try:
         noted = read_misses(misses_path(table))
     except TileprobeError as e:
@@ -525,10 +560,15 @@ def _refresh(args, err) -> int:
             say(err, f"note: {note}")
         todo += searches_of(search_summary(written, rec_dir), rec_dir)
         say(err, f"{len(written)} noted miss(es) of `tileprobe use` to tune")
+    from tileprobe.errors import EXIT_INCOMPLETE
+    if not todo and gone:
+        say(err, f"nothing refreshed: {gone} stale search row(s) of {table} whose probe is gone (said above)")
+        return EXIT_INCOMPLETE
     if not todo:
         held = f"holds for what can be checked here (not {'/'.join(unchecked)})" if unchecked else "holds here"
         say(err, f"nothing to refresh: every search row of {table} {held} and no miss is noted")
         return 0
     old = {k: row.search.config_index for k, row in stale.items()}
     args.export = table
-    return _tune_searches(args, err, table, rec_dir, todo, old)
+    rc = _tune_searches(args, err, table, rec_dir, todo, old)
+    return rc or (EXIT_INCOMPLETE if gone else 0)

@@ -64,6 +64,10 @@ def cmd_use(args) -> int:
         env = use_env(table, table + ".hook", env={"PYTHONPATH": os.environ.get("PYTHONPATH", "")})
         print(f"export PYTHONPATH={shlex.quote(env['PYTHONPATH'])}")
         print(f"export TILEPROBE_USE_TABLE={shlex.quote(table)}")
+        from tileprobe.record.hook import load_capture
+        no_index = load_capture().ENV_NO_INDEX
+        if no_index in env:          # its index is not this table's (said on stderr): read whole
+            print(f"export {no_index}={shlex.quote(env[no_index])}")
         for name, value in sorted(control.items()):
             print(f"export {name}={shlex.quote(value)}")
         return 0

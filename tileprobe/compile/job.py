@@ -221,7 +221,9 @@ def _init_worker(tileiras: str | None, lib_dirs: list[str] | None, timeout_s: fl
             _cutile.contain_default_compiler()
         _cutile.install_compile_hook()
         wdir = tempfile.mkdtemp(prefix="worker-", dir=tmp_root)
-        tempfile.tempdir = wdir           # cuTile's and nvdisasm's temp files stay in the audit's own folder
+        tempfile.tempdir = wdir           # cuTile's and nvdisasm's temp files stay in the audit's own folder,
+        os.environ.update(TMPDIR=wdir)    # and tileiras' own ($TMPDIR/tileir-*.o, left when it is killed): an owned
+        #                                   folder is removed at the end and swept by the next run after a SIGKILL
         _cutile.configure_context(wdir, timeout_s)
         version, bytecode = _cutile.pin_compiler_facts(wdir)
     except (TileprobeError, OSError):

@@ -392,7 +392,8 @@ CONNECT_TIMEOUT_S = 10.0
 
 def _start_failed(ray, error: Exception) -> None:
     """Ray could not start its local cluster (seen at load 27 on 2 cores, 2026-12-05: "The current node timed out
-    during startup", a traceback): shut down what it started and say so.
+    during startup", a traceback): shut down what it started and say so. Ray 2.60 waits 30 s for its raylet to
+    register (``ray/_private/node.py``: ``raylet_start_wait_time_s = 30``, a literal, read from no setting).
 
     Raises:
         TileprobeError: always, naming Ray's error and the fixes.
@@ -403,9 +404,9 @@ def _start_failed(ray, error: Exception) -> None:
     except Exception:   # what Ray left is ended by the guard when this process exits (guard_below, above)
         pass
     raise TileprobeError(f"Ray could not start its local cluster ({type(error).__name__}: "
-                         f"{shown(str(error), limit=400)}). On a loaded machine its raylet may not register in time: "
-                         "run again, give it longer (RAY_raylet_start_wait_time_s=120), or compile here with "
-                         "--executor local") from None
+                         f"{shown(str(error), limit=400)}). On a loaded machine its raylet may not register in time (Ray "
+                         "waits 30 s, a limit it gives no setting for): run again when the machine is less busy, or "
+                         "compile here with --executor local") from None
 
 
 def check_address(address: str | None, timeout_s: float = CONNECT_TIMEOUT_S) -> None:

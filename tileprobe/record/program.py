@@ -43,6 +43,8 @@ class ProgramEnd:
     signals: list[str] = field(default_factory=list)
     killed: bool = False
     leftovers: list[str] = field(default_factory=list)
+    #: the pids the tree's kill signalled: not named as leftovers when they are still dying
+    victims: set[int] = field(default_factory=set, repr=False)
 
 
 def terminal_foreground() -> bool:
@@ -88,7 +90,7 @@ def run_program(command: list[str], env: dict, who: str, grace_s: float = GRACE_
     try:
         rc = _wait(proc, who, own_group, sigint_ignored, grace_s, end)
     finally:
-        end.leftovers = _end_leftovers(proc.pid, reaping)
+        end.leftovers = _end_leftovers(proc.pid, reaping, end.victims)
         procs.set_child_subreaper(False)
         procs.unguard(proc.pid)
         if reaping:
@@ -103,7 +105,16 @@ def run_program(command: list[str], env: dict, who: str, grace_s: float = GRACE_
 def _wait(proc, who: str, own_group: bool, sigint_ignored: bool, grace_s: float, end: ProgramEnd) -> int:
     """Wait for ``proc``, passing signals on; kill its tree ``grace_s`` after the first (at once on a second)."""
     from tileprobe.procs import kill_tree, signal_process
-    deadline = [None]
+    deadline: list[float | None] = [None]
+
+    def kill_now() -> None:
+        if end.killed:
+            return
+        end.killed = True
+        victims = kill_tree(proc.pid, group=own_group)
+        end.victims.update(victims)
+        _say(who, f"the command did not end after {', '.join(end.signals)}: killed it and its process tree "
+                  f"({len(victims)} process(es), SIGKILL)")
 
     def forward(signum, frame):
         name = signal.Signals(signum).name
@@ -112,8 +123,9 @@ def _wait(proc, who: str, own_group: bool, sigint_ignored: bool, grace_s: float,
             _say(who, f"SIGINT received, but the shell started tileprobe with SIGINT ignored (a background job), so "
                       f"the command (pid {proc.pid}) ignores it too and runs on; SIGTERM ends it")
             return
-        if deadline[0] is not None:
+        if deadline[0] is not None:     # a second signal: the tree goes now, not at the wait's next turn
             deadline[0] = time.monotonic()
+            kill_now()
             return
         terminal = signum == signal.SIGINT and not own_group     # the terminal's Ctrl-C reached it already
         if not terminal:
@@ -133,26 +145,25 @@ def _wait(proc, who: str, own_group: bool, sigint_ignored: bool, grace_s: float,
                 return proc.wait(timeout=0.5)
             except subprocess.TimeoutExpired:
                 pass
-            if deadline[0] is not None and time.monotonic() >= deadline[0] and not end.killed:
-                end.killed = True
-                victims = kill_tree(proc.pid, group=own_group)
-                _say(who, f"the command did not end after {', '.join(end.signals)}: killed it and its process tree "
-                          f"({len(victims)} process(es), SIGKILL)")
+            if deadline[0] is not None and time.monotonic() >= deadline[0]:
+                kill_now()
     finally:
         for sig, handler in old.items():
             signal.signal(getattr(signal, sig), handler)
 
 
-def _end_leftovers(pid: int, reaping: bool) -> list[str]:
+def _end_leftovers(pid: int, reaping: bool, killed: set[int]) -> list[str]:
     """Kill and name what the program (``pid``, ended) left running: processes that came back to this one (the
-    subreaper), and processes carrying this run's guard mark; reap those that came back."""
+    subreaper), and processes carrying this run's guard mark; reap those that came back. ``killed``: pids the
+    tree's kill signalled already (still dying, not left running: reaped, not named)."""
     from tileprobe import procs
-    spare = procs.guard_pids()
-    found = {p for p in procs.descendants(os.getpid()) if p not in spare} if reaping else set()
-    found |= set(procs.marked_processes()) - spare - {os.getpid(), pid}
+    table = procs.process_table()       # one walk of /proc for the three questions
+    spare = procs.guard_pids(table)
+    found = {p for p in procs.descendants(os.getpid(), table) if p not in spare} if reaping else set()
+    found |= set(procs.marked_processes(table)) - spare - {os.getpid(), pid}
     out = []
     for p in sorted(found):
-        if procs.process_state(p) in (None, "Z", "X"):
+        if p in killed or procs.process_state(p) in (None, "Z", "X"):
             _reap(p)
             continue
         out.append(f"pid {p} ({procs.command_line(p)})")

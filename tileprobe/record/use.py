@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,13 +65,24 @@ def check_table(table: str) -> str:
 
 def use_env(table: str, hook_dir: str, env: dict | None = None) -> dict:
     """The environment for ``tileprobe use``: the hook (written into ``hook_dir``) first on PYTHONPATH,
-    ``TILEPROBE_USE_TABLE`` = the table; a recording in progress is kept."""
+    ``TILEPROBE_USE_TABLE`` = the table; a recording in progress is kept. When the table's index is not that
+    table's (:func:`~tileprobe.record.capture.tables.index_mismatch`, said on stderr), ``TILEPROBE_USE_NO_INDEX``
+    = the table: its processes read the table whole."""
     env = dict(os.environ if env is None else env)
     path = hook.write_hook(hook_dir)
     old = env.get("PYTHONPATH", "")
     if path not in old.split(os.pathsep):
         env["PYTHONPATH"] = path + (os.pathsep + old if old else "")
-    env[hook.load_capture().ENV_USE] = os.path.abspath(table)
+    cap = hook.load_capture()
+    env[cap.ENV_USE] = os.path.abspath(table)
+    why = cap.index_mismatch(os.path.abspath(table))
+    if why is not None:          # every process reads the table whole; said once, here
+        env[cap.ENV_NO_INDEX] = os.path.abspath(table)
+        sys.stderr.write(f"tileprobe use: the index {table}.index is not this table's: {why}; each searching "
+                         "process reads the table whole instead. Export the table again (or `tileprobe table "
+                         "merge`) to rebuild its index\n")
+    else:
+        env.pop(cap.ENV_NO_INDEX, None)
     return env
 
 

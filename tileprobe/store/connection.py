@@ -173,9 +173,12 @@ class StoreConnection:
     # --- opening -------------------------------------------------------------------------------------------------
 
     @classmethod
-    def open(cls: type[S], path: str | os.PathLike | None = None, *, must_exist: bool = False) -> S:
+    def open(cls: type[S], path: str | os.PathLike | None = None, *, must_exist: bool = False,
+             check: bool = False) -> S:
         """Open (creating or migrating) the store at ``path`` (``None``: :func:`default_path`). ``must_exist``: for
         commands that only read (history, report, compare), a missing file is an error rather than a new store.
+        ``check``: run the full check (:meth:`check_health` with ``full``) before anything is read: for the commands
+        that show, count or prune rows.
 
         Raises:
             StoreError: the file was written by a newer tileprobe, is damaged or not a tileprobe store (it is left
@@ -212,7 +215,9 @@ class StoreConnection:
             with store._errors():
                 store._prepare()
             store.opened = True
-            if os.path.exists(health.note_path(path)):   # damage found by an earlier command: checked again
+            if check:
+                store.check_health(full=True)
+            elif os.path.exists(health.note_path(path)):   # damage found by an earlier command: checked again
                 store.check_health()
         except BaseException:
             conn.close()
@@ -322,22 +327,23 @@ class StoreConnection:
                           "tileprobe does not delete results: move the file aside (e.g. mv it to *.bad) or pass "
                           f"--store PATH to start another store; `sqlite3 {self.path} .recover` may salvage its rows.")
 
-    def check_health(self) -> None:
+    def check_health(self, full: bool = False) -> None:
         """Run :func:`tileprobe.store.health.quick_check` on the file; call it after a command in which untrusted
         code (probe code, compilers) could reach it (``save_audit`` and ``save_tune`` do). A sound file clears an
-        earlier damage note; a damaged one leaves one (every later open checks again).
+        earlier damage note; a damaged one leaves one (every later open checks again). ``full``: ``PRAGMA
+        integrity_check``, which also matches each index against its table.
 
         Raises:
             StoreError: the file is damaged (the message says how to recover).
         """
-        problems = health.quick_check(self._conn)
+        problems = health.quick_check(self._conn, full=full)
         if not problems:
             if not self.read_only:
                 health.clear_note(self.path)
             return
         if not self.read_only:
             health.write_note(self.path, problems)
-        raise StoreError(health.damaged_message(self.path, problems))
+        raise StoreError(health.damaged_message(self.path, problems, "integrity_check" if full else "quick_check"))
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:

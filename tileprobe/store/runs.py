@@ -25,16 +25,24 @@ class RunsMixin(StoreConnection):
 
     def save_audit(self, result, command_line: str) -> int:
         """Store an audit: when, where, the command line, its environment and its records' keys and verdicts; then
-        check the file (:meth:`check_health`). Raises StoreError when it is damaged (the audit row is saved)."""
+        check the file (:meth:`check_health`). A record whose compile a concurrent ``store prune`` deleted after it
+        was saved is left out and counted in the environment's ``pruned_variants`` (as the prune counts what it takes
+        from stored audits). Raises StoreError when it is damaged (the audit row is saved)."""
         rows = [(self.key_of(r), json.dumps(verdicts_to_dict(r.verdicts), default=str)) for r in result.records]
         with self._transaction() as c:
+            # a `store prune` beside this audit may have deleted some of its compiles since they were saved: those
+            # rows are left out and counted as pruned, as the prune does with the audits it finds stored
+            kept = [(i, k, v) for i, (k, v) in enumerate(rows)
+                    if k is None or c.execute("SELECT 1 FROM compiles WHERE key = ?", (k,)).fetchone() is not None]
+            pruned = len(rows) - len(kept)
+            environment = {**result.environment, **({"pruned_variants": pruned} if pruned else {})}
             cur = c.execute("INSERT INTO audits (created, host, tileprobe, command_line, environment, wall_s, "
                             "n_variants) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                            (now(), self.host, __version__, command_line, json.dumps(result.environment, default=str),
-                             result.wall_s, len(result.records)))
+                            (now(), self.host, __version__, command_line, json.dumps(environment, default=str),
+                             result.wall_s, len(kept)))
             audit_id = _row_id(cur)
             c.executemany("INSERT INTO audit_compiles (audit_id, position, compile_key, verdicts) VALUES (?, ?, ?, ?)",
-                          [(audit_id, i, k, verdicts) for i, (k, verdicts) in enumerate(rows)])
+                          [(audit_id, i, k, verdicts) for i, k, verdicts in kept])
         self.check_health()   # probe code and compilers ran while the file was open (raises StoreError if damaged)
         return audit_id
 

@@ -110,7 +110,7 @@ _INDEX_KEY = re.compile(r"[0-9a-f]{16}")
 
 def write_index(table: str, doc: dict) -> None:
     """Write the index of ``doc``, just written to ``table``, in place of any older one (a new folder, renamed into
-    place): ``TABLE.index/meta.json`` (the table's size and mtime) and ``XY.json`` per first two hex digits of the
+    place): ``TABLE.index/meta.json`` (the table's size, mtime and SHA-256) and ``XY.json`` per first two hex digits of the
     search key's SHA-256, each ``[[kernel, row], …]``. Its reader is the start-up hook's (tileprobe/record/capture/tables.py,
     ``index_rows``, where the format is described; tests/test_table_index.py holds the two together). Raises
     OSError when it cannot (the table stays; the hook then reads it whole)."""
@@ -130,9 +130,15 @@ def write_index(table: str, doc: dict) -> None:
             with open(os.path.join(tmp, name + ".json"), "w", encoding="utf-8") as f:
                 f.write(json_text(pairs, indent=None))     # as the table writes its rows
         st = os.stat(table)
+        digest = hashlib.sha256()
+        with open(table, "rb") as t:
+            for block in iter(lambda: t.read(1 << 20), b""):
+                digest.update(block)
         with open(os.path.join(tmp, "meta.json"), "w", encoding="utf-8") as f:
-            # not the ctime: a copy (cp -p, tar, a package) has a new one, and its index must still answer
-            json.dump({"schema": _INDEX_SCHEMA, "size": st.st_size, "mtime_ns": st.st_mtime_ns}, f)
+            # not the ctime: a copy (cp -p, tar, a package) has a new one, and its index must still answer; the
+            # table's SHA-256 is checked once per `tileprobe use` command (capture/tables.py index_mismatch)
+            json.dump({"schema": _INDEX_SCHEMA, "size": st.st_size, "mtime_ns": st.st_mtime_ns,
+                       "sha256": digest.hexdigest()}, f)
         old = f"{folder}.old-{os.getpid()}"
         if os.path.lexists(folder):
             os.rename(folder, old)     # a file or a link there is moved aside too, never written through

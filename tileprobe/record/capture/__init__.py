@@ -76,6 +76,7 @@ from .search import (
     wrap_search,
 )
 from .tables import (
+    ENV_NO_INDEX,
     INDEX_SCHEMA,
     INDEX_SUFFIX,
     TABLE_LIMIT_BYTES,
@@ -84,6 +85,7 @@ from .tables import (
     TableReadError,
     append_regular,
     index_bucket,
+    index_mismatch,
     index_rows,
     read_json_file,
     read_regular,
@@ -96,6 +98,7 @@ __all__ = [
     "DEFAULT_MAX_DISTINCT",
     "ENV_DIR",
     "ENV_MAX_DISTINCT",
+    "ENV_NO_INDEX",
     "ENV_SKIP",
     "ENV_USE",
     "FLUSH_INTERVAL_S",
@@ -128,6 +131,7 @@ __all__ = [
     "device_facts",
     "ensure_patched",
     "index_bucket",
+    "index_mismatch",
     "index_rows",
     "install",
     "install_use",

@@ -196,6 +196,36 @@ def read_json_file(path: str, limit_bytes: int = TABLE_LIMIT_BYTES):
 INDEX_SUFFIX = ".index"
 INDEX_SCHEMA = 1
 _INDEX_KEY = re.compile(r"[0-9a-f]{16}")
+#: Set by ``tileprobe use`` to the table's path when that table's index does not hold the table's SHA-256
+#: (:func:`index_mismatch`): every process of the command then reads the table whole, not that index.
+ENV_NO_INDEX = "TILEPROBE_USE_NO_INDEX"
+_META_SHA = "sha256"          # meta.json's field: the table's SHA-256 (hex) when the index was written
+
+
+def index_mismatch(table: str) -> str | None:
+    """Why the index beside ``table`` is not that table's, or None when it is (or there is no index). Once per
+    ``tileprobe use`` command, not per process: the table's bytes are hashed (SHA-256, ``meta.json``'s ``sha256``,
+    written at export), which catches an edit whose ``meta.json`` was rewritten to the edited table's size and mtime
+    (the per-process check, :func:`index_rows`, reads only those). An index without a hash is not trusted either.
+    What this cannot catch: a process that writes the table, the buckets and a ``meta.json`` with the new hash."""
+    import hashlib
+    folder = table + INDEX_SUFFIX
+    if not os.path.lexists(folder):
+        return None
+    try:
+        meta = json.loads(read_regular(os.path.join(folder, "meta.json"), 1 << 16))
+        want = meta.get(_META_SHA) if isinstance(meta, dict) else None
+        if not isinstance(want, str):
+            return "its meta.json holds no sha256 of the table (an older tileprobe wrote it, or not tileprobe)"
+        digest = hashlib.sha256()
+        with open(table, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+    except (OSError, ValueError, RecursionError) as e:
+        return f"its meta.json cannot be read ({e})"
+    if digest.hexdigest() != want:
+        return "the table's SHA-256 is not the one its meta.json names (the table was edited after the export)"
+    return None
 
 
 def index_bucket(key: str) -> str:
@@ -208,6 +238,8 @@ def index_rows(table: str, key: str) -> list | None:
     """The ``(kernel, row)`` pairs of search ``key`` from the index beside ``table`` (:data:`INDEX_SUFFIX`): ``[]``
     when the index is current and holds none; None when there is no current index (the caller reads the table)."""
     folder = table + INDEX_SUFFIX
+    if os.environ.get(ENV_NO_INDEX) == table:      # `tileprobe use` found it is not this table's
+        return None
     try:
         st = os.stat(table)
         meta = json.loads(read_regular(os.path.join(folder, "meta.json"), 1 << 16))
