@@ -10,6 +10,12 @@ and the pick's median over the full tune's pick's, then how many seeds were with
 
     python benchmarks/tune/sim_budget.py FULL.json [--budget 30 --plan 9 --seeds 20] [--leaders 2 --round-cap 64]
     python benchmarks/tune/sim_budget.py docs/gpu/2026-12-03/s7a-full-486.json.gz --plan 10 --seeds 60   # the H200's
+    python benchmarks/tune/sim_budget.py docs/gpu/2026-12-05c/s15-full-648.json.gz --race intake --plan 10.5 \
+        --overhead 1.6 --within 1.01 --seeds 30      # the H100's 648, the race as it ran (intake_race)
+
+``--within 1.01`` for the 648: the race's medians of the next family (TILE 128 × 128 × 32 with 1 CTA, 215.4 µs, 1.017×
+the best's 211.7) read 1.03× the best by do_bench on the H100 (2026-12-05), so 1.02 on the medians counts misses.
+``--no-codes``: the order is not told which compiles share their machine code (the search until 2026-12-05).
 """
 from __future__ import annotations
 
@@ -79,7 +85,7 @@ def continuous(rows, a, seed: int):
         if kind == "land":
             if t > order.cut_at:        # still compiling at the cut: killed, no record
                 continue
-            order.landed(c, rows[c][0])
+            order.landed(c, rows[c][0], None if a.no_codes else launch.get(c, c).key())
             landed.append((t, c))
             continue
         nxt = order.next(t)
@@ -104,8 +110,8 @@ def intake_race(rows, a, seed: int):
     """The search replayed with the race as it ran on the GPU (``--race intake``, session 15's H100 logs): the race
     takes in what landed in batches, each costing ``--intake`` s (the landed candidates' grids and arguments asked
     of a contained child of the probe, which imports the probe's packages) and a round of one batch
-    (``--batch`` s) per racing candidate; after each round only those within ``--keep`` of the fastest stay racing,
-    and they are the leaders the order reads (the race's ``leaders`` reads racing candidates only). Configurations
+    (``--batch`` s) per racing candidate; after each round only those within ``--keep`` of the fastest stay racing.
+    The order reads the fastest of all those timed (``--racing-leaders``: of the racing ones only). Configurations
     of one launch (the full tune's ``same_launch_as``) are timed once. The race takes nothing in past its line,
     ``--budget`` − FINISH_S − ``--final-reserve`` − ``--intake`` (the final's share and the longest intake are held
     back): what lands later is skipped. Returns (pick, compiled, timed, end s)."""
@@ -114,7 +120,7 @@ def intake_race(rows, a, seed: int):
     timed: dict = {}
     racing: set = set()
     seen: set = set()
-    leaders = lambda: sorted(racing, key=timed.get)[:a.leaders]  # noqa: E731
+    leaders = lambda: sorted(racing if a.racing_leaders else timed, key=timed.get)[:a.leaders]  # noqa: E731
     settings = S.SearchSettings(jobs=a.jobs, seed=seed, round_cap=a.round_cap, leaders=a.leaders)
     order = S.SearchOrder(configs, [], settings, a.budget, leaders)
     t0 = a.plan + a.round_start
@@ -162,7 +168,7 @@ def intake_race(rows, a, seed: int):
         if kind == "land":
             if t > order.cut_at:
                 continue
-            order.landed(c, rows[c][0])
+            order.landed(c, rows[c][0], None if a.no_codes else launch.get(c, c).key())
             landed.append((t, c))
             continue
         nxt = order.next(t)
@@ -204,6 +210,10 @@ def main(argv=None) -> int:
     ap.add_argument("--final-reserve", type=float, default=2.5,
                     help="s the race keeps for its steady-state final (--race intake)")
     ap.add_argument("--within", type=float, default=1.02, help="a pick counts when its median ≤ this × the best's")
+    ap.add_argument("--racing-leaders", action="store_true",
+                    help="--race intake: the order reads the racing candidates' leaders only (the search until "
+                         "2026-12-05), not the fastest of all those timed")
+    ap.add_argument("--no-codes", action="store_true", help="the order is not told which compiles share their code")
     a = ap.parse_args(argv)
     rows = load(a.full)
     configs = list(rows)
