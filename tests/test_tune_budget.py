@@ -215,15 +215,19 @@ def test_the_search_order_gets_the_tileiras_time_of_every_configuration_it_chose
         real_init(self, *a, **kw)
         orders.append(self)
 
-    def landed(self, config, compile_s):
-        got[config] = compile_s
-        return real_landed(self, config, compile_s)
+    codes = {}
+
+    def landed(self, config, compile_s, code=None):
+        got[config], codes[config] = compile_s, code
+        return real_landed(self, config, compile_s, code)
     monkeypatch.setattr(search.SearchOrder, "__init__", init)
     monkeypatch.setattr(search.SearchOrder, "landed", landed)
     run(dict(probe, store=str(tmp_path / "fresh.sqlite")), 600.0)
     (order,) = orders
     assert set(got) == set(order.tried) and len(got) == 12 and not order.landed_stored
     assert all(s > 0.001 for s in got.values()) and order.expected_s(order.tried[0]) > 0
+    # each record's machine-code hash too (which knob values the compiler ignored: SearchOrder.inert)
+    assert all(isinstance(c, str) and len(c) == 64 for c in codes.values()) and order.code == codes
 
 
 @pytest.mark.parametrize("kw", [{"budget_s": float("nan")}, {"budget_s": -5.0}, {"budget_s": 0.0},

@@ -230,3 +230,17 @@ def test_an_eliminated_candidate_the_leader_no_longer_beats_is_put_back():
     assert any(k == "rejudge" and d["back"] == ["B"] for k, d in progress), progress
     status = {e.id: e.status for e in out.entries}
     assert status["B"] in ("winner", "tie") and status["A"] != "winner", status
+
+
+def test_leaders_with_the_eliminated_ones_name_the_fastest_timed_wrong_ones_never():
+    """A budgeted search reads the fastest timed candidates, eliminated or not: a race that leaves one survivor
+    would give it one leader only, and the runner-up it eliminated is often two knobs from the best (the H100's
+    648-configuration matmul, 2026-12-05). A wrong candidate is never a leader."""
+    plan = {"a": (100.0, 0.5), "b": (104.0, 0.5), "c": (110.0, 0.5), "d": (90.0, 0.5)}
+    out, _ = race(plan, wrong={"d"})
+    r = Race([], lambda i, n: Batch("ok", []), None, RaceSettings())
+    r.entries = out.entries
+    assert out.pick == "a" and out.entry("d").status == "wrong"
+    assert r.leaders(3) == ["a"]                              # the survivor only
+    assert r.leaders(3, eliminated=True) == ["a", "b", "c"]   # then the eliminated ones, fastest first
+    assert r.leaders(2, eliminated=True) == ["a", "b"]

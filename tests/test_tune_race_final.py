@@ -119,10 +119,21 @@ def test_final_max_takes_the_closest_and_final_pct_bounds_them():
     assert out.final is None and gpu.final_calls == []
 
 
-def test_a_close_final_is_a_tie_with_the_lowest_figure_first():
+def test_a_close_final_is_a_tie_named_by_the_rounds_median_among_the_tied():
+    """The final cannot tell a (220 µs) and b (219 µs) apart (tie_pct 1 %): the rounds' medians (200 vs 205 µs)
+    name the pick, as do_bench would; seed 0 of the H100's 648-configuration matmul (2026-12-05)."""
     out, _ = run({"a": (200.0, 220.0), "b": (205.0, 219.0), "c": (300.0, 300.0)}, RaceSettings(tie_pct=1.0))
-    assert out.verdict == "tie" and out.tie == ["b", "a"] and out.pick == "b"
+    assert out.verdict == "tie" and out.tie == ["a", "b"] and out.pick == "a"
     assert {e.id: e.status for e in out.entries} == {"a": "tie", "b": "tie", "c": "eliminated"}
+    assert out.final is not None and out.final["pick"] == "a" and out.final["tie"] == ["a", "b"]
+
+
+def test_the_rounds_median_does_not_overrule_a_final_that_tells_them_apart():
+    """The rounds' lower median (200 µs) names nothing when the final separates the two by more than tie_pct: the
+    final's job (the power cap's steady state) stays done."""
+    out, _ = run({"a": (200.0, 230.0), "b": (205.0, 219.0), "c": (300.0, 300.0)}, RaceSettings(tie_pct=1.0))
+    assert out.verdict == "winner" and out.pick == "b"
+    assert {e.id: e.status for e in out.entries}["a"] == "eliminated"
 
 
 def test_a_wrong_final_pick_gives_way_to_the_next():
@@ -435,7 +446,8 @@ def test_a_tie_after_the_final_says_what_picked_it():
                         final={"figures_us": {"x": 222.0, "y": 222.5}, "pick": "x", "tie": ["x", "y"],
                                "leader_before": "y", "changed": True, "passes": 2, "reasons": ["sw_power_cap"]})
     line = verdict_lines(res)[0]
-    assert line.startswith("tie (within noise, 2 candidates; pick = lowest final figure): x 214.0 µs")
+    assert line.startswith("tie (within noise, 2 candidates; pick = lowest race median of those the final tied): "
+                           "x 214.0 µs")
     assert ", steady-state final 222.0 µs" in line
     assert final_line(res.final).endswith("it ties with the race's leader, y")
 

@@ -277,7 +277,7 @@ def verdict_lines(p: ProblemResult, compact: bool = False) -> list[str]:
         out.append(f"winner: {pick.label}: {_us(pick.median_us)} µs {_ci(pick)} ({pick.n} samples)"
                    f"{_final_text(pick)}{_check_text(pick)}")
     elif p.verdict == "tie":
-        by = "lowest final figure" if p.final and FinalFacts.of(p.final).figures_us else "lowest median"
+        by = "lowest race median of those the final tied" if p.final and FinalFacts.of(p.final).figures_us else "lowest median"
         out.append(f"tie (within noise, {len(p.tie)} candidates; pick = {by}): " +
                    "; ".join(f"{t.label} {_us(t.median_us)} µs {_ci(t)}{_final_text(t)}" for t in p.tie)
                    + _check_text(pick))

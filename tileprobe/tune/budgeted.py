@@ -117,13 +117,13 @@ def search_problem(ctx: SearchContext, problem: Problem, deadline: float, store=
                  lambda plan_, n: launch_facts([plan_], n, ctx.probe_timeout_s), deadline=deadline)
     ctx.races.append(ov)
     order = SearchOrder(problem.configs, first_guesses(problem, store), s, deadline,
-                        lambda: [by_id[i] for i in ov.leaders(s.leaders) if i in by_id])
+                        lambda: [by_id[i] for i in ov.leaders(s.leaders, eliminated=True) if i in by_id])
 
     def on_record(rec, cubin) -> None:
         ov.on_record(rec, cubin)
         cfg = by_key.get(record_key(rec))
         if cfg is not None and rec.arch == ctx.arch:
-            order.landed(cfg, rec.compile_s)
+            order.landed(cfg, rec.compile_s, rec.code_sha256)
 
     def choose(now: float):
         cfg = order.next(now)

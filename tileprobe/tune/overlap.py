@@ -93,11 +93,11 @@ class Overlap:
         """Let the race thread end (the tune is over)."""
         self.held.set()
 
-    def leaders(self, k: int) -> list[str]:
-        """The race's ``k`` fastest candidates so far (:meth:`~tileprobe.tune.race.Race.leaders`; none before it
-        starts)."""
+    def leaders(self, k: int, eliminated: bool = False) -> list[str]:
+        """The race's ``k`` fastest candidates so far (:meth:`~tileprobe.tune.race.Race.leaders`, the eliminated
+        ones too with ``eliminated``; none before it starts)."""
         race = self.race
-        return race.leaders(k) if race is not None else []
+        return race.leaders(k, eliminated) if race is not None else []
 
     def get(self, sha: str) -> bytes | None:
         """A cubin by SHA-256: those that landed, else the store's."""

@@ -201,14 +201,16 @@ class Race(SteadyFinal):
         self._admit_cost_s = 0.0           # the longest intake of landed candidates reported (s): note_intake
         self._check_cost_s = 0.0           # the longest one finalist's check took (s)
 
-    def leaders(self, k: int) -> list[str]:
-        """The ``k`` fastest candidates still racing (or named at the end), by median so far, fastest first. Safe to
-        call from another thread while the race runs (a budgeted search reads it as compile jobs free up): it reads a
-        snapshot of the entries and of each one's samples."""
+    def leaders(self, k: int, eliminated: bool = False) -> list[str]:
+        """The ``k`` fastest candidates still racing (or named at the end), and with ``eliminated`` those eliminated
+        too (they ran correctly), by median so far, fastest first. Safe to call from another thread while the race
+        runs (a budgeted search reads it as compile jobs free up): it reads a snapshot of the entries and of each
+        one's samples."""
+        statuses = ("racing", "winner", "tie", "eliminated") if eliminated else ("racing", "winner", "tie")
         timed = []
         for e in list(self.entries):
             samples = list(e.samples)
-            if samples and e.status in ("racing", "winner", "tie"):
+            if samples and e.status in statuses:
                 timed.append((statistics.median(samples), e.id))
         return [i for _, i in sorted(timed)[:k]]
 

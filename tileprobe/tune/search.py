@@ -187,6 +187,9 @@ def round_one(configs: Sequence[Config], first: Sequence[Config], cap: int, seed
     return head + balanced_sample(configs, cap - len(head), head, seed, pos)
 
 
+#: The share of landed pairs one knob apart with the same machine code above which the search takes that knob for
+#: one the compiler ignores (:meth:`SearchOrder.inert`) and steps on it last.
+INERT_SHARE = 0.75
 #: How many of its next choices :meth:`SearchOrder.next` looks through for one whose compile fits the time left.
 LOOK_AHEAD = 64
 #: Seconds kept after the last compile lands for its race (a batch or two of the last arrivals, the leaders again,
@@ -232,6 +235,11 @@ class SearchOrder:
         self._model: tuple | None = None
         self.by_source = {"sample": 0, "neighbours": 0}
         self.landed_stored: list[Config] = []    # landed from the store before the order chose them
+        self.code: dict[Config, str] = {}         # the machine code's identity of each landed compile
+        # per (knob, value index, other value index), the lower first: landed pairs that differ on that knob alone,
+        # between those two values, and how many of them compiled to the same machine code
+        self.pairs: dict[tuple[int, int, int], int] = {}
+        self.same: dict[tuple[int, int, int], int] = {}
         #: When the compiles still running are cut (s, the deadline's clock): :data:`CUT_S` + :data:`FINISH_S` before it.
         self.cut_at = deadline - CUT_S - FINISH_S
         self.refills = 0
@@ -261,17 +269,47 @@ class SearchOrder:
                 return pick
         return None
 
-    def landed(self, config: Config, compile_s: float | None) -> None:
-        """``config``'s record landed, its compile having taken ``compile_s`` s of tileiras (None: unknown). One the
-        order did not choose came from the store: it is not chosen again (:attr:`landed_stored`)."""
+    def landed(self, config: Config, compile_s: float | None, code: str | None = None) -> None:
+        """``config``'s record landed, its compile having taken ``compile_s`` s of tileiras (None: unknown), its
+        machine code ``code`` (the record's ``code_sha256``: machine code and resources; None: unknown, or no code).
+        One the order did not choose came from the store: it is not chosen again (:attr:`landed_stored`). The codes
+        tell which knobs the compiler ignores (:meth:`inert`)."""
         if config not in self.pos:
             return
         if config not in self._tried:
             self._tried.add(config)
             self.landed_stored.append(config)
+        if code is not None and config not in self.code:
+            self._pair_codes(config, code)
         if compile_s is not None and math.isfinite(compile_s) and compile_s > 0:   # a stored record's may be anything
             self.seconds[config] = compile_s
             self._model = None
+
+    def _pair_codes(self, config: Config, code: str) -> None:
+        """Count ``config``'s landed partners that differ from it on one knob alone, per pair of that knob's values,
+        and how many of them compiled to the same machine code (:meth:`inert`). O(knobs × values)."""
+        here = self.pos[config]
+        for i, values in enumerate(self.ax):
+            for v in range(len(values)):
+                if v == here[i]:
+                    continue
+                other = self.at.get((*here[:i], v, *here[i + 1:]))
+                if other is not None and other in self.code:
+                    key = (i, min(v, here[i]), max(v, here[i]))
+                    self.pairs[key] = self.pairs.get(key, 0) + 1
+                    self.same[key] = self.same.get(key, 0) + (self.code[other] == code)
+        self.code[config] = code
+
+    def inert(self, knob: int, a: int, b: int) -> bool:
+        """Whether the compiler has ignored the step between values ``a`` and ``b`` (indices into :func:`axes`) of
+        knob ``knob`` so far: of the landed pairs of configurations that differ only there, at least
+        :data:`INERT_SHARE` compiled to the same machine code. Such a step mostly gives a launch the race has timed
+        already: the TileGym matmul's 648 configurations on the H100 (2026-12-05) are 217 launches; ``opt_level`` 2
+        and 3 gave the same code in 324 of 324 pairs; ``occupancy`` in 192 of 486, most of them between 2, 3 and
+        4 (1 and 2 mostly differ)."""
+        key = (knob, min(a, b), max(a, b))
+        n = self.pairs.get(key, 0)
+        return n > 0 and self.same.get(key, 0) >= INERT_SHARE * n
 
     def expected_s(self, config: Config) -> float:
         """What compiling ``config`` may cost (s of tileiras), with margin: the log of a compile's time modelled as
@@ -298,9 +336,10 @@ class SearchOrder:
         offered: set[Config] = set()
         if len(self.tried) >= self.s.sample:
             leaders = list(self.leaders())[:self.s.leaders]
-            for knobs in (1, 2):     # one knob away from each leader, then two knobs away
+            # one knob away from each leader, then two knobs away; steps the compiler has ignored come last
+            for moves_inert, knobs in ((False, 1), (False, 2), (True, 1), (True, 2)):
                 for lead in leaders:
-                    for c in self._neighbours(lead, knobs):
+                    for c in self._neighbours(lead, knobs, moves_inert):
                         if c not in self._tried and c not in offered:
                             offered.add(c)
                             yield c, "neighbours"
@@ -329,9 +368,11 @@ class SearchOrder:
                 return
             self.pending += more
 
-    def _neighbours(self, config: Config, knobs: int = 1) -> list[Config]:
+    def _neighbours(self, config: Config, knobs: int = 1, moves_inert: bool | None = None) -> list[Config]:
         """The configurations one step from ``config`` (the next or previous value in the knob's declared list) on
         exactly ``knobs`` knobs (1 or 2), knob by knob (pairs of knobs in declared order); O(knobs²).
+        ``moves_inert``: True, only those with at least one step the compiler has ignored so far (:meth:`inert`);
+        False, only those with none; None, all.
 
         Two knobs away: the best of a space often needs two knobs moved together (the 486-configuration matmul's
         TILE_M 256 with 2 CTAs per cluster, where 256 with one CTA and 128 with two are both slow); one step on
@@ -347,7 +388,9 @@ class SearchOrder:
                 for i, step in zip(idx, steps):
                     p[i] += step
                 c = self.at.get(tuple(p))
-                if c is not None:
+                if c is None:
+                    continue
+                if moves_inert is None or moves_inert == any(self.inert(i, here[i], p[i]) for i in idx):
                     out.append(c)
         return out
 
