@@ -19,6 +19,7 @@ from typing import Any
 from tileprobe.reduce.clean import clean_in_place
 from tileprobe.reduce.fold import module_constants
 from tileprobe.reduce.source import is_ct, parts
+from tileprobe.reduce.static import array_params, maybe_undefined
 
 Path = tuple
 
@@ -131,9 +132,23 @@ def _make(tree: ast.Module, edit: Callable[[ast.Module], bool | None]) -> str | 
             t = clean_in_place(t)
         except Exception:
             return None
-        return None if unbound(t) else ast.unparse(t)
+        return None if unbound(t) or _newly_undefined(tree, t) else ast.unparse(t)
     except RecursionError:      # an expression nested deeper than Python's recursion limit: no candidate
         return None
+
+
+#: id(tree) → (tree, the names its kernel reads where cuTile cannot prove them bound): the round's kernel, once.
+_UNDEFINED: dict[int, tuple[ast.Module, set[str]]] = {}
+
+
+def _newly_undefined(base: ast.Module, cand: ast.Module) -> set[str]:
+    """Names ``cand``'s kernel reads where cuTile cannot prove them bound (:func:`static.maybe_undefined`: it
+    would refuse the candidate) that ``base``'s kernel did not already read so (a kernel reduced for that very
+    refusal keeps it)."""
+    got = _UNDEFINED.get(id(base))
+    if got is None or got[0] is not base:
+        got = _UNDEFINED[id(base)] = (base, maybe_undefined(base))
+    return maybe_undefined(cand) - got[1]
 
 
 def unbound(tree: ast.Module) -> set[str]:
@@ -350,8 +365,11 @@ def _block_index(e: ast.expr) -> tuple[ast.expr, ast.expr] | None:
 
 
 def operands(tree: ast.Module) -> Iterator[Candidate]:
-    """Replace an assigned value by one of its operands (``w = ct.reshape(x, s)`` → ``w = x``; ``a * b`` → ``a``)."""
+    """Replace an assigned value by one of its operands (``w = ct.reshape(x, s)`` → ``w = x``; ``a * b`` → ``a``);
+    never by a kernel array parameter (``a = ct.gather(X, …)`` → ``a = X``: an array where a tile was, which cuTile
+    refuses: :func:`tileprobe.reduce.static.array_params`)."""
     k = parts(tree).kernel
+    arrays = array_params(k)
     for path, s in _statements(k):
         if not isinstance(s, ast.Assign):
             continue
@@ -364,6 +382,8 @@ def operands(tree: ast.Module) -> Iterator[Candidate]:
             subs = [func.value, *subs]
         for m, sub in enumerate(subs):
             if isinstance(sub, (ast.Constant, ast.Tuple, ast.Attribute)):
+                continue
+            if isinstance(sub, ast.Name) and sub.id in arrays:     # an array where a tile was: cuTile refuses it
                 continue
 
             def edit(t, path=path, m=m, method=method):
@@ -491,6 +511,7 @@ def candidates(tree: ast.Module, keep_hints: dict, skip: Callable[[str], bool] |
     only between compiles: building the candidates of an 800-line kernel takes minutes)."""
     _CONSTS.clear()
     _CONSTS[id(parts(tree).kernel)] = set(module_constants(tree))
+    _UNDEFINED.clear()
     gens = [hint_values(tree, keep_hints), *(p(tree) for p in PASSES)]
     for gen in gens:
         for c in gen:
