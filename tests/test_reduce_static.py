@@ -6,7 +6,6 @@ import textwrap
 from tileprobe.reduce import passes
 from tileprobe.reduce.static import array_params, maybe_undefined
 
-
 HEAD = """import cuda.tile as ct
 from tileprobe import Probe
 T = 256
