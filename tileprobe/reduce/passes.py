@@ -10,7 +10,6 @@ construct is met, so the "needs" list can name it).
 from __future__ import annotations
 
 import ast
-import copy
 import dataclasses
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -18,7 +17,7 @@ from typing import Any
 
 from tileprobe.reduce.clean import clean_in_place
 from tileprobe.reduce.fold import module_constants
-from tileprobe.reduce.source import is_ct, parts
+from tileprobe.reduce.source import is_ct, nodes, parts
 from tileprobe.reduce.static import array_params, maybe_undefined
 
 Path = tuple
@@ -97,7 +96,7 @@ def _loops_over(kernel: ast.FunctionDef, path: Path) -> list[ast.For]:
 def _runtime(loop: ast.For, consts: set[str]) -> bool:
     """Whether a loop's trip count is not a constant: its ``range`` reads a name that is not a module constant
     (a kernel parameter, a value computed in the kernel)."""
-    return any(isinstance(n, ast.Name) and n.id not in ("range", *consts) for n in ast.walk(loop.iter))
+    return any(isinstance(n, ast.Name) and n.id not in ("range", *consts) for n in nodes(loop.iter))
 
 
 def _where(kernel: ast.FunctionDef, path: Path) -> str:
@@ -123,9 +122,23 @@ def _ct_names(node: ast.AST) -> list[str]:
                               and is_ct(c.func)))
 
 
+#: id(tree) → (tree, its text): the round's kernel unparsed once; each candidate parses it into its own copy.
+_TEXT: dict[int, tuple[ast.Module, str]] = {}
+
+
+def _copy(tree: ast.Module) -> ast.Module:
+    """A fresh copy of ``tree`` to edit: its text (unparsed once per tree) parsed again, which has the same
+    statements at the same paths. ``ast.parse`` is C; ``copy.deepcopy`` of a 100-statement kernel took 0.11 s a
+    candidate, 27 % of building it (cProfile of ``bench_generation.py --lines 100``, 2026-12-05)."""
+    got = _TEXT.get(id(tree))
+    if got is None or got[0] is not tree:
+        got = _TEXT[id(tree)] = (tree, ast.unparse(tree))
+    return ast.parse(got[1])
+
+
 def _make(tree: ast.Module, edit: Callable[[ast.Module], bool | None]) -> str | None:
     try:
-        t = copy.deepcopy(tree)
+        t = _copy(tree)
         if edit(t) is False:
             return None
         try:
@@ -156,16 +169,16 @@ def unbound(tree: ast.Module) -> set[str]:
     name, a builtin): a candidate with one fails in cuTile, so it is not compiled at all."""
     import builtins
     k = parts(tree).kernel
-    bound = {a.arg for a in k.args.args} | {n.id for n in ast.walk(k) if isinstance(n, ast.Name)
+    bound = {a.arg for a in k.args.args} | {n.id for n in nodes(k) if isinstance(n, ast.Name)
                                            and isinstance(n.ctx, ast.Store)}
     for node in tree.body:
         if isinstance(node, ast.Assign):
-            bound |= {n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+            bound |= {n.id for t in node.targets for n in nodes(t) if isinstance(n, ast.Name)}
         elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
             bound.add(node.name)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             bound |= {(a.asname or a.name).split(".")[0] for a in node.names}
-    used = {n.id for n in ast.walk(k) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    used = {n.id for n in nodes(k) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
     return used - bound - set(dir(builtins))
 
 
@@ -174,13 +187,13 @@ def _unbinds(kernel: ast.FunctionDef, removed: list[ast.stmt]) -> bool:
     check :func:`unbound` makes on a built candidate, made here on the kernel as it is, in one walk, before a copy:
     in a kernel whose values feed each other most single deletions are such, and building each one — copy, edit,
     clean, unparse — cost seconds per batch on a big kernel)."""
-    inside = {id(n) for s in removed for n in ast.walk(s)}
-    lost = {n.id for s in removed for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    inside = {id(n) for s in removed for n in nodes(s)}
+    lost = {n.id for s in removed for n in nodes(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     if not lost:
         return False
     lost -= {a.arg for a in kernel.args.args}
     read = set()
-    for n in ast.walk(kernel):
+    for n in nodes(kernel):
         if id(n) in inside or not isinstance(n, ast.Name):
             continue
         if isinstance(n.ctx, ast.Store):
@@ -512,6 +525,7 @@ def candidates(tree: ast.Module, keep_hints: dict, skip: Callable[[str], bool] |
     _CONSTS.clear()
     _CONSTS[id(parts(tree).kernel)] = set(module_constants(tree))
     _UNDEFINED.clear()
+    _TEXT.clear()
     gens = [hint_values(tree, keep_hints), *(p(tree) for p in PASSES)]
     for gen in gens:
         for c in gen:

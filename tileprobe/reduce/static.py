@@ -22,6 +22,8 @@ from __future__ import annotations
 import ast
 import builtins
 
+from tileprobe.reduce.source import nodes
+
 #: ``ct.*`` calls whose first argument is an array (global memory), not a tile.
 ARRAY_OPS = frozenset({"load", "store", "gather", "scatter", "load_advanced_indexing", "store_advanced_indexing",
                        "atomic_add", "atomic_cas", "atomic_xchg", "atomic_max", "atomic_min", "atomic_and",
@@ -33,7 +35,7 @@ def array_params(kernel: ast.FunctionDef) -> set[str]:
     (:data:`ARRAY_OPS`) somewhere in the kernel."""
     params = {a.arg for a in kernel.args.args}
     out: set[str] = set()
-    for n in ast.walk(kernel):
+    for n in nodes(kernel):
         if not (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ARRAY_OPS
                 and isinstance(n.func.value, ast.Name) and n.func.value.id == "ct"):
             continue
@@ -48,7 +50,7 @@ def maybe_undefined(tree: ast.Module) -> set[str]:
     cuTile refuse the kernel. Names bound nowhere are :func:`tileprobe.reduce.passes.unbound`'s."""
     from tileprobe.reduce.source import parts
     k = parts(tree).kernel
-    local = {n.id for n in ast.walk(k) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    local = {n.id for n in nodes(k) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     local -= {a.arg for a in k.args.args}
     bad: set[str] = set()
     _flow(k.body, set(), local, bad)
@@ -56,13 +58,13 @@ def maybe_undefined(tree: ast.Module) -> set[str]:
 
 
 def _reads(node: ast.AST, defined: set[str], local: set[str], bad: set[str]) -> None:
-    for n in ast.walk(node):
+    for n in nodes(node):
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in local and n.id not in defined:
             bad.add(n.id)
 
 
 def _stores(node: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    return {n.id for n in nodes(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
 
 
 def _flow(body: list[ast.stmt], defined: set[str], local: set[str], bad: set[str]) -> set[str]:
@@ -79,7 +81,7 @@ def _flow(body: list[ast.stmt], defined: set[str], local: set[str], bad: set[str
         elif isinstance(s, ast.If):
             _reads(s.test, d, local, bad)
             then, other = _flow(s.body, d, local, bad), _flow(s.orelse, d, local, bad)
-            runtime = any(isinstance(n, ast.Name) and n.id in local for n in ast.walk(s.test))
+            runtime = any(isinstance(n, ast.Name) and n.id in local for n in nodes(s.test))
             # a test on constants (or constexpr parameters) is folded by cuTile: either branch may be the one
             # taken, so what either binds counts (no refusal is claimed where cuTile might accept)
             d = (then & other) if runtime else (then | other)
