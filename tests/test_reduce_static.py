@@ -119,3 +119,34 @@ def test_a_kernel_reduced_for_that_refusal_keeps_its_candidates():
     labels = [c.label for c in passes.candidates(tree, {})]
     # deleting `b = …` leaves the refusal as it was (a property "compile error" keeps it): still a candidate
     assert any(lb.startswith("delete `b = ct.load") for lb in labels), labels
+
+
+def test_what_matters_lists_a_statically_refused_change_as_cannot_tell_without_compiling_it():
+    from tileprobe.reduce.engine import _needs
+    from tileprobe.reduce.oracle import Outcome
+    tree = module('''
+        i = ct.bid(0)
+        acc = ct.zeros((T,), dtype=ct.float32)
+        for t in range(n):
+            a = ct.load(A, index=(t,), shape=(T,))
+            acc = acc + a
+        ct.store(C, index=(i,), tile=acc)
+    ''')
+    refused = [c for c in passes.candidates(tree, {}, refused=True) if not c.source]
+    why = {c.label: c.refusal for c in refused}
+    assert "potentially undefined" in why["delete `acc = ct.zeros((T,), dtype=ct.float32)`"]
+    assert "`A` is an array, not a tile" in why["`a = A` instead of ct.load"]
+
+    class Asked:      # the oracle's interface; answers "loses the property" to every compiled candidate
+        def __init__(self):
+            self.sources = []
+
+        def check(self, sources):
+            self.sources += sources
+            return [Outcome(False, (("13.4.92", False, "occupancy ignored"),)) for _ in sources]
+    asked = Asked()
+    needs = {n.construct: n for n in _needs(ast.unparse(tree), {}, asked, lambda e, i: None)}
+    assert len(asked.sources) == len([c for c in passes.candidates(tree, {}) if c.kind not in
+                                      ("constant", "hint", "chunk")])
+    zeros = next(n for k, n in needs.items() if k.startswith("`acc = ct.zeros"))
+    assert zeros.verdict == "rejected" and zeros.line.startswith("not compiled: cuTile refuses it")

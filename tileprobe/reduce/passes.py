@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -30,20 +31,32 @@ class Candidate:
     identity across rounds: the pass and the full text of what it changed, so an edit that failed once is skipped
     in later rounds without building its module again) and ``source``: the module unparsed, built on first use
     (copied, edited, cleaned: milliseconds to a second for a big kernel); "" when the edit gives no valid
-    candidate (a name left unbound, an edit that does not apply)."""
+    candidate (a name left unbound, an edit that does not apply); ``refusal``, once ``source`` is built: why
+    cuTile would refuse the candidate, when a static check (:mod:`tileprobe.reduce.static`) tells so without a
+    compile (its ``source`` is then "")."""
     label: str
     construct: str
     kind: str
     key: str
-    build: Callable[[], str | None] = dataclasses.field(repr=False, compare=False)
+    build: Callable[[], str | Refused | None] = dataclasses.field(repr=False, compare=False)
     _source: str | None = dataclasses.field(default=None, repr=False, compare=False)
+    refusal: str = dataclasses.field(default="", compare=False)
 
     @property
     def source(self) -> str:
         """The candidate module's source ("" when there is none)."""
         if self._source is None:
-            self._source = self.build() or ""
+            got = self.build()
+            if isinstance(got, Refused):
+                self.refusal, got = got.why, None
+            self._source = got or ""
         return self._source
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A candidate that cuTile would refuse, known without compiling it: ``why``, in cuTile's terms."""
+    why: str
 
 
 def _lazy(tree: ast.Module, edit: Callable[[ast.Module], bool | None], label: str, construct: str, kind: str,
@@ -136,7 +149,7 @@ def _copy(tree: ast.Module) -> ast.Module:
     return ast.parse(got[1])
 
 
-def _make(tree: ast.Module, edit: Callable[[ast.Module], bool | None]) -> str | None:
+def _make(tree: ast.Module, edit: Callable[[ast.Module], bool | None]) -> str | Refused | None:
     try:
         t = _copy(tree)
         if edit(t) is False:
@@ -145,7 +158,13 @@ def _make(tree: ast.Module, edit: Callable[[ast.Module], bool | None]) -> str | 
             t = clean_in_place(t)
         except Exception:
             return None
-        return None if unbound(t) or _newly_undefined(tree, t) else ast.unparse(t)
+        if unbound(t):
+            return None
+        maybe = _newly_undefined(tree, t)
+        if maybe:
+            return Refused(f"cuTile refuses it: {', '.join(f'`{n}`' for n in sorted(maybe))} would be read where "
+                           "not every path binds it (TypeCheckingError: use of potentially undefined variable)")
+        return ast.unparse(t)
     except RecursionError:      # an expression nested deeper than Python's recursion limit: no candidate
         return None
 
@@ -396,9 +415,7 @@ def operands(tree: ast.Module) -> Iterator[Candidate]:
         for m, sub in enumerate(subs):
             if isinstance(sub, (ast.Constant, ast.Tuple, ast.Attribute)):
                 continue
-            if isinstance(sub, ast.Name) and sub.id in arrays:     # an array where a tile was: cuTile refuses it
-                continue
-
+            label = f"`{_short(s.targets[0], 20)} = {_short(sub, 40)}` instead of"
             def edit(t, path=path, m=m, method=method):
                 L, j = _locate(parts(t).kernel, path)
                 val = L[j].value
@@ -409,9 +426,12 @@ def operands(tree: ast.Module) -> Iterator[Candidate]:
                     L[j].value = (val.left, val.right)[m]
             what = (f"ct.{v.func.attr}" if isinstance(v, ast.Call) and is_ct(v.func) else
                     f".{func.attr}()" if func is not None else _short(v, 30))
-            yield _lazy(tree, edit, f"`{_short(s.targets[0], 20)} = {_short(sub, 40)}` instead of {what}",
-                        f"{what} in `{_short(s, 50)}`{_where(k, path)}", "operand",
-                        key=f"operand:{m}:{ast.unparse(s)}")
+            c = _lazy(tree, edit, f"{label} {what}", f"{what} in `{_short(s, 50)}`{_where(k, path)}", "operand",
+                      key=f"operand:{m}:{ast.unparse(s)}")
+            if isinstance(sub, ast.Name) and sub.id in arrays:      # an array where a tile was: never compiled
+                c.build = functools.partial(Refused, f"cuTile refuses it: `{sub.id}` is an array, not a tile "
+                                                     "(TypeCheckingError: expected a tile)")
+            yield c
 
 
 def constants(tree: ast.Module) -> Iterator[Candidate]:
@@ -517,11 +537,12 @@ PASSES = (chunks, deletions, branches, loops, gather_load, keywords, operands, c
 
 
 def candidates(tree: ast.Module, keep_hints: dict, skip: Callable[[str], bool] | None = None,
-               stop: Callable[[], bool] | None = None) -> Iterator[Candidate]:
+               stop: Callable[[], bool] | None = None, refused: bool = False) -> Iterator[Candidate]:
     """Every candidate of one round, built: the hint values first (each one dropped makes every later compile
     cheaper), then :data:`PASSES` in order. A candidate whose ``key`` ``skip`` names is not built (it failed in an
     earlier round); the generation ends as soon as ``stop()`` says so (a budget checked between candidates, not
-    only between compiles: building the candidates of an 800-line kernel takes minutes)."""
+    only between compiles: building the candidates of an 800-line kernel takes minutes). ``refused``: also the
+    candidates a static check refused (``source`` "", ``refusal`` set): "what matters" lists them, uncompiled."""
     _CONSTS.clear()
     _CONSTS[id(parts(tree).kernel)] = set(module_constants(tree))
     _UNDEFINED.clear()
@@ -533,5 +554,5 @@ def candidates(tree: ast.Module, keep_hints: dict, skip: Callable[[str], bool] |
                 return
             if skip is not None and skip(c.key):
                 continue
-            if c.source:
+            if c.source or (refused and c.refusal):
                 yield c
