@@ -2,6 +2,9 @@
 (every core; probe code only in loader children, each compile a child with a timeout) and check the property on
 each candidate's selected variants under each compiler.
 
+Under two compilers the audit compiles them one after another, the one where the property must not hold first,
+and the second only gets the candidates the first did not rule out (:mod:`tileprobe.reduce.stages`).
+
 Identical candidates (same source as :func:`tileprobe.reduce.source.digest` sees it) are checked once: the
 answers are kept in memory and in the reduction's journal, and the compiles themselves in the results store, so a
 stopped reduction that starts again compiles nothing it compiled before.
