@@ -68,7 +68,8 @@ def run_one(name: str, out_root: str, budget: float | None) -> dict:
         rc = subprocess.run(g, capture_output=True, text=True).returncode if res.returncode == 0 else None
         gate_ok.append(rc == want)
     kept = len(re.findall(r"^kept: ", text, re.M))
-    reused = re.search(r"\((\d+) compiles answered from an equal bytecode", text)
+    flat = " ".join(text.split())      # the console wraps the end line at its width
+    reused = re.search(r"\((\d+) of their compiles, one per variant and compiler, answered from an equal bytecode", flat)
     return {"name": name, "wall_s": wall, "rc": res.returncode, "kept": kept, "from": m.group(1) if m else "?",
             "to": m.group(2) if m else "?", "candidates": int(m.group(3)) if m else None,
             "needs": needs.group(1) if needs else "", "verified": all(gate_ok), "tail": text[-600:],

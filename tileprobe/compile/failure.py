@@ -211,6 +211,12 @@ def front_end(exc: BaseException) -> bool:
     return "TileError" in names and not names & {"InternalError", "TileInternalError"}
 
 
+def before_tileiras(fix: str) -> bool:
+    """Whether a compile_error's ``fix`` says cuTile refused the kernel before any tileiras ran (:func:`kernel_fix`'s
+    front-end error, or :data:`BEFORE_TILEIRAS_FIX`): an answer that does not depend on the compiler."""
+    return fix == BEFORE_TILEIRAS_FIX or (fix.startswith("fix the kernel ") and "before tileiras ran" in fix)
+
+
 def kernel_fix(exc: BaseException) -> str:
     """The fix of a front-end error (:func:`front_end`): fix the kernel at the ``file:line`` cuTile names (the
     exception's ``loc``, else the first ``"file", line N`` of its message; without one, where its message points)."""

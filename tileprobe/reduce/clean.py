@@ -7,14 +7,14 @@ import copy
 from collections import Counter
 
 from tileprobe.reduce.fold import EFFECTS
-from tileprobe.reduce.source import is_ct, names_used, parts
+from tileprobe.reduce.source import is_ct, names_used, nodes, parts
 
 #: Module names a probe file keeps even when unused (``import cuda.tile as ct``, ``Probe``).
 KEEP = {"ct", "Probe", "probe", "probes"}
 
 
 def _has_effect(node: ast.AST) -> bool:
-    for n in ast.walk(node):
+    for n in nodes(node):
         if isinstance(n, ast.Call):
             if not is_ct(n.func) or n.func.attr in EFFECTS or n.func.attr.startswith("atomic"):
                 if not is_ct(n.func) and isinstance(n.func, ast.Name) and n.func.id in ("range", "len", "int",
@@ -34,7 +34,7 @@ def _targets(s: ast.stmt) -> set[str] | None:
         return None
     names: set[str] = set()
     for t in ts:
-        for n in ast.walk(t):
+        for n in nodes(t):
             if isinstance(n, ast.Name):
                 names.add(n.id)
             elif not isinstance(n, (ast.Tuple, ast.List, ast.Store, ast.Load)):
@@ -78,7 +78,7 @@ def remove_dead(kernel: ast.FunctionDef) -> bool:
         changed = False
         reads: Counter[str] = Counter()
         own: dict[int, set[str]] = {}
-        for node in ast.walk(kernel):
+        for node in nodes(kernel):
             r = _unit_reads(node)
             if r is not None:
                 own[id(node)] = r
@@ -127,7 +127,7 @@ def drop_unused_params(tree: ast.Module) -> None:
 def drop_unused_module_names(tree: ast.Module) -> None:
     """Remove module-level assignments, functions and imports whose names nothing else in the module reads (the
     names each module statement holds counted once, a removed statement's taken off: linear in the module)."""
-    held = {id(n): {d.id for d in ast.walk(n) if isinstance(d, ast.Name)} for n in tree.body}
+    held = {id(n): {d.id for d in nodes(n) if isinstance(d, ast.Name)} for n in tree.body}
     count: Counter[str] = Counter()
     for names in held.values():
         count.update(names)
@@ -150,7 +150,7 @@ def drop_unused_module_names(tree: ast.Module) -> None:
 
 def _bound(node: ast.stmt) -> set[str]:
     if isinstance(node, ast.Assign):
-        return {n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        return {n.id for t in node.targets for n in nodes(t) if isinstance(n, ast.Name)}
     if isinstance(node, ast.FunctionDef):
         return {node.name}
     if isinstance(node, (ast.Import, ast.ImportFrom)):

@@ -383,10 +383,16 @@ def _round(current: str, hints: dict, oracle: Oracle, batch: int, failed: set, d
 def _needs(current: str, hints: dict, oracle: Oracle, say) -> list[Need]:
     """Each construct of ``current`` changed once on its own (the rounds' own transformations, the constant
     halvings and hint values left out): which lose the property."""
-    cands = [c for c in candidates(ast.parse(current), hints) if c.kind not in ("constant", "hint", "chunk")]
-    outs = oracle.check([c.source for c in cands]) if cands else []
+    cands = [c for c in candidates(ast.parse(current), hints, refused=True)
+             if c.kind not in ("constant", "hint", "chunk")]
+    built = [c for c in cands if c.source]
+    outs = dict(zip((id(c) for c in built), oracle.check([c.source for c in built]) if built else []))
     by: dict[str, list[tuple[str, str, str]]] = {}
-    for c, o in zip(cands, outs):
+    for c in cands:
+        o = outs.get(id(c))
+        if o is None:       # refused by a static check (cuTile would refuse it): not compiled, cannot tell
+            by.setdefault(c.construct, []).append(("rejected", c.label, f"not compiled: {c.refusal}"))
+            continue
         verdict = "not_needed" if o.interesting else ("needed" if all(_told(line) for _, _, line in o.judgements)
                                                       else "rejected")
         by.setdefault(c.construct, []).append((verdict, c.label, o.line()))

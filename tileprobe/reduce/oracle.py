@@ -2,6 +2,9 @@
 (every core; probe code only in loader children, each compile a child with a timeout) and check the property on
 each candidate's selected variants under each compiler.
 
+Under two compilers the audit compiles them one after another, the one where the property must not hold first,
+and the second only gets the candidates the first did not rule out (:mod:`tileprobe.reduce.stages`).
+
 Identical candidates (same source as :func:`tileprobe.reduce.source.digest` sees it) are checked once: the
 answers are kept in memory and in the reduction's journal, and the compiles themselves in the results store, so a
 stopped reduction that starts again compiles nothing it compiled before.
@@ -19,6 +22,7 @@ from tileprobe.compile.job import Variant
 from tileprobe.compile.schedule import ChosenSchedule
 from tileprobe.reduce.prop import Judgement, Property, judge
 from tileprobe.reduce.source import digest, parts
+from tileprobe.reduce.stages import Stages
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,13 @@ class Oracle:
     memo: dict[str, Outcome] = field(default_factory=dict)
     compiled: int = 0        # candidates audited (not answered from memory)
     deadline: float | None = None    # time.monotonic() at which compiles still running are stopped (the budget)
+
+    @property
+    def staged(self) -> bool:
+        """Whether a batch's compilers run one after another, each on the candidates the ones before did not rule
+        out (:mod:`tileprobe.reduce.stages`): when the wanted value is known for every compiler (not during the
+        check of the probe as given, which decides it) and there are several."""
+        return len(self.toolchains) > 1 and len(self.want) == len(self.toolchains)
 
     def check(self, sources: Sequence[str]) -> list[Outcome]:
         """The outcome of each source, auditing the ones not seen before in one batch. A candidate whose compiles
@@ -90,10 +101,14 @@ class Oracle:
             with open(path, "w") as f:
                 f.write(named(src, f"cand_{k[:16]}"))
             paths[path] = k
+        st = Stages(self.toolchains, self.want, self.prop, self.hints) if self.staged else None
         try:
-            result = audit(list(paths), [self.arch], toolchains=list(self.toolchains), jobs=self.jobs,
-                           store=self.store, timeout_s=self.compile_timeout_s, with_sass=self.prop.needs_sass,
-                           schedule=None if self.deadline is None else _Until(self.deadline))
+            result = audit(list(paths), [self.arch], toolchains=st.ordered() if st else list(self.toolchains),
+                           jobs=self.jobs, store=self.store, timeout_s=self.compile_timeout_s,
+                           with_sass=self.prop.needs_sass,
+                           schedule=None if self.deadline is None else _Until(self.deadline),
+                           progress=st.progress if st else None, select=st.select if st else None,
+                           on_record=st.on_record if st else None)
             records = result.records
         except TileprobeError:        # no candidate of the batch loaded: none is interesting
             records = []
@@ -106,8 +121,12 @@ class Oracle:
             recs = select(by_path.get(os.path.realpath(path), []), self.hints) if self.hints else \
                 by_path.get(os.path.realpath(path), [])
             js, cut = [], False
-            for tc in self.toolchains:
+            for i, tc in enumerate(self.toolchains):
                 mine = [r for r in recs if short_build(r.tileiras) == f"tileiras {tc.version}"]
+                ruled_out = st.placeholder(path, i) if st and not mine else None
+                if ruled_out is not None:      # an earlier compiler ruled it out: not compiled under this one
+                    js.append(ruled_out)
+                    continue
                 cut = cut or (late and not mine)     # stopped at the deadline before any record landed
                 j: Judgement = judge(self.prop, mine)
                 js.append((tc.version, j.holds, j.line))

@@ -10,15 +10,16 @@ construct is met, so the "needs" list can name it).
 from __future__ import annotations
 
 import ast
-import copy
 import dataclasses
+import functools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from tileprobe.reduce.clean import clean_in_place
 from tileprobe.reduce.fold import module_constants
-from tileprobe.reduce.source import is_ct, parts
+from tileprobe.reduce.source import is_ct, nodes, parts
+from tileprobe.reduce.static import array_params, maybe_undefined
 
 Path = tuple
 
@@ -30,20 +31,32 @@ class Candidate:
     identity across rounds: the pass and the full text of what it changed, so an edit that failed once is skipped
     in later rounds without building its module again) and ``source``: the module unparsed, built on first use
     (copied, edited, cleaned: milliseconds to a second for a big kernel); "" when the edit gives no valid
-    candidate (a name left unbound, an edit that does not apply)."""
+    candidate (a name left unbound, an edit that does not apply); ``refusal``, once ``source`` is built: why
+    cuTile would refuse the candidate, when a static check (:mod:`tileprobe.reduce.static`) tells so without a
+    compile (its ``source`` is then "")."""
     label: str
     construct: str
     kind: str
     key: str
-    build: Callable[[], str | None] = dataclasses.field(repr=False, compare=False)
+    build: Callable[[], str | Refused | None] = dataclasses.field(repr=False, compare=False)
     _source: str | None = dataclasses.field(default=None, repr=False, compare=False)
+    refusal: str = dataclasses.field(default="", compare=False)
 
     @property
     def source(self) -> str:
         """The candidate module's source ("" when there is none)."""
         if self._source is None:
-            self._source = self.build() or ""
+            got = self.build()
+            if isinstance(got, Refused):
+                self.refusal, got = got.why, None
+            self._source = got or ""
         return self._source
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A candidate that cuTile would refuse, known without compiling it: ``why``, in cuTile's terms."""
+    why: str
 
 
 def _lazy(tree: ast.Module, edit: Callable[[ast.Module], bool | None], label: str, construct: str, kind: str,
@@ -96,7 +109,7 @@ def _loops_over(kernel: ast.FunctionDef, path: Path) -> list[ast.For]:
 def _runtime(loop: ast.For, consts: set[str]) -> bool:
     """Whether a loop's trip count is not a constant: its ``range`` reads a name that is not a module constant
     (a kernel parameter, a value computed in the kernel)."""
-    return any(isinstance(n, ast.Name) and n.id not in ("range", *consts) for n in ast.walk(loop.iter))
+    return any(isinstance(n, ast.Name) and n.id not in ("range", *consts) for n in nodes(loop.iter))
 
 
 def _where(kernel: ast.FunctionDef, path: Path) -> str:
@@ -122,18 +135,52 @@ def _ct_names(node: ast.AST) -> list[str]:
                               and is_ct(c.func)))
 
 
-def _make(tree: ast.Module, edit: Callable[[ast.Module], bool | None]) -> str | None:
+#: id(tree) → (tree, its text): the round's kernel unparsed once; each candidate parses it into its own copy.
+_TEXT: dict[int, tuple[ast.Module, str]] = {}
+
+
+def _copy(tree: ast.Module) -> ast.Module:
+    """A fresh copy of ``tree`` to edit: its text (unparsed once per tree) parsed again, which has the same
+    statements at the same paths. ``ast.parse`` is C; ``copy.deepcopy`` of a 100-statement kernel took 0.11 s a
+    candidate, 27 % of building it (cProfile of ``bench_generation.py --lines 100``, 2026-12-05)."""
+    got = _TEXT.get(id(tree))
+    if got is None or got[0] is not tree:
+        got = _TEXT[id(tree)] = (tree, ast.unparse(tree))
+    return ast.parse(got[1])
+
+
+def _make(tree: ast.Module, edit: Callable[[ast.Module], bool | None]) -> str | Refused | None:
     try:
-        t = copy.deepcopy(tree)
+        t = _copy(tree)
         if edit(t) is False:
             return None
         try:
             t = clean_in_place(t)
         except Exception:
             return None
-        return None if unbound(t) else ast.unparse(t)
+        if unbound(t):
+            return None
+        maybe = _newly_undefined(tree, t)
+        if maybe:
+            return Refused(f"cuTile refuses it: {', '.join(f'`{n}`' for n in sorted(maybe))} would be read where "
+                           "not every path binds it (TypeCheckingError: use of potentially undefined variable)")
+        return ast.unparse(t)
     except RecursionError:      # an expression nested deeper than Python's recursion limit: no candidate
         return None
+
+
+#: id(tree) → (tree, the names its kernel reads where cuTile cannot prove them bound): the round's kernel, once.
+_UNDEFINED: dict[int, tuple[ast.Module, set[str]]] = {}
+
+
+def _newly_undefined(base: ast.Module, cand: ast.Module) -> set[str]:
+    """Names ``cand``'s kernel reads where cuTile cannot prove them bound (:func:`static.maybe_undefined`: it
+    would refuse the candidate) that ``base``'s kernel did not already read so (a kernel reduced for that very
+    refusal keeps it)."""
+    got = _UNDEFINED.get(id(base))
+    if got is None or got[0] is not base:
+        got = _UNDEFINED[id(base)] = (base, maybe_undefined(base))
+    return maybe_undefined(cand) - got[1]
 
 
 def unbound(tree: ast.Module) -> set[str]:
@@ -141,16 +188,16 @@ def unbound(tree: ast.Module) -> set[str]:
     name, a builtin): a candidate with one fails in cuTile, so it is not compiled at all."""
     import builtins
     k = parts(tree).kernel
-    bound = {a.arg for a in k.args.args} | {n.id for n in ast.walk(k) if isinstance(n, ast.Name)
+    bound = {a.arg for a in k.args.args} | {n.id for n in nodes(k) if isinstance(n, ast.Name)
                                            and isinstance(n.ctx, ast.Store)}
     for node in tree.body:
         if isinstance(node, ast.Assign):
-            bound |= {n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+            bound |= {n.id for t in node.targets for n in nodes(t) if isinstance(n, ast.Name)}
         elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
             bound.add(node.name)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             bound |= {(a.asname or a.name).split(".")[0] for a in node.names}
-    used = {n.id for n in ast.walk(k) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    used = {n.id for n in nodes(k) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
     return used - bound - set(dir(builtins))
 
 
@@ -159,13 +206,13 @@ def _unbinds(kernel: ast.FunctionDef, removed: list[ast.stmt]) -> bool:
     check :func:`unbound` makes on a built candidate, made here on the kernel as it is, in one walk, before a copy:
     in a kernel whose values feed each other most single deletions are such, and building each one — copy, edit,
     clean, unparse — cost seconds per batch on a big kernel)."""
-    inside = {id(n) for s in removed for n in ast.walk(s)}
-    lost = {n.id for s in removed for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    inside = {id(n) for s in removed for n in nodes(s)}
+    lost = {n.id for s in removed for n in nodes(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     if not lost:
         return False
     lost -= {a.arg for a in kernel.args.args}
     read = set()
-    for n in ast.walk(kernel):
+    for n in nodes(kernel):
         if id(n) in inside or not isinstance(n, ast.Name):
             continue
         if isinstance(n.ctx, ast.Store):
@@ -350,8 +397,11 @@ def _block_index(e: ast.expr) -> tuple[ast.expr, ast.expr] | None:
 
 
 def operands(tree: ast.Module) -> Iterator[Candidate]:
-    """Replace an assigned value by one of its operands (``w = ct.reshape(x, s)`` → ``w = x``; ``a * b`` → ``a``)."""
+    """Replace an assigned value by one of its operands (``w = ct.reshape(x, s)`` → ``w = x``; ``a * b`` → ``a``);
+    never by a kernel array parameter (``a = ct.gather(X, …)`` → ``a = X``: an array where a tile was, which cuTile
+    refuses: :func:`tileprobe.reduce.static.array_params`)."""
     k = parts(tree).kernel
+    arrays = array_params(k)
     for path, s in _statements(k):
         if not isinstance(s, ast.Assign):
             continue
@@ -365,7 +415,7 @@ def operands(tree: ast.Module) -> Iterator[Candidate]:
         for m, sub in enumerate(subs):
             if isinstance(sub, (ast.Constant, ast.Tuple, ast.Attribute)):
                 continue
-
+            label = f"`{_short(s.targets[0], 20)} = {_short(sub, 40)}` instead of"
             def edit(t, path=path, m=m, method=method):
                 L, j = _locate(parts(t).kernel, path)
                 val = L[j].value
@@ -376,9 +426,12 @@ def operands(tree: ast.Module) -> Iterator[Candidate]:
                     L[j].value = (val.left, val.right)[m]
             what = (f"ct.{v.func.attr}" if isinstance(v, ast.Call) and is_ct(v.func) else
                     f".{func.attr}()" if func is not None else _short(v, 30))
-            yield _lazy(tree, edit, f"`{_short(s.targets[0], 20)} = {_short(sub, 40)}` instead of {what}",
-                        f"{what} in `{_short(s, 50)}`{_where(k, path)}", "operand",
-                        key=f"operand:{m}:{ast.unparse(s)}")
+            c = _lazy(tree, edit, f"{label} {what}", f"{what} in `{_short(s, 50)}`{_where(k, path)}", "operand",
+                      key=f"operand:{m}:{ast.unparse(s)}")
+            if isinstance(sub, ast.Name) and sub.id in arrays:      # an array where a tile was: never compiled
+                c.build = functools.partial(Refused, f"cuTile refuses it: `{sub.id}` is an array, not a tile "
+                                                     "(TypeCheckingError: expected a tile)")
+            yield c
 
 
 def constants(tree: ast.Module) -> Iterator[Candidate]:
@@ -484,13 +537,16 @@ PASSES = (chunks, deletions, branches, loops, gather_load, keywords, operands, c
 
 
 def candidates(tree: ast.Module, keep_hints: dict, skip: Callable[[str], bool] | None = None,
-               stop: Callable[[], bool] | None = None) -> Iterator[Candidate]:
+               stop: Callable[[], bool] | None = None, refused: bool = False) -> Iterator[Candidate]:
     """Every candidate of one round, built: the hint values first (each one dropped makes every later compile
     cheaper), then :data:`PASSES` in order. A candidate whose ``key`` ``skip`` names is not built (it failed in an
     earlier round); the generation ends as soon as ``stop()`` says so (a budget checked between candidates, not
-    only between compiles: building the candidates of an 800-line kernel takes minutes)."""
+    only between compiles: building the candidates of an 800-line kernel takes minutes). ``refused``: also the
+    candidates a static check refused (``source`` "", ``refusal`` set): "what matters" lists them, uncompiled."""
     _CONSTS.clear()
     _CONSTS[id(parts(tree).kernel)] = set(module_constants(tree))
+    _UNDEFINED.clear()
+    _TEXT.clear()
     gens = [hint_values(tree, keep_hints), *(p(tree) for p in PASSES)]
     for gen in gens:
         for c in gen:
@@ -498,5 +554,5 @@ def candidates(tree: ast.Module, keep_hints: dict, skip: Callable[[str], bool] |
                 return
             if skip is not None and skip(c.key):
                 continue
-            if c.source:
+            if c.source or (refused and c.refusal):
                 yield c

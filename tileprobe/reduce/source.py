@@ -11,6 +11,7 @@ import hashlib
 import io
 import sys
 import tokenize
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TypeGuard
 
@@ -163,4 +164,21 @@ def is_ct(func: ast.expr, name: str | None = None) -> TypeGuard[ast.Attribute]:
 
 def names_used(node: ast.AST) -> set[str]:
     """Every name read anywhere under ``node``."""
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    return {n.id for n in nodes(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def nodes(node: ast.AST) -> Iterator[ast.AST]:
+    """``node`` and every node under it, in no particular order: :func:`ast.walk` for callers that collect sets or
+    ask ``any``, 2.2× faster (a stack and ``_fields`` instead of ``ast.iter_child_nodes``' generators: 28,041
+    nodes walked 5 times in 0.065 s against 0.145 s, 2026-12-05). Building a round's candidates walked the tree
+    ~36,000 times for a 200-statement kernel, two thirds of its time (cProfile of ``bench_generation.py``)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        for f in n._fields:
+            v = getattr(n, f, None)
+            if type(v) is list:
+                stack.extend([x for x in v if isinstance(x, ast.AST)])
+            elif isinstance(v, ast.AST):
+                stack.append(v)
