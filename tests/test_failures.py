@@ -388,7 +388,7 @@ def test_ctrl_c_while_the_cli_builds_its_parser_is_one_line_and_130(monkeypatch,
     traceback and exit -2 (session 9's hostile test): now the one line and exit 130 of a Ctrl-C later on."""
     import tileprobe.cli as cli
 
-    def interrupted():
+    def interrupted(only=None):
         raise KeyboardInterrupt
     monkeypatch.setattr(cli, "build_parser", interrupted)
     assert cli.main(["audit", "x.py"]) == 130

@@ -233,12 +233,15 @@ def has_colour(png: Path, rgb: tuple, tol: float = 0.06) -> bool:
 
 
 def check_in_chromium(page: Path, tmp: Path, n_svg: int) -> None:
-    dom = run_chromium(page, tmp / "profile-dom", "--dump-dom")
+    """One Chromium run renders ``page``, dumps its DOM and takes a screenshot (headless Chromium does both in one
+    run: one browser start per page, not two): no console message or failed load, ``n_svg`` plots in the DOM, and
+    the plots' blue in the screenshot."""
+    shot = tmp / (page.stem + ".png")
+    dom = run_chromium(page, tmp / f"profile-{page.stem}", "--dump-dom", f"--screenshot={shot}",
+                       "--window-size=1400,2400", "--hide-scrollbars")
     assert browser_problems(dom.stderr) == []
     assert dom.stdout.count("<svg") == n_svg and dom.stdout.count('<figure class="plot">') == n_svg
     assert '<table class="audit">' in dom.stdout
-    shot = tmp / (page.stem + ".png")
-    run_chromium(page, tmp / "profile-shot", f"--screenshot={shot}", "--window-size=1400,2400", "--hide-scrollbars")
     assert shot.stat().st_size > 20_000
     assert has_colour(shot, OKABE_BLUE), "no plot line (Okabe-Ito blue) in the screenshot: the SVG plots did not render"
 

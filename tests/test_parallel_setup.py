@@ -37,3 +37,15 @@ def test_files_with_a_slow_test_come_first_in_their_order():
     conftest._slow_files_first(items)
     assert [(i.name, i.get_closest_marker("slow") is not None) for i in items] == [
         ("v.py", True), ("v.py", False), ("g.py", True), ("a.py", False), ("b.py", False), ("c.py", False)]
+
+
+def test_auto_starts_two_workers_per_cpu_up_to_eight_more(monkeypatch):
+    """``-n auto``: the CPUs this process may use plus as many again, at most 8 more (the tests wait as much as they
+    compute); pytest-xdist's own variable, when set, decides instead (the hook answers None and xdist reads it)."""
+    monkeypatch.delenv("PYTEST_XDIST_AUTO_NUM_WORKERS", raising=False)
+    for cpus, workers in ((1, 2), (2, 4), (8, 16), (32, 40)):
+        monkeypatch.setattr(os, "sched_getaffinity", lambda pid, n=cpus: set(range(n)))
+        assert conftest.pytest_xdist_auto_num_workers(None) == workers
+    monkeypatch.setenv("PYTEST_XDIST_AUTO_NUM_WORKERS", "3")
+    assert conftest.pytest_xdist_auto_num_workers(None) is None
+

@@ -55,9 +55,20 @@ def mypy(*paths: str, cache_dir: Path) -> tuple[int, list[MypyError], str]:
 
 
 @pytest.fixture(scope="module")
-def tileprobe_errors(tmp_path_factory) -> list[MypyError]:
-    """mypy's errors on tileprobe/ (one run per test module; its cache in a temporary folder of its own)."""
-    status, errors, out = mypy(cache_dir=tmp_path_factory.mktemp("mypy_cache"))
+def mypy_cache(request, tmp_path_factory) -> Path:
+    """mypy's cache folder for this module's runs: pytest's cache folder (``.pytest_cache/d/mypy``), kept across test
+    runs, so that mypy re-checks only the modules that changed and what depends on them (mypy's incremental mode,
+    its default: the same errors as a cold run; a new mypy or a changed [tool.mypy] invalidates the cache). The cold
+    run took 38 s on the idle 2-core machine (docs/LOG.md §52), a warm one a few seconds. A temporary folder of its
+    own when pytest's cache is off (``-p no:cacheprovider``)."""
+    cache = getattr(request.config, "cache", None)
+    return cache.mkdir("mypy") if cache is not None else tmp_path_factory.mktemp("mypy_cache")
+
+
+@pytest.fixture(scope="module")
+def tileprobe_errors(mypy_cache) -> list[MypyError]:
+    """mypy's errors on tileprobe/ (one run per test module)."""
+    status, errors, out = mypy(cache_dir=mypy_cache)
     assert (status == 0) == (not errors), out[-3000:]
     return errors
 
@@ -70,8 +81,8 @@ def require_no_errors(errors: list[MypyError]) -> None:
         "with a blanket ignore:\n" + "\n".join(map(str, errors)))
 
 
-def test_a_deliberate_type_error_is_reported_on_its_line_and_fails_the_check(tmp_path):
-    status, errors, out = mypy(str(FIXTURE.relative_to(ROOT)), cache_dir=tmp_path / "cache")
+def test_a_deliberate_type_error_is_reported_on_its_line_and_fails_the_check(mypy_cache):
+    status, errors, out = mypy(str(FIXTURE.relative_to(ROOT)), cache_dir=mypy_cache)
     marked = next(i for i, text in enumerate(FIXTURE.read_text(encoding="utf-8").splitlines(), 1)
                   if "# deliberate" in text)
     assert status == 1, out
