@@ -133,3 +133,33 @@ def test_inside_a_session_the_kept_facts_are_read_once_and_all_written(cache_on,
     code.write_text("x = 22\n")
     with loader_sessions():
         assert launch_cache.known(path, items) == [None] * 4
+
+
+def test_owned_temp_folders_sweep_the_leftovers_once_a_while_not_each_time(tmp_path, monkeypatch):
+    """Each intake asks its loader through an owned temp folder: the sweep of the temp folder's leftovers (a dead
+    owner's) runs at the first, then not again within procs.SWEEP_EVERY_S."""
+    import subprocess
+    import sys
+    import tempfile
+
+    from tileprobe import procs
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(procs, "_SWEPT", {})
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+
+    def leftover(name):
+        folder = tmp_path / f"{procs.TEMP_PREFIX}{name}"
+        folder.mkdir()
+        (folder / procs.OWNER_MARKER).write_text(f"{dead.pid} 1\n")
+        return folder
+    first = leftover("audit-old")
+    with procs.owned_tempdir("load"):
+        assert not first.exists()                 # swept at the first use here
+    second = leftover("audit-older")
+    with procs.owned_tempdir("load"):
+        assert second.exists()                    # not again at once
+    monkeypatch.setattr(procs, "SWEEP_EVERY_S", 0.0)
+    with procs.owned_tempdir("load"):
+        assert not second.exists()                # and again once the interval has passed
+    assert os.listdir(tmp_path) == []

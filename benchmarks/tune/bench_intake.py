@@ -6,7 +6,7 @@ No compile and no GPU: each candidate gets a compile record made here with what 
 a signature whose tile sizes are constants), as a compiled candidate would have. The plan cache is on, in a folder of
 this run's own (as in a tune: the facts are kept, so each batch is of candidates not asked before).
 
-    python benchmarks/tune/bench_intake.py [PROBE] [--batch 16] [--batches 4] [--num-sms 132]
+    python benchmarks/tune/bench_intake.py [PROBE] [--batch 16] [--batches 4] [--num-sms 132] [--seed 0]
 
 Default probe: benchmarks/probes/tilegym_matmul_648.py (needs TileGym and torch on ``sys.path``). Prints the plan's
 wall, then each intake's wall and the mean.
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import sys
 import tempfile
 import time
@@ -39,6 +40,8 @@ def main() -> int:
     ap.add_argument("--batches", type=int, default=4)
     ap.add_argument("--num-sms", type=int, default=132)
     ap.add_argument("--arch", default="sm_90")
+    ap.add_argument("--seed", type=int, default=0,
+                    help="the candidates in a shuffled order, as a search lands them (-1: the space's order)")
     a = ap.parse_args()
     os.environ.setdefault("XDG_CACHE_HOME", tempfile.mkdtemp(prefix="bench_intake_"))
     os.environ["TILEPROBE_PLAN_CACHE"] = "1"
@@ -54,6 +57,8 @@ def main() -> int:
             return 1
         problem = problems[0]
         cands = [Candidate(problem, cfg) for cfg in problem.configs]
+        if a.seed >= 0:
+            random.Random(a.seed).shuffle(cands)
         for c in cands:
             c.record = _record(c, a.arch)
         walls = []
@@ -65,7 +70,10 @@ def main() -> int:
             bad = [f for f in facts.values() if isinstance(f, Exception)]
             print(f"intake {b}: {len(batch)} candidates, {walls[-1]:.2f} s, {len(facts)} facts, {len(bad)} errors"
                   + (f" ({bad[0]})" if bad else ""))
-        print(f"mean intake: {sum(walls) / len(walls):.2f} s; load average {os.getloadavg()[0]:.1f}")
+        from tileprobe.probe.contained import current_session
+        session = current_session()
+        kids = f"; loader children started {session.started}, reused {session.reused}" if session else ""
+        print(f"mean intake: {sum(walls) / len(walls):.2f} s; load average {os.getloadavg()[0]:.1f}{kids}")
     return 0
 
 
