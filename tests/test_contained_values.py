@@ -83,6 +83,10 @@ def test_the_wire_keeps_tuples_and_refuses_what_is_not_data():
         wire.encode([Kind.A], "cases")
     with pytest.raises(wire.NotData, match="more than 4,300 digits"):
         wire.encode(10 ** 5000)
+    for big in (10 ** 4300, -10 ** 4300):          # the limit, made once (wire._INT_LIMIT), on both sides
+        with pytest.raises(wire.NotData, match="more than 4,300 digits"):
+            wire.encode([1, big])
+    assert wire.loads(wire.dumps([10 ** 4300 - 1, 1 - 10 ** 4300])) == [10 ** 4300 - 1, 1 - 10 ** 4300]
     deep: list = []
     for _ in range(100):
         deep = [deep]

@@ -92,6 +92,12 @@ def test_a_budget_that_suffices_searches_around_the_leaders_and_finds_the_fastes
     sample, neighbours = (int(x) for x in re.findall(r"(\d+) (?:from a balanced sample|neighbours)", note))
     assert compiled + (int(stored.group(1)) if stored else 0) == 12 and sample + neighbours == compiled
     assert neighbours >= 1                                         # the race's leaders steered some of the compiles
+    # what the race waited for to take in what landed: the landed candidates and the intakes' seconds
+    took = re.search(r"; (\d+) landed candidates taken into the race in (\d+) intakes? \(([\d.]+) s each on "
+                     r"average, the longest ([\d.]+) s\)$", note)
+    assert took is not None, note
+    landed, intakes, mean_s, longest_s = int(took.group(1)), int(took.group(2)), *map(float, took.groups()[2:])
+    assert 1 <= intakes <= landed <= 12 and 0.0 <= mean_s <= longest_s < 60.0
     assert p.coverage["compiled"] == 12 and "not_searched" not in p.dropped   # time for everything: all tried
     assert res.times["compile_s"] > 0 and res.times["race_s"] > 0
     # the JSON keeps every row and the search's notes

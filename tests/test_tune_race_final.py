@@ -707,11 +707,12 @@ def test_an_intake_after_a_wait_is_reported_to_the_race_too():
     def timed(landed):
         time.sleep(0.05)                 # the contained child asked for their launches
         return [c for c in landed]
-    fake = types.SimpleNamespace(ended=False, feed=feed, plan=plan, _keep=lambda *a: None, _timed=timed,
+    fake = types.SimpleNamespace(ended=False, feed=feed, plan=plan, _keep=lambda *a: None, _timed=timed, intakes=[],
                                  landing=types.SimpleNamespace(land=lambda rec: (plan, rec[-1])),
                                  race=types.SimpleNamespace(time_left_s=lambda: 5.0, note_intake=told.append))
     new, more = Overlap._arrivals(fake, True)
     assert new == ["a"] and more is True and len(told) == 1 and told[0] >= 0.05
+    assert [(i.candidates, i.seconds) for i in fake.intakes] == [(1, told[0])]     # kept for the search's note
     fake.feed.put(None)                  # the search ended, nothing landed: no intake to report
     assert Overlap._arrivals(fake, True) == ([], False) and len(told) == 1
     # the race side, on the fake clock: a and b land during the race's first wait, x later

@@ -15,6 +15,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from tileprobe.run.watchdog import WorkerStartError
 from tileprobe.tune.gpu import WorkerBench
@@ -22,6 +23,14 @@ from tileprobe.tune.race import MIN_RACE_S, Race
 from tileprobe.tune.search import FINISH_S
 from tileprobe.tune.static import Candidate, Landing, Plan, dedupe_one
 from tileprobe.tune.table_doc import GpuInfo
+
+
+@dataclass(frozen=True)
+class Intake:
+    """One intake of landed candidates by the race (:meth:`Overlap._arrivals`): how many landed together, and the
+    seconds their launch facts and dedupe took (wall, the race thread's), which the race waits for."""
+    candidates: int
+    seconds: float
 
 
 class Overlap:
@@ -51,6 +60,7 @@ class Overlap:
         self.no_sm_note, self.bench_kw, self.settings = no_sm_note, bench_kw, settings
         self.fallback_get, self.make_result, self.progress = fallback_get, make_result, progress
         self.facts_of = facts_of
+        self.intakes: list[Intake] = []
         self.feed: queue.Queue = queue.Queue()
         self.cubins: dict[str, bytes] = {}
         self.gpu: dict = {}
@@ -169,8 +179,10 @@ class Overlap:
                     landed.append(hit[1])
             t0 = time.perf_counter()
             new += self._timed(landed)
+            if landed:
+                self.intakes.append(Intake(len(landed), time.perf_counter() - t0))
             if landed and self.race is not None:     # the intake's cost, held back from the race's line
-                self.race.note_intake(time.perf_counter() - t0)
+                self.race.note_intake(self.intakes[-1].seconds)
             if not block or waited_out:
                 break
         return new, not self.ended

@@ -365,17 +365,19 @@ def _fill_key(fn: Callable) -> str:
         repr([c.cell_contents for c in cells])
 
 
-def probe_launch(c: Candidate, num_sms: int) -> tuple[tuple, list]:
+def probe_launch(c: Candidate, num_sms: int, args_memo: dict | None = None) -> tuple[tuple, list]:
     """The probe's own part of a launch's identity: its grid for ``num_sms`` and its runtime arguments (every launch
     argument that is not a compile-time constant), as data. Runs the probe's ``grid`` and ``args``: in the process
     that holds the :class:`~tileprobe.probe.define.Probe` (a contained child for probe files, :func:`launch_task`).
+    ``args_memo``: the ``args`` made so far for other candidates, by case and the context ``args`` takes
+    (:func:`_case_args`), shared by the candidates of one case.
 
     Raises:
         ProbeError: the probe's ``grid`` or ``args`` failed, or the probe has no ``grid``.
     """
     from tileprobe.probe.define import context_kwargs
     from tileprobe.run.launch import grid3
-    from tileprobe.run.worker import grid_hints, launch_context
+    from tileprobe.run.worker import grid_hints
     probe, rec = c.problem.probe, _record(c)
     # by construction: a probe held as data (ProbeInfo) has this run in its contained child (launch_facts)
     assert not isinstance(probe, ProbeInfo)
@@ -388,10 +390,41 @@ def probe_launch(c: Candidate, num_sms: int) -> tuple[tuple, list]:
     except Exception as e:
         from tileprobe.probe.define import _probe_error_from
         raise _probe_error_from(e, probe.source, f"grid({c.case}) failed") from e
-    args = probe.launch_args(c.case, **launch_context(record, num_sms))   # as run and the GPU stage do
     sig = rec.signature or []
-    runtime = [_arg_key(a) for i, a in enumerate(args) if i >= len(sig) or sig[i].get("kind") != "constant"]
+    def runtime_of(args: tuple) -> list:
+        return [_arg_key(a) for i, a in enumerate(args) if i >= len(sig) or sig[i].get("kind") != "constant"]
+    runtime = runtime_of(_case_args(probe, c.case, record, num_sms, args_memo))
+    if args_memo is not None and _names_an_address(runtime):    # an object of its own: made for this one, as before
+        runtime = runtime_of(_case_args(probe, c.case, record, num_sms, None))
     return grid, runtime
+
+
+def _case_args(probe, case: dict, record: dict, num_sms: int, memo: dict | None) -> tuple:
+    """``probe.launch_args`` for ``case`` with the record's launch context, as run and the GPU stage make them;
+    taken from ``memo`` (then kept in it) when made before for the same case and the same context keywords ``args``
+    declares (:func:`~tileprobe.run.worker.launch_context`): the candidates of one case differ in hints, which an
+    ``args`` that takes no ``hints=`` never sees. The TileGym matmul's 648 configurations are 27 cases."""
+    from tileprobe.probe.define import context_kwargs
+    from tileprobe.run.worker import launch_context
+    ctx = launch_context(record, num_sms)
+    if memo is None:
+        return probe.launch_args(case, **ctx)
+    used = context_kwargs(probe.args, **ctx)
+    key = repr([sorted(case.items(), key=lambda kv: str(kv[0])),
+                sorted(((k, sorted(v.items(), key=lambda kv: str(kv[0])) if isinstance(v, dict) else v)
+                        for k, v in used.items()), key=lambda kv: kv[0])])
+    if key not in memo:
+        memo[key] = probe.launch_args(case, **ctx)
+    return memo[key]
+
+
+def _names_an_address(runtime: list) -> bool:
+    """Whether a runtime argument's text holds an object's address (``at 0x…``): such an object is made per
+    candidate, never shared (sharing it would make two candidates' launches look alike where they did not)."""
+    import json
+
+    from tileprobe.tune.launch_cache import ADDRESS
+    return bool(ADDRESS.search(json.dumps(runtime, default=repr)))
 
 
 def launch_task(path: str, stage: Callable[[str], None], index: int, num_sms: int,
@@ -409,13 +442,14 @@ def launch_task(path: str, stage: Callable[[str], None], index: int, num_sms: in
         return [], [str(e) if isinstance(e, ProbeError) else
                     str(_probe_error_from(e, os.path.abspath(path), "importing the probe file"))]
     out: list[list | str] = []
+    args_memo: dict = {}      # the probe's args by case: the candidates of one case share them (_case_args)
     for values, config, rec in items:
         c = Candidate(Problem(probe, values), Config(tuple(map(tuple, config[0])), tuple(map(tuple, config[1]))),
                       VariantRecord.from_dict(rec))
         stage(f"grid() and args() of {c.id}" + (f" ({c.problem.label})" if values else ""))
         try:
             with probe_code_guard():
-                grid, runtime = probe_launch(c, num_sms)
+                grid, runtime = probe_launch(c, num_sms, args_memo)
             wire.encode([list(grid), runtime], "the launch")
             out.append([list(grid), runtime])
         except wire.NotData as e:
