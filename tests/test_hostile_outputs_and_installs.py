@@ -117,6 +117,59 @@ def test_a_forged_index_meta_after_an_edit_is_caught_by_use_and_the_table_read_w
         assert [r["search"]["config"] for _, r in answerer.rows[key]] == [{"TILE": 7}]
 
 
+@pytest.mark.parametrize("forgery", ["edited", "added", "removed", "no digest"])
+def test_a_forged_index_bucket_is_caught_by_use_and_the_table_read_whole(tmp_path, monkeypatch, capsys, forgery):
+    """A bucket of the index edited to a row the table does not hold (the table and ``meta.json`` untouched): it was
+    served, since ``tileprobe use`` hashed only the table (a hostile tester, 2026-12-05). The buckets' digest is
+    written at export and checked with the table's hash, once per ``use`` command: a bucket edited, added or
+    removed, or an index without the digest, is said and the table read whole; the searching process's own check
+    (size, mtime) is as before."""
+    from tileprobe.record.hook import load_capture
+    from tileprobe.tune.table_store import write_index
+    cap = load_capture()
+    key, other = "00aa" * 4, "ffbb" * 4
+    row = {"case": {"config": "C0"}, "search": {"key": key, "config": {"TILE": 1}}}
+    doc = {"schema_version": 1, "kind": "tileprobe.tune", "kernels": {"a": [row]}}
+    table = tmp_path / "t.json"
+    table.write_text(json.dumps(doc))
+    write_index(str(table), doc)
+    monkeypatch.delenv(cap.ENV_NO_INDEX, raising=False)
+    assert cap.index_mismatch(str(table)) is None
+    folder = tmp_path / "t.json.index"
+    bucket = folder / f"{cap.index_bucket(key)}.json"
+    forged = {**row, "search": {"key": key, "config": {"TILE": 999}}}
+    if forgery == "edited":
+        bucket.write_text(json.dumps([["a", forged]]))
+        served = [{"TILE": 999}]
+    elif forgery == "added":
+        (folder / f"{cap.index_bucket(other)}.json").write_text(
+            json.dumps([["a", {**forged, "search": {"key": other, "config": {"TILE": 999}}}]]))
+        key, served = other, [{"TILE": 999}]
+    elif forgery == "removed":
+        bucket.unlink()
+        served = []
+    else:
+        meta = json.loads((folder / "meta.json").read_text())
+        del meta["buckets_sha256"]
+        (folder / "meta.json").write_text(json.dumps(meta))
+        served = [{"TILE": 1}]
+    assert [r["search"]["config"] for _, r in cap.index_rows(str(table), key)] == served   # each process: fooled
+    why = cap.index_mismatch(str(table))
+    assert why == ("its meta.json holds no SHA-256 of its buckets (an older tileprobe wrote it, or not tileprobe)"
+                   if forgery == "no digest" else "its buckets are not the ones its meta.json names (a bucket was "
+                   "edited, added or removed after the export)"), why
+    assert main(["use", str(table), "--env"]) == 0
+    out = capsys.readouterr()
+    assert f"export {cap.ENV_NO_INDEX}={table}" in out.out, out.out
+    assert f"the index {table}.index is not this table's: {why}" in " ".join(out.err.split()), out.err
+    monkeypatch.setenv(cap.ENV_NO_INDEX, str(table))       # what the command's processes get
+    assert cap.index_rows(str(table), key) is None
+    answerer = cap.Answerer(str(table))
+    answerer.load()
+    assert [r["search"]["config"] for _, r in answerer.rows.get(key, [])] == \
+        ([] if forgery == "added" else [{"TILE": 1}])
+
+
 @pytest.mark.parametrize("version", ["00001.6.0", "1.06.0", "1.6.00", "1.6.0rc05", " 1.6.0", "1.6.0\n"])
 def test_a_frontend_version_must_be_spelled_as_the_release_is(tmp_path, monkeypatch, capsys, version):
     monkeypatch.setenv("TILEPROBE_TOOLCHAINS", str(tmp_path))

@@ -223,6 +223,26 @@ def test_every_question_to_a_tool_has_the_one_timeout_and_kills_its_group(tmp_pa
     assert _marked(marker) == []
 
 
+def test_a_hung_compilers_setsid_grandchild_ends_with_the_command_that_timed_it_out(tmp_path):
+    """A fake tileiras that starts a ``setsid`` grandchild ignoring SIGTERM and SIGHUP, then hangs: ``tileprobe
+    reduce`` said the timeout and exited 1, and the grandchild lived on (a hostile tester, 2026-12-05). Nothing of it
+    is alive 5 s after the command ended."""
+    marker = f"28{os.getpid() % 1000}.26"
+    fake = tmp_path / "tileiras"
+    fake.write_text(f"#!/bin/bash\nsetsid bash -c 'trap \"\" TERM HUP; sleep {marker}' &\nsleep 1000\n")
+    fake.chmod(0o755)
+    env = {**os.environ, "PYTHONPATH": ROOT, "TILEPROBE_TOOL_TIMEOUT_S": "2", "TMPDIR": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-m", "tileprobe", "reduce", PROBE, "--arch", "sm_90", "--property",
+                           "no spills", "--tileiras", str(fake), "-o", str(tmp_path / "out")], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and "did not answer within 2 s (TILEPROBE_TOOL_TIMEOUT_S)" in proc.stderr, \
+        (proc.returncode, proc.stderr)
+    end = time.monotonic() + 5.0
+    while _marked(marker) and time.monotonic() < end:
+        time.sleep(0.1)
+    assert _marked(marker) == []
+
+
 def test_a_temp_folder_whose_owner_is_an_unreaped_zombie_is_swept(tmp_path):
     """An orphan of a SIGKILLed command under a subreaper that never waits stays a zombie: its temp folder is still
     a leftover (it failed test_killed_audit_leaves_no_process_and_no_temp_folder[SIGKILL] in full runs)."""

@@ -143,6 +143,20 @@ def test_a_tool_is_judged_by_its_exit_not_by_a_detached_child_that_holds_its_out
     assert alive == [], alive
 
 
+def test_a_hung_tools_setsid_grandchild_that_ignores_sigterm_does_not_outlive_the_timeout():
+    """A tool that hangs after starting ``setsid bash -c 'trap "" TERM HUP; sleep …'`` (its own session: not in the
+    tool's group, which the timeout SIGKILLs): the grandchild, which holds the tool's output, lived on after the
+    timeout (a hostile tileiras, 2026-12-05). It is SIGKILLed with the tool and named; nothing is left 5 s after."""
+    mark = _marker(5)
+    script = f"setsid bash -c 'trap \"\" TERM HUP; sleep {mark}' & echo started; sleep 1000"
+    t0 = time.monotonic()
+    rc, out, err = run_in_group(["bash", "-c", script], None, 2.0, text=True)
+    assert rc is None and out == "started\n" and time.monotonic() - t0 < 10, (rc, out, err)
+    assert "[tileprobe: bash timed out after 2 s, and left " in err and "holding its output, which were killed" in err
+    assert "(sleep)" in err and err.count("(sleep)") == 1, err     # the tool's own `sleep 1000` went with its group
+    assert _gone(mark)
+
+
 def test_a_tool_whose_children_end_with_it_gets_no_note():
     from tileprobe.procs import run_in_group
     rc, out, err = run_in_group(["sh", "-c", "sleep 0.2 & wait; echo done"], None, 60)

@@ -216,6 +216,59 @@ def test_a_damaged_index_is_said_by_the_commands_that_read_rows_before_they_read
         assert s.read_only is False
 
 
+def _compiles_without_the_index(path: str) -> int:
+    """The rows of the store's ``compiles`` table read past its (damaged) index: the store file is still SQLite's."""
+    with sqlite3.connect(path) as c:
+        return c.execute("SELECT COUNT(*) FROM compiles NOT INDEXED").fetchone()[0]
+
+
+def test_a_damage_note_path_that_is_a_link_is_replaced_not_followed(tmp_path, capsys):
+    """A link at the damage note's path (``s.sqlite.damaged -> s.sqlite``, or to any other file) made the note
+    overwrite what it points at (the store itself: a hostile tester, 2026-12-05): the link is replaced by the note,
+    the store and the other file are as they were."""
+    for target in ("s.sqlite", "victim.txt"):
+        folder = tmp_path / target.replace(".", "_")
+        folder.mkdir()
+        path = str(folder / "s.sqlite")
+        _filled(path, 6)
+        _damage_an_index(path)
+        (folder / "victim.txt").write_text("the user's own file\n")
+        os.symlink(target, health.note_path(path))
+        assert main(["history", "--store", path]) != 0
+        err = capsys.readouterr().err
+        assert "is damaged (PRAGMA integrity_check: row 1 missing from index compiles_by_kernel" in err, err
+        assert (folder / "victim.txt").read_text() == "the user's own file\n"
+        assert _compiles_without_the_index(path) == 6       # the store is still the store, all its rows there
+        note = health.note_path(path)
+        assert not os.path.islink(note) and os.path.isfile(note)
+        assert "row 1 missing from index compiles_by_kernel" in open(note).read()
+        assert not [n for n in os.listdir(folder) if n.endswith(".tmp")]       # no temporary note left
+
+
+def test_a_damage_note_path_that_is_a_fifo_does_not_hang_the_command(tmp_path):
+    """A FIFO at the damage note's path hung ``history`` and ``store prune`` (the note's ``open`` for writing waits
+    for a reader: a hostile tester, 2026-12-05): each says the damage and exits in bounded time, the FIFO replaced
+    by the note."""
+    path = str(tmp_path / "s.sqlite")
+    _filled(path, 6)
+    _damage_an_index(path)
+    env = dict(os.environ, PYTHONPATH=ROOT, TILEPROBE_STORE=str(tmp_path / "default.sqlite"))
+    for argv in (["history", "--store", path], ["store", "--store", path, "prune", "--keep-latest", "0"]):
+        note = health.note_path(path)
+        if os.path.lexists(note):
+            os.remove(note)
+        os.mkfifo(note)
+        try:
+            proc = subprocess.run([sys.executable, "-m", "tileprobe", *argv], capture_output=True, text=True,
+                                  env=env, timeout=120)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"{argv} blocked on the FIFO at the damage note's path")
+        assert proc.returncode != 0, (argv, proc.stdout, proc.stderr)
+        assert "is damaged (PRAGMA integrity_check: row 1 missing from index" in proc.stderr, (argv, proc.stderr)
+        assert os.path.isfile(note) and not os.path.islink(note)
+    assert _compiles_without_the_index(path) == 6
+
+
 def test_a_sound_store_clears_an_old_damage_note(tmp_path):
     path = str(tmp_path / "s.sqlite")
     _filled(path)

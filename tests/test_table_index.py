@@ -44,6 +44,7 @@ def test_the_index_gives_each_search_keys_rows_as_the_table_does(tmp_path):
     assert cap.index_rows(str(table), "1234" * 4) == []               # current index, no row: a miss at once
     buckets = sorted(f"{cap.index_bucket(k)}.json" for k in ("00aa" * 4, "ffbb" * 4))
     assert sorted(os.listdir(str(table) + ".index")) == [*buckets, "meta.json"]
+    assert cap.index_mismatch(str(table)) is None      # the writer's hashes of table and buckets are the reader's
 
 
 def test_an_index_older_than_its_table_damaged_or_not_a_file_is_passed_over(tmp_path):

@@ -204,7 +204,10 @@ def run_in_group(command: list[str], env: dict | None, timeout_s: float,
     """Run a tool (tileiras, ptxas, nvcc) in a process group of its own (its children, e.g. ptxas, are in it too),
     standard input from ``/dev/null``, SIGKILLed by the kernel if this process dies
     (:func:`preexec_die_with_parent`), for at most ``timeout_s`` seconds. Its whole group is SIGKILLed when it ends
-    (a stray ptxas it left), when it times out, and when this process is interrupted (the exception goes on).
+    (a stray ptxas it left), when it times out, and when this process is interrupted (the exception goes on). What
+    it started outside its group (``setsid``) that still holds its output is SIGKILLed and named in the returned
+    stderr, when it exited and when it timed out (a hung tileiras's ``setsid`` grandchild outlived the timeout: a
+    hostile tester, 2026-12-05).
     ``text``: the output decoded as ``subprocess`` does with ``text=True`` (undecodable bytes replaced), else
     bytes. ``env``: its environment (None: this one's). Of each stream at most :data:`OUTPUT_KEEP_BYTES` of its
     start and of its end are kept (:class:`BoundedOutput`): a flood is read and dropped, not held.
@@ -233,7 +236,8 @@ def run_in_group(command: list[str], env: dict | None, timeout_s: float,
     proc.wait()
     out, err = (b.data() for b in streams)
     if held:    # named where its output is read: what the tool left running holding it was ended
-        err += (f"\n[tileprobe: {os.path.basename(command[0])} exited, and left {len(held)} process(es) holding its "
+        how = "exited" if finished else f"timed out after {timeout_s:g} s"
+        err += (f"\n[tileprobe: {os.path.basename(command[0])} {how}, and left {len(held)} process(es) holding its "
                 f"output, which were killed: {', '.join(held)}]\n").encode()
     if text:     # as subprocess's text=True: undecodable bytes replaced, universal newlines
         return (proc.returncode if finished else None), _text(out), _text(err)
@@ -285,7 +289,8 @@ EXITED_READ_S = 1.0
 
 def _pump(proc: subprocess.Popen, streams: tuple, deadline: float, held: list | None = None) -> bool:
     """Read ``proc``'s stdout and stderr into ``streams`` until both end and it exits (True), or until ``deadline``
-    (False: its group is SIGKILLed and what it wrote so far is kept). Once ``proc`` has exited its output is read
+    (False: its group is SIGKILLed, and the processes outside it that hold its output, each added to ``held``; what
+    it wrote so far is kept). Once ``proc`` has exited its output is read
     :data:`EXITED_READ_S` more at most: the processes that then still hold it open (:func:`pipe_holders`) are
     SIGKILLed, each added to ``held`` as ``"PID (NAME)"``, and it counts as ended (True)."""
     import selectors
@@ -298,17 +303,14 @@ def _pump(proc: subprocess.Popen, streams: tuple, deadline: float, held: list | 
         while sel.get_map():
             now = time.monotonic()
             left = deadline - now
-            if left <= 0:
+            if left <= 0:     # its group, and what it left outside it (``setsid``) still holding its output
                 signal_group(proc.pid)
+                _end_holders(sel, held, spared_group=proc.pid)
                 return False
             if exited_at is None and proc.poll() is not None:
                 exited_at = now
             if exited_at is not None and now - exited_at > EXITED_READ_S:
-                for key in list(sel.get_map().values()):
-                    for pid, name in pipe_holders(key.fd):
-                        signal_process(pid, signal.SIGKILL, group=False)
-                        if held is not None and f"{pid} ({name})" not in held:
-                            held.append(f"{pid} ({name})")
+                _end_holders(sel, held)
                 break
             for key, _ in sel.select(timeout=min(left, 1.0 if exited_at is None else 0.2)):
                 data = os.read(key.fd, 1 << 16)
@@ -324,6 +326,21 @@ def _pump(proc: subprocess.Popen, streams: tuple, deadline: float, held: list | 
         return True
     finally:
         sel.close()
+
+
+def _end_holders(sel, held: list | None, spared_group: int | None = None) -> None:
+    """SIGKILL the processes that hold the pipes still registered in selector ``sel`` open (:func:`pipe_holders`),
+    each added to ``held`` as ``"PID (NAME)"`` unless it is in process group ``spared_group`` (the tool's own,
+    SIGKILLed as a whole just before: not a leftover to name)."""
+    for key in list(sel.get_map().values()):
+        for pid, name in pipe_holders(key.fd):
+            try:
+                in_group = spared_group is not None and os.getpgid(pid) == spared_group
+            except OSError:            # gone already
+                continue
+            signal_process(pid, signal.SIGKILL, group=False)
+            if not in_group and held is not None and f"{pid} ({name})" not in held:
+                held.append(f"{pid} ({name})")
 
 
 def pipe_holders(fd: int) -> list[tuple[int, str]]:

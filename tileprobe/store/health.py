@@ -20,6 +20,7 @@ longer match its table) is said there too.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 
@@ -170,11 +171,28 @@ def quick_check(conn: sqlite3.Connection, full: bool = False) -> list[str]:
 
 def write_note(path: str, problems: list[str]) -> bool:
     """Leave the damage note for the store at ``path`` (its problems, one a line). False when it cannot be written
-    (the damage is still said by the command that found it)."""
+    (the damage is still said by the command that found it).
+
+    The note is written to a new temporary file in the store's folder and renamed over :func:`note_path`
+    (``os.replace``), never opened in place: whatever was at that path (a symbolic link, to the store itself or to
+    any other file; a FIFO, which an ``open`` for writing blocks on until a reader comes; a regular file) is replaced,
+    not followed or waited on (a link ``s.sqlite.damaged -> s.sqlite`` overwrote the store with the note, a FIFO hung
+    ``history`` and ``store prune``: a hostile tester, 2026-12-05). A folder at that path stays, and the note is not
+    written."""
+    import tempfile
+    target = note_path(path)
+    folder = os.path.dirname(os.path.abspath(target))
     try:
-        with open(note_path(path), "w", encoding="utf-8") as f:
-            f.write("\n".join(problems) + "\n")
+        fd, temp = tempfile.mkstemp(dir=folder, prefix=os.path.basename(target) + ".", suffix=".tmp")
     except OSError:
+        return False
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write("\n".join(problems) + "\n")
+        os.replace(temp, target)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.remove(temp)
         return False
     return True
 

@@ -110,7 +110,7 @@ _INDEX_KEY = re.compile(r"[0-9a-f]{16}")
 
 def write_index(table: str, doc: dict) -> None:
     """Write the index of ``doc``, just written to ``table``, in place of any older one (a new folder, renamed into
-    place): ``TABLE.index/meta.json`` (the table's size, mtime and SHA-256) and ``XY.json`` per first two hex digits of the
+    place): ``TABLE.index/meta.json`` (the table's size, mtime and SHA-256, and the buckets' digest) and ``XY.json`` per first two hex digits of the
     search key's SHA-256, each ``[[kernel, row], …]``. Its reader is the start-up hook's (tileprobe/record/capture/tables.py,
     ``index_rows``, where the format is described; tests/test_table_index.py holds the two together). Raises
     OSError when it cannot (the table stays; the hook then reads it whole)."""
@@ -125,10 +125,13 @@ def write_index(table: str, doc: dict) -> None:
                 buckets.setdefault(hashlib.sha256(key.encode()).hexdigest()[:2], []).append([kernel, row.to_dict()])
     folder = table + _INDEX_SUFFIX
     tmp = tempfile.mkdtemp(prefix=os.path.basename(folder) + ".tmp-", dir=os.path.dirname(os.path.abspath(table)))
+    hashes: dict[str, str] = {}      # each bucket's SHA-256 (hex): their digest is checked by `tileprobe use`
     try:
         for name, pairs in buckets.items():
-            with open(os.path.join(tmp, name + ".json"), "w", encoding="utf-8") as f:
-                f.write(json_text(pairs, indent=None))     # as the table writes its rows
+            data = json_text(pairs, indent=None).encode("utf-8")     # as the table writes its rows
+            with open(os.path.join(tmp, name + ".json"), "wb") as b:
+                b.write(data)
+            hashes[name] = hashlib.sha256(data).hexdigest()
         st = os.stat(table)
         digest = hashlib.sha256()
         with open(table, "rb") as t:
@@ -136,9 +139,10 @@ def write_index(table: str, doc: dict) -> None:
                 digest.update(block)
         with open(os.path.join(tmp, "meta.json"), "w", encoding="utf-8") as f:
             # not the ctime: a copy (cp -p, tar, a package) has a new one, and its index must still answer; the
-            # table's SHA-256 is checked once per `tileprobe use` command (capture/tables.py index_mismatch)
+            # table's and the buckets' SHA-256 are checked once per `tileprobe use` command (capture/tables.py
+            # index_mismatch)
             json.dump({"schema": _INDEX_SCHEMA, "size": st.st_size, "mtime_ns": st.st_mtime_ns,
-                       "sha256": digest.hexdigest()}, f)
+                       "sha256": digest.hexdigest(), "buckets_sha256": _buckets_digest(hashes)}, f)
         old = f"{folder}.old-{os.getpid()}"
         if os.path.lexists(folder):
             os.rename(folder, old)     # a file or a link there is moved aside too, never written through
@@ -152,6 +156,14 @@ def write_index(table: str, doc: dict) -> None:
 
 
 # --- merge ------------------------------------------------------------------------------------------------------
+
+def _buckets_digest(hashes: dict[str, str]) -> str:
+    """The SHA-256 (hex) of the lines ``"XY HASH\n"`` of an index's buckets in name order (``hashes``: bucket name
+    ``XY`` -> the SHA-256 of its file's bytes): one field of ``meta.json`` covers every bucket, so the file each
+    searching process reads stays its few hundred bytes. The same rule as the reader's
+    (tileprobe/record/capture/tables.py ``buckets_digest``; tests/test_table_index.py holds them together)."""
+    return hashlib.sha256("".join(f"{name} {h}\n" for name, h in sorted(hashes.items())).encode()).hexdigest()
+
 
 @dataclass(frozen=True)
 class TableRow:

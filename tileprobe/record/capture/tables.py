@@ -200,14 +200,19 @@ _INDEX_KEY = re.compile(r"[0-9a-f]{16}")
 #: (:func:`index_mismatch`): every process of the command then reads the table whole, not that index.
 ENV_NO_INDEX = "TILEPROBE_USE_NO_INDEX"
 _META_SHA = "sha256"          # meta.json's field: the table's SHA-256 (hex) when the index was written
+_META_BUCKETS = "buckets_sha256"  # meta.json's field: the buckets' digest at export (:func:`buckets_digest`)
+_BUCKET_FILE = re.compile(r"([0-9a-f]{2})\.json")
 
 
 def index_mismatch(table: str) -> str | None:
     """Why the index beside ``table`` is not that table's, or None when it is (or there is no index). Once per
     ``tileprobe use`` command, not per process: the table's bytes are hashed (SHA-256, ``meta.json``'s ``sha256``,
     written at export), which catches an edit whose ``meta.json`` was rewritten to the edited table's size and mtime
-    (the per-process check, :func:`index_rows`, reads only those). An index without a hash is not trusted either.
-    What this cannot catch: a process that writes the table, the buckets and a ``meta.json`` with the new hash."""
+    (the per-process check, :func:`index_rows`, reads only those); then the buckets' (:func:`bucket_mismatch`),
+    which catches a bucket edited, added or removed while the table was not (a forged row that only the index held
+    was served: a hostile tester, 2026-12-05). An index without these hashes is not trusted either. What this cannot
+    catch: a process that writes the table, the buckets and a ``meta.json`` with the new hashes, and an edit made
+    after the check."""
     import hashlib
     folder = table + INDEX_SUFFIX
     if not os.path.lexists(folder):
@@ -221,10 +226,41 @@ def index_mismatch(table: str) -> str | None:
         with open(table, "rb") as f:
             for block in iter(lambda: f.read(1 << 20), b""):
                 digest.update(block)
+            size = os.fstat(f.fileno()).st_size
     except (OSError, ValueError, RecursionError) as e:
         return f"its meta.json cannot be read ({e})"
     if digest.hexdigest() != want:
         return "the table's SHA-256 is not the one its meta.json names (the table was edited after the export)"
+    return bucket_mismatch(folder, meta.get(_META_BUCKETS), min(size, TABLE_LIMIT_BYTES))
+
+
+def buckets_digest(hashes: dict[str, str]) -> str:
+    """The digest of an index's buckets that ``meta.json`` carries (``buckets_sha256``): the SHA-256 (hex) of the
+    lines ``"XY HASH\n"`` in bucket-name order, ``hashes`` mapping each bucket's name ``XY`` to the SHA-256 (hex) of
+    its file's bytes. One field for all 256 buckets keeps ``meta.json``, which every searching process reads, its few
+    hundred bytes. The writer's rule is the same (tileprobe/tune/table_store.py ``_buckets_digest``)."""
+    import hashlib
+    return hashlib.sha256("".join(f"{name} {h}\n" for name, h in sorted(hashes.items())).encode()).hexdigest()
+
+
+def bucket_mismatch(folder: str, want: object, limit_bytes: int) -> str | None:
+    """Why the buckets (``XY.json``) in the index ``folder`` are not those whose digest ``want`` is (``meta.json``'s
+    ``buckets_sha256``, :func:`buckets_digest`), or None when they are. Each bucket is read bounded (``limit_bytes``:
+    the table's size; a larger one is not genuine, as :func:`index_rows` judges) and only when it is a regular file:
+    about the table's bytes read once more, once per ``tileprobe use`` command (never in the searching processes)."""
+    import hashlib
+    if not isinstance(want, str):
+        return "its meta.json holds no SHA-256 of its buckets (an older tileprobe wrote it, or not tileprobe)"
+    hashes: dict[str, str] = {}
+    try:
+        names = sorted(m.group(1) for m in map(_BUCKET_FILE.fullmatch, os.listdir(folder)) if m)
+        for name in names:
+            hashes[name] = hashlib.sha256(read_regular(os.path.join(folder, name + ".json"), limit_bytes)).hexdigest()
+    except (OSError, ValueError) as e:
+        return f"its buckets cannot be read ({e})"
+    if buckets_digest(hashes) != want:
+        return ("its buckets are not the ones its meta.json names (a bucket was edited, added or removed after the "
+                "export)")
     return None
 
 
