@@ -50,3 +50,13 @@ def test_string_key_accesses_do_not_grow_back():
 
 def test_string_key_accesses_are_below_the_aim():
     assert sum(string_key_accesses(ROOT / "tileprobe").values()) < STRING_KEYS_AIM
+
+
+#: The longest a module of tileprobe/ may be (the house's rule: split a module by role before it passes this).
+MODULE_LINES_MAX = 650
+
+
+def test_no_module_of_tileprobe_is_longer_than_the_house_allows():
+    long = {str(p.relative_to(ROOT)): n for p in sorted((ROOT / "tileprobe").rglob("*.py"))
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MODULE_LINES_MAX}
+    assert not long, f"modules over {MODULE_LINES_MAX} lines (split them by role): {long}"

@@ -100,6 +100,7 @@ def preexec_die_with_parent(parent_pid: int, signum: int = signal.SIGKILL, new_g
 
 
 def _stat_fields(pid: int) -> list[str] | None:
+    """The fields of ``/proc/PID/stat`` after the command name (field 3 first), or None."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             text = f.read().decode("ascii", "replace")
@@ -120,9 +121,8 @@ def start_ticks(pid: int) -> int | None:
 
 @dataclass
 class ProcessTable:
-    """One read of ``/proc/*/stat``: each live process's children and start time (clock ticks since boot). Taken
-    once and passed to :func:`descendants`, :func:`guard_pids` and :func:`marked_processes`, it spares the second
-    and third walks of every process on the machine (on a loaded machine each walk costs tenths of a second)."""
+    """One read of ``/proc/*/stat``: each live process's children and start time (clock ticks since boot), passed to
+    :func:`descendants`, :func:`guard_pids` and :func:`marked_processes` (each walk costs tenths of a s when loaded)."""
     children: dict[int, list[int]] = field(default_factory=dict)
     start: dict[int, int] = field(default_factory=dict)
 
@@ -144,8 +144,7 @@ def process_table() -> ProcessTable:
 
 
 def descendants(pid: int, table: ProcessTable | None = None) -> list[int]:
-    """Every live process below ``pid`` (children, grandchildren …), by a walk of ``/proc`` (or of ``table``, one
-    taken before); [] off Linux."""
+    """Every live process below ``pid`` (children, grandchildren …), by a walk of ``/proc`` or ``table``; [] off Linux."""
     children = (table or process_table()).children
     out, todo = [], [pid]
     while todo:
@@ -520,8 +519,7 @@ def remove_owned_tempdir(path: str) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
-#: Seconds between two sweeps of one temp folder by :func:`owned_tempdir` in a process (leftovers are of dead
-#: processes: nothing waits for their removal).
+#: Seconds between two sweeps of one temp folder by :func:`owned_tempdir` in a process (nothing waits for them).
 SWEEP_EVERY_S = 60.0
 _SWEPT: dict[str, float] = {}     # temp folder -> time.monotonic() of its last sweep here
 
@@ -531,9 +529,7 @@ def owned_tempdir(kind: str = "audit") -> Iterator[str]:
     """A temp folder ``tileprobe-KIND-*`` marked with this process as its owner (:func:`make_owned_tempdir`),
     removed on every exit Python sees (return, exception, Ctrl-C, a SIGTERM/SIGHUP turned into an exception);
     leftovers of earlier runs that were killed are swept first (:func:`sweep_leftovers`), at most once per
-    :data:`SWEEP_EVERY_S` in a process: the race asks a loader for each intake of landed candidates through one, and
-    listing a shared temp folder of 6,400 entries took 0.04 s of each (the loaded 2-core machine, cProfile,
-    2026-12-05)."""
+    :data:`SWEEP_EVERY_S` in a process (the race's intakes each use one: docs/LOG.md §59)."""
     root = tempfile.gettempdir()
     now = time.monotonic()
     if now - _SWEPT.get(root, -SWEEP_EVERY_S) >= SWEEP_EVERY_S:
