@@ -97,3 +97,35 @@ def test_nothing_is_kept_with_the_plan_cache_off(cache_on, monkeypatch):
     assert launch_cache.learn(path, [_item()], [[[64, 1, 1], []]], [[str(code), st.st_size, st.st_mtime_ns, None]]) == 0
     monkeypatch.setenv("TILEPROBE_PLAN_CACHE", "1")
     assert launch_cache.known(path, [_item()]) == [None]
+
+
+FORGED_GRIDS = [["x", -5], [0, 0, 0], [2**40, 10**6, 1], [1, 1, 1, 1, 1], [1.5, 1, 1], [True, 1, 1], [64]]
+
+
+@pytest.mark.parametrize("grid", FORGED_GRIDS)
+def test_a_kept_fact_whose_grid_the_fresh_path_would_refuse_is_a_miss(cache_on, grid):
+    code = cache_on / "kernel.py"
+    code.write_text("x = 1\n")
+    st = os.stat(code)
+    files = [[str(code), st.st_size, st.st_mtime_ns, None]]
+    path, items = str(cache_on / "probe.py"), [_item(tile=256), _item(tile=512), _item(tile=1024)]
+    assert launch_cache.learn(path, items, [[grid, ["a"]], [[64, 1, 1], {"__class__": "os.system"}],
+                                            [[64, 1, 1], ["c"]]], files) == 3
+    assert launch_cache.known(path, items) == [None, None, [[64, 1, 1], ["c"]]]
+
+
+def test_a_warm_tune_asks_the_loader_again_for_forged_kept_grids(cache_on):
+    from tileprobe.probe import plancache, wire
+    probe, store = cache_on / "vec_tune.py", str(cache_on / "results.sqlite")
+    probe.write_text(PROBE)
+    assert _tune(probe, store).problems[0].pick.grid == [64, 1, 1]
+    entry = os.path.join(plancache._folder(), launch_cache._entry_key(str(probe)) + ".json")
+    doc = wire.loads(open(entry, "rb").read())
+    facts = doc["report"]["facts"]
+    assert facts
+    for k, (_, runtime) in list(facts.items()):
+        facts[k] = [[2**40, 10**6, 1], runtime]       # legal wire data, a grid no GPU can launch
+    open(entry, "wb").write(wire.dumps(doc, "a forged entry"))
+    res = _tune(probe, store)
+    assert res.problems[0].pick.label == "TILE=1024 occupancy=1"
+    assert res.problems[0].pick.grid == [64, 1, 1]                 # asked afresh, not the forged grid

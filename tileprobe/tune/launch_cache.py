@@ -91,11 +91,22 @@ def _entry(path: str) -> tuple[dict, list]:
 def known(path: str, items: Sequence[LaunchItem]) -> list[list | None]:
     """Each item's kept facts (``[grid, runtime]``), None where none is kept or the code it ran has changed."""
     facts, _ = _entry(path)
-    out: list[list | None] = []
-    for item in items:
-        got = facts.get(item_key(item))
-        out.append(got if isinstance(got, list) and len(got) == 2 and isinstance(got[0], list) else None)
-    return out
+    return [checked(facts.get(item_key(item))) for item in items]
+
+
+def checked(got: object) -> list | None:
+    """A kept fact as the fresh path would give it (``[[x, y, z], runtime list]``, the grid through
+    :func:`tileprobe.run.launch.grid3`: whole numbers within CUDA's grid limits), or None (a miss: the fact is asked
+    of the loader afresh) for anything else: an entry file is data anyone who can write the cache folder may forge."""
+    from tileprobe.errors import ProbeError
+    from tileprobe.run.launch import grid3
+    if not (isinstance(got, list) and len(got) == 2 and isinstance(got[0], list) and isinstance(got[1], list)):
+        return None
+    try:
+        grid = grid3(got[0])
+    except ProbeError:
+        return None
+    return [list(grid), got[1]] if list(grid) == got[0] else None
 
 
 def _merged_files(old: list, new: list) -> list:
