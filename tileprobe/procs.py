@@ -374,6 +374,7 @@ def kill_tree(pid: int, include_self: bool = True, group: bool = False) -> list[
 #: The guard's program (:mod:`tileprobe.guard_script`: its orders and what it ends).
 _GUARD_CODE = GUARD_CODE
 _GUARD: list = []
+_GUARDED: set[int] = set()   # the pids guard() was given and unguard() has not taken back: this process's own
 #: The environment variable every process started after :func:`arm_guard` inherits: ``<pid>.<start ticks>`` of
 #: the tileprobe process. At the end the guard SIGKILLs every process that carries it, wherever it was reparented
 #: (a ptxas whose tileiras died first, a ``setsid`` grandchild of probe code): processes started by tileprobe's
@@ -386,10 +387,17 @@ def guard(pid: int) -> None:
     process ends before :func:`unguard` (a SIGKILL gives it no last word). For children that run probe code: their
     parent-death signal is SIGKILL (it cannot be ignored), and the guard ends what they started, whatever probe code
     did to their signal handlers. A no-op off Linux."""
+    _GUARDED.add(pid)
     if not arm_guard():
         return
     with contextlib.suppress(OSError, ValueError):
         _GUARD[0].stdin.write(f"+{pid} {start_ticks(pid) or 0}\n")
+
+
+def guarded() -> set[int]:
+    """The pids this process gave :func:`guard` and has not :func:`unguard`-ed: the children it started itself
+    (the zygote, loaders, a program of ``tune -- CMD``), never a process that only came back to it as an orphan."""
+    return set(_GUARDED)
 
 
 def guard_below(pid: int) -> None:
@@ -424,6 +432,7 @@ def arm_guard() -> bool:
 def unguard(pid: int) -> None:
     """``pid`` has ended and was reaped (or, after :func:`guard_below`, its descendants are no longer to be noted):
     the guard forgets it (its pid may be reused)."""
+    _GUARDED.discard(pid)
     if _GUARD and _GUARD[0].poll() is None:
         with contextlib.suppress(OSError, ValueError):
             _GUARD[0].stdin.write(f"-{pid}\n")

@@ -154,11 +154,15 @@ def _wait(proc, who: str, own_group: bool, sigint_ignored: bool, grace_s: float,
 
 def _end_leftovers(pid: int, reaping: bool, killed: set[int]) -> list[str]:
     """Kill and name what the program (``pid``, ended) left running: processes that came back to this one (the
-    subreaper), and processes carrying this run's guard mark; reap those that came back. ``killed``: pids the
-    tree's kill signalled already (still dying, not left running: reaped, not named)."""
+    subreaper), and processes carrying this run's guard mark; reap those that came back. Never tileprobe's own
+    children (:func:`tileprobe.procs.guarded`: its zygote and loaders, started before or beside the program) nor
+    what runs below them. ``killed``: pids the tree's kill signalled already (still dying, not left running:
+    reaped, not named)."""
     from tileprobe import procs
     table = procs.process_table()       # one walk of /proc for the three questions
     spare = procs.guard_pids(table)
+    for own in procs.guarded() - {pid}:   # tileprobe's own children (its zygote, loaders) and what runs below them
+        spare |= {own, *procs.descendants(own, table)}
     found = {p for p in procs.descendants(os.getpid(), table) if p not in spare} if reaping else set()
     found |= set(procs.marked_processes(table)) - spare - {os.getpid(), pid}
     out = []
