@@ -127,7 +127,7 @@ def learn(path: str, items: Sequence[LaunchItem], facts: Sequence[object], code_
     if not code_files or not plancache.enabled():
         return 0
     fresh = {item_key(i): f for i, f in zip(items, facts)
-             if isinstance(f, list) and not ADDRESS.search(json.dumps(f, default=repr))}
+             if checked(f) is not None and not ADDRESS.search(json.dumps(f, default=repr))}
     if not fresh:
         return 0
     session = current_session()
