@@ -42,7 +42,7 @@ def _audit(tmp: str, *extra: str) -> subprocess.Popen:
 
 def _describe(pid: int) -> str:
     """A survivor as ``PID STATE ppid=PPID COMMAND`` (what the assertion names when one is left)."""
-    from tileprobe.procs import command_line, process_state
+    from tileprobe.program_procs import command_line, process_state
     try:
         with open(f"/proc/{pid}/stat") as f:
             ppid = f.read().rsplit(")", 1)[1].split()[1]

@@ -394,3 +394,12 @@ def test_ctrl_c_while_the_cli_builds_its_parser_is_one_line_and_130(monkeypatch,
     assert cli.main(["audit", "x.py"]) == 130
     err = capsys.readouterr().err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_a_compiler_that_exits_0_without_its_cubin_is_a_compiler_crash_naming_what_it_printed():
+    from tileprobe.compile.failure import classify
+    from tileprobe.errors import CompilerWroteNothing
+    f = classify(CompilerWroteNothing("/opt/x/tileiras", "/tmp/v/k.cubin", "planted 4711\n" + "y" * 500))
+    assert f.failure == "compiler_crash"
+    assert "/opt/x/tileiras" in f.message and "planted 4711" in f.message and "(513 characters)" in f.message
+    assert "y" * 301 not in f.message       # what it printed is cut, with its length

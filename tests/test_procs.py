@@ -168,14 +168,14 @@ def test_one_process_table_answers_as_the_walks_of_proc_do():
     # older than the asker, and that finds the same marked processes as reading every environment
     code = """
 import os, subprocess, sys
-from tileprobe import procs
+from tileprobe import procs, program_procs
 assert procs.arm_guard()
 kid = subprocess.Popen(["sleep", "30"])
 quiet = subprocess.Popen(["sleep", "31"], env={k: v for k, v in os.environ.items() if k != procs.GUARD_ENV})
 table = procs.process_table()
-marked = procs.marked_processes(table)
-print(kid.pid in marked, quiet.pid in marked, sorted(marked) == sorted(procs.marked_processes()),
-      procs.guard_pids(table) == procs.guard_pids(), {kid.pid, quiet.pid} <= set(procs.descendants(os.getpid(), table)),
+marked = program_procs.marked_processes(table)
+print(kid.pid in marked, quiet.pid in marked, sorted(marked) == sorted(program_procs.marked_processes()),
+      program_procs.guard_pids(table) == program_procs.guard_pids(), {kid.pid, quiet.pid} <= set(procs.descendants(os.getpid(), table)),
       sorted(procs.descendants(os.getpid(), table)) == sorted(procs.descendants(os.getpid())),
       table.start[kid.pid] >= procs.start_ticks(os.getpid()))
 kid.kill(); quiet.kill(); kid.wait(); quiet.wait()

@@ -209,3 +209,34 @@ def test_the_hook_folder_of_use_is_removed_and_swept_after_a_sigkill(tmp_path):
                           "print('ran')"], capture_output=True, text=True, env=_env(tmp_path), timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "ran", out.stderr
     assert not list(tmp_path.glob("tileprobe-use-*")), list(tmp_path.glob("tileprobe-use-*"))   # … the next run sweeps
+
+
+#: The ``tileprobe`` console command as installed (tileprobe/_entry.py): for ``tune`` it starts tileprobe's zygote before
+#: the CLI, so before the program (``python -m tileprobe.cli`` does not).
+ENTRY = [sys.executable, "-c", "import sys; from tileprobe._entry import main; sys.exit(main())"]
+
+CLEAN = """
+import sys, time
+open(sys.argv[1], "w").write("")
+time.sleep(2)
+"""
+
+
+def test_tune_of_a_clean_program_names_no_leftover_and_spares_its_own_zygote(tmp_path):
+    out = subprocess.run([*ENTRY, *_command("tune", tmp_path, CLEAN, tmp_path / "f")], capture_output=True, text=True, env=_env(tmp_path),
+                         cwd=str(tmp_path), timeout=120, stdin=subprocess.DEVNULL)
+    assert "no cuda.tile.tune search was seen" in out.stderr + out.stdout, out.stderr
+    assert "the command left" not in out.stderr and "zygote" not in out.stderr, out.stderr
+
+
+def test_tune_names_and_ends_the_daemon_a_program_leaves_and_not_its_own_zygote(tmp_path):
+    flag = tmp_path / "pids"
+    out = subprocess.run([*ENTRY, *_command("tune", tmp_path, DAEMON, flag)], capture_output=True, text=True, env=_env(tmp_path),
+                         cwd=str(tmp_path), timeout=120, stdin=subprocess.DEVNULL)
+    (pid,) = [int(x) for x in flag.read_text().split()]
+    gone = _wait_for(lambda: not _alive(pid), 5.0)
+    if not gone:
+        os.kill(pid, signal.SIGKILL)
+    assert gone, out.stderr
+    assert "left 1 process(es) running" in out.stderr and f"pid {pid} (" in out.stderr, out.stderr
+    assert "zygote" not in out.stderr, out.stderr

@@ -98,3 +98,14 @@ def test_out_as_an_existing_file_is_an_error_and_links_in_out_are_replaced_not_w
     write_file(str(tmp_path / "out" / "reduced_kernel.py"), "kernel")
     assert precious.read_text() == "keep" and not os.path.islink(tmp_path / "out" / "reduced_kernel.py")
     assert (tmp_path / "out" / "reduced_kernel.py").read_text() == "kernel"
+
+
+def test_a_compiler_that_exits_0_and_writes_no_cubin_is_named_not_the_property(tmp_path, capsys):
+    from tests.support import fake_tileiras
+    tileiras = fake_tileiras(tmp_path, 'echo "planted: wrote nothing 4711"; exit 0')
+    rc = main(["reduce", write_tiny(tmp_path), "--arch", "sm_90", "--property", "no spills", "--tileiras", tileiras,
+               "-o", str(tmp_path / "out"), "--no-store"])
+    err = capsys.readouterr().err
+    assert rc != 0, err
+    assert "produced no output" in err and tileiras in err and "planted: wrote nothing 4711" in err, err
+    assert "does not hold to begin with" not in err and "FileNotFoundError" not in err, err

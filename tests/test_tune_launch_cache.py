@@ -97,3 +97,61 @@ def test_nothing_is_kept_with_the_plan_cache_off(cache_on, monkeypatch):
     assert launch_cache.learn(path, [_item()], [[[64, 1, 1], []]], [[str(code), st.st_size, st.st_mtime_ns, None]]) == 0
     monkeypatch.setenv("TILEPROBE_PLAN_CACHE", "1")
     assert launch_cache.known(path, [_item()]) == [None]
+
+
+FORGED_GRIDS = [["x", -5], [0, 0, 0], [2**40, 10**6, 1], [1, 1, 1, 1, 1], [1.5, 1, 1], [True, 1, 1], [64]]
+
+
+@pytest.mark.parametrize("grid", FORGED_GRIDS)
+def test_a_kept_fact_whose_grid_the_fresh_path_would_refuse_is_a_miss(cache_on, grid):
+    code = cache_on / "kernel.py"
+    code.write_text("x = 1\n")
+    st = os.stat(code)
+    files = [[str(code), st.st_size, st.st_mtime_ns, None]]
+    path, items = str(cache_on / "probe.py"), [_item(tile=256), _item(tile=512), _item(tile=1024)]
+    forged = [[grid, ["a"]], [[64, 1, 1], {"__class__": "os.system"}]]
+    assert launch_cache.learn(path, items, [*forged, [[64, 1, 1], ["c"]]], files) == 1     # only the good one
+    assert launch_cache.learn(path, items, [[[64, 1, 1], ["a"]], [[64, 1, 1], ["b"]]], files) == 2
+    _forge(path, {launch_cache.item_key(i): f for i, f in zip(items, forged)})    # then the entry is rewritten
+    assert launch_cache.known(path, items) == [None, None, [[64, 1, 1], ["c"]]]
+
+
+def _forge(path, facts: dict) -> None:
+    """Rewrite the kept entry of ``path`` with ``facts`` (item key → fact): legal wire data, as anyone who can
+    write the cache folder could."""
+    from tileprobe.probe import plancache, wire
+    entry = os.path.join(plancache._folder(), launch_cache._entry_key(path) + ".json")
+    doc = wire.loads(open(entry, "rb").read())
+    doc["report"]["facts"].update(facts)
+    open(entry, "wb").write(wire.dumps(doc, "a forged entry"))
+
+
+def test_a_warm_tune_asks_the_loader_again_for_forged_kept_grids(cache_on):
+    from tileprobe.probe import plancache, wire
+    probe, store = cache_on / "vec_tune.py", str(cache_on / "results.sqlite")
+    probe.write_text(PROBE)
+    assert _tune(probe, store).problems[0].pick.grid == [64, 1, 1]
+    entry = os.path.join(plancache._folder(), launch_cache._entry_key(str(probe)) + ".json")
+    facts = wire.loads(open(entry, "rb").read())["report"]["facts"]
+    assert facts
+    _forge(str(probe), {k: [[2**40, 10**6, 1], runtime] for k, (_, runtime) in facts.items()})   # no GPU launches it
+    res = _tune(probe, store)
+    assert res.problems[0].pick.label == "TILE=1024 occupancy=1"
+    assert res.problems[0].pick.grid == [64, 1, 1]                 # asked afresh, not the forged grid
+
+
+#: Probe code, run at import in the loader child, that swaps the child's own launch function for one giving a grid
+#: no GPU can launch: what the child sends is checked in tileprobe as the kept facts are.
+FORGING = "import tileprobe.tune.static as _s\n_s.probe_launch = lambda c, n: ((0, 0, 0), [])\n"
+
+
+def test_a_loader_that_sends_an_impossible_grid_costs_only_its_candidates_and_is_not_kept(cache_on):
+    probe, store = cache_on / "vec_tune.py", str(cache_on / "results.sqlite")
+    probe.write_text(FORGING + PROBE)
+    res = _tune(probe, store)
+    p = res.problems[0]
+    assert p.pick is None or p.pick.grid != [0, 0, 0]
+    assert p.dropped.get("probe_error", 0) >= 1, p.dropped
+    from tileprobe.probe import plancache
+    entry = os.path.join(plancache._folder(), launch_cache._entry_key(str(probe)) + ".json")
+    assert not os.path.exists(entry) or "[0, 0, 0]" not in open(entry, "rb").read().decode("utf-8", "replace")

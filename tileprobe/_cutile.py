@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from tileprobe.bytecode_reuse import REUSE_ENV
-from tileprobe.errors import TileprobeError, ToolchainError
+from tileprobe.errors import CompilerWroteNothing, TileprobeError, ToolchainError
 from tileprobe.fake_driver import (  # noqa: F401  (re-exported)
     _GETPROC,
     _KEEP_ALIVE,
@@ -299,6 +299,8 @@ def _contained_binary_type():
                 raise execution_error(rc, as_text(err), flags,
                                       _compile._try_get_compiler_version(self.path)) \
                     from subprocess.CalledProcessError(rc, command, out, err)
+            if "-o" in args[:-1] and not os.path.exists(wrote := args[args.index("-o") + 1]):   # no cubin
+                raise CompilerWroteNothing(self.path, str(wrote), as_text(out) + as_text(err))
 
     _CONTAINED.append(_ContainedBinary)
     return _ContainedBinary

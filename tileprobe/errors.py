@@ -82,3 +82,21 @@ class CubinError(TileprobeError):
 
 class StoreError(TileprobeError):
     """The results store is unreadable, newer than this tileprobe, or locked."""
+
+
+#: The words every :class:`CompilerWroteNothing` message holds (``tileprobe reduce`` tells it from a property).
+NO_OUTPUT = "exited 0 but produced no output"
+
+
+class CompilerWroteNothing(Exception):
+    """tileiras exited 0 but wrote no output file where it was told to (``-o FILE``): a broken or wrong compiler,
+    not the kernel's fault (raised by tileprobe/_cutile.py, classified ``compiler_crash``). ``tileiras``: its path;
+    ``output``: the file it was to write; ``printed``: its stdout and stderr, shown cut to 300 characters with the
+    full length, quoted as untrusted text."""
+
+    def __init__(self, tileiras: str, output: str, printed: str):
+        shown = printed.strip()
+        said = (repr(shown[:300]) + (f" … ({len(shown)} characters)" if len(shown) > 300 else "")) if shown \
+            else "nothing"
+        super().__init__(f"the compiler {NO_OUTPUT}, printing {said}: {tileiras} was to write {output}")
+        self.tileiras, self.output, self.printed = tileiras, output, printed

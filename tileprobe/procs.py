@@ -122,7 +122,7 @@ def start_ticks(pid: int) -> int | None:
 @dataclass
 class ProcessTable:
     """One read of ``/proc/*/stat``: each live process's children and start time (clock ticks since boot), passed to
-    :func:`descendants`, :func:`guard_pids` and :func:`marked_processes` (each walk costs tenths of a s when loaded)."""
+    :func:`descendants`, :func:`tileprobe.program_procs.guard_pids` and `marked_processes` (each walk costs tenths of a s when loaded)."""
     children: dict[int, list[int]] = field(default_factory=dict)
     start: dict[int, int] = field(default_factory=dict)
 
@@ -390,6 +390,7 @@ def kill_tree(pid: int, include_self: bool = True, group: bool = False) -> list[
 #: The guard's program (:mod:`tileprobe.guard_script`: its orders and what it ends).
 _GUARD_CODE = GUARD_CODE
 _GUARD: list = []
+_GUARDED: set[int] = set()   # the pids guard() was given and unguard() has not taken back: this process's own
 #: The environment variable every process started after :func:`arm_guard` inherits: ``<pid>.<start ticks>`` of
 #: the tileprobe process. At the end the guard SIGKILLs every process that carries it, wherever it was reparented
 #: (a ptxas whose tileiras died first, a ``setsid`` grandchild of probe code): processes started by tileprobe's
@@ -402,16 +403,23 @@ def guard(pid: int) -> None:
     process ends before :func:`unguard` (a SIGKILL gives it no last word). For children that run probe code: their
     parent-death signal is SIGKILL (it cannot be ignored), and the guard ends what they started, whatever probe code
     did to their signal handlers. A no-op off Linux."""
+    _GUARDED.add(pid)
     if not arm_guard():
         return
     with contextlib.suppress(OSError, ValueError):
         _GUARD[0].stdin.write(f"+{pid} {start_ticks(pid) or 0}\n")
 
 
+def guarded() -> set[int]:
+    """The pids this process gave :func:`guard` and has not :func:`unguard`-ed: the children it started itself
+    (the zygote, loaders, a program of ``tune -- CMD``), never a process that only came back to it as an orphan."""
+    return set(_GUARDED)
+
+
 def guard_below(pid: int) -> None:
     """Have the guard note the descendants of ``pid`` (each 0.5 s, with their start times) and SIGKILL those still
     running if this process ends before :func:`unguard` — not ``pid`` itself. For this process while it is a child
-    subreaper (:func:`set_child_subreaper`): an orphan that comes back to it (a daemon's double fork that cleared its
+    subreaper (:func:`tileprobe.program_procs.set_child_subreaper`): an orphan that comes back to it (a daemon's double fork that cleared its
     environment and left its session) is then ended with it, even when it is SIGKILLed. A no-op off Linux."""
     if not arm_guard():
         return
@@ -440,6 +448,7 @@ def arm_guard() -> bool:
 def unguard(pid: int) -> None:
     """``pid`` has ended and was reaped (or, after :func:`guard_below`, its descendants are no longer to be noted):
     the guard forgets it (its pid may be reused)."""
+    _GUARDED.discard(pid)
     if _GUARD and _GUARD[0].poll() is None:
         with contextlib.suppress(OSError, ValueError):
             _GUARD[0].stdin.write(f"-{pid}\n")
@@ -565,86 +574,3 @@ def importable_env(env=None) -> dict:
 def pythonpath(current=None) -> str:
     """``PYTHONPATH`` with :data:`PACKAGE_ROOT` first (``current``: the rest, None or "" for none)."""
     return os.pathsep.join([PACKAGE_ROOT, *filter(None, [current])])
-
-
-
-# --- the programs `tileprobe use / record / tune -- COMMAND` start (tileprobe.record.program) ---------------------
-
-#: ``PR_SET_CHILD_SUBREAPER`` from ``<linux/prctl.h>`` (Linux 3.4).
-PR_SET_CHILD_SUBREAPER = 36
-
-
-def set_child_subreaper(on: bool) -> bool:
-    """Make this process a child subreaper (``prctl(PR_SET_CHILD_SUBREAPER)``, ``man 2 prctl``) or stop being one:
-    while it is, a process below it whose parent dies (a daemon's double fork, ``setsid cmd &``) becomes its child
-    instead of init's, so it can be seen, named and ended. Returns whether the call succeeded (False off Linux)."""
-    if _PRCTL is None:
-        return False
-    return _PRCTL(PR_SET_CHILD_SUBREAPER, 1 if on else 0, 0, 0, 0) == 0
-
-
-def guard_pids(table: ProcessTable | None = None) -> set[int]:
-    """The guard process of this one (:func:`arm_guard`) and what runs below it: never a program's leftover.
-    ``table``: a :class:`ProcessTable` taken before (else ``/proc`` is walked)."""
-    if not _GUARD or _GUARD[0].poll() is not None:
-        return set()
-    return {_GUARD[0].pid, *descendants(_GUARD[0].pid, table)}
-
-
-def marked_processes(table: ProcessTable | None = None) -> list[int]:
-    """Live processes (other than this one) whose environment carries this process's guard mark (:data:`GUARD_ENV`,
-    set by :func:`arm_guard`): what it started and what those started, wherever they were reparented, unless they
-    cleared their environment. [] before :func:`arm_guard` or off Linux. With ``table`` (a :class:`ProcessTable`)
-    only the processes it lists that started no earlier than this one are read: the mark is inherited, so no process
-    older than this one carries it (each environment read is a page; on a busy machine most processes are older)."""
-    token = os.environ.get(GUARD_ENV)
-    if not token or not os.path.isdir("/proc"):
-        return []
-    mark = f"{GUARD_ENV}={token}".encode()
-    out = []
-    if table is None:
-        entries = [e for e in os.listdir("/proc") if e.isdigit()]
-    else:
-        born = start_ticks(os.getpid()) or 0
-        entries = [str(p) for p, ticks in table.start.items() if ticks >= born]
-    for entry in entries:
-        if int(entry) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{entry}/environ", "rb") as f:
-                if mark in f.read().split(b"\0"):
-                    out.append(int(entry))
-        except OSError:
-            continue
-    return out
-
-
-def process_state(pid: int) -> str | None:
-    """The state letter of process ``pid`` (``/proc/PID/stat`` field 3: R, S, D, Z …), None when it is gone."""
-    fields = _stat_fields(pid)
-    return fields[0] if fields else None
-
-
-def command_line(pid: int, limit: int = 120) -> str:
-    """Process ``pid``'s command line, arguments joined by spaces, cut to ``limit`` characters with its length;
-    control characters shown escaped (it is the program's text). ``?`` when it cannot be read."""
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            raw = f.read(4096)
-    except OSError:
-        return "?"
-    text = " ".join(a.decode(errors="replace") for a in raw.split(b"\0") if a) or "?"
-    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
-    return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters)"
-
-
-# --- orphans of probe code: adopted, so the guard and the zygote's close find them ------------------------------------
-
-def adopt_orphans() -> bool:
-    """Make this process the subreaper of its descendants (``prctl(PR_SET_CHILD_SUBREAPER)``): a process that a
-    child started and left behind (a probe's ``Popen(..., start_new_session=True, env={})`` in a loader that then
-    ended) is reparented here rather than to init, so it stays a descendant that :func:`kill_tree` and the guard
-    (:func:`guard`) find. The caller must reap what it adopts. Returns whether it was set (False off Linux)."""
-    if _PRCTL is None:
-        return False
-    return _PRCTL(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0

@@ -115,6 +115,10 @@ def classify(exc: BaseException, *, tileiras: str | None = None, build: str = ""
         limit = f"{timeout_s:g} s" if timeout_s else "the compile timeout"
         return _make(TIMEOUT, [f"tileiras did not finish within {limit} (raise it: --timeout S or "
                                "Probe(timeout_s=S), then --retry-failed)"], f"{name}: {text}")
+    if name == "CompilerWroteNothing":     # tileprobe/_cutile.py: exit 0, no cubin
+        return _make(COMPILER_CRASH, [text], f"{name}: {text}",
+                     "check the compiler: run it by hand with the repeat command, or `tileprobe doctor`; a wrapper "
+                     "script must pass -o FILE on to tileiras")
     if "CompilerExecution" in name:
         return _from_tileiras(exc, name, text, tileiras, build, compiler_env)
     lines = meaningful_lines(f"{name}: {text}")

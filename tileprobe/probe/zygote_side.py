@@ -73,7 +73,8 @@ def zygote_main() -> None:
     import importlib
     import tempfile
 
-    from tileprobe.procs import adopt_orphans, die_with_parent
+    from tileprobe.procs import die_with_parent
+    from tileprobe.program_procs import adopt_orphans
     sock = socket.socket(fileno=int(sys.argv[1]))
     die_with_parent(signal.SIGKILL)
     adopt_orphans()   # what a loader or worker leaves (a probe's setsid child) stays ours: the close and guard end it

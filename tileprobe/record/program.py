@@ -69,18 +69,18 @@ def run_program(command: list[str], env: dict, who: str, grace_s: float = GRACE_
     Raises:
         TileprobeError: the command cannot be started (not found, not executable), naming it and the fix.
     """
-    from tileprobe import procs
+    from tileprobe import procs, program_procs
     env = dict(env)
     if procs.arm_guard():
         env[procs.GUARD_ENV] = os.environ[procs.GUARD_ENV]
     own_group = not terminal_foreground()
     sigint_ignored = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
-    reaping = procs.set_child_subreaper(True)
+    reaping = program_procs.set_child_subreaper(True)
     try:
         proc = subprocess.Popen(command, env=env, preexec_fn=procs.preexec_die_with_parent(
             os.getpid(), signal.SIGTERM, new_group=own_group))
     except (OSError, subprocess.SubprocessError) as e:
-        procs.set_child_subreaper(False)
+        program_procs.set_child_subreaper(False)
         raise TileprobeError(f"cannot start {command[0]!r}: {getattr(e, 'strerror', None) or e}; check the "
                              "command after --") from e
     procs.guard(proc.pid)
@@ -91,7 +91,7 @@ def run_program(command: list[str], env: dict, who: str, grace_s: float = GRACE_
         rc = _wait(proc, who, own_group, sigint_ignored, grace_s, end)
     finally:
         end.leftovers = _end_leftovers(proc.pid, reaping, end.victims)
-        procs.set_child_subreaper(False)
+        program_procs.set_child_subreaper(False)
         procs.unguard(proc.pid)
         if reaping:
             procs.unguard(os.getpid())
@@ -154,19 +154,23 @@ def _wait(proc, who: str, own_group: bool, sigint_ignored: bool, grace_s: float,
 
 def _end_leftovers(pid: int, reaping: bool, killed: set[int]) -> list[str]:
     """Kill and name what the program (``pid``, ended) left running: processes that came back to this one (the
-    subreaper), and processes carrying this run's guard mark; reap those that came back. ``killed``: pids the
-    tree's kill signalled already (still dying, not left running: reaped, not named)."""
-    from tileprobe import procs
+    subreaper), and processes carrying this run's guard mark; reap those that came back. Never tileprobe's own
+    children (:func:`tileprobe.procs.guarded`: its zygote and loaders, started before or beside the program) nor
+    what runs below them. ``killed``: pids the tree's kill signalled already (still dying, not left running:
+    reaped, not named)."""
+    from tileprobe import procs, program_procs
     table = procs.process_table()       # one walk of /proc for the three questions
-    spare = procs.guard_pids(table)
+    spare = program_procs.guard_pids(table)
+    for own in procs.guarded() - {pid}:   # tileprobe's own children (its zygote, loaders) and what runs below them
+        spare |= {own, *procs.descendants(own, table)}
     found = {p for p in procs.descendants(os.getpid(), table) if p not in spare} if reaping else set()
-    found |= set(procs.marked_processes(table)) - spare - {os.getpid(), pid}
+    found |= set(program_procs.marked_processes(table)) - spare - {os.getpid(), pid}
     out = []
     for p in sorted(found):
-        if p in killed or procs.process_state(p) in (None, "Z", "X"):
+        if p in killed or program_procs.process_state(p) in (None, "Z", "X"):
             _reap(p)
             continue
-        out.append(f"pid {p} ({procs.command_line(p)})")
+        out.append(f"pid {p} ({program_procs.command_line(p)})")
         procs.kill_tree(p)
     for p in found:
         _reap(p)

@@ -34,7 +34,7 @@ from typing import Any
 
 from tileprobe.bytecode_reuse import REUSE_ENV, reused_count
 from tileprobe.cachefile import read_cache_bytes
-from tileprobe.errors import ProbeError, TileprobeError
+from tileprobe.errors import NO_OUTPUT, ProbeError, TileprobeError
 from tileprobe.reduce.clean import clean
 from tileprobe.reduce.fold import fold_args, fold_constexprs, fold_variant, inline_single_use, propagate_copies
 from tileprobe.reduce.inline import inline_helpers
@@ -221,6 +221,7 @@ def _reduce(probe: str, *, arch: str, where: Mapping[str, Any], prop: str | Prop
         p = oracle.prop = dataclasses.replace(p, needle=jr.needle)
     t_check = time.monotonic()
     first = oracle.check([start_src])[0]
+    _no_output(first, [tc.tileiras for tc in toolchains], probe, p)
     oracle.want = _want(first, p, regression, versions, probe)
     if p.failure and not p.needle:   # keep the failure by its signature: the first line of the compiler's message
         p = oracle.prop = dataclasses.replace(p, needle=_signature(first))
@@ -308,6 +309,16 @@ def _ct_calls(src: str) -> list[str]:
     from tileprobe.reduce.source import is_ct
     k = parts(ast.parse(src)).kernel
     return list(dict.fromkeys(f"ct.{n.func.attr}" for n in ast.walk(k) if isinstance(n, ast.Call) and is_ct(n.func)))
+
+
+def _no_output(first: Outcome, compilers: list[str], probe: str, p: Property) -> None:
+    """Raise ReduceInputError when a compiler exited 0 without writing its cubin on the probe as given
+    (:class:`tileprobe.errors.CompilerWroteNothing`): the compiler's fault, not the property's."""
+    for (v, _, line), path in zip(first.judgements, compilers):
+        if NO_OUTPUT in line:
+            raise ReduceInputError(f"{probe}: the compiler {path} (tileiras {v}) produced no output, so "
+                                   f"{p.text!r} cannot be judged: {line}. Check --tileiras (run `tileprobe "
+                                   "doctor`); nothing was reduced")
 
 
 def _want(first: Outcome, p: Property, regression: bool, versions: list[str], probe: str) -> tuple[bool, ...]:

@@ -90,15 +90,27 @@ def _entry(path: str) -> tuple[dict, list]:
 
 
 def known(path: str, items: Sequence[LaunchItem]) -> list[list | None]:
-    """Each item's kept facts (``[grid, runtime]``), None where none is kept or the code it ran has changed. Inside a
-    loader session the entry is read once (:func:`_kept`) and then answered from memory."""
+    """Each item's kept facts (``[grid, runtime]``, each through :func:`checked`), None where none is kept, the code it
+    ran has changed, or the fact is not what the fresh path would give. Inside a loader session the entry is read once
+    (:func:`_kept`) and then answered from memory."""
     kept = _kept(path)
     facts = kept.facts if kept is not None else _entry(path)[0]
-    out: list[list | None] = []
-    for item in items:
-        got = facts.get(item_key(item))
-        out.append(got if isinstance(got, list) and len(got) == 2 and isinstance(got[0], list) else None)
-    return out
+    return [checked(facts.get(item_key(item))) for item in items]
+
+
+def checked(got: object) -> list | None:
+    """A kept fact as the fresh path would give it (``[[x, y, z], runtime list]``, the grid through
+    :func:`tileprobe.run.launch.grid3`: whole numbers within CUDA's grid limits), or None (a miss: the fact is asked
+    of the loader afresh) for anything else: an entry file is data anyone who can write the cache folder may forge."""
+    from tileprobe.errors import ProbeError
+    from tileprobe.run.launch import grid3
+    if not (isinstance(got, list) and len(got) == 2 and isinstance(got[0], list) and isinstance(got[1], list)):
+        return None
+    try:
+        grid = grid3(got[0])
+    except ProbeError:
+        return None
+    return [list(grid), got[1]] if list(grid) == got[0] else None
 
 
 @dataclass
@@ -152,7 +164,7 @@ def learn(path: str, items: Sequence[LaunchItem], facts: Sequence[object], code_
     if not code_files or not plancache.enabled():
         return 0
     fresh = {item_key(i): f for i, f in zip(items, facts)
-             if isinstance(f, list) and not ADDRESS.search(json.dumps(f, default=repr))}
+             if checked(f) is not None and not ADDRESS.search(json.dumps(f, default=repr))}
     if not fresh:
         return 0
     session = current_session()

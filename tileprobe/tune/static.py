@@ -516,10 +516,14 @@ def _asked_facts(groups: dict[tuple, list[Candidate]], num_sms: int, probe_timeo
             item = got[j] if got is not None else why
             if got is None and f" of {c.id}" not in why:     # the child stopped at another candidate
                 item = f"{k[0]}: not tried: the probe's process was stopped at another candidate: {why}"
+            fact = None if type(item) is str else launch_cache.checked(item)   # a child's answer is data to check
             if type(item) is str:
                 facts[id(c)] = ProbeError(item)       # its text names the probe file and line already
+            elif fact is None:
+                facts[id(c)] = ProbeError(f"{k[0]}: the loader's launch for {c.id} is not [grid, runtime arguments]"
+                                          f" with a grid CUDA can launch: {str(item)[:200]!r}")
             else:
-                facts[id(c)] = (tuple(item[0]), item[1])
+                facts[id(c)] = (tuple(fact[0]), fact[1])
         if got is not None and not rep.errors:
             launch_cache.learn(k[0], [_launch_item(c, k[1], num_sms) for c in groups[k]], got, rep.code_files)
     return facts
