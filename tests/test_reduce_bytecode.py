@@ -161,6 +161,27 @@ def test_a_resumed_run_says_so_before_it_starts(tmp_path):
     assert events[1][0] == "start"
 
 
+def test_a_journal_written_under_another_environment_is_not_resumed_and_that_is_said(tmp_path, monkeypatch):
+    # a reinstall between two runs (another nvidia-* package, cuda-tile or tileprobe) once made a resumed reduction
+    # keep a step whose answer the written probe no longer gave: such a journal starts afresh, said at the start
+    from tests.test_reduce_run import pip_tc as tc_or_skip
+    tiny = tmp_path / "tiny.py"
+    tiny.write_text(TINY)
+    out = str(tmp_path / "out")
+    kw = dict(arch="sm_90", where={"SCALE": True, "occupancy": 2}, prop="compiles", toolchains=[tc_or_skip()],
+              regression=False, out_dir=out, jobs=2, budget_s=0.01)
+    engine.reduce(str(tiny), **kw)
+    real = engine.journal_environment
+    monkeypatch.setattr(engine, "journal_environment", lambda tcs: [*real(tcs), ["nvidia-cuda-nvdisasm", "99.0"]])
+    events: list = []
+    again = engine.reduce(str(tiny), progress=lambda e, i: events.append((e, i)), **kw)
+    assert not again.resumed
+    assert events[0] == ("restarted", os.path.join(out, "reduce-state.json"))
+    assert events[1][0] == "start"
+    monkeypatch.setattr(engine, "journal_environment", real)      # the environment of the first run: resumed
+    assert not engine.reduce(str(tiny), **kw).resumed              # the journal now holds the other environment's
+
+
 def test_a_compiler_failure_is_reused_as_the_same_failure(tmp_path, monkeypatch):
     from tileprobe.toolchain import Toolchain
     pip_tc()

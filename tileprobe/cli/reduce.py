@@ -90,6 +90,9 @@ def _run(args, con, prop, tcs, where, store, out_dir):
             if event == "resumed":      # a Resumed: said at the start, not only at the end
                 bar.console.print(f"resumed from {info.journal}: {info.candidates} candidates compiled, {info.kept} "
                                   f"steps kept and {info.wall_s:.0f} s in the runs before", markup=False)
+            elif event == "restarted":  # a journal of other arguments or another environment: not resumed
+                bar.console.print(f"{info}: written for other arguments or under another tileprobe, cuda-tile, "
+                                  "compiler or nvidia-* package: starting afresh (it is overwritten)", markup=False)
             elif event == "start":
                 state["size"] = info["size"]
                 bar.console.print(f"start: {clean(str(info['size']))} (the probe as given checked in "

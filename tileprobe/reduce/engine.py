@@ -129,7 +129,9 @@ def reduce(probe: str, *, arch: str, where: Mapping[str, Any], prop: str | Prope
         batch: candidates audited at once (default: twice the CPUs, at least 4).
         compile_timeout_s: per-variant compile limit; a candidate that hangs the compiler is one that times out.
         progress: ``progress(event, info)``: "resumed" (a :class:`Resumed`, before "start" when it goes on from a
-            journal), "start", "batch", "kept", "needs", "done".
+            journal), "restarted" (the journal's path, when the one there was written for other arguments or under
+            another environment, :func:`journal_environment`: it starts afresh), "start", "batch", "kept", "needs",
+            "done".
 
     Compiles whose bytecode equals one already compiled in this reduction (:mod:`tileprobe.bytecode_reuse`: the
     same program from another source text) are answered from that compile without running tileiras
@@ -164,6 +166,22 @@ def _reuse_env(folder: str) -> Iterator[None]:
             os.environ.pop(REUSE_ENV, None)
         else:
             os.environ[REUSE_ENV] = old
+
+
+def journal_environment(toolchains: list) -> list:
+    """What a journal's answers rest on besides the arguments: tileprobe's and cuda-tile's versions, each compiler
+    (release, binary, pinned packages, the hash of its files where known) and the versions of the installed
+    ``nvidia-*`` packages (nvdisasm reads the SASS facts; the CUDA runtime). A journal written under another of these
+    is not resumed: a reinstall between two runs once made a resumed reduction keep a step whose answer the written
+    probe no longer gave (a new user's run, 2026-12-05)."""
+    from importlib import metadata
+
+    from tileprobe import _cutile
+    from tileprobe._version import __version__
+    nvidia = sorted((d.name or "", d.version) for d in metadata.distributions()
+                    if (d.name or "").lower().startswith("nvidia-"))
+    return [__version__, _cutile.cutile_version(),
+            [(tc.version, tc.tileiras, sorted(tc.pins.items()), tc.identity) for tc in toolchains], nvidia]
 
 
 def _reduce(probe: str, *, arch: str, where: Mapping[str, Any], prop: str | Property, toolchains: list,
@@ -208,11 +226,13 @@ def _reduce(probe: str, *, arch: str, where: Mapping[str, Any], prop: str | Prop
                     compile_timeout_s=compile_timeout_s)
     versions = [tc.version for tc in toolchains]
     start_src = ast.unparse(fold_variant(tree, case))
-    key = hashlib.sha256(json.dumps([original, arch, sorted(where.items(), key=str), p.text, versions, regression],
-                                    default=str).encode()).hexdigest()
+    key = hashlib.sha256(json.dumps([original, arch, sorted(where.items(), key=str), p.text, versions, regression,
+                                     journal_environment(toolchains)], default=str).encode()).hexdigest()
     state_path = os.path.join(out_dir, STATE)
     loaded = load_journal(state_path, key)      # a damaged journal stops here, before any compile
     resumed = loaded is not None
+    if not resumed and os.path.lexists(state_path):
+        shown("restarted", state_path)
     jr = loaded or Journal(key)
     earlier = (jr.compiled, jr.wall_s)          # what the runs before this one cost (a resumed report says it)
     for k, js in jr.memo.items():
