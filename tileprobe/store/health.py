@@ -212,5 +212,6 @@ def damaged_message(path: str, problems: list[str], pragma: str = "quick_check")
     return (f"the results store {path} is damaged (PRAGMA {pragma}: {shown}). Something other than SQLite wrote "
             "into it (untrusted code run during a command can reach the file). To recover: "
             f"`sqlite3 {path} .recover | sqlite3 {path}.recovered`, check it with `tileprobe history --store "
-            f"{path}.recovered`, then move the damaged file aside and the recovered one in its place; or pass "
+            f"{path}.recovered`, then move the damaged file aside and the recovered one in its place (where the damage "
+            "is heavy, `.recover` can save nothing: an empty .recovered file, which that history says); or pass "
             "--store PATH to start another store. tileprobe does not delete results.")
