@@ -13,7 +13,14 @@ from tileprobe.cli._common import add_install_option, arch_target, budget_second
 def add_parser(sub) -> None:
     """Register ``tileprobe reduce``."""
     p = sub.add_parser("reduce", help="cut a kernel down to the smallest one that keeps a property (a compiler bug "
-                                      "report)")
+                                      "report)",
+                       description="Cut PROBE's kernel, at the variant --where names, down to the smallest kernel for "
+                       "which the property still holds under --tileiras (or holds under --good and not under --bad, "
+                       "a regression); each candidate is compiled in the audit's contained children. Writes to -o: "
+                       "the reduced standalone kernel, a probe that reproduces the property with `tileprobe audit`, "
+                       "and REPORT.md (the cases under both compilers, the environment, what the kernel needs). A "
+                       "stopped run goes on from its journal in -o; --budget returns the smallest so far "
+                       "(docs/REDUCE.md).")
     p.add_argument("probe", metavar="PROBE", help="a probe file that defines its kernel (and @ct.function helpers)")
     p.add_argument("--arch", required=True, type=arch_target, help="one target, e.g. sm_120")
     p.add_argument("--where", default=None, metavar="NAME=VALUE,...", help='the variant, e.g. '
