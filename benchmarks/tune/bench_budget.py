@@ -89,12 +89,14 @@ def _pick(d: dict | None) -> str | None:
 DOBENCH_PASSES = 6
 
 
-def dobench_step(probe: str, out: str) -> dict:
-    """do_bench of both picks and of the full tune's five fastest."""
-    full, budget = _load(out, "full.json"), _load(out, "budget.json")
+def dobench_step(probe: str, out: str, picks: list[str | None] | None = None) -> dict:
+    """do_bench of the full tune's pick, of ``picks`` (default: the budgeted tune's, ``budget.json``) and of the
+    full tune's five fastest, in one run (bench_budget_seeds.py passes every seed's pick)."""
+    full = _load(out, "full.json")
+    picks = [_pick(_load(out, "budget.json"))] if picks is None else picks
     rows = sorted((r for r in _problem(full).get("candidates") or [] if r.get("median_us") and r.get("config")),
                   key=lambda r: r["median_us"])
-    labels = list(dict.fromkeys([x for x in (_pick(full), _pick(budget)) if x] + [r["label"] for r in rows[:5]]))
+    labels = list(dict.fromkeys([x for x in (_pick(full), *picks) if x] + [r["label"] for r in rows[:5]]))
     path = os.path.join(out, "labels.json")
     with open(path, "w", encoding="utf-8") as f:
         json.dump(labels, f)

@@ -19,7 +19,6 @@ judge re-times its five fastest and every pick).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 
@@ -38,21 +37,6 @@ def _seeds(text: str) -> list[int]:
         lo, hi = text.split("-", 1)
         return list(range(int(lo), int(hi) + 1))
     return [int(x) for x in text.split(",") if x.strip()]
-
-
-def dobench_all(probe: str, out: str, seeds: list[int]) -> dict:
-    """One do_bench run over the full tune's pick and five fastest and every seed's pick."""
-    full = bb._load(out, "full.json")
-    rows = sorted((r for r in bb._problem(full).get("candidates") or [] if r.get("median_us") and r.get("config")),
-                  key=lambda r: r["median_us"])
-    picks = [bb._pick(bb._load(out, f"budget-{s}.json")) for s in seeds]
-    labels = list(dict.fromkeys([x for x in [bb._pick(full), *picks] if x] + [r["label"] for r in rows[:5]]))
-    path = os.path.join(out, "labels.json")
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(labels, f)
-    cmd = [sys.executable, os.path.join(HERE, "bench_tune_tools.py"), "dobench", "--probe", probe, "--json",
-           os.path.join(out, "dobench.json"), "--labels", path, "--passes", str(bb.DOBENCH_PASSES)]
-    return bb._run("dobench", cmd, out, bb._env(out, "dobench"))
 
 
 def report(out: str, seeds: list[int]) -> str:
@@ -101,7 +85,7 @@ def main(argv=None) -> int:
         for s in seeds:
             bb.tune_step(f"budget-{s}", a.probe, a.out, a.budget, s)
     if "dobench" in steps:
-        dobench_all(a.probe, a.out, seeds)
+        bb.dobench_step(a.probe, a.out, [bb._pick(bb._load(a.out, f"budget-{s}.json")) for s in seeds])
     print(report(a.out, seeds))
     return 0
 
