@@ -52,12 +52,40 @@ def load(path: str):
     return rows
 
 
+def compile_jobs(rows, a, order, t0: float, advance, landed: list) -> int:
+    """The ``--jobs`` fake compile jobs from ``t0``: each free job asks ``order`` for its next configuration, which
+    lands after its recorded compile time + ``--overhead`` (appended to ``landed`` as (time, configuration) unless
+    still compiling at the order's cut: killed, no record); ``advance(t)`` lets the replay's race keep up before each
+    event. Returns how many were compiled."""
+    import heapq
+    events = [(t0, i, "free", None) for i in range(a.jobs)]
+    heapq.heapify(events)
+    n, compiled = a.jobs, 0
+    while events:
+        t, _, kind, c = heapq.heappop(events)
+        advance(t)
+        if kind == "land":
+            if t > order.cut_at:
+                continue
+            order.landed(c, rows[c][0], None if a.no_codes else launch.get(c, c).key())
+            landed.append((t, c))
+            continue
+        nxt = order.next(t)
+        if nxt is None:
+            continue
+        compiled += 1
+        done = t + rows[nxt][0] + a.overhead
+        heapq.heappush(events, (done, n, "land", nxt))
+        heapq.heappush(events, (done, n + 1, "free", None))
+        n += 2
+    return compiled
+
+
 def continuous(rows, a, seed: int):
     """The continuous search (:class:`~tileprobe.tune.search.SearchOrder`) replayed: ``--jobs`` fake compile jobs ask
     the order for their next configuration as they free up; the race (one GPU) times each landed candidate with one
     batch (``--batch`` s) as soon as it is free, and each leader again once per ``--leaders`` newcomers; the leaders
     the order reads are the fastest timed so far. Returns (pick, compiled, timed, end s)."""
-    import heapq
     configs = list(rows)
     timed: dict = {}
     leaders = lambda: sorted(timed, key=timed.get)[:a.leaders]  # noqa: E731
@@ -65,14 +93,11 @@ def continuous(rows, a, seed: int):
     order = S.SearchOrder(configs, [], settings, a.budget, leaders)
     t0 = a.plan + a.round_start
     gpu = max(t0, a.gpu_ready)
-    events = [(t0, i, "free", None) for i in range(a.jobs)]
-    heapq.heapify(events)
     landed: list = []       # (landing time, configuration) not yet timed
-    n = a.jobs
-    compiled = 0
-    while events:
-        t, _, kind, c = heapq.heappop(events)
-        # the race keeps up with what landed before t
+
+    def advance(t: float) -> None:
+        """The race keeps up with what landed before ``t``."""
+        nonlocal gpu
         while landed and gpu <= t:
             new = [x for x in landed if x[0] <= gpu] or [landed[0]]
             gpu = max(gpu, new[0][0])
@@ -82,21 +107,7 @@ def continuous(rows, a, seed: int):
                     timed[x[1]] = rows[x[1]][1]
                 gpu += a.batch
             gpu += a.batch * len(leaders())
-        if kind == "land":
-            if t > order.cut_at:        # still compiling at the cut: killed, no record
-                continue
-            order.landed(c, rows[c][0], None if a.no_codes else launch.get(c, c).key())
-            landed.append((t, c))
-            continue
-        nxt = order.next(t)
-        if nxt is None:
-            continue
-        compiled += 1
-        n += 1
-        done = t + rows[nxt][0] + a.overhead
-        heapq.heappush(events, (done, n, "land", nxt))
-        n += 1
-        heapq.heappush(events, (done, n, "free", None))
+    compiled = compile_jobs(rows, a, order, t0, advance, landed)
     for t, c in landed:
         gpu = max(gpu, t) + a.batch
         if rows[c][1]:
@@ -115,7 +126,6 @@ def intake_race(rows, a, seed: int):
     of one launch (the full tune's ``same_launch_as``) are timed once. The race takes nothing in past its line,
     ``--budget`` − FINISH_S − ``--final-reserve`` − ``--intake`` (the final's share and the longest intake are held
     back): what lands later is skipped. Returns (pick, compiled, timed, end s)."""
-    import heapq
     configs = list(rows)
     timed: dict = {}
     racing: set = set()
@@ -159,26 +169,7 @@ def intake_race(rows, a, seed: int):
             done = start + a.intake + a.batch * (len(racing) + len(new))
             state["free"], state["step"] = done, (done, new)
 
-    events = [(t0, i, "free", None) for i in range(a.jobs)]
-    heapq.heapify(events)
-    n, compiled = a.jobs, 0
-    while events:
-        t, _, kind, c = heapq.heappop(events)
-        advance(t)
-        if kind == "land":
-            if t > order.cut_at:
-                continue
-            order.landed(c, rows[c][0], None if a.no_codes else launch.get(c, c).key())
-            landed.append((t, c))
-            continue
-        nxt = order.next(t)
-        if nxt is None:
-            continue
-        compiled += 1
-        done = t + rows[nxt][0] + a.overhead
-        heapq.heappush(events, (done, n, "land", nxt))
-        heapq.heappush(events, (done, n + 1, "free", None))
-        n += 2
+    compiled = compile_jobs(rows, a, order, t0, advance, landed)
     advance(float("inf"))
     pick = min(timed, key=timed.get) if timed else None
     return pick, compiled, len(timed), state["free"]
