@@ -88,15 +88,20 @@ def test_array_parameters_are_the_arrays_of_memory_operations():
     assert array_params(k) == {"A", "C"}
 
 
+#: A loop that adds loads into `acc`: deleting `acc = ct.zeros(...)` or putting the array `A` where the tile `a`
+#: was are edits cuTile refuses.
+ACC_LOOP = '''
+    i = ct.bid(0)
+    acc = ct.zeros((T,), dtype=ct.float32)
+    for t in range(n):
+        a = ct.load(A, index=(t,), shape=(T,))
+        acc = acc + a
+    ct.store(C, index=(i,), tile=acc)
+'''
+
+
 def test_no_candidate_puts_an_array_where_a_tile_was_or_reads_a_maybe_undefined_name():
-    tree = module('''
-        i = ct.bid(0)
-        acc = ct.zeros((T,), dtype=ct.float32)
-        for t in range(n):
-            a = ct.load(A, index=(t,), shape=(T,))
-            acc = acc + a
-        ct.store(C, index=(i,), tile=acc)
-    ''')
+    tree = module(ACC_LOOP)
     labels = [c.label for c in passes.candidates(tree, {})]
     assert not any("= A`" in lb for lb in labels), labels          # `a = A` instead of ct.load
     # deleting `acc = ct.zeros(...)` leaves acc read in the loop before any binding: never built
@@ -124,14 +129,7 @@ def test_a_kernel_reduced_for_that_refusal_keeps_its_candidates():
 def test_what_matters_lists_a_statically_refused_change_as_cannot_tell_without_compiling_it():
     from tileprobe.reduce.engine import _needs
     from tileprobe.reduce.oracle import Outcome
-    tree = module('''
-        i = ct.bid(0)
-        acc = ct.zeros((T,), dtype=ct.float32)
-        for t in range(n):
-            a = ct.load(A, index=(t,), shape=(T,))
-            acc = acc + a
-        ct.store(C, index=(i,), tile=acc)
-    ''')
+    tree = module(ACC_LOOP)
     refused = [c for c in passes.candidates(tree, {}, refused=True) if not c.source]
     why = {c.label: c.refusal for c in refused}
     assert "potentially undefined" in why["delete `acc = ct.zeros((T,), dtype=ct.float32)`"]
