@@ -55,14 +55,11 @@ def test_an_index_shipped_beside_its_table_still_answers_and_an_edit_that_moves_
     import shutil
 
     from tileprobe.record.hook import load_capture
-    from tileprobe.tune.table_store import write_index
     cap = load_capture()
     key = "00aa" * 4
     doc = {"schema_version": 1, "kind": "tileprobe.tune",
            "kernels": {"a": [{"case": {}, "search": {"key": key, "config": {"TILE": 1}}}]}}
-    table = tmp_path / "t.json"
-    table.write_text(json.dumps(doc))
-    write_index(str(table), doc)
+    table = _exported(tmp_path, doc)
     shipped = tmp_path / "shipped"
     shipped.mkdir()
     shutil.copy2(table, shipped / "t.json")
@@ -77,20 +74,41 @@ def test_an_index_shipped_beside_its_table_still_answers_and_an_edit_that_moves_
     assert [r["search"]["config"] for _, r in answerer.rows[key]] == [{"TILE": 7}]
 
 
+def _exported(tmp_path, doc: dict):
+    """``doc`` written as the table ``tmp_path/t.json`` with its index beside it, as ``tune --export`` writes them."""
+    from tileprobe.tune.table_store import write_index
+    table = tmp_path / "t.json"
+    table.write_text(json.dumps(doc))
+    write_index(str(table), doc)
+    return table
+
+
+def _use_reads_the_table_whole(cap, table, key, why, capsys, monkeypatch) -> list:
+    """`use --env` of a table whose index it does not trust: exit 0, the variable that has the command's processes
+    read the table whole exported, the reason said; under that variable no process reads the index (``cap``: the
+    hook's capture module). Returns the configurations the table itself answers for ``key``."""
+    assert main(["use", str(table), "--env"]) == 0
+    out = capsys.readouterr()
+    assert f"export {cap.ENV_NO_INDEX}={table}" in out.out, out.out
+    assert f"the index {table}.index is not this table's: {why}" in " ".join(out.err.split()), out.err
+    monkeypatch.setenv(cap.ENV_NO_INDEX, str(table))       # what the command's processes get
+    assert cap.index_rows(str(table), key) is None
+    answerer = cap.Answerer(str(table))
+    answerer.load()
+    return [r["search"]["config"] for _, r in answerer.rows.get(key, [])]
+
+
 def test_a_forged_index_meta_after_an_edit_is_caught_by_use_and_the_table_read_whole(tmp_path, monkeypatch,
                                                                                       capsys):
     """An edit of the table, then a ``meta.json`` rewritten to the edited table's size and mtime: each process's
     check (size, mtime) is fooled, so ``tileprobe use`` checks the table's SHA-256 once (written at export) and has
     its processes read the table whole; an index without that hash is not trusted either."""
     from tileprobe.record.hook import load_capture
-    from tileprobe.tune.table_store import write_index
     cap = load_capture()
     key = "00aa" * 4
     doc = {"schema_version": 1, "kind": "tileprobe.tune",
            "kernels": {"a": [{"case": {}, "search": {"key": key, "config": {"TILE": 1}}}]}}
-    table = tmp_path / "t.json"
-    table.write_text(json.dumps(doc))
-    write_index(str(table), doc)
+    table = _exported(tmp_path, doc)
     assert cap.index_mismatch(str(table)) is None
     assert main(["use", str(table), "--env"]) == 0
     out = capsys.readouterr()
@@ -106,15 +124,7 @@ def test_a_forged_index_meta_after_an_edit_is_caught_by_use_and_the_table_read_w
         assert [r["search"]["config"] for _, r in cap.index_rows(str(table), key)] == [{"TILE": 1}]   # fooled
         why = cap.index_mismatch(str(table))
         assert why is not None and ("edited after the export" in why if "sha256" in forged else "no sha256" in why)
-        assert main(["use", str(table), "--env"]) == 0
-        out = capsys.readouterr()
-        assert f"export {cap.ENV_NO_INDEX}={table}" in out.out, out.out
-        assert f"the index {table}.index is not this table's: {why}" in " ".join(out.err.split()), out.err
-        monkeypatch.setenv(cap.ENV_NO_INDEX, str(table))       # what the command's processes get
-        assert cap.index_rows(str(table), key) is None
-        answerer = cap.Answerer(str(table))
-        answerer.load()
-        assert [r["search"]["config"] for _, r in answerer.rows[key]] == [{"TILE": 7}]
+        assert _use_reads_the_table_whole(cap, table, key, why, capsys, monkeypatch) == [{"TILE": 7}]
 
 
 @pytest.mark.parametrize("forgery", ["edited", "added", "removed", "no digest"])
@@ -125,14 +135,11 @@ def test_a_forged_index_bucket_is_caught_by_use_and_the_table_read_whole(tmp_pat
     removed, or an index without the digest, is said and the table read whole; the searching process's own check
     (size, mtime) is as before."""
     from tileprobe.record.hook import load_capture
-    from tileprobe.tune.table_store import write_index
     cap = load_capture()
     key, other = "00aa" * 4, "ffbb" * 4
     row = {"case": {"config": "C0"}, "search": {"key": key, "config": {"TILE": 1}}}
     doc = {"schema_version": 1, "kind": "tileprobe.tune", "kernels": {"a": [row]}}
-    table = tmp_path / "t.json"
-    table.write_text(json.dumps(doc))
-    write_index(str(table), doc)
+    table = _exported(tmp_path, doc)
     monkeypatch.delenv(cap.ENV_NO_INDEX, raising=False)
     assert cap.index_mismatch(str(table)) is None
     folder = tmp_path / "t.json.index"
@@ -158,15 +165,7 @@ def test_a_forged_index_bucket_is_caught_by_use_and_the_table_read_whole(tmp_pat
     assert why == ("its meta.json holds no SHA-256 of its buckets (an older tileprobe wrote it, or not tileprobe)"
                    if forgery == "no digest" else "its buckets are not the ones its meta.json names (a bucket was "
                    "edited, added or removed after the export)"), why
-    assert main(["use", str(table), "--env"]) == 0
-    out = capsys.readouterr()
-    assert f"export {cap.ENV_NO_INDEX}={table}" in out.out, out.out
-    assert f"the index {table}.index is not this table's: {why}" in " ".join(out.err.split()), out.err
-    monkeypatch.setenv(cap.ENV_NO_INDEX, str(table))       # what the command's processes get
-    assert cap.index_rows(str(table), key) is None
-    answerer = cap.Answerer(str(table))
-    answerer.load()
-    assert [r["search"]["config"] for _, r in answerer.rows.get(key, [])] == \
+    assert _use_reads_the_table_whole(cap, table, key, why, capsys, monkeypatch) == \
         ([] if forgery == "added" else [{"TILE": 1}])
 
 
