@@ -476,15 +476,16 @@ def launch_facts(plans: Sequence[Plan], num_sms: int, probe_timeout_s: float | N
                     groups.setdefault((plan.problem.probe.source, plan.problem.probe.index), []).append(c)
     facts: dict = {}
     asked: dict[tuple, list[Candidate]] = {}
+    items: dict[int, LaunchItem] = {}       # id(candidate) -> its key in the launch-facts cache
     from tileprobe.tune import launch_cache
     for k, cands in groups.items():
-        items = [_launch_item(c, k[1], num_sms) for c in cands]
-        for c, got in zip(cands, launch_cache.known(k[0], items)):
+        items.update((id(c), _launch_item(c, k[1], num_sms)) for c in cands)
+        for c, got in zip(cands, launch_cache.known(k[0], [items[id(c)] for c in cands])):
             if got is not None:
                 facts[id(c)] = (tuple(got[0]), got[1])
             else:
                 asked.setdefault(k, []).append(c)
-    facts.update(_asked_facts(asked, num_sms, probe_timeout_s))
+    facts.update(_asked_facts(asked, num_sms, probe_timeout_s, items))
     return facts
 
 
@@ -497,8 +498,10 @@ def _launch_item(c: Candidate, index: int, num_sms: int) -> LaunchItem:
                       list(rec.signature or []))
 
 
-def _asked_facts(groups: dict[tuple, list[Candidate]], num_sms: int, probe_timeout_s: float | None) -> dict:
-    """:func:`launch_facts` of ``groups`` (``(probe file, index)`` → candidates) from contained children, kept."""
+def _asked_facts(groups: dict[tuple, list[Candidate]], num_sms: int, probe_timeout_s: float | None,
+                 items: dict[int, LaunchItem]) -> dict:
+    """:func:`launch_facts` of ``groups`` (``(probe file, index)`` → candidates) from contained children, kept under
+    each candidate's ``items[id(candidate)]``."""
     from tileprobe.probe.contained import PROBE_TIMEOUT_S, run_probe_tasks
     from tileprobe.tune import launch_cache
     keys = list(groups)
@@ -525,7 +528,7 @@ def _asked_facts(groups: dict[tuple, list[Candidate]], num_sms: int, probe_timeo
             else:
                 facts[id(c)] = (tuple(fact[0]), fact[1])
         if got is not None and not rep.errors:
-            launch_cache.learn(k[0], [_launch_item(c, k[1], num_sms) for c in groups[k]], got, rep.code_files)
+            launch_cache.learn(k[0], [items[id(c)] for c in groups[k]], got, rep.code_files)
     return facts
 
 
