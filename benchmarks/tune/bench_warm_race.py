@@ -2,10 +2,13 @@
 
 Per kernel of ``bench_tune.py`` (rms16k, matmul, fmha), each command in a fresh process, its wall measured around it:
 
+0. ``cutile`` (with ``--cutile``): ``cuda.tile.tune.exhaustive_search`` over the same space, cold (its own empty cuTile
+   cache), in a fresh process (bench_tune_tools.py): the cold tune's wall is set against it;
 1. ``cold``: ``tileprobe tune PROBE`` on an empty store (this tree);
 2. ``warm``: the same again (every variant stored): the GPU worker starts in the command;
 3. ``kw1`` … ``kwN``: the same with ``--keep-warm 120``: kw1 starts the kept-warm worker, the next ones reuse it;
-4. ``base``: the warm re-tune by ``--base`` (another checkout, e.g. main) on a copy of the store — today's race;
+4. ``base``, ``base2`` … (``--base-runs``): the warm re-tune by ``--base`` (another checkout, e.g. main) on a copy
+   of the store — today's race, repeated for its own flip rate and regret;
 5. ``graph`` (and ``base-graph`` with ``--base-graph``): ``--timing graph`` warm re-tunes;
 6. ``oracle``: ``bench_tune_tools.py dobench`` (do_bench, two passes) over every configuration, or with
    ``--oracle-top K`` over the K fastest of the cold tune's table and every pick.
@@ -75,6 +78,33 @@ def run(out: str, kernel: str, name: str, root: str, store: str, extra: list[str
     return row
 
 
+def cutile(out: str, kernel: str, root: str) -> dict:
+    """cuda.tile.tune.exhaustive_search over the kernel's space, cold, in a fresh process; its row (wall, pick)."""
+    probe = KERNELS[kernel]["probe"]
+    result = os.path.join(out, f"{kernel}-cutile.json")
+    env = _env(root, out, kernel)
+    env["CUDA_TILE_CACHE_DIR"] = cache = os.path.join(out, f"cutile-cache-{kernel}-cutile")
+    shutil.rmtree(cache, ignore_errors=True)
+    cmd = [sys.executable, os.path.join(HERE, "bench_tune_tools.py"), "cutile", "--probe", probe, "--json", result]
+    t0 = time.perf_counter()
+    try:
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=STEP_TIMEOUT_S, cwd=out)
+        code, text = p.returncode, p.stdout + p.stderr
+    except subprocess.TimeoutExpired as e:
+        code, text = "timeout", f"{e.stdout or ''}{e.stderr or ''}"
+    wall = time.perf_counter() - t0
+    with open(os.path.join(out, f"{kernel}-cutile.log"), "w", encoding="utf-8") as f:
+        f.write(f"$ {' '.join(cmd)}\n{text}")
+    try:
+        with open(result, encoding="utf-8") as f:
+            pick = json.load(f).get("best")
+    except (OSError, ValueError):
+        pick = None
+    print(f"{kernel} cutile: exit {code}, wall {wall:.1f} s, pick {pick}", flush=True)
+    return {"kernel": kernel, "run": "cutile", "root": root, "exit": code, "wall_s": wall, "extra": [],
+            "times": None, "pick": pick}
+
+
 def oracle(out: str, kernel: str, labels: list[str] | None, root: str) -> dict | None:
     probe = KERNELS[kernel]["probe"]
     result = os.path.join(out, f"{kernel}-oracle.json")
@@ -83,8 +113,11 @@ def oracle(out: str, kernel: str, labels: list[str] | None, root: str) -> dict |
         with open(os.path.join(out, f"{kernel}-oracle-labels.json"), "w", encoding="utf-8") as f:
             json.dump(labels, f)
         cmd += ["--labels", os.path.join(out, f"{kernel}-oracle-labels.json")]
+    env = _env(root, out, kernel)
+    if os.path.isdir(os.path.join(out, f"cutile-cache-{kernel}-cutile")):   # the cutile step's kernels: no JIT wait
+        env["CUDA_TILE_CACHE_DIR"] = os.path.join(out, f"cutile-cache-{kernel}-cutile")
     t0 = time.perf_counter()
-    p = subprocess.run(cmd, env=_env(root, out, kernel), capture_output=True, text=True, timeout=STEP_TIMEOUT_S, cwd=out)
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=STEP_TIMEOUT_S, cwd=out)
     with open(os.path.join(out, f"{kernel}-oracle.log"), "w", encoding="utf-8") as f:
         f.write(f"$ {' '.join(cmd)}\n{p.stdout}{p.stderr}")
     print(f"{kernel} oracle: exit {p.returncode}, {time.perf_counter() - t0:.1f} s", flush=True)
@@ -115,15 +148,49 @@ def summary(rows: list[dict], oracles: dict) -> str:
             lines.append(f"{kernel:7} {r['run']:12} {r['exit']!s:5} {r['wall_s']:7.1f} {f('total_s'):>8} "
                          f"{f('worker_start_s'):>10}/{f('worker_wait_s'):<10} {f('race_s'):>7} {f('race_kernel_s'):>8}"
                          f"  {r.get('pick')}  {ratio}")
-        warm = [r for r in rs if r["run"] != "cold" and not r["run"].startswith(("base", "graph")) and r.get("pick")]
-        if warm:
-            picks = collections.Counter(r["pick"] for r in warm)
-            ratios = [r["ratio"] for r in warm if r.get("ratio")]
-            lines.append(f"  {kernel}: {len(warm)} warm tunes (this tree, sustained): flip rate "
-                         f"{1 - picks.most_common(1)[0][1] / len(warm):.2f}; regret mean "
-                         + (f"{sum(ratios) / len(ratios) - 1:.4f} worst {max(ratios) - 1:.4f}" if ratios else "-")
-                         + f"; best {o.get('best')} {best} µs")
+        lines += _kernel_lines(kernel, rs, o)
     return "\n".join(lines)
+
+
+def _flips(kernel: str, what: str, runs: list[dict], o: dict) -> list[str]:
+    """The winner-flip rate (1 − the most frequent pick's share) and the regret (pick's do_bench ÷ best − 1)."""
+    runs = [r for r in runs if r.get("pick")]
+    if not runs:
+        return []
+    picks = collections.Counter(r["pick"] for r in runs)
+    ratios = [r["ratio"] for r in runs if r.get("ratio")]
+    return [f"  {kernel}: {len(runs)} {what}: flip rate {1 - picks.most_common(1)[0][1] / len(runs):.2f}; regret mean "
+            + (f"{sum(ratios) / len(ratios) - 1:.4f} worst {max(ratios) - 1:.4f}" if ratios else "-")
+            + f"; best {o.get('best')} {o.get('best_us')} µs"]
+
+
+def _kernel_lines(kernel: str, rs: list[dict], o: dict) -> list[str]:
+    """Per kernel: cold against cuda.tile.tune, warm total − race, graph against sustained, flips and regret."""
+    by = {r["run"]: r for r in rs}
+    lines = []
+    cu, cold = by.get("cutile"), by.get("cold")
+    if cu and cold and cu.get("wall_s"):
+        lines.append(f"  {kernel}: cold tileprobe {cold['wall_s']:.1f} s / cuda.tile.tune {cu['wall_s']:.1f} s = "
+                     f"{cold['wall_s'] / cu['wall_s']:.2f}x; picks' do_bench ratio: tileprobe "
+                     f"{_r(cold.get('ratio'))}, cuda.tile.tune {_r(cu.get('ratio'))}")
+    kw = [r for r in rs if r["run"].startswith("kw")]
+    over = [r["times"]["total_s"] - r["times"]["race_s"] for r in kw
+            if (r.get("times") or {}).get("total_s") is not None and r["times"].get("race_s") is not None]
+    if over:
+        lines.append(f"  {kernel}: kept-warm re-tunes' total - race: " + ", ".join(f"{x:.2f}" for x in over) + " s")
+    races = {n: (by[n].get("times") or {}).get("race_s") for n in ("graph", "kw1", "kw2", "base-graph") if n in by}
+    if races.get("graph") is not None:
+        lines.append(f"  {kernel}: race s by mode: " + ", ".join(f"{n} {v:.2f}" for n, v in races.items()
+                                                                 if v is not None))
+    lines += _flips(kernel, "warm tunes (this tree, sustained)",
+                    [r for r in rs if r["run"] == "warm" or r["run"].startswith("kw")], o)
+    lines += _flips(kernel, "warm tunes by --base (today's race)",
+                    [r for r in rs if r["run"].rstrip("0123456789") == "base"], o)
+    return lines
+
+
+def _r(x) -> str:
+    return f"{x:.3f}" if x else "-"
 
 
 def main(argv=None) -> int:
@@ -133,6 +200,8 @@ def main(argv=None) -> int:
     ap.add_argument("--base", help="another checkout's root (today's tileprobe, e.g. main) for the 'base' runs")
     ap.add_argument("--base-graph", default="", help="kernels whose --timing graph re-tune runs with --base too")
     ap.add_argument("--keep-warm-runs", type=int, default=3)
+    ap.add_argument("--base-runs", type=int, default=1, help="warm re-tunes by --base (default 1)")
+    ap.add_argument("--cutile", action="store_true", help="first cuda.tile.tune cold over the same space")
     ap.add_argument("--oracle-top", type=int, default=0, help="do_bench only the K fastest of the cold table (0: all)")
     ap.add_argument("--no-oracle", action="store_true")
     ap.add_argument("--no-warm", action="store_true", help="skip the plain warm re-tune (the kept-warm ones only)")
@@ -150,6 +219,8 @@ def main(argv=None) -> int:
         store = os.path.join(a.out, f"store-{kernel}.sqlite")
         for p in (store, os.path.join(a.out, f"cutile-cache-{kernel}")):
             shutil.rmtree(p, ignore_errors=True) if os.path.isdir(p) else (os.path.exists(p) and os.remove(p))
+        if a.cutile:
+            rows.append(cutile(a.out, kernel, ROOT))
         rows.append(run(a.out, kernel, "cold", ROOT, store, []))
         if not a.no_warm:
             rows.append(run(a.out, kernel, "warm", ROOT, store, []))
@@ -158,7 +229,8 @@ def main(argv=None) -> int:
         if a.base:
             base_store = os.path.join(a.out, f"store-{kernel}-base.sqlite")
             shutil.copyfile(store, base_store)
-            rows.append(run(a.out, kernel, "base", a.base, base_store, []))
+            for i in range(1, a.base_runs + 1):
+                rows.append(run(a.out, kernel, "base" if i == 1 else f"base{i}", a.base, base_store, []))
         if not a.no_graph:
             rows.append(run(a.out, kernel, "graph", ROOT, store, ["--timing", "graph", "--keep-warm", "120"]))
         if a.base and kernel in a.base_graph.split(","):
