@@ -23,6 +23,7 @@ from tileprobe.audit.variants import check_compile_timeout, iter_variants, plan_
 from tileprobe.compile.claims import Claims
 from tileprobe.compile.failure import help_command, unsupported_target, version_of
 from tileprobe.compile.job import CompileResult, Variant, failed_artifacts_dir, load_scaled_timeout_s
+from tileprobe.compile.order import longest_first
 from tileprobe.compile.pool import compile_variants
 from tileprobe.compile.schedule import ChosenSchedule
 from tileprobe.compile.toolcache import binary_fact
@@ -400,6 +401,8 @@ def _audit_with(tc: Toolchain, plans, targets, result: AuditResult, order: dict,
     todo = _not_stored(planned(), tc, store, with_sass, result, order, retry_failed, failed)
     if schedule is not None:      # a budgeted tune: what its search chooses, as long as its time allows
         todo = schedule.apply(todo)
+    else:                         # the likely slowest compiles start first (reported in the plan's order all the same)
+        todo = iter(longest_first(todo))
     extra = (dataclasses.replace(v, rep=i) for i in range(1, repeat) for v in planned()
              if not listed or v.arch in listed)
     repeats: dict[tuple, list[str]] = {}
