@@ -22,6 +22,8 @@ from collections.abc import Iterable
 
 from tileprobe.compile.job import Variant
 
+_HINTS = ("occupancy", "opt_level")   # the two hints the guess reads (cuTile's names)
+
 
 def predicted_cost(v: Variant) -> tuple[float, float, float]:
     """A sort key, smallest first = likely slowest compile first: (−log₂ of the case's tile product,
@@ -30,9 +32,7 @@ def predicted_cost(v: Variant) -> tuple[float, float, float]:
     opt_level 3 (cuTile's default: ``ct.kernel``'s docstring, cuda-tile 1.7.0)."""
     ints = [abs(x) for x in v.case_dict.values() if isinstance(x, int) and not isinstance(x, bool) and abs(x) > 1]
     size = sum(math.log2(x) for x in ints)
-    hints = v.hints_dict
-    occupancy = hints.get("occupancy")
-    opt_level = hints.get("opt_level")
+    occupancy, opt_level = (v.hints_dict.get(name) for name in _HINTS)
     return (-size, float(occupancy) if isinstance(occupancy, (int, float)) else 1.0,
             -float(opt_level) if isinstance(opt_level, (int, float)) else -3.0)
 
