@@ -16,7 +16,7 @@ import pytest
 from tileprobe.probe import wire
 from tileprobe.run import keepwarm
 from tileprobe.run.keepwarm import KeptWarmWatchdog, runtime_dir, stop_server
-from tileprobe.run.warmserver import HEADER, recv_msg, send_msg
+from tileprobe.run.warmserver import HEADER, recv_msg, send_msg, unix_address
 
 INIT = "tests.fake_gpu_tasks:fake_init"
 TASK = "tests.fake_gpu_tasks:fake_init"     # as a task it answers the worker's pid
@@ -107,8 +107,11 @@ def test_a_stale_socket_nobody_listens_on_is_replaced(env):
     path = folder / f"w-{keepwarm._key(prov)}.sock"
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     old = os.umask(0o177)
-    s.bind(str(path))
-    os.umask(old)
+    try:
+        with unix_address(str(path)) as address:
+            s.bind(address)
+    finally:
+        os.umask(old)     # restored even when bind fails: a 0o177 umask left behind breaks the worker's later tests
     s.close()                     # the file stays, nobody listens: what a SIGKILLed server leaves
     with kept(env) as wd:
         assert "started" in wd.note
@@ -295,3 +298,33 @@ def test_a_forged_result_for_another_task_is_a_crash_and_the_server_serves_on(en
     with kept(env) as b:                              # the server survived: the next command reuses it
         assert "reused" in b.note and b.server_pid == pid
         assert b.submit(TASK).status == "done"
+
+
+def test_a_runtime_folder_too_long_for_af_unix_still_gets_a_server_the_next_command_reuses(env, tmp_path):
+    e, pids = env
+    deep = tmp_path / ("d" * 60) / ("e" * 60)       # the socket's path is then well over sun_path's 107 bytes
+    e["TILEPROBE_RUNTIME_DIR"] = str(deep)
+    with kept(env) as a:
+        assert "started" in a.note and a.server_pid
+        assert a.submit(TASK).status == "done"
+    socks = [p for p in deep.iterdir() if p.suffix == ".sock"]
+    assert len(socks) == 1 and len(os.fsencode(str(socks[0]))) > 107
+    with kept(env) as b:
+        assert "reused" in b.note and b.server_pid == a.server_pid
+    assert stop_server(INIT, e) is True
+
+
+def test_unix_address_is_the_path_when_it_fits_and_a_proc_fd_path_to_the_same_file_when_not(tmp_path):
+    short = "/tmp/x.sock"
+    with unix_address(short) as address:
+        assert address == short
+    long_dir = tmp_path / ("f" * 100)
+    long_dir.mkdir()
+    path = long_dir / "w-0123456789abcdef.sock"
+    with unix_address(str(path)) as address:
+        assert address.startswith("/proc/self/fd/") and address.endswith("/w-0123456789abcdef.sock")
+        assert len(address) <= 107
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.bind(address)
+    assert path.is_socket()
+    s.close()

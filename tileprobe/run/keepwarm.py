@@ -31,7 +31,7 @@ from pathlib import Path
 from tileprobe.jsonrecord import FieldError
 from tileprobe.probe import wire
 from tileprobe.procs import GUARD_ENV, importable_env, signal_group
-from tileprobe.run.warmserver import peer_uid, recv_msg, send_msg
+from tileprobe.run.warmserver import peer_uid, recv_msg, send_msg, unix_address
 from tileprobe.run.warmwire import STOP, ClientHello, Outcome, ServerHello, TaskRequest
 from tileprobe.run.watchdog import (
     DEFAULT_GRACE_S,
@@ -130,7 +130,8 @@ def _connect(path: Path) -> socket.socket | None:
         return None
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        s.connect(str(path))
+        with unix_address(str(path)) as address:
+            s.connect(address)
     except (ConnectionRefusedError, FileNotFoundError):
         s.close()
         with contextlib.suppress(FileNotFoundError):

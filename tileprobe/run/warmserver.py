@@ -28,6 +28,7 @@ Run as ``python -m tileprobe.run.warmserver SOCKET INIT IDLE_S PROVENANCE_JSON``
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -35,6 +36,7 @@ import socket
 import struct
 import sys
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from tileprobe.probe import wire
@@ -46,6 +48,26 @@ __all__ = ["HEADER", "peer_uid", "recv_msg", "send_msg", "serve"]
 HEADER = struct.Struct(">I")
 #: Seconds a connected client gets to say hello before the server drops it.
 HELLO_S = 30.0
+
+
+#: The longest socket path AF_UNIX takes: ``sun_path`` holds 108 bytes on Linux, the last one the NUL (man 7 unix).
+SUN_PATH_MAX = 107
+
+
+@contextlib.contextmanager
+def unix_address(path: str) -> Iterator[str]:
+    """The address to ``bind`` or ``connect`` for the socket file ``path``: ``path`` itself when it fits
+    :data:`SUN_PATH_MAX`, else ``/proc/self/fd/N/NAME`` through an ``O_PATH`` descriptor of its folder (Linux; the
+    descriptor is closed on leaving), so that a long ``TILEPROBE_RUNTIME_DIR`` (a test's temp folder under a long
+    ``TMPDIR``) still gets a kept-warm server. Raises OSError when the folder cannot be opened."""
+    if len(os.fsencode(path)) <= SUN_PATH_MAX or not os.path.isdir("/proc/self/fd"):
+        yield path
+        return
+    fd = os.open(os.path.dirname(path) or ".", os.O_PATH | os.O_DIRECTORY)
+    try:
+        yield f"/proc/self/fd/{fd}/{os.path.basename(path)}"
+    finally:
+        os.close(fd)
 
 
 def send_msg(sock: socket.socket, value: Any, where: str = "message") -> None:
@@ -206,7 +228,8 @@ def serve(path: str, init: str, idle_s: float, prov: dict) -> int:
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     old = os.umask(0o177)
     try:
-        srv.bind(path)
+        with unix_address(path) as address:
+            srv.bind(address)
     finally:
         os.umask(old)
     os.chmod(path, 0o600)
