@@ -46,21 +46,27 @@ def _env(root: str, out: str, kernel: str) -> dict:
     return env
 
 
+def _logged(cmd: list[str], env: dict, out: str, log_name: str) -> tuple:
+    """Run ``cmd`` in ``out`` (a fresh process, at most STEP_TIMEOUT_S), write its command and output to
+    ``out/log_name``; returns (exit code or "timeout", wall seconds measured around the process)."""
+    t0 = time.perf_counter()
+    try:
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=STEP_TIMEOUT_S, cwd=out)
+        code, text = p.returncode, p.stdout + p.stderr
+    except subprocess.TimeoutExpired as e:
+        code, text = "timeout", f"{e.stdout or ''}{e.stderr or ''}"
+    wall = time.perf_counter() - t0
+    with open(os.path.join(out, log_name), "w", encoding="utf-8") as f:
+        f.write(f"$ {' '.join(cmd)}\n{text}")
+    return code, wall
+
+
 def run(out: str, kernel: str, name: str, root: str, store: str, extra: list[str]) -> dict:
     """One ``tileprobe tune`` in a fresh process with ``root``'s tileprobe; returns its row."""
     probe = KERNELS[kernel]["probe"]
     result = os.path.join(out, f"{kernel}-{name}.json")
     cmd = [sys.executable, "-m", "tileprobe", "tune", probe, "--store", store, "--json", result, *extra]
-    t0 = time.perf_counter()
-    try:
-        p = subprocess.run(cmd, env=_env(root, out, kernel), capture_output=True, text=True, timeout=STEP_TIMEOUT_S,
-                           cwd=out)
-        code, text = p.returncode, p.stdout + p.stderr
-    except subprocess.TimeoutExpired as e:
-        code, text = "timeout", f"{e.stdout or ''}{e.stderr or ''}"
-    wall = time.perf_counter() - t0
-    with open(os.path.join(out, f"{kernel}-{name}.log"), "w", encoding="utf-8") as f:
-        f.write(f"$ {' '.join(cmd)}\n{text}")
+    code, wall = _logged(cmd, _env(root, out, kernel), out, f"{kernel}-{name}.log")
     row = {"kernel": kernel, "run": name, "root": root, "exit": code, "wall_s": wall, "extra": extra}
     try:
         with open(result, encoding="utf-8") as f:
@@ -86,15 +92,7 @@ def cutile(out: str, kernel: str, root: str) -> dict:
     env["CUDA_TILE_CACHE_DIR"] = cache = os.path.join(out, f"cutile-cache-{kernel}-cutile")
     shutil.rmtree(cache, ignore_errors=True)
     cmd = [sys.executable, os.path.join(HERE, "bench_tune_tools.py"), "cutile", "--probe", probe, "--json", result]
-    t0 = time.perf_counter()
-    try:
-        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=STEP_TIMEOUT_S, cwd=out)
-        code, text = p.returncode, p.stdout + p.stderr
-    except subprocess.TimeoutExpired as e:
-        code, text = "timeout", f"{e.stdout or ''}{e.stderr or ''}"
-    wall = time.perf_counter() - t0
-    with open(os.path.join(out, f"{kernel}-cutile.log"), "w", encoding="utf-8") as f:
-        f.write(f"$ {' '.join(cmd)}\n{text}")
+    code, wall = _logged(cmd, env, out, f"{kernel}-cutile.log")
     try:
         with open(result, encoding="utf-8") as f:
             pick = json.load(f).get("best")
@@ -116,11 +114,8 @@ def oracle(out: str, kernel: str, labels: list[str] | None, root: str) -> dict |
     env = _env(root, out, kernel)
     if os.path.isdir(os.path.join(out, f"cutile-cache-{kernel}-cutile")):   # the cutile step's kernels: no JIT wait
         env["CUDA_TILE_CACHE_DIR"] = os.path.join(out, f"cutile-cache-{kernel}-cutile")
-    t0 = time.perf_counter()
-    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=STEP_TIMEOUT_S, cwd=out)
-    with open(os.path.join(out, f"{kernel}-oracle.log"), "w", encoding="utf-8") as f:
-        f.write(f"$ {' '.join(cmd)}\n{p.stdout}{p.stderr}")
-    print(f"{kernel} oracle: exit {p.returncode}, {time.perf_counter() - t0:.1f} s", flush=True)
+    code, wall = _logged(cmd, env, out, f"{kernel}-oracle.log")
+    print(f"{kernel} oracle: exit {code}, {wall:.1f} s", flush=True)
     try:
         with open(result, encoding="utf-8") as f:
             return json.load(f)
