@@ -86,6 +86,4 @@ def adopt_orphans() -> bool:
     child started and left behind (a probe's ``Popen(..., start_new_session=True, env={})`` in a loader that then
     ended) is reparented here rather than to init, so it stays a descendant that :func:`kill_tree` and the guard
     (:func:`guard`) find. The caller must reap what it adopts. Returns whether it was set (False off Linux)."""
-    if _PRCTL is None:
-        return False
-    return _PRCTL(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    return set_child_subreaper(True)

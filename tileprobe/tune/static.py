@@ -409,10 +409,7 @@ def _case_args(probe, case: dict, record: dict, num_sms: int, memo: dict | None)
     ctx = launch_context(record, num_sms)
     if memo is None:
         return probe.launch_args(case, **ctx)
-    used = context_kwargs(probe.args, **ctx)
-    key = repr([sorted(case.items(), key=lambda kv: str(kv[0])),
-                sorted(((k, sorted(v.items(), key=lambda kv: str(kv[0])) if isinstance(v, dict) else v)
-                        for k, v in used.items()), key=lambda kv: kv[0])])
+    key = value_key([case, context_kwargs(probe.args, **ctx)])
     if key not in memo:
         memo[key] = probe.launch_args(case, **ctx)
     return memo[key]
