@@ -33,7 +33,7 @@ HOT_GAP_S, HOT_WARMUP_MS = 0.2, 5.0
 #: 40-candidate round of 0.2-ms matmuls took 2.4-2.6 s, 39 of them out after their one batch of 100 samples, about
 #: 21 ms of kernel time and 10 ms of L2 flushes each (docs/LOG.md §42). Candidates it leaves close get full batches
 #: in the next rounds; the steady-state final re-times every one within 12 % of the leader, eliminated or not.
-#: Not yet measured on a GPU.
+#: On the H100 (docs/LOG.md §61) that matmul's whole warm race, final included, then took 2.89–3.86 s.
 FIRST_LOOK_MS = 10.0
 CHECK_TASK = "tileprobe.run.batch:check_candidate"
 #: The check task of ``tileprobe tune --bit-exact``: a candidate whose output differs in any bit from the default
