@@ -48,3 +48,10 @@ def test_an_audit_compiles_largest_first_and_lists_its_records_in_the_plan_order
     assert seen == [(1024, 1), (1024, 2), (256, 1), (256, 2)]
     assert [(r.case["TILE"], r.hints["occupancy"]) for r in res.records] == [(256, 1), (256, 2), (1024, 1), (1024, 2)]
     assert all(r.ok for r in res.records)
+
+
+def test_a_tile_written_as_a_tuple_counts_by_its_whole_numbers():
+    plan = [_v({"TILE": t}, {"occupancy": o}) for t in ((128, 128, 32), (256, 256, 64)) for o in (1, 2)]
+    got = [(v.case_dict["TILE"], v.hints_dict["occupancy"]) for v in longest_first(plan)]
+    assert got == [((256, 256, 64), 1), ((256, 256, 64), 2), ((128, 128, 32), 1), ((128, 128, 32), 2)]
+    assert predicted_cost(_v({"TILE": [256, 4, True, (8, 8)]}, {}))[0] == -10.0   # 256 × 4; bools, nesting left out

@@ -27,14 +27,26 @@ _HINTS = ("occupancy", "opt_level")   # the two hints the guess reads (cuTile's 
 
 def predicted_cost(v: Variant) -> tuple[float, float, float]:
     """A sort key, smallest first = likely slowest compile first: (−log₂ of the case's tile product,
-    occupancy, −opt_level). Whole numbers ≤ 1 and booleans do not count in the product. A hint the variant does not
+    occupancy, −opt_level). The product is of the case's whole numbers and those inside its tuples and lists, one
+    level deep (:func:`_whole_numbers`); whole numbers ≤ 1 and booleans do not count. A hint the variant does not
     set counts as occupancy 1 (cuTile's default is "auto", the compiler's choice: placed with the heaviest) and
     opt_level 3 (cuTile's default: ``ct.kernel``'s docstring, cuda-tile 1.7.0)."""
-    ints = [abs(x) for x in v.case_dict.values() if isinstance(x, int) and not isinstance(x, bool) and abs(x) > 1]
-    size = sum(math.log2(x) for x in ints)
+    size = sum(math.log2(x) for x in _whole_numbers(v.case_dict.values()))
     occupancy, opt_level = (v.hints_dict.get(name) for name in _HINTS)
     return (-size, float(occupancy) if isinstance(occupancy, (int, float)) else 1.0,
             -float(opt_level) if isinstance(opt_level, (int, float)) else -3.0)
+
+
+def _whole_numbers(values) -> list[int]:
+    """The absolute values above 1 of the whole numbers among ``values`` and inside their tuples and lists (a tile
+    written ``TILE=(256, 256, 64)``, as TileGym's matmul example does), booleans left out."""
+    out: list[int] = []
+    for x in values:
+        if isinstance(x, (tuple, list)):
+            out += _whole_numbers(y for y in x if not isinstance(y, (tuple, list)))
+        elif isinstance(x, int) and not isinstance(x, bool) and abs(x) > 1:
+            out.append(abs(x))
+    return out
 
 
 def longest_first(variants: Iterable[Variant]) -> list[Variant]:
