@@ -328,3 +328,26 @@ def test_unix_address_is_the_path_when_it_fits_and_a_proc_fd_path_to_the_same_fi
         s.bind(address)
     assert path.is_socket()
     s.close()
+
+
+def test_a_listener_whose_queue_is_full_is_refused_within_the_busy_wait_not_waited_for(env, monkeypatch):
+    e, _ = env
+    monkeypatch.setattr(keepwarm, "BUSY_WAIT_S", 1.0)
+    folder = runtime_dir(e)
+    path = folder / f"w-{keepwarm._key(keepwarm.provenance(INIT, e))}.sock"
+    stuck = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)
+    try:
+        stuck.bind(str(path))
+    finally:
+        os.umask(old)
+    stuck.listen(0)               # a server that never accepts: the one queued connection fills its queue
+    filler = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    filler.connect(str(path))
+    t0 = time.monotonic()
+    with kept(env) as wd:
+        assert "a worker of its own" in wd.note and "did not take the connection within 1 s" in wd.note
+        assert wd.submit(TASK).status == "done"
+    assert time.monotonic() - t0 < 30
+    filler.close()
+    stuck.close()

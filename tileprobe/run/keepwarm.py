@@ -125,23 +125,51 @@ def _check_socket(path: Path) -> bool:
 
 
 def _connect(path: Path) -> socket.socket | None:
-    """A connection to the server at ``path``, None when nobody listens there (a stale socket, removed here)."""
+    """A connection to the server at ``path``, None when nobody listens there (a stale socket, removed here).
+    Raises :class:`KeepWarmRefused` when the listener does not take the connection within :data:`BUSY_WAIT_S` (its
+    queue is full: a stuck or stopped server, or one that other commands gave up on; ``connect`` would wait for it
+    without end), OSError when the folder cannot be reached (the socket closed either way)."""
     if not _check_socket(path):
         return None
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        with unix_address(str(path)) as address:
-            s.connect(address)
+        if not _connect_within(s, str(path), BUSY_WAIT_S):
+            s.close()
+            raise KeepWarmRefused(f"{path}: the server there did not take the connection within {BUSY_WAIT_S:g} "
+                                  "s (its queue is full: stuck, or busy with other commands)")
     except (ConnectionRefusedError, FileNotFoundError):
         s.close()
         with contextlib.suppress(FileNotFoundError):
             path.unlink()    # stale: its server died without removing it
         return None
+    except OSError:
+        s.close()
+        raise
     _pid, uid = peer_uid(s)
     if uid != os.getuid():
         s.close()
         raise KeepWarmRefused(f"{path}: the process listening there is another user's (uid {uid}); refused")
     return s
+
+
+def _connect_within(s: socket.socket, path: str, timeout_s: float) -> bool:
+    """Connect ``s`` to ``path`` (:func:`~tileprobe.run.warmserver.unix_address`), trying again every 50 ms while the
+    listener's queue is full (a Unix socket with a timeout then says EAGAIN at once; without one ``connect`` blocks
+    until the listener accepts, without end when it is stuck), at most ``timeout_s`` s. Returns whether it connected
+    (``s`` blocking again); raises OSError for any other failure."""
+    deadline = time.monotonic() + timeout_s
+    s.settimeout(timeout_s)
+    with unix_address(path) as address:
+        while True:
+            try:
+                s.connect(address)
+                break
+            except (BlockingIOError, TimeoutError):
+                if time.monotonic() >= deadline:
+                    return False
+                time.sleep(0.05)
+    s.settimeout(None)
+    return True
 
 
 def _launch(path: Path, init: str, idle_s: float, prov: dict, env: dict) -> subprocess.Popen:
