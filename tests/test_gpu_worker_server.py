@@ -336,14 +336,15 @@ def test_a_listener_whose_queue_is_full_is_refused_within_the_busy_wait_not_wait
     folder = runtime_dir(e)
     path = folder / f"w-{keepwarm._key(keepwarm.provenance(INIT, e))}.sock"
     stuck = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    filler = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     old = os.umask(0o177)
     try:
-        stuck.bind(str(path))
+        with unix_address(str(path)) as address:      # pytest's temp folder may make the path too long for AF_UNIX
+            stuck.bind(address)
+            stuck.listen(0)       # a server that never accepts: the one queued connection fills its queue
+            filler.connect(address)
     finally:
         os.umask(old)
-    stuck.listen(0)               # a server that never accepts: the one queued connection fills its queue
-    filler = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    filler.connect(str(path))
     t0 = time.monotonic()
     with kept(env) as wd:
         assert "a worker of its own" in wd.note and "did not take the connection within 1 s" in wd.note
