@@ -75,6 +75,7 @@ __all__ = [
     "SetMaxNReg",
     "check_listing",
     "check_register_pool",
+    "launch_allocation",
     "warp_reach",
 ]
 
@@ -398,6 +399,13 @@ def check_listing(listing: str, symbol: str | None, registers_per_thread: int, t
     return check_register_pool(_parse(listing, symbol), registers_per_thread, threads, reqntid, reg_alloc_unit)
 
 
+def launch_allocation(registers_per_thread: int, reg_alloc_unit: int = 256) -> int:
+    """Registers per thread a warp holds at launch: ``registers_per_thread`` (EIATTR_REGCOUNT) rounded up to whole
+    ``reg_alloc_unit``-register units per warp (256 on sm_80 … sm_121, ``[occ]`` ``cudaOccRegAllocationGranularity``),
+    e.g. 255 → 256, 40 → 40, 36 → 40."""
+    return -(-registers_per_thread * WARP_SIZE // reg_alloc_unit) * reg_alloc_unit // WARP_SIZE
+
+
 def check_register_pool(instructions, registers_per_thread: int, threads: int, reqntid: tuple[int, ...] = (),
                         reg_alloc_unit: int = 256) -> PoolCheck:
     """The register-pool verdict of one kernel's instructions (see the module doc for the rules and assumptions).
@@ -413,9 +421,9 @@ def check_register_pool(instructions, registers_per_thread: int, threads: int, r
     if not found:
         return PoolCheck(NONE, "no USETMAXREG (setmaxnreg) in the SASS", registers_per_thread, threads)
     warps = max(1, -(-threads // WARP_SIZE))
-    per_warp = -(-registers_per_thread * WARP_SIZE // reg_alloc_unit) * reg_alloc_unit
+    launch = launch_allocation(registers_per_thread, reg_alloc_unit)
+    per_warp = launch * WARP_SIZE
     pool = per_warp * warps
-    launch = per_warp // WARP_SIZE
     facts: dict[str, Any] = dict(registers_per_thread=registers_per_thread, threads=threads, pool_registers=pool)
     one_d = not reqntid or tuple(reqntid[1:]) in ((), (1,), (1, 1))
     reached, problem = warp_reach(instructions, warps) if one_d else \

@@ -60,8 +60,9 @@ __all__ = [
 #: (docs/LOG.md §33).
 SASS_GATE = "gate"
 #: Bumped whenever the gate's rules change: a verdict ``none`` the gate wrote under other rules (``gate_version``
-#: of the record's register pool) is checked again from the stored cubin (``Store.lookup``).
-GATE_VERSION = 2
+#: of the record's register pool) is checked again from the stored cubin (``Store.lookup``). 3: ``pool_ok`` without
+#: the SASS where no setmaxnreg asks for more than the launch allocation (:mod:`tileprobe.model.sass_gate`).
+GATE_VERSION = 3
 
 NVDISASM_TIMEOUT_S = 120
 #: nvdisasm's options for the facts (traits and the register-pool check): ``-ndf`` skips the dataflow pass, which
@@ -469,10 +470,14 @@ def _has_usetmaxreg_bits(code: bytes) -> bool:
 
 def gated_summary(cubin: bytes, symbol: str) -> dict:
     """:func:`sass_summary` where the register-pool check may need the SASS (:func:`ptx_has_setmaxnreg` is not
-    False, or :func:`machine_code_may_setmaxnreg` is True); else only that check's verdict, ``none``, read from the
-    PTX and the instruction words (:data:`SASS_GATE`): no nvdisasm run."""
+    False, or :func:`machine_code_may_setmaxnreg` is True) and no ``setmaxnreg`` is known to stay within the launch
+    allocation (:func:`tileprobe.model.sass_gate.no_grow_pool`: its verdict ``pool_ok``); else only that check's
+    verdict, ``none``, read from the PTX and the instruction words (:data:`SASS_GATE`). In both shortcuts no
+    nvdisasm runs."""
     if ptx_has_setmaxnreg(cubin, symbol) is not False or machine_code_may_setmaxnreg(cubin) is True:
-        return sass_summary(cubin, symbol)
+        from tileprobe.model.sass_gate import no_grow_pool
+        ok = no_grow_pool(cubin, symbol, GATE_VERSION)
+        return sass_summary(cubin, symbol) if ok is None else {"register_pool": ok.to_dict()}
     from tileprobe.model.regpool import MODEL_VERSION, NONE
     pool = RegisterPool(verdict=NONE, model_version=MODEL_VERSION,
                         reason="no setmaxnreg in the embedded PTX, no USETMAXREG bits in the instruction words, so "
