@@ -5,6 +5,7 @@ Real server and worker processes with a fake init and task (tests/fake_gpu_tasks
 runtime folder under tmp_path; every server a test starts is ended at its end."""
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -150,6 +151,33 @@ def test_a_runtime_folder_others_may_enter_is_refused(env):
     assert not [p for p in folder.iterdir() if p.suffix == ".sock"]
 
 
+def test_a_symlinked_runtime_folder_is_refused_and_named_a_link(env, tmp_path):
+    """Hostile test (session 16): a runtime folder that is a symbolic link (to a 0700 folder of this user's) was
+    refused with 'not a folder … mode 0700', which does not say why; the note now says 'a symbolic link'."""
+    real = tmp_path / "real"
+    real.mkdir(mode=0o700)
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    with kept((dict(env[0], TILEPROBE_RUNTIME_DIR=str(link)), env[1])) as wd:
+        assert wd.note.startswith("a worker of its own") and "a symbolic link" in wd.note and str(link) in wd.note
+        assert wd.submit(TASK).status == "done"
+    assert not list(real.iterdir())
+
+
+def test_the_server_refuses_to_bind_in_a_folder_that_is_no_longer_private(tmp_path):
+    """The server checks its folder again just before its bind (it may have been swapped or opened since the
+    client's check): exit 1, nothing bound, the reason on stderr."""
+    import subprocess
+    import sys
+    folder = tmp_path / "rt"
+    folder.mkdir(mode=0o755)
+    sock = folder / "w-x.sock"
+    p = subprocess.run([sys.executable, "-m", "tileprobe.run.warmserver", str(sock), INIT, "5", json.dumps({})],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1 and "refused to bind" in p.stderr and "mode 0700" in p.stderr, p.stderr
+    assert not sock.exists()
+
+
 def test_the_nanny_ends_a_server_that_stops_answering(env, monkeypatch):
     monkeypatch.setattr(keepwarm, "NANNY_MARGIN_S", 0.5)
     wd = kept(env)
@@ -204,6 +232,24 @@ def test_keep_warm_is_asked_for_by_option_or_environment():
     assert keep_warm_seconds(["tune", "p.py", "--keep-warm", "0"], {"TILEPROBE_KEEP_WARM": "600"}) is None
     assert keep_warm_seconds(["tune", "--", "--keep-warm", "5"], {}) is None     # the program's own argument
     assert keep_warm_seconds(["tune", "--keep-warm=soon"], {}) is None           # the CLI refuses it
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", "-5", "1e308", "soon"])
+def test_a_keep_warm_environment_value_that_is_no_idle_time_is_refused_by_name(value, tmp_path):
+    """Hostile test (session 16): TILEPROBE_KEEP_WARM=inf started a server that died at its start
+    (``settimeout(inf)``). Now no server is asked for, and the tune exits 2 naming the variable and the fix."""
+    import subprocess
+    import sys
+
+    from tileprobe.run.early import keep_warm_env_error, keep_warm_seconds
+    env = {"TILEPROBE_KEEP_WARM": value}
+    assert keep_warm_seconds(["tune", "p.py"], env) is None
+    why = keep_warm_env_error(env)
+    assert why is not None and "TILEPROBE_KEEP_WARM" in why and "fix:" in why
+    assert keep_warm_env_error({"TILEPROBE_KEEP_WARM": "0"}) is None and keep_warm_env_error({}) is None
+    p = subprocess.run([sys.executable, "-m", "tileprobe", "tune", "--dry-run", "--no-store", "nothing.py"],
+                       env={**os.environ, **env}, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert p.returncode == 2 and f"TILEPROBE_KEEP_WARM={value!r}" in p.stderr, p.stderr
 
 
 def _children(pid: int) -> set[int]:

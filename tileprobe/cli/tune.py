@@ -117,6 +117,10 @@ def cmd_tune(args) -> int:
     from tileprobe.cli._common import console as _console
     from tileprobe.errors import TileprobeError
     command = command_of(args)
+    from tileprobe.run.early import keep_warm_env_error
+    if why := keep_warm_env_error():
+        from tileprobe.errors import UsageError
+        raise UsageError(why)
     if command is not None and len(args.probes or []) > len(command):
         from tileprobe.errors import UsageError
         extra = " ".join(args.probes[:len(args.probes) - len(command)])

@@ -18,8 +18,8 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
-__all__ = ["WorkerStarter", "discard_early_worker", "keep_warm_seconds", "start_early_worker", "take_early_worker",
-           "wants_early_worker"]
+__all__ = ["WorkerStarter", "discard_early_worker", "keep_warm_env_error", "keep_warm_seconds", "start_early_worker",
+           "take_early_worker", "wants_early_worker"]
 
 #: The option and the environment variable that ask for the kept-warm GPU worker (:mod:`tileprobe.run.keepwarm`).
 KEEP_WARM_OPTION, KEEP_WARM_ENV = "--keep-warm", "TILEPROBE_KEEP_WARM"
@@ -100,11 +100,29 @@ def keep_warm_seconds(argv: Sequence[str], environ: dict | None = None) -> float
     if value == "default":
         from tileprobe.run.keepwarm import DEFAULT_IDLE_S
         return DEFAULT_IDLE_S
+    from tileprobe.outcomes import timeout_seconds
     try:
-        seconds = float(value)
-    except ValueError:
+        return timeout_seconds(value)
+    except ValueError:   # 0 (off), or a value keep_warm_env_error and argparse refuse
         return None
-    return seconds if seconds > 0 else None
+
+
+def keep_warm_env_error(environ: dict | None = None) -> str | None:
+    """Why ``$TILEPROBE_KEEP_WARM`` cannot be used, or None (unset, empty, ``0``: off, or a timeout in seconds:
+    :func:`tileprobe.outcomes.timeout_seconds`'s rule, as ``--keep-warm`` takes it). ``inf`` would have made a
+    server that dies at its start (``settimeout(inf)``)."""
+    import os
+    env = os.environ if environ is None else environ
+    value = (env.get(KEEP_WARM_ENV) or "").strip()
+    if value in ("", "0"):
+        return None
+    from tileprobe.outcomes import timeout_seconds
+    try:
+        timeout_seconds(value)
+    except ValueError as e:
+        return (f"{KEEP_WARM_ENV}={value!r} is not a kept-warm idle time: {e}; fix: set it to the seconds the GPU "
+                f"worker stays after the last tune (e.g. 900), 0 for off, or unset it")
+    return None
 
 
 def start_early_worker(make_watchdog: Callable | None = None, argv: Sequence[str] | None = None) -> None:

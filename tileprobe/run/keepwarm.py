@@ -31,7 +31,7 @@ from pathlib import Path
 from tileprobe.jsonrecord import FieldError
 from tileprobe.probe import wire
 from tileprobe.procs import GUARD_ENV, importable_env, signal_group
-from tileprobe.run.warmserver import peer_uid, recv_msg, send_msg, unix_address
+from tileprobe.run.warmserver import peer_uid, private_folder_problem, recv_msg, send_msg, unix_address
 from tileprobe.run.warmwire import STOP, ClientHello, Outcome, ServerHello, TaskRequest
 from tileprobe.run.watchdog import (
     DEFAULT_GRACE_S,
@@ -74,11 +74,9 @@ def runtime_dir(environ: dict | None = None) -> Path:
     path = Path(base)
     with contextlib.suppress(FileExistsError):
         path.mkdir(mode=0o700, parents=True)
-    st = path.lstat()
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
-        raise KeepWarmRefused(f"{path}: not a folder of this user's with mode 0700 (owner uid {st.st_uid}, mode "
-                              f"{stat.S_IMODE(st.st_mode):o}); fix: remove it, or set TILEPROBE_RUNTIME_DIR to a "
-                              "folder of your own")
+    why = private_folder_problem(str(path))
+    if why:
+        raise KeepWarmRefused(f"{why}; fix: remove it, or set TILEPROBE_RUNTIME_DIR to a folder of your own")
     return path
 
 
@@ -176,7 +174,7 @@ def _launch(path: Path, init: str, idle_s: float, prov: dict, env: dict) -> subp
     """Start a server on ``path``: its own session, none of this command's guard marker (it must outlive the
     command), output to ``path`` with ``.log``."""
     env = {k: v for k, v in env.items() if k != GUARD_ENV}
-    with open(os.open(path.with_suffix(".log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as log:
+    with open(os.open(path.with_suffix(".log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600), "wb") as log:
         proc = subprocess.Popen([sys.executable, "-m", "tileprobe.run.warmserver", str(path), init, repr(idle_s),
                                  json.dumps(prov)], stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                 env=importable_env(env), start_new_session=True, close_fds=True)
@@ -218,16 +216,25 @@ def _hello(s: socket.socket, prov: dict, timeout_s: float) -> ServerHello:
 
 
 def stop_server(init: str = INIT_CUDA, environ: dict | None = None, timeout_s: float = 10.0) -> bool:
-    """Ask this user's server for ``init`` and ``environ`` to exit; True when one was running and said goodbye."""
+    """Ask this user's server for ``init`` and ``environ`` to exit; True when one was running and said goodbye,
+    False when none listens.
+
+    Raises:
+        KeepWarmRefused: the runtime folder or the socket is not this user's own, the server is busy past
+            :data:`BUSY_WAIT_S` or broke off, or the socket cannot be reached (an OSError, named in the message).
+    """
     env = dict(os.environ if environ is None else environ)
     prov = provenance(init, env)
     path = runtime_dir(env) / f"w-{_key(prov)}.sock"
-    s = _connect(path)
-    if s is None:
-        return False
-    with s:
-        if _hello(s, prov, timeout_s).ok:
-            send_msg(s, STOP)
+    try:
+        s = _connect(path)
+        if s is None:
+            return False
+        with s:
+            if _hello(s, prov, timeout_s).ok:
+                send_msg(s, STOP)
+    except OSError as e:
+        raise KeepWarmRefused(f"{path}: the kept-warm server cannot be reached to stop it ({e})") from None
     return True
 
 
@@ -280,7 +287,7 @@ class KeptWarmWatchdog:
         prov = provenance(self.init, self.environ)
         folder = runtime_dir(self.environ)
         path = folder / f"w-{_key(prov)}.sock"
-        with open(os.open(folder / f"w-{_key(prov)}.lock", os.O_WRONLY | os.O_CREAT, 0o600), "w") as lock:
+        with open(os.open(folder / f"w-{_key(prov)}.lock", os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600), "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)    # one command at a time starts or replaces the server
             for _attempt in range(2):
                 s, started = _connect(path), False

@@ -33,6 +33,7 @@ import json
 import os
 import signal
 import socket
+import stat
 import struct
 import sys
 import time
@@ -52,6 +53,22 @@ HELLO_S = 30.0
 
 #: The longest socket path AF_UNIX takes: ``sun_path`` holds 108 bytes on Linux, the last one the NUL (man 7 unix).
 SUN_PATH_MAX = 107
+
+
+def private_folder_problem(folder: str) -> str | None:
+    """Why ``folder`` is no place for this user's sockets, or None: it must be a real folder (not a symbolic link)
+    of this user's that others may neither read nor enter (mode & 0o077 == 0). Read with ``lstat``; a folder that
+    cannot be read is a problem too."""
+    try:
+        st = os.lstat(folder)
+    except OSError as e:
+        return f"{folder}: cannot be read ({e.strerror})"
+    if stat.S_ISLNK(st.st_mode):
+        return f"{folder}: a symbolic link, not a folder (a link could be turned to another user's folder)"
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        return (f"{folder}: not a folder of this user's with mode 0700 (owner uid {st.st_uid}, mode "
+                f"{stat.S_IMODE(st.st_mode):o})")
+    return None
 
 
 @contextlib.contextmanager
@@ -225,6 +242,10 @@ def serve(path: str, init: str, idle_s: float, prov: dict) -> int:
     a client says ``stop``, or a client's provenance shows this server stale. Returns the exit code."""
     from tileprobe.procs import arm_guard
     arm_guard()      # whatever the worker's children leave ends with this server, however it ends
+    why = private_folder_problem(os.path.dirname(os.path.abspath(path)))
+    if why:          # checked by the client too; again here, just before the bind (the folder may have changed)
+        print(f"tileprobe kept-warm server: refused to bind: {why}", file=sys.stderr, flush=True)
+        return 1
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     old = os.umask(0o177)
     try:
