@@ -59,3 +59,16 @@ def test_audit_json_carries_the_pruned_space(tmp_path):
     assert [(c["case"], c["distinct"]["occupancy"]) for c in doc["pruned_space"]] == [
         ({"TILE": 256}, [None, 4]), ({"TILE": 1024}, [None, 2, 4])]
     assert len(doc["variants"]) == 7
+
+
+def test_a_tuple_tile_pastes_back_as_a_tuple():
+    """A new user (session 16): ``TILE=(256, 256, 64)`` (TileGym's matmul example) came back from the store as a JSON
+    list and the paste line wrote ``[256, 256, 64]``; a kernel that takes a tuple constant needs the tuple."""
+    rows = [_rec([256, 256, 64], None, "a", 1), _rec([256, 256, 64], 2, "a", 1),
+            _rec([256, 256, 64], 4, "b", 1, 32)]
+    judge_records(rows)
+    (line,) = paste_lines(pruned_space(rows))
+    literal = line.partition(": distinct builds (paste into a configuration list): ")[2]
+    assert ast.literal_eval(literal) == [{"TILE": (256, 256, 64)}, {"TILE": (256, 256, 64), "occupancy": 4}]
+    assert pruned_space(rows)[0].to_dict()["case"] == {"TILE": [256, 256, 64]}    # JSON keeps its list
+

@@ -616,3 +616,21 @@ def _ctrl_c_default() -> None:
     import signal
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
+
+
+def test_history_csv_writes_a_tuple_tile_as_one_word(tmp_path):
+    """A new user (session 16): TileGym's ``TILE=(256, 256, 64)`` came out of ``history --csv`` as
+    ``TILE=[256, 256, 64]``, three space-separated words in a column of NAME=VALUE words; now one word, as the
+    tables write it."""
+    from tileprobe.cli import main
+    path = str(tmp_path / "s.sqlite")
+    res, rec = fake(0)
+    v = res.variant
+    res.variant = Variant(v.probe_path, 0, v.probe_name, (("TILE", (256, 256, 64)),), v.hints, v.arch, v.source_sha256)
+    rec.case = {"TILE": [256, 256, 64]}
+    with Store.open(path) as store:
+        store.save_compile(res, rec, TC)
+    out_csv = tmp_path / "h.csv"
+    assert main(["history", "--store", path, "--csv", str(out_csv)]) == 0
+    (row,) = list(csv.DictReader(out_csv.open(encoding="utf-8")))
+    assert row["case"] == "TILE=256×256×64" and row["hints"] == "occupancy=1"

@@ -45,8 +45,16 @@ class PrunedCase:
                 "hints": self.hints, "distinct": {"occupancy": self.distinct}, "same_as": {"occupancy": self.same_as}}
 
     def configs(self) -> list[dict]:
-        """The distinct configurations as dicts: case, other hints, and ``occupancy`` unless hint-less."""
-        return [{**self.case, **self.hints, **({} if v is None else {"occupancy": v})} for v in self.distinct]
+        """The distinct configurations as dicts: case, other hints, and ``occupancy`` unless hint-less. A value
+        stored as a JSON list is given back as the tuple the probe wrote (``TILE=(256, 256, 64)``: a list would
+        not paste into a configuration list whose kernel takes a tuple constant)."""
+        fixed = {k: _as_tuple(v) for k, v in {**self.case, **self.hints}.items()}
+        return [{**fixed, **({} if v is None else {"occupancy": v})} for v in self.distinct]
+
+
+def _as_tuple(value):
+    """``value`` with its lists, nested ones too, turned into tuples (JSON keeps a probe's tuples as lists)."""
+    return tuple(_as_tuple(x) for x in value) if isinstance(value, (list, tuple)) else value
 
 
 def pruned_space(records: Iterable[VariantRecord]) -> list[PrunedCase]:
