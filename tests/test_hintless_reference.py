@@ -69,7 +69,7 @@ def test_static_advice_names_no_pick_only_a_measurement_could_justify(records):
     lines = [line for line in advice(records) if line not in paste]
     assert len(lines) == 3 and not any("pick" in line for line in lines)
     sm89_paste = next(line for line in paste if "sm_89" in line)       # the hint-less build stands for 4 and 8
-    assert "{'TILE': [128, 128, 64]}, {'TILE': [128, 128, 64], 'occupancy': 2}" in sm89_paste
+    assert "{'TILE': (128, 128, 64)}, {'TILE': (128, 128, 64), 'occupancy': 2}" in sm89_paste
     sm89 = next(line for line in lines if "sm_89" in line and "TILE=128×128×64" in line)
     assert sm89 == ("matmul_hintless sm_89 tileiras 13.4.92 TILE=128×128×64: hint-less = occupancy 4 = 8 (identical "
                     "machine code): 1 CTA/SM, 255 registers, 98,304 B shared, no spills; occupancy 2: 2 CTAs/SM, 255 "

@@ -62,11 +62,18 @@ def probe(tmp_path, monkeypatch):
     return str(tmp_path / "p.py"), log, hold, marker
 
 
-def _left_running(marker: str) -> list[int]:
+def _left_running(marker: str, seconds: float = 5.0) -> list[int]:
     """Live processes carrying this test's mark, but for this process's guard (tileprobe/procs.py: it lives as long
-    as this process)."""
+    as this process), once they have had ``seconds`` to end: a child SIGKILLed as its session closed ends when the
+    kernel has delivered the signal, which a loaded machine may take a moment to do (a full run at load 4 found one
+    still listed, 2026-12-06)."""
     from tileprobe.procs import _GUARD
-    return [p for p in live_processes_with(marker, "environ") if not _GUARD or p != _GUARD[0].pid]
+    end = time.monotonic() + seconds
+    while True:
+        left = [p for p in live_processes_with(marker, "environ") if not _GUARD or p != _GUARD[0].pid]
+        if not left or time.monotonic() > end:
+            return left
+        time.sleep(0.05)
 
 
 def _lines(log) -> list[tuple[str, int]]:

@@ -106,7 +106,7 @@ def test_the_time_split_gives_the_race_s_efficiency_and_graph_timing_counts_each
 
 
 def test_a_row_whose_sass_was_not_read_shows_its_stack_and_the_table_says_why_there_is_no_stl():
-    """The tune reads the SASS only for kernels whose PTX has setmaxnreg; the others' rows have stack bytes
+    """The tune reads the SASS only for kernels whose setmaxnreg may grow past the launch allocation; the others' rows have stack bytes
     and no STL count, and one line under the table says why and where to get it."""
     res = _result(4)
     rows = res.problems[0].candidates

@@ -108,9 +108,9 @@ def write_history_csv(store: Store, dest: str | TextIO, where: dict | None = Non
 
 def _kv(d: dict) -> str:
     """``NAME=VALUE`` words; a tuple (a JSON list in the store) as the table cells write it, ``TILE=256×256×64``
-    (:func:`tileprobe.report.common.fmt_value`: no space inside a word)."""
-    from tileprobe.report.common import fmt_value
-    return " ".join(f"{k}={fmt_value(v)}" for k, v in d.items())
+    (:func:`tileprobe.schema.value_text`: no space inside a word)."""
+    from tileprobe.schema import value_text
+    return " ".join(f"{k}={value_text(v)}" for k, v in d.items())
 
 
 def _write_text(dest: str | TextIO, text: str) -> None:

@@ -73,10 +73,9 @@ def _left_to_kernel(r: VariantRecord, hint: str) -> str:
 
 
 def fmt_value(v) -> str:
-    """A case or hint value for a table cell: tuples as ``128×128×32``."""
-    if isinstance(v, (tuple, list)):
-        return "×".join(map(str, v))
-    return str(v)
+    """A case or hint value for a table cell: tuples as ``128×128×32`` (:func:`tileprobe.schema.value_text`)."""
+    from tileprobe.schema import value_text
+    return value_text(v)
 
 
 def fmt_int(v) -> str:

@@ -162,7 +162,8 @@ def _render_problem(p: ProblemResult, console, all_rows: bool = False) -> None:
                                 rank=lambda c: drop.index(c.header) if c.header in drop else -1)
     if "stack B / STL" not in fitted.dropped and any(r.stack_bytes is not None and not (r.spills or {}) for r in shown):
         say(console, "  stack B / STL: no STL count where the SASS was not read (the tune reads it only for kernels "
-                     "whose PTX has setmaxnreg, for the hang check); `tileprobe audit` of the probe reads it")
+                     "whose setmaxnreg may ask for more registers than the launch allocation, for the hang check); "
+                     "`tileprobe audit` of the probe reads it")
     if p.final and FinalFacts.of(p.final).vs_pick and "vs pick" not in fitted.dropped:
         say(console, "  vs pick: the steady-state final's ratio (over the passes both ran) for the rows it timed "
                      "(note: final …), the race medians' for the others")
