@@ -177,3 +177,58 @@ def test_the_gate_never_raises_on_damaged_cubins():
         answers.add(None if pool is None else pool.verdict)
     assert answers <= {None, POOL_OK}
     assert no_grow_pool(b"garbage", "", 3) is None and no_grow_pool(base[:1000], "", 3) is None
+
+
+def _first_usetmaxreg(data: bytes) -> tuple[str, int]:
+    name = _kernel(data)[1].name
+    return f".text.{name}", _usetmaxreg_at(_code(data, name))[0]
+
+
+@pytest.mark.parametrize("base", [DEC_ONLY, DATA / "cubins" / "vec_add_sm_90.cubin"], ids=["dec-only", "none"])
+def test_a_usetmaxreg_with_its_count_in_a_register_makes_the_gate_read_the_sass(base):
+    """Hostile test (session 17): nvdisasm also decodes opcode 0x3c8 as USETMAXREG (``TRY_ALLOC.CTAPOOL UP0, UR32``,
+    the count in a uniform register). Written over an instruction of the dec-only matmul the gate said pool_ok, and
+    over vec_add's the old rule said none; the walk says unknown. Both rules now see it."""
+    from tileprobe.model.sass import machine_code_may_setmaxnreg
+    data = base.read_bytes()
+    name = _kernel(data)[1].name
+    forged = bytes.fromhex("c8730000e00000000006000800640e00")
+    bad = _patched(data, f".text.{name}", lambda code: code[:0x10] + forged + code[0x20:])
+    assert machine_code_may_setmaxnreg(bad) is True
+    assert no_grow_pool(bad, name, 3) is None
+    assert word_setmaxnreg(_code(bad, name)) is None
+
+
+@pytest.mark.parametrize("bit", [91, 72, 12, 48])
+def test_a_usetmaxreg_word_with_a_bit_the_gate_does_not_know_makes_it_read_the_sass(bit):
+    """Hostile test (session 17): flipping bit 91 of a DEALLOC (nvdisasm: 'Unrecognized operation') still decoded as
+    DEALLOC. Every bit of the two words but the count and the scheduling bits (96–127) must be as tileiras writes
+    them: a guard predicate (bits 12–15), a bit above the count (48), bits of the second word's low half."""
+    data = DEC_ONLY.read_bytes()
+    section, at = _first_usetmaxreg(data)
+    name = _kernel(data)[1].name
+
+    def flip(code: bytes) -> bytes:
+        out = bytearray(code)
+        out[at + bit // 8] ^= 1 << (bit % 8)
+        return bytes(out)
+    assert no_grow_pool(_patched(data, section, flip), name, 3) is None
+
+
+def test_the_scheduling_bits_of_a_usetmaxreg_do_not_matter_to_the_gate():
+    """Bits 96–127 (stall counts, barriers, reuse) differ between the USETMAXREGs of one cubin; the gate ignores them."""
+    data = DEC_ONLY.read_bytes()
+    section, at = _first_usetmaxreg(data)
+    name = _kernel(data)[1].name
+    changed = _patched(data, section, lambda code: code[:at + 12] + bytes([0x00, 0x40, 0x1E, 0x00]) + code[at + 16:])
+    assert no_grow_pool(changed, name, 3) is not None
+
+
+def test_an_elf_header_naming_another_architecture_makes_the_gate_read_the_sass():
+    """Hostile test (session 17): the dec-only sm_90 matmul with e_flags edited to sm_100 was decoded as sm_100 words
+    (pool_ok) where nvdisasm refuses it. The PTX's .target must name the ELF header's architecture."""
+    data = bytearray(DEC_ONLY.read_bytes())
+    flags = struct.unpack_from("<I", data, 0x30)[0]
+    struct.pack_into("<I", data, 0x30, (flags & ~0xFF00) | (100 << 8))
+    assert CubinInfo.from_bytes(bytes(data)).arch == "sm_100"
+    assert no_grow_pool(bytes(data), _kernel(bytes(data))[1].name, 3) is None

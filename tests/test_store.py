@@ -634,3 +634,25 @@ def test_history_csv_writes_a_tuple_tile_as_one_word(tmp_path):
     assert main(["history", "--store", path, "--csv", str(out_csv)]) == 0
     (row,) = list(csv.DictReader(out_csv.open(encoding="utf-8")))
     assert row["case"] == "TILE=256×256×64" and row["hints"] == "occupancy=1"
+
+
+def test_history_names_a_failure_by_its_class_as_the_audit_does(tmp_path, capsys):
+    """A new user (session 17): the audit called w4a16_gemm's sm_90 failures unsupported_feature, `history` only
+    compile_error. The table's status cell and a `failure` CSV column now give the class (derived for a record
+    stored before classes existed)."""
+    from tileprobe.cli import main
+    path = str(tmp_path / "s.sqlite")
+    res, rec = fake(1, "compile_error")
+    rec.failure = "unsupported_feature"
+    old_res, old_rec = fake(2, "timeout")          # stored without a class: derived from its status
+    with Store.open(path) as store:
+        store.save_compile(res, rec, TC)
+        store.save_compile(old_res, old_rec, TC)
+    out_csv = tmp_path / "h.csv"
+    assert main(["history", "--store", path, "--csv", str(out_csv)]) == 0
+    rows = {r["case"]: r for r in csv.DictReader(out_csv.open(encoding="utf-8"))}
+    assert (rows["I=1"]["status"], rows["I=1"]["failure"]) == ("compile_error", "unsupported_feature")
+    assert (rows["I=2"]["status"], rows["I=2"]["failure"]) == ("timeout", "timeout")
+    capsys.readouterr()
+    assert main(["history", "--store", path]) == 0
+    assert "unsupported_feature" in capsys.readouterr().out

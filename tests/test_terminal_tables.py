@@ -140,6 +140,26 @@ def test_case_and_hint_overrides():
     assert str(e.value) == "--case names 'TILES' (did you mean 'TILE'?), which no probe declares in cases= (DT, TILE)"
 
 
+def test_a_case_value_of_the_wrong_kind_is_read_or_refused_by_name():
+    """A new user (session 17): ``--case ALLOW_TMA=Ture`` reached the kernel as the string 'Ture' and cuTile's
+    refusal was reported as the probe's error. A boolean constant now reads true/false in any case and refuses other
+    text naming the constant, its values and the near spelling; so does a constant of whole numbers."""
+    from tileprobe.probe.define import Probe
+    p = Probe(kernel="x.py:k", args=lambda case, arrays: (), cases={"ALLOW_TMA": [True, False], "TILE": [64, 128],
+                                                                    "DT": ["fp16"]})
+    for check in (True, False):     # the loader child applies them with check=False: the values are checked there too
+        (q,) = apply_overrides([p], {"ALLOW_TMA": ["true", "FALSE", True]}, check=check)
+        assert q.cases["ALLOW_TMA"] == [True, False, True]
+        with pytest.raises(WhereError) as e:
+            apply_overrides([p], {"ALLOW_TMA": ["Ture"]}, check=check)
+        assert str(e.value) == ("--case ALLOW_TMA=Ture: ALLOW_TMA takes True or False (the probe's values: True, "
+                                "False), not the text 'Ture' (did you mean 'True'?)")
+        with pytest.raises(WhereError, match=r"TILE takes whole numbers \(the probe's values: 64, 128\)"):
+            apply_overrides([p], {"TILE": ["big"]}, check=check)
+    (q,) = apply_overrides([p], {"DT": ["bf16"], "TILE": [256]})     # text where the probe has text; a new number
+    assert q.cases["DT"] == ["bf16"] and q.cases["TILE"] == [256]
+
+
 def test_close_names_and_targets_say_did_you_mean():
     from tileprobe.errors import TileprobeError
     from tileprobe.model.arch import TILEIRAS_TARGETS, check_target

@@ -252,14 +252,20 @@ def apply_overrides(probes: Sequence, cases: Mapping[str, list] | None = None,
     e.g. the loader of one file among several); a hint is checked by
     :class:`~tileprobe.probe.define.Probe` (the kernel hints cuTile takes).
 
+    A value given as text for a constant the probes declare only booleans (or only whole numbers) for is read as
+    a boolean when it is ``true``/``false`` in any case, else refused (:func:`check_case_values`), with or without
+    ``check``.
+
     Raises:
-        WhereError: a case constant none of the probes declares. ProbeError: a hint cuTile does not take.
+        WhereError: a case constant none of the probes declares; a value of the wrong kind. ProbeError: a hint cuTile
+            does not take.
     """
     cases, hints = dict(cases or {}), dict(hints or {})
     if not cases and not hints:
         return list(probes)
     if check:
         check_case_names(cases, probes)
+    cases = check_case_values(cases, probes)
     cases = {k: [tuple(x) if isinstance(x, list) else x for x in v] for k, v in cases.items()}
     out = []
     for p in probes:
@@ -294,6 +300,41 @@ def check_case_names(cases: Mapping[str, list] | None, probes: Sequence) -> None
     if bad:
         raise WhereError(f"--case names {named_with_near(bad, sorted(known))}, which no probe declares in cases= "
                          f"({', '.join(sorted(known)) or 'none'})")
+
+
+def check_case_values(cases: Mapping[str, list], probes: Sequence) -> dict[str, list]:
+    """``cases`` with each value of a constant the probes declare only booleans for read as a boolean (``true``,
+    ``False``: any case), and refused when it is text of another kind, as for a constant declared only with
+    whole numbers: such text would reach the kernel as a string, and cuTile's refusal of it blamed the probe.
+
+    Raises:
+        WhereError: the constant, the value given, what it takes (the probe's values), a near spelling.
+    """
+    out = {}
+    for name, values in cases.items():
+        declared = [v for p in probes for v in p.cases.get(name, ())]
+        kind = _one_kind(declared)
+        fixed = []
+        for v in values:
+            if kind is bool and isinstance(v, str) and v.strip().lower() in ("true", "false"):
+                v = v.strip().lower() == "true"
+            if kind is not None and isinstance(v, str):
+                words = "True or False" if kind is bool else "whole numbers"
+                near = named_with_near([v], ["True", "False"]) if kind is bool else repr(v)
+                raise WhereError(f"--case {name}={v}: {name} takes {words} (the probe's values: "
+                                 f"{', '.join(format_value(x) for x in distinct(declared))}), not the text {near}")
+            fixed.append(v)
+        out[name] = fixed
+    return out
+
+
+def _one_kind(values: Sequence) -> type | None:
+    """bool when every value is a boolean, int when every one is a whole number (not a boolean), else None."""
+    if values and all(isinstance(v, bool) for v in values):
+        return bool
+    if values and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return int
+    return None
 
 
 def case_selector(where: Mapping[str, Any] | None, probes: Sequence, option: str = "--where"):

@@ -26,7 +26,7 @@ from tileprobe.store import Store
 
 #: Columns of :func:`write_history_csv`, in order (one row per stored compile; ``median_us`` and ``gpu``: its
 #: newest run).
-CSV_COLUMNS = ["created", "kernel", "case", "hints", "arch", "tileiras", "cuda_tile", "status", "threads",
+CSV_COLUMNS = ["created", "kernel", "case", "hints", "arch", "tileiras", "cuda_tile", "status", "failure", "threads",
                "registers", "shared_bytes", "stack_bytes", "ctas_per_sm", "median_us", "gpu", "compile_s", "reg_pool", "host",
                "probe", "source_sha256", "cubin_sha256", "key"]
 

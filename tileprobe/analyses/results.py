@@ -336,6 +336,7 @@ class StoredCompile(KeyedRecord):
     tileiras = Key[str | None]()
     cuda_tile = Key[str | None]()
     status = Key[str | None]()
+    failure = Key[str | None]()        # the failure class (unsupported_feature …), None when ok
     registers = Key[int | None]()
     ctas_per_sm = Key[int | None]()
     compile_s = Key[float | None]()

@@ -429,43 +429,27 @@ def _whole_ptx(ptx: str, symbol: str = "") -> bool:
             and ptx.count("{") == ptx.count("}") > 0)
 
 
-#: sm_90, sm_100 and sm_120 encode USETMAXREG with 0x9c8 in the low 12 bits of each 128-bit instruction's first
-#: 64-bit word (``nvdisasm -hex``: ``USETMAXREG.TRY_ALLOC.CTAPOOL UP0, 0x20`` is ``0x00000020000079c8``; ``.DEALLOC``
-#: too). On every cubin of tests/data (sm_80 … sm_121) and a 15,608-instruction RMSNorm one, the words with those
-#: bits are exactly the USETMAXREG instructions (2026-12-03); another opcode with them would only make the gate read
-#: the SASS.
-_USETMAXREG_LOW12 = 0x9C8
-#: The architectures where a cubin with USETMAXREG showed that encoding (tests/data): there a scan that finds none
-#: is an answer; elsewhere only a scan that finds one is.
+#: The architectures where a cubin with USETMAXREG showed its encoding (tests/data): there a scan that finds none is
+#: an answer; elsewhere only a scan that finds one is. The opcode bits:
+#: :data:`tileprobe.model.sass_gate.USETMAXREG_LOW12`.
 _USETMAXREG_CHECKED = frozenset({"sm_90", "sm_100", "sm_120"})
 
 
 def machine_code_may_setmaxnreg(cubin: bytes) -> bool | None:
     """Whether the cubin's kernel code may hold a USETMAXREG, read from the instruction words alone (any word with
-    :data:`_USETMAXREG_LOW12`): True when one has them; False when none has and the architecture is one of
-    :data:`_USETMAXREG_CHECKED`; None otherwise (another architecture, or a cubin that cannot be read). The gate's
+    :data:`tileprobe.model.sass_gate.USETMAXREG_LOW12`): True when one has them; False when none has and the
+    architecture is one of :data:`_USETMAXREG_CHECKED`; None otherwise (another architecture, or a cubin that cannot be read). The gate's
     second signal, beside the PTX: it catches a PTX section that lost its ``setmaxnreg`` or belongs to another
     kernel. About 10 ms for a 1 MB cubin. Never raises."""
     try:
         from tileprobe.model.cubin import CubinInfo, cubin_sections  # the reader's checks: inflation bounded
         arch = CubinInfo.from_bytes(cubin).arch
-        if any(sec.name.startswith(".text.") and _has_usetmaxreg_bits(sec.data) for sec in cubin_sections(cubin)):
+        from tileprobe.model.sass_gate import has_usetmaxreg_bits
+        if any(sec.name.startswith(".text.") and has_usetmaxreg_bits(sec.data) for sec in cubin_sections(cubin)):
             return True
         return False if arch in _USETMAXREG_CHECKED else None
     except Exception:
         return None
-
-
-def _has_usetmaxreg_bits(code: bytes) -> bool:
-    """Any 16-byte instruction of ``code`` whose first two bytes (little-endian) have :data:`_USETMAXREG_LOW12` in
-    their low 12 bits: byte 0 is 0xc8 and byte 1's low nibble 0x9 (strided slices: C speed on a 64 MiB section)."""
-    low, high = code[0::16], code[1::16]
-    start = 0
-    while (i := low.find(b"\xc8", start)) >= 0:
-        if i < len(high) and high[i] & 0x0F == 0x09 and 16 * i + 15 < len(code):
-            return True
-        start = i + 1
-    return False
 
 
 def gated_summary(cubin: bytes, symbol: str) -> dict:

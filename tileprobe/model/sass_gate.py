@@ -35,28 +35,61 @@ from collections import Counter
 from tileprobe.model.regpool import COUNT_STEP, MAX_COUNT, MIN_COUNT, MODEL_VERSION, POOL_OK, launch_allocation
 from tileprobe.records import RegisterPool
 
-__all__ = ["DEALLOC", "TRY_ALLOC", "no_grow_pool", "ptx_setmaxnreg", "word_setmaxnreg"]
+__all__ = ["DEALLOC", "TRY_ALLOC", "USETMAXREG_LOW12", "has_usetmaxreg_bits", "no_grow_pool", "ptx_setmaxnreg",
+           "word_setmaxnreg"]
 
 TRY_ALLOC, DEALLOC = "TRY_ALLOC", "DEALLOC"
-_LOW12 = 0x9C8                     # USETMAXREG's opcode bits (tileprobe.model.sass._USETMAXREG_LOW12)
-_ACTIONS = {6: TRY_ALLOC, 5: DEALLOC}
-_NO_PREDICATE = 7                  # bits 17–19 of a DEALLOC's second word: no predicate written (UPT)
+#: The low 12 bits of a 128-bit instruction's first 64-bit word that nvdisasm 13.4 decodes as USETMAXREG on sm_90:
+#: 0x9c8 (an immediate count: the only form tileiras writes, every such cubin of tests/data and an sm_90 audit's
+#: 149 cubins, 2026-12-06) and 0x3c8 (the count in a uniform register, ``USETMAXREG.TRY_ALLOC.CTAPOOL UP0, UR32``:
+#: found by the hostile tester, session 17, by trying every value of the two low bytes). A word with either is a
+#: USETMAXREG to every rule of the gate (:func:`has_usetmaxreg_bits`); only the first form is decoded.
+USETMAXREG_LOW12 = (0x9C8, 0x3C8)
+#: The first word of a USETMAXREG the gate decodes, the count (bits 32–47) left out: opcode 0x9c8, no guard
+#: predicate (PT, bits 12–15 = 7), every other bit zero.
+_FIRST_WORD = 0x79C8
+_FIRST_MASK = ~(0xFFFF << 32) & (2**64 - 1)
+#: The low 32 bits of the second word (the high 32 are the scheduling bits: stall counts, barriers, reuse, which
+#: vary): DEALLOC with no predicate written; TRY_ALLOC writing UP0–UP6 (bits 17–19), as tests/data's cubins show.
+_DEALLOC_LOW = 0x080E0500
+_TRY_ALLOC_LOW = 0x08000600
+_TRY_ALLOC_MASK = 0xFFF1FFFF
 #: The architectures whose cubins showed this encoding (tests/data); elsewhere the gate reads the SASS.
 CHECKED_ARCHS = frozenset({"sm_90", "sm_100", "sm_120"})
 _PTX_FORM = re.compile(r"setmaxnreg\.(inc|dec)\.sync\.aligned\.u32(\d+);")
 
 
+def has_usetmaxreg_bits(code: bytes) -> bool:
+    """Any 16-byte instruction of ``code`` whose first 64-bit word has one of :data:`USETMAXREG_LOW12` in its low
+    12 bits (byte 0 and byte 1's low nibble; strided slices: C speed on a 64 MiB section)."""
+    low, high = code[0::16], code[1::16]
+    for opcode in USETMAXREG_LOW12:
+        byte0, nibble = opcode & 0xFF, opcode >> 8
+        start = 0
+        while (i := low.find(bytes([byte0]), start)) >= 0:
+            if i < len(high) and high[i] & 0x0F == nibble and 16 * i + 15 < len(code):
+                return True
+            start = i + 1
+    return False
+
+
 def word_setmaxnreg(code: bytes) -> list[tuple[str, int]] | None:
     """``(action, registers per thread)`` of each USETMAXREG of one kernel's machine code (``.text.<kernel>``), in
-    address order; None when a word with USETMAXREG's opcode bits does not decode (see the module doc)."""
+    address order; None when a word with USETMAXREG's opcode bits (:data:`USETMAXREG_LOW12`) is not exactly one of
+    the two forms above (the count apart): another opcode form, a guard predicate, a bit the gate does not know."""
     found = []
     for at in range(0, len(code) - 15, 16):
-        if code[at] != 0xC8 or code[at + 1] & 0x0F != 0x09:   # the low 12 bits of the little-endian first word
+        if (code[at] | (code[at + 1] & 0x0F) << 8) not in USETMAXREG_LOW12:
             continue
         first = int.from_bytes(code[at:at + 8], "little")
-        second = int.from_bytes(code[at + 8:at + 16], "little")
-        action = _ACTIONS.get((second >> 8) & 0xF)
-        if action is None or (action == DEALLOC and (second >> 17) & 0x7 != _NO_PREDICATE):
+        low = int.from_bytes(code[at + 8:at + 12], "little")
+        if first & _FIRST_MASK != _FIRST_WORD:
+            return None
+        if low == _DEALLOC_LOW:
+            action = DEALLOC
+        elif low & _TRY_ALLOC_MASK == _TRY_ALLOC_LOW and (low >> 17) & 0x7 != 0x7:
+            action = TRY_ALLOC
+        else:
             return None
         found.append((action, (first >> 32) & 0xFFFF))
     return found
@@ -112,10 +145,17 @@ def _facts(cubin: bytes, symbol: str) -> tuple[list[tuple[str, int]], int, int, 
     kernel = info.kernels[0]
     code = [s.data for s in cubin_sections(cubin) if s.name == f".text.{kernel.name}"]
     ptx = embedded_ptx(cubin)
-    if len(code) != 1 or not ptx or "\ufffd" in ptx:
+    if len(code) != 1 or not ptx or "\ufffd" in ptx or _ptx_arch(ptx) != info.arch:
         return None
     words, written = word_setmaxnreg(code[0]), ptx_setmaxnreg(ptx, kernel.name)
     if words is None or written is None or not words or Counter(words) != Counter(written):
         return None
     launch = launch_allocation(kernel.regs_per_thread, get_arch(info.target).reg_alloc_unit)
     return words, kernel.regs_per_thread, launch, kernel.threads_per_cta
+
+
+def _ptx_arch(ptx: str) -> str | None:
+    """The real architecture of the PTX's ``.target`` (``sm_90a`` → ``sm_90``), None without one: it must be the
+    ELF header's (an ``e_flags`` edited to another architecture decodes the words in an encoding they are not in)."""
+    m = re.search(r"\.target\s+(sm_\d+)", ptx)
+    return m.group(1) if m else None

@@ -67,6 +67,7 @@ def check_file(path: str, targets: Sequence[str], max_variants: int, stage: Call
     (:func:`tileprobe.select.apply_overrides`; case names are checked by the parent, across all files).
     ``num_sms``: the SM count for ``args(..., num_sms=)`` (None: each arch's reference GPU's)."""
     from tileprobe.probe.define import NoProbeDefined, _probe_error_from, load_probes, probe_code_guard
+    from tileprobe.select import WhereError
     report = FileReport(os.path.abspath(path))
     stage("importing the probe file")
     try:
@@ -77,6 +78,9 @@ def check_file(path: str, targets: Sequence[str], max_variants: int, stage: Call
             probes = apply_overrides(probes, cases, hints, check=False)
     except NoProbeDefined as e:
         report.no_probe = str(e)
+        return report
+    except WhereError as e:      # a --case value of the wrong kind: the command line's error, said as such
+        report.errors.append(str(e))
         return report
     except ProbeError as e:
         report.errors.append(str(e))

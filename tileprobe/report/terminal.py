@@ -460,7 +460,7 @@ def render_history(hist: History, console: Console, limit: int | None = None) ->
     _print_table(console, "compiles", ("when (UTC)", "kernel", "case", "hints", "arch", "compiler", "status", "regs",
                                        "CTAs/SM", "compile s", *((POOL_HEADER,) if pool else ()), "µs"),
                  [(_when(c.created or ""), c.kernel or "", fmt_kv(c.case or {}), fmt_kv(c.hints or {}), c.arch or "",
-                   short_build(c.tileiras) if c.tileiras else "", c.status or "", _num(c.registers),
+                   short_build(c.tileiras) if c.tileiras else "", c.failure or c.status or "", _num(c.registers),
                    _num(c.ctas_per_sm), _num(c.compile_s, ".2f"),
                    *((POOL_CELLS.get(c.reg_pool or "none", str(c.reg_pool)),) if pool else ()),
                    _num(c.median_us, ".1f")) for c in hist.compiles])

@@ -393,11 +393,21 @@ class CompilesMixin(StoreConnection):
             out.append({"key": key, "created": created, "host": host, "kernel": kernel_, "probe": probe,
                         "source_sha256": src, "symbol": symbol, "case": dict(json.loads(case)),
                         "hints": dict(json.loads(hints)), "arch": arch_, "tileiras": build, "cuda_tile": cut,
-                        "status": status, "threads": rec.get("threads"), "registers": rec.get("registers"),
+                        "status": status, "failure": _failure(status, rec), "threads": rec.get("threads"),
+                        "registers": rec.get("registers"),
                         "shared_bytes": rec.get("shared_bytes"), "stack_bytes": rec.get("stack_bytes"),
                         "ctas_per_sm": rec.get("ctas_per_sm"), "cubin_sha256": cubin, "compile_s": comp_s,
                         "reg_pool": _pool_verdict(rec), "median_us": median, "gpu": gpu})
         return out
+
+
+def _failure(status: str, raw: dict) -> str | None:
+    """The failure class of a stored record's JSON (``unsupported_feature`` …; None when ok), derived from its
+    status and error when it was stored before failure classes (:func:`tileprobe.outcomes.derive_failure`)."""
+    if status == "ok":
+        return None
+    from tileprobe.outcomes import derive_failure
+    return raw.get("failure") or derive_failure(status, raw.get("error") or "")[0]
 
 
 def _natural_order(r) -> tuple:

@@ -99,13 +99,13 @@ def space_task(path: str, stage: Callable[[str], None], cases: dict | None = Non
     from tileprobe.audit.pipeline import source_sha256
     from tileprobe.probe import wire
     from tileprobe.probe.define import _probe_error_from, probe_code_guard
-    from tileprobe.select import apply_overrides
+    from tileprobe.select import WhereError, apply_overrides
     from tileprobe.tune.space import problem_data
     stage("importing the probe file")
     try:
         with probe_code_guard():
             probes = apply_overrides(load_probes(path), cases, hints, check=False)
-    except ProbeError as e:
+    except (ProbeError, WhereError) as e:    # WhereError: a --case value of the wrong kind, said as such
         return [], [str(e)]
     except BaseException as e:
         return [], [str(_probe_error_from(e, os.path.abspath(path), "importing the probe file"))]
