@@ -398,3 +398,58 @@ def test_a_listener_whose_queue_is_full_is_refused_within_the_busy_wait_not_wait
     assert time.monotonic() - t0 < 30
     filler.close()
     stuck.close()
+
+
+@pytest.mark.parametrize("suffix", [".lock", ".log"])
+def test_a_fifo_in_place_of_the_lock_or_log_is_refused_not_waited_on(env, suffix):
+    """Hostile test (session 17): a FIFO at the server's .lock or .log made ``open`` wait for a reader without end.
+    Now it is refused, named, and the command runs on a worker of its own."""
+    folder = runtime_dir(env[0])
+    key = keepwarm._key(keepwarm.provenance(INIT, env[0]))
+    fifo = folder / f"w-{key}{suffix}"
+    os.mkfifo(fifo, 0o600)
+    t0 = time.monotonic()
+    with kept(env) as wd:
+        assert wd.note.startswith("a worker of its own") and "a FIFO nobody reads" in wd.note and str(fifo) in wd.note
+        assert "Fix: remove it" in wd.note and wd.submit(TASK).status == "done"
+    assert time.monotonic() - t0 < 60
+
+
+def test_a_symlinked_lock_is_refused_by_name(env, tmp_path):
+    folder = runtime_dir(env[0])
+    key = keepwarm._key(keepwarm.provenance(INIT, env[0]))
+    target = tmp_path / "elsewhere"
+    (folder / f"w-{key}.lock").symlink_to(target)
+    with kept(env) as wd:
+        assert "a symbolic link, not a file of this user's" in wd.note and wd.submit(TASK).status == "done"
+    assert not target.exists()
+
+
+def test_stop_server_raises_only_keepwarmrefused(tmp_path):
+    """Hostile test (session 17): a runtime folder under a regular file raised NotADirectoryError from stop_server."""
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    with pytest.raises(keepwarm.KeepWarmRefused, match="cannot be reached to stop it"):
+        stop_server(INIT, dict(os.environ, TILEPROBE_RUNTIME_DIR=str(afile / "sub")))
+
+
+def test_an_idle_time_that_is_no_timeout_is_refused_by_the_api_and_the_server(tmp_path):
+    import subprocess
+    import sys
+    for bad in (float("inf"), float("nan"), 0.0, -5.0):
+        with pytest.raises(ValueError):
+            KeptWarmWatchdog(init=INIT, idle_s=bad)
+    folder = tmp_path / "rt"
+    folder.mkdir(mode=0o700)
+    p = subprocess.run([sys.executable, "-m", "tileprobe.run.warmserver", str(folder / "w.sock"), INIT, "inf",
+                        json.dumps({})], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "idle time 'inf'" in p.stderr and not (folder / "w.sock").exists()
+
+
+def test_keep_warm_reads_its_value_as_argparse_does_and_any_zero_is_off():
+    from tileprobe.run.early import keep_warm_env_error, keep_warm_seconds
+    assert keep_warm_seconds(["tune", "--keep-warm", ".5", "p.py"], {}) == 0.5       # was the 900-s default
+    assert keep_warm_seconds(["tune", "--keep-warm", "--json", "x.json", "p.py"], {}) == keepwarm.DEFAULT_IDLE_S
+    for zero in ("-0", "0.0", "00", " 0 "):
+        assert keep_warm_env_error({"TILEPROBE_KEEP_WARM": zero}) is None
+        assert keep_warm_seconds(["tune", "p.py"], {"TILEPROBE_KEEP_WARM": zero}) is None

@@ -90,9 +90,9 @@ def keep_warm_seconds(argv: Sequence[str], environ: dict | None = None) -> float
     for i, a in enumerate(argv):
         if a == "--":
             break
-        if a == KEEP_WARM_OPTION:
+        if a == KEEP_WARM_OPTION:   # argparse (nargs="?") takes the next word unless it looks like an option
             nxt = argv[i + 1] if i + 1 < len(argv) else ""
-            value = nxt if nxt[:1].isdigit() else "default"
+            value = nxt if nxt and (not nxt.startswith("-") or _is_number(nxt)) else "default"
         elif a.startswith(KEEP_WARM_OPTION + "="):
             value = a.split("=", 1)[1]
     if value is None:
@@ -107,6 +107,22 @@ def keep_warm_seconds(argv: Sequence[str], environ: dict | None = None) -> float
         return None
 
 
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _is_zero(text: str) -> bool:
+    """``0`` written any way (``-0``, ``0.0``, ``00``): the kept-warm worker turned off."""
+    try:
+        return float(text) == 0
+    except ValueError:
+        return False
+
+
 def keep_warm_env_error(environ: dict | None = None) -> str | None:
     """Why ``$TILEPROBE_KEEP_WARM`` cannot be used, or None (unset, empty, ``0``: off, or a timeout in seconds:
     :func:`tileprobe.outcomes.timeout_seconds`'s rule, as ``--keep-warm`` takes it). ``inf`` would have made a
@@ -114,7 +130,7 @@ def keep_warm_env_error(environ: dict | None = None) -> str | None:
     import os
     env = os.environ if environ is None else environ
     value = (env.get(KEEP_WARM_ENV) or "").strip()
-    if value in ("", "0"):
+    if value == "" or _is_zero(value):
         return None
     from tileprobe.outcomes import timeout_seconds
     try:

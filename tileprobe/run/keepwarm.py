@@ -16,6 +16,7 @@ it, ``PR_SET_PDEATHSIG``), the task's outcome says so, and the rest of the comma
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import json
@@ -170,11 +171,36 @@ def _connect_within(s: socket.socket, path: str, timeout_s: float) -> bool:
     return True
 
 
+def _open_private(path: Path, flags: int) -> int:
+    """A descriptor of the regular file ``path`` in the runtime folder (made 0600 when missing), opened with
+    ``flags``; a symbolic link is never followed and a FIFO never waited on (``O_NOFOLLOW | O_NONBLOCK``: a FIFO
+    with no reader hung the command, hostile test of session 17).
+
+    Raises:
+        KeepWarmRefused: ``path`` is a link, a folder, a FIFO, or not a regular file of this user's (named, with the
+            fix: remove it).
+    """
+    kinds = {errno.ELOOP: "a symbolic link", errno.EISDIR: "a folder", errno.ENXIO: "a FIFO nobody reads"}
+    try:
+        fd = os.open(path, flags | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600)
+    except OSError as e:
+        if e.errno not in kinds:
+            raise
+        raise KeepWarmRefused(f"{path}: {kinds[e.errno]}, not a file of this user's; refused. Fix: remove it") from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid():
+        os.close(fd)
+        raise KeepWarmRefused(f"{path}: not a regular file of this user's (mode {st.st_mode:o}, owner uid "
+                              f"{st.st_uid}); refused. Fix: remove it")
+    os.set_blocking(fd, True)
+    return fd
+
+
 def _launch(path: Path, init: str, idle_s: float, prov: dict, env: dict) -> subprocess.Popen:
     """Start a server on ``path``: its own session, none of this command's guard marker (it must outlive the
     command), output to ``path`` with ``.log``."""
     env = {k: v for k, v in env.items() if k != GUARD_ENV}
-    with open(os.open(path.with_suffix(".log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600), "wb") as log:
+    with open(_open_private(path.with_suffix(".log"), os.O_WRONLY | os.O_TRUNC), "wb") as log:
         proc = subprocess.Popen([sys.executable, "-m", "tileprobe.run.warmserver", str(path), init, repr(idle_s),
                                  json.dumps(prov)], stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                 env=importable_env(env), start_new_session=True, close_fds=True)
@@ -225,8 +251,9 @@ def stop_server(init: str = INIT_CUDA, environ: dict | None = None, timeout_s: f
     """
     env = dict(os.environ if environ is None else environ)
     prov = provenance(init, env)
-    path = runtime_dir(env) / f"w-{_key(prov)}.sock"
+    path = Path("?")
     try:
+        path = runtime_dir(env) / f"w-{_key(prov)}.sock"
         s = _connect(path)
         if s is None:
             return False
@@ -242,7 +269,8 @@ class KeptWarmWatchdog:
     """A :class:`~tileprobe.run.watchdog.Watchdog` whose worker is the kept-warm server's (module doc).
 
     Args:
-        idle_s: the server's idle time before it exits (s), when this command starts it.
+        idle_s: the server's idle time before it exits (s), when this command starts it: a finite number > 0
+            (:func:`tileprobe.outcomes.timeout_seconds`; ValueError otherwise: ``inf`` crashed the server).
         timeout_s, init, startup_timeout_s, grace_s: as for :class:`~tileprobe.run.watchdog.Watchdog`.
         environ: the environment the server and its worker get (default this process's).
 
@@ -254,7 +282,8 @@ class KeptWarmWatchdog:
     def __init__(self, *, idle_s: float = DEFAULT_IDLE_S, timeout_s: float = DEFAULT_TIMEOUT_S, init: str = INIT_CUDA,
                  startup_timeout_s: float = DEFAULT_STARTUP_TIMEOUT_S, grace_s: float = DEFAULT_GRACE_S,
                  environ: dict | None = None):
-        self.idle_s, self.timeout_s, self.init = float(idle_s), float(timeout_s), init
+        from tileprobe.outcomes import timeout_seconds
+        self.idle_s, self.timeout_s, self.init = timeout_seconds(idle_s), float(timeout_s), init
         self.startup_timeout_s, self.grace_s = float(startup_timeout_s), float(grace_s)
         self.environ = dict(os.environ if environ is None else environ)
         self.info: dict = {}
@@ -287,7 +316,7 @@ class KeptWarmWatchdog:
         prov = provenance(self.init, self.environ)
         folder = runtime_dir(self.environ)
         path = folder / f"w-{_key(prov)}.sock"
-        with open(os.open(folder / f"w-{_key(prov)}.lock", os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600), "w") as lock:
+        with open(_open_private(folder / f"w-{_key(prov)}.lock", os.O_WRONLY), "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)    # one command at a time starts or replaces the server
             for _attempt in range(2):
                 s, started = _connect(path), False

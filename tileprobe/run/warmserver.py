@@ -307,7 +307,13 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     for sig in (signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)     # the terminal of the command that started it is not its business
-    path, init, idle_s, prov = argv[0], argv[1], float(argv[2]), json.loads(argv[3])
+    from tileprobe.outcomes import timeout_seconds
+    try:
+        idle_s = timeout_seconds(argv[2])
+    except ValueError as e:      # inf made settimeout's deadline overflow at the first accept
+        print(f"tileprobe kept-warm server: idle time {argv[2]!r}: {e}", file=sys.stderr, flush=True)
+        return 2
+    path, init, prov = argv[0], argv[1], json.loads(argv[3])
     return serve(path, init, idle_s, prov)
 
 
