@@ -34,7 +34,8 @@ source (``### The kernel``) and compare the instruction families added or droppe
 ``bytecode_sha256``), and compare says the bytecode changed with the compiler (13.3 → 13.4).
 ``history_fresh`` again (2026-12-05, session 16): compiles start longest-first (``tileprobe/compile/order.py``), so
 the cold audit's TILE=1024 variants are stored before its TILE=256 ones and ``history`` (newest first) lists them
-after; the rows are otherwise the same.
+after; the rows are otherwise the same. ``history_fresh`` and ``history_schema2_csv`` again (2026-12-06, session 17):
+``history --csv`` has a ``failure`` column after ``status`` (the failure class the audit names), its only change.
 
 ``--code DIR`` is the tileprobe source tree the commands run with (``PYTHONPATH=DIR``); the cases, the inputs and
 the normalizer are this file's, so ``tests/test_golden_cli.py`` runs the very same commands on the current code
