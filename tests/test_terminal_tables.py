@@ -473,3 +473,15 @@ def test_the_last_line_says_how_many_variants_where_selected(examples):
     assert _summary(res, 2) == (f"{len(rows)} variants (2 shown by --where; the other hint values were audited for "
                                 "the verdicts), 0 failed to compile, 1.2 s")
     assert _summary(res, len(rows)) == _summary(res) == f"{len(rows)} variants, 0 failed to compile, 1.2 s"
+
+
+@pytest.mark.parametrize("argv, hint", [(["audit", "p.py", "--sumary"], " (did you mean --summary?)"),
+                                        (["tune", "p.py", "--keep-warmm=5"], " (did you mean --keep-warm?)"),
+                                        (["audit", "p.py", "--zzz"], "")])
+def test_a_misspelt_option_gets_the_near_one(argv, hint, capsys):
+    """A new user (session 17): `--sumary` got argparse's usage and no suggestion, unlike a misspelt hint."""
+    from tileprobe.cli import main
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    err = capsys.readouterr().err.rstrip()
+    assert e.value.code == 2 and err.endswith(f"error: unrecognized arguments: {argv[-1]}{hint}"), err

@@ -64,6 +64,19 @@ def chosen_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
         parser = actions[0].choices[name]
 
 
+def near_options(parser: argparse.ArgumentParser, extra: Sequence[str]) -> str:
+    """`` (did you mean --summary?)`` for the first unknown ``--option`` of ``extra`` close to one of ``parser``'s
+    (:func:`difflib.get_close_matches`, cutoff 0.75, the name before any ``=``), else ``""``."""
+    import difflib
+    known = [o for a in parser._actions for o in a.option_strings if o.startswith("--")]
+    for word in extra:
+        if word.startswith("--") and len(word) > 2:
+            near = difflib.get_close_matches(word.split("=", 1)[0], known, n=1, cutoff=0.75)
+            if near:
+                return f" (did you mean {near[0]}?)"
+    return ""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``tileprobe`` command. Returns the exit code. A stderr that cannot be written is dropped
     (:class:`~tileprobe.cli._common.QuietStream`): the work and stdout's results go on."""
@@ -88,7 +101,8 @@ def _main(argv: Sequence[str] | None) -> int:
     # `use T --coverage -- COMMAND`: argparse gave the positional COMMAND [] at T and leaves `-- COMMAND` over; the
     # command is taken from the raw argv (command_after_dashes), so that tail is not an unknown argument
     if extra and not (extra[0] == "--" and extra == raw[raw.index("--"):]):
-        chosen_parser(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")   # the command's own usage
+        chosen = chosen_parser(parser, args)
+        chosen.error(f"unrecognized arguments: {' '.join(extra)}{near_options(chosen, extra)}")   # its own usage
     args.raw_argv = raw                                    # where `--` was (tune -- COMMAND)
     _common.COMMAND_ARGV[:] = args.raw_argv                # what "Reproduce:" blocks repeat (command_line)
     from tileprobe.store import begin_command
