@@ -63,7 +63,8 @@ def install() -> None:
     def compile_variants(*a, **k):
         log("compile_variants begins")
         for res in real(*a, **k):
-            log("compiled", res.status, f"worker {res.total_s or 0:.2f} s", f"tileiras {res.compile_s or 0:.2f} s")
+            log("compiled", res.status, f"worker {res.total_s or 0:.2f} s", f"export {res.export_s or 0:.2f} s",
+                f"tileiras {res.compile_s or 0:.2f} s", dict(res.variant.hints), dict(res.variant.case))
             yield res
         log("compile_variants ends")
     from tileprobe.exec import local

@@ -406,8 +406,8 @@ def _failure(status: str, raw: dict) -> str | None:
     status and error when it was stored before failure classes (:func:`tileprobe.outcomes.derive_failure`)."""
     if status == "ok":
         return None
-    from tileprobe.outcomes import derive_failure
-    return raw.get("failure") or derive_failure(status, raw.get("error") or "")[0]
+    from tileprobe.schema import VariantRecord
+    return VariantRecord.from_dict(raw).failure      # from_dict derives it for a record older than the classes
 
 
 def _natural_order(r) -> tuple:
