@@ -145,14 +145,6 @@ def cutile_version() -> str:
         raise TileprobeError("cuda-tile is not installed: pip install 'cuda-tile[tileiras]'") from e
 
 
-def value_text(value: Any) -> str:
-    """A case or hint value as one word of text: a tuple (or the JSON list a store keeps it as) as ``128×128×32``,
-    anything else as ``str``. The table cells and ``history --csv`` write values this way."""
-    if isinstance(value, (tuple, list)):
-        return "×".join(map(str, value))
-    return str(value)
-
-
 def value_key(value: Any) -> str:
     """A stable text key for a case or hint value/dict: JSON with sorted keys (tuples and lists alike)."""
     return json.dumps(value, sort_keys=True, default=str)

@@ -21,7 +21,7 @@ from tileprobe.errors import UsageError
 from tileprobe.judge.verdict import judge_records
 from tileprobe.model.arch import get_arch
 from tileprobe.schema import VariantRecord, dump, json_text, load
-from tileprobe.select import select
+from tileprobe.select import format_value, select
 from tileprobe.store import Store
 
 #: Columns of :func:`write_history_csv`, in order (one row per stored compile; ``median_us`` and ``gpu``: its
@@ -108,9 +108,8 @@ def write_history_csv(store: Store, dest: str | TextIO, where: dict | None = Non
 
 def _kv(d: dict) -> str:
     """``NAME=VALUE`` words; a tuple (a JSON list in the store) as the table cells write it, ``TILE=256×256×64``
-    (:func:`tileprobe.schema.value_text`: no space inside a word)."""
-    from tileprobe.schema import value_text
-    return " ".join(f"{k}={value_text(v)}" for k, v in d.items())
+    (:func:`tileprobe.select.format_value`: no space inside a word)."""
+    return " ".join(f"{k}={format_value(v)}" for k, v in d.items())
 
 
 def _write_text(dest: str | TextIO, text: str) -> None:

@@ -429,25 +429,20 @@ def _whole_ptx(ptx: str, symbol: str = "") -> bool:
             and ptx.count("{") == ptx.count("}") > 0)
 
 
-#: The architectures where a cubin with USETMAXREG showed its encoding (tests/data): there a scan that finds none is
-#: an answer; elsewhere only a scan that finds one is. The opcode bits:
-#: :data:`tileprobe.model.sass_gate.USETMAXREG_LOW12`.
-_USETMAXREG_CHECKED = frozenset({"sm_90", "sm_100", "sm_120"})
-
-
 def machine_code_may_setmaxnreg(cubin: bytes) -> bool | None:
     """Whether the cubin's kernel code may hold a USETMAXREG, read from the instruction words alone (any word with
     :data:`tileprobe.model.sass_gate.USETMAXREG_LOW12`): True when one has them; False when none has and the
-    architecture is one of :data:`_USETMAXREG_CHECKED`; None otherwise (another architecture, or a cubin that cannot be read). The gate's
+    architecture is one of :data:`tileprobe.model.sass_gate.CHECKED_ARCHS` (there a scan that finds none is an
+    answer); None otherwise (another architecture, or a cubin that cannot be read). The gate's
     second signal, beside the PTX: it catches a PTX section that lost its ``setmaxnreg`` or belongs to another
     kernel. About 10 ms for a 1 MB cubin. Never raises."""
     try:
         from tileprobe.model.cubin import CubinInfo, cubin_sections  # the reader's checks: inflation bounded
         arch = CubinInfo.from_bytes(cubin).arch
-        from tileprobe.model.sass_gate import has_usetmaxreg_bits
+        from tileprobe.model.sass_gate import CHECKED_ARCHS, has_usetmaxreg_bits
         if any(sec.name.startswith(".text.") and has_usetmaxreg_bits(sec.data) for sec in cubin_sections(cubin)):
             return True
-        return False if arch in _USETMAXREG_CHECKED else None
+        return False if arch in CHECKED_ARCHS else None
     except Exception:
         return None
 

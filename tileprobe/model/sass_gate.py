@@ -15,11 +15,12 @@ Two signals must agree, each read from the cubin alone, or the gate reads the SA
 * **The embedded PTX** (``.nv_debug_ptx_txt``): one ``.entry``, and every ``setmaxnreg`` written
   ``setmaxnreg.inc|dec.sync.aligned.u32 N`` with a literal count (the PTX ISA's only form).
 * **The instruction words** of the kernel's ``.text.<kernel>`` section: each 128-bit instruction whose first
-  64-bit word has USETMAXREG's 0x9c8 in its low 12 bits decodes to an action and a count, in the encoding read with
-  ``nvdisasm -hex`` on every such cubin of tests/data (sm_90, sm_100, sm_120; tileiras 13.3.36 and 13.4.92) and on
-  the RMSNorm's (2026-12-06): the count (registers per thread) in bits 32–47 of the first word; in the second word,
-  bits 8–11 are 6 for ``TRY_ALLOC`` and 5 for ``DEALLOC``, whose bits 17–19 are 7 (no predicate written). Any other
-  value is not decoded, and the SASS is read.
+  64-bit word has a USETMAXREG opcode in its low 12 bits (:data:`USETMAXREG_LOW12`) decodes to an action and a
+  count, in the encoding read with ``nvdisasm -hex`` on every such cubin of tests/data (sm_90, sm_100, sm_120;
+  tileiras 13.3.36 and 13.4.92) and on the RMSNorm's (2026-12-06): the count (registers per thread) in bits 32–47
+  of the first word; in the second word, bits 8–11 are 6 for ``TRY_ALLOC`` and 5 for ``DEALLOC``, whose bits 17–19
+  are 7 (no predicate written). Every other bit but the scheduling ones (96–127) must be as tileiras writes it
+  (:func:`word_setmaxnreg`); any other word is not decoded, and the SASS is read.
 
 The PTX's (action, count) list must equal the words' as multisets (``.inc`` ↔ TRY_ALLOC, ``.dec`` ↔ DEALLOC),
 every count a multiple of 8 in 24…256, and no TRY_ALLOC may ask for more than the launch allocation (the cubin's
@@ -54,7 +55,8 @@ _FIRST_MASK = ~(0xFFFF << 32) & (2**64 - 1)
 _DEALLOC_LOW = 0x080E0500
 _TRY_ALLOC_LOW = 0x08000600
 _TRY_ALLOC_MASK = 0xFFF1FFFF
-#: The architectures whose cubins showed this encoding (tests/data); elsewhere the gate reads the SASS.
+#: The architectures whose cubins showed this encoding (tests/data): elsewhere the gate reads the SASS, and a scan of
+#: the words that finds no USETMAXREG is no answer (:func:`tileprobe.model.sass.machine_code_may_setmaxnreg`).
 CHECKED_ARCHS = frozenset({"sm_90", "sm_100", "sm_120"})
 _PTX_FORM = re.compile(r"setmaxnreg\.(inc|dec)\.sync\.aligned\.u32(\d+);")
 

@@ -73,9 +73,10 @@ def _left_to_kernel(r: VariantRecord, hint: str) -> str:
 
 
 def fmt_value(v) -> str:
-    """A case or hint value for a table cell: tuples as ``128×128×32`` (:func:`tileprobe.schema.value_text`)."""
-    from tileprobe.schema import value_text
-    return value_text(v)
+    """A case or hint value for a table cell: tuples as ``128×128×32`` (:func:`tileprobe.select.format_value`, which
+    ``--where`` reads back)."""
+    from tileprobe.select import format_value
+    return format_value(v)
 
 
 def fmt_int(v) -> str:

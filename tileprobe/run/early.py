@@ -117,10 +117,7 @@ def _is_number(text: str) -> bool:
 
 def _is_zero(text: str) -> bool:
     """``0`` written any way (``-0``, ``0.0``, ``00``): the kept-warm worker turned off."""
-    try:
-        return float(text) == 0
-    except ValueError:
-        return False
+    return _is_number(text) and float(text) == 0
 
 
 def keep_warm_env_error(environ: dict | None = None) -> str | None:
