@@ -13,6 +13,15 @@ import hashlib
 import os
 from pathlib import Path
 
+import pytest
+
+from tileprobe.model.sass import have_nvdisasm
+
+#: Every cubin of tests/data, the set the readers are checked on against nvdisasm.
+CUBINS = sorted((Path(__file__).resolve().parent / "data").glob("**/*.cubin"))
+#: The mark of a test that runs nvdisasm.
+needs_nvdisasm = pytest.mark.skipif(not have_nvdisasm(), reason="nvdisasm not installed")
+
 
 class ListingCache:
     """``cache(path, options)``: nvdisasm's listing (text) of the cubin at ``path`` with ``options`` (a tuple of

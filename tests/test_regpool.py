@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support_sass import needs_nvdisasm
 from tileprobe.model.regpool import HANG_RISK, NONE, POOL_OK, UNKNOWN, check_listing
 from tileprobe.model.sass import have_nvdisasm, register_pool, sass_summary, split_register_pool
 from tileprobe.records import PoolInstruction, RegisterPool
@@ -17,7 +18,6 @@ from tileprobe.schema import POOL_NOT_CHECKED, VariantRecord
 DATA = Path(__file__).resolve().parent / "data"
 OCC16 = DATA / "regpool" / "rms_norm_large_13.3.36_tma_off_occ16_sm_90.cubin"
 OCC4 = DATA / "regpool" / "rms_norm_large_13.3.36_tma_off_occ4_sm_90.cubin"
-needs_nvdisasm = pytest.mark.skipif(not have_nvdisasm(), reason="nvdisasm not installed")
 
 
 def _check(cubin: Path) -> RegisterPool:

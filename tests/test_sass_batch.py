@@ -8,19 +8,17 @@ from pathlib import Path
 
 import pytest
 
+from tests.support_sass import CUBINS, needs_nvdisasm
 from tileprobe.model import sass_batch as B
 from tileprobe.model.cubin import CubinInfo
 from tileprobe.model.regpool import _parse
 from tileprobe.model.sass import (
     FACTS_OPTIONS,
     facts_from_listing,
-    have_nvdisasm,
     sass_facts,
 )
 
 DATA = Path(__file__).resolve().parent / "data"
-CUBINS = sorted(DATA.glob("**/*.cubin"))
-needs_nvdisasm = pytest.mark.skipif(not have_nvdisasm(), reason="nvdisasm not installed")
 
 
 def _items():

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.support_sass import CUBINS, needs_nvdisasm
 from tileprobe.model.cubin import CubinInfo, cubin_sections, embedded_ptx
 from tileprobe.model.regpool import POOL_OK, launch_allocation
 from tileprobe.model.sass import (
     FACTS_OPTIONS,
     gated_summary,
-    have_nvdisasm,
     parse_nvdisasm,
     register_pool,
     split_register_pool,
@@ -20,11 +20,9 @@ from tileprobe.model.sass import (
 from tileprobe.model.sass_gate import CHECKED_ARCHS, DEALLOC, TRY_ALLOC, no_grow_pool, ptx_setmaxnreg, word_setmaxnreg
 
 DATA = Path(__file__).resolve().parent / "data"
-CUBINS = sorted(DATA.glob("**/*.cubin"))
 DEC_ONLY = DATA / "cubins" / "matmul_sm_90.cubin"                     # three DEALLOC, no TRY_ALLOC
 GROWS = DATA / "cubins" / "matmul_occ4_sm_90.cubin"                   # TRY_ALLOC 224 over a launch of 128
 HANG = DATA / "regpool" / "rms_norm_large_13.3.36_tma_off_occ16_sm_90.cubin"
-needs_nvdisasm = pytest.mark.skipif(not have_nvdisasm(), reason="nvdisasm not installed")
 
 
 def _kernel(data: bytes):

@@ -2,13 +2,10 @@
 shared folder instead of running nvdisasm again."""
 from pathlib import Path
 
-import pytest
-
-from tests.support_sass import ListingCache
+from tests.support_sass import ListingCache, needs_nvdisasm
 from tileprobe.model import sass as S
 
 CUBIN = Path(__file__).resolve().parent / "data" / "cubins" / "vec_add_sm_90.cubin"
-needs_nvdisasm = pytest.mark.skipif(not S.have_nvdisasm(), reason="nvdisasm not installed")
 
 
 @needs_nvdisasm
