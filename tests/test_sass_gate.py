@@ -230,3 +230,17 @@ def test_an_elf_header_naming_another_architecture_makes_the_gate_read_the_sass(
     struct.pack_into("<I", data, 0x30, (flags & ~0xFF00) | (100 << 8))
     assert CubinInfo.from_bytes(bytes(data)).arch == "sm_100"
     assert no_grow_pool(bytes(data), _kernel(bytes(data))[1].name, 3) is None
+
+
+@pytest.mark.parametrize("comment", [b"//.target sm_90", b"/*.target sm_90*/"])
+def test_a_target_in_a_ptx_comment_does_not_stand_for_the_directive(comment):
+    """Hostile test (session 17): an sm_100 cubin with e_flags set to sm_90 and ``//.target sm_90`` written before
+    its real ``.target sm_100a`` got pool_ok (nvdisasm cannot decode it). Comments are left out, and exactly one
+    ``.target`` must remain."""
+    data = bytearray((DATA / "cubins" / "matmul_sm_100.cubin").read_bytes())
+    flags = struct.unpack_from("<I", data, 0x30)[0]
+    struct.pack_into("<I", data, 0x30, (flags & ~0xFF00) | (90 << 8))
+    at = bytes(data).index(b"\x00" * 8 + b".version 9.4\x00.target sm_100a")   # the real .target stays
+    data[at:at + 21] = comment.ljust(21, b"\x00")
+    assert CubinInfo.from_bytes(bytes(data)).arch == "sm_90"
+    assert no_grow_pool(bytes(data), "", 3) is None

@@ -157,7 +157,9 @@ def _facts(cubin: bytes, symbol: str) -> tuple[list[tuple[str, int]], int, int, 
 
 
 def _ptx_arch(ptx: str) -> str | None:
-    """The real architecture of the PTX's ``.target`` (``sm_90a`` → ``sm_90``), None without one: it must be the
-    ELF header's (an ``e_flags`` edited to another architecture decodes the words in an encoding they are not in)."""
-    m = re.search(r"\.target\s+(sm_\d+)", ptx)
-    return m.group(1) if m else None
+    """The real architecture of the PTX's one ``.target`` directive (``sm_90a`` → ``sm_90``), comments left out;
+    None without exactly one: it must be the ELF header's (an ``e_flags`` edited to another architecture decodes
+    the words in an encoding they are not in; a ``// .target`` comment beside the real one is no directive)."""
+    code = re.sub(r"/\*.*?\*/|//[^\n\0]*", "", ptx, flags=re.DOTALL)
+    found = re.findall(r"\.target\s+(sm_\d+)", code)
+    return found[0] if len(found) == 1 else None
