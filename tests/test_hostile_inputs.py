@@ -213,13 +213,18 @@ def test_the_same_output_from_several_probe_files_is_shown_once(tmp_path):
 def test_a_case_value_the_probe_rejects_is_its_error_even_with_where(capsys):
     """--case ALLOW_TMA=maybe breaks args() before anything is planned; with --where occupancy=1 this printed
     "--where  matches none of the planned variants; " (empty names, empty values) and hid the cause. Since session
-    17 the cause is named before args() runs: ALLOW_TMA, a boolean constant, does not take the text 'maybe'."""
-    code = main(["audit", os.path.join(os.path.dirname(HERE), "examples", "rms_norm.py"), "--arch", "sm_90",
-                 "--no-store", "--case", "ALLOW_TMA=maybe", "--where", "occupancy=1"])
-    out = capsys.readouterr()
-    assert code == 3
-    assert "--case ALLOW_TMA=maybe: ALLOW_TMA takes True or False" in out.out + out.err
-    assert "matches none" not in out.out + out.err
+    17 the cause is named before args() runs: ALLOW_TMA, a boolean constant, does not take the text 'maybe'; the
+    command line's error, exit 2 as the README's table says (it was exit 3 under "no probe could be loaded"), in an
+    audit and in a tune's plan alike."""
+    probe = os.path.join(os.path.dirname(HERE), "examples", "rms_norm.py")
+    for argv in (["audit", probe, "--arch", "sm_90", "--no-store", "--case", "ALLOW_TMA=maybe", "--where",
+                  "occupancy=1"],
+                 ["tune", "--dry-run", probe, "--arch", "sm_90", "--no-store", "--case", "ALLOW_TMA=maybe"]):
+        code = main(argv)
+        out = capsys.readouterr()
+        assert code == 2, argv
+        assert out.err.startswith("tileprobe: --case ALLOW_TMA=maybe: ALLOW_TMA takes True or False"), out.err
+        assert "matches none" not in out.out + out.err and "no probe could be loaded" not in out.err
 
 
 def test_no_case_match_without_case_names_still_names_the_selection():

@@ -156,6 +156,9 @@ def test_a_case_value_of_the_wrong_kind_is_read_or_refused_by_name():
                                 "False), not the text 'Ture' (did you mean 'True'?)")
         with pytest.raises(WhereError, match=r"TILE takes whole numbers \(the probe's values: 64, 128\)"):
             apply_overrides([p], {"TILE": ["big"]}, check=check)
+        for other, shown in ((None, "not None"), (1, "not 1"), ([0, 1], "not [0, 1]")):   # hostile test, session 17
+            with pytest.raises(WhereError, match=rf"ALLOW_TMA takes True or False .*{re.escape(shown)}$"):
+                apply_overrides([p], {"ALLOW_TMA": [other]}, check=check)
     (q,) = apply_overrides([p], {"DT": ["bf16"], "TILE": [256]})     # text where the probe has text; a new number
     assert q.cases["DT"] == ["bf16"] and q.cases["TILE"] == [256]
 

@@ -304,8 +304,8 @@ def check_case_names(cases: Mapping[str, list] | None, probes: Sequence) -> None
 
 def check_case_values(cases: Mapping[str, list], probes: Sequence) -> dict[str, list]:
     """``cases`` with each value of a constant the probes declare only booleans for read as a boolean (``true``,
-    ``False``: any case), and refused when it is text of another kind, as for a constant declared only with
-    whole numbers: such text would reach the kernel as a string, and cuTile's refusal of it blamed the probe.
+    ``False``: any case), and refused when it is of another kind (text, ``None``, a number), as for a constant
+    declared only with whole numbers: such a value reached the kernel, and cuTile's refusal blamed the probe.
 
     Raises:
         WhereError: the constant, the value given, what it takes (the probe's values), a near spelling.
@@ -318,11 +318,12 @@ def check_case_values(cases: Mapping[str, list], probes: Sequence) -> dict[str, 
         for v in values:
             if kind is bool and isinstance(v, str) and v.strip().lower() in ("true", "false"):
                 v = v.strip().lower() == "true"
-            if kind is not None and isinstance(v, str):
+            if kind is not None and _one_kind([v]) is not kind:   # None, 1, 1.0, 0x1 (read as 0×1) for a boolean
                 words = "True or False" if kind is bool else "whole numbers"
-                near = named_with_near([v], ["True", "False"]) if kind is bool else repr(v)
-                raise WhereError(f"--case {name}={v}: {name} takes {words} (the probe's values: "
-                                 f"{', '.join(format_value(x) for x in distinct(declared))}), not the text {near}")
+                given = named_with_near([v], ["True", "False"]) if kind is bool and isinstance(v, str) else repr(v)
+                raise WhereError(f"--case {name}={format_value(v)}: {name} takes {words} (the probe's values: "
+                                 f"{', '.join(format_value(x) for x in distinct(declared))}), not "
+                                 f"{'the text ' if isinstance(v, str) else ''}{given}")
             fixed.append(v)
         out[name] = fixed
     return out

@@ -122,7 +122,7 @@ def _keep_report(k: str, report: FileReport) -> None:
     on (0.19 s of a cold tune's start-up for the 10 RMSNorm configurations, cProfile on the 2-core machine,
     2026-12-02); the session waits for them when it ends."""
     from tileprobe.probe import plancache
-    if report.errors or not report.code_files:
+    if report.errors or report.usage_error or not report.code_files:
         return
     files, report.code_files = report.code_files, []
     data = report_data(report)      # the fields as they are now: the caller may set more on ``report`` later
@@ -194,7 +194,11 @@ def load_probe_files(paths: Sequence[str], targets: Sequence[str], *, tmp_root: 
     per path) to run instead of :func:`check_file` (:func:`run_probe_tasks`); ``kept``: False: the plan cache is
     neither asked nor written (the reports keep their ``code_files``); ``ahead``: take a load of the same question
     started ahead in this session (:mod:`tileprobe.probe.ahead`; waits for it). Inside :func:`loader_sessions` a
-    job goes to a live child of its file when one is idle. Ctrl-C stops the children and propagates."""
+    job goes to a live child of its file when one is idle. Ctrl-C stops the children and propagates.
+
+    Raises:
+        WhereError: a child found a ``--case`` value of the wrong kind for its probes
+            (:func:`tileprobe.select.check_case_values`): the command line's error, exit 2."""
     from tileprobe._cutile import DefaultCompilerLookup
     from tileprobe.procs import default_jobs
     jobs = max(1, jobs or default_jobs())
@@ -246,4 +250,8 @@ def load_probe_files(paths: Sequence[str], targets: Sequence[str], *, tmp_root: 
                 session.put_back(loader)
     if lookup is not None:
         reports[0].default_tileiras, reports[0].default_tileiras_error = lookup.result()
+    for rep in reports:
+        if rep.usage_error:
+            from tileprobe.select import WhereError
+            raise WhereError(rep.usage_error)
     return reports

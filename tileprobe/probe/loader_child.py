@@ -79,9 +79,8 @@ def check_file(path: str, targets: Sequence[str], max_variants: int, stage: Call
     except NoProbeDefined as e:
         report.no_probe = str(e)
         return report
-    except WhereError as e:      # a --case value of the wrong kind: the command line's error, said as such
-        report.errors.append(str(e))
-        return report
+    except WhereError:           # a --case value of the wrong kind: the command line's error (_serve_job)
+        raise
     except ProbeError as e:
         report.errors.append(str(e))
         return report
@@ -231,9 +230,12 @@ def _serve_job(conn: Connection, job: LoaderJob) -> None:
     from tileprobe.probe import plancache, wire
     tempfile.tempdir = job.tmp      # each job's own folder (the parent removes it)
     stage = lambda t: wire.send(conn, ("stage", str(t)))
+    from tileprobe.select import WhereError
     try:
         report = (_run_task(job, stage) if job.task else
                   check_file(job.path, job.targets, job.max_variants, stage, job.cases, job.hints, job.num_sms))
+    except WhereError as e:    # the command line's error, not the probe's: the parent raises it (load_probe_files)
+        report = FileReport(os.path.abspath(job.path), usage_error=str(e))
     except BaseException as e:
         from tileprobe.probe.define import describe_exception
         report = FileReport(os.path.abspath(job.path), errors=[f"{job.path}: loading failed inside tileprobe: "

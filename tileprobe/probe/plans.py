@@ -99,6 +99,8 @@ class FileReport:
     #                               lets compile workers start from a cuTile imported without torch)
     code_files: list = field(default_factory=list)   # [path, size, mtime_ns] of the modules the loader ran
     #                                                  (the report is kept while they are unchanged)
+    usage_error: str = ""         # the command line's error the child found (a --case value of the wrong kind):
+    #                               load_probe_files raises it as a WhereError, exit 2
 
 
 def _cross(grid) -> list[dict]:

@@ -180,7 +180,7 @@ def _open_private(path: Path, flags: int) -> int:
         KeepWarmRefused: ``path`` is a link, a folder, a FIFO, or not a regular file of this user's (named, with the
             fix: remove it).
     """
-    kinds = {errno.ELOOP: "a symbolic link", errno.EISDIR: "a folder", errno.ENXIO: "a FIFO nobody reads"}
+    kinds = {errno.ELOOP: "a symbolic link", errno.EISDIR: "a folder", errno.ENXIO: "a FIFO or socket nobody reads"}
     try:
         fd = os.open(path, flags | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600)
     except OSError as e:

@@ -105,7 +105,9 @@ def space_task(path: str, stage: Callable[[str], None], cases: dict | None = Non
     try:
         with probe_code_guard():
             probes = apply_overrides(load_probes(path), cases, hints, check=False)
-    except (ProbeError, WhereError) as e:    # WhereError: a --case value of the wrong kind, said as such
+    except WhereError:          # a --case value of the wrong kind: the command line's error (loader_child._serve_job)
+        raise
+    except ProbeError as e:
         return [], [str(e)]
     except BaseException as e:
         return [], [str(_probe_error_from(e, os.path.abspath(path), "importing the probe file"))]
